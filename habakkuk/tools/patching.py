@@ -580,21 +580,26 @@ def _diagnose(lines: list[str], old: list[str], start: int, target: int | None) 
     scores: Counter[int] = Counter()
     for j, text in enumerate(old_norm):
         for pos in positions.get(text, ()):
-            begin = pos - j
-            if begin >= start:
-                scores[begin] += 1
-    where = f" after line {start}" if start > 0 else ""
+            if pos - j >= 0:
+                scores[pos - j] += 1
     if not scores:
-        return f"none of its lines were found{where}"
+        return "none of its lines were found in the file"
     anchor = target if target is not None else start
 
-    def rank(item: tuple[int, int]) -> tuple[int, int, int]:
+    def rank(item: tuple[int, int]) -> tuple[int, int, int, int]:
         begin, score = item
-        return (-score, abs(begin - anchor), begin)
+        # Places after the previous hunk first; then the most lines in common.
+        return (begin < start, -score, abs(begin - anchor), begin)
 
     begin, score = min(scores.items(), key=rank)
     if score * 2 < len(old):
+        where = f" after line {start}" if start > 0 else ""
         return f"no place{where} matches more than {score} of its {len(old)} old lines"
+    if begin < start:
+        return (
+            f"its closest match starts at line {begin + 1}, which overlaps the previous hunk "
+            f"(that one ends at line {start}); hunks must follow file order without overlapping"
+        )
     for j, text in enumerate(old_norm):
         at = begin + j
         if at >= len(lines):
@@ -607,7 +612,7 @@ def _diagnose(lines: list[str], old: list[str], start: int, target: int | None) 
                 f"the closest match starts at line {begin + 1}; its old line {j + 1} differs: "
                 f"expected {old[j]!r}, found {lines[at]!r} (line {at + 1})"
             )
-    return f"it matches at line {begin + 1} only before the previous hunk"  # pragma: no cover
+    return f"it matches at line {begin + 1}"  # pragma: no cover - a match would have applied
 
 
 def _locate(label: str, lines: list[str], hunk: Hunk, number: int, total: int, cursor: int) -> int:
@@ -665,7 +670,18 @@ def _apply_hunks(label: str, text: _Text, hunks: list[Hunk]) -> _Text:
     for number, hunk in enumerate(hunks, 1):
         start = _locate(label, lines, hunk, number, len(hunks), cursor)
         end = start + len(hunk.old_lines)
-        edits.append((start, end, hunk.new_lines))
+        # Context lines keep the file's own text: a whitespace-insensitive match must
+        # not reformat lines the hunk did not mean to change.
+        replacement: list[str] = []
+        at = start
+        for op, line in hunk.lines:
+            if op == " ":
+                replacement.append(lines[at])
+            elif op == "+":
+                replacement.append(line)
+            if op != "+":
+                at += 1
+        edits.append((start, end, replacement))
         if end == len(lines):
             # The hunk reaches the end of the file, so it decides the final newline.
             if hunk.new_no_newline:
