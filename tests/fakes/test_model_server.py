@@ -1,0 +1,725 @@
+"""The fake model server, checked through the real openai and anthropic SDKs.
+
+If these pass, an adapter built on the SDKs sees from the fake exactly the
+objects and exceptions it would see from the real services.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from tests.fakes.model_server import (
+    NO_SCRIPT_MESSAGE,
+    Drop,
+    Fail,
+    FakeModelServer,
+    RecordedRequest,
+    Reply,
+    ToolCall,
+    fake_encrypted_content,
+    fake_signature,
+)
+
+USER: Any = [{"role": "user", "content": "hi"}]
+TOOLS_CHAT: list[Any] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    }
+]
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeModelServer]:
+    async with FakeModelServer() as srv:
+        yield srv
+
+
+def openai_client(server: FakeModelServer, key: str = "test") -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=f"{server.base_url}/v1", api_key=key, max_retries=0)
+
+
+def anthropic_client(server: FakeModelServer, key: str = "test") -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=server.base_url, api_key=key, max_retries=0)
+
+
+def tool_reply(**kwargs: Any) -> Reply:
+    return Reply(
+        text="Let me look at both files.",
+        tool_calls=[
+            ToolCall("read_file", {"path": "notes/today.md", "limit": 200}, id="call_given"),
+            ToolCall("read_file", {"path": "b.txt"}),
+        ],
+        input_tokens=120,
+        output_tokens=33,
+        cache_read_tokens=1000,
+        cache_write_tokens=50,
+        **kwargs,
+    )
+
+
+# --- Chat Completions ------------------------------------------------------
+
+
+async def test_chat_stream_assembles_text_tool_arguments_and_usage_chunk(
+    server: FakeModelServer,
+) -> None:
+    server.script(tool_reply())
+    client = openai_client(server)
+    stream = await client.chat.completions.create(
+        model="gpt-fake",
+        messages=USER,
+        tools=TOOLS_CHAT,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    text_deltas: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    arg_pieces: dict[int, int] = {}
+    finish = None
+    usage = None
+    async for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage
+            assert chunk.choices == []
+        for choice in chunk.choices:
+            if choice.delta.content:
+                text_deltas.append(choice.delta.content)
+            for tc in choice.delta.tool_calls or []:
+                call = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+                if tc.id:
+                    call["id"] = tc.id
+                if tc.function and tc.function.name:
+                    call["name"] = tc.function.name
+                if tc.function and tc.function.arguments:
+                    call["arguments"] += tc.function.arguments
+                    arg_pieces[tc.index] = arg_pieces.get(tc.index, 0) + 1
+            finish = choice.finish_reason or finish
+
+    assert "".join(text_deltas) == "Let me look at both files."
+    assert len(text_deltas) == 4  # 26 characters in chunks of 8
+    assert calls[0]["id"] == "call_given"
+    assert calls[1]["id"].startswith("call_")
+    assert json.loads(calls[0]["arguments"]) == {"path": "notes/today.md", "limit": 200}
+    assert json.loads(calls[1]["arguments"]) == {"path": "b.txt"}
+    assert min(arg_pieces.values()) >= 3
+    assert finish == "tool_calls"
+    assert usage is not None
+    assert usage.prompt_tokens == 120 + 1000 + 50
+    assert usage.completion_tokens == 33
+    assert usage.total_tokens == 1170 + 33
+    assert usage.prompt_tokens_details is not None
+    assert usage.prompt_tokens_details.cached_tokens == 1000
+    assert usage.prompt_tokens_details.cache_write_tokens == 50
+
+
+async def test_chat_stream_sends_no_usage_chunk_unless_asked(server: FakeModelServer) -> None:
+    server.script(Reply(text="plain"))
+    stream = await openai_client(server).chat.completions.create(
+        model="gpt-fake",
+        messages=USER,
+        stream=True,
+    )
+    chunks = [chunk async for chunk in stream]
+    assert all(chunk.usage is None for chunk in chunks)
+    assert all(chunk.choices for chunk in chunks)
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+async def test_chat_stream_helper_builds_final_completion(server: FakeModelServer) -> None:
+    server.script(tool_reply())
+    async with openai_client(server).chat.completions.stream(
+        model="gpt-fake",
+        messages=USER,
+        tools=TOOLS_CHAT,
+        stream_options={"include_usage": True},
+    ) as stream:
+        final = await stream.get_final_completion()
+    message = final.choices[0].message
+    assert message.content == "Let me look at both files."
+    assert message.tool_calls is not None
+    assert [tc.function.arguments for tc in message.tool_calls] == [  # type: ignore[union-attr]
+        json.dumps({"path": "notes/today.md", "limit": 200}),
+        json.dumps({"path": "b.txt"}),
+    ]
+    assert final.usage is not None and final.usage.prompt_tokens == 1170
+
+
+async def test_chat_non_streamed_returns_whole_completion(server: FakeModelServer) -> None:
+    server.script(tool_reply(thinking="check the notes first"))
+    completion = await openai_client(server).chat.completions.create(
+        model="gpt-fake",
+        messages=USER,
+        tools=TOOLS_CHAT,
+    )
+    choice = completion.choices[0]
+    assert completion.model == "gpt-fake"
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content == "Let me look at both files."
+    assert choice.message.tool_calls is not None
+    first = choice.message.tool_calls[0]
+    assert first.id == "call_given"
+    assert json.loads(first.function.arguments) == {  # type: ignore[union-attr]
+        "path": "notes/today.md",
+        "limit": 200,
+    }
+    assert (choice.message.model_extra or {})["reasoning_content"] == "check the notes first"
+    assert completion.usage is not None
+    assert completion.usage.prompt_tokens_details is not None
+    assert completion.usage.prompt_tokens_details.cached_tokens == 1000
+
+
+async def test_chat_length_stop_is_spelled_length(server: FakeModelServer) -> None:
+    server.script(Reply(text="cut", stop_reason="max_tokens"))
+    completion = await openai_client(server).chat.completions.create(
+        model="gpt-fake",
+        messages=USER,
+    )
+    assert completion.choices[0].finish_reason == "length"
+
+
+# --- Responses ---------------------------------------------------------------
+
+
+async def test_responses_stream_events_carry_text_arguments_reasoning_and_usage(
+    server: FakeModelServer,
+) -> None:
+    server.script(tool_reply(thinking="the user wants both files"))
+    stream = await openai_client(server).responses.create(
+        model="gpt-fake",
+        input="hi",
+        include=["reasoning.encrypted_content"],
+        store=False,
+        stream=True,
+    )
+    events = [event async for event in stream]
+    types = [event.type for event in events]
+    assert types[:2] == ["response.created", "response.in_progress"]
+    assert types[-1] == "response.completed"
+    for expected in (
+        "response.output_item.added",
+        "response.reasoning_summary_text.delta",
+        "response.output_text.delta",
+        "response.function_call_arguments.delta",
+        "response.output_item.done",
+    ):
+        assert expected in types
+    assert [event.sequence_number for event in events] == list(range(len(events)))
+
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text == "Let me look at both files."
+    reasoning = "".join(
+        e.delta for e in events if e.type == "response.reasoning_summary_text.delta"
+    )
+    assert reasoning == "the user wants both files"
+    args_by_item: dict[str, str] = {}
+    for e in events:
+        if e.type == "response.function_call_arguments.delta":
+            args_by_item[e.item_id] = args_by_item.get(e.item_id, "") + e.delta
+    assert [json.loads(a) for a in args_by_item.values()] == [
+        {"path": "notes/today.md", "limit": 200},
+        {"path": "b.txt"},
+    ]
+
+    done_items = [e.item for e in events if e.type == "response.output_item.done"]
+    assert [item.type for item in done_items] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+    ]
+    reasoning_item = done_items[0]
+    assert reasoning_item.encrypted_content == fake_encrypted_content(  # type: ignore[union-attr]
+        "the user wants both files"
+    )
+    assert done_items[2].call_id == "call_given"  # type: ignore[union-attr]
+
+    completed = events[-1].response  # type: ignore[union-attr]
+    assert completed.status == "completed"
+    assert completed.usage is not None
+    assert completed.usage.input_tokens == 1170
+    assert completed.usage.output_tokens == 33
+    assert completed.usage.input_tokens_details.cached_tokens == 1000
+    assert completed.usage.input_tokens_details.cache_write_tokens == 50
+
+
+async def test_responses_stream_helper_accepts_event_order(server: FakeModelServer) -> None:
+    server.script(tool_reply(thinking="plan"))
+    async with openai_client(server).responses.stream(
+        model="gpt-fake", input="hi", include=["reasoning.encrypted_content"]
+    ) as stream:
+        final = await stream.get_final_response()
+    assert final.output_text == "Let me look at both files."
+    calls = [item for item in final.output if item.type == "function_call"]
+    assert [json.loads(c.arguments) for c in calls] == [
+        {"path": "notes/today.md", "limit": 200},
+        {"path": "b.txt"},
+    ]
+    assert final.output[0].type == "reasoning"
+    assert final.output[0].encrypted_content == fake_encrypted_content("plan")
+
+
+async def test_responses_non_streamed_omits_encrypted_reasoning_unless_included(
+    server: FakeModelServer,
+) -> None:
+    server.script(Reply(text="answer", thinking="why"), Reply(text="again", thinking="why"))
+    client = openai_client(server)
+
+    plain = await client.responses.create(model="gpt-fake", input="hi")
+    assert plain.output_text == "answer"
+    assert plain.output[0].type == "reasoning"
+    assert plain.output[0].summary[0].text == "why"
+    assert plain.output[0].encrypted_content is None
+    assert plain.usage is not None and plain.usage.input_tokens == 10
+
+    included = await client.responses.create(
+        model="gpt-fake", input="hi", include=["reasoning.encrypted_content"]
+    )
+    assert included.output[0].type == "reasoning"
+    assert included.output[0].encrypted_content == fake_encrypted_content("why")
+
+
+async def test_responses_length_stop_is_incomplete(server: FakeModelServer) -> None:
+    server.script(Reply(text="cut", stop_reason="max_tokens"))
+    stream = await openai_client(server).responses.create(model="gpt-fake", input="hi", stream=True)
+    events = [event async for event in stream]
+    last = events[-1]
+    assert last.type == "response.incomplete"
+    assert last.response.incomplete_details is not None
+    assert last.response.incomplete_details.reason == "max_output_tokens"
+
+
+# --- Anthropic Messages ------------------------------------------------------
+
+
+async def test_anthropic_stream_has_thinking_signature_text_tool_input_and_usage(
+    server: FakeModelServer,
+) -> None:
+    server.script(tool_reply(thinking="Both files are needed."))
+    stream = await anthropic_client(server).messages.create(
+        model="claude-fake",
+        max_tokens=1024,
+        messages=USER,
+        stream=True,
+    )
+    events = [event async for event in stream]
+    types = [event.type for event in events]
+    assert types[0] == "message_start"
+    assert types[-2:] == ["message_delta", "message_stop"]
+    delta_types = {e.delta.type for e in events if e.type == "content_block_delta"}
+    assert delta_types == {"thinking_delta", "signature_delta", "text_delta", "input_json_delta"}
+    signature = [
+        e.delta.signature
+        for e in events
+        if e.type == "content_block_delta" and e.delta.type == "signature_delta"
+    ]
+    assert signature == [fake_signature("Both files are needed.")]
+    start = events[0].message  # type: ignore[union-attr]
+    assert start.usage.input_tokens == 120
+    assert start.usage.cache_read_input_tokens == 1000
+    assert start.usage.cache_creation_input_tokens == 50
+    message_delta = events[-2]
+    assert message_delta.delta.stop_reason == "tool_use"  # type: ignore[union-attr]
+    assert message_delta.usage.output_tokens == 33  # type: ignore[union-attr]
+
+
+async def test_anthropic_stream_helper_assembles_final_message(server: FakeModelServer) -> None:
+    server.script(tool_reply(thinking="Both files are needed."))
+    async with anthropic_client(server).messages.stream(
+        model="claude-fake",
+        max_tokens=1024,
+        messages=USER,
+    ) as stream:
+        message = await stream.get_final_message()
+    kinds = [block.type for block in message.content]
+    assert kinds == ["thinking", "text", "tool_use", "tool_use"]
+    thinking, text, first, second = message.content
+    assert thinking.type == "thinking"
+    assert thinking.thinking == "Both files are needed."
+    assert thinking.signature == fake_signature("Both files are needed.")
+    assert text.type == "text" and text.text == "Let me look at both files."
+    assert first.type == "tool_use" and second.type == "tool_use"
+    assert first.id == "call_given"
+    assert second.id.startswith("toolu_")
+    assert first.input == {"path": "notes/today.md", "limit": 200}
+    assert second.input == {"path": "b.txt"}
+    assert message.stop_reason == "tool_use"
+    assert message.usage.output_tokens == 33
+    assert message.usage.cache_read_input_tokens == 1000
+
+
+async def test_anthropic_non_streamed_returns_whole_message(server: FakeModelServer) -> None:
+    server.script(Reply(text="done", thinking="hm", stop_reason="length"))
+    message = await anthropic_client(server).messages.create(
+        model="claude-fake",
+        max_tokens=5,
+        messages=USER,
+    )
+    assert message.model == "claude-fake"
+    assert [block.type for block in message.content] == ["thinking", "text"]
+    assert message.content[0].signature == fake_signature("hm")  # type: ignore[union-attr]
+    assert message.stop_reason == "max_tokens"
+    assert message.usage.input_tokens == 10
+    assert message.usage.output_tokens == 5
+
+
+async def test_anthropic_raw_stream_contains_ping(server: FakeModelServer) -> None:
+    # The SDK hides ping events; read the wire to prove they are sent.
+    server.script(Reply(text="hi"))
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{server.base_url}/v1/messages",
+            json={"model": "m", "max_tokens": 5, "messages": USER, "stream": True},
+        ) as resp,
+    ):
+        raw = await resp.text()
+    assert resp.headers["Content-Type"].startswith("text/event-stream")
+    assert "event: ping\n" in raw
+    assert raw.index("event: message_start") < raw.index("event: ping")
+
+
+# --- errors ------------------------------------------------------------------
+
+
+async def test_openai_rate_limit_raises_rate_limit_error_with_retry_after(
+    server: FakeModelServer,
+) -> None:
+    server.script(Fail(429, kind="rate_limit", retry_after=7))
+    with pytest.raises(openai.RateLimitError) as info:
+        await openai_client(server).chat.completions.create(
+            model="gpt-fake",
+            messages=USER,
+        )
+    assert info.value.status_code == 429
+    assert info.value.code == "rate_limit_exceeded"
+    assert info.value.response.headers["retry-after"] == "7"
+
+
+async def test_openai_insufficient_quota_is_a_429_with_its_code(server: FakeModelServer) -> None:
+    server.script(Fail(429, kind="billing"))
+    with pytest.raises(openai.RateLimitError) as info:
+        await openai_client(server).responses.create(model="gpt-fake", input="hi")
+    assert info.value.code == "insufficient_quota"
+    assert info.value.type == "insufficient_quota"
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_openai_context_overflow_is_bad_request_with_context_code(
+    server: FakeModelServer, api: str
+) -> None:
+    server.script(Fail(400, kind="context_overflow"), api=api)
+    client = openai_client(server)
+    with pytest.raises(openai.BadRequestError) as info:
+        if api == "chat":
+            await client.chat.completions.create(
+                model="gpt-fake",
+                messages=USER,
+                stream=True,
+            )
+        else:
+            await client.responses.create(model="gpt-fake", input="hi", stream=True)
+    assert info.value.code == "context_length_exceeded"
+    assert "context" in info.value.message
+
+
+async def test_openai_auth_and_server_errors_map_to_sdk_classes(server: FakeModelServer) -> None:
+    server.script(Fail(401, kind="auth"), Fail(500), Fail(503, kind="overloaded"))
+    client = openai_client(server, key="sk-proj-abcdefghijkl")
+    with pytest.raises(openai.AuthenticationError) as auth:
+        await client.chat.completions.create(model="m", messages=USER)
+    assert auth.value.code == "invalid_api_key"
+    assert "sk-proj-abcdefghijkl" not in auth.value.message
+    with pytest.raises(openai.InternalServerError) as generic:
+        await client.chat.completions.create(model="m", messages=USER)
+    assert generic.value.status_code == 500
+    with pytest.raises(openai.InternalServerError) as overloaded:
+        await client.responses.create(model="m", input="hi")
+    assert overloaded.value.status_code == 503
+
+
+async def test_anthropic_overloaded_is_529_internal_server_error(server: FakeModelServer) -> None:
+    server.script(Fail(529, kind="overloaded"))
+    with pytest.raises(anthropic.InternalServerError) as info:
+        await anthropic_client(server).messages.create(
+            model="claude-fake",
+            max_tokens=5,
+            messages=USER,
+            stream=True,
+        )
+    assert isinstance(info.value, anthropic.APIStatusError)
+    assert info.value.status_code == 529
+    assert info.value.type == "overloaded_error"
+    assert info.value.body == {
+        "type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded"},
+        "request_id": info.value.request_id,
+    }
+
+
+async def test_anthropic_context_overflow_is_bad_request_prompt_too_long(
+    server: FakeModelServer,
+) -> None:
+    server.script(Fail(400, kind="context_overflow"))
+    with pytest.raises(anthropic.BadRequestError) as info:
+        await anthropic_client(server).messages.create(
+            model="claude-fake",
+            max_tokens=5,
+            messages=USER,
+        )
+    assert info.value.type == "invalid_request_error"
+    assert info.value.api_message is not None
+    assert info.value.api_message.startswith("prompt is too long: ")
+
+
+async def test_anthropic_auth_rate_limit_and_billing_map_to_sdk_classes(
+    server: FakeModelServer,
+) -> None:
+    server.script(
+        Fail(401, kind="auth"),
+        Fail(429, kind="rate_limit", retry_after=1.5),
+        Fail(402, kind="billing", message="custom billing text"),
+        api="anthropic",
+    )
+    client = anthropic_client(server)
+
+    async def call() -> None:
+        await client.messages.create(
+            model="claude-fake",
+            max_tokens=5,
+            messages=USER,
+        )
+
+    with pytest.raises(anthropic.AuthenticationError) as auth:
+        await call()
+    assert auth.value.type == "authentication_error"
+    with pytest.raises(anthropic.RateLimitError) as limited:
+        await call()
+    assert limited.value.type == "rate_limit_error"
+    assert limited.value.response.headers["retry-after"] == "1.5"
+    with pytest.raises(anthropic.APIStatusError) as billing:
+        await call()
+    assert billing.value.status_code == 402
+    assert billing.value.type == "billing_error"
+    assert billing.value.api_message == "custom billing text"
+
+
+async def test_empty_queue_answers_500_naming_the_missing_script(server: FakeModelServer) -> None:
+    with pytest.raises(openai.InternalServerError) as oa:
+        await openai_client(server).chat.completions.create(
+            model="m",
+            messages=USER,
+        )
+    assert NO_SCRIPT_MESSAGE in str(oa.value)
+    with pytest.raises(anthropic.InternalServerError) as an:
+        await anthropic_client(server).messages.create(
+            model="m",
+            max_tokens=5,
+            messages=USER,
+        )
+    assert NO_SCRIPT_MESSAGE in str(an.value)
+
+
+async def test_malformed_request_is_rejected_without_consuming_the_script(
+    server: FakeModelServer,
+) -> None:
+    server.script(Reply(text="kept"))
+    async with aiohttp.ClientSession() as session:
+        async with session.post(
+            f"{server.base_url}/v1/messages", json={"model": "m", "messages": USER}
+        ) as resp:
+            body = await resp.json()
+        assert resp.status == 400
+        assert body["error"] == {
+            "type": "invalid_request_error",
+            "message": "max_tokens: Field required",
+        }
+        async with session.post(
+            f"{server.base_url}/v1/chat/completions", data=b"{not json"
+        ) as resp:
+            assert resp.status == 400
+            assert (await resp.json())["error"]["type"] == "invalid_request_error"
+    assert server.pending() == 1
+    assert [r.json for r in server.requests] == [{"model": "m", "messages": USER}, None]
+
+
+# --- dropped connections -----------------------------------------------------
+
+
+async def test_chat_drop_raises_connection_error_after_some_deltas(
+    server: FakeModelServer,
+) -> None:
+    server.script(Drop(Reply(text="abcdefghijklmnopqrstuvwxyz", chunk_size=4), after_chunks=3))
+    stream = await openai_client(server).chat.completions.create(
+        model="m",
+        messages=USER,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    received: list[str] = []
+    with pytest.raises(openai.APIConnectionError):
+        async for chunk in stream:
+            for choice in chunk.choices:
+                assert choice.finish_reason is None
+                if choice.delta.content:
+                    received.append(choice.delta.content)
+    assert received == ["abcd", "efgh", "ijkl"]
+
+
+async def test_responses_drop_raises_connection_error_mid_tool_arguments(
+    server: FakeModelServer,
+) -> None:
+    reply = Reply(tool_calls=[ToolCall("write", {"path": "x", "content": "y" * 40})])
+    server.script(Drop(reply, after_chunks=2))
+    stream = await openai_client(server).responses.create(model="m", input="hi", stream=True)
+    types: list[str] = []
+    with pytest.raises(openai.APIConnectionError):
+        async for event in stream:
+            types.append(event.type)
+    assert types.count("response.function_call_arguments.delta") == 2
+    assert "response.completed" not in types
+
+
+async def test_anthropic_drop_raises_protocol_error_mid_stream(server: FakeModelServer) -> None:
+    server.script(Drop(Reply(thinking="a long chain of thought", chunk_size=5), after_chunks=2))
+    stream = await anthropic_client(server).messages.create(
+        model="m",
+        max_tokens=5,
+        messages=USER,
+        stream=True,
+    )
+    deltas: list[str] = []
+    # anthropic 2.14 lets httpx2's protocol error escape its stream iterator
+    # instead of wrapping it in APIConnectionError; adapters must catch both.
+    with pytest.raises((anthropic.APIConnectionError, httpx2.TransportError)):
+        async for event in stream:
+            if event.type == "content_block_delta" and event.delta.type == "thinking_delta":
+                deltas.append(event.delta.thinking)
+            assert event.type != "message_stop"
+    assert deltas == ["a lon", "g cha"]
+
+
+async def test_non_streamed_drop_cuts_the_body(server: FakeModelServer) -> None:
+    server.script(Drop(Reply(text="whole answer")))
+    with pytest.raises(anthropic.APIConnectionError):
+        await anthropic_client(server).messages.create(
+            model="m",
+            max_tokens=5,
+            messages=USER,
+        )
+
+
+# --- queues, recording, hooks ------------------------------------------------
+
+
+async def test_per_api_queue_goes_first_and_shared_queue_serves_any_api(
+    server: FakeModelServer,
+) -> None:
+    server.script(Reply(text="shared-1"), Reply(text="shared-2"))
+    server.script(Reply(text="for-anthropic"), api="anthropic")
+    oa = openai_client(server)
+    an = anthropic_client(server)
+
+    message = await an.messages.create(
+        model="m",
+        max_tokens=5,
+        messages=USER,
+    )
+    completion = await oa.chat.completions.create(
+        model="m",
+        messages=USER,
+    )
+    response = await oa.responses.create(model="m", input="hi")
+
+    assert message.content[0].text == "for-anthropic"  # type: ignore[union-attr]
+    assert completion.choices[0].message.content == "shared-1"
+    assert response.output_text == "shared-2"
+    assert server.pending() == 0 and server.pending("anthropic") == 0
+
+
+def test_script_rejects_unknown_api_and_bad_items() -> None:
+    server = FakeModelServer()
+    with pytest.raises(ValueError, match="unknown api 'gemini'"):
+        server.script(Reply(), api="gemini")
+    with pytest.raises(TypeError, match="expected Reply, Fail or Drop"):
+        server.script("hello")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="chunk_size"):
+        Reply(chunk_size=0)
+    with pytest.raises(ValueError, match="status"):
+        Fail(200)
+
+
+async def test_requests_record_api_path_body_and_key(server: FakeModelServer) -> None:
+    server.script(Reply(), Reply(), Reply())
+    await openai_client(server, key="key-one").chat.completions.create(
+        model="gpt-a",
+        messages=USER,
+    )
+    await openai_client(server, key="key-two").responses.create(model="gpt-b", input="x")
+    await anthropic_client(server, key="key-three").messages.create(
+        model="claude-c",
+        max_tokens=5,
+        messages=USER,
+    )
+    recorded = server.requests
+    assert [(r.api, r.path, r.api_key) for r in recorded] == [
+        ("chat", "/v1/chat/completions", "key-one"),
+        ("responses", "/v1/responses", "key-two"),
+        ("anthropic", "/v1/messages", "key-three"),
+    ]
+    assert recorded[0].headers["authorization"] == "Bearer key-one"
+    # anthropic 2.14 sends its api_key as a Bearer token, not x-api-key.
+    assert recorded[2].headers["authorization"] == "Bearer key-three"
+    assert [r.json["model"] for r in recorded] == ["gpt-a", "gpt-b", "claude-c"]
+    assert not any(r.stream for r in recorded)
+    assert recorded[0].time <= recorded[1].time <= recorded[2].time
+
+
+async def test_on_chunk_fires_once_per_streamed_event(server: FakeModelServer) -> None:
+    stamps: list[float] = []
+    server.on_chunk = stamps.append
+    server.script(Reply(text="0123456789", chunk_size=5))
+    stream = await openai_client(server).chat.completions.create(
+        model="m",
+        messages=USER,
+        stream=True,
+    )
+    chunks = [chunk async for chunk in stream]
+    # role chunk + two text chunks + finish chunk, then the [DONE] line.
+    assert len(chunks) == 4
+    assert len(stamps) == 5
+    assert stamps == sorted(stamps)
+    assert stamps[0] >= server.requests[0].time
+
+
+async def test_models_list_speaks_both_shapes(server: FakeModelServer) -> None:
+    server.models = ["gpt-fake", "claude-fake"]
+    openai_models = [m.id async for m in openai_client(server).models.list()]
+    anthropic_models = [m.id async for m in anthropic_client(server).models.list()]
+    assert openai_models == ["gpt-fake", "claude-fake"]
+    assert anthropic_models == ["gpt-fake", "claude-fake"]
+    assert [r.api for r in server.requests] == ["models", "models"]
+
+
+def test_api_key_is_read_from_x_api_key_or_bearer() -> None:
+    def recorded(headers: dict[str, str]) -> RecordedRequest:
+        return RecordedRequest(
+            api="anthropic", path="/v1/messages", headers=headers, json={}, time=0
+        )
+
+    assert recorded({"x-api-key": "raw"}).api_key == "raw"
+    assert recorded({"authorization": "Bearer tok"}).api_key == "tok"
+    assert recorded({"authorization": "Basic abc"}).api_key is None
+    assert recorded({}).api_key is None
