@@ -567,8 +567,9 @@ class ProcessManager:
         self._close_stdin(entry)
         if entry.pump.done():
             entry.transport.close()
-        entry.done.set()
+        # Forget the oldest finished one before waiters wake, so they see the final state.
         await self._remember_finished(entry)
+        entry.done.set()
         if entry.info.notify and not entry.info.killed and not self._closing and self.on_exit:
             try:
                 await self.on_exit(dataclasses.replace(entry.info))
