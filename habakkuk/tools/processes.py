@@ -462,6 +462,12 @@ class ProcessManager:
             self._starting[agent] -= 1
             if not self._starting[agent]:
                 del self._starting[agent]
+        if self._closing:
+            # shutdown() ran while this one was being spawned and cannot have seen it.
+            _signal_group(entry.pgid, signal.SIGKILL)
+            entry.transport.close()
+            await asyncio.to_thread(entry.log.remove)
+            raise ProcessError("background processes are shut down")
         self._entries[pid] = entry
         entry.pump = asyncio.create_task(self._pump(entry), name=f"process-pump-{pid}")
         entry.supervisor = asyncio.create_task(
