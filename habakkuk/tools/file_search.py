@@ -163,7 +163,10 @@ async def _search_rg(
     # to the workspace, the same as the walker's.
     rel_target = _rel(target, root) or "."
     args = [rg, "--no-config", "--no-messages", "--crlf", "--sort", "path", "--no-require-git"]
-    args += ["--max-filesize", "5M"]
+    # Not the user's global git excludes: the walker cannot see them, and results should
+    # not depend on which engine ran. (Parent folders' .gitignore files must stay on, or a
+    # search of a subfolder would miss the workspace's own .gitignore.)
+    args += ["--no-ignore-global", "--max-filesize", "5M"]
     args += ["--files-with-matches", "--null"] if files_only else ["--json"]
     if ignore_case:
         args.append("--ignore-case")
@@ -297,7 +300,7 @@ class _GlobFilter:
             raise SearchError(f"invalid glob {glob!r}: it is empty")
         try:
             regex = re.compile(glob_to_regex(body, braces=True, strict=True))
-        except ValueError as exc:  # re.error is a ValueError too
+        except (ValueError, re.error) as exc:
             raise SearchError(f"invalid glob {glob!r}: {exc}") from None
         return cls(regex, exclude, by_name)
 
