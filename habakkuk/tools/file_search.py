@@ -125,7 +125,7 @@ async def search_files(
     limit = max(1, min(int(max_results), MAX_RESULTS_CAP))
     root = Path(root)
     target = Path(path) if path is not None else root
-    if not target.exists():
+    if not await asyncio.to_thread(target.exists):
         raise SearchError(f"search path {_rel(target, root) or target} does not exist")
     rg = shutil.which("rg") if use_rg is not False else None
     if use_rg and rg is None:
