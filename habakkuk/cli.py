@@ -1,0 +1,109 @@
+"""The `habakkuk` command: the TUI by default, `--serve`, and the subcommands.
+
+Imports stay at the standard library here so `habakkuk --help` is instant; each
+command imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="habakkuk",
+        description="A personal and team AI agent. With no command, opens the terminal app.",
+    )
+    parser.add_argument("--serve", action="store_true", help="run every worker headless")
+    parser.add_argument(
+        "--smoke", action="store_true", help="one offline turn through the real queue and stores"
+    )
+    parser.add_argument("--resume", action="store_true", help="open the session picker first")
+    parser.add_argument("--version", action="store_true", help="print the version")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run one turn and print the reply")
+    run.add_argument("--agent", help="agent name (default: the first agent)")
+    run.add_argument("--session", help="continue this session")
+    run.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    run.add_argument("prompt", nargs="+", help="what to ask")
+
+    sub.add_parser("serve", help="run every worker headless (same as --serve)")
+
+    sessions = sub.add_parser("sessions", help="list, search and export sessions")
+    sessions_sub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
+    listing = sessions_sub.add_parser("list", help="recent sessions, newest first")
+    listing.add_argument("--agent")
+    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--json", action="store_true")
+    search = sessions_sub.add_parser("search", help="full-text search of messages")
+    search.add_argument("--agent")
+    search.add_argument("query", nargs="+")
+    export = sessions_sub.add_parser("export", help="write a transcript as md, json or html")
+    export.add_argument("id")
+    export.add_argument("--format", choices=["md", "json", "html"], default="md")
+    export.add_argument("-o", "--output", help="file to write (default: stdout)")
+
+    init = sub.add_parser("init", help="write a commented starter config (offline demo)")
+    init.add_argument("--force", action="store_true", help="replace an existing config")
+    sub.add_parser("doctor", help="check config, keys and databases")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from habakkuk import __version__
+
+        print(f"habakkuk {__version__}")
+        return EXIT_OK
+    handler = _pick(args, parser)
+    from habakkuk.engine.errors import ConfigError, HabakkukError
+
+    try:
+        return handler(args)
+    except ConfigError as exc:
+        print(f"habakkuk: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except HabakkukError as exc:
+        print(f"habakkuk: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable[..., int]:
+    from habakkuk import commands
+
+    if args.smoke:
+        return commands.smoke
+    if args.serve or args.command == "serve":
+        return commands.serve
+    if args.command == "run":
+        return commands.run
+    if args.command == "sessions":
+        actions = {
+            "list": commands.sessions_list,
+            "search": commands.sessions_search,
+            "export": commands.sessions_export,
+        }
+        if args.sessions_command not in actions:
+            parser.parse_args(["sessions", "--help"])
+        return actions[args.sessions_command]
+    if args.command == "init":
+        return commands.init
+    if args.command == "doctor":
+        return commands.doctor
+    return commands.tui
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,313 @@
+"""The CLI commands. Each runs the runtime through its facade and prints for humans or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from habakkuk.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from habakkuk.engine.home import Home
+    from habakkuk.runtime import Runtime
+
+STARTER_CONFIG = """\
+# Habakkuk config. Unknown keys are errors; `habakkuk doctor` checks this file.
+#
+# Providers are model services. `demo` works offline: it replays a script and
+# otherwise echoes you. Uncomment a real one and point an agent at it.
+providers:
+  demo:
+    type: mock
+  # anthropic:
+  #   type: anthropic
+  #   key_env: ANTHROPIC_API_KEY       # the variable holding the key (.env works too)
+  # openai:
+  #   type: openai
+  #   key_env: OPENAI_API_KEY
+  # local:
+  #   preset: ollama                   # or lmstudio, vllm, llamacpp: no key needed
+
+# Agents: a model chain, a permission mode and a workspace each.
+agents:
+  habakkuk:
+    model: demo/echo                   # PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-5
+    # fallbacks: [openai/gpt-5-mini]   # tried in order when the model fails
+    mode: workspace                    # read-only | ask | workspace | full
+    # workspace: ~/projects            # default: HOME/agents/habakkuk/workspace
+    toolsets: [core]
+
+timezone: UTC                          # Area/City, used for the time the agent sees
+"""
+
+SMOKE_CONFIG = """\
+providers:
+  mock:
+    type: mock
+    script:
+      - text: "Let me look at the workspace."
+        tool_calls:
+          - name: list_dir
+            arguments: {path: "."}
+      - text: "smoke reply: the workspace is ready."
+agents:
+  smoke:
+    model: mock/smoke
+    mode: read-only
+"""
+
+
+def _home() -> Home:
+    from habakkuk.engine.home import Home, default_home
+
+    return Home(default_home())
+
+
+async def _open(home: Home | None = None) -> Runtime:
+    from habakkuk.runtime import Runtime
+
+    return await Runtime.open(home)
+
+
+# -- run ---------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    """`habakkuk run PROMPT`: queue a turn, work until it is done, print the reply."""
+    return asyncio.run(_run(" ".join(args.prompt), args.agent, args.session, args.json))
+
+
+async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: bool) -> int:
+    runtime = await _open()
+    try:
+        if session_id:
+            session = await runtime.session(session_id)
+            if agent and agent != session.agent:
+                print(
+                    f"habakkuk: session {session_id} belongs to agent {session.agent!r}",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
+        else:
+            session = await runtime.new_session(agent, origin="cli")
+        streamed = asyncio.create_task(_stream(runtime, session.id)) if not as_json else None
+        runtime.start_workers()
+        turn = await runtime.submit(session.id, prompt)
+        outcome = await runtime.wait_turn(turn)
+        if streamed is not None:
+            streamed.cancel()
+            await asyncio.gather(streamed, return_exceptions=True)
+    finally:
+        await runtime.close()
+    if as_json:
+        body: dict[str, Any] = {
+            "session": outcome.session,
+            "turn": outcome.turn,
+            "status": "done" if outcome.status == "done" else "failed",
+            "reply": outcome.reply,
+        }
+        if outcome.status != "done":
+            body["error"] = outcome.error or outcome.status
+        print(json.dumps(body, ensure_ascii=False))
+    else:
+        sys.stdout.write("\n")
+        if outcome.status != "done":
+            print(
+                f"habakkuk: turn {outcome.status}: {outcome.error or ''}".rstrip(": "),
+                file=sys.stderr,
+            )
+    return EXIT_OK if outcome.status == "done" else EXIT_FAILED
+
+
+async def _stream(runtime: Runtime, session_id: str) -> None:
+    """Print the turn's text as it streams; tool activity goes to stderr."""
+    kinds = {"turn.text", "turn.reset", "tool.start", "tool.end"}
+    with runtime.bus.subscribe(lambda e: e.session == session_id and e.kind in kinds) as events:
+        async for event in events:
+            if event.kind == "turn.text":
+                sys.stdout.write(event.data["text"])
+                sys.stdout.flush()
+            elif event.kind == "turn.reset":
+                sys.stdout.write("\n[retrying]\n")
+            elif event.kind == "tool.start":
+                print(f"\n· {event.data['tool']}: {event.data['title']}", file=sys.stderr)
+            elif event.kind == "tool.end" and event.data.get("is_error"):
+                print(f"  ✗ {event.data['preview'][:200]}", file=sys.stderr)
+
+
+# -- serve -------------------------------------------------------------------------------
+
+
+def serve(args: argparse.Namespace) -> int:
+    """`habakkuk --serve`: every worker, until SIGINT or SIGTERM."""
+    return asyncio.run(_serve())
+
+
+async def _serve() -> int:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    runtime = await _open()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        runtime.start_workers()
+        print(
+            f"habakkuk: serving {runtime.home.root} (pid {os.getpid()})",
+            file=sys.stderr,
+            flush=True,
+        )
+        await stop.wait()
+        print("habakkuk: shutting down", file=sys.stderr, flush=True)
+    finally:
+        await runtime.close()
+    return EXIT_OK
+
+
+# -- sessions ------------------------------------------------------------------------------
+
+
+def sessions_list(args: argparse.Namespace) -> int:
+    return asyncio.run(_sessions_list(args.agent, args.limit, args.json))
+
+
+async def _sessions_list(agent: str | None, limit: int, as_json: bool) -> int:
+    from habakkuk.engine.export import rfc3339, session_json
+
+    runtime = await _open()
+    try:
+        sessions = await runtime.list_sessions(agent, limit=limit)
+    finally:
+        await runtime.close()
+    if as_json:
+        print(json.dumps([session_json(s) for s in sessions], ensure_ascii=False))
+        return EXIT_OK
+    for s in sessions:
+        print(f"{s.id}  {rfc3339(s.updated_at)}  {s.agent:<12}  {s.title}")
+    if not sessions:
+        print("no sessions yet", file=sys.stderr)
+    return EXIT_OK
+
+
+def sessions_search(args: argparse.Namespace) -> int:
+    return asyncio.run(_sessions_search(" ".join(args.query), args.agent))
+
+
+async def _sessions_search(query: str, agent: str | None) -> int:
+    runtime = await _open()
+    try:
+        if agent:
+            runtime.config.agent(agent)
+        hits = await runtime.transcripts.search(query, agent=agent)
+    finally:
+        await runtime.close()
+    for hit in hits:
+        print(f"{hit.session}  #{hit.seq:<4} {hit.role:<9} {hit.snippet}")
+    return EXIT_OK if hits else EXIT_FAILED
+
+
+def sessions_export(args: argparse.Namespace) -> int:
+    return asyncio.run(_sessions_export(args.id, args.format, args.output))
+
+
+async def _sessions_export(session_id: str, fmt: str, output: str | None) -> int:
+    from habakkuk.engine.export import export_transcript
+
+    runtime = await _open()
+    try:
+        session = await runtime.session(session_id)
+        messages = await runtime.messages(session_id)
+    finally:
+        await runtime.close()
+    text = export_transcript(session, messages, fmt)  # type: ignore[arg-type]
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+# -- init, doctor, smoke ---------------------------------------------------------------------
+
+
+def init(args: argparse.Namespace) -> int:
+    """Write the starter config (offline demo) into the home."""
+    home = _home()
+    path = home.config_path
+    if path.exists() and not args.force:
+        print(f"habakkuk: {path} exists; use --force to replace it", file=sys.stderr)
+        return EXIT_USAGE
+    home.prepare()
+    if path.exists():
+        path.replace(path.with_name("config.yaml.bak"))
+    path.write_text(STARTER_CONFIG, encoding="utf-8")
+    os.chmod(path, 0o600)
+    print(f'wrote {path}\ntry: habakkuk run "hello"')
+    return EXIT_OK
+
+
+def doctor(args: argparse.Namespace) -> int:
+    from habakkuk.doctor import run_checks
+
+    checks = asyncio.run(run_checks(_home()))
+    failed = False
+    for check in checks:
+        print(check.line())
+        failed = failed or check.status == "FAIL"
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def smoke(args: argparse.Namespace) -> int:
+    """One full turn with the mock provider in a temporary home."""
+    return asyncio.run(_smoke())
+
+
+async def _smoke() -> int:
+    from habakkuk.engine.home import Home
+
+    with tempfile.TemporaryDirectory(prefix="habakkuk-smoke-") as tmp:
+        home = Home(Path(tmp))
+        home.prepare()
+        home.config_path.write_text(SMOKE_CONFIG, encoding="utf-8")
+        runtime = await _open(home)
+        try:
+            session = await runtime.new_session(origin="smoke")
+            runtime.start_workers()
+            turn = await runtime.submit(session.id, "smoke test")
+            outcome = await asyncio.wait_for(runtime.wait_turn(turn), 60)
+            messages = await runtime.messages(session.id)
+        finally:
+            await runtime.close()
+    roles = [m.role for m in messages]
+    problems = []
+    if outcome.status != "done":
+        problems.append(f"turn {outcome.status}: {outcome.error}")
+    if "smoke reply" not in outcome.reply:
+        problems.append(f"unexpected reply {outcome.reply!r}")
+    if roles != ["user", "assistant", "user", "assistant"]:
+        problems.append(f"unexpected transcript roles {roles}")
+    elif messages[2].message.tool_results[0].is_error:
+        problems.append(f"tool call failed: {messages[2].message.tool_results[0].text}")
+    if problems:
+        print("smoke: FAILED: " + "; ".join(problems))
+        return EXIT_FAILED
+    print("smoke: ok")
+    return EXIT_OK
+
+
+def tui(args: argparse.Namespace) -> int:
+    """The terminal app arrives with its own module; until then, show the commands."""
+    from habakkuk.cli import build_parser
+
+    build_parser().print_help()
+    return EXIT_OK

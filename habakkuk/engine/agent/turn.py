@@ -1,0 +1,250 @@
+"""The turn loop: one turn job from the user's message to the final reply.
+
+1. Append the user's message (once, even when the job is resumed).
+2. Load the transcript and repair it; record "interrupted" results for calls a
+   crash left without one.
+3. If the last message needs a model reply, call the model through the router
+   and append the assistant message.
+4. If the reply has tool calls, run them in parallel and append all results in
+   one message; go to 3. Otherwise the turn is done.
+
+Every append checks the job's lease in its own transaction. A stopped turn
+leaves a result for every call it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import AgentConfig, Config, ModelRef
+from ..errors import HabakkukError
+from ..events import EventBus
+from ..home import Home
+from ..jobs import Lease
+from ..llm.provider import ProviderError
+from ..llm.router import Caller, Router
+from ..llm.types import (
+    Message,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from ..pools import PermanentJobError
+from ..sessions import INTERRUPTED, Session, TranscriptStore
+from ..store import BlobStore
+from ..toolkit.approvals import Approver
+from ..toolkit.registry import ToolContext, ToolRegistry
+from .prompt import user_message
+
+log = logging.getLogger(__name__)
+
+TURN_KIND = "turn"
+STOPPED = "interrupted: the user stopped the turn before this tool call finished"
+
+ApproverFor = Callable[[Session, dict[str, Any]], Approver | None]
+ChainFor = Callable[[AgentConfig, Session], list[ModelRef]]
+
+
+@dataclass
+class TurnDeps:
+    """The services a turn uses, handed in by the runtime."""
+
+    config: Config
+    home: Home
+    transcripts: TranscriptStore
+    router: Router
+    tools: ToolRegistry
+    bus: EventBus
+    blobs: BlobStore
+    approver_for: ApproverFor
+    chain_for: ChainFor | None = None
+    services: dict[str, Any] | None = None
+
+
+class TurnRunner:
+    """Runs turn jobs; the pool calls `run(lease)`."""
+
+    def __init__(self, deps: TurnDeps):
+        self.deps = deps
+
+    async def run(self, lease: Lease) -> dict[str, Any]:
+        deps = self.deps
+        job = lease.job
+        payload = job.payload
+        session_id = str(payload["session"])
+        session = await deps.transcripts.get_session(session_id)
+        if session is None:
+            raise PermanentJobError(f"session {session_id} does not exist")
+        try:
+            agent = deps.config.agent(session.agent)
+        except HabakkukError as exc:
+            raise PermanentJobError(str(exc)) from None
+
+        def guard(conn: Any) -> None:
+            lease.check(conn, "control")
+
+        if payload.get("text"):
+            await deps.transcripts.append(
+                session_id,
+                user_message(str(payload["text"]), deps.config.timezone),
+                turn_id=job.id,
+                guard=guard,
+                unless_turn_has="user",
+            )
+        deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name)
+        try:
+            reply = await self._loop(lease, session, agent, guard, str(payload.get("text", "")))
+        except asyncio.CancelledError:
+            deps.bus.publish("turn.end", session_id, turn=job.id, status="stopped")
+            raise
+        except ProviderError as exc:
+            deps.bus.publish("turn.end", session_id, turn=job.id, status="failed", error=str(exc))
+            raise PermanentJobError(f"model call failed: {exc}") from None
+        except PermanentJobError as exc:
+            deps.bus.publish("turn.end", session_id, turn=job.id, status="failed", error=str(exc))
+            raise
+        deps.bus.publish("turn.end", session_id, turn=job.id, status="done", reply=reply)
+        return {"session": session_id, "reply": reply}
+
+    async def _loop(
+        self, lease: Lease, session: Session, agent: AgentConfig, guard: Any, task: str
+    ) -> str:
+        deps = self.deps
+        job = lease.job
+        tools = deps.tools.tools_for(agent.toolsets)
+        allowed = {t.name for t in tools}
+        specs = [t.spec() for t in tools]
+        chain = deps.chain_for(agent, session) if deps.chain_for else agent.chain
+        context = ToolContext(
+            agent=agent.name,
+            session=session.id,
+            turn=job.id,
+            workspace=agent.workspace_path,
+            mode=agent.mode,
+            home=deps.home.root,
+            blobs=deps.blobs,
+            bus=deps.bus,
+            approver=deps.approver_for(session, job.payload),
+            task=task[:2000],
+            exec_timeout=deps.config.tools.exec_timeout_seconds,
+            services=dict(deps.services or {}),
+        )
+        agent.workspace_path.mkdir(parents=True, exist_ok=True)
+        for _ in range(agent.max_steps):
+            repaired = await deps.transcripts.load_for_model(session.id)
+            if repaired.interrupted:
+                await deps.transcripts.append(
+                    session.id,
+                    Message(
+                        "user",
+                        [
+                            ToolResultBlock(c.tool_use_id, INTERRUPTED, True)
+                            for c in repaired.interrupted
+                        ],
+                    ),
+                    turn_id=job.id,
+                    guard=guard,
+                )
+            messages = repaired.messages
+            last = messages[-1] if messages else None
+            if last is not None and last.role == "assistant" and not last.tool_uses:
+                return last.text  # finished before a crash; nothing left to do
+            request = ModelRequest(
+                model="", system=session.system_prompt, messages=messages, tools=specs
+            )
+            result = await deps.router.complete(
+                chain,
+                request,
+                caller=Caller(agent.name, session.id),
+                on_event=lambda event, ref: self._publish_delta(session.id, job.id, event),
+                on_reset=lambda: deps.bus.publish("turn.reset", session.id, turn=job.id),
+            )
+            await deps.transcripts.append(session.id, result.message, turn_id=job.id, guard=guard)
+            deps.bus.publish(
+                "turn.message",
+                session.id,
+                turn=job.id,
+                model=str(result.model),
+                usage=result.usage.__dict__,
+                stop_reason=result.stop_reason,
+            )
+            calls = result.message.tool_uses
+            if not calls:
+                return result.message.text
+            results = await self._run_tools(calls, context, allowed, lease)
+            await deps.transcripts.append(
+                session.id, Message("user", list(results)), turn_id=job.id, guard=guard
+            )
+        raise PermanentJobError(
+            f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
+        )
+
+    async def _run_tools(
+        self, calls: list[ToolUseBlock], context: ToolContext, allowed: set[str], lease: Lease
+    ) -> list[ToolResultBlock]:
+        """Run calls in parallel; on a stop, every call still gets a result."""
+        tasks = [
+            asyncio.create_task(self.deps.tools.call(call, context, allowed), name=call.tool)
+            for call in calls
+        ]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            results = []
+            for call, task in zip(calls, tasks, strict=True):
+                if task.done() and not task.cancelled() and task.exception() is None:
+                    results.append(task.result())
+                else:
+                    results.append(ToolResultBlock(call.tool_use_id, STOPPED, True))
+            await self._record_stop(context, results, lease)
+            raise
+
+    async def _record_stop(
+        self, context: ToolContext, results: list[ToolResultBlock], lease: Lease
+    ) -> None:
+        """Write the stopped calls' results while we still hold the lease.
+
+        Only for a user's stop: after a shutdown the resumed turn's repair records
+        them, and after a lost lease we must not write at all.
+        """
+        if lease.stop_reason != "user":
+            return
+        with contextlib.suppress(Exception):
+            await self.deps.transcripts.append(
+                context.session,
+                Message("user", list(results)),
+                turn_id=context.turn,
+                guard=lambda conn: lease.check(conn, "control"),
+            )
+
+    def _publish_delta(self, session: str, turn: str, event: StreamEvent) -> None:
+        bus: EventBus = self.deps.bus
+        if isinstance(event, TextDelta):
+            bus.publish("turn.text", session, turn=turn, text=event.text)
+        elif isinstance(event, ThinkingDelta):
+            bus.publish("turn.thinking", session, turn=turn, text=event.text)
+        elif isinstance(event, ToolCallStart):
+            bus.publish(
+                "turn.tool_call", session, turn=turn, call_id=event.tool_use_id, tool=event.tool
+            )
+        elif isinstance(event, ToolCallDelta):
+            bus.publish(
+                "turn.tool_args",
+                session,
+                turn=turn,
+                call_id=event.tool_use_id,
+                arguments=event.arguments,
+            )

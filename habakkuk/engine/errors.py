@@ -1,0 +1,19 @@
+"""Error types that carry a one-line message meant for the user."""
+
+from __future__ import annotations
+
+
+class HabakkukError(Exception):
+    """A user-facing error: its message is one line that names what and where."""
+
+
+class ConfigError(HabakkukError):
+    """The config file or an environment setting is invalid."""
+
+
+class NotFound(HabakkukError):
+    """A session, agent or job the user named does not exist."""
+
+
+class LeaseLost(Exception):
+    """The worker no longer owns the job's lease; it must stop without writing."""

@@ -1,0 +1,138 @@
+"""The Habakkuk home folder: where config, databases, blobs and agent files live."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+HOME_ENV = "HABAKKUK_HOME"
+
+
+def default_home() -> Path:
+    """`$HABAKKUK_HOME`, else the platform's user data directory."""
+    explicit = os.environ.get(HOME_ENV)
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("habakkuk", appauthor=False))
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and parents) if needed and make it 0700: it may hold credentials."""
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+@dataclass(frozen=True)
+class Home:
+    """Paths inside one home. Creating the object touches nothing on disk."""
+
+    root: Path
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def env_path(self) -> Path:
+        return self.root / ".env"
+
+    @property
+    def blobs_dir(self) -> Path:
+        return self.root / "blobs"
+
+    @property
+    def procs_dir(self) -> Path:
+        return self.root / "procs"
+
+    def db_path(self, name: str) -> Path:
+        """Path of one of the per-concern databases, e.g. ``db_path("control")``."""
+        return self.root / f"{name}.db"
+
+    def agent_dir(self, agent: str) -> Path:
+        return self.root / "agents" / agent
+
+    def default_workspace(self, agent: str) -> Path:
+        return self.agent_dir(agent) / "workspace"
+
+    def checkpoints_dir(self, agent: str) -> Path:
+        return self.root / "checkpoints" / agent
+
+    def prepare(self) -> None:
+        """Create the home and its private folders (0700)."""
+        ensure_private_dir(self.root)
+        ensure_private_dir(self.blobs_dir)
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse a `.env` file: KEY=VALUE lines, optional `export`, quotes, # comments.
+
+    A malformed line is skipped rather than failing start-up; `habakkuk doctor`
+    reports it.
+    """
+    values: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return values
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].lstrip()
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not key.replace("_", "").isalnum():
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        values[key] = value
+    return values
+
+
+def bad_env_lines(path: Path) -> list[int]:
+    """Line numbers of `.env` lines that are not KEY=VALUE (for doctor)."""
+    bad: list[int] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return bad
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :]
+        key, sep, _ = line.partition("=")
+        if not sep or not key.strip().replace("_", "").isalnum():
+            bad.append(number)
+    return bad
+
+
+class Environment:
+    """Variable lookup: the process environment wins over the home's `.env`."""
+
+    def __init__(self, env_file: Path | None = None, overrides: dict[str, str] | None = None):
+        self._file_values = read_env_file(env_file) if env_file else {}
+        self._overrides = overrides or {}
+
+    def get(self, name: str) -> str | None:
+        """The value of variable `name`, or None when unset or empty."""
+        value = self._overrides.get(name) or os.environ.get(name) or self._file_values.get(name)
+        return value or None
+
+
+def write_private_file(path: Path, text: str) -> None:
+    """Write `text` atomically with mode 0600 (for .env and other credentials)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+    os.chmod(path, 0o600)

@@ -1,0 +1,429 @@
+"""The durable job queue (control.db): every piece of work is a job.
+
+- `enqueue` is idempotent: the caller derives the ID from what caused the job.
+- `claim` takes a lease (owner = host:pid:random); the worker heartbeats it.
+- Writes a job makes elsewhere check the lease in the same transaction
+  (`Lease.check`), so a worker that lost its lease cannot write.
+- A serial key admits one running job at a time, oldest first.
+- Failures retry with jittered exponential backoff up to `max_attempts`.
+- A lease whose owner is a dead process on this host is taken at once;
+  any other expired lease is taken when it runs out.
+
+This module knows nothing about agents or turns: kinds and payloads are opaque.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import secrets
+import socket
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import LeaseLost
+from .store import Database, Migration
+
+JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]
+
+MIGRATIONS = [
+    Migration(
+        1,
+        """
+        CREATE TABLE jobs (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            serial_key TEXT NOT NULL DEFAULT '',
+            payload TEXT NOT NULL DEFAULT '{}',
+            status TEXT NOT NULL DEFAULT 'queued',
+            attempts INTEGER NOT NULL DEFAULT 0,
+            max_attempts INTEGER NOT NULL DEFAULT 5,
+            run_after REAL NOT NULL DEFAULT 0,
+            lease_owner TEXT,
+            lease_until REAL,
+            owner_host TEXT,
+            owner_pid INTEGER,
+            cancel_requested INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            result TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX jobs_claim ON jobs(status, kind, run_after);
+        CREATE INDEX jobs_serial ON jobs(serial_key, status);
+        """,
+    ),
+]
+
+BACKOFF_BASE_SECONDS = 2.0
+BACKOFF_CAP_SECONDS = 300.0
+
+
+def backoff_delay(
+    attempt: int,
+    *,
+    base: float = BACKOFF_BASE_SECONDS,
+    cap: float = BACKOFF_CAP_SECONDS,
+    rng: random.Random | None = None,
+) -> float:
+    """Delay before retry number `attempt` (1-based): exponential, capped, jittered.
+
+    The jitter ("equal jitter": half fixed, half random) spreads retries of many
+    jobs that failed together without ever retrying at once.
+    """
+    ceiling = min(cap, base * (2 ** max(0, attempt - 1)))
+    return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a lease: this host, this process, and a random token per queue."""
+
+    host: str
+    pid: int
+    token: str
+
+    @classmethod
+    def current(cls) -> Owner:
+        return cls(socket.gethostname(), os.getpid(), secrets.token_hex(4))
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.pid}:{self.token}"
+
+
+@dataclass
+class Job:
+    """A row of the jobs table."""
+
+    id: str
+    kind: str
+    serial_key: str
+    payload: dict[str, Any]
+    status: JobStatus
+    attempts: int
+    max_attempts: int
+    run_after: float
+    lease_owner: str | None
+    lease_until: float | None
+    cancel_requested: bool
+    error: str | None
+    result: dict[str, Any] | None
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Job:
+        return cls(
+            id=row["id"],
+            kind=row["kind"],
+            serial_key=row["serial_key"],
+            payload=json.loads(row["payload"]),
+            status=row["status"],
+            attempts=row["attempts"],
+            max_attempts=row["max_attempts"],
+            run_after=row["run_after"],
+            lease_owner=row["lease_owner"],
+            lease_until=row["lease_until"],
+            cancel_requested=bool(row["cancel_requested"]),
+            error=row["error"],
+            result=json.loads(row["result"]) if row["result"] else None,
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "failed", "cancelled")
+
+
+@dataclass
+class Lease:
+    """A claimed job. `check(conn)` is the lease-checked write guard."""
+
+    job: Job
+    owner: str
+    lease_seconds: float
+    stop_reason: str | None = field(default=None, compare=False)
+
+    def check(self, conn: sqlite3.Connection, schema: str = "control") -> None:
+        """Inside the caller's write transaction: confirm and extend the lease.
+
+        `schema` is the name control.db is attached under on the caller's connection.
+
+        Being an UPDATE, it takes control.db's write lock until the caller commits,
+        so nobody can take the lease between this check and the guarded write.
+        Raises LeaseLost when the job is no longer ours.
+        """
+        cursor = conn.execute(
+            f"UPDATE {schema}.jobs SET lease_until = ? "
+            "WHERE id = ? AND lease_owner = ? AND status = 'running'",
+            (time.time() + self.lease_seconds, self.job.id, self.owner),
+        )
+        if cursor.rowcount != 1:
+            raise LeaseLost(f"job {self.job.id}: lease lost")
+
+
+class JobQueue:
+    """The jobs table of control.db, shared by every process of one home."""
+
+    def __init__(self, db: Database, *, owner: Owner | None = None, lease_seconds: float = 30.0):
+        self.db = db
+        self.owner = owner or Owner.current()
+        self.lease_seconds = lease_seconds
+        self._listeners: list[Any] = []
+
+    # -- enqueue -----------------------------------------------------------------
+
+    async def enqueue(
+        self,
+        job_id: str,
+        kind: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        serial_key: str = "",
+        max_attempts: int = 5,
+        delay: float = 0.0,
+    ) -> bool:
+        """Queue a job unless one with this ID exists; True when it was new."""
+        now = time.time()
+        body = json.dumps(payload or {}, separators=(",", ":"))
+
+        def _insert(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "INSERT INTO jobs(id, kind, serial_key, payload, max_attempts, run_after,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(id) DO NOTHING",
+                (job_id, kind, serial_key, body, max_attempts, now + delay, now, now),
+            )
+            return cursor.rowcount == 1
+
+        created = await self.db.run(_insert)
+        if created:
+            self._notify(kind)
+        return created
+
+    def add_listener(self, callback: Any) -> None:
+        """`callback(kind)` runs when this process enqueues a job (wakes idle pools)."""
+        self._listeners.append(callback)
+
+    def _notify(self, kind: str) -> None:
+        for callback in self._listeners:
+            callback(kind)
+
+    # -- claim ---------------------------------------------------------------------
+
+    async def claim(self, kinds: Sequence[str]) -> Lease | None:
+        """Lease the oldest runnable job of `kinds`, or None."""
+        owner = str(self.owner)
+        lease_seconds = self.lease_seconds
+        placeholders = ",".join("?" for _ in kinds)
+
+        def _claim(conn: sqlite3.Connection) -> Job | None:
+            now = time.time()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._reap(conn, now)
+                row = conn.execute(
+                    f"""
+                    SELECT j.seq FROM jobs j
+                    WHERE j.status = 'queued' AND j.kind IN ({placeholders})
+                      AND j.run_after <= ?
+                      AND (j.serial_key = '' OR NOT EXISTS (
+                            SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
+                              AND (r.status = 'running'
+                                   OR (r.status = 'queued' AND r.seq < j.seq))))
+                    ORDER BY j.run_after, j.seq LIMIT 1
+                    """,
+                    (*kinds, now),
+                ).fetchone()
+                if row is None:
+                    conn.execute("COMMIT")
+                    return None
+                conn.execute(
+                    "UPDATE jobs SET status = 'running', attempts = attempts + 1,"
+                    " lease_owner = ?, lease_until = ?, owner_host = ?, owner_pid = ?,"
+                    " updated_at = ? WHERE seq = ?",
+                    (owner, now + lease_seconds, self.owner.host, self.owner.pid, now, row[0]),
+                )
+                job_row = conn.execute("SELECT * FROM jobs WHERE seq = ?", (row[0],)).fetchone()
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return Job.from_row(job_row)
+
+        job = await self.db.run(_claim)
+        if job is None:
+            return None
+        return Lease(job=job, owner=owner, lease_seconds=lease_seconds)
+
+    def _reap(self, conn: sqlite3.Connection, now: float) -> None:
+        """Requeue running jobs whose lease expired or whose owner died on this host."""
+        conn.execute(
+            "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL,"
+            " updated_at = ? WHERE status = 'running' AND lease_until < ?",
+            (now, now),
+        )
+        pids = conn.execute(
+            "SELECT DISTINCT owner_pid FROM jobs WHERE status = 'running' AND owner_host = ?"
+            " AND owner_pid != ?",
+            (self.owner.host, self.owner.pid),
+        ).fetchall()
+        for (pid,) in pids:
+            if pid is not None and not _process_alive(pid):
+                conn.execute(
+                    "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL,"
+                    " updated_at = ? WHERE status = 'running' AND owner_host = ?"
+                    " AND owner_pid = ?",
+                    (now, self.owner.host, pid),
+                )
+
+    # -- while running ---------------------------------------------------------------
+
+    async def heartbeat(self, lease: Lease) -> bool:
+        """Extend the lease; False when it was lost. Also refreshes `cancel_requested`."""
+
+        def _beat(conn: sqlite3.Connection) -> tuple[bool, bool]:
+            cursor = conn.execute(
+                "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_owner = ?"
+                " AND status = 'running' RETURNING cancel_requested",
+                (time.time() + lease.lease_seconds, lease.job.id, lease.owner),
+            )
+            row = cursor.fetchone()
+            return (row is not None, bool(row[0]) if row else False)
+
+        owned, cancel = await self.db.run(_beat)
+        lease.job.cancel_requested = cancel
+        return owned
+
+    async def complete(self, lease: Lease, result: dict[str, Any] | None = None) -> None:
+        """Mark the job done (only if still ours)."""
+        await self._finish(lease, "done", result=result)
+
+    async def cancelled(self, lease: Lease, result: dict[str, Any] | None = None) -> None:
+        """Mark the job cancelled after the worker stopped it cleanly."""
+        await self._finish(lease, "cancelled", result=result)
+
+    async def fail(self, lease: Lease, error: str, *, retry: bool = True) -> JobStatus:
+        """Record a failure: back to the queue with backoff, or failed for good.
+
+        Returns the job's new status.
+        """
+        job = lease.job
+        if retry and job.attempts < job.max_attempts:
+            delay = backoff_delay(job.attempts)
+
+            def _requeue(conn: sqlite3.Connection) -> None:
+                conn.execute(
+                    "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL,"
+                    " run_after = ?, error = ?, updated_at = ? WHERE id = ? AND lease_owner = ?",
+                    (time.time() + delay, error, time.time(), job.id, lease.owner),
+                )
+
+            await self.db.write(_requeue)
+            return "queued"
+        await self._finish(lease, "failed", error=error)
+        return "failed"
+
+    async def release(self, lease: Lease) -> None:
+        """Give the job back untouched (clean shutdown): the next worker starts it at once."""
+
+        def _release(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE jobs SET status = 'queued', attempts = max(0, attempts - 1),"
+                " lease_owner = NULL, lease_until = NULL, updated_at = ?"
+                " WHERE id = ? AND lease_owner = ? AND status = 'running'",
+                (time.time(), lease.job.id, lease.owner),
+            )
+
+        await self.db.write(_release)
+
+    async def _finish(
+        self,
+        lease: Lease,
+        status: JobStatus,
+        *,
+        result: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        body = json.dumps(result, separators=(",", ":")) if result is not None else None
+
+        def _done(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "UPDATE jobs SET status = ?, result = ?, error = ?, lease_owner = NULL,"
+                " lease_until = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?",
+                (status, body, error, time.time(), lease.job.id, lease.owner),
+            )
+            return cursor.rowcount == 1
+
+        if not await self.db.write(_done):
+            raise LeaseLost(f"job {lease.job.id}: lease lost before it finished")
+        lease.job.status = status
+
+    # -- control -------------------------------------------------------------------
+
+    async def cancel(self, job_id: str) -> JobStatus | None:
+        """Stop a job: a queued one is cancelled now, a running one is asked to stop."""
+
+        def _cancel(conn: sqlite3.Connection) -> JobStatus | None:
+            row = conn.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                return None
+            now = time.time()
+            if row["status"] == "queued":
+                conn.execute(
+                    "UPDATE jobs SET status = 'cancelled', updated_at = ? WHERE id = ?",
+                    (now, job_id),
+                )
+                return "cancelled"
+            if row["status"] == "running":
+                conn.execute(
+                    "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?",
+                    (now, job_id),
+                )
+            return row["status"]  # type: ignore[no-any-return]
+
+        return await self.db.write(_cancel)
+
+    async def get(self, job_id: str) -> Job | None:
+        row = await self.db.fetchone("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        return Job.from_row(row) if row else None
+
+    async def active_for(self, serial_key: str) -> list[Job]:
+        """Queued or running jobs of one serial key (e.g. a session's turns), oldest first."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM jobs WHERE serial_key = ? AND status IN ('queued', 'running')"
+            " ORDER BY seq",
+            (serial_key,),
+        )
+        return [Job.from_row(r) for r in rows]
+
+    async def depth(self) -> dict[tuple[str, str], int]:
+        """Job counts by (kind, status) for queued and running jobs."""
+        rows = await self.db.fetchall(
+            "SELECT kind, status, count(*) FROM jobs WHERE status IN ('queued', 'running')"
+            " GROUP BY kind, status"
+        )
+        return {(r[0], r[1]): r[2] for r in rows}
+
+    async def recent_failures(self, limit: int = 10) -> list[Job]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM jobs WHERE status = 'failed' ORDER BY updated_at DESC LIMIT ?",
+            (limit,),
+        )
+        return [Job.from_row(r) for r in rows]
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

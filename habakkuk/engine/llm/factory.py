@@ -1,0 +1,76 @@
+"""Builds provider adapters from config, lazily, and hands the router keys.
+
+SDKs are imported only when a provider of that type is first used, so
+`habakkuk --help` and the mock-only demo never pay for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from ..config import Config, ModelRef, ProviderConfig
+from ..errors import ConfigError
+from ..home import Environment
+from .mock import MockProvider, load_script_file, parse_script
+from .provider import Provider, ProviderError
+
+ADAPTER_MODULES = {
+    "anthropic": "habakkuk.engine.llm.adapters.anthropic",
+    "openai": "habakkuk.engine.llm.adapters.openai_chat",
+    "responses": "habakkuk.engine.llm.adapters.responses",
+    "litellm": "habakkuk.engine.llm.adapters.litellm",
+}
+
+
+def build_provider(config: ProviderConfig, home_root: Path) -> Provider:
+    """One adapter for one configured provider."""
+    if config.type == "mock":
+        raw = config.script
+        where = f"providers.{config.name}.script"
+        if config.script_file:
+            path = Path(config.script_file).expanduser()
+            if not path.is_absolute():
+                path = home_root / path
+            raw = load_script_file(path)
+            where = str(path)
+        return MockProvider(config.name, parse_script(raw, where))
+    module_name = ADAPTER_MODULES.get(str(config.type))
+    if module_name is None:
+        raise ConfigError(f"providers.{config.name}: unknown type {config.type!r}")
+    module = importlib.import_module(module_name)
+    provider: Provider = module.create(config)
+    return provider
+
+
+class ProviderHub:
+    """The router's source of providers and keys for one config."""
+
+    def __init__(self, config: Config, env: Environment, home_root: Path):
+        self.config = config
+        self.env = env
+        self.home_root = home_root
+        self._providers: dict[str, Provider] = {}
+
+    def provider(self, ref: ModelRef) -> Provider:
+        cached = self._providers.get(ref.provider)
+        if cached is None:
+            provider_config = self.config.providers.get(ref.provider)
+            if provider_config is None:
+                raise ProviderError("bad_request", f"provider {ref.provider!r} is not configured")
+            cached = build_provider(provider_config, self.home_root)
+            self._providers[ref.provider] = cached
+        return cached
+
+    def key(self, ref: ModelRef) -> str | None:
+        provider_config = self.config.providers.get(ref.provider)
+        if provider_config is None:
+            return None
+        for var in provider_config.key_vars:
+            value = self.env.get(var)
+            if value:
+                return value
+        return None
+
+    def report(self, ref: ModelRef, key: str | None, error: ProviderError | None) -> None:
+        """Outcome of a call with `key`; the providers issue adds cooldowns here."""

@@ -1,0 +1,194 @@
+"""The `mock` provider: replays a script of replies, so everything runs offline.
+
+A script is a list of steps (replies) that every turn walks through: step N is
+the reply to the Nth model call of the turn (the count of assistant messages
+since the last message the user typed). So a resumed turn picks up at the right
+step, and many sessions can share one script. A script may instead be a list
+of scenarios `{match: REGEX, steps: [...]}`; the first whose regex matches the
+user's text is used (a scenario without `match` matches anything).
+
+A step is `{text, thinking, tool_calls: [{name, arguments}], error}`; `{input}`
+in text stands for the user's message. Past the last step the turn gets a
+plain "done." so a script can never loop forever. With no script the provider
+echoes the user in an offline-demo voice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from .provider import ProviderError
+from .types import (
+    Message,
+    ModelRequest,
+    StreamDone,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ThinkingBlock,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolUseBlock,
+    Usage,
+)
+
+DEMO_REPLY = (
+    "**Offline demo** — no model is configured, so I can only echo you.\n\n"
+    "You said: {input}\n\n"
+    "Run `habakkuk setup` to connect Anthropic, OpenAI or any OpenAI-compatible server."
+)
+
+
+@dataclass
+class Step:
+    """One scripted reply."""
+
+    text: str = ""
+    thinking: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class Scenario:
+    steps: list[Step]
+    match: re.Pattern[str] | None = None
+
+
+def _parse_step(raw: Any, where: str) -> Step:
+    if isinstance(raw, str):
+        return Step(text=raw)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a step must be text or a mapping")
+    unknown = set(raw) - {"text", "thinking", "tool_calls", "error"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in a mock step")
+    calls = raw.get("tool_calls") or []
+    if not isinstance(calls, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls
+    ):
+        raise ConfigError(f"{where}: tool_calls must be a list of {{name, arguments}}")
+    for call in calls:
+        if not isinstance(call.get("arguments", {}), dict):
+            raise ConfigError(f"{where}: tool call arguments must be a mapping")
+    return Step(
+        text=str(raw.get("text", "")),
+        thinking=str(raw.get("thinking", "")),
+        tool_calls=calls,
+        error=raw.get("error"),
+    )
+
+
+def parse_script(raw: list[Any] | None, where: str) -> list[Scenario]:
+    """Validate a script from config or a file into scenarios."""
+    if not raw:
+        return [Scenario(steps=[Step(text=DEMO_REPLY)])]
+    if all(isinstance(item, dict) and "steps" in item for item in raw):
+        scenarios = []
+        for i, item in enumerate(raw):
+            pattern = item.get("match")
+            try:
+                compiled = re.compile(pattern, re.IGNORECASE) if pattern else None
+            except re.error as exc:
+                raise ConfigError(f"{where}[{i}].match: bad regex: {exc}") from None
+            steps = [
+                _parse_step(s, f"{where}[{i}].steps[{j}]") for j, s in enumerate(item["steps"])
+            ]
+            scenarios.append(Scenario(steps=steps, match=compiled))
+        return scenarios
+    return [Scenario(steps=[_parse_step(s, f"{where}[{i}]") for i, s in enumerate(raw)])]
+
+
+def load_script_file(path: Path) -> list[Any]:
+    """Read a YAML or JSON script file."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read mock script: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid mock script: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, list):
+        raise ConfigError(f"{path}: a mock script is a list of steps or scenarios")
+    return data
+
+
+def _turn_position(messages: list[Message]) -> tuple[str, int]:
+    """The user's text that started this turn, and how many model calls it has had."""
+    step = 0
+    for message in reversed(messages):
+        if message.role == "assistant":
+            step += 1
+            continue
+        typed = next((b.text for b in message.blocks if isinstance(b, TextBlock) and b.text), "")
+        if typed:
+            return typed, step
+    return "", step
+
+
+class MockProvider:
+    """Scripted replies, streamed in small pieces like a real model."""
+
+    def __init__(self, name: str, scenarios: list[Scenario], *, chunk_delay: float = 0.0):
+        self.name = name
+        self.scenarios = scenarios
+        self.chunk_delay = chunk_delay
+
+    def _step_for(self, messages: list[Message]) -> tuple[Step, str]:
+        user_text, index = _turn_position(messages)
+        for scenario in self.scenarios:
+            if scenario.match is None or scenario.match.search(user_text):
+                steps = scenario.steps
+                if index < len(steps):
+                    return steps[index], user_text
+                return Step(text="done."), user_text
+        return Step(text="done."), user_text
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Yield the scripted step's thinking, text and tool calls, then StreamDone."""
+        step, user_text = self._step_for(request.messages)
+        if step.error:
+            raise ProviderError(step.error, f"scripted {step.error}", provider=self.name)  # type: ignore[arg-type]
+        blocks: list[Any] = []
+        if step.thinking:
+            for piece in _pieces(step.thinking):
+                yield ThinkingDelta(piece)
+                await self._pause()
+            blocks.append(ThinkingBlock(step.thinking, provider=self.name))
+        text = step.text.replace("{input}", user_text)
+        if text:
+            for piece in _pieces(text):
+                yield TextDelta(piece)
+                await self._pause()
+            blocks.append(TextBlock(text))
+        for call in step.tool_calls:
+            call_id = str(call.get("id") or f"toolu_{uuid.uuid4().hex[:16]}")
+            arguments = dict(call.get("arguments") or {})
+            yield ToolCallStart(call_id, call["name"])
+            yield ToolCallDelta(call_id, json.dumps(arguments))
+            blocks.append(ToolUseBlock(call_id, call["name"], arguments))
+        prompt_chars = len(request.system) + sum(
+            len(json.dumps(m.to_json())) for m in request.messages
+        )
+        usage = Usage(input_tokens=max(1, prompt_chars // 4), output_tokens=max(1, len(text) // 4))
+        stop = "tool_use" if step.tool_calls else "end_turn"
+        yield StreamDone(Message("assistant", blocks, model=request.model), usage, stop)
+
+    async def _pause(self) -> None:
+        if self.chunk_delay:
+            await asyncio.sleep(self.chunk_delay)
+
+
+def _pieces(text: str) -> list[str]:
+    """Split text into word-sized pieces (keeping whitespace) to imitate streaming."""
+    return re.findall(r"\S+\s*|\s+", text) or [text]

@@ -1,0 +1,157 @@
+"""The router owns all model-call policy: retries, key choice, fallback down the chain.
+
+Adapters never retry. For each model of the chain (the session's choice first,
+then the agent's model and fallbacks) the router tries the call, retries
+transient errors with jittered backoff (honouring retry-after), and moves to
+the next model on errors another model can fix. Bad requests stop at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from ..config import ModelRef
+from .provider import FALLBACK, Provider, ProviderError
+from .types import Message, ModelRequest, StreamDone, StreamEvent, Usage
+
+log = logging.getLogger(__name__)
+
+EventSink = Callable[[StreamEvent, ModelRef], None]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a call is for, so usage can be attributed."""
+
+    agent: str = ""
+    session: str = ""
+    purpose: str = "turn"
+
+
+@dataclass
+class RouterResult:
+    message: Message
+    usage: Usage
+    model: ModelRef
+    stop_reason: str
+
+
+class RetryReset(Exception):
+    """Sent to the sink's owner: output streamed so far is void (the call is retried)."""
+
+
+class ProviderSource(Protocol):
+    """Hands the router a provider and a key for one model reference."""
+
+    def provider(self, ref: ModelRef) -> Provider: ...
+
+    def key(self, ref: ModelRef) -> str | None: ...
+
+    def report(self, ref: ModelRef, key: str | None, error: ProviderError | None) -> None: ...
+
+
+UsageHook = Callable[[ModelRef, Caller, Usage], Awaitable[None]]
+
+
+class Router:
+    """Runs one logical model call down a chain of models."""
+
+    def __init__(
+        self,
+        source: ProviderSource,
+        *,
+        max_retries: int = 2,
+        base_delay: float = 1.0,
+        max_delay: float = 30.0,
+        sleep: Sleep = asyncio.sleep,
+        on_usage: UsageHook | None = None,
+        rng: random.Random | None = None,
+    ):
+        self.source = source
+        self.max_retries = max_retries
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.sleep = sleep
+        self.on_usage = on_usage
+        self.rng = rng or random.Random()
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Backoff before retry `attempt` (1-based); retry-after wins when given."""
+        if retry_after is not None and retry_after >= 0:
+            return float(min(retry_after, self.max_delay * 4))
+        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
+
+    async def complete(
+        self,
+        chain: list[ModelRef],
+        request: ModelRequest,
+        *,
+        caller: Caller = Caller(),
+        on_event: EventSink | None = None,
+        on_reset: Callable[[], None] | None = None,
+    ) -> RouterResult:
+        """Stream `request` through the first model of `chain` that answers."""
+        if not chain:
+            raise ProviderError("bad_request", "no model configured")
+        last: ProviderError | None = None
+        for ref in chain:
+            for attempt in range(self.max_retries + 1):
+                key = self.source.key(ref)
+                try:
+                    provider = self.source.provider(ref)
+                    result = await self._one_call(provider, ref, request, key, on_event, on_reset)
+                except ProviderError as exc:
+                    exc.provider = exc.provider or ref.provider
+                    self.source.report(ref, key, exc)
+                    last = exc
+                    log.warning("model call %s failed: %s", ref, exc)
+                    if exc.transient and attempt < self.max_retries:
+                        await self.sleep(self.delay(attempt + 1, exc.retry_after))
+                        continue
+                    if exc.error_class in FALLBACK:
+                        break  # next model of the chain
+                    raise
+                self.source.report(ref, key, None)
+                if self.on_usage is not None:
+                    await self.on_usage(ref, caller, result.usage)
+                return result
+        assert last is not None
+        raise last
+
+    async def _one_call(
+        self,
+        provider: Provider,
+        ref: ModelRef,
+        request: ModelRequest,
+        key: str | None,
+        on_event: EventSink | None,
+        on_reset: Callable[[], None] | None,
+    ) -> RouterResult:
+        call = replace(request, model=ref.model, api_key=key)
+        streamed = False
+        try:
+            async for event in provider.stream(call):
+                if isinstance(event, StreamDone):
+                    event.message.model = str(ref)
+                    return RouterResult(event.message, event.usage, ref, event.stop_reason)
+                streamed = True
+                if on_event is not None:
+                    on_event(event, ref)
+        except ProviderError:
+            if streamed and on_reset is not None:
+                on_reset()
+            raise
+        except (TimeoutError, OSError) as exc:
+            if streamed and on_reset is not None:
+                on_reset()
+            raise ProviderError("network", str(exc) or type(exc).__name__) from exc
+        if streamed and on_reset is not None:
+            on_reset()
+        raise ProviderError("network", "the stream ended without a final message")

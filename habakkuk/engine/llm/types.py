@@ -1,0 +1,225 @@
+"""Provider-neutral model types: messages made of blocks, tool specs, usage, stream events.
+
+Blocks serialise to the JSON shapes the HTTP API shows (spec 001): text,
+thinking, tool_use (tool, tool_use_id, input), tool_result (tool_use_id, text,
+is_error), image and document (name, media_type), and opaque provider blocks
+stored verbatim and replayed only to the provider that wrote them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant"]
+
+
+@dataclass
+class TextBlock:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass
+class ThinkingBlock:
+    """Model reasoning. `signature` (Anthropic) or `encrypted` (Responses) is replayed as is."""
+
+    text: str
+    signature: str = ""
+    encrypted: str = ""
+    redacted: bool = False
+    provider: str = ""
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass
+class ToolUseBlock:
+    tool_use_id: str
+    tool: str
+    input: dict[str, Any]
+    type: Literal["tool_use"] = "tool_use"
+
+
+@dataclass
+class ToolResultBlock:
+    tool_use_id: str
+    text: str
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass
+class ImageBlock:
+    media_type: str
+    blob: str = ""  # path of the content-addressed blob
+    name: str = ""
+    type: Literal["image"] = "image"
+
+
+@dataclass
+class DocumentBlock:
+    name: str
+    media_type: str
+    blob: str = ""
+    type: Literal["document"] = "document"
+
+
+@dataclass
+class OpaqueBlock:
+    """A provider-specific block (hosted search calls and results), replayed verbatim."""
+
+    provider: str
+    data: dict[str, Any]
+    type: Literal["opaque"] = "opaque"
+
+
+Block = (
+    TextBlock
+    | ThinkingBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ImageBlock
+    | DocumentBlock
+    | OpaqueBlock
+)
+
+_BLOCK_TYPES: dict[str, type] = {
+    "text": TextBlock,
+    "thinking": ThinkingBlock,
+    "tool_use": ToolUseBlock,
+    "tool_result": ToolResultBlock,
+    "image": ImageBlock,
+    "document": DocumentBlock,
+    "opaque": OpaqueBlock,
+}
+
+
+def block_to_json(block: Block) -> dict[str, Any]:
+    """The stored JSON of a block; empty optional fields are left out."""
+    data: dict[str, Any] = {"type": block.type}
+    for key, value in block.__dict__.items():
+        if key == "type":
+            continue
+        if value in ("", False) and key not in ("text", "is_error"):
+            continue
+        data[key] = value
+    return data
+
+
+def block_from_json(data: dict[str, Any]) -> Block:
+    """Parse a stored block; an unknown type becomes an opaque block (nothing is lost)."""
+    kind = data.get("type")
+    cls = _BLOCK_TYPES.get(str(kind))
+    if cls is None:
+        return OpaqueBlock(provider="", data=dict(data))
+    fields = {k: v for k, v in data.items() if k != "type"}
+    block: Block = cls(**fields)
+    return block
+
+
+@dataclass
+class Message:
+    """One message of a conversation."""
+
+    role: Role
+    blocks: list[Block]
+    model: str = ""
+
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks."""
+        return "".join(b.text for b in self.blocks if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.blocks if isinstance(b, ToolUseBlock)]
+
+    @property
+    def tool_results(self) -> list[ToolResultBlock]:
+        return [b for b in self.blocks if isinstance(b, ToolResultBlock)]
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [block_to_json(b) for b in self.blocks]
+
+    @classmethod
+    def user_text(cls, text: str) -> Message:
+        return cls("user", [TextBlock(text)])
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the model is told about a tool."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass
+class Usage:
+    """Tokens of one call. `input_tokens` excludes cached ones, as the APIs report."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+
+
+@dataclass
+class ModelRequest:
+    """One request to one model."""
+
+    model: str
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_tokens: int = 8192
+    thinking: Literal["off", "low", "medium", "high"] = "off"
+    api_key: str | None = None
+
+
+# -- stream events ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStart:
+    tool_use_id: str
+    tool: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    tool_use_id: str
+    arguments: str  # a fragment of the JSON arguments
+
+
+@dataclass(frozen=True)
+class StreamDone:
+    """The last event: the whole assistant message, its usage and why it stopped."""
+
+    message: Message
+    usage: Usage
+    stop_reason: str = "end_turn"
+
+
+StreamEvent = TextDelta | ThinkingDelta | ToolCallStart | ToolCallDelta | StreamDone

@@ -1,0 +1,429 @@
+"""Sessions and transcripts (transcripts.db): append-only, searchable, repaired on load.
+
+A session holds its frozen system prompt. Messages are appended, never
+rewritten; each append made by a job first checks the job's lease in the same
+transaction (control.db is attached as `control`). Triggers keep `message_text`
+(the text of user and assistant messages, cut to 8,000 characters) and its FTS5
+index in step with `messages`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .llm.types import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    block_from_json,
+)
+from .store import Database, Migration
+
+WriteGuard = Callable[[sqlite3.Connection], None]
+
+INTERRUPTED = (
+    "interrupted: the process stopped before this tool call finished; "
+    "check the state before repeating it"
+)
+
+MIGRATIONS = [
+    Migration(
+        1,
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            agent TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            system_prompt TEXT NOT NULL DEFAULT '',
+            origin TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX sessions_recent ON sessions(agent, updated_at);
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            model TEXT NOT NULL DEFAULT '',
+            blocks TEXT NOT NULL,
+            turn_id TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            UNIQUE(session_id, seq)
+        );
+        CREATE INDEX messages_turn ON messages(session_id, turn_id);
+        """,
+    ),
+    Migration(
+        2,
+        """
+        CREATE TABLE message_text (
+            message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            text TEXT NOT NULL
+        );
+        CREATE INDEX message_text_session ON message_text(session_id);
+        CREATE VIRTUAL TABLE message_fts USING fts5(
+            text, content='message_text', content_rowid='message_id'
+        );
+        CREATE TRIGGER messages_text_ai AFTER INSERT ON messages
+        WHEN NEW.role IN ('user', 'assistant') BEGIN
+            INSERT INTO message_text(message_id, session_id, seq, role, text)
+            SELECT NEW.id, NEW.session_id, NEW.seq, NEW.role, substr(t, 1, 8000)
+            FROM (SELECT group_concat(json_extract(value, '$.text'), char(10)) AS t
+                  FROM json_each(NEW.blocks) WHERE json_extract(value, '$.type') = 'text')
+            WHERE t IS NOT NULL AND t != '';
+        END;
+        CREATE TRIGGER message_text_ai AFTER INSERT ON message_text BEGIN
+            INSERT INTO message_fts(rowid, text) VALUES (NEW.message_id, NEW.text);
+        END;
+        CREATE TRIGGER message_text_ad AFTER DELETE ON message_text BEGIN
+            INSERT INTO message_fts(message_fts, rowid, text)
+            VALUES ('delete', OLD.message_id, OLD.text);
+        END;
+        """,
+    ),
+    Migration(
+        3,
+        """
+        ALTER TABLE sessions ADD COLUMN title_source TEXT NOT NULL DEFAULT '';
+        ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE sessions ADD COLUMN forked_from TEXT NOT NULL DEFAULT '';
+        """,
+    ),
+]
+
+
+@dataclass
+class Session:
+    id: str
+    agent: str
+    title: str
+    system_prompt: str
+    origin: str
+    created_at: float
+    updated_at: float
+    title_source: str = ""
+    archived: bool = False
+    forked_from: str = ""
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Session:
+        return cls(
+            id=row["id"],
+            agent=row["agent"],
+            title=row["title"],
+            system_prompt=row["system_prompt"],
+            origin=row["origin"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            title_source=row["title_source"],
+            archived=bool(row["archived"]),
+            forked_from=row["forked_from"],
+        )
+
+
+@dataclass
+class StoredMessage:
+    """A message as stored, with its position and the turn that wrote it."""
+
+    seq: int
+    message: Message
+    turn_id: str
+    created_at: float
+    raw_blocks: list[dict[str, Any]]
+
+    @property
+    def role(self) -> str:
+        return self.message.role
+
+
+@dataclass
+class SearchHit:
+    session: str
+    agent: str
+    title: str
+    seq: int
+    role: str
+    at: float
+    snippet: str
+
+
+@dataclass
+class Repair:
+    """What `repair` changed in memory."""
+
+    messages: list[Message]
+    interrupted: list[ToolUseBlock]  # calls without results in the last message
+    dropped_results: int
+
+
+def repair(messages: list[Message]) -> Repair:
+    """Make a transcript valid for any model API.
+
+    Every tool call gets a result in the message that follows its assistant
+    message (an "interrupted" error result when none was recorded), and a result
+    nobody asked for is dropped. `interrupted` lists the calls of the final
+    assistant message that had no results, so the caller can record them.
+    """
+    fixed: list[Message] = []
+    dropped = 0
+    interrupted: list[ToolUseBlock] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        if message.role == "assistant":
+            fixed.append(message)
+            calls = message.tool_uses
+            following = messages[index + 1] if index + 1 < len(messages) else None
+            if calls:
+                wanted = {c.tool_use_id for c in calls}
+                if following is not None and following.role == "user" and following.tool_results:
+                    kept = [
+                        b
+                        for b in following.blocks
+                        if not isinstance(b, ToolResultBlock) or b.tool_use_id in wanted
+                    ]
+                    dropped += len(following.blocks) - len(kept)
+                    have = {b.tool_use_id for b in kept if isinstance(b, ToolResultBlock)}
+                    missing = [
+                        ToolResultBlock(c.tool_use_id, INTERRUPTED, True)
+                        for c in calls
+                        if c.tool_use_id not in have
+                    ]
+                    results = [b for b in kept if isinstance(b, ToolResultBlock)] + missing
+                    others = [b for b in kept if not isinstance(b, ToolResultBlock)]
+                    fixed.append(Message("user", [*results, *others], following.model))
+                    index += 2
+                    continue
+                if following is None:
+                    interrupted = list(calls)
+                fixed.append(
+                    Message(
+                        "user", [ToolResultBlock(c.tool_use_id, INTERRUPTED, True) for c in calls]
+                    )
+                )
+            index += 1
+            continue
+        stray = message.tool_results
+        if stray:
+            dropped += len(stray)
+            rest = [b for b in message.blocks if not isinstance(b, ToolResultBlock)]
+            if rest:
+                fixed.append(Message("user", rest, message.model))
+        else:
+            fixed.append(message)
+        index += 1
+    return Repair(fixed, interrupted, dropped)
+
+
+def fts_query(text: str) -> str:
+    """Quote each word so user input can never be FTS5 syntax."""
+    words = [w for w in text.replace('"', " ").split() if w]
+    return " ".join(f'"{w}"' for w in words)
+
+
+class TranscriptStore:
+    """Sessions and their messages."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    @classmethod
+    async def open(cls, path: Path, control_path: Path) -> TranscriptStore:
+        return cls(await Database.open(path, MIGRATIONS, attach={"control": control_path}))
+
+    @classmethod
+    def open_sync(cls, path: Path, control_path: Path) -> TranscriptStore:
+        return cls(Database.open_sync(path, MIGRATIONS, attach={"control": control_path}))
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    # -- sessions ------------------------------------------------------------------
+
+    async def create_session(
+        self, session_id: str, agent: str, system_prompt: str, *, origin: str = ""
+    ) -> Session:
+        """Create the session unless it exists; returns the stored row either way."""
+        now = time.time()
+
+        def _create(conn: sqlite3.Connection) -> Session:
+            conn.execute(
+                "INSERT INTO sessions(id, agent, system_prompt, origin, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                (session_id, agent, system_prompt, origin, now, now),
+            )
+            row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            return Session.from_row(row)
+
+        return await self.db.write(_create)
+
+    async def get_session(self, session_id: str) -> Session | None:
+        row = await self.db.fetchone("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return Session.from_row(row) if row else None
+
+    async def list_sessions(
+        self, agent: str | None = None, *, limit: int = 50, archived: bool = False
+    ) -> list[Session]:
+        """Most recently updated first."""
+        sql = "SELECT * FROM sessions WHERE archived = ?"
+        params: list[Any] = [int(archived)]
+        if agent:
+            sql += " AND agent = ?"
+            params.append(agent)
+        sql += " ORDER BY updated_at DESC, rowid DESC LIMIT ?"
+        params.append(limit)
+        return [Session.from_row(r) for r in await self.db.fetchall(sql, params)]
+
+    async def set_title(self, session_id: str, title: str, source: str = "user") -> None:
+        await self.db.write(
+            lambda conn: conn.execute(
+                "UPDATE sessions SET title = ?, title_source = ? WHERE id = ?",
+                (title, source, session_id),
+            )
+        )
+
+    async def set_archived(self, session_id: str, archived: bool) -> None:
+        await self.db.write(
+            lambda conn: conn.execute(
+                "UPDATE sessions SET archived = ? WHERE id = ?", (int(archived), session_id)
+            )
+        )
+
+    # -- messages ------------------------------------------------------------------
+
+    async def append(
+        self,
+        session_id: str,
+        message: Message,
+        *,
+        turn_id: str = "",
+        guard: WriteGuard | None = None,
+        unless_turn_has: str | None = None,
+    ) -> int | None:
+        """Append one message; returns its seq.
+
+        `guard(conn)` runs first inside the same transaction (the job's lease
+        check). With `unless_turn_has=ROLE`, nothing is written when the turn
+        already has a message of that role (idempotent user-message appends), and
+        None is returned.
+        """
+        blocks = json.dumps(message.to_json(), separators=(",", ":"), ensure_ascii=False)
+        now = time.time()
+        first_text = _title_from(message)
+
+        def _append(conn: sqlite3.Connection) -> int | None:
+            if guard is not None:
+                guard(conn)
+            if unless_turn_has is not None and turn_id:
+                exists = conn.execute(
+                    "SELECT 1 FROM messages WHERE session_id = ? AND turn_id = ? AND role = ?",
+                    (session_id, turn_id, unless_turn_has),
+                ).fetchone()
+                if exists:
+                    return None
+            row = conn.execute(
+                "SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            seq = int(row[0])
+            conn.execute(
+                "INSERT INTO messages(session_id, seq, role, model, blocks, turn_id, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, seq, message.role, message.model, blocks, turn_id, now),
+            )
+            if message.role == "user" and first_text:
+                conn.execute(
+                    "UPDATE sessions SET title = ?, title_source = 'first_message'"
+                    " WHERE id = ? AND title = ''",
+                    (first_text, session_id),
+                )
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+            return seq
+
+        return await self.db.write(_append)
+
+    async def messages(self, session_id: str, *, after: int = -1) -> list[StoredMessage]:
+        """Stored messages in order (seq > after). A corrupt row is skipped, not fatal."""
+        rows = await self.db.fetchall(
+            "SELECT seq, role, model, blocks, turn_id, created_at FROM messages"
+            " WHERE session_id = ? AND seq > ? ORDER BY seq",
+            (session_id, after),
+        )
+        return [m for m in (_stored(r) for r in rows) if m is not None]
+
+    async def load_for_model(self, session_id: str) -> Repair:
+        """The transcript as the model should see it, repaired."""
+        stored = await self.messages(session_id)
+        return repair([s.message for s in stored])
+
+    async def turn_messages(self, session_id: str, turn_id: str) -> list[StoredMessage]:
+        rows = await self.db.fetchall(
+            "SELECT seq, role, model, blocks, turn_id, created_at FROM messages"
+            " WHERE session_id = ? AND turn_id = ? ORDER BY seq",
+            (session_id, turn_id),
+        )
+        return [m for m in (_stored(r) for r in rows) if m is not None]
+
+    async def search(
+        self, query: str, *, agent: str | None = None, limit: int = 20
+    ) -> list[SearchHit]:
+        """Full-text search over user and assistant text, best matches first."""
+        match = fts_query(query)
+        if not match:
+            return []
+        sql = (
+            "SELECT t.session_id, s.agent, s.title, t.seq, t.role, m.created_at,"
+            " snippet(message_fts, 0, '[', ']', '…', 12) AS snip"
+            " FROM message_fts JOIN message_text t ON t.message_id = message_fts.rowid"
+            " JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = t.message_id"
+            " WHERE message_fts MATCH ?"
+        )
+        params: list[Any] = [match]
+        if agent:
+            sql += " AND s.agent = ?"
+            params.append(agent)
+        sql += " ORDER BY bm25(message_fts) LIMIT ?"
+        params.append(limit)
+        rows = await self.db.fetchall(sql, params)
+        return [SearchHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+
+
+def _title_from(message: Message) -> str:
+    """A first-message title: the first line of the first text block."""
+    for block in message.blocks:
+        if isinstance(block, TextBlock) and block.text.strip():
+            return block.text.strip().splitlines()[0][:80]
+    return ""
+
+
+def _stored(row: sqlite3.Row) -> StoredMessage | None:
+    try:
+        raw = json.loads(row["blocks"])
+        if not isinstance(raw, list):
+            raise ValueError("blocks is not a list")
+        blocks = [block_from_json(b) for b in raw]
+    except (ValueError, TypeError) as exc:
+        import logging
+
+        logging.getLogger(__name__).error(
+            "transcripts.db: message seq %s is corrupt (%s); skipped", row["seq"], exc
+        )
+        return None
+    message = Message(row["role"], blocks, row["model"])
+    return StoredMessage(row["seq"], message, row["turn_id"], row["created_at"], raw)
+
+
+def plain_text_message(role: str, text: str) -> Message:
+    """A one-block text message."""
+    return Message(role, [TextBlock(text)])  # type: ignore[arg-type]

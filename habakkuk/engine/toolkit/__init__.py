@@ -1,0 +1,1 @@
+"""Tool registry, permission modes and approvals."""

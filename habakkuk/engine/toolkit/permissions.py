@@ -1,0 +1,65 @@
+"""Permission modes x tool risk: allow, deny, or ask the approver.
+
+| mode      | read  | write                          | exec / network |
+|-----------|-------|--------------------------------|----------------|
+| read-only | allow | deny                           | deny           |
+| ask       | allow | ask                            | ask            |
+| workspace | allow | allow inside the workspace,    | ask            |
+|           |       | else ask                       |                |
+| full      | allow | allow                          | allow          |
+
+Own-state tools (memory, skills: they only touch the agent's own folder) count
+as writes inside the workspace.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from pathlib import Path
+from typing import Literal
+
+Verdict = Literal["allow", "deny", "ask"]
+
+
+class Risk(enum.Enum):
+    READ = "read"
+    WRITE = "write"
+    NETWORK = "network"
+    EXEC = "exec"
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether `path` (resolved, symlinks followed) is `root` or below it."""
+    try:
+        resolved = Path(os.path.realpath(path))
+        base = Path(os.path.realpath(root))
+    except OSError:
+        return False
+    return resolved == base or base in resolved.parents
+
+
+def decide(
+    mode: str,
+    risk: Risk,
+    *,
+    paths_inside_workspace: bool | None = None,
+    own_state: bool = False,
+) -> Verdict:
+    """The policy verdict for one call before any approver is consulted.
+
+    `paths_inside_workspace` is None for tools without paths, else whether every
+    path the call touches is inside the workspace.
+    """
+    if risk is Risk.READ:
+        return "allow"
+    if mode == "full":
+        return "allow"
+    if mode == "read-only":
+        return "deny"
+    if mode == "ask":
+        return "ask"
+    # workspace mode
+    if risk is Risk.WRITE and (own_state or paths_inside_workspace is True):
+        return "allow"
+    return "ask"

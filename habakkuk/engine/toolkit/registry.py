@@ -1,0 +1,258 @@
+"""The tool registry: what a tool is, and the decision and run path of every call.
+
+The decision runs in this order: the hardline blocklist (no mode, reviewer or
+human can allow it), the tool's own refusal, permission mode x risk, then the
+approver. Unattended runs (no approver) deny what needs approval. Whatever
+happens, the call ends with a ToolResultBlock; output over the inline budget is
+saved as a blob and the model gets a preview and the path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..events import EventBus
+from ..llm.types import ToolResultBlock, ToolSpec, ToolUseBlock
+from ..store import BlobStore
+from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants
+from .permissions import Risk, decide, inside
+
+log = logging.getLogger(__name__)
+
+Hardline = Callable[[str], str | None]
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should read (one line, no traceback)."""
+
+
+@dataclass
+class ToolOutput:
+    text: str
+    is_error: bool = False
+
+
+@dataclass
+class ToolContext:
+    """Everything a call may need, passed explicitly (no module-level state)."""
+
+    agent: str
+    session: str
+    turn: str
+    workspace: Path
+    mode: str
+    home: Path
+    blobs: BlobStore
+    bus: EventBus
+    approver: Approver | None = None
+    task: str = ""  # the user message that started the turn (for reviewers)
+    exec_timeout: float = 120.0
+    services: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, path: str) -> Path:
+        """A tool path: relative paths are inside the workspace; `~` expands."""
+        candidate = Path(path).expanduser()
+        if not candidate.is_absolute():
+            candidate = self.workspace / candidate
+        return candidate
+
+
+class Tool(ABC):
+    """A built-in or plugged-in tool. Subclasses set the class attributes and `run`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    input_schema: ClassVar[dict[str, Any]]
+    risk: ClassVar[Risk]
+    own_state: ClassVar[bool] = False
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.input_schema)
+
+    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path] | None:
+        """The paths a call touches (None for tools without paths)."""
+        return None
+
+    def risk_for(self, args: dict[str, Any], ctx: ToolContext) -> Risk:
+        """The risk of this particular call (some tools vary by argument)."""
+        return self.risk
+
+    def hardline_input(self, args: dict[str, Any]) -> str | None:
+        """Command text to check against the hardline blocklist (exec-like tools)."""
+        return None
+
+    def refuse(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        """A tool-specific refusal reason, checked before the permission policy."""
+        return None
+
+    def title(self, args: dict[str, Any]) -> str:
+        """A short summary of the call for cards and approval prompts."""
+        for key in ("command", "path", "url", "pattern"):
+            if isinstance(args.get(key), str):
+                return str(args[key])[:200]
+        return json.dumps(args, ensure_ascii=False)[:200]
+
+    @abstractmethod
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Do the work. Raise ToolError for a failure the model should read."""
+
+
+def _validate(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+    if error is None:
+        return None
+    where = ".".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+class ToolRegistry:
+    """Tools by name and toolset, and the one path every call takes."""
+
+    def __init__(self, *, hardline: Hardline | None = None, inline_budget: int = 32_000):
+        self._tools: dict[str, Tool] = {}
+        self._toolsets: dict[str, list[str]] = {}
+        self.hardline = hardline
+        self.inline_budget = inline_budget
+        self.grants = SessionGrants()
+
+    def register(self, tool: Tool, toolset: str = "core") -> None:
+        self._tools[tool.name] = tool
+        self._toolsets.setdefault(toolset, [])
+        if tool.name not in self._toolsets[toolset]:
+            self._toolsets[toolset].append(tool.name)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def tools_for(self, toolsets: list[str]) -> list[Tool]:
+        """The tools of the given toolsets, sorted by name (a stable cache prefix)."""
+        names = {n for ts in toolsets for n in self._toolsets.get(ts, [])}
+        return [self._tools[n] for n in sorted(names)]
+
+    async def call(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> ToolResultBlock:
+        """Decide and run one call; always returns its result block."""
+        started = time.monotonic()
+        tool = self._tools.get(use.tool) if use.tool in allowed else None
+        title = tool.title(use.input) if tool else use.tool
+        ctx.bus.publish(
+            "tool.start",
+            ctx.session,
+            call_id=use.tool_use_id,
+            tool=use.tool,
+            title=title,
+            input=use.input,
+        )
+        try:
+            output = await self._decide_and_run(tool, use, ctx)
+        except asyncio.CancelledError:
+            ctx.bus.publish(
+                "tool.end",
+                ctx.session,
+                call_id=use.tool_use_id,
+                tool=use.tool,
+                is_error=True,
+                status="interrupted",
+                seconds=time.monotonic() - started,
+                preview="interrupted",
+            )
+            raise
+        result = await self._spill(use, output, ctx.blobs)
+        ctx.bus.publish(
+            "tool.end",
+            ctx.session,
+            call_id=use.tool_use_id,
+            tool=use.tool,
+            is_error=result.is_error,
+            status="error" if result.is_error else "ok",
+            seconds=time.monotonic() - started,
+            preview=result.text[:500],
+        )
+        return result
+
+    async def _decide_and_run(
+        self, tool: Tool | None, use: ToolUseBlock, ctx: ToolContext
+    ) -> ToolOutput:
+        if tool is None:
+            return ToolOutput(f"unknown tool {use.tool!r}", is_error=True)
+        args = use.input if isinstance(use.input, dict) else {}
+        problem = _validate(tool.input_schema, args)
+        if problem:
+            return ToolOutput(f"bad arguments for {tool.name}: {problem}", is_error=True)
+        command = tool.hardline_input(args)
+        if command is not None and self.hardline is not None:
+            reason = self.hardline(command)
+            if reason:
+                return ToolOutput(f"refused (hardline): {reason}", is_error=True)
+        refusal = tool.refuse(args, ctx)
+        if refusal:
+            return ToolOutput(f"refused: {refusal}", is_error=True)
+        paths = tool.paths(args, ctx)
+        within = None if paths is None else all(inside(p, ctx.workspace) for p in paths)
+        verdict = decide(
+            ctx.mode,
+            tool.risk_for(args, ctx),
+            paths_inside_workspace=within,
+            own_state=tool.own_state,
+        )
+        note = ""
+        if verdict == "deny":
+            return ToolOutput(
+                f"denied: {tool.name} is not allowed in {ctx.mode} mode", is_error=True
+            )
+        if verdict == "ask" and not self.grants.allows(ctx.session, tool.name):
+            decision = await self._ask(tool, args, ctx)
+            if not decision.allowed:
+                why = f": {decision.reason}" if decision.reason else ""
+                return ToolOutput(f"denied by {decision.by}{why}", is_error=True)
+            if decision.answer == "allow_session":
+                self.grants.grant(ctx.session, tool.name)
+            if decision.by == "reviewer":
+                note = f"\n[approved by the reviewer: {decision.reason}]"
+        try:
+            output = await tool.run(args, ctx)
+        except ToolError as exc:
+            return ToolOutput(str(exc), is_error=True)
+        except (OSError, ValueError, UnicodeError) as exc:
+            return ToolOutput(f"{tool.name} failed: {exc}", is_error=True)
+        if note:
+            output = ToolOutput(output.text + note, output.is_error)
+        return output
+
+    async def _ask(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ApprovalDecision:
+        if ctx.approver is None:
+            return ApprovalDecision(
+                "deny", "needs approval and nobody can approve in an unattended run", by="policy"
+            )
+        request = ApprovalRequest(
+            agent=ctx.agent,
+            session=ctx.session,
+            turn=ctx.turn,
+            tool=tool.name,
+            input=args,
+            summary=tool.title(args),
+        )
+        return await ctx.approver.approve(request)
+
+    async def _spill(
+        self, use: ToolUseBlock, output: ToolOutput, blobs: BlobStore
+    ) -> ToolResultBlock:
+        text = output.text
+        if len(text) > self.inline_budget:
+            path = await blobs.put(text.encode("utf-8"), ".txt")
+            preview = text[: self.inline_budget // 4]
+            text = (
+                f"{preview}\n…\n[output was {len(output.text):,} characters; the full output is"
+                f" saved at {path}; read it with read_file and an offset]"
+            )
+        return ToolResultBlock(use.tool_use_id, text, output.is_error)

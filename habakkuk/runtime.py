@@ -1,0 +1,246 @@
+"""The composition root: config -> stores -> providers -> tools -> workers.
+
+`Runtime` is also the facade every client uses (the CLI, the TUI, the HTTP
+server): clients call its methods and follow its events bus; they never open a
+database or call a provider themselves. Only this module knows every part.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from habakkuk.engine.agent.prompt import build_system_prompt
+from habakkuk.engine.agent.turn import TURN_KIND, TurnDeps, TurnRunner
+from habakkuk.engine.config import Config, ModelRef, load_config
+from habakkuk.engine.errors import NotFound
+from habakkuk.engine.events import EventBus
+from habakkuk.engine.home import Environment, Home, default_home
+from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
+from habakkuk.engine.jobs import Job, JobQueue
+from habakkuk.engine.llm.factory import ProviderHub
+from habakkuk.engine.llm.router import Router
+from habakkuk.engine.pools import Pool
+from habakkuk.engine.sessions import Session, StoredMessage, TranscriptStore
+from habakkuk.engine.store import BlobStore, Database
+from habakkuk.engine.toolkit.approvals import Approver
+from habakkuk.engine.toolkit.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+TURN_MAX_ATTEMPTS = 3
+
+
+def new_id(prefix: str) -> str:
+    """A random id such as ses_3f9a... (16 hex digits)."""
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+def build_tools(config: Config) -> ToolRegistry:
+    """The built-in tools, registered by toolset."""
+    from habakkuk.tools.files import ListDir, ReadFile, WriteFile
+    from habakkuk.tools.hardline import check_hardline
+    from habakkuk.tools.shell import Exec
+
+    registry = ToolRegistry(hardline=check_hardline, inline_budget=config.tools.inline_budget)
+    for tool in (ReadFile(), WriteFile(), ListDir(), Exec()):
+        registry.register(tool, "core")
+    return registry
+
+
+@dataclass
+class TurnOutcome:
+    """How a turn ended, as a client reports it."""
+
+    session: str
+    turn: str
+    status: str
+    reply: str
+    error: str | None
+
+
+class Runtime:
+    """One home's running system: stores, router, tools, worker pools."""
+
+    def __init__(
+        self,
+        home: Home,
+        config: Config,
+        env: Environment,
+        control_db: Database,
+        transcripts: TranscriptStore,
+    ):
+        self.home = home
+        self.config = config
+        self.env = env
+        self.bus = EventBus()
+        self.queue = JobQueue(control_db, lease_seconds=config.workers.lease_seconds)
+        self.transcripts = transcripts
+        self.blobs = BlobStore(home.blobs_dir)
+        self.providers = ProviderHub(config, env, home.root)
+        self.router = Router(self.providers)
+        self.tools = build_tools(config)
+        self.approver: Approver | None = None  # attached by an interactive client
+        self._pools: list[Pool] = []
+        self._turn_pool: Pool | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @classmethod
+    async def open(cls, home: Home | None = None, config: Config | None = None) -> Runtime:
+        """Load config and open the stores of `home` (default: $HABAKKUK_HOME)."""
+        home = home or Home(default_home())
+        config = config or load_config(home)
+        home.prepare()
+        env = Environment(home.env_path)
+        control = await Database.open(home.db_path("control"), JOB_MIGRATIONS)
+        transcripts = await TranscriptStore.open(
+            home.db_path("transcripts"), home.db_path("control")
+        )
+        return cls(home, config, env, control, transcripts)
+
+    def start_workers(self) -> None:
+        """Start the worker pools as tasks on the running loop."""
+        if self._pools:
+            return
+        runner = TurnRunner(
+            TurnDeps(
+                config=self.config,
+                home=self.home,
+                transcripts=self.transcripts,
+                router=self.router,
+                tools=self.tools,
+                bus=self.bus,
+                blobs=self.blobs,
+                approver_for=self._approver_for,
+                chain_for=self._chain_for,
+            )
+        )
+        self._turn_pool = Pool(
+            self.queue,
+            [TURN_KIND],
+            runner.run,
+            concurrency=self.config.workers.turns,
+            on_finished=self._job_finished,
+        )
+        self._pools.append(self._turn_pool)
+        for pool in self._pools:
+            pool.start()
+
+    async def close(self) -> None:
+        """Stop the workers (leases released) and close the stores."""
+        for pool in self._pools:
+            await pool.stop()
+        self._pools.clear()
+        await self.transcripts.close()
+        await self.queue.db.close()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _job_finished(self, job: Job) -> None:
+        self.bus.publish(
+            "job.finished",
+            str(job.payload.get("session", "")),
+            job=job.id,
+            job_kind=job.kind,
+            status=job.status,
+        )
+
+    def _approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
+        if payload.get("attended") and self.approver is not None:
+            return self.approver
+        return None
+
+    def _chain_for(self, agent: Any, session: Session) -> list[ModelRef]:
+        return list(agent.chain)
+
+    # -- facade: sessions and turns ------------------------------------------------------
+
+    async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session:
+        """Start a session of `agent` with its frozen system prompt."""
+        agent_config = self.config.agent(agent)
+        return await self.transcripts.create_session(
+            new_id("ses"), agent_config.name, build_system_prompt(agent_config), origin=origin
+        )
+
+    async def session(self, session_id: str) -> Session:
+        found = await self.transcripts.get_session(session_id)
+        if found is None:
+            raise NotFound(f"session {session_id!r} not found")
+        return found
+
+    async def submit(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        turn_id: str | None = None,
+        attended: bool = False,
+    ) -> str:
+        """Queue a turn for `text` in the session; returns the turn id.
+
+        With a `turn_id` derived from what caused the message, a redelivery is a
+        no-op (the existing turn's id is returned).
+        """
+        session = await self.session(session_id)
+        turn = turn_id or new_id("turn")
+        await self.queue.enqueue(
+            turn,
+            TURN_KIND,
+            {"session": session.id, "text": text, "attended": attended},
+            serial_key=session.id,
+            max_attempts=TURN_MAX_ATTEMPTS,
+        )
+        return turn
+
+    async def stop_turn(self, turn_id: str) -> str | None:
+        """Stop a queued or running turn; returns its status after the request."""
+        if self._turn_pool is not None and self._turn_pool.stop_job(turn_id):
+            return "running"
+        return await self.queue.cancel(turn_id)
+
+    async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> TurnOutcome:
+        """Wait until the turn finishes here or in another process, and report it."""
+        with self.bus.subscribe(
+            lambda e: e.kind == "job.finished" and e.data.get("job") == turn_id, maxsize=4
+        ) as finished:
+            while True:
+                job = await self.queue.get(turn_id)
+                if job is None:
+                    raise NotFound(f"turn {turn_id!r} not found")
+                if job.finished:
+                    return self._outcome(job)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(finished.get(), poll)
+
+    def _outcome(self, job: Job) -> TurnOutcome:
+        result = job.result or {}
+        return TurnOutcome(
+            session=str(job.payload.get("session", "")),
+            turn=job.id,
+            status=job.status,
+            reply=str(result.get("reply", "")),
+            error=job.error,
+        )
+
+    async def list_sessions(
+        self, agent: str | None = None, *, limit: int = 50, archived: bool = False
+    ) -> list[Session]:
+        if agent is not None:
+            self.config.agent(agent)
+        return await self.transcripts.list_sessions(agent, limit=limit, archived=archived)
+
+    async def messages(self, session_id: str) -> list[StoredMessage]:
+        await self.session(session_id)
+        return await self.transcripts.messages(session_id)
+
+    async def queue_depth(self) -> dict[tuple[str, str], int]:
+        return await self.queue.depth()

@@ -1,0 +1,153 @@
+"""File tools of the core toolset: read_file, write_file, list_dir."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from habakkuk.engine.toolkit.permissions import Risk
+from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+
+MAX_LINE_CHARS = 2000
+DEFAULT_LINES = 2000
+MAX_LIST_ENTRIES = 1000
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write via a temp file and rename, keeping the old file's mode when it exists."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+class ReadFile(Tool):
+    name = "read_file"
+    description = (
+        "Read a text file. Lines are numbered. Use offset (first line, 1-based) and limit "
+        "(number of lines) to page through large files."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File path, relative to the workspace"},
+            "offset": {"type": "integer", "minimum": 1},
+            "limit": {"type": "integer", "minimum": 1},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+    risk = Risk.READ
+
+    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
+        return [ctx.resolve(args["path"])]
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        path = ctx.resolve(args["path"])
+        offset = int(args.get("offset", 1))
+        limit = int(args.get("limit", DEFAULT_LINES))
+        return ToolOutput(await asyncio.to_thread(_read_lines, path, offset, limit))
+
+
+def _read_lines(path: Path, offset: int, limit: int) -> str:
+    if path.is_dir():
+        raise ToolError(f"{path} is a folder; use list_dir")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(8192)
+            if b"\0" in head:
+                raise ToolError(f"{path} is a binary file")
+            data = head + handle.read()
+    except FileNotFoundError:
+        raise ToolError(f"{path}: no such file") from None
+    text = data.decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    chosen = lines[offset - 1 : offset - 1 + limit]
+    out = []
+    for number, line in enumerate(chosen, start=offset):
+        if len(line) > MAX_LINE_CHARS:
+            line = line[:MAX_LINE_CHARS] + " …[line cut]"
+        out.append(f"{number:6}\t{line}")
+    end = offset - 1 + len(chosen)
+    if end < len(lines):
+        out.append(f"[lines {offset}-{end} of {len(lines)}; continue with offset={end + 1}]")
+    if not lines:
+        return f"[{path} is empty]"
+    return "\n".join(out)
+
+
+class WriteFile(Tool):
+    name = "write_file"
+    description = "Create or overwrite a file with the given content (parent folders are created)."
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "content": {"type": "string"},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    }
+    risk = Risk.WRITE
+
+    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
+        return [ctx.resolve(args["path"])]
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        path = ctx.resolve(args["path"])
+        if path.is_dir():
+            raise ToolError(f"{path} is a folder")
+        data = args["content"].encode("utf-8")
+        await asyncio.to_thread(atomic_write, path, data)
+        return ToolOutput(f"wrote {len(data):,} bytes to {path}")
+
+
+class ListDir(Tool):
+    name = "list_dir"
+    description = "List a folder: one entry per line, folders end with '/', files show their size."
+    input_schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string", "description": "Folder; default the workspace"}},
+        "additionalProperties": False,
+    }
+    risk = Risk.READ
+
+    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
+        return [ctx.resolve(args.get("path", "."))]
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        path = ctx.resolve(args.get("path", "."))
+        return ToolOutput(await asyncio.to_thread(_list, path))
+
+
+def _list(path: Path) -> str:
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: (not e.is_dir(), e.name))
+    except FileNotFoundError:
+        raise ToolError(f"{path}: no such folder") from None
+    except NotADirectoryError:
+        raise ToolError(f"{path} is a file; use read_file") from None
+    lines = []
+    for entry in entries[:MAX_LIST_ENTRIES]:
+        if entry.is_dir(follow_symlinks=False):
+            lines.append(entry.name + "/")
+        elif entry.is_symlink():
+            lines.append(f"{entry.name} -> {os.readlink(entry.path)}")
+        else:
+            lines.append(f"{entry.name}  ({entry.stat(follow_symlinks=False).st_size:,} bytes)")
+    if len(entries) > MAX_LIST_ENTRIES:
+        lines.append(f"[{len(entries) - MAX_LIST_ENTRIES} more entries not shown]")
+    return "\n".join(lines) if lines else f"[{path} is empty]"

@@ -1,0 +1,155 @@
+"""The exec tool: a shell command in its own process group, with a timeout and an output cap."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from habakkuk.engine.toolkit.permissions import Risk
+from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+
+OUTPUT_CAP = 1_000_000  # bytes kept in memory: the first and last halves
+
+
+@dataclass
+class CommandResult:
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    seconds: float
+    dropped: int
+
+
+def shell_argv(command: str) -> list[str]:
+    """bash -c COMMAND, or sh where bash is missing."""
+    shell = shutil.which("bash") or "/bin/sh"
+    return [shell, "-c", command]
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by `pid` (the command and everything it started)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def run_command(
+    command: str,
+    cwd: Path,
+    *,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    cap: int = OUTPUT_CAP,
+) -> CommandResult:
+    """Run `command`; on timeout or cancellation the whole process tree is killed."""
+    started = time.monotonic()
+    process = await asyncio.create_subprocess_exec(
+        *shell_argv(command),
+        cwd=str(cwd),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+        env=env,
+    )
+    head = bytearray()
+    tail = bytearray()
+    dropped = 0
+    half = cap // 2
+
+    async def pump() -> None:
+        nonlocal dropped, tail
+        assert process.stdout is not None
+        while chunk := await process.stdout.read(65536):
+            room = half - len(head)
+            if room > 0:
+                head.extend(chunk[:room])
+                chunk = chunk[room:]
+            if chunk:
+                tail.extend(chunk)
+                if len(tail) > half:
+                    dropped += len(tail) - half
+                    tail = tail[-half:]
+
+    timed_out = False
+    reader = asyncio.create_task(pump())
+    try:
+        timed_out = not await _exited(process, timeout)
+    except BaseException:
+        kill_group(process.pid)
+        reader.cancel()
+        raise
+    # The shell is gone; kill what it left in its group (a background job holding the
+    # pipe open would otherwise keep the call waiting), then drain the pipe.
+    kill_group(process.pid)
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(reader, 5)
+    text = head.decode("utf-8", errors="replace")
+    if dropped:
+        text += f"\n…[{dropped:,} bytes of output dropped]…\n"
+    text += tail.decode("utf-8", errors="replace")
+    return CommandResult(process.returncode, text, timed_out, time.monotonic() - started, dropped)
+
+
+async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
+    """Wait until the shell exits; False on timeout.
+
+    `Process.wait()` also waits for the pipes to close, which a background
+    grandchild can hold open forever; the return code is set as soon as the
+    shell itself is reaped, so check it between short waits.
+    """
+    deadline = time.monotonic() + timeout
+    waiter = asyncio.ensure_future(process.wait())
+    try:
+        while process.returncode is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(waiter), min(0.1, remaining))
+        return True
+    finally:
+        waiter.cancel()
+
+
+class Exec(Tool):
+    name = "exec"
+    description = (
+        "Run a shell command (bash) and return its exit code and combined output. "
+        "cwd defaults to the workspace; the command is killed after timeout_seconds."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string"},
+            "cwd": {"type": "string"},
+            "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    risk = Risk.EXEC
+
+    def hardline_input(self, args: dict[str, Any]) -> str | None:
+        return str(args["command"])
+
+    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
+        return [ctx.resolve(args.get("cwd", "."))]
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        cwd = ctx.resolve(args.get("cwd", "."))
+        if not cwd.is_dir():
+            raise ToolError(f"cwd {cwd} is not a folder")
+        timeout = float(args.get("timeout_seconds", ctx.exec_timeout))
+        result = await run_command(args["command"], cwd, timeout=timeout)
+        if result.timed_out:
+            header = f"timed out after {timeout:g}s; the process tree was killed"
+            return ToolOutput(f"{header}\n{result.output}".rstrip(), is_error=True)
+        header = f"exit code {result.exit_code}"
+        return ToolOutput(f"{header}\n{result.output}".rstrip(), is_error=result.exit_code != 0)
