@@ -482,7 +482,13 @@ class FakeModelServer:
 
     def pending(self, api: str | None = None) -> int:
         """How many scripted items are still queued (shared queue for None)."""
-        return len(self._shared) if api is None else len(self._queues[api])
+        if api is None:
+            return len(self._shared)
+        if api not in self._queues:
+            raise ValueError(
+                f"FakeModelServer.pending: unknown api {api!r}; use None or one of {API_NAMES}"
+            )
+        return len(self._queues[api])
 
     def _next_item(self, api: str) -> ScriptItem | None:
         own = self._queues[api]
@@ -556,13 +562,12 @@ class FakeModelServer:
         body: dict[str, Any],
         headers: dict[str, str],
         drop: bool,
-        status: int = 200,
     ) -> web.StreamResponse:
         if not drop:
-            return web.json_response(body, status=status, headers=headers)
+            return web.json_response(body, headers=headers)
         data = json.dumps(body).encode()
         resp = web.StreamResponse(
-            status=status, headers={"Content-Type": "application/json", **headers}
+            status=200, headers={"Content-Type": "application/json", **headers}
         )
         resp.content_length = len(data)
         await resp.prepare(request)

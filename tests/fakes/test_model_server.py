@@ -41,6 +41,18 @@ TOOLS_CHAT: list[Any] = [
 ]
 
 
+_open_clients: list[openai.AsyncOpenAI | anthropic.AsyncAnthropic] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients() -> AsyncIterator[None]:
+    # Clients hold connection pools; close them inside the test's event loop
+    # so nothing is left for the garbage collector after the loop is gone.
+    yield
+    while _open_clients:
+        await _open_clients.pop().close()
+
+
 @pytest.fixture
 async def server() -> AsyncIterator[FakeModelServer]:
     async with FakeModelServer() as srv:
@@ -48,11 +60,15 @@ async def server() -> AsyncIterator[FakeModelServer]:
 
 
 def openai_client(server: FakeModelServer, key: str = "test") -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=f"{server.base_url}/v1", api_key=key, max_retries=0)
+    client = openai.AsyncOpenAI(base_url=f"{server.base_url}/v1", api_key=key, max_retries=0)
+    _open_clients.append(client)
+    return client
 
 
 def anthropic_client(server: FakeModelServer, key: str = "test") -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=server.base_url, api_key=key, max_retries=0)
+    client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key=key, max_retries=0)
+    _open_clients.append(client)
+    return client
 
 
 def tool_reply(**kwargs: Any) -> Reply:
