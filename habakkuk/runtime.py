@@ -27,7 +27,7 @@ from habakkuk.engine.llm.router import Router
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.sessions import Session, StoredMessage, TranscriptStore
 from habakkuk.engine.store import BlobStore, Database
-from habakkuk.engine.toolkit.approvals import Approver
+from habakkuk.engine.toolkit.approvals import ApprovalHub, Approver
 from habakkuk.engine.toolkit.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,10 @@ class Runtime:
         self.providers = ProviderHub(config, env, home.root)
         self.router = Router(self.providers)
         self.tools = build_tools(config)
-        self.approver: Approver | None = None  # attached by an interactive client
+        # Waiting approvals; turns marked attended use it while a client that can
+        # answer (the terminal, the dashboard) has set `interactive`.
+        self.approvals = ApprovalHub(self.bus)
+        self.interactive = False
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
 
@@ -155,8 +158,8 @@ class Runtime:
         )
 
     def _approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
-        if payload.get("attended") and self.approver is not None:
-            return self.approver
+        if payload.get("attended") and self.interactive:
+            return self.approvals
         return None
 
     def _chain_for(self, agent: Any, session: Session) -> list[ModelRef]:

@@ -8,6 +8,8 @@ denied. The terminal, the chat and the reviewer model each implement
 
 from __future__ import annotations
 
+import asyncio
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -56,3 +58,48 @@ class SessionGrants:
 
     def grant(self, session: str, tool: str) -> None:
         self.granted.setdefault(session, set()).add(tool)
+
+
+class ApprovalHub:
+    """Waiting approvals of this process, answerable by any client.
+
+    The hub is an Approver: `approve` registers the request, publishes
+    `approval.pending` on the bus and awaits a Future until a client (the
+    terminal, the dashboard, a chat) calls `answer`, or the timeout denies it.
+    A stopped turn's waiting requests are withdrawn (`approval.withdrawn`).
+    """
+
+    def __init__(self, bus: Any, *, timeout: float = 900.0):
+        self.bus = bus
+        self.timeout = timeout
+        self._pending: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
+
+    @property
+    def pending(self) -> list[ApprovalRequest]:
+        """Waiting requests, oldest first."""
+        return [request for request, _ in self._pending.values()]
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        request.id = request.id or f"apr_{secrets.token_hex(6)}"
+        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self._pending[request.id] = (request, future)
+        self.bus.publish("approval.pending", request.session, id=request.id, request=request)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.timeout)
+        except TimeoutError:
+            return ApprovalDecision("deny", "nobody answered in time", by="timeout")
+        finally:
+            self._pending.pop(request.id, None)
+            if not future.done():
+                future.cancel()
+                self.bus.publish("approval.withdrawn", request.session, id=request.id)
+            else:
+                self.bus.publish("approval.answered", request.session, id=request.id)
+
+    def answer(self, approval_id: str, answer: Answer, reason: str = "", by: str = "human") -> bool:
+        """Answer a waiting request; False when it is no longer waiting."""
+        entry = self._pending.get(approval_id)
+        if entry is None or entry[1].done():
+            return False
+        entry[1].set_result(ApprovalDecision(answer, reason, by))
+        return True

@@ -1,0 +1,83 @@
+"""Shared fixtures: a temporary home with a config, and a runtime opened on it."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from habakkuk.engine.config import parse_config
+from habakkuk.engine.home import Home
+from habakkuk.runtime import Runtime
+
+# Tests must never reach a real provider or read the developer's home.
+for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "HABAKKUK_HOME"):
+    os.environ.pop(_var, None)
+os.environ.setdefault("NO_COLOR", "1")
+
+MOCK_CONFIG = """
+providers:
+  mock:
+    type: mock
+agents:
+  main:
+    model: mock/scripted
+    mode: full
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
+    """An empty, prepared home; $HABAKKUK_HOME points at it."""
+    root = tmp_path / "home"
+    monkeypatch.setenv("HABAKKUK_HOME", str(root))
+    result = Home(root)
+    result.prepare()
+    return result
+
+
+WriteConfig = Callable[[str], Path]
+
+
+@pytest.fixture
+def write_config(home: Home) -> WriteConfig:
+    """Write config.yaml into the test home (text is dedented)."""
+
+    def _write(text: str) -> Path:
+        home.config_path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+        return home.config_path
+
+    return _write
+
+
+def mock_config(script_yaml: str = "", *, mode: str = "full", extra: str = "") -> str:
+    """A config with one mock provider (optionally scripted) and one agent `main`."""
+    script = ""
+    if script_yaml:
+        script = "    script:\n" + textwrap.indent(textwrap.dedent(script_yaml).strip(), "      ")
+    return (
+        "providers:\n  mock:\n    type: mock\n"
+        + (script + "\n" if script else "")
+        + f"agents:\n  main:\n    model: mock/scripted\n    mode: {mode}\n"
+        + textwrap.dedent(extra)
+    )
+
+
+@pytest.fixture
+async def runtime_factory(home: Home) -> AsyncIterator[Callable[[str], object]]:
+    """Open runtimes on the test home from config text; all are closed afterwards."""
+    opened: list[Runtime] = []
+
+    async def _open(config_text: str) -> Runtime:
+        home.config_path.write_text(config_text, encoding="utf-8")
+        config = parse_config(config_text, home.config_path, home)
+        runtime = await Runtime.open(home, config)
+        opened.append(runtime)
+        return runtime
+
+    yield _open  # type: ignore[misc]
+    for runtime in opened:
+        await runtime.close()
