@@ -1,0 +1,126 @@
+"""Strict config: each kind of mistake gets one line naming file, line and key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from habakkuk.engine.config import ModelRef, load_config, parse_config
+from habakkuk.engine.errors import ConfigError
+from habakkuk.engine.home import Environment, Home
+
+GOOD = """
+providers:
+  demo: {type: mock}
+  openrouter: {}
+  local: {preset: ollama}
+agents:
+  main:
+    model: demo/echo
+    fallbacks: [openrouter/anthropic/claude-sonnet-4-5]
+    mode: full
+    workspace: work
+timezone: Europe/Paris
+"""
+
+
+def parse(text: str, tmp_path: Path):
+    return parse_config(textwrap.dedent(text), tmp_path / "config.yaml", Home(tmp_path))
+
+
+def test_valid_config_applies_defaults_presets_and_resolves_paths(tmp_path: Path) -> None:
+    config = parse(GOOD, tmp_path)
+    main = config.agents["main"]
+    assert main.chain == [
+        ModelRef("demo", "echo"),
+        ModelRef("openrouter", "anthropic/claude-sonnet-4-5"),
+    ]
+    assert main.toolsets == ["core"] and main.approvals == "human"
+    assert main.workspace_path == (tmp_path / "work").resolve()
+    assert config.default_agent == "main"
+    assert config.providers["openrouter"].type == "openai"
+    assert config.providers["openrouter"].key_vars == ["OPENROUTER_API_KEY"]
+    assert config.providers["local"].base_url == "http://127.0.0.1:11434/v1"
+    assert config.workers.turns == 8
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "agents:\n  main:\n    model: demo/x\n    modee: full\n",
+            "config.yaml:4: agents.main.modee: unknown key",
+        ),
+        (
+            "providers:\n  d: {type: mock}\nagents:\n  main:\n    model: nope/x\n",
+            "config.yaml:5: agents.main.model: provider 'nope' is not defined",
+        ),
+        (
+            "providers:\n  d: {type: mock}\nagents:\n  main:\n    model: d/x\n    mode: yolo\n",
+            "config.yaml:6: agents.main.mode: must be one of read-only, ask, workspace, full",
+        ),
+        ("workers:\n  turns: lots\n", "config.yaml:2: workers.turns: must be an integer"),
+        ("timezone: Mars/Base\n", "config.yaml:1: timezone: unknown time zone 'Mars/Base'"),
+        ("agents: [\n", "config.yaml:2: invalid YAML"),
+        (
+            "providers:\n  d: {type: mock}\nagents:\n  main:\n    model: justamodel\n",
+            "config.yaml:5: agents.main.model: 'justamodel' is not PROVIDER/MODEL",
+        ),
+        (
+            "providers:\n  d: {type: mock}\nagents:\n  main:\n    model: d/x\n    fallbacks: [e/y]\n",
+            "config.yaml:6: agents.main.fallbacks[0]: provider 'e' is not defined",
+        ),
+        ("providers:\n  d: {type: magic}\n", "config.yaml:2: providers.d.type: must be one of"),
+        ("providers:\n  d: {preset: nowhere}\n", "config.yaml:2: providers.d: unknown preset"),
+        ("agents:\n  main: {}\n", "config.yaml:2: agents.main.model: is required"),
+        ("default_agent: ghost\n", "config.yaml:1: default_agent: agent 'ghost' is not defined"),
+        (
+            "providers:\n  d: {type: mock}\nagents:\n  main:\n    model: d/x\n    toolsets: [weird]\n",
+            "config.yaml:6: agents.main.toolsets: unknown toolset 'weird'",
+        ),
+    ],
+)
+def test_each_mistake_names_file_line_and_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse(text, tmp_path)
+    text_of_error = str(caught.value)
+    assert message in text_of_error
+    assert "\n" not in text_of_error
+
+
+def test_missing_config_says_how_to_create_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="habakkuk init"):
+        load_config(Home(tmp_path))
+
+
+def test_process_environment_wins_over_env_file(tmp_path: Path, monkeypatch) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text('export A_KEY="from-file"\nB_KEY=file-only\n# comment\nnot a line\n')
+    monkeypatch.setenv("A_KEY", "from-process")
+    env = Environment(env_file)
+    assert env.get("A_KEY") == "from-process"
+    assert env.get("B_KEY") == "file-only"
+    assert env.get("MISSING") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["agents:\n  main:\n    model: demo/x\n    modee: full\n", "timezone: [\n"],
+)
+def test_cli_reports_config_errors_in_one_line_with_exit_code_2(tmp_path: Path, text: str) -> None:
+    (tmp_path / "config.yaml").write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "habakkuk.cli", "run", "hi"],
+        capture_output=True,
+        text=True,
+        env={"HABAKKUK_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("habakkuk: ") and "config.yaml:" in lines[0]
+    assert "Traceback" not in result.stderr
