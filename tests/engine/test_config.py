@@ -28,6 +28,9 @@ timezone: Europe/Paris
 """
 
 
+AGENT_D = "providers:\n  d: {type: mock}\nagents:\n  main:\n    model: d/x\n"
+
+
 def parse(text: str, tmp_path: Path):
     return parse_config(textwrap.dedent(text), tmp_path / "config.yaml", Home(tmp_path))
 
@@ -71,7 +74,7 @@ def test_valid_config_applies_defaults_presets_and_resolves_paths(tmp_path: Path
             "config.yaml:5: agents.main.model: 'justamodel' is not PROVIDER/MODEL",
         ),
         (
-            "providers:\n  d: {type: mock}\nagents:\n  main:\n    model: d/x\n    fallbacks: [e/y]\n",
+            AGENT_D + "    fallbacks: [e/y]\n",
             "config.yaml:6: agents.main.fallbacks[0]: provider 'e' is not defined",
         ),
         ("providers:\n  d: {type: magic}\n", "config.yaml:2: providers.d.type: must be one of"),
@@ -79,7 +82,7 @@ def test_valid_config_applies_defaults_presets_and_resolves_paths(tmp_path: Path
         ("agents:\n  main: {}\n", "config.yaml:2: agents.main.model: is required"),
         ("default_agent: ghost\n", "config.yaml:1: default_agent: agent 'ghost' is not defined"),
         (
-            "providers:\n  d: {type: mock}\nagents:\n  main:\n    model: d/x\n    toolsets: [weird]\n",
+            AGENT_D + "    toolsets: [weird]\n",
             "config.yaml:6: agents.main.toolsets: unknown toolset 'weird'",
         ),
     ],
