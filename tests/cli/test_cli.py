@@ -1,0 +1,160 @@
+"""The CLI as a user runs it: exact spellings, output shapes and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from habakkuk.cli import main
+
+SCRIPTED = """
+providers:
+  mock:
+    type: mock
+    script:
+      - match: "fail"
+        steps: [{error: bad_request}]
+      - steps: ["Hello from the script."]
+agents:
+  main:
+    model: mock/x
+  second:
+    model: mock/y
+"""
+
+
+@pytest.fixture
+def scripted_home(home, write_config):
+    write_config(SCRIPTED)
+    return home
+
+
+def run_json(capsys, *args: str) -> tuple[int, dict]:
+    code = main(["run", "--json", *args])
+    out = capsys.readouterr().out.strip().splitlines()
+    return code, json.loads(out[-1])
+
+
+def test_run_json_prints_one_object_and_exits_0(scripted_home, capsys) -> None:
+    code, body = run_json(capsys, "hi there")
+    assert code == 0
+    assert set(body) == {"session", "turn", "status", "reply"}
+    assert body["status"] == "done" and body["reply"] == "Hello from the script."
+    assert body["session"].startswith("ses_") and body["turn"].startswith("turn_")
+
+
+def test_run_streams_the_reply_to_stdout(scripted_home, capsys) -> None:
+    assert main(["run", "hi"]) == 0
+    assert "Hello from the script." in capsys.readouterr().out
+
+
+def test_run_failed_turn_exits_1_with_error(scripted_home, capsys) -> None:
+    code, body = run_json(capsys, "please fail")
+    assert code == 1
+    assert body["status"] == "failed" and "bad_request" in body["error"]
+
+
+def test_run_continues_a_session(scripted_home, capsys) -> None:
+    _, first = run_json(capsys, "one")
+    code, second = run_json(capsys, "--session", first["session"], "two")
+    assert code == 0 and second["session"] == first["session"]
+    assert main(["sessions", "export", first["session"], "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant", "user", "assistant"]
+
+
+def test_run_picks_the_agent(scripted_home, capsys) -> None:
+    _, body = run_json(capsys, "--agent", "second", "hi")
+    assert main(["sessions", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed[0]["id"] == body["session"] and listed[0]["agent"] == "second"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["run", "--agent", "ghost", "hi"], ["run", "--session", "ses_missing", "hi"]],
+)
+def test_run_bad_usage_exits_2_or_1_with_one_line(scripted_home, capsys, argv) -> None:
+    code = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code in (1, 2) and len(err) == 1 and err[0].startswith("habakkuk: ")
+    assert code == (2 if "--agent" in argv else 1)
+
+
+def test_sessions_list_json_is_newest_first(scripted_home, capsys) -> None:
+    _, a = run_json(capsys, "first")
+    _, b = run_json(capsys, "second")
+    assert main(["sessions", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [s["id"] for s in listed] == [b["session"], a["session"]]
+    assert set(listed[0]) == {"id", "agent", "title", "created_at", "updated_at"}
+    assert listed[0]["title"] == "second"
+    assert main(["sessions", "list", "--agent", "second", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_sessions_export_writes_each_format_to_a_file(scripted_home, capsys, tmp_path) -> None:
+    _, body = run_json(capsys, "export me")
+    for fmt, needle in [("md", "# export me"), ("html", "<!doctype html>"), ("json", '"blocks"')]:
+        target = tmp_path / f"out.{fmt}"
+        assert (
+            main(["sessions", "export", body["session"], "--format", fmt, "-o", str(target)]) == 0
+        )
+        assert needle in target.read_text()
+
+
+def test_sessions_search_finds_words(scripted_home, capsys) -> None:
+    run_json(capsys, "remember the zeppelin")
+    assert main(["sessions", "search", "zeppelin"]) == 0
+    assert "[zeppelin]" in capsys.readouterr().out
+
+
+def test_init_writes_a_working_demo_config_and_refuses_to_overwrite(home, capsys) -> None:
+    assert main(["init"]) == 0
+    assert (home.config_path.stat().st_mode & 0o777) == 0o600
+    assert main(["init"]) == 2
+    code, body = run_json(capsys, "hello demo")
+    assert code == 0 and "You said: hello demo" in body["reply"]
+
+
+def test_doctor_reports_one_line_per_check(scripted_home, capsys) -> None:
+    assert main(["doctor"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("ok    config:")
+    assert any(line.startswith("ok    database control.db") for line in lines)
+
+
+def test_doctor_fails_on_a_missing_key(home, write_config, capsys) -> None:
+    write_config(
+        "providers:\n  a: {type: anthropic, key_env: NOPE_KEY}\n"
+        "agents:\n  main: {model: a/claude}\n"
+    )
+    assert main(["doctor"]) == 1
+    assert "FAIL  key a: NOPE_KEY is not set" in capsys.readouterr().out
+
+
+def test_smoke_prints_smoke_ok(capsys) -> None:
+    assert main(["--smoke"]) == 0
+    assert capsys.readouterr().out.strip() == "smoke: ok"
+
+
+def test_help_does_not_import_heavy_libraries(tmp_path: Path) -> None:
+    code = (
+        "import sys; from habakkuk.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('anthropic', 'openai', 'litellm', 'textual', 'aiohttp', 'mcp')"
+        " if m in sys.modules]\nprint('HEAVY', heavy)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HABAKKUK_HOME": str(tmp_path)},
+        timeout=60,
+    )
+    assert "HEAVY []" in result.stdout
