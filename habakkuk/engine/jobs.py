@@ -60,6 +60,7 @@ MIGRATIONS = [
     ),
 ]
 
+REAP_INTERVAL = 1.0
 BACKOFF_BASE_SECONDS = 2.0
 BACKOFF_CAP_SECONDS = 300.0
 
@@ -176,6 +177,7 @@ class JobQueue:
         self.owner = owner or Owner.current()
         self.lease_seconds = lease_seconds
         self._listeners: list[Any] = []
+        self._last_reap = 0.0
 
     # -- enqueue -----------------------------------------------------------------
 
@@ -227,7 +229,11 @@ class JobQueue:
             now = time.time()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                self._reap(conn, now)
+                # Reaping scans running jobs and probes owner pids: once a second
+                # is plenty, and it keeps a busy claim loop cheap.
+                if now - self._last_reap >= REAP_INTERVAL:
+                    self._last_reap = now
+                    self._reap(conn, now)
                 row = conn.execute(
                     f"""
                     SELECT j.seq FROM jobs j

