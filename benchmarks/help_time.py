@@ -17,8 +17,10 @@ def main(runs: int = 15) -> None:
         started = time.perf_counter()
         subprocess.run([command, "--help"], stdout=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - started)
-    print(f"habakkuk --help: median {statistics.median(times) * 1000:.0f} ms, "
-          f"min {min(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms over {runs} runs")
+    print(
+        f"habakkuk --help: median {statistics.median(times) * 1000:.0f} ms, "
+        f"min {min(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms over {runs} runs"
+    )
 
 
 if __name__ == "__main__":

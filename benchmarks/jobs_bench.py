@@ -37,8 +37,10 @@ async def bench(count: int, workers: int) -> None:
         await asyncio.gather(producer, *[worker() for _ in range(workers)])
         elapsed = time.perf_counter() - started
         await queue.db.close()
-    print(f"jobs: {count} enqueue+claim+complete in {elapsed:.2f}s = {count / elapsed:,.0f} jobs/s"
-          f" ({workers} workers, one control.db)")
+    print(
+        f"jobs: {count} enqueue+claim+complete in {elapsed:.2f}s = {count / elapsed:,.0f} jobs/s"
+        f" ({workers} workers, one control.db)"
+    )
 
 
 if __name__ == "__main__":
