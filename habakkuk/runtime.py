@@ -90,6 +90,7 @@ class Runtime:
         self.interactive = False
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
+        self._http: Any = None  # habakkuk.server.app.HttpServer while serving
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -135,7 +136,8 @@ class Runtime:
             pool.start()
 
     async def close(self) -> None:
-        """Stop the workers (leases released) and close the stores."""
+        """Stop the HTTP server and the workers (leases released), close the stores."""
+        await self.stop_http()
         for pool in self._pools:
             await pool.stop()
         self._pools.clear()
@@ -167,11 +169,20 @@ class Runtime:
 
     # -- facade: sessions and turns ------------------------------------------------------
 
-    async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session:
-        """Start a session of `agent` with its frozen system prompt."""
+    async def new_session(
+        self, agent: str | None = None, *, origin: str = "cli", session_id: str | None = None
+    ) -> Session:
+        """Start a session of `agent` with its frozen system prompt.
+
+        A `session_id` derived from what caused the session (a webhook delivery)
+        makes a repeat return the existing session.
+        """
         agent_config = self.config.agent(agent)
         return await self.transcripts.create_session(
-            new_id("ses"), agent_config.name, build_system_prompt(agent_config), origin=origin
+            session_id or new_id("ses"),
+            agent_config.name,
+            build_system_prompt(agent_config),
+            origin=origin,
         )
 
     async def session(self, session_id: str) -> Session:
@@ -247,3 +258,88 @@ class Runtime:
 
     async def queue_depth(self) -> dict[tuple[str, str], int]:
         return await self.queue.depth()
+
+    # -- facade: what the HTTP server needs ------------------------------------------------
+
+    async def start_http(self, listen: str | None = None) -> Any:
+        """Serve the config's `http` section (or `listen`, e.g. 127.0.0.1:0 in tests).
+
+        Returns the running `habakkuk.server.app.HttpServer` (its `url` names the
+        bound port). While it runs, the dashboard can answer approvals, so turns
+        submitted as attended wait for it.
+        """
+        from habakkuk.engine.config import HttpConfig, parse_listen
+        from habakkuk.engine.errors import ConfigError
+        from habakkuk.server.app import HttpServer
+
+        if self._http is not None:
+            return self._http
+        config = self.config.http or HttpConfig()
+        token = None
+        if config.token_env:
+            token = self.env.get(config.token_env)
+            if not token:
+                raise ConfigError(
+                    f"http.token_env: the variable {config.token_env} is not set "
+                    "(process environment or HOME/.env)"
+                )
+        host, port = (config.host, config.port)
+        if listen is not None:
+            try:
+                host, port = parse_listen(listen)
+            except ValueError as exc:
+                raise ConfigError(f"http listen address: {exc}") from None
+        server = HttpServer(self, config, token)
+        await server.start(host, port)
+        self._http = server
+        self.interactive = True
+        return server
+
+    async def stop_http(self) -> None:
+        """Stop the HTTP server if it runs."""
+        if self._http is not None:
+            server, self._http = self._http, None
+            self.interactive = False
+            await server.stop()
+
+    async def seed_session(self, session_id: str, history: list[tuple[str, str]]) -> None:
+        """Append earlier (role, text) messages to a new session before its first turn."""
+        from habakkuk.engine.sessions import plain_text_message
+
+        await self.session(session_id)
+        for role, text in history:
+            await self.transcripts.append(session_id, plain_text_message(role, text))
+
+    async def turn_outcome(self, turn_id: str) -> TurnOutcome | None:
+        """The turn's state now (queued, running, done, failed, cancelled), or None."""
+        job = await self.queue.get(turn_id)
+        return self._outcome(job) if job is not None else None
+
+    async def save_attachment(self, agent: str, filename: str, data: bytes) -> str:
+        """Store an upload as a blob and copy it to the agent's workspace/inbox/.
+
+        Returns the path relative to the workspace. The name is reduced to a safe
+        base name; an existing different file keeps its name and the upload gets
+        a numbered one.
+        """
+        import re
+
+        agent_config = self.config.agent(agent)
+        blob = await self.blobs.put(data)
+        base = re.sub(r"[^A-Za-z0-9._-]+", "_", filename.rsplit("/", 1)[-1]).strip("._")
+        base = base[:100] or "file"
+
+        def _copy() -> str:
+            inbox = agent_config.workspace_path / "inbox"
+            inbox.mkdir(parents=True, exist_ok=True)
+            stem, dot, suffix = base.partition(".")
+            candidate = inbox / base
+            number = 1
+            while candidate.exists() and candidate.read_bytes() != data:
+                number += 1
+                candidate = inbox / f"{stem}-{number}{dot}{suffix}"
+            if not candidate.exists():
+                candidate.write_bytes(blob.read_bytes())
+            return str(candidate.relative_to(agent_config.workspace_path))
+
+        return await asyncio.to_thread(_copy)

@@ -99,6 +99,68 @@ class ToolsConfig:
 
 
 @dataclass
+class MetricsConfig:
+    """`http.metrics`: the Prometheus endpoint."""
+
+    public: bool = False  # true: /metrics answers without the API token
+
+
+@dataclass
+class WebhookConfig:
+    """One webhook (`http.hooks.NAME`), served at POST /hooks/NAME."""
+
+    prompt: str = "{{.Body}}"  # a template over {{.Body}} and the body's top-level fields
+    agent: str | None = None
+    secret_env: str | None = None  # HMAC-SHA256 signature or bearer secret; else the API token
+    deliver: str | None = None  # ACCOUNT:CONVERSATION; default: web conversation hook-NAME
+    name: str = field(default="", init=False)
+
+
+@dataclass
+class HttpConfig:
+    """`http`: the HTTP surface (JSON API, dashboard, /v1, webhooks, metrics)."""
+
+    listen: str = "127.0.0.1:8484"
+    token_env: str | None = None
+    account: str = "web"
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    hooks: dict[str, WebhookConfig] = field(default_factory=dict)
+    host: str = field(default="127.0.0.1", init=False)
+    port: int = field(default=8484, init=False)
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for a loopback name or address (localhost, 127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    name = host.strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """`HOST:PORT` (IPv6 as `[::1]:PORT`) into its parts; ValueError when malformed."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ValueError(f"{text!r} is not HOST:PORT")
+    port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is out of range")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"{text!r}: write an IPv6 address in brackets, e.g. [::1]:8484")
+    return host or "0.0.0.0", port
+
+
+@dataclass
 class Config:
     """The whole config. Later sections are added here and validated the same way."""
 
@@ -108,6 +170,7 @@ class Config:
     timezone: str = "UTC"
     workers: WorkersConfig = field(default_factory=WorkersConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    http: HttpConfig | None = None
     path: Path = field(default=Path("config.yaml"), init=False)
 
     def agent(self, name: str | None) -> AgentConfig:
@@ -211,3 +274,68 @@ def _resolve(config: Config, home: Home) -> None:
         ) from None
     if config.workers.turns < 1:
         raise ConfigError(f"{path}:{line_of(config.workers, 'turns')}: workers.turns: must be >= 1")
+    if config.http is not None:
+        _resolve_http(config, config.http)
+
+
+def _resolve_http(config: Config, http: HttpConfig) -> None:
+    path = config.path
+    try:
+        http.host, http.port = parse_listen(http.listen)
+    except ValueError as exc:
+        raise ConfigError(f"{path}:{line_of(http, 'listen')}: http.listen: {exc}") from None
+    if not http.token_env and not is_loopback_host(http.host):
+        raise ConfigError(
+            f"{path}:{line_of(http, 'listen')}: http.listen: without http.token_env the "
+            f"server only listens on loopback (127.0.0.1, ::1, localhost), not {http.host!r}"
+        )
+    for key, value in (("token_env", http.token_env), ("account", http.account)):
+        if value is not None and not value.strip():
+            raise ConfigError(f"{path}:{line_of(http, key)}: http.{key}: must not be empty")
+    for name, hook in http.hooks.items():
+        hook.name = name
+        where = f"{path}:{line_of(hook)}: http.hooks.{name}"
+        if not name or not all(c.isalnum() or c in "-_" for c in name):
+            raise ConfigError(f"{where}: a hook name uses letters, digits, - and _ only")
+        if hook.agent is not None and hook.agent not in config.agents:
+            raise ConfigError(
+                f"{path}:{line_of(hook, 'agent')}: http.hooks.{name}.agent: "
+                f"agent {hook.agent!r} is not defined"
+            )
+        if hook.secret_env is not None and not hook.secret_env.strip():
+            raise ConfigError(
+                f"{path}:{line_of(hook, 'secret_env')}: http.hooks.{name}.secret_env: "
+                "must not be empty"
+            )
+        if hook.deliver is not None:
+            account, sep, conversation = hook.deliver.partition(":")
+            if not sep or not conversation:
+                raise ConfigError(
+                    f"{path}:{line_of(hook, 'deliver')}: http.hooks.{name}.deliver: "
+                    f"{hook.deliver!r} is not ACCOUNT:CONVERSATION"
+                )
+            if account != http.account:
+                raise ConfigError(
+                    f"{path}:{line_of(hook, 'deliver')}: http.hooks.{name}.deliver: "
+                    f"channel account {account!r} is not configured (accounts: {http.account})"
+                )
+        bad = template_problem(hook.prompt)
+        if bad:
+            raise ConfigError(f"{path}:{line_of(hook, 'prompt')}: http.hooks.{name}.prompt: {bad}")
+
+
+def template_problem(template: str) -> str:
+    """Why a webhook prompt template is malformed, or "" when it is fine.
+
+    Templates substitute `{{.Body}}` (the raw body) and `{{.field}}` (a top-level
+    JSON field of the body); nothing else is allowed between braces.
+    """
+    import re
+
+    for match in re.finditer(r"\{\{(.*?)\}\}", template, re.DOTALL):
+        inner = match.group(1).strip()
+        if not re.fullmatch(r"\.[A-Za-z_][A-Za-z0-9_-]*", inner):
+            return f"{{{{{inner}}}}} is not a field reference like {{{{.Body}}}} or {{{{.title}}}}"
+    if "{{" in re.sub(r"\{\{.*?\}\}", "", template, flags=re.DOTALL):
+        return "an opened {{ is never closed"
+    return ""

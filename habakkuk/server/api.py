@@ -1,0 +1,327 @@
+"""The JSON API of spec 001 for the subsystems that exist: app, overview, sessions,
+usage, approvals and config. Later subsystems add their own modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from habakkuk.engine.errors import NotFound
+from habakkuk.engine.export import rfc3339, session_json, transcript_json
+
+from .app import ApiError, field, json_response, only_fields, query_int, read_json, server_of
+from .health import queue_summary
+
+ERROR_WINDOW_SECONDS = 7 * 86400
+REDACTED = "[redacted]"
+
+
+async def app_info(request: web.Request) -> web.Response:
+    """GET /api/app: what the dashboard needs to start."""
+    server = server_of(request)
+    config = server.runtime.config
+    return json_response(
+        {
+            "account": server.config.account,
+            "agents": sorted(config.agents),
+            "default": config.default_agent,
+            "transcription": False,
+            "speech": False,
+            "realtime": False,
+            "timezone": config.timezone,
+        }
+    )
+
+
+async def _job_json(runtime: Any, job: Any) -> dict[str, Any]:
+    session = str(job.payload.get("session", ""))
+    agent = ""
+    if session:
+        with contextlib.suppress(NotFound):
+            agent = (await runtime.session(session)).agent
+    body = {
+        "id": job.id,
+        "kind": job.kind,
+        "agent": agent,
+        "session": session,
+        "status": job.status,
+        "attempts": job.attempts,
+        "created_at": rfc3339(job.created_at),
+        "updated_at": rfc3339(job.updated_at),
+    }
+    if job.error:
+        body["error"] = job.error
+    return body
+
+
+async def overview(request: web.Request) -> web.Response:
+    """GET /api/overview: channels, queue, running jobs, recent errors, approvals."""
+    runtime = server_of(request).runtime
+    depth = await runtime.queue_depth()
+    cutoff = time.time() - ERROR_WINDOW_SECONDS
+    failures = [j for j in await runtime.recent_failures(20) if j.updated_at >= cutoff]
+    return json_response(
+        {
+            "channels": [],
+            "queue": queue_summary(depth),
+            "running": [await _job_json(runtime, j) for j in runtime.running_jobs()],
+            "errors": [await _job_json(runtime, j) for j in failures],
+            "approvals": len(runtime.approvals.pending),
+        }
+    )
+
+
+# -- sessions --------------------------------------------------------------------------------
+
+
+async def sessions(request: web.Request) -> web.Response:
+    """GET /api/sessions?agent=&limit=50&q=: recent sessions, or search hits."""
+    runtime = server_of(request).runtime
+    agent = request.query.get("agent") or None
+    limit = query_int(request, "limit", 50, 1, 500)
+    query = request.query.get("q", "").strip()
+    if query:
+        hits = await runtime.search_sessions(query, agent, limit=limit)
+        return json_response(
+            {
+                "hits": [
+                    {
+                        "session": h.session,
+                        "agent": h.agent,
+                        "title": h.title,
+                        "seq": h.seq,
+                        "role": h.role,
+                        "at": rfc3339(h.at),
+                        "snippet": h.snippet,
+                    }
+                    for h in hits
+                ]
+            }
+        )
+    found = await runtime.list_sessions(agent, limit=limit)
+    return json_response({"sessions": [session_json(s) for s in found]})
+
+
+async def session_one(request: web.Request) -> web.Response:
+    """GET /api/sessions/{id}: the session and its messages."""
+    runtime = server_of(request).runtime
+    session = await runtime.session(request.match_info["id"])
+    messages = await runtime.messages(session.id)
+    return json_response(transcript_json(session, messages))
+
+
+async def session_export(request: web.Request) -> web.Response:
+    """GET /api/sessions/{id}/export: the transcript as a Markdown attachment."""
+    runtime = server_of(request).runtime
+    session_id = request.match_info["id"]
+    text = await runtime.export_session(session_id, "md")
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)
+    return web.Response(
+        text=text,
+        content_type="text/markdown",
+        charset="utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{safe}.md"'},
+    )
+
+
+# -- usage -------------------------------------------------------------------------------------
+
+
+async def usage(request: web.Request) -> web.Response:
+    """GET /api/usage?days=30&agent=: tokens and cost, when usage is recorded."""
+    runtime = server_of(request).runtime
+    report = getattr(runtime, "usage_report", None)
+    if report is None:
+        raise ApiError(501, "this process does not record usage")
+    days = query_int(request, "days", 30, 1, 400)
+    agent = request.query.get("agent") or None
+    if agent is not None:
+        runtime.config.agent(agent)
+    return json_response(await report(days=days, agent=agent))
+
+
+# -- approvals --------------------------------------------------------------------------------
+
+
+async def approvals(request: web.Request) -> web.Response:
+    """GET /api/approvals: calls waiting for a yes or no, oldest first."""
+    server = server_of(request)
+    store = server.web_store()
+    items = []
+    for pending in server.runtime.approvals.pending:
+        conversations = await store.conversations_of(pending.session)
+        to = (
+            {"account": server.config.account, "conversation": conversations[0], "thread": ""}
+            if conversations
+            else None
+        )
+        since = server.channel.approval_since.get(pending.id, time.time())
+        items.append(
+            {
+                "id": pending.id,
+                "to": to,
+                "agent": pending.agent,
+                "session": pending.session,
+                "turn": pending.turn,
+                "tool": pending.tool,
+                "summary": pending.summary,
+                "review": pending.reason,
+                "since": rfc3339(since),
+            }
+        )
+    return json_response({"approvals": items})
+
+
+async def approval_answer(request: web.Request) -> web.Response:
+    """POST /api/approvals/{id} {"approve": bool}: answer as the chat would."""
+    server = server_of(request)
+    body = await read_json(request)
+    only_fields(body, {"approve"})
+    approve = field(body, "approve", bool, required=True)
+    approval_id = request.match_info["id"]
+    waiting = {a.id: a for a in server.runtime.approvals.pending}.get(approval_id)
+    answered = waiting is not None and server.runtime.approvals.answer(
+        approval_id, "allow_once" if approve else "deny", by="dashboard"
+    )
+    if not answered or waiting is None:
+        raise ApiError(404, f"approval {approval_id!r} is not waiting")
+    note = "Approved from the dashboard." if approve else "Denied from the dashboard."
+    store = server.web_store()
+    for conversation in await store.conversations_of(waiting.session):
+        await store.append(conversation, "notice", note, session=waiting.session)
+    return json_response({"id": approval_id, "approved": approve})
+
+
+# -- config ---------------------------------------------------------------------------------------
+
+_SECRET_NAME = re.compile(
+    r"(^|_)(token|password|passwd|secret|api_key|apikey|key|credentials?|private_key)$", re.I
+)
+_URL_PASSWORD = re.compile(r"([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", re.I)
+_SECRET_QUERY = re.compile(
+    r"([?&](?:[a-z_]*token|key|api_key|apikey|secret|password|sig|signature|auth)=)[^&#\s]+", re.I
+)
+_KEY_SHAPES = [
+    re.compile(p)
+    for p in (
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+        r"\bsk-[A-Za-z0-9_-]{16,}",
+        r"\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{20,}",
+        r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+        r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+        r"\bAKIA[0-9A-Z]{16}\b",
+        r"\bAIza[0-9A-Za-z_-]{30,}",
+        r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        r"\b\d{8,10}:[A-Za-z0-9_-]{35}\b",
+        r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}",
+    )
+]
+
+
+def plain(value: Any) -> Any:
+    """A config dataclass as JSON-ready data (derived fields left out)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.init and not f.name.startswith("_")
+        }
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def named_variables(data: Any, parent: str = "") -> set[str]:
+    """Every variable the config names: *_env values, MCP env and header maps."""
+    names: set[str] = set()
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key.endswith("_env") or key == "key_env":
+                if isinstance(value, str):
+                    names.add(value)
+                elif isinstance(value, list):
+                    names |= {v for v in value if isinstance(v, str)}
+            elif key in ("env", "headers") and isinstance(value, dict):
+                for item in value.values():
+                    if isinstance(item, str):
+                        names |= set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", item))
+                        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", item):
+                            names.add(item)
+            else:
+                names |= named_variables(value, key)
+    elif isinstance(data, list):
+        for item in data:
+            names |= named_variables(item, parent)
+    return names
+
+
+def redact(data: Any, secrets: list[str], key: str = "", parent: str = "") -> Any:
+    """Secrets out of config data: variable values, secret-named fields, URL credentials."""
+    if isinstance(data, dict):
+        return {k: redact(v, secrets, str(k), key) for k, v in data.items()}
+    if isinstance(data, list):
+        return [redact(v, secrets, key, parent) for v in data]
+    if not isinstance(data, str):
+        return data
+    if data and _SECRET_NAME.search(key) and not key.endswith("_env"):
+        return REDACTED
+    if parent == "headers" and not re.fullmatch(r"\$?\{?[A-Za-z_][A-Za-z0-9_]*\}?", data):
+        return REDACTED
+    text = data
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
+    text = _SECRET_QUERY.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+    for shape in _KEY_SHAPES:
+        text = shape.sub(REDACTED, text)
+    return text
+
+
+def redacted_config(runtime: Any) -> dict[str, Any]:
+    """The effective config with every secret replaced."""
+    data = plain(runtime.config)
+    data.pop("path", None)
+    values = [runtime.env.get(name) for name in named_variables(data)]
+    # Longest first, so a secret containing another is replaced whole.
+    secrets = sorted({v for v in values if v and len(v) >= 4}, key=len, reverse=True)
+    return redact(data, secrets)  # type: ignore[no-any-return]
+
+
+async def config_view(request: web.Request) -> web.Response:
+    """GET /api/config: effective config (redacted) and the doctor's checks."""
+    from habakkuk.doctor import run_checks
+
+    runtime = server_of(request).runtime
+    checks = await run_checks(runtime.home)
+    secrets_data = redacted_config(runtime)
+    values = [runtime.env.get(n) for n in named_variables(plain(runtime.config))]
+    secrets = sorted({v for v in values if v and len(v) >= 4}, key=len, reverse=True)
+    doctor = [
+        redact({"name": c.name, "ok": c.status != "FAIL", "detail": c.detail}, secrets)
+        for c in checks
+    ]
+    return json_response({"home": str(runtime.home.root), "config": secrets_data, "doctor": doctor})
+
+
+def setup(app: web.Application) -> None:
+    """Register the /api/ routes of this module."""
+    app.router.add_get("/api/app", app_info)
+    app.router.add_get("/api/overview", overview)
+    app.router.add_get("/api/sessions", sessions)
+    app.router.add_get("/api/sessions/{id}", session_one)
+    app.router.add_get("/api/sessions/{id}/export", session_export)
+    app.router.add_get("/api/usage", usage)
+    app.router.add_get("/api/approvals", approvals)
+    app.router.add_post("/api/approvals/{id}", approval_answer)
+    app.router.add_get("/api/config", config_view)

@@ -1,0 +1,70 @@
+"""The dashboard at /app/: static HTML, CSS and JavaScript shipped in the package.
+
+The page holds no data: it asks for the token once (kept in localStorage) and
+reads everything from the JSON API. Files are read once and kept in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from aiohttp import web
+
+from .app import ApiError
+
+STATIC = Path(__file__).parent / "static"
+TYPES = {
+    "index.html": "text/html",
+    "app.js": "text/javascript",
+    "app.css": "text/css",
+    "manifest.webmanifest": "application/manifest+json",
+    "sw.js": "text/javascript",
+    "icon.svg": "image/svg+xml",
+    "icon-180.png": "image/png",
+    "icon-192.png": "image/png",
+    "icon-512.png": "image/png",
+}
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; manifest-src 'self'; worker-src 'self'; frame-ancestors 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+_cache: dict[str, bytes] = {}
+
+
+async def _file(name: str) -> bytes:
+    if name not in _cache:
+        _cache[name] = await asyncio.to_thread((STATIC / name).read_bytes)
+    return _cache[name]
+
+
+async def static_file(request: web.Request) -> web.Response:
+    """GET /app/ and /app/<file>: one of the shipped files."""
+    name = request.match_info.get("name") or "index.html"
+    if name not in TYPES:
+        raise ApiError(404, f"no such file: /app/{name}")
+    headers = dict(HEADERS)
+    # The service worker must be able to control /app/ and be refetched on update.
+    headers["Cache-Control"] = "no-cache"
+    if name == "sw.js":
+        headers["Service-Worker-Allowed"] = "/app/"
+    return web.Response(body=await _file(name), content_type=TYPES[name], headers=headers)
+
+
+async def to_app(request: web.Request) -> web.Response:
+    """/ and /app go to the dashboard."""
+    raise web.HTTPFound("/app/")
+
+
+def setup(app: web.Application) -> None:
+    """Register /, /app and /app/<file>."""
+    app.router.add_get("/", to_app)
+    app.router.add_get("/app", to_app)
+    app.router.add_get("/app/", static_file)
+    app.router.add_get("/app/{name}", static_file)

@@ -1,0 +1,173 @@
+"""GET /metrics: Prometheus text, behind the API token unless `http.metrics.public`.
+
+Counters follow the events bus from the moment the server starts (a restart
+starts them at zero, which Prometheus handles); queue depth is read from
+control.db at scrape time. Each server has its own CollectorRegistry, so two
+runtimes in one process (tests) never share a counter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from habakkuk import __version__
+from habakkuk.engine.events import Event, Subscription
+
+from .app import server_of
+
+if TYPE_CHECKING:
+    from habakkuk.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+KINDS = {"turn.start", "turn.end", "turn.message", "tool.end", "job.finished"}
+TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+class Metrics:
+    """The metric families of one server, fed by the bus."""
+
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+        self.registry: Any = None
+        self._subscription: Subscription | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._turns: dict[str, tuple[str, float]] = {}  # turn -> (agent, started)
+
+    def start(self) -> None:
+        """Create the families (prometheus_client is imported here) and follow the bus."""
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        registry = CollectorRegistry(auto_describe=True)
+        self.registry = registry
+        self.turns_started = Counter(
+            "habakkuk_turns_started", "Turns started", ["agent"], registry=registry
+        )
+        self.turns_finished = Counter(
+            "habakkuk_turns_finished",
+            "Turns that ended (done or stopped)",
+            ["agent"],
+            registry=registry,
+        )
+        self.turns_failed = Counter(
+            "habakkuk_turns_failed", "Turns that failed", ["agent"], registry=registry
+        )
+        self.turn_duration = Histogram(
+            "habakkuk_turn_duration_seconds",
+            "Turn run time",
+            buckets=(1, 2, 5, 10, 30, 60, 120, 300, 600, 1800),
+            registry=registry,
+        )
+        self.model_calls = Counter(
+            "habakkuk_model_calls",
+            "Model calls",
+            ["provider", "model", "outcome"],
+            registry=registry,
+        )
+        self.model_tokens = Counter(
+            "habakkuk_model_tokens",
+            "Model tokens",
+            ["provider", "model", "kind"],
+            registry=registry,
+        )
+        self.tool_calls = Counter(
+            "habakkuk_tool_calls", "Tool calls", ["tool", "outcome"], registry=registry
+        )
+        self.tool_duration = Histogram(
+            "habakkuk_tool_call_duration_seconds",
+            "Tool call run time",
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 120, 600),
+            registry=registry,
+        )
+        self.jobs = Counter("habakkuk_jobs", "Jobs settled", ["kind", "outcome"], registry=registry)
+        self.queue_depth = Gauge(
+            "habakkuk_queue_depth",
+            "Jobs queued or running",
+            ["kind", "status"],
+            registry=registry,
+        )
+        build = Gauge("habakkuk_build_info", "Build", ["version"], registry=registry)
+        build.labels(version=__version__).set(1)
+        start = Gauge("habakkuk_start_time_seconds", "Server start time", registry=registry)
+        start.set(time.time())
+        self._subscription = self.runtime.bus.subscribe(lambda e: e.kind in KINDS, maxsize=8192)
+        self._task = asyncio.create_task(self._follow(), name="metrics")
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
+
+    async def _follow(self) -> None:
+        assert self._subscription is not None
+        async for event in self._subscription:
+            try:
+                self.observe(event)
+            except Exception:  # a metric must never take the server down
+                log.exception("metrics: could not record %s", event.kind)
+
+    def observe(self, event: Event) -> None:
+        """Count one bus event."""
+        data = event.data
+        if event.kind == "turn.start":
+            agent = str(data.get("agent", ""))
+            self._turns[str(data.get("turn", ""))] = (agent, time.monotonic())
+            self.turns_started.labels(agent=agent).inc()
+            if len(self._turns) > 10_000:  # turns whose end never reached us
+                self._turns.pop(next(iter(self._turns)))
+        elif event.kind == "turn.end":
+            agent, started = self._turns.pop(str(data.get("turn", "")), ("", time.monotonic()))
+            if data.get("status") == "failed":
+                self.turns_failed.labels(agent=agent).inc()
+            else:
+                self.turns_finished.labels(agent=agent).inc()
+            self.turn_duration.observe(time.monotonic() - started)
+        elif event.kind == "turn.message":
+            provider, _, model = str(data.get("model", "")).partition("/")
+            self.model_calls.labels(provider=provider, model=model, outcome="ok").inc()
+            usage = data.get("usage") or {}
+            for kind in TOKEN_KINDS:
+                count = usage.get(kind) or 0
+                if count:
+                    label = kind.removesuffix("_tokens")
+                    self.model_tokens.labels(provider=provider, model=model, kind=label).inc(count)
+        elif event.kind == "tool.end":
+            outcome = str(data.get("status") or ("error" if data.get("is_error") else "ok"))
+            self.tool_calls.labels(tool=str(data.get("tool", "")), outcome=outcome).inc()
+            with contextlib.suppress(TypeError, ValueError):
+                self.tool_duration.observe(float(data.get("seconds", 0.0)))
+        elif event.kind == "job.finished":
+            kind, outcome = str(data.get("job_kind", "")), str(data.get("status", ""))
+            self.jobs.labels(kind=kind, outcome=outcome).inc()
+
+    async def render(self) -> bytes:
+        """The exposition text, with queue depth read now."""
+        from prometheus_client import generate_latest
+
+        depth = await self.runtime.queue_depth()
+        self.queue_depth.clear()
+        for (kind, status), count in depth.items():
+            self.queue_depth.labels(kind=kind, status=status).set(count)
+        return bytes(generate_latest(self.registry))
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """GET /metrics"""
+    body = await server_of(request).metrics.render()
+    return web.Response(
+        body=body, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
+    )
+
+
+def setup(app: web.Application) -> None:
+    """Register /metrics."""
+    app.router.add_get("/metrics", metrics)
