@@ -12,6 +12,7 @@ from pathlib import Path
 from ..config import Config, ModelRef, ProviderConfig
 from ..errors import ConfigError
 from ..home import Environment
+from .keys import KeyRotation, keyring_backend, keyring_get
 from .mock import MockProvider, load_script_file, parse_script
 from .provider import Provider, ProviderError
 
@@ -44,13 +45,20 @@ def build_provider(config: ProviderConfig, home_root: Path) -> Provider:
 
 
 class ProviderHub:
-    """The router's source of providers and keys for one config."""
+    """The router's source of providers and keys for one config.
+
+    Keys come from the environment (then HOME/.env), else from the OS keyring
+    where `habakkuk setup` may have stored them; several key variables rotate
+    with per-key cooldowns fed by `report`.
+    """
 
     def __init__(self, config: Config, env: Environment, home_root: Path):
         self.config = config
         self.env = env
         self.home_root = home_root
         self._providers: dict[str, Provider] = {}
+        self.rotation = KeyRotation()
+        self._keyring: dict[str, str | None] | None = None
 
     def provider(self, ref: ModelRef) -> Provider:
         cached = self._providers.get(ref.provider)
@@ -62,15 +70,53 @@ class ProviderHub:
             self._providers[ref.provider] = cached
         return cached
 
-    def key(self, ref: ModelRef) -> str | None:
+    def _missing_vars(self) -> list[str]:
+        return [
+            var
+            for provider in self.config.providers.values()
+            for var in provider.key_vars
+            if not self.env.get(var)
+        ]
+
+    def load_keyring(self) -> None:
+        """Read keyring entries for key variables the environment lacks (blocking: run
+        it off the event loop). Without this, the first key lookup does it."""
+        missing = self._missing_vars()
+        found: dict[str, str | None] = {}
+        if missing:
+            backend = keyring_backend()
+            for var in missing:
+                found[var] = keyring_get(var, backend) if backend is not None else None
+        self._keyring = found
+
+    def keys(self, ref: ModelRef) -> list[str]:
+        """Every key configured for the provider, in rotation order (duplicates dropped)."""
         provider_config = self.config.providers.get(ref.provider)
         if provider_config is None:
-            return None
+            return []
+        values: list[str] = []
         for var in provider_config.key_vars:
             value = self.env.get(var)
-            if value:
-                return value
-        return None
+            if not value:
+                if self._keyring is None:
+                    self.load_keyring()
+                assert self._keyring is not None
+                value = self._keyring.get(var)
+            if value and value not in values:
+                values.append(value)
+        return values
+
+    def key(self, ref: ModelRef) -> str | None:
+        return self.rotation.pick(ref.provider, self.keys(ref))
 
     def report(self, ref: ModelRef, key: str | None, error: ProviderError | None) -> None:
-        """Outcome of a call with `key`; the providers issue adds cooldowns here."""
+        """Outcome of a call with `key`: rate-limit and auth failures cool the key down."""
+        self.rotation.report(ref.provider, key, error)
+
+    async def aclose(self) -> None:
+        """Close the adapters' SDK clients (their connection pools)."""
+        providers, self._providers = list(self._providers.values()), {}
+        for provider in providers:
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()

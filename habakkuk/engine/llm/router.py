@@ -21,6 +21,9 @@ from .types import Message, ModelRequest, StreamDone, StreamEvent, Usage
 
 log = logging.getLogger(__name__)
 
+# Errors that belong to the key: another key of the provider is tried at once.
+KEY_ERRORS = frozenset({"rate_limit", "auth", "billing"})
+
 EventSink = Callable[[StreamEvent, ModelRef], None]
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -80,11 +83,13 @@ class Router:
         self.sleep = sleep
         self.on_usage = on_usage
         self.rng = rng or random.Random()
+        # The longest retry-after worth waiting for before moving down the chain.
+        self.max_wait = max_delay * 4
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Backoff before retry `attempt` (1-based); retry-after wins when given."""
         if retry_after is not None and retry_after >= 0:
-            return float(min(retry_after, self.max_delay * 4))
+            return float(min(retry_after, self.max_wait))
         ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
         return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
 
@@ -102,8 +107,11 @@ class Router:
             raise ProviderError("bad_request", "no model configured")
         last: ProviderError | None = None
         for ref in chain:
-            for attempt in range(self.max_retries + 1):
+            attempt = 0
+            tried_keys: set[str | None] = set()
+            while True:
                 key = self.source.key(ref)
+                tried_keys.add(key)
                 try:
                     provider = self.source.provider(ref)
                     result = await self._one_call(provider, ref, request, key, on_event, on_reset)
@@ -112,15 +120,25 @@ class Router:
                     self.source.report(ref, key, exc)
                     last = exc
                     log.warning("model call %s failed: %s", ref, exc)
-                    if exc.transient and attempt < self.max_retries:
-                        await self.sleep(self.delay(attempt + 1, exc.retry_after))
-                        continue
+                    if exc.error_class in KEY_ERRORS and self.source.key(ref) not in tried_keys:
+                        continue  # another key of the same provider, at once
+                    attempt += 1
+                    if exc.transient and attempt <= self.max_retries:
+                        wait = self.delay(attempt, exc.retry_after)
+                        # A long retry-after is better spent on the next model.
+                        if exc.retry_after is None or exc.retry_after <= self.max_wait:
+                            await self.sleep(wait)
+                            tried_keys.clear()
+                            continue
                     if exc.error_class in FALLBACK:
                         break  # next model of the chain
                     raise
                 self.source.report(ref, key, None)
                 if self.on_usage is not None:
-                    await self.on_usage(ref, caller, result.usage)
+                    try:
+                        await self.on_usage(ref, caller, result.usage)
+                    except Exception as exc:  # accounting must never cost the user a reply
+                        log.warning("recording usage of %s failed: %s", ref, exc)
                 return result
         assert last is not None
         raise last

@@ -1,0 +1,343 @@
+"""Anthropic Messages through the official SDK, streamed.
+
+Thinking blocks keep their signature and are replayed as the API requires
+(redacted ones as `redacted_thinking`, their data kept in `signature`).
+Cache-control breakpoints sit on the system prompt, the last tool, and the
+last block of the last two user turns, so the cached prefix only ever grows.
+Images and documents are sent base64 from their blobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from ...config import ProviderConfig
+from ...presets import key_optional
+from ..provider import Provider, ProviderError
+from ..types import (
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    ModelRequest,
+    OpaqueBlock,
+    StreamDone,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ThinkingBlock,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from . import ClientCache, blob_base64, has_media, is_text_media, parse_arguments, require_key
+from .errors import classify
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+log = logging.getLogger(__name__)
+
+PROVIDER = "anthropic"
+EPHEMERAL = {"type": "ephemeral"}
+# Token budgets for the thinking levels (the API wants budget < max_tokens).
+THINKING_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
+STOP_REASONS = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens"}
+# Requests can run long (big outputs); connect fails fast, reads may wait.
+TIMEOUT_SECONDS = 600.0
+
+
+def _new_client(base_url: str | None, api_key: str) -> AsyncAnthropic:
+    import anthropic
+
+    return anthropic.AsyncAnthropic(
+        api_key=api_key, base_url=base_url, max_retries=0, timeout=TIMEOUT_SECONDS
+    )
+
+
+# -- request -----------------------------------------------------------------------------
+
+
+def _media_block(block: ImageBlock | DocumentBlock) -> dict[str, Any]:
+    if isinstance(block, ImageBlock):
+        return {
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": block.media_type,
+                "data": blob_base64(block),
+            },
+        }
+    if is_text_media(block.media_type):
+        from . import read_blob
+
+        text = read_blob(block).decode("utf-8", errors="replace")
+        source: dict[str, Any] = {"type": "text", "media_type": "text/plain", "data": text}
+    else:
+        source = {"type": "base64", "media_type": block.media_type, "data": blob_base64(block)}
+    converted: dict[str, Any] = {"type": "document", "source": source}
+    if block.name:
+        converted["title"] = block.name
+    return converted
+
+
+def _content(message: Message) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    for block in message.blocks:
+        if isinstance(block, TextBlock):
+            if block.text:
+                content.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingBlock):
+            # Only our own signed thinking can be replayed; other providers' is dropped.
+            if block.provider not in ("", PROVIDER) or not block.signature:
+                continue
+            if block.redacted:
+                content.append({"type": "redacted_thinking", "data": block.signature})
+            else:
+                content.append(
+                    {"type": "thinking", "thinking": block.text, "signature": block.signature}
+                )
+        elif isinstance(block, ToolUseBlock):
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": block.tool_use_id,
+                    "name": block.tool,
+                    "input": block.input,
+                }
+            )
+        elif isinstance(block, ToolResultBlock):
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
+            if block.text:
+                result["content"] = block.text
+            if block.is_error:
+                result["is_error"] = True
+            content.append(result)
+        elif isinstance(block, ImageBlock | DocumentBlock):
+            content.append(_media_block(block))
+        elif isinstance(block, OpaqueBlock) and block.provider == PROVIDER:
+            content.append(dict(block.data))
+    return content
+
+
+def build_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """The API's messages: same-role neighbours merged, tool results first in a user turn."""
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        content = _content(message)
+        if not content:
+            continue
+        if converted and converted[-1]["role"] == message.role:
+            converted[-1]["content"].extend(content)
+        else:
+            converted.append({"role": message.role, "content": content})
+    for item in converted:
+        if item["role"] == "user":
+            # The API wants a turn's tool results before any other content.
+            item["content"].sort(key=lambda b: 0 if b.get("type") == "tool_result" else 1)
+    return converted
+
+
+def _mark_cache(messages: list[dict[str, Any]]) -> None:
+    """Breakpoints on the last two user turns: this call's end and the previous one's."""
+    marked = 0
+    for item in reversed(messages):
+        if marked == 2:
+            break
+        if item["role"] != "user":
+            continue
+        for block in reversed(item["content"]):
+            if block.get("type") not in ("thinking", "redacted_thinking"):
+                block["cache_control"] = EPHEMERAL
+                marked += 1
+                break
+
+
+def build_params(request: ModelRequest, cache: bool = True) -> dict[str, Any]:
+    """The keyword arguments of `messages.create` for `request` (without `stream`)."""
+    messages = build_messages(request.messages)
+    if cache:
+        _mark_cache(messages)
+    params: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": messages,
+    }
+    if request.system:
+        system: dict[str, Any] = {"type": "text", "text": request.system}
+        if cache:
+            system["cache_control"] = EPHEMERAL
+        params["system"] = [system]
+    if request.tools:
+        tools: list[dict[str, Any]] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in request.tools
+        ]
+        if cache:
+            tools[-1]["cache_control"] = EPHEMERAL
+        params["tools"] = tools
+    budget = THINKING_BUDGETS.get(request.thinking)
+    if budget is not None:
+        params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        if params["max_tokens"] <= budget:
+            params["max_tokens"] = budget + request.max_tokens
+    return params
+
+
+# -- response ----------------------------------------------------------------------------
+
+
+class _Assembler:
+    """Builds the message from stream events and turns them into our deltas."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.usage = Usage()
+        self.stop_reason = "end_turn"
+        self.finished = False
+
+    def feed(self, event: Any) -> StreamEvent | None:
+        kind = event.type
+        if kind == "message_start":
+            usage = event.message.usage
+            self.usage.input_tokens = usage.input_tokens or 0
+            self.usage.cache_read_tokens = usage.cache_read_input_tokens or 0
+            self.usage.cache_write_tokens = usage.cache_creation_input_tokens or 0
+            self.usage.output_tokens = usage.output_tokens or 0
+        elif kind == "content_block_start":
+            block = event.content_block
+            data: dict[str, Any] = {"type": block.type, "json": ""}
+            if block.type == "text":
+                data["text"] = block.text or ""
+            elif block.type == "thinking":
+                data["thinking"] = block.thinking or ""
+                data["signature"] = block.signature or ""
+            elif block.type == "redacted_thinking":
+                data["data"] = block.data
+            elif block.type == "tool_use":
+                data["id"], data["name"] = block.id, block.name
+                self.blocks[event.index] = data
+                return ToolCallStart(block.id, block.name)
+            else:
+                data["raw"] = block.model_dump(mode="json", exclude_none=True)
+            self.blocks[event.index] = data
+        elif kind == "content_block_delta":
+            data = self.blocks.setdefault(event.index, {"type": "text", "text": "", "json": ""})
+            delta = event.delta
+            if delta.type == "text_delta":
+                data["text"] = data.get("text", "") + delta.text
+                return TextDelta(delta.text)
+            if delta.type == "thinking_delta":
+                data["thinking"] = data.get("thinking", "") + delta.thinking
+                return ThinkingDelta(delta.thinking)
+            if delta.type == "signature_delta":
+                data["signature"] = data.get("signature", "") + delta.signature
+            elif delta.type == "input_json_delta":
+                data["json"] += delta.partial_json
+                if data["type"] == "tool_use" and delta.partial_json:
+                    return ToolCallDelta(data["id"], delta.partial_json)
+            elif delta.type == "citations_delta":
+                data.setdefault("citations", []).append(
+                    delta.citation.model_dump(mode="json", exclude_none=True)
+                )
+        elif kind == "message_delta":
+            stop = event.delta.stop_reason
+            if stop:
+                self.stop_reason = STOP_REASONS.get(stop, stop)
+            usage = event.usage
+            self.usage.output_tokens = usage.output_tokens or self.usage.output_tokens
+            # Newer API versions repeat (possibly corrected) input counts at the end.
+            if usage.input_tokens is not None:
+                self.usage.input_tokens = usage.input_tokens
+            if usage.cache_read_input_tokens is not None:
+                self.usage.cache_read_tokens = usage.cache_read_input_tokens
+            if usage.cache_creation_input_tokens is not None:
+                self.usage.cache_write_tokens = usage.cache_creation_input_tokens
+        elif kind == "message_stop":
+            self.finished = True
+        return None
+
+    def message(self) -> Message:
+        blocks: list[Any] = []
+        for index in sorted(self.blocks):
+            data = self.blocks[index]
+            kind = data["type"]
+            if kind == "text":
+                if data.get("text"):
+                    blocks.append(TextBlock(data["text"]))
+            elif kind == "thinking":
+                blocks.append(
+                    ThinkingBlock(data["thinking"], signature=data["signature"], provider=PROVIDER)
+                )
+            elif kind == "redacted_thinking":
+                blocks.append(
+                    ThinkingBlock("", signature=data["data"], redacted=True, provider=PROVIDER)
+                )
+            elif kind == "tool_use":
+                blocks.append(ToolUseBlock(data["id"], data["name"], parse_arguments(data["json"])))
+            else:
+                raw = dict(data["raw"])
+                if data["json"]:
+                    raw["input"] = parse_arguments(data["json"])
+                blocks.append(OpaqueBlock(PROVIDER, raw))
+        return Message("assistant", blocks)
+
+
+class AnthropicProvider:
+    """The `anthropic` adapter."""
+
+    def __init__(self, config: ProviderConfig):
+        self.name = config.name or PROVIDER
+        self.base_url = config.base_url
+        self.keyless_ok = key_optional(config)
+        self.clients: ClientCache[AsyncAnthropic] = ClientCache(_new_client)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one Messages call."""
+        key = require_key(request.api_key, self.name, self.keyless_ok)
+        if has_media(request.messages):
+            params = await asyncio.to_thread(build_params, request)
+        else:
+            params = build_params(request)
+        client = self.clients.get(self.base_url, key)
+        assembler = _Assembler()
+        stream = None
+        try:
+            stream = await client.messages.create(**params, stream=True)
+            async for event in stream:
+                delta = assembler.feed(event)
+                if delta is not None:
+                    yield delta
+        except Exception as exc:
+            mapped = classify(exc, self.name)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        finally:
+            if stream is not None:
+                await _close_quietly(stream)
+        if not assembler.finished:
+            raise ProviderError("network", "the stream ended early", provider=self.name)
+        yield StreamDone(assembler.message(), assembler.usage, assembler.stop_reason)
+
+    async def aclose(self) -> None:
+        """Close the SDK clients."""
+        await self.clients.aclose()
+
+
+async def _close_quietly(stream: Any) -> None:
+    try:
+        await stream.close()
+    except Exception as exc:  # the connection may already be gone
+        log.debug("closing a stream failed: %s", exc)
+
+
+def create(provider_config: ProviderConfig) -> Provider:
+    """The adapter for one `type: anthropic` provider."""
+    provider: Provider = AnthropicProvider(provider_config)
+    return provider

@@ -1,0 +1,363 @@
+"""OpenAI Chat Completions through the official SDK: OpenAI and any compatible server.
+
+Strict servers reject `tool_calls: []` and `content: null`, so neither is
+ever sent. Tool results become role "tool" messages right after the assistant
+message that asked for them. Streamed tool-call pieces are assembled by their
+index; usage comes from the extra chunk `stream_options.include_usage` asks for.
+The conversion and the stream assembly are shared with the litellm adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from ...config import ProviderConfig
+from ...presets import key_optional
+from ..provider import Provider, ProviderError
+from ..types import (
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    ModelRequest,
+    StreamDone,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ThinkingBlock,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from . import (
+    ClientCache,
+    data_url,
+    has_media,
+    is_text_media,
+    parse_arguments,
+    read_blob,
+    require_key,
+)
+from .errors import classify
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+log = logging.getLogger(__name__)
+
+FINISH_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+TIMEOUT_SECONDS = 600.0
+EMPTY_RESULT = "(no output)"
+
+
+def _new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
+    import openai
+
+    return openai.AsyncOpenAI(
+        api_key=api_key, base_url=base_url, max_retries=0, timeout=TIMEOUT_SECONDS
+    )
+
+
+# -- request -----------------------------------------------------------------------------
+
+
+def _user_parts(blocks: list[Any]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            if block.text:
+                parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append({"type": "image_url", "image_url": {"url": data_url(block)}})
+        elif isinstance(block, DocumentBlock):
+            if is_text_media(block.media_type):
+                body = read_blob(block).decode("utf-8", errors="replace")
+                title = f"[{block.name}]\n" if block.name else ""
+                parts.append({"type": "text", "text": f"{title}{body}"})
+            else:
+                file: dict[str, Any] = {"file_data": data_url(block)}
+                file["filename"] = block.name or "document"
+                parts.append({"type": "file", "file": file})
+    return parts
+
+
+def _user_messages(message: Message) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for block in message.blocks:
+        if isinstance(block, ToolResultBlock):
+            text = block.text or EMPTY_RESULT
+            if block.is_error and not text.lower().startswith("error"):
+                text = f"Error: {text}"
+            out.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": text})
+    parts = _user_parts(message.blocks)
+    if parts:
+        if all(p["type"] == "text" for p in parts):
+            out.append({"role": "user", "content": "\n\n".join(p["text"] for p in parts)})
+        else:
+            out.append({"role": "user", "content": parts})
+    return out
+
+
+def _assistant_message(message: Message) -> dict[str, Any] | None:
+    text = "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
+    calls = [
+        {
+            "id": b.tool_use_id,
+            "type": "function",
+            "function": {"name": b.tool, "arguments": _dumps(b.input)},
+        }
+        for b in message.blocks
+        if isinstance(b, ToolUseBlock)
+    ]
+    if not text and not calls:
+        return None
+    # Content is always a string (never null); tool_calls only when there are some.
+    out: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def build_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    """Chat Completions messages for a conversation."""
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        if message.role == "user":
+            out.extend(_user_messages(message))
+        else:
+            converted = _assistant_message(message)
+            if converted is not None:
+                out.append(converted)
+    return out
+
+
+def build_tools(request: ModelRequest) -> list[dict[str, Any]]:
+    """The function tools (empty when the request has none: then none are sent)."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema,
+            },
+        }
+        for t in request.tools
+    ]
+
+
+def build_params(request: ModelRequest, *, official: bool) -> dict[str, Any]:
+    """Keyword arguments of `chat.completions.create` (with stream and usage on)."""
+    params: dict[str, Any] = {
+        "model": request.model,
+        "messages": build_messages(request.system, request.messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    tools = build_tools(request)
+    if tools:
+        params["tools"] = tools
+    # OpenAI's reasoning models reject max_tokens; most compatible servers only know it.
+    params["max_completion_tokens" if official else "max_tokens"] = request.max_tokens
+    if request.thinking != "off":
+        params["reasoning_effort"] = request.thinking
+    return params
+
+
+# -- response ----------------------------------------------------------------------------
+
+
+class ChatAssembler:
+    """Turns Chat Completions chunks (SDK objects) into deltas and the final message."""
+
+    def __init__(self, provider: str, kind: str = "openai"):
+        self.provider = provider
+        self.kind = kind  # the adapter type, recorded on thinking blocks
+        self.text: list[str] = []
+        self.thinking: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage = Usage()
+        self.finish: str | None = None
+        self.saw_usage = False
+
+    def feed(self, chunk: Any) -> list[StreamEvent]:
+        """The deltas in one chunk, in order."""
+        events: list[StreamEvent] = []
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._take_usage(usage)
+        for choice in getattr(chunk, "choices", None) or []:
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                events.extend(self._delta(delta))
+            if getattr(choice, "finish_reason", None):
+                self.finish = choice.finish_reason
+        return events
+
+    def _delta(self, delta: Any) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        # Reasoning servers (DeepSeek, vLLM, OpenRouter) add a non-standard field.
+        extra = getattr(delta, "model_extra", None) or {}
+        reasoning = (
+            getattr(delta, "reasoning_content", None)
+            or extra.get("reasoning_content")
+            or extra.get("reasoning")
+        )
+        if isinstance(reasoning, str) and reasoning:
+            self.thinking.append(reasoning)
+            events.append(ThinkingDelta(reasoning))
+        content = getattr(delta, "content", None)
+        if content:
+            self.text.append(content)
+            events.append(TextDelta(content))
+        for piece in getattr(delta, "tool_calls", None) or []:
+            index = getattr(piece, "index", None)
+            if index is None:
+                index = len(self.calls)
+            call = self.calls.get(index)
+            if call is None:
+                call = {"id": "", "name": "", "arguments": "", "started": False, "pending": []}
+                self.calls[index] = call
+            if getattr(piece, "id", None):
+                call["id"] = piece.id
+            function = getattr(piece, "function", None)
+            name = getattr(function, "name", None) if function is not None else None
+            if name and not call["started"]:
+                call["name"] = name
+            arguments = getattr(function, "arguments", None) if function is not None else None
+            if not call["started"] and call["name"]:
+                call["id"] = call["id"] or f"call_{index}"
+                call["started"] = True
+                events.append(ToolCallStart(call["id"], call["name"]))
+                for pending in call["pending"]:
+                    events.append(ToolCallDelta(call["id"], pending))
+                call["pending"] = []
+            if arguments:
+                call["arguments"] += arguments
+                if call["started"]:
+                    events.append(ToolCallDelta(call["id"], arguments))
+                else:
+                    call["pending"].append(arguments)
+        return events
+
+    def _take_usage(self, usage: Any) -> None:
+        prompt = getattr(usage, "prompt_tokens", 0) or 0
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+        written = (getattr(details, "cache_write_tokens", 0) or 0) if details is not None else 0
+        self.usage = Usage(
+            input_tokens=max(0, prompt - cached - written),
+            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cache_read_tokens=cached,
+            cache_write_tokens=written,
+        )
+        self.saw_usage = True
+
+    def done(self) -> StreamDone:
+        """The final event; a stream that never said why it stopped was cut."""
+        if self.finish is None:
+            raise ProviderError(
+                "network", "the stream ended without a finish reason", provider=self.provider
+            )
+        blocks: list[Any] = []
+        if self.thinking:
+            blocks.append(ThinkingBlock("".join(self.thinking), provider=self.kind))
+        text = "".join(self.text)
+        if text:
+            blocks.append(TextBlock(text))
+        for index in sorted(self.calls):
+            call = self.calls[index]
+            if not call["name"]:
+                continue
+            blocks.append(
+                ToolUseBlock(
+                    call["id"] or f"call_{index}", call["name"], parse_arguments(call["arguments"])
+                )
+            )
+        stop = FINISH_REASONS.get(self.finish, self.finish)
+        if stop == "end_turn" and any(isinstance(b, ToolUseBlock) for b in blocks):
+            stop = "tool_use"  # some servers say "stop" after calling tools
+        return StreamDone(Message("assistant", blocks), self.usage, stop)
+
+
+def is_official(base_url: str | None) -> bool:
+    """Whether requests go to OpenAI itself (the default URL or api.openai.com)."""
+    return base_url is None or "api.openai.com" in base_url
+
+
+class OpenAIChatProvider:
+    """The `openai` adapter (Chat Completions)."""
+
+    def __init__(self, config: ProviderConfig):
+        self.name = config.name or "openai"
+        self.base_url = config.base_url
+        self.official = is_official(config.base_url)
+        self.keyless_ok = key_optional(config)
+        self.clients: ClientCache[AsyncOpenAI] = ClientCache(_new_client)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one Chat Completions call."""
+        key = require_key(request.api_key, self.name, self.keyless_ok)
+        if has_media(request.messages):
+            params = await asyncio.to_thread(build_params, request, official=self.official)
+        else:
+            params = build_params(request, official=self.official)
+        client = self.clients.get(self.base_url, key)
+        assembler = ChatAssembler(self.name)
+        stream = None
+        try:
+            stream = await client.chat.completions.create(**params)
+            async for chunk in stream:
+                for event in assembler.feed(chunk):
+                    yield event
+        except Exception as exc:
+            mapped = classify(exc, self.name)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        finally:
+            if stream is not None:
+                await close_quietly(stream)
+        yield assembler.done()
+
+    async def aclose(self) -> None:
+        """Close the SDK clients."""
+        await self.clients.aclose()
+
+
+async def close_quietly(stream: Any) -> None:
+    """Close an SDK stream whose connection may already be gone."""
+    close = getattr(stream, "close", None) or getattr(stream, "aclose", None)
+    if close is None:
+        return
+    try:
+        result = close()
+        if hasattr(result, "__await__"):
+            await result
+    except Exception as exc:
+        log.debug("closing a stream failed: %s", exc)
+
+
+def create(provider_config: ProviderConfig) -> Provider:
+    """The adapter for one `type: openai` provider."""
+    provider: Provider = OpenAIChatProvider(provider_config)
+    return provider

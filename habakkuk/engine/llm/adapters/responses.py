@@ -1,0 +1,341 @@
+"""The OpenAI Responses API through the official SDK, stateless.
+
+Every request sends the whole conversation with `store: false` and asks for
+`reasoning.encrypted_content`; reasoning items come back as ThinkingBlocks
+with the item id in `signature` and the encrypted content in `encrypted`, and
+are replayed as reasoning items, so the model keeps its chain of thought
+without the service storing anything. Tool calls are function_call items,
+their results function_call_output items.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from ...config import ProviderConfig
+from ...presets import key_optional
+from ..provider import Provider, ProviderError
+from ..types import (
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    ModelRequest,
+    OpaqueBlock,
+    StreamDone,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ThinkingBlock,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from . import (
+    ClientCache,
+    data_url,
+    has_media,
+    is_text_media,
+    parse_arguments,
+    read_blob,
+    require_key,
+)
+from .errors import classify, classify_code
+from .openai_chat import EMPTY_RESULT, close_quietly
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+log = logging.getLogger(__name__)
+
+PROVIDER = "responses"
+TIMEOUT_SECONDS = 600.0
+
+
+def _new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
+    import openai
+
+    return openai.AsyncOpenAI(
+        api_key=api_key, base_url=base_url, max_retries=0, timeout=TIMEOUT_SECONDS
+    )
+
+
+# -- request -----------------------------------------------------------------------------
+
+
+def _user_content(blocks: list[Any]) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            if block.text:
+                content.append({"type": "input_text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            content.append({"type": "input_image", "image_url": data_url(block), "detail": "auto"})
+        elif isinstance(block, DocumentBlock):
+            if is_text_media(block.media_type):
+                body = read_blob(block).decode("utf-8", errors="replace")
+                title = f"[{block.name}]\n" if block.name else ""
+                content.append({"type": "input_text", "text": f"{title}{body}"})
+            else:
+                content.append(
+                    {
+                        "type": "input_file",
+                        "filename": block.name or "document",
+                        "file_data": data_url(block),
+                    }
+                )
+    return content
+
+
+def build_input(messages: list[Message]) -> list[dict[str, Any]]:
+    """The `input` items for a conversation."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "user":
+            for block in message.blocks:
+                if isinstance(block, ToolResultBlock):
+                    items.append(
+                        {
+                            "type": "function_call_output",
+                            "call_id": block.tool_use_id,
+                            "output": block.text or EMPTY_RESULT,
+                        }
+                    )
+            content = _user_content(message.blocks)
+            if content:
+                items.append({"type": "message", "role": "user", "content": content})
+            continue
+        items.extend(_assistant_items(message))
+    return items
+
+
+def _assistant_items(message: Message) -> list[dict[str, Any]]:
+    """An assistant message as output items, in order (text runs become messages)."""
+    items: list[dict[str, Any]] = []
+    text: list[str] = []
+
+    def flush() -> None:
+        if text:
+            items.append(
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "".join(text)}],
+                }
+            )
+            text.clear()
+
+    for block in message.blocks:
+        if isinstance(block, TextBlock):
+            if block.text:
+                text.append(block.text)
+        elif isinstance(block, ThinkingBlock):
+            # Only our own encrypted reasoning can be replayed.
+            if block.provider == PROVIDER and block.encrypted and block.signature:
+                flush()
+                summary = [{"type": "summary_text", "text": block.text}] if block.text else []
+                items.append(
+                    {
+                        "type": "reasoning",
+                        "id": block.signature,
+                        "summary": summary,
+                        "encrypted_content": block.encrypted,
+                    }
+                )
+        elif isinstance(block, ToolUseBlock):
+            flush()
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": block.tool_use_id,
+                    "name": block.tool,
+                    "arguments": json.dumps(block.input, ensure_ascii=False),
+                }
+            )
+        elif isinstance(block, OpaqueBlock) and block.provider == PROVIDER:
+            flush()
+            items.append(dict(block.data))
+    flush()
+    return items
+
+
+def build_params(request: ModelRequest) -> dict[str, Any]:
+    """Keyword arguments of `responses.create` (streamed, stateless)."""
+    params: dict[str, Any] = {
+        "model": request.model,
+        "input": build_input(request.messages),
+        "stream": True,
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+        "max_output_tokens": request.max_tokens,
+    }
+    if request.system:
+        params["instructions"] = request.system
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema,
+                "strict": False,
+            }
+            for t in request.tools
+        ]
+    if request.thinking != "off":
+        params["reasoning"] = {"effort": request.thinking, "summary": "auto"}
+    return params
+
+
+# -- response ----------------------------------------------------------------------------
+
+
+class _Assembler:
+    def __init__(self, provider: str):
+        self.provider = provider
+        self.items: dict[int, Any] = {}
+        self.call_ids: dict[str, str] = {}  # item id -> call_id
+        self.usage = Usage()
+        self.stop_reason: str | None = None
+
+    def feed(self, event: Any) -> StreamEvent | None:
+        kind = event.type
+        if kind == "response.output_text.delta":
+            return TextDelta(event.delta) if event.delta else None
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            return ThinkingDelta(event.delta) if event.delta else None
+        if kind == "response.output_item.added":
+            item = event.item
+            if item.type == "function_call":
+                self.call_ids[item.id or item.call_id] = item.call_id
+                return ToolCallStart(item.call_id, item.name)
+        elif kind == "response.function_call_arguments.delta":
+            call_id = self.call_ids.get(event.item_id, event.item_id)
+            return ToolCallDelta(call_id, event.delta) if event.delta else None
+        elif kind == "response.output_item.done":
+            self.items[event.output_index] = event.item
+        elif kind in ("response.completed", "response.incomplete"):
+            self._finish(event.response, incomplete=kind == "response.incomplete")
+        elif kind == "response.failed":
+            error = getattr(event.response, "error", None)
+            code = getattr(error, "code", None)
+            message = getattr(error, "message", None) or "the response failed"
+            raise ProviderError(classify_code(code, message), message, provider=self.provider)
+        elif kind == "error":
+            message = getattr(event, "message", "") or "stream error"
+            error_class = classify_code(getattr(event, "code", None), message)
+            raise ProviderError(error_class, message, provider=self.provider)
+        return None
+
+    def _finish(self, response: Any, incomplete: bool) -> None:
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            details = getattr(usage, "input_tokens_details", None)
+            cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+            written = (getattr(details, "cache_write_tokens", 0) or 0) if details is not None else 0
+            self.usage = Usage(
+                input_tokens=max(0, (usage.input_tokens or 0) - cached - written),
+                output_tokens=usage.output_tokens or 0,
+                cache_read_tokens=cached,
+                cache_write_tokens=written,
+            )
+        # The final object is authoritative for the output items.
+        for index, item in enumerate(getattr(response, "output", None) or []):
+            self.items[index] = item
+        if incomplete:
+            details = getattr(response, "incomplete_details", None)
+            reason = getattr(details, "reason", None) or "incomplete"
+            self.stop_reason = "max_tokens" if reason == "max_output_tokens" else str(reason)
+        else:
+            self.stop_reason = "end_turn"
+
+    def done(self) -> StreamDone:
+        if self.stop_reason is None:
+            raise ProviderError(
+                "network", "the stream ended before the response completed", provider=self.provider
+            )
+        blocks: list[Any] = []
+        for index in sorted(self.items):
+            item = self.items[index]
+            kind = item.type
+            if kind == "reasoning":
+                summary = "\n\n".join(s.text for s in (item.summary or []))
+                if not summary and getattr(item, "content", None):
+                    summary = "\n\n".join(getattr(c, "text", "") for c in item.content)
+                blocks.append(
+                    ThinkingBlock(
+                        summary,
+                        signature=item.id or "",
+                        encrypted=item.encrypted_content or "",
+                        provider=PROVIDER,
+                    )
+                )
+            elif kind == "message":
+                text = "".join(
+                    getattr(part, "text", None) or getattr(part, "refusal", None) or ""
+                    for part in item.content
+                )
+                if text:
+                    blocks.append(TextBlock(text))
+            elif kind == "function_call":
+                arguments = parse_arguments(item.arguments)
+                blocks.append(ToolUseBlock(item.call_id, item.name, arguments))
+            else:
+                raw = item.model_dump(mode="json", exclude_none=True)
+                blocks.append(OpaqueBlock(PROVIDER, raw))
+        stop = self.stop_reason
+        if stop == "end_turn" and any(isinstance(b, ToolUseBlock) for b in blocks):
+            stop = "tool_use"
+        return StreamDone(Message("assistant", blocks), self.usage, stop)
+
+
+class ResponsesProvider:
+    """The `responses` adapter."""
+
+    def __init__(self, config: ProviderConfig):
+        self.name = config.name or PROVIDER
+        self.base_url = config.base_url
+        self.keyless_ok = key_optional(config)
+        self.clients: ClientCache[AsyncOpenAI] = ClientCache(_new_client)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one Responses call."""
+        key = require_key(request.api_key, self.name, self.keyless_ok)
+        if has_media(request.messages):
+            params = await asyncio.to_thread(build_params, request)
+        else:
+            params = build_params(request)
+        client = self.clients.get(self.base_url, key)
+        assembler = _Assembler(self.name)
+        stream = None
+        try:
+            stream = await client.responses.create(**params)
+            async for event in stream:
+                delta = assembler.feed(event)
+                if delta is not None:
+                    yield delta
+        except Exception as exc:
+            mapped = classify(exc, self.name)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        finally:
+            if stream is not None:
+                await close_quietly(stream)
+        yield assembler.done()
+
+    async def aclose(self) -> None:
+        """Close the SDK clients."""
+        await self.clients.aclose()
+
+
+def create(provider_config: ProviderConfig) -> Provider:
+    """The adapter for one `type: responses` provider."""
+    provider: Provider = ResponsesProvider(provider_config)
+    return provider
