@@ -611,6 +611,8 @@ _SECOND_LEVEL = {
     "usr/include", "usr/share", "usr/local", "usr/src", "var/lib", "var/log",
     "System/Library", "private/etc", "private/var", "private/tmp",
 }  # fmt: skip
+# Scratch folders: removing the folder is blocked, emptying it ("/tmp/*") is routine.
+_SCRATCH = {"tmp", "private/tmp"}
 _GLOB_CHARS = set("*?[")
 _PURE_GLOB = re.compile(r"[.*?\[\]!^]*[*?][.*?\[\]!^]*")
 _HOME_PREFIX = re.compile(r"(?:~[A-Za-z0-9_.-]*|\$HOME|\$\{HOME\})(?=/|$)")
@@ -646,13 +648,17 @@ def _protected(value: str, cwd: str | None) -> bool:
     if path is None:
         return False
     parts = [p for p in path.split("/") if p]
+    emptied = False
     while parts and _PURE_GLOB.fullmatch(parts[-1]):
         parts.pop()  # "dir/*" empties dir: as bad as removing it
+        emptied = True
     if not parts:
         return True
     if _GLOB_CHARS & set(parts[0]):
         return True  # a glob at the top level can match system folders
     joined = "/".join(parts)
+    if joined in _SCRATCH:
+        return not emptied
     if len(parts) == 1 and (parts[0] in _TOP_LEVEL or parts[0] == _HOME_SENTINEL):
         return True
     if joined in _SECOND_LEVEL:
@@ -1202,7 +1208,7 @@ def _reads_program_from_stdin(element: _Element) -> str | None:
 
 
 def _printed_text(element: _Element) -> str | None:
-    """Text that `echo`/`printf` writes, for when it is piped into a shell."""
+    """Text that `echo`/`printf`/`cat <<EOF` writes, for when it is piped into a shell."""
     if not isinstance(element, _Simple):
         return None
     resolved = _resolve(element.words)
@@ -1210,6 +1216,13 @@ def _printed_text(element: _Element) -> str | None:
         return None
     name = _basename(resolved.argv[0].value)
     args = [w.value for w in resolved.argv[1:]]
+    if name == "cat" and not args:
+        for r in element.redirects:
+            if r.op in ("<<", "<<-") and r.heredoc:
+                return r.heredoc
+            if r.op == "<<<" and r.target is not None:
+                return r.target.value
+        return None
     if name == "echo":
         while args and re.fullmatch(r"-[neE]+", args[0]):
             args.pop(0)

@@ -74,6 +74,8 @@ BLOCKED_RM = [
     "rm -rf /lib64",
     "rm -rf /proc /sys /srv /opt /root /sbin",
     "rm -rf /u*",
+    "rm -rf /tmp",
+    "rm -rf /tmp/",
     "rm -rf /*/",
     "cd / && rm -rf *",
     "cd /etc; rm -rf .",
@@ -92,6 +94,9 @@ BLOCKED_RM = [
     "echo 'rm -rf /' | sh",
     "bash <<EOF\nrm -rf /\nEOF",
     "bash <<< 'rm -rf /'",
+    "cat <<EOF | sh\nrm -rf /\nEOF",
+    "printf 'rm -rf /\\n' | bash",
+    "echo -e 'ls\\nrm -rf /' | sh",
     "watch 'rm -rf /'",
 ]
 
@@ -193,6 +198,7 @@ ALLOWED = [
     "rm -rf build dist",
     "rm -rf /tmp/x",
     "rm -rf /tmp/build-*",
+    "rm -rf /tmp/*",
     "rm -rf ~/project/build",
     "rm -rf ~/.cache/pip",
     'rm -rf "$HOME/project/build"',
