@@ -171,6 +171,7 @@ class Checkpoints:
             await self._ensure_repo()
             target = await self._resolve(checkpoint_id)
             rel = self._relpath(path)
+            await self._check_path(target, rel)
             current = await self._workspace_tree()
             return await self._stat(current, target, rel)
 
@@ -432,7 +433,10 @@ class Checkpoints:
             scratch = Path(name)
             real = self.repo_dir / "index"
             if copy and real.is_file():
-                shutil.copyfile(real, scratch)
+                # copy2 keeps the index's mtime, which git's racy-entry check compares file
+                # mtimes against; a fresh mtime would hide same-size edits made in the same
+                # second as the last snapshot.
+                shutil.copy2(real, scratch)
             else:
                 # git refuses an empty index file; without one it starts from nothing.
                 scratch.unlink()
@@ -544,15 +548,16 @@ class Checkpoints:
         """``path`` relative to the workspace (posix), or None for the whole workspace."""
         if path is None or not path.strip():
             return None
-        given = Path(path)
+        given = Path(os.path.normpath(path))
         if given.is_absolute():
-            try:
-                given = Path(os.path.normpath(given)).relative_to(os.path.normpath(self.workspace))
-            except ValueError:
-                raise CheckpointError(
-                    f"path {path} is outside the workspace {self.workspace}"
-                ) from None
-        rel = os.path.normpath(given).replace(os.sep, "/")
+            # The workspace may be named through a symlink, so try its real path as well.
+            for root in (Path(os.path.normpath(self.workspace)), self.workspace.resolve()):
+                if given.is_relative_to(root):
+                    given = given.relative_to(root)
+                    break
+            else:
+                raise CheckpointError(f"path {path} is outside the workspace {self.workspace}")
+        rel = given.as_posix()
         if rel == ".":
             return None
         if rel == ".." or rel.startswith("../"):
@@ -560,6 +565,17 @@ class Checkpoints:
         if ".git" in rel.split("/"):
             raise CheckpointError(f"path {path} is inside a .git folder, which checkpoints skip")
         return rel
+
+    async def _check_path(self, target: str, rel: str | None) -> None:
+        """Refuse a path that names nothing, neither in the checkpoint nor in the workspace."""
+        if rel is None:
+            return
+        _, listed = await self._git("ls-tree", "-r", "--name-only", "-z", target, "--", rel)
+        present = await asyncio.to_thread(os.path.lexists, self.workspace / rel)
+        if not listed and not present:
+            raise CheckpointError(
+                f"{rel} is neither in checkpoint {target[:12]} nor in the workspace"
+            )
 
     async def _stat(self, old: str, new: str, rel: str | None) -> str:
         args = ["diff", _STAT_WIDTH, "--no-color", old, new]
@@ -574,13 +590,7 @@ class Checkpoints:
     ) -> tuple[Checkpoint, str]:
         target = await self._resolve(checkpoint_id)
         rel = self._relpath(path)
-        if rel is not None:
-            _, listed = await self._git("ls-tree", "-r", "--name-only", "-z", target, "--", rel)
-            present = await asyncio.to_thread(os.path.lexists, self.workspace / rel)
-            if not listed and not present:
-                raise CheckpointError(
-                    f"{rel} is neither in checkpoint {target[:12]} nor in the workspace"
-                )
+        await self._check_path(target, rel)
         taken = await self._snapshot_locked(kind=kind, session=session, request=request)
         if taken is None:
             raise CheckpointError(
