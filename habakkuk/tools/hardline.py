@@ -1304,4 +1304,13 @@ def check_hardline(command: str) -> str | None:
     deliberately conservative about what counts as a command (text given to
     ``echo`` is data) and aims for no false positives on everyday commands.
     """
+    global _cached_home
+    home = _real_home()
+    if home != _cached_home:
+        # Verdicts depend on the home directory; drop those made for another one.
+        _check_text.cache_clear()
+        _cached_home = home
     return _check_text(command, 0)
+
+
+_cached_home: str | None = None

@@ -311,6 +311,8 @@ def test_reason_names_what_was_blocked(command: str, word: str) -> None:
 
 
 def test_real_home_directory_is_protected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", "/srv/people/bob")
+    assert check_hardline("rm -rf /srv/people/alice") is None
     monkeypatch.setenv("HOME", "/srv/people/alice")
     assert check_hardline("rm -rf /srv/people/alice") is not None
     assert check_hardline("rm -rf /srv/people/alice/") is not None
