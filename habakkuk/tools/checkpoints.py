@@ -203,14 +203,16 @@ class Checkpoints:
                 return None
             pointers = await asyncio.to_thread(self._read_pointers)
             start = self._undo_start(entries, session, pointers.get(session))
+            current = await self._workspace_tree()
             for i in range(start, len(entries)):
                 entry = entries[i]
                 if entry.checkpoint.kind != "turn" or entry.checkpoint.session != session:
                     continue
                 # The state the turn left behind is whatever was snapshotted next, or the
-                # workspace itself when nothing has been since.
-                after = entries[i - 1].tree if i > 0 else await self._workspace_tree()
-                if after == entry.tree:
+                # workspace itself when nothing has been since. A turn that left things as they
+                # were, or whose starting point the workspace is already at, has nothing to undo.
+                after = entries[i - 1].tree if i > 0 else current
+                if entry.tree in (after, current):
                     continue
                 target = entry.checkpoint
                 taken, text = await self._restore_locked(

@@ -361,6 +361,24 @@ async def test_new_turn_after_undo_starts_the_walk_again(cps: Checkpoints, ws: P
     assert (ws / "a.txt").read_text() == "0\n"
 
 
+async def test_undo_after_an_idle_new_turn_goes_past_what_was_already_undone(
+    cps: Checkpoints, ws: Path
+) -> None:
+    write(ws / "a.txt", "0\n")
+    t1 = await turn(cps, request="one")
+    write(ws / "a.txt", "1\n")
+    await turn(cps, request="two")
+    write(ws / "a.txt", "2\n")
+    assert await cps.undo("s1") is not None
+    assert (ws / "a.txt").read_text() == "1\n"
+    await turn(cps, request="three, which changed nothing")
+
+    undone = await cps.undo("s1")
+
+    assert undone is not None and undone[0].id == t1.id
+    assert (ws / "a.txt").read_text() == "0\n"
+
+
 async def test_undo_with_no_turns_returns_none(cps: Checkpoints, ws: Path) -> None:
     assert await cps.undo("s1") is None
     write(ws / "a.txt", "a\n")
