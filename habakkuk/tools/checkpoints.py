@@ -646,6 +646,9 @@ class Checkpoints:
         root = self.workspace
         for rel in delete:
             target = root / rel
+            if _blocked_parent(root, rel):
+                # Never delete through a symlink that appeared since the snapshot.
+                continue
             try:
                 if target.is_symlink() or target.is_file():
                     target.unlink()
