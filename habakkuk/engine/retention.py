@@ -1,0 +1,100 @@
+"""Retention: nothing grows without limit.
+
+A daily maintenance job (id `retention_<date>`, so several processes sharing
+a home run it once a day) deletes finished jobs, old sessions with their
+messages and search index, and blobs nobody has touched for as long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .jobs import JobQueue
+from .sessions import TranscriptStore
+
+RETENTION_KIND = "maintenance.retention"
+DAY = 86_400.0
+
+
+@dataclass
+class RetentionReport:
+    jobs: int = 0
+    sessions: int = 0
+    blobs: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"jobs": self.jobs, "sessions": self.sessions, "blobs": self.blobs}
+
+
+def retention_job_id(now: float | None = None) -> str:
+    """The day's job id: one sweep per day per home, whoever enqueues it."""
+    day = datetime.fromtimestamp(now or time.time(), UTC).strftime("%Y-%m-%d")
+    return f"retention_{day}"
+
+
+async def prune_jobs(queue: JobQueue, older_than_days: float) -> int:
+    """Delete finished jobs last updated more than `older_than_days` ago."""
+    cutoff = time.time() - older_than_days * DAY
+
+    def _prune(conn: sqlite3.Connection) -> int:
+        cursor = conn.execute(
+            "DELETE FROM jobs WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < ?",
+            (cutoff,),
+        )
+        return int(cursor.rowcount)
+
+    return await queue.db.write(_prune)
+
+
+async def prune_sessions(transcripts: TranscriptStore, older_than_days: float) -> int:
+    """Delete sessions (and, by foreign key, their messages) idle that long."""
+    cutoff = time.time() - older_than_days * DAY
+
+    def _prune(conn: sqlite3.Connection) -> int:
+        cursor = conn.execute("DELETE FROM sessions WHERE updated_at < ?", (cutoff,))
+        return int(cursor.rowcount)
+
+    return await transcripts.db.write(_prune)
+
+
+def prune_blobs(root: Path, older_than_days: float) -> int:
+    """Delete blob files not modified for that long (blocking: run in a thread)."""
+    cutoff = time.time() - older_than_days * DAY
+    removed = 0
+    if not root.is_dir():
+        return 0
+    for folder in root.iterdir():
+        if not folder.is_dir():
+            continue
+        for entry in os.scandir(folder):
+            try:
+                if entry.is_file() and entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:
+                continue
+    return removed
+
+
+async def sweep(
+    queue: JobQueue,
+    transcripts: TranscriptStore,
+    blobs_root: Path,
+    *,
+    jobs_days: float,
+    sessions_days: float,
+) -> RetentionReport:
+    """One retention pass; a limit of 0 or less keeps that kind forever."""
+    report = RetentionReport()
+    if jobs_days > 0:
+        report.jobs = await prune_jobs(queue, jobs_days)
+    if sessions_days > 0:
+        report.sessions = await prune_sessions(transcripts, sessions_days)
+        report.blobs = await asyncio.to_thread(prune_blobs, blobs_root, sessions_days)
+    return report

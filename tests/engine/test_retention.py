@@ -1,0 +1,63 @@
+"""Retention prunes finished jobs, idle sessions and old blobs, and nothing else."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from habakkuk.engine.jobs import MIGRATIONS, JobQueue
+from habakkuk.engine.llm.types import Message
+from habakkuk.engine.retention import retention_job_id, sweep
+from habakkuk.engine.sessions import TranscriptStore
+from habakkuk.engine.store import BlobStore, Database
+
+OLD = time.time() - 40 * 86_400
+
+
+async def test_sweep_removes_only_what_is_old_and_finished(tmp_path: Path) -> None:
+    control = tmp_path / "control.db"
+    queue = JobQueue(await Database.open(control, MIGRATIONS))
+    transcripts = await TranscriptStore.open(tmp_path / "transcripts.db", control)
+    blobs = BlobStore(tmp_path / "blobs")
+    try:
+        await queue.enqueue("old-done", "turn")
+        await queue.enqueue("new-done", "turn")
+        await queue.enqueue("old-queued", "other")
+        for _ in range(2):
+            lease = await queue.claim(["turn"])
+            assert lease is not None
+            await queue.complete(lease, {})
+        await queue.db.write(
+            lambda c: c.execute(
+                "UPDATE jobs SET updated_at = ? WHERE id IN ('old-done', 'old-queued')", (OLD,)
+            )
+        )
+        await transcripts.create_session("old", "main", "")
+        await transcripts.create_session("new", "main", "")
+        await transcripts.append("old", Message.user_text("ancient words"))
+        await transcripts.db.write(
+            lambda c: c.execute("UPDATE sessions SET updated_at = ? WHERE id = 'old'", (OLD,))
+        )
+        stale = blobs.put_bytes(b"stale")
+        fresh = blobs.put_bytes(b"fresh")
+        os.utime(stale, (OLD, OLD))
+
+        report = await sweep(queue, transcripts, blobs.root, jobs_days=14, sessions_days=30)
+
+        assert report.as_dict() == {"jobs": 1, "sessions": 1, "blobs": 1}
+        assert await queue.get("old-done") is None
+        assert await queue.get("old-queued") is not None  # unfinished work is never pruned
+        assert await transcripts.get_session("old") is None
+        assert await transcripts.search("ancient") == []  # the index went with it
+        assert await transcripts.get_session("new") is not None
+        assert not stale.exists() and fresh.exists()
+    finally:
+        await queue.db.close()
+        await transcripts.close()
+
+
+def test_one_retention_job_per_day() -> None:
+    day = 1_780_000_000.0
+    assert retention_job_id(day) == retention_job_id(day + 3600)
+    assert retention_job_id(day) != retention_job_id(day + 86_400)
