@@ -90,6 +90,8 @@ class Runtime:
         self.interactive = False
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
+        self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
+        self._mcp_start: asyncio.Task[None] | None = None
         self._http: Any = None  # habakkuk.server.app.HttpServer while serving
 
     # -- lifecycle -------------------------------------------------------------------
@@ -107,10 +109,29 @@ class Runtime:
         )
         return cls(home, config, env, control, transcripts)
 
+    async def start_mcp(self, wait: float | None = None) -> None:
+        """Connect to the configured MCP servers in parallel (at most 20 s in all).
+
+        Servers not up by then keep retrying in the background; their tools join
+        the registry as `mcp:<server>` toolsets when they connect.
+        """
+        self._launch_mcp()
+        if self._mcp_start is not None:
+            await asyncio.wait([self._mcp_start], timeout=wait)
+
+    def _launch_mcp(self) -> None:
+        if self.mcp is None and self.config.mcp_servers:
+            from habakkuk.protocols.mcp.manager import START_WAIT, McpManager
+
+            self.mcp = McpManager(self.config, self.env, self.home, self.tools)
+            self._mcp_start = asyncio.create_task(self.mcp.start(START_WAIT))
+
     def start_workers(self) -> None:
         """Start the worker pools as tasks on the running loop."""
         if self._pools:
             return
+        # Clients that did not wait for MCP still get its tools as servers connect.
+        self._launch_mcp()
         runner = TurnRunner(
             TurnDeps(
                 config=self.config,
@@ -141,6 +162,11 @@ class Runtime:
         for pool in self._pools:
             await pool.stop()
         self._pools.clear()
+        if self._mcp_start is not None:
+            self._mcp_start.cancel()
+            await asyncio.gather(self._mcp_start, return_exceptions=True)
+        if self.mcp is not None:
+            await self.mcp.close()
         await self.transcripts.close()
         await self.queue.db.close()
 

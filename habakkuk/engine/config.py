@@ -76,6 +76,8 @@ class AgentConfig:
     approvals: Approvals = "human"
     instructions: str = ""
     max_steps: int = 50
+    # Past this many tool specs the agent gets tool_search instead of them all (-1: never).
+    tool_search_over: int = 60
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
     workspace_path: Path = field(default=Path("."), init=False)
@@ -160,6 +162,65 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", port
 
 
+McpRisk = Literal["read", "write", "network", "exec"]
+
+
+@dataclass
+class McpServerConfig:
+    """One MCP server (`mcp_servers.NAME`): a stdio `command` or a Streamable HTTP `url`."""
+
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    # child variable -> the variable (process env or HOME/.env) holding its value
+    env: dict[str, str] = field(default_factory=dict)
+    url: str | None = None
+    # header -> the variable holding its value
+    headers: dict[str, str] = field(default_factory=dict)
+    risk: McpRisk = "network"
+    approve: list[str] = field(default_factory=list)
+    allow: list[str] | None = None
+    timeout: float | str = "120s"
+    auth: Literal["oauth"] | None = None
+    client_id: str | None = None
+    client_secret_env: str | None = None
+    scopes: list[str] | None = None
+    callback_port: int | None = None
+    name: str = field(default="", init=False)
+    timeout_seconds: float = field(default=120.0, init=False)
+
+
+@dataclass
+class McpServeConfig:
+    """Habakkuk as an MCP server (`mcp_server`)."""
+
+    http: bool = False
+    allow_send: bool = False
+
+
+def parse_duration(value: float | str) -> float:
+    """Seconds from a number or text such as 500ms, 60s, 2m, 1h; ValueError otherwise."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        text = str(value).strip().lower()
+        units = (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0))
+        for suffix, factor in units:
+            if text.endswith(suffix) and text[: -len(suffix)].strip():
+                try:
+                    seconds = float(text[: -len(suffix)]) * factor
+                except ValueError:
+                    continue
+                break
+        else:
+            try:
+                seconds = float(text)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a duration (e.g. 30s, 2m)") from None
+    if not seconds > 0:
+        raise ValueError(f"{value!r} must be more than zero")
+    return seconds
+
+
 @dataclass
 class Config:
     """The whole config. Later sections are added here and validated the same way."""
@@ -170,6 +231,8 @@ class Config:
     timezone: str = "UTC"
     workers: WorkersConfig = field(default_factory=WorkersConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    mcp_server: McpServeConfig = field(default_factory=McpServeConfig)
     http: HttpConfig | None = None
     path: Path = field(default=Path("config.yaml"), init=False)
 
@@ -219,6 +282,7 @@ def _resolve(config: Config, home: Home) -> None:
     from .presets import apply_preset
 
     path = config.path
+    _resolve_mcp(config)
     for name, provider in config.providers.items():
         provider.name = name
         message = apply_preset(provider)
@@ -243,11 +307,24 @@ def _resolve(config: Config, home: Home) -> None:
             refs.append(ref)
         agent.chain = refs
         for toolset in agent.toolsets:
-            if toolset not in KNOWN_TOOLSETS:
+            if toolset.startswith("mcp:"):
+                if toolset[4:] not in config.mcp_servers:
+                    known = ", ".join(sorted(config.mcp_servers)) or "none"
+                    raise ConfigError(
+                        f"{path}:{line_of(agent, 'toolsets')}: agents.{name}.toolsets: "
+                        f"{toolset!r} names an unconfigured MCP server (mcp_servers: {known})"
+                    )
+            elif toolset not in KNOWN_TOOLSETS:
                 raise ConfigError(
                     f"{path}:{line_of(agent, 'toolsets')}: agents.{name}.toolsets: "
-                    f"unknown toolset {toolset!r} (known: {', '.join(KNOWN_TOOLSETS)})"
+                    f"unknown toolset {toolset!r} "
+                    f"(known: {', '.join(KNOWN_TOOLSETS)}, or mcp:SERVER)"
                 )
+        if agent.tool_search_over < -1:
+            raise ConfigError(
+                f"{path}:{line_of(agent, 'tool_search_over')}: agents.{name}.tool_search_over: "
+                "must be -1 (off) or a count"
+            )
         if agent.max_steps < 1:
             raise ConfigError(
                 f"{path}:{line_of(agent, 'max_steps')}: agents.{name}.max_steps: must be >= 1"
@@ -339,3 +416,52 @@ def template_problem(template: str) -> str:
     if "{{" in re.sub(r"\{\{.*?\}\}", "", template, flags=re.DOTALL):
         return "an opened {{ is never closed"
     return ""
+
+
+def _mcp_error(path: Path, server: McpServerConfig, key: str, message: str) -> ConfigError:
+    line = line_of(server, key) if key else line_of(server)
+    dotted = f"mcp_servers.{server.name}.{key}" if key else f"mcp_servers.{server.name}"
+    return ConfigError(f"{path}:{line}: {dotted}: {message}")
+
+
+def _resolve_mcp(config: Config) -> None:
+    """Check each MCP server entry: one transport, its own keys, named variables."""
+    import re
+
+    path = config.path
+    for name, server in config.mcp_servers.items():
+        server.name = name
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+            raise _mcp_error(path, server, "", "a name may hold only letters, digits, _ and -")
+        if (server.command is None) == (server.url is None):
+            raise _mcp_error(path, server, "", "give either command (stdio) or url (HTTP)")
+        if server.url is not None:
+            if not re.match(r"https?://[^/\s]+", server.url):
+                raise _mcp_error(path, server, "url", f"{server.url!r} is not an http(s) URL")
+            for key in ("args", "env"):
+                if getattr(server, key):
+                    raise _mcp_error(path, server, key, "only for command (stdio) servers")
+        else:
+            if not str(server.command).strip():
+                raise _mcp_error(path, server, "command", "must not be empty")
+            for key in ("headers", "auth", "client_id", "client_secret_env", "scopes"):
+                if getattr(server, key):
+                    raise _mcp_error(path, server, key, "only for url (Streamable HTTP) servers")
+            if server.callback_port is not None:
+                raise _mcp_error(
+                    path, server, "callback_port", "only for url (Streamable HTTP) servers"
+                )
+        for key in ("env", "headers"):
+            for child, variable in getattr(server, key).items():
+                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
+                    raise _mcp_error(
+                        path, server, key, f"{child}: {variable!r} must name a variable"
+                    )
+        if server.client_secret_env and not server.client_id:
+            raise _mcp_error(path, server, "client_secret_env", "needs client_id")
+        if server.callback_port is not None and not 0 < server.callback_port < 65536:
+            raise _mcp_error(path, server, "callback_port", "must be a port number (1-65535)")
+        try:
+            server.timeout_seconds = parse_duration(server.timeout)
+        except ValueError as exc:
+            raise _mcp_error(path, server, "timeout", str(exc)) from None

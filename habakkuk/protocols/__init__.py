@@ -1,0 +1,1 @@
+"""Protocols Habakkuk speaks with other programs (MCP first)."""

@@ -1,0 +1,56 @@
+"""MCP tools as registry tools: the server's name, description and schema; risk from config."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from habakkuk.engine.toolkit.permissions import Risk
+from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
+
+if TYPE_CHECKING:
+    from .manager import ServerLink
+
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class McpTool(Tool):
+    """One tool of one MCP server. The model sees `mcp__<server>__<tool>`."""
+
+    def __init__(
+        self,
+        link: ServerLink,
+        real_name: str,
+        name: str,
+        description: str,
+        input_schema: dict[str, Any] | None,
+    ):
+        config = link.config
+        # Tool keeps these as class attributes for built-ins; each MCP tool has its own.
+        self.__dict__.update(
+            name=name,
+            description=description or f"{real_name} (from MCP server {config.name})",
+            input_schema=_schema(input_schema),
+            risk=Risk(config.risk),
+        )
+        self.link = link
+        self.real_name = real_name
+
+    def risk_for(self, args: dict[str, Any], ctx: ToolContext) -> Risk:
+        """Tools listed in `approve` count as exec: they always ask below full mode."""
+        if self.real_name in self.link.config.approve:
+            return Risk.EXEC
+        return self.risk
+
+    def title(self, args: dict[str, Any]) -> str:
+        text = json.dumps(args, ensure_ascii=False)
+        return f"{self.link.config.name}.{self.real_name} {text}"[:200]
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return await self.link.call(self.real_name, args)
+
+
+def _schema(schema: dict[str, Any] | None) -> dict[str, Any]:
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return dict(EMPTY_SCHEMA)
+    return schema
