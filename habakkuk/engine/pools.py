@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from .errors import LeaseLost
@@ -28,7 +28,7 @@ from .jobs import Job, JobQueue, Lease
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Lease], Awaitable[dict[str, Any] | None]]
+Handler = Callable[[Lease], Coroutine[Any, Any, dict[str, Any] | None]]
 FinishedCallback = Callable[[Job], None]
 
 

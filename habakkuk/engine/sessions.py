@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .llm.types import (
+    Block,
     Message,
     TextBlock,
     ToolResultBlock,
@@ -217,7 +218,7 @@ def repair(messages: list[Message]) -> Repair:
         stray = message.tool_results
         if stray:
             dropped += len(stray)
-            rest = [b for b in message.blocks if not isinstance(b, ToolResultBlock)]
+            rest: list[Block] = [b for b in message.blocks if not isinstance(b, ToolResultBlock)]
             if rest:
                 fixed.append(Message("user", rest, message.model))
         else:

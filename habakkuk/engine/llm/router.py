@@ -100,7 +100,7 @@ class Router:
         *,
         caller: Caller = Caller(),
         on_event: EventSink | None = None,
-        on_reset: Callable[[], None] | None = None,
+        on_reset: Callable[[], object] | None = None,
     ) -> RouterResult:
         """Stream `request` through the first model of `chain` that answers."""
         if not chain:
@@ -150,7 +150,7 @@ class Router:
         request: ModelRequest,
         key: str | None,
         on_event: EventSink | None,
-        on_reset: Callable[[], None] | None,
+        on_reset: Callable[[], object] | None,
     ) -> RouterResult:
         call = replace(request, model=ref.model, api_key=key)
         streamed = False
