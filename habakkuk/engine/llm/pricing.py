@@ -1,0 +1,167 @@
+"""What a model call cost: config `pricing:` overrides, then a built-in list-price table.
+
+Prices are US dollars per million tokens. A model id matches the longest
+table prefix (followed by nothing, a date or a variant, never a minor version)
+after normalising it: gateway prefixes ("anthropic/claude-...",
+"openrouter/openai/gpt-5") and Bedrock region and vendor prefixes
+("us.anthropic.claude-...") are dropped, and dots become dashes so
+"claude-sonnet-4.5" and "claude-sonnet-4-5" are the same model. Some models
+charge more for long prompts: past the tier's threshold (prompt tokens
+including cached ones) the whole call is billed at the tier's prices.
+Unknown models cost nothing (and `habakkuk usage` says they are unpriced).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .types import Usage
+
+MILLION = 1_000_000
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens; cache prices of None fall back to sensible defaults."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+    # (threshold in prompt tokens, the prices above it)
+    long_prompt: tuple[int, Price] | None = None
+
+    def cost(self, usage: Usage) -> float:
+        """The dollars of one call's usage."""
+        if self.long_prompt is not None and usage.prompt_tokens > self.long_prompt[0]:
+            return self.long_prompt[1].cost(usage)
+        cache_read = self.cache_read if self.cache_read is not None else self.input * 0.1
+        cache_write = self.cache_write if self.cache_write is not None else self.input
+        total = (
+            usage.input_tokens * self.input
+            + usage.output_tokens * self.output
+            + usage.cache_read_tokens * cache_read
+            + usage.cache_write_tokens * cache_write
+        )
+        return total / MILLION
+
+
+def _claude(inp: float, out: float, long: tuple[int, Price] | None = None) -> Price:
+    # Anthropic: cache reads cost a tenth of input, 5-minute cache writes 1.25 times.
+    return Price(inp, out, inp * 0.1, inp * 1.25, long)
+
+
+def _openai(inp: float, out: float, cached: float) -> Price:
+    # OpenAI caches automatically: writes cost nothing extra.
+    return Price(inp, out, cached, inp)
+
+
+_SONNET_LONG = (200_000, _claude(6.0, 22.5))
+
+BUILTIN_PRICES: dict[str, Price] = {
+    # Anthropic
+    "claude-opus-4-5": _claude(5.0, 25.0),
+    "claude-opus-4-1": _claude(15.0, 75.0),
+    "claude-opus-4": _claude(15.0, 75.0),
+    "claude-sonnet-4-5": _claude(3.0, 15.0, _SONNET_LONG),
+    "claude-sonnet-4": _claude(3.0, 15.0, _SONNET_LONG),
+    "claude-3-7-sonnet": _claude(3.0, 15.0),
+    "claude-3-5-sonnet": _claude(3.0, 15.0),
+    "claude-haiku-4-5": _claude(1.0, 5.0),
+    "claude-3-5-haiku": _claude(0.8, 4.0),
+    "claude-3-haiku": _claude(0.25, 1.25),
+    "claude-3-opus": _claude(15.0, 75.0),
+    # OpenAI
+    "gpt-5-pro": _openai(15.0, 120.0, 15.0),
+    "gpt-5-nano": _openai(0.05, 0.40, 0.005),
+    "gpt-5-mini": _openai(0.25, 2.0, 0.025),
+    "gpt-5": _openai(1.25, 10.0, 0.125),
+    "gpt-4-1-nano": _openai(0.10, 0.40, 0.025),
+    "gpt-4-1-mini": _openai(0.40, 1.60, 0.10),
+    "gpt-4-1": _openai(2.0, 8.0, 0.50),
+    "gpt-4o-mini": _openai(0.15, 0.60, 0.075),
+    "gpt-4o": _openai(2.50, 10.0, 1.25),
+    "o4-mini": _openai(1.10, 4.40, 0.275),
+    "o3-mini": _openai(1.10, 4.40, 0.55),
+    "o3-pro": _openai(20.0, 80.0, 20.0),
+    "o3": _openai(2.0, 8.0, 0.50),
+    "o1": _openai(15.0, 60.0, 7.50),
+    # Google
+    "gemini-2-5-pro": Price(1.25, 10.0, 0.125, 1.25, (200_000, Price(2.50, 15.0, 0.25, 2.50))),
+    "gemini-2-5-flash-lite": Price(0.10, 0.40, 0.01, 0.10),
+    "gemini-2-5-flash": Price(0.30, 2.50, 0.03, 0.30),
+    "gemini-2-0-flash": Price(0.10, 0.40, 0.025, 0.10),
+    # Others (list prices of their own APIs)
+    "deepseek-chat": Price(0.28, 0.42, 0.028, 0.28),
+    "deepseek-reasoner": Price(0.28, 0.42, 0.028, 0.28),
+    "grok-4": Price(3.0, 15.0, 0.75, 3.0),
+    "grok-code-fast": Price(0.20, 1.50, 0.02, 0.20),
+    "mistral-large": Price(2.0, 6.0, 2.0, 2.0),
+    "mistral-medium": Price(0.40, 2.0, 0.40, 0.40),
+    "mistral-small": Price(0.10, 0.30, 0.10, 0.10),
+    "codestral": Price(0.30, 0.90, 0.30, 0.30),
+}
+
+# Bedrock prefixes its model ids with a region group and a vendor.
+_REGION_PREFIXES = ("us.", "eu.", "apac.", "global.", "us-gov.", "jp.", "au.")
+_VENDOR_PREFIXES = ("anthropic.", "amazon.", "meta.", "mistral.", "cohere.", "ai21.", "openai.")
+
+
+def normalise(model: str) -> str:
+    """The model id as the table spells it (see the module docstring)."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    name = name.split(":", 1)[0] if name.startswith(_VENDOR_PREFIXES + _REGION_PREFIXES) else name
+    for prefix in _REGION_PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    for prefix in _VENDOR_PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    return name.replace(".", "-")
+
+
+def _price_of_override(value: Any) -> Price:
+    return Price(
+        float(value.input),
+        float(value.output),
+        None if value.cache_read is None else float(value.cache_read),
+        None if value.cache_write is None else float(value.cache_write),
+    )
+
+
+def _matches(name: str, prefix: str) -> bool:
+    """`prefix` names this model: exactly, or followed by a date or variant, never by a
+    minor version ("gpt-5" is not "gpt-5-4-mini", "claude-opus-4" is not "claude-opus-4-6")."""
+    if name == prefix:
+        return True
+    if not name.startswith(prefix + "-"):
+        return False
+    segment = name[len(prefix) + 1 :].split("-", 1)[0]
+    return not (segment.isdigit() and len(segment) <= 3)
+
+
+class PriceTable:
+    """Config overrides first, then the built-in table, by longest matching prefix."""
+
+    def __init__(self, overrides: Mapping[str, Any] | None = None):
+        self._overrides = {
+            normalise(k): _price_of_override(v) for k, v in (overrides or {}).items()
+        }
+
+    def lookup(self, model: str) -> Price | None:
+        """The price of `model`, or None when neither the config nor the table knows it."""
+        name = normalise(model)
+        for table in (self._overrides, BUILTIN_PRICES):
+            best = max((p for p in table if _matches(name, p)), key=len, default=None)
+            if best is not None:
+                return table[best]
+        return None
+
+    def cost(self, model: str, usage: Usage) -> float | None:
+        """Dollars for one call, or None when the model is unpriced."""
+        price = self.lookup(model)
+        return None if price is None else price.cost(usage)

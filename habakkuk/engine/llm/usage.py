@@ -1,0 +1,184 @@
+"""usage.db: one row per successful model call, and each session's /model choice.
+
+The router's usage hook calls `record` with who the call was for (agent,
+session, purpose); the cost is computed then, from config `pricing:` and the
+built-in table, and stored with the row (NULL when the model is unpriced), so
+later price changes never rewrite history. `totals` groups rows by model and
+agent for `habakkuk usage`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import ModelRef
+from ..store import Database, Migration
+from .pricing import PriceTable
+from .router import Caller
+from .types import Usage
+
+MIGRATIONS = [
+    Migration(
+        1,
+        """
+        CREATE TABLE calls (
+            id INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            agent TEXT NOT NULL DEFAULT '',
+            session TEXT NOT NULL DEFAULT '',
+            purpose TEXT NOT NULL DEFAULT 'turn',
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+            cost REAL
+        );
+        CREATE INDEX calls_at ON calls(at);
+        CREATE INDEX calls_session ON calls(session, at);
+        CREATE TABLE session_models (
+            session TEXT PRIMARY KEY,
+            model TEXT NOT NULL,
+            set_at REAL NOT NULL
+        );
+        """,
+    ),
+]
+
+
+@dataclass(frozen=True)
+class UsageTotal:
+    """Calls, tokens and dollars of one (model, agent) pair."""
+
+    model: str
+    agent: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost: float
+    unpriced_calls: int
+
+
+class UsageStore:
+    """The usage database of one home."""
+
+    def __init__(self, db: Database, prices: PriceTable):
+        self.db = db
+        self.prices = prices
+
+    @classmethod
+    async def open(cls, path: Path, prices: PriceTable | None = None) -> UsageStore:
+        """Open (and migrate) usage.db."""
+        return cls(await Database.open(path, MIGRATIONS), prices or PriceTable())
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def record(
+        self, ref: ModelRef, caller: Caller, usage: Usage, *, at: float | None = None
+    ) -> float | None:
+        """Store one successful call; returns its cost in dollars (None: unpriced)."""
+        cost = self.prices.cost(ref.model, usage)
+        row = (
+            time.time() if at is None else at,
+            ref.provider,
+            ref.model,
+            caller.agent,
+            caller.session,
+            caller.purpose,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            cost,
+        )
+
+        def _insert(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO calls (at, provider, model, agent, session, purpose, input_tokens,"
+                " output_tokens, cache_read_tokens, cache_write_tokens, cost)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+
+        await self.db.write(_insert)
+        return cost
+
+    async def totals(
+        self,
+        *,
+        since: float | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> list[UsageTotal]:
+        """Totals by model and agent, the most expensive first."""
+        where: list[str] = ["1=1"]
+        params: list[float | str] = []
+        if since is not None:
+            where.append("at >= ?")
+            params.append(since)
+        if agent is not None:
+            where.append("agent = ?")
+            params.append(agent)
+        if session is not None:
+            where.append("session = ?")
+            params.append(session)
+        rows = await self.db.fetchall(
+            "SELECT provider || '/' || model AS model, agent, COUNT(*) AS calls,"
+            " SUM(input_tokens) AS i, SUM(output_tokens) AS o, SUM(cache_read_tokens) AS r,"
+            " SUM(cache_write_tokens) AS w, COALESCE(SUM(cost), 0) AS cost,"
+            " SUM(cost IS NULL) AS unpriced"
+            f" FROM calls WHERE {' AND '.join(where)}"
+            " GROUP BY provider, model, agent ORDER BY cost DESC, calls DESC, model, agent",
+            params,
+        )
+        return [
+            UsageTotal(
+                model=row["model"],
+                agent=row["agent"],
+                calls=row["calls"],
+                input_tokens=row["i"],
+                output_tokens=row["o"],
+                cache_read_tokens=row["r"],
+                cache_write_tokens=row["w"],
+                cost=float(row["cost"]),
+                unpriced_calls=row["unpriced"],
+            )
+            for row in rows
+        ]
+
+    # -- per-session model choice --------------------------------------------------------
+
+    async def session_model(self, session: str) -> ModelRef | None:
+        """The model chosen for `session` with /model, if any."""
+        row = await self.db.fetchone(
+            "SELECT model FROM session_models WHERE session = ?", (session,)
+        )
+        if row is None:
+            return None
+        try:
+            return ModelRef.parse(row["model"])
+        except ValueError:
+            return None
+
+    async def set_session_model(self, session: str, ref: ModelRef | None) -> None:
+        """Store (or with None, clear) the session's model choice."""
+
+        def _write(conn: sqlite3.Connection) -> None:
+            if ref is None:
+                conn.execute("DELETE FROM session_models WHERE session = ?", (session,))
+            else:
+                conn.execute(
+                    "INSERT INTO session_models (session, model, set_at) VALUES (?, ?, ?)"
+                    " ON CONFLICT(session) DO UPDATE SET model = excluded.model,"
+                    " set_at = excluded.set_at",
+                    (session, str(ref), time.time()),
+                )
+
+        await self.db.write(_write)
