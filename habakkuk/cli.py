@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     init = sub.add_parser("init", help="write a commented starter config (offline demo)")
     init.add_argument("--force", action="store_true", help="replace an existing config")
     sub.add_parser("doctor", help="check config, keys and databases")
+    from habakkuk.protocols.mcp.cli import add_parser as add_mcp_parser  # stdlib-only module
+
+    add_mcp_parser(sub)
     return parser
 
 
@@ -102,6 +105,10 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
         return commands.init
     if args.command == "doctor":
         return commands.doctor
+    if args.command == "mcp":
+        from habakkuk.protocols.mcp import cli as mcp_cli
+
+        return mcp_cli.main
     return commands.tui
 
 

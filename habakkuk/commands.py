@@ -98,6 +98,7 @@ async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: 
         else:
             session = await runtime.new_session(agent, origin="cli")
         streamed = asyncio.create_task(_stream(runtime, session.id)) if not as_json else None
+        await runtime.start_mcp()  # MCP tools for the turn (at most 20 s)
         runtime.start_workers()
         turn = await runtime.submit(session.id, prompt)
         outcome = await runtime.wait_turn(turn)
@@ -160,6 +161,7 @@ async def _serve() -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
+        await runtime.start_mcp()  # MCP servers first (at most 20 s; slow ones keep trying)
         runtime.start_workers()
         print(
             f"habakkuk: serving {runtime.home.root} (pid {os.getpid()})",

@@ -1,0 +1,123 @@
+"""Habakkuk as an MCP server, driven by the official MCP client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from habakkuk.engine.home import Home
+
+REPO = Path(__file__).resolve().parents[2]
+BOUND = 120.0
+
+CONFIG = """\
+providers:
+  mock:
+    type: mock
+    script:
+      - text: "answer: {input}"
+agents:
+  main:
+    model: mock/scripted
+    mode: read-only
+"""
+
+
+def structured(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    return dict(json.loads(result.content[0].text))
+
+
+async def test_official_client_asks_habakkuk_over_stdio(home: Home) -> None:
+    from mcp import Client, StdioServerParameters
+
+    home.config_path.write_text(CONFIG, encoding="utf-8")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "habakkuk.cli", "mcp", "serve"],
+        env={"HABAKKUK_HOME": str(home.root)},
+        cwd=REPO,
+    )
+
+    async def scenario() -> None:
+        async with Client(params, cache=None) as client:
+            names = sorted(t.name for t in (await client.list_tools()).tools)
+            assert names == ["habakkuk_ask", "habakkuk_session_read", "habakkuk_sessions_list"]
+
+            first = structured(await client.call_tool("habakkuk_ask", {"message": "hello"}))
+            assert first["reply"] == "answer: hello"
+            session = first["session"]
+            again = structured(
+                await client.call_tool("habakkuk_ask", {"message": "more", "session": session})
+            )
+            assert again["session"] == session and again["reply"] == "answer: more"
+
+            listed = structured(await client.call_tool("habakkuk_sessions_list", {}))
+            assert [(s["id"], s["origin"]) for s in listed["sessions"]] == [(session, "mcp")]
+
+            read = structured(await client.call_tool("habakkuk_session_read", {"session": session}))
+            roles = [m["role"] for m in read["messages"]]
+            assert roles == ["user", "assistant", "user", "assistant"]
+            assert "answer: more" in read["messages"][-1]["text"]
+
+            bad = await client.call_tool("habakkuk_ask", {"message": "x", "agent": "nobody"})
+            assert bad.is_error and "nobody" in bad.content[0].text
+
+    await asyncio.wait_for(scenario(), BOUND)
+
+
+@pytest.mark.parametrize("allow_send", [False, True])
+async def test_http_endpoint_behind_the_token(
+    home: Home, runtime_factory: Any, allow_send: bool
+) -> None:
+    import httpx2
+    from aiohttp import web
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from habakkuk.protocols.mcp.server import McpHttpEndpoint
+
+    extra = f"mcp_server:\n  http: true\n  allow_send: {str(allow_send).lower()}\n"
+    runtime = await runtime_factory(CONFIG + extra)
+    runtime.start_workers()
+    app = web.Application()
+    McpHttpEndpoint(runtime, token="sesame").install(app)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with httpx2.AsyncClient() as plain:
+            refused = await plain.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert refused.status_code == 401
+
+        async def scenario() -> None:
+            http = httpx2.AsyncClient(headers={"Authorization": "Bearer sesame"})
+            async with (
+                http,
+                Client(streamable_http_client(url, http_client=http), cache=None) as client,
+            ):
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert ("habakkuk_send" in names) is allow_send
+                answer = structured(
+                    await client.call_tool("habakkuk_ask", {"message": "over http"})
+                )
+                assert answer["reply"] == "answer: over http"
+                if allow_send:
+                    sent = await client.call_tool(
+                        "habakkuk_send", {"account": "tg", "conversation": "1", "text": "hi"}
+                    )
+                    assert sent.is_error and "not configured" in sent.content[0].text
+
+        await asyncio.wait_for(scenario(), BOUND)
+    finally:
+        await runner.cleanup()
