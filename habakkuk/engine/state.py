@@ -1,0 +1,168 @@
+"""state.db: small per-session state that is not part of the transcript.
+
+For now it holds each session's todo list (the `todo` tool). Items keep their
+number for the life of the list, so the model can refer to them across turns;
+`clear` starts the numbering again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .errors import HabakkukError
+from .store import Database, Migration
+
+TodoStatus = Literal["pending", "in_progress", "done"]
+TODO_STATUSES: tuple[TodoStatus, ...] = ("pending", "in_progress", "done")
+MAX_TODO_ITEMS = 50
+MAX_TODO_TEXT = 500
+
+MIGRATIONS = [
+    Migration(
+        1,
+        """
+        CREATE TABLE todos (
+            session TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending',
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (session, number)
+        );
+        """,
+    ),
+]
+
+
+class TodoError(HabakkukError):
+    """A todo request that cannot be carried out; the message is one line for the model."""
+
+
+@dataclass(frozen=True)
+class TodoItem:
+    """One item of a session's list."""
+
+    number: int
+    text: str
+    status: TodoStatus
+
+    @property
+    def open(self) -> bool:
+        return self.status != "done"
+
+
+def render_todos(items: list[TodoItem]) -> str:
+    """The list as the model reads it: one `[x] 3. text` line per item."""
+    marks = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
+    return "\n".join(f"{marks[i.status]} {i.number}. {i.text}" for i in items)
+
+
+def _clean(text: str) -> str:
+    cleaned = " ".join(text.split())
+    if not cleaned:
+        raise TodoError("a todo item's text is empty")
+    if len(cleaned) > MAX_TODO_TEXT:
+        raise TodoError(f"a todo item is at most {MAX_TODO_TEXT} characters")
+    return cleaned
+
+
+def _items(conn: sqlite3.Connection, session: str) -> list[TodoItem]:
+    rows = conn.execute(
+        "SELECT number, text, status FROM todos WHERE session = ? ORDER BY number", (session,)
+    ).fetchall()
+    return [TodoItem(r["number"], r["text"], r["status"]) for r in rows]
+
+
+class StateStore:
+    """state.db: opened once per runtime."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    @classmethod
+    async def open(cls, path: Path) -> StateStore:
+        return cls(await Database.open(path, MIGRATIONS))
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def todos(self, session: str) -> list[TodoItem]:
+        """The session's list, in order."""
+        return await self.db.run(lambda conn: _items(conn, session))
+
+    async def add_todos(self, session: str, texts: list[str]) -> list[TodoItem]:
+        """Append items (pending); TodoError past MAX_TODO_ITEMS. Returns the whole list."""
+        cleaned = [_clean(t) for t in texts]
+        if not cleaned:
+            raise TodoError("add needs at least one item")
+
+        def add(conn: sqlite3.Connection) -> list[TodoItem]:
+            current = _items(conn, session)
+            if len(current) + len(cleaned) > MAX_TODO_ITEMS:
+                raise TodoError(
+                    f"the list holds at most {MAX_TODO_ITEMS} items ({len(current)} now); "
+                    "complete and clear items first"
+                )
+            number = max((i.number for i in current), default=0)
+            now = time.time()
+            for text in cleaned:
+                number += 1
+                conn.execute(
+                    "INSERT INTO todos(session, number, text, status, created_at, updated_at)"
+                    " VALUES (?, ?, ?, 'pending', ?, ?)",
+                    (session, number, text, now, now),
+                )
+            return _items(conn, session)
+
+        return await self.db.write(add)
+
+    async def update_todo(
+        self,
+        session: str,
+        number: int,
+        *,
+        text: str | None = None,
+        status: TodoStatus | None = None,
+    ) -> list[TodoItem]:
+        """Change one item's text and/or status; TodoError when it does not exist."""
+        if status is not None and status not in TODO_STATUSES:
+            raise TodoError(f"status must be one of {', '.join(TODO_STATUSES)}")
+        cleaned = _clean(text) if text is not None else None
+        if cleaned is None and status is None:
+            raise TodoError("update needs text or status")
+
+        def update(conn: sqlite3.Connection) -> list[TodoItem]:
+            cursor = conn.execute(
+                "UPDATE todos SET text = coalesce(?, text), status = coalesce(?, status),"
+                " updated_at = ? WHERE session = ? AND number = ?",
+                (cleaned, status, time.time(), session, number),
+            )
+            if cursor.rowcount == 0:
+                raise TodoError(f"there is no todo item {number}")
+            return _items(conn, session)
+
+        return await self.db.write(update)
+
+    async def clear_todos(self, session: str, *, done_only: bool = False) -> list[TodoItem]:
+        """Remove every item (or only finished ones); returns what is left."""
+
+        def clear(conn: sqlite3.Connection) -> list[TodoItem]:
+            if done_only:
+                conn.execute("DELETE FROM todos WHERE session = ? AND status = 'done'", (session,))
+            else:
+                conn.execute("DELETE FROM todos WHERE session = ?", (session,))
+            return _items(conn, session)
+
+        return await self.db.write(clear)
+
+    async def todo_note(self, session: str) -> str | None:
+        """The text appended to a turn's user message while any item is open, else None."""
+        items = await self.todos(session)
+        if not any(i.open for i in items):
+            return None
+        return "[your todo list for this session]\n" + render_todos(items)

@@ -1,0 +1,65 @@
+"""search_files: regular-expression search of file contents (the engine is file_search)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from habakkuk.engine.toolkit.permissions import Risk
+from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+from habakkuk.tools.file_search import (
+    DEFAULT_MAX_RESULTS,
+    MAX_RESULTS_CAP,
+    SearchError,
+    search_files,
+)
+
+
+class SearchFiles(Tool):
+    """The search_files tool."""
+
+    name = "search_files"
+    description = (
+        "Search file contents by regular expression (ripgrep syntax). Returns path:line: text "
+        "lines, paths relative to the workspace. .gitignore'd, hidden and binary files are "
+        "skipped. path limits the search to a folder or file; glob filters file names "
+        "(e.g. '*.py', '!*.min.js'); files_only lists matching files only."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Regular expression"},
+            "path": {"type": "string", "description": "Folder or file; default the workspace"},
+            "glob": {"type": "string"},
+            "ignore_case": {"type": "boolean"},
+            "files_only": {"type": "boolean"},
+            "max_results": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_RESULTS_CAP,
+                "description": f"default {DEFAULT_MAX_RESULTS}",
+            },
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+    risk = Risk.READ
+
+    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
+        return [ctx.resolve(args.get("path", "."))]
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        target = ctx.resolve(args.get("path", "."))
+        try:
+            result = await search_files(
+                args["pattern"],
+                ctx.workspace,
+                path=target,
+                glob=args.get("glob"),
+                ignore_case=bool(args.get("ignore_case", False)),
+                files_only=bool(args.get("files_only", False)),
+                max_results=int(args.get("max_results", DEFAULT_MAX_RESULTS)),
+            )
+        except SearchError as exc:
+            raise ToolError(f"search_files: {exc}") from None
+        return ToolOutput(result.render())
