@@ -142,12 +142,15 @@ def _list(path: Path) -> str:
         raise ToolError(f"{path} is a file; use read_file") from None
     lines = []
     for entry in entries[:MAX_LIST_ENTRIES]:
-        if entry.is_dir(follow_symlinks=False):
-            lines.append(entry.name + "/")
-        elif entry.is_symlink():
-            lines.append(f"{entry.name} -> {os.readlink(entry.path)}")
-        else:
-            lines.append(f"{entry.name}  ({entry.stat(follow_symlinks=False).st_size:,} bytes)")
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                lines.append(entry.name + "/")
+            elif entry.is_symlink():
+                lines.append(f"{entry.name} -> {os.readlink(entry.path)}")
+            else:
+                lines.append(f"{entry.name}  ({entry.stat(follow_symlinks=False).st_size:,} bytes)")
+        except FileNotFoundError:
+            continue  # removed while we listed (e.g. a temp file renamed by a parallel write)
     if len(entries) > MAX_LIST_ENTRIES:
         lines.append(f"[{len(entries) - MAX_LIST_ENTRIES} more entries not shown]")
     return "\n".join(lines) if lines else f"[{path} is empty]"
