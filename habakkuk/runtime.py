@@ -11,24 +11,30 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from habakkuk.engine.agent.prompt import build_system_prompt
 from habakkuk.engine.agent.turn import TURN_KIND, TurnDeps, TurnRunner
 from habakkuk.engine.config import Config, ModelRef, load_config
-from habakkuk.engine.errors import NotFound
+from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Environment, Home, default_home
+from habakkuk.engine.hooks import Hooks
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import Job, JobQueue
 from habakkuk.engine.llm.factory import ProviderHub
 from habakkuk.engine.llm.router import Router
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.sessions import Session, StoredMessage, TranscriptStore
+from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
 from habakkuk.engine.toolkit.approvals import ApprovalHub, Approver
 from habakkuk.engine.toolkit.registry import ToolRegistry
+from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
+from habakkuk.tools.checkpoints import CheckpointError, Checkpoints
+from habakkuk.tools.processes import ProcessInfo, ProcessManager
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +48,41 @@ def new_id(prefix: str) -> str:
 
 def build_tools(config: Config) -> ToolRegistry:
     """The built-in tools, registered by toolset."""
+    from habakkuk.engine.toolkit.registry import Tool
+    from habakkuk.tools.clarify import Clarify
+    from habakkuk.tools.edit import EditFile
     from habakkuk.tools.files import ListDir, ReadFile, WriteFile
     from habakkuk.tools.hardline import check_hardline
-    from habakkuk.tools.shell import Exec
+    from habakkuk.tools.patch_tool import ApplyPatch
+    from habakkuk.tools.process_tools import (
+        BackgroundExec,
+        ProcessKill,
+        ProcessList,
+        ProcessOutput,
+        ProcessWait,
+        ProcessWrite,
+    )
+    from habakkuk.tools.search_tool import SearchFiles
+    from habakkuk.tools.todo import Todo
 
     registry = ToolRegistry(hardline=check_hardline, inline_budget=config.tools.inline_budget)
-    for tool in (ReadFile(), WriteFile(), ListDir(), Exec()):
+    core: list[Tool] = [
+        ReadFile(),
+        WriteFile(),
+        EditFile(),
+        ListDir(),
+        ApplyPatch(),
+        SearchFiles(),
+        BackgroundExec(),
+        ProcessList(),
+        ProcessOutput(),
+        ProcessWait(),
+        ProcessKill(),
+        ProcessWrite(),
+        Todo(),
+        Clarify(),
+    ]
+    for tool in core:
         registry.register(tool, "core")
     return registry
 
@@ -73,6 +108,7 @@ class Runtime:
         env: Environment,
         control_db: Database,
         transcripts: TranscriptStore,
+        state: StateStore | None = None,
     ):
         self.home = home
         self.config = config
@@ -84,6 +120,12 @@ class Runtime:
         self.providers = ProviderHub(config, env, home.root)
         self.router = Router(self.providers)
         self.tools = build_tools(config)
+        self.hooks = Hooks(config.hooks, home.root)
+        self.tools.hooks = self.hooks
+        self.state = state
+        # Agents' background processes live as long as this runtime (killed at close).
+        self.processes = ProcessManager(home.procs_dir, on_exit=self._process_exited)
+        self._checkpoints: dict[str, Checkpoints] = {}
         # Waiting approvals; turns marked attended use it while a client that can
         # answer (the terminal, the dashboard) has set `interactive`.
         self.approvals = ApprovalHub(self.bus)
@@ -107,7 +149,11 @@ class Runtime:
         transcripts = await TranscriptStore.open(
             home.db_path("transcripts"), home.db_path("control")
         )
-        return cls(home, config, env, control, transcripts)
+        state = await StateStore.open(home.db_path("state"))
+        runtime = cls(home, config, env, control, transcripts, state)
+        # Logs of an earlier run's background processes (nothing is resumed after a restart).
+        await asyncio.to_thread(runtime.processes.cleanup_old_logs)
+        return runtime
 
     async def start_mcp(self, wait: float | None = None) -> None:
         """Connect to the configured MCP servers in parallel (at most 20 s in all).
@@ -143,6 +189,10 @@ class Runtime:
                 blobs=self.blobs,
                 approver_for=self._approver_for,
                 chain_for=self._chain_for,
+                services={"processes": self.processes, "state": self.state},
+                hooks=self.hooks,
+                state=self.state,
+                checkpoint_for=self._checkpoint_for,
             )
         )
         self._turn_pool = Pool(
@@ -167,6 +217,10 @@ class Runtime:
             await asyncio.gather(self._mcp_start, return_exceptions=True)
         if self.mcp is not None:
             await self.mcp.close()
+        await self.processes.shutdown()
+        await self.hooks.drain()
+        if self.state is not None:
+            await self.state.close()
         await self.transcripts.close()
         await self.queue.db.close()
 
@@ -186,6 +240,80 @@ class Runtime:
         )
 
     def _approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
+        """The turn's approver: the human one, behind the reviewer when `approvals` says."""
+        human = self._human_approver_for(session, payload)
+        agent = self.config.agent(session.agent)
+        if agent.approvals == "human":
+            return human
+        reviewer = Reviewer(
+            self.router,
+            agent.reviewer_chain or agent.chain,
+            bus=self.bus,
+            task=str(payload.get("text") or ""),
+            workspace=agent.workspace_path,
+        )
+        return select_approver(agent.approvals, human=human, reviewer=reviewer)
+
+    async def _process_exited(self, info: ProcessInfo) -> None:
+        """A notify: true background process ended: tell its session in a new turn."""
+        from habakkuk.tools.processes import format_exit_notice
+
+        try:
+            await self.submit(info.session, format_exit_notice(info), turn_id=f"turn_{info.id}")
+        except Exception as exc:  # the session may be gone; the notice is best effort
+            log.warning("cannot deliver the exit notice of %s: %s", info.id, exc)
+
+    # -- checkpoints ---------------------------------------------------------------------
+
+    def checkpoints(self, agent: str | None = None) -> Checkpoints | None:
+        """The agent's workspace checkpoints; None when off (`checkpoints: false`, no git)."""
+        agent_config = self.config.agent(agent)
+        if not self.config.checkpoints or not Checkpoints.available():
+            return None
+        found = self._checkpoints.get(agent_config.name)
+        if found is None:
+            found = Checkpoints(
+                self.home.checkpoints_dir(agent_config.name),
+                agent_config.workspace_path,
+                max_mb=self.config.checkpoint_max_mb,
+            )
+            self._checkpoints[agent_config.name] = found
+        return found
+
+    def _checkpoint_for(
+        self, agent: Any, session: Session, task: str
+    ) -> Callable[[], Awaitable[None]] | None:
+        store = self.checkpoints(agent.name)
+        if store is None:
+            return None
+
+        async def snapshot() -> None:
+            await store.snapshot(kind="turn", session=session.id, request=task)
+
+        return snapshot
+
+    async def undo(self, session_id: str) -> str:
+        """/undo: restore the workspace to before the session's latest turn that changed it.
+
+        Repeated, it walks further back. Refuses while a turn of the session is queued
+        or running. Returns a reply for the user (the diff stat of what changed).
+        """
+        session = await self.session(session_id)
+        if any(j.kind == TURN_KIND for j in await self.queue.active_for(session_id)):
+            raise HabakkukError("a turn of this session is queued or running; try /undo after it")
+        store = self.checkpoints(session.agent)
+        if store is None:
+            return "checkpoints are off (checkpoints: false in config, or git is not on PATH)"
+        try:
+            undone = await store.undo(session_id)
+        except CheckpointError as exc:
+            raise HabakkukError(str(exc)) from None
+        if undone is None:
+            return "nothing to undo: no earlier turn of this session changed the workspace"
+        checkpoint, stat = undone
+        return f"restored the workspace to checkpoint {checkpoint.id[:12]}:\n{stat}"
+
+    def _human_approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
         if payload.get("attended") and self.interactive:
             return self.approvals
         return None

@@ -74,12 +74,15 @@ class AgentConfig:
     workspace: str | None = None
     toolsets: list[str] = field(default_factory=lambda: ["core"])
     approvals: Approvals = "human"
+    # The approval reviewer's model (PROVIDER/MODEL); default: the agent's own chain.
+    reviewer_model: str | None = None
     instructions: str = ""
     max_steps: int = 50
     # Past this many tool specs the agent gets tool_search instead of them all (-1: never).
     tool_search_over: int = 60
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
+    reviewer_chain: list[ModelRef] = field(default_factory=list, init=False)
     workspace_path: Path = field(default=Path("."), init=False)
 
 
@@ -162,6 +165,28 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", port
 
 
+HookEvent = Literal[
+    "turn_start",
+    "turn_end",
+    "tool_before",
+    "tool_after",
+    "message_in",
+    "message_out",
+    "session_new",
+    "schedule_run",
+]
+
+
+@dataclass
+class HookConfig:
+    """One hook (`hooks[i]`): a shell command run on an event whose subject matches."""
+
+    event: HookEvent
+    command: str
+    timeout: float = 10.0
+    match: str | None = None
+
+
 McpRisk = Literal["read", "write", "network", "exec"]
 
 
@@ -234,6 +259,10 @@ class Config:
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     mcp_server: McpServeConfig = field(default_factory=McpServeConfig)
     http: HttpConfig | None = None
+    hooks: list[HookConfig] = field(default_factory=list)
+    # Workspace snapshots before a turn's first change (needs git on PATH).
+    checkpoints: bool = True
+    checkpoint_max_mb: int = 200
     path: Path = field(default=Path("config.yaml"), init=False)
 
     def agent(self, name: str | None) -> AgentConfig:
@@ -306,6 +335,19 @@ def _resolve(config: Config, home: Home) -> None:
                 )
             refs.append(ref)
         agent.chain = refs
+        agent.reviewer_chain = list(refs)
+        if agent.reviewer_model is not None:
+            where = f"{path}:{line_of(agent, 'reviewer_model')}: agents.{name}.reviewer_model"
+            try:
+                reviewer = ModelRef.parse(agent.reviewer_model)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            if reviewer.provider not in config.providers:
+                known = ", ".join(sorted(config.providers)) or "none"
+                raise ConfigError(
+                    f"{where}: provider {reviewer.provider!r} is not defined (providers: {known})"
+                )
+            agent.reviewer_chain = [reviewer]
         for toolset in agent.toolsets:
             if toolset.startswith("mcp:"):
                 if toolset[4:] not in config.mcp_servers:
@@ -351,8 +393,32 @@ def _resolve(config: Config, home: Home) -> None:
         ) from None
     if config.workers.turns < 1:
         raise ConfigError(f"{path}:{line_of(config.workers, 'turns')}: workers.turns: must be >= 1")
+    _resolve_hooks(config)
     if config.http is not None:
         _resolve_http(config, config.http)
+
+
+def _resolve_hooks(config: Config) -> None:
+    import re
+
+    path = config.path
+    if config.checkpoint_max_mb < 1:
+        raise ConfigError(
+            f"{path}:{line_of(config, 'checkpoint_max_mb')}: checkpoint_max_mb: must be >= 1"
+        )
+    for i, hook in enumerate(config.hooks):
+        where = f"hooks[{i}]"
+        if not hook.command.strip():
+            raise ConfigError(f"{path}:{line_of(hook, 'command')}: {where}.command: is empty")
+        if hook.timeout <= 0:
+            raise ConfigError(f"{path}:{line_of(hook, 'timeout')}: {where}.timeout: must be > 0")
+        if hook.match is not None:
+            try:
+                re.compile(hook.match)
+            except re.error as exc:
+                raise ConfigError(
+                    f"{path}:{line_of(hook, 'match')}: {where}.match: bad regular expression: {exc}"
+                ) from None
 
 
 def _resolve_http(config: Config, http: HttpConfig) -> None:

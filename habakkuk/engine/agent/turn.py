@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from ..config import AgentConfig, Config, ModelRef
 from ..errors import HabakkukError
 from ..events import EventBus
 from ..home import Home
+from ..hooks import Hooks
 from ..jobs import Lease
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router
@@ -32,6 +33,7 @@ from ..llm.types import (
     Message,
     ModelRequest,
     StreamEvent,
+    TextBlock,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -41,6 +43,7 @@ from ..llm.types import (
 )
 from ..pools import PermanentJobError
 from ..sessions import INTERRUPTED, Session, TranscriptStore, repair
+from ..state import StateStore
 from ..store import BlobStore
 from ..toolkit.approvals import Approver
 from ..toolkit.registry import ToolContext, ToolRegistry
@@ -53,6 +56,9 @@ STOPPED = "interrupted: the user stopped the turn before this tool call finished
 
 ApproverFor = Callable[[Session, dict[str, Any]], Approver | None]
 ChainFor = Callable[[AgentConfig, Session], list[ModelRef]]
+Snapshot = Callable[[], Awaitable[None]]
+# (agent, session, task) -> a function that snapshots the workspace, or None for no checkpoints
+CheckpointFor = Callable[[AgentConfig, Session, str], Snapshot | None]
 
 
 @dataclass
@@ -69,6 +75,31 @@ class TurnDeps:
     approver_for: ApproverFor
     chain_for: ChainFor | None = None
     services: dict[str, Any] | None = None
+    hooks: Hooks | None = None
+    state: StateStore | None = None
+    checkpoint_for: CheckpointFor | None = None
+
+
+def once_per_turn(snapshot: Snapshot, label: str) -> Snapshot:
+    """Run `snapshot` at most once, even when parallel calls ask at the same moment.
+
+    A failed snapshot is logged and not retried: the tool call goes ahead.
+    """
+    lock = asyncio.Lock()
+    done = False
+
+    async def run() -> None:
+        nonlocal done
+        async with lock:
+            if done:
+                return
+            done = True
+            try:
+                await snapshot()
+            except Exception as exc:
+                log.warning("checkpoint before %s failed: %s", label, exc)
+
+    return run
 
 
 class TurnRunner:
@@ -88,12 +119,13 @@ class TurnRunner:
             lease.check(conn, "control")
 
         typed = str(payload.get("text") or "")
-        opened = await deps.transcripts.open_turn(
-            session_id,
-            job.id,
-            user_message(typed, deps.config.timezone) if typed else None,
-            guard,
-        )
+        first = user_message(typed, deps.config.timezone) if typed else None
+        if first is not None and deps.state is not None:
+            # Open todo items ride along with the message, so the transcript stays append-only.
+            note = await deps.state.todo_note(session_id)
+            if note:
+                first.blocks.append(TextBlock(note))
+        opened = await deps.transcripts.open_turn(session_id, job.id, first, guard)
         if opened is None:
             raise PermanentJobError(f"session {session_id} does not exist")
         session, stored = opened
@@ -102,21 +134,30 @@ class TurnRunner:
         except HabakkukError as exc:
             raise PermanentJobError(str(exc)) from None
         deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name)
+        self._fire("turn_start", agent.name, {"session": session_id, "turn": job.id, "text": typed})
         try:
             reply = await self._loop(
                 lease, session, agent, guard, typed, [m.message for m in stored]
             )
         except asyncio.CancelledError:
-            deps.bus.publish("turn.end", session_id, turn=job.id, status="stopped")
+            self._end(agent.name, session_id, job.id, status="stopped")
             raise
         except ProviderError as exc:
-            deps.bus.publish("turn.end", session_id, turn=job.id, status="failed", error=str(exc))
+            self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
             raise PermanentJobError(f"model call failed: {exc}") from None
         except PermanentJobError as exc:
-            deps.bus.publish("turn.end", session_id, turn=job.id, status="failed", error=str(exc))
+            self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
             raise
-        deps.bus.publish("turn.end", session_id, turn=job.id, status="done", reply=reply)
+        self._end(agent.name, session_id, job.id, status="done", reply=reply)
         return {"session": session_id, "reply": reply}
+
+    def _end(self, agent: str, session: str, turn: str, **data: Any) -> None:
+        self.deps.bus.publish("turn.end", session, turn=turn, **data)
+        self._fire("turn_end", agent, {"session": session, "turn": turn, **data})
+
+    def _fire(self, event: str, agent: str, data: dict[str, Any]) -> None:
+        if self.deps.hooks is not None:
+            self.deps.hooks.fire(event, agent, {"agent": agent, **data})
 
     async def _loop(
         self,
@@ -147,6 +188,9 @@ class TurnRunner:
             exec_timeout=deps.config.tools.exec_timeout_seconds,
             services=dict(deps.services or {}),
         )
+        snapshot = deps.checkpoint_for(agent, session, task) if deps.checkpoint_for else None
+        if snapshot is not None:
+            context.checkpoint = once_per_turn(snapshot, f"turn {job.id}")
         if agent.name not in self._ready_workspaces:
             agent.workspace_path.mkdir(parents=True, exist_ok=True)
             self._ready_workspaces.add(agent.name)
@@ -206,6 +250,11 @@ class TurnRunner:
         self, calls: list[ToolUseBlock], context: ToolContext, allowed: set[str], lease: Lease
     ) -> list[ToolResultBlock]:
         """Run calls in parallel; on a stop, every call still gets a result."""
+        if context.checkpoint is not None and any(
+            self.deps.tools.may_mutate(call, context, allowed) for call in calls
+        ):
+            # Before the batch starts, so no call of it sees the workspace mid-snapshot.
+            await context.checkpoint()
         tasks = [
             asyncio.create_task(self.deps.tools.call(call, context, allowed), name=call.tool)
             for call in calls

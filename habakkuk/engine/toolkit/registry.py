@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -28,6 +28,9 @@ from .permissions import Risk, decide, inside
 log = logging.getLogger(__name__)
 
 Hardline = Callable[[str], str | None]
+# Tools that may change the workspace: the first such call of a turn on a path inside the
+# workspace (for exec: with a cwd inside it) takes a checkpoint first.
+MUTATORS = frozenset({"write_file", "edit_file", "apply_patch", "exec"})
 
 
 class ToolError(Exception):
@@ -56,6 +59,8 @@ class ToolContext:
     task: str = ""  # the user message that started the turn (for reviewers)
     exec_timeout: float = 120.0
     services: dict[str, Any] = field(default_factory=dict)
+    # Snapshot the workspace; the turn makes it run once per turn (None: no checkpoints).
+    checkpoint: Callable[[], Awaitable[None]] | None = None
 
     def resolve(self, path: str) -> Path:
         """A tool path: relative paths are inside the workspace; `~` expands."""
@@ -125,6 +130,9 @@ class ToolRegistry:
         self.hardline = hardline
         self.inline_budget = inline_budget
         self.grants = SessionGrants()
+        # engine.hooks.Hooks: tool_before guards the run, tool_after is fired after it.
+        self.hooks: Any = None
+        self.mutators = MUTATORS
 
     def register(self, tool: Tool, toolset: str = "core") -> None:
         self._tools[tool.name] = tool
@@ -168,6 +176,16 @@ class ToolRegistry:
             )
             raise
         result = await self._spill(use, output, ctx.blobs)
+        if tool is not None and self.hooks is not None:
+            self.hooks.fire(
+                "tool_after",
+                tool.name,
+                {
+                    **_hook_data(tool.name, use.input, ctx),
+                    "is_error": result.is_error,
+                    "output": result.text[:4000],
+                },
+            )
         ctx.bus.publish(
             "tool.end",
             ctx.session,
@@ -219,15 +237,49 @@ class ToolRegistry:
                 self.grants.grant(ctx.session, tool.name)
             if decision.by == "reviewer":
                 note = f"\n[approved by the reviewer: {decision.reason}]"
+        if self.hooks is not None:
+            reason = await self.hooks.guard(
+                "tool_before", tool.name, _hook_data(tool.name, args, ctx)
+            )
+            if reason:
+                return ToolOutput(f"blocked by a tool_before hook: {reason}", is_error=True)
+        if ctx.checkpoint is not None and self._mutates(tool, paths, ctx):
+            await ctx.checkpoint()
         try:
             output = await tool.run(args, ctx)
         except ToolError as exc:
             return ToolOutput(str(exc), is_error=True)
         except (OSError, ValueError, UnicodeError) as exc:
             return ToolOutput(f"{tool.name} failed: {exc}", is_error=True)
+        except Exception as exc:
+            # A bug in a tool must still leave the model a result, never a broken turn.
+            log.exception("tool %s failed unexpectedly", tool.name)
+            return ToolOutput(f"{tool.name} failed unexpectedly: {exc}", is_error=True)
         if note:
             output = ToolOutput(output.text + note, output.is_error)
         return output
+
+    def may_mutate(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> bool:
+        """Whether the call may change the workspace (so the turn snapshots it first).
+
+        The turn asks before it starts a batch of parallel calls, so no call of the
+        batch runs while the snapshot is taken; `call` checks again for safety.
+        """
+        tool = self._tools.get(use.tool) if use.tool in allowed else None
+        if tool is None or ctx.mode == "read-only" or not isinstance(use.input, dict):
+            return False
+        if _validate(tool.input_schema, use.input) is not None:
+            return False
+        try:
+            paths = tool.paths(use.input, ctx)
+        except Exception:
+            return False
+        return self._mutates(tool, paths, ctx)
+
+    def _mutates(self, tool: Tool, paths: list[Path] | None, ctx: ToolContext) -> bool:
+        if tool.name not in self.mutators or not paths:
+            return False
+        return any(inside(p, ctx.workspace) for p in paths)
 
     async def _ask(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ApprovalDecision:
         if ctx.approver is None:
@@ -256,3 +308,15 @@ class ToolRegistry:
                 f" saved at {path}; read it with read_file and an offset]"
             )
         return ToolResultBlock(use.tool_use_id, text, output.is_error)
+
+
+def _hook_data(tool: str, args: Any, ctx: ToolContext) -> dict[str, Any]:
+    """What tool hooks get on stdin (besides the event name)."""
+    return {
+        "agent": ctx.agent,
+        "session": ctx.session,
+        "turn": ctx.turn,
+        "tool": tool,
+        "input": args,
+        "workspace": str(ctx.workspace),
+    }
