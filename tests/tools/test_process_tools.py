@@ -1,0 +1,178 @@
+"""Background processes as tools, and exec leaving no process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from habakkuk.engine.events import EventBus
+from habakkuk.engine.store import BlobStore
+from habakkuk.engine.toolkit.registry import ToolContext, ToolError
+from habakkuk.tools.process_tools import (
+    BackgroundExec,
+    ProcessKill,
+    ProcessList,
+    ProcessOutput,
+    ProcessWait,
+    ProcessWrite,
+)
+from habakkuk.tools.processes import ProcessManager
+from habakkuk.tools.shell import run_command
+
+BOUND = 20.0
+
+
+def pid_gone(pid: int) -> bool:
+    """No such process, or only a zombie left (PID 1 here may not reap orphans)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return True
+    return data[data.rfind(b")") + 2 :].split()[0] == b"Z"
+
+
+async def wait_until(predicate: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + BOUND
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def manager(tmp_path: Path) -> AsyncIterator[ProcessManager]:
+    made = ProcessManager(tmp_path / "procs", segment_bytes=1000, kill_grace_seconds=0.5)
+    yield made
+    await made.shutdown()
+
+
+def ctx_for(tmp_path: Path, manager: ProcessManager | None, agent: str = "main") -> ToolContext:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    return ToolContext(
+        agent=agent,
+        session="ses_1",
+        turn="turn_1",
+        workspace=workspace,
+        mode="full",
+        home=tmp_path,
+        blobs=BlobStore(tmp_path / "blobs"),
+        bus=EventBus(),
+        exec_timeout=30,
+        services={"processes": manager} if manager is not None else {},
+    )
+
+
+async def start(ctx: ToolContext, command: str, **extra: Any) -> str:
+    out = await BackgroundExec().run({"command": command, "background": True, **extra}, ctx)
+    found = re.search(r"\bp_[0-9a-f]+\b", out.text)
+    assert found, out.text
+    return found.group(0)
+
+
+async def test_background_exec_returns_an_id_and_output_resumes_from_offsets(
+    tmp_path: Path, manager: ProcessManager
+) -> None:
+    ctx = ctx_for(tmp_path, manager)
+    pid = await start(ctx, "printf 'one\\n'; read line; printf 'two %s\\n' \"$line\"")
+    await ProcessWrite().run({"id": pid, "stdin": "x\n", "eof": True}, ctx)
+    waited = await ProcessWait().run({"id": pid, "timeout_seconds": BOUND}, ctx)
+    assert "exited with code 0" in waited.text
+    first = await ProcessOutput().run({"id": pid, "max_bytes": 4}, ctx)
+    assert first.text.startswith("one\n") and "next_offset=4" in first.text
+    rest = await ProcessOutput().run({"id": pid, "since": 4}, ctx)
+    assert rest.text.startswith("two x\n") and "next_offset=10" in rest.text
+    listed = await ProcessList().run({}, ctx)
+    assert pid in listed.text and "exited with code 0" in listed.text
+
+
+async def test_rotated_output_reports_what_was_discarded(
+    tmp_path: Path, manager: ProcessManager
+) -> None:
+    ctx = ctx_for(tmp_path, manager)
+    # 5000 bytes through 1000-byte segments: only the last one or two segments are kept.
+    pid = await start(ctx, "for i in $(seq 1 50); do printf '%099d\\n' $i; done")
+    await ProcessWait().run({"id": pid, "timeout_seconds": BOUND}, ctx)
+    out = await ProcessOutput().run({"id": pid, "since": 0, "max_bytes": 100_000}, ctx)
+    discarded = int(
+        re.search(r"([\d,]+) bytes before this were discarded", out.text)[1].replace(",", "")
+    )  # type: ignore[index]
+    assert 3000 <= discarded <= 4000
+    assert "next_offset=5000" in out.text
+    assert out.text.splitlines()[-2] == "0" * 97 + "50"
+    tail = await ProcessOutput().run({"id": pid, "since": -100}, ctx)
+    assert tail.text.startswith("0" * 97 + "50\n")
+
+
+async def test_kill_stops_the_whole_tree(tmp_path: Path, manager: ProcessManager) -> None:
+    ctx = ctx_for(tmp_path, manager)
+    pidfile = tmp_path / "child.pid"
+    pid = await start(ctx, f"sleep 300 & echo $! > {pidfile}; wait")
+    await wait_until(lambda: pidfile.exists() and pidfile.read_text().strip() != "", "pid file")
+    child = int(pidfile.read_text())
+    killed = await ProcessKill().run({"id": pid}, ctx)
+    assert "killed" in killed.text
+    await wait_until(lambda: pid_gone(child), "the background child to die")
+
+
+async def test_another_agent_cannot_see_the_process(
+    tmp_path: Path, manager: ProcessManager
+) -> None:
+    pid = await start(ctx_for(tmp_path, manager), "sleep 30")
+    other = ctx_for(tmp_path, manager, agent="other")
+    with pytest.raises(ToolError, match="no such process"):
+        await ProcessOutput().run({"id": pid}, other)
+    with pytest.raises(ToolError, match="no such process"):
+        await ProcessKill().run({"id": pid}, other)
+    assert "no background processes" in (await ProcessList().run({}, other)).text
+
+
+async def test_notify_only_applies_to_background(tmp_path: Path) -> None:
+    with pytest.raises(ToolError, match="notify"):
+        await BackgroundExec().run({"command": "true", "notify": True}, ctx_for(tmp_path, None))
+
+
+async def test_background_without_a_manager_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ToolError, match="not available"):
+        await start(ctx_for(tmp_path, None), "true")
+
+
+async def test_foreground_exec_still_runs_and_reports_the_exit_code(tmp_path: Path) -> None:
+    out = await BackgroundExec().run({"command": "echo hi; exit 3"}, ctx_for(tmp_path, None))
+    assert out.is_error and out.text.startswith("exit code 3") and "hi" in out.text
+
+
+async def test_timed_out_exec_leaves_no_process_behind(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    ctx = ctx_for(tmp_path, None)
+    out = await BackgroundExec().run(
+        {"command": f"(sleep 300 & echo $! > {pidfile}; wait) ; sleep 300", "timeout_seconds": 0.5},
+        ctx,
+    )
+    assert out.is_error and "timed out" in out.text
+    grandchild = int(pidfile.read_text())
+    await wait_until(lambda: pid_gone(grandchild), "the timed-out tree to die")
+
+
+async def test_cancelled_exec_leaves_no_process_behind(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    task = asyncio.create_task(
+        run_command(f"sleep 300 & echo $! > {pidfile}; wait", tmp_path, timeout=BOUND)
+    )
+    await wait_until(lambda: pidfile.exists() and pidfile.read_text().strip() != "", "pid file")
+    child = int(pidfile.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await wait_until(lambda: pid_gone(child), "the cancelled tree to die")
