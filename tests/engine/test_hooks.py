@@ -1,0 +1,172 @@
+"""Hooks: tool_before blocks (and fails closed), other events run in the background."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from habakkuk.engine.hooks import Hooks, run_hook
+
+BOUND = 20.0
+
+
+@dataclass
+class Hook:
+    event: str
+    command: str
+    timeout: float = 10.0
+    match: str | None = None
+
+
+async def wait_for_file(path: Path) -> str:
+    deadline = time.monotonic() + BOUND
+    while not (path.exists() and path.read_text().endswith("\n")):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {path}")
+        await asyncio.sleep(0.02)
+    return path.read_text()
+
+
+def pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return True
+    return data[data.rfind(b")") + 2 :].split()[0] == b"Z"
+
+
+async def test_hook_gets_the_event_on_stdin_and_env_and_runs_in_home(tmp_path: Path) -> None:
+    out = tmp_path / "seen.txt"
+    command = (
+        f'cat > {out}.json; printf "%s %s %s\\n" "$HABAKKUK_EVENT" "$HABAKKUK_HOME" "$PWD" > {out}'
+    )
+    result = await run_hook(Hook("tool_before", command), "tool_before", {"tool": "exec"}, tmp_path)
+    assert result.ok
+    assert out.read_text().split() == ["tool_before", str(tmp_path), str(tmp_path)]
+    assert json.loads(Path(f"{out}.json").read_text()) == {"event": "tool_before", "tool": "exec"}
+
+
+async def test_non_zero_exit_blocks_with_stdout_as_the_reason(tmp_path: Path) -> None:
+    hooks = Hooks([Hook("tool_before", "echo 'no deploys on Friday'; exit 3")], tmp_path)
+    assert await hooks.guard("tool_before", "exec", {}) == "no deploys on Friday"
+
+
+async def test_silent_failure_still_gives_a_reason(tmp_path: Path) -> None:
+    hooks = Hooks([Hook("tool_before", "exit 1")], tmp_path)
+    reason = await hooks.guard("tool_before", "exec", {})
+    assert reason is not None and "exited with code 1" in reason
+
+
+async def test_a_hook_that_times_out_blocks_and_its_group_is_killed(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    command = f"sleep 300 & echo $! > {pidfile}; wait"
+    hooks = Hooks([Hook("tool_before", command, timeout=0.5)], tmp_path)
+    reason = await hooks.guard("tool_before", "exec", {})
+    assert reason is not None and "timed out" in reason
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + BOUND
+    while not pid_gone(child):
+        assert time.monotonic() < deadline, "the hook's child outlived its timeout"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_hook_that_cannot_start_blocks(tmp_path: Path) -> None:
+    hooks = Hooks([Hook("tool_before", "true")], tmp_path / "no-such-home")
+    reason = await hooks.guard("tool_before", "exec", {})
+    assert reason is not None and "could not start" in reason
+
+
+async def test_match_picks_the_subject(tmp_path: Path) -> None:
+    hooks = Hooks([Hook("tool_before", "exit 1", match="^exec$")], tmp_path)
+    assert await hooks.guard("tool_before", "read_file", {}) is None
+    assert await hooks.guard("tool_before", "exec", {}) is not None
+
+
+async def test_passing_hooks_let_the_call_through(tmp_path: Path) -> None:
+    hooks = Hooks([Hook("tool_before", "true"), Hook("tool_before", "echo fine")], tmp_path)
+    assert await hooks.guard("tool_before", "exec", {}) is None
+
+
+async def test_background_events_do_not_wait(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    out = tmp_path / "done.txt"
+    command = f"while [ ! -e {release} ]; do sleep 0.02; done; echo done > {out}"
+    hooks = Hooks([Hook("turn_end", command)], tmp_path)
+    hooks.fire("turn_end", "main", {})  # returns at once although the hook waits
+    assert not out.exists()
+    release.touch()
+    assert await wait_for_file(out) == "done\n"
+    await hooks.drain()
+
+
+# -- through the runtime -----------------------------------------------------------------
+
+
+def hooks_config(tmp_path: Path, hooks_yaml: str) -> str:
+    return textwrap.dedent(
+        """\
+        providers:
+          mock:
+            type: mock
+            script:
+              - tool_calls:
+                  - {name: exec, arguments: {command: "echo ran > ran.txt"}}
+                  - {name: list_dir, arguments: {}}
+              - text: "finished"
+        agents:
+          main:
+            model: mock/scripted
+            mode: full
+        checkpoints: false
+        hooks:
+        """
+    ) + textwrap.indent(textwrap.dedent(hooks_yaml), "  ")
+
+
+async def test_tool_before_hook_blocks_exec_in_a_turn(runtime_factory: Any, tmp_path: Path) -> None:
+    logs = tmp_path / "events"
+    logs.mkdir()
+    save = f'cat > "$(mktemp {logs}/ev.XXXXXX)"'
+    config = hooks_config(
+        tmp_path,
+        f"""\
+        - {{event: tool_before, command: "echo blocked by policy; exit 1", match: "^exec$"}}
+        - {{event: turn_start, command: '{save}'}}
+        - {{event: tool_after, command: '{save}'}}
+        - {{event: turn_end, command: '{save}'}}
+        """,
+    )
+    runtime = await runtime_factory(config)
+    session = await runtime.new_session()
+    runtime.start_workers()
+    turn = await runtime.submit(session.id, "go")
+    outcome = await asyncio.wait_for(runtime.wait_turn(turn), 30)
+    assert outcome.status == "done"
+    results = (await runtime.messages(session.id))[2].message.tool_results
+    assert (
+        results[0].is_error
+        and "blocked by a tool_before hook: blocked by policy" in results[0].text
+    )
+    assert not results[1].is_error  # list_dir did not match
+    workspace = runtime.config.agents["main"].workspace_path
+    assert not (workspace / "ran.txt").exists()
+    await runtime.hooks.drain()
+    events = [json.loads(p.read_text()) for p in logs.iterdir()]
+    kinds = sorted(e["event"] for e in events)
+    assert kinds == ["tool_after", "tool_after", "turn_end", "turn_start"]
+    start = next(e for e in events if e["event"] == "turn_start")
+    assert start["agent"] == "main" and start["text"] == "go" and start["turn"] == turn
+    end = next(e for e in events if e["event"] == "turn_end")
+    assert end["status"] == "done" and end["reply"] == "finished"
