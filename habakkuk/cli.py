@@ -53,16 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     init = sub.add_parser("init", help="write a commented starter config (offline demo)")
     init.add_argument("--force", action="store_true", help="replace an existing config")
     sub.add_parser("doctor", help="check config, keys and databases")
-    checkpoints = sub.add_parser("checkpoints", help="list workspace checkpoints, newest first")
-    checkpoints.add_argument("--agent", help="agent name (default: the first agent)")
-    checkpoints.add_argument("-n", type=int, default=20, help="how many (default 20)")
-    rollback = sub.add_parser(
-        "rollback", help="restore the workspace (or one path) to a checkpoint"
-    )
-    rollback.add_argument("--agent", help="agent name (default: the first agent)")
-    rollback.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-    rollback.add_argument("id", help="checkpoint id (a unique prefix is enough)")
-    rollback.add_argument("path", nargs="?", help="restore only this path of the workspace")
+
+    sub.add_parser("channels", help="health of the chat channels")
+    pair = sub.add_parser("pair", help="let in the chat user who got this pairing code")
+    pair.add_argument("code")
+    send = sub.add_parser("send", help="queue a message or file to a chat (serve sends it)")
+    send.add_argument("--to", required=True, metavar="CHANNEL:CHAT[:THREAD]")
+    send.add_argument("--file", metavar="PATH", help="send this file (TEXT is its caption)")
+    send.add_argument("text", nargs="*", help="the message")
     from habakkuk.protocols.mcp.cli import add_parser as add_mcp_parser  # stdlib-only module
 
     add_mcp_parser(sub)
@@ -115,10 +113,12 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
         return commands.init
     if args.command == "doctor":
         return commands.doctor
-    if args.command == "checkpoints":
-        return commands.checkpoints
-    if args.command == "rollback":
-        return commands.rollback
+    if args.command == "channels":
+        return commands.channels
+    if args.command == "pair":
+        return commands.pair
+    if args.command == "send":
+        return commands.send
     if args.command == "mcp":
         from habakkuk.protocols.mcp import cli as mcp_cli
 

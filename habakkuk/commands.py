@@ -99,7 +99,8 @@ async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: 
             session = await runtime.new_session(agent, origin="cli")
         streamed = asyncio.create_task(_stream(runtime, session.id)) if not as_json else None
         await runtime.start_mcp()  # MCP tools for the turn (at most 20 s)
-        runtime.start_workers()
+        # One turn from the shell must not take over the chat bots `serve` runs.
+        runtime.start_workers(channels=False)
         turn = await runtime.submit(session.id, prompt)
         outcome = await runtime.wait_turn(turn)
         if streamed is not None:
@@ -242,81 +243,6 @@ async def _sessions_export(session_id: str, fmt: str, output: str | None) -> int
     return EXIT_OK
 
 
-# -- checkpoints -----------------------------------------------------------------------------
-
-
-def checkpoints(args: argparse.Namespace) -> int:
-    """`habakkuk checkpoints`: the agent's workspace checkpoints, newest first."""
-    return asyncio.run(_checkpoints(args.agent, args.n))
-
-
-async def _checkpoints(agent: str | None, n: int) -> int:
-    from habakkuk.tools.checkpoints import CheckpointError
-
-    runtime = await _open()
-    try:
-        store = runtime.checkpoints(agent)
-        if store is None:
-            print("habakkuk: checkpoints are off (checkpoints: false, or no git)", file=sys.stderr)
-            return EXIT_FAILED
-        try:
-            found = await store.list(max(n, 0))
-        except CheckpointError as exc:
-            print(f"habakkuk: {exc}", file=sys.stderr)
-            return EXIT_FAILED
-    finally:
-        await runtime.close()
-    for c in found:
-        request = " ".join(c.request.split())
-        request = request if len(request) <= 60 else request[:59] + "…"
-        stamp = c.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-        print(f"{c.id[:12]}  {stamp}  {c.kind:<8}  {c.session or '-':<20}  {request}")
-    if not found:
-        print("no checkpoints yet", file=sys.stderr)
-    return EXIT_OK
-
-
-def rollback(args: argparse.Namespace) -> int:
-    """`habakkuk rollback ID [PATH]`: show the diff stat, confirm, restore."""
-    return asyncio.run(_rollback(args.agent, args.id, args.path, args.yes))
-
-
-async def _rollback(agent: str | None, checkpoint_id: str, path: str | None, yes: bool) -> int:
-    from habakkuk.tools.checkpoints import CheckpointError
-
-    runtime = await _open()
-    try:
-        store = runtime.checkpoints(agent)
-        if store is None:
-            print("habakkuk: checkpoints are off (checkpoints: false, or no git)", file=sys.stderr)
-            return EXIT_FAILED
-        try:
-            stat = await store.diff_stat(checkpoint_id, path)
-            if stat.strip() == "no changes":
-                print("the workspace already matches that checkpoint; nothing to do")
-                return EXIT_OK
-            print(stat.rstrip())
-            if not yes:
-                answer = await asyncio.to_thread(_ask, "restore these changes? [y/N] ")
-                if answer.strip().lower() not in ("y", "yes"):
-                    print("not restored", file=sys.stderr)
-                    return EXIT_FAILED
-            await store.restore(checkpoint_id, path)
-        except CheckpointError as exc:
-            print(f"habakkuk: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    finally:
-        await runtime.close()
-    print("restored (the replaced state was checkpointed first; `habakkuk checkpoints` lists it)")
-    return EXIT_OK
-
-
-def _ask(prompt: str) -> str:
-    sys.stdout.write(prompt)
-    sys.stdout.flush()
-    return sys.stdin.readline()
-
-
 # -- init, doctor, smoke ---------------------------------------------------------------------
 
 
@@ -383,6 +309,30 @@ async def _smoke() -> int:
         return EXIT_FAILED
     print("smoke: ok")
     return EXIT_OK
+
+
+# -- channels ----------------------------------------------------------------------------
+
+
+def channels(args: argparse.Namespace) -> int:
+    """`habakkuk channels`: each channel's health from control.db."""
+    from habakkuk.channels.commands import channels_status
+
+    return asyncio.run(channels_status(_home()))
+
+
+def pair(args: argparse.Namespace) -> int:
+    """`habakkuk pair CODE`: approve a chat user's pairing code."""
+    from habakkuk.channels.commands import pair as approve
+
+    return asyncio.run(approve(_home(), args.code))
+
+
+def send(args: argparse.Namespace) -> int:
+    """`habakkuk send --to CHANNEL:CHAT[:THREAD] [--file PATH] TEXT`: queue a delivery."""
+    from habakkuk.channels.commands import send as queue_send
+
+    return asyncio.run(queue_send(_home(), args.to, " ".join(args.text), args.file))
 
 
 def tui(args: argparse.Namespace) -> int:

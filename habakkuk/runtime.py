@@ -51,7 +51,6 @@ def build_tools(config: Config) -> ToolRegistry:
     from habakkuk.engine.toolkit.registry import Tool
     from habakkuk.tools.clarify import Clarify
     from habakkuk.tools.edit import EditFile
-    from habakkuk.tools.fetch_tool import FetchUrl
     from habakkuk.tools.files import ListDir, ReadFile, WriteFile
     from habakkuk.tools.hardline import check_hardline
     from habakkuk.tools.patch_tool import ApplyPatch
@@ -80,12 +79,15 @@ def build_tools(config: Config) -> ToolRegistry:
         ProcessWait(),
         ProcessKill(),
         ProcessWrite(),
-        FetchUrl(allow_private=config.tools.allow_private_urls),
         Todo(),
         Clarify(),
     ]
     for tool in core:
         registry.register(tool, "core")
+    if config.channels:
+        from habakkuk.channels.service import register_tools
+
+        register_tools(registry)
     return registry
 
 
@@ -137,6 +139,7 @@ class Runtime:
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
         self._http: Any = None  # habakkuk.server.app.HttpServer while serving
+        self.channels: Any = None  # habakkuk.channels.service.ChannelService while running
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -174,10 +177,14 @@ class Runtime:
             self.mcp = McpManager(self.config, self.env, self.home, self.tools)
             self._mcp_start = asyncio.create_task(self.mcp.start(START_WAIT))
 
-    def start_workers(self) -> None:
-        """Start the worker pools as tasks on the running loop."""
+    def start_workers(self, *, channels: bool = True) -> None:
+        """Start the worker pools (and, with `channels`, the chat channels) on the running loop."""
         if self._pools:
             return
+        if channels and self.config.channels and self.channels is None:
+            from habakkuk.channels.service import ChannelService
+
+            self.channels = ChannelService(self)
         # Clients that did not wait for MCP still get its tools as servers connect.
         self._launch_mcp()
         runner = TurnRunner(
@@ -191,7 +198,11 @@ class Runtime:
                 blobs=self.blobs,
                 approver_for=self._approver_for,
                 chain_for=self._chain_for,
-                services={"processes": self.processes, "state": self.state},
+                services={
+                    "processes": self.processes,
+                    "state": self.state,
+                    **({"channels": self.channels} if self.channels is not None else {}),
+                },
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self._checkpoint_for,
@@ -207,10 +218,14 @@ class Runtime:
         self._pools.append(self._turn_pool)
         for pool in self._pools:
             pool.start()
+        if self.channels is not None:
+            self.channels.start()
 
     async def close(self) -> None:
         """Stop the HTTP server and the workers (leases released), close the stores."""
         await self.stop_http()
+        if self.channels is not None:
+            await self.channels.stop()
         for pool in self._pools:
             await pool.stop()
         self._pools.clear()
@@ -240,8 +255,12 @@ class Runtime:
             job_kind=job.kind,
             status=job.status,
         )
+        if self.channels is not None:
+            self.channels.turn_finished(job)
 
     def _approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
+        if payload.get("reply_to") and self.channels is not None:
+            return self.channels.approver_for(payload)  # type: ignore[no-any-return]
         """The turn's approver: the human one, behind the reviewer when `approvals` says."""
         human = self._human_approver_for(session, payload)
         agent = self.config.agent(session.agent)
@@ -354,18 +373,20 @@ class Runtime:
         *,
         turn_id: str | None = None,
         attended: bool = False,
+        extra: dict[str, Any] | None = None,
     ) -> str:
         """Queue a turn for `text` in the session; returns the turn id.
 
         With a `turn_id` derived from what caused the message, a redelivery is a
-        no-op (the existing turn's id is returned).
+        no-op (the existing turn's id is returned). `extra` adds payload keys
+        (a channel turn's `reply_to` address and attachment `blocks`).
         """
         session = await self.session(session_id)
         turn = turn_id or new_id("turn")
         await self.queue.enqueue(
             turn,
             TURN_KIND,
-            {"session": session.id, "text": text, "attended": attended},
+            {**(extra or {}), "session": session.id, "text": text, "attended": attended},
             serial_key=session.id,
             max_attempts=TURN_MAX_ATTEMPTS,
         )

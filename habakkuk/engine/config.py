@@ -134,6 +134,59 @@ class HttpConfig:
     port: int = field(default=8484, init=False)
 
 
+@dataclass
+class RouteConfig:
+    """One route of a channel: a chat or a sender mapped to an agent."""
+
+    agent: str
+    chat: str | None = None
+    user: str | None = None
+
+
+@dataclass
+class ChannelConfig:
+    """One channel account (`channels.NAME`), e.g. a Telegram bot."""
+
+    type: Literal["telegram"]
+    token_env: str | None = None
+    base_url: str | None = None
+    # user ids or @usernames allowed to talk; "*" lets anyone in
+    allow_from: str | list[str] = field(default_factory=list)
+    agent: str | None = None
+    routes: list[RouteConfig] = field(default_factory=list)
+    session_idle: float | str = "4h"
+    # group messages: only when addressed to the bot (mention), every message (all), or none
+    groups: Literal["mention", "all", "off"] = "mention"
+    reactions: bool = False
+    progress: bool = True
+    poll_timeout: int = 30
+    # an adapter silent for longer than this (no message, no keepalive) is reconnected
+    silent_limit: float | str = "2m"
+    name: str = field(default="", init=False)
+    session_idle_seconds: float = field(default=14400.0, init=False)
+    silent_limit_seconds: float = field(default=120.0, init=False)
+
+    @property
+    def allow_all(self) -> bool:
+        """True when `allow_from` is "*" (anyone may talk)."""
+        items = [self.allow_from] if isinstance(self.allow_from, str) else self.allow_from
+        return "*" in items
+
+    @property
+    def allowed(self) -> list[str]:
+        """The allow_from entries as a list."""
+        return [self.allow_from] if isinstance(self.allow_from, str) else list(self.allow_from)
+
+
+@dataclass
+class TranscriptionConfig:
+    """`transcription`: an OpenAI-compatible /audio/transcriptions endpoint for voice notes."""
+
+    base_url: str = "https://api.openai.com/v1"
+    key_env: str | None = "OPENAI_API_KEY"
+    model: str = "whisper-1"
+
+
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
@@ -259,6 +312,8 @@ class Config:
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     mcp_server: McpServeConfig = field(default_factory=McpServeConfig)
     http: HttpConfig | None = None
+    channels: dict[str, ChannelConfig] = field(default_factory=dict)
+    transcription: TranscriptionConfig | None = None
     hooks: list[HookConfig] = field(default_factory=list)
     # Workspace snapshots before a turn's first change (needs git on PATH).
     checkpoints: bool = True
@@ -396,6 +451,7 @@ def _resolve(config: Config, home: Home) -> None:
     _resolve_hooks(config)
     if config.http is not None:
         _resolve_http(config, config.http)
+    _resolve_channels(config)
 
 
 def _resolve_hooks(config: Config) -> None:
@@ -531,3 +587,65 @@ def _resolve_mcp(config: Config) -> None:
             server.timeout_seconds = parse_duration(server.timeout)
         except ValueError as exc:
             raise _mcp_error(path, server, "timeout", str(exc)) from None
+
+
+def _resolve_channels(config: Config) -> None:
+    """Check each channel account: its credentials variable, agents, routes, durations."""
+    import re
+
+    path = config.path
+    for name, channel in config.channels.items():
+        channel.name = name
+        where = f"{path}:{line_of(channel)}: channels.{name}"
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+            raise ConfigError(f"{where}: a channel name uses letters, digits, - and _ only")
+        if not channel.token_env or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", channel.token_env):
+            raise ConfigError(
+                f"{path}:{line_of(channel, 'token_env')}: channels.{name}.token_env: "
+                "must name the variable holding the bot token"
+            )
+        if channel.base_url is not None and not re.match(r"https?://[^/\s]+", channel.base_url):
+            raise ConfigError(
+                f"{path}:{line_of(channel, 'base_url')}: channels.{name}.base_url: "
+                f"{channel.base_url!r} is not an http(s) URL"
+            )
+        agents = [("agent", channel.agent)] + [
+            (f"routes[{i}].agent", r.agent) for i, r in enumerate(channel.routes)
+        ]
+        for key, agent in agents:
+            if agent is not None and agent not in config.agents:
+                known = ", ".join(sorted(config.agents)) or "none"
+                raise ConfigError(
+                    f"{path}:{line_of(channel, key.split('[')[0])}: channels.{name}.{key}: "
+                    f"agent {agent!r} is not defined (agents: {known})"
+                )
+        for i, route in enumerate(channel.routes):
+            if route.chat is None and route.user is None:
+                raise ConfigError(
+                    f"{path}:{line_of(route)}: channels.{name}.routes[{i}]: give chat or user"
+                )
+        for key in ("session_idle", "silent_limit"):
+            try:
+                seconds = parse_duration(getattr(channel, key))
+            except ValueError as exc:
+                raise ConfigError(
+                    f"{path}:{line_of(channel, key)}: channels.{name}.{key}: {exc}"
+                ) from None
+            setattr(channel, f"{key}_seconds", seconds)
+        if not 1 <= channel.poll_timeout <= 50:
+            raise ConfigError(
+                f"{path}:{line_of(channel, 'poll_timeout')}: channels.{name}.poll_timeout: "
+                "must be between 1 and 50 seconds"
+            )
+        if channel.silent_limit_seconds <= channel.poll_timeout:
+            raise ConfigError(
+                f"{path}:{line_of(channel, 'silent_limit')}: channels.{name}.silent_limit: "
+                f"must be longer than poll_timeout ({channel.poll_timeout}s)"
+            )
+    if config.transcription is not None:
+        url = config.transcription.base_url
+        if not re.match(r"https?://[^/\s]+", url):
+            raise ConfigError(
+                f"{path}:{line_of(config.transcription, 'base_url')}: transcription.base_url: "
+                f"{url!r} is not an http(s) URL"
+            )

@@ -40,6 +40,7 @@ from ..llm.types import (
     ToolCallStart,
     ToolResultBlock,
     ToolUseBlock,
+    block_from_json,
 )
 from ..pools import PermanentJobError
 from ..sessions import INTERRUPTED, Session, TranscriptStore, repair
@@ -120,6 +121,9 @@ class TurnRunner:
 
         typed = str(payload.get("text") or "")
         first = user_message(typed, deps.config.timezone) if typed else None
+        if first is not None and payload.get("blocks"):
+            # Attachments a channel message carried (images, PDFs), stored by blob reference.
+            first.blocks[1:1] = [block_from_json(b) for b in payload["blocks"]]
         if first is not None and deps.state is not None:
             # Open todo items ride along with the message, so the transcript stays append-only.
             note = await deps.state.todo_note(session_id)

@@ -1,0 +1,137 @@
+"""The channel CLI commands: `habakkuk channels`, `habakkuk pair CODE`, `habakkuk send`.
+
+They work on control.db directly (no workers): a running `habakkuk serve`
+picks up the pairing and sends the queued deliveries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import sys
+import time
+from pathlib import Path
+
+from habakkuk.engine.config import Config, load_config
+from habakkuk.engine.errors import ConfigError, HabakkukError
+from habakkuk.engine.home import Home
+from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
+from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.store import BlobStore, Database
+
+from .adapter import Address
+from .deliveries import enqueue_delivery
+from .gateway import TEXT
+from .store import ChannelStore
+
+
+async def _open(home: Home) -> tuple[Config, Database, ChannelStore]:
+    config = load_config(home)
+    home.prepare()
+    db = await Database.open(home.db_path("control"), JOB_MIGRATIONS)
+    return config, db, await ChannelStore.open(db)
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+async def channels_status(home: Home) -> int:
+    """Print each configured channel's health; returns 0, or 1 when one is unhealthy."""
+    config, db, store = await _open(home)
+    try:
+        statuses = await store.statuses()
+        holders = {name: await store.lease_holder(f"channel:{name}") for name in config.channels}
+    finally:
+        await db.close()
+    if not config.channels:
+        print("no channels configured (add a channels: section to config.yaml)")
+        return 0
+    now = time.time()
+    unhealthy = False
+    for name, channel in sorted(config.channels.items()):
+        status = statuses.get(name)
+        holder = holders.get(name)
+        if status is None:
+            state, detail = "never started", "run habakkuk serve"
+        elif holder is None and status.state not in ("stopped",):
+            ago = _age(now - status.updated_at)
+            state, detail = "not running", f"last {status.state} {ago} ago"
+        else:
+            state = status.state
+            detail = f"for {_age(now - status.since)}"
+            if status.last_beat:
+                detail += f", last beat {_age(now - status.last_beat)} ago"
+            if status.restarts:
+                detail += f", {status.restarts} restart(s)"
+            if holder:
+                detail += f", held by {holder.rsplit(':', 1)[0]}"
+            if status.detail:
+                detail += f": {status.detail}"
+        unhealthy = unhealthy or state not in ("connected", "standby")
+        print(f"{name:<16} {channel.type:<10} {state:<13} {detail}")
+    return 1 if unhealthy else 0
+
+
+async def pair(home: Home, code: str) -> int:
+    """Approve a pairing code: its user may talk from now on and is told so."""
+    _, db, store = await _open(home)
+    try:
+        pairing = await store.approve_pairing(code)
+        if pairing is None:
+            print(f"habakkuk: pairing code {code!r} is unknown or expired", file=sys.stderr)
+            return 1
+        await enqueue_delivery(
+            JobQueue(db),
+            f"paired:{pairing.account}:{pairing.user}:{pairing.code}",
+            {"kind": "text", "to": pairing.address, "text": TEXT["paired"]},
+        )
+    finally:
+        await db.close()
+    who = f"{pairing.name} ({pairing.user})" if pairing.name else pairing.user
+    print(f"paired {who} on {pairing.account}")
+    return 0
+
+
+async def send(home: Home, to: str, text: str, file: str | None) -> int:
+    """Queue a message (or a file with `text` as caption) to a chat; serve sends it."""
+    try:
+        address = Address.parse(to)
+    except ValueError as exc:
+        raise ConfigError(f"--to: {exc}") from None
+    config, db, _ = await _open(home)
+    try:
+        if address.channel not in config.channels:
+            known = ", ".join(sorted(config.channels)) or "none"
+            raise ConfigError(
+                f"--to: channel {address.channel!r} is not configured (channels: {known})"
+            )
+        job_id = f"send:{secrets.token_hex(8)}"
+        if file is not None:
+            path = Path(file).expanduser()
+            try:
+                data = await asyncio.to_thread(path.read_bytes)
+            except OSError as exc:
+                raise HabakkukError(f"--file: {path}: {exc.strerror}") from None
+            blob = await BlobStore(home.blobs_dir).put(data, path.suffix)
+            payload = {
+                "kind": "file",
+                "to": str(address),
+                "path": str(blob),
+                "name": path.name,
+                "caption": text,
+            }
+        else:
+            if not text.strip():
+                raise ConfigError("send: give the TEXT to send (or --file PATH)")
+            payload = {"kind": "text", "to": str(address), "text": text}
+        await enqueue_delivery(JobQueue(db), job_id, payload)
+    finally:
+        await db.close()
+    print(f"queued {job_id} for {address}; habakkuk serve sends it")
+    return 0

@@ -1,0 +1,266 @@
+"""Delivery jobs: everything Habakkuk sends to a chat goes out as a durable job.
+
+- A turn's reply is the job `reply:<turn id>`, so a turn that reruns after a
+  crash, or is announced twice, never replies twice. The reply text is read
+  from the finished turn job when the delivery runs.
+- Each chunk sent is recorded in `delivery_chunks` in the same transaction as
+  a check that the job is still ours, so a retry resumes at the first unsent
+  chunk.
+- `Undeliverable` (bot blocked, chat gone) fails the job for good; anything
+  else retries with the queue's backoff.
+- Deliveries of one chat share a serial key, so they arrive in order; the job
+  kind names the channel account (`delivery:<account>`), so only the process
+  holding that account's connection claims them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from habakkuk.engine.jobs import Job, JobQueue, Lease
+from habakkuk.engine.pools import PermanentJobError
+
+from .adapter import Adapter, Address, Button, SendError, Undeliverable, poll_as_text
+from .store import ChannelStore
+
+log = logging.getLogger(__name__)
+
+DELIVERY_PREFIX = "delivery:"
+DELIVERY_MAX_ATTEMPTS = 10
+REPLY_PREFIX = "reply:"
+# Finished turns older than this are not swept for a missing reply (nobody waits any more).
+SWEEP_WINDOW_SECONDS = 86400.0
+
+AdapterFor = Callable[[str], Awaitable[Adapter | None]]
+FailureText = Callable[[str], str]
+Settled = Callable[[str], Awaitable[None]]
+
+
+def delivery_kind(account: str) -> str:
+    """The job kind of deliveries through channel account `account`."""
+    return f"{DELIVERY_PREFIX}{account}"
+
+
+def reply_id(turn_id: str) -> str:
+    """The delivery job id of a turn's reply."""
+    return f"{REPLY_PREFIX}{turn_id}"
+
+
+def serial_key(address: Address) -> str:
+    return f"chat:{address}"
+
+
+async def enqueue_delivery(queue: JobQueue, job_id: str, payload: dict[str, Any]) -> bool:
+    """Queue a delivery (idempotent by `job_id`); True when it was new.
+
+    `payload["to"]` is the address `CHANNEL:CHAT[:THREAD]`; `payload["kind"]` is
+    reply (a turn's reply: `turn`), text (`text`, optional `buttons`), file
+    (`path`, `caption`) or poll (`question`, `options`, `multiple`).
+    """
+    address = Address.parse(str(payload["to"]))
+    return await queue.enqueue(
+        job_id,
+        delivery_kind(address.channel),
+        payload,
+        serial_key=serial_key(address),
+        max_attempts=DELIVERY_MAX_ATTEMPTS,
+    )
+
+
+async def enqueue_reply(queue: JobQueue, turn: Job) -> bool:
+    """Queue the reply delivery of a finished channel turn (idempotent)."""
+    reply_to = turn.payload.get("reply_to")
+    if not isinstance(reply_to, dict) or not reply_to.get("to"):
+        return False
+    return await enqueue_delivery(
+        queue,
+        reply_id(turn.id),
+        {
+            "kind": "reply",
+            "turn": turn.id,
+            "to": reply_to["to"],
+            "reply_to": reply_to.get("message"),
+        },
+    )
+
+
+async def sweep_replies(queue: JobQueue, turn_kind: str) -> int:
+    """Queue replies of finished channel turns that have none; returns how many.
+
+    The runtime queues a reply when a turn finishes; a crash between the turn's
+    end and that enqueue leaves a finished turn without a delivery, which this
+    sweep (run when channels start, and periodically) repairs.
+    """
+
+    def _missing(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+        return conn.execute(
+            "SELECT * FROM jobs j WHERE j.kind = ? AND j.status IN ('done', 'failed', 'cancelled')"
+            " AND j.updated_at >= ? AND json_extract(j.payload, '$.reply_to.to') IS NOT NULL"
+            " AND NOT EXISTS (SELECT 1 FROM jobs d WHERE d.id = ? || j.id)",
+            (turn_kind, time.time() - SWEEP_WINDOW_SECONDS, REPLY_PREFIX),
+        ).fetchall()
+
+    rows = await queue.db.run(_missing)
+    count = 0
+    for row in rows:
+        if await enqueue_reply(queue, Job.from_row(row)):
+            count += 1
+    return count
+
+
+def _buttons(raw: Any) -> list[list[Button]] | None:
+    if not raw:
+        return None
+    return [[Button(str(b["text"]), str(b["data"])) for b in row] for row in raw]
+
+
+class DeliveryWorker:
+    """The handler of delivery jobs: `run(lease)` for a Pool."""
+
+    def __init__(
+        self,
+        queue: JobQueue,
+        store: ChannelStore,
+        adapter_for: AdapterFor,
+        failure_text: FailureText,
+        settled: Settled | None = None,
+    ):
+        self.queue = queue
+        self.store = store
+        self.adapter_for = adapter_for
+        self.failure_text = failure_text
+        # waits until a turn's progress draft is final, so removing it cannot race its creation
+        self.settled = settled
+
+    async def run(self, lease: Lease) -> dict[str, Any]:
+        payload = lease.job.payload
+        try:
+            address = Address.parse(str(payload.get("to", "")))
+        except ValueError as exc:
+            raise PermanentJobError(str(exc)) from None
+        adapter = await self.adapter_for(address.channel)
+        if adapter is None:
+            # Not connected right now: the queue's backoff retries later.
+            raise SendError(f"channel {address.channel} is not connected")
+        kind = payload.get("kind", "text")
+        try:
+            if kind == "reply":
+                return await self._reply(lease, adapter, address)
+            if kind == "text":
+                return await self._send_text(
+                    lease,
+                    adapter,
+                    address,
+                    str(payload.get("text", "")),
+                    reply_to=payload.get("reply_to"),
+                    buttons=_buttons(payload.get("buttons")),
+                )
+            if kind == "file":
+                return await self._send_file(lease, adapter, address, payload)
+            if kind == "poll":
+                return await self._send_poll(lease, adapter, address, payload)
+        except Undeliverable as exc:
+            raise PermanentJobError(f"undeliverable: {exc}") from None
+        raise PermanentJobError(f"unknown delivery kind {kind!r}")
+
+    async def _reply(self, lease: Lease, adapter: Adapter, address: Address) -> dict[str, Any]:
+        turn_id = str(lease.job.payload.get("turn", ""))
+        turn = await self.queue.get(turn_id)
+        if turn is None:
+            raise PermanentJobError(f"turn {turn_id} not found")
+        if not turn.finished:
+            raise SendError(f"turn {turn_id} has not finished")
+        if self.settled is not None:
+            await self.settled(turn_id)
+        await self._remove_draft(adapter, turn_id)
+        text = ""
+        if turn.status == "done":
+            text = str((turn.result or {}).get("reply", "")).strip()
+        elif turn.status == "failed":
+            text = self.failure_text(turn.error or "unknown error")
+        if not text:  # a silent or stopped turn: only its draft goes
+            return {"chunks": 0}
+        return await self._send_text(
+            lease, adapter, address, text, reply_to=lease.job.payload.get("reply_to")
+        )
+
+    async def _remove_draft(self, adapter: Adapter, turn_id: str) -> None:
+        draft = await self.store.draft(turn_id)
+        if draft is None:
+            return
+        to, message_id = draft
+        if adapter.can("edit"):
+            try:
+                await adapter.delete(Address.parse(to), message_id)
+            except SendError as exc:
+                log.info("could not remove the progress draft of %s: %s", turn_id, exc)
+        await self.store.drop_draft(turn_id)
+
+    async def _send_text(
+        self,
+        lease: Lease,
+        adapter: Adapter,
+        address: Address,
+        text: str,
+        *,
+        reply_to: Any = None,
+        buttons: list[list[Button]] | None = None,
+    ) -> dict[str, Any]:
+        chunks = adapter.render(text)
+        sent = await self.store.sent_chunks(lease.job.id)
+        ids = []
+        for index, chunk in enumerate(chunks):
+            if index in sent:
+                ids.append(sent[index])
+                continue
+            last = index == len(chunks) - 1
+            message_id = await adapter.send_text(
+                address,
+                chunk,
+                reply_to=str(reply_to) if reply_to and index == 0 else None,
+                buttons=buttons if last and adapter.can("buttons") else None,
+            )
+            await self.store.record_chunk(lease, index, message_id)
+            ids.append(message_id)
+        return {"chunks": len(chunks), "messages": ids}
+
+    async def _send_file(
+        self, lease: Lease, adapter: Adapter, address: Address, payload: dict[str, Any]
+    ) -> dict[str, Any]:
+        sent = await self.store.sent_chunks(lease.job.id)
+        if 0 in sent:
+            return {"messages": [sent[0]]}
+        path = Path(str(payload.get("path", "")))
+        exists = await asyncio.to_thread(path.is_file)
+        if not exists:
+            raise PermanentJobError(f"file {path} is gone")
+        caption = str(payload.get("caption", ""))
+        if not adapter.can("files"):
+            raise PermanentJobError(f"{adapter.type} cannot send files")
+        name = str(payload.get("name", "")) or path.name
+        message_id = await adapter.send_file(address, path, caption=caption, name=name)
+        await self.store.record_chunk(lease, 0, message_id)
+        return {"messages": [message_id]}
+
+    async def _send_poll(
+        self, lease: Lease, adapter: Adapter, address: Address, payload: dict[str, Any]
+    ) -> dict[str, Any]:
+        question = str(payload.get("question", ""))
+        options = [str(o) for o in payload.get("options", [])]
+        multiple = bool(payload.get("multiple", False))
+        if not adapter.can("polls"):
+            return await self._send_text(
+                lease, adapter, address, poll_as_text(question, options, multiple)
+            )
+        sent = await self.store.sent_chunks(lease.job.id)
+        if 0 in sent:
+            return {"messages": [sent[0]]}
+        message_id = await adapter.send_poll(address, question, options, multiple=multiple)
+        await self.store.record_chunk(lease, 0, message_id)
+        return {"messages": [message_id]}

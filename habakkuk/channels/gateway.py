@@ -1,0 +1,828 @@
+"""The gateway: from a platform message to a turn, a command or an approval answer.
+
+It decides who may talk (`allow_from`, or a one-hour pairing code the owner
+approves with `habakkuk pair CODE`), whether a group message is addressed to
+the bot, and which agent and session a conversation maps to (routes; a fresh
+session after `session_idle`). It runs the chat commands the engine supports,
+and it is the chat's approver: a tool call that needs approval is posted to the
+chat (with buttons where the platform has them) and waits for "yes" or "no"
+from an allowed sender, 15 minutes, then the step is skipped.
+
+Exactly-once: a message already handled is dropped (`channel_seen`), a turn's
+job id derives from the platform message id, and every reply is a delivery job
+with an id derived from what caused it.
+
+While a turn runs the gateway shows typing every 4 s, reacts (`reactions:
+true`) and keeps a live progress draft edited at most every 3 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import mimetypes
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from habakkuk.engine.config import ChannelConfig, Config
+from habakkuk.engine.events import EventBus
+from habakkuk.engine.home import Environment
+from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, TextBlock, block_to_json
+from habakkuk.engine.sessions import Session, StoredMessage, TranscriptStore
+from habakkuk.engine.store import BlobStore
+from habakkuk.engine.toolkit.approvals import (
+    Answer,
+    ApprovalDecision,
+    ApprovalHub,
+    ApprovalRequest,
+)
+
+from .adapter import Adapter, Address, Button, InboundMessage, SendError
+from .deliveries import enqueue_delivery
+from .store import ChannelStore
+
+log = logging.getLogger(__name__)
+
+MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
+IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+TURN_KIND = "turn"
+
+# Habakkuk's own chat text, one catalog (English); other locales plug in by key.
+TEXT = {
+    "pair_needed": (
+        "Hi! I don't know you yet. Ask my owner to run:\n\n`habakkuk pair {code}`\n\n"
+        "The code is valid for one hour."
+    ),
+    "paired": "You're in: my owner approved you. Say hello!",
+    "new": "New session started with agent **{agent}**.",
+    "stopped": "Stopped.",
+    "nothing_running": "Nothing is running.",
+    "unknown_command": "Unknown command /{name}. /help lists the commands.",
+    "approval": "**Approval needed**: {tool}\n\n`{summary}`\n\nReply **yes** or **no**.",
+    "approval_skipped": "No answer in 15 minutes, so I skipped that step.",
+    "approved": "Approved",
+    "approved_session": "Approved for this session",
+    "denied": "Denied",
+    "expired": "This prompt has expired.",
+    "not_allowed": "You are not allowed to answer this.",
+    "failed": "Sorry, that failed: {error}",
+    "working": "⏳ Working…",
+    "no_retry": "There is no earlier message to retry.",
+    "title": "Title: {title}",
+    "title_set": "Title set: {title}",
+    "no_title": "This session has no title yet.",
+    "agent_switched": "This conversation now talks to **{agent}** (new session).",
+    "agent_default": "Back to the default routing: **{agent}** (new session).",
+    "unknown_agent": "No agent named {name}. Agents: {known}",
+    "export_caption": "Transcript of {title}",
+    "too_large": "[attachment {name} was too large to download]",
+    "saved": "[attachment saved to inbox/{name}]",
+    "voice": "[voice note transcript: {text}]",
+    "voice_failed": "[a voice note could not be transcribed: {error}]",
+}
+YES_WORDS = {
+    "yes", "y", "yep", "yeah", "ok", "okay", "sure", "approve", "approved", "allow",
+    "oui", "sí", "si", "ja", "sim", "да",
+}  # fmt: skip
+ALWAYS_WORDS = {"always", "yes always", "allow always"}
+NO_WORDS = {"no", "n", "nope", "deny", "denied", "non", "nein", "não", "nao", "нет"}
+COMMANDS = {
+    "new": "start a fresh session",
+    "stop": "stop the running turn",
+    "status": "channel, agent, session and queue",
+    "retry": "run your last message again",
+    "queue": "queue a message as a turn (/queue TEXT)",
+    "title": "show or set the session title (/title [TEXT])",
+    "export": "send the transcript as a Markdown file",
+    "whoami": "who you are here and how you got in",
+    "agents": "list the agents",
+    "agent": "switch this conversation (/agent NAME, /agent default)",
+    "help": "this list",
+}
+
+
+class RuntimeFacade(Protocol):
+    """What the gateway needs from the runtime (the composition root implements it)."""
+
+    config: Config
+    queue: JobQueue
+    transcripts: TranscriptStore
+    approvals: ApprovalHub
+    bus: EventBus
+    blobs: BlobStore
+    env: Environment
+
+    async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session: ...
+
+    async def submit(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        turn_id: str | None = None,
+        attended: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> str: ...
+
+    async def stop_turn(self, turn_id: str) -> str | None: ...
+
+
+AdapterLookup = Callable[[str], Adapter | None]
+
+
+def turn_id_for(msg: InboundMessage) -> str:
+    """A turn's job id, derived from the platform message (redelivery-proof)."""
+    return f"turn:{msg.channel}:{msg.chat}:{msg.message_id}"
+
+
+def _say_id(msg: InboundMessage, suffix: str = "") -> str:
+    return f"say:{msg.channel}:{msg.key}{suffix}"
+
+
+@dataclass
+class _Prompt:
+    """An approval waiting in one conversation."""
+
+    approval: str
+    nonce: str
+    address: Address
+    delivery: str
+
+
+@dataclass
+class _Watch:
+    """A running channel turn: typing, reactions and the progress draft."""
+
+    turn: str
+    session: str
+    address: Address
+    message: str
+    lines: list[str] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    # set when the turn ends: done, failed, stopped (or "" on shutdown)
+    status: str | None = None
+
+
+def _normalize(text: str) -> str:
+    return re.sub(r"[\s.!?,;:]+", " ", text.strip().lower()).strip()
+
+
+class Gateway:
+    """Routes inbound messages of every channel account; answers approvals from chats."""
+
+    def __init__(
+        self,
+        runtime: RuntimeFacade,
+        store: ChannelStore,
+        adapter_for: AdapterLookup,
+        *,
+        typing_every: float = 4.0,
+        draft_after: float = 8.0,
+        edit_every: float = 3.0,
+    ):
+        self.runtime = runtime
+        self.config = runtime.config
+        self.channels = runtime.config.channels
+        self.store = store
+        self.queue = runtime.queue
+        self.adapter_for = adapter_for
+        self.typing_every = typing_every
+        self.draft_after = draft_after
+        self.edit_every = edit_every
+        self._prompts: dict[str, _Prompt] = {}
+        self._by_nonce: dict[str, _Prompt] = {}
+        self._prompt_locks: dict[str, asyncio.Lock] = {}
+        self._watches: dict[str, _Watch] = {}
+        self._events: asyncio.Task[None] | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Follow the events bus for typing, reactions and progress drafts."""
+        if self._events is None:
+            kinds = {"turn.start", "turn.end", "tool.start"}
+            subscription = self.runtime.bus.subscribe(lambda e: e.kind in kinds)
+            self._events = asyncio.create_task(self._follow(subscription), name="gateway:events")
+
+    async def stop(self) -> None:
+        if self._events is not None:
+            self._events.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._events
+            self._events = None
+        for watch in list(self._watches.values()):
+            if watch.task is not None:
+                watch.task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watch.task
+        self._watches.clear()
+
+    # -- inbound -------------------------------------------------------------------------
+
+    async def handle(self, msg: InboundMessage) -> None:
+        """Handle one inbound message once; a redelivered message is dropped."""
+        config = self.channels.get(msg.channel)
+        if config is None:
+            return
+        if await self.store.seen(msg.channel, msg.key):
+            log.info("dropping redelivered message %s on %s", msg.key, msg.channel)
+            return
+        try:
+            await self._handle(config, msg)
+        except SendError as exc:
+            log.warning("channel %s: could not answer %s: %s", msg.channel, msg.key, exc)
+        except Exception:
+            # A message that breaks the gateway must not stop the channel for good.
+            log.exception("channel %s: message %s failed; dropped", msg.channel, msg.key)
+        await self.store.mark_seen(msg.channel, msg.key)
+
+    async def _handle(self, config: ChannelConfig, msg: InboundMessage) -> None:
+        how = await self.allowed(config, msg)
+        if msg.callback is not None:
+            await self._on_button(msg, how)
+            return
+        if how is None:
+            if not msg.is_group:
+                pairing = await self.store.pairing_for(
+                    msg.channel, msg.sender, msg.sender_name, str(msg.address)
+                )
+                await self._say(msg, TEXT["pair_needed"].format(code=pairing.code))
+            return
+        if msg.is_group and (
+            config.groups == "off" or (config.groups == "mention" and not msg.addressed)
+        ):
+            return
+        text = msg.text.strip()
+        prompt = self._prompts.get(msg.address.conversation)
+        if prompt is not None and text:
+            answer = self._answer_word(text)
+            if answer is not None:
+                self.runtime.approvals.answer(
+                    prompt.approval, answer, by=f"{msg.channel}:{msg.sender}"
+                )
+                return
+        if text.startswith("/") and not msg.attachments:
+            await self._command(config, msg, how, text)
+            return
+        await self._start_turn(config, msg, text)
+
+    async def allowed(self, config: ChannelConfig, msg: InboundMessage) -> str | None:
+        """How the sender got in (open, allow_from, paired), or None for a stranger."""
+        if config.allow_all:
+            return "open"
+        names = {msg.sender.lower(), *(a.lower() for a in msg.sender_aliases)}
+        if any(entry.lower() in names for entry in config.allowed):
+            return "allow_from"
+        return await self.store.allowed_user(msg.channel, msg.sender)
+
+    @staticmethod
+    def _answer_word(text: str) -> Answer | None:
+        word = _normalize(text)
+        if word in ALWAYS_WORDS:
+            return "allow_session"
+        if word in YES_WORDS:
+            return "allow_once"
+        if word in NO_WORDS:
+            return "deny"
+        return None
+
+    async def _say(self, msg: InboundMessage, text: str, suffix: str = "") -> None:
+        """Reply to `msg` through a delivery job whose id derives from the message."""
+        await enqueue_delivery(
+            self.queue,
+            _say_id(msg, suffix),
+            {"kind": "text", "to": str(msg.address), "text": text, "reply_to": msg.message_id},
+        )
+
+    # -- conversations -------------------------------------------------------------------
+
+    def route_agent(self, config: ChannelConfig, msg: InboundMessage) -> str:
+        """The agent a conversation is routed to by the channel's routes."""
+        names = {msg.sender, *msg.sender_aliases}
+        for route in config.routes:
+            if route.chat is not None and route.chat == msg.chat:
+                return route.agent
+            if route.user is not None and route.user in names:
+                return route.agent
+        return self.config.agent(config.agent).name
+
+    async def session_for(
+        self, config: ChannelConfig, msg: InboundMessage, *, fresh: bool = False
+    ) -> Session:
+        """The conversation's session: the bound one unless idle too long (or `fresh`)."""
+        conversation = msg.address.conversation
+        binding = await self.store.binding(conversation)
+        agent = (binding.agent_override if binding else "") or self.route_agent(config, msg)
+        if agent not in self.config.agents:
+            agent = self.config.agent(None).name
+        if binding is not None and not fresh:
+            idle = time.time() - binding.last_active
+            session = await self.runtime.transcripts.get_session(binding.session)
+            if (
+                session is not None
+                and session.agent == agent
+                and idle <= config.session_idle_seconds
+            ):
+                return session
+        session = await self.runtime.new_session(agent, origin=f"channel:{msg.channel}")
+        await self.store.bind(conversation, session.id)
+        return session
+
+    async def _start_turn(
+        self, config: ChannelConfig, msg: InboundMessage, text: str, *, turn_id: str | None = None
+    ) -> str | None:
+        session = await self.session_for(config, msg)
+        agent = self.config.agent(session.agent)
+        blocks: list[dict[str, Any]] = []
+        notes: list[str] = []
+        if msg.attachments:
+            notes, blocks = await self._attachments(msg, agent.workspace_path)
+        full = "\n\n".join(part for part in [text, *notes] if part)
+        if not full and not blocks:
+            return None
+        extra: dict[str, Any] = {
+            "reply_to": {"to": str(msg.address), "message": msg.message_id, "sender": msg.sender}
+        }
+        if blocks:
+            extra["blocks"] = blocks
+        turn = await self.runtime.submit(
+            session.id, full, turn_id=turn_id or turn_id_for(msg), attended=True, extra=extra
+        )
+        await self.store.touch(msg.address.conversation)
+        return turn
+
+    # -- attachments ----------------------------------------------------------------------
+
+    async def _attachments(
+        self, msg: InboundMessage, workspace: Path
+    ) -> tuple[list[str], list[dict[str, Any]]]:
+        """Download, store as blobs, copy to the workspace inbox; images/PDFs go to the model."""
+        adapter = self.adapter_for(msg.channel)
+        notes: list[str] = []
+        blocks: list[dict[str, Any]] = []
+        for index, attachment in enumerate(msg.attachments):
+            if adapter is None or not adapter.can("download"):
+                continue
+            if attachment.size is not None and attachment.size > MAX_ATTACHMENT_BYTES:
+                notes.append(TEXT["too_large"].format(name=attachment.name))
+                continue
+            data = await adapter.download(attachment)
+            if len(data) > MAX_ATTACHMENT_BYTES:
+                notes.append(TEXT["too_large"].format(name=attachment.name))
+                continue
+            suffix = Path(attachment.name).suffix or (
+                mimetypes.guess_extension(attachment.media_type) or ""
+            )
+            blob = await self.runtime.blobs.put(data, suffix)
+            safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(attachment.name).name) or f"file{suffix}"
+            name = f"{msg.message_id}-{index}-{safe}"
+            target = workspace / "inbox" / name
+            await asyncio.to_thread(_copy_into, data, target)
+            notes.append(TEXT["saved"].format(name=name))
+            if attachment.media_type in IMAGE_TYPES:
+                block = ImageBlock(attachment.media_type, blob=str(blob), name=name)
+                blocks.append(block_to_json(block))
+            elif attachment.media_type == "application/pdf":
+                blocks.append(block_to_json(DocumentBlock(name, "application/pdf", blob=str(blob))))
+            elif attachment.kind in ("voice", "audio") and self.config.transcription is not None:
+                try:
+                    transcript = await self._transcribe(data, name, attachment.media_type)
+                    notes.append(TEXT["voice"].format(text=transcript))
+                except SendError as exc:
+                    notes.append(TEXT["voice_failed"].format(error=exc))
+        return notes, blocks
+
+    async def _transcribe(self, data: bytes, name: str, media_type: str) -> str:
+        """Text of a voice note from an OpenAI-compatible /audio/transcriptions endpoint."""
+        import aiohttp
+
+        settings = self.config.transcription
+        assert settings is not None
+        headers = {}
+        if settings.key_env:
+            key = self.runtime.env.get(settings.key_env)
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+        form = aiohttp.FormData()
+        form.add_field("model", settings.model)
+        form.add_field("file", data, filename=name, content_type=media_type or "audio/ogg")
+        url = settings.base_url.rstrip("/") + "/audio/transcriptions"
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as http,
+                http.post(url, data=form, headers=headers) as response,
+            ):
+                if response.status != 200:
+                    raise SendError(f"HTTP {response.status}: {(await response.text())[:200]}")
+                body = await response.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            raise SendError(f"transcription failed: {exc}") from None
+        return str(body.get("text", "")).strip() if isinstance(body, dict) else ""
+
+    # -- commands -----------------------------------------------------------------------
+
+    async def _command(
+        self, config: ChannelConfig, msg: InboundMessage, how: str, text: str
+    ) -> None:
+        head, _, rest = text[1:].partition(" ")
+        name = head.split("@", 1)[0].lower()
+        rest = rest.strip()
+        handler = {
+            "new": self._cmd_new,
+            "start": self._cmd_new,
+            "stop": self._cmd_stop,
+            "status": self._cmd_status,
+            "help": self._cmd_help,
+            "whoami": self._cmd_whoami,
+            "agents": self._cmd_agents,
+            "agent": self._cmd_agent,
+            "title": self._cmd_title,
+            "export": self._cmd_export,
+            "retry": self._cmd_retry,
+            "queue": self._cmd_queue,
+        }.get(name)
+        if handler is None:
+            await self._say(msg, TEXT["unknown_command"].format(name=name))
+            return
+        await handler(config, msg, rest, how)
+
+    async def _cmd_new(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        session = await self.session_for(config, msg, fresh=True)
+        await self._say(msg, TEXT["new"].format(agent=session.agent))
+
+    async def _active_turns(self, session_id: str) -> list[str]:
+        jobs = await self.queue.active_for(session_id)
+        return [j.id for j in jobs if j.kind == TURN_KIND]
+
+    async def _cmd_stop(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        binding = await self.store.binding(msg.address.conversation)
+        turns = await self._active_turns(binding.session) if binding else []
+        for turn in turns:
+            await self.runtime.stop_turn(turn)
+        await self._say(msg, TEXT["stopped"] if turns else TEXT["nothing_running"])
+
+    async def _cmd_status(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        session = await self.session_for(config, msg)
+        statuses = await self.store.statuses()
+        depth = await self.queue.depth()
+        turns = await self._active_turns(session.id)
+        lines = [
+            f"**Channel** {msg.channel}: "
+            + (statuses[msg.channel].state if msg.channel in statuses else "unknown"),
+            f"**Agent** {session.agent}",
+            f"**Session** `{session.id}`" + (f" — {session.title}" if session.title else ""),
+            f"**This conversation** {len(turns)} turn(s) queued or running",
+            "**Queue** "
+            + (", ".join(f"{k} {s}: {n}" for (k, s), n in sorted(depth.items())) or "empty"),
+        ]
+        await self._say(msg, "\n".join(lines))
+
+    async def _cmd_help(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        lines = ["**Commands**"] + [f"/{name} — {text}" for name, text in COMMANDS.items()]
+        await self._say(msg, "\n".join(lines))
+
+    async def _cmd_whoami(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        session = await self.session_for(config, msg)
+        names = ", ".join([msg.sender, *msg.sender_aliases])
+        lines = [
+            f"**You** {msg.sender_name or msg.sender} ({names})",
+            f"**Allowed by** {how}",
+            f"**Channel** {msg.channel} ({config.type}), chat {msg.chat}"
+            + (f", thread {msg.thread}" if msg.thread else ""),
+            f"**Agent** {session.agent}",
+            f"**Session** `{session.id}`",
+        ]
+        await self._say(msg, "\n".join(lines))
+
+    async def _cmd_agents(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        binding = await self.store.binding(msg.address.conversation)
+        current = (binding.agent_override if binding else "") or self.route_agent(config, msg)
+        lines = [
+            f"{'▸' if name == current else '•'} **{name}** ({agent.mode}, {agent.model})"
+            for name, agent in sorted(self.config.agents.items())
+        ]
+        await self._say(msg, "\n".join(lines))
+
+    async def _cmd_agent(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        name = rest.split()[0] if rest else ""
+        if not name:
+            await self._cmd_agents(config, msg, rest, how)
+            return
+        if name != "default" and name not in self.config.agents:
+            known = ", ".join(sorted(self.config.agents))
+            await self._say(msg, TEXT["unknown_agent"].format(name=name, known=known))
+            return
+        override = "" if name == "default" else name
+        agent = override or self.route_agent(config, msg)
+        session = await self.runtime.new_session(agent, origin=f"channel:{msg.channel}")
+        await self.store.bind(msg.address.conversation, session.id, agent_override=override)
+        key = "agent_default" if name == "default" else "agent_switched"
+        await self._say(msg, TEXT[key].format(agent=agent))
+
+    async def _cmd_title(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        session = await self.session_for(config, msg)
+        if rest:
+            await self.runtime.transcripts.set_title(session.id, rest, "user")
+            await self._say(msg, TEXT["title_set"].format(title=rest))
+        elif session.title:
+            await self._say(msg, TEXT["title"].format(title=session.title))
+        else:
+            await self._say(msg, TEXT["no_title"])
+
+    async def _cmd_export(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        from habakkuk.engine.export import export_transcript
+
+        session = await self.session_for(config, msg)
+        messages = await self.runtime.transcripts.messages(session.id)
+        text = export_transcript(session, messages, "md")
+        blob = await self.runtime.blobs.put(text.encode("utf-8"), ".md")
+        await enqueue_delivery(
+            self.queue,
+            _say_id(msg),
+            {
+                "kind": "file",
+                "to": str(msg.address),
+                "path": str(blob),
+                "name": f"{session.id}.md",
+                "caption": TEXT["export_caption"].format(title=session.title or session.id),
+            },
+        )
+
+    async def _cmd_retry(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        session = await self.session_for(config, msg)
+        last = _last_typed(await self.runtime.transcripts.messages(session.id))
+        if last is None:
+            await self._say(msg, TEXT["no_retry"])
+            return
+        await self._start_turn(config, msg, last)
+
+    async def _cmd_queue(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        if rest:
+            await self._start_turn(config, msg, rest)
+
+    # -- approvals ------------------------------------------------------------------------
+
+    def approver_for(self, payload: dict[str, Any]) -> ChatApprover | None:
+        """The chat approver of a channel turn (None for other turns)."""
+        reply_to = payload.get("reply_to")
+        if not isinstance(reply_to, dict):
+            return None
+        try:
+            address = Address.parse(str(reply_to.get("to", "")))
+        except ValueError:
+            return None
+        return ChatApprover(self, address)
+
+    async def ask(self, address: Address, request: ApprovalRequest) -> ApprovalDecision:
+        """Post an approval to the chat and wait for the answer (one prompt at a time)."""
+        conversation = address.conversation
+        lock = self._prompt_locks.setdefault(conversation, asyncio.Lock())
+        async with lock:
+            request.id = request.id or f"apr_{secrets.token_hex(6)}"
+            nonce = secrets.token_hex(4)
+            prompt = _Prompt(request.id, nonce, address, f"prompt:{request.id}")
+            self._prompts[conversation] = prompt
+            self._by_nonce[nonce] = prompt
+            text = TEXT["approval"].format(tool=request.tool, summary=request.summary[:500])
+            buttons = [
+                [
+                    {"text": "✅ Approve", "data": f"fy|{nonce}|0"},
+                    {"text": "❌ Deny", "data": f"fy|{nonce}|1"},
+                ],
+                [{"text": "Allow for this session", "data": f"fy|{nonce}|2"}],
+            ]
+            try:
+                await enqueue_delivery(
+                    self.queue,
+                    prompt.delivery,
+                    {"kind": "text", "to": str(address), "text": text, "buttons": buttons},
+                )
+                decision = await self.runtime.approvals.approve(request)
+            finally:
+                self._prompts.pop(conversation, None)
+                self._by_nonce.pop(nonce, None)
+            if decision.by == "timeout":
+                await enqueue_delivery(
+                    self.queue,
+                    f"prompt-expired:{request.id}",
+                    {"kind": "text", "to": str(address), "text": TEXT["approval_skipped"]},
+                )
+            await self._strip_prompt(prompt)
+            return decision
+
+    async def _strip_prompt(self, prompt: _Prompt) -> None:
+        adapter = self.adapter_for(prompt.address.channel)
+        if adapter is None or not adapter.can("buttons"):
+            return
+        for message_id in (await self.store.sent_chunks(prompt.delivery)).values():
+            with contextlib.suppress(SendError):
+                await adapter.strip_buttons(prompt.address, message_id)
+
+    async def _on_button(self, msg: InboundMessage, how: str | None) -> None:
+        callback = msg.callback
+        assert callback is not None
+        adapter = self.adapter_for(msg.channel)
+        parts = callback.data.split("|")
+        prompt = self._by_nonce.get(parts[1]) if len(parts) == 3 and parts[0] == "fy" else None
+        notice = TEXT["expired"]
+        if how is None:
+            notice = TEXT["not_allowed"]
+        elif prompt is not None and parts[2] in ("0", "1", "2"):
+            answer: Answer = ("allow_once", "deny", "allow_session")[int(parts[2])]
+            if self.runtime.approvals.answer(
+                prompt.approval, answer, by=f"{msg.channel}:{msg.sender}"
+            ):
+                notice = {
+                    "allow_once": TEXT["approved"],
+                    "deny": TEXT["denied"],
+                    "allow_session": TEXT["approved_session"],
+                }[answer]
+        if adapter is not None:
+            with contextlib.suppress(SendError):
+                await adapter.answer_callback(callback, notice)
+            if how is not None:
+                with contextlib.suppress(SendError):
+                    await adapter.strip_buttons(msg.address, callback.message_id)
+
+    # -- typing, reactions and progress drafts ----------------------------------------------
+
+    async def _follow(self, subscription: Any) -> None:
+        with subscription:
+            async for event in subscription:
+                try:
+                    if event.kind == "turn.start":
+                        await self._begin_watch(str(event.data.get("turn")), event.session)
+                    elif event.kind == "tool.start":
+                        self._tool_line(event.session, event.data)
+                    elif event.kind == "turn.end":
+                        watch = self._watches.get(str(event.data.get("turn")))
+                        if watch is not None:
+                            await self._end_watch(watch, str(event.data.get("status")))
+                except Exception:
+                    log.exception("gateway: handling %s failed", event.kind)
+
+    async def _begin_watch(self, turn: str, session: str) -> None:
+        if turn in self._watches:
+            return
+        job = await self.queue.get(turn)
+        reply_to = job.payload.get("reply_to") if job else None
+        if not isinstance(reply_to, dict):
+            return
+        try:
+            address = Address.parse(str(reply_to.get("to", "")))
+        except ValueError:
+            return
+        if address.channel not in self.channels:
+            return
+        watch = _Watch(turn, session, address, str(reply_to.get("message", "")))
+        self._watches[turn] = watch
+        watch.task = asyncio.create_task(self._watch(watch), name=f"watch:{turn}")
+
+    def _tool_line(self, session: str, data: dict[str, Any]) -> None:
+        for watch in self._watches.values():
+            if watch.session == session:
+                watch.lines.append(f"• {data.get('tool')}: {str(data.get('title', ''))[:120]}")
+                del watch.lines[:-8]
+                watch.changed.set()
+
+    async def _watch(self, watch: _Watch) -> None:
+        config = self.channels[watch.address.channel]
+        started = time.monotonic()
+        adapter = self.adapter_for(watch.address.channel)
+        if config.reactions and adapter is not None and adapter.can("reactions") and watch.message:
+            with contextlib.suppress(SendError):
+                await adapter.react(watch.address, watch.message, "👀")
+        draft = await self.store.draft(watch.turn)
+        draft_id = draft[1] if draft else None
+        shown: list[str] | None = None
+        last_edit = 0.0
+        next_typing = 0.0
+        while watch.status is None:
+            adapter = self.adapter_for(watch.address.channel)
+            now = time.monotonic()
+            if adapter is not None and adapter.can("typing") and now >= next_typing:
+                with contextlib.suppress(SendError):
+                    await adapter.typing(watch.address)
+                next_typing = now + self.typing_every
+            wants_draft = (
+                config.progress
+                and adapter is not None
+                and adapter.can("edit")
+                and now - started >= self.draft_after
+                and now - last_edit >= self.edit_every
+                and (draft_id is None or shown != watch.lines)
+            )
+            if wants_draft and adapter is not None:
+                text = "\n".join([TEXT["working"], *watch.lines])
+                chunk = adapter.render(text)[0]
+                try:
+                    if draft_id is None:
+                        draft_id = await adapter.send_text(watch.address, chunk, silent=True)
+                        await self.store.save_draft(watch.turn, str(watch.address), draft_id)
+                    else:
+                        await adapter.edit_text(watch.address, draft_id, chunk)
+                    shown = list(watch.lines)
+                except SendError as exc:
+                    log.info("progress draft of %s: %s", watch.turn, exc)
+                last_edit = time.monotonic()
+            wake = [next_typing - time.monotonic()]
+            if config.progress:
+                wake.append(max(started + self.draft_after, last_edit + self.edit_every) - now)
+            if watch.status is not None:
+                break
+            watch.changed.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(watch.changed.wait(), max(0.05, min(wake)))
+        adapter = self.adapter_for(watch.address.channel)
+        if config.reactions and watch.status and adapter is not None and watch.message:
+            emoji = {"done": "👍", "failed": "😢"}.get(watch.status)  # none when stopped
+            with contextlib.suppress(SendError):
+                await adapter.react(watch.address, watch.message, emoji)
+
+    async def _end_watch(self, watch: _Watch, status: str | None) -> None:
+        """Let the watch finish (its last draft edit, the final reaction), bounded."""
+        watch.status = status or ""
+        watch.changed.set()
+        if watch.task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(watch.task), 10.0)
+            except TimeoutError:
+                watch.task.cancel()
+            except Exception:
+                log.exception("progress watch of %s failed", watch.turn)
+        self._watches.pop(watch.turn, None)
+
+    async def settled(self, turn: str) -> None:
+        """Wait (bounded) until the turn's typing/draft watch has finished."""
+        watch = self._watches.get(turn)
+        if watch is not None and watch.task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(watch.task), 10.0)
+
+
+class ChatApprover:
+    """The Approver of a channel turn: asks in the chat the turn came from."""
+
+    def __init__(self, gateway: Gateway, address: Address):
+        self.gateway = gateway
+        self.address = address
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        return await self.gateway.ask(self.address, request)
+
+
+def _last_typed(messages: list[StoredMessage]) -> str | None:
+    """The last text the user typed (tool results and Habakkuk's own notes skipped)."""
+    for stored in reversed(messages):
+        message = stored.message
+        if message.role != "user" or message.tool_results:
+            continue
+        first = next((b for b in message.blocks if isinstance(b, TextBlock) and b.text), None)
+        if first is not None and not first.text.startswith("[current time:"):
+            return first.text
+    return None
+
+
+def _copy_into(data: bytes, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+
+
+def short_hash(*parts: str) -> str:
+    """A short stable hash of `parts` (for job ids derived from several values)."""
+    return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:20]
+
+
+def button_rows(raw: list[list[dict[str, str]]]) -> list[list[Button]]:
+    return [[Button(b["text"], b["data"]) for b in row] for row in raw]

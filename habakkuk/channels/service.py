@@ -1,0 +1,182 @@
+"""The channels as one service the runtime starts and stops.
+
+`ChannelService` wires the store, gateway, delivery worker and supervisor for
+the configured channel accounts, queues a reply delivery when a channel turn
+finishes (and sweeps for replies a crash left unqueued), gives channel turns
+their chat approver, and is what the send_file and poll tools talk to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from habakkuk.engine.config import ChannelConfig
+from habakkuk.engine.jobs import Job
+from habakkuk.engine.toolkit.registry import ToolRegistry
+
+from .adapter import Adapter, Address, FatalAdapterError
+from .deliveries import DeliveryWorker, enqueue_delivery, enqueue_reply, sweep_replies
+from .gateway import TEXT, TURN_KIND, ChatApprover, Gateway, RuntimeFacade
+from .store import ChannelStore
+from .supervisor import Backoff, Supervisor
+from .tools import Poll, SendFile
+
+log = logging.getLogger(__name__)
+
+SWEEP_EVERY_SECONDS = 60.0
+
+
+def register_tools(registry: ToolRegistry) -> None:
+    """send_file and poll, in toolset core (call when channels are configured)."""
+    registry.register(SendFile(), "core")
+    registry.register(Poll(), "core")
+
+
+class ChannelService:
+    """Every configured channel account of one runtime."""
+
+    def __init__(
+        self,
+        runtime: RuntimeFacade,
+        *,
+        backoff: Backoff | None = None,
+        lease_seconds: float | None = None,
+    ):
+        self.runtime = runtime
+        self.store = store = ChannelStore(runtime.queue.db)
+        self.queue = runtime.queue
+        self.gateway = Gateway(runtime, store, self._adapter)
+        self.deliveries = DeliveryWorker(
+            runtime.queue,
+            store,
+            self._wait_adapter,
+            lambda error: TEXT["failed"].format(error=error),
+            self.gateway.settled,
+        )
+        self.supervisor = Supervisor(
+            runtime.config.channels,
+            self.make_adapter,
+            store,
+            runtime.queue,
+            self.gateway.handle,
+            self.deliveries,
+            backoff=backoff,
+            lease_seconds=lease_seconds or runtime.queue.lease_seconds,
+        )
+        self._starting: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._pending: set[asyncio.Task[Any]] = set()
+
+    def make_adapter(self, config: ChannelConfig) -> Adapter:
+        """A fresh adapter for one account (the supervisor makes one per run)."""
+        if config.type == "telegram":
+            from .telegram import TelegramAdapter
+
+            token = self.runtime.env.get(config.token_env or "")
+            if not token:
+                raise FatalAdapterError(
+                    f"channels.{config.name}: the variable {config.token_env} is not set"
+                )
+            return TelegramAdapter(config, token, self.store)
+        raise FatalAdapterError(f"channels.{config.name}: unknown type {config.type!r}")
+
+    def _adapter(self, account: str) -> Adapter | None:
+        return self.supervisor.adapter(account)
+
+    async def _wait_adapter(self, account: str) -> Adapter | None:
+        return await self.supervisor.wait_adapter(account, timeout=10.0)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the gateway's event follower, the supervisor and the reply sweeper."""
+        if self._starting is None:
+            self._starting = asyncio.create_task(self._start(), name="channels:start")
+
+    async def _start(self) -> None:
+        await self.store.ensure()
+        self.gateway.start()
+        self.supervisor.start()
+        self._sweeper = asyncio.create_task(self._sweep_loop(), name="channels:sweep")
+
+    async def started(self) -> None:
+        """Wait until the channel tables exist and the supervisor runs."""
+        if self._starting is not None:
+            await asyncio.shield(self._starting)
+
+    async def stop(self) -> None:
+        if self._starting is not None:
+            self._starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._starting
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+        for task in list(self._pending):
+            with contextlib.suppress(Exception):
+                await task
+        await self.gateway.stop()
+        await self.supervisor.stop()
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            try:
+                queued = await sweep_replies(self.queue, TURN_KIND)
+                if queued:
+                    log.info("queued %d reply deliveries a crash had left out", queued)
+            except Exception:
+                log.exception("reply sweep failed")
+            await asyncio.sleep(SWEEP_EVERY_SECONDS)
+
+    # -- hooks the runtime calls ---------------------------------------------------------
+
+    def turn_finished(self, job: Job) -> None:
+        """A turn job finished in this process: queue its reply (if it came from a chat)."""
+        if job.kind != TURN_KIND or not job.finished or "reply_to" not in job.payload:
+            return
+        task = asyncio.get_running_loop().create_task(enqueue_reply(self.queue, job))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    def approver_for(self, payload: dict[str, Any]) -> ChatApprover | None:
+        """The approver of a channel turn: the chat it came from."""
+        return self.gateway.approver_for(payload)
+
+    # -- the tools' outbox -------------------------------------------------------------
+
+    async def chat_of(self, turn: str, session: str) -> str | None:
+        """The chat a turn answers to, else the chat its session is bound to."""
+        job = await self.queue.get(turn)
+        reply_to = job.payload.get("reply_to") if job else None
+        if isinstance(reply_to, dict) and reply_to.get("to"):
+            return str(reply_to["to"])
+        return await self.store.conversation_of(session)
+
+    async def queue_file(self, job_id: str, to: str, path: Path, name: str, caption: str) -> bool:
+        Address.parse(to)
+        return await enqueue_delivery(
+            self.queue,
+            job_id,
+            {"kind": "file", "to": to, "path": str(path), "name": name, "caption": caption},
+        )
+
+    async def queue_poll(
+        self, job_id: str, to: str, question: str, options: list[str], multiple: bool
+    ) -> bool:
+        return await enqueue_delivery(
+            self.queue,
+            job_id,
+            {
+                "kind": "poll",
+                "to": to,
+                "question": question,
+                "options": options,
+                "multiple": multiple,
+            },
+        )

@@ -1,0 +1,425 @@
+"""The channels' tables in control.db: health, leases, offsets, allowlist, bindings, progress.
+
+control.db is shared by every process of a home, so everything here is a
+single statement or a short transaction on the queue's own connection: a
+second process sees the same bindings, pairings and delivery progress.
+The tables are created with IF NOT EXISTS when channels start (the jobs
+module owns control.db's numbered migrations).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from habakkuk.engine.jobs import Lease
+from habakkuk.engine.store import Database
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS channel_status (
+    account TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    state TEXT NOT NULL,
+    holder TEXT NOT NULL DEFAULT '',
+    detail TEXT NOT NULL DEFAULT '',
+    since REAL NOT NULL,
+    last_beat REAL,
+    restarts INTEGER NOT NULL DEFAULT 0,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS channel_leases (
+    name TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    until REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS channel_offsets (
+    account TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS channel_seen (
+    account TEXT NOT NULL,
+    key TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (account, key)
+);
+CREATE TABLE IF NOT EXISTS channel_allow (
+    account TEXT NOT NULL,
+    user TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    how TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (account, user)
+);
+CREATE TABLE IF NOT EXISTS channel_pairing (
+    code TEXT PRIMARY KEY,
+    account TEXT NOT NULL,
+    user TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    address TEXT NOT NULL,
+    expires REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS channel_bindings (
+    conversation TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    agent_override TEXT NOT NULL DEFAULT '',
+    last_active REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS delivery_chunks (
+    delivery TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    message_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (delivery, idx)
+);
+CREATE TABLE IF NOT EXISTS channel_drafts (
+    turn TEXT PRIMARY KEY,
+    address TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    at REAL NOT NULL
+);
+"""
+
+PAIRING_SECONDS = 3600.0
+SEEN_KEEP_SECONDS = 7 * 86400.0
+# Pairing codes avoid look-alike characters (0/O, 1/I/L).
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+
+
+@dataclass
+class ChannelStatus:
+    account: str
+    type: str
+    state: str
+    holder: str
+    detail: str
+    since: float
+    last_beat: float | None
+    restarts: int
+    updated_at: float
+
+
+@dataclass
+class Pairing:
+    code: str
+    account: str
+    user: str
+    name: str
+    address: str
+    expires: float
+
+
+@dataclass
+class Binding:
+    conversation: str
+    session: str
+    agent_override: str
+    last_active: float
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ChannelStore:
+    """Typed access to the channel tables of one control.db."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    @classmethod
+    async def open(cls, db: Database) -> ChannelStore:
+        """A store on `db` with its tables created if needed."""
+        store = cls(db)
+        await store.ensure()
+        return store
+
+    async def ensure(self) -> None:
+        """Create the tables if needed (idempotent; safe with other processes)."""
+
+        def _create(conn: sqlite3.Connection) -> None:
+            conn.executescript(SCHEMA)
+
+        await self.db.run(_create)
+
+    # -- named leases (one poller per channel account) -------------------------------
+
+    async def acquire_lease(self, name: str, owner: str, seconds: float) -> str | None:
+        """Take or renew lease `name`; returns None when we hold it, else the holder.
+
+        A lease held by a dead process on this host is taken at once; any other is
+        taken when it runs out.
+        """
+        host = socket.gethostname()
+        pid = os.getpid()
+
+        def _take(conn: sqlite3.Connection) -> str | None:
+            now = time.time()
+            row = conn.execute(
+                "SELECT owner, host, pid, until FROM channel_leases WHERE name = ?", (name,)
+            ).fetchone()
+            free = (
+                row is None
+                or row["owner"] == owner
+                or row["until"] < now
+                or (row["host"] == host and not _pid_alive(int(row["pid"])))
+            )
+            if not free:
+                return str(row["owner"])
+            conn.execute(
+                "INSERT INTO channel_leases(name, owner, host, pid, until) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, host = excluded.host,"
+                " pid = excluded.pid, until = excluded.until",
+                (name, owner, host, pid, now + seconds),
+            )
+            return None
+
+        return await self.db.write(_take)
+
+    async def release_lease(self, name: str, owner: str) -> None:
+        await self.db.write(
+            lambda conn: conn.execute(
+                "DELETE FROM channel_leases WHERE name = ? AND owner = ?", (name, owner)
+            )
+        )
+
+    async def lease_holder(self, name: str) -> str | None:
+        row = await self.db.fetchone(
+            "SELECT owner FROM channel_leases WHERE name = ? AND until >= ?", (name, time.time())
+        )
+        return str(row["owner"]) if row else None
+
+    # -- health ----------------------------------------------------------------------
+
+    async def set_status(
+        self,
+        account: str,
+        type_: str,
+        state: str,
+        *,
+        holder: str = "",
+        detail: str = "",
+        restarted: bool = False,
+    ) -> None:
+        """Record an adapter's state; `since` moves only when the state changes."""
+
+        def _set(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            conn.execute(
+                "INSERT INTO channel_status(account, type, state, holder, detail, since,"
+                " restarts, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(account) DO UPDATE SET type = excluded.type,"
+                " since = CASE WHEN state = excluded.state THEN since ELSE excluded.since END,"
+                " state = excluded.state, holder = excluded.holder, detail = excluded.detail,"
+                " restarts = restarts + ?, updated_at = excluded.updated_at",
+                (account, type_, state, holder, detail, now, int(restarted), now, int(restarted)),
+            )
+
+        await self.db.write(_set)
+
+    async def beat(self, account: str, at: float) -> None:
+        await self.db.run(
+            lambda conn: conn.execute(
+                "UPDATE channel_status SET last_beat = ?, updated_at = ? WHERE account = ?",
+                (at, at, account),
+            )
+        )
+
+    async def statuses(self) -> dict[str, ChannelStatus]:
+        rows = await self.db.fetchall("SELECT * FROM channel_status ORDER BY account")
+        return {r["account"]: ChannelStatus(**dict(r)) for r in rows}
+
+    # -- receive position --------------------------------------------------------------
+
+    async def offset(self, account: str) -> str | None:
+        row = await self.db.fetchone(
+            "SELECT value FROM channel_offsets WHERE account = ?", (account,)
+        )
+        return str(row["value"]) if row else None
+
+    async def save_offset(self, account: str, value: str) -> None:
+        await self.db.write(
+            lambda conn: conn.execute(
+                "INSERT INTO channel_offsets(account, value) VALUES (?, ?)"
+                " ON CONFLICT(account) DO UPDATE SET value = excluded.value",
+                (account, value),
+            )
+        )
+
+    # -- redelivery ----------------------------------------------------------------------
+
+    async def seen(self, account: str, key: str) -> bool:
+        row = await self.db.fetchone(
+            "SELECT 1 FROM channel_seen WHERE account = ? AND key = ?", (account, key)
+        )
+        return row is not None
+
+    async def mark_seen(self, account: str, key: str) -> None:
+        def _mark(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            conn.execute(
+                "INSERT OR IGNORE INTO channel_seen(account, key, at) VALUES (?, ?, ?)",
+                (account, key, now),
+            )
+            conn.execute("DELETE FROM channel_seen WHERE at < ?", (now - SEEN_KEEP_SECONDS,))
+
+        await self.db.write(_mark)
+
+    # -- who may talk ----------------------------------------------------------------------
+
+    async def allowed_user(self, account: str, user: str) -> str | None:
+        """How a user was let in by pairing ("paired"), or None."""
+        row = await self.db.fetchone(
+            "SELECT how FROM channel_allow WHERE account = ? AND user = ?", (account, user)
+        )
+        return str(row["how"]) if row else None
+
+    async def pairing_for(self, account: str, user: str, name: str, address: str) -> Pairing:
+        """The user's open pairing code, or a new one valid for an hour."""
+
+        def _code(conn: sqlite3.Connection) -> Pairing:
+            now = time.time()
+            conn.execute("DELETE FROM channel_pairing WHERE expires < ?", (now,))
+            row = conn.execute(
+                "SELECT * FROM channel_pairing WHERE account = ? AND user = ?", (account, user)
+            ).fetchone()
+            if row is not None:
+                return Pairing(**dict(row))
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(8))
+            pairing = Pairing(code, account, user, name, address, now + PAIRING_SECONDS)
+            conn.execute(
+                "INSERT INTO channel_pairing(code, account, user, name, address, expires)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (code, account, user, name, address, pairing.expires),
+            )
+            return pairing
+
+        return await self.db.write(_code)
+
+    async def approve_pairing(self, code: str) -> Pairing | None:
+        """Let the code's user in for good; None when the code is unknown or expired."""
+
+        def _approve(conn: sqlite3.Connection) -> Pairing | None:
+            now = time.time()
+            row = conn.execute(
+                "SELECT * FROM channel_pairing WHERE code = ? AND expires >= ?",
+                (code.strip().upper(), now),
+            ).fetchone()
+            if row is None:
+                return None
+            pairing = Pairing(**dict(row))
+            conn.execute(
+                "INSERT INTO channel_allow(account, user, name, how, at) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT(account, user) DO UPDATE SET how = excluded.how",
+                (pairing.account, pairing.user, pairing.name, "paired", now),
+            )
+            conn.execute("DELETE FROM channel_pairing WHERE code = ?", (pairing.code,))
+            return pairing
+
+        return await self.db.write(_approve)
+
+    # -- conversations -> sessions -----------------------------------------------------------
+
+    async def binding(self, conversation: str) -> Binding | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM channel_bindings WHERE conversation = ?", (conversation,)
+        )
+        return Binding(**dict(row)) if row else None
+
+    async def bind(
+        self, conversation: str, session: str, *, agent_override: str | None = None
+    ) -> None:
+        """Point the conversation at `session` (keeping its agent override unless given)."""
+
+        def _bind(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            conn.execute(
+                "INSERT INTO channel_bindings(conversation, session, agent_override, last_active)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT(conversation) DO UPDATE SET"
+                " session = excluded.session, last_active = excluded.last_active"
+                + (
+                    ", agent_override = excluded.agent_override"
+                    if agent_override is not None
+                    else ""
+                ),
+                (conversation, session, agent_override or "", now),
+            )
+
+        await self.db.write(_bind)
+
+    async def touch(self, conversation: str) -> None:
+        await self.db.run(
+            lambda conn: conn.execute(
+                "UPDATE channel_bindings SET last_active = ? WHERE conversation = ?",
+                (time.time(), conversation),
+            )
+        )
+
+    async def conversation_of(self, session: str) -> str | None:
+        """The conversation a session is bound to (newest binding), if any."""
+        row = await self.db.fetchone(
+            "SELECT conversation FROM channel_bindings WHERE session = ?"
+            " ORDER BY last_active DESC LIMIT 1",
+            (session,),
+        )
+        return str(row["conversation"]) if row else None
+
+    # -- delivery progress --------------------------------------------------------------------
+
+    async def sent_chunks(self, delivery: str) -> dict[int, str]:
+        rows = await self.db.fetchall(
+            "SELECT idx, message_id FROM delivery_chunks WHERE delivery = ?", (delivery,)
+        )
+        return {int(r["idx"]): str(r["message_id"]) for r in rows}
+
+    async def record_chunk(self, lease: Lease, index: int, message_id: str) -> None:
+        """Record a sent chunk, in the same transaction as a check that the job is still ours."""
+
+        def _record(conn: sqlite3.Connection) -> None:
+            lease.check(conn, "main")
+            conn.execute(
+                "INSERT OR REPLACE INTO delivery_chunks(delivery, idx, message_id, at)"
+                " VALUES (?, ?, ?, ?)",
+                (lease.job.id, index, message_id, time.time()),
+            )
+
+        await self.db.write(_record)
+
+    # -- progress drafts ------------------------------------------------------------------------
+
+    async def draft(self, turn: str) -> tuple[str, str] | None:
+        row = await self.db.fetchone(
+            "SELECT address, message_id FROM channel_drafts WHERE turn = ?", (turn,)
+        )
+        return (str(row["address"]), str(row["message_id"])) if row else None
+
+    async def save_draft(self, turn: str, address: str, message_id: str) -> None:
+        await self.db.write(
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO channel_drafts(turn, address, message_id, at)"
+                " VALUES (?, ?, ?, ?)",
+                (turn, address, message_id, time.time()),
+            )
+        )
+
+    async def drop_draft(self, turn: str) -> None:
+        await self.db.write(
+            lambda conn: conn.execute("DELETE FROM channel_drafts WHERE turn = ?", (turn,))
+        )
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,254 @@
+"""The channel supervisor: one live adapter per channel account, across processes.
+
+For each configured account the supervisor
+
+- holds the named lease `channel:<account>` in control.db, so only one process
+  of the home polls a bot; the others stand by and take over when the holder
+  dies or lets go;
+- while holding it, runs the account's delivery pool (`delivery:<account>`);
+- runs the adapter and restarts it whenever it stops, with exponential backoff
+  (1 s doubling to 5 min, back to 1 s after a healthy minute);
+- tears down an adapter that stays connected but silent (no message and no
+  keepalive beat) past the channel's `silent_limit`;
+- records every state change in `channel_status` (what `habakkuk channels` shows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from habakkuk.engine.config import ChannelConfig
+from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.pools import Pool
+
+from .adapter import Adapter, FatalAdapterError, Inbox
+from .deliveries import DeliveryWorker, delivery_kind
+from .store import ChannelStore
+
+log = logging.getLogger(__name__)
+
+AdapterMaker = Callable[[ChannelConfig], Adapter]
+
+
+@dataclass
+class Backoff:
+    """Restart delays: `first` doubling to `cap`, reset after `healthy` seconds up."""
+
+    first: float = 1.0
+    cap: float = 300.0
+    healthy: float = 60.0
+
+
+class _Account:
+    """The supervisor's state for one channel account."""
+
+    def __init__(self, config: ChannelConfig):
+        self.config = config
+        self.adapter: Adapter | None = None
+        self.up = asyncio.Event()
+        self.last_beat = 0.0
+        self.task: asyncio.Task[None] | None = None
+
+
+class Supervisor:
+    """Keeps every configured channel adapter running (in whichever process holds it)."""
+
+    def __init__(
+        self,
+        channels: dict[str, ChannelConfig],
+        make_adapter: AdapterMaker,
+        store: ChannelStore,
+        queue: JobQueue,
+        inbox: Inbox,
+        deliveries: DeliveryWorker,
+        *,
+        backoff: Backoff | None = None,
+        lease_seconds: float = 30.0,
+        delivery_concurrency: int = 4,
+    ):
+        self.make_adapter = make_adapter
+        self.store = store
+        self.queue = queue
+        self.inbox = inbox
+        self.deliveries = deliveries
+        self.backoff = backoff or Backoff()
+        self.lease_seconds = lease_seconds
+        self.delivery_concurrency = delivery_concurrency
+        self.owner = str(queue.owner)
+        self._accounts = {name: _Account(config) for name, config in channels.items()}
+        self._stopping = False
+
+    def start(self) -> None:
+        """Start one supervising task per account on the running loop."""
+        for name, account in self._accounts.items():
+            if account.task is None:
+                account.task = asyncio.create_task(self._hold(account), name=f"channel:{name}")
+
+    async def stop(self) -> None:
+        """Stop every adapter and delivery pool, and let the leases go."""
+        self._stopping = True
+        tasks = [a.task for a in self._accounts.values() if a.task is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for account in self._accounts.values():
+            account.task = None
+
+    def adapter(self, name: str) -> Adapter | None:
+        """The account's connected adapter in this process, if any."""
+        account = self._accounts.get(name)
+        if account is None or not account.up.is_set():
+            return None
+        return account.adapter
+
+    async def wait_adapter(self, name: str, timeout: float = 10.0) -> Adapter | None:
+        """The account's adapter once connected, or None after `timeout` seconds."""
+        account = self._accounts.get(name)
+        if account is None:
+            return None
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(account.up.wait(), timeout)
+        return self.adapter(name)
+
+    # -- the lease -------------------------------------------------------------------
+
+    async def _hold(self, account: _Account) -> None:
+        name = account.config.name
+        lease = f"channel:{name}"
+        try:
+            while not self._stopping:
+                holder = await self._safe_acquire(lease)
+                if holder is not None:
+                    await self.store.set_status(
+                        name,
+                        account.config.type,
+                        "standby",
+                        holder=holder,
+                        detail="another process holds this channel",
+                    )
+                    await asyncio.sleep(self.lease_seconds / 3)
+                    continue
+                await self._while_held(account, lease)
+        finally:
+            with contextlib.suppress(Exception):
+                await self.store.release_lease(lease, self.owner)
+            with contextlib.suppress(Exception):
+                await self.store.set_status(name, account.config.type, "stopped")
+
+    async def _safe_acquire(self, lease: str) -> str | None:
+        try:
+            return await self.store.acquire_lease(lease, self.owner, self.lease_seconds)
+        except Exception as exc:  # a locked database must not kill the supervisor
+            log.warning("could not take lease %s: %s", lease, exc)
+            return "unknown (database busy)"
+
+    async def _while_held(self, account: _Account, lease: str) -> None:
+        """Run the adapter and its delivery pool until the lease is lost."""
+        pool = Pool(
+            self.queue,
+            [delivery_kind(account.config.name)],
+            self.deliveries.run,
+            concurrency=self.delivery_concurrency,
+        )
+        pool.start()
+        runner = asyncio.create_task(self._run_adapter(account), name=f"adapter:{lease}")
+        try:
+            while not runner.done():
+                done, _ = await asyncio.wait({runner}, timeout=self.lease_seconds / 3)
+                if done:
+                    break
+                if await self._safe_acquire(lease) is not None:
+                    log.warning("lost the lease on %s; standing by", lease)
+                    break
+        finally:
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await runner
+            await pool.stop()
+
+    # -- the adapter -------------------------------------------------------------------
+
+    async def _run_adapter(self, account: _Account) -> None:
+        config = account.config
+        delay = self.backoff.first
+        while True:
+            started = time.monotonic()
+            error = await self._one_run(account)
+            healthy = time.monotonic() - started >= self.backoff.healthy
+            if healthy:
+                delay = self.backoff.first
+            wait = self.backoff.cap if isinstance(error, FatalAdapterError) else delay
+            state = "fatal" if isinstance(error, FatalAdapterError) else "backoff"
+            await self.store.set_status(
+                config.name,
+                config.type,
+                state,
+                holder=self.owner,
+                detail=f"{error or 'stopped'}; restarting in {wait:.0f}s",
+                restarted=True,
+            )
+            log.warning("channel %s stopped (%s); restarting in %.0fs", config.name, error, wait)
+            await asyncio.sleep(wait)
+            delay = min(self.backoff.cap, delay * 2)
+
+    async def _one_run(self, account: _Account) -> BaseException | str | None:
+        """Run the adapter once; returns why it stopped."""
+        config = account.config
+        await self.store.set_status(config.name, config.type, "starting", holder=self.owner)
+        try:
+            adapter = self.make_adapter(config)
+        except FatalAdapterError as exc:
+            return exc
+        account.adapter = adapter
+        account.last_beat = time.monotonic()
+        connected = False
+
+        def beat() -> None:
+            nonlocal connected
+            account.last_beat = time.monotonic()
+            if not connected:
+                connected = True
+                account.up.set()
+                asyncio.get_running_loop().create_task(
+                    self.store.set_status(config.name, config.type, "connected", holder=self.owner)
+                )
+
+        task = asyncio.create_task(adapter.run(self.inbox, beat), name=f"run:{config.name}")
+        last_recorded = 0.0
+        reason: BaseException | str | None = None
+        try:
+            while True:
+                done, _ = await asyncio.wait(
+                    {task}, timeout=min(5.0, config.silent_limit_seconds / 4)
+                )
+                if done:
+                    if task.cancelled():
+                        reason = "the adapter was cancelled"
+                        break
+                    failure = task.exception()
+                    reason = failure if failure is not None else "the connection ended"
+                    break
+                now = time.monotonic()
+                if now - account.last_beat > config.silent_limit_seconds:
+                    reason = f"silent for {config.silent_limit_seconds:.0f}s; reconnecting"
+                    break
+                if account.last_beat > last_recorded:
+                    last_recorded = account.last_beat
+                    with contextlib.suppress(Exception):
+                        await self.store.beat(config.name, time.time())
+        finally:
+            account.up.clear()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            with contextlib.suppress(Exception):
+                await adapter.close()
+            account.adapter = None
+        return reason

@@ -1,0 +1,140 @@
+"""Tools that reach the chat a turn belongs to: send_file and poll.
+
+Registered (toolset core) when channels are configured. The chat is the
+turn's reply address (the gateway puts it in the turn job), else the chat the
+session is bound to; in a session with no chat the tools say so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from habakkuk.engine.toolkit.permissions import Risk, inside
+from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+
+FILE_LIMIT_BYTES = 50 * 1024 * 1024
+
+
+class ChatOutbox(Protocol):
+    """What the tools need from the channel service."""
+
+    async def chat_of(self, turn: str, session: str) -> str | None: ...
+
+    async def queue_file(
+        self, job_id: str, to: str, path: Path, name: str, caption: str
+    ) -> bool: ...
+
+    async def queue_poll(
+        self, job_id: str, to: str, question: str, options: list[str], multiple: bool
+    ) -> bool: ...
+
+
+def _outbox(ctx: ToolContext) -> ChatOutbox:
+    outbox = ctx.services.get("channels")
+    if outbox is None:
+        raise ToolError("channels are not running in this process")
+    return outbox  # type: ignore[no-any-return]
+
+
+async def _chat(ctx: ToolContext) -> str:
+    to = await _outbox(ctx).chat_of(ctx.turn, ctx.session)
+    if to is None:
+        raise ToolError("this session has no chat to send to (it is not a channel conversation)")
+    return to
+
+
+def _call_key(ctx: ToolContext, tool: str, args: dict[str, Any]) -> str:
+    """A job id from the session, the turn and the call's arguments (a retried call repeats it)."""
+    import hashlib
+
+    body = json.dumps(args, sort_keys=True, ensure_ascii=False)
+    digest = hashlib.sha256(f"{ctx.session}\x00{ctx.turn}\x00{body}".encode()).hexdigest()
+    return f"{tool}:{ctx.session}:{digest[:16]}"
+
+
+class SendFile(Tool):
+    """send_file(path, caption?): send a file to the chat of this conversation."""
+
+    name: ClassVar[str] = "send_file"
+    description: ClassVar[str] = (
+        "Send a file to the chat this conversation is in (a photo or a document). "
+        "It arrives before your reply. Workspace files are always sendable."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "the file to send"},
+            "caption": {"type": "string", "description": "optional text shown with it"},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+    risk: ClassVar[Risk] = Risk.WRITE
+
+    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path] | None:
+        return [ctx.resolve(str(args.get("path", "")))]
+
+    def risk_for(self, args: dict[str, Any], ctx: ToolContext) -> Risk:
+        # Workspace files are always sendable; anything else is treated like a write
+        # out of the workspace (full mode, or approval).
+        if inside(ctx.resolve(str(args.get("path", ""))), ctx.workspace):
+            return Risk.READ
+        return Risk.WRITE
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        to = await _chat(ctx)
+        path = ctx.resolve(str(args["path"]))
+        try:
+            data = await asyncio.to_thread(path.read_bytes)
+        except FileNotFoundError:
+            raise ToolError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise ToolError(f"{path}: is a directory") from None
+        if len(data) > FILE_LIMIT_BYTES:
+            raise ToolError(f"{path}: {len(data):,} bytes is over the 50 MB limit")
+        blob = await ctx.blobs.put(data, path.suffix)
+        caption = str(args.get("caption", ""))
+        job = _call_key(ctx, self.name, args)
+        await _outbox(ctx).queue_file(job, to, blob, path.name, caption)
+        return ToolOutput(f"queued {path.name} ({len(data):,} bytes) for {to}")
+
+
+class Poll(Tool):
+    """poll(question, options, multiple?): post a poll to the chat."""
+
+    name: ClassVar[str] = "poll"
+    description: ClassVar[str] = (
+        "Post a poll to the chat this conversation is in (a native poll where the "
+        "platform has one, else a numbered list). Votes are not read back."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "minLength": 1, "maxLength": 300},
+            "options": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 100},
+                "minItems": 2,
+                "maxItems": 10,
+            },
+            "multiple": {"type": "boolean", "description": "allow several answers"},
+        },
+        "required": ["question", "options"],
+        "additionalProperties": False,
+    }
+    risk: ClassVar[Risk] = Risk.READ
+
+    def title(self, args: dict[str, Any]) -> str:
+        return str(args.get("question", ""))[:200]
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        to = await _chat(ctx)
+        options = [str(o) for o in args["options"]]
+        job = _call_key(ctx, self.name, args)
+        await _outbox(ctx).queue_poll(
+            job, to, str(args["question"]), options, bool(args.get("multiple", False))
+        )
+        return ToolOutput(f"poll queued for {to}")

@@ -1,0 +1,512 @@
+"""End to end through a fake Telegram Bot API: gateway, deliveries, supervisor, approvals."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import sqlite3
+import textwrap
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from habakkuk import cli
+from habakkuk.engine.home import Home
+from habakkuk.runtime import Runtime
+from tests.channels.fake_telegram import FakeTelegram
+from tests.conftest import mock_config
+
+TOKEN = "123:SECRET"
+OpenRuntime = Callable[..., Awaitable[Runtime]]
+
+
+def channel_yaml(tg: FakeTelegram, extra: str = "") -> str:
+    return textwrap.dedent(
+        f"""
+        channels:
+          tg:
+            type: telegram
+            token_env: TG_TOKEN
+            base_url: {tg.base_url}
+            allow_from: ["42", "@carol"]
+            poll_timeout: 1
+            silent_limit: 20s
+        """
+    ) + textwrap.indent(textwrap.dedent(extra), "    ")
+
+
+@pytest.fixture
+async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
+    monkeypatch.setenv("TG_TOKEN", TOKEN)
+    async with FakeTelegram(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def start(runtime_factory: Any, tg: FakeTelegram) -> OpenRuntime:
+    """Open a runtime with the tg channel and a script, and start its workers."""
+
+    async def _start(
+        script: str = "- 'echo: {input}'",
+        *,
+        mode: str = "full",
+        extra: str = "",
+        channel: str = "",
+        **gateway: float,
+    ) -> Runtime:
+        config = mock_config(script, mode=mode, extra=channel_yaml(tg, channel) + extra)
+        runtime: Runtime = await runtime_factory(config)
+        runtime.start_workers()
+        for key, value in gateway.items():
+            setattr(runtime.channels.gateway, key, value)
+        await runtime.channels.started()
+        return runtime
+
+    return _start
+
+
+def rows(home: Home, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
+        conn.row_factory = sqlite3.Row
+        return conn.execute(sql, params).fetchall()
+
+
+async def until(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+    """Bounded polling of a condition read from disk (no event to wait on)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def job(home: Home, job_id: str) -> sqlite3.Row | None:
+    found = rows(home, "SELECT * FROM jobs WHERE id = ?", (job_id,))
+    return found[0] if found else None
+
+
+def finished(home: Home, job_id: str) -> bool:
+    row = job(home, job_id)
+    return row is not None and row["status"] in ("done", "failed", "cancelled")
+
+
+async def test_a_message_is_answered_once(start: OpenRuntime, tg: FakeTelegram, home: Home) -> None:
+    await start()
+    update = tg.message("hello there")
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    message_id = update["message"]["message_id"]
+    turn = f"turn:tg:42:{message_id}"
+    await until(lambda: finished(home, f"reply:{turn}"), "the reply delivery to finish")
+    assert tg.texts() == ["echo: hello there"]
+    [send] = tg.of("sendMessage")
+    assert send.params["reply_parameters"]["message_id"] == message_id
+    assert send.params["parse_mode"] == "HTML"
+    assert job(home, turn)["status"] == "done"  # type: ignore[index]
+
+
+async def test_the_same_update_delivered_again_is_dropped(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    runtime = await start()
+    update = tg.message("first")
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    tg.replay(update)
+    # The adapter has seen the replay once the server confirms it (next offset).
+    await tg.wait_for(lambda: not tg.updates)
+    second = tg.message("second")
+    await tg.wait_for(lambda: len(tg.texts()) == 2)
+    second_turn = f"turn:tg:42:{second['message']['message_id']}"
+    await until(lambda: finished(home, f"reply:{second_turn}"), "the second reply")
+    assert tg.texts() == ["echo: first", "echo: second"]
+    turns = rows(home, "SELECT id FROM jobs WHERE kind = 'turn'")
+    assert len(turns) == 2
+    sessions = await runtime.list_sessions()
+    assert len(sessions) == 1  # both messages went to the conversation's one session
+
+
+async def test_a_long_reply_goes_out_in_chunks_under_the_limit(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    paragraph = "word " * 700
+    reply = "\n\n".join([paragraph] * 4)
+    await start(f"- {json.dumps(reply)}")
+    update = tg.message("long please")
+    await tg.wait_for(lambda: len(tg.texts()) >= 2)
+    turn = f"turn:tg:42:{update['message']['message_id']}"
+    await until(lambda: finished(home, f"reply:{turn}"), "the long reply")
+    texts = tg.texts()
+    assert len(texts) == 4
+    assert all(len(t) <= 4096 for t in texts)
+    assert " ".join(t.strip() for t in texts).split() == reply.split()
+    chunks = rows(home, "SELECT idx FROM delivery_chunks WHERE delivery = ?", (f"reply:{turn}",))
+    assert sorted(r["idx"] for r in chunks) == [0, 1, 2, 3]
+    # only the first chunk threads under the user's message
+    assert [("reply_parameters" in c.params) for c in tg.of("sendMessage")] == [
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+async def test_an_undeliverable_reply_stops_retrying(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    await start()
+    tg.block(42)
+    update = tg.message("are you there?")
+    turn = f"turn:tg:42:{update['message']['message_id']}"
+    await until(lambda: finished(home, f"reply:{turn}"), "the delivery to give up")
+    delivery = job(home, f"reply:{turn}")
+    assert delivery is not None
+    assert delivery["status"] == "failed"
+    assert delivery["attempts"] == 1
+    assert "blocked" in delivery["error"]
+
+
+async def test_a_stranger_is_refused_and_can_pair(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    await start()
+    tg.message("let me in", chat=99, user=99, username="mallory")
+    await tg.wait_for(lambda: len(tg.texts(99)) == 1)
+    [notice] = tg.texts(99)
+    code = re.search(r"habakkuk pair ([A-Z0-9]{8})", notice)
+    assert code is not None, notice
+    assert rows(home, "SELECT id FROM jobs WHERE kind = 'turn'") == []
+
+    # Asking again gives the same code, still no turn.
+    tg.message("please", chat=99, user=99, username="mallory")
+    await tg.wait_for(lambda: len(tg.texts(99)) == 2)
+    assert code.group(1) in tg.texts(99)[1]
+
+    assert await asyncio.to_thread(cli.main, ["pair", "WRONG123"]) == 1
+    assert await asyncio.to_thread(cli.main, ["pair", code.group(1)]) == 0
+    await tg.wait_for(lambda: len(tg.texts(99)) == 3)
+    assert "You're in" in tg.texts(99)[2]
+
+    tg.message("hello again", chat=99, user=99, username="mallory")
+    await tg.wait_for(lambda: len(tg.texts(99)) == 4)
+    assert tg.texts(99)[3] == "echo: hello again"
+    assert await asyncio.to_thread(cli.main, ["pair", code.group(1)]) == 1  # used up
+
+
+async def test_allow_from_matches_a_username(start: OpenRuntime, tg: FakeTelegram) -> None:
+    await start()
+    tg.message("hi from carol", chat=7, user=7, username="carol")
+    await tg.wait_for(lambda: len(tg.texts(7)) == 1)
+    assert tg.texts(7) == ["echo: hi from carol"]
+
+
+APPROVAL_SCRIPT = """
+- text: "Let me run it."
+  tool_calls:
+    - name: exec
+      arguments: {command: "echo approved-run"}
+- "all done"
+"""
+
+
+def _prompt(tg: FakeTelegram) -> Any:
+    return next(c for c in tg.of("sendMessage") if "reply_markup" in c.params)
+
+
+async def _tool_result(runtime: Runtime) -> str:
+    [session] = await runtime.list_sessions()
+    for stored in await runtime.messages(session.id):
+        for result in stored.message.tool_results:
+            return result.text
+    raise AssertionError("no tool result")
+
+
+async def test_an_approval_answered_by_button(start: OpenRuntime, tg: FakeTelegram) -> None:
+    runtime = await start(APPROVAL_SCRIPT, mode="workspace")
+    tg.message("run the thing")
+    await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
+    prompt = _prompt(tg)
+    assert "exec" in prompt.params["text"] and "echo approved-run" in prompt.params["text"]
+    approve = prompt.params["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+    assert approve.startswith("fy|") and approve.endswith("|0")
+    prompt_id = tg.message_id_of(prompt.params["text"])
+    tg.press(approve, message_id=prompt_id)
+    await tg.wait_for(lambda: "all done" in tg.texts())
+    assert "approved-run" in await _tool_result(runtime)
+    [ack] = tg.of("answerCallbackQuery")
+    assert ack.params["text"] == "Approved"
+    assert tg.of("editMessageReplyMarkup")  # the buttons were stripped
+
+    # A press on the old prompt is told it expired.
+    tg.press(approve, message_id=prompt_id)
+    await tg.wait_for(lambda: len(tg.of("answerCallbackQuery")) == 2)
+    assert "expired" in tg.of("answerCallbackQuery")[1].params["text"]
+
+
+async def test_an_approval_answered_by_yes(start: OpenRuntime, tg: FakeTelegram) -> None:
+    runtime = await start(APPROVAL_SCRIPT, mode="workspace")
+    tg.message("run the thing")
+    await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
+    tg.message("Yes!")
+    await tg.wait_for(lambda: "all done" in tg.texts())
+    assert "approved-run" in await _tool_result(runtime)
+    # "yes" answered the prompt; it did not start a turn of its own
+    assert tg.texts().count("all done") == 1
+
+
+async def test_an_approval_answered_no_denies_the_call(
+    start: OpenRuntime, tg: FakeTelegram
+) -> None:
+    runtime = await start(APPROVAL_SCRIPT, mode="workspace")
+    tg.message("run the thing")
+    await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
+    tg.message("no")
+    await tg.wait_for(lambda: "all done" in tg.texts())
+    assert (await _tool_result(runtime)).startswith("denied")
+
+
+async def test_the_adapter_restarts_after_its_server_drops(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    await start()
+    tg.message("before")
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    await tg.stop()
+    await until(
+        lambda: (
+            rows(home, "SELECT state FROM channel_status WHERE account = 'tg'")[0]["state"]
+            != "connected"
+        ),
+        "the supervisor to notice the drop",
+    )
+    await tg.start()
+    tg.message("after")
+    await tg.wait_for(lambda: len(tg.texts()) == 2, timeout=30)
+    assert tg.texts()[1] == "echo: after"
+    [status] = rows(home, "SELECT * FROM channel_status WHERE account = 'tg'")
+    assert status["restarts"] >= 1
+    await until(
+        lambda: rows(home, "SELECT state FROM channel_status")[0]["state"] == "connected",
+        "connected again",
+    )
+
+
+async def test_commands(start: OpenRuntime, tg: FakeTelegram, home: Home) -> None:
+    runtime = await start()
+    for command in (
+        "/whoami",
+        "/help",
+        "/new",
+        "/agents",
+        "/title Groceries",
+        "/title",
+        "/status",
+        "/frobnicate",
+        "/stop",
+    ):
+        count = len(tg.texts())
+        tg.message(command)
+        await tg.wait_for(lambda count=count: len(tg.texts()) == count + 1)  # type: ignore[misc]
+    whoami, help_, new, agents, title_set, title, status, unknown, stop = tg.texts()
+    assert "allow_from" in whoami and "@alice" in whoami and "main" in whoami
+    assert "/new" in help_ and "/export" in help_
+    assert "New session" in new and "main" in new
+    assert "main" in agents
+    assert "Groceries" in title_set and "Groceries" in title
+    assert "connected" in status and "main" in status
+    assert "Unknown command /frobnicate" in unknown
+    assert "Nothing is running" in stop
+    assert rows(home, "SELECT id FROM jobs WHERE kind = 'turn'") == []
+    sessions = await runtime.list_sessions()
+    assert len(sessions) == 2  # the first, and the one /new started
+    assert {s.title for s in sessions} >= {"Groceries"}
+
+
+async def test_retry_and_export(start: OpenRuntime, tg: FakeTelegram) -> None:
+    await start()
+    tg.message("remember milk")
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    tg.message("/retry")
+    await tg.wait_for(lambda: len(tg.texts()) == 2)
+    assert tg.texts() == ["echo: remember milk", "echo: remember milk"]
+    tg.message("/export")
+    await tg.wait_for(lambda: len(tg.of("sendDocument")) == 1)
+    document = tg.of("sendDocument")[0].params
+    assert document["document"]["filename"].endswith(".md")
+    assert document["document"]["size"] > 0
+
+
+async def test_typing_and_reactions_while_a_turn_runs(start: OpenRuntime, tg: FakeTelegram) -> None:
+    await start(APPROVAL_SCRIPT, mode="workspace", channel="reactions: true\n")
+    update = tg.message("react to me")
+    # The turn waits on the approval: typing and the 👀 reaction show meanwhile.
+    await tg.wait_for(lambda: bool(tg.of("sendChatAction")) and bool(tg.of("setMessageReaction")))
+    assert tg.of("sendChatAction")[0].params["action"] == "typing"
+    [eyes] = tg.of("setMessageReaction")
+    assert eyes.params["message_id"] == update["message"]["message_id"]
+    assert eyes.params["reaction"] == [{"type": "emoji", "emoji": "👀"}]
+    await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
+    tg.message("yes")
+    await tg.wait_for(lambda: "all done" in tg.texts())
+    await tg.wait_for(lambda: len(tg.of("setMessageReaction")) == 2)
+    assert tg.of("setMessageReaction")[1].params["reaction"] == [{"type": "emoji", "emoji": "👍"}]
+
+
+async def test_a_progress_draft_is_edited_then_removed(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    runtime = await start(APPROVAL_SCRIPT, mode="workspace", draft_after=0.0, edit_every=0.05)
+    tg.message("run the thing")
+    await tg.wait_for(
+        lambda: (
+            any(c.params.get("disable_notification") for c in tg.of("sendMessage"))
+            and any("reply_markup" in c.params for c in tg.of("sendMessage"))
+        )
+    )
+    draft = next(c for c in tg.of("sendMessage") if c.params.get("disable_notification"))
+    assert "Working" in draft.params["text"]
+    await tg.wait_for(
+        lambda: any(
+            "exec" in str(m["text"]) for m in tg.messages.values() if m["text"].startswith("⏳")
+        )
+    )
+    tg.message("yes")
+    await tg.wait_for(lambda: "all done" in tg.texts())
+    await tg.wait_for(lambda: len(tg.of("deleteMessage")) == 1)
+    assert not any(str(m["text"]).startswith("⏳") for m in tg.messages.values())
+    assert runtime is not None
+
+
+SEND_FILE_SCRIPT = """
+- text: "Sending it."
+  tool_calls:
+    - name: send_file
+      arguments: {path: "report.txt", caption: "the report"}
+    - name: poll
+      arguments: {question: "Lunch?", options: ["pizza", "salad"]}
+- "sent"
+"""
+
+
+async def test_send_file_and_poll_tools(start: OpenRuntime, tg: FakeTelegram, home: Home) -> None:
+    workspace = home.default_workspace("main")
+    workspace.mkdir(parents=True)
+    (workspace / "report.txt").write_text("numbers\n")
+    await start(SEND_FILE_SCRIPT)
+    tg.message("send me the report")
+    await tg.wait_for(lambda: "sent" in tg.texts())
+    [document] = tg.of("sendDocument")
+    assert document.params["caption"] == "the report"
+    assert document.params["document"] == {"filename": "report.txt", "size": 8}
+    [poll] = tg.of("sendPoll")
+    assert poll.params["question"] == "Lunch?"
+    assert [o["text"] for o in poll.params["options"]] == ["pizza", "salad"]
+    order = [c.method for c in tg.calls if c.method in ("sendDocument", "sendPoll", "sendMessage")]
+    assert order.index("sendDocument") < order.index("sendMessage")  # the file came first
+
+
+async def test_habakkuk_send_queues_a_delivery_without_a_turn(
+    start: OpenRuntime, tg: FakeTelegram, home: Home, tmp_path: Path
+) -> None:
+    await start()
+    assert await asyncio.to_thread(cli.main, ["send", "--to", "tg:42", "hello", "from", "cli"]) == 0
+    await tg.wait_for(lambda: tg.texts() == ["hello from cli"])
+    attachment = tmp_path / "a.pdf"
+    attachment.write_bytes(b"%PDF-1.4 fake")
+    code = await asyncio.to_thread(
+        cli.main, ["send", "--to", "tg:42", "--file", str(attachment), "see", "this"]
+    )
+    assert code == 0
+    await tg.wait_for(lambda: len(tg.of("sendDocument")) == 1)
+    assert tg.of("sendDocument")[0].params["caption"] == "see this"
+    assert rows(home, "SELECT id FROM jobs WHERE kind = 'turn'") == []
+    assert await asyncio.to_thread(cli.main, ["send", "--to", "nope:1", "x"]) == 2
+    assert await asyncio.to_thread(cli.main, ["send", "--to", "bad", "x"]) == 2
+
+
+async def test_attachments_reach_the_inbox_and_the_model(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    transcribed: list[str] = []
+
+    async def transcribe(request: web.Request) -> web.Response:
+        form = await request.post()
+        transcribed.append(str(form["model"]))
+        return web.json_response({"text": "buy oat milk"})
+
+    app = web.Application()
+    app.router.add_post("/v1/audio/transcriptions", transcribe)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        runtime = await start(
+            extra=f"transcription:\n  base_url: http://127.0.0.1:{port}/v1\n  key_env: null\n"
+        )
+        tg.add_file("PHOTO1", b"\x89PNG fake image", "photos/file_1.jpg")
+        tg.add_file("VOICE1", b"OggS fake voice", "voice/file_2.oga")
+        tg.message(
+            caption="look",
+            photo=[
+                {
+                    "file_id": "PHOTO1",
+                    "file_unique_id": "u1",
+                    "width": 1,
+                    "height": 1,
+                    "file_size": 15,
+                }
+            ],
+        )
+        await tg.wait_for(lambda: len(tg.texts()) == 1)
+        tg.message(
+            voice={
+                "file_id": "VOICE1",
+                "file_unique_id": "u2",
+                "duration": 2,
+                "mime_type": "audio/ogg",
+            }
+        )
+        await tg.wait_for(lambda: len(tg.texts()) == 2)
+    finally:
+        await runner.cleanup()
+    inbox = home.default_workspace("main") / "inbox"
+    names = sorted(p.name for p in inbox.iterdir())
+    assert len(names) == 2
+    assert any(n.endswith("photo.jpg") for n in names)
+    [session] = await runtime.list_sessions()
+    stored = await runtime.messages(session.id)
+    first_user = stored[0].message
+    assert [b.type for b in first_user.blocks][:3] == ["text", "image", "text"]
+    image = first_user.blocks[1]
+    assert Path(image.blob).read_bytes() == b"\x89PNG fake image"  # type: ignore[union-attr]
+    assert "inbox/" in first_user.blocks[0].text  # type: ignore[union-attr]
+    assert transcribed == ["whisper-1"]
+    assert "buy oat milk" in tg.texts()[1]
+
+
+async def test_group_messages_need_addressing(start: OpenRuntime, tg: FakeTelegram) -> None:
+    await start()
+    tg.message("just chatting", chat=-100, user=42, chat_type="supergroup")
+    tg.message("@habakkuk_bot what time is it", chat=-100, user=42, chat_type="supergroup")
+    await tg.wait_for(lambda: len(tg.texts(-100)) == 1)
+    await tg.wait_for(lambda: not tg.updates)
+    assert tg.texts(-100) == ["echo: what time is it"]
+
+
+async def test_channels_command_reports_health(
+    start: OpenRuntime, tg: FakeTelegram, home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await start()
+    await until(
+        lambda: bool(rows(home, "SELECT 1 FROM channel_status WHERE state = 'connected'")),
+        "connected",
+    )
+    assert await asyncio.to_thread(cli.main, ["channels"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^tg\s+telegram\s+connected", out, re.MULTILINE), out
