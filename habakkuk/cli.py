@@ -61,6 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument("--to", required=True, metavar="CHANNEL:CHAT[:THREAD]")
     send.add_argument("--file", metavar="PATH", help="send this file (TEXT is its caption)")
     send.add_argument("text", nargs="*", help="the message")
+    checkpoints = sub.add_parser("checkpoints", help="list workspace checkpoints, newest first")
+    checkpoints.add_argument("--agent", help="agent name (default: the first agent)")
+    checkpoints.add_argument("-n", type=int, default=20, help="how many (default 20)")
+    rollback = sub.add_parser(
+        "rollback", help="restore the workspace (or one path) to a checkpoint"
+    )
+    rollback.add_argument("--agent", help="agent name (default: the first agent)")
+    rollback.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    rollback.add_argument("id", help="checkpoint id (a unique prefix is enough)")
+    rollback.add_argument("path", nargs="?", help="restore only this path of the workspace")
     from habakkuk.protocols.mcp.cli import add_parser as add_mcp_parser  # stdlib-only module
 
     add_mcp_parser(sub)
@@ -119,6 +129,10 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
         return commands.pair
     if args.command == "send":
         return commands.send
+    if args.command == "checkpoints":
+        return commands.checkpoints
+    if args.command == "rollback":
+        return commands.rollback
     if args.command == "mcp":
         from habakkuk.protocols.mcp import cli as mcp_cli
 

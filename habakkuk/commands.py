@@ -243,6 +243,81 @@ async def _sessions_export(session_id: str, fmt: str, output: str | None) -> int
     return EXIT_OK
 
 
+# -- checkpoints -----------------------------------------------------------------------------
+
+
+def checkpoints(args: argparse.Namespace) -> int:
+    """`habakkuk checkpoints`: the agent's workspace checkpoints, newest first."""
+    return asyncio.run(_checkpoints(args.agent, args.n))
+
+
+async def _checkpoints(agent: str | None, n: int) -> int:
+    from habakkuk.tools.checkpoints import CheckpointError
+
+    runtime = await _open()
+    try:
+        store = runtime.checkpoints(agent)
+        if store is None:
+            print("habakkuk: checkpoints are off (checkpoints: false, or no git)", file=sys.stderr)
+            return EXIT_FAILED
+        try:
+            found = await store.list(max(n, 0))
+        except CheckpointError as exc:
+            print(f"habakkuk: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    finally:
+        await runtime.close()
+    for c in found:
+        request = " ".join(c.request.split())
+        request = request if len(request) <= 60 else request[:59] + "…"
+        stamp = c.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        print(f"{c.id[:12]}  {stamp}  {c.kind:<8}  {c.session or '-':<20}  {request}")
+    if not found:
+        print("no checkpoints yet", file=sys.stderr)
+    return EXIT_OK
+
+
+def rollback(args: argparse.Namespace) -> int:
+    """`habakkuk rollback ID [PATH]`: show the diff stat, confirm, restore."""
+    return asyncio.run(_rollback(args.agent, args.id, args.path, args.yes))
+
+
+async def _rollback(agent: str | None, checkpoint_id: str, path: str | None, yes: bool) -> int:
+    from habakkuk.tools.checkpoints import CheckpointError
+
+    runtime = await _open()
+    try:
+        store = runtime.checkpoints(agent)
+        if store is None:
+            print("habakkuk: checkpoints are off (checkpoints: false, or no git)", file=sys.stderr)
+            return EXIT_FAILED
+        try:
+            stat = await store.diff_stat(checkpoint_id, path)
+            if stat.strip() == "no changes":
+                print("the workspace already matches that checkpoint; nothing to do")
+                return EXIT_OK
+            print(stat.rstrip())
+            if not yes:
+                answer = await asyncio.to_thread(_ask, "restore these changes? [y/N] ")
+                if answer.strip().lower() not in ("y", "yes"):
+                    print("not restored", file=sys.stderr)
+                    return EXIT_FAILED
+            await store.restore(checkpoint_id, path)
+        except CheckpointError as exc:
+            print(f"habakkuk: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    finally:
+        await runtime.close()
+    print("restored (the replaced state was checkpointed first; `habakkuk checkpoints` lists it)")
+    return EXIT_OK
+
+
+def _ask(prompt: str) -> str:
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    return sys.stdin.readline()
+
+
 # -- init, doctor, smoke ---------------------------------------------------------------------
 
 

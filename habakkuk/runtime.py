@@ -51,6 +51,7 @@ def build_tools(config: Config) -> ToolRegistry:
     from habakkuk.engine.toolkit.registry import Tool
     from habakkuk.tools.clarify import Clarify
     from habakkuk.tools.edit import EditFile
+    from habakkuk.tools.fetch_tool import FetchUrl
     from habakkuk.tools.files import ListDir, ReadFile, WriteFile
     from habakkuk.tools.hardline import check_hardline
     from habakkuk.tools.patch_tool import ApplyPatch
@@ -79,6 +80,7 @@ def build_tools(config: Config) -> ToolRegistry:
         ProcessWait(),
         ProcessKill(),
         ProcessWrite(),
+        FetchUrl(allow_private=config.tools.allow_private_urls),
         Todo(),
         Clarify(),
     ]
