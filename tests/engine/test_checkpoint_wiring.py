@@ -176,5 +176,9 @@ def test_cli_rollback_of_an_unknown_id_is_a_clear_error(
     write_config(CLI_CONFIG)
     home.default_workspace("main").mkdir(parents=True)
     assert main(["rollback", "-y", "deadbeef"]) == 2
+    assert "no checkpoints" in capsys.readouterr().err
+    assert main(["run", "--json", "change it"]) == 0
+    capsys.readouterr()
+    assert main(["rollback", "-y", "deadbeef"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("habakkuk: ") and "deadbeef" in err and "Traceback" not in err
