@@ -28,11 +28,15 @@ agents:
 """
 
 
+def first_text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
 def structured(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content
     if result.structured_content is not None:
         return dict(result.structured_content)
-    return dict(json.loads(result.content[0].text))
+    return dict(json.loads(first_text(result)))
 
 
 async def test_official_client_asks_habakkuk_over_stdio(home: Home) -> None:
@@ -68,7 +72,7 @@ async def test_official_client_asks_habakkuk_over_stdio(home: Home) -> None:
             assert "answer: more" in read["messages"][-1]["text"]
 
             bad = await client.call_tool("habakkuk_ask", {"message": "x", "agent": "nobody"})
-            assert bad.is_error and "nobody" in bad.content[0].text
+            assert bad.is_error and "nobody" in first_text(bad)
 
     await asyncio.wait_for(scenario(), BOUND)
 
@@ -116,7 +120,7 @@ async def test_http_endpoint_behind_the_token(
                     sent = await client.call_tool(
                         "habakkuk_send", {"account": "tg", "conversation": "1", "text": "hi"}
                     )
-                    assert sent.is_error and "not configured" in sent.content[0].text
+                    assert sent.is_error and "not configured" in first_text(sent)
 
         await asyncio.wait_for(scenario(), BOUND)
     finally:
