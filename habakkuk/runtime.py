@@ -172,6 +172,12 @@ class Runtime:
         if self._mcp_start is not None:
             await asyncio.wait([self._mcp_start], timeout=wait)
 
+    def _tool_view(self) -> Any:
+        """Tool search for agents with more tools than their tool_search_over."""
+        from habakkuk.protocols.mcp.toolsearch import ToolSearchView
+
+        return ToolSearchView(self.tools)
+
     def _launch_mcp(self) -> None:
         if self.mcp is None and self.config.mcp_servers:
             from habakkuk.protocols.mcp.manager import START_WAIT, McpManager
@@ -208,6 +214,7 @@ class Runtime:
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self._checkpoint_for,
+                tool_view=self._tool_view(),
             )
         )
         self._turn_pool = Pool(

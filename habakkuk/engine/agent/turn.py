@@ -60,6 +60,8 @@ ChainFor = Callable[[AgentConfig, Session], list[ModelRef]]
 Snapshot = Callable[[], Awaitable[None]]
 # (agent, session, task) -> a function that snapshots the workspace, or None for no checkpoints
 CheckpointFor = Callable[[AgentConfig, Session, str], Snapshot | None]
+# (agent, the agent's tools, the transcript so far) -> the tools to offer this model call
+ToolView = Callable[[AgentConfig, list[Any], list[Message]], list[Any]]
 
 
 @dataclass
@@ -79,6 +81,7 @@ class TurnDeps:
     hooks: Hooks | None = None
     state: StateStore | None = None
     checkpoint_for: CheckpointFor | None = None
+    tool_view: ToolView | None = None
 
 
 def once_per_turn(snapshot: Snapshot, label: str) -> Snapshot:
@@ -192,6 +195,8 @@ class TurnRunner:
             exec_timeout=deps.config.tools.exec_timeout_seconds,
             services=dict(deps.services or {}),
         )
+        if deps.tool_view is not None:
+            context.services["tool_catalog"] = tools  # what tool_search searches
         snapshot = deps.checkpoint_for(agent, session, task) if deps.checkpoint_for else None
         if snapshot is not None:
             context.checkpoint = once_per_turn(snapshot, f"turn {job.id}")
@@ -220,6 +225,11 @@ class TurnRunner:
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant" and not last.tool_uses:
                 return last.text  # finished before a crash; nothing left to do
+            if deps.tool_view is not None:
+                # Tool search: the offered list may grow within the turn, never reorder.
+                offered = deps.tool_view(agent, tools, messages)
+                allowed = {t.name for t in offered}
+                specs = [t.spec() for t in offered]
             request = ModelRequest(
                 model="", system=session.system_prompt, messages=messages, tools=specs
             )
