@@ -101,7 +101,10 @@ class Clarify(Tool):
         return str(first.get("question", "clarify"))[:200] if isinstance(first, dict) else "?"
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        asker = ctx.approver
+        asker: object = ctx.approver
+        if not isinstance(asker, Asker):
+            # Behind a reviewer (approvals: reviewer_then_human) the human may take questions.
+            asker = getattr(asker, "human", None)
         if not isinstance(asker, Asker):
             raise ToolError(NO_ASKER)
         questions = [
