@@ -351,3 +351,19 @@ async def test_an_agent_turn_calls_an_mcp_tool(home: Home, runtime_factory: Any)
     assert outcome.status == "done", outcome.error
     results = [r for m in await runtime.messages(session.id) for r in m.message.tool_results]
     assert [(r.text, r.is_error) for r in results] == [("echo: from the model", False)]
+
+
+def test_mcp_command_lists_each_servers_state_and_tools(
+    home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from habakkuk.cli import main
+
+    servers = server_entry("zoo", "basic", "approve: [echo]") + server_entry("crash", "crash")
+    servers += "  web:\n    url: http://127.0.0.1:9/mcp\n    headers: {X-Key: UNSET_KEY_VAR}\n"
+    home.config_path.write_text(config_text(servers), encoding="utf-8")
+    assert main(["mcp"]) == 1  # a server is down
+    out = capsys.readouterr().out
+    assert "zoo  [stdio]" in out and "up: 12 tools (toolset mcp:zoo)" in out
+    assert "mcp__zoo__echo (asks first)" in out
+    assert "crash  [stdio]" in out and "boom: missing configuration" in out
+    assert "missing variables: UNSET_KEY_VAR" in out
