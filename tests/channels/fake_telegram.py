@@ -152,7 +152,7 @@ class FakeTelegram:
         self.blocked.add(chat)
 
     def hold_sends_after(self, count: int | None) -> None:
-        """sendMessage calls after the first `count` hang until `release_sends` (None: off)."""
+        """sendMessage calls after the first `count` hang until `release_sends`, then fail."""
         self._hold_after = count
         self._release.clear()
 
@@ -288,7 +288,10 @@ class FakeTelegram:
         if self._hold_after is not None and len(self.of("sendMessage", answered=None)) > (
             self._hold_after
         ):
+            # Held until released, then dropped: the chat never got this message
+            # (the bot was killed while waiting for the answer).
             await self._release.wait()
+            return _error(502, "Bad Gateway: held send dropped")
         if not str(params.get("text", "")).strip():
             return _error(400, "Bad Request: message text is empty")
         if len(str(params.get("text", ""))) > 4096:

@@ -1,0 +1,178 @@
+"""Exactly-once replies across a real SIGKILL of `habakkuk --serve` (a subprocess)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from tests.channels.fake_telegram import FakeTelegram
+
+TOKEN = "555:KILLTEST"
+CHUNK = "\n\n".join(["alpha " * 500, "bravo " * 500, "charlie " * 500])
+
+
+def config(tg: FakeTelegram, reply: str) -> str:
+    return textwrap.dedent(
+        f"""
+        providers:
+          mock:
+            type: mock
+            script:
+              - {json.dumps(reply)}
+        agents:
+          main:
+            model: mock/script
+            mode: full
+        channels:
+          tg:
+            type: telegram
+            token_env: TG_TOKEN
+            base_url: {tg.base_url}
+            allow_from: ["42"]
+            poll_timeout: 1
+        """
+    )
+
+
+@pytest.fixture
+async def tg() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(token=TOKEN) as server:
+        yield server
+
+
+async def serve(home: Path) -> asyncio.subprocess.Process:
+    env = {**os.environ, "HABAKKUK_HOME": str(home), "TG_TOKEN": TOKEN}
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "habakkuk.cli", "--serve",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+async def kill(process: asyncio.subprocess.Process) -> None:
+    process.send_signal(signal.SIGKILL)
+    await asyncio.wait_for(process.wait(), 30)
+
+
+async def stop(process: asyncio.subprocess.Process) -> str:
+    """SIGTERM, wait, return stderr; the shutdown must be clean."""
+    if process.returncode is None:
+        process.send_signal(signal.SIGTERM)
+    _, err = await asyncio.wait_for(process.communicate(), 60)
+    text = err.decode(errors="replace")
+    assert process.returncode == 0, text
+    assert "Traceback" not in text, text
+    return text
+
+
+def jobs(home: Path) -> dict[str, sqlite3.Row]:
+    path = home / "control.db"
+    if not path.exists():
+        return {}
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.row_factory = sqlite3.Row
+        return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
+
+
+async def until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Bounded polling of a condition in another process's database."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(sqlite3.OperationalError):  # busy or not created yet
+            if predicate():
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def transcript_roles(home: Path) -> list[str]:
+    with contextlib.closing(sqlite3.connect(home / "transcripts.db")) as conn:
+        return [r[0] for r in conn.execute("SELECT role FROM messages ORDER BY seq")]
+
+
+@pytest.mark.timeout(180)
+async def test_a_crash_mid_delivery_resumes_at_the_first_unsent_chunk(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(config(tg, CHUNK))
+    tg.hold_sends_after(1)  # chunk 1 goes out; chunk 2 hangs until the kill
+    first = await serve(home)
+    killed = False
+    try:
+        update = tg.message("the long answer please")
+        await tg.wait_for(lambda: len(tg.of("sendMessage", answered=None)) == 2, timeout=60)
+        await kill(first)
+        killed = True
+    finally:
+        if not killed:
+            await kill(first)
+    tg.release_sends()
+    turn = f"turn:tg:42:{update['message']['message_id']}"
+    delivered_before = tg.texts()
+    assert len(delivered_before) == 1 and delivered_before[0].startswith("alpha")
+
+    second = await serve(home)
+    try:
+        await tg.wait_for(lambda: len(tg.texts()) == 3, timeout=60)
+        await until(lambda: jobs(home)[f"reply:{turn}"]["status"] == "done", "the delivery")
+    finally:
+        await stop(second)
+    texts = tg.texts()
+    assert [t.split()[0] for t in texts] == ["alpha", "bravo", "charlie"]
+    assert " ".join(texts).split() == CHUNK.split()
+    rows = jobs(home)
+    assert rows[turn]["attempts"] == 1  # the turn ran once
+    assert rows[f"reply:{turn}"]["attempts"] == 2  # the delivery resumed once
+    assert transcript_roles(home) == ["user", "assistant"]
+
+
+@pytest.mark.timeout(180)
+async def test_a_crash_between_the_turns_end_and_its_delivery_sends_one_reply(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(config(tg, "the one and only reply"))
+    tg.hold_sends_after(0)  # the reply hangs: the turn is over, the delivery is not
+    first = await serve(home)
+    update = tg.message("hello")
+    turn = f"turn:tg:42:{update['message']['message_id']}"
+    try:
+        await until(lambda: jobs(home).get(turn, {"status": ""})["status"] == "done", "the turn")
+        await tg.wait_for(lambda: len(tg.of("sendMessage", answered=None)) == 1, timeout=60)
+    finally:
+        await kill(first)
+    tg.release_sends()
+    assert tg.texts() == []
+
+    # The same update comes again (the kill may have beaten the offset save).
+    tg.replay(update)
+    second = await serve(home)
+    try:
+        await tg.wait_for(lambda: len(tg.texts()) == 1, timeout=60)
+        await until(lambda: jobs(home)[f"reply:{turn}"]["status"] == "done", "the delivery")
+        await tg.wait_for(lambda: not tg.updates, timeout=60)  # the replay was read
+        third = tg.message("after the restart")
+        await tg.wait_for(lambda: len(tg.texts()) == 2, timeout=60)
+    finally:
+        await stop(second)
+    assert tg.texts() == ["the one and only reply", "the one and only reply"]
+    rows = jobs(home)
+    assert rows[turn]["attempts"] == 1
+    assert sorted(r for r in rows if rows[r]["kind"] == "turn") == sorted(
+        [turn, f"turn:tg:42:{third['message']['message_id']}"]
+    )
+    assert transcript_roles(home) == ["user", "assistant", "user", "assistant"]

@@ -1,0 +1,282 @@
+"""Channel parts on their own: formatting, config, the supervisor, leases, reply sweeps."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from habakkuk.channels.adapter import Adapter, Address, Beat, Button, Inbox
+from habakkuk.channels.deliveries import enqueue_reply, reply_id, sweep_replies
+from habakkuk.channels.format import html_to_plain, markdown_chunks, render_inline
+from habakkuk.channels.store import ChannelStore
+from habakkuk.channels.supervisor import Backoff, Supervisor
+from habakkuk.engine.config import ChannelConfig, parse_config
+from habakkuk.engine.errors import ConfigError
+from habakkuk.engine.home import Home
+from habakkuk.engine.jobs import MIGRATIONS, JobQueue
+from habakkuk.engine.store import Database
+from tests.conftest import mock_config
+
+# -- formatting ---------------------------------------------------------------------------
+
+
+def test_markdown_becomes_telegram_html() -> None:
+    [html] = markdown_chunks(
+        "# Plan\n\n**bold** and *it* and `a<b` and [site](https://e.com)\n"
+        "- one\n- two\n\n> quoted\n\n```py\nif a < b:\n    pass\n```\nsnake_case_name stays"
+    )
+    assert html.startswith("<b>Plan</b>")
+    assert "<b>bold</b> and <i>it</i> and <code>a&lt;b</code>" in html
+    assert '<a href="https://e.com">site</a>' in html
+    assert "• one\n• two" in html
+    assert "<blockquote>quoted</blockquote>" in html
+    assert '<pre><code class="language-py">if a &lt; b:\n    pass</code></pre>' in html
+    assert "snake_case_name stays" in html
+
+
+def _balanced(html: str) -> bool:
+    stack: list[str] = []
+    for closing, name in re.findall(r"<(/?)([a-z]+)[^>]*>", html):
+        if closing:
+            if not stack or stack.pop() != name:
+                return False
+        else:
+            stack.append(name)
+    return not stack
+
+
+LONG_TEXTS = {
+    "words": "word " * 3000,
+    "one-word": "x" * 10_000,
+    "escapes": "<&>" * 3000,
+    "code": "```\n" + "\n".join(f"line <{i}> **not bold**" for i in range(1500)) + "\n```",
+    "paragraphs": "\n\n".join(f"**para {i}** " + "text " * 150 for i in range(40)),
+}
+
+
+@pytest.mark.parametrize("markdown", list(LONG_TEXTS.values()), ids=list(LONG_TEXTS))
+def test_chunks_fit_the_limit_keep_tags_balanced_and_lose_nothing(markdown: str) -> None:
+    chunks = markdown_chunks(markdown)
+    assert len(chunks) > 1
+    assert all(0 < len(c) <= 4096 for c in chunks)
+    assert all(_balanced(c) for c in chunks)
+    plain = " ".join(html_to_plain(c) for c in chunks)
+
+    def letters(text: str) -> str:
+        return "".join(re.sub(r"```|\*\*", "", text).split())
+
+    assert letters(plain) == letters(markdown)
+    assert markdown_chunks(markdown) == chunks  # deterministic, so deliveries can resume
+
+
+def test_inline_markup_does_not_touch_identifiers_or_math() -> None:
+    assert render_inline("a_b_c and 2*3*4") == "a_b_c and 2*3*4"
+
+
+def test_an_address_round_trips_and_rejects_junk() -> None:
+    assert str(Address.parse("tg:-1001:7")) == "tg:-1001:7"
+    assert Address.parse("tg:42") == Address("tg", "42", "")
+    for bad in ("tg", "tg:", ":42", "a:b:c:d"):
+        with pytest.raises(ValueError):
+            Address.parse(bad)
+
+
+# -- config -------------------------------------------------------------------------------
+
+
+def _parse(home: Home, channel: str) -> Any:
+    text = mock_config(
+        extra="channels:\n  tg:\n" + textwrap.indent(textwrap.dedent(channel), "    ")
+    )
+    return parse_config(text, home.config_path, home)
+
+
+def test_channel_config_defaults_and_durations(home: Home) -> None:
+    config = _parse(home, "type: telegram\ntoken_env: TG\nsession_idle: 30m\nallow_from: '*'\n")
+    channel: ChannelConfig = config.channels["tg"]
+    assert channel.session_idle_seconds == 1800
+    assert channel.allow_all and channel.name == "tg"
+    assert channel.groups == "mention" and channel.progress and not channel.reactions
+
+
+@pytest.mark.parametrize(
+    ("channel", "message"),
+    [
+        ("type: telegram\n", r"channels\.tg\.token_env: must name the variable"),
+        ("type: slack\ntoken_env: X\n", r"channels\.tg\.type: must be one of telegram"),
+        ("type: telegram\ntoken_env: X\nagent: ghost\n", r"agent 'ghost' is not defined"),
+        ("type: telegram\ntoken_env: X\nsession_idle: soon\n", r"session_idle: 'soon' is not"),
+        ("type: telegram\ntoken_env: X\nbase_url: ftp://x\n", r"base_url: 'ftp://x' is not"),
+        ("type: telegram\ntoken_env: X\ntoken: abc\n", r"channels\.tg\.token: unknown key"),
+        ("type: telegram\ntoken_env: X\nroutes: [{agent: main}]\n", r"give chat or user"),
+        ("type: telegram\ntoken_env: X\nsilent_limit: 5s\n", r"longer than poll_timeout"),
+    ],
+)
+def test_channel_config_errors_name_the_line_and_key(
+    home: Home, channel: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        _parse(home, channel)
+    assert re.match(r".*config\.yaml:\d+: ", str(caught.value))
+
+
+# -- the supervisor -------------------------------------------------------------------------
+
+
+class ScriptedAdapter(Adapter):
+    """Beats once, then does what the test says: go silent, or fail."""
+
+    type = "fake"
+
+    def __init__(self, account: str, behaviour: str, runs: list[str]):
+        super().__init__(account)
+        self.behaviour = behaviour
+        self.runs = runs
+
+    async def run(self, inbox: Inbox, beat: Beat) -> None:
+        self.runs.append(self.behaviour)
+        beat()
+        if self.behaviour == "fail":
+            raise ConnectionError("server went away")
+        await asyncio.Event().wait()  # connected, but never another beat
+
+    def render(self, markdown: str) -> list[str]:
+        return [markdown]
+
+    async def send_text(
+        self,
+        to: Address,
+        chunk: str,
+        *,
+        reply_to: str | None = None,
+        buttons: list[list[Button]] | None = None,
+        silent: bool = False,
+    ) -> str:
+        return "1"
+
+
+@pytest.fixture
+async def control(tmp_path: Path) -> Any:
+    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    yield db
+    await db.close()
+
+
+def _channel(silent: str = "1.2s") -> ChannelConfig:
+    channel = ChannelConfig(type="telegram", token_env="X", poll_timeout=1, silent_limit=silent)
+    channel.name = "fake"
+    channel.silent_limit_seconds = float(silent.rstrip("s"))
+    return channel
+
+
+async def _supervise(
+    control: Database, make: Callable[[ChannelConfig], Adapter], *, owner: str = ""
+) -> tuple[Supervisor, ChannelStore]:
+    store = await ChannelStore.open(control)
+    queue = JobQueue(control)
+
+    async def inbox(message: Any) -> None:
+        return None
+
+    class Deliveries:
+        async def run(self, lease: Any) -> dict[str, Any]:
+            return {}
+
+    supervisor = Supervisor(
+        {"fake": _channel()},
+        make,
+        store,
+        queue,
+        inbox,
+        Deliveries(),  # type: ignore[arg-type]
+        backoff=Backoff(first=0.01, cap=0.05, healthy=60),
+        lease_seconds=1.5,
+    )
+    if owner:
+        supervisor.owner = owner
+    return supervisor, store
+
+
+async def _wait(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Bounded polling of state another task changes (supervisor runs, the database)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("timed out")
+        await asyncio.sleep(0.02)
+
+
+async def test_a_silent_adapter_is_torn_down_and_reconnected(control: Database) -> None:
+    runs: list[str] = []
+    supervisor, store = await _supervise(control, lambda c: ScriptedAdapter(c.name, "silent", runs))
+    supervisor.start()
+    try:
+        await _wait(lambda: len(runs) >= 2)
+    finally:
+        await supervisor.stop()
+    status = (await store.statuses())["fake"]
+    assert status.restarts >= 1
+    assert status.state == "stopped"
+
+
+async def test_a_failing_adapter_is_restarted_with_backoff(control: Database) -> None:
+    runs: list[str] = []
+    supervisor, store = await _supervise(control, lambda c: ScriptedAdapter(c.name, "fail", runs))
+    supervisor.start()
+    try:
+        await _wait(lambda: len(runs) >= 3)
+        status = (await store.statuses())["fake"]
+        assert status.restarts >= 2
+        assert "server went away" in status.detail
+    finally:
+        await supervisor.stop()
+
+
+async def test_only_one_process_holds_a_channel(control: Database) -> None:
+    runs: list[str] = []
+    first, store = await _supervise(
+        control, lambda c: ScriptedAdapter(c.name, "silent", runs), owner="host:1:aaaa"
+    )
+    other_runs: list[str] = []
+    second, _ = await _supervise(
+        control, lambda c: ScriptedAdapter(c.name, "silent", other_runs), owner="host:2:bbbb"
+    )
+    first.start()
+    await _wait(lambda: len(runs) == 1)
+    second.start()
+    try:
+        holder = await store.acquire_lease("channel:fake", "host:3:cccc", 1.5)
+        assert holder == "host:1:aaaa"
+        await first.stop()  # lets the lease go: the standby takes over
+        await _wait(lambda: len(other_runs) >= 1)
+    finally:
+        await first.stop()
+        await second.stop()
+
+
+# -- replies a crash left unqueued ----------------------------------------------------------
+
+
+async def test_a_finished_channel_turn_without_a_reply_is_swept_once(control: Database) -> None:
+    queue = JobQueue(control)
+    reply_to = {"to": "tg:42", "message": "7"}
+    await queue.enqueue("turn:tg:42:7", "turn", {"session": "s", "reply_to": reply_to})
+    await queue.enqueue("turn:cli", "turn", {"session": "s"})
+    for _ in range(2):
+        lease = await queue.claim(["turn"])
+        assert lease is not None
+        await queue.complete(lease, {"reply": "hi"})
+    assert await sweep_replies(queue, "turn") == 1
+    assert await sweep_replies(queue, "turn") == 0
+    job = await queue.get(reply_id("turn:tg:42:7"))
+    assert job is not None and job.kind == "delivery:tg"
+    assert job.payload == {"kind": "reply", "turn": "turn:tg:42:7", "to": "tg:42", "reply_to": "7"}
+    turn = await queue.get("turn:tg:42:7")
+    assert turn is not None
+    assert await enqueue_reply(queue, turn) is False  # a rerun never queues a second reply
