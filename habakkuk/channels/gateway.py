@@ -25,6 +25,7 @@ import logging
 import mimetypes
 import re
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from habakkuk.engine.home import Environment
 from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, TextBlock, block_to_json
 from habakkuk.engine.sessions import Session, StoredMessage, TranscriptStore
-from habakkuk.engine.store import BlobStore
+from habakkuk.engine.store import BlobStore, StoreError
 from habakkuk.engine.toolkit.approvals import (
     Answer,
     ApprovalDecision,
@@ -47,7 +48,7 @@ from habakkuk.engine.toolkit.approvals import (
 
 from .adapter import Adapter, Address, Button, InboundMessage, SendError
 from .deliveries import enqueue_delivery
-from .store import ChannelStore
+from .store import PROMPT_SECONDS, ChannelStore, Prompt
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ TEXT = {
     "unknown_command": "Unknown command /{name}. /help lists the commands.",
     "approval": "**Approval needed**: {tool}\n\n`{summary}`\n\nReply **yes** or **no**.",
     "approval_skipped": "No answer in 15 minutes, so I skipped that step.",
+    "question": "**Question**\n\n{questions}\n\nReply with your answer.",
+    "answered": "Answered: {answer}",
     "approved": "Approved",
     "approved_session": "Approved for this session",
     "denied": "Denied",
@@ -84,6 +87,7 @@ TEXT = {
     "unknown_agent": "No agent named {name}. Agents: {known}",
     "export_caption": "Transcript of {title}",
     "too_large": "[attachment {name} was too large to download]",
+    "download_failed": "[attachment {name} could not be downloaded: {error}]",
     "saved": "[attachment saved to inbox/{name}]",
     "voice": "[voice note transcript: {text}]",
     "voice_failed": "[a voice note could not be transcribed: {error}]",
@@ -94,6 +98,7 @@ YES_WORDS = {
 }  # fmt: skip
 ALWAYS_WORDS = {"always", "yes always", "allow always"}
 NO_WORDS = {"no", "n", "nope", "deny", "denied", "non", "nein", "não", "nao", "нет"}
+APPROVAL_ANSWERS = ("allow_once", "deny", "allow_session")
 COMMANDS = {
     "new": "start a fresh session",
     "stop": "stop the running turn",
@@ -106,6 +111,13 @@ COMMANDS = {
     "agents": "list the agents",
     "agent": "switch this conversation (/agent NAME, /agent default)",
     "help": "this list",
+}
+
+
+BUTTON_NOTICES = {
+    "allow_once": TEXT["approved"],
+    "deny": TEXT["denied"],
+    "allow_session": TEXT["approved_session"],
 }
 
 
@@ -145,16 +157,6 @@ def turn_id_for(msg: InboundMessage) -> str:
 
 def _say_id(msg: InboundMessage, suffix: str = "") -> str:
     return f"say:{msg.channel}:{msg.key}{suffix}"
-
-
-@dataclass
-class _Prompt:
-    """An approval waiting in one conversation."""
-
-    approval: str
-    nonce: str
-    address: Address
-    delivery: str
 
 
 @dataclass
@@ -198,8 +200,9 @@ class Gateway:
         self.typing_every = typing_every
         self.draft_after = draft_after
         self.edit_every = edit_every
-        self._prompts: dict[str, _Prompt] = {}
-        self._by_nonce: dict[str, _Prompt] = {}
+        # Prompts live in control.db (any process may receive the answer); these wake
+        # this process's waiters at once when the answer arrived here.
+        self._answered: dict[str, asyncio.Event] = {}
         self._prompt_locks: dict[str, asyncio.Lock] = {}
         self._watches: dict[str, _Watch] = {}
         self._events: asyncio.Task[None] | None = None
@@ -238,6 +241,10 @@ class Gateway:
             return
         try:
             await self._handle(config, msg)
+        except (sqlite3.Error, StoreError):
+            # The database is busy or broken: let the adapter stop before the offset moves,
+            # so the batch comes again after the restart instead of being lost.
+            raise
         except SendError as exc:
             log.warning("channel %s: could not answer %s: %s", msg.channel, msg.key, exc)
         except Exception:
@@ -262,13 +269,11 @@ class Gateway:
         ):
             return
         text = msg.text.strip()
-        prompt = self._prompts.get(msg.address.conversation)
-        if prompt is not None and text:
-            answer = self._answer_word(text)
-            if answer is not None:
-                self.runtime.approvals.answer(
-                    prompt.approval, answer, by=f"{msg.channel}:{msg.sender}"
-                )
+        if text and not text.startswith("/"):
+            prompt = await self.store.waiting_prompt(msg.address.conversation)
+            answer = self._answer_for(prompt, text) if prompt is not None else None
+            if prompt is not None and answer is not None:
+                await self._record_answer(prompt, answer, f"{msg.channel}:{msg.sender}")
                 return
         if text.startswith("/") and not msg.attachments:
             await self._command(config, msg, how, text)
@@ -283,6 +288,20 @@ class Gateway:
         if any(entry.lower() in names for entry in config.allowed):
             return "allow_from"
         return await self.store.allowed_user(msg.channel, msg.sender)
+
+    def _answer_for(self, prompt: Prompt, text: str) -> str | None:
+        """What a typed message answers: yes/no words for approvals, anything for questions."""
+        if prompt.kind == "question":
+            return text
+        return self._answer_word(text)
+
+    async def _record_answer(self, prompt: Prompt, answer: str, by: str) -> bool:
+        """Store the first answer (any process waiting on the prompt picks it up)."""
+        recorded = await self.store.answer_prompt(prompt.id, answer, by)
+        event = self._answered.get(prompt.id)
+        if event is not None:
+            event.set()
+        return recorded
 
     @staticmethod
     def _answer_word(text: str) -> Answer | None:
@@ -375,7 +394,11 @@ class Gateway:
             if attachment.size is not None and attachment.size > MAX_ATTACHMENT_BYTES:
                 notes.append(TEXT["too_large"].format(name=attachment.name))
                 continue
-            data = await adapter.download(attachment)
+            try:
+                data = await adapter.download(attachment)
+            except SendError as exc:
+                notes.append(TEXT["download_failed"].format(name=attachment.name, error=exc))
+                continue
             if len(data) > MAX_ATTACHMENT_BYTES:
                 notes.append(TEXT["too_large"].format(name=attachment.name))
                 continue
@@ -604,73 +627,129 @@ class Gateway:
             return None
         return ChatApprover(self, address)
 
-    async def ask(self, address: Address, request: ApprovalRequest) -> ApprovalDecision:
-        """Post an approval to the chat and wait for the answer (one prompt at a time)."""
-        conversation = address.conversation
-        lock = self._prompt_locks.setdefault(conversation, asyncio.Lock())
-        async with lock:
+    async def ask_approval(self, address: Address, request: ApprovalRequest) -> ApprovalDecision:
+        """Post an approval to the chat and wait for yes or no (15 minutes, then skipped).
+
+        The request also goes through the runtime's approval hub, so another client
+        (the terminal, the dashboard) may answer it too; the first answer wins.
+        """
+        hub = self.runtime.approvals
+        async with self._prompt_locks.setdefault(address.conversation, asyncio.Lock()):
             request.id = request.id or f"apr_{secrets.token_hex(6)}"
-            nonce = secrets.token_hex(4)
-            prompt = _Prompt(request.id, nonce, address, f"prompt:{request.id}")
-            self._prompts[conversation] = prompt
-            self._by_nonce[nonce] = prompt
+            prompt = Prompt(
+                request.id, "approval", address.conversation, request.turn,
+                secrets.token_hex(4), list(APPROVAL_ANSWERS), None, "", time.time(),
+            )  # fmt: skip
             text = TEXT["approval"].format(tool=request.tool, summary=request.summary[:500])
             buttons = [
                 [
-                    {"text": "✅ Approve", "data": f"fy|{nonce}|0"},
-                    {"text": "❌ Deny", "data": f"fy|{nonce}|1"},
+                    {"text": "✅ Approve", "data": f"fy|{prompt.nonce}|0"},
+                    {"text": "❌ Deny", "data": f"fy|{prompt.nonce}|1"},
                 ],
-                [{"text": "Allow for this session", "data": f"fy|{nonce}|2"}],
+                [{"text": "Allow for this session", "data": f"fy|{prompt.nonce}|2"}],
             ]
+            await self._post_prompt(address, prompt, text, buttons)
+            decided = asyncio.create_task(hub.approve(request))
+            typed = asyncio.create_task(self._wait_answer(prompt.id, hub.timeout + 5))
             try:
-                await enqueue_delivery(
-                    self.queue,
-                    prompt.delivery,
-                    {"kind": "text", "to": str(address), "text": text, "buttons": buttons},
-                )
-                decision = await self.runtime.approvals.approve(request)
+                done, _ = await asyncio.wait({decided, typed}, return_when=asyncio.FIRST_COMPLETED)
+                if typed in done and typed.result() is not None:
+                    answer, by = typed.result()  # type: ignore[misc]
+                    hub.answer(request.id, answer, by=by)  # type: ignore[arg-type]
+                decision = await decided
             finally:
-                self._prompts.pop(conversation, None)
-                self._by_nonce.pop(nonce, None)
+                for task in (decided, typed):
+                    task.cancel()
+                await asyncio.gather(decided, typed, return_exceptions=True)
+                await self._close_prompt(address, prompt)
             if decision.by == "timeout":
                 await enqueue_delivery(
                     self.queue,
-                    f"prompt-expired:{request.id}",
+                    f"prompt-expired:{prompt.id}",
                     {"kind": "text", "to": str(address), "text": TEXT["approval_skipped"]},
                 )
-            await self._strip_prompt(prompt)
             return decision
 
-    async def _strip_prompt(self, prompt: _Prompt) -> None:
-        adapter = self.adapter_for(prompt.address.channel)
+    async def ask_question(self, address: Address, request: Any) -> str | None:
+        """Post clarify questions to the chat; the user's next message (or button) answers.
+
+        None when nobody answered in 15 minutes.
+        """
+        async with self._prompt_locks.setdefault(address.conversation, asyncio.Lock()):
+            questions = list(request.questions)
+            choices = list(questions[0].choices) if len(questions) == 1 else []
+            prompt = Prompt(
+                f"ask_{secrets.token_hex(6)}", "question", address.conversation, request.turn,
+                secrets.token_hex(4), choices, None, "", time.time(),
+            )  # fmt: skip
+            buttons = [
+                [{"text": c[:60], "data": f"fy|{prompt.nonce}|{i}"}] for i, c in enumerate(choices)
+            ]
+            text = TEXT["question"].format(questions=request.render())
+            await self._post_prompt(address, prompt, text, buttons or None)
+            try:
+                found = await self._wait_answer(prompt.id, PROMPT_SECONDS)
+            finally:
+                await self._close_prompt(address, prompt)
+            return found[0] if found else None
+
+    async def _post_prompt(
+        self, address: Address, prompt: Prompt, text: str, buttons: list[Any] | None
+    ) -> None:
+        await self.store.open_prompt(prompt)
+        self._answered[prompt.id] = asyncio.Event()
+        payload: dict[str, Any] = {"kind": "text", "to": str(address), "text": text}
+        if buttons:
+            payload["buttons"] = buttons
+        await enqueue_delivery(self.queue, f"prompt:{prompt.id}", payload)
+
+    async def _wait_answer(self, prompt_id: str, timeout: float) -> tuple[str, str] | None:
+        """The prompt's (answer, by) once given here or in another process; None at timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        event = self._answered.setdefault(prompt_id, asyncio.Event())
+        while True:
+            found = await self.store.prompt_answer(prompt_id)
+            if found is not None:
+                return found
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return None
+            event.clear()
+            with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
+                # another process's answer shows up in control.db: look every half second
+                await asyncio.wait_for(event.wait(), min(0.5, remaining))
+
+    async def _close_prompt(self, address: Address, prompt: Prompt) -> None:
+        self._answered.pop(prompt.id, None)
+        with contextlib.suppress(Exception):
+            await self.store.close_prompt(prompt.id)
+        adapter = self.adapter_for(address.channel)
         if adapter is None or not adapter.can("buttons"):
             return
-        for message_id in (await self.store.sent_chunks(prompt.delivery)).values():
+        for message_id in (await self.store.sent_chunks(f"prompt:{prompt.id}")).values():
             with contextlib.suppress(SendError):
-                await adapter.strip_buttons(prompt.address, message_id)
+                await adapter.strip_buttons(address, message_id)
 
     async def _on_button(self, msg: InboundMessage, how: str | None) -> None:
+        """A button press: answer its prompt, or say the prompt expired."""
         callback = msg.callback
         assert callback is not None
-        adapter = self.adapter_for(msg.channel)
         parts = callback.data.split("|")
-        prompt = self._by_nonce.get(parts[1]) if len(parts) == 3 and parts[0] == "fy" else None
+        prompt = None
+        if len(parts) == 3 and parts[0] == "fy" and parts[2].isdigit():
+            prompt = await self.store.prompt_by_nonce(parts[1])
         notice = TEXT["expired"]
         if how is None:
             notice = TEXT["not_allowed"]
-        elif prompt is not None and parts[2] in ("0", "1", "2"):
-            answer: Answer = ("allow_once", "deny", "allow_session")[int(parts[2])]
-            if self.runtime.approvals.answer(
-                prompt.approval, answer, by=f"{msg.channel}:{msg.sender}"
-            ):
-                notice = {
-                    "allow_once": TEXT["approved"],
-                    "deny": TEXT["denied"],
-                    "allow_session": TEXT["approved_session"],
-                }[answer]
+        elif prompt is not None and int(parts[2]) < len(prompt.choices):
+            answer = prompt.choices[int(parts[2])]
+            if await self._record_answer(prompt, answer, f"{msg.channel}:{msg.sender}"):
+                notice = BUTTON_NOTICES.get(answer, TEXT["answered"].format(answer=answer))
+        adapter = self.adapter_for(msg.channel)
         if adapter is not None:
             with contextlib.suppress(SendError):
-                await adapter.answer_callback(callback, notice)
+                await adapter.answer_callback(callback, notice[:190])
             if how is not None:
                 with contextlib.suppress(SendError):
                     await adapter.strip_buttons(msg.address, callback.message_id)
@@ -792,14 +871,18 @@ class Gateway:
 
 
 class ChatApprover:
-    """The Approver of a channel turn: asks in the chat the turn came from."""
+    """The Approver (and clarify Asker) of a channel turn: asks in its chat."""
 
     def __init__(self, gateway: Gateway, address: Address):
         self.gateway = gateway
         self.address = address
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        return await self.gateway.ask(self.address, request)
+        return await self.gateway.ask_approval(self.address, request)
+
+    async def ask(self, request: Any) -> str | None:
+        """clarify's questions (a ClarifyRequest): the user's answer, or None."""
+        return await self.gateway.ask_question(self.address, request)
 
 
 def _last_typed(messages: list[StoredMessage]) -> str | None:

@@ -79,6 +79,17 @@ CREATE TABLE IF NOT EXISTS delivery_chunks (
     at REAL NOT NULL,
     PRIMARY KEY (delivery, idx)
 );
+CREATE TABLE IF NOT EXISTS channel_prompts (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    turn TEXT NOT NULL,
+    nonce TEXT NOT NULL UNIQUE,
+    choices TEXT NOT NULL DEFAULT '[]',
+    answer TEXT,
+    by TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS channel_drafts (
     turn TEXT PRIMARY KEY,
     address TEXT NOT NULL,
@@ -114,6 +125,30 @@ class Pairing:
     name: str
     address: str
     expires: float
+
+
+@dataclass
+class Prompt:
+    """An approval or a question waiting for an answer in one conversation."""
+
+    id: str
+    kind: str  # approval | question
+    conversation: str
+    turn: str
+    nonce: str
+    choices: list[str]
+    answer: str | None
+    by: str
+    created: float
+
+
+PROMPT_SECONDS = 900.0
+
+
+def _prompt(row: sqlite3.Row) -> Prompt:
+    data = dict(row)
+    data["choices"] = json.loads(data["choices"])
+    return Prompt(**data)
 
 
 @dataclass
@@ -397,6 +432,67 @@ class ChannelStore:
             )
 
         await self.db.write(_record)
+
+    # -- prompts waiting for an answer (shared by every process) ---------------------------
+
+    async def open_prompt(self, prompt: Prompt) -> None:
+        await self.db.write(
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO channel_prompts(id, kind, conversation, turn, nonce,"
+                " choices, answer, by, created) VALUES (?, ?, ?, ?, ?, ?, NULL, '', ?)",
+                (
+                    prompt.id,
+                    prompt.kind,
+                    prompt.conversation,
+                    prompt.turn,
+                    prompt.nonce,
+                    dumps(prompt.choices),
+                    prompt.created,
+                ),
+            )
+        )
+
+    async def waiting_prompt(self, conversation: str) -> Prompt | None:
+        """The conversation's oldest unanswered prompt whose turn is still running."""
+        row = await self.db.fetchone(
+            "SELECT p.* FROM channel_prompts p WHERE p.conversation = ? AND p.answer IS NULL"
+            " AND p.created >= ? AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = p.turn"
+            " AND j.status = 'running') ORDER BY p.created LIMIT 1",
+            (conversation, time.time() - PROMPT_SECONDS),
+        )
+        return _prompt(row) if row else None
+
+    async def prompt_by_nonce(self, nonce: str) -> Prompt | None:
+        """An unanswered prompt by its button nonce (None: answered, expired or gone)."""
+        row = await self.db.fetchone(
+            "SELECT * FROM channel_prompts WHERE nonce = ? AND answer IS NULL AND created >= ?",
+            (nonce, time.time() - PROMPT_SECONDS),
+        )
+        return _prompt(row) if row else None
+
+    async def answer_prompt(self, prompt_id: str, answer: str, by: str) -> bool:
+        """Record the first answer; False when the prompt was answered or closed already."""
+
+        def _answer(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "UPDATE channel_prompts SET answer = ?, by = ? WHERE id = ? AND answer IS NULL",
+                (answer, by, prompt_id),
+            )
+            return cursor.rowcount == 1
+
+        return await self.db.write(_answer)
+
+    async def prompt_answer(self, prompt_id: str) -> tuple[str, str] | None:
+        row = await self.db.fetchone(
+            "SELECT answer, by FROM channel_prompts WHERE id = ? AND answer IS NOT NULL",
+            (prompt_id,),
+        )
+        return (str(row["answer"]), str(row["by"])) if row else None
+
+    async def close_prompt(self, prompt_id: str) -> None:
+        await self.db.write(
+            lambda conn: conn.execute("DELETE FROM channel_prompts WHERE id = ?", (prompt_id,))
+        )
 
     # -- progress drafts ------------------------------------------------------------------------
 

@@ -510,3 +510,66 @@ async def test_channels_command_reports_health(
     assert await asyncio.to_thread(cli.main, ["channels"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^tg\s+telegram\s+connected", out, re.MULTILINE), out
+
+
+CLARIFY_SCRIPT = """
+- text: "One question first."
+  tool_calls:
+    - name: clarify
+      arguments: {questions: [{question: "Which colour?", choices: ["red", "blue"]}]}
+- "painted"
+"""
+
+
+async def test_a_clarify_question_answered_by_button(start: OpenRuntime, tg: FakeTelegram) -> None:
+    runtime = await start(CLARIFY_SCRIPT)
+    tg.message("paint the shed")
+    await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
+    prompt = _prompt(tg)
+    assert "Which colour?" in prompt.params["text"]
+    rows_ = prompt.params["reply_markup"]["inline_keyboard"]
+    assert [row[0]["text"] for row in rows_] == ["red", "blue"]
+    tg.press(rows_[1][0]["callback_data"], message_id=tg.message_id_of(prompt.params["text"]))
+    await tg.wait_for(lambda: "painted" in tg.texts())
+    assert "blue" in await _tool_result(runtime)
+    assert tg.of("answerCallbackQuery")[0].params["text"] == "Answered: blue"
+
+
+async def test_a_clarify_question_answered_by_the_next_message(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    runtime = await start(CLARIFY_SCRIPT)
+    tg.message("paint the shed")
+    await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
+    tg.message("green, actually")
+    await tg.wait_for(lambda: "painted" in tg.texts())
+    assert "green, actually" in await _tool_result(runtime)
+    assert len(rows(home, "SELECT id FROM jobs WHERE kind = 'turn'")) == 1
+    assert rows(home, "SELECT * FROM channel_prompts") == []  # closed when answered
+
+
+async def test_an_answer_recorded_by_another_process_reaches_the_waiting_turn(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    runtime = await start(APPROVAL_SCRIPT, mode="workspace")
+    tg.message("run the thing")
+    await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
+    # The process holding the bot may not be the one running the turn: it records
+    # the answer in control.db, where the waiting process finds it.
+    with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
+        conn.execute("UPDATE channel_prompts SET answer = 'allow_once', by = 'tg:42'")
+        conn.commit()
+    await tg.wait_for(lambda: "all done" in tg.texts())
+    assert "approved-run" in await _tool_result(runtime)
+
+
+async def test_a_failed_download_is_noted_and_the_message_still_answered(
+    start: OpenRuntime, tg: FakeTelegram
+) -> None:
+    await start()
+    tg.message(
+        caption="see file",
+        document={"file_id": "MISSING", "file_name": "x.pdf", "mime_type": "application/pdf"},
+    )
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    assert "x.pdf could not be downloaded" in tg.texts()[0]
