@@ -58,9 +58,12 @@ def start(runtime_factory: Any, tg: FakeTelegram) -> OpenRuntime:
         mode: str = "full",
         extra: str = "",
         channel: str = "",
+        agents_extra: str = "",
         **gateway: float,
     ) -> Runtime:
-        config = mock_config(script, mode=mode, extra=channel_yaml(tg, channel) + extra)
+        agents = textwrap.dedent(agents_extra).strip("\n")
+        agents = textwrap.indent(agents, "  ") + "\n" if agents else ""
+        config = mock_config(script, mode=mode, extra=agents + channel_yaml(tg, channel) + extra)
         runtime: Runtime = await runtime_factory(config)
         runtime.start_workers()
         for key, value in gateway.items():
@@ -573,3 +576,74 @@ async def test_a_failed_download_is_noted_and_the_message_still_answered(
     )
     await tg.wait_for(lambda: len(tg.texts()) == 1)
     assert "x.pdf could not be downloaded" in tg.texts()[0]
+
+
+async def test_an_idle_conversation_gets_a_fresh_session(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    runtime = await start()
+    tg.message("one")
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    tg.message("two")
+    await tg.wait_for(lambda: len(tg.texts()) == 2)
+    assert len(await runtime.list_sessions()) == 1
+    with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
+        conn.execute("UPDATE channel_bindings SET last_active = last_active - 5 * 3600")
+        conn.commit()  # idle longer than session_idle (4h by default)
+    tg.message("three")
+    await tg.wait_for(lambda: len(tg.texts()) == 3)
+    assert len(await runtime.list_sessions()) == 2
+
+
+TWO_AGENTS = """
+  ops:
+    model: mock/scripted
+    mode: full
+"""
+
+
+async def test_routes_and_agent_switching(start: OpenRuntime, tg: FakeTelegram) -> None:
+    runtime = await start(
+        extra="",
+        channel='routes:\n  - {chat: "7", agent: ops}\n',
+        agents_extra=TWO_AGENTS,
+    )
+    tg.message("hi", chat=7, user=7, username="carol")
+    await tg.wait_for(lambda: len(tg.texts(7)) == 1)
+    tg.message("hi")
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    by_agent = {s.agent for s in await runtime.list_sessions()}
+    assert by_agent == {"ops", "main"}
+    tg.message("/agent ops")
+    await tg.wait_for(lambda: len(tg.texts()) == 2)
+    assert "ops" in tg.texts()[1]
+    tg.message("/whoami")
+    await tg.wait_for(lambda: len(tg.texts()) == 3)
+    assert "**Agent** ops" in tg.texts()[2] or "Agent</b> ops" in tg.texts()[2]
+    tg.message("/agent nobody")
+    await tg.wait_for(lambda: len(tg.texts()) == 4)
+    assert "No agent named nobody" in tg.texts()[3]
+    tg.message("/agent default")
+    await tg.wait_for(lambda: len(tg.texts()) == 5)
+    assert "main" in tg.texts()[4]
+
+
+async def test_a_failed_turn_is_told_to_the_chat(start: OpenRuntime, tg: FakeTelegram) -> None:
+    await start("- {error: auth}")
+    tg.message("hello")
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    assert tg.texts()[0].startswith("Sorry, that failed:")
+
+
+async def test_stop_cancels_the_running_turn_without_a_reply(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    await start(APPROVAL_SCRIPT, mode="workspace")
+    update = tg.message("run the thing")
+    await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
+    tg.message("/stop")
+    await tg.wait_for(lambda: "Stopped." in tg.texts())
+    turn = f"turn:tg:42:{update['message']['message_id']}"
+    await until(lambda: finished(home, f"reply:{turn}"), "the stopped turn's delivery")
+    assert job(home, turn)["status"] == "cancelled"  # type: ignore[index]
+    assert "all done" not in tg.texts()
