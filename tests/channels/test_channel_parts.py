@@ -75,6 +75,14 @@ def test_chunks_fit_the_limit_keep_tags_balanced_and_lose_nothing(markdown: str)
     assert markdown_chunks(markdown) == chunks  # deterministic, so deliveries can resume
 
 
+@pytest.mark.parametrize(
+    "markdown", ["***both***", "**a ~~b** c~~", "*a **b* c**", "**a *b* c**", "_x **y_ z**"]
+)
+def test_overlapping_markup_still_gives_balanced_tags(markdown: str) -> None:
+    [html] = markdown_chunks(markdown)
+    assert _balanced(html), html
+
+
 def test_inline_markup_does_not_touch_identifiers_or_math() -> None:
     assert render_inline("a_b_c and 2*3*4") == "a_b_c and 2*3*4"
 
