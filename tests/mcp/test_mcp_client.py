@@ -367,3 +367,19 @@ def test_mcp_command_lists_each_servers_state_and_tools(
     assert "mcp__zoo__echo (asks first)" in out
     assert "crash  [stdio]" in out and "boom: missing configuration" in out
     assert "missing variables: UNSET_KEY_VAR" in out
+
+
+async def test_a_server_that_never_answers_times_out_and_is_stopped(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from habakkuk.protocols.mcp import manager as manager_module
+
+    monkeypatch.setattr(manager_module, "CONNECT_TIMEOUT", 1.0)
+    async with manager_for(home, config_text(server_entry("zoo", "hang")), wait=0) as manager:
+        hang = link(manager, "zoo")
+        await wait_until(hang, lambda s: s.state == "down", "the connect timeout")
+        assert "no answer within 1s" in (hang.error or "")
+        pid = hang.process.pid
+        assert pid is not None
+    await wait_exit(pid)
+    assert not _alive(pid)

@@ -118,7 +118,8 @@ async def serve() -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     runtime = await Runtime.open(_home())
     try:
-        runtime.start_workers()
+        # Turns only: the chat bots belong to `habakkuk serve`, as with `habakkuk run`.
+        runtime.start_workers(channels=False)
         await serve_stdio(runtime)
     finally:
         await runtime.close()
