@@ -303,3 +303,23 @@ def test_logout_forgets_the_login(
     assert main(["mcp", "login", "nothing"]) == 2
     assert "not configured" in capsys.readouterr().err
     assert os.stat(home.root / "auth.json").st_mode & 0o777 == 0o600
+
+
+def test_doctor_findings_name_missing_secrets_programs_and_logins(
+    home: Home, fake: FakeAuthServer
+) -> None:
+    from habakkuk.protocols.mcp.checks import mcp_findings
+
+    text = (
+        "providers: {mock: {type: mock}}\nagents: {main: {model: mock/x}}\n"
+        "mcp_servers:\n"
+        f"  files:\n    url: {fake.base}/mcp\n    auth: oauth\n"
+        "  gh:\n    command: /nonexistent/gh-mcp\n    env: {TOKEN: GH_TOKEN_UNSET}\n"
+        "  ok:\n    url: https://example.com/mcp\n"
+    )
+    config = parse_config(text, home.config_path, home)
+    lines = [f.line() for f in mcp_findings(config, Environment(), home)]
+    assert any("files" in line and "habakkuk mcp login files" in line for line in lines)
+    assert any("GH_TOKEN_UNSET" in line and line.startswith("FAIL") for line in lines)
+    assert any("/nonexistent/gh-mcp" in line for line in lines)
+    assert "OK   mcp_servers.ok: configured" in lines
