@@ -182,3 +182,18 @@ def test_cli_rollback_of_an_unknown_id_is_a_clear_error(
     assert main(["rollback", "-y", "deadbeef"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("habakkuk: ") and "deadbeef" in err and "Traceback" not in err
+
+
+async def test_calls_that_will_be_denied_take_no_snapshot(runtime_factory: Any) -> None:
+    script = """
+    - tool_calls:
+        - {name: exec, arguments: {command: "touch x"}}
+        - {name: exec, arguments: {command: "rm -rf /"}}
+    - text: "denied"
+    """
+    runtime = await runtime_factory(mock_config(script, mode="ask"))
+    runtime.config.agents["main"].workspace_path.mkdir(parents=True, exist_ok=True)
+    runtime.start_workers()
+    session = await runtime.new_session()
+    await run(runtime, session.id, "try")  # unattended: the exec is denied, rm is hardline
+    assert await runtime.checkpoints("main").list() == []

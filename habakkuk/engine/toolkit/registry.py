@@ -274,7 +274,22 @@ class ToolRegistry:
             paths = tool.paths(use.input, ctx)
         except Exception:
             return False
-        return self._mutates(tool, paths, ctx)
+        if not self._mutates(tool, paths, ctx):
+            return False
+        # A call that will be refused or denied changes nothing: no snapshot for it.
+        command = tool.hardline_input(use.input)
+        if command is not None and self.hardline is not None and self.hardline(command):
+            return False
+        if tool.refuse(use.input, ctx):
+            return False
+        within = None if paths is None else all(inside(p, ctx.workspace) for p in paths)
+        verdict = decide(
+            ctx.mode,
+            tool.risk_for(use.input, ctx),
+            paths_inside_workspace=within,
+            own_state=tool.own_state,
+        )
+        return verdict == "allow" or (verdict == "ask" and ctx.approver is not None)
 
     def _mutates(self, tool: Tool, paths: list[Path] | None, ctx: ToolContext) -> bool:
         if tool.name not in self.mutators or not paths:
