@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import textwrap
 import time
 from dataclasses import dataclass
@@ -170,3 +171,60 @@ async def test_tool_before_hook_blocks_exec_in_a_turn(runtime_factory: Any, tmp_
     assert start["agent"] == "main" and start["text"] == "go" and start["turn"] == turn
     end = next(e for e in events if e["event"] == "turn_end")
     assert end["status"] == "done" and end["reply"] == "finished"
+
+
+# -- config ---------------------------------------------------------------------------------
+
+
+def parse(text: str, tmp_path: Path) -> Any:
+    from habakkuk.engine.config import parse_config
+    from habakkuk.engine.home import Home
+
+    return parse_config(textwrap.dedent(text), tmp_path / "config.yaml", Home(tmp_path))
+
+
+BASE = """\
+providers:
+  mock: {type: mock}
+agents:
+  main: {model: mock/x}
+"""
+
+
+def test_hooks_and_checkpoint_settings_are_read(tmp_path: Path) -> None:
+    config = parse(
+        BASE + "hooks:\n  - {event: tool_before, command: 'exit 0', match: '^exec$'}\n"
+        "checkpoints: false\ncheckpoint_max_mb: 50\n",
+        tmp_path,
+    )
+    assert config.hooks[0].timeout == 10.0 and config.hooks[0].match == "^exec$"
+    assert config.checkpoints is False and config.checkpoint_max_mb == 50
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("hooks:\n  - {event: tool_maybe, command: x}\n", "hooks[0].event: must be one of"),
+        ("hooks:\n  - {event: turn_end, command: x, match: '('}\n", "hooks[0].match: bad"),
+        ("hooks:\n  - {event: turn_end, command: x, timeout: 0}\n", "hooks[0].timeout"),
+        ("hooks:\n  - {event: turn_end, command: ' '}\n", "hooks[0].command: is empty"),
+        ("hooks:\n  - {event: turn_end, command: x, when: y}\n", "hooks[0].when: unknown key"),
+        ("checkpoint_max_mb: 0\n", "checkpoint_max_mb: must be >= 1"),
+    ],
+)
+def test_bad_hook_config_names_the_key(tmp_path: Path, extra: str, message: str) -> None:
+    from habakkuk.engine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse(BASE + extra, tmp_path)
+
+
+def test_reviewer_model_must_name_a_configured_provider(tmp_path: Path) -> None:
+    from habakkuk.engine.errors import ConfigError
+
+    config = parse(BASE.replace("{model: mock/x}", "{model: mock/x, reviewer_model: mock/judge}"),
+                   tmp_path)  # fmt: skip
+    assert [str(r) for r in config.agents["main"].reviewer_chain] == ["mock/judge"]
+    with pytest.raises(ConfigError, match=r"agents\.main\.reviewer_model: provider 'other'"):
+        parse(BASE.replace("{model: mock/x}", "{model: mock/x, reviewer_model: other/judge}"),
+              tmp_path)  # fmt: skip
