@@ -132,6 +132,8 @@ class Runtime:
         # Agents' background processes live as long as this runtime (killed at close).
         self.processes = ProcessManager(home.procs_dir, on_exit=self._process_exited)
         self._checkpoints: dict[str, Checkpoints] = {}
+        # notify: true process id -> the turn that started it (its reply address is reused)
+        self._process_turns: dict[str, str] = {}
         # Waiting approvals; turns marked attended use it while a client that can
         # answer (the terminal, the dashboard) has set `interactive`.
         self.approvals = ApprovalHub(self.bus)
@@ -208,6 +210,7 @@ class Runtime:
                 chain_for=self._chain_for,
                 services={
                     "processes": self.processes,
+                    "process_started": self._process_started,
                     "state": self.state,
                     **({"channels": self.channels} if self.channels is not None else {}),
                 },
@@ -289,9 +292,21 @@ class Runtime:
         from habakkuk.tools.processes import format_exit_notice
 
         try:
-            await self.submit(info.session, format_exit_notice(info), turn_id=f"turn_{info.id}")
+            started = self._process_turns.pop(info.id, None)
+            job = await self.queue.get(started) if started else None
+            reply_to = job.payload.get("reply_to") if job is not None else None
+            await self.submit(
+                info.session,
+                format_exit_notice(info),
+                turn_id=f"turn_{info.id}",
+                extra={"reply_to": reply_to} if reply_to else None,
+            )
         except Exception as exc:  # the session may be gone; the notice is best effort
             log.warning("cannot deliver the exit notice of %s: %s", info.id, exc)
+
+    def _process_started(self, info: ProcessInfo, turn: str) -> None:
+        if info.notify:
+            self._process_turns[info.id] = turn
 
     # -- checkpoints ---------------------------------------------------------------------
 

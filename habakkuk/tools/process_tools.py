@@ -108,6 +108,10 @@ class BackgroundExec(Exec):
             )
         except ProcessError as exc:
             raise ToolError(f"exec: {exc}") from None
+        started = ctx.services.get("process_started")
+        if callable(started):
+            # The runtime remembers the turn, so the exit notice reaches the same chat.
+            started(info, ctx.turn)
         notice = " You will get a new turn when it exits." if info.notify else ""
         return ToolOutput(
             f"started background process {info.id} in {info.cwd}.{notice} "

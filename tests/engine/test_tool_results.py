@@ -132,3 +132,20 @@ async def test_background_processes_die_with_the_runtime(runtime_factory: Any) -
     await runtime.close()
     assert runtime.processes.list("main") == []
     assert not list(runtime.home.procs_dir.iterdir())
+
+
+async def test_the_exit_notice_turn_carries_the_starting_turns_reply_address(
+    runtime_factory: Any,
+) -> None:
+    runtime = await runtime_factory(mock_config(NOTIFY, mode="full"))
+    session = await runtime.new_session()
+    address = {"to": "test:chat:1", "message": "m1", "sender": "u1"}
+    with runtime.bus.subscribe(
+        lambda e: e.kind == "turn.end" and e.data.get("reply") == "noted the exit"
+    ) as noticed:
+        runtime.start_workers()
+        turn = await runtime.submit(session.id, "go", extra={"reply_to": address})
+        await asyncio.wait_for(runtime.wait_turn(turn), 30)
+        event = await asyncio.wait_for(noticed.get(), 30)
+    job = await runtime.queue.get(event.data["turn"])
+    assert job is not None and job.payload["reply_to"] == address
