@@ -41,6 +41,7 @@ START_WAIT = 20.0
 CONNECT_TIMEOUT = 30.0
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 300.0
+STABLE_AFTER = 30.0  # a session that lasted this long resets the backoff
 LIST_PAGES = 100
 
 
@@ -125,7 +126,8 @@ class ServerLink:
     def drop(self, reason: str) -> None:
         """Give up the current session (the supervisor reconnects)."""
         if self.client is not None and self.error is None:
-            self.error = reason
+            tail = self.process.last_error_line() if self.transport == "stdio" else ""
+            self.error = f"{reason} (stderr: {tail})" if tail and tail not in reason else reason
         self._drop.set()
 
     async def _supervise(self) -> None:
@@ -133,9 +135,9 @@ class ServerLink:
         while not self._closing.is_set():
             self.attempts += 1
             self._drop.clear()
-            connected = False
+            lasted = 0.0
             try:
-                connected = await self._session()
+                lasted = await self._session()
             except Exception as exc:  # any failure: record why and retry later
                 reason = _describe(exc)
                 tail = self.process.last_error_line() if self.transport == "stdio" else ""
@@ -152,14 +154,14 @@ class ServerLink:
                 self.error = "the connection closed"
             self.attempted.set()
             self._notify()
-            if connected:
-                delay = BACKOFF_FIRST
+            if lasted >= STABLE_AFTER:
+                delay = BACKOFF_FIRST  # a server that crashes right after connecting backs off
             with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), delay)
             delay = min(delay * 2, BACKOFF_MAX)
 
-    async def _session(self) -> bool:
-        """Connect, list tools, serve calls until dropped; True if it connected."""
+    async def _session(self) -> float:
+        """Connect, list tools, serve calls until dropped; how long it was connected."""
         import anyio
         from mcp import Client
         from mcp_types import Implementation
@@ -198,9 +200,10 @@ class ServerLink:
                     self.attempted.set()
                     self._notify()
                     log.info("mcp server %s: connected, %d tools", self.config.name, len(listed))
+                    connected_at = time.monotonic()
                     await self._drop.wait()
                     self.client = None
-                    return True
+                    return time.monotonic() - connected_at
             finally:
                 timer.cancel()
                 self.client = None
