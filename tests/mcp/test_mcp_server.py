@@ -103,6 +103,9 @@ async def test_http_endpoint_behind_the_token(
         async with httpx2.AsyncClient() as plain:
             refused = await plain.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
             assert refused.status_code == 401
+            # stateless: no stream to GET, so it is refused rather than left hanging
+            stream = await plain.get(url, headers={"Authorization": "Bearer sesame"})
+            assert stream.status_code == 405
 
         async def scenario() -> None:
             http = httpx2.AsyncClient(headers={"Authorization": "Bearer sesame"})

@@ -61,11 +61,22 @@ def build_server(runtime: Runtime) -> MCPServer:
     from habakkuk import __version__
     from habakkuk.engine.errors import HabakkukError
 
-    server: MCPServer = MCPServer(
-        "habakkuk",
-        version=__version__,
-        instructions="Habakkuk's agents: ask them with habakkuk_ask; read their sessions.",
-    )
+    # MCPServer calls logging.basicConfig with a Rich handler; with a placeholder
+    # handler on the root that is a no-op, so Habakkuk's own logging stays in charge.
+    root = logging.getLogger()
+    placeholder = logging.NullHandler() if not root.handlers else None
+    if placeholder is not None:
+        root.addHandler(placeholder)
+    try:
+        server: MCPServer = MCPServer(
+            "habakkuk",
+            version=__version__,
+            instructions="Habakkuk's agents: ask them with habakkuk_ask; read their sessions.",
+            log_level="WARNING",
+        )
+    finally:
+        if placeholder is not None:
+            root.removeHandler(placeholder)
 
     async def habakkuk_ask(
         message: str, agent: str | None = None, session: str | None = None
@@ -241,6 +252,11 @@ class McpHttpEndpoint:
                 return web.json_response({"error": "missing or wrong API token"}, status=401)
         if self._manager is None:
             return web.json_response({"error": "the MCP endpoint is not running"}, status=503)
+        if request.method != "POST":
+            # Stateless: no server-sent stream to GET and no session to DELETE.
+            return web.json_response(
+                {"error": "only POST is served here"}, status=405, headers={"Allow": "POST"}
+            )
         body = await request.read()
         scope: dict[str, Any] = {
             "type": "http",
