@@ -411,8 +411,7 @@ def send(args: argparse.Namespace) -> int:
 
 
 def tui(args: argparse.Namespace) -> int:
-    """The terminal app arrives with its own module; until then, show the commands."""
-    from habakkuk.cli import build_parser
+    """`habakkuk`: the terminal app (`--resume` opens the session picker first)."""
+    from habakkuk.app import run_app
 
-    build_parser().print_help()
-    return EXIT_OK
+    return run_app(resume=bool(getattr(args, "resume", False)))

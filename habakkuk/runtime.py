@@ -26,8 +26,9 @@ from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import Job, JobQueue
 from habakkuk.engine.llm.factory import ProviderHub
 from habakkuk.engine.llm.router import Router
+from habakkuk.engine.llm.types import ToolResultBlock
 from habakkuk.engine.pools import Pool
-from habakkuk.engine.sessions import Session, StoredMessage, TranscriptStore
+from habakkuk.engine.sessions import SearchHit, Session, StoredMessage, TranscriptStore
 from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
 from habakkuk.engine.toolkit.approvals import ApprovalHub, Approver
@@ -544,3 +545,53 @@ class Runtime:
             return str(candidate.relative_to(agent_config.workspace_path))
 
         return await asyncio.to_thread(_copy)
+
+    # -- facade: what the terminal app needs ---------------------------------------------
+
+    async def rename_session(self, session_id: str, title: str) -> Session:
+        """Set a session's title by hand (a hand-set title is never replaced)."""
+        await self.session(session_id)
+        await self.transcripts.set_title(session_id, title.strip(), "user")
+        return await self.session(session_id)
+
+    async def archive_session(self, session_id: str, archived: bool = True) -> None:
+        """Hide a session from the recent list (or bring it back)."""
+        await self.session(session_id)
+        await self.transcripts.set_archived(session_id, archived)
+
+    async def search_sessions(
+        self, query: str, agent: str | None = None, *, limit: int = 20
+    ) -> list[SearchHit]:
+        """Full-text search over sessions' user and assistant text, best first."""
+        if agent is not None:
+            self.config.agent(agent)
+        return await self.transcripts.search(query, agent=agent, limit=limit)
+
+    async def export_session(self, session_id: str, fmt: str) -> str:
+        """A session's transcript as md, json or html text."""
+        from habakkuk.engine.export import export_transcript
+
+        if fmt not in ("md", "json", "html"):
+            raise ValueError(f"unknown export format {fmt!r} (md, json, html)")
+        session = await self.session(session_id)
+        return export_transcript(session, await self.messages(session_id), fmt)  # type: ignore[arg-type]
+
+    async def tool_output(self, session_id: str, call_id: str) -> ToolResultBlock | None:
+        """The full recorded result of one tool call, read from the transcript."""
+        for stored in reversed(await self.messages(session_id)):
+            for result in stored.message.tool_results:
+                if result.tool_use_id == call_id:
+                    return result
+        return None
+
+    async def active_turns(self, session_id: str) -> list[Job]:
+        """The session's queued or running turns, oldest first."""
+        return [j for j in await self.queue.active_for(session_id) if j.kind == TURN_KIND]
+
+    def running_jobs(self) -> list[Job]:
+        """Jobs this process's pools are running now."""
+        return [job for pool in self._pools for job in pool.running_jobs]
+
+    async def recent_failures(self, limit: int = 10) -> list[Job]:
+        """Jobs that failed for good, newest first."""
+        return await self.queue.recent_failures(limit)

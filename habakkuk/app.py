@@ -1,0 +1,282 @@
+"""The terminal app: a Textual App that runs the runtime in-process.
+
+Sections are Textual MODES (chat, sessions, approvals, overview), one key each,
+shown in the footer and the command palette. The runtime is opened in a worker
+after the first frame has painted, so this module imports nothing heavy: the
+engine, the screens and their widgets load lazily.
+
+The UI is a client of the runtime: it calls the facade (`habakkuk.runtime.Runtime`)
+and follows `runtime.bus`; events are forwarded to the screens as `BusEvent`
+messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.worker import Worker
+
+if TYPE_CHECKING:
+    from habakkuk.engine.events import Event, Subscription
+    from habakkuk.engine.home import Home
+    from habakkuk.runtime import Runtime
+
+# Two Ctrl+C presses this close together quit the app.
+DOUBLE_PRESS_SECONDS = 2.0
+CLOSE_TIMEOUT_SECONDS = 10.0
+
+
+SECTIONS = [
+    ("chat", "Talk to the agent", "ctrl+t"),
+    ("sessions", "Find, open and resume sessions", "ctrl+s"),
+    ("approvals", "Every waiting approval", "ctrl+r"),
+    ("overview", "Queue, running jobs and errors", "ctrl+o"),
+]
+
+
+class BusEvent(Message, bubble=False):
+    """One runtime bus event, delivered to each live screen."""
+
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event
+
+
+class RuntimeReady(Message, bubble=False):
+    """The runtime is open and its workers run; screens may load their data."""
+
+
+def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
+    """A MODES entry that imports its screen module only when first shown."""
+
+    def build() -> Screen[Any]:
+        import importlib
+
+        screen_class = getattr(importlib.import_module(module), name)
+        screen: Screen[Any] = screen_class()
+        return screen
+
+    return build
+
+
+class HabakkukApp(App[None]):
+    """Chat, sessions, approvals and the overview over one in-process runtime."""
+
+    TITLE = "Habakkuk"
+    CSS_PATH = str(Path(__file__).with_name("app.tcss"))
+    MODES = {
+        "chat": _lazy("habakkuk.screens.chat", "ChatScreen"),
+        "sessions": _lazy("habakkuk.screens.sessions", "SessionsScreen"),
+        "approvals": _lazy("habakkuk.screens.approvals", "ApprovalsScreen"),
+        "overview": _lazy("habakkuk.screens.overview", "OverviewScreen"),
+    }
+    DEFAULT_MODE = "chat"
+    BINDINGS = [
+        Binding("ctrl+t", "go('chat')", "Chat", id="go.chat", priority=True),
+        Binding("ctrl+s", "go('sessions')", "Sessions", id="go.sessions", priority=True),
+        Binding("ctrl+r", "go('approvals')", "Approvals", id="go.approvals", priority=True),
+        Binding("ctrl+o", "go('overview')", "Overview", id="go.overview", priority=True),
+        Binding("ctrl+c", "interrupt", "Stop", id="app.interrupt", priority=True, show=False),
+        # Textual's usual quit key; listed in the palette and /help, kept off the footer.
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, show=False),
+    ]
+
+    def __init__(
+        self,
+        home: Home | None = None,
+        *,
+        runtime: Runtime | None = None,
+        resume: bool = False,
+        animate: bool = True,
+    ) -> None:
+        """`runtime` lets a test hand in an opened runtime (the app then does not close it).
+
+        `animate=False` turns off cursor blink and similar motion, for snapshots.
+        """
+        super().__init__()
+        self._home = home
+        self._given_runtime = runtime
+        self.runtime: Runtime | None = None
+        self.resume = resume
+        self.motion = animate
+        self.startup_error: str | None = None
+        self._subscription: Subscription | None = None
+        self._pump: Worker[None] | None = None
+        self._listeners: list[Screen[Any]] = []
+        self._last_interrupt = -DOUBLE_PRESS_SECONDS
+        self._runtime_closing = False
+        if not animate:
+            self.animation_level = "none"
+
+    # -- startup -------------------------------------------------------------------------
+
+    @property
+    def home(self) -> Home:
+        """The home this app works on ($HABAKKUK_HOME unless given)."""
+        if self._home is None:
+            if self._given_runtime is not None:
+                self._home = self._given_runtime.home
+            else:
+                from habakkuk.engine.home import Home, default_home
+
+                self._home = Home(default_home())
+        return self._home
+
+    def on_mount(self) -> None:
+        """First frame first: the setup screen or the runtime come after it."""
+        if self._given_runtime is None and not self.home.config_path.exists():
+            from habakkuk.screens.setup import SetupScreen
+
+            self.push_screen(SetupScreen(self.home), callback=self._after_setup)
+            return
+        self._start_runtime()
+
+    def _after_setup(self, written: Path | None) -> None:
+        self._start_runtime()
+
+    @work(exclusive=True, group="runtime")
+    async def _start_runtime(self) -> None:
+        from habakkuk.engine.errors import HabakkukError
+        from habakkuk.runtime import Runtime
+
+        runtime = self._given_runtime
+        if runtime is None:
+            try:
+                runtime = await Runtime.open(self.home)
+            except HabakkukError as exc:
+                self.startup_error = f"habakkuk: {exc}"
+                self.exit(return_code=2)
+                return
+        runtime.interactive = True
+        runtime.start_workers()
+        self.runtime = runtime
+        # Big enough that a long streamed reply is never thinned out for the UI.
+        self._subscription = runtime.bus.subscribe(maxsize=100_000)
+        self._pump = self._pump_events(self._subscription)
+        self.refresh_bindings()
+        for screen in list(self._listeners):
+            screen.post_message(RuntimeReady())
+        if self.resume:
+            self.switch_mode("sessions")
+
+    @work(group="events")
+    async def _pump_events(self, subscription: Subscription) -> None:
+        async for event in subscription:
+            for screen in list(self._listeners):
+                screen.post_message(BusEvent(event))
+
+    def listen(self, screen: Screen[Any]) -> None:
+        """Deliver bus events (and RuntimeReady) to `screen` from now on."""
+        if screen not in self._listeners:
+            self._listeners.append(screen)
+
+    def unlisten(self, screen: Screen[Any]) -> None:
+        if screen in self._listeners:
+            self._listeners.remove(screen)
+
+    # -- navigation ----------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Sections need the runtime: their keys appear once it is open."""
+        return not (action == "go" and self.runtime is None)
+
+    def action_go(self, mode: str) -> None:
+        """Show one section."""
+        if self.runtime is not None and self.current_mode != mode:
+            self.switch_mode(mode)
+
+    def open_session(self, session_id: str) -> None:
+        """Show `session_id` in the chat (the sessions and approvals screens use this)."""
+        self.switch_mode("chat")
+        chat = self.get_chat()
+        if chat is not None:
+            chat.open_session(session_id)
+
+    def get_chat(self) -> Any:
+        """The chat screen once it exists."""
+        from habakkuk.screens.chat import ChatScreen
+
+        for screen in self._listeners:
+            if isinstance(screen, ChatScreen):
+                return screen
+        return None
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The palette lists every section and action as `category: action`."""
+        if self.runtime is not None:
+            for mode, about, key in SECTIONS:
+                yield SystemCommand(
+                    f"Go: {mode}", f"{about} ({key})", lambda m=mode: self.action_go(m)
+                )
+        yield SystemCommand("Turn: stop", "Stop the running turn (ctrl+c)", self.action_interrupt)
+        yield SystemCommand(
+            "App: quit", "Quit; a running turn resumes next start (ctrl+q)", self.action_quit
+        )
+        yield SystemCommand("App: theme", "Change the colour theme", self.action_change_theme)
+        yield SystemCommand(
+            "App: keys", "Show the keys of this screen", self.action_show_help_panel
+        )
+
+    # -- stop and quit -------------------------------------------------------------------
+
+    async def action_interrupt(self) -> None:
+        """Ctrl+C: stop the running turn at once; a second press quits."""
+        now = time.monotonic()
+        if now - self._last_interrupt < DOUBLE_PRESS_SECONDS:
+            await self.action_quit()
+            return
+        self._last_interrupt = now
+        chat = self.get_chat()
+        if chat is not None and chat.stop_turn():
+            self.notify("Stopping the turn. Ctrl+C again quits.", timeout=3)
+        else:
+            self.notify("No turn is running. Ctrl+C again (or Ctrl+Q) quits.", timeout=3)
+
+    async def action_quit(self) -> None:
+        """Close the runtime (leases released: a running turn resumes next start), then exit."""
+        await self.close_runtime()
+        self.exit()
+
+    async def close_runtime(self) -> None:
+        """Stop following the bus and close the runtime this app opened."""
+        if self._runtime_closing:
+            return
+        self._runtime_closing = True
+        if self._subscription is not None:
+            self._subscription.close()
+        if self._pump is not None:
+            # Blocked on the closed subscription's queue: it would never return by itself.
+            self._pump.cancel()
+        runtime, self.runtime = self.runtime, None
+        if runtime is not None:
+            runtime.interactive = False
+            if self._given_runtime is None:
+                await asyncio.wait_for(runtime.close(), CLOSE_TIMEOUT_SECONDS)
+
+
+def run_app(*, resume: bool = False) -> int:
+    """Run the terminal app on $HABAKKUK_HOME; returns the exit code."""
+    app = HabakkukApp(resume=resume)
+
+    async def main() -> None:
+        try:
+            await app.run_async()
+        finally:
+            # The app may end without action_quit (an error): never leave leases behind.
+            await app.close_runtime()
+
+    asyncio.run(main())
+    if app.startup_error:
+        import sys
+
+        print(app.startup_error, file=sys.stderr)
+    return app.return_code or 0

@@ -1,0 +1,362 @@
+"""The chat screen (home): the conversation, the composer, approvals and the status line."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.widgets import Footer, Static
+
+from habakkuk.screens.base import RuntimeScreen
+from habakkuk.widgets.approval_prompt import ApprovalPrompt
+from habakkuk.widgets.composer import SLASH_COMMANDS, Composer
+from habakkuk.widgets.message_view import MessageView
+from habakkuk.widgets.status_line import Status, StatusLine
+
+if TYPE_CHECKING:
+    from habakkuk.engine.events import Event
+    from habakkuk.engine.toolkit.approvals import ApprovalRequest
+
+NOT_YET = "{command} is not available yet in this version."
+TURN_EVENTS = {
+    "turn.text",
+    "turn.thinking",
+    "turn.tool_call",
+    "turn.reset",
+    "turn.message",
+    "turn.end",
+    "tool.start",
+    "tool.end",
+}
+EXPORT_FORMATS = ("md", "json", "html")
+
+
+class ChatScreen(RuntimeScreen):
+    """Talk to an agent: streamed replies, tool cards, one-key approvals."""
+
+    BINDINGS = [
+        Binding("ctrl+n", "new_session", "New", id="chat.new"),
+        Binding("ctrl+g", "focus_approval", "Approve", id="chat.approve"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="chat")
+        self.session_id = ""
+        self.session_title = ""
+        self.agent_name = ""
+        self.running_turn: str | None = None
+        self.queued_turns: list[str] = []
+        # Turns sent from here and how the finished ones ended (for tests and benchmarks too).
+        self.last_turn: str | None = None
+        self.finished: dict[str, str] = {}
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self._status = StatusLine()
+        self._view = MessageView()
+        self._prompt = ApprovalPrompt()
+        self._hint = Static("", id="hint")
+        self._composer = Composer()
+
+    def compose(self) -> ComposeResult:
+        yield self._status
+        yield self._view
+        yield self._prompt
+        yield self._hint
+        yield self._composer
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self._composer.cursor_blink = self.happ.motion
+        self._hint.display = False
+        self._composer.focus()
+
+    def on_screen_resume(self) -> None:
+        if self.focused is None:
+            self._composer.focus()
+
+    def runtime_ready(self) -> None:
+        self.agent_name = self.runtime.config.agent(None).name
+        self._refresh_status()
+        for request in self.runtime.approvals.pending:
+            if request.session == self.session_id:
+                self._prompt.add(request)
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def open_session(self, session_id: str) -> None:
+        """Show a stored session and continue it (a turn left running resumes here)."""
+        self._open(session_id)
+
+    @work(exclusive=True, group="open")
+    async def _open(self, session_id: str) -> None:
+        from habakkuk.engine.errors import HabakkukError
+
+        try:
+            session = await self.runtime.session(session_id)
+            messages = await self.runtime.messages(session_id)
+            active = await self.runtime.active_turns(session_id)
+        except HabakkukError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return
+        self.session_id = session.id
+        self.session_title = session.title
+        self.agent_name = session.agent
+        self.input_tokens = self.output_tokens = 0
+        self.running_turn = next((j.id for j in active if j.status == "running"), None)
+        self.queued_turns = [j.id for j in active if j.status == "queued"]
+        await self._view.load(session.id, messages)
+        self._prompt.clear()
+        for request in self.runtime.approvals.pending:
+            if request.session == session.id:
+                self._prompt.add(request)
+        self._refresh_status()
+        self._composer.focus()
+
+    def action_new_session(self) -> None:
+        """Start over in a fresh session (created when the first message is sent)."""
+        self._new_session()
+
+    @work(exclusive=True, group="open")
+    async def _new_session(self) -> None:
+        self.session_id = ""
+        self.session_title = ""
+        self.agent_name = self.runtime.config.agent(None).name
+        self.running_turn = None
+        self.queued_turns = []
+        self.input_tokens = self.output_tokens = 0
+        await self._view.clear()
+        self._prompt.clear()
+        self._refresh_status()
+        self._composer.focus()
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def on_composer_submitted(self, message: Composer.Submitted) -> None:
+        if message.text.startswith("/"):
+            self._command(message.text)
+        else:
+            self._send(message.text)
+
+    @work(group="send")
+    async def _send(self, text: str) -> None:
+        if not self.session_id:
+            session = await self.runtime.new_session(self.agent_name or None, origin="tui")
+            self.session_id = session.id
+            self._view.session = session.id
+            self.session_title = text.strip().splitlines()[0][:80]
+        await self._view.add_user(text)
+        turn = await self.runtime.submit(self.session_id, text, attended=True)
+        self.last_turn = turn
+        if turn != self.running_turn and turn not in self.queued_turns:
+            self.queued_turns.append(turn)
+        self._refresh_status()
+
+    def stop_turn(self) -> bool:
+        """Stop the running turn (or else the newest queued one); False when there is none."""
+        turn = self.running_turn or (self.queued_turns[-1] if self.queued_turns else None)
+        if turn is None:
+            return False
+        self.run_worker(self.runtime.stop_turn(turn), group="stop")
+        return True
+
+    # -- events ------------------------------------------------------------------------------
+
+    async def bus_event(self, event: Event) -> None:
+        kind = event.kind
+        if kind.startswith("approval."):
+            self._approval_event(event)
+            return
+        if not self.session_id or event.session != self.session_id:
+            return
+        turn = event.data.get("turn")
+        if kind == "turn.start":
+            self.running_turn = str(turn)
+            if turn in self.queued_turns:
+                self.queued_turns.remove(str(turn))
+            self._refresh_status()
+        elif kind in TURN_EVENTS:
+            await self._view.handle(event)
+            if kind == "turn.message":
+                usage = event.data.get("usage") or {}
+                self.input_tokens += int(usage.get("input_tokens", 0))
+                self.output_tokens += int(usage.get("output_tokens", 0))
+                self._refresh_status()
+            elif kind == "turn.end":
+                self.finished[str(turn)] = str(event.data.get("status", ""))
+                if self.running_turn == turn:
+                    self.running_turn = None
+                self._refresh_status()
+        elif kind == "job.finished":
+            job = str(event.data.get("job", ""))
+            if job == self.running_turn:
+                self.running_turn = None
+            if job in self.queued_turns:
+                self.queued_turns.remove(job)
+            self._refresh_status()
+
+    def _approval_event(self, event: Event) -> None:
+        approval_id = str(event.data.get("id", ""))
+        if event.kind == "approval.pending":
+            request: ApprovalRequest = event.data["request"]
+            if request.session == self.session_id:
+                self._prompt.add(request)
+                self._prompt.focus()
+        else:
+            had_focus = self.focused is self._prompt
+            self._prompt.withdraw(approval_id)
+            if had_focus and self._prompt.current is None:
+                self._composer.focus()
+        self.refresh_bindings()
+
+    def on_approval_prompt_answered(self, message: ApprovalPrompt.Answered) -> None:
+        if message.answer is None or self._prompt.current is None:
+            self._composer.focus()
+        self.refresh_bindings()
+
+    def action_focus_approval(self) -> None:
+        """Go to the waiting approval (after Esc put it off)."""
+        if self._prompt.current is not None:
+            self._prompt.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "focus_approval":
+            return self._prompt.current is not None
+        return True
+
+    # -- status and hints ----------------------------------------------------------------
+
+    def _refresh_status(self) -> None:
+        if not self.has_runtime:
+            return
+        config = self.runtime.config
+        try:
+            agent = config.agent(self.agent_name or None)
+        except Exception:
+            self._status.show(Status(agent=self.agent_name, session=self.session_title))
+            return
+        self._status.show(
+            Status(
+                agent=agent.name,
+                model=str(agent.chain[0]) if agent.chain else agent.model,
+                session=self.session_title,
+                mode=agent.mode,
+                input_tokens=self.input_tokens,
+                output_tokens=self.output_tokens,
+                running=self.running_turn is not None,
+                queued=len(self.queued_turns),
+            )
+        )
+
+    def on_composer_completions(self, message: Composer.Completions) -> None:
+        if not message.names:
+            self._hint.display = False
+            return
+        parts: list[Content | tuple[str, str] | str] = []
+        for index, name in enumerate(message.names):
+            if index:
+                parts.append(("  ·  ", "dim"))
+            parts.append((name, "bold"))
+            if len(message.names) <= 2:
+                parts.append((" " + SLASH_COMMANDS[name], "dim"))
+        parts.append(("   tab completes", "dim italic"))
+        self._hint.update(Content.assemble(*parts))
+        self._hint.display = True
+
+    # -- slash commands ------------------------------------------------------------------
+
+    @work(group="command")
+    async def _command(self, text: str) -> None:
+        name, _, rest = text.strip().partition(" ")
+        rest = rest.strip()
+        view = self._view
+        if name == "/new":
+            self._new_session()
+        elif name == "/stop":
+            if not self.stop_turn():
+                await view.note("No turn is running.")
+        elif name == "/model":
+            if rest:
+                await view.note(
+                    "Choosing a model per session is not available yet in this version."
+                )
+            else:
+                agent = self.runtime.config.agent(self.agent_name or None)
+                chain = ", ".join(str(ref) for ref in agent.chain)
+                await view.note(f"Model chain of {agent.name}: {chain}")
+        elif name in ("/think", "/compact", "/fork"):
+            await view.note(NOT_YET.format(command=name))
+        elif name == "/undo":
+            await self._undo()
+        elif name == "/title":
+            await self._title(rest)
+        elif name == "/export":
+            await self._export(rest)
+        elif name == "/help":
+            await view.note(_help_text())
+        else:
+            await view.note(f"Unknown command {name}; /help lists the commands.", error=True)
+
+    async def _undo(self) -> None:
+        from habakkuk.engine.errors import HabakkukError
+
+        if not self.session_id:
+            await self._view.note("This session has no messages yet.")
+            return
+        try:
+            reply = await self.runtime.undo(self.session_id)
+        except HabakkukError as exc:
+            await self._view.note(f"/undo: {exc}", error=True)
+            return
+        await self._view.note(reply)
+
+    async def _title(self, text: str) -> None:
+        if not self.session_id:
+            await self._view.note("This session has no messages yet.")
+            return
+        if not text:
+            session = await self.runtime.session(self.session_id)
+            await self._view.note(f"Title: {session.title or '(none)'}")
+            return
+        session = await self.runtime.rename_session(self.session_id, text)
+        self.session_title = session.title
+        self._refresh_status()
+        await self._view.note(f"Title set: {session.title}")
+
+    async def _export(self, argument: str) -> None:
+        if not self.session_id:
+            await self._view.note("This session has no messages yet.")
+            return
+        if argument in EXPORT_FORMATS or not argument:
+            fmt = argument or "md"
+            path = Path.cwd() / f"{self.session_id}.{fmt}"
+        else:
+            path = Path(argument).expanduser()
+            fmt = path.suffix.lstrip(".")
+            if fmt not in EXPORT_FORMATS:
+                await self._view.note(
+                    f"/export: {argument}: the file name must end in .md, .json or .html",
+                    error=True,
+                )
+                return
+        text = await self.runtime.export_session(self.session_id, fmt)
+        try:
+            await asyncio.to_thread(path.write_text, text, encoding="utf-8")
+        except OSError as exc:
+            await self._view.note(f"/export: {path}: {exc.strerror}", error=True)
+            return
+        await self._view.note(f"Wrote {path}")
+
+
+def _help_text() -> str:
+    lines = ["Commands:"]
+    lines += [f"  {name:<9} {about}" for name, about in SLASH_COMMANDS.items()]
+    lines.append(
+        "Keys: Enter send · Ctrl+J newline · Up/Down history · Ctrl+C stop (twice quits) · "
+        "Ctrl+N new · Ctrl+S sessions · Ctrl+R approvals · Ctrl+O overview · Ctrl+P palette"
+    )
+    return "\n".join(lines)

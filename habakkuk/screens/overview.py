@@ -1,0 +1,91 @@
+"""The overview: queue depth, jobs running here, and recent errors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Footer, Static
+
+from habakkuk.screens.base import RuntimeScreen
+
+if TYPE_CHECKING:
+    from habakkuk.engine.events import Event
+
+REFRESH_KINDS = {"turn.start", "turn.end", "job.finished"}
+
+
+class OverviewScreen(RuntimeScreen):
+    """What the runtime is doing; refreshed as jobs start and finish (r reloads)."""
+
+    BINDINGS = [Binding("r", "reload", "Refresh", id="overview.refresh")]
+
+    def __init__(self) -> None:
+        super().__init__(id="overview")
+        self._queue = Static("", id="queue-summary")
+        self._running_table: DataTable[str | Text] = DataTable(id="running", cursor_type="row")
+        self._errors: DataTable[str | Text] = DataTable(id="errors", cursor_type="row")
+        self.queued = 0
+        self.running_count = 0
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static("Queue", classes="section-title")
+            yield self._queue
+            yield Static("Running here", classes="section-title")
+            yield self._running_table
+            yield Static("Recent errors", classes="section-title")
+            yield self._errors
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self._running_table.add_columns("kind", "job", "session", "attempt")
+        self._errors.add_columns("kind", "job", "error")
+        self._running_table.styles.height = "auto"
+        self._errors.styles.height = "auto"
+
+    def runtime_ready(self) -> None:
+        self.action_reload()
+
+    def on_screen_resume(self) -> None:
+        if self.has_runtime:
+            self.action_reload()
+
+    async def bus_event(self, event: Event) -> None:
+        if event.kind in REFRESH_KINDS:
+            self.action_reload()
+
+    def action_reload(self) -> None:
+        """Read the queue and the failures again."""
+        self._reload()
+
+    @work(exclusive=True, group="reload")
+    async def _reload(self) -> None:
+        depth = await self.runtime.queue_depth()
+        failures = await self.runtime.recent_failures(10)
+        running = self.runtime.running_jobs()
+        self.queued = sum(n for (_, status), n in depth.items() if status == "queued")
+        self.running_count = sum(n for (_, status), n in depth.items() if status == "running")
+        lines = [
+            f"{self.queued} queued · {self.running_count} running (every process of this home)"
+        ]
+        for (kind, status), count in sorted(depth.items()):
+            lines.append(f"  {kind:<12} {status:<8} {count}")
+        self._queue.update(Text("\n".join(lines)))
+        self._running_table.clear()
+        for job in running:
+            self._running_table.add_row(
+                job.kind, job.id, str(job.payload.get("session", "")), str(job.attempts)
+            )
+        if not running:
+            self._running_table.add_row("", Text("nothing running in this process"), "", "")
+        self._errors.clear()
+        for job in failures:
+            error = " ".join((job.error or "").split())
+            self._errors.add_row(job.kind, job.id, Text(error[:200]))
+        if not failures:
+            self._errors.add_row("", Text("no failed jobs"), "")

@@ -1,0 +1,1 @@
+"""The terminal app's widgets: one per module."""

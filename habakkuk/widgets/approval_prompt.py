@@ -1,0 +1,114 @@
+"""The approval prompt: a tool call waits for one key (y once, a for the session, n deny).
+
+Esc leaves the request waiting and returns focus to the composer. The prompt
+shows the oldest waiting request of the chat's session and how many more wait;
+a request disappears when it is answered anywhere or withdrawn (its turn stopped).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from textual.binding import Binding
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from habakkuk.engine.toolkit.approvals import ApprovalRequest
+
+INPUT_SUMMARY_CHARS = 300
+
+
+def input_summary(request: ApprovalRequest) -> str:
+    """The call's input on one or two lines: the title, else compact JSON, cut."""
+    text = request.summary or json.dumps(request.input, ensure_ascii=False)
+    text = " ".join(text.split())
+    if len(text) > INPUT_SUMMARY_CHARS:
+        text = text[: INPUT_SUMMARY_CHARS - 1] + "…"
+    return text
+
+
+class ApprovalPrompt(Static, can_focus=True):
+    """Waiting approvals of one session, oldest first; keys answer the first."""
+
+    DEFAULT_CSS = """
+    ApprovalPrompt { display: none; height: auto; max-height: 8; padding: 0 1;
+                     border: round $warning; }
+    ApprovalPrompt.-waiting { display: block; }
+    ApprovalPrompt:focus { border: round $accent; background: $boost; }
+    """
+    BINDINGS = [
+        Binding("y", "answer('allow_once')", "Allow once", id="approval.allow_once"),
+        Binding("a", "answer('allow_session')", "Allow session", id="approval.allow_session"),
+        Binding("n", "answer('deny')", "Deny", id="approval.deny"),
+        Binding("escape", "later", "Later", id="approval.later"),
+    ]
+
+    class Answered(Message):
+        """The user answered (or put off) the prompt; the chat moves focus."""
+
+        def __init__(self, approval_id: str | None, answer: str | None) -> None:
+            super().__init__()
+            self.approval_id = approval_id
+            self.answer = answer
+
+    def __init__(self) -> None:
+        super().__init__("")
+        self.requests: list[ApprovalRequest] = []
+
+    @property
+    def current(self) -> ApprovalRequest | None:
+        return self.requests[0] if self.requests else None
+
+    def add(self, request: ApprovalRequest) -> None:
+        """Show a new waiting request (after those already waiting)."""
+        if all(r.id != request.id for r in self.requests):
+            self.requests.append(request)
+        self._redraw()
+
+    def withdraw(self, approval_id: str) -> None:
+        """Drop a request that was answered elsewhere or withdrawn."""
+        self.requests = [r for r in self.requests if r.id != approval_id]
+        self._redraw()
+
+    def clear(self) -> None:
+        self.requests = []
+        self._redraw()
+
+    def _redraw(self) -> None:
+        request = self.current
+        self.set_class(request is not None, "-waiting")
+        if request is None:
+            self.update("")
+            return
+        parts: list[Any] = [
+            ("Approve ", "bold"),
+            (request.tool, "bold reverse"),
+            ("?  ", "bold"),
+            Content(input_summary(request)),
+        ]
+        if request.reason:
+            parts += ["\n", ("reviewer: ", "italic"), Content(request.reason)]
+        more = len(self.requests) - 1
+        keys = "\ny allow once · a allow for this session · n deny · esc later"
+        if more:
+            keys += f" · {more} more waiting"
+        parts.append((keys, "dim"))
+        self.update(Content.assemble(*parts))
+
+    def action_answer(self, answer: str) -> None:
+        """Answer the shown request through the runtime's approval hub."""
+        request = self.current
+        if request is None:
+            return
+        runtime = getattr(self.app, "runtime", None)
+        if runtime is not None:
+            runtime.approvals.answer(request.id, answer, by="terminal")  # type: ignore[arg-type]
+        self.withdraw(request.id)
+        self.post_message(self.Answered(request.id, answer))
+
+    def action_later(self) -> None:
+        """Esc: leave it waiting and go back to typing."""
+        self.post_message(self.Answered(None, None))

@@ -1,0 +1,153 @@
+"""The composer: multi-line input, Enter sends, history, slash-command completion."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import TextArea
+
+SLASH_COMMANDS: dict[str, str] = {
+    "/new": "start a new session",
+    "/stop": "stop the running turn",
+    "/model": "show the model chain",
+    "/think": "thinking effort for this session",
+    "/compact": "summarise the session to free context",
+    "/undo": "restore the workspace to before the last turn",
+    "/title": "show or set the session title: /title TEXT",
+    "/fork": "copy this session into a new one",
+    "/export": "write the transcript: /export [md|json|html|PATH]",
+    "/help": "commands and keys",
+}
+
+
+def completions(text: str) -> list[str]:
+    """Slash commands that start with `text` (only while the first word is typed)."""
+    if not text.startswith("/") or any(c.isspace() for c in text):
+        return []
+    return [name for name in SLASH_COMMANDS if name.startswith(text)]
+
+
+class Composer(TextArea):
+    """Where the user writes. Enter sends; Ctrl+J (or Shift+Enter) starts a new line.
+
+    Up at the very start and Down at the very end walk through what was sent
+    before; Tab completes a slash command.
+    """
+
+    DEFAULT_CSS = """
+    Composer { height: auto; min-height: 3; max-height: 8; border: tall $primary 40%; }
+    Composer:focus { border: tall $primary; }
+    """
+    BINDINGS = [
+        Binding("ctrl+j,shift+enter", "newline", "Newline", id="composer.newline", show=False),
+        Binding("tab", "complete", "Complete", show=False, id="composer.complete"),
+    ]
+
+    class Submitted(Message):
+        """The user pressed Enter on non-empty text."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class Completions(Message):
+        """The slash commands matching what is typed (empty: hide the hint)."""
+
+        def __init__(self, names: list[str]) -> None:
+            super().__init__()
+            self.names = names
+
+    def __init__(self, *, blink: bool = True) -> None:
+        super().__init__(
+            "",
+            soft_wrap=True,
+            tab_behavior="focus",
+            show_line_numbers=False,
+            placeholder="Message the agent · Enter sends · Ctrl+J new line · /help",
+            id="composer",
+        )
+        self.cursor_blink = blink
+        self.sent: list[str] = []
+        self._history_index: int | None = None
+        self._draft = ""
+        self._last_completions: list[str] = []
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self._submit()
+            return
+        await super()._on_key(event)
+
+    def _submit(self) -> None:
+        text = self.text.strip()
+        if not text:
+            return
+        if not self.sent or self.sent[-1] != text:
+            self.sent.append(text)
+        self._history_index = None
+        self._draft = ""
+        self.clear()
+        self.post_message(self.Submitted(text))
+
+    def action_newline(self) -> None:
+        """Insert a line break without sending."""
+        self.insert("\n")
+
+    def action_complete(self) -> None:
+        """Tab: finish a slash command; otherwise move focus on."""
+        names = completions(self.text)
+        if not names:
+            self.screen.focus_next()
+            return
+        common = names[0] if len(names) == 1 else _common_prefix(names)
+        if len(names) == 1:
+            common += " "
+        if len(common) > len(self.text):
+            self.text = common
+            self.move_cursor(self.document.end)
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        """At the very first line, Up recalls the previous message sent."""
+        if select or self.cursor_location[0] > 0 or not self.sent:
+            super().action_cursor_up(select)
+            return
+        if self._history_index is None:
+            self._draft = self.text
+            self._history_index = len(self.sent)
+        if self._history_index > 0:
+            self._history_index -= 1
+            self._show(self.sent[self._history_index])
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        """At the last line while browsing history, Down goes forward to the draft."""
+        last_row = self.document.line_count - 1
+        if select or self._history_index is None or self.cursor_location[0] < last_row:
+            super().action_cursor_down(select)
+            return
+        self._history_index += 1
+        if self._history_index >= len(self.sent):
+            self._history_index = None
+            self._show(self._draft)
+        else:
+            self._show(self.sent[self._history_index])
+
+    def _show(self, text: str) -> None:
+        self.text = text
+        self.move_cursor(self.document.end)
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        names = completions(self.text)
+        if names != self._last_completions:
+            self._last_completions = names
+            self.post_message(self.Completions(names))
+
+
+def _common_prefix(names: list[str]) -> str:
+    prefix = names[0]
+    for name in names[1:]:
+        while not name.startswith(prefix):
+            prefix = prefix[:-1]
+    return prefix

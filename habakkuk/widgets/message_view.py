@@ -1,0 +1,199 @@
+"""The conversation: messages as they were stored, and the running turn as it streams.
+
+The view is fed two ways: `load` renders a stored transcript (read through the
+facade), and `handle` applies bus events of the running turn. Streamed text goes
+into a StreamingMarkdown segment per model call; thinking into a ThinkingView;
+tool calls into ToolCards keyed by call id.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+
+from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
+from habakkuk.widgets.notice import Notice
+from habakkuk.widgets.streaming_markdown import StreamingMarkdown
+from habakkuk.widgets.thinking import ThinkingView
+from habakkuk.widgets.tool_card import ToolCard
+from habakkuk.widgets.user_message import UserMessage
+
+if TYPE_CHECKING:
+    from habakkuk.engine.events import Event
+    from habakkuk.engine.sessions import StoredMessage
+
+TIME_NOTE_PREFIX = "[current time:"
+
+
+class MessageView(VerticalScroll, can_focus=True):
+    """The scrolling conversation, kept at the bottom while new text arrives."""
+
+    DEFAULT_CSS = """
+    MessageView { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="messages")
+        self.session = ""
+        self.cards: dict[str, ToolCard] = {}
+        self._text: StreamingMarkdown | None = None
+        self._thinking: ThinkingView | None = None
+        # Widgets of the model call now streaming: void if the router retries (turn.reset).
+        self._call_widgets: list[Widget] = []
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    # -- history ---------------------------------------------------------------------------
+
+    async def load(self, session: str, messages: list[StoredMessage]) -> None:
+        """Show a stored transcript (replaces what is shown)."""
+        await self.remove_children()
+        self.session = session
+        self.cards = {}
+        self._text = None
+        self._thinking = None
+        self._call_widgets = []
+        widgets: list[Widget] = []
+        for stored in messages:
+            message = stored.message
+            if message.role == "user":
+                for result in message.tool_results:
+                    card = self.cards.get(result.tool_use_id)
+                    if card is not None:
+                        card.set_reactive(ToolCard.status, "error" if result.is_error else "ok")
+                        card.preview = result.text[:500]
+                typed = _typed_text(stored)
+                if typed:
+                    widgets.append(UserMessage(typed))
+                continue
+            for block in message.blocks:
+                if isinstance(block, ThinkingBlock) and block.text:
+                    widgets.append(ThinkingView(block.text, collapsed=True))
+                elif isinstance(block, TextBlock) and block.text.strip():
+                    widgets.append(StreamingMarkdown(block.text))
+                elif isinstance(block, ToolUseBlock):
+                    card = ToolCard(
+                        block.tool_use_id,
+                        block.tool,
+                        session=session,
+                        title=_title(block.input),
+                        status="pending",
+                    )
+                    self.cards[card.call_id] = card
+                    widgets.append(card)
+        if widgets:
+            await self.mount_all(widgets)
+        self.scroll_end(animate=False, immediate=True)
+        self.anchor()
+
+    async def clear(self, session: str = "") -> None:
+        await self.load(session, [])
+
+    # -- live events -----------------------------------------------------------------------
+
+    async def add_user(self, text: str) -> None:
+        """Show what the user just sent."""
+        await self._close_segments()
+        await self.mount(UserMessage(text))
+        self.anchor()
+
+    async def note(self, text: str, *, error: bool = False) -> None:
+        """A one-line note in the conversation."""
+        await self._close_segments()
+        await self.mount(Notice(text, error=error))
+        self.anchor()
+
+    async def handle(self, event: Event) -> None:
+        """Apply one bus event of this session's running turn."""
+        kind, data = event.kind, event.data
+        if kind == "turn.text":
+            if self._text is None:
+                self._text = StreamingMarkdown()
+                self._call_widgets.append(self._text)
+                await self.mount(self._text)
+            self._text.feed(str(data.get("text", "")))
+        elif kind == "turn.thinking":
+            if self._thinking is None:
+                self._thinking = ThinkingView()
+                self._call_widgets.append(self._thinking)
+                await self.mount(self._thinking)
+            self._thinking.feed(str(data.get("text", "")))
+        elif kind == "turn.tool_call":
+            await self._close_segments()
+            self._card(str(data["call_id"]), str(data.get("tool", "")), mount_new=True)
+        elif kind == "tool.start":
+            await self._close_segments()
+            card = self._card(str(data["call_id"]), str(data.get("tool", "")), mount_new=True)
+            card.started(str(data.get("title", "")))
+        elif kind == "tool.end":
+            card = self._card(str(data["call_id"]), str(data.get("tool", "")), mount_new=True)
+            seconds = data.get("seconds")
+            card.ended(
+                str(data.get("status", "ok")),
+                float(seconds) if isinstance(seconds, (int, float)) else None,
+                str(data.get("preview", "")),
+            )
+        elif kind == "turn.reset":
+            for widget in self._call_widgets:
+                if isinstance(widget, ToolCard):
+                    self.cards.pop(widget.call_id, None)
+                await widget.remove()
+            self._call_widgets = []
+            self._text = None
+            self._thinking = None
+        elif kind == "turn.message":
+            await self._close_segments()
+            self._call_widgets = []
+        elif kind == "turn.end":
+            await self._close_segments()
+            self._call_widgets = []
+            status = data.get("status")
+            if status == "stopped":
+                await self.note("Turn stopped.")
+            elif status == "failed":
+                await self.note(f"Turn failed: {data.get('error') or 'unknown error'}", error=True)
+
+    def _card(self, call_id: str, tool: str, *, mount_new: bool) -> ToolCard:
+        card = self.cards.get(call_id)
+        if card is None:
+            card = ToolCard(call_id, tool, session=self.session)
+            self.cards[call_id] = card
+            self._call_widgets.append(card)
+            if mount_new:
+                self.mount(card)
+        return card
+
+    async def _close_segments(self) -> None:
+        """The streaming text and thinking are complete: render what is buffered."""
+        text, self._text = self._text, None
+        thinking, self._thinking = self._thinking, None
+        if text is not None:
+            await text.finish()
+        if thinking is not None:
+            thinking.finish()
+
+    @property
+    def streaming_text(self) -> str:
+        """The text of the segment now streaming ('' when none)."""
+        return self._text.text if self._text is not None else ""
+
+
+def _typed_text(stored: StoredMessage) -> str:
+    """What the user typed: the text blocks without the turn's time note."""
+    texts = [
+        block.text
+        for block in stored.message.blocks
+        if isinstance(block, TextBlock) and not block.text.startswith(TIME_NOTE_PREFIX)
+    ]
+    return "\n".join(t for t in texts if t.strip())
+
+
+def _title(arguments: object) -> str:
+    if isinstance(arguments, dict):
+        for key in ("command", "path", "url", "pattern"):
+            if isinstance(arguments.get(key), str):
+                return str(arguments[key])[:200]
+    return ""

@@ -1,0 +1,136 @@
+"""A tool call as a card: tool, title, status and time; Enter shows the full output.
+
+Cards are paired with their call by call id: the stream announces the call
+(turn.tool_call), the registry reports start and end (tool.start, tool.end), and
+the full output is read from the transcript through the facade when expanded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from habakkuk.runtime import Runtime
+
+STATUS_MARKS = {
+    "pending": "…",
+    "running": "▶",
+    "ok": "✓",
+    "error": "✗",
+    "interrupted": "■",
+}
+
+
+class ToolCard(Widget, can_focus=True):
+    """One tool call of a turn."""
+
+    DEFAULT_CSS = """
+    ToolCard { height: auto; margin: 0 0 1 1; padding: 0 1; border-left: outer $secondary; }
+    ToolCard:focus { border-left: outer $accent; background: $boost; }
+    ToolCard.-error { border-left: outer $error; }
+    ToolCard > .header { height: 1; }
+    ToolCard > .output { display: none; height: auto; max-height: 20; overflow-y: auto;
+                         color: $text-muted; }
+    ToolCard.-expanded > .output { display: block; }
+    """
+    BINDINGS = [Binding("enter", "toggle_output", "Output", id="card.toggle")]
+
+    status: reactive[str] = reactive("pending")
+    expanded: reactive[bool] = reactive(False)
+
+    def __init__(
+        self,
+        call_id: str,
+        tool: str,
+        *,
+        session: str,
+        title: str = "",
+        status: str = "pending",
+        seconds: float | None = None,
+    ) -> None:
+        super().__init__(classes="tool-card")
+        self.call_id = call_id
+        self.tool = tool
+        self.session = session
+        self.title = title
+        self.seconds = seconds
+        self.preview = ""
+        self._header = Static(classes="header")
+        self._output = Static(classes="output")
+        self.set_reactive(ToolCard.status, status)
+
+    def compose(self) -> ComposeResult:
+        yield self._header
+        yield self._output
+
+    def on_mount(self) -> None:
+        self.set_class(self.status in ("error", "interrupted"), "-error")
+        self._update_header()
+
+    def started(self, title: str) -> None:
+        """tool.start: the call is running (after any approval)."""
+        self.title = title or self.title
+        self.status = "running"
+
+    def ended(self, status: str, seconds: float | None, preview: str) -> None:
+        """tool.end: ok, error or interrupted, with its time."""
+        self.seconds = seconds
+        self.preview = preview
+        self.status = status if status in STATUS_MARKS else "error"
+
+    def watch_status(self, status: str) -> None:
+        self.set_class(status in ("error", "interrupted"), "-error")
+        self._update_header()
+
+    def _update_header(self) -> None:
+        parts: list[Content | tuple[str, str] | str] = [
+            (STATUS_MARKS.get(self.status, "?") + " ", "bold"),
+            (self.tool, "bold"),
+        ]
+        if self.title:
+            first_line = self.title.splitlines()[0] if self.title.strip() else ""
+            parts.append("  ")
+            parts.append(Content(first_line[:200]))
+        parts.append(("  " + self.status, "dim"))
+        if self.seconds is not None:
+            parts.append((f" {self.seconds:.1f}s", "dim"))
+        self._header.update(Content.assemble(*parts))
+
+    def action_toggle_output(self) -> None:
+        """Show or hide the full output."""
+        self.expanded = not self.expanded
+
+    def watch_expanded(self, expanded: bool) -> None:
+        self.set_class(expanded, "-expanded")
+        if expanded:
+            self._load_output()
+
+    @work(exclusive=True, group="output")
+    async def _load_output(self) -> None:
+        runtime: Runtime | None = getattr(self.app, "runtime", None)
+        if runtime is None:
+            return
+        result = await runtime.tool_output(self.session, self.call_id)
+        if result is None:
+            text = self.preview or "(no result recorded yet)"
+        else:
+            text = result.text or "(empty output)"
+        self._output.update(Content(text))
+
+    def describe(self) -> dict[str, Any]:
+        """What the card shows, for tests and the benchmark."""
+        return {
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "title": self.title,
+            "status": self.status,
+            "seconds": self.seconds,
+        }

@@ -1,0 +1,387 @@
+"""The chat screen: streamed replies, tool cards, one-key approvals, Ctrl+C, slash commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Markdown
+
+from habakkuk.widgets.approval_prompt import ApprovalPrompt
+from habakkuk.widgets.composer import Composer
+from habakkuk.widgets.notice import Notice
+from habakkuk.widgets.thinking import ThinkingView
+from habakkuk.widgets.tool_card import ToolCard
+from habakkuk.widgets.user_message import UserMessage
+from tests.conftest import WriteConfig, mock_config
+from tests.tui.conftest import make_app, ready, turn_finished, wait_until
+
+EXEC_SCRIPT = """
+- text: "Running it."
+  tool_calls:
+    - name: exec
+      arguments: {command: "echo approved-output"}
+- text: "All done."
+"""
+
+TWO_EXECS = """
+- tool_calls:
+    - name: exec
+      arguments: {command: "echo first"}
+- tool_calls:
+    - name: exec
+      arguments: {command: "echo second"}
+- text: "Both ran."
+"""
+
+SLEEP_SCRIPT = """
+- text: "Sleeping."
+  tool_calls:
+    - name: exec
+      arguments: {command: "sleep 30"}
+- text: "woke up"
+"""
+
+
+def markdown_text(app: object) -> str:
+    return "\n".join(m.source for m in app.screen.query(Markdown))  # type: ignore[attr-defined]
+
+
+def notices(app: object) -> list[str]:
+    return [n.text for n in app.screen.query(Notice)]  # type: ignore[attr-defined]
+
+
+async def test_a_sent_message_shows_and_the_mock_reply_streams_in(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config('- text: "Hello **there**; you said: {input}"'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"hi bot", "enter")
+        assert await turn_finished(pilot) == "done"
+        await wait_until(pilot, lambda: "you said: hi bot" in markdown_text(app), "the reply")
+        users = [u.text for u in app.screen.query(UserMessage)]
+        assert users == ["hi bot"]
+        chat = app.get_chat()
+        assert chat.session_title == "hi bot"
+        assert "hi bot" in chat._status.plain and "idle" in chat._status.plain
+        messages = await app.runtime.messages(chat.session_id)
+        assert [m.role for m in messages] == ["user", "assistant"]
+
+
+async def test_streamed_text_is_rendered_in_batches_not_per_token(
+    write_config: WriteConfig,
+) -> None:
+    words = " ".join(f"word{i}" for i in range(300))
+    write_config(mock_config(f'- text: "{words}"'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"go", "enter")
+        await turn_finished(pilot)
+        await wait_until(pilot, lambda: "word299" in markdown_text(app), "the whole reply")
+        from habakkuk.widgets.streaming_markdown import StreamingMarkdown
+
+        segment = app.screen.query(StreamingMarkdown).last()
+        # 300 pieces arrived; the throttle hands them to the Markdown widget in far fewer renders.
+        assert 1 <= segment.renders < 300
+
+
+async def test_thinking_is_shown_dimmed_and_collapsible(write_config: WriteConfig) -> None:
+    write_config(mock_config('- {thinking: "let me ponder this", text: "answer"}'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"q", "enter")
+        await turn_finished(pilot)
+        thinking = app.screen.query_one(ThinkingView)
+        assert thinking.text == "let me ponder this"
+        assert not thinking.collapsed
+        thinking.collapsed = True
+        await pilot.pause()
+        assert thinking.collapsed
+
+
+async def test_approval_answered_with_y_runs_the_call_once(write_config: WriteConfig) -> None:
+    write_config(mock_config(EXEC_SCRIPT, mode="ask"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"run it", "enter")
+        prompt = app.screen.query_one(ApprovalPrompt)
+        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
+        assert prompt.current.tool == "exec"
+        assert app.screen.focused is prompt
+        await pilot.press("y")
+        assert await turn_finished(pilot) == "done"
+        card = app.screen.query_one(ToolCard)
+        assert card.status == "ok" and card.title == "echo approved-output"
+        chat = app.get_chat()
+        assert not app.runtime.tools.grants.allows(chat.session_id, "exec")
+        messages = await app.runtime.messages(chat.session_id)
+        result = messages[2].message.tool_results[0]
+        assert not result.is_error and "approved-output" in result.text
+        assert app.screen.focused is app.screen.query_one(Composer)
+
+
+async def test_approval_answered_with_a_allows_the_tool_for_the_session(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config(TWO_EXECS, mode="ask"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"twice", "enter")
+        prompt = app.screen.query_one(ApprovalPrompt)
+        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
+        await pilot.press("a")
+        assert await turn_finished(pilot) == "done"
+        chat = app.get_chat()
+        assert app.runtime.tools.grants.allows(chat.session_id, "exec")
+        cards = list(app.screen.query(ToolCard))
+        assert [c.status for c in cards] == ["ok", "ok"]
+        assert prompt.current is None
+
+
+async def test_approval_answered_with_n_denies_the_call(write_config: WriteConfig) -> None:
+    write_config(mock_config(EXEC_SCRIPT, mode="ask"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"run it", "enter")
+        prompt = app.screen.query_one(ApprovalPrompt)
+        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
+        await pilot.press("n")
+        assert await turn_finished(pilot) == "done"
+        card = app.screen.query_one(ToolCard)
+        assert card.status == "error"
+        messages = await app.runtime.messages(app.get_chat().session_id)
+        result = messages[2].message.tool_results[0]
+        assert result.is_error and result.text.startswith("denied by")
+
+
+async def test_escape_leaves_the_approval_waiting_until_answered_later(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config(EXEC_SCRIPT, mode="ask"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"run it", "enter")
+        prompt = app.screen.query_one(ApprovalPrompt)
+        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
+        await pilot.press("escape")
+        assert app.screen.focused is app.screen.query_one(Composer)
+        # Typing goes to the composer, not to the prompt.
+        await pilot.press("y")
+        assert app.screen.query_one(Composer).text == "y"
+        assert len(app.runtime.approvals.pending) == 1
+        assert prompt.current is not None
+        await pilot.press("ctrl+g", "y")
+        assert await turn_finished(pilot) == "done"
+        assert app.runtime.approvals.pending == []
+
+
+async def test_ctrl_c_stops_a_running_turn_at_once(write_config: WriteConfig) -> None:
+    write_config(mock_config(SLEEP_SCRIPT, mode="full"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"sleep", "enter")
+        await wait_until(
+            pilot,
+            lambda: any(c.status == "running" for c in app.screen.query(ToolCard)),
+            "the exec call to run",
+        )
+        await pilot.press("ctrl+c")
+        assert await turn_finished(pilot) == "stopped"
+        assert "Turn stopped." in notices(app)
+        chat = app.get_chat()
+        job = await app.runtime.queue.get(chat.last_turn)
+        assert job is not None and job.finished
+        messages = await app.runtime.messages(chat.session_id)
+        assert messages[-1].message.tool_results[0].is_error
+        assert app.is_running  # one press stops the turn; it does not quit
+
+
+async def test_a_stopped_turn_withdraws_its_approval_prompt(write_config: WriteConfig) -> None:
+    write_config(mock_config(SLEEP_SCRIPT, mode="ask"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"sleep", "enter")
+        prompt = app.screen.query_one(ApprovalPrompt)
+        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
+        await pilot.press("ctrl+c")
+        assert await turn_finished(pilot) == "stopped"
+        await wait_until(pilot, lambda: prompt.current is None, "the prompt to be withdrawn")
+        assert app.runtime.approvals.pending == []
+        assert not prompt.has_class("-waiting")
+
+
+async def test_ctrl_c_twice_quits(write_config: WriteConfig) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+c")
+        assert app.is_running
+        # The second press quits: the app exits, so do not wait for the screen afterwards.
+        app.simulate_key("ctrl+c")
+        await wait_until(pilot, lambda: app._exit, "the app to exit")
+    assert app.runtime is None
+
+
+async def test_tool_card_expands_to_the_full_output_from_the_transcript(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config(EXEC_SCRIPT, mode="full"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"run", "enter")
+        await turn_finished(pilot)
+        card = app.screen.query_one(ToolCard)
+        card.focus()
+        await pilot.press("enter")
+        output = card.query_one(".output")
+        await wait_until(
+            pilot, lambda: "approved-output" in str(output.content), "the card's output"
+        )
+        assert card.expanded
+
+
+async def test_composer_history_recalls_sent_messages_with_up_and_down(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        composer = app.screen.query_one(Composer)
+        await pilot.press(*"first", "enter")
+        await turn_finished(pilot)
+        await pilot.press(*"second", "enter")
+        await turn_finished(pilot)
+        await pilot.press(*"draft")
+        await pilot.press("up")
+        assert composer.text == "second"
+        await pilot.press("up")
+        assert composer.text == "first"
+        await pilot.press("down")
+        assert composer.text == "second"
+        await pilot.press("down")
+        assert composer.text == "draft"
+
+
+async def test_ctrl_j_adds_a_line_and_enter_sends_both(write_config: WriteConfig) -> None:
+    write_config(mock_config('- text: "got it"'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"one", "ctrl+j", *"two")
+        assert app.screen.query_one(Composer).text == "one\ntwo"
+        await pilot.press("enter")
+        await turn_finished(pilot)
+        assert [u.text for u in app.screen.query(UserMessage)] == ["one\ntwo"]
+
+
+async def test_tab_completes_a_slash_command(write_config: WriteConfig) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("slash", "c")
+        hint = app.screen.query_one("#hint")
+        await wait_until(pilot, lambda: hint.display, "the completion hint")
+        assert "/compact" in str(hint.content)
+        await pilot.press("tab")
+        assert app.screen.query_one(Composer).text == "/compact "
+
+
+@pytest.mark.parametrize("command", ["/compact", "/think high", "/fork"])
+async def test_commands_without_engine_support_say_so(
+    write_config: WriteConfig, command: str
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*command, "enter")
+        name = command.split()[0]
+        expected = f"{name} is not available yet in this version."
+        await wait_until(pilot, lambda: expected in notices(app), "the notice")
+
+
+async def test_title_and_export_commands_use_the_session(
+    write_config: WriteConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_config(mock_config('- text: "reply"'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"hello", "enter")
+        await turn_finished(pilot)
+        await pilot.press(*"/title Trip plans", "enter")
+        await wait_until(pilot, lambda: "Title set: Trip plans" in notices(app), "the title")
+        chat = app.get_chat()
+        assert (await app.runtime.session(chat.session_id)).title == "Trip plans"
+        await pilot.press(*"/export json", "enter")
+        target = tmp_path / f"{chat.session_id}.json"
+        await wait_until(pilot, lambda: f"Wrote {target}" in notices(app), "the export")
+        assert '"role": "assistant"' in target.read_text() or '"assistant"' in target.read_text()
+        await pilot.press(*"/export out.txt", "enter")
+        await wait_until(
+            pilot, lambda: any("must end in .md" in n for n in notices(app)), "the error"
+        )
+
+
+async def test_new_session_key_starts_afresh(write_config: WriteConfig) -> None:
+    write_config(mock_config('- text: "reply"'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"hello", "enter")
+        await turn_finished(pilot)
+        chat = app.get_chat()
+        first = chat.session_id
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: not chat.session_id, "a fresh session")
+        assert not list(app.screen.query(UserMessage))
+        await pilot.press(*"again", "enter")
+        await turn_finished(pilot)
+        assert chat.session_id and chat.session_id != first
+
+
+async def test_undo_asks_the_runtime_and_shows_its_answer(write_config: WriteConfig) -> None:
+    write_config(mock_config('- text: "reply"'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"/undo", "enter")
+        await wait_until(
+            pilot, lambda: "This session has no messages yet." in notices(app), "the notice"
+        )
+        await pilot.press(*"hello", "enter")
+        await turn_finished(pilot)
+        await pilot.press(*"/undo", "enter")
+        # The turn changed no files, so the runtime has nothing to restore (or checkpoints
+        # are off where git is missing); either way its own answer is shown.
+        await wait_until(
+            pilot,
+            lambda: any(
+                n.startswith(("nothing to undo", "checkpoints are off")) for n in notices(app)
+            ),
+            "the runtime's answer",
+        )
+
+
+async def test_help_lists_the_commands(write_config: WriteConfig) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"/help", "enter")
+        await wait_until(pilot, lambda: any("/export" in n for n in notices(app)), "help")

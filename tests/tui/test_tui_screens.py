@@ -1,0 +1,251 @@
+"""Sessions, approvals, overview and setup screens, and `--resume`, driven by keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Input, Markdown, Select
+
+from habakkuk.engine.config import load_config
+from habakkuk.engine.home import Home, read_env_file
+from habakkuk.engine.llm.types import Message, TextBlock
+from habakkuk.widgets.approval_prompt import ApprovalPrompt
+from habakkuk.widgets.user_message import UserMessage
+from tests.conftest import WriteConfig, mock_config
+from tests.tui.conftest import make_app, ready, turn_finished, wait_until
+
+EXEC_SCRIPT = """
+- tool_calls:
+    - name: exec
+      arguments: {command: "echo from-approvals"}
+- text: "done"
+"""
+
+
+async def add_session(app: object, session_id: str, title: str, words: str) -> None:
+    """A stored session with one exchange, written through the facade and the store."""
+    runtime = app.runtime  # type: ignore[attr-defined]
+    await runtime.new_session(None, origin="test", session_id=session_id)
+    await runtime.transcripts.append(session_id, Message("user", [TextBlock(words)]))
+    await runtime.transcripts.append(
+        session_id, Message("assistant", [TextBlock(f"answer about {words}")])
+    )
+    await runtime.rename_session(session_id, title)
+
+
+def table_rows(table: DataTable) -> list[list[str]]:
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_sessions_screen_lists_searches_and_opens_a_session(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config('- text: "continued"'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await add_session(app, "ses_aaaa", "Garden plans", "tomatoes and basil")
+        await add_session(app, "ses_bbbb", "Tax return", "receipts for 2025")
+        await pilot.press("ctrl+s")
+        screen = app.screen
+        table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 2, "two sessions listed")
+        await pilot.press("slash", *"tomatoes", "enter")
+        await wait_until(pilot, lambda: screen.row_sessions == ["ses_aaaa"], "the search result")
+        assert "[tomatoes]" in str(table_rows(table)[0])
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.current_mode == "chat", "the chat")
+        chat = app.get_chat()
+        await wait_until(pilot, lambda: chat.session_id == "ses_aaaa", "the session to open")
+        await wait_until(
+            pilot,
+            lambda: [u.text for u in app.screen.query(UserMessage)] == ["tomatoes and basil"],
+            "the stored messages",
+        )
+        assert "answer about tomatoes" in "".join(m.source for m in app.screen.query(Markdown))
+        # Resume: the next message continues the same session.
+        await pilot.press(*"more", "enter")
+        assert await turn_finished(pilot) == "done"
+        messages = await app.runtime.messages("ses_aaaa")
+        assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_sessions_screen_renames_archives_and_exports(
+    write_config: WriteConfig, tmp_path: Path
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await add_session(app, "ses_cccc", "Old title", "something")
+        await pilot.press("ctrl+s")
+        screen = app.screen
+        table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 1, "the session listed")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: bool(app.screen.query(Input)), "the rename prompt")
+        await pilot.press(*"New title", "enter")
+        await wait_until(
+            pilot, lambda: "New title" in str(table_rows(table)), "the renamed session"
+        )
+        assert (await app.runtime.session("ses_cccc")).title == "New title"
+        target = tmp_path / "out.html"
+        await pilot.press("e")
+        await wait_until(pilot, lambda: bool(app.screen.query("#answer")), "the export prompt")
+        answer = app.screen.query_one("#answer", Input)
+        answer.value = str(tmp_path / "out.txt")
+        await pilot.press("enter")
+        # A bad extension is explained inline; the prompt stays.
+        await wait_until(
+            pilot, lambda: "must end in" in str(app.screen.query_one(".error").content), "error"
+        )
+        answer.value = str(target)
+        await pilot.press("enter")
+        await wait_until(pilot, target.exists, "the export file")
+        assert "<html" in target.read_text().lower()
+        await pilot.press("x")
+        await wait_until(pilot, lambda: table.row_count == 0, "the archived session to go")
+        assert (await app.runtime.session("ses_cccc")).archived
+        await pilot.press("f")
+        await wait_until(
+            pilot,
+            lambda: any("Fork is not available yet" in str(n.message) for n in app._notifications),
+            "the fork notice",
+        )
+
+
+async def test_resume_opens_the_session_picker_first(write_config: WriteConfig) -> None:
+    write_config(mock_config())
+    first = make_app(None)
+    async with first.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await add_session(first, "ses_dddd", "Earlier chat", "hello again")
+    app = make_app(None, resume=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.current_mode == "sessions", "the picker")
+        table = app.screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 1, "the session listed")
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: app.current_mode == "chat" and app.get_chat().session_id == "ses_dddd",
+            "the chat on the session",
+        )
+
+
+async def test_approvals_screen_answers_the_highlighted_request(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config(EXEC_SCRIPT, mode="ask"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"go", "enter")
+        prompt = app.screen.query_one(ApprovalPrompt)
+        await wait_until(pilot, lambda: prompt.current is not None, "the approval")
+        await pilot.press("ctrl+r")
+        screen = app.screen
+        table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 1, "the waiting request listed")
+        assert "echo from-approvals" in str(table_rows(table)[0])
+        await pilot.press("y")
+        await wait_until(pilot, lambda: table.row_count == 0, "the request answered")
+        await pilot.press("ctrl+t")
+        assert await turn_finished(pilot) == "done"
+        assert prompt.current is None
+
+
+async def test_overview_shows_queue_depth_and_failures(write_config: WriteConfig) -> None:
+    write_config(mock_config("- {error: auth}"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        # A job of a kind no pool here runs stays queued: the overview must count it.
+        await app.runtime.queue.enqueue("job_waiting", "report", {}, serial_key="x")
+        await pilot.press(*"fail please", "enter")
+        assert await turn_finished(pilot) == "failed"
+        await pilot.press("ctrl+o")
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.queued == 1, "the queued job counted")
+        summary = str(screen.query_one("#queue-summary").content)
+        assert "1 queued" in summary and "report" in summary
+        errors = screen.query_one("#errors", DataTable)
+        await wait_until(
+            pilot, lambda: "model call failed" in str(table_rows(errors)), "the failed turn"
+        )
+
+
+async def test_setup_screen_explains_bad_entries_and_writes_a_valid_config(
+    home: Home,
+) -> None:
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        await pilot.press("ctrl+s")
+        provider_error = app.screen.query_one("#provider-error")
+        await wait_until(pilot, lambda: provider_error.display, "the provider error")
+        assert "Choose a provider" in str(provider_error.content)
+        app.screen.query_one("#provider", Select).value = "openai"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        key_error = app.screen.query_one("#key-error")
+        await wait_until(pilot, lambda: "needs an API key" in str(key_error.content), "key")
+        assert "Name the model" in str(app.screen.query_one("#model-error").content)
+        app.screen.query_one("#key", Input).focus()
+        await pilot.press(*"sk-test-123")
+        app.screen.query_one("#model", Input).focus()
+        await pilot.press(*"gpt-5-mini")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: home.config_path.exists(), "the config file")
+        config = load_config(home)
+        assert [str(r) for r in config.agent(None).chain] == ["openai/gpt-5-mini"]
+        assert read_env_file(home.env_path) == {"OPENAI_API_KEY": "sk-test-123"}
+        assert "sk-test-123" not in home.config_path.read_text()
+        assert oct(home.env_path.stat().st_mode & 0o777) == "0o600"
+        await wait_until(pilot, lambda: app.runtime is not None, "the runtime to open")
+
+
+async def test_setup_screen_offline_demo_writes_the_starter_config_and_chats(
+    home: Home,
+) -> None:
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        await pilot.press("ctrl+o")
+        await ready(pilot)
+        assert "type: mock" in home.config_path.read_text()
+        await pilot.press(*"hello demo", "enter")
+        assert await turn_finished(pilot) == "done"
+        text = "".join(m.source for m in app.screen.query(Markdown))
+        assert "Offline demo" in text and "hello demo" in text
+
+
+async def test_a_broken_config_ends_with_a_one_line_error(
+    write_config: WriteConfig,
+) -> None:
+    write_config("agents:\n  main:\n    model: nowhere/x\n")
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.startup_error is not None, "the error")
+    assert app.startup_error is not None
+    assert "provider 'nowhere' is not defined" in app.startup_error
+    assert "\n" not in app.startup_error
+    assert app.return_code == 2
+
+
+@pytest.mark.parametrize("mode", ["sessions", "approvals", "overview", "chat"])
+async def test_every_section_has_a_key_and_a_palette_entry(
+    write_config: WriteConfig, mode: str
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        keys = {b.action: b.key for b in app.BINDINGS if hasattr(b, "action")}
+        await pilot.press(keys[f"go('{mode}')"])
+        await wait_until(pilot, lambda: app.current_mode == mode, f"the {mode} screen")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert f"Go: {mode}" in titles
+        assert all(": " in title for title in titles)
