@@ -30,7 +30,8 @@ async def test_turn_runs_tools_in_parallel_and_appends_results_in_one_message(
     assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
     results = stored[2].message.tool_results
     assert len(results) == 2 and not any(r.is_error for r in results)
-    assert "a.txt" in results[1].text
+    calls = stored[1].message.tool_uses
+    assert [r.tool_use_id for r in results] == [c.tool_use_id for c in calls]
     workspace = runtime.config.agents["main"].workspace_path
     assert (workspace / "a.txt").read_text() == "A"
     assert all(m.turn_id == turn for m in stored)
