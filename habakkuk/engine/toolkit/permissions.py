@@ -45,11 +45,14 @@ def decide(
     *,
     paths_inside_workspace: bool | None = None,
     own_state: bool = False,
+    network_in_workspace: bool = False,
 ) -> Verdict:
     """The policy verdict for one call before any approver is consulted.
 
     `paths_inside_workspace` is None for tools without paths, else whether every
-    path the call touches is inside the workspace.
+    path the call touches is inside the workspace. `network_in_workspace` marks
+    tools whose network risk workspace mode runs without asking (MCP servers
+    declared `risk: network`, per spec 004).
     """
     if risk is Risk.READ:
         return "allow"
@@ -61,5 +64,7 @@ def decide(
         return "ask"
     # workspace mode
     if risk is Risk.WRITE and (own_state or paths_inside_workspace is True):
+        return "allow"
+    if risk is Risk.NETWORK and network_in_workspace:
         return "allow"
     return "ask"

@@ -78,6 +78,8 @@ class Tool(ABC):
     input_schema: ClassVar[dict[str, Any]]
     risk: ClassVar[Risk]
     own_state: ClassVar[bool] = False
+    # Network-risk tools that workspace mode runs without asking (MCP servers).
+    network_in_workspace: ClassVar[bool] = False
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.input_schema)
@@ -222,6 +224,7 @@ class ToolRegistry:
             tool.risk_for(args, ctx),
             paths_inside_workspace=within,
             own_state=tool.own_state,
+            network_in_workspace=tool.network_in_workspace,
         )
         note = ""
         if verdict == "deny":
@@ -288,6 +291,7 @@ class ToolRegistry:
             tool.risk_for(use.input, ctx),
             paths_inside_workspace=within,
             own_state=tool.own_state,
+            network_in_workspace=tool.network_in_workspace,
         )
         return verdict == "allow" or (verdict == "ask" and ctx.approver is not None)
 

@@ -32,6 +32,9 @@ class McpTool(Tool):
             description=description or f"{real_name} (from MCP server {config.name})",
             input_schema=_schema(input_schema),
             risk=Risk(config.risk),
+            # Spec 004: a server's network risk (the default) runs without asking
+            # in workspace mode; `approve` tools still count as exec.
+            network_in_workspace=True,
         )
         self.link = link
         self.real_name = real_name
