@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     init = sub.add_parser("init", help="write a commented starter config (offline demo)")
     init.add_argument("--force", action="store_true", help="replace an existing config")
     sub.add_parser("doctor", help="check config, keys and databases")
+    sub.add_parser("setup", help="interactive setup: provider, key, model and workspace")
+    usage = sub.add_parser("usage", help="tokens and cost of model calls by model and agent")
+    usage.add_argument("--days", type=float, help="only the last N days (default: all)")
+    usage.add_argument("--agent", help="only this agent's calls")
+    usage.add_argument("--json", action="store_true", help="print JSON")
 
     sub.add_parser("channels", help="health of the chat channels")
     pair = sub.add_parser("pair", help="let in the chat user who got this pairing code")
@@ -123,6 +128,10 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
         return commands.init
     if args.command == "doctor":
         return commands.doctor
+    if args.command == "setup":
+        return commands.setup
+    if args.command == "usage":
+        return commands.usage
     if args.command == "channels":
         return commands.channels
     if args.command == "pair":

@@ -348,6 +348,79 @@ def doctor(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+# -- setup, usage ---------------------------------------------------------------------------
+
+
+def setup(args: argparse.Namespace) -> int:
+    """`habakkuk setup`: the interactive wizard, then `habakkuk doctor`."""
+    from habakkuk.setup_wizard import run_setup
+
+    if run_setup(_home()) != EXIT_OK:
+        return EXIT_FAILED
+    print("\nchecking the new setup (habakkuk doctor):")
+    return doctor(args)
+
+
+def usage(args: argparse.Namespace) -> int:
+    """`habakkuk usage`: tokens and dollars by model and agent."""
+    if args.days is not None and args.days <= 0:
+        print("habakkuk: usage: --days must be more than 0", file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(_usage(args.days, args.agent, args.json))
+
+
+async def _usage(days: float | None, agent: str | None, as_json: bool) -> int:
+    runtime = await _open()
+    try:
+        if agent:
+            runtime.config.agent(agent)
+        totals = await runtime.usage_totals(days=days, agent=agent)
+    finally:
+        await runtime.close()
+    if as_json:
+        print(json.dumps([t.__dict__ for t in totals], ensure_ascii=False))
+        return EXIT_OK
+    if not totals:
+        span = f" in the last {days:g} days" if days is not None else ""
+        print(f"no model calls recorded{span}")
+        return EXIT_OK
+    header = ("MODEL", "AGENT", "CALLS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "COST")
+    rows = [
+        (
+            t.model,
+            t.agent or "-",
+            str(t.calls),
+            f"{t.input_tokens:,}",
+            f"{t.output_tokens:,}",
+            f"{t.cache_read_tokens:,}",
+            f"{t.cache_write_tokens:,}",
+            f"${t.cost:,.4f}" + ("*" if t.unpriced_calls else ""),
+        )
+        for t in totals
+    ]
+    rows.append(
+        (
+            "TOTAL",
+            "",
+            str(sum(t.calls for t in totals)),
+            f"{sum(t.input_tokens for t in totals):,}",
+            f"{sum(t.output_tokens for t in totals):,}",
+            f"{sum(t.cache_read_tokens for t in totals):,}",
+            f"{sum(t.cache_write_tokens for t in totals):,}",
+            f"${sum(t.cost for t in totals):,.4f}",
+        )
+    )
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        cells = [
+            cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+        ]
+        print("  ".join(cells).rstrip())
+    if any(t.unpriced_calls for t in totals):
+        print("* some calls were to models with no known price (add them under pricing: in config)")
+    return EXIT_OK
+
+
 def smoke(args: argparse.Namespace) -> int:
     """One full turn with the mock provider in a temporary home."""
     return asyncio.run(_smoke())

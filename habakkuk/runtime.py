@@ -11,7 +11,8 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +24,12 @@ from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Environment, Home, default_home
 from habakkuk.engine.hooks import Hooks
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
-from habakkuk.engine.jobs import Job, JobQueue
+from habakkuk.engine.jobs import Job, JobQueue, Lease
 from habakkuk.engine.llm.factory import ProviderHub
-from habakkuk.engine.llm.router import Router
-from habakkuk.engine.llm.types import ToolResultBlock
+from habakkuk.engine.llm.pricing import PriceTable
+from habakkuk.engine.llm.router import Caller, Router
+from habakkuk.engine.llm.types import ToolResultBlock, Usage
+from habakkuk.engine.llm.usage import UsageStore, UsageTotal
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.sessions import SearchHit, Session, StoredMessage, TranscriptStore
 from habakkuk.engine.state import StateStore
@@ -116,6 +119,7 @@ class Runtime:
         control_db: Database,
         transcripts: TranscriptStore,
         state: StateStore | None = None,
+        usage: UsageStore | None = None,
     ):
         self.home = home
         self.config = config
@@ -125,7 +129,10 @@ class Runtime:
         self.transcripts = transcripts
         self.blobs = BlobStore(home.blobs_dir)
         self.providers = ProviderHub(config, env, home.root)
-        self.router = Router(self.providers)
+        self.usage = usage
+        self.router = Router(self.providers, on_usage=self._record_usage)
+        # Each turn's /model choice, read from usage.db when the turn starts.
+        self._session_models: dict[str, ModelRef] = {}
         self.tools = build_tools(config)
         self.hooks = Hooks(config.hooks, home.root)
         self.tools.hooks = self.hooks
@@ -160,7 +167,10 @@ class Runtime:
             home.db_path("transcripts"), home.db_path("control")
         )
         state = await StateStore.open(home.db_path("state"))
-        runtime = cls(home, config, env, control, transcripts, state)
+        usage = await UsageStore.open(home.db_path("usage"), PriceTable(config.pricing))
+        runtime = cls(home, config, env, control, transcripts, state, usage=usage)
+        # Keys `habakkuk setup` put in the OS keyring; the keyring is slow, so off the loop.
+        await asyncio.to_thread(runtime.providers.load_keyring)
         # Logs of an earlier run's background processes (nothing is resumed after a restart).
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
         return runtime
@@ -224,7 +234,7 @@ class Runtime:
         self._turn_pool = Pool(
             self.queue,
             [TURN_KIND],
-            runner.run,
+            self._with_session_model(runner.run),
             concurrency=self.config.workers.turns,
             on_finished=self._job_finished,
         )
@@ -249,6 +259,9 @@ class Runtime:
             await self.mcp.close()
         await self.processes.shutdown()
         await self.hooks.drain()
+        await self.providers.aclose()
+        if self.usage is not None:
+            await self.usage.close()
         if self.state is not None:
             await self.state.close()
         await self.transcripts.close()
@@ -365,7 +378,75 @@ class Runtime:
         return None
 
     def _chain_for(self, agent: Any, session: Session) -> list[ModelRef]:
-        return list(agent.chain)
+        """The session's /model choice first, then the agent's model and fallbacks."""
+        chain = list(agent.chain)
+        chosen = self._session_models.get(session.id)
+        if chosen is not None and chosen.provider in self.config.providers:
+            chain = [chosen] + [ref for ref in chain if ref != chosen]
+        return chain
+
+    def _with_session_model(
+        self, handler: Callable[[Lease], Awaitable[dict[str, Any]]]
+    ) -> Callable[[Lease], Coroutine[Any, Any, dict[str, Any]]]:
+        """Wrap the turn handler: read the session's model choice once, as the turn starts."""
+
+        async def run(lease: Lease) -> dict[str, Any]:
+            session_id = str(lease.job.payload.get("session", ""))
+            if self.usage is not None and session_id:
+                chosen = await self.usage.session_model(session_id)
+                if chosen is None:
+                    self._session_models.pop(session_id, None)
+                else:
+                    self._session_models[session_id] = chosen
+            return await handler(lease)
+
+        return run
+
+    async def _record_usage(self, ref: ModelRef, caller: Caller, usage: Usage) -> None:
+        if self.usage is not None:
+            await self.usage.record(ref, caller, usage)
+
+    # -- facade: models and usage --------------------------------------------------------
+
+    async def set_session_model(self, session_id: str, model: str | None) -> ModelRef | None:
+        """/model provider/model: try this model first in the session's turns (None clears).
+
+        HabakkukError when the text is not PROVIDER/MODEL or the provider is not configured.
+        """
+        await self.session(session_id)
+        if self.usage is None:
+            raise HabakkukError("usage.db is not open")
+        if model is None or not model.strip():
+            await self.usage.set_session_model(session_id, None)
+            self._session_models.pop(session_id, None)
+            return None
+        try:
+            ref = ModelRef.parse(model.strip())
+        except ValueError as exc:
+            raise HabakkukError(f"/model: {exc}") from None
+        if ref.provider not in self.config.providers:
+            known = ", ".join(sorted(self.config.providers)) or "none"
+            raise HabakkukError(
+                f"/model: provider {ref.provider!r} is not configured (providers: {known})"
+            )
+        await self.usage.set_session_model(session_id, ref)
+        self._session_models[session_id] = ref
+        return ref
+
+    async def session_model(self, session_id: str) -> ModelRef | None:
+        """The session's /model choice, if any."""
+        if self.usage is None:
+            return None
+        return await self.usage.session_model(session_id)
+
+    async def usage_totals(
+        self, *, days: float | None = None, agent: str | None = None, session: str | None = None
+    ) -> list[UsageTotal]:
+        """Tokens and dollars by model and agent (over the last `days` when given)."""
+        if self.usage is None:
+            return []
+        since = time.time() - days * 86400 if days is not None else None
+        return await self.usage.totals(since=since, agent=agent, session=session)
 
     # -- facade: sessions and turns ------------------------------------------------------
 

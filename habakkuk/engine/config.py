@@ -300,6 +300,19 @@ def parse_duration(value: float | str) -> float:
 
 
 @dataclass
+class PriceConfig:
+    """`pricing.MODEL`: US dollars per million tokens (overrides the built-in table).
+
+    The key is a model-id prefix; cache prices default from the input price.
+    """
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+@dataclass
 class Config:
     """The whole config. Later sections are added here and validated the same way."""
 
@@ -318,6 +331,8 @@ class Config:
     # Workspace snapshots before a turn's first change (needs git on PATH).
     checkpoints: bool = True
     checkpoint_max_mb: int = 200
+    # Model-id prefix -> price per million tokens, over the built-in table.
+    pricing: dict[str, PriceConfig] = field(default_factory=dict)
     path: Path = field(default=Path("config.yaml"), init=False)
 
     def agent(self, name: str | None) -> AgentConfig:
@@ -446,6 +461,13 @@ def _resolve(config: Config, home: Home) -> None:
             f"{path}:{line_of(config, 'timezone')}: timezone: unknown time zone "
             f"{config.timezone!r} (use Area/City, e.g. Europe/Paris)"
         ) from None
+    for model, price in config.pricing.items():
+        for part in ("input", "output", "cache_read", "cache_write"):
+            value = getattr(price, part)
+            if value is not None and value < 0:
+                raise ConfigError(
+                    f"{path}:{line_of(price, part)}: pricing.{model}.{part}: must be >= 0"
+                )
     if config.workers.turns < 1:
         raise ConfigError(f"{path}:{line_of(config.workers, 'turns')}: workers.turns: must be >= 1")
     _resolve_hooks(config)

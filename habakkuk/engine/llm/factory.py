@@ -12,7 +12,8 @@ from pathlib import Path
 from ..config import Config, ModelRef, ProviderConfig
 from ..errors import ConfigError
 from ..home import Environment
-from .keys import KeyRotation, keyring_backend, keyring_get
+from . import keys as keystore
+from .keys import KeyRotation
 from .mock import MockProvider, load_script_file, parse_script
 from .provider import Provider, ProviderError
 
@@ -84,9 +85,9 @@ class ProviderHub:
         missing = self._missing_vars()
         found: dict[str, str | None] = {}
         if missing:
-            backend = keyring_backend()
+            backend = keystore.keyring_backend()
             for var in missing:
-                found[var] = keyring_get(var, backend) if backend is not None else None
+                found[var] = keystore.keyring_get(var, backend) if backend is not None else None
         self._keyring = found
 
     def keys(self, ref: ModelRef) -> list[str]:

@@ -145,7 +145,7 @@ def _matches(name: str, prefix: str) -> bool:
 
 
 class PriceTable:
-    """Config overrides first, then the built-in table, by longest matching prefix."""
+    """Config overrides and the built-in table, by longest matching prefix (config first)."""
 
     def __init__(self, overrides: Mapping[str, Any] | None = None):
         self._overrides = {
@@ -155,11 +155,16 @@ class PriceTable:
     def lookup(self, model: str) -> Price | None:
         """The price of `model`, or None when neither the config nor the table knows it."""
         name = normalise(model)
-        for table in (self._overrides, BUILTIN_PRICES):
-            best = max((p for p in table if _matches(name, p)), key=len, default=None)
-            if best is not None:
-                return table[best]
-        return None
+        # The longest matching prefix of either; at equal length the config wins.
+        candidates = [
+            (len(p), 1, price) for p, price in self._overrides.items() if _matches(name, p)
+        ]
+        candidates += [
+            (len(p), 0, price) for p, price in BUILTIN_PRICES.items() if _matches(name, p)
+        ]
+        if not candidates:
+            return None
+        return max(candidates, key=lambda c: (c[0], c[1]))[2]
 
     def cost(self, model: str, usage: Usage) -> float | None:
         """Dollars for one call, or None when the model is unpriced."""

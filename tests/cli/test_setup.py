@@ -1,0 +1,183 @@
+"""`habakkuk setup`: answers fed through input()/getpass, with the keyring forced off."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from habakkuk.cli import main
+from habakkuk.engine.config import ModelRef, load_config
+from habakkuk.engine.home import Environment, Home, read_env_file
+from habakkuk.engine.llm import keys
+from habakkuk.engine.llm.factory import ProviderHub
+from habakkuk.setup_wizard import run_setup
+
+
+class Answers:
+    """Feeds scripted answers to input() and getpass(); records the prompts."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, answers: list[str], secrets: list[str]):
+        self.answers = list(answers)
+        self.secrets = list(secrets)
+        self.prompts: list[str] = []
+        monkeypatch.setattr("builtins.input", self.ask)
+        monkeypatch.setattr("getpass.getpass", self.ask_secret)
+
+    def ask(self, prompt: str = "") -> str:
+        self.prompts.append(prompt)
+        if not self.answers:
+            raise EOFError
+        return self.answers.pop(0)
+
+    def ask_secret(self, prompt: str = "", stream: Any = None) -> str:
+        self.prompts.append(prompt)
+        if not self.secrets:
+            raise EOFError
+        return self.secrets.pop(0)
+
+
+@pytest.fixture(autouse=True)
+def no_keyring(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keys, "keyring_backend", lambda: None)
+
+
+class MemoryKeyring:
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, user: str) -> str | None:
+        return self.values.get((service, user))
+
+    def set_password(self, service: str, user: str, value: str) -> None:
+        self.values[(service, user)] = value
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "ws"
+
+
+def test_anthropic_setup_writes_a_valid_config_and_the_key_to_env_0600(
+    home: Home,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home.env_path.write_text("# mine\nOTHER=1\nANTHROPIC_API_KEY=old\n", encoding="utf-8")
+    answers = Answers(monkeypatch, ["1", "", str(workspace)], ["sk-ant-new"])
+    assert main(["setup"]) == 0
+    config = load_config(home)
+    agent = config.agent(None)
+    assert agent.chain == [ModelRef("anthropic", "claude-sonnet-4-6")]
+    assert agent.workspace_path == workspace.resolve()
+    assert workspace.is_dir()
+    assert config.providers["anthropic"].key_vars == ["ANTHROPIC_API_KEY"]
+    env = read_env_file(home.env_path)
+    assert env == {"OTHER": "1", "ANTHROPIC_API_KEY": "sk-ant-new"}
+    assert home.env_path.read_text(encoding="utf-8").startswith("# mine\n")  # lines kept
+    assert stat.S_IMODE(home.env_path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(home.config_path.stat().st_mode) == 0o600
+    assert any("hidden" in p for p in answers.prompts)
+    out = capsys.readouterr().out
+    assert "habakkuk doctor" in out
+    assert "sk-ant-new" not in out  # the key is never echoed
+
+
+def test_setup_keeps_the_old_config_as_bak_and_its_other_settings(
+    home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = (
+        "providers:\n  demo: {type: mock}\n"
+        "agents:\n  helper: {model: demo/echo}\n"
+        "timezone: Europe/Paris\n"
+    )
+    home.config_path.write_text(old, encoding="utf-8")
+    Answers(monkeypatch, ["2", "gpt-5-mini", str(workspace)], ["sk-openai"])
+    assert main(["setup"]) == 0
+    assert (home.root / "config.yaml.bak").read_text(encoding="utf-8") == old
+    config = load_config(home)
+    assert config.timezone == "Europe/Paris"
+    assert set(config.agents) == {"helper", "habakkuk"}
+    assert config.default_agent == "habakkuk"
+    assert config.agent(None).chain == [ModelRef("openai", "gpt-5-mini")]
+
+
+def test_compatible_server_setup_without_a_key(
+    home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Answers(
+        monkeypatch,
+        ["4", "not a url", "http://127.0.0.1:11434/v1/", "llama3.1", str(workspace)],
+        [""],
+    )
+    assert main(["setup"]) == 0
+    provider = load_config(home).providers["custom"]
+    assert provider.base_url == "http://127.0.0.1:11434/v1"
+    assert provider.key_vars == []
+    assert not home.env_path.exists()
+
+
+def test_offline_demo_asks_for_no_key_and_runs(
+    home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answers = Answers(monkeypatch, ["5", "", str(workspace)], [])
+    assert main(["setup"]) == 0
+    assert not any("key" in p.lower() for p in answers.prompts)
+    capsys.readouterr()
+    assert main(["run", "--json", "hello"]) == 0
+    assert '"status": "done"' in capsys.readouterr().out
+
+
+def test_a_wrong_provider_number_is_asked_again(
+    home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = Answers(monkeypatch, ["9", "x", "3", "", str(workspace)], ["sk-or"])
+    assert main(["setup"]) == 0
+    assert sum("Provider number" in p for p in answers.prompts) == 3
+    config = load_config(home)
+    assert config.providers["openrouter"].base_url == "https://openrouter.ai/api/v1"
+    assert read_env_file(home.env_path) == {"OPENROUTER_API_KEY": "sk-or"}
+
+
+def test_ending_input_writes_nothing(
+    home: Home, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Answers(monkeypatch, ["1"], [])  # EOF at the key prompt
+    assert main(["setup"]) == 1
+    assert not home.config_path.exists()
+    assert not home.env_path.exists()
+    err = capsys.readouterr().err
+    assert "nothing was written" in err
+    assert "Traceback" not in err
+
+
+def test_key_goes_to_a_usable_keyring_and_the_provider_hub_finds_it(
+    home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ring = MemoryKeyring()
+    monkeypatch.setattr(keys, "keyring_backend", lambda: ring)
+    home.env_path.write_text("ANTHROPIC_API_KEY=stale\nKEEP=1\n", encoding="utf-8")
+    Answers(monkeypatch, ["1", "", str(workspace)], ["sk-in-ring"])
+    # The wizard alone: doctor does not read the keyring yet (see the providers report).
+    assert run_setup(home) == 0
+    assert ring.values == {("habakkuk", "ANTHROPIC_API_KEY"): "sk-in-ring"}
+    # The stale .env line would win over the keyring, so setup removed it.
+    assert read_env_file(home.env_path) == {"KEEP": "1"}
+    config = load_config(home)
+    hub = ProviderHub(config, Environment(home.env_path), home.root)
+    assert hub.key(config.agent(None).chain[0]) == "sk-in-ring"
+
+
+def test_setup_output_is_valid_yaml_with_a_header(
+    home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Answers(monkeypatch, ["5", "", str(workspace)], [])
+    assert main(["setup"]) == 0
+    text = home.config_path.read_text(encoding="utf-8")
+    assert text.startswith("# Written by `habakkuk setup`")
+    assert yaml.safe_load(text)["agents"]["habakkuk"]["model"] == "demo/echo"

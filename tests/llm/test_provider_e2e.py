@@ -1,0 +1,196 @@
+"""`habakkuk run` and `habakkuk usage` end to end, through each adapter type.
+
+The CLI runs its own event loop (asyncio.run), so the fake model server runs
+on a loop in a background thread here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from habakkuk.cli import main
+from tests.fakes.model_server import Fail, FakeModelServer, Reply, ToolCall
+
+
+class ThreadedServer:
+    """A FakeModelServer on its own loop in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.server = FakeModelServer()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def __enter__(self) -> FakeModelServer:
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(10)
+        return self.server
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture
+def server() -> Iterator[FakeModelServer]:
+    with ThreadedServer() as srv:
+        yield srv
+
+
+class _ClosingStream:
+    """litellm's stream stand-in: iterating yields chunks; close() also closes the client."""
+
+    def __init__(self, stream: Any, client: Any):
+        self.stream, self.client = stream, client
+
+    def __aiter__(self) -> Any:
+        return self.stream.__aiter__()
+
+    async def close(self) -> None:
+        await self.stream.close()
+        await self.client.close()
+
+
+@pytest.fixture
+def fake_litellm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """A `litellm` module whose acompletion speaks to the server through the openai SDK.
+
+    litellm is an optional extra that is not installed here; this stand-in has
+    the one function the adapter calls, with litellm's parameter names.
+    """
+    import openai
+
+    calls: list[dict[str, Any]] = []
+
+    async def acompletion(**params: Any) -> Any:
+        calls.append(dict(params))
+        client = openai.AsyncOpenAI(
+            base_url=params.pop("api_base"), api_key=params.pop("api_key"), max_retries=0
+        )
+        for litellm_only in ("num_retries", "max_retries"):
+            params.pop(litellm_only)
+        params["model"] = params["model"].removeprefix("openai/")
+        return _ClosingStream(await client.chat.completions.create(**params), client)
+
+    module = types.ModuleType("litellm")
+    module.acompletion = acompletion  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "litellm", module)
+    return calls
+
+
+PROVIDERS = {
+    "anthropic": ("type: anthropic\n    base_url: {url}", "claude-haiku-4-5"),
+    "openai": ("type: openai\n    base_url: {url}/v1", "gpt-5-mini"),
+    "responses": ("type: responses\n    base_url: {url}/v1", "gpt-5"),
+    "litellm": ("type: litellm\n    base_url: {url}/v1", "openai/gpt-fake"),
+}
+# (input, output) list prices per million tokens of the models above
+PRICES = {
+    "anthropic": (1.0, 5.0),
+    "openai": (0.25, 2.0),
+    "responses": (1.25, 10.0),
+    "litellm": (2.0, 8.0),
+}
+
+
+def config_for(kind: str, url: str) -> str:
+    provider, model = PROVIDERS[kind]
+    return (
+        "providers:\n"
+        f"  remote:\n    {provider.format(url=url)}\n    key_env: REMOTE_KEY\n"
+        f"agents:\n  main:\n    model: remote/{model}\n    mode: full\n"
+        "pricing:\n  gpt-fake: {input: 2, output: 8}\n"
+    )
+
+
+@pytest.mark.parametrize("kind", list(PROVIDERS))
+def test_run_answers_through_each_adapter_and_usage_shows_the_cost(
+    kind: str,
+    server: FakeModelServer,
+    write_config: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fake_litellm: list[dict[str, Any]],
+) -> None:
+    monkeypatch.setenv("REMOTE_KEY", "sk-e2e")
+    write_config(config_for(kind, server.base_url))
+    server.script(
+        Reply(
+            text="Looking.",
+            tool_calls=[ToolCall("list_dir", {"path": "."})],
+            input_tokens=1000,
+            output_tokens=100,
+        ),
+        Reply(text=f"Hello from {kind}.", input_tokens=2000, output_tokens=400),
+    )
+    assert main(["run", "--json", "list the workspace"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["status"] == "done"
+    assert body["reply"] == f"Hello from {kind}."
+    assert [r.api_key for r in server.requests] == ["sk-e2e", "sk-e2e"]
+    if kind == "litellm":
+        assert [c["num_retries"] for c in fake_litellm] == [0, 0]
+
+    assert main(["usage", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["agent"] == "main"
+    assert row["calls"] == 2
+    assert (row["input_tokens"], row["output_tokens"]) == (3000, 500)
+    price_in, price_out = PRICES[kind]
+    assert row["cost"] == pytest.approx((3000 * price_in + 500 * price_out) / 1e6)
+
+    assert main(["usage", "--days", "1", "--agent", "main"]) == 0
+    table = capsys.readouterr().out
+    assert f"remote/{PROVIDERS[kind][1]}" in table
+    assert f"${row['cost']:,.4f}" in table
+
+
+def test_run_streams_text_to_stdout_as_it_arrives(
+    server: FakeModelServer,
+    write_config: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    write_config(config_for("anthropic", server.base_url))
+    server.script(Reply(text="streamed words here", chunk_size=4))
+    assert main(["run", "hi"]) == 0
+    assert "streamed words here" in capsys.readouterr().out
+
+
+def test_run_reports_a_failed_model_call_in_one_line(
+    server: FakeModelServer,
+    write_config: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    write_config(config_for("openai", server.base_url))
+    server.script(Fail(400))
+    assert main(["run", "hi"]) == 1
+    err = capsys.readouterr().err
+    assert "bad_request" in err
+    assert "Traceback" not in err
+
+
+def test_usage_with_no_calls_says_so(write_config: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    write_config("providers:\n  demo: {type: mock}\nagents:\n  main: {model: demo/echo}\n")
+    assert main(["usage", "--days", "7"]) == 0
+    assert "no model calls recorded in the last 7 days" in capsys.readouterr().out
+
+
+def test_usage_rejects_an_unknown_agent(
+    write_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_config("providers:\n  demo: {type: mock}\nagents:\n  main: {model: demo/echo}\n")
+    assert main(["usage", "--agent", "nobody"]) == 2
+    assert "agent 'nobody' is not configured" in capsys.readouterr().err

@@ -1,0 +1,138 @@
+"""usage.db rows and totals, and the per-session /model choice through the runtime."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from habakkuk.engine.config import ModelRef
+from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.llm.pricing import PriceTable
+from habakkuk.engine.llm.router import Caller
+from habakkuk.engine.llm.types import Usage
+from habakkuk.engine.llm.usage import UsageStore
+
+SONNET = ModelRef("anthropic", "claude-sonnet-4-5")
+LOCAL = ModelRef("local", "llama3.1")
+
+
+async def test_calls_are_recorded_with_cost_and_totalled_by_model_and_agent(
+    tmp_path: Path,
+) -> None:
+    store = await UsageStore.open(tmp_path / "usage.db", PriceTable())
+    try:
+        cost = await store.record(SONNET, Caller("main", "s1"), Usage(1000, 100))
+        assert cost == pytest.approx((1000 * 3 + 100 * 15) / 1e6)
+        await store.record(SONNET, Caller("main", "s2"), Usage(2000, 200, 5000, 10))
+        await store.record(SONNET, Caller("coder", "s3"), Usage(10, 1))
+        assert await store.record(LOCAL, Caller("main", "s1"), Usage(50, 5)) is None
+        totals = {(t.model, t.agent): t for t in await store.totals()}
+        main = totals[("anthropic/claude-sonnet-4-5", "main")]
+        assert (main.calls, main.input_tokens, main.output_tokens) == (2, 3000, 300)
+        assert (main.cache_read_tokens, main.cache_write_tokens) == (5000, 10)
+        assert main.unpriced_calls == 0
+        assert totals[("anthropic/claude-sonnet-4-5", "coder")].calls == 1
+        local = totals[("local/llama3.1", "main")]
+        assert (local.cost, local.unpriced_calls) == (0.0, 1)
+        only_coder = await store.totals(agent="coder")
+        assert [t.agent for t in only_coder] == ["coder"]
+        one_session = await store.totals(session="s1")
+        assert sorted(t.model for t in one_session) == [
+            "anthropic/claude-sonnet-4-5",
+            "local/llama3.1",
+        ]
+    finally:
+        await store.close()
+
+
+async def test_totals_since_leave_out_older_calls(tmp_path: Path) -> None:
+    store = await UsageStore.open(tmp_path / "usage.db")
+    try:
+        now = time.time()
+        await store.record(SONNET, Caller("main"), Usage(1, 1), at=now - 10 * 86400)
+        await store.record(SONNET, Caller("main"), Usage(2, 2), at=now - 60)
+        (recent,) = await store.totals(since=now - 86400)
+        assert recent.calls == 1
+        assert recent.input_tokens == 2
+    finally:
+        await store.close()
+
+
+async def test_session_model_choice_is_stored_replaced_and_cleared(tmp_path: Path) -> None:
+    store = await UsageStore.open(tmp_path / "usage.db")
+    try:
+        assert await store.session_model("s1") is None
+        await store.set_session_model("s1", SONNET)
+        await store.set_session_model("s1", LOCAL)
+        assert await store.session_model("s1") == LOCAL
+        await store.set_session_model("s1", None)
+        assert await store.session_model("s1") is None
+    finally:
+        await store.close()
+
+
+TWO_MOCKS = """
+providers:
+  first:
+    type: mock
+    script:
+      - text: "first answers"
+  second:
+    type: mock
+    script:
+      - text: "second answers"
+agents:
+  main:
+    model: first/one
+    mode: read-only
+"""
+
+
+async def test_session_model_is_tried_first_and_usage_is_recorded(runtime_factory: Any) -> None:
+    runtime = await runtime_factory(TWO_MOCKS)
+    session = await runtime.new_session("main")
+    other = await runtime.new_session("main")
+    assert await runtime.set_session_model(session.id, "second/two") == ModelRef("second", "two")
+    runtime.start_workers()
+    outcome = await runtime.wait_turn(await runtime.submit(session.id, "hi"))
+    assert outcome.reply == "second answers"
+    untouched = await runtime.wait_turn(await runtime.submit(other.id, "hi"))
+    assert untouched.reply == "first answers"
+    # The agent's own chain stays behind the choice as its fallbacks.
+    chain = runtime._chain_for(runtime.config.agent("main"), session)
+    assert chain == [ModelRef("second", "two"), ModelRef("first", "one")]
+    totals = {(t.model, t.agent): t.calls for t in await runtime.usage_totals()}
+    assert totals == {("second/two", "main"): 1, ("first/one", "main"): 1}
+    (mine,) = await runtime.usage_totals(session=session.id)
+    assert mine.model == "second/two"
+
+
+async def test_clearing_the_session_model_goes_back_to_the_agents_chain(
+    runtime_factory: Any,
+) -> None:
+    runtime = await runtime_factory(TWO_MOCKS)
+    session = await runtime.new_session("main")
+    await runtime.set_session_model(session.id, "second/two")
+    await runtime.set_session_model(session.id, None)
+    assert await runtime.session_model(session.id) is None
+    runtime.start_workers()
+    outcome = await runtime.wait_turn(await runtime.submit(session.id, "hi"))
+    assert outcome.reply == "first answers"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("nowhere/model", "provider 'nowhere' is not configured (providers: first, second)"),
+        ("justamodel", "is not PROVIDER/MODEL"),
+    ],
+)
+async def test_session_model_validation(runtime_factory: Any, text: str, message: str) -> None:
+    runtime = await runtime_factory(TWO_MOCKS)
+    session = await runtime.new_session("main")
+    with pytest.raises(HabakkukError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        await runtime.set_session_model(session.id, text)
+    assert await runtime.session_model(session.id) is None
