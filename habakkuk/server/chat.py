@@ -17,13 +17,23 @@ import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from aiohttp import BodyPartReader, web
 
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.events import Event, Subscription
 
-from .app import ApiError, field, json_response, only_fields, query_int, read_json, server_of
+from .app import (
+    ApiError,
+    field,
+    json_response,
+    next_within,
+    only_fields,
+    query_int,
+    read_json,
+    server_of,
+)
 
 if TYPE_CHECKING:
     from .app import HttpServer
@@ -197,10 +207,9 @@ class WebChannel:
     async def _watch(self) -> None:
         assert self._subscription is not None
         await self._guarded(self.sweep())
-        while True:
-            try:
-                event = await asyncio.wait_for(self._subscription.get(), self.server.sweep_seconds)
-            except TimeoutError:
+        while not self.closing.is_set():
+            got, event = await next_within(self._subscription.get(), self.server.sweep_seconds)
+            if not got:
                 await self._guarded(self.sweep())
                 continue
             await self._guarded(self._on_event(event))
@@ -511,7 +520,9 @@ async def _read_multipart(request: web.Request) -> tuple[dict[str, Any], list[At
                     data.extend(chunk)
                 files.append(
                     Attachment(
-                        part.filename or "file",
+                        # Some clients percent-encode the name; the runtime keeps
+                        # only a safe base name of the decoded form.
+                        unquote(part.filename or "file"),
                         part.headers.get("Content-Type", "application/octet-stream"),
                         bytes(data),
                     )
@@ -593,12 +604,10 @@ async def events(request: web.Request) -> web.StreamResponse:
             timeout = max(0.05, server.keepalive_seconds - (now - last_write))
             if turn:
                 timeout = min(timeout, server.typing_seconds)
-            try:
-                await asyncio.wait_for(wake.wait(), timeout)
-            except TimeoutError:
-                if loop.time() - last_write >= server.keepalive_seconds - 0.01:
-                    await response.write(b": keepalive\n\n")
-                    last_write = loop.time()
+            woken, _ = await next_within(wake.wait(), timeout)
+            if not woken and loop.time() - last_write >= server.keepalive_seconds - 0.01:
+                await response.write(b": keepalive\n\n")
+                last_write = loop.time()
     return response
 
 
@@ -631,9 +640,8 @@ async def _pump_activity(
     store = server.web_store()
     channel = server.channel
     while not channel.closing.is_set():
-        try:
-            event = await asyncio.wait_for(subscription.get(), server.keepalive_seconds)
-        except TimeoutError:
+        got, event = await next_within(subscription.get(), server.keepalive_seconds)
+        if not got:
             await response.write(b": keepalive\n\n")
             continue
         if conversation is not None:

@@ -153,6 +153,9 @@ class Metrics:
         """The exposition text, with queue depth read now."""
         from prometheus_client import generate_latest
 
+        # Count what the bus already holds, so a scrape never lags the events.
+        while self._subscription is not None and (event := self._subscription.get_nowait()):
+            self.observe(event)
         depth = await self.runtime.queue_depth()
         self.queue_depth.clear()
         for (kind, status), count in depth.items():

@@ -7,12 +7,19 @@ from typing import Any
 
 import aiohttp
 import pytest
-from tests.conftest import mock_config
 
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.errors import ConfigError
+from tests.conftest import mock_config
 
-PROTECTED = ["/api/app", "/api/overview", "/api/sessions", "/api/approvals", "/v1/models", "/metrics"]
+PROTECTED = [
+    "/api/app",
+    "/api/overview",
+    "/api/sessions",
+    "/api/approvals",
+    "/v1/models",
+    "/metrics",
+]
 
 
 async def test_every_protected_path_needs_the_bearer_token(serve: Any) -> None:
@@ -129,14 +136,10 @@ async def test_without_a_token_only_loopback_host_names_are_answered(serve: Any)
     served = await serve(mock_config(), token=False)
     port = served.server.port
     for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost", f"[::1]:{port}"):
-        async with served.client.get(
-            served.url + "/api/app", headers={"Host": host}
-        ) as response:
+        async with served.client.get(served.url + "/api/app", headers={"Host": host}) as response:
             assert response.status == 200, host
     for host in ("evil.example", f"evil.example:{port}", "192.168.1.5", "localhost.evil.example"):
-        async with served.client.get(
-            served.url + "/api/app", headers={"Host": host}
-        ) as response:
+        async with served.client.get(served.url + "/api/app", headers={"Host": host}) as response:
             assert response.status == 403, host
             assert "loopback" in (await response.json())["error"]
 

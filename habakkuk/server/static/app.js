@@ -1,0 +1,455 @@
+// Habakkuk dashboard: plain JavaScript over the JSON API (no build step).
+// Every piece of server text is inserted with textContent, never as HTML.
+"use strict";
+
+const TOKEN_KEY = "habakkuk.token";
+const CONVERSATION_KEY = "habakkuk.conversation";
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  token: localStorage.getItem(TOKEN_KEY) || "",
+  app: null,
+  view: "overview",
+  conversation: localStorage.getItem(CONVERSATION_KEY) || "",
+  lastSeq: 0,
+  streams: {},
+  timers: [],
+  streaming: null, // the bubble of the reply streaming now
+};
+
+function randomId() {
+  if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+  return Math.random().toString(36).slice(2) + Date.now().toString(36);
+}
+
+function authHeaders(extra) {
+  const headers = Object.assign({}, extra || {});
+  if (state.token) headers.Authorization = "Bearer " + state.token;
+  return headers;
+}
+
+class Unauthorized extends Error {}
+
+async function api(path, options) {
+  const opts = Object.assign({ method: "GET" }, options || {});
+  const headers = authHeaders(opts.headers);
+  if (opts.json !== undefined) {
+    opts.method = opts.method === "GET" ? "POST" : opts.method;
+    opts.body = JSON.stringify(opts.json);
+    headers["Content-Type"] = "application/json";
+    delete opts.json;
+  }
+  opts.headers = headers;
+  const response = await fetch(path, opts);
+  if (response.status === 401) {
+    showLogin("The token was not accepted.");
+    throw new Unauthorized("unauthorized");
+  }
+  const type = response.headers.get("Content-Type") || "";
+  const body = type.includes("json") ? await response.json() : await response.text();
+  if (!response.ok) throw new Error((body && body.error) || response.statusText);
+  return body;
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function when(iso) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  return isNaN(date) ? iso : date.toLocaleString();
+}
+
+// -- login ---------------------------------------------------------------------------
+
+function showLogin(message) {
+  stopStreams();
+  $("shell").hidden = true;
+  $("login").hidden = false;
+  $("login-error").textContent = message || "";
+  $("token").focus();
+}
+
+async function start() {
+  try {
+    state.app = await api("/api/app");
+  } catch (error) {
+    if (!(error instanceof Unauthorized)) showLogin("Cannot reach Habakkuk: " + error.message);
+    return;
+  }
+  $("login").hidden = true;
+  $("shell").hidden = false;
+  const select = $("chat-agent");
+  select.replaceChildren();
+  for (const agent of state.app.agents) {
+    const option = el("option", "", agent);
+    option.value = agent;
+    if (agent === state.app.default) option.selected = true;
+    select.appendChild(option);
+  }
+  if (!state.conversation) {
+    state.conversation = "dashboard-" + randomId().slice(0, 8);
+    localStorage.setItem(CONVERSATION_KEY, state.conversation);
+  }
+  $("chat-conversation").value = state.conversation;
+  show(state.view);
+  state.timers.push(setInterval(refreshBadge, 5000));
+  refreshBadge();
+}
+
+$("login-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  state.token = $("token").value.trim();
+  localStorage.setItem(TOKEN_KEY, state.token);
+  start();
+});
+
+$("logout").addEventListener("click", () => {
+  localStorage.removeItem(TOKEN_KEY);
+  state.token = "";
+  state.timers.forEach(clearInterval);
+  state.timers = [];
+  showLogin("");
+});
+
+// -- views -----------------------------------------------------------------------------
+
+for (const button of document.querySelectorAll("nav button")) {
+  button.addEventListener("click", () => show(button.dataset.view));
+}
+
+function show(view) {
+  state.view = view;
+  for (const button of document.querySelectorAll("nav button")) {
+    button.classList.toggle("active", button.dataset.view === view);
+  }
+  for (const section of document.querySelectorAll(".view")) {
+    section.hidden = section.id !== "view-" + view;
+  }
+  if (view === "overview") loadOverview();
+  if (view === "chat") openChat();
+  if (view === "sessions") loadSessions();
+  if (view === "approvals") loadApprovals();
+}
+
+async function refreshBadge() {
+  try {
+    const body = await api("/api/approvals");
+    const count = body.approvals.length;
+    $("approval-count").hidden = count === 0;
+    $("approval-count").textContent = String(count);
+    if (state.view === "approvals") renderApprovals(body.approvals);
+    if (state.view === "overview") loadOverview();
+  } catch (error) {
+    /* shown on the next action */
+  }
+}
+
+// -- overview --------------------------------------------------------------------------
+
+async function loadOverview() {
+  const body = await api("/api/overview");
+  $("ov-queue").textContent = `${body.queue.pending} queued · ${body.queue.running} running`;
+  $("ov-approvals").textContent = String(body.approvals);
+  $("ov-channels").textContent = body.channels.length
+    ? body.channels.map((c) => `${c.account}: ${c.state}`).join(", ")
+    : "web only";
+  const running = $("ov-running");
+  running.replaceChildren();
+  for (const job of body.running) {
+    const item = el("li", "", `${job.kind} ${job.id}`);
+    item.appendChild(el("div", "meta", `${job.agent} · ${job.session} · since ${when(job.created_at)}`));
+    running.appendChild(item);
+  }
+  if (!body.running.length) running.appendChild(el("li", "quiet-text", "Nothing is running."));
+  const errors = $("ov-errors");
+  errors.replaceChildren();
+  for (const job of body.errors) {
+    const item = el("li", "", `${job.kind} ${job.id}: ${job.error || job.status}`);
+    item.appendChild(el("div", "meta", `${job.agent} · ${when(job.updated_at)}`));
+    errors.appendChild(item);
+  }
+  if (!body.errors.length) errors.appendChild(el("li", "quiet-text", "No errors in the last 7 days."));
+}
+
+// -- server-sent events over fetch (EventSource cannot send the token) ----------------------
+
+async function readEvents(path, onEvent, signal) {
+  const response = await fetch(path, { headers: authHeaders({ Accept: "text/event-stream" }), signal });
+  if (response.status === 401) {
+    showLogin("The token was not accepted.");
+    throw new Unauthorized("unauthorized");
+  }
+  if (!response.ok || !response.body) throw new Error("stream failed: " + response.status);
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = { id: null, event: "message", data: [] };
+      for (const line of frame.split("\n")) {
+        if (!line || line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const name = colon < 0 ? line : line.slice(0, colon);
+        const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (name === "data") event.data.push(text);
+        else if (name === "id") event.id = text;
+        else if (name === "event") event.event = text;
+      }
+      if (!event.data.length) continue;
+      try {
+        onEvent(event.event, JSON.parse(event.data.join("\n")));
+      } catch (error) {
+        console.error("bad event", error);
+      }
+    }
+  }
+}
+
+function follow(name, pathFor, onEvent) {
+  if (state.streams[name]) state.streams[name].abort();
+  const controller = new AbortController();
+  state.streams[name] = controller;
+  (async () => {
+    while (!controller.signal.aborted) {
+      try {
+        await readEvents(pathFor(), onEvent, controller.signal);
+      } catch (error) {
+        if (controller.signal.aborted || error instanceof Unauthorized) return;
+      }
+      // Reconnect after a pause; catch-up resumes after the last message seen.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+  })();
+}
+
+function stopStreams() {
+  for (const controller of Object.values(state.streams)) controller.abort();
+  state.streams = {};
+}
+
+// -- chat ----------------------------------------------------------------------------------
+
+function chatPath(suffix) {
+  return `/api/chat/${encodeURIComponent(state.conversation)}/${suffix}`;
+}
+
+function openChat() {
+  if (state.streams.events && state.streams.live) return;
+  state.lastSeq = 0;
+  state.streaming = null;
+  $("chat-log").replaceChildren();
+  follow("events", () => chatPath(`events?after=${state.lastSeq}`), onChatEvent);
+  follow("live", () => chatPath("live"), onActivity);
+}
+
+function scrollLog() {
+  const log = $("chat-log");
+  log.scrollTop = log.scrollHeight;
+}
+
+function onChatEvent(kind, data) {
+  if (kind === "typing") {
+    $("chat-typing").hidden = !data.active;
+    return;
+  }
+  if (kind !== "message" || data.seq <= state.lastSeq) return;
+  state.lastSeq = data.seq;
+  if (data.role === "assistant" && state.streaming) {
+    state.streaming.remove();
+    state.streaming = null;
+  }
+  const bubble = el("div", "msg " + data.role, data.text);
+  bubble.dataset.seq = String(data.seq);
+  $("chat-log").appendChild(bubble);
+  if (data.role !== "user") $("chat-typing").hidden = true;
+  scrollLog();
+}
+
+function toolCard(id) {
+  return document.querySelector(`.tool-card[data-call="${CSS.escape(id)}"]`);
+}
+
+function onActivity(kind, data) {
+  if (kind !== "activity") return;
+  const log = $("chat-log");
+  if (data.kind === "text") {
+    if (!state.streaming) {
+      state.streaming = el("div", "msg assistant streaming", "");
+      log.appendChild(state.streaming);
+    }
+    state.streaming.textContent += data.text;
+  } else if (data.kind === "retry" && state.streaming) {
+    state.streaming.textContent = "";
+  } else if (data.kind === "tool_start") {
+    // Text streamed before a tool call stays; the next text starts a new bubble.
+    state.streaming = null;
+    const card = el("details", "tool-card running");
+    card.dataset.call = data.id;
+    card.appendChild(el("summary", "", `⚙ ${data.tool}${data.text ? " — " + data.text : ""}`));
+    card.appendChild(el("pre", "tool-input", data.input));
+    log.appendChild(card);
+  } else if (data.kind === "tool_done") {
+    const card = toolCard(data.id);
+    if (card) {
+      card.classList.remove("running");
+      card.classList.add(data.is_error ? "failed" : "done");
+      card.appendChild(el("pre", "tool-output", data.text));
+    }
+  } else if (data.kind === "turn_done" || data.kind === "turn_error") {
+    $("chat-typing").hidden = true;
+  }
+  scrollLog();
+}
+
+async function send(text) {
+  const body = { conversation: state.conversation, text, id: randomId() };
+  const agent = $("chat-agent").value;
+  if (agent) body.agent = agent;
+  try {
+    await api("/api/chat", { json: body });
+  } catch (error) {
+    if (!(error instanceof Unauthorized)) {
+      $("chat-log").appendChild(el("div", "msg error", "Not sent: " + error.message));
+    }
+  }
+}
+
+$("chat-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const input = $("chat-input");
+  const text = input.value.trim();
+  if (!text) return;
+  input.value = "";
+  send(text);
+});
+
+$("chat-input").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) {
+    event.preventDefault();
+    $("chat-form").requestSubmit();
+  }
+});
+
+$("chat-new").addEventListener("click", () => send("/new"));
+
+$("chat-conversation").addEventListener("change", () => {
+  const value = $("chat-conversation").value.trim().replace(/\//g, "-");
+  if (!value) return;
+  state.conversation = value;
+  localStorage.setItem(CONVERSATION_KEY, value);
+  stopStreams();
+  openChat();
+});
+
+// -- sessions ------------------------------------------------------------------------------
+
+async function loadSessions(query) {
+  const list = $("sessions-list");
+  list.replaceChildren();
+  $("session-detail").replaceChildren();
+  if (query) {
+    const body = await api("/api/sessions?q=" + encodeURIComponent(query));
+    for (const hit of body.hits) {
+      const item = el("li", "clickable", hit.title || hit.session);
+      item.appendChild(el("div", "snippet", hit.snippet));
+      item.appendChild(el("div", "meta", `${hit.agent} · #${hit.seq} ${hit.role} · ${when(hit.at)}`));
+      item.addEventListener("click", () => openSession(hit.session));
+      list.appendChild(item);
+    }
+    if (!body.hits.length) list.appendChild(el("li", "quiet-text", "No matches."));
+    return;
+  }
+  const body = await api("/api/sessions?limit=50");
+  for (const session of body.sessions) {
+    const item = el("li", "clickable", session.title || session.id);
+    item.appendChild(el("div", "meta", `${session.agent} · ${session.id} · ${when(session.updated_at)}`));
+    item.addEventListener("click", () => openSession(session.id));
+    list.appendChild(item);
+  }
+  if (!body.sessions.length) list.appendChild(el("li", "quiet-text", "No sessions yet."));
+}
+
+$("sessions-search").addEventListener("submit", (event) => {
+  event.preventDefault();
+  loadSessions($("sessions-q").value.trim());
+});
+
+async function openSession(id) {
+  const body = await api("/api/sessions/" + encodeURIComponent(id));
+  const detail = $("session-detail");
+  detail.replaceChildren(el("h3", "", body.session.title || body.session.id));
+  for (const message of body.messages) {
+    for (const block of message.blocks) {
+      if (block.type === "text") {
+        detail.appendChild(el("div", "msg " + message.role, block.text));
+      } else if (block.type === "tool_use") {
+        const card = el("details", "tool-card");
+        card.appendChild(el("summary", "", "⚙ " + block.tool));
+        card.appendChild(el("pre", "", JSON.stringify(block.input, null, 2)));
+        detail.appendChild(card);
+      } else if (block.type === "tool_result") {
+        const card = el("details", "tool-card " + (block.is_error ? "failed" : "done"));
+        card.appendChild(el("summary", "", block.is_error ? "result (error)" : "result"));
+        card.appendChild(el("pre", "", block.text));
+        detail.appendChild(card);
+      }
+    }
+  }
+}
+
+// -- approvals -------------------------------------------------------------------------------
+
+async function loadApprovals() {
+  const body = await api("/api/approvals");
+  renderApprovals(body.approvals);
+}
+
+function renderApprovals(approvals) {
+  const list = $("approvals-list");
+  list.replaceChildren();
+  $("approvals-empty").hidden = approvals.length > 0;
+  for (const approval of approvals) {
+    const item = el("li", "approval");
+    item.appendChild(el("strong", "", approval.tool));
+    item.appendChild(el("pre", "", approval.summary));
+    if (approval.review) item.appendChild(el("div", "meta", "Reviewer: " + approval.review));
+    const where = approval.to ? `chat ${approval.to.conversation}` : `session ${approval.session}`;
+    item.appendChild(el("div", "meta", `${approval.agent || ""} · ${where} · since ${when(approval.since)}`));
+    const actions = el("div", "approval-actions");
+    const yes = el("button", "approve", "Approve");
+    const no = el("button", "deny", "Deny");
+    yes.addEventListener("click", () => answer(approval.id, true));
+    no.addEventListener("click", () => answer(approval.id, false));
+    actions.append(yes, no);
+    item.appendChild(actions);
+    list.appendChild(item);
+  }
+}
+
+async function answer(id, approve) {
+  try {
+    await api("/api/approvals/" + encodeURIComponent(id), { json: { approve } });
+  } catch (error) {
+    /* no longer waiting: the refresh below drops it */
+  }
+  loadApprovals();
+  refreshBadge();
+}
+
+// -- start ---------------------------------------------------------------------------------
+
+if ("serviceWorker" in navigator && window.isSecureContext) {
+  navigator.serviceWorker.register("/app/sw.js", { scope: "/app/" }).catch(() => {});
+}
+start();

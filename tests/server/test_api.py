@@ -1,0 +1,164 @@
+"""The JSON API: app, overview, sessions (list, search, one, export), usage, config, metrics."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from habakkuk.server.api import redact
+from tests.conftest import mock_config
+
+SCRIPT = """
+- match: "tool"
+  steps:
+    - text: "Listing."
+      tool_calls: [{name: list_dir, arguments: {path: "."}}]
+    - text: "Listed."
+- steps:
+    - text: "Echo: {input}"
+"""
+
+
+async def chat_and_wait(served: Any, conversation: str, text: str) -> dict[str, Any]:
+    """Send a message and wait until its job.finished event has been published."""
+    with served.runtime.bus.subscribe(lambda e: e.kind == "job.finished") as finished:
+        sent = await served.post_json("/api/chat", {"conversation": conversation, "text": text})
+        while (await asyncio.wait_for(finished.get(), 30)).data["job"] != sent["turn"]:
+            pass
+    outcome = await served.runtime.turn_outcome(sent["turn"])
+    assert outcome is not None and outcome.status == "done"
+    return dict(sent)
+
+
+async def test_app_describes_agents_and_features(serve: Any) -> None:
+    served = await serve(mock_config(SCRIPT, extra="timezone: Europe/Paris\n"))
+    assert await served.get_json("/api/app") == {
+        "account": "web",
+        "agents": ["main"],
+        "default": "main",
+        "transcription": False,
+        "speech": False,
+        "realtime": False,
+        "timezone": "Europe/Paris",
+    }
+
+
+async def test_sessions_list_search_one_and_export(serve: Any) -> None:
+    served = await serve(mock_config(SCRIPT))
+    sent = await chat_and_wait(served, "a1", "the purple elephant question")
+    await chat_and_wait(served, "a2", "something else entirely")
+    listed = await served.get_json("/api/sessions")
+    assert {s["id"] for s in listed["sessions"]} >= {sent["session"]}
+    assert set(listed["sessions"][0]) == {"id", "agent", "title", "created_at", "updated_at"}
+    assert listed["sessions"][0]["updated_at"].endswith("Z")
+    hits = (await served.get_json("/api/sessions?q=elephant"))["hits"]
+    assert hits and hits[0]["session"] == sent["session"]
+    assert "[elephant]" in hits[0]["snippet"]
+    assert (await served.get_json("/api/sessions?q=elephant&agent=main"))["hits"]
+    one = await served.get_json(f"/api/sessions/{sent['session']}")
+    assert one["session"]["id"] == sent["session"]
+    assert [m["role"] for m in one["messages"]] == ["user", "assistant"]
+    assert one["messages"][1]["blocks"] == [
+        {"type": "text", "text": "Echo: the purple elephant question"}
+    ]
+    async with served.client.get(
+        f"{served.url}/api/sessions/{sent['session']}/export", headers=served.auth()
+    ) as response:
+        assert response.status == 200
+        assert response.content_type == "text/markdown"
+        assert "attachment" in response.headers["Content-Disposition"]
+        assert "purple elephant" in await response.text()
+    bad = await served.get_json("/api/sessions?limit=0", status=400)
+    assert "limit" in bad["error"]
+
+
+async def test_overview_reports_queue_and_failures(serve: Any) -> None:
+    served = await serve(mock_config("- error: auth"))
+    sent = await served.post_json("/api/chat", {"conversation": "o1", "text": "fail please"})
+    outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+    assert outcome.status == "failed"
+    overview = await served.get_json("/api/overview")
+    assert overview["queue"] == {"pending": 0, "running": 0}
+    assert overview["channels"] == []
+    assert overview["approvals"] == 0
+    [error] = overview["errors"]
+    assert error["id"] == sent["turn"]
+    assert error["agent"] == "main"
+    assert error["status"] == "failed"
+
+
+async def test_usage_is_501_while_this_process_records_none(serve: Any) -> None:
+    served = await serve(mock_config())
+    if hasattr(served.runtime, "usage_report"):
+        pytest.skip("usage is recorded by this build")
+    body = await served.get_json("/api/usage", status=501)
+    assert "usage" in body["error"]
+
+
+async def test_config_view_redacts_every_secret(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOCK_KEY", "sk-supersecretvalue123456")
+    extra = "http:\n  hooks:\n    gh: {secret_env: MOCK_KEY}\n"
+    text = mock_config(extra=extra).replace(
+        "    type: mock\n",
+        "    type: mock\n    key_env: MOCK_KEY\n"
+        "    base_url: https://user:pa55word@models.example/v1?api_key=abc123&x=1\n",
+    )
+    text = text.replace(
+        "    mode: full\n",
+        "    mode: full\n    instructions: 'Our key is sk-supersecretvalue123456, keep it.'\n",
+    )
+    served = await serve(text)
+    body = await served.get_json("/api/config")
+    rendered = str(body)
+    assert "supersecretvalue" not in rendered
+    assert "pa55word" not in rendered
+    assert "abc123" not in rendered
+    provider = body["config"]["providers"]["mock"]
+    assert provider["key_env"] == "MOCK_KEY"  # variable names stay visible
+    assert provider["base_url"] == (
+        "https://user:[redacted]@models.example/v1?api_key=[redacted]&x=1"
+    )
+    assert "[redacted]" in body["config"]["agents"]["main"]["instructions"]
+    assert body["home"] == str(served.runtime.home.root)
+    assert any(check["name"] == "config" for check in body["doctor"])
+
+
+def test_redaction_catches_secret_names_and_known_key_shapes() -> None:
+    data = {
+        "token": "plain-value",
+        "password": "hunter2",
+        "note": "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijk here",
+        "gh": "ghp_abcdefghijklmnopqrstuvwxyz0123",
+        "headers": {"X-Api-Key": "literal-secret", "X-Ref": "${HEADER_VAR}"},
+        "auth_env": "SOME_VAR",
+    }
+    out = redact(data, ["known-secret"])
+    assert out["token"] == "[redacted]"
+    assert out["password"] == "[redacted]"
+    assert "eyJ" not in out["note"]
+    assert out["gh"] == "[redacted]"
+    assert out["headers"] == {"X-Api-Key": "[redacted]", "X-Ref": "${HEADER_VAR}"}
+    assert out["auth_env"] == "SOME_VAR"
+
+
+async def test_metrics_count_turns_tools_jobs_and_queue(serve: Any) -> None:
+    served = await serve(mock_config(SCRIPT))
+    await chat_and_wait(served, "m1", "use a tool")
+    async with served.client.get(served.url + "/metrics", headers=served.auth()) as response:
+        assert response.status == 200
+        assert response.content_type == "text/plain"
+        text = await response.text()
+    assert 'habakkuk_jobs_total{kind="turn",outcome="done"} 1.0' in text
+    assert 'habakkuk_turns_started_total{agent="main"} 1.0' in text
+    assert 'habakkuk_turns_finished_total{agent="main"} 1.0' in text
+    assert 'habakkuk_tool_calls_total{outcome="ok",tool="list_dir"} 1.0' in text
+    assert 'habakkuk_model_calls_total{model="scripted",outcome="ok",provider="mock"} 2.0' in text
+    assert 'habakkuk_model_tokens_total{kind="output",model="scripted",provider="mock"}' in text
+    assert "habakkuk_turn_duration_seconds_count 1.0" in text
+    assert 'habakkuk_build_info{version="' in text
+    assert "habakkuk_start_time_seconds " in text
+    assert "# TYPE habakkuk_queue_depth gauge" in text

@@ -1,0 +1,291 @@
+"""The web channel: POST /api/chat, the event stream with catch-up, live activity, approvals."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.conftest import mock_config
+from tests.server.conftest import SSEReader
+
+
+def script(release: Path) -> str:
+    """Scenarios: "slow" waits for `release` to exist, "tool" lists the workspace."""
+    command = f"while [ ! -e {release} ]; do sleep 0.02; done; echo released"
+    return f"""
+- match: "slow"
+  steps:
+    - text: "Working on it."
+      tool_calls: [{{name: exec, arguments: {{command: "{command}"}}}}]
+    - text: "Slow reply done."
+- match: "tool"
+  steps:
+    - text: "Listing."
+      tool_calls: [{{name: list_dir, arguments: {{path: "."}}}}]
+    - text: "Listed the workspace."
+- match: "run"
+  steps:
+    - tool_calls: [{{name: exec, arguments: {{command: "echo approved-run"}}}}]
+    - text: "Ran it."
+- steps:
+    - text: "Echo: {{input}}"
+"""
+
+
+def two_agents(text: str) -> str:
+    """The config `text` with a second agent, ops."""
+    return text + "  ops:\n    model: mock/scripted\n    mode: full\n"
+
+
+async def events_of(served: Any, conversation: str, after: int = 0, **headers: str) -> Any:
+    return await served.client.get(
+        f"{served.url}/api/chat/{conversation}/events?after={after}",
+        headers=served.auth(**headers),
+    )
+
+
+async def test_a_message_queues_a_turn_and_its_reply_streams_in_order(
+    serve: Any, tmp_path: Path
+) -> None:
+    served = await serve(mock_config(script(tmp_path / "go")))
+    sent = await served.post_json("/api/chat", {"conversation": "c1", "text": "hello"})
+    assert sent["message"] == "queued"
+    assert sent["turn"].startswith("turn_")
+    async with await events_of(served, "c1") as response:
+        assert response.headers["Content-Type"] == "text/event-stream"
+        reader = SSEReader(response)
+        first = await reader.until(lambda f: f.get("event") == "message")
+        assert first["data"]["role"] == "user"
+        assert first["data"]["text"] == "hello"
+        assert first["id"] == str(first["data"]["seq"])
+        reply = await reader.until(lambda f: f.get("event") == "message")
+        assert reply["data"]["role"] == "assistant"
+        assert reply["data"]["text"] == "Echo: hello"
+        assert reply["data"]["turn"] == sent["turn"]
+        assert int(reply["id"]) > int(first["id"])
+
+
+async def test_a_resent_client_id_is_a_no_op(serve: Any, tmp_path: Path) -> None:
+    served = await serve(mock_config(script(tmp_path / "go")))
+    body = {"conversation": "c2", "text": "once please", "id": "client-msg-1"}
+    first = await served.post_json("/api/chat", body)
+    again = await served.post_json("/api/chat", body)
+    assert again["turn"] == first["turn"]
+    assert again["message"] == "already received"
+    outcome = await asyncio.wait_for(served.runtime.wait_turn(first["turn"]), 30)
+    assert outcome.status == "done"
+    third = await served.post_json("/api/chat", body)
+    assert third["turn"] == first["turn"]
+    async with await events_of(served, "c2") as response:
+        reader = SSEReader(response)
+        frames = [await reader.until(lambda f: f.get("event") == "message") for _ in range(2)]
+    assert [f["data"]["role"] for f in frames] == ["user", "assistant"]
+    messages = await served.runtime.messages(outcome.session)
+    assert [m.role for m in messages] == ["user", "assistant"]
+
+
+async def test_the_stream_catches_up_after_a_disconnect(serve: Any, tmp_path: Path) -> None:
+    served = await serve(mock_config(script(tmp_path / "go")))
+    first = await served.post_json("/api/chat", {"conversation": "c3", "text": "one"})
+    async with await events_of(served, "c3") as response:
+        reader = SSEReader(response)
+        await reader.until(lambda f: f.get("event") == "message" and f["data"]["seq"] >= 1)
+        reply = await reader.until(
+            lambda f: f.get("event") == "message" and f["data"]["role"] == "assistant"
+        )
+    last_seen = reply["id"]
+    # While disconnected: another exchange happens.
+    second = await served.post_json("/api/chat", {"conversation": "c3", "text": "two"})
+    await asyncio.wait_for(served.runtime.wait_turn(second["turn"]), 30)
+    assert first["turn"] != second["turn"]
+    async with await events_of(served, "c3", **{"Last-Event-ID": last_seen}) as response:
+        reader = SSEReader(response)
+        missed = [await reader.until(lambda f: f.get("event") == "message") for _ in range(2)]
+        assert [f["data"]["text"] for f in missed] == ["two", "Echo: two"]
+        # Then live: a new message arrives on the same open stream.
+        third = await served.post_json("/api/chat", {"conversation": "c3", "text": "three"})
+        live = await reader.until(lambda f: f.get("event") == "message")
+        assert live["data"]["text"] == "three"
+        assert live["data"]["turn"] == third["turn"]
+    # ?after=N is the same catch-up without the header.
+    async with await events_of(served, "c3", after=int(missed[1]["id"])) as response:
+        reader = SSEReader(response)
+        frame = await reader.until(lambda f: f.get("event") == "message")
+        assert frame["data"]["text"] == "three"
+
+
+async def test_typing_events_while_a_turn_runs_and_keepalive_comments(
+    serve: Any, tmp_path: Path
+) -> None:
+    release = tmp_path / "go"
+    served = await serve(mock_config(script(release)))
+    served.server.keepalive_seconds = 0.2
+    served.server.typing_seconds = 0.1
+    async with await events_of(served, "c4") as response:
+        reader = SSEReader(response)
+        sent = await served.post_json("/api/chat", {"conversation": "c4", "text": "slow one"})
+        typing = await reader.until(lambda f: f.get("event") == "typing")
+        assert typing["data"] == {"turn": sent["turn"], "active": True}
+        again = await reader.until(lambda f: f.get("event") == "typing")
+        assert again["data"]["active"] is True  # refreshed while the turn runs
+        release.touch()
+        reply: dict[str, Any] = {}
+        stopped = False
+        while not (reply and stopped):
+            frame = await reader.next()
+            if frame.get("event") == "message" and frame["data"]["role"] == "assistant":
+                reply = frame
+            elif frame.get("event") == "typing" and frame["data"]["active"] is False:
+                stopped = True
+        assert reply["data"]["text"] == "Slow reply done."
+        while "keepalive" not in reader.comments:
+            line = await asyncio.wait_for(response.content.readline(), 5)
+            if line.startswith(b":"):
+                reader.comments.append(line[1:].decode().strip())
+
+
+async def test_a_conversation_keeps_its_agent_until_a_message_names_another(
+    serve: Any, tmp_path: Path
+) -> None:
+    served = await serve(two_agents(mock_config(script(tmp_path / "go"))))
+    first = await served.post_json("/api/chat", {"conversation": "c5", "text": "hi"})
+    second = await served.post_json("/api/chat", {"conversation": "c5", "text": "again"})
+    assert first["session"] == second["session"]
+    switched = await served.post_json(
+        "/api/chat", {"conversation": "c5", "text": "to ops", "agent": "ops"}
+    )
+    assert switched["session"] != first["session"]
+    stays = await served.post_json("/api/chat", {"conversation": "c5", "text": "still ops"})
+    assert stays["session"] == switched["session"]
+    assert (await served.runtime.session(stays["session"])).agent == "ops"
+    listed = await served.get_json("/api/chat/conversations")
+    assert listed["conversations"][0]["conversation"] == "c5"
+    assert listed["conversations"][0]["agent"] == "ops"
+    unknown = await served.post_json(
+        "/api/chat", {"conversation": "c5", "text": "x", "agent": "ghost"}, status=404
+    )
+    assert "ghost" in unknown["error"]
+
+
+async def test_new_starts_a_fresh_session_without_a_turn(serve: Any, tmp_path: Path) -> None:
+    served = await serve(mock_config(script(tmp_path / "go")))
+    first = await served.post_json("/api/chat", {"conversation": "c6", "text": "hi"})
+    await asyncio.wait_for(served.runtime.wait_turn(first["turn"]), 30)
+    new = await served.post_json("/api/chat", {"conversation": "c6", "text": "/new"})
+    assert new["turn"] is None
+    assert new["session"] != first["session"]
+    after = await served.post_json("/api/chat", {"conversation": "c6", "text": "fresh"})
+    assert after["session"] == new["session"]
+    status = await served.post_json("/api/chat", {"conversation": "c6", "text": "/status"})
+    assert new["session"] in status["message"]
+
+
+async def test_attachments_go_to_the_workspace_inbox(serve: Any, tmp_path: Path) -> None:
+    served = await serve(mock_config(script(tmp_path / "go")))
+    form = aiohttp.FormData()
+    form.add_field("conversation", "c7")
+    form.add_field("text", "see attached")
+    form.add_field("id", "upload-1")
+    form.add_field("file", b"col1,col2\n1,2\n", filename="../../data.csv", content_type="text/csv")
+    headers = served.auth(**{"X-Habakkuk-Client": "test"})
+    async with served.client.post(served.url + "/api/chat", data=form, headers=headers) as response:
+        assert response.status == 202, await response.text()
+        sent = await response.json()
+    workspace = served.runtime.config.agent("main").workspace_path
+    assert (workspace / "inbox" / "data.csv").read_bytes() == b"col1,col2\n1,2\n"
+    outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+    user = (await served.runtime.messages(outcome.session))[0].message.text
+    assert "see attached" in user
+    assert "inbox/data.csv" in user
+    audio = aiohttp.FormData()
+    audio.add_field("conversation", "c7")
+    audio.add_field("audio", b"RIFF", filename="a.wav", content_type="audio/wav")
+    async with served.client.post(
+        served.url + "/api/chat", data=audio, headers=headers
+    ) as response:
+        assert response.status == 501
+
+
+async def test_live_activity_shows_tool_cards_of_the_conversation(
+    serve: Any, tmp_path: Path
+) -> None:
+    served = await serve(mock_config(script(tmp_path / "go")))
+    await served.post_json("/api/chat", {"conversation": "c8", "text": "hello"})
+    async with served.client.get(
+        served.url + "/api/chat/c8/live", headers=served.auth()
+    ) as response:
+        reader = SSEReader(response)
+        start = await reader.next()
+        assert start["event"] == "session"
+        sent = await served.post_json("/api/chat", {"conversation": "c8", "text": "use a tool"})
+        tool_start = await reader.until(lambda f: f["data"].get("kind") == "tool_start")
+        assert tool_start["data"]["tool"] == "list_dir"
+        assert '"path"' in tool_start["data"]["input"]
+        tool_done = await reader.until(lambda f: f["data"].get("kind") == "tool_done")
+        assert tool_done["data"]["id"] == tool_start["data"]["id"]
+        assert tool_done["data"]["is_error"] is False
+        done = await reader.until(lambda f: f["data"].get("kind") == "turn_done")
+        assert done["data"]["text"] == "Listed the workspace."
+        assert done["data"]["turn"] == sent["turn"]
+
+
+async def test_the_dashboard_answers_an_approval_and_the_turn_goes_on(
+    serve: Any, tmp_path: Path
+) -> None:
+    served = await serve(mock_config(script(tmp_path / "go"), mode="ask"))
+    with served.runtime.bus.subscribe(lambda e: e.kind == "approval.pending") as pending:
+        sent = await served.post_json("/api/chat", {"conversation": "c9", "text": "run it"})
+        await asyncio.wait_for(pending.get(), 30)
+    listed = await served.get_json("/api/approvals")
+    [approval] = listed["approvals"]
+    assert approval["tool"] == "exec"
+    assert approval["to"] == {"account": "web", "conversation": "c9", "thread": ""}
+    assert approval["session"] == sent["session"]
+    missing = await served.post_json("/api/approvals/apr_nope", {"approve": True}, status=404)
+    assert "not waiting" in missing["error"]
+    await served.post_json(f"/api/approvals/{approval['id']}", {"approve": True}, status=200)
+    outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+    assert outcome.reply == "Ran it."
+    results = [
+        r for m in await served.runtime.messages(outcome.session) for r in m.message.tool_results
+    ]
+    assert "approved-run" in results[0].text
+    assert (await served.get_json("/api/approvals"))["approvals"] == []
+    again = await served.post_json(
+        f"/api/approvals/{approval['id']}", {"approve": False}, status=404
+    )
+    assert "not waiting" in again["error"]
+
+
+async def test_yes_in_the_chat_answers_the_waiting_approval(serve: Any, tmp_path: Path) -> None:
+    served = await serve(mock_config(script(tmp_path / "go"), mode="ask"))
+    with served.runtime.bus.subscribe(lambda e: e.kind == "approval.pending") as pending:
+        sent = await served.post_json("/api/chat", {"conversation": "c10", "text": "run it"})
+        await asyncio.wait_for(pending.get(), 30)
+    answer = await served.post_json("/api/chat", {"conversation": "c10", "text": "yes"})
+    assert answer["turn"] is None
+    assert "Approved" in answer["message"]
+    outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+    assert outcome.reply == "Ran it."
+
+
+async def test_a_reply_that_finished_while_the_server_was_down_is_delivered_by_the_sweep(
+    serve: Any, tmp_path: Path
+) -> None:
+    served = await serve(mock_config(script(tmp_path / "go")), workers=False)
+    sent = await served.post_json("/api/chat", {"conversation": "c11", "text": "later"})
+    store = served.server.web_store()
+    assert [t for t, _, _ in await store.pending_turns()] == [sent["turn"]]
+    # Another process (here: workers started after the fact, events unseen) runs it.
+    served.server.channel._subscription.close()
+    served.runtime.start_workers()
+    await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+    assert await store.find(f"reply:{sent['turn']}") is None
+    await served.server.channel.sweep()
+    reply = await store.find(f"reply:{sent['turn']}")
+    assert reply is not None
+    assert reply.text == "Echo: later"
+    assert await store.pending_turns() == []

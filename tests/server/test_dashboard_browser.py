@@ -1,0 +1,105 @@
+"""The dashboard in headless Chromium (Debian's, driven by Playwright; no browser download).
+
+Skipped when Playwright or /usr/bin/chromium is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import mock_config
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+playwright_api = pytest.importorskip("playwright.async_api")
+if not Path(CHROMIUM).exists():
+    pytest.skip("Debian's chromium is not installed", allow_module_level=True)
+
+SCRIPT = """
+- match: "tool"
+  steps:
+    - text: "Let me look."
+      tool_calls: [{name: list_dir, arguments: {path: "."}}]
+    - text: "Listed the workspace."
+- match: "run"
+  steps:
+    - tool_calls: [{name: exec, arguments: {command: "echo from-the-browser"}}]
+    - text: "Ran it after approval."
+- steps:
+    - text: "Echo: {input}"
+"""
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    async with playwright_api.async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
+        )
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+async def sign_in(browser: Any, served: Any) -> Any:
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(served.url + "/app/")
+    await page.wait_for_selector("#login:not([hidden])")
+    await page.fill("#token", served.token)
+    await page.click("#login-button")
+    await page.wait_for_selector("#shell:not([hidden])")
+    page.errors = errors
+    return page
+
+
+async def test_sign_in_chat_and_see_the_reply_and_a_tool_card(serve: Any, browser: Any) -> None:
+    served = await serve(mock_config(SCRIPT))
+    page = await sign_in(browser, served)
+    assert await page.evaluate("localStorage.getItem('habakkuk.token')") == served.token
+    await page.click("nav button[data-view=chat]")
+    await page.fill("#chat-input", "use a tool please")
+    await page.press("#chat-input", "Enter")
+    reply = page.locator(".msg.assistant", has_text="Listed the workspace.")
+    await reply.wait_for(timeout=30_000)
+    card = page.locator(".tool-card", has_text="list_dir")
+    await card.wait_for(timeout=30_000)
+    await page.wait_for_selector(".tool-card.done", timeout=30_000)
+    assert await page.locator(".msg.user").first.text_content() == "use a tool please"
+    # Reload: the token is remembered and the conversation replays from web.db.
+    await page.reload()
+    await page.wait_for_selector("#shell:not([hidden])")
+    await page.click("nav button[data-view=chat]")
+    await page.locator(".msg.assistant", has_text="Listed the workspace.").wait_for(timeout=30_000)
+    assert page.errors == []
+
+
+async def test_a_wrong_token_is_asked_for_again(serve: Any, browser: Any) -> None:
+    served = await serve(mock_config(SCRIPT))
+    page = await browser.new_page()
+    await page.goto(served.url + "/app/")
+    await page.fill("#token", "wrong")
+    await page.click("#login-button")
+    await page.wait_for_selector("#login-error:has-text('not accepted')")
+    assert await page.is_hidden("#shell")
+
+
+async def test_an_approval_is_answered_from_the_dashboard(serve: Any, browser: Any) -> None:
+    served = await serve(mock_config(SCRIPT, mode="ask"))
+    page = await sign_in(browser, served)
+    await page.click("nav button[data-view=chat]")
+    await page.fill("#chat-input", "run it")
+    await page.press("#chat-input", "Enter")
+    await page.locator(".msg.notice", has_text="Approval needed").wait_for(timeout=30_000)
+    await page.click("nav button[data-view=approvals]")
+    await page.locator(".approval", has_text="exec").wait_for(timeout=30_000)
+    await page.click(".approval button.approve")
+    await page.click("nav button[data-view=chat]")
+    await page.locator(".msg.assistant", has_text="Ran it after approval.").wait_for(timeout=30_000)
+    assert page.errors == []
