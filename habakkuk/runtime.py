@@ -575,6 +575,7 @@ class Runtime:
         server = HttpServer(self, config, token)
         await server.start(host, port)
         self._http = server
+        self._interactive_before_http = self.interactive
         self.interactive = True
         return server
 
@@ -582,7 +583,7 @@ class Runtime:
         """Stop the HTTP server if it runs."""
         if self._http is not None:
             server, self._http = self._http, None
-            self.interactive = False
+            self.interactive = bool(getattr(self, "_interactive_before_http", False))
             await server.stop()
 
     async def seed_session(self, session_id: str, history: list[tuple[str, str]]) -> None:
