@@ -194,3 +194,73 @@ def test_usage_rejects_an_unknown_agent(
     write_config("providers:\n  demo: {type: mock}\nagents:\n  main: {model: demo/echo}\n")
     assert main(["usage", "--agent", "nobody"]) == 2
     assert "agent 'nobody' is not configured" in capsys.readouterr().err
+
+
+# -- injected failures inside a real turn (the runtime's own router, sleeps skipped) ------------
+
+
+async def _no_wait(seconds: float) -> None:
+    return None
+
+
+async def test_a_turn_survives_a_dropped_stream_with_one_reset_and_one_reply(
+    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fakes.model_server import Drop
+
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    async with FakeModelServer() as srv:
+        runtime = await runtime_factory(config_for("anthropic", srv.base_url))
+        runtime.router.sleep = _no_wait
+        srv.script(
+            Drop(Reply(text="one two three four", chunk_size=4), after_chunks=2),
+            Reply(text="one two three four", chunk_size=4),
+        )
+        session = await runtime.new_session("main")
+        with runtime.bus.subscribe(
+            lambda e: e.session == session.id and e.kind in ("turn.text", "turn.reset")
+        ) as events:
+            runtime.start_workers()
+            outcome = await runtime.wait_turn(await runtime.submit(session.id, "count"))
+            seen = []
+            while (event := events.get_nowait()) is not None:
+                seen.append(event)
+    assert outcome.reply == "one two three four"
+    kinds = [e.kind for e in seen]
+    assert kinds.count("turn.reset") == 1
+    after_reset = kinds.index("turn.reset")
+    text_after = "".join(e.data["text"] for e in seen[after_reset + 1 :])
+    assert text_after == "one two three four"  # the retry streams the reply once
+    messages = await runtime.messages(session.id)
+    assert [m.role for m in messages] == ["user", "assistant"]
+
+
+async def test_an_overloaded_model_falls_back_to_the_next_in_a_real_turn(
+    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    async with FakeModelServer() as srv:
+        config = (
+            config_for("anthropic", srv.base_url)
+            .replace(
+                "    mode: full\n",
+                "    mode: full\n    fallbacks: [backup/gpt-5-mini]\n",
+            )
+            .replace(
+                "agents:",
+                f"  backup:\n    type: openai\n    base_url: {srv.base_url}/v1\n"
+                "    key_env: REMOTE_KEY\nagents:",
+            )
+        )
+        runtime = await runtime_factory(config)
+        runtime.router.sleep = _no_wait
+        srv.script(Fail(529), Fail(529), Fail(529), api="anthropic")
+        srv.script(Reply(text="backup answered"), api="chat")
+        session = await runtime.new_session("main")
+        runtime.start_workers()
+        outcome = await runtime.wait_turn(await runtime.submit(session.id, "hi"))
+        apis = [r.api for r in srv.requests]
+    assert outcome.reply == "backup answered"
+    assert apis == ["anthropic", "anthropic", "anthropic", "chat"]
+    totals = {t.model: t.calls for t in await runtime.usage_totals()}
+    assert totals == {"backup/gpt-5-mini": 1}  # only successful calls are recorded
