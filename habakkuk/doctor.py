@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import stat
@@ -42,7 +43,9 @@ async def run_checks(home: Home) -> list[Check]:
         )
     )
     checks += _env_checks(home)
-    checks += _key_checks(config, Environment(home.env_path))
+    env = Environment(home.env_path)
+    checks += await asyncio.to_thread(_key_checks, config, env)
+    checks += _mcp_checks(config, env, home)
     checks += await _database_checks(home)
     checks += _workspace_checks(config)
     for tool, why in (("git", "checkpoints"), ("rg", "fast search_files")):
@@ -70,6 +73,9 @@ def _env_checks(home: Home) -> list[Check]:
 
 
 def _key_checks(config: Config, env: Environment) -> list[Check]:
+    """Keys by variable name: the environment, .env, then the OS keyring (blocking)."""
+    from habakkuk.engine.llm.keys import keyring_get
+
     checks = []
     for name, provider in config.providers.items():
         variables = provider.key_vars
@@ -80,13 +86,28 @@ def _key_checks(config: Config, env: Environment) -> list[Check]:
                 checks.append(Check("FAIL", f"key {name}", "no key_env set"))
             continue
         present = [v for v in variables if env.get(v)]
+        in_keyring = [] if present else [v for v in variables if keyring_get(v)]
         if present:
             checks.append(Check("ok", f"key {name}", f"{', '.join(present)} set"))
+        elif in_keyring:
+            checks.append(Check("ok", f"key {name}", f"{', '.join(in_keyring)} in the OS keyring"))
         elif key_optional(provider):
             checks.append(Check("ok", f"key {name}", f"{variables[0]} not set (optional)"))
         else:
             checks.append(Check("FAIL", f"key {name}", f"{' or '.join(variables)} is not set"))
     return checks
+
+
+def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Check]:
+    if not config.mcp_servers:
+        return []
+    from habakkuk.protocols.mcp.checks import mcp_findings
+
+    status_of: dict[str, Status] = {"OK": "ok", "WARN": "WARN", "FAIL": "FAIL"}
+    return [
+        Check(status_of.get(f.status, "WARN"), f"mcp {f.server}", f.message)
+        for f in mcp_findings(config, env, home)
+    ]
 
 
 async def _database_checks(home: Home) -> list[Check]:

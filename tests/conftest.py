@@ -17,6 +17,8 @@ from habakkuk.runtime import Runtime
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "HABAKKUK_HOME"):
     os.environ.pop(_var, None)
 os.environ.setdefault("NO_COLOR", "1")
+# Never touch a desktop keyring from tests (and skip its slow import).
+os.environ["HABAKKUK_NO_KEYRING"] = "1"
 
 MOCK_CONFIG = """
 providers:

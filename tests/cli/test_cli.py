@@ -158,3 +158,13 @@ def test_help_does_not_import_heavy_libraries(tmp_path: Path) -> None:
         timeout=60,
     )
     assert "HEAVY []" in result.stdout
+
+
+def test_doctor_reports_mcp_servers_that_cannot_start(home, write_config, capsys) -> None:
+    write_config(
+        "providers:\n  m: {type: mock}\nagents:\n  main: {model: m/x}\n"
+        "mcp_servers:\n  files:\n    command: no-such-mcp-program-xyz\n"
+    )
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  mcp files: program 'no-such-mcp-program-xyz' is not on PATH" in out
