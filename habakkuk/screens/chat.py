@@ -54,8 +54,11 @@ class ChatScreen(RuntimeScreen):
         # Turns sent from here and how the finished ones ended (for tests and benchmarks too).
         self.last_turn: str | None = None
         self.finished: dict[str, str] = {}
+        self._seen_turns: set[str] = set()
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cost: float | None = None
+        self.session_model = ""
         self._status = StatusLine()
         self._view = MessageView()
         self._prompt = ApprovalPrompt()
@@ -107,6 +110,9 @@ class ChatScreen(RuntimeScreen):
         self.session_title = session.title
         self.agent_name = session.agent
         self.input_tokens = self.output_tokens = 0
+        self.cost = None
+        self.session_model = str(await self.runtime.session_model(session.id) or "")
+        self._load_usage()
         self.running_turn = next((j.id for j in active if j.status == "running"), None)
         self.queued_turns = [j.id for j in active if j.status == "queued"]
         await self._view.load(session.id, messages)
@@ -129,6 +135,8 @@ class ChatScreen(RuntimeScreen):
         self.running_turn = None
         self.queued_turns = []
         self.input_tokens = self.output_tokens = 0
+        self.cost = None
+        self.session_model = ""
         await self._view.clear()
         self._prompt.clear()
         self._refresh_status()
@@ -175,6 +183,7 @@ class ChatScreen(RuntimeScreen):
             return
         turn = event.data.get("turn")
         if kind == "turn.start":
+            self._seen_turns.add(str(turn))
             self.running_turn = str(turn)
             if turn in self.queued_turns:
                 self.queued_turns.remove(str(turn))
@@ -182,15 +191,17 @@ class ChatScreen(RuntimeScreen):
         elif kind in TURN_EVENTS:
             await self._view.handle(event)
             if kind == "turn.message":
-                usage = event.data.get("usage") or {}
-                self.input_tokens += int(usage.get("input_tokens", 0))
-                self.output_tokens += int(usage.get("output_tokens", 0))
-                self._refresh_status()
+                self._load_usage()
             elif kind == "turn.end":
                 self.finished[str(turn)] = str(event.data.get("status", ""))
                 if self.running_turn == turn:
                     self.running_turn = None
-                self._refresh_status()
+                self._load_usage()
+                if str(turn) not in self._seen_turns:
+                    # A turn that was already under way when the session opened (resumed
+                    # after a restart): part of it streamed before we listened, so show
+                    # the transcript as committed.
+                    self._open(self.session_id)
         elif kind == "job.finished":
             job = str(event.data.get("job", ""))
             if job == self.running_turn:
@@ -230,6 +241,21 @@ class ChatScreen(RuntimeScreen):
 
     # -- status and hints ----------------------------------------------------------------
 
+    @work(exclusive=True, group="usage")
+    async def _load_usage(self) -> None:
+        """Tokens and dollars of this session, from the usage records."""
+        if not self.session_id:
+            return
+        session = self.session_id
+        totals = await self.runtime.usage_totals(session=session)
+        if session != self.session_id:
+            return
+        self.input_tokens = sum(t.input_tokens + t.cache_read_tokens for t in totals)
+        self.output_tokens = sum(t.output_tokens for t in totals)
+        priced = any(t.calls > t.unpriced_calls for t in totals)
+        self.cost = sum(t.cost for t in totals) if priced else None
+        self._refresh_status()
+
     def _refresh_status(self) -> None:
         if not self.has_runtime:
             return
@@ -242,11 +268,12 @@ class ChatScreen(RuntimeScreen):
         self._status.show(
             Status(
                 agent=agent.name,
-                model=str(agent.chain[0]) if agent.chain else agent.model,
+                model=self.session_model or (str(agent.chain[0]) if agent.chain else agent.model),
                 session=self.session_title,
                 mode=agent.mode,
                 input_tokens=self.input_tokens,
                 output_tokens=self.output_tokens,
+                cost=self.cost,
                 running=self.running_turn is not None,
                 queued=len(self.queued_turns),
             )
@@ -280,14 +307,7 @@ class ChatScreen(RuntimeScreen):
             if not self.stop_turn():
                 await view.note("No turn is running.")
         elif name == "/model":
-            if rest:
-                await view.note(
-                    "Choosing a model per session is not available yet in this version."
-                )
-            else:
-                agent = self.runtime.config.agent(self.agent_name or None)
-                chain = ", ".join(str(ref) for ref in agent.chain)
-                await view.note(f"Model chain of {agent.name}: {chain}")
+            await self._model(rest)
         elif name in ("/think", "/compact", "/fork"):
             await view.note(NOT_YET.format(command=name))
         elif name == "/undo":
@@ -300,6 +320,34 @@ class ChatScreen(RuntimeScreen):
             await view.note(_help_text())
         else:
             await view.note(f"Unknown command {name}; /help lists the commands.", error=True)
+
+    async def _model(self, choice: str) -> None:
+        """/model: show the chain; /model PROVIDER/MODEL tries that first; /model default."""
+        from habakkuk.engine.errors import HabakkukError
+
+        agent = self.runtime.config.agent(self.agent_name or None)
+        chain = ", ".join(str(ref) for ref in agent.chain)
+        if not choice:
+            chosen = await self.runtime.session_model(self.session_id) if self.session_id else None
+            first = f"this session tries {chosen} first; " if chosen else ""
+            await self._view.note(f"Model: {first}{agent.name}'s chain is {chain}")
+            return
+        if not self.session_id:
+            await self._view.note("Send a message first: /model applies to a session.")
+            return
+        try:
+            ref = await self.runtime.set_session_model(
+                self.session_id, None if choice == "default" else choice
+            )
+        except HabakkukError as exc:
+            await self._view.note(str(exc), error=True)
+            return
+        self.session_model = str(ref) if ref else ""
+        self._refresh_status()
+        if ref is None:
+            await self._view.note(f"Model: back to {agent.name}'s chain ({chain})")
+        else:
+            await self._view.note(f"Model: this session now tries {ref} first")
 
     async def _undo(self) -> None:
         from habakkuk.engine.errors import HabakkukError

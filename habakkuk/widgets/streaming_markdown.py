@@ -32,6 +32,7 @@ class StreamingMarkdown(Markdown):
         self._buffer: list[str] = []
         self._stream: MarkdownStream | None = None
         self._flush_timer: Timer | None = None
+        self._flush_scheduled = False
         self._last_render = 0.0
 
     def feed(self, fragment: str) -> None:
@@ -40,12 +41,18 @@ class StreamingMarkdown(Markdown):
             return
         self.text += fragment
         self._buffer.append(fragment)
-        if self._flush_timer is None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
             wait = RENDER_INTERVAL - (time.monotonic() - self._last_render)
-            self._flush_timer = self.set_timer(max(0.0, wait), self._flush)
+            if wait > 0:
+                self._flush_timer = self.set_timer(wait, self._flush)
+            else:
+                # A zero-delay Timer is not allowed; run it as soon as the widget is free.
+                self.call_later(self._flush)
 
     async def _flush(self) -> None:
         self._flush_timer = None
+        self._flush_scheduled = False
         if not self._buffer:
             return
         chunk = "".join(self._buffer)

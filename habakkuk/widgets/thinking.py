@@ -26,17 +26,23 @@ class ThinkingView(Collapsible):
         self.text = text
         self._body = body
         self._render_timer: Timer | None = None
+        self._render_scheduled = False
         self._last_render = 0.0
 
     def feed(self, fragment: str) -> None:
         """Add streamed thinking; shown within RENDER_INTERVAL."""
         self.text += fragment
-        if self._render_timer is None:
+        if not self._render_scheduled:
+            self._render_scheduled = True
             wait = RENDER_INTERVAL - (time.monotonic() - self._last_render)
-            self._render_timer = self.set_timer(max(0.0, wait), self._render_now)
+            if wait > 0:
+                self._render_timer = self.set_timer(wait, self._render_now)
+            else:
+                self.call_later(self._render_now)
 
     def _render_now(self) -> None:
         self._render_timer = None
+        self._render_scheduled = False
         self._last_render = time.monotonic()
         self._body.update(Content(self.text))
 

@@ -77,6 +77,16 @@ async def ready(pilot: Pilot[Any]) -> HabakkukApp:
     return app
 
 
+async def send(pilot: Pilot[Any], text: str) -> None:
+    """Type `text` into the chat's composer at once and press Enter."""
+    from habakkuk.widgets.composer import Composer
+
+    composer = pilot.app.screen.query_one(Composer)
+    composer.focus()
+    composer.insert(text)
+    await pilot.press("enter")
+
+
 def make_app(home: Home, **kwargs: Any) -> HabakkukApp:
     """An app on the test home, with no cursor blink or animation (deterministic frames)."""
     return HabakkukApp(home, animate=False, **kwargs)

@@ -14,7 +14,7 @@ from habakkuk.widgets.thinking import ThinkingView
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, ready, turn_finished, wait_until
+from tests.tui.conftest import make_app, ready, send, turn_finished, wait_until
 
 EXEC_SCRIPT = """
 - text: "Running it."
@@ -58,7 +58,7 @@ async def test_a_sent_message_shows_and_the_mock_reply_streams_in(
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"hi bot", "enter")
+        await send(pilot, "hi bot")
         assert await turn_finished(pilot) == "done"
         await wait_until(pilot, lambda: "you said: hi bot" in markdown_text(app), "the reply")
         users = [u.text for u in app.screen.query(UserMessage)]
@@ -66,26 +66,34 @@ async def test_a_sent_message_shows_and_the_mock_reply_streams_in(
         chat = app.get_chat()
         assert chat.session_title == "hi bot"
         assert "hi bot" in chat._status.plain and "idle" in chat._status.plain
+        # Tokens come from the usage records of the session.
+        await wait_until(pilot, lambda: " in / " in chat._status.plain, "the token count")
         messages = await app.runtime.messages(chat.session_id)
         assert [m.role for m in messages] == ["user", "assistant"]
 
 
-async def test_streamed_text_is_rendered_in_batches_not_per_token(
-    write_config: WriteConfig,
-) -> None:
-    words = " ".join(f"word{i}" for i in range(300))
-    write_config(mock_config(f'- text: "{words}"'))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await pilot.press(*"go", "enter")
-        await turn_finished(pilot)
-        await wait_until(pilot, lambda: "word299" in markdown_text(app), "the whole reply")
-        from habakkuk.widgets.streaming_markdown import StreamingMarkdown
+async def test_streamed_fragments_are_coalesced_into_throttled_renders() -> None:
+    from textual.app import App, ComposeResult
 
-        segment = app.screen.query(StreamingMarkdown).last()
-        # 300 pieces arrived; the throttle hands them to the Markdown widget in far fewer renders.
-        assert 1 <= segment.renders < 300
+    from habakkuk.widgets.streaming_markdown import StreamingMarkdown
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield StreamingMarkdown()
+
+    app = One()
+    async with app.run_test() as pilot:
+        markdown = app.query_one(StreamingMarkdown)
+        markdown.feed("alpha ")
+        await wait_until(pilot, lambda: markdown.renders == 1, "the first render")
+        # Two fragments within one interval become one render, shown together.
+        markdown.feed("beta ")
+        markdown.feed("gamma")
+        await wait_until(pilot, lambda: markdown.renders == 2, "the second render")
+        await wait_until(pilot, lambda: markdown.source == "alpha beta gamma", "all text shown")
+        assert markdown.renders == 2
+        await markdown.finish()
+        assert not markdown.streaming
 
 
 async def test_thinking_is_shown_dimmed_and_collapsible(write_config: WriteConfig) -> None:
@@ -93,7 +101,7 @@ async def test_thinking_is_shown_dimmed_and_collapsible(write_config: WriteConfi
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"q", "enter")
+        await send(pilot, "q")
         await turn_finished(pilot)
         thinking = app.screen.query_one(ThinkingView)
         assert thinking.text == "let me ponder this"
@@ -108,7 +116,7 @@ async def test_approval_answered_with_y_runs_the_call_once(write_config: WriteCo
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"run it", "enter")
+        await send(pilot, "run it")
         prompt = app.screen.query_one(ApprovalPrompt)
         await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
         assert prompt.current.tool == "exec"
@@ -132,7 +140,7 @@ async def test_approval_answered_with_a_allows_the_tool_for_the_session(
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"twice", "enter")
+        await send(pilot, "twice")
         prompt = app.screen.query_one(ApprovalPrompt)
         await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
         await pilot.press("a")
@@ -149,7 +157,7 @@ async def test_approval_answered_with_n_denies_the_call(write_config: WriteConfi
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"run it", "enter")
+        await send(pilot, "run it")
         prompt = app.screen.query_one(ApprovalPrompt)
         await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
         await pilot.press("n")
@@ -168,7 +176,7 @@ async def test_escape_leaves_the_approval_waiting_until_answered_later(
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"run it", "enter")
+        await send(pilot, "run it")
         prompt = app.screen.query_one(ApprovalPrompt)
         await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
         await pilot.press("escape")
@@ -188,7 +196,7 @@ async def test_ctrl_c_stops_a_running_turn_at_once(write_config: WriteConfig) ->
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"sleep", "enter")
+        await send(pilot, "sleep")
         await wait_until(
             pilot,
             lambda: any(c.status == "running" for c in app.screen.query(ToolCard)),
@@ -210,7 +218,7 @@ async def test_a_stopped_turn_withdraws_its_approval_prompt(write_config: WriteC
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"sleep", "enter")
+        await send(pilot, "sleep")
         prompt = app.screen.query_one(ApprovalPrompt)
         await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
         await pilot.press("ctrl+c")
@@ -240,7 +248,7 @@ async def test_tool_card_expands_to_the_full_output_from_the_transcript(
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"run", "enter")
+        await send(pilot, "run")
         await turn_finished(pilot)
         card = app.screen.query_one(ToolCard)
         card.focus()
@@ -260,9 +268,9 @@ async def test_composer_history_recalls_sent_messages_with_up_and_down(
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         composer = app.screen.query_one(Composer)
-        await pilot.press(*"first", "enter")
+        await send(pilot, "first")
         await turn_finished(pilot)
-        await pilot.press(*"second", "enter")
+        await send(pilot, "second")
         await turn_finished(pilot)
         await pilot.press(*"draft")
         await pilot.press("up")
@@ -322,17 +330,17 @@ async def test_title_and_export_commands_use_the_session(
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"hello", "enter")
+        await send(pilot, "hello")
         await turn_finished(pilot)
-        await pilot.press(*"/title Trip plans", "enter")
+        await send(pilot, "/title Trip plans")
         await wait_until(pilot, lambda: "Title set: Trip plans" in notices(app), "the title")
         chat = app.get_chat()
         assert (await app.runtime.session(chat.session_id)).title == "Trip plans"
-        await pilot.press(*"/export json", "enter")
+        await send(pilot, "/export json")
         target = tmp_path / f"{chat.session_id}.json"
         await wait_until(pilot, lambda: f"Wrote {target}" in notices(app), "the export")
         assert '"role": "assistant"' in target.read_text() or '"assistant"' in target.read_text()
-        await pilot.press(*"/export out.txt", "enter")
+        await send(pilot, "/export out.txt")
         await wait_until(
             pilot, lambda: any("must end in .md" in n for n in notices(app)), "the error"
         )
@@ -343,16 +351,40 @@ async def test_new_session_key_starts_afresh(write_config: WriteConfig) -> None:
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"hello", "enter")
+        await send(pilot, "hello")
         await turn_finished(pilot)
         chat = app.get_chat()
         first = chat.session_id
         await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: not chat.session_id, "a fresh session")
         assert not list(app.screen.query(UserMessage))
-        await pilot.press(*"again", "enter")
+        await send(pilot, "again")
         await turn_finished(pilot)
         assert chat.session_id and chat.session_id != first
+
+
+async def test_model_command_shows_and_sets_the_session_model(write_config: WriteConfig) -> None:
+    write_config(mock_config('- text: "reply"'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        await turn_finished(pilot)
+        await send(pilot, "/model")
+        await wait_until(
+            pilot, lambda: any("chain is mock/scripted" in n for n in notices(app)), "chain"
+        )
+        await send(pilot, "/model nowhere/x")
+        await wait_until(
+            pilot, lambda: any("'nowhere' is not configured" in n for n in notices(app)), "error"
+        )
+        await send(pilot, "/model mock/other")
+        await wait_until(
+            pilot, lambda: any("now tries mock/other first" in n for n in notices(app)), "set"
+        )
+        chat = app.get_chat()
+        assert str(await app.runtime.session_model(chat.session_id)) == "mock/other"
+        assert "mock/other" in chat._status.plain
 
 
 async def test_undo_asks_the_runtime_and_shows_its_answer(write_config: WriteConfig) -> None:
@@ -360,13 +392,13 @@ async def test_undo_asks_the_runtime_and_shows_its_answer(write_config: WriteCon
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"/undo", "enter")
+        await send(pilot, "/undo")
         await wait_until(
             pilot, lambda: "This session has no messages yet." in notices(app), "the notice"
         )
-        await pilot.press(*"hello", "enter")
+        await send(pilot, "hello")
         await turn_finished(pilot)
-        await pilot.press(*"/undo", "enter")
+        await send(pilot, "/undo")
         # The turn changed no files, so the runtime has nothing to restore (or checkpoints
         # are off where git is missing); either way its own answer is shown.
         await wait_until(
@@ -383,5 +415,36 @@ async def test_help_lists_the_commands(write_config: WriteConfig) -> None:
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"/help", "enter")
+        await send(pilot, "/help")
         await wait_until(pilot, lambda: any("/export" in n for n in notices(app)), "help")
+
+
+async def test_quitting_mid_turn_keeps_committed_messages_and_the_turn_resumes_next_start(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config(SLEEP_SCRIPT, mode="full"))
+    first = make_app(None)
+    async with first.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "sleep")
+        await wait_until(
+            pilot,
+            lambda: any(c.status == "running" for c in first.screen.query(ToolCard)),
+            "the exec call to run",
+        )
+        chat = first.get_chat()
+        session, turn = chat.session_id, chat.last_turn
+        await first.action_quit()
+    second = make_app(None)
+    async with second.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        second.open_session(session)
+        # The released turn is claimed again: the interrupted call gets its result and the
+        # next scripted reply follows.
+        await wait_until(pilot, lambda: "woke up" in markdown_text(second), "the resumed turn")
+        job = await second.runtime.queue.get(turn)
+        assert job is not None and job.status == "done"
+        messages = await second.runtime.messages(session)
+        texts = [m.message.text for m in messages if m.role == "assistant"]
+        assert texts == ["Sleeping.", "woke up"]
+        assert [u.text for u in second.screen.query(UserMessage)] == ["sleep"]

@@ -13,7 +13,7 @@ from habakkuk.engine.llm.types import Message, TextBlock
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.user_message import UserMessage
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, ready, turn_finished, wait_until
+from tests.tui.conftest import make_app, ready, send, turn_finished, wait_until
 
 EXEC_SCRIPT = """
 - tool_calls:
@@ -65,7 +65,7 @@ async def test_sessions_screen_lists_searches_and_opens_a_session(
         )
         assert "answer about tomatoes" in "".join(m.source for m in app.screen.query(Markdown))
         # Resume: the next message continues the same session.
-        await pilot.press(*"more", "enter")
+        await send(pilot, "more")
         assert await turn_finished(pilot) == "done"
         messages = await app.runtime.messages("ses_aaaa")
         assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
@@ -142,7 +142,7 @@ async def test_approvals_screen_answers_the_highlighted_request(
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await pilot.press(*"go", "enter")
+        await send(pilot, "go")
         prompt = app.screen.query_one(ApprovalPrompt)
         await wait_until(pilot, lambda: prompt.current is not None, "the approval")
         await pilot.press("ctrl+r")
@@ -164,7 +164,7 @@ async def test_overview_shows_queue_depth_and_failures(write_config: WriteConfig
         await ready(pilot)
         # A job of a kind no pool here runs stays queued: the overview must count it.
         await app.runtime.queue.enqueue("job_waiting", "report", {}, serial_key="x")
-        await pilot.press(*"fail please", "enter")
+        await send(pilot, "fail please")
         assert await turn_finished(pilot) == "failed"
         await pilot.press("ctrl+o")
         screen = app.screen
@@ -216,7 +216,7 @@ async def test_setup_screen_offline_demo_writes_the_starter_config_and_chats(
         await pilot.press("ctrl+o")
         await ready(pilot)
         assert "type: mock" in home.config_path.read_text()
-        await pilot.press(*"hello demo", "enter")
+        await send(pilot, "hello demo")
         assert await turn_finished(pilot) == "done"
         text = "".join(m.source for m in app.screen.query(Markdown))
         assert "Offline demo" in text and "hello demo" in text
