@@ -263,9 +263,68 @@ class HabakkukApp(App[None]):
                 await asyncio.wait_for(runtime.close(), CLOSE_TIMEOUT_SECONDS)
 
 
+def parse_background(answer: bytes) -> bool | None:
+    """Whether an OSC 11 answer (`ESC ] 11 ; rgb:RRRR/GGGG/BBBB BEL`) names a light colour."""
+    import re
+
+    match = re.search(rb"rgba?:([0-9a-fA-F]+)/([0-9a-fA-F]+)/([0-9a-fA-F]+)", answer)
+    if match is None:
+        return None
+    red, green, blue = (int(part, 16) / (16 ** len(part) - 1) for part in match.groups())
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.5
+
+
+def colorfgbg_is_light(value: str) -> bool | None:
+    """Whether $COLORFGBG (`fg;bg`, set by some terminals) has a light background."""
+    background = value.split(";")[-1].strip()
+    if not background.isdigit():
+        return None
+    return int(background) in (7, 15)
+
+
+def terminal_is_light(timeout: float = 0.1) -> bool | None:
+    """Ask the terminal for its background colour (OSC 11, so it works over SSH).
+
+    None when stdin/stdout are not a terminal or it does not answer in time;
+    $COLORFGBG is the fallback.
+    """
+    import os
+    import sys
+
+    fallback = colorfgbg_is_light(os.environ.get("COLORFGBG", ""))
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return fallback
+    import select
+    import termios
+    import tty
+
+    fd = sys.stdin.fileno()
+    try:
+        saved = termios.tcgetattr(fd)
+    except termios.error:
+        return fallback
+    answer = b""
+    try:
+        tty.setcbreak(fd)
+        os.write(sys.stdout.fileno(), b"\x1b]11;?\x07")
+        deadline = time.monotonic() + timeout
+        while not (answer.endswith(b"\x07") or answer.endswith(b"\x1b\\")):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                break
+            answer += os.read(fd, 256)
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+    found = parse_background(answer)
+    return fallback if found is None else found
+
+
 def run_app(*, resume: bool = False) -> int:
     """Run the terminal app on $HABAKKUK_HOME; returns the exit code."""
     app = HabakkukApp(resume=resume)
+    if terminal_is_light():
+        # Colours follow the terminal's background; NO_COLOR still drops them.
+        app.theme = "textual-light"
 
     async def main() -> None:
         try:

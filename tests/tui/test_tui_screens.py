@@ -249,3 +249,26 @@ async def test_every_section_has_a_key_and_a_palette_entry(
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert f"Go: {mode}" in titles
         assert all(": " in title for title in titles)
+
+
+@pytest.mark.parametrize(
+    ("answer", "light"),
+    [
+        (b"\x1b]11;rgb:ffff/ffff/ffff\x07", True),
+        (b"\x1b]11;rgb:1e1e/1e1e/1e1e\x1b\\", False),
+        (b"\x1b]11;rgb:fd/f6/e3\x07", True),  # solarized light, two hex digits
+        (b"", None),
+        (b"garbage", None),
+    ],
+)
+def test_osc11_background_answers_pick_the_theme(answer: bytes, light: bool | None) -> None:
+    from habakkuk.app import parse_background
+
+    assert parse_background(answer) is light
+
+
+@pytest.mark.parametrize(("value", "light"), [("0;15", True), ("15;0", False), ("", None)])
+def test_colorfgbg_is_the_fallback(value: str, light: bool | None) -> None:
+    from habakkuk.app import colorfgbg_is_light
+
+    assert colorfgbg_is_light(value) is light

@@ -21,6 +21,13 @@ providers:
   mock:
     type: mock
     script:
+      - match: "nap"
+        steps:
+          - text: "Napping."
+            tool_calls:
+              - name: exec
+                arguments: {command: "sleep 30"}
+          - text: "rested"
       - match: "run"
         steps:
           - text: "Running it."
@@ -97,7 +104,7 @@ def pane(tmp_path: Path) -> Iterator[Pane]:
         found.tmux("kill-server", check=False)
 
 
-def test_habakkuk_in_tmux_chats_and_approves_with_one_key(pane: Pane) -> None:
+def test_habakkuk_in_tmux_chats_approves_with_one_key_and_stops_with_ctrl_c(pane: Pane) -> None:
     pane.wait(lambda t: "idle" in t and "mock/scripted" in t, "the chat to be ready")
     pane.keys("-l", "hello there")
     pane.keys("Enter")
@@ -108,6 +115,13 @@ def test_habakkuk_in_tmux_chats_and_approves_with_one_key(pane: Pane) -> None:
     assert "echo e2e-ok" in screen
     pane.keys("y")
     pane.wait(lambda t: "All done after approval." in t, "the reply after approval")
+    pane.keys("-l", "take a nap")
+    pane.keys("Enter")
+    pane.wait(lambda t: "Approve exec?" in t and "sleep 30" in t, "the second approval")
+    pane.keys("a")
+    pane.wait(lambda t: "sleep 30  running" in t, "the call to run")
+    pane.keys("C-c")
+    pane.wait(lambda t: "Turn stopped." in t, "Ctrl+C to stop the turn")
     pane.keys("C-q")
     # After quitting, the shell's `sleep` keeps the pane: the app's screen is gone.
     pane.wait(lambda t: "mock/scripted" not in t, "the app to quit")
