@@ -159,6 +159,8 @@ class HabakkukApp(App[None]):
         runtime.interactive = True
         runtime.start_workers()
         self.runtime = runtime
+        if self._given_runtime is None and getattr(runtime.config, "http", None) is not None:
+            self._start_http(runtime)
         # Big enough that a long streamed reply is never thinned out for the UI.
         self._subscription = runtime.bus.subscribe(maxsize=100_000)
         self._pump = self._pump_events(self._subscription)
@@ -167,6 +169,18 @@ class HabakkukApp(App[None]):
             screen.post_message(RuntimeReady())
         if self.resume:
             self.switch_mode("sessions")
+
+    @work(group="http")
+    async def _start_http(self, runtime: Runtime) -> None:
+        """The config's HTTP surface runs on the app's loop too (a failure is one notice)."""
+        from habakkuk.engine.errors import HabakkukError
+
+        try:
+            server = await runtime.start_http()
+        except (HabakkukError, OSError) as exc:
+            self.notify(f"HTTP server not started: {exc}", severity="error", markup=False)
+            return
+        self.notify(f"HTTP on {server.url} (dashboard {server.url}/app/)", markup=False)
 
     @work(group="events")
     async def _pump_events(self, subscription: Subscription) -> None:
@@ -245,6 +259,10 @@ class HabakkukApp(App[None]):
         """Close the runtime (leases released: a running turn resumes next start), then exit."""
         await self.close_runtime()
         self.exit()
+
+    async def on_unmount(self) -> None:
+        """However the app ends (quit, an error, a test), release the runtime's leases."""
+        await self.close_runtime()
 
     async def close_runtime(self) -> None:
         """Stop following the bus and close the runtime this app opened."""

@@ -677,3 +677,10 @@ class Runtime:
     async def recent_failures(self, limit: int = 10) -> list[Job]:
         """Jobs that failed for good, newest first."""
         return await self.queue.recent_failures(limit)
+
+    async def channel_health(self) -> dict[str, Any]:
+        """Each chat channel account's status row (state, holder, since, detail), by account."""
+        if self.channels is None:
+            return {}
+        statuses: dict[str, Any] = await self.channels.store.statuses()
+        return statuses

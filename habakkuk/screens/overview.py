@@ -29,6 +29,8 @@ class OverviewScreen(RuntimeScreen):
         self._queue = Static("", id="queue-summary")
         self._running_table: DataTable[str | Text] = DataTable(id="running", cursor_type="row")
         self._errors: DataTable[str | Text] = DataTable(id="errors", cursor_type="row")
+        self._channels_title = Static("Channels", classes="section-title")
+        self._channels: DataTable[str | Text] = DataTable(id="channels", cursor_type="row")
         self.queued = 0
         self.running_count = 0
 
@@ -40,11 +42,15 @@ class OverviewScreen(RuntimeScreen):
             yield self._running_table
             yield Static("Recent errors", classes="section-title")
             yield self._errors
+            yield self._channels_title
+            yield self._channels
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._running_table.add_columns("kind", "job", "session", "attempt")
         self._errors.add_columns("kind", "job", "error")
+        self._channels.add_columns("account", "type", "state", "detail")
+        self._channels.styles.height = "auto"
         self._running_table.styles.height = "auto"
         self._errors.styles.height = "auto"
 
@@ -89,3 +95,18 @@ class OverviewScreen(RuntimeScreen):
             self._errors.add_row(job.kind, job.id, Text(error[:200]))
         if not failures:
             self._errors.add_row("", Text("no failed jobs"), "")
+        # Channels appear only when the config has some (no empty section otherwise).
+        configured = bool(getattr(self.runtime.config, "channels", None))
+        self._channels_title.display = self._channels.display = configured
+        if configured:
+            health = await self.runtime.channel_health()
+            self._channels.clear()
+            for account, status in sorted(health.items()):
+                detail = " ".join(str(status.detail or "").split())
+                if status.restarts:
+                    detail = f"{status.restarts} restart(s) {detail}".strip()
+                self._channels.add_row(
+                    Text(account), Text(status.type), Text(status.state), Text(detail[:120])
+                )
+            for account in sorted(set(self.runtime.config.channels) - set(health)):
+                self._channels.add_row(Text(account), "", Text("not started"), "")

@@ -272,3 +272,28 @@ def test_colorfgbg_is_the_fallback(value: str, light: bool | None) -> None:
     from habakkuk.app import colorfgbg_is_light
 
     assert colorfgbg_is_light(value) is light
+
+
+async def test_the_configured_http_surface_runs_on_the_apps_loop(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config(extra='http:\n  listen: "127.0.0.1:0"\n'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await wait_until(
+            pilot,
+            lambda: any("HTTP on http://127.0.0.1:" in str(n.message) for n in app._notifications),
+            "the HTTP notice",
+        )
+        url = next(
+            str(n.message).split()[2] for n in app._notifications if "HTTP on" in str(n.message)
+        )
+        import aiohttp
+
+        async with aiohttp.ClientSession() as client, client.get(f"{url}/app/") as response:
+            assert response.status in (200, 401)
+    # Quitting the app stopped the server with the runtime.
+    async with aiohttp.ClientSession() as client:
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await client.get(f"{url}/app/")
