@@ -22,7 +22,7 @@ class StreamingMarkdown(Markdown):
 
     DEFAULT_CSS = """
     StreamingMarkdown { margin: 0 0 1 0; padding: 0 1; background: transparent; }
-    StreamingMarkdown > MarkdownParagraph { margin: 0; }
+    StreamingMarkdown > *:last-child { margin-bottom: 0; }
     """
 
     def __init__(self, text: str = "", **kwargs: object) -> None:
