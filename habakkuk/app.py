@@ -157,6 +157,9 @@ class HabakkukApp(App[None]):
                 self.exit(return_code=2)
                 return
         runtime.interactive = True
+        if hasattr(runtime.approvals, "askers"):
+            # This terminal answers the agent's clarify questions too.
+            runtime.approvals.askers += 1
         runtime.start_workers()
         self.runtime = runtime
         if self._given_runtime is None and getattr(runtime.config, "http", None) is not None:
@@ -277,6 +280,8 @@ class HabakkukApp(App[None]):
         runtime, self.runtime = self.runtime, None
         if runtime is not None:
             runtime.interactive = False
+            if hasattr(runtime.approvals, "askers"):
+                runtime.approvals.askers -= 1
             if self._given_runtime is None:
                 await asyncio.wait_for(runtime.close(), CLOSE_TIMEOUT_SECONDS)
 

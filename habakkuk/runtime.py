@@ -108,6 +108,58 @@ class TurnOutcome:
     error: str | None
 
 
+class AttendedApprovals(ApprovalHub):
+    """The approval hub, and clarify questions for attached clients that take them.
+
+    A client that can answer questions (the terminal app) counts itself in
+    `askers`; while none is attached, `ask` fails at once as if there were no
+    asker at all, so the model goes on with stated assumptions instead of
+    waiting for nobody. Questions are published as question.pending {id,
+    request}, question.answered and question.withdrawn (a stopped turn
+    withdraws its question).
+    """
+
+    def __init__(self, bus: Any, *, timeout: float = 900.0):
+        super().__init__(bus, timeout=timeout)
+        self.askers = 0
+        self._questions: dict[str, tuple[Any, asyncio.Future[str | None]]] = {}
+
+    @property
+    def questions(self) -> list[Any]:
+        """Waiting clarify requests (each has `id`), oldest first."""
+        return [request for request, _ in self._questions.values()]
+
+    async def ask(self, request: Any) -> str | None:
+        """Put the questions to the attached client and wait for its answer text."""
+        if self.askers <= 0:
+            from habakkuk.engine.toolkit.registry import ToolError
+            from habakkuk.tools.clarify import NO_ASKER
+
+            raise ToolError(NO_ASKER)
+        request.id = getattr(request, "id", "") or f"qst_{secrets.token_hex(6)}"
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._questions[request.id] = (request, future)
+        self.bus.publish("question.pending", request.session, id=request.id, request=request)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.timeout)
+        except TimeoutError:
+            return None
+        finally:
+            self._questions.pop(request.id, None)
+            kind = "question.answered" if future.done() else "question.withdrawn"
+            if not future.done():
+                future.cancel()
+            self.bus.publish(kind, request.session, id=request.id)
+
+    def answer_question(self, question_id: str, text: str) -> bool:
+        """Answer a waiting question; False when it is no longer waiting."""
+        entry = self._questions.get(question_id)
+        if entry is None or entry[1].done():
+            return False
+        entry[1].set_result(text)
+        return True
+
+
 class Runtime:
     """One home's running system: stores, router, tools, worker pools."""
 
@@ -144,7 +196,7 @@ class Runtime:
         self._process_turns: dict[str, str] = {}
         # Waiting approvals; turns marked attended use it while a client that can
         # answer (the terminal, the dashboard) has set `interactive`.
-        self.approvals = ApprovalHub(self.bus)
+        self.approvals: ApprovalHub = AttendedApprovals(self.bus)
         self.interactive = False
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None

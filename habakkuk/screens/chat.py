@@ -16,6 +16,7 @@ from habakkuk.screens.base import RuntimeScreen
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.composer import SLASH_COMMANDS, Composer
 from habakkuk.widgets.message_view import MessageView
+from habakkuk.widgets.question_prompt import QuestionPrompt
 from habakkuk.widgets.status_line import Status, StatusLine
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ class ChatScreen(RuntimeScreen):
         self._status = StatusLine()
         self._view = MessageView()
         self._prompt = ApprovalPrompt()
+        self._question = QuestionPrompt()
         self._hint = Static("", id="hint")
         self._composer = Composer()
 
@@ -69,6 +71,7 @@ class ChatScreen(RuntimeScreen):
         yield self._status
         yield self._view
         yield self._prompt
+        yield self._question
         yield self._hint
         yield self._composer
         yield Footer(compact=True)
@@ -88,6 +91,13 @@ class ChatScreen(RuntimeScreen):
         for request in self.runtime.approvals.pending:
             if request.session == self.session_id:
                 self._prompt.add(request)
+        self._load_questions()
+
+    def _load_questions(self) -> None:
+        self._question.clear()
+        for request in getattr(self.runtime.approvals, "questions", []):
+            if request.session == self.session_id:
+                self._question.add(request)
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -120,6 +130,7 @@ class ChatScreen(RuntimeScreen):
         for request in self.runtime.approvals.pending:
             if request.session == session.id:
                 self._prompt.add(request)
+        self._load_questions()
         self._refresh_status()
         self._composer.focus()
 
@@ -139,12 +150,21 @@ class ChatScreen(RuntimeScreen):
         self.session_model = ""
         await self._view.clear()
         self._prompt.clear()
+        self._question.clear()
         self._refresh_status()
         self._composer.focus()
 
     # -- sending ---------------------------------------------------------------------------
 
     def on_composer_submitted(self, message: Composer.Submitted) -> None:
+        question = self._question.current
+        if question is not None and not message.text.startswith("/"):
+            # While the agent waits on a question, the next message is its answer.
+            answered = getattr(self.runtime.approvals, "answer_question", None)
+            if answered is not None and answered(question.id, message.text):
+                self._question.withdraw(question.id)
+                self.run_worker(self._view.note(f"Answered: {message.text}"), group="note")
+                return
         if message.text.startswith("/"):
             self._command(message.text)
         else:
@@ -178,6 +198,14 @@ class ChatScreen(RuntimeScreen):
         kind = event.kind
         if kind.startswith("approval."):
             self._approval_event(event)
+            return
+        if kind.startswith("question."):
+            if kind == "question.pending":
+                if event.data["request"].session == self.session_id:
+                    self._question.add(event.data["request"])
+                    self._composer.focus()
+            else:
+                self._question.withdraw(str(event.data.get("id", "")))
             return
         if not self.session_id or event.session != self.session_id:
             return

@@ -448,3 +448,56 @@ async def test_quitting_mid_turn_keeps_committed_messages_and_the_turn_resumes_n
         texts = [m.message.text for m in messages if m.role == "assistant"]
         assert texts == ["Sleeping.", "woke up"]
         assert [u.text for u in second.screen.query(UserMessage)] == ["sleep"]
+
+
+CLARIFY_SCRIPT = """
+- text: "One question first."
+  tool_calls:
+    - name: clarify
+      arguments:
+        questions:
+          - question: "Which colour?"
+            choices: ["red", "blue"]
+- text: "Noted."
+"""
+
+
+async def test_clarify_questions_show_lettered_choices_and_the_next_message_answers(
+    write_config: WriteConfig,
+) -> None:
+    from habakkuk.widgets.question_prompt import QuestionPrompt
+
+    write_config(mock_config(CLARIFY_SCRIPT, mode="ask"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "paint it")
+        question = app.screen.query_one(QuestionPrompt)
+        await wait_until(pilot, lambda: question.current is not None, "the question")
+        shown = str(question.content)
+        assert "Which colour?" in shown and "a) red" in shown and "b) blue" in shown
+        assert app.screen.focused is app.screen.query_one(Composer)
+        await pilot.press("b", "enter")
+        assert await turn_finished(pilot) == "done"
+        assert question.current is None
+        messages = await app.runtime.messages(app.get_chat().session_id)
+        result = messages[2].message.tool_results[0]
+        assert not result.is_error and result.text == "the user answered:\nb"
+        # The answer is not sent as a message of its own.
+        assert [u.text for u in app.screen.query(UserMessage)] == ["paint it"]
+
+
+async def test_a_stopped_turn_withdraws_its_question(write_config: WriteConfig) -> None:
+    from habakkuk.widgets.question_prompt import QuestionPrompt
+
+    write_config(mock_config(CLARIFY_SCRIPT, mode="ask"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "paint it")
+        question = app.screen.query_one(QuestionPrompt)
+        await wait_until(pilot, lambda: question.current is not None, "the question")
+        await pilot.press("ctrl+c")
+        assert await turn_finished(pilot) == "stopped"
+        await wait_until(pilot, lambda: question.current is None, "the question withdrawn")
+        assert app.runtime.approvals.questions == []

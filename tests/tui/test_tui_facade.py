@@ -1,0 +1,70 @@
+"""The runtime facade methods the terminal app relies on, without the app."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from habakkuk.engine.llm.types import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from habakkuk.engine.toolkit.registry import ToolError
+from habakkuk.runtime import AttendedApprovals
+from habakkuk.tools.clarify import NO_ASKER, ClarifyRequest, Question
+from tests.conftest import mock_config
+
+
+async def test_sessions_can_be_renamed_archived_searched_and_exported(
+    runtime_factory: Any,
+) -> None:
+    runtime = await runtime_factory(mock_config())
+    session = await runtime.new_session(None, origin="test", session_id="ses_facade")
+    await runtime.transcripts.append(session.id, Message("user", [TextBlock("find the otter")]))
+    call = ToolUseBlock("call_9", "exec", {"command": "ls"})
+    await runtime.transcripts.append(session.id, Message("assistant", [call]))
+    await runtime.transcripts.append(
+        session.id, Message("user", [ToolResultBlock("call_9", "full output", False)])
+    )
+    assert (await runtime.rename_session(session.id, "  Otters ")).title == "Otters"
+    hits = await runtime.search_sessions("otter")
+    assert [h.session for h in hits] == ["ses_facade"]
+    assert "find the otter" in await runtime.export_session(session.id, "md")
+    with pytest.raises(ValueError, match="unknown export format"):
+        await runtime.export_session(session.id, "pdf")
+    result = await runtime.tool_output(session.id, "call_9")
+    assert result is not None and result.text == "full output"
+    assert await runtime.tool_output(session.id, "call_missing") is None
+    await runtime.archive_session(session.id)
+    assert await runtime.list_sessions() == []
+    assert await runtime.active_turns(session.id) == []
+    assert await runtime.channel_health() == {}
+    assert runtime.running_jobs() == []
+
+
+async def test_questions_fail_fast_without_an_attached_asker() -> None:
+    from habakkuk.engine.events import EventBus
+
+    hub = AttendedApprovals(EventBus())
+    request = ClarifyRequest("main", "ses_1", "turn_1", [Question("Which?", ["x", "y"])])
+    with pytest.raises(ToolError) as info:
+        await hub.ask(request)
+    assert str(info.value) == NO_ASKER
+
+
+async def test_an_attached_asker_gets_the_question_and_its_answer_returns() -> None:
+    from habakkuk.engine.events import EventBus
+
+    bus = EventBus()
+    hub = AttendedApprovals(bus)
+    hub.askers = 1
+    request = ClarifyRequest("main", "ses_1", "turn_1", [Question("Which?", ["x", "y"])])
+    with bus.subscribe() as events:
+        asked = asyncio.create_task(hub.ask(request))
+        pending = await asyncio.wait_for(events.get(), 5)
+        assert pending.kind == "question.pending" and hub.questions == [request]
+        assert hub.answer_question(pending.data["id"], "a")
+        assert await asyncio.wait_for(asked, 5) == "a"
+        answered = await asyncio.wait_for(events.get(), 5)
+    assert answered.kind == "question.answered"
+    assert not hub.answer_question(pending.data["id"], "again")
+    assert hub.questions == []
