@@ -10,19 +10,28 @@ from textual.widgets.markdown import MarkdownStream
 
 # The spec's bound on re-rendering while text streams in.
 RENDER_INTERVAL = 0.08
+# Each render lays out the whole document, so a long reply renders less often: the
+# interval grows by RENDER_INTERVAL per GROWTH_CHARS of text, up to MAX_INTERVAL.
+GROWTH_CHARS = 16_000
+MAX_INTERVAL = 0.4
+
+
+def render_interval(length: int) -> float:
+    """Seconds between renders of a streaming document of `length` characters."""
+    return min(MAX_INTERVAL, RENDER_INTERVAL * max(1.0, length / GROWTH_CHARS))
 
 
 class StreamingMarkdown(Markdown):
     """A Markdown document fed by fragments.
 
     `feed` only buffers; a timer hands the buffer to Textual's MarkdownStream at
-    most every RENDER_INTERVAL, and the stream coalesces further if parsing falls
-    behind, so a fast model never starves key presses.
+    most every RENDER_INTERVAL (less often as the document grows, see
+    `render_interval`), and the stream coalesces further if parsing falls behind,
+    so a fast model never starves key presses.
     """
 
     DEFAULT_CSS = """
-    StreamingMarkdown { margin: 0 0 1 0; padding: 0 1; background: transparent; }
-    StreamingMarkdown > *:last-child { margin-bottom: 0; }
+    StreamingMarkdown { margin: 0; padding: 0 1; background: transparent; }
     """
 
     def __init__(self, text: str = "", **kwargs: object) -> None:
@@ -43,7 +52,7 @@ class StreamingMarkdown(Markdown):
         self._buffer.append(fragment)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            wait = RENDER_INTERVAL - (time.monotonic() - self._last_render)
+            wait = render_interval(len(self.text)) - (time.monotonic() - self._last_render)
             if wait > 0:
                 self._flush_timer = self.set_timer(wait, self._flush)
             else:
