@@ -2,7 +2,8 @@
 
 1. First frame and idle RSS: `habakkuk` runs in a pseudo-terminal (80x24) on a
    temporary home with the offline mock config. The first frame is the first
-   time the pane shows the footer; "ready" is when the status line says idle
+   time the pane shows "starting" (the first screen the app paints, before the
+   chat screen and the runtime load); "ready" is when the status line says idle
    (runtime open, workers running). Idle RSS is read from /proc after 2 s idle.
    Targets: first frame <= 0.8 s, idle RSS <= 150 MB.
 2. Streaming: the app runs headless (Textual's test driver) while a 20,000-token
@@ -104,7 +105,7 @@ def first_frame_and_rss(runs: int) -> None:
             process, master = start_in_pty(home)
             seen = bytearray()
             try:
-                first = read_until(master, [b"palette"], seen, started + 20)
+                first = read_until(master, [b"starting"], seen, started + 20)
                 ready = read_until(master, [b"idle"], seen, started + 30)
                 frames.append(first - started)
                 readies.append(ready - started)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
@@ -55,6 +55,15 @@ class RuntimeReady(Message, bubble=False):
     """The runtime is open and its workers run; screens may load their data."""
 
 
+class StartScreen(Screen[None]):
+    """What the first frame shows while the chat screen and the runtime load."""
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Static
+
+        yield Static("Habakkuk · starting…", id="starting")
+
+
 def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
     """A MODES entry that imports its screen module only when first shown."""
 
@@ -74,12 +83,14 @@ class HabakkukApp(App[None]):
     TITLE = "Habakkuk"
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     MODES = {
+        "start": lambda: StartScreen(),
         "chat": _lazy("habakkuk.screens.chat", "ChatScreen"),
         "sessions": _lazy("habakkuk.screens.sessions", "SessionsScreen"),
         "approvals": _lazy("habakkuk.screens.approvals", "ApprovalsScreen"),
         "overview": _lazy("habakkuk.screens.overview", "OverviewScreen"),
     }
-    DEFAULT_MODE = "chat"
+    # A one-line screen paints first; the chat and the runtime load after it.
+    DEFAULT_MODE = "start"
     BINDINGS = [
         Binding("ctrl+t", "go('chat')", "Chat", id="go.chat", priority=True),
         Binding("ctrl+s", "go('sessions')", "Sessions", id="go.sessions", priority=True),
@@ -132,7 +143,11 @@ class HabakkukApp(App[None]):
         return self._home
 
     def on_mount(self) -> None:
-        """First frame first: the setup screen or the runtime come after it."""
+        """First frame first: the chat, the setup screen and the runtime come after it."""
+        self.call_after_refresh(self._after_first_frame)
+
+    def _after_first_frame(self) -> None:
+        self.switch_mode("chat")
         if self._given_runtime is None and not self.home.config_path.exists():
             from habakkuk.screens.setup import SetupScreen
 
