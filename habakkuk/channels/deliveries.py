@@ -32,7 +32,7 @@ from .store import ChannelStore
 log = logging.getLogger(__name__)
 
 DELIVERY_PREFIX = "delivery:"
-DELIVERY_MAX_ATTEMPTS = 10
+DELIVERY_MAX_ATTEMPTS = 12
 REPLY_PREFIX = "reply:"
 # Finished turns older than this are not swept for a missing reply (nobody waits any more).
 SWEEP_WINDOW_SECONDS = 86400.0

@@ -49,6 +49,7 @@ from habakkuk.engine.toolkit.approvals import (
 from .adapter import Adapter, Address, Button, InboundMessage, SendError
 from .deliveries import enqueue_delivery
 from .store import PROMPT_SECONDS, ChannelStore, Prompt
+from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -217,16 +218,10 @@ class Gateway:
             self._events = asyncio.create_task(self._follow(subscription), name="gateway:events")
 
     async def stop(self) -> None:
-        if self._events is not None:
-            self._events.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._events
-            self._events = None
+        await cancel_and_wait(self._events)
+        self._events = None
         for watch in list(self._watches.values()):
-            if watch.task is not None:
-                watch.task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await watch.task
+            await cancel_and_wait(watch.task)
         self._watches.clear()
 
     # -- inbound -------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from .deliveries import DeliveryWorker, enqueue_delivery, enqueue_reply, sweep_r
 from .gateway import TEXT, TURN_KIND, ChatApprover, Gateway, RuntimeFacade
 from .store import ChannelStore
 from .supervisor import Backoff, Supervisor
+from .tasks import cancel_and_wait
 from .tools import Poll, SendFile
 
 log = logging.getLogger(__name__)
@@ -109,15 +110,11 @@ class ChannelService:
             await asyncio.shield(self._starting)
 
     async def stop(self) -> None:
-        if self._starting is not None:
-            self._starting.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._starting
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
-            self._sweeper = None
+        """Stop the supervisor (adapters, delivery pools, leases) and the gateway."""
+        if self._starting is not None and not self._starting.done():
+            await cancel_and_wait(self._starting)
+        await cancel_and_wait(self._sweeper)
+        self._sweeper = None
         for task in list(self._pending):
             with contextlib.suppress(Exception):
                 await task

@@ -5,7 +5,8 @@ For each configured account the supervisor
 - holds the named lease `channel:<account>` in control.db, so only one process
   of the home polls a bot; the others stand by and take over when the holder
   dies or lets go;
-- while holding it, runs the account's delivery pool (`delivery:<account>`);
+- while the adapter is connected, runs the account's delivery pool
+  (`delivery:<account>`), so deliveries wait queued while it is down;
 - runs the adapter and restarts it whenever it stops, with exponential backoff
   (1 s doubling to 5 min, back to 1 s after a healthy minute);
 - tears down an adapter that stays connected but silent (no message and no
@@ -29,6 +30,7 @@ from habakkuk.engine.pools import Pool
 from .adapter import Adapter, FatalAdapterError, Inbox
 from .deliveries import DeliveryWorker, delivery_kind
 from .store import ChannelStore
+from .tasks import cancel_and_wait, raise_if_cancelling
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +96,7 @@ class Supervisor:
         self._stopping = True
         tasks = [a.task for a in self._accounts.values() if a.task is not None]
         for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)
         for account in self._accounts.values():
             account.task = None
 
@@ -136,6 +135,7 @@ class Supervisor:
                     await asyncio.sleep(self.lease_seconds / 3)
                     continue
                 await self._while_held(account, lease)
+                raise_if_cancelling()
         finally:
             with contextlib.suppress(Exception):
                 await self.store.release_lease(lease, self.owner)
@@ -150,14 +150,7 @@ class Supervisor:
             return "unknown (database busy)"
 
     async def _while_held(self, account: _Account, lease: str) -> None:
-        """Run the adapter and its delivery pool until the lease is lost."""
-        pool = Pool(
-            self.queue,
-            [delivery_kind(account.config.name)],
-            self.deliveries.run,
-            concurrency=self.delivery_concurrency,
-        )
-        pool.start()
+        """Run the adapter (and, while it is connected, its deliveries) until the lease is lost."""
         runner = asyncio.create_task(self._run_adapter(account), name=f"adapter:{lease}")
         try:
             while not runner.done():
@@ -168,10 +161,7 @@ class Supervisor:
                     log.warning("lost the lease on %s; standing by", lease)
                     break
         finally:
-            runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await runner
-            await pool.stop()
+            await cancel_and_wait(runner)
 
     # -- the adapter -------------------------------------------------------------------
 
@@ -181,6 +171,7 @@ class Supervisor:
         while True:
             started = time.monotonic()
             error = await self._one_run(account)
+            raise_if_cancelling()
             healthy = time.monotonic() - started >= self.backoff.healthy
             if healthy:
                 delay = self.backoff.first
@@ -209,6 +200,14 @@ class Supervisor:
         account.adapter = adapter
         account.last_beat = time.monotonic()
         connected = False
+        # Deliveries are claimed only while connected: a bot that is down for an hour
+        # does not burn its replies' attempts, they wait queued.
+        pool = Pool(
+            self.queue,
+            [delivery_kind(config.name)],
+            self.deliveries.run,
+            concurrency=self.delivery_concurrency,
+        )
 
         def beat() -> None:
             nonlocal connected
@@ -216,6 +215,7 @@ class Supervisor:
             if not connected:
                 connected = True
                 account.up.set()
+                pool.start()
                 asyncio.get_running_loop().create_task(
                     self.store.set_status(config.name, config.type, "connected", holder=self.owner)
                 )
@@ -245,10 +245,10 @@ class Supervisor:
                         await self.store.beat(config.name, time.time())
         finally:
             account.up.clear()
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await pool.stop()
+            await cancel_and_wait(task)
             with contextlib.suppress(Exception):
                 await adapter.close()
             account.adapter = None
+            raise_if_cancelling()  # pool.stop may have swallowed ours
         return reason

@@ -647,3 +647,38 @@ async def test_stop_cancels_the_running_turn_without_a_reply(
     await until(lambda: finished(home, f"reply:{turn}"), "the stopped turn's delivery")
     assert job(home, turn)["status"] == "cancelled"  # type: ignore[index]
     assert "all done" not in tg.texts()
+
+
+async def test_a_rejected_token_is_reported_as_fatal(
+    start: OpenRuntime, tg: FakeTelegram, home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TG_TOKEN", "123:WRONG")
+    await start()
+    await until(
+        lambda: bool(rows(home, "SELECT 1 FROM channel_status WHERE state = 'fatal'")),
+        "the supervisor to give the adapter up for now",
+    )
+    [status] = rows(home, "SELECT * FROM channel_status")
+    assert "check the bot token" in status["detail"]
+    assert "123:WRONG" not in status["detail"]  # the token never reaches logs or status
+
+
+async def test_a_reply_waits_queued_while_the_bot_is_down(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    runtime = await start()
+    await until(
+        lambda: bool(rows(home, "SELECT 1 FROM channel_status WHERE state = 'connected'")),
+        "connected",
+    )
+    await tg.stop()
+    await until(
+        lambda: rows(home, "SELECT state FROM channel_status")[0]["state"] != "connected",
+        "the drop to be noticed",
+    )
+    assert await asyncio.to_thread(cli.main, ["send", "--to", "tg:42", "queued", "note"]) == 0
+    [queued] = [r for r in rows(home, "SELECT * FROM jobs") if r["kind"] == "delivery:tg"]
+    assert queued["attempts"] == 0
+    await tg.start()
+    await tg.wait_for(lambda: tg.texts() == ["queued note"], timeout=30)
+    assert runtime is not None
