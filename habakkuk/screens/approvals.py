@@ -70,7 +70,7 @@ class ApprovalsScreen(RuntimeScreen):
             table.add_row(
                 Text(request.tool),
                 Text(request.agent),
-                request.session,
+                Text(request.session),
                 Text(input_summary(request)[:120]),
             )
         if self.rows:

@@ -85,14 +85,17 @@ class OverviewScreen(RuntimeScreen):
         self._running_table.clear()
         for job in running:
             self._running_table.add_row(
-                job.kind, job.id, str(job.payload.get("session", "")), str(job.attempts)
+                Text(job.kind),
+                Text(job.id),
+                Text(str(job.payload.get("session", ""))),
+                str(job.attempts),
             )
         if not running:
             self._running_table.add_row("", Text("nothing running in this process"), "", "")
         self._errors.clear()
         for job in failures:
             error = " ".join((job.error or "").split())
-            self._errors.add_row(job.kind, job.id, Text(error[:200]))
+            self._errors.add_row(Text(job.kind), Text(job.id), Text(error[:200]))
         if not failures:
             self._errors.add_row("", Text("no failed jobs"), "")
         # Channels appear only when the config has some (no empty section otherwise).

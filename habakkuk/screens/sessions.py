@@ -101,7 +101,7 @@ class SessionsScreen(RuntimeScreen):
             self.row_sessions = []
             for hit in hits:
                 table.add_row(
-                    hit.session, format_time(hit.at, timezone), Text(_one_line(hit.snippet))
+                    Text(hit.session), format_time(hit.at, timezone), Text(_one_line(hit.snippet))
                 )
                 self.row_sessions.append(hit.session)
             empty = "Nothing found. Esc shows recent sessions." if not hits else ""
@@ -116,7 +116,7 @@ class SessionsScreen(RuntimeScreen):
                     format_time(s.updated_at, timezone),
                     Text(s.agent),
                     Text(_one_line(s.title) or "(untitled)"),
-                    s.id,
+                    Text(s.id),
                 )
                 self.row_sessions.append(s.id)
             empty = "No sessions yet. Ctrl+T goes to the chat." if not sessions else ""
