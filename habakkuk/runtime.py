@@ -596,6 +596,12 @@ class Runtime:
 
     # -- facade: what the HTTP server needs ------------------------------------------------
 
+    async def usage_since(self, since: float, *, agent: str | None = None) -> list[UsageTotal]:
+        """Usage totals by model and agent of the calls at or after `since` (epoch seconds)."""
+        if self.usage is None:
+            return []
+        return await self.usage.totals(since=since, agent=agent)
+
     async def start_http(self, listen: str | None = None) -> Any:
         """Serve the config's `http` section (or `listen`, e.g. 127.0.0.1:0 in tests).
 

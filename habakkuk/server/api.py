@@ -78,6 +78,11 @@ async def overview(request: web.Request) -> web.Response:
     )
 
 
+def clean_text(text: str) -> str:
+    """Text without control characters or lone surrogates (which SQLite and FTS refuse)."""
+    return "".join(c for c in text if (c >= " " or c in "\n\t") and not "\ud800" <= c <= "\udfff")
+
+
 # -- sessions --------------------------------------------------------------------------------
 
 
@@ -86,7 +91,7 @@ async def sessions(request: web.Request) -> web.Response:
     runtime = server_of(request).runtime
     agent = request.query.get("agent") or None
     limit = query_int(request, "limit", 50, 1, 500)
-    query = request.query.get("q", "").strip()
+    query = clean_text(request.query.get("q", "")).strip()
     if query:
         hits = await runtime.search_sessions(query, agent, limit=limit)
         return json_response(
@@ -134,17 +139,78 @@ async def session_export(request: web.Request) -> web.Response:
 # -- usage -------------------------------------------------------------------------------------
 
 
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def _usage_row(key: str) -> dict[str, Any]:
+    row: dict[str, Any] = {"key": key, "calls": 0}
+    row.update(dict.fromkeys(USAGE_FIELDS, 0))
+    row.update(cost=0.0, unpriced=0)
+    return row
+
+
+def _add(row: dict[str, Any], total: Any, sign: int = 1) -> None:
+    row["calls"] += sign * total.calls
+    for name in USAGE_FIELDS:
+        row[name] += sign * getattr(total, name)
+    row["cost"] += sign * total.cost
+    row["unpriced"] += sign * total.unpriced_calls
+
+
+def _sum(key: str, totals: list[Any]) -> dict[str, Any]:
+    row = _usage_row(key)
+    for total in totals:
+        _add(row, total)
+    return row
+
+
+def _rounded(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "cost": round(row["cost"], 6)}
+
+
 async def usage(request: web.Request) -> web.Response:
-    """GET /api/usage?days=30&agent=: tokens and cost, when usage is recorded."""
+    """GET /api/usage?days=30&agent=: tokens and cost per day, model and agent."""
+    from datetime import datetime, timedelta
+    from zoneinfo import ZoneInfo
+
     runtime = server_of(request).runtime
-    report = getattr(runtime, "usage_report", None)
-    if report is None:
+    if getattr(runtime, "usage", None) is None:
         raise ApiError(501, "this process does not record usage")
     days = query_int(request, "days", 30, 1, 400)
     agent = request.query.get("agent") or None
     if agent is not None:
-        runtime.config.agent(agent)
-    return json_response(await report(days=days, agent=agent))
+        runtime.config.agent(agent)  # unknown -> 404
+    zone = ZoneInfo(runtime.config.timezone)
+    today = datetime.now(zone).date()
+    first = today - timedelta(days=days - 1)
+    starts = [
+        datetime.combine(first + timedelta(days=n), datetime.min.time(), zone).timestamp()
+        for n in range(days)
+    ]
+    # One query per day boundary: a day's usage is "since its start" minus "since the next".
+    since = [await runtime.usage_since(start, agent=agent) for start in starts]
+    day_rows = []
+    for n in range(days):
+        row = _sum((first + timedelta(days=n)).isoformat(), since[n])
+        if n + 1 < days:
+            for total in since[n + 1]:
+                _add(row, total, -1)
+        day_rows.append(_rounded(row))
+    by_model: dict[str, dict[str, Any]] = {}
+    by_agent: dict[str, dict[str, Any]] = {}
+    for total in since[0]:
+        _add(by_model.setdefault(total.model, _usage_row(total.model)), total)
+        _add(by_agent.setdefault(total.agent, _usage_row(total.agent)), total)
+    return json_response(
+        {
+            "since": first.isoformat(),
+            "timezone": runtime.config.timezone,
+            "total": _rounded(_sum("total", since[0])),
+            "days": day_rows,
+            "by_model": [_rounded(r) for r in sorted(by_model.values(), key=lambda r: -r["cost"])],
+            "by_agent": [_rounded(r) for r in sorted(by_agent.values(), key=lambda r: -r["cost"])],
+        }
+    )
 
 
 # -- approvals --------------------------------------------------------------------------------

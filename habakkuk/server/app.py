@@ -85,12 +85,21 @@ async def read_json(request: web.Request, *, limit: int = JSON_LIMIT) -> dict[st
     if not raw.strip():
         raise ApiError(400, "the body is empty; send a JSON object ({} where nothing is needed)")
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"the body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the body must be a JSON object")
+    try:
+        # A lone surrogate (\ud800) parses but cannot be stored or sent as UTF-8.
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(400, "the body contains an unpaired surrogate (invalid Unicode)") from None
     return body
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def field(
@@ -188,9 +197,14 @@ def error_response(request: web.Request, status: int, message: str) -> web.Respo
 
 
 @web.middleware
-async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every failure becomes a JSON error; a 500 keeps its details in the log."""
+async def conventions_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The request checks, then the handler; every failure becomes a JSON error.
+
+    A 500 keeps its details in the log. (One middleware, not two: it is on every
+    request's path.)
+    """
     try:
+        check_request(request)
         return await handler(request)
     except ApiError as exc:
         return error_response(request, exc.status, exc.message)
@@ -215,8 +229,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return error_response(request, 500, "internal error (see the server log)")
 
 
-@web.middleware
-async def guard_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+def check_request(request: web.Request) -> None:
     """Host, Sec-Fetch-Site, bearer token and content type, in that order."""
     server = server_of(request)
     if server.token is None:
@@ -240,7 +253,6 @@ async def guard_middleware(request: web.Request, handler: Handler) -> web.Stream
                 raise ApiError(403, "a multipart chat message needs the X-Habakkuk-Client header")
         elif ctype != "application/json":
             raise ApiError(415, "send Content-Type: application/json")
-    return await handler(request)
 
 
 def _strip_port(host: str) -> str:
@@ -258,6 +270,7 @@ class HttpServer:
 
     def __init__(self, runtime: Runtime, config: HttpConfig, token: str | None):
         from .chat import WebChannel
+        from .health import DepthCache
         from .metrics import Metrics
 
         self.runtime = runtime
@@ -268,6 +281,7 @@ class HttpServer:
         self.sweep_seconds = 5.0
         self.store: WebStore | None = None
         self.metrics: Metrics = Metrics(runtime)
+        self.depth_cache = DepthCache(runtime)
         self.channel: WebChannel = WebChannel(self)
         self._runner: web.AppRunner | None = None
         self.host = config.host
@@ -302,7 +316,7 @@ class HttpServer:
         from . import api, chat, dashboard, health, metrics, openai_compat, webhooks
 
         app = web.Application(
-            middlewares=[errors_middleware, guard_middleware], client_max_size=UPLOAD_LIMIT + 1024
+            middlewares=[conventions_middleware], client_max_size=UPLOAD_LIMIT + 1024
         )
         app[SERVER_KEY] = self
         health.setup(app)

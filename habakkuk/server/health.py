@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from aiohttp import web
 
 from .app import json_response, server_of
@@ -14,10 +17,39 @@ def queue_summary(depth: dict[tuple[str, str], int]) -> dict[str, int]:
     return {"pending": pending, "running": running}
 
 
+# Health checks may come often (load balancers, uptime monitors); a depth at most
+# this old is as good, and one query serves every request that arrives meanwhile.
+DEPTH_TTL_SECONDS = 1.0
+
+
+class DepthCache:
+    """Queue depth read at most once per TTL; concurrent readers share one query."""
+
+    def __init__(self, runtime: Any):
+        self.runtime = runtime
+        self._value: dict[tuple[str, str], int] = {}
+        self._at = float("-inf")
+        self._pending: asyncio.Future[dict[tuple[str, str], int]] | None = None
+
+    async def get(self) -> dict[tuple[str, str], int]:
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._at < DEPTH_TTL_SECONDS:
+            return self._value
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(self.runtime.queue_depth())
+            self._pending.add_done_callback(self._settle)
+        return await asyncio.shield(self._pending)
+
+    def _settle(self, future: asyncio.Future[dict[tuple[str, str], int]]) -> None:
+        self._pending = None
+        if not future.cancelled() and future.exception() is None:
+            self._value = future.result()
+            self._at = asyncio.get_running_loop().time()
+
+
 async def healthz(request: web.Request) -> web.Response:
     """{"status": "ok", "channels": [...], "queue": {"pending", "running"}}."""
-    runtime = server_of(request).runtime
-    depth = await runtime.queue_depth()
+    depth = await server_of(request).depth_cache.get()
     # No channel adapters run in this process yet, so there are no states to report.
     return json_response({"status": "ok", "channels": [], "queue": queue_summary(depth)})
 

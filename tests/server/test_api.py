@@ -89,10 +89,34 @@ async def test_overview_reports_queue_and_failures(serve: Any) -> None:
     assert error["status"] == "failed"
 
 
-async def test_usage_is_501_while_this_process_records_none(serve: Any) -> None:
-    served = await serve(mock_config())
-    if hasattr(served.runtime, "usage_report"):
-        pytest.skip("usage is recorded by this build")
+async def test_usage_reports_calls_per_day_model_and_agent(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served = await serve(mock_config(SCRIPT, extra="timezone: America/Toronto\n"))
+    await chat_and_wait(served, "u1", "use a tool")  # two model calls
+    report = await served.get_json("/api/usage?days=3")
+    assert report["timezone"] == "America/Toronto"
+    assert [d["key"] for d in report["days"]][-1] == report["days"][-1]["key"]
+    assert len(report["days"]) == 3
+    assert report["since"] == report["days"][0]["key"]
+    assert report["total"]["calls"] == 2
+    assert report["total"]["output_tokens"] > 0
+    assert [d["calls"] for d in report["days"]] == [0, 0, 2]
+    assert [(r["key"], r["calls"]) for r in report["by_model"]] == [("mock/scripted", 2)]
+    assert [(r["key"], r["calls"]) for r in report["by_agent"]] == [("main", 2)]
+    assert set(report["total"]) == {
+        "key",
+        "calls",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cost",
+        "unpriced",
+    }
+    await served.get_json("/api/usage?agent=ghost", status=404)
+    await served.get_json("/api/usage?days=0", status=400)
+    monkeypatch.setattr(served.runtime, "usage", None)
     body = await served.get_json("/api/usage", status=501)
     assert "usage" in body["error"]
 
