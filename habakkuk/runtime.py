@@ -596,6 +596,39 @@ class Runtime:
 
     # -- facade: what the HTTP server needs ------------------------------------------------
 
+    async def channel_states(self) -> list[dict[str, Any]]:
+        """Every configured channel account with its last recorded state.
+
+        Keys: account, type, state ("never started" when no process ran it),
+        detail, restarts, since and last_beat (epoch seconds or None).
+        """
+        if not self.config.channels:
+            return []
+        import sqlite3
+
+        from habakkuk.channels.store import ChannelStore
+
+        store = self.channels.store if self.channels is not None else ChannelStore(self.queue.db)
+        try:
+            statuses = await store.statuses()
+        except sqlite3.OperationalError:  # no process has run a channel yet: no table
+            statuses = {}
+        states = []
+        for name, channel in sorted(self.config.channels.items()):
+            status = statuses.get(name)
+            states.append(
+                {
+                    "account": name,
+                    "type": channel.type,
+                    "state": status.state if status else "never started",
+                    "detail": status.detail if status else "",
+                    "restarts": status.restarts if status else 0,
+                    "since": status.since if status else None,
+                    "last_beat": status.last_beat if status else None,
+                }
+            )
+        return states
+
     async def usage_since(self, since: float, *, agent: str | None = None) -> list[UsageTotal]:
         """Usage totals by model and agent of the calls at or after `since` (epoch seconds)."""
         if self.usage is None:

@@ -67,9 +67,18 @@ async def overview(request: web.Request) -> web.Response:
     depth = await runtime.queue_depth()
     cutoff = time.time() - ERROR_WINDOW_SECONDS
     failures = [j for j in await runtime.recent_failures(20) if j.updated_at >= cutoff]
+    channels = [
+        {
+            **state,
+            "last_error": state["detail"] if state["state"] not in ("connected", "standby") else "",
+            "since": rfc3339(state["since"]) if state["since"] else None,
+            "last_beat": rfc3339(state["last_beat"]) if state["last_beat"] else None,
+        }
+        for state in await runtime.channel_states()
+    ]
     return json_response(
         {
-            "channels": [],
+            "channels": channels,
             "queue": queue_summary(depth),
             "running": [await _job_json(runtime, j) for j in runtime.running_jobs()],
             "errors": [await _job_json(runtime, j) for j in failures],

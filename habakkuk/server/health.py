@@ -49,9 +49,13 @@ class DepthCache:
 
 async def healthz(request: web.Request) -> web.Response:
     """{"status": "ok", "channels": [...], "queue": {"pending", "running"}}."""
-    depth = await server_of(request).depth_cache.get()
-    # No channel adapters run in this process yet, so there are no states to report.
-    return json_response({"status": "ok", "channels": [], "queue": queue_summary(depth)})
+    server = server_of(request)
+    depth = await server.depth_cache.get()
+    channels = [
+        {"account": c["account"], "type": c["type"], "state": c["state"]}
+        for c in await server.runtime.channel_states()
+    ]
+    return json_response({"status": "ok", "channels": channels, "queue": queue_summary(depth)})
 
 
 def setup(app: web.Application) -> None:

@@ -335,6 +335,16 @@ async def _stream_turn(
             waiter.cancel()
 
 
+async def _turn_text(server: HttpServer, prepared: Prepared, outcome: Any) -> str:
+    """The turn's text as streaming shows it: each assistant text, a blank line between."""
+    texts = [
+        m.message.text
+        for m in await server.runtime.messages(prepared.session)
+        if m.turn_id == prepared.turn and m.role == "assistant" and m.message.text.strip()
+    ]
+    return "\n\n".join(texts) or str(outcome.reply)
+
+
 def _failure(outcome: Any) -> str:
     if outcome.status == "cancelled":
         return "the turn was stopped"
@@ -375,6 +385,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         outcome, progress = await _wait_whole(server, prepared)
         if outcome.status != "done":
             raise ApiError(TURN_FAILED_STATUS, _failure(outcome))
+        text = await _turn_text(server, prepared, outcome)
         return json_response(
             {
                 "id": completion_id,
@@ -384,7 +395,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": outcome.reply, "refusal": None},
+                        "message": {"role": "assistant", "content": text, "refusal": None},
                         "finish_reason": "stop",
                         "logprobs": None,
                     }
@@ -524,7 +535,8 @@ async def responses(request: web.Request) -> web.StreamResponse:
         outcome, progress = await _wait_whole(server, prepared)
         if outcome.status != "done":
             raise ApiError(TURN_FAILED_STATUS, _failure(outcome))
-        output = [_message_item(item_id, outcome.reply, "completed")]
+        text = await _turn_text(server, prepared, outcome)
+        output = [_message_item(item_id, text, "completed")]
         return json_response(
             _response_object(
                 prepared, response_id, created, "completed", output, _response_usage(progress)

@@ -186,3 +186,16 @@ async def test_metrics_count_turns_tools_jobs_and_queue(serve: Any) -> None:
     assert 'habakkuk_build_info{version="' in text
     assert "habakkuk_start_time_seconds " in text
     assert "# TYPE habakkuk_queue_depth gauge" in text
+
+
+async def test_configured_channels_that_never_ran_are_reported(serve: Any) -> None:
+    extra = "channels:\n  tg:\n    type: telegram\n    token_env: TG_TOKEN\n"
+    served = await serve(mock_config(extra=extra), workers=False)
+    async with served.client.get(served.url + "/healthz") as response:
+        health = await response.json()
+    assert health["channels"] == [{"account": "tg", "type": "telegram", "state": "never started"}]
+    overview = await served.get_json("/api/overview")
+    [channel] = overview["channels"]
+    assert channel["account"] == "tg"
+    assert channel["state"] == "never started"
+    assert channel["since"] is None

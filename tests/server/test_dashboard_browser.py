@@ -66,7 +66,7 @@ async def test_sign_in_chat_and_see_the_reply_and_a_tool_card(serve: Any, browse
     await page.click("nav button[data-view=chat]")
     await page.fill("#chat-input", "use a tool please")
     await page.press("#chat-input", "Enter")
-    reply = page.locator(".msg.assistant", has_text="Listed the workspace.")
+    reply = page.locator(".msg.assistant[data-seq]", has_text="Listed the workspace.")
     await reply.wait_for(timeout=30_000)
     card = page.locator(".tool-card", has_text="list_dir")
     await card.wait_for(timeout=30_000)
@@ -76,7 +76,9 @@ async def test_sign_in_chat_and_see_the_reply_and_a_tool_card(serve: Any, browse
     await page.reload()
     await page.wait_for_selector("#shell:not([hidden])")
     await page.click("nav button[data-view=chat]")
-    await page.locator(".msg.assistant", has_text="Listed the workspace.").wait_for(timeout=30_000)
+    await page.locator(".msg.assistant[data-seq]", has_text="Listed the workspace.").wait_for(
+        timeout=30_000
+    )
     assert page.errors == []
 
 
@@ -101,5 +103,7 @@ async def test_an_approval_is_answered_from_the_dashboard(serve: Any, browser: A
     await page.locator(".approval", has_text="exec").wait_for(timeout=30_000)
     await page.click(".approval button.approve")
     await page.click("nav button[data-view=chat]")
-    await page.locator(".msg.assistant", has_text="Ran it after approval.").wait_for(timeout=30_000)
+    await page.locator(".msg.assistant[data-seq]", has_text="Ran it after approval.").wait_for(
+        timeout=30_000
+    )
     assert page.errors == []

@@ -101,6 +101,18 @@ async def test_a_streamed_chat_completion_sends_text_as_it_arrives(api: Any) -> 
     assert usage is not None and usage.total_tokens > 0
 
 
+async def test_a_whole_answer_joins_the_texts_around_tool_calls_like_the_stream(
+    api: Any,
+) -> None:
+    _, client = api
+    completion = await client.chat.completions.create(
+        model="habakkuk/main", messages=[{"role": "user", "content": "use a tool"}]
+    )
+    assert completion.choices[0].message.content == "Before the tool.\n\nAfter the tool."
+    response = await client.responses.create(model="habakkuk/main", input="use a tool")
+    assert response.output_text == "Before the tool.\n\nAfter the tool."
+
+
 async def test_the_session_header_and_the_user_field_continue_a_session(api: Any) -> None:
     served, client = api
     first = await client.chat.completions.with_raw_response.create(

@@ -15,6 +15,7 @@ const state = {
   streams: {},
   timers: [],
   streaming: null, // the bubble of the reply streaming now
+  answered: new Set(), // turns whose final reply is shown (their late text is ignored)
 };
 
 function randomId() {
@@ -247,6 +248,7 @@ function chatPath(suffix) {
 function openChat() {
   if (state.streams.events && state.streams.live) return;
   state.lastSeq = 0;
+  state.answered = new Set();
   state.streaming = null;
   $("chat-log").replaceChildren();
   follow("events", () => chatPath(`events?after=${state.lastSeq}`), onChatEvent);
@@ -265,9 +267,13 @@ function onChatEvent(kind, data) {
   }
   if (kind !== "message" || data.seq <= state.lastSeq) return;
   state.lastSeq = data.seq;
-  if (data.role === "assistant" && state.streaming) {
-    state.streaming.remove();
-    state.streaming = null;
+  if (data.role !== "user" && data.turn) {
+    // The two streams are independent: the reply may come before the last pieces.
+    state.answered.add(data.turn);
+    if (state.streaming && state.streaming.dataset.turn === data.turn) {
+      state.streaming.remove();
+      state.streaming = null;
+    }
   }
   const bubble = el("div", "msg " + data.role, data.text);
   bubble.dataset.seq = String(data.seq);
@@ -283,9 +289,11 @@ function toolCard(id) {
 function onActivity(kind, data) {
   if (kind !== "activity") return;
   const log = $("chat-log");
+  if (data.turn && state.answered.has(data.turn)) return;
   if (data.kind === "text") {
     if (!state.streaming) {
       state.streaming = el("div", "msg assistant streaming", "");
+      state.streaming.dataset.turn = data.turn;
       log.appendChild(state.streaming);
     }
     state.streaming.textContent += data.text;
@@ -293,6 +301,7 @@ function onActivity(kind, data) {
     state.streaming.textContent = "";
   } else if (data.kind === "tool_start") {
     // Text streamed before a tool call stays; the next text starts a new bubble.
+    if (state.streaming) state.streaming.classList.remove("streaming");
     state.streaming = null;
     const card = el("details", "tool-card running");
     card.dataset.call = data.id;
