@@ -84,6 +84,9 @@ MIGRATIONS = [
 
 # Idempotency keys only need to outlive a client's retries.
 API_KEY_RETENTION_SECONDS = 7 * 86400
+# web.db is the chat's display log (transcripts.db keeps the record), so it is
+# bounded: messages and /v1 bookkeeping older than this are dropped on open.
+EVENT_RETENTION_SECONDS = 180 * 86400
 
 
 @dataclass
@@ -152,11 +155,23 @@ class WebStore:
     @classmethod
     async def open(cls, path: Path) -> WebStore:
         store = cls(await Database.open(path, MIGRATIONS))
-        cutoff = time.time() - API_KEY_RETENTION_SECONDS
-        await store.db.write(
-            lambda c: c.execute("DELETE FROM api_keys WHERE created_at < ?", (cutoff,))
-        )
+        await store.prune(time.time())
         return store
+
+    async def prune(self, now: float) -> None:
+        """Drop what is past retention (see the module constants)."""
+        keys = now - API_KEY_RETENTION_SECONDS
+        old = now - EVENT_RETENTION_SECONDS
+
+        def _prune(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM api_keys WHERE created_at < ?", (keys,))
+            conn.execute("DELETE FROM events WHERE at < ?", (old,))
+            conn.execute("DELETE FROM pending_turns WHERE created_at < ?", (old,))
+            conn.execute("DELETE FROM responses WHERE created_at < ?", (old,))
+            conn.execute("DELETE FROM api_users WHERE updated_at < ?", (old,))
+            conn.execute("DELETE FROM conversations WHERE last_at < ?", (old,))
+
+        await self.db.write(_prune)
 
     async def close(self) -> None:
         await self.db.close()
