@@ -32,7 +32,7 @@ async def app_info(request: web.Request) -> web.Response:
             "account": server.config.account,
             "agents": sorted(config.agents),
             "default": config.default_agent,
-            "transcription": False,
+            "transcription": config.transcription is not None,
             "speech": False,
             "realtime": False,
             "timezone": config.timezone,

@@ -474,6 +474,11 @@ async def post_chat(request: web.Request) -> web.Response:
         body = await read_json(request, limit=1024 * 1024)
         only_fields(body, {"conversation", "text", "agent", "id"})
     conversation = check_conversation(body.get("conversation"))
+    audio = body.pop("audio", None)
+    transcript = None
+    if audio is not None:
+        transcript = await transcribe(server, audio)
+        body["text"] = "\n".join(t for t in (str(body.get("text") or ""), transcript) if t)
     text = field(body, "text", str, default="")
     if not text.strip() and not attachments:
         raise ApiError(400, "text is required")
@@ -486,7 +491,45 @@ async def post_chat(request: web.Request) -> web.Response:
     result = await server.channel.handle(
         conversation, text, agent=agent or None, client_id=client_id, attachments=attachments
     )
+    if transcript is not None:
+        result["transcript"] = transcript
     return json_response(result, 202)
+
+
+async def transcribe(server: HttpServer, audio: Attachment) -> str:
+    """The recording's text from the configured OpenAI-compatible /audio/transcriptions.
+
+    501 without `transcription:` in config, 502 when the service fails, 422 when
+    it heard nothing.
+    """
+    import aiohttp
+
+    settings = server.runtime.config.transcription
+    if settings is None:
+        raise ApiError(501, "transcription is not configured (transcription: in config)")
+    headers = {}
+    if settings.key_env:
+        key = server.runtime.env.get(settings.key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+    form = aiohttp.FormData()
+    form.add_field("model", settings.model)
+    form.add_field("file", audio.data, filename=audio.filename, content_type=audio.content_type)
+    url = settings.base_url.rstrip("/") + "/audio/transcriptions"
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as http,
+            http.post(url, data=form, headers=headers) as response,
+        ):
+            if response.status != 200:
+                raise ApiError(502, f"transcription failed: HTTP {response.status}")
+            answer = await response.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        raise ApiError(502, f"transcription failed: {exc}") from None
+    text = str(answer.get("text", "")).strip() if isinstance(answer, dict) else ""
+    if not text:
+        raise ApiError(422, "the recording had no speech in it")
+    return text
 
 
 async def _read_multipart(request: web.Request) -> tuple[dict[str, Any], list[Attachment]]:
@@ -528,7 +571,17 @@ async def _read_multipart(request: web.Request) -> tuple[dict[str, Any], list[At
                     )
                 )
             elif name == "audio":
-                raise ApiError(501, "transcription is not configured")
+                if "audio" in body:
+                    raise ApiError(400, "at most one audio recording per message")
+                recording = await part.read(decode=False)
+                total += len(recording)
+                if total > UPLOAD_LIMIT:
+                    raise ApiError(413, "attachments are over 25 MB together")
+                body["audio"] = Attachment(
+                    unquote(part.filename or "recording"),
+                    part.headers.get("Content-Type", "audio/webm"),
+                    bytes(recording),
+                )
             else:
                 raise ApiError(400, f"unknown form field {name!r}")
     except ApiError:

@@ -289,3 +289,54 @@ async def test_a_reply_that_finished_while_the_server_was_down_is_delivered_by_t
     assert reply is not None
     assert reply.text == "Echo: later"
     assert await store.pending_turns() == []
+
+
+async def test_a_recording_is_transcribed_and_sent_as_the_message(
+    serve: Any, tmp_path: Path
+) -> None:
+    from aiohttp import web
+
+    answers = [
+        web.json_response({"text": "what time is it"}),
+        web.json_response({"text": "  "}),
+        web.Response(status=500, text="boom"),
+    ]
+    received: list[str] = []
+
+    async def transcriptions(request: web.Request) -> web.Response:
+        form = await request.post()
+        received.append(str(form["model"]))
+        return answers.pop(0)
+
+    app = web.Application()
+    app.router.add_post("/v1/audio/transcriptions", transcriptions)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        extra = f"transcription:\n  base_url: http://127.0.0.1:{port}/v1\n  key_env: null\n"
+        served = await serve(mock_config(script(tmp_path / "go"), extra=extra))
+        assert (await served.get_json("/api/app"))["transcription"] is True
+        headers = served.auth(**{"X-Habakkuk-Client": "test"})
+        statuses = []
+        for _ in range(3):
+            form = aiohttp.FormData()
+            form.add_field("conversation", "voice")
+            form.add_field("text", "typed first")
+            form.add_field("audio", b"OggS...", filename="memo.ogg", content_type="audio/ogg")
+            async with served.client.post(
+                served.url + "/api/chat", data=form, headers=headers
+            ) as response:
+                statuses.append((response.status, await response.json()))
+        ok, silent, failed = statuses
+        assert ok[0] == 202
+        assert ok[1]["transcript"] == "what time is it"
+        assert received == ["whisper-1"] * 3
+        outcome = await asyncio.wait_for(served.runtime.wait_turn(ok[1]["turn"]), 30)
+        assert outcome.reply == "Echo: typed first\nwhat time is it"
+        assert silent[0] == 422
+        assert failed[0] == 502
+    finally:
+        await runner.cleanup()
