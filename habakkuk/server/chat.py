@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_FILES = 10
+IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
 MAX_TEXT = 100_000
 YES_WORDS = {"yes", "y", "ok", "okay", "approve", "allow", "sure"}
 NO_WORDS = {"no", "n", "deny", "stop", "cancel"}
@@ -366,13 +367,27 @@ class WebChannel:
                 agent or (binding.agent if binding else None), origin="web"
             )
             binding = await store.bind(conversation, session.agent, session.id)
+        blocks: list[dict[str, Any]] = []
         if attachments:
+            from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, block_to_json
+
             lines = [text] if text.strip() else []
             for item in attachments:
                 path = await self.runtime.save_attachment(binding.agent, item.filename, item.data)
                 lines.append(
                     f"[attached file: {path} ({item.content_type}, {len(item.data)} bytes)]"
                 )
+                media = item.content_type.split(";")[0].strip().lower()
+                # Images and PDFs also go to the model, by blob reference.
+                if media in IMAGE_TYPES or media == "application/pdf":
+                    blob = str(await self.runtime.blobs.put(item.data))
+                    name = path.rsplit("/", 1)[-1]
+                    block = (
+                        ImageBlock(media, blob=blob, name=name)
+                        if media in IMAGE_TYPES
+                        else DocumentBlock(name, media, blob=blob)
+                    )
+                    blocks.append(block_to_json(block))
             text = "\n".join(lines)
         turn = turn_id_for(conversation, client_id) if client_id else _random_turn()
         await store.append(
@@ -385,7 +400,13 @@ class WebChannel:
             dedupe=dedupe or f"turn:{turn}",
             pending=True,
         )
-        await self.runtime.submit(binding.session, text, turn_id=turn, attended=True)
+        await self.runtime.submit(
+            binding.session,
+            text,
+            turn_id=turn,
+            attended=True,
+            extra={"blocks": blocks} if blocks else None,
+        )
         return {"message": "queued", "turn": turn, "session": binding.session}
 
     async def _command(

@@ -190,6 +190,7 @@ async def test_attachments_go_to_the_workspace_inbox(serve: Any, tmp_path: Path)
     form.add_field("text", "see attached")
     form.add_field("id", "upload-1")
     form.add_field("file", b"col1,col2\n1,2\n", filename="../../data.csv", content_type="text/csv")
+    form.add_field("file", b"\x89PNG fake", filename="shot.png", content_type="image/png")
     headers = served.auth(**{"X-Habakkuk-Client": "test"})
     async with served.client.post(served.url + "/api/chat", data=form, headers=headers) as response:
         assert response.status == 202, await response.text()
@@ -197,9 +198,12 @@ async def test_attachments_go_to_the_workspace_inbox(serve: Any, tmp_path: Path)
     workspace = served.runtime.config.agent("main").workspace_path
     assert (workspace / "inbox" / "data.csv").read_bytes() == b"col1,col2\n1,2\n"
     outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
-    user = (await served.runtime.messages(outcome.session))[0].message.text
-    assert "see attached" in user
-    assert "inbox/data.csv" in user
+    first = (await served.runtime.messages(outcome.session))[0].message
+    assert "see attached" in first.text
+    assert "inbox/data.csv" in first.text
+    images = [b for b in first.blocks if b.type == "image"]
+    assert [(i.media_type, i.name) for i in images] == [("image/png", "shot.png")]  # type: ignore[attr-defined]
+    assert (workspace / "inbox" / "shot.png").read_bytes() == b"\x89PNG fake"
     audio = aiohttp.FormData()
     audio.add_field("conversation", "c7")
     audio.add_field("audio", b"RIFF", filename="a.wav", content_type="audio/wav")
