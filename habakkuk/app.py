@@ -175,7 +175,7 @@ class HabakkukApp(App[None]):
         if hasattr(runtime.approvals, "askers"):
             # This terminal answers the agent's clarify questions too.
             runtime.approvals.askers += 1
-        runtime.start_workers()
+        runtime.start_workers(maintenance=True)
         self.runtime = runtime
         if self._given_runtime is None and getattr(runtime.config, "http", None) is not None:
             self._start_http(runtime)

@@ -163,7 +163,7 @@ async def _serve() -> int:
         loop.add_signal_handler(signum, stop.set)
     try:
         await runtime.start_mcp()  # MCP servers first (at most 20 s; slow ones keep trying)
-        runtime.start_workers()
+        runtime.start_workers(maintenance=True)
         print(
             f"habakkuk: serving {runtime.home.root} (pid {os.getpid()})",
             file=sys.stderr,

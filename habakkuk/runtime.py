@@ -31,6 +31,8 @@ from habakkuk.engine.llm.router import Caller, Router
 from habakkuk.engine.llm.types import ToolResultBlock, Usage
 from habakkuk.engine.llm.usage import UsageStore, UsageTotal
 from habakkuk.engine.pools import Pool
+from habakkuk.engine.retention import RETENTION_KIND, retention_job_id
+from habakkuk.engine.retention import sweep as retention_sweep
 from habakkuk.engine.sessions import SearchHit, Session, StoredMessage, TranscriptStore
 from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
@@ -200,6 +202,7 @@ class Runtime:
         self.interactive = False
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
+        self._maintenance: asyncio.Task[None] | None = None
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
         self._http: Any = None  # habakkuk.server.app.HttpServer while serving
@@ -250,8 +253,12 @@ class Runtime:
             self.mcp = McpManager(self.config, self.env, self.home, self.tools)
             self._mcp_start = asyncio.create_task(self.mcp.start(START_WAIT))
 
-    def start_workers(self, *, channels: bool = True) -> None:
-        """Start the worker pools (and, with `channels`, the chat channels) on the running loop."""
+    def start_workers(self, *, channels: bool = True, maintenance: bool = False) -> None:
+        """Start the worker pools on the running loop.
+
+        `channels` also starts the chat channels; `maintenance` (long-lived
+        processes: `--serve`, the terminal app) also runs the daily retention sweep.
+        """
         if self._pools:
             return
         if channels and self.config.channels and self.channels is None:
@@ -291,14 +298,49 @@ class Runtime:
             on_finished=self._job_finished,
         )
         self._pools.append(self._turn_pool)
+        if maintenance:
+            self._pools.append(
+                Pool(
+                    self.queue,
+                    [RETENTION_KIND],
+                    self._retention,
+                    concurrency=1,
+                    on_finished=self._job_finished,
+                )
+            )
+            self._maintenance = asyncio.create_task(self._schedule_retention(), name="retention")
         for pool in self._pools:
             pool.start()
         if self.channels is not None:
             self.channels.start()
 
+    async def _schedule_retention(self) -> None:
+        """Queue today's retention sweep now and every hour (one job per day per home)."""
+        while True:
+            await self.queue.enqueue(retention_job_id(), RETENTION_KIND, max_attempts=3)
+            await asyncio.sleep(3600)
+
+    async def _retention(self, lease: Lease) -> dict[str, Any]:
+        limits = self.config.retention
+        report = await retention_sweep(
+            self.queue,
+            self.transcripts,
+            self.blobs.root,
+            jobs_days=limits.jobs_days,
+            sessions_days=limits.sessions_days,
+        )
+        result: dict[str, Any] = report.as_dict()
+        if self.usage is not None and limits.usage_days > 0:
+            result["usage"] = await self.usage.prune(limits.usage_days)
+        log.info("retention: %s", result)
+        return result
+
     async def close(self) -> None:
         """Stop the HTTP server and the workers (leases released), close the stores."""
         await self.stop_http()
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            await asyncio.gather(self._maintenance, return_exceptions=True)
         if self.channels is not None:
             await self.channels.stop()
         for pool in self._pools:
@@ -337,9 +379,10 @@ class Runtime:
             self.channels.turn_finished(job)
 
     def _approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
+        """The turn's approver: the chat for channel turns, else the human one (behind the
+        reviewer when `approvals` says)."""
         if payload.get("reply_to") and self.channels is not None:
             return self.channels.approver_for(payload)  # type: ignore[no-any-return]
-        """The turn's approver: the human one, behind the reviewer when `approvals` says."""
         human = self._human_approver_for(session, payload)
         agent = self.config.agent(session.agent)
         if agent.approvals == "human":

@@ -313,6 +313,15 @@ class PriceConfig:
 
 
 @dataclass
+class RetentionConfig:
+    """`retention`: how long finished work is kept (0 keeps it forever)."""
+
+    jobs_days: float = 14
+    sessions_days: float = 365
+    usage_days: float = 400
+
+
+@dataclass
 class Config:
     """The whole config. Later sections are added here and validated the same way."""
 
@@ -333,6 +342,7 @@ class Config:
     checkpoint_max_mb: int = 200
     # Model-id prefix -> price per million tokens, over the built-in table.
     pricing: dict[str, PriceConfig] = field(default_factory=dict)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
     path: Path = field(default=Path("config.yaml"), init=False)
 
     def agent(self, name: str | None) -> AgentConfig:

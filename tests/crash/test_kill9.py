@@ -55,7 +55,7 @@ def habakkuk(home: Path, *args: str) -> subprocess.Popen[str]:
 def job_rows(home: Path) -> list[sqlite3.Row]:
     with contextlib.closing(sqlite3.connect(home / "control.db")) as conn:
         conn.row_factory = sqlite3.Row
-        return conn.execute("SELECT * FROM jobs").fetchall()
+        return conn.execute("SELECT * FROM jobs WHERE kind = 'turn'").fetchall()
 
 
 def transcript(home: Path) -> list[tuple[str, list[dict]]]:

@@ -61,3 +61,21 @@ def test_one_retention_job_per_day() -> None:
     day = 1_780_000_000.0
     assert retention_job_id(day) == retention_job_id(day + 3600)
     assert retention_job_id(day) != retention_job_id(day + 86_400)
+
+
+async def test_long_lived_runtime_runs_the_days_sweep_once(runtime_factory) -> None:
+    import asyncio
+
+    from habakkuk.engine.retention import RETENTION_KIND
+    from tests.conftest import mock_config
+
+    runtime = await runtime_factory(mock_config())
+    with runtime.bus.subscribe(
+        lambda e: e.kind == "job.finished" and e.data.get("job_kind") == RETENTION_KIND
+    ) as finished:
+        runtime.start_workers(maintenance=True)
+        await asyncio.wait_for(finished.get(), 30)
+    job = await runtime.queue.get(retention_job_id())
+    assert job is not None and job.status == "done"
+    assert set(job.result or {}) == {"jobs", "sessions", "blobs", "usage"}
+    assert await runtime.queue.enqueue(retention_job_id(), RETENTION_KIND) is False

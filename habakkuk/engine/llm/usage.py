@@ -167,6 +167,15 @@ class UsageStore:
         except ValueError:
             return None
 
+    async def prune(self, older_than_days: float) -> int:
+        """Delete call rows older than that many days (retention); returns how many."""
+        cutoff = time.time() - older_than_days * 86_400
+
+        def _prune(conn: sqlite3.Connection) -> int:
+            return int(conn.execute("DELETE FROM calls WHERE at < ?", (cutoff,)).rowcount)
+
+        return await self.db.write(_prune)
+
     async def set_session_model(self, session: str, ref: ModelRef | None) -> None:
         """Store (or with None, clear) the session's model choice."""
 
