@@ -367,14 +367,28 @@ class Runtime:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _job_finished(self, job: Job) -> None:
+    def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
+        """Dollars of one model call ("provider/model" and its usage), None when unpriced."""
+        if self.usage is None:
+            return None
+        from habakkuk.engine.llm.types import Usage
+
+        known = {k: int(v or 0) for k, v in usage.items() if k in Usage.__dataclass_fields__}
+        return self.usage.prices.cost(model.partition("/")[2], Usage(**known))
+
+    def job_settled(self, job: Job) -> None:
+        """Publish `job.finished` for a job a pool settled (done, failed or cancelled)."""
         self.bus.publish(
             "job.finished",
             str(job.payload.get("session", "")),
             job=job.id,
             job_kind=job.kind,
             status=job.status,
+            attempts=job.attempts,
         )
+
+    def _job_finished(self, job: Job) -> None:
+        self.job_settled(job)
         if self.channels is not None:
             self.channels.turn_finished(job)
 
@@ -774,6 +788,24 @@ class Runtime:
         """Hide a session from the recent list (or bring it back)."""
         await self.session(session_id)
         await self.transcripts.set_archived(session_id, archived)
+
+    async def fork_session(self, session_id: str) -> Session:
+        """Copy the session up to its last finished turn into a new one (same agent and
+        frozen prompt, title "Fork of ..."); the original stays as it was."""
+        await self.session(session_id)
+        # What is stored now; a turn that starts meanwhile is not copied.
+        stored = await self.transcripts.messages(session_id)
+        upto = stored[-1].seq if stored else -1
+        for job in await self.active_turns(session_id):
+            # A turn still queued or running is not copied, nor anything after it.
+            written = await self.transcripts.turn_messages(session_id, job.id)
+            if written:
+                upto = min(upto, written[0].seq - 1)
+        fork = await self.transcripts.fork(session_id, new_id("ses"), upto_seq=upto)
+        chosen = await self.session_model(session_id)
+        if chosen is not None and self.usage is not None:
+            await self.usage.set_session_model(fork.id, chosen)
+        return fork
 
     async def search_sessions(
         self, query: str, agent: str | None = None, *, limit: int = 20

@@ -67,6 +67,7 @@ class ChannelService:
             self.deliveries,
             backoff=backoff,
             lease_seconds=lease_seconds or runtime.queue.lease_seconds,
+            on_settled=runtime.job_settled,
         )
         self._starting: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from habakkuk.engine.config import ChannelConfig
-from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.jobs import Job, JobQueue
 from habakkuk.engine.pools import Pool
 
 from .adapter import Adapter, FatalAdapterError, Inbox
@@ -72,6 +72,7 @@ class Supervisor:
         backoff: Backoff | None = None,
         lease_seconds: float = 30.0,
         delivery_concurrency: int = 4,
+        on_settled: Callable[[Job], None] | None = None,
     ):
         self.make_adapter = make_adapter
         self.store = store
@@ -81,6 +82,7 @@ class Supervisor:
         self.backoff = backoff or Backoff()
         self.lease_seconds = lease_seconds
         self.delivery_concurrency = delivery_concurrency
+        self.on_settled = on_settled  # each finished delivery job (for metrics)
         self.owner = str(queue.owner)
         self._accounts = {name: _Account(config) for name, config in channels.items()}
         self._stopping = False
@@ -207,6 +209,7 @@ class Supervisor:
             [delivery_kind(config.name)],
             self.deliveries.run,
             concurrency=self.delivery_concurrency,
+            on_finished=self.on_settled,
         )
 
         def beat() -> None:

@@ -332,6 +332,7 @@ class JobQueue:
                 )
 
             await self.db.write(_requeue)
+            lease.job.status = "queued"
             return "queued"
         await self._finish(lease, "failed", error=error)
         return "failed"

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KINDS = {"turn.start", "turn.end", "turn.message", "tool.end", "job.finished"}
+# A pool settles a job as done, failed or cancelled, or puts it back ("queued") to retry.
+JOB_OUTCOMES = {"queued": "retry", "running": "lost"}
+DELIVERY_PREFIX = "delivery:"
+DELIVERY_OUTCOMES = {"done": "sent", "queued": "retry"}
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
@@ -86,6 +90,20 @@ class Metrics:
             registry=registry,
         )
         self.jobs = Counter("habakkuk_jobs", "Jobs settled", ["kind", "outcome"], registry=registry)
+        self.job_retries = Counter(
+            "habakkuk_job_retries", "Jobs put back for a retry", ["kind"], registry=registry
+        )
+        self.model_cost = Counter(
+            "habakkuk_model_cost_usd", "Model cost in US dollars (priced calls)", registry=registry
+        )
+        self.deliveries = Counter(
+            "habakkuk_deliveries",
+            "Chat deliveries settled",
+            ["channel", "outcome"],
+            registry=registry,
+        )
+        self.channels = _ChannelCollector()
+        registry.register(self.channels)
         self.queue_depth = Gauge(
             "habakkuk_queue_depth",
             "Jobs queued or running",
@@ -140,14 +158,24 @@ class Metrics:
                 if count:
                     label = kind.removesuffix("_tokens")
                     self.model_tokens.labels(provider=provider, model=model, kind=label).inc(count)
+            cost = self.runtime.call_cost(str(data.get("model", "")), usage)
+            if cost:
+                self.model_cost.inc(cost)
         elif event.kind == "tool.end":
             outcome = str(data.get("status") or ("error" if data.get("is_error") else "ok"))
             self.tool_calls.labels(tool=str(data.get("tool", "")), outcome=outcome).inc()
             with contextlib.suppress(TypeError, ValueError):
                 self.tool_duration.observe(float(data.get("seconds", 0.0)))
         elif event.kind == "job.finished":
-            kind, outcome = str(data.get("job_kind", "")), str(data.get("status", ""))
+            kind, status = str(data.get("job_kind", "")), str(data.get("status", ""))
+            outcome = JOB_OUTCOMES.get(status, status)
             self.jobs.labels(kind=kind, outcome=outcome).inc()
+            if outcome == "retry":
+                self.job_retries.labels(kind=kind).inc()
+            if kind.startswith(DELIVERY_PREFIX):
+                channel = kind.removeprefix(DELIVERY_PREFIX)
+                sent = DELIVERY_OUTCOMES.get(status, status)
+                self.deliveries.labels(channel=channel, outcome=sent).inc()
 
     async def render(self) -> bytes:
         """The exposition text, with queue depth read now."""
@@ -156,11 +184,38 @@ class Metrics:
         # Count what the bus already holds, so a scrape never lags the events.
         while self._subscription is not None and (event := self._subscription.get_nowait()):
             self.observe(event)
+        self.channels.states = await self.runtime.channel_states()
         depth = await self.runtime.queue_depth()
         self.queue_depth.clear()
         for (kind, status), count in depth.items():
             self.queue_depth.labels(kind=kind, status=status).set(count)
         return bytes(generate_latest(self.registry))
+
+
+class _ChannelCollector:
+    """Channel health read from control.db at scrape time (whichever process runs them)."""
+
+    def __init__(self) -> None:
+        self.states: list[dict[str, Any]] = []
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Any:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        connected = GaugeMetricFamily(
+            "habakkuk_channel_connected", "1 while the channel is connected", labels=["channel"]
+        )
+        restarts = CounterMetricFamily(
+            "habakkuk_channel_reconnects", "Adapter restarts", labels=["channel"]
+        )
+        for state in self.states:
+            name = str(state.get("account", ""))
+            connected.add_metric([name], 1.0 if state.get("state") == "connected" else 0.0)
+            restarts.add_metric([name], float(state.get("restarts") or 0))
+        yield connected
+        yield restarts
 
 
 async def metrics(request: web.Request) -> web.Response:

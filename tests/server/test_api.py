@@ -199,3 +199,25 @@ async def test_configured_channels_that_never_ran_are_reported(serve: Any) -> No
     assert channel["account"] == "tg"
     assert channel["state"] == "never started"
     assert channel["since"] is None
+
+
+async def test_metrics_cost_channels_retries_and_deliveries(serve: Any) -> None:
+    extra = (
+        "pricing:\n  scripted: {input: 1000000, output: 1000000}\n"
+        "channels:\n  tg:\n    type: telegram\n    token_env: TG_TOKEN\n"
+    )
+    served = await serve(mock_config(SCRIPT, extra=extra))
+    await chat_and_wait(served, "m1", "use a tool")
+    runtime = served.runtime
+    # A delivery that was retried once and then sent, as the channel pools report them.
+    runtime.bus.publish("job.finished", job="d1", job_kind="delivery:tg", status="queued")
+    runtime.bus.publish("job.finished", job="d1", job_kind="delivery:tg", status="done")
+    async with served.client.get(served.url + "/metrics", headers=served.auth()) as response:
+        text = await response.text()
+    cost = [line for line in text.splitlines() if line.startswith("habakkuk_model_cost_usd_total")]
+    assert cost and float(cost[0].split()[-1]) > 0  # $1 a token: any priced call shows
+    assert 'habakkuk_channel_connected{channel="tg"} 0.0' in text  # no token: never connects
+    assert 'habakkuk_channel_reconnects_total{channel="tg"} ' in text
+    assert 'habakkuk_job_retries_total{kind="delivery:tg"} 1.0' in text
+    assert 'habakkuk_deliveries_total{channel="tg",outcome="retry"} 1.0' in text
+    assert 'habakkuk_deliveries_total{channel="tg",outcome="sent"} 1.0' in text
