@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import HabakkukError, NotFound
 from .llm.types import (
     Block,
     Message,
@@ -301,6 +302,56 @@ class TranscriptStore:
             )
         )
 
+    async def fork(self, session_id: str, new_id: str, *, upto_seq: int | None = None) -> Session:
+        """Copy a session and its messages (all, or those with seq <= `upto_seq`) into
+        `new_id`, in one transaction: same agent and frozen system prompt, title
+        "Fork of <title>" (set by hand, so never replaced), `forked_from` the source.
+
+        The copy never ends between a tool call and its result: when `upto_seq` falls
+        there, it ends at the last earlier message that keeps each call with its
+        result. NotFound when the source does not exist; HabakkukError when `new_id` does.
+        """
+        now = time.time()
+
+        def _fork(conn: sqlite3.Connection) -> Session:
+            source = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if source is None:
+                raise NotFound(f"session {session_id!r} not found")
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (new_id,)).fetchone():
+                raise HabakkukError(f"fork: session {new_id!r} already exists")
+            rows = conn.execute(
+                "SELECT seq, blocks FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+            last = _fork_point(rows, upto_seq)
+            conn.execute(
+                "INSERT INTO sessions(id, agent, title, system_prompt, origin, created_at,"
+                " updated_at, title_source, archived, forked_from)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'user', 0, ?)",
+                (
+                    new_id,
+                    source["agent"],
+                    f"Fork of {source['title'] or session_id}"[:200],
+                    source["system_prompt"],
+                    source["origin"],
+                    now,
+                    now,
+                    session_id,
+                ),
+            )
+            if last is not None:
+                # The triggers index the copied text for search, as for any append.
+                conn.execute(
+                    "INSERT INTO messages"
+                    "(session_id, seq, role, model, blocks, turn_id, created_at)"
+                    " SELECT ?, seq, role, model, blocks, turn_id, created_at FROM messages"
+                    " WHERE session_id = ? AND seq <= ? ORDER BY seq",
+                    (new_id, session_id, last),
+                )
+            row = conn.execute("SELECT * FROM sessions WHERE id = ?", (new_id,)).fetchone()
+            return Session.from_row(row)
+
+        return await self.db.write(_fork)
+
     # -- messages ------------------------------------------------------------------
 
     async def append(
@@ -437,6 +488,45 @@ def _append_in(
         )
     conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
     return seq
+
+
+def _fork_point(rows: list[sqlite3.Row], upto_seq: int | None) -> int | None:
+    """The seq of the last message a fork copies: at most `upto_seq`, and never one that
+    leaves a tool call's result behind. None copies nothing.
+
+    A call with no result that later messages went past was interrupted (repair answers
+    it on load, in the fork as in the source): the copy may end after it. A call in the
+    source's last message may still get its result: the copy ends before it.
+    """
+    answered_at: dict[str, int] = {}
+    calls: list[tuple[int, list[str]]] = []
+    for row in rows:
+        ids: list[str] = []
+        try:
+            blocks = json.loads(row["blocks"])
+        except ValueError:
+            blocks = []
+        for block in blocks if isinstance(blocks, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                ids.append(str(block.get("tool_use_id")))
+            elif block.get("type") == "tool_result":
+                answered_at.setdefault(str(block.get("tool_use_id")), row["seq"])
+        calls.append((row["seq"], ids))
+    last: int | None = None
+    final = calls[-1][0] if calls else -1
+    # The seq by which every call made so far has its result.
+    pending_until = -1
+    for seq, ids in calls:
+        if upto_seq is not None and seq > upto_seq:
+            break
+        unanswered = -1 if seq < final else final + 1
+        for call_id in ids:
+            pending_until = max(pending_until, answered_at.get(call_id, unanswered))
+        if pending_until <= seq:
+            last = seq
+    return last
 
 
 def _title_from(message: Message) -> str:
