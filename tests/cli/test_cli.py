@@ -168,3 +168,19 @@ def test_doctor_reports_mcp_servers_that_cannot_start(home, write_config, capsys
     assert main(["doctor"]) == 1
     out = capsys.readouterr().out
     assert "FAIL  mcp files: program 'no-such-mcp-program-xyz' is not on PATH" in out
+
+
+def test_building_the_parser_does_not_import_asyncio(tmp_path: Path) -> None:
+    """`habakkuk --help` only builds the parser: keep that path to the standard basics."""
+    code = (
+        "import sys; from habakkuk.cli import build_parser; build_parser()\n"
+        "print('ASYNCIO', 'asyncio' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HABAKKUK_HOME": str(tmp_path)},
+        timeout=60,
+    )
+    assert "ASYNCIO False" in result.stdout

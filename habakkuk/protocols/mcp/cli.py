@@ -6,7 +6,6 @@ The commands import the SDK and the runtime lazily, so `habakkuk --help` stays f
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
@@ -37,6 +36,8 @@ def add_parser(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run the chosen `mcp` action; returns the exit code."""
+    import asyncio  # here, not at the top: `habakkuk --help` builds this parser
+
     action = getattr(args, "mcp_command", None) or "status"
     if action == "status":
         return asyncio.run(status())
