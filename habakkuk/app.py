@@ -194,11 +194,9 @@ class HabakkukApp(App[None]):
         from habakkuk.engine.errors import HabakkukError
 
         try:
-            server = await runtime.start_http()
+            await runtime.serve_http(lambda line: self.notify(line, markup=False))
         except (HabakkukError, OSError) as exc:
             self.notify(f"HTTP server not started: {exc}", severity="error", markup=False)
-            return
-        self.notify(f"HTTP on {server.url} (dashboard {server.url}/app/)", markup=False)
 
     @work(group="events")
     async def _pump_events(self, subscription: Subscription) -> None:

@@ -170,8 +170,7 @@ async def _serve() -> int:
             flush=True,
         )
         if runtime.config.http is not None:
-            server = await runtime.start_http()
-            print(f"habakkuk: HTTP on {server.url} (dashboard {server.url}/app/)", file=sys.stderr)
+            await runtime.serve_http(lambda line: print(f"habakkuk: {line}", file=sys.stderr))
         await stop.wait()
         print("habakkuk: shutting down", file=sys.stderr, flush=True)
     finally:

@@ -203,6 +203,7 @@ class Runtime:
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
         self._maintenance: asyncio.Task[None] | None = None
+        self._http_standby: asyncio.Task[None] | None = None
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
         self._http: Any = None  # habakkuk.server.app.HttpServer while serving
@@ -727,8 +728,47 @@ class Runtime:
         self.interactive = True
         return server
 
+    async def serve_http(
+        self, report: Callable[[str], None], *, retry_seconds: float = 5.0
+    ) -> None:
+        """Serve the config's `http` section; when another process holds the address
+        (a `--serve` beside this terminal), stand by and take over once it is free.
+
+        Config errors (a missing token) raise at once; `report` gets one line for each
+        change of state.
+        """
+        import errno
+
+        def announce(server: Any) -> None:
+            report(f"HTTP on {server.url} (dashboard {server.url}/app/)")
+
+        try:
+            announce(await self.start_http())
+            return
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+        listen = self.config.http.listen if self.config.http else "the address"
+        report(f"HTTP: {listen} is in use (another Habakkuk serving?); standing by")
+
+        async def standby() -> None:
+            while self._http is None:
+                await asyncio.sleep(retry_seconds)
+                try:
+                    announce(await self.start_http())
+                except OSError as exc:
+                    if exc.errno != errno.EADDRINUSE:
+                        report(f"HTTP server not started: {exc}")
+                        return
+
+        self._http_standby = asyncio.create_task(standby(), name="http-standby")
+
     async def stop_http(self) -> None:
-        """Stop the HTTP server if it runs."""
+        """Stop the HTTP server (and any standby) if it runs."""
+        if self._http_standby is not None:
+            self._http_standby.cancel()
+            await asyncio.gather(self._http_standby, return_exceptions=True)
+            self._http_standby = None
         if self._http is not None:
             server, self._http = self._http, None
             self.interactive = bool(getattr(self, "_interactive_before_http", False))
