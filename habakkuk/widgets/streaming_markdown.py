@@ -1,33 +1,165 @@
-"""Markdown that streams: fragments are shown at most every 80 ms, never blocking input."""
+"""Markdown that streams: fragments are shown at most every 80 ms, never blocking input.
+
+Rendering a growing reply from scratch (or letting one container re-lay out
+every block it holds) costs time in proportion to the whole reply, so a long
+reply made key presses wait. Here the work per render is bounded by the last
+block instead:
+
+- Everything before the last top-level block boundary of the text is finished:
+  no later text can change it (a block that has been followed by another block
+  is closed). Those blocks are built once and mounted into a *volume*, a
+  container that is full after VOLUME_BLOCKS blocks and then never laid out
+  again (its arrangement stays cached).
+- Only the last block, the tail, is parsed and rebuilt on each render.
+
+The final blocks are the blocks of a one-shot render of the whole text, with
+the same spacing. One document-wide Markdown feature breaks the "finished"
+argument: a link reference definition (`[id]: url`) changes links anywhere in
+the document, so a reply that defines one is rendered again in one piece when
+it ends.
+"""
 
 from __future__ import annotations
 
+import gc
+import re
+import threading
 import time
+from typing import TYPE_CHECKING, Any
 
+from textual.geometry import Size, Spacing
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets.markdown import MarkdownBlock, MarkdownFence
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+    from textual.layout import DockArrangeResult, WidgetPlacement
 
 # The spec's bound on re-rendering while text streams in.
 RENDER_INTERVAL = 0.08
-# Each render lays out the whole document, so a long reply renders less often: the
-# interval grows by RENDER_INTERVAL per GROWTH_CHARS of text, up to MAX_INTERVAL.
-GROWTH_CHARS = 16_000
+# Rendering may take at most 1 / COST_FACTOR of the time: when a render (with the layout
+# and paint it causes) is slow, the next waits longer, up to MAX_INTERVAL.
+COST_FACTOR = 4.0
 MAX_INTERVAL = 0.4
+# Finished blocks per volume: a render lays out the volumes (cached) and the tail,
+# so the cost grows with blocks / VOLUME_BLOCKS + VOLUME_BLOCKS.
+VOLUME_BLOCKS = 32
+_NEWLINES = re.compile(r"\r\n?")
 
 
-def render_interval(length: int) -> float:
-    """Seconds between renders of a streaming document of `length` characters."""
-    return min(MAX_INTERVAL, RENDER_INTERVAL * max(1.0, length / GROWTH_CHARS))
+class MarkdownVolume(Widget):
+    """Finished top-level blocks of a streamed document, laid out once they are full."""
+
+    # Textual spaces paragraphs with `Markdown > MarkdownParagraph`; in a volume they are
+    # one level down.
+    DEFAULT_CSS = """
+    MarkdownVolume { height: auto; width: 1fr; layout: vertical; }
+    MarkdownVolume > MarkdownParagraph { margin: 0 0 1 0; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def process_layout(self, placements: list[WidgetPlacement]) -> list[WidgetPlacement]:
+        """Vertical, minus the outer margins of the first and last block.
+
+        The volume carries those margins itself (see `StreamingMarkdown.pre_layout`),
+        so they collapse with the neighbouring blocks exactly as in one flat document.
+        """
+        if not placements:
+            return placements
+        top = placements[0].margin.top
+        if top:
+            placements = [p._replace(region=p.region.translate((0, -top))) for p in placements]
+        first = placements[0]
+        placements[0] = first._replace(margin=Spacing(0, *first.margin[1:]))
+        last = placements[-1]
+        top_, right, _bottom, left = last.margin
+        placements[-1] = last._replace(margin=Spacing(top_, right, 0, left))
+        return placements
+
+    def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
+        # Blocks are all of auto height: the available height never matters, and a fixed
+        # one keeps every block's box model cached while the document grows.
+        return super().arrange(Size(size.width, 0), optimal)
+
+
+class StreamingFence(MarkdownFence):
+    """A code fence still streaming: without a language, no guessing (it is done once, when
+    the fence is finished, exactly as a one-shot render does)."""
+
+    @classmethod
+    def highlight(cls, code: str, language: str, ansi: bool = False, dark: bool = False) -> Any:
+        if not language:
+            _warm_lexers()
+            language = "text"
+        return super().highlight(code, language, ansi, dark)
+
+
+_lexers_warm = False
+
+
+def _warm_lexers() -> None:
+    """Guessing a fence's language imports every Pygments lexer the first time (a few
+    hundred ms): do that on a thread while the fence still streams."""
+    global _lexers_warm
+    if _lexers_warm:
+        return
+    _lexers_warm = True
+
+    def warm() -> None:
+        from pygments.lexers import guess_lexer
+
+        guess_lexer("x = 1\n")
+
+    threading.Thread(target=warm, name="habakkuk-lexers", daemon=True).start()
+
+
+class _FullCollections:
+    """Full garbage collections kept short while replies stream.
+
+    A full collection walks every object in the process; with the widgets of a long
+    reply that takes 100 ms or more, which a key press would wait for. While a reply
+    streams, what survived the last full collection is frozen (`gc.freeze`), so the
+    next one walks only what is newer. When the streams end everything is unfrozen
+    and collected as usual (nothing frozen is leaked).
+    """
+
+    def __init__(self) -> None:
+        self.holders = 0
+
+    def hold(self) -> None:
+        self.holders += 1
+        if self.holders == 1:
+            gc.freeze()
+            gc.callbacks.append(self._collected)
+
+    def release(self) -> None:
+        if self.holders == 0:
+            return
+        self.holders -= 1
+        if self.holders == 0:
+            gc.callbacks.remove(self._collected)
+            gc.unfreeze()
+
+    def _collected(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info.get("generation") == 2:
+            gc.freeze()
+
+
+FULL_COLLECTIONS = _FullCollections()
 
 
 class StreamingMarkdown(Markdown):
-    """A Markdown document fed by fragments.
+    """A Markdown document, given whole (history) or fed by fragments (a streaming reply).
 
-    `feed` only buffers; a timer hands the buffer to Textual's MarkdownStream at
-    most every RENDER_INTERVAL (less often as the document grows, see
-    `render_interval`), and the stream coalesces further if parsing falls behind,
-    so a fast model never starves key presses.
+    `feed` only buffers; a timer renders the buffer at most every RENDER_INTERVAL
+    (less often while renders are slow, see `interval`), rebuilding only the last
+    block (see the module docstring), so a fast model never starves key presses.
     """
 
     DEFAULT_CSS = """
@@ -38,50 +170,253 @@ class StreamingMarkdown(Markdown):
         super().__init__(text, **kwargs)  # type: ignore[arg-type]
         self.text = text
         self.renders = 0
-        self._buffer: list[str] = []
-        self._stream: MarkdownStream | None = None
+        self._buffered = False
         self._flush_timer: Timer | None = None
         self._flush_scheduled = False
         self._last_render = 0.0
+        self._render_cost = 0.0
+        self._started = False
+        self._holding_gc = False
+        self._parser: MarkdownIt | None = None
+        # Streaming state: the text up to _sealed_chars (_sealed_lines lines) is in volumes.
+        self._sealed_chars = 0
+        self._sealed_lines = 0
+        self._volumes: list[MarkdownVolume] = []
+        self._tail: list[MarkdownBlock] = []
+        self._building_tail = False
+        self._has_references = False
+        self._pending_cr = False
+
+    # -- feeding ---------------------------------------------------------------------------
 
     def feed(self, fragment: str) -> None:
         """Add streamed text; it appears within RENDER_INTERVAL."""
         if not fragment:
             return
+        # Markdown knows one line break, "\n"; a "\r\n" split across fragments is one.
+        if self._pending_cr and fragment.startswith("\n"):
+            fragment = fragment[1:]
+        self._pending_cr = fragment.endswith("\r")
+        fragment = _NEWLINES.sub("\n", fragment)
+        if not fragment:
+            return
+        if not self._started:
+            self._started = True
+            self._hold_gc()
         self.text += fragment
-        self._buffer.append(fragment)
+        self._buffered = True
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            wait = render_interval(len(self.text)) - (time.monotonic() - self._last_render)
+            wait = self.interval - (time.monotonic() - self._last_render)
             if wait > 0:
-                self._flush_timer = self.set_timer(wait, self._flush)
+                self._flush_timer = self.set_timer(wait, self.flush)
             else:
                 # A zero-delay Timer is not allowed; run it as soon as the widget is free.
-                self.call_later(self._flush)
+                self.call_later(self.flush)
 
-    async def _flush(self) -> None:
+    async def flush(self) -> None:
+        """Render what has been fed so far (the timer calls this; tests may too)."""
         self._flush_timer = None
         self._flush_scheduled = False
-        if not self._buffer:
+        if not self._buffered:
             return
-        chunk = "".join(self._buffer)
-        self._buffer.clear()
-        self._last_render = time.monotonic()
-        self.renders += 1
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self)
-        await self._stream.write(chunk)
+        async with self.lock:
+            if not self._buffered:
+                return
+            self._buffered = False
+            self._last_render = started = time.monotonic()
+            self.renders += 1
+            await self._render_tail()
+            self.call_after_refresh(self._rendered, started)
+
+    def _rendered(self, started: float) -> None:
+        self._render_cost = time.monotonic() - started
+
+    @property
+    def interval(self) -> float:
+        """Seconds between renders: RENDER_INTERVAL, longer while renders are slow."""
+        return min(MAX_INTERVAL, max(RENDER_INTERVAL, COST_FACTOR * self._render_cost))
 
     async def finish(self) -> None:
         """Show whatever is buffered and stop streaming."""
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
-        await self._flush()
-        if self._stream is not None:
-            stream, self._stream = self._stream, None
-            await stream.stop()
+        await self.flush()
+        if self._started:
+            async with self.lock:
+                await self._render_tail(final=True)
+        self._release_gc()
 
     @property
     def streaming(self) -> bool:
-        return self._stream is not None or bool(self._buffer)
+        return self._buffered or self._flush_scheduled
+
+    def blocks(self) -> list[MarkdownBlock]:
+        """The document's top-level blocks in order (inside volumes or not)."""
+        found: list[MarkdownBlock] = []
+        for child in self.children:
+            if isinstance(child, MarkdownVolume):
+                found.extend(c for c in child.children if isinstance(c, MarkdownBlock))
+            elif isinstance(child, MarkdownBlock):
+                found.append(child)
+        return found
+
+    def on_unmount(self) -> None:
+        self._release_gc()
+
+    def _hold_gc(self) -> None:
+        if not self._holding_gc:
+            self._holding_gc = True
+            FULL_COLLECTIONS.hold()
+
+    def _release_gc(self) -> None:
+        if self._holding_gc:
+            self._holding_gc = False
+            FULL_COLLECTIONS.release()
+
+    # -- rendering ---------------------------------------------------------------------------
+
+    async def _render_tail(self, *, final: bool = False) -> None:
+        """Seal the blocks the new text finished, rebuild the tail."""
+        self._markdown = self.text
+        if final and self._has_references:
+            await self._render_whole()
+            return
+        region = self.text[self._sealed_chars :]
+        env: dict[str, Any] = {}
+        tokens = self._md_parser().parse(region, env)
+        if env.get("references"):
+            self._has_references = True
+        if final:
+            cut_index, cut_line = len(tokens), region.count("\n")
+        else:
+            cut_index, cut_line = _last_boundary(tokens, region.count("\n"))
+        sealed = self._build(tokens[:cut_index], tail=False) if cut_index else []
+        tail = self._build(tokens[cut_index:], tail=True)
+        with self.app.batch_update():
+            if cut_index:
+                # The old tail is among the finished blocks now, rebuilt as one-shot would.
+                await self._replace_tail([])
+                await self._seal(sealed)
+            await self._replace_tail(tail)
+        if cut_line:
+            lines = region.split("\n")
+            self._sealed_chars += sum(len(line) + 1 for line in lines[:cut_line])
+            self._sealed_lines += cut_line
+
+    def _md_parser(self) -> MarkdownIt:
+        if self._parser is None:
+            from markdown_it import MarkdownIt
+
+            self._parser = MarkdownIt("gfm-like")
+        return self._parser
+
+    def _build(self, tokens: list[Token], *, tail: bool) -> list[MarkdownBlock]:
+        self._building_tail = tail
+        try:
+            blocks = list(self._parse_markdown(tokens))
+        finally:
+            self._building_tail = False
+        for block in blocks:
+            start, end = block.source_range
+            block.source_range = (start + self._sealed_lines, end + self._sealed_lines)
+        return blocks
+
+    def get_block_class(self, block_name: str) -> type[MarkdownBlock]:
+        """Tail code fences skip language guessing (see StreamingFence)."""
+        if self._building_tail and block_name in ("fence", "code_block"):
+            return StreamingFence
+        return super().get_block_class(block_name)
+
+    async def _seal(self, blocks: list[MarkdownBlock]) -> None:
+        while blocks:
+            volume = self._volumes[-1] if self._volumes else None
+            if volume is None or volume.count >= VOLUME_BLOCKS:
+                volume = MarkdownVolume()
+                self._volumes.append(volume)
+                await self.mount(volume)
+            room = VOLUME_BLOCKS - volume.count
+            batch, blocks = blocks[:room], blocks[room:]
+            volume.count += len(batch)
+            await volume.mount_all(batch)
+
+    async def _replace_tail(self, blocks: list[MarkdownBlock]) -> None:
+        """Show `blocks` as the tail, updating blocks of the same kind in place."""
+        old = self._tail
+        kept = 0
+        while kept < min(len(old), len(blocks)) and _update_in_place(old[kept], blocks[kept]):
+            kept += 1
+        for stale in old[kept:]:
+            await stale.remove()
+        self._tail = old[:kept] + blocks[kept:]
+        if blocks[kept:]:
+            await self.mount_all(blocks[kept:])
+
+    async def _render_whole(self) -> None:
+        """One-shot render of the whole text (a reference definition changed earlier links)."""
+        await self._replace_tail([])
+        for volume in self._volumes:
+            await volume.remove()
+        self._volumes = []
+        self._sealed_chars = self._sealed_lines = 0
+        blocks = self._build(list(self._md_parser().parse(self.text)), tail=False)
+        self._sealed_chars = len(self.text)
+        self._sealed_lines = self.text.count("\n")
+        if blocks:
+            await self.mount_all(blocks)
+
+    # -- layout --------------------------------------------------------------------------------
+
+    def pre_layout(self, layout: Any) -> None:
+        """Give each volume the outer margins of its first and last block (see
+        MarkdownVolume.process_layout)."""
+        for volume in self._volumes:
+            children = volume.displayed_children
+            if not children:
+                continue
+            top = children[0].styles.margin.top
+            bottom = children[-1].styles.margin.bottom
+            if volume.styles.margin != Spacing(top, 0, bottom, 0):
+                volume.styles.margin = Spacing(top, 0, bottom, 0)
+
+    def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
+        # As in MarkdownVolume: a fixed available height keeps the children's box models cached.
+        return super().arrange(Size(size.width, 0), optimal)
+
+
+def _last_boundary(tokens: list[Token], complete_lines: int) -> tuple[int, int]:
+    """Where the finished blocks end: (token index, line) of the last top-level block start
+    that has a block before it and lies on a complete line, or (0, 0).
+
+    A block start on the line still being written is not final: "#" starts a heading
+    that interrupts the paragraph above, "#hashtag" continues that paragraph.
+    """
+    starts = [
+        (index, token.map[0])
+        for index, token in enumerate(tokens)
+        if token.level == 0 and token.map is not None and token.nesting >= 0
+    ]
+    for position in range(len(starts) - 1, 0, -1):
+        index, line = starts[position]
+        if line < complete_lines:
+            return index, line
+    return 0, 0
+
+
+def _update_in_place(old: MarkdownBlock, new: MarkdownBlock) -> bool:
+    """Make the mounted `old` show `new` when only its inline content or code changed."""
+    if type(old) is not type(new):
+        return False
+    if isinstance(old, MarkdownFence) and isinstance(new, MarkdownFence):
+        old._copy_context(new)
+        old.source_range = new.source_range
+        old.set_content(new._highlighted_code)
+        return True
+    if new._blocks or old.children:
+        # Lists, quotes and tables hold blocks of their own: rebuild them.
+        return False
+    old._copy_context(new)
+    old.source_range = new.source_range
+    old.set_content(new._content)
+    return True

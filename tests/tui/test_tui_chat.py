@@ -96,14 +96,6 @@ async def test_streamed_fragments_are_coalesced_into_throttled_renders() -> None
         assert not markdown.streaming
 
 
-def test_long_documents_render_less_often_but_never_above_the_80ms_rate() -> None:
-    from habakkuk.widgets.streaming_markdown import MAX_INTERVAL, render_interval
-
-    assert render_interval(0) == render_interval(16_000) == 0.08
-    assert 0.08 < render_interval(64_000) < MAX_INTERVAL
-    assert render_interval(10_000_000) == MAX_INTERVAL
-
-
 async def test_thinking_is_shown_dimmed_and_collapsible(write_config: WriteConfig) -> None:
     write_config(mock_config('- {thinking: "let me ponder this", text: "answer"}'))
     app = make_app(None)
