@@ -272,7 +272,8 @@ class ChatScreen(RuntimeScreen):
     @work(exclusive=True, group="usage")
     async def _load_usage(self) -> None:
         """Tokens and dollars of this session, from the usage records."""
-        if not self.session_id:
+        if not self.session_id or not self.has_runtime:
+            # Also when the app closed the runtime while this was queued.
             return
         session = self.session_id
         totals = await self.runtime.usage_totals(session=session)
@@ -336,7 +337,9 @@ class ChatScreen(RuntimeScreen):
                 await view.note("No turn is running.")
         elif name == "/model":
             await self._model(rest)
-        elif name in ("/think", "/compact", "/fork"):
+        elif name == "/fork":
+            await self._fork()
+        elif name in ("/think", "/compact"):
             await view.note(NOT_YET.format(command=name))
         elif name == "/undo":
             await self._undo()
@@ -389,6 +392,22 @@ class ChatScreen(RuntimeScreen):
             await self._view.note(f"/undo: {exc}", error=True)
             return
         await self._view.note(reply)
+
+    async def _fork(self) -> None:
+        """/fork: copy this session up to its last finished turn and continue in the copy."""
+        from habakkuk.engine.errors import HabakkukError
+
+        if not self.session_id:
+            await self._view.note("This session has no messages yet.")
+            return
+        source = self.session_id
+        try:
+            fork = await self.runtime.fork_session(source)
+        except HabakkukError as exc:
+            await self._view.note(f"/fork: {exc}", error=True)
+            return
+        await self._open(fork.id).wait()
+        await self._view.note(f"Forked from {source}: this is {fork.id}, the original is kept.")
 
     async def _title(self, text: str) -> None:
         if not self.session_id:

@@ -1,4 +1,4 @@
-"""The sessions screen: recent sessions, full-text search, open, rename, archive, export.
+"""The sessions screen: recent sessions, full-text search, open, fork, rename, archive, export.
 
 `habakkuk --resume` opens the app here, as a picker: Enter opens a session in the
 chat, and a turn it left running continues there.
@@ -39,7 +39,7 @@ def format_time(timestamp: float, timezone: str) -> str:
 
 
 class SessionsScreen(RuntimeScreen):
-    """Find a session and open it; rename, archive or export it."""
+    """Find a session and open it; fork, rename, archive or export it."""
 
     BINDINGS = [
         Binding("slash", "search", "Search", id="sessions.search"),
@@ -47,7 +47,7 @@ class SessionsScreen(RuntimeScreen):
         Binding("r", "rename", "Rename", id="sessions.rename"),
         Binding("x", "archive", "Archive", id="sessions.archive"),
         Binding("e", "export", "Export", id="sessions.export"),
-        Binding("f", "fork", "Fork", id="sessions.fork", show=False),
+        Binding("f", "fork", "Fork", id="sessions.fork"),
         Binding("escape", "recent", "Recent", id="sessions.recent", show=False),
     ]
 
@@ -190,7 +190,22 @@ class SessionsScreen(RuntimeScreen):
         self.refresh_list()
 
     def action_fork(self) -> None:
-        self.notify("Fork is not available yet in this version.", markup=False)
+        """Copy the highlighted session into a new one and continue there in the chat."""
+        session = self.selected()
+        if session is not None:
+            self._fork(session)
+
+    @work(group="edit")
+    async def _fork(self, session: str) -> None:
+        from habakkuk.engine.errors import HabakkukError
+
+        try:
+            fork = await self.runtime.fork_session(session)
+        except HabakkukError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return
+        self.notify(f"Forked {session} into {fork.id}.", markup=False)
+        self.happ.open_session(fork.id)
 
     def action_export(self) -> None:
         session = self.selected()

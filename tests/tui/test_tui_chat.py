@@ -308,7 +308,7 @@ async def test_tab_completes_a_slash_command(write_config: WriteConfig) -> None:
         assert app.screen.query_one(Composer).text == "/compact "
 
 
-@pytest.mark.parametrize("command", ["/compact", "/think high", "/fork"])
+@pytest.mark.parametrize("command", ["/compact", "/think high"])
 async def test_commands_without_engine_support_say_so(
     write_config: WriteConfig, command: str
 ) -> None:
@@ -320,6 +320,40 @@ async def test_commands_without_engine_support_say_so(
         name = command.split()[0]
         expected = f"{name} is not available yet in this version."
         await wait_until(pilot, lambda: expected in notices(app), "the notice")
+
+
+async def test_fork_command_switches_the_chat_to_a_copy_of_the_session(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config('- text: "a reply"'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(*"/fork", "enter")
+        await wait_until(
+            pilot, lambda: "This session has no messages yet." in notices(app), "the notice"
+        )
+        await send(pilot, "plan a trip")
+        assert await turn_finished(pilot) == "done"
+        chat = app.get_chat()
+        source = chat.session_id
+        await send(pilot, "/fork")
+        await wait_until(pilot, lambda: chat.session_id != source, "the chat on the fork")
+        await wait_until(
+            pilot, lambda: any("the original is kept" in n for n in notices(app)), "the note"
+        )
+        fork = await app.runtime.session(chat.session_id)
+        assert fork.forked_from == source
+        assert [u.text for u in app.screen.query(UserMessage)] == ["plan a trip"]
+        await send(pilot, "go by train")
+        assert await turn_finished(pilot) == "done"
+        assert [m.role for m in await app.runtime.messages(fork.id)] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+        ]
+        assert len(await app.runtime.messages(source)) == 2
 
 
 async def test_title_and_export_commands_use_the_session(

@@ -107,12 +107,35 @@ async def test_sessions_screen_renames_archives_and_exports(
         await pilot.press("x")
         await wait_until(pilot, lambda: table.row_count == 0, "the archived session to go")
         assert (await app.runtime.session("ses_cccc")).archived
+
+
+async def test_fork_from_the_sessions_screen_continues_in_the_copy(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config('- text: "in the fork"'))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await add_session(app, "ses_eeee", "Road trip", "route via the coast")
+        await pilot.press("ctrl+s")
+        table = app.screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 1, "the session listed")
         await pilot.press("f")
+        await wait_until(pilot, lambda: app.current_mode == "chat", "the chat")
+        chat = app.get_chat()
+        await wait_until(pilot, lambda: chat.session_id not in ("", "ses_eeee"), "the fork")
+        fork = await app.runtime.session(chat.session_id)
+        assert fork.forked_from == "ses_eeee" and fork.title == "Fork of Road trip"
         await wait_until(
             pilot,
-            lambda: any("Fork is not available yet" in str(n.message) for n in app._notifications),
-            "the fork notice",
+            lambda: [u.text for u in app.screen.query(UserMessage)] == ["route via the coast"],
+            "the copied messages",
         )
+        # The conversation goes on in the fork; the original stays as it was.
+        await send(pilot, "and then?")
+        assert await turn_finished(pilot) == "done"
+        assert len(await app.runtime.messages(fork.id)) == 4
+        assert len(await app.runtime.messages("ses_eeee")) == 2
 
 
 async def test_resume_opens_the_session_picker_first(write_config: WriteConfig) -> None:
