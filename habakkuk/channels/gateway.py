@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from habakkuk.engine.config import ChannelConfig, Config
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Environment
-from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.jobs import Job, JobQueue
 from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, TextBlock, block_to_json
 from habakkuk.engine.sessions import Session, StoredMessage, TranscriptStore
 from habakkuk.engine.store import BlobStore, StoreError
@@ -146,6 +146,8 @@ class RuntimeFacade(Protocol):
     ) -> str: ...
 
     async def stop_turn(self, turn_id: str) -> str | None: ...
+
+    def job_settled(self, job: Job) -> None: ...
 
 
 AdapterLookup = Callable[[str], Adapter | None]
