@@ -201,13 +201,14 @@ async def test_pool_runs_jobs_and_records_results(queue: JobQueue) -> None:
         return {"ok": lease.job.payload["n"]}
 
     done = asyncio.Event()
-    pool = Pool(
-        queue,
-        ["turn"],
-        handler,
-        concurrency=2,
-        on_finished=lambda job: done.set() if len(seen) == 3 else None,
-    )
+    finished: list[str] = []
+
+    def on_finished(job) -> None:
+        finished.append(job.id)
+        if len(finished) == 3:
+            done.set()
+
+    pool = Pool(queue, ["turn"], handler, concurrency=2, on_finished=on_finished)
     pool.start()
     for n in range(3):
         await queue.enqueue(f"j{n}", "turn", {"n": n})
@@ -216,6 +217,7 @@ async def test_pool_runs_jobs_and_records_results(queue: JobQueue) -> None:
     for n in range(3):
         job = await queue.get(f"j{n}")
         assert job is not None and job.status == "done" and job.result == {"ok": n}
+    assert sorted(seen) == sorted(finished) == ["j0", "j1", "j2"]
 
 
 async def test_pool_fails_permanent_errors_without_retry(queue: JobQueue) -> None:
