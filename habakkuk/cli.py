@@ -106,6 +106,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+SIMPLE_COMMANDS = (
+    "init",
+    "doctor",
+    "setup",
+    "usage",
+    "channels",
+    "pair",
+    "send",
+    "checkpoints",
+    "rollback",
+)
+
+
 def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable[..., int]:
     from habakkuk import commands
 
@@ -124,24 +137,9 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
         if args.sessions_command not in actions:
             parser.parse_args(["sessions", "--help"])
         return actions[args.sessions_command]
-    if args.command == "init":
-        return commands.init
-    if args.command == "doctor":
-        return commands.doctor
-    if args.command == "setup":
-        return commands.setup
-    if args.command == "usage":
-        return commands.usage
-    if args.command == "channels":
-        return commands.channels
-    if args.command == "pair":
-        return commands.pair
-    if args.command == "send":
-        return commands.send
-    if args.command == "checkpoints":
-        return commands.checkpoints
-    if args.command == "rollback":
-        return commands.rollback
+    # Commands whose function in habakkuk.commands has the command's own name.
+    if args.command in SIMPLE_COMMANDS:
+        return getattr(commands, args.command)  # type: ignore[no-any-return]
     if args.command == "mcp":
         from habakkuk.protocols.mcp import cli as mcp_cli
 
