@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from textual.binding import Binding
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import Static
+
+from .waiting_prompt import WaitingPrompt
 
 if TYPE_CHECKING:
     from habakkuk.engine.toolkit.approvals import ApprovalRequest
@@ -30,7 +31,7 @@ def input_summary(request: ApprovalRequest) -> str:
     return text
 
 
-class ApprovalPrompt(Static, can_focus=True):
+class ApprovalPrompt(WaitingPrompt, can_focus=True):
     """Waiting approvals of one session, oldest first; keys answer the first."""
 
     DEFAULT_CSS = """
@@ -54,35 +55,7 @@ class ApprovalPrompt(Static, can_focus=True):
             self.approval_id = approval_id
             self.answer = answer
 
-    def __init__(self) -> None:
-        super().__init__("")
-        self.requests: list[ApprovalRequest] = []
-
-    @property
-    def current(self) -> ApprovalRequest | None:
-        return self.requests[0] if self.requests else None
-
-    def add(self, request: ApprovalRequest) -> None:
-        """Show a new waiting request (after those already waiting)."""
-        if all(r.id != request.id for r in self.requests):
-            self.requests.append(request)
-        self._redraw()
-
-    def withdraw(self, approval_id: str) -> None:
-        """Drop a request that was answered elsewhere or withdrawn."""
-        self.requests = [r for r in self.requests if r.id != approval_id]
-        self._redraw()
-
-    def clear(self) -> None:
-        self.requests = []
-        self._redraw()
-
-    def _redraw(self) -> None:
-        request = self.current
-        self.set_class(request is not None, "-waiting")
-        if request is None:
-            self.update("")
-            return
+    def describe(self, request: ApprovalRequest) -> Content:
         parts: list[Any] = [
             ("Approve ", "bold"),
             (request.tool, "bold reverse"),
@@ -96,7 +69,7 @@ class ApprovalPrompt(Static, can_focus=True):
         if more:
             keys += f" · {more} more waiting"
         parts.append((keys, "dim"))
-        self.update(Content.assemble(*parts))
+        return Content.assemble(*parts)
 
     def action_answer(self, answer: str) -> None:
         """Answer the shown request through the runtime's approval hub."""

@@ -6,7 +6,8 @@ import string
 from typing import Any
 
 from textual.content import Content
-from textual.widgets import Static
+
+from .waiting_prompt import WaitingPrompt
 
 
 def question_lines(request: Any) -> list[str]:
@@ -21,7 +22,7 @@ def question_lines(request: Any) -> list[str]:
     return lines
 
 
-class QuestionPrompt(Static):
+class QuestionPrompt(WaitingPrompt):
     """The oldest waiting question of the chat's session; the next message answers it."""
 
     DEFAULT_CSS = """
@@ -30,37 +31,11 @@ class QuestionPrompt(Static):
     QuestionPrompt.-waiting { display: block; }
     """
 
-    def __init__(self) -> None:
-        super().__init__("")
-        self.requests: list[Any] = []
-
-    @property
-    def current(self) -> Any | None:
-        return self.requests[0] if self.requests else None
-
-    def add(self, request: Any) -> None:
-        if all(r.id != request.id for r in self.requests):
-            self.requests.append(request)
-        self._redraw()
-
-    def withdraw(self, question_id: str) -> None:
-        self.requests = [r for r in self.requests if r.id != question_id]
-        self._redraw()
-
-    def clear(self) -> None:
-        self.requests = []
-        self._redraw()
-
-    def _redraw(self) -> None:
-        request = self.current
-        self.set_class(request is not None, "-waiting")
-        if request is None:
-            self.update("")
-            return
+    def describe(self, request: Any) -> Content:
         parts: list[Content | tuple[str, str] | str] = [("The agent asks:", "bold"), "\n"]
         parts.append(Content("\n".join(question_lines(request))))
         hint = "\nType your answer (a letter picks a choice) and press Enter."
         if len(self.requests) > 1:
             hint += f" {len(self.requests) - 1} more waiting."
         parts.append((hint, "dim"))
-        self.update(Content.assemble(*parts))
+        return Content.assemble(*parts)
