@@ -246,6 +246,8 @@ class BlobStore:
         digest = hashlib.sha256(data).hexdigest()
         path = self.path_for(digest + suffix)
         if path.exists():
+            # Stored again means used again: retention prunes blobs by mtime.
+            os.utime(path)
             return path
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")

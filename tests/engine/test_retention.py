@@ -41,7 +41,10 @@ async def test_sweep_removes_only_what_is_old_and_finished(tmp_path: Path) -> No
         )
         stale = blobs.put_bytes(b"stale")
         fresh = blobs.put_bytes(b"fresh")
-        os.utime(stale, (OLD, OLD))
+        reused = blobs.put_bytes(b"old but stored again")
+        for path in (stale, reused):
+            os.utime(path, (OLD, OLD))
+        assert blobs.put_bytes(b"old but stored again") == reused  # used again today
 
         report = await sweep(queue, transcripts, blobs.root, jobs_days=14, sessions_days=30)
 
@@ -51,7 +54,7 @@ async def test_sweep_removes_only_what_is_old_and_finished(tmp_path: Path) -> No
         assert await transcripts.get_session("old") is None
         assert await transcripts.search("ancient") == []  # the index went with it
         assert await transcripts.get_session("new") is not None
-        assert not stale.exists() and fresh.exists()
+        assert not stale.exists() and fresh.exists() and reused.exists()
     finally:
         await queue.db.close()
         await transcripts.close()
