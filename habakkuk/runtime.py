@@ -18,7 +18,7 @@ from typing import Any
 
 from habakkuk.engine.agent.prompt import build_system_prompt
 from habakkuk.engine.agent.turn import TURN_KIND, TurnDeps, TurnRunner
-from habakkuk.engine.config import Config, ModelRef, load_config
+from habakkuk.engine.config import THINKING_LEVELS, Config, ModelRef, Thinking, load_config
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Environment, Home, default_home
@@ -548,6 +548,39 @@ class Runtime:
         if self.usage is None:
             return None
         return await self.usage.session_model(session_id)
+
+    async def set_session_thinking(self, session_id: str, level: str | None) -> Thinking:
+        """/think LEVEL: the effort sent with each request of the session; returns it.
+
+        None (or "default") goes back to the agent's `thinking` setting. HabakkukError
+        names the levels when LEVEL is not one of them.
+        """
+        session = await self.session(session_id)
+        state = self._state_store()
+        choice = (level or "").strip().lower()
+        if choice in ("", "default"):
+            await state.set_setting(session.id, "thinking", None)
+            return self.config.agent(session.agent).thinking
+        for known in THINKING_LEVELS:
+            if choice == known:
+                await state.set_setting(session.id, "thinking", known)
+                return known
+        levels = ", ".join(THINKING_LEVELS)
+        raise HabakkukError(f"/think: unknown level {level!r} (levels: {levels}, default)")
+
+    async def session_thinking(self, session_id: str) -> tuple[Thinking, bool]:
+        """The session's effort and whether /think chose it (False: the agent's setting)."""
+        session = await self.session(session_id)
+        chosen = await self._state_store().setting(session.id, "thinking")
+        for known in THINKING_LEVELS:
+            if chosen == known:
+                return known, True
+        return self.config.agent(session.agent).thinking, False
+
+    def _state_store(self) -> StateStore:
+        if self.state is None:
+            raise HabakkukError("state.db is not open")
+        return self.state
 
     async def usage_totals(
         self, *, days: float | None = None, agent: str | None = None, session: str | None = None

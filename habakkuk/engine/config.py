@@ -21,6 +21,9 @@ from .home import Home
 ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock"]
 Mode = Literal["read-only", "ask", "workspace", "full"]
 Approvals = Literal["human", "reviewer", "reviewer_then_human"]
+# The reasoning effort sent with each model request (/think sets it per session).
+Thinking = Literal["off", "low", "medium", "high"]
+THINKING_LEVELS: tuple[Thinking, ...] = ("off", "low", "medium", "high")
 
 KNOWN_TOOLSETS = ("core",)
 
@@ -78,8 +81,12 @@ class AgentConfig:
     reviewer_model: str | None = None
     instructions: str = ""
     max_steps: int = 50
+    thinking: Thinking = "off"
     # Past this many tool specs the agent gets tool_search instead of them all (-1: never).
     tool_search_over: int = 60
+    # Compact the context when the last prompt reached this many tokens (-1: never;
+    # default: 600000 when the main model's provider is anthropic, else 150000).
+    compact_at: int | None = None
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
     reviewer_chain: list[ModelRef] = field(default_factory=list, init=False)

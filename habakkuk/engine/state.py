@@ -1,8 +1,9 @@
 """state.db: small per-session state that is not part of the transcript.
 
-For now it holds each session's todo list (the `todo` tool). Items keep their
-number for the life of the list, so the model can refer to them across turns;
-`clear` starts the numbering again.
+It holds each session's todo list (the `todo` tool) and the session's own
+settings (/think's effort). Todo items keep their number for the life of the
+list, so the model can refer to them across turns; `clear` starts the numbering
+again.
 """
 
 from __future__ import annotations
@@ -33,6 +34,18 @@ MIGRATIONS = [
             created_at REAL NOT NULL,
             updated_at REAL NOT NULL,
             PRIMARY KEY (session, number)
+        );
+        """,
+    ),
+    Migration(
+        2,
+        """
+        CREATE TABLE session_settings (
+            session TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (session, name)
         );
         """,
     ),
@@ -90,6 +103,30 @@ class StateStore:
 
     async def close(self) -> None:
         await self.db.close()
+
+    async def setting(self, session: str, name: str) -> str | None:
+        """One of the session's own settings (None: not set, the agent's default applies)."""
+        row = await self.db.fetchone(
+            "SELECT value FROM session_settings WHERE session = ? AND name = ?", (session, name)
+        )
+        return str(row["value"]) if row else None
+
+    async def set_setting(self, session: str, name: str, value: str | None) -> None:
+        """Set a session setting; None removes it."""
+
+        def _set(conn: sqlite3.Connection) -> None:
+            if value is None:
+                conn.execute(
+                    "DELETE FROM session_settings WHERE session = ? AND name = ?", (session, name)
+                )
+            else:
+                conn.execute(
+                    "INSERT OR REPLACE INTO session_settings(session, name, value, updated_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (session, name, value, time.time()),
+                )
+
+        await self.db.write(_set)
 
     async def todos(self, session: str) -> list[TodoItem]:
         """The session's list, in order."""

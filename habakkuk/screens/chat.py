@@ -60,6 +60,7 @@ class ChatScreen(RuntimeScreen):
         self.output_tokens = 0
         self.cost: float | None = None
         self.session_model = ""
+        self.session_thinking = ""  # /think's choice for this session ("" = the agent's)
         self._status = StatusLine()
         self._view = MessageView()
         self._prompt = ApprovalPrompt()
@@ -122,6 +123,8 @@ class ChatScreen(RuntimeScreen):
         self.input_tokens = self.output_tokens = 0
         self.cost = None
         self.session_model = str(await self.runtime.session_model(session.id) or "")
+        level, chosen = await self.runtime.session_thinking(session.id)
+        self.session_thinking = level if chosen else ""
         self._load_usage()
         self.running_turn = next((j.id for j in active if j.status == "running"), None)
         self.queued_turns = [j.id for j in active if j.status == "queued"]
@@ -148,6 +151,7 @@ class ChatScreen(RuntimeScreen):
         self.input_tokens = self.output_tokens = 0
         self.cost = None
         self.session_model = ""
+        self.session_thinking = ""
         await self._view.clear()
         self._prompt.clear()
         self._question.clear()
@@ -300,6 +304,7 @@ class ChatScreen(RuntimeScreen):
                 model=self.session_model or (str(agent.chain[0]) if agent.chain else agent.model),
                 session=self.session_title,
                 mode=agent.mode,
+                thinking=self.session_thinking or agent.thinking,
                 input_tokens=self.input_tokens,
                 output_tokens=self.output_tokens,
                 cost=self.cost,
@@ -339,7 +344,9 @@ class ChatScreen(RuntimeScreen):
             await self._model(rest)
         elif name == "/fork":
             await self._fork()
-        elif name in ("/think", "/compact"):
+        elif name == "/think":
+            await self._think(rest)
+        elif name == "/compact":
             await view.note(NOT_YET.format(command=name))
         elif name == "/undo":
             await self._undo()
@@ -379,6 +386,38 @@ class ChatScreen(RuntimeScreen):
             await self._view.note(f"Model: back to {agent.name}'s chain ({chain})")
         else:
             await self._view.note(f"Model: this session now tries {ref} first")
+
+    async def _think(self, level: str) -> None:
+        """/think: show the effort; /think LEVEL sets it for this session; /think default."""
+        from habakkuk.engine.config import THINKING_LEVELS
+        from habakkuk.engine.errors import HabakkukError
+
+        agent = self.runtime.config.agent(self.agent_name or None)
+        levels = ", ".join(THINKING_LEVELS)
+        if not level:
+            if self.session_thinking:
+                current = (
+                    f"{self.session_thinking} for this session ({agent.name}'s is {agent.thinking})"
+                )
+            else:
+                current = f"{agent.thinking} ({agent.name}'s setting)"
+            await self._view.note(f"Thinking: {current}. /think LEVEL sets it: {levels}, default")
+            return
+        if not self.session_id:
+            await self._view.note("Send a message first: /think applies to a session.")
+            return
+        try:
+            effective = await self.runtime.set_session_thinking(self.session_id, level)
+        except HabakkukError as exc:
+            await self._view.note(str(exc), error=True)
+            return
+        chosen = level.strip().lower() != "default"
+        self.session_thinking = effective if chosen else ""
+        self._refresh_status()
+        if chosen:
+            await self._view.note(f"Thinking: {effective} for this session")
+        else:
+            await self._view.note(f"Thinking: back to {agent.name}'s setting ({effective})")
 
     async def _undo(self) -> None:
         from habakkuk.engine.errors import HabakkukError

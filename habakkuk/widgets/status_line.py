@@ -16,6 +16,8 @@ class Status:
     model: str = ""
     session: str = ""
     mode: str = ""
+    # The reasoning effort; shown only when it is on.
+    thinking: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
@@ -33,6 +35,8 @@ class Status:
         pieces.append((self.agent, "bold"))
         if self.model:
             pieces.append((self.model, ""))
+        if self.thinking and self.thinking != "off":
+            pieces.append((f"think {self.thinking}", ""))
         pieces.append((self.session or "new session", ""))
         if self.mode:
             pieces.append((f"mode {self.mode}", ""))

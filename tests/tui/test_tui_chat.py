@@ -308,7 +308,7 @@ async def test_tab_completes_a_slash_command(write_config: WriteConfig) -> None:
         assert app.screen.query_one(Composer).text == "/compact "
 
 
-@pytest.mark.parametrize("command", ["/compact", "/think high"])
+@pytest.mark.parametrize("command", ["/compact"])
 async def test_commands_without_engine_support_say_so(
     write_config: WriteConfig, command: str
 ) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import AgentConfig, Config, ModelRef
+from ..config import THINKING_LEVELS, AgentConfig, Config, ModelRef, Thinking
 from ..errors import HabakkukError
 from ..events import EventBus
 from ..home import Home
@@ -200,6 +200,7 @@ class TurnRunner:
         snapshot = deps.checkpoint_for(agent, session, task) if deps.checkpoint_for else None
         if snapshot is not None:
             context.checkpoint = once_per_turn(snapshot, f"turn {job.id}")
+        thinking = await self._thinking(agent, session)
         if agent.name not in self._ready_workspaces:
             agent.workspace_path.mkdir(parents=True, exist_ok=True)
             self._ready_workspaces.add(agent.name)
@@ -231,7 +232,11 @@ class TurnRunner:
                 allowed = {t.name for t in offered}
                 specs = [t.spec() for t in offered]
             request = ModelRequest(
-                model="", system=session.system_prompt, messages=messages, tools=specs
+                model="",
+                system=session.system_prompt,
+                messages=messages,
+                tools=specs,
+                thinking=thinking,
             )
             result = await deps.router.complete(
                 chain,
@@ -259,6 +264,15 @@ class TurnRunner:
         raise PermanentJobError(
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
         )
+
+    async def _thinking(self, agent: AgentConfig, session: Session) -> Thinking:
+        """The effort for this turn: the session's /think choice, else the agent's setting."""
+        if self.deps.state is not None:
+            chosen = await self.deps.state.setting(session.id, "thinking")
+            for level in THINKING_LEVELS:
+                if chosen == level:
+                    return level
+        return agent.thinking
 
     async def _run_tools(
         self, calls: list[ToolUseBlock], context: ToolContext, allowed: set[str], lease: Lease
