@@ -393,6 +393,25 @@ def parse_config(text: str, path: Path, home: Home) -> Config:
     return config
 
 
+COMPACT_AT_ANTHROPIC = 600_000
+COMPACT_AT_DEFAULT = 150_000
+
+
+def default_compact_at(config: Config, agent: AgentConfig) -> int:
+    """The compaction threshold for the agent's main model's provider type."""
+    provider = config.providers.get(agent.chain[0].provider) if agent.chain else None
+    if provider is not None and provider.type == "anthropic":
+        return COMPACT_AT_ANTHROPIC
+    return COMPACT_AT_DEFAULT
+
+
+def resolve_compact_at(config: Config, agent: AgentConfig) -> int:
+    """The agent's compact_at in tokens: its setting, else the default; -1 means off."""
+    if agent.compact_at is not None:
+        return agent.compact_at
+    return default_compact_at(config, agent)
+
+
 def _resolve(config: Config, home: Home) -> None:
     """Cross-references and derived values, checked after the shape is right."""
     from .presets import apply_preset
@@ -453,6 +472,11 @@ def _resolve(config: Config, home: Home) -> None:
             raise ConfigError(
                 f"{path}:{line_of(agent, 'tool_search_over')}: agents.{name}.tool_search_over: "
                 "must be -1 (off) or a count"
+            )
+        if agent.compact_at is not None and agent.compact_at != -1 and agent.compact_at < 1000:
+            raise ConfigError(
+                f"{path}:{line_of(agent, 'compact_at')}: agents.{name}.compact_at: "
+                "must be -1 (off) or at least 1000 tokens"
             )
         if agent.max_steps < 1:
             raise ConfigError(

@@ -26,7 +26,7 @@ from .llm.types import (
     ToolUseBlock,
     block_from_json,
 )
-from .store import Database, Migration
+from .store import Database, Migration, transaction
 
 WriteGuard = Callable[[sqlite3.Connection], None]
 
@@ -102,7 +102,27 @@ MIGRATIONS = [
         ALTER TABLE sessions ADD COLUMN forked_from TEXT NOT NULL DEFAULT '';
         """,
     ),
+    Migration(
+        4,
+        """
+        CREATE TABLE compactions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            summary TEXT NOT NULL,
+            first_kept_seq INTEGER NOT NULL,
+            transcript_len INTEGER NOT NULL,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX compactions_session ON compactions(session_id, id);
+        """,
+    ),
 ]
+
+# How the model is told that a summary stands in for the older messages.
+SUMMARY_PREFIX = (
+    "Summary of the earlier conversation (older messages were folded into this summary "
+    "to save context; the messages after it are verbatim):\n\n"
+)
 
 
 @dataclass
@@ -147,6 +167,58 @@ class StoredMessage:
     @property
     def role(self) -> str:
         return self.message.role
+
+
+@dataclass
+class Compaction:
+    """A compaction record: `summary` stands in for every message before `first_kept_seq`.
+
+    `transcript_len` is how many messages the transcript had when it was written.
+    """
+
+    session_id: str
+    summary: str
+    first_kept_seq: int
+    transcript_len: int
+    created_at: float
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Compaction:
+        return cls(
+            session_id=row["session_id"],
+            summary=row["summary"],
+            first_kept_seq=row["first_kept_seq"],
+            transcript_len=row["transcript_len"],
+            created_at=row["created_at"],
+        )
+
+
+def summary_message(summary: str) -> Message:
+    """The user message that carries a compaction summary at the head of the model's view."""
+    return Message("user", [TextBlock(SUMMARY_PREFIX + summary)])
+
+
+@dataclass
+class TranscriptView:
+    """What the model is sent: the latest summary, then the messages kept verbatim.
+
+    `kept` are the stored messages from the compaction's first kept seq on (all of
+    them without a compaction); `last_seq` is the transcript's last seq when read
+    (-1 when empty), what a compaction written from this view expects.
+    """
+
+    compaction: Compaction | None
+    kept: list[StoredMessage]
+    last_seq: int
+
+    @property
+    def messages(self) -> list[Message]:
+        """The view as messages, not yet repaired."""
+        head = [summary_message(self.compaction.summary)] if self.compaction else []
+        return head + [m.message for m in self.kept]
+
+    def repaired(self) -> Repair:
+        return repair(self.messages)
 
 
 @dataclass
@@ -347,6 +419,15 @@ class TranscriptStore:
                     " WHERE session_id = ? AND seq <= ? ORDER BY seq",
                     (new_id, session_id, last),
                 )
+                # Seqs are copied unchanged, so a summary whose folded messages all came
+                # along still applies; one that folded messages past the copy does not.
+                conn.execute(
+                    "INSERT INTO compactions"
+                    "(session_id, summary, first_kept_seq, transcript_len, created_at)"
+                    " SELECT ?, summary, first_kept_seq, min(transcript_len, ?), created_at"
+                    " FROM compactions WHERE session_id = ? AND first_kept_seq <= ? ORDER BY id",
+                    (new_id, last + 1, session_id, last + 1),
+                )
             row = conn.execute("SELECT * FROM sessions WHERE id = ?", (new_id,)).fetchone()
             return Session.from_row(row)
 
@@ -370,6 +451,7 @@ class TranscriptStore:
         already has a message of that role (idempotent user-message appends), and
         None is returned.
         """
+
         def _append(conn: sqlite3.Connection) -> int | None:
             if guard is not None:
                 guard(conn)
@@ -383,14 +465,15 @@ class TranscriptStore:
         turn_id: str,
         user_message: Message | None,
         guard: WriteGuard,
-    ) -> tuple[Session, list[StoredMessage]] | None:
+    ) -> tuple[Session, TranscriptView] | None:
         """Start (or resume) a turn in one transaction: the lease check, the user's
-        message appended once, and the session with its transcript read back.
+        message appended once, and the session with the model's view of its
+        transcript (the latest summary and the messages after it) read back.
 
         None when the session does not exist.
         """
 
-        def _open(conn: sqlite3.Connection) -> tuple[Session, list[StoredMessage]] | None:
+        def _open(conn: sqlite3.Connection) -> tuple[Session, TranscriptView] | None:
             guard(conn)
             row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
@@ -398,12 +481,7 @@ class TranscriptStore:
             if user_message is not None:
                 _append_in(conn, session_id, user_message, turn_id, "user")
                 row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            rows = conn.execute(
-                "SELECT seq, role, model, blocks, turn_id, created_at FROM messages"
-                " WHERE session_id = ? ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-            return Session.from_row(row), [m for m in (_stored(r) for r in rows) if m is not None]
+            return Session.from_row(row), _view_in(conn, session_id)
 
         return await self.db.write(_open)
 
@@ -417,9 +495,58 @@ class TranscriptStore:
         return [m for m in (_stored(r) for r in rows) if m is not None]
 
     async def load_for_model(self, session_id: str) -> Repair:
-        """The transcript as the model should see it, repaired."""
-        stored = await self.messages(session_id)
-        return repair([s.message for s in stored])
+        """The transcript as the model should see it (the view), repaired."""
+        return (await self.view(session_id)).repaired()
+
+    async def view(self, session_id: str) -> TranscriptView:
+        """The latest compaction and the messages it keeps, read in one snapshot."""
+
+        def _read(conn: sqlite3.Connection) -> TranscriptView:
+            with transaction(conn, immediate=False):
+                return _view_in(conn, session_id)
+
+        return await self.db.run(_read)
+
+    async def latest_compaction(self, session_id: str) -> Compaction | None:
+        """The newest compaction record of the session, if any."""
+        row = await self.db.fetchone(
+            "SELECT * FROM compactions WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+            (session_id,),
+        )
+        return Compaction.from_row(row) if row else None
+
+    async def add_compaction(
+        self,
+        session_id: str,
+        summary: str,
+        first_kept_seq: int,
+        expected_last_seq: int,
+        guard: WriteGuard | None,
+    ) -> bool:
+        """Record a compaction, only if the transcript still ends at `expected_last_seq`.
+
+        `guard(conn)` (the job's lease check) runs first in the same transaction and
+        raises when the lease is gone, so nothing is written then. False when the
+        transcript moved since the summarized view was read (nothing written).
+        """
+
+        def _add(conn: sqlite3.Connection) -> bool:
+            if guard is not None:
+                guard(conn)
+            row = conn.execute(
+                "SELECT coalesce(max(seq), -1) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if int(row[0]) != expected_last_seq:
+                return False
+            conn.execute(
+                "INSERT INTO compactions"
+                "(session_id, summary, first_kept_seq, transcript_len, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session_id, summary, first_kept_seq, expected_last_seq + 1, time.time()),
+            )
+            return True
+
+        return await self.db.write(_add)
 
     async def turn_messages(self, session_id: str, turn_id: str) -> list[StoredMessage]:
         rows = await self.db.fetchall(
@@ -488,6 +615,25 @@ def _append_in(
         )
     conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
     return seq
+
+
+def _view_in(conn: sqlite3.Connection, session_id: str) -> TranscriptView:
+    """The view, inside the caller's transaction."""
+    row = conn.execute(
+        "SELECT * FROM compactions WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+    ).fetchone()
+    compaction = Compaction.from_row(row) if row else None
+    first = compaction.first_kept_seq if compaction else 0
+    rows = conn.execute(
+        "SELECT seq, role, model, blocks, turn_id, created_at FROM messages"
+        " WHERE session_id = ? AND seq >= ? ORDER BY seq",
+        (session_id, first),
+    ).fetchall()
+    kept = [m for m in (_stored(r) for r in rows) if m is not None]
+    last = conn.execute(
+        "SELECT coalesce(max(seq), -1) FROM messages WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return TranscriptView(compaction, kept, int(last[0]))
 
 
 def _fork_point(rows: list[sqlite3.Row], upto_seq: int | None) -> int | None:

@@ -135,7 +135,7 @@ class TurnRunner:
         opened = await deps.transcripts.open_turn(session_id, job.id, first, guard)
         if opened is None:
             raise PermanentJobError(f"session {session_id} does not exist")
-        session, stored = opened
+        session, view = opened
         try:
             agent = deps.config.agent(session.agent)
         except HabakkukError as exc:
@@ -143,9 +143,7 @@ class TurnRunner:
         deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name)
         self._fire("turn_start", agent.name, {"session": session_id, "turn": job.id, "text": typed})
         try:
-            reply = await self._loop(
-                lease, session, agent, guard, typed, [m.message for m in stored]
-            )
+            reply = await self._loop(lease, session, agent, guard, typed, view.messages)
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
             raise
