@@ -913,6 +913,10 @@ class Runtime:
         """Jobs this process's pools are running now."""
         return [job for pool in self._pools for job in pool.running_jobs]
 
+    async def upcoming_jobs(self, limit: int = 10) -> list[Job]:
+        """Jobs waiting for their time (the daily retention sweep, retries), soonest first."""
+        return await self.queue.upcoming(limit)
+
     async def recent_failures(self, limit: int = 10) -> list[Job]:
         """Jobs that failed for good, newest first."""
         return await self.queue.recent_failures(limit)

@@ -418,6 +418,15 @@ class JobQueue:
         )
         return {(r[0], r[1]): r[2] for r in rows}
 
+    async def upcoming(self, limit: int = 10, *, now: float | None = None) -> list[Job]:
+        """Queued jobs that wait for a time (timed jobs, retries in backoff), soonest first."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM jobs WHERE status = 'queued' AND run_after > ?"
+            " ORDER BY run_after, seq LIMIT ?",
+            (time.time() if now is None else now, limit),
+        )
+        return [Job.from_row(r) for r in rows]
+
     async def recent_failures(self, limit: int = 10) -> list[Job]:
         rows = await self.db.fetchall(
             "SELECT * FROM jobs WHERE status = 'failed' ORDER BY updated_at DESC LIMIT ?",

@@ -1,7 +1,8 @@
-"""The overview: queue depth, jobs running here, and recent errors."""
+"""The overview: queue depth, jobs running here, what is scheduled, errors, channel health."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -19,6 +20,18 @@ if TYPE_CHECKING:
 REFRESH_KINDS = {"turn.start", "turn.end", "job.finished"}
 
 
+def due_in(seconds: float) -> str:
+    """How long until a job is due, in the largest unit that reads well ("in 4m")."""
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"in {seconds:.0f}s"
+    if seconds < 90 * 60:
+        return f"in {seconds / 60:.0f}m"
+    if seconds < 36 * 3600:
+        return f"in {seconds / 3600:.1f}h"
+    return f"in {seconds / 86400:.1f}d"
+
+
 class OverviewScreen(RuntimeScreen):
     """What the runtime is doing; refreshed as jobs start and finish (r reloads)."""
 
@@ -28,6 +41,7 @@ class OverviewScreen(RuntimeScreen):
         super().__init__(id="overview")
         self._queue = Static("", id="queue-summary")
         self._running_table: DataTable[str | Text] = DataTable(id="running", cursor_type="row")
+        self._scheduled: DataTable[str | Text] = DataTable(id="scheduled", cursor_type="row")
         self._errors: DataTable[str | Text] = DataTable(id="errors", cursor_type="row")
         self._channels_title = Static("Channels", classes="section-title")
         self._channels: DataTable[str | Text] = DataTable(id="channels", cursor_type="row")
@@ -40,6 +54,8 @@ class OverviewScreen(RuntimeScreen):
             yield self._queue
             yield Static("Running here", classes="section-title")
             yield self._running_table
+            yield Static("Scheduled", classes="section-title")
+            yield self._scheduled
             yield Static("Recent errors", classes="section-title")
             yield self._errors
             yield self._channels_title
@@ -48,11 +64,13 @@ class OverviewScreen(RuntimeScreen):
 
     def on_mount(self) -> None:
         self._running_table.add_columns("kind", "job", "session", "attempt")
+        self._scheduled.add_columns("due", "kind", "job", "why")
         self._errors.add_columns("kind", "job", "error")
         self._channels.add_columns("account", "type", "state", "detail")
         self._channels.styles.height = "auto"
         self._running_table.styles.height = "auto"
         self._errors.styles.height = "auto"
+        self._scheduled.styles.height = "auto"
 
     def runtime_ready(self) -> None:
         self.action_reload()
@@ -73,6 +91,7 @@ class OverviewScreen(RuntimeScreen):
     async def _reload(self) -> None:
         depth = await self.runtime.queue_depth()
         failures = await self.runtime.recent_failures(10)
+        upcoming = await self.runtime.upcoming_jobs(10)
         running = self.runtime.running_jobs()
         self.queued = sum(n for (_, status), n in depth.items() if status == "queued")
         self.running_count = sum(n for (_, status), n in depth.items() if status == "running")
@@ -92,6 +111,19 @@ class OverviewScreen(RuntimeScreen):
             )
         if not running:
             self._running_table.add_row("", Text("nothing running in this process"), "", "")
+        self._scheduled.clear()
+        now = time.time()
+        for job in upcoming:
+            if job.attempts:
+                error = " ".join((job.error or "").split())
+                why = f"retry {job.attempts + 1} of {job.max_attempts}: {error}"
+            else:
+                why = "timed"
+            self._scheduled.add_row(
+                Text(due_in(job.run_after - now)), Text(job.kind), Text(job.id), Text(why[:120])
+            )
+        if not upcoming:
+            self._scheduled.add_row("", "", Text("nothing scheduled"), "")
         self._errors.clear()
         for job in failures:
             error = " ".join((job.error or "").split())

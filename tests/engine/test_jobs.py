@@ -172,6 +172,20 @@ async def test_failure_retries_with_backoff_then_fails_for_good(queue: JobQueue)
     assert job is not None and job.status == "failed" and job.error == "boom again"
 
 
+async def test_upcoming_lists_timed_jobs_and_retries_soonest_first(queue: JobQueue) -> None:
+    await queue.enqueue("flaky", "turn", max_attempts=3)
+    await queue.enqueue("ready", "report")
+    await queue.enqueue("later", "report", delay=3600)
+    await queue.enqueue("soon", "report", delay=60)
+    lease = await queue.claim(["turn"])
+    assert lease is not None and lease.job.id == "flaky"
+    assert await queue.fail(lease, "boom") == "queued"
+    upcoming = [job.id for job in await queue.upcoming()]
+    # The retry waits for its backoff (under a minute); a job that may run now is not listed.
+    assert upcoming == ["flaky", "soon", "later"]
+    assert [job.id for job in await queue.upcoming(1, now=time.time() + 7200)] == []
+
+
 def test_backoff_grows_is_capped_and_jittered() -> None:
     rng = random.Random(1)
     delays = [backoff_delay(n, base=2, cap=60, rng=rng) for n in range(1, 10)]

@@ -200,6 +200,33 @@ async def test_overview_shows_queue_depth_and_failures(write_config: WriteConfig
         )
 
 
+async def test_overview_lists_scheduled_jobs_with_when_and_why(write_config: WriteConfig) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+o")
+        screen = app.screen
+        scheduled = screen.query_one("#scheduled", DataTable)
+        await wait_until(
+            pilot, lambda: "nothing scheduled" in str(table_rows(scheduled)), "the empty table"
+        )
+        queue = app.runtime.queue
+        await queue.enqueue("digest_tomorrow", "report", {}, delay=2 * 3600)
+        await queue.enqueue("retry_me", "report", {}, max_attempts=4)
+        lease = await queue.claim(["report"])
+        assert lease is not None and lease.job.id == "retry_me"
+        await queue.fail(lease, "upstream said\n503")
+        await pilot.press("r")
+        await wait_until(
+            pilot, lambda: "digest_tomorrow" in str(table_rows(scheduled)), "the timed job"
+        )
+        rows = {row[2]: row for row in table_rows(scheduled)}
+        assert rows["digest_tomorrow"][0] == "in 2.0h"
+        assert rows["digest_tomorrow"][3] == "timed"
+        assert rows["retry_me"][3] == "retry 2 of 4: upstream said 503"
+
+
 async def test_setup_screen_explains_bad_entries_and_writes_a_valid_config(
     home: Home,
 ) -> None:
