@@ -38,7 +38,7 @@ providers:
 # Agents: a model chain, a permission mode and a workspace each.
 agents:
   habakkuk:
-    model: demo/echo                   # PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-6
+    model: demo/tour                   # PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-6
     # fallbacks: [openai/gpt-5-mini]   # tried in order when the model fails
     mode: workspace                    # read-only | ask | workspace | full
     # workspace: ~/projects            # default: HOME/agents/habakkuk/workspace

@@ -74,7 +74,7 @@ CHOICES: list[Choice] = [
         True,
         "",
     ),
-    Choice("The offline demo (no key, no network)", "demo", {"type": "mock"}, None, True, "echo"),
+    Choice("The offline demo (no key, no network)", "demo", {"type": "mock"}, None, True, "tour"),
 ]
 
 

@@ -180,4 +180,4 @@ def test_setup_output_is_valid_yaml_with_a_header(
     assert main(["setup"]) == 0
     text = home.config_path.read_text(encoding="utf-8")
     assert text.startswith("# Written by `habakkuk setup`")
-    assert yaml.safe_load(text)["agents"]["habakkuk"]["model"] == "demo/echo"
+    assert yaml.safe_load(text)["agents"]["habakkuk"]["model"] == "demo/tour"

@@ -36,7 +36,7 @@ def build_provider(config: ProviderConfig, home_root: Path) -> Provider:
                 path = home_root / path
             raw = load_script_file(path)
             where = str(path)
-        return MockProvider(config.name, parse_script(raw, where))
+        return MockProvider(config.name, parse_script(raw, where), tour=not raw)
     module_name = ADAPTER_MODULES.get(str(config.type))
     if module_name is None:
         raise ConfigError(f"providers.{config.name}: unknown type {config.type!r}")

@@ -10,12 +10,14 @@ user's text is used (a scenario without `match` matches anything).
 A step is `{text, thinking, tool_calls: [{name, arguments}], error}`; `{input}`
 in text stands for the user's message. Past the last step the turn gets a
 plain "done." so a script can never loop forever. With no script the provider
-echoes the user in an offline-demo voice.
+echoes the user in an offline-demo voice, except for the model `tour`, which
+plays the offline demo's guided tour (demo_tour.py) at a visible streaming pace.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import uuid
@@ -48,6 +50,10 @@ DEMO_REPLY = (
     "You said: {input}\n\n"
     "Run `habakkuk setup` to connect Anthropic, OpenAI or any OpenAI-compatible server."
 )
+
+
+# The model name under which an unscripted mock provider plays the demo tour.
+TOUR_MODEL = "tour"
 
 
 @dataclass
@@ -139,14 +145,31 @@ def _turn_position(messages: list[Message]) -> tuple[str, int]:
 class MockProvider:
     """Scripted replies, streamed in small pieces like a real model."""
 
-    def __init__(self, name: str, scenarios: list[Scenario], *, chunk_delay: float = 0.0):
+    def __init__(
+        self,
+        name: str,
+        scenarios: list[Scenario],
+        *,
+        chunk_delay: float = 0.0,
+        tour: bool = False,
+    ):
         self.name = name
         self.scenarios = scenarios
         self.chunk_delay = chunk_delay
+        # Unscripted providers offer the demo tour as the model `tour`.
+        self._tour = tour
 
-    def _step_for(self, messages: list[Message]) -> tuple[Step, str]:
+    def _scenarios_for(self, model: str) -> tuple[list[Scenario], float]:
+        """The script and streaming pace for a request's model."""
+        if self._tour and model == TOUR_MODEL:
+            from .demo_tour import TOUR_CHUNK_DELAY
+
+            return _tour_scenarios(), TOUR_CHUNK_DELAY
+        return self.scenarios, self.chunk_delay
+
+    def _step_for(self, messages: list[Message], scenarios: list[Scenario]) -> tuple[Step, str]:
         user_text, index = _turn_position(messages)
-        for scenario in self.scenarios:
+        for scenario in scenarios:
             if scenario.match is None or scenario.match.search(user_text):
                 steps = scenario.steps
                 if index < len(steps):
@@ -156,20 +179,21 @@ class MockProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Yield the scripted step's thinking, text and tool calls, then StreamDone."""
-        step, user_text = self._step_for(request.messages)
+        scenarios, delay = self._scenarios_for(request.model)
+        step, user_text = self._step_for(request.messages, scenarios)
         if step.error:
             raise ProviderError(step.error, f"scripted {step.error}", provider=self.name)  # type: ignore[arg-type]
         blocks: list[Any] = []
         if step.thinking:
             for piece in _pieces(step.thinking):
                 yield ThinkingDelta(piece)
-                await self._pause()
+                await self._pause(delay)
             blocks.append(ThinkingBlock(step.thinking, provider=self.name))
         text = step.text.replace("{input}", user_text)
         if text:
             for piece in _pieces(text):
                 yield TextDelta(piece)
-                await self._pause()
+                await self._pause(delay)
             blocks.append(TextBlock(text))
         for call in step.tool_calls:
             call_id = str(call.get("id") or f"toolu_{uuid.uuid4().hex[:16]}")
@@ -184,9 +208,16 @@ class MockProvider:
         stop = "tool_use" if step.tool_calls else "end_turn"
         yield StreamDone(Message("assistant", blocks, model=request.model), usage, stop)
 
-    async def _pause(self) -> None:
-        if self.chunk_delay:
-            await asyncio.sleep(self.chunk_delay)
+    async def _pause(self, delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+
+
+@functools.cache
+def _tour_scenarios() -> list[Scenario]:
+    from .demo_tour import TOUR
+
+    return parse_script(TOUR, "the demo tour")
 
 
 def _pieces(text: str) -> list[str]:

@@ -1,0 +1,151 @@
+"""The offline demo's guided tour: the mock provider's script for the model `tour`.
+
+A new user who picks the offline demo has no model, but should still see what
+Habakkuk does: a reply streaming in, a tool call that asks first, a turn
+stopped with Ctrl+C, a question with lettered choices, a file written in the
+workspace. Each scenario is matched on the user's words; anything else gets the
+introduction, which lists what to try.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Seconds between streamed pieces, so the demo's replies visibly stream.
+TOUR_CHUNK_DELAY = 0.012
+
+INTRO = (
+    "**Offline demo**: no model is connected, so I follow a short script. "
+    "You said: {input}\n\n"
+    "Try one of these:\n\n"
+    "- `run a command`: a tool call that asks you first (**y** allows once, "
+    "**a** for the session, **n** denies)\n"
+    "- `sleep`: a slow command; approve it, then press **Ctrl+C** to stop the turn\n"
+    "- `write a note`: writes a file in the workspace (no approval needed there)\n"
+    "- `ask me something`: a question with lettered choices\n"
+    "- `think it over`: thinking, shown dimmed above the reply\n"
+    "- `show some markdown`: a longer reply, streamed\n\n"
+    "**Ctrl+S** lists your sessions, **Ctrl+P** opens the command palette. "
+    "Run `habakkuk setup` to connect Anthropic, OpenAI or any OpenAI-compatible server."
+)
+
+MARKDOWN = """\
+## What Habakkuk keeps for you
+
+Every message is a **durable job**: quit, crash or `kill -9` at any moment and
+nothing committed is lost; a turn left running resumes on the next start.
+
+| Where        | What lives there                      |
+|--------------|---------------------------------------|
+| transcripts  | every session, searchable (Ctrl+S)    |
+| control      | the job queue, channels, approvals    |
+| usage        | tokens and cost per model and agent   |
+
+```python
+# the same agent answers here, in Telegram, over HTTP and through MCP
+reply = await runtime.wait_turn(await runtime.submit(session, "hello"))
+```
+
+1. Streamed replies render as Markdown while they arrive.
+2. Tool calls show as cards; risky ones ask first.
+3. `/export md` writes this conversation to a file.
+"""
+
+TOUR: list[dict[str, Any]] = [
+    {
+        "match": r"\b(sleep|slow|stop|cancel)\b",
+        "steps": [
+            {
+                "text": "This command takes a minute. Approve it with **y**, then press "
+                "**Ctrl+C** to stop the turn: the command is killed and the transcript "
+                "records that you stopped it.",
+                "tool_calls": [{"name": "exec", "arguments": {"command": "sleep 60; echo woke"}}],
+            },
+            {"text": "The command ran to the end: you let it finish."},
+        ],
+    },
+    {
+        "match": r"\b(run|command|shell|exec|ls)\b",
+        "steps": [
+            {
+                "text": "I'll run a harmless command in the workspace. Commands ask first "
+                "in workspace mode.",
+                "tool_calls": [
+                    {
+                        "name": "exec",
+                        "arguments": {"command": "echo 'hello from the Habakkuk demo' && ls -a"},
+                    }
+                ],
+            },
+            {
+                "text": "Done: the card above shows the command, its status and time; "
+                "open it to read the whole output."
+            },
+        ],
+    },
+    {
+        "match": r"\b(file|write|note|save)\b",
+        "steps": [
+            {
+                "text": "Writing a note in the workspace, then reading it back.",
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {
+                            "path": "notes/demo.md",
+                            "content": "# A note from the Habakkuk demo\n\n"
+                            "Writes inside the workspace need no approval in workspace mode.\n",
+                        },
+                    }
+                ],
+            },
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes/demo.md"}}]},
+            {
+                "text": "Wrote `notes/demo.md` and read it back. Writes inside the workspace "
+                "run without asking in workspace mode; `/undo` puts the workspace back as it "
+                "was before the turn."
+            },
+        ],
+    },
+    {
+        "match": r"\b(ask|question|choose|pick)\b",
+        "steps": [
+            {
+                "tool_calls": [
+                    {
+                        "name": "clarify",
+                        "arguments": {
+                            "questions": [
+                                {
+                                    "question": "Which colour should the demo's next chart use?",
+                                    "choices": ["blue", "green", "orange"],
+                                }
+                            ]
+                        },
+                    }
+                ]
+            },
+            {
+                "text": "Thanks: your answer came back to me as the question's result "
+                "(its card above shows it). A real model would carry on from there."
+            },
+        ],
+    },
+    {
+        "match": r"\b(think|reason|plan)\b",
+        "steps": [
+            {
+                "thinking": "The user wants to see thinking. A real model streams its "
+                "reasoning here when /think sets an effort; the terminal shows it dimmed "
+                "and folded once the reply starts.",
+                "text": "That was my thinking, shown dimmed above. With a real model, "
+                "`/think high` asks for more of it in this session.",
+            }
+        ],
+    },
+    {
+        "match": r"\b(markdown|table|code|long|stream)\b",
+        "steps": [{"text": MARKDOWN}],
+    },
+    {"steps": [{"text": INTRO}]},
+]
