@@ -649,6 +649,30 @@ class Runtime:
 
     async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> TurnOutcome:
         """Wait until the turn finishes here or in another process, and report it."""
+    async def compact_session(
+        self,
+        session_id: str,
+        *,
+        job_id: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
+        """Queue a compaction of the session (/compact); returns its job id.
+
+        It runs as a turn of the session (the same serial key, so never beside one)
+        that appends no message: wait_turn's reply says what it did. `job_id` and
+        `extra` (a channel's `reply_to`) work as for `submit`.
+        """
+        session = await self.session(session_id)
+        job = job_id or new_id("compact")
+        await self.queue.enqueue(
+            job,
+            TURN_KIND,
+            {**(extra or {}), "session": session.id, "compact": True},
+            serial_key=session.id,
+            max_attempts=TURN_MAX_ATTEMPTS,
+        )
+        return job
+
         with self.bus.subscribe(
             lambda e: e.kind == "job.finished" and e.data.get("job") == turn_id, maxsize=4
         ) as finished:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -362,3 +363,209 @@ async def test_compact_with_nothing_to_fold_makes_no_call(store: TranscriptStore
     )
     assert not outcome.compacted and router.requests == []
     assert "only its last turn" in outcome.describe()
+
+
+async def test_compact_writes_nothing_when_the_conversation_moved_meanwhile(
+    store: TranscriptStore,
+) -> None:
+    """A message appended while the summary is written (another turn, a crash-resumed
+    one) makes the record stale: it is refused and the session stays as it was."""
+    from habakkuk.engine.config import ModelRef
+
+    await fill(store, "s", turn("one") + turn("two"))
+
+    class MovingRouter(FakeRouter):
+        async def complete(self, chain: Any, request: ModelRequest, **kw: Any) -> RouterResult:
+            await store.append("s", user("meanwhile"))
+            return await super().complete(chain, request, **kw)
+
+    outcome = await compact(
+        store,
+        MovingRouter(),  # type: ignore[arg-type]
+        session_id="s",
+        chain=[ModelRef("p", "m")],
+        caller=Caller("main", "s", "compaction"),
+        compact_at=2000,
+        guard=None,
+        system="PROMPT",
+    )
+    assert not outcome.compacted and "moved on" in outcome.reason
+    assert await store.latest_compaction("s") is None
+
+
+# -- in a turn, against a model server -------------------------------------------------------
+
+
+def remote_config(url: str, compact_at: int | None) -> str:
+    setting = f"    compact_at: {compact_at}\n" if compact_at is not None else ""
+    return (
+        "providers:\n"
+        f"  remote:\n    type: openai\n    base_url: {url}/v1\n    key_env: REMOTE_KEY\n"
+        "agents:\n  main:\n    model: remote/gpt-fake\n    mode: full\n" + setting
+    )
+
+
+def request_texts(recorded: Any) -> list[str]:
+    """The text of each message of a recorded Chat Completions request."""
+    texts = []
+    for message in recorded.json["messages"]:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        texts.append(f"{message['role']}: {content or ''}")
+    return texts
+
+
+async def seeded(runtime: Any, turns: int, size: int) -> str:
+    session = await runtime.new_session("main")
+    history: list[tuple[str, str]] = []
+    for index in range(turns):
+        history += [("user", f"question {index} " + "q" * size), ("assistant", f"answer {index}")]
+    await runtime.seed_session(session.id, history)
+    return str(session.id)
+
+
+async def test_a_turn_over_compact_at_compacts_before_its_model_call(
+    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fakes.model_server import FakeModelServer, Reply
+
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    async with FakeModelServer() as srv:
+        runtime = await runtime_factory(remote_config(srv.base_url, 5000))
+        session = await seeded(runtime, turns=6, size=4400)
+        srv.script(Reply(text="SUMMARY: six questions about q"), Reply(text="the answer"))
+        with runtime.bus.subscribe(lambda e: e.kind == "turn.compaction") as events:
+            runtime.start_workers()
+            outcome = await runtime.wait_turn(await runtime.submit(session, "next question"))
+            event = await asyncio.wait_for(events.get(), 5)
+        summary_call, turn_call = srv.requests
+    assert outcome.status == "done" and outcome.reply == "the answer"
+    summarize = request_texts(summary_call)
+    assert summarize[0] == "system: " + SUMMARY_SYSTEM
+    assert "question 0" in summarize[1] and "question 5" in summarize[1]
+    assert "tools" not in summary_call.json
+    sent = request_texts(turn_call)
+    assert sent[1] == "user: " + SUMMARY_PREFIX + "SUMMARY: six questions about q"
+    assert "next question" in sent[-1]
+    assert not any("question 5 " in text for text in sent)  # folded, not sent verbatim
+    assert event.data["tokens_before"] >= 5000 > event.data["tokens_after"]
+    assert event.data["dropped"] == 12 and event.data["turn"] == outcome.turn
+    # The transcript keeps everything; the record says where the summary applies.
+    assert len(await runtime.messages(session)) == 14
+    record = await runtime.transcripts.latest_compaction(session)
+    assert record.first_kept_seq == 12 and record.transcript_len == 13
+
+
+async def test_the_previous_calls_prompt_size_triggers_compaction_mid_turn(
+    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The estimate of the seeded view is under compact_at; the first reply's usage says
+    the prompt was 25,000 tokens, so the turn compacts before its second call."""
+    from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
+
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    async with FakeModelServer() as srv:
+        runtime = await runtime_factory(remote_config(srv.base_url, 20_000))
+        session = await seeded(runtime, turns=3, size=9000)
+        srv.script(
+            Reply(tool_calls=[ToolCall("list_dir", {"path": "."})], input_tokens=25_000),
+            Reply(text="SUMMARY: three questions"),
+            Reply(text="listed"),
+        )
+        runtime.start_workers()
+        outcome = await runtime.wait_turn(await runtime.submit(session, "list the files"))
+        first, summary_call, last = srv.requests
+    assert outcome.reply == "listed"
+    assert request_texts(summary_call)[0] == "system: " + SUMMARY_SYSTEM
+    assert any("question 0" in t for t in request_texts(first))
+    sent = request_texts(last)
+    assert sent[1].endswith("SUMMARY: three questions")
+    assert not any("question 0" in t or "question 1" in t for t in sent)
+    assert "question 2" in sent[2]  # the turns that fit a fifth of compact_at stay
+    assert "list the files" in sent[4] and sent[5].startswith("assistant")
+    assert sent[6].startswith("tool")  # the call kept its result
+
+
+async def test_context_overflow_compacts_once_and_retries_below_the_threshold(
+    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fakes.model_server import Fail, FakeModelServer, Reply
+
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    async with FakeModelServer() as srv:
+        runtime = await runtime_factory(remote_config(srv.base_url, 20_000))
+        session = await seeded(runtime, turns=3, size=9000)
+        srv.script(
+            Fail(400, kind="context_overflow"),
+            Reply(text="SUMMARY: three short questions"),
+            Reply(text="answered"),
+        )
+        runtime.start_workers()
+        outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
+        overflowed, summary_call, retried = srv.requests
+    assert outcome.status == "done" and outcome.reply == "answered"
+    assert any("question 0" in t for t in request_texts(overflowed))
+    assert request_texts(summary_call)[0] == "system: " + SUMMARY_SYSTEM
+    assert request_texts(retried)[1].endswith("SUMMARY: three short questions")
+    assert not any("question 0" in t for t in request_texts(retried))
+
+
+async def test_a_second_overflow_after_compacting_fails_the_turn(
+    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fakes.model_server import Fail, FakeModelServer, Reply
+
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    async with FakeModelServer() as srv:
+        runtime = await runtime_factory(remote_config(srv.base_url, 20_000))
+        session = await seeded(runtime, turns=3, size=9000)
+        srv.script(
+            Fail(400, kind="context_overflow"),
+            Reply(text="SUMMARY"),
+            Fail(400, kind="context_overflow"),
+        )
+        runtime.start_workers()
+        outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
+        assert len(srv.requests) == 3
+    assert outcome.status == "failed" and "context_overflow" in (outcome.error or "")
+
+
+async def test_compaction_off_leaves_a_context_overflow_to_fail(
+    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fakes.model_server import Fail, FakeModelServer
+
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    async with FakeModelServer() as srv:
+        runtime = await runtime_factory(remote_config(srv.base_url, -1))
+        session = await seeded(runtime, turns=30, size=2000)
+        srv.script(Fail(400, kind="context_overflow"))
+        runtime.start_workers()
+        outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
+        assert len(srv.requests) == 1  # no summary call, though far over any default
+    assert outcome.status == "failed"
+    assert await runtime.transcripts.latest_compaction(session) is None
+
+
+async def test_compact_session_runs_as_a_turn_and_says_what_it_did(
+    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fakes.model_server import FakeModelServer, Reply
+
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    async with FakeModelServer() as srv:
+        # Off for turns, /compact still works (with the provider's default budget).
+        runtime = await runtime_factory(remote_config(srv.base_url, -1))
+        session = await seeded(runtime, turns=40, size=4000)
+        srv.script(Reply(text="SUMMARY: forty questions"))
+        runtime.start_workers()
+        job = await runtime.compact_session(session)
+        outcome = await runtime.wait_turn(job)
+        assert len(srv.requests) == 1
+        again = await runtime.wait_turn(await runtime.compact_session(session))
+    assert outcome.status == "done" and outcome.reply.startswith("Compacted the context")
+    record = await runtime.transcripts.latest_compaction(session)
+    assert record is not None and record.summary == "SUMMARY: forty questions"
+    assert len(await runtime.messages(session)) == 80  # no message was appended
+    assert again.reply.startswith("Nothing was compacted")

@@ -49,6 +49,9 @@ DOCUMENT_TOKENS = 3_000
 TOOL_OUTPUT_CUT = 2_000
 TOOL_INPUT_CUT = 1_000
 SUMMARY_MAX_TOKENS = 8_192
+# The summary's input stays under about 3/4 of compact_at (the chain handles prompts that
+# big), and is never cut below this many characters (about 25,000 tokens).
+MIN_INPUT_CHARS = 100_000
 
 _CJK = re.compile(
     "[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f"
@@ -262,11 +265,13 @@ async def compact(
     system: str,
     tools: Sequence[ToolSpec] = (),
     tokens_before: int | None = None,
+    max_input_chars: int | None = None,
 ) -> CompactionOutcome:
     """Fold the session's older messages into a new summary (one model call).
 
     `system` and `tools` are the turn's, to estimate the prompt after the cut;
-    `tokens_before` is the prompt size that triggered this (estimated when None).
+    `tokens_before` is the prompt size that triggered this (estimated when None);
+    `max_input_chars` bounds the summary's input (default: about 3/4 of compact_at).
     ProviderError from the summary call and LeaseLost from the write propagate.
     """
     view = await transcripts.view(session_id)
@@ -276,21 +281,22 @@ async def compact(
         if tokens_before is not None
         else estimate_request_tokens(system, tools, view.messages)
     )
-    cut = choose_cut(messages, max(1, compact_at // 5))
+    budget = max(1, compact_at // 5)
+    cut = choose_cut(messages, budget)
     if cut == 0:
-        reason = (
-            "the session has no messages yet"
-            if not messages
-            else "the conversation since the last summary is only its last turn"
-            if view.compaction
-            else "the conversation is only its last turn"
-        )
+        if not messages:
+            reason = "the session has no messages yet"
+        elif not any(starts_turn(m) for m in messages[1:]):
+            reason = "the conversation since the last summary is only its last turn"
+        else:
+            reason = f"the recent turns fit in the {budget:,} tokens kept verbatim"
         return CompactionOutcome(False, before, before, reason=reason)
     previous = view.compaction.summary if view.compaction else None
+    limit = max_input_chars or max(compact_at * 3, MIN_INPUT_CHARS)
     request = ModelRequest(
         model="",
         system=SUMMARY_SYSTEM,
-        messages=[Message.user_text(summary_input(previous, messages[:cut], compact_at * 3))],
+        messages=[Message.user_text(summary_input(previous, messages[:cut], limit))],
         max_tokens=SUMMARY_MAX_TOKENS,
     )
     result = await router.complete(chain, request, caller=caller)

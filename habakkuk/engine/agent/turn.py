@@ -17,11 +17,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..config import THINKING_LEVELS, AgentConfig, Config, ModelRef, Thinking
+from ..config import (
+    THINKING_LEVELS,
+    AgentConfig,
+    Config,
+    ModelRef,
+    Thinking,
+    default_compact_at,
+    resolve_compact_at,
+)
 from ..errors import HabakkukError
 from ..events import EventBus
 from ..home import Home
@@ -43,17 +52,20 @@ from ..llm.types import (
     block_from_json,
 )
 from ..pools import PermanentJobError
-from ..sessions import INTERRUPTED, Session, TranscriptStore, repair
+from ..sessions import INTERRUPTED, Session, TranscriptStore, TranscriptView
 from ..state import StateStore
 from ..store import BlobStore
 from ..toolkit.approvals import Approver
 from ..toolkit.registry import ToolContext, ToolRegistry
+from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
 from .prompt import user_message
 
 log = logging.getLogger(__name__)
 
 TURN_KIND = "turn"
 STOPPED = "interrupted: the user stopped the turn before this tool call finished"
+# Sessions whose last prompt size this runner remembers (for the compaction check).
+REMEMBERED_PROMPTS = 4096
 
 ApproverFor = Callable[[Session, dict[str, Any]], Approver | None]
 ChainFor = Callable[[AgentConfig, Session], list[ModelRef]]
@@ -112,6 +124,8 @@ class TurnRunner:
     def __init__(self, deps: TurnDeps):
         self.deps = deps
         self._ready_workspaces: set[str] = set()
+        # session -> (prompt tokens of its last model call, messages sent, view marker)
+        self._prompts: OrderedDict[str, tuple[int, int, int]] = OrderedDict()
 
     async def run(self, lease: Lease) -> dict[str, Any]:
         deps = self.deps
@@ -122,6 +136,8 @@ class TurnRunner:
         def guard(conn: Any) -> None:
             lease.check(conn, "control")
 
+        if payload.get("compact"):
+            return await self._compact_job(lease, session_id, guard)
         typed = str(payload.get("text") or "")
         first = user_message(typed, deps.config.timezone) if typed else None
         if first is not None and payload.get("blocks"):
@@ -143,7 +159,7 @@ class TurnRunner:
         deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name)
         self._fire("turn_start", agent.name, {"session": session_id, "turn": job.id, "text": typed})
         try:
-            reply = await self._loop(lease, session, agent, guard, typed, view.messages)
+            reply = await self._loop(lease, session, agent, guard, typed, view)
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
             raise
@@ -171,7 +187,7 @@ class TurnRunner:
         agent: AgentConfig,
         guard: Any,
         task: str,
-        transcript: list[Message],
+        view: TranscriptView,
     ) -> str:
         deps = self.deps
         job = lease.job
@@ -202,11 +218,12 @@ class TurnRunner:
         if agent.name not in self._ready_workspaces:
             agent.workspace_path.mkdir(parents=True, exist_ok=True)
             self._ready_workspaces.add(agent.name)
+        compact_at = resolve_compact_at(deps.config, agent)
         for step in range(agent.max_steps):
-            if step == 0:
-                repaired = repair(transcript)  # read in the turn's opening transaction
-            else:
-                repaired = await deps.transcripts.load_for_model(session.id)
+            if step:  # step 0 uses the view read in the turn's opening transaction
+                view = await deps.transcripts.view(session.id)
+            repaired = view.repaired()
+            marker = _marker(view)
             if repaired.interrupted:
                 await deps.transcripts.append(
                     session.id,
@@ -236,13 +253,37 @@ class TurnRunner:
                 tools=specs,
                 thinking=thinking,
             )
-            result = await deps.router.complete(
-                chain,
-                request,
-                caller=Caller(agent.name, session.id),
-                on_event=lambda event, ref: self._publish_delta(session.id, job.id, event),
-                on_reset=lambda: deps.bus.publish("turn.reset", session.id, turn=job.id),
-            )
+            if compact_at > 0 and self._prompt_size(session.id, marker, request) >= compact_at:
+                request, marker = await self._compacted(
+                    lease, session, agent, chain, guard, request, marker, compact_at
+                )
+            try:
+                result = await deps.router.complete(
+                    chain,
+                    request,
+                    caller=Caller(agent.name, session.id),
+                    on_event=lambda event, ref: self._publish_delta(session.id, job.id, event),
+                    on_reset=lambda: deps.bus.publish("turn.reset", session.id, turn=job.id),
+                )
+            except ProviderError as exc:
+                if exc.error_class != "context_overflow" or compact_at <= 0:
+                    raise
+                # Too long for every model of the chain: compact once, even below
+                # compact_at, and try again; a second overflow fails the turn.
+                shorter, marker = await self._compacted(
+                    lease, session, agent, chain, guard, request, marker, compact_at, overflow=True
+                )
+                if shorter is request:
+                    raise
+                request = shorter
+                result = await deps.router.complete(
+                    chain,
+                    request,
+                    caller=Caller(agent.name, session.id),
+                    on_event=lambda event, ref: self._publish_delta(session.id, job.id, event),
+                    on_reset=lambda: deps.bus.publish("turn.reset", session.id, turn=job.id),
+                )
+            self._remember(session.id, result.usage.prompt_tokens, len(request.messages), marker)
             await deps.transcripts.append(session.id, result.message, turn_id=job.id, guard=guard)
             deps.bus.publish(
                 "turn.message",
@@ -262,6 +303,124 @@ class TurnRunner:
         raise PermanentJobError(
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
         )
+
+    # -- compaction -------------------------------------------------------------------------
+
+    def _prompt_size(self, session_id: str, marker: int, request: ModelRequest) -> int:
+        """The prompt `request` makes: the previous call's measured prompt plus what was
+        added since (the reply, tool results), else an estimate of the whole request."""
+        known = self._prompts.get(session_id)
+        if known is not None and known[2] == marker and known[1] <= len(request.messages):
+            return known[0] + estimate_tokens(request.messages[known[1] :])
+        return estimate_request_tokens(request.system, request.tools, request.messages)
+
+    def _remember(self, session_id: str, prompt: int, sent: int, marker: int) -> None:
+        self._prompts.pop(session_id, None)
+        if prompt > 0:  # a provider that reports no usage leaves it to the estimate
+            self._prompts[session_id] = (prompt, sent, marker)
+            while len(self._prompts) > REMEMBERED_PROMPTS:
+                self._prompts.popitem(last=False)
+
+    async def _compacted(
+        self,
+        lease: Lease,
+        session: Session,
+        agent: AgentConfig,
+        chain: list[ModelRef],
+        guard: Any,
+        request: ModelRequest,
+        marker: int,
+        compact_at: int,
+        *,
+        overflow: bool = False,
+    ) -> tuple[ModelRequest, int]:
+        """Compact the session and return the request rebuilt on the new view (the same
+        request and marker when nothing was compacted)."""
+        deps = self.deps
+        size = self._prompt_size(session.id, marker, request)
+        outcome = await compact(
+            deps.transcripts,
+            deps.router,
+            session_id=session.id,
+            chain=chain,
+            caller=Caller(agent.name, session.id, "compaction"),
+            compact_at=compact_at,
+            guard=guard,
+            system=request.system,
+            tools=request.tools,
+            tokens_before=size,
+            # After an overflow the summary's input gets about half the prompt that
+            # was too long, so the summary call itself fits.
+            max_input_chars=max(size * 2, 20_000) if overflow else None,
+        )
+        if not outcome.compacted:
+            log.info("session %s not compacted: %s", session.id, outcome.reason)
+            return request, marker
+        self._publish_compaction(session.id, lease.job.id, outcome)
+        view = await deps.transcripts.view(session.id)
+        return replace(request, messages=view.repaired().messages), _marker(view)
+
+    def _publish_compaction(self, session: str, turn: str, outcome: CompactionOutcome) -> None:
+        self.deps.bus.publish(
+            "turn.compaction",
+            session,
+            turn=turn,
+            tokens_before=outcome.tokens_before,
+            tokens_after=outcome.tokens_after,
+            dropped=outcome.dropped,
+        )
+
+    async def _compact_job(self, lease: Lease, session_id: str, guard: Any) -> dict[str, Any]:
+        """A /compact job: fold what the cut allows now, no user message, no model reply."""
+        deps = self.deps
+        job = lease.job
+        opened = await deps.transcripts.open_turn(session_id, job.id, None, guard)
+        if opened is None:
+            raise PermanentJobError(f"session {session_id} does not exist")
+        session, view = opened
+        try:
+            agent = deps.config.agent(session.agent)
+        except HabakkukError as exc:
+            raise PermanentJobError(str(exc)) from None
+        # Asked for by hand, it runs even where automatic compaction is off.
+        compact_at = resolve_compact_at(deps.config, agent)
+        if compact_at <= 0:
+            compact_at = default_compact_at(deps.config, agent)
+        tools = deps.tools.tools_for(agent.toolsets)
+        if deps.tool_view is not None:
+            tools = deps.tool_view(agent, tools, view.messages)
+        chain = deps.chain_for(agent, session) if deps.chain_for else agent.chain
+        deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name, compact=True)
+        try:
+            outcome = await compact(
+                deps.transcripts,
+                deps.router,
+                session_id=session_id,
+                chain=chain,
+                caller=Caller(agent.name, session_id, "compaction"),
+                compact_at=compact_at,
+                guard=guard,
+                system=session.system_prompt,
+                tools=[t.spec() for t in tools],
+            )
+        except asyncio.CancelledError:
+            deps.bus.publish("turn.end", session_id, turn=job.id, status="stopped")
+            raise
+        except ProviderError as exc:
+            deps.bus.publish("turn.end", session_id, turn=job.id, status="failed", error=str(exc))
+            raise PermanentJobError(f"the summary call failed: {exc}") from None
+        if outcome.compacted:
+            self._publish_compaction(session_id, job.id, outcome)
+        reply = outcome.describe()
+        deps.bus.publish("turn.end", session_id, turn=job.id, status="done", reply=reply)
+        return {
+            "session": session_id,
+            "reply": reply,
+            "compacted": outcome.compacted,
+            "tokens_before": outcome.tokens_before,
+            "tokens_after": outcome.tokens_after,
+            "dropped": outcome.dropped,
+        }
 
     async def _thinking(self, agent: AgentConfig, session: Session) -> Thinking:
         """The effort for this turn: the session's /think choice, else the agent's setting."""
@@ -336,3 +495,9 @@ class TurnRunner:
                 call_id=event.tool_use_id,
                 arguments=event.arguments,
             )
+
+
+def _marker(view: TranscriptView) -> int:
+    """Which compaction the view starts from (-1: none), so a prompt size measured on
+    another view is not carried over."""
+    return view.compaction.first_kept_seq if view.compaction else -1
