@@ -53,6 +53,45 @@ class Status:
             pieces.append(("idle", "dim"))
         return pieces
 
+    def fitted(self, width: int) -> list[tuple[str, str]]:
+        """The parts shortened to fit `width` cells, least useful first.
+
+        The session title shrinks (to 8 cells), then the mode goes and the title
+        takes the room back, then the title goes, then the model shrinks: the
+        agent and the run state are what a glance looks for.
+        """
+        pieces = self.parts()
+        if self.note or width <= 0 or _width(pieces) <= width:
+            return pieces
+        title_at = 2 if self.model else 1
+        if _shorten(pieces, title_at, width, least=8):
+            return pieces
+        pieces = [p for p in self.parts() if p != (f"mode {self.mode}", "")]
+        if _shorten(pieces, title_at, width, least=8):
+            return pieces
+        del pieces[title_at]
+        if self.model:
+            _shorten(pieces, 1, width, least=10)
+        return pieces
+
+
+def _shorten(pieces: list[tuple[str, str]], index: int, width: int, *, least: int) -> bool:
+    """Cut pieces[index] (keeping `least` cells and an ellipsis) so all fit; False if none can."""
+    text, style = pieces[index]
+    over = _width(pieces) - width
+    if over <= 0:
+        return True
+    keep = len(text) - over - 1
+    if keep < least:
+        return False
+    pieces[index] = (text[:keep].rstrip() + "…", style)
+    return True
+
+
+def _width(pieces: list[tuple[str, str]]) -> int:
+    """Cells taken by the pieces joined with " · "."""
+    return sum(len(text) for text, _ in pieces) + 3 * max(0, len(pieces) - 1)
+
 
 def _k(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 10_000 else str(count)
@@ -75,12 +114,15 @@ class StatusLine(Static):
     def show(self, status: Status) -> None:
         """Redraw from `status` (names are data: never markup)."""
         self.status = status
+        self.refresh()
+
+    def render(self) -> Content:
         pieces: list[Content | tuple[str, str] | str] = []
-        for index, (text, style) in enumerate(status.parts()):
+        for index, (text, style) in enumerate(self.status.fitted(self.content_size.width)):
             if index:
                 pieces.append((" · ", "dim"))
             pieces.append((text, style) if style else Content(text))
-        self.update(Content.assemble(*pieces))
+        return Content.assemble(*pieces)
 
     @property
     def plain(self) -> str:
