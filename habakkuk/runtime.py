@@ -329,6 +329,7 @@ class Runtime:
             self.blobs.root,
             jobs_days=limits.jobs_days,
             sessions_days=limits.sessions_days,
+            state=self.state,
         )
         result: dict[str, Any] = report.as_dict()
         if self.usage is not None and limits.usage_days > 0:

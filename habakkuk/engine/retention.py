@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .jobs import JobQueue
 from .sessions import TranscriptStore
+from .state import StateStore
 
 RETENTION_KIND = "maintenance.retention"
 DAY = 86_400.0
@@ -53,12 +54,18 @@ async def prune_jobs(queue: JobQueue, older_than_days: float) -> int:
 
 
 async def prune_sessions(transcripts: TranscriptStore, older_than_days: float) -> int:
-    """Delete sessions (and, by foreign key, their messages) idle that long."""
+    """Delete sessions (and, by foreign key, their messages) idle that long; returns how many."""
+    return len(await prune_idle_sessions(transcripts, older_than_days))
+
+
+async def prune_idle_sessions(transcripts: TranscriptStore, older_than_days: float) -> list[str]:
+    """Delete sessions (and, by foreign key, their messages) idle that long; returns their ids."""
     cutoff = time.time() - older_than_days * DAY
 
-    def _prune(conn: sqlite3.Connection) -> int:
-        cursor = conn.execute("DELETE FROM sessions WHERE updated_at < ?", (cutoff,))
-        return int(cursor.rowcount)
+    def _prune(conn: sqlite3.Connection) -> list[str]:
+        rows = conn.execute("SELECT id FROM sessions WHERE updated_at < ?", (cutoff,)).fetchall()
+        conn.execute("DELETE FROM sessions WHERE updated_at < ?", (cutoff,))
+        return [str(row[0]) for row in rows]
 
     return await transcripts.db.write(_prune)
 
@@ -89,12 +96,19 @@ async def sweep(
     *,
     jobs_days: float,
     sessions_days: float,
+    state: StateStore | None = None,
 ) -> RetentionReport:
-    """One retention pass; a limit of 0 or less keeps that kind forever."""
+    """One retention pass; a limit of 0 or less keeps that kind forever.
+
+    A pruned session's own state (todo list, /think choice) goes with it.
+    """
     report = RetentionReport()
     if jobs_days > 0:
         report.jobs = await prune_jobs(queue, jobs_days)
     if sessions_days > 0:
-        report.sessions = await prune_sessions(transcripts, sessions_days)
+        pruned = await prune_idle_sessions(transcripts, sessions_days)
+        report.sessions = len(pruned)
+        if state is not None and pruned:
+            await state.forget_sessions(pruned)
         report.blobs = await asyncio.to_thread(prune_blobs, blobs_root, sessions_days)
     return report

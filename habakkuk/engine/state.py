@@ -128,6 +128,15 @@ class StateStore:
 
         await self.db.write(_set)
 
+    async def forget_sessions(self, sessions: list[str]) -> None:
+        """Drop everything kept for these sessions (retention pruned them)."""
+
+        def _forget(conn: sqlite3.Connection) -> None:
+            for table in ("todos", "session_settings"):
+                conn.executemany(f"DELETE FROM {table} WHERE session = ?", [(s,) for s in sessions])
+
+        await self.db.write(_forget)
+
     async def todos(self, session: str) -> list[TodoItem]:
         """The session's list, in order."""
         return await self.db.run(lambda conn: _items(conn, session))

@@ -10,6 +10,7 @@ from habakkuk.engine.jobs import MIGRATIONS, JobQueue
 from habakkuk.engine.llm.types import Message
 from habakkuk.engine.retention import retention_job_id, sweep
 from habakkuk.engine.sessions import TranscriptStore
+from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
 
 OLD = time.time() - 40 * 86_400
@@ -58,6 +59,32 @@ async def test_sweep_removes_only_what_is_old_and_finished(tmp_path: Path) -> No
     finally:
         await queue.db.close()
         await transcripts.close()
+
+
+async def test_a_pruned_sessions_own_state_goes_with_it(tmp_path: Path) -> None:
+    control = tmp_path / "control.db"
+    queue = JobQueue(await Database.open(control, MIGRATIONS))
+    transcripts = await TranscriptStore.open(tmp_path / "transcripts.db", control)
+    state = await StateStore.open(tmp_path / "state.db")
+    try:
+        for session in ("old", "new"):
+            await transcripts.create_session(session, "main", "")
+            await state.add_todos(session, ["write the report"])
+            await state.set_setting(session, "thinking", "high")
+        await transcripts.db.write(
+            lambda c: c.execute("UPDATE sessions SET updated_at = ? WHERE id = 'old'", (OLD,))
+        )
+        report = await sweep(
+            queue, transcripts, tmp_path / "blobs", jobs_days=14, sessions_days=30, state=state
+        )
+        assert report.sessions == 1
+        assert await state.todos("old") == [] and await state.setting("old", "thinking") is None
+        assert len(await state.todos("new")) == 1
+        assert await state.setting("new", "thinking") == "high"
+    finally:
+        await queue.db.close()
+        await transcripts.close()
+        await state.close()
 
 
 def test_one_retention_job_per_day() -> None:
