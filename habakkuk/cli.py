@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("serve", help="run every worker headless (same as --serve)")
 
-    sessions = sub.add_parser("sessions", help="list, search and export sessions")
+    sessions = sub.add_parser("sessions", help="list, search, export and compact sessions")
     sessions_sub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
     listing = sessions_sub.add_parser("list", help="recent sessions, newest first")
     listing.add_argument("--agent")
@@ -49,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("id")
     export.add_argument("--format", choices=["md", "json", "html"], default="md")
     export.add_argument("-o", "--output", help="file to write (default: stdout)")
+    compact = sessions_sub.add_parser(
+        "compact", help="summarize a session's older messages to shrink its context"
+    )
+    compact.add_argument("id")
+    compact.add_argument("--json", action="store_true")
 
     init = sub.add_parser("init", help="write a commented starter config (offline demo)")
     init.add_argument("--force", action="store_true", help="replace an existing config")
@@ -133,6 +138,7 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
             "list": commands.sessions_list,
             "search": commands.sessions_search,
             "export": commands.sessions_export,
+            "compact": commands.sessions_compact,
         }
         if args.sessions_command not in actions:
             parser.parse_args(["sessions", "--help"])

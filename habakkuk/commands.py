@@ -231,15 +231,57 @@ async def _sessions_export(session_id: str, fmt: str, output: str | None) -> int
     try:
         session = await runtime.session(session_id)
         messages = await runtime.messages(session_id)
+        compaction = await runtime.compaction(session_id)
     finally:
         await runtime.close()
-    text = export_transcript(session, messages, fmt)  # type: ignore[arg-type]
+    text = export_transcript(session, messages, fmt, compaction)  # type: ignore[arg-type]
     if output:
         Path(output).write_text(text, encoding="utf-8")
         print(f"wrote {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def sessions_compact(args: argparse.Namespace) -> int:
+    """`habakkuk sessions compact ID`: run a compaction as a turn of the session."""
+    return asyncio.run(_sessions_compact(args.id, args.json))
+
+
+async def _sessions_compact(session_id: str, as_json: bool) -> int:
+    runtime = await _open()
+    try:
+        await runtime.session(session_id)
+        runtime.start_workers(channels=False)
+        job = await runtime.compact_session(session_id)
+        outcome = await runtime.wait_turn(job)
+        finished = await runtime.queue.get(job)
+        result = (finished.result if finished else None) or {}
+    finally:
+        await runtime.close()
+    if as_json:
+        body: dict[str, Any] = {
+            "session": session_id,
+            "job": job,
+            "status": "done" if outcome.status == "done" else "failed",
+            **{
+                k: result[k]
+                for k in ("compacted", "tokens_before", "tokens_after", "dropped")
+                if k in result
+            },
+            "reply": outcome.reply,
+        }
+        if outcome.status != "done":
+            body["error"] = outcome.error or outcome.status
+        print(json.dumps(body, ensure_ascii=False))
+    elif outcome.status == "done":
+        print(outcome.reply)
+    else:
+        print(
+            f"habakkuk: compaction {outcome.status}: {outcome.error or ''}".rstrip(": "),
+            file=sys.stderr,
+        )
+    return EXIT_OK if outcome.status == "done" else EXIT_FAILED
 
 
 # -- checkpoints -----------------------------------------------------------------------------

@@ -33,7 +33,13 @@ from habakkuk.engine.llm.usage import UsageStore, UsageTotal
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.retention import RETENTION_KIND, retention_job_id
 from habakkuk.engine.retention import sweep as retention_sweep
-from habakkuk.engine.sessions import SearchHit, Session, StoredMessage, TranscriptStore
+from habakkuk.engine.sessions import (
+    Compaction,
+    SearchHit,
+    Session,
+    StoredMessage,
+    TranscriptStore,
+)
 from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
 from habakkuk.engine.toolkit.approvals import ApprovalHub, Approver
@@ -642,14 +648,6 @@ class Runtime:
         )
         return turn
 
-    async def stop_turn(self, turn_id: str) -> str | None:
-        """Stop a queued or running turn; returns its status after the request."""
-        if self._turn_pool is not None and self._turn_pool.stop_job(turn_id):
-            return "running"
-        return await self.queue.cancel(turn_id)
-
-    async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> TurnOutcome:
-        """Wait until the turn finishes here or in another process, and report it."""
     async def compact_session(
         self,
         session_id: str,
@@ -674,6 +672,14 @@ class Runtime:
         )
         return job
 
+    async def stop_turn(self, turn_id: str) -> str | None:
+        """Stop a queued or running turn; returns its status after the request."""
+        if self._turn_pool is not None and self._turn_pool.stop_job(turn_id):
+            return "running"
+        return await self.queue.cancel(turn_id)
+
+    async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> TurnOutcome:
+        """Wait until the turn finishes here or in another process, and report it."""
         with self.bus.subscribe(
             lambda e: e.kind == "job.finished" and e.data.get("job") == turn_id, maxsize=4
         ) as finished:
@@ -920,7 +926,14 @@ class Runtime:
         if fmt not in ("md", "json", "html"):
             raise ValueError(f"unknown export format {fmt!r} (md, json, html)")
         session = await self.session(session_id)
-        return export_transcript(session, await self.messages(session_id), fmt)  # type: ignore[arg-type]
+        messages = await self.messages(session_id)
+        compaction = await self.transcripts.latest_compaction(session_id)
+        return export_transcript(session, messages, fmt, compaction)  # type: ignore[arg-type]
+
+    async def compaction(self, session_id: str) -> Compaction | None:
+        """The session's latest compaction (its summary and first kept message), if any."""
+        await self.session(session_id)
+        return await self.transcripts.latest_compaction(session_id)
 
     async def tool_output(self, session_id: str, call_id: str) -> ToolResultBlock | None:
         """The full recorded result of one tool call, read from the transcript."""

@@ -108,6 +108,7 @@ COMMANDS = {
     "queue": "queue a message as a turn (/queue TEXT)",
     "title": "show or set the session title (/title [TEXT])",
     "export": "send the transcript as a Markdown file",
+    "compact": "summarize older messages so the conversation takes less context",
     "whoami": "who you are here and how you got in",
     "agents": "list the agents",
     "agent": "switch this conversation (/agent NAME, /agent default)",
@@ -146,6 +147,14 @@ class RuntimeFacade(Protocol):
     ) -> str: ...
 
     async def stop_turn(self, turn_id: str) -> str | None: ...
+
+    async def compact_session(
+        self,
+        session_id: str,
+        *,
+        job_id: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str: ...
 
     def job_settled(self, job: Job) -> None: ...
 
@@ -467,6 +476,7 @@ class Gateway:
             "agent": self._cmd_agent,
             "title": self._cmd_title,
             "export": self._cmd_export,
+            "compact": self._cmd_compact,
             "retry": self._cmd_retry,
             "queue": self._cmd_queue,
         }.get(name)
@@ -581,7 +591,8 @@ class Gateway:
 
         session = await self.session_for(config, msg)
         messages = await self.runtime.transcripts.messages(session.id)
-        text = export_transcript(session, messages, "md")
+        compaction = await self.runtime.transcripts.latest_compaction(session.id)
+        text = export_transcript(session, messages, "md", compaction)
         blob = await self.runtime.blobs.put(text.encode("utf-8"), ".md")
         await enqueue_delivery(
             self.queue,
@@ -594,6 +605,24 @@ class Gateway:
                 "caption": TEXT["export_caption"].format(title=session.title or session.id),
             },
         )
+
+    async def _cmd_compact(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        """Queue a compaction as a turn of the session; its outcome is the turn's reply."""
+        session = await self.session_for(config, msg)
+        await self.runtime.compact_session(
+            session.id,
+            job_id=f"compact:{msg.channel}:{msg.chat}:{msg.message_id}",
+            extra={
+                "reply_to": {
+                    "to": str(msg.address),
+                    "message": msg.message_id,
+                    "sender": msg.sender,
+                }
+            },
+        )
+        await self.store.touch(msg.address.conversation)
 
     async def _cmd_retry(
         self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str

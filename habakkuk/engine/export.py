@@ -15,7 +15,7 @@ from .llm.types import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from .sessions import Session, StoredMessage
+from .sessions import Compaction, Session, StoredMessage
 
 Format = Literal["md", "json", "html"]
 TEXT_CUT = 20_000
@@ -47,9 +47,19 @@ def _api_block(raw: dict[str, Any]) -> dict[str, Any]:
     return block
 
 
-def transcript_json(session: Session, messages: list[StoredMessage]) -> dict[str, Any]:
-    """{"session", "messages": [{seq, role, model, blocks}]} with blocks as stored."""
-    return {
+def keep_from(messages: list[StoredMessage], compaction: Compaction) -> int:
+    """The index in `messages` of the first message the compaction kept verbatim."""
+    return next(
+        (i for i, m in enumerate(messages) if m.seq >= compaction.first_kept_seq), len(messages)
+    )
+
+
+def transcript_json(
+    session: Session, messages: list[StoredMessage], compaction: Compaction | None = None
+) -> dict[str, Any]:
+    """{"session", "messages": [{seq, role, model, blocks}]} with blocks as stored, and
+    "compaction": {"keep_from", "summary"} when older messages were summarized."""
+    body: dict[str, Any] = {
         "session": session_json(session),
         "messages": [
             {
@@ -61,6 +71,12 @@ def transcript_json(session: Session, messages: list[StoredMessage]) -> dict[str
             for m in messages
         ],
     }
+    if compaction is not None:
+        body["compaction"] = {
+            "keep_from": keep_from(messages, compaction),
+            "summary": compaction.summary,
+        }
+    return body
 
 
 def _markdown_block(block: object) -> str:
@@ -79,7 +95,16 @@ def _markdown_block(block: object) -> str:
     return f"*[{getattr(block, 'type', 'block')}]*"
 
 
-def transcript_markdown(session: Session, messages: list[StoredMessage]) -> str:
+COMPACTED_NOTE = (
+    "Context compacted here: the model is sent a summary of the messages above, "
+    "then the messages from here on."
+)
+
+
+def transcript_markdown(
+    session: Session, messages: list[StoredMessage], compaction: Compaction | None = None
+) -> str:
+    cut = keep_from(messages, compaction) if compaction is not None else -1
     lines = [
         f"# {session.title or session.id}",
         "",
@@ -88,16 +113,30 @@ def transcript_markdown(session: Session, messages: list[StoredMessage]) -> str:
         f"- created: {rfc3339(session.created_at)}",
         "",
     ]
-    for m in messages:
+    for index, m in enumerate(messages):
+        if index == cut:
+            lines += ["---", "", f"*{COMPACTED_NOTE}*", "", "---", ""]
         who = "User" if m.role == "user" else f"Assistant ({m.message.model})".replace(" ()", "")
         lines += [f"## {who} · #{m.seq}", ""]
         lines += [_markdown_block(b) + "\n" for b in m.message.blocks]
+    if cut == len(messages):
+        lines += ["---", "", f"*{COMPACTED_NOTE}*", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def transcript_html(session: Session, messages: list[StoredMessage]) -> str:
+def transcript_html(
+    session: Session, messages: list[StoredMessage], compaction: Compaction | None = None
+) -> str:
     """A self-contained, script-free page; every piece of text is escaped."""
     esc = html.escape
+    cut = keep_from(messages, compaction) if compaction is not None else -1
+    note = ""
+    if compaction is not None:
+        note = (
+            f"<div class='compacted'><p><em>{esc(COMPACTED_NOTE)}</em></p>"
+            f"<details><summary>Summary</summary><pre>{esc(compaction.summary)}</pre>"
+            "</details></div>"
+        )
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>{esc(session.title or session.id)}</title>",
@@ -105,12 +144,16 @@ def transcript_html(session: Session, messages: list[StoredMessage]) -> str:
         "padding:0 1rem}.m{border-left:3px solid #999;padding:.2rem 1rem;margin:1rem 0}"
         ".user{border-color:#2a7ae2}.assistant{border-color:#3a3}"
         "pre{white-space:pre-wrap;background:#f4f4f4;padding:.5rem;overflow:auto}"
-        ".err{color:#b00}.think{color:#777;font-style:italic}</style></head><body>",
+        ".err{color:#b00}.think{color:#777;font-style:italic}"
+        ".compacted{border-top:1px dashed #999;border-bottom:1px dashed #999;margin:1rem 0}"
+        "</style></head><body>",
         f"<h1>{esc(session.title or session.id)}</h1>",
         f"<p>session <code>{esc(session.id)}</code> · agent {esc(session.agent)} · "
         f"{esc(rfc3339(session.created_at))}</p>",
     ]
-    for m in messages:
+    for index, m in enumerate(messages):
+        if index == cut:
+            parts.append(note)
         parts.append(f"<div class='m {esc(m.role)}'><h3>{esc(m.role)} #{m.seq}</h3>")
         for block in m.message.blocks:
             if isinstance(block, TextBlock):
@@ -128,14 +171,22 @@ def transcript_html(session: Session, messages: list[StoredMessage]) -> str:
             else:
                 parts.append(f"<p><em>[{esc(str(getattr(block, 'type', 'block')))}]</em></p>")
         parts.append("</div>")
+    if cut == len(messages):
+        parts.append(note)
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
-def export_transcript(session: Session, messages: list[StoredMessage], fmt: Format) -> str:
-    """The transcript in one of the export formats."""
+def export_transcript(
+    session: Session,
+    messages: list[StoredMessage],
+    fmt: Format,
+    compaction: Compaction | None = None,
+) -> str:
+    """The transcript in one of the export formats (`compaction`: the session's latest)."""
     if fmt == "json":
-        return json.dumps(transcript_json(session, messages), ensure_ascii=False, indent=2) + "\n"
+        body = transcript_json(session, messages, compaction)
+        return json.dumps(body, ensure_ascii=False, indent=2) + "\n"
     if fmt == "html":
-        return transcript_html(session, messages)
-    return transcript_markdown(session, messages)
+        return transcript_html(session, messages, compaction)
+    return transcript_markdown(session, messages, compaction)

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from habakkuk.engine.events import Event
     from habakkuk.engine.toolkit.approvals import ApprovalRequest
 
-NOT_YET = "{command} is not available yet in this version."
 TURN_EVENTS = {
     "turn.text",
     "turn.thinking",
@@ -347,7 +346,7 @@ class ChatScreen(RuntimeScreen):
         elif name == "/think":
             await self._think(rest)
         elif name == "/compact":
-            await view.note(NOT_YET.format(command=name))
+            await self._compact()
         elif name == "/undo":
             await self._undo()
         elif name == "/title":
@@ -418,6 +417,29 @@ class ChatScreen(RuntimeScreen):
             await self._view.note(f"Thinking: {effective} for this session")
         else:
             await self._view.note(f"Thinking: back to {agent.name}'s setting ({effective})")
+
+    async def _compact(self) -> None:
+        """/compact: summarize older messages, queued as a turn of the session."""
+        from habakkuk.engine.errors import HabakkukError
+
+        if not self.session_id:
+            await self._view.note("This session has no messages yet.")
+            return
+        try:
+            job = await self.runtime.compact_session(self.session_id)
+        except HabakkukError as exc:
+            await self._view.note(f"/compact: {exc}", error=True)
+            return
+        if job != self.running_turn and job not in self.queued_turns:
+            self.queued_turns.append(job)
+        self._refresh_status()
+        outcome = await self.runtime.wait_turn(job)
+        if outcome.status == "done":
+            await self._view.note(outcome.reply)
+        elif outcome.status == "cancelled":
+            await self._view.note("/compact: stopped before it ran.")
+        else:
+            await self._view.note(f"/compact failed: {outcome.error or outcome.status}", error=True)
 
     async def _undo(self) -> None:
         from habakkuk.engine.errors import HabakkukError

@@ -128,7 +128,8 @@ async def session_one(request: web.Request) -> web.Response:
     runtime = server_of(request).runtime
     session = await runtime.session(request.match_info["id"])
     messages = await runtime.messages(session.id)
-    return json_response(transcript_json(session, messages))
+    compaction = await runtime.compaction(session.id)
+    return json_response(transcript_json(session, messages, compaction))
 
 
 async def session_export(request: web.Request) -> web.Response:

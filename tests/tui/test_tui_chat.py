@@ -308,20 +308,6 @@ async def test_tab_completes_a_slash_command(write_config: WriteConfig) -> None:
         assert app.screen.query_one(Composer).text == "/compact "
 
 
-@pytest.mark.parametrize("command", ["/compact"])
-async def test_commands_without_engine_support_say_so(
-    write_config: WriteConfig, command: str
-) -> None:
-    write_config(mock_config())
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await pilot.press(*command, "enter")
-        name = command.split()[0]
-        expected = f"{name} is not available yet in this version."
-        await wait_until(pilot, lambda: expected in notices(app), "the notice")
-
-
 async def test_fork_command_switches_the_chat_to_a_copy_of_the_session(
     write_config: WriteConfig,
 ) -> None:

@@ -1,0 +1,66 @@
+"""/compact in the chat screen: a compaction queued as a turn of the session, its outcome shown."""
+
+from __future__ import annotations
+
+from habakkuk.widgets.notice import Notice
+from tests.conftest import WriteConfig, mock_config
+from tests.tui.conftest import make_app, ready, send, turn_finished, wait_until
+
+# The summary call's input is the folded conversation; its own scenario answers it.
+SCRIPT = """
+- match: "messages_to_fold"
+  steps: ["SUMMARY: the user is planning a trip"]
+- steps: ["a reply"]
+"""
+
+
+def notices(app: object) -> list[str]:
+    return [n.text for n in app.screen.query(Notice)]  # type: ignore[attr-defined]
+
+
+async def test_compact_folds_older_turns_and_notes_the_tokens(write_config: WriteConfig) -> None:
+    # Off for turns, so only /compact compacts (with the default 150,000-token budget).
+    write_config(mock_config(SCRIPT) + "    compact_at: -1\n")
+    app = make_app(None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        await send(pilot, "/compact")
+        await wait_until(
+            pilot, lambda: "This session has no messages yet." in notices(app), "the notice"
+        )
+        runtime = app.runtime
+        session = await runtime.new_session("main", origin="tui")
+        # A long first turn (about 32,000 tokens) that a fifth of compact_at cannot keep.
+        await runtime.seed_session(
+            session.id, [("user", "hotels " + "h" * 130_000), ("assistant", "noted")]
+        )
+        chat = app.get_chat()
+        chat.open_session(session.id)
+        await wait_until(pilot, lambda: chat.session_id == session.id, "the session to open")
+        await send(pilot, "plan a trip")
+        assert await turn_finished(pilot) == "done"
+        await send(pilot, "/compact")
+        await wait_until(
+            pilot,
+            lambda: any(n.startswith("Compacted the context") for n in notices(app)),
+            "the compaction note",
+        )
+        note = next(n for n in notices(app) if n.startswith("Compacted the context"))
+        assert "→" in note and "2 messages summarized" in note
+        record = await runtime.compaction(session.id)
+        assert record is not None and record.summary == "SUMMARY: the user is planning a trip"
+        assert record.first_kept_seq == 2
+        # Nothing is appended: the transcript is as it was.
+        assert [m.role for m in await runtime.messages(session.id)] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+        ]
+        assert chat.running_turn is None and chat.queued_turns == []
+        await send(pilot, "/compact")
+        await wait_until(
+            pilot,
+            lambda: any(n.startswith("Nothing was compacted") for n in notices(app)),
+            "the nothing-to-do note",
+        )
