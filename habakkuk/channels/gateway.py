@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from habakkuk.engine.config import ChannelConfig, Config
+from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Environment
 from habakkuk.engine.jobs import Job, JobQueue
@@ -68,6 +69,8 @@ TEXT = {
     "stopped": "Stopped.",
     "nothing_running": "Nothing is running.",
     "unknown_command": "Unknown command /{name}. /help lists the commands.",
+    "think_set": "Thinking: {level} for this session. /think default goes back to {agent}'s.",
+    "think_default": "Thinking: {level} ({agent}'s setting). /think off|low|medium|high sets it.",
     "approval": "**Approval needed**: {tool}\n\n`{summary}`\n\nReply **yes** or **no**.",
     "approval_skipped": "No answer in 15 minutes, so I skipped that step.",
     "question": "**Question**\n\n{questions}\n\nReply with your answer.",
@@ -109,6 +112,7 @@ COMMANDS = {
     "title": "show or set the session title (/title [TEXT])",
     "export": "send the transcript as a Markdown file",
     "compact": "summarize older messages so the conversation takes less context",
+    "think": "reasoning effort for this session (/think off|low|medium|high|default)",
     "whoami": "who you are here and how you got in",
     "agents": "list the agents",
     "agent": "switch this conversation (/agent NAME, /agent default)",
@@ -155,6 +159,10 @@ class RuntimeFacade(Protocol):
         job_id: str | None = None,
         extra: dict[str, Any] | None = None,
     ) -> str: ...
+
+    async def set_session_thinking(self, session_id: str, level: str | None) -> str: ...
+
+    async def session_thinking(self, session_id: str) -> tuple[str, bool]: ...
 
     def job_settled(self, job: Job) -> None: ...
 
@@ -477,6 +485,7 @@ class Gateway:
             "title": self._cmd_title,
             "export": self._cmd_export,
             "compact": self._cmd_compact,
+            "think": self._cmd_think,
             "retry": self._cmd_retry,
             "queue": self._cmd_queue,
         }.get(name)
@@ -623,6 +632,24 @@ class Gateway:
             },
         )
         await self.store.touch(msg.address.conversation)
+
+    async def _cmd_think(
+        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
+    ) -> None:
+        """/think shows the session's reasoning effort; /think LEVEL sets it (default clears)."""
+        session = await self.session_for(config, msg)
+        if rest:
+            try:
+                level = await self.runtime.set_session_thinking(session.id, rest)
+            except HabakkukError as exc:
+                await self._say(msg, str(exc))
+                return
+            cleared = rest.strip().lower() == "default"
+            key = "think_default" if cleared else "think_set"
+        else:
+            level, chosen = await self.runtime.session_thinking(session.id)
+            key = "think_set" if chosen else "think_default"
+        await self._say(msg, TEXT[key].format(level=level, agent=session.agent))
 
     async def _cmd_retry(
         self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
