@@ -45,12 +45,19 @@ from habakkuk.engine.store import BlobStore, Database
 from habakkuk.engine.toolkit.approvals import ApprovalHub, Approver
 from habakkuk.engine.toolkit.registry import ToolRegistry
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
+from habakkuk.engine.toolkit.waiting import TERMINAL, WaitingApproval, merge_waiting
 from habakkuk.tools.checkpoints import CheckpointError, Checkpoints
 from habakkuk.tools.processes import ProcessInfo, ProcessManager
 
 log = logging.getLogger(__name__)
 
 TURN_MAX_ATTEMPTS = 3
+# How a chat is told that someone answered its approval elsewhere ("... from the dashboard.").
+APPROVAL_VERBS = {
+    "allow_once": "Approved",
+    "allow_session": "Approved for this session",
+    "deny": "Denied",
+}
 
 
 def new_id(prefix: str) -> str:
@@ -214,6 +221,7 @@ class Runtime:
         self._mcp_start: asyncio.Task[None] | None = None
         self._http: Any = None  # habakkuk.server.app.HttpServer while serving
         self.channels: Any = None  # habakkuk.channels.service.ChannelService while running
+        self._prompts: Any = None  # a ChannelStore for chat approvals when channels run elsewhere
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -715,6 +723,100 @@ class Runtime:
 
     async def queue_depth(self) -> dict[tuple[str, str], int]:
         return await self.queue.depth()
+
+    # -- facade: approvals waiting in any process of this home ---------------------------
+
+    async def waiting_approvals(self) -> list[WaitingApproval]:
+        """Every call waiting for approval on this home, oldest first.
+
+        This process's hub requests (terminal, web chat, chat turns run here) and the
+        chat approvals that turns of other processes wait on (recorded in control.db),
+        each listed once with where it was asked and whether it is `local`.
+        """
+        local = self.approvals.pending
+        chat = await self._chat_approvals()
+        asked_in_chat = {approval.id for approval in chat}
+        where: dict[str, str] = {}
+        for request in local:
+            if request.id not in asked_in_chat:
+                session = await self.transcripts.get_session(request.session)
+                where[request.id] = "web" if session and session.origin == "web" else TERMINAL
+        return merge_waiting(local, chat, since=self.approvals.since, where=where, now=time.time())
+
+    async def answer_approval(self, approval_id: str, answer: str, by: str) -> bool:
+        """Answer a waiting approval wherever it waits; False when it no longer waits.
+
+        `answer` is allow_once, allow_session or deny (HabakkukError otherwise). A
+        request of this process's hub is answered there; a chat approval that a turn
+        of another process waits on is answered in control.db, where that turn finds
+        it (the first answer wins). The chat is told who answered in its place
+        ("Approved from the dashboard.").
+        """
+        if answer not in APPROVAL_VERBS:
+            raise HabakkukError(
+                f"approval answer {answer!r}: expected allow_once, allow_session or deny"
+            )
+        waiting = {a.id: a for a in await self.waiting_approvals()}.get(approval_id)
+        if waiting is None:
+            return False
+        if waiting.local:
+            answered = self.approvals.answer(approval_id, answer, by=by)  # type: ignore[arg-type]
+        else:
+            store = await self._prompt_store()
+            answered = await store.answer_waiting_approval(approval_id, answer, by)
+        channel = waiting.where.partition(":")[0]
+        if answered and channel in self.config.channels:
+            from habakkuk.channels.deliveries import enqueue_delivery
+
+            await enqueue_delivery(
+                self.queue,
+                f"prompt-answer:{approval_id}",
+                {
+                    "kind": "text",
+                    "to": waiting.where,
+                    "text": f"{APPROVAL_VERBS[answer]} from the {by}.",
+                },
+            )
+        return answered
+
+    async def _prompt_store(self) -> Any:
+        """The channel tables of control.db (the running channels' store when they run here)."""
+        if self.channels is not None:
+            return self.channels.store
+        if self._prompts is None:
+            from habakkuk.channels.store import ChannelStore
+
+            store = ChannelStore(self.queue.db)
+            if self.config.channels:
+                # Creates the tables, or adds the columns an older version's file lacks.
+                await store.ensure()
+            self._prompts = store
+        return self._prompts
+
+    async def _chat_approvals(self) -> list[WaitingApproval]:
+        """Chat approvals waiting in control.db (asked by this process or another)."""
+        import sqlite3
+
+        store = await self._prompt_store()
+        try:
+            prompts = await store.waiting_approvals()
+        except sqlite3.OperationalError:  # no channel ever ran on this home: no table
+            return []
+        return [
+            WaitingApproval(
+                id=prompt.id,
+                tool=prompt.tool,
+                summary=prompt.summary,
+                reason=prompt.reason,
+                agent=prompt.agent,
+                session=prompt.session,
+                turn=prompt.turn,
+                since=prompt.created,
+                where=prompt.conversation,
+                local=False,
+            )
+            for prompt in prompts
+        ]
 
     # -- facade: what the HTTP server needs ------------------------------------------------
 

@@ -684,7 +684,8 @@ class Gateway:
         """Post an approval to the chat and wait for yes or no (15 minutes, then skipped).
 
         The request also goes through the runtime's approval hub, so another client
-        (the terminal, the dashboard) may answer it too; the first answer wins.
+        (the terminal, the dashboard) may answer it too; the first answer wins. A
+        client in another process answers through control.db (`_wait_answer`).
         """
         hub = self.runtime.approvals
         async with self._prompt_locks.setdefault(address.conversation, asyncio.Lock()):
@@ -692,6 +693,9 @@ class Gateway:
             prompt = Prompt(
                 request.id, "approval", address.conversation, request.turn,
                 secrets.token_hex(4), list(APPROVAL_ANSWERS), None, "", time.time(),
+                # recorded so every process (the terminal, the dashboard) can show it
+                tool=request.tool, summary=request.summary, reason=request.reason,
+                agent=request.agent, session=request.session,
             )  # fmt: skip
             text = TEXT["approval"].format(tool=request.tool, summary=request.summary[:500])
             buttons = [

@@ -3,8 +3,9 @@
 control.db is shared by every process of a home, so everything here is a
 single statement or a short transaction on the queue's own connection: a
 second process sees the same bindings, pairings and delivery progress.
-The tables are created with IF NOT EXISTS when channels start (the jobs
-module owns control.db's numbered migrations).
+The tables are created with IF NOT EXISTS when channels start, and columns
+added since are added to an existing file then (the jobs module owns
+control.db's numbered migrations).
 """
 
 from __future__ import annotations
@@ -88,7 +89,12 @@ CREATE TABLE IF NOT EXISTS channel_prompts (
     choices TEXT NOT NULL DEFAULT '[]',
     answer TEXT,
     by TEXT NOT NULL DEFAULT '',
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    tool TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    reason TEXT NOT NULL DEFAULT '',
+    agent TEXT NOT NULL DEFAULT '',
+    session TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS channel_drafts (
     turn TEXT PRIMARY KEY,
@@ -97,6 +103,16 @@ CREATE TABLE IF NOT EXISTS channel_drafts (
     at REAL NOT NULL
 );
 """
+
+# Columns added after the first release: (table, column, declaration). `ensure` adds
+# whichever an existing control.db lacks (CREATE TABLE IF NOT EXISTS keeps old tables).
+ADDED_COLUMNS = [
+    ("channel_prompts", "tool", "TEXT NOT NULL DEFAULT ''"),
+    ("channel_prompts", "summary", "TEXT NOT NULL DEFAULT ''"),
+    ("channel_prompts", "reason", "TEXT NOT NULL DEFAULT ''"),
+    ("channel_prompts", "agent", "TEXT NOT NULL DEFAULT ''"),
+    ("channel_prompts", "session", "TEXT NOT NULL DEFAULT ''"),
+]
 
 PAIRING_SECONDS = 3600.0
 SEEN_KEEP_SECONDS = 7 * 86400.0
@@ -140,9 +156,23 @@ class Prompt:
     answer: str | None
     by: str
     created: float
+    # What an approval is about, so other processes can show and answer it.
+    tool: str = ""
+    summary: str = ""
+    reason: str = ""  # a reviewer's doubt, when it had one
+    agent: str = ""
+    session: str = ""
 
 
 PROMPT_SECONDS = 900.0
+
+
+# An approval prompt nobody answered in time whose turn still runs (one parameter: the
+# oldest creation time still valid).
+_WAITING_APPROVAL = (
+    "p.kind = 'approval' AND p.answer IS NULL AND p.created >= ?"
+    " AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = p.turn AND j.status = 'running')"
+)
 
 
 def _prompt(row: sqlite3.Row) -> Prompt:
@@ -188,7 +218,15 @@ class ChannelStore:
         def _create(conn: sqlite3.Connection) -> None:
             conn.executescript(SCHEMA)
 
+        def _upgrade(conn: sqlite3.Connection) -> None:
+            # Inside BEGIN IMMEDIATE, so two processes upgrading at once add each column once.
+            for table, column, declaration in ADDED_COLUMNS:
+                present = {row["name"] for row in conn.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+
         await self.db.run(_create)
+        await self.db.write(_upgrade)
 
     # -- named leases (one poller per channel account) -------------------------------
 
@@ -439,7 +477,8 @@ class ChannelStore:
         await self.db.write(
             lambda conn: conn.execute(
                 "INSERT OR REPLACE INTO channel_prompts(id, kind, conversation, turn, nonce,"
-                " choices, answer, by, created) VALUES (?, ?, ?, ?, ?, ?, NULL, '', ?)",
+                " choices, answer, by, created, tool, summary, reason, agent, session)"
+                " VALUES (?, ?, ?, ?, ?, ?, NULL, '', ?, ?, ?, ?, ?, ?)",
                 (
                     prompt.id,
                     prompt.kind,
@@ -448,9 +487,40 @@ class ChannelStore:
                     prompt.nonce,
                     dumps(prompt.choices),
                     prompt.created,
+                    prompt.tool,
+                    prompt.summary,
+                    prompt.reason,
+                    prompt.agent,
+                    prompt.session,
                 ),
             )
         )
+
+    async def waiting_approvals(self) -> list[Prompt]:
+        """Every approval prompt of every conversation still waiting, oldest first.
+
+        Waiting: unanswered, younger than PROMPT_SECONDS and its turn job still running
+        (a prompt of a crashed process's turn is not listed, though its row may remain).
+        """
+        rows = await self.db.fetchall(
+            f"SELECT p.* FROM channel_prompts p WHERE {_WAITING_APPROVAL} ORDER BY p.created, p.id",
+            (time.time() - PROMPT_SECONDS,),
+        )
+        return [_prompt(row) for row in rows]
+
+    async def answer_waiting_approval(self, prompt_id: str, answer: str, by: str) -> bool:
+        """Record the first answer to an approval still waiting (as `waiting_approvals`
+        lists it); False when it was answered, expired, or its turn stopped."""
+
+        def _answer(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                f"UPDATE channel_prompts AS p SET answer = ?, by = ? WHERE p.id = ?"
+                f" AND {_WAITING_APPROVAL}",
+                (answer, by, prompt_id, time.time() - PROMPT_SECONDS),
+            )
+            return cursor.rowcount == 1
+
+        return await self.db.write(_answer)
 
     async def waiting_prompt(self, conversation: str) -> Prompt | None:
         """The conversation's oldest unanswered prompt whose turn is still running."""

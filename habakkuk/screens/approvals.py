@@ -1,21 +1,43 @@
-"""The approvals screen: every waiting approval of this process, answerable by key."""
+"""The approvals screen: every waiting approval of this home, answerable by key.
+
+It lists the runtime's `waiting_approvals()`: this terminal's own requests and
+chat approvals, also those a turn of another process waits on (a `--serve`
+holding the Telegram account). Other processes publish nothing on this bus, so
+besides approval.* events the screen re-reads the list every two seconds while
+it is shown.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import DataTable, Footer, Static
 
+from habakkuk.engine.store import StoreError
 from habakkuk.screens.base import RuntimeScreen
-from habakkuk.widgets.approval_prompt import input_summary
+from habakkuk.widgets.approval_prompt import INPUT_SUMMARY_CHARS
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from habakkuk.engine.events import Event
-    from habakkuk.engine.toolkit.approvals import ApprovalRequest
+    from habakkuk.engine.toolkit.waiting import WaitingApproval
+
+# How often the list is read again while shown (approvals of other processes have no event).
+REFRESH_SECONDS = 2.0
+
+
+def call_text(approval: WaitingApproval) -> str:
+    """The call on one line, cut to the prompt's length."""
+    text = approval.text
+    if len(text) > INPUT_SUMMARY_CHARS:
+        text = text[: INPUT_SUMMARY_CHARS - 1] + "…"
+    return text
 
 
 class ApprovalsScreen(RuntimeScreen):
@@ -30,7 +52,8 @@ class ApprovalsScreen(RuntimeScreen):
 
     def __init__(self) -> None:
         super().__init__(id="approvals")
-        self.rows: list[ApprovalRequest] = []
+        self.rows: list[WaitingApproval] = []
+        self._timer: Timer | None = None
         self._title = Static("Waiting approvals", classes="section-title")
         self._table: DataTable[str | Text] = DataTable(
             id="approval-table", cursor_type="row", zebra_stripes=True
@@ -46,14 +69,25 @@ class ApprovalsScreen(RuntimeScreen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self._table.add_columns("tool", "agent", "session", "input")
+        self._table.add_columns("tool", "from", "agent", "session", "input")
         self._table.focus()
+        self._timer = self.set_interval(REFRESH_SECONDS, self._tick, pause=not self.is_current)
 
     def runtime_ready(self) -> None:
         self.reload()
 
     def on_screen_resume(self) -> None:
+        if self._timer is not None:
+            self._timer.resume()
         if self.has_runtime:
+            self.reload()
+
+    def on_screen_suspend(self) -> None:
+        if self._timer is not None:
+            self._timer.pause()
+
+    def _tick(self) -> None:
+        if self._loaded and self.has_runtime:
             self.reload()
 
     async def bus_event(self, event: Event) -> None:
@@ -61,17 +95,32 @@ class ApprovalsScreen(RuntimeScreen):
             self.reload()
 
     def reload(self) -> None:
-        """Show the hub's waiting requests, oldest first."""
-        self.rows = list(self.runtime.approvals.pending)
+        """Read the waiting approvals again (in a worker) and show them."""
+        self._reload()
+
+    @work(exclusive=True, group="reload")
+    async def _reload(self) -> None:
+        await self.load()
+
+    async def load(self) -> None:
+        """Show every waiting approval of this home, oldest first."""
+        if not self.has_runtime:  # the app closed the runtime while this was queued
+            return
+        try:
+            rows = await self.runtime.waiting_approvals()
+        except StoreError:  # closed under us as the app quits
+            return
+        self.rows = rows
         table = self._table
         cursor = table.cursor_row
         table.clear()
-        for request in self.rows:
+        for approval in self.rows:
             table.add_row(
-                Text(request.tool),
-                Text(request.agent),
-                Text(request.session),
-                Text(input_summary(request)[:120]),
+                Text(approval.tool),
+                Text(approval.where),
+                Text(approval.agent),
+                Text(approval.session),
+                Text(call_text(approval)[:120]),
             )
         if self.rows:
             table.move_cursor(row=min(max(cursor, 0), len(self.rows) - 1))
@@ -84,22 +133,22 @@ class ApprovalsScreen(RuntimeScreen):
         self._show_detail()
 
     def _show_detail(self) -> None:
-        request = self.selected()
-        if request is None:
+        approval = self.selected()
+        if approval is None:
             self._detail.update("")
             self._detail.display = False
             return
         parts: list[Content | tuple[str, str] | str] = [
-            (request.tool, "bold"),
+            (approval.tool, "bold"),
             ": ",
-            Content(input_summary(request)),
+            Content(call_text(approval)),
         ]
-        if request.reason:
-            parts += ["\n", ("reviewer: ", "italic"), Content(request.reason)]
+        if approval.reason:
+            parts += ["\n", ("reviewer: ", "italic"), Content(approval.reason)]
         self._detail.update(Content.assemble(*parts))
         self._detail.display = True
 
-    def selected(self) -> ApprovalRequest | None:
+    def selected(self) -> WaitingApproval | None:
         row = self._table.cursor_row
         if 0 <= row < len(self.rows):
             return self.rows[row]
@@ -111,13 +160,18 @@ class ApprovalsScreen(RuntimeScreen):
         return True
 
     def action_answer(self, answer: str) -> None:
-        """Answer the highlighted request."""
-        request = self.selected()
-        if request is None:
+        """Answer the highlighted request, wherever it waits."""
+        approval = self.selected()
+        if approval is not None:
+            self._answer(approval.id, answer)
+
+    @work(group="answer")
+    async def _answer(self, approval_id: str, answer: str) -> None:
+        if not self.has_runtime:
             return
-        if not self.runtime.approvals.answer(request.id, answer, by="terminal"):  # type: ignore[arg-type]
+        if not await self.runtime.answer_approval(approval_id, answer, by="terminal"):
             self.notify("That request is no longer waiting.")
-        self.reload()
+        await self.load()
 
     def action_open(self) -> None:
         """Show the request's session in the chat, with its prompt."""

@@ -82,7 +82,7 @@ async def overview(request: web.Request) -> web.Response:
             "queue": queue_summary(depth),
             "running": [await _job_json(runtime, j) for j in runtime.running_jobs()],
             "errors": [await _job_json(runtime, j) for j in failures],
-            "approvals": len(runtime.approvals.pending),
+            "approvals": len(await runtime.waiting_approvals()),
         }
     )
 
@@ -227,47 +227,63 @@ async def usage(request: web.Request) -> web.Response:
 
 
 async def approvals(request: web.Request) -> web.Response:
-    """GET /api/approvals: calls waiting for a yes or no, oldest first."""
+    """GET /api/approvals: calls waiting for a yes or no in any process, oldest first."""
     server = server_of(request)
     store = server.web_store()
     items = []
-    for pending in server.runtime.approvals.pending:
-        conversations = await store.conversations_of(pending.session)
-        to = (
-            {"account": server.config.account, "conversation": conversations[0], "thread": ""}
-            if conversations
-            else None
-        )
-        since = server.channel.approval_since.get(pending.id, time.time())
+    for waiting in await server.runtime.waiting_approvals():
+        to = _chat_address(waiting.where)
+        if to is None:
+            conversations = await store.conversations_of(waiting.session)
+            if conversations:
+                to = {
+                    "account": server.config.account,
+                    "conversation": conversations[0],
+                    "thread": "",
+                }
         items.append(
             {
-                "id": pending.id,
+                "id": waiting.id,
                 "to": to,
-                "agent": pending.agent,
-                "session": pending.session,
-                "turn": pending.turn,
-                "tool": pending.tool,
-                "summary": pending.summary,
-                "review": pending.reason,
-                "since": rfc3339(since),
+                "agent": waiting.agent,
+                "session": waiting.session,
+                "turn": waiting.turn,
+                "tool": waiting.tool,
+                "summary": waiting.summary,
+                "review": waiting.reason,
+                "since": rfc3339(waiting.since),
             }
         )
     return json_response({"approvals": items})
 
 
+def _chat_address(where: str) -> dict[str, str] | None:
+    """A chat approval's origin `ACCOUNT:CHAT[:THREAD]` as a "to" object (None otherwise)."""
+    parts = where.split(":")
+    if len(parts) not in (2, 3) or not all(parts):
+        return None
+    return {
+        "account": parts[0],
+        "conversation": parts[1],
+        "thread": parts[2] if len(parts) == 3 else "",
+    }
+
+
 async def approval_answer(request: web.Request) -> web.Response:
-    """POST /api/approvals/{id} {"approve": bool}: answer as the chat would."""
+    """POST /api/approvals/{id} {"approve": bool}: answer as the chat would, in any process."""
     server = server_of(request)
     body = await read_json(request)
     only_fields(body, {"approve"})
     approve = field(body, "approve", bool, required=True)
     approval_id = request.match_info["id"]
-    waiting = {a.id: a for a in server.runtime.approvals.pending}.get(approval_id)
-    answered = waiting is not None and server.runtime.approvals.answer(
+    runtime = server.runtime
+    waiting = {a.id: a for a in await runtime.waiting_approvals()}.get(approval_id)
+    answered = waiting is not None and await runtime.answer_approval(
         approval_id, "allow_once" if approve else "deny", by="dashboard"
     )
     if not answered or waiting is None:
         raise ApiError(404, f"approval {approval_id!r} is not waiting")
+    # A chat approval's chat hears of it from the runtime; web conversations here.
     note = "Approved from the dashboard." if approve else "Denied from the dashboard."
     store = server.web_store()
     for conversation in await store.conversations_of(waiting.session):

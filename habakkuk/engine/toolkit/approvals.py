@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -73,16 +74,22 @@ class ApprovalHub:
         self.bus = bus
         self.timeout = timeout
         self._pending: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
+        self._since: dict[str, float] = {}  # waiting request id -> when it arrived (epoch)
 
     @property
     def pending(self) -> list[ApprovalRequest]:
         """Waiting requests, oldest first."""
         return [request for request, _ in self._pending.values()]
 
+    def since(self, approval_id: str) -> float | None:
+        """When a waiting request arrived (epoch seconds); None when it is not waiting."""
+        return self._since.get(approval_id)
+
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         request.id = request.id or f"apr_{secrets.token_hex(6)}"
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         self._pending[request.id] = (request, future)
+        self._since[request.id] = time.time()
         self.bus.publish("approval.pending", request.session, id=request.id, request=request)
         try:
             return await asyncio.wait_for(asyncio.shield(future), self.timeout)
@@ -90,6 +97,7 @@ class ApprovalHub:
             return ApprovalDecision("deny", "nobody answered in time", by="timeout")
         finally:
             self._pending.pop(request.id, None)
+            self._since.pop(request.id, None)
             if not future.done():
                 future.cancel()
                 self.bus.publish("approval.withdrawn", request.session, id=request.id)

@@ -1,0 +1,105 @@
+"""The approvals screen lists and answers approvals that wait in another process."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable
+
+from habakkuk.engine.home import Home
+from habakkuk.runtime import Runtime
+from tests.channels.fake_telegram import FakeTelegram
+from tests.channels.test_telegram_e2e import APPROVAL_SCRIPT, TOKEN, channel_yaml
+from tests.conftest import mock_config
+from tests.tui.conftest import make_app, ready, wait_until
+
+
+@pytest.fixture
+async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
+    monkeypatch.setenv("TG_TOKEN", TOKEN)
+    async with FakeTelegram(token=TOKEN) as server:
+        yield server
+
+
+def table_rows(table: DataTable[Any]) -> list[list[str]]:
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_y_answers_a_chat_approval_waiting_in_another_process(
+    runtime_factory: Any, home: Home, tg: FakeTelegram
+) -> None:
+    config = mock_config(APPROVAL_SCRIPT, mode="workspace", extra=channel_yaml(tg))
+    serving: Runtime = await runtime_factory(config)  # a `--serve` holding the bot
+    serving.start_workers()
+    await serving.channels.started()
+    tg.message("run the thing")
+    # The turn runs in `serving` (claimed before the terminal's workers start).
+    await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
+    [waiting] = await serving.waiting_approvals()
+    terminal: Runtime = await runtime_factory(config)
+    app = make_app(home, runtime=terminal)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+r")
+        table = app.screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 1, "the chat approval listed")
+        [row] = table_rows(table)
+        assert row[:3] == ["exec", "tg:42", "main"]
+        assert "echo approved-run" in row[4]
+        assert not terminal.approvals.pending  # not this process's own request
+        await pilot.press("y")
+        await wait_until(pilot, lambda: table.row_count == 0, "the approval answered")
+    outcome = await asyncio.wait_for(serving.wait_turn(waiting.turn), 30)
+    assert outcome.status == "done"
+    await tg.wait_for(lambda: "Approved from the terminal." in tg.texts())
+    await tg.wait_for(lambda: "all done" in tg.texts())
+
+
+async def test_the_screen_picks_up_an_approval_of_another_process_while_shown(
+    runtime_factory: Any, home: Home, tg: FakeTelegram
+) -> None:
+    """Other processes publish nothing on this bus: the screen re-reads the list itself."""
+    terminal: Runtime = await runtime_factory(mock_config(extra=channel_yaml(tg)))
+    app = make_app(home, runtime=terminal)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+r")
+        screen = app.screen
+        table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: screen.is_current and table.row_count == 0, "the screen")
+        # What a turn of another process leaves in control.db while it waits.
+        from habakkuk.channels.store import ChannelStore, Prompt
+
+        store = await ChannelStore.open(terminal.queue.db)
+        await terminal.queue.db.write(
+            lambda conn: conn.execute(
+                "INSERT INTO jobs(id, kind, payload, status, serial_key, created_at, updated_at)"
+                " VALUES ('turn_far', 'turn', '{}', 'running', 's', 0, 0)"
+            )
+        )
+        await store.open_prompt(
+            Prompt(
+                "apr_far",
+                "approval",
+                "tg:42",
+                "turn_far",
+                "nonce1",
+                ["allow_once", "deny", "allow_session"],
+                None,
+                "",
+                time.time(),
+                tool="write_file",
+                summary="notes.md",
+                agent="main",
+                session="ses_far",
+            )
+        )
+        await wait_until(pilot, lambda: table.row_count == 1, "the periodic refresh")
+        assert table_rows(table)[0][:3] == ["write_file", "tg:42", "main"]
+        await pilot.press("n")
+        await wait_until(pilot, lambda: table.row_count == 0, "the approval answered")
+    assert await store.prompt_answer("apr_far") == ("deny", "terminal")
