@@ -55,6 +55,7 @@ class ChatScreen(RuntimeScreen):
         self.last_turn: str | None = None
         self.finished: dict[str, str] = {}
         self._seen_turns: set[str] = set()
+        self._compact_jobs: set[str] = set()  # /compact jobs: their outcome is noted at the end
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost: float | None = None
@@ -213,7 +214,19 @@ class ChatScreen(RuntimeScreen):
         if not self.session_id or event.session != self.session_id:
             return
         turn = event.data.get("turn")
+        if kind == "turn.compaction":
+            if str(turn) not in self._compact_jobs:
+                # A turn compacted on its own (/compact shows its outcome when it ends).
+                data = event.data
+                await self._view.note(
+                    f"Context compacted: about {int(data.get('tokens_before', 0)):,} → "
+                    f"{int(data.get('tokens_after', 0)):,} tokens "
+                    f"({int(data.get('dropped', 0))} older messages summarized)."
+                )
+            return
         if kind == "turn.start":
+            if event.data.get("compact"):
+                self._compact_jobs.add(str(turn))
             self._seen_turns.add(str(turn))
             self.running_turn = str(turn)
             if turn in self.queued_turns:

@@ -64,3 +64,35 @@ async def test_compact_folds_older_turns_and_notes_the_tokens(write_config: Writ
             lambda: any(n.startswith("Nothing was compacted") for n in notices(app)),
             "the nothing-to-do note",
         )
+
+
+async def test_a_turn_that_compacts_on_its_own_leaves_a_note(write_config: WriteConfig) -> None:
+    write_config(mock_config(SCRIPT) + "    compact_at: 2000\n")
+    app = make_app(None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        runtime = app.runtime
+        session = await runtime.new_session("main", origin="tui")
+        # Two old turns of about 3,000 tokens each: over compact_at before the next call.
+        await runtime.seed_session(
+            session.id,
+            [
+                ("user", "flights " + "f" * 12_000),
+                ("assistant", "noted"),
+                ("user", "hotels " + "h" * 12_000),
+                ("assistant", "noted"),
+            ],
+        )
+        chat = app.get_chat()
+        chat.open_session(session.id)
+        await wait_until(pilot, lambda: chat.session_id == session.id, "the session to open")
+        await send(pilot, "plan a trip")
+        assert await turn_finished(pilot) == "done"
+        await wait_until(
+            pilot,
+            lambda: any(n.startswith("Context compacted: about") for n in notices(app)),
+            "the automatic compaction note",
+        )
+        note = next(n for n in notices(app) if n.startswith("Context compacted"))
+        assert "older messages summarized" in note
+        assert await runtime.compaction(session.id) is not None
