@@ -170,7 +170,6 @@ class WebChannel:
         self.server = server
         self.runtime = server.runtime
         self.typing: dict[str, str] = {}  # conversation -> running turn
-        self.approval_since: dict[str, float] = {}  # waiting approval id -> when it arrived
         self._locks: dict[str, asyncio.Lock] = {}
         self._subscription: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
@@ -229,11 +228,9 @@ class WebChannel:
                 await self.deliver(str(event.data.get("job", "")))
             return
         if event.kind == "approval.pending":
-            self.approval_since[str(event.data.get("id"))] = event.at
             await self._post_approval(event)
             return
         if event.kind.startswith("approval."):
-            self.approval_since.pop(str(event.data.get("id")), None)
             return
         turn = str(event.data.get("turn", ""))
         pending = await self.store.pending_for(turn)
