@@ -239,8 +239,14 @@ async def test_a_failing_adapter_is_restarted_with_backoff(control: Database) ->
     supervisor.start()
     try:
         await _wait(lambda: len(runs) >= 3)
-        status = (await store.statuses())["fake"]
-        assert status.restarts >= 2
+        # Each new run overwrites the detail ("starting"): look while it backs off, bounded.
+        deadline = asyncio.get_running_loop().time() + 20
+        while True:
+            status = (await store.statuses())["fake"]
+            if status.state == "backoff" and status.restarts >= 2:
+                break
+            assert asyncio.get_running_loop().time() < deadline, f"never backed off: {status}"
+            await asyncio.sleep(0.02)
         assert "server went away" in status.detail
     finally:
         await supervisor.stop()
