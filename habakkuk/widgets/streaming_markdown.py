@@ -12,6 +12,14 @@ block instead:
   again (its arrangement stays cached).
 - Only the last block, the tail, is parsed and rebuilt on each render.
 
+- A finished volume far from the screen is *frozen*: its lines are rendered
+  once (a cached picture of its blocks at this width) and it stands in for its
+  blocks as one leaf of the same height, so a layout pass no longer visits
+  them. It thaws (its blocks are laid out and shown again) as soon as it comes
+  within a screen of the visible area, and when the width or theme changes.
+  Even a jump straight to a frozen volume shows the right text: the picture is
+  what its blocks draw.
+
 The final blocks are the blocks of a one-shot render of the whole text, with
 the same spacing. One document-wide Markdown feature breaks the "finished"
 argument: a link reference definition (`[id]: url`) changes links anywhere in
@@ -27,7 +35,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from textual.geometry import Size, Spacing
+from textual.geometry import Region, Size, Spacing
+from textual.layout import DockArrangeResult
+from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown
@@ -36,7 +46,9 @@ from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
-    from textual.layout import DockArrangeResult, WidgetPlacement
+    from textual.layout import WidgetPlacement
+    from textual.screen import Screen
+    from textual.theme import Theme
 
 # The spec's bound on re-rendering while text streams in.
 RENDER_INTERVAL = 0.08
@@ -47,7 +59,12 @@ _NEWLINES = re.compile(r"\r\n?")
 
 
 class MarkdownVolume(Widget):
-    """Finished top-level blocks of a streamed document, laid out once they are full."""
+    """Finished top-level blocks of a streamed document, laid out once they are full.
+
+    A complete volume can be frozen (see the module docstring): `freeze` renders its
+    blocks into lines and from then on the volume draws those lines and arranges no
+    children; `thaw` brings the blocks back.
+    """
 
     # Textual spaces paragraphs with `Markdown > MarkdownParagraph`; in a volume they are
     # one level down.
@@ -59,6 +76,68 @@ class MarkdownVolume(Widget):
     def __init__(self) -> None:
         super().__init__()
         self.count = 0
+        # While frozen: the lines the blocks draw, and the width and theme they were drawn at.
+        self._picture: list[Strip] | None = None
+        self._picture_key: tuple[int, str] = (0, "")
+
+    @property
+    def frozen(self) -> bool:
+        """True while the volume shows a picture of its blocks instead of the blocks."""
+        return self._picture is not None
+
+    def picture_matches(self) -> bool:
+        """The picture was drawn at the current width and theme."""
+        return self._picture_key == (self.size.width, self.app.theme)
+
+    def freeze(self) -> bool:
+        """Stand in for the blocks with a picture of them at the current width.
+
+        The blocks stay mounted, unarranged. Returns False when there is nothing laid
+        out to draw (not yet arranged, or already frozen).
+        """
+        from textual._compositor import Compositor
+
+        size = self.size
+        if self._picture is not None or not self.children or not size.area:
+            return False
+        # The volume's own compositor draws exactly what the screen's would (its blocks are
+        # already arranged for this width, so this only renders them).
+        compositor = Compositor()
+        compositor.reflow(self, size)
+        self._picture = compositor.render_strips(size)
+        self._picture_key = (size.width, self.app.theme)
+        self._clear_arrangement_cache()
+        # The same height as the blocks: nothing around the volume moves.
+        self.styles.height = size.height
+        self.refresh(layout=True)
+        return True
+
+    def thaw(self) -> None:
+        """Lay out and show the blocks again."""
+        if self._picture is None:
+            return
+        self._picture = None
+        self._clear_arrangement_cache()
+        self.styles.height = None
+        self.refresh(layout=True)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """While frozen, the picture; otherwise what a container draws."""
+        picture = self._picture
+        if picture is None:
+            return super().render_lines(crop)
+        x1, x2 = crop.column_span
+        blank = Strip.blank(self._picture_key[0])
+        return [
+            (picture[y] if y < len(picture) else blank).crop_extend(x1, x2, None)
+            for y in crop.line_range
+        ]
+
+    async def action_link(self, href: str) -> None:
+        """A link clicked in the picture is a link clicked in the document."""
+        markdown = self.parent
+        if isinstance(markdown, Markdown):
+            self.post_message(Markdown.LinkClicked(markdown, href))
 
     def process_layout(self, placements: list[WidgetPlacement]) -> list[WidgetPlacement]:
         """Vertical, minus the outer margins of the first and last block.
@@ -79,6 +158,9 @@ class MarkdownVolume(Widget):
         return placements
 
     def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
+        if self._picture is not None:
+            # Frozen: the picture stands in for the blocks, a layout pass stops here.
+            return DockArrangeResult([], set(), Spacing())
         # Blocks are all of auto height: the available height never matters, and a fixed
         # one keeps every block's box model cached while the document grows.
         return super().arrange(Size(size.width, 0), optimal)
@@ -182,6 +264,7 @@ class StreamingMarkdown(Markdown):
         self._building_tail = False
         self._has_references = False
         self._pending_cr = False
+        self._finished = False
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -233,6 +316,8 @@ class StreamingMarkdown(Markdown):
         if self._started:
             async with self.lock:
                 await self._render_tail(final=True)
+        # No block is added any more: the last volume may freeze too.
+        self._finished = True
         self._release_gc()
 
     @property
@@ -248,6 +333,10 @@ class StreamingMarkdown(Markdown):
             elif isinstance(child, MarkdownBlock):
                 found.append(child)
         return found
+
+    def on_mount(self) -> None:
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._layout_refreshed)
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
 
     def on_unmount(self) -> None:
         self._release_gc()
@@ -352,6 +441,36 @@ class StreamingMarkdown(Markdown):
         self._sealed_lines = self.text.count("\n")
         if blocks:
             await self.mount_all(blocks)
+
+    # -- virtualization ------------------------------------------------------------------------
+
+    def _layout_refreshed(self, screen: Screen[Any]) -> None:
+        """After each layout pass (streaming or scrolling): freeze the complete volumes far
+        from the screen, thaw those near it.
+
+        Near is within one screen height above or below the visible area; far is more than
+        two (the gap keeps a volume at the edge from flipping back and forth).
+        """
+        if not self._volumes:
+            return
+        height = screen.size.height
+        for volume in self._volumes:
+            region = volume.region
+            if not region:
+                continue
+            if volume.frozen:
+                near = region.y < 2 * height and region.bottom > -height
+                if near or not volume.picture_matches():
+                    volume.thaw()
+            elif (volume.count >= VOLUME_BLOCKS or self._finished) and (
+                region.bottom < -2 * height or region.y > 3 * height
+            ):
+                volume.freeze()
+
+    def _theme_changed(self, theme: Theme) -> None:
+        # Pictures hold the old colours: draw the blocks again (they refreeze later).
+        for volume in self._volumes:
+            volume.thaw()
 
     # -- layout --------------------------------------------------------------------------------
 
