@@ -10,7 +10,12 @@
    reply is published on the runtime's bus at 200 tokens/s, as a turn's
    `turn.text` events would be. Every 0.25 s a key is pressed in the composer;
    its latency is the time from posting the key to the first frame written
-   after the composer holds it. Target: under 50 ms.
+   that paints the composer holding it. Target: under 50 ms.
+   The figure printed before this one ("polled") took the composer's text by
+   polling from the benchmark's own task and counted the first frame after
+   that poll: when the loop was busy the poll saw the key late, after the
+   frame that showed it, and the next frame (up to a render interval later)
+   was counted instead. It is still printed for comparison.
 
 Usage: python benchmarks/tui_bench.py [--tokens N] [--rate R] [--runs N]
 """
@@ -166,20 +171,27 @@ async def streaming_latency(tokens: int, rate: float) -> None:
             await pilot.pause()
 
             # Headless apps skip the terminal write; do the same encoding work here and
-            # note when each frame is ready to go to the terminal.
+            # note when each frame is ready to go to the terminal, and what the composer
+            # held when a frame painted it.
             frames: list[float] = []
+            composer_frames: list[tuple[float, str]] = []
             original_display = app._display
+            composer = app.screen.query_one(Composer)
 
             def display(screen: Any, renderable: Any) -> None:
                 original_display(screen, renderable)
                 if isinstance(renderable, CompositorUpdate):
                     renderable.render_segments(app.console)
-                    frames.append(time.perf_counter())
+                    now = time.perf_counter()
+                    frames.append(now)
+                    # Where the composer is on screen, as the frame just rendered placed it.
+                    placed = screen._compositor.visible_widgets.get(composer)
+                    if placed is not None and paints(renderable, placed[0].intersection(placed[1])):
+                        composer_frames.append((now, composer.text))
 
             app._display = display  # type: ignore[method-assign]
             driver = app._driver
             assert driver is not None
-            composer = app.screen.query_one(Composer)
             composer.focus()
 
             async def stream() -> None:
@@ -199,8 +211,16 @@ async def streaming_latency(tokens: int, rate: float) -> None:
                         await asyncio.sleep(delay)
                 runtime.bus.publish("turn.end", session.id, turn="turn_bench", status="done")
 
+            def shown(posted: float, typed: str) -> float | None:
+                """When the first frame after `posted` painted the composer holding `typed`."""
+                for when, text in composer_frames[-200:]:
+                    if when >= posted and text.endswith(typed):
+                        return when
+                return None
+
             streamer = asyncio.create_task(stream())
             latencies: list[float] = []
+            polled: list[float] = []
             typed = ""
             while not streamer.done():
                 await asyncio.sleep(0.25)
@@ -215,11 +235,15 @@ async def streaming_latency(tokens: int, rate: float) -> None:
                 while not composer.text.endswith(typed) and time.perf_counter() < deadline:
                     await asyncio.sleep(0.0005)
                 held = time.perf_counter()
-                while (not frames or frames[-1] < held) and time.perf_counter() < deadline:
+                while (
+                    (not frames or frames[-1] < held) or shown(posted, typed) is None
+                ) and time.perf_counter() < deadline:
                     await asyncio.sleep(0.0005)
-                if time.perf_counter() >= deadline:
+                painted = shown(posted, typed)
+                if painted is None:
                     raise SystemExit("a key press never reached the screen")
-                latencies.append(frames[-1] - posted)
+                latencies.append(painted - posted)
+                polled.append(min(f for f in frames if f >= held) - posted)
                 if len(typed) > 200:
                     composer.clear()
                     typed = ""
@@ -227,17 +251,36 @@ async def streaming_latency(tokens: int, rate: float) -> None:
             segments = list(app.screen.query(StreamingMarkdown))
             renders = sum(s.renders for s in segments)
             await app.action_quit()
-    latencies.sort()
-    p95 = latencies[int(len(latencies) * 0.95) - 1]
+
+    def figures(values: list[float]) -> str:
+        values = sorted(values)
+        p95 = values[int(len(values) * 0.95) - 1]
+        return (
+            f"median {statistics.median(values) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, "
+            f"max {max(values) * 1000:.1f} ms"
+        )
+
     print(
-        f"streaming {tokens} tokens at {rate:.0f}/s: key press to screen median "
-        f"{statistics.median(latencies) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, "
-        f"max {max(latencies) * 1000:.1f} ms over {len(latencies)} presses; target < 50 ms"
+        f"streaming {tokens} tokens at {rate:.0f}/s: key press to screen {figures(latencies)} "
+        f"over {len(latencies)} presses; target < 50 ms"
     )
+    print(f"  (polled, the earlier method: {figures(polled)})")
     print(
         f"markdown renders during the stream: {renders} "
         f"({renders / (tokens / rate):.1f}/s; the 80 ms bound allows 12.5/s)"
     )
+
+
+def paints(update: Any, region: Any) -> bool:
+    """Whether a compositor update repaints any cell of `region`."""
+    from textual._compositor import ChopsUpdate, LayoutUpdate
+
+    if isinstance(update, LayoutUpdate):
+        return bool(update.region.overlaps(region))
+    if isinstance(update, ChopsUpdate):
+        lines = range(region.y, region.bottom)
+        return any(y in lines and x1 < region.right and x2 > region.x for y, x1, x2 in update.spans)
+    return False
 
 
 def main() -> None:
