@@ -104,3 +104,17 @@ async def turn_finished(pilot: Pilot[Any]) -> str:
     )
     await pilot.pause()
     return str(chat.finished[chat.last_turn])
+
+
+def notices(app: Any) -> list[str]:
+    """The texts of the notes the chat shows (command answers, errors, "Turn stopped.")."""
+    from habakkuk.widgets.notice import Notice
+
+    return [n.text for n in app.screen.query(Notice)]
+
+
+def markdown_text(app: Any) -> str:
+    """Every Markdown source on the screen, joined: the replies as rendered."""
+    from textual.widgets import Markdown
+
+    return "\n".join(m.source for m in app.screen.query(Markdown))

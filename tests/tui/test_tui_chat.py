@@ -5,16 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import Markdown
 
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.composer import Composer
-from habakkuk.widgets.notice import Notice
 from habakkuk.widgets.thinking import ThinkingView
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, ready, send, turn_finished, wait_until
+from tests.tui.conftest import (
+    make_app,
+    markdown_text,
+    notices,
+    ready,
+    send,
+    turn_finished,
+    wait_until,
+)
 
 EXEC_SCRIPT = """
 - text: "Running it."
@@ -41,14 +47,6 @@ SLEEP_SCRIPT = """
       arguments: {command: "sleep 30"}
 - text: "woke up"
 """
-
-
-def markdown_text(app: object) -> str:
-    return "\n".join(m.source for m in app.screen.query(Markdown))  # type: ignore[attr-defined]
-
-
-def notices(app: object) -> list[str]:
-    return [n.text for n in app.screen.query(Notice)]  # type: ignore[attr-defined]
 
 
 async def test_a_sent_message_shows_and_the_mock_reply_streams_in(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from habakkuk.widgets.notice import Notice
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, ready, send, turn_finished, wait_until
+from tests.tui.conftest import make_app, notices, ready, send, turn_finished, wait_until
 
 # The summary call's input is the folded conversation; its own scenario answers it.
 SCRIPT = """
@@ -12,10 +11,6 @@ SCRIPT = """
   steps: ["SUMMARY: the user is planning a trip"]
 - steps: ["a reply"]
 """
-
-
-def notices(app: object) -> list[str]:
-    return [n.text for n in app.screen.query(Notice)]  # type: ignore[attr-defined]
 
 
 async def test_compact_folds_older_turns_and_notes_the_tokens(write_config: WriteConfig) -> None:

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from textual.widgets import Markdown
-
 from habakkuk.engine.home import Home
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.question_prompt import QuestionPrompt
 from habakkuk.widgets.tool_card import ToolCard
-from tests.tui.conftest import make_app, ready, send, turn_finished, wait_until
-
-
-def reply_text(app: object) -> str:
-    return "\n".join(m.source for m in app.screen.query(Markdown))  # type: ignore[attr-defined]
+from tests.tui.conftest import make_app, markdown_text, ready, send, turn_finished, wait_until
 
 
 async def test_the_demo_tour_walks_through_an_approval_a_stop_and_a_question(home: Home) -> None:
@@ -25,7 +19,7 @@ async def test_the_demo_tour_walks_through_an_approval_a_stop_and_a_question(hom
 
         await send(pilot, "hi")
         assert await turn_finished(pilot) == "done"
-        intro = reply_text(app)
+        intro = markdown_text(app)
         assert "Offline demo" in intro and "You said: hi" in intro and "`sleep`" in intro
 
         # A command asks first; y runs it once.
@@ -57,4 +51,4 @@ async def test_the_demo_tour_walks_through_an_approval_a_stop_and_a_question(hom
         assert "b) green" in str(question.content)
         await pilot.press("b", "enter")
         assert await turn_finished(pilot) == "done"
-        assert "your answer came back to me" in reply_text(app)
+        assert "your answer came back to me" in markdown_text(app)

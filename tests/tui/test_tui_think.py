@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from habakkuk.widgets.notice import Notice
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, ready, send, turn_finished, wait_until
-
-
-def notices(app: object) -> list[str]:
-    return [n.text for n in app.screen.query(Notice)]  # type: ignore[attr-defined]
+from tests.tui.conftest import make_app, notices, ready, send, turn_finished, wait_until
 
 
 async def test_think_sets_the_sessions_effort_and_the_status_line_shows_it(

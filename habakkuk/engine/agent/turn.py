@@ -148,14 +148,7 @@ class TurnRunner:
             note = await deps.state.todo_note(session_id)
             if note:
                 first.blocks.append(TextBlock(note))
-        opened = await deps.transcripts.open_turn(session_id, job.id, first, guard)
-        if opened is None:
-            raise PermanentJobError(f"session {session_id} does not exist")
-        session, view = opened
-        try:
-            agent = deps.config.agent(session.agent)
-        except HabakkukError as exc:
-            raise PermanentJobError(str(exc)) from None
+        session, view, agent = await self._open(session_id, job.id, first, guard)
         deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name)
         self._fire("turn_start", agent.name, {"session": session_id, "turn": job.id, "text": typed})
         try:
@@ -171,6 +164,20 @@ class TurnRunner:
             raise
         self._end(agent.name, session_id, job.id, status="done", reply=reply)
         return {"session": session_id, "reply": reply}
+
+    async def _open(
+        self, session_id: str, turn: str, first: Message | None, guard: Any
+    ) -> tuple[Session, TranscriptView, AgentConfig]:
+        """The turn's opening transaction, then its agent; PermanentJobError if either is gone."""
+        opened = await self.deps.transcripts.open_turn(session_id, turn, first, guard)
+        if opened is None:
+            raise PermanentJobError(f"session {session_id} does not exist")
+        session, view = opened
+        try:
+            agent = self.deps.config.agent(session.agent)
+        except HabakkukError as exc:
+            raise PermanentJobError(str(exc)) from None
+        return session, view, agent
 
     def _end(self, agent: str, session: str, turn: str, **data: Any) -> None:
         self.deps.bus.publish("turn.end", session, turn=turn, **data)
@@ -374,14 +381,7 @@ class TurnRunner:
         """A /compact job: fold what the cut allows now, no user message, no model reply."""
         deps = self.deps
         job = lease.job
-        opened = await deps.transcripts.open_turn(session_id, job.id, None, guard)
-        if opened is None:
-            raise PermanentJobError(f"session {session_id} does not exist")
-        session, view = opened
-        try:
-            agent = deps.config.agent(session.agent)
-        except HabakkukError as exc:
-            raise PermanentJobError(str(exc)) from None
+        session, view, agent = await self._open(session_id, job.id, None, guard)
         # Asked for by hand, it runs even where automatic compaction is off.
         compact_at = resolve_compact_at(deps.config, agent)
         if compact_at <= 0:
