@@ -78,6 +78,10 @@ class ChatScreen(RuntimeScreen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        # Textual's screen update timer, after a frame that overran its 1/60 s period, skips
+        # the next period too (textual 8.2): a key typed while a streamed reply was laid out
+        # waited up to 33 ms more before it was drawn. Draw as soon as an update is due.
+        self._update_timer._skip = False
         self._composer.cursor_blink = self.happ.motion
         self._hint.display = False
         self._composer.focus()
