@@ -372,12 +372,27 @@ class StreamingMarkdown(Markdown):
             cut_index, cut_line = _last_boundary(tokens, region.count("\n"))
         sealed = self._build(tokens[:cut_index], tail=False) if cut_index else []
         tail = self._build(tokens[cut_index:], tail=True)
-        with self.app.batch_update():
-            if cut_index:
-                # The old tail is among the finished blocks now, rebuilt as one-shot would.
-                await self._replace_tail([])
-                await self._seal(sealed)
-            await self._replace_tail(tail)
+        # With a cut the old tail is among the finished blocks now, rebuilt as one-shot would.
+        kept = 0 if cut_index else _updatable(self._tail, tail)
+        stale, fresh = self._tail[kept:], tail[kept:]
+        # New blocks are mounted hidden while the old ones stay on screen: mounting takes a
+        # few turns of the loop, and the screen keeps drawing (key presses) meanwhile.
+        for block in sealed + fresh:
+            block.display = False
+        await self._seal(sealed)
+        if fresh:
+            await self.mount_all(fresh)
+        # Then one swap with no await in it, so no frame shows half of it.
+        for old_block, new_block in zip(self._tail[:kept], tail[:kept], strict=True):
+            _update_in_place(old_block, new_block)
+        for block in stale:
+            block.display = False
+        for block in sealed + fresh:
+            block.display = True
+        self._tail = self._tail[:kept] + fresh
+        removals = [block.remove() for block in stale]
+        for removal in removals:
+            await removal
         if cut_line:
             lines = region.split("\n")
             self._sealed_chars += sum(len(line) + 1 for line in lines[:cut_line])
@@ -510,6 +525,19 @@ def _last_boundary(tokens: list[Token], complete_lines: int) -> tuple[int, int]:
         if line < complete_lines:
             return index, line
     return 0, 0
+
+
+def _updatable(old: list[MarkdownBlock], new: list[MarkdownBlock]) -> int:
+    """How many leading blocks of `old` can show the blocks of `new` in place."""
+    count = 0
+    for old_block, new_block in zip(old, new, strict=False):
+        if type(old_block) is not type(new_block):
+            break
+        if not isinstance(new_block, MarkdownFence) and (new_block._blocks or old_block.children):
+            # Lists, quotes and tables hold blocks of their own: rebuild them.
+            break
+        count += 1
+    return count
 
 
 def _update_in_place(old: MarkdownBlock, new: MarkdownBlock) -> bool:

@@ -208,3 +208,28 @@ async def test_a_link_clicked_in_a_picture_is_a_link_clicked_in_the_document() -
         await first.run_action("link('https://example.com/x')")
         await pilot.pause()
         assert clicked == ["https://example.com/x"]
+
+
+async def test_after_each_render_every_block_is_shown_and_no_replaced_block_remains() -> None:
+    # New blocks are mounted hidden and swapped in: none may stay hidden or linger.
+    app = OneView()
+    async with app.run_test(size=(60, 20)) as pilot:
+        view = app.query_one(MessageView)
+        view.session = "ses_1"
+        text = REPLY[:3000]
+        for index in range(0, len(text), 37):
+            await view.handle(event("turn.text", text=text[index : index + 37]))
+            markdown = view.query_one(StreamingMarkdown)
+            await markdown.flush()
+            await pilot.pause()
+            blocks = markdown.blocks()
+            assert all(block.display for block in blocks)
+            loose = [c for c in markdown.children if not isinstance(c, MarkdownVolume)]
+            assert loose == markdown._tail
+        await view.handle(event("turn.end", status="done"))
+        await pilot.pause()
+        flat = Markdown(text)
+        await view.mount(flat)
+        await pilot.pause()
+        flat_blocks = [c for c in flat.children if isinstance(c, MarkdownBlock)]
+        assert signature(markdown.blocks()) == signature(flat_blocks)
