@@ -79,9 +79,12 @@ class ChatScreen(RuntimeScreen):
 
     def on_mount(self) -> None:
         # Textual's screen update timer, after a frame that overran its 1/60 s period, skips
-        # the next period too (textual 8.2): a key typed while a streamed reply was laid out
-        # waited up to 33 ms more before it was drawn. Draw as soon as an update is due.
-        self._update_timer._skip = False
+        # the next period too (textual 8.2, Timer._run): a key typed while a streamed reply
+        # was laid out waited up to 33 ms more before it was drawn. Draw as soon as an
+        # update is due. A private attribute, so only where it still exists.
+        timer = self._update_timer
+        if isinstance(getattr(timer, "_skip", None), bool):
+            timer._skip = False
         self._composer.cursor_blink = self.happ.motion
         self._hint.display = False
         self._composer.focus()
