@@ -16,8 +16,16 @@
    that poll: when the loop was busy the poll saw the key late, after the
    frame that showed it, and the next frame (up to a render interval later)
    was counted instead. It is still printed for comparison.
+3. Opening a long session: a session whose transcript holds --replies long
+   assistant replies (2,000-5,000 words each: paragraphs, headings, code
+   blocks, lists and tables; seeded through the runtime facade) is opened in
+   the headless app (80x24). Printed: the time from asking the chat screen to
+   open it to the first frame that paints the last block of its last reply;
+   key press to screen latency in the composer afterwards (the exact measure
+   of part 2, keys from that first frame on, so work the open leaves for later
+   counts); the process's RSS before and after.
 
-Usage: python benchmarks/tui_bench.py [--tokens N] [--rate R] [--runs N]
+Usage: python benchmarks/tui_bench.py [--tokens N] [--rate R] [--runs N] [--replies N]
 """
 
 # The measurement polls widget state and frame times: there is no event to await for them.
@@ -274,6 +282,170 @@ async def streaming_latency(tokens: int, rate: float) -> None:
     )
 
 
+# -- 3. opening a session with long replies, headless -------------------------------------------
+
+
+def long_reply(number: int) -> str:
+    """A reply of 2,000-5,000 words with the blocks a model writes: the same text every run."""
+    import random
+
+    rng = random.Random(number)
+    words = rng.randint(2_000, 5_000)
+    parts: list[str] = [f"## Reply {number}\n"]
+    written = 0
+    paragraph = 0
+    while written < words:
+        paragraph += 1
+        count = rng.randint(30, 90)
+        text = " ".join(f"word{number}x{written + i}" for i in range(count))
+        if paragraph % 5 == 0:
+            text += " with a [link](https://example.com/page) and `inline code`"
+        parts.append(text + "\n")
+        written += count
+        if paragraph % 6 == 0:
+            lines = [f"    value_{i} = compute({i}, {paragraph})" for i in range(8)]
+            parts.append("```python\ndef step():\n" + "\n".join(lines) + "\n```\n")
+            written += 40
+        if paragraph % 7 == 0:
+            items = [f"- item {i}: word{i} and more words" for i in range(5)]
+            parts.append("\n".join(items) + "\n")
+            written += 30
+        if paragraph % 11 == 0:
+            rows = [f"| name{i} | {i * 3} | {i % 2 == 0} | note {i} |" for i in range(6)]
+            header = "| name | size | even | note |\n|---|---|---|---|\n"
+            parts.append(header + "\n".join(rows) + "\n")
+            written += 40
+        if paragraph % 10 == 0:
+            parts.append(f"### Section {paragraph // 10}\n")
+    parts.append(f"End of reply {number}.\n")
+    return "\n".join(parts)
+
+
+def self_rss_mb() -> float:
+    import gc
+
+    gc.collect()
+    return rss_mb(os.getpid())
+
+
+async def open_long_session(replies: int, presses: int) -> None:
+    from textual import events
+    from textual._compositor import CompositorUpdate
+
+    from habakkuk.app import HabakkukApp
+    from habakkuk.engine.home import Home
+    from habakkuk.widgets.composer import Composer
+    from habakkuk.widgets.message_view import MessageView
+    from habakkuk.widgets.streaming_markdown import StreamingMarkdown
+
+    with tempfile.TemporaryDirectory(prefix="habakkuk-tui-bench-") as tmp:
+        home = Home(Path(tmp))
+        home.prepare()
+        home.config_path.write_text(CONFIG, encoding="utf-8")
+        app = HabakkukApp(home, animate=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            while app.runtime is None or app.get_chat() is None:
+                await asyncio.sleep(0.01)
+            runtime = app.runtime
+            chat = app.get_chat()
+            session = await runtime.new_session(None, origin="bench")
+            history: list[tuple[str, str]] = []
+            words = 0
+            for number in range(replies):
+                history.append(("user", f"Question {number}: tell me more."))
+                reply = long_reply(number)
+                words += len(reply.split())
+                history.append(("assistant", reply))
+            await runtime.seed_session(session.id, history)
+            await pilot.pause()
+            rss_before = self_rss_mb()
+            view = app.screen.query_one(MessageView)
+            composer = app.screen.query_one(Composer)
+
+            composer_frames: list[tuple[float, str]] = []
+            shown_last: list[float] = []
+            original_display = app._display
+
+            def last_block() -> Any:
+                children = view.children
+                reply = children[-1] if children else None
+                if not isinstance(reply, StreamingMarkdown):
+                    return None
+                blocks = reply.blocks()
+                return blocks[-1] if blocks else None
+
+            def display(screen: Any, renderable: Any) -> None:
+                original_display(screen, renderable)
+                if isinstance(renderable, CompositorUpdate):
+                    renderable.render_segments(app.console)
+                    now = time.perf_counter()
+                    visible = screen._compositor.visible_widgets
+                    if not shown_last:
+                        # The first frame that paints the last block of the last reply.
+                        block = last_block()
+                        placed = visible.get(block) if block is not None else None
+                        if placed is not None and paints(
+                            renderable, placed[0].intersection(placed[1])
+                        ):
+                            shown_last.append(now)
+                    placed = visible.get(composer)
+                    if placed is not None and paints(renderable, placed[0].intersection(placed[1])):
+                        composer_frames.append((now, composer.text))
+
+            app._display = display  # type: ignore[method-assign]
+            driver = app._driver
+            assert driver is not None
+
+            asked = time.perf_counter()
+            chat.open_session(session.id)
+            deadline = asked + 120
+            while not shown_last and time.perf_counter() < deadline:
+                await asyncio.sleep(0.001)
+            if not shown_last:
+                raise SystemExit("the last reply never reached the screen")
+            opened = shown_last[0] - asked
+            composer.focus()
+
+            def shown(posted: float, typed: str) -> float | None:
+                """When the first frame after `posted` painted the composer holding `typed`."""
+                for when, text in composer_frames[-200:]:
+                    if when >= posted and text.endswith(typed):
+                        return when
+                return None
+
+            latencies: list[float] = []
+            typed = ""
+            for _ in range(presses):
+                await asyncio.sleep(0.1)
+                char = "x" if len(typed) % 2 else "y"
+                typed += char
+                posted = time.perf_counter()
+                key = events.Key(char, char)
+                key.set_sender(app)
+                driver.send_message(key)
+                deadline = posted + 5
+                while shown(posted, typed) is None and time.perf_counter() < deadline:
+                    await asyncio.sleep(0.0005)
+                painted = shown(posted, typed)
+                if painted is None:
+                    raise SystemExit("a key press never reached the screen")
+                latencies.append(painted - posted)
+            rss_after = self_rss_mb()
+            await app.action_quit()
+
+    values = sorted(latencies)
+    p95 = values[int(len(values) * 0.95) - 1]
+    print(
+        f"opening a session of {replies} long replies ({words} words): last reply on screen "
+        f"after {opened * 1000:.0f} ms"
+    )
+    print(
+        f"  then key press to screen: median {statistics.median(values) * 1000:.1f} ms, "
+        f"p95 {p95 * 1000:.1f} ms, max {max(values) * 1000:.1f} ms over {len(values)} presses"
+    )
+    print(f"  RSS: {rss_before:.0f} MB before opening, {rss_after:.0f} MB after the presses")
+
+
 def paints(update: Any, region: Any) -> bool:
     """Whether a compositor update repaints any cell of `region`."""
     from textual._compositor import ChopsUpdate, LayoutUpdate
@@ -292,10 +464,16 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-stream", action="store_true")
+    parser.add_argument("--replies", type=int, default=40, help="part 3; 0 skips it")
+    parser.add_argument("--presses", type=int, default=40)
+    parser.add_argument("--only-history", action="store_true", help="run part 3 only")
     args = parser.parse_args()
-    first_frame_and_rss(args.runs)
-    if not args.skip_stream:
-        asyncio.run(streaming_latency(args.tokens, args.rate))
+    if not args.only_history:
+        first_frame_and_rss(args.runs)
+        if not args.skip_stream:
+            asyncio.run(streaming_latency(args.tokens, args.rate))
+    if args.replies:
+        asyncio.run(open_long_session(args.replies, args.presses))
 
 
 if __name__ == "__main__":
