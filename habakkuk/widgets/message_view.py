@@ -15,7 +15,7 @@ from textual.widget import Widget
 
 from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
 from habakkuk.widgets.notice import Notice
-from habakkuk.widgets.streaming_markdown import StreamingMarkdown
+from habakkuk.widgets.streaming_markdown import StreamingMarkdown, estimate_height
 from habakkuk.widgets.thinking import ThinkingView
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from habakkuk.engine.sessions import StoredMessage
 
 TIME_NOTE_PREFIX = "[current time:"
+# How much of a loaded transcript, from the bottom, is built at once (in screens).
+BUILT_SCREENS = 3
 
 
 class MessageView(VerticalScroll, can_focus=True):
@@ -84,10 +86,26 @@ class MessageView(VerticalScroll, can_focus=True):
                     )
                     self.cards[card.call_id] = card
                     widgets.append(card)
+        self._build_bottom(widgets)
         if widgets:
             await self.mount_all(widgets)
         self.scroll_end(animate=False, immediate=True)
         self.anchor()
+
+    def _build_bottom(self, widgets: list[Widget]) -> None:
+        """Replies at the bottom, where the view opens, are built at once (about
+        BUILT_SCREENS screens of them); the others build their blocks when scrolled near."""
+        width = max(self.size.width - 4, 20)
+        budget = BUILT_SCREENS * max(self.size.height, 10)
+        for widget in reversed(widgets):
+            if budget <= 0:
+                break
+            if isinstance(widget, StreamingMarkdown):
+                widget.build_from_end(budget)
+                budget -= estimate_height(widget.text.split("\n"), width)
+            else:
+                # User messages, tool cards and notes take a few lines.
+                budget -= 3
 
     async def clear(self, session: str = "") -> None:
         await self.load(session, [])

@@ -20,6 +20,25 @@ block instead:
   Even a jump straight to a frozen volume shows the right text: the picture is
   what its blocks draw.
 
+A reply loaded from history (`StreamingMarkdown(text)`) gets the same
+structure, lazily, since a session may hold hundreds of long replies:
+
+- Until it comes within a screen of view it is not even parsed: it is one
+  leaf whose height is estimated from its text (a few lines per source line).
+- Then it is parsed once, to find its top-level blocks, and split into volumes
+  that keep only their source lines; a volume builds its blocks (parsing its
+  lines again) when it comes within a screen of view, and until then is a leaf
+  of estimated height. Far from view again (more than two screens), it is
+  frozen into a picture and its blocks are dropped; further still (more than
+  PICTURE_SCREENS screens), the picture is dropped too and a blank of the
+  exact height it had remains. Memory then grows with the text, not with the
+  blocks or pictures of everything read so far.
+- An estimate that turns out wrong moves what is below it: when that happens
+  above the visible area, the scroll position moves by the same amount, so
+  what the reader looks at stays put (at the bottom, anchoring does it).
+- MessageView.load builds the replies at the bottom, where a session opens, at
+  once (`build_lines`).
+
 The final blocks are the blocks of a one-shot render of the whole text, with
 the same spacing. One document-wide Markdown feature breaks the "finished"
 argument: a link reference definition (`[id]: url`) changes links anywhere in
@@ -29,7 +48,9 @@ it ends.
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import itertools
 import re
 import threading
 import time
@@ -57,7 +78,31 @@ RENDER_INTERVAL = 0.08
 # draws all its lines at once (about 10 ms for 8 paragraphs here, 45 ms for 32), and
 # frozen volumes are single leaves, so volumes are small.
 VOLUME_BLOCKS = 8
+# A history volume further than this many screens from view keeps no picture, only its height.
+PICTURE_SCREENS = 8
 _NEWLINES = re.compile(r"\r\n?")
+
+
+def estimate_height(lines: list[str], width: int) -> int:
+    """Lines that Markdown source lines probably take at `width` columns (before layout).
+
+    Additive over lines, so a reply's estimate is the sum of its volumes' estimates.
+    """
+    # Lists, quotes and fences indent their text a little.
+    width = max(width - 4, 8)
+    return sum(-(-len(line) // width) if line else 1 for line in lines)
+
+
+class _HistorySource:
+    """What a history volume builds its blocks from: lines of the reply, parsed again."""
+
+    __slots__ = ("first_line", "lines", "references")
+
+    def __init__(self, lines: list[str], first_line: int, references: dict[str, Any]) -> None:
+        self.lines = lines
+        self.first_line = first_line
+        # Link reference definitions of the whole reply (they apply anywhere in it).
+        self.references = references
 
 
 class MarkdownVolume(Widget):
@@ -75,12 +120,20 @@ class MarkdownVolume(Widget):
     MarkdownVolume > MarkdownParagraph { margin: 0 0 1 0; }
     """
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
+    def __init__(self, *blocks: Widget, source: _HistorySource | None = None) -> None:
+        super().__init__(*blocks)
+        self.count = len(blocks)
         # While frozen: the lines the blocks draw, and the width and theme they were drawn at.
         self._picture: list[Strip] | None = None
         self._picture_key: tuple[int, str] = (0, "")
+        # History volumes (see the module docstring) build and drop their blocks.
+        self.source = source
+        self.built = source is None or bool(blocks)
+        self._build_scheduled = False
+        self._known_height: tuple[int, int] | None = None
+        self._operations: asyncio.Lock | None = None
+        # The height at the last layout pass (to notice an estimate that was wrong).
+        self.last_height: int | None = None
 
     @property
     def frozen(self) -> bool:
@@ -109,13 +162,71 @@ class MarkdownVolume(Widget):
         self._picture = compositor.render_strips(size)
         self._picture_key = (size.width, self.app.theme)
         self._clear_arrangement_cache()
-        # The same height as the blocks: nothing around the volume moves.
-        self.styles.height = size.height
+        if self.source is not None:
+            # A history volume can build its blocks again: drop them (get_content_height
+            # keeps the height).
+            self._known_height = (size.width, size.height)
+            self.built = False
+            self.call_later(self._drop_blocks)
+        else:
+            # The same height as the blocks: nothing around the volume moves.
+            self.styles.height = size.height
         self.refresh(layout=True)
         return True
 
+    def forget_picture(self) -> None:
+        """A history volume far away: keep only its height (blank if it is ever drawn)."""
+        if self.source is not None and not self.built and self._picture is not None:
+            self._picture = None
+            self.refresh()
+
+    def build(self) -> None:
+        """A history volume near view: build and show its blocks (soon, not at once)."""
+        if self.source is not None and not self.built and not self._build_scheduled:
+            self._build_scheduled = True
+            self.call_later(self._build_blocks)
+
+    def _lock(self) -> asyncio.Lock:
+        if self._operations is None:
+            self._operations = asyncio.Lock()
+        return self._operations
+
+    async def _build_blocks(self) -> None:
+        async with self._lock():
+            self._build_scheduled = False
+            markdown = self.parent
+            if self.built or self.source is None or not isinstance(markdown, StreamingMarkdown):
+                return
+            if not self.children:
+                blocks = markdown.history_blocks(self.source)
+                self.count = len(blocks)
+                # Mounted while the picture (or blank) still stands in: arrange ignores them.
+                await self.mount_all(blocks)
+            # Then one step with no await: the blocks replace the picture in the next pass.
+            self.built = True
+            self._picture = None
+            self._clear_arrangement_cache()
+            self.refresh(layout=True)
+
+    async def _drop_blocks(self) -> None:
+        async with self._lock():
+            if not self.built:
+                await self.remove_children()
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """A history volume without its blocks: the height they had, else an estimate."""
+        if self.built or self.source is None:
+            return super().get_content_height(container, viewport, width)
+        known = self._known_height
+        if known is not None and known[0] == width:
+            return known[1]
+        return estimate_height(self.source.lines, width)
+
     def thaw(self) -> None:
         """Lay out and show the blocks again."""
+        if self.source is not None:
+            self.build()
+            return
         if self._picture is None:
             return
         self._picture = None
@@ -160,8 +271,8 @@ class MarkdownVolume(Widget):
         return placements
 
     def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
-        if self._picture is not None:
-            # Frozen: the picture stands in for the blocks, a layout pass stops here.
+        if self._picture is not None or not self.built:
+            # Frozen (or blocks not built): the picture stands in, a layout pass stops here.
             return DockArrangeResult([], set(), Spacing())
         # Blocks are all of auto height: the available height never matters, and a fixed
         # one keeps every block's box model cached while the document grows.
@@ -247,9 +358,17 @@ class StreamingMarkdown(Markdown):
     StreamingMarkdown { margin: 0; padding: 0 1; background: transparent; }
     """
 
-    def __init__(self, text: str = "", **kwargs: object) -> None:
-        super().__init__(text, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, text: str = "", *, build_lines: int = 0, **kwargs: object) -> None:
+        """`text` is a whole reply from history, shown lazily (see the module docstring);
+        its last `build_lines` estimated lines are built at once."""
+        # History is not rendered by Markdown in one shot (it would build every block).
+        super().__init__(None, **kwargs)  # type: ignore[arg-type]
         self.text = text
+        self._history = bool(text)
+        # History: not parsed yet (a leaf of estimated height) until near view.
+        self._history_pending = self._history
+        self._history_opening = False
+        self._build_lines = build_lines
         self.renders = 0
         self._buffered = False
         self._flush_timer: Timer | None = None
@@ -339,6 +458,78 @@ class StreamingMarkdown(Markdown):
     def on_mount(self) -> None:
         self.screen.screen_layout_refresh_signal.subscribe(self, self._layout_refreshed)
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+        if self._history_pending and self._build_lines > 0:
+            # After Markdown's own mount handler, which clears the (empty) document.
+            self._open_history_soon()
+
+    # -- history ---------------------------------------------------------------------------
+
+    @property
+    def source(self) -> str:
+        """The Markdown source shown (a history reply's whole text, built or not)."""
+        return self.text if self._history else super().source
+
+    def build_from_end(self, lines: int) -> None:
+        """Before mounting: build the blocks of the last `lines` estimated lines at once."""
+        self._build_lines = lines
+
+    def _open_history_soon(self) -> None:
+        if not self._history_opening:
+            self._history_opening = True
+            self.call_later(self._open_history)
+
+    async def _open_history(self) -> None:
+        """Parse a history reply into volumes; build those of its last `build_lines` lines."""
+        async with self.lock:
+            if not self._history_pending:
+                return
+            self._history_pending = False
+            self._finished = True
+            lines = self.text.split("\n")
+            env: dict[str, Any] = {}
+            tokens = self._md_parser().parse(self.text, env)
+            references = env.get("references") or {}
+            starts = [
+                token.map[0]
+                for token in tokens
+                if token.level == 0 and token.map is not None and token.nesting >= 0
+            ]
+            cuts = [0, *starts[VOLUME_BLOCKS::VOLUME_BLOCKS], len(lines)]
+            sources = [
+                _HistorySource(lines[start:end], start, references)
+                for start, end in itertools.pairwise(cuts)
+                if start < end
+            ]
+            width = self.size.width or 80
+            budget = self._build_lines
+            volumes: list[MarkdownVolume] = []
+            for source in reversed(sources):
+                if budget > 0:
+                    budget -= estimate_height(source.lines, width)
+                    volume = MarkdownVolume(*self.history_blocks(source), source=source)
+                else:
+                    volume = MarkdownVolume(source=source)
+                volumes.append(volume)
+            volumes.reverse()
+            self._volumes = volumes
+            if volumes:
+                await self.mount_all(volumes)
+
+    def history_blocks(self, source: _HistorySource) -> list[MarkdownBlock]:
+        """The blocks of a history volume's lines, as a one-shot render of the reply has them."""
+        env: dict[str, Any] = {"references": dict(source.references)}
+        tokens = self._md_parser().parse("\n".join(source.lines), env)
+        blocks = list(self._parse_markdown(tokens))
+        for block in blocks:
+            start, end = block.source_range
+            block.source_range = (start + source.first_line, end + source.first_line)
+        return blocks
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """A history reply not parsed yet: an estimate from its text."""
+        if self._history_pending:
+            return estimate_height(self.text.split("\n"), width)
+        return super().get_content_height(container, viewport, width)
 
     def on_unmount(self) -> None:
         self._release_gc()
@@ -468,14 +659,31 @@ class StreamingMarkdown(Markdown):
         Near is within one screen height above or below the visible area; far is more than
         two (the gap keeps a volume at the edge from flipping back and forth).
         """
+        height = screen.size.height
+        if self._history_pending:
+            region = self.region
+            if region and region.y < 2 * height and region.bottom > -height:
+                self._open_history_soon()
+            return
         if not self._volumes:
             return
-        height = screen.size.height
+        moved = 0
+        top = self._viewport_top()
         for volume in self._volumes:
             region = volume.region
             if not region:
                 continue
-            if volume.frozen:
+            last, volume.last_height = volume.last_height, region.height
+            if (
+                last is not None
+                and last != region.height
+                and top is not None
+                and region.bottom <= top
+            ):
+                moved += region.height - last
+            if volume.source is not None:
+                self._virtualize_history(volume, region, height)
+            elif volume.frozen:
                 near = region.y < 2 * height and region.bottom > -height
                 if near or not volume.picture_matches():
                     volume.thaw()
@@ -483,11 +691,59 @@ class StreamingMarkdown(Markdown):
                 region.bottom < -2 * height or region.y > 3 * height
             ):
                 volume.freeze()
+        if moved:
+            self._keep_in_view(moved)
+
+    @staticmethod
+    def _virtualize_history(volume: MarkdownVolume, region: Region, height: int) -> None:
+        """Build a history volume near view; freeze it far away; far beyond, keep its height."""
+        near = region.y < 2 * height and region.bottom > -height
+        far = region.bottom < -2 * height or region.y > 3 * height
+        if volume.built:
+            if far:
+                volume.freeze()
+        elif near:
+            volume.build()
+        elif volume.frozen and (
+            not volume.picture_matches()
+            or region.bottom < -PICTURE_SCREENS * height
+            or region.y > (PICTURE_SCREENS + 1) * height
+        ):
+            volume.forget_picture()
+
+    def _scroller(self) -> Widget | None:
+        from textual.containers import ScrollableContainer
+
+        for node in self.ancestors:
+            if isinstance(node, ScrollableContainer):
+                return node
+        return None
+
+    def _viewport_top(self) -> int | None:
+        """Where the scrolling container's visible area starts on screen (None: no container)."""
+        scroller = self._scroller()
+        return scroller.content_region.y if scroller is not None else None
+
+    def _keep_in_view(self, moved: int) -> None:
+        """Content above the visible area grew by `moved` lines: scroll by as much, so what
+        the reader looks at stays put. An anchored container (at the bottom) needs nothing."""
+        scroller = self._scroller()
+        if scroller is None:
+            return
+        # Textual keeps an anchored container at the bottom itself unless the user scrolled
+        # away, which releases the anchor (a private flag: without it, assume released).
+        if scroller.is_anchored and not getattr(scroller, "_anchor_released", True):
+            return
+        scroller.scroll_to(y=scroller.scroll_y + moved, animate=False, immediate=True)
 
     def _theme_changed(self, theme: Theme) -> None:
-        # Pictures hold the old colours: draw the blocks again (they refreeze later).
+        # Pictures hold the old colours: draw the blocks again (they refreeze later). History
+        # volumes far away keep their height only; near ones are built again.
         for volume in self._volumes:
-            volume.thaw()
+            if volume.source is not None:
+                volume.forget_picture()
+            else:
+                volume.thaw()
 
     # -- layout --------------------------------------------------------------------------------
 
