@@ -207,6 +207,7 @@ class Runtime:
         # Agents' background processes live as long as this runtime (killed at close).
         self.processes = ProcessManager(home.procs_dir, on_exit=self._process_exited)
         self._checkpoints: dict[str, Checkpoints] = {}
+        self._git: bool | None = None  # whether git is on PATH (checkpoints need it)
         # notify: true process id -> the turn that started it (its reply address is reused)
         self._process_turns: dict[str, str] = {}
         # Waiting approvals; turns marked attended use it while a client that can
@@ -452,7 +453,12 @@ class Runtime:
     def checkpoints(self, agent: str | None = None) -> Checkpoints | None:
         """The agent's workspace checkpoints; None when off (`checkpoints: false`, no git)."""
         agent_config = self.config.agent(agent)
-        if not self.config.checkpoints or not Checkpoints.available():
+        if not self.config.checkpoints:
+            return None
+        if self._git is None:
+            # Asked once per runtime: every turn wants to know, and PATH lookups stat files.
+            self._git = Checkpoints.available()
+        if not self._git:
             return None
         found = self._checkpoints.get(agent_config.name)
         if found is None:

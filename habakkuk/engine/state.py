@@ -208,7 +208,30 @@ class StateStore:
 
     async def todo_note(self, session: str) -> str | None:
         """The text appended to a turn's user message while any item is open, else None."""
-        items = await self.todos(session)
-        if not any(i.open for i in items):
-            return None
-        return "[your todo list for this session]\n" + render_todos(items)
+        return _todo_note(await self.todos(session))
+
+    async def turn_state(self, session: str) -> TurnState:
+        """What a starting turn reads from state.db, in one trip to its thread."""
+
+        def _read(conn: sqlite3.Connection) -> TurnState:
+            row = conn.execute(
+                "SELECT value FROM session_settings WHERE session = ? AND name = 'thinking'",
+                (session,),
+            ).fetchone()
+            return TurnState(_todo_note(_items(conn, session)), str(row[0]) if row else None)
+
+        return await self.db.run(_read)
+
+
+@dataclass(frozen=True)
+class TurnState:
+    """A session's state as a turn starts: the todo note for its message, the /think choice."""
+
+    todo_note: str | None
+    thinking: str | None
+
+
+def _todo_note(items: list[TodoItem]) -> str | None:
+    if not any(i.open for i in items):
+        return None
+    return "[your todo list for this session]\n" + render_todos(items)

@@ -87,6 +87,8 @@ def estimate_text_tokens(text: str) -> int:
     """About 4 characters a token for latin scripts, 1.5 for CJK (no tokenizer needed)."""
     if not text:
         return 0
+    if text.isascii():  # the common case, checked in C: no CJK to count
+        return math.ceil(len(text) / 4)
     cjk = len(text) - len(_CJK.sub("", text))
     return math.ceil((len(text) - cjk) / 4 + cjk / 1.5)
 
@@ -123,10 +125,28 @@ def estimate_request_tokens(
     system: str, tools: Sequence[ToolSpec], messages: Sequence[Message]
 ) -> int:
     """The estimated prompt of a whole request: system prompt, tool specs and messages."""
-    specs = sum(
-        estimate_text_tokens(t.name + t.description + json.dumps(t.input_schema)) for t in tools
-    )
+    specs = sum(spec_tokens(t) for t in tools)
     return estimate_text_tokens(system) + specs + estimate_tokens(messages)
+
+
+# (name, description) -> (the schema object measured, its tokens). Specs are rebuilt every
+# turn around the same schema objects, and serializing them was most of an estimate's cost.
+_SPEC_TOKENS: dict[tuple[str, str], tuple[object, int]] = {}
+SPEC_CACHE_SIZE = 4096
+
+
+def spec_tokens(spec: ToolSpec) -> int:
+    """The estimated tokens of one tool spec (name, description, schema), cached."""
+    key = (spec.name, spec.description)
+    cached = _SPEC_TOKENS.get(key)
+    if cached is not None and cached[0] is spec.input_schema:
+        return cached[1]
+    tokens = estimate_text_tokens(spec.name + spec.description + json.dumps(spec.input_schema))
+    if len(_SPEC_TOKENS) >= SPEC_CACHE_SIZE:
+        _SPEC_TOKENS.clear()
+    # Holding the schema keeps its identity meaningful: the same object, the same tokens.
+    _SPEC_TOKENS[key] = (spec.input_schema, tokens)
+    return tokens
 
 
 # -- the cut ---------------------------------------------------------------------------

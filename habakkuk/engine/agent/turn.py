@@ -53,7 +53,7 @@ from ..llm.types import (
 )
 from ..pools import PermanentJobError
 from ..sessions import INTERRUPTED, Session, TranscriptStore, TranscriptView
-from ..state import StateStore
+from ..state import StateStore, TurnState
 from ..store import BlobStore
 from ..toolkit.approvals import Approver
 from ..toolkit.registry import ToolContext, ToolRegistry
@@ -143,16 +143,17 @@ class TurnRunner:
         if first is not None and payload.get("blocks"):
             # Attachments a channel message carried (images, PDFs), stored by blob reference.
             first.blocks[1:1] = [block_from_json(b) for b in payload["blocks"]]
-        if first is not None and deps.state is not None:
+        state = await deps.state.turn_state(session_id) if deps.state is not None else None
+        if first is not None and state is not None and state.todo_note:
             # Open todo items ride along with the message, so the transcript stays append-only.
-            note = await deps.state.todo_note(session_id)
-            if note:
-                first.blocks.append(TextBlock(note))
+            first.blocks.append(TextBlock(state.todo_note))
         session, view, agent = await self._open(session_id, job.id, first, guard)
         deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name)
         self._fire("turn_start", agent.name, {"session": session_id, "turn": job.id, "text": typed})
         try:
-            reply = await self._loop(lease, session, agent, guard, typed, view)
+            reply = await self._loop(
+                lease, session, agent, guard, typed, view, _thinking(agent, state)
+            )
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
             raise
@@ -195,6 +196,7 @@ class TurnRunner:
         guard: Any,
         task: str,
         view: TranscriptView,
+        thinking: Thinking,
     ) -> str:
         deps = self.deps
         job = lease.job
@@ -221,7 +223,6 @@ class TurnRunner:
         snapshot = deps.checkpoint_for(agent, session, task) if deps.checkpoint_for else None
         if snapshot is not None:
             context.checkpoint = once_per_turn(snapshot, f"turn {job.id}")
-        thinking = await self._thinking(agent, session)
         if agent.name not in self._ready_workspaces:
             agent.workspace_path.mkdir(parents=True, exist_ok=True)
             self._ready_workspaces.add(agent.name)
@@ -422,15 +423,6 @@ class TurnRunner:
             "dropped": outcome.dropped,
         }
 
-    async def _thinking(self, agent: AgentConfig, session: Session) -> Thinking:
-        """The effort for this turn: the session's /think choice, else the agent's setting."""
-        if self.deps.state is not None:
-            chosen = await self.deps.state.setting(session.id, "thinking")
-            for level in THINKING_LEVELS:
-                if chosen == level:
-                    return level
-        return agent.thinking
-
     async def _run_tools(
         self, calls: list[ToolUseBlock], context: ToolContext, allowed: set[str], lease: Lease
     ) -> list[ToolResultBlock]:
@@ -501,3 +493,12 @@ def _marker(view: TranscriptView) -> int:
     """Which compaction the view starts from (-1: none), so a prompt size measured on
     another view is not carried over."""
     return view.compaction.first_kept_seq if view.compaction else -1
+
+
+def _thinking(agent: AgentConfig, state: TurnState | None) -> Thinking:
+    """The effort for this turn: the session's /think choice, else the agent's setting."""
+    chosen = state.thinking if state is not None else None
+    for level in THINKING_LEVELS:
+        if chosen == level:
+            return level
+    return agent.thinking
