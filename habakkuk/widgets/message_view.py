@@ -8,9 +8,10 @@ tool calls into ToolCards keyed by call id.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.containers import VerticalScroll
+from textual.errors import NoWidget
 from textual.widget import Widget
 
 from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
@@ -21,6 +22,8 @@ from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
 
 if TYPE_CHECKING:
+    from textual.screen import Screen
+
     from habakkuk.engine.events import Event
     from habakkuk.engine.sessions import StoredMessage
 
@@ -44,9 +47,44 @@ class MessageView(VerticalScroll, can_focus=True):
         self._thinking: ThinkingView | None = None
         # Widgets of the model call now streaming: void if the router retries (turn.reset).
         self._call_widgets: list[Widget] = []
+        # The widget at the top of the visible area after the last layout pass, and where it
+        # was in the content (see _layout_refreshed).
+        self._reading: tuple[Widget, int] | None = None
 
     def on_mount(self) -> None:
         self.anchor()
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._layout_refreshed)
+
+    def _layout_refreshed(self, screen: Screen[Any]) -> None:
+        """Keep what the reader looks at in place when something above it changed height.
+
+        History replies above the visible area have an estimated height until they are
+        built (see StreamingMarkdown): a wrong estimate would move the text being read. The
+        widget at the top of the visible area is noted after each layout pass; if its place
+        in the content moved by the next one, the scroll position moves by as much. Scrolling
+        moves nothing in the content, so it is left alone.
+        """
+        region = self.content_region
+        # The scroll offset this layout pass placed the widgets with.
+        offset = self.scroll_offset.y
+        moved = 0
+        if self._reading is not None:
+            widget, was = self._reading
+            if widget.is_attached and widget.region:
+                moved = widget.region.y - region.y + offset - was
+        self._reading = None
+        if region:
+            try:
+                widget, _ = screen.get_widget_at(region.x + 2, region.y)
+            except NoWidget:
+                widget = self
+            if widget is not self and self in widget.ancestors:
+                self._reading = (widget, widget.region.y - region.y + offset)
+        # Textual keeps an anchored view at the bottom itself until the user scrolls away,
+        # which releases the anchor (a private flag: without it, assume released).
+        held = self.is_anchored and not getattr(self, "_anchor_released", True)
+        if moved and not held:
+            self.scroll_to(y=offset + moved, animate=False, immediate=True)
 
     # -- history ---------------------------------------------------------------------------
 

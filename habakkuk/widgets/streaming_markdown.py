@@ -33,9 +33,8 @@ structure, lazily, since a session may hold hundreds of long replies:
   PICTURE_SCREENS screens), the picture is dropped too and a blank of the
   exact height it had remains. Memory then grows with the text, not with the
   blocks or pictures of everything read so far.
-- An estimate that turns out wrong moves what is below it: when that happens
-  above the visible area, the scroll position moves by the same amount, so
-  what the reader looks at stays put (at the bottom, anchoring does it).
+- An estimate that turns out wrong moves what is below it: MessageView moves
+  its scroll position by as much, so what the reader looks at stays put.
 - MessageView.load builds the replies at the bottom, where a session opens, at
   once (`build_lines`).
 
@@ -132,8 +131,6 @@ class MarkdownVolume(Widget):
         self._build_scheduled = False
         self._known_height: tuple[int, int] | None = None
         self._operations: asyncio.Lock | None = None
-        # The height at the last layout pass (to notice an estimate that was wrong).
-        self.last_height: int | None = None
 
     @property
     def frozen(self) -> bool:
@@ -518,7 +515,8 @@ class StreamingMarkdown(Markdown):
     def history_blocks(self, source: _HistorySource) -> list[MarkdownBlock]:
         """The blocks of a history volume's lines, as a one-shot render of the reply has them."""
         env: dict[str, Any] = {"references": dict(source.references)}
-        tokens = self._md_parser().parse("\n".join(source.lines), env)
+        # Ended by a line break, as the lines are in the reply (a table's range counts it).
+        tokens = self._md_parser().parse("\n".join(source.lines) + "\n", env)
         blocks = list(self._parse_markdown(tokens))
         for block in blocks:
             start, end = block.source_range
@@ -667,20 +665,10 @@ class StreamingMarkdown(Markdown):
             return
         if not self._volumes:
             return
-        moved = 0
-        top = self._viewport_top()
         for volume in self._volumes:
             region = volume.region
             if not region:
                 continue
-            last, volume.last_height = volume.last_height, region.height
-            if (
-                last is not None
-                and last != region.height
-                and top is not None
-                and region.bottom <= top
-            ):
-                moved += region.height - last
             if volume.source is not None:
                 self._virtualize_history(volume, region, height)
             elif volume.frozen:
@@ -691,8 +679,6 @@ class StreamingMarkdown(Markdown):
                 region.bottom < -2 * height or region.y > 3 * height
             ):
                 volume.freeze()
-        if moved:
-            self._keep_in_view(moved)
 
     @staticmethod
     def _virtualize_history(volume: MarkdownVolume, region: Region, height: int) -> None:
@@ -710,31 +696,6 @@ class StreamingMarkdown(Markdown):
             or region.y > (PICTURE_SCREENS + 1) * height
         ):
             volume.forget_picture()
-
-    def _scroller(self) -> Widget | None:
-        from textual.containers import ScrollableContainer
-
-        for node in self.ancestors:
-            if isinstance(node, ScrollableContainer):
-                return node
-        return None
-
-    def _viewport_top(self) -> int | None:
-        """Where the scrolling container's visible area starts on screen (None: no container)."""
-        scroller = self._scroller()
-        return scroller.content_region.y if scroller is not None else None
-
-    def _keep_in_view(self, moved: int) -> None:
-        """Content above the visible area grew by `moved` lines: scroll by as much, so what
-        the reader looks at stays put. An anchored container (at the bottom) needs nothing."""
-        scroller = self._scroller()
-        if scroller is None:
-            return
-        # Textual keeps an anchored container at the bottom itself unless the user scrolled
-        # away, which releases the anchor (a private flag: without it, assume released).
-        if scroller.is_anchored and not getattr(scroller, "_anchor_released", True):
-            return
-        scroller.scroll_to(y=scroller.scroll_y + moved, animate=False, immediate=True)
 
     def _theme_changed(self, theme: Theme) -> None:
         # Pictures hold the old colours: draw the blocks again (they refreeze later). History
