@@ -64,6 +64,11 @@ class MessageView(VerticalScroll, can_focus=True):
         in the content moved by the next one, the scroll position moves by as much. Scrolling
         moves nothing in the content, so it is left alone.
         """
+        # Textual keeps an anchored view at the bottom itself until the user scrolls away,
+        # which releases the anchor (a private flag: without it, assume released).
+        if self.is_anchored and not getattr(self, "_anchor_released", True):
+            self._reading = None
+            return
         region = self.content_region
         # The scroll offset this layout pass placed the widgets with.
         offset = self.scroll_offset.y
@@ -80,10 +85,7 @@ class MessageView(VerticalScroll, can_focus=True):
                 widget = self
             if widget is not self and self in widget.ancestors:
                 self._reading = (widget, widget.region.y - region.y + offset)
-        # Textual keeps an anchored view at the bottom itself until the user scrolls away,
-        # which releases the anchor (a private flag: without it, assume released).
-        held = self.is_anchored and not getattr(self, "_anchor_released", True)
-        if moved and not held:
+        if moved:
             self.scroll_to(y=offset + moved, animate=False, immediate=True)
 
     # -- history ---------------------------------------------------------------------------
