@@ -136,8 +136,8 @@ TOUR: list[dict[str, Any]] = [
         "steps": [
             {
                 "thinking": "The user wants to see thinking. A real model streams its "
-                "reasoning here when /think sets an effort; the terminal shows it dimmed "
-                "and folded once the reply starts.",
+                "reasoning here when /think sets an effort; the terminal shows it dimmed, "
+                "in a block that Enter folds when it has the focus (Tab moves there).",
                 "text": "That was my thinking, shown dimmed above. With a real model, "
                 "`/think high` asks for more of it in this session.",
             }
