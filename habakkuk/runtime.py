@@ -18,7 +18,14 @@ from typing import Any
 
 from habakkuk.engine.agent.prompt import build_system_prompt
 from habakkuk.engine.agent.turn import TURN_KIND, TurnDeps, TurnRunner
-from habakkuk.engine.config import THINKING_LEVELS, Config, ModelRef, Thinking, load_config
+from habakkuk.engine.config import (
+    THINKING_LEVELS,
+    Config,
+    ModelRef,
+    Thinking,
+    load_config,
+    thinking_level,
+)
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Environment, Home, default_home
@@ -570,32 +577,34 @@ class Runtime:
             return None
         return await self.usage.session_model(session_id)
 
-    async def set_session_thinking(self, session_id: str, level: str | None) -> Thinking:
-        """/think LEVEL: the effort sent with each request of the session; returns it.
+    async def set_session_thinking(
+        self, session_id: str, level: str | None
+    ) -> tuple[Thinking, bool]:
+        """/think LEVEL: the effort sent with each request of the session.
 
-        None (or "default") goes back to the agent's `thinking` setting. HabakkukError
-        names the levels when LEVEL is not one of them.
+        None (or "default") goes back to the agent's `thinking` setting. Returns the
+        session's effort now and whether /think chose it, as `session_thinking` does;
+        HabakkukError names the levels when LEVEL is not one of them.
         """
         session = await self.session(session_id)
         state = self._state_store()
         choice = (level or "").strip().lower()
         if choice in ("", "default"):
             await state.set_setting(session.id, "thinking", None)
-            return self.config.agent(session.agent).thinking
-        for known in THINKING_LEVELS:
-            if choice == known:
-                await state.set_setting(session.id, "thinking", known)
-                return known
-        levels = ", ".join(THINKING_LEVELS)
-        raise HabakkukError(f"/think: unknown level {level!r} (levels: {levels}, default)")
+            return self.config.agent(session.agent).thinking, False
+        known = thinking_level(choice)
+        if known is None:
+            levels = ", ".join(THINKING_LEVELS)
+            raise HabakkukError(f"/think: unknown level {level!r} (levels: {levels}, default)")
+        await state.set_setting(session.id, "thinking", known)
+        return known, True
 
     async def session_thinking(self, session_id: str) -> tuple[Thinking, bool]:
         """The session's effort and whether /think chose it (False: the agent's setting)."""
         session = await self.session(session_id)
-        chosen = await self._state_store().setting(session.id, "thinking")
-        for known in THINKING_LEVELS:
-            if chosen == known:
-                return known, True
+        chosen = thinking_level(await self._state_store().setting(session.id, "thinking"))
+        if chosen is not None:
+            return chosen, True
         return self.config.agent(session.agent).thinking, False
 
     def _state_store(self) -> StateStore:
@@ -806,8 +815,10 @@ class Runtime:
         store = await self._prompt_store()
         try:
             prompts = await store.waiting_approvals()
-        except sqlite3.OperationalError:  # no channel ever ran on this home: no table
-            return []
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            return []  # no channel ever ran on this home
         return [
             WaitingApproval(
                 id=prompt.id,

@@ -160,7 +160,9 @@ class RuntimeFacade(Protocol):
         extra: dict[str, Any] | None = None,
     ) -> str: ...
 
-    async def set_session_thinking(self, session_id: str, level: str | None) -> str: ...
+    async def set_session_thinking(
+        self, session_id: str, level: str | None
+    ) -> tuple[str, bool]: ...
 
     async def session_thinking(self, session_id: str) -> tuple[str, bool]: ...
 
@@ -638,17 +640,15 @@ class Gateway:
     ) -> None:
         """/think shows the session's reasoning effort; /think LEVEL sets it (default clears)."""
         session = await self.session_for(config, msg)
-        if rest:
-            try:
-                level = await self.runtime.set_session_thinking(session.id, rest)
-            except HabakkukError as exc:
-                await self._say(msg, str(exc))
-                return
-            cleared = rest.strip().lower() == "default"
-            key = "think_default" if cleared else "think_set"
-        else:
-            level, chosen = await self.runtime.session_thinking(session.id)
-            key = "think_set" if chosen else "think_default"
+        try:
+            if rest:
+                level, chosen = await self.runtime.set_session_thinking(session.id, rest)
+            else:
+                level, chosen = await self.runtime.session_thinking(session.id)
+        except HabakkukError as exc:
+            await self._say(msg, str(exc))
+            return
+        key = "think_set" if chosen else "think_default"
         await self._say(msg, TEXT[key].format(level=level, agent=session.agent))
 
     async def _cmd_retry(

@@ -25,6 +25,15 @@ Approvals = Literal["human", "reviewer", "reviewer_then_human"]
 Thinking = Literal["off", "low", "medium", "high"]
 THINKING_LEVELS: tuple[Thinking, ...] = ("off", "low", "medium", "high")
 
+
+def thinking_level(value: object) -> Thinking | None:
+    """`value` as a thinking level, or None when it is not one (e.g. nothing chosen)."""
+    for level in THINKING_LEVELS:
+        if value == level:
+            return level
+    return None
+
+
 KNOWN_TOOLSETS = ("core",)
 
 

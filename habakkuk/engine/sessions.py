@@ -509,11 +509,7 @@ class TranscriptStore:
 
     async def latest_compaction(self, session_id: str) -> Compaction | None:
         """The newest compaction record of the session, if any."""
-        row = await self.db.fetchone(
-            "SELECT * FROM compactions WHERE session_id = ? ORDER BY id DESC LIMIT 1",
-            (session_id,),
-        )
-        return Compaction.from_row(row) if row else None
+        return await self.db.run(lambda conn: _latest_compaction_in(conn, session_id))
 
     async def add_compaction(
         self,
@@ -619,10 +615,7 @@ def _append_in(
 
 def _view_in(conn: sqlite3.Connection, session_id: str) -> TranscriptView:
     """The view, inside the caller's transaction."""
-    row = conn.execute(
-        "SELECT * FROM compactions WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
-    ).fetchone()
-    compaction = Compaction.from_row(row) if row else None
+    compaction = _latest_compaction_in(conn, session_id)
     first = compaction.first_kept_seq if compaction else 0
     rows = conn.execute(
         "SELECT seq, role, model, blocks, turn_id, created_at FROM messages"
@@ -630,10 +623,22 @@ def _view_in(conn: sqlite3.Connection, session_id: str) -> TranscriptView:
         (session_id, first),
     ).fetchall()
     kept = [m for m in (_stored(r) for r in rows) if m is not None]
-    last = conn.execute(
-        "SELECT coalesce(max(seq), -1) FROM messages WHERE session_id = ?", (session_id,)
+    if rows:  # the last row read, even one too corrupt to keep, is the transcript's end
+        last = int(rows[-1]["seq"])
+    else:
+        last = int(
+            conn.execute(
+                "SELECT coalesce(max(seq), -1) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+        )
+    return TranscriptView(compaction, kept, last)
+
+
+def _latest_compaction_in(conn: sqlite3.Connection, session_id: str) -> Compaction | None:
+    row = conn.execute(
+        "SELECT * FROM compactions WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
     ).fetchone()
-    return TranscriptView(compaction, kept, int(last[0]))
+    return Compaction.from_row(row) if row else None
 
 
 def _fork_point(rows: list[sqlite3.Row], upto_seq: int | None) -> int | None:

@@ -426,11 +426,10 @@ class ChatScreen(RuntimeScreen):
             await self._view.note("Send a message first: /think applies to a session.")
             return
         try:
-            effective = await self.runtime.set_session_thinking(self.session_id, level)
+            effective, chosen = await self.runtime.set_session_thinking(self.session_id, level)
         except HabakkukError as exc:
             await self._view.note(str(exc), error=True)
             return
-        chosen = level.strip().lower() != "default"
         self.session_thinking = effective if chosen else ""
         self._refresh_status()
         if chosen:

@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from habakkuk.channels.adapter import Address
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.export import rfc3339, session_json, transcript_json
 
@@ -259,14 +260,11 @@ async def approvals(request: web.Request) -> web.Response:
 
 def _chat_address(where: str) -> dict[str, str] | None:
     """A chat approval's origin `ACCOUNT:CHAT[:THREAD]` as a "to" object (None otherwise)."""
-    parts = where.split(":")
-    if len(parts) not in (2, 3) or not all(parts):
+    try:
+        address = Address.parse(where)
+    except ValueError:
         return None
-    return {
-        "account": parts[0],
-        "conversation": parts[1],
-        "thread": parts[2] if len(parts) == 3 else "",
-    }
+    return {"account": address.channel, "conversation": address.chat, "thread": address.thread}
 
 
 async def approval_answer(request: web.Request) -> web.Response:

@@ -51,12 +51,12 @@ async def test_think_level_is_sent_with_the_sessions_requests_and_default_clears
     await _turn(runtime, session.id, "plain")
     assert "reasoning_effort" not in server.requests[-1].json
 
-    assert await runtime.set_session_thinking(session.id, "High") == "high"
+    assert await runtime.set_session_thinking(session.id, "High") == ("high", True)
     assert await runtime.session_thinking(session.id) == ("high", True)
     await _turn(runtime, session.id, "think hard")
     assert server.requests[-1].json["reasoning_effort"] == "high"
 
-    assert await runtime.set_session_thinking(session.id, "default") == "off"
+    assert await runtime.set_session_thinking(session.id, "default") == ("off", False)
     assert await runtime.session_thinking(session.id) == ("off", False)
     await _turn(runtime, session.id, "plain again")
     assert "reasoning_effort" not in server.requests[-1].json

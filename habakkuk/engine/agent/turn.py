@@ -23,13 +23,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..config import (
-    THINKING_LEVELS,
     AgentConfig,
     Config,
     ModelRef,
     Thinking,
     default_compact_at,
     resolve_compact_at,
+    thinking_level,
 )
 from ..errors import HabakkukError
 from ..events import EventBus
@@ -37,7 +37,7 @@ from ..home import Home
 from ..hooks import Hooks
 from ..jobs import Lease
 from ..llm.provider import ProviderError
-from ..llm.router import Caller, Router
+from ..llm.router import Caller, Router, RouterResult
 from ..llm.types import (
     Message,
     ModelRequest,
@@ -261,36 +261,36 @@ class TurnRunner:
                 tools=specs,
                 thinking=thinking,
             )
-            if compact_at > 0 and self._prompt_size(session.id, marker, request) >= compact_at:
-                request, marker = await self._compacted(
-                    lease, session, agent, chain, guard, request, marker, compact_at
-                )
+            if compact_at > 0:
+                size = self._prompt_size(session.id, marker, request)
+                if size >= compact_at:
+                    request, marker = await self._compacted(
+                        lease, session, agent, chain, guard, request, marker, compact_at, size
+                    )
             try:
-                result = await deps.router.complete(
-                    chain,
-                    request,
-                    caller=Caller(agent.name, session.id),
-                    on_event=lambda event, ref: self._publish_delta(session.id, job.id, event),
-                    on_reset=lambda: deps.bus.publish("turn.reset", session.id, turn=job.id),
-                )
+                result = await self._call_model(chain, request, agent, session, job.id)
             except ProviderError as exc:
                 if exc.error_class != "context_overflow" or compact_at <= 0:
                     raise
                 # Too long for every model of the chain: compact once, even below
                 # compact_at, and try again; a second overflow fails the turn.
+                size = self._prompt_size(session.id, marker, request)
                 shorter, marker = await self._compacted(
-                    lease, session, agent, chain, guard, request, marker, compact_at, overflow=True
+                    lease,
+                    session,
+                    agent,
+                    chain,
+                    guard,
+                    request,
+                    marker,
+                    compact_at,
+                    size,
+                    overflow=True,
                 )
                 if shorter is request:
                     raise
                 request = shorter
-                result = await deps.router.complete(
-                    chain,
-                    request,
-                    caller=Caller(agent.name, session.id),
-                    on_event=lambda event, ref: self._publish_delta(session.id, job.id, event),
-                    on_reset=lambda: deps.bus.publish("turn.reset", session.id, turn=job.id),
-                )
+                result = await self._call_model(chain, request, agent, session, job.id)
             self._remember(session.id, result.usage.prompt_tokens, len(request.messages), marker)
             await deps.transcripts.append(session.id, result.message, turn_id=job.id, guard=guard)
             deps.bus.publish(
@@ -310,6 +310,24 @@ class TurnRunner:
             )
         raise PermanentJobError(
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
+        )
+
+    async def _call_model(
+        self,
+        chain: list[ModelRef],
+        request: ModelRequest,
+        agent: AgentConfig,
+        session: Session,
+        turn: str,
+    ) -> RouterResult:
+        """One model call down the chain, its stream published on the bus."""
+        bus = self.deps.bus
+        return await self.deps.router.complete(
+            chain,
+            request,
+            caller=Caller(agent.name, session.id),
+            on_event=lambda event, ref: self._publish_delta(session.id, turn, event),
+            on_reset=lambda: bus.publish("turn.reset", session.id, turn=turn),
         )
 
     # -- compaction -------------------------------------------------------------------------
@@ -339,13 +357,13 @@ class TurnRunner:
         request: ModelRequest,
         marker: int,
         compact_at: int,
+        size: int,
         *,
         overflow: bool = False,
     ) -> tuple[ModelRequest, int]:
         """Compact the session and return the request rebuilt on the new view (the same
-        request and marker when nothing was compacted)."""
+        request and marker when nothing was compacted); `size` is the request's prompt."""
         deps = self.deps
-        size = self._prompt_size(session.id, marker, request)
         outcome = await compact(
             deps.transcripts,
             deps.router,
@@ -497,8 +515,5 @@ def _marker(view: TranscriptView) -> int:
 
 def _thinking(agent: AgentConfig, state: TurnState | None) -> Thinking:
     """The effort for this turn: the session's /think choice, else the agent's setting."""
-    chosen = state.thinking if state is not None else None
-    for level in THINKING_LEVELS:
-        if chosen == level:
-            return level
-    return agent.thinking
+    chosen = thinking_level(state.thinking) if state is not None else None
+    return chosen or agent.thinking
