@@ -25,6 +25,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker
 
+from habakkuk.engine.timeouts import wait_within
+
 if TYPE_CHECKING:
     from habakkuk.engine.events import Event, Subscription
     from habakkuk.engine.home import Home
@@ -296,7 +298,7 @@ class HabakkukApp(App[None]):
             if hasattr(runtime.approvals, "askers"):
                 runtime.approvals.askers -= 1
             if self._given_runtime is None:
-                await asyncio.wait_for(runtime.close(), CLOSE_TIMEOUT_SECONDS)
+                await wait_within(runtime.close(), CLOSE_TIMEOUT_SECONDS)
 
 
 def parse_background(answer: bytes) -> bool | None:

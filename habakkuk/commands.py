@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from habakkuk.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from habakkuk.engine.timeouts import wait_within
 
 if TYPE_CHECKING:
     from habakkuk.engine.home import Home
@@ -479,7 +480,7 @@ async def _smoke() -> int:
             session = await runtime.new_session(origin="smoke")
             runtime.start_workers()
             turn = await runtime.submit(session.id, "smoke test")
-            outcome = await asyncio.wait_for(runtime.wait_turn(turn), 60)
+            outcome = await wait_within(runtime.wait_turn(turn), 60)
             messages = await runtime.messages(session.id)
         finally:
             await runtime.close()

@@ -49,6 +49,7 @@ from habakkuk.engine.sessions import (
 )
 from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
+from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.approvals import ApprovalHub, Approver
 from habakkuk.engine.toolkit.registry import ToolRegistry
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
@@ -163,7 +164,7 @@ class AttendedApprovals(ApprovalHub):
         self._questions[request.id] = (request, future)
         self.bus.publish("question.pending", request.session, id=request.id, request=request)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.timeout)
+            return await wait_within(asyncio.shield(future), self.timeout)
         except TimeoutError:
             return None
         finally:
@@ -713,7 +714,7 @@ class Runtime:
                 if job.finished:
                     return self._outcome(job)
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(finished.get(), poll)
+                    await wait_within(finished.get(), poll)
 
     def _outcome(self, job: Job) -> TurnOutcome:
         result = job.result or {}

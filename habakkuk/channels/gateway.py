@@ -40,6 +40,7 @@ from habakkuk.engine.jobs import Job, JobQueue
 from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, TextBlock, block_to_json
 from habakkuk.engine.sessions import Session, StoredMessage, TranscriptStore
 from habakkuk.engine.store import BlobStore, StoreError
+from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.approvals import (
     Answer,
     ApprovalDecision,
@@ -775,7 +776,7 @@ class Gateway:
             event.clear()
             with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
                 # another process's answer shows up in control.db: look every half second
-                await asyncio.wait_for(event.wait(), min(0.5, remaining))
+                await wait_within(event.wait(), min(0.5, remaining))
 
     async def _close_prompt(self, address: Address, prompt: Prompt) -> None:
         self._answered.pop(prompt.id, None)
@@ -899,7 +900,7 @@ class Gateway:
                 break
             watch.changed.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(watch.changed.wait(), max(0.05, min(wake)))
+                await wait_within(watch.changed.wait(), max(0.05, min(wake)))
         adapter = self.adapter_for(watch.address.channel)
         if config.reactions and watch.status and adapter is not None and watch.message:
             emoji = {"done": "👍", "failed": "😢"}.get(watch.status)  # none when stopped
@@ -912,7 +913,7 @@ class Gateway:
         watch.changed.set()
         if watch.task is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(watch.task), 10.0)
+                await wait_within(asyncio.shield(watch.task), 10.0)
             except TimeoutError:
                 watch.task.cancel()
             except Exception:
@@ -924,7 +925,7 @@ class Gateway:
         watch = self._watches.get(turn)
         if watch is not None and watch.task is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(watch.task), 10.0)
+                await wait_within(asyncio.shield(watch.task), 10.0)
 
 
 class ChatApprover:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from habakkuk.engine.config import ChannelConfig
 from habakkuk.engine.jobs import Job, JobQueue
 from habakkuk.engine.pools import Pool
+from habakkuk.engine.timeouts import wait_within
 
 from .adapter import Adapter, FatalAdapterError, Inbox
 from .deliveries import DeliveryWorker, delivery_kind
@@ -115,7 +116,7 @@ class Supervisor:
         if account is None:
             return None
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(account.up.wait(), timeout)
+            await wait_within(account.up.wait(), timeout)
         return self.adapter(name)
 
     # -- the lease -------------------------------------------------------------------

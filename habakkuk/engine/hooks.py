@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from habakkuk.engine.timeouts import wait_within
+
 log = logging.getLogger(__name__)
 
 HOOK_EVENTS = (
@@ -152,7 +154,7 @@ async def run_hook(hook: Any, event: str, data: dict[str, Any], home: Path) -> H
         return bytes(out)
 
     try:
-        out = await asyncio.wait_for(talk(), hook.timeout)
+        out = await wait_within(talk(), hook.timeout)
     except TimeoutError:
         _kill_group(process.pid)
         with contextlib.suppress(ProcessLookupError):

@@ -23,6 +23,8 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
+from habakkuk.engine.timeouts import wait_within
+
 from .errors import LeaseLost
 from .jobs import Job, JobQueue, Lease
 
@@ -96,7 +98,7 @@ class Pool:
     async def _idle(self) -> None:
         self._wake.clear()
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), self.poll_interval)
+            await wait_within(self._wake.wait(), self.poll_interval)
 
     async def _run(self, lease: Lease) -> None:
         job = lease.job

@@ -32,6 +32,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from habakkuk.engine.timeouts import wait_within
+
 __all__ = [
     "OutputChunk",
     "ProcessError",
@@ -557,7 +559,7 @@ class ProcessManager:
         exited = entry.protocol.exited
         if timeout_seconds is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(exited), timeout_seconds)
+                await wait_within(asyncio.shield(exited), timeout_seconds)
             except TimeoutError:
                 if not entry.info.killed and not self._closing:
                     entry.info.timed_out = True
@@ -566,7 +568,7 @@ class ProcessManager:
         assert entry.pump is not None
         # Let the last output reach the log before anyone is told the process ended.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(entry.pump), _DRAIN_GRACE_SECONDS)
+            await wait_within(asyncio.shield(entry.pump), _DRAIN_GRACE_SECONDS)
         code = entry.transport.get_returncode()
         entry.info.exit_code = code if code is not None else -1
         entry.info.ended_at = time.time()
@@ -672,7 +674,7 @@ class ProcessManager:
         if timeout_seconds is not None and timeout_seconds < 0:
             raise ProcessError(f"timeout_seconds must not be negative, got {timeout_seconds}")
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(entry.done.wait(), timeout_seconds)
+            await wait_within(entry.done.wait(), timeout_seconds)
         return dataclasses.replace(entry.info)
 
     async def kill(self, agent: str, pid: str) -> ProcessInfo:
@@ -688,7 +690,7 @@ class ProcessManager:
             assert entry.supervisor is not None
             # Bounded: the group was SIGKILLed, so only the drain grace remains.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(entry.supervisor), _DRAIN_GRACE_SECONDS + 5.0)
+                await wait_within(asyncio.shield(entry.supervisor), _DRAIN_GRACE_SECONDS + 5.0)
         elif entry.pump is not None and not entry.pump.done():
             await self._terminate_group(entry)
         return dataclasses.replace(entry.info)
@@ -706,7 +708,7 @@ class ProcessManager:
         if data:
             pipe.write(data.encode("utf-8"))
             try:
-                await asyncio.wait_for(entry.protocol.drain(), _WRITE_TIMEOUT_SECONDS)
+                await wait_within(entry.protocol.drain(), _WRITE_TIMEOUT_SECONDS)
             except TimeoutError:
                 raise ProcessError(
                     f"process {pid} is not reading its input; the rest stays buffered"

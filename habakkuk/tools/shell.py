@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
 
@@ -89,7 +90,7 @@ async def run_command(
     # pipe open would otherwise keep the call waiting), then drain the pipe.
     kill_group(process.pid)
     with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(reader, 5)
+        await wait_within(reader, 5)
     text = head.decode("utf-8", errors="replace")
     if dropped:
         text += f"\n…[{dropped:,} bytes of output dropped]…\n"
@@ -112,7 +113,7 @@ async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
             if remaining <= 0:
                 return False
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(waiter), min(0.1, remaining))
+                await wait_within(asyncio.shield(waiter), min(0.1, remaining))
         return True
     finally:
         waiter.cancel()

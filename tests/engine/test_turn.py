@@ -117,6 +117,33 @@ async def test_stopping_a_turn_leaves_a_result_for_every_call(runtime_factory) -
     assert exec_result.is_error and "stopped" in exec_result.text
 
 
+async def test_a_stop_that_meets_the_approval_answer_still_stops_the_turn(runtime_factory) -> None:
+    """Ctrl+C right after `a`: the answer and the stop land in one loop iteration.
+
+    On Python 3.11 `asyncio.wait_for` returned the answer and dropped the stop, so the
+    command ran and the turn went on (the tmux end-to-end test caught it on CI).
+    """
+    script = """
+    - tool_calls: [{name: exec, arguments: {command: "touch ran.txt"}}]
+    - text: "never reached"
+    """
+    runtime = await runtime_factory(mock_config(script, mode="ask"))
+    runtime.interactive = True
+    session = await runtime.new_session()
+    with runtime.bus.subscribe(lambda e: e.kind == "approval.pending") as pending:
+        runtime.start_workers()
+        turn = await runtime.submit(session.id, "touch it", attended=True)
+        event = await asyncio.wait_for(pending.get(), 30)
+    assert runtime.approvals.answer(event.data["id"], "allow_session")
+    await runtime.stop_turn(turn)  # stops the handler before its first await
+    outcome = await asyncio.wait_for(runtime.wait_turn(turn), 30)
+    assert outcome.status == "cancelled"
+    workspace = runtime.config.agents["main"].workspace_path
+    assert not (workspace / "ran.txt").exists()
+    result = (await runtime.messages(session.id))[2].message.tool_results[0]
+    assert result.is_error and "stopped" in result.text
+
+
 async def test_resumed_turn_records_interrupted_results_then_continues(runtime_factory) -> None:
     """A transcript left by a crash mid-tool-call is repaired and the turn completes once."""
     from habakkuk.engine.llm.types import Message, ToolUseBlock

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from habakkuk.engine.timeouts import wait_within
+
 Answer = Literal["allow_once", "allow_session", "deny"]
 
 
@@ -92,7 +94,7 @@ class ApprovalHub:
         self._since[request.id] = time.time()
         self.bus.publish("approval.pending", request.session, id=request.id, request=request)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.timeout)
+            return await wait_within(asyncio.shield(future), self.timeout)
         except TimeoutError:
             return ApprovalDecision("deny", "nobody answered in time", by="timeout")
         finally:

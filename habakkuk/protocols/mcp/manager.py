@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.config import Config, McpServerConfig
 from habakkuk.engine.home import Environment, Home
+from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.registry import ToolError, ToolOutput, ToolRegistry
 
 from .naming import tool_names
@@ -114,7 +115,7 @@ class ServerLink:
         self._drop.set()
         if self._task is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(self._task), 15)
+                await wait_within(asyncio.shield(self._task), 15)
             except TimeoutError:
                 self._task.cancel()
                 await asyncio.gather(self._task, return_exceptions=True)
@@ -157,7 +158,7 @@ class ServerLink:
             if lasted >= STABLE_AFTER:
                 delay = BACKOFF_FIRST  # a server that crashes right after connecting backs off
             with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), delay)
+                await wait_within(self._closing.wait(), delay)
             delay = min(delay * 2, BACKOFF_MAX)
 
     async def _session(self) -> float:
@@ -250,7 +251,7 @@ class ServerLink:
         timeout = self.config.timeout_seconds
         started = time.monotonic()
         try:
-            result = await asyncio.wait_for(
+            result = await wait_within(
                 client.call_tool(tool, args, read_timeout_seconds=timeout), timeout + 5
             )
         except TimeoutError:

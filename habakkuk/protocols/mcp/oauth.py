@@ -38,6 +38,7 @@ from typing import Any, TextIO
 from habakkuk.engine.config import McpServerConfig, load_config
 from habakkuk.engine.errors import ConfigError, HabakkukError
 from habakkuk.engine.home import Environment, Home, write_private_file
+from habakkuk.engine.timeouts import wait_within
 
 from .transport import TransportError
 
@@ -401,13 +402,13 @@ async def _code_flow(
         opened = open_url(url) if open_url is not None else None
         browser = asyncio.ensure_future(opened) if asyncio.iscoroutine(opened) else None
         try:
-            params = await asyncio.wait_for(result, LOGIN_TIMEOUT)
+            params = await wait_within(result, LOGIN_TIMEOUT)
         except TimeoutError:
             raise OAuthError(f"no sign-in within {LOGIN_TIMEOUT:.0f}s") from None
         finally:
             if browser is not None:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await asyncio.wait_for(browser, 10)
+                    await wait_within(browser, 10)
     finally:
         await runner.cleanup()
     if params.get("error"):

@@ -22,6 +22,8 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from habakkuk.engine.timeouts import wait_within
+
 if TYPE_CHECKING:
     from aiohttp import web
     from mcp.server.mcpserver import MCPServer
@@ -240,7 +242,7 @@ class McpHttpEndpoint:
         if self._task is not None:
             task, self._task = self._task, None
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(task, 10)
+                await wait_within(task, 10)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Bridge one aiohttp request to the SDK's ASGI handler."""
