@@ -569,3 +569,39 @@ async def test_compact_session_runs_as_a_turn_and_says_what_it_did(
     assert record is not None and record.summary == "SUMMARY: forty questions"
     assert len(await runtime.messages(session)) == 80  # no message was appended
     assert again.reply.startswith("Nothing was compacted")
+
+
+async def test_compact_appends_what_carry_keeps_from_the_folded_part(
+    store: TranscriptStore,
+) -> None:
+    """`carry` sees the previous summary then the folded messages; its text ends the summary."""
+    from habakkuk.engine.config import ModelRef
+
+    await fill(store, "s", turn("one") + turn("two") + turn("three"))
+    assert await store.add_compaction("s", "OLD SUMMARY", 4, 11, None)
+    seen: list[list[str]] = []
+
+    def carry(folded: Any) -> str:
+        seen.append([m.text for m in folded])
+        return "[callable now: mcp__gh__create_issue]"
+
+    outcome = await compact(
+        store,
+        FakeRouter(),  # type: ignore[arg-type]
+        session_id="s",
+        chain=[ModelRef("p", "m")],
+        caller=Caller("main", "s", "compaction"),
+        compact_at=2000,
+        guard=None,
+        system="PROMPT",
+        carry=carry,
+    )
+    assert outcome.compacted
+    (folded,) = seen
+    assert folded[0].endswith("OLD SUMMARY") and folded[1].startswith("two")
+    assert not any(text.startswith("three") for text in folded)
+    latest = await store.latest_compaction("s")
+    assert latest is not None
+    assert latest.summary.endswith(
+        "user wants /srv/app fixed\n\n[callable now: mcp__gh__create_issue]"
+    )

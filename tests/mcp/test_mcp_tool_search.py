@@ -9,6 +9,7 @@ from typing import Any
 
 from habakkuk.engine.config import AgentConfig
 from habakkuk.engine.llm.types import Message, ToolResultBlock, ToolUseBlock
+from habakkuk.engine.sessions import summary_message
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput, ToolRegistry
 from habakkuk.protocols.mcp.toolsearch import ToolSearchView, rank, unlocked
@@ -88,6 +89,31 @@ def test_view_offers_everything_under_the_limit_and_a_stable_prefix_over_it() ->
     assert [t.name for t in view(agent, tools, more)] == [*second, "mcp__s__t0"]
 
 
+def test_a_compaction_summary_carries_what_its_folded_searches_unlocked() -> None:
+    registry = ToolRegistry()
+    registry.register(make_tool("read_file"), "core")
+    for i in range(5):
+        registry.register(make_tool(f"mcp__s__t{i}"), "mcp:s")
+    view = ToolSearchView(registry)
+    agent = AgentConfig(model="m/x", toolsets=["core", "mcp:s"], tool_search_over=3)
+    tools = registry.tools_for(agent.toolsets)
+    folded = _search_exchange("c1", "tool_search", "[callable now: mcp__s__t3, mcp__s__t1]")
+    line = view.carry(folded)
+    assert line == "[callable now: mcp__s__t3, mcp__s__t1]"
+    assert view.carry(_search_exchange("c1", "exec", "[callable now: mcp__s__t0]")) == ""
+    after = [
+        summary_message(f"The user asked for t3.\n\n{line}"),
+        *_search_exchange("c2", "tool_search", "[callable now: mcp__s__t0, mcp__s__t3]"),
+    ]
+    offered = [t.name for t in view(agent, tools, after)]
+    assert offered[3:] == ["mcp__s__t3", "mcp__s__t1", "mcp__s__t0"]
+    # A later compaction folds the summary itself: the line is carried on.
+    assert view.carry(after) == "[callable now: mcp__s__t3, mcp__s__t1, mcp__s__t0]"
+    # Only the summary at the head of the view counts, not a user quoting the line.
+    quoted = [Message.user_text(line), *after[1:]]
+    assert [t.name for t in view(agent, tools, quoted)][3:] == ["mcp__s__t0", "mcp__s__t3"]
+
+
 async def test_a_turn_finds_and_calls_an_mcp_tool_and_later_turns_keep_it(
     runtime_factory: Any,
 ) -> None:
@@ -131,3 +157,59 @@ mcp_servers:
     assert results[0].is_error and "unknown tool" in texts[0]
     assert "[callable now: mcp__zoo__echo" in texts[1]
     assert texts[2:] == ["echo: found", "echo: remembered"]
+
+
+async def test_a_tool_found_before_a_compaction_stays_callable_after_it(
+    runtime_factory: Any,
+) -> None:
+    config = f"""\
+providers:
+  mock:
+    type: mock
+    script:
+      - match: "^find"
+        steps:
+          - tool_calls: [{{name: tool_search, arguments: {{query: echo}}}}]
+          - text: found it
+      - match: "^pad"
+        steps:
+          - text: padded
+      - match: "^again"
+        steps:
+          - tool_calls: [{{name: mcp__zoo__echo, arguments: {{text: remembered}}}}]
+          - text: done again
+      - steps:
+          - text: "SUMMARY: the user looked for an echo tool."
+agents:
+  main:
+    model: mock/x
+    mode: full
+    toolsets: [core, "mcp:zoo"]
+    tool_search_over: 3
+    compact_at: 1000
+mcp_servers:
+  zoo:
+    command: {sys.executable}
+    args: [{SERVERS}, stdio, basic]
+"""
+    runtime = await runtime_factory(config)
+    await asyncio.wait_for(runtime.start_mcp(), BOUND)
+    session = await runtime.new_session("main")
+    runtime.start_workers()
+
+    async def finish(job: str) -> str:
+        outcome = await asyncio.wait_for(runtime.wait_turn(job), BOUND)
+        assert outcome.status == "done", outcome.error
+        return outcome.reply
+
+    await finish(await runtime.submit(session.id, "find an echo tool"))
+    # A turn over the 200 tokens kept verbatim: /compact folds the search away.
+    await finish(await runtime.submit(session.id, "pad " + "words " * 400))
+    assert "Compacted" in await finish(await runtime.compact_session(session.id))
+    view = await runtime.transcripts.view(session.id)
+    assert view.compaction is not None and view.kept[0].message.text.startswith("pad")
+    assert view.compaction.summary.endswith("[callable now: mcp__zoo__echo]")
+
+    await finish(await runtime.submit(session.id, "again please"))
+    results = [r for m in await runtime.messages(session.id) for r in m.message.tool_results]
+    assert results[-1].text == "echo: remembered" and not results[-1].is_error

@@ -19,7 +19,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..config import ModelRef
@@ -286,12 +286,16 @@ async def compact(
     tools: Sequence[ToolSpec] = (),
     tokens_before: int | None = None,
     max_input_chars: int | None = None,
+    carry: Callable[[Sequence[Message]], str] | None = None,
 ) -> CompactionOutcome:
     """Fold the session's older messages into a new summary (one model call).
 
     `system` and `tools` are the turn's, to estimate the prompt after the cut;
     `tokens_before` is the prompt size that triggered this (estimated when None);
     `max_input_chars` bounds the summary's input (default: about 3/4 of compact_at).
+    `carry(folded)` returns text appended to the summary verbatim, for state a model's
+    summary could drop (tool search's unlocked tools); `folded` starts with the previous
+    summary's message when there is one.
     ProviderError from the summary call and LeaseLost from the write propagate.
     """
     view = await transcripts.view(session_id)
@@ -324,6 +328,11 @@ async def compact(
     if not summary:
         log.warning("compaction of %s: the model returned an empty summary", session_id)
         return CompactionOutcome(False, before, before, reason="the model returned no summary")
+    if carry is not None:
+        previous_head = [summary_message(previous)] if previous is not None else []
+        carried = carry([*previous_head, *messages[:cut]])
+        if carried:
+            summary = f"{summary}\n\n{carried}"
     written = await transcripts.add_compaction(
         session_id, summary, view.kept[cut].seq, view.last_seq, guard
     )

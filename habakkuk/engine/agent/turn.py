@@ -18,9 +18,9 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from ..config import (
     AgentConfig,
@@ -72,8 +72,18 @@ ChainFor = Callable[[AgentConfig, Session], list[ModelRef]]
 Snapshot = Callable[[], Awaitable[None]]
 # (agent, session, task) -> a function that snapshots the workspace, or None for no checkpoints
 CheckpointFor = Callable[[AgentConfig, Session, str], Snapshot | None]
-# (agent, the agent's tools, the transcript so far) -> the tools to offer this model call
-ToolView = Callable[[AgentConfig, list[Any], list[Message]], list[Any]]
+
+
+class ToolView(Protocol):
+    """Which of an agent's tools to offer at each model call (tool search)."""
+
+    def __call__(
+        self, agent: AgentConfig, tools: list[Any], messages: list[Message]
+    ) -> list[Any]: ...
+
+    def carry(self, folded: Sequence[Message]) -> str:
+        """What a compaction adds to its summary so the offer survives the fold ('' if nothing)."""
+        ...
 
 
 @dataclass
@@ -375,6 +385,7 @@ class TurnRunner:
             system=request.system,
             tools=request.tools,
             tokens_before=size,
+            carry=deps.tool_view.carry if deps.tool_view is not None else None,
             # After an overflow the summary's input gets about half the prompt that
             # was too long, so the summary call itself fits.
             max_input_chars=max(size * 2, 20_000) if overflow else None,
@@ -421,6 +432,7 @@ class TurnRunner:
                 guard=guard,
                 system=session.system_prompt,
                 tools=[t.spec() for t in tools],
+                carry=deps.tool_view.carry if deps.tool_view is not None else None,
             )
         except asyncio.CancelledError:
             deps.bus.publish("turn.end", session_id, turn=job.id, status="stopped")

@@ -7,8 +7,10 @@ a `[callable now: ...]` line; the tools it names are appended to the offered
 list from the next model call on, after the ones already there, so the start
 of the list (and the provider's cached prefix) never moves. The list is read
 back from the transcript at every step, in the order found, so it is stable
-for the session and survives restarts. Only results of tool_search and
-tool_describe calls count, so no other tool's output can unlock tools.
+for the session and survives restarts; a compaction's summary ends with the
+line of the tools its folded messages had unlocked, so it survives folding too.
+Only results of tool_search and tool_describe calls (and that summary line)
+count, so no other tool's output can unlock tools.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from habakkuk.engine.config import AgentConfig
 from habakkuk.engine.llm.types import Message
+from habakkuk.engine.sessions import SUMMARY_PREFIX
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput, ToolRegistry
 
@@ -136,22 +139,35 @@ class ToolDescribeTool(Tool):
 
 
 def unlocked(messages: Sequence[Message]) -> list[str]:
-    """Tool names from the [callable now: ...] lines of tool_search/describe results, in order."""
+    """Tool names from the [callable now: ...] lines of tool_search/describe results, in order.
+
+    A compaction summary at the head of the view carries the names its folded
+    messages had unlocked (see `ToolSearchView.carry`); they come first.
+    """
     searches: set[str] = set()
     names: list[str] = []
+
+    def add(text: str) -> None:
+        for match in _CALLABLE.finditer(text):
+            for name in match.group(1).split(","):
+                name = name.strip()
+                if name and name != "none" and name not in names:
+                    names.append(name)
+
+    if messages and _is_summary(messages[0]):
+        add(messages[0].text)
     for message in messages:
         for use in message.tool_uses:
             if use.tool in (SEARCH, DESCRIBE):
                 searches.add(use.tool_use_id)
         for result in message.tool_results:
-            if result.tool_use_id not in searches or result.is_error:
-                continue
-            for match in _CALLABLE.finditer(result.text):
-                for name in match.group(1).split(","):
-                    name = name.strip()
-                    if name and name != "none" and name not in names:
-                        names.append(name)
+            if result.tool_use_id in searches and not result.is_error:
+                add(result.text)
     return names
+
+
+def _is_summary(message: Message) -> bool:
+    return message.role == "user" and message.text.startswith(SUMMARY_PREFIX)
 
 
 class ToolSearchView:
@@ -183,3 +199,12 @@ class ToolSearchView:
             if tool is not None and tool not in offered:
                 offered.append(tool)
         return offered
+
+    def carry(self, folded: Sequence[Message]) -> str:
+        """The folded messages' unlocked tools as a [callable now: ...] line for the summary.
+
+        Without it, a tool found before a compaction would drop out of the offer once
+        the search result is folded away (the summary is the model's prose).
+        """
+        names = unlocked(folded)
+        return callable_line(names) if names else ""
