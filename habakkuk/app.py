@@ -249,7 +249,7 @@ class HabakkukApp(App[None]):
                 yield SystemCommand(
                     f"Go: {mode}", f"{about} ({key})", lambda m=mode: self.action_go(m)
                 )
-        yield SystemCommand("Turn: stop", "Stop the running turn (ctrl+c)", self.action_interrupt)
+        yield SystemCommand("Turn: stop", "Stop the running turn (ctrl+c)", self.stop_turn)
         yield SystemCommand(
             "App: quit", "Quit; a running turn resumes next start (ctrl+q)", self.action_quit
         )
@@ -261,17 +261,43 @@ class HabakkukApp(App[None]):
     # -- stop and quit -------------------------------------------------------------------
 
     async def action_interrupt(self) -> None:
-        """Ctrl+C: stop the running turn at once; a second press quits."""
+        """Ctrl+C: copy the selected text if any; else stop the running turn, and quit
+        on a second press."""
+        if self._copy_selection():
+            return
         now = time.monotonic()
         if now - self._last_interrupt < DOUBLE_PRESS_SECONDS:
             await self.action_quit()
             return
         self._last_interrupt = now
+        self.stop_turn(" Ctrl+C again quits.", " Ctrl+C again (or Ctrl+Q) quits.")
+
+    def stop_turn(self, stopping_hint: str = "", idle_hint: str = "") -> None:
+        """Stop the chat's running turn, and say so."""
         chat = self.get_chat()
         if chat is not None and chat.stop_turn():
-            self.notify("Stopping the turn. Ctrl+C again quits.", timeout=3)
+            self.notify(f"Stopping the turn.{stopping_hint}", timeout=3)
         else:
-            self.notify("No turn is running. Ctrl+C again (or Ctrl+Q) quits.", timeout=3)
+            self.notify(f"No turn is running.{idle_hint}", timeout=3)
+
+    def _copy_selection(self) -> bool:
+        """Copy what is selected (text dragged over, or a selection in the focused text
+        area) and collapse the selection, so the next Ctrl+C stops the turn again."""
+        from textual.widgets import TextArea
+        from textual.widgets.text_area import Selection
+
+        focused = self.focused
+        if isinstance(focused, TextArea) and focused.selected_text:
+            text = focused.selected_text
+            focused.selection = Selection.cursor(focused.selection.end)
+        else:
+            text = self.screen.get_selected_text() or ""
+            if not text:
+                return False
+            self.screen.clear_selection()
+        self.copy_to_clipboard(text)
+        self.notify(f"Copied {len(text):,} characters.", timeout=2)
+        return True
 
     async def action_quit(self) -> None:
         """Close the runtime (leases released: a running turn resumes next start), then exit."""

@@ -113,6 +113,11 @@ def notices(app: Any) -> list[str]:
     return [n.text for n in app.screen.query(Notice)]
 
 
+def toasts(app: Any) -> list[str]:
+    """The messages of the notifications (toasts) the app shows now."""
+    return [str(n.message) for n in app._notifications]
+
+
 def markdown_text(app: Any) -> str:
     """Every Markdown source on the screen, joined: the replies as rendered."""
     from textual.widgets import Markdown

@@ -18,6 +18,7 @@ from tests.tui.conftest import (
     notices,
     ready,
     send,
+    toasts,
     turn_finished,
     wait_until,
 )
@@ -237,6 +238,47 @@ async def test_ctrl_c_twice_quits(write_config: WriteConfig) -> None:
         app.simulate_key("ctrl+c")
         await wait_until(pilot, lambda: app._exit, "the app to exit")
     assert app.runtime is None
+
+
+async def test_ctrl_c_over_selected_text_copies_it_and_stops_nothing(
+    write_config: WriteConfig,
+) -> None:
+    from textual.selection import Selection
+
+    write_config(mock_config(SLEEP_SCRIPT, mode="full"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "sleep")
+        await wait_until(
+            pilot,
+            lambda: any(c.status == "running" for c in app.screen.query(ToolCard)),
+            "the exec call to run",
+        )
+        said = app.screen.query_one(UserMessage)
+        app.screen.selections = {said: Selection(None, None)}  # as a mouse drag leaves it
+        await pilot.press("ctrl+c")
+        assert app.clipboard == "sleep"
+        assert "Copied 5 characters." in toasts(app)
+        assert app.get_chat().running_turn is not None and not app.screen.selections
+        # The copy was not a first press: this one stops the turn and does not quit.
+        await pilot.press("ctrl+c")
+        assert await turn_finished(pilot) == "stopped"
+        assert app.is_running
+
+
+async def test_ctrl_c_in_the_composer_copies_its_selection(write_config: WriteConfig) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        composer = app.screen.query_one(Composer)
+        composer.insert("draft to keep")
+        composer.select_all()
+        await pilot.press("ctrl+c")
+        assert app.clipboard == "draft to keep"
+        assert composer.text == "draft to keep" and not composer.selected_text
+        assert toasts(app) == ["Copied 13 characters."]
 
 
 async def test_tool_card_expands_to_the_full_output_from_the_transcript(

@@ -13,7 +13,7 @@ from habakkuk.engine.llm.types import Message, TextBlock
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.user_message import UserMessage
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, ready, send, turn_finished, wait_until
+from tests.tui.conftest import make_app, ready, send, toasts, turn_finished, wait_until
 
 EXEC_SCRIPT = """
 - tool_calls:
@@ -333,12 +333,10 @@ async def test_the_configured_http_surface_runs_on_the_apps_loop(
         await ready(pilot)
         await wait_until(
             pilot,
-            lambda: any("HTTP on http://127.0.0.1:" in str(n.message) for n in app._notifications),
+            lambda: any("HTTP on http://127.0.0.1:" in t for t in toasts(app)),
             "the HTTP notice",
         )
-        url = next(
-            str(n.message).split()[2] for n in app._notifications if "HTTP on" in str(n.message)
-        )
+        url = next(t.split()[2] for t in toasts(app) if "HTTP on" in t)
         import aiohttp
 
         async with aiohttp.ClientSession() as client, client.get(f"{url}/app/") as response:
