@@ -22,6 +22,7 @@ from habakkuk.widgets.status_line import Status, StatusLine
 if TYPE_CHECKING:
     from habakkuk.engine.events import Event
     from habakkuk.engine.toolkit.approvals import ApprovalRequest
+    from habakkuk.widgets.tool_card import ToolCard
 
 TURN_EVENTS = {
     "turn.text",
@@ -56,6 +57,7 @@ class ChatScreen(RuntimeScreen):
         self.finished: dict[str, str] = {}
         self._seen_turns: set[str] = set()
         self._compact_jobs: set[str] = set()  # /compact jobs: their outcome is noted at the end
+        self._approval_cards: dict[str, ToolCard] = {}  # waiting approval id -> its call's card
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost: float | None = None
@@ -268,7 +270,14 @@ class ChatScreen(RuntimeScreen):
             if request.session == self.session_id:
                 self._prompt.add(request)
                 self._prompt.focus()
+                card = self._view.cards.get(request.call_id)
+                if card is not None:
+                    self._approval_cards[approval_id] = card
+                    card.awaiting_approval(True)
         else:
+            card = self._approval_cards.pop(approval_id, None)
+            if card is not None:
+                card.awaiting_approval(False)
             had_focus = self.focused is self._prompt
             self._prompt.withdraw(approval_id)
             if had_focus and self._prompt.current is None:

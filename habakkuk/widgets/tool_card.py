@@ -22,11 +22,14 @@ if TYPE_CHECKING:
 
 STATUS_MARKS = {
     "pending": "…",
+    "waiting": "?",
     "running": "▶",
     "ok": "✓",
     "error": "✗",
     "interrupted": "■",
 }
+# How a status reads in the header, where it is not the status itself.
+STATUS_LABELS = {"waiting": "waiting for approval"}
 
 
 class ToolCard(Widget, can_focus=True):
@@ -76,9 +79,16 @@ class ToolCard(Widget, can_focus=True):
         self._update_header()
 
     def started(self, title: str) -> None:
-        """tool.start: the call is running (after any approval)."""
+        """tool.start: the call began (an approval, if it needs one, comes next)."""
         self.title = title or self.title
         self.status = "running"
+
+    def awaiting_approval(self, waiting: bool) -> None:
+        """An approval prompt for this call is shown (True) or was answered (False)."""
+        if waiting and self.status in ("pending", "running"):
+            self.status = "waiting"
+        elif not waiting and self.status == "waiting":
+            self.status = "running"
 
     def ended(self, status: str, seconds: float | None, preview: str) -> None:
         """tool.end: ok, error or interrupted, with its time."""
@@ -99,7 +109,7 @@ class ToolCard(Widget, can_focus=True):
             first_line = self.title.splitlines()[0] if self.title.strip() else ""
             parts.append("  ")
             parts.append(Content(first_line[:200]))
-        parts.append(("  " + self.status, "dim"))
+        parts.append(("  " + STATUS_LABELS.get(self.status, self.status), "dim"))
         if self.seconds is not None:
             parts.append((f" {self.seconds:.1f}s", "dim"))
         self._header.update(Content.assemble(*parts))

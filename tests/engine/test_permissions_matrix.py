@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,31 @@ async def test_a_denying_human_stops_the_call_with_the_reason(tmp_path: Path) ->
     ctx = make_ctx(tmp_path, "ask", Answering("deny", reason="not now"))
     result = await call(registry, ctx, "probe")
     assert result.is_error and "denied by human: not now" in result.text and probe.runs == 0
+
+
+async def test_the_request_names_its_call_and_the_calls_time_leaves_out_the_wait(
+    tmp_path: Path,
+) -> None:
+    """A card pairs the prompt by call id; its time is the run, not the human's pause."""
+    import time
+
+    registry = ToolRegistry()
+    registry.register(Probe("probe", Risk.EXEC))
+    answered_at: list[float] = []
+
+    class Slow(Answering):
+        async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+            await asyncio.sleep(0)  # the human: a pause, however short
+            answered_at.append(time.monotonic())
+            return await super().approve(request)
+
+    approver = Slow()
+    ctx = make_ctx(tmp_path, "ask", approver)
+    with ctx.bus.subscribe(lambda e: e.kind == "tool.end") as ends:
+        await call(registry, ctx, "probe")
+        seconds = ends.get_nowait().data["seconds"]
+    assert approver.asked[0].call_id == "call_1"
+    assert seconds <= time.monotonic() - answered_at[0]
 
 
 # -- path escapes: outside the workspace, so workspace mode asks (and unattended denies) -------

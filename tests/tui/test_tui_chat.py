@@ -212,6 +212,26 @@ async def test_ctrl_c_stops_a_running_turn_at_once(write_config: WriteConfig) ->
         assert app.is_running  # one press stops the turn; it does not quit
 
 
+async def test_a_card_waits_for_approval_until_answered_then_runs(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config(SLEEP_SCRIPT, mode="ask"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "sleep")
+        prompt = app.screen.query_one(ApprovalPrompt)
+        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
+        card = app.screen.query_one(ToolCard)
+        assert card.status == "waiting"
+        assert "waiting for approval" in str(card.query_one(".header").render())
+        await pilot.press("y")
+        await wait_until(pilot, lambda: card.status == "running", "the call to run")
+        await pilot.press("ctrl+c")
+        assert await turn_finished(pilot) == "stopped"
+        assert card.status == "interrupted"
+
+
 async def test_a_stopped_turn_withdraws_its_approval_prompt(write_config: WriteConfig) -> None:
     write_config(mock_config(SLEEP_SCRIPT, mode="ask"))
     app = make_app(None)

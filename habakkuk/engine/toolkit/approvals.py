@@ -31,6 +31,7 @@ class ApprovalRequest:
     summary: str
     reason: str = ""  # why a reviewer was unsure, when it was
     id: str = ""
+    call_id: str = ""  # the tool call it is about (a client pairs it with the call's card)
 
 
 @dataclass

@@ -152,7 +152,7 @@ class ToolRegistry:
 
     async def call(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> ToolResultBlock:
         """Decide and run one call; always returns its result block."""
-        started = time.monotonic()
+        clock = _CallClock(time.monotonic())
         tool = self._tools.get(use.tool) if use.tool in allowed else None
         title = tool.title(use.input) if tool else use.tool
         ctx.bus.publish(
@@ -164,7 +164,7 @@ class ToolRegistry:
             input=use.input,
         )
         try:
-            output = await self._decide_and_run(tool, use, ctx)
+            output = await self._decide_and_run(tool, use, ctx, clock)
         except asyncio.CancelledError:
             ctx.bus.publish(
                 "tool.end",
@@ -173,7 +173,7 @@ class ToolRegistry:
                 tool=use.tool,
                 is_error=True,
                 status="interrupted",
-                seconds=time.monotonic() - started,
+                seconds=clock.seconds(),
                 preview="interrupted",
             )
             raise
@@ -195,13 +195,13 @@ class ToolRegistry:
             tool=use.tool,
             is_error=result.is_error,
             status="error" if result.is_error else "ok",
-            seconds=time.monotonic() - started,
+            seconds=clock.seconds(),
             preview=result.text[:500],
         )
         return result
 
     async def _decide_and_run(
-        self, tool: Tool | None, use: ToolUseBlock, ctx: ToolContext
+        self, tool: Tool | None, use: ToolUseBlock, ctx: ToolContext, clock: _CallClock
     ) -> ToolOutput:
         if tool is None:
             return ToolOutput(f"unknown tool {use.tool!r}", is_error=True)
@@ -232,7 +232,8 @@ class ToolRegistry:
                 f"denied: {tool.name} is not allowed in {ctx.mode} mode", is_error=True
             )
         if verdict == "ask" and not self.grants.allows(ctx.session, tool.name):
-            decision = await self._ask(tool, args, ctx)
+            decision = await self._ask(tool, args, use.tool_use_id, ctx)
+            clock.restart()  # the call's time is its own, not the wait for a human
             if not decision.allowed:
                 why = f": {decision.reason}" if decision.reason else ""
                 return ToolOutput(f"denied by {decision.by}{why}", is_error=True)
@@ -300,7 +301,9 @@ class ToolRegistry:
             return False
         return any(inside(p, ctx.workspace) for p in paths)
 
-    async def _ask(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ApprovalDecision:
+    async def _ask(
+        self, tool: Tool, args: dict[str, Any], call_id: str, ctx: ToolContext
+    ) -> ApprovalDecision:
         if ctx.approver is None:
             return ApprovalDecision(
                 "deny", "needs approval and nobody can approve in an unattended run", by="policy"
@@ -312,6 +315,7 @@ class ToolRegistry:
             tool=tool.name,
             input=args,
             summary=tool.title(args),
+            call_id=call_id,
         )
         return await ctx.approver.approve(request)
 
@@ -327,6 +331,21 @@ class ToolRegistry:
                 f" saved at {path}; read it with read_file and an offset]"
             )
         return ToolResultBlock(use.tool_use_id, text, output.is_error)
+
+
+class _CallClock:
+    """When a call's own time began: its start, or the moment its approval came back."""
+
+    __slots__ = ("began",)
+
+    def __init__(self, began: float) -> None:
+        self.began = began
+
+    def restart(self) -> None:
+        self.began = time.monotonic()
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.began
 
 
 def _hook_data(tool: str, args: Any, ctx: ToolContext) -> dict[str, Any]:
