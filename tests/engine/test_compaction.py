@@ -316,24 +316,31 @@ class FakeRouter:
         )
 
 
-async def test_compact_folds_older_turns_with_the_previous_summary(
-    store: TranscriptStore,
-) -> None:
+async def compact_s(store: TranscriptStore, router: Any, **options: Any) -> Any:
+    """compact() of session "s" at compact_at 2000, as the tests below run it."""
     from habakkuk.engine.config import ModelRef
 
-    await fill(store, "s", turn("one") + turn("two") + turn("three"))
-    assert await store.add_compaction("s", "OLD SUMMARY", 4, 11, None)
-    router = FakeRouter()
-    outcome = await compact(
+    return await compact(
         store,
-        router,  # type: ignore[arg-type]
+        router,
         session_id="s",
         chain=[ModelRef("p", "m")],
         caller=Caller("main", "s", "compaction"),
         compact_at=2000,
         guard=None,
         system="PROMPT",
+        **options,
     )
+
+
+async def test_compact_folds_older_turns_with_the_previous_summary(
+    store: TranscriptStore,
+) -> None:
+
+    await fill(store, "s", turn("one") + turn("two") + turn("three"))
+    assert await store.add_compaction("s", "OLD SUMMARY", 4, 11, None)
+    router = FakeRouter()
+    outcome = await compact_s(store, router)
     assert outcome.compacted and outcome.dropped == 4
     assert outcome.tokens_after < outcome.tokens_before
     request = router.requests[0]
@@ -347,20 +354,10 @@ async def test_compact_folds_older_turns_with_the_previous_summary(
 
 
 async def test_compact_with_nothing_to_fold_makes_no_call(store: TranscriptStore) -> None:
-    from habakkuk.engine.config import ModelRef
 
     await fill(store, "s", turn("only"))
     router = FakeRouter()
-    outcome = await compact(
-        store,
-        router,  # type: ignore[arg-type]
-        session_id="s",
-        chain=[ModelRef("p", "m")],
-        caller=Caller("main", "s", "compaction"),
-        compact_at=2000,
-        guard=None,
-        system="PROMPT",
-    )
+    outcome = await compact_s(store, router)
     assert not outcome.compacted and router.requests == []
     assert "only its last turn" in outcome.describe()
 
@@ -370,7 +367,6 @@ async def test_compact_writes_nothing_when_the_conversation_moved_meanwhile(
 ) -> None:
     """A message appended while the summary is written (another turn, a crash-resumed
     one) makes the record stale: it is refused and the session stays as it was."""
-    from habakkuk.engine.config import ModelRef
 
     await fill(store, "s", turn("one") + turn("two"))
 
@@ -379,16 +375,7 @@ async def test_compact_writes_nothing_when_the_conversation_moved_meanwhile(
             await store.append("s", user("meanwhile"))
             return await super().complete(chain, request, **kw)
 
-    outcome = await compact(
-        store,
-        MovingRouter(),  # type: ignore[arg-type]
-        session_id="s",
-        chain=[ModelRef("p", "m")],
-        caller=Caller("main", "s", "compaction"),
-        compact_at=2000,
-        guard=None,
-        system="PROMPT",
-    )
+    outcome = await compact_s(store, MovingRouter())
     assert not outcome.compacted and "moved on" in outcome.reason
     assert await store.latest_compaction("s") is None
 
@@ -575,7 +562,6 @@ async def test_compact_appends_what_carry_keeps_from_the_folded_part(
     store: TranscriptStore,
 ) -> None:
     """`carry` sees the previous summary then the folded messages; its text ends the summary."""
-    from habakkuk.engine.config import ModelRef
 
     await fill(store, "s", turn("one") + turn("two") + turn("three"))
     assert await store.add_compaction("s", "OLD SUMMARY", 4, 11, None)
@@ -585,17 +571,7 @@ async def test_compact_appends_what_carry_keeps_from_the_folded_part(
         seen.append([m.text for m in folded])
         return "[callable now: mcp__gh__create_issue]"
 
-    outcome = await compact(
-        store,
-        FakeRouter(),  # type: ignore[arg-type]
-        session_id="s",
-        chain=[ModelRef("p", "m")],
-        caller=Caller("main", "s", "compaction"),
-        compact_at=2000,
-        guard=None,
-        system="PROMPT",
-        carry=carry,
-    )
+    outcome = await compact_s(store, FakeRouter(), carry=carry)
     assert outcome.compacted
     (folded,) = seen
     assert folded[0].endswith("OLD SUMMARY") and folded[1].startswith("two")

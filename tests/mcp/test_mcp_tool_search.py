@@ -18,6 +18,20 @@ SERVERS = Path(__file__).with_name("mcp_servers.py")
 BOUND = 120.0
 
 
+def zoo_config(script: str, agent_extra: str = "") -> str:
+    """A mock provider running `script` (its YAML list items) and agent `main` with tool
+    search over the zoo MCP server's tools."""
+    return (
+        "providers:\n  mock:\n    type: mock\n    script:\n"
+        + script
+        + "agents:\n  main:\n    model: mock/x\n    mode: full\n"
+        + '    toolsets: [core, "mcp:zoo"]\n    tool_search_over: 3\n'
+        + agent_extra
+        + f"mcp_servers:\n  zoo:\n    command: {sys.executable}\n"
+        + f"    args: [{SERVERS}, stdio, basic]\n"
+    )
+
+
 def make_tool(name: str, description: str = "") -> Tool:
     class Dummy(Tool):
         input_schema = {"type": "object", "properties": {}}
@@ -117,32 +131,20 @@ def test_a_compaction_summary_carries_what_its_folded_searches_unlocked() -> Non
 async def test_a_turn_finds_and_calls_an_mcp_tool_and_later_turns_keep_it(
     runtime_factory: Any,
 ) -> None:
-    config = f"""\
-providers:
-  mock:
-    type: mock
-    script:
+    config = zoo_config(
+        """\
       - match: "^find"
         steps:
-          - tool_calls: [{{name: mcp__zoo__add, arguments: {{a: 1, b: 2}}}}]
-          - tool_calls: [{{name: tool_search, arguments: {{query: echo}}}}]
-          - tool_calls: [{{name: mcp__zoo__echo, arguments: {{text: found}}}}]
+          - tool_calls: [{name: mcp__zoo__add, arguments: {a: 1, b: 2}}]
+          - tool_calls: [{name: tool_search, arguments: {query: echo}}]
+          - tool_calls: [{name: mcp__zoo__echo, arguments: {text: found}}]
           - text: done searching
       - match: "^again"
         steps:
-          - tool_calls: [{{name: mcp__zoo__echo, arguments: {{text: remembered}}}}]
+          - tool_calls: [{name: mcp__zoo__echo, arguments: {text: remembered}}]
           - text: done again
-agents:
-  main:
-    model: mock/x
-    mode: full
-    toolsets: [core, "mcp:zoo"]
-    tool_search_over: 3
-mcp_servers:
-  zoo:
-    command: {sys.executable}
-    args: [{SERVERS}, stdio, basic]
 """
+    )
     runtime = await runtime_factory(config)
     await asyncio.wait_for(runtime.start_mcp(), BOUND)
     session = await runtime.new_session("main")
@@ -162,36 +164,24 @@ mcp_servers:
 async def test_a_tool_found_before_a_compaction_stays_callable_after_it(
     runtime_factory: Any,
 ) -> None:
-    config = f"""\
-providers:
-  mock:
-    type: mock
-    script:
+    config = zoo_config(
+        """\
       - match: "^find"
         steps:
-          - tool_calls: [{{name: tool_search, arguments: {{query: echo}}}}]
+          - tool_calls: [{name: tool_search, arguments: {query: echo}}]
           - text: found it
       - match: "^pad"
         steps:
           - text: padded
       - match: "^again"
         steps:
-          - tool_calls: [{{name: mcp__zoo__echo, arguments: {{text: remembered}}}}]
+          - tool_calls: [{name: mcp__zoo__echo, arguments: {text: remembered}}]
           - text: done again
       - steps:
           - text: "SUMMARY: the user looked for an echo tool."
-agents:
-  main:
-    model: mock/x
-    mode: full
-    toolsets: [core, "mcp:zoo"]
-    tool_search_over: 3
-    compact_at: 1000
-mcp_servers:
-  zoo:
-    command: {sys.executable}
-    args: [{SERVERS}, stdio, basic]
-"""
+""",
+        "    compact_at: 1000\n",
+    )
     runtime = await runtime_factory(config)
     await asyncio.wait_for(runtime.start_mcp(), BOUND)
     session = await runtime.new_session("main")
