@@ -113,6 +113,17 @@ def notices(app: Any) -> list[str]:
     return [n.text for n in app.screen.query(Notice)]
 
 
+async def a_call_runs(pilot: Any, app: Any) -> None:
+    """Wait (bounded) until a tool card of the chat shows its call running."""
+    from habakkuk.widgets.tool_card import ToolCard
+
+    await wait_until(
+        pilot,
+        lambda: any(c.status == "running" for c in app.screen.query(ToolCard)),
+        "a tool call to run",
+    )
+
+
 def toasts(app: Any) -> list[str]:
     """The messages of the notifications (toasts) the app shows now."""
     return [str(n.message) for n in app._notifications]

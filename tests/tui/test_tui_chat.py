@@ -13,6 +13,7 @@ from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
 from tests.conftest import WriteConfig, mock_config
 from tests.tui.conftest import (
+    a_call_runs,
     make_app,
     markdown_text,
     notices,
@@ -196,11 +197,7 @@ async def test_ctrl_c_stops_a_running_turn_at_once(write_config: WriteConfig) ->
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         await send(pilot, "sleep")
-        await wait_until(
-            pilot,
-            lambda: any(c.status == "running" for c in app.screen.query(ToolCard)),
-            "the exec call to run",
-        )
+        await a_call_runs(pilot, app)
         await pilot.press("ctrl+c")
         assert await turn_finished(pilot) == "stopped"
         assert "Turn stopped." in notices(app)
@@ -270,11 +267,7 @@ async def test_ctrl_c_over_selected_text_copies_it_and_stops_nothing(
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         await send(pilot, "sleep")
-        await wait_until(
-            pilot,
-            lambda: any(c.status == "running" for c in app.screen.query(ToolCard)),
-            "the exec call to run",
-        )
+        await a_call_runs(pilot, app)
         said = app.screen.query_one(UserMessage)
         app.screen.selections = {said: Selection(None, None)}  # as a mouse drag leaves it
         await pilot.press("ctrl+c")
@@ -507,11 +500,7 @@ async def test_quitting_mid_turn_keeps_committed_messages_and_the_turn_resumes_n
     async with first.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         await send(pilot, "sleep")
-        await wait_until(
-            pilot,
-            lambda: any(c.status == "running" for c in first.screen.query(ToolCard)),
-            "the exec call to run",
-        )
+        await a_call_runs(pilot, first)
         chat = first.get_chat()
         session, turn = chat.session_id, chat.last_turn
         await first.action_quit()
