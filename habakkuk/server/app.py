@@ -151,24 +151,6 @@ def query_int(request: web.Request, name: str, default: int, low: int, high: int
     return value
 
 
-async def next_within(awaitable: Awaitable[Any], timeout: float) -> tuple[bool, Any]:
-    """(True, result) when `awaitable` finishes within `timeout`, else (False, None).
-
-    Unlike asyncio.wait_for on Python 3.11, a cancellation of the caller that
-    races with the timeout or the result is never swallowed, so loops built on
-    this stop when their task is cancelled.
-    """
-    future = asyncio.ensure_future(awaitable)
-    try:
-        done, _ = await asyncio.wait({future}, timeout=timeout)
-    finally:
-        if not future.done():
-            future.cancel()
-    if not done:
-        return False, None
-    return True, future.result()
-
-
 # -- middlewares ---------------------------------------------------------------------------
 
 

@@ -23,12 +23,12 @@ from aiohttp import BodyPartReader, web
 
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.events import Event, Subscription
+from habakkuk.engine.timeouts import next_within
 
 from .app import (
     ApiError,
     field,
     json_response,
-    next_within,
     only_fields,
     query_int,
     read_json,

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from habakkuk.engine.timeouts import wait_within
+from habakkuk.engine.timeouts import next_within, wait_within
 
 
 async def _settle_and_cancel(waiting: asyncio.Future[str]) -> asyncio.Task[str]:
@@ -41,3 +41,21 @@ async def test_a_missed_deadline_raises_timeout_and_cancels_the_awaitable() -> N
 
 async def test_no_bound_waits_for_the_result() -> None:
     assert await wait_within(asyncio.sleep(0, "slept"), None) == "slept"
+
+
+async def test_next_within_keeps_a_cancel_that_meets_the_result() -> None:
+    waiting: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(next_within(asyncio.shield(waiting), 60))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    waiting.set_result("answer")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_next_within_reports_a_timeout_as_not_got() -> None:
+    never: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    assert await next_within(never, 0) == (False, None)
+    assert never.cancelled()
+    assert await next_within(asyncio.sleep(0, "now"), 60) == (True, "now")
