@@ -282,14 +282,16 @@ class HabakkukApp(App[None]):
 
     def _copy_selection(self) -> bool:
         """Copy what is selected (text dragged over, or a selection in the focused text
-        area) and collapse the selection, so the next Ctrl+C stops the turn again."""
-        from textual.widgets import TextArea
-        from textual.widgets.text_area import Selection
+        field) and collapse the selection, so the next Ctrl+C stops the turn again."""
+        from textual.widgets import Input, TextArea
 
         focused = self.focused
         if isinstance(focused, TextArea) and focused.selected_text:
             text = focused.selected_text
-            focused.selection = Selection.cursor(focused.selection.end)
+            focused.move_cursor(focused.selection.end)
+        elif isinstance(focused, Input) and focused.selected_text:
+            text = focused.selected_text
+            focused.cursor_position = focused.cursor_position  # the end of the selection
         else:
             text = self.screen.get_selected_text() or ""
             if not text:

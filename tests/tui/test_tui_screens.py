@@ -71,6 +71,23 @@ async def test_sessions_screen_lists_searches_and_opens_a_session(
         assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
 
 
+async def test_ctrl_c_in_the_search_field_copies_its_selection(write_config: WriteConfig) -> None:
+    from textual.widgets import Input
+
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+s")
+        await pilot.press("slash", *"tomatoes")
+        search = app.screen.query_one(Input)
+        search.select_all()
+        await pilot.press("ctrl+c")
+        assert app.clipboard == "tomatoes"
+        assert search.value == "tomatoes" and not search.selected_text
+        assert toasts(app) == ["Copied 8 characters."]
+
+
 async def test_sessions_screen_renames_archives_and_exports(
     write_config: WriteConfig, tmp_path: Path
 ) -> None:
