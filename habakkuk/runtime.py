@@ -12,7 +12,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,8 +206,6 @@ class Runtime:
         self.providers = ProviderHub(config, env, home.root)
         self.usage = usage
         self.router = Router(self.providers, on_usage=self._record_usage)
-        # Each turn's /model choice, read from usage.db when the turn starts.
-        self._session_models: dict[str, ModelRef] = {}
         self.tools = build_tools(config)
         self.hooks = Hooks(config.hooks, home.root)
         self.tools.hooks = self.hooks
@@ -248,6 +246,7 @@ class Runtime:
         state = await StateStore.open(home.db_path("state"))
         usage = await UsageStore.open(home.db_path("usage"), PriceTable(config.pricing))
         runtime = cls(home, config, env, control, transcripts, state, usage=usage)
+        await runtime._adopt_legacy_model_choices()
         # Keys `habakkuk setup` put in the OS keyring; the keyring is slow, so off the loop.
         await asyncio.to_thread(runtime.providers.load_keyring)
         # Logs of an earlier run's background processes (nothing is resumed after a restart).
@@ -301,7 +300,6 @@ class Runtime:
                 bus=self.bus,
                 blobs=self.blobs,
                 approver_for=self._approver_for,
-                chain_for=self._chain_for,
                 services={
                     "processes": self.processes,
                     "process_started": self._process_started,
@@ -317,7 +315,7 @@ class Runtime:
         self._turn_pool = Pool(
             self.queue,
             [TURN_KIND],
-            self._with_session_model(runner.run),
+            runner.run,
             concurrency=self.config.workers.turns,
             on_finished=self._job_finished,
         )
@@ -516,31 +514,6 @@ class Runtime:
             return self.approvals
         return None
 
-    def _chain_for(self, agent: Any, session: Session) -> list[ModelRef]:
-        """The session's /model choice first, then the agent's model and fallbacks."""
-        chain = list(agent.chain)
-        chosen = self._session_models.get(session.id)
-        if chosen is not None and chosen.provider in self.config.providers:
-            chain = [chosen] + [ref for ref in chain if ref != chosen]
-        return chain
-
-    def _with_session_model(
-        self, handler: Callable[[Lease], Awaitable[dict[str, Any]]]
-    ) -> Callable[[Lease], Coroutine[Any, Any, dict[str, Any]]]:
-        """Wrap the turn handler: read the session's model choice once, as the turn starts."""
-
-        async def run(lease: Lease) -> dict[str, Any]:
-            session_id = str(lease.job.payload.get("session", ""))
-            if self.usage is not None and session_id:
-                chosen = await self.usage.session_model(session_id)
-                if chosen is None:
-                    self._session_models.pop(session_id, None)
-                else:
-                    self._session_models[session_id] = chosen
-            return await handler(lease)
-
-        return run
-
     async def _record_usage(self, ref: ModelRef, caller: Caller, usage: Usage) -> None:
         if self.usage is not None:
             await self.usage.record(ref, caller, usage)
@@ -553,11 +526,8 @@ class Runtime:
         HabakkukError when the text is not PROVIDER/MODEL or the provider is not configured.
         """
         await self.session(session_id)
-        if self.usage is None:
-            raise HabakkukError("usage.db is not open")
         if model is None or not model.strip():
-            await self.usage.set_session_model(session_id, None)
-            self._session_models.pop(session_id, None)
+            await self._state_store().set_setting(session_id, "model", None)
             return None
         try:
             ref = ModelRef.parse(model.strip())
@@ -568,15 +538,18 @@ class Runtime:
             raise HabakkukError(
                 f"/model: provider {ref.provider!r} is not configured (providers: {known})"
             )
-        await self.usage.set_session_model(session_id, ref)
-        self._session_models[session_id] = ref
+        await self._state_store().set_setting(session_id, "model", str(ref))
         return ref
 
     async def session_model(self, session_id: str) -> ModelRef | None:
         """The session's /model choice, if any."""
-        if self.usage is None:
+        if self.state is None:
             return None
-        return await self.usage.session_model(session_id)
+        choice = await self.state.setting(session_id, "model")
+        try:
+            return ModelRef.parse(choice) if choice else None
+        except ValueError:
+            return None
 
     async def set_session_thinking(
         self, session_id: str, level: str | None
@@ -607,6 +580,17 @@ class Runtime:
         if chosen is not None:
             return chosen, True
         return self.config.agent(session.agent).thinking, False
+
+    async def _adopt_legacy_model_choices(self) -> None:
+        """Move /model choices an older version kept in usage.db into state.db, beside
+        /think (a starting turn reads both in one trip). Idempotent: a crash between the
+        two steps only repeats the copy, which never overwrites a newer choice."""
+        if self.usage is None or self.state is None:
+            return
+        legacy = await self.usage.legacy_session_models()
+        if legacy:
+            await self.state.adopt_settings("model", legacy)
+            await self.usage.forget_legacy_session_models(list(legacy))
 
     def _state_store(self) -> StateStore:
         if self.state is None:
@@ -1026,9 +1010,7 @@ class Runtime:
             if written:
                 upto = min(upto, written[0].seq - 1)
         fork = await self.transcripts.fork(session_id, new_id("ses"), upto_seq=upto)
-        chosen = await self.session_model(session_id)
-        if chosen is not None and self.usage is not None:
-            await self.usage.set_session_model(fork.id, chosen)
+        await self._state_store().copy_settings(session_id, fork.id)
         return fork
 
     async def search_sessions(

@@ -1,9 +1,9 @@
 """state.db: small per-session state that is not part of the transcript.
 
 It holds each session's todo list (the `todo` tool) and the session's own
-settings (/think's effort). Todo items keep their number for the life of the
-list, so the model can refer to them across turns; `clear` starts the numbering
-again.
+settings (/think's effort, /model's choice). Todo items keep their number for
+the life of the list, so the model can refer to them across turns; `clear`
+starts the numbering again.
 """
 
 from __future__ import annotations
@@ -128,6 +128,30 @@ class StateStore:
 
         await self.db.write(_set)
 
+    async def copy_settings(self, source: str, target: str) -> None:
+        """Give `target` the settings of `source` (a fork keeps its /model and /think)."""
+
+        def _copy(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO session_settings(session, name, value, updated_at)"
+                " SELECT ?, name, value, ? FROM session_settings WHERE session = ?",
+                (target, time.time(), source),
+            )
+
+        await self.db.write(_copy)
+
+    async def adopt_settings(self, name: str, values: dict[str, str]) -> None:
+        """Store setting `name` for sessions that have none yet (values: session -> value)."""
+
+        def _adopt(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT OR IGNORE INTO session_settings(session, name, value, updated_at)"
+                " VALUES (?, ?, ?, ?)",
+                [(session, name, value, time.time()) for session, value in values.items()],
+            )
+
+        await self.db.write(_adopt)
+
     async def forget_sessions(self, sessions: list[str]) -> None:
         """Drop everything kept for these sessions (retention pruned them)."""
 
@@ -214,21 +238,27 @@ class StateStore:
         """What a starting turn reads from state.db, in one trip to its thread."""
 
         def _read(conn: sqlite3.Connection) -> TurnState:
-            row = conn.execute(
-                "SELECT value FROM session_settings WHERE session = ? AND name = 'thinking'",
+            rows = conn.execute(
+                "SELECT name, value FROM session_settings"
+                " WHERE session = ? AND name IN ('thinking', 'model')",
                 (session,),
-            ).fetchone()
-            return TurnState(_todo_note(_items(conn, session)), str(row[0]) if row else None)
+            )
+            settings = {str(name): str(value) for name, value in rows}
+            return TurnState(
+                _todo_note(_items(conn, session)), settings.get("thinking"), settings.get("model")
+            )
 
         return await self.db.run(_read)
 
 
 @dataclass(frozen=True)
 class TurnState:
-    """A session's state as a turn starts: the todo note for its message, the /think choice."""
+    """A session's state as a turn starts: the todo note for its message, the /think and
+    /model choices."""
 
     todo_note: str | None
     thinking: str | None
+    model: str | None = None
 
 
 def _todo_note(items: list[TodoItem]) -> str | None:

@@ -174,6 +174,7 @@ async def test_runtime_fork_copies_up_to_the_last_finished_turn(runtime_factory)
     runtime = await runtime_factory(mock_config())
     session = await runtime.new_session(None, origin="test")
     await runtime.set_session_model(session.id, "mock/other")
+    await runtime.set_session_thinking(session.id, "high")
     transcripts = runtime.transcripts
     await transcripts.append(session.id, Message.user_text("hello"), turn_id="turn_done")
     await transcripts.append(
@@ -188,5 +189,6 @@ async def test_runtime_fork_copies_up_to_the_last_finished_turn(runtime_factory)
     assert fork.forked_from == session.id and fork.id != session.id
     assert [m.role for m in await runtime.messages(fork.id)] == ["user", "assistant"]
     assert str(await runtime.session_model(fork.id)) == "mock/other"
+    assert await runtime.session_thinking(fork.id) == ("high", True)
     with pytest.raises(NotFound):
         await runtime.fork_session("ses_missing")

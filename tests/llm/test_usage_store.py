@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine.agent.turn import session_chain
 from habakkuk.engine.config import ModelRef
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.llm.pricing import PriceTable
@@ -61,19 +62,6 @@ async def test_totals_since_leave_out_older_calls(tmp_path: Path) -> None:
         await store.close()
 
 
-async def test_session_model_choice_is_stored_replaced_and_cleared(tmp_path: Path) -> None:
-    store = await UsageStore.open(tmp_path / "usage.db")
-    try:
-        assert await store.session_model("s1") is None
-        await store.set_session_model("s1", SONNET)
-        await store.set_session_model("s1", LOCAL)
-        assert await store.session_model("s1") == LOCAL
-        await store.set_session_model("s1", None)
-        assert await store.session_model("s1") is None
-    finally:
-        await store.close()
-
-
 TWO_MOCKS = """
 providers:
   first:
@@ -102,7 +90,8 @@ async def test_session_model_is_tried_first_and_usage_is_recorded(runtime_factor
     untouched = await runtime.wait_turn(await runtime.submit(other.id, "hi"))
     assert untouched.reply == "first answers"
     # The agent's own chain stays behind the choice as its fallbacks.
-    chain = runtime._chain_for(runtime.config.agent("main"), session)
+    state = await runtime.state.turn_state(session.id)
+    chain = session_chain(runtime.config, runtime.config.agent("main"), state)
     assert chain == [ModelRef("second", "two"), ModelRef("first", "one")]
     totals = {(t.model, t.agent): t.calls for t in await runtime.usage_totals()}
     assert totals == {("second/two", "main"): 1, ("first/one", "main"): 1}
@@ -136,3 +125,28 @@ async def test_session_model_validation(runtime_factory: Any, text: str, message
     with pytest.raises(HabakkukError, match=message.replace("(", r"\(").replace(")", r"\)")):
         await runtime.set_session_model(session.id, text)
     assert await runtime.session_model(session.id) is None
+
+
+async def test_model_choices_an_older_version_kept_in_usage_db_move_to_state_db(
+    runtime_factory: Any, home: Any
+) -> None:
+    import sqlite3
+
+    legacy = await UsageStore.open(home.db_path("usage"))
+    await legacy.db.write(
+        lambda conn: conn.executemany(
+            "INSERT INTO session_models (session, model, set_at) VALUES (?, ?, ?)",
+            [("ses_old", "second/two", 1.0), ("ses_newer", "second/two", 1.0)],
+        )
+    )
+    await legacy.close()
+    first = await runtime_factory(TWO_MOCKS)
+    # A choice made in state.db since then wins over the old copy.
+    await first.state.set_setting("ses_newer", "model", "first/one")
+    await first.close()
+    with sqlite3.connect(home.db_path("usage")) as conn:
+        conn.execute("INSERT INTO session_models VALUES ('ses_newer', 'second/two', 2.0)")
+    runtime = await runtime_factory(TWO_MOCKS)
+    assert await runtime.session_model("ses_old") == ModelRef("second", "two")
+    assert await runtime.session_model("ses_newer") == ModelRef("first", "one")
+    assert await runtime.usage.legacy_session_models() == {}

@@ -68,7 +68,6 @@ STOPPED = "interrupted: the user stopped the turn before this tool call finished
 REMEMBERED_PROMPTS = 4096
 
 ApproverFor = Callable[[Session, dict[str, Any]], Approver | None]
-ChainFor = Callable[[AgentConfig, Session], list[ModelRef]]
 Snapshot = Callable[[], Awaitable[None]]
 # (agent, session, task) -> a function that snapshots the workspace, or None for no checkpoints
 CheckpointFor = Callable[[AgentConfig, Session, str], Snapshot | None]
@@ -98,7 +97,6 @@ class TurnDeps:
     bus: EventBus
     blobs: BlobStore
     approver_for: ApproverFor
-    chain_for: ChainFor | None = None
     services: dict[str, Any] | None = None
     hooks: Hooks | None = None
     state: StateStore | None = None
@@ -162,7 +160,14 @@ class TurnRunner:
         self._fire("turn_start", agent.name, {"session": session_id, "turn": job.id, "text": typed})
         try:
             reply = await self._loop(
-                lease, session, agent, guard, typed, view, _thinking(agent, state)
+                lease,
+                session,
+                agent,
+                guard,
+                typed,
+                view,
+                _thinking(agent, state),
+                session_chain(deps.config, agent, state),
             )
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
@@ -207,13 +212,13 @@ class TurnRunner:
         task: str,
         view: TranscriptView,
         thinking: Thinking,
+        chain: list[ModelRef],
     ) -> str:
         deps = self.deps
         job = lease.job
         tools = deps.tools.tools_for(agent.toolsets)
         allowed = {t.name for t in tools}
         specs = [t.spec() for t in tools]
-        chain = deps.chain_for(agent, session) if deps.chain_for else agent.chain
         context = ToolContext(
             agent=agent.name,
             session=session.id,
@@ -419,7 +424,8 @@ class TurnRunner:
         tools = deps.tools.tools_for(agent.toolsets)
         if deps.tool_view is not None:
             tools = deps.tool_view(agent, tools, view.messages)
-        chain = deps.chain_for(agent, session) if deps.chain_for else agent.chain
+        state = await deps.state.turn_state(session_id) if deps.state is not None else None
+        chain = session_chain(deps.config, agent, state)
         deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name, compact=True)
         try:
             outcome = await compact(
@@ -523,6 +529,22 @@ def _marker(view: TranscriptView) -> int:
     """Which compaction the view starts from (-1: none), so a prompt size measured on
     another view is not carried over."""
     return view.compaction.first_kept_seq if view.compaction else -1
+
+
+def session_chain(config: Config, agent: AgentConfig, state: TurnState | None) -> list[ModelRef]:
+    """The models to try: the session's /model choice first (while its provider is
+    configured), then the agent's model and fallbacks."""
+    chain = list(agent.chain)
+    choice = state.model if state is not None else None
+    if not choice:
+        return chain
+    try:
+        chosen = ModelRef.parse(choice)
+    except ValueError:
+        return chain
+    if chosen.provider not in config.providers:
+        return chain
+    return [chosen, *(ref for ref in chain if ref != chosen)]
 
 
 def _thinking(agent: AgentConfig, state: TurnState | None) -> Thinking:

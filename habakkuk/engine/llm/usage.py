@@ -1,10 +1,11 @@
-"""usage.db: one row per successful model call, and each session's /model choice.
+"""usage.db: one row per successful model call.
 
 The router's usage hook calls `record` with who the call was for (agent,
 session, purpose); the cost is computed then, from config `pricing:` and the
 built-in table, and stored with the row (NULL when the model is unpriced), so
 later price changes never rewrite history. `totals` groups rows by model and
-agent for `habakkuk usage`.
+agent for `habakkuk usage`. Sessions' /model choices were kept here too; they
+live in state.db now, and the runtime moves any left here when it opens.
 """
 
 from __future__ import annotations
@@ -153,19 +154,20 @@ class UsageStore:
             for row in rows
         ]
 
-    # -- per-session model choice --------------------------------------------------------
+    # -- /model choices of older versions ------------------------------------------------
 
-    async def session_model(self, session: str) -> ModelRef | None:
-        """The model chosen for `session` with /model, if any."""
-        row = await self.db.fetchone(
-            "SELECT model FROM session_models WHERE session = ?", (session,)
+    async def legacy_session_models(self) -> dict[str, str]:
+        """/model choices stored here before they moved to state.db (session -> model)."""
+        rows = await self.db.fetchall("SELECT session, model FROM session_models")
+        return {str(row["session"]): str(row["model"]) for row in rows}
+
+    async def forget_legacy_session_models(self, sessions: list[str]) -> None:
+        """Drop those choices once state.db holds them."""
+        await self.db.write(
+            lambda conn: conn.executemany(
+                "DELETE FROM session_models WHERE session = ?", [(s,) for s in sessions]
+            )
         )
-        if row is None:
-            return None
-        try:
-            return ModelRef.parse(row["model"])
-        except ValueError:
-            return None
 
     async def prune(self, older_than_days: float) -> int:
         """Delete call rows older than that many days (retention); returns how many."""
@@ -175,19 +177,3 @@ class UsageStore:
             return int(conn.execute("DELETE FROM calls WHERE at < ?", (cutoff,)).rowcount)
 
         return await self.db.write(_prune)
-
-    async def set_session_model(self, session: str, ref: ModelRef | None) -> None:
-        """Store (or with None, clear) the session's model choice."""
-
-        def _write(conn: sqlite3.Connection) -> None:
-            if ref is None:
-                conn.execute("DELETE FROM session_models WHERE session = ?", (session,))
-            else:
-                conn.execute(
-                    "INSERT INTO session_models (session, model, set_at) VALUES (?, ?, ?)"
-                    " ON CONFLICT(session) DO UPDATE SET model = excluded.model,"
-                    " set_at = excluded.set_at",
-                    (session, str(ref), time.time()),
-                )
-
-        await self.db.write(_write)
