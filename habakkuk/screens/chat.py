@@ -540,7 +540,8 @@ def _help_text() -> str:
     lines = ["Commands:"]
     lines += [f"  {name:<9} {about}" for name, about in SLASH_COMMANDS.items()]
     lines.append(
-        "Keys: Enter send · Ctrl+J newline · Up/Down history · Ctrl+C stop (twice quits) · "
+        "Keys: Enter send · Ctrl+J newline · Up/Down history · "
+        "Ctrl+C stop, or copy a selection (twice quits) · "
         "Ctrl+N new · Ctrl+S sessions · Ctrl+R approvals · Ctrl+O overview · Ctrl+P palette"
     )
     return "\n".join(lines)
