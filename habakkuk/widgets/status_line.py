@@ -63,7 +63,8 @@ class Status:
         pieces = self.parts()
         if self.note or width <= 0 or _width(pieces) <= width:
             return pieces
-        title_at = 2 if self.model else 1
+        # After the agent, the model and the /think effort, when they are shown.
+        title_at = 1 + bool(self.model) + bool(self.thinking and self.thinking != "off")
         if _shorten(pieces, title_at, width, least=8):
             return pieces
         pieces = [p for p in self.parts() if p != (f"mode {self.mode}", "")]

@@ -38,6 +38,15 @@ def test_when_even_a_short_title_does_not_fit_the_mode_goes_too() -> None:
     assert text.endswith("running, 2 queued")
 
 
+def test_the_title_gives_way_before_the_think_effort() -> None:
+    import dataclasses
+
+    thinking = dataclasses.replace(LONG, thinking="high")
+    text = " · ".join(t for t, _ in thinking.fitted(120))
+    assert "think high" in text and "please refactor" in text and "…" in text
+    assert text.endswith("running, 2 queued") and len(text) <= 120
+
+
 async def test_the_widget_renders_the_fitted_line_at_its_width() -> None:
     class One(App[None]):
         def compose(self) -> ComposeResult:
