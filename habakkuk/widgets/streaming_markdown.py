@@ -30,9 +30,13 @@ structure, lazily, since a session may hold hundreds of long replies:
   lines again) when it comes within a screen of view, and until then is a leaf
   of estimated height. Far from view again (more than two screens), it is
   frozen into a picture and its blocks are dropped; further still (more than
-  PICTURE_SCREENS screens), the picture is dropped too and a blank of the
-  exact height it had remains. Memory then grows with the text, not with the
+  PICTURE_SCREENS screens), the picture is dropped too and only the exact
+  height it had remains. Memory then grows with the text, not with the
   blocks or pictures of everything read so far.
+- Whatever has no blocks or picture yet draws its Markdown source as plain,
+  dim lines, wrapped the way its height was estimated: a jump far into the
+  history (Home, the scroll bar) shows the text at once, and the rendered
+  blocks replace it a moment later, instead of blank lines.
 - An estimate that turns out wrong moves what is below it: MessageView moves
   its scroll position by as much, so what the reader looks at stays put.
 - MessageView.load builds the replies at the bottom, where a session opens, at
@@ -55,6 +59,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from rich.segment import Segment
+from rich.style import Style
 from textual.geometry import Region, Size, Spacing
 from textual.layout import DockArrangeResult
 from textual.strip import Strip
@@ -92,16 +98,45 @@ def estimate_height(lines: list[str], width: int) -> int:
     return sum(-(-len(line) // width) if line else 1 for line in lines)
 
 
+class _Draft:
+    """Markdown source lines drawn as plain text, wrapped as `estimate_height` counts them."""
+
+    __slots__ = ("_rows", "_width", "lines")
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self._width = -1
+        self._rows: list[str] = []
+
+    def line(self, y: int, width: int, style: Style) -> Strip:
+        """Row `y` of the draft at `width` cells (blank past its end)."""
+        if width != self._width:
+            room = max(width - 4, 8)
+            self._rows = [
+                line[start : start + room]
+                for line in self.lines
+                for start in (range(0, len(line), room) if line else (0,))
+            ]
+            self._width = width
+        text = self._rows[y] if 0 <= y < len(self._rows) else ""
+        return Strip([Segment(text, style)]).crop_extend(0, width, style)
+
+
+def _draft_style(widget: Widget) -> Style:
+    return widget.visual_style.rich_style + Style(dim=True)
+
+
 class _HistorySource:
     """What a history volume builds its blocks from: lines of the reply, parsed again."""
 
-    __slots__ = ("first_line", "lines", "references")
+    __slots__ = ("draft", "first_line", "lines", "references")
 
     def __init__(self, lines: list[str], first_line: int, references: dict[str, Any]) -> None:
         self.lines = lines
         self.first_line = first_line
         # Link reference definitions of the whole reply (they apply anywhere in it).
         self.references = references
+        self.draft = _Draft(lines)
 
 
 class MarkdownVolume(Widget):
@@ -230,6 +265,12 @@ class MarkdownVolume(Widget):
         self._clear_arrangement_cache()
         self.styles.height = None
         self.refresh(layout=True)
+
+    def render_line(self, y: int) -> Strip:
+        """A history volume with neither blocks nor picture: its source, as a draft."""
+        if self.source is not None and not self.built and self._picture is None:
+            return self.source.draft.line(y, self.size.width, _draft_style(self))
+        return super().render_line(y)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """While frozen, the picture; otherwise what a container draws."""
@@ -366,6 +407,7 @@ class StreamingMarkdown(Markdown):
         self._history_pending = self._history
         self._history_opening = False
         self._build_lines = build_lines
+        self._draft: _Draft | None = None  # what it draws until parsed
         self.renders = 0
         self._buffered = False
         self._flush_timer: Timer | None = None
@@ -481,6 +523,8 @@ class StreamingMarkdown(Markdown):
             if not self._history_pending:
                 return
             self._history_pending = False
+            self._draft = None
+            self.refresh()  # its own lines were the draft; the volumes draw from now on
             self._finished = True
             lines = self.text.split("\n")
             env: dict[str, Any] = {}
@@ -522,6 +566,14 @@ class StreamingMarkdown(Markdown):
             start, end = block.source_range
             block.source_range = (start + source.first_line, end + source.first_line)
         return blocks
+
+    def render_line(self, y: int) -> Strip:
+        """A history reply not parsed yet: its source, as a draft."""
+        if self._history_pending:
+            if self._draft is None:
+                self._draft = _Draft(self.text.split("\n"))
+            return self._draft.line(y, self.content_size.width, _draft_style(self))
+        return super().render_line(y)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """A history reply not parsed yet: an estimate from its text."""

@@ -182,6 +182,27 @@ async def test_far_volumes_drop_their_blocks_and_further_ones_their_picture() ->
         )
 
 
+async def test_a_jump_into_unparsed_history_shows_its_source_until_the_blocks_are_built() -> None:
+    app = OneView()
+    async with app.run_test(size=(60, 20)) as pilot:
+        view = await opened(pilot)
+        first = replies(view)[0]
+        assert not volumes(first)  # not parsed yet
+        view.scroll_home(animate=False, immediate=True)
+        app.screen._refresh_layout()  # the first frame after the jump, before any build
+        text = screen_text(app)
+        assert "## Reply 0" in text and "Paragraph 0 of reply 0, long enough" in text
+        # Then the blocks replace the draft: the heading is rendered, not its source.
+        await wait_until(
+            pilot,
+            lambda: volumes(first) and volumes(first)[0].built,
+            "the top volume to build",
+        )
+        await settled(pilot)
+        text = screen_text(app)
+        assert "Reply 0" in text and "## Reply 0" not in text
+
+
 async def test_a_picture_in_view_is_what_the_blocks_draw() -> None:
     app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
