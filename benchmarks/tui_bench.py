@@ -23,7 +23,10 @@
    open it to the first frame that paints the last block of its last reply;
    key press to screen latency in the composer afterwards (the exact measure
    of part 2, keys from that first frame on, so work the open leaves for later
-   counts); the process's RSS before and after.
+   counts); the process's RSS before and after. Then a jump to the top (Home):
+   the first frame that shows the first reply (its Markdown source as a draft
+   until its blocks exist; before drafts it was blank there) and the first
+   frame after its first volume is built.
 
 Usage: python benchmarks/tui_bench.py [--tokens N] [--rate R] [--runs N] [--replies N]
 """
@@ -336,7 +339,7 @@ async def open_long_session(replies: int, presses: int) -> None:
     from habakkuk.engine.home import Home
     from habakkuk.widgets.composer import Composer
     from habakkuk.widgets.message_view import MessageView
-    from habakkuk.widgets.streaming_markdown import StreamingMarkdown
+    from habakkuk.widgets.streaming_markdown import MarkdownVolume, StreamingMarkdown
 
     with tempfile.TemporaryDirectory(prefix="habakkuk-tui-bench-") as tmp:
         home = Home(Path(tmp))
@@ -431,6 +434,31 @@ async def open_long_session(replies: int, presses: int) -> None:
                     raise SystemExit("a key press never reached the screen")
                 latencies.append(painted - posted)
             rss_after = self_rss_mb()
+
+            # A jump to the top: when the first reply's text is on screen (its source as a
+            # draft, until its blocks exist), and when its first volume is built.
+            first_reply = next(c for c in view.children if isinstance(c, StreamingMarkdown))
+            top_text: list[float] = []
+            top_built: list[float] = []
+
+            def watch_top(screen: Any, renderable: Any) -> None:
+                display(screen, renderable)
+                if not isinstance(renderable, CompositorUpdate):
+                    return
+                now = time.perf_counter()
+                placed = screen._compositor.visible_widgets.get(first_reply)
+                if not top_text and placed is not None:
+                    top_text.append(now)
+                volumes = [c for c in first_reply.children if isinstance(c, MarkdownVolume)]
+                if not top_built and volumes and volumes[0].built:
+                    top_built.append(now)
+
+            app._display = watch_top  # type: ignore[method-assign]
+            jumped = time.perf_counter()
+            view.scroll_home(animate=False)
+            deadline = jumped + 30
+            while not top_built and time.perf_counter() < deadline:
+                await asyncio.sleep(0.001)
             await app.action_quit()
 
     values = sorted(latencies)
@@ -444,6 +472,11 @@ async def open_long_session(replies: int, presses: int) -> None:
         f"p95 {p95 * 1000:.1f} ms, max {max(values) * 1000:.1f} ms over {len(values)} presses"
     )
     print(f"  RSS: {rss_before:.0f} MB before opening, {rss_after:.0f} MB after the presses")
+    if top_text and top_built:
+        print(
+            f"  a jump to the top: its text on screen after {(top_text[0] - jumped) * 1000:.0f} ms,"
+            f" rendered after {(top_built[0] - jumped) * 1000:.0f} ms"
+        )
 
 
 def paints(update: Any, region: Any) -> bool:
