@@ -207,7 +207,7 @@ class MarkdownVolume(Widget):
         return True
 
     def forget_picture(self) -> None:
-        """A history volume far away: keep only its height (blank if it is ever drawn)."""
+        """A history volume far away: keep only its height (and its source, as a draft)."""
         if self.source is not None and not self.built and self._picture is not None:
             self._picture = None
             self.refresh()
