@@ -518,7 +518,8 @@ class StreamingMarkdown(Markdown):
             self.call_later(self._open_history)
 
     async def _open_history(self) -> None:
-        """Parse a history reply into volumes; build those of its last `build_lines` lines."""
+        """Parse a history reply into volumes; build those of its last `build_lines` lines
+        and those near the screen now."""
         async with self.lock:
             if not self._history_pending:
                 return
@@ -542,11 +543,16 @@ class StreamingMarkdown(Markdown):
                 if start < end
             ]
             width = self.size.width or 80
+            heights = [estimate_height(source.lines, width) for source in sources]
+            near = self._near_view(heights)
             budget = self._build_lines
             volumes: list[MarkdownVolume] = []
-            for source in reversed(sources):
-                if budget > 0:
-                    budget -= estimate_height(source.lines, width)
+            for index in reversed(range(len(sources))):
+                source = sources[index]
+                if budget > 0 or near[index]:
+                    # Built at once: at the bottom where a session opens, or in view now
+                    # (a jump here), which saves the volume a layout pass as a draft.
+                    budget -= heights[index]
                     volume = MarkdownVolume(*self.history_blocks(source), source=source)
                 else:
                     volume = MarkdownVolume(source=source)
@@ -555,6 +561,20 @@ class StreamingMarkdown(Markdown):
             self._volumes = volumes
             if volumes:
                 await self.mount_all(volumes)
+
+    def _near_view(self, heights: list[int]) -> list[bool]:
+        """Whether each volume, at its estimated place in this reply, is near the screen
+        (the `_layout_refreshed` rule: within a screen above or below it)."""
+        region = self.content_region
+        if not region:
+            return [False] * len(heights)
+        screen_height = self.screen.size.height
+        near: list[bool] = []
+        top = region.y
+        for height in heights:
+            near.append(top < 2 * screen_height and top + height > -screen_height)
+            top += height
+        return near
 
     def history_blocks(self, source: _HistorySource) -> list[MarkdownBlock]:
         """The blocks of a history volume's lines, as a one-shot render of the reply has them."""

@@ -192,12 +192,10 @@ async def test_a_jump_into_unparsed_history_shows_its_source_until_the_blocks_ar
         app.screen._refresh_layout()  # the first frame after the jump, before any build
         text = screen_text(app)
         assert "## Reply 0" in text and "Paragraph 0 of reply 0, long enough" in text
-        # Then the blocks replace the draft: the heading is rendered, not its source.
-        await wait_until(
-            pilot,
-            lambda: volumes(first) and volumes(first)[0].built,
-            "the top volume to build",
-        )
+        # Then the blocks replace the draft: the volumes in view are built as the reply is
+        # parsed (no layout pass as drafts first), and the heading is rendered.
+        await wait_until(pilot, lambda: volumes(first), "the reply to be parsed")
+        assert volumes(first)[0].built
         await settled(pilot)
         text = screen_text(app)
         assert "Reply 0" in text and "## Reply 0" not in text
