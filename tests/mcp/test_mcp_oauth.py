@@ -323,3 +323,18 @@ def test_doctor_findings_name_missing_secrets_programs_and_logins(
     assert any("GH_TOKEN_UNSET" in line and line.startswith("FAIL") for line in lines)
     assert any("/nonexistent/gh-mcp" in line for line in lines)
     assert "OK   mcp_servers.ok: configured" in lines
+
+
+async def test_a_stop_while_the_browser_opener_runs_still_stops_the_login() -> None:
+    from habakkuk.protocols.mcp.oauth import _settle_browser
+
+    browser: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    settling = asyncio.create_task(_settle_browser(browser))
+    await asyncio.sleep(0)
+    settling.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await settling
+    assert browser.cancelled()
+    failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    failed.set_exception(OSError("no browser here"))
+    await _settle_browser(failed)  # the opener's own failure is not the login's

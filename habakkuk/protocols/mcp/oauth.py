@@ -407,8 +407,7 @@ async def _code_flow(
             raise OAuthError(f"no sign-in within {LOGIN_TIMEOUT:.0f}s") from None
         finally:
             if browser is not None:
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await wait_within(browser, 10)
+                await _settle_browser(browser)
     finally:
         await runner.cleanup()
     if params.get("error"):
@@ -680,6 +679,18 @@ def login_state(home: Home, name: str) -> str | None:
     if _expired(record) and not record.get("refresh_token"):
         return f"the login has expired; run `habakkuk mcp login {name}`"
     return None
+
+
+async def _settle_browser(browser: asyncio.Future[Any]) -> None:
+    """Give the browser opener up to 10 s to finish; its own errors do not matter here,
+    but a cancellation of this task (Ctrl+C) still stops the login."""
+    try:
+        await wait_within(asyncio.shield(browser), 10)
+    except asyncio.CancelledError:
+        browser.cancel()
+        raise
+    except Exception:  # it failed, or is still at it after 10 s (TimeoutError)
+        browser.cancel()
 
 
 __all__ = [
