@@ -69,6 +69,26 @@ async def prompted(tg: FakeTelegram, count: int = 1) -> None:
     )
 
 
+async def asked_in_chat(
+    two: Any, tg: FakeTelegram, script: str = APPROVAL_SCRIPT, text: str = "run the thing"
+) -> tuple[Runtime, Runtime, Any]:
+    """(serving, other, the approval `other` lists) once the chat shows its prompt."""
+    serving, other = await two(script)
+    tg.message(text)
+    await prompted(tg)
+    [waiting] = await other.waiting_approvals()
+    return serving, other, waiting
+
+
+async def answered_elsewhere(
+    serving: Runtime, other: Runtime, waiting: Any, answer: str, by: str
+) -> str:
+    """`other` answers the approval; returns how the serving process's turn ended."""
+    assert await other.answer_approval(waiting.id, answer, by=by)
+    outcome = await asyncio.wait_for(serving.wait_turn(waiting.turn), 30)
+    return outcome.status
+
+
 async def tool_results(runtime: Runtime, session: str) -> list[str]:
     return [r.text for m in await runtime.messages(session) for r in m.message.tool_results]
 
@@ -76,10 +96,7 @@ async def tool_results(runtime: Runtime, session: str) -> list[str]:
 async def test_another_process_lists_a_chat_approval_with_its_tool_and_summary(
     two: Any, tg: FakeTelegram
 ) -> None:
-    serving, other = await two(APPROVAL_SCRIPT)
-    tg.message("run the thing")
-    await prompted(tg)
-    [waiting] = await other.waiting_approvals()
+    serving, other, waiting = await asked_in_chat(two, tg)
     assert waiting.tool == "exec"
     assert "echo approved-run" in waiting.summary
     assert waiting.where == "tg:42"
@@ -99,13 +116,8 @@ async def test_another_process_lists_a_chat_approval_with_its_tool_and_summary(
 async def test_an_answer_from_another_process_lets_the_turn_proceed(
     two: Any, tg: FakeTelegram
 ) -> None:
-    serving, other = await two(APPROVAL_SCRIPT)
-    tg.message("run the thing")
-    await prompted(tg)
-    [waiting] = await other.waiting_approvals()
-    assert await other.answer_approval(waiting.id, "allow_once", by="dashboard")
-    outcome = await asyncio.wait_for(serving.wait_turn(waiting.turn), 30)
-    assert outcome.status == "done"
+    serving, other, waiting = await asked_in_chat(two, tg)
+    assert await answered_elsewhere(serving, other, waiting, "allow_once", "dashboard") == "done"
     assert "approved-run" in (await tool_results(serving, waiting.session))[0]
     await tg.wait_for(lambda: "Approved from the dashboard." in tg.texts())
     await tg.wait_for(lambda: "all done" in tg.texts())
@@ -115,13 +127,8 @@ async def test_an_answer_from_another_process_lets_the_turn_proceed(
 
 
 async def test_a_deny_from_another_process_denies_the_call(two: Any, tg: FakeTelegram) -> None:
-    serving, other = await two(APPROVAL_SCRIPT)
-    tg.message("run the thing")
-    await prompted(tg)
-    [waiting] = await other.waiting_approvals()
-    assert await other.answer_approval(waiting.id, "deny", by="terminal")
-    outcome = await asyncio.wait_for(serving.wait_turn(waiting.turn), 30)
-    assert outcome.status == "done"
+    serving, other, waiting = await asked_in_chat(two, tg)
+    assert await answered_elsewhere(serving, other, waiting, "deny", "terminal") == "done"
     assert (await tool_results(serving, waiting.session))[0].startswith("denied")
     await tg.wait_for(lambda: "Denied from the terminal." in tg.texts())
 
@@ -129,13 +136,8 @@ async def test_a_deny_from_another_process_denies_the_call(two: Any, tg: FakeTel
 async def test_allow_for_the_session_from_another_process_covers_the_next_call(
     two: Any, tg: FakeTelegram
 ) -> None:
-    serving, other = await two(TWO_CALLS_SCRIPT)
-    tg.message("run both")
-    await prompted(tg)
-    [waiting] = await other.waiting_approvals()
-    assert await other.answer_approval(waiting.id, "allow_session", by="terminal")
-    outcome = await asyncio.wait_for(serving.wait_turn(waiting.turn), 30)
-    assert outcome.status == "done"
+    serving, other, waiting = await asked_in_chat(two, tg, TWO_CALLS_SCRIPT, "run both")
+    assert await answered_elsewhere(serving, other, waiting, "allow_session", "terminal") == "done"
     results = await tool_results(serving, waiting.session)
     assert "first-run" in results[0] and "second-run" in results[1]
     # The second exec was covered by the grant: the chat saw one prompt only.
@@ -144,10 +146,7 @@ async def test_allow_for_the_session_from_another_process_covers_the_next_call(
 
 
 async def test_a_stopped_turn_is_no_longer_waiting(two: Any, tg: FakeTelegram) -> None:
-    serving, other = await two(APPROVAL_SCRIPT)
-    tg.message("run the thing")
-    await prompted(tg)
-    [waiting] = await other.waiting_approvals()
+    serving, other, waiting = await asked_in_chat(two, tg)
     await serving.stop_turn(waiting.turn)
     outcome = await asyncio.wait_for(serving.wait_turn(waiting.turn), 30)
     assert outcome.status != "running"

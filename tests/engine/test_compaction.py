@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from habakkuk.engine.agent.compaction import (
 )
 from habakkuk.engine.config import AgentConfig, parse_config, resolve_compact_at
 from habakkuk.engine.errors import ConfigError
-from habakkuk.engine.jobs import MIGRATIONS, LeaseLost
+from habakkuk.engine.jobs import LeaseLost
 from habakkuk.engine.llm.router import Caller, RouterResult
 from habakkuk.engine.llm.types import (
     ImageBlock,
@@ -35,16 +36,7 @@ from habakkuk.engine.llm.types import (
 )
 from habakkuk.engine.retention import prune_sessions
 from habakkuk.engine.sessions import SUMMARY_PREFIX, TranscriptStore
-from habakkuk.engine.store import Database
-
-
-@pytest.fixture
-async def store(tmp_path: Path):
-    control = tmp_path / "control.db"
-    (await Database.open(control, MIGRATIONS)).close_sync()
-    s = await TranscriptStore.open(tmp_path / "transcripts.db", control)
-    yield s
-    await s.close()
+from tests.fakes.model_server import Fail, FakeModelServer, Reply, ToolCall
 
 
 def user(text: str) -> Message:
@@ -412,21 +404,47 @@ async def seeded(runtime: Any, turns: int, size: int) -> str:
     return str(session.id)
 
 
-async def test_a_turn_over_compact_at_compacts_before_its_model_call(
-    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from tests.fakes.model_server import FakeModelServer, Reply
-
+@pytest.fixture
+async def srv(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+    """The fake OpenAI-compatible model server `remote_config` points at."""
     monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as srv:
-        runtime = await runtime_factory(remote_config(srv.base_url, 5000))
-        session = await seeded(runtime, turns=6, size=4400)
-        srv.script(Reply(text="SUMMARY: six questions about q"), Reply(text="the answer"))
-        with runtime.bus.subscribe(lambda e: e.kind == "turn.compaction") as events:
-            runtime.start_workers()
-            outcome = await runtime.wait_turn(await runtime.submit(session, "next question"))
-            event = await asyncio.wait_for(events.get(), 5)
-        summary_call, turn_call = srv.requests
+    async with FakeModelServer() as server:
+        yield server
+
+
+async def serving(
+    runtime_factory: Any,
+    srv: FakeModelServer,
+    compact_at: int,
+    *,
+    turns: int,
+    size: int,
+    script: Sequence[Any],
+) -> tuple[Any, str]:
+    """A runtime on `srv` with workers running and a session of `turns` seeded questions
+    of `size` characters; the server answers the next calls with `script`."""
+    runtime = await runtime_factory(remote_config(srv.base_url, compact_at))
+    session = await seeded(runtime, turns=turns, size=size)
+    srv.script(*script)
+    runtime.start_workers()
+    return runtime, session
+
+
+async def test_a_turn_over_compact_at_compacts_before_its_model_call(
+    runtime_factory: Any, srv: FakeModelServer
+) -> None:
+    runtime, session = await serving(
+        runtime_factory,
+        srv,
+        5000,
+        turns=6,
+        size=4400,
+        script=[Reply(text="SUMMARY: six questions about q"), Reply(text="the answer")],
+    )
+    with runtime.bus.subscribe(lambda e: e.kind == "turn.compaction") as events:
+        outcome = await runtime.wait_turn(await runtime.submit(session, "next question"))
+        event = await asyncio.wait_for(events.get(), 5)
+    summary_call, turn_call = srv.requests
     assert outcome.status == "done" and outcome.reply == "the answer"
     summarize = request_texts(summary_call)
     assert summarize[0] == "system: " + SUMMARY_SYSTEM
@@ -445,24 +463,24 @@ async def test_a_turn_over_compact_at_compacts_before_its_model_call(
 
 
 async def test_the_previous_calls_prompt_size_triggers_compaction_mid_turn(
-    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+    runtime_factory: Any, srv: FakeModelServer
 ) -> None:
     """The estimate of the seeded view is under compact_at; the first reply's usage says
     the prompt was 25,000 tokens, so the turn compacts before its second call."""
-    from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
-
-    monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as srv:
-        runtime = await runtime_factory(remote_config(srv.base_url, 20_000))
-        session = await seeded(runtime, turns=3, size=9000)
-        srv.script(
+    runtime, session = await serving(
+        runtime_factory,
+        srv,
+        20_000,
+        turns=3,
+        size=9000,
+        script=[
             Reply(tool_calls=[ToolCall("list_dir", {"path": "."})], input_tokens=25_000),
             Reply(text="SUMMARY: three questions"),
             Reply(text="listed"),
-        )
-        runtime.start_workers()
-        outcome = await runtime.wait_turn(await runtime.submit(session, "list the files"))
-        first, summary_call, last = srv.requests
+        ],
+    )
+    outcome = await runtime.wait_turn(await runtime.submit(session, "list the files"))
+    first, summary_call, last = srv.requests
     assert outcome.reply == "listed"
     assert request_texts(summary_call)[0] == "system: " + SUMMARY_SYSTEM
     assert any("question 0" in t for t in request_texts(first))
@@ -475,22 +493,22 @@ async def test_the_previous_calls_prompt_size_triggers_compaction_mid_turn(
 
 
 async def test_context_overflow_compacts_once_and_retries_below_the_threshold(
-    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+    runtime_factory: Any, srv: FakeModelServer
 ) -> None:
-    from tests.fakes.model_server import Fail, FakeModelServer, Reply
-
-    monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as srv:
-        runtime = await runtime_factory(remote_config(srv.base_url, 20_000))
-        session = await seeded(runtime, turns=3, size=9000)
-        srv.script(
+    runtime, session = await serving(
+        runtime_factory,
+        srv,
+        20_000,
+        turns=3,
+        size=9000,
+        script=[
             Fail(400, kind="context_overflow"),
             Reply(text="SUMMARY: three short questions"),
             Reply(text="answered"),
-        )
-        runtime.start_workers()
-        outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
-        overflowed, summary_call, retried = srv.requests
+        ],
+    )
+    outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
+    overflowed, summary_call, retried = srv.requests
     assert outcome.status == "done" and outcome.reply == "answered"
     assert any("question 0" in t for t in request_texts(overflowed))
     assert request_texts(summary_call)[0] == "system: " + SUMMARY_SYSTEM
@@ -499,58 +517,52 @@ async def test_context_overflow_compacts_once_and_retries_below_the_threshold(
 
 
 async def test_a_second_overflow_after_compacting_fails_the_turn(
-    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+    runtime_factory: Any, srv: FakeModelServer
 ) -> None:
-    from tests.fakes.model_server import Fail, FakeModelServer, Reply
-
-    monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as srv:
-        runtime = await runtime_factory(remote_config(srv.base_url, 20_000))
-        session = await seeded(runtime, turns=3, size=9000)
-        srv.script(
+    runtime, session = await serving(
+        runtime_factory,
+        srv,
+        20_000,
+        turns=3,
+        size=9000,
+        script=[
             Fail(400, kind="context_overflow"),
             Reply(text="SUMMARY"),
             Fail(400, kind="context_overflow"),
-        )
-        runtime.start_workers()
-        outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
-        assert len(srv.requests) == 3
+        ],
+    )
+    outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
+    assert len(srv.requests) == 3
     assert outcome.status == "failed" and "context_overflow" in (outcome.error or "")
 
 
 async def test_compaction_off_leaves_a_context_overflow_to_fail(
-    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+    runtime_factory: Any, srv: FakeModelServer
 ) -> None:
-    from tests.fakes.model_server import Fail, FakeModelServer
-
-    monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as srv:
-        runtime = await runtime_factory(remote_config(srv.base_url, -1))
-        session = await seeded(runtime, turns=30, size=2000)
-        srv.script(Fail(400, kind="context_overflow"))
-        runtime.start_workers()
-        outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
-        assert len(srv.requests) == 1  # no summary call, though far over any default
+    runtime, session = await serving(
+        runtime_factory, srv, -1, turns=30, size=2000, script=[Fail(400, kind="context_overflow")]
+    )
+    outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
+    assert len(srv.requests) == 1  # no summary call, though far over any default
     assert outcome.status == "failed"
     assert await runtime.transcripts.latest_compaction(session) is None
 
 
 async def test_compact_session_runs_as_a_turn_and_says_what_it_did(
-    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+    runtime_factory: Any, srv: FakeModelServer
 ) -> None:
-    from tests.fakes.model_server import FakeModelServer, Reply
-
-    monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as srv:
-        # Off for turns, /compact still works (with the provider's default budget).
-        runtime = await runtime_factory(remote_config(srv.base_url, -1))
-        session = await seeded(runtime, turns=40, size=4000)
-        srv.script(Reply(text="SUMMARY: forty questions"))
-        runtime.start_workers()
-        job = await runtime.compact_session(session)
-        outcome = await runtime.wait_turn(job)
-        assert len(srv.requests) == 1
-        again = await runtime.wait_turn(await runtime.compact_session(session))
+    # Off for turns, /compact still works (with the provider's default budget).
+    runtime, session = await serving(
+        runtime_factory,
+        srv,
+        -1,
+        turns=40,
+        size=4000,
+        script=[Reply(text="SUMMARY: forty questions")],
+    )
+    outcome = await runtime.wait_turn(await runtime.compact_session(session))
+    assert len(srv.requests) == 1
+    again = await runtime.wait_turn(await runtime.compact_session(session))
     assert outcome.status == "done" and outcome.reply.startswith("Compacted the context")
     record = await runtime.transcripts.latest_compaction(session)
     assert record is not None and record.summary == "SUMMARY: forty questions"

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-import pytest
 
 from habakkuk.engine.export import export_transcript
-from habakkuk.engine.jobs import MIGRATIONS
 from habakkuk.engine.llm.types import (
     Message,
     TextBlock,
@@ -16,16 +12,6 @@ from habakkuk.engine.llm.types import (
     ToolUseBlock,
 )
 from habakkuk.engine.sessions import INTERRUPTED, TranscriptStore, repair
-from habakkuk.engine.store import Database
-
-
-@pytest.fixture
-async def store(tmp_path: Path):
-    control = tmp_path / "control.db"
-    (await Database.open(control, MIGRATIONS)).close_sync()
-    s = await TranscriptStore.open(tmp_path / "transcripts.db", control)
-    yield s
-    await s.close()
 
 
 def call(id_: str, tool: str = "exec") -> ToolUseBlock:

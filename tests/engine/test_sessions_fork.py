@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import pytest
 
 from habakkuk.engine.errors import HabakkukError, NotFound
-from habakkuk.engine.jobs import MIGRATIONS
 from habakkuk.engine.llm.types import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from habakkuk.engine.sessions import TranscriptStore
-from habakkuk.engine.store import Database
 from tests.conftest import mock_config
-
-
-@pytest.fixture
-async def store(tmp_path: Path):
-    control = tmp_path / "control.db"
-    (await Database.open(control, MIGRATIONS)).close_sync()
-    s = await TranscriptStore.open(tmp_path / "transcripts.db", control)
-    yield s
-    await s.close()
 
 
 def call(id_: str) -> ToolUseBlock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.app import App, ComposeResult
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
@@ -14,12 +14,12 @@ from habakkuk.engine.sessions import StoredMessage
 from habakkuk.widgets.message_view import MessageView
 from habakkuk.widgets.streaming_markdown import (
     PICTURE_SCREENS,
-    MarkdownVolume,
     StreamingMarkdown,
 )
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
 from tests.tui.conftest import wait_until
+from tests.tui.markdown_views import OneView, screen_lines, settled, volumes
 from tests.tui.test_tui_streaming import signature
 
 REPLIES = 6
@@ -57,13 +57,8 @@ def transcript() -> list[StoredMessage]:
     return messages
 
 
-class OneView(App[None]):
-    def compose(self) -> ComposeResult:
-        yield MessageView()
-
-
 def screen_text(app: App[Any]) -> str:
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+    return "\n".join(screen_lines(app))
 
 
 def text_only(app: App[Any]) -> list[str]:
@@ -71,18 +66,8 @@ def text_only(app: App[Any]) -> list[str]:
     return [line[:-2] for line in screen_text(app).splitlines()]
 
 
-def volumes(markdown: StreamingMarkdown) -> list[MarkdownVolume]:
-    return [c for c in markdown.children if isinstance(c, MarkdownVolume)]
-
-
 def replies(view: MessageView) -> list[StreamingMarkdown]:
     return list(view.query_children(StreamingMarkdown))
-
-
-async def settled(pilot: Pilot[Any]) -> None:
-    # Building and freezing run after layout passes: let a few go by.
-    for _ in range(6):
-        await pilot.pause()
 
 
 async def opened(pilot: Pilot[Any]) -> MessageView:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
@@ -13,6 +12,7 @@ from habakkuk.engine.events import Event
 from habakkuk.widgets.message_view import MessageView
 from habakkuk.widgets.streaming_markdown import VOLUME_BLOCKS, MarkdownVolume, StreamingMarkdown
 from tests.tui.conftest import wait_until
+from tests.tui.markdown_views import OneView, screen_lines, settled, volumes
 from tests.tui.test_tui_streaming import signature
 
 # Enough blocks for four full volumes and some: paragraphs, fences, a list and a link.
@@ -25,22 +25,15 @@ REPLY = "".join(
 )
 
 
-class OneView(App[None]):
-    def compose(self) -> ComposeResult:
-        yield MessageView()
-
-
 def event(kind: str, **data: Any) -> Event:
     return Event(kind, "ses_1", {"turn": "turn_1", **data})
 
 
-def screen_lines(app: App[Any]) -> list[str]:
-    """The text of every line on screen, as the compositor draws it now."""
-    return [strip.text for strip in app.screen._compositor.render_strips()]
-
-
-def volumes(markdown: StreamingMarkdown) -> list[MarkdownVolume]:
-    return [c for c in markdown.children if isinstance(c, MarkdownVolume)]
+async def streamed(pilot: Pilot[Any], *, end: bool) -> tuple[MessageView, StreamingMarkdown]:
+    """The app's view after REPLY was streamed into it (and the turn ended, with `end`)."""
+    view = pilot.app.query_one(MessageView)
+    view.session = "ses_1"
+    return view, await stream(pilot, view, REPLY, end=end)
 
 
 async def stream(
@@ -57,18 +50,10 @@ async def stream(
     return markdown
 
 
-async def settled(pilot: Pilot[Any]) -> None:
-    # Freezing and thawing run after a layout pass: let a few passes go by.
-    for _ in range(4):
-        await pilot.pause()
-
-
 async def test_volumes_far_above_the_screen_freeze_and_keep_their_height() -> None:
     app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
-        view = app.query_one(MessageView)
-        view.session = "ses_1"
-        markdown = await stream(pilot, view, REPLY, end=False)
+        view, markdown = await streamed(pilot, end=False)
         await settled(pilot)
         shown = volumes(markdown)
         assert len(shown) >= 4
@@ -87,9 +72,7 @@ async def test_volumes_far_above_the_screen_freeze_and_keep_their_height() -> No
 async def test_a_frozen_volume_draws_exactly_what_its_blocks_draw() -> None:
     app = OneView()
     async with app.run_test(size=(60, 40)) as pilot:
-        view = app.query_one(MessageView)
-        view.session = "ses_1"
-        markdown = await stream(pilot, view, REPLY, end=True)
+        view, markdown = await streamed(pilot, end=True)
         await settled(pilot)
         for volume in volumes(markdown):
             volume.thaw()
@@ -111,9 +94,7 @@ async def test_a_frozen_volume_draws_exactly_what_its_blocks_draw() -> None:
 async def test_scrolling_to_the_top_while_streaming_shows_the_start_of_the_reply() -> None:
     app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
-        view = app.query_one(MessageView)
-        view.session = "ses_1"
-        markdown = await stream(pilot, view, REPLY, end=False)
+        view, markdown = await streamed(pilot, end=False)
         first = volumes(markdown)[0]
         await wait_until(pilot, lambda: first.frozen, "the first volume to freeze")
         heights = [v.region.height for v in volumes(markdown)]
@@ -140,9 +121,7 @@ async def test_scrolling_to_the_top_while_streaming_shows_the_start_of_the_reply
 async def test_the_whole_reply_is_there_after_the_stream_ends() -> None:
     app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
-        view = app.query_one(MessageView)
-        view.session = "ses_1"
-        markdown = await stream(pilot, view, REPLY, end=True)
+        view, markdown = await streamed(pilot, end=True)
         await settled(pilot)
         assert any(v.frozen for v in volumes(markdown))
         flat = Markdown(REPLY)
@@ -167,9 +146,7 @@ async def test_the_whole_reply_is_there_after_the_stream_ends() -> None:
 async def test_a_width_change_or_a_new_theme_thaws_frozen_volumes() -> None:
     app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
-        view = app.query_one(MessageView)
-        view.session = "ses_1"
-        markdown = await stream(pilot, view, REPLY, end=True)
+        view, markdown = await streamed(pilot, end=True)
         first = volumes(markdown)[0]
         await wait_until(pilot, lambda: first.frozen, "the first volume to freeze")
         # A picture drawn at 60 columns is wrong at 50: the blocks are laid out again, and
@@ -200,9 +177,7 @@ async def test_a_link_clicked_in_a_picture_is_a_link_clicked_in_the_document() -
 
     app = Links()
     async with app.run_test(size=(60, 20)) as pilot:
-        view = app.query_one(MessageView)
-        view.session = "ses_1"
-        markdown = await stream(pilot, view, REPLY, end=True)
+        _, markdown = await streamed(pilot, end=True)
         first = volumes(markdown)[0]
         await wait_until(pilot, lambda: first.frozen, "the first volume to freeze")
         await first.run_action("link('https://example.com/x')")
