@@ -153,56 +153,116 @@ def first_frame_and_rss(runs: int) -> None:
     print(f"idle RSS: median {statistics.median(rsses):.0f} MB (max {max(rsses):.0f}); <= 150 MB")
 
 
+# -- what parts 2 and 3 share: a headless app, its frames, key presses ----------------------
+
+
+def headless_app(tmp: str) -> Any:
+    """The app on a fresh home with the offline mock config (not started yet)."""
+    from habakkuk.app import HabakkukApp
+    from habakkuk.engine.home import Home
+
+    home = Home(Path(tmp))
+    home.prepare()
+    home.config_path.write_text(CONFIG, encoding="utf-8")
+    return HabakkukApp(home, animate=False)
+
+
+async def until_ready(app: Any) -> tuple[Any, Any]:
+    """(runtime, chat screen) once the app has opened its runtime."""
+    while app.runtime is None or app.get_chat() is None:
+        await asyncio.sleep(0.01)
+    return app.runtime, app.get_chat()
+
+
+class Frames:
+    """The app's frames as they are ready for the terminal.
+
+    Headless apps skip the terminal write; this does the same encoding work and notes
+    when each frame is ready, and what the composer held when a frame painted it.
+    `hooks` run on every frame with (screen, update, time).
+    """
+
+    def __init__(self, app: Any, composer: Any) -> None:
+        from textual._compositor import CompositorUpdate
+
+        self.app = app
+        self.composer = composer
+        self.times: list[float] = []
+        self.composer_frames: list[tuple[float, str]] = []
+        self.hooks: list[Any] = []
+        original_display = app._display
+
+        def display(screen: Any, renderable: Any) -> None:
+            original_display(screen, renderable)
+            if isinstance(renderable, CompositorUpdate):
+                renderable.render_segments(app.console)
+                now = time.perf_counter()
+                self.times.append(now)
+                # Where the composer is on screen, as the frame just rendered placed it.
+                placed = screen._compositor.visible_widgets.get(composer)
+                if placed is not None and paints(renderable, placed[0].intersection(placed[1])):
+                    self.composer_frames.append((now, composer.text))
+                for hook in self.hooks:
+                    hook(screen, renderable, now)
+
+        app._display = display
+
+    def shown(self, posted: float, typed: str) -> float | None:
+        """When the first frame after `posted` painted the composer holding `typed`."""
+        for when, text in self.composer_frames[-200:]:
+            if when >= posted and text.endswith(typed):
+                return when
+        return None
+
+    def press(self, char: str) -> float:
+        """Deliver a key as the terminal driver does (what Pilot.press does, minus its
+        waits); returns when it was posted."""
+        from textual import events
+
+        posted = time.perf_counter()
+        key = events.Key(char, char)
+        key.set_sender(self.app)
+        self.app._driver.send_message(key)
+        return posted
+
+    async def painted(self, posted: float, typed: str) -> float:
+        """Seconds from `posted` to the first frame showing the composer holding `typed`."""
+        deadline = posted + 5
+        while self.shown(posted, typed) is None and time.perf_counter() < deadline:
+            await asyncio.sleep(0.0005)
+        painted = self.shown(posted, typed)
+        if painted is None:
+            raise SystemExit("a key press never reached the screen")
+        return painted - posted
+
+
+def figures(values: list[float]) -> str:
+    values = sorted(values)
+    p95 = values[int(len(values) * 0.95) - 1]
+    return (
+        f"median {statistics.median(values) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, "
+        f"max {max(values) * 1000:.1f} ms"
+    )
+
+
 # -- 2. streaming while typing, headless ---------------------------------------------------
 
 
 async def streaming_latency(tokens: int, rate: float) -> None:
-    from textual import events
-    from textual._compositor import CompositorUpdate
-
-    from habakkuk.app import HabakkukApp
-    from habakkuk.engine.home import Home
     from habakkuk.widgets.composer import Composer
     from habakkuk.widgets.streaming_markdown import StreamingMarkdown
 
     with tempfile.TemporaryDirectory(prefix="habakkuk-tui-bench-") as tmp:
-        home = Home(Path(tmp))
-        home.prepare()
-        home.config_path.write_text(CONFIG, encoding="utf-8")
-        app = HabakkukApp(home, animate=False)
+        app = headless_app(tmp)
         async with app.run_test(size=(80, 24)) as pilot:
-            while app.runtime is None or app.get_chat() is None:
-                await asyncio.sleep(0.01)
-            runtime = app.runtime
-            chat = app.get_chat()
+            runtime, chat = await until_ready(app)
             session = await runtime.new_session(None, origin="bench")
             chat.open_session(session.id)
             while chat.session_id != session.id:
                 await asyncio.sleep(0.01)
             await pilot.pause()
-
-            # Headless apps skip the terminal write; do the same encoding work here and
-            # note when each frame is ready to go to the terminal, and what the composer
-            # held when a frame painted it.
-            frames: list[float] = []
-            composer_frames: list[tuple[float, str]] = []
-            original_display = app._display
             composer = app.screen.query_one(Composer)
-
-            def display(screen: Any, renderable: Any) -> None:
-                original_display(screen, renderable)
-                if isinstance(renderable, CompositorUpdate):
-                    renderable.render_segments(app.console)
-                    now = time.perf_counter()
-                    frames.append(now)
-                    # Where the composer is on screen, as the frame just rendered placed it.
-                    placed = screen._compositor.visible_widgets.get(composer)
-                    if placed is not None and paints(renderable, placed[0].intersection(placed[1])):
-                        composer_frames.append((now, composer.text))
-
-            app._display = display  # type: ignore[method-assign]
-            driver = app._driver
-            assert driver is not None
+            frames = Frames(app, composer)
             composer.focus()
 
             async def stream() -> None:
@@ -222,13 +282,6 @@ async def streaming_latency(tokens: int, rate: float) -> None:
                         await asyncio.sleep(delay)
                 runtime.bus.publish("turn.end", session.id, turn="turn_bench", status="done")
 
-            def shown(posted: float, typed: str) -> float | None:
-                """When the first frame after `posted` painted the composer holding `typed`."""
-                for when, text in composer_frames[-200:]:
-                    if when >= posted and text.endswith(typed):
-                        return when
-                return None
-
             streamer = asyncio.create_task(stream())
             latencies: list[float] = []
             polled: list[float] = []
@@ -237,27 +290,19 @@ async def streaming_latency(tokens: int, rate: float) -> None:
                 await asyncio.sleep(0.25)
                 char = "x" if len(typed) % 2 else "y"
                 typed += char
-                posted = time.perf_counter()
-                # As the terminal driver delivers a key (what Pilot.press does, minus its waits).
-                key = events.Key(char, char)
-                key.set_sender(app)
-                driver.send_message(key)
+                posted = frames.press(char)
                 deadline = posted + 5
                 while not composer.text.endswith(typed) and time.perf_counter() < deadline:
                     await asyncio.sleep(0.0005)
                 held = time.perf_counter()
-                while shown(posted, typed) is None and time.perf_counter() < deadline:
-                    await asyncio.sleep(0.0005)
-                painted = shown(posted, typed)
-                if painted is None:
-                    raise SystemExit("a key press never reached the screen")
-                latencies.append(painted - posted)
+                latencies.append(await frames.painted(posted, typed))
                 # The earlier method also needs a frame after the poll (none may come once
                 # the reply has ended: then it has no figure for this key).
-                while frames[-1] < held and time.perf_counter() < posted + 1:
+                times = frames.times
+                while times[-1] < held and time.perf_counter() < posted + 1:
                     await asyncio.sleep(0.0005)
-                if frames[-1] >= held:
-                    polled.append(min(f for f in frames if f >= held) - posted)
+                if times[-1] >= held:
+                    polled.append(min(f for f in times if f >= held) - posted)
                 if len(typed) > 200:
                     composer.clear()
                     typed = ""
@@ -265,14 +310,6 @@ async def streaming_latency(tokens: int, rate: float) -> None:
             segments = list(app.screen.query(StreamingMarkdown))
             renders = sum(s.renders for s in segments)
             await app.action_quit()
-
-    def figures(values: list[float]) -> str:
-        values = sorted(values)
-        p95 = values[int(len(values) * 0.95) - 1]
-        return (
-            f"median {statistics.median(values) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, "
-            f"max {max(values) * 1000:.1f} ms"
-        )
 
     print(
         f"streaming {tokens} tokens at {rate:.0f}/s: key press to screen {figures(latencies)} "
@@ -332,25 +369,14 @@ def self_rss_mb() -> float:
 
 
 async def open_long_session(replies: int, presses: int) -> None:
-    from textual import events
-    from textual._compositor import CompositorUpdate
-
-    from habakkuk.app import HabakkukApp
-    from habakkuk.engine.home import Home
     from habakkuk.widgets.composer import Composer
     from habakkuk.widgets.message_view import MessageView
     from habakkuk.widgets.streaming_markdown import MarkdownVolume, StreamingMarkdown
 
     with tempfile.TemporaryDirectory(prefix="habakkuk-tui-bench-") as tmp:
-        home = Home(Path(tmp))
-        home.prepare()
-        home.config_path.write_text(CONFIG, encoding="utf-8")
-        app = HabakkukApp(home, animate=False)
+        app = headless_app(tmp)
         async with app.run_test(size=(80, 24)) as pilot:
-            while app.runtime is None or app.get_chat() is None:
-                await asyncio.sleep(0.01)
-            runtime = app.runtime
-            chat = app.get_chat()
+            runtime, chat = await until_ready(app)
             session = await runtime.new_session(None, origin="bench")
             history: list[tuple[str, str]] = []
             words = 0
@@ -363,11 +389,7 @@ async def open_long_session(replies: int, presses: int) -> None:
             await pilot.pause()
             rss_before = self_rss_mb()
             view = app.screen.query_one(MessageView)
-            composer = app.screen.query_one(Composer)
-
-            composer_frames: list[tuple[float, str]] = []
-            shown_last: list[float] = []
-            original_display = app._display
+            frames = Frames(app, app.screen.query_one(Composer))
 
             def last_block() -> Any:
                 children = view.children
@@ -377,28 +399,18 @@ async def open_long_session(replies: int, presses: int) -> None:
                 blocks = reply.blocks()
                 return blocks[-1] if blocks else None
 
-            def display(screen: Any, renderable: Any) -> None:
-                original_display(screen, renderable)
-                if isinstance(renderable, CompositorUpdate):
-                    renderable.render_segments(app.console)
-                    now = time.perf_counter()
-                    visible = screen._compositor.visible_widgets
-                    if not shown_last:
-                        # The first frame that paints the last block of the last reply.
-                        block = last_block()
-                        placed = visible.get(block) if block is not None else None
-                        if placed is not None and paints(
-                            renderable, placed[0].intersection(placed[1])
-                        ):
-                            shown_last.append(now)
-                    placed = visible.get(composer)
-                    if placed is not None and paints(renderable, placed[0].intersection(placed[1])):
-                        composer_frames.append((now, composer.text))
+            shown_last: list[float] = []
 
-            app._display = display  # type: ignore[method-assign]
-            driver = app._driver
-            assert driver is not None
+            def watch_last(screen: Any, renderable: Any, now: float) -> None:
+                """The first frame that paints the last block of the last reply."""
+                if shown_last:
+                    return
+                block = last_block()
+                placed = screen._compositor.visible_widgets.get(block) if block else None
+                if placed is not None and paints(renderable, placed[0].intersection(placed[1])):
+                    shown_last.append(now)
 
+            frames.hooks.append(watch_last)
             asked = time.perf_counter()
             chat.open_session(session.id)
             deadline = asked + 120
@@ -407,14 +419,7 @@ async def open_long_session(replies: int, presses: int) -> None:
             if not shown_last:
                 raise SystemExit("the last reply never reached the screen")
             opened = shown_last[0] - asked
-            composer.focus()
-
-            def shown(posted: float, typed: str) -> float | None:
-                """When the first frame after `posted` painted the composer holding `typed`."""
-                for when, text in composer_frames[-200:]:
-                    if when >= posted and text.endswith(typed):
-                        return when
-                return None
+            frames.composer.focus()
 
             latencies: list[float] = []
             typed = ""
@@ -422,17 +427,7 @@ async def open_long_session(replies: int, presses: int) -> None:
                 await asyncio.sleep(0.1)
                 char = "x" if len(typed) % 2 else "y"
                 typed += char
-                posted = time.perf_counter()
-                key = events.Key(char, char)
-                key.set_sender(app)
-                driver.send_message(key)
-                deadline = posted + 5
-                while shown(posted, typed) is None and time.perf_counter() < deadline:
-                    await asyncio.sleep(0.0005)
-                painted = shown(posted, typed)
-                if painted is None:
-                    raise SystemExit("a key press never reached the screen")
-                latencies.append(painted - posted)
+                latencies.append(await frames.painted(frames.press(char), typed))
             rss_after = self_rss_mb()
 
             # A jump to the top: when the first reply's text is on screen (its source as a
@@ -441,19 +436,14 @@ async def open_long_session(replies: int, presses: int) -> None:
             top_text: list[float] = []
             top_built: list[float] = []
 
-            def watch_top(screen: Any, renderable: Any) -> None:
-                display(screen, renderable)
-                if not isinstance(renderable, CompositorUpdate):
-                    return
-                now = time.perf_counter()
-                placed = screen._compositor.visible_widgets.get(first_reply)
-                if not top_text and placed is not None:
+            def watch_top(screen: Any, renderable: Any, now: float) -> None:
+                if not top_text and screen._compositor.visible_widgets.get(first_reply):
                     top_text.append(now)
                 volumes = [c for c in first_reply.children if isinstance(c, MarkdownVolume)]
                 if not top_built and volumes and volumes[0].built:
                     top_built.append(now)
 
-            app._display = watch_top  # type: ignore[method-assign]
+            frames.hooks.append(watch_top)
             jumped = time.perf_counter()
             view.scroll_home(animate=False)
             deadline = jumped + 30
@@ -461,16 +451,11 @@ async def open_long_session(replies: int, presses: int) -> None:
                 await asyncio.sleep(0.001)
             await app.action_quit()
 
-    values = sorted(latencies)
-    p95 = values[int(len(values) * 0.95) - 1]
     print(
         f"opening a session of {replies} long replies ({words} words): last reply on screen "
         f"after {opened * 1000:.0f} ms"
     )
-    print(
-        f"  then key press to screen: median {statistics.median(values) * 1000:.1f} ms, "
-        f"p95 {p95 * 1000:.1f} ms, max {max(values) * 1000:.1f} ms over {len(values)} presses"
-    )
+    print(f"  then key press to screen: {figures(latencies)} over {len(latencies)} presses")
     print(f"  RSS: {rss_before:.0f} MB before opening, {rss_after:.0f} MB after the presses")
     if top_text and top_built:
         print(

@@ -193,8 +193,12 @@ class ChatScreen(RuntimeScreen):
         await self._view.add_user(text)
         turn = await self.runtime.submit(self.session_id, text, attended=True)
         self.last_turn = turn
-        if turn != self.running_turn and turn not in self.queued_turns:
-            self.queued_turns.append(turn)
+        self._queued(turn)
+
+    def _queued(self, job: str) -> None:
+        """A turn (or /compact) of this session was queued: count it until it starts."""
+        if job != self.running_turn and job not in self.queued_turns:
+            self.queued_turns.append(job)
         self._refresh_status()
 
     def stop_turn(self) -> bool:
@@ -458,9 +462,7 @@ class ChatScreen(RuntimeScreen):
         except HabakkukError as exc:
             await self._view.note(f"/compact: {exc}", error=True)
             return
-        if job != self.running_turn and job not in self.queued_turns:
-            self.queued_turns.append(job)
-        self._refresh_status()
+        self._queued(job)
         outcome = await self.runtime.wait_turn(job)
         if outcome.status == "done":
             await self._view.note(outcome.reply)
