@@ -53,11 +53,6 @@ async def prune_jobs(queue: JobQueue, older_than_days: float) -> int:
     return await queue.db.write(_prune)
 
 
-async def prune_sessions(transcripts: TranscriptStore, older_than_days: float) -> int:
-    """Delete sessions (and, by foreign key, their messages) idle that long; returns how many."""
-    return len(await prune_idle_sessions(transcripts, older_than_days))
-
-
 async def prune_idle_sessions(transcripts: TranscriptStore, older_than_days: float) -> list[str]:
     """Delete sessions (and, by foreign key, their messages) idle that long; returns their ids."""
     cutoff = time.time() - older_than_days * DAY
@@ -100,7 +95,7 @@ async def sweep(
 ) -> RetentionReport:
     """One retention pass; a limit of 0 or less keeps that kind forever.
 
-    A pruned session's own state (todo list, /think choice) goes with it.
+    A pruned session's own state (todo list, /think and /model choices) goes with it.
     """
     report = RetentionReport()
     if jobs_days > 0:

@@ -34,7 +34,7 @@ from habakkuk.engine.llm.types import (
     ToolUseBlock,
     Usage,
 )
-from habakkuk.engine.retention import prune_sessions
+from habakkuk.engine.retention import prune_idle_sessions
 from habakkuk.engine.sessions import SUMMARY_PREFIX, TranscriptStore
 from tests.fakes.model_server import Fail, FakeModelServer, Reply, ToolCall
 
@@ -284,7 +284,7 @@ async def test_retention_deletes_a_sessions_compactions(store: TranscriptStore) 
     await store.db.write(
         lambda conn: conn.execute("UPDATE sessions SET updated_at = ?", (time.time() - 10 * 86400,))
     )
-    assert await prune_sessions(store, 5) == 1
+    assert await prune_idle_sessions(store, 5) == ["s"]
     rows = await store.db.fetchall("SELECT * FROM compactions")
     assert rows == []
 
