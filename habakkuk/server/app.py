@@ -20,6 +20,7 @@ import asyncio
 import hmac
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,9 @@ from aiohttp import web
 
 from habakkuk.engine.config import HttpConfig, is_loopback_host
 from habakkuk.engine.errors import ConfigError, HabakkukError, NotFound
+
+from .errors import ApiError
+from .inputs import header
 
 if TYPE_CHECKING:
     from habakkuk.runtime import Runtime
@@ -38,21 +42,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-JSON_LIMIT = 8 * 1024 * 1024  # a /v1 request may carry a long history
 UPLOAD_LIMIT = 25 * 1024 * 1024
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 # Typed keys for what handlers find on the application.
 SERVER_KEY: web.AppKey[HttpServer] = web.AppKey("server", None)  # type: ignore[arg-type]
-
-
-class ApiError(Exception):
-    """An error answered as `{"error": message}` with `status`."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def server_of(request: web.Request) -> HttpServer:
@@ -64,42 +58,19 @@ def json_response(
     body: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
     """A JSON response (UTF-8, compact)."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate from the client echoed back: JSON escapes it.
+        data = json.dumps(body, separators=(",", ":")).encode("ascii")
     return web.Response(
-        text=json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+        body=data,
         status=status,
         content_type="application/json",
+        charset="utf-8",
         headers=headers,
     )
-
-
-async def read_json(request: web.Request, *, limit: int = JSON_LIMIT) -> dict[str, Any]:
-    """The request's JSON object body; ApiError 400/413 for anything else."""
-    if request.content_length is not None and request.content_length > limit:
-        raise ApiError(413, f"request body is over {limit // 1024} KB")
-    try:
-        raw = await request.content.read(limit + 1)
-    except (asyncio.IncompleteReadError, ConnectionError) as exc:
-        raise ApiError(400, f"could not read the body: {exc}") from None
-    if len(raw) > limit:
-        raise ApiError(413, f"request body is over {limit // 1024} KB")
-    if not raw.strip():
-        raise ApiError(400, "the body is empty; send a JSON object ({} where nothing is needed)")
-    try:
-        body = json.loads(raw, parse_constant=_no_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"the body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise ApiError(400, "the body must be a JSON object")
-    try:
-        # A lone surrogate (\ud800) parses but cannot be stored or sent as UTF-8.
-        json.dumps(body, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise ApiError(400, "the body contains an unpaired surrogate (invalid Unicode)") from None
-    return body
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def field(
@@ -137,20 +108,6 @@ def only_fields(body: dict[str, Any], allowed: set[str]) -> None:
         raise ApiError(400, f"unknown field {unknown[0]!r} (fields: {', '.join(sorted(allowed))})")
 
 
-def query_int(request: web.Request, name: str, default: int, low: int, high: int) -> int:
-    """An integer query parameter within [low, high]; ApiError 400 otherwise."""
-    text = request.query.get(name)
-    if text is None or text == "":
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise ApiError(400, f"{name} must be an integer, not {text!r}") from None
-    if not low <= value <= high:
-        raise ApiError(400, f"{name} must be between {low} and {high}")
-    return value
-
-
 # -- middlewares ---------------------------------------------------------------------------
 
 
@@ -163,19 +120,23 @@ def _is_public(request: web.Request, server: HttpServer) -> bool:
     return path == "/metrics" and server.config.metrics.public
 
 
-def _error_body(request: web.Request, status: int, message: str) -> dict[str, Any]:
+def _error_body(
+    request: web.Request, status: int, message: str, param: str | None
+) -> dict[str, Any]:
     if request.path.startswith("/v1/"):
         kind = "invalid_request_error" if status < 500 else "server_error"
         if status == 401:
             kind = "authentication_error"
-        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+        return {"error": {"message": message, "type": kind, "param": param, "code": None}}
     return {"error": message}
 
 
-def error_response(request: web.Request, status: int, message: str) -> web.Response:
+def error_response(
+    request: web.Request, status: int, message: str, param: str | None = None
+) -> web.Response:
     """An error in the shape the path's clients expect."""
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return json_response(_error_body(request, status, message), status, headers)
+    return json_response(_error_body(request, status, message, param), status, headers)
 
 
 @web.middleware
@@ -189,7 +150,7 @@ async def conventions_middleware(request: web.Request, handler: Handler) -> web.
         check_request(request)
         return await handler(request)
     except ApiError as exc:
-        return error_response(request, exc.status, exc.message)
+        return error_response(request, exc.status, exc.message, exc.param)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -215,8 +176,8 @@ def check_request(request: web.Request) -> None:
     """Host, Sec-Fetch-Site, bearer token and content type, in that order."""
     server = server_of(request)
     if server.token is None:
-        host = request.headers.get("Host", "")
-        if not host or not is_loopback_host(_strip_port(host)):
+        name = host_name(request.headers.get("Host", ""))
+        if name is None or not is_loopback_host(name):
             raise ApiError(403, "this server answers only requests addressed to a loopback name")
     site = request.headers.get("Sec-Fetch-Site", "").lower()
     if site in ("cross-site", "same-site"):
@@ -224,7 +185,7 @@ def check_request(request: web.Request) -> None:
     if (
         server.token is not None
         and not _is_public(request, server)
-        and not server.token_matches(request.headers.get("Authorization", ""))
+        and not server.token_matches(header(request, "Authorization"))
     ):
         raise ApiError(401, "missing or wrong bearer token")
     if request.method in ("POST", "PUT") and not request.path.startswith("/hooks/"):
@@ -237,11 +198,29 @@ def check_request(request: web.Request) -> None:
             raise ApiError(415, "send Content-Type: application/json")
 
 
-def _strip_port(host: str) -> str:
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    name, sep, port = host.rpartition(":")
-    return name if sep and port.isdigit() else host
+_HOST = re.compile(
+    r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::(?P<port>[0-9]{1,5}))?"
+)
+
+
+def host_name(host: str) -> str | None:
+    """The name or address in a Host header without its port; None when malformed.
+
+    A malformed Host (`[::1`, `::1]`, a bad port, spaces, non-ASCII) names no
+    loopback address, so it is refused rather than guessed at.
+    """
+    match = _HOST.fullmatch(host)
+    if match is None or (match["port"] is not None and int(match["port"]) > 65535):
+        return None
+    if match["v6"] is not None:
+        import ipaddress
+
+        try:
+            ipaddress.IPv6Address(match["v6"])
+        except ValueError:
+            return None
+        return match["v6"]
+    return match["name"]
 
 
 # -- the server ----------------------------------------------------------------------------
@@ -286,7 +265,9 @@ class HttpServer:
         scheme, _, value = header.partition(" ")
         if scheme.lower() != "bearer":
             return False
-        return hmac.compare_digest(value.strip().encode(), self.token.encode())
+        # surrogateescape: bytes that are not UTF-8 compare (unequal) instead of raising.
+        given = value.strip().encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(given, self.token.encode())
 
     @property
     def url(self) -> str:

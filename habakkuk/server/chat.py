@@ -25,15 +25,9 @@ from habakkuk.engine.errors import NotFound
 from habakkuk.engine.events import Event, Subscription
 from habakkuk.engine.timeouts import next_within
 
-from .app import (
-    ApiError,
-    field,
-    json_response,
-    only_fields,
-    query_int,
-    read_json,
-    server_of,
-)
+from .app import field, json_response, only_fields, server_of
+from .errors import ApiError
+from .inputs import MAX_CURSOR, cursor, header, query_int, read_json
 
 if TYPE_CHECKING:
     from .app import HttpServer
@@ -636,12 +630,11 @@ async def events(request: web.Request) -> web.StreamResponse:
     """GET /api/chat/{conversation}/events?after=N: replay, then live messages."""
     server = server_of(request)
     conversation = check_conversation(request.match_info["conversation"])
-    after = query_int(request, "after", 0, 0, 2**62)
-    last_id = request.headers.get("Last-Event-ID", "").strip()
+    # Both cursors are checked before the stream starts: after it, only the body is left.
+    after = query_int(request, "after", 0, 0, MAX_CURSOR)
+    last_id = header(request, "Last-Event-ID")
     if last_id:
-        if not last_id.isdigit():
-            raise ApiError(400, "Last-Event-ID must be a message sequence number")
-        after = int(last_id)
+        after = cursor(last_id, "Last-Event-ID")
     store = server.web_store()
     channel = server.channel
     response = await open_stream(request)

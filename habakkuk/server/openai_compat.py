@@ -27,8 +27,11 @@ from aiohttp import web
 
 from habakkuk.engine.events import Subscription
 
-from .app import ApiError, HttpServer, json_response, read_json, server_of
+from .app import HttpServer, json_response, server_of
 from .chat import turn_id_for
+from .errors import ApiError
+from .inputs import header, read_json
+from .openai_requests import check_chat_request, check_responses_request
 
 MODEL_PREFIX = "habakkuk/"
 NOTE_HEADER = "Notes from the client application (its system and developer messages):"
@@ -73,11 +76,11 @@ async def models(request: web.Request) -> web.Response:
 
 def _agent_of(server: HttpServer, model: Any) -> str:
     if not isinstance(model, str) or not model:
-        raise ApiError(400, "model is required (habakkuk/<agent>)")
+        raise ApiError(400, "model is required (habakkuk/<agent>)", param="model")
     name = model.removeprefix(MODEL_PREFIX)
     if name not in server.runtime.config.agents:
         known = ", ".join(f"{MODEL_PREFIX}{a}" for a in sorted(server.runtime.config.agents))
-        raise ApiError(404, f"model {model!r} does not exist (models: {known})")
+        raise ApiError(404, f"model {model!r} does not exist (models: {known})", param="model")
     return name
 
 
@@ -93,33 +96,47 @@ def _text_of(content: Any, where: str, kinds: tuple[str, ...]) -> str:
             if not isinstance(part, dict) or part.get("type") not in kinds:
                 kind = part.get("type") if isinstance(part, dict) else type(part).__name__
                 raise ApiError(
-                    400, f"{where}.content[{index}]: only text parts are supported, not {kind!r}"
+                    400,
+                    f"{where}.content[{index}]: only text parts are supported, not {kind!r}",
+                    param=f"{where}.content[{index}]",
                 )
             text = part.get("text")
             if not isinstance(text, str):
-                raise ApiError(400, f"{where}.content[{index}].text must be a string")
+                raise ApiError(
+                    400,
+                    f"{where}.content[{index}].text must be a string",
+                    param=f"{where}.content[{index}].text",
+                )
             pieces.append(text)
         return "\n".join(pieces)
-    raise ApiError(400, f"{where}.content must be a string or a list of text parts")
+    raise ApiError(
+        400, f"{where}.content must be a string or a list of text parts", param=f"{where}.content"
+    )
 
 
 def chat_messages(body: dict[str, Any]) -> list[tuple[str, str]]:
     """(role, text) of a Chat Completions request's messages."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise ApiError(400, "messages must be a non-empty list")
+        raise ApiError(400, "messages must be a non-empty list", param="messages")
     result = []
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(message, dict):
-            raise ApiError(400, f"{where} must be an object")
+            raise ApiError(400, f"{where} must be an object", param=where)
         role = message.get("role")
         if role not in ("system", "developer", "user", "assistant"):
             raise ApiError(
-                400, f"{where}.role: {role!r} is not supported (system, developer, user, assistant)"
+                400,
+                f"{where}.role: {role!r} is not supported (system, developer, user, assistant)",
+                param=f"{where}.role",
             )
         if message.get("tool_calls"):
-            raise ApiError(400, f"{where}: tool calls are not supported; the agent uses its own")
+            raise ApiError(
+                400,
+                f"{where}: tool calls are not supported; the agent uses its own",
+                param=f"{where}.tool_calls",
+            )
         result.append((role, _text_of(message.get("content"), where, ("text",))))
     return result
 
@@ -130,22 +147,26 @@ def response_messages(body: dict[str, Any]) -> list[tuple[str, str]]:
     instructions = body.get("instructions")
     if instructions is not None:
         if not isinstance(instructions, str):
-            raise ApiError(400, "instructions must be a string")
+            raise ApiError(400, "instructions must be a string", param="instructions")
         result.append(("developer", instructions))
     items = body.get("input")
     if isinstance(items, str):
         return [*result, ("user", items)]
     if not isinstance(items, list) or not items:
-        raise ApiError(400, "input must be a string or a non-empty list of messages")
+        raise ApiError(400, "input must be a string or a non-empty list of messages", param="input")
     for index, item in enumerate(items):
         where = f"input[{index}]"
         if not isinstance(item, dict):
-            raise ApiError(400, f"{where} must be an object")
+            raise ApiError(400, f"{where} must be an object", param=where)
         if item.get("type", "message") != "message":
-            raise ApiError(400, f"{where}: items of type {item.get('type')!r} are not supported")
+            raise ApiError(
+                400,
+                f"{where}: items of type {item.get('type')!r} are not supported",
+                param=f"{where}.type",
+            )
         role = item.get("role")
         if role not in ("system", "developer", "user", "assistant"):
-            raise ApiError(400, f"{where}.role: {role!r} is not supported")
+            raise ApiError(400, f"{where}.role: {role!r} is not supported", param=f"{where}.role")
         kinds = ("input_text", "output_text", "text")
         result.append((role, _text_of(item.get("content"), where, kinds)))
     return result
@@ -176,19 +197,19 @@ async def prepare(
     store = server.web_store()
     agent = _agent_of(server, body.get("model"))
     if body.get("tools"):
-        raise ApiError(400, "tools are not supported: the agent runs with its own tools")
+        raise ApiError(
+            400, "tools are not supported: the agent runs with its own tools", param="tools"
+        )
     user = body.get("user")
     if user is not None and (not isinstance(user, str) or len(user) > 256):
-        raise ApiError(400, "user must be a string of at most 256 characters")
+        raise ApiError(400, "user must be a string of at most 256 characters", param="user")
     previous = body.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
-        raise ApiError(400, "previous_response_id must be a string")
+        raise ApiError(400, "previous_response_id must be a string", param="previous_response_id")
     if not messages or messages[-1][0] != "user" or not messages[-1][1].strip():
         raise ApiError(400, "the last message must be a user message with text")
     text = messages[-1][1]
-    key = request.headers.get("Idempotency-Key", "").strip()
-    if len(key) > 255:
-        raise ApiError(400, "Idempotency-Key is longer than 255 characters")
+    key = header(request, "Idempotency-Key", limit=255)
     if key:
         seen = await store.api_key(key)
         if seen is not None:
@@ -222,7 +243,7 @@ async def _session_for(
 ) -> str:
     runtime = server.runtime
     store = server.web_store()
-    named = request.headers.get("X-Habakkuk-Session", "").strip()
+    named = header(request, "X-Habakkuk-Session")
     if named:
         session = await runtime.session(named)  # NotFound -> 404
         if session.agent != agent:
@@ -378,6 +399,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     """POST /v1/chat/completions, whole or streamed."""
     server = server_of(request)
     body = await read_json(request)
+    check_chat_request(body)
     prepared = await prepare(request, body, chat_messages(body))
     completion_id = "chatcmpl-" + prepared.turn.removeprefix("turn_")
     created = int(time.time())
@@ -526,6 +548,7 @@ async def responses(request: web.Request) -> web.StreamResponse:
     """POST /v1/responses, whole or streamed."""
     server = server_of(request)
     body = await read_json(request)
+    check_responses_request(body)
     prepared = await prepare(request, body, response_messages(body))
     suffix = prepared.turn.removeprefix("turn_")
     response_id, item_id = f"resp_{suffix}", f"msg_{suffix}"

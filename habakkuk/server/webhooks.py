@@ -24,8 +24,10 @@ from aiohttp import web
 
 from habakkuk.engine.config import WebhookConfig
 
-from .app import ApiError, json_response, server_of
+from .app import json_response, server_of
 from .chat import turn_id_for
+from .errors import ApiError
+from .inputs import TooDeep, header, parse_json, read_body
 
 BODY_LIMIT = 1024 * 1024
 _FIELD = re.compile(r"\{\{\s*\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
@@ -35,13 +37,7 @@ def render_prompt(hook: WebhookConfig, body: bytes, nonce: str | None = None) ->
     """The turn's prompt: the template with fenced outside data substituted."""
     nonce = nonce or secrets.token_hex(4)
     text = body.decode("utf-8", errors="replace")
-    fields: dict[str, Any] = {}
-    try:
-        parsed = json.loads(text) if text.strip() else None
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        fields = parsed
+    fields = body_fields(body)
     open_mark, close_mark = f"<outside-data {nonce}>", f"</outside-data {nonce}>"
 
     def value(match: re.Match[str]) -> str:
@@ -66,30 +62,38 @@ def render_prompt(hook: WebhookConfig, body: bytes, nonce: str | None = None) ->
     )
 
 
+def body_fields(body: bytes) -> dict[str, Any]:
+    """The top-level fields of a JSON object body; {} for any other body.
+
+    A body need not be JSON (it is offered whole as {{.Body}}), but one nested
+    deeper than the JSON limit is refused (TooDeep) rather than half-read.
+    """
+    if not body.strip():
+        return {}
+    try:
+        parsed = parse_json(body)
+    except TooDeep:
+        raise
+    except ApiError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
 def _authorized(request: web.Request, hook: WebhookConfig, body: bytes) -> bool:
     server = server_of(request)
     if hook.secret_env is None:
-        return server.token_matches(request.headers.get("Authorization", ""))
+        return server.token_matches(header(request, "Authorization"))
     secret = server.runtime.env.get(hook.secret_env)
     if not secret:
         raise ApiError(503, f"hook {hook.name}: the variable {hook.secret_env} is not set")
-    signature = request.headers.get("X-Habakkuk-Signature", "").strip()
+    signature = header(request, "X-Habakkuk-Signature")
     if signature:
         expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
         return hmac.compare_digest(signature.lower().encode(), expected.encode())
-    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    scheme, _, value = header(request, "Authorization").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(
         value.strip().encode(), secret.encode()
     )
-
-
-async def _read_body(request: web.Request) -> bytes:
-    if request.content_length is not None and request.content_length > BODY_LIMIT:
-        raise ApiError(413, "a webhook body may be at most 1 MB")
-    body = await request.content.read(BODY_LIMIT + 1)
-    if len(body) > BODY_LIMIT:
-        raise ApiError(413, "a webhook body may be at most 1 MB")
-    return body
 
 
 async def receive(request: web.Request) -> web.Response:
@@ -99,12 +103,11 @@ async def receive(request: web.Request) -> web.Response:
     hook = server.config.hooks.get(name)
     if hook is None:
         raise ApiError(404, f"no webhook named {name!r}")
-    body = await _read_body(request)
+    body = await read_body(request, BODY_LIMIT)
     if not _authorized(request, hook, body):
         raise ApiError(401, "missing or wrong webhook signature or secret")
-    delivery = request.headers.get("X-Habakkuk-Delivery", "").strip()
-    if len(delivery) > 200:
-        raise ApiError(400, "X-Habakkuk-Delivery is longer than 200 characters")
+    delivery = header(request, "X-Habakkuk-Delivery", limit=200)
+    body_fields(body)  # a body nested too deep is refused before anything is recorded
     key = delivery or "sha256:" + hashlib.sha256(body).hexdigest()
     turn = turn_id_for(f"hook:{name}", key)
     session_id = "ses_" + turn.removeprefix("turn_")[:16]
