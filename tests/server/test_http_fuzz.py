@@ -410,3 +410,40 @@ async def test_random_mutations_of_valid_requests_never_get_a_server_error(
             headers.append((name, rng.choice([b"\xff", b"k", b"x" * 300, b"ses_none"])))
         answer = await call(hostile, "POST", path, raw, headers)
         assert_not_server_error(answer, path, f"POST {path} {raw[:80]!r} {headers}")
+
+
+ODD_PATHS = [b"%ff", b"%ed%a0%80", b"\xff", b"%00", b"a%2Fb", b"..", b"%C0%AF", b"x" * 300]
+
+
+@pytest.mark.timeout(120)
+async def test_odd_bytes_in_paths_and_queries_are_never_a_server_error(hostile: Any) -> None:
+    port = hostile.server.port
+    auth = f"Authorization: Bearer {TOKEN}".encode()
+    templates = [
+        b"/api/sessions/{v}",
+        b"/api/sessions/{v}/export",
+        b"/api/chat/{v}/events",
+        b"/api/chat/{v}/live",
+        b"/api/sessions?q={v}",
+        b"/api/sessions?agent={v}",
+        b"/api/usage?agent={v}",
+        b"/api/chat/conversations?limit={v}",
+        b"/app/{v}",
+        b"/hooks/{v}",
+    ]
+    for template in templates:
+        for value in ODD_PATHS:
+            target = template.replace(b"{v}", value)
+            method = b"POST" if target.startswith(b"/hooks/") else b"GET"
+            head = [method + b" " + target + b" HTTP/1.1", b"Host: 127.0.0.1", auth]
+            head += [b"Content-Length: 2", b"Content-Type: application/json"]
+            head.append(b"Connection: close")
+            answer = await send_raw(port, b"\r\n".join(head) + b"\r\n", b"{}")
+            path = target.decode("latin-1")
+            if answer.status == 200 and "event-stream" in answer.headers.get("content-type", ""):
+                continue
+            if value == b"\xff":
+                # aiohttp's HTTP parser refuses the request line (plain text) before the app.
+                assert answer.status == 400, (target, answer)
+                continue
+            assert_not_server_error(answer, path, f"{method.decode()} {path}")
