@@ -39,6 +39,8 @@ async def app_info(request: web.Request) -> web.Response:
             "speech": False,
             "realtime": False,
             "timezone": config.timezone,
+            # The page offers "Sign out" only when there is a token to forget.
+            "token_required": server.token is not None,
         }
     )
 

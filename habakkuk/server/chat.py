@@ -28,6 +28,7 @@ from habakkuk.engine.timeouts import next_within
 from .app import field, json_response, only_fields, server_of
 from .errors import ApiError
 from .inputs import MAX_CURSOR, cursor, header, query_int, read_json
+from .webstore import approval_dedupe
 
 if TYPE_CHECKING:
     from .app import HttpServer
@@ -247,7 +248,7 @@ class WebChannel:
                 "notice",
                 f"Approval needed: {tool}: {summary}\nAnswer yes or no.",
                 session=event.session,
-                dedupe=f"approval:{event.data.get('id')}:{conversation}",
+                dedupe=approval_dedupe(str(event.data.get("id")), conversation),
             )
 
     async def sweep(self) -> None:

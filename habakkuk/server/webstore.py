@@ -110,6 +110,7 @@ class ChatEvent:
     session: str
     agent: str
     at: float
+    approval: str = ""  # the approval an "Approval needed" notice asks about
 
     def to_json(self) -> dict[str, Any]:
         from habakkuk.engine.export import rfc3339
@@ -123,7 +124,19 @@ class ChatEvent:
             "session": self.session,
             "agent": self.agent,
             "at": rfc3339(self.at),
+            "approval": self.approval or None,
         }
+
+
+def approval_dedupe(approval: str, conversation: str) -> str:
+    """The dedupe key of the notice asking a conversation about an approval."""
+    return f"approval:{approval}:{conversation}"
+
+
+def _approval_of(dedupe: str | None) -> str:
+    if not dedupe or not dedupe.startswith("approval:"):
+        return ""
+    return dedupe.split(":", 2)[1]
 
 
 def _event(row: sqlite3.Row) -> ChatEvent:
@@ -136,6 +149,7 @@ def _event(row: sqlite3.Row) -> ChatEvent:
         row["session"],
         row["agent"],
         row["at"],
+        _approval_of(row["dedupe"]),
     )
 
 

@@ -63,6 +63,7 @@ async def test_sign_in_chat_and_see_the_reply_and_a_tool_card(serve: Any, browse
     served = await serve(mock_config(SCRIPT))
     page = await sign_in(browser, served)
     assert await page.evaluate("localStorage.getItem('habakkuk.token')") == served.token
+    assert await page.is_visible("#logout")
     await page.click("nav button[data-view=chat]")
     await page.fill("#chat-input", "use a tool please")
     await page.press("#chat-input", "Enter")
@@ -107,3 +108,46 @@ async def test_an_approval_is_answered_from_the_dashboard(serve: Any, browser: A
         timeout=30_000
     )
     assert page.errors == []
+
+
+async def test_an_approval_in_the_chat_is_a_card_whose_approve_button_continues_the_turn(
+    serve: Any, browser: Any
+) -> None:
+    served = await serve(mock_config(SCRIPT, mode="ask"))
+    page = await sign_in(browser, served)
+    await page.click("nav button[data-view=chat]")
+    await page.fill("#chat-input", "run it")
+    await page.press("#chat-input", "Enter")
+    card = page.locator(".approval-card", has_text="exec")
+    await card.locator("button.approve").wait_for(timeout=30_000)
+    assert await card.locator("button.deny").is_visible()
+    await card.locator("button.approve").click()
+    await page.locator(".msg.assistant[data-seq]", has_text="Ran it after approval.").wait_for(
+        timeout=30_000
+    )
+    await card.locator(".approval-outcome", has_text="Approved").wait_for(timeout=30_000)
+    assert await card.locator("button").count() == 0
+    assert await served.runtime.waiting_approvals() == []
+    # Replayed after a reload, the answered card offers no buttons.
+    await page.reload()
+    await page.wait_for_selector("#shell:not([hidden])")
+    await page.click("nav button[data-view=chat]")
+    replayed = page.locator(".approval-card", has_text="exec")
+    await replayed.locator(".approval-outcome").wait_for(timeout=30_000)
+    assert await replayed.locator("button").count() == 0
+    assert page.errors == []
+
+
+async def test_without_a_token_the_dashboard_opens_with_no_sign_out(
+    serve: Any, browser: Any
+) -> None:
+    served = await serve(mock_config(SCRIPT), token=False)
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(served.url + "/app/")
+    await page.wait_for_selector("#shell:not([hidden])")
+    await page.locator("#ov-queue", has_text="queued").wait_for(timeout=30_000)
+    assert await page.is_hidden("#logout")
+    assert await page.is_hidden("#login")
+    assert errors == []

@@ -84,6 +84,8 @@ async function start() {
   }
   $("login").hidden = true;
   $("shell").hidden = false;
+  // Without a token there is nothing to sign out of.
+  $("logout").hidden = !state.app.token_required;
   const select = $("chat-agent");
   select.replaceChildren();
   for (const agent of state.app.agents) {
@@ -143,6 +145,7 @@ async function refreshBadge() {
     const count = body.approvals.length;
     $("approval-count").hidden = count === 0;
     $("approval-count").textContent = String(count);
+    settleApprovalCards(body.approvals);
     if (state.view === "approvals") renderApprovals(body.approvals);
     if (state.view === "overview") loadOverview();
   } catch (error) {
@@ -275,9 +278,13 @@ function onChatEvent(kind, data) {
       state.streaming = null;
     }
   }
-  const bubble = el("div", "msg " + data.role, data.text);
+  const bubble = data.approval ? approvalCard(data) : el("div", "msg " + data.role, data.text);
   bubble.dataset.seq = String(data.seq);
   $("chat-log").appendChild(bubble);
+  // A card replayed or answered elsewhere (a typed "yes") learns it is no longer waiting.
+  if (data.role === "notice" && document.querySelector(".approval-card.waiting")) {
+    scheduleApprovalSync();
+  }
   if (data.role !== "user") $("chat-typing").hidden = true;
   scrollLog();
 }
@@ -446,14 +453,72 @@ function renderApprovals(approvals) {
   }
 }
 
-async function answer(id, approve) {
+// The one answer path, for the approvals view and the chat's cards: true when it counted.
+async function answerApproval(id, approve) {
   try {
     await api("/api/approvals/" + encodeURIComponent(id), { json: { approve } });
+    return true;
   } catch (error) {
-    /* no longer waiting: the refresh below drops it */
+    return false; // no longer waiting (answered, timed out or the turn stopped)
   }
+}
+
+async function answer(id, approve) {
+  await answerApproval(id, approve);
   loadApprovals();
   refreshBadge();
+}
+
+// -- approvals in the chat -------------------------------------------------------------------
+
+function approvalCard(data) {
+  const card = el("div", "msg notice approval-card waiting");
+  card.dataset.approval = data.approval;
+  card.appendChild(el("div", "approval-text", data.text.replace(/\nAnswer yes or no\.$/, "")));
+  const actions = el("div", "approval-actions");
+  const yes = el("button", "approve", "Approve");
+  const no = el("button", "deny", "Deny");
+  yes.type = no.type = "button";
+  const decide = async (approve) => {
+    yes.disabled = no.disabled = true;
+    const counted = await answerApproval(data.approval, approve);
+    settleCard(card, counted ? (approve ? "Approved" : "Denied") : "No longer waiting");
+    refreshBadge();
+  };
+  yes.addEventListener("click", () => decide(true));
+  no.addEventListener("click", () => decide(false));
+  actions.append(yes, no);
+  card.appendChild(actions);
+  return card;
+}
+
+function settleCard(card, outcome) {
+  if (!card.classList.contains("waiting")) return;
+  card.classList.remove("waiting");
+  card.classList.add("answered");
+  const actions = card.querySelector(".approval-actions");
+  if (actions) actions.replaceWith(el("div", "approval-outcome", outcome));
+}
+
+function settleApprovalCards(waiting) {
+  const ids = new Set(waiting.map((approval) => approval.id));
+  for (const card of document.querySelectorAll(".approval-card.waiting")) {
+    if (!ids.has(card.dataset.approval)) settleCard(card, "Answered");
+  }
+}
+
+let approvalSync = null;
+
+function scheduleApprovalSync() {
+  if (approvalSync) return;
+  approvalSync = setTimeout(async () => {
+    approvalSync = null;
+    try {
+      settleApprovalCards((await api("/api/approvals")).approvals);
+    } catch (error) {
+      /* the badge refresh tries again */
+    }
+  }, 200);
 }
 
 // -- start ---------------------------------------------------------------------------------
