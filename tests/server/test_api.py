@@ -42,6 +42,7 @@ async def test_app_describes_agents_and_features(serve: Any) -> None:
         "speech": False,
         "realtime": False,
         "timezone": "Europe/Paris",
+        "token_required": True,
     }
 
 
