@@ -95,6 +95,7 @@ class EditFile(Tool):
         "additionalProperties": False,
     }
     risk = Risk.WRITE
+    reads_files = True
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
         return [ctx.resolve(args["path"])]

@@ -51,6 +51,7 @@ class ReadFile(Tool):
         "additionalProperties": False,
     }
     risk = Risk.READ
+    reads_files = True
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
         return [ctx.resolve(args["path"])]

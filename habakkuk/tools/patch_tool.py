@@ -36,6 +36,7 @@ class ApplyPatch(Tool):
         "additionalProperties": False,
     }
     risk = Risk.WRITE
+    reads_files = True
 
     def refuse(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
         try:

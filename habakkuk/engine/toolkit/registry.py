@@ -10,6 +10,7 @@ saved as a blob and the model gets a preview and the path.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -23,6 +24,7 @@ from ..events import EventBus
 from ..llm.types import ToolResultBlock, ToolSpec, ToolUseBlock
 from ..store import BlobStore
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants
+from .home_files import HomeFile, home_file
 from .permissions import Risk, check_path, decide, inside
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,10 @@ class ToolContext:
     services: dict[str, Any] = field(default_factory=dict)
     # Snapshot the workspace; the turn makes it run once per turn (None: no checkpoints).
     checkpoint: Callable[[], Awaitable[None]] | None = None
+    # Set by the registry for one call whose paths were all inside the workspace (and
+    # none the home's own file): its writes must land there, so a write tool opens its
+    # target beneath the workspace and refuses one that now resolves elsewhere.
+    confined: bool = False
 
     def resolve(self, path: str) -> Path:
         """A tool path: relative paths are inside the workspace; `~` expands."""
@@ -80,6 +86,9 @@ class Tool(ABC):
     own_state: ClassVar[bool] = False
     # Network-risk tools that workspace mode runs without asking (MCP servers).
     network_in_workspace: ClassVar[bool] = False
+    # Tools that read the contents of their paths: the home's credential files are
+    # refused to them below full mode.
+    reads_files: ClassVar[bool] = False
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.input_schema)
@@ -230,7 +239,14 @@ class ToolRegistry:
         paths = tool.paths(args, ctx)
         for path in paths or ():
             check_path(path)  # a NUL byte or a path too long ends the call here, saying so
-        within = None if paths is None else all(inside(p, ctx.workspace) for p in paths)
+        secret = self._credential(tool, paths, ctx)
+        if secret is not None:
+            return ToolOutput(
+                f"refused: {secret} is one of Habakkuk's credential files; {tool.name} may "
+                "read it only in full mode",
+                is_error=True,
+            )
+        within = _within(paths, ctx)
         verdict = decide(
             ctx.mode,
             tool.risk_for(args, ctx),
@@ -261,6 +277,8 @@ class ToolRegistry:
                 return ToolOutput(f"blocked by a tool_before hook: {reason}", is_error=True)
         if ctx.checkpoint is not None and self._mutates(tool, paths, ctx):
             await ctx.checkpoint()
+        if within:
+            ctx = dataclasses.replace(ctx, confined=True)
         output = await tool.run(args, ctx)  # call() turns what it raises into a result
         if note:
             output = ToolOutput(output.text + note, output.is_error)
@@ -290,9 +308,9 @@ class ToolRegistry:
         command = tool.hardline_input(use.input)
         if command is not None and self.hardline is not None and self.hardline(command):
             return False
-        if tool.refuse(use.input, ctx):
+        if tool.refuse(use.input, ctx) or self._credential(tool, paths, ctx) is not None:
             return False
-        within = None if paths is None else all(inside(p, ctx.workspace) for p in paths)
+        within = _within(paths, ctx)
         verdict = decide(
             ctx.mode,
             tool.risk_for(use.input, ctx),
@@ -301,6 +319,16 @@ class ToolRegistry:
             network_in_workspace=tool.network_in_workspace,
         )
         return verdict == "allow" or (verdict == "ask" and ctx.approver is not None)
+
+    def _credential(self, tool: Tool, paths: list[Path] | None, ctx: ToolContext) -> Path | None:
+        """The first of the home's credential files a reading call would read below full mode."""
+        if ctx.mode == "full" or not tool.reads_files:
+            return None
+        for path in paths or ():
+            kind = home_file(path, ctx.home, workspace=ctx.workspace, agent=ctx.agent)
+            if kind is HomeFile.CREDENTIAL:
+                return path
+        return None
 
     def _mutates(self, tool: Tool, paths: list[Path] | None, ctx: ToolContext) -> bool:
         if tool.name not in self.mutators or not paths:
@@ -387,6 +415,18 @@ class _CallClock:
 
     def seconds(self) -> float:
         return time.monotonic() - self.began
+
+
+def _within(paths: list[Path] | None, ctx: ToolContext) -> bool | None:
+    """Whether every path is inside the workspace and none is one of the home's own files
+    (None for a tool without paths)."""
+    if paths is None:
+        return None
+    return all(
+        inside(p, ctx.workspace)
+        and home_file(p, ctx.home, workspace=ctx.workspace, agent=ctx.agent) is None
+        for p in paths
+    )
 
 
 def _hook_data(tool: str, args: Any, ctx: ToolContext) -> dict[str, Any]:
