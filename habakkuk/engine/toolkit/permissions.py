@@ -9,7 +9,8 @@
 | full      | allow | allow                          | allow          |
 
 Own-state tools (memory, skills: they only touch the agent's own folder) count
-as writes inside the workspace.
+as writes inside the workspace. The home's own files (home_files.home_file)
+never count as inside it, even in a workspace that holds the home.
 """
 
 from __future__ import annotations
