@@ -73,6 +73,7 @@ class SendFile(Tool):
         "additionalProperties": False,
     }
     risk: ClassVar[Risk] = Risk.WRITE
+    reads_files: ClassVar[bool] = True  # it sends the contents away
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path] | None:
         return [ctx.resolve(str(args.get("path", "")))]

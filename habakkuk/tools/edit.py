@@ -14,7 +14,7 @@ from typing import Any
 
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
-from habakkuk.tools.files import atomic_write
+from habakkuk.tools.safe_open import Confinement, confinement, write_atomic
 
 
 def edit_text(text: str, old: str, new: str, *, replace_all: bool, label: str) -> tuple[str, int]:
@@ -56,7 +56,9 @@ def _near_miss(text: str, old: str) -> str:
     return " (read the file and copy the text to replace exactly, including whitespace)"
 
 
-def _edit_file(path: Path, old: str, new: str, replace_all: bool) -> int:
+def _edit_file(
+    path: Path, old: str, new: str, replace_all: bool, confine: Confinement | None
+) -> int:
     if path.is_dir():
         raise ToolError(f"{path} is a folder")
     try:
@@ -70,7 +72,7 @@ def _edit_file(path: Path, old: str, new: str, replace_all: bool) -> int:
     except UnicodeDecodeError:
         raise ToolError(f"{path} is not UTF-8 text; edit it with exec instead") from None
     updated, count = edit_text(text, old, new, replace_all=replace_all, label=str(path))
-    atomic_write(path, updated.encode("utf-8"))
+    write_atomic(path, updated.encode("utf-8"), confine=confine)
     return count
 
 
@@ -95,6 +97,7 @@ class EditFile(Tool):
         "additionalProperties": False,
     }
     risk = Risk.WRITE
+    reads_files = True
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
         return [ctx.resolve(args["path"])]
@@ -107,6 +110,7 @@ class EditFile(Tool):
             args["old_string"],
             args["new_string"],
             bool(args.get("replace_all", False)),
+            confinement(ctx),
         )
         noun = "occurrence" if count == 1 else "occurrences"
         return ToolOutput(f"replaced {count} {noun} in {path}")

@@ -4,34 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+from habakkuk.tools.safe_open import confinement, write_atomic
 
 MAX_LINE_CHARS = 2000
 DEFAULT_LINES = 2000
 MAX_LIST_ENTRIES = 1000
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temp file and rename, keeping the old file's mode when it exists."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o644
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 class ReadFile(Tool):
@@ -51,6 +33,7 @@ class ReadFile(Tool):
         "additionalProperties": False,
     }
     risk = Risk.READ
+    reads_files = True
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
         return [ctx.resolve(args["path"])]
@@ -111,7 +94,7 @@ class WriteFile(Tool):
         if path.is_dir():
             raise ToolError(f"{path} is a folder")
         data = args["content"].encode("utf-8")
-        await asyncio.to_thread(atomic_write, path, data)
+        await asyncio.to_thread(write_atomic, path, data, confine=confinement(ctx))
         return ToolOutput(f"wrote {len(data):,} bytes to {path}")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
 from habakkuk.tools.patching import PatchError, apply_patch, patch_paths
+from habakkuk.tools.safe_open import confinement
 
 
 class ApplyPatch(Tool):
@@ -36,6 +37,7 @@ class ApplyPatch(Tool):
         "additionalProperties": False,
     }
     risk = Risk.WRITE
+    reads_files = True
 
     def refuse(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
         try:
@@ -63,7 +65,9 @@ class ApplyPatch(Tool):
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         try:
-            result = await asyncio.to_thread(apply_patch, args["patch"], ctx.resolve)
+            result = await asyncio.to_thread(
+                apply_patch, args["patch"], ctx.resolve, confine=confinement(ctx)
+            )
         except PatchError as exc:
             raise ToolError(f"apply_patch: {exc}") from None
         if not result.summary:

@@ -21,15 +21,16 @@ paths it does not allow).
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
 import stat
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from habakkuk.engine.toolkit.registry import ToolError
+from habakkuk.tools.safe_open import Confinement, delete, write_atomic
 
 __all__ = [
     "FilePatch",
@@ -719,31 +720,16 @@ def _read(path: Path, label: str) -> _Text | None:
     return text
 
 
-def _atomic_write(path: Path, data: bytes, mode: int | None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
-    # 0o666 lets the umask decide a new file's mode, as any editor would.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def apply_patch(patch_text: str, resolve: Callable[[str], Path]) -> PatchResult:
+def apply_patch(
+    patch_text: str, resolve: Callable[[str], Path], *, confine: Confinement | None = None
+) -> PatchResult:
     """Apply a patch to the files ``resolve`` maps its paths to, all or nothing.
 
     ``resolve`` is called for every path (move targets included) before anything
     is read; whatever it raises propagates. Every hunk is applied in memory first;
     if one fails, PatchError names the file and hunk and nothing is written.
-    This does blocking file I/O: async callers run it in a thread.
+    This does blocking file I/O: async callers run it in a thread. With ``confine``,
+    every write and delete lands below its root or is refused (habakkuk.tools.safe_open).
     """
     patches = parse_patch(patch_text)
     resolved = {p: resolve(p) for p in _paths_of(patches)}
@@ -811,15 +797,18 @@ def apply_patch(patch_text: str, resolve: Callable[[str], Path]) -> PatchResult:
         content = state[path]
         try:
             if content is not None:
-                _atomic_write(path, _encode(content), content.mode)
+                # 0o666 lets the umask decide a new file's mode, as any editor would.
+                data = _encode(content)
+                write_atomic(
+                    path, data, confine=confine, create_mode=0o666, chmod=content.mode, fsync=True
+                )
             else:
-                path.unlink(missing_ok=True)
-        except OSError as exc:
+                delete(path, confine=confine)
+        except (OSError, ToolError) as exc:
             done = f" (already changed: {', '.join(written)})" if written else ""
             verb = "write" if content is not None else "delete"
-            raise PatchError(
-                f"{labels[path]}: cannot {verb}: {exc.strerror or exc}{done}"
-            ) from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise PatchError(f"{labels[path]}: cannot {verb}: {why}{done}") from None
         written.append(labels[path])
     result.summary = "\n".join(summary)
     return result

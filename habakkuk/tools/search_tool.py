@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from habakkuk.engine.toolkit.home_files import HomeFile, home_file
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
 from habakkuk.tools.file_search import (
     DEFAULT_MAX_RESULTS,
     MAX_RESULTS_CAP,
     SearchError,
+    SearchResult,
     search_files,
 )
 
@@ -44,6 +46,7 @@ class SearchFiles(Tool):
         "additionalProperties": False,
     }
     risk = Risk.READ
+    reads_files = True
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
         return [ctx.resolve(args.get("path", "."))]
@@ -62,4 +65,19 @@ class SearchFiles(Tool):
             )
         except SearchError as exc:
             raise ToolError(f"search_files: {exc}") from None
+        if ctx.mode != "full":
+            result = _without_credentials(result, ctx)
         return ToolOutput(result.render())
+
+
+def _without_credentials(result: SearchResult, ctx: ToolContext) -> SearchResult:
+    """Drop what the search found in the home's credential files (a workspace holding
+    the home would show their lines); they are for full mode only."""
+
+    def secret(rel: str) -> bool:
+        kind = home_file(ctx.workspace / rel, ctx.home, workspace=ctx.workspace, agent=ctx.agent)
+        return kind is HomeFile.CREDENTIAL
+
+    result.matches = [m for m in result.matches if not secret(m.path)]
+    result.files = [f for f in result.files if not secret(f)]
+    return result

@@ -9,12 +9,14 @@
 | full      | allow | allow                          | allow          |
 
 Own-state tools (memory, skills: they only touch the agent's own folder) count
-as writes inside the workspace.
+as writes inside the workspace. The home's own files (home_files.home_file)
+never count as inside it, even in a workspace that holds the home.
 """
 
 from __future__ import annotations
 
 import enum
+import errno
 import os
 from pathlib import Path
 from typing import Literal
@@ -29,9 +31,24 @@ class Risk(enum.Enum):
     EXEC = "exec"
 
 
+# Longer than any path the kernel takes (Linux PATH_MAX): refused before resolving it,
+# since resolving a 100 KB path component by component blocks the event loop for seconds.
+MAX_PATH_BYTES = 4096
+
+
+def check_path(path: Path) -> None:
+    """Raise ValueError (a NUL byte) or OSError (too long) for a path no file can have."""
+    text = os.fspath(path)
+    if "\0" in text:
+        raise ValueError(f"embedded null byte in path {text[:120]!r}")
+    if len(os.fsencode(text)) > MAX_PATH_BYTES:
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), text)
+
+
 def inside(path: Path, root: Path) -> bool:
     """Whether `path` (resolved, symlinks followed) is `root` or below it."""
     try:
+        check_path(path)
         resolved = Path(os.path.realpath(path))
         base = Path(os.path.realpath(root))
     except OSError:

@@ -10,6 +10,7 @@ saved as a blob and the model gets a preview and the path.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -23,7 +24,8 @@ from ..events import EventBus
 from ..llm.types import ToolResultBlock, ToolSpec, ToolUseBlock
 from ..store import BlobStore
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants
-from .permissions import Risk, decide, inside
+from .home_files import HomeFile, home_file
+from .permissions import Risk, check_path, decide, inside
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,10 @@ class ToolContext:
     services: dict[str, Any] = field(default_factory=dict)
     # Snapshot the workspace; the turn makes it run once per turn (None: no checkpoints).
     checkpoint: Callable[[], Awaitable[None]] | None = None
+    # Set by the registry for one call whose paths were all inside the workspace (and
+    # none the home's own file): its writes must land there, so a write tool opens its
+    # target beneath the workspace and refuses one that now resolves elsewhere.
+    confined: bool = False
 
     def resolve(self, path: str) -> Path:
         """A tool path: relative paths are inside the workspace; `~` expands."""
@@ -80,6 +86,9 @@ class Tool(ABC):
     own_state: ClassVar[bool] = False
     # Network-risk tools that workspace mode runs without asking (MCP servers).
     network_in_workspace: ClassVar[bool] = False
+    # Tools that read the contents of their paths: the home's credential files are
+    # refused to them below full mode.
+    reads_files: ClassVar[bool] = False
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.input_schema)
@@ -154,7 +163,10 @@ class ToolRegistry:
         """Decide and run one call; always returns its result block."""
         clock = _CallClock(time.monotonic())
         tool = self._tools.get(use.tool) if use.tool in allowed else None
-        title = tool.title(use.input) if tool else use.tool
+        try:
+            title = tool.title(use.input) if tool else use.tool
+        except Exception:
+            title = use.tool  # an input the summary cannot show must not stop the call
         ctx.bus.publish(
             "tool.start",
             ctx.session,
@@ -165,6 +177,13 @@ class ToolRegistry:
         )
         try:
             output = await self._decide_and_run(tool, use, ctx, clock)
+        except ToolError as exc:
+            output = ToolOutput(str(exc), is_error=True)
+        except Exception as exc:
+            # Whatever the input did to the decision or the run (a NUL byte in a path, a
+            # path too long, a recursion), the call ends with a result that says why and
+            # the turn goes on; only a crash of the process leaves a call "interrupted".
+            output = ToolOutput(failure_text(use.tool, exc), is_error=True)
         except asyncio.CancelledError:
             ctx.bus.publish(
                 "tool.end",
@@ -218,7 +237,16 @@ class ToolRegistry:
         if refusal:
             return ToolOutput(f"refused: {refusal}", is_error=True)
         paths = tool.paths(args, ctx)
-        within = None if paths is None else all(inside(p, ctx.workspace) for p in paths)
+        for path in paths or ():
+            check_path(path)  # a NUL byte or a path too long ends the call here, saying so
+        secret = self._credential(tool, paths, ctx)
+        if secret is not None:
+            return ToolOutput(
+                f"refused: {secret} is one of Habakkuk's credential files; {tool.name} may "
+                "read it only in full mode",
+                is_error=True,
+            )
+        within = _within(paths, ctx)
         verdict = decide(
             ctx.mode,
             tool.risk_for(args, ctx),
@@ -249,16 +277,9 @@ class ToolRegistry:
                 return ToolOutput(f"blocked by a tool_before hook: {reason}", is_error=True)
         if ctx.checkpoint is not None and self._mutates(tool, paths, ctx):
             await ctx.checkpoint()
-        try:
-            output = await tool.run(args, ctx)
-        except ToolError as exc:
-            return ToolOutput(str(exc), is_error=True)
-        except (OSError, ValueError, UnicodeError) as exc:
-            return ToolOutput(f"{tool.name} failed: {exc}", is_error=True)
-        except Exception as exc:
-            # A bug in a tool must still leave the model a result, never a broken turn.
-            log.exception("tool %s failed unexpectedly", tool.name)
-            return ToolOutput(f"{tool.name} failed unexpectedly: {exc}", is_error=True)
+        if within:
+            ctx = dataclasses.replace(ctx, confined=True)
+        output = await tool.run(args, ctx)  # call() turns what it raises into a result
         if note:
             output = ToolOutput(output.text + note, output.is_error)
         return output
@@ -269,24 +290,27 @@ class ToolRegistry:
         The turn asks before it starts a batch of parallel calls, so no call of the
         batch runs while the snapshot is taken; `call` checks again for safety.
         """
+        try:
+            return self._may_mutate(use, ctx, allowed)
+        except Exception:
+            return False  # the call itself will fail and say why; it changes nothing
+
+    def _may_mutate(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> bool:
         tool = self._tools.get(use.tool) if use.tool in allowed else None
         if tool is None or ctx.mode == "read-only" or not isinstance(use.input, dict):
             return False
         if _validate(tool.input_schema, use.input) is not None:
             return False
-        try:
-            paths = tool.paths(use.input, ctx)
-        except Exception:
-            return False
+        paths = tool.paths(use.input, ctx)
         if not self._mutates(tool, paths, ctx):
             return False
         # A call that will be refused or denied changes nothing: no snapshot for it.
         command = tool.hardline_input(use.input)
         if command is not None and self.hardline is not None and self.hardline(command):
             return False
-        if tool.refuse(use.input, ctx):
+        if tool.refuse(use.input, ctx) or self._credential(tool, paths, ctx) is not None:
             return False
-        within = None if paths is None else all(inside(p, ctx.workspace) for p in paths)
+        within = _within(paths, ctx)
         verdict = decide(
             ctx.mode,
             tool.risk_for(use.input, ctx),
@@ -295,6 +319,16 @@ class ToolRegistry:
             network_in_workspace=tool.network_in_workspace,
         )
         return verdict == "allow" or (verdict == "ask" and ctx.approver is not None)
+
+    def _credential(self, tool: Tool, paths: list[Path] | None, ctx: ToolContext) -> Path | None:
+        """The first of the home's credential files a reading call would read below full mode."""
+        if ctx.mode == "full" or not tool.reads_files:
+            return None
+        for path in paths or ():
+            kind = home_file(path, ctx.home, workspace=ctx.workspace, agent=ctx.agent)
+            if kind is HomeFile.CREDENTIAL:
+                return path
+        return None
 
     def _mutates(self, tool: Tool, paths: list[Path] | None, ctx: ToolContext) -> bool:
         if tool.name not in self.mutators or not paths:
@@ -333,6 +367,41 @@ class ToolRegistry:
         return ToolResultBlock(use.tool_use_id, text, output.is_error)
 
 
+MAX_ERROR_CHARS = 500
+
+# Errors whose cause is the call's input, not a bug: said plainly, not logged as a crash.
+_INPUT_ERRORS = (OSError, ValueError, TypeError, UnicodeError, OverflowError, RecursionError)
+
+
+def failure_text(tool: str, exc: BaseException) -> str:
+    """The one-line result for a call that raised `exc`: the tool and why, bounded."""
+    if isinstance(exc, RecursionError):
+        why = "the input nests too deeply to handle (recursion limit reached)"
+    elif isinstance(exc, ValueError) and "null byte" in str(exc):
+        why = "a path or argument contains a null byte (\\0), which no file name can hold"
+    elif isinstance(exc, OSError) and exc.strerror:
+        name = f": {_shorten(str(exc.filename))}" if exc.filename is not None else ""
+        why = f"{exc.strerror}{name}"
+    elif isinstance(exc, _INPUT_ERRORS):
+        why = str(exc) or type(exc).__name__
+    else:
+        # A bug in a tool must still leave the model a result, never a broken turn.
+        log.error("tool %s failed unexpectedly", tool, exc_info=exc)
+        return _one_line(f"{tool} failed unexpectedly: {type(exc).__name__}: {exc}")
+    return _one_line(f"{tool} failed: {why}")
+
+
+def _shorten(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def _one_line(text: str) -> str:
+    """Bound an error text: a 100 KB path in a message helps no one."""
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_ERROR_CHARS]}… [{len(text):,} characters in all]"
+
+
 class _CallClock:
     """When a call's own time began: its start, or the moment its approval came back."""
 
@@ -346,6 +415,18 @@ class _CallClock:
 
     def seconds(self) -> float:
         return time.monotonic() - self.began
+
+
+def _within(paths: list[Path] | None, ctx: ToolContext) -> bool | None:
+    """Whether every path is inside the workspace and none is one of the home's own files
+    (None for a tool without paths)."""
+    if paths is None:
+        return None
+    return all(
+        inside(p, ctx.workspace)
+        and home_file(p, ctx.home, workspace=ctx.workspace, agent=ctx.agent) is None
+        for p in paths
+    )
 
 
 def _hook_data(tool: str, args: Any, ctx: ToolContext) -> dict[str, Any]:
