@@ -67,6 +67,7 @@ def _w(text: str) -> set[str]:
     return set(text.split())
 
 
+@functools.lru_cache(maxsize=1024)
 def _resolved(simple: SimpleCommand) -> Resolved | None:
     """The command a simple command runs, its words expanded as a shell would."""
     return resolve(expand_words(simple.words))
@@ -256,6 +257,13 @@ def _find_exec_commands(expr: list[Word]) -> list[list[Word]]:
     return commands
 
 
+def _min_depth(expr: list[str]) -> int:
+    for k, v in enumerate(expr[:-1]):
+        if v == "-mindepth" and expr[k + 1].isdigit():
+            return int(expr[k + 1])
+    return 0
+
+
 def _check_find(args: list[Word], simple: SimpleCommand, state: _State, depth: int) -> str | None:
     paths, expr = _find_parts(args)
     execs = _find_exec_commands(expr)
@@ -271,7 +279,13 @@ def _check_find(args: list[Word], simple: SimpleCommand, state: _State, depth: i
         v in _FIND_NAME_TESTS and (k == 0 or values[k - 1] not in ("!", "-not"))
         for k, v in enumerate(values)
     )
-    target = None if narrowed else _first_protected(paths, state.cwd)
+    if narrowed:
+        return None
+    # With -mindepth 1 the starting points stay but are emptied, as bad for / or a home.
+    emptied = _min_depth(values) >= 1
+    target = next(
+        (p for p in paths if _protected(p.rstrip("/") + "/*" if emptied else p, state.cwd)), None
+    )
     if target is not None:
         return (
             f"find deleting everything under {target!r} (root, home or a system folder) is blocked"
@@ -853,7 +867,7 @@ def _listed_items(element: Element) -> list[str] | None:
         resolved = _resolved(element)
         if resolved and resolved.argv and basename(resolved.argv[0].value) == "find":
             paths, expr = _find_parts(resolved.argv[1:])
-            if "-mindepth" not in [w.value for w in expr]:
+            if _min_depth([w.value for w in expr]) == 0:
                 return paths  # find prints its starting points first
     return None
 

@@ -253,6 +253,15 @@ def resolve(words: list[Word]) -> Resolved | None:
         if runner is not None:
             i = skip_options(words, i + 2, runner)
             continue
+        if name == "flock":
+            # flock [options] FILE|FD (COMMAND... | -c TEXT)
+            i = skip_options(words, i + 1, WRAPPERS["flock"])
+            if i < len(words) and not words[i].value.isdigit():
+                i += 1  # the lock file
+            if i + 1 < len(words) and words[i].value in ("-c", "--command"):
+                extra.append(words[i + 1].value)
+                i = len(words)
+            continue
         if name in WRAPPERS:
             start = i + 1
             i = skip_options(words, start, WRAPPERS[name])
@@ -470,10 +479,13 @@ def shell_code(argv: list[Word]) -> Word | None:
         return inv.code if inv else None
     if name in ("su", "runuser", "sg"):
         return _su_code(argv)
-    if name in ("script", "flock"):
-        # script -c CMD [file], flock LOCKFILE -c CMD: CMD is run by sh -c.
-        for k, w in enumerate(argv[1:-1], start=1):
-            if w.value in ("-c", "--command"):
+    if name == "script":
+        # script -c CMD [file] (also -qc CMD, --command=CMD): CMD is run by sh -c.
+        for k, w in enumerate(argv[1:], start=1):
+            v = w.value
+            if v.startswith("--command="):
+                return Word(v.split("=", 1)[1], w.subs, w.procs)
+            if k + 1 < len(argv) and (v == "--command" or re.fullmatch(r"-[a-zA-Z]*c", v)):
                 return argv[k + 1]
         return None
     if name == "nix-shell":

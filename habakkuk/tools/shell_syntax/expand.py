@@ -23,6 +23,8 @@ __all__ = ["MAX_EXPANSIONS", "brace_expand", "expand_words"]
 # Cap on the words one word expands into ({1..100000} stays cheap); beyond it the rest is
 # dropped, which only matters for input built to be enormous.
 MAX_EXPANSIONS = 512
+# Characters examined while expanding one word; past it the words found so far are kept.
+_WORK_BUDGET = 500_000
 
 # A character with whether brace expansion may act on it (unquoted literal text).
 _Chars = list[tuple[str, bool]]
@@ -33,23 +35,21 @@ def _chars(parts: list[tuple[str, PartKind]]) -> _Chars:
     return [(ch, kind == LITERAL) for text, kind in parts for ch in text]
 
 
-def _matching_close(chars: _Chars, start: int) -> tuple[int, list[int]] | None:
-    """Index of the '}' closing the '{' at start and the top-level comma positions."""
-    depth = 0
-    commas: list[int] = []
-    for k in range(start, len(chars)):
-        ch, active = chars[k]
+def _brace_pairs(chars: _Chars) -> dict[int, tuple[int, list[int]]]:
+    """For each active '{' that is closed: the closing index and its top-level commas (O(n))."""
+    pairs: dict[int, tuple[int, list[int]]] = {}
+    stack: list[tuple[int, list[int]]] = []
+    for k, (ch, active) in enumerate(chars):
         if not active:
             continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return k, commas
-        elif ch == "," and depth == 1:
-            commas.append(k)
-    return None
+        if ch == "{" and not (k > 0 and chars[k - 1] == ("$", True)):
+            stack.append((k, []))
+        elif ch == "}" and stack:
+            opened, commas = stack.pop()
+            pairs[opened] = (k, commas)
+        elif ch == "," and stack:
+            stack[-1][1].append(k)
+    return pairs
 
 
 def _sequence(body: str) -> list[str] | None:
@@ -76,17 +76,11 @@ def _sequence(body: str) -> list[str] | None:
     return None
 
 
-def _expand(chars: _Chars, limit: int) -> list[_Chars]:
-    for start, (ch, active) in enumerate(chars):
-        if ch != "{" or not active:
-            continue
-        if start > 0 and chars[start - 1] == ("$", True):
-            continue  # ${ is a parameter expansion, never a brace expansion
-        found = _matching_close(chars, start)
-        if found is None:
-            return [chars]  # no closing brace for this or any later '{'
-        close, commas = found
-        prefix, suffix = chars[:start], chars[close + 1 :]
+def _expand_first(chars: _Chars, limit: int) -> list[_Chars] | None:
+    """The words made by expanding the leftmost brace expression, or None if there is none."""
+    pairs = _brace_pairs(chars)
+    for start in sorted(pairs):
+        close, commas = pairs[start]
         if commas:
             bounds = [start, *commas, close]
             alternatives = [chars[a + 1 : b] for a, b in itertools.pairwise(bounds)]
@@ -95,15 +89,28 @@ def _expand(chars: _Chars, limit: int) -> list[_Chars]:
             if items is None:
                 continue  # {x} or {} stays as it is; look further right
             alternatives = [[(c, False) for c in item] for item in items]
-        out: list[_Chars] = []
-        for alt in alternatives:
-            # Alternatives may hold braces themselves; the suffix is expanded with them.
-            for expanded in _expand(prefix + alt + suffix, limit - len(out)):
-                out.append(expanded)
-                if len(out) >= limit:
-                    return out
-        return out
-    return [chars]
+        prefix, suffix = chars[:start], chars[close + 1 :]
+        # Alternatives may hold braces themselves: they are expanded with the suffix later.
+        return [prefix + alt + suffix for alt in alternatives[:limit]]
+    return None
+
+
+def _expand(chars: _Chars, limit: int) -> list[_Chars]:
+    """Depth-first, so the first words come out first; bounded in results and in work."""
+    out: list[_Chars] = []
+    stack = [chars]
+    budget = _WORK_BUDGET
+    while stack and len(out) < limit:
+        item = stack.pop()
+        budget -= len(item)
+        if budget < 0:
+            break  # built to be enormous: keep what was found
+        expanded = _expand_first(item, limit)
+        if expanded is None:
+            out.append(item)
+        else:
+            stack.extend(reversed(expanded))
+    return out or [chars]
 
 
 def brace_expand(word: Word) -> list[str]:

@@ -47,9 +47,12 @@ SEPARATORS = frozenset({";", "&", "&&", "||", "\n", ";;", ";&", ";;&"})
 PIPES = frozenset({"|", "|&"})
 
 
-@dataclass
+@dataclass(eq=False)
 class SimpleCommand:
-    """Words (assignments, reserved words and wrappers included) and redirections."""
+    """Words (assignments, reserved words and wrappers included) and redirections.
+
+    Compared and hashed by identity, so that results about one command can be cached.
+    """
 
     words: list[Word] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
