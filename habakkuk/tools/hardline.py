@@ -32,6 +32,7 @@ import itertools
 import os
 import posixpath
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -169,8 +170,7 @@ class _State:
 
 
 def _operands(
-    args: list[str],
-    arg_opts: set[str] = frozenset(),  # type: ignore[assignment]
+    args: list[str], arg_opts: AbstractSet[str] = frozenset()
 ) -> tuple[set[str], list[str]]:
     """Options (long ones without their =value) and operands, honouring `--`."""
     options: set[str] = set()
@@ -195,7 +195,7 @@ def _has_flag(options: set[str], short: str, long: tuple[str, ...] = ()) -> bool
     """Whether a short flag (also inside a cluster like -rf) or a long form (prefix ok) is set."""
     for o in options:
         if o.startswith("--"):
-            if any(len(o) > 3 and lf.startswith(o[2:]) for lf in long):
+            if any(len(o) > 2 and lf.startswith(o[2:]) for lf in long):
                 return True
         elif short in o[1:]:
             return True
@@ -420,7 +420,8 @@ _LVM_DESTRUCTIVE = _w("pvcreate pvremove vgcreate vgremove lvremove lvreduce")
 _ZPOOL_DESTRUCTIVE = _w("create destroy labelclear add replace")
 _MDADM_DESTRUCTIVE = _w("--create -C --zero-superblock --build -B")
 _DD_LIKE = {"dd", "dcfldd", "dc3dd"}
-_COPIERS = {"cp", "install", "mv", "ddrescue", "pv", "ln"}
+# Programs whose last operand is the file they write.
+_COPIERS = {"cp", "install", "mv", "ln"}
 
 
 def _check_partitioner(name: str, args: list[str]) -> str | None:
@@ -463,6 +464,8 @@ def _check_disk_tool(name: str, values: list[str]) -> str | None:
         return f"tee onto disk device {dev} is blocked" if dev else None
     if name in _COPIERS and operands and _is_disk(operands[-1]):
         return f"{name} onto disk device {operands[-1]} is blocked"
+    if name == "ddrescue" and len(operands) >= 2 and _is_disk(operands[1]):
+        return f"ddrescue onto disk device {operands[1]} is blocked"  # INFILE OUTFILE [MAPFILE]
     if name == "wipefs":
         erases = _has_flag(options, "a", ("all",)) or _has_flag(options, "o", ("offset",))
         if erases and not _has_flag(options, "n", ("no-act",)):
@@ -873,12 +876,14 @@ def _listed_items(element: Element) -> list[str] | None:
 
 
 def _check_xargs(
-    resolved: Resolved, items: list[str], simple: SimpleCommand, state: _State, depth: int
+    argv: list[Word],
+    replace: str | None,
+    items: list[str],
+    simple: SimpleCommand,
+    state: _State,
+    depth: int,
 ) -> str | None:
     """Check the command xargs (or parallel) builds from the items it reads."""
-    assert resolved.xargs is not None
-    replace = resolved.xargs.replace
-    argv = resolved.argv
     if replace is None:
         built = [argv + [Word(item) for item in items]]
     else:
@@ -921,7 +926,9 @@ def _check_simple(
         here = _here_text(simple)
         items = here.split() if here is not None else fed
         if items:
-            reason = _check_xargs(resolved, items, simple, state, depth)
+            reason = _check_xargs(
+                resolved.argv, resolved.xargs.replace, items, simple, state, depth
+            )
             if reason:
                 return reason
     return _check_argv(resolved.argv, simple, state, depth)
