@@ -80,6 +80,7 @@ _RM = [
     "flock /tmp/lock -c 'rm -rf /'",
     "sudo -s <<< 'rm -rf /'",
     "srm -r /",
+    "A={x,y} rm -rf /",
 ]
 
 # Other tools destroying /, the home or a top-level system folder recursively.
@@ -117,6 +118,19 @@ _OTHER_DESTROYERS = [
     "mv /usr/* /tmp/",
     "sudo mv -t /tmp /var",
     "mv $HOME/ /dev/null",
+    "timeout 10 chmod -R 777 /",
+    "bash -c 'chown -R nobody /'",
+    "nohup find / -delete &",
+    "echo $(find ~ -delete)",
+    "false || rsync -a --delete empty/ /",
+    "toybox chmod -R 000 /etc",
+    "chroot / mv /usr /usr.old",
+    "unshare -r chown -R 0 ~",
+    "echo / | xargs chmod -R 777",
+    "find / -maxdepth 0 | xargs chown -R nobody",
+    "sudo /usr/bin/find /etc -delete",
+    "chmod -R 777 /{etc,usr}",
+    "chmod -R 777 ${HOME}",
 ]
 
 # Disks: formatting, erasing, overwriting.
@@ -165,6 +179,14 @@ _DISKS = [
     "bash -c 'cp /dev/zero /dev/sda'",
     "echo /dev/sda | xargs wipefs -a",
     "dd if=/dev/zero of=/dev/sd{a,b}",
+    "nohup dd if=/dev/zero of=/dev/sda &",
+    "exec cryptsetup luksFormat /dev/sda1",
+    "command nvme format /dev/nvme0n1",
+    "env LANG=C zpool create tank /dev/sdb",
+    "nice -n 5 pvcreate /dev/sdc",
+    'bash -c "hdparm --security-erase x /dev/sda"',
+    "echo $(blkdiscard /dev/nvme0n1)",
+    "true && /sbin/wipefs -a /dev/sda",
 ]
 
 # Downloads run as programs.

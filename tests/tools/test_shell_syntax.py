@@ -104,6 +104,11 @@ def test_brace_expansion_is_bounded() -> None:
     assert len(brace_expand(word)) == 512
 
 
+def test_leading_assignments_are_not_brace_expanded_but_arguments_are() -> None:
+    expanded = expand_words(words_of("A={x,y} dd of=/dev/sd{a,b}"))
+    assert [w.value for w in expanded] == ["A={x,y}", "dd", "of=/dev/sda", "of=/dev/sdb"]
+
+
 def test_unquoted_ifs_splits_a_word_and_quoted_ifs_does_not() -> None:
     assert [w.value for w in expand_words(words_of("rm${IFS}-rf$IFS/"))] == ["rm", "-rf", "/"]
     assert [w.value for w in expand_words(words_of('a"${IFS}"b'))] == ["a${IFS}b"]

@@ -28,6 +28,7 @@ _WORK_BUDGET = 500_000
 
 # A character with whether brace expansion may act on it (unquoted literal text).
 _Chars = list[tuple[str, bool]]
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 _SEQUENCE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?")
 
 
@@ -135,13 +136,24 @@ def _ifs_split(word: Word) -> list[Word]:
     ]
 
 
+def _is_literal_assignment(word: Word) -> bool:
+    text, kind = word.parts[0]
+    return kind == LITERAL and _ASSIGNMENT.match(text) is not None
+
+
 def expand_words(words: list[Word]) -> list[Word]:
     """The argv a shell builds from ``words``: brace expansion, then $IFS field splitting.
 
     Substitution bodies stay attached to every word made from the word that held them.
     """
     out: list[Word] = []
+    prefix = True
     for word in words:
+        # Assignments before the command (A={x,y} cmd) are not brace-expanded, as in bash.
+        prefix = prefix and bool(word.parts) and _is_literal_assignment(word)
+        if prefix:
+            out.append(word)
+            continue
         for piece in _ifs_split(word):
             values = brace_expand(piece)
             if len(values) == 1 and values[0] == piece.value:
