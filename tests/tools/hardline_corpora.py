@@ -187,6 +187,10 @@ _DISKS = [
     'bash -c "hdparm --security-erase x /dev/sda"',
     "echo $(blkdiscard /dev/nvme0n1)",
     "true && /sbin/wipefs -a /dev/sda",
+    "chroot / wipefs -a /dev/sda",
+    "unshare -m blkdiscard /dev/sda",
+    "toybox blkdiscard /dev/nvme0n1",
+    "systemd-run wipefs --all /dev/sdb",
 ]
 
 # Downloads run as programs.
