@@ -4,468 +4,63 @@ Every command that ``exec`` or ``process_write`` would hand to a shell passes
 :func:`check_hardline` before the permission policy, so no permission mode,
 reviewer or human approval can let these through:
 
-* recursive ``rm`` of ``/``, the home directory or a top-level system folder;
-* ``mkfs`` and friends, partitioners on a device, ``shred`` on a device;
-* ``dd`` or a shell redirect onto a disk device;
+* recursive destruction of ``/``, the home directory or a top-level system
+  folder: ``rm -r``, ``find ... -delete`` (or ``-exec rm``), ``rsync --delete``,
+  ``chmod -R``/``chown -R``/``chgrp -R``, ``mv`` of such a folder;
+* ``mkfs`` and friends, partitioners, and other disk writers on a device
+  (``dd``, ``cp``, ``shred``, ``wipefs``, ``blkdiscard``, ``cryptsetup
+  luksFormat``, ``nvme format``, ``hdparm --security-erase``, LVM, ZFS, mdadm);
+  a shell redirect onto a disk device;
 * fork bombs;
-* a download from a non-loopback host piped into a shell or interpreter
-  (also ``bash <(curl ...)`` and ``sh -c "$(curl ...)"``).
+* a download from a non-loopback host (curl, wget, nc, socat, ``/dev/tcp``...)
+  piped into a shell or interpreter (also ``bash <(curl ...)``,
+  ``sh -c "$(curl ...)"``, ``python3 /dev/stdin``, ``sudo -s``).
 
 This is a guard against a confused or manipulated model, not a sandbox: it
-parses the command the way a shell would (quotes, operators, substitutions,
-wrappers such as ``sudo`` and ``env``) so that text merely passed as data,
-like the argument of ``echo``, is not mistaken for a command.  Anything it
-cannot see through (variables, scripts on disk) is left to the permission
-policy.
+reads the command the way a shell would (:mod:`habakkuk.tools.shell_syntax`:
+quotes, operators, substitutions, brace expansion, wrappers such as ``sudo``,
+``env``, ``xargs`` or ``chroot``) so that text merely passed as data, like the
+argument of ``echo``, is not mistaken for a command. Anything it cannot see
+through (variables, scripts on disk) is left to the permission policy.
 """
 
 from __future__ import annotations
 
 import functools
 import ipaddress
+import itertools
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from habakkuk.tools.shell_syntax import (
+    SHELLS,
+    Element,
+    Group,
+    Invocation,
+    Pipeline,
+    Resolved,
+    SimpleCommand,
+    Word,
+    basename,
+    expand_words,
+    invocation,
+    is_interpreter,
+    parse,
+    resolve,
+    shell_code,
+    simple_commands,
+)
 
 __all__ = ["check_hardline"]
 
 # Nesting bound for sh -c / eval / substitutions: deeper text is not examined
 # further, which only matters for deliberately obfuscated input.
 _MAX_DEPTH = 12
-
-
-# ---------------------------------------------------------------------------
-# Lexer and parser: a small subset of POSIX/bash grammar, enough to find the
-# simple commands, their words, redirections and substitutions.
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class _Word:
-    """One shell word after quote removal; substitutions stay as literal text."""
-
-    value: str
-    subs: list[str] = field(default_factory=list)  # $(...) and `...` bodies
-    procs: list[str] = field(default_factory=list)  # <(...) and >(...) bodies
-    quoted: bool = False
-
-    def inner_texts(self) -> list[str]:
-        return self.subs + self.procs
-
-
-@dataclass
-class _Redirect:
-    op: str
-    target: _Word | None = None
-    heredoc: str | None = None
-
-
-@dataclass
-class _Simple:
-    words: list[_Word] = field(default_factory=list)
-    redirects: list[_Redirect] = field(default_factory=list)
-
-
-@dataclass
-class _Group:
-    body: list[list[_Simple | _Group]]
-
-
-_Element = _Simple | _Group
-_Pipeline = list[_Element]
-
-_SEPARATORS = {";", "&", "&&", "||", "\n", ";;", ";&", ";;&"}
-_PIPES = {"|", "|&"}
-_REDIR_OPS = ("&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<<", "<&", "<>", ">", "<")
-_CONTROL_OPS = (";;&", ";;", ";&", "&&", "||", "|&", ";", "&", "|", "(", ")", "\n")
 _OUTPUT_REDIRS = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
-_REDIR_RE = re.compile("|".join(re.escape(op) for op in _REDIR_OPS))
-_CONTROL_RE = re.compile("|".join(re.escape(op) for op in _CONTROL_OPS))
-_SPECIAL_CHARS = frozenset(" \t\r\n\\'\"`$<>|&;()")
-_PLAIN_RUN = re.compile(r"[^ \t\r\n\\'\"`$<>|&;()]+")
-# Deeper ( ) and { } nesting is read flat rather than recursed into.
-_MAX_GROUP_DEPTH = 64
-
-
-@dataclass
-class _Op:
-    value: str
-
-
-@dataclass
-class _RedirTok:
-    redirect: _Redirect
-
-
-_Token = _Word | _Op | _RedirTok
-
-
-def _scan_paren(text: str, i: int, nesting: int = 0) -> tuple[str, int]:
-    """Return the body of a parenthesised region starting just after '(' and the end index."""
-    depth = 1
-    start = i
-    n = len(text)
-    if nesting > _MAX_GROUP_DEPTH:
-        return text[start:], n  # absurdly deep: swallow the rest rather than recurse
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "'":
-            j = text.find("'", i + 1)
-            i = n if j < 0 else j + 1
-            continue
-        if c == '"':
-            i = _skip_double(text, i + 1, nesting + 1)
-            continue
-        if c == "`":
-            _, i = _scan_backtick(text, i + 1)
-            continue
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return text[start:i], i + 1
-        i += 1
-    return text[start:], n
-
-
-def _skip_double(text: str, i: int, nesting: int) -> int:
-    """Index just past the closing double quote of a string whose body starts at i."""
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == '"':
-            return i + 1
-        if c == "$" and text.startswith("$(", i):
-            _, i = _scan_paren(text, i + 2, nesting + 1)
-            continue
-        if c == "`":
-            _, i = _scan_backtick(text, i + 1)
-            continue
-        i += 1
-    return n
-
-
-def _scan_backtick(text: str, i: int) -> tuple[str, int]:
-    """Return the unescaped body of a backtick substitution starting at i and the end index."""
-    out: list[str] = []
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\" and i + 1 < n and text[i + 1] in "`\\$":
-            out.append(text[i + 1])
-            i += 2
-            continue
-        if c == "`":
-            return "".join(out), i + 1
-        out.append(c)
-        i += 1
-    return "".join(out), n
-
-
-_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b"}
-
-
-def _scan_ansi_c(text: str, i: int) -> tuple[str, int]:
-    """Decode a $'...' string whose body starts at i (common escapes only)."""
-    out: list[str] = []
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\" and i + 1 < n:
-            nxt = text[i + 1]
-            if nxt in _ANSI_ESCAPES:
-                out.append(_ANSI_ESCAPES[nxt])
-                i += 2
-                continue
-            m = re.match(r"x([0-9a-fA-F]{1,2})|([0-7]{1,3})", text[i + 1 :])
-            if m:
-                out.append(chr(int(m.group(1), 16) if m.group(1) else int(m.group(2), 8)))
-                i += 1 + m.end()
-                continue
-            out.append(nxt)
-            i += 2
-            continue
-        if c == "'":
-            return "".join(out), i + 1
-        out.append(c)
-        i += 1
-    return "".join(out), n
-
-
-def _tokenize(text: str) -> list[_Token]:
-    """Split shell text into words, control operators and redirections."""
-    tokens: list[_Token] = []
-    n = len(text)
-    i = 0
-    buf: list[str] = []
-    word: _Word | None = None
-    pending_heredocs: list[tuple[_Redirect, bool]] = []
-    awaiting_target: _Redirect | None = None
-
-    def start_word() -> _Word:
-        nonlocal word
-        if word is None:
-            word = _Word("")
-        return word
-
-    def finish_word() -> None:
-        nonlocal word, awaiting_target
-        if word is None:
-            return
-        word.value = "".join(buf)
-        buf.clear()
-        if awaiting_target is not None:
-            awaiting_target.target = word
-            awaiting_target = None
-        else:
-            tokens.append(word)
-        word = None
-
-    def read_heredocs(pos: int) -> int:
-        """Consume here-document bodies that start after the newline at pos."""
-        for redirect, strip_tabs in pending_heredocs:
-            delim = redirect.target.value if redirect.target else ""
-            lines: list[str] = []
-            while pos < n:
-                end = text.find("\n", pos)
-                line = text[pos:] if end < 0 else text[pos:end]
-                pos = n if end < 0 else end + 1
-                check = line.lstrip("\t") if strip_tabs else line
-                if check == delim:
-                    break
-                lines.append(line)
-            redirect.heredoc = "\n".join(lines)
-        pending_heredocs.clear()
-        return pos
-
-    while i < n:
-        c = text[i]
-        if c in " \t\r":
-            finish_word()
-            i += 1
-            continue
-        if c == "\\":
-            if i + 1 < n and text[i + 1] == "\n":
-                i += 2  # line continuation
-                continue
-            start_word()
-            if i + 1 < n:
-                buf.append(text[i + 1])
-            i += 2
-            continue
-        if c == "#" and word is None:
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        if c not in _SPECIAL_CHARS:
-            # Fast path: a run of ordinary characters (keeps long input linear and quick).
-            start_word()
-            m = _PLAIN_RUN.match(text, i)
-            assert m is not None
-            buf.append(m.group())
-            i = m.end()
-            continue
-        if c == "'":
-            w = start_word()
-            w.quoted = True
-            end = text.find("'", i + 1)
-            end = n if end < 0 else end
-            buf.append(text[i + 1 : end])
-            i = end + 1
-            continue
-        if c == '"':
-            w = start_word()
-            w.quoted = True
-            i += 1
-            while i < n and text[i] != '"':
-                d = text[i]
-                if d == "\\" and i + 1 < n:
-                    if text[i + 1] in '$`"\\':
-                        buf.append(text[i + 1])
-                    elif text[i + 1] != "\n":
-                        buf.append(text[i : i + 2])
-                    i += 2
-                    continue
-                if d == "$" and text.startswith("$(", i) and not text.startswith("$((", i):
-                    body, j = _scan_paren(text, i + 2)
-                    w.subs.append(body)
-                    buf.append(text[i:j])
-                    i = j
-                    continue
-                if d == "`":
-                    body, j = _scan_backtick(text, i + 1)
-                    w.subs.append(body)
-                    buf.append(text[i:j])
-                    i = j
-                    continue
-                buf.append(d)
-                i += 1
-            i += 1
-            continue
-        if c == "`":
-            w = start_word()
-            body, j = _scan_backtick(text, i + 1)
-            w.subs.append(body)
-            buf.append(text[i:j])
-            i = j
-            continue
-        if c == "$":
-            w = start_word()
-            if text.startswith("$((", i):
-                _, j = _scan_paren(text, i + 2)
-                buf.append(text[i:j])
-                i = j
-            elif text.startswith("$(", i):
-                body, j = _scan_paren(text, i + 2)
-                w.subs.append(body)
-                buf.append(text[i:j])
-                i = j
-            elif text.startswith("$'", i):
-                w.quoted = True
-                decoded, j = _scan_ansi_c(text, i + 2)
-                buf.append(decoded)
-                i = j
-            elif text.startswith("${", i):
-                end = text.find("}", i)
-                end = n if end < 0 else end + 1
-                buf.append(text[i:end])
-                i = end
-            else:
-                buf.append(c)
-                i += 1
-            continue
-        if c in "<>" and text.startswith("(", i + 1) and word is None:
-            w = start_word()
-            body, j = _scan_paren(text, i + 2)
-            w.procs.append(body)
-            buf.append(text[i:j])
-            i = j
-            continue
-        m = _REDIR_RE.match(text, i)
-        redir = m.group() if m else None
-        if redir is not None:
-            # A word of digits (or {var}) right before the operator is its fd.
-            if word is not None and re.fullmatch(r"\d+|\{\w+\}", "".join(buf)):
-                buf.clear()
-                word = None
-            finish_word()
-            redirect = _Redirect(redir)
-            tokens.append(_RedirTok(redirect))
-            awaiting_target = redirect
-            if redir in ("<<", "<<-"):
-                pending_heredocs.append((redirect, redir == "<<-"))
-            i += len(redir)
-            continue
-        m = _CONTROL_RE.match(text, i)
-        op = m.group() if m else None
-        if op is not None:
-            finish_word()
-            awaiting_target = None
-            tokens.append(_Op(op))
-            i += len(op)
-            if op == "\n" and pending_heredocs:
-                i = read_heredocs(i)
-            continue
-        start_word()
-        buf.append(c)
-        i += 1
-    finish_word()
-    return tokens
-
-
-class _Parser:
-    """Recursive descent over tokens into pipelines of simple commands and groups."""
-
-    def __init__(self, tokens: list[_Token]) -> None:
-        self.tokens = tokens
-        self.pos = 0
-        self.depth = 0
-
-    def peek(self) -> _Token | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def parse_list(self, closer: str | None = None) -> list[_Pipeline]:
-        pipelines: list[_Pipeline] = []
-        while (tok := self.peek()) is not None:
-            if isinstance(tok, _Op) and tok.value in _SEPARATORS | _PIPES:
-                self.pos += 1
-                continue
-            if isinstance(tok, _Op) and tok.value == ")":
-                self.pos += 1
-                if closer == ")":
-                    return pipelines
-                continue  # stray ')' (e.g. a case pattern)
-            if closer == "}" and _is_word(tok, "}"):
-                self.pos += 1
-                return pipelines
-            pipelines.append(self.parse_pipeline(closer))
-        return pipelines
-
-    def parse_pipeline(self, closer: str | None) -> _Pipeline:
-        elements: _Pipeline = [self.parse_element(closer)]
-        while (tok := self.peek()) is not None and isinstance(tok, _Op) and tok.value in _PIPES:
-            self.pos += 1
-            elements.append(self.parse_element(closer))
-        return elements
-
-    def parse_element(self, closer: str | None) -> _Element:
-        tok = self.peek()
-        opener = ")" if isinstance(tok, _Op) and tok.value == "(" else None
-        if tok is not None and _is_word(tok, "{"):
-            opener = "}"
-        if opener is not None:
-            self.pos += 1
-            if self.depth >= _MAX_GROUP_DEPTH:
-                return _Simple()
-            self.depth += 1
-            try:
-                return _Group(self.parse_list(opener))
-            finally:
-                self.depth -= 1
-        simple = _Simple()
-        while (tok := self.peek()) is not None:
-            if isinstance(tok, _Op):
-                break
-            if closer == "}" and not simple.words and _is_word(tok, "}"):
-                break
-            self.pos += 1
-            if isinstance(tok, _RedirTok):
-                simple.redirects.append(tok.redirect)
-            else:
-                simple.words.append(tok)
-        return simple
-
-
-def _is_word(tok: _Token, value: str) -> bool:
-    return isinstance(tok, _Word) and not tok.quoted and tok.value == value
-
-
-@functools.lru_cache(maxsize=256)
-def _parse(text: str) -> list[_Pipeline]:
-    # Cached: nested sh -c and $(...) text is reparsed by several checks; the result
-    # is never mutated after parsing.
-    return _Parser(_tokenize(text)).parse_list()
-
-
-def _simples(element: _Element) -> list[_Simple]:
-    """All simple commands inside an element, groups flattened."""
-    if isinstance(element, _Simple):
-        return [element]
-    return [s for pipeline in element.body for e in pipeline for s in _simples(e)]
-
-
-# ---------------------------------------------------------------------------
-# Resolving the command actually run: reserved words, assignments, wrappers.
-# ---------------------------------------------------------------------------
 
 
 def _w(text: str) -> set[str]:
@@ -473,129 +68,14 @@ def _w(text: str) -> set[str]:
     return set(text.split())
 
 
-_RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "esac"}
-_NON_COMMAND_RESERVED = {"for", "select", "case", "function", "in"}
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
-
-# wrapper -> options that take a separate argument
-_WRAPPERS: dict[str, set[str]] = {
-    "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "--user", "--group"},
-    "doas": {"-u", "-C"},
-    "exec": {"-a"},
-    "nice": {"-n", "--adjustment"},
-    "nohup": set(),
-    "builtin": set(),
-    "setsid": set(),
-    "time": set(),
-    "unbuffer": set(),
-    "stdbuf": {"-i", "-o", "-e"},
-    "ionice": {"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"},
-    "chrt": set(),
-    "taskset": set(),
-    "busybox": set(),
-    "caffeinate": {"-t", "-w"},
-    "xargs": _w(
-        "-I -n -P -d -L -s -a -E --max-args --max-procs --delimiter --arg-file"
-        " --max-lines --max-chars"
-    ),
-    "flock": {"-w", "-E", "--timeout", "--conflict-exit-code"},
-}
-
-
-def _basename(word: str) -> str:
-    return word.rsplit("/", 1)[-1]
-
-
-def _skip_options(words: list[_Word], i: int, arg_opts: set[str]) -> int:
-    """Advance past options (and their separate arguments) starting at index i."""
-    while i < len(words):
-        v = words[i].value
-        if v == "--":
-            return i + 1
-        if not v.startswith("-") or v == "-":
-            return i
-        i += 1
-        if v in arg_opts and "=" not in v:
-            i += 1
-    return i
-
-
-@dataclass
-class _Resolved:
-    """The command a simple command runs, plus texts that a wrapper would run as shell code."""
-
-    argv: list[_Word]
-    extra_code: list[str] = field(default_factory=list)
-
-
-def _resolve(words: list[_Word]) -> _Resolved | None:
-    """Strip reserved words, assignments and wrappers; None when nothing is executed."""
-    extra: list[str] = []
-    i = 0
-    while i < len(words):
-        w = words[i]
-        v = w.value
-        if not w.quoted and v in _RESERVED:
-            i += 1
-            continue
-        if not w.quoted and v in _NON_COMMAND_RESERVED:
-            return None
-        if not w.quoted and _ASSIGNMENT.match(v):
-            i += 1
-            continue
-        name = _basename(v)
-        if name == "env":
-            i += 1
-            while i < len(words):
-                ev = words[i].value
-                if ev == "--":
-                    i += 1
-                    break
-                if ev in ("-u", "--unset", "-C", "--chdir"):
-                    i += 2
-                elif ev in ("-S", "--split-string") and i + 1 < len(words):
-                    extra.append(words[i + 1].value)
-                    i += 2
-                elif ev.startswith("-S") and len(ev) > 2:
-                    extra.append(ev[2:])
-                    i += 1
-                elif ev.startswith("--split-string="):
-                    extra.append(ev.split("=", 1)[1])
-                    i += 1
-                elif (ev.startswith("-") and ev != "-") or _ASSIGNMENT.match(ev):
-                    i += 1
-                else:
-                    break
-            continue
-        if name == "command":
-            i += 1
-            while i < len(words) and words[i].value.startswith("-"):
-                if words[i].value in ("-v", "-V"):
-                    return None  # lookup only
-                if words[i].value == "--":
-                    i += 1
-                    break
-                i += 1
-            continue
-        if name == "timeout":
-            i = _skip_options(words, i + 1, {"-s", "-k", "--signal", "--kill-after"})
-            i += 1  # the duration
-            continue
-        if name in _WRAPPERS:
-            i = _skip_options(words, i + 1, _WRAPPERS[name])
-            if name in ("nice",) and i < len(words) and re.fullmatch(r"-\d+", words[i].value):
-                i += 1
-            if name in ("chrt", "taskset") and i < len(words):
-                i += 1  # priority / cpu mask
-            continue
-        break
-    if i >= len(words):
-        return _Resolved([], extra) if extra else None
-    return _Resolved(words[i:], extra)
+@functools.lru_cache(maxsize=1024)
+def _resolved(simple: SimpleCommand) -> Resolved | None:
+    """The command a simple command runs, its words expanded as a shell would."""
+    return resolve(expand_words(simple.words))
 
 
 # ---------------------------------------------------------------------------
-# Paths: what a recursive rm must never touch.
+# Paths: what recursive destruction must never touch.
 # ---------------------------------------------------------------------------
 
 _HOME_SENTINEL = "\x00home"
@@ -643,7 +123,7 @@ def _real_home() -> str | None:
 
 
 def _protected(value: str, cwd: str | None) -> bool:
-    """Whether removing this path recursively would hit /, a home or a system folder."""
+    """Whether destroying this path recursively would hit /, a home or a system folder."""
     path = _absolute(value, cwd)
     if path is None:
         return False
@@ -668,7 +148,11 @@ def _protected(value: str, cwd: str | None) -> bool:
     return "/" + joined == _real_home()
 
 
-def _update_cwd(argv: list[_Word], cwd: str | None) -> str | None:
+def _first_protected(values: list[str], cwd: str | None) -> str | None:
+    return next((v for v in values if _protected(v, cwd)), None)
+
+
+def _update_cwd(argv: list[Word], cwd: str | None) -> str | None:
     """Track `cd` so that `cd / && rm -rf *` is seen for what it is."""
     args = [w.value for w in argv[1:]]
     while args and args[0].startswith("-") and args[0] != "-":
@@ -680,13 +164,209 @@ def _update_cwd(argv: list[_Word], cwd: str | None) -> str | None:
     return _absolute(args[0], cwd)
 
 
+@dataclass
+class _State:
+    cwd: str | None = None
+
+
+def _operands(
+    args: list[str], arg_opts: AbstractSet[str] = frozenset()
+) -> tuple[set[str], list[str]]:
+    """Options (long ones without their =value) and operands, honouring `--`."""
+    options: set[str] = set()
+    operands: list[str] = []
+    i = 0
+    while i < len(args):
+        v = args[i]
+        i += 1
+        if v == "--":
+            operands += args[i:]
+            break
+        if v.startswith("-") and len(v) > 1:
+            options.add(v.split("=", 1)[0] if v.startswith("--") else v)
+            if v in arg_opts:
+                i += 1
+            continue
+        operands.append(v)
+    return options, operands
+
+
+def _has_flag(options: set[str], short: str, long: tuple[str, ...] = ()) -> bool:
+    """Whether a short flag (also inside a cluster like -rf) or a long form (prefix ok) is set."""
+    for o in options:
+        if o.startswith("--"):
+            if any(len(o) > 2 and lf.startswith(o[2:]) for lf in long):
+                return True
+        elif short in o[1:]:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------
+# Recursive destruction: rm, find, rsync, chmod/chown, mv.
+# ---------------------------------------------------------------------------
+
+
+def _check_rm(name: str, args: list[str], state: _State) -> str | None:
+    options, operands = _operands(args)
+    if not (_has_flag(options, "r", ("recursive",)) or _has_flag(options, "R")):
+        return None
+    target = _first_protected(operands, state.cwd)
+    if target is not None:
+        return f"recursive {name} of {target!r} (root, home or a system folder) is blocked"
+    return None
+
+
+_FIND_GLOBAL_OPTS = {"-H", "-L", "-P"}
+# Tests that narrow what find matches to some names: with one, a -delete is a cleanup.
+_FIND_NAME_TESTS = _w(
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname"
+    " -samefile -inum -empty -newer -user -links"
+)
+_FIND_EXEC = {"-exec", "-execdir", "-ok", "-okdir"}
+_REMOVERS = {"rm", "srm", "shred", "unlink"}
+
+
+def _find_parts(args: list[Word]) -> tuple[list[str], list[Word]]:
+    """find's starting points (default '.') and its expression."""
+    i = 0
+    while i < len(args) and (
+        args[i].value in _FIND_GLOBAL_OPTS or args[i].value[:2] in ("-D", "-O")
+    ):
+        i += 2 if args[i].value == "-D" else 1
+    paths: list[str] = []
+    while i < len(args) and not args[i].value.startswith(("-", "(", "!", ",")):
+        paths.append(args[i].value)
+        i += 1
+    return paths or ["."], args[i:]
+
+
+def _find_exec_commands(expr: list[Word]) -> list[list[Word]]:
+    """The argvs of -exec/-execdir/-ok actions (up to ';' or '+')."""
+    commands: list[list[Word]] = []
+    i = 0
+    while i < len(expr):
+        if expr[i].value in _FIND_EXEC:
+            j = i + 1
+            while j < len(expr) and expr[j].value not in (";", "+"):
+                j += 1
+            if j > i + 1:
+                commands.append(expr[i + 1 : j])
+            i = j
+        i += 1
+    return commands
+
+
+def _min_depth(expr: list[str]) -> int:
+    for k, v in enumerate(expr[:-1]):
+        if v == "-mindepth" and expr[k + 1].isdigit():
+            return int(expr[k + 1])
+    return 0
+
+
+def _check_find(args: list[Word], simple: SimpleCommand, state: _State, depth: int) -> str | None:
+    paths, expr = _find_parts(args)
+    execs = _find_exec_commands(expr)
+    for argv in execs:
+        reason = _check_argv(argv, simple, state, depth)
+        if reason:
+            return reason
+    values = [w.value for w in expr]
+    deletes = "-delete" in values or any(basename(a[0].value) in _REMOVERS for a in execs)
+    if not deletes:
+        return None
+    narrowed = any(
+        v in _FIND_NAME_TESTS and (k == 0 or values[k - 1] not in ("!", "-not"))
+        for k, v in enumerate(values)
+    )
+    if narrowed:
+        return None
+    # With -mindepth 1 the starting points stay but are emptied, as bad for / or a home.
+    emptied = _min_depth(values) >= 1
+    target = next(
+        (p for p in paths if _protected(p.rstrip("/") + "/*" if emptied else p, state.cwd)), None
+    )
+    if target is not None:
+        return (
+            f"find deleting everything under {target!r} (root, home or a system folder) is blocked"
+        )
+    return None
+
+
+_RSYNC_ARG_OPTS = _w(
+    "-e --rsh -f --filter --exclude --include --exclude-from --include-from --files-from"
+    " --log-file --password-file --port --bwlimit --backup-dir --suffix -T --temp-dir"
+    " --compare-dest --copy-dest --link-dest --chmod --chown --timeout --max-size --min-size"
+    " --partial-dir -M --remote-option --info --debug --out-format --usermap --groupmap"
+    " --rsync-path --max-delete --modify-window --block-size -B --iconv"
+)
+
+
+def _remote_path(value: str) -> str:
+    """The path part of an rsync/scp operand (host:path, user@host:path, rsync://host/path)."""
+    if value.startswith("rsync://"):
+        rest = value[len("rsync://") :]
+        return "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    m = re.match(r"[^/:]+::?(.*)", value)
+    if m and not value.startswith("/"):
+        return m.group(1) or "~"
+    return value
+
+
+def _check_rsync(args: list[str], state: _State) -> str | None:
+    options, operands = _operands(args, _RSYNC_ARG_OPTS)
+    if len(operands) < 2:
+        return None
+    *sources, dest = [_remote_path(v) for v in operands]
+    # Deleting what the source lacks empties the destination, like rm -rf DEST/*.
+    deletes = any(o.startswith("--del") for o in options)
+    if deletes and _protected(dest.rstrip("/") + "/*", state.cwd):
+        return f"rsync --delete into {dest!r} (root, home or a system folder) is blocked"
+    if "--remove-source-files" in options:
+        target = _first_protected(sources, state.cwd)
+        if target is not None:
+            return f"rsync --remove-source-files of {target!r} is blocked"
+    return None
+
+
+_CHMOD_MODE = re.compile(r"[-+=][rwxXstugo]+(?:,[-+=]?[rwxXstugo]*)*")
+
+
+def _check_recursive_attr(name: str, args: list[str], state: _State) -> str | None:
+    """chmod/chown/chgrp/chattr/setfacl -R on a protected folder."""
+    modes = [a for a in args if name == "chmod" and _CHMOD_MODE.fullmatch(a)]
+    rest = [a for a in args if a not in modes]
+    options, operands = _operands(rest, _w("--reference -m -x -M -X --modify --remove"))
+    if not (_has_flag(options, "R", ("recursive",))):
+        return None
+    takes_spec = name in ("chmod", "chown", "chgrp", "chattr") and not modes
+    if takes_spec and not any(o.startswith("--reference") for o in options):
+        operands = operands[1:]  # the mode, owner, group or attributes
+    target = _first_protected(operands, state.cwd)
+    if target is not None:
+        return f"recursive {name} of {target!r} (root, home or a system folder) is blocked"
+    return None
+
+
+def _check_mv(args: list[str], state: _State) -> str | None:
+    options, operands = _operands(args, _w("-t --target-directory -S --suffix"))
+    has_target = any(o in ("-t", "--target-directory") for o in options) or any(
+        a.startswith(("-t", "--target-directory=")) and a != "-t" for a in args
+    )
+    sources = operands if has_target else operands[:-1]
+    target = _first_protected(sources, state.cwd)
+    if target is not None:
+        return f"mv of {target!r} (root, home or a system folder) is blocked"
+    return None
+
+
 # ---------------------------------------------------------------------------
 # Devices.
 # ---------------------------------------------------------------------------
 
 _DISK = re.compile(
     r"/dev/(?:(?:sd|hd|vd|xvd)[a-z]|nvme\d|mmcblk\d|r?disk\d|md\d|dm-\d|loop\d|nbd\d|sr\d"
-    r"|mapper/|disk/)"
+    r"|mapper/|disk/|zd\d|vg|ada\d|da\d)"
 )
 _HARMLESS_DEV = re.compile(
     r"/dev/(?:null|zero|full|u?random|stdin|stdout|stderr|tty|ptmx|fd/.*|pts/.*|shm/.*)"
@@ -706,10 +386,15 @@ def _is_device(value: str) -> bool:
     return path.startswith("/dev/") and not _HARMLESS_DEV.fullmatch(path)
 
 
+def _first_device(values: list[str]) -> str | None:
+    return next((v for v in values if _is_device(v)), None)
+
+
 _MKFS = re.compile(
-    r"mkfs(?:\..+)?|mke2fs|mke4fs|mkswap|wipefs|mkdosfs|mkexfatfs|mkntfs|mkfs_\w+|newfs(?:_\w+)?"
+    r"mkfs(?:\..+)?|mke2fs|mke4fs|mkswap|mkdosfs|mkexfatfs|mkntfs|mkfs_\w+|newfs(?:_\w+)?"
+    r"|mkudffs|mkreiserfs|mkjfs|mkhfs"
 )
-_PARTITIONERS = {"fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "blkdiscard"}
+_PARTITIONERS = {"fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "cgdisk", "parted", "blkdiscard"}
 _PARTITION_READ_ONLY = {
     "fdisk": {"-l", "--list", "-x", "--list-details"},
     "sfdisk": _w(
@@ -724,6 +409,19 @@ _PARTED_READ_ONLY_WORDS = {"print", "p", "unit", "help", "free", "list", "all", 
                            "%", "cyl", "chs", "compact"}  # fmt: skip
 _DISKUTIL_DESTRUCTIVE = {"erasedisk", "erasevolume", "zerodisk", "randomdisk", "secureerase",
                          "partitiondisk", "reformat"}  # fmt: skip
+_CRYPTSETUP_DESTRUCTIVE = _w("luksformat erase lukserase reencrypt lukskillslot luksremovekey")
+_NVME_DESTRUCTIVE = _w("format sanitize delete-ns write-zeroes write-uncor dsm write")
+_HDPARM_DESTRUCTIVE = _w(
+    "--security-erase --security-erase-enhanced --security-set-pass --trim-sector-ranges"
+    " --trim-sector-ranges-stdin --write-sector --make-bad-sector --dco-restore --dco-setmax"
+    " --yes-i-know-what-i-am-doing --please-destroy-my-drive"
+)
+_LVM_DESTRUCTIVE = _w("pvcreate pvremove vgcreate vgremove lvremove lvreduce")
+_ZPOOL_DESTRUCTIVE = _w("create destroy labelclear add replace")
+_MDADM_DESTRUCTIVE = _w("--create -C --zero-superblock --build -B")
+_DD_LIKE = {"dd", "dcfldd", "dc3dd"}
+# Programs whose last operand is the file they write.
+_COPIERS = {"cp", "install", "mv", "ln"}
 
 
 def _check_partitioner(name: str, args: list[str]) -> str | None:
@@ -745,8 +443,61 @@ def _check_partitioner(name: str, args: list[str]) -> str | None:
     return f"{name} on device {devices[0]} is blocked (it rewrites the disk)"
 
 
+def _check_disk_tool(name: str, values: list[str]) -> str | None:
+    """Programs that erase, format or overwrite a disk, by name and subcommand."""
+    options, operands = _operands(values)
+    lowered = [v.lower() for v in operands]
+    if _MKFS.fullmatch(name):
+        return f"{name} is blocked (it destroys a filesystem)"
+    if name in _PARTITIONERS:
+        return _check_partitioner(name, values)
+    if name in ("shred", "scrub", "sg_format", "sg_sanitize"):
+        dev = _first_device(values)
+        return f"{name} on device {dev} is blocked" if dev else None
+    if name in _DD_LIKE:
+        for v in values:
+            if v.startswith(("of=", "vf=")) and _is_disk(v[3:]):
+                return f"{name} onto disk device {v[3:]} is blocked"
+        return None
+    if name == "tee":
+        dev = next((v for v in values if _is_disk(v)), None)
+        return f"tee onto disk device {dev} is blocked" if dev else None
+    if name in _COPIERS and operands and _is_disk(operands[-1]):
+        return f"{name} onto disk device {operands[-1]} is blocked"
+    if name == "ddrescue" and len(operands) >= 2 and _is_disk(operands[1]):
+        return f"ddrescue onto disk device {operands[1]} is blocked"  # INFILE OUTFILE [MAPFILE]
+    if name == "wipefs":
+        erases = _has_flag(options, "a", ("all",)) or _has_flag(options, "o", ("offset",))
+        if erases and not _has_flag(options, "n", ("no-act",)):
+            return "wipefs is blocked (it erases filesystem signatures)"
+        return None
+    if name == "cryptsetup":
+        action = next((v for v in lowered if v in _CRYPTSETUP_DESTRUCTIVE), None)
+        return f"cryptsetup {action} is blocked (it destroys the volume's data)" if action else None
+    if name == "nvme" and lowered and lowered[0] in _NVME_DESTRUCTIVE:
+        return f"nvme {lowered[0]} is blocked (it erases or overwrites the drive)"
+    if name == "hdparm":
+        flag = next((o for o in options if o in _HDPARM_DESTRUCTIVE), None)
+        return f"hdparm {flag} is blocked (it erases or damages the drive)" if flag else None
+    if name in _LVM_DESTRUCTIVE and operands:
+        return f"{name} is blocked (it overwrites or removes LVM volumes)"
+    if name == "zpool" and lowered and lowered[0] in _ZPOOL_DESTRUCTIVE:
+        return f"zpool {lowered[0]} is blocked (it overwrites or destroys a pool)"
+    if name == "zfs" and lowered and lowered[0] == "destroy":
+        return "zfs destroy is blocked"
+    if name == "mdadm" and options & _MDADM_DESTRUCTIVE:
+        return (
+            "mdadm " + sorted(options & _MDADM_DESTRUCTIVE)[0] + " is blocked (it overwrites disks)"
+        )
+    if name == "badblocks" and _has_flag(options, "w") and _first_device(values):
+        return "badblocks -w is blocked (its write test erases the disk)"
+    if name == "diskutil" and lowered and lowered[0] in _DISKUTIL_DESTRUCTIVE:
+        return f"diskutil {operands[0]} is blocked"
+    return None
+
+
 # ---------------------------------------------------------------------------
-# Downloads and interpreters.
+# Downloads: what brings remote bytes in.
 # ---------------------------------------------------------------------------
 
 _DOWNLOADERS: dict[str, set[str]] = {
@@ -766,14 +517,26 @@ _DOWNLOADERS: dict[str, set[str]] = {
     "http": {"-a", "--auth", "-o", "--output", "--session"},
     "https": {"-a", "--auth", "-o", "--output", "--session"},
     "xh": {"-a", "--auth", "-o", "--output", "--session"},
+    "curlie": {"-o", "--output", "-H", "--header", "-d", "--data", "-X", "--request"},
     "aria2c": {"-o", "--out", "-d", "--dir"},
     "lwp-request": {"-m", "-c", "-H"},
     "GET": {"-m", "-c", "-H"},
+    "lynx": set(),
+    "links": set(),
+    "elinks": set(),
+    "w3m": set(),
 }  # fmt: skip
 _URL_LONG_OPTS = {"--url"}
 _HOSTLIKE = re.compile(
     r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+|localhost)(:\d+)?(/.*)?"
 )
+_NETCATS = {"nc", "ncat", "netcat", "telnet"}
+_NETCAT_ARG_OPTS = _w("-p -s -w -q -i -x -X -P -I -O -T -V -e -c -W -M -m --source --proxy")
+_SOCAT_CONNECT = re.compile(
+    r"(?:tcp[46]?|udp[46]?|openssl|ssl|sctp[46]?)(?:-connect)?:([^,]+?):\d+", re.I
+)
+_SOCAT_LISTEN = re.compile(r"(?:tcp[46]?|udp[46]?|openssl|ssl|sctp[46]?)-listen:", re.I)
+_DEV_TCP = re.compile(r"/dev/(?:tcp|udp)/([^/]+)/")
 
 
 def _is_loopback_host(host: str) -> bool:
@@ -801,15 +564,19 @@ def _url_host(value: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _download_target(argv: list[_Word]) -> str | None:
-    """For a downloader invocation, a description of the non-loopback source, else None."""
-    name = _basename(argv[0].value)
-    arg_opts = _DOWNLOADERS.get(name)
-    if arg_opts is None:
+def _verdict(name: str, hosts: list[str], opaque: bool) -> str | None:
+    remote = [h for h in hosts if not _is_loopback_host(h)]
+    if remote:
+        return f"{name} from {remote[0]}"
+    if hosts and not opaque:
         return None
+    # No host we can read (e.g. "$URL"): it cannot be shown to be loopback.
+    return f"{name} from an unverifiable host"
+
+
+def _url_download(name: str, args: list[str], arg_opts: set[str]) -> str | None:
     hosts: list[str] = []
-    opaque: list[str] = []
-    args = [w.value for w in argv[1:]]
+    opaque = False
     i = 0
     while i < len(args):
         a = args[i]
@@ -827,14 +594,56 @@ def _download_target(argv: list[_Word]) -> str | None:
         if host is not None:
             hosts.append(host)
         elif "$" in a or "`" in a:
-            opaque.append(a)
-    remote = [h for h in hosts if not _is_loopback_host(h)]
-    if remote:
-        return f"{name} from {remote[0]}"
-    if hosts and not opaque:
+            opaque = True
+    return _verdict(name, hosts, opaque)
+
+
+def _netcat_download(name: str, args: list[str]) -> str | None:
+    options, operands = _operands(args, _NETCAT_ARG_OPTS)
+    if _has_flag(options, "l", ("listen",)):
+        return f"{name} listening for anyone"
+    if not operands:
         return None
-    # No URL we can read (e.g. "$URL"): the host cannot be shown to be loopback.
-    return f"{name} from an unverifiable host"
+    host = operands[0]
+    return _verdict(name, [host], "$" in host or "`" in host)
+
+
+def _socat_download(args: list[str]) -> str | None:
+    for a in args:
+        if _SOCAT_LISTEN.match(a):
+            return "socat listening for anyone"
+        m = _SOCAT_CONNECT.match(a)
+        if m:
+            return _verdict("socat", [m.group(1)], "$" in a)
+    return None
+
+
+def _download_target(argv: list[Word]) -> str | None:
+    """For a command that fetches remote bytes, a description of the source, else None."""
+    name = basename(argv[0].value)
+    args = [w.value for w in argv[1:]]
+    arg_opts = _DOWNLOADERS.get(name)
+    if arg_opts is not None:
+        return _url_download(name, args, arg_opts)
+    if name in _NETCATS:
+        return _netcat_download(name, args)
+    if name == "socat":
+        return _socat_download(args)
+    if name == "openssl" and args[:1] == ["s_client"]:
+        target = next((b for a, b in itertools.pairwise(args) if a == "-connect"), None)
+        target = target or next((a for a in args[1:] if not a.startswith("-")), "")
+        return _verdict("openssl s_client", [target.rsplit(":", 1)[0]] if target else [], True)
+    return None
+
+
+def _redirect_download(simple: SimpleCommand) -> str | None:
+    """Input read from bash's /dev/tcp/HOST/PORT: a network download."""
+    for r in simple.redirects:
+        if r.op in ("<", "<>") and r.target is not None:
+            m = _DEV_TCP.match(_norm_dev(r.target.value))
+            if m:
+                return _verdict("/dev/tcp", [m.group(1)], "$" in m.group(1))
+    return None
 
 
 @functools.lru_cache(maxsize=256)
@@ -842,17 +651,20 @@ def _text_download(text: str, depth: int) -> str | None:
     """A non-loopback download anywhere in the command text (including nested substitutions)."""
     if depth > _MAX_DEPTH:
         return None
-    for pipeline in _parse(text):
-        for element in pipeline:
+    for pipeline in parse(text):
+        for element in pipeline.commands:
             found = _element_download(element, depth)
             if found:
                 return found
     return None
 
 
-def _element_download(element: _Element, depth: int) -> str | None:
-    for simple in _simples(element):
-        resolved = _resolve(simple.words)
+def _element_download(element: Element, depth: int) -> str | None:
+    for simple in simple_commands(element):
+        found = _redirect_download(simple)
+        if found:
+            return found
+        resolved = _resolved(simple)
         if resolved is not None:
             for code in resolved.extra_code:
                 found = _text_download(code, depth + 1)
@@ -862,9 +674,9 @@ def _element_download(element: _Element, depth: int) -> str | None:
                 found = _download_target(resolved.argv)
                 if found:
                     return found
-                shell_code = _shell_code(resolved.argv)
-                if shell_code is not None:
-                    found = _text_download(shell_code.value, depth + 1)
+                nested = shell_code(resolved.argv)
+                if nested is not None:
+                    found = _text_download(nested.value, depth + 1)
                     if found:
                         return found
         for w in simple.words:
@@ -875,186 +687,11 @@ def _element_download(element: _Element, depth: int) -> str | None:
     return None
 
 
-_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh",
-           "rbash", "posh", "oksh", "loksh", "pdksh"}  # fmt: skip
-
-
-@dataclass
-class _Interp:
-    code_opts: set[str]  # option whose argument is program text
-    arg_opts: set[str]  # other options taking an argument
-    module_opts: set[str] = field(default_factory=set)  # run a module: not stdin
-    ignore_case: bool = False  # PowerShell options are case-insensitive
-
-
-_INTERPRETERS: list[tuple[re.Pattern[str], _Interp]] = [
-    (re.compile(r"(?:python|pypy)[\d.]*"), _Interp({"-c"}, {"-W", "-X", "-Q"}, {"-m"})),
-    (re.compile(r"perl[\d.]*"), _Interp({"-e", "-E"}, {"-I", "-M", "-m", "-x"})),
-    (re.compile(r"ruby[\d.]*|jruby|irb"), _Interp({"-e"}, {"-I", "-r", "-C", "-E"})),
-    (
-        re.compile(r"node(?:js)?|bun"),
-        _Interp({"-e", "--eval", "-p", "--print"}, {"-r", "--require", "--import", "--loader"}),
-    ),
-    (re.compile(r"php[\d.]*"), _Interp({"-r"}, {"-c", "-d", "-B", "-R", "-E", "-F"}, {"-f"})),
-    (re.compile(r"lua[\d.]*|luajit"), _Interp({"-e"}, {"-l"})),
-    (
-        re.compile(r"pwsh|powershell(?:\.exe)?"),
-        _Interp({"-c", "-command"}, {"-file"}, ignore_case=True),
-    ),
-    (re.compile(r"tclsh[\d.]*|wish"), _Interp(set(), set())),
-    (re.compile(r"R|Rscript"), _Interp({"-e"}, set())),
-]
-
-
-@dataclass
-class _Invocation:
-    """How an interpreter invocation gets its program."""
-
-    code: _Word | None  # program text given as an argument
-    script: _Word | None  # first operand (script file)
-    reads_stdin: bool
-
-
-@functools.lru_cache(maxsize=256)
-def _interp_for(name: str) -> _Interp | None:
-    if name in _SHELLS:
-        return None
-    for pattern, spec in _INTERPRETERS:
-        if pattern.fullmatch(name):
-            return spec
-    return None
-
-
-def _is_interpreter(name: str) -> bool:
-    return name in _SHELLS or _interp_for(name) is not None or name in ("eval", "source", ".")
-
-
-def _shell_invocation(args: list[_Word]) -> _Invocation:
-    dash_c = dash_s = False
-    i = 0
-    while i < len(args):
-        v = args[i].value
-        if v in ("--", "-"):
-            i += 1 if v == "--" else 0
-            break
-        if v in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
-            i += 2
-            continue
-        if v.startswith("--"):
-            i += 1
-            continue
-        if len(v) > 1 and v[0] in "-+":
-            if v[0] == "-" and "c" in v[1:]:
-                dash_c = True
-            if v[0] == "-" and "s" in v[1:]:
-                dash_s = True
-            i += 1
-            continue
-        break
-    operand = args[i] if i < len(args) else None
-    if dash_c:
-        return _Invocation(operand, None, False)
-    script = None if dash_s else operand
-    reads_stdin = dash_s or operand is None or operand.value == "-"
-    return _Invocation(None, script, reads_stdin)
-
-
-def _generic_invocation(spec: _Interp, args: list[_Word]) -> _Invocation:
-    i = 0
-    while i < len(args):
-        w = args[i]
-        v = w.value
-        low = v.lower() if spec.ignore_case else v
-        if v == "--":
-            i += 1
-            break
-        if v == "-" or not v.startswith("-"):
-            break
-        i += 1
-        if low.startswith("--"):
-            key = low.split("=", 1)[0]
-            if key in spec.code_opts:
-                code = _Word(v.split("=", 1)[1], w.subs, w.procs, w.quoted) if "=" in v else None
-                if code is None and i < len(args):
-                    code = args[i]
-                return _Invocation(code, None, False)
-            if key in spec.module_opts:
-                return _Invocation(None, None, False)
-            if key in spec.arg_opts and "=" not in v:
-                i += 1
-            continue
-        if low in spec.code_opts:
-            return _Invocation(args[i] if i < len(args) else None, None, False)
-        if low in spec.module_opts or low in spec.arg_opts:
-            if low in spec.module_opts:
-                return _Invocation(None, None, False)
-            i += 1
-            continue
-        # A cluster such as -ne or -uc: the first code flag takes the rest or the next word.
-        for k, ch in enumerate(v[1:], start=1):
-            flag = "-" + ch
-            if flag in spec.code_opts:
-                rest = v[k + 1 :]
-                if rest:
-                    return _Invocation(_Word(rest, w.subs, w.procs, w.quoted), None, False)
-                return _Invocation(args[i] if i < len(args) else None, None, False)
-            if flag in spec.module_opts:
-                return _Invocation(None, None, False)
-            if flag in spec.arg_opts:
-                if not v[k + 1 :]:
-                    i += 1
-                break
-    operand = args[i] if i < len(args) else None
-    reads_stdin = operand is None or operand.value == "-"
-    return _Invocation(None, operand, reads_stdin)
-
-
-def _invocation(argv: list[_Word]) -> _Invocation | None:
-    """How the program of a shell/interpreter command is supplied; None if not one."""
-    name = _basename(argv[0].value)
-    if name in _SHELLS:
-        return _shell_invocation(argv[1:])
-    spec = _interp_for(name)
-    if spec is not None:
-        return _generic_invocation(spec, argv[1:])
-    if name in ("source", "."):
-        return _Invocation(None, argv[1] if len(argv) > 1 else None, False)
-    if name == "eval":
-        joined = " ".join(w.value for w in argv[1:])
-        subs = [s for w in argv[1:] for s in w.subs]
-        procs = [p for w in argv[1:] for p in w.procs]
-        return _Invocation(_Word(joined, subs, procs), None, False)
-    return None
-
-
-def _shell_code(argv: list[_Word]) -> _Word | None:
-    """The shell code a command runs from its arguments (sh -c, eval, su -c, watch)."""
-    name = _basename(argv[0].value)
-    if name in _SHELLS or name == "eval":
-        inv = _invocation(argv)
-        return inv.code if inv else None
-    if name == "su":
-        for k, w in enumerate(argv[1:-1], start=1):
-            if w.value in ("-c", "--command"):
-                return argv[k + 1]
-        for w in argv[1:]:
-            if w.value.startswith("--command="):
-                return _Word(w.value.split("=", 1)[1], w.subs, w.procs)
-        return None
-    if name == "watch":
-        rest = argv[1 + _skip_options_count(argv[1:], {"-n", "--interval", "-d"}) :]
-        if any(w.value in ("-x", "--exec") for w in argv[1:]):
-            return None
-        return _Word(" ".join(w.value for w in rest)) if rest else None
-    return None
-
-
-def _skip_options_count(words: list[_Word], arg_opts: set[str]) -> int:
-    return _skip_options(words, 0, arg_opts)
-
-
-def _stdin_download(simple: _Simple, depth: int) -> str | None:
+def _stdin_download(simple: SimpleCommand, depth: int) -> str | None:
     """A download fed to the command's stdin by redirection (`bash < <(curl ..)`, `<<<`)."""
+    found = _redirect_download(simple)
+    if found:
+        return found
     for r in simple.redirects:
         if r.op in ("<", "<<<") and r.target is not None:
             for inner in r.target.inner_texts():
@@ -1064,7 +701,7 @@ def _stdin_download(simple: _Simple, depth: int) -> str | None:
     return None
 
 
-def _word_download(word: _Word | None, depth: int) -> str | None:
+def _word_download(word: Word | None, depth: int) -> str | None:
     if word is None:
         return None
     for inner in word.inner_texts():
@@ -1075,7 +712,7 @@ def _word_download(word: _Word | None, depth: int) -> str | None:
 
 
 # ---------------------------------------------------------------------------
-# Checks.
+# Fork bombs.
 # ---------------------------------------------------------------------------
 
 _FUNC_NAME = r"[^\s(){}<>;|&'\"`$=]+"
@@ -1105,124 +742,107 @@ def _fork_bomb(text: str) -> str | None:
     return None
 
 
-@dataclass
-class _State:
-    cwd: str | None = None
+# ---------------------------------------------------------------------------
+# Checks.
+# ---------------------------------------------------------------------------
+
+_RECURSIVE_ATTR = {"chmod", "chown", "chgrp", "chattr", "setfacl"}
 
 
-def _check_rm(args: list[_Word], state: _State) -> str | None:
-    recursive = False
-    operands: list[str] = []
-    end_of_options = False
-    for w in args:
-        v = w.value
-        if not end_of_options and v == "--":
-            end_of_options = True
-        elif not end_of_options and v.startswith("--") and len(v) > 2:
-            if "recursive".startswith(v[2:]):
-                recursive = True
-        elif not end_of_options and v.startswith("-") and len(v) > 1:
-            if "r" in v or "R" in v:
-                recursive = True
-        else:
-            operands.append(v)
-    if not recursive:
+def _check_program(
+    name: str, argv: list[Word], simple: SimpleCommand, state: _State, depth: int
+) -> str | None:
+    """The per-program rules: destruction of protected folders and disks."""
+    values = [w.value for w in argv[1:]]
+    if name in ("rm", "srm"):
+        return _check_rm(name, values, state)
+    if name == "find":
+        return _check_find(argv[1:], simple, state, depth)
+    if name == "rsync":
+        return _check_rsync(values, state)
+    if name in _RECURSIVE_ATTR:
+        return _check_recursive_attr(name, values, state)
+    if name == "mv":
+        return _check_mv(values, state) or _check_disk_tool(name, values)
+    return _check_disk_tool(name, values)
+
+
+def _check_code_runner(
+    name: str, argv: list[Word], simple: SimpleCommand, depth: int
+) -> str | None:
+    """Shells and interpreters: the code they are given, and downloads they run."""
+    code = shell_code(argv)
+    if code is not None:
+        reason = _check_text(code.value, depth + 1)
+        if reason:
+            return reason
+    inv = invocation(argv)
+    if inv is None:
         return None
-    for v in operands:
-        if _protected(v, state.cwd):
-            return f"recursive rm of {v!r} (root, home or a system folder) is blocked"
+    found = (
+        _word_download(inv.code, depth)
+        or _word_download(inv.script, depth)
+        or (_stdin_download(simple, depth) if inv.reads_stdin else None)
+    )
+    if found:
+        return f"running a download ({found}) with {name} is blocked"
+    if (name in SHELLS or name in ("su", "runuser")) and inv.reads_stdin:
+        for r in simple.redirects:
+            body = r.heredoc if r.op in ("<<", "<<-") else None
+            if r.op == "<<<" and r.target is not None:
+                body = r.target.value
+            if body:
+                reason = _check_text(body, depth + 1)
+                if reason:
+                    return reason
     return None
 
 
-def _check_argv(argv: list[_Word], simple: _Simple, state: _State, depth: int) -> str | None:
-    name = _basename(argv[0].value)
-    args = argv[1:]
-    values = [w.value for w in args]
+def _check_argv(argv: list[Word], simple: SimpleCommand, state: _State, depth: int) -> str | None:
+    name = basename(argv[0].value)
     if name in ("cd", "pushd"):
         state.cwd = _update_cwd(argv, state.cwd)
         return None
     if name == "popd":
         state.cwd = None
         return None
-    if name == "rm":
-        return _check_rm(args, state)
-    if _MKFS.fullmatch(name):
-        return f"{name} is blocked (it destroys a filesystem)"
-    if name in _PARTITIONERS:
-        return _check_partitioner(name, values)
-    if name == "shred":
-        dev = next((v for v in values if _is_device(v)), None)
-        return f"shred on device {dev} is blocked" if dev else None
-    if name == "dd":
-        for v in values:
-            if v.startswith("of=") and _is_disk(v[3:]):
-                return f"dd onto disk device {v[3:]} is blocked"
-        return None
-    if name == "tee":
-        dev = next((v for v in values if _is_disk(v)), None)
-        return f"tee onto disk device {dev} is blocked" if dev else None
-    if name == "diskutil" and values and values[0].lower() in _DISKUTIL_DESTRUCTIVE:
-        return f"diskutil {values[0]} is blocked"
-
-    code = _shell_code(argv)
-    if code is not None:
-        reason = _check_text(code.value, depth + 1)
-        if reason:
-            return reason
-    inv = _invocation(argv)
-    if inv is not None:
-        found = (
-            _word_download(inv.code, depth)
-            or _word_download(inv.script, depth)
-            or (_stdin_download(simple, depth) if inv.reads_stdin else None)
-        )
-        if found:
-            return f"running a download ({found}) with {name} is blocked"
-        if name in _SHELLS and inv.reads_stdin:
-            for r in simple.redirects:
-                body = r.heredoc if r.op in ("<<", "<<-") else None
-                if r.op == "<<<" and r.target is not None:
-                    body = r.target.value
-                if body:
-                    reason = _check_text(body, depth + 1)
-                    if reason:
-                        return reason
-    return None
+    return _check_program(name, argv, simple, state, depth) or _check_code_runner(
+        name, argv, simple, depth
+    )
 
 
-def _reads_program_from_stdin(element: _Element) -> str | None:
+def _stdin_reader(inv: Invocation | None, simple: SimpleCommand) -> bool:
+    if inv is None or not inv.reads_stdin:
+        return False
+    return not any(r.op in ("<", "<<", "<<-", "<<<") for r in simple.redirects)
+
+
+def _reads_program_from_stdin(element: Element) -> str | None:
     """Name of a shell/interpreter in the element that takes its program from stdin."""
-    for simple in _simples(element):
-        resolved = _resolve(simple.words)
+    for simple in simple_commands(element):
+        resolved = _resolved(simple)
         if resolved is None or not resolved.argv:
             continue
-        name = _basename(resolved.argv[0].value)
-        if not _is_interpreter(name) or name in ("eval", "source", "."):
+        name = basename(resolved.argv[0].value)
+        if not is_interpreter(name) or name == "eval":
             continue
-        inv = _invocation(resolved.argv)
-        if inv is not None and inv.reads_stdin:
-            has_stdin_redirect = any(r.op in ("<", "<<", "<<-", "<<<") for r in simple.redirects)
-            if not has_stdin_redirect:
-                return name
+        if _stdin_reader(invocation(resolved.argv), simple):
+            return name
     return None
 
 
-def _printed_text(element: _Element) -> str | None:
-    """Text that `echo`/`printf`/`cat <<EOF` writes, for when it is piped into a shell."""
-    if not isinstance(element, _Simple):
+def _printed_text(element: Element) -> str | None:
+    """Text that `echo`/`printf`/`cat <<EOF` writes, for when it is piped into a command."""
+    if not isinstance(element, SimpleCommand):
         return None
-    resolved = _resolve(element.words)
+    here = _here_text(element)
+    resolved = _resolved(element)
     if resolved is None or not resolved.argv:
         return None
-    name = _basename(resolved.argv[0].value)
+    name = basename(resolved.argv[0].value)
     args = [w.value for w in resolved.argv[1:]]
     if name == "cat" and not args:
-        for r in element.redirects:
-            if r.op in ("<<", "<<-") and r.heredoc:
-                return r.heredoc
-            if r.op == "<<<" and r.target is not None:
-                return r.target.value
-        return None
+        return here
     if name == "echo":
         while args and re.fullmatch(r"-[neE]+", args[0]):
             args.pop(0)
@@ -1231,7 +851,53 @@ def _printed_text(element: _Element) -> str | None:
     return " ".join(args).replace("\\n", "\n")
 
 
-def _check_simple(simple: _Simple, state: _State, depth: int) -> str | None:
+def _here_text(simple: SimpleCommand) -> str | None:
+    """The here-document or here-string a command reads as stdin."""
+    for r in simple.redirects:
+        if r.op in ("<<", "<<-") and r.heredoc:
+            return r.heredoc
+        if r.op == "<<<" and r.target is not None:
+            return r.target.value
+    return None
+
+
+def _listed_items(element: Element) -> list[str] | None:
+    """What a command writes one item a line, as xargs would read it (echo, printf, find)."""
+    printed = _printed_text(element)
+    if printed is not None:
+        return printed.split()
+    if isinstance(element, SimpleCommand):
+        resolved = _resolved(element)
+        if resolved and resolved.argv and basename(resolved.argv[0].value) == "find":
+            paths, expr = _find_parts(resolved.argv[1:])
+            if _min_depth([w.value for w in expr]) == 0:
+                return paths  # find prints its starting points first
+    return None
+
+
+def _check_xargs(
+    argv: list[Word],
+    replace: str | None,
+    items: list[str],
+    simple: SimpleCommand,
+    state: _State,
+    depth: int,
+) -> str | None:
+    """Check the command xargs (or parallel) builds from the items it reads."""
+    if replace is None:
+        built = [argv + [Word(item) for item in items]]
+    else:
+        built = [[Word(w.value.replace(replace, item)) for w in argv] for item in items]
+    for candidate in built:
+        reason = _check_argv(candidate, simple, state, depth)
+        if reason:
+            return reason
+    return None
+
+
+def _check_simple(
+    simple: SimpleCommand, state: _State, depth: int, fed: list[str] | None = None
+) -> str | None:
     # Substitutions run whatever the outer command is.
     for w in simple.words:
         for inner in w.inner_texts():
@@ -1247,7 +913,7 @@ def _check_simple(simple: _Simple, state: _State, depth: int) -> str | None:
                 return reason
         if r.op in _OUTPUT_REDIRS and _is_disk(r.target.value):
             return f"redirect onto disk device {r.target.value} is blocked"
-    resolved = _resolve(simple.words)
+    resolved = _resolved(simple)
     if resolved is None:
         return None
     for code in resolved.extra_code:
@@ -1256,34 +922,52 @@ def _check_simple(simple: _Simple, state: _State, depth: int) -> str | None:
             return reason
     if not resolved.argv:
         return None
+    if resolved.xargs is not None:
+        here = _here_text(simple)
+        items = here.split() if here is not None else fed
+        if items:
+            reason = _check_xargs(
+                resolved.argv, resolved.xargs.replace, items, simple, state, depth
+            )
+            if reason:
+                return reason
     return _check_argv(resolved.argv, simple, state, depth)
 
 
-def _check_pipelines(pipelines: list[_Pipeline], state: _State, depth: int) -> str | None:
-    for pipeline in pipelines:
-        # sinks[k]: a later element that runs its stdin as a program (computed once: O(n)).
-        sinks: list[str | None] = [None] * len(pipeline)
-        for k in range(len(pipeline) - 2, -1, -1):
-            sinks[k] = _reads_program_from_stdin(pipeline[k + 1]) or sinks[k + 1]
-        for k, element in enumerate(pipeline[:-1]):
-            sink = sinks[k]
-            if sink is None:
-                continue
-            source = _element_download(element, depth)
-            if source is not None:
-                return f"piping a download ({source}) into {sink} is blocked"
-            printed = _printed_text(element)
-            if printed is not None:
-                reason = _check_text(printed, depth + 1)
-                if reason:
-                    return reason
-        for element in pipeline:
-            if isinstance(element, _Group):
-                reason = _check_pipelines(element.body, state, depth)
-            else:
-                reason = _check_simple(element, state, depth)
+def _check_pipeline(pipeline: Pipeline, state: _State, depth: int) -> str | None:
+    commands = pipeline.commands
+    # sinks[k]: a later element that runs its stdin as a program (computed once: O(n)).
+    sinks: list[str | None] = [None] * len(commands)
+    for k in range(len(commands) - 2, -1, -1):
+        sinks[k] = _reads_program_from_stdin(commands[k + 1]) or sinks[k + 1]
+    for k, element in enumerate(commands[:-1]):
+        sink = sinks[k]
+        if sink is None:
+            continue
+        source = _element_download(element, depth)
+        if source is not None:
+            return f"piping a download ({source}) into {sink} is blocked"
+        printed = _printed_text(element)
+        if printed is not None:
+            reason = _check_text(printed, depth + 1)
             if reason:
                 return reason
+    for k, element in enumerate(commands):
+        if isinstance(element, Group):
+            reason = _check_pipelines(element.body, state, depth)
+        else:
+            fed = _listed_items(commands[k - 1]) if k > 0 else None
+            reason = _check_simple(element, state, depth, fed)
+        if reason:
+            return reason
+    return None
+
+
+def _check_pipelines(pipelines: list[Pipeline], state: _State, depth: int) -> str | None:
+    for pipeline in pipelines:
+        reason = _check_pipeline(pipeline, state, depth)
+        if reason:
+            return reason
     return None
 
 
@@ -1294,7 +978,7 @@ def _check_text(text: str, depth: int) -> str | None:
     reason = _fork_bomb(text)
     if reason:
         return reason
-    return _check_pipelines(_parse(text), _State(), depth)
+    return _check_pipelines(parse(text), _State(), depth)
 
 
 def check_hardline(command: str) -> str | None:

@@ -27,6 +27,8 @@ import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from habakkuk.tools.special_ranges import embedded_ipv4, outside_global_unicast, special_range
+
 if TYPE_CHECKING:
     import aiohttp
     from aiohttp.abc import AbstractResolver, ResolveResult
@@ -72,40 +74,16 @@ _METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
 )
 _METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "instance-data"})
 
-_THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")
-_CARRIER_NAT = ipaddress.IPv4Network("100.64.0.0/10")
-_RFC1918 = (
-    ipaddress.IPv4Network("10.0.0.0/8"),
-    ipaddress.IPv4Network("172.16.0.0/12"),
-    ipaddress.IPv4Network("192.168.0.0/16"),
-)
-_BROADCAST = ipaddress.IPv4Address("255.255.255.255")
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
-_UNIQUE_LOCAL = ipaddress.IPv6Network("fc00::/7")
-
 
 def _classify_v4(ip: ipaddress.IPv4Address) -> str | None:
     """Why an IPv4 address is not a public target (a noun phrase), or None."""
     if ip in _METADATA_ADDRESSES:
         return "a cloud metadata address"
-    if ip in _THIS_NETWORK:
-        return "an unspecified ('this network') address"
-    if ip.is_loopback:
-        return "a loopback address"
-    if ip.is_link_local:
-        return "a link-local address"
-    if ip in _CARRIER_NAT:
-        return "a carrier-grade NAT address (100.64.0.0/10)"
-    if ip == _BROADCAST:
-        return "the broadcast address"
-    if ip.is_multicast:
-        return "a multicast address"
-    if any(ip in net for net in _RFC1918):
-        return "a private address (RFC 1918)"
-    if ip.is_reserved:
-        return "a reserved address"
-    if ip.is_private or not ip.is_global:
+    row = special_range(ip)
+    if row is not None:
+        return f"{row.kind} in {row.network} ({row.source})" if row.blocked else None
+    # Not in our table: a range newer than it may still be known to ipaddress.
+    if not ip.is_global:
         return "a special-purpose, non-public address"
     return None
 
@@ -114,35 +92,19 @@ def _classify_v6(ip: ipaddress.IPv6Address) -> str | None:
     """Why an IPv6 address is not a public target (a noun phrase), or None."""
     if ip in _METADATA_ADDRESSES:
         return "a cloud metadata address"
-    # Forms that carry an IPv4 address: the embedded address is what gets reached.
-    embedded: tuple[str, ipaddress.IPv4Address] | None = None
-    if ip.ipv4_mapped is not None:
-        embedded = ("an IPv4-mapped", ip.ipv4_mapped)
-    elif ip in _NAT64:
-        embedded = ("a NAT64", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
-    elif ip.sixtofour is not None:
-        embedded = ("a 6to4", ip.sixtofour)
-    if embedded is not None:
-        kind, v4 = embedded
-        inner = _classify_v4(v4)
-        return f"{kind} form of {v4}, {inner}" if inner else None
-    if ip.is_unspecified:
-        return "the unspecified address"
-    if ip.is_loopback:
-        return "a loopback address"
-    if ip.is_link_local:
-        return "a link-local address"
-    if ip.is_site_local:
-        return "a site-local address"
-    if ip in _UNIQUE_LOCAL:
-        return "a private address (unique local, fc00::/7)"
-    if ip.is_multicast:
-        return "a multicast address"
-    if ip in _NAT64_LOCAL:
-        return "a local-use NAT64 address"
-    if ip.is_reserved:
-        return "a reserved address"
-    if ip.is_private or not ip.is_global:
+    row = special_range(ip)
+    if row is not None and row.embeds is not None:
+        # Forms that carry an IPv4 address: the embedded address is what gets reached.
+        for v4 in embedded_ipv4(row, ip):
+            inner = _classify_v4(v4)
+            if inner:
+                return f"{row.kind} form of {v4}, {inner}"
+        return None
+    if row is not None:
+        return f"{row.kind} in {row.network} ({row.source})" if row.blocked else None
+    if outside_global_unicast(ip):
+        return "an address outside the global unicast space (2000::/3)"
+    if not ip.is_global:
         return "a special-purpose, non-public address"
     return None
 
@@ -150,10 +112,11 @@ def _classify_v6(ip: ipaddress.IPv6Address) -> str | None:
 def check_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     """Return why ``ip`` may not be fetched from, or None for a public address.
 
-    Refused: loopback, private (RFC 1918, fc00::/7), carrier-grade NAT,
-    link-local, multicast, unspecified, reserved and broadcast addresses and
-    cloud metadata endpoints, also when wrapped in an IPv4-mapped, NAT64 or
-    6to4 IPv6 address.
+    Refused: cloud metadata endpoints and every range of our own table of
+    IANA special-purpose addresses (:mod:`habakkuk.tools.special_ranges`) that
+    is not globally reachable (loopback, private, carrier-grade NAT,
+    link-local, documentation, benchmarking, multicast, reserved, broadcast,
+    ...), also when wrapped in an IPv4-mapped, NAT64, 6to4 or Teredo address.
     """
     phrase = _classify_v4(ip) if isinstance(ip, ipaddress.IPv4Address) else _classify_v6(ip)
     return f"{ip} is {phrase}" if phrase else None

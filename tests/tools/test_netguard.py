@@ -28,6 +28,7 @@ from habakkuk.tools.netguard import (
     fetch_guarded,
     guarded_session,
 )
+from habakkuk.tools.special_ranges import SPECIAL_RANGES
 
 # --------------------------------------------------------------------------- addresses
 
@@ -49,7 +50,7 @@ REFUSED_ADDRESSES = [
     ("0.1.2.3", "unspecified"),
     ("255.255.255.255", "broadcast"),
     ("240.0.0.1", "reserved"),
-    ("192.0.2.1", "non-public"),
+    ("192.0.2.1", "documentation"),
     ("::1", "loopback"),
     ("::", "unspecified"),
     ("fe80::1", "link-local"),
@@ -93,6 +94,129 @@ def test_non_public_address_is_refused_with_its_kind(address: str, word: str) ->
 
 @pytest.mark.parametrize("address", PUBLIC_ADDRESSES)
 def test_public_address_is_allowed(address: str) -> None:
+    assert check_address(ipaddress.ip_address(address)) is None
+
+
+# Every special-purpose range (IANA IPv4 and IPv6 special registries, multicast, reserved
+# space) with the verdict for outbound fetches, written out here independently of the module's
+# table. Embedding forms (mapped, NAT64, 6to4, Teredo) are refused at both ends because their
+# first and last addresses carry 0.0.0.0 and 255.255.255.255.
+BLOCK, PASS = True, False
+SPECIAL_RANGE_VERDICTS = [
+    ("0.0.0.0/8", BLOCK),
+    ("0.0.0.0/32", BLOCK),
+    ("10.0.0.0/8", BLOCK),
+    ("100.64.0.0/10", BLOCK),
+    ("127.0.0.0/8", BLOCK),
+    ("169.254.0.0/16", BLOCK),
+    ("172.16.0.0/12", BLOCK),
+    ("192.0.0.0/24", BLOCK),
+    ("192.0.0.0/29", BLOCK),
+    ("192.0.0.8/32", BLOCK),
+    ("192.0.0.9/32", BLOCK),
+    ("192.0.0.10/32", BLOCK),
+    ("192.0.0.170/32", BLOCK),
+    ("192.0.0.171/32", BLOCK),
+    ("192.0.2.0/24", BLOCK),
+    ("192.31.196.0/24", PASS),
+    ("192.52.193.0/24", PASS),
+    ("192.88.99.0/24", BLOCK),
+    ("192.88.99.2/32", BLOCK),
+    ("192.168.0.0/16", BLOCK),
+    ("192.175.48.0/24", PASS),
+    ("198.18.0.0/15", BLOCK),
+    ("198.51.100.0/24", BLOCK),
+    ("203.0.113.0/24", BLOCK),
+    ("224.0.0.0/4", BLOCK),
+    ("240.0.0.0/4", BLOCK),
+    ("255.255.255.255/32", BLOCK),
+    ("::/8", BLOCK),
+    ("::/96", BLOCK),
+    ("::/128", BLOCK),
+    ("::1/128", BLOCK),
+    ("::ffff:0:0/96", BLOCK),
+    ("64:ff9b::/96", BLOCK),
+    ("64:ff9b:1::/48", BLOCK),
+    ("100::/64", BLOCK),
+    ("100:0:0:1::/64", BLOCK),
+    ("2001::/23", BLOCK),
+    ("2001::/32", BLOCK),
+    ("2001:1::1/128", BLOCK),
+    ("2001:1::2/128", BLOCK),
+    ("2001:1::3/128", BLOCK),
+    ("2001:2::/48", BLOCK),
+    ("2001:3::/32", PASS),
+    ("2001:4:112::/48", PASS),
+    ("2001:10::/28", BLOCK),
+    ("2001:20::/28", BLOCK),
+    ("2001:30::/28", BLOCK),
+    ("2001:db8::/32", BLOCK),
+    ("2002::/16", BLOCK),
+    ("2620:4f:8000::/48", PASS),
+    ("3fff::/20", BLOCK),
+    ("5f00::/16", BLOCK),
+    ("fc00::/7", BLOCK),
+    ("fe80::/10", BLOCK),
+    ("fec0::/10", BLOCK),
+    ("ff00::/8", BLOCK),
+]
+
+
+def _range_ends() -> list[tuple[str, bool]]:
+    ends = []
+    for cidr, blocked in SPECIAL_RANGE_VERDICTS:
+        net = ipaddress.ip_network(cidr)
+        ends += [(str(net.network_address), blocked), (str(net.broadcast_address), blocked)]
+    return ends
+
+
+def test_every_special_range_in_the_table_has_a_verdict_here() -> None:
+    assert {str(row.network) for row in SPECIAL_RANGES} == {
+        str(ipaddress.ip_network(cidr)) for cidr, _ in SPECIAL_RANGE_VERDICTS
+    }
+
+
+def test_first_and_last_address_of_every_special_range_get_its_verdict() -> None:
+    wrong = [
+        (address, "should be refused" if blocked else "should pass")
+        for address, blocked in _range_ends()
+        if (check_address(ipaddress.ip_address(address)) is not None) != blocked
+    ]
+    assert not wrong, "; ".join(f"{address} {verdict}" for address, verdict in wrong)
+
+
+@pytest.mark.parametrize(
+    ("address", "word"),
+    [
+        ("192.88.99.1", "6to4 relay"),
+        ("192.0.0.100", "IETF protocol assignment"),
+        ("192.0.0.9", "PCP anycast"),
+        ("3fff::1", "documentation"),
+        ("3fff:fff:ffff::1", "documentation"),
+        ("5f00::1", "SRv6"),
+        ("2001:20::1", "ORCHID"),
+        ("::a00:1", "IPv4-compatible"),
+        ("4000::1", "global unicast"),
+        ("2001:0:808:808::f5ff:fefe", "Teredo form of 10.0.1.1"),
+        ("2001:0:a00:1::f7f7:f7f7", "Teredo form of 10.0.0.1"),
+        ("::ffff:192.88.99.1", "IPv4-mapped form of 192.88.99.1"),
+        ("64:ff9b::c000:0201", "documentation"),
+        ("2002:c058:6301::", "6to4 relay"),
+    ],
+)
+def test_ranges_missing_from_the_standard_library_tables_are_refused(
+    address: str, word: str
+) -> None:
+    reason = check_address(ipaddress.ip_address(address))
+    assert reason is not None and word in reason
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["9.9.9.9", "192.0.1.1", "192.88.98.255", "198.20.0.1", "223.255.255.254",
+     "2a00:1450:4001::200e", "2001:200::1", "3000::1", "2001:0:808:808::f7f7:f7f7"],
+)  # fmt: skip
+def test_ordinary_public_addresses_next_to_special_ranges_pass(address: str) -> None:
     assert check_address(ipaddress.ip_address(address)) is None
 
 
