@@ -131,9 +131,7 @@ async def test_transcripts_written_before_context_blocks_are_reindexed_and_read_
     store = await TranscriptStore.open(path, control)
     try:
         # Only the assistant's own word is left to find.
-        assert [(h.session, h.role) for h in await store.search("current")] == [
-            ("s1", "assistant")
-        ]
+        assert [(h.session, h.role) for h in await store.search("current")] == [("s1", "assistant")]
         assert await store.search("UTC") == [] and await store.search("bags") == []
         first, second, _ = await store.messages("s1")
         assert first.message.text == "pack for the coast"
@@ -158,9 +156,7 @@ async def test_transcripts_written_before_context_blocks_are_reindexed_and_read_
 
 async def test_json_export_shows_the_notes_by_type_only(store: TranscriptStore) -> None:
     await store.create_session("s1", "main", "")
-    await store.append(
-        "s1", Message("user", [TextBlock("hi"), ContextBlock(LEGACY_TIME, "time")])
-    )
+    await store.append("s1", Message("user", [TextBlock("hi"), ContextBlock(LEGACY_TIME, "time")]))
     session = await store.get_session("s1")
     assert session is not None
     body = json.loads(export_transcript(session, await store.messages("s1"), "json"))
