@@ -1036,6 +1036,22 @@ class Runtime:
         compaction = await self.transcripts.latest_compaction(session_id)
         return export_transcript(session, messages, fmt, compaction)  # type: ignore[arg-type]
 
+    def export_default(self, session_id: str, fmt: str) -> str:
+        """Where an export goes when no path is given: HOME/exports/<session>.<fmt>."""
+        from habakkuk.engine.export import export_path
+
+        return str(export_path(self.home.root, session_id, fmt))
+
+    async def save_export(self, session_id: str, fmt: str, path: str | None = None) -> str:
+        """Write a session's transcript as md, json or html to `path` (relative to the
+        current folder), else to HOME/exports/<session>.<fmt>; missing folders are
+        created. Returns where it went; HabakkukError (one line) when it cannot be written."""
+        from habakkuk.engine.export import save_export
+
+        text = await self.export_session(session_id, fmt)
+        where = await asyncio.to_thread(save_export, self.home.root, session_id, fmt, text, path)
+        return str(where)
+
     async def compaction(self, session_id: str) -> Compaction | None:
         """The session's latest compaction (its summary and first kept message), if any."""
         await self.session(session_id)
