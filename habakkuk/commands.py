@@ -226,21 +226,23 @@ def sessions_export(args: argparse.Namespace) -> int:
 
 
 async def _sessions_export(session_id: str, fmt: str, output: str | None) -> int:
-    from habakkuk.engine.export import export_transcript
+    from habakkuk.engine.errors import HabakkukError
+    from habakkuk.engine.export import save_export
 
     runtime = await _open()
     try:
-        session = await runtime.session(session_id)
-        messages = await runtime.messages(session_id)
-        compaction = await runtime.compaction(session_id)
+        text = await runtime.export_session(session_id, fmt)
     finally:
         await runtime.close()
-    text = export_transcript(session, messages, fmt, compaction)  # type: ignore[arg-type]
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-        print(f"wrote {output}", file=sys.stderr)
-    else:
+    if not output:
         sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        where = save_export(runtime.home.root, session_id, fmt, text, output)
+    except HabakkukError as exc:  # a bad -o path is the caller's to fix: one line, exit 2
+        print(f"habakkuk: sessions export: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote {where}", file=sys.stderr)
     return EXIT_OK
 
 

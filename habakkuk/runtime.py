@@ -12,7 +12,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ from habakkuk.engine.jobs import Job, JobQueue, Lease
 from habakkuk.engine.llm.factory import ProviderHub
 from habakkuk.engine.llm.pricing import PriceTable
 from habakkuk.engine.llm.router import Caller, Router
-from habakkuk.engine.llm.types import ToolResultBlock, Usage
+from habakkuk.engine.llm.types import Message, ToolResultBlock, Usage
 from habakkuk.engine.llm.usage import UsageStore, UsageTotal
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.retention import RETENTION_KIND, retention_job_id
@@ -942,13 +942,17 @@ class Runtime:
             self.interactive = bool(getattr(self, "_interactive_before_http", False))
             await server.stop()
 
-    async def seed_session(self, session_id: str, history: list[tuple[str, str]]) -> None:
-        """Append earlier (role, text) messages to a new session before its first turn."""
+    async def seed_session(
+        self, session_id: str, history: Sequence[tuple[str, str] | Message]
+    ) -> None:
+        """Append earlier messages ((role, text) or whole messages) to a new session
+        before its first turn."""
         from habakkuk.engine.sessions import plain_text_message
 
         await self.session(session_id)
-        for role, text in history:
-            await self.transcripts.append(session_id, plain_text_message(role, text))
+        for item in history:
+            message = item if isinstance(item, Message) else plain_text_message(*item)
+            await self.transcripts.append(session_id, message)
 
     async def turn_outcome(self, turn_id: str) -> TurnOutcome | None:
         """The turn's state now (queued, running, done, failed, cancelled), or None."""
@@ -1031,6 +1035,22 @@ class Runtime:
         messages = await self.messages(session_id)
         compaction = await self.transcripts.latest_compaction(session_id)
         return export_transcript(session, messages, fmt, compaction)  # type: ignore[arg-type]
+
+    def export_default(self, session_id: str, fmt: str) -> str:
+        """Where an export goes when no path is given: HOME/exports/<session>.<fmt>."""
+        from habakkuk.engine.export import export_path
+
+        return str(export_path(self.home.root, session_id, fmt))
+
+    async def save_export(self, session_id: str, fmt: str, path: str | None = None) -> str:
+        """Write a session's transcript as md, json or html to `path` (relative to the
+        current folder), else to HOME/exports/<session>.<fmt>; missing folders are
+        created. Returns where it went; HabakkukError (one line) when it cannot be written."""
+        from habakkuk.engine.export import save_export
+
+        text = await self.export_session(session_id, fmt)
+        where = await asyncio.to_thread(save_export, self.home.root, session_id, fmt, text, path)
+        return str(where)
 
     async def compaction(self, session_id: str) -> Compaction | None:
         """The session's latest compaction (its summary and first kept message), if any."""

@@ -1,13 +1,23 @@
-"""Transcript export: Markdown, JSON (the shape of GET /api/sessions/{id}) and HTML."""
+"""Transcript export: Markdown, JSON (the shape of GET /api/sessions/{id}) and HTML.
+
+Each shows the user's words, not the notes Habakkuk sends the model with them
+(the time, the todo list): those context blocks are shown by type only in JSON
+and left out of Markdown and HTML. A /v1 client's system messages are shown.
+Exports written to disk go under HOME/exports/ unless a path is given.
+"""
 
 from __future__ import annotations
 
 import html
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
+from .errors import HabakkukError
+from .home import ensure_private_dir
 from .llm.types import (
+    ContextBlock,
     DocumentBlock,
     ImageBlock,
     TextBlock,
@@ -18,7 +28,11 @@ from .llm.types import (
 from .sessions import Compaction, Session, StoredMessage
 
 Format = Literal["md", "json", "html"]
+FORMATS: tuple[str, ...] = ("md", "json", "html")
 TEXT_CUT = 20_000
+# The context a reader of the transcript is shown: what a client sent, unlike the
+# notes Habakkuk adds to each turn.
+SHOWN_CONTEXT = ("client",)
 
 
 def rfc3339(timestamp: float) -> str:
@@ -37,7 +51,10 @@ def session_json(session: Session) -> dict[str, Any]:
 
 
 def _api_block(raw: dict[str, Any]) -> dict[str, Any]:
-    """A stored block as the API shows it: long text cut and marked."""
+    """A stored block as the API shows it: long text cut and marked; a note Habakkuk
+    sent with the user's words (the time, the todo list) by type only."""
+    if raw.get("type") == "context" and raw.get("kind") not in SHOWN_CONTEXT:
+        return {"type": "context", "kind": str(raw.get("kind", ""))}
     block = dict(raw)
     for key in ("text",):
         value = block.get(key)
@@ -79,20 +96,61 @@ def transcript_json(
     return body
 
 
-def _markdown_block(block: object) -> str:
+def _tool_names(messages: list[StoredMessage]) -> dict[str, str]:
+    """tool_use_id -> the tool's name, for labelling results."""
+    return {
+        call.tool_use_id: call.tool
+        for m in messages
+        if m.role == "assistant"
+        for call in m.message.tool_uses
+    }
+
+
+def _shown(block: object) -> bool:
+    """Whether an export shows the block (not a note Habakkuk added to the turn)."""
+    return not isinstance(block, ContextBlock) or block.kind in SHOWN_CONTEXT
+
+
+def _speaker(m: StoredMessage, tools: dict[str, str]) -> str:
+    """Who a message is from: User, Assistant (model), or the tool results it carries."""
+    if m.role == "assistant":
+        return f"Assistant ({m.message.model})".replace(" ()", "")
+    results = m.message.tool_results
+    if results and not any(isinstance(b, TextBlock) and b.text.strip() for b in m.message.blocks):
+        names = ", ".join(dict.fromkeys(tools.get(r.tool_use_id, "tool") for r in results))
+        return f"Tool result{'s' if len(results) > 1 else ''} · {names}"
+    return "User"
+
+
+def _markdown_block(block: object, tools: dict[str, str]) -> str:
     if isinstance(block, TextBlock):
         return block.text
+    if isinstance(block, ContextBlock):
+        return "> " + block.text.replace("\n", "\n> ")
     if isinstance(block, ThinkingBlock):
         return "> *thinking:* " + block.text.replace("\n", "\n> ")
     if isinstance(block, ToolUseBlock):
         args = json.dumps(block.input, ensure_ascii=False, indent=2)
-        return f"**tool call** `{block.tool}` ({block.tool_use_id})\n\n```json\n{args}\n```"
+        fence = _fence(args)
+        return f"**tool call** `{block.tool}` ({block.tool_use_id})\n\n{fence}json\n{args}\n{fence}"
     if isinstance(block, ToolResultBlock):
         label = "tool error" if block.is_error else "tool result"
-        return f"**{label}** ({block.tool_use_id})\n\n```\n{block.text}\n```"
+        tool = tools.get(block.tool_use_id, "")
+        name = f" `{tool}`" if tool else ""
+        fence = _fence(block.text)
+        return f"**{label}**{name} ({block.tool_use_id})\n\n{fence}\n{block.text}\n{fence}"
     if isinstance(block, (ImageBlock, DocumentBlock)):
         return f"*[{block.type}: {block.name or block.media_type}]*"
     return f"*[{getattr(block, 'type', 'block')}]*"
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in `text`, so it cannot close early."""
+    longest, run = 0, 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
 
 
 COMPACTED_NOTE = (
@@ -105,6 +163,7 @@ def transcript_markdown(
     session: Session, messages: list[StoredMessage], compaction: Compaction | None = None
 ) -> str:
     cut = keep_from(messages, compaction) if compaction is not None else -1
+    tools = _tool_names(messages)
     lines = [
         f"# {session.title or session.id}",
         "",
@@ -116,19 +175,34 @@ def transcript_markdown(
     for index, m in enumerate(messages):
         if index == cut:
             lines += ["---", "", f"*{COMPACTED_NOTE}*", "", "---", ""]
-        who = "User" if m.role == "user" else f"Assistant ({m.message.model})".replace(" ()", "")
-        lines += [f"## {who} · #{m.seq}", ""]
-        lines += [_markdown_block(b) + "\n" for b in m.message.blocks]
+        lines += [f"## {_speaker(m, tools)} · #{m.seq}", ""]
+        lines += [_markdown_block(b, tools) + "\n" for b in m.message.blocks if _shown(b)]
     if cut == len(messages):
         lines += ["---", "", f"*{COMPACTED_NOTE}*", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _markdown_renderer() -> Any:
+    """CommonMark with tables and strikethrough. Raw HTML in a message is escaped, not
+    passed through, and images are not loaded, so the page stays script-free and
+    self-contained; markdown-it refuses javascript:, vbscript: and data: links."""
+    from markdown_it import MarkdownIt
+
+    return (
+        MarkdownIt("commonmark", {"html": False})
+        .enable(["table", "strikethrough"])
+        .disable("image")
+    )
+
+
 def transcript_html(
     session: Session, messages: list[StoredMessage], compaction: Compaction | None = None
 ) -> str:
-    """A self-contained, script-free page; every piece of text is escaped."""
+    """A self-contained, script-free page: messages' Markdown rendered, everything else
+    (and any HTML inside the Markdown) escaped."""
     esc = html.escape
+    render = _markdown_renderer().render
+    tools = _tool_names(messages)
     cut = keep_from(messages, compaction) if compaction is not None else -1
     note = ""
     if compaction is not None:
@@ -144,7 +218,10 @@ def transcript_html(
         "padding:0 1rem}.m{border-left:3px solid #999;padding:.2rem 1rem;margin:1rem 0}"
         ".user{border-color:#2a7ae2}.assistant{border-color:#3a3}"
         "pre{white-space:pre-wrap;background:#f4f4f4;padding:.5rem;overflow:auto}"
-        ".err{color:#b00}.think{color:#777;font-style:italic}"
+        ".err{color:#b00}.think{color:#777;font-style:italic}.tool{border-color:#c80}"
+        ".context{color:#555;border-left:2px solid #ccc;padding-left:.7rem}"
+        "code{background:#f4f4f4}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:.2rem .5rem}"
         ".compacted{border-top:1px dashed #999;border-bottom:1px dashed #999;margin:1rem 0}"
         "</style></head><body>",
         f"<h1>{esc(session.title or session.id)}</h1>",
@@ -154,10 +231,16 @@ def transcript_html(
     for index, m in enumerate(messages):
         if index == cut:
             parts.append(note)
-        parts.append(f"<div class='m {esc(m.role)}'><h3>{esc(m.role)} #{m.seq}</h3>")
+        who = _speaker(m, tools)
+        cls = "tool" if who.startswith("Tool result") else m.role
+        parts.append(f"<div class='m {esc(cls)}'><h3>{esc(who)} · #{m.seq}</h3>")
         for block in m.message.blocks:
+            if not _shown(block):
+                continue
             if isinstance(block, TextBlock):
-                parts.append(f"<pre>{esc(block.text)}</pre>")
+                parts.append(render(block.text))
+            elif isinstance(block, ContextBlock):
+                parts.append(f"<div class='context'>{render(block.text)}</div>")
             elif isinstance(block, ThinkingBlock):
                 parts.append(f"<pre class='think'>{esc(block.text)}</pre>")
             elif isinstance(block, ToolUseBlock):
@@ -166,8 +249,12 @@ def transcript_html(
                     f"<p>tool call <code>{esc(block.tool)}</code></p><pre>{esc(args)}</pre>"
                 )
             elif isinstance(block, ToolResultBlock):
-                cls = " class='err'" if block.is_error else ""
-                parts.append(f"<pre{cls}>{esc(block.text)}</pre>")
+                err = " class='err'" if block.is_error else ""
+                tool = tools.get(block.tool_use_id, "")
+                label = ("tool error" if block.is_error else "tool result") + (
+                    f" <code>{esc(tool)}</code>" if tool else ""
+                )
+                parts.append(f"<p>{label}</p><pre{err}>{esc(block.text)}</pre>")
             else:
                 parts.append(f"<p><em>[{esc(str(getattr(block, 'type', 'block')))}]</em></p>")
         parts.append("</div>")
@@ -190,3 +277,31 @@ def export_transcript(
     if fmt == "html":
         return transcript_html(session, messages, compaction)
     return transcript_markdown(session, messages, compaction)
+
+
+def export_path(home: Path, session_id: str, fmt: str) -> Path:
+    """Where an export goes when no path is given: HOME/exports/<session>.<fmt>."""
+    return home / "exports" / f"{session_id}.{fmt}"
+
+
+def save_export(
+    home: Path, session_id: str, fmt: str, text: str, given: str | Path | None = None
+) -> Path:
+    """Write an export and return where it went: to `given` (~ expanded; relative to the
+    current folder), else HOME/exports/<session>.<fmt> (a private folder, as transcripts
+    are). Missing folders are created. HabakkukError, one line naming the path, when the
+    file cannot be written (a file where a folder should be, no permission)."""
+    default = given is None or not str(given).strip()
+    path = export_path(home, session_id, fmt) if default else Path(str(given)).expanduser()
+    try:
+        if default:
+            ensure_private_dir(path.parent)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.filename and str(exc.filename) != str(path):
+            reason = f"{exc.filename}: {reason}"
+        raise HabakkukError(f"cannot write {path}: {reason}") from None
+    return path

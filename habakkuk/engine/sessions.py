@@ -3,8 +3,14 @@
 A session holds its frozen system prompt. Messages are appended, never
 rewritten; each append made by a job first checks the job's lease in the same
 transaction (control.db is attached as `control`). Triggers keep `message_text`
-(the text of user and assistant messages, cut to 8,000 characters) and its FTS5
+(the words of user and assistant messages, cut to 8,000 characters) and its FTS5
 index in step with `messages`.
+
+What Habakkuk sends along with the user's words (the time, the todo list) is a
+context block, never indexed or shown. Versions before transcripts schema 5
+stored those notes as text blocks after the words: `legacy_context` turns them
+into context blocks on read, the index leaves them out, and migration 5
+reindexed the rows written before it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,26 @@ INTERRUPTED = (
     "interrupted: the process stopped before this tool call finished; "
     "check the state before repeating it"
 )
+
+# Notes older versions stored as text blocks after a user's words (index 1 on).
+LEGACY_TIME_PREFIX = "[current time: "
+LEGACY_TODO_PREFIX = "[your todo list for this session]\n"
+# The first line of the note a /v1 request's system messages became before schema 5.
+LEGACY_CLIENT_HEADER = "Notes from the client application (its system and developer messages):"
+
+
+def _words_sql(blocks: str, role: str) -> str:
+    """SQL for the searchable words of a stored message: its text blocks, newline-joined,
+    less the notes older versions stored as text after a user's words."""
+    text = "json_extract(value, '$.text')"
+    return (
+        f"(SELECT group_concat({text}, char(10)) FROM json_each({blocks})"
+        f" WHERE json_extract(value, '$.type') = 'text'"
+        f" AND NOT ({role} = 'user' AND key > 0"
+        f" AND ({text} GLOB '[[]current time: *]'"
+        f" OR {text} GLOB '[[]your todo list for this session]' || char(10) || '*')))"
+    )
+
 
 MIGRATIONS = [
     Migration(
@@ -114,6 +140,48 @@ MIGRATIONS = [
             created_at REAL NOT NULL
         );
         CREATE INDEX compactions_session ON compactions(session_id, id);
+        """,
+    ),
+    # The index holds only the user's words: the time and todo notes older versions
+    # stored as text are left out, for new rows (the trigger) and old ones (a reindex).
+    # Sessions a /v1 request titled by its client's notes get their user's words.
+    Migration(
+        5,
+        f"""
+        DROP TRIGGER messages_text_ai;
+        CREATE TRIGGER messages_text_ai AFTER INSERT ON messages
+        WHEN NEW.role IN ('user', 'assistant') AND json_valid(NEW.blocks) BEGIN
+            INSERT INTO message_text(message_id, session_id, seq, role, text)
+            SELECT NEW.id, NEW.session_id, NEW.seq, NEW.role, substr(t, 1, 8000)
+            FROM (SELECT {_words_sql("NEW.blocks", "NEW.role")} AS t)
+            WHERE t IS NOT NULL AND t != '';
+        END;
+        DROP TRIGGER message_text_ai;
+        DROP TRIGGER message_text_ad;
+        DELETE FROM message_text;
+        INSERT INTO message_text(message_id, session_id, seq, role, text)
+        SELECT id, session_id, seq, role, substr(t, 1, 8000)
+        FROM (SELECT m.id, m.session_id, m.seq, m.role, {_words_sql("m.blocks", "m.role")} AS t
+              FROM messages m WHERE m.role IN ('user', 'assistant') AND json_valid(m.blocks))
+        WHERE t IS NOT NULL AND t != '';
+        INSERT INTO message_fts(message_fts) VALUES ('rebuild');
+        CREATE TRIGGER message_text_ai AFTER INSERT ON message_text BEGIN
+            INSERT INTO message_fts(rowid, text) VALUES (NEW.message_id, NEW.text);
+        END;
+        CREATE TRIGGER message_text_ad AFTER DELETE ON message_text BEGIN
+            INSERT INTO message_fts(message_fts, rowid, text)
+            VALUES ('delete', OLD.message_id, OLD.text);
+        END;
+        UPDATE sessions SET title = coalesce((
+            SELECT substr(CASE WHEN instr(t, char(10)) > 0
+                               THEN rtrim(substr(t, 1, instr(t, char(10)) - 1)) ELSE t END, 1, 80)
+            FROM (SELECT trim(json_extract(m.blocks, '$[0].text')) AS t, m.seq AS seq
+                  FROM messages m
+                  WHERE m.session_id = sessions.id AND m.role = 'user' AND json_valid(m.blocks)
+                    AND json_extract(m.blocks, '$[0].type') = 'text')
+            WHERE t != '' AND substr(t, 1, {len(LEGACY_CLIENT_HEADER)}) != '{LEGACY_CLIENT_HEADER}'
+            ORDER BY seq LIMIT 1), '')
+        WHERE title_source = 'first_message' AND title = '{LEGACY_CLIENT_HEADER}';
         """,
     ),
 ]
@@ -681,11 +749,31 @@ def _fork_point(rows: list[sqlite3.Row], upto_seq: int | None) -> int | None:
 
 
 def _title_from(message: Message) -> str:
-    """A first-message title: the first line of the first text block."""
+    """A first-message title: the first line of the first text block (the user's words;
+    context blocks are not text blocks)."""
     for block in message.blocks:
         if isinstance(block, TextBlock) and block.text.strip():
             return block.text.strip().splitlines()[0][:80]
     return ""
+
+
+def legacy_context(role: str, raw: list[Any]) -> list[Any]:
+    """Stored blocks with the time and todo notes older versions wrote as text (after a
+    user's words) as the context blocks they are now; other blocks unchanged."""
+    if role != "user":
+        return raw
+    fixed = list(raw)
+    for index, block in enumerate(raw[1:], start=1):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            continue
+        text = block.get("text")
+        if not isinstance(text, str):
+            continue
+        if text.startswith(LEGACY_TIME_PREFIX) and text.endswith("]"):
+            fixed[index] = {"type": "context", "kind": "time", "text": text}
+        elif text.startswith(LEGACY_TODO_PREFIX):
+            fixed[index] = {"type": "context", "kind": "todo", "text": text}
+    return fixed
 
 
 def _stored(row: sqlite3.Row) -> StoredMessage | None:
@@ -693,6 +781,7 @@ def _stored(row: sqlite3.Row) -> StoredMessage | None:
         raw = json.loads(row["blocks"])
         if not isinstance(raw, list):
             raise ValueError("blocks is not a list")
+        raw = legacy_context(row["role"], raw)
         blocks = [block_from_json(b) for b in raw]
     except (ValueError, TypeError) as exc:
         import logging

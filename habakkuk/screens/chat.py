@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -517,25 +516,26 @@ class ChatScreen(RuntimeScreen):
         if not self.session_id:
             await self._view.note("This session has no messages yet.")
             return
+        from habakkuk.engine.errors import HabakkukError
+
+        target: str | None = None  # None: HOME/exports/<session>.<fmt>
         if argument in EXPORT_FORMATS or not argument:
             fmt = argument or "md"
-            path = Path.cwd() / f"{self.session_id}.{fmt}"
         else:
-            path = Path(argument).expanduser()
-            fmt = path.suffix.lstrip(".")
+            target = argument
+            fmt = Path(argument).suffix.lstrip(".")
             if fmt not in EXPORT_FORMATS:
                 await self._view.note(
                     f"/export: {argument}: the file name must end in .md, .json or .html",
                     error=True,
                 )
                 return
-        text = await self.runtime.export_session(self.session_id, fmt)
         try:
-            await asyncio.to_thread(path.write_text, text, encoding="utf-8")
-        except OSError as exc:
-            await self._view.note(f"/export: {path}: {exc.strerror}", error=True)
+            where = await self.runtime.save_export(self.session_id, fmt, target)
+        except HabakkukError as exc:
+            await self._view.note(f"/export: {exc}", error=True)
             return
-        await self._view.note(f"Wrote {path}")
+        await self._view.note(f"Wrote {where}")
 
 
 def _help_text() -> str:

@@ -6,7 +6,6 @@ chat, and a turn it left running continues there.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -211,7 +210,7 @@ class SessionsScreen(RuntimeScreen):
         session = self.selected()
         if session is None:
             return
-        default = str(Path.cwd() / f"{session}.md")
+        default = self.runtime.export_default(session, "md")
 
         def check(value: str) -> str | None:
             if Path(value).suffix.lstrip(".") not in EXPORT_FORMATS:
@@ -220,21 +219,23 @@ class SessionsScreen(RuntimeScreen):
 
         def done(path: str | None) -> None:
             if path:
-                self._export(session, Path(path).expanduser())
+                self._export(session, path)
 
         self.app.push_screen(
             TextPrompt("Export to (.md, .json or .html):", default, check=check), done
         )
 
     @work(group="edit")
-    async def _export(self, session: str, path: Path) -> None:
-        text = await self.runtime.export_session(session, path.suffix.lstrip("."))
+    async def _export(self, session: str, path: str) -> None:
+        from habakkuk.engine.errors import HabakkukError
+
+        fmt = Path(path).suffix.lstrip(".")
         try:
-            await asyncio.to_thread(path.write_text, text, encoding="utf-8")
-        except OSError as exc:
-            self.notify(f"{path}: {exc.strerror}", severity="error", markup=False)
+            where = await self.runtime.save_export(session, fmt, path)
+        except HabakkukError as exc:
+            self.notify(str(exc), severity="error", markup=False)
             return
-        self.notify(f"Wrote {path}", markup=False)
+        self.notify(f"Wrote {where}", markup=False)
 
 
 def _one_line(text: str) -> str:

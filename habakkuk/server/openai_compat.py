@@ -26,6 +26,7 @@ from typing import Any
 from aiohttp import web
 
 from habakkuk.engine.events import Subscription
+from habakkuk.engine.llm.types import ContextBlock, Message, TextBlock
 
 from .app import HttpServer, json_response, server_of
 from .chat import turn_id_for
@@ -172,19 +173,27 @@ def response_messages(body: dict[str, Any]) -> list[tuple[str, str]]:
     return result
 
 
-def seed_history(messages: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Earlier messages for a fresh session: a note first, same roles merged."""
+def seed_history(messages: list[tuple[str, str]]) -> list[Message]:
+    """Earlier messages for a fresh session, same roles merged. The client's system and
+    developer messages ride at the start as a context block: the model reads them as
+    before, while the title, search and views keep to the user's own words."""
     notes = [text for role, text in messages if role in ("system", "developer") and text.strip()]
-    history: list[tuple[str, str]] = []
+    history: list[Message] = []
     if notes:
-        history.append(("user", NOTE_HEADER + "\n\n" + "\n\n".join(notes)))
+        note = NOTE_HEADER + "\n\n" + "\n\n".join(notes)
+        history.append(Message("user", [ContextBlock(note, "client")]))
     for role, text in messages:
         if role in ("system", "developer") or not text.strip():
             continue
-        if history and history[-1][0] == role:
-            history[-1] = (role, history[-1][1] + "\n\n" + text)
+        if history and history[-1].role == role:
+            blocks = history[-1].blocks
+            last = blocks[-1]
+            if isinstance(last, TextBlock):
+                blocks[-1] = TextBlock(last.text + "\n\n" + text)
+            else:
+                blocks.append(TextBlock(text))
         else:
-            history.append((role, text))
+            history.append(Message("user" if role == "user" else "assistant", [TextBlock(text)]))
     return history
 
 

@@ -485,7 +485,7 @@ async def test_attachments_reach_the_inbox_and_the_model(
     [session] = await runtime.list_sessions()
     stored = await runtime.messages(session.id)
     first_user = stored[0].message
-    assert [b.type for b in first_user.blocks][:3] == ["text", "image", "text"]
+    assert [b.type for b in first_user.blocks][:3] == ["text", "image", "context"]
     image = first_user.blocks[1]
     assert Path(image.blob).read_bytes() == b"\x89PNG fake image"  # type: ignore[union-attr]
     assert "inbox/" in first_user.blocks[0].text  # type: ignore[union-attr]

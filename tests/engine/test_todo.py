@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from habakkuk.engine.llm.types import TextBlock
+from habakkuk.engine.llm.types import ContextBlock, Message, TextBlock
 from habakkuk.engine.state import MAX_TODO_ITEMS, StateStore, TodoError
 from tests.conftest import mock_config
 
@@ -84,6 +84,10 @@ TODO_SCRIPT = """
 """
 
 
+def todo_notes(message: Message) -> list[ContextBlock]:
+    return [b for b in message.blocks if isinstance(b, ContextBlock) and b.kind == "todo"]
+
+
 async def turn(runtime: Any, session: str, text: str) -> None:
     outcome = await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session, text)), 30)
     assert outcome.status == "done", outcome.error
@@ -103,14 +107,15 @@ async def test_open_items_are_appended_to_each_turns_user_message(runtime_factor
     user = [m.message for m in stored if m.message.role == "user" and m.message.text]
     last = user[-1]
     assert isinstance(last.blocks[0], TextBlock) and last.blocks[0].text == "next step"
-    note = last.blocks[-1].text  # type: ignore[union-attr]
-    assert "[x] 1. read the code" in note and "[ ] 2. write the fix" in note
-    assert "todo list" not in user[0].text  # the first turn had no list yet
+    note = last.blocks[-1]
+    assert isinstance(note, ContextBlock) and note.kind == "todo"
+    assert "[x] 1. read the code" in note.text and "[ ] 2. write the fix" in note.text
+    assert not todo_notes(user[0])  # the first turn had no list yet
     await turn(runtime, session.id, "finish it")
     await turn(runtime, session.id, "anything else")
     stored = await runtime.messages(session.id)
     last = [m.message for m in stored if m.message.role == "user" and m.message.text][-1]
-    assert "todo list" not in last.text  # nothing open any more
+    assert not todo_notes(last)  # nothing open any more
 
 
 async def test_lists_are_per_session(runtime_factory: Any) -> None:

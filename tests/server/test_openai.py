@@ -9,6 +9,7 @@ from typing import Any
 import openai
 import pytest
 
+from habakkuk.engine.llm.types import ContextBlock
 from tests.conftest import mock_config
 
 SCRIPT = """
@@ -72,8 +73,10 @@ async def test_a_whole_chat_completion_runs_a_turn_in_a_fresh_seeded_session(api
     session = raw.headers["X-Habakkuk-Session"]
     messages = await served.runtime.messages(session)
     texts = [(m.role, m.message.text) for m in messages]
-    assert texts[0][0] == "user" and "Be brief." in texts[0][1]
-    assert "earlier question" in texts[0][1]
+    # The system message rides as a context block before the user's own words.
+    note = messages[0].message.blocks[0]
+    assert isinstance(note, ContextBlock) and note.kind == "client" and "Be brief." in note.text
+    assert texts[0] == ("user", "earlier question")
     assert texts[1] == ("assistant", "earlier answer")
     assert texts[2][0] == "user" and texts[2][1].startswith("hello there")
     assert texts[3] == ("assistant", "Echo: hello there")
@@ -211,8 +214,9 @@ async def test_a_whole_response_and_previous_response_id(api: Any) -> None:
     assert parsed.output_text == "Echo: follow up"
     assert parsed.previous_response_id == first.id
     session = second.headers["X-Habakkuk-Session"]
-    texts = [m.message.text for m in await served.runtime.messages(session)]
-    assert "Answer plainly." in texts[0]
+    stored = await served.runtime.messages(session)
+    texts = [m.message.text for m in stored]
+    assert "Answer plainly." in stored[0].message.blocks[0].text  # type: ignore[union-attr]
     assert any(t.startswith("first question") for t in texts)
     with pytest.raises(openai.NotFoundError):
         await client.responses.create(

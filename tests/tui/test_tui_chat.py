@@ -410,12 +410,24 @@ async def test_title_and_export_commands_use_the_session(
         chat = app.get_chat()
         assert (await app.runtime.session(chat.session_id)).title == "Trip plans"
         await send(pilot, "/export json")
-        target = tmp_path / f"{chat.session_id}.json"
+        # Not the folder the app was started from: HOME/exports/, created on demand.
+        target = app.runtime.home.root / "exports" / f"{chat.session_id}.json"
         await wait_until(pilot, lambda: f"Wrote {target}" in notices(app), "the export")
         assert '"role": "assistant"' in target.read_text() or '"assistant"' in target.read_text()
+        assert not list(tmp_path.glob("ses_*"))
         await send(pilot, "/export out.txt")
         await wait_until(
             pilot, lambda: any("must end in .md" in n for n in notices(app)), "the error"
+        )
+        # A path is created as needed; one under a file is a one-line error.
+        await send(pilot, "/export notes/trip.md")
+        await wait_until(pilot, (tmp_path / "notes" / "trip.md").exists, "the named export")
+        (tmp_path / "plain").write_text("a file")
+        await send(pilot, "/export plain/x.md")
+        await wait_until(
+            pilot,
+            lambda: any(n.startswith("/export: cannot write plain/x.md") for n in notices(app)),
+            "the write error",
         )
 
 

@@ -111,6 +111,8 @@ async def test_sessions_screen_renames_archives_and_exports(
         await pilot.press("e")
         await wait_until(pilot, lambda: bool(app.screen.query("#answer")), "the export prompt")
         answer = app.screen.query_one("#answer", Input)
+        # Offered: HOME/exports/, not the folder the app was started from.
+        assert answer.value == str(app.runtime.home.root / "exports" / "ses_cccc.md")
         answer.value = str(tmp_path / "out.txt")
         await pilot.press("enter")
         # A bad extension is explained inline; the prompt stays.

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ..config import ModelRef
 from ..llm.router import Caller, Router
 from ..llm.types import (
+    ContextBlock,
     DocumentBlock,
     ImageBlock,
     Message,
@@ -94,7 +95,7 @@ def estimate_text_tokens(text: str) -> int:
 
 
 def _block_tokens(block: object) -> int:
-    if isinstance(block, TextBlock):
+    if isinstance(block, TextBlock | ContextBlock):
         return estimate_text_tokens(block.text)
     if isinstance(block, ThinkingBlock):
         return estimate_text_tokens(block.text) + len(block.signature or block.encrypted) // 4
@@ -199,7 +200,7 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _render_block(block: object) -> str:
-    if isinstance(block, TextBlock):
+    if isinstance(block, TextBlock | ContextBlock):
         return block.text
     if isinstance(block, ThinkingBlock):
         return ""  # reasoning is the model's scratch work; its conclusions are in the text

@@ -11,7 +11,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from ..config import AgentConfig
-from ..llm.types import Message, TextBlock
+from ..llm.types import ContextBlock, Message, TextBlock
 
 BASE_PROMPT = """You are {name}, a helpful AI agent running inside Habakkuk.
 
@@ -45,7 +45,11 @@ def build_system_prompt(agent: AgentConfig) -> str:
 
 
 def user_message(text: str, timezone: str, now: datetime | None = None) -> Message:
-    """The stored user message: what the user wrote, then the current time."""
+    """The stored user message: what the user wrote, then the current time.
+
+    The time is a context block: the model is sent it as text, as before, while
+    titles, search, exports and views keep to the user's words.
+    """
     moment = (now or datetime.now(ZoneInfo(timezone))).astimezone(ZoneInfo(timezone))
     stamp = moment.strftime(f"%Y-%m-%d %H:%M ({timezone})")
-    return Message("user", [TextBlock(text), TextBlock(f"[current time: {stamp}]")])
+    return Message("user", [TextBlock(text), ContextBlock(f"[current time: {stamp}]", "time")])

@@ -39,10 +39,10 @@ from ..jobs import Lease
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router, RouterResult
 from ..llm.types import (
+    ContextBlock,
     Message,
     ModelRequest,
     StreamEvent,
-    TextBlock,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -154,7 +154,7 @@ class TurnRunner:
         state = await deps.state.turn_state(session_id) if deps.state is not None else None
         if first is not None and state is not None and state.todo_note:
             # Open todo items ride along with the message, so the transcript stays append-only.
-            first.blocks.append(TextBlock(state.todo_note))
+            first.blocks.append(ContextBlock(state.todo_note, "todo"))
         session, view, agent = await self._open(session_id, job.id, first, guard)
         deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name)
         self._fire("turn_start", agent.name, {"session": session_id, "turn": job.id, "text": typed})

@@ -3,7 +3,10 @@
 Blocks serialise to the JSON shapes the HTTP API shows (spec 001): text,
 thinking, tool_use (tool, tool_use_id, input), tool_result (tool_use_id, text,
 is_error), image and document (name, media_type), and opaque provider blocks
-stored verbatim and replayed only to the provider that wrote them.
+stored verbatim and replayed only to the provider that wrote them. A context
+block is what Habakkuk sends along with the user's words (the current time, the
+open todo items, a client's system messages): the model gets it as text, while
+titles, search, exports and views show only what the user wrote.
 """
 
 from __future__ import annotations
@@ -18,6 +21,20 @@ Role = Literal["user", "assistant"]
 class TextBlock:
     text: str
     type: Literal["text"] = "text"
+
+
+@dataclass
+class ContextBlock:
+    """Text Habakkuk adds to a user message for the model, kept apart from the user's words.
+
+    `text` is exactly what the model is sent (so the cached prefix never moves);
+    `kind` says what it is: "time" (the current time), "todo" (the open todo
+    items) or "client" (a /v1 client's system and developer messages).
+    """
+
+    text: str
+    kind: str = ""
+    type: Literal["context"] = "context"
 
 
 @dataclass
@@ -75,6 +92,7 @@ class OpaqueBlock:
 
 Block = (
     TextBlock
+    | ContextBlock
     | ThinkingBlock
     | ToolUseBlock
     | ToolResultBlock
@@ -85,6 +103,7 @@ Block = (
 
 _BLOCK_TYPES: dict[str, type] = {
     "text": TextBlock,
+    "context": ContextBlock,
     "thinking": ThinkingBlock,
     "tool_use": ToolUseBlock,
     "tool_result": ToolResultBlock,
@@ -127,7 +146,7 @@ class Message:
 
     @property
     def text(self) -> str:
-        """The concatenated text blocks."""
+        """The concatenated text blocks (the words, without context blocks)."""
         return "".join(b.text for b in self.blocks if isinstance(b, TextBlock))
 
     @property

@@ -18,6 +18,7 @@ from ...config import ProviderConfig
 from ...presets import key_optional
 from ..provider import Provider, ProviderError
 from ..types import (
+    ContextBlock,
     DocumentBlock,
     ImageBlock,
     Message,
@@ -89,7 +90,7 @@ def _media_block(block: ImageBlock | DocumentBlock) -> dict[str, Any]:
 def _content(message: Message) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     for block in message.blocks:
-        if isinstance(block, TextBlock):
+        if isinstance(block, TextBlock | ContextBlock):
             if block.text:
                 content.append({"type": "text", "text": block.text})
         elif isinstance(block, ThinkingBlock):

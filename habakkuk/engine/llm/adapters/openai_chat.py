@@ -18,6 +18,7 @@ from ...config import ProviderConfig
 from ...presets import key_optional
 from ..provider import Provider, ProviderError
 from ..types import (
+    ContextBlock,
     DocumentBlock,
     ImageBlock,
     Message,
@@ -75,7 +76,7 @@ def _new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
 def _user_parts(blocks: list[Any]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for block in blocks:
-        if isinstance(block, TextBlock):
+        if isinstance(block, TextBlock | ContextBlock):
             if block.text:
                 parts.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageBlock):

@@ -20,6 +20,7 @@ from ...config import ProviderConfig
 from ...presets import key_optional
 from ..provider import Provider, ProviderError
 from ..types import (
+    ContextBlock,
     DocumentBlock,
     ImageBlock,
     Message,
@@ -72,7 +73,7 @@ def _new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
 def _user_content(blocks: list[Any]) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     for block in blocks:
-        if isinstance(block, TextBlock):
+        if isinstance(block, TextBlock | ContextBlock):
             if block.text:
                 content.append({"type": "input_text", "text": block.text})
         elif isinstance(block, ImageBlock):
