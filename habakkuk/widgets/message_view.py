@@ -15,6 +15,7 @@ from textual.errors import NoWidget
 from textual.widget import Widget
 
 from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
+from habakkuk.engine.toolkit.outcome import stored_outcome
 from habakkuk.widgets.notice import Notice
 from habakkuk.widgets.streaming_markdown import StreamingMarkdown, estimate_height
 from habakkuk.widgets.thinking import ThinkingView
@@ -105,7 +106,9 @@ class MessageView(VerticalScroll, can_focus=True):
                 for result in message.tool_results:
                     card = self.cards.get(result.tool_use_id)
                     if card is not None:
-                        card.set_reactive(ToolCard.status, "error" if result.is_error else "ok")
+                        card.set_reactive(
+                            ToolCard.status, stored_outcome(result.text, result.is_error)
+                        )
                         card.preview = result.text[:500]
                 typed = _typed_text(stored)
                 if typed:
