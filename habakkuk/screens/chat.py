@@ -345,6 +345,9 @@ class ChatScreen(RuntimeScreen):
             )
         )
 
+    def on_composer_scroll_chat(self, message: Composer.ScrollChat) -> None:
+        self._view.page(message.where)
+
     def on_composer_completions(self, message: Composer.Completions) -> None:
         if not message.names:
             self._hint.display = False
@@ -543,6 +546,7 @@ def _help_text() -> str:
     lines += [f"  {name:<9} {about}" for name, about in SLASH_COMMANDS.items()]
     lines.append(
         "Keys: Enter send · Ctrl+J newline · Up/Down history · "
+        "PgUp/PgDn scroll the chat · Ctrl+Home/Ctrl+End (Home/End when empty) top/bottom · "
         "Ctrl+C stop, or copy a selection (twice quits) · "
         "Ctrl+N new · Ctrl+S sessions · Ctrl+R approvals · Ctrl+O overview · Ctrl+P palette"
     )

@@ -42,6 +42,7 @@ TWO_EXECS = """
 - text: "Both ran."
 """
 
+
 def card_header(card: ToolCard) -> str:
     """The card's header line as shown."""
     return str(card.query_one(".header").render())
@@ -513,6 +514,7 @@ async def test_help_lists_the_commands(write_config: WriteConfig) -> None:
         await ready(pilot)
         await send(pilot, "/help")
         await wait_until(pilot, lambda: any("/export" in n for n in notices(app)), "help")
+        assert any("PgUp/PgDn scroll the chat" in n for n in notices(app))
 
 
 async def test_quitting_mid_turn_keeps_committed_messages_and_the_turn_resumes_next_start(
