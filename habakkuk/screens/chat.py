@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.composer import SLASH_COMMANDS, Composer
+from habakkuk.widgets.footer import KeyFooter
 from habakkuk.widgets.message_view import MessageView
 from habakkuk.widgets.question_prompt import QuestionPrompt
 from habakkuk.widgets.status_line import Status, StatusLine
@@ -67,6 +68,7 @@ class ChatScreen(RuntimeScreen):
         self._prompt = ApprovalPrompt()
         self._question = QuestionPrompt()
         self._hint = Static("", id="hint")
+        self._hint_names: list[str] = []
         self._composer = Composer()
 
     def compose(self) -> ComposeResult:
@@ -76,7 +78,7 @@ class ChatScreen(RuntimeScreen):
         yield self._question
         yield self._hint
         yield self._composer
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         # Textual's screen update timer, after a frame that overran its 1/60 s period, skips
@@ -344,19 +346,23 @@ class ChatScreen(RuntimeScreen):
             )
         )
 
+    def on_composer_scroll_chat(self, message: Composer.ScrollChat) -> None:
+        self._view.page(message.where)
+
     def on_composer_completions(self, message: Composer.Completions) -> None:
-        if not message.names:
+        self._hint_names = message.names
+        self._show_hint()
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._hint_names:
+            self._show_hint()
+
+    def _show_hint(self) -> None:
+        if not self._hint_names:
             self._hint.display = False
             return
-        parts: list[Content | tuple[str, str] | str] = []
-        for index, name in enumerate(message.names):
-            if index:
-                parts.append(("  ·  ", "dim"))
-            parts.append((name, "bold"))
-            if len(message.names) <= 2:
-                parts.append((" " + SLASH_COMMANDS[name], "dim"))
-        parts.append(("   tab completes", "dim italic"))
-        self._hint.update(Content.assemble(*parts))
+        # The hint's padding (app.tcss) is two cells on each side.
+        self._hint.update(completion_hint(self._hint_names, max(self.size.width - 4, 20)))
         self._hint.display = True
 
     # -- slash commands ------------------------------------------------------------------
@@ -538,11 +544,62 @@ class ChatScreen(RuntimeScreen):
         await self._view.note(f"Wrote {where}")
 
 
+HINT_SEPARATOR = "  ·  "
+HINT_TAIL = "   Tab completes"
+HINT_LINES = 2  # the hint's max-height in app.tcss
+
+
+def completion_hint(names: list[str], width: int) -> Content:
+    """The matching slash commands in at most HINT_LINES lines of `width` cells.
+
+    With one or two matches each says what it does. Commands that do not fit are
+    counted at the end ("… 3 more": typing more of the name narrows the list).
+    """
+    items = [name + (f" {SLASH_COMMANDS[name]}" if len(names) <= 2 else "") for name in names]
+    lines: list[list[str]] = [[]]
+    used = 0
+    left_out = 0
+    for index, item in enumerate(items):
+        cells = len(item) + (len(HINT_SEPARATOR) if lines[-1] else 0)
+        if lines[-1] and used + cells > width:
+            if len(lines) == HINT_LINES:
+                left_out = len(items) - index
+                break
+            lines.append([])
+            used, cells = 0, len(item)
+        lines[-1].append(item)
+        used += cells
+    tail = f"   … {left_out} more" if left_out else HINT_TAIL
+    while left_out and lines[-1] and used + len(tail) > width:
+        # Make room for the count on the last line.
+        dropped = lines[-1].pop()
+        used -= len(dropped) + (len(HINT_SEPARATOR) if lines[-1] else 0)
+        left_out += 1
+        tail = f"   … {left_out} more"
+    parts: list[Content | tuple[str, str] | str] = []
+    for number, line in enumerate(lines):
+        if number:
+            parts.append("\n")
+        for index, item in enumerate(line):
+            if index:
+                parts.append((HINT_SEPARATOR, "dim"))
+            name, _, about = item.partition(" ")
+            parts.append((name, "bold"))
+            if about:
+                parts.append((f" {about}", "dim"))
+    if used + len(tail) <= width:
+        parts.append((tail, "dim italic"))
+    elif len(lines) < HINT_LINES:
+        parts.append(("\n" + tail.strip(), "dim italic"))
+    return Content.assemble(*parts)
+
+
 def _help_text() -> str:
     lines = ["Commands:"]
     lines += [f"  {name:<9} {about}" for name, about in SLASH_COMMANDS.items()]
     lines.append(
         "Keys: Enter send · Ctrl+J newline · Up/Down history · "
+        "PgUp/PgDn scroll the chat · Ctrl+Home/Ctrl+End (Home/End when empty) top/bottom · "
         "Ctrl+C stop, or copy a selection (twice quits) · "
         "Ctrl+N new · Ctrl+S sessions · Ctrl+R approvals · Ctrl+O overview · Ctrl+P palette"
     )

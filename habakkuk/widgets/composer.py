@@ -32,7 +32,14 @@ class Composer(TextArea):
     """Where the user writes. Enter sends; Ctrl+J (or Shift+Enter) starts a new line.
 
     Up at the very start and Down at the very end walk through what was sent
-    before; Tab completes a slash command.
+    before; Tab completes a slash command. PageUp and PageDown scroll the chat;
+    Ctrl+Home and Ctrl+End (or Home and End in an empty composer) jump to its top
+    and bottom.
+
+    Every key the composer binds is applied here, in the order it arrived. Textual
+    runs a widget's own bindings only once the key has bubbled up to the app, by
+    which time the keys typed after it were already inserted: `one` Ctrl+J `two`
+    came out as `onetwo` and a blank line.
     """
 
     DEFAULT_CSS = """
@@ -42,6 +49,18 @@ class Composer(TextArea):
     BINDINGS = [
         Binding("ctrl+j,shift+enter", "newline", "Newline", id="composer.newline", show=False),
         Binding("tab", "complete", "Complete", show=False, id="composer.complete"),
+        Binding("pageup", "scroll_chat('page_up')", "Scroll up", show=False, id="composer.page_up"),
+        Binding(
+            "pagedown",
+            "scroll_chat('page_down')",
+            "Scroll down",
+            show=False,
+            id="composer.page_down",
+        ),
+        Binding("ctrl+home", "scroll_chat('top')", "Top", show=False, id="composer.top"),
+        Binding("ctrl+end", "scroll_chat('bottom')", "Bottom", show=False, id="composer.bottom"),
+        Binding("home", "home", "Line start", show=False, id="composer.home"),
+        Binding("end", "end", "Line end", show=False, id="composer.end"),
     ]
 
     class Submitted(Message):
@@ -50,6 +69,13 @@ class Composer(TextArea):
         def __init__(self, text: str) -> None:
             super().__init__()
             self.text = text
+
+    class ScrollChat(Message):
+        """Scroll the conversation: page_up, page_down, top or bottom."""
+
+        def __init__(self, where: str) -> None:
+            super().__init__()
+            self.where = where
 
     class Completions(Message):
         """The slash commands matching what is typed (empty: hide the hint)."""
@@ -79,6 +105,14 @@ class Composer(TextArea):
             event.prevent_default()
             self._submit()
             return
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            if binding.priority:
+                continue  # the app ran those before the key reached us
+            # Run it now, before the next key is read (see the class docstring).
+            if await self.app.run_action(binding.action, self):
+                event.stop()
+                event.prevent_default()
+                return
         await super()._on_key(event)
 
     def _submit(self) -> None:
@@ -95,6 +129,29 @@ class Composer(TextArea):
     def action_newline(self) -> None:
         """Insert a line break without sending."""
         self.insert("\n")
+
+    def action_scroll_chat(self, where: str) -> None:
+        """Ask the chat to scroll its conversation (the composer keeps the focus)."""
+        self.post_message(self.ScrollChat(where))
+
+    def action_home(self) -> None:
+        """Home: the start of the line; in an empty composer, the top of the chat."""
+        if self.text:
+            self.action_cursor_line_start()
+        else:
+            self.action_scroll_chat("top")
+
+    def action_end(self) -> None:
+        """End: the end of the line; in an empty composer, the bottom of the chat."""
+        if self.text:
+            self.action_cursor_line_end()
+        else:
+            self.action_scroll_chat("bottom")
+
+    def type_text(self, text: str) -> None:
+        """Insert text typed while something else in the chat had the focus, and take it."""
+        self.insert(text)
+        self.screen.set_focus(self)
 
     def action_complete(self) -> None:
         """Tab: finish a slash command; otherwise move focus on."""

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.containers import VerticalScroll
 from textual.errors import NoWidget
 from textual.widget import Widget
 
 from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
+from habakkuk.engine.toolkit.outcome import stored_outcome
+from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.notice import Notice
 from habakkuk.widgets.streaming_markdown import StreamingMarkdown, estimate_height
 from habakkuk.widgets.thinking import ThinkingView
@@ -88,6 +91,46 @@ class MessageView(VerticalScroll, can_focus=True):
         if moved:
             self.scroll_to(y=offset + moved, animate=False, immediate=True)
 
+    # -- keys --------------------------------------------------------------------------------
+
+    def on_key(self, event: events.Key) -> None:
+        """Text typed while a card or the view has the focus goes to the composer.
+
+        Keys bound where the focus is (Enter opens a card) keep their meaning; a
+        printable key nobody binds would otherwise be dropped.
+        """
+        if not event.is_printable or not event.character:
+            return
+        if event.key in self.screen.active_bindings:
+            return
+        if self._type_into_composer(event.character):
+            event.stop()
+            event.prevent_default()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste while a card or the view has the focus goes to the composer too."""
+        if event.text and self._type_into_composer(event.text):
+            event.stop()
+
+    def _type_into_composer(self, text: str) -> bool:
+        composers = self.screen.query(Composer)
+        if not composers:
+            return False
+        composers.first().type_text(text)
+        return True
+
+    def page(self, where: str) -> None:
+        """Scroll for the composer's keys: page_up, page_down, top or bottom."""
+        if where == "page_up":
+            self.scroll_page_up(animate=False)
+        elif where == "page_down":
+            self.scroll_page_down(animate=False)
+        elif where == "top":
+            self.scroll_home(animate=False)
+        elif where == "bottom":
+            self.scroll_end(animate=False, immediate=True)
+            self.anchor()
+
     # -- history ---------------------------------------------------------------------------
 
     async def load(self, session: str, messages: list[StoredMessage]) -> None:
@@ -105,7 +148,9 @@ class MessageView(VerticalScroll, can_focus=True):
                 for result in message.tool_results:
                     card = self.cards.get(result.tool_use_id)
                     if card is not None:
-                        card.set_reactive(ToolCard.status, "error" if result.is_error else "ok")
+                        card.set_reactive(
+                            ToolCard.status, stored_outcome(result.text, result.is_error)
+                        )
                         card.preview = result.text[:500]
                 typed = _typed_text(stored)
                 if typed:

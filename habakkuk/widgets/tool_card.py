@@ -26,10 +26,16 @@ STATUS_MARKS = {
     "running": "▶",
     "ok": "✓",
     "error": "✗",
+    "denied": "⊘",
     "interrupted": "■",
+    "not_run": "□",
 }
 # How a status reads in the header, where it is not the status itself.
-STATUS_LABELS = {"waiting": "waiting for approval"}
+STATUS_LABELS = {"waiting": "waiting for approval", "not_run": "not run"}
+# Outcomes of a call that never ran: no time is shown for them.
+NEVER_RAN = frozenset({"denied", "not_run"})
+# Outcomes drawn in the error colour.
+FAILED = frozenset({"error", "denied", "interrupted", "not_run"})
 
 
 class ToolCard(Widget, can_focus=True):
@@ -75,7 +81,7 @@ class ToolCard(Widget, can_focus=True):
         yield self._output
 
     def on_mount(self) -> None:
-        self.set_class(self.status in ("error", "interrupted"), "-error")
+        self.set_class(self.status in FAILED, "-error")
         self._update_header()
 
     def started(self, title: str) -> None:
@@ -91,13 +97,13 @@ class ToolCard(Widget, can_focus=True):
             self.status = "running"
 
     def ended(self, status: str, seconds: float | None, preview: str) -> None:
-        """tool.end: ok, error or interrupted, with its time."""
+        """tool.end: its outcome (ok, error, denied, interrupted, not_run) and time."""
         self.seconds = seconds
         self.preview = preview
         self.status = status if status in STATUS_MARKS else "error"
 
     def watch_status(self, status: str) -> None:
-        self.set_class(status in ("error", "interrupted"), "-error")
+        self.set_class(status in FAILED, "-error")
         self._update_header()
 
     def _update_header(self) -> None:
@@ -110,7 +116,7 @@ class ToolCard(Widget, can_focus=True):
             parts.append("  ")
             parts.append(Content(first_line[:200]))
         parts.append(("  " + STATUS_LABELS.get(self.status, self.status), "dim"))
-        if self.seconds is not None:
+        if self.seconds is not None and self.status not in NEVER_RAN:
             parts.append((f" {self.seconds:.1f}s", "dim"))
         self._header.update(Content.assemble(*parts))
 

@@ -42,6 +42,12 @@ TWO_EXECS = """
 - text: "Both ran."
 """
 
+
+def card_header(card: ToolCard) -> str:
+    """The card's header line as shown."""
+    return str(card.query_one(".header").render())
+
+
 SLEEP_SCRIPT = """
 - text: "Sleeping."
   tool_calls:
@@ -163,10 +169,17 @@ async def test_approval_answered_with_n_denies_the_call(write_config: WriteConfi
         await pilot.press("n")
         assert await turn_finished(pilot) == "done"
         card = app.screen.query_one(ToolCard)
-        assert card.status == "error"
+        # The card says the call was denied, with no time: it never ran.
+        assert card.status == "denied"
+        assert card_header(card).endswith("  denied")
         messages = await app.runtime.messages(app.get_chat().session_id)
         result = messages[2].message.tool_results[0]
         assert result.is_error and result.text.startswith("denied by")
+        # Opened again from the transcript, the card still says denied.
+        chat = app.get_chat()
+        await chat._open(chat.session_id).wait()
+        card = app.screen.query_one(ToolCard)
+        assert card.status == "denied" and card_header(card).endswith("  denied")
 
 
 async def test_escape_leaves_the_approval_waiting_until_answered_later(
@@ -227,6 +240,7 @@ async def test_a_card_waits_for_approval_until_answered_then_runs(
         await pilot.press("ctrl+c")
         assert await turn_finished(pilot) == "stopped"
         assert card.status == "interrupted"
+        assert "  interrupted " in card_header(card)  # it ran, so its time is shown
 
 
 async def test_a_stopped_turn_withdraws_its_approval_prompt(write_config: WriteConfig) -> None:
@@ -242,6 +256,16 @@ async def test_a_stopped_turn_withdraws_its_approval_prompt(write_config: WriteC
         await wait_until(pilot, lambda: prompt.current is None, "the prompt to be withdrawn")
         assert app.runtime.approvals.pending == []
         assert not prompt.has_class("-waiting")
+        # Stopped while it waited for approval: it never ran, so it is "not run".
+        card = app.screen.query_one(ToolCard)
+        await wait_until(pilot, lambda: card.status == "not_run", "the card to say not run")
+        assert card_header(card).endswith("  not run")
+        chat = app.get_chat()
+        stored = (await app.runtime.messages(chat.session_id))[-1].message.tool_results[0]
+        assert stored.text.startswith("not run")
+        await chat._open(chat.session_id).wait()
+        card = app.screen.query_one(ToolCard)
+        assert card.status == "not_run" and card_header(card).endswith("  not run")
 
 
 async def test_ctrl_c_twice_quits(write_config: WriteConfig) -> None:
@@ -502,6 +526,7 @@ async def test_help_lists_the_commands(write_config: WriteConfig) -> None:
         await ready(pilot)
         await send(pilot, "/help")
         await wait_until(pilot, lambda: any("/export" in n for n in notices(app)), "help")
+        assert any("PgUp/PgDn scroll the chat" in n for n in notices(app))
 
 
 async def test_quitting_mid_turn_keeps_committed_messages_and_the_turn_resumes_next_start(

@@ -44,6 +44,15 @@ async def test_the_demo_tour_walks_through_an_approval_a_stop_and_a_question(hom
         await pilot.press("ctrl+c")
         assert await turn_finished(pilot) == "stopped"
 
+        # Denied, the command did not run, and the tour says so (not "ran to the end").
+        await send(pilot, "sleep")
+        await wait_until(pilot, lambda: prompt.current is not None, "the third approval")
+        await pilot.press("n")
+        assert await turn_finished(pilot) == "done"
+        assert app.screen.query(ToolCard).last().status == "denied"
+        replies = markdown_text(app)
+        assert "You denied the command" in replies and "ran to the end" not in replies
+
         # A question with lettered choices; the next message answers it.
         await send(pilot, "ask me something")
         question = app.screen.query_one(QuestionPrompt)

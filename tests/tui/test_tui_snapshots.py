@@ -122,6 +122,21 @@ async def test_chat_screen_empty(
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_chat_screen_with_the_slash_command_hint(
+    write_config: WriteConfig, svg_snapshot: SnapshotAssertion, size: tuple[int, int]
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        await pilot.press("slash")
+        hint = app.screen.query_one("#hint")
+        await wait_until(pilot, lambda: hint.display, "the completion hint")
+        await settle(pilot)
+        assert svg_snapshot == app.export_screenshot()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 async def test_sessions_screen(
     write_config: WriteConfig, svg_snapshot: SnapshotAssertion, size: tuple[int, int]
 ) -> None:

@@ -104,8 +104,23 @@ def pane(tmp_path: Path) -> Iterator[Pane]:
         found.tmux("kill-server", check=False)
 
 
+def _composer_lines(text: str) -> list[str]:
+    """The lines of text inside the composer's box (between its left and right edges)."""
+    return [
+        line.strip("▊▎ ")
+        for line in text.splitlines()
+        if line.startswith("▊ ") and line.rstrip().endswith("▎")
+    ]
+
+
 def test_habakkuk_in_tmux_chats_approves_with_one_key_and_stops_with_ctrl_c(pane: Pane) -> None:
     pane.wait(lambda t: "idle" in t and "mock/scripted" in t, "the chat to be ready")
+    # Keys sent in one go, faster than frames, land in order (Ctrl+J is a new line).
+    pane.keys("one", "C-j", "two", "C-j", "three")
+    screen = pane.wait(lambda t: "three" in t, "the typed lines")
+    assert _composer_lines(screen)[-3:] == ["one", "two", "three"], screen
+    pane.keys("Enter")
+    pane.wait(lambda t: "you said one" in t, "the reply to the three lines")
     pane.keys("-l", "hello there")
     pane.keys("Enter")
     pane.wait(lambda t: "Hello from the mock; you said hello there" in t, "the streamed reply")

@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 
 TURN_KIND = "turn"
 STOPPED = "interrupted: the user stopped the turn before this tool call finished"
+NOT_RUN = "not run: the user stopped the turn before this tool call started"
 # Sessions whose last prompt size this runner remembers (for the compaction check).
 REMEMBERED_PROMPTS = 4096
 
@@ -483,7 +484,8 @@ class TurnRunner:
                 if task.done() and not task.cancelled() and task.exception() is None:
                     results.append(task.result())
                 else:
-                    results.append(ToolResultBlock(call.tool_use_id, STOPPED, True))
+                    stopped = STOPPED if call.tool_use_id in context.ran else NOT_RUN
+                    results.append(ToolResultBlock(call.tool_use_id, stopped, True))
             await self._record_stop(context, results, lease)
             raise
 

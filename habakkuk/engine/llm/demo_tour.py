@@ -4,7 +4,9 @@ A new user who picks the offline demo has no model, but should still see what
 Habakkuk does: a reply streaming in, a tool call that asks first, a turn
 stopped with Ctrl+C, a question with lettered choices, a file written in the
 workspace. Each scenario is matched on the user's words; anything else gets the
-introduction, which lists what to try.
+introduction, which lists what to try. A reply that follows a tool call says what
+happened to it (its `after` texts): a denied or stopped command is never said to
+have run.
 """
 
 from __future__ import annotations
@@ -61,7 +63,18 @@ TOUR: list[dict[str, Any]] = [
                 "records that you stopped it.",
                 "tool_calls": [{"name": "exec", "arguments": {"command": "sleep 60; echo woke"}}],
             },
-            {"text": "The command ran to the end: you let it finish."},
+            {
+                "text": "The command ran to the end: you let it finish.",
+                "after": {
+                    "denied": "You denied the command, so it did not run. Ask again and "
+                    "press **y** to see a turn stopped with **Ctrl+C** while it runs.",
+                    "not_run": "The command never ran: the turn was stopped while it waited "
+                    "for approval.",
+                    "interrupted": "The command was stopped before it finished; the "
+                    "transcript records that it was interrupted.",
+                    "error": "The command failed: open its card above to read why.",
+                },
+            },
         ],
     },
     {
@@ -79,7 +92,15 @@ TOUR: list[dict[str, Any]] = [
             },
             {
                 "text": "Done: the card above shows the command, its status and time; "
-                "open it to read the whole output."
+                "open it to read the whole output.",
+                "after": {
+                    "denied": "You denied the command, so nothing ran. Commands ask first "
+                    "in workspace mode; **y** allows once, **a** for the session.",
+                    "not_run": "The command never ran: the turn was stopped while it waited "
+                    "for approval.",
+                    "interrupted": "The command was stopped before it finished.",
+                    "error": "The command failed: open its card above to read the output.",
+                },
             },
         ],
     },
@@ -103,7 +124,11 @@ TOUR: list[dict[str, Any]] = [
             {
                 "text": "Wrote `notes/demo.md` and read it back. Writes inside the workspace "
                 "run without asking in workspace mode; `/undo` puts the workspace back as it "
-                "was before the turn."
+                "was before the turn.",
+                "after": {
+                    "denied": "Reading the note back was denied; its card above says why.",
+                    "error": "Reading the note back failed; open its card above to see why.",
+                },
             },
         ],
     },

@@ -7,8 +7,11 @@ step, and many sessions can share one script. A script may instead be a list
 of scenarios `{match: REGEX, steps: [...]}`; the first whose regex matches the
 user's text is used (a scenario without `match` matches anything).
 
-A step is `{text, thinking, tool_calls: [{name, arguments}], error}`; `{input}`
-in text stands for the user's message. Past the last step the turn gets a
+A step is `{text, thinking, tool_calls: [{name, arguments}], error, after}`;
+`{input}` in text stands for the user's message. `after` maps what happened to the
+previous step's tool calls (ok, error, denied, interrupted, not_run: see
+toolkit/outcome.py) to the text to say instead, so a reply never claims a call ran
+when it was denied or stopped. Past the last step the turn gets a
 plain "done." so a script can never loop forever. With no script the provider
 echoes the user in an offline-demo voice, except for the model `tour`, which
 plays the offline demo's guided tour (demo_tour.py) at a visible streaming pace.
@@ -29,6 +32,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..toolkit.outcome import OUTCOMES, Outcome, stored_outcome
 from .provider import ProviderError
 from .types import (
     Message,
@@ -64,6 +68,23 @@ class Step:
     thinking: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    # Text by the outcome of the previous step's tool calls (`text` when none matches).
+    after: dict[str, str] = field(default_factory=dict)
+
+    def text_after(self, messages: list[Message]) -> str:
+        """The step's text for what happened to the calls answered in the last message."""
+        if not self.after or not messages or messages[-1].role != "user":
+            return self.text
+        outcomes = [stored_outcome(r.text, r.is_error) for r in messages[-1].tool_results]
+        if not outcomes:
+            return self.text
+        # The worst outcome speaks for the batch: one denied call means not all of it ran.
+        worst = max(outcomes, key=_SEVERITY.index)
+        return self.after.get(worst, self.text)
+
+
+# Outcomes from the least to the most notable, for a batch of calls.
+_SEVERITY: list[Outcome] = ["ok", "error", "interrupted", "not_run", "denied"]
 
 
 @dataclass
@@ -77,7 +98,7 @@ def _parse_step(raw: Any, where: str) -> Step:
         return Step(text=raw)
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: a step must be text or a mapping")
-    unknown = set(raw) - {"text", "thinking", "tool_calls", "error"}
+    unknown = set(raw) - {"text", "thinking", "tool_calls", "error", "after"}
     if unknown:
         raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in a mock step")
     calls = raw.get("tool_calls") or []
@@ -88,11 +109,20 @@ def _parse_step(raw: Any, where: str) -> Step:
     for call in calls:
         if not isinstance(call.get("arguments", {}), dict):
             raise ConfigError(f"{where}: tool call arguments must be a mapping")
+    after = raw.get("after") or {}
+    if not isinstance(after, dict) or not all(isinstance(v, str) for v in after.values()):
+        raise ConfigError(f"{where}.after: must map outcomes to text")
+    wrong = sorted(set(after) - set(OUTCOMES))
+    if wrong:
+        raise ConfigError(
+            f"{where}.after: unknown outcome {wrong[0]!r} (one of {', '.join(OUTCOMES)})"
+        )
     return Step(
         text=str(raw.get("text", "")),
         thinking=str(raw.get("thinking", "")),
         tool_calls=calls,
         error=raw.get("error"),
+        after=after,
     )
 
 
@@ -189,7 +219,7 @@ class MockProvider:
                 yield ThinkingDelta(piece)
                 await self._pause(delay)
             blocks.append(ThinkingBlock(step.thinking, provider=self.name))
-        text = step.text.replace("{input}", user_text)
+        text = step.text_after(request.messages).replace("{input}", user_text)
         if text:
             for piece in _pieces(text):
                 yield TextDelta(piece)

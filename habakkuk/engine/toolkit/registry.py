@@ -25,6 +25,7 @@ from ..llm.types import ToolResultBlock, ToolSpec, ToolUseBlock
 from ..store import BlobStore
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants
 from .home_files import HomeFile, home_file
+from .outcome import Outcome
 from .permissions import Risk, check_path, decide, inside
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,15 @@ class ToolError(Exception):
 class ToolOutput:
     text: str
     is_error: bool = False
+    # Set by the registry when the call was denied or refused before it ran.
+    denied: bool = False
+
+    @property
+    def outcome(self) -> Outcome:
+        """ok, error or denied (the registry publishes it as tool.end's status)."""
+        if self.denied:
+            return "denied"
+        return "error" if self.is_error else "ok"
 
 
 @dataclass
@@ -67,6 +77,9 @@ class ToolContext:
     # none the home's own file): its writes must land there, so a write tool opens its
     # target beneath the workspace and refuses one that now resolves elsewhere.
     confined: bool = False
+    # Calls of this turn whose tool began to run, so a stop can tell "interrupted" from
+    # "not run" (stopped while deciding or waiting for approval).
+    ran: set[str] = field(default_factory=set)
 
     def resolve(self, path: str) -> Path:
         """A tool path: relative paths are inside the workspace; `~` expands."""
@@ -185,15 +198,16 @@ class ToolRegistry:
             # the turn goes on; only a crash of the process leaves a call "interrupted".
             output = ToolOutput(failure_text(use.tool, exc), is_error=True)
         except asyncio.CancelledError:
+            status: Outcome = "interrupted" if use.tool_use_id in ctx.ran else "not_run"
             ctx.bus.publish(
                 "tool.end",
                 ctx.session,
                 call_id=use.tool_use_id,
                 tool=use.tool,
                 is_error=True,
-                status="interrupted",
-                seconds=clock.seconds(),
-                preview="interrupted",
+                status=status,
+                seconds=clock.seconds() if status == "interrupted" else None,
+                preview=status.replace("_", " "),
             )
             raise
         result = await self._spill(use, output, ctx.blobs)
@@ -213,7 +227,7 @@ class ToolRegistry:
             call_id=use.tool_use_id,
             tool=use.tool,
             is_error=result.is_error,
-            status="error" if result.is_error else "ok",
+            status=output.outcome,
             seconds=clock.seconds(),
             preview=result.text[:500],
         )
@@ -232,10 +246,10 @@ class ToolRegistry:
         if command is not None and self.hardline is not None:
             reason = self.hardline(command)
             if reason:
-                return ToolOutput(f"refused (hardline): {reason}", is_error=True)
+                return ToolOutput(f"refused (hardline): {reason}", True, denied=True)
         refusal = tool.refuse(args, ctx)
         if refusal:
-            return ToolOutput(f"refused: {refusal}", is_error=True)
+            return ToolOutput(f"refused: {refusal}", True, denied=True)
         paths = tool.paths(args, ctx)
         for path in paths or ():
             check_path(path)  # a NUL byte or a path too long ends the call here, saying so
@@ -245,6 +259,7 @@ class ToolRegistry:
                 f"refused: {secret} is one of Habakkuk's credential files; {tool.name} may "
                 "read it only in full mode",
                 is_error=True,
+                denied=True,
             )
         within = _within(paths, ctx)
         verdict = decide(
@@ -257,14 +272,14 @@ class ToolRegistry:
         note = ""
         if verdict == "deny":
             return ToolOutput(
-                f"denied: {tool.name} is not allowed in {ctx.mode} mode", is_error=True
+                f"denied: {tool.name} is not allowed in {ctx.mode} mode", True, denied=True
             )
         if verdict == "ask" and not self.grants.allows(ctx.session, tool.name):
             decision = await self._ask(tool, args, use.tool_use_id, ctx)
             clock.restart()  # the call's time is its own, not the wait for a human
             if not decision.allowed:
                 why = f": {decision.reason}" if decision.reason else ""
-                return ToolOutput(f"denied by {decision.by}{why}", is_error=True)
+                return ToolOutput(f"denied by {decision.by}{why}", True, denied=True)
             if decision.answer == "allow_session":
                 self.grants.grant(ctx.session, tool.name)
             if decision.by == "reviewer":
@@ -274,9 +289,10 @@ class ToolRegistry:
                 "tool_before", tool.name, _hook_data(tool.name, args, ctx)
             )
             if reason:
-                return ToolOutput(f"blocked by a tool_before hook: {reason}", is_error=True)
+                return ToolOutput(f"blocked by a tool_before hook: {reason}", True, denied=True)
         if ctx.checkpoint is not None and self._mutates(tool, paths, ctx):
             await ctx.checkpoint()
+        ctx.ran.add(use.tool_use_id)
         if within:
             ctx = dataclasses.replace(ctx, confined=True)
         output = await tool.run(args, ctx)  # call() turns what it raises into a result

@@ -1,0 +1,57 @@
+"""A footer that shows whole keys, the most important first, and drops what does not fit.
+
+Textual's footer lays every key in one scrolled row: at 80 columns an approval's
+y/a/n/esc pushed the section keys off the edge, cut one mid-word ("^t C") and left
+no way to see the rest. This one keeps the palette key (Ctrl+P lists every key)
+at the right edge and fills the row in priority order: the focused widget's keys,
+then the screen's, then the app's, with the key for the screen already shown last.
+Keys that do not fit are left out whole.
+"""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from textual import events
+from textual.app import ComposeResult
+from textual.widget import Widget
+from textual.widgets import Footer
+
+# Cells a compact key takes besides its text: the space between key and description and
+# the margin after it (see Footer's compact CSS).
+KEY_EXTRA = 2
+# The palette key: border on the left, a space between, padding on the right (app.tcss).
+PALETTE_EXTRA = 3
+
+
+class KeyFooter(Footer):
+    """The compact footer, fitted to the screen's width by priority."""
+
+    def __init__(self) -> None:
+        super().__init__(compact=True)
+
+    def compose(self) -> ComposeResult:
+        # Textual's footer makes one key widget per action, the focused widget's first.
+        items = list(super().compose())
+        palette = [item for item in items if item.has_class("-command-palette")]
+        keys = [item for item in items if not item.has_class("-command-palette")]
+        width = self.screen.size.width or self.app.size.width
+        width -= sum(_cells(item) + PALETTE_EXTRA for item in palette)
+        # Going to the screen already shown is the least use of the row.
+        here = f"go('{self.screen.id}')"
+        keys.sort(key=lambda item: getattr(item, "action", "") == here)
+        for item in keys:
+            cells = _cells(item) + KEY_EXTRA
+            if cells > width:
+                break  # keep the order: a later key never takes an earlier one's place
+            width -= cells
+            yield item
+        yield from palette
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.is_attached:
+            self.call_after_refresh(self.recompose)
+
+
+def _cells(item: Widget) -> int:
+    """The width of a footer key's text: its key and its description."""
+    return cell_len(str(getattr(item, "key_display", "")) + str(getattr(item, "description", "")))

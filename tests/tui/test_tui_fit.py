@@ -1,0 +1,99 @@
+"""At 80x24 the chat's footer and slash-command hint fit: whole keys by priority, a hint
+that wraps, nothing cut off at the edge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Footer
+
+from habakkuk.screens.chat import completion_hint
+from habakkuk.widgets.approval_prompt import ApprovalPrompt
+from habakkuk.widgets.composer import SLASH_COMMANDS
+from tests.conftest import WriteConfig, mock_config
+from tests.tui.conftest import make_app, ready, send, wait_until
+
+EXEC = """
+- tool_calls:
+    - name: exec
+      arguments: {command: "echo hi"}
+- text: "ran it"
+"""
+
+
+def footer_keys(app: Any) -> list[tuple[str, str, int, int]]:
+    """(key, description, first column, last column) of every key the footer shows."""
+    footer = app.screen.query_one(Footer)
+    return [
+        (key.key, key.description, key.region.x, key.region.right)
+        for key in footer.children
+        if key.display and key.region.width
+    ]
+
+
+async def test_the_footer_shows_whole_keys_by_priority_at_80_columns(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config(EXEC, mode="ask"))
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "run it")
+        prompt = app.screen.query_one(ApprovalPrompt)
+        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
+        await wait_until(
+            pilot, lambda: any(k[0] == "y" for k in footer_keys(app)), "the approval keys"
+        )
+        await pilot.pause()
+        keys = footer_keys(app)
+        # The focused prompt's keys come first, the palette key is always there, and every
+        # key shown ends inside the screen (none is cut at the edge).
+        assert [k[0] for k in keys[:4]] == ["y", "a", "n", "escape"]
+        assert keys[-1][0] == "ctrl+p"
+        assert all(right <= 80 for *_, right in keys)
+        starts = [x for _, _, x, _ in keys[:-1]]
+        assert starts == sorted(starts)
+        # Keys are left out whole: the row has no key that only partly shows.
+        shown = sum(right - x for *_, x, right in keys)
+        assert shown <= 80
+        await pilot.press("n")
+
+
+async def test_the_key_for_the_screen_already_shown_comes_last(write_config: WriteConfig) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(60, 24)) as pilot:
+        await ready(pilot)
+        await pilot.pause()
+        keys = [k[0] for k in footer_keys(app)]
+        assert keys[-1] == "ctrl+p"
+        assert "ctrl+t" not in keys  # Chat, on the chat screen: dropped first at 60 columns
+        assert "ctrl+n" in keys and all(right <= 60 for *_, right in footer_keys(app))
+
+
+async def test_the_slash_hint_wraps_to_show_every_command_at_80_columns(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("slash")
+        hint = app.screen.query_one("#hint")
+        await wait_until(pilot, lambda: hint.display, "the completion hint")
+        await pilot.pause()
+        text = str(hint.content)
+        assert all(name in text for name in SLASH_COMMANDS)
+        assert "Tab completes" in text and hint.size.height == 2
+        assert all(len(line) <= 76 for line in text.splitlines())
+
+
+def test_a_hint_too_long_for_its_lines_counts_what_it_left_out() -> None:
+    names = list(SLASH_COMMANDS)
+    hint = completion_hint(names, 40).plain
+    lines = hint.splitlines()
+    assert len(lines) == 2 and all(len(line) <= 40 for line in lines)
+    shown = [name for name in names if name in hint]
+    assert lines[-1].endswith(f"… {len(names) - len(shown)} more")
+    # One or two matches say what they do.
+    assert SLASH_COMMANDS["/export"] in completion_hint(["/export"], 76).plain
