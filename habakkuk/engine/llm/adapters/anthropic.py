@@ -13,7 +13,6 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...config import ProviderConfig
-from ...presets import key_optional
 from ..provider import Provider, ProviderError
 from ..types import (
     DocumentBlock,
@@ -33,8 +32,8 @@ from ..types import (
     ToolUseBlock,
     Usage,
 )
-from . import ClientCache, blob_base64, is_text_media, parse_arguments, require_key
-from .streaming import StreamingProvider
+from . import blob_base64, is_text_media, parse_arguments
+from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -291,19 +290,11 @@ class _Assembler:
         return Message("assistant", blocks)
 
 
-class AnthropicProvider(StreamingProvider):
+class AnthropicProvider(ClientStreamingProvider["AsyncAnthropic"]):
     """The `anthropic` adapter."""
 
     def __init__(self, config: ProviderConfig):
-        self.name = config.name or PROVIDER
-        self.base_url = config.base_url
-        self.keyless_ok = key_optional(config)
-        self.clients: ClientCache[AsyncAnthropic] = ClientCache(_new_client)
-
-    def prepare(self, request: ModelRequest) -> AsyncAnthropic:
-        """The SDK client for the request's key."""
-        key = require_key(request.api_key, self.name, self.keyless_ok)
-        return self.clients.get(self.base_url, key)
+        super().__init__(config, PROVIDER, _new_client)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.create`."""
@@ -316,10 +307,6 @@ class AnthropicProvider(StreamingProvider):
     def assembler(self) -> _Assembler:
         """The Messages event mapping."""
         return _Assembler(self.name)
-
-    async def aclose(self) -> None:
-        """Close the SDK clients."""
-        await self.clients.aclose()
 
 
 def create(provider_config: ProviderConfig) -> Provider:

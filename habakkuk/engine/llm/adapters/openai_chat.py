@@ -13,7 +13,6 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...config import ProviderConfig
-from ...presets import key_optional
 from ..provider import Provider, ProviderError
 from ..types import (
     DocumentBlock,
@@ -33,14 +32,12 @@ from ..types import (
     Usage,
 )
 from . import (
-    ClientCache,
     data_url,
     is_text_media,
     parse_arguments,
     read_blob,
-    require_key,
 )
-from .streaming import StreamingProvider
+from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -56,7 +53,8 @@ TIMEOUT_SECONDS = 600.0
 EMPTY_RESULT = "(no output)"
 
 
-def _new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
+def new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
+    """An AsyncOpenAI client without SDK retries (the router retries)."""
     import openai
 
     return openai.AsyncOpenAI(
@@ -299,20 +297,12 @@ def is_official(base_url: str | None) -> bool:
     return base_url is None or "api.openai.com" in base_url
 
 
-class OpenAIChatProvider(StreamingProvider):
+class OpenAIChatProvider(ClientStreamingProvider["AsyncOpenAI"]):
     """The `openai` adapter (Chat Completions)."""
 
     def __init__(self, config: ProviderConfig):
-        self.name = config.name or "openai"
-        self.base_url = config.base_url
+        super().__init__(config, "openai", new_client)
         self.official = is_official(config.base_url)
-        self.keyless_ok = key_optional(config)
-        self.clients: ClientCache[AsyncOpenAI] = ClientCache(_new_client)
-
-    def prepare(self, request: ModelRequest) -> AsyncOpenAI:
-        """The SDK client for the request's key."""
-        key = require_key(request.api_key, self.name, self.keyless_ok)
-        return self.clients.get(self.base_url, key)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create`."""
@@ -325,10 +315,6 @@ class OpenAIChatProvider(StreamingProvider):
     def assembler(self) -> ChatAssembler:
         """The Chat Completions chunk mapping."""
         return ChatAssembler(self.name)
-
-    async def aclose(self) -> None:
-        """Close the SDK clients."""
-        await self.clients.aclose()
 
 
 def create(provider_config: ProviderConfig) -> Provider:

@@ -15,7 +15,6 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...config import ProviderConfig
-from ...presets import key_optional
 from ..provider import Provider, ProviderError
 from ..types import (
     DocumentBlock,
@@ -36,30 +35,19 @@ from ..types import (
     Usage,
 )
 from . import (
-    ClientCache,
     data_url,
     is_text_media,
     parse_arguments,
     read_blob,
-    require_key,
 )
 from .errors import classify_code
-from .openai_chat import EMPTY_RESULT
-from .streaming import StreamingProvider
+from .openai_chat import EMPTY_RESULT, new_client
+from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 PROVIDER = "responses"
-TIMEOUT_SECONDS = 600.0
-
-
-def _new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
-    import openai
-
-    return openai.AsyncOpenAI(
-        api_key=api_key, base_url=base_url, max_retries=0, timeout=TIMEOUT_SECONDS
-    )
 
 
 # -- request -----------------------------------------------------------------------------
@@ -291,19 +279,11 @@ class _Assembler:
         return StreamDone(Message("assistant", blocks), self.usage, stop)
 
 
-class ResponsesProvider(StreamingProvider):
+class ResponsesProvider(ClientStreamingProvider["AsyncOpenAI"]):
     """The `responses` adapter."""
 
     def __init__(self, config: ProviderConfig):
-        self.name = config.name or PROVIDER
-        self.base_url = config.base_url
-        self.keyless_ok = key_optional(config)
-        self.clients: ClientCache[AsyncOpenAI] = ClientCache(_new_client)
-
-    def prepare(self, request: ModelRequest) -> AsyncOpenAI:
-        """The SDK client for the request's key."""
-        key = require_key(request.api_key, self.name, self.keyless_ok)
-        return self.clients.get(self.base_url, key)
+        super().__init__(config, PROVIDER, new_client)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `responses.create`."""
@@ -316,10 +296,6 @@ class ResponsesProvider(StreamingProvider):
     def assembler(self) -> _Assembler:
         """The Responses event mapping."""
         return _Assembler(self.name)
-
-    async def aclose(self) -> None:
-        """Close the SDK clients."""
-        await self.clients.aclose()
 
 
 def create(provider_config: ProviderConfig) -> Provider:

@@ -16,14 +16,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Iterable
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, Generic, Protocol, TypeVar
 
+from ...config import ProviderConfig
+from ...presets import key_optional
 from ..types import ModelRequest, StreamDone, StreamEvent
-from . import has_media
+from . import ClientCache, has_media, require_key
 from .errors import classify
 
 log = logging.getLogger(__name__)
+
+C = TypeVar("C")
 
 
 class Assembler(Protocol):
@@ -87,6 +91,30 @@ class StreamingProvider(ABC):
             if stream is not None:
                 await close_quietly(stream)
         yield assembler.done()
+
+
+class ClientStreamingProvider(StreamingProvider, Generic[C]):
+    """A StreamingProvider over an official SDK, its clients cached by (base URL, key)."""
+
+    def __init__(
+        self,
+        config: ProviderConfig,
+        default_name: str,
+        new_client: Callable[[str | None, str], C],
+    ):
+        self.name = config.name or default_name
+        self.base_url = config.base_url
+        self.keyless_ok = key_optional(config)
+        self.clients: ClientCache[C] = ClientCache(new_client)
+
+    def prepare(self, request: ModelRequest) -> C:
+        """The SDK client for the request's key (a ProviderError when none is set)."""
+        key = require_key(request.api_key, self.name, self.keyless_ok)
+        return self.clients.get(self.base_url, key)
+
+    async def aclose(self) -> None:
+        """Close the SDK clients."""
+        await self.clients.aclose()
 
 
 async def close_quietly(stream: Any) -> None:
