@@ -141,9 +141,10 @@ def from_payload(payload: Any) -> Delivery:
 
 def _text(payload: dict[str, Any], key: str, default: str | None = None) -> str:
     value = payload.get(key, default)
+    if value is None:
+        raise MalformedDelivery(f"{key}: missing")
     if not isinstance(value, str):
-        what = "missing" if value is None else f"a {type(value).__name__}"
-        raise MalformedDelivery(f"{key}: expected a string, got {what}")
+        raise MalformedDelivery(f"{key}: expected a string, got {type(value).__name__}")
     return value
 
 
@@ -161,5 +162,5 @@ def _buttons(raw: Any) -> tuple[tuple[Button, ...], ...]:
         return ()
     try:
         return tuple(tuple(Button(_text(b, "text"), _text(b, "data")) for b in row) for row in raw)
-    except (TypeError, AttributeError):
+    except (TypeError, AttributeError, MalformedDelivery):
         raise MalformedDelivery("buttons: expected rows of {text, data}") from None
