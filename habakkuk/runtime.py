@@ -766,16 +766,13 @@ class Runtime:
             answered = await store.answer_waiting_approval(approval_id, answer, by)
         channel = waiting.where.partition(":")[0]
         if answered and channel in self.config.channels:
-            from habakkuk.channels.deliveries import enqueue_delivery
+            from habakkuk.channels.outbox import Outbox
 
-            await enqueue_delivery(
-                self.queue,
+            outbox = self.channels or Outbox(self.queue)
+            await outbox.send_text(
                 f"prompt-answer:{approval_id}",
-                {
-                    "kind": "text",
-                    "to": waiting.where,
-                    "text": f"{APPROVAL_VERBS[answer]} from the {by}.",
-                },
+                waiting.where,
+                f"{APPROVAL_VERBS[answer]} from the {by}.",
             )
         return answered
 

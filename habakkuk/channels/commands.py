@@ -20,8 +20,8 @@ from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.store import BlobStore, Database
 
 from .adapter import Address
-from .deliveries import enqueue_delivery
 from .gateway import TEXT
+from .outbox import Outbox
 from .store import ChannelStore
 
 
@@ -86,10 +86,10 @@ async def pair(home: Home, code: str) -> int:
         if pairing is None:
             print(f"habakkuk: pairing code {code!r} is unknown or expired", file=sys.stderr)
             return 1
-        await enqueue_delivery(
-            JobQueue(db),
+        await Outbox(JobQueue(db)).send_text(
             f"paired:{pairing.account}:{pairing.user}:{pairing.code}",
-            {"kind": "text", "to": pairing.address, "text": TEXT["paired"]},
+            pairing.address,
+            TEXT["paired"],
         )
     finally:
         await db.close()
@@ -112,6 +112,7 @@ async def send(home: Home, to: str, text: str, file: str | None) -> int:
                 f"--to: channel {address.channel!r} is not configured (channels: {known})"
             )
         job_id = f"send:{secrets.token_hex(8)}"
+        outbox = Outbox(JobQueue(db))
         if file is not None:
             path = Path(file).expanduser()
             try:
@@ -119,18 +120,11 @@ async def send(home: Home, to: str, text: str, file: str | None) -> int:
             except OSError as exc:
                 raise HabakkukError(f"--file: {path}: {exc.strerror}") from None
             blob = await BlobStore(home.blobs_dir).put(data, path.suffix)
-            payload = {
-                "kind": "file",
-                "to": str(address),
-                "path": str(blob),
-                "name": path.name,
-                "caption": text,
-            }
+            await outbox.send_file(job_id, address, blob, path.name, text)
         else:
             if not text.strip():
                 raise ConfigError("send: give the TEXT to send (or --file PATH)")
-            payload = {"kind": "text", "to": str(address), "text": text}
-        await enqueue_delivery(JobQueue(db), job_id, payload)
+            await outbox.send_text(job_id, address, text)
     finally:
         await db.close()
     print(f"queued {job_id} for {address}; habakkuk serve sends it")

@@ -20,13 +20,22 @@ import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.jobs import Job, JobQueue, Lease
 from habakkuk.engine.pools import PermanentJobError
 
 from .adapter import Adapter, Address, Button, SendError, Undeliverable, poll_as_text
+from .delivery_types import (
+    Delivery,
+    FileDelivery,
+    MalformedDelivery,
+    PollDelivery,
+    ReplyDelivery,
+    TextDelivery,
+    from_payload,
+    to_payload,
+)
 from .store import ChannelStore
 
 log = logging.getLogger(__name__)
@@ -56,19 +65,13 @@ def serial_key(address: Address) -> str:
     return f"chat:{address}"
 
 
-async def enqueue_delivery(queue: JobQueue, job_id: str, payload: dict[str, Any]) -> bool:
-    """Queue a delivery (idempotent by `job_id`); True when it was new.
-
-    `payload["to"]` is the address `CHANNEL:CHAT[:THREAD]`; `payload["kind"]` is
-    reply (a turn's reply: `turn`), text (`text`, optional `buttons`), file
-    (`path`, `caption`) or poll (`question`, `options`, `multiple`).
-    """
-    address = Address.parse(str(payload["to"]))
+async def enqueue_delivery(queue: JobQueue, job_id: str, delivery: Delivery) -> bool:
+    """Queue a delivery (idempotent by `job_id`); True when it was new."""
     return await queue.enqueue(
         job_id,
-        delivery_kind(address.channel),
-        payload,
-        serial_key=serial_key(address),
+        delivery_kind(delivery.to.channel),
+        to_payload(delivery),
+        serial_key=serial_key(delivery.to),
         max_attempts=DELIVERY_MAX_ATTEMPTS,
     )
 
@@ -78,16 +81,14 @@ async def enqueue_reply(queue: JobQueue, turn: Job) -> bool:
     reply_to = turn.payload.get("reply_to")
     if not isinstance(reply_to, dict) or not reply_to.get("to"):
         return False
-    return await enqueue_delivery(
-        queue,
-        reply_id(turn.id),
-        {
-            "kind": "reply",
-            "turn": turn.id,
-            "to": reply_to["to"],
-            "reply_to": reply_to.get("message"),
-        },
-    )
+    try:
+        to = Address.parse(str(reply_to["to"]))
+    except ValueError as exc:
+        log.info("turn %s has no reply: reply_to.to %s", turn.id, exc)
+        return False
+    message = reply_to.get("message")
+    delivery = ReplyDelivery(to, turn.id, str(message) if message else None)
+    return await enqueue_delivery(queue, reply_id(turn.id), delivery)
 
 
 async def sweep_replies(queue: JobQueue, turn_kind: str) -> int:
@@ -114,12 +115,6 @@ async def sweep_replies(queue: JobQueue, turn_kind: str) -> int:
     return count
 
 
-def _buttons(raw: Any) -> list[list[Button]] | None:
-    if not raw:
-        return None
-    return [[Button(str(b["text"]), str(b["data"])) for b in row] for row in raw]
-
-
 class DeliveryWorker:
     """The handler of delivery jobs: `run(lease)` for a Pool."""
 
@@ -139,38 +134,38 @@ class DeliveryWorker:
         self.settled = settled
 
     async def run(self, lease: Lease) -> dict[str, Any]:
-        payload = lease.job.payload
         try:
-            address = Address.parse(str(payload.get("to", "")))
-        except ValueError as exc:
-            raise PermanentJobError(str(exc)) from None
+            delivery = from_payload(lease.job.payload)
+        except MalformedDelivery as exc:
+            # A corrupt payload fails this job only; the worker goes on with the next.
+            raise PermanentJobError(f"delivery {lease.job.id}: {exc}") from None
+        address = delivery.to
         adapter = await self.adapter_for(address.channel)
         if adapter is None:
             # Not connected right now: the queue's backoff retries later.
             raise SendError(f"channel {address.channel} is not connected")
-        kind = payload.get("kind", "text")
         try:
-            if kind == "reply":
-                return await self._reply(lease, adapter, address)
-            if kind == "text":
+            if isinstance(delivery, ReplyDelivery):
+                return await self._reply(lease, adapter, delivery)
+            if isinstance(delivery, TextDelivery):
                 return await self._send_text(
                     lease,
                     adapter,
                     address,
-                    str(payload.get("text", "")),
-                    reply_to=payload.get("reply_to"),
-                    buttons=_buttons(payload.get("buttons")),
+                    delivery.text,
+                    reply_to=delivery.reply_to,
+                    buttons=[list(row) for row in delivery.buttons] or None,
                 )
-            if kind == "file":
-                return await self._send_file(lease, adapter, address, payload)
-            if kind == "poll":
-                return await self._send_poll(lease, adapter, address, payload)
+            if isinstance(delivery, FileDelivery):
+                return await self._send_file(lease, adapter, delivery)
+            return await self._send_poll(lease, adapter, delivery)
         except Undeliverable as exc:
             raise PermanentJobError(f"undeliverable: {exc}") from None
-        raise PermanentJobError(f"unknown delivery kind {kind!r}")
 
-    async def _reply(self, lease: Lease, adapter: Adapter, address: Address) -> dict[str, Any]:
-        turn_id = str(lease.job.payload.get("turn", ""))
+    async def _reply(
+        self, lease: Lease, adapter: Adapter, delivery: ReplyDelivery
+    ) -> dict[str, Any]:
+        turn_id = delivery.turn
         turn = await self.queue.get(turn_id)
         if turn is None:
             raise PermanentJobError(f"turn {turn_id} not found")
@@ -186,9 +181,7 @@ class DeliveryWorker:
             text = self.failure_text(turn.error or "unknown error")
         if not text:  # a silent or stopped turn: only its draft goes
             return {"chunks": 0}
-        return await self._send_text(
-            lease, adapter, address, text, reply_to=lease.job.payload.get("reply_to")
-        )
+        return await self._send_text(lease, adapter, delivery.to, text, reply_to=delivery.reply_to)
 
     async def _remove_draft(self, adapter: Adapter, turn_id: str) -> None:
         draft = await self.store.draft(turn_id)
@@ -209,7 +202,7 @@ class DeliveryWorker:
         address: Address,
         text: str,
         *,
-        reply_to: Any = None,
+        reply_to: str | None = None,
         buttons: list[list[Button]] | None = None,
     ) -> dict[str, Any]:
         chunks = adapter.render(text)
@@ -223,7 +216,7 @@ class DeliveryWorker:
             message_id = await adapter.send_text(
                 address,
                 chunk,
-                reply_to=str(reply_to) if reply_to and index == 0 else None,
+                reply_to=reply_to if index == 0 else None,
                 buttons=buttons if last and adapter.can("buttons") else None,
             )
             await self.store.record_chunk(lease, index, message_id)
@@ -231,36 +224,33 @@ class DeliveryWorker:
         return {"chunks": len(chunks), "messages": ids}
 
     async def _send_file(
-        self, lease: Lease, adapter: Adapter, address: Address, payload: dict[str, Any]
+        self, lease: Lease, adapter: Adapter, delivery: FileDelivery
     ) -> dict[str, Any]:
         sent = await self.store.sent_chunks(lease.job.id)
         if 0 in sent:
             return {"messages": [sent[0]]}
-        path = Path(str(payload.get("path", "")))
+        path = delivery.path
         exists = await asyncio.to_thread(path.is_file)
         if not exists:
             raise PermanentJobError(f"file {path} is gone")
-        caption = str(payload.get("caption", ""))
         if not adapter.can("files"):
             raise PermanentJobError(f"{adapter.type} cannot send files")
-        name = str(payload.get("name", "")) or path.name
-        message_id = await adapter.send_file(address, path, caption=caption, name=name)
+        name = delivery.name or path.name
+        message_id = await adapter.send_file(delivery.to, path, caption=delivery.caption, name=name)
         await self.store.record_chunk(lease, 0, message_id)
         return {"messages": [message_id]}
 
     async def _send_poll(
-        self, lease: Lease, adapter: Adapter, address: Address, payload: dict[str, Any]
+        self, lease: Lease, adapter: Adapter, delivery: PollDelivery
     ) -> dict[str, Any]:
-        question = str(payload.get("question", ""))
-        options = [str(o) for o in payload.get("options", [])]
-        multiple = bool(payload.get("multiple", False))
+        question, options, multiple = delivery.question, list(delivery.options), delivery.multiple
         if not adapter.can("polls"):
             return await self._send_text(
-                lease, adapter, address, poll_as_text(question, options, multiple)
+                lease, adapter, delivery.to, poll_as_text(question, options, multiple)
             )
         sent = await self.store.sent_chunks(lease.job.id)
         if 0 in sent:
             return {"messages": [sent[0]]}
-        message_id = await adapter.send_poll(address, question, options, multiple=multiple)
+        message_id = await adapter.send_poll(delivery.to, question, options, multiple=multiple)
         await self.store.record_chunk(lease, 0, message_id)
         return {"messages": [message_id]}

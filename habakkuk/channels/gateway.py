@@ -49,7 +49,7 @@ from habakkuk.engine.toolkit.approvals import (
 )
 
 from .adapter import Adapter, Address, Button, InboundMessage, SendError
-from .deliveries import enqueue_delivery
+from .outbox import Outbox
 from .store import PROMPT_SECONDS, ChannelStore, Prompt
 from .tasks import cancel_and_wait
 
@@ -219,6 +219,7 @@ class Gateway:
         self.channels = runtime.config.channels
         self.store = store
         self.queue = runtime.queue
+        self.outbox = Outbox(runtime.queue)
         self.adapter_for = adapter_for
         self.typing_every = typing_every
         self.draft_after = draft_after
@@ -333,10 +334,8 @@ class Gateway:
 
     async def _say(self, msg: InboundMessage, text: str, suffix: str = "") -> None:
         """Reply to `msg` through a delivery job whose id derives from the message."""
-        await enqueue_delivery(
-            self.queue,
-            _say_id(msg, suffix),
-            {"kind": "text", "to": str(msg.address), "text": text, "reply_to": msg.message_id},
+        await self.outbox.send_text(
+            _say_id(msg, suffix), msg.address, text, reply_to=msg.message_id
         )
 
     # -- conversations -------------------------------------------------------------------
@@ -606,16 +605,12 @@ class Gateway:
         compaction = await self.runtime.transcripts.latest_compaction(session.id)
         text = export_transcript(session, messages, "md", compaction)
         blob = await self.runtime.blobs.put(text.encode("utf-8"), ".md")
-        await enqueue_delivery(
-            self.queue,
+        await self.outbox.send_file(
             _say_id(msg),
-            {
-                "kind": "file",
-                "to": str(msg.address),
-                "path": str(blob),
-                "name": f"{session.id}.md",
-                "caption": TEXT["export_caption"].format(title=session.title or session.id),
-            },
+            msg.address,
+            blob,
+            f"{session.id}.md",
+            TEXT["export_caption"].format(title=session.title or session.id),
         )
 
     async def _cmd_compact(
@@ -699,13 +694,13 @@ class Gateway:
                 agent=request.agent, session=request.session,
             )  # fmt: skip
             text = TEXT["approval"].format(tool=request.tool, summary=request.summary[:500])
-            buttons = [
-                [
-                    {"text": "✅ Approve", "data": f"fy|{prompt.nonce}|0"},
-                    {"text": "❌ Deny", "data": f"fy|{prompt.nonce}|1"},
-                ],
-                [{"text": "Allow for this session", "data": f"fy|{prompt.nonce}|2"}],
-            ]
+            buttons = (
+                (
+                    Button("✅ Approve", f"fy|{prompt.nonce}|0"),
+                    Button("❌ Deny", f"fy|{prompt.nonce}|1"),
+                ),
+                (Button("Allow for this session", f"fy|{prompt.nonce}|2"),),
+            )
             await self._post_prompt(address, prompt, text, buttons)
             decided = asyncio.create_task(hub.approve(request))
             typed = asyncio.create_task(self._wait_answer(prompt.id, hub.timeout + 5))
@@ -721,10 +716,8 @@ class Gateway:
                 await asyncio.gather(decided, typed, return_exceptions=True)
                 await self._close_prompt(address, prompt)
             if decision.by == "timeout":
-                await enqueue_delivery(
-                    self.queue,
-                    f"prompt-expired:{prompt.id}",
-                    {"kind": "text", "to": str(address), "text": TEXT["approval_skipped"]},
+                await self.outbox.send_text(
+                    f"prompt-expired:{prompt.id}", address, TEXT["approval_skipped"]
                 )
             return decision
 
@@ -740,11 +733,11 @@ class Gateway:
                 f"ask_{secrets.token_hex(6)}", "question", address.conversation, request.turn,
                 secrets.token_hex(4), choices, None, "", time.time(),
             )  # fmt: skip
-            buttons = [
-                [{"text": c[:60], "data": f"fy|{prompt.nonce}|{i}"}] for i, c in enumerate(choices)
-            ]
+            buttons = tuple(
+                (Button(c[:60], f"fy|{prompt.nonce}|{i}"),) for i, c in enumerate(choices)
+            )
             text = TEXT["question"].format(questions=request.render())
-            await self._post_prompt(address, prompt, text, buttons or None)
+            await self._post_prompt(address, prompt, text, buttons)
             try:
                 found = await self._wait_answer(prompt.id, PROMPT_SECONDS)
             finally:
@@ -752,14 +745,15 @@ class Gateway:
             return found[0] if found else None
 
     async def _post_prompt(
-        self, address: Address, prompt: Prompt, text: str, buttons: list[Any] | None
+        self,
+        address: Address,
+        prompt: Prompt,
+        text: str,
+        buttons: tuple[tuple[Button, ...], ...],
     ) -> None:
         await self.store.open_prompt(prompt)
         self._answered[prompt.id] = asyncio.Event()
-        payload: dict[str, Any] = {"kind": "text", "to": str(address), "text": text}
-        if buttons:
-            payload["buttons"] = buttons
-        await enqueue_delivery(self.queue, f"prompt:{prompt.id}", payload)
+        await self.outbox.send_text(f"prompt:{prompt.id}", address, text, buttons=buttons)
 
     async def _wait_answer(self, prompt_id: str, timeout: float) -> tuple[str, str] | None:
         """The prompt's (answer, by) once given here or in another process; None at timeout."""

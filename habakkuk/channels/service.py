@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.config import ChannelConfig
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.toolkit.registry import ToolRegistry
 
-from .adapter import Adapter, Address, FatalAdapterError
-from .deliveries import DeliveryWorker, enqueue_delivery, enqueue_reply, sweep_replies
+from .adapter import Adapter, FatalAdapterError
+from .deliveries import DeliveryWorker, enqueue_reply, sweep_replies
 from .gateway import TEXT, TURN_KIND, ChatApprover, Gateway, RuntimeFacade
+from .outbox import Outbox
 from .store import ChannelStore
 from .supervisor import Backoff, Supervisor
 from .tasks import cancel_and_wait
@@ -37,8 +37,8 @@ def register_tools(registry: ToolRegistry) -> None:
     registry.register(Poll(), "core")
 
 
-class ChannelService:
-    """Every configured channel account of one runtime."""
+class ChannelService(Outbox):
+    """Every configured channel account of one runtime (and its outbox: `send`, ...)."""
 
     def __init__(
         self,
@@ -47,9 +47,9 @@ class ChannelService:
         backoff: Backoff | None = None,
         lease_seconds: float | None = None,
     ):
+        super().__init__(runtime.queue)
         self.runtime = runtime
         self.store = store = ChannelStore(runtime.queue.db)
-        self.queue = runtime.queue
         self.gateway = Gateway(runtime, store, self._adapter)
         self.deliveries = DeliveryWorker(
             runtime.queue,
@@ -155,26 +155,3 @@ class ChannelService:
         if isinstance(reply_to, dict) and reply_to.get("to"):
             return str(reply_to["to"])
         return await self.store.conversation_of(session)
-
-    async def queue_file(self, job_id: str, to: str, path: Path, name: str, caption: str) -> bool:
-        Address.parse(to)
-        return await enqueue_delivery(
-            self.queue,
-            job_id,
-            {"kind": "file", "to": to, "path": str(path), "name": name, "caption": caption},
-        )
-
-    async def queue_poll(
-        self, job_id: str, to: str, question: str, options: list[str], multiple: bool
-    ) -> bool:
-        return await enqueue_delivery(
-            self.queue,
-            job_id,
-            {
-                "kind": "poll",
-                "to": to,
-                "question": question,
-                "options": options,
-                "multiple": multiple,
-            },
-        )

@@ -23,12 +23,12 @@ class ChatOutbox(Protocol):
 
     async def chat_of(self, turn: str, session: str) -> str | None: ...
 
-    async def queue_file(
-        self, job_id: str, to: str, path: Path, name: str, caption: str
+    async def send_file(
+        self, job_id: str, to: str, path: Path, name: str = "", caption: str = ""
     ) -> bool: ...
 
-    async def queue_poll(
-        self, job_id: str, to: str, question: str, options: list[str], multiple: bool
+    async def send_poll(
+        self, job_id: str, to: str, question: str, options: list[str], multiple: bool = False
     ) -> bool: ...
 
 
@@ -99,7 +99,7 @@ class SendFile(Tool):
         blob = await ctx.blobs.put(data, path.suffix)
         caption = str(args.get("caption", ""))
         job = _call_key(ctx, self.name, args)
-        await _outbox(ctx).queue_file(job, to, blob, path.name, caption)
+        await _outbox(ctx).send_file(job, to, blob, path.name, caption)
         return ToolOutput(f"queued {path.name} ({len(data):,} bytes) for {to}")
 
 
@@ -135,7 +135,7 @@ class Poll(Tool):
         to = await _chat(ctx)
         options = [str(o) for o in args["options"]]
         job = _call_key(ctx, self.name, args)
-        await _outbox(ctx).queue_poll(
+        await _outbox(ctx).send_poll(
             job, to, str(args["question"]), options, bool(args.get("multiple", False))
         )
         return ToolOutput(f"poll queued for {to}")

@@ -682,3 +682,20 @@ async def test_a_reply_waits_queued_while_the_bot_is_down(
     await tg.start()
     await tg.wait_for(lambda: tg.texts() == ["queued note"], timeout=30)
     assert runtime is not None
+
+
+async def test_a_corrupt_delivery_fails_alone_naming_the_job_and_an_old_one_still_delivers(
+    start: OpenRuntime, tg: FakeTelegram, home: Home
+) -> None:
+    runtime = await start()
+    # Raw payloads, as a damaged control.db or an older Habakkuk left them queued.
+    corrupt = {"kind": "poll", "to": "tg:42", "question": "Lunch?", "options": "pizza"}
+    await runtime.queue.enqueue("send:corrupt", "delivery:tg", corrupt, serial_key="chat:tg:42")
+    old = {"to": "tg:42", "text": "queued before the upgrade"}  # the oldest form: no kind
+    await runtime.queue.enqueue("send:old", "delivery:tg", old, serial_key="chat:tg:42")
+    await tg.wait_for(lambda: tg.texts() == ["queued before the upgrade"])
+    await until(lambda: finished(home, "send:corrupt"), "the corrupt delivery to finish")
+    failed = job(home, "send:corrupt")
+    assert failed is not None and failed["status"] == "failed"
+    assert "delivery send:corrupt: options: expected a list of strings" in failed["error"]
+    assert tg.of("sendPoll") == []

@@ -156,7 +156,7 @@ async def _send(runtime: Runtime, account: str, conversation: str, text: str) ->
     from mcp.server.mcpserver.exceptions import ToolError
 
     from habakkuk.channels.adapter import Address
-    from habakkuk.channels.deliveries import enqueue_delivery
+    from habakkuk.channels.outbox import Outbox
 
     channels = getattr(runtime.config, "channels", {}) or {}
     if account not in channels:
@@ -169,9 +169,7 @@ async def _send(runtime: Runtime, account: str, conversation: str, text: str) ->
     except ValueError as exc:
         raise ToolError(f"conversation: {exc}") from None
     job_id = f"send:{secrets.token_hex(8)}"
-    await enqueue_delivery(
-        runtime.queue, job_id, {"kind": "text", "to": str(address), "text": text}
-    )
+    await (runtime.channels or Outbox(runtime.queue)).send_text(job_id, address, text)
     return {"queued": job_id, "to": str(address)}
 
 

@@ -9,13 +9,10 @@ Images and documents are sent base64 from their blobs.
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...config import ProviderConfig
-from ...presets import key_optional
 from ..provider import Provider, ProviderError
 from ..types import (
     ContextBlock,
@@ -36,13 +33,11 @@ from ..types import (
     ToolUseBlock,
     Usage,
 )
-from . import ClientCache, blob_base64, has_media, is_text_media, parse_arguments, require_key
-from .errors import classify
+from . import blob_base64, is_text_media, parse_arguments
+from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
-
-log = logging.getLogger(__name__)
 
 PROVIDER = "anthropic"
 EPHEMERAL = {"type": "ephemeral"}
@@ -196,13 +191,14 @@ def build_params(request: ModelRequest, cache: bool = True) -> dict[str, Any]:
 class _Assembler:
     """Builds the message from stream events and turns them into our deltas."""
 
-    def __init__(self) -> None:
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
         self.blocks: dict[int, dict[str, Any]] = {}
         self.usage = Usage()
         self.stop_reason = "end_turn"
         self.finished = False
 
-    def feed(self, event: Any) -> StreamEvent | None:
+    def feed(self, event: Any) -> list[StreamEvent]:
         kind = event.type
         if kind == "message_start":
             usage = event.message.usage
@@ -223,7 +219,7 @@ class _Assembler:
             elif block.type == "tool_use":
                 data["id"], data["name"] = block.id, block.name
                 self.blocks[event.index] = data
-                return ToolCallStart(block.id, block.name)
+                return [ToolCallStart(block.id, block.name)]
             else:
                 data["raw"] = block.model_dump(mode="json", exclude_none=True)
             self.blocks[event.index] = data
@@ -232,16 +228,16 @@ class _Assembler:
             delta = event.delta
             if delta.type == "text_delta":
                 data["text"] = data.get("text", "") + delta.text
-                return TextDelta(delta.text)
+                return [TextDelta(delta.text)]
             if delta.type == "thinking_delta":
                 data["thinking"] = data.get("thinking", "") + delta.thinking
-                return ThinkingDelta(delta.thinking)
+                return [ThinkingDelta(delta.thinking)]
             if delta.type == "signature_delta":
                 data["signature"] = data.get("signature", "") + delta.signature
             elif delta.type == "input_json_delta":
                 data["json"] += delta.partial_json
                 if data["type"] == "tool_use" and delta.partial_json:
-                    return ToolCallDelta(data["id"], delta.partial_json)
+                    return [ToolCallDelta(data["id"], delta.partial_json)]
             elif delta.type == "citations_delta":
                 data.setdefault("citations", []).append(
                     delta.citation.model_dump(mode="json", exclude_none=True)
@@ -261,7 +257,13 @@ class _Assembler:
                 self.usage.cache_write_tokens = usage.cache_creation_input_tokens
         elif kind == "message_stop":
             self.finished = True
-        return None
+        return []
+
+    def done(self) -> StreamDone:
+        """The final event; a stream without its message_stop was cut."""
+        if not self.finished:
+            raise ProviderError("network", "the stream ended early", provider=self.provider)
+        return StreamDone(self.message(), self.usage, self.stop_reason)
 
     def message(self) -> Message:
         blocks: list[Any] = []
@@ -289,53 +291,23 @@ class _Assembler:
         return Message("assistant", blocks)
 
 
-class AnthropicProvider:
+class AnthropicProvider(ClientStreamingProvider["AsyncAnthropic"]):
     """The `anthropic` adapter."""
 
     def __init__(self, config: ProviderConfig):
-        self.name = config.name or PROVIDER
-        self.base_url = config.base_url
-        self.keyless_ok = key_optional(config)
-        self.clients: ClientCache[AsyncAnthropic] = ClientCache(_new_client)
+        super().__init__(config, PROVIDER, _new_client)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one Messages call."""
-        key = require_key(request.api_key, self.name, self.keyless_ok)
-        if has_media(request.messages):
-            params = await asyncio.to_thread(build_params, request)
-        else:
-            params = build_params(request)
-        client = self.clients.get(self.base_url, key)
-        assembler = _Assembler()
-        stream = None
-        try:
-            stream = await client.messages.create(**params, stream=True)
-            async for event in stream:
-                delta = assembler.feed(event)
-                if delta is not None:
-                    yield delta
-        except Exception as exc:
-            mapped = classify(exc, self.name)
-            if mapped is None:
-                raise
-            raise mapped from exc
-        finally:
-            if stream is not None:
-                await _close_quietly(stream)
-        if not assembler.finished:
-            raise ProviderError("network", "the stream ended early", provider=self.name)
-        yield StreamDone(assembler.message(), assembler.usage, assembler.stop_reason)
+    def params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of `messages.create`."""
+        return build_params(request)
 
-    async def aclose(self) -> None:
-        """Close the SDK clients."""
-        await self.clients.aclose()
+    def open_stream(self, prepared: AsyncAnthropic, params: dict[str, Any]) -> Awaitable[Any]:
+        """One streamed Messages call."""
+        return prepared.messages.create(**params, stream=True)
 
-
-async def _close_quietly(stream: Any) -> None:
-    try:
-        await stream.close()
-    except Exception as exc:  # the connection may already be gone
-        log.debug("closing a stream failed: %s", exc)
+    def assembler(self) -> _Assembler:
+        """The Messages event mapping."""
+        return _Assembler(self.name)
 
 
 def create(provider_config: ProviderConfig) -> Provider:

@@ -9,18 +9,17 @@ and the stream assembly are the openai adapter's.
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable
 from typing import Any
 
 from ...config import ProviderConfig
 from ...presets import key_optional
 from ..provider import Provider, ProviderError
-from ..types import ModelRequest, StreamEvent
-from . import KEYLESS, has_media
-from .errors import classify
-from .openai_chat import ChatAssembler, build_messages, build_tools, close_quietly
+from ..types import ModelRequest
+from . import KEYLESS
+from .openai_chat import ChatAssembler, build_messages, build_tools
+from .streaming import StreamingProvider
 
 INSTALL_HINT = "litellm is not installed; run: pip install 'habakkuk[litellm]'"
 # litellm routes by a "vendor/" prefix; a preset's provider may leave it out.
@@ -68,7 +67,7 @@ def build_params(config: ProviderConfig, request: ModelRequest) -> dict[str, Any
     return params
 
 
-class LiteLLMProvider:
+class LiteLLMProvider(StreamingProvider):
     """The `litellm` adapter."""
 
     def __init__(self, config: ProviderConfig):
@@ -76,8 +75,8 @@ class LiteLLMProvider:
         self.name = config.name or "litellm"
         self.keyless_ok = key_optional(config)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one completion through litellm."""
+    def prepare(self, request: ModelRequest) -> Any:
+        """The litellm module (imported now), once a key is set or not needed."""
         litellm = import_litellm()
         if not request.api_key and not self.keyless_ok:
             raise ProviderError(
@@ -85,26 +84,20 @@ class LiteLLMProvider:
                 f"no API key is set (see providers.{self.name}.key_env)",
                 provider=self.name,
             )
-        if has_media(request.messages):
-            params = await asyncio.to_thread(build_params, self.config, request)
-        else:
-            params = build_params(self.config, request)
-        assembler = ChatAssembler(self.name, kind="litellm")
-        stream = None
-        try:
-            stream = await litellm.acompletion(**params)
-            async for chunk in stream:
-                for event in assembler.feed(chunk):
-                    yield event
-        except Exception as exc:
-            mapped = classify(exc, self.name)
-            if mapped is None:
-                raise
-            raise mapped from exc
-        finally:
-            if stream is not None:
-                await close_quietly(stream)
-        yield assembler.done()
+        return litellm
+
+    def params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of `litellm.acompletion`."""
+        return build_params(self.config, request)
+
+    def open_stream(self, prepared: Any, params: dict[str, Any]) -> Awaitable[Any]:
+        """One streamed completion."""
+        result: Awaitable[Any] = prepared.acompletion(**params)
+        return result
+
+    def assembler(self) -> ChatAssembler:
+        """Chat Completions chunks, recorded as litellm's."""
+        return ChatAssembler(self.name, kind="litellm")
 
     async def aclose(self) -> None:
         """Nothing to close: litellm keeps its own clients."""

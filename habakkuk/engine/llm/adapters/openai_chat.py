@@ -9,13 +9,10 @@ The conversion and the stream assembly are shared with the litellm adapter.
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...config import ProviderConfig
-from ...presets import key_optional
 from ..provider import Provider, ProviderError
 from ..types import (
     ContextBlock,
@@ -36,20 +33,15 @@ from ..types import (
     Usage,
 )
 from . import (
-    ClientCache,
     data_url,
-    has_media,
     is_text_media,
     parse_arguments,
     read_blob,
-    require_key,
 )
-from .errors import classify
+from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
-
-log = logging.getLogger(__name__)
 
 FINISH_REASONS = {
     "stop": "end_turn",
@@ -62,7 +54,8 @@ TIMEOUT_SECONDS = 600.0
 EMPTY_RESULT = "(no output)"
 
 
-def _new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
+def new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
+    """An AsyncOpenAI client without SDK retries (the router retries)."""
     import openai
 
     return openai.AsyncOpenAI(
@@ -305,57 +298,24 @@ def is_official(base_url: str | None) -> bool:
     return base_url is None or "api.openai.com" in base_url
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(ClientStreamingProvider["AsyncOpenAI"]):
     """The `openai` adapter (Chat Completions)."""
 
     def __init__(self, config: ProviderConfig):
-        self.name = config.name or "openai"
-        self.base_url = config.base_url
+        super().__init__(config, "openai", new_client)
         self.official = is_official(config.base_url)
-        self.keyless_ok = key_optional(config)
-        self.clients: ClientCache[AsyncOpenAI] = ClientCache(_new_client)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one Chat Completions call."""
-        key = require_key(request.api_key, self.name, self.keyless_ok)
-        if has_media(request.messages):
-            params = await asyncio.to_thread(build_params, request, official=self.official)
-        else:
-            params = build_params(request, official=self.official)
-        client = self.clients.get(self.base_url, key)
-        assembler = ChatAssembler(self.name)
-        stream = None
-        try:
-            stream = await client.chat.completions.create(**params)
-            async for chunk in stream:
-                for event in assembler.feed(chunk):
-                    yield event
-        except Exception as exc:
-            mapped = classify(exc, self.name)
-            if mapped is None:
-                raise
-            raise mapped from exc
-        finally:
-            if stream is not None:
-                await close_quietly(stream)
-        yield assembler.done()
+    def params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of `chat.completions.create`."""
+        return build_params(request, official=self.official)
 
-    async def aclose(self) -> None:
-        """Close the SDK clients."""
-        await self.clients.aclose()
+    def open_stream(self, prepared: AsyncOpenAI, params: dict[str, Any]) -> Awaitable[Any]:
+        """One streamed Chat Completions call."""
+        return prepared.chat.completions.create(**params)
 
-
-async def close_quietly(stream: Any) -> None:
-    """Close an SDK stream whose connection may already be gone."""
-    close = getattr(stream, "close", None) or getattr(stream, "aclose", None)
-    if close is None:
-        return
-    try:
-        result = close()
-        if hasattr(result, "__await__"):
-            await result
-    except Exception as exc:
-        log.debug("closing a stream failed: %s", exc)
+    def assembler(self) -> ChatAssembler:
+        """The Chat Completions chunk mapping."""
+        return ChatAssembler(self.name)
 
 
 def create(provider_config: ProviderConfig) -> Provider:

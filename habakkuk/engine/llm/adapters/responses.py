@@ -10,14 +10,11 @@ their results function_call_output items.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...config import ProviderConfig
-from ...presets import key_optional
 from ..provider import Provider, ProviderError
 from ..types import (
     ContextBlock,
@@ -39,32 +36,19 @@ from ..types import (
     Usage,
 )
 from . import (
-    ClientCache,
     data_url,
-    has_media,
     is_text_media,
     parse_arguments,
     read_blob,
-    require_key,
 )
-from .errors import classify, classify_code
-from .openai_chat import EMPTY_RESULT, close_quietly
+from .errors import classify_code
+from .openai_chat import EMPTY_RESULT, new_client
+from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-log = logging.getLogger(__name__)
-
 PROVIDER = "responses"
-TIMEOUT_SECONDS = 600.0
-
-
-def _new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
-    import openai
-
-    return openai.AsyncOpenAI(
-        api_key=api_key, base_url=base_url, max_retries=0, timeout=TIMEOUT_SECONDS
-    )
 
 
 # -- request -----------------------------------------------------------------------------
@@ -205,20 +189,20 @@ class _Assembler:
         self.usage = Usage()
         self.stop_reason: str | None = None
 
-    def feed(self, event: Any) -> StreamEvent | None:
+    def feed(self, event: Any) -> list[StreamEvent]:
         kind = event.type
         if kind == "response.output_text.delta":
-            return TextDelta(event.delta) if event.delta else None
+            return [TextDelta(event.delta)] if event.delta else []
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            return ThinkingDelta(event.delta) if event.delta else None
+            return [ThinkingDelta(event.delta)] if event.delta else []
         if kind == "response.output_item.added":
             item = event.item
             if item.type == "function_call":
                 self.call_ids[item.id or item.call_id] = item.call_id
-                return ToolCallStart(item.call_id, item.name)
+                return [ToolCallStart(item.call_id, item.name)]
         elif kind == "response.function_call_arguments.delta":
             call_id = self.call_ids.get(event.item_id, event.item_id)
-            return ToolCallDelta(call_id, event.delta) if event.delta else None
+            return [ToolCallDelta(call_id, event.delta)] if event.delta else []
         elif kind == "response.output_item.done":
             self.items[event.output_index] = event.item
         elif kind in ("response.completed", "response.incomplete"):
@@ -232,7 +216,7 @@ class _Assembler:
             message = getattr(event, "message", "") or "stream error"
             error_class = classify_code(getattr(event, "code", None), message)
             raise ProviderError(error_class, message, provider=self.provider)
-        return None
+        return []
 
     def _finish(self, response: Any, incomplete: bool) -> None:
         usage = getattr(response, "usage", None)
@@ -296,44 +280,23 @@ class _Assembler:
         return StreamDone(Message("assistant", blocks), self.usage, stop)
 
 
-class ResponsesProvider:
+class ResponsesProvider(ClientStreamingProvider["AsyncOpenAI"]):
     """The `responses` adapter."""
 
     def __init__(self, config: ProviderConfig):
-        self.name = config.name or PROVIDER
-        self.base_url = config.base_url
-        self.keyless_ok = key_optional(config)
-        self.clients: ClientCache[AsyncOpenAI] = ClientCache(_new_client)
+        super().__init__(config, PROVIDER, new_client)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one Responses call."""
-        key = require_key(request.api_key, self.name, self.keyless_ok)
-        if has_media(request.messages):
-            params = await asyncio.to_thread(build_params, request)
-        else:
-            params = build_params(request)
-        client = self.clients.get(self.base_url, key)
-        assembler = _Assembler(self.name)
-        stream = None
-        try:
-            stream = await client.responses.create(**params)
-            async for event in stream:
-                delta = assembler.feed(event)
-                if delta is not None:
-                    yield delta
-        except Exception as exc:
-            mapped = classify(exc, self.name)
-            if mapped is None:
-                raise
-            raise mapped from exc
-        finally:
-            if stream is not None:
-                await close_quietly(stream)
-        yield assembler.done()
+    def params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of `responses.create`."""
+        return build_params(request)
 
-    async def aclose(self) -> None:
-        """Close the SDK clients."""
-        await self.clients.aclose()
+    def open_stream(self, prepared: AsyncOpenAI, params: dict[str, Any]) -> Awaitable[Any]:
+        """One streamed Responses call."""
+        return prepared.responses.create(**params)
+
+    def assembler(self) -> _Assembler:
+        """The Responses event mapping."""
+        return _Assembler(self.name)
 
 
 def create(provider_config: ProviderConfig) -> Provider:
