@@ -15,8 +15,8 @@ from textual.errors import NoWidget
 from textual.widget import Widget
 
 from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
+from habakkuk.widgets.markdown_stream import StreamingMarkdown, estimate_height
 from habakkuk.widgets.notice import Notice
-from habakkuk.widgets.streaming_markdown import StreamingMarkdown, estimate_height
 from habakkuk.widgets.thinking import ThinkingView
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage

@@ -14,12 +14,12 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
 from habakkuk.engine.events import Event
-from habakkuk.widgets.message_view import MessageView
-from habakkuk.widgets.streaming_markdown import (
+from habakkuk.widgets.markdown_stream import (
     VOLUME_BLOCKS,
     MarkdownVolume,
     StreamingMarkdown,
 )
+from habakkuk.widgets.message_view import MessageView
 
 MIXED = """\
 # Title
