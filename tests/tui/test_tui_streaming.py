@@ -231,6 +231,15 @@ async def test_full_collections_skip_older_objects_only_while_a_reply_streams() 
     assert gc.get_freeze_count() == 0
 
 
+async def test_full_collections_are_unfrozen_when_the_app_closes_mid_stream() -> None:
+    app = Side()
+    async with app.run_test(size=(70, 40)):
+        streamed = app.query_one("#streamed", StreamingMarkdown)
+        streamed.feed("a reply that never finishes")
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
 class OneView(App[None]):
     def compose(self) -> ComposeResult:
         yield MessageView()
