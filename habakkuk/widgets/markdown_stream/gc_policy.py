@@ -5,6 +5,11 @@ that takes 100 ms or more, which a key press would wait for. While a reply strea
 what survived the last full collection is frozen (`gc.freeze`), so the next one walks
 only what is newer.
 
+Measured (tui_bench part 2, a 20,000-token reply at 200 tokens/s, both runs side by
+side on one loaded 2-core machine): without the freeze the full collections during
+the stream took 404 ms each (median), 1.57 s at worst and 16.4 s in all, and the worst
+key press waited 1.6 s for the screen; with it, 21 ms, 184 ms and 1.4 s, worst key 0.47 s.
+
 Confined and reversible: only a streaming reply holds it (`StreamingMarkdown` holds it
 from its first fragment and releases it when the reply finishes or the widget is
 unmounted, so also when the app closes mid-stream). When the last holder lets go
