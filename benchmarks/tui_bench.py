@@ -16,6 +16,14 @@
    that poll: when the loop was busy the poll saw the key late, after the
    frame that showed it, and the next frame (up to a render interval later)
    was counted instead. It is still printed for comparison.
+2b. The same stream beside Textual's own: a bare app (80x24: the reply in an
+   anchored VerticalScroll above a TextArea) streams the same reply at the same
+   rate once into our StreamingMarkdown (`feed`) and once into a plain Markdown
+   widget fed by `Markdown.get_stream()` (MarkdownStream), each in a process of
+   its own. Printed for each: key press to screen (the measure of part 2), how
+   long after the last token the whole reply was in the document, and the process's
+   RSS after the stream and at its peak. It keeps the custom virtualiser proving
+   it is worth its coupling to Textual's private names.
 3. Opening a long session: a session whose transcript holds --replies long
    assistant replies (2,000-5,000 words each: paragraphs, headings, code
    blocks, lists and tables; seeded through the runtime facade) is opened in
@@ -29,6 +37,7 @@
    frame after its first volume is built.
 
 Usage: python benchmarks/tui_bench.py [--tokens N] [--rate R] [--runs N] [--replies N]
+       [--only-stream] (parts 2 and 2b) [--no-compare] (skip 2b)
 """
 
 # The measurement polls widget state and frame times: there is no event to await for them.
@@ -248,9 +257,20 @@ def figures(values: list[float]) -> str:
 # -- 2. streaming while typing, headless ---------------------------------------------------
 
 
+def reply_piece(index: int) -> str:
+    """Token `index` of the streamed reply: words, a paragraph break every 60, a code block
+    every 400."""
+    piece = f"word{index} "
+    if index % 60 == 59:
+        piece += "\n\n"
+    if index % 400 == 399:
+        piece += "```python\nprint('code block')\n```\n\n"
+    return piece
+
+
 async def streaming_latency(tokens: int, rate: float) -> None:
     from habakkuk.widgets.composer import Composer
-    from habakkuk.widgets.streaming_markdown import StreamingMarkdown
+    from habakkuk.widgets.markdown_stream import StreamingMarkdown
 
     with tempfile.TemporaryDirectory(prefix="habakkuk-tui-bench-") as tmp:
         app = headless_app(tmp)
@@ -270,11 +290,7 @@ async def streaming_latency(tokens: int, rate: float) -> None:
                 interval = 1.0 / rate
                 started = time.perf_counter()
                 for index in range(tokens):
-                    piece = f"word{index} "
-                    if index % 60 == 59:
-                        piece += "\n\n"
-                    if index % 400 == 399:
-                        piece += "```python\nprint('code block')\n```\n\n"
+                    piece = reply_piece(index)
                     runtime.bus.publish("turn.text", session.id, turn="turn_bench", text=piece)
                     # Keep the rate steady (catch up after a slow tick, never burst ahead).
                     delay = started + (index + 1) * interval - time.perf_counter()
@@ -320,6 +336,104 @@ async def streaming_latency(tokens: int, rate: float) -> None:
         f"markdown renders during the stream: {renders} "
         f"({renders / (tokens / rate):.1f}/s; the 80 ms bound allows 12.5/s)"
     )
+
+
+# -- 2b. the same stream: our StreamingMarkdown beside Textual's Markdown.get_stream() ------
+
+SIDES = {"ours": "StreamingMarkdown.feed", "textual": "Markdown.get_stream()"}
+
+
+def peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def stream_side(side: str, tokens: int, rate: float) -> None:
+    """One side of part 2b, in this process: prints one line of figures."""
+    from textual.app import App, ComposeResult
+    from textual.containers import VerticalScroll
+    from textual.widgets import Markdown, TextArea
+
+    from habakkuk.widgets.markdown_stream import StreamingMarkdown
+
+    class Bare(App[None]):
+        CSS = "VerticalScroll { height: 1fr; } TextArea { height: 3; }"
+
+        def compose(self) -> ComposeResult:
+            with VerticalScroll():
+                yield StreamingMarkdown() if side == "ours" else Markdown()
+            yield TextArea()
+
+    app = Bare()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.query_one(VerticalScroll).anchor()
+        markdown = app.query_one(Markdown)
+        composer = app.query_one(TextArea)
+        frames = Frames(app, composer)
+        composer.focus()
+        await pilot.pause()
+        ended: list[float] = []
+
+        async def stream() -> None:
+            interval = 1.0 / rate
+            writer = None if side == "ours" else Markdown.get_stream(markdown)
+            started = time.perf_counter()
+            for index in range(tokens):
+                piece = reply_piece(index)
+                if isinstance(markdown, StreamingMarkdown):
+                    markdown.feed(piece)
+                elif writer is not None:
+                    await writer.write(piece)
+                delay = started + (index + 1) * interval - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            ended.append(time.perf_counter())
+            # Until the whole reply is in the document.
+            if isinstance(markdown, StreamingMarkdown):
+                await markdown.finish()
+            elif writer is not None:
+                await writer.stop()
+
+        streamer = asyncio.create_task(stream())
+        latencies = await keys_while(frames, composer, streamer)
+        await streamer
+        whole = time.perf_counter()
+        await pilot.pause()
+        rss = self_rss_mb()
+        await app.action_quit()
+    print(
+        f"  {SIDES[side]:<24} key press to screen {figures(latencies)} over {len(latencies)}"
+        f" presses; all in the document {(whole - ended[0]) * 1000:.0f} ms after the last token;"
+        f" RSS {rss:.0f} MB after, peak {peak_rss_mb():.0f} MB"
+    )
+
+
+async def keys_while(frames: Frames, composer: Any, streamer: asyncio.Task[None]) -> list[float]:
+    """Press a key every 0.25 s until `streamer` is done; each one's latency to the screen."""
+    latencies: list[float] = []
+    typed = ""
+    while not streamer.done():
+        await asyncio.sleep(0.25)
+        char = "x" if len(typed) % 2 else "y"
+        typed += char
+        latencies.append(await frames.painted(frames.press(char), typed))
+        if len(typed) > 200:
+            composer.clear()
+            typed = ""
+    return latencies
+
+
+def compare_streaming(tokens: int, rate: float) -> None:
+    """Part 2b: each side in a process of its own (so RSS is its own)."""
+    print(f"streaming {tokens} tokens at {rate:.0f}/s in a bare app, ours beside Textual's:")
+    sys.stdout.flush()
+    for side in SIDES:
+        command = [sys.executable, __file__, "--side", side]
+        command += ["--tokens", str(tokens), "--rate", str(rate)]
+        subprocess.run(command, check=True)
 
 
 # -- 3. opening a session with long replies, headless -------------------------------------------
@@ -370,8 +484,8 @@ def self_rss_mb() -> float:
 
 async def open_long_session(replies: int, presses: int) -> None:
     from habakkuk.widgets.composer import Composer
+    from habakkuk.widgets.markdown_stream import MarkdownVolume, StreamingMarkdown
     from habakkuk.widgets.message_view import MessageView
-    from habakkuk.widgets.streaming_markdown import MarkdownVolume, StreamingMarkdown
 
     with tempfile.TemporaryDirectory(prefix="habakkuk-tui-bench-") as tmp:
         app = headless_app(tmp)
@@ -485,11 +599,24 @@ def main() -> None:
     parser.add_argument("--replies", type=int, default=40, help="part 3; 0 skips it")
     parser.add_argument("--presses", type=int, default=40)
     parser.add_argument("--only-history", action="store_true", help="run part 3 only")
+    parser.add_argument("--only-stream", action="store_true", help="run parts 2 and 2b only")
+    parser.add_argument("--no-compare", action="store_true", help="skip part 2b")
+    parser.add_argument("--side", choices=sorted(SIDES), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.side:
+        asyncio.run(stream_side(args.side, args.tokens, args.rate))
+        return
+    if args.only_stream:
+        asyncio.run(streaming_latency(args.tokens, args.rate))
+        if not args.no_compare:
+            compare_streaming(args.tokens, args.rate)
+        return
     if not args.only_history:
         first_frame_and_rss(args.runs)
         if not args.skip_stream:
             asyncio.run(streaming_latency(args.tokens, args.rate))
+            if not args.no_compare:
+                compare_streaming(args.tokens, args.rate)
     if args.replies:
         asyncio.run(open_long_session(args.replies, args.presses))
 

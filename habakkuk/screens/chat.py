@@ -15,6 +15,7 @@ from habakkuk.screens.base import RuntimeScreen
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.composer import SLASH_COMMANDS, Composer
 from habakkuk.widgets.footer import KeyFooter
+from habakkuk.widgets.markdown_stream.textual_private import draw_updates_promptly
 from habakkuk.widgets.message_view import MessageView
 from habakkuk.widgets.question_prompt import QuestionPrompt
 from habakkuk.widgets.status_line import Status, StatusLine
@@ -81,13 +82,8 @@ class ChatScreen(RuntimeScreen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        # Textual's screen update timer, after a frame that overran its 1/60 s period, skips
-        # the next period too (textual 8.2, Timer._run): a key typed while a streamed reply
-        # was laid out waited up to 33 ms more before it was drawn. Draw as soon as an
-        # update is due. A private attribute, so only where it still exists.
-        timer = self._update_timer
-        if isinstance(getattr(timer, "_skip", None), bool):
-            timer._skip = False
+        # A key typed while a streamed reply is laid out is drawn as soon as an update is due.
+        draw_updates_promptly(self)
         self._composer.cursor_blink = self.happ.motion
         self._hint.display = False
         self._composer.focus()

@@ -18,8 +18,8 @@ from textual.widget import Widget
 from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
 from habakkuk.engine.toolkit.outcome import stored_outcome
 from habakkuk.widgets.composer import Composer
+from habakkuk.widgets.markdown_stream import StreamingMarkdown, estimate_height
 from habakkuk.widgets.notice import Notice
-from habakkuk.widgets.streaming_markdown import StreamingMarkdown, estimate_height
 from habakkuk.widgets.thinking import ThinkingView
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage

@@ -8,7 +8,7 @@ from textual.content import Content
 from textual.timer import Timer
 from textual.widgets import Collapsible, Static
 
-from habakkuk.widgets.streaming_markdown import RENDER_INTERVAL
+from habakkuk.widgets.markdown_stream import RENDER_INTERVAL
 
 
 class ThinkingView(Collapsible):

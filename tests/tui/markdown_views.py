@@ -7,8 +7,8 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
+from habakkuk.widgets.markdown_stream import MarkdownVolume, StreamingMarkdown
 from habakkuk.widgets.message_view import MessageView
-from habakkuk.widgets.streaming_markdown import MarkdownVolume, StreamingMarkdown
 
 
 class OneView(App[None]):

@@ -11,11 +11,11 @@ from textual.widgets.markdown import MarkdownBlock
 
 from habakkuk.engine.llm.types import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from habakkuk.engine.sessions import StoredMessage
-from habakkuk.widgets.message_view import MessageView
-from habakkuk.widgets.streaming_markdown import (
+from habakkuk.widgets.markdown_stream import (
     PICTURE_SCREENS,
     StreamingMarkdown,
 )
+from habakkuk.widgets.message_view import MessageView
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
 from tests.tui.conftest import wait_until

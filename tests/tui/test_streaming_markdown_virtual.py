@@ -9,8 +9,8 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
 
 from habakkuk.engine.events import Event
+from habakkuk.widgets.markdown_stream import VOLUME_BLOCKS, MarkdownVolume, StreamingMarkdown
 from habakkuk.widgets.message_view import MessageView
-from habakkuk.widgets.streaming_markdown import VOLUME_BLOCKS, MarkdownVolume, StreamingMarkdown
 from tests.tui.conftest import wait_until
 from tests.tui.markdown_views import OneView, screen_lines, settled, volumes
 from tests.tui.test_tui_streaming import signature

@@ -81,7 +81,7 @@ async def test_a_sent_message_shows_and_the_mock_reply_streams_in(
 async def test_streamed_fragments_are_coalesced_into_throttled_renders() -> None:
     from textual.app import App, ComposeResult
 
-    from habakkuk.widgets.streaming_markdown import StreamingMarkdown
+    from habakkuk.widgets.markdown_stream import StreamingMarkdown
 
     class One(App[None]):
         def compose(self) -> ComposeResult:

@@ -14,12 +14,12 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
 from habakkuk.engine.events import Event
-from habakkuk.widgets.message_view import MessageView
-from habakkuk.widgets.streaming_markdown import (
+from habakkuk.widgets.markdown_stream import (
     VOLUME_BLOCKS,
     MarkdownVolume,
     StreamingMarkdown,
 )
+from habakkuk.widgets.message_view import MessageView
 
 MIXED = """\
 # Title
@@ -228,6 +228,15 @@ async def test_full_collections_skip_older_objects_only_while_a_reply_streams() 
         assert gc.get_freeze_count() > 0
         await streamed.finish()
         assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == 0
+
+
+async def test_full_collections_are_unfrozen_when_the_app_closes_mid_stream() -> None:
+    app = Side()
+    async with app.run_test(size=(70, 40)):
+        streamed = app.query_one("#streamed", StreamingMarkdown)
+        streamed.feed("a reply that never finishes")
+        assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
 
 

@@ -1,0 +1,39 @@
+"""A code fence that is still streaming."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from textual.widgets.markdown import MarkdownFence
+
+
+class StreamingFence(MarkdownFence):
+    """A code fence still streaming: without a language, no guessing (it is done once, when
+    the fence is finished, exactly as a one-shot render does)."""
+
+    @classmethod
+    def highlight(cls, code: str, language: str, ansi: bool = False, dark: bool = False) -> Any:
+        if not language:
+            _warm_lexers()
+            language = "text"
+        return super().highlight(code, language, ansi, dark)
+
+
+_lexers_warm = False
+
+
+def _warm_lexers() -> None:
+    """Guessing a fence's language imports every Pygments lexer the first time (a few
+    hundred ms): do that on a thread while the fence still streams."""
+    global _lexers_warm
+    if _lexers_warm:
+        return
+    _lexers_warm = True
+
+    def warm() -> None:
+        from pygments.lexers import guess_lexer
+
+        guess_lexer("x = 1\n")
+
+    threading.Thread(target=warm, name="habakkuk-lexers", daemon=True).start()
