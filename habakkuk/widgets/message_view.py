@@ -19,6 +19,7 @@ from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
 from habakkuk.engine.toolkit.outcome import stored_outcome
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.markdown_stream import StreamingMarkdown, estimate_height
+from habakkuk.widgets.markdown_stream.textual_private import anchor_released
 from habakkuk.widgets.notice import Notice
 from habakkuk.widgets.thinking import ThinkingView
 from habakkuk.widgets.tool_card import ToolCard
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from habakkuk.engine.events import Event
     from habakkuk.engine.sessions import StoredMessage
 
-TIME_NOTE_PREFIX = "[current time:"
 # How much of a loaded transcript, from the bottom, is built at once (in screens).
 BUILT_SCREENS = 3
 
@@ -67,9 +67,8 @@ class MessageView(VerticalScroll, can_focus=True):
         in the content moved by the next one, the scroll position moves by as much. Scrolling
         moves nothing in the content, so it is left alone.
         """
-        # Textual keeps an anchored view at the bottom itself until the user scrolls away,
-        # which releases the anchor (a private flag: without it, assume released).
-        if self.is_anchored and not getattr(self, "_anchor_released", True):
+        # Textual keeps an anchored view at the bottom itself until the user scrolls away.
+        if self.is_anchored and not anchor_released(self):
             self._reading = None
             return
         region = self.content_region
@@ -285,12 +284,8 @@ class MessageView(VerticalScroll, can_focus=True):
 
 
 def _typed_text(stored: StoredMessage) -> str:
-    """What the user typed: the text blocks without the turn's time note."""
-    texts = [
-        block.text
-        for block in stored.message.blocks
-        if isinstance(block, TextBlock) and not block.text.startswith(TIME_NOTE_PREFIX)
-    ]
+    """What the user typed: its text blocks (the time note is a context block)."""
+    texts = [block.text for block in stored.message.blocks if isinstance(block, TextBlock)]
     return "\n".join(t for t in texts if t.strip())
 
 

@@ -161,10 +161,9 @@ PRIVATE_NAMES: list[tuple[str, str, Callable[[App[Any], Markdown], None]]] = [
         f"{GUARDED}: draw_updates_promptly",
         _screen_update_timer_skips,
     ),
-    # Not behind textual_private.py yet: MessageView reads it itself (getattr with a default).
     (
         "Widget._anchor_released",
-        "habakkuk/widgets/message_view.py: MessageView._layout_refreshed",
+        f"{GUARDED}: anchor_released",
         _anchor_release_is_noted,
     ),
 ]

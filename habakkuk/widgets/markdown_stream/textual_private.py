@@ -110,3 +110,12 @@ def draw_updates_promptly(screen: Screen[Any]) -> None:
     laid out waited up to 33 ms more before it was drawn.
     """
     screen._update_timer._skip = False
+
+
+def anchor_released(widget: Widget) -> bool:
+    """Whether the user scrolled an anchored `widget` away from its end.
+
+    Textual keeps an anchored view at the bottom until the user scrolls away, which
+    sets `Widget._anchor_released` (set in `Widget.release_anchor`).
+    """
+    return widget._anchor_released
