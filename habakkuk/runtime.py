@@ -997,6 +997,15 @@ class Runtime:
         await self.session(session_id)
         await self.transcripts.set_archived(session_id, archived)
 
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session for good: its transcript, search rows and state (todos, /model,
+        /think). NotFound when unknown; HabakkukError while one of its turns is active."""
+        await self.session(session_id)
+        if await self.active_turns(session_id):
+            raise HabakkukError(f"session {session_id!r} has a turn queued or running")
+        await self.transcripts.delete_sessions([session_id])
+        await self._state_store().forget_sessions([session_id])
+
     async def fork_session(self, session_id: str) -> Session:
         """Copy the session up to its last finished turn into a new one (same agent and
         frozen prompt, title "Fork of ..."); the original stays as it was."""

@@ -1,4 +1,4 @@
-"""A small modal that asks for one line of text (rename, export path), checked inline."""
+"""Small modals: one line of text (rename, export path), checked inline; a yes or no."""
 
 from __future__ import annotations
 
@@ -48,3 +48,30 @@ class TextPrompt(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class Confirm(ModalScreen[bool]):
+    """A yes-or-no question: y (or Enter) answers yes, n or Esc no."""
+
+    DEFAULT_CSS = """
+    Confirm { align: center middle; }
+    Confirm > Vertical { width: 70; max-width: 95%; height: auto; padding: 1 2;
+                         border: round $warning; background: $surface; }
+    Confirm .hint { color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Content(self.question))
+            yield Static("y: yes · n or Esc: no", classes="hint")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

@@ -101,7 +101,8 @@ async def test_sessions_screen_renames_archives_and_exports(
         table = screen.query_one(DataTable)
         await wait_until(pilot, lambda: table.row_count == 1, "the session listed")
         await pilot.press("r")
-        await wait_until(pilot, lambda: bool(app.screen.query(Input)), "the rename prompt")
+        await wait_until(pilot, lambda: bool(app.screen.query("#answer")), "the rename prompt")
+        app.screen.query_one("#answer", Input).value = ""
         await pilot.press(*"New title", "enter")
         await wait_until(
             pilot, lambda: "New title" in str(table_rows(table)), "the renamed session"
@@ -121,7 +122,7 @@ async def test_sessions_screen_renames_archives_and_exports(
         await pilot.press("enter")
         await wait_until(pilot, target.exists, "the export file")
         assert "<html" in target.read_text().lower()
-        await pilot.press("x")
+        await pilot.press("x", "y")
         await wait_until(pilot, lambda: table.row_count == 0, "the archived session to go")
         assert (await app.runtime.session("ses_cccc")).archived
 
