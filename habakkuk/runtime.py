@@ -511,7 +511,14 @@ class Runtime:
 
     def _human_approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
         if payload.get("attended") and self.interactive:
-            return self.approvals
+            from habakkuk.channels.home_approvals import RecordedApprover
+            from habakkuk.channels.store import ChannelStore
+
+            # Recorded in control.db too, so every process of the home lists and answers it.
+            channels = self.channels
+            store = channels.store if channels is not None else ChannelStore(self.queue.db)
+            where = "web" if session.origin == "web" else TERMINAL
+            return RecordedApprover(self.approvals, store, where)
         return None
 
     async def _record_usage(self, ref: ModelRef, caller: Caller, usage: Usage) -> None:
