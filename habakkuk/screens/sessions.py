@@ -119,7 +119,11 @@ class SessionsScreen(RuntimeScreen):
             columns: tuple[str, ...] = ("title", "when", "match")
             for hit in best.values():
                 title = _one_line(hit.title) or "(untitled)"
-                cells = [Text(title), format_time(hit.at, timezone), Text(_one_line(hit.snippet))]
+                cells: list[str | Text] = [
+                    Text(title),
+                    format_time(hit.at, timezone),
+                    Text(_one_line(hit.snippet)),
+                ]
                 rows.append((hit.session, hit.title, cells))
             self._title.update(Content(f"Search: {self.query_text}  ({len(rows)} found)"))
             empty = "Nothing found. Esc shows recent sessions."
@@ -144,8 +148,8 @@ class SessionsScreen(RuntimeScreen):
         table.add_columns(*columns)
         self.row_sessions = [session for session, _, _ in rows]
         self.row_titles = {session: title for session, title, _ in rows}
-        for _, _, cells in rows:
-            table.add_row(*cells)
+        for _, _, row_cells in rows:
+            table.add_row(*row_cells)
         if rows:
             at = self.row_sessions.index(keep) if keep in self.row_sessions else row
             table.move_cursor(row=min(max(at, 0), len(rows) - 1))
