@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -60,6 +61,12 @@ from habakkuk.tools.processes import ProcessInfo, ProcessManager
 log = logging.getLogger(__name__)
 
 TURN_MAX_ATTEMPTS = 3
+# The overview lists jobs that failed in this many days (newest OVERVIEW_ERRORS of them).
+OVERVIEW_ERROR_DAYS = 7
+OVERVIEW_ERRORS = 20
+# The lease (in control.db) naming the process that serves the home's HTTP listener.
+HTTP_LEASE = "http"
+HTTP_LEASE_SECONDS = 60.0
 # How a chat is told that someone answered its approval elsewhere ("... from the dashboard.").
 APPROVAL_VERBS = {
     "allow_once": "Approved",
@@ -129,6 +136,39 @@ class TurnOutcome:
     status: str
     reply: str
     error: str | None
+
+
+@dataclass
+class HttpListener:
+    """The home's HTTP listener as the overview shows it."""
+
+    state: str  # serving (here) | stand-by (here, the address is taken) | elsewhere | off
+    address: str  # the URL served, or the configured listen address
+    holder: str  # which process holds it ("pid 4242 on host"), "" when unknown
+
+
+@dataclass
+class McpState:
+    """One configured MCP server's link in this process."""
+
+    name: str
+    state: str  # connecting | up | down | closed | not started
+    detail: str  # its last error, or how many tools it gave
+
+
+@dataclass
+class Overview:
+    """What the overview screen and /api/overview show, read once."""
+
+    queue: dict[tuple[str, str], int]  # (kind, status) -> jobs, every process of the home
+    running: list[Job]  # run by this process's pools
+    upcoming: list[Job]  # timed jobs and retries, soonest first
+    errors: list[Job]  # failed for good in the last OVERVIEW_ERROR_DAYS, newest first
+    channels: list[dict[str, Any]]  # as channel_states()
+    mcp: list[McpState]
+    usage_today: list[UsageTotal]  # since midnight in the config timezone
+    approvals: int  # waiting in any process of the home
+    http: HttpListener
 
 
 class AttendedApprovals(ApprovalHub):
@@ -224,6 +264,7 @@ class Runtime:
         self._turn_pool: Pool | None = None
         self._maintenance: asyncio.Task[None] | None = None
         self._http_standby: asyncio.Task[None] | None = None
+        self._http_lease: asyncio.Task[None] | None = None
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
         self._http: Any = None  # habakkuk.server.app.HttpServer while serving
@@ -899,6 +940,7 @@ class Runtime:
         server = HttpServer(self, config, token)
         await server.start(host, port)
         self._http = server
+        self._http_lease = asyncio.create_task(self._hold_http_lease(), name="http-lease")
         self._interactive_before_http = self.interactive
         self.interactive = True
         return server
@@ -938,12 +980,84 @@ class Runtime:
 
         self._http_standby = asyncio.create_task(standby(), name="http-standby")
 
+    async def _hold_http_lease(self) -> None:
+        """Name this process as the HTTP listener's holder in control.db while it serves."""
+        import socket
+
+        owner = f"pid {os.getpid()} on {socket.gethostname()}"
+        store = await self._prompt_store()
+        await store.ensure()
+        try:
+            while True:
+                await store.acquire_lease(HTTP_LEASE, owner, HTTP_LEASE_SECONDS)
+                await asyncio.sleep(HTTP_LEASE_SECONDS / 3)
+        finally:
+            with contextlib.suppress(Exception):  # closing: the lease runs out by itself
+                await store.release_lease(HTTP_LEASE, owner)
+
+    async def http_listener(self) -> HttpListener:
+        """Who serves the config's HTTP listener: this process, another one, or nobody."""
+        import sqlite3
+
+        if self._http is not None:
+            return HttpListener("serving", str(self._http.url), f"this process (pid {os.getpid()})")
+        if self.config.http is None:
+            return HttpListener("off", "", "")
+        listen = self.config.http.listen
+        try:
+            holder = await (await self._prompt_store()).lease_holder(HTTP_LEASE) or ""
+        except sqlite3.OperationalError:  # no process ever served: no table yet
+            holder = ""
+        standing_by = self._http_standby is not None and not self._http_standby.done()
+        return HttpListener("stand-by" if standing_by else "elsewhere", listen, holder)
+
+    def mcp_states(self) -> list[McpState]:
+        """Each configured MCP server's link in this process ("not started" before it is)."""
+        links = {status.name: status for status in (self.mcp.status() if self.mcp else [])}
+        states = []
+        for name in sorted(self.config.mcp_servers):
+            link = links.get(name)
+            if link is None:
+                states.append(McpState(name, "not started", ""))
+                continue
+            detail = link.error or (f"{len(link.tools)} tool(s)" if link.state == "up" else "")
+            states.append(McpState(name, link.state, " ".join(str(detail).split())))
+        return states
+
+    async def overview(self) -> Overview:
+        """The control room in one read: queue, jobs, errors, channels, MCP, usage, HTTP."""
+        from datetime import datetime
+        from zoneinfo import ZoneInfo
+
+        try:
+            zone = ZoneInfo(self.config.timezone)
+        except (KeyError, ValueError):
+            zone = ZoneInfo("UTC")
+        midnight = datetime.now(zone).replace(hour=0, minute=0, second=0, microsecond=0)
+        cutoff = time.time() - OVERVIEW_ERROR_DAYS * 86400
+        failures = await self.recent_failures(OVERVIEW_ERRORS)
+        return Overview(
+            queue=await self.queue_depth(),
+            running=self.running_jobs(),
+            upcoming=await self.upcoming_jobs(10),
+            errors=[job for job in failures if job.updated_at >= cutoff],
+            channels=await self.channel_states(),
+            mcp=self.mcp_states(),
+            usage_today=await self.usage_since(midnight.timestamp()),
+            approvals=len(await self.waiting_approvals()),
+            http=await self.http_listener(),
+        )
+
     async def stop_http(self) -> None:
         """Stop the HTTP server (and any standby) if it runs."""
         if self._http_standby is not None:
             self._http_standby.cancel()
             await asyncio.gather(self._http_standby, return_exceptions=True)
             self._http_standby = None
+        if self._http_lease is not None:
+            self._http_lease.cancel()
+            await asyncio.gather(self._http_lease, return_exceptions=True)
+            self._http_lease = None
         if self._http is not None:
             server, self._http = self._http, None
             self.interactive = bool(getattr(self, "_interactive_before_http", False))

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
@@ -75,3 +75,32 @@ class Confirm(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class ShowText(ModalScreen[None]):
+    """A long text shown whole (an error the overview cut short); Esc, Enter or q closes."""
+
+    DEFAULT_CSS = """
+    ShowText { align: center middle; }
+    ShowText > Vertical { width: 90%; height: auto; max-height: 90%; padding: 0 1;
+                          border: round $error; background: $surface; }
+    ShowText VerticalScroll { height: auto; max-height: 100%; }
+    ShowText .title { text-style: bold; }
+    ShowText .hint { color: $text-muted; }
+    """
+    BINDINGS = [Binding("escape,enter,q", "close", "Close", id="show.close")]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Content(self.title_text), classes="title")
+            with VerticalScroll():
+                yield Static(Content(self.text), id="full-text")
+            yield Static("Esc closes", classes="hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
