@@ -3,6 +3,10 @@ recent errors, each error readable whole with Enter; a snapshot at 80x24."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import socket
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -134,3 +138,23 @@ async def test_overview_snapshot_at_80x24(
         )
         await pilot.pause()
         assert svg_snapshot == app.export_screenshot()
+
+
+async def test_a_second_process_stands_by_and_names_the_holder(
+    runtime_factory: Any, home: Home
+) -> None:
+    first: Runtime = await runtime_factory(mock_config())
+    server = await first.start_http("127.0.0.1:0")
+    listen = server.url.removeprefix("http://")
+    second: Runtime = await runtime_factory(mock_config(extra=f'http:\n  listen: "{listen}"\n'))
+    lines: list[str] = []
+    await second.serve_http(lines.append, retry_seconds=3600)
+    assert "standing by" in lines[-1]
+    deadline = time.monotonic() + 10
+    http = (await second.overview()).http
+    while not http.holder:  # the first process records its lease in a task of its own
+        assert time.monotonic() < deadline, "the holder recorded"
+        await asyncio.sleep(0.01)
+        http = (await second.overview()).http
+    assert (http.state, http.address) == ("stand-by", listen)
+    assert http.holder == f"pid {os.getpid()} on {socket.gethostname()}"
