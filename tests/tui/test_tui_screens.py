@@ -13,6 +13,7 @@ from habakkuk.engine.llm.types import Message, TextBlock
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.user_message import UserMessage
 from tests.conftest import WriteConfig, mock_config
+from tests.fakes.model_server import FakeModelServer
 from tests.tui.conftest import make_app, ready, send, toasts, turn_finished, wait_until
 
 EXEC_SCRIPT = """
@@ -246,7 +247,7 @@ async def test_overview_lists_scheduled_jobs_with_when_and_why(write_config: Wri
 
 
 async def test_setup_screen_explains_bad_entries_and_writes_a_valid_config(
-    home: Home,
+    home: Home, models: FakeModelServer
 ) -> None:
     app = make_app(home)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -272,6 +273,7 @@ async def test_setup_screen_explains_bad_entries_and_writes_a_valid_config(
         assert read_env_file(home.env_path) == {"OPENAI_API_KEY": "sk-test-123"}
         assert "sk-test-123" not in home.config_path.read_text()
         assert oct(home.env_path.stat().st_mode & 0o777) == "0o600"
+        assert [r.api_key for r in models.requests] == ["sk-test-123"]  # checked first
         await wait_until(pilot, lambda: app.runtime is not None, "the runtime to open")
 
 
