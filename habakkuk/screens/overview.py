@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 
+from habakkuk.engine.store import StoreError
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.screens.text_prompt import ShowText
 
@@ -180,9 +181,12 @@ class OverviewScreen(RuntimeScreen):
 
     @work(exclusive=True, group="reload")
     async def _reload(self) -> None:
-        if not self.has_runtime:
+        if not self.has_runtime:  # the app closed the runtime while this was queued
             return
-        view = await self.runtime.overview()
+        try:
+            view = await self.runtime.overview()
+        except StoreError:  # closed under us as the app quits
+            return
         self.show(view)
 
     def show(self, view: Overview) -> None:
