@@ -38,6 +38,13 @@ from habakkuk.engine.llm.pricing import PriceTable
 from habakkuk.engine.llm.router import Caller, Router
 from habakkuk.engine.llm.types import ToolResultBlock, Usage
 from habakkuk.engine.llm.usage import UsageStore, UsageTotal
+from habakkuk.engine.overview import (
+    OVERVIEW_ERROR_DAYS,
+    OVERVIEW_ERRORS,
+    HttpListener,
+    McpState,
+    Overview,
+)
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.retention import RETENTION_KIND, retention_job_id
 from habakkuk.engine.retention import sweep as retention_sweep
@@ -61,9 +68,6 @@ from habakkuk.tools.processes import ProcessInfo, ProcessManager
 log = logging.getLogger(__name__)
 
 TURN_MAX_ATTEMPTS = 3
-# The overview lists jobs that failed in this many days (newest OVERVIEW_ERRORS of them).
-OVERVIEW_ERROR_DAYS = 7
-OVERVIEW_ERRORS = 20
 # The lease (in control.db) naming the process that serves the home's HTTP listener.
 HTTP_LEASE = "http"
 HTTP_LEASE_SECONDS = 60.0
@@ -136,39 +140,6 @@ class TurnOutcome:
     status: str
     reply: str
     error: str | None
-
-
-@dataclass
-class HttpListener:
-    """The home's HTTP listener as the overview shows it."""
-
-    state: str  # serving (here) | stand-by (here, the address is taken) | elsewhere | off
-    address: str  # the URL served, or the configured listen address
-    holder: str  # which process holds it ("pid 4242 on host"), "" when unknown
-
-
-@dataclass
-class McpState:
-    """One configured MCP server's link in this process."""
-
-    name: str
-    state: str  # connecting | up | down | closed | not started
-    detail: str  # its last error, or how many tools it gave
-
-
-@dataclass
-class Overview:
-    """What the overview screen and /api/overview show, read once."""
-
-    queue: dict[tuple[str, str], int]  # (kind, status) -> jobs, every process of the home
-    running: list[Job]  # run by this process's pools
-    upcoming: list[Job]  # timed jobs and retries, soonest first
-    errors: list[Job]  # failed for good in the last OVERVIEW_ERROR_DAYS, newest first
-    channels: list[dict[str, Any]]  # as channel_states()
-    mcp: list[McpState]
-    usage_today: list[UsageTotal]  # since midnight in the config timezone
-    approvals: int  # waiting in any process of the home
-    http: HttpListener
 
 
 class AttendedApprovals(ApprovalHub):

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from habakkuk.engine.events import Event
-    from habakkuk.runtime import HttpListener, Overview
+    from habakkuk.engine.overview import HttpListener, Overview
 
 REFRESH_KINDS = {"turn.start", "turn.end", "job.finished"}
 REFRESH_SECONDS = 5.0
