@@ -160,6 +160,20 @@ class HabakkukApp(App[None]):
     def _after_setup(self, written: Path | None) -> None:
         self._start_runtime()
 
+    def open_setup(self) -> None:
+        """The palette's "Setup: providers": the setup screen over the running app."""
+        from habakkuk.screens.setup import SetupScreen
+
+        if self.runtime is None or self.screen.id == "setup":  # first run, or open already
+            return
+
+        def saved(written: Path | None) -> None:
+            if written is not None:
+                # The open runtime keeps the config it read; the next start reads this one.
+                self.notify(f"Saved {written}. Restart Habakkuk to use it.", markup=False)
+
+        self.push_screen(SetupScreen(self.home), callback=saved)
+
     @work(exclusive=True, group="runtime")
     async def _start_runtime(self) -> None:
         from habakkuk.engine.errors import HabakkukError
@@ -218,8 +232,9 @@ class HabakkukApp(App[None]):
     # -- navigation ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Sections need the runtime: their keys appear once it is open."""
-        return not (action == "go" and self.runtime is None)
+        """Sections need the runtime: their keys appear once it is open (and not over the
+        setup screen, whose ctrl+s and ctrl+o are its own)."""
+        return not (action == "go" and (self.runtime is None or self.screen.id == "setup"))
 
     def action_go(self, mode: str) -> None:
         """Show one section."""
@@ -254,6 +269,9 @@ class HabakkukApp(App[None]):
             "App: quit", "Quit; a running turn resumes next start (ctrl+q)", self.action_quit
         )
         yield SystemCommand("App: theme", "Change the colour theme", self.action_change_theme)
+        yield SystemCommand(
+            "Setup: providers", "Choose the model provider, key and model", self.open_setup
+        )
         yield SystemCommand(
             "App: keys", "Show the keys of this screen", self.action_show_help_panel
         )

@@ -54,6 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("id")
     compact.add_argument("--json", action="store_true")
+    for name, about in (
+        ("archive", "hide sessions from the recent list"),
+        ("unarchive", "bring archived sessions back"),
+        ("rm", "delete sessions for good (asks unless -y)"),
+    ):
+        each = sessions_sub.add_parser(name, help=about)
+        each.add_argument("ids", nargs="+", metavar="ID")
+        if name == "rm":
+            each.add_argument("-y", "--yes", action="store_true", help="do not ask")
+    archived = sessions_sub.add_parser("archived", help="archived sessions, newest first")
+    archived.add_argument("--json", action="store_true")
 
     init = sub.add_parser("init", help="write a commented starter config (offline demo)")
     init.add_argument("--force", action="store_true", help="replace an existing config")
@@ -139,6 +150,10 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
             "search": commands.sessions_search,
             "export": commands.sessions_export,
             "compact": commands.sessions_compact,
+            "archive": commands.sessions_archive,
+            "unarchive": commands.sessions_unarchive,
+            "archived": commands.sessions_archived,
+            "rm": commands.sessions_rm,
         }
         if args.sessions_command not in actions:
             parser.parse_args(["sessions", "--help"])

@@ -287,6 +287,77 @@ async def _sessions_compact(session_id: str, as_json: bool) -> int:
     return EXIT_OK if outcome.status == "done" else EXIT_FAILED
 
 
+def sessions_archive(args: argparse.Namespace) -> int:
+    """`habakkuk sessions archive ID...`: hide sessions from the recent list."""
+    return asyncio.run(_sessions_each(args.ids, "archive"))
+
+
+def sessions_unarchive(args: argparse.Namespace) -> int:
+    """`habakkuk sessions unarchive ID...`: bring archived sessions back."""
+    return asyncio.run(_sessions_each(args.ids, "unarchive"))
+
+
+def sessions_rm(args: argparse.Namespace) -> int:
+    """`habakkuk sessions rm ID... [-y]`: delete sessions for good (asks on a terminal)."""
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("habakkuk: sessions rm: not a terminal; pass -y to delete", file=sys.stderr)
+            return EXIT_USAGE
+        names = " ".join(args.ids)
+        answer = _ask(f"delete {names} for good (transcript, search index, state)? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing deleted", file=sys.stderr)
+            return EXIT_FAILED
+    return asyncio.run(_sessions_each(args.ids, "rm"))
+
+
+async def _sessions_each(ids: list[str], action: str) -> int:
+    """Apply archive, unarchive or rm to each id; one line per id that failed (exit 2)."""
+    from habakkuk.engine.errors import HabakkukError
+
+    done = {"archive": "archived", "unarchive": "unarchived", "rm": "deleted"}[action]
+    failed = False
+    runtime = await _open()
+    try:
+        for session_id in ids:
+            try:
+                if action == "rm":
+                    await runtime.delete_session(session_id)
+                else:
+                    await runtime.archive_session(session_id, action == "archive")
+            except HabakkukError as exc:
+                print(f"habakkuk: sessions {action}: {exc}", file=sys.stderr)
+                failed = True
+                continue
+            print(f"{done} {session_id}")
+    finally:
+        await runtime.close()
+    return EXIT_USAGE if failed else EXIT_OK
+
+
+def sessions_archived(args: argparse.Namespace) -> int:
+    """`habakkuk sessions archived [--json]`: the archived sessions, newest first."""
+    return asyncio.run(_sessions_archived(args.json))
+
+
+async def _sessions_archived(as_json: bool) -> int:
+    from habakkuk.engine.export import rfc3339, session_json
+
+    runtime = await _open()
+    try:
+        sessions = await runtime.list_sessions(limit=1000, archived=True)
+    finally:
+        await runtime.close()
+    if as_json:
+        print(json.dumps([session_json(s) for s in sessions], ensure_ascii=False))
+        return EXIT_OK
+    for s in sessions:
+        print(f"{s.id}  {rfc3339(s.updated_at)}  {s.agent:<12}  {s.title}")
+    if not sessions:
+        print("no archived sessions", file=sys.stderr)
+    return EXIT_OK
+
+
 # -- checkpoints -----------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -37,6 +38,13 @@ from habakkuk.engine.llm.pricing import PriceTable
 from habakkuk.engine.llm.router import Caller, Router
 from habakkuk.engine.llm.types import Message, ToolResultBlock, Usage
 from habakkuk.engine.llm.usage import UsageStore, UsageTotal
+from habakkuk.engine.overview import (
+    OVERVIEW_ERROR_DAYS,
+    OVERVIEW_ERRORS,
+    HttpListener,
+    McpState,
+    Overview,
+)
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.retention import RETENTION_KIND, retention_job_id
 from habakkuk.engine.retention import sweep as retention_sweep
@@ -60,6 +68,9 @@ from habakkuk.tools.processes import ProcessInfo, ProcessManager
 log = logging.getLogger(__name__)
 
 TURN_MAX_ATTEMPTS = 3
+# The lease (in control.db) naming the process that serves the home's HTTP listener.
+HTTP_LEASE = "http"
+HTTP_LEASE_SECONDS = 60.0
 # How a chat is told that someone answered its approval elsewhere ("... from the dashboard.").
 APPROVAL_VERBS = {
     "allow_once": "Approved",
@@ -224,6 +235,7 @@ class Runtime:
         self._turn_pool: Pool | None = None
         self._maintenance: asyncio.Task[None] | None = None
         self._http_standby: asyncio.Task[None] | None = None
+        self._http_lease: asyncio.Task[None] | None = None
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
         self._http: Any = None  # habakkuk.server.app.HttpServer while serving
@@ -511,7 +523,14 @@ class Runtime:
 
     def _human_approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
         if payload.get("attended") and self.interactive:
-            return self.approvals
+            from habakkuk.channels.home_approvals import RecordedApprover
+            from habakkuk.channels.store import ChannelStore
+
+            # Recorded in control.db too, so every process of the home lists and answers it.
+            channels = self.channels
+            store = channels.store if channels is not None else ChannelStore(self.queue.db)
+            where = "web" if session.origin == "web" else TERMINAL
+            return RecordedApprover(self.approvals, store, where)
         return None
 
     async def _record_usage(self, ref: ModelRef, caller: Caller, usage: Usage) -> None:
@@ -889,6 +908,7 @@ class Runtime:
         server = HttpServer(self, config, token)
         await server.start(host, port)
         self._http = server
+        self._http_lease = asyncio.create_task(self._hold_http_lease(), name="http-lease")
         self._interactive_before_http = self.interactive
         self.interactive = True
         return server
@@ -928,12 +948,84 @@ class Runtime:
 
         self._http_standby = asyncio.create_task(standby(), name="http-standby")
 
+    async def _hold_http_lease(self) -> None:
+        """Name this process as the HTTP listener's holder in control.db while it serves."""
+        import socket
+
+        owner = f"pid {os.getpid()} on {socket.gethostname()}"
+        store = await self._prompt_store()
+        await store.ensure()
+        try:
+            while True:
+                await store.acquire_lease(HTTP_LEASE, owner, HTTP_LEASE_SECONDS)
+                await asyncio.sleep(HTTP_LEASE_SECONDS / 3)
+        finally:
+            with contextlib.suppress(Exception):  # closing: the lease runs out by itself
+                await store.release_lease(HTTP_LEASE, owner)
+
+    async def http_listener(self) -> HttpListener:
+        """Who serves the config's HTTP listener: this process, another one, or nobody."""
+        import sqlite3
+
+        if self._http is not None:
+            return HttpListener("serving", str(self._http.url), f"this process (pid {os.getpid()})")
+        if self.config.http is None:
+            return HttpListener("off", "", "")
+        listen = self.config.http.listen
+        try:
+            holder = await (await self._prompt_store()).lease_holder(HTTP_LEASE) or ""
+        except sqlite3.OperationalError:  # no process ever served: no table yet
+            holder = ""
+        standing_by = self._http_standby is not None and not self._http_standby.done()
+        return HttpListener("stand-by" if standing_by else "elsewhere", listen, holder)
+
+    def mcp_states(self) -> list[McpState]:
+        """Each configured MCP server's link in this process ("not started" before it is)."""
+        links = {status.name: status for status in (self.mcp.status() if self.mcp else [])}
+        states = []
+        for name in sorted(self.config.mcp_servers):
+            link = links.get(name)
+            if link is None:
+                states.append(McpState(name, "not started", ""))
+                continue
+            detail = link.error or (f"{len(link.tools)} tool(s)" if link.state == "up" else "")
+            states.append(McpState(name, link.state, " ".join(str(detail).split())))
+        return states
+
+    async def overview(self) -> Overview:
+        """The control room in one read: queue, jobs, errors, channels, MCP, usage, HTTP."""
+        from datetime import datetime
+        from zoneinfo import ZoneInfo
+
+        try:
+            zone = ZoneInfo(self.config.timezone)
+        except (KeyError, ValueError):
+            zone = ZoneInfo("UTC")
+        midnight = datetime.now(zone).replace(hour=0, minute=0, second=0, microsecond=0)
+        cutoff = time.time() - OVERVIEW_ERROR_DAYS * 86400
+        failures = await self.recent_failures(OVERVIEW_ERRORS)
+        return Overview(
+            queue=await self.queue_depth(),
+            running=self.running_jobs(),
+            upcoming=await self.upcoming_jobs(10),
+            errors=[job for job in failures if job.updated_at >= cutoff],
+            channels=await self.channel_states(),
+            mcp=self.mcp_states(),
+            usage_today=await self.usage_since(midnight.timestamp()),
+            approvals=len(await self.waiting_approvals()),
+            http=await self.http_listener(),
+        )
+
     async def stop_http(self) -> None:
         """Stop the HTTP server (and any standby) if it runs."""
         if self._http_standby is not None:
             self._http_standby.cancel()
             await asyncio.gather(self._http_standby, return_exceptions=True)
             self._http_standby = None
+        if self._http_lease is not None:
+            self._http_lease.cancel()
+            await asyncio.gather(self._http_lease, return_exceptions=True)
+            self._http_lease = None
         if self._http is not None:
             server, self._http = self._http, None
             self.interactive = bool(getattr(self, "_interactive_before_http", False))
@@ -997,6 +1089,15 @@ class Runtime:
         """Hide a session from the recent list (or bring it back)."""
         await self.session(session_id)
         await self.transcripts.set_archived(session_id, archived)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session for good: its transcript, search rows and state (todos, /model,
+        /think). NotFound when unknown; HabakkukError while one of its turns is active."""
+        await self.session(session_id)
+        if await self.active_turns(session_id):
+            raise HabakkukError(f"session {session_id!r} has a turn queued or running")
+        await self.transcripts.delete_sessions([session_id])
+        await self._state_store().forget_sessions([session_id])
 
     async def fork_session(self, session_id: str) -> Session:
         """Copy the session up to its last finished turn into a new one (same agent and

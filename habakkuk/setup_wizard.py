@@ -1,7 +1,11 @@
-"""`habakkuk setup`: an interactive first-run (or re-run) wizard.
+"""`habakkuk setup`: an interactive first-run (or re-run) wizard, and what it shares with
+the app's setup screen: the provider choices (`CHOICES`), the key check (`check_key`)
+and the config building and writing (`Wizard.build_config`, `write_config`).
 
 It asks for the provider (Anthropic, OpenAI, OpenRouter, any OpenAI-compatible
-server, or the offline demo), the key (hidden input), the model and the
+server, Gemini through litellm, or the offline demo), the key (hidden input),
+checks the key with one cheap request (the model list) and on a failure says why
+and offers to save anyway or retry, then asks for the model and the
 workspace; stores the key in the OS keyring when one is usable and otherwise
 in HOME/.env (mode 0600, other lines kept); builds the config, keeping the
 rest of an existing one, validates it with the real config loader before
@@ -11,7 +15,9 @@ command then runs `habakkuk doctor`.
 
 from __future__ import annotations
 
+import asyncio
 import getpass
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
@@ -29,9 +35,13 @@ EXIT_FAILED = 1
 AGENT = "habakkuk"
 
 
+LITELLM_HINT = "needs `pip install 'habakkuk[litellm]'`"
+CHECK_TIMEOUT = 10.0  # seconds for the key check's one request
+
+
 @dataclass(frozen=True)
 class Choice:
-    """One provider the wizard offers."""
+    """One provider the wizard and the setup screen offer."""
 
     label: str
     name: str  # the provider's name in config
@@ -39,6 +49,24 @@ class Choice:
     key_env: str | None  # where the key goes (None: no key)
     key_optional: bool
     default_model: str
+    asks_base_url: bool = False  # any OpenAI-compatible server: the user gives its URL
+    needs_module: str = ""  # a module its adapter imports that may not be installed
+
+    @property
+    def missing(self) -> str:
+        """What this choice needs that is not installed ("" when it can work here)."""
+        if self.needs_module and importlib.util.find_spec(self.needs_module) is None:
+            return LITELLM_HINT
+        return ""
+
+    @property
+    def title(self) -> str:
+        """The label, with what is missing when something is."""
+        return f"{self.label} ({self.missing})" if self.missing else self.label
+
+    @property
+    def is_demo(self) -> bool:
+        return self.provider.get("type") == "mock"
 
 
 CHOICES: list[Choice] = [
@@ -73,9 +101,118 @@ CHOICES: list[Choice] = [
         "CUSTOM_API_KEY",
         True,
         "",
+        asks_base_url=True,
+    ),
+    Choice(
+        "Gemini (via litellm)",
+        "gemini",
+        {"preset": "gemini"},
+        "GEMINI_API_KEY",
+        False,
+        "gemini/gemini-2.5-flash",
+        needs_module="litellm",
     ),
     Choice("The offline demo (no key, no network)", "demo", {"type": "mock"}, None, True, "tour"),
 ]
+CHOICES_BY_NAME = {choice.name: choice for choice in CHOICES}
+GEMINI_URL = "https://generativelanguage.googleapis.com"
+
+
+@dataclass(frozen=True)
+class KeyCheck:
+    """How the key check went: `ok`, else `reason` says why (one line)."""
+
+    ok: bool
+    reason: str = ""
+
+
+def _adapter_type(choice: Choice) -> tuple[str, str | None]:
+    """The choice's adapter type and preset base URL."""
+    from habakkuk.engine.presets import PRESETS
+
+    preset = PRESETS.get(str(choice.provider.get("preset", "")))
+    kind = str(choice.provider.get("type") or (preset.type if preset else ""))
+    return kind, preset.base_url if preset else None
+
+
+async def check_key(
+    choice: Choice, key: str, base_url: str | None = None, *, timeout: float = CHECK_TIMEOUT
+) -> KeyCheck:
+    """Try the key with one cheap request (list the models) against the provider's URL.
+
+    `base_url` is the OpenAI-compatible server's (else the preset's, else the SDK's
+    default, which honours ANTHROPIC_BASE_URL and OPENAI_BASE_URL). No retries.
+    """
+    if choice.is_demo:
+        return KeyCheck(True)
+    if choice.missing:
+        return KeyCheck(False, f"{choice.label} {choice.missing}")
+    kind, preset_url = _adapter_type(choice)
+    url = base_url or preset_url
+    try:
+        if kind == "anthropic":
+            import anthropic
+
+            client = anthropic.AsyncAnthropic(
+                api_key=key, base_url=url, max_retries=0, timeout=timeout
+            )
+            url = str(client.base_url)
+            async with client:
+                await client.models.list(limit=1)
+        elif kind == "litellm":
+            await _check_gemini(key, url or GEMINI_URL, timeout)
+        else:
+            import openai
+
+            oai = openai.AsyncOpenAI(
+                api_key=key or "none", base_url=url, max_retries=0, timeout=timeout
+            )
+            url = str(oai.base_url)
+            async with oai:
+                if choice.name == "openrouter":
+                    # Its model list is public: only /key says whether the key is good.
+                    await oai.get("/key", cast_to=object)
+                else:
+                    await oai.models.list()
+    except Exception as exc:  # every failure becomes the reason shown to the user
+        return KeyCheck(False, _why(exc, url or "the provider"))
+    return KeyCheck(True)
+
+
+async def _check_gemini(key: str, url: str, timeout: float) -> None:
+    import aiohttp
+
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as client,
+        client.get(f"{url.rstrip('/')}/v1beta/models", headers={"x-goog-api-key": key}) as reply,
+    ):
+        reply.raise_for_status()
+
+
+def _why(exc: Exception, url: str) -> str:
+    """A failed check in one line: refused key, unreachable server, or the status."""
+    import aiohttp
+    import anthropic
+    import openai
+
+    text = " ".join(str(exc).split())[:200]
+    if isinstance(exc, openai.AuthenticationError | anthropic.AuthenticationError):
+        return "the key was refused (401: not a valid key for this provider)"
+    if isinstance(exc, openai.PermissionDeniedError | anthropic.PermissionDeniedError):
+        return "the key has no access (403)"
+    if isinstance(exc, openai.APITimeoutError | anthropic.APITimeoutError | TimeoutError):
+        return f"no answer from {url} in time"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        refused = exc.status in (400, 401, 403)
+        return "the key was refused" if refused else f"HTTP {exc.status} from {url}"
+    if isinstance(exc, openai.APIConnectionError | anthropic.APIConnectionError):
+        cause = " ".join(str(exc.__cause__ or "").split())
+        return f"cannot reach {url}" + (f" ({cause[:160]})" if cause else "")
+    if isinstance(exc, aiohttp.ClientError):
+        return f"cannot reach {url} ({text or type(exc).__name__})"
+    if isinstance(exc, openai.APIStatusError | anthropic.APIStatusError):
+        return f"HTTP {exc.status_code} from {url}: {text}"
+    return f"{type(exc).__name__}: {text}"
 
 
 class SetupAborted(Exception):
@@ -111,11 +248,15 @@ class Wizard:
         """Ask which provider until the answer is one of the numbers."""
         self.out("Which model provider?")
         for number, choice in enumerate(CHOICES, start=1):
-            self.out(f"  {number}. {choice.label}")
+            self.out(f"  {number}. {choice.title}")
         for _ in range(5):
             answer = self._prompt("Provider number", "1")
             if answer.isdigit() and 1 <= int(answer) <= len(CHOICES):
-                return CHOICES[int(answer) - 1]
+                choice = CHOICES[int(answer) - 1]
+                if choice.missing:
+                    self.out(f"  {choice.label} {choice.missing}; choose another or install it")
+                    continue
+                return choice
             self.out(f"  please answer a number from 1 to {len(CHOICES)}")
         raise SetupAborted("no provider chosen")
 
@@ -137,6 +278,23 @@ class Wizard:
                 return key
             self.out("  this provider needs a key")
         raise SetupAborted("no key given")
+
+    def checked_key(self, choice: Choice, base_url: str | None) -> str:
+        """Ask for the key and check it; on a failure say why, then save anyway or retry."""
+        for _ in range(5):
+            key = self.ask_key(choice) if choice.key_env else ""
+            if choice.is_demo:
+                return key
+            self.out("  checking the key (listing the models)...")
+            result = asyncio.run(check_key(choice, key, base_url))
+            if result.ok:
+                self.out("  the key works")
+                return key
+            self.out(f"  the check failed: {result.reason}")
+            answer = self._prompt("Save it anyway? (y: save, n: enter the key again)", "n")
+            if answer.lower() in ("y", "yes"):
+                return key
+        raise SetupAborted("no working key given")
 
     def ask_model(self, choice: Choice) -> str:
         for _ in range(5):
@@ -170,7 +328,7 @@ class Wizard:
         provider = dict(choice.provider)
         if base_url:
             provider["base_url"] = base_url
-        if choice.name == "custom" and key_set and choice.key_env:
+        if choice.asks_base_url and key_set and choice.key_env:
             provider["key_env"] = choice.key_env
         agent = {"model": f"{choice.name}/{model}", "mode": "workspace", "workspace": workspace}
         old = self._old_config()
@@ -222,12 +380,13 @@ class Wizard:
 
         if keyring_set(variable, key):
             # A stale .env line would win over the keyring: drop it.
-            self._write_env(variable, None)
+            self.write_env(variable, None)
             return "the OS keyring"
-        self._write_env(variable, key)
+        self.write_env(variable, key)
         return str(self.home.env_path)
 
-    def _write_env(self, variable: str, value: str | None) -> None:
+    def write_env(self, variable: str, value: str | None) -> None:
+        """Set (or, with None, drop) one variable in HOME/.env, other lines kept (0600)."""
         path = self.home.env_path
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -265,8 +424,8 @@ class Wizard:
         """Ask, validate, store and write; returns an exit code."""
         self.out(f"Setting up Habakkuk in {self.home.root}\n")
         choice = self.choose_provider()
-        base_url = self.ask_base_url() if choice.name == "custom" else None
-        key = self.ask_key(choice) if choice.key_env else ""
+        base_url = self.ask_base_url() if choice.asks_base_url else None
+        key = self.checked_key(choice, base_url)
         model = self.ask_model(choice)
         workspace = self.ask_workspace()
         text = self.build_config(choice, base_url, bool(key), model, workspace)

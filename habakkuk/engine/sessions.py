@@ -442,6 +442,22 @@ class TranscriptStore:
             )
         )
 
+    async def delete_sessions(self, session_ids: list[str]) -> list[str]:
+        """Delete sessions for good; returns the ids that existed.
+
+        Their messages, search rows and compactions go with them by foreign key (as
+        when retention prunes an idle session); state.db's part is the caller's.
+        """
+
+        def _delete(conn: sqlite3.Connection) -> list[str]:
+            gone = []
+            for session_id in session_ids:
+                if conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount:
+                    gone.append(session_id)
+            return gone
+
+        return await self.db.write(_delete)
+
     async def fork(self, session_id: str, new_id: str, *, upto_seq: int | None = None) -> Session:
         """Copy a session and its messages (all, or those with seq <= `upto_seq`) into
         `new_id`, in one transaction: same agent and frozen system prompt, title

@@ -1,8 +1,10 @@
 """The approvals screen: every waiting approval of this home, answerable by key.
 
-It lists the runtime's `waiting_approvals()`: this terminal's own requests and
-chat approvals, also those a turn of another process waits on (a `--serve`
-holding the Telegram account). Other processes publish nothing on this bus, so
+It lists the runtime's `waiting_approvals()` (the list /api/approvals serves):
+this terminal's own requests and chat approvals, also those a turn of another
+process waits on (a `--serve` holding the Telegram account, its dashboard chat
+or its attached terminal; all are recorded in control.db while they wait).
+Other processes publish nothing on this bus, so
 besides approval.* events the screen re-reads the list every two seconds while
 it is shown.
 """

@@ -1,4 +1,11 @@
-"""The overview: queue depth, jobs running here, what is scheduled, errors, channel health."""
+"""The overview, the control room: queue, HTTP listener, usage today, recent errors,
+channels, MCP servers, jobs running here and what is scheduled.
+
+It reads `Runtime.overview()`, the read /api/overview serves, so the terminal and
+the dashboard agree. Errors are cut to fit a row; Enter on one shows it whole.
+Other processes publish nothing on this bus, so besides job events the screen
+reads again every few seconds while it is shown (r reloads at once).
+"""
 
 from __future__ import annotations
 
@@ -9,15 +16,23 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 
+from habakkuk.engine.store import StoreError
 from habakkuk.screens.base import RuntimeScreen
+from habakkuk.screens.text_prompt import ShowText
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from habakkuk.engine.events import Event
+    from habakkuk.engine.overview import HttpListener, Overview
 
 REFRESH_KINDS = {"turn.start", "turn.end", "job.finished"}
+REFRESH_SECONDS = 5.0
+# Channel states that are not an error.
+CHANNEL_OK = {"connected", "standby", "starting", "never started", "stopped"}
 
 
 def due_in(seconds: float) -> str:
@@ -32,51 +47,128 @@ def due_in(seconds: float) -> str:
     return f"in {seconds / 86400:.1f}d"
 
 
-class OverviewScreen(RuntimeScreen):
-    """What the runtime is doing; refreshed as jobs start and finish (r reloads)."""
+def one_line(text: str) -> str:
+    return " ".join(text.split())
 
+
+def cut(text: str, width: int) -> str:
+    """`text` on one line, at most `width` characters (… marks a cut)."""
+    flat = one_line(text)
+    return flat if len(flat) <= width else flat[: max(1, width - 1)] + "…"
+
+
+def http_line(http: HttpListener) -> str:
+    """The HTTP listener in one line."""
+    if http.state == "off":
+        return "off (no http: section in the config)"
+    if http.state == "serving":
+        return f"serving {http.address} · {http.holder}"
+    held = f"held by {http.holder}" if http.holder else "no process of this home serves it"
+    if http.state == "stand-by":
+        return f"stand-by: {http.address} is in use, {held}; taken over when free"
+    return f"{http.address}: {held}"
+
+
+def usage_line(view: Overview) -> str:
+    """Today's calls, tokens and cost in one line."""
+    totals = view.usage_today
+    if not totals:
+        return "no model calls today"
+    calls = sum(t.calls for t in totals)
+    tokens_in = sum(t.input_tokens + t.cache_read_tokens + t.cache_write_tokens for t in totals)
+    tokens_out = sum(t.output_tokens for t in totals)
+    cost = sum(t.cost for t in totals)
+    unpriced = sum(t.unpriced_calls for t in totals)
+    line = f"today {calls} call(s) · {tokens_in:,} in · {tokens_out:,} out · ${cost:.4f}"
+    return line + (f" ({unpriced} unpriced)" if unpriced else "")
+
+
+class OverviewScreen(RuntimeScreen):
+    """What the home is doing; refreshed as jobs start and finish, and every few seconds."""
+
+    DEFAULT_CSS = """
+    OverviewScreen .status-row { height: auto; }
+    OverviewScreen .status-label { width: 7; text-style: bold; }
+    OverviewScreen .status-row > #queue-summary, OverviewScreen .status-row > #http-summary,
+    OverviewScreen .status-row > #usage-summary { width: 1fr; }
+    """
     BINDINGS = [Binding("r", "reload", "Refresh", id="overview.refresh")]
 
     def __init__(self) -> None:
         super().__init__(id="overview")
         self._queue = Static("", id="queue-summary")
-        self._running_table: DataTable[str | Text] = DataTable(id="running", cursor_type="row")
-        self._scheduled: DataTable[str | Text] = DataTable(id="scheduled", cursor_type="row")
+        self._http = Static("", id="http-summary")
+        self._usage = Static("", id="usage-summary")
         self._errors: DataTable[str | Text] = DataTable(id="errors", cursor_type="row")
         self._channels_title = Static("Channels", classes="section-title")
-        self._channels: DataTable[str | Text] = DataTable(id="channels", cursor_type="row")
+        self._channels: DataTable[str | Text] = DataTable(id="channels", cursor_type="none")
+        self._mcp_title = Static("MCP servers", classes="section-title")
+        self._mcp: DataTable[str | Text] = DataTable(id="mcp", cursor_type="none")
+        self._running_table: DataTable[str | Text] = DataTable(id="running", cursor_type="none")
+        self._scheduled: DataTable[str | Text] = DataTable(id="scheduled", cursor_type="none")
+        self._timer: Timer | None = None
+        # (title, whole text) of each row of the errors table, for Enter.
+        self.error_rows: list[tuple[str, str]] = []
         self.queued = 0
         self.running_count = 0
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static("Queue", classes="section-title")
-            yield self._queue
+            for label, value in (
+                ("Queue", self._queue),
+                ("HTTP", self._http),
+                ("Usage", self._usage),
+            ):
+                with Horizontal(classes="status-row"):
+                    yield Static(label, classes="status-label")
+                    yield value
+            yield Static("Recent errors (Enter shows one whole)", classes="section-title")
+            yield self._errors
+            yield self._channels_title
+            yield self._channels
+            yield self._mcp_title
+            yield self._mcp
             yield Static("Running here", classes="section-title")
             yield self._running_table
             yield Static("Scheduled", classes="section-title")
             yield self._scheduled
-            yield Static("Recent errors", classes="section-title")
-            yield self._errors
-            yield self._channels_title
-            yield self._channels
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self._errors.add_columns("kind", "id", "error")
+        self._channels.add_columns("account", "type", "state", "detail")
+        self._mcp.add_columns("server", "state", "detail")
         self._running_table.add_columns("kind", "job", "session", "attempt")
         self._scheduled.add_columns("due", "kind", "job", "why")
-        self._errors.add_columns("kind", "job", "error")
-        self._channels.add_columns("account", "type", "state", "detail")
-        self._channels.styles.height = "auto"
-        self._running_table.styles.height = "auto"
-        self._errors.styles.height = "auto"
-        self._scheduled.styles.height = "auto"
+        # Only the errors take the cursor: the other tables are read, not picked from.
+        for table in (self._channels, self._mcp, self._running_table, self._scheduled):
+            table.can_focus = False
+        for table in (
+            self._errors,
+            self._channels,
+            self._mcp,
+            self._running_table,
+            self._scheduled,
+        ):
+            table.styles.height = "auto"
+        self._errors.focus()
+        self._timer = self.set_interval(REFRESH_SECONDS, self._tick, pause=not self.is_current)
 
     def runtime_ready(self) -> None:
         self.action_reload()
 
     def on_screen_resume(self) -> None:
+        if self._timer is not None:
+            self._timer.resume()
         if self.has_runtime:
+            self.action_reload()
+
+    def on_screen_suspend(self) -> None:
+        if self._timer is not None:
+            self._timer.pause()
+
+    def _tick(self) -> None:
+        if self._loaded and self.has_runtime:
             self.action_reload()
 
     async def bus_event(self, event: Event) -> None:
@@ -84,64 +176,111 @@ class OverviewScreen(RuntimeScreen):
             self.action_reload()
 
     def action_reload(self) -> None:
-        """Read the queue and the failures again."""
+        """Read the overview again."""
         self._reload()
 
     @work(exclusive=True, group="reload")
     async def _reload(self) -> None:
-        depth = await self.runtime.queue_depth()
-        failures = await self.runtime.recent_failures(10)
-        upcoming = await self.runtime.upcoming_jobs(10)
-        running = self.runtime.running_jobs()
+        if not self.has_runtime:  # the app closed the runtime while this was queued
+            return
+        try:
+            view = await self.runtime.overview()
+        except StoreError:  # closed under us as the app quits
+            return
+        self.show(view)
+
+    def show(self, view: Overview) -> None:
+        """Fill every section from one overview read."""
+        depth = view.queue
         self.queued = sum(n for (_, status), n in depth.items() if status == "queued")
         self.running_count = sum(n for (_, status), n in depth.items() if status == "running")
-        lines = [
-            f"{self.queued} queued · {self.running_count} running (every process of this home)"
-        ]
+        waiting = f" · {view.approvals} approval(s) waiting" if view.approvals else ""
+        lines = [f"{self.queued} queued · {self.running_count} running (every process){waiting}"]
         for (kind, status), count in sorted(depth.items()):
             lines.append(f"  {kind:<12} {status:<8} {count}")
         self._queue.update(Text("\n".join(lines)))
+        self._http.update(Text(http_line(view.http)))
+        self._usage.update(Text(usage_line(view)))
+        self._show_errors(view)
+        self._show_channels(view)
+        self._show_mcp(view)
+        self._show_jobs(view)
+
+    def _show_errors(self, view: Overview) -> None:
+        rows: list[tuple[str, str, str, str]] = []  # kind, id, title, whole text
+        for job in view.errors:
+            rows.append((job.kind, job.id, f"{job.kind} {job.id} failed", job.error or ""))
+        for state in view.channels:
+            if state["state"] not in CHANNEL_OK and state["detail"]:
+                account = str(state["account"])
+                rows.append(
+                    ("channel", account, f"channel {account}: {state['state']}", state["detail"])
+                )
+        for server in view.mcp:
+            if server.state == "down" and server.detail:
+                rows.append(("mcp", server.name, f"MCP server {server.name}: down", server.detail))
+        table = self._errors
+        cursor = table.cursor_row
+        table.clear()
+        self.error_rows = [(title, text) for _, _, title, text in rows]
+        # The error column gets what the kind and id columns leave of the row.
+        width = max(20, self.size.width - 36)
+        for kind, ident, _, text in rows:
+            table.add_row(Text(kind), Text(cut(ident, 22)), Text(cut(text, width)))
+        if rows:
+            table.move_cursor(row=min(max(cursor, 0), len(rows) - 1))
+        else:
+            table.add_row("", Text("no errors"), "")
+
+    def _show_channels(self, view: Overview) -> None:
+        # Channels appear only when the config has some (no empty section otherwise).
+        shown = bool(view.channels)
+        self._channels_title.display = self._channels.display = shown
+        self._channels.clear()
+        for state in view.channels:
+            detail = one_line(str(state["detail"] or ""))
+            if state["restarts"]:
+                detail = f"{state['restarts']} restart(s) {detail}".strip()
+            self._channels.add_row(
+                Text(str(state["account"])),
+                Text(str(state["type"])),
+                Text(str(state["state"])),
+                Text(cut(detail, 60)),
+            )
+
+    def _show_mcp(self, view: Overview) -> None:
+        shown = bool(view.mcp)
+        self._mcp_title.display = self._mcp.display = shown
+        self._mcp.clear()
+        for server in view.mcp:
+            self._mcp.add_row(Text(server.name), Text(server.state), Text(cut(server.detail, 60)))
+
+    def _show_jobs(self, view: Overview) -> None:
         self._running_table.clear()
-        for job in running:
+        for job in view.running:
             self._running_table.add_row(
                 Text(job.kind),
                 Text(job.id),
                 Text(str(job.payload.get("session", ""))),
                 str(job.attempts),
             )
-        if not running:
+        if not view.running:
             self._running_table.add_row("", Text("nothing running in this process"), "", "")
         self._scheduled.clear()
         now = time.time()
-        for job in upcoming:
+        for job in view.upcoming:
             if job.attempts:
-                error = " ".join((job.error or "").split())
-                why = f"retry {job.attempts + 1} of {job.max_attempts}: {error}"
+                why = f"retry {job.attempts + 1} of {job.max_attempts}: {one_line(job.error or '')}"
             else:
                 why = "timed"
             self._scheduled.add_row(
                 Text(due_in(job.run_after - now)), Text(job.kind), Text(job.id), Text(why[:120])
             )
-        if not upcoming:
+        if not view.upcoming:
             self._scheduled.add_row("", "", Text("nothing scheduled"), "")
-        self._errors.clear()
-        for job in failures:
-            error = " ".join((job.error or "").split())
-            self._errors.add_row(Text(job.kind), Text(job.id), Text(error[:200]))
-        if not failures:
-            self._errors.add_row("", Text("no failed jobs"), "")
-        # Channels appear only when the config has some (no empty section otherwise).
-        configured = bool(getattr(self.runtime.config, "channels", None))
-        self._channels_title.display = self._channels.display = configured
-        if configured:
-            health = await self.runtime.channel_health()
-            self._channels.clear()
-            for account, status in sorted(health.items()):
-                detail = " ".join(str(status.detail or "").split())
-                if status.restarts:
-                    detail = f"{status.restarts} restart(s) {detail}".strip()
-                self._channels.add_row(
-                    Text(account), Text(status.type), Text(status.state), Text(detail[:120])
-                )
-            for account in sorted(set(self.runtime.config.channels) - set(health)):
-                self._channels.add_row(Text(account), "", Text("not started"), "")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on an error: show its whole text."""
+        if event.data_table is self._errors and 0 <= event.cursor_row < len(self.error_rows):
+            title, text = self.error_rows[event.cursor_row]
+            self.app.push_screen(ShowText(title, text))

@@ -1,4 +1,5 @@
-"""The sessions screen: recent sessions, full-text search, open, fork, rename, archive, export.
+"""The sessions screen: recent and archived sessions, full-text search, open, fork, rename,
+archive and restore, export.
 
 `habakkuk --resume` opens the app here, as a picker: Enter opens a session in the
 chat, and a turn it left running continues there.
@@ -19,7 +20,7 @@ from textual.content import Content
 from textual.widgets import DataTable, Footer, Input, Static
 
 from habakkuk.screens.base import RuntimeScreen
-from habakkuk.screens.text_prompt import TextPrompt
+from habakkuk.screens.text_prompt import Confirm, TextPrompt
 
 if TYPE_CHECKING:
     from habakkuk.engine.events import Event
@@ -38,22 +39,31 @@ def format_time(timestamp: float, timezone: str) -> str:
 
 
 class SessionsScreen(RuntimeScreen):
-    """Find a session and open it; fork, rename, archive or export it."""
+    """Find a session and open it; fork, rename, archive (asks first) or export it.
+
+    `v` shows the archived sessions instead, where `u` restores one. A reload keeps
+    the cursor on the session it was on. Esc leaves a search or the archived view,
+    and from the recent list returns to the chat.
+    """
 
     BINDINGS = [
         Binding("slash", "search", "Search", id="sessions.search"),
         Binding("enter", "open", "Open", id="sessions.open", show=True),
         Binding("r", "rename", "Rename", id="sessions.rename"),
         Binding("x", "archive", "Archive", id="sessions.archive"),
+        Binding("u", "unarchive", "Restore", id="sessions.unarchive"),
+        Binding("v", "toggle_archived", "Archived", id="sessions.archived"),
         Binding("e", "export", "Export", id="sessions.export"),
         Binding("f", "fork", "Fork", id="sessions.fork"),
-        Binding("escape", "recent", "Recent", id="sessions.recent", show=False),
+        Binding("escape", "back", "Back", id="sessions.back", show=False),
     ]
 
     def __init__(self) -> None:
         super().__init__(id="sessions")
         self.query_text = ""
+        self.archived = False  # showing the archived sessions instead of the recent ones
         self.row_sessions: list[str] = []
+        self.row_titles: dict[str, str] = {}
         self._title = Static("Recent sessions", classes="section-title")
         self._search = Input(placeholder="Search all sessions, Enter to search", id="search")
         self._table: DataTable[str | Text] = DataTable(
@@ -80,47 +90,72 @@ class SessionsScreen(RuntimeScreen):
         if event.kind == "job.finished" and not self.query_text:
             self.refresh_list()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "unarchive":
+            return self.archived
+        if action in ("archive", "fork"):
+            return not self.archived
+        return True
+
     # -- listing -----------------------------------------------------------------------
 
+    def refresh_list(self, keep: str | None = None) -> None:
+        """Reload the list shown (recent, archived or the search), the cursor staying on
+        `keep` (default: the highlighted session) when it is still listed."""
+        self._refresh(keep or self.selected(), self._table.cursor_row)
+
     @work(exclusive=True, group="list")
-    async def refresh_list(self) -> None:
-        """Reload the recent sessions (or the current search)."""
+    async def _refresh(self, keep: str | None, row: int) -> None:
         timezone = self.runtime.config.timezone
         table = self._table
+        rows: list[tuple[str, str, list[str | Text]]] = []  # (session, title, cells)
         if self.query_text:
             found = await self.runtime.search_sessions(self.query_text, limit=100)
             # The best match of each session: this is a picker of sessions, not of messages.
             best: dict[str, SearchHit] = {}
             for hit in found:
                 best.setdefault(hit.session, hit)
-            hits = list(best.values())
-            self._title.update(Content(f"Search: {self.query_text}  ({len(hits)} found)"))
-            table.clear(columns=True)
-            table.add_columns("session", "when", "match")
-            self.row_sessions = []
-            for hit in hits:
-                table.add_row(
-                    Text(hit.session), format_time(hit.at, timezone), Text(_one_line(hit.snippet))
-                )
-                self.row_sessions.append(hit.session)
-            empty = "Nothing found. Esc shows recent sessions." if not hits else ""
+            columns: tuple[str, ...] = ("title", "when", "match")
+            for hit in best.values():
+                title = _one_line(hit.title) or "(untitled)"
+                cells: list[str | Text] = [
+                    Text(title),
+                    format_time(hit.at, timezone),
+                    Text(_one_line(hit.snippet)),
+                ]
+                rows.append((hit.session, hit.title, cells))
+            self._title.update(Content(f"Search: {self.query_text}  ({len(rows)} found)"))
+            empty = "Nothing found. Esc shows recent sessions."
         else:
-            sessions = await self.runtime.list_sessions(limit=200)
-            self._title.update("Recent sessions")
-            table.clear(columns=True)
-            table.add_columns("updated", "agent", "title", "session")
-            self.row_sessions = []
+            sessions = await self.runtime.list_sessions(limit=200, archived=self.archived)
+            columns = ("updated", "agent", "title", "session")
             for s in sessions:
-                table.add_row(
+                cells = [
                     format_time(s.updated_at, timezone),
                     Text(s.agent),
                     Text(_one_line(s.title) or "(untitled)"),
                     Text(s.id),
-                )
-                self.row_sessions.append(s.id)
-            empty = "No sessions yet. Ctrl+T goes to the chat." if not sessions else ""
+                ]
+                rows.append((s.id, s.title, cells))
+            if self.archived:
+                self._title.update("Archived sessions (u restores, v or Esc: recent)")
+                empty = "No archived sessions. Esc shows recent sessions."
+            else:
+                self._title.update("Recent sessions")
+                empty = "No sessions yet. Ctrl+T goes to the chat."
+        table.clear(columns=True)
+        table.add_columns(*columns)
+        self.row_sessions = [session for session, _, _ in rows]
+        self.row_titles = {session: title for session, title, _ in rows}
+        for _, _, row_cells in rows:
+            table.add_row(*row_cells)
+        if rows:
+            at = self.row_sessions.index(keep) if keep in self.row_sessions else row
+            table.move_cursor(row=min(max(at, 0), len(rows) - 1))
+        empty = "" if rows else empty
         self._empty.update(empty)
         self._empty.display = bool(empty)
+        self.refresh_bindings()
 
     def selected(self) -> str | None:
         """The highlighted session's id."""
@@ -139,12 +174,26 @@ class SessionsScreen(RuntimeScreen):
         self.refresh_list()
         self._table.focus()
 
-    def action_recent(self) -> None:
-        """Esc: back to the recent list."""
+    def action_back(self) -> None:
+        """Esc: from a search or the archived view back to the recent list; from the
+        recent list back to the chat."""
+        if self.query_text or self.archived or self.focused is self._search:
+            self.query_text = ""
+            self.archived = False
+            self._search.value = ""
+            self.refresh_list()
+            self._table.focus()
+            return
+        self.happ.action_go("chat")
+
+    def action_toggle_archived(self) -> None:
+        """Show the archived sessions, or the recent ones again."""
+        if self.focused is self._search:
+            return
+        self.archived = not self.archived
         self.query_text = ""
         self._search.value = ""
         self.refresh_list()
-        self._table.focus()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open()
@@ -169,23 +218,42 @@ class SessionsScreen(RuntimeScreen):
             if title:
                 self._rename(session, title)
 
-        self.app.push_screen(TextPrompt(f"New title for {session}:", check=check), done)
+        current = _one_line(self.row_titles.get(session, ""))
+        self.app.push_screen(TextPrompt(f"New title for {session}:", current, check=check), done)
 
     @work(group="edit")
     async def _rename(self, session: str, title: str) -> None:
         await self.runtime.rename_session(session, title)
         self.notify(f"Renamed {session}.", markup=False)
-        self.refresh_list()
+        self.refresh_list(keep=session)
 
     def action_archive(self) -> None:
+        """Archive the highlighted session after a yes (v lists archived ones, u restores)."""
         session = self.selected()
-        if session is not None:
-            self._archive(session)
+        if session is None:
+            return
+        title = _one_line(self.row_titles.get(session, "")) or session
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._archive(session, True)
+
+        self.app.push_screen(
+            Confirm(f"Archive {title!r}? It leaves the recent list; v shows archived ones."),
+            done,
+        )
+
+    def action_unarchive(self) -> None:
+        """Restore the highlighted archived session to the recent list."""
+        session = self.selected()
+        if session is not None and self.archived:
+            self._archive(session, False)
 
     @work(group="edit")
-    async def _archive(self, session: str) -> None:
-        await self.runtime.archive_session(session, True)
-        self.notify(f"Archived {session}.", markup=False)
+    async def _archive(self, session: str, archived: bool) -> None:
+        await self.runtime.archive_session(session, archived)
+        done = "Archived" if archived else "Restored"
+        self.notify(f"{done} {session}.", markup=False)
         self.refresh_list()
 
     def action_fork(self) -> None:

@@ -1,13 +1,19 @@
-"""First run: choose a provider, key, model and workspace, or the offline demo.
+"""Setup: choose a provider, key, model and workspace, or the offline demo.
 
-The screen writes HOME/config.yaml only after the engine's own parser accepts
-it, and the key into HOME/.env (mode 0600), never into the config. Mistakes are
-shown under the field they concern.
+The choices, the key check and the config building are `habakkuk setup`'s own
+(habakkuk.setup_wizard): the same providers (an OpenAI-compatible server asks for
+its URL; Gemini says when litellm is missing), the key tried with one cheap
+request before saving (a failure says why; Save again saves anyway), and the
+config built on the existing one, whose other providers (the demo) and agents
+are kept. The config is written only after the engine's own parser accepts it,
+the key into HOME/.env (mode 0600), never into the config. Mistakes are shown
+under the field they concern. The palette's "Setup: providers" opens it again.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,80 +25,34 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
+from habakkuk.setup_wizard import AGENT, CHOICES, CHOICES_BY_NAME, Choice
+
 if TYPE_CHECKING:
     from habakkuk.engine.home import Home
 
-# Known services a new user is likely to have a key for, then local servers.
-PROVIDER_CHOICES = [
-    ("Anthropic", "anthropic"),
-    ("OpenAI", "openai"),
-    ("OpenRouter", "openrouter"),
-    ("Gemini (via litellm)", "gemini"),
-    ("Groq", "groq"),
-    ("DeepSeek", "deepseek"),
-    ("Mistral", "mistral"),
-    ("xAI", "xai"),
-    ("Ollama (local, no key)", "ollama"),
-    ("LM Studio (local, no key)", "lmstudio"),
-    ("vLLM (local, no key)", "vllm"),
-    ("llama.cpp server (local, no key)", "llamacpp"),
-]
-MODEL_HINTS = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai": "gpt-5-mini",
-    "openrouter": "anthropic/claude-sonnet-4.5",
-    "gemini": "gemini/gemini-2.5-flash",
-    "ollama": "llama3.2",
-}
-AGENT = "habakkuk"
+FIELDS = ("provider", "base-url", "key", "model", "workspace", "config")
 
 
-def config_text(provider: str, model: str, workspace: str) -> str:
-    """The config the form describes (the provider is named after its preset)."""
-    lines = [
-        "# Written by the Habakkuk setup screen; `habakkuk doctor` checks it.",
-        "providers:",
-        f"  {provider}:",
-        f"    preset: {provider}",
-        "agents:",
-        f"  {AGENT}:",
-        f'    model: "{provider}/{model}"',
-        "    mode: workspace",
-    ]
-    if workspace:
-        escaped = workspace.replace("\\", "\\\\").replace('"', '\\"')
-        lines.append(f'    workspace: "{escaped}"')
-    lines += ["    toolsets: [core]", "timezone: UTC", ""]
-    return "\n".join(lines)
+@dataclass(frozen=True)
+class Plan:
+    """What the form asks to save (compared to know whether the key was checked)."""
 
-
-def merged_env(existing: str, name: str, value: str) -> str:
-    """`.env` text with NAME set to value: its line replaced, or appended."""
-    out: list[str] = []
-    replaced = False
-    for line in existing.splitlines():
-        bare = line.strip()
-        if bare.startswith("export "):
-            bare = bare[len("export ") :].lstrip()
-        if bare.partition("=")[0].strip() == name:
-            if not replaced:
-                out.append(f"{name}={value}")
-                replaced = True
-            continue
-        out.append(line)
-    if not replaced:
-        out.append(f"{name}={value}")
-    return "\n".join(out) + "\n"
+    choice: Choice
+    base_url: str | None
+    key: str
+    model: str
+    workspace: str
 
 
 class SetupScreen(Screen[Path | None]):
-    """The first-run form; dismisses with the written config's path."""
+    """The setup form; dismisses with the written config's path."""
 
     DEFAULT_CSS = """
     SetupScreen VerticalScroll { padding: 0 2; }
     SetupScreen Label { margin-top: 1; text-style: bold; }
     SetupScreen .help { color: $text-muted; }
     SetupScreen .error { color: $text-error; height: auto; }
+    SetupScreen #check { color: $text-muted; height: auto; }
     SetupScreen Horizontal { height: auto; margin-top: 1; }
     SetupScreen Button { margin-right: 2; }
     """
@@ -105,9 +65,11 @@ class SetupScreen(Screen[Path | None]):
         super().__init__(id="setup")
         self.home = home
         self.errors: dict[str, Static] = {
-            name: Static("", classes="error", id=f"{name}-error")
-            for name in ("provider", "key", "model", "workspace", "config")
+            name: Static("", classes="error", id=f"{name}-error") for name in FIELDS
         }
+        self._check = Static("", id="check")
+        # The plan whose key check failed: saving it again saves anyway.
+        self.unchecked: Plan | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -118,20 +80,28 @@ class SetupScreen(Screen[Path | None]):
                 )
             )
             yield Label("Provider")
-            yield Select(PROVIDER_CHOICES, prompt="Choose a provider", id="provider")
+            yield Select(
+                [(choice.title, choice.name) for choice in CHOICES],
+                prompt="Choose a provider",
+                id="provider",
+            )
             yield self.errors["provider"]
+            yield Label("Server URL", id="base-url-label")
+            yield Input(placeholder="e.g. http://127.0.0.1:11434/v1", id="base-url")
+            yield self.errors["base-url"]
             yield Label("API key")
             yield Input(
                 placeholder="kept in HOME/.env, never in the config", password=True, id="key"
             )
             yield self.errors["key"]
             yield Label("Model")
-            yield Input(placeholder="e.g. claude-sonnet-4-5", id="model")
+            yield Input(placeholder="e.g. claude-sonnet-4-6", id="model")
             yield self.errors["model"]
             yield Label("Workspace folder (optional)")
             yield Input(placeholder="default: HOME/agents/habakkuk/workspace", id="workspace")
             yield self.errors["workspace"]
             yield self.errors["config"]
+            yield self._check
             with Horizontal():
                 yield Button("Save and start", id="save", variant="primary")
                 yield Button("Offline demo", id="demo")
@@ -140,11 +110,22 @@ class SetupScreen(Screen[Path | None]):
     def on_mount(self) -> None:
         for error in self.errors.values():
             error.display = False
+        self._check.display = False
+        self._show_base_url(False)
         self.query_one("#provider", Select).focus()
 
+    def _show_base_url(self, shown: bool) -> None:
+        self.query_one("#base-url-label").display = shown
+        self.query_one("#base-url", Input).display = shown
+
     def on_select_changed(self, event: Select.Changed) -> None:
-        hint = MODEL_HINTS.get(str(event.value))
-        if hint:
+        choice = CHOICES_BY_NAME.get(str(event.value))
+        self._show_base_url(bool(choice and choice.asks_base_url))
+        self._error(
+            "provider", f"{choice.label} {choice.missing}." if choice and choice.missing else ""
+        )
+        if choice is not None:
+            hint = choice.default_model or "llama3.1"
             self.query_one("#model", Input).placeholder = f"e.g. {hint}"
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -161,34 +142,40 @@ class SetupScreen(Screen[Path | None]):
         widget.update(Content(message))
         widget.display = bool(message)
 
-    def validate(self) -> str | None:
-        """Check the form; show each problem under its field; the config text when all is well."""
-        from habakkuk.engine.config import parse_config
-        from habakkuk.engine.errors import ConfigError
-        from habakkuk.engine.presets import PRESETS
+    def _status(self, message: str) -> None:
+        self._check.update(Content(message))
+        self._check.display = bool(message)
 
+    def validate(self) -> Plan | None:
+        """Check the form; show each problem under its field; the plan when all is well."""
         for field in self.errors:
             self._error(field, "")
-        provider_value = self.query_one("#provider", Select).value
+        value = self.query_one("#provider", Select).value
+        choice = CHOICES_BY_NAME.get(value) if isinstance(value, str) else None
+        base_url = self.query_one("#base-url", Input).value.strip().rstrip("/")
         key = self.query_one("#key", Input).value.strip()
         model = self.query_one("#model", Input).value.strip()
         workspace = self.query_one("#workspace", Input).value.strip()
         ok = True
-        provider = provider_value if isinstance(provider_value, str) else ""
-        preset = PRESETS.get(provider)
-        if preset is None:
+        if choice is None:
             self._error("provider", "Choose a provider (or press Ctrl+O for the offline demo).")
+            return None
+        if choice.missing:
+            self._error("provider", f"{choice.label} {choice.missing}, or choose another.")
             ok = False
-        elif not key and not preset.key_optional:
-            self._error("key", f"{provider} needs an API key (saved as {preset.key_env} in .env).")
+        if choice.asks_base_url and not base_url.startswith(("http://", "https://")):
+            self._error("base-url", "Give the server's http:// or https:// URL (often ending /v1).")
+            ok = False
+        if not key and not choice.key_optional:
+            self._error("key", f"{choice.label} needs an API key (saved as {choice.key_env}).")
             ok = False
         if key and (any(c.isspace() for c in key) or any(c in key for c in "\"'#")):
             self._error("key", "The key has spaces, quotes or #: paste only the key itself.")
             ok = False
         if not model:
-            self._error("model", "Name the model, e.g. " + MODEL_HINTS.get(provider, "gpt-5-mini"))
+            self._error("model", "Name the model, e.g. " + (choice.default_model or "llama3.1"))
             ok = False
-        elif any(c.isspace() for c in model) or '"' in model:
+        elif any(c.isspace() for c in model) or '"' in model or model.startswith("/"):
             self._error("model", "A model name has no spaces or quotes.")
             ok = False
         if workspace:
@@ -198,49 +185,68 @@ class SetupScreen(Screen[Path | None]):
                 ok = False
         if not ok:
             return None
-        text = config_text(provider, model, workspace)
-        try:
-            parse_config(text, self.home.config_path, self.home)
-        except ConfigError as exc:
-            self._error("config", str(exc))
-            return None
-        return text
+        return Plan(choice, base_url if choice.asks_base_url else None, key, model, workspace)
 
     def action_save(self) -> None:
-        """Write the config (and the key) when the form is valid."""
-        text = self.validate()
-        if text is None:
-            return
-        provider = str(self.query_one("#provider", Select).value)
-        key = self.query_one("#key", Input).value.strip()
-        self._write(text, provider, key)
+        """Check the key, then write the config (and the key) when the form is valid."""
+        plan = self.validate()
+        if plan is not None:
+            self._save(plan)
 
     def action_demo(self) -> None:
-        """Write the commented starter config: the offline demo with the mock provider."""
-        from habakkuk.commands import STARTER_CONFIG
-
-        self._write(STARTER_CONFIG, "", "")
+        """The offline demo with the mock provider: the commented starter config on a first
+        run, else added to the existing config."""
+        self._save(Plan(CHOICES_BY_NAME["demo"], None, "", "tour", ""))
 
     @work(exclusive=True, group="write")
-    async def _write(self, text: str, provider: str, key: str) -> None:
-        from habakkuk.engine.home import write_private_file
-        from habakkuk.engine.presets import PRESETS
+    async def _save(self, plan: Plan) -> None:
+        from habakkuk.engine.errors import ConfigError
+        from habakkuk.setup_wizard import Wizard, check_key
 
+        if not plan.choice.is_demo and plan != self.unchecked:
+            self._status("Checking the key (listing the models)…")
+            result = await check_key(plan.choice, plan.key, plan.base_url)
+            if not result.ok:
+                self.unchecked = plan
+                self._status("")
+                self._error(
+                    "key",
+                    f"The check failed: {result.reason}. Save again to save anyway, "
+                    "or change the entry and save to check again.",
+                )
+                return
+        self._status("Saving…")
+        wizard = Wizard(self.home, out=lambda line: None)
         home = self.home
+        workspace = str(
+            Path(plan.workspace).expanduser().absolute()
+            if plan.workspace
+            else home.default_workspace(AGENT)
+        )
 
         def write() -> None:
-            home.prepare()
-            if key and provider in PRESETS and PRESETS[provider].key_env:
-                env_name = str(PRESETS[provider].key_env)
-                existing = (
-                    home.env_path.read_text(encoding="utf-8") if home.env_path.exists() else ""
+            from habakkuk.commands import STARTER_CONFIG
+
+            if plan.choice.is_demo and not home.config_path.exists():
+                text = STARTER_CONFIG
+            else:
+                key_set = bool(plan.key)
+                text = wizard.build_config(
+                    plan.choice, plan.base_url, key_set, plan.model, workspace
                 )
-                write_private_file(home.env_path, merged_env(existing, env_name, key))
-            write_private_file(home.config_path, text)
+            if plan.key and plan.choice.key_env:
+                wizard.home.prepare()
+                wizard.write_env(plan.choice.key_env, plan.key)
+            wizard.write_config(text)
 
         try:
             await asyncio.to_thread(write)
+        except ConfigError as exc:
+            self._status("")
+            self._error("config", str(exc))
+            return
         except OSError as exc:
+            self._status("")
             self._error("config", f"{home.root}: cannot write: {exc.strerror}")
             return
         self.dismiss(home.config_path)

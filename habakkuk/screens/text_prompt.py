@@ -1,4 +1,4 @@
-"""A small modal that asks for one line of text (rename, export path), checked inline."""
+"""Small modals: one line of text (rename, export path), checked inline; a yes or no."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
@@ -47,4 +47,60 @@ class TextPrompt(ModalScreen[str | None]):
         self.dismiss(value)
 
     def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class Confirm(ModalScreen[bool]):
+    """A yes-or-no question: y (or Enter) answers yes, n or Esc no."""
+
+    DEFAULT_CSS = """
+    Confirm { align: center middle; }
+    Confirm > Vertical { width: 70; max-width: 95%; height: auto; padding: 1 2;
+                         border: round $warning; background: $surface; }
+    Confirm .hint { color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Content(self.question))
+            yield Static("y: yes · n or Esc: no", classes="hint")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class ShowText(ModalScreen[None]):
+    """A long text shown whole (an error the overview cut short); Esc, Enter or q closes."""
+
+    DEFAULT_CSS = """
+    ShowText { align: center middle; }
+    ShowText > Vertical { width: 90%; height: auto; max-height: 90%; padding: 0 1;
+                          border: round $error; background: $surface; }
+    ShowText VerticalScroll { height: auto; max-height: 100%; }
+    ShowText .title { text-style: bold; }
+    ShowText .hint { color: $text-muted; }
+    """
+    BINDINGS = [Binding("escape,enter,q", "close", "Close", id="show.close")]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Content(self.title_text), classes="title")
+            with VerticalScroll():
+                yield Static(Content(self.text), id="full-text")
+            yield Static("Esc closes", classes="hint")
+
+    def action_close(self) -> None:
         self.dismiss(None)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,6 @@ from .errors import ApiError
 from .health import queue_summary
 from .inputs import query_int, read_json
 
-ERROR_WINDOW_SECONDS = 7 * 86400
 REDACTED = "[redacted]"
 
 
@@ -69,9 +67,8 @@ async def _job_json(runtime: Any, job: Any) -> dict[str, Any]:
 async def overview(request: web.Request) -> web.Response:
     """GET /api/overview: channels, queue, running jobs, recent errors, approvals."""
     runtime = server_of(request).runtime
-    depth = await runtime.queue_depth()
-    cutoff = time.time() - ERROR_WINDOW_SECONDS
-    failures = [j for j in await runtime.recent_failures(20) if j.updated_at >= cutoff]
+    # The same read as the terminal's overview screen, so both show the same.
+    view = await runtime.overview()
     channels = [
         {
             **state,
@@ -79,15 +76,15 @@ async def overview(request: web.Request) -> web.Response:
             "since": rfc3339(state["since"]) if state["since"] else None,
             "last_beat": rfc3339(state["last_beat"]) if state["last_beat"] else None,
         }
-        for state in await runtime.channel_states()
+        for state in view.channels
     ]
     return json_response(
         {
             "channels": channels,
-            "queue": queue_summary(depth),
-            "running": [await _job_json(runtime, j) for j in runtime.running_jobs()],
-            "errors": [await _job_json(runtime, j) for j in failures],
-            "approvals": len(await runtime.waiting_approvals()),
+            "queue": queue_summary(view.queue),
+            "running": [await _job_json(runtime, j) for j in view.running],
+            "errors": [await _job_json(runtime, j) for j in view.errors],
+            "approvals": view.approvals,
         }
     )
 

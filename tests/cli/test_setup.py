@@ -16,6 +16,8 @@ from habakkuk.engine.home import Environment, Home, read_env_file
 from habakkuk.engine.llm import keys
 from habakkuk.engine.llm.factory import ProviderHub
 from habakkuk.setup_wizard import run_setup
+from tests.fakes.model_server import FakeModelServer
+from tests.llm.test_provider_e2e import ThreadedServer
 
 
 class Answers:
@@ -44,6 +46,15 @@ class Answers:
 @pytest.fixture(autouse=True)
 def no_keyring(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(keys, "keyring_backend", lambda: None)
+
+
+@pytest.fixture(autouse=True)
+def models(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModelServer]:
+    """The key check's request goes to the fake model server (the SDKs' own variables)."""
+    with ThreadedServer() as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.base_url}/v1")
+        yield server
 
 
 class MemoryKeyring:
@@ -108,16 +119,14 @@ def test_setup_keeps_the_old_config_as_bak_and_its_other_settings(
 
 
 def test_compatible_server_setup_without_a_key(
-    home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch
+    home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch, models: FakeModelServer
 ) -> None:
-    Answers(
-        monkeypatch,
-        ["4", "not a url", "http://127.0.0.1:11434/v1/", "llama3.1", str(workspace)],
-        [""],
-    )
+    url = f"{models.base_url}/v1"
+    Answers(monkeypatch, ["4", "not a url", url + "/", "llama3.1", str(workspace)], [""])
     assert main(["setup"]) == 0
+    assert models.requests[-1].path == "/v1/models"  # the server was tried before saving
     provider = load_config(home).providers["custom"]
-    assert provider.base_url == "http://127.0.0.1:11434/v1"
+    assert provider.base_url == url
     assert provider.key_vars == []
     assert not home.env_path.exists()
 
@@ -125,7 +134,7 @@ def test_compatible_server_setup_without_a_key(
 def test_offline_demo_asks_for_no_key_and_runs(
     home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    answers = Answers(monkeypatch, ["5", "", str(workspace)], [])
+    answers = Answers(monkeypatch, ["6", "", str(workspace)], [])
     assert main(["setup"]) == 0
     assert not any("key" in p.lower() for p in answers.prompts)
     capsys.readouterr()
@@ -136,12 +145,12 @@ def test_offline_demo_asks_for_no_key_and_runs(
 def test_a_wrong_provider_number_is_asked_again(
     home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    answers = Answers(monkeypatch, ["9", "x", "3", "", str(workspace)], ["sk-or"])
+    answers = Answers(monkeypatch, ["9", "x", "2", "", str(workspace)], ["sk-oa"])
     assert main(["setup"]) == 0
     assert sum("Provider number" in p for p in answers.prompts) == 3
     config = load_config(home)
-    assert config.providers["openrouter"].base_url == "https://openrouter.ai/api/v1"
-    assert read_env_file(home.env_path) == {"OPENROUTER_API_KEY": "sk-or"}
+    assert config.providers["openai"].key_vars == ["OPENAI_API_KEY"]
+    assert read_env_file(home.env_path) == {"OPENAI_API_KEY": "sk-oa"}
 
 
 def test_ending_input_writes_nothing(
@@ -176,8 +185,56 @@ def test_key_goes_to_a_usable_keyring_and_the_provider_hub_finds_it(
 def test_setup_output_is_valid_yaml_with_a_header(
     home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    Answers(monkeypatch, ["5", "", str(workspace)], [])
+    Answers(monkeypatch, ["6", "", str(workspace)], [])
     assert main(["setup"]) == 0
     text = home.config_path.read_text(encoding="utf-8")
     assert text.startswith("# Written by `habakkuk setup`")
     assert yaml.safe_load(text)["agents"]["habakkuk"]["model"] == "demo/tour"
+
+
+def test_a_refused_key_says_why_and_is_asked_again_or_saved_anyway(
+    home: Home,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    models: FakeModelServer,
+) -> None:
+    models.valid_keys = {"sk-ant-good"}
+    answers = Answers(monkeypatch, ["1", "n", "", str(workspace)], ["sk-ant-bad", "sk-ant-good"])
+    assert main(["setup"]) == 0
+    out = capsys.readouterr().out
+    assert "the check failed: the key was refused" in out and "the key works" in out
+    assert sum("hidden" in p for p in answers.prompts) == 2
+    assert read_env_file(home.env_path) == {"ANTHROPIC_API_KEY": "sk-ant-good"}
+    assert [r.api_key for r in models.requests] == ["sk-ant-bad", "sk-ant-good"]
+    # Saved anyway: the same refusal, then y.
+    Answers(monkeypatch, ["2", "y", "", str(workspace)], ["sk-oa-unknown"])
+    assert main(["setup"]) == 0
+    assert read_env_file(home.env_path)["OPENAI_API_KEY"] == "sk-oa-unknown"
+    assert "the key was refused" in capsys.readouterr().out
+
+
+def test_an_unreachable_server_is_named(
+    home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A port nobody listens on: the fake server's, once closed.
+    with ThreadedServer() as gone:
+        url = f"{gone.base_url}/v1"
+    Answers(monkeypatch, ["4", url, "y", "llama3.1", str(workspace)], [""])
+    assert main(["setup"]) == 0
+    assert f"the check failed: cannot reach {url}" in capsys.readouterr().out
+
+
+def test_gemini_is_offered_with_what_it_needs(
+    home: Home, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    Answers(monkeypatch, [], [])
+    assert main(["setup"]) == 1
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if "Gemini" in line)
+    if importlib.util.find_spec("litellm") is None:
+        assert "pip install 'habakkuk[litellm]'" in line
+    else:
+        assert "pip install" not in line

@@ -411,6 +411,9 @@ class FakeModelServer:
         self.requests: list[RecordedRequest] = []
         self.on_chunk: Callable[[float], None] | None = None
         self.models: list[str] = ["gpt-fake", "gpt-fake-mini", "claude-fake"]
+        # When set, GET /v1/models answers 401 (each API's real body) to any other key,
+        # as the real services do: what a key check before saving relies on.
+        self.valid_keys: set[str] | None = None
         self._shared: deque[ScriptItem] = deque()
         self._queues: dict[str, deque[ScriptItem]] = {name: deque() for name in API_NAMES}
         self._runner: web.AppRunner | None = None
@@ -711,7 +714,15 @@ class FakeModelServer:
         # One path serves both SDKs; the Anthropic SDK always sends its
         # version header, so that picks the shape.
         recorded = await self._record(request, "models")
-        if "anthropic-version" in recorded.headers:
+        anthropic = "anthropic-version" in recorded.headers
+        if self.valid_keys is not None and recorded.api_key not in self.valid_keys:
+            fail = Fail(401, "auth")
+            if anthropic:
+                body = _anthropic_error(fail, self._new_id("req_"))
+                return web.json_response(body, status=401, headers=self._anthropic_headers())
+            body = _openai_error(fail, "chat", recorded.api_key)
+            return web.json_response(body, status=401, headers=self._openai_headers())
+        if anthropic:
             data = [
                 {
                     "type": "model",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
 
 from habakkuk.app import HabakkukApp
+from tests.fakes.model_server import FakeModelServer
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
@@ -40,6 +41,16 @@ class RepoSnapshotExtension(SVGImageExtension):
     @classmethod
     def dirname(cls, *, test_location: PyTestLocation) -> str:
         return str(SNAPSHOTS / Path(test_location.filepath).stem)
+
+
+@pytest.fixture
+async def models(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+    """The fake model server, where the setup screen's key check goes (the SDKs' own
+    ANTHROPIC_BASE_URL and OPENAI_BASE_URL point at it)."""
+    async with FakeModelServer() as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.base_url}/v1")
+        yield server
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from habakkuk.engine.llm.types import Message, TextBlock
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.user_message import UserMessage
 from tests.conftest import WriteConfig, mock_config
+from tests.fakes.model_server import FakeModelServer
 from tests.tui.conftest import make_app, ready, send, toasts, turn_finished, wait_until
 
 EXEC_SCRIPT = """
@@ -101,7 +102,8 @@ async def test_sessions_screen_renames_archives_and_exports(
         table = screen.query_one(DataTable)
         await wait_until(pilot, lambda: table.row_count == 1, "the session listed")
         await pilot.press("r")
-        await wait_until(pilot, lambda: bool(app.screen.query(Input)), "the rename prompt")
+        await wait_until(pilot, lambda: bool(app.screen.query("#answer")), "the rename prompt")
+        app.screen.query_one("#answer", Input).value = ""
         await pilot.press(*"New title", "enter")
         await wait_until(
             pilot, lambda: "New title" in str(table_rows(table)), "the renamed session"
@@ -123,7 +125,7 @@ async def test_sessions_screen_renames_archives_and_exports(
         await pilot.press("enter")
         await wait_until(pilot, target.exists, "the export file")
         assert "<html" in target.read_text().lower()
-        await pilot.press("x")
+        await pilot.press("x", "y")
         await wait_until(pilot, lambda: table.row_count == 0, "the archived session to go")
         assert (await app.runtime.session("ses_cccc")).archived
 
@@ -247,7 +249,7 @@ async def test_overview_lists_scheduled_jobs_with_when_and_why(write_config: Wri
 
 
 async def test_setup_screen_explains_bad_entries_and_writes_a_valid_config(
-    home: Home,
+    home: Home, models: FakeModelServer
 ) -> None:
     app = make_app(home)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -273,6 +275,7 @@ async def test_setup_screen_explains_bad_entries_and_writes_a_valid_config(
         assert read_env_file(home.env_path) == {"OPENAI_API_KEY": "sk-test-123"}
         assert "sk-test-123" not in home.config_path.read_text()
         assert oct(home.env_path.stat().st_mode & 0o777) == "0o600"
+        assert [r.api_key for r in models.requests] == ["sk-test-123"]  # checked first
         await wait_until(pilot, lambda: app.runtime is not None, "the runtime to open")
 
 

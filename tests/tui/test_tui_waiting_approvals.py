@@ -103,3 +103,48 @@ async def test_the_screen_picks_up_an_approval_of_another_process_while_shown(
         await pilot.press("n")
         await wait_until(pilot, lambda: table.row_count == 0, "the approval answered")
     assert await store.prompt_answer("apr_far") == ("deny", "terminal")
+
+
+EXEC_SCRIPT = """
+- tool_calls:
+    - name: exec
+      arguments: {command: "echo from-the-dashboard"}
+- text: "done"
+"""
+
+
+@pytest.mark.parametrize("origin", ["web", "cli"])
+async def test_a_web_or_terminal_approval_of_another_process_is_listed_and_answered(
+    runtime_factory: Any, home: Home, origin: str
+) -> None:
+    """A `--serve` whose dashboard chat (or attached terminal) waits in its own hub: a
+    second terminal on the home lists it as /api/approvals does, and answers it."""
+    config = mock_config(EXEC_SCRIPT, mode="ask")
+    serving: Runtime = await runtime_factory(config)
+    serving.interactive = True  # what start_http sets: the dashboard can answer
+    serving.start_workers(channels=False)
+    session = await serving.new_session(origin=origin)
+    turn = await serving.submit(session.id, "run it", attended=True)
+    deadline = time.monotonic() + 15
+    while not serving.approvals.pending:
+        assert time.monotonic() < deadline, "the approval to wait in the serving process"
+        await asyncio.sleep(0.01)
+    [request] = serving.approvals.pending
+    terminal: Runtime = await runtime_factory(config)
+    # The facade the screen and /api/approvals share sees it from the other process.
+    [seen] = await terminal.waiting_approvals()
+    assert (seen.id, seen.tool, seen.local) == (request.id, "exec", False)
+    app = make_app(home, runtime=terminal)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+r")
+        table = app.screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 1, "the approval listed")
+        [row] = table_rows(table)
+        assert row[:4] == ["exec", "web" if origin == "web" else "terminal", "main", session.id]
+        assert "echo from-the-dashboard" in row[4]
+        await pilot.press("y")
+        await wait_until(pilot, lambda: table.row_count == 0, "the approval answered")
+    outcome = await asyncio.wait_for(serving.wait_turn(turn), 30)
+    assert outcome.status == "done" and outcome.reply == "done"
+    assert await terminal.waiting_approvals() == []

@@ -1,0 +1,71 @@
+"""Terminal and web approvals recorded in control.db, so every process of the home sees them.
+
+A turn that waits for the terminal or the web chat waits in its own process's
+approval hub, which no other process can see. `RecordedApprover` also writes the
+request to the shared prompt table (as a chat approval is), so a second terminal
+or a `--serve` lists it (`Runtime.waiting_approvals`, /api/approvals) and can
+answer it there; the answer is picked up from control.db. The first answer wins,
+whichever process gives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from typing import TYPE_CHECKING, Any
+
+from habakkuk.channels.store import ChannelStore, Prompt
+
+if TYPE_CHECKING:
+    from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalHub, ApprovalRequest
+
+# The answers a prompt row accepts (the hub's answer names).
+ANSWERS = ("allow_once", "deny", "allow_session")
+# How often control.db is read for an answer given in another process.
+POLL_SECONDS = 0.5
+
+
+class RecordedApprover:
+    """The hub as approver, with the request mirrored in control.db while it waits."""
+
+    def __init__(self, hub: ApprovalHub, store: ChannelStore, where: str):
+        self.hub = hub
+        self.store = store
+        self.where = where  # "terminal" or "web": the origin other processes show
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Wait in the hub; an answer recorded in control.db by another process answers it."""
+        request.id = request.id or f"apr_{secrets.token_hex(6)}"
+        await self.store.ensure()
+        prompt = Prompt(
+            request.id, "approval", self.where, request.turn, secrets.token_hex(4),
+            list(ANSWERS), None, "", time.time(), tool=request.tool, summary=request.summary,
+            reason=request.reason, agent=request.agent, session=request.session,
+        )  # fmt: skip
+        await self.store.open_prompt(prompt)
+        watcher = asyncio.create_task(self._watch(request.id))
+        try:
+            return await self.hub.approve(request)
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+            with contextlib.suppress(Exception):  # the row only lists it; a leftover is unlisted
+                await self.store.close_prompt(request.id)
+
+    async def ask(self, request: Any) -> str | None:
+        """Clarify questions go to the hub's attached asker (the terminal), as before."""
+        answer: str | None = await self.hub.ask(request)  # type: ignore[attr-defined]
+        return answer
+
+    async def _watch(self, request_id: str) -> None:
+        """Hand an answer another process wrote in control.db to the hub."""
+        while True:
+            found = await self.store.prompt_answer(request_id)
+            if found is not None:
+                answer, by = found
+                if answer in ANSWERS:
+                    self.hub.answer(request_id, answer, by=by)  # type: ignore[arg-type]
+                return
+            await asyncio.sleep(POLL_SECONDS)

@@ -1,0 +1,48 @@
+"""What the overview shows (the terminal's overview screen and GET /api/overview): one
+read of the home's queue, jobs, errors, channels, MCP servers, usage and HTTP listener,
+built by `Runtime.overview`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from habakkuk.engine.jobs import Job
+from habakkuk.engine.llm.usage import UsageTotal
+
+# The overview lists jobs that failed in this many days (newest OVERVIEW_ERRORS of them).
+OVERVIEW_ERROR_DAYS = 7
+OVERVIEW_ERRORS = 20
+
+
+@dataclass
+class HttpListener:
+    """The home's HTTP listener as the overview shows it."""
+
+    state: str  # serving (here) | stand-by (here, the address is taken) | elsewhere | off
+    address: str  # the URL served, or the configured listen address
+    holder: str  # which process holds it ("pid 4242 on host"), "" when unknown
+
+
+@dataclass
+class McpState:
+    """One configured MCP server's link in this process."""
+
+    name: str
+    state: str  # connecting | up | down | closed | not started
+    detail: str  # its last error, or how many tools it gave
+
+
+@dataclass
+class Overview:
+    """What the overview screen and /api/overview show, read once."""
+
+    queue: dict[tuple[str, str], int]  # (kind, status) -> jobs, every process of the home
+    running: list[Job]  # run by this process's pools
+    upcoming: list[Job]  # timed jobs and retries, soonest first
+    errors: list[Job]  # failed for good in the last OVERVIEW_ERROR_DAYS, newest first
+    channels: list[dict[str, Any]]  # as channel_states()
+    mcp: list[McpState]
+    usage_today: list[UsageTotal]  # since midnight in the config timezone
+    approvals: int  # waiting in any process of the home
+    http: HttpListener

@@ -1,0 +1,160 @@
+"""The overview as the control room: HTTP listener, channels, MCP servers, usage today and
+recent errors, each error readable whole with Enter; a snapshot at 80x24."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+from textual.widgets import DataTable
+
+from habakkuk.channels.store import ChannelStore
+from habakkuk.engine.config import ModelRef
+from habakkuk.engine.home import Home
+from habakkuk.engine.llm.router import Caller
+from habakkuk.engine.llm.types import Usage
+from habakkuk.runtime import Runtime
+from habakkuk.screens.text_prompt import ShowText
+from tests.channels.fake_telegram import FakeTelegram
+from tests.channels.test_telegram_e2e import TOKEN, channel_yaml
+from tests.conftest import mock_config
+from tests.tui.conftest import make_app, ready, wait_until
+
+LONG_ERROR = (
+    "upstream said 503 Service Unavailable while fetching the nightly digest; "
+    + "the body was: "
+    + "x" * 150
+    + " END-OF-ERROR"
+)
+MCP = "mcp_servers:\n  files:\n    command: no-such-mcp-program-xyz\n"
+
+
+def table_rows(table: DataTable[Any]) -> list[list[str]]:
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+@pytest.fixture
+async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
+    monkeypatch.setenv("TG_TOKEN", TOKEN)
+    async with FakeTelegram(token=TOKEN) as server:
+        yield server
+
+
+async def failed_job(runtime: Runtime, job_id: str, error: str) -> None:
+    """A job of its own kind that failed for good with `error`."""
+    queue = runtime.queue
+    await queue.enqueue(job_id, "digest", {}, max_attempts=1)
+    lease = await queue.claim(["digest"])
+    assert lease is not None and lease.job.id == job_id
+    await queue.fail(lease, error)
+
+
+async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
+    runtime_factory: Any, home: Home, tg: FakeTelegram
+) -> None:
+    config = mock_config(extra=channel_yaml(tg) + 'http:\n  listen: "127.0.0.1:0"\n' + MCP)
+    serving: Runtime = await runtime_factory(config)  # a `--serve` holding the listener
+    server = await serving.start_http("127.0.0.1:0")
+    terminal: Runtime = await runtime_factory(config)
+    assert terminal.usage is not None
+    await terminal.usage.record(
+        ModelRef.parse("anthropic/claude-sonnet-4-5"),
+        Caller(agent="main"),
+        Usage(input_tokens=1200, output_tokens=300),
+    )
+    await failed_job(terminal, "job_digest", LONG_ERROR)
+    app = make_app(home, runtime=terminal)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await terminal.channels.started()
+        # What a channel that keeps failing records (here or in another process).
+        store = ChannelStore(terminal.queue.db)
+        await store.set_status("tg", "telegram", "fatal", detail="401 Unauthorized: bad token")
+        await pilot.press("ctrl+o")
+        screen = app.screen
+        errors = screen.query_one("#errors", DataTable)
+
+        def shown() -> str:
+            return str(screen.query_one("#http-summary").content)
+
+        await wait_until(pilot, lambda: "held by pid" in shown(), "the listener's holder")
+        assert server.url not in shown()  # another process serves it, not this one
+        usage = str(screen.query_one("#usage-summary").content)
+        assert "today 1 call(s)" in usage and "1,200 in" in usage and "300 out" in usage
+        assert "$0.0000" not in usage
+        await wait_until(
+            pilot,
+            lambda: {"job_digest", "tg", "files"} <= {row[1] for row in table_rows(errors)},
+            "the failed job, the channel and the MCP server listed as errors",
+        )
+        channels = table_rows(screen.query_one("#channels", DataTable))
+        assert channels[0][:3] == ["tg", "telegram", "fatal"]
+        [mcp] = table_rows(screen.query_one("#mcp", DataTable))
+        assert mcp[:2] == ["files", "down"]
+        # The row is cut to the screen; Enter shows the whole error.
+        row = next(r for r in table_rows(errors) if r[1] == "job_digest")
+        assert "END-OF-ERROR" not in row[2] and row[2].endswith("…")
+        errors.focus()
+        errors.move_cursor(row=[r[1] for r in table_rows(errors)].index("job_digest"))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ShowText), "the whole error")
+        assert str(app.screen.query_one("#full-text").content) == LONG_ERROR
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen, "back on the overview")
+
+
+async def test_overview_says_this_process_serves_http(runtime_factory: Any, home: Home) -> None:
+    runtime: Runtime = await runtime_factory(mock_config())
+    server = await runtime.start_http("127.0.0.1:0")
+    view = await runtime.overview()
+    assert view.http.state == "serving" and view.http.address == server.url
+    assert view.http.holder.startswith("this process")
+    await runtime.stop_http()
+    assert (await runtime.overview()).http.state == "off"
+
+
+async def test_overview_snapshot_at_80x24(
+    runtime_factory: Any, home: Home, svg_snapshot: SnapshotAssertion
+) -> None:
+    runtime: Runtime = await runtime_factory(mock_config(extra=MCP))
+    await failed_job(runtime, "job_digest", LONG_ERROR)
+    await failed_job(runtime, "job_backup", "disk full")
+    app = make_app(home, runtime=runtime)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+o")
+        screen = app.screen
+        errors = screen.query_one("#errors", DataTable)
+        await wait_until(
+            pilot,
+            lambda: {"job_digest", "job_backup", "files"} <= {r[1] for r in table_rows(errors)},
+            "the errors listed",
+        )
+        await pilot.pause()
+        assert svg_snapshot == app.export_screenshot()
+
+
+async def test_a_second_process_stands_by_and_names_the_holder(
+    runtime_factory: Any, home: Home
+) -> None:
+    first: Runtime = await runtime_factory(mock_config())
+    server = await first.start_http("127.0.0.1:0")
+    listen = server.url.removeprefix("http://")
+    second: Runtime = await runtime_factory(mock_config(extra=f'http:\n  listen: "{listen}"\n'))
+    lines: list[str] = []
+    await second.serve_http(lines.append, retry_seconds=3600)
+    assert "standing by" in lines[-1]
+    deadline = time.monotonic() + 10
+    http = (await second.overview()).http
+    while not http.holder:  # the first process records its lease in a task of its own
+        assert time.monotonic() < deadline, "the holder recorded"
+        await asyncio.sleep(0.01)
+        http = (await second.overview()).http
+    assert (http.state, http.address) == ("stand-by", listen)
+    assert http.holder == f"pid {os.getpid()} on {socket.gethostname()}"

@@ -1,0 +1,102 @@
+"""The sessions screen keeps its place: rename, archive (asked first) and restore, search
+hits named by title, Esc back to the chat."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable, Input
+
+from habakkuk.screens.text_prompt import Confirm
+from tests.conftest import WriteConfig, mock_config
+from tests.tui.conftest import make_app, ready, wait_until
+from tests.tui.test_tui_screens import add_session, table_rows
+
+SESSIONS = [
+    ("ses_aaaa", "Garden plans", "tomatoes and basil"),
+    ("ses_bbbb", "Tax return", "receipts for 2025"),
+    ("ses_cccc", "Road trip", "route via the coast"),
+]
+
+
+async def sessions_screen(app, pilot) -> tuple[object, DataTable]:  # type: ignore[no-untyped-def]
+    await ready(pilot)
+    for session_id, title, words in SESSIONS:
+        await add_session(app, session_id, title, words)
+    await pilot.press("ctrl+s")
+    screen = app.screen
+    table = screen.query_one(DataTable)
+    await wait_until(pilot, lambda: table.row_count == 3, "three sessions listed")
+    return screen, table
+
+
+async def test_rename_prefills_the_title_and_keeps_the_cursor_on_the_session(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen, table = await sessions_screen(app, pilot)
+        await pilot.press("down")
+        target = screen.selected()
+        assert target is not None and table.cursor_row == 1
+        await pilot.press("r")
+        await wait_until(pilot, lambda: bool(app.screen.query("#answer")), "the rename prompt")
+        answer = app.screen.query_one("#answer", Input)
+        assert answer.value == screen.row_titles[target]
+        await pilot.press("end", *" (done)", "enter")
+        await wait_until(
+            pilot, lambda: "(done)" in str(table_rows(table)), "the renamed row listed"
+        )
+        assert screen.selected() == target
+        # The next action works on the same session, not on row 1.
+        await pilot.press("r")
+        await wait_until(pilot, lambda: bool(app.screen.query("#answer")), "the second prompt")
+        assert app.screen.query_one("#answer", Input).value.endswith(" (done)")
+        await pilot.press("escape")
+
+
+async def test_archive_asks_and_the_archived_view_restores_it(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen, table = await sessions_screen(app, pilot)
+        target = screen.selected()
+        assert target is not None
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.screen is screen, "back on the list")
+        assert not (await app.runtime.session(target)).archived
+        assert table.row_count == 3
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, Confirm), "the question again")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: table.row_count == 2, "the session archived")
+        assert target not in screen.row_sessions
+        assert (await app.runtime.session(target)).archived
+        await pilot.press("v")
+        await wait_until(pilot, lambda: screen.row_sessions == [target], "the archived view")
+        await pilot.press("u")
+        await wait_until(pilot, lambda: screen.row_sessions == [], "the session restored")
+        assert not (await app.runtime.session(target)).archived
+        await pilot.press("v")
+        await wait_until(pilot, lambda: table.row_count == 3, "the recent list again")
+
+
+async def test_search_hits_show_titles_and_esc_goes_back_to_the_chat(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen, table = await sessions_screen(app, pilot)
+        await pilot.press("slash", *"receipts", "enter")
+        await wait_until(pilot, lambda: screen.row_sessions == ["ses_bbbb"], "the hit")
+        assert table_rows(table)[0][0] == "Tax return"
+        # Esc leaves the search first, then the screen.
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: table.row_count == 3, "the recent list")
+        assert app.current_mode == "sessions"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.current_mode == "chat", "the chat")

@@ -1,0 +1,126 @@
+"""The setup screen shares `habakkuk setup`'s choices and key check, keeps the demo
+provider, and opens again from the palette."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from textual.widgets import Input, Select
+
+from habakkuk.commands import STARTER_CONFIG
+from habakkuk.engine.config import load_config
+from habakkuk.engine.home import Home, read_env_file
+from habakkuk.screens.setup import SetupScreen
+from habakkuk.setup_wizard import CHOICES
+from tests.fakes.model_server import FakeModelServer
+from tests.tui.conftest import make_app, ready, wait_until
+
+
+async def fill(pilot, **fields: str) -> None:  # type: ignore[no-untyped-def]
+    """Type into the setup form's inputs by id (base_url -> #base-url)."""
+    screen = pilot.app.screen
+    for name, value in fields.items():
+        widget = screen.query_one(f"#{name.replace('_', '-')}", Input)
+        widget.value = ""
+        widget.focus()
+        await pilot.press(*value)
+
+
+async def choose(pilot, provider: str) -> None:  # type: ignore[no-untyped-def]
+    await pilot.pause()  # the form mounted
+    pilot.app.screen.query_one("#provider", Select).value = provider
+    await pilot.pause()
+
+
+def error(pilot, field: str) -> str:  # type: ignore[no-untyped-def]
+    widget = pilot.app.screen.query_one(f"#{field}-error")
+    return str(widget.content) if widget.display else ""
+
+
+async def test_the_screen_offers_the_wizards_choices(home: Home) -> None:
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        select = app.screen.query_one("#provider", Select)
+        offered = [value for _, value in select._options if isinstance(value, str)]
+        assert offered == [choice.name for choice in CHOICES]
+        assert {"anthropic", "openai", "openrouter", "custom", "gemini", "demo"} <= set(offered)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("litellm") is not None, reason="litellm installed")
+async def test_gemini_says_it_needs_the_litellm_extra(home: Home) -> None:
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        await choose(pilot, "gemini")
+        assert "pip install 'habakkuk[litellm]'" in error(pilot, "provider")
+        await fill(pilot, key="AIza-test", model="gemini/gemini-2.5-flash")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: "litellm" in error(pilot, "provider"), "the refusal")
+        assert not home.config_path.exists()
+
+
+async def test_a_refused_key_says_why_and_save_again_saves_anyway(
+    home: Home, models: FakeModelServer
+) -> None:
+    models.valid_keys = {"sk-ant-good"}
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        await choose(pilot, "anthropic")
+        await fill(pilot, key="sk-ant-bad", model="claude-sonnet-4-6")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: "refused" in error(pilot, "key"), "the failed check")
+        assert "Save again to save anyway" in error(pilot, "key")
+        assert not home.config_path.exists()
+        # Retry with another key: checked again, and saved.
+        await fill(pilot, key="sk-ant-good")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, home.config_path.exists, "the config")
+        assert [r.api_key for r in models.requests] == ["sk-ant-bad", "sk-ant-good"]
+        assert read_env_file(home.env_path) == {"ANTHROPIC_API_KEY": "sk-ant-good"}
+        await ready(pilot)
+
+
+async def test_a_failed_check_can_be_saved_anyway(home: Home, models: FakeModelServer) -> None:
+    models.valid_keys = set()
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        await choose(pilot, "openai")
+        await fill(pilot, key="sk-offline", model="gpt-5-mini")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: "refused" in error(pilot, "key"), "the failed check")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, home.config_path.exists, "the config saved anyway")
+        assert len(models.requests) == 1  # not checked twice
+        assert read_env_file(home.env_path) == {"OPENAI_API_KEY": "sk-offline"}
+        await ready(pilot)
+
+
+async def test_palette_reopens_setup_and_a_compatible_url_keeps_the_demo(
+    home: Home, models: FakeModelServer
+) -> None:
+    home.config_path.write_text(STARTER_CONFIG, encoding="utf-8")
+    app = make_app(home)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        [entry] = [c for c in app.get_system_commands(app.screen) if c.title.startswith("Setup")]
+        assert entry.title == "Setup: providers"
+        entry.callback()
+        await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen), "setup again")
+        await choose(pilot, "custom")
+        assert app.screen.query_one("#base-url", Input).display
+        await fill(pilot, model="llama3.1")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: "http://" in error(pilot, "base-url"), "the URL asked")
+        await fill(pilot, base_url=f"{models.base_url}/v1")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: not isinstance(app.screen, SetupScreen), "saved")
+        assert [r.path for r in models.requests] == ["/v1/models"]
+        config = load_config(home)
+        assert set(config.providers) == {"demo", "custom"}
+        assert config.providers["custom"].base_url == f"{models.base_url}/v1"
+        assert [str(r) for r in config.agent(None).chain] == ["custom/llama3.1"]
+        assert (home.root / "config.yaml.bak").read_text(encoding="utf-8") == STARTER_CONFIG
