@@ -18,11 +18,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from habakkuk.engine.store import StoreError
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.widgets.approval_prompt import INPUT_SUMMARY_CHARS
+from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -68,7 +69,7 @@ class ApprovalsScreen(RuntimeScreen):
         yield self._table
         yield self._detail
         yield self._empty
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._table.add_columns("tool", "from", "agent", "session", "input")

@@ -17,11 +17,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from habakkuk.engine.store import StoreError
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.screens.text_prompt import ShowText
+from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -132,7 +133,7 @@ class OverviewScreen(RuntimeScreen):
             yield self._running_table
             yield Static("Scheduled", classes="section-title")
             yield self._scheduled
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._errors.add_columns("kind", "id", "error")

@@ -17,10 +17,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
+from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from habakkuk.engine.events import Event
@@ -76,7 +77,7 @@ class SessionsScreen(RuntimeScreen):
         yield self._search
         yield self._table
         yield self._empty
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._empty.display = False

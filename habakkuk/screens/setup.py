@@ -23,9 +23,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Select, Static
 
 from habakkuk.setup_wizard import AGENT, CHOICES, CHOICES_BY_NAME, Choice
+from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from habakkuk.engine.home import Home
@@ -105,7 +106,7 @@ class SetupScreen(Screen[Path | None]):
             with Horizontal():
                 yield Button("Save and start", id="save", variant="primary")
                 yield Button("Offline demo", id="demo")
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         for error in self.errors.values():
