@@ -9,7 +9,7 @@ from typing import Any
 
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
-from habakkuk.tools.safe_open import confinement, write_atomic
+from habakkuk.tools.safe_open import check_opened_for_reading, confinement, write_atomic
 
 MAX_LINE_CHARS = 2000
 DEFAULT_LINES = 2000
@@ -42,14 +42,15 @@ class ReadFile(Tool):
         path = ctx.resolve(args["path"])
         offset = int(args.get("offset", 1))
         limit = int(args.get("limit", DEFAULT_LINES))
-        return ToolOutput(await asyncio.to_thread(_read_lines, path, offset, limit))
+        return ToolOutput(await asyncio.to_thread(_read_lines, path, offset, limit, ctx))
 
 
-def _read_lines(path: Path, offset: int, limit: int) -> str:
+def _read_lines(path: Path, offset: int, limit: int, ctx: ToolContext) -> str:
     if path.is_dir():
         raise ToolError(f"{path} is a folder; use list_dir")
     try:
         with path.open("rb") as handle:
+            check_opened_for_reading(handle.fileno(), path, ctx)
             head = handle.read(8192)
             if b"\0" in head:
                 raise ToolError(f"{path} is a binary file")

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from habakkuk.engine.toolkit.home_files import home_file
+from habakkuk.engine.toolkit.home_files import HomeFile, home_file
 from habakkuk.engine.toolkit.registry import ToolContext, ToolError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -166,3 +166,31 @@ def _step(parent: int, name: str, create: bool, label: str, shown: str) -> int:
         raise
     finally:
         os.close(parent)
+
+
+def check_opened_for_reading(fd: int, path: Path, ctx: ToolContext) -> None:
+    """Refuse a file opened for reading that turned out to be a credential file.
+
+    The registry refuses reads of the home's credential files below full mode by
+    their resolved path; a link swapped in after that check would be followed by
+    the open. So the check is repeated on what was actually opened: the descriptor's
+    own path (/proc/self/fd), else the path resolved again, when it is the same file.
+    """
+    if ctx.mode == "full":
+        return
+    try:
+        opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        opened = Path(os.path.realpath(path))
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(opened))
+        except OSError:
+            same = False
+        if not same:
+            raise ToolError(f"{path} changed while it was opened; nothing was read") from None
+    kind = home_file(opened, ctx.home, workspace=ctx.workspace, agent=ctx.agent)
+    if kind is HomeFile.CREDENTIAL:
+        raise ToolError(
+            f"refused: {path} leads to {opened}, one of Habakkuk's credential files; "
+            "it may be read only in full mode"
+        )

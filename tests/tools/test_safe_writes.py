@@ -17,7 +17,7 @@ from habakkuk.engine.llm.types import ToolUseBlock
 from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.registry import ToolContext, ToolError, ToolRegistry
 from habakkuk.tools.edit import EditFile
-from habakkuk.tools.files import WriteFile
+from habakkuk.tools.files import ReadFile, WriteFile
 from habakkuk.tools.patch_tool import ApplyPatch
 from habakkuk.tools.safe_open import open_beneath
 
@@ -137,3 +137,24 @@ def test_the_walk_never_follows_a_link_below_the_root(places: tuple[Path, Path])
     fd = open_beneath(workspace, ["sub", "made"], create=True)
     os.close(fd)
     assert (workspace / "sub" / "made").is_dir()
+
+
+async def test_a_link_swapped_in_to_a_credential_file_after_the_check_reads_nothing(
+    tmp_path: Path,
+) -> None:
+    """read_file's credential refusal holds for what it opened, not only what it checked."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".env").write_text("SECRET_TOKEN=hunter2\n")
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    (workspace / "sub" / ".env").write_text("harmless\n")
+    registry = ToolRegistry()
+    registry.register(ReadFile())
+    swap = f"rm -rf '{workspace}/sub' && ln -s '{home}' '{workspace}/sub'"
+    registry.hooks = Hooks([Hook("tool_before", swap)], home)
+    use = ToolUseBlock("t1", "read_file", {"path": "sub/.env"})
+    result = await registry.call(use, context(workspace, home), {"read_file"})
+    assert result.is_error
+    assert "credential" in result.text
+    assert "hunter2" not in result.text
