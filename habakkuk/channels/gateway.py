@@ -415,31 +415,15 @@ class Gateway:
         return notes, blocks
 
     async def _transcribe(self, data: bytes, name: str, media_type: str) -> str:
-        """Text of a voice note from an OpenAI-compatible /audio/transcriptions endpoint."""
-        import aiohttp
+        """Text of a voice note (the one transcription client, channels/transcription.py)."""
+        from .transcription import TranscriptionError, transcribe
 
         settings = self.config.transcription
         assert settings is not None
-        headers = {}
-        if settings.key_env:
-            key = self.runtime.env.get(settings.key_env)
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-        form = aiohttp.FormData()
-        form.add_field("model", settings.model)
-        form.add_field("file", data, filename=name, content_type=media_type or "audio/ogg")
-        url = settings.base_url.rstrip("/") + "/audio/transcriptions"
         try:
-            async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as http,
-                http.post(url, data=form, headers=headers) as response,
-            ):
-                if response.status != 200:
-                    raise SendError(f"HTTP {response.status}: {(await response.text())[:200]}")
-                body = await response.json(content_type=None)
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            raise SendError(f"transcription failed: {exc}") from None
-        return str(body.get("text", "")).strip() if isinstance(body, dict) else ""
+            return await transcribe(settings, self.runtime.env, data, name, media_type)
+        except TranscriptionError as exc:
+            raise SendError(str(exc)) from None
 
     # -- commands -----------------------------------------------------------------------
 
