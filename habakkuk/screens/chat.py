@@ -402,6 +402,16 @@ class ChatScreen(RuntimeScreen):
             keys = f"\n{KEYS_HELP}" if parse(text) == ("help", "") else ""
             await self._view.note(plain(reply.text) + keys, error=reply.error)
 
+    def run_command(self, text: str, *, complete: bool = False) -> None:
+        """Run a chat command (the palette); with `complete`, leave it in the composer
+        for its arguments."""
+        if complete:
+            self._composer.clear()
+            self._composer.insert(text + " ")
+            self._composer.focus()
+            return
+        self._command(text)
+
     # -- what the commands do here (screens/chat_conversation.py) --------------------------
 
     def adopt_session(self, session_id: str) -> None:

@@ -1,8 +1,8 @@
 """The terminal's conversation as the chat commands see it (habakkuk.conversation).
 
-The chat screen's session is the conversation's: a fresh session starts when
-the next message is sent, a fork opens in the screen, and /compact's outcome is
-noted when its job ends.
+The chat screen's session is the conversation's: /new and /agent start a
+fresh one, a fork opens in the screen, and /compact's outcome is noted when its
+job ends.
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ class TerminalConversation:
         keep = await self.agent() if agent is None else (agent or self.default_agent())
         await self.screen.start_fresh().wait()
         self.screen.agent_name = keep
+        # Started now, as a chat's /new starts it: /status and /title see it at once.
+        session = await self.screen.runtime.new_session(keep, origin="tui")
+        self.screen.adopt_session(session.id)
         self.screen.refresh_status()
 
     async def continue_in(self, session: Session) -> None:
