@@ -1027,9 +1027,7 @@ class Runtime:
         if len(typed) < turns:
             had = f"only {len(typed)}" if typed else "no"
             raise HabakkukError(f"this session has {had} message(s) of yours to rewind")
-        fork = await self.transcripts.fork(
-            session_id, new_id("ses"), upto_seq=typed[-turns] - 1
-        )
+        fork = await self.transcripts.fork(session_id, new_id("ses"), upto_seq=typed[-turns] - 1)
         await self._state_store().copy_settings(session_id, fork.id)
         return fork
 
