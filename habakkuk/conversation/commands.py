@@ -76,7 +76,11 @@ class Conversation(Protocol):
     """One conversation on one surface, as the commands see it."""
 
     surface: Surface
-    services: Services
+
+    @property
+    def services(self) -> Services:
+        """The runtime's services the commands run against."""
+        ...
 
     async def session(self, *, create: bool = False) -> Session | None:
         """The conversation's current session; a new one (bound here) when `create`."""
