@@ -221,7 +221,8 @@ async def dispatch(text: str, conv: Conversation) -> Reply | None:
     try:
         return await found.run(conv, rest)
     except HabakkukError as exc:
-        return Reply(str(exc), error=True)
+        said = str(exc)  # named after the command unless the service named it already
+        return Reply(said if said.startswith("/") else f"/{found.name}: {said}", error=True)
 
 
 def plain(text: str) -> str:
@@ -293,10 +294,7 @@ async def _undo(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
         return Reply(NO_MESSAGES)
-    try:
-        return Reply(await conv.services.undo(session.id))
-    except HabakkukError as exc:
-        return Reply(f"/undo: {exc}", error=True)
+    return Reply(await conv.services.undo(session.id))
 
 
 @command("fork", "copy this session into a new one and continue there")
@@ -304,10 +302,7 @@ async def _fork(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
         return Reply(NO_MESSAGES)
-    try:
-        fork = await conv.services.fork_session(session.id)
-    except HabakkukError as exc:
-        return Reply(f"/fork: {exc}", error=True)
+    fork = await conv.services.fork_session(session.id)
     await conv.continue_in(fork)
     return Reply(f"Forked from {session.id}: this is {fork.id}, the original is kept.")
 
@@ -320,10 +315,7 @@ async def _rewind(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
         return Reply(NO_MESSAGES)
-    try:
-        fork = await conv.services.rewind_session(session.id, turns)
-    except HabakkukError as exc:
-        return Reply(f"/rewind: {exc}", error=True)
+    fork = await conv.services.rewind_session(session.id, turns)
     await conv.continue_in(fork)
     what = "your last message" if turns == 1 else f"your last {turns} messages"
     return Reply(f"Rewound {session.id} without {what}: this is {fork.id}, the original is kept.")
@@ -406,11 +398,7 @@ async def _export(conv: Conversation, rest: str) -> Reply:
         caption = f"Transcript of {session.title or session.id}"
         if await conv.send_file(text.encode("utf-8"), f"{session.id}.{fmt}", caption):
             return Reply()
-    try:
-        where = await conv.services.save_export(session.id, fmt, target)
-    except HabakkukError as exc:
-        return Reply(f"/export: {exc}", error=True)
-    return Reply(f"Wrote {where}")
+    return Reply(f"Wrote {await conv.services.save_export(session.id, fmt, target)}")
 
 
 @command("retry", "run your last message again", where=INTERACTIVE, category="Turn")

@@ -1,5 +1,6 @@
-"""The server's `serve` fixture, for the web chat surface."""
+"""The surfaces' fixtures: the fake Bot API (`tg`) and the HTTP server (`serve`)."""
 
+from tests.channels.test_telegram_e2e import tg
 from tests.server.conftest import serve
 
-__all__ = ["serve"]
+__all__ = ["serve", "tg"]

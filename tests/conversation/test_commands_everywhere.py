@@ -14,15 +14,12 @@ import html
 import re
 import textwrap
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from habakkuk.conversation.commands import plain
 from habakkuk.engine.home import Home
 from habakkuk.widgets.notice import Notice
 from tests.channels.fake_telegram import FakeTelegram
-from tests.channels.test_telegram_e2e import TOKEN, channel_yaml
+from tests.channels.test_telegram_e2e import channel_yaml
 from tests.conftest import mock_config
 from tests.server.conftest import Served, ServeFactory
 from tests.tui.conftest import make_app, ready, send, turn_finished, wait_until
@@ -131,15 +128,10 @@ async def web_answers(served: Served) -> list[str]:
     return answers
 
 
-@pytest.fixture
-async def tg(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("TG_TOKEN", TOKEN)
-    async with FakeTelegram(token=TOKEN) as server:
-        yield server
-
-
 async def test_every_command_gives_the_same_answer_on_every_surface(
-    serve: ServeFactory, tg: FakeTelegram, tmp_path: Path
+    serve: ServeFactory,
+    tg: FakeTelegram,
+    tmp_path: Path,
 ) -> None:
     served = await serve(mock_config(SCRIPT, extra=textwrap.dedent(channel_yaml(tg))))
     await served.runtime.channels.started()
