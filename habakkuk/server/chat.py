@@ -403,7 +403,7 @@ class WebChannel:
         dedupe: str | None,
     ) -> dict[str, Any]:
         """A chat command (habakkuk.conversation): the command and its reply are logged."""
-        from habakkuk.conversation.commands import dispatch
+        from habakkuk.conversation.commands import dispatch, plain
 
         from .web_conversation import WebConversation
 
@@ -420,7 +420,8 @@ class WebChannel:
         reply = await dispatch(text, conv)
         binding = conv.binding
         session = binding.session if binding else None
-        note = reply.text if reply is not None else ""
+        # The dashboard shows text as it is, so without the Markdown a chat renders.
+        note = plain(reply.text) if reply is not None else ""
         if note:
             role = "error" if reply is not None and reply.error else "notice"
             await store.append(
