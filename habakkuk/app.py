@@ -265,6 +265,7 @@ class HabakkukApp(App[None]):
                     f"Go: {mode}", f"{about} ({key})", lambda m=mode: self.action_go(m)
                 )
         yield SystemCommand("Turn: stop", "Stop the running turn (ctrl+c)", self.stop_turn)
+        yield from self._chat_commands()
         yield SystemCommand(
             "App: quit", "Quit; a running turn resumes next start (ctrl+q)", self.action_quit
         )
@@ -275,6 +276,31 @@ class HabakkukApp(App[None]):
         yield SystemCommand(
             "App: keys", "Show the keys of this screen", self.action_show_help_panel
         )
+
+    def _chat_commands(self) -> Iterable[SystemCommand]:
+        """Every chat command of the terminal (habakkuk.conversation), `Session: compact`."""
+        from habakkuk.conversation.commands import commands_for
+
+        if self.runtime is None:
+            return
+        for command in commands_for("terminal"):
+            if command.name == "stop":
+                continue  # "Turn: stop" above also stops a queued turn and says so
+            about = command.summary[:1].upper() + command.summary[1:]
+            if command.name == "new":
+                about += " (ctrl+n)"
+            yield SystemCommand(
+                command.label,
+                f"{about} — {command.usage()}",
+                lambda c=command: self._run_chat_command(c.name, c.args),
+            )
+
+    def _run_chat_command(self, name: str, args: str) -> None:
+        """Run /name in the chat; one that needs its arguments is put in the composer."""
+        self.switch_mode("chat")
+        chat = self.get_chat()
+        if chat is not None:
+            chat.run_command(f"/{name}", complete=bool(args) and not args.startswith("["))
 
     # -- stop and quit -------------------------------------------------------------------
 

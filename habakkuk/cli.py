@@ -28,11 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run one turn and print the reply")
+    run = sub.add_parser("run", help="run one turn (or a /command) and print the reply")
     run.add_argument("--agent", help="agent name (default: the first agent)")
     run.add_argument("--session", help="continue this session")
     run.add_argument("--json", action="store_true", help="print one JSON object at the end")
-    run.add_argument("prompt", nargs="+", help="what to ask")
+    run.add_argument("prompt", nargs="+", help="what to ask, or a chat /command")
 
     sub.add_parser("serve", help="run every worker headless (same as --serve)")
 

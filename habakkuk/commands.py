@@ -86,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: bool) -> int:
+    from habakkuk.conversation.commands import parse
+
+    if parse(prompt) is not None:
+        return await _run_command(prompt, agent, session_id, as_json)
     runtime = await _open()
     try:
         if session_id:
@@ -127,6 +131,33 @@ async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: 
                 file=sys.stderr,
             )
     return EXIT_OK if outcome.status == "done" else EXIT_FAILED
+
+
+async def _run_command(text: str, agent: str | None, session_id: str | None, as_json: bool) -> int:
+    """`habakkuk run [--session S] "/command"`: print the chat command's answer;
+    exit 2 when the command refused (unknown, bad arguments)."""
+    from habakkuk.conversation.commands import dispatch, plain
+    from habakkuk.conversation.run import RunConversation
+
+    runtime = await _open()
+    try:
+        if session_id:
+            await runtime.session(session_id)  # an unknown session is a one-line error
+        conv = RunConversation(runtime, session_id, agent)
+        reply = await dispatch(text, conv)
+    finally:
+        await runtime.close()
+    assert reply is not None
+    if as_json:
+        print(
+            json.dumps(
+                {"session": conv.session_id, "reply": reply.text, "error": reply.error},
+                ensure_ascii=False,
+            )
+        )
+    elif reply.text:
+        print(plain(reply.text), file=sys.stderr if reply.error else sys.stdout)
+    return EXIT_USAGE if reply.error else EXIT_OK
 
 
 async def _stream(runtime: Runtime, session_id: str) -> None:

@@ -1115,6 +1115,20 @@ class Runtime:
         await self._state_store().copy_settings(session_id, fork.id)
         return fork
 
+    async def rewind_session(self, session_id: str, turns: int = 1) -> Session:
+        """/rewind N: fork the session without its last `turns` messages the user typed
+        (and everything after them); the original stays as it was."""
+        from habakkuk.conversation.commands import typed_seqs
+
+        await self.session(session_id)
+        typed = typed_seqs(await self.transcripts.messages(session_id))
+        if len(typed) < turns:
+            had = f"only {len(typed)}" if typed else "no"
+            raise HabakkukError(f"this session has {had} message(s) of yours to rewind")
+        fork = await self.transcripts.fork(session_id, new_id("ses"), upto_seq=typed[-turns] - 1)
+        await self._state_store().copy_settings(session_id, fork.id)
+        return fork
+
     async def search_sessions(
         self, query: str, agent: str | None = None, *, limit: int = 20
     ) -> list[SearchHit]:

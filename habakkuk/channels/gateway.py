@@ -32,23 +32,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from habakkuk.conversation.answers import answer_word
+from habakkuk.conversation.commands import Services, dispatch
 from habakkuk.engine.config import ChannelConfig, Config
-from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Environment
 from habakkuk.engine.jobs import Job, JobQueue
-from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, TextBlock, block_to_json
-from habakkuk.engine.sessions import Session, StoredMessage, TranscriptStore
+from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, block_to_json
+from habakkuk.engine.sessions import Session, TranscriptStore
 from habakkuk.engine.store import BlobStore, StoreError
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.approvals import (
-    Answer,
     ApprovalDecision,
     ApprovalHub,
     ApprovalRequest,
 )
 
 from .adapter import Adapter, Address, Button, InboundMessage, SendError
+from .conversation import ChannelConversation
 from .outbox import Outbox
 from .store import PROMPT_SECONDS, ChannelStore, Prompt
 from .tasks import cancel_and_wait
@@ -66,12 +67,6 @@ TEXT = {
         "The code is valid for one hour."
     ),
     "paired": "You're in: my owner approved you. Say hello!",
-    "new": "New session started with agent **{agent}**.",
-    "stopped": "Stopped.",
-    "nothing_running": "Nothing is running.",
-    "unknown_command": "Unknown command /{name}. /help lists the commands.",
-    "think_set": "Thinking: {level} for this session. /think default goes back to {agent}'s.",
-    "think_default": "Thinking: {level} ({agent}'s setting). /think off|low|medium|high sets it.",
     "approval": "**Approval needed**: {tool}\n\n`{summary}`\n\nReply **yes** or **no**.",
     "approval_skipped": "No answer in 15 minutes, so I skipped that step.",
     "question": "**Question**\n\n{questions}\n\nReply with your answer.",
@@ -83,42 +78,13 @@ TEXT = {
     "not_allowed": "You are not allowed to answer this.",
     "failed": "Sorry, that failed: {error}",
     "working": "⏳ Working…",
-    "no_retry": "There is no earlier message to retry.",
-    "title": "Title: {title}",
-    "title_set": "Title set: {title}",
-    "no_title": "This session has no title yet.",
-    "agent_switched": "This conversation now talks to **{agent}** (new session).",
-    "agent_default": "Back to the default routing: **{agent}** (new session).",
-    "unknown_agent": "No agent named {name}. Agents: {known}",
-    "export_caption": "Transcript of {title}",
     "too_large": "[attachment {name} was too large to download]",
     "download_failed": "[attachment {name} could not be downloaded: {error}]",
     "saved": "[attachment saved to inbox/{name}]",
     "voice": "[voice note transcript: {text}]",
     "voice_failed": "[a voice note could not be transcribed: {error}]",
 }
-YES_WORDS = {
-    "yes", "y", "yep", "yeah", "ok", "okay", "sure", "approve", "approved", "allow",
-    "oui", "sí", "si", "ja", "sim", "да",
-}  # fmt: skip
-ALWAYS_WORDS = {"always", "yes always", "allow always"}
-NO_WORDS = {"no", "n", "nope", "deny", "denied", "non", "nein", "não", "nao", "нет"}
 APPROVAL_ANSWERS = ("allow_once", "deny", "allow_session")
-COMMANDS = {
-    "new": "start a fresh session",
-    "stop": "stop the running turn",
-    "status": "channel, agent, session and queue",
-    "retry": "run your last message again",
-    "queue": "queue a message as a turn (/queue TEXT)",
-    "title": "show or set the session title (/title [TEXT])",
-    "export": "send the transcript as a Markdown file",
-    "compact": "summarize older messages so the conversation takes less context",
-    "think": "reasoning effort for this session (/think off|low|medium|high|default)",
-    "whoami": "who you are here and how you got in",
-    "agents": "list the agents",
-    "agent": "switch this conversation (/agent NAME, /agent default)",
-    "help": "this list",
-}
 
 
 BUTTON_NOTICES = {
@@ -128,8 +94,9 @@ BUTTON_NOTICES = {
 }
 
 
-class RuntimeFacade(Protocol):
-    """What the gateway needs from the runtime (the composition root implements it)."""
+class RuntimeFacade(Services, Protocol):
+    """What the gateway needs from the runtime (the composition root implements it);
+    the chat commands' services included."""
 
     config: Config
     queue: JobQueue
@@ -195,10 +162,6 @@ class _Watch:
     task: asyncio.Task[None] | None = None
     # set when the turn ends: done, failed, stopped (or "" on shutdown)
     status: str | None = None
-
-
-def _normalize(text: str) -> str:
-    return re.sub(r"[\s.!?,;:]+", " ", text.strip().lower()).strip()
 
 
 class Gateway:
@@ -311,7 +274,7 @@ class Gateway:
         """What a typed message answers: yes/no words for approvals, anything for questions."""
         if prompt.kind == "question":
             return text
-        return self._answer_word(text)
+        return answer_word(text)
 
     async def _record_answer(self, prompt: Prompt, answer: str, by: str) -> bool:
         """Store the first answer (any process waiting on the prompt picks it up)."""
@@ -320,17 +283,6 @@ class Gateway:
         if event is not None:
             event.set()
         return recorded
-
-    @staticmethod
-    def _answer_word(text: str) -> Answer | None:
-        word = _normalize(text)
-        if word in ALWAYS_WORDS:
-            return "allow_session"
-        if word in YES_WORDS:
-            return "allow_once"
-        if word in NO_WORDS:
-            return "deny"
-        return None
 
     async def _say(self, msg: InboundMessage, text: str, suffix: str = "") -> None:
         """Reply to `msg` through a delivery job whose id derives from the message."""
@@ -351,9 +303,15 @@ class Gateway:
         return self.config.agent(config.agent).name
 
     async def session_for(
-        self, config: ChannelConfig, msg: InboundMessage, *, fresh: bool = False
-    ) -> Session:
-        """The conversation's session: the bound one unless idle too long (or `fresh`)."""
+        self,
+        config: ChannelConfig,
+        msg: InboundMessage,
+        *,
+        fresh: bool = False,
+        create: bool = True,
+    ) -> Session | None:
+        """The conversation's session: the bound one unless idle too long (or `fresh`),
+        else a new one bound here (None instead without `create`)."""
         conversation = msg.address.conversation
         binding = await self.store.binding(conversation)
         agent = (binding.agent_override if binding else "") or self.route_agent(config, msg)
@@ -368,14 +326,31 @@ class Gateway:
                 and idle <= config.session_idle_seconds
             ):
                 return session
+        if not create:
+            return None
         session = await self.runtime.new_session(agent, origin=f"channel:{msg.channel}")
         await self.store.bind(conversation, session.id)
         return session
+
+    async def start_turn(self, config: ChannelConfig, msg: InboundMessage, text: str) -> str | None:
+        """Queue `text` as a turn of the conversation `msg` belongs to (/retry, /queue)."""
+        return await self._start_turn(config, msg, text)
+
+    @staticmethod
+    def reply_to(msg: InboundMessage) -> dict[str, str]:
+        """Where a turn's reply (and its approvals) go: the message's chat."""
+        return {"to": str(msg.address), "message": msg.message_id, "sender": msg.sender}
+
+    @staticmethod
+    def say_id(msg: InboundMessage, suffix: str = "") -> str:
+        """The delivery id of a reply to `msg` (derived from it: sent once)."""
+        return _say_id(msg, suffix)
 
     async def _start_turn(
         self, config: ChannelConfig, msg: InboundMessage, text: str, *, turn_id: str | None = None
     ) -> str | None:
         session = await self.session_for(config, msg)
+        assert session is not None
         agent = self.config.agent(session.agent)
         blocks: list[dict[str, Any]] = []
         notes: list[str] = []
@@ -384,9 +359,7 @@ class Gateway:
         full = "\n\n".join(part for part in [text, *notes] if part)
         if not full and not blocks:
             return None
-        extra: dict[str, Any] = {
-            "reply_to": {"to": str(msg.address), "message": msg.message_id, "sender": msg.sender}
-        }
+        extra: dict[str, Any] = {"reply_to": self.reply_to(msg)}
         if blocks:
             extra["blocks"] = blocks
         turn = await self.runtime.submit(
@@ -441,227 +414,25 @@ class Gateway:
         return notes, blocks
 
     async def _transcribe(self, data: bytes, name: str, media_type: str) -> str:
-        """Text of a voice note from an OpenAI-compatible /audio/transcriptions endpoint."""
-        import aiohttp
+        """Text of a voice note (the one transcription client, channels/transcription.py)."""
+        from .transcription import TranscriptionError, transcribe
 
         settings = self.config.transcription
         assert settings is not None
-        headers = {}
-        if settings.key_env:
-            key = self.runtime.env.get(settings.key_env)
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-        form = aiohttp.FormData()
-        form.add_field("model", settings.model)
-        form.add_field("file", data, filename=name, content_type=media_type or "audio/ogg")
-        url = settings.base_url.rstrip("/") + "/audio/transcriptions"
         try:
-            async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as http,
-                http.post(url, data=form, headers=headers) as response,
-            ):
-                if response.status != 200:
-                    raise SendError(f"HTTP {response.status}: {(await response.text())[:200]}")
-                body = await response.json(content_type=None)
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            raise SendError(f"transcription failed: {exc}") from None
-        return str(body.get("text", "")).strip() if isinstance(body, dict) else ""
+            return await transcribe(settings, self.runtime.env, data, name, media_type)
+        except TranscriptionError as exc:
+            raise SendError(str(exc)) from None
 
     # -- commands -----------------------------------------------------------------------
 
     async def _command(
         self, config: ChannelConfig, msg: InboundMessage, how: str, text: str
     ) -> None:
-        head, _, rest = text[1:].partition(" ")
-        name = head.split("@", 1)[0].lower()
-        rest = rest.strip()
-        handler = {
-            "new": self._cmd_new,
-            "start": self._cmd_new,
-            "stop": self._cmd_stop,
-            "status": self._cmd_status,
-            "help": self._cmd_help,
-            "whoami": self._cmd_whoami,
-            "agents": self._cmd_agents,
-            "agent": self._cmd_agent,
-            "title": self._cmd_title,
-            "export": self._cmd_export,
-            "compact": self._cmd_compact,
-            "think": self._cmd_think,
-            "retry": self._cmd_retry,
-            "queue": self._cmd_queue,
-        }.get(name)
-        if handler is None:
-            await self._say(msg, TEXT["unknown_command"].format(name=name))
-            return
-        await handler(config, msg, rest, how)
-
-    async def _cmd_new(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        session = await self.session_for(config, msg, fresh=True)
-        await self._say(msg, TEXT["new"].format(agent=session.agent))
-
-    async def _active_turns(self, session_id: str) -> list[str]:
-        jobs = await self.queue.active_for(session_id)
-        return [j.id for j in jobs if j.kind == TURN_KIND]
-
-    async def _cmd_stop(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        binding = await self.store.binding(msg.address.conversation)
-        turns = await self._active_turns(binding.session) if binding else []
-        for turn in turns:
-            await self.runtime.stop_turn(turn)
-        await self._say(msg, TEXT["stopped"] if turns else TEXT["nothing_running"])
-
-    async def _cmd_status(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        session = await self.session_for(config, msg)
-        statuses = await self.store.statuses()
-        depth = await self.queue.depth()
-        turns = await self._active_turns(session.id)
-        lines = [
-            f"**Channel** {msg.channel}: "
-            + (statuses[msg.channel].state if msg.channel in statuses else "unknown"),
-            f"**Agent** {session.agent}",
-            f"**Session** `{session.id}`" + (f" — {session.title}" if session.title else ""),
-            f"**This conversation** {len(turns)} turn(s) queued or running",
-            "**Queue** "
-            + (", ".join(f"{k} {s}: {n}" for (k, s), n in sorted(depth.items())) or "empty"),
-        ]
-        await self._say(msg, "\n".join(lines))
-
-    async def _cmd_help(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        lines = ["**Commands**"] + [f"/{name} — {text}" for name, text in COMMANDS.items()]
-        await self._say(msg, "\n".join(lines))
-
-    async def _cmd_whoami(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        session = await self.session_for(config, msg)
-        names = ", ".join([msg.sender, *msg.sender_aliases])
-        lines = [
-            f"**You** {msg.sender_name or msg.sender} ({names})",
-            f"**Allowed by** {how}",
-            f"**Channel** {msg.channel} ({config.type}), chat {msg.chat}"
-            + (f", thread {msg.thread}" if msg.thread else ""),
-            f"**Agent** {session.agent}",
-            f"**Session** `{session.id}`",
-        ]
-        await self._say(msg, "\n".join(lines))
-
-    async def _cmd_agents(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        binding = await self.store.binding(msg.address.conversation)
-        current = (binding.agent_override if binding else "") or self.route_agent(config, msg)
-        lines = [
-            f"{'▸' if name == current else '•'} **{name}** ({agent.mode}, {agent.model})"
-            for name, agent in sorted(self.config.agents.items())
-        ]
-        await self._say(msg, "\n".join(lines))
-
-    async def _cmd_agent(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        name = rest.split()[0] if rest else ""
-        if not name:
-            await self._cmd_agents(config, msg, rest, how)
-            return
-        if name != "default" and name not in self.config.agents:
-            known = ", ".join(sorted(self.config.agents))
-            await self._say(msg, TEXT["unknown_agent"].format(name=name, known=known))
-            return
-        override = "" if name == "default" else name
-        agent = override or self.route_agent(config, msg)
-        session = await self.runtime.new_session(agent, origin=f"channel:{msg.channel}")
-        await self.store.bind(msg.address.conversation, session.id, agent_override=override)
-        key = "agent_default" if name == "default" else "agent_switched"
-        await self._say(msg, TEXT[key].format(agent=agent))
-
-    async def _cmd_title(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        session = await self.session_for(config, msg)
-        if rest:
-            await self.runtime.transcripts.set_title(session.id, rest, "user")
-            await self._say(msg, TEXT["title_set"].format(title=rest))
-        elif session.title:
-            await self._say(msg, TEXT["title"].format(title=session.title))
-        else:
-            await self._say(msg, TEXT["no_title"])
-
-    async def _cmd_export(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        from habakkuk.engine.export import export_transcript
-
-        session = await self.session_for(config, msg)
-        messages = await self.runtime.transcripts.messages(session.id)
-        compaction = await self.runtime.transcripts.latest_compaction(session.id)
-        text = export_transcript(session, messages, "md", compaction)
-        blob = await self.runtime.blobs.put(text.encode("utf-8"), ".md")
-        await self.outbox.send_file(
-            _say_id(msg),
-            msg.address,
-            blob,
-            f"{session.id}.md",
-            TEXT["export_caption"].format(title=session.title or session.id),
-        )
-
-    async def _cmd_compact(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        """Queue a compaction as a turn of the session; its outcome is the turn's reply."""
-        session = await self.session_for(config, msg)
-        await self.runtime.compact_session(
-            session.id,
-            job_id=f"compact:{msg.channel}:{msg.chat}:{msg.message_id}",
-            extra={
-                "reply_to": {
-                    "to": str(msg.address),
-                    "message": msg.message_id,
-                    "sender": msg.sender,
-                }
-            },
-        )
-        await self.store.touch(msg.address.conversation)
-
-    async def _cmd_think(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        """/think shows the session's reasoning effort; /think LEVEL sets it (default clears)."""
-        session = await self.session_for(config, msg)
-        try:
-            if rest:
-                level, chosen = await self.runtime.set_session_thinking(session.id, rest)
-            else:
-                level, chosen = await self.runtime.session_thinking(session.id)
-        except HabakkukError as exc:
-            await self._say(msg, str(exc))
-            return
-        key = "think_set" if chosen else "think_default"
-        await self._say(msg, TEXT[key].format(level=level, agent=session.agent))
-
-    async def _cmd_retry(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        session = await self.session_for(config, msg)
-        last = _last_typed(await self.runtime.transcripts.messages(session.id))
-        if last is None:
-            await self._say(msg, TEXT["no_retry"])
-            return
-        await self._start_turn(config, msg, last)
-
-    async def _cmd_queue(
-        self, config: ChannelConfig, msg: InboundMessage, rest: str, how: str
-    ) -> None:
-        if rest:
-            await self._start_turn(config, msg, rest)
+        """Run a chat command (habakkuk.conversation) and say its reply."""
+        reply = await dispatch(text, ChannelConversation(self, config, msg, how))
+        if reply is not None and reply.text:
+            await self._say(msg, reply.text)
 
     # -- approvals ------------------------------------------------------------------------
 
@@ -935,18 +706,6 @@ class ChatApprover:
     async def ask(self, request: Any) -> str | None:
         """clarify's questions (a ClarifyRequest): the user's answer, or None."""
         return await self.gateway.ask_question(self.address, request)
-
-
-def _last_typed(messages: list[StoredMessage]) -> str | None:
-    """The last text the user typed (tool results and Habakkuk's own notes skipped)."""
-    for stored in reversed(messages):
-        message = stored.message
-        if message.role != "user" or message.tool_results:
-            continue
-        first = next((b for b in message.blocks if isinstance(b, TextBlock) and b.text), None)
-        if first is not None and not first.text.startswith("[current time:"):
-            return first.text
-    return None
 
 
 def _copy_into(data: bytes, target: Path) -> None:

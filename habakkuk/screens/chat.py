@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import events, work
@@ -11,9 +10,11 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import Static
 
+from habakkuk.conversation.answers import answer_word
+from habakkuk.conversation.commands import summaries
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
-from habakkuk.widgets.composer import SLASH_COMMANDS, Composer
+from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.footer import KeyFooter
 from habakkuk.widgets.markdown_stream.textual_private import draw_updates_promptly
 from habakkuk.widgets.message_view import MessageView
@@ -21,10 +22,18 @@ from habakkuk.widgets.question_prompt import QuestionPrompt
 from habakkuk.widgets.status_line import Status, StatusLine
 
 if TYPE_CHECKING:
+    from textual.worker import Worker
+
     from habakkuk.engine.events import Event
     from habakkuk.engine.toolkit.approvals import ApprovalRequest
     from habakkuk.widgets.tool_card import ToolCard
 
+KEYS_HELP = (
+    "Keys: Enter send · Ctrl+J newline · Up/Down history · "
+    "PgUp/PgDn scroll the chat · Ctrl+Home/Ctrl+End (Home/End when empty) top/bottom · "
+    "Ctrl+C stop, or copy a selection (twice quits) · "
+    "Ctrl+N new · Ctrl+S sessions · Ctrl+R approvals · Ctrl+O overview · Ctrl+P palette"
+)
 TURN_EVENTS = {
     "turn.text",
     "turn.thinking",
@@ -35,7 +44,6 @@ TURN_EVENTS = {
     "tool.start",
     "tool.end",
 }
-EXPORT_FORMATS = ("md", "json", "html")
 
 
 class ChatScreen(RuntimeScreen):
@@ -108,9 +116,9 @@ class ChatScreen(RuntimeScreen):
 
     # -- sessions ------------------------------------------------------------------------
 
-    def open_session(self, session_id: str) -> None:
+    def open_session(self, session_id: str) -> Worker[None]:
         """Show a stored session and continue it (a turn left running resumes here)."""
-        self._open(session_id)
+        return self._open(session_id)
 
     @work(exclusive=True, group="open")
     async def _open(self, session_id: str) -> None:
@@ -175,6 +183,12 @@ class ChatScreen(RuntimeScreen):
                 self._question.withdraw(question.id)
                 self.run_worker(self._view.note(f"Answered: {message.text}"), group="note")
                 return
+        approval = self._prompt.current
+        word = answer_word(message.text) if approval is not None else None
+        if approval is not None and word is not None:
+            # "yes" typed while an approval waits answers it, as it does in a chat.
+            self._prompt.action_answer(word)
+            return
         if message.text.startswith("/"):
             self._command(message.text)
         else:
@@ -365,184 +379,62 @@ class ChatScreen(RuntimeScreen):
 
     @work(group="command")
     async def _command(self, text: str) -> None:
-        name, _, rest = text.strip().partition(" ")
-        rest = rest.strip()
-        view = self._view
-        if name == "/new":
-            self._new_session()
-        elif name == "/stop":
-            if not self.stop_turn():
-                await view.note("No turn is running.")
-        elif name == "/model":
-            await self._model(rest)
-        elif name == "/fork":
-            await self._fork()
-        elif name == "/think":
-            await self._think(rest)
-        elif name == "/compact":
-            await self._compact()
-        elif name == "/undo":
-            await self._undo()
-        elif name == "/title":
-            await self._title(rest)
-        elif name == "/export":
-            await self._export(rest)
-        elif name == "/help":
-            await view.note(_help_text())
-        else:
-            await view.note(f"Unknown command {name}; /help lists the commands.", error=True)
+        """Run a chat command (habakkuk.conversation) and note its reply."""
+        from habakkuk.conversation.commands import dispatch, parse, plain
+        from habakkuk.screens.chat_conversation import TerminalConversation
 
-    async def _model(self, choice: str) -> None:
-        """/model: show the chain; /model PROVIDER/MODEL tries that first; /model default."""
-        from habakkuk.engine.errors import HabakkukError
-
-        agent = self.runtime.config.agent(self.agent_name or None)
-        chain = ", ".join(str(ref) for ref in agent.chain)
-        if not choice:
-            chosen = await self.runtime.session_model(self.session_id) if self.session_id else None
-            first = f"this session tries {chosen} first; " if chosen else ""
-            await self._view.note(f"Model: {first}{agent.name}'s chain is {chain}")
+        reply = await dispatch(text, TerminalConversation(self))
+        if reply is None:
             return
-        if not self.session_id:
-            await self._view.note("Send a message first: /model applies to a session.")
-            return
-        try:
-            ref = await self.runtime.set_session_model(
-                self.session_id, None if choice == "default" else choice
-            )
-        except HabakkukError as exc:
-            await self._view.note(str(exc), error=True)
-            return
-        self.session_model = str(ref) if ref else ""
-        self._refresh_status()
-        if ref is None:
-            await self._view.note(f"Model: back to {agent.name}'s chain ({chain})")
-        else:
-            await self._view.note(f"Model: this session now tries {ref} first")
-
-    async def _think(self, level: str) -> None:
-        """/think: show the effort; /think LEVEL sets it for this session; /think default."""
-        from habakkuk.engine.config import THINKING_LEVELS
-        from habakkuk.engine.errors import HabakkukError
-
-        agent = self.runtime.config.agent(self.agent_name or None)
-        levels = ", ".join(THINKING_LEVELS)
-        if not level:
-            if self.session_thinking:
-                current = (
-                    f"{self.session_thinking} for this session ({agent.name}'s is {agent.thinking})"
-                )
-            else:
-                current = f"{agent.thinking} ({agent.name}'s setting)"
-            await self._view.note(f"Thinking: {current}. /think LEVEL sets it: {levels}, default")
-            return
-        if not self.session_id:
-            await self._view.note("Send a message first: /think applies to a session.")
-            return
-        try:
-            effective, chosen = await self.runtime.set_session_thinking(self.session_id, level)
-        except HabakkukError as exc:
-            await self._view.note(str(exc), error=True)
-            return
-        self.session_thinking = effective if chosen else ""
-        self._refresh_status()
-        if chosen:
-            await self._view.note(f"Thinking: {effective} for this session")
-        else:
-            await self._view.note(f"Thinking: back to {agent.name}'s setting ({effective})")
-
-    async def _compact(self) -> None:
-        """/compact: summarize older messages, queued as a turn of the session."""
-        from habakkuk.engine.errors import HabakkukError
-
-        if not self.session_id:
-            await self._view.note("This session has no messages yet.")
-            return
-        try:
-            job = await self.runtime.compact_session(self.session_id)
-        except HabakkukError as exc:
-            await self._view.note(f"/compact: {exc}", error=True)
-            return
-        self._queued(job)
-        outcome = await self.runtime.wait_turn(job)
-        if outcome.status == "done":
-            await self._view.note(outcome.reply)
-        elif outcome.status == "cancelled":
-            await self._view.note("/compact: stopped before it ran.")
-        else:
-            await self._view.note(f"/compact failed: {outcome.error or outcome.status}", error=True)
-
-    async def _undo(self) -> None:
-        from habakkuk.engine.errors import HabakkukError
-
-        if not self.session_id:
-            await self._view.note("This session has no messages yet.")
-            return
-        try:
-            reply = await self.runtime.undo(self.session_id)
-        except HabakkukError as exc:
-            await self._view.note(f"/undo: {exc}", error=True)
-            return
-        await self._view.note(reply)
-
-    async def _fork(self) -> None:
-        """/fork: copy this session up to its last finished turn and continue in the copy."""
-        from habakkuk.engine.errors import HabakkukError
-
-        if not self.session_id:
-            await self._view.note("This session has no messages yet.")
-            return
-        source = self.session_id
-        try:
-            fork = await self.runtime.fork_session(source)
-        except HabakkukError as exc:
-            await self._view.note(f"/fork: {exc}", error=True)
-            return
-        await self._open(fork.id).wait()
-        await self._view.note(f"Forked from {source}: this is {fork.id}, the original is kept.")
-
-    async def _title(self, text: str) -> None:
-        if not self.session_id:
-            await self._view.note("This session has no messages yet.")
-            return
-        if not text:
+        if self.session_id:
+            # /model, /think and /title change what the status line shows.
             session = await self.runtime.session(self.session_id)
-            await self._view.note(f"Title: {session.title or '(none)'}")
+            self.session_title = session.title or self.session_title
+            self.session_model = str(await self.runtime.session_model(session.id) or "")
+            level, chosen = await self.runtime.session_thinking(session.id)
+            self.session_thinking = level if chosen else ""
+            self._refresh_status()
+        if reply.text:
+            keys = f"\n{KEYS_HELP}" if parse(text) == ("help", "") else ""
+            await self._view.note(plain(reply.text) + keys, error=reply.error)
+
+    def run_command(self, text: str, *, complete: bool = False) -> None:
+        """Run a chat command (the palette); with `complete`, leave it in the composer
+        for its arguments."""
+        if complete:
+            self._composer.clear()
+            self._composer.insert(text + " ")
+            self._composer.focus()
             return
-        session = await self.runtime.rename_session(self.session_id, text)
-        self.session_title = session.title
+        self._command(text)
+
+    # -- what the commands do here (screens/chat_conversation.py) --------------------------
+
+    def adopt_session(self, session_id: str) -> None:
+        """Continue in `session_id`, created just now for this conversation."""
+        self.session_id = session_id
+        self._view.session = session_id
+
+    def start_fresh(self) -> Worker[None]:
+        """Start over: a fresh session when the next message is sent."""
+        return self._new_session()
+
+    def send_text(self, text: str) -> None:
+        """Send `text` as the user's next message."""
+        self._send(text)
+
+    def queued(self, job: str) -> None:
+        """A job of this session (a /compact) was queued."""
+        self._queued(job)
+
+    def refresh_status(self) -> None:
+        """Show the agent, model and counts again."""
         self._refresh_status()
-        await self._view.note(f"Title set: {session.title}")
-
-    async def _export(self, argument: str) -> None:
-        if not self.session_id:
-            await self._view.note("This session has no messages yet.")
-            return
-        from habakkuk.engine.errors import HabakkukError
-
-        target: str | None = None  # None: HOME/exports/<session>.<fmt>
-        if argument in EXPORT_FORMATS or not argument:
-            fmt = argument or "md"
-        else:
-            target = argument
-            fmt = Path(argument).suffix.lstrip(".")
-            if fmt not in EXPORT_FORMATS:
-                await self._view.note(
-                    f"/export: {argument}: the file name must end in .md, .json or .html",
-                    error=True,
-                )
-                return
-        try:
-            where = await self.runtime.save_export(self.session_id, fmt, target)
-        except HabakkukError as exc:
-            await self._view.note(f"/export: {exc}", error=True)
-            return
-        await self._view.note(f"Wrote {where}")
 
 
 HINT_SEPARATOR = "  ·  "
 HINT_TAIL = "   Tab completes"
-HINT_LINES = 2  # the hint's max-height in app.tcss
+HINT_LINES = 3  # the hint's max-height in app.tcss
 
 
 def completion_hint(names: list[str], width: int) -> Content:
@@ -551,7 +443,8 @@ def completion_hint(names: list[str], width: int) -> Content:
     With one or two matches each says what it does. Commands that do not fit are
     counted at the end ("… 3 more": typing more of the name narrows the list).
     """
-    items = [name + (f" {SLASH_COMMANDS[name]}" if len(names) <= 2 else "") for name in names]
+    summary = summaries("terminal")
+    items = [name + (f" {summary[name]}" if len(names) <= 2 else "") for name in names]
     lines: list[list[str]] = [[]]
     used = 0
     left_out = 0
@@ -588,15 +481,3 @@ def completion_hint(names: list[str], width: int) -> Content:
     elif len(lines) < HINT_LINES:
         parts.append(("\n" + tail.strip(), "dim italic"))
     return Content.assemble(*parts)
-
-
-def _help_text() -> str:
-    lines = ["Commands:"]
-    lines += [f"  {name:<9} {about}" for name, about in SLASH_COMMANDS.items()]
-    lines.append(
-        "Keys: Enter send · Ctrl+J newline · Up/Down history · "
-        "PgUp/PgDn scroll the chat · Ctrl+Home/Ctrl+End (Home/End when empty) top/bottom · "
-        "Ctrl+C stop, or copy a selection (twice quits) · "
-        "Ctrl+N new · Ctrl+S sessions · Ctrl+R approvals · Ctrl+O overview · Ctrl+P palette"
-    )
-    return "\n".join(lines)

@@ -39,8 +39,6 @@ log = logging.getLogger(__name__)
 MAX_FILES = 10
 IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
 MAX_TEXT = 100_000
-YES_WORDS = {"yes", "y", "ok", "okay", "approve", "allow", "sure"}
-NO_WORDS = {"no", "n", "deny", "stop", "cancel"}
 ACTIVITY_KINDS = {
     "turn.start",
     "turn.text",
@@ -50,10 +48,6 @@ ACTIVITY_KINDS = {
     "tool.start",
     "tool.end",
 }
-HELP = (
-    "Commands: /new starts a fresh session, /stop stops the running turn, "
-    "/status shows the agent, session and queue, /help shows this."
-)
 # A pending turn whose job never appeared (the process died between the two
 # writes) is given up after this long; resending with the same id requeues it.
 ORPHAN_SECONDS = 300.0
@@ -347,9 +341,7 @@ class WebChannel:
         binding = await store.conversation(conversation)
         stripped = text.strip()
         if stripped.startswith("/") and not attachments:
-            command = stripped.split()[0].lower()
-            if command in ("/new", "/stop", "/status", "/help"):
-                return await self._command(conversation, command, text, binding, agent, dedupe)
+            return await self._command(conversation, text, binding, agent, client_id, dedupe)
         if binding is not None and not attachments:
             answered = await self._approval_answer(conversation, stripped, binding, dedupe)
             if answered is not None:
@@ -404,64 +396,59 @@ class WebChannel:
     async def _command(
         self,
         conversation: str,
-        command: str,
         text: str,
         binding: Conversation | None,
         agent: str | None,
+        client_id: str | None,
         dedupe: str | None,
     ) -> dict[str, Any]:
+        """A chat command (habakkuk.conversation): the command and its reply are logged."""
+        from habakkuk.conversation.commands import dispatch, plain
+
+        from .web_conversation import WebConversation
+
         store = self.store
-        session_id = binding.session if binding else ""
-        agent_name = agent or (binding.agent if binding else None)
-        if command == "/new" or binding is None:
-            session = await self.runtime.new_session(agent_name, origin="web")
-            binding = await store.bind(conversation, session.agent, session.id)
         await store.append(
             conversation,
             "user",
             text,
-            session=binding.session,
-            agent=binding.agent,
+            session=binding.session if binding else "",
+            agent=binding.agent if binding else "",
             dedupe=dedupe,
         )
-        if command == "/new":
-            note = f"Started a new session with {binding.agent}."
-        elif command == "/stop":
-            turns = await self.runtime.active_turns(binding.session) if session_id else []
-            for job in turns:
-                await self.runtime.stop_turn(job.id)
-            note = "Stopping the running turn." if turns else "Nothing is running."
-        elif command == "/status":
-            turns = await self.runtime.active_turns(binding.session)
-            running = sum(1 for j in turns if j.status == "running")
-            note = (
-                f"Agent {binding.agent}, session {binding.session}; "
-                f"{running} running, {len(turns) - running} queued in this session."
-            )
-        else:
-            note = HELP
-        await store.append(
-            conversation, "notice", note, session=binding.session, agent=binding.agent
-        )
-        return {"message": note, "turn": None, "session": binding.session}
+        conv = WebConversation(self, conversation, binding, agent, client_id)
+        reply = await dispatch(text, conv)
+        binding = conv.binding
+        session = binding.session if binding else None
+        # The dashboard shows text as it is, so without the Markdown a chat renders.
+        note = plain(reply.text) if reply is not None else ""
+        if note:
+            role = "error" if reply is not None and reply.error else "notice"
+            await store.append(
+                conversation, role, note, session=session or "",
+                agent=binding.agent if binding else "",
+            )  # fmt: skip
+        return {"message": note, "turn": conv.turn, "session": session}
 
     async def _approval_answer(
         self, conversation: str, text: str, binding: Conversation, dedupe: str | None
     ) -> dict[str, Any] | None:
-        word = text.lower().strip(" .!")
-        if word not in YES_WORDS and word not in NO_WORDS:
+        from habakkuk.conversation.answers import answer_word
+
+        answer = answer_word(text)
+        if answer is None:
             return None
         waiting = [a for a in self.runtime.approvals.pending if a.session == binding.session]
         if not waiting:
             return None
         approval = waiting[0]
-        allow = word in YES_WORDS
-        self.runtime.approvals.answer(approval.id, "allow_once" if allow else "deny", by="web")
+        self.runtime.approvals.answer(approval.id, answer, by="web")
         store = self.store
         await store.append(
             conversation, "user", text, session=binding.session, agent=binding.agent, dedupe=dedupe
         )
-        note = f"{'Approved' if allow else 'Denied'}: {approval.tool}."
+        said = {"allow_once": "Approved", "allow_session": "Approved for this session"}
+        note = f"{said.get(answer, 'Denied')}: {approval.tool}."
         await store.append(
             conversation, "notice", note, session=binding.session, agent=binding.agent
         )
@@ -510,39 +497,23 @@ async def post_chat(request: web.Request) -> web.Response:
 
 
 async def transcribe(server: HttpServer, audio: Attachment) -> str:
-    """The recording's text from the configured OpenAI-compatible /audio/transcriptions.
+    """The recording's text, through the channels' one transcription client.
 
     501 without `transcription:` in config, 502 when the service fails, 422 when
     it heard nothing.
     """
-    import aiohttp
+    from habakkuk.channels.transcription import TranscriptionError
+    from habakkuk.channels.transcription import transcribe as speech_to_text
 
     settings = server.runtime.config.transcription
     if settings is None:
         raise ApiError(501, "transcription is not configured (transcription: in config)")
-    headers = {}
-    if settings.key_env:
-        key = server.runtime.env.get(settings.key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-    form = aiohttp.FormData()
-    form.add_field("model", settings.model)
-    form.add_field("file", audio.data, filename=audio.filename, content_type=audio.content_type)
-    url = settings.base_url.rstrip("/") + "/audio/transcriptions"
     try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as http,
-            http.post(url, data=form, headers=headers) as response,
-        ):
-            if response.status != 200:
-                raise ApiError(502, f"transcription failed: HTTP {response.status}")
-            answer = await response.json(content_type=None)
-    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-        raise ApiError(502, f"transcription failed: {exc}") from None
-    text = str(answer.get("text", "")).strip() if isinstance(answer, dict) else ""
-    if not text:
-        raise ApiError(422, "the recording had no speech in it")
-    return text
+        return await speech_to_text(
+            settings, server.runtime.env, audio.data, audio.filename, audio.content_type
+        )
+    except TranscriptionError as exc:
+        raise ApiError(422 if exc.kind == "empty" else 502, str(exc)) from None
 
 
 async def _read_multipart(request: web.Request) -> tuple[dict[str, Any], list[Attachment]]:

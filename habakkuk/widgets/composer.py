@@ -7,25 +7,14 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
 
-SLASH_COMMANDS: dict[str, str] = {
-    "/new": "start a new session",
-    "/stop": "stop the running turn",
-    "/model": "show the model chain",
-    "/think": "thinking effort for this session",
-    "/compact": "summarise the session to free context",
-    "/undo": "restore the workspace to before the last turn",
-    "/title": "show or set the session title: /title TEXT",
-    "/fork": "copy this session into a new one",
-    "/export": "write the transcript: /export [md|json|html|PATH]",
-    "/help": "commands and keys",
-}
-
 
 def completions(text: str) -> list[str]:
     """Slash commands that start with `text` (only while the first word is typed)."""
     if not text.startswith("/") or any(c.isspace() for c in text):
         return []
-    return [name for name in SLASH_COMMANDS if name.startswith(text)]
+    from habakkuk.conversation.commands import summaries
+
+    return [name for name in summaries("terminal") if name.startswith(text)]
 
 
 class Composer(TextArea):

@@ -325,7 +325,7 @@ async def test_commands(start: OpenRuntime, tg: FakeTelegram, home: Home) -> Non
     assert "Nothing is running" in stop
     assert rows(home, "SELECT id FROM jobs WHERE kind = 'turn'") == []
     sessions = await runtime.list_sessions()
-    assert len(sessions) == 2  # the first, and the one /new started
+    assert len(sessions) == 1  # the one /new started (/whoami and /help start none)
     assert {s.title for s in sessions} >= {"Groceries"}
 
 

@@ -184,3 +184,19 @@ def test_building_the_parser_does_not_import_asyncio(tmp_path: Path) -> None:
         timeout=60,
     )
     assert "ASYNCIO False" in result.stdout
+
+
+def test_run_runs_a_chat_command_against_the_session(scripted_home, capsys) -> None:
+    _, first = run_json(capsys, "one")
+    assert main(["run", "--session", first["session"], "/title Trip"]) == 0
+    assert capsys.readouterr().out.strip() == "Title set: Trip"
+    assert main(["run", "--session", first["session"], "/usage"]) == 0
+    assert "1 call(s)" in capsys.readouterr().out
+    code = main(["run", "--json", "--session", first["session"], "/rewind"])
+    body = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and body["error"] is False
+    assert body["reply"].startswith(f"Rewound {first['session']}")
+    assert body["session"] != first["session"]  # the fork, to continue with --session
+    assert main(["run", "/frobnicate"]) == 2
+    assert "Unknown command /frobnicate" in capsys.readouterr().err
+    assert main(["run", "/retry"]) == 2  # interactive only: not a command of `run`

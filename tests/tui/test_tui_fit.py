@@ -7,9 +7,9 @@ from typing import Any
 
 from textual.widgets import Footer
 
+from habakkuk.conversation.commands import summaries
 from habakkuk.screens.chat import completion_hint
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
-from habakkuk.widgets.composer import SLASH_COMMANDS
 from tests.conftest import WriteConfig, mock_config
 from tests.tui.conftest import make_app, ready, send, wait_until
 
@@ -83,17 +83,17 @@ async def test_the_slash_hint_wraps_to_show_every_command_at_80_columns(
         await wait_until(pilot, lambda: hint.display, "the completion hint")
         await pilot.pause()
         text = str(hint.content)
-        assert all(name in text for name in SLASH_COMMANDS)
-        assert "Tab completes" in text and hint.size.height == 2
+        assert all(name in text for name in summaries("terminal"))
+        assert "Tab completes" in text and hint.size.height <= 3
         assert all(len(line) <= 76 for line in text.splitlines())
 
 
 def test_a_hint_too_long_for_its_lines_counts_what_it_left_out() -> None:
-    names = list(SLASH_COMMANDS)
+    names = list(summaries("terminal"))
     hint = completion_hint(names, 40).plain
     lines = hint.splitlines()
-    assert len(lines) == 2 and all(len(line) <= 40 for line in lines)
+    assert len(lines) == 3 and all(len(line) <= 40 for line in lines)
     shown = [name for name in names if name in hint]
     assert lines[-1].endswith(f"… {len(names) - len(shown)} more")
     # One or two matches say what they do.
-    assert SLASH_COMMANDS["/export"] in completion_hint(["/export"], 76).plain
+    assert summaries("terminal")["/export"] in completion_hint(["/export"], 76).plain

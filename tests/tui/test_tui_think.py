@@ -13,12 +13,6 @@ async def test_think_sets_the_sessions_effort_and_the_status_line_shows_it(
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await send(pilot, "/think high")
-        await wait_until(
-            pilot,
-            lambda: "Send a message first: /think applies to a session." in notices(app),
-            "hint",
-        )
         await send(pilot, "hello")
         await turn_finished(pilot)
         chat = app.get_chat()
@@ -43,7 +37,9 @@ async def test_think_sets_the_sessions_effort_and_the_status_line_shows_it(
         )
         await send(pilot, "/think default")
         await wait_until(
-            pilot, lambda: any("back to main's setting (off)" in n for n in notices(app)), "cleared"
+            pilot,
+            lambda: any(n.startswith("Thinking: off (main's setting)") for n in notices(app)),
+            "cleared",
         )
         assert "think" not in chat._status.plain
 

@@ -1,0 +1,98 @@
+"""A channel conversation as the chat commands see it (habakkuk.conversation).
+
+The gateway builds one per command message: the conversation's session is its
+binding in control.db, a fresh session rebinds it, a turn is queued as the
+gateway queues any message, and /export's file goes out as a delivery job.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from habakkuk.conversation.commands import Reply, Services, Surface
+
+if TYPE_CHECKING:
+    from habakkuk.engine.config import ChannelConfig
+    from habakkuk.engine.sessions import Session
+
+    from .adapter import InboundMessage
+    from .gateway import Gateway
+
+
+class ChannelConversation:
+    """The conversation `msg` belongs to, on its channel."""
+
+    surface: Surface = "chat"
+
+    def __init__(self, gateway: Gateway, config: ChannelConfig, msg: InboundMessage, how: str):
+        self.gateway = gateway
+        self.config = config
+        self.msg = msg
+        self.how = how
+        self.services: Services = gateway.runtime
+
+    async def session(self, *, create: bool = False) -> Session | None:
+        return await self.gateway.session_for(self.config, self.msg, create=create)
+
+    async def agent(self) -> str:
+        binding = await self.gateway.store.binding(self.msg.address.conversation)
+        agent = (binding.agent_override if binding else "") or self.default_agent()
+        return agent if agent in self.gateway.config.agents else self.default_agent()
+
+    def default_agent(self) -> str:
+        return self.gateway.route_agent(self.config, self.msg)
+
+    async def start_fresh(self, agent: str | None = None) -> None:
+        if agent is None:
+            await self.gateway.session_for(self.config, self.msg, fresh=True, create=True)
+            return
+        chosen = agent or self.default_agent()
+        session = await self.gateway.runtime.new_session(
+            chosen, origin=f"channel:{self.msg.channel}"
+        )
+        await self.gateway.store.bind(
+            self.msg.address.conversation, session.id, agent_override=agent
+        )
+
+    async def continue_in(self, session: Session) -> None:
+        binding = await self.gateway.store.binding(self.msg.address.conversation)
+        override = binding.agent_override if binding else ""
+        await self.gateway.store.bind(
+            self.msg.address.conversation, session.id, agent_override=override
+        )
+
+    async def start_turn(self, text: str) -> str | None:
+        return await self.gateway.start_turn(self.config, self.msg, text)
+
+    async def compact(self, session_id: str) -> Reply:
+        """Queued as a turn of the session: its outcome comes back as the turn's reply."""
+        msg = self.msg
+        await self.gateway.runtime.compact_session(
+            session_id,
+            job_id=f"compact:{msg.channel}:{msg.chat}:{msg.message_id}",
+            extra={"reply_to": self.gateway.reply_to(msg)},
+        )
+        await self.gateway.store.touch(msg.address.conversation)
+        return Reply()
+
+    async def send_file(self, data: bytes, name: str, caption: str) -> bool:
+        suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
+        blob = await self.gateway.runtime.blobs.put(data, suffix)
+        return await self.gateway.outbox.send_file(
+            self.gateway.say_id(self.msg), self.msg.address, blob, name, caption
+        )
+
+    def about(self) -> list[str]:
+        msg = self.msg
+        names = ", ".join([msg.sender, *msg.sender_aliases])
+        return [
+            f"**You** {msg.sender_name or msg.sender} ({names})",
+            f"**Allowed by** {self.how}",
+            f"**Channel** {msg.channel} ({self.config.type}), chat {msg.chat}"
+            + (f", thread {msg.thread}" if msg.thread else ""),
+        ]
+
+    async def state(self) -> str | None:
+        statuses = await self.gateway.store.statuses()
+        found = statuses.get(self.msg.channel)
+        return f"**Channel** {self.msg.channel}: {found.state if found else 'unknown'}"

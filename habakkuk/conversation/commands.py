@@ -1,0 +1,532 @@
+"""The chat commands: every /command declared once, run against the runtime's services.
+
+A surface (the terminal app, a channel, the web chat, `habakkuk run`) implements
+`Conversation`: what one conversation is there (its session, its agent, who is
+talking) and the few things only the surface can do (start a fresh session,
+continue in another, queue a turn, send a file). `dispatch` parses
+`/name[@bot] args`, runs the command and returns a `Reply` the surface shows.
+`/help` and the terminal's completion and palette are generated from `COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from habakkuk.engine.errors import HabakkukError
+
+if TYPE_CHECKING:
+    from habakkuk.engine.config import Config, ModelRef
+    from habakkuk.engine.jobs import Job
+    from habakkuk.engine.llm.usage import UsageTotal
+    from habakkuk.engine.sessions import Session, StoredMessage
+
+Surface = Literal["terminal", "chat", "web", "run"]
+ANY: frozenset[Surface] = frozenset({"terminal", "chat", "web", "run"})
+INTERACTIVE: frozenset[Surface] = frozenset({"terminal", "chat", "web"})
+EXPORT_FORMATS = ("md", "json", "html")
+NO_MESSAGES = "This session has no messages yet."
+
+
+class Services(Protocol):
+    """What the commands need from the runtime (the Runtime implements it)."""
+
+    config: Config
+
+    async def session(self, session_id: str) -> Session: ...
+
+    async def messages(self, session_id: str) -> list[StoredMessage]: ...
+
+    async def active_turns(self, session_id: str) -> list[Job]: ...
+
+    async def stop_turn(self, turn_id: str) -> str | None: ...
+
+    async def queue_depth(self) -> dict[tuple[str, str], int]: ...
+
+    async def rename_session(self, session_id: str, title: str) -> Session: ...
+
+    async def set_session_thinking(
+        self, session_id: str, level: str | None
+    ) -> tuple[str, bool]: ...
+
+    async def session_thinking(self, session_id: str) -> tuple[str, bool]: ...
+
+    async def set_session_model(self, session_id: str, model: str | None) -> ModelRef | None: ...
+
+    async def session_model(self, session_id: str) -> ModelRef | None: ...
+
+    async def undo(self, session_id: str) -> str: ...
+
+    async def fork_session(self, session_id: str) -> Session: ...
+
+    async def rewind_session(self, session_id: str, turns: int = 1) -> Session: ...
+
+    async def usage_totals(
+        self, *, days: float | None = None, agent: str | None = None, session: str | None = None
+    ) -> list[UsageTotal]: ...
+
+    async def export_session(self, session_id: str, fmt: str) -> str: ...
+
+    async def save_export(self, session_id: str, fmt: str, path: str | None = None) -> str: ...
+
+
+class Conversation(Protocol):
+    """One conversation on one surface, as the commands see it."""
+
+    surface: Surface
+
+    @property
+    def services(self) -> Services:
+        """The runtime's services the commands run against."""
+        ...
+
+    async def session(self, *, create: bool = False) -> Session | None:
+        """The conversation's current session; a new one (bound here) when `create`."""
+        ...
+
+    async def agent(self) -> str:
+        """The agent this conversation talks to now."""
+        ...
+
+    def default_agent(self) -> str:
+        """The agent the surface routes this conversation to without /agent."""
+        ...
+
+    async def start_fresh(self, agent: str | None = None) -> None:
+        """Start over in a fresh session (of `agent`, or the current one); `agent` ""
+        goes back to the default routing."""
+        ...
+
+    async def continue_in(self, session: Session) -> None:
+        """Go on in `session` (a fork): bind the conversation to it, show it."""
+        ...
+
+    async def start_turn(self, text: str) -> str | None:
+        """Queue `text` as a turn of this conversation (the surface shows its reply)."""
+        ...
+
+    async def compact(self, session_id: str) -> Reply:
+        """Queue a compaction; the surface tells its outcome (now or as a turn's reply)."""
+        ...
+
+    async def send_file(self, data: bytes, name: str, caption: str) -> bool:
+        """Send a file to the conversation; False where the surface cannot."""
+        ...
+
+    def about(self) -> list[str]:
+        """/whoami's lines about the person and the surface (before agent and session)."""
+        ...
+
+    async def state(self) -> str | None:
+        """/status's line about the surface (a channel's health), or None."""
+        ...
+
+
+@dataclass
+class Reply:
+    """What a command answers; `error` marks a refusal, `quiet` an answer sent elsewhere."""
+
+    text: str = ""
+    error: bool = False
+
+
+Handler = Callable[[Conversation, str], Awaitable[Reply]]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One chat command: declared once, shown in /help, completion and the palette."""
+
+    name: str
+    summary: str
+    run: Handler = field(repr=False, compare=False)
+    args: str = ""
+    aliases: tuple[str, ...] = ()
+    where: frozenset[Surface] = ANY
+    category: str = "Session"  # the palette's `category: action`
+    action: str = ""  # the palette's action words (default: the name)
+
+    def usage(self) -> str:
+        """`/name ARGS` as /help shows it."""
+        return f"/{self.name}" + (f" {self.args}" if self.args else "")
+
+    @property
+    def label(self) -> str:
+        """The palette entry, `Session: compact`."""
+        return f"{self.category}: {self.action or self.name}"
+
+
+COMMANDS: dict[str, Command] = {}
+_ALIASES: dict[str, str] = {}
+
+
+def command(
+    name: str,
+    summary: str,
+    *,
+    args: str = "",
+    aliases: tuple[str, ...] = (),
+    where: frozenset[Surface] = ANY,
+    category: str = "Session",
+    action: str = "",
+) -> Callable[[Handler], Handler]:
+    """Declare a command (the decorated coroutine runs it)."""
+
+    def register(run: Handler) -> Handler:
+        COMMANDS[name] = Command(name, summary, run, args, aliases, where, category, action)
+        for alias in aliases:
+            _ALIASES[alias] = name
+        return run
+
+    return register
+
+
+def commands_for(surface: Surface) -> list[Command]:
+    """The commands that apply on `surface`, in declaration order."""
+    return [c for c in COMMANDS.values() if surface in c.where]
+
+
+def find(name: str) -> Command | None:
+    """The command called `name` (or an alias of it), without the slash."""
+    name = name.lower()
+    return COMMANDS.get(_ALIASES.get(name, name))
+
+
+_COMMAND = re.compile(r"^/([A-Za-z][\w-]*)(?:@\w+)?(?:\s+(.*))?$", re.DOTALL)
+
+
+def parse(text: str) -> tuple[str, str] | None:
+    """`/name[@bot] args` as (name, args); None when `text` is not a command."""
+    match = _COMMAND.match(text.strip())
+    if match is None:
+        return None
+    return match.group(1).lower(), (match.group(2) or "").strip()
+
+
+async def dispatch(text: str, conv: Conversation) -> Reply | None:
+    """Run the command `text` names; None when `text` is not a command at all.
+
+    An unknown command, or one that does not apply on this surface, is answered
+    with a pointer to /help; a user error (HabakkukError) becomes an error reply.
+    """
+    parsed = parse(text)
+    if parsed is None:
+        return None
+    name, rest = parsed
+    found = find(name)
+    if found is None or conv.surface not in found.where:
+        return Reply(f"Unknown command /{name}. /help lists the commands.", error=True)
+    try:
+        return await found.run(conv, rest)
+    except HabakkukError as exc:
+        said = str(exc)  # named after the command unless the service named it already
+        return Reply(said if said.startswith("/") else f"/{found.name}: {said}", error=True)
+
+
+def plain(text: str) -> str:
+    """`text` without its Markdown emphasis (the terminal shows replies as plain notes)."""
+    return re.sub(r"\*\*(.+?)\*\*|`([^`]+)`", lambda m: m.group(1) or m.group(2), text)
+
+
+async def _active(conv: Conversation, session_id: str) -> list[Job]:
+    return [j for j in await conv.services.active_turns(session_id) if j.kind == "turn"]
+
+
+# -- the commands --------------------------------------------------------------------------
+
+
+@command("new", "start a fresh session", aliases=("start",), where=INTERACTIVE,
+         category="Chat", action="new session")  # fmt: skip
+async def _new(conv: Conversation, rest: str) -> Reply:
+    await conv.start_fresh()
+    return Reply(f"New session started with agent **{await conv.agent()}**.")
+
+
+@command("stop", "stop the running turn", category="Turn")
+async def _stop(conv: Conversation, rest: str) -> Reply:
+    session = await conv.session()
+    turns = await _active(conv, session.id) if session else []
+    for job in turns:
+        await conv.services.stop_turn(job.id)
+    return Reply("Stopped." if turns else "Nothing is running.")
+
+
+@command("status", "agent, session and queue", category="Chat")
+async def _status(conv: Conversation, rest: str) -> Reply:
+    session = await conv.session()
+    lines = []
+    state = await conv.state()
+    if state:
+        lines.append(state)
+    lines.append(f"**Agent** {await conv.agent()}")
+    if session is None:
+        lines.append("**Session** none yet")
+    else:
+        title = f" — {session.title}" if session.title else ""
+        turns = await _active(conv, session.id)
+        lines.append(f"**Session** `{session.id}`{title}")
+        lines.append(f"**This conversation** {len(turns)} turn(s) queued or running")
+    depth = await conv.services.queue_depth()
+    queue = ", ".join(f"{kind} {status}: {n}" for (kind, status), n in sorted(depth.items()))
+    lines.append(f"**Queue** {queue or 'empty'}")
+    return Reply("\n".join(lines))
+
+
+@command("help", "this list", category="Chat", action="commands")
+async def _help(conv: Conversation, rest: str) -> Reply:
+    lines = ["**Commands**"]
+    lines += [f"{c.usage()} — {c.summary}" for c in commands_for(conv.surface)]
+    return Reply("\n".join(lines))
+
+
+@command("compact", "summarize older messages so the session takes less context")
+async def _compact(conv: Conversation, rest: str) -> Reply:
+    session = await conv.session()
+    if session is None:
+        return Reply(NO_MESSAGES)
+    return await conv.compact(session.id)
+
+
+@command("undo", "restore the workspace to before the last turn that changed it")
+async def _undo(conv: Conversation, rest: str) -> Reply:
+    session = await conv.session()
+    if session is None:
+        return Reply(NO_MESSAGES)
+    return Reply(await conv.services.undo(session.id))
+
+
+@command("fork", "copy this session into a new one and continue there")
+async def _fork(conv: Conversation, rest: str) -> Reply:
+    session = await conv.session()
+    if session is None:
+        return Reply(NO_MESSAGES)
+    fork = await conv.services.fork_session(session.id)
+    await conv.continue_in(fork)
+    return Reply(f"Forked from {session.id}: this is {fork.id}, the original is kept.")
+
+
+@command("rewind", "like /fork, without your last N messages (default 1)", args="[N]")
+async def _rewind(conv: Conversation, rest: str) -> Reply:
+    if rest and not (rest.isdigit() and int(rest) > 0):
+        return Reply(f"/rewind: {rest!r} is not a number of messages (/rewind [N])", error=True)
+    turns = int(rest) if rest else 1
+    session = await conv.session()
+    if session is None:
+        return Reply(NO_MESSAGES)
+    fork = await conv.services.rewind_session(session.id, turns)
+    await conv.continue_in(fork)
+    what = "your last message" if turns == 1 else f"your last {turns} messages"
+    return Reply(f"Rewound {session.id} without {what}: this is {fork.id}, the original is kept.")
+
+
+@command("title", "show or set the session title", args="[TEXT]")
+async def _title(conv: Conversation, rest: str) -> Reply:
+    if rest:
+        session = await conv.session(create=True)
+        assert session is not None
+        renamed = await conv.services.rename_session(session.id, rest)
+        return Reply(f"Title set: {renamed.title}")
+    session = await conv.session()
+    if session is None:
+        return Reply(NO_MESSAGES)
+    return Reply(f"Title: {session.title}" if session.title else "This session has no title yet.")
+
+
+@command("model", "show the model chain, or try one first", args="[PROVIDER/MODEL|default]")
+async def _model(conv: Conversation, rest: str) -> Reply:
+    agent = conv.services.config.agent(await conv.agent())
+    chain = ", ".join(str(ref) for ref in agent.chain) or agent.model
+    if not rest:
+        session = await conv.session()
+        chosen = await conv.services.session_model(session.id) if session else None
+        first = f"this session tries {chosen} first; " if chosen else ""
+        return Reply(f"Model: {first}{agent.name}'s chain is {chain}")
+    session = await conv.session(create=True)
+    assert session is not None
+    ref = await conv.services.set_session_model(session.id, None if rest == "default" else rest)
+    if ref is None:
+        return Reply(f"Model: back to {agent.name}'s chain ({chain})")
+    return Reply(f"Model: this session now tries {ref} first")
+
+
+@command("think", "reasoning effort for this session", args="[off|low|medium|high|default]")
+async def _think(conv: Conversation, rest: str) -> Reply:
+    from habakkuk.engine.config import THINKING_LEVELS
+
+    agent = conv.services.config.agent(await conv.agent())
+    levels = "|".join(THINKING_LEVELS)
+    level: str
+    chosen: bool
+    if not rest:
+        session = await conv.session()
+        if session is None:
+            level, chosen = agent.thinking, False
+        else:
+            level, chosen = await conv.services.session_thinking(session.id)
+        if chosen:
+            return Reply(
+                f"Thinking: {level} for this session ({agent.name}'s is {agent.thinking}). "
+                "/think default goes back to it."
+            )
+        return Reply(f"Thinking: {level} ({agent.name}'s setting). /think {levels} sets it.")
+    session = await conv.session(create=True)
+    assert session is not None
+    level, chosen = await conv.services.set_session_thinking(session.id, rest)
+    if chosen:
+        return Reply(f"Thinking: {level} for this session")
+    return Reply(f"Thinking: {level} ({agent.name}'s setting)")
+
+
+@command("export", "the transcript as a file", args="[md|json|html|PATH]")
+async def _export(conv: Conversation, rest: str) -> Reply:
+    session = await conv.session()
+    if session is None:
+        return Reply(NO_MESSAGES)
+    target: str | None = None  # None: HOME/exports/<session>.<fmt>
+    fmt = rest or "md"
+    if rest and rest not in EXPORT_FORMATS:
+        target = rest
+        fmt = rest.rsplit(".", 1)[-1] if "." in rest.rsplit("/", 1)[-1] else ""
+        if fmt not in EXPORT_FORMATS:
+            return Reply(
+                f"/export: {rest}: the file name must end in .md, .json or .html", error=True
+            )
+    if target is None:
+        text = await conv.services.export_session(session.id, fmt)
+        caption = f"Transcript of {session.title or session.id}"
+        if await conv.send_file(text.encode("utf-8"), f"{session.id}.{fmt}", caption):
+            return Reply()
+    return Reply(f"Wrote {await conv.services.save_export(session.id, fmt, target)}")
+
+
+@command("retry", "run your last message again", where=INTERACTIVE, category="Turn")
+async def _retry(conv: Conversation, rest: str) -> Reply:
+    session = await conv.session()
+    last = last_typed(await conv.services.messages(session.id)) if session else None
+    if last is None:
+        return Reply("There is no earlier message to retry.")
+    await conv.start_turn(last)
+    return Reply()
+
+
+@command("queue", "queue a message as a turn", args="TEXT", where=INTERACTIVE, category="Turn")
+async def _queue(conv: Conversation, rest: str) -> Reply:
+    if not rest:
+        return Reply("/queue TEXT queues TEXT as a turn.", error=True)
+    await conv.start_turn(rest)
+    return Reply()
+
+
+@command("usage", "this session's tokens and cost")
+async def _usage(conv: Conversation, rest: str) -> Reply:
+    session = await conv.session()
+    if session is None:
+        return Reply(NO_MESSAGES)
+    totals = await conv.services.usage_totals(session=session.id)
+    if not totals:
+        return Reply(f"Usage of `{session.id}`: no model calls yet.")
+    lines = [f"**Usage** of `{session.id}`"]
+    for t in totals:
+        priced = t.calls > t.unpriced_calls
+        cost = f"${t.cost:.4f}" if priced else "cost unknown"
+        lines.append(
+            f"{t.model}: {t.calls} call(s), {t.input_tokens + t.cache_read_tokens} in "
+            f"({t.cache_read_tokens} cached), {t.output_tokens} out, {cost}"
+        )
+    if len(totals) > 1:
+        ins = sum(t.input_tokens + t.cache_read_tokens for t in totals)
+        outs = sum(t.output_tokens for t in totals)
+        priced = any(t.calls > t.unpriced_calls for t in totals)
+        cost = f"${sum(t.cost for t in totals):.4f}" if priced else "cost unknown"
+        lines.append(f"**Total** {ins} in, {outs} out, {cost}")
+    return Reply("\n".join(lines))
+
+
+@command("whoami", "who you are here and how you got in", where=INTERACTIVE, category="Chat")
+async def _whoami(conv: Conversation, rest: str) -> Reply:
+    session = await conv.session()
+    lines = [*conv.about(), f"**Agent** {await conv.agent()}"]
+    lines.append(f"**Session** `{session.id}`" if session else "**Session** none yet")
+    return Reply("\n".join(lines))
+
+
+@command("agents", "list the agents", category="Agent", action="list")
+async def _agents(conv: Conversation, rest: str) -> Reply:
+    current = await conv.agent()
+    lines = [
+        f"{'▸' if name == current else '•'} **{name}** ({agent.mode}, {agent.model})"
+        for name, agent in sorted(conv.services.config.agents.items())
+    ]
+    return Reply("\n".join(lines))
+
+
+@command("agent", "switch this conversation to another agent", args="NAME|default",
+         where=INTERACTIVE, category="Agent", action="switch")  # fmt: skip
+async def _agent(conv: Conversation, rest: str) -> Reply:
+    name = rest.split()[0] if rest else ""
+    if not name:
+        return await _agents(conv, rest)
+    agents = conv.services.config.agents
+    if name != "default" and name not in agents:
+        return Reply(f"No agent named {name}. Agents: {', '.join(sorted(agents))}", error=True)
+    await conv.start_fresh("" if name == "default" else name)
+    agent = await conv.agent()
+    if name == "default":
+        return Reply(f"Back to the default routing: **{agent}** (new session).")
+    return Reply(f"This conversation now talks to **{agent}** (new session).")
+
+
+def _typed(stored: StoredMessage) -> str | None:
+    """The text of a message the user typed (None for tool results and Habakkuk's notes)."""
+    from habakkuk.engine.llm.types import TextBlock
+
+    message = stored.message
+    if message.role != "user" or message.tool_results:
+        return None
+    first = next((b for b in message.blocks if isinstance(b, TextBlock) and b.text), None)
+    if first is None or first.text.startswith("[current time:"):
+        return None
+    return first.text
+
+
+def last_typed(messages: list[StoredMessage]) -> str | None:
+    """The last text the user typed (tool results and Habakkuk's own notes skipped)."""
+    for stored in reversed(messages):
+        text = _typed(stored)
+        if text is not None:
+            return text
+    return None
+
+
+def typed_seqs(messages: list[StoredMessage]) -> list[int]:
+    """The seqs of the messages the user typed, oldest first (where /rewind cuts)."""
+    return [stored.seq for stored in messages if _typed(stored) is not None]
+
+
+def summaries(surface: Surface) -> dict[str, str]:
+    """`/name` -> summary of the commands on `surface` (for completion hints)."""
+    return {
+        f"/{c.name}": c.summary + (f": {c.usage()}" if c.args else "")
+        for c in commands_for(surface)
+    }
+
+
+__all__ = [
+    "ANY",
+    "COMMANDS",
+    "INTERACTIVE",
+    "Command",
+    "Conversation",
+    "Reply",
+    "Services",
+    "Surface",
+    "commands_for",
+    "dispatch",
+    "find",
+    "last_typed",
+    "parse",
+    "plain",
+    "summaries",
+]

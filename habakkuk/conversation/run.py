@@ -1,0 +1,81 @@
+"""`habakkuk run "/command"`: a chat command from the shell, against one session.
+
+The conversation is the session given with --session (or none): a command that
+needs one says so, a fork is printed rather than followed, and /compact runs
+its job here and prints the outcome.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .commands import Reply, Services, Surface
+
+if TYPE_CHECKING:
+    from habakkuk.engine.sessions import Session
+
+
+class RunServices(Services, Protocol):
+    """The runtime as `habakkuk run` uses it for a command."""
+
+    async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session: ...
+
+    async def compact_session(self, session_id: str) -> str: ...
+
+    async def wait_turn(self, turn_id: str) -> Any: ...
+
+    def start_workers(self, *, channels: bool = True, maintenance: bool = False) -> None: ...
+
+
+class RunConversation:
+    """One session (or none yet) as a command from the shell sees it."""
+
+    surface: Surface = "run"
+
+    def __init__(self, services: RunServices, session_id: str | None, agent: str | None):
+        self.services: RunServices = services
+        self.session_id = session_id
+        self.agent_name = agent
+
+    async def session(self, *, create: bool = False) -> Session | None:
+        if self.session_id:
+            return await self.services.session(self.session_id)
+        if not create:
+            return None
+        session = await self.services.new_session(self.agent_name, origin="cli")
+        self.session_id = session.id
+        return session
+
+    async def agent(self) -> str:
+        if self.session_id:
+            return (await self.services.session(self.session_id)).agent
+        return self.default_agent()
+
+    def default_agent(self) -> str:
+        return self.services.config.agent(self.agent_name).name
+
+    async def start_fresh(self, agent: str | None = None) -> None:
+        session = await self.services.new_session(agent or self.agent_name, origin="cli")
+        self.session_id = session.id
+
+    async def continue_in(self, session: Session) -> None:
+        self.session_id = session.id  # printed: the shell continues with --session
+
+    async def start_turn(self, text: str) -> str | None:
+        return None  # /retry and /queue are for interactive surfaces (not declared for run)
+
+    async def compact(self, session_id: str) -> Reply:
+        self.services.start_workers(channels=False)
+        outcome = await self.services.wait_turn(await self.services.compact_session(session_id))
+        if outcome.status == "done":
+            return Reply(outcome.reply)
+        return Reply(f"/compact failed: {outcome.error or outcome.status}", error=True)
+
+    async def send_file(self, data: bytes, name: str, caption: str) -> bool:
+        return False  # written to a file instead
+
+    def about(self) -> list[str]:
+        return ["**You** the shell (habakkuk run)"]
+
+    async def state(self) -> str | None:
+        return None

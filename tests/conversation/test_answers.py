@@ -1,0 +1,43 @@
+"""Yes/no words are one table: the web chat answers approvals as every chat does."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from habakkuk.conversation.answers import WORDS, answer_word
+from tests.conftest import mock_config
+from tests.server.conftest import ServeFactory
+from tests.server.test_chat import script
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [("Yes!", "allow_once"), ("oui", "allow_once"), ("Nein.", "deny"), ("always", "allow_session"),
+     ("stop", None), ("cancel", None), ("yes, but first", None)],
+)  # fmt: skip
+def test_a_typed_word_means_one_answer(text: str, answer: str | None) -> None:
+    assert answer_word(text) == answer
+
+
+def test_every_language_says_yes() -> None:
+    assert all(yes for yes, _ in WORDS.values())
+
+
+async def test_the_web_chat_takes_the_same_words_as_the_chats(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    served = await serve(mock_config(script(tmp_path / "go"), mode="ask"))
+    with served.runtime.bus.subscribe(lambda e: e.kind == "approval.pending") as pending:
+        sent = await served.post_json("/api/chat", {"conversation": "w", "text": "run it"})
+        await asyncio.wait_for(pending.get(), 30)
+    # "stop" denied in the web chat only; now it is a message like in every chat.
+    stop = await served.post_json("/api/chat", {"conversation": "w", "text": "stop"})
+    assert stop["message"] == "queued"
+    assert [a.id for a in served.runtime.approvals.pending]
+    always = await served.post_json("/api/chat", {"conversation": "w", "text": "Always."})
+    assert always["message"].startswith("Approved for this session")
+    outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+    assert outcome.reply == "Ran it."
