@@ -387,6 +387,8 @@ def doctor(args: argparse.Namespace) -> int:
     for check in checks:
         print(check.line())
         failed = failed or check.status == "FAIL"
+    if checks and checks[0].name == "config" and checks[0].status == "FAIL":
+        return EXIT_USAGE  # an unreadable config is a usage error, as in every command
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -527,6 +529,14 @@ def send(args: argparse.Namespace) -> int:
 
 def tui(args: argparse.Namespace) -> int:
     """`habakkuk`: the terminal app (`--resume` opens the session picker first)."""
+    from habakkuk.engine.config import load_config
+    from habakkuk.engine.home import check_home_root
+
+    home = _home()
+    check_home_root(home.root)
+    if home.config_path.exists():
+        # A bad config is one line on the terminal, not a crash inside the full-screen app.
+        load_config(home).agent(None)
     from habakkuk.app import run_app
 
     return run_app(resume=bool(getattr(args, "resume", False)))

@@ -59,13 +59,13 @@ class ServerStatus:
     attempts: int = 0
 
 
-def _describe(exc: BaseException) -> str:
+def describe_failure(exc: BaseException) -> str:
     """A one-line reason for a failed connection or call."""
     if isinstance(exc, TransportError):
         return str(exc)
     inner = getattr(exc, "exceptions", None)
     if inner:  # an exception group from a task group: the first real cause
-        return _describe(inner[0])
+        return describe_failure(inner[0])
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     name = type(exc).__name__
     if isinstance(exc, TimeoutError):
@@ -140,7 +140,7 @@ class ServerLink:
             try:
                 lasted = await self._session()
             except Exception as exc:  # any failure: record why and retry later
-                reason = _describe(exc)
+                reason = describe_failure(exc)
                 tail = self.process.last_error_line() if self.transport == "stdio" else ""
                 if tail and tail not in reason:
                     reason = f"{reason} (stderr: {tail})"
@@ -273,7 +273,7 @@ class ServerLink:
         except Exception as exc:
             if type(exc).__name__ == "ValidationError":
                 raise ToolError(f"MCP server {name} sent an invalid result for {tool}") from None
-            raise self._transport_failure(tool, _describe(exc)) from None
+            raise self._transport_failure(tool, describe_failure(exc)) from None
         log.debug("mcp %s.%s took %.2fs", name, tool, time.monotonic() - started)
         text, is_error = result_text(result)
         return ToolOutput(text, is_error=is_error)
