@@ -81,15 +81,35 @@ async def _open(home: Home | None = None) -> Runtime:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`habakkuk run PROMPT`: queue a turn, work until it is done, print the reply."""
-    return asyncio.run(_run(" ".join(args.prompt), args.agent, args.session, args.json))
+    """`habakkuk run PROMPT`: queue a turn, work until it is done, print the reply.
+
+    With no PROMPT, or `-`, the prompt is read from standard input.
+    """
+    words = list(args.prompt)
+    if words in ([], ["-"]):
+        if not words and sys.stdin.isatty():
+            print("habakkuk: run: give a prompt, or pipe one in", file=sys.stderr)
+            return EXIT_USAGE
+        prompt = sys.stdin.read().rstrip("\r\n")
+    else:
+        prompt = " ".join(words)
+    if not prompt.strip():
+        print("habakkuk: run: the prompt is empty", file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(_run(prompt, args.agent, args.session, args.json))
 
 
 async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: bool) -> int:
+    from habakkuk.engine.errors import NotFound
+
     runtime = await _open()
     try:
         if session_id:
-            session = await runtime.session(session_id)
+            try:
+                session = await runtime.session(session_id)
+            except NotFound as exc:  # a session the user named: bad usage, as the README says
+                print(f"habakkuk: {exc}", file=sys.stderr)
+                return EXIT_USAGE
             if agent and agent != session.agent:
                 print(
                     f"habakkuk: session {session_id} belongs to agent {session.agent!r}",
@@ -218,6 +238,9 @@ async def _sessions_search(query: str, agent: str | None) -> int:
         await runtime.close()
     for hit in hits:
         print(f"{hit.session}  #{hit.seq:<4} {hit.role:<9} {hit.snippet}")
+    if not hits:
+        within = f" of agent {agent}" if agent else ""
+        print(f"no messages{within} match {query!r}", file=sys.stderr)
     return EXIT_OK if hits else EXIT_FAILED
 
 
@@ -303,7 +326,7 @@ async def _checkpoints(agent: str | None, n: int) -> int:
             print("habakkuk: checkpoints are off (checkpoints: false, or no git)", file=sys.stderr)
             return EXIT_FAILED
         try:
-            found = await store.list(max(n, 0))
+            found = await store.list(n)
         except CheckpointError as exc:
             print(f"habakkuk: {exc}", file=sys.stderr)
             return EXIT_FAILED

@@ -91,6 +91,7 @@ class ServerLink:
         self._drop = asyncio.Event()
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._reported: str | None = None  # the start-up failure last logged
 
     def _notify(self) -> None:
         """Wake everyone in `wait_for` (state, error or attempts changed)."""
@@ -145,7 +146,11 @@ class ServerLink:
                 if tail and tail not in reason:
                     reason = f"{reason} (stderr: {tail})"
                 self.error = reason
-                log.warning("mcp server %s: %s", self.config.name, reason)
+                # Retries repeat the same failure every few seconds: report each reason
+                # once (again only after it changed or the server was up in between).
+                if reason != self._reported:
+                    self._reported = reason
+                    log.warning("mcp server %s: %s", self.config.name, reason)
             finally:
                 self.client = None
             if self._closing.is_set():
@@ -198,6 +203,7 @@ class ServerLink:
                     self.client = client
                     self.state = "up"
                     self.error = None
+                    self._reported = None
                     self.attempted.set()
                     self._notify()
                     log.info("mcp server %s: connected, %d tools", self.config.name, len(listed))
