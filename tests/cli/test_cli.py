@@ -79,11 +79,10 @@ def test_run_picks_the_agent(scripted_home, capsys) -> None:
     "argv",
     [["run", "--agent", "ghost", "hi"], ["run", "--session", "ses_missing", "hi"]],
 )
-def test_run_bad_usage_exits_2_or_1_with_one_line(scripted_home, capsys, argv) -> None:
+def test_run_bad_usage_exits_2_with_one_line(scripted_home, capsys, argv) -> None:
     code = main(argv)
     err = capsys.readouterr().err.strip().splitlines()
-    assert code in (1, 2) and len(err) == 1 and err[0].startswith("habakkuk: ")
-    assert code == (2 if "--agent" in argv else 1)
+    assert code == 2 and len(err) == 1 and err[0].startswith("habakkuk: ")
 
 
 def test_sessions_list_json_is_newest_first(scripted_home, capsys) -> None:
