@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-MOCK = "providers:\n  mock:\n    type: mock\n    script:\n      - steps: ['Hello from the script.']\n"
+MOCK = (
+    "providers:\n  mock:\n    type: mock\n    script:\n      - steps: ['Hello from the script.']\n"
+)
 WORKING = MOCK + "agents:\n  main:\n    model: mock/x\n"
 
 
