@@ -106,7 +106,11 @@ def _check_modes(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
     given = [f"--{flag}" for flag in ("serve", "smoke", "resume") if getattr(args, flag)]
     if len(given) > 1:
         parser.error(f"{' and '.join(given)} cannot be used together")
-    if given and args.command is not None and not (given == ["--serve"] and args.command == "serve"):
+    if (
+        given
+        and args.command is not None
+        and not (given == ["--serve"] and args.command == "serve")
+    ):
         parser.error(f"{given[0]} cannot be used with the {args.command} command")
 
 

@@ -158,7 +158,9 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
 
     status_of: dict[str, Status] = {"OK": "ok", "WARN": "WARN", "FAIL": "FAIL"}
     findings = mcp_findings(config, env, home)
-    checks = [Check(status_of.get(f.status, "WARN"), f"mcp {f.server}", f.message) for f in findings]
+    checks = [
+        Check(status_of.get(f.status, "WARN"), f"mcp {f.server}", f.message) for f in findings
+    ]
     failed = {f.server for f in findings if f.status == "FAIL"}
     # Only stdio servers: starting one is local, while a url server would mean the network.
     names = [

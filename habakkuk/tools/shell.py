@@ -91,9 +91,7 @@ async def run_command(
     return CommandResult(process.returncode, text, timed_out, time.monotonic() - started, dropped)
 
 
-async def _spawn(
-    command: str, cwd: Path, env: dict[str, str] | None
-) -> asyncio.subprocess.Process:
+async def _spawn(command: str, cwd: Path, env: dict[str, str] | None) -> asyncio.subprocess.Process:
     """Start the shell in its own process group; a cancelled start leaves nothing running.
 
     The shell runs as soon as it is forked, while asyncio is still connecting its
