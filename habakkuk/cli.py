@@ -32,7 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--agent", help="agent name (default: the first agent)")
     run.add_argument("--session", help="continue this session")
     run.add_argument("--json", action="store_true", help="print one JSON object at the end")
-    run.add_argument("prompt", nargs="+", help="what to ask, or a chat /command")
+    run.add_argument(
+        "prompt",
+        nargs="*",
+        help="what to ask, or a chat /command (none, or -, reads it from standard input)",
+    )
 
     sub.add_parser("serve", help="run every worker headless (same as --serve)")
 
@@ -40,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions_sub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
     listing = sessions_sub.add_parser("list", help="recent sessions, newest first")
     listing.add_argument("--agent")
-    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--limit", type=_count, default=50)
     listing.add_argument("--json", action="store_true")
     search = sessions_sub.add_parser("search", help="full-text search of messages")
     search.add_argument("--agent")
@@ -84,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument("text", nargs="*", help="the message")
     checkpoints = sub.add_parser("checkpoints", help="list workspace checkpoints, newest first")
     checkpoints.add_argument("--agent", help="agent name (default: the first agent)")
-    checkpoints.add_argument("-n", type=int, default=20, help="how many (default 20)")
+    checkpoints.add_argument("-n", type=_count, default=20, help="how many (default 20)")
     rollback = sub.add_parser(
         "rollback", help="restore the workspace (or one path) to a checkpoint"
     )
@@ -98,10 +102,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _count(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _check_modes(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """--serve, --smoke and --resume each pick what runs: refuse them together or with a
+    command, rather than silently doing one of them."""
+    given = [f"--{flag}" for flag in ("serve", "smoke", "resume") if getattr(args, flag)]
+    if len(given) > 1:
+        parser.error(f"{' and '.join(given)} cannot be used together")
+    if (
+        given
+        and args.command is not None
+        and not (given == ["--serve"] and args.command == "serve")
+    ):
+        parser.error(f"{given[0]} cannot be used with the {args.command} command")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    _check_modes(args, parser)
     if args.version:
         from habakkuk import __version__
 

@@ -81,19 +81,38 @@ async def _open(home: Home | None = None) -> Runtime:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`habakkuk run PROMPT`: queue a turn, work until it is done, print the reply."""
-    return asyncio.run(_run(" ".join(args.prompt), args.agent, args.session, args.json))
+    """`habakkuk run PROMPT`: queue a turn, work until it is done, print the reply.
+
+    With no PROMPT, or `-`, the prompt is read from standard input.
+    """
+    words = list(args.prompt)
+    if words in ([], ["-"]):
+        if not words and sys.stdin.isatty():
+            print("habakkuk: run: give a prompt, or pipe one in", file=sys.stderr)
+            return EXIT_USAGE
+        prompt = sys.stdin.read().rstrip("\r\n")
+    else:
+        prompt = " ".join(words)
+    if not prompt.strip():
+        print("habakkuk: run: the prompt is empty", file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(_run(prompt, args.agent, args.session, args.json))
 
 
 async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: bool) -> int:
     from habakkuk.conversation.commands import parse
+    from habakkuk.engine.errors import NotFound
 
     if parse(prompt) is not None:
         return await _run_command(prompt, agent, session_id, as_json)
     runtime = await _open()
     try:
         if session_id:
-            session = await runtime.session(session_id)
+            try:
+                session = await runtime.session(session_id)
+            except NotFound as exc:  # a session the user named: bad usage, as the README says
+                print(f"habakkuk: {exc}", file=sys.stderr)
+                return EXIT_USAGE
             if agent and agent != session.agent:
                 print(
                     f"habakkuk: session {session_id} belongs to agent {session.agent!r}",
@@ -138,11 +157,16 @@ async def _run_command(text: str, agent: str | None, session_id: str | None, as_
     exit 2 when the command refused (unknown, bad arguments)."""
     from habakkuk.conversation.commands import dispatch, plain
     from habakkuk.conversation.run import RunConversation
+    from habakkuk.engine.errors import NotFound
 
     runtime = await _open()
     try:
         if session_id:
-            await runtime.session(session_id)  # an unknown session is a one-line error
+            try:
+                await runtime.session(session_id)
+            except NotFound as exc:  # a session the user named: bad usage
+                print(f"habakkuk: {exc}", file=sys.stderr)
+                return EXIT_USAGE
         conv = RunConversation(runtime, session_id, agent)
         reply = await dispatch(text, conv)
     finally:
@@ -249,6 +273,9 @@ async def _sessions_search(query: str, agent: str | None) -> int:
         await runtime.close()
     for hit in hits:
         print(f"{hit.session}  #{hit.seq:<4} {hit.role:<9} {hit.snippet}")
+    if not hits:
+        within = f" of agent {agent}" if agent else ""
+        print(f"no messages{within} match {query!r}", file=sys.stderr)
     return EXIT_OK if hits else EXIT_FAILED
 
 
@@ -407,7 +434,7 @@ async def _checkpoints(agent: str | None, n: int) -> int:
             print("habakkuk: checkpoints are off (checkpoints: false, or no git)", file=sys.stderr)
             return EXIT_FAILED
         try:
-            found = await store.list(max(n, 0))
+            found = await store.list(n)
         except CheckpointError as exc:
             print(f"habakkuk: {exc}", file=sys.stderr)
             return EXIT_FAILED
@@ -491,6 +518,8 @@ def doctor(args: argparse.Namespace) -> int:
     for check in checks:
         print(check.line())
         failed = failed or check.status == "FAIL"
+    if checks and checks[0].name == "config" and checks[0].status == "FAIL":
+        return EXIT_USAGE  # an unreadable config is a usage error, as in every command
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -631,6 +660,14 @@ def send(args: argparse.Namespace) -> int:
 
 def tui(args: argparse.Namespace) -> int:
     """`habakkuk`: the terminal app (`--resume` opens the session picker first)."""
+    from habakkuk.engine.config import load_config
+    from habakkuk.engine.home import check_home_root
+
+    home = _home()
+    check_home_root(home.root)
+    if home.config_path.exists():
+        # A bad config is one line on the terminal, not a crash inside the full-screen app.
+        load_config(home).agent(None)
     from habakkuk.app import run_app
 
     return run_app(resume=bool(getattr(args, "resume", False)))

@@ -35,24 +35,73 @@ async def run_checks(home: Home) -> list[Check]:
     except HabakkukError as exc:
         checks.append(Check("FAIL", "config", str(exc)))
         return checks
-    checks.append(
-        Check(
-            "ok",
-            "config",
-            f"{config.path} ({len(config.providers)} providers, {len(config.agents)} agents)",
-        )
-    )
+    counts = f"{_count(len(config.providers), 'provider')}, {_count(len(config.agents), 'agent')}"
+    checks.append(Check("ok", "config", f"{config.path} ({counts})"))
+    if not config.agents:
+        try:
+            config.agent(None)
+        except HabakkukError as exc:
+            checks.append(Check("FAIL", "agents", str(exc)))
     checks += _env_checks(home)
     env = Environment(home.env_path)
+    checks += _extra_checks(config)
     checks += await asyncio.to_thread(_key_checks, config, env)
-    checks += _mcp_checks(config, env, home)
+    checks += _channel_checks(config, env)
+    checks += await _mcp_checks(config, env, home)
     checks += await _database_checks(home)
-    checks += _workspace_checks(config)
+    checks += _workspace_checks(config, home)
     for tool, why in (("git", "checkpoints"), ("rg", "fast search_files")):
         found = shutil.which(tool)
         checks.append(
             Check("ok", tool, found) if found else Check("WARN", tool, f"not on PATH ({why})")
         )
+    return checks
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# Provider types whose client library is an optional extra: (module, extra).
+PROVIDER_EXTRAS = {"litellm": ("litellm", "litellm")}
+
+
+def _extra_checks(config: Config) -> list[Check]:
+    """A provider whose library is not installed fails at its first call: say so now."""
+    import importlib.util
+
+    checks = []
+    for name, provider in config.providers.items():
+        needed = PROVIDER_EXTRAS.get(provider.type or "")
+        if needed is None:
+            continue
+        module, extra = needed
+        # find_spec only looks on the path: litellm takes seconds to import.
+        if importlib.util.find_spec(module) is None:
+            checks.append(
+                Check(
+                    "FAIL",
+                    f"provider {name}",
+                    f"type {provider.type} needs the {extra} extra, which is not installed; "
+                    f"run: pip install 'habakkuk[{extra}]'",
+                )
+            )
+        else:
+            checks.append(Check("ok", f"provider {name}", f"{module} installed"))
+    return checks
+
+
+def _channel_checks(config: Config, env: Environment) -> list[Check]:
+    """Each channel's bot token variable: without it the channel never starts."""
+    checks = []
+    for name, channel in config.channels.items():
+        variable = channel.token_env or ""
+        if env.get(variable):
+            checks.append(Check("ok", f"channel {name}", f"{variable} set"))
+        else:
+            checks.append(
+                Check("FAIL", f"channel {name}", f"{variable} is not set (environment or .env)")
+            )
     return checks
 
 
@@ -98,16 +147,42 @@ def _key_checks(config: Config, env: Environment) -> list[Check]:
     return checks
 
 
-def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Check]:
+MCP_PROBE_SECONDS = 10.0
+
+
+async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Check]:
+    """Static findings, then each sound stdio server started and asked to initialize."""
     if not config.mcp_servers:
         return []
-    from habakkuk.protocols.mcp.checks import mcp_findings
+    from habakkuk.protocols.mcp.checks import mcp_findings, probe_server
 
     status_of: dict[str, Status] = {"OK": "ok", "WARN": "WARN", "FAIL": "FAIL"}
-    return [
-        Check(status_of.get(f.status, "WARN"), f"mcp {f.server}", f.message)
-        for f in mcp_findings(config, env, home)
+    findings = mcp_findings(config, env, home)
+    checks = [
+        Check(status_of.get(f.status, "WARN"), f"mcp {f.server}", f.message) for f in findings
     ]
+    failed = {f.server for f in findings if f.status == "FAIL"}
+    # Only stdio servers: starting one is local, while a url server would mean the network.
+    names = [
+        name
+        for name, server in config.mcp_servers.items()
+        if server.command is not None and name not in failed
+    ]
+    answers = await asyncio.gather(
+        *(probe_server(config.mcp_servers[n], env, home, MCP_PROBE_SECONDS) for n in names)
+    )
+    by_name = dict(zip(names, answers, strict=True))
+    for check in checks:
+        server = check.name.removeprefix("mcp ")
+        why = by_name.pop(server, None) if check.status == "ok" else None
+        if why is not None:
+            check.status, check.detail = "FAIL", f"does not start: {why}"
+        elif check.status == "ok" and server in names:
+            check.detail = "answered initialize"
+    for server, why in by_name.items():
+        if why is not None:
+            checks.append(Check("FAIL", f"mcp {server}", f"does not start: {why}"))
+    return checks
 
 
 async def _database_checks(home: Home) -> list[Check]:
@@ -141,16 +216,30 @@ async def _integrity(db: object) -> Check:
     return Check("ok", name, "intact") if result == "ok" else Check("FAIL", name, str(result))
 
 
-def _workspace_checks(config: Config) -> list[Check]:
+def _workspace_checks(config: Config, home: Home) -> list[Check]:
     checks = []
+    root = home.root.resolve()
     for name, agent in config.agents.items():
         path = agent.workspace_path
+        warned = path == root or path in root.parents
+        if warned:
+            checks.append(
+                Check(
+                    "WARN",
+                    f"workspace {name}",
+                    f"{path} contains the Habakkuk home {root}: the agent's tools could reach "
+                    "the home's own files (config, .env, databases); they are protected, "
+                    "but point the workspace elsewhere",
+                )
+            )
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             checks.append(Check("FAIL", f"workspace {name}", f"{path}: {exc.strerror}"))
             continue
         if os.access(path, os.W_OK):
+            if warned:
+                continue
             checks.append(Check("ok", f"workspace {name}", f"{path} ({agent.mode} mode)"))
         else:
             checks.append(Check("FAIL", f"workspace {name}", f"{path} is not writable"))

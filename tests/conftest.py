@@ -83,3 +83,28 @@ async def runtime_factory(home: Home) -> AsyncIterator[Callable[[str], object]]:
     yield _open  # type: ignore[misc]
     for runtime in opened:
         await runtime.close()
+
+
+# -- no silent skips in CI ---------------------------------------------------------------
+# Tests that drive chromium, ripgrep, tmux or git skip (with their reason, shown by -rs)
+# where the tool is missing. Under CI=true a skip is a failure: .ci/run installs them all.
+CI_SKIP_HINT = "skipped under CI=true; .ci/run installs git, tmux, ripgrep and chromium"
+
+
+def _fail_skip_in_ci(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if os.environ.get("CI", "").lower() in ("true", "1") and report.skipped:
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"{CI_SKIP_HINT}: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    outcome = yield
+    _fail_skip_in_ci(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> object:
+    outcome = yield
+    _fail_skip_in_ci(outcome.get_result())

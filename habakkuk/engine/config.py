@@ -364,6 +364,11 @@ class Config:
     def agent(self, name: str | None) -> AgentConfig:
         """The named agent, or the default one; ConfigError when unknown."""
         key = name or self.default_agent
+        if not self.agents:
+            raise ConfigError(
+                f"{self.path}:{line_of(self, 'agents')}: agents: no agent is defined; add one, "
+                "e.g. agents: {main: {model: PROVIDER/MODEL}} (see `habakkuk init`)"
+            )
         if key is None or key not in self.agents:
             known = ", ".join(sorted(self.agents)) or "none"
             raise ConfigError(f"agent {key!r} is not configured (agents: {known})")
@@ -372,6 +377,9 @@ class Config:
 
 def load_config(home: Home) -> Config:
     """Read and validate HOME/config.yaml; ConfigError when missing or invalid."""
+    from .home import check_home_root
+
+    check_home_root(home.root)
     path = home.config_path
     try:
         text = path.read_text(encoding="utf-8")
@@ -393,9 +401,12 @@ def parse_config(text: str, path: Path, home: Home) -> Config:
         line = mark.line + 1 if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{path}:{line}: invalid YAML: {problem}") from None
-    loader = NodeLoader(path)
     if node is None:
-        node = yaml.MappingNode("tag:yaml.org,2002:map", [])
+        raise ConfigError(
+            f"{path}:1: the file is empty (or only comments): it needs providers: and agents:; "
+            "`habakkuk init --force` writes a commented starter"
+        )
+    loader = NodeLoader(path)
     config: Config = loader.load_dataclass(node, Config, "")
     config.path = path
     _resolve(config, home)

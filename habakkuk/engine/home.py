@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import ConfigError
+
 HOME_ENV = "HABAKKUK_HOME"
 
 
@@ -13,17 +15,39 @@ def default_home() -> Path:
     """`$HABAKKUK_HOME`, else the platform's user data directory."""
     explicit = os.environ.get(HOME_ENV)
     if explicit:
-        return Path(explicit).expanduser().resolve()
+        given = Path(explicit).expanduser()
+        if given.is_symlink() and not given.exists():
+            # Following it would create a home wherever it points (an unmounted disk?).
+            raise ConfigError(
+                f"{HOME_ENV}={given}: is a symbolic link to {os.readlink(given)}, which is missing"
+            )
+        return given.resolve()
     import platformdirs
 
     return Path(platformdirs.user_data_dir("habakkuk", appauthor=False))
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) if needed and make it 0700: it may hold credentials."""
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
+    """Create `path` (and parents) if needed and make it 0700: it may hold credentials.
+
+    ConfigError (one line naming the folder) when it cannot be: a file in the way,
+    no permission, a read-only disk.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, 0o700)
+    except FileExistsError:
+        raise ConfigError(f"{path}: is a file, not a folder") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot create the folder: {exc.strerror or exc}") from None
     return path
+
+
+def check_home_root(root: Path) -> None:
+    """ConfigError when the home itself cannot be a folder (e.g. HABAKKUK_HOME is a file)."""
+    where = f"{HOME_ENV}={root}" if os.environ.get(HOME_ENV) else str(root)
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"{where}: is a file, not a folder; point {HOME_ENV} at a folder")
 
 
 @dataclass(frozen=True)
@@ -62,8 +86,12 @@ class Home:
         return self.root / "checkpoints" / agent
 
     def prepare(self) -> None:
-        """Create the home and its private folders (0700)."""
-        ensure_private_dir(self.root)
+        """Create the home and its private folders (0700); ConfigError when it cannot."""
+        check_home_root(self.root)
+        try:
+            ensure_private_dir(self.root)
+        except ConfigError as exc:
+            raise ConfigError(f"{HOME_ENV}: {exc}") from None
         ensure_private_dir(self.blobs_dir)
 
 

@@ -50,15 +50,7 @@ async def run_command(
 ) -> CommandResult:
     """Run `command`; on timeout or cancellation the whole process tree is killed."""
     started = time.monotonic()
-    process = await asyncio.create_subprocess_exec(
-        *shell_argv(command),
-        cwd=str(cwd),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-        env=env,
-    )
+    process = await _spawn(command, cwd, env)
     head = bytearray()
     tail = bytearray()
     dropped = 0
@@ -85,6 +77,7 @@ async def run_command(
     except BaseException:
         kill_group(process.pid)
         reader.cancel()
+        await _reap(process)
         raise
     # The shell is gone; kill what it left in its group (a background job holding the
     # pipe open would otherwise keep the call waiting), then drain the pipe.
@@ -96,6 +89,41 @@ async def run_command(
         text += f"\n…[{dropped:,} bytes of output dropped]…\n"
     text += tail.decode("utf-8", errors="replace")
     return CommandResult(process.returncode, text, timed_out, time.monotonic() - started, dropped)
+
+
+async def _spawn(command: str, cwd: Path, env: dict[str, str] | None) -> asyncio.subprocess.Process:
+    """Start the shell in its own process group; a cancelled start leaves nothing running.
+
+    The shell runs as soon as it is forked, while asyncio is still connecting its
+    pipes; a cancel in that window would otherwise leave it and its children behind.
+    """
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *shell_argv(command),
+            cwd=str(cwd),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+    )
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        # The cancel stands (re-raised below); a second one may cut this cleanup short.
+        with contextlib.suppress(BaseException):
+            process = await wait_within(spawn, 5)
+            kill_group(process.pid)
+            await _reap(process)
+        raise
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    """After kill_group: wait (bounded) for the shell and its pipes to close on this loop,
+    so its transport is not left for a garbage collection after the loop has closed."""
+    with contextlib.suppress(BaseException):
+        await wait_within(asyncio.shield(process.wait()), 5)
 
 
 async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:

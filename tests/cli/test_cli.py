@@ -79,11 +79,10 @@ def test_run_picks_the_agent(scripted_home, capsys) -> None:
     "argv",
     [["run", "--agent", "ghost", "hi"], ["run", "--session", "ses_missing", "hi"]],
 )
-def test_run_bad_usage_exits_2_or_1_with_one_line(scripted_home, capsys, argv) -> None:
+def test_run_bad_usage_exits_2_with_one_line(scripted_home, capsys, argv) -> None:
     code = main(argv)
     err = capsys.readouterr().err.strip().splitlines()
-    assert code in (1, 2) and len(err) == 1 and err[0].startswith("habakkuk: ")
-    assert code == (2 if "--agent" in argv else 1)
+    assert code == 2 and len(err) == 1 and err[0].startswith("habakkuk: ")
 
 
 def test_sessions_list_json_is_newest_first(scripted_home, capsys) -> None:
@@ -200,3 +199,89 @@ def test_run_runs_a_chat_command_against_the_session(scripted_home, capsys) -> N
     assert main(["run", "/frobnicate"]) == 2
     assert "Unknown command /frobnicate" in capsys.readouterr().err
     assert main(["run", "/retry"]) == 2  # interactive only: not a command of `run`
+
+
+SERVERS = Path(__file__).parents[1] / "mcp" / "mcp_servers.py"
+
+
+def test_doctor_fails_what_a_later_start_would_fail(
+    home, write_config, capsys, monkeypatch, tmp_path
+) -> None:
+    monkeypatch.setitem(sys.modules, "litellm", None)  # not installed, whatever this venv has
+    monkeypatch.delenv("NO_SUCH_BOT_TOKEN", raising=False)
+    not_executable = tmp_path / "server.sh"
+    not_executable.write_text("#!/bin/sh\n")
+    write_config(
+        f"""
+        providers:
+          m: {{type: mock}}
+          gw: {{type: litellm, key_env: HOME}}
+        agents:
+          main: {{model: m/x}}
+        channels:
+          tg: {{type: telegram, token_env: NO_SUCH_BOT_TOKEN, agent: main}}
+        mcp_servers:
+          good: {{command: {sys.executable}, args: [{SERVERS}, stdio, basic]}}
+          crash: {{command: {sys.executable}, args: [{SERVERS}, stdio, crash]}}
+          gone: {{command: /nonexistent/mcp-server}}
+          plain: {{command: {not_executable}}}
+        """
+    )
+    assert main(["doctor"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("(2 providers, 1 agent)")
+    assert (
+        "FAIL  provider gw: type litellm needs the litellm extra, which is not installed; "
+        "run: pip install 'habakkuk[litellm]'" in lines
+    )
+    assert "FAIL  channel tg: NO_SUCH_BOT_TOKEN is not set (environment or .env)" in lines
+    assert "ok    mcp good: answered initialize" in lines
+    crash = next(line for line in lines if line.startswith("FAIL  mcp crash: does not start: "))
+    assert "boom: missing configuration" in crash
+    assert "FAIL  mcp gone: program '/nonexistent/mcp-server' does not exist" in lines
+    assert f"FAIL  mcp plain: program '{not_executable}' is not an executable file" in lines
+    assert not any("not on PATH" in line for line in lines)
+
+
+def test_doctor_says_ok_for_a_set_channel_token_and_one_provider(
+    home, write_config, capsys, monkeypatch
+) -> None:
+    monkeypatch.setenv("A_BOT_TOKEN", "123:abc")
+    write_config(
+        "providers:\n  m: {type: mock}\nagents:\n  main: {model: m/x}\n"
+        "channels:\n  tg: {type: telegram, token_env: A_BOT_TOKEN, agent: main}\n"
+    )
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "(1 provider, 1 agent)" in out and "ok    channel tg: A_BOT_TOKEN set" in out
+
+
+@pytest.mark.parametrize("where", ["home", "parent"])
+def test_doctor_warns_when_a_workspace_contains_the_home(home, write_config, capsys, where) -> None:
+    workspace = home.root if where == "home" else home.root.parent
+    write_config(
+        f"providers:\n  m: {{type: mock}}\nagents:\n  main: {{model: m/x}}\n"
+        f"  wide: {{model: m/x, workspace: {workspace}}}\n"
+    )
+    assert main(["doctor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    warned = [line for line in lines if line.startswith("WARN  workspace wide: ")]
+    assert len(warned) == 1 and f"contains the Habakkuk home {home.root}" in warned[0]
+    assert "the agent's tools could reach the home's own files" in warned[0]
+    assert "point the workspace elsewhere" in warned[0]
+    assert not any(line.startswith("WARN  workspace main") for line in lines)
+
+
+def test_doctor_gives_up_on_a_server_that_never_answers(
+    home, write_config, capsys, monkeypatch
+) -> None:
+    import habakkuk.doctor
+
+    monkeypatch.setattr(habakkuk.doctor, "MCP_PROBE_SECONDS", 0.5)  # it never answers anyway
+    write_config(
+        "providers:\n  m: {type: mock}\nagents:\n  main: {model: m/x}\n"
+        f"mcp_servers:\n  hang: {{command: {sys.executable}, args: [{SERVERS}, stdio, hang]}}\n"
+    )
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  mcp hang: does not start: no answer to initialize within 0.5s" in out

@@ -215,7 +215,7 @@ async def test_dead_and_hanging_servers_never_block_startup(home: Home) -> None:
         crash = link(manager, "crash")
         assert crash.state == "down" and "boom: missing configuration" in (crash.error or "")
         missing = link(manager, "missing")
-        assert "no such program" in (missing.error or "")
+        assert "'/nonexistent/mcp-server': no such file" in (missing.error or "")
         assert link(manager, "hang").state == "connecting"
         # a down server's error reaches the model at once through its tools' link
         with pytest.raises(ToolError, match=r"unavailable: .*boom"):
@@ -224,6 +224,23 @@ async def test_dead_and_hanging_servers_never_block_startup(home: Home) -> None:
         await wait_until(crash, lambda s: s.attempts >= 2, "a retry of the crashed server")
     finally:
         await asyncio.wait_for(manager.close(), BOUND)
+
+
+async def test_a_failing_server_is_reported_once_however_often_it_is_retried(
+    home: Home, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import habakkuk.protocols.mcp.manager as manager_module
+
+    monkeypatch.setattr(manager_module, "BACKOFF_FIRST", 0.01)  # retry at once, often
+    servers = server_entry("crash", "crash") + "  missing:\n    command: no-such-mcp-xyz\n"
+    caplog.set_level("WARNING", logger="habakkuk.protocols.mcp.manager")
+    async with manager_for(home, config_text(servers, toolsets="[core]")) as manager:
+        for name in ("crash", "missing"):
+            await wait_until(link(manager, name), lambda s: s.attempts >= 4, f"{name} retried")
+    reports = [r.getMessage() for r in caplog.records]
+    assert len(reports) == 2, reports
+    assert any(m.startswith("mcp server crash: ") and "boom" in m for m in reports)
+    assert any(m.startswith("mcp server missing: cannot start") for m in reports)
 
 
 async def test_a_call_that_outlives_its_timeout_may_or_may_not_have_finished(home: Home) -> None:

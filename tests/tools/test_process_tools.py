@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
+import select
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -165,14 +167,59 @@ async def test_timed_out_exec_leaves_no_process_behind(tmp_path: Path) -> None:
     await wait_until(lambda: pid_gone(grandchild), "the timed-out tree to die")
 
 
+def children() -> set[int]:
+    """The pids of this process's children."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            found.update(int(p) for p in (task / "children").read_text().split())
+    return found
+
+
+def reaped(pid: int) -> bool:
+    """The process is gone and its exit collected (not even a zombie is left)."""
+    return not Path(f"/proc/{pid}").exists()
+
+
 async def test_cancelled_exec_leaves_no_process_behind(tmp_path: Path) -> None:
-    pidfile = tmp_path / "child.pid"
+    pidfile = tmp_path / "pids"
     task = asyncio.create_task(
-        run_command(f"sleep 300 & echo $! > {pidfile}; wait", tmp_path, timeout=BOUND)
+        run_command(f"sleep 300 & echo $$ $! > {pidfile}; wait", tmp_path, timeout=BOUND)
     )
-    await wait_until(lambda: pidfile.exists() and pidfile.read_text().strip() != "", "pid file")
-    child = int(pidfile.read_text())
+    await wait_until(lambda: pidfile.exists() and pidfile.read_text().endswith("\n"), "pid file")
+    shell, child = map(int, pidfile.read_text().split())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    # The cancel finishes only once the shell is reaped, so its pipes and transport close
+    # on this loop rather than in a garbage collection after the loop has closed.
+    assert reaped(shell)
     await wait_until(lambda: pid_gone(child), "the cancelled tree to die")
+
+
+async def test_exec_cancelled_while_it_starts_leaves_no_process_behind(tmp_path: Path) -> None:
+    """The shell runs from its fork on, while asyncio still connects its pipes: a cancel in
+    that window must kill the shell's whole group too."""
+    fifo = tmp_path / "pids"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        before = children()
+        task = asyncio.create_task(
+            run_command(f"sleep 300 & echo $! > {fifo}; wait", tmp_path, timeout=BOUND)
+        )
+        # Step the loop until the shell is forked: asyncio then still has to connect its
+        # pipes, in later steps of the loop.
+        while children() == before:
+            assert not task.done(), task
+            await asyncio.sleep(0)
+        # Block the loop (so the pipes cannot connect) until the shell has started its child.
+        ready, _, _ = select.select([reader], [], [], BOUND)
+        assert ready, "the shell never wrote its child's pid"
+        child = int(os.read(reader, 100))
+        task.cancel()
+    finally:
+        os.close(reader)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await wait_until(lambda: pid_gone(child), "the tree cancelled at start-up to die")

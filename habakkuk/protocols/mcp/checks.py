@@ -1,11 +1,12 @@
-"""What `habakkuk doctor` can report about MCP servers without starting any of them."""
+"""What `habakkuk doctor` reports about MCP servers: static findings, then a start-up probe."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 
-from habakkuk.engine.config import Config
+from habakkuk.engine.config import Config, McpServerConfig
 from habakkuk.engine.home import Environment, Home
 
 from .transport import missing_variables
@@ -36,9 +37,10 @@ def mcp_findings(config: Config, env: Environment, home: Home) -> list[Finding]:
             findings.append(
                 Finding("FAIL", name, f"variables not set: {', '.join(missing)} (env or .env)")
             )
-        if server.command is not None and shutil.which(server.command) is None:
+        unusable = program_problem(server.command) if server.command is not None else None
+        if unusable:
             problems += 1
-            findings.append(Finding("FAIL", name, f"program {server.command!r} is not on PATH"))
+            findings.append(Finding("FAIL", name, unusable))
         if server.auth == "oauth":
             state = login_state(home, name)
             if state is not None:
@@ -51,3 +53,47 @@ def mcp_findings(config: Config, env: Environment, home: Home) -> list[Finding]:
         if not problems:
             findings.append(Finding("OK", name, "configured"))
     return findings
+
+
+def program_problem(command: str) -> str | None:
+    """Why `command` cannot be started, or None: a path is checked as a file, a name on PATH."""
+    if os.sep not in command:
+        return None if shutil.which(command) else f"program {command!r} is not on PATH"
+    if not os.path.exists(command):
+        return f"program {command!r} does not exist"
+    if os.path.isdir(command) or not os.access(command, os.X_OK):
+        return f"program {command!r} is not an executable file"
+    return None
+
+
+async def probe_server(
+    server: McpServerConfig, env: Environment, home: Home, timeout: float
+) -> str | None:
+    """Start the server and ask it to initialize and list its tools; None when it did.
+
+    Otherwise the one-line reason, with the server's last stderr line when it has one.
+    """
+    import anyio
+    from mcp import Client
+    from mcp_types import Implementation
+
+    from habakkuk import __version__
+
+    from .manager import describe_failure
+    from .transport import StdioProcess, open_transport
+
+    info = StdioProcess()
+    try:
+        with anyio.fail_after(timeout):
+            transport = open_transport(server, env, home, info=info)
+            client_info = Implementation(name="habakkuk-doctor", version=__version__)
+            async with Client(transport, client_info=client_info, cache=None) as client:
+                await client.list_tools()
+    except TimeoutError:
+        reason = f"no answer to initialize within {timeout:g}s"
+    except Exception as exc:
+        reason = describe_failure(exc)
+    else:
+        return None
+    tail = info.last_error_line()
+    return f"{reason} (stderr: {tail})" if tail and tail not in reason else reason

@@ -59,13 +59,13 @@ class ServerStatus:
     attempts: int = 0
 
 
-def _describe(exc: BaseException) -> str:
+def describe_failure(exc: BaseException) -> str:
     """A one-line reason for a failed connection or call."""
     if isinstance(exc, TransportError):
         return str(exc)
     inner = getattr(exc, "exceptions", None)
     if inner:  # an exception group from a task group: the first real cause
-        return _describe(inner[0])
+        return describe_failure(inner[0])
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     name = type(exc).__name__
     if isinstance(exc, TimeoutError):
@@ -91,6 +91,7 @@ class ServerLink:
         self._drop = asyncio.Event()
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._reported: str | None = None  # the start-up failure last logged
 
     def _notify(self) -> None:
         """Wake everyone in `wait_for` (state, error or attempts changed)."""
@@ -140,12 +141,16 @@ class ServerLink:
             try:
                 lasted = await self._session()
             except Exception as exc:  # any failure: record why and retry later
-                reason = _describe(exc)
+                reason = describe_failure(exc)
                 tail = self.process.last_error_line() if self.transport == "stdio" else ""
                 if tail and tail not in reason:
                     reason = f"{reason} (stderr: {tail})"
                 self.error = reason
-                log.warning("mcp server %s: %s", self.config.name, reason)
+                # Retries repeat the same failure every few seconds: report each reason
+                # once (again only after it changed or the server was up in between).
+                if reason != self._reported:
+                    self._reported = reason
+                    log.warning("mcp server %s: %s", self.config.name, reason)
             finally:
                 self.client = None
             if self._closing.is_set():
@@ -198,6 +203,7 @@ class ServerLink:
                     self.client = client
                     self.state = "up"
                     self.error = None
+                    self._reported = None
                     self.attempted.set()
                     self._notify()
                     log.info("mcp server %s: connected, %d tools", self.config.name, len(listed))
@@ -273,7 +279,7 @@ class ServerLink:
         except Exception as exc:
             if type(exc).__name__ == "ValidationError":
                 raise ToolError(f"MCP server {name} sent an invalid result for {tool}") from None
-            raise self._transport_failure(tool, _describe(exc)) from None
+            raise self._transport_failure(tool, describe_failure(exc)) from None
         log.debug("mcp %s.%s took %.2fs", name, tool, time.monotonic() - started)
         text, is_error = result_text(result)
         return ToolOutput(text, is_error=is_error)

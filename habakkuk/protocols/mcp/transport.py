@@ -111,7 +111,8 @@ async def stdio_transport(
             [command, *args], env=env, cwd=cwd, start_new_session=True
         )
     except FileNotFoundError:
-        raise TransportError(f"cannot start {command!r}: no such program on PATH") from None
+        where = "no such file" if os.sep in command else "no such program on PATH"
+        raise TransportError(f"cannot start {command!r}: {where}") from None
     except PermissionError:
         raise TransportError(f"cannot start {command!r}: permission denied") from None
     except OSError as exc:
