@@ -92,6 +92,8 @@ CI_SKIP_HINT = "skipped under CI=true; .ci/run installs git, tmux, ripgrep and c
 
 
 def _fail_skip_in_ci(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if "optional_extra" in getattr(report, "keywords", {}):
+        return  # needs an optional extra (litellm) that the test extra does not install
     if os.environ.get("CI", "").lower() in ("true", "1") and report.skipped:
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"

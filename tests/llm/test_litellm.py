@@ -103,6 +103,7 @@ async def server() -> AsyncIterator[FakeModelServer]:
         yield srv
 
 
+@pytest.mark.optional_extra("litellm")
 async def test_live_litellm_against_the_fake_server(server: FakeModelServer) -> None:
     pytest.importorskip("litellm")
     server.script(Reply(text="via litellm", input_tokens=7, output_tokens=3))
