@@ -17,6 +17,7 @@ from habakkuk.engine.timeouts import wait_within
 
 if TYPE_CHECKING:
     from habakkuk.engine.home import Home
+    from habakkuk.engine.sessions import Session
     from habakkuk.runtime import Runtime
 
 STARTER_CONFIG = """\
@@ -242,21 +243,12 @@ def sessions_list(args: argparse.Namespace) -> int:
 
 
 async def _sessions_list(agent: str | None, limit: int, as_json: bool) -> int:
-    from habakkuk.engine.export import rfc3339, session_json
-
     runtime = await _open()
     try:
         sessions = await runtime.list_sessions(agent, limit=limit)
     finally:
         await runtime.close()
-    if as_json:
-        print(json.dumps([session_json(s) for s in sessions], ensure_ascii=False))
-        return EXIT_OK
-    for s in sessions:
-        print(f"{s.id}  {rfc3339(s.updated_at)}  {s.agent:<12}  {s.title}")
-    if not sessions:
-        print("no sessions yet", file=sys.stderr)
-    return EXIT_OK
+    return _print_sessions(sessions, as_json, "no sessions yet")
 
 
 def sessions_search(args: argparse.Namespace) -> int:
@@ -399,20 +391,25 @@ def sessions_archived(args: argparse.Namespace) -> int:
 
 
 async def _sessions_archived(as_json: bool) -> int:
-    from habakkuk.engine.export import rfc3339, session_json
-
     runtime = await _open()
     try:
         sessions = await runtime.list_sessions(limit=1000, archived=True)
     finally:
         await runtime.close()
+    return _print_sessions(sessions, as_json, "no archived sessions")
+
+
+def _print_sessions(sessions: list[Session], as_json: bool, none: str) -> int:
+    """One line per session (or a JSON array); `none` goes to stderr when there are none."""
+    from habakkuk.engine.export import rfc3339, session_json
+
     if as_json:
         print(json.dumps([session_json(s) for s in sessions], ensure_ascii=False))
         return EXIT_OK
     for s in sessions:
         print(f"{s.id}  {rfc3339(s.updated_at)}  {s.agent:<12}  {s.title}")
     if not sessions:
-        print("no archived sessions", file=sys.stderr)
+        print(none, file=sys.stderr)
     return EXIT_OK
 
 
