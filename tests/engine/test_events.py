@@ -176,7 +176,7 @@ def test_every_kind_round_trips_through_its_json(kind: str) -> None:
 
 
 def test_an_unknown_kind_in_json_is_named() -> None:
-    with pytest.raises(ValueError, match="unknown event kind 'turn.nope'"):
+    with pytest.raises(ValueError, match=r"unknown event kind 'turn\.nope'"):
         event_from_json({"kind": "turn.nope", "session": "s", "data": {}})
 
 
