@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from habakkuk.engine.config import parse_config
-from habakkuk.engine.events import Event, Subscription
+from habakkuk.engine.events import EventPayload, Subscription, TurnText
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
 from tests.fakes.model_server import FakeModelServer, Reply
@@ -110,9 +110,9 @@ async def measure(kind: str, turns: int, chunks: int, pace: float) -> list[float
     return latencies
 
 
-def text_of(session: str) -> Callable[[Event], bool]:
+def text_of(session: str) -> Callable[[EventPayload], bool]:
     """The filter for one session's streamed text."""
-    return lambda event: event.session == session and event.kind == "turn.text"
+    return lambda event: event.session == session and isinstance(event, TurnText)
 
 
 async def follow(events: Subscription, received: list[float], count: int) -> None:

@@ -269,6 +269,7 @@ def reply_piece(index: int) -> str:
 
 
 async def streaming_latency(tokens: int, rate: float) -> None:
+    from habakkuk.engine.events import TurnEnded, TurnStarted, TurnText
     from habakkuk.widgets.composer import Composer
     from habakkuk.widgets.markdown_stream import StreamingMarkdown
 
@@ -286,17 +287,19 @@ async def streaming_latency(tokens: int, rate: float) -> None:
             composer.focus()
 
             async def stream() -> None:
-                runtime.bus.publish("turn.start", session.id, turn="turn_bench", agent="main")
+                runtime.bus.publish(
+                    TurnStarted(session=session.id, turn="turn_bench", agent="main")
+                )
                 interval = 1.0 / rate
                 started = time.perf_counter()
                 for index in range(tokens):
                     piece = reply_piece(index)
-                    runtime.bus.publish("turn.text", session.id, turn="turn_bench", text=piece)
+                    runtime.bus.publish(TurnText(session=session.id, turn="turn_bench", text=piece))
                     # Keep the rate steady (catch up after a slow tick, never burst ahead).
                     delay = started + (index + 1) * interval - time.perf_counter()
                     if delay > 0:
                         await asyncio.sleep(delay)
-                runtime.bus.publish("turn.end", session.id, turn="turn_bench", status="done")
+                runtime.bus.publish(TurnEnded(session=session.id, turn="turn_bench", status="done"))
 
             streamer = asyncio.create_task(stream())
             latencies: list[float] = []

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from habakkuk.engine.config import parse_config
+from habakkuk.engine.events import EventPayload, JobFinished
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
 
@@ -29,18 +30,23 @@ workers:
 """
 
 
+def _status(event: EventPayload) -> str:
+    assert isinstance(event, JobFinished)
+    return event.status
+
+
 async def bench(count: int, concurrency: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Home(Path(tmp))
         text = CONFIG.replace("{concurrency}", str(concurrency))
         runtime = await Runtime.open(home, parse_config(text, home.config_path, home))
         sessions = [await runtime.new_session() for _ in range(count)]
-        finished = runtime.bus.subscribe(lambda e: e.kind == "job.finished", maxsize=count + 10)
+        finished = runtime.bus.subscribe(lambda e: isinstance(e, JobFinished), maxsize=count + 10)
         started = time.perf_counter()
         for session in sessions:
             await runtime.submit(session.id, "hello")
         runtime.start_workers()
-        statuses = [(await finished.get()).data["status"] for _ in range(count)]
+        statuses = [_status(await finished.get()) for _ in range(count)]
         elapsed = time.perf_counter() - started
         await runtime.close()
     failed = sum(1 for status in statuses if status != "done")

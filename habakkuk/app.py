@@ -6,8 +6,8 @@ after the first frame has painted, so this module imports nothing heavy: the
 engine, the screens and their widgets load lazily.
 
 The UI is a client of the runtime: it calls the facade (`habakkuk.runtime.Runtime`)
-and follows `runtime.bus`; events are forwarded to the screens as `BusEvent`
-messages.
+and follows `runtime.bus`; each event is forwarded to the screens as the Textual
+message paired with its class (habakkuk/screens/bus_messages.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from textual.worker import Worker
 from habakkuk.engine.timeouts import wait_within
 
 if TYPE_CHECKING:
-    from habakkuk.engine.events import Event, Subscription
+    from habakkuk.engine.events import Subscription
     from habakkuk.engine.home import Home
     from habakkuk.runtime import Runtime
 
@@ -43,14 +43,6 @@ SECTIONS = [
     ("approvals", "Every waiting approval", "ctrl+r"),
     ("overview", "Queue, running jobs and errors", "ctrl+o"),
 ]
-
-
-class BusEvent(Message, bubble=False):
-    """One runtime bus event, delivered to each live screen."""
-
-    def __init__(self, event: Event) -> None:
-        super().__init__()
-        self.event = event
 
 
 class RuntimeReady(Message, bubble=False):
@@ -216,9 +208,11 @@ class HabakkukApp(App[None]):
 
     @work(group="events")
     async def _pump_events(self, subscription: Subscription) -> None:
+        from habakkuk.screens.bus_messages import message_for
+
         async for event in subscription:
             for screen in list(self._listeners):
-                screen.post_message(BusEvent(event))
+                screen.post_message(message_for(event))
 
     def listen(self, screen: Screen[Any]) -> None:
         """Deliver bus events (and RuntimeReady) to `screen` from now on."""

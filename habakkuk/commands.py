@@ -187,18 +187,23 @@ async def _run_command(text: str, agent: str | None, session_id: str | None, as_
 
 async def _stream(runtime: Runtime, session_id: str) -> None:
     """Print the turn's text as it streams; tool activity goes to stderr."""
-    kinds = {"turn.text", "turn.reset", "tool.start", "tool.end"}
-    with runtime.bus.subscribe(lambda e: e.session == session_id and e.kind in kinds) as events:
+    from habakkuk.engine.events import ToolEnded, ToolStarted, TurnReset, TurnText
+
+    shown = (TurnText, TurnReset, ToolStarted, ToolEnded)
+    with runtime.bus.subscribe(
+        lambda e: e.session == session_id and isinstance(e, shown)
+    ) as events:
         async for event in events:
-            if event.kind == "turn.text":
-                sys.stdout.write(event.data["text"])
-                sys.stdout.flush()
-            elif event.kind == "turn.reset":
-                sys.stdout.write("\n[retrying]\n")
-            elif event.kind == "tool.start":
-                print(f"\n· {event.data['tool']}: {event.data['title']}", file=sys.stderr)
-            elif event.kind == "tool.end" and event.data.get("is_error"):
-                print(f"  ✗ {event.data['preview'][:200]}", file=sys.stderr)
+            match event:
+                case TurnText(text=text):
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+                case TurnReset():
+                    sys.stdout.write("\n[retrying]\n")
+                case ToolStarted():
+                    print(f"\n· {event.tool}: {event.title}", file=sys.stderr)
+                case ToolEnded(is_error=True):
+                    print(f"  ✗ {event.preview[:200]}", file=sys.stderr)
 
 
 # -- serve -------------------------------------------------------------------------------

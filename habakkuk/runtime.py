@@ -28,7 +28,13 @@ from habakkuk.engine.config import (
     thinking_level,
 )
 from habakkuk.engine.errors import HabakkukError, NotFound
-from habakkuk.engine.events import EventBus
+from habakkuk.engine.events import (
+    EventBus,
+    JobFinished,
+    QuestionAnswered,
+    QuestionAsked,
+    QuestionWithdrawn,
+)
 from habakkuk.engine.home import Environment, Home, default_home
 from habakkuk.engine.hooks import Hooks
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
@@ -173,17 +179,17 @@ class AttendedApprovals(ApprovalHub):
         request.id = getattr(request, "id", "") or f"qst_{secrets.token_hex(6)}"
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._questions[request.id] = (request, future)
-        self.bus.publish("question.pending", request.session, id=request.id, request=request)
+        self.bus.publish(QuestionAsked(session=request.session, id=request.id, request=request))
         try:
             return await wait_within(asyncio.shield(future), self.timeout)
         except TimeoutError:
             return None
         finally:
             self._questions.pop(request.id, None)
-            kind = "question.answered" if future.done() else "question.withdrawn"
+            settled = QuestionAnswered if future.done() else QuestionWithdrawn
             if not future.done():
                 future.cancel()
-            self.bus.publish(kind, request.session, id=request.id)
+            self.bus.publish(settled(session=request.session, id=request.id))
 
     def answer_question(self, question_id: str, text: str) -> bool:
         """Answer a waiting question; False when it is no longer waiting."""
@@ -414,12 +420,13 @@ class Runtime:
     def job_settled(self, job: Job) -> None:
         """Publish `job.finished` for a job a pool settled (done, failed or cancelled)."""
         self.bus.publish(
-            "job.finished",
-            str(job.payload.get("session", "")),
-            job=job.id,
-            job_kind=job.kind,
-            status=job.status,
-            attempts=job.attempts,
+            JobFinished(
+                session=str(job.payload.get("session", "")),
+                job=job.id,
+                job_kind=job.kind,
+                status=job.status,
+                attempts=job.attempts,
+            )
         )
 
     def _job_finished(self, job: Job) -> None:
@@ -708,7 +715,7 @@ class Runtime:
     async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> TurnOutcome:
         """Wait until the turn finishes here or in another process, and report it."""
         with self.bus.subscribe(
-            lambda e: e.kind == "job.finished" and e.data.get("job") == turn_id, maxsize=4
+            lambda e: isinstance(e, JobFinished) and e.job == turn_id, maxsize=4
         ) as finished:
             while True:
                 job = await self.queue.get(turn_id)

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from habakkuk.conversation.answers import answer_word
 from habakkuk.conversation.commands import Services, dispatch
 from habakkuk.engine.config import ChannelConfig, Config
-from habakkuk.engine.events import EventBus
+from habakkuk.engine.events import EventBus, EventPayload, ToolStarted, TurnEnded, TurnStarted
 from habakkuk.engine.home import Environment
 from habakkuk.engine.jobs import Job, JobQueue
 from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, block_to_json
@@ -199,8 +199,8 @@ class Gateway:
     def start(self) -> None:
         """Follow the events bus for typing, reactions and progress drafts."""
         if self._events is None:
-            kinds = {"turn.start", "turn.end", "tool.start"}
-            subscription = self.runtime.bus.subscribe(lambda e: e.kind in kinds)
+            followed = (TurnStarted, TurnEnded, ToolStarted)
+            subscription = self.runtime.bus.subscribe(lambda e: isinstance(e, followed))
             self._events = asyncio.create_task(self._follow(subscription), name="gateway:events")
 
     async def stop(self) -> None:
@@ -583,16 +583,20 @@ class Gateway:
         with subscription:
             async for event in subscription:
                 try:
-                    if event.kind == "turn.start":
-                        await self._begin_watch(str(event.data.get("turn")), event.session)
-                    elif event.kind == "tool.start":
-                        self._tool_line(event.session, event.data)
-                    elif event.kind == "turn.end":
-                        watch = self._watches.get(str(event.data.get("turn")))
-                        if watch is not None:
-                            await self._end_watch(watch, str(event.data.get("status")))
+                    await self._on_event(event)
                 except Exception:
                     log.exception("gateway: handling %s failed", event.kind)
+
+    async def _on_event(self, event: EventPayload) -> None:
+        match event:
+            case TurnStarted():
+                await self._begin_watch(event.turn, event.session)
+            case ToolStarted():
+                self._tool_line(event)
+            case TurnEnded():
+                watch = self._watches.get(event.turn)
+                if watch is not None:
+                    await self._end_watch(watch, event.status)
 
     async def _begin_watch(self, turn: str, session: str) -> None:
         if turn in self._watches:
@@ -611,10 +615,10 @@ class Gateway:
         self._watches[turn] = watch
         watch.task = asyncio.create_task(self._watch(watch), name=f"watch:{turn}")
 
-    def _tool_line(self, session: str, data: dict[str, Any]) -> None:
+    def _tool_line(self, event: ToolStarted) -> None:
         for watch in self._watches.values():
-            if watch.session == session:
-                watch.lines.append(f"• {data.get('tool')}: {str(data.get('title', ''))[:120]}")
+            if watch.session == event.session:
+                watch.lines.append(f"• {event.tool}: {event.title[:120]}")
                 del watch.lines[:-8]
                 watch.changed.set()
 

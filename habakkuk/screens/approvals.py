@@ -21,14 +21,14 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from habakkuk.engine.store import StoreError
-from habakkuk.screens.base import RuntimeScreen
+from habakkuk.screens.base import RuntimeScreen, on_bus
+from habakkuk.screens.bus_messages import ApprovalArrived
 from habakkuk.widgets.approval_prompt import INPUT_SUMMARY_CHARS
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-    from habakkuk.engine.events import Event
     from habakkuk.engine.toolkit.waiting import WaitingApproval
 
 # How often the list is read again while shown (approvals of other processes have no event).
@@ -93,9 +93,9 @@ class ApprovalsScreen(RuntimeScreen):
         if self._loaded and self.has_runtime:
             self.reload()
 
-    async def bus_event(self, event: Event) -> None:
-        if event.kind.startswith("approval."):
-            self.reload()
+    @on_bus(ApprovalArrived)
+    def _approval_event(self, message: ApprovalArrived) -> None:
+        self.reload()
 
     def reload(self) -> None:
         """Read the waiting approvals again (in a worker) and show them."""

@@ -2,15 +2,43 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from textual import on
 from textual.screen import Screen
 
-from habakkuk.app import BusEvent, HabakkukApp, RuntimeReady
+from habakkuk.app import HabakkukApp, RuntimeReady
+from habakkuk.screens.bus_messages import BusEvent
 
 if TYPE_CHECKING:
-    from habakkuk.engine.events import Event
     from habakkuk.runtime import Runtime
+
+S = TypeVar("S", bound="RuntimeScreen")
+M = TypeVar("M", bound=BusEvent[Any])
+
+
+def on_bus(
+    *message_types: type[M],
+) -> Callable[[Callable[[S, M], Any]], Callable[[S, M], Any]]:
+    """`@on(message_type)` for bus events, called only once the screen follows the runtime
+    (loaded, and the runtime not closed again by a quick quit)."""
+
+    def decorate(handler: Callable[[S, M], Any]) -> Callable[[S, M], Any]:
+        @functools.wraps(handler)
+        async def guarded(self: S, message: M) -> None:
+            if self._loaded and self.happ.runtime is not None:
+                result = handler(self, message)
+                if inspect.isawaitable(result):
+                    await result
+
+        for message_type in message_types:
+            guarded = on(message_type)(guarded)
+        return guarded
+
+    return decorate
 
 
 class RuntimeScreen(Screen[Any]):
@@ -54,12 +82,5 @@ class RuntimeScreen(Screen[Any]):
             self._loaded = True
             self.runtime_ready()
 
-    async def on_bus_event(self, message: BusEvent) -> None:
-        if self._loaded and self.happ.runtime is not None:
-            await self.bus_event(message.event)
-
     def runtime_ready(self) -> None:
         """Called once when the runtime is open: load data here."""
-
-    async def bus_event(self, event: Event) -> None:
-        """Called for every bus event once ready, in order."""

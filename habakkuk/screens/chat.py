@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import events, work
 from textual.app import ComposeResult
@@ -12,7 +12,32 @@ from textual.widgets import Static
 
 from habakkuk.conversation.answers import answer_word
 from habakkuk.conversation.commands import summaries
-from habakkuk.screens.base import RuntimeScreen
+from habakkuk.engine.events import (
+    ApprovalAnswered,
+    ApprovalAsked,
+    ApprovalWithdrawn,
+    EventPayload,
+    QuestionAnswered,
+    QuestionAsked,
+    QuestionWithdrawn,
+)
+from habakkuk.screens.base import RuntimeScreen, on_bus
+from habakkuk.screens.bus_messages import (
+    ApprovalArrived,
+    BusEvent,
+    CompactedArrived,
+    JobFinishedArrived,
+    ModelRepliedArrived,
+    QuestionArrived,
+    ToolCallStreamedArrived,
+    ToolEndedArrived,
+    ToolStartedArrived,
+    TurnEndedArrived,
+    TurnResetArrived,
+    TurnStartedArrived,
+    TurnTextArrived,
+    TurnThinkingArrived,
+)
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.footer import KeyFooter
@@ -24,8 +49,6 @@ from habakkuk.widgets.status_line import Status, StatusLine
 if TYPE_CHECKING:
     from textual.worker import Worker
 
-    from habakkuk.engine.events import Event
-    from habakkuk.engine.toolkit.approvals import ApprovalRequest
     from habakkuk.widgets.tool_card import ToolCard
 
 KEYS_HELP = (
@@ -34,16 +57,6 @@ KEYS_HELP = (
     "Ctrl+C stop, or copy a selection (twice quits) · "
     "Ctrl+N new · Ctrl+S sessions · Ctrl+R approvals · Ctrl+O overview · Ctrl+P palette"
 )
-TURN_EVENTS = {
-    "turn.text",
-    "turn.thinking",
-    "turn.tool_call",
-    "turn.reset",
-    "turn.message",
-    "turn.end",
-    "tool.start",
-    "tool.end",
-}
 
 
 class ChatScreen(RuntimeScreen):
@@ -222,82 +235,108 @@ class ChatScreen(RuntimeScreen):
 
     # -- events ------------------------------------------------------------------------------
 
-    async def bus_event(self, event: Event) -> None:
-        kind = event.kind
-        if kind.startswith("approval."):
-            self._approval_event(event)
-            return
-        if kind.startswith("question."):
-            if kind == "question.pending":
-                if event.data["request"].session == self.session_id:
-                    self._question.add(event.data["request"])
-                    self._composer.focus()
-            else:
-                self._question.withdraw(str(event.data.get("id", "")))
-            return
-        if not self.session_id or event.session != self.session_id:
-            return
-        turn = event.data.get("turn")
-        if kind == "turn.compaction":
-            if str(turn) not in self._compact_jobs:
-                # A turn compacted on its own (/compact shows its outcome when it ends).
-                data = event.data
-                await self._view.note(
-                    f"Context compacted: about {int(data.get('tokens_before', 0)):,} → "
-                    f"{int(data.get('tokens_after', 0)):,} tokens "
-                    f"({int(data.get('dropped', 0))} older messages summarized)."
-                )
-            return
-        if kind == "turn.start":
-            if event.data.get("compact"):
-                self._compact_jobs.add(str(turn))
-            self._seen_turns.add(str(turn))
-            self.running_turn = str(turn)
-            if turn in self.queued_turns:
-                self.queued_turns.remove(str(turn))
-            self._refresh_status()
-        elif kind in TURN_EVENTS:
-            await self._view.handle(event)
-            if kind == "turn.message":
-                self._load_usage()
-            elif kind == "turn.end":
-                self.finished[str(turn)] = str(event.data.get("status", ""))
-                if self.running_turn == turn:
-                    self.running_turn = None
-                self._load_usage()
-                if str(turn) not in self._seen_turns:
-                    # A turn that was already under way when the session opened (resumed
-                    # after a restart): part of it streamed before we listened, so show
-                    # the transcript as committed.
-                    self._open(self.session_id)
-        elif kind == "job.finished":
-            job = str(event.data.get("job", ""))
-            if job == self.running_turn:
-                self.running_turn = None
-            if job in self.queued_turns:
-                self.queued_turns.remove(job)
-            self._refresh_status()
-
-    def _approval_event(self, event: Event) -> None:
-        approval_id = str(event.data.get("id", ""))
-        if event.kind == "approval.pending":
-            request: ApprovalRequest = event.data["request"]
-            if request.session == self.session_id:
+    @on_bus(ApprovalArrived)
+    def _approval_event(self, message: ApprovalArrived) -> None:
+        event = message.event
+        match event:
+            case ApprovalAsked(request=request) if request.session == self.session_id:
                 self._prompt.add(request)
                 self._prompt.focus()
                 card = self._view.cards.get(request.call_id)
                 if card is not None:
-                    self._approval_cards[approval_id] = card
+                    self._approval_cards[event.id] = card
                     card.awaiting_approval(True)
-        else:
-            card = self._approval_cards.pop(approval_id, None)
-            if card is not None:
-                card.awaiting_approval(False)
-            had_focus = self.focused is self._prompt
-            self._prompt.withdraw(approval_id)
-            if had_focus and self._prompt.current is None:
-                self._composer.focus()
+            case ApprovalAnswered() | ApprovalWithdrawn():
+                card = self._approval_cards.pop(event.id, None)
+                if card is not None:
+                    card.awaiting_approval(False)
+                had_focus = self.focused is self._prompt
+                self._prompt.withdraw(event.id)
+                if had_focus and self._prompt.current is None:
+                    self._composer.focus()
         self.refresh_bindings()
+
+    @on_bus(QuestionArrived)
+    def _question_event(self, message: QuestionArrived) -> None:
+        match message.event:
+            case QuestionAsked(request=request):
+                if request.session == self.session_id:
+                    self._question.add(request)
+                    self._composer.focus()
+            case QuestionAnswered(id=question) | QuestionWithdrawn(id=question):
+                self._question.withdraw(question)
+
+    def _ours(self, event: EventPayload) -> bool:
+        return bool(self.session_id) and event.session == self.session_id
+
+    @on_bus(CompactedArrived)
+    async def _compacted(self, message: CompactedArrived) -> None:
+        event = message.event
+        if self._ours(event) and event.turn not in self._compact_jobs:
+            # A turn compacted on its own (/compact shows its outcome when it ends).
+            await self._view.note(
+                f"Context compacted: about {event.tokens_before:,} → "
+                f"{event.tokens_after:,} tokens "
+                f"({event.dropped} older messages summarized)."
+            )
+
+    @on_bus(TurnStartedArrived)
+    def _turn_started(self, message: TurnStartedArrived) -> None:
+        event = message.event
+        if not self._ours(event):
+            return
+        if event.compact:
+            self._compact_jobs.add(event.turn)
+        self._seen_turns.add(event.turn)
+        self.running_turn = event.turn
+        if event.turn in self.queued_turns:
+            self.queued_turns.remove(event.turn)
+        self._refresh_status()
+
+    @on_bus(
+        TurnTextArrived,
+        TurnThinkingArrived,
+        ToolCallStreamedArrived,
+        TurnResetArrived,
+        ToolStartedArrived,
+        ToolEndedArrived,
+    )
+    async def _turn_progress(self, message: BusEvent[Any]) -> None:
+        if self._ours(message.event):
+            await self._view.handle(message.event)
+
+    @on_bus(ModelRepliedArrived)
+    async def _model_replied(self, message: ModelRepliedArrived) -> None:
+        if self._ours(message.event):
+            await self._view.handle(message.event)
+            self._load_usage()
+
+    @on_bus(TurnEndedArrived)
+    async def _turn_ended(self, message: TurnEndedArrived) -> None:
+        event = message.event
+        if not self._ours(event):
+            return
+        await self._view.handle(event)
+        self.finished[event.turn] = event.status
+        if self.running_turn == event.turn:
+            self.running_turn = None
+        self._load_usage()
+        if event.turn not in self._seen_turns:
+            # A turn that was already under way when the session opened (resumed after a
+            # restart): part of it streamed before we listened, so show the transcript as
+            # committed.
+            self._open(self.session_id)
+
+    @on_bus(JobFinishedArrived)
+    def _job_finished(self, message: JobFinishedArrived) -> None:
+        event = message.event
+        if not self._ours(event):
+            return
+        if event.job == self.running_turn:
+            self.running_turn = None
+        if event.job in self.queued_turns:
+            self.queued_turns.remove(event.job)
+        self._refresh_status()
 
     def on_approval_prompt_answered(self, message: ApprovalPrompt.Answered) -> None:
         if message.answer is None or self._prompt.current is None:

@@ -10,7 +10,7 @@ reads again every few seconds while it is shown (r reloads at once).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
@@ -20,17 +20,21 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from habakkuk.engine.store import StoreError
-from habakkuk.screens.base import RuntimeScreen
+from habakkuk.screens.base import RuntimeScreen, on_bus
+from habakkuk.screens.bus_messages import (
+    BusEvent,
+    JobFinishedArrived,
+    TurnEndedArrived,
+    TurnStartedArrived,
+)
 from habakkuk.screens.text_prompt import ShowText
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-    from habakkuk.engine.events import Event
     from habakkuk.engine.overview import HttpListener, Overview
 
-REFRESH_KINDS = {"turn.start", "turn.end", "job.finished"}
 REFRESH_SECONDS = 5.0
 # Channel states that are not an error.
 CHANNEL_OK = {"connected", "standby", "starting", "never started", "stopped"}
@@ -172,9 +176,9 @@ class OverviewScreen(RuntimeScreen):
         if self._loaded and self.has_runtime:
             self.action_reload()
 
-    async def bus_event(self, event: Event) -> None:
-        if event.kind in REFRESH_KINDS:
-            self.action_reload()
+    @on_bus(TurnStartedArrived, TurnEndedArrived, JobFinishedArrived)
+    def _work_changed(self, message: BusEvent[Any]) -> None:
+        self.action_reload()
 
     def action_reload(self) -> None:
         """Read the overview again."""

@@ -19,12 +19,12 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
-from habakkuk.screens.base import RuntimeScreen
+from habakkuk.screens.base import RuntimeScreen, on_bus
+from habakkuk.screens.bus_messages import JobFinishedArrived
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
-    from habakkuk.engine.events import Event
     from habakkuk.engine.sessions import SearchHit
 
 EXPORT_FORMATS = ("md", "json", "html")
@@ -86,9 +86,10 @@ class SessionsScreen(RuntimeScreen):
     def runtime_ready(self) -> None:
         self.refresh_list()
 
-    async def bus_event(self, event: Event) -> None:
+    @on_bus(JobFinishedArrived)
+    def _job_finished(self, message: JobFinishedArrived) -> None:
         # A finished turn changes titles and order; cheap to reload the recent list.
-        if event.kind == "job.finished" and not self.query_text:
+        if not self.query_text:
             self.refresh_list()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -22,7 +22,20 @@ from urllib.parse import unquote
 from aiohttp import BodyPartReader, web
 
 from habakkuk.engine.errors import NotFound
-from habakkuk.engine.events import Event, Subscription
+from habakkuk.engine.events import (
+    ApprovalAsked,
+    EventPayload,
+    JobFinished,
+    Subscription,
+    ToolEnded,
+    ToolStarted,
+    TurnEnded,
+    TurnEvent,
+    TurnReset,
+    TurnStarted,
+    TurnText,
+    TurnThinking,
+)
 from habakkuk.engine.timeouts import next_within
 
 from .app import field, json_response, only_fields, server_of
@@ -39,15 +52,17 @@ log = logging.getLogger(__name__)
 MAX_FILES = 10
 IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
 MAX_TEXT = 100_000
-ACTIVITY_KINDS = {
-    "turn.start",
-    "turn.text",
-    "turn.thinking",
-    "turn.reset",
-    "turn.end",
-    "tool.start",
-    "tool.end",
-}
+# What /live and /api/live follow: the activity items, and a turn's start (to follow a
+# conversation onto its new session).
+ACTIVITY_EVENTS = (
+    TurnStarted,
+    TurnText,
+    TurnThinking,
+    TurnReset,
+    TurnEnded,
+    ToolStarted,
+    ToolEnded,
+)
 # A pending turn whose job never appeared (the process died between the two
 # writes) is given up after this long; resending with the same id requeues it.
 ORPHAN_SECONDS = 300.0
@@ -68,9 +83,8 @@ def check_conversation(value: Any, name: str = "conversation") -> str:
     return value
 
 
-def activity(event: Event) -> dict[str, Any] | None:
+def activity(event: EventPayload) -> dict[str, Any] | None:
     """A bus event as a dashboard activity item, or None for other events."""
-    data = event.data
     item: dict[str, Any] = {
         "kind": "",
         "tool": "",
@@ -78,43 +92,39 @@ def activity(event: Event) -> dict[str, Any] | None:
         "input": "",
         "text": "",
         "is_error": False,
-        "turn": str(data.get("turn", "")),
+        "turn": event.turn if isinstance(event, TurnEvent) else "",
         "session": event.session,
     }
-    if event.kind == "turn.text":
-        item.update(kind="text", text=str(data.get("text", "")))
-    elif event.kind == "turn.thinking":
-        item.update(kind="thinking", text=str(data.get("text", "")))
-    elif event.kind == "tool.start":
-        raw = json.dumps(data.get("input", {}), ensure_ascii=False, default=str)
-        item.update(
-            kind="tool_start",
-            tool=str(data.get("tool", "")),
-            id=str(data.get("call_id", "")),
-            input=raw[:2000],
-            text=str(data.get("title", "")),
-        )
-    elif event.kind == "tool.end":
-        item.update(
-            kind="tool_done",
-            tool=str(data.get("tool", "")),
-            id=str(data.get("call_id", "")),
-            text=str(data.get("preview", ""))[:4000],
-            is_error=bool(data.get("is_error")),
-        )
-    elif event.kind == "turn.reset":
-        item.update(kind="retry")
-    elif event.kind == "turn.end":
-        if data.get("status") == "done":
-            item.update(kind="turn_done", text=str(data.get("reply", "")))
-        else:
+    match event:
+        case TurnText(text=text):
+            item.update(kind="text", text=text)
+        case TurnThinking(text=text):
+            item.update(kind="thinking", text=text)
+        case ToolStarted():
+            raw = json.dumps(event.input, ensure_ascii=False, default=str)
             item.update(
-                kind="turn_error",
-                text=str(data.get("error") or data.get("status", "")),
-                is_error=True,
+                kind="tool_start",
+                tool=event.tool,
+                id=event.call_id,
+                input=raw[:2000],
+                text=event.title,
             )
-    else:
-        return None
+        case ToolEnded():
+            item.update(
+                kind="tool_done",
+                tool=event.tool,
+                id=event.call_id,
+                text=event.preview[:4000],
+                is_error=event.is_error,
+            )
+        case TurnReset():
+            item.update(kind="retry")
+        case TurnEnded(status="done"):
+            item.update(kind="turn_done", text=event.reply)
+        case TurnEnded():
+            item.update(kind="turn_error", text=event.error or event.status, is_error=True)
+        case _:
+            return None
     return item
 
 
@@ -170,15 +180,11 @@ class WebChannel:
 
     async def start(self) -> None:
         """Follow the bus for turn progress and start the reply watcher."""
-        kinds = {
-            "turn.start",
-            "turn.end",
-            "job.finished",
-            "approval.pending",
-            "approval.answered",
-            "approval.withdrawn",
-        }
-        self._subscription = self.runtime.bus.subscribe(lambda e: e.kind in kinds, maxsize=4096)
+        # Approvals answered or withdrawn need nothing here (the prompt row stays).
+        followed = (TurnStarted, TurnEnded, JobFinished, ApprovalAsked)
+        self._subscription = self.runtime.bus.subscribe(
+            lambda e: isinstance(e, followed), maxsize=4096
+        )
         self._task = asyncio.create_task(self._watch(), name="web-channel-watcher")
 
     async def stop(self) -> None:
@@ -211,38 +217,35 @@ class WebChannel:
         except Exception:
             log.exception("web channel: delivering a reply failed; the sweep retries it")
 
-    async def _on_event(self, event: Event) -> None:
-        if event.kind == "job.finished":
-            if event.data.get("job_kind") == "turn":
-                await self.deliver(str(event.data.get("job", "")))
-            return
-        if event.kind == "approval.pending":
-            await self._post_approval(event)
-            return
-        if event.kind.startswith("approval."):
-            return
-        turn = str(event.data.get("turn", ""))
-        pending = await self.store.pending_for(turn)
+    async def _on_event(self, event: EventPayload) -> None:
+        match event:
+            case JobFinished(job_kind="turn"):
+                await self.deliver(event.job)
+            case ApprovalAsked():
+                await self._post_approval(event)
+            case TurnStarted() | TurnEnded():
+                await self._turn_progress(event)
+
+    async def _turn_progress(self, event: TurnStarted | TurnEnded) -> None:
+        pending = await self.store.pending_for(event.turn)
         if pending is None:
             return
         conversation = pending[0]
-        if event.kind == "turn.start":
-            self.typing[conversation] = turn
-        elif self.typing.get(conversation) == turn:
+        if isinstance(event, TurnStarted):
+            self.typing[conversation] = event.turn
+        elif self.typing.get(conversation) == event.turn:
             self.typing.pop(conversation, None)
         self.store.wake(conversation)
 
-    async def _post_approval(self, event: Event) -> None:
-        request = event.data.get("request")
+    async def _post_approval(self, event: ApprovalAsked) -> None:
+        request = event.request
         for conversation in await self.store.conversations_of(event.session):
-            tool = getattr(request, "tool", "a tool")
-            summary = getattr(request, "summary", "")
             await self.store.append(
                 conversation,
                 "notice",
-                f"Approval needed: {tool}: {summary}\nAnswer yes or no.",
+                f"Approval needed: {request.tool}: {request.summary}\nAnswer yes or no.",
                 session=event.session,
-                dedupe=approval_dedupe(str(event.data.get("id")), conversation),
+                dedupe=approval_dedupe(event.id, conversation),
             )
 
     async def sweep(self) -> None:
@@ -654,7 +657,7 @@ async def live(request: web.Request) -> web.StreamResponse:
     store = server.web_store()
     binding = await store.conversation(conversation)
     following = binding.session if binding else ""
-    with server.runtime.bus.subscribe(lambda e: e.kind in ACTIVITY_KINDS) as subscription:
+    with server.runtime.bus.subscribe(lambda e: isinstance(e, ACTIVITY_EVENTS)) as subscription:
         response = await open_stream(request)
         server.track_stream()
         with contextlib.suppress(ConnectionError):
@@ -681,7 +684,7 @@ async def _pump_activity(
             await response.write(b": keepalive\n\n")
             continue
         if conversation is not None:
-            if event.kind == "turn.start" and event.session != following:
+            if isinstance(event, TurnStarted) and event.session != following:
                 binding = await store.conversation(conversation)
                 if binding is not None and binding.session == event.session:
                     following = binding.session
@@ -698,7 +701,7 @@ async def _pump_activity(
 async def live_all(request: web.Request) -> web.StreamResponse:
     """GET /api/live: activity of every session in this process."""
     server = server_of(request)
-    with server.runtime.bus.subscribe(lambda e: e.kind in ACTIVITY_KINDS) as subscription:
+    with server.runtime.bus.subscribe(lambda e: isinstance(e, ACTIVITY_EVENTS)) as subscription:
         response = await open_stream(request)
         server.track_stream()
         with contextlib.suppress(ConnectionError):

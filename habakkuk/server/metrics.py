@@ -9,7 +9,6 @@ runtimes in one process (tests) never share a counter.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from habakkuk import __version__
-from habakkuk.engine.events import Event, Subscription
+from habakkuk.engine.events import (
+    EventPayload,
+    JobFinished,
+    ModelReplied,
+    Subscription,
+    ToolEnded,
+    TurnEnded,
+    TurnStarted,
+)
 
 from .app import server_of
 
@@ -26,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-KINDS = {"turn.start", "turn.end", "turn.message", "tool.end", "job.finished"}
+COUNTED = (TurnStarted, TurnEnded, ModelReplied, ToolEnded, JobFinished)
 # A pool settles a job as done, failed or cancelled, or puts it back ("queued") to retry.
 JOB_OUTCOMES = {"queued": "retry", "running": "lost"}
 DELIVERY_PREFIX = "delivery:"
@@ -114,7 +121,9 @@ class Metrics:
         build.labels(version=__version__).set(1)
         start = Gauge("habakkuk_start_time_seconds", "Server start time", registry=registry)
         start.set(time.time())
-        self._subscription = self.runtime.bus.subscribe(lambda e: e.kind in KINDS, maxsize=8192)
+        self._subscription = self.runtime.bus.subscribe(
+            lambda e: isinstance(e, COUNTED), maxsize=8192
+        )
         self._task = asyncio.create_task(self._follow(), name="metrics")
 
     def stop(self) -> None:
@@ -133,49 +142,52 @@ class Metrics:
             except Exception:  # a metric must never take the server down
                 log.exception("metrics: could not record %s", event.kind)
 
-    def observe(self, event: Event) -> None:
+    def observe(self, event: EventPayload) -> None:
         """Count one bus event."""
-        data = event.data
-        if event.kind == "turn.start":
-            agent = str(data.get("agent", ""))
-            self._turns[str(data.get("turn", ""))] = (agent, time.monotonic())
-            self.turns_started.labels(agent=agent).inc()
-            if len(self._turns) > 10_000:  # turns whose end never reached us
-                self._turns.pop(next(iter(self._turns)))
-        elif event.kind == "turn.end":
-            agent, started = self._turns.pop(str(data.get("turn", "")), ("", time.monotonic()))
-            if data.get("status") == "failed":
-                self.turns_failed.labels(agent=agent).inc()
-            else:
-                self.turns_finished.labels(agent=agent).inc()
-            self.turn_duration.observe(time.monotonic() - started)
-        elif event.kind == "turn.message":
-            provider, _, model = str(data.get("model", "")).partition("/")
-            self.model_calls.labels(provider=provider, model=model, outcome="ok").inc()
-            usage = data.get("usage") or {}
-            for kind in TOKEN_KINDS:
-                count = usage.get(kind) or 0
-                if count:
-                    label = kind.removesuffix("_tokens")
-                    self.model_tokens.labels(provider=provider, model=model, kind=label).inc(count)
-            cost = self.runtime.call_cost(str(data.get("model", "")), usage)
-            if cost:
-                self.model_cost.inc(cost)
-        elif event.kind == "tool.end":
-            outcome = str(data.get("status") or ("error" if data.get("is_error") else "ok"))
-            self.tool_calls.labels(tool=str(data.get("tool", "")), outcome=outcome).inc()
-            with contextlib.suppress(TypeError, ValueError):
-                self.tool_duration.observe(float(data.get("seconds", 0.0)))
-        elif event.kind == "job.finished":
-            kind, status = str(data.get("job_kind", "")), str(data.get("status", ""))
-            outcome = JOB_OUTCOMES.get(status, status)
-            self.jobs.labels(kind=kind, outcome=outcome).inc()
-            if outcome == "retry":
-                self.job_retries.labels(kind=kind).inc()
-            if kind.startswith(DELIVERY_PREFIX):
-                channel = kind.removeprefix(DELIVERY_PREFIX)
-                sent = DELIVERY_OUTCOMES.get(status, status)
-                self.deliveries.labels(channel=channel, outcome=sent).inc()
+        match event:
+            case TurnStarted():
+                self._turns[event.turn] = (event.agent, time.monotonic())
+                self.turns_started.labels(agent=event.agent).inc()
+                if len(self._turns) > 10_000:  # turns whose end never reached us
+                    self._turns.pop(next(iter(self._turns)))
+            case TurnEnded():
+                agent, started = self._turns.pop(event.turn, ("", time.monotonic()))
+                if event.status == "failed":
+                    self.turns_failed.labels(agent=agent).inc()
+                else:
+                    self.turns_finished.labels(agent=agent).inc()
+                self.turn_duration.observe(time.monotonic() - started)
+            case ModelReplied():
+                self._model_call(event)
+            case ToolEnded():
+                outcome = event.status or ("error" if event.is_error else "ok")
+                self.tool_calls.labels(tool=event.tool, outcome=outcome).inc()
+                self.tool_duration.observe(event.seconds or 0.0)
+            case JobFinished():
+                self._job(event)
+
+    def _model_call(self, event: ModelReplied) -> None:
+        provider, _, model = event.model.partition("/")
+        self.model_calls.labels(provider=provider, model=model, outcome="ok").inc()
+        for kind in TOKEN_KINDS:
+            count = event.usage.get(kind) or 0
+            if count:
+                label = kind.removesuffix("_tokens")
+                self.model_tokens.labels(provider=provider, model=model, kind=label).inc(count)
+        cost = self.runtime.call_cost(event.model, event.usage)
+        if cost:
+            self.model_cost.inc(cost)
+
+    def _job(self, event: JobFinished) -> None:
+        kind, status = event.job_kind, event.status
+        outcome = JOB_OUTCOMES.get(status, status)
+        self.jobs.labels(kind=kind, outcome=outcome).inc()
+        if outcome == "retry":
+            self.job_retries.labels(kind=kind).inc()
+        if kind.startswith(DELIVERY_PREFIX):
+            channel = kind.removeprefix(DELIVERY_PREFIX)
+            sent = DELIVERY_OUTCOMES.get(status, status)
+            self.deliveries.labels(channel=channel, outcome=sent).inc()
 
     async def render(self) -> bytes:
         """The exposition text, with queue depth read now."""

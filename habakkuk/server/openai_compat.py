@@ -25,7 +25,14 @@ from typing import Any
 
 from aiohttp import web
 
-from habakkuk.engine.events import Subscription
+from habakkuk.engine.events import (
+    EventPayload,
+    ModelReplied,
+    Subscription,
+    ToolCallStreamed,
+    ToolStarted,
+    TurnText,
+)
 from habakkuk.engine.llm.types import ContextBlock, Message, TextBlock
 
 from .app import HttpServer, json_response, server_of
@@ -281,19 +288,18 @@ async def _session_for(
 
 
 def _follow(server: HttpServer, prepared: Prepared) -> Subscription:
-    kinds = {"turn.text", "turn.tool_call", "tool.start", "turn.message"}
-    return server.runtime.bus.subscribe(
-        lambda e: (
-            e.kind in kinds
-            and e.session == prepared.session
-            and e.data.get("turn") in (prepared.turn, None)
-        ),
-        maxsize=8192,
-    )
+    def ours(event: EventPayload) -> bool:
+        if event.session != prepared.session:
+            return False
+        if isinstance(event, (TurnText, ToolCallStreamed, ModelReplied)):
+            return event.turn == prepared.turn
+        return isinstance(event, ToolStarted)  # a tool call names no turn
+
+    return server.runtime.bus.subscribe(ours, maxsize=8192)
 
 
-def _record_usage(progress: Progress, data: dict[str, Any]) -> None:
-    for key, value in (data.get("usage") or {}).items():
+def _record_usage(progress: Progress, event: ModelReplied) -> None:
+    for key, value in event.usage.items():
         if isinstance(value, int):
             progress.usage[key] = progress.usage.get(key, 0) + value
 
@@ -303,8 +309,8 @@ async def _wait_whole(server: HttpServer, prepared: Prepared) -> tuple[Any, Prog
     with _follow(server, prepared) as events:
         outcome = await server.runtime.wait_turn(prepared.turn)
         while (event := events.get_nowait()) is not None:
-            if event.kind == "turn.message":
-                _record_usage(progress, event.data)
+            if isinstance(event, ModelReplied):
+                _record_usage(progress, event)
     return outcome, progress
 
 
@@ -333,28 +339,28 @@ async def _stream_turn(
                 continue
             if getter in done:
                 event = getter.result()
-                if event.kind == "turn.text":
-                    piece = str(event.data.get("text", ""))
-                    if gap and progress.streamed:
-                        piece = "\n\n" + piece
-                    gap = False
-                    progress.streamed += piece
-                    await emit(piece)
-                elif event.kind in ("turn.tool_call", "tool.start"):
-                    gap = True
-                elif event.kind == "turn.message":
-                    _record_usage(progress, event.data)
+                match event:
+                    case TurnText(text=piece):
+                        if gap and progress.streamed:
+                            piece = "\n\n" + piece
+                        gap = False
+                        progress.streamed += piece
+                        await emit(piece)
+                    case ToolCallStreamed() | ToolStarted():
+                        gap = True
+                    case ModelReplied():
+                        _record_usage(progress, event)
                 continue
             getter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await getter
             while (late := events.get_nowait()) is not None:
-                if late.kind == "turn.text":
-                    piece = str(late.data.get("text", ""))
-                    progress.streamed += piece
-                    await emit(piece)
-                elif late.kind == "turn.message":
-                    _record_usage(progress, late.data)
+                match late:
+                    case TurnText(text=piece):
+                        progress.streamed += piece
+                        await emit(piece)
+                    case ModelReplied():
+                        _record_usage(progress, late)
             outcome = waiter.result()
             if outcome.status == "done" and not progress.streamed and outcome.reply:
                 progress.streamed = outcome.reply

@@ -15,6 +15,17 @@ from textual.containers import VerticalScroll
 from textual.errors import NoWidget
 from textual.widget import Widget
 
+from habakkuk.engine.events import (
+    EventPayload,
+    ModelReplied,
+    ToolCallStreamed,
+    ToolEnded,
+    ToolStarted,
+    TurnEnded,
+    TurnReset,
+    TurnText,
+    TurnThinking,
+)
 from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
 from habakkuk.engine.toolkit.outcome import stored_outcome
 from habakkuk.widgets.composer import Composer
@@ -28,7 +39,6 @@ from habakkuk.widgets.user_message import UserMessage
 if TYPE_CHECKING:
     from textual.screen import Screen
 
-    from habakkuk.engine.events import Event
     from habakkuk.engine.sessions import StoredMessage
 
 # How much of a loaded transcript, from the bottom, is built at once (in screens).
@@ -208,55 +218,48 @@ class MessageView(VerticalScroll, can_focus=True):
         await self.mount(Notice(text, error=error))
         self.anchor()
 
-    async def handle(self, event: Event) -> None:
+    async def handle(self, event: EventPayload) -> None:
         """Apply one bus event of this session's running turn."""
-        kind, data = event.kind, event.data
-        if kind == "turn.text":
-            if self._text is None:
-                self._text = StreamingMarkdown()
-                self._call_widgets.append(self._text)
-                await self.mount(self._text)
-            self._text.feed(str(data.get("text", "")))
-        elif kind == "turn.thinking":
-            if self._thinking is None:
-                self._thinking = ThinkingView()
-                self._call_widgets.append(self._thinking)
-                await self.mount(self._thinking)
-            self._thinking.feed(str(data.get("text", "")))
-        elif kind == "turn.tool_call":
-            await self._close_segments()
-            self._card(str(data["call_id"]), str(data.get("tool", "")), mount_new=True)
-        elif kind == "tool.start":
-            await self._close_segments()
-            card = self._card(str(data["call_id"]), str(data.get("tool", "")), mount_new=True)
-            card.started(str(data.get("title", "")))
-        elif kind == "tool.end":
-            card = self._card(str(data["call_id"]), str(data.get("tool", "")), mount_new=True)
-            seconds = data.get("seconds")
-            card.ended(
-                str(data.get("status", "ok")),
-                float(seconds) if isinstance(seconds, (int, float)) else None,
-                str(data.get("preview", "")),
-            )
-        elif kind == "turn.reset":
-            for widget in self._call_widgets:
-                if isinstance(widget, ToolCard):
-                    self.cards.pop(widget.call_id, None)
-                await widget.remove()
-            self._call_widgets = []
-            self._text = None
-            self._thinking = None
-        elif kind == "turn.message":
-            await self._close_segments()
-            self._call_widgets = []
-        elif kind == "turn.end":
-            await self._close_segments()
-            self._call_widgets = []
-            status = data.get("status")
-            if status == "stopped":
-                await self.note("Turn stopped.")
-            elif status == "failed":
-                await self.note(f"Turn failed: {data.get('error') or 'unknown error'}", error=True)
+        match event:
+            case TurnText(text=text):
+                if self._text is None:
+                    self._text = StreamingMarkdown()
+                    self._call_widgets.append(self._text)
+                    await self.mount(self._text)
+                self._text.feed(text)
+            case TurnThinking(text=text):
+                if self._thinking is None:
+                    self._thinking = ThinkingView()
+                    self._call_widgets.append(self._thinking)
+                    await self.mount(self._thinking)
+                self._thinking.feed(text)
+            case ToolCallStreamed(call_id=call_id, tool=tool):
+                await self._close_segments()
+                self._card(call_id, tool, mount_new=True)
+            case ToolStarted(call_id=call_id, tool=tool):
+                await self._close_segments()
+                self._card(call_id, tool, mount_new=True).started(event.title)
+            case ToolEnded(call_id=call_id, tool=tool):
+                card = self._card(call_id, tool, mount_new=True)
+                card.ended(event.status, event.seconds, event.preview)
+            case TurnReset():
+                for widget in self._call_widgets:
+                    if isinstance(widget, ToolCard):
+                        self.cards.pop(widget.call_id, None)
+                    await widget.remove()
+                self._call_widgets = []
+                self._text = None
+                self._thinking = None
+            case ModelReplied():
+                await self._close_segments()
+                self._call_widgets = []
+            case TurnEnded(status=status):
+                await self._close_segments()
+                self._call_widgets = []
+                if status == "stopped":
+                    await self.note("Turn stopped.")
+                elif status == "failed":
+                    await self.note(f"Turn failed: {event.error or 'unknown error'}", error=True)
 
     def _card(self, call_id: str, tool: str, *, mount_new: bool) -> ToolCard:
         card = self.cards.get(call_id)

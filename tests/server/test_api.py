@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine.events import JobFinished
 from habakkuk.server.api import redact
 from tests.conftest import mock_config
 
@@ -211,8 +212,8 @@ async def test_metrics_cost_channels_retries_and_deliveries(serve: Any) -> None:
     await chat_and_wait(served, "m1", "use a tool")
     runtime = served.runtime
     # A delivery that was retried once and then sent, as the channel pools report them.
-    runtime.bus.publish("job.finished", job="d1", job_kind="delivery:tg", status="queued")
-    runtime.bus.publish("job.finished", job="d1", job_kind="delivery:tg", status="done")
+    runtime.bus.publish(JobFinished(job="d1", job_kind="delivery:tg", status="queued", attempts=1))
+    runtime.bus.publish(JobFinished(job="d1", job_kind="delivery:tg", status="done", attempts=2))
     async with served.client.get(served.url + "/metrics", headers=served.auth()) as response:
         text = await response.text()
     cost = [line for line in text.splitlines() if line.startswith("habakkuk_model_cost_usd_total")]

@@ -8,7 +8,7 @@ from textual.pilot import Pilot
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
 
-from habakkuk.engine.events import Event
+from habakkuk.engine.events import BY_KIND, EventPayload
 from habakkuk.widgets.markdown_stream import VOLUME_BLOCKS, MarkdownVolume, StreamingMarkdown
 from habakkuk.widgets.message_view import MessageView
 from tests.tui.conftest import wait_until
@@ -25,8 +25,8 @@ REPLY = "".join(
 )
 
 
-def event(kind: str, **data: Any) -> Event:
-    return Event(kind, "ses_1", {"turn": "turn_1", **data})
+def event(kind: str, **data: Any) -> EventPayload:
+    return BY_KIND[kind](session="ses_1", turn="turn_1", **data)
 
 
 async def streamed(pilot: Pilot[Any], *, end: bool) -> tuple[MessageView, StreamingMarkdown]:

@@ -13,7 +13,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
-from habakkuk.engine.events import Event
+from habakkuk.engine.events import BY_KIND, EventPayload
 from habakkuk.widgets.markdown_stream import (
     VOLUME_BLOCKS,
     MarkdownVolume,
@@ -245,8 +245,8 @@ class OneView(App[None]):
         yield MessageView()
 
 
-def event(kind: str, **data: Any) -> Event:
-    return Event(kind, "ses_1", {"turn": "turn_1", **data})
+def event(kind: str, **data: Any) -> EventPayload:
+    return BY_KIND[kind](session="ses_1", turn="turn_1", **data)
 
 
 async def test_a_turn_reset_mid_stream_leaves_only_the_retry_rendered_as_one_shot() -> None:
@@ -262,7 +262,7 @@ async def test_a_turn_reset_mid_stream_leaves_only_the_retry_rendered_as_one_sho
         await view.handle(event("turn.reset"))
         for piece in chunks(retry, "seed-reset"):
             await view.handle(event("turn.text", text=piece))
-        await view.handle(event("turn.message", model="m"))
+        await view.handle(event("turn.message", model="m", usage={}, stop_reason="end_turn"))
         await view.handle(event("turn.end", status="done", reply=retry))
         await pilot.pause()
         shown = list(app.query(StreamingMarkdown))

@@ -32,7 +32,19 @@ from ..config import (
     thinking_level,
 )
 from ..errors import HabakkukError
-from ..events import EventBus
+from ..events import (
+    Compacted,
+    EventBus,
+    ModelReplied,
+    ToolArgsStreamed,
+    ToolCallStreamed,
+    TurnEnded,
+    TurnReset,
+    TurnStarted,
+    TurnStatus,
+    TurnText,
+    TurnThinking,
+)
 from ..home import Home
 from ..hooks import Hooks
 from ..jobs import Lease
@@ -157,7 +169,7 @@ class TurnRunner:
             # Open todo items ride along with the message, so the transcript stays append-only.
             first.blocks.append(ContextBlock(state.todo_note, "todo"))
         session, view, agent = await self._open(session_id, job.id, first, guard)
-        deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name)
+        deps.bus.publish(TurnStarted(session=session_id, turn=job.id, agent=agent.name))
         self._fire("turn_start", agent.name, {"session": session_id, "turn": job.id, "text": typed})
         try:
             reply = await self._loop(
@@ -196,8 +208,24 @@ class TurnRunner:
             raise PermanentJobError(str(exc)) from None
         return session, view, agent
 
-    def _end(self, agent: str, session: str, turn: str, **data: Any) -> None:
-        self.deps.bus.publish("turn.end", session, turn=turn, **data)
+    def _end(
+        self,
+        agent: str,
+        session: str,
+        turn: str,
+        status: TurnStatus,
+        *,
+        reply: str = "",
+        error: str = "",
+    ) -> None:
+        event = TurnEnded(session=session, turn=turn, status=status, reply=reply, error=error)
+        self.deps.bus.publish(event)
+        # The hook gets what it got before: only the fields this ending has.
+        data: dict[str, str] = {"status": status}
+        if status == "done":
+            data["reply"] = reply
+        elif status == "failed":
+            data["error"] = error
         self._fire("turn_end", agent, {"session": session, "turn": turn, **data})
 
     def _fire(self, event: str, agent: str, data: dict[str, Any]) -> None:
@@ -310,12 +338,13 @@ class TurnRunner:
             self._remember(session.id, result.usage.prompt_tokens, len(request.messages), marker)
             await deps.transcripts.append(session.id, result.message, turn_id=job.id, guard=guard)
             deps.bus.publish(
-                "turn.message",
-                session.id,
-                turn=job.id,
-                model=str(result.model),
-                usage=result.usage.__dict__,
-                stop_reason=result.stop_reason,
+                ModelReplied(
+                    session=session.id,
+                    turn=job.id,
+                    model=str(result.model),
+                    usage=dict(result.usage.__dict__),
+                    stop_reason=result.stop_reason,
+                )
             )
             calls = result.message.tool_uses
             if not calls:
@@ -343,7 +372,7 @@ class TurnRunner:
             request,
             caller=Caller(agent.name, session.id),
             on_event=lambda event, ref: self._publish_delta(session.id, turn, event),
-            on_reset=lambda: bus.publish("turn.reset", session.id, turn=turn),
+            on_reset=lambda: bus.publish(TurnReset(session=session.id, turn=turn)),
         )
 
     # -- compaction -------------------------------------------------------------------------
@@ -405,12 +434,13 @@ class TurnRunner:
 
     def _publish_compaction(self, session: str, turn: str, outcome: CompactionOutcome) -> None:
         self.deps.bus.publish(
-            "turn.compaction",
-            session,
-            turn=turn,
-            tokens_before=outcome.tokens_before,
-            tokens_after=outcome.tokens_after,
-            dropped=outcome.dropped,
+            Compacted(
+                session=session,
+                turn=turn,
+                tokens_before=outcome.tokens_before,
+                tokens_after=outcome.tokens_after,
+                dropped=outcome.dropped,
+            )
         )
 
     async def _compact_job(self, lease: Lease, session_id: str, guard: Any) -> dict[str, Any]:
@@ -427,7 +457,9 @@ class TurnRunner:
             tools = deps.tool_view(agent, tools, view.messages)
         state = await deps.state.turn_state(session_id) if deps.state is not None else None
         chain = session_chain(deps.config, agent, state)
-        deps.bus.publish("turn.start", session_id, turn=job.id, agent=agent.name, compact=True)
+        deps.bus.publish(
+            TurnStarted(session=session_id, turn=job.id, agent=agent.name, compact=True)
+        )
         try:
             outcome = await compact(
                 deps.transcripts,
@@ -442,15 +474,17 @@ class TurnRunner:
                 carry=deps.tool_view.carry if deps.tool_view is not None else None,
             )
         except asyncio.CancelledError:
-            deps.bus.publish("turn.end", session_id, turn=job.id, status="stopped")
+            deps.bus.publish(TurnEnded(session=session_id, turn=job.id, status="stopped"))
             raise
         except ProviderError as exc:
-            deps.bus.publish("turn.end", session_id, turn=job.id, status="failed", error=str(exc))
+            deps.bus.publish(
+                TurnEnded(session=session_id, turn=job.id, status="failed", error=str(exc))
+            )
             raise PermanentJobError(f"the summary call failed: {exc}") from None
         if outcome.compacted:
             self._publish_compaction(session_id, job.id, outcome)
         reply = outcome.describe()
-        deps.bus.publish("turn.end", session_id, turn=job.id, status="done", reply=reply)
+        deps.bus.publish(TurnEnded(session=session_id, turn=job.id, status="done", reply=reply))
         return {
             "session": session_id,
             "reply": reply,
@@ -510,20 +544,20 @@ class TurnRunner:
     def _publish_delta(self, session: str, turn: str, event: StreamEvent) -> None:
         bus: EventBus = self.deps.bus
         if isinstance(event, TextDelta):
-            bus.publish("turn.text", session, turn=turn, text=event.text)
+            bus.publish(TurnText(session=session, turn=turn, text=event.text))
         elif isinstance(event, ThinkingDelta):
-            bus.publish("turn.thinking", session, turn=turn, text=event.text)
+            bus.publish(TurnThinking(session=session, turn=turn, text=event.text))
         elif isinstance(event, ToolCallStart):
             bus.publish(
-                "turn.tool_call", session, turn=turn, call_id=event.tool_use_id, tool=event.tool
+                ToolCallStreamed(
+                    session=session, turn=turn, call_id=event.tool_use_id, tool=event.tool
+                )
             )
         elif isinstance(event, ToolCallDelta):
             bus.publish(
-                "turn.tool_args",
-                session,
-                turn=turn,
-                call_id=event.tool_use_id,
-                arguments=event.arguments,
+                ToolArgsStreamed(
+                    session=session, turn=turn, call_id=event.tool_use_id, arguments=event.arguments
+                )
             )
 
 

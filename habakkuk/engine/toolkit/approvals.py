@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from habakkuk.engine.events import ApprovalAnswered, ApprovalAsked, ApprovalWithdrawn
 from habakkuk.engine.timeouts import wait_within
 
 Answer = Literal["allow_once", "allow_session", "deny"]
@@ -93,7 +94,7 @@ class ApprovalHub:
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         self._pending[request.id] = (request, future)
         self._since[request.id] = time.time()
-        self.bus.publish("approval.pending", request.session, id=request.id, request=request)
+        self.bus.publish(ApprovalAsked(session=request.session, id=request.id, request=request))
         try:
             return await wait_within(asyncio.shield(future), self.timeout)
         except TimeoutError:
@@ -103,9 +104,9 @@ class ApprovalHub:
             self._since.pop(request.id, None)
             if not future.done():
                 future.cancel()
-                self.bus.publish("approval.withdrawn", request.session, id=request.id)
+                self.bus.publish(ApprovalWithdrawn(session=request.session, id=request.id))
             else:
-                self.bus.publish("approval.answered", request.session, id=request.id)
+                self.bus.publish(ApprovalAnswered(session=request.session, id=request.id))
 
     def answer(self, approval_id: str, answer: Answer, reason: str = "", by: str = "human") -> bool:
         """Answer a waiting request; False when it is no longer waiting."""

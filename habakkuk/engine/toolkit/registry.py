@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..events import EventBus
+from ..events import EventBus, ToolEnded, ToolStarted
 from ..llm.types import ToolResultBlock, ToolSpec, ToolUseBlock
 from ..store import BlobStore
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants
@@ -181,12 +181,13 @@ class ToolRegistry:
         except Exception:
             title = use.tool  # an input the summary cannot show must not stop the call
         ctx.bus.publish(
-            "tool.start",
-            ctx.session,
-            call_id=use.tool_use_id,
-            tool=use.tool,
-            title=title,
-            input=use.input,
+            ToolStarted(
+                session=ctx.session,
+                call_id=use.tool_use_id,
+                tool=use.tool,
+                title=title,
+                input=use.input,
+            )
         )
         try:
             output = await self._decide_and_run(tool, use, ctx, clock)
@@ -200,14 +201,15 @@ class ToolRegistry:
         except asyncio.CancelledError:
             status: Outcome = "interrupted" if use.tool_use_id in ctx.ran else "not_run"
             ctx.bus.publish(
-                "tool.end",
-                ctx.session,
-                call_id=use.tool_use_id,
-                tool=use.tool,
-                is_error=True,
-                status=status,
-                seconds=clock.seconds() if status == "interrupted" else None,
-                preview=status.replace("_", " "),
+                ToolEnded(
+                    session=ctx.session,
+                    call_id=use.tool_use_id,
+                    tool=use.tool,
+                    is_error=True,
+                    status=status,
+                    seconds=clock.seconds() if status == "interrupted" else None,
+                    preview=status.replace("_", " "),
+                )
             )
             raise
         result = await self._spill(use, output, ctx.blobs)
@@ -222,14 +224,15 @@ class ToolRegistry:
                 },
             )
         ctx.bus.publish(
-            "tool.end",
-            ctx.session,
-            call_id=use.tool_use_id,
-            tool=use.tool,
-            is_error=result.is_error,
-            status=output.outcome,
-            seconds=clock.seconds(),
-            preview=result.text[:500],
+            ToolEnded(
+                session=ctx.session,
+                call_id=use.tool_use_id,
+                tool=use.tool,
+                is_error=result.is_error,
+                status=output.outcome,
+                seconds=clock.seconds(),
+                preview=result.text[:500],
+            )
         )
         return result
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..config import ModelRef
-from ..events import EventBus
+from ..events import ApprovalReviewed, EventBus
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router
 from ..llm.types import Message, ModelRequest, TextBlock
@@ -194,15 +194,16 @@ class Reviewer:
             model,
         )
         self.bus.publish(
-            "approval.review",
-            request.session,
-            agent=request.agent,
-            turn=request.turn,
-            tool=request.tool,
-            summary=request.summary,
-            decision=verdict.decision,
-            reason=verdict.reason,
-            model=model,
+            ApprovalReviewed(
+                session=request.session,
+                agent=request.agent,
+                turn=request.turn,
+                tool=request.tool,
+                summary=request.summary,
+                decision=verdict.decision,
+                reason=verdict.reason,
+                model=model,
+            )
         )
         return verdict
 
