@@ -21,18 +21,15 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from habakkuk.engine.store import StoreError
-from habakkuk.screens.base import RuntimeScreen, on_bus
+from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import ApprovalArrived
 from habakkuk.widgets.approval_prompt import INPUT_SUMMARY_CHARS
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
-    from textual.timer import Timer
-
     from habakkuk.engine.toolkit.waiting import WaitingApproval
 
 # How often the list is read again while shown (approvals of other processes have no event).
-REFRESH_SECONDS = 2.0
 
 
 def call_text(approval: WaitingApproval) -> str:
@@ -43,7 +40,7 @@ def call_text(approval: WaitingApproval) -> str:
     return text
 
 
-class ApprovalsScreen(RuntimeScreen):
+class ApprovalsScreen(PollingScreen):
     """A table of waiting approvals; y, a, n answer the highlighted one."""
 
     BINDINGS = [
@@ -53,10 +50,11 @@ class ApprovalsScreen(RuntimeScreen):
         Binding("enter", "open", "Open chat", id="approvals.open"),
     ]
 
+    refresh_seconds = 2.0
+
     def __init__(self) -> None:
         super().__init__(id="approvals")
         self.rows: list[WaitingApproval] = []
-        self._timer: Timer | None = None
         self._title = Static("Waiting approvals", classes="section-title")
         self._table: DataTable[str | Text] = DataTable(
             id="approval-table", cursor_type="row", zebra_stripes=True
@@ -74,24 +72,9 @@ class ApprovalsScreen(RuntimeScreen):
     def on_mount(self) -> None:
         self._table.add_columns("tool", "from", "agent", "session", "input")
         self._table.focus()
-        self._timer = self.set_interval(REFRESH_SECONDS, self._tick, pause=not self.is_current)
 
-    def runtime_ready(self) -> None:
+    def refresh_data(self) -> None:
         self.reload()
-
-    def on_screen_resume(self) -> None:
-        if self._timer is not None:
-            self._timer.resume()
-        if self.has_runtime:
-            self.reload()
-
-    def on_screen_suspend(self) -> None:
-        if self._timer is not None:
-            self._timer.pause()
-
-    def _tick(self) -> None:
-        if self._loaded and self.has_runtime:
-            self.reload()
 
     @on_bus(ApprovalArrived)
     def _approval_event(self, message: ApprovalArrived) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual import on
 from textual.screen import Screen
@@ -14,6 +14,8 @@ from habakkuk.app import HabakkukApp, RuntimeReady
 from habakkuk.screens.bus_messages import BusEvent
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from habakkuk.runtime import Runtime
 
 S = TypeVar("S", bound="RuntimeScreen")
@@ -84,3 +86,40 @@ class RuntimeScreen(Screen[Any]):
 
     def runtime_ready(self) -> None:
         """Called once when the runtime is open: load data here."""
+
+
+class PollingScreen(RuntimeScreen):
+    """A section screen that re-reads its data every `refresh_seconds` while it is shown.
+
+    Some of what it shows changes in other processes (their approvals, their jobs), so
+    the bus alone cannot tell it; the timer pauses while another screen is up.
+    """
+
+    refresh_seconds: ClassVar[float] = 5.0
+    _poll: Timer | None = None
+
+    def on_mount(self) -> None:
+        # Textual runs every class's on_mount along the MRO: subclasses keep their own.
+        self._poll = self.set_interval(
+            self.refresh_seconds, self._poll_tick, pause=not self.is_current
+        )
+
+    def runtime_ready(self) -> None:
+        self.refresh_data()
+
+    def on_screen_resume(self) -> None:
+        if self._poll is not None:
+            self._poll.resume()
+        if self.has_runtime:
+            self.refresh_data()
+
+    def on_screen_suspend(self) -> None:
+        if self._poll is not None:
+            self._poll.pause()
+
+    def _poll_tick(self) -> None:
+        if self._loaded and self.has_runtime:
+            self.refresh_data()
+
+    def refresh_data(self) -> None:
+        """Re-read what the screen shows (through the runtime facade)."""

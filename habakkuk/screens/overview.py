@@ -20,7 +20,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from habakkuk.engine.store import StoreError
-from habakkuk.screens.base import RuntimeScreen, on_bus
+from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import (
     BusEvent,
     JobFinishedArrived,
@@ -31,11 +31,8 @@ from habakkuk.screens.text_prompt import ShowText
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
-    from textual.timer import Timer
-
     from habakkuk.engine.overview import HttpListener, Overview
 
-REFRESH_SECONDS = 5.0
 # Channel states that are not an error.
 CHANNEL_OK = {"connected", "standby", "starting", "never started", "stopped"}
 
@@ -88,7 +85,7 @@ def usage_line(view: Overview) -> str:
     return line + (f" ({unpriced} unpriced)" if unpriced else "")
 
 
-class OverviewScreen(RuntimeScreen):
+class OverviewScreen(PollingScreen):
     """What the home is doing; refreshed as jobs start and finish, and every few seconds."""
 
     DEFAULT_CSS = """
@@ -98,6 +95,8 @@ class OverviewScreen(RuntimeScreen):
     OverviewScreen .status-row > #usage-summary { width: 1fr; }
     """
     BINDINGS = [Binding("r", "reload", "Refresh", id="overview.refresh")]
+
+    refresh_seconds = 5.0
 
     def __init__(self) -> None:
         super().__init__(id="overview")
@@ -111,7 +110,6 @@ class OverviewScreen(RuntimeScreen):
         self._mcp: DataTable[str | Text] = DataTable(id="mcp", cursor_type="none")
         self._running_table: DataTable[str | Text] = DataTable(id="running", cursor_type="none")
         self._scheduled: DataTable[str | Text] = DataTable(id="scheduled", cursor_type="none")
-        self._timer: Timer | None = None
         # (title, whole text) of each row of the errors table, for Enter.
         self.error_rows: list[tuple[str, str]] = []
         self.queued = 0
@@ -157,24 +155,9 @@ class OverviewScreen(RuntimeScreen):
         ):
             table.styles.height = "auto"
         self._errors.focus()
-        self._timer = self.set_interval(REFRESH_SECONDS, self._tick, pause=not self.is_current)
 
-    def runtime_ready(self) -> None:
+    def refresh_data(self) -> None:
         self.action_reload()
-
-    def on_screen_resume(self) -> None:
-        if self._timer is not None:
-            self._timer.resume()
-        if self.has_runtime:
-            self.action_reload()
-
-    def on_screen_suspend(self) -> None:
-        if self._timer is not None:
-            self._timer.pause()
-
-    def _tick(self) -> None:
-        if self._loaded and self.has_runtime:
-            self.action_reload()
 
     @on_bus(TurnStartedArrived, TurnEndedArrived, JobFinishedArrived)
     def _work_changed(self, message: BusEvent[Any]) -> None:
