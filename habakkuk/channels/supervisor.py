@@ -87,12 +87,28 @@ class Supervisor:
         self.owner = str(queue.owner)
         self._accounts = {name: _Account(config) for name, config in channels.items()}
         self._stopping = False
+        self._started = False
 
     def start(self) -> None:
         """Start one supervising task per account on the running loop."""
+        self._started = True
         for name, account in self._accounts.items():
             if account.task is None:
                 account.task = asyncio.create_task(self._hold(account), name=f"channel:{name}")
+
+    def add(self, config: ChannelConfig) -> None:
+        """Supervise one more account (the web chat's, while the HTTP server runs)."""
+        if config.name in self._accounts:
+            return
+        self._accounts[config.name] = _Account(config)
+        if self._started and not self._stopping:
+            self.start()
+
+    async def remove(self, name: str) -> None:
+        """Stop supervising an account: its adapter and deliveries stop, its lease goes."""
+        account = self._accounts.pop(name, None)
+        if account is not None and account.task is not None:
+            await cancel_and_wait(account.task)
 
     async def stop(self) -> None:
         """Stop every adapter and delivery pool, and let the leases go."""

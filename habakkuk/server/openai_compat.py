@@ -25,11 +25,11 @@ from typing import Any
 
 from aiohttp import web
 
+from habakkuk.channels.web import web_turn_id as turn_id_for
 from habakkuk.engine.events import Subscription
 from habakkuk.engine.llm.types import ContextBlock, Message, TextBlock
 
 from .app import HttpServer, json_response, server_of
-from .chat import turn_id_for
 from .errors import ApiError
 from .inputs import header, read_json
 from .openai_requests import check_chat_request, check_responses_request

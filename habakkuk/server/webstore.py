@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from habakkuk.channels.web import approval_dedupe as approval_dedupe
 from habakkuk.engine.store import Database, Migration
 
 MIGRATIONS = [
@@ -126,11 +127,6 @@ class ChatEvent:
             "at": rfc3339(self.at),
             "approval": self.approval or None,
         }
-
-
-def approval_dedupe(approval: str, conversation: str) -> str:
-    """The dedupe key of the notice asking a conversation about an approval."""
-    return f"approval:{approval}:{conversation}"
 
 
 def _approval_of(dedupe: str | None) -> str:
