@@ -76,6 +76,7 @@ class ChannelService(Outbox):
         self._sweeper: asyncio.Task[None] | None = None
         self._pending: set[asyncio.Task[Any]] = set()
         self._web_log: WebLog | None = None
+        self._supervise = False
 
     def make_adapter(self, config: ChannelConfig) -> Adapter:
         """A fresh adapter for one account (the supervisor makes one per run)."""
@@ -102,15 +103,21 @@ class ChannelService(Outbox):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the gateway's event follower, the supervisor and the reply sweeper."""
+    def start(self, *, supervise: bool = True) -> None:
+        """Start the gateway's event follower, the reply sweeper and (`supervise`) the
+        configured accounts; the HTTP server starts it for the web chat alone."""
+        if supervise:
+            self._supervise = True
+            if self._starting is not None and self._starting.done():
+                self.supervisor.start()  # idempotent per account
         if self._starting is None:
             self._starting = asyncio.create_task(self._start(), name="channels:start")
 
     async def _start(self) -> None:
         await self.store.ensure()
         self.gateway.start()
-        self.supervisor.start()
+        if self._supervise:
+            self.supervisor.start()
         self._sweeper = asyncio.create_task(self._sweep_loop(), name="channels:sweep")
 
     async def started(self) -> None:

@@ -87,11 +87,9 @@ class Supervisor:
         self.owner = str(queue.owner)
         self._accounts = {name: _Account(config) for name, config in channels.items()}
         self._stopping = False
-        self._started = False
 
     def start(self) -> None:
         """Start one supervising task per account on the running loop."""
-        self._started = True
         for name, account in self._accounts.items():
             if account.task is None:
                 account.task = asyncio.create_task(self._hold(account), name=f"channel:{name}")
@@ -100,9 +98,10 @@ class Supervisor:
         """Supervise one more account (the web chat's, while the HTTP server runs)."""
         if config.name in self._accounts:
             return
-        self._accounts[config.name] = _Account(config)
-        if self._started and not self._stopping:
-            self.start()
+        account = self._accounts[config.name] = _Account(config)
+        if not self._stopping:
+            name = config.name
+            account.task = asyncio.create_task(self._hold(account), name=f"channel:{name}")
 
     async def remove(self, name: str) -> None:
         """Stop supervising an account: its adapter and deliveries stop, its lease goes."""

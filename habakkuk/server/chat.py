@@ -180,7 +180,7 @@ class WebChannel:
     async def start(self) -> None:
         """Join the gateway as the web account and follow turns for typing."""
         service = self.runtime.channel_service()
-        service.start()  # a no-op when the workers started it
+        service.start(supervise=False)  # only the web account, unless the workers run
         await service.started()
         self.account = service.attach_web(self.account, self.store).name
         self._service = service
