@@ -40,8 +40,6 @@ class WebLog(Protocol):
         session: str = "",
         agent: str = "",
         dedupe: str | None = None,
-        pending: bool = False,
-        settle: bool = False,
     ) -> tuple[Any, bool]: ...
 
 

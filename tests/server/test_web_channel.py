@@ -122,10 +122,12 @@ async def test_a_web_reply_survives_a_kill_between_the_turns_end_and_its_deliver
     first = await serve_home(home, url)
     lock = None
     try:
-        async with aiohttp.ClientSession() as client:
-            async with client.post(url + "/api/chat", json=body) as response:
-                assert response.status == 202, await response.text()
-                sent = await response.json()
+        async with (
+            aiohttp.ClientSession() as client,
+            client.post(url + "/api/chat", json=body) as response,
+        ):
+            assert response.status == 202, await response.text()
+            sent = await response.json()
         turn = sent["turn"]
         # web.db held by another writer: the turn ends, its reply delivery cannot append.
         lock = sqlite3.connect(home / "web.db", isolation_level=None)
@@ -165,3 +167,28 @@ async def test_a_web_reply_survives_a_kill_between_the_turns_end_and_its_deliver
     rows = jobs(home)
     assert rows[turn]["attempts"] == 1  # the turn ran once
     assert [r for r in rows if rows[r]["kind"] == "turn"] == [turn]
+
+
+async def test_a_message_is_accepted_while_the_web_adapter_is_down_and_answered_after(
+    serve: Any,
+) -> None:
+    served = await serve(mock_config("- text: 'Echo: {input}'"))
+    channels = served.runtime.channels
+    config = channels.gateway.channels["web"]
+    await channels.supervisor.remove("web")  # the adapter is down (as while it restarts)
+    sent = await served.post_json("/api/chat", {"conversation": "d1", "text": "still there?"})
+    assert sent["message"] == "queued"
+    with served.runtime.bus.subscribe(lambda e: e.kind == "job.finished") as finished:
+        await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+        health = await served.get_json("/healthz")
+        assert health["status"] == "ok"
+        assert await served.runtime.queue.get(f"reply:{sent['turn']}") is not None
+        assert [e.role for e in await served.server.web_store().events("d1")] == ["user"]
+        channels.supervisor.add(config)  # back up: the queued reply goes out
+        while (await asyncio.wait_for(finished.get(), 30)).data["job"] != f"reply:{sent['turn']}":
+            pass
+    events = await served.server.web_store().events("d1")
+    assert [(e.role, e.text) for e in events] == [
+        ("user", "still there?"),
+        ("assistant", "Echo: still there?"),
+    ]
