@@ -42,6 +42,9 @@ class WebLog(Protocol):
         dedupe: str | None = None,
     ) -> tuple[Any, bool]: ...
 
+    async def conversation(self, conversation: str) -> Any:
+        """The conversation's binding (its `agent` and `session`), or None."""
+
 
 def web_account(config: ChannelConfig | None, account: str) -> ChannelConfig:
     """The web chat's account: `channels.<account>` of type web, else one with defaults.
@@ -124,5 +127,9 @@ class WebAdapter(Adapter):
             if not prompt.startswith(QUESTION_PREFIX):
                 # an approval's notice: the dashboard shows its Approve/Deny buttons
                 dedupe = approval_dedupe(prompt, conversation)
-        event, _ = await self.log.append(conversation, role, chunk, turn=turn, dedupe=dedupe)
+        binding = await self.log.conversation(conversation)
+        event, _ = await self.log.append(
+            conversation, role, chunk, turn=turn, dedupe=dedupe,
+            session=binding.session if binding else "", agent=binding.agent if binding else "",
+        )  # fmt: skip
         return str(event.seq)

@@ -719,6 +719,12 @@ def _resolve_channels(config: Config) -> None:
                 f"{path}:{line_of(channel, 'silent_limit')}: channels.{name}.silent_limit: "
                 f"must be longer than poll_timeout ({channel.poll_timeout}s)"
             )
+    web = config.channels.get(config.http.account) if config.http is not None else None
+    if web is not None and web.type != "web":
+        raise ConfigError(
+            f"{path}:{line_of(web)}: channels.{web.name}: the web chat's account "
+            f"(http.account) must be of type web, not {web.type}"
+        )
     if config.transcription is not None:
         url = config.transcription.base_url
         if not re.match(r"https?://[^/\s]+", url):

@@ -283,10 +283,16 @@ class WebChannel:
             text, msg.blocks = await self._attachments(msg, text, attachments)
         msg.text = text
         command = text.strip().startswith("/") and not attachments
+        session = None
+        if not command:
+            # Bound (in web.db too) before the turn is queued: /live follows the session
+            # from the turn's start.
+            await gateway.session_for(gateway.channels[self.account], msg)
+            session = await self._mirror(conversation, msg)
         # Logged before the gateway queues the turn, so the reply always streams after it.
         await store.append(
             conversation, "user", text, turn="" if command else turn,
-            session=await self._session_of(msg), dedupe=dedupe,
+            session=session or await self._session_of(msg), dedupe=dedupe,
         )  # fmt: skip
         handled = await gateway.handle(msg)
         session = await self._mirror(conversation, msg)

@@ -65,6 +65,7 @@ async def test_a_message_queues_a_turn_and_its_reply_streams_in_order(
         assert reply["data"]["role"] == "assistant"
         assert reply["data"]["text"] == "Echo: hello"
         assert reply["data"]["turn"] == sent["turn"]
+        assert (reply["data"]["session"], reply["data"]["agent"]) == (sent["session"], "main")
         assert int(reply["id"]) > int(first["id"])
 
 

@@ -192,3 +192,13 @@ async def test_a_message_is_accepted_while_the_web_adapter_is_down_and_answered_
         ("user", "still there?"),
         ("assistant", "Echo: still there?"),
     ]
+
+
+def test_the_web_chats_account_must_be_of_type_web(home: Any) -> None:
+    from habakkuk.engine.config import ConfigError, parse_config
+
+    text = mock_config(
+        extra="http: {}\nchannels:\n  web:\n    type: telegram\n    token_env: TG_TOKEN\n"
+    )
+    with pytest.raises(ConfigError, match=r"channels\.web: the web chat's account"):
+        parse_config(text, home.config_path, home)
