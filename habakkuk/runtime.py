@@ -302,10 +302,8 @@ class Runtime:
         """
         if self._pools:
             return
-        if channels and self.config.channels and self.channels is None:
-            from habakkuk.channels.service import ChannelService
-
-            self.channels = ChannelService(self)
+        if channels and (self.config.channels or self.config.http is not None):
+            self.channel_service()  # the web chat is a channel too
         # Clients that did not wait for MCP still get its tools as servers connect.
         self._launch_mcp()
         runner = TurnRunner(
@@ -353,6 +351,15 @@ class Runtime:
             pool.start()
         if self.channels is not None:
             self.channels.start()
+
+    def channel_service(self) -> Any:
+        """The chat channels (a habakkuk.channels.service.ChannelService), made on first use;
+        `start_workers` starts it, the HTTP server starts it when workers did not run."""
+        if self.channels is None:
+            from habakkuk.channels.service import ChannelService
+
+            self.channels = ChannelService(self)
+        return self.channels
 
     async def _schedule_retention(self) -> None:
         """Queue today's retention sweep now and every hour (one job per day per home)."""

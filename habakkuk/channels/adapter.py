@@ -113,6 +113,11 @@ class InboundMessage:
     attachments: list[Attachment] = field(default_factory=list)
     callback: Callback | None = None
     at: float = field(default_factory=time.time)
+    # the job id of the turn this message starts, when the adapter derives its own
+    # (the web chat keeps its `turn_<digest>` ids); else the gateway derives one
+    turn_id: str = ""
+    # content blocks the adapter already stored (the web chat's uploaded images and PDFs)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def address(self) -> Address:
@@ -132,7 +137,7 @@ class Button:
     data: str
 
 
-Inbox = Callable[[InboundMessage], Awaitable[None]]
+Inbox = Callable[[InboundMessage], Awaitable[object]]
 Beat = Callable[[], None]
 
 

@@ -30,6 +30,7 @@ class ChannelConversation:
         self.msg = msg
         self.how = how
         self.services: Services = gateway.runtime
+        self.turn: str | None = None  # a turn the command queued (/retry, /queue, /compact)
 
     async def session(self, *, create: bool = False) -> Session | None:
         return await self.gateway.session_for(self.config, self.msg, create=create)
@@ -62,12 +63,13 @@ class ChannelConversation:
         )
 
     async def start_turn(self, text: str) -> str | None:
-        return await self.gateway.start_turn(self.config, self.msg, text)
+        self.turn = await self.gateway.start_turn(self.config, self.msg, text)
+        return self.turn
 
     async def compact(self, session_id: str) -> Reply:
         """Queued as a turn of the session: its outcome comes back as the turn's reply."""
         msg = self.msg
-        await self.gateway.runtime.compact_session(
+        self.turn = await self.gateway.runtime.compact_session(
             session_id,
             job_id=f"compact:{msg.channel}:{msg.chat}:{msg.message_id}",
             extra={"reply_to": self.gateway.reply_to(msg)},

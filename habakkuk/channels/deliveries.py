@@ -20,6 +20,8 @@ import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from habakkuk.engine.jobs import Job, JobQueue, Lease
@@ -45,6 +47,20 @@ DELIVERY_MAX_ATTEMPTS = 12
 REPLY_PREFIX = "reply:"
 # Finished turns older than this are not swept for a missing reply (nobody waits any more).
 SWEEP_WINDOW_SECONDS = 86400.0
+
+
+@dataclass(frozen=True)
+class Sending:
+    """The delivery an adapter's send belongs to (`SENDING` while the worker sends)."""
+
+    job: str  # the delivery job id: stable across retries, so an adapter may dedupe by it
+    delivery: Delivery
+    status: str = ""  # a reply's turn status: done, failed, cancelled
+
+
+# Set while the worker runs one delivery job. Platforms dedupe by their message ids; an
+# adapter whose platform is a log of its own (the web chat's web.db) dedupes by the job.
+SENDING: ContextVar[Sending | None] = ContextVar("habakkuk_delivery", default=None)
 
 AdapterFor = Callable[[str], Awaitable[Adapter | None]]
 FailureText = Callable[[str], str]
@@ -144,6 +160,7 @@ class DeliveryWorker:
         if adapter is None:
             # Not connected right now: the queue's backoff retries later.
             raise SendError(f"channel {address.channel} is not connected")
+        token = SENDING.set(Sending(lease.job.id, delivery))
         try:
             if isinstance(delivery, ReplyDelivery):
                 return await self._reply(lease, adapter, delivery)
@@ -161,6 +178,8 @@ class DeliveryWorker:
             return await self._send_poll(lease, adapter, delivery)
         except Undeliverable as exc:
             raise PermanentJobError(f"undeliverable: {exc}") from None
+        finally:
+            SENDING.reset(token)
 
     async def _reply(
         self, lease: Lease, adapter: Adapter, delivery: ReplyDelivery
@@ -181,6 +200,7 @@ class DeliveryWorker:
             text = self.failure_text(turn.error or "unknown error")
         if not text:  # a silent or stopped turn: only its draft goes
             return {"chunks": 0}
+        SENDING.set(Sending(lease.job.id, delivery, turn.status))
         return await self._send_text(lease, adapter, delivery.to, text, reply_to=delivery.reply_to)
 
     async def _remove_draft(self, adapter: Adapter, turn_id: str) -> None:

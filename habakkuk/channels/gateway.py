@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from habakkuk.conversation.answers import answer_word
 from habakkuk.conversation.commands import Services, dispatch
@@ -142,7 +142,16 @@ AdapterLookup = Callable[[str], Adapter | None]
 
 def turn_id_for(msg: InboundMessage) -> str:
     """A turn's job id, derived from the platform message (redelivery-proof)."""
-    return f"turn:{msg.channel}:{msg.chat}:{msg.message_id}"
+    return msg.turn_id or f"turn:{msg.channel}:{msg.chat}:{msg.message_id}"
+
+
+@dataclass(frozen=True)
+class Handled:
+    """What the gateway did with one message (the web chat answers its POST with it)."""
+
+    kind: Literal["turn", "command", "answer", "ignored"]
+    turn: str | None = None
+    text: str = ""  # a command's reply, or the notice of an approval answer
 
 
 def _say_id(msg: InboundMessage, suffix: str = "") -> str:
@@ -179,7 +188,8 @@ class Gateway:
     ):
         self.runtime = runtime
         self.config = runtime.config
-        self.channels = runtime.config.channels
+        # a copy: the web chat's account joins it while the HTTP server runs
+        self.channels = dict(runtime.config.channels)
         self.store = store
         self.queue = runtime.queue
         self.outbox = Outbox(runtime.queue)
@@ -212,16 +222,17 @@ class Gateway:
 
     # -- inbound -------------------------------------------------------------------------
 
-    async def handle(self, msg: InboundMessage) -> None:
-        """Handle one inbound message once; a redelivered message is dropped."""
+    async def handle(self, msg: InboundMessage) -> Handled | None:
+        """Handle one inbound message once; a redelivered message is dropped (None)."""
         config = self.channels.get(msg.channel)
         if config is None:
-            return
+            return None
         if await self.store.seen(msg.channel, msg.key):
             log.info("dropping redelivered message %s on %s", msg.key, msg.channel)
-            return
+            return None
+        handled: Handled | None = None
         try:
-            await self._handle(config, msg)
+            handled = await self._handle(config, msg)
         except (sqlite3.Error, StoreError):
             # The database is busy or broken: let the adapter stop before the offset moves,
             # so the batch comes again after the restart instead of being lost.
@@ -232,34 +243,35 @@ class Gateway:
             # A message that breaks the gateway must not stop the channel for good.
             log.exception("channel %s: message %s failed; dropped", msg.channel, msg.key)
         await self.store.mark_seen(msg.channel, msg.key)
+        return handled
 
-    async def _handle(self, config: ChannelConfig, msg: InboundMessage) -> None:
+    async def _handle(self, config: ChannelConfig, msg: InboundMessage) -> Handled:
         how = await self.allowed(config, msg)
         if msg.callback is not None:
             await self._on_button(msg, how)
-            return
+            return Handled("answer")
         if how is None:
             if not msg.is_group:
                 pairing = await self.store.pairing_for(
                     msg.channel, msg.sender, msg.sender_name, str(msg.address)
                 )
                 await self._say(msg, TEXT["pair_needed"].format(code=pairing.code))
-            return
+            return Handled("ignored")
         if msg.is_group and (
             config.groups == "off" or (config.groups == "mention" and not msg.addressed)
         ):
-            return
+            return Handled("ignored")
         text = msg.text.strip()
         if text and not text.startswith("/"):
             prompt = await self.store.waiting_prompt(msg.address.conversation)
             answer = self._answer_for(prompt, text) if prompt is not None else None
             if prompt is not None and answer is not None:
                 await self._record_answer(prompt, answer, f"{msg.channel}:{msg.sender}")
-                return
+                said = BUTTON_NOTICES.get(answer, TEXT["answered"].format(answer=answer))
+                return Handled("answer", text=said)
         if text.startswith("/") and not msg.attachments:
-            await self._command(config, msg, how, text)
-            return
-        await self._start_turn(config, msg, text)
+            return await self._command(config, msg, how, text)
+        return Handled("turn", await self._start_turn(config, msg, text))
 
     async def allowed(self, config: ChannelConfig, msg: InboundMessage) -> str | None:
         """How the sender got in (open, allow_from, paired), or None for a stranger."""
@@ -352,7 +364,7 @@ class Gateway:
         session = await self.session_for(config, msg)
         assert session is not None
         agent = self.config.agent(session.agent)
-        blocks: list[dict[str, Any]] = []
+        blocks: list[dict[str, Any]] = list(msg.blocks)
         notes: list[str] = []
         if msg.attachments:
             notes, blocks = await self._attachments(msg, agent.workspace_path)
@@ -428,11 +440,13 @@ class Gateway:
 
     async def _command(
         self, config: ChannelConfig, msg: InboundMessage, how: str, text: str
-    ) -> None:
+    ) -> Handled:
         """Run a chat command (habakkuk.conversation) and say its reply."""
-        reply = await dispatch(text, ChannelConversation(self, config, msg, how))
+        conversation = ChannelConversation(self, config, msg, how)
+        reply = await dispatch(text, conversation)
         if reply is not None and reply.text:
             await self._say(msg, reply.text)
+        return Handled("command", conversation.turn, reply.text if reply is not None else "")
 
     # -- approvals ------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from .store import ChannelStore
 from .supervisor import Backoff, Supervisor
 from .tasks import cancel_and_wait
 from .tools import Poll, SendFile
+from .web import WebLog
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,10 @@ class ChannelService(Outbox):
             lambda error: TEXT["failed"].format(error=error),
             self.gateway.settled,
         )
+        # The web chat's account is supervised while the HTTP server runs (`attach_web`),
+        # so only the process serving HTTP holds it.
         self.supervisor = Supervisor(
-            runtime.config.channels,
+            {n: c for n, c in runtime.config.channels.items() if c.type != "web"},
             self.make_adapter,
             store,
             runtime.queue,
@@ -72,6 +75,8 @@ class ChannelService(Outbox):
         self._starting: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._pending: set[asyncio.Task[Any]] = set()
+        self._web_log: WebLog | None = None
+        self._supervise = False
 
     def make_adapter(self, config: ChannelConfig) -> Adapter:
         """A fresh adapter for one account (the supervisor makes one per run)."""
@@ -84,6 +89,10 @@ class ChannelService(Outbox):
                     f"channels.{config.name}: the variable {config.token_env} is not set"
                 )
             return TelegramAdapter(config, token, self.store)
+        if config.type == "web" and self._web_log is not None:
+            from .web import WebAdapter
+
+            return WebAdapter(config, self._web_log)
         raise FatalAdapterError(f"channels.{config.name}: unknown type {config.type!r}")
 
     def _adapter(self, account: str) -> Adapter | None:
@@ -94,15 +103,21 @@ class ChannelService(Outbox):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the gateway's event follower, the supervisor and the reply sweeper."""
+    def start(self, *, supervise: bool = True) -> None:
+        """Start the gateway's event follower, the reply sweeper and (`supervise`) the
+        configured accounts; the HTTP server starts it for the web chat alone."""
+        if supervise:
+            self._supervise = True
+            if self._starting is not None and self._starting.done():
+                self.supervisor.start()  # idempotent per account
         if self._starting is None:
             self._starting = asyncio.create_task(self._start(), name="channels:start")
 
     async def _start(self) -> None:
         await self.store.ensure()
         self.gateway.start()
-        self.supervisor.start()
+        if self._supervise:
+            self.supervisor.start()
         self._sweeper = asyncio.create_task(self._sweep_loop(), name="channels:sweep")
 
     async def started(self) -> None:
@@ -121,6 +136,23 @@ class ChannelService(Outbox):
                 await task
         await self.gateway.stop()
         await self.supervisor.stop()
+
+    def attach_web(self, account: str, log: WebLog) -> ChannelConfig:
+        """Run the web chat's account (`account`, or the `channels:` entry of type web by
+        that name), its sends appending to `log`; returns its config."""
+        from .web import web_account
+
+        config = web_account(self.runtime.config.channels.get(account), account)
+        self._web_log = log
+        self.gateway.channels[config.name] = config
+        self.supervisor.add(config)
+        return config
+
+    async def detach_web(self, account: str) -> None:
+        """Stop the web chat's account (the HTTP server stops): deliveries wait queued."""
+        await self.supervisor.remove(account)
+        self.gateway.channels.pop(account, None)
+        self._web_log = None
 
     async def _sweep_loop(self) -> None:
         while True:

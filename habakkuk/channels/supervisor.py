@@ -94,6 +94,21 @@ class Supervisor:
             if account.task is None:
                 account.task = asyncio.create_task(self._hold(account), name=f"channel:{name}")
 
+    def add(self, config: ChannelConfig) -> None:
+        """Supervise one more account (the web chat's, while the HTTP server runs)."""
+        if config.name in self._accounts:
+            return
+        account = self._accounts[config.name] = _Account(config)
+        if not self._stopping:
+            name = config.name
+            account.task = asyncio.create_task(self._hold(account), name=f"channel:{name}")
+
+    async def remove(self, name: str) -> None:
+        """Stop supervising an account: its adapter and deliveries stop, its lease goes."""
+        account = self._accounts.pop(name, None)
+        if account is not None and account.task is not None:
+            await cancel_and_wait(account.task)
+
     async def stop(self) -> None:
         """Stop every adapter and delivery pool, and let the leases go."""
         self._stopping = True

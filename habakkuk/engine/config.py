@@ -161,9 +161,9 @@ class RouteConfig:
 
 @dataclass
 class ChannelConfig:
-    """One channel account (`channels.NAME`), e.g. a Telegram bot."""
+    """One channel account (`channels.NAME`), e.g. a Telegram bot or the web chat."""
 
-    type: Literal["telegram"]
+    type: Literal["telegram", "web"]
     token_env: str | None = None
     base_url: str | None = None
     # user ids or @usernames allowed to talk; "*" lets anyone in
@@ -682,7 +682,12 @@ def _resolve_channels(config: Config) -> None:
         where = f"{path}:{line_of(channel)}: channels.{name}"
         if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
             raise ConfigError(f"{where}: a channel name uses letters, digits, - and _ only")
-        if not channel.token_env or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", channel.token_env):
+        if channel.type == "web":
+            # The web chat's messages come through the HTTP server (its token lets them in).
+            channel.allow_from = "*"
+        elif not channel.token_env or not re.fullmatch(
+            r"[A-Za-z_][A-Za-z0-9_]*", channel.token_env
+        ):
             raise ConfigError(
                 f"{path}:{line_of(channel, 'token_env')}: channels.{name}.token_env: "
                 "must name the variable holding the bot token"
@@ -725,6 +730,12 @@ def _resolve_channels(config: Config) -> None:
                 f"{path}:{line_of(channel, 'silent_limit')}: channels.{name}.silent_limit: "
                 f"must be longer than poll_timeout ({channel.poll_timeout}s)"
             )
+    web = config.channels.get(config.http.account) if config.http is not None else None
+    if web is not None and web.type != "web":
+        raise ConfigError(
+            f"{path}:{line_of(web)}: channels.{web.name}: the web chat's account "
+            f"(http.account) must be of type web, not {web.type}"
+        )
     if config.transcription is not None:
         url = config.transcription.base_url
         if not re.match(r"https?://[^/\s]+", url):

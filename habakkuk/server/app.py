@@ -239,7 +239,6 @@ class HttpServer:
         self.token = token
         self.keepalive_seconds = 20.0
         self.typing_seconds = 4.0
-        self.sweep_seconds = 5.0
         self.store: WebStore | None = None
         self.metrics: Metrics = Metrics(runtime)
         self.depth_cache = DepthCache(runtime)

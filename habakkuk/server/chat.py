@@ -1,31 +1,32 @@
-"""The web channel: POST /api/chat, the conversation event stream, live activity.
+"""The web chat's HTTP side: POST /api/chat, the conversation event stream, live activity.
 
-A conversation (the client's id) is bound to an agent and a session in web.db.
-A message becomes a turn job whose id derives from the client's message id, so
-a resend is a no-op. The watcher appends each finished turn's reply to the
-conversation's log and wakes its streams; a sweep catches turns that finished
-while no event reached this process (another process ran them, or a restart).
+The web chat is a channel account of type web (habakkuk.channels.web): a
+message goes to the gateway as an `InboundMessage` whose id is the client's
+`id` (so a resend is a no-op) and whose turn id derives from it; replies,
+command answers and approval prompts are delivery jobs the adapter appends to
+the conversation's log in web.db, waking its streams. The conversation's
+session is the gateway's binding, mirrored in web.db for the dashboard's list.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import logging
-import time
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from aiohttp import BodyPartReader, web
 
+from habakkuk.channels.adapter import Address, InboundMessage
+from habakkuk.channels.web import chat_of, conversation_of, web_turn_id
+from habakkuk.conversation.commands import plain
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.events import (
-    ApprovalAsked,
     EventPayload,
-    JobFinished,
     Subscription,
     ToolEnded,
     ToolStarted,
@@ -41,11 +42,12 @@ from habakkuk.engine.timeouts import next_within
 from .app import field, json_response, only_fields, server_of
 from .errors import ApiError
 from .inputs import MAX_CURSOR, cursor, header, query_int, read_json
-from .webstore import approval_dedupe
 
 if TYPE_CHECKING:
+    from habakkuk.channels.service import ChannelService
+
     from .app import HttpServer
-    from .webstore import Conversation, WebStore
+    from .webstore import WebStore
 
 log = logging.getLogger(__name__)
 
@@ -63,15 +65,6 @@ ACTIVITY_EVENTS = (
     ToolStarted,
     ToolEnded,
 )
-# A pending turn whose job never appeared (the process died between the two
-# writes) is given up after this long; resending with the same id requeues it.
-ORPHAN_SECONDS = 300.0
-
-
-def turn_id_for(scope: str, key: str) -> str:
-    """A turn id derived from a client-chosen key, so a resend maps to the same turn."""
-    digest = hashlib.sha256(f"{scope}\0{key}".encode()).hexdigest()[:24]
-    return f"turn_{digest}"
 
 
 def check_conversation(value: Any, name: str = "conversation") -> str:
@@ -163,29 +156,46 @@ class Attachment:
 
 
 class WebChannel:
-    """Messages in, replies out, for the web account."""
+    """The HTTP side of the web chat's channel account (habakkuk.channels.web).
+
+    A message becomes an `InboundMessage` for the gateway, like a Telegram
+    message: its commands, approvals and turns; replies come back as delivery
+    jobs the account's adapter appends to web.db. This keeps the display state
+    only: the log of what the user sent, and who is typing.
+    """
 
     def __init__(self, server: HttpServer):
         self.server = server
         self.runtime = server.runtime
+        self.account = server.config.account
         self.typing: dict[str, str] = {}  # conversation -> running turn
         self._locks: dict[str, asyncio.Lock] = {}
         self._subscription: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
+        self._service: ChannelService | None = None
         self.closing = asyncio.Event()
 
     @property
     def store(self) -> WebStore:
         return self.server.web_store()
 
+    @property
+    def service(self) -> ChannelService:
+        if self._service is None:
+            raise ApiError(503, "the server is shutting down")
+        return self._service
+
     async def start(self) -> None:
-        """Follow the bus for turn progress and start the reply watcher."""
-        # Approvals answered or withdrawn need nothing here (the prompt row stays).
-        followed = (TurnStarted, TurnEnded, JobFinished, ApprovalAsked)
+        """Join the gateway as the web account and follow turns for typing."""
+        service = self.runtime.channel_service()
+        service.start(supervise=False)  # only the web account, unless the workers run
+        await service.started()
+        self.account = service.attach_web(self.account, self.store).name
+        self._service = service
         self._subscription = self.runtime.bus.subscribe(
-            lambda e: isinstance(e, followed), maxsize=4096
+            lambda e: isinstance(e, (TurnStarted, TurnEnded)), maxsize=4096
         )
-        self._task = asyncio.create_task(self._watch(), name="web-channel-watcher")
+        self._task = asyncio.create_task(self._follow(self._subscription), name="web-typing")
 
     async def stop(self) -> None:
         self.closing.set()
@@ -196,101 +206,39 @@ class WebChannel:
         if self._subscription is not None:
             self._subscription.close()
             self._subscription = None
+        if self._service is not None:
+            service, self._service = self._service, None
+            await service.detach_web(self.account)
 
-    # -- watcher ---------------------------------------------------------------
+    async def _follow(self, subscription: Subscription) -> None:
+        async for event in subscription:
+            try:
+                await self._typing(event)
+            except Exception:
+                log.exception("web channel: following %s failed", event.kind)
 
-    async def _watch(self) -> None:
-        assert self._subscription is not None
-        await self._guarded(self.sweep())
-        while not self.closing.is_set():
-            got, event = await next_within(self._subscription.get(), self.server.sweep_seconds)
-            if not got:
-                await self._guarded(self.sweep())
-                continue
-            await self._guarded(self._on_event(event))
-
-    async def _guarded(self, work: Any) -> None:
-        try:
-            await work
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("web channel: delivering a reply failed; the sweep retries it")
-
-    async def _on_event(self, event: EventPayload) -> None:
-        match event:
-            case JobFinished(job_kind="turn"):
-                await self.deliver(event.job)
-            case ApprovalAsked():
-                await self._post_approval(event)
-            case TurnStarted() | TurnEnded():
-                await self._turn_progress(event)
-
-    async def _turn_progress(self, event: TurnStarted | TurnEnded) -> None:
-        pending = await self.store.pending_for(event.turn)
-        if pending is None:
+    async def _typing(self, event: EventPayload) -> None:
+        if not isinstance(event, (TurnStarted, TurnEnded)):
             return
-        conversation = pending[0]
-        if isinstance(event, TurnStarted):
-            self.typing[conversation] = event.turn
-        elif self.typing.get(conversation) == event.turn:
-            self.typing.pop(conversation, None)
-        self.store.wake(conversation)
-
-    async def _post_approval(self, event: ApprovalAsked) -> None:
-        request = event.request
-        for conversation in await self.store.conversations_of(event.session):
-            await self.store.append(
-                conversation,
-                "notice",
-                f"Approval needed: {request.tool}: {request.summary}\nAnswer yes or no.",
-                session=event.session,
-                dedupe=approval_dedupe(event.id, conversation),
-            )
-
-    async def sweep(self) -> None:
-        """Deliver every pending turn that has finished."""
-        for turn, _conversation, _session in await self.store.pending_turns():
-            await self.deliver(turn)
-
-    async def deliver(self, turn: str) -> bool:
-        """Append the finished turn's reply to its conversation; True when appended."""
-        pending = await self.store.pending_for(turn)
-        if pending is None:
-            return False
-        conversation, session = pending
-        outcome = await self.runtime.turn_outcome(turn)
-        if outcome is None:
-            row = await self.store.find(f"turn:{turn}")
-            if row is not None and time.time() - row.at < ORPHAN_SECONDS:
-                return False
-            role, text = "error", "This message was not queued; send it again."
-        elif outcome.status == "done":
-            role, text = "assistant", outcome.reply or "(no reply)"
-        elif outcome.status == "failed":
-            role, text = "error", f"The turn failed: {outcome.error or 'unknown error'}"
-        elif outcome.status == "cancelled":
-            role, text = "notice", "Stopped."
-        else:
-            return False
-        if self.typing.get(conversation) == turn:
-            self.typing.pop(conversation, None)
-        binding = await self.store.conversation(conversation)
-        _, created = await self.store.append(
-            conversation,
-            role,
-            text,
-            turn=turn,
-            session=session,
-            agent=binding.agent if binding else "",
-            dedupe=f"reply:{turn}",
-            settle=True,
-        )
-        if not created:
-            await self.store.db.write(
-                lambda c: c.execute("DELETE FROM pending_turns WHERE turn = ?", (turn,))
-            )
-        return created
+        turn = event.turn
+        if isinstance(event, TurnEnded):
+            for conversation, running in list(self.typing.items()):
+                if running == turn:
+                    self.typing.pop(conversation, None)
+                    self.store.wake(conversation)
+            return
+        job = await self.runtime.queue.get(turn)
+        reply_to = job.payload.get("reply_to") if job is not None else None
+        if not isinstance(reply_to, dict):
+            return
+        try:
+            address = Address.parse(str(reply_to.get("to", "")))
+        except ValueError:
+            return
+        if address.channel == self.account:
+            conversation = conversation_of(address)
+            self.typing[conversation] = turn
+            self.store.wake(conversation)
 
     # -- messages in -------------------------------------------------------------
 
@@ -302,6 +250,10 @@ class WebChannel:
             lock = self._locks[conversation] = asyncio.Lock()
         return lock
 
+    def address(self, conversation: str) -> Address:
+        """The channel address of a web conversation."""
+        return Address(self.account, chat_of(conversation))
+
     async def handle(
         self,
         conversation: str,
@@ -310,13 +262,10 @@ class WebChannel:
         agent: str | None = None,
         client_id: str | None = None,
         attachments: list[Attachment] | None = None,
-        dedupe_scope: str = "in",  # the namespace of client ids (webhooks use their own)
     ) -> dict[str, Any]:
-        """One message from the web: a command, an approval answer or a new turn."""
+        """One message from the web, through the gateway: a command, an answer or a turn."""
         async with self._lock(conversation):
-            return await self._handle(
-                conversation, text, agent, client_id, attachments or [], dedupe_scope
-            )
+            return await self._handle(conversation, text, agent, client_id, attachments or [])
 
     async def _handle(
         self,
@@ -325,143 +274,98 @@ class WebChannel:
         agent: str | None,
         client_id: str | None,
         attachments: list[Attachment],
-        scope: str,
     ) -> dict[str, Any]:
-        store = self.store
-        dedupe = f"{scope}:{conversation}:{client_id}" if client_id else None
-        if dedupe is not None:
-            seen = await store.find(dedupe)
-            if seen is not None:
-                if seen.turn:
-                    # Requeue (a no-op when it exists): the first request may have
-                    # died between recording the message and queueing its turn.
-                    await self.runtime.submit(
-                        seen.session, seen.text, turn_id=seen.turn, attended=True
-                    )
-                return {"message": "already received", "turn": seen.turn or None}
+        store, gateway = self.store, self.service.gateway
+        message_id = client_id or secrets.token_hex(8)
+        dedupe = f"in:{conversation}:{message_id}"
+        turn = web_turn_id(conversation, message_id)
+        msg = InboundMessage(self.account, chat_of(conversation), message_id, "web", turn_id=turn)
+        seen = await store.find(dedupe)
+        if seen is not None:
+            # Handed over again (a no-op once handled): the first request may have
+            # died between logging the message and the gateway taking it.
+            msg.text = seen.text
+            await gateway.handle(msg)
+            return {"message": "already received", "turn": seen.turn or None}
         if agent is not None:
             self.runtime.config.agent(agent)  # unknown agent -> 404
-        binding = await store.conversation(conversation)
-        stripped = text.strip()
-        if stripped.startswith("/") and not attachments:
-            return await self._command(conversation, text, binding, agent, client_id, dedupe)
-        if binding is not None and not attachments:
-            answered = await self._approval_answer(conversation, stripped, binding, dedupe)
-            if answered is not None:
-                return answered
-        if binding is None or (agent is not None and agent != binding.agent):
-            session = await self.runtime.new_session(
-                agent or (binding.agent if binding else None), origin="web"
-            )
-            binding = await store.bind(conversation, session.agent, session.id)
-        blocks: list[dict[str, Any]] = []
+            await self._choose_agent(msg, agent)
         if attachments:
-            from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, block_to_json
+            text, msg.blocks = await self._attachments(msg, text, attachments)
+        msg.text = text
+        command = text.strip().startswith("/") and not attachments
+        session = None
+        if not command:
+            # Bound (in web.db too) before the turn is queued: /live follows the session
+            # from the turn's start.
+            await gateway.session_for(gateway.channels[self.account], msg)
+            session = await self._mirror(conversation, msg)
+        # Logged before the gateway queues the turn, so the reply always streams after it.
+        await store.append(
+            conversation, "user", text, turn="" if command else turn,
+            session=session or await self._session_of(msg), dedupe=dedupe,
+        )  # fmt: skip
+        handled = await gateway.handle(msg)
+        session = await self._mirror(conversation, msg)
+        if handled is None or handled.kind == "turn":
+            return {"message": "queued", "turn": turn, "session": session}
+        note = plain(handled.text) if handled.text else ""
+        if handled.kind == "answer" and note:
+            await store.append(conversation, "notice", f"{note}.", session=session or "")
+        return {"message": note, "turn": handled.turn, "session": session}
 
-            lines = [text] if text.strip() else []
-            for item in attachments:
-                path = await self.runtime.save_attachment(binding.agent, item.filename, item.data)
-                lines.append(
-                    f"[attached file: {path} ({item.content_type}, {len(item.data)} bytes)]"
+    async def _choose_agent(self, msg: InboundMessage, agent: str) -> None:
+        """A message naming another agent than the conversation's starts a session of it."""
+        gateway = self.service.gateway
+        binding = await gateway.store.binding(msg.address.conversation)
+        if binding is not None:
+            session = await self.runtime.transcripts.get_session(binding.session)
+            if session is not None and session.agent == agent:
+                return
+        session = await self.runtime.new_session(agent, origin=f"channel:{self.account}")
+        await gateway.store.bind(msg.address.conversation, session.id, agent_override=agent)
+
+    async def _session_of(self, msg: InboundMessage) -> str:
+        binding = await self.service.gateway.store.binding(msg.address.conversation)
+        return binding.session if binding is not None else ""
+
+    async def _mirror(self, conversation: str, msg: InboundMessage) -> str | None:
+        """Record the gateway's session of the conversation in web.db (the dashboard's list)."""
+        session_id = await self._session_of(msg)
+        if not session_id:
+            return None
+        binding = await self.store.conversation(conversation)
+        if binding is None or binding.session != session_id:
+            session = await self.runtime.transcripts.get_session(session_id)
+            agent = session.agent if session is not None else ""
+            await self.store.bind(conversation, agent, session_id)
+        return session_id
+
+    async def _attachments(
+        self, msg: InboundMessage, text: str, attachments: list[Attachment]
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """Save uploads to the agent's inbox; images and PDFs also go to the model."""
+        from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, block_to_json
+
+        gateway = self.service.gateway
+        session = await gateway.session_for(gateway.channels[self.account], msg)
+        assert session is not None
+        blocks: list[dict[str, Any]] = []
+        lines = [text] if text.strip() else []
+        for item in attachments:
+            path = await self.runtime.save_attachment(session.agent, item.filename, item.data)
+            lines.append(f"[attached file: {path} ({item.content_type}, {len(item.data)} bytes)]")
+            media = item.content_type.split(";")[0].strip().lower()
+            if media in IMAGE_TYPES or media == "application/pdf":
+                blob = str(await self.runtime.blobs.put(item.data))
+                name = path.rsplit("/", 1)[-1]
+                block = (
+                    ImageBlock(media, blob=blob, name=name)
+                    if media in IMAGE_TYPES
+                    else DocumentBlock(name, media, blob=blob)
                 )
-                media = item.content_type.split(";")[0].strip().lower()
-                # Images and PDFs also go to the model, by blob reference.
-                if media in IMAGE_TYPES or media == "application/pdf":
-                    blob = str(await self.runtime.blobs.put(item.data))
-                    name = path.rsplit("/", 1)[-1]
-                    block = (
-                        ImageBlock(media, blob=blob, name=name)
-                        if media in IMAGE_TYPES
-                        else DocumentBlock(name, media, blob=blob)
-                    )
-                    blocks.append(block_to_json(block))
-            text = "\n".join(lines)
-        turn = turn_id_for(conversation, client_id) if client_id else _random_turn()
-        await store.append(
-            conversation,
-            "user",
-            text,
-            turn=turn,
-            session=binding.session,
-            agent=binding.agent,
-            dedupe=dedupe or f"turn:{turn}",
-            pending=True,
-        )
-        await self.runtime.submit(
-            binding.session,
-            text,
-            turn_id=turn,
-            attended=True,
-            extra={"blocks": blocks} if blocks else None,
-        )
-        return {"message": "queued", "turn": turn, "session": binding.session}
-
-    async def _command(
-        self,
-        conversation: str,
-        text: str,
-        binding: Conversation | None,
-        agent: str | None,
-        client_id: str | None,
-        dedupe: str | None,
-    ) -> dict[str, Any]:
-        """A chat command (habakkuk.conversation): the command and its reply are logged."""
-        from habakkuk.conversation.commands import dispatch, plain
-
-        from .web_conversation import WebConversation
-
-        store = self.store
-        await store.append(
-            conversation,
-            "user",
-            text,
-            session=binding.session if binding else "",
-            agent=binding.agent if binding else "",
-            dedupe=dedupe,
-        )
-        conv = WebConversation(self, conversation, binding, agent, client_id)
-        reply = await dispatch(text, conv)
-        binding = conv.binding
-        session = binding.session if binding else None
-        # The dashboard shows text as it is, so without the Markdown a chat renders.
-        note = plain(reply.text) if reply is not None else ""
-        if note:
-            role = "error" if reply is not None and reply.error else "notice"
-            await store.append(
-                conversation, role, note, session=session or "",
-                agent=binding.agent if binding else "",
-            )  # fmt: skip
-        return {"message": note, "turn": conv.turn, "session": session}
-
-    async def _approval_answer(
-        self, conversation: str, text: str, binding: Conversation, dedupe: str | None
-    ) -> dict[str, Any] | None:
-        from habakkuk.conversation.answers import answer_word
-
-        answer = answer_word(text)
-        if answer is None:
-            return None
-        waiting = [a for a in self.runtime.approvals.pending if a.session == binding.session]
-        if not waiting:
-            return None
-        approval = waiting[0]
-        self.runtime.approvals.answer(approval.id, answer, by="web")
-        store = self.store
-        await store.append(
-            conversation, "user", text, session=binding.session, agent=binding.agent, dedupe=dedupe
-        )
-        said = {"allow_once": "Approved", "allow_session": "Approved for this session"}
-        note = f"{said.get(answer, 'Denied')}: {approval.tool}."
-        await store.append(
-            conversation, "notice", note, session=binding.session, agent=binding.agent
-        )
-        return {"message": note, "turn": None, "session": binding.session}
-
-
-def _random_turn() -> str:
-    import secrets
-
-    return f"turn_{secrets.token_hex(8)}"
+                blocks.append(block_to_json(block))
+        return "\n".join(lines), blocks
 
 
 # -- handlers ------------------------------------------------------------------------------

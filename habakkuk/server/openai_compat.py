@@ -25,6 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
+from habakkuk.channels.web import web_turn_id as turn_id_for
 from habakkuk.engine.events import (
     EventPayload,
     ModelReplied,
@@ -36,7 +37,6 @@ from habakkuk.engine.events import (
 from habakkuk.engine.llm.types import ContextBlock, Message, TextBlock
 
 from .app import HttpServer, json_response, server_of
-from .chat import turn_id_for
 from .errors import ApiError
 from .inputs import header, read_json
 from .openai_requests import check_chat_request, check_responses_request

@@ -22,10 +22,10 @@ from typing import Any
 
 from aiohttp import web
 
+from habakkuk.channels.web import web_turn_id as turn_id_for
 from habakkuk.engine.config import WebhookConfig
 
 from .app import json_response, server_of
-from .chat import turn_id_for
 from .errors import ApiError
 from .inputs import TooDeep, header, parse_json, read_body
 
@@ -114,11 +114,17 @@ async def receive(request: web.Request) -> web.Response:
     conversation = hook.deliver.partition(":")[2] if hook.deliver else f"hook-{name}"
     runtime = server.runtime
     store = server.web_store()
+    channel = server.channel
+    address = channel.address(conversation)
     seen = await store.find(f"hook:{turn}")
     session = await runtime.new_session(hook.agent, origin="webhook", session_id=session_id)
     if seen is None:
         if hook.deliver is None or await store.conversation(conversation) is None:
+            # The conversation continues in the hook's session, as a message there would.
             await store.bind(conversation, session.agent, session.id)
+            await channel.service.gateway.store.bind(
+                address.conversation, session.id, agent_override=session.agent
+            )
         await store.append(
             conversation,
             "notice",
@@ -127,9 +133,16 @@ async def receive(request: web.Request) -> web.Response:
             session=session.id,
             agent=session.agent,
             dedupe=f"hook:{turn}",
-            pending=True,
         )
-    await runtime.submit(session.id, render_prompt(hook, body), turn_id=turn, attended=False)
+    # The reply is the turn's delivery job to the web chat, as for any channel turn.
+    reply_to = {"to": str(address), "message": "", "sender": f"webhook:{name}"}
+    await runtime.submit(
+        session.id,
+        render_prompt(hook, body),
+        turn_id=turn,
+        attended=False,
+        extra={"reply_to": reply_to},
+    )
     return json_response(
         {
             "turn": turn,

@@ -6,8 +6,8 @@
   numbered by one growing sequence, so catching up after a disconnect is one
   exact query (`seq > N`). `dedupe` makes appends idempotent: a resent client id
   or a reply delivered twice adds nothing.
-- `pending_turns`: turns whose reply has not been appended yet; the watcher
-  sweeps them, so a reply is not lost when the turn finished elsewhere.
+- `pending_turns`: unused since the web chat's replies are delivery jobs of
+  its channel account; kept (and emptied by retention) for homes that have it.
 - `api_users`, `api_keys`, `responses`: the OpenAI-compatible API's `user`
   sessions, idempotency keys and response ids.
 
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from habakkuk.channels.web import approval_dedupe as approval_dedupe
 from habakkuk.engine.store import Database, Migration
 
 MIGRATIONS = [
@@ -126,11 +127,6 @@ class ChatEvent:
             "at": rfc3339(self.at),
             "approval": self.approval or None,
         }
-
-
-def approval_dedupe(approval: str, conversation: str) -> str:
-    """The dedupe key of the notice asking a conversation about an approval."""
-    return f"approval:{approval}:{conversation}"
 
 
 def _approval_of(dedupe: str | None) -> str:
@@ -261,14 +257,8 @@ class WebStore:
         session: str = "",
         agent: str = "",
         dedupe: str | None = None,
-        pending: bool = False,
-        settle: bool = False,
     ) -> tuple[ChatEvent, bool]:
-        """Append a message unless `dedupe` was used; returns (event, created).
-
-        `pending` records `turn` as awaiting its reply; `settle` removes it (the
-        reply being this append), in the same transaction.
-        """
+        """Append a message unless `dedupe` was used; returns (event, created)."""
         now = time.time()
 
         def _append(conn: sqlite3.Connection) -> tuple[ChatEvent, bool]:
@@ -281,14 +271,6 @@ class WebStore:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (conversation, role, text, turn, session, agent, dedupe, now),
             )
-            if pending and turn:
-                conn.execute(
-                    "INSERT INTO pending_turns(turn, conversation, session, created_at)"
-                    " VALUES (?, ?, ?, ?) ON CONFLICT(turn) DO NOTHING",
-                    (turn, conversation, session, now),
-                )
-            if settle and turn:
-                conn.execute("DELETE FROM pending_turns WHERE turn = ?", (turn,))
             conn.execute(
                 "UPDATE conversations SET last_at = ? WHERE conversation = ?", (now, conversation)
             )
@@ -325,30 +307,6 @@ class WebStore:
             (conversation,),
         )
         return str(row[0]) if row else ""
-
-    # -- pending turns ---------------------------------------------------------------
-
-    async def pending_turns(self) -> list[tuple[str, str, str]]:
-        """(turn, conversation, session) of turns still awaiting their reply."""
-        rows = await self.db.fetchall(
-            "SELECT turn, conversation, session FROM pending_turns ORDER BY created_at"
-        )
-        return [(r[0], r[1], r[2]) for r in rows]
-
-    async def pending_for(self, turn: str) -> tuple[str, str] | None:
-        row = await self.db.fetchone(
-            "SELECT conversation, session FROM pending_turns WHERE turn = ?", (turn,)
-        )
-        return (row[0], row[1]) if row else None
-
-    async def add_pending(self, turn: str, conversation: str, session: str) -> None:
-        await self.db.write(
-            lambda c: c.execute(
-                "INSERT INTO pending_turns(turn, conversation, session, created_at)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT(turn) DO NOTHING",
-                (turn, conversation, session, time.time()),
-            )
-        )
 
     # -- OpenAI-compatible API -------------------------------------------------------------
 

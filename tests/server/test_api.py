@@ -78,9 +78,13 @@ async def test_sessions_list_search_one_and_export(serve: Any) -> None:
 
 async def test_overview_reports_queue_and_failures(serve: Any) -> None:
     served = await serve(mock_config("- error: auth"))
-    sent = await served.post_json("/api/chat", {"conversation": "o1", "text": "fail please"})
-    outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
-    assert outcome.status == "failed"
+    with served.runtime.bus.subscribe(lambda e: e.kind == "job.finished") as finished:
+        sent = await served.post_json("/api/chat", {"conversation": "o1", "text": "fail please"})
+        # The failure's notice is the turn's reply delivery: once it went, nothing is queued.
+        while (await asyncio.wait_for(finished.get(), 30)).data["job"] != f"reply:{sent['turn']}":
+            pass
+    outcome = await served.runtime.turn_outcome(sent["turn"])
+    assert outcome is not None and outcome.status == "failed"
     overview = await served.get_json("/api/overview")
     assert overview["queue"] == {"pending": 0, "running": 0}
     assert overview["channels"] == []

@@ -65,6 +65,7 @@ async def test_a_message_queues_a_turn_and_its_reply_streams_in_order(
         assert reply["data"]["role"] == "assistant"
         assert reply["data"]["text"] == "Echo: hello"
         assert reply["data"]["turn"] == sent["turn"]
+        assert (reply["data"]["session"], reply["data"]["agent"]) == (sent["session"], "main")
         assert int(reply["id"]) > int(first["id"])
 
 
@@ -276,23 +277,29 @@ async def test_yes_in_the_chat_answers_the_waiting_approval(serve: Any, tmp_path
     assert outcome.reply == "Ran it."
 
 
-async def test_a_reply_that_finished_while_the_server_was_down_is_delivered_by_the_sweep(
-    serve: Any, tmp_path: Path
+async def test_a_reply_to_a_turn_another_process_ran_is_delivered_once(
+    serve: Any, runtime_factory: Any, tmp_path: Path
 ) -> None:
-    served = await serve(mock_config(script(tmp_path / "go")), workers=False)
+    from habakkuk.channels.deliveries import sweep_replies
+
+    text = mock_config(script(tmp_path / "go"))
+    served = await serve(text, workers=False)
     sent = await served.post_json("/api/chat", {"conversation": "c11", "text": "later"})
-    store = served.server.web_store()
-    assert [t for t, _, _ in await store.pending_turns()] == [sent["turn"]]
-    # Another process (here: workers started after the fact, events unseen) runs it.
-    served.server.channel._subscription.close()
-    served.runtime.start_workers()
-    await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
-    assert await store.find(f"reply:{sent['turn']}") is None
-    await served.server.channel.sweep()
-    reply = await store.find(f"reply:{sent['turn']}")
-    assert reply is not None
-    assert reply.text == "Echo: later"
-    assert await store.pending_turns() == []
+    # Another process without channels runs it: no reply is queued where it ran.
+    other = await runtime_factory(served.runtime.home.config_path.read_text())
+    other.start_workers(channels=False)
+    await asyncio.wait_for(other.wait_turn(sent["turn"]), 30)
+    assert await sweep_replies(served.runtime.queue, "turn") == 1
+    assert await sweep_replies(served.runtime.queue, "turn") == 0
+    async with await events_of(served, "c11") as response:
+        reader = SSEReader(response)
+        reply = await reader.until(
+            lambda f: f.get("event") == "message" and f["data"]["role"] == "assistant"
+        )
+    assert reply["data"]["text"] == "Echo: later"
+    assert reply["data"]["turn"] == sent["turn"]
+    events = await served.server.web_store().events("c11")
+    assert [e.role for e in events] == ["user", "assistant"]
 
 
 async def test_a_recording_is_transcribed_and_sent_as_the_message(

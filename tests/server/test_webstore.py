@@ -29,7 +29,7 @@ async def test_retention_drops_old_keys_first_and_old_messages_later(tmp_path: P
     store = await WebStore.open(tmp_path / "web.db")
     try:
         await store.bind("c", "main", "ses_1")
-        await store.append("c", "user", "hi", turn="t1", pending=True)
+        await store.append("c", "user", "hi", turn="t1")
         await store.remember_api_key("key", "ses_1", "t1")
         await store.remember_response("resp_1", "ses_1", "main")
         now = time.time()
@@ -39,7 +39,6 @@ async def test_retention_drops_old_keys_first_and_old_messages_later(tmp_path: P
         assert await store.response("resp_1") == ("ses_1", "main")
         await store.prune(now + 200 * 86400)
         assert await store.events("c") == []
-        assert await store.pending_turns() == []
         assert await store.response("resp_1") is None
         assert await store.conversation("c") is None
     finally:
