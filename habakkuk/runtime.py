@@ -443,8 +443,9 @@ class Runtime:
 
     def _approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
         """The turn's approver: the chat for channel turns, else the human one (behind the
-        reviewer when `approvals` says)."""
-        if payload.get("reply_to") and self.channels is not None:
+        reviewer when `approvals` says). A turn that only replies to a chat without
+        being attended (a webhook's) asks nobody: unattended runs deny what needs approval."""
+        if payload.get("reply_to") and payload.get("attended") and self.channels is not None:
             return self.channels.approver_for(payload)  # type: ignore[no-any-return]
         human = self._human_approver_for(session, payload)
         agent = self.config.agent(session.agent)

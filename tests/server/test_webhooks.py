@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.config import WebhookConfig
+from habakkuk.engine.llm.types import ToolResultBlock
 from habakkuk.server.webhooks import render_prompt
 from tests.conftest import mock_config
 from tests.server.conftest import SSEReader
@@ -138,3 +139,29 @@ def test_the_prompt_fences_outside_data_so_it_cannot_close_the_fence() -> None:
     assert prompt.startswith("A delivery arrived at webhook 'gh'.")
     raw = render_prompt(WebhookConfig(prompt="{{.Body}}"), b"not json", nonce="ab")
     assert "<outside-data ab>not json</outside-data ab>" in raw
+
+
+async def test_a_hooks_turn_is_unattended_so_a_risky_call_is_denied_without_asking(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside data starts the turn: nobody is asked, not even in the hook's conversation."""
+    monkeypatch.setenv("HOOK_SECRET", SECRET)
+    script = """
+    - tool_calls: [{name: exec, arguments: {command: "touch ran.txt"}}]
+    - text: "Tried."
+    """
+    served = await serve(mock_config(script, mode="workspace", extra=HOOKS))
+    body = b'{"title": "x", "user": "y"}'
+    status, answer = await post_hook(served, "github", body, **{"X-Habakkuk-Signature": sign(body)})
+    assert status == 202
+    outcome = await asyncio.wait_for(served.runtime.wait_turn(answer["turn"]), 30)
+    assert outcome.status == "done"
+    results = [
+        block
+        for stored in await served.runtime.messages(answer["session"])
+        for block in stored.message.blocks
+        if isinstance(block, ToolResultBlock)
+    ]
+    assert len(results) == 1 and results[0].is_error and "denied" in results[0].text
+    events = await served.server.web_store().events("hook-github")
+    assert not any("Approval needed" in e.text for e in events)
