@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from habakkuk.tools.process_tools import (
 )
 from habakkuk.tools.processes import ProcessManager
 from habakkuk.tools.shell import run_command
+from tests.helpers import eventually
 
 BOUND = 20.0
 
@@ -40,14 +40,6 @@ def pid_gone(pid: int) -> bool:
     except FileNotFoundError:
         return True
     return data[data.rfind(b")") + 2 :].split()[0] == b"Z"
-
-
-async def wait_until(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + BOUND
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -119,11 +111,13 @@ async def test_kill_stops_the_whole_tree(tmp_path: Path, manager: ProcessManager
     ctx = ctx_for(tmp_path, manager)
     pidfile = tmp_path / "child.pid"
     pid = await start(ctx, f"sleep 300 & echo $! > {pidfile}; wait")
-    await wait_until(lambda: pidfile.exists() and pidfile.read_text().strip() != "", "pid file")
+    await eventually(
+        lambda: pidfile.exists() and pidfile.read_text().strip() != "", what="pid file"
+    )
     child = int(pidfile.read_text())
     killed = await ProcessKill().run({"id": pid}, ctx)
     assert "killed" in killed.text
-    await wait_until(lambda: pid_gone(child), "the background child to die")
+    await eventually(lambda: pid_gone(child), what="the background child to die")
 
 
 async def test_another_agent_cannot_see_the_process(
@@ -162,7 +156,7 @@ async def test_timed_out_exec_leaves_no_process_behind(tmp_path: Path) -> None:
     )
     assert out.is_error and "timed out" in out.text
     grandchild = int(pidfile.read_text())
-    await wait_until(lambda: pid_gone(grandchild), "the timed-out tree to die")
+    await eventually(lambda: pid_gone(grandchild), what="the timed-out tree to die")
 
 
 async def test_cancelled_exec_leaves_no_process_behind(tmp_path: Path) -> None:
@@ -170,9 +164,11 @@ async def test_cancelled_exec_leaves_no_process_behind(tmp_path: Path) -> None:
     task = asyncio.create_task(
         run_command(f"sleep 300 & echo $! > {pidfile}; wait", tmp_path, timeout=BOUND)
     )
-    await wait_until(lambda: pidfile.exists() and pidfile.read_text().strip() != "", "pid file")
+    await eventually(
+        lambda: pidfile.exists() and pidfile.read_text().strip() != "", what="pid file"
+    )
     child = int(pidfile.read_text())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await wait_until(lambda: pid_gone(child), "the cancelled tree to die")
+    await eventually(lambda: pid_gone(child), what="the cancelled tree to die")
