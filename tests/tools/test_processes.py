@@ -141,21 +141,22 @@ async def test_output_of_running_process_resumes_as_more_arrives(
 ) -> None:
     info = await run(manager, "cat", tmp_path)
     await manager.write("a", info.id, "one\n")
-    chunks: list[str] = []
 
     async def poll(since: int, expected: str) -> int:
-        deadline = time.monotonic() + BOUND
-        while True:
+        offsets: list[int] = []
+
+        async def arrived() -> bool:
             chunk = await manager.output("a", info.id, since=since)
-            if chunk.text == expected or time.monotonic() > deadline:
-                chunks.append(chunk.text)
-                return chunk.next_offset
-            await asyncio.sleep(0.02)
+            offsets.append(chunk.next_offset)
+            return chunk.text == expected
+
+        await eventually(arrived, what=f"{expected!r} after offset {since}", timeout=BOUND)
+        return offsets[-1]
 
     offset = await poll(0, "one\n")
     await manager.write("a", info.id, "two\n")
     offset = await poll(offset, "two\n")
-    assert chunks == ["one\n", "two\n"] and offset == 8
+    assert offset == 8
 
 
 async def test_output_never_splits_a_utf8_character(
