@@ -8,6 +8,7 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static
 
 from habakkuk.conversation.answers import answer_word
@@ -54,6 +55,23 @@ class ChatScreen(RuntimeScreen):
         Binding("ctrl+g", "focus_approval", "Approve", id="chat.approve"),
     ]
 
+    class TurnSent(Message):
+        """A message typed here was queued as turn `turn` of session `session`."""
+
+        def __init__(self, session: str, turn: str) -> None:
+            super().__init__()
+            self.session = session
+            self.turn = turn
+
+    class TurnFinished(Message):
+        """Turn `turn` of the session shown ended with `status` (done, stopped, failed...)."""
+
+        def __init__(self, session: str, turn: str, status: str) -> None:
+            super().__init__()
+            self.session = session
+            self.turn = turn
+            self.status = status
+
     def __init__(self) -> None:
         super().__init__(id="chat")
         self.session_id = ""
@@ -61,9 +79,6 @@ class ChatScreen(RuntimeScreen):
         self.agent_name = ""
         self.running_turn: str | None = None
         self.queued_turns: list[str] = []
-        # Turns sent from here and how the finished ones ended (for tests and benchmarks too).
-        self.last_turn: str | None = None
-        self.finished: dict[str, str] = {}
         self._seen_turns: set[str] = set()
         self._compact_jobs: set[str] = set()  # /compact jobs: their outcome is noted at the end
         self._approval_cards: dict[str, ToolCard] = {}  # waiting approval id -> its call's card
@@ -203,8 +218,8 @@ class ChatScreen(RuntimeScreen):
             self.session_title = text.strip().splitlines()[0][:80]
         await self._view.add_user(text)
         turn = await self.runtime.submit(self.session_id, text, attended=True)
-        self.last_turn = turn
         self._queued(turn)
+        self.post_message(self.TurnSent(self.session_id, turn))
 
     def _queued(self, job: str) -> None:
         """A turn (or /compact) of this session was queued: count it until it starts."""
@@ -261,7 +276,8 @@ class ChatScreen(RuntimeScreen):
             if kind == "turn.message":
                 self._load_usage()
             elif kind == "turn.end":
-                self.finished[str(turn)] = str(event.data.get("status", ""))
+                status = str(event.data.get("status", ""))
+                self.post_message(self.TurnFinished(self.session_id, str(turn), status))
                 if self.running_turn == turn:
                     self.running_turn = None
                 self._load_usage()
