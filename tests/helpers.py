@@ -31,7 +31,7 @@ async def eventually(
 ) -> None:
     """Return once `condition()` is true (awaited if it returns an awaitable).
 
-    Fails the test with "timed out waiting for <what>" after `timeout` seconds.
+    Fails the test with "timed out after <timeout>s waiting for <what>".
     Exceptions of the types in `ignore` count as "not yet" (a database another
     process has locked or not created yet).
     """
