@@ -16,7 +16,6 @@ from habakkuk.runtime import Runtime
 # Tests must never reach a real provider or read the developer's home.
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "HABAKKUK_HOME"):
     os.environ.pop(_var, None)
-os.environ.setdefault("NO_COLOR", "1")
 # Never touch a desktop keyring from tests (and skip its slow import).
 os.environ["HABAKKUK_NO_KEYRING"] = "1"
 
@@ -29,6 +28,12 @@ agents:
     model: mock/scripted
     mode: full
 """
+
+
+@pytest.fixture(autouse=True)
+def no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output, colours and snapshots must not depend on the developer's terminal."""
+    monkeypatch.setenv("NO_COLOR", "1")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static
 
 from habakkuk.conversation.answers import answer_word
@@ -67,6 +68,23 @@ class ChatScreen(RuntimeScreen):
         Binding("ctrl+g", "focus_approval", "Approve", id="chat.approve"),
     ]
 
+    class TurnSent(Message):
+        """A message typed here was queued as turn `turn` of session `session`."""
+
+        def __init__(self, session: str, turn: str) -> None:
+            super().__init__()
+            self.session = session
+            self.turn = turn
+
+    class TurnFinished(Message):
+        """Turn `turn` of the session shown ended with `status` (done, stopped, failed...)."""
+
+        def __init__(self, session: str, turn: str, status: str) -> None:
+            super().__init__()
+            self.session = session
+            self.turn = turn
+            self.status = status
+
     def __init__(self) -> None:
         super().__init__(id="chat")
         self.session_id = ""
@@ -74,9 +92,6 @@ class ChatScreen(RuntimeScreen):
         self.agent_name = ""
         self.running_turn: str | None = None
         self.queued_turns: list[str] = []
-        # Turns sent from here and how the finished ones ended (for tests and benchmarks too).
-        self.last_turn: str | None = None
-        self.finished: dict[str, str] = {}
         self._seen_turns: set[str] = set()
         self._compact_jobs: set[str] = set()  # /compact jobs: their outcome is noted at the end
         self._approval_cards: dict[str, ToolCard] = {}  # waiting approval id -> its call's card
@@ -216,8 +231,8 @@ class ChatScreen(RuntimeScreen):
             self.session_title = text.strip().splitlines()[0][:80]
         await self._view.add_user(text)
         turn = await self.runtime.submit(self.session_id, text, attended=True)
-        self.last_turn = turn
         self._queued(turn)
+        self.post_message(self.TurnSent(self.session_id, turn))
 
     def _queued(self, job: str) -> None:
         """A turn (or /compact) of this session was queued: count it until it starts."""
@@ -317,7 +332,7 @@ class ChatScreen(RuntimeScreen):
         if not self._ours(event):
             return
         await self._view.handle(event)
-        self.finished[event.turn] = event.status
+        self.post_message(self.TurnFinished(self.session_id, event.turn, event.status))
         if self.running_turn == event.turn:
             self.running_turn = None
         self._load_usage()

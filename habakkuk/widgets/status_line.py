@@ -124,7 +124,3 @@ class StatusLine(Static):
                 pieces.append((" · ", "dim"))
             pieces.append((text, style) if style else Content(text))
         return Content.assemble(*pieces)
-
-    @property
-    def plain(self) -> str:
-        return " · ".join(text for text, _ in self.status.parts())

@@ -7,7 +7,7 @@ the full output is read from the transcript through the facade when expanded.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -140,13 +140,3 @@ class ToolCard(Widget, can_focus=True):
         else:
             text = result.text or "(empty output)"
         self._output.update(Content(text))
-
-    def describe(self) -> dict[str, Any]:
-        """What the card shows, for tests and the benchmark."""
-        return {
-            "call_id": self.call_id,
-            "tool": self.tool,
-            "title": self.title,
-            "status": self.status,
-            "seconds": self.seconds,
-        }

@@ -10,13 +10,18 @@ import signal
 import sqlite3
 import sys
 import textwrap
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.channels.fake_telegram import FakeTelegram
+from tests.helpers import eventually
+
+# The processes are real and cold-started; their databases may be busy or not yet
+# created when read (that counts as "not yet").
+BOUND = 60.0
+NOT_YET = (sqlite3.OperationalError,)
 
 TOKEN = "555:KILLTEST"
 CHUNK = "\n\n".join(["alpha " * 500, "bravo " * 500, "charlie " * 500])
@@ -84,18 +89,6 @@ def jobs(home: Path) -> dict[str, sqlite3.Row]:
         return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
 
 
-async def until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    """Bounded polling of a condition in another process's database."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with contextlib.suppress(sqlite3.OperationalError):  # busy or not created yet
-            if predicate():
-                return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 def transcript_roles(home: Path) -> list[str]:
     with contextlib.closing(sqlite3.connect(home / "transcripts.db")) as conn:
         return [r[0] for r in conn.execute("SELECT role FROM messages ORDER BY seq")]
@@ -127,7 +120,12 @@ async def test_a_crash_mid_delivery_resumes_at_the_first_unsent_chunk(
     second = await serve(home)
     try:
         await tg.wait_for(lambda: len(tg.texts()) == 3, timeout=60)
-        await until(lambda: jobs(home)[f"reply:{turn}"]["status"] == "done", "the delivery")
+        await eventually(
+            lambda: jobs(home)[f"reply:{turn}"]["status"] == "done",
+            what="the delivery",
+            timeout=BOUND,
+            ignore=NOT_YET,
+        )
     finally:
         await stop(second)
     texts = tg.texts()
@@ -151,7 +149,12 @@ async def test_a_crash_between_the_turns_end_and_its_delivery_sends_one_reply(
     update = tg.message("hello")
     turn = f"turn:tg:42:{update['message']['message_id']}"
     try:
-        await until(lambda: jobs(home).get(turn, {"status": ""})["status"] == "done", "the turn")
+        await eventually(
+            lambda: jobs(home).get(turn, {"status": ""})["status"] == "done",
+            what="the turn",
+            timeout=BOUND,
+            ignore=NOT_YET,
+        )
         await tg.wait_for(lambda: len(tg.of("sendMessage", answered=None)) == 1, timeout=60)
     finally:
         await kill(first)
@@ -163,7 +166,12 @@ async def test_a_crash_between_the_turns_end_and_its_delivery_sends_one_reply(
     second = await serve(home)
     try:
         await tg.wait_for(lambda: len(tg.texts()) == 1, timeout=60)
-        await until(lambda: jobs(home)[f"reply:{turn}"]["status"] == "done", "the delivery")
+        await eventually(
+            lambda: jobs(home)[f"reply:{turn}"]["status"] == "done",
+            what="the delivery",
+            timeout=BOUND,
+            ignore=NOT_YET,
+        )
         await tg.wait_for(lambda: not tg.updates, timeout=60)  # the replay was read
         third = tg.message("after the restart")
         await tg.wait_for(lambda: len(tg.texts()) == 2, timeout=60)

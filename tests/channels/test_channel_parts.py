@@ -14,7 +14,7 @@ import pytest
 from habakkuk.channels.adapter import Adapter, Address, Beat, Button, Inbox
 from habakkuk.channels.deliveries import enqueue_reply, reply_id, sweep_replies
 from habakkuk.channels.format import html_to_plain, markdown_chunks, render_inline
-from habakkuk.channels.store import ChannelStore
+from habakkuk.channels.store import ChannelStatus, ChannelStore
 from habakkuk.channels.supervisor import Backoff, Supervisor
 from habakkuk.engine.config import ChannelConfig, parse_config
 from habakkuk.engine.errors import ConfigError
@@ -22,6 +22,7 @@ from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
 from habakkuk.engine.store import Database
 from tests.conftest import mock_config
+from tests.helpers import eventually
 
 # -- formatting ---------------------------------------------------------------------------
 
@@ -211,21 +212,12 @@ async def _supervise(
     return supervisor, store
 
 
-async def _wait(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Bounded polling of state another task changes (supervisor runs, the database)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("timed out")
-        await asyncio.sleep(0.02)
-
-
 async def test_a_silent_adapter_is_torn_down_and_reconnected(control: Database) -> None:
     runs: list[str] = []
     supervisor, store = await _supervise(control, lambda c: ScriptedAdapter(c.name, "silent", runs))
     supervisor.start()
     try:
-        await _wait(lambda: len(runs) >= 2)
+        await eventually(lambda: len(runs) >= 2, what="the adapter's second run", timeout=20)
     finally:
         await supervisor.stop()
     status = (await store.statuses())["fake"]
@@ -238,16 +230,16 @@ async def test_a_failing_adapter_is_restarted_with_backoff(control: Database) ->
     supervisor, store = await _supervise(control, lambda c: ScriptedAdapter(c.name, "fail", runs))
     supervisor.start()
     try:
-        await _wait(lambda: len(runs) >= 3)
+        await eventually(lambda: len(runs) >= 3, what="the adapter's third run", timeout=20)
         # Each new run overwrites the detail ("starting"): look while it backs off, bounded.
-        deadline = asyncio.get_running_loop().time() + 20
-        while True:
-            status = (await store.statuses())["fake"]
-            if status.state == "backoff" and status.restarts >= 2:
-                break
-            assert asyncio.get_running_loop().time() < deadline, f"never backed off: {status}"
-            await asyncio.sleep(0.02)
-        assert "server went away" in status.detail
+        seen: list[ChannelStatus] = []
+
+        async def backing_off() -> bool:
+            seen.append((await store.statuses())["fake"])
+            return seen[-1].state == "backoff" and seen[-1].restarts >= 2
+
+        await eventually(backing_off, what="the adapter to back off after 2 restarts", timeout=20)
+        assert "server went away" in seen[-1].detail
     finally:
         await supervisor.stop()
 
@@ -262,13 +254,13 @@ async def test_only_one_process_holds_a_channel(control: Database) -> None:
         control, lambda c: ScriptedAdapter(c.name, "silent", other_runs), owner="host:2:bbbb"
     )
     first.start()
-    await _wait(lambda: len(runs) == 1)
+    await eventually(lambda: len(runs) == 1, what="the first supervisor's run", timeout=20)
     second.start()
     try:
         holder = await store.acquire_lease("channel:fake", "host:3:cccc", 1.5)
         assert holder == "host:1:aaaa"
         await first.stop()  # lets the lease go: the standby takes over
-        await _wait(lambda: len(other_runs) >= 1)
+        await eventually(lambda: len(other_runs) >= 1, what="the standby to take over", timeout=20)
     finally:
         await first.stop()
         await second.stop()

@@ -8,7 +8,6 @@ import json
 import re
 import sqlite3
 import textwrap
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
 from tests.conftest import mock_config
+from tests.helpers import eventually
 
 TOKEN = "123:SECRET"
 OpenRuntime = Callable[..., Awaitable[Runtime]]
@@ -80,15 +80,6 @@ def rows(home: Home, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row
         return conn.execute(sql, params).fetchall()
 
 
-async def until(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    """Bounded polling of a condition read from disk (no event to wait on)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
 def job(home: Home, job_id: str) -> sqlite3.Row | None:
     found = rows(home, "SELECT * FROM jobs WHERE id = ?", (job_id,))
     return found[0] if found else None
@@ -105,7 +96,7 @@ async def test_a_message_is_answered_once(start: OpenRuntime, tg: FakeTelegram, 
     await tg.wait_for(lambda: len(tg.texts()) == 1)
     message_id = update["message"]["message_id"]
     turn = f"turn:tg:42:{message_id}"
-    await until(lambda: finished(home, f"reply:{turn}"), "the reply delivery to finish")
+    await eventually(lambda: finished(home, f"reply:{turn}"), what="the reply delivery to finish")
     assert tg.texts() == ["echo: hello there"]
     [send] = tg.of("sendMessage")
     assert send.params["reply_parameters"]["message_id"] == message_id
@@ -125,7 +116,7 @@ async def test_the_same_update_delivered_again_is_dropped(
     second = tg.message("second")
     await tg.wait_for(lambda: len(tg.texts()) == 2)
     second_turn = f"turn:tg:42:{second['message']['message_id']}"
-    await until(lambda: finished(home, f"reply:{second_turn}"), "the second reply")
+    await eventually(lambda: finished(home, f"reply:{second_turn}"), what="the second reply")
     assert tg.texts() == ["echo: first", "echo: second"]
     turns = rows(home, "SELECT id FROM jobs WHERE kind = 'turn'")
     assert len(turns) == 2
@@ -142,7 +133,7 @@ async def test_a_long_reply_goes_out_in_chunks_under_the_limit(
     update = tg.message("long please")
     await tg.wait_for(lambda: len(tg.texts()) >= 2)
     turn = f"turn:tg:42:{update['message']['message_id']}"
-    await until(lambda: finished(home, f"reply:{turn}"), "the long reply")
+    await eventually(lambda: finished(home, f"reply:{turn}"), what="the long reply")
     texts = tg.texts()
     assert len(texts) == 4
     assert all(len(t) <= 4096 for t in texts)
@@ -165,7 +156,7 @@ async def test_an_undeliverable_reply_stops_retrying(
     tg.block(42)
     update = tg.message("are you there?")
     turn = f"turn:tg:42:{update['message']['message_id']}"
-    await until(lambda: finished(home, f"reply:{turn}"), "the delivery to give up")
+    await eventually(lambda: finished(home, f"reply:{turn}"), what="the delivery to give up")
     delivery = job(home, f"reply:{turn}")
     assert delivery is not None
     assert delivery["status"] == "failed"
@@ -279,12 +270,12 @@ async def test_the_adapter_restarts_after_its_server_drops(
     tg.message("before")
     await tg.wait_for(lambda: len(tg.texts()) == 1)
     await tg.stop()
-    await until(
+    await eventually(
         lambda: (
             rows(home, "SELECT state FROM channel_status WHERE account = 'tg'")[0]["state"]
             != "connected"
         ),
-        "the supervisor to notice the drop",
+        what="the supervisor to notice the drop",
     )
     await tg.start()
     tg.message("after")
@@ -292,9 +283,9 @@ async def test_the_adapter_restarts_after_its_server_drops(
     assert tg.texts()[1] == "echo: after"
     [status] = rows(home, "SELECT * FROM channel_status WHERE account = 'tg'")
     assert status["restarts"] >= 1
-    await until(
+    await eventually(
         lambda: rows(home, "SELECT state FROM channel_status")[0]["state"] == "connected",
-        "connected again",
+        what="connected again",
     )
 
 
@@ -506,9 +497,9 @@ async def test_channels_command_reports_health(
     start: OpenRuntime, tg: FakeTelegram, home: Home, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await start()
-    await until(
+    await eventually(
         lambda: bool(rows(home, "SELECT 1 FROM channel_status WHERE state = 'connected'")),
-        "connected",
+        what="connected",
     )
     assert await asyncio.to_thread(cli.main, ["channels"]) == 0
     out = capsys.readouterr().out
@@ -644,7 +635,7 @@ async def test_stop_cancels_the_running_turn_without_a_reply(
     tg.message("/stop")
     await tg.wait_for(lambda: "Stopped." in tg.texts())
     turn = f"turn:tg:42:{update['message']['message_id']}"
-    await until(lambda: finished(home, f"reply:{turn}"), "the stopped turn's delivery")
+    await eventually(lambda: finished(home, f"reply:{turn}"), what="the stopped turn's delivery")
     assert job(home, turn)["status"] == "cancelled"  # type: ignore[index]
     assert "all done" not in tg.texts()
 
@@ -654,9 +645,9 @@ async def test_a_rejected_token_is_reported_as_fatal(
 ) -> None:
     monkeypatch.setenv("TG_TOKEN", "123:WRONG")
     await start()
-    await until(
+    await eventually(
         lambda: bool(rows(home, "SELECT 1 FROM channel_status WHERE state = 'fatal'")),
-        "the supervisor to give the adapter up for now",
+        what="the supervisor to give the adapter up for now",
     )
     [status] = rows(home, "SELECT * FROM channel_status")
     assert "check the bot token" in status["detail"]
@@ -667,14 +658,14 @@ async def test_a_reply_waits_queued_while_the_bot_is_down(
     start: OpenRuntime, tg: FakeTelegram, home: Home
 ) -> None:
     runtime = await start()
-    await until(
+    await eventually(
         lambda: bool(rows(home, "SELECT 1 FROM channel_status WHERE state = 'connected'")),
-        "connected",
+        what="connected",
     )
     await tg.stop()
-    await until(
+    await eventually(
         lambda: rows(home, "SELECT state FROM channel_status")[0]["state"] != "connected",
-        "the drop to be noticed",
+        what="the drop to be noticed",
     )
     assert await asyncio.to_thread(cli.main, ["send", "--to", "tg:42", "queued", "note"]) == 0
     [queued] = [r for r in rows(home, "SELECT * FROM jobs") if r["kind"] == "delivery:tg"]
@@ -694,7 +685,7 @@ async def test_a_corrupt_delivery_fails_alone_naming_the_job_and_an_old_one_stil
     old = {"to": "tg:42", "text": "queued before the upgrade"}  # the oldest form: no kind
     await runtime.queue.enqueue("send:old", "delivery:tg", old, serial_key="chat:tg:42")
     await tg.wait_for(lambda: tg.texts() == ["queued before the upgrade"])
-    await until(lambda: finished(home, "send:corrupt"), "the corrupt delivery to finish")
+    await eventually(lambda: finished(home, "send:corrupt"), what="the corrupt delivery to finish")
     failed = job(home, "send:corrupt")
     assert failed is not None and failed["status"] == "failed"
     assert "delivery send:corrupt: options: expected a list of strings" in failed["error"]

@@ -19,6 +19,7 @@ from habakkuk.channels.store import ChannelStore, Prompt
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
+from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.store import Database
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
@@ -199,12 +200,20 @@ CREATE TABLE channel_prompts (
 """
 
 
+async def running_turn(queue: JobQueue, turn: str) -> None:
+    """A turn that is running (claimed), as the process that waits on its prompt has it."""
+    await queue.enqueue(turn, "turn", {}, serial_key="s")
+    lease = await queue.claim(["turn"])
+    assert lease is not None and lease.job.id == turn
+
+
 async def test_an_older_control_db_gains_the_new_prompt_columns(home: Home) -> None:
     import time
 
     path = home.db_path("control")
     db = await Database.open(path, JOB_MIGRATIONS)
     try:
+        # Raw SQL on purpose: a prompt row in the old table's shape (no new columns).
         await db.run(lambda conn: conn.executescript(OLD_PROMPTS))
         await db.write(
             lambda conn: conn.execute(
@@ -213,12 +222,7 @@ async def test_an_older_control_db_gains_the_new_prompt_columns(home: Home) -> N
                 (time.time(),),
             )
         )
-        await db.write(
-            lambda conn: conn.execute(
-                "INSERT INTO jobs(id, kind, payload, status, serial_key, created_at, updated_at)"
-                " VALUES ('turn_old', 'turn', '{}', 'running', 's', 0, 0)"
-            )
-        )
+        await running_turn(JobQueue(db), "turn_old")
         store = await ChannelStore.open(db)
         await store.ensure()  # twice: idempotent
         columns = {r["name"] for r in await db.fetchall("PRAGMA table_info(channel_prompts)")}
@@ -264,6 +268,7 @@ async def test_a_runtime_on_an_older_control_db_lists_its_chat_approvals(
 ) -> None:
     import time
 
+    # Raw SQL on purpose: a prompt row in the old table's shape (no new columns).
     with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
         conn.executescript(OLD_PROMPTS)
         conn.execute(
@@ -273,12 +278,7 @@ async def test_a_runtime_on_an_older_control_db_lists_its_chat_approvals(
         )
         conn.commit()
     runtime: Runtime = await runtime_factory(mock_config(extra=channel_yaml(tg)))
-    await runtime.queue.db.write(
-        lambda conn: conn.execute(
-            "INSERT INTO jobs(id, kind, payload, status, serial_key, created_at, updated_at)"
-            " VALUES ('turn_old', 'turn', '{}', 'running', 's', 0, 0)"
-        )
-    )
+    await running_turn(runtime.queue, "turn_old")
     [old] = await runtime.waiting_approvals()
     assert (old.id, old.where, old.local, old.tool) == ("apr_old", "tg:42", False, "")
     columns = {

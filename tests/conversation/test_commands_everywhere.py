@@ -21,8 +21,9 @@ from habakkuk.widgets.notice import Notice
 from tests.channels.fake_telegram import FakeTelegram
 from tests.channels.test_telegram_e2e import channel_yaml
 from tests.conftest import mock_config
+from tests.helpers import eventually
 from tests.server.conftest import Served, ServeFactory
-from tests.tui.conftest import make_app, ready, send, turn_finished, wait_until
+from tests.tui.conftest import make_app, ready, running
 
 SCRIPT = "- 'echo: {input}'"
 # In order: each command sees the state the ones before it left.
@@ -77,19 +78,18 @@ async def terminal_answers(tmp_path: Path) -> list[str]:
     home.config_path.write_text(mock_config(SCRIPT), encoding="utf-8")
     app = make_app(home)
     answers = []
-    async with app.run_test(size=(100, 40)) as pilot:
-        await ready(pilot)
-        await send(pilot, "hello")
-        await turn_finished(pilot)
+    async with running(app, size=(100, 40)) as ui:
+        await ui.send("hello")
+        await ui.turn_finished()
         for command in CONVERSATION:
             # A note the screen did not show before (/fork reloads the view, so no count).
             before = set(app.screen.query(Notice))
-            await send(pilot, command)
+            await ui.send(command)
 
             def answered(before: set[Notice] = before) -> list[Notice]:
                 return [n for n in app.screen.query(Notice) if n not in before]
 
-            await wait_until(pilot, answered, f"the answer to {command}")
+            await eventually(answered, what=f"the answer to {command}")
             answers.append(answered()[-1].text)
     return answers
 
@@ -196,11 +196,11 @@ async def test_the_palette_finds_every_chat_action_by_a_word(tmp_path: Path) -> 
         ):
             assert title in titles  # fmt: skip
         await pilot.press("ctrl+p")
-        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
+        await eventually(lambda: isinstance(app.screen, CommandPalette), what="the palette")
         await pilot.press(*"new")
         found = app.screen.query_one(CommandList)
 
         def matches() -> list[str]:
             return [str(option.prompt) for option in found.options]
 
-        await wait_until(pilot, lambda: any("Chat: new session" in m for m in matches()), "it")
+        await eventually(lambda: any("Chat: new session" in m for m in matches()), what="it")

@@ -9,11 +9,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import eventually_sync
+
+BOUND = 60.0  # the processes are real and cold-started
 
 CONFIG = """
 providers:
@@ -30,15 +32,6 @@ agents:
     model: mock/script
     mode: full
 """
-
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    """Poll an observable condition with a bound (the processes are real)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def habakkuk(home: Path, *args: str) -> subprocess.Popen[str]:
@@ -74,8 +67,10 @@ def test_sigkill_mid_tool_call_then_serve_finishes_the_turn_once(tmp_path: Path)
 
     first = habakkuk(home, "run", "--json", "do the long job")
     try:
-        wait_for(marker.exists, "the tool call to start")
-        wait_for(lambda: marker.read_text().strip() != "", "the tool's pid")
+        eventually_sync(marker.exists, what="the tool call to start", timeout=BOUND)
+        eventually_sync(
+            lambda: marker.read_text().strip() != "", what="the tool's pid", timeout=BOUND
+        )
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
     finally:
@@ -91,7 +86,11 @@ def test_sigkill_mid_tool_call_then_serve_finishes_the_turn_once(tmp_path: Path)
 
     serve = habakkuk(home, "--serve")
     try:
-        wait_for(lambda: job_rows(home)[0]["status"] == "done", "the resumed turn to finish")
+        eventually_sync(
+            lambda: job_rows(home)[0]["status"] == "done",
+            what="the resumed turn to finish",
+            timeout=BOUND,
+        )
     finally:
         serve.send_signal(signal.SIGTERM)
         _, err = serve.communicate(timeout=30)
@@ -117,8 +116,10 @@ def test_ctrl_c_on_run_releases_the_turn_and_kills_its_command(tmp_path: Path) -
     marker = home / "agents" / "main" / "workspace" / "started.pid"
     run = habakkuk(home, "run", "go")
     try:
-        wait_for(marker.exists, "the tool call to start")
-        wait_for(lambda: marker.read_text().strip() != "", "the tool's pid")
+        eventually_sync(marker.exists, what="the tool call to start", timeout=BOUND)
+        eventually_sync(
+            lambda: marker.read_text().strip() != "", what="the tool's pid", timeout=BOUND
+        )
         run.send_signal(signal.SIGINT)
         _, err = run.communicate(timeout=30)
     finally:
@@ -129,7 +130,7 @@ def test_ctrl_c_on_run_releases_the_turn_and_kills_its_command(tmp_path: Path) -
     [job] = job_rows(home)
     assert job["status"] == "queued" and job["lease_owner"] is None
     pid = int(marker.read_text().strip())
-    wait_for(lambda: not _alive(pid), "the command's process to be gone", timeout=10)
+    eventually_sync(lambda: not _alive(pid), what="the command's process to be gone", timeout=10)
 
 
 def _alive(pid: int) -> bool:

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import textwrap
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.hooks import Hooks, run_hook
+from tests.helpers import eventually
 
 BOUND = 20.0
 
@@ -25,15 +25,6 @@ class Hook:
     command: str
     timeout: float = 10.0
     match: str | None = None
-
-
-async def wait_for_file(path: Path) -> str:
-    deadline = time.monotonic() + BOUND
-    while not (path.exists() and path.read_text().endswith("\n")):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {path}")
-        await asyncio.sleep(0.02)
-    return path.read_text()
 
 
 def pid_gone(pid: int) -> bool:
@@ -77,10 +68,7 @@ async def test_a_hook_that_times_out_blocks_and_its_group_is_killed(tmp_path: Pa
     reason = await hooks.guard("tool_before", "exec", {})
     assert reason is not None and "timed out" in reason
     child = int(pidfile.read_text())
-    deadline = time.monotonic() + BOUND
-    while not pid_gone(child):
-        assert time.monotonic() < deadline, "the hook's child outlived its timeout"
-        await asyncio.sleep(0.02)
+    await eventually(lambda: pid_gone(child), what="the hook's child to be killed")
 
 
 async def test_a_hook_that_cannot_start_blocks(tmp_path: Path) -> None:
@@ -108,7 +96,10 @@ async def test_background_events_do_not_wait(tmp_path: Path) -> None:
     hooks.fire("turn_end", "main", {})  # returns at once although the hook waits
     assert not out.exists()
     release.touch()
-    assert await wait_for_file(out) == "done\n"
+    await eventually(
+        lambda: out.exists() and out.read_text().endswith("\n"), what=f"the hook to write {out}"
+    )
+    assert out.read_text() == "done\n"
     await hooks.drain()
 
 

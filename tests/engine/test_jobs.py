@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from habakkuk.engine.errors import LeaseLost
-from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Owner, backoff_delay
+from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease, Owner, backoff_delay
 from habakkuk.engine.pools import PermanentJobError, Pool
 from habakkuk.engine.store import Database, Migration
+from tests.helpers import eventually
 
 
 async def open_queue(path: Path, *, owner: Owner | None = None, lease: float = 30.0) -> JobQueue:
@@ -294,11 +295,15 @@ async def test_pool_shutdown_releases_running_job_for_immediate_resume(queue: Jo
     assert (await queue.claim(["turn"])) is not None
 
 
-async def _claim_eventually(queue: JobQueue, timeout: float = 5.0):
+async def _claim_eventually(queue: JobQueue, timeout: float = 5.0) -> Lease:
     """Claim until a lease is free (bounded): expiry is the only way time enters."""
-    deadline = time.monotonic() + timeout
-    while (lease := await queue.claim(["turn"])) is None:
-        if time.monotonic() > deadline:
-            raise AssertionError("the lease never expired")
-        await asyncio.sleep(0.01)
-    return lease
+    claimed: list[Lease] = []
+
+    async def claim() -> bool:
+        lease = await queue.claim(["turn"])
+        if lease is not None:
+            claimed.append(lease)
+        return lease is not None
+
+    await eventually(claim, what="the lease to expire", timeout=timeout)
+    return claimed[0]

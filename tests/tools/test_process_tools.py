@@ -7,8 +7,7 @@ import contextlib
 import os
 import re
 import select
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from habakkuk.tools.process_tools import (
 )
 from habakkuk.tools.processes import ProcessManager
 from habakkuk.tools.shell import run_command
+from tests.helpers import eventually
 
 BOUND = 20.0
 
@@ -42,14 +42,6 @@ def pid_gone(pid: int) -> bool:
     except FileNotFoundError:
         return True
     return data[data.rfind(b")") + 2 :].split()[0] == b"Z"
-
-
-async def wait_until(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + BOUND
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -121,11 +113,13 @@ async def test_kill_stops_the_whole_tree(tmp_path: Path, manager: ProcessManager
     ctx = ctx_for(tmp_path, manager)
     pidfile = tmp_path / "child.pid"
     pid = await start(ctx, f"sleep 300 & echo $! > {pidfile}; wait")
-    await wait_until(lambda: pidfile.exists() and pidfile.read_text().strip() != "", "pid file")
+    await eventually(
+        lambda: pidfile.exists() and pidfile.read_text().strip() != "", what="pid file"
+    )
     child = int(pidfile.read_text())
     killed = await ProcessKill().run({"id": pid}, ctx)
     assert "killed" in killed.text
-    await wait_until(lambda: pid_gone(child), "the background child to die")
+    await eventually(lambda: pid_gone(child), what="the background child to die")
 
 
 async def test_another_agent_cannot_see_the_process(
@@ -164,7 +158,7 @@ async def test_timed_out_exec_leaves_no_process_behind(tmp_path: Path) -> None:
     )
     assert out.is_error and "timed out" in out.text
     grandchild = int(pidfile.read_text())
-    await wait_until(lambda: pid_gone(grandchild), "the timed-out tree to die")
+    await eventually(lambda: pid_gone(grandchild), what="the timed-out tree to die")
 
 
 def children() -> set[int]:
@@ -186,7 +180,9 @@ async def test_cancelled_exec_leaves_no_process_behind(tmp_path: Path) -> None:
     task = asyncio.create_task(
         run_command(f"sleep 300 & echo $$ $! > {pidfile}; wait", tmp_path, timeout=BOUND)
     )
-    await wait_until(lambda: pidfile.exists() and pidfile.read_text().endswith("\n"), "pid file")
+    await eventually(
+        lambda: pidfile.exists() and pidfile.read_text().endswith("\n"), what="pid file"
+    )
     shell, child = map(int, pidfile.read_text().split())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -194,7 +190,7 @@ async def test_cancelled_exec_leaves_no_process_behind(tmp_path: Path) -> None:
     # The cancel finishes only once the shell is reaped, so its pipes and transport close
     # on this loop rather than in a garbage collection after the loop has closed.
     assert reaped(shell)
-    await wait_until(lambda: pid_gone(child), "the cancelled tree to die")
+    await eventually(lambda: pid_gone(child), what="the cancelled tree to die")
 
 
 async def test_exec_cancelled_while_it_starts_leaves_no_process_behind(tmp_path: Path) -> None:
@@ -222,4 +218,4 @@ async def test_exec_cancelled_while_it_starts_leaves_no_process_behind(tmp_path:
         os.close(reader)
     with pytest.raises(asyncio.CancelledError):
         await task
-    await wait_until(lambda: pid_gone(child), "the tree cancelled at start-up to die")
+    await eventually(lambda: pid_gone(child), what="the tree cancelled at start-up to die")

@@ -6,7 +6,7 @@ import asyncio
 import os
 import stat
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -18,17 +18,9 @@ from habakkuk.tools.processes import (
     format_duration,
     format_exit_notice,
 )
+from tests.helpers import eventually
 
 BOUND = 20.0  # generous upper bound for anything we wait on
-
-
-async def wait_until(predicate: Callable[[], bool], what: str) -> None:
-    """Poll predicate until it holds; fail the test after BOUND seconds."""
-    deadline = time.monotonic() + BOUND
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def pid_gone(pid: int) -> bool:
@@ -46,7 +38,7 @@ def pid_gone(pid: int) -> bool:
 
 
 async def read_pid_file(path: Path) -> int:
-    await wait_until(lambda: path.exists() and path.read_text().strip() != "", f"{path}")
+    await eventually(lambda: path.exists() and path.read_text().strip() != "", what=f"{path}")
     return int((await asyncio.to_thread(path.read_text)).strip())
 
 
@@ -149,21 +141,22 @@ async def test_output_of_running_process_resumes_as_more_arrives(
 ) -> None:
     info = await run(manager, "cat", tmp_path)
     await manager.write("a", info.id, "one\n")
-    chunks: list[str] = []
 
     async def poll(since: int, expected: str) -> int:
-        deadline = time.monotonic() + BOUND
-        while True:
+        offsets: list[int] = []
+
+        async def arrived() -> bool:
             chunk = await manager.output("a", info.id, since=since)
-            if chunk.text == expected or time.monotonic() > deadline:
-                chunks.append(chunk.text)
-                return chunk.next_offset
-            await asyncio.sleep(0.02)
+            offsets.append(chunk.next_offset)
+            return chunk.text == expected
+
+        await eventually(arrived, what=f"{expected!r} after offset {since}", timeout=BOUND)
+        return offsets[-1]
 
     offset = await poll(0, "one\n")
     await manager.write("a", info.id, "two\n")
     offset = await poll(offset, "two\n")
-    assert chunks == ["one\n", "two\n"] and offset == 8
+    assert offset == 8
 
 
 async def test_output_never_splits_a_utf8_character(
@@ -254,7 +247,7 @@ async def test_kill_kills_grandchildren_and_marks_killed(
     assert not pid_gone(child)
     killed = await manager.kill("a", info.id)
     assert killed.killed and killed.exit_code is not None and not killed.running
-    await wait_until(lambda: pid_gone(child), "the grandchild to die")
+    await eventually(lambda: pid_gone(child), what="the grandchild to die")
     # kill() returns after the exit was handled, so a notice would already be recorded.
     assert recorder.calls == []
 
@@ -270,7 +263,7 @@ async def test_kill_escalates_to_sigkill_when_sigterm_is_ignored(
         child = await read_pid_file(tmp_path / "child.pid")
         killed = await mgr.kill("a", info.id)
         assert killed.exit_code == -9
-        await wait_until(lambda: pid_gone(child), "the grandchild to die")
+        await eventually(lambda: pid_gone(child), what="the grandchild to die")
     finally:
         await mgr.shutdown()
 
@@ -288,7 +281,7 @@ async def test_timeout_kills_the_tree_and_still_notifies(
     child = await read_pid_file(tmp_path / "child.pid")
     done = await manager.wait("a", info.id, timeout_seconds=BOUND)
     assert done.timed_out and not done.killed and done.exit_code is not None
-    await wait_until(lambda: pid_gone(child), "the grandchild to die")
+    await eventually(lambda: pid_gone(child), what="the grandchild to die")
     await asyncio.wait_for(recorder.called.wait(), BOUND)
     assert recorder.calls[0].timed_out
     assert "was killed by its timeout" in format_exit_notice(recorder.calls[0])
@@ -342,7 +335,7 @@ async def test_exit_is_recorded_even_when_a_grandchild_keeps_the_output_open(
     orphan = int(text.split()[0])
     assert text.endswith("started\n") and not pid_gone(orphan)
     await manager.shutdown()
-    await wait_until(lambda: pid_gone(orphan), "the orphan to die")
+    await eventually(lambda: pid_gone(orphan), what="the orphan to die")
 
 
 async def test_running_limit_per_agent(tmp_path: Path) -> None:
@@ -404,7 +397,7 @@ async def test_shutdown_kills_everything_removes_logs_and_sends_no_notices(
     children = [await read_pid_file(tmp_path / d / "child.pid") for d in ("one", "two")]
     assert len(list(procs.iterdir())) == 3
     await mgr.shutdown()
-    await wait_until(lambda: all(pid_gone(c) for c in children), "the grandchildren to die")
+    await eventually(lambda: all(pid_gone(c) for c in children), what="the grandchildren to die")
     assert list(procs.iterdir()) == []
     assert recorder.calls == []
     assert mgr.list("a") == [] and mgr.list("b") == []

@@ -1,4 +1,4 @@
-"""Helpers for the terminal app's tests: an app on a test home, bounded waits, SVG snapshots.
+"""Helpers for the terminal app's tests: an app on a test home, its messages, SVG snapshots.
 
 Snapshots are kept under snapshots/tui/<test file>/ at the repository root (not
 syrupy's default __snapshots__ beside the test), via a small syrupy extension
@@ -8,31 +8,34 @@ Rich puts into every SVG).
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
+from textual.message import Message
+from textual.notifications import Notify
 
 from habakkuk.app import HabakkukApp
+from habakkuk.screens.chat import ChatScreen
+from tests.conftest import WriteConfig, mock_config
 from tests.fakes.model_server import FakeModelServer
+from tests.helpers import eventually
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
     from textual.pilot import Pilot
+    from textual.screen import Screen
 
     from habakkuk.engine.home import Home
+    from habakkuk.runtime import Runtime
 
 REPO = Path(__file__).resolve().parents[2]
 SNAPSHOTS = REPO / "snapshots" / "tui"
-WAIT_SECONDS = 15.0
-
-# Snapshots and colours must not depend on the developer's terminal.
-os.environ["NO_COLOR"] = "1"
 
 
 class RepoSnapshotExtension(SVGImageExtension):
@@ -59,30 +62,13 @@ def svg_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     return snapshot.use_extension(RepoSnapshotExtension)
 
 
-async def wait_until(
-    pilot: Pilot[Any], condition: Callable[[], object], what: str, timeout: float = WAIT_SECONDS
-) -> None:
-    """Let the app run until `condition()` holds; fail naming `what` after `timeout`."""
-
-    async def poll() -> None:
-        # Widget state has no event to await; poll it, yielding to the app on this loop.
-        # The wait is bounded by `timeout` and never stands in for a condition.
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
-
-    try:
-        await asyncio.wait_for(poll(), timeout)
-    except TimeoutError:
-        pytest.fail(f"timed out waiting for {what}")
-
-
 async def ready(pilot: Pilot[Any]) -> HabakkukApp:
     """Wait until the app's runtime is open and the chat screen is loaded."""
     app = pilot.app
     assert isinstance(app, HabakkukApp)
-    await wait_until(pilot, lambda: app.runtime is not None, "the runtime to open")
-    await wait_until(
-        pilot, lambda: app.get_chat() is not None or app.current_mode != "chat", "the chat screen"
+    await eventually(lambda: app.runtime is not None, what="the runtime to open")
+    await eventually(
+        lambda: app.get_chat() is not None or app.current_mode != "chat", what="the chat screen"
     )
     await pilot.pause()
     return app
@@ -98,23 +84,123 @@ async def send(pilot: Pilot[Any], text: str) -> None:
     await pilot.press("enter")
 
 
-def make_app(home: Home, **kwargs: Any) -> HabakkukApp:
+def make_app(home: Home | None, **kwargs: Any) -> HabakkukApp:
     """An app on the test home, with no cursor blink or animation (deterministic frames)."""
     return HabakkukApp(home, animate=False, **kwargs)
 
 
-async def turn_finished(pilot: Pilot[Any]) -> str:
-    """Wait until the last turn sent from the chat has ended; returns its status."""
-    app = pilot.app
-    assert isinstance(app, HabakkukApp)
-    chat = app.get_chat()
-    await wait_until(
-        pilot,
-        lambda: chat.last_turn is not None and chat.last_turn in chat.finished,
-        "the turn to finish",
-    )
-    await pilot.pause()
-    return str(chat.finished[chat.last_turn])
+M = TypeVar("M", bound=Message)
+
+
+class Seen:
+    """Every message posted in the app while it runs (run_test's message_hook)."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+    def __call__(self, message: Message) -> None:
+        self.messages.append(message)
+
+    def of(self, kind: type[M]) -> list[M]:
+        """The messages of one type, oldest first."""
+        return [m for m in self.messages if isinstance(m, kind)]
+
+
+@dataclass
+class Running:
+    """An app under run_test, with what it posted: drive it by keys, observe its messages."""
+
+    app: HabakkukApp
+    pilot: Pilot[Any]
+    seen: Seen
+    # How many turns had been sent when the test last sent one or saw one finish: the
+    # next turn_finished() waits for a turn sent after that.
+    _turns_before: int = field(default=0)
+
+    @property
+    def chat(self) -> ChatScreen:
+        """The chat screen."""
+        return self.app.get_chat()
+
+    @property
+    def screen(self) -> Screen[Any]:
+        """The screen shown now."""
+        return self.app.screen
+
+    @property
+    def runtime(self) -> Runtime:
+        """The app's open runtime (the facade the screens use)."""
+        assert self.app.runtime is not None, "the app's runtime is not open"
+        return self.app.runtime
+
+    async def send(self, text: str) -> None:
+        """Type `text` into the chat's composer and press Enter."""
+        self._turns_before = len(self.seen.of(ChatScreen.TurnSent))
+        await send(self.pilot, text)
+
+    async def press(self, *keys: str) -> None:
+        """Press keys, as the user would."""
+        await self.pilot.press(*keys)
+
+    @property
+    def last_turn(self) -> str:
+        """The id of the turn the chat sent last."""
+        sent = self.seen.of(ChatScreen.TurnSent)
+        assert sent, "no turn was sent from the chat"
+        return sent[-1].turn
+
+    async def turn_finished(self) -> str:
+        """Wait until the turn sent last has ended; returns how (done, stopped, ...)."""
+        await eventually(
+            lambda: len(self.seen.of(ChatScreen.TurnSent)) > self._turns_before,
+            what="a turn to be sent",
+        )
+        turn = self.last_turn
+        self._turns_before = len(self.seen.of(ChatScreen.TurnSent))
+
+        def ended() -> list[ChatScreen.TurnFinished]:
+            return [m for m in self.seen.of(ChatScreen.TurnFinished) if m.turn == turn]
+
+        await eventually(ended, what=f"turn {turn} to finish")
+        await self.pilot.pause()
+        return ended()[0].status
+
+    def toasts(self) -> list[str]:
+        """The messages of the notifications (toasts) the app was asked to show."""
+        return [str(n.notification.message) for n in self.seen.of(Notify)]
+
+
+@asynccontextmanager
+async def running(
+    app: HabakkukApp, *, size: tuple[int, int] = (80, 24), wait_ready: bool = True
+) -> AsyncIterator[Running]:
+    """Run `app` headless, recording its messages; with `wait_ready`, until its runtime is
+    open and its chat loaded (not for an app that starts on the setup screen)."""
+    seen = Seen()
+    async with app.run_test(size=size, message_hook=seen) as pilot:
+        if wait_ready:
+            await ready(pilot)
+        yield Running(app, pilot, seen)
+
+
+ChatApp = Callable[..., AbstractAsyncContextManager[Running]]
+
+
+@pytest.fixture
+def chat_app(write_config: WriteConfig) -> ChatApp:
+    """Start the app on a test home whose one agent talks to a (scripted) mock provider.
+
+    `chat_app(script, mode=..., extra=..., size=...)` is an async context manager
+    yielding the ready `Running` app.
+    """
+
+    def start(
+        script: str = "", *, mode: str = "full", extra: str = "", size: tuple[int, int] = (80, 24)
+    ) -> AbstractAsyncContextManager[Running]:
+        write_config(mock_config(script, mode=mode, extra=extra))
+        return running(make_app(None), size=size)
+
+    return start
 
 
 def notices(app: Any) -> list[str]:
@@ -124,20 +210,21 @@ def notices(app: Any) -> list[str]:
     return [n.text for n in app.screen.query(Notice)]
 
 
-async def a_call_runs(pilot: Any, app: Any) -> None:
+async def a_call_runs(app: Any) -> None:
     """Wait (bounded) until a tool card of the chat shows its call running."""
     from habakkuk.widgets.tool_card import ToolCard
 
-    await wait_until(
-        pilot,
+    await eventually(
         lambda: any(c.status == "running" for c in app.screen.query(ToolCard)),
-        "a tool call to run",
+        what="a tool call to run",
     )
 
 
-def toasts(app: Any) -> list[str]:
-    """The messages of the notifications (toasts) the app shows now."""
-    return [str(n.message) for n in app._notifications]
+def status_text(app: Any) -> str:
+    """The chat's status line as drawn."""
+    from habakkuk.widgets.status_line import StatusLine
+
+    return str(app.screen.query_one(StatusLine).render())
 
 
 def markdown_text(app: Any) -> str:

@@ -18,7 +18,7 @@ from habakkuk.widgets.markdown_stream import (
 from habakkuk.widgets.message_view import MessageView
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
-from tests.tui.conftest import wait_until
+from tests.helpers import eventually
 from tests.tui.markdown_views import OneView, screen_lines, settled, volumes
 from tests.tui.test_tui_streaming import signature
 
@@ -73,8 +73,8 @@ def replies(view: MessageView) -> list[StreamingMarkdown]:
 async def opened(pilot: Pilot[Any]) -> MessageView:
     view = pilot.app.query_one(MessageView)
     await view.load("ses_1", transcript())
-    await wait_until(
-        pilot, lambda: f"End of reply {REPLIES - 1}." in screen_text(pilot.app), "the last reply"
+    await eventually(
+        lambda: f"End of reply {REPLIES - 1}." in screen_text(pilot.app), what="the last reply"
     )
     await settled(pilot)
     return view
@@ -130,8 +130,8 @@ async def test_a_history_reply_built_in_full_has_the_blocks_of_a_one_shot_render
         markdown = replies(view)[-1]
         for volume in volumes(markdown):
             volume.build()
-        await wait_until(
-            pilot, lambda: all(v.built for v in volumes(markdown)), "every volume to build"
+        await eventually(
+            lambda: all(v.built for v in volumes(markdown)), what="every volume to build"
         )
         blocks = markdown.blocks()
         flat = Markdown(reply(REPLIES - 1))
@@ -148,22 +148,21 @@ async def test_far_volumes_drop_their_blocks_and_further_ones_their_picture() ->
     async with app.run_test(size=(60, 20)) as pilot:
         view = await opened(pilot)
         view.scroll_home(animate=False, immediate=True)
-        await wait_until(
-            pilot, lambda: "Paragraph 0 of reply 0," in screen_text(app), "the top of the session"
+        await eventually(
+            lambda: "Paragraph 0 of reply 0," in screen_text(app), what="the top of the session"
         )
         await settled(pilot)
         last = volumes(replies(view)[-1])
         # Built at the bottom when the session opened, now many screens below the view.
         height = app.screen.size.height
         assert last[-1].region.y > (PICTURE_SCREENS + 1) * height
-        await wait_until(pilot, lambda: not last[-1].children, "the blocks to be dropped")
+        await eventually(lambda: not last[-1].children, what="the blocks to be dropped")
         assert not last[-1].built and not last[-1].frozen
         # Going back down shows the bottom again, built.
         view.scroll_end(animate=False, immediate=True)
-        await wait_until(
-            pilot,
+        await eventually(
             lambda: last[-1].built and f"End of reply {REPLIES - 1}." in screen_text(app),
-            "the bottom again",
+            what="the bottom again",
         )
 
 
@@ -179,7 +178,7 @@ async def test_a_jump_into_unparsed_history_shows_its_source_until_the_blocks_ar
         assert "## Reply 0" in text and "Paragraph 0 of reply 0, long enough" in text
         # Then the blocks replace the draft: the volumes in view are built as the reply is
         # parsed (no layout pass as drafts first), and the heading is rendered.
-        await wait_until(pilot, lambda: volumes(first), "the reply to be parsed")
+        await eventually(lambda: volumes(first), what="the reply to be parsed")
         assert volumes(first)[0].built
         await settled(pilot)
         text = screen_text(app)
@@ -198,7 +197,7 @@ async def test_a_picture_in_view_is_what_the_blocks_draw() -> None:
         assert volume.frozen and not volume.built
         assert screen_text(app) == before
         # Near view, it builds again, in the same place.
-        await wait_until(pilot, lambda: volume.built and volume.children, "the volume to build")
+        await eventually(lambda: volume.built and volume.children, what="the volume to build")
         await settled(pilot)
         assert screen_text(app) == before
 
@@ -209,10 +208,9 @@ async def test_a_width_change_rebuilds_what_is_in_view() -> None:
         view = await opened(pilot)
         await pilot.resize_terminal(45, 20)
         await settled(pilot)
-        await wait_until(
-            pilot,
+        await eventually(
             lambda: f"End of reply {REPLIES - 1}." in screen_text(app),
-            "the last reply at 45 columns",
+            what="the last reply at 45 columns",
         )
         markdown = replies(view)[-1]
         assert volumes(markdown)[-1].built
@@ -233,10 +231,10 @@ async def test_messages_keep_their_order_around_lazy_replies() -> None:
         stored(3, Message("assistant", [TextBlock("Done.")])),  # type: ignore[list-item]
     ]
     app = OneView()
-    async with app.run_test(size=(60, 20)) as pilot:
+    async with app.run_test(size=(60, 20)):
         view = app.query_one(MessageView)
         await view.load("ses_1", messages)
-        await wait_until(pilot, lambda: "Done." in screen_text(app), "the last reply")
+        await eventually(lambda: "Done." in screen_text(app), what="the last reply")
         kinds = [type(c).__name__ for c in view.children]
         assert kinds == ["UserMessage", "StreamingMarkdown", "ToolCard", "StreamingMarkdown"]
         assert view.query_one(UserMessage).text == "run it"

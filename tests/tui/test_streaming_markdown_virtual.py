@@ -11,7 +11,7 @@ from textual.widgets.markdown import MarkdownBlock
 from habakkuk.engine.events import BY_KIND, EventPayload
 from habakkuk.widgets.markdown_stream import VOLUME_BLOCKS, MarkdownVolume, StreamingMarkdown
 from habakkuk.widgets.message_view import MessageView
-from tests.tui.conftest import wait_until
+from tests.helpers import eventually
 from tests.tui.markdown_views import OneView, screen_lines, settled, volumes
 from tests.tui.test_tui_streaming import signature
 
@@ -58,7 +58,7 @@ async def test_volumes_far_above_the_screen_freeze_and_keep_their_height() -> No
         shown = volumes(markdown)
         assert len(shown) >= 4
         # The first volumes are many screens above the bottom, where the view is anchored.
-        await wait_until(pilot, lambda: shown[0].frozen, "the first volume to freeze")
+        await eventually(lambda: shown[0].frozen, what="the first volume to freeze")
         assert not shown[-1].frozen
         # Frozen volumes leave the layout pass: their blocks are not arranged any more.
         assert not any(b.region for b in shown[0].children if isinstance(b, MarkdownBlock))
@@ -96,7 +96,7 @@ async def test_scrolling_to_the_top_while_streaming_shows_the_start_of_the_reply
     async with app.run_test(size=(60, 20)) as pilot:
         view, markdown = await streamed(pilot, end=False)
         first = volumes(markdown)[0]
-        await wait_until(pilot, lambda: first.frozen, "the first volume to freeze")
+        await eventually(lambda: first.frozen, what="the first volume to freeze")
         heights = [v.region.height for v in volumes(markdown)]
         view.scroll_home(animate=False, immediate=True)
         # The first frame after the jump already shows the text: the picture stands in
@@ -105,7 +105,7 @@ async def test_scrolling_to_the_top_while_streaming_shows_the_start_of_the_reply
         assert first.frozen
         assert "Paragraph 0 of the reply" in "\n".join(screen_lines(app))
         # Then the volume thaws: its blocks are laid out again, same place, same height.
-        await wait_until(pilot, lambda: not first.frozen, "the first volume to thaw")
+        await eventually(lambda: not first.frozen, what="the first volume to thaw")
         await settled(pilot)
         assert [v.region.height for v in volumes(markdown)] == heights
         blocks = [b for b in first.children if isinstance(b, MarkdownBlock)]
@@ -148,12 +148,12 @@ async def test_a_width_change_or_a_new_theme_thaws_frozen_volumes() -> None:
     async with app.run_test(size=(60, 20)) as pilot:
         view, markdown = await streamed(pilot, end=True)
         first = volumes(markdown)[0]
-        await wait_until(pilot, lambda: first.frozen, "the first volume to freeze")
+        await eventually(lambda: first.frozen, what="the first volume to freeze")
         # A picture drawn at 60 columns is wrong at 50: the blocks are laid out again, and
         # frozen again at the new width.
         await pilot.resize_terminal(50, 20)
-        await wait_until(
-            pilot, lambda: first.frozen and first.picture_matches(), "a picture at 50 columns"
+        await eventually(
+            lambda: first.frozen and first.picture_matches(), what="a picture at 50 columns"
         )
         flat = Markdown(REPLY)
         await view.mount(flat)
@@ -163,8 +163,8 @@ async def test_a_width_change_or_a_new_theme_thaws_frozen_volumes() -> None:
         # Pictures hold the old theme's colours.
         app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
         assert not first.picture_matches()
-        await wait_until(
-            pilot, lambda: first.frozen and first.picture_matches(), "a picture in the new theme"
+        await eventually(
+            lambda: first.frozen and first.picture_matches(), what="a picture in the new theme"
         )
 
 
@@ -179,7 +179,7 @@ async def test_a_link_clicked_in_a_picture_is_a_link_clicked_in_the_document() -
     async with app.run_test(size=(60, 20)) as pilot:
         _, markdown = await streamed(pilot, end=True)
         first = volumes(markdown)[0]
-        await wait_until(pilot, lambda: first.frozen, "the first volume to freeze")
+        await eventually(lambda: first.frozen, what="the first volume to freeze")
         await first.run_action("link('https://example.com/x')")
         await pilot.pause()
         assert clicked == ["https://example.com/x"]

@@ -11,18 +11,8 @@ from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.thinking import ThinkingView
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
-from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import (
-    a_call_runs,
-    make_app,
-    markdown_text,
-    notices,
-    ready,
-    send,
-    toasts,
-    turn_finished,
-    wait_until,
-)
+from tests.helpers import eventually
+from tests.tui.conftest import ChatApp, a_call_runs, markdown_text, notices, status_text
 
 EXEC_SCRIPT = """
 - text: "Running it."
@@ -58,23 +48,20 @@ SLEEP_SCRIPT = """
 
 
 async def test_a_sent_message_shows_and_the_mock_reply_streams_in(
-    write_config: WriteConfig,
+    chat_app: ChatApp,
 ) -> None:
-    write_config(mock_config('- text: "Hello **there**; you said: {input}"'))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "hi bot")
-        assert await turn_finished(pilot) == "done"
-        await wait_until(pilot, lambda: "you said: hi bot" in markdown_text(app), "the reply")
-        users = [u.text for u in app.screen.query(UserMessage)]
+    async with chat_app('- text: "Hello **there**; you said: {input}"') as ui:
+        await ui.send("hi bot")
+        assert await ui.turn_finished() == "done"
+        await eventually(lambda: "you said: hi bot" in markdown_text(ui.app), what="the reply")
+        users = [u.text for u in ui.screen.query(UserMessage)]
         assert users == ["hi bot"]
-        chat = app.get_chat()
+        chat = ui.chat
         assert chat.session_title == "hi bot"
-        assert "hi bot" in chat._status.plain and "idle" in chat._status.plain
+        assert "hi bot" in status_text(ui.app) and "idle" in status_text(ui.app)
         # Tokens come from the usage records of the session.
-        await wait_until(pilot, lambda: " in / " in chat._status.plain, "the token count")
-        messages = await app.runtime.messages(chat.session_id)
+        await eventually(lambda: " in / " in status_text(ui.app), what="the token count")
+        messages = await ui.runtime.messages(chat.session_id)
         assert [m.role for m in messages] == ["user", "assistant"]
 
 
@@ -88,466 +75,393 @@ async def test_streamed_fragments_are_coalesced_into_throttled_renders() -> None
             yield StreamingMarkdown()
 
     app = One()
-    async with app.run_test() as pilot:
+    async with app.run_test():
         markdown = app.query_one(StreamingMarkdown)
         markdown.feed("alpha ")
-        await wait_until(pilot, lambda: markdown.renders == 1, "the first render")
+        await eventually(lambda: markdown.renders == 1, what="the first render")
         # Two fragments within one interval become one render, shown together.
         markdown.feed("beta ")
         markdown.feed("gamma")
-        await wait_until(pilot, lambda: markdown.renders == 2, "the second render")
-        await wait_until(pilot, lambda: markdown.source == "alpha beta gamma", "all text shown")
+        await eventually(lambda: markdown.renders == 2, what="the second render")
+        await eventually(lambda: markdown.source == "alpha beta gamma", what="all text shown")
         assert markdown.renders == 2
         await markdown.finish()
         assert not markdown.streaming
 
 
-async def test_thinking_is_shown_dimmed_and_collapsible(write_config: WriteConfig) -> None:
-    write_config(mock_config('- {thinking: "let me ponder this", text: "answer"}'))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "q")
-        await turn_finished(pilot)
-        thinking = app.screen.query_one(ThinkingView)
+async def test_thinking_is_shown_dimmed_and_collapsible(chat_app: ChatApp) -> None:
+    async with chat_app('- {thinking: "let me ponder this", text: "answer"}') as ui:
+        await ui.send("q")
+        await ui.turn_finished()
+        thinking = ui.screen.query_one(ThinkingView)
         assert thinking.text == "let me ponder this"
         assert not thinking.collapsed
         thinking.collapsed = True
-        await pilot.pause()
+        await ui.pilot.pause()
         assert thinking.collapsed
 
 
-async def test_approval_answered_with_y_runs_the_call_once(write_config: WriteConfig) -> None:
-    write_config(mock_config(EXEC_SCRIPT, mode="ask"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "run it")
-        prompt = app.screen.query_one(ApprovalPrompt)
-        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
+async def test_approval_answered_with_y_runs_the_call_once(chat_app: ChatApp) -> None:
+    async with chat_app(EXEC_SCRIPT, mode="ask") as ui:
+        await ui.send("run it")
+        prompt = ui.screen.query_one(ApprovalPrompt)
+        await eventually(lambda: prompt.current is not None, what="the approval prompt")
         assert prompt.current.tool == "exec"
-        assert app.screen.focused is prompt
-        await pilot.press("y")
-        assert await turn_finished(pilot) == "done"
-        card = app.screen.query_one(ToolCard)
+        assert ui.screen.focused is prompt
+        await ui.press("y")
+        assert await ui.turn_finished() == "done"
+        card = ui.screen.query_one(ToolCard)
         assert card.status == "ok" and card.title == "echo approved-output"
-        chat = app.get_chat()
-        assert not app.runtime.tools.grants.allows(chat.session_id, "exec")
-        messages = await app.runtime.messages(chat.session_id)
+        chat = ui.chat
+        assert not ui.runtime.tools.grants.allows(chat.session_id, "exec")
+        messages = await ui.runtime.messages(chat.session_id)
         result = messages[2].message.tool_results[0]
         assert not result.is_error and "approved-output" in result.text
-        assert app.screen.focused is app.screen.query_one(Composer)
+        assert ui.screen.focused is ui.screen.query_one(Composer)
 
 
 async def test_approval_answered_with_a_allows_the_tool_for_the_session(
-    write_config: WriteConfig,
+    chat_app: ChatApp,
 ) -> None:
-    write_config(mock_config(TWO_EXECS, mode="ask"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "twice")
-        prompt = app.screen.query_one(ApprovalPrompt)
-        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
-        await pilot.press("a")
-        assert await turn_finished(pilot) == "done"
-        chat = app.get_chat()
-        assert app.runtime.tools.grants.allows(chat.session_id, "exec")
-        cards = list(app.screen.query(ToolCard))
+    async with chat_app(TWO_EXECS, mode="ask") as ui:
+        await ui.send("twice")
+        prompt = ui.screen.query_one(ApprovalPrompt)
+        await eventually(lambda: prompt.current is not None, what="the approval prompt")
+        await ui.press("a")
+        assert await ui.turn_finished() == "done"
+        chat = ui.chat
+        assert ui.runtime.tools.grants.allows(chat.session_id, "exec")
+        cards = list(ui.screen.query(ToolCard))
         assert [c.status for c in cards] == ["ok", "ok"]
         assert prompt.current is None
 
 
-async def test_approval_answered_with_n_denies_the_call(write_config: WriteConfig) -> None:
-    write_config(mock_config(EXEC_SCRIPT, mode="ask"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "run it")
-        prompt = app.screen.query_one(ApprovalPrompt)
-        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
-        await pilot.press("n")
-        assert await turn_finished(pilot) == "done"
-        card = app.screen.query_one(ToolCard)
+async def test_approval_answered_with_n_denies_the_call(chat_app: ChatApp) -> None:
+    async with chat_app(EXEC_SCRIPT, mode="ask") as ui:
+        await ui.send("run it")
+        prompt = ui.screen.query_one(ApprovalPrompt)
+        await eventually(lambda: prompt.current is not None, what="the approval prompt")
+        await ui.press("n")
+        assert await ui.turn_finished() == "done"
+        card = ui.screen.query_one(ToolCard)
         # The card says the call was denied, with no time: it never ran.
         assert card.status == "denied"
         assert card_header(card).endswith("  denied")
-        messages = await app.runtime.messages(app.get_chat().session_id)
+        messages = await ui.runtime.messages(ui.chat.session_id)
         result = messages[2].message.tool_results[0]
         assert result.is_error and result.text.startswith("denied by")
         # Opened again from the transcript, the card still says denied.
-        chat = app.get_chat()
-        await chat._open(chat.session_id).wait()
-        card = app.screen.query_one(ToolCard)
+        chat = ui.chat
+        await chat.open_session(chat.session_id).wait()
+        card = ui.screen.query_one(ToolCard)
         assert card.status == "denied" and card_header(card).endswith("  denied")
 
 
 async def test_escape_leaves_the_approval_waiting_until_answered_later(
-    write_config: WriteConfig,
+    chat_app: ChatApp,
 ) -> None:
-    write_config(mock_config(EXEC_SCRIPT, mode="ask"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "run it")
-        prompt = app.screen.query_one(ApprovalPrompt)
-        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
-        await pilot.press("escape")
-        assert app.screen.focused is app.screen.query_one(Composer)
+    async with chat_app(EXEC_SCRIPT, mode="ask") as ui:
+        await ui.send("run it")
+        prompt = ui.screen.query_one(ApprovalPrompt)
+        await eventually(lambda: prompt.current is not None, what="the approval prompt")
+        await ui.press("escape")
+        assert ui.screen.focused is ui.screen.query_one(Composer)
         # Typing goes to the composer, not to the prompt.
-        await pilot.press("y")
-        assert app.screen.query_one(Composer).text == "y"
-        assert len(app.runtime.approvals.pending) == 1
+        await ui.press("y")
+        assert ui.screen.query_one(Composer).text == "y"
+        assert len(ui.runtime.approvals.pending) == 1
         assert prompt.current is not None
-        await pilot.press("ctrl+g", "y")
-        assert await turn_finished(pilot) == "done"
-        assert app.runtime.approvals.pending == []
+        await ui.press("ctrl+g", "y")
+        assert await ui.turn_finished() == "done"
+        assert ui.runtime.approvals.pending == []
 
 
-async def test_ctrl_c_stops_a_running_turn_at_once(write_config: WriteConfig) -> None:
-    write_config(mock_config(SLEEP_SCRIPT, mode="full"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "sleep")
-        await a_call_runs(pilot, app)
-        await pilot.press("ctrl+c")
-        assert await turn_finished(pilot) == "stopped"
-        assert "Turn stopped." in notices(app)
-        chat = app.get_chat()
-        job = await app.runtime.queue.get(chat.last_turn)
+async def test_ctrl_c_stops_a_running_turn_at_once(chat_app: ChatApp) -> None:
+    async with chat_app(SLEEP_SCRIPT, mode="full") as ui:
+        await ui.send("sleep")
+        await a_call_runs(ui.app)
+        await ui.press("ctrl+c")
+        assert await ui.turn_finished() == "stopped"
+        assert "Turn stopped." in notices(ui.app)
+        chat = ui.chat
+        job = await ui.runtime.queue.get(ui.last_turn)
         assert job is not None and job.finished
-        messages = await app.runtime.messages(chat.session_id)
+        messages = await ui.runtime.messages(chat.session_id)
         assert messages[-1].message.tool_results[0].is_error
-        assert app.is_running  # one press stops the turn; it does not quit
+        assert ui.app.is_running  # one press stops the turn; it does not quit
 
 
 async def test_a_card_waits_for_approval_until_answered_then_runs(
-    write_config: WriteConfig,
+    chat_app: ChatApp,
 ) -> None:
-    write_config(mock_config(SLEEP_SCRIPT, mode="ask"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "sleep")
-        prompt = app.screen.query_one(ApprovalPrompt)
-        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
-        card = app.screen.query_one(ToolCard)
+    async with chat_app(SLEEP_SCRIPT, mode="ask") as ui:
+        await ui.send("sleep")
+        prompt = ui.screen.query_one(ApprovalPrompt)
+        await eventually(lambda: prompt.current is not None, what="the approval prompt")
+        card = ui.screen.query_one(ToolCard)
         assert card.status == "waiting"
         assert "waiting for approval" in str(card.query_one(".header").render())
-        await pilot.press("y")
-        await wait_until(pilot, lambda: card.status == "running", "the call to run")
-        await pilot.press("ctrl+c")
-        assert await turn_finished(pilot) == "stopped"
+        await ui.press("y")
+        await eventually(lambda: card.status == "running", what="the call to run")
+        await ui.press("ctrl+c")
+        assert await ui.turn_finished() == "stopped"
         assert card.status == "interrupted"
         assert "  interrupted " in card_header(card)  # it ran, so its time is shown
 
 
-async def test_a_stopped_turn_withdraws_its_approval_prompt(write_config: WriteConfig) -> None:
-    write_config(mock_config(SLEEP_SCRIPT, mode="ask"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "sleep")
-        prompt = app.screen.query_one(ApprovalPrompt)
-        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
-        await pilot.press("ctrl+c")
-        assert await turn_finished(pilot) == "stopped"
-        await wait_until(pilot, lambda: prompt.current is None, "the prompt to be withdrawn")
-        assert app.runtime.approvals.pending == []
+async def test_a_stopped_turn_withdraws_its_approval_prompt(chat_app: ChatApp) -> None:
+    async with chat_app(SLEEP_SCRIPT, mode="ask") as ui:
+        await ui.send("sleep")
+        prompt = ui.screen.query_one(ApprovalPrompt)
+        await eventually(lambda: prompt.current is not None, what="the approval prompt")
+        await ui.press("ctrl+c")
+        assert await ui.turn_finished() == "stopped"
+        await eventually(lambda: prompt.current is None, what="the prompt to be withdrawn")
+        assert ui.runtime.approvals.pending == []
         assert not prompt.has_class("-waiting")
         # Stopped while it waited for approval: it never ran, so it is "not run".
-        card = app.screen.query_one(ToolCard)
-        await wait_until(pilot, lambda: card.status == "not_run", "the card to say not run")
+        card = ui.screen.query_one(ToolCard)
+        await eventually(lambda: card.status == "not_run", what="the card to say not run")
         assert card_header(card).endswith("  not run")
-        chat = app.get_chat()
-        stored = (await app.runtime.messages(chat.session_id))[-1].message.tool_results[0]
+        chat = ui.chat
+        stored = (await ui.runtime.messages(chat.session_id))[-1].message.tool_results[0]
         assert stored.text.startswith("not run")
-        await chat._open(chat.session_id).wait()
-        card = app.screen.query_one(ToolCard)
+        await chat.open_session(chat.session_id).wait()
+        card = ui.screen.query_one(ToolCard)
         assert card.status == "not_run" and card_header(card).endswith("  not run")
 
 
-async def test_ctrl_c_twice_quits(write_config: WriteConfig) -> None:
-    write_config(mock_config())
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await pilot.press("ctrl+c")
-        assert app.is_running
+async def test_ctrl_c_twice_quits(chat_app: ChatApp) -> None:
+    async with chat_app() as ui:
+        await ui.press("ctrl+c")
+        assert ui.app.is_running
         # The second press quits: the app exits, so do not wait for the screen afterwards.
-        app.simulate_key("ctrl+c")
-        await wait_until(pilot, lambda: app._exit, "the app to exit")
-    assert app.runtime is None
+        ui.app.simulate_key("ctrl+c")
+        await eventually(lambda: ui.app.return_code is not None, what="the app to exit")
+    assert ui.app.runtime is None
 
 
 async def test_ctrl_c_over_selected_text_copies_it_and_stops_nothing(
-    write_config: WriteConfig,
+    chat_app: ChatApp,
 ) -> None:
     from textual.selection import Selection
 
-    write_config(mock_config(SLEEP_SCRIPT, mode="full"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "sleep")
-        await a_call_runs(pilot, app)
-        said = app.screen.query_one(UserMessage)
-        app.screen.selections = {said: Selection(None, None)}  # as a mouse drag leaves it
-        await pilot.press("ctrl+c")
-        assert app.clipboard == "sleep"
-        assert "Copied 5 characters." in toasts(app)
-        assert app.get_chat().running_turn is not None and not app.screen.selections
+    async with chat_app(SLEEP_SCRIPT, mode="full") as ui:
+        await ui.send("sleep")
+        await a_call_runs(ui.app)
+        said = ui.screen.query_one(UserMessage)
+        ui.screen.selections = {said: Selection(None, None)}  # as a mouse drag leaves it
+        await ui.press("ctrl+c")
+        assert ui.app.clipboard == "sleep"
+        assert "Copied 5 characters." in ui.toasts()
+        assert ui.chat.running_turn is not None and not ui.screen.selections
         # The copy was not a first press: this one stops the turn and does not quit.
-        await pilot.press("ctrl+c")
-        assert await turn_finished(pilot) == "stopped"
-        assert app.is_running
+        await ui.press("ctrl+c")
+        assert await ui.turn_finished() == "stopped"
+        assert ui.app.is_running
 
 
-async def test_ctrl_c_in_the_composer_copies_its_selection(write_config: WriteConfig) -> None:
-    write_config(mock_config())
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        composer = app.screen.query_one(Composer)
+async def test_ctrl_c_in_the_composer_copies_its_selection(chat_app: ChatApp) -> None:
+    async with chat_app() as ui:
+        composer = ui.screen.query_one(Composer)
         composer.insert("draft to keep")
         composer.select_all()
-        await pilot.press("ctrl+c")
-        assert app.clipboard == "draft to keep"
+        await ui.press("ctrl+c")
+        assert ui.app.clipboard == "draft to keep"
         assert composer.text == "draft to keep" and not composer.selected_text
-        assert toasts(app) == ["Copied 13 characters."]
+        assert ui.toasts() == ["Copied 13 characters."]
 
 
 async def test_tool_card_expands_to_the_full_output_from_the_transcript(
-    write_config: WriteConfig,
+    chat_app: ChatApp,
 ) -> None:
-    write_config(mock_config(EXEC_SCRIPT, mode="full"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "run")
-        await turn_finished(pilot)
-        card = app.screen.query_one(ToolCard)
+    async with chat_app(EXEC_SCRIPT, mode="full") as ui:
+        await ui.send("run")
+        await ui.turn_finished()
+        card = ui.screen.query_one(ToolCard)
         card.focus()
-        await pilot.press("enter")
+        await ui.press("enter")
         output = card.query_one(".output")
-        await wait_until(
-            pilot, lambda: "approved-output" in str(output.content), "the card's output"
-        )
+        await eventually(lambda: "approved-output" in str(output.content), what="the card's output")
         assert card.expanded
 
 
 async def test_composer_history_recalls_sent_messages_with_up_and_down(
-    write_config: WriteConfig,
+    chat_app: ChatApp,
 ) -> None:
-    write_config(mock_config())
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        composer = app.screen.query_one(Composer)
-        await send(pilot, "first")
-        await turn_finished(pilot)
-        await send(pilot, "second")
-        await turn_finished(pilot)
-        await pilot.press(*"draft")
-        await pilot.press("up")
+    async with chat_app() as ui:
+        composer = ui.screen.query_one(Composer)
+        await ui.send("first")
+        await ui.turn_finished()
+        await ui.send("second")
+        await ui.turn_finished()
+        await ui.press(*"draft")
+        await ui.press("up")
         assert composer.text == "second"
-        await pilot.press("up")
+        await ui.press("up")
         assert composer.text == "first"
-        await pilot.press("down")
+        await ui.press("down")
         assert composer.text == "second"
-        await pilot.press("down")
+        await ui.press("down")
         assert composer.text == "draft"
 
 
-async def test_ctrl_j_adds_a_line_and_enter_sends_both(write_config: WriteConfig) -> None:
-    write_config(mock_config('- text: "got it"'))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await pilot.press(*"one", "ctrl+j", *"two")
-        assert app.screen.query_one(Composer).text == "one\ntwo"
-        await pilot.press("enter")
-        await turn_finished(pilot)
-        assert [u.text for u in app.screen.query(UserMessage)] == ["one\ntwo"]
+async def test_ctrl_j_adds_a_line_and_enter_sends_both(chat_app: ChatApp) -> None:
+    async with chat_app('- text: "got it"') as ui:
+        await ui.press(*"one", "ctrl+j", *"two")
+        assert ui.screen.query_one(Composer).text == "one\ntwo"
+        await ui.press("enter")
+        await ui.turn_finished()
+        assert [u.text for u in ui.screen.query(UserMessage)] == ["one\ntwo"]
 
 
-async def test_tab_completes_a_slash_command(write_config: WriteConfig) -> None:
-    write_config(mock_config())
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await pilot.press("slash", "c")
-        hint = app.screen.query_one("#hint")
-        await wait_until(pilot, lambda: hint.display, "the completion hint")
+async def test_tab_completes_a_slash_command(chat_app: ChatApp) -> None:
+    async with chat_app() as ui:
+        await ui.press("slash", "c")
+        hint = ui.screen.query_one("#hint")
+        await eventually(lambda: hint.display, what="the completion hint")
         assert "/compact" in str(hint.content)
-        await pilot.press("tab")
-        assert app.screen.query_one(Composer).text == "/compact "
+        await ui.press("tab")
+        assert ui.screen.query_one(Composer).text == "/compact "
 
 
 async def test_fork_command_switches_the_chat_to_a_copy_of_the_session(
-    write_config: WriteConfig,
+    chat_app: ChatApp,
 ) -> None:
-    write_config(mock_config('- text: "a reply"'))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await pilot.press(*"/fork", "enter")
-        await wait_until(
-            pilot, lambda: "This session has no messages yet." in notices(app), "the notice"
+    async with chat_app('- text: "a reply"') as ui:
+        await ui.press(*"/fork", "enter")
+        await eventually(
+            lambda: "This session has no messages yet." in notices(ui.app), what="the notice"
         )
-        await send(pilot, "plan a trip")
-        assert await turn_finished(pilot) == "done"
-        chat = app.get_chat()
+        await ui.send("plan a trip")
+        assert await ui.turn_finished() == "done"
+        chat = ui.chat
         source = chat.session_id
-        await send(pilot, "/fork")
-        await wait_until(pilot, lambda: chat.session_id != source, "the chat on the fork")
-        await wait_until(
-            pilot, lambda: any("the original is kept" in n for n in notices(app)), "the note"
+        await ui.send("/fork")
+        await eventually(lambda: chat.session_id != source, what="the chat on the fork")
+        await eventually(
+            lambda: any("the original is kept" in n for n in notices(ui.app)), what="the note"
         )
-        fork = await app.runtime.session(chat.session_id)
+        fork = await ui.runtime.session(chat.session_id)
         assert fork.forked_from == source
-        assert [u.text for u in app.screen.query(UserMessage)] == ["plan a trip"]
-        await send(pilot, "go by train")
-        assert await turn_finished(pilot) == "done"
-        assert [m.role for m in await app.runtime.messages(fork.id)] == [
+        assert [u.text for u in ui.screen.query(UserMessage)] == ["plan a trip"]
+        await ui.send("go by train")
+        assert await ui.turn_finished() == "done"
+        assert [m.role for m in await ui.runtime.messages(fork.id)] == [
             "user",
             "assistant",
             "user",
             "assistant",
         ]
-        assert len(await app.runtime.messages(source)) == 2
+        assert len(await ui.runtime.messages(source)) == 2
 
 
 async def test_title_and_export_commands_use_the_session(
-    write_config: WriteConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    chat_app: ChatApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    write_config(mock_config('- text: "reply"'))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "hello")
-        await turn_finished(pilot)
-        await send(pilot, "/title Trip plans")
-        await wait_until(pilot, lambda: "Title set: Trip plans" in notices(app), "the title")
-        chat = app.get_chat()
-        assert (await app.runtime.session(chat.session_id)).title == "Trip plans"
-        await send(pilot, "/export json")
+    async with chat_app('- text: "reply"') as ui:
+        await ui.send("hello")
+        await ui.turn_finished()
+        await ui.send("/title Trip plans")
+        await eventually(lambda: "Title set: Trip plans" in notices(ui.app), what="the title")
+        chat = ui.chat
+        assert (await ui.runtime.session(chat.session_id)).title == "Trip plans"
+        await ui.send("/export json")
         # Not the folder the app was started from: HOME/exports/, created on demand.
-        target = app.runtime.home.root / "exports" / f"{chat.session_id}.json"
-        await wait_until(pilot, lambda: f"Wrote {target}" in notices(app), "the export")
+        target = ui.runtime.home.root / "exports" / f"{chat.session_id}.json"
+        await eventually(lambda: f"Wrote {target}" in notices(ui.app), what="the export")
         assert '"role": "assistant"' in target.read_text() or '"assistant"' in target.read_text()
         assert not list(tmp_path.glob("ses_*"))
-        await send(pilot, "/export out.txt")
-        await wait_until(
-            pilot, lambda: any("must end in .md" in n for n in notices(app)), "the error"
+        await ui.send("/export out.txt")
+        await eventually(
+            lambda: any("must end in .md" in n for n in notices(ui.app)), what="the error"
         )
         # A path is created as needed; one under a file is a one-line error.
-        await send(pilot, "/export notes/trip.md")
-        await wait_until(pilot, (tmp_path / "notes" / "trip.md").exists, "the named export")
+        await ui.send("/export notes/trip.md")
+        await eventually((tmp_path / "notes" / "trip.md").exists, what="the named export")
         (tmp_path / "plain").write_text("a file")
-        await send(pilot, "/export plain/x.md")
-        await wait_until(
-            pilot,
-            lambda: any(n.startswith("/export: cannot write plain/x.md") for n in notices(app)),
-            "the write error",
+        await ui.send("/export plain/x.md")
+        await eventually(
+            lambda: any(n.startswith("/export: cannot write plain/x.md") for n in notices(ui.app)),
+            what="the write error",
         )
 
 
-async def test_new_session_key_starts_afresh(write_config: WriteConfig) -> None:
-    write_config(mock_config('- text: "reply"'))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "hello")
-        await turn_finished(pilot)
-        chat = app.get_chat()
+async def test_new_session_key_starts_afresh(chat_app: ChatApp) -> None:
+    async with chat_app('- text: "reply"') as ui:
+        await ui.send("hello")
+        await ui.turn_finished()
+        chat = ui.chat
         first = chat.session_id
-        await pilot.press("ctrl+n")
-        await wait_until(pilot, lambda: not chat.session_id, "a fresh session")
-        assert not list(app.screen.query(UserMessage))
-        await send(pilot, "again")
-        await turn_finished(pilot)
+        await ui.press("ctrl+n")
+        await eventually(lambda: not chat.session_id, what="a fresh session")
+        assert not list(ui.screen.query(UserMessage))
+        await ui.send("again")
+        await ui.turn_finished()
         assert chat.session_id and chat.session_id != first
 
 
-async def test_model_command_shows_and_sets_the_session_model(write_config: WriteConfig) -> None:
-    write_config(mock_config('- text: "reply"'))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "hello")
-        await turn_finished(pilot)
-        await send(pilot, "/model")
-        await wait_until(
-            pilot, lambda: any("chain is mock/scripted" in n for n in notices(app)), "chain"
+async def test_model_command_shows_and_sets_the_session_model(chat_app: ChatApp) -> None:
+    async with chat_app('- text: "reply"') as ui:
+        await ui.send("hello")
+        await ui.turn_finished()
+        await ui.send("/model")
+        await eventually(
+            lambda: any("chain is mock/scripted" in n for n in notices(ui.app)), what="chain"
         )
-        await send(pilot, "/model nowhere/x")
-        await wait_until(
-            pilot, lambda: any("'nowhere' is not configured" in n for n in notices(app)), "error"
+        await ui.send("/model nowhere/x")
+        await eventually(
+            lambda: any("'nowhere' is not configured" in n for n in notices(ui.app)), what="error"
         )
-        await send(pilot, "/model mock/other")
-        await wait_until(
-            pilot, lambda: any("now tries mock/other first" in n for n in notices(app)), "set"
+        await ui.send("/model mock/other")
+        await eventually(
+            lambda: any("now tries mock/other first" in n for n in notices(ui.app)), what="set"
         )
-        chat = app.get_chat()
-        assert str(await app.runtime.session_model(chat.session_id)) == "mock/other"
-        assert "mock/other" in chat._status.plain
+        chat = ui.chat
+        assert str(await ui.runtime.session_model(chat.session_id)) == "mock/other"
+        assert "mock/other" in status_text(ui.app)
 
 
-async def test_undo_asks_the_runtime_and_shows_its_answer(write_config: WriteConfig) -> None:
-    write_config(mock_config('- text: "reply"'))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "/undo")
-        await wait_until(
-            pilot, lambda: "This session has no messages yet." in notices(app), "the notice"
+async def test_undo_asks_the_runtime_and_shows_its_answer(chat_app: ChatApp) -> None:
+    async with chat_app('- text: "reply"') as ui:
+        await ui.send("/undo")
+        await eventually(
+            lambda: "This session has no messages yet." in notices(ui.app), what="the notice"
         )
-        await send(pilot, "hello")
-        await turn_finished(pilot)
-        await send(pilot, "/undo")
+        await ui.send("hello")
+        await ui.turn_finished()
+        await ui.send("/undo")
         # The turn changed no files, so the runtime has nothing to restore (or checkpoints
         # are off where git is missing); either way its own answer is shown.
-        await wait_until(
-            pilot,
+        await eventually(
             lambda: any(
-                n.startswith(("nothing to undo", "checkpoints are off")) for n in notices(app)
+                n.startswith(("nothing to undo", "checkpoints are off")) for n in notices(ui.app)
             ),
-            "the runtime's answer",
+            what="the runtime's answer",
         )
 
 
-async def test_help_lists_the_commands(write_config: WriteConfig) -> None:
-    write_config(mock_config())
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "/help")
-        await wait_until(pilot, lambda: any("/export" in n for n in notices(app)), "help")
-        assert any("PgUp/PgDn scroll the chat" in n for n in notices(app))
+async def test_help_lists_the_commands(chat_app: ChatApp) -> None:
+    async with chat_app() as ui:
+        await ui.send("/help")
+        await eventually(lambda: any("/export" in n for n in notices(ui.app)), what="help")
+        assert any("PgUp/PgDn scroll the chat" in n for n in notices(ui.app))
 
 
 async def test_quitting_mid_turn_keeps_committed_messages_and_the_turn_resumes_next_start(
-    write_config: WriteConfig,
+    chat_app: ChatApp,
 ) -> None:
-    write_config(mock_config(SLEEP_SCRIPT, mode="full"))
-    first = make_app(None)
-    async with first.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "sleep")
-        await a_call_runs(pilot, first)
-        chat = first.get_chat()
-        session, turn = chat.session_id, chat.last_turn
-        await first.action_quit()
-    second = make_app(None)
-    async with second.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        second.open_session(session)
+    async with chat_app(SLEEP_SCRIPT, mode="full") as first:
+        await first.send("sleep")
+        await a_call_runs(first.app)
+        session, turn = first.chat.session_id, first.last_turn
+        await first.app.action_quit()
+    async with chat_app(SLEEP_SCRIPT, mode="full") as second:
+        second.app.open_session(session)
         # The released turn is claimed again: the interrupted call gets its result and the
         # next scripted reply follows.
-        await wait_until(pilot, lambda: "woke up" in markdown_text(second), "the resumed turn")
+        await eventually(lambda: "woke up" in markdown_text(second.app), what="the resumed turn")
         job = await second.runtime.queue.get(turn)
         assert job is not None and job.status == "done"
         messages = await second.runtime.messages(session)
@@ -569,41 +483,35 @@ CLARIFY_SCRIPT = """
 
 
 async def test_clarify_questions_show_lettered_choices_and_the_next_message_answers(
-    write_config: WriteConfig,
+    chat_app: ChatApp,
 ) -> None:
     from habakkuk.widgets.question_prompt import QuestionPrompt
 
-    write_config(mock_config(CLARIFY_SCRIPT, mode="ask"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "paint it")
-        question = app.screen.query_one(QuestionPrompt)
-        await wait_until(pilot, lambda: question.current is not None, "the question")
+    async with chat_app(CLARIFY_SCRIPT, mode="ask") as ui:
+        await ui.send("paint it")
+        question = ui.screen.query_one(QuestionPrompt)
+        await eventually(lambda: question.current is not None, what="the question")
         shown = str(question.content)
         assert "Which colour?" in shown and "a) red" in shown and "b) blue" in shown
-        assert app.screen.focused is app.screen.query_one(Composer)
-        await pilot.press("b", "enter")
-        assert await turn_finished(pilot) == "done"
+        assert ui.screen.focused is ui.screen.query_one(Composer)
+        await ui.press("b", "enter")
+        assert await ui.turn_finished() == "done"
         assert question.current is None
-        messages = await app.runtime.messages(app.get_chat().session_id)
+        messages = await ui.runtime.messages(ui.chat.session_id)
         result = messages[2].message.tool_results[0]
         assert not result.is_error and result.text == "the user answered:\nb"
         # The answer is not sent as a message of its own.
-        assert [u.text for u in app.screen.query(UserMessage)] == ["paint it"]
+        assert [u.text for u in ui.screen.query(UserMessage)] == ["paint it"]
 
 
-async def test_a_stopped_turn_withdraws_its_question(write_config: WriteConfig) -> None:
+async def test_a_stopped_turn_withdraws_its_question(chat_app: ChatApp) -> None:
     from habakkuk.widgets.question_prompt import QuestionPrompt
 
-    write_config(mock_config(CLARIFY_SCRIPT, mode="ask"))
-    app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "paint it")
-        question = app.screen.query_one(QuestionPrompt)
-        await wait_until(pilot, lambda: question.current is not None, "the question")
-        await pilot.press("ctrl+c")
-        assert await turn_finished(pilot) == "stopped"
-        await wait_until(pilot, lambda: question.current is None, "the question withdrawn")
-        assert app.runtime.approvals.questions == []
+    async with chat_app(CLARIFY_SCRIPT, mode="ask") as ui:
+        await ui.send("paint it")
+        question = ui.screen.query_one(QuestionPrompt)
+        await eventually(lambda: question.current is not None, what="the question")
+        await ui.press("ctrl+c")
+        assert await ui.turn_finished() == "stopped"
+        await eventually(lambda: question.current is None, what="the question withdrawn")
+        assert ui.runtime.approvals.questions == []

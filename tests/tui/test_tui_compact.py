@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, notices, ready, send, turn_finished, wait_until
+from tests.helpers import eventually
+from tests.tui.conftest import make_app, notices, running
 
 # The summary call's input is the folded conversation; its own scenario answers it.
 SCRIPT = """
@@ -17,11 +18,10 @@ async def test_compact_folds_older_turns_and_notes_the_tokens(write_config: Writ
     # Off for turns, so only /compact compacts (with the default 150,000-token budget).
     write_config(mock_config(SCRIPT) + "    compact_at: -1\n")
     app = make_app(None)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await ready(pilot)
-        await send(pilot, "/compact")
-        await wait_until(
-            pilot, lambda: "This session has no messages yet." in notices(app), "the notice"
+    async with running(app, size=(100, 30)) as ui:
+        await ui.send("/compact")
+        await eventually(
+            lambda: "This session has no messages yet." in notices(app), what="the notice"
         )
         runtime = app.runtime
         session = await runtime.new_session("main", origin="tui")
@@ -31,14 +31,13 @@ async def test_compact_folds_older_turns_and_notes_the_tokens(write_config: Writ
         )
         chat = app.get_chat()
         chat.open_session(session.id)
-        await wait_until(pilot, lambda: chat.session_id == session.id, "the session to open")
-        await send(pilot, "plan a trip")
-        assert await turn_finished(pilot) == "done"
-        await send(pilot, "/compact")
-        await wait_until(
-            pilot,
+        await eventually(lambda: chat.session_id == session.id, what="the session to open")
+        await ui.send("plan a trip")
+        assert await ui.turn_finished() == "done"
+        await ui.send("/compact")
+        await eventually(
             lambda: any(n.startswith("Compacted the context") for n in notices(app)),
-            "the compaction note",
+            what="the compaction note",
         )
         note = next(n for n in notices(app) if n.startswith("Compacted the context"))
         assert "→" in note and "2 messages summarized" in note
@@ -53,19 +52,17 @@ async def test_compact_folds_older_turns_and_notes_the_tokens(write_config: Writ
             "assistant",
         ]
         assert chat.running_turn is None and chat.queued_turns == []
-        await send(pilot, "/compact")
-        await wait_until(
-            pilot,
+        await ui.send("/compact")
+        await eventually(
             lambda: any(n.startswith("Nothing was compacted") for n in notices(app)),
-            "the nothing-to-do note",
+            what="the nothing-to-do note",
         )
 
 
 async def test_a_turn_that_compacts_on_its_own_leaves_a_note(write_config: WriteConfig) -> None:
     write_config(mock_config(SCRIPT) + "    compact_at: 2000\n")
     app = make_app(None)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await ready(pilot)
+    async with running(app, size=(100, 30)) as ui:
         runtime = app.runtime
         session = await runtime.new_session("main", origin="tui")
         # Two old turns of about 3,000 tokens each: over compact_at before the next call.
@@ -80,13 +77,12 @@ async def test_a_turn_that_compacts_on_its_own_leaves_a_note(write_config: Write
         )
         chat = app.get_chat()
         chat.open_session(session.id)
-        await wait_until(pilot, lambda: chat.session_id == session.id, "the session to open")
-        await send(pilot, "plan a trip")
-        assert await turn_finished(pilot) == "done"
-        await wait_until(
-            pilot,
+        await eventually(lambda: chat.session_id == session.id, what="the session to open")
+        await ui.send("plan a trip")
+        assert await ui.turn_finished() == "done"
+        await eventually(
             lambda: any(n.startswith("Context compacted: about") for n in notices(app)),
-            "the automatic compaction note",
+            what="the automatic compaction note",
         )
         note = next(n for n in notices(app) if n.startswith("Context compacted"))
         assert "older messages summarized" in note

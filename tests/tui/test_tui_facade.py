@@ -19,11 +19,14 @@ async def test_sessions_can_be_renamed_archived_searched_and_exported(
 ) -> None:
     runtime = await runtime_factory(mock_config())
     session = await runtime.new_session(None, origin="test", session_id="ses_facade")
-    await runtime.transcripts.append(session.id, Message("user", [TextBlock("find the otter")]))
     call = ToolUseBlock("call_9", "exec", {"command": "ls"})
-    await runtime.transcripts.append(session.id, Message("assistant", [call]))
-    await runtime.transcripts.append(
-        session.id, Message("user", [ToolResultBlock("call_9", "full output", False)])
+    await runtime.seed_session(
+        session.id,
+        [
+            Message("user", [TextBlock("find the otter")]),
+            Message("assistant", [call]),
+            Message("user", [ToolResultBlock("call_9", "full output", False)]),
+        ],
     )
     assert (await runtime.rename_session(session.id, "  Otters ")).title == "Otters"
     hits = await runtime.search_sessions("otter")

@@ -11,7 +11,8 @@ from habakkuk.conversation.commands import summaries
 from habakkuk.screens.chat import completion_hint
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, ready, send, wait_until
+from tests.helpers import eventually
+from tests.tui.conftest import make_app, ready, send
 
 EXEC = """
 - tool_calls:
@@ -40,9 +41,9 @@ async def test_the_footer_shows_whole_keys_by_priority_at_80_columns(
         await ready(pilot)
         await send(pilot, "run it")
         prompt = app.screen.query_one(ApprovalPrompt)
-        await wait_until(pilot, lambda: prompt.current is not None, "the approval prompt")
-        await wait_until(
-            pilot, lambda: any(k[0] == "y" for k in footer_keys(app)), "the approval keys"
+        await eventually(lambda: prompt.current is not None, what="the approval prompt")
+        await eventually(
+            lambda: any(k[0] == "y" for k in footer_keys(app)), what="the approval keys"
         )
         await pilot.pause()
         keys = footer_keys(app)
@@ -80,7 +81,7 @@ async def test_the_slash_hint_wraps_to_show_every_command_at_80_columns(
         await ready(pilot)
         await pilot.press("slash")
         hint = app.screen.query_one("#hint")
-        await wait_until(pilot, lambda: hint.display, "the completion hint")
+        await eventually(lambda: hint.display, what="the completion hint")
         await pilot.pause()
         text = str(hint.content)
         assert all(name in text for name in summaries("terminal"))

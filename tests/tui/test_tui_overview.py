@@ -3,10 +3,8 @@ recent errors, each error readable whole with Enter; a snapshot at 80x24."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,7 +22,8 @@ from habakkuk.screens.text_prompt import ShowText
 from tests.channels.fake_telegram import FakeTelegram
 from tests.channels.test_telegram_e2e import TOKEN, channel_yaml
 from tests.conftest import mock_config
-from tests.tui.conftest import make_app, ready, wait_until
+from tests.helpers import eventually
+from tests.tui.conftest import make_app, ready
 
 LONG_ERROR = (
     "upstream said 503 Service Unavailable while fetching the nightly digest; "
@@ -83,15 +82,14 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
         def shown() -> str:
             return str(screen.query_one("#http-summary").content)
 
-        await wait_until(pilot, lambda: "held by pid" in shown(), "the listener's holder")
+        await eventually(lambda: "held by pid" in shown(), what="the listener's holder")
         assert server.url not in shown()  # another process serves it, not this one
         usage = str(screen.query_one("#usage-summary").content)
         assert "today 1 call(s)" in usage and "1,200 in" in usage and "300 out" in usage
         assert "$0.0000" not in usage
-        await wait_until(
-            pilot,
+        await eventually(
             lambda: {"job_digest", "tg", "files"} <= {row[1] for row in table_rows(errors)},
-            "the failed job, the channel and the MCP server listed as errors",
+            what="the failed job, the channel and the MCP server listed as errors",
         )
         channels = table_rows(screen.query_one("#channels", DataTable))
         assert channels[0][:3] == ["tg", "telegram", "fatal"]
@@ -103,10 +101,10 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
         errors.focus()
         errors.move_cursor(row=[r[1] for r in table_rows(errors)].index("job_digest"))
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ShowText), "the whole error")
+        await eventually(lambda: isinstance(app.screen, ShowText), what="the whole error")
         assert str(app.screen.query_one("#full-text").content) == LONG_ERROR
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.screen is screen, "back on the overview")
+        await eventually(lambda: app.screen is screen, what="back on the overview")
 
 
 async def test_overview_says_this_process_serves_http(runtime_factory: Any, home: Home) -> None:
@@ -131,10 +129,9 @@ async def test_overview_snapshot_at_80x24(
         await pilot.press("ctrl+o")
         screen = app.screen
         errors = screen.query_one("#errors", DataTable)
-        await wait_until(
-            pilot,
+        await eventually(
             lambda: {"job_digest", "job_backup", "files"} <= {r[1] for r in table_rows(errors)},
-            "the errors listed",
+            what="the errors listed",
         )
         await pilot.pause()
         assert svg_snapshot == app.export_screenshot()
@@ -150,11 +147,12 @@ async def test_a_second_process_stands_by_and_names_the_holder(
     lines: list[str] = []
     await second.serve_http(lines.append, retry_seconds=3600)
     assert "standing by" in lines[-1]
-    deadline = time.monotonic() + 10
+
+    async def holder_recorded() -> str:
+        return (await second.overview()).http.holder
+
+    # The first process records its lease in a task of its own.
+    await eventually(holder_recorded, what="the holder recorded")
     http = (await second.overview()).http
-    while not http.holder:  # the first process records its lease in a task of its own
-        assert time.monotonic() < deadline, "the holder recorded"
-        await asyncio.sleep(0.01)
-        http = (await second.overview()).http
     assert (http.state, http.address) == ("stand-by", listen)
     assert http.holder == f"pid {os.getpid()} on {socket.gethostname()}"

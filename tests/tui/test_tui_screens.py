@@ -9,12 +9,12 @@ from textual.widgets import DataTable, Input, Markdown, Select
 
 from habakkuk.engine.config import load_config
 from habakkuk.engine.home import Home, read_env_file
-from habakkuk.engine.llm.types import Message, TextBlock
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.user_message import UserMessage
 from tests.conftest import WriteConfig, mock_config
 from tests.fakes.model_server import FakeModelServer
-from tests.tui.conftest import make_app, ready, send, toasts, turn_finished, wait_until
+from tests.helpers import eventually
+from tests.tui.conftest import make_app, ready, running
 
 EXEC_SCRIPT = """
 - tool_calls:
@@ -25,12 +25,11 @@ EXEC_SCRIPT = """
 
 
 async def add_session(app: object, session_id: str, title: str, words: str) -> None:
-    """A stored session with one exchange, written through the facade and the store."""
+    """A stored session with one exchange, written through the facade."""
     runtime = app.runtime  # type: ignore[attr-defined]
     await runtime.new_session(None, origin="test", session_id=session_id)
-    await runtime.transcripts.append(session_id, Message("user", [TextBlock(words)]))
-    await runtime.transcripts.append(
-        session_id, Message("assistant", [TextBlock(f"answer about {words}")])
+    await runtime.seed_session(
+        session_id, [("user", words), ("assistant", f"answer about {words}")]
     )
     await runtime.rename_session(session_id, title)
 
@@ -44,30 +43,28 @@ async def test_sessions_screen_lists_searches_and_opens_a_session(
 ) -> None:
     write_config(mock_config('- text: "continued"'))
     app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
+    async with running(app, size=(80, 24)) as ui:
         await add_session(app, "ses_aaaa", "Garden plans", "tomatoes and basil")
         await add_session(app, "ses_bbbb", "Tax return", "receipts for 2025")
-        await pilot.press("ctrl+s")
+        await ui.press("ctrl+s")
         screen = app.screen
         table = screen.query_one(DataTable)
-        await wait_until(pilot, lambda: table.row_count == 2, "two sessions listed")
-        await pilot.press("slash", *"tomatoes", "enter")
-        await wait_until(pilot, lambda: screen.row_sessions == ["ses_aaaa"], "the search result")
+        await eventually(lambda: table.row_count == 2, what="two sessions listed")
+        await ui.press("slash", *"tomatoes", "enter")
+        await eventually(lambda: screen.row_sessions == ["ses_aaaa"], what="the search result")
         assert "[tomatoes]" in str(table_rows(table)[0])
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: app.current_mode == "chat", "the chat")
+        await ui.press("enter")
+        await eventually(lambda: app.current_mode == "chat", what="the chat")
         chat = app.get_chat()
-        await wait_until(pilot, lambda: chat.session_id == "ses_aaaa", "the session to open")
-        await wait_until(
-            pilot,
+        await eventually(lambda: chat.session_id == "ses_aaaa", what="the session to open")
+        await eventually(
             lambda: [u.text for u in app.screen.query(UserMessage)] == ["tomatoes and basil"],
-            "the stored messages",
+            what="the stored messages",
         )
         assert "answer about tomatoes" in "".join(m.source for m in app.screen.query(Markdown))
         # Resume: the next message continues the same session.
-        await send(pilot, "more")
-        assert await turn_finished(pilot) == "done"
+        await ui.send("more")
+        assert await ui.turn_finished() == "done"
         messages = await app.runtime.messages("ses_aaaa")
         assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
 
@@ -77,16 +74,15 @@ async def test_ctrl_c_in_the_search_field_copies_its_selection(write_config: Wri
 
     write_config(mock_config())
     app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await pilot.press("ctrl+s")
-        await pilot.press("slash", *"tomatoes")
+    async with running(app, size=(80, 24)) as ui:
+        await ui.press("ctrl+s")
+        await ui.press("slash", *"tomatoes")
         search = app.screen.query_one(Input)
         search.select_all()
-        await pilot.press("ctrl+c")
+        await ui.press("ctrl+c")
         assert app.clipboard == "tomatoes"
         assert search.value == "tomatoes" and not search.selected_text
-        assert toasts(app) == ["Copied 8 characters."]
+        assert ui.toasts() == ["Copied 8 characters."]
 
 
 async def test_sessions_screen_renames_archives_and_exports(
@@ -100,33 +96,31 @@ async def test_sessions_screen_renames_archives_and_exports(
         await pilot.press("ctrl+s")
         screen = app.screen
         table = screen.query_one(DataTable)
-        await wait_until(pilot, lambda: table.row_count == 1, "the session listed")
+        await eventually(lambda: table.row_count == 1, what="the session listed")
         await pilot.press("r")
-        await wait_until(pilot, lambda: bool(app.screen.query("#answer")), "the rename prompt")
+        await eventually(lambda: bool(app.screen.query("#answer")), what="the rename prompt")
         app.screen.query_one("#answer", Input).value = ""
         await pilot.press(*"New title", "enter")
-        await wait_until(
-            pilot, lambda: "New title" in str(table_rows(table)), "the renamed session"
-        )
+        await eventually(lambda: "New title" in str(table_rows(table)), what="the renamed session")
         assert (await app.runtime.session("ses_cccc")).title == "New title"
         target = tmp_path / "out.html"
         await pilot.press("e")
-        await wait_until(pilot, lambda: bool(app.screen.query("#answer")), "the export prompt")
+        await eventually(lambda: bool(app.screen.query("#answer")), what="the export prompt")
         answer = app.screen.query_one("#answer", Input)
         # Offered: HOME/exports/, not the folder the app was started from.
         assert answer.value == str(app.runtime.home.root / "exports" / "ses_cccc.md")
         answer.value = str(tmp_path / "out.txt")
         await pilot.press("enter")
         # A bad extension is explained inline; the prompt stays.
-        await wait_until(
-            pilot, lambda: "must end in" in str(app.screen.query_one(".error").content), "error"
+        await eventually(
+            lambda: "must end in" in str(app.screen.query_one(".error").content), what="error"
         )
         answer.value = str(target)
         await pilot.press("enter")
-        await wait_until(pilot, target.exists, "the export file")
+        await eventually(target.exists, what="the export file")
         assert "<html" in target.read_text().lower()
         await pilot.press("x", "y")
-        await wait_until(pilot, lambda: table.row_count == 0, "the archived session to go")
+        await eventually(lambda: table.row_count == 0, what="the archived session to go")
         assert (await app.runtime.session("ses_cccc")).archived
 
 
@@ -135,26 +129,24 @@ async def test_fork_from_the_sessions_screen_continues_in_the_copy(
 ) -> None:
     write_config(mock_config('- text: "in the fork"'))
     app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
+    async with running(app, size=(80, 24)) as ui:
         await add_session(app, "ses_eeee", "Road trip", "route via the coast")
-        await pilot.press("ctrl+s")
+        await ui.press("ctrl+s")
         table = app.screen.query_one(DataTable)
-        await wait_until(pilot, lambda: table.row_count == 1, "the session listed")
-        await pilot.press("f")
-        await wait_until(pilot, lambda: app.current_mode == "chat", "the chat")
+        await eventually(lambda: table.row_count == 1, what="the session listed")
+        await ui.press("f")
+        await eventually(lambda: app.current_mode == "chat", what="the chat")
         chat = app.get_chat()
-        await wait_until(pilot, lambda: chat.session_id not in ("", "ses_eeee"), "the fork")
+        await eventually(lambda: chat.session_id not in ("", "ses_eeee"), what="the fork")
         fork = await app.runtime.session(chat.session_id)
         assert fork.forked_from == "ses_eeee" and fork.title == "Fork of Road trip"
-        await wait_until(
-            pilot,
+        await eventually(
             lambda: [u.text for u in app.screen.query(UserMessage)] == ["route via the coast"],
-            "the copied messages",
+            what="the copied messages",
         )
         # The conversation goes on in the fork; the original stays as it was.
-        await send(pilot, "and then?")
-        assert await turn_finished(pilot) == "done"
+        await ui.send("and then?")
+        assert await ui.turn_finished() == "done"
         assert len(await app.runtime.messages(fork.id)) == 4
         assert len(await app.runtime.messages("ses_eeee")) == 2
 
@@ -168,14 +160,13 @@ async def test_resume_opens_the_session_picker_first(write_config: WriteConfig) 
     app = make_app(None, resume=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await wait_until(pilot, lambda: app.current_mode == "sessions", "the picker")
+        await eventually(lambda: app.current_mode == "sessions", what="the picker")
         table = app.screen.query_one(DataTable)
-        await wait_until(pilot, lambda: table.row_count == 1, "the session listed")
+        await eventually(lambda: table.row_count == 1, what="the session listed")
         await pilot.press("enter")
-        await wait_until(
-            pilot,
+        await eventually(
             lambda: app.current_mode == "chat" and app.get_chat().session_id == "ses_dddd",
-            "the chat on the session",
+            what="the chat on the session",
         )
 
 
@@ -184,40 +175,38 @@ async def test_approvals_screen_answers_the_highlighted_request(
 ) -> None:
     write_config(mock_config(EXEC_SCRIPT, mode="ask"))
     app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "go")
+    async with running(app, size=(80, 24)) as ui:
+        await ui.send("go")
         prompt = app.screen.query_one(ApprovalPrompt)
-        await wait_until(pilot, lambda: prompt.current is not None, "the approval")
-        await pilot.press("ctrl+r")
+        await eventually(lambda: prompt.current is not None, what="the approval")
+        await ui.press("ctrl+r")
         screen = app.screen
         table = screen.query_one(DataTable)
-        await wait_until(pilot, lambda: table.row_count == 1, "the waiting request listed")
+        await eventually(lambda: table.row_count == 1, what="the waiting request listed")
         assert "echo from-approvals" in str(table_rows(table)[0])
-        await pilot.press("y")
-        await wait_until(pilot, lambda: table.row_count == 0, "the request answered")
-        await pilot.press("ctrl+t")
-        assert await turn_finished(pilot) == "done"
+        await ui.press("y")
+        await eventually(lambda: table.row_count == 0, what="the request answered")
+        await ui.press("ctrl+t")
+        assert await ui.turn_finished() == "done"
         assert prompt.current is None
 
 
 async def test_overview_shows_queue_depth_and_failures(write_config: WriteConfig) -> None:
     write_config(mock_config("- {error: auth}"))
     app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
+    async with running(app, size=(80, 24)) as ui:
         # A job of a kind no pool here runs stays queued: the overview must count it.
         await app.runtime.queue.enqueue("job_waiting", "report", {}, serial_key="x")
-        await send(pilot, "fail please")
-        assert await turn_finished(pilot) == "failed"
-        await pilot.press("ctrl+o")
+        await ui.send("fail please")
+        assert await ui.turn_finished() == "failed"
+        await ui.press("ctrl+o")
         screen = app.screen
-        await wait_until(pilot, lambda: screen.queued == 1, "the queued job counted")
+        await eventually(lambda: screen.queued == 1, what="the queued job counted")
         summary = str(screen.query_one("#queue-summary").content)
         assert "1 queued" in summary and "report" in summary
         errors = screen.query_one("#errors", DataTable)
-        await wait_until(
-            pilot, lambda: "model call failed" in str(table_rows(errors)), "the failed turn"
+        await eventually(
+            lambda: "model call failed" in str(table_rows(errors)), what="the failed turn"
         )
 
 
@@ -229,8 +218,8 @@ async def test_overview_lists_scheduled_jobs_with_when_and_why(write_config: Wri
         await pilot.press("ctrl+o")
         screen = app.screen
         scheduled = screen.query_one("#scheduled", DataTable)
-        await wait_until(
-            pilot, lambda: "nothing scheduled" in str(table_rows(scheduled)), "the empty table"
+        await eventually(
+            lambda: "nothing scheduled" in str(table_rows(scheduled)), what="the empty table"
         )
         queue = app.runtime.queue
         await queue.enqueue("digest_tomorrow", "report", {}, delay=2 * 3600)
@@ -239,8 +228,8 @@ async def test_overview_lists_scheduled_jobs_with_when_and_why(write_config: Wri
         assert lease is not None and lease.job.id == "retry_me"
         await queue.fail(lease, "upstream said\n503")
         await pilot.press("r")
-        await wait_until(
-            pilot, lambda: "digest_tomorrow" in str(table_rows(scheduled)), "the timed job"
+        await eventually(
+            lambda: "digest_tomorrow" in str(table_rows(scheduled)), what="the timed job"
         )
         rows = {row[2]: row for row in table_rows(scheduled)}
         assert rows["digest_tomorrow"][0] == "in 2.0h"
@@ -253,43 +242,43 @@ async def test_setup_screen_explains_bad_entries_and_writes_a_valid_config(
 ) -> None:
     app = make_app(home)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        await eventually(lambda: app.screen.id == "setup", what="the setup screen")
         await pilot.press("ctrl+s")
         provider_error = app.screen.query_one("#provider-error")
-        await wait_until(pilot, lambda: provider_error.display, "the provider error")
+        await eventually(lambda: provider_error.display, what="the provider error")
         assert "Choose a provider" in str(provider_error.content)
         app.screen.query_one("#provider", Select).value = "openai"
         await pilot.pause()
         await pilot.press("ctrl+s")
         key_error = app.screen.query_one("#key-error")
-        await wait_until(pilot, lambda: "needs an API key" in str(key_error.content), "key")
+        await eventually(lambda: "needs an API key" in str(key_error.content), what="key")
         assert "Name the model" in str(app.screen.query_one("#model-error").content)
         app.screen.query_one("#key", Input).focus()
         await pilot.press(*"sk-test-123")
         app.screen.query_one("#model", Input).focus()
         await pilot.press(*"gpt-5-mini")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: home.config_path.exists(), "the config file")
+        await eventually(lambda: home.config_path.exists(), what="the config file")
         config = load_config(home)
         assert [str(r) for r in config.agent(None).chain] == ["openai/gpt-5-mini"]
         assert read_env_file(home.env_path) == {"OPENAI_API_KEY": "sk-test-123"}
         assert "sk-test-123" not in home.config_path.read_text()
         assert oct(home.env_path.stat().st_mode & 0o777) == "0o600"
         assert [r.api_key for r in models.requests] == ["sk-test-123"]  # checked first
-        await wait_until(pilot, lambda: app.runtime is not None, "the runtime to open")
+        await eventually(lambda: app.runtime is not None, what="the runtime to open")
 
 
 async def test_setup_screen_offline_demo_writes_the_starter_config_and_chats(
     home: Home,
 ) -> None:
     app = make_app(home)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
-        await pilot.press("ctrl+o")
-        await ready(pilot)
+    async with running(app, wait_ready=False) as ui:
+        await eventually(lambda: app.screen.id == "setup", what="the setup screen")
+        await ui.press("ctrl+o")
+        await ready(ui.pilot)
         assert "type: mock" in home.config_path.read_text()
-        await send(pilot, "hello demo")
-        assert await turn_finished(pilot) == "done"
+        await ui.send("hello demo")
+        assert await ui.turn_finished() == "done"
         text = "".join(m.source for m in app.screen.query(Markdown))
         assert "Offline demo" in text and "hello demo" in text
 
@@ -299,8 +288,8 @@ async def test_a_broken_config_ends_with_a_one_line_error(
 ) -> None:
     write_config("agents:\n  main:\n    model: nowhere/x\n")
     app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.startup_error is not None, "the error")
+    async with app.run_test(size=(80, 24)):
+        await eventually(lambda: app.startup_error is not None, what="the error")
     assert app.startup_error is not None
     assert "provider 'nowhere' is not defined" in app.startup_error
     assert "\n" not in app.startup_error
@@ -317,7 +306,7 @@ async def test_every_section_has_a_key_and_a_palette_entry(
         await ready(pilot)
         keys = {b.action: b.key for b in app.BINDINGS if hasattr(b, "action")}
         await pilot.press(keys[f"go('{mode}')"])
-        await wait_until(pilot, lambda: app.current_mode == mode, f"the {mode} screen")
+        await eventually(lambda: app.current_mode == mode, what=f"the {mode} screen")
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert f"Go: {mode}" in titles
         assert all(": " in title for title in titles)
@@ -351,14 +340,12 @@ async def test_the_configured_http_surface_runs_on_the_apps_loop(
 ) -> None:
     write_config(mock_config(extra='http:\n  listen: "127.0.0.1:0"\n'))
     app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await wait_until(
-            pilot,
-            lambda: any("HTTP on http://127.0.0.1:" in t for t in toasts(app)),
-            "the HTTP notice",
+    async with running(app, size=(80, 24)) as ui:
+        await eventually(
+            lambda: any("HTTP on http://127.0.0.1:" in t for t in ui.toasts()),
+            what="the HTTP notice",
         )
-        url = next(t.split()[2] for t in toasts(app) if "HTTP on" in t)
+        url = next(t.split()[2] for t in ui.toasts() if "HTTP on" in t)
         import aiohttp
 
         async with aiohttp.ClientSession() as client, client.get(f"{url}/app/") as response:

@@ -7,7 +7,8 @@ from textual.widgets import DataTable, Input
 
 from habakkuk.screens.text_prompt import Confirm
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, ready, wait_until
+from tests.helpers import eventually
+from tests.tui.conftest import make_app, ready
 from tests.tui.test_tui_screens import add_session, table_rows
 
 SESSIONS = [
@@ -24,7 +25,7 @@ async def sessions_screen(app, pilot) -> tuple[object, DataTable]:  # type: igno
     await pilot.press("ctrl+s")
     screen = app.screen
     table = screen.query_one(DataTable)
-    await wait_until(pilot, lambda: table.row_count == 3, "three sessions listed")
+    await eventually(lambda: table.row_count == 3, what="three sessions listed")
     return screen, table
 
 
@@ -39,17 +40,15 @@ async def test_rename_prefills_the_title_and_keeps_the_cursor_on_the_session(
         target = screen.selected()
         assert target is not None and table.cursor_row == 1
         await pilot.press("r")
-        await wait_until(pilot, lambda: bool(app.screen.query("#answer")), "the rename prompt")
+        await eventually(lambda: bool(app.screen.query("#answer")), what="the rename prompt")
         answer = app.screen.query_one("#answer", Input)
         assert answer.value == screen.row_titles[target]
         await pilot.press("end", *" (done)", "enter")
-        await wait_until(
-            pilot, lambda: "(done)" in str(table_rows(table)), "the renamed row listed"
-        )
+        await eventually(lambda: "(done)" in str(table_rows(table)), what="the renamed row listed")
         assert screen.selected() == target
         # The next action works on the same session, not on row 1.
         await pilot.press("r")
-        await wait_until(pilot, lambda: bool(app.screen.query("#answer")), "the second prompt")
+        await eventually(lambda: bool(app.screen.query("#answer")), what="the second prompt")
         assert app.screen.query_one("#answer", Input).value.endswith(" (done)")
         await pilot.press("escape")
 
@@ -64,24 +63,24 @@ async def test_archive_asks_and_the_archived_view_restores_it(
         target = screen.selected()
         assert target is not None
         await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
+        await eventually(lambda: isinstance(app.screen, Confirm), what="the question")
         await pilot.press("n")
-        await wait_until(pilot, lambda: app.screen is screen, "back on the list")
+        await eventually(lambda: app.screen is screen, what="back on the list")
         assert not (await app.runtime.session(target)).archived
         assert table.row_count == 3
         await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(app.screen, Confirm), "the question again")
+        await eventually(lambda: isinstance(app.screen, Confirm), what="the question again")
         await pilot.press("y")
-        await wait_until(pilot, lambda: table.row_count == 2, "the session archived")
+        await eventually(lambda: table.row_count == 2, what="the session archived")
         assert target not in screen.row_sessions
         assert (await app.runtime.session(target)).archived
         await pilot.press("v")
-        await wait_until(pilot, lambda: screen.row_sessions == [target], "the archived view")
+        await eventually(lambda: screen.row_sessions == [target], what="the archived view")
         await pilot.press("u")
-        await wait_until(pilot, lambda: screen.row_sessions == [], "the session restored")
+        await eventually(lambda: screen.row_sessions == [], what="the session restored")
         assert not (await app.runtime.session(target)).archived
         await pilot.press("v")
-        await wait_until(pilot, lambda: table.row_count == 3, "the recent list again")
+        await eventually(lambda: table.row_count == 3, what="the recent list again")
 
 
 async def test_search_hits_show_titles_and_esc_goes_back_to_the_chat(
@@ -92,11 +91,11 @@ async def test_search_hits_show_titles_and_esc_goes_back_to_the_chat(
     async with app.run_test(size=(80, 24)) as pilot:
         screen, table = await sessions_screen(app, pilot)
         await pilot.press("slash", *"receipts", "enter")
-        await wait_until(pilot, lambda: screen.row_sessions == ["ses_bbbb"], "the hit")
+        await eventually(lambda: screen.row_sessions == ["ses_bbbb"], what="the hit")
         assert table_rows(table)[0][0] == "Tax return"
         # Esc leaves the search first, then the screen.
         await pilot.press("escape")
-        await wait_until(pilot, lambda: table.row_count == 3, "the recent list")
+        await eventually(lambda: table.row_count == 3, what="the recent list")
         assert app.current_mode == "sessions"
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.current_mode == "chat", "the chat")
+        await eventually(lambda: app.current_mode == "chat", what="the chat")

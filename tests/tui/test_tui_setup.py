@@ -14,7 +14,8 @@ from habakkuk.engine.home import Home, read_env_file
 from habakkuk.screens.setup import SetupScreen
 from habakkuk.setup_wizard import CHOICES
 from tests.fakes.model_server import FakeModelServer
-from tests.tui.conftest import make_app, ready, wait_until
+from tests.helpers import eventually
+from tests.tui.conftest import make_app, ready
 
 
 async def fill(pilot, **fields: str) -> None:  # type: ignore[no-untyped-def]
@@ -40,8 +41,8 @@ def error(pilot, field: str) -> str:  # type: ignore[no-untyped-def]
 
 async def test_the_screen_offers_the_wizards_choices(home: Home) -> None:
     app = make_app(home)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+    async with app.run_test(size=(80, 24)):
+        await eventually(lambda: app.screen.id == "setup", what="the setup screen")
         select = app.screen.query_one("#provider", Select)
         offered = [value for _, value in select._options if isinstance(value, str)]
         assert offered == [choice.name for choice in CHOICES]
@@ -52,12 +53,12 @@ async def test_the_screen_offers_the_wizards_choices(home: Home) -> None:
 async def test_gemini_says_it_needs_the_litellm_extra(home: Home) -> None:
     app = make_app(home)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        await eventually(lambda: app.screen.id == "setup", what="the setup screen")
         await choose(pilot, "gemini")
         assert "pip install 'habakkuk[litellm]'" in error(pilot, "provider")
         await fill(pilot, key="AIza-test", model="gemini/gemini-2.5-flash")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: "litellm" in error(pilot, "provider"), "the refusal")
+        await eventually(lambda: "litellm" in error(pilot, "provider"), what="the refusal")
         assert not home.config_path.exists()
 
 
@@ -67,17 +68,17 @@ async def test_a_refused_key_says_why_and_save_again_saves_anyway(
     models.valid_keys = {"sk-ant-good"}
     app = make_app(home)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        await eventually(lambda: app.screen.id == "setup", what="the setup screen")
         await choose(pilot, "anthropic")
         await fill(pilot, key="sk-ant-bad", model="claude-sonnet-4-6")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: "refused" in error(pilot, "key"), "the failed check")
+        await eventually(lambda: "refused" in error(pilot, "key"), what="the failed check")
         assert "Save again to save anyway" in error(pilot, "key")
         assert not home.config_path.exists()
         # Retry with another key: checked again, and saved.
         await fill(pilot, key="sk-ant-good")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, home.config_path.exists, "the config")
+        await eventually(home.config_path.exists, what="the config")
         assert [r.api_key for r in models.requests] == ["sk-ant-bad", "sk-ant-good"]
         assert read_env_file(home.env_path) == {"ANTHROPIC_API_KEY": "sk-ant-good"}
         await ready(pilot)
@@ -87,13 +88,13 @@ async def test_a_failed_check_can_be_saved_anyway(home: Home, models: FakeModelS
     models.valid_keys = set()
     app = make_app(home)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        await eventually(lambda: app.screen.id == "setup", what="the setup screen")
         await choose(pilot, "openai")
         await fill(pilot, key="sk-offline", model="gpt-5-mini")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: "refused" in error(pilot, "key"), "the failed check")
+        await eventually(lambda: "refused" in error(pilot, "key"), what="the failed check")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, home.config_path.exists, "the config saved anyway")
+        await eventually(home.config_path.exists, what="the config saved anyway")
         assert len(models.requests) == 1  # not checked twice
         assert read_env_file(home.env_path) == {"OPENAI_API_KEY": "sk-offline"}
         await ready(pilot)
@@ -109,15 +110,15 @@ async def test_palette_reopens_setup_and_a_compatible_url_keeps_the_demo(
         [entry] = [c for c in app.get_system_commands(app.screen) if c.title.startswith("Setup")]
         assert entry.title == "Setup: providers"
         entry.callback()
-        await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen), "setup again")
+        await eventually(lambda: isinstance(app.screen, SetupScreen), what="setup again")
         await choose(pilot, "custom")
         assert app.screen.query_one("#base-url", Input).display
         await fill(pilot, model="llama3.1")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: "http://" in error(pilot, "base-url"), "the URL asked")
+        await eventually(lambda: "http://" in error(pilot, "base-url"), what="the URL asked")
         await fill(pilot, base_url=f"{models.base_url}/v1")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: not isinstance(app.screen, SetupScreen), "saved")
+        await eventually(lambda: not isinstance(app.screen, SetupScreen), what="saved")
         assert [r.path for r in models.requests] == ["/v1/models"]
         config = load_config(home)
         assert set(config.providers) == {"demo", "custom"}

@@ -24,7 +24,8 @@ from habakkuk.engine.llm.types import (
 from habakkuk.engine.toolkit.approvals import ApprovalRequest
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, ready, wait_until
+from tests.helpers import eventually
+from tests.tui.conftest import make_app, ready
 
 SIZES = [(80, 24), (120, 40)]
 FIXED_TIME = 1_790_000_000.0  # 2026-09-21 14:13 UTC
@@ -34,36 +35,31 @@ async def seed(app: Any) -> None:
     """Two sessions with fixed ids, titles, messages and times."""
     runtime = app.runtime
     await runtime.new_session(None, origin="test", session_id="ses_0000000000000001")
-    await runtime.transcripts.append(
+    await runtime.seed_session(
         "ses_0000000000000001",
-        Message("user", [TextBlock("What is in the workspace?")]),
-    )
-    await runtime.transcripts.append(
-        "ses_0000000000000001",
-        Message(
-            "assistant",
-            [
-                ThinkingBlock("The user wants a listing; list_dir will do."),
-                TextBlock("Let me look."),
-                ToolUseBlock("call_1", "list_dir", {"path": "."}),
-            ],
-        ),
-    )
-    await runtime.transcripts.append(
-        "ses_0000000000000001",
-        Message("user", [ToolResultBlock("call_1", "notes.md\nplan.txt", False)]),
-    )
-    await runtime.transcripts.append(
-        "ses_0000000000000001",
-        Message(
-            "assistant",
-            [TextBlock("Two files:\n\n- **notes.md**\n- **plan.txt**\n\nWant me to open one?")],
-        ),
+        [
+            Message("user", [TextBlock("What is in the workspace?")]),
+            Message(
+                "assistant",
+                [
+                    ThinkingBlock("The user wants a listing; list_dir will do."),
+                    TextBlock("Let me look."),
+                    ToolUseBlock("call_1", "list_dir", {"path": "."}),
+                ],
+            ),
+            Message("user", [ToolResultBlock("call_1", "notes.md\nplan.txt", False)]),
+            Message(
+                "assistant",
+                [TextBlock("Two files:\n\n- **notes.md**\n- **plan.txt**\n\nWant me to open one?")],
+            ),
+        ],
     )
     await runtime.new_session(None, origin="test", session_id="ses_0000000000000002")
-    await runtime.transcripts.append(
-        "ses_0000000000000002", Message("user", [TextBlock("Draft a note about [markup]")])
+    await runtime.seed_session(
+        "ses_0000000000000002", [Message("user", [TextBlock("Draft a note about [markup]")])]
     )
+    # Fixed times so the snapshots do not change with the clock; the facade never sets
+    # a session's times (they are when it happened), so this one stays raw SQL.
     await runtime.transcripts.db.write(
         lambda conn: conn.execute(
             "UPDATE sessions SET created_at = ?, updated_at = ? + (rowid * 60)",
@@ -89,7 +85,7 @@ async def test_chat_screen_with_history_and_an_approval(
         await seed(app)
         app.open_session("ses_0000000000000001")
         chat = app.get_chat()
-        await wait_until(pilot, lambda: chat.session_id == "ses_0000000000000001", "session")
+        await eventually(lambda: chat.session_id == "ses_0000000000000001", what="session")
         request = ApprovalRequest(
             agent="main",
             session="ses_0000000000000001",
@@ -102,7 +98,7 @@ async def test_chat_screen_with_history_and_an_approval(
         )
         waiting = asyncio.create_task(app.runtime.approvals.approve(request))
         prompt = app.screen.query_one(ApprovalPrompt)
-        await wait_until(pilot, lambda: prompt.current is not None, "the prompt")
+        await eventually(lambda: prompt.current is not None, what="the prompt")
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()
         app.runtime.approvals.answer("apr_000000000001", "deny")
@@ -131,7 +127,7 @@ async def test_chat_screen_with_the_slash_command_hint(
         await ready(pilot)
         await pilot.press("slash")
         hint = app.screen.query_one("#hint")
-        await wait_until(pilot, lambda: hint.display, "the completion hint")
+        await eventually(lambda: hint.display, what="the completion hint")
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()
 
@@ -146,7 +142,7 @@ async def test_sessions_screen(
         await ready(pilot)
         await seed(app)
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: len(app.screen.row_sessions) == 2, "the list")
+        await eventually(lambda: len(app.screen.row_sessions) == 2, what="the list")
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()
 
@@ -170,7 +166,7 @@ async def test_approvals_screen(
         )
         waiting = asyncio.create_task(app.runtime.approvals.approve(request))
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: len(app.screen.rows) == 1, "the request")
+        await eventually(lambda: len(app.screen.rows) == 1, what="the request")
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()
         app.runtime.approvals.answer("apr_000000000002", "deny")
@@ -187,7 +183,7 @@ async def test_overview_screen(
         await ready(pilot)
         await app.runtime.queue.enqueue("job_0000000000000001", "report", {}, serial_key="r")
         await pilot.press("ctrl+o")
-        await wait_until(pilot, lambda: app.screen.queued == 1, "the queue")
+        await eventually(lambda: app.screen.queued == 1, what="the queue")
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()
 
@@ -198,10 +194,10 @@ async def test_setup_screen(
 ) -> None:
     app = make_app(home)
     async with app.run_test(size=size) as pilot:
-        await wait_until(pilot, lambda: app.screen.id == "setup", "the setup screen")
+        await eventually(lambda: app.screen.id == "setup", what="the setup screen")
         await pilot.press("ctrl+s")
-        await wait_until(
-            pilot, lambda: app.screen.query_one("#provider-error").display, "the inline error"
+        await eventually(
+            lambda: app.screen.query_one("#provider-error").display, what="the inline error"
         )
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()

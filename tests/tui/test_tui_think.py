@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tests.conftest import WriteConfig, mock_config
-from tests.tui.conftest import make_app, notices, ready, send, turn_finished, wait_until
+from tests.helpers import eventually
+from tests.tui.conftest import make_app, notices, running, status_text
 
 
 async def test_think_sets_the_sessions_effort_and_the_status_line_shows_it(
@@ -11,52 +12,48 @@ async def test_think_sets_the_sessions_effort_and_the_status_line_shows_it(
 ) -> None:
     write_config(mock_config('- text: "reply"'))
     app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "hello")
-        await turn_finished(pilot)
+    async with running(app, size=(80, 24)) as ui:
+        await ui.send("hello")
+        await ui.turn_finished()
         chat = app.get_chat()
-        assert "think" not in chat._status.plain
+        assert "think" not in status_text(app)
 
-        await send(pilot, "/think extreme")
-        await wait_until(
-            pilot, lambda: any("unknown level 'extreme'" in n for n in notices(app)), "error"
+        await ui.send("/think extreme")
+        await eventually(
+            lambda: any("unknown level 'extreme'" in n for n in notices(app)), what="error"
         )
-        await send(pilot, "/think high")
-        await wait_until(pilot, lambda: "Thinking: high for this session" in notices(app), "set")
+        await ui.send("/think high")
+        await eventually(lambda: "Thinking: high for this session" in notices(app), what="set")
         assert await app.runtime.session_thinking(chat.session_id) == ("high", True)
-        assert "think high" in chat._status.plain
+        assert "think high" in status_text(app)
 
-        await send(pilot, "/think")
-        await wait_until(
-            pilot,
+        await ui.send("/think")
+        await eventually(
             lambda: any(
                 n.startswith("Thinking: high for this session (main") for n in notices(app)
             ),
-            "shown",
+            what="shown",
         )
-        await send(pilot, "/think default")
-        await wait_until(
-            pilot,
+        await ui.send("/think default")
+        await eventually(
             lambda: any(n.startswith("Thinking: off (main's setting)") for n in notices(app)),
-            "cleared",
+            what="cleared",
         )
-        assert "think" not in chat._status.plain
+        assert "think" not in status_text(app)
 
 
 async def test_a_resumed_session_shows_its_own_think_level(write_config: WriteConfig) -> None:
     write_config(mock_config('- text: "reply"'))
     app = make_app(None)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
-        await send(pilot, "hello")
-        await turn_finished(pilot)
+    async with running(app, size=(80, 24)) as ui:
+        await ui.send("hello")
+        await ui.turn_finished()
         chat = app.get_chat()
         first = chat.session_id
-        await send(pilot, "/think low")
-        await wait_until(pilot, lambda: "Thinking: low for this session" in notices(app), "set")
-        await pilot.press("ctrl+n")
-        await wait_until(pilot, lambda: not chat.session_id, "a fresh session")
-        assert "think" not in chat._status.plain
-        await chat._open(first).wait()
-        assert "think low" in chat._status.plain
+        await ui.send("/think low")
+        await eventually(lambda: "Thinking: low for this session" in notices(app), what="set")
+        await ui.press("ctrl+n")
+        await eventually(lambda: not chat.session_id, what="a fresh session")
+        assert "think" not in status_text(app)
+        await chat.open_session(first).wait()
+        assert "think low" in status_text(app)

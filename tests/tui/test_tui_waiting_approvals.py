@@ -15,7 +15,8 @@ from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
 from tests.channels.test_telegram_e2e import APPROVAL_SCRIPT, TOKEN, channel_yaml
 from tests.conftest import mock_config
-from tests.tui.conftest import make_app, ready, wait_until
+from tests.helpers import eventually
+from tests.tui.conftest import make_app, ready
 
 
 @pytest.fixture
@@ -46,13 +47,13 @@ async def test_y_answers_a_chat_approval_waiting_in_another_process(
         await ready(pilot)
         await pilot.press("ctrl+r")
         table = app.screen.query_one(DataTable)
-        await wait_until(pilot, lambda: table.row_count == 1, "the chat approval listed")
+        await eventually(lambda: table.row_count == 1, what="the chat approval listed")
         [row] = table_rows(table)
         assert row[:3] == ["exec", "tg:42", "main"]
         assert "echo approved-run" in row[4]
         assert not terminal.approvals.pending  # not this process's own request
         await pilot.press("y")
-        await wait_until(pilot, lambda: table.row_count == 0, "the approval answered")
+        await eventually(lambda: table.row_count == 0, what="the approval answered")
     outcome = await asyncio.wait_for(serving.wait_turn(waiting.turn), 30)
     assert outcome.status == "done"
     await tg.wait_for(lambda: "Approved from the terminal." in tg.texts())
@@ -70,17 +71,14 @@ async def test_the_screen_picks_up_an_approval_of_another_process_while_shown(
         await pilot.press("ctrl+r")
         screen = app.screen
         table = screen.query_one(DataTable)
-        await wait_until(pilot, lambda: screen.is_current and table.row_count == 0, "the screen")
+        await eventually(lambda: screen.is_current and table.row_count == 0, what="the screen")
         # What a turn of another process leaves in control.db while it waits.
         from habakkuk.channels.store import ChannelStore, Prompt
 
         store = await ChannelStore.open(terminal.queue.db)
-        await terminal.queue.db.write(
-            lambda conn: conn.execute(
-                "INSERT INTO jobs(id, kind, payload, status, serial_key, created_at, updated_at)"
-                " VALUES ('turn_far', 'turn', '{}', 'running', 's', 0, 0)"
-            )
-        )
+        await terminal.queue.enqueue("turn_far", "turn", {}, serial_key="s")
+        lease = await terminal.queue.claim(["turn"])  # running, as the other process has it
+        assert lease is not None and lease.job.id == "turn_far"
         await store.open_prompt(
             Prompt(
                 "apr_far",
@@ -98,10 +96,10 @@ async def test_the_screen_picks_up_an_approval_of_another_process_while_shown(
                 session="ses_far",
             )
         )
-        await wait_until(pilot, lambda: table.row_count == 1, "the periodic refresh")
+        await eventually(lambda: table.row_count == 1, what="the periodic refresh")
         assert table_rows(table)[0][:3] == ["write_file", "tg:42", "main"]
         await pilot.press("n")
-        await wait_until(pilot, lambda: table.row_count == 0, "the approval answered")
+        await eventually(lambda: table.row_count == 0, what="the approval answered")
     assert await store.prompt_answer("apr_far") == ("deny", "terminal")
 
 
@@ -125,10 +123,9 @@ async def test_a_web_or_terminal_approval_of_another_process_is_listed_and_answe
     serving.start_workers(channels=False)
     session = await serving.new_session(origin=origin)
     turn = await serving.submit(session.id, "run it", attended=True)
-    deadline = time.monotonic() + 15
-    while not serving.approvals.pending:
-        assert time.monotonic() < deadline, "the approval to wait in the serving process"
-        await asyncio.sleep(0.01)
+    await eventually(
+        lambda: serving.approvals.pending, what="the approval to wait in the serving process"
+    )
     [request] = serving.approvals.pending
     terminal: Runtime = await runtime_factory(config)
     # The facade the screen and /api/approvals share sees it from the other process.
@@ -139,12 +136,12 @@ async def test_a_web_or_terminal_approval_of_another_process_is_listed_and_answe
         await ready(pilot)
         await pilot.press("ctrl+r")
         table = app.screen.query_one(DataTable)
-        await wait_until(pilot, lambda: table.row_count == 1, "the approval listed")
+        await eventually(lambda: table.row_count == 1, what="the approval listed")
         [row] = table_rows(table)
         assert row[:4] == ["exec", "web" if origin == "web" else "terminal", "main", session.id]
         assert "echo from-the-dashboard" in row[4]
         await pilot.press("y")
-        await wait_until(pilot, lambda: table.row_count == 0, "the approval answered")
+        await eventually(lambda: table.row_count == 0, what="the approval answered")
     outcome = await asyncio.wait_for(serving.wait_turn(turn), 30)
     assert outcome.status == "done" and outcome.reply == "done"
     assert await terminal.waiting_approvals() == []

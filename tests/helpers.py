@@ -1,0 +1,60 @@
+"""Helpers shared by the tests of every directory: one bounded wait for state with no event.
+
+Prefer awaiting an event, a message or a worker. Where the state being watched has
+none (a widget's reactive, a file another process writes, a row another process
+commits), `eventually` polls it, yielding to the loop between checks, and fails the
+test naming what it waited for once the deadline passes. It never stands in for a
+condition: it returns as soon as the condition holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+BOUND = 20.0  # seconds: generous for anything a test waits on in-process
+POLL = 0.01  # seconds between checks: the loop runs other tasks meanwhile
+
+Condition = Callable[[], object | Awaitable[object]]
+
+
+async def eventually(
+    condition: Condition,
+    *,
+    what: str,
+    timeout: float = BOUND,
+    ignore: tuple[type[BaseException], ...] = (),
+) -> None:
+    """Return once `condition()` is true (awaited if it returns an awaitable).
+
+    Fails the test with "timed out after <timeout>s waiting for <what>".
+    Exceptions of the types in `ignore` count as "not yet" (a database another
+    process has locked or not created yet).
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            result = condition()
+            if inspect.isawaitable(result):
+                result = await result
+        except ignore:
+            result = False
+        if result:
+            return
+        if loop.time() > deadline:
+            pytest.fail(f"timed out after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(POLL)
+
+
+def eventually_sync(condition: Callable[[], object], *, what: str, timeout: float = BOUND) -> None:
+    """`eventually` for tests with no event loop, watching real processes from outside."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(0.05)
