@@ -16,8 +16,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.channels.test_channel_crash import jobs, kill, stop, until
+from tests.channels.test_channel_crash import jobs, kill, stop
 from tests.conftest import mock_config
+from tests.helpers import eventually
 from tests.server.conftest import SSEReader
 
 ROUTED = """  ops:
@@ -133,8 +134,18 @@ async def test_a_web_reply_survives_a_kill_between_the_turns_end_and_its_deliver
         lock = sqlite3.connect(home / "web.db", isolation_level=None)
         lock.execute("BEGIN IMMEDIATE")
         release.touch()
-        await until(lambda: jobs(home)[turn]["status"] == "done", "the turn's end")
-        await until(lambda: f"reply:{turn}" in jobs(home), "the reply's delivery job")
+        await eventually(
+            lambda: jobs(home)[turn]["status"] == "done",
+            what="the turn's end",
+            timeout=60,
+            ignore=(sqlite3.OperationalError, KeyError),
+        )
+        await eventually(
+            lambda: f"reply:{turn}" in jobs(home),
+            what="the reply's delivery job",
+            timeout=60,
+            ignore=(sqlite3.OperationalError, KeyError),
+        )
     finally:
         await kill(first)
         if lock is not None:
@@ -149,7 +160,12 @@ async def test_a_web_reply_survives_a_kill_between_the_turns_end_and_its_deliver
                 reader = SSEReader(response)
                 frames = [await reader.until(lambda f: f.get("event") == "message")]
                 frames.append(await reader.until(lambda f: f.get("event") == "message"))
-            await until(lambda: jobs(home)[f"reply:{turn}"]["status"] == "done", "the delivery")
+            await eventually(
+                lambda: jobs(home)[f"reply:{turn}"]["status"] == "done",
+                what="the delivery",
+                timeout=60,
+                ignore=(sqlite3.OperationalError, KeyError),
+            )
             async with client.post(url + "/api/chat", json=body) as response:
                 again = await response.json()
     finally:
