@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker
 
 from habakkuk.engine.timeouts import wait_within
+from habakkuk.screens.messages import BusEvent, RuntimeReady
 
 if TYPE_CHECKING:
-    from habakkuk.engine.events import Event, Subscription
+    from habakkuk.engine.events import Subscription
     from habakkuk.engine.home import Home
     from habakkuk.runtime import Runtime
 
@@ -43,18 +43,6 @@ SECTIONS = [
     ("approvals", "Every waiting approval", "ctrl+r"),
     ("overview", "Queue, running jobs and errors", "ctrl+o"),
 ]
-
-
-class BusEvent(Message, bubble=False):
-    """One runtime bus event, delivered to each live screen."""
-
-    def __init__(self, event: Event) -> None:
-        super().__init__()
-        self.event = event
-
-
-class RuntimeReady(Message, bubble=False):
-    """The runtime is open and its workers run; screens may load their data."""
 
 
 class StartScreen(Screen[None]):

@@ -15,7 +15,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.agent.prompt import build_system_prompt
 from habakkuk.engine.agent.turn import TURN_KIND, TurnDeps, TurnRunner
@@ -64,6 +64,9 @@ from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
 from habakkuk.engine.toolkit.waiting import TERMINAL, WaitingApproval, merge_waiting
 from habakkuk.tools.checkpoints import CheckpointError, Checkpoints
 from habakkuk.tools.processes import ProcessInfo, ProcessManager
+
+if TYPE_CHECKING:
+    from habakkuk.channels.outbox import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -785,15 +788,19 @@ class Runtime:
             answered = await store.answer_waiting_approval(approval_id, answer, by)
         channel = waiting.where.partition(":")[0]
         if answered and channel in self.config.channels:
-            from habakkuk.channels.outbox import Outbox
-
-            outbox = self.channels or Outbox(self.queue)
-            await outbox.send_text(
+            await self.outbox.send_text(
                 f"prompt-answer:{approval_id}",
                 waiting.where,
                 f"{APPROVAL_VERBS[answer]} from the {by}.",
             )
         return answered
+
+    @property
+    def outbox(self) -> Outbox:
+        """Where messages to chats are queued: the running channels, else control.db's queue."""
+        from habakkuk.channels.outbox import Outbox
+
+        return self.channels or Outbox(self.queue)
 
     async def _prompt_store(self) -> Any:
         """The channel tables of control.db (the running channels' store when they run here)."""

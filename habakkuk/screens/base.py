@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from textual.screen import Screen
 
-from habakkuk.app import BusEvent, HabakkukApp, RuntimeReady
+from habakkuk.screens.messages import BusEvent, RuntimeReady
 
 if TYPE_CHECKING:
     from habakkuk.engine.events import Event
     from habakkuk.runtime import Runtime
+
+
+class ScreenHost(Protocol):
+    """What a screen uses of the app (habakkuk.app.HabakkukApp), so it never imports app.py."""
+
+    runtime: Runtime | None
+    motion: bool
+
+    def listen(self, screen: Screen[Any]) -> None:
+        """Deliver bus events and `RuntimeReady` to `screen`."""
+
+    def unlisten(self, screen: Screen[Any]) -> None:
+        """Stop delivering to `screen`."""
+
+    def action_go(self, mode: str) -> None:
+        """Switch to the section `mode`."""
+
+    def open_session(self, session_id: str) -> None:
+        """Show the chat section on `session_id`."""
 
 
 class RuntimeScreen(Screen[Any]):
@@ -19,11 +38,9 @@ class RuntimeScreen(Screen[Any]):
     _loaded = False
 
     @property
-    def happ(self) -> HabakkukApp:
-        """The app, typed."""
-        app = self.app
-        assert isinstance(app, HabakkukApp)
-        return app
+    def happ(self) -> ScreenHost:
+        """The app, typed by what screens use of it."""
+        return cast(ScreenHost, self.app)
 
     @property
     def runtime(self) -> Runtime:
