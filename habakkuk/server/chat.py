@@ -442,7 +442,7 @@ class WebChannel:
         if not waiting:
             return None
         approval = waiting[0]
-        self.runtime.approvals.answer(approval.id, answer, by="web")
+        await self.runtime.approvals.respond(approval.id, answer, by="web")
         store = self.store
         await store.append(
             conversation, "user", text, session=binding.session, agent=binding.agent, dedupe=dedupe

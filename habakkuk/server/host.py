@@ -22,8 +22,21 @@ if TYPE_CHECKING:
     from habakkuk.engine.overview import Overview
     from habakkuk.engine.sessions import Compaction, SearchHit, Session
     from habakkuk.engine.store import BlobStore
-    from habakkuk.engine.toolkit.approvals import ApprovalHub
+    from habakkuk.engine.toolkit.approvals import ApprovalRequest
     from habakkuk.engine.toolkit.waiting import WaitingApproval
+
+
+class ServerApprovals(Protocol):
+    """What the server uses of the approvals service."""
+
+    @property
+    def pending(self) -> list[ApprovalRequest]:
+        """This process's waiting requests, oldest first."""
+        ...
+
+    async def respond(self, approval_id: str, answer: str, by: str) -> bool:
+        """Answer a waiting approval wherever it waits; False when it no longer waits."""
+        ...
 
 
 class ServerHost(McpHost, Services, Protocol):
@@ -37,7 +50,11 @@ class ServerHost(McpHost, Services, Protocol):
     home: Home
     bus: EventBus
     blobs: BlobStore
-    approvals: ApprovalHub
+
+    @property
+    def approvals(self) -> ServerApprovals:
+        """This process's approval hub and the one answer path (services.approvals)."""
+        ...
 
     async def new_session(
         self, agent: str | None = None, *, origin: str = ..., session_id: str | None = None
