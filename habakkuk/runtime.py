@@ -33,7 +33,6 @@ from habakkuk.engine.sessions import Session, TranscriptStore
 from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
 from habakkuk.engine.toolkit.approvals import Approver
-from habakkuk.engine.toolkit.registry import ToolRegistry
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
@@ -41,6 +40,7 @@ from habakkuk.services.checkpoints import WorkspaceCheckpoints
 from habakkuk.services.overview import ControlRoom
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
+from habakkuk.services.toolset import build_tools
 from habakkuk.services.turns import TurnOutcome, Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.tools.processes import ProcessInfo, ProcessManager
@@ -50,54 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Runtime", "TurnOutcome", "build_tools", "new_id"]
-
-
-def build_tools(config: Config) -> ToolRegistry:
-    """The built-in tools, registered by toolset."""
-    from habakkuk.engine.toolkit.registry import Tool
-    from habakkuk.tools.clarify import Clarify
-    from habakkuk.tools.edit import EditFile
-    from habakkuk.tools.fetch_tool import FetchUrl
-    from habakkuk.tools.files import ListDir, ReadFile, WriteFile
-    from habakkuk.tools.hardline import check_hardline
-    from habakkuk.tools.patch_tool import ApplyPatch
-    from habakkuk.tools.process_tools import (
-        BackgroundExec,
-        ProcessKill,
-        ProcessList,
-        ProcessOutput,
-        ProcessWait,
-        ProcessWrite,
-    )
-    from habakkuk.tools.search_tool import SearchFiles
-    from habakkuk.tools.todo import Todo
-
-    registry = ToolRegistry(hardline=check_hardline, inline_budget=config.tools.inline_budget)
-    core: list[Tool] = [
-        ReadFile(),
-        WriteFile(),
-        EditFile(),
-        ListDir(),
-        ApplyPatch(),
-        SearchFiles(),
-        BackgroundExec(),
-        ProcessList(),
-        ProcessOutput(),
-        ProcessWait(),
-        ProcessKill(),
-        ProcessWrite(),
-        FetchUrl(allow_private=config.tools.allow_private_urls),
-        Todo(),
-        Clarify(),
-    ]
-    for tool in core:
-        registry.register(tool, "core")
-    if config.channels:
-        from habakkuk.channels.service import register_tools
-
-        register_tools(registry)
-    return registry
+__all__ = ["Runtime", "TurnOutcome", "new_id"]
 
 
 class Runtime:
@@ -290,12 +243,9 @@ class Runtime:
                 bus=self.bus,
                 blobs=self.blobs,
                 approver_for=self._approver_for,
-                services={
-                    "processes": self.processes,
-                    "process_started": self._process_started,
-                    "state": self.state,
-                    **({"channels": self.channels} if self.channels is not None else {}),
-                },
+                processes=self.processes,
+                process_started=self._process_started,
+                outbox=self.channels,
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self.checkpointing.snapshot_for,
