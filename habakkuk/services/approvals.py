@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.sessions import Session, TranscriptStore
     from habakkuk.engine.store import Database
+    from habakkuk.tools.clarify import ClarifyRequest
 
 # How a chat is told that someone answered its approval elsewhere ("... from the dashboard.").
 APPROVAL_VERBS = {
@@ -81,7 +82,7 @@ class Approvals(ApprovalHub):
         self._attending = 0
         self._askers = 0
         self._store: ChannelStore | None = None
-        self._questions: dict[str, tuple[Any, asyncio.Future[str | None]]] = {}
+        self._questions: dict[str, tuple[ClarifyRequest, asyncio.Future[str | None]]] = {}
 
     # -- who is attending ------------------------------------------------------------
 
@@ -109,11 +110,11 @@ class Approvals(ApprovalHub):
     # -- clarify questions -----------------------------------------------------------
 
     @property
-    def questions(self) -> list[Any]:
+    def questions(self) -> list[ClarifyRequest]:
         """Waiting clarify requests (each has `id`), oldest first."""
         return [request for request, _ in self._questions.values()]
 
-    async def ask(self, request: Any) -> str | None:
+    async def ask(self, request: ClarifyRequest) -> str | None:
         """Put the questions to the attached client and wait for its answer text.
 
         While no client that takes questions is attached, it fails at once as if there
@@ -126,7 +127,7 @@ class Approvals(ApprovalHub):
             from habakkuk.tools.clarify import NO_ASKER
 
             raise ToolError(NO_ASKER)
-        request.id = getattr(request, "id", "") or f"qst_{secrets.token_hex(6)}"
+        request.id = request.id or f"qst_{secrets.token_hex(6)}"
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._questions[request.id] = (request, future)
         self.bus.publish("question.pending", request.session, id=request.id, request=request)
