@@ -21,16 +21,17 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker
 
 from habakkuk.engine.timeouts import wait_within
+from habakkuk.screens.messages import RuntimeReady
 
 if TYPE_CHECKING:
     from habakkuk.engine.events import Subscription
     from habakkuk.engine.home import Home
     from habakkuk.runtime import Runtime
+    from habakkuk.services.approvals import Attendance
 
 # Two Ctrl+C presses this close together quit the app.
 DOUBLE_PRESS_SECONDS = 2.0
@@ -43,10 +44,6 @@ SECTIONS = [
     ("approvals", "Every waiting approval", "ctrl+r"),
     ("overview", "Queue, running jobs and errors", "ctrl+o"),
 ]
-
-
-class RuntimeReady(Message, bubble=False):
-    """The runtime is open and its workers run; screens may load their data."""
 
 
 class StartScreen(Screen[None]):
@@ -119,6 +116,7 @@ class HabakkukApp(App[None]):
         self._listeners: list[Screen[Any]] = []
         self._last_interrupt = -DOUBLE_PRESS_SECONDS
         self._runtime_closing = False
+        self._attendance: Attendance | None = None
         if not animate:
             self.animation_level = "none"
 
@@ -179,13 +177,11 @@ class HabakkukApp(App[None]):
                 self.startup_error = f"habakkuk: {exc}"
                 self.exit(return_code=2)
                 return
-        runtime.interactive = True
-        if hasattr(runtime.approvals, "askers"):
-            # This terminal answers the agent's clarify questions too.
-            runtime.approvals.askers += 1
+        # This terminal attends: it answers approvals and the agent's clarify questions.
+        self._attendance = runtime.approvals.attach(questions=True)
         runtime.start_workers(maintenance=True)
         self.runtime = runtime
-        if self._given_runtime is None and getattr(runtime.config, "http", None) is not None:
+        if self._given_runtime is None and runtime.config.http is not None:
             self._start_http(runtime)
         # Big enough that a long streamed reply is never thinned out for the UI.
         self._subscription = runtime.bus.subscribe(maxsize=100_000)
@@ -360,9 +356,9 @@ class HabakkukApp(App[None]):
             self._pump.cancel()
         runtime, self.runtime = self.runtime, None
         if runtime is not None:
-            runtime.interactive = False
-            if hasattr(runtime.approvals, "askers"):
-                runtime.approvals.askers -= 1
+            if self._attendance is not None:
+                self._attendance.release()
+                self._attendance = None
             if self._given_runtime is None:
                 await wait_within(runtime.close(), CLOSE_TIMEOUT_SECONDS)
 

@@ -10,9 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # stdlib-only module
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,6 +190,8 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
     if args.command in SIMPLE_COMMANDS:
         return getattr(commands, args.command)  # type: ignore[no-any-return]
     if args.command == "mcp":
+        if getattr(args, "mcp_command", None) == "serve":
+            return commands.mcp_serve
         from habakkuk.protocols.mcp import cli as mcp_cli
 
         return mcp_cli.main

@@ -12,58 +12,14 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from habakkuk.engine.starter import SMOKE_CONFIG, STARTER_CONFIG
 from habakkuk.engine.timeouts import wait_within
 
 if TYPE_CHECKING:
     from habakkuk.engine.home import Home
     from habakkuk.engine.sessions import Session
     from habakkuk.runtime import Runtime
-
-STARTER_CONFIG = """\
-# Habakkuk config. Unknown keys are errors; `habakkuk doctor` checks this file.
-#
-# Providers are model services. `demo` works offline: it replays a script and
-# otherwise echoes you. Uncomment a real one and point an agent at it.
-providers:
-  demo:
-    type: mock
-  # anthropic:
-  #   type: anthropic
-  #   key_env: ANTHROPIC_API_KEY       # the variable holding the key (.env works too)
-  # openai:
-  #   type: openai
-  #   key_env: OPENAI_API_KEY
-  # local:
-  #   preset: ollama                   # or lmstudio, vllm, llamacpp: no key needed
-
-# Agents: a model chain, a permission mode and a workspace each.
-agents:
-  habakkuk:
-    model: demo/tour                   # PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-6
-    # fallbacks: [openai/gpt-5-mini]   # tried in order when the model fails
-    mode: workspace                    # read-only | ask | workspace | full
-    # workspace: ~/projects            # default: HOME/agents/habakkuk/workspace
-    toolsets: [core]
-
-timezone: UTC                          # Area/City, used for the time the agent sees
-"""
-
-SMOKE_CONFIG = """\
-providers:
-  mock:
-    type: mock
-    script:
-      - text: "Let me look at the workspace."
-        tool_calls:
-          - name: list_dir
-            arguments: {path: "."}
-      - text: "smoke reply: the workspace is ready."
-agents:
-  smoke:
-    model: mock/smoke
-    mode: read-only
-"""
 
 
 def _home() -> Home:
@@ -658,6 +614,28 @@ def send(args: argparse.Namespace) -> int:
     from habakkuk.channels.commands import send as queue_send
 
     return asyncio.run(queue_send(_home(), args.to, " ".join(args.text), args.file))
+
+
+def mcp_serve(args: argparse.Namespace) -> int:
+    """`habakkuk mcp serve`: the runtime with its workers, spoken to over MCP on stdio."""
+    return asyncio.run(_mcp_serve())
+
+
+async def _mcp_serve() -> int:
+    import logging
+
+    from habakkuk.protocols.mcp.server import serve_stdio
+
+    # stdout carries the protocol: every log line goes to stderr
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    runtime = await _open()
+    try:
+        # Turns only: the chat bots belong to `habakkuk serve`, as with `habakkuk run`.
+        runtime.start_workers(channels=False)
+        await serve_stdio(runtime)
+    finally:
+        await runtime.close()
+    return EXIT_OK
 
 
 def tui(args: argparse.Namespace) -> int:

@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.errors import ConfigError
+from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK
 from habakkuk.engine.home import Home, write_private_file
 
 Ask = Callable[[str], str]
 
-EXIT_OK = 0
-EXIT_FAILED = 1
 AGENT = "habakkuk"
 
 

@@ -27,3 +27,53 @@ def test_importing_the_engine_and_runtime_loads_no_textual() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def _cycles(package: str) -> list[list[str]]:
+    """The import cycles among `package`'s modules (strongly connected groups of two or more)."""
+    import grimp
+
+    graph = grimp.build_graph("habakkuk")
+    modules = {m for m in graph.modules if m == package or m.startswith(package + ".")}
+    edges = {m: graph.find_modules_directly_imported_by(m) & modules for m in modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in edges[module]:
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                top = stack.pop()
+                group.append(top)
+                if top == module:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(modules):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_the_engine_the_protocols_and_the_entry_points_have_no_import_cycles() -> None:
+    # config <-> presets and mcp manager <-> tools were cycles; app <-> cli <-> commands <->
+    # screens and runtime <-> server were too (the layers contract now forbids those).
+    for package in ("habakkuk.engine", "habakkuk.protocols"):
+        assert _cycles(package) == [], package
+    entry = [
+        group
+        for group in _cycles("habakkuk")
+        if any(m.split(".")[1] in ("cli", "commands", "app", "runtime") for m in group)
+    ]
+    assert entry == []

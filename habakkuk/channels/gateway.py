@@ -101,10 +101,12 @@ class RuntimeFacade(Services, Protocol):
     config: Config
     queue: JobQueue
     transcripts: TranscriptStore
-    approvals: ApprovalHub
     bus: EventBus
     blobs: BlobStore
     env: Environment
+
+    @property
+    def approvals(self) -> ApprovalHub: ...
 
     async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session: ...
 

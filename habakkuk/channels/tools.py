@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, cast
 
 from habakkuk.engine.toolkit.permissions import Risk, inside
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
@@ -33,10 +33,9 @@ class ChatOutbox(Protocol):
 
 
 def _outbox(ctx: ToolContext) -> ChatOutbox:
-    outbox = ctx.services.get("channels")
-    if outbox is None:
+    if ctx.outbox is None:
         raise ToolError("channels are not running in this process")
-    return outbox  # type: ignore[no-any-return]
+    return cast(ChatOutbox, ctx.outbox)  # the runtime hands in its ChannelService
 
 
 async def _chat(ctx: ToolContext) -> str:

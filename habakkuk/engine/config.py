@@ -17,6 +17,7 @@ import yaml
 from .config_schema import NodeLoader, line_of
 from .errors import ConfigError
 from .home import Home
+from .presets import PRESETS
 
 ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock"]
 Mode = Literal["read-only", "ask", "workspace", "full"]
@@ -432,10 +433,32 @@ def resolve_compact_at(config: Config, agent: AgentConfig) -> int:
     return default_compact_at(config, agent)
 
 
+def apply_preset(provider: ProviderConfig) -> str | None:
+    """Fill type, base URL and key variable from the provider's preset.
+
+    A provider names its preset with `preset:`, or is named after one and sets no
+    type. Returns an error message, or None when the provider is complete.
+    """
+    preset_name = provider.preset
+    if preset_name is None and provider.type is None and provider.name in PRESETS:
+        preset_name = provider.name
+    if preset_name is not None:
+        preset = PRESETS.get(preset_name)
+        if preset is None:
+            return f"unknown preset {preset_name!r} (known: {', '.join(sorted(PRESETS))})"
+        if provider.type is None:
+            provider.type = preset.type  # type: ignore[assignment]
+        if provider.base_url is None:
+            provider.base_url = preset.base_url
+        if provider.key_env is None:
+            provider.key_env = preset.key_env
+    if provider.type is None:
+        return "needs a type (anthropic, openai, responses, litellm, mock) or a preset"
+    return None
+
+
 def _resolve(config: Config, home: Home) -> None:
     """Cross-references and derived values, checked after the shape is right."""
-    from .presets import apply_preset
-
     path = config.path
     _resolve_mcp(config)
     for name, provider in config.providers.items():

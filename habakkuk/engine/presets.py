@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .config import ProviderConfig
+
+class ProviderLike(Protocol):
+    """What `key_optional` reads of a provider (engine.config.ProviderConfig), so presets
+    need not import the config module that fills providers from them."""
+
+    @property
+    def type(self) -> str | None: ...
+
+    @property
+    def preset(self) -> str | None: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def base_url(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -40,31 +54,7 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def apply_preset(provider: ProviderConfig) -> str | None:
-    """Fill type, base URL and key variable from the provider's preset.
-
-    A provider names its preset with `preset:`, or is named after one and sets no
-    type. Returns an error message, or None when the provider is complete.
-    """
-    preset_name = provider.preset
-    if preset_name is None and provider.type is None and provider.name in PRESETS:
-        preset_name = provider.name
-    if preset_name is not None:
-        preset = PRESETS.get(preset_name)
-        if preset is None:
-            return f"unknown preset {preset_name!r} (known: {', '.join(sorted(PRESETS))})"
-        if provider.type is None:
-            provider.type = preset.type  # type: ignore[assignment]
-        if provider.base_url is None:
-            provider.base_url = preset.base_url
-        if provider.key_env is None:
-            provider.key_env = preset.key_env
-    if provider.type is None:
-        return "needs a type (anthropic, openai, responses, litellm, mock) or a preset"
-    return None
-
-
-def key_optional(provider: ProviderConfig) -> bool:
+def key_optional(provider: ProviderLike) -> bool:
     """Whether the provider works without a key (local servers, the mock)."""
     if provider.type == "mock":
         return True

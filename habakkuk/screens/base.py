@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 from textual import on
 from textual.screen import Screen
 
-from habakkuk.app import HabakkukApp, RuntimeReady
 from habakkuk.screens.bus_messages import BusEvent
+from habakkuk.screens.messages import RuntimeReady
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -43,17 +43,34 @@ def on_bus(
     return decorate
 
 
+class ScreenHost(Protocol):
+    """What a screen uses of the app (habakkuk.app.HabakkukApp), so it never imports app.py."""
+
+    runtime: Runtime | None
+    motion: bool
+
+    def listen(self, screen: Screen[Any]) -> None:
+        """Deliver bus events and `RuntimeReady` to `screen`."""
+
+    def unlisten(self, screen: Screen[Any]) -> None:
+        """Stop delivering to `screen`."""
+
+    def action_go(self, mode: str) -> None:
+        """Switch to the section `mode`."""
+
+    def open_session(self, session_id: str) -> None:
+        """Show the chat section on `session_id`."""
+
+
 class RuntimeScreen(Screen[Any]):
     """A section screen: loads once the runtime is open and follows its events."""
 
     _loaded = False
 
     @property
-    def happ(self) -> HabakkukApp:
-        """The app, typed."""
-        app = self.app
-        assert isinstance(app, HabakkukApp)
-        return app
+    def happ(self) -> ScreenHost:
+        """The app, typed by what screens use of it."""
+        return cast(ScreenHost, self.app)
 
     @property
     def runtime(self) -> Runtime:

@@ -204,18 +204,20 @@ class ChatScreen(RuntimeScreen):
 
     def on_composer_submitted(self, message: Composer.Submitted) -> None:
         question = self._question.current
-        if question is not None and not message.text.startswith("/"):
-            # While the agent waits on a question, the next message is its answer.
-            answered = getattr(self.runtime.approvals, "answer_question", None)
-            if answered is not None and answered(question.id, message.text):
-                self._question.withdraw(question.id)
-                self.run_worker(self._view.note(f"Answered: {message.text}"), group="note")
-                return
+        # While the agent waits on a question, the next message is its answer.
+        if (
+            question is not None
+            and not message.text.startswith("/")
+            and self.runtime.approvals.answer_question(question.id, message.text)
+        ):
+            self._question.withdraw(question.id)
+            self.run_worker(self._view.note(f"Answered: {message.text}"), group="note")
+            return
         approval = self._prompt.current
         word = answer_word(message.text) if approval is not None else None
         if approval is not None and word is not None:
             # "yes" typed while an approval waits answers it, as it does in a chat.
-            self._prompt.action_answer(word)
+            self.run_worker(self._prompt.action_answer(word), group="answer")
             return
         if message.text.startswith("/"):
             self._command(message.text)

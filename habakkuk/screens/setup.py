@@ -226,7 +226,7 @@ class SetupScreen(Screen[Path | None]):
         )
 
         def write() -> None:
-            from habakkuk.commands import STARTER_CONFIG
+            from habakkuk.engine.starter import STARTER_CONFIG
 
             if plan.choice.is_demo and not home.config_path.exists():
                 text = STARTER_CONFIG

@@ -34,9 +34,8 @@ from .errors import ApiError
 from .inputs import header
 
 if TYPE_CHECKING:
-    from habakkuk.runtime import Runtime
-
     from .chat import WebChannel
+    from .host import ServerHost
     from .metrics import Metrics
     from .webstore import WebStore
 
@@ -229,7 +228,7 @@ def host_name(host: str) -> str | None:
 class HttpServer:
     """The HTTP surface of one runtime: build the app, listen, stop."""
 
-    def __init__(self, runtime: Runtime, config: HttpConfig, token: str | None):
+    def __init__(self, runtime: ServerHost, config: HttpConfig, token: str | None):
         from .chat import WebChannel
         from .health import DepthCache
         from .metrics import Metrics

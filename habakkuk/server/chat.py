@@ -319,9 +319,9 @@ class WebChannel:
         gateway = self.service.gateway
         binding = await gateway.store.binding(msg.address.conversation)
         if binding is not None:
-            session = await self.runtime.transcripts.get_session(binding.session)
-            if session is not None and session.agent == agent:
-                return
+            with contextlib.suppress(NotFound):
+                if (await self.runtime.session(binding.session)).agent == agent:
+                    return
         session = await self.runtime.new_session(agent, origin=f"channel:{self.account}")
         await gateway.store.bind(msg.address.conversation, session.id, agent_override=agent)
 
@@ -336,8 +336,10 @@ class WebChannel:
             return None
         binding = await self.store.conversation(conversation)
         if binding is None or binding.session != session_id:
-            session = await self.runtime.transcripts.get_session(session_id)
-            agent = session.agent if session is not None else ""
+            try:
+                agent = (await self.runtime.session(session_id)).agent
+            except NotFound:
+                agent = ""
             await self.store.bind(conversation, agent, session_id)
         return session_id
 

@@ -29,7 +29,7 @@ from habakkuk.engine.events import (
 from .app import server_of
 
 if TYPE_CHECKING:
-    from habakkuk.runtime import Runtime
+    from .host import ServerHost
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_writ
 class Metrics:
     """The metric families of one server, fed by the bus."""
 
-    def __init__(self, runtime: Runtime):
+    def __init__(self, runtime: ServerHost):
         self.runtime = runtime
         self.registry: Any = None
         self._subscription: Subscription | None = None

@@ -44,6 +44,7 @@ class ClarifyRequest:
     session: str
     turn: str
     questions: list[Question]
+    id: str = ""  # given by the asker that puts it to a client (qst_...)
 
     def render(self) -> str:
         return "\n".join(q.render(i) for i, q in enumerate(self.questions, start=1))

@@ -1,7 +1,7 @@
 """Background processes as tools: exec with background: true, and process_* to act on them.
 
 The ProcessManager (habakkuk.tools.processes) is owned by the runtime and
-reaches the tools through `ctx.services["processes"]`. Processes belong to the
+reaches the tools through `ctx.processes`. Processes belong to the
 agent that started them. process_write is exec-risk and its input passes the
 hardline blocklist like a command; process_kill only ever stops the agent's
 own processes, so it counts as an own-state write (workspace mode allows it).
@@ -29,7 +29,7 @@ MAX_OUTPUT_BYTES = 1_000_000
 
 
 def _manager(ctx: ToolContext) -> ProcessManager:
-    manager = ctx.services.get("processes")
+    manager = ctx.processes
     if not isinstance(manager, ProcessManager):
         raise ToolError("background processes are not available in this run")
     return manager
@@ -108,8 +108,8 @@ class BackgroundExec(Exec):
             )
         except ProcessError as exc:
             raise ToolError(f"exec: {exc}") from None
-        started = ctx.services.get("process_started")
-        if callable(started):
+        started = ctx.process_started
+        if started is not None:
             # The runtime remembers the turn, so the exit notice reaches the same chat.
             started(info, ctx.turn)
         notice = " You will get a new turn when it exits." if info.notify else ""

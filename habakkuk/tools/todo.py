@@ -54,7 +54,7 @@ class Todo(Tool):
         return f"todo {args.get('action', '')}".strip()
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        store = ctx.services.get("state")
+        store = ctx.state
         if not isinstance(store, StateStore):
             raise ToolError("todo: the state store is not available in this run")
         action = args["action"]

@@ -71,14 +71,14 @@ class ApprovalPrompt(WaitingPrompt, can_focus=True):
         parts.append((keys, "dim"))
         return Content.assemble(*parts)
 
-    def action_answer(self, answer: str) -> None:
-        """Answer the shown request through the runtime's approval hub."""
+    async def action_answer(self, answer: str) -> None:
+        """Answer the shown request through the approvals service's one answer path."""
         request = self.current
         if request is None:
             return
         runtime = getattr(self.app, "runtime", None)
         if runtime is not None:
-            runtime.approvals.answer(request.id, answer, by="terminal")  # type: ignore[arg-type]
+            await runtime.approvals.respond(request.id, answer, by="terminal")
         self.withdraw(request.id)
         self.post_message(self.Answered(request.id, answer))
 

@@ -63,7 +63,7 @@ class Answering:
         return ApprovalDecision(self.answer, self.reason, by=self.by)  # type: ignore[arg-type]
 
 
-def make_ctx(tmp_path: Path, mode: str, approver: Any = None, **services: Any) -> ToolContext:
+def make_ctx(tmp_path: Path, mode: str, approver: Any = None, **extra: Any) -> ToolContext:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     return ToolContext(
@@ -76,7 +76,7 @@ def make_ctx(tmp_path: Path, mode: str, approver: Any = None, **services: Any) -
         blobs=BlobStore(tmp_path / "blobs"),
         bus=EventBus(),
         approver=approver,
-        services=services,
+        **extra,
     )
 
 

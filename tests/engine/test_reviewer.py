@@ -268,7 +268,7 @@ async def test_unsure_reviewer_hands_over_to_the_attached_human(runtime_factory:
     runtime = await runtime_factory(
         reviewer_config('{"decision": "ask", "reason": "touches deploy"}', "reviewer_then_human")
     )
-    runtime.interactive = True
+    runtime.approvals.attach()  # someone (a terminal) attends
     with runtime.bus.subscribe(lambda e: e.kind == "approval.pending") as pending:
         task = asyncio.create_task(run_turn(runtime, attended=True))
         event = await asyncio.wait_for(pending.get(), 30)

@@ -128,7 +128,7 @@ async def test_a_stop_that_meets_the_approval_answer_still_stops_the_turn(runtim
     - text: "never reached"
     """
     runtime = await runtime_factory(mock_config(script, mode="ask"))
-    runtime.interactive = True
+    runtime.approvals.attach()  # someone (a terminal) attends
     session = await runtime.new_session()
     with runtime.bus.subscribe(lambda e: e.kind == "approval.pending") as pending:
         runtime.start_workers()

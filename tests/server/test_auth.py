@@ -176,14 +176,14 @@ async def test_the_server_listens_on_the_configured_port_and_stops_with_the_runt
     runtime = await runtime_factory(mock_config(extra=f"http:\n  listen: 127.0.0.1:{port}\n"))
     server = await runtime.start_http()
     assert server.url == f"http://127.0.0.1:{port}"
-    assert runtime.interactive
+    assert runtime.approvals.attending  # the dashboard attends while the server runs
     async with (
         aiohttp.ClientSession() as client,
         client.get(server.url + "/healthz") as response,
     ):
         assert response.status == 200
     await runtime.close()
-    assert not runtime.interactive
+    assert not runtime.approvals.attending
     async with aiohttp.ClientSession() as client:
         with pytest.raises(aiohttp.ClientConnectionError):
             await client.get(f"http://127.0.0.1:{port}/healthz")

@@ -64,7 +64,7 @@ def ctx_for(tmp_path: Path, manager: ProcessManager | None, agent: str = "main")
         blobs=BlobStore(tmp_path / "blobs"),
         bus=EventBus(),
         exec_timeout=30,
-        services={"processes": manager} if manager is not None else {},
+        processes=manager,
     )
 
 

@@ -9,7 +9,6 @@ import pytest
 
 from habakkuk.engine.llm.types import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from habakkuk.engine.toolkit.registry import ToolError
-from habakkuk.runtime import AttendedApprovals
 from habakkuk.tools.clarify import NO_ASKER, ClarifyRequest, Question
 from tests.conftest import mock_config
 
@@ -44,22 +43,21 @@ async def test_sessions_can_be_renamed_archived_searched_and_exported(
     assert runtime.running_jobs() == []
 
 
-async def test_questions_fail_fast_without_an_attached_asker() -> None:
-    from habakkuk.engine.events import EventBus
-
-    hub = AttendedApprovals(EventBus())
+async def test_questions_fail_fast_without_an_attached_asker(runtime_factory: Any) -> None:
+    hub = (await runtime_factory(mock_config())).approvals
+    hub.attach()  # attending, but not taking questions (the dashboard)
     request = ClarifyRequest("main", "ses_1", "turn_1", [Question("Which?", ["x", "y"])])
     with pytest.raises(ToolError) as info:
         await hub.ask(request)
     assert str(info.value) == NO_ASKER
 
 
-async def test_an_attached_asker_gets_the_question_and_its_answer_returns() -> None:
-    from habakkuk.engine.events import EventBus
-
-    bus = EventBus()
-    hub = AttendedApprovals(bus)
-    hub.askers = 1
+async def test_an_attached_asker_gets_the_question_and_its_answer_returns(
+    runtime_factory: Any,
+) -> None:
+    runtime = await runtime_factory(mock_config())
+    bus, hub = runtime.bus, runtime.approvals
+    hub.attach(questions=True)
     request = ClarifyRequest("main", "ses_1", "turn_1", [Question("Which?", ["x", "y"])])
     with bus.subscribe() as events:
         asked = asyncio.create_task(hub.ask(request))
@@ -71,3 +69,21 @@ async def test_an_attached_asker_gets_the_question_and_its_answer_returns() -> N
     assert answered.kind == "question.answered"
     assert not hub.answer_question(pending.data["id"], "again")
     assert hub.questions == []
+
+
+async def test_attendance_is_counted_so_one_client_leaving_keeps_the_other_attending(
+    runtime_factory: Any,
+) -> None:
+    runtime = await runtime_factory(mock_config())
+    approvals = runtime.approvals
+    assert not approvals.attending
+    with approvals.attach(questions=True):  # the terminal
+        server = await runtime.start_http("127.0.0.1:0")  # the dashboard attends too
+        assert server is not None and approvals.attending
+        await runtime.stop_http()
+        assert approvals.attending  # the terminal is still here
+    assert not approvals.attending
+    terminal = approvals.attach()
+    terminal.release()
+    terminal.release()  # a second release does not count another client out
+    assert not approvals.attending

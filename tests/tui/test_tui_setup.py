@@ -8,9 +8,9 @@ import importlib.util
 import pytest
 from textual.widgets import Input, Select
 
-from habakkuk.commands import STARTER_CONFIG
 from habakkuk.engine.config import load_config
 from habakkuk.engine.home import Home, read_env_file
+from habakkuk.engine.starter import STARTER_CONFIG
 from habakkuk.screens.setup import SetupScreen
 from habakkuk.setup_wizard import CHOICES
 from tests.fakes.model_server import FakeModelServer

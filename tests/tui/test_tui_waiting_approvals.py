@@ -119,7 +119,7 @@ async def test_a_web_or_terminal_approval_of_another_process_is_listed_and_answe
     second terminal on the home lists it as /api/approvals does, and answers it."""
     config = mock_config(EXEC_SCRIPT, mode="ask")
     serving: Runtime = await runtime_factory(config)
-    serving.interactive = True  # what start_http sets: the dashboard can answer
+    serving.approvals.attach()  # what start_http does: the dashboard can answer
     serving.start_workers(channels=False)
     session = await serving.new_session(origin=origin)
     turn = await serving.submit(session.id, "run it", attended=True)

@@ -110,7 +110,11 @@ class TurnDeps:
     bus: EventBus
     blobs: BlobStore
     approver_for: ApproverFor
-    services: dict[str, Any] | None = None
+    # For the tools (see ToolContext): background processes, the hook that remembers
+    # which turn started one, and the chat outbox; None where this run has none.
+    processes: object | None = None
+    process_started: Callable[[Any, str], None] | None = None
+    outbox: object | None = None
     hooks: Hooks | None = None
     state: StateStore | None = None
     checkpoint_for: CheckpointFor | None = None
@@ -260,10 +264,12 @@ class TurnRunner:
             approver=deps.approver_for(session, job.payload),
             task=task[:2000],
             exec_timeout=deps.config.tools.exec_timeout_seconds,
-            services=dict(deps.services or {}),
+            processes=deps.processes,
+            process_started=deps.process_started,
+            outbox=deps.outbox,
+            state=deps.state,
+            tool_catalog=tools if deps.tool_view is not None else None,
         )
-        if deps.tool_view is not None:
-            context.services["tool_catalog"] = tools  # what tool_search searches
         snapshot = deps.checkpoint_for(agent, session, task) if deps.checkpoint_for else None
         if snapshot is not None:
             context.checkpoint = once_per_turn(snapshot, f"turn {job.id}")

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..events import EventBus, ToolEnded, ToolStarted
 from ..llm.types import ToolResultBlock, ToolSpec, ToolUseBlock
@@ -27,6 +27,9 @@ from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrant
 from .home_files import HomeFile, home_file
 from .outcome import Outcome
 from .permissions import Risk, check_path, decide, inside
+
+if TYPE_CHECKING:
+    from ..state import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +73,14 @@ class ToolContext:
     approver: Approver | None = None
     task: str = ""  # the user message that started the turn (for reviewers)
     exec_timeout: float = 120.0
-    services: dict[str, Any] = field(default_factory=dict)
+    # What the runtime hands this turn's tools; None where this run has none. The engine
+    # cannot name the types of the layers above it, so those are `object` and the tool
+    # that uses one checks it (tools.processes.ProcessManager, the channels' outbox).
+    processes: object | None = None
+    process_started: Callable[[Any, str], None] | None = None  # (ProcessInfo, turn id)
+    outbox: object | None = None
+    state: StateStore | None = None
+    tool_catalog: list[Tool] | None = None  # what tool_search searches
     # Snapshot the workspace; the turn makes it run once per turn (None: no checkpoints).
     checkpoint: Callable[[], Awaitable[None]] | None = None
     # Set by the registry for one call whose paths were all inside the workspace (and

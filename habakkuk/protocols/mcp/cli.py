@@ -6,7 +6,6 @@ The commands import the SDK and the runtime lazily, so `habakkuk --help` stays f
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 
@@ -41,8 +40,7 @@ def main(args: argparse.Namespace) -> int:
     action = getattr(args, "mcp_command", None) or "status"
     if action == "status":
         return asyncio.run(status())
-    if action == "serve":
-        return asyncio.run(serve())
+    # `serve` opens the whole runtime: habakkuk.commands.mcp_serve runs it (above this layer).
     if action == "catalog":
         from .catalog import print_catalog
 
@@ -105,23 +103,3 @@ async def status() -> int:
     finally:
         await manager.close()
     return 1 if failed else 0
-
-
-async def serve() -> int:
-    """`habakkuk mcp serve`: the runtime with its workers, spoken to over MCP on stdio."""
-    import logging
-
-    from habakkuk.runtime import Runtime
-
-    from .server import serve_stdio
-
-    # stdout carries the protocol: every log line goes to stderr
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    runtime = await Runtime.open(_home())
-    try:
-        # Turns only: the chat bots belong to `habakkuk serve`, as with `habakkuk run`.
-        runtime.start_workers(channels=False)
-        await serve_stdio(runtime)
-    finally:
-        await runtime.close()
-    return 0

@@ -20,7 +20,7 @@ import hmac
 import logging
 import secrets
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from habakkuk.engine.timeouts import wait_within
 
@@ -28,7 +28,65 @@ if TYPE_CHECKING:
     from aiohttp import web
     from mcp.server.mcpserver import MCPServer
 
-    from habakkuk.runtime import Runtime
+    from habakkuk.engine.config import Config
+    from habakkuk.engine.sessions import Session, StoredMessage
+
+
+class TextSender(Protocol):
+    """The outbox: queues one text message as a durable delivery."""
+
+    async def send_text(self, job_id: str, to: str, text: str) -> bool:
+        """Queue `text` to `to` (CHANNEL:CHAT[:THREAD]); ValueError when `to` is malformed."""
+        ...
+
+
+class TurnOutcomeView(Protocol):
+    """How a finished turn ended."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def reply(self) -> str: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+
+class McpHost(Protocol):
+    """What the MCP server uses of the runtime (habakkuk.runtime.Runtime provides it)."""
+
+    config: Config
+
+    @property
+    def outbox(self) -> TextSender:
+        """Where `habakkuk_send` queues its message."""
+        ...
+
+    async def session(self, session_id: str) -> Session:
+        """The session `session_id`; NotFound when there is none."""
+        ...
+
+    async def new_session(self, agent: str | None = None, *, origin: str = ...) -> Session:
+        """A new session of `agent` (default: the default agent)."""
+        ...
+
+    async def submit(self, session_id: str, text: str) -> str:
+        """Queue a turn; returns its id."""
+        ...
+
+    async def wait_turn(self, turn_id: str) -> TurnOutcomeView:
+        """Wait for the turn to settle."""
+        ...
+
+    async def list_sessions(self, agent: str | None = None, *, limit: int = ...) -> list[Session]:
+        """Recent sessions, newest first."""
+        ...
+
+    async def messages(self, session_id: str) -> list[StoredMessage]:
+        """The session's stored messages, in order."""
+        ...
+
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +113,7 @@ def _message_lines(stored: Any) -> str:
     return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + " …[cut]"
 
 
-def build_server(runtime: Runtime) -> MCPServer:
+def build_server(runtime: McpHost) -> MCPServer:
     """The MCP server offering Habakkuk's tools on top of `runtime`."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -152,28 +210,25 @@ def build_server(runtime: Runtime) -> MCPServer:
     return server
 
 
-async def _send(runtime: Runtime, account: str, conversation: str, text: str) -> dict[str, Any]:
+async def _send(runtime: McpHost, account: str, conversation: str, text: str) -> dict[str, Any]:
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from habakkuk.channels.adapter import Address
-    from habakkuk.channels.outbox import Outbox
-
-    channels = getattr(runtime.config, "channels", {}) or {}
+    channels = runtime.config.channels
     if account not in channels:
         known = ", ".join(sorted(channels)) or "none"
         raise ToolError(f"channel account {account!r} is not configured (accounts: {known})")
     if not text.strip():
         raise ToolError("text is empty")
+    address = f"{account}:{conversation}"
+    job_id = f"send:{secrets.token_hex(8)}"
     try:
-        address = Address.parse(f"{account}:{conversation}")
+        await runtime.outbox.send_text(job_id, address, text)
     except ValueError as exc:
         raise ToolError(f"conversation: {exc}") from None
-    job_id = f"send:{secrets.token_hex(8)}"
-    await (runtime.channels or Outbox(runtime.queue)).send_text(job_id, address, text)
-    return {"queued": job_id, "to": str(address)}
+    return {"queued": job_id, "to": address}
 
 
-async def serve_stdio(runtime: Runtime) -> None:
+async def serve_stdio(runtime: McpHost) -> None:
     """`habakkuk mcp serve`: MCP on stdin/stdout until the client goes away."""
     server = build_server(runtime)
     await server.run_stdio_async()
@@ -188,7 +243,7 @@ class McpHttpEndpoint:
     already checks it.
     """
 
-    def __init__(self, runtime: Runtime, token: str | None = None):
+    def __init__(self, runtime: McpHost, token: str | None = None):
         self.runtime = runtime
         self.token = token
         self._manager: Any = None

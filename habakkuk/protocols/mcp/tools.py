@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
-    from .manager import ServerLink
+    from habakkuk.engine.config import McpServerConfig
+
+
+class ServerLink(Protocol):
+    """What a tool uses of its server's link (manager.ServerLink), so tools.py needs no manager."""
+
+    config: McpServerConfig
+
+    async def call(self, tool: str, args: dict[str, Any]) -> ToolOutput:
+        """Call `tool` on the server; ToolError (model-readable) when it cannot."""
+        ...
+
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 

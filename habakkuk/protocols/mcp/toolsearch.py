@@ -29,7 +29,6 @@ from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolO
 SEARCH = "tool_search"
 DESCRIBE = "tool_describe"
 TOOLSET = "tool_search"
-CATALOG_SERVICE = "tool_catalog"
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 30
 _CALLABLE = re.compile(r"^\[callable now: (.*)\]$", re.MULTILINE)
@@ -74,8 +73,8 @@ def rank(catalog: Sequence[Tool], query: str) -> list[tuple[float, Tool]]:
 
 
 def _catalog(ctx: ToolContext) -> list[Tool]:
-    catalog = ctx.services.get(CATALOG_SERVICE)
-    if not isinstance(catalog, list):
+    catalog = ctx.tool_catalog
+    if catalog is None:
         raise ToolError("tool search is not available in this turn")
     return [t for t in catalog if t.name not in (SEARCH, DESCRIBE)]
 

@@ -1,0 +1,117 @@
+"""The control room: queue, jobs, errors, channels, MCP links, usage, approvals and HTTP."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from habakkuk.engine.overview import (
+    OVERVIEW_ERROR_DAYS,
+    OVERVIEW_ERRORS,
+    HttpListener,
+    McpState,
+    Overview,
+)
+
+if TYPE_CHECKING:
+    from habakkuk.engine.config import Config
+
+    from .approvals import Approvals
+    from .turns import Turns
+    from .usage import UsageLedger
+
+
+class ControlRoom:
+    """What the overview screen, the dashboard and /metrics read in one place."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        turns: Turns,
+        usage: UsageLedger,
+        approvals: Approvals,
+        channels: Callable[[], Any],
+        mcp: Callable[[], Any],
+        http: Callable[[], Awaitable[HttpListener]],
+    ):
+        self.config = config
+        self.turns = turns
+        self.usage = usage
+        self.approvals = approvals
+        self._channels = channels  # the running ChannelService, or None
+        self._mcp = mcp  # the McpManager once started, or None
+        self._http = http
+
+    async def channel_states(self) -> list[dict[str, Any]]:
+        """Every configured channel account with its last recorded state.
+
+        Keys: account, type, state ("never started" when no process ran it),
+        detail, restarts, since and last_beat (epoch seconds or None).
+        """
+        if not self.config.channels:
+            return []
+        store = await self.approvals.recorded_store()
+        statuses = await store.statuses() if store is not None else {}
+        states = []
+        for name, channel in sorted(self.config.channels.items()):
+            status = statuses.get(name)
+            states.append(
+                {
+                    "account": name,
+                    "type": channel.type,
+                    "state": status.state if status else "never started",
+                    "detail": status.detail if status else "",
+                    "restarts": status.restarts if status else 0,
+                    "since": status.since if status else None,
+                    "last_beat": status.last_beat if status else None,
+                }
+            )
+        return states
+
+    async def channel_health(self) -> dict[str, Any]:
+        """Each chat channel account's status row (state, holder, since, detail), by account."""
+        channels = self._channels()
+        if channels is None:
+            return {}
+        statuses: dict[str, Any] = await channels.store.statuses()
+        return statuses
+
+    def mcp_states(self) -> list[McpState]:
+        """Each configured MCP server's link in this process ("not started" before it is)."""
+        manager = self._mcp()
+        links = {status.name: status for status in (manager.status() if manager else [])}
+        states = []
+        for name in sorted(self.config.mcp_servers):
+            link = links.get(name)
+            if link is None:
+                states.append(McpState(name, "not started", ""))
+                continue
+            detail = link.error or (f"{len(link.tools)} tool(s)" if link.state == "up" else "")
+            states.append(McpState(name, link.state, " ".join(str(detail).split())))
+        return states
+
+    async def overview(self) -> Overview:
+        """The control room in one read: queue, jobs, errors, channels, MCP, usage, HTTP."""
+        from datetime import datetime
+        from zoneinfo import ZoneInfo
+
+        try:
+            zone = ZoneInfo(self.config.timezone)
+        except (KeyError, ValueError):
+            zone = ZoneInfo("UTC")
+        midnight = datetime.now(zone).replace(hour=0, minute=0, second=0, microsecond=0)
+        cutoff = time.time() - OVERVIEW_ERROR_DAYS * 86400
+        failures = await self.turns.recent_failures(OVERVIEW_ERRORS)
+        return Overview(
+            queue=await self.turns.queue_depth(),
+            running=self.turns.running_jobs(),
+            upcoming=await self.turns.upcoming_jobs(10),
+            errors=[job for job in failures if job.updated_at >= cutoff],
+            channels=await self.channel_states(),
+            mcp=self.mcp_states(),
+            usage_today=await self.usage.usage_since(midnight.timestamp()),
+            approvals=len(await self.approvals.waiting()),
+            http=await self._http(),
+        )

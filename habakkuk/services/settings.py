@@ -1,0 +1,102 @@
+"""Session settings: the /model and /think choices of a session, kept in state.db."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from habakkuk.engine.config import THINKING_LEVELS, ModelRef, Thinking, thinking_level
+from habakkuk.engine.errors import HabakkukError
+
+if TYPE_CHECKING:
+    from habakkuk.engine.config import Config
+    from habakkuk.engine.llm.usage import UsageStore
+    from habakkuk.engine.state import StateStore
+
+    from .sessions import Sessions
+
+
+class SessionSettings:
+    """What /model and /think chose for a session (a starting turn reads both)."""
+
+    def __init__(self, config: Config, sessions: Sessions, usage: UsageStore | None):
+        self.config = config
+        self.sessions = sessions
+        self.usage = usage
+
+    @property
+    def _state(self) -> StateStore | None:
+        return self.sessions.state
+
+    async def set_session_model(self, session_id: str, model: str | None) -> ModelRef | None:
+        """/model provider/model: try this model first in the session's turns (None clears).
+
+        HabakkukError when the text is not PROVIDER/MODEL or the provider is not configured.
+        """
+        await self.sessions.session(session_id)
+        state = self.sessions.state_store()
+        if model is None or not model.strip():
+            await state.set_setting(session_id, "model", None)
+            return None
+        try:
+            ref = ModelRef.parse(model.strip())
+        except ValueError as exc:
+            raise HabakkukError(f"/model: {exc}") from None
+        if ref.provider not in self.config.providers:
+            known = ", ".join(sorted(self.config.providers)) or "none"
+            raise HabakkukError(
+                f"/model: provider {ref.provider!r} is not configured (providers: {known})"
+            )
+        await state.set_setting(session_id, "model", str(ref))
+        return ref
+
+    async def session_model(self, session_id: str) -> ModelRef | None:
+        """The session's /model choice, if any."""
+        if self._state is None:
+            return None
+        choice = await self._state.setting(session_id, "model")
+        try:
+            return ModelRef.parse(choice) if choice else None
+        except ValueError:
+            return None
+
+    async def set_session_thinking(
+        self, session_id: str, level: str | None
+    ) -> tuple[Thinking, bool]:
+        """/think LEVEL: the effort sent with each request of the session.
+
+        None (or "default") goes back to the agent's `thinking` setting. Returns the
+        session's effort now and whether /think chose it, as `session_thinking` does;
+        HabakkukError names the levels when LEVEL is not one of them.
+        """
+        session = await self.sessions.session(session_id)
+        state = self.sessions.state_store()
+        choice = (level or "").strip().lower()
+        if choice in ("", "default"):
+            await state.set_setting(session.id, "thinking", None)
+            return self.config.agent(session.agent).thinking, False
+        known = thinking_level(choice)
+        if known is None:
+            levels = ", ".join(THINKING_LEVELS)
+            raise HabakkukError(f"/think: unknown level {level!r} (levels: {levels}, default)")
+        await state.set_setting(session.id, "thinking", known)
+        return known, True
+
+    async def session_thinking(self, session_id: str) -> tuple[Thinking, bool]:
+        """The session's effort and whether /think chose it (False: the agent's setting)."""
+        session = await self.sessions.session(session_id)
+        state = self.sessions.state_store()
+        chosen = thinking_level(await state.setting(session.id, "thinking"))
+        if chosen is not None:
+            return chosen, True
+        return self.config.agent(session.agent).thinking, False
+
+    async def adopt_legacy_model_choices(self) -> None:
+        """Move /model choices an older version kept in usage.db into state.db, beside
+        /think (a starting turn reads both in one trip). Idempotent: a crash between the
+        two steps only repeats the copy, which never overwrites a newer choice."""
+        if self.usage is None or self._state is None:
+            return
+        legacy = await self.usage.legacy_session_models()
+        if legacy:
+            await self._state.adopt_settings("model", legacy)
+            await self.usage.forget_legacy_session_models(list(legacy))

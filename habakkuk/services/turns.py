@@ -1,0 +1,156 @@
+"""Turns: queue them (and compactions), stop them, wait for them, and read the queue."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from habakkuk.engine.agent.turn import TURN_KIND
+from habakkuk.engine.errors import NotFound
+from habakkuk.engine.events import JobFinished
+from habakkuk.engine.timeouts import wait_within
+
+from .sessions import Sessions, new_id
+
+if TYPE_CHECKING:
+    from habakkuk.engine.events import EventBus
+    from habakkuk.engine.jobs import Job, JobQueue
+    from habakkuk.engine.pools import Pool
+
+TURN_MAX_ATTEMPTS = 3
+
+
+@dataclass
+class TurnOutcome:
+    """How a turn ended, as a client reports it."""
+
+    session: str
+    turn: str
+    status: str
+    reply: str
+    error: str | None
+
+
+def outcome_of(job: Job) -> TurnOutcome:
+    """A settled (or current) turn job as a client reports it."""
+    result = job.result or {}
+    return TurnOutcome(
+        session=str(job.payload.get("session", "")),
+        turn=job.id,
+        status=job.status,
+        reply=str(result.get("reply", "")),
+        error=job.error,
+    )
+
+
+class Turns:
+    """The turn queue of the home (control.db) and this process's pools running it."""
+
+    def __init__(
+        self,
+        queue: JobQueue,
+        bus: EventBus,
+        sessions: Sessions,
+        pools: Callable[[], list[Pool]],
+        turn_pool: Callable[[], Pool | None],
+    ):
+        self.queue = queue
+        self.bus = bus
+        self.sessions = sessions
+        self._pools = pools
+        self._turn_pool = turn_pool
+
+    async def submit(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        turn_id: str | None = None,
+        attended: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
+        """Queue a turn for `text` in the session; returns the turn id.
+
+        With a `turn_id` derived from what caused the message, a redelivery is a
+        no-op (the existing turn's id is returned). `extra` adds payload keys
+        (a channel turn's `reply_to` address and attachment `blocks`).
+        """
+        session = await self.sessions.session(session_id)
+        turn = turn_id or new_id("turn")
+        await self.queue.enqueue(
+            turn,
+            TURN_KIND,
+            {**(extra or {}), "session": session.id, "text": text, "attended": attended},
+            serial_key=session.id,
+            max_attempts=TURN_MAX_ATTEMPTS,
+        )
+        return turn
+
+    async def compact_session(
+        self,
+        session_id: str,
+        *,
+        job_id: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
+        """Queue a compaction of the session (/compact); returns its job id.
+
+        It runs as a turn of the session (the same serial key, so never beside one)
+        that appends no message: wait_turn's reply says what it did. `job_id` and
+        `extra` (a channel's `reply_to`) work as for `submit`.
+        """
+        session = await self.sessions.session(session_id)
+        job = job_id or new_id("compact")
+        await self.queue.enqueue(
+            job,
+            TURN_KIND,
+            {**(extra or {}), "session": session.id, "compact": True},
+            serial_key=session.id,
+            max_attempts=TURN_MAX_ATTEMPTS,
+        )
+        return job
+
+    async def stop_turn(self, turn_id: str) -> str | None:
+        """Stop a queued or running turn; returns its status after the request."""
+        pool = self._turn_pool()
+        if pool is not None and pool.stop_job(turn_id):
+            return "running"
+        return await self.queue.cancel(turn_id)
+
+    async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> TurnOutcome:
+        """Wait until the turn finishes here or in another process, and report it."""
+        with self.bus.subscribe(
+            lambda e: isinstance(e, JobFinished) and e.job == turn_id, maxsize=4
+        ) as finished:
+            while True:
+                job = await self.queue.get(turn_id)
+                if job is None:
+                    raise NotFound(f"turn {turn_id!r} not found")
+                if job.finished:
+                    return outcome_of(job)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await wait_within(finished.get(), poll)
+
+    async def turn_outcome(self, turn_id: str) -> TurnOutcome | None:
+        """The turn's state now (queued, running, done, failed, cancelled), or None."""
+        job = await self.queue.get(turn_id)
+        return outcome_of(job) if job is not None else None
+
+    async def queue_depth(self) -> dict[tuple[str, str], int]:
+        """Queued jobs by (kind, state)."""
+        return await self.queue.depth()
+
+    def running_jobs(self) -> list[Job]:
+        """Jobs this process's pools are running now."""
+        return [job for pool in self._pools() for job in pool.running_jobs]
+
+    async def upcoming_jobs(self, limit: int = 10) -> list[Job]:
+        """Jobs waiting for their time (the daily retention sweep, retries), soonest first."""
+        return await self.queue.upcoming(limit)
+
+    async def recent_failures(self, limit: int = 10) -> list[Job]:
+        """Jobs that failed for good, newest first."""
+        return await self.queue.recent_failures(limit)

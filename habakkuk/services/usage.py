@@ -1,0 +1,47 @@
+"""Usage: tokens and dollars of the model calls, recorded in usage.db."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from habakkuk.engine.llm.types import Usage
+
+if TYPE_CHECKING:
+    from habakkuk.engine.config import ModelRef
+    from habakkuk.engine.llm.router import Caller
+    from habakkuk.engine.llm.usage import UsageStore, UsageTotal
+
+
+class UsageLedger:
+    """Records each model call's usage and reports totals (nothing when usage.db is off)."""
+
+    def __init__(self, store: UsageStore | None):
+        self.store = store
+
+    async def record(self, ref: ModelRef, caller: Caller, usage: Usage) -> None:
+        """The router's `on_usage`: one call's tokens."""
+        if self.store is not None:
+            await self.store.record(ref, caller, usage)
+
+    def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
+        """Dollars of one model call ("provider/model" and its usage), None when unpriced."""
+        if self.store is None:
+            return None
+        known = {k: int(v or 0) for k, v in usage.items() if k in Usage.__dataclass_fields__}
+        return self.store.prices.cost(model.partition("/")[2], Usage(**known))
+
+    async def usage_totals(
+        self, *, days: float | None = None, agent: str | None = None, session: str | None = None
+    ) -> list[UsageTotal]:
+        """Tokens and dollars by model and agent (over the last `days` when given)."""
+        if self.store is None:
+            return []
+        since = time.time() - days * 86400 if days is not None else None
+        return await self.store.totals(since=since, agent=agent, session=session)
+
+    async def usage_since(self, since: float, *, agent: str | None = None) -> list[UsageTotal]:
+        """Usage totals by model and agent of the calls at or after `since` (epoch seconds)."""
+        if self.store is None:
+            return []
+        return await self.store.totals(since=since, agent=agent)
