@@ -7,11 +7,17 @@ import textwrap
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import mcp.client.stdio  # noqa: F401  (see below)
 import pytest
 
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
+
+# The mcp SDK's stdio client takes `errlog=sys.stderr` as a default argument, bound when
+# mcp.client.stdio is first imported. Imported first inside a test that captures with
+# capsys, every later stdio client would write the server's stderr to that test's
+# closed capture (no fileno). So it is imported here, with the session's own stderr.
 
 # Tests must never reach a real provider or read the developer's home.
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "HABAKKUK_HOME"):
