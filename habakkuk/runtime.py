@@ -329,8 +329,7 @@ class Runtime:
         await self.close()
 
     def channel_service(self) -> Any:
-        """The chat channels (a habakkuk.channels.service.ChannelService), made on first use;
-        `start_workers` starts it, the HTTP server starts it when workers did not run."""
+        """The chat channels (channels.service.ChannelService), made on first use."""
         if self.channels is None:
             from habakkuk.channels.service import ChannelService
 
@@ -356,8 +355,8 @@ class Runtime:
 
     def _approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
         """The turn's approver: the chat for channel turns, else the human one (behind the
-        reviewer when `approvals` says). A turn that only replies to a chat without
-        being attended (a webhook's) asks nobody: unattended runs deny what needs approval."""
+        reviewer when `approvals` says). An unattended turn that replies to a chat (a
+        webhook's) asks nobody."""
         if payload.get("reply_to") and payload.get("attended") and self.channels is not None:
             return self.channels.approver_for(payload)  # type: ignore[no-any-return]
         human = self.approvals.human_approver(session, payload)

@@ -42,11 +42,7 @@ from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, block_to_json
 from habakkuk.engine.sessions import Session, TranscriptStore
 from habakkuk.engine.store import BlobStore, StoreError
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.engine.toolkit.approvals import (
-    ApprovalDecision,
-    ApprovalHub,
-    ApprovalRequest,
-)
+from habakkuk.engine.toolkit.approvals import Answer, ApprovalDecision, ApprovalRequest
 
 from .adapter import Adapter, Address, Button, InboundMessage, SendError
 from .conversation import ChannelConversation
@@ -94,6 +90,24 @@ BUTTON_NOTICES = {
 }
 
 
+class ChatApprovals(Protocol):
+    """What the gateway uses of the approvals service (habakkuk.services.approvals)."""
+
+    timeout: float
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Register `request` as waiting and wait for its answer."""
+        ...
+
+    def answer(self, approval_id: str, answer: Answer, reason: str = "", by: str = "human") -> bool:
+        """Answer a request of this process's hub."""
+        ...
+
+    async def respond(self, approval_id: str, answer: str, by: str, *, notify: bool = True) -> bool:
+        """The one answer path: answer a waiting approval wherever it waits."""
+        ...
+
+
 class RuntimeFacade(Services, Protocol):
     """What the gateway needs from the runtime (the composition root implements it);
     the chat commands' services included."""
@@ -106,7 +120,7 @@ class RuntimeFacade(Services, Protocol):
     env: Environment
 
     @property
-    def approvals(self) -> ApprovalHub: ...
+    def approvals(self) -> ChatApprovals: ...
 
     async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session: ...
 
@@ -268,7 +282,7 @@ class Gateway:
             prompt = await self.store.waiting_prompt(msg.address.conversation)
             answer = self._answer_for(prompt, text) if prompt is not None else None
             if prompt is not None and answer is not None:
-                await self._record_answer(prompt, answer, f"{msg.channel}:{msg.sender}")
+                await self._answer_prompt(prompt, answer, f"{msg.channel}:{msg.sender}")
                 said = BUTTON_NOTICES.get(answer, TEXT["answered"].format(answer=answer))
                 return Handled("answer", text=said)
         if text.startswith("/") and not msg.attachments:
@@ -289,6 +303,13 @@ class Gateway:
         if prompt.kind == "question":
             return text
         return answer_word(text)
+
+    async def _answer_prompt(self, prompt: Prompt, answer: str, by: str) -> bool:
+        """Answer a prompt from its chat: an approval through the approvals service's one
+        answer path (as the terminal, the dashboard and the API do), a question here."""
+        if prompt.kind == "approval":
+            return await self.runtime.approvals.respond(prompt.id, answer, by, notify=False)
+        return await self._record_answer(prompt, answer, by)
 
     async def _record_answer(self, prompt: Prompt, answer: str, by: str) -> bool:
         """Store the first answer (any process waiting on the prompt picks it up)."""
@@ -583,7 +604,7 @@ class Gateway:
             notice = TEXT["not_allowed"]
         elif prompt is not None and int(parts[2]) < len(prompt.choices):
             answer = prompt.choices[int(parts[2])]
-            if await self._record_answer(prompt, answer, f"{msg.channel}:{msg.sender}"):
+            if await self._answer_prompt(prompt, answer, f"{msg.channel}:{msg.sender}"):
                 notice = BUTTON_NOTICES.get(answer, TEXT["answered"].format(answer=answer))
         adapter = self.adapter_for(msg.channel)
         if adapter is not None:

@@ -215,7 +215,7 @@ class Approvals(ApprovalHub):
                 where[request.id] = "web" if session and session.origin == "web" else TERMINAL
         return merge_waiting(local, chat, since=self.since, where=where, now=time.time())
 
-    async def respond(self, approval_id: str, answer: str, by: str) -> bool:
+    async def respond(self, approval_id: str, answer: str, by: str, *, notify: bool = True) -> bool:
         """Answer a waiting approval wherever it waits; False when it no longer waits.
 
         The one answer path of the terminal, the web chat, the dashboard and the API.
@@ -223,7 +223,7 @@ class Approvals(ApprovalHub):
         request of this process's hub is answered there; a chat approval that a turn
         of another process waits on is answered in control.db, where that turn finds
         it (the first answer wins). The chat is told who answered in its place
-        ("Approved from the dashboard.").
+        ("Approved from the dashboard."), unless `notify` is off (the chat itself answered).
         """
         if answer not in APPROVAL_VERBS:
             raise HabakkukError(
@@ -238,7 +238,7 @@ class Approvals(ApprovalHub):
             store = await self.store()
             answered = await store.answer_waiting_approval(approval_id, answer, by)
         channel = waiting.where.partition(":")[0]
-        if answered and channel in self._config.channels:
+        if answered and notify and channel in self._config.channels:
             await self._outbox().send_text(
                 f"prompt-answer:{approval_id}",
                 waiting.where,
