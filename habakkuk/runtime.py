@@ -3,10 +3,9 @@
 `Runtime` builds and wires everything below it, starts and stops every worker, and
 exposes the domain services as typed attributes (`sessions`, `turns`, `settings`,
 `approvals`, `checkpointing`, `ledger`, `control`, `http`, in habakkuk/services/ and
-habakkuk/server/listener.py). Each surface depends on a narrow Protocol of what it uses
-(server.host.ServerHost, protocols.mcp.server.McpHost, conversation.commands.Services,
-the channels' RuntimeFacade); the service methods those name are bound onto the runtime
-below, so one object satisfies them all.
+habakkuk/server/listener.py). Each surface depends on a narrow Protocol (ServerHost,
+McpHost, conversation Services, the channels' RuntimeFacade) whose service methods are
+bound onto the runtime below, so one object satisfies them all.
 """
 
 from __future__ import annotations
@@ -330,10 +329,9 @@ class Runtime:
 
     def channel_service(self) -> Any:
         """The chat channels (channels.service.ChannelService), made on first use."""
-        if self.channels is None:
-            from habakkuk.channels.service import ChannelService
+        from habakkuk.channels.service import ChannelService  # imported only when used
 
-            self.channels = ChannelService(self)
+        self.channels = self.channels or ChannelService(self)
         return self.channels
 
     def job_settled(self, job: Job) -> None:
