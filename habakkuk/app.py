@@ -28,6 +28,7 @@ from habakkuk.engine.timeouts import wait_within
 from habakkuk.screens.messages import RuntimeReady
 
 if TYPE_CHECKING:
+    from habakkuk.engine.config import Config
     from habakkuk.engine.events import Subscription
     from habakkuk.engine.home import Home
     from habakkuk.runtime import Runtime
@@ -97,16 +98,19 @@ class HabakkukApp(App[None]):
         home: Home | None = None,
         *,
         runtime: Runtime | None = None,
+        config: Config | None = None,
         resume: bool = False,
         animate: bool = True,
     ) -> None:
-        """`runtime` lets a test hand in an opened runtime (the app then does not close it).
+        """`runtime` lets a test hand in an opened runtime (the app then does not close it);
+        `config` is the home's config when the caller already loaded and checked it.
 
         `animate=False` turns off cursor blink and similar motion, for snapshots.
         """
         super().__init__()
         self._home = home
         self._given_runtime = runtime
+        self._config = config
         self.runtime: Runtime | None = None
         self.resume = resume
         self.motion = animate
@@ -172,7 +176,7 @@ class HabakkukApp(App[None]):
         runtime = self._given_runtime
         if runtime is None:
             try:
-                runtime = await Runtime.open(self.home)
+                runtime = await Runtime.open(self.home, self._config)
             except HabakkukError as exc:
                 self.startup_error = f"habakkuk: {exc}"
                 self.exit(return_code=2)
@@ -419,9 +423,9 @@ def terminal_is_light(timeout: float = 0.1) -> bool | None:
     return fallback if found is None else found
 
 
-def run_app(*, resume: bool = False) -> int:
+def run_app(*, resume: bool = False, config: Config | None = None) -> int:
     """Run the terminal app on $HABAKKUK_HOME; returns the exit code."""
-    app = HabakkukApp(resume=resume)
+    app = HabakkukApp(resume=resume, config=config)
     if terminal_is_light():
         # Colours follow the terminal's background; NO_COLOR still drops them.
         app.theme = "textual-light"

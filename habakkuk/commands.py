@@ -645,9 +645,12 @@ def tui(args: argparse.Namespace) -> int:
 
     home = _home()
     check_home_root(home.root)
+    config = None
     if home.config_path.exists():
-        # A bad config is one line on the terminal, not a crash inside the full-screen app.
-        load_config(home).agent(None)
+        # A bad config is one line on the terminal, not a crash inside the full-screen app;
+        # the app's runtime opens with this config instead of reading the file again.
+        config = load_config(home)
+        config.agent(None)
     from habakkuk.app import run_app
 
-    return run_app(resume=bool(getattr(args, "resume", False)))
+    return run_app(resume=bool(getattr(args, "resume", False)), config=config)
