@@ -148,23 +148,33 @@ class Index:
 
     # -- keeping up with the files -------------------------------------------------------
 
-    async def sync(self, *, full: bool = False) -> SyncResult:
-        """Reindex the files whose (mtime, size) differ from their rows; drop gone ones."""
-        return await self.db.run(lambda conn: self._sync(conn, full))
+    async def sync(self, *, full: bool = False, only: tuple[str, ...] = ()) -> SyncResult:
+        """Reindex the files whose (mtime, size) differ from their rows; drop gone ones.
 
-    def _sync(self, conn: sqlite3.Connection, full: bool) -> SyncResult:
+        `only`: look at these slugs alone (before a write to them: a hand edit of the
+        note being replaced is recorded as such, without a scan of the whole folder).
+        """
+        return await self.db.run(lambda conn: self._sync(conn, full, only))
+
+    def _sync(self, conn: sqlite3.Connection, full: bool, only: tuple[str, ...]) -> SyncResult:
         started = time.perf_counter()
         built = conn.execute("SELECT 1 FROM meta WHERE key = 'built'").fetchone() is not None
+        if not built or full:
+            only = ()
         # Plain tuples, not sqlite3.Row: this runs before every search, over every note.
         cursor = conn.cursor()
         cursor.row_factory = None
+        sql = "SELECT slug, mtime_ns, size, content_hash FROM notes"
+        if only:
+            sql += f" WHERE slug IN ({', '.join('?' for _ in only)})"
         rows = {
             slug: (mtime_ns, size, digest)
-            for slug, mtime_ns, size, digest in cursor.execute(
-                "SELECT slug, mtime_ns, size, content_hash FROM notes"
-            )
+            for slug, mtime_ns, size, digest in cursor.execute(sql, only)
         }
-        files = self.files.scan()
+        if only:
+            files = [item for slug in only if (item := self.files.stat(slug)) is not None]
+        else:
+            files = self.files.scan()
         present = {f.slug for f in files}
         changed = [
             f
@@ -177,9 +187,9 @@ class Index:
             return SyncResult(ReindexStats(len(files), 0, 0, elapsed), [], False)
         loaded: list[tuple[FileStat, str]] = []
         for stat in changed:
-            found = self.files.read(stat.slug)
-            if found is not None:
-                loaded.append((stat, found[0]))
+            read = self.files.read(stat.slug)
+            if read is not None:
+                loaded.append((stat, read[0]))
         seen: list[Seen] = []
         with transaction(conn):
             if full:

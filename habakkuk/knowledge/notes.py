@@ -126,6 +126,14 @@ class NoteFiles:
         os.replace(source, target)
         return target
 
+    def stat(self, slug: str) -> FileStat | None:
+        """One note file as `scan` would list it, or None."""
+        try:
+            stat = self.path(slug).lstat()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return FileStat(slug, stat.st_mtime_ns, stat.st_size) if S_ISREG(stat.st_mode) else None
+
     def scan(self) -> list[FileStat]:
         """Every note file: regular *.md files with a valid slug, dot-files skipped."""
         found: list[FileStat] = []

@@ -233,10 +233,17 @@ class Memory:
 
     # -- keeping the index and history up with the files ------------------------------
 
-    async def _sync(self, am: _AgentMemory, *, full: bool = False) -> ReindexStats:
-        """Bring the index up to the files and record hand edits (caller holds the lock)."""
-        result = await am.index.sync(full=full)
+    async def _sync(
+        self, am: _AgentMemory, *, full: bool = False, only: tuple[str, ...] = ()
+    ) -> ReindexStats:
+        """Bring the index up to the files and record hand edits (caller holds the lock).
+
+        `only`: the notes a write is about to change (the rest wait for the next search).
+        """
+        result = await am.index.sync(full=full, only=only)
         await self._record_seen(am, result)
+        if only:
+            return result.stats
         for name, kind in ((PROFILE_FILE, "profile"), (IDENTITY_FILE, "identity")):
             # Unmoved since this process last looked: nothing to compare (saves two hops).
             moved = await asyncio.to_thread(_stat_of, am.folder / name)
@@ -322,8 +329,8 @@ class Memory:
             [("title", clean_title), ("content", body), ("tags", " ".join(clean_tags or ()))],
         )
         async with am.lock:
-            await self._sync(am)
             slug = slugify(clean_title)
+            await self._sync(am, only=(slug,))
             existing = await asyncio.to_thread(am.files.read, slug)
             if existing is not None and not replace:
                 slug = await asyncio.to_thread(self._free_slug, am.files, slug)
@@ -433,10 +440,10 @@ class Memory:
             [("title", clean_title), ("content", body), ("tags", " ".join(clean_tags or ()))],
         )
         async with am.lock:
-            await self._sync(am)
+            new_slug = slugify(clean_title)
+            await self._sync(am, only=(slug, new_slug))
             text, mtime = await asyncio.to_thread(am.files.require, slug)
             old = parse(text, slug, mtime)
-            new_slug = slugify(clean_title)
             if new_slug == slug:
                 return await self._write_note(
                     am, slug, clean_title, body, clean_tags, provenance, old=old, before=text
@@ -469,7 +476,7 @@ class Memory:
         am = await self._agent(agent)
         check_slug(slug)
         async with am.lock:
-            await self._sync(am)
+            await self._sync(am, only=(slug,))
             text, mtime = await asyncio.to_thread(am.files.require, slug)
             parsed = parse(text, slug, mtime)
             if provenance.by == "review":
@@ -505,7 +512,7 @@ class Memory:
                 f"memory: only the user can vouch for a note (habakkuk memory trust {slug})"
             )
         async with am.lock:
-            await self._sync(am)
+            await self._sync(am, only=(slug,))
             text, mtime = await asyncio.to_thread(am.files.require, slug)
             old = parse(text, slug, mtime)
             if old.trust == "trusted":
@@ -755,8 +762,8 @@ class Memory:
                 "proposal", [("title", proposal.title), ("content", proposal.content)]
             )
             async with am.lock:
-                await self._sync(am)
                 slug = check_slug(proposal.name)
+                await self._sync(am, only=(slug,))
                 existing = await asyncio.to_thread(am.files.read, slug)
                 old = parse(existing[0], slug, existing[1]) if existing else None
                 await self._write_note(

@@ -161,3 +161,15 @@ async def test_old_changes_are_pruned_on_open(
         kept = [row[0] for row in conn.execute("SELECT content FROM versions")]
     # The current version stays (a later hand edit needs it); the older one is gone.
     assert len(kept) == 1 and "new words" in kept[0]
+
+
+async def test_a_hand_edit_just_before_a_save_is_recorded_as_the_hand_s(
+    memory: Memory, home: Home
+) -> None:
+    await memory.save("main", "Plan", "Step one.", provenance=AGENT)
+    path = home.agent_dir("main") / "memory" / "plan.md"
+    path.write_text(path.read_text().replace("Step one.", "Step one, by hand."))
+    await memory.save("main", "Plan", "Step two.", provenance=AGENT)
+    changes = await memory.history("main", name="plan")
+    assert [c.by for c in changes] == ["agent", "hand", "agent"]
+    assert "+Step one, by hand.\n" in (await memory.change("main", changes[1].id)).diff
