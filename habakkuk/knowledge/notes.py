@@ -12,9 +12,9 @@ import os
 import re
 import secrets
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
+from typing import NamedTuple
 
 from habakkuk.engine.errors import HabakkukError, NotFound
 
@@ -64,9 +64,8 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-@dataclass(frozen=True)
-class FileStat:
-    """One note file as the index compares it."""
+class FileStat(NamedTuple):
+    """One note file as the index compares it (a tuple: a scan builds 10,000 of them)."""
 
     slug: str
     mtime_ns: int
