@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -46,10 +47,10 @@ async def page() -> AsyncIterator[str]:
     app.router.add_get("/page", handler)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}/page"
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    await web.SockSite(runner, sock).start()
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/page"
     await runner.cleanup()
 
 
@@ -154,7 +155,7 @@ async def test_own_state_writes_follow_the_permission_mode(
     await turn(runtime, session, "remember the plan")  # unattended: nobody to ask
     (result,) = await results(runtime, session)
     assert result.is_error is not saved and says in result.text
-    notes, total = await runtime.memory.list_notes("main")
+    _, total = await runtime.memory.list_notes("main")
     assert total == (1 if saved else 0)
 
 
