@@ -92,6 +92,7 @@ class Runtime:
 
         # -- the services ------------------------------------------------------------
         self.sessions = Sessions(config, home, transcripts, self.queue, self.blobs, state)
+        self.sessions.memory = self.memory  # the snapshot a new session's prompt lists
         self.turns = Turns(
             self.queue, self.bus, self.sessions, lambda: self._pools, lambda: self._turn_pool
         )
@@ -218,11 +219,7 @@ class Runtime:
             self._mcp_start = asyncio.create_task(self.mcp.start(START_WAIT))
 
     def start_workers(self, *, channels: bool = True, maintenance: bool = False) -> None:
-        """Start the worker pools on the running loop.
-
-        `channels` also starts the chat channels; `maintenance` (long-lived
-        processes: `--serve`, the terminal app) also runs the daily retention sweep.
-        """
+        """Start the worker pools; `channels`: the chats too; `maintenance`: the retention sweep."""
         if self._pools:
             return
         if channels and (self.config.channels or self.config.http is not None):
@@ -242,6 +239,7 @@ class Runtime:
                 processes=self.processes,
                 process_started=self._process_started,
                 outbox=self.channels,
+                memory=self.memory,
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self.checkpointing.snapshot_for,

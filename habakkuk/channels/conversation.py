@@ -49,7 +49,7 @@ class ChannelConversation:
             return
         chosen = agent or self.default_agent()
         session = await self.gateway.runtime.new_session(
-            chosen, origin=f"channel:{self.msg.channel}"
+            chosen, origin=f"channel:{self.msg.channel}", chat=not self.msg.is_group
         )
         await self.gateway.store.bind(
             self.msg.address.conversation, session.id, agent_override=agent

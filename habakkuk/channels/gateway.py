@@ -122,7 +122,9 @@ class RuntimeFacade(Services, Protocol):
     @property
     def approvals(self) -> ChatApprovals: ...
 
-    async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session: ...
+    async def new_session(
+        self, agent: str | None = None, *, origin: str = "cli", chat: bool = False
+    ) -> Session: ...
 
     async def submit(
         self,
@@ -363,7 +365,10 @@ class Gateway:
                 return session
         if not create:
             return None
-        session = await self.runtime.new_session(agent, origin=f"channel:{msg.channel}")
+        # A direct message is a chat with the user; a group is not (no welcome there).
+        session = await self.runtime.new_session(
+            agent, origin=f"channel:{msg.channel}", chat=not msg.is_group
+        )
         await self.store.bind(conversation, session.id)
         return session
 

@@ -85,7 +85,7 @@ class AgentConfig:
     fallbacks: list[str] = field(default_factory=list)
     mode: Mode = "workspace"
     workspace: str | None = None
-    toolsets: list[str] = field(default_factory=lambda: ["core"])
+    toolsets: list[str] = field(default_factory=lambda: ["core", "memory"])
     approvals: Approvals = "human"
     # The approval reviewer's model (PROVIDER/MODEL); default: the agent's own chain.
     reviewer_model: str | None = None

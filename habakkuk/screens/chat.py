@@ -227,7 +227,9 @@ class ChatScreen(RuntimeScreen):
     @work(group="send")
     async def _send(self, text: str) -> None:
         if not self.session_id:
-            session = await self.runtime.new_session(self.agent_name or None, origin="tui")
+            session = await self.runtime.new_session(
+                self.agent_name or None, origin="tui", chat=True
+            )
             self.session_id = session.id
             self._view.session = session.id
             self.session_title = text.strip().splitlines()[0][:80]

@@ -32,7 +32,9 @@ class TerminalConversation:
             return await screen.runtime.session(screen.session_id)
         if not create:
             return None
-        session = await screen.runtime.new_session(screen.agent_name or None, origin="tui")
+        session = await screen.runtime.new_session(
+            screen.agent_name or None, origin="tui", chat=True
+        )
         screen.adopt_session(session.id)
         return session
 
@@ -47,7 +49,7 @@ class TerminalConversation:
         await self.screen.start_fresh().wait()
         self.screen.agent_name = keep
         # Started now, as a chat's /new starts it: /status and /title see it at once.
-        session = await self.screen.runtime.new_session(keep, origin="tui")
+        session = await self.screen.runtime.new_session(keep, origin="tui", chat=True)
         self.screen.adopt_session(session.id)
         self.screen.refresh_status()
 

@@ -322,7 +322,7 @@ class WebChannel:
             with contextlib.suppress(NotFound):
                 if (await self.runtime.session(binding.session)).agent == agent:
                     return
-        session = await self.runtime.new_session(agent, origin=f"channel:{self.account}")
+        session = await self.runtime.new_session(agent, origin=f"channel:{self.account}", chat=True)
         await gateway.store.bind(msg.address.conversation, session.id, agent_override=agent)
 
     async def _session_of(self, msg: InboundMessage) -> str:

@@ -62,9 +62,15 @@ class ServerHost(McpHost, Services, Protocol):
         ...
 
     async def new_session(
-        self, agent: str | None = None, *, origin: str = ..., session_id: str | None = None
+        self,
+        agent: str | None = None,
+        *,
+        origin: str = ...,
+        session_id: str | None = None,
+        chat: bool = ...,
     ) -> Session:
-        """A new session of `agent`; a `session_id` from its cause makes a repeat idempotent."""
+        """A new session of `agent`; a `session_id` from its cause makes a repeat idempotent;
+        `chat` for a conversation with the user (it may take the one-time welcome)."""
         ...
 
     async def submit(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.sessions import TranscriptStore
     from habakkuk.engine.state import StateStore
     from habakkuk.engine.store import BlobStore
+    from habakkuk.knowledge.memory_types import MemoryAccess
 
 
 def new_id(prefix: str) -> str:
@@ -39,8 +40,10 @@ class Sessions:
         queue: JobQueue,
         blobs: BlobStore,
         state: StateStore | None,
+        memory: MemoryAccess | None = None,
     ):
         self.config = config
+        self.memory = memory
         self.home = home
         self.transcripts = transcripts
         self.queue = queue
@@ -54,18 +57,36 @@ class Sessions:
         return self.state
 
     async def new_session(
-        self, agent: str | None = None, *, origin: str = "cli", session_id: str | None = None
+        self,
+        agent: str | None = None,
+        *,
+        origin: str = "cli",
+        session_id: str | None = None,
+        chat: bool = False,
     ) -> Session:
         """Start a session of `agent` with its frozen system prompt.
 
+        The prompt takes SOUL.md, IDENTITY.md, AGENTS.md, USER.md and the memory's
+        listing as they are now. `chat` marks a conversation with the user (a direct
+        message, the web chat, the terminal app): only such a session may take the
+        one-time welcome; schedules, webhooks, /v1 and `habakkuk run` never do.
         A `session_id` derived from what caused the session (a webhook delivery)
         makes a repeat return the existing session.
         """
+        from habakkuk.services.session_prompt import gather_sections
+
         agent_config = self.config.agent(agent)
+        if session_id is not None:
+            existing = await self.transcripts.get_session(session_id)
+            if existing is not None:
+                return existing  # a repeat: no second snapshot, no welcome taken
+        sections = await gather_sections(
+            agent_config, self.home.agent_dir(agent_config.name), self.memory, chat=chat
+        )
         return await self.transcripts.create_session(
             session_id or new_id("ses"),
             agent_config.name,
-            build_system_prompt(agent_config),
+            build_system_prompt(agent_config, sections),
             origin=origin,
         )
 

@@ -50,6 +50,10 @@ def build_tools(config: Config) -> ToolRegistry:
     ]
     for tool in core:
         registry.register(tool, "core")
+    from habakkuk.knowledge.tools import memory_tools
+
+    for tool in memory_tools():
+        registry.register(tool, "memory")
     if config.channels:
         from habakkuk.channels.service import register_tools
 

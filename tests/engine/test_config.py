@@ -42,13 +42,20 @@ def test_valid_config_applies_defaults_presets_and_resolves_paths(tmp_path: Path
         ModelRef("demo", "echo"),
         ModelRef("openrouter", "anthropic/claude-sonnet-4-5"),
     ]
-    assert main.toolsets == ["core"] and main.approvals == "human"
+    assert main.toolsets == ["core", "memory"] and main.approvals == "human"
     assert main.workspace_path == (tmp_path / "work").resolve()
     assert config.default_agent == "main"
     assert config.providers["openrouter"].type == "openai"
     assert config.providers["openrouter"].key_vars == ["OPENROUTER_API_KEY"]
     assert config.providers["local"].base_url == "http://127.0.0.1:11434/v1"
     assert config.workers.turns == 8
+
+
+def test_a_config_that_lists_toolsets_gets_exactly_that_list(tmp_path: Path) -> None:
+    config = parse(AGENT_D + "    toolsets: [core]\n", tmp_path)
+    assert config.agents["main"].toolsets == ["core"]
+    config = parse(AGENT_D + "    toolsets: [memory]\n", tmp_path)
+    assert config.agents["main"].toolsets == ["memory"]
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,7 @@ from ..llm.types import (
     ContextBlock,
     Message,
     ModelRequest,
+    OpaqueBlock,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -69,6 +70,7 @@ from ..state import StateStore, TurnState
 from ..store import BlobStore
 from ..toolkit.approvals import Approver
 from ..toolkit.registry import ToolContext, ToolRegistry
+from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
 from .prompt import user_message
 
@@ -115,6 +117,7 @@ class TurnDeps:
     processes: object | None = None
     process_started: Callable[[Any, str], None] | None = None
     outbox: object | None = None
+    memory: object | None = None  # knowledge.memory_types.MemoryAccess, for the memory tools
     hooks: Hooks | None = None
     state: StateStore | None = None
     checkpoint_for: CheckpointFor | None = None
@@ -267,9 +270,12 @@ class TurnRunner:
             processes=deps.processes,
             process_started=deps.process_started,
             outbox=deps.outbox,
+            memory=deps.memory,
+            transcripts=deps.transcripts,
             state=deps.state,
             tool_catalog=tools if deps.tool_view is not None else None,
         )
+        context.taint = await self._resumed_taint(context)
         snapshot = deps.checkpoint_for(agent, session, task) if deps.checkpoint_for else None
         if snapshot is not None:
             context.checkpoint = once_per_turn(snapshot, f"turn {job.id}")
@@ -352,6 +358,8 @@ class TurnRunner:
                     stop_reason=result.stop_reason,
                 )
             )
+            if any(isinstance(b, OpaqueBlock) for b in result.message.blocks):
+                context.taint.mark("hosted web search")  # the provider's search results
             calls = result.message.tool_uses
             if not calls:
                 return result.message.text
@@ -362,6 +370,24 @@ class TurnRunner:
         raise PermanentJobError(
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
         )
+
+    async def _resumed_taint(self, context: ToolContext) -> Taint:
+        """A fresh run starts clean; a run resumed after a crash starts tainted when the
+        turn's earlier messages show a network tool was called or hosted search used."""
+        taint = Taint()
+        for stored in await self.deps.transcripts.turn_messages(context.session, context.turn):
+            if stored.role != "assistant":
+                continue
+            for block in stored.message.blocks:
+                if isinstance(block, OpaqueBlock):
+                    taint.mark("hosted web search")
+                elif isinstance(block, ToolUseBlock):
+                    tool = self.deps.tools.get(block.tool)
+                    args = block.input if isinstance(block.input, dict) else {}
+                    with contextlib.suppress(Exception):  # a bad input decides nothing
+                        if tool is not None and tool.taints_turn(args, context):
+                            taint.mark(tool.name)
+        return taint
 
     async def _call_model(
         self,

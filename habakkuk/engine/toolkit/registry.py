@@ -27,8 +27,10 @@ from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrant
 from .home_files import HomeFile, home_file
 from .outcome import Outcome
 from .permissions import Risk, check_path, decide, inside
+from .taint import Taint
 
 if TYPE_CHECKING:
+    from ..sessions import TranscriptStore
     from ..state import StateStore
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,9 @@ class ToolContext:
     processes: object | None = None
     process_started: Callable[[Any, str], None] | None = None  # (ProcessInfo, turn id)
     outbox: object | None = None
+    # The agent's memory (knowledge.memory_types.MemoryAccess), for the memory tools.
+    memory: object | None = None
+    transcripts: TranscriptStore | None = None  # for session_search
     state: StateStore | None = None
     tool_catalog: list[Tool] | None = None  # what tool_search searches
     # Snapshot the workspace; the turn makes it run once per turn (None: no checkpoints).
@@ -90,6 +95,9 @@ class ToolContext:
     # Calls of this turn whose tool began to run, so a stop can tell "interrupted" from
     # "not run" (stopped while deciding or waiting for approval).
     ran: set[str] = field(default_factory=set)
+    # Whether outside content has entered this run of the turn (see taint.py); shared by
+    # every call of the run, including the per-call copies the registry makes.
+    taint: Taint = field(default_factory=Taint)
 
     def resolve(self, path: str) -> Path:
         """A tool path: relative paths are inside the workspace; `~` expands."""
@@ -112,6 +120,9 @@ class Tool(ABC):
     # Tools that read the contents of their paths: the home's credential files are
     # refused to them below full mode.
     reads_files: ClassVar[bool] = False
+    # Whether running this tool brings outside content into the turn (taints it). None:
+    # every call of network risk does; a tool sets True or False to say otherwise.
+    taints: ClassVar[bool | None] = None
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.input_schema)
@@ -131,6 +142,12 @@ class Tool(ABC):
     def refuse(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
         """A tool-specific refusal reason, checked before the permission policy."""
         return None
+
+    def taints_turn(self, args: dict[str, Any], ctx: ToolContext) -> bool:
+        """Whether this call, once it runs, taints the turn (see `taints`)."""
+        if self.taints is not None:
+            return self.taints
+        return self.risk_for(args, ctx) is Risk.NETWORK
 
     def title(self, args: dict[str, Any]) -> str:
         """A short summary of the call for cards and approval prompts."""
@@ -306,6 +323,8 @@ class ToolRegistry:
         if ctx.checkpoint is not None and self._mutates(tool, paths, ctx):
             await ctx.checkpoint()
         ctx.ran.add(use.tool_use_id)
+        if tool.taints_turn(args, ctx):
+            ctx.taint.mark(tool.name)  # before it runs: a parallel call sees it too
         if within:
             ctx = dataclasses.replace(ctx, confined=True)
         output = await tool.run(args, ctx)  # call() turns what it raises into a result

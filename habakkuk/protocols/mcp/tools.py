@@ -46,6 +46,8 @@ class McpTool(Tool):
             # Spec 004: a server's network risk (the default) runs without asking
             # in workspace mode; `approve` tools still count as exec.
             network_in_workspace=True,
+            # What a server returns is outside content, whatever risk it is given.
+            taints=True,
         )
         self.link = link
         self.real_name = real_name
