@@ -351,3 +351,49 @@ def test_titles_sharing_most_words_cluster_and_pinned_notes_stay() -> None:
         old, {"z": "2026-10-01T00:00:00Z"}, now=datetime(2026, 11, 1, tzinfo=UTC), stale_days=365
     )
     assert [n.slug for n in found] == ["x"]
+
+
+# -- the nightly pass ---------------------------------------------------------------------
+
+
+async def test_the_nightly_pass_merges_alike_notes_and_only_proposes_forgetting(
+    rig: Rig, srv: FakeModelServer
+) -> None:
+    def note(slug: str, title: str, body: str, updated: str, tags: tuple[str, ...] = ()) -> Note:
+        return Note(slug, title, tags, "2020-01-01T00:00:00Z", updated, body=body)
+
+    rig.settings = ReviewSettings(nightly="00:00", stale_days=365)
+    rig.memory.notes["main"] = {
+        n.slug: n
+        for n in (
+            note("coffee-preferences", "Coffee preferences", "oat milk", "2026-11-01T00:00:00Z"),
+            note("coffee-preference", "Coffee preference", "no sugar", "2026-10-01T00:00:00Z"),
+            note("old-trip", "Old trip", "Rome", "2019-01-01T00:00:00Z"),
+            note("old-pinned", "Old pinned", "x", "2019-01-01T00:00:00Z", ("pinned",)),
+        )
+    }
+    merged = {
+        "cluster": 0,
+        "merge": True,
+        "title": "Coffee preferences",
+        "content": "oat milk, no sugar",
+    }
+    srv.script(Reply(text=json.dumps({"merges": [merged]})))
+    queued = await rig.run_due(later())
+    [nightly] = [j for j in queued if j.startswith("memnight_main_")]
+    assert rig.memory.notes["main"]["coffee-preferences"].body == "oat milk, no sugar"
+    # Deleting is the user's call: the other note and the stale one become proposals.
+    assert sorted(rig.memory.proposals_made) == [
+        ("main", "coffee-preference"),
+        ("main", "old-trip"),
+    ]
+    assert "old-pinned" in rig.memory.notes["main"]
+    sent = json.loads(srv.requests[0].json["messages"][1]["content"])
+    assert [n["slug"] for n in sent["clusters"][0]["notes"]] == [
+        "coffee-preferences",
+        "coffee-preference",
+    ]
+    job = await rig.runtime.queue.get(nightly)
+    assert job is not None and job.status == "done"
+    # The same day's job is never queued twice.
+    assert [j for j in await rig.run_due(later()) if j.startswith("memnight_main_")] == []
