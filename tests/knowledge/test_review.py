@@ -397,3 +397,23 @@ async def test_the_nightly_pass_merges_alike_notes_and_only_proposes_forgetting(
     assert job is not None and job.status == "done"
     # The same day's job is never queued twice.
     assert [j for j in await rig.run_due(later()) if j.startswith("memnight_main_")] == []
+
+
+async def test_only_sessions_quiet_for_review_idle_and_changed_lately_are_queued(
+    rig: Rig,
+) -> None:
+    session = await rig.session("main", [user("hello")])
+    rig.settings = ReviewSettings(review=True, idle_seconds=900.0, nightly=None)
+    queue = rig.runtime.queue
+    now = time.time()
+    assert await queue_due(queue, rig.deps(), ["main"], now=now + 60) == []
+    assert await queue_due(queue, rig.deps(), ["main"], now=now + 4 * 86_400) == []
+    queued = await queue_due(queue, rig.deps(), ["main"], now=now + 901)
+    assert queued == [f"memrev_{session}_1"]
+    job = await queue.get(queued[0])
+    assert job is not None and job.serial_key == "memory:main"
+    # Queueing again (another process, the next minute) adds nothing.
+    assert await queue_due(queue, rig.deps(), ["main"], now=now + 961) == []
+    rig.settings = ReviewSettings(review=False, idle_seconds=0.0, nightly=None)
+    await rig.runtime.transcripts.append(session, user("more"), turn_id="t")
+    assert await queue_due(queue, rig.deps(), ["main"], now=now + 2000) == []
