@@ -97,22 +97,42 @@ async def scan_forever(
         await asyncio.sleep(SCAN_SECONDS)
 
 
-def start_review_workers(
-    queue: JobQueue,
-    deps: ReviewDeps,
-    agents: Callable[[], Iterable[str]],
-    *,
-    on_finished: FinishedCallback | None = None,
-) -> tuple[Pool, asyncio.Task[None]]:
-    """The one-worker pool for both kinds (started) and the once-a-minute scan."""
-    jobs = ReviewJobs(deps)
+class ReviewPool(Pool):
+    """The one-worker pool of both kinds, which also runs the once-a-minute scan while it
+    runs (so a runtime starts and stops the review like any other pool)."""
 
-    async def handle(lease: Lease) -> dict[str, Any]:
-        if lease.job.kind == NIGHTLY_KIND:
-            return await jobs.nightly(lease)
-        return await jobs.review(lease)
+    def __init__(
+        self,
+        queue: JobQueue,
+        deps: ReviewDeps,
+        agents: Callable[[], Iterable[str]],
+        *,
+        on_finished: FinishedCallback | None = None,
+    ):
+        jobs = ReviewJobs(deps)
 
-    pool = Pool(queue, [REVIEW_KIND, NIGHTLY_KIND], handle, concurrency=1, on_finished=on_finished)
-    pool.start()
-    task = asyncio.create_task(scan_forever(queue, deps, agents), name="memory-review")
-    return pool, task
+        async def handle(lease: Lease) -> dict[str, Any]:
+            if lease.job.kind == NIGHTLY_KIND:
+                return await jobs.nightly(lease)
+            return await jobs.review(lease)
+
+        super().__init__(
+            queue, [REVIEW_KIND, NIGHTLY_KIND], handle, concurrency=1, on_finished=on_finished
+        )
+        self._deps = deps
+        self._agents = agents
+        self._scan: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        super().start()
+        if self._scan is None:
+            self._scan = asyncio.create_task(
+                scan_forever(self.queue, self._deps, self._agents), name="memory-review-scan"
+            )
+
+    async def stop(self) -> None:
+        if self._scan is not None:
+            self._scan.cancel()
+            await asyncio.gather(self._scan, return_exceptions=True)
+            self._scan = None
+        await super().stop()

@@ -17,7 +17,7 @@ from habakkuk.knowledge.nightly import clusters, stale, titles_alike
 from habakkuk.knowledge.review import ReviewDeps, ReviewJobs, ReviewSettings
 from habakkuk.knowledge.review_plan import parse_review
 from habakkuk.knowledge.review_prompt import REVIEW_SYSTEM, render_conversation
-from habakkuk.knowledge.review_schedule import queue_due, start_review_workers
+from habakkuk.knowledge.review_schedule import ReviewPool, queue_due
 from habakkuk.knowledge.review_store import ReviewStore
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.helpers import eventually
@@ -73,7 +73,8 @@ class Rig:
         """Queue what is due and wait for those jobs to settle on a real one-worker pool."""
         queue = self.runtime.queue
         queued = await queue_due(queue, self.deps(), ["main", "other"], now=now)
-        pool, scan = start_review_workers(queue, self.deps(), lambda: [])
+        pool = ReviewPool(queue, self.deps(), lambda: [])
+        pool.start()
         try:
             for job_id in queued:
 
@@ -83,7 +84,6 @@ class Rig:
 
                 await eventually(settled, what=f"job {job_id} to finish")
         finally:
-            scan.cancel()
             await pool.stop()
         return queued
 
@@ -209,7 +209,8 @@ async def test_past_the_daily_budget_a_queued_review_finishes_skipped_with_the_r
     rig.settings = ReviewSettings(review=True, idle_seconds=0.0, nightly=None, budget=10**9)
     [job_id] = await queue_due(queue, rig.deps(), ["main"], now=later())
     rig.settings = ReviewSettings(review=True, idle_seconds=0.0, nightly=None, budget=100)
-    pool, scan = start_review_workers(queue, rig.deps(), lambda: [])
+    pool = ReviewPool(queue, rig.deps(), lambda: [])
+    pool.start()
     try:
 
         async def settled() -> bool:
@@ -218,7 +219,6 @@ async def test_past_the_daily_budget_a_queued_review_finishes_skipped_with_the_r
 
         await eventually(settled, what="the second review to settle")
     finally:
-        scan.cancel()
         await pool.stop()
     job = await queue.get(job_id)
     assert job is not None and job.status == "done" and job.result is not None
