@@ -9,8 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-
-import numpy as np
+from typing import Any
 
 from .memory_types import NoteSummary
 
@@ -43,7 +42,7 @@ def titles_alike(a: str, b: str) -> bool:
 
 def clusters(
     notes: Sequence[NoteSummary],
-    vectors: Mapping[str, np.ndarray] | None = None,
+    vectors: Mapping[str, Any] | None = None,
     *,
     limit: int = MERGES_PER_NIGHT,
 ) -> list[list[NoteSummary]]:
@@ -75,12 +74,12 @@ def clusters(
     return groups
 
 
-def _alike(a: NoteSummary, b: NoteSummary, vectors: Mapping[str, np.ndarray] | None) -> bool:
+def _alike(a: NoteSummary, b: NoteSummary, vectors: Mapping[str, Any] | None) -> bool:
     if (
         vectors
         and a.slug in vectors
         and b.slug in vectors
-        and float(np.dot(vectors[a.slug], vectors[b.slug])) >= COSINE_ALIKE
+        and float(vectors[a.slug] @ vectors[b.slug]) >= COSINE_ALIKE
     ):
         return True
     return titles_alike(a.title, b.title)

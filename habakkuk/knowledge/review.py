@@ -36,7 +36,13 @@ from habakkuk.engine.llm.types import Message, ModelRequest
 from habakkuk.engine.pools import PermanentJobError
 from habakkuk.engine.sessions import TranscriptStore
 
-from .memory_types import MemoryAccess, Provenance, SecretRefused, TaintRefused
+from .memory_types import (
+    MemoryAccess,
+    ProposalCreated,
+    Provenance,
+    SecretRefused,
+    TaintRefused,
+)
 from .nightly import clusters, stale
 from .review_plan import (
     ForgetChange,
@@ -216,7 +222,7 @@ class ReviewJobs:
         shown = []
         for hit in hits:
             try:
-                note = await self.deps.memory.read(agent, hit.note.slug)
+                note = await self.deps.memory.read(agent, hit.note.slug, mark_read=False)
             except NotFound:
                 continue
             shown.append(ShownNote(note.slug, note.title, note.tags, note.body))
@@ -269,7 +275,12 @@ class ReviewJobs:
         if groups:
             shown = [
                 [
-                    ShownNote(n.slug, n.title, n.tags, (await memory.read(agent, n.slug)).body)
+                    ShownNote(
+                        n.slug,
+                        n.title,
+                        n.tags,
+                        (await memory.read(agent, n.slug, mark_read=False)).body,
+                    )
                     for n in group
                 ]
                 for group in groups
@@ -372,6 +383,8 @@ class ReviewJobs:
                 )
                 return "applied"
             return await self._forget(agent, change.slug, by_review)
+        except ProposalCreated:
+            return "proposed to the user"
         except SecretRefused:
             log.info("memory review %s: a change that looked like a secret was dropped", run.id)
             return "secret dropped"
@@ -382,10 +395,14 @@ class ReviewJobs:
             return "refused"
 
     async def _forget(self, agent: str, slug: str, provenance: Provenance) -> str:
+        """Forget a note (a no-op when it is gone); under review provenance the service
+        turns it into a proposal for the user."""
         try:
             await self.deps.memory.forget(agent, slug, provenance=provenance)
         except NotFound:
             return "no-op"
+        except ProposalCreated:
+            return "proposed to the user"
         return "applied"
 
     @staticmethod

@@ -74,7 +74,7 @@ class FakeMemory:
         ]
         return hits[:limit]
 
-    async def read(self, agent: str, slug: str) -> Note:
+    async def read(self, agent: str, slug: str, *, mark_read: bool = True) -> Note:
         try:
             return self.notes[agent][slug]
         except KeyError:
