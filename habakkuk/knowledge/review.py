@@ -115,6 +115,9 @@ class ReviewDeps:
     read_state: Callable[[str], Awaitable[dict[str, str | None]]] | None = None
     vectors: Callable[[str], Awaitable[dict[str, Any]]] | None = None
     untrusted_origins: tuple[str, ...] = ("channel:email",)
+    # What secret a text holds, or None (the service's check); a change holding one is
+    # dropped before the plan is stored, so not even review_runs keeps it.
+    secret_in: Callable[[str], str | None] | None = None
 
 
 def review_chain(chain: list[ModelRef], review_model: ModelRef | None) -> list[ModelRef]:
@@ -203,6 +206,7 @@ class ReviewJobs:
             tool_output=rendered.has_tool_output,
             untrusted_session=untrusted,
         )
+        self._drop_secrets(plan)
         await self._drop_repeats(plan, store)
         return await store.create_run(
             run_id,
@@ -236,6 +240,18 @@ class ReviewJobs:
                 f"is spent ({spent:,} used today)"
             )
         return ""
+
+    def _drop_secrets(self, plan: ParsedPlan) -> None:
+        """Drop (and count) changes whose text looks like a secret, before storing them."""
+        if self.deps.secret_in is None:
+            return
+        kept = []
+        for change in plan.changes:
+            if any(self.deps.secret_in(text) for text in _texts(change)):
+                plan.dropped["looked like a secret"] += 1
+            else:
+                kept.append(change)
+        plan.changes = kept
 
     async def _drop_repeats(self, plan: ParsedPlan, store: ReviewStore) -> None:
         """Drop changes one of the last runs already applied: repeating them is a loop."""
@@ -299,6 +315,10 @@ class ReviewJobs:
             for decision in parse_nightly(result.message.text, len(groups)):
                 if not decision.merge:
                     dropped["cluster judged different"] += 1
+                    continue
+                secret = self.deps.secret_in
+                if secret is not None and (secret(decision.title) or secret(decision.content)):
+                    dropped["looked like a secret"] += 1
                     continue
                 slugs = tuple(n.slug for n in groups[decision.cluster])
                 trusted = not any(n.untrusted for n in groups[decision.cluster])
@@ -424,6 +444,14 @@ class ReviewJobs:
                     return
         with path.open("a", encoding="utf-8") as handle:
             handle.write(f"{utc_now()} {run_id} {summary}\n")
+
+
+def _texts(change: PlanChange) -> list[str]:
+    if isinstance(change, SaveChange | MergeChange):
+        return [change.title, change.content, *(change.tags or ())]
+    if isinstance(change, ProfileChange):
+        return [change.section, change.content]
+    return []
 
 
 def next_nightly(settings: ReviewSettings, now: datetime) -> datetime | None:

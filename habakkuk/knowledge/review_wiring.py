@@ -80,6 +80,7 @@ def review_deps(
         settings=lambda: review_settings(config),
         read_state=read_state,
         vectors=vectors,
+        secret_in=memory.secret_in,
     )
 
 

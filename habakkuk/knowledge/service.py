@@ -171,6 +171,11 @@ class Memory:
 
     # -- checks ------------------------------------------------------------------------
 
+    def secret_in(self, text: str) -> str | None:
+        """What secret `text` holds ("an OpenAI key", ...), or None: the same check every
+        write makes, for callers that must not even store a plan holding one (the review)."""
+        return find_secret(text, self._secret_values())
+
     def _refuse_secrets(self, what: str, fields: Iterable[tuple[str, str]]) -> None:
         values = self._secret_values()
         for name, text in fields:

@@ -1,0 +1,88 @@
+"""The review on the real memory service, started by the runtime's maintenance workers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from habakkuk.engine.llm.types import Message, ToolResultBlock, ToolUseBlock
+from habakkuk.knowledge.memory_types import Provenance
+from tests.fakes.model_server import FakeModelServer, Reply
+from tests.helpers import eventually
+
+CONFIG = (
+    "providers:\n  remote:\n    type: openai\n    base_url: {url}/v1\n    key_env: REMOTE_KEY\n"
+    "agents:\n  main:\n    model: remote/gpt-fake\n  other:\n    model: remote/gpt-fake\n"
+    'memory:\n  review: true\n  review_idle: 1s\n  nightly: "off"\n'
+)
+
+
+@pytest.fixture
+async def srv(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    async with FakeModelServer() as server:
+        yield server
+
+
+async def test_serve_reviews_a_quiet_session_into_the_real_memory(
+    runtime_factory: Any, srv: FakeModelServer
+) -> None:
+    runtime = await runtime_factory(CONFIG.format(url=srv.base_url))
+    memory = runtime.memory
+    user = Provenance(by="user")
+    await memory.save("main", "Coffee beans", "Ethiopian", provenance=user)
+    await memory.save("main", "Coffee grinder", "Burr", provenance=user)
+    session = await runtime.new_session("main")
+    for message in [
+        Message.user_text("Coffee: I switched to a hand grinder; my name is Ada"),
+        Message("assistant", [ToolUseBlock("c1", "fetch_url", {"url": "http://x"})]),
+        Message("user", [ToolResultBlock("c1", "Kenyan beans are on sale")]),
+    ]:
+        await runtime.transcripts.append(session.id, message, turn_id="t")
+    # The session went quiet a minute ago (raw SQL: appends always stamp "now").
+    await runtime.transcripts.db.write(
+        lambda conn: conn.execute("UPDATE sessions SET updated_at = updated_at - 60")
+    )
+    key = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+    changes = [
+        {"op": "save", "title": "Bean sale", "content": "Kenyan beans on sale", "from": "tool"},
+        {"op": "save", "title": "API key", "content": f"key {key}", "from": "user"},
+        {
+            "op": "merge",
+            "slugs": ["coffee-beans", "coffee-grinder"],
+            "title": "Coffee beans",
+            "content": "Ethiopian beans; a hand burr grinder",
+            "from": "user",
+        },
+        {"op": "profile", "section": "Name", "content": "Ada", "from": "user"},
+        {"op": "profile", "section": "Shopping", "content": "Kenyan sale", "from": "tool"},
+    ]
+    srv.script(Reply(text=json.dumps({"changes": changes})))
+    runtime.start_workers(channels=False, maintenance=True)
+    job_id = f"memrev_{session.id}_3"
+
+    async def done() -> bool:
+        job = await runtime.queue.get(job_id)
+        return job is not None and job.status == "done"
+
+    await eventually(done, what="the review job")
+    job = await runtime.queue.get(job_id)
+    assert job.result["outcomes"] == {"applied": 3}
+    assert job.result["dropped"] == {
+        "profile change not stated by the user": 1,
+        "looked like a secret": 1,
+    }
+    sale = await memory.read("main", "bean-sale")
+    assert sale.trust == "untrusted" and sale.source == "review"
+    assert (await memory.read("main", "coffee-beans")).body.startswith("Ethiopian beans;")
+    # Forgetting the merged-away note is the user's call.
+    [proposal] = await memory.proposals("main")
+    assert (proposal.action, proposal.name) == ("forget", "coffee-grinder")
+    assert "Ada" in await memory.profile("main") and "Kenyan" not in await memory.profile("main")
+    agent_dir = runtime.home.agent_dir("main")
+    for path in [*agent_dir.rglob("*.md"), *agent_dir.glob("*.db*")]:
+        assert key.encode() not in path.read_bytes(), path
+    assert (await memory.list_notes("other"))[1] == 0  # the other agent is untouched
