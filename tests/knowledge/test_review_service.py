@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -86,3 +88,46 @@ async def test_serve_reviews_a_quiet_session_into_the_real_memory(
     for path in [*agent_dir.rglob("*.md"), *agent_dir.glob("*.db*")]:
         assert key.encode() not in path.read_bytes(), path
     assert (await memory.list_notes("other"))[1] == 0  # the other agent is untouched
+
+
+def hand_note(title: str, updated: str, tags: str = "[]") -> str:
+    return (
+        f'---\ntitle: {title}\ntags: {tags}\ncreated: "{updated}"\nupdated: "{updated}"\n---\n\n'
+        f"{title} body\n"
+    )
+
+
+async def test_the_nightly_pass_proposes_archiving_stale_notes_but_not_kept_or_read_ones(
+    runtime_factory: Any, srv: FakeModelServer
+) -> None:
+    config = CONFIG.format(url=srv.base_url).replace(
+        'review: true\n  review_idle: 1s\n  nightly: "off"', 'nightly: "00:00"\n  stale_days: 30'
+    )
+    runtime = await runtime_factory(config)
+    folder = runtime.home.agent_dir("main") / "memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    old = "2020-01-01T00:00:00Z"
+    (folder / "old-trip.md").write_text(hand_note("Old trip", old))
+    (folder / "old-pinned.md").write_text(hand_note("Old pinned", old, "[pinned]"))
+    (folder / "old-but-read.md").write_text(hand_note("Old but read", old))
+    await runtime.memory.reindex("main")
+    await runtime.memory.read("main", "old-but-read")  # memory_read keeps it fresh
+    runtime.start_workers(channels=False, maintenance=True)
+
+    today = datetime.now(ZoneInfo(runtime.config.timezone)).date().isoformat()
+    job_id = f"memnight_main_{today}"
+
+    async def done() -> bool:
+        job = await runtime.queue.get(job_id)
+        return job is not None and job.status == "done"
+
+    await eventually(done, what="the nightly job")
+    [proposal] = await runtime.memory.proposals("main")
+    assert (proposal.action, proposal.name, proposal.by) == ("forget", "old-trip", "review")
+    assert sorted(p.name for p in folder.glob("*.md")) == [
+        "old-but-read.md",
+        "old-pinned.md",
+        "old-trip.md",
+    ]
+    assert srv.requests == []  # no clusters: no model call
+    assert job_id in (folder / ".review.log").read_text()
