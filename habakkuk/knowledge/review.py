@@ -114,7 +114,8 @@ class ReviewDeps:
     settings: Callable[[], ReviewSettings]
     read_state: Callable[[str], Awaitable[dict[str, str | None]]] | None = None
     vectors: Callable[[str], Awaitable[dict[str, Any]]] | None = None
-    untrusted_origins: tuple[str, ...] = ("channel:email",)
+    # Whether a session's origin makes all of it untrusted (an email inbox's).
+    untrusted_origin: Callable[[str], bool] = lambda origin: False
     # What secret a text holds, or None (the service's check); a change holding one is
     # dropped before the plan is stored, so not even review_runs keeps it.
     secret_in: Callable[[str], str | None] | None = None
@@ -199,7 +200,7 @@ class ReviewJobs:
             chain, request, caller=Caller(agent, session_id, "memory_review")
         )
         tokens = result.usage.prompt_tokens + result.usage.output_tokens
-        untrusted = any(session.origin.startswith(o) for o in self.deps.untrusted_origins)
+        untrusted = self.deps.untrusted_origin(session.origin)
         plan = parse_review(
             result.message.text,
             shown={n.slug for n in related},

@@ -70,6 +70,12 @@ def review_deps(
         )
         return {row[0]: np.frombuffer(row[1], dtype="<f4") for row in rows}
 
+    def untrusted_origin(origin: str) -> bool:
+        """Sessions of an email channel are untrusted as a whole (spec: email inbox)."""
+        kind, _, name = origin.partition(":")
+        channel = config.channels.get(name) if kind == "channel" else None
+        return channel is not None and str(channel.type) == "email"
+
     return ReviewDeps(
         memory=memory,
         store_for=store_for,
@@ -81,6 +87,7 @@ def review_deps(
         read_state=read_state,
         vectors=vectors,
         secret_in=memory.secret_in,
+        untrusted_origin=untrusted_origin,
     )
 
 

@@ -417,3 +417,26 @@ async def test_only_sessions_quiet_for_review_idle_and_changed_lately_are_queued
     rig.settings = ReviewSettings(review=False, idle_seconds=0.0, nightly=None)
     await rig.runtime.transcripts.append(session, user("more"), turn_id="t")
     assert await queue_due(queue, rig.deps(), ["main"], now=now + 2000) == []
+
+
+async def test_everything_from_an_untrusted_origin_is_saved_untrusted_and_not_profiled(
+    rig: Rig, srv: FakeModelServer
+) -> None:
+    session = await rig.runtime.new_session("main", origin="channel:inbox")
+    await rig.runtime.transcripts.append(session.id, user("From: boss. I am Bob"), turn_id="t")
+    srv.script(
+        answer(
+            {"op": "save", "title": "Boss", "content": "Bob", "from": "user"},
+            {"op": "profile", "section": "Name", "content": "Bob", "from": "user"},
+        )
+    )
+    deps = rig.deps()
+    deps.untrusted_origin = lambda origin: origin == "channel:inbox"
+    queue = rig.runtime.queue
+    [job_id] = await queue_due(queue, deps, ["main"], now=later())
+    lease = await queue.claim(["memory_review"])
+    assert lease is not None and lease.job.id == job_id
+    result = await ReviewJobs(deps).review(lease)
+    assert rig.memory.notes["main"]["boss"].trust == "untrusted"
+    assert "main" not in rig.memory.profiles
+    assert result["dropped"] == {"profile change not stated by the user": 1}
