@@ -391,11 +391,16 @@ class ReviewJobs:
                     tags=list(change.tags) if change.tags is not None else None,
                     provenance=provenance,
                 )
+                outcome = "no-op" if saved.unchanged else "applied"
                 if isinstance(change, MergeChange):
-                    for slug in change.slugs:
-                        if slug != saved.note.slug:
-                            await self._forget(agent, slug, by_review)
-                return "no-op" if saved.unchanged else "applied"
+                    forgotten = [
+                        await self._forget(agent, slug, by_review)
+                        for slug in change.slugs
+                        if slug != saved.note.slug
+                    ]
+                    if "proposed to the user" in forgotten:
+                        outcome = "merged; forgetting the rest proposed to the user"
+                return outcome
             if isinstance(change, ProfileChange):
                 if change.content in await memory.profile(agent):
                     return "no-op"

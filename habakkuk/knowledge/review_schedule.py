@@ -46,6 +46,8 @@ async def queue_due(
     settings = deps.settings()
     now = time.time() if now is None else now
     queued: list[str] = []
+    if not settings.review and settings.nightly is None:
+        return queued  # both off: not even memory.db is opened
     for agent in agents:
         store = await deps.store_for(agent)
         if await store.tokens_since(day_start(settings)) >= settings.budget:

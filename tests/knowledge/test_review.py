@@ -416,7 +416,8 @@ async def test_only_sessions_quiet_for_review_idle_and_changed_lately_are_queued
     assert await queue_due(queue, rig.deps(), ["main"], now=now + 961) == []
     rig.settings = ReviewSettings(review=False, idle_seconds=0.0, nightly=None)
     await rig.runtime.transcripts.append(session, user("more"), turn_id="t")
-    assert await queue_due(queue, rig.deps(), ["main"], now=now + 2000) == []
+    assert await queue_due(queue, rig.deps(), ["main", "other"], now=now + 2000) == []
+    assert "other" not in rig.dbs  # review and nightly both off: its memory is not opened
 
 
 async def test_everything_from_an_untrusted_origin_is_saved_untrusted_and_not_profiled(
