@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError, NotFound
@@ -29,6 +30,7 @@ from .memory_types import (
     Change,
     ChangeDetail,
     ChangeKind,
+    MemoryAccess,
     MemoryHit,
     MemorySnapshot,
     Note,
@@ -767,3 +769,10 @@ class Memory:
                     )
         await am.history.close_proposal(proposal.id, "applied")
         return proposal
+
+
+if TYPE_CHECKING:
+
+    def _implements_memory_access(memory: Memory) -> MemoryAccess:
+        """mypy checks here that `Memory` satisfies the Protocol every surface uses."""
+        return memory
