@@ -1,9 +1,8 @@
 """The composition root: config -> stores -> providers -> tools -> services -> workers.
 
 `Runtime` builds and wires everything below it, starts and stops every worker, and exposes
-the domain services as attributes (`sessions`, `turns`, `settings`, `approvals`, `memory`,
-`checkpointing`, `ledger`, `control`, `http`). Each surface depends on a narrow Protocol
-(ServerHost, McpHost, Services, RuntimeFacade) whose methods are bound onto it below.
+the services (`sessions`, `turns`, `settings`, `approvals`, `memory`, `checkpointing`,
+`ledger`, `control`, `http`); surfaces use narrow Protocols bound onto it below.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
 from habakkuk.engine.toolkit.approvals import Approver
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
+from habakkuk.knowledge.review_wiring import memory_review_pool
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
@@ -189,9 +189,8 @@ class Runtime:
         usage = await UsageStore.open(home.db_path("usage"), PriceTable(config.pricing))
         runtime = cls(home, config, env, control, transcripts, state, usage=usage)
         await runtime.settings.adopt_legacy_model_choices()
-        # Keys `habakkuk setup` put in the OS keyring; the keyring is slow, so off the loop.
+        # Keys `habakkuk setup` put in the OS keyring (slow: off the loop); old process logs.
         await asyncio.to_thread(runtime.providers.load_keyring)
-        # Logs of an earlier run's background processes (nothing is resumed after a restart).
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
         return runtime
 
@@ -219,7 +218,7 @@ class Runtime:
             self._mcp_start = asyncio.create_task(self.mcp.start(START_WAIT))
 
     def start_workers(self, *, channels: bool = True, maintenance: bool = False) -> None:
-        """Start the worker pools; `channels`: the chats too; `maintenance`: the retention sweep."""
+        """Start the worker pools; `channels`: the chats too; `maintenance`: retention, review."""
         if self._pools:
             return
         if channels and (self.config.channels or self.config.http is not None):
@@ -265,6 +264,7 @@ class Runtime:
                 )
             )
             self._maintenance = asyncio.create_task(self._schedule_retention(), name="retention")
+            self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
         for pool in self._pools:
             pool.start()
         if self.channels is not None:

@@ -201,8 +201,9 @@ class MemoryAccess(Protocol):
         """Ranked matches (every given tag required); [] for an empty query without tags."""
         ...
 
-    async def read(self, agent: str, slug: str) -> Note:
-        """One note (and remember that it was read, for the nightly pass)."""
+    async def read(self, agent: str, slug: str, *, mark_read: bool = True) -> Note:
+        """One note (and remember that it was read, for the nightly pass, unless
+        `mark_read` is False)."""
         ...
 
     async def save(

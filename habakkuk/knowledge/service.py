@@ -187,6 +187,11 @@ class Memory:
 
     # -- checks ------------------------------------------------------------------------
 
+    def secret_in(self, text: str) -> str | None:
+        """What secret `text` holds ("an OpenAI key", ...), or None: the same check every
+        write makes, for callers that must not even store a plan holding one (the review)."""
+        return find_secret(text, self._secret_values())
+
     def _refuse_secrets(self, what: str, fields: Iterable[tuple[str, str]]) -> None:
         values = self._secret_values()
         for name, text in fields:
@@ -301,12 +306,14 @@ class Memory:
         found = await am.index.search(str(query or ""), tuple(tags), max(1, min(int(limit), 100)))
         return [MemoryHit(note=note, snippet=snip, score=score) for note, snip, score in found]
 
-    async def read(self, agent: str, slug: str) -> Note:
-        """One note (and remember that it was read, for the nightly pass)."""
+    async def read(self, agent: str, slug: str, *, mark_read: bool = True) -> Note:
+        """One note (and remember that it was read, for the nightly pass, unless
+        `mark_read` is False: the review's own reading does not keep a note fresh)."""
         am = await self._agent(agent)
         check_slug(slug)
         text, mtime = await asyncio.to_thread(am.files.require, slug)
-        await am.index.mark_read(slug, now())
+        if mark_read:
+            await am.index.mark_read(slug, now())
         return _note(slug, parse(text, slug, mtime))
 
     async def save(
