@@ -127,7 +127,7 @@ async def _act(
     memory: MemoryAccess, agent: str, args: argparse.Namespace, content: str | None
 ) -> int:
     from habakkuk.knowledge import memory_views as views
-    from habakkuk.knowledge.memory_types import Provenance
+    from habakkuk.knowledge.memory_types import Provenance, RestoreVersion
 
     user = Provenance(by="user", tool="cli")
     action = args.memory_command
@@ -167,8 +167,8 @@ async def _act(
         return EXIT_OK
     if action == "add":
         assert content is not None
-        tags = list(views.parse_tags(args.tags)) or None
-        saved = await memory.save(agent, args.title, content, tags=tags, provenance=user)
+        given = list(views.parse_tags(args.tags)) or None
+        saved = await memory.save(agent, args.title, content, tags=given, provenance=user)
         if args.json:
             _out({**views.note_json(saved.note), "created": saved.created})
         else:
@@ -188,7 +188,7 @@ async def _act(
     if action == "history":
         return await _history(memory, agent, args)
     if action == "restore":
-        version = "after" if args.after else "before"
+        version: RestoreVersion = "after" if args.after else "before"
         result = await memory.restore(agent, args.id, version=version, provenance=user)
         if args.json:
             _out(views.restore_json(result))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from habakkuk.engine.errors import HabakkukError, NotFound
@@ -116,10 +117,12 @@ def reindex_json(stats: ReindexStats) -> dict[str, Any]:
 # -- shared rules ------------------------------------------------------------------------------
 
 
-def parse_tags(text: str) -> tuple[str, ...]:
-    """`a, b,c` as ("a", "b", "c"): trimmed, empties dropped, duplicates once, in order."""
+def parse_tags(given: str | Iterable[str]) -> tuple[str, ...]:
+    """`a, b,c` (or a list of tags) as ("a", "b", "c"): trimmed, empties dropped,
+    duplicates once, in order."""
+    parts = given.split(",") if isinstance(given, str) else given
     tags: list[str] = []
-    for part in text.split(","):
+    for part in parts:
         tag = part.strip()
         if tag and tag not in tags:
             tags.append(tag)
