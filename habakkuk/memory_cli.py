@@ -10,8 +10,6 @@ from engine/exit_codes.py, through cli.main's handling of HabakkukError.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +82,8 @@ def main(args: argparse.Namespace) -> int:
         content = _content(args.content)
         if content is None:
             return EXIT_USAGE
+    import asyncio  # not at module level: `habakkuk --help` builds this parser
+
     return asyncio.run(_main(args, content))
 
 
@@ -103,17 +103,24 @@ def _content(words: list[str]) -> str | None:
 
 
 async def _main(args: argparse.Namespace, content: str | None) -> int:
+    from habakkuk.engine.errors import NotFound
     from habakkuk.runtime import Runtime
 
     runtime = await Runtime.open()
     try:
         agent = runtime.config.agent(args.agent).name  # ConfigError for an unknown agent
-        return await _act(runtime.memory, agent, args, content)
+        try:
+            return await _act(runtime.memory, agent, args, content)
+        except NotFound as exc:  # a note or change the user named: bad usage, like sessions
+            print(f"habakkuk: memory {args.memory_command}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     finally:
         await runtime.close()
 
 
 def _out(data: Any) -> None:
+    import json
+
     print(json.dumps(data, ensure_ascii=False, indent=2))
 
 
