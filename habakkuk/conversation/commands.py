@@ -522,7 +522,7 @@ async def _forget(conv: Conversation, rest: str) -> Reply:
         gone = await memory.forget(agent, found.slug, provenance=provenance)
         return Reply(f"Forgot **{gone.title}** (`{gone.slug}`); it is in memory/.trash/.")
     if not found:
-        return Reply(f"No note of {agent} matches {rest!r}.", error=True)
+        return Reply(f"No note matches {rest!r}.", error=True)
     example = found[0].note.slug
     lines = [f"{len(found)} notes match {rest!r}; repeat with a slug, e.g. /forget {example}:"]
     for n, hit in enumerate(found, 1):
