@@ -15,7 +15,7 @@ SECRET = "AKIAIOSFODNN7EXAMPLE"
 
 @pytest.fixture
 def memory_home(home, write_config):
-    write_config(mock_config("- text: hi", extra="  ops:\n    model: mock/scripted\n"))
+    write_config(mock_config("- text: hi", extra="  ops:\n    model: mock/scripted\ntimezone: UTC\n"))
     return home
 
 

@@ -63,15 +63,19 @@ async def test_remember_and_forget_answer_alike_everywhere_and_stay_in_their_age
             differ.append(f"{command}: {seen}")
     assert not differ, "\n".join(differ)
 
-    said = by_surface["web"]
+    said = by_surface["web"]  # the web chat shows answers as plain text
     assert said[0].startswith("/remember TEXT")
-    first = re.search(r"`([^`]+)`", said[1])
-    second = re.search(r"`([^`]+)`", said[2])
+    first = re.search(r"\(([^()]+)\)\.$", said[1])
+    second = re.search(r"\(([^()]+)\)\.$", said[2])
     assert first and second and first.group(1) != second.group(1)
-    assert said[1].startswith("Remembered as **Flat white with oat milk, no sugar**")
-    assert said[4].startswith("2 notes match 'oat milk'")
-    assert f"`{first.group(1)}`" in said[4] and f"`{second.group(1)}`" in said[4]
-    assert said[5].startswith("Forgot **Sister's birthday is on the third of March**")
+    assert said[1].startswith("Remembered as Flat white with oat milk, no sugar (")
+    listed = said[4].splitlines()
+    assert listed[0].startswith("2 notes match 'oat milk'; repeat with a slug")
+    assert sorted(line.split(". ", 1)[1] for line in listed[1:]) == sorted(
+        f"Flat white with oat milk, no sugar — {found.group(1)}" for found in (first, second)
+    )
+    assert [line.split(".", 1)[0] for line in listed[1:]] == ["1", "2"]
+    assert said[5].startswith("Forgot Sister's birthday is on the third of March (")
     assert said[6] == "No note matches 'birthday'."
     assert said[7].startswith("/forget QUERY")
     assert said[8].startswith("/remember: ") and SECRET not in said[8]

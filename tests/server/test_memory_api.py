@@ -10,7 +10,7 @@ from habakkuk.knowledge.memory_types import Provenance
 from tests.conftest import mock_config
 from tests.server.conftest import Served, ServeFactory
 
-TWO_AGENTS = "  ops:\n    model: mock/scripted\n    mode: full\n"
+TWO_AGENTS = "  ops:\n    model: mock/scripted\n    mode: full\ntimezone: UTC\n"
 
 
 async def request(
