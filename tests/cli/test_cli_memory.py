@@ -15,7 +15,8 @@ SECRET = "AKIAIOSFODNN7EXAMPLE"
 
 @pytest.fixture
 def memory_home(home, write_config):
-    write_config(mock_config("- text: hi", extra="  ops:\n    model: mock/scripted\ntimezone: UTC\n"))
+    ops = "  ops:\n    model: mock/scripted\ntimezone: UTC\n"
+    write_config(mock_config("- text: hi", extra=ops))
     return home
 
 
