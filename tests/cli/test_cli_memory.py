@@ -95,7 +95,8 @@ def test_bad_input_is_one_line_and_an_exit_code(memory_home, capsys, monkeypatch
     cases = [
         (["memory", "list", "--agent", "nobody"], 2, "agent 'nobody' is not configured"),
         (["memory", "show", "no-such-note"], 2, "memory show: "),
-        (["memory", "history", "zzzz"], 2, "memory history: "),
+        (["memory", "history", "ffff"], 2, "memory history: "),
+        (["memory", "history", "zz"], 1, "at least four characters"),
         (["memory", "trust", "no-such-note"], 2, "memory trust: "),
         (["memory", "search"], 2, "give words to find"),
         (["memory", "add", "Key", f"the key is {SECRET}"], 1, "habakkuk: "),
