@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from habakkuk.knowledge.memory_types import Provenance
+import pytest
+
+from habakkuk.knowledge.memory_types import ProposalCreated, Provenance
 from tests.conftest import mock_config
 from tests.server.test_dashboard_browser import browser, sign_in  # noqa: F401
 
@@ -59,4 +61,16 @@ async def test_the_memory_view_searches_reads_trusts_forgets_and_restores(
     await marked.wait_for(state="detached")
     assert (await memory.read("main", build.slug)).trust == "trusted"
     assert await page.is_hidden("#memory-proposals-box")  # none open
+    review = Provenance(by="review", session="ses_r", tool="memory_nightly")
+    with pytest.raises(ProposalCreated):
+        await memory.forget("main", build.slug, provenance=review)
+    await page.click("nav button[data-view=overview]")
+    await page.click("nav button[data-view=memory]")
+    proposal = page.locator(".proposal", has_text=f"forget {build.slug}")
+    await proposal.wait_for()
+    assert await page.text_content("#proposal-count") == "1"
+    await proposal.locator("button.apply").click()
+    await page.locator("#memory-proposals-box").wait_for(state="hidden")
+    await page.locator(f".memory-note[data-slug='{build.slug}']").wait_for(state="detached")
+    assert [n.slug for n in (await memory.list_notes("main"))[0]] == [coffee.slug]
     assert page.errors == []
