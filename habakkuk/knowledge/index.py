@@ -155,9 +155,14 @@ class Index:
     def _sync(self, conn: sqlite3.Connection, full: bool) -> SyncResult:
         started = time.perf_counter()
         built = conn.execute("SELECT 1 FROM meta WHERE key = 'built'").fetchone() is not None
+        # Plain tuples, not sqlite3.Row: this runs before every search, over every note.
+        cursor = conn.cursor()
+        cursor.row_factory = None
         rows = {
-            r["slug"]: (r["mtime_ns"], r["size"], r["content_hash"])
-            for r in conn.execute("SELECT slug, mtime_ns, size, content_hash FROM notes")
+            slug: (mtime_ns, size, digest)
+            for slug, mtime_ns, size, digest in cursor.execute(
+                "SELECT slug, mtime_ns, size, content_hash FROM notes"
+            )
         }
         files = self.files.scan()
         present = {f.slug for f in files}

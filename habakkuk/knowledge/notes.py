@@ -13,6 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 from habakkuk.engine.errors import HabakkukError, NotFound
 
@@ -139,10 +140,11 @@ class NoteFiles:
                 if not _SLUG.fullmatch(slug) or ".." in slug:
                     continue
                 try:
-                    if not entry.is_file(follow_symlinks=False):
-                        continue
+                    # One lstat per file (the directory entry's type needs none on Linux).
                     stat = entry.stat(follow_symlinks=False)
                 except FileNotFoundError:
+                    continue
+                if not S_ISREG(stat.st_mode):
                     continue
                 found.append(FileStat(slug, stat.st_mtime_ns, stat.st_size))
         return found

@@ -27,7 +27,9 @@ _TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{32,}")
 _HEXISH = re.compile(r"[0-9a-fA-F-]+")
 _CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 # Values that stand for a secret without being one: "password: <yours>", "token: ${X}".
-_PLACEHOLDER = re.compile(r"(?i)^(?:[<{$*x.]|none|null|changeme|redacted|example|required)")
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:[<{$*]|x{3,}|\.\.\.|none|null|changeme|redacted|example|required)"
+)
 
 
 def find_secret(text: str, extra_values: Iterable[str] | Mapping[str, str] = ()) -> str | None:

@@ -1,0 +1,147 @@
+"""Memory at 10,000 notes: first index build, memory_search p50/p95, reindex after a hand edit.
+
+Targets (issue 14): search p95 <= 20 ms, reindex after one hand edit <= 50 ms. Prints
+figures only. Run: .venv/bin/python benchmarks/memory_bench.py [NOTES]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from habakkuk.engine.config import parse_config
+from habakkuk.engine.home import Home
+from habakkuk.knowledge.frontmatter import render
+from habakkuk.knowledge.memory_types import Provenance
+from habakkuk.knowledge.service import Memory
+
+CONFIG = "providers:\n  mock:\n    type: mock\nagents:\n  main:\n    model: mock/scripted\n"
+COMMON = [
+    "coffee",
+    "tea",
+    "garden",
+    "bicycle",
+    "train",
+    "meeting",
+    "project",
+    "invoice",
+    "holiday",
+    "recipe",
+    "doctor",
+    "school",
+    "birthday",
+    "laptop",
+    "python",
+    "server",
+    "backup",
+    "music",
+    "guitar",
+    "novel",
+    "museum",
+    "river",
+    "mountain",
+    "friend",
+    "budget",
+    "insurance",
+    "passport",
+    "flight",
+    "hotel",
+    "dentist",
+    "library",
+    "concert",
+    "football",
+    "marathon",
+]
+# Real notes share a few common words and many rare ones: 3,000 made-up words, Zipf-like.
+SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa"]
+RARE = [a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES][:3000]
+WORDS = COMMON + RARE
+WEIGHTS = [1.0 / (rank + 1) for rank in range(len(WORDS))]
+
+
+def words(rng: random.Random, count: int) -> list[str]:
+    return rng.choices(WORDS, weights=WEIGHTS, k=count)
+
+
+def write_notes(folder: Path, count: int, rng: random.Random) -> None:
+    """Note files as a person's editor would leave them (the service is not involved)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for number in range(count):
+        title = f"{' '.join(words(rng, 3)).capitalize()} {number}"
+        body = " ".join(words(rng, rng.randint(20, 120)))
+        text = render(
+            title=title,
+            tags=tuple(dict.fromkeys(rng.sample(COMMON, 2))),
+            created="2026-01-01T00:00:00Z",
+            updated=f"2026-{1 + number % 12:02}-{1 + number % 28:02}T00:00:00Z",
+            source="agent",
+            session="",
+            trust="trusted",
+            body=body,
+        )
+        slug = title.lower().replace(" ", "-")
+        (folder / f"{slug}.md").write_text(text, encoding="utf-8")
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+async def run(count: int) -> None:
+    rng = random.Random(14)
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Home(Path(tmp))
+        home.prepare()
+        config = parse_config(CONFIG, home.config_path, home)
+        folder = home.agent_dir("main") / "memory"
+        write_notes(folder, count, rng)
+        memory = Memory(home, config, lambda: [])
+        started = time.perf_counter()
+        stats = await memory.reindex("main")
+        print(f"first build: {stats.updated} notes in {(time.perf_counter() - started):.2f} s")
+
+        times: list[float] = []
+        for _ in range(200):
+            query = " ".join(words(rng, rng.randint(1, 3)))
+            began = time.perf_counter()
+            await memory.search("main", query, limit=10)
+            times.append((time.perf_counter() - began) * 1000)
+        print(
+            f"memory_search (FTS, {count} notes): p50 {statistics.median(times):.1f} ms, "
+            f"p95 {percentile(times, 0.95):.1f} ms (target p95 <= 20 ms)"
+        )
+        print("memory_search (hybrid): n/a until embeddings")
+        began = time.perf_counter()
+        for _ in range(20):
+            await memory.reindex("main")
+        idle = (time.perf_counter() - began) * 50
+        print(f"of which the idle sync (an lstat of every file): {idle:.1f} ms")
+
+        edits: list[float] = []
+        victims = sorted(folder.glob("*.md"))
+        for round_number in range(20):
+            victim = victims[rng.randrange(len(victims))]
+            victim.write_text(victim.read_text() + f"\nedited {round_number}\n")
+            began = time.perf_counter()
+            await memory.reindex("main")
+            edits.append((time.perf_counter() - began) * 1000)
+        print(
+            f"reindex after one hand edit: p50 {statistics.median(edits):.1f} ms, "
+            f"max {max(edits):.1f} ms (target <= 50 ms)"
+        )
+        began = time.perf_counter()
+        await memory.save(
+            "main", "Benchmark note", "saved by the service", provenance=Provenance(by="agent")
+        )
+        print(f"memory_save: {(time.perf_counter() - began) * 1000:.1f} ms")
+        await memory.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(run(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000))
