@@ -109,6 +109,13 @@ def _write_file(path: Path, text: str) -> Stat:
     return Stat(stat.st_mtime_ns, stat.st_size)
 
 
+def _given_tags(tags: list[str] | None) -> str:
+    """The tags a caller passed, as one text for the secret check."""
+    if tags is None:
+        return ""
+    return str(tags) if isinstance(tags, str) else " ".join(str(t) for t in tags)
+
+
 class Memory:
     """The memory of the home's agents (implements `MemoryAccess`)."""
 
@@ -297,7 +304,8 @@ class Memory:
         clean_tags = self._clean_tags(tags)
         self._refuse_secrets(
             "memory",
-            [("title", clean_title), ("content", body), ("tags", " ".join(clean_tags or ()))],
+            # The tags as given: normalising lowercases them, which would hide a key's shape.
+            [("title", clean_title), ("content", body), ("tags", _given_tags(tags))],
         )
         async with am.lock:
             await self._sync(am)
@@ -408,7 +416,8 @@ class Memory:
         clean_tags = self._clean_tags(tags)
         self._refuse_secrets(
             "memory",
-            [("title", clean_title), ("content", body), ("tags", " ".join(clean_tags or ()))],
+            # The tags as given: normalising lowercases them, which would hide a key's shape.
+            [("title", clean_title), ("content", body), ("tags", _given_tags(tags))],
         )
         async with am.lock:
             await self._sync(am)

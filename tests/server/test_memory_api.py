@@ -269,3 +269,42 @@ async def test_the_memory_api_needs_the_token(served: Served) -> None:
         ) as response:
             assert response.status == 401
     assert (await served.get_json("/api/memory/main"))["total"] == 0
+
+
+def _tokens(secret: str) -> list[str]:
+    """The distinctive parts of a secret sample (what must never reach a file)."""
+    parts = secret.replace("\n", " ").split()
+    return [p for p in parts if len(p) > 8 and any(c.isdigit() for c in p)] or [secret]
+
+
+async def test_no_secret_of_the_corpus_is_stored_through_the_api_or_the_web_chat(
+    served: Served,
+) -> None:
+    from tests.knowledge.secrets_corpus import SECRETS
+
+    status, kept = await request(
+        served, "POST", "/api/memory/main", {"title": "Kept", "content": "Harmless."}
+    )
+    assert status == 201
+    for name, secret in SECRETS.items():
+        for method, path, body in (
+            ("POST", "/api/memory/main", {"title": f"About {name}", "content": secret}),
+            ("POST", "/api/memory/main", {"title": secret[:60], "content": "x"}),
+            ("POST", "/api/memory/main", {"title": "T", "content": "x", "tags": [secret]}),
+            ("PUT", f"/api/memory/main/{kept['slug']}", {"title": "Kept", "content": secret}),
+        ):
+            status, said = await request(served, method, path, body)
+            assert status == 400, (name, method, body, said)
+            assert "\n" not in said["error"]
+            assert not any(token in said["error"] for token in _tokens(secret)), name
+        chat = await served.post_json(
+            "/api/chat", {"conversation": "c", "text": f"/remember {secret}"}, status=202
+        )
+        assert chat["message"].startswith("/remember: "), (name, chat)
+    agents = served.runtime.home.root / "agents"
+    stored = b"".join(p.read_bytes() for p in agents.rglob("*") if p.is_file())
+    for name, secret in SECRETS.items():
+        assert not any(token.encode() in stored for token in _tokens(secret)), name
+    assert (await served.get_json(f"/api/memory/main/{kept['slug']}"))["body"].strip() == (
+        "Harmless."
+    )
