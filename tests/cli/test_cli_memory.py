@@ -113,3 +113,15 @@ def test_bad_input_is_one_line_and_an_exit_code(memory_home, capsys, monkeypatch
     assert main(["memory"]) == 2
     assert "give an action" in capsys.readouterr().err
     assert out_json(capsys, "list") == {"memories": [], "total": 0}  # nothing was saved
+
+
+def test_no_secret_of_the_corpus_is_added_from_the_shell(memory_home, capsys) -> None:
+    from tests.knowledge.secrets_corpus import SECRETS
+
+    for name, secret in SECRETS.items():
+        assert main(["memory", "add", f"About {name}", secret]) == 1, name
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (name, err)
+        assert main(["memory", "add", "Tagged", "x", "--tags", secret.replace(",", " ")]) == 1
+        capsys.readouterr()
+    assert out_json(capsys, "list") == {"memories": [], "total": 0}
