@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from habakkuk.knowledge.memory_types import MemoryAccess, NoteSummary
 
 ACTIONS = ("list", "search", "show", "add", "forget", "trust", "history", "restore", "reindex")
-KINDS = ("note", "profile", "identity", "skill")
+KINDS = ("note", "profile", "identity", "skill")  # argparse's choices (memory_views.CHANGE_KINDS)
 
 
 def _count(text: str) -> int:
@@ -229,7 +229,11 @@ async def _history(memory: MemoryAccess, agent: str, args: argparse.Namespace) -
             print(detail.diff or "(no difference)")
         return EXIT_OK
     changes = await memory.history(
-        agent, name=args.file, kind=args.kind, since=args.since, limit=args.limit
+        agent,
+        name=args.file,
+        kind=views.change_kind(args.kind),
+        since=args.since,
+        limit=args.limit,
     )
     if args.json:
         _out(views.history_json(changes, await views.pins(memory, agent)))

@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast, get_args
 
 from habakkuk.engine.errors import HabakkukError, NotFound
 
 from .memory_types import (
     Change,
     ChangeDetail,
+    ChangeKind,
     MemoryAccess,
     MemoryHit,
     Note,
@@ -29,6 +30,7 @@ from .memory_types import (
 # Notes carrying one of these tags are never archived by the nightly pass (spec 000):
 # the history lists them as its "pins".
 PIN_TAGS = ("pinned", "keep")
+CHANGE_KINDS: tuple[str, ...] = get_args(ChangeKind)  # note, profile, identity, skill
 TITLE_WORDS = 8
 TITLE_CHARS = 60
 _MAX_TAGS = 32
@@ -143,6 +145,15 @@ def title_from_text(text: str) -> str:
     # One very long first word: cut it rather than give the note no title.
     title = title or words[0][:TITLE_CHARS]
     return re.sub(r"[\s.,;:!?-]+$", "", title) or title
+
+
+def change_kind(text: str | None) -> ChangeKind | None:
+    """A history filter's kind (None: every kind); HabakkukError for an unknown one."""
+    if not text:
+        return None
+    if text not in CHANGE_KINDS:
+        raise HabakkukError(f"kind {text[:40]!r}: use one of {', '.join(CHANGE_KINDS)}")
+    return cast(ChangeKind, text)
 
 
 async def pins(memory: MemoryAccess, agent: str) -> list[dict[str, str]]:

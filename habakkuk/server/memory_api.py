@@ -23,7 +23,6 @@ from .inputs import query_int, read_json
 
 BODY_LIMIT = 1024 * 1024  # a note is a page of Markdown, not a file upload
 QUERY_CHARS = 1000
-KINDS = ("note", "profile", "identity", "skill")
 USER = Provenance(by="user", tool="api")
 
 
@@ -128,15 +127,13 @@ async def history_list(request: web.Request) -> web.Response:
     """GET /api/memory-history/{agent}?file=&kind=&since=&limit=: changes and pins."""
     memory, agent = _memory(request)
     name = _query_text(request, "file") or None
-    kind = _query_text(request, "kind") or None
-    if kind is not None and kind not in KINDS:
-        raise ApiError(400, f"kind must be one of {', '.join(KINDS)}")
+    kind = views.change_kind(_query_text(request, "kind"))  # unknown: HabakkukError, 400
     since = _query_text(request, "since") or None
     limit = query_int(request, "limit", 50, 1, 1000)
     changes = await memory.history(
         agent,
         name=name,
-        kind=kind,  # type: ignore[arg-type]  # checked against KINDS above
+        kind=kind,
         since=since,
         limit=limit,
     )

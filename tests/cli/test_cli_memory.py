@@ -125,3 +125,10 @@ def test_no_secret_of_the_corpus_is_added_from_the_shell(memory_home, capsys) ->
         assert main(["memory", "add", "Tagged", "x", "--tags", secret.replace(",", " ")]) == 1
         capsys.readouterr()
     assert out_json(capsys, "list") == {"memories": [], "total": 0}
+
+
+def test_the_cli_offers_the_kinds_the_history_knows() -> None:
+    from habakkuk import memory_cli
+    from habakkuk.knowledge.memory_views import CHANGE_KINDS
+
+    assert memory_cli.KINDS == CHANGE_KINDS
