@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import secrets
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +50,8 @@ def check_slug(slug: str) -> str:
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so a reader sees the old file or the new one, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # Unique per call: two writers of one file never share a temporary.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

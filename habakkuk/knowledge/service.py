@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError, NotFound
@@ -29,6 +30,7 @@ from .memory_types import (
     Change,
     ChangeDetail,
     ChangeKind,
+    MemoryAccess,
     MemoryHit,
     MemorySnapshot,
     Note,
@@ -70,6 +72,9 @@ class _AgentMemory:
     index: Index
     history: History
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # (mtime_ns, size) of USER.md and IDENTITY.md when last compared with the history
+    # ((0, -1) when missing), so an idle sync does not read them again.
+    seen: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def file(self, relative: str) -> Path:
         """A path of the history (USER.md, memory/x.md) inside the agent's folder."""
@@ -101,6 +106,17 @@ def _read_text(path: Path) -> tuple[str, Stat] | None:
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
     return text, Stat(stat.st_mtime_ns, stat.st_size)
+
+
+def _stat_of(path: Path) -> tuple[int, int] | None:
+    """(mtime_ns, size) of a file, (0, -1) when it is missing, None when unreadable."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return (0, -1)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
 
 
 def _write_file(path: Path, text: str) -> Stat:
@@ -229,7 +245,13 @@ class Memory:
         result = await am.index.sync(full=full)
         await self._record_seen(am, result)
         for name, kind in ((PROFILE_FILE, "profile"), (IDENTITY_FILE, "identity")):
+            # Unmoved since this process last looked: nothing to compare (saves two hops).
+            moved = await asyncio.to_thread(_stat_of, am.folder / name)
+            if moved is not None and am.seen.get(name) == moved:
+                continue
             found = await asyncio.to_thread(_read_text, am.folder / name)
+            if moved is not None:
+                am.seen[name] = moved
             await am.history.notice_file(
                 kind=kind,  # type: ignore[arg-type]
                 name=name,
@@ -769,3 +791,10 @@ class Memory:
                     )
         await am.history.close_proposal(proposal.id, "applied")
         return proposal
+
+
+if TYPE_CHECKING:
+
+    def _implements_memory_access(memory: Memory) -> MemoryAccess:
+        """mypy checks here that `Memory` satisfies the Protocol every surface uses."""
+        return memory

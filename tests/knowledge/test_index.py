@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 from collections.abc import Callable
@@ -193,3 +194,16 @@ async def test_reading_a_note_records_when(memory: Memory) -> None:
     await memory.read("main", "read-me")
     row = await db.fetchone("SELECT read_at FROM notes WHERE slug = 'read-me'")
     assert row is not None and row["read_at"]
+
+
+async def test_concurrent_saves_and_searches_never_look_like_hand_edits(memory: Memory) -> None:
+    await memory.save("main", "Seed", "first", provenance=AGENT)
+    jobs = []
+    for number in range(15):
+        jobs.append(memory.save("main", f"Parallel {number}", f"body {number}", provenance=AGENT))
+        jobs.append(memory.search("main", "body"))
+        jobs.append(memory.save("main", "Seed", f"version {number}", provenance=AGENT))
+    await asyncio.gather(*jobs)
+    changes = await memory.history("main", limit=200)
+    assert [c for c in changes if c.by == "hand"] == []
+    assert len(changes) == 31
