@@ -94,7 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     rollback.add_argument("id", help="checkpoint id (a unique prefix is enough)")
     rollback.add_argument("path", nargs="?", help="restore only this path of the workspace")
+    from habakkuk.memory_cli import add_parser as add_memory_parser  # stdlib-only module
     from habakkuk.protocols.mcp.cli import add_parser as add_mcp_parser  # stdlib-only module
+
+    add_memory_parser(sub)
 
     add_mcp_parser(sub)
     return parser
@@ -189,6 +192,10 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
     # Commands whose function in habakkuk.commands has the command's own name.
     if args.command in SIMPLE_COMMANDS:
         return getattr(commands, args.command)  # type: ignore[no-any-return]
+    if args.command == "memory":
+        from habakkuk import memory_cli
+
+        return memory_cli.main
     if args.command == "mcp":
         if getattr(args, "mcp_command", None) == "serve":
             return commands.mcp_serve

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.jobs import Job
     from habakkuk.engine.llm.usage import UsageTotal
     from habakkuk.engine.sessions import Session, StoredMessage
+    from habakkuk.knowledge.memory_types import MemoryAccess
 
 Surface = Literal["terminal", "chat", "web", "run"]
 ANY: frozenset[Surface] = frozenset({"terminal", "chat", "web", "run"})
@@ -70,6 +71,11 @@ class Services(Protocol):
     async def export_session(self, session_id: str, fmt: str) -> str: ...
 
     async def save_export(self, session_id: str, fmt: str, path: str | None = None) -> str: ...
+
+    @property
+    def memory(self) -> MemoryAccess:
+        """The agents' memory (/remember, /forget)."""
+        ...
 
 
 class Conversation(Protocol):
@@ -476,6 +482,53 @@ async def _agent(conv: Conversation, rest: str) -> Reply:
     if name == "default":
         return Reply(f"Back to the default routing: **{agent}** (new session).")
     return Reply(f"This conversation now talks to **{agent}** (new session).")
+
+
+@command("remember", "save these words as a new note", args="TEXT", category="Memory")
+async def _remember(conv: Conversation, rest: str) -> Reply:
+    from habakkuk.knowledge.memory_types import Provenance
+    from habakkuk.knowledge.memory_views import title_from_text
+
+    if not rest:
+        return Reply("/remember TEXT saves TEXT as a new note.", error=True)
+    agent = await conv.agent()
+    session = await conv.session()
+    provenance = Provenance(by="user", session=session.id if session else "", tool="/remember")
+    saved = await conv.services.memory.save(
+        agent,
+        title_from_text(rest),
+        rest,
+        tags=["remembered"],
+        provenance=provenance,
+        replace=False,  # /remember never overwrites a note that has the same title
+    )
+    return Reply(f"Remembered as **{saved.note.title}** (`{saved.note.slug}`).")
+
+
+@command("forget", "forget a note: its slug, its title or words from it", args="QUERY",
+         category="Memory")  # fmt: skip
+async def _forget(conv: Conversation, rest: str) -> Reply:
+    from habakkuk.knowledge.memory_types import NoteSummary, Provenance
+    from habakkuk.knowledge.memory_views import note_to_forget
+
+    if not rest:
+        return Reply("/forget QUERY forgets the note QUERY names (slug or title).", error=True)
+    agent = await conv.agent()
+    memory = conv.services.memory
+    found = await note_to_forget(memory, agent, rest)
+    if isinstance(found, NoteSummary):
+        session = await conv.session()
+        provenance = Provenance(by="user", session=session.id if session else "", tool="/forget")
+        gone = await memory.forget(agent, found.slug, provenance=provenance)
+        return Reply(f"Forgot **{gone.title}** (`{gone.slug}`); it is in memory/.trash/.")
+    if not found:
+        return Reply(f"No note matches {rest!r}.", error=True)
+    example = found[0].note.slug
+    lines = [f"{len(found)} notes match {rest!r}; repeat with a slug, e.g. /forget {example}:"]
+    for n, hit in enumerate(found, 1):
+        mark = " (untrusted)" if hit.note.untrusted else ""
+        lines.append(f"{n}. **{hit.note.title}**{mark} — `{hit.note.slug}`")
+    return Reply("\n".join(lines))
 
 
 def _typed(stored: StoredMessage) -> str | None:

@@ -125,6 +125,13 @@ def _write_file(path: Path, text: str) -> Stat:
     return Stat(stat.st_mtime_ns, stat.st_size)
 
 
+def _given_tags(tags: list[str] | None) -> str:
+    """The tags a caller passed, as one text for the secret check."""
+    if tags is None:
+        return ""
+    return str(tags) if isinstance(tags, str) else " ".join(str(t) for t in tags)
+
+
 class Memory:
     """The memory of the home's agents (implements `MemoryAccess`)."""
 
@@ -333,7 +340,8 @@ class Memory:
         clean_tags = self._clean_tags(tags)
         self._refuse_secrets(
             "memory",
-            [("title", clean_title), ("content", body), ("tags", " ".join(clean_tags or ()))],
+            # The tags as given: normalising lowercases them, which would hide a key's shape.
+            [("title", clean_title), ("content", body), ("tags", _given_tags(tags))],
         )
         async with am.lock:
             slug = slugify(clean_title)
@@ -444,7 +452,8 @@ class Memory:
         clean_tags = self._clean_tags(tags)
         self._refuse_secrets(
             "memory",
-            [("title", clean_title), ("content", body), ("tags", " ".join(clean_tags or ()))],
+            # The tags as given: normalising lowercases them, which would hide a key's shape.
+            [("title", clean_title), ("content", body), ("tags", _given_tags(tags))],
         )
         async with am.lock:
             new_slug = slugify(clean_title)

@@ -274,7 +274,7 @@ class HttpServer:
 
     def build_app(self) -> web.Application:
         """The aiohttp application with every route."""
-        from . import api, chat, dashboard, health, metrics, openai_compat, webhooks
+        from . import api, chat, dashboard, health, memory_api, metrics, openai_compat, webhooks
 
         app = web.Application(
             middlewares=[conventions_middleware], client_max_size=UPLOAD_LIMIT + 1024
@@ -283,6 +283,7 @@ class HttpServer:
         health.setup(app)
         metrics.setup(app)
         api.setup(app)
+        memory_api.setup(app)
         chat.setup(app)
         openai_compat.setup(app)
         webhooks.setup(app)

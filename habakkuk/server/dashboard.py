@@ -17,6 +17,7 @@ STATIC = Path(__file__).parent / "static"
 TYPES = {
     "index.html": "text/html",
     "app.js": "text/javascript",
+    "memory.js": "text/javascript",
     "app.css": "text/css",
     "manifest.webmanifest": "application/manifest+json",
     "sw.js": "text/javascript",

@@ -72,16 +72,18 @@ def normalized(text: str) -> str:
     return "\n".join(lines)
 
 
-async def terminal_answers(tmp_path: Path) -> list[str]:
+async def terminal_answers(
+    tmp_path: Path, commands: list[str] = CONVERSATION, config: str = ""
+) -> list[str]:
     home = Home(tmp_path / "terminal")
     home.prepare()
-    home.config_path.write_text(mock_config(SCRIPT), encoding="utf-8")
+    home.config_path.write_text(config or mock_config(SCRIPT), encoding="utf-8")
     app = make_app(home)
     answers = []
     async with running(app, size=(100, 40)) as ui:
         await ui.send("hello")
         await ui.turn_finished()
-        for command in CONVERSATION:
+        for command in commands:
             # A note the screen did not show before (/fork reloads the view, so no count).
             before = set(app.screen.query(Notice))
             await ui.send(command)
@@ -94,11 +96,11 @@ async def terminal_answers(tmp_path: Path) -> list[str]:
     return answers
 
 
-async def telegram_answers(tg: FakeTelegram) -> list[str]:
+async def telegram_answers(tg: FakeTelegram, commands: list[str] = CONVERSATION) -> list[str]:
     tg.message("hello")
     await tg.wait_for(lambda: len(tg.texts()) == 1)
     answers = []
-    for command in CONVERSATION:
+    for command in commands:
         count = len(tg.texts())
         tg.message(command)
         await tg.wait_for(lambda count=count: len(tg.texts()) > count)  # type: ignore[misc]
@@ -106,13 +108,17 @@ async def telegram_answers(tg: FakeTelegram) -> list[str]:
     return answers
 
 
-async def web_answers(served: Served) -> list[str]:
-    first = await served.post_json("/api/chat", {"conversation": "web-1", "text": "hello"})
+async def web_answers(
+    served: Served, commands: list[str] = CONVERSATION, conversation: str = "web-1"
+) -> list[str]:
+    first = await served.post_json("/api/chat", {"conversation": conversation, "text": "hello"})
     await served.runtime.wait_turn(first["turn"])
     store = served.server.web_store()
     answers = []
-    for command in CONVERSATION:
-        sent = await served.post_json("/api/chat", {"conversation": "web-1", "text": command})
+    for command in commands:
+        sent = await served.post_json(
+            "/api/chat", {"conversation": conversation, "text": command}
+        )
         if sent["message"] or not sent["turn"]:
             answers.append(sent["message"])
             continue

@@ -31,6 +31,8 @@ HOOKS = """http:
 POST_PATHS = [
     "/api/chat",
     "/api/approvals/apr_x",
+    "/api/memory/main",
+    "/api/memory-history/main/abcd/restore",
     "/v1/chat/completions",
     "/v1/responses",
     "/hooks/plain",
@@ -45,6 +47,9 @@ GET_PATHS = [
     "/api/config",
     "/api/usage",
     "/api/chat/conversations",
+    "/api/memory/main",
+    "/api/memory-history/main",
+    "/api/memory-proposals/main",
     "/v1/models",
     "/app/",
     "/metrics",
@@ -52,6 +57,8 @@ GET_PATHS = [
 VALID: dict[str, dict[str, Any]] = {
     "/api/chat": {"conversation": "fuzz", "text": "hello", "id": "m1"},
     "/api/approvals/apr_x": {"approve": True},
+    "/api/memory/main": {"title": "Fuzz", "content": "x", "tags": ["f"]},
+    "/api/memory-history/main/abcd/restore": {"version": "after"},
     "/v1/chat/completions": {
         "model": "habakkuk/main",
         "messages": [{"role": "user", "content": "hi"}],

@@ -136,6 +136,7 @@ function show(view) {
   if (view === "overview") loadOverview();
   if (view === "chat") openChat();
   if (view === "sessions") loadSessions();
+  if (view === "memory") loadMemory(); // memory.js
   if (view === "approvals") loadApprovals();
 }
 
