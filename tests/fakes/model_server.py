@@ -462,7 +462,7 @@ class FakeModelServer:
         self._queues: dict[str, deque[ScriptItem]] = {name: deque() for name in API_NAMES}
         # Embeddings answer without a script (see fake_embedding); failures are queued
         # apart, so a background embedding never takes a chat test's scripted reply.
-        self.embedding_dims = 64
+        self.embedding_dims = 256  # wide enough that unrelated words rarely collide
         self._embedding_fails: deque[Fail] = deque()
         self._meanings: dict[str, str] = {}
         self._runner: web.AppRunner | None = None

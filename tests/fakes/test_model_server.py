@@ -759,7 +759,7 @@ async def test_embeddings_answer_base64_by_default_as_the_sdk_asks(
     assert result.model == "embed-fake"
     assert result.usage.total_tokens == result.usage.prompt_tokens > 0
     vectors = [item.embedding for item in result.data]
-    assert all(len(v) == 64 for v in vectors)
+    assert all(len(v) == 256 for v in vectors)
     assert abs(_cosine(vectors[0], vectors[0]) - 1.0) < 1e-5
     # Texts that share words are closer than texts that share none.
     assert _cosine(vectors[0], vectors[1]) > _cosine(vectors[0], vectors[2])

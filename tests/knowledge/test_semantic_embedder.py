@@ -51,7 +51,7 @@ async def test_embed_returns_the_servers_unit_vectors_in_order(
     vectors = await emb.embed(["coffee with oat milk", "train times"])
     assert vectors is not None
     for text, vector in zip(["coffee with oat milk", "train times"], vectors, strict=True):
-        expected = np.asarray(fake_embedding(text, "embed-fake", 64), dtype=np.float32)
+        expected = np.asarray(fake_embedding(text, "embed-fake", 256), dtype=np.float32)
         assert vector.dtype == np.float32
         assert np.allclose(vector, expected, atol=1e-6)
     assert server.embedding_requests[0].api_key == KEY
