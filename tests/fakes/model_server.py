@@ -2,7 +2,8 @@
 
 It serves OpenAI Chat Completions (``POST /v1/chat/completions``), the OpenAI
 Responses API (``POST /v1/responses``) and Anthropic Messages
-(``POST /v1/messages``), streamed and not, over aiohttp on 127.0.0.1. Each
+(``POST /v1/messages``), streamed and not, over aiohttp on 127.0.0.1, and
+OpenAI embeddings (``POST /v1/embeddings``, float or base64). Each
 test queues the replies it wants with :meth:`FakeModelServer.script`; the real
 ``openai`` and ``anthropic`` SDKs (and our adapters on top of them) parse what
 it sends exactly as they parse the real services.
@@ -33,6 +34,8 @@ import hashlib
 import itertools
 import json
 import math
+import re
+import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -50,6 +53,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "ToolCall",
+    "fake_embedding",
     "fake_encrypted_content",
     "fake_signature",
 ]
@@ -183,6 +187,46 @@ def fake_signature(thinking: str) -> str:
     """The signature the server puts on an Anthropic thinking block for ``thinking``."""
     digest = hashlib.sha256(b"fake-anthropic-thinking\0" + thinking.encode()).digest()
     return base64.b64encode(b"fakesig" + digest).decode()
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+# Words too common to carry meaning: without this, every English sentence would be
+# "close" to every other through "the" and "and".
+_STOPWORDS = frozenset(
+    {
+        *("a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from"),
+        *("has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "of", "on", "or"),
+        *("that", "the", "this", "to", "was", "we", "what", "when", "where", "which", "who"),
+        *("why", "will", "with", "you", "your"),
+    }
+)
+
+
+def fake_embedding(
+    text: str, model: str, dims: int, meanings: dict[str, str] | None = None
+) -> list[float]:
+    """The unit vector the server answers for ``text``: a signed bag of words.
+
+    Each word (lower-cased, stop words dropped) adds +1 or -1 to one of ``dims``
+    dimensions, both picked by a hash of the model and the word, so texts sharing
+    words are close, unrelated texts are near-orthogonal and each model has its own
+    space. ``meanings`` maps a word to another it stands for (see
+    :meth:`FakeModelServer.same_meaning`): such words land on the same dimension.
+    """
+    vector = [0.0] * dims
+    for word in _WORD.findall(text.lower()):
+        if word in _STOPWORDS:
+            continue
+        concept = (meanings or {}).get(word, word)
+        digest = hashlib.sha256(f"{model}\0{concept}".encode()).digest()
+        index = int.from_bytes(digest[:4], "little") % dims
+        vector[index] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in vector))
+    if norm == 0.0:
+        # A text of stop words only still gets a valid unit vector.
+        vector[0] = 1.0
+        return vector
+    return [x / norm for x in vector]
 
 
 def fake_encrypted_content(thinking: str) -> str:
@@ -416,6 +460,11 @@ class FakeModelServer:
         self.valid_keys: set[str] | None = None
         self._shared: deque[ScriptItem] = deque()
         self._queues: dict[str, deque[ScriptItem]] = {name: deque() for name in API_NAMES}
+        # Embeddings answer without a script (see fake_embedding); failures are queued
+        # apart, so a background embedding never takes a chat test's scripted reply.
+        self.embedding_dims = 256  # wide enough that unrelated words rarely collide
+        self._embedding_fails: deque[Fail] = deque()
+        self._meanings: dict[str, str] = {}
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._ids = itertools.count(1)
@@ -430,6 +479,7 @@ class FakeModelServer:
         app.router.add_post("/v1/chat/completions", self._handle_chat)
         app.router.add_post("/v1/responses", self._handle_responses)
         app.router.add_post("/v1/messages", self._handle_anthropic)
+        app.router.add_post("/v1/embeddings", self._handle_embeddings)
         app.router.add_get("/v1/models", self._handle_models)
         # A short shutdown grace: a test that abandons a stream must not hold
         # close() for aiohttp's default minute.
@@ -492,6 +542,27 @@ class FakeModelServer:
                 f"FakeModelServer.pending: unknown api {api!r}; use None or one of {API_NAMES}"
             )
         return len(self._queues[api])
+
+    def fail_embeddings(self, *fails: Fail) -> None:
+        """Queue failures for the next ``POST /v1/embeddings`` requests, one each."""
+        for fail in fails:
+            if not isinstance(fail, Fail):
+                raise TypeError(f"FakeModelServer.fail_embeddings: expected Fail, got {fail!r}")
+        self._embedding_fails.extend(fails)
+
+    def same_meaning(self, *words: str) -> None:
+        """Make ``words`` embed alike (each stands for the first), as synonyms do in a
+        real model, so a test can find a note by meaning without a shared word."""
+        if len(words) < 2:
+            raise ValueError("FakeModelServer.same_meaning: give at least two words")
+        head = words[0].lower()
+        for word in words[1:]:
+            self._meanings[word.lower()] = head
+
+    @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        """The ``POST /v1/embeddings`` requests received, oldest first."""
+        return [r for r in self.requests if r.api == "embeddings"]
 
     def _next_item(self, api: str) -> ScriptItem | None:
         own = self._queues[api]
@@ -708,6 +779,50 @@ class FakeModelServer:
         events = _anthropic_events(reply, model, message_id, tool_ids)
         return await self._write_stream(request, events, headers, drop_after)
 
+    # -- OpenAI embeddings --
+
+    async def _handle_embeddings(self, request: web.Request) -> web.StreamResponse:
+        recorded = await self._record(request, "embeddings")
+        headers = self._openai_headers()
+        body = recorded.json
+        problem = _openai_request_problem(body, ("model", "input"))
+        if problem is None:
+            problem = _embedding_input_problem(body)
+        if problem:
+            return web.json_response(_openai_invalid(problem), status=400, headers=headers)
+        if self._embedding_fails:
+            fail = self._embedding_fails.popleft()
+            return web.json_response(
+                _openai_error(fail, "embeddings", recorded.api_key),
+                status=fail.status,
+                headers=self._fail_headers(fail, headers),
+            )
+        texts = [body["input"]] if isinstance(body["input"], str) else list(body["input"])
+        model = str(body["model"])
+        dims = body.get("dimensions")
+        dims = dims if isinstance(dims, int) and dims > 0 else self.embedding_dims
+        encoding = body.get("encoding_format", "float")
+        data: list[dict[str, Any]] = []
+        tokens = 0
+        for index, text in enumerate(texts):
+            vector = fake_embedding(text, model, dims, self._meanings)
+            tokens += max(1, len(text.split()))
+            embedding: Any = vector
+            if encoding == "base64":
+                # What the real API sends: the little-endian float32 bytes, base64.
+                packed = struct.pack(f"<{len(vector)}f", *vector)
+                embedding = base64.b64encode(packed).decode()
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": model,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+            headers=headers,
+        )
+
     # -- model list --
 
     async def _handle_models(self, request: web.Request) -> web.StreamResponse:
@@ -777,6 +892,29 @@ def _openai_request_problem(body: Any, required: tuple[str, ...]) -> str | None:
     for name in required:
         if name not in body:
             return f"Missing required parameter: '{name}'."
+    return None
+
+
+_BAD_INPUT = (
+    "'$.input' is invalid. Please check the API reference: "
+    "https://platform.openai.com/docs/api-reference."
+)
+
+
+def _embedding_input_problem(body: dict[str, Any]) -> str | None:
+    """The real API's complaint about ``input`` and ``encoding_format``, or None."""
+    value = body["input"]
+    texts = [value] if isinstance(value, str) else value
+    if not isinstance(texts, list) or not texts:
+        return _BAD_INPUT
+    for text in texts:
+        if not isinstance(text, str) or not text:
+            return _BAD_INPUT
+    if len(texts) > 2048:
+        return "'$.input' is too long: at most 2048 inputs per request."
+    encoding = body.get("encoding_format", "float")
+    if encoding not in {"float", "base64"}:
+        return f"Invalid value: '{encoding}'. Supported values are: 'float' and 'base64'."
     return None
 
 

@@ -739,3 +739,74 @@ def test_api_key_is_read_from_x_api_key_or_bearer() -> None:
     assert recorded({"authorization": "Bearer tok"}).api_key == "tok"
     assert recorded({"authorization": "Basic abc"}).api_key is None
     assert recorded({}).api_key is None
+
+
+# -- embeddings ---------------------------------------------------------------------------
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+async def test_embeddings_answer_base64_by_default_as_the_sdk_asks(
+    server: FakeModelServer,
+) -> None:
+    result = await openai_client(server).embeddings.create(
+        model="embed-fake", input=["coffee with oat milk", "coffee with sugar", "train times"]
+    )
+    assert server.embedding_requests[0].json["encoding_format"] == "base64"
+    assert [item.index for item in result.data] == [0, 1, 2]
+    assert result.model == "embed-fake"
+    assert result.usage.total_tokens == result.usage.prompt_tokens > 0
+    vectors = [item.embedding for item in result.data]
+    assert all(len(v) == 256 for v in vectors)
+    assert abs(_cosine(vectors[0], vectors[0]) - 1.0) < 1e-5
+    # Texts that share words are closer than texts that share none.
+    assert _cosine(vectors[0], vectors[1]) > _cosine(vectors[0], vectors[2])
+
+
+async def test_embeddings_float_format_and_dimensions(server: FakeModelServer) -> None:
+    result = await openai_client(server).embeddings.create(
+        model="embed-fake", input="one text", encoding_format="float", dimensions=16
+    )
+    assert isinstance(result.data[0].embedding, list)
+    assert len(result.data[0].embedding) == 16
+
+
+async def test_embeddings_same_meaning_words_embed_alike(server: FakeModelServer) -> None:
+    server.same_meaning("car", "automobile")
+    result = await openai_client(server).embeddings.create(
+        model="embed-fake", input=["car", "automobile", "banana"]
+    )
+    car, automobile, banana = (item.embedding for item in result.data)
+    assert _cosine(car, automobile) > 0.99
+    assert abs(_cosine(car, banana)) < 0.99
+
+
+async def test_embeddings_models_have_their_own_spaces(server: FakeModelServer) -> None:
+    client = openai_client(server)
+    one = await client.embeddings.create(model="embed-a", input="coffee preference")
+    two = await client.embeddings.create(model="embed-b", input="coffee preference")
+    assert one.data[0].embedding != two.data[0].embedding
+
+
+async def test_embeddings_scripted_failures_raise_the_sdks_errors_then_recover(
+    server: FakeModelServer,
+) -> None:
+    server.fail_embeddings(Fail(500), Fail(429, retry_after=2))
+    # A chat reply queued meanwhile is not taken by an embedding request.
+    server.script(Reply(text="hi"))
+    client = openai_client(server)
+    with pytest.raises(openai.InternalServerError):
+        await client.embeddings.create(model="embed-fake", input="x")
+    with pytest.raises(openai.RateLimitError):
+        await client.embeddings.create(model="embed-fake", input="x")
+    result = await client.embeddings.create(model="embed-fake", input="x")
+    assert len(result.data) == 1
+    assert len(server.embedding_requests) == 3
+    assert server.pending() == 1
+
+
+async def test_embeddings_reject_an_empty_input_with_a_400(server: FakeModelServer) -> None:
+    with pytest.raises(openai.BadRequestError, match="input"):
+        await openai_client(server).embeddings.create(model="embed-fake", input=[""])
