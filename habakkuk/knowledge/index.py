@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 from habakkuk.engine.store import Database, Migration, transaction
 
+from .folder_watch import FolderWatch
 from .frontmatter import Parsed, parse
 from .memory_types import NoteSummary, ReindexStats
-from .notes import FileStat, NoteFiles
+from .notes import FileStat, NoteFiles, valid_slug
 
 EMBED_BYTES = 8_000
 MAX_QUERY_WORDS = 64
@@ -142,9 +143,13 @@ def summary(row: sqlite3.Row) -> NoteSummary:
 class Index:
     """The index of one agent's notes (its Database runs every call on one thread)."""
 
-    def __init__(self, db: Database, files: NoteFiles):
+    def __init__(self, db: Database, files: NoteFiles, watch: FolderWatch | None = None):
         self.db = db
         self.files = files
+        # Names the kernel saw change since the last sync (None from it: scan them all).
+        # The first sync always scans: it is the baseline the watch's events start from.
+        self.watch = watch
+        self._scanned = False
 
     # -- keeping up with the files -------------------------------------------------------
 
@@ -161,6 +166,12 @@ class Index:
         built = conn.execute("SELECT 1 FROM meta WHERE key = 'built'").fetchone() is not None
         if not built or full:
             only = ()
+        elif not only:
+            watched = self._watched_changes()
+            if watched == ():
+                elapsed = time.perf_counter() - started
+                return SyncResult(ReindexStats(0, 0, 0, elapsed), [], False)
+            only = watched or ()
         # Plain tuples, not sqlite3.Row: this runs before every search, over every note.
         cursor = conn.cursor()
         cursor.row_factory = None
@@ -207,6 +218,17 @@ class Index:
         elapsed = time.perf_counter() - started
         stats = ReindexStats(len(files), len(loaded), len(gone), elapsed)
         return SyncResult(stats, seen, not built)
+
+    def _watched_changes(self) -> tuple[str, ...] | None:
+        """The slugs to look at: () when the watch saw nothing, None for a full scan."""
+        if self.watch is None:
+            return None
+        names = self.watch.changed()
+        if names is None or not self._scanned:
+            self._scanned = True
+            return None
+        slugs = (n[:-3] for n in names if n.endswith(".md") and not n.startswith("."))
+        return tuple(sorted(slug for slug in slugs if valid_slug(slug)))
 
     def _upsert(self, conn: sqlite3.Connection, stat: FileStat, text: str) -> str:
         parsed: Parsed = parse(text, stat.slug, stat.mtime_ns / 1e9)
@@ -309,22 +331,40 @@ class Index:
 
         def _search(conn: sqlite3.Connection) -> list[tuple[NoteSummary, str, float]]:
             if match:
-                rows = conn.execute(
-                    "SELECT n.*, bm25(notes_fts, 10.0, 5.0, 1.0) AS rank,"
-                    " snippet(notes_fts, 2, '[', ']', '…', 16) AS body_snip,"
-                    " snippet(notes_fts, -1, '[', ']', '…', 16) AS snip"
-                    " FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
-                    f" WHERE notes_fts MATCH ?{tag_sql} ORDER BY rank, n.slug LIMIT ?",
+                # Rank first, snippets after: snippet() over every matching row of 10,000
+                # notes is most of the cost, and only `limit` of them are shown.
+                ranked = conn.execute(
+                    "SELECT notes_fts.rowid, bm25(notes_fts, 10.0, 5.0, 1.0) AS score"
+                    " FROM notes_fts"
+                    f" WHERE notes_fts MATCH ?{tag_sql.replace('n.id', 'notes_fts.rowid')}"
+                    " ORDER BY score LIMIT ?",
                     (match, *tag_args, limit),
                 ).fetchall()
+                if not ranked:
+                    return []
+                ids = [int(r[0]) for r in ranked]
+                marks = ", ".join("?" for _ in ids)
+                by_id = {
+                    int(r["id"]): r
+                    for r in conn.execute(
+                        "SELECT n.*, snippet(notes_fts, 2, '[', ']', '…', 16) AS body_snip,"
+                        " snippet(notes_fts, -1, '[', ']', '…', 16) AS snip"
+                        " FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
+                        f" WHERE notes_fts MATCH ? AND notes_fts.rowid IN ({marks})",
+                        (match, *ids),
+                    )
+                }
+                found = [(by_id[i], -float(r[1])) for i, r in zip(ids, ranked, strict=True)]
+                # Equal scores in slug order, so a listing is stable between calls.
+                found.sort(key=lambda item: (-item[1], item[0]["slug"]))
                 # The body's own snippet when the body matched: it says more than the title.
                 return [
                     (
                         summary(r),
                         r["body_snip"] if "[" in r["body_snip"] else r["snip"],
-                        -float(r["rank"]),
+                        score,
                     )
-                    for r in rows
+                    for r, score in found
                 ]
             rows = conn.execute(
                 "SELECT n.*, substr(f.body, 1, 160) AS snip FROM notes n"

@@ -37,9 +37,14 @@ def slugify(title: str) -> str:
     return slug or "note"
 
 
+def valid_slug(slug: str) -> bool:
+    """Whether `slug` names a note file (what a scan lists and a caller may give)."""
+    return len(slug) <= 200 and _SLUG.fullmatch(slug) is not None and ".." not in slug
+
+
 def check_slug(slug: str) -> str:
     """`slug` when it names a note inside the folder; HabakkukError naming it otherwise."""
-    if not isinstance(slug, str) or len(slug) > 200 or not _SLUG.fullmatch(slug) or ".." in slug:
+    if not isinstance(slug, str) or not valid_slug(slug):
         raise HabakkukError(
             f"slug {str(slug)[:80]!r}: not a note name (lower-case letters, digits, "
             "'.', '_' and '-', starting with a letter or digit)"
@@ -146,7 +151,7 @@ class NoteFiles:
                 if name.startswith(".") or not name.endswith(".md"):
                     continue
                 slug = name[:-3]
-                if not _SLUG.fullmatch(slug) or ".." in slug:
+                if not valid_slug(slug):
                     continue
                 try:
                     # One lstat per file (the directory entry's type needs none on Linux).

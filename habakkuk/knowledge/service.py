@@ -23,6 +23,7 @@ from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.home import Home
 from habakkuk.engine.store import Database
 
+from .folder_watch import FolderWatch
 from .frontmatter import Parsed, normalise_tags, now, parse, render
 from .history import HISTORY_MIGRATIONS, History, Stat, unified_diff
 from .index import INDEX_MIGRATIONS, Index, SyncResult
@@ -179,7 +180,9 @@ class Memory:
         files = NoteFiles(notes_dir)
         history = History(history_db, agent)
         await history.prune(self.config.memory.history_days)
-        return _AgentMemory(agent, folder, files, Index(index_db, files), history)
+        # Watching starts before the first scan, so no edit falls between the two.
+        index = Index(index_db, files, FolderWatch(notes_dir))
+        return _AgentMemory(agent, folder, files, index, history)
 
     async def database(self, agent: str) -> Database:
         """The agent's migrated memory.db (for the review and embeddings modules)."""
@@ -189,6 +192,8 @@ class Memory:
         """Close every agent's databases."""
         agents, self._agents = list(self._agents.values()), {}
         for item in agents:
+            if item.index.watch is not None:
+                item.index.watch.close()
             await item.index.db.close()
             await item.history.db.close()
 
