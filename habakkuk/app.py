@@ -202,7 +202,7 @@ class HabakkukApp(App[None]):
         from habakkuk.engine.errors import HabakkukError
 
         try:
-            await runtime.serve_http(lambda line: self.notify(line, markup=False))
+            await runtime.http.serve(lambda line: self.notify(line, markup=False))
         except (HabakkukError, OSError) as exc:
             self.notify(f"HTTP server not started: {exc}", severity="error", markup=False)
 

@@ -48,7 +48,7 @@ class ChannelConversation:
             await self.gateway.session_for(self.config, self.msg, fresh=True, create=True)
             return
         chosen = agent or self.default_agent()
-        session = await self.gateway.runtime.new_session(
+        session = await self.gateway.runtime.sessions.new_session(
             chosen, origin=f"channel:{self.msg.channel}"
         )
         await self.gateway.store.bind(
@@ -69,7 +69,7 @@ class ChannelConversation:
     async def compact(self, session_id: str) -> Reply:
         """Queued as a turn of the session: its outcome comes back as the turn's reply."""
         msg = self.msg
-        self.turn = await self.gateway.runtime.compact_session(
+        self.turn = await self.gateway.runtime.turns.compact_session(
             session_id,
             job_id=f"compact:{msg.channel}:{msg.chat}:{msg.message_id}",
             extra={"reply_to": self.gateway.reply_to(msg)},

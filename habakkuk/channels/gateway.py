@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from habakkuk.conversation.answers import answer_word
-from habakkuk.conversation.commands import Services, dispatch
+from habakkuk.conversation.commands import CommandSessions, CommandTurns, Services, dispatch
 from habakkuk.engine.config import ChannelConfig, Config
 from habakkuk.engine.events import EventBus, EventPayload, ToolStarted, TurnEnded, TurnStarted
 from habakkuk.engine.home import Environment
@@ -108,6 +108,34 @@ class ChatApprovals(Protocol):
         ...
 
 
+class GatewaySessions(CommandSessions, Protocol):
+    """What the gateway uses of the sessions service (the commands' part included)."""
+
+    async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session: ...
+
+
+class GatewayTurns(CommandTurns, Protocol):
+    """What the gateway uses of the turns service (the commands' part included)."""
+
+    async def submit(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        turn_id: str | None = None,
+        attended: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> str: ...
+
+    async def compact_session(
+        self,
+        session_id: str,
+        *,
+        job_id: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str: ...
+
+
 class RuntimeFacade(Services, Protocol):
     """What the gateway needs from the runtime (the composition root implements it);
     the chat commands' services included."""
@@ -122,33 +150,11 @@ class RuntimeFacade(Services, Protocol):
     @property
     def approvals(self) -> ChatApprovals: ...
 
-    async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session: ...
+    @property
+    def sessions(self) -> GatewaySessions: ...
 
-    async def submit(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        turn_id: str | None = None,
-        attended: bool = False,
-        extra: dict[str, Any] | None = None,
-    ) -> str: ...
-
-    async def stop_turn(self, turn_id: str) -> str | None: ...
-
-    async def compact_session(
-        self,
-        session_id: str,
-        *,
-        job_id: str | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> str: ...
-
-    async def set_session_thinking(
-        self, session_id: str, level: str | None
-    ) -> tuple[str, bool]: ...
-
-    async def session_thinking(self, session_id: str) -> tuple[str, bool]: ...
+    @property
+    def turns(self) -> GatewayTurns: ...
 
     def job_settled(self, job: Job) -> None: ...
 
@@ -363,7 +369,7 @@ class Gateway:
                 return session
         if not create:
             return None
-        session = await self.runtime.new_session(agent, origin=f"channel:{msg.channel}")
+        session = await self.runtime.sessions.new_session(agent, origin=f"channel:{msg.channel}")
         await self.store.bind(conversation, session.id)
         return session
 
@@ -397,7 +403,7 @@ class Gateway:
         extra: dict[str, Any] = {"reply_to": self.reply_to(msg)}
         if blocks:
             extra["blocks"] = blocks
-        turn = await self.runtime.submit(
+        turn = await self.runtime.turns.submit(
             session.id, full, turn_id=turn_id or turn_id_for(msg), attended=True, extra=extra
         )
         await self.store.touch(msg.address.conversation)

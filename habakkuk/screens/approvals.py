@@ -93,7 +93,7 @@ class ApprovalsScreen(PollingScreen):
         if not self.has_runtime:  # the app closed the runtime while this was queued
             return
         try:
-            rows = await self.runtime.waiting_approvals()
+            rows = await self.runtime.approvals.waiting()
         except StoreError:  # closed under us as the app quits
             return
         self.rows = rows
@@ -155,7 +155,7 @@ class ApprovalsScreen(PollingScreen):
     async def _answer(self, approval_id: str, answer: str) -> None:
         if not self.has_runtime:
             return
-        if not await self.runtime.answer_approval(approval_id, answer, by="terminal"):
+        if not await self.runtime.approvals.respond(approval_id, answer, by="terminal"):
             self.notify("That request is no longer waiting.")
         await self.load()
 

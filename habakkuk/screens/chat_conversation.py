@@ -29,10 +29,10 @@ class TerminalConversation:
     async def session(self, *, create: bool = False) -> Session | None:
         screen = self.screen
         if screen.session_id:
-            return await screen.runtime.session(screen.session_id)
+            return await screen.runtime.sessions.session(screen.session_id)
         if not create:
             return None
-        session = await screen.runtime.new_session(screen.agent_name or None, origin="tui")
+        session = await screen.runtime.sessions.new_session(screen.agent_name or None, origin="tui")
         screen.adopt_session(session.id)
         return session
 
@@ -47,7 +47,7 @@ class TerminalConversation:
         await self.screen.start_fresh().wait()
         self.screen.agent_name = keep
         # Started now, as a chat's /new starts it: /status and /title see it at once.
-        session = await self.screen.runtime.new_session(keep, origin="tui")
+        session = await self.screen.runtime.sessions.new_session(keep, origin="tui")
         self.screen.adopt_session(session.id)
         self.screen.refresh_status()
 
@@ -61,9 +61,9 @@ class TerminalConversation:
     async def compact(self, session_id: str) -> Reply:
         """Queued as a turn of the session; its outcome is the reply."""
         runtime = self.screen.runtime
-        job = await runtime.compact_session(session_id)
+        job = await runtime.turns.compact_session(session_id)
         self.screen.queued(job)
-        outcome = await runtime.wait_turn(job)
+        outcome = await runtime.turns.wait_turn(job)
         if outcome.status == "done":
             return Reply(outcome.reply)
         if outcome.status == "cancelled":

@@ -320,9 +320,9 @@ class WebChannel:
         binding = await gateway.store.binding(msg.address.conversation)
         if binding is not None:
             with contextlib.suppress(NotFound):
-                if (await self.runtime.session(binding.session)).agent == agent:
+                if (await self.runtime.sessions.session(binding.session)).agent == agent:
                     return
-        session = await self.runtime.new_session(agent, origin=f"channel:{self.account}")
+        session = await self.runtime.sessions.new_session(agent, origin=f"channel:{self.account}")
         await gateway.store.bind(msg.address.conversation, session.id, agent_override=agent)
 
     async def _session_of(self, msg: InboundMessage) -> str:
@@ -337,7 +337,7 @@ class WebChannel:
         binding = await self.store.conversation(conversation)
         if binding is None or binding.session != session_id:
             try:
-                agent = (await self.runtime.session(session_id)).agent
+                agent = (await self.runtime.sessions.session(session_id)).agent
             except NotFound:
                 agent = ""
             await self.store.bind(conversation, agent, session_id)
@@ -355,7 +355,9 @@ class WebChannel:
         blocks: list[dict[str, Any]] = []
         lines = [text] if text.strip() else []
         for item in attachments:
-            path = await self.runtime.save_attachment(session.agent, item.filename, item.data)
+            path = await self.runtime.sessions.save_attachment(
+                session.agent, item.filename, item.data
+            )
             lines.append(f"[attached file: {path} ({item.content_type}, {len(item.data)} bytes)]")
             media = item.content_type.split(";")[0].strip().lower()
             if media in IMAGE_TYPES or media == "application/pdf":
@@ -494,7 +496,7 @@ async def conversations(request: web.Request) -> web.Response:
     for row in await server.web_store().conversations(limit):
         title = ""
         with contextlib.suppress(NotFound):
-            title = (await server.runtime.session(row.session)).title
+            title = (await server.runtime.sessions.session(row.session)).title
         items.append(
             {
                 "conversation": row.conversation,

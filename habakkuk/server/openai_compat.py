@@ -232,7 +232,7 @@ async def prepare(
             session_id, turn = seen
             # Requeue (a no-op when it exists): the first request may have died
             # between recording the key and queueing the turn.
-            await runtime.submit(session_id, text, turn_id=turn)
+            await runtime.turns.submit(session_id, text, turn_id=turn)
             return Prepared(agent, session_id, turn, True, body["model"], user, previous)
     session_id = await _session_for(server, request, agent, user, previous, messages)
     turn = turn_id_for("v1", key) if key else f"turn_{secrets.token_hex(8)}"
@@ -240,10 +240,10 @@ async def prepare(
         session_id, turn = await store.remember_api_key(key, session_id, turn)
     stream = bool(body.get("stream"))
     if stream and not key:
-        busy = await runtime.active_turns(session_id)
+        busy = await runtime.sessions.active_turns(session_id)
         if busy:
             raise ApiError(409, f"session {session_id} already has a turn queued or running")
-    await runtime.submit(session_id, text, turn_id=turn, attended=False)
+    await runtime.turns.submit(session_id, text, turn_id=turn, attended=False)
     if user:
         await store.remember_user(user, agent, session_id)
     return Prepared(agent, session_id, turn, False, body["model"], user, previous)
@@ -261,7 +261,7 @@ async def _session_for(
     store = server.web_store()
     named = header(request, "X-Habakkuk-Session")
     if named:
-        session = await runtime.session(named)  # NotFound -> 404
+        session = await runtime.sessions.session(named)  # NotFound -> 404
         if session.agent != agent:
             raise ApiError(
                 400, f"session {named} belongs to agent {session.agent!r}, not {agent!r}"
@@ -280,10 +280,10 @@ async def _session_for(
         known = await store.user_session(user, agent)
         if known is not None:
             return known
-    session = await runtime.new_session(agent, origin="api")
+    session = await runtime.sessions.new_session(agent, origin="api")
     history = seed_history(messages[:-1])
     if history:
-        await runtime.seed_session(session.id, history)
+        await runtime.sessions.seed_session(session.id, history)
     return session.id
 
 
@@ -307,7 +307,7 @@ def _record_usage(progress: Progress, event: ModelReplied) -> None:
 async def _wait_whole(server: HttpServer, prepared: Prepared) -> tuple[Any, Progress]:
     progress = Progress()
     with _follow(server, prepared) as events:
-        outcome = await server.runtime.wait_turn(prepared.turn)
+        outcome = await server.runtime.turns.wait_turn(prepared.turn)
         while (event := events.get_nowait()) is not None:
             if isinstance(event, ModelReplied):
                 _record_usage(progress, event)
@@ -324,7 +324,7 @@ async def _stream_turn(
     """Call `emit(text)` for each piece of reply text; returns (outcome, progress)."""
     progress = Progress()
     gap = False
-    waiter = asyncio.create_task(server.runtime.wait_turn(prepared.turn))
+    waiter = asyncio.create_task(server.runtime.turns.wait_turn(prepared.turn))
     try:
         while True:
             getter = asyncio.create_task(events.get())
@@ -375,7 +375,7 @@ async def _turn_text(server: HttpServer, prepared: Prepared, outcome: Any) -> st
     """The turn's text as streaming shows it: each assistant text, a blank line between."""
     texts = [
         m.message.text
-        for m in await server.runtime.messages(prepared.session)
+        for m in await server.runtime.sessions.messages(prepared.session)
         if m.turn_id == prepared.turn and m.role == "assistant" and m.message.text.strip()
     ]
     return "\n\n".join(texts) or str(outcome.reply)

@@ -134,7 +134,7 @@ class ToolCard(Widget, can_focus=True):
         runtime: Runtime | None = getattr(self.app, "runtime", None)
         if runtime is None:
             return
-        result = await runtime.tool_output(self.session, self.call_id)
+        result = await runtime.sessions.tool_output(self.session, self.call_id)
         if result is None:
             text = self.preview or "(no result recorded yet)"
         else:
