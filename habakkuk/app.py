@@ -16,7 +16,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -32,7 +32,12 @@ if TYPE_CHECKING:
     from habakkuk.engine.events import Subscription
     from habakkuk.engine.home import Home
     from habakkuk.runtime import Runtime
+    from habakkuk.screens.backend import TerminalBackend
     from habakkuk.services.approvals import Attendance
+
+    # The screens type the runtime as a TerminalBackend: mypy checks here (never run)
+    # that the Runtime this app hands them still is one.
+    _runtime_serves_the_screens: TerminalBackend = cast("Runtime", None)
 
 # Two Ctrl+C presses this close together quit the app.
 DOUBLE_PRESS_SECONDS = 2.0

@@ -1,6 +1,6 @@
 """The approvals screen: every waiting approval of this home, answerable by key.
 
-It lists the runtime's `waiting_approvals()` (the list /api/approvals serves):
+It lists the runtime's `approvals.waiting()` (the list /api/approvals serves):
 this terminal's own requests and chat approvals, also those a turn of another
 process waits on (a `--serve` holding the Telegram account, its dashboard chat
 or its attached terminal; all are recorded in control.db while they wait).

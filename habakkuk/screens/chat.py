@@ -39,6 +39,7 @@ from habakkuk.screens.bus_messages import (
     TurnTextArrived,
     TurnThinkingArrived,
 )
+from habakkuk.screens.chat_conversation import TerminalConversation
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.footer import KeyFooter
@@ -138,7 +139,7 @@ class ChatScreen(RuntimeScreen):
 
     def _load_questions(self) -> None:
         self._question.clear()
-        for request in getattr(self.runtime.approvals, "questions", []):
+        for request in self.runtime.approvals.questions:
             if request.session == self.session_id:
                 self._question.add(request)
 
@@ -437,7 +438,6 @@ class ChatScreen(RuntimeScreen):
     async def _command(self, text: str) -> None:
         """Run a chat command (habakkuk.conversation) and note its reply."""
         from habakkuk.conversation.commands import dispatch, parse, plain
-        from habakkuk.screens.chat_conversation import TerminalConversation
 
         reply = await dispatch(text, TerminalConversation(self))
         if reply is None:

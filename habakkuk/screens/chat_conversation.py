@@ -8,13 +8,48 @@ job ends.
 from __future__ import annotations
 
 import getpass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from habakkuk.conversation.commands import Reply, Services, Surface
 
 if TYPE_CHECKING:
+    from textual.worker import Worker
+
     from habakkuk.engine.sessions import Session
-    from habakkuk.screens.chat import ChatScreen
+    from habakkuk.screens.backend import TerminalBackend
+
+
+class ChatView(Protocol):
+    """What the conversation uses of the chat screen (habakkuk.screens.chat.ChatScreen),
+    so this module does not import the screen that imports it."""
+
+    session_id: str
+    agent_name: str
+
+    @property
+    def runtime(self) -> TerminalBackend:
+        """The open runtime."""
+        ...
+
+    def adopt_session(self, session_id: str) -> None:
+        """Continue in `session_id`, created just now for this conversation."""
+
+    def start_fresh(self) -> Worker[None]:
+        """Start over: a fresh session when the next message is sent."""
+        ...
+
+    def open_session(self, session_id: str) -> Worker[None]:
+        """Show a stored session and continue it."""
+        ...
+
+    def send_text(self, text: str) -> None:
+        """Send `text` as the user's next message."""
+
+    def queued(self, job: str) -> None:
+        """A job of this session (a /compact) was queued."""
+
+    def refresh_status(self) -> None:
+        """Show the agent, model and counts again."""
 
 
 class TerminalConversation:
@@ -22,7 +57,7 @@ class TerminalConversation:
 
     surface: Surface = "terminal"
 
-    def __init__(self, screen: ChatScreen):
+    def __init__(self, screen: ChatView):
         self.screen = screen
         self.services: Services = screen.runtime
 
