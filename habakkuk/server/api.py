@@ -16,10 +16,10 @@ from habakkuk.channels.adapter import Address
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.export import rfc3339, session_json, transcript_json
 
-from .app import field, json_response, only_fields, server_of
 from .errors import ApiError
 from .health import queue_summary
 from .inputs import query_int, read_json
+from .served import field, json_response, only_fields, server_of
 
 REDACTED = "[redacted]"
 

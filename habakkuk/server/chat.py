@@ -15,7 +15,6 @@ import contextlib
 import json
 import logging
 import secrets
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -39,14 +38,14 @@ from habakkuk.engine.events import (
 )
 from habakkuk.engine.timeouts import next_within
 
-from .app import field, json_response, only_fields, server_of
 from .errors import ApiError
 from .inputs import MAX_CURSOR, cursor, header, query_int, read_json
+from .served import UPLOAD_LIMIT, Attachment, field, json_response, only_fields, server_of
 
 if TYPE_CHECKING:
     from habakkuk.channels.service import ChannelService
 
-    from .app import HttpServer
+    from .served import Served
     from .webstore import WebStore
 
 log = logging.getLogger(__name__)
@@ -148,13 +147,6 @@ def sse(event: str, data: Any, event_id: int | None = None) -> bytes:
 # -- the channel ---------------------------------------------------------------------------
 
 
-@dataclass
-class Attachment:
-    filename: str
-    content_type: str
-    data: bytes
-
-
 class WebChannel:
     """The HTTP side of the web chat's channel account (habakkuk.channels.web).
 
@@ -164,7 +156,7 @@ class WebChannel:
     only: the log of what the user sent, and who is typing.
     """
 
-    def __init__(self, server: HttpServer):
+    def __init__(self, server: Served):
         self.server = server
         self.runtime = server.runtime
         self.account = server.config.account
@@ -407,7 +399,7 @@ async def post_chat(request: web.Request) -> web.Response:
     return json_response(result, 202)
 
 
-async def transcribe(server: HttpServer, audio: Attachment) -> str:
+async def transcribe(server: Served, audio: Attachment) -> str:
     """The recording's text, through the channels' one transcription client.
 
     501 without `transcription:` in config, 502 when the service fails, 422 when
@@ -428,7 +420,6 @@ async def transcribe(server: HttpServer, audio: Attachment) -> str:
 
 
 async def _read_multipart(request: web.Request) -> tuple[dict[str, Any], list[Attachment]]:
-    from .app import UPLOAD_LIMIT
 
     body: dict[str, Any] = {}
     files: list[Attachment] = []
@@ -578,7 +569,7 @@ async def live(request: web.Request) -> web.StreamResponse:
 
 
 async def _pump_activity(
-    server: HttpServer,
+    server: Served,
     response: web.StreamResponse,
     subscription: Subscription,
     conversation: str | None,

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .app import json_response, server_of
+from .served import json_response, server_of
 
 
 def queue_summary(depth: dict[tuple[str, str], int]) -> dict[str, int]:

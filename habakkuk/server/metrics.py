@@ -26,7 +26,7 @@ from habakkuk.engine.events import (
     TurnStarted,
 )
 
-from .app import server_of
+from .served import server_of
 
 if TYPE_CHECKING:
     from .host import ServerHost

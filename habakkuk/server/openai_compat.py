@@ -36,10 +36,10 @@ from habakkuk.engine.events import (
 )
 from habakkuk.engine.llm.types import ContextBlock, Message, TextBlock
 
-from .app import HttpServer, json_response, server_of
 from .errors import ApiError
 from .inputs import header, read_json
 from .openai_requests import check_chat_request, check_responses_request
+from .served import Served, json_response, server_of
 
 MODEL_PREFIX = "habakkuk/"
 NOTE_HEADER = "Notes from the client application (its system and developer messages):"
@@ -82,7 +82,7 @@ async def models(request: web.Request) -> web.Response:
     return json_response({"object": "list", "data": data})
 
 
-def _agent_of(server: HttpServer, model: Any) -> str:
+def _agent_of(server: Served, model: Any) -> str:
     if not isinstance(model, str) or not model:
         raise ApiError(400, "model is required (habakkuk/<agent>)", param="model")
     name = model.removeprefix(MODEL_PREFIX)
@@ -250,7 +250,7 @@ async def prepare(
 
 
 async def _session_for(
-    server: HttpServer,
+    server: Served,
     request: web.Request,
     agent: str,
     user: str | None,
@@ -287,7 +287,7 @@ async def _session_for(
     return session.id
 
 
-def _follow(server: HttpServer, prepared: Prepared) -> Subscription:
+def _follow(server: Served, prepared: Prepared) -> Subscription:
     def ours(event: EventPayload) -> bool:
         if event.session != prepared.session:
             return False
@@ -304,7 +304,7 @@ def _record_usage(progress: Progress, event: ModelReplied) -> None:
             progress.usage[key] = progress.usage.get(key, 0) + value
 
 
-async def _wait_whole(server: HttpServer, prepared: Prepared) -> tuple[Any, Progress]:
+async def _wait_whole(server: Served, prepared: Prepared) -> tuple[Any, Progress]:
     progress = Progress()
     with _follow(server, prepared) as events:
         outcome = await server.runtime.turns.wait_turn(prepared.turn)
@@ -315,7 +315,7 @@ async def _wait_whole(server: HttpServer, prepared: Prepared) -> tuple[Any, Prog
 
 
 async def _stream_turn(
-    server: HttpServer,
+    server: Served,
     prepared: Prepared,
     events: Subscription,
     emit: Any,
@@ -371,7 +371,7 @@ async def _stream_turn(
             waiter.cancel()
 
 
-async def _turn_text(server: HttpServer, prepared: Prepared, outcome: Any) -> str:
+async def _turn_text(server: Served, prepared: Prepared, outcome: Any) -> str:
     """The turn's text as streaming shows it: each assistant text, a blank line between."""
     texts = [
         m.message.text

@@ -25,9 +25,9 @@ from aiohttp import web
 from habakkuk.channels.web import web_turn_id as turn_id_for
 from habakkuk.engine.config import WebhookConfig
 
-from .app import json_response, server_of
 from .errors import ApiError
 from .inputs import TooDeep, header, parse_json, read_body
+from .served import json_response, server_of
 
 BODY_LIMIT = 1024 * 1024
 _FIELD = re.compile(r"\{\{\s*\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
