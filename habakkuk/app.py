@@ -5,7 +5,8 @@ shown in the footer and the command palette. The runtime is opened in a worker
 after the first frame has painted, so this module imports nothing heavy: the
 engine, the screens and their widgets load lazily.
 
-The UI is a client of the runtime: it calls the facade (`habakkuk.runtime.Runtime`)
+The UI is a client of the runtime: it opens `habakkuk.runtime.Runtime`, hands it to the
+screens as a `TerminalBackend` (habakkuk/screens/backend.py) whose services they call,
 and follows `runtime.bus`; each event is forwarded to the screens as the Textual
 message paired with its class (habakkuk/screens/bus_messages.py).
 """
