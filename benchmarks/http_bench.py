@@ -199,7 +199,7 @@ async def serve_and_measure(args: argparse.Namespace) -> dict[str, Any]:
         home.config_path.write_text(CONFIG, encoding="utf-8")
         runtime = await Runtime.open(home, parse_config(CONFIG, home.config_path, home))
         try:
-            server = await runtime.start_http()
+            server = await runtime.http.start()
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 __file__,
@@ -216,7 +216,7 @@ async def serve_and_measure(args: argparse.Namespace) -> dict[str, Any]:
             out, _ = await asyncio.wait_for(process.communicate(), 600)
             if process.returncode != 0:
                 raise SystemExit(f"load process failed with exit code {process.returncode}")
-            depth = await runtime.queue_depth()
+            depth = await runtime.turns.queue_depth()
         finally:
             await runtime.close()
     result: dict[str, Any] = json.loads(out)

@@ -91,12 +91,12 @@ async def measure(kind: str, turns: int, chunks: int, pace: float) -> list[float
                 for turn_number in range(turns + 1):
                     paced.sent.clear()
                     paced.server.script(Reply(text=CHUNK * chunks, chunk_size=len(CHUNK)))
-                    session = await runtime.new_session()
+                    session = await runtime.sessions.new_session()
                     received: list[float] = []
                     with runtime.bus.subscribe(text_of(session.id), maxsize=chunks * 2) as events:
                         follower = asyncio.create_task(follow(events, received, chunks))
-                        turn = await runtime.submit(session.id, "go")
-                        outcome = await runtime.wait_turn(turn)
+                        turn = await runtime.turns.submit(session.id, "go")
+                        outcome = await runtime.turns.wait_turn(turn)
                         await asyncio.wait_for(follower, 10)
                     if outcome.status != "done":
                         raise SystemExit(f"{kind}: turn {outcome.status}: {outcome.error}")

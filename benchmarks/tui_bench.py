@@ -277,7 +277,7 @@ async def streaming_latency(tokens: int, rate: float) -> None:
         app = headless_app(tmp)
         async with app.run_test(size=(80, 24)) as pilot:
             runtime, chat = await until_ready(app)
-            session = await runtime.new_session(None, origin="bench")
+            session = await runtime.sessions.new_session(None, origin="bench")
             chat.open_session(session.id)
             while chat.session_id != session.id:
                 await asyncio.sleep(0.01)
@@ -494,7 +494,7 @@ async def open_long_session(replies: int, presses: int) -> None:
         app = headless_app(tmp)
         async with app.run_test(size=(80, 24)) as pilot:
             runtime, chat = await until_ready(app)
-            session = await runtime.new_session(None, origin="bench")
+            session = await runtime.sessions.new_session(None, origin="bench")
             history: list[tuple[str, str]] = []
             words = 0
             for number in range(replies):
@@ -502,7 +502,7 @@ async def open_long_session(replies: int, presses: int) -> None:
                 reply = long_reply(number)
                 words += len(reply.split())
                 history.append(("assistant", reply))
-            await runtime.seed_session(session.id, history)
+            await runtime.sessions.seed_session(session.id, history)
             await pilot.pause()
             rss_before = self_rss_mb()
             view = app.screen.query_one(MessageView)

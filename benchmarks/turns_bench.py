@@ -40,11 +40,11 @@ async def bench(count: int, concurrency: int) -> None:
         home = Home(Path(tmp))
         text = CONFIG.replace("{concurrency}", str(concurrency))
         runtime = await Runtime.open(home, parse_config(text, home.config_path, home))
-        sessions = [await runtime.new_session() for _ in range(count)]
+        sessions = [await runtime.sessions.new_session() for _ in range(count)]
         finished = runtime.bus.subscribe(lambda e: isinstance(e, JobFinished), maxsize=count + 10)
         started = time.perf_counter()
         for session in sessions:
-            await runtime.submit(session.id, "hello")
+            await runtime.turns.submit(session.id, "hello")
         runtime.start_workers()
         statuses = [_status(await finished.get()) for _ in range(count)]
         elapsed = time.perf_counter() - started

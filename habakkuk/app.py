@@ -5,7 +5,8 @@ shown in the footer and the command palette. The runtime is opened in a worker
 after the first frame has painted, so this module imports nothing heavy: the
 engine, the screens and their widgets load lazily.
 
-The UI is a client of the runtime: it calls the facade (`habakkuk.runtime.Runtime`)
+The UI is a client of the runtime: it opens `habakkuk.runtime.Runtime`, hands it to the
+screens as a `TerminalBackend` (habakkuk/screens/backend.py) whose services they call,
 and follows `runtime.bus`; each event is forwarded to the screens as the Textual
 message paired with its class (habakkuk/screens/bus_messages.py).
 """
@@ -16,7 +17,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -32,7 +33,12 @@ if TYPE_CHECKING:
     from habakkuk.engine.events import Subscription
     from habakkuk.engine.home import Home
     from habakkuk.runtime import Runtime
+    from habakkuk.screens.backend import TerminalBackend
     from habakkuk.services.approvals import Attendance
+
+    # The screens type the runtime as a TerminalBackend: mypy checks here (never run)
+    # that the Runtime this app hands them still is one.
+    _runtime_serves_the_screens: TerminalBackend = cast("Runtime", None)
 
 # Two Ctrl+C presses this close together quit the app.
 DOUBLE_PRESS_SECONDS = 2.0
@@ -202,7 +208,7 @@ class HabakkukApp(App[None]):
         from habakkuk.engine.errors import HabakkukError
 
         try:
-            await runtime.serve_http(lambda line: self.notify(line, markup=False))
+            await runtime.http.serve(lambda line: self.notify(line, markup=False))
         except (HabakkukError, OSError) as exc:
             self.notify(f"HTTP server not started: {exc}", severity="error", markup=False)
 

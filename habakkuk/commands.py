@@ -66,7 +66,7 @@ async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: 
     try:
         if session_id:
             try:
-                session = await runtime.session(session_id)
+                session = await runtime.sessions.session(session_id)
             except NotFound as exc:  # a session the user named: bad usage, as the README says
                 print(f"habakkuk: {exc}", file=sys.stderr)
                 return EXIT_USAGE
@@ -77,13 +77,13 @@ async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: 
                 )
                 return EXIT_USAGE
         else:
-            session = await runtime.new_session(agent, origin="cli")
+            session = await runtime.sessions.new_session(agent, origin="cli")
         streamed = asyncio.create_task(_stream(runtime, session.id)) if not as_json else None
         await runtime.start_mcp()  # MCP tools for the turn (at most 20 s)
         # One turn from the shell must not take over the chat bots `serve` runs.
         runtime.start_workers(channels=False)
-        turn = await runtime.submit(session.id, prompt)
-        outcome = await runtime.wait_turn(turn)
+        turn = await runtime.turns.submit(session.id, prompt)
+        outcome = await runtime.turns.wait_turn(turn)
         if streamed is not None:
             streamed.cancel()
             await asyncio.gather(streamed, return_exceptions=True)
@@ -120,7 +120,7 @@ async def _run_command(text: str, agent: str | None, session_id: str | None, as_
     try:
         if session_id:
             try:
-                await runtime.session(session_id)
+                await runtime.sessions.session(session_id)
             except NotFound as exc:  # a session the user named: bad usage
                 print(f"habakkuk: {exc}", file=sys.stderr)
                 return EXIT_USAGE
@@ -188,7 +188,7 @@ async def _serve() -> int:
             flush=True,
         )
         if runtime.config.http is not None:
-            await runtime.serve_http(lambda line: print(f"habakkuk: {line}", file=sys.stderr))
+            await runtime.http.serve(lambda line: print(f"habakkuk: {line}", file=sys.stderr))
         await stop.wait()
         print("habakkuk: shutting down", file=sys.stderr, flush=True)
     finally:
@@ -206,7 +206,7 @@ def sessions_list(args: argparse.Namespace) -> int:
 async def _sessions_list(agent: str | None, limit: int, as_json: bool) -> int:
     runtime = await _open()
     try:
-        sessions = await runtime.list_sessions(agent, limit=limit)
+        sessions = await runtime.sessions.list_sessions(agent, limit=limit)
     finally:
         await runtime.close()
     return _print_sessions(sessions, as_json, "no sessions yet")
@@ -242,7 +242,7 @@ async def _sessions_export(session_id: str, fmt: str, output: str | None) -> int
 
     runtime = await _open()
     try:
-        text = await runtime.export_session(session_id, fmt)
+        text = await runtime.sessions.export_session(session_id, fmt)
     finally:
         await runtime.close()
     if not output:
@@ -265,10 +265,10 @@ def sessions_compact(args: argparse.Namespace) -> int:
 async def _sessions_compact(session_id: str, as_json: bool) -> int:
     runtime = await _open()
     try:
-        await runtime.session(session_id)
+        await runtime.sessions.session(session_id)
         runtime.start_workers(channels=False)
-        job = await runtime.compact_session(session_id)
-        outcome = await runtime.wait_turn(job)
+        job = await runtime.turns.compact_session(session_id)
+        outcome = await runtime.turns.wait_turn(job)
         finished = await runtime.queue.get(job)
         result = (finished.result if finished else None) or {}
     finally:
@@ -333,9 +333,9 @@ async def _sessions_each(ids: list[str], action: str) -> int:
         for session_id in ids:
             try:
                 if action == "rm":
-                    await runtime.delete_session(session_id)
+                    await runtime.sessions.delete_session(session_id)
                 else:
-                    await runtime.archive_session(session_id, action == "archive")
+                    await runtime.sessions.archive_session(session_id, action == "archive")
             except HabakkukError as exc:
                 print(f"habakkuk: sessions {action}: {exc}", file=sys.stderr)
                 failed = True
@@ -354,7 +354,7 @@ def sessions_archived(args: argparse.Namespace) -> int:
 async def _sessions_archived(as_json: bool) -> int:
     runtime = await _open()
     try:
-        sessions = await runtime.list_sessions(limit=1000, archived=True)
+        sessions = await runtime.sessions.list_sessions(limit=1000, archived=True)
     finally:
         await runtime.close()
     return _print_sessions(sessions, as_json, "no archived sessions")
@@ -387,7 +387,7 @@ async def _checkpoints(agent: str | None, n: int) -> int:
 
     runtime = await _open()
     try:
-        store = runtime.checkpoints(agent)
+        store = runtime.checkpointing.for_agent(agent)
         if store is None:
             print("habakkuk: checkpoints are off (checkpoints: false, or no git)", file=sys.stderr)
             return EXIT_FAILED
@@ -418,7 +418,7 @@ async def _rollback(agent: str | None, checkpoint_id: str, path: str | None, yes
 
     runtime = await _open()
     try:
-        store = runtime.checkpoints(agent)
+        store = runtime.checkpointing.for_agent(agent)
         if store is None:
             print("habakkuk: checkpoints are off (checkpoints: false, or no git)", file=sys.stderr)
             return EXIT_FAILED
@@ -507,7 +507,7 @@ async def _usage(days: float | None, agent: str | None, as_json: bool) -> int:
     try:
         if agent:
             runtime.config.agent(agent)
-        totals = await runtime.usage_totals(days=days, agent=agent)
+        totals = await runtime.ledger.usage_totals(days=days, agent=agent)
     finally:
         await runtime.close()
     if as_json:
@@ -568,11 +568,11 @@ async def _smoke() -> int:
         home.config_path.write_text(SMOKE_CONFIG, encoding="utf-8")
         runtime = await _open(home)
         try:
-            session = await runtime.new_session(origin="smoke")
+            session = await runtime.sessions.new_session(origin="smoke")
             runtime.start_workers()
-            turn = await runtime.submit(session.id, "smoke test")
-            outcome = await wait_within(runtime.wait_turn(turn), 60)
-            messages = await runtime.messages(session.id)
+            turn = await runtime.turns.submit(session.id, "smoke test")
+            outcome = await wait_within(runtime.turns.wait_turn(turn), 60)
+            messages = await runtime.sessions.messages(session.id)
         finally:
             await runtime.close()
     roles = [m.role for m in messages]

@@ -1,8 +1,12 @@
 """The composition root: config -> stores -> providers -> tools -> services -> workers.
 
-`Runtime` builds and wires everything below it, starts and stops every worker, and exposes
-the services (`sessions`, `turns`, `settings`, `approvals`, `memory`, `checkpointing`,
-`ledger`, `control`, `http`); surfaces use narrow Protocols bound onto it below.
+`Runtime` builds and wires everything below it, starts and stops every worker, and
+exposes the domain services as typed attributes (`sessions`, `turns`, `settings`,
+`approvals`, `memory`, `checkpointing`, `ledger`, `control`, `http`, in habakkuk/services/,
+habakkuk/knowledge/ and habakkuk/server/listener.py). Each surface depends on a narrow
+Protocol (ServerHost, McpHost, conversation Services, the channels' RuntimeFacade, the
+screens' TerminalBackend) that names the services it uses as attributes (`turns: ...` with
+`submit`), so one object satisfies them all and no method is re-bound here.
 """
 
 from __future__ import annotations
@@ -122,55 +126,6 @@ class Runtime:
             mcp=lambda: self.mcp,
             http=self.http.describe,
         )
-
-        # -- the client facade: the service methods the surfaces' Protocols name ------
-        sessions, turns, settings = self.sessions, self.turns, self.settings
-        self.new_session = sessions.new_session
-        self.session = sessions.session
-        self.list_sessions = sessions.list_sessions
-        self.messages = sessions.messages
-        self.seed_session = sessions.seed_session
-        self.rename_session = sessions.rename_session
-        self.archive_session = sessions.archive_session
-        self.delete_session = sessions.delete_session
-        self.fork_session = sessions.fork_session
-        self.rewind_session = sessions.rewind_session
-        self.search_sessions = sessions.search_sessions
-        self.export_session = sessions.export_session
-        self.export_default = sessions.export_default
-        self.save_export = sessions.save_export
-        self.compaction = sessions.compaction
-        self.tool_output = sessions.tool_output
-        self.save_attachment = sessions.save_attachment
-        self.active_turns = sessions.active_turns
-        self.submit = turns.submit
-        self.compact_session = turns.compact_session
-        self.stop_turn = turns.stop_turn
-        self.wait_turn = turns.wait_turn
-        self.turn_outcome = turns.turn_outcome
-        self.queue_depth = turns.queue_depth
-        self.running_jobs = turns.running_jobs
-        self.upcoming_jobs = turns.upcoming_jobs
-        self.recent_failures = turns.recent_failures
-        self.set_session_model = settings.set_session_model
-        self.session_model = settings.session_model
-        self.set_session_thinking = settings.set_session_thinking
-        self.session_thinking = settings.session_thinking
-        self.waiting_approvals = self.approvals.waiting
-        self.answer_approval = self.approvals.respond
-        self.checkpoints = self.checkpointing.for_agent
-        self.undo = self.checkpointing.undo
-        self.call_cost = self.ledger.call_cost
-        self.usage_totals = self.ledger.usage_totals
-        self.usage_since = self.ledger.usage_since
-        self.channel_states = self.control.channel_states
-        self.channel_health = self.control.channel_health
-        self.mcp_states = self.control.mcp_states
-        self.overview = self.control.overview
-        self.start_http = self.http.start
-        self.serve_http = self.http.serve
-        self.stop_http = self.http.stop
-        self.http_listener = self.http.describe
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -294,7 +249,7 @@ class Runtime:
 
     async def close(self) -> None:
         """Stop the HTTP server and the workers (leases released), close the stores."""
-        await self.stop_http()
+        await self.http.stop()
         if self._maintenance is not None:
             self._maintenance.cancel()
             await asyncio.gather(self._maintenance, return_exceptions=True)
@@ -376,7 +331,7 @@ class Runtime:
             started = self._process_turns.pop(info.id, None)
             job = await self.queue.get(started) if started else None
             reply_to = job.payload.get("reply_to") if job is not None else None
-            await self.submit(
+            await self.turns.submit(
                 info.session,
                 format_exit_notice(info),
                 turn_id=f"turn_{info.id}",

@@ -7,16 +7,50 @@ gateway queues any message, and /export's file goes out as a delivery job.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from habakkuk.conversation.commands import Reply, Services, Surface
 
 if TYPE_CHECKING:
-    from habakkuk.engine.config import ChannelConfig
+    from habakkuk.engine.config import ChannelConfig, Config
     from habakkuk.engine.sessions import Session
 
     from .adapter import InboundMessage
-    from .gateway import Gateway
+    from .facade import RuntimeFacade
+    from .outbox import Outbox
+    from .store import ChannelStore
+
+
+class ConversationGateway(Protocol):
+    """What a channel conversation uses of the gateway (habakkuk.channels.gateway.Gateway),
+    so this module does not import the gateway that imports it."""
+
+    runtime: RuntimeFacade
+    config: Config
+    store: ChannelStore
+    outbox: Outbox
+
+    def route_agent(self, config: ChannelConfig, msg: InboundMessage) -> str:
+        """The agent a conversation is routed to by the channel's routes."""
+        ...
+
+    async def session_for(
+        self, config: ChannelConfig, msg: InboundMessage, *, fresh: bool = ..., create: bool = ...
+    ) -> Session | None:
+        """The conversation's session (a new one bound here when `create`)."""
+        ...
+
+    async def start_turn(self, config: ChannelConfig, msg: InboundMessage, text: str) -> str | None:
+        """Queue `text` as a turn of the conversation `msg` belongs to."""
+        ...
+
+    def reply_to(self, msg: InboundMessage) -> dict[str, str]:
+        """Where a turn's reply (and its approvals) go."""
+        ...
+
+    def say_id(self, msg: InboundMessage, suffix: str = "") -> str:
+        """The delivery id of a reply to `msg`."""
+        ...
 
 
 class ChannelConversation:
@@ -24,7 +58,9 @@ class ChannelConversation:
 
     surface: Surface = "chat"
 
-    def __init__(self, gateway: Gateway, config: ChannelConfig, msg: InboundMessage, how: str):
+    def __init__(
+        self, gateway: ConversationGateway, config: ChannelConfig, msg: InboundMessage, how: str
+    ):
         self.gateway = gateway
         self.config = config
         self.msg = msg
@@ -48,7 +84,7 @@ class ChannelConversation:
             await self.gateway.session_for(self.config, self.msg, fresh=True, create=True)
             return
         chosen = agent or self.default_agent()
-        session = await self.gateway.runtime.new_session(
+        session = await self.gateway.runtime.sessions.new_session(
             chosen, origin=f"channel:{self.msg.channel}", chat=not self.msg.is_group
         )
         await self.gateway.store.bind(
@@ -69,7 +105,7 @@ class ChannelConversation:
     async def compact(self, session_id: str) -> Reply:
         """Queued as a turn of the session: its outcome comes back as the turn's reply."""
         msg = self.msg
-        self.turn = await self.gateway.runtime.compact_session(
+        self.turn = await self.gateway.runtime.turns.compact_session(
             session_id,
             job_id=f"compact:{msg.channel}:{msg.chat}:{msg.message_id}",
             extra={"reply_to": self.gateway.reply_to(msg)},

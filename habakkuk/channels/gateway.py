@@ -30,22 +30,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from habakkuk.conversation.answers import answer_word
-from habakkuk.conversation.commands import Services, dispatch
-from habakkuk.engine.config import ChannelConfig, Config
-from habakkuk.engine.events import EventBus, EventPayload, ToolStarted, TurnEnded, TurnStarted
-from habakkuk.engine.home import Environment
-from habakkuk.engine.jobs import Job, JobQueue
+from habakkuk.conversation.commands import dispatch
+from habakkuk.engine.config import ChannelConfig
+from habakkuk.engine.events import EventPayload, ToolStarted, TurnEnded, TurnStarted
 from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, block_to_json
-from habakkuk.engine.sessions import Session, TranscriptStore
-from habakkuk.engine.store import BlobStore, StoreError
+from habakkuk.engine.sessions import Session
+from habakkuk.engine.store import StoreError
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.engine.toolkit.approvals import Answer, ApprovalDecision, ApprovalRequest
+from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalRequest
 
 from .adapter import Adapter, Address, Button, InboundMessage, SendError
 from .conversation import ChannelConversation
+from .facade import RuntimeFacade
 from .outbox import Outbox
 from .store import PROMPT_SECONDS, ChannelStore, Prompt
 from .tasks import cancel_and_wait
@@ -88,71 +87,6 @@ BUTTON_NOTICES = {
     "deny": TEXT["denied"],
     "allow_session": TEXT["approved_session"],
 }
-
-
-class ChatApprovals(Protocol):
-    """What the gateway uses of the approvals service (habakkuk.services.approvals)."""
-
-    timeout: float
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Register `request` as waiting and wait for its answer."""
-        ...
-
-    def answer(self, approval_id: str, answer: Answer, reason: str = "", by: str = "human") -> bool:
-        """Answer a request of this process's hub."""
-        ...
-
-    async def respond(self, approval_id: str, answer: str, by: str, *, notify: bool = True) -> bool:
-        """The one answer path: answer a waiting approval wherever it waits."""
-        ...
-
-
-class RuntimeFacade(Services, Protocol):
-    """What the gateway needs from the runtime (the composition root implements it);
-    the chat commands' services included."""
-
-    config: Config
-    queue: JobQueue
-    transcripts: TranscriptStore
-    bus: EventBus
-    blobs: BlobStore
-    env: Environment
-
-    @property
-    def approvals(self) -> ChatApprovals: ...
-
-    async def new_session(
-        self, agent: str | None = None, *, origin: str = "cli", chat: bool = False
-    ) -> Session: ...
-
-    async def submit(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        turn_id: str | None = None,
-        attended: bool = False,
-        extra: dict[str, Any] | None = None,
-    ) -> str: ...
-
-    async def stop_turn(self, turn_id: str) -> str | None: ...
-
-    async def compact_session(
-        self,
-        session_id: str,
-        *,
-        job_id: str | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> str: ...
-
-    async def set_session_thinking(
-        self, session_id: str, level: str | None
-    ) -> tuple[str, bool]: ...
-
-    async def session_thinking(self, session_id: str) -> tuple[str, bool]: ...
-
-    def job_settled(self, job: Job) -> None: ...
 
 
 AdapterLookup = Callable[[str], Adapter | None]
@@ -366,7 +300,7 @@ class Gateway:
         if not create:
             return None
         # A direct message is a chat with the user; a group is not (no welcome there).
-        session = await self.runtime.new_session(
+        session = await self.runtime.sessions.new_session(
             agent, origin=f"channel:{msg.channel}", chat=not msg.is_group
         )
         await self.store.bind(conversation, session.id)
@@ -402,7 +336,7 @@ class Gateway:
         extra: dict[str, Any] = {"reply_to": self.reply_to(msg)}
         if blocks:
             extra["blocks"] = blocks
-        turn = await self.runtime.submit(
+        turn = await self.runtime.turns.submit(
             session.id, full, turn_id=turn_id or turn_id_for(msg), attended=True, extra=extra
         )
         await self.store.touch(msg.address.conversation)

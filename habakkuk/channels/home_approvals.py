@@ -3,7 +3,7 @@
 A turn that waits for the terminal or the web chat waits in its own process's
 approval hub, which no other process can see. `RecordedApprover` also writes the
 request to the shared prompt table (as a chat approval is), so a second terminal
-or a `--serve` lists it (`Runtime.waiting_approvals`, /api/approvals) and can
+or a `--serve` lists it (`Runtime.approvals.waiting`, /api/approvals) and can
 answer it there; the answer is picked up from control.db. The first answer wins,
 whichever process gives it.
 """

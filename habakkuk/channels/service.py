@@ -19,7 +19,8 @@ from habakkuk.engine.toolkit.registry import ToolRegistry
 
 from .adapter import Adapter, FatalAdapterError
 from .deliveries import DeliveryWorker, enqueue_reply, sweep_replies
-from .gateway import TEXT, TURN_KIND, ChatApprover, Gateway, RuntimeFacade
+from .facade import RuntimeFacade
+from .gateway import TEXT, TURN_KIND, ChatApprover, Gateway
 from .outbox import Outbox
 from .store import ChannelStore
 from .supervisor import Backoff, Supervisor

@@ -31,10 +31,8 @@ EXPORT_FORMATS = ("md", "json", "html")
 NO_MESSAGES = "This session has no messages yet."
 
 
-class Services(Protocol):
-    """What the commands need from the runtime (the Runtime implements it)."""
-
-    config: Config
+class CommandSessions(Protocol):
+    """What the commands use of the sessions service (habakkuk.services.sessions)."""
 
     async def session(self, session_id: str) -> Session: ...
 
@@ -42,11 +40,27 @@ class Services(Protocol):
 
     async def active_turns(self, session_id: str) -> list[Job]: ...
 
+    async def rename_session(self, session_id: str, title: str) -> Session: ...
+
+    async def fork_session(self, session_id: str) -> Session: ...
+
+    async def rewind_session(self, session_id: str, turns: int = 1) -> Session: ...
+
+    async def export_session(self, session_id: str, fmt: str) -> str: ...
+
+    async def save_export(self, session_id: str, fmt: str, path: str | None = None) -> str: ...
+
+
+class CommandTurns(Protocol):
+    """What the commands use of the turns service (habakkuk.services.turns)."""
+
     async def stop_turn(self, turn_id: str) -> str | None: ...
 
     async def queue_depth(self) -> dict[tuple[str, str], int]: ...
 
-    async def rename_session(self, session_id: str, title: str) -> Session: ...
+
+class CommandSettings(Protocol):
+    """What the commands use of the session settings (habakkuk.services.settings)."""
 
     async def set_session_thinking(
         self, session_id: str, level: str | None
@@ -58,19 +72,40 @@ class Services(Protocol):
 
     async def session_model(self, session_id: str) -> ModelRef | None: ...
 
+
+class CommandCheckpoints(Protocol):
+    """What /undo uses of the workspace checkpoints (habakkuk.services.checkpoints)."""
+
     async def undo(self, session_id: str) -> str: ...
 
-    async def fork_session(self, session_id: str) -> Session: ...
 
-    async def rewind_session(self, session_id: str, turns: int = 1) -> Session: ...
+class CommandUsage(Protocol):
+    """What /usage uses of the usage ledger (habakkuk.services.usage)."""
 
     async def usage_totals(
         self, *, days: float | None = None, agent: str | None = None, session: str | None = None
     ) -> list[UsageTotal]: ...
 
-    async def export_session(self, session_id: str, fmt: str) -> str: ...
 
-    async def save_export(self, session_id: str, fmt: str, path: str | None = None) -> str: ...
+class Services(Protocol):
+    """What the commands need from the runtime: its services (the Runtime implements it)."""
+
+    config: Config
+
+    @property
+    def sessions(self) -> CommandSessions: ...
+
+    @property
+    def turns(self) -> CommandTurns: ...
+
+    @property
+    def settings(self) -> CommandSettings: ...
+
+    @property
+    def checkpointing(self) -> CommandCheckpoints: ...
+
+    @property
+    def ledger(self) -> CommandUsage: ...
 
     @property
     def memory(self) -> MemoryAccess:
@@ -237,7 +272,7 @@ def plain(text: str) -> str:
 
 
 async def _active(conv: Conversation, session_id: str) -> list[Job]:
-    return [j for j in await conv.services.active_turns(session_id) if j.kind == "turn"]
+    return [j for j in await conv.services.sessions.active_turns(session_id) if j.kind == "turn"]
 
 
 # -- the commands --------------------------------------------------------------------------
@@ -255,7 +290,7 @@ async def _stop(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     turns = await _active(conv, session.id) if session else []
     for job in turns:
-        await conv.services.stop_turn(job.id)
+        await conv.services.turns.stop_turn(job.id)
     return Reply("Stopped." if turns else "Nothing is running.")
 
 
@@ -274,7 +309,7 @@ async def _status(conv: Conversation, rest: str) -> Reply:
         turns = await _active(conv, session.id)
         lines.append(f"**Session** `{session.id}`{title}")
         lines.append(f"**This conversation** {len(turns)} turn(s) queued or running")
-    depth = await conv.services.queue_depth()
+    depth = await conv.services.turns.queue_depth()
     queue = ", ".join(f"{kind} {status}: {n}" for (kind, status), n in sorted(depth.items()))
     lines.append(f"**Queue** {queue or 'empty'}")
     return Reply("\n".join(lines))
@@ -300,7 +335,7 @@ async def _undo(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
         return Reply(NO_MESSAGES)
-    return Reply(await conv.services.undo(session.id))
+    return Reply(await conv.services.checkpointing.undo(session.id))
 
 
 @command("fork", "copy this session into a new one and continue there")
@@ -308,7 +343,7 @@ async def _fork(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
         return Reply(NO_MESSAGES)
-    fork = await conv.services.fork_session(session.id)
+    fork = await conv.services.sessions.fork_session(session.id)
     await conv.continue_in(fork)
     return Reply(f"Forked from {session.id}: this is {fork.id}, the original is kept.")
 
@@ -321,7 +356,7 @@ async def _rewind(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
         return Reply(NO_MESSAGES)
-    fork = await conv.services.rewind_session(session.id, turns)
+    fork = await conv.services.sessions.rewind_session(session.id, turns)
     await conv.continue_in(fork)
     what = "your last message" if turns == 1 else f"your last {turns} messages"
     return Reply(f"Rewound {session.id} without {what}: this is {fork.id}, the original is kept.")
@@ -332,7 +367,7 @@ async def _title(conv: Conversation, rest: str) -> Reply:
     if rest:
         session = await conv.session(create=True)
         assert session is not None
-        renamed = await conv.services.rename_session(session.id, rest)
+        renamed = await conv.services.sessions.rename_session(session.id, rest)
         return Reply(f"Title set: {renamed.title}")
     session = await conv.session()
     if session is None:
@@ -346,12 +381,14 @@ async def _model(conv: Conversation, rest: str) -> Reply:
     chain = ", ".join(str(ref) for ref in agent.chain) or agent.model
     if not rest:
         session = await conv.session()
-        chosen = await conv.services.session_model(session.id) if session else None
+        chosen = await conv.services.settings.session_model(session.id) if session else None
         first = f"this session tries {chosen} first; " if chosen else ""
         return Reply(f"Model: {first}{agent.name}'s chain is {chain}")
     session = await conv.session(create=True)
     assert session is not None
-    ref = await conv.services.set_session_model(session.id, None if rest == "default" else rest)
+    ref = await conv.services.settings.set_session_model(
+        session.id, None if rest == "default" else rest
+    )
     if ref is None:
         return Reply(f"Model: back to {agent.name}'s chain ({chain})")
     return Reply(f"Model: this session now tries {ref} first")
@@ -370,7 +407,7 @@ async def _think(conv: Conversation, rest: str) -> Reply:
         if session is None:
             level, chosen = agent.thinking, False
         else:
-            level, chosen = await conv.services.session_thinking(session.id)
+            level, chosen = await conv.services.settings.session_thinking(session.id)
         if chosen:
             return Reply(
                 f"Thinking: {level} for this session ({agent.name}'s is {agent.thinking}). "
@@ -379,7 +416,7 @@ async def _think(conv: Conversation, rest: str) -> Reply:
         return Reply(f"Thinking: {level} ({agent.name}'s setting). /think {levels} sets it.")
     session = await conv.session(create=True)
     assert session is not None
-    level, chosen = await conv.services.set_session_thinking(session.id, rest)
+    level, chosen = await conv.services.settings.set_session_thinking(session.id, rest)
     if chosen:
         return Reply(f"Thinking: {level} for this session")
     return Reply(f"Thinking: {level} ({agent.name}'s setting)")
@@ -400,17 +437,17 @@ async def _export(conv: Conversation, rest: str) -> Reply:
                 f"/export: {rest}: the file name must end in .md, .json or .html", error=True
             )
     if target is None:
-        text = await conv.services.export_session(session.id, fmt)
+        text = await conv.services.sessions.export_session(session.id, fmt)
         caption = f"Transcript of {session.title or session.id}"
         if await conv.send_file(text.encode("utf-8"), f"{session.id}.{fmt}", caption):
             return Reply()
-    return Reply(f"Wrote {await conv.services.save_export(session.id, fmt, target)}")
+    return Reply(f"Wrote {await conv.services.sessions.save_export(session.id, fmt, target)}")
 
 
 @command("retry", "run your last message again", where=INTERACTIVE, category="Turn")
 async def _retry(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
-    last = last_typed(await conv.services.messages(session.id)) if session else None
+    last = last_typed(await conv.services.sessions.messages(session.id)) if session else None
     if last is None:
         return Reply("There is no earlier message to retry.")
     await conv.start_turn(last)
@@ -430,7 +467,7 @@ async def _usage(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
         return Reply(NO_MESSAGES)
-    totals = await conv.services.usage_totals(session=session.id)
+    totals = await conv.services.ledger.usage_totals(session=session.id)
     if not totals:
         return Reply(f"Usage of `{session.id}`: no model calls yet.")
     lines = [f"**Usage** of `{session.id}`"]

@@ -9,20 +9,34 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .commands import Reply, Services, Surface
+from .commands import CommandSessions, CommandTurns, Reply, Services, Surface
 
 if TYPE_CHECKING:
     from habakkuk.engine.sessions import Session
 
 
-class RunServices(Services, Protocol):
-    """The runtime as `habakkuk run` uses it for a command."""
+class RunSessions(CommandSessions, Protocol):
+    """What `habakkuk run` uses of the sessions service."""
 
     async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session: ...
+
+
+class RunTurns(CommandTurns, Protocol):
+    """What `habakkuk run` uses of the turns service."""
 
     async def compact_session(self, session_id: str) -> str: ...
 
     async def wait_turn(self, turn_id: str) -> Any: ...
+
+
+class RunServices(Services, Protocol):
+    """The runtime as `habakkuk run` uses it for a command."""
+
+    @property
+    def sessions(self) -> RunSessions: ...
+
+    @property
+    def turns(self) -> RunTurns: ...
 
     def start_workers(self, *, channels: bool = True, maintenance: bool = False) -> None: ...
 
@@ -39,23 +53,23 @@ class RunConversation:
 
     async def session(self, *, create: bool = False) -> Session | None:
         if self.session_id:
-            return await self.services.session(self.session_id)
+            return await self.services.sessions.session(self.session_id)
         if not create:
             return None
-        session = await self.services.new_session(self.agent_name, origin="cli")
+        session = await self.services.sessions.new_session(self.agent_name, origin="cli")
         self.session_id = session.id
         return session
 
     async def agent(self) -> str:
         if self.session_id:
-            return (await self.services.session(self.session_id)).agent
+            return (await self.services.sessions.session(self.session_id)).agent
         return self.default_agent()
 
     def default_agent(self) -> str:
         return self.services.config.agent(self.agent_name).name
 
     async def start_fresh(self, agent: str | None = None) -> None:
-        session = await self.services.new_session(agent or self.agent_name, origin="cli")
+        session = await self.services.sessions.new_session(agent or self.agent_name, origin="cli")
         self.session_id = session.id
 
     async def continue_in(self, session: Session) -> None:
@@ -66,7 +80,9 @@ class RunConversation:
 
     async def compact(self, session_id: str) -> Reply:
         self.services.start_workers(channels=False)
-        outcome = await self.services.wait_turn(await self.services.compact_session(session_id))
+        outcome = await self.services.turns.wait_turn(
+            await self.services.turns.compact_session(session_id)
+        )
         if outcome.status == "done":
             return Reply(outcome.reply)
         return Reply(f"/compact failed: {outcome.error or outcome.status}", error=True)

@@ -1,6 +1,6 @@
 """What the overview shows (the terminal's overview screen and GET /api/overview): one
 read of the home's queue, jobs, errors, channels, MCP servers, usage and HTTP listener,
-built by `Runtime.overview`."""
+built by `Runtime.control.overview`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The approvals screen: every waiting approval of this home, answerable by key.
 
-It lists the runtime's `waiting_approvals()` (the list /api/approvals serves):
+It lists the runtime's `approvals.waiting()` (the list /api/approvals serves):
 this terminal's own requests and chat approvals, also those a turn of another
 process waits on (a `--serve` holding the Telegram account, its dashboard chat
 or its attached terminal; all are recorded in control.db while they wait).
@@ -93,7 +93,7 @@ class ApprovalsScreen(PollingScreen):
         if not self.has_runtime:  # the app closed the runtime while this was queued
             return
         try:
-            rows = await self.runtime.waiting_approvals()
+            rows = await self.runtime.approvals.waiting()
         except StoreError:  # closed under us as the app quits
             return
         self.rows = rows
@@ -155,7 +155,7 @@ class ApprovalsScreen(PollingScreen):
     async def _answer(self, approval_id: str, answer: str) -> None:
         if not self.has_runtime:
             return
-        if not await self.runtime.answer_approval(approval_id, answer, by="terminal"):
+        if not await self.runtime.approvals.respond(approval_id, answer, by="terminal"):
             self.notify("That request is no longer waiting.")
         await self.load()
 

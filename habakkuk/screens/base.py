@@ -16,7 +16,7 @@ from habakkuk.screens.messages import RuntimeReady
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-    from habakkuk.runtime import Runtime
+    from habakkuk.screens.backend import TerminalBackend
 
 S = TypeVar("S", bound="RuntimeScreen")
 M = TypeVar("M", bound=BusEvent[Any])
@@ -46,7 +46,7 @@ def on_bus(
 class ScreenHost(Protocol):
     """What a screen uses of the app (habakkuk.app.HabakkukApp), so it never imports app.py."""
 
-    runtime: Runtime | None
+    runtime: TerminalBackend | None
     motion: bool
 
     def listen(self, screen: Screen[Any]) -> None:
@@ -73,7 +73,7 @@ class RuntimeScreen(Screen[Any]):
         return cast(ScreenHost, self.app)
 
     @property
-    def runtime(self) -> Runtime:
+    def runtime(self) -> TerminalBackend:
         """The open runtime (screens act only after `runtime_ready`)."""
         runtime = self.happ.runtime
         if runtime is None:

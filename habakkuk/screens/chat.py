@@ -39,6 +39,7 @@ from habakkuk.screens.bus_messages import (
     TurnTextArrived,
     TurnThinkingArrived,
 )
+from habakkuk.screens.chat_conversation import TerminalConversation
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.footer import KeyFooter
@@ -138,7 +139,7 @@ class ChatScreen(RuntimeScreen):
 
     def _load_questions(self) -> None:
         self._question.clear()
-        for request in getattr(self.runtime.approvals, "questions", []):
+        for request in self.runtime.approvals.questions:
             if request.session == self.session_id:
                 self._question.add(request)
 
@@ -153,9 +154,9 @@ class ChatScreen(RuntimeScreen):
         from habakkuk.engine.errors import HabakkukError
 
         try:
-            session = await self.runtime.session(session_id)
-            messages = await self.runtime.messages(session_id)
-            active = await self.runtime.active_turns(session_id)
+            session = await self.runtime.sessions.session(session_id)
+            messages = await self.runtime.sessions.messages(session_id)
+            active = await self.runtime.sessions.active_turns(session_id)
         except HabakkukError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
@@ -164,8 +165,8 @@ class ChatScreen(RuntimeScreen):
         self.agent_name = session.agent
         self.input_tokens = self.output_tokens = 0
         self.cost = None
-        self.session_model = str(await self.runtime.session_model(session.id) or "")
-        level, chosen = await self.runtime.session_thinking(session.id)
+        self.session_model = str(await self.runtime.settings.session_model(session.id) or "")
+        level, chosen = await self.runtime.settings.session_thinking(session.id)
         self.session_thinking = level if chosen else ""
         self._load_usage()
         self.running_turn = next((j.id for j in active if j.status == "running"), None)
@@ -227,14 +228,14 @@ class ChatScreen(RuntimeScreen):
     @work(group="send")
     async def _send(self, text: str) -> None:
         if not self.session_id:
-            session = await self.runtime.new_session(
+            session = await self.runtime.sessions.new_session(
                 self.agent_name or None, origin="tui", chat=True
             )
             self.session_id = session.id
             self._view.session = session.id
             self.session_title = text.strip().splitlines()[0][:80]
         await self._view.add_user(text)
-        turn = await self.runtime.submit(self.session_id, text, attended=True)
+        turn = await self.runtime.turns.submit(self.session_id, text, attended=True)
         self._queued(turn)
         self.post_message(self.TurnSent(self.session_id, turn))
 
@@ -249,7 +250,7 @@ class ChatScreen(RuntimeScreen):
         turn = self.running_turn or (self.queued_turns[-1] if self.queued_turns else None)
         if turn is None:
             return False
-        self.run_worker(self.runtime.stop_turn(turn), group="stop")
+        self.run_worker(self.runtime.turns.stop_turn(turn), group="stop")
         return True
 
     # -- events ------------------------------------------------------------------------------
@@ -381,7 +382,7 @@ class ChatScreen(RuntimeScreen):
             # Also when the app closed the runtime while this was queued.
             return
         session = self.session_id
-        totals = await self.runtime.usage_totals(session=session)
+        totals = await self.runtime.ledger.usage_totals(session=session)
         if session != self.session_id:
             return
         self.input_tokens = sum(t.input_tokens + t.cache_read_tokens for t in totals)
@@ -439,17 +440,16 @@ class ChatScreen(RuntimeScreen):
     async def _command(self, text: str) -> None:
         """Run a chat command (habakkuk.conversation) and note its reply."""
         from habakkuk.conversation.commands import dispatch, parse, plain
-        from habakkuk.screens.chat_conversation import TerminalConversation
 
         reply = await dispatch(text, TerminalConversation(self))
         if reply is None:
             return
         if self.session_id:
             # /model, /think and /title change what the status line shows.
-            session = await self.runtime.session(self.session_id)
+            session = await self.runtime.sessions.session(self.session_id)
             self.session_title = session.title or self.session_title
-            self.session_model = str(await self.runtime.session_model(session.id) or "")
-            level, chosen = await self.runtime.session_thinking(session.id)
+            self.session_model = str(await self.runtime.settings.session_model(session.id) or "")
+            level, chosen = await self.runtime.settings.session_thinking(session.id)
             self.session_thinking = level if chosen else ""
             self._refresh_status()
         if reply.text:

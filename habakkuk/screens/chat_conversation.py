@@ -8,13 +8,48 @@ job ends.
 from __future__ import annotations
 
 import getpass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from habakkuk.conversation.commands import Reply, Services, Surface
 
 if TYPE_CHECKING:
+    from textual.worker import Worker
+
     from habakkuk.engine.sessions import Session
-    from habakkuk.screens.chat import ChatScreen
+    from habakkuk.screens.backend import TerminalBackend
+
+
+class ChatView(Protocol):
+    """What the conversation uses of the chat screen (habakkuk.screens.chat.ChatScreen),
+    so this module does not import the screen that imports it."""
+
+    session_id: str
+    agent_name: str
+
+    @property
+    def runtime(self) -> TerminalBackend:
+        """The open runtime."""
+        ...
+
+    def adopt_session(self, session_id: str) -> None:
+        """Continue in `session_id`, created just now for this conversation."""
+
+    def start_fresh(self) -> Worker[None]:
+        """Start over: a fresh session when the next message is sent."""
+        ...
+
+    def open_session(self, session_id: str) -> Worker[None]:
+        """Show a stored session and continue it."""
+        ...
+
+    def send_text(self, text: str) -> None:
+        """Send `text` as the user's next message."""
+
+    def queued(self, job: str) -> None:
+        """A job of this session (a /compact) was queued."""
+
+    def refresh_status(self) -> None:
+        """Show the agent, model and counts again."""
 
 
 class TerminalConversation:
@@ -22,17 +57,17 @@ class TerminalConversation:
 
     surface: Surface = "terminal"
 
-    def __init__(self, screen: ChatScreen):
+    def __init__(self, screen: ChatView):
         self.screen = screen
         self.services: Services = screen.runtime
 
     async def session(self, *, create: bool = False) -> Session | None:
         screen = self.screen
         if screen.session_id:
-            return await screen.runtime.session(screen.session_id)
+            return await screen.runtime.sessions.session(screen.session_id)
         if not create:
             return None
-        session = await screen.runtime.new_session(
+        session = await screen.runtime.sessions.new_session(
             screen.agent_name or None, origin="tui", chat=True
         )
         screen.adopt_session(session.id)
@@ -49,7 +84,7 @@ class TerminalConversation:
         await self.screen.start_fresh().wait()
         self.screen.agent_name = keep
         # Started now, as a chat's /new starts it: /status and /title see it at once.
-        session = await self.screen.runtime.new_session(keep, origin="tui", chat=True)
+        session = await self.screen.runtime.sessions.new_session(keep, origin="tui", chat=True)
         self.screen.adopt_session(session.id)
         self.screen.refresh_status()
 
@@ -63,9 +98,9 @@ class TerminalConversation:
     async def compact(self, session_id: str) -> Reply:
         """Queued as a turn of the session; its outcome is the reply."""
         runtime = self.screen.runtime
-        job = await runtime.compact_session(session_id)
+        job = await runtime.turns.compact_session(session_id)
         self.screen.queued(job)
-        outcome = await runtime.wait_turn(job)
+        outcome = await runtime.turns.wait_turn(job)
         if outcome.status == "done":
             return Reply(outcome.reply)
         if outcome.status == "cancelled":

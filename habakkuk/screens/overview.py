@@ -1,7 +1,7 @@
 """The overview, the control room: queue, HTTP listener, usage today, recent errors,
 channels, MCP servers, jobs running here and what is scheduled.
 
-It reads `Runtime.overview()`, the read /api/overview serves, so the terminal and
+It reads `Runtime.control.overview()`, the read /api/overview serves, so the terminal and
 the dashboard agree. Errors are cut to fit a row; Enter on one shows it whole.
 Other processes publish nothing on this bus, so besides job events the screen
 reads again every few seconds while it is shown (r reloads at once).
@@ -172,7 +172,7 @@ class OverviewScreen(PollingScreen):
         if not self.has_runtime:  # the app closed the runtime while this was queued
             return
         try:
-            view = await self.runtime.overview()
+            view = await self.runtime.control.overview()
         except StoreError:  # closed under us as the app quits
             return
         self.show(view)

@@ -112,7 +112,7 @@ class SessionsScreen(RuntimeScreen):
         table = self._table
         rows: list[tuple[str, str, list[str | Text]]] = []  # (session, title, cells)
         if self.query_text:
-            found = await self.runtime.search_sessions(self.query_text, limit=100)
+            found = await self.runtime.sessions.search_sessions(self.query_text, limit=100)
             # The best match of each session: this is a picker of sessions, not of messages.
             best: dict[str, SearchHit] = {}
             for hit in found:
@@ -129,7 +129,7 @@ class SessionsScreen(RuntimeScreen):
             self._title.update(Content(f"Search: {self.query_text}  ({len(rows)} found)"))
             empty = "Nothing found. Esc shows recent sessions."
         else:
-            sessions = await self.runtime.list_sessions(limit=200, archived=self.archived)
+            sessions = await self.runtime.sessions.list_sessions(limit=200, archived=self.archived)
             columns = ("updated", "agent", "title", "session")
             for s in sessions:
                 cells = [
@@ -225,7 +225,7 @@ class SessionsScreen(RuntimeScreen):
 
     @work(group="edit")
     async def _rename(self, session: str, title: str) -> None:
-        await self.runtime.rename_session(session, title)
+        await self.runtime.sessions.rename_session(session, title)
         self.notify(f"Renamed {session}.", markup=False)
         self.refresh_list(keep=session)
 
@@ -253,7 +253,7 @@ class SessionsScreen(RuntimeScreen):
 
     @work(group="edit")
     async def _archive(self, session: str, archived: bool) -> None:
-        await self.runtime.archive_session(session, archived)
+        await self.runtime.sessions.archive_session(session, archived)
         done = "Archived" if archived else "Restored"
         self.notify(f"{done} {session}.", markup=False)
         self.refresh_list()
@@ -269,7 +269,7 @@ class SessionsScreen(RuntimeScreen):
         from habakkuk.engine.errors import HabakkukError
 
         try:
-            fork = await self.runtime.fork_session(session)
+            fork = await self.runtime.sessions.fork_session(session)
         except HabakkukError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
@@ -280,7 +280,7 @@ class SessionsScreen(RuntimeScreen):
         session = self.selected()
         if session is None:
             return
-        default = self.runtime.export_default(session, "md")
+        default = self.runtime.sessions.export_default(session, "md")
 
         def check(value: str) -> str | None:
             if Path(value).suffix.lstrip(".") not in EXPORT_FORMATS:
@@ -301,7 +301,7 @@ class SessionsScreen(RuntimeScreen):
 
         fmt = Path(path).suffix.lstrip(".")
         try:
-            where = await self.runtime.save_export(session, fmt, path)
+            where = await self.runtime.sessions.save_export(session, fmt, path)
         except HabakkukError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return

@@ -22,10 +22,10 @@ from habakkuk.engine.secret_shapes import (
     plain,
 )
 
-from .app import field, json_response, only_fields, server_of
 from .errors import ApiError
 from .health import queue_summary
 from .inputs import query_int, read_json
+from .served import field, json_response, only_fields, server_of
 
 REDACTED = "[redacted]"
 
@@ -54,7 +54,7 @@ async def _job_json(runtime: Any, job: Any) -> dict[str, Any]:
     agent = ""
     if session:
         with contextlib.suppress(NotFound):
-            agent = (await runtime.session(session)).agent
+            agent = (await runtime.sessions.session(session)).agent
     body = {
         "id": job.id,
         "kind": job.kind,
@@ -74,7 +74,7 @@ async def overview(request: web.Request) -> web.Response:
     """GET /api/overview: channels, queue, running jobs, recent errors, approvals."""
     runtime = server_of(request).runtime
     # The same read as the terminal's overview screen, so both show the same.
-    view = await runtime.overview()
+    view = await runtime.control.overview()
     channels = [
         {
             **state,
@@ -110,7 +110,7 @@ async def sessions(request: web.Request) -> web.Response:
     limit = query_int(request, "limit", 50, 1, 500)
     query = clean_text(request.query.get("q", "")).strip()
     if query:
-        hits = await runtime.search_sessions(query, agent, limit=limit)
+        hits = await runtime.sessions.search_sessions(query, agent, limit=limit)
         return json_response(
             {
                 "hits": [
@@ -127,16 +127,16 @@ async def sessions(request: web.Request) -> web.Response:
                 ]
             }
         )
-    found = await runtime.list_sessions(agent, limit=limit)
+    found = await runtime.sessions.list_sessions(agent, limit=limit)
     return json_response({"sessions": [session_json(s) for s in found]})
 
 
 async def session_one(request: web.Request) -> web.Response:
     """GET /api/sessions/{id}: the session and its messages."""
     runtime = server_of(request).runtime
-    session = await runtime.session(request.match_info["id"])
-    messages = await runtime.messages(session.id)
-    compaction = await runtime.compaction(session.id)
+    session = await runtime.sessions.session(request.match_info["id"])
+    messages = await runtime.sessions.messages(session.id)
+    compaction = await runtime.sessions.compaction(session.id)
     return json_response(transcript_json(session, messages, compaction))
 
 
@@ -144,7 +144,7 @@ async def session_export(request: web.Request) -> web.Response:
     """GET /api/sessions/{id}/export: the transcript as a Markdown attachment."""
     runtime = server_of(request).runtime
     session_id = request.match_info["id"]
-    text = await runtime.export_session(session_id, "md")
+    text = await runtime.sessions.export_session(session_id, "md")
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)
     return web.Response(
         text=text,
@@ -206,7 +206,7 @@ async def usage(request: web.Request) -> web.Response:
         for n in range(days)
     ]
     # One query per day boundary: a day's usage is "since its start" minus "since the next".
-    since = [await runtime.usage_since(start, agent=agent) for start in starts]
+    since = [await runtime.ledger.usage_since(start, agent=agent) for start in starts]
     day_rows = []
     for n in range(days):
         row = _sum((first + timedelta(days=n)).isoformat(), since[n])
@@ -239,7 +239,7 @@ async def approvals(request: web.Request) -> web.Response:
     server = server_of(request)
     store = server.web_store()
     items = []
-    for waiting in await server.runtime.waiting_approvals():
+    for waiting in await server.runtime.approvals.waiting():
         to = _chat_address(waiting.where)
         if to is None:
             conversations = await store.conversations_of(waiting.session)
@@ -282,8 +282,8 @@ async def approval_answer(request: web.Request) -> web.Response:
     approve = field(body, "approve", bool, required=True)
     approval_id = request.match_info["id"]
     runtime = server.runtime
-    waiting = {a.id: a for a in await runtime.waiting_approvals()}.get(approval_id)
-    answered = waiting is not None and await runtime.answer_approval(
+    waiting = {a.id: a for a in await runtime.approvals.waiting()}.get(approval_id)
+    answered = waiting is not None and await runtime.approvals.respond(
         approval_id, "allow_once" if approve else "deny", by="dashboard"
     )
     if not answered or waiting is None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import re
 import time
@@ -30,87 +29,27 @@ from aiohttp import web
 from habakkuk.engine.config import HttpConfig, is_loopback_host
 from habakkuk.engine.errors import ConfigError, HabakkukError, NotFound
 
+from . import api, chat, dashboard, health, memory_api, metrics, openai_compat, webhooks
+from .chat import WebChannel
 from .errors import ApiError
+from .health import DepthCache
 from .inputs import header
+from .metrics import Metrics
+from .served import SERVER_KEY, UPLOAD_LIMIT, Served, json_response, server_of
+from .webstore import WebStore
 
 if TYPE_CHECKING:
-    from .chat import WebChannel
     from .host import ServerHost
-    from .metrics import Metrics
-    from .webstore import WebStore
 
 log = logging.getLogger(__name__)
 
-UPLOAD_LIMIT = 25 * 1024 * 1024
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-# Typed keys for what handlers find on the application.
-SERVER_KEY: web.AppKey[HttpServer] = web.AppKey("server", None)  # type: ignore[arg-type]
-
-
-def server_of(request: web.Request) -> HttpServer:
-    """The HttpServer serving this request."""
-    return request.app[SERVER_KEY]
-
-
-def json_response(
-    body: Any, status: int = 200, headers: dict[str, str] | None = None
-) -> web.Response:
-    """A JSON response (UTF-8, compact)."""
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate from the client echoed back: JSON escapes it.
-        data = json.dumps(body, separators=(",", ":")).encode("ascii")
-    return web.Response(
-        body=data,
-        status=status,
-        content_type="application/json",
-        charset="utf-8",
-        headers=headers,
-    )
-
-
-def field(
-    body: dict[str, Any],
-    name: str,
-    kind: type | tuple[type, ...],
-    *,
-    required: bool = False,
-    default: Any = None,
-) -> Any:
-    """One field of a JSON body with its type checked; ApiError 400 when wrong."""
-    if name not in body or body[name] is None:
-        if required:
-            raise ApiError(400, f"{name} is required")
-        return default
-    value = body[name]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        raise ApiError(400, f"{name} must be {_kind_word(kinds)}")
-    if not isinstance(value, kinds):
-        raise ApiError(400, f"{name} must be {_kind_word(kinds)}")
-    return value
-
-
-def _kind_word(kinds: tuple[type, ...]) -> str:
-    words = {str: "a string", int: "an integer", bool: "true or false", dict: "an object"}
-    words |= {list: "a list", float: "a number"}
-    return " or ".join(words.get(k, k.__name__) for k in kinds)
-
-
-def only_fields(body: dict[str, Any], allowed: set[str]) -> None:
-    """Reject unknown fields (strict bodies under /api/)."""
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise ApiError(400, f"unknown field {unknown[0]!r} (fields: {', '.join(sorted(allowed))})")
 
 
 # -- middlewares ---------------------------------------------------------------------------
 
 
-def _is_public(request: web.Request, server: HttpServer) -> bool:
+def _is_public(request: web.Request, server: Served) -> bool:
     path = request.path
     if path == "/healthz" or path == "/" or path == "/app" or path.startswith("/app/"):
         return True
@@ -229,10 +168,6 @@ class HttpServer:
     """The HTTP surface of one runtime: build the app, listen, stop."""
 
     def __init__(self, runtime: ServerHost, config: HttpConfig, token: str | None):
-        from .chat import WebChannel
-        from .health import DepthCache
-        from .metrics import Metrics
-
         self.runtime = runtime
         self.config = config
         self.token = token
@@ -274,8 +209,6 @@ class HttpServer:
 
     def build_app(self) -> web.Application:
         """The aiohttp application with every route."""
-        from . import api, chat, dashboard, health, memory_api, metrics, openai_compat, webhooks
-
         app = web.Application(
             middlewares=[conventions_middleware], client_max_size=UPLOAD_LIMIT + 1024
         )
@@ -292,8 +225,6 @@ class HttpServer:
 
     async def start(self, host: str | None = None, port: int | None = None) -> None:
         """Open web.db, start the reply watcher and listen (port 0 picks a free port)."""
-        from .webstore import WebStore
-
         host = host if host is not None else self.config.host
         port = port if port is not None else self.config.port
         if self.token is None and not is_loopback_host(host):

@@ -15,7 +15,6 @@ import contextlib
 import json
 import logging
 import secrets
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -39,14 +38,14 @@ from habakkuk.engine.events import (
 )
 from habakkuk.engine.timeouts import next_within
 
-from .app import field, json_response, only_fields, server_of
 from .errors import ApiError
 from .inputs import MAX_CURSOR, cursor, header, query_int, read_json
+from .served import UPLOAD_LIMIT, Attachment, field, json_response, only_fields, server_of
 
 if TYPE_CHECKING:
     from habakkuk.channels.service import ChannelService
 
-    from .app import HttpServer
+    from .served import Served
     from .webstore import WebStore
 
 log = logging.getLogger(__name__)
@@ -148,13 +147,6 @@ def sse(event: str, data: Any, event_id: int | None = None) -> bytes:
 # -- the channel ---------------------------------------------------------------------------
 
 
-@dataclass
-class Attachment:
-    filename: str
-    content_type: str
-    data: bytes
-
-
 class WebChannel:
     """The HTTP side of the web chat's channel account (habakkuk.channels.web).
 
@@ -164,7 +156,7 @@ class WebChannel:
     only: the log of what the user sent, and who is typing.
     """
 
-    def __init__(self, server: HttpServer):
+    def __init__(self, server: Served):
         self.server = server
         self.runtime = server.runtime
         self.account = server.config.account
@@ -320,9 +312,11 @@ class WebChannel:
         binding = await gateway.store.binding(msg.address.conversation)
         if binding is not None:
             with contextlib.suppress(NotFound):
-                if (await self.runtime.session(binding.session)).agent == agent:
+                if (await self.runtime.sessions.session(binding.session)).agent == agent:
                     return
-        session = await self.runtime.new_session(agent, origin=f"channel:{self.account}", chat=True)
+        session = await self.runtime.sessions.new_session(
+            agent, origin=f"channel:{self.account}", chat=True
+        )
         await gateway.store.bind(msg.address.conversation, session.id, agent_override=agent)
 
     async def _session_of(self, msg: InboundMessage) -> str:
@@ -337,7 +331,7 @@ class WebChannel:
         binding = await self.store.conversation(conversation)
         if binding is None or binding.session != session_id:
             try:
-                agent = (await self.runtime.session(session_id)).agent
+                agent = (await self.runtime.sessions.session(session_id)).agent
             except NotFound:
                 agent = ""
             await self.store.bind(conversation, agent, session_id)
@@ -355,7 +349,9 @@ class WebChannel:
         blocks: list[dict[str, Any]] = []
         lines = [text] if text.strip() else []
         for item in attachments:
-            path = await self.runtime.save_attachment(session.agent, item.filename, item.data)
+            path = await self.runtime.sessions.save_attachment(
+                session.agent, item.filename, item.data
+            )
             lines.append(f"[attached file: {path} ({item.content_type}, {len(item.data)} bytes)]")
             media = item.content_type.split(";")[0].strip().lower()
             if media in IMAGE_TYPES or media == "application/pdf":
@@ -405,7 +401,7 @@ async def post_chat(request: web.Request) -> web.Response:
     return json_response(result, 202)
 
 
-async def transcribe(server: HttpServer, audio: Attachment) -> str:
+async def transcribe(server: Served, audio: Attachment) -> str:
     """The recording's text, through the channels' one transcription client.
 
     501 without `transcription:` in config, 502 when the service fails, 422 when
@@ -426,7 +422,6 @@ async def transcribe(server: HttpServer, audio: Attachment) -> str:
 
 
 async def _read_multipart(request: web.Request) -> tuple[dict[str, Any], list[Attachment]]:
-    from .app import UPLOAD_LIMIT
 
     body: dict[str, Any] = {}
     files: list[Attachment] = []
@@ -494,7 +489,7 @@ async def conversations(request: web.Request) -> web.Response:
     for row in await server.web_store().conversations(limit):
         title = ""
         with contextlib.suppress(NotFound):
-            title = (await server.runtime.session(row.session)).title
+            title = (await server.runtime.sessions.session(row.session)).title
         items.append(
             {
                 "conversation": row.conversation,
@@ -576,7 +571,7 @@ async def live(request: web.Request) -> web.StreamResponse:
 
 
 async def _pump_activity(
-    server: HttpServer,
+    server: Served,
     response: web.StreamResponse,
     subscription: Subscription,
     conversation: str | None,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from .app import ApiError
+from .errors import ApiError
 
 STATIC = Path(__file__).parent / "static"
 TYPES = {

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .app import json_response, server_of
+from .served import json_response, server_of
 
 
 def queue_summary(depth: dict[tuple[str, str], int]) -> dict[str, int]:
@@ -36,7 +36,7 @@ class DepthCache:
         if loop.time() - self._at < DEPTH_TTL_SECONDS:
             return self._value
         if self._pending is None:
-            self._pending = asyncio.ensure_future(self.runtime.queue_depth())
+            self._pending = asyncio.ensure_future(self.runtime.turns.queue_depth())
             self._pending.add_done_callback(self._settle)
         return await asyncio.shield(self._pending)
 
@@ -53,7 +53,7 @@ async def healthz(request: web.Request) -> web.Response:
     depth = await server.depth_cache.get()
     channels = [
         {"account": c["account"], "type": c["type"], "state": c["state"]}
-        for c in await server.runtime.channel_states()
+        for c in await server.runtime.control.channel_states()
     ]
     return json_response({"status": "ok", "channels": channels, "queue": queue_summary(depth)})
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from habakkuk.conversation.commands import Services
-from habakkuk.protocols.mcp.server import McpHost, TurnOutcomeView
+from habakkuk.conversation.commands import CommandSessions, CommandTurns, CommandUsage, Services
+from habakkuk.protocols.mcp.server import McpHost, McpSessions, McpTurns, TurnOutcomeView
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.home import Environment, Home
-    from habakkuk.engine.jobs import Job, JobQueue
+    from habakkuk.engine.jobs import JobQueue
     from habakkuk.engine.llm.types import Message
     from habakkuk.engine.llm.usage import UsageTotal
     from habakkuk.engine.overview import Overview
@@ -34,8 +34,98 @@ class ServerApprovals(Protocol):
         """This process's waiting requests, oldest first."""
         ...
 
+    async def waiting(self) -> list[WaitingApproval]:
+        """Every call waiting for approval on this home, oldest first."""
+        ...
+
     async def respond(self, approval_id: str, answer: str, by: str) -> bool:
         """Answer a waiting approval wherever it waits; False when it no longer waits."""
+        ...
+
+
+class ServerSessions(McpSessions, CommandSessions, Protocol):
+    """What the server uses of the sessions service (MCP's and the commands' included)."""
+
+    async def new_session(
+        self,
+        agent: str | None = None,
+        *,
+        origin: str = ...,
+        session_id: str | None = None,
+        chat: bool = ...,
+    ) -> Session:
+        """A new session of `agent`; a `session_id` from its cause makes a repeat idempotent;
+        `chat` for a conversation with the user (it may take the one-time welcome)."""
+        ...
+
+    async def seed_session(
+        self, session_id: str, history: Sequence[tuple[str, str] | Message]
+    ) -> None:
+        """Append earlier messages to a new session without running a turn."""
+        ...
+
+    async def search_sessions(
+        self, query: str, agent: str | None = None, *, limit: int = 20
+    ) -> list[SearchHit]:
+        """Full-text search over sessions, best first."""
+        ...
+
+    async def compaction(self, session_id: str) -> Compaction | None:
+        """The session's latest compaction, if any."""
+        ...
+
+    async def save_attachment(self, agent: str, filename: str, data: bytes) -> str:
+        """Store an upload and copy it to the agent's workspace; returns the copy's path."""
+        ...
+
+
+class ServerTurns(McpTurns, CommandTurns, Protocol):
+    """What the server uses of the turns service (MCP's and the commands' included)."""
+
+    async def submit(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        turn_id: str | None = None,
+        attended: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
+        """Queue a turn for `text` in the session; returns the turn id."""
+        ...
+
+    async def compact_session(
+        self, session_id: str, *, job_id: str | None = None, extra: dict[str, Any] | None = None
+    ) -> str:
+        """Queue a compaction of the session; returns its job id."""
+        ...
+
+    async def turn_outcome(self, turn_id: str) -> TurnOutcomeView | None:
+        """The turn's state now, or None when there is no such turn."""
+        ...
+
+
+class ServerUsage(CommandUsage, Protocol):
+    """What the server uses of the usage ledger (the commands' part included)."""
+
+    async def usage_since(self, since: float, *, agent: str | None = None) -> list[UsageTotal]:
+        """Usage totals by model and agent since `since` (epoch seconds)."""
+        ...
+
+    def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
+        """Dollars of one model call, None when unpriced."""
+        ...
+
+
+class ServerControl(Protocol):
+    """What the server uses of the control room (habakkuk.services.overview)."""
+
+    async def channel_states(self) -> list[dict[str, Any]]:
+        """Every configured channel account with its last recorded state."""
+        ...
+
+    async def overview(self) -> Overview:
+        """The control room in one read."""
         ...
 
 
@@ -61,92 +151,22 @@ class ServerHost(McpHost, Services, Protocol):
         """This process's approval hub and the one answer path (services.approvals)."""
         ...
 
-    async def new_session(
-        self,
-        agent: str | None = None,
-        *,
-        origin: str = ...,
-        session_id: str | None = None,
-        chat: bool = ...,
-    ) -> Session:
-        """A new session of `agent`; a `session_id` from its cause makes a repeat idempotent;
-        `chat` for a conversation with the user (it may take the one-time welcome)."""
+    @property
+    def sessions(self) -> ServerSessions:
+        """The home's sessions (services.sessions)."""
         ...
 
-    async def submit(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        turn_id: str | None = None,
-        attended: bool = False,
-        extra: dict[str, Any] | None = None,
-    ) -> str:
-        """Queue a turn for `text` in the session; returns the turn id."""
+    @property
+    def turns(self) -> ServerTurns:
+        """The turn queue and this process's pools (services.turns)."""
         ...
 
-    async def seed_session(
-        self, session_id: str, history: Sequence[tuple[str, str] | Message]
-    ) -> None:
-        """Append earlier messages to a new session without running a turn."""
+    @property
+    def ledger(self) -> ServerUsage:
+        """Tokens and dollars (services.usage)."""
         ...
 
-    async def compact_session(
-        self, session_id: str, *, job_id: str | None = None, extra: dict[str, Any] | None = None
-    ) -> str:
-        """Queue a compaction of the session; returns its job id."""
-        ...
-
-    async def turn_outcome(self, turn_id: str) -> TurnOutcomeView | None:
-        """The turn's state now, or None when there is no such turn."""
-        ...
-
-    async def active_turns(self, session_id: str) -> list[Job]:
-        """The session's queued or running turns, oldest first."""
-        ...
-
-    async def search_sessions(
-        self, query: str, agent: str | None = None, *, limit: int = 20
-    ) -> list[SearchHit]:
-        """Full-text search over sessions, best first."""
-        ...
-
-    async def export_session(self, session_id: str, fmt: str) -> str:
-        """A session's transcript as md, json or html text."""
-        ...
-
-    async def compaction(self, session_id: str) -> Compaction | None:
-        """The session's latest compaction, if any."""
-        ...
-
-    async def save_attachment(self, agent: str, filename: str, data: bytes) -> str:
-        """Store an upload and copy it to the agent's workspace; returns the copy's path."""
-        ...
-
-    async def waiting_approvals(self) -> list[WaitingApproval]:
-        """Every call waiting for approval on this home, oldest first."""
-        ...
-
-    async def answer_approval(self, approval_id: str, answer: str, by: str) -> bool:
-        """Answer a waiting approval wherever it waits; False when it no longer waits."""
-        ...
-
-    async def queue_depth(self) -> dict[tuple[str, str], int]:
-        """Queued jobs by (kind, state)."""
-        ...
-
-    async def channel_states(self) -> list[dict[str, Any]]:
-        """Every configured channel account with its last recorded state."""
-        ...
-
-    async def usage_since(self, since: float, *, agent: str | None = None) -> list[UsageTotal]:
-        """Usage totals by model and agent since `since` (epoch seconds)."""
-        ...
-
-    def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
-        """Dollars of one model call, None when unpriced."""
-        ...
-
-    async def overview(self) -> Overview:
-        """The control room in one read."""
+    @property
+    def control(self) -> ServerControl:
+        """The control room's reads (services.overview)."""
         ...

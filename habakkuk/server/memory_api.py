@@ -17,9 +17,9 @@ from aiohttp import web
 from habakkuk.knowledge import memory_views as views
 from habakkuk.knowledge.memory_types import MemoryAccess, Provenance
 
-from .app import field, json_response, only_fields, server_of
 from .errors import ApiError
 from .inputs import query_int, read_json
+from .served import field, json_response, only_fields, server_of
 
 BODY_LIMIT = 1024 * 1024  # a note is a page of Markdown, not a file upload
 QUERY_CHARS = 1000
@@ -155,9 +155,7 @@ async def history_restore(request: web.Request) -> web.Response:
     version = field(body, "version", str, default="before")
     if version not in ("before", "after"):
         raise ApiError(400, 'version must be "before" or "after"')
-    result = await memory.restore(
-        agent, request.match_info["id"], version=version, provenance=USER
-    )
+    result = await memory.restore(agent, request.match_info["id"], version=version, provenance=USER)
     return json_response(views.restore_json(result))
 
 

@@ -26,7 +26,7 @@ from habakkuk.engine.events import (
     TurnStarted,
 )
 
-from .app import server_of
+from .served import server_of
 
 if TYPE_CHECKING:
     from .host import ServerHost
@@ -174,7 +174,7 @@ class Metrics:
             if count:
                 label = kind.removesuffix("_tokens")
                 self.model_tokens.labels(provider=provider, model=model, kind=label).inc(count)
-        cost = self.runtime.call_cost(event.model, event.usage)
+        cost = self.runtime.ledger.call_cost(event.model, event.usage)
         if cost:
             self.model_cost.inc(cost)
 
@@ -196,8 +196,8 @@ class Metrics:
         # Count what the bus already holds, so a scrape never lags the events.
         while self._subscription is not None and (event := self._subscription.get_nowait()):
             self.observe(event)
-        self.channels.states = await self.runtime.channel_states()
-        depth = await self.runtime.queue_depth()
+        self.channels.states = await self.runtime.control.channel_states()
+        depth = await self.runtime.turns.queue_depth()
         self.queue_depth.clear()
         for (kind, status), count in depth.items():
             self.queue_depth.labels(kind=kind, status=status).set(count)

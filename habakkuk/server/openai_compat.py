@@ -36,10 +36,10 @@ from habakkuk.engine.events import (
 )
 from habakkuk.engine.llm.types import ContextBlock, Message, TextBlock
 
-from .app import HttpServer, json_response, server_of
 from .errors import ApiError
 from .inputs import header, read_json
 from .openai_requests import check_chat_request, check_responses_request
+from .served import Served, json_response, server_of
 
 MODEL_PREFIX = "habakkuk/"
 NOTE_HEADER = "Notes from the client application (its system and developer messages):"
@@ -82,7 +82,7 @@ async def models(request: web.Request) -> web.Response:
     return json_response({"object": "list", "data": data})
 
 
-def _agent_of(server: HttpServer, model: Any) -> str:
+def _agent_of(server: Served, model: Any) -> str:
     if not isinstance(model, str) or not model:
         raise ApiError(400, "model is required (habakkuk/<agent>)", param="model")
     name = model.removeprefix(MODEL_PREFIX)
@@ -232,7 +232,7 @@ async def prepare(
             session_id, turn = seen
             # Requeue (a no-op when it exists): the first request may have died
             # between recording the key and queueing the turn.
-            await runtime.submit(session_id, text, turn_id=turn)
+            await runtime.turns.submit(session_id, text, turn_id=turn)
             return Prepared(agent, session_id, turn, True, body["model"], user, previous)
     session_id = await _session_for(server, request, agent, user, previous, messages)
     turn = turn_id_for("v1", key) if key else f"turn_{secrets.token_hex(8)}"
@@ -240,17 +240,17 @@ async def prepare(
         session_id, turn = await store.remember_api_key(key, session_id, turn)
     stream = bool(body.get("stream"))
     if stream and not key:
-        busy = await runtime.active_turns(session_id)
+        busy = await runtime.sessions.active_turns(session_id)
         if busy:
             raise ApiError(409, f"session {session_id} already has a turn queued or running")
-    await runtime.submit(session_id, text, turn_id=turn, attended=False)
+    await runtime.turns.submit(session_id, text, turn_id=turn, attended=False)
     if user:
         await store.remember_user(user, agent, session_id)
     return Prepared(agent, session_id, turn, False, body["model"], user, previous)
 
 
 async def _session_for(
-    server: HttpServer,
+    server: Served,
     request: web.Request,
     agent: str,
     user: str | None,
@@ -261,7 +261,7 @@ async def _session_for(
     store = server.web_store()
     named = header(request, "X-Habakkuk-Session")
     if named:
-        session = await runtime.session(named)  # NotFound -> 404
+        session = await runtime.sessions.session(named)  # NotFound -> 404
         if session.agent != agent:
             raise ApiError(
                 400, f"session {named} belongs to agent {session.agent!r}, not {agent!r}"
@@ -280,14 +280,14 @@ async def _session_for(
         known = await store.user_session(user, agent)
         if known is not None:
             return known
-    session = await runtime.new_session(agent, origin="api")
+    session = await runtime.sessions.new_session(agent, origin="api")
     history = seed_history(messages[:-1])
     if history:
-        await runtime.seed_session(session.id, history)
+        await runtime.sessions.seed_session(session.id, history)
     return session.id
 
 
-def _follow(server: HttpServer, prepared: Prepared) -> Subscription:
+def _follow(server: Served, prepared: Prepared) -> Subscription:
     def ours(event: EventPayload) -> bool:
         if event.session != prepared.session:
             return False
@@ -304,10 +304,10 @@ def _record_usage(progress: Progress, event: ModelReplied) -> None:
             progress.usage[key] = progress.usage.get(key, 0) + value
 
 
-async def _wait_whole(server: HttpServer, prepared: Prepared) -> tuple[Any, Progress]:
+async def _wait_whole(server: Served, prepared: Prepared) -> tuple[Any, Progress]:
     progress = Progress()
     with _follow(server, prepared) as events:
-        outcome = await server.runtime.wait_turn(prepared.turn)
+        outcome = await server.runtime.turns.wait_turn(prepared.turn)
         while (event := events.get_nowait()) is not None:
             if isinstance(event, ModelReplied):
                 _record_usage(progress, event)
@@ -315,7 +315,7 @@ async def _wait_whole(server: HttpServer, prepared: Prepared) -> tuple[Any, Prog
 
 
 async def _stream_turn(
-    server: HttpServer,
+    server: Served,
     prepared: Prepared,
     events: Subscription,
     emit: Any,
@@ -324,7 +324,7 @@ async def _stream_turn(
     """Call `emit(text)` for each piece of reply text; returns (outcome, progress)."""
     progress = Progress()
     gap = False
-    waiter = asyncio.create_task(server.runtime.wait_turn(prepared.turn))
+    waiter = asyncio.create_task(server.runtime.turns.wait_turn(prepared.turn))
     try:
         while True:
             getter = asyncio.create_task(events.get())
@@ -371,11 +371,11 @@ async def _stream_turn(
             waiter.cancel()
 
 
-async def _turn_text(server: HttpServer, prepared: Prepared, outcome: Any) -> str:
+async def _turn_text(server: Served, prepared: Prepared, outcome: Any) -> str:
     """The turn's text as streaming shows it: each assistant text, a blank line between."""
     texts = [
         m.message.text
-        for m in await server.runtime.messages(prepared.session)
+        for m in await server.runtime.sessions.messages(prepared.session)
         if m.turn_id == prepared.turn and m.role == "assistant" and m.message.text.strip()
     ]
     return "\n\n".join(texts) or str(outcome.reply)

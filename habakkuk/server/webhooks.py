@@ -25,9 +25,9 @@ from aiohttp import web
 from habakkuk.channels.web import web_turn_id as turn_id_for
 from habakkuk.engine.config import WebhookConfig
 
-from .app import json_response, server_of
 from .errors import ApiError
 from .inputs import TooDeep, header, parse_json, read_body
+from .served import json_response, server_of
 
 BODY_LIMIT = 1024 * 1024
 _FIELD = re.compile(r"\{\{\s*\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
@@ -117,7 +117,9 @@ async def receive(request: web.Request) -> web.Response:
     channel = server.channel
     address = channel.address(conversation)
     seen = await store.find(f"hook:{turn}")
-    session = await runtime.new_session(hook.agent, origin="webhook", session_id=session_id)
+    session = await runtime.sessions.new_session(
+        hook.agent, origin="webhook", session_id=session_id
+    )
     if seen is None:
         if hook.deliver is None or await store.conversation(conversation) is None:
             # The conversation continues in the hook's session, as a message there would.
@@ -136,7 +138,7 @@ async def receive(request: web.Request) -> web.Response:
         )
     # The reply is the turn's delivery job to the web chat, as for any channel turn.
     reply_to = {"to": str(address), "message": "", "sender": f"webhook:{name}"}
-    await runtime.submit(
+    await runtime.turns.submit(
         session.id,
         render_prompt(hook, body),
         turn_id=turn,

@@ -19,6 +19,8 @@ from .waiting_prompt import WaitingPrompt
 if TYPE_CHECKING:
     from habakkuk.engine.toolkit.approvals import ApprovalRequest
 
+    from .backend import WidgetBackend
+
 INPUT_SUMMARY_CHARS = 300
 
 
@@ -76,7 +78,7 @@ class ApprovalPrompt(WaitingPrompt, can_focus=True):
         request = self.current
         if request is None:
             return
-        runtime = getattr(self.app, "runtime", None)
+        runtime: WidgetBackend | None = getattr(self.app, "runtime", None)
         if runtime is not None:
             await runtime.approvals.respond(request.id, answer, by="terminal")
         self.withdraw(request.id)

@@ -18,7 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 if TYPE_CHECKING:
-    from habakkuk.runtime import Runtime
+    from .backend import WidgetBackend
 
 STATUS_MARKS = {
     "pending": "…",
@@ -131,10 +131,10 @@ class ToolCard(Widget, can_focus=True):
 
     @work(exclusive=True, group="output")
     async def _load_output(self) -> None:
-        runtime: Runtime | None = getattr(self.app, "runtime", None)
+        runtime: WidgetBackend | None = getattr(self.app, "runtime", None)
         if runtime is None:
             return
-        result = await runtime.tool_output(self.session, self.call_id)
+        result = await runtime.sessions.tool_output(self.session, self.call_id)
         if result is None:
             text = self.preview or "(no result recorded yet)"
         else:

@@ -120,7 +120,7 @@ async def test_the_same_update_delivered_again_is_dropped(
     assert tg.texts() == ["echo: first", "echo: second"]
     turns = rows(home, "SELECT id FROM jobs WHERE kind = 'turn'")
     assert len(turns) == 2
-    sessions = await runtime.list_sessions()
+    sessions = await runtime.sessions.list_sessions()
     assert len(sessions) == 1  # both messages went to the conversation's one session
 
 
@@ -212,8 +212,8 @@ def _prompt(tg: FakeTelegram) -> Any:
 
 
 async def _tool_result(runtime: Runtime) -> str:
-    [session] = await runtime.list_sessions()
-    for stored in await runtime.messages(session.id):
+    [session] = await runtime.sessions.list_sessions()
+    for stored in await runtime.sessions.messages(session.id):
         for result in stored.message.tool_results:
             return result.text
     raise AssertionError("no tool result")
@@ -315,7 +315,7 @@ async def test_commands(start: OpenRuntime, tg: FakeTelegram, home: Home) -> Non
     assert "Unknown command /frobnicate" in unknown
     assert "Nothing is running" in stop
     assert rows(home, "SELECT id FROM jobs WHERE kind = 'turn'") == []
-    sessions = await runtime.list_sessions()
+    sessions = await runtime.sessions.list_sessions()
     assert len(sessions) == 1  # the one /new started (/whoami and /help start none)
     assert {s.title for s in sessions} >= {"Groceries"}
 
@@ -473,8 +473,8 @@ async def test_attachments_reach_the_inbox_and_the_model(
     names = sorted(p.name for p in inbox.iterdir())
     assert len(names) == 2
     assert any(n.endswith("photo.jpg") for n in names)
-    [session] = await runtime.list_sessions()
-    stored = await runtime.messages(session.id)
+    [session] = await runtime.sessions.list_sessions()
+    stored = await runtime.sessions.messages(session.id)
     first_user = stored[0].message
     assert [b.type for b in first_user.blocks][:3] == ["text", "image", "context"]
     image = first_user.blocks[1]
@@ -577,13 +577,13 @@ async def test_an_idle_conversation_gets_a_fresh_session(
     await tg.wait_for(lambda: len(tg.texts()) == 1)
     tg.message("two")
     await tg.wait_for(lambda: len(tg.texts()) == 2)
-    assert len(await runtime.list_sessions()) == 1
+    assert len(await runtime.sessions.list_sessions()) == 1
     with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
         conn.execute("UPDATE channel_bindings SET last_active = last_active - 5 * 3600")
         conn.commit()  # idle longer than session_idle (4h by default)
     tg.message("three")
     await tg.wait_for(lambda: len(tg.texts()) == 3)
-    assert len(await runtime.list_sessions()) == 2
+    assert len(await runtime.sessions.list_sessions()) == 2
 
 
 TWO_AGENTS = """
@@ -603,7 +603,7 @@ async def test_routes_and_agent_switching(start: OpenRuntime, tg: FakeTelegram) 
     await tg.wait_for(lambda: len(tg.texts(7)) == 1)
     tg.message("hi")
     await tg.wait_for(lambda: len(tg.texts()) == 1)
-    by_agent = {s.agent for s in await runtime.list_sessions()}
+    by_agent = {s.agent for s in await runtime.sessions.list_sessions()}
     assert by_agent == {"ops", "main"}
     tg.message("/agent ops")
     await tg.wait_for(lambda: len(tg.texts()) == 2)

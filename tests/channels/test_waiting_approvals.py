@@ -77,7 +77,7 @@ async def asked_in_chat(
     serving, other = await two(script)
     tg.message(text)
     await prompted(tg)
-    [waiting] = await other.waiting_approvals()
+    [waiting] = await other.approvals.waiting()
     return serving, other, waiting
 
 
@@ -85,13 +85,15 @@ async def answered_elsewhere(
     serving: Runtime, other: Runtime, waiting: Any, answer: str, by: str
 ) -> str:
     """`other` answers the approval; returns how the serving process's turn ended."""
-    assert await other.answer_approval(waiting.id, answer, by=by)
-    outcome = await asyncio.wait_for(serving.wait_turn(waiting.turn), 30)
+    assert await other.approvals.respond(waiting.id, answer, by=by)
+    outcome = await asyncio.wait_for(serving.turns.wait_turn(waiting.turn), 30)
     return outcome.status
 
 
 async def tool_results(runtime: Runtime, session: str) -> list[str]:
-    return [r.text for m in await runtime.messages(session) for r in m.message.tool_results]
+    return [
+        r.text for m in await runtime.sessions.messages(session) for r in m.message.tool_results
+    ]
 
 
 async def test_another_process_lists_a_chat_approval_with_its_tool_and_summary(
@@ -104,14 +106,14 @@ async def test_another_process_lists_a_chat_approval_with_its_tool_and_summary(
     assert waiting.agent == "main"
     assert waiting.local is False
     assert waiting.turn.startswith("turn:tg:42:")
-    [session] = await other.list_sessions()
+    [session] = await other.sessions.list_sessions()
     assert waiting.session == session.id
     # The process running the turn lists the same approval once, as its own.
-    [here] = await serving.waiting_approvals()
+    [here] = await serving.approvals.waiting()
     assert (here.id, here.where, here.local) == (waiting.id, "tg:42", True)
     assert here.since == waiting.since
     assert here.input == {"command": "echo approved-run"}
-    await serving.stop_turn(waiting.turn)
+    await serving.turns.stop_turn(waiting.turn)
 
 
 async def test_an_answer_from_another_process_lets_the_turn_proceed(
@@ -122,9 +124,9 @@ async def test_an_answer_from_another_process_lets_the_turn_proceed(
     assert "approved-run" in (await tool_results(serving, waiting.session))[0]
     await tg.wait_for(lambda: "Approved from the dashboard." in tg.texts())
     await tg.wait_for(lambda: "all done" in tg.texts())
-    assert await other.waiting_approvals() == []
+    assert await other.approvals.waiting() == []
     # First answer wins: it is no longer waiting.
-    assert not await other.answer_approval(waiting.id, "deny", by="dashboard")
+    assert not await other.approvals.respond(waiting.id, "deny", by="dashboard")
 
 
 async def test_a_deny_from_another_process_denies_the_call(two: Any, tg: FakeTelegram) -> None:
@@ -148,11 +150,11 @@ async def test_allow_for_the_session_from_another_process_covers_the_next_call(
 
 async def test_a_stopped_turn_is_no_longer_waiting(two: Any, tg: FakeTelegram) -> None:
     serving, other, waiting = await asked_in_chat(two, tg)
-    await serving.stop_turn(waiting.turn)
-    outcome = await asyncio.wait_for(serving.wait_turn(waiting.turn), 30)
+    await serving.turns.stop_turn(waiting.turn)
+    outcome = await asyncio.wait_for(serving.turns.wait_turn(waiting.turn), 30)
     assert outcome.status != "running"
-    assert await other.waiting_approvals() == []
-    assert not await other.answer_approval(waiting.id, "allow_once", by="terminal")
+    assert await other.approvals.waiting() == []
+    assert not await other.approvals.respond(waiting.id, "allow_once", by="terminal")
 
 
 async def test_an_unknown_answer_is_refused_with_a_clear_error(
@@ -160,24 +162,24 @@ async def test_an_unknown_answer_is_refused_with_a_clear_error(
 ) -> None:
     runtime: Runtime = await runtime_factory(mock_config())
     with pytest.raises(HabakkukError, match="expected allow_once, allow_session or deny"):
-        await runtime.answer_approval("apr_x", "maybe", by="terminal")
+        await runtime.approvals.respond("apr_x", "maybe", by="terminal")
 
 
 async def test_without_channels_only_this_process_approvals_are_listed(
     runtime_factory: Any, home: Home
 ) -> None:
     runtime: Runtime = await runtime_factory(mock_config())
-    assert await runtime.waiting_approvals() == []  # control.db has no channel tables
-    assert not await runtime.answer_approval("apr_gone", "allow_once", by="terminal")
+    assert await runtime.approvals.waiting() == []  # control.db has no channel tables
+    assert not await runtime.approvals.respond("apr_gone", "allow_once", by="terminal")
     from habakkuk.engine.toolkit.approvals import ApprovalRequest
 
     request = ApprovalRequest("main", "ses_1", "turn_1", "exec", {"command": "ls"}, "ls")
     waiting = asyncio.create_task(runtime.approvals.approve(request))
     with runtime.bus.subscribe(lambda e: e.kind == "approval.pending") as pending:
         await asyncio.wait_for(pending.get(), 5)
-    [listed] = await runtime.waiting_approvals()
+    [listed] = await runtime.approvals.waiting()
     assert (listed.tool, listed.where, listed.local) == ("exec", "terminal", True)
-    assert await runtime.answer_approval(listed.id, "allow_once", by="terminal")
+    assert await runtime.approvals.respond(listed.id, "allow_once", by="terminal")
     decision = await asyncio.wait_for(waiting, 5)
     assert decision.answer == "allow_once" and decision.by == "terminal"
     with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
@@ -279,11 +281,11 @@ async def test_a_runtime_on_an_older_control_db_lists_its_chat_approvals(
         conn.commit()
     runtime: Runtime = await runtime_factory(mock_config(extra=channel_yaml(tg)))
     await running_turn(runtime.queue, "turn_old")
-    [old] = await runtime.waiting_approvals()
+    [old] = await runtime.approvals.waiting()
     assert (old.id, old.where, old.local, old.tool) == ("apr_old", "tg:42", False, "")
     columns = {
         r["name"] for r in await runtime.queue.db.fetchall("PRAGMA table_info(channel_prompts)")
     }
     assert "summary" in columns
-    assert await runtime.answer_approval("apr_old", "allow_once", by="terminal")
-    assert await runtime.waiting_approvals() == []
+    assert await runtime.approvals.respond("apr_old", "allow_once", by="terminal")
+    assert await runtime.approvals.waiting() == []

@@ -58,7 +58,7 @@ def test_rm_with_yes_deletes_transcript_search_rows_and_state(two_sessions, caps
 
     async def think(session: str) -> None:
         async with await Runtime.open() as runtime:
-            await runtime.set_session_thinking(session, "high")
+            await runtime.settings.set_session_thinking(session, "high")
 
     asyncio.run(think(first))
     assert main(["sessions", "rm", "-y", first]) == 0
@@ -72,7 +72,7 @@ def test_rm_with_yes_deletes_transcript_search_rows_and_state(two_sessions, caps
                 "SELECT id FROM messages WHERE session_id = ?", (first,)
             )
             setting = await runtime.state.setting(first, "thinking")  # type: ignore[union-attr]
-            hits = await runtime.search_sessions("tomatoes")
+            hits = await runtime.sessions.search_sessions("tomatoes")
             return session, rows, setting, hits
 
     session, rows, setting, hits = asyncio.run(remains())

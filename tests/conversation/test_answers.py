@@ -39,5 +39,5 @@ async def test_the_web_chat_takes_the_same_words_as_the_chats(
     assert [a.id for a in served.runtime.approvals.pending]
     always = await served.post_json("/api/chat", {"conversation": "w", "text": "Always."})
     assert always["message"].startswith("Approved for this session")
-    outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+    outcome = await asyncio.wait_for(served.runtime.turns.wait_turn(sent["turn"]), 30)
     assert outcome.reply == "Ran it."

@@ -112,18 +112,16 @@ async def web_answers(
     served: Served, commands: list[str] = CONVERSATION, conversation: str = "web-1"
 ) -> list[str]:
     first = await served.post_json("/api/chat", {"conversation": conversation, "text": "hello"})
-    await served.runtime.wait_turn(first["turn"])
+    await served.runtime.turns.wait_turn(first["turn"])
     store = served.server.web_store()
     answers = []
     for command in commands:
-        sent = await served.post_json(
-            "/api/chat", {"conversation": conversation, "text": command}
-        )
+        sent = await served.post_json("/api/chat", {"conversation": conversation, "text": command})
         if sent["message"] or not sent["turn"]:
             answers.append(sent["message"])
             continue
         # Queued (a /compact): its outcome is appended to the conversation when it ends.
-        await served.runtime.wait_turn(sent["turn"])
+        await served.runtime.turns.wait_turn(sent["turn"])
         for _ in range(500):
             found = await store.find(f"reply:{sent['turn']}")
             if found is not None:
@@ -166,7 +164,7 @@ async def test_usage_counts_the_sessions_calls_and_rewind_drops_the_last_message
     served = await serve(mock_config(SCRIPT))
     for text in ("one", "two", "three"):
         sent = await served.post_json("/api/chat", {"conversation": "u", "text": text})
-        await served.runtime.wait_turn(sent["turn"])
+        await served.runtime.turns.wait_turn(sent["turn"])
     usage = await served.post_json("/api/chat", {"conversation": "u", "text": "/usage"})
     assert (
         "mock/scripted: 3 call(s)" in usage["message"] or "scripted: 3 call(s)" in usage["message"]
@@ -174,9 +172,11 @@ async def test_usage_counts_the_sessions_calls_and_rewind_drops_the_last_message
     rewound = await served.post_json("/api/chat", {"conversation": "u", "text": "/rewind 2"})
     assert rewound["message"].startswith(f"Rewound {usage['session']} without your last 2")
     assert rewound["session"] != usage["session"]
-    kept = [m.message.role for m in await served.runtime.messages(rewound["session"])]
+    kept = [m.message.role for m in await served.runtime.sessions.messages(rewound["session"])]
     assert kept == ["user", "assistant"]  # "one" and its reply
-    assert len(await served.runtime.messages(usage["session"])) == 6  # the original is kept
+    assert (
+        len(await served.runtime.sessions.messages(usage["session"])) == 6
+    )  # the original is kept
     again = await served.post_json("/api/chat", {"conversation": "u", "text": "next"})
     assert again["session"] == rewound["session"]
 

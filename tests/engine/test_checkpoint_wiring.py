@@ -44,8 +44,8 @@ SCRIPT = """
 
 
 async def run(runtime: Any, session: str, text: str) -> str:
-    turn = await runtime.submit(session, text)
-    outcome = await asyncio.wait_for(runtime.wait_turn(turn), 30)
+    turn = await runtime.turns.submit(session, text)
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
     assert outcome.status == "done", outcome.error
     return turn
 
@@ -63,51 +63,51 @@ async def test_parallel_writes_take_one_snapshot_of_the_state_before(
     runtime_factory: Any,
 ) -> None:
     runtime, workspace = await open_runtime(runtime_factory)
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     await run(runtime, session.id, "two writes")
-    found = await runtime.checkpoints("main").list()
+    found = await runtime.checkpointing.for_agent("main").list()
     assert [(c.kind, c.session, c.request) for c in found] == [("turn", session.id, "two writes")]
     assert (workspace / "a.txt").read_text() == "A2"
 
 
 async def test_reads_and_commands_outside_the_workspace_take_none(runtime_factory: Any) -> None:
     runtime, _ = await open_runtime(runtime_factory)
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     await run(runtime, session.id, "read it")
     await run(runtime, session.id, "run outside")
-    assert await runtime.checkpoints("main").list() == []
+    assert await runtime.checkpointing.for_agent("main").list() == []
 
 
 async def test_checkpoints_false_turns_them_off(runtime_factory: Any, home: Any) -> None:
     runtime, _ = await open_runtime(runtime_factory, extra="checkpoints: false\n")
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     await run(runtime, session.id, "two writes")
-    assert runtime.checkpoints("main") is None
+    assert runtime.checkpointing.for_agent("main") is None
     assert not home.checkpoints_dir("main").exists()
 
 
 async def test_undo_walks_back_through_the_sessions_turns(runtime_factory: Any) -> None:
     runtime, workspace = await open_runtime(runtime_factory)
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     await run(runtime, session.id, "two writes")
     await run(runtime, session.id, "edit a")
     assert (workspace / "a.txt").read_text() == "A3"
-    reply = await runtime.undo(session.id)
+    reply = await runtime.checkpointing.undo(session.id)
     assert "restored" in reply and "a.txt" in reply
     assert (workspace / "a.txt").read_text() == "A2" and (workspace / "b.txt").exists()
-    await runtime.undo(session.id)
+    await runtime.checkpointing.undo(session.id)
     assert (workspace / "a.txt").read_text() == "A1" and not (workspace / "b.txt").exists()
-    assert "nothing to undo" in await runtime.undo(session.id)
+    assert "nothing to undo" in await runtime.checkpointing.undo(session.id)
     # The transcript is not changed by /undo.
-    assert len(await runtime.messages(session.id)) == 8
+    assert len(await runtime.sessions.messages(session.id)) == 8
 
 
 async def test_undo_refuses_while_a_turn_of_the_session_is_queued(runtime_factory: Any) -> None:
     runtime = await runtime_factory(mock_config(SCRIPT))
-    session = await runtime.new_session()
-    await runtime.submit(session.id, "two writes")  # no workers: it stays queued
+    session = await runtime.sessions.new_session()
+    await runtime.turns.submit(session.id, "two writes")  # no workers: it stays queued
     with pytest.raises(HabakkukError, match="queued or running"):
-        await runtime.undo(session.id)
+        await runtime.checkpointing.undo(session.id)
 
 
 CLI_CONFIG = textwrap.dedent(
@@ -194,6 +194,6 @@ async def test_calls_that_will_be_denied_take_no_snapshot(runtime_factory: Any) 
     runtime = await runtime_factory(mock_config(script, mode="ask"))
     runtime.config.agents["main"].workspace_path.mkdir(parents=True, exist_ok=True)
     runtime.start_workers()
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     await run(runtime, session.id, "try")  # unattended: the exec is denied, rm is hardline
-    assert await runtime.checkpoints("main").list() == []
+    assert await runtime.checkpointing.for_agent("main").list() == []

@@ -396,11 +396,11 @@ def request_texts(recorded: Any) -> list[str]:
 
 
 async def seeded(runtime: Any, turns: int, size: int) -> str:
-    session = await runtime.new_session("main")
+    session = await runtime.sessions.new_session("main")
     history: list[tuple[str, str]] = []
     for index in range(turns):
         history += [("user", f"question {index} " + "q" * size), ("assistant", f"answer {index}")]
-    await runtime.seed_session(session.id, history)
+    await runtime.sessions.seed_session(session.id, history)
     return str(session.id)
 
 
@@ -442,7 +442,9 @@ async def test_a_turn_over_compact_at_compacts_before_its_model_call(
         script=[Reply(text="SUMMARY: six questions about q"), Reply(text="the answer")],
     )
     with runtime.bus.subscribe(lambda e: e.kind == "turn.compaction") as events:
-        outcome = await runtime.wait_turn(await runtime.submit(session, "next question"))
+        outcome = await runtime.turns.wait_turn(
+            await runtime.turns.submit(session, "next question")
+        )
         event = await asyncio.wait_for(events.get(), 5)
     summary_call, turn_call = srv.requests
     assert outcome.status == "done" and outcome.reply == "the answer"
@@ -457,7 +459,7 @@ async def test_a_turn_over_compact_at_compacts_before_its_model_call(
     assert event.data["tokens_before"] >= 5000 > event.data["tokens_after"]
     assert event.data["dropped"] == 12 and event.data["turn"] == outcome.turn
     # The transcript keeps everything; the record says where the summary applies.
-    assert len(await runtime.messages(session)) == 14
+    assert len(await runtime.sessions.messages(session)) == 14
     record = await runtime.transcripts.latest_compaction(session)
     assert record.first_kept_seq == 12 and record.transcript_len == 13
 
@@ -479,7 +481,7 @@ async def test_the_previous_calls_prompt_size_triggers_compaction_mid_turn(
             Reply(text="listed"),
         ],
     )
-    outcome = await runtime.wait_turn(await runtime.submit(session, "list the files"))
+    outcome = await runtime.turns.wait_turn(await runtime.turns.submit(session, "list the files"))
     first, summary_call, last = srv.requests
     assert outcome.reply == "listed"
     assert request_texts(summary_call)[0] == "system: " + SUMMARY_SYSTEM
@@ -507,7 +509,7 @@ async def test_context_overflow_compacts_once_and_retries_below_the_threshold(
             Reply(text="answered"),
         ],
     )
-    outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
+    outcome = await runtime.turns.wait_turn(await runtime.turns.submit(session, "go on"))
     overflowed, summary_call, retried = srv.requests
     assert outcome.status == "done" and outcome.reply == "answered"
     assert any("question 0" in t for t in request_texts(overflowed))
@@ -531,7 +533,7 @@ async def test_a_second_overflow_after_compacting_fails_the_turn(
             Fail(400, kind="context_overflow"),
         ],
     )
-    outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
+    outcome = await runtime.turns.wait_turn(await runtime.turns.submit(session, "go on"))
     assert len(srv.requests) == 3
     assert outcome.status == "failed" and "context_overflow" in (outcome.error or "")
 
@@ -542,7 +544,7 @@ async def test_compaction_off_leaves_a_context_overflow_to_fail(
     runtime, session = await serving(
         runtime_factory, srv, -1, turns=30, size=2000, script=[Fail(400, kind="context_overflow")]
     )
-    outcome = await runtime.wait_turn(await runtime.submit(session, "go on"))
+    outcome = await runtime.turns.wait_turn(await runtime.turns.submit(session, "go on"))
     assert len(srv.requests) == 1  # no summary call, though far over any default
     assert outcome.status == "failed"
     assert await runtime.transcripts.latest_compaction(session) is None
@@ -560,13 +562,13 @@ async def test_compact_session_runs_as_a_turn_and_says_what_it_did(
         size=4000,
         script=[Reply(text="SUMMARY: forty questions")],
     )
-    outcome = await runtime.wait_turn(await runtime.compact_session(session))
+    outcome = await runtime.turns.wait_turn(await runtime.turns.compact_session(session))
     assert len(srv.requests) == 1
-    again = await runtime.wait_turn(await runtime.compact_session(session))
+    again = await runtime.turns.wait_turn(await runtime.turns.compact_session(session))
     assert outcome.status == "done" and outcome.reply.startswith("Compacted the context")
     record = await runtime.transcripts.latest_compaction(session)
     assert record is not None and record.summary == "SUMMARY: forty questions"
-    assert len(await runtime.messages(session)) == 80  # no message was appended
+    assert len(await runtime.sessions.messages(session)) == 80  # no message was appended
     assert again.reply.startswith("Nothing was compacted")
 
 

@@ -91,19 +91,19 @@ async def test_exports_go_under_home_exports_unless_a_path_is_given(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     runtime = await runtime_factory(mock_config())
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     await runtime.transcripts.append(session.id, Message.user_text("hello"))
-    where = Path(await runtime.save_export(session.id, "md"))
+    where = Path(await runtime.sessions.save_export(session.id, "md"))
     assert where == runtime.home.root / "exports" / f"{session.id}.md"
-    assert where == Path(runtime.export_default(session.id, "md"))
+    assert where == Path(runtime.sessions.export_default(session.id, "md"))
     assert "hello" in where.read_text()
     assert stat.S_IMODE(where.parent.stat().st_mode) == 0o700
     assert not list(tmp_path.glob("ses_*"))  # nothing in the folder it was started from
-    nested = Path(await runtime.save_export(session.id, "html", "deep/er/page.html"))
+    nested = Path(await runtime.sessions.save_export(session.id, "html", "deep/er/page.html"))
     assert nested == Path("deep/er/page.html") and (tmp_path / nested).is_file()
     (tmp_path / "plain").write_text("a file")
     with pytest.raises(HabakkukError) as raised:
-        await runtime.save_export(session.id, "json", str(tmp_path / "plain" / "x.json"))
+        await runtime.sessions.save_export(session.id, "json", str(tmp_path / "plain" / "x.json"))
     message = str(raised.value)
     assert message.startswith(f"cannot write {tmp_path / 'plain' / 'x.json'}: ")
     assert "\n" not in message

@@ -141,12 +141,12 @@ async def test_tool_before_hook_blocks_exec_in_a_turn(runtime_factory: Any, tmp_
         """,
     )
     runtime = await runtime_factory(config)
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    turn = await runtime.submit(session.id, "go")
-    outcome = await asyncio.wait_for(runtime.wait_turn(turn), 30)
+    turn = await runtime.turns.submit(session.id, "go")
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
     assert outcome.status == "done"
-    results = (await runtime.messages(session.id))[2].message.tool_results
+    results = (await runtime.sessions.messages(session.id))[2].message.tool_results
     assert (
         results[0].is_error
         and "blocked by a tool_before hook: blocked by policy" in results[0].text

@@ -55,11 +55,13 @@ def _script(calls: list[dict[str, Any]]) -> str:
 async def _run(runtime_factory: Any, mode: str) -> list[Any]:
     runtime = await runtime_factory(mock_config(_script(_hostile_calls()), mode=mode))
     runtime.tools.register(Picky(), "core")
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    outcome = await wait_within(runtime.wait_turn(await runtime.submit(session.id, "go")), 60)
+    outcome = await wait_within(
+        runtime.turns.wait_turn(await runtime.turns.submit(session.id, "go")), 60
+    )
     assert outcome.status == "done" and outcome.reply == "carried on"
-    stored = await runtime.messages(session.id)
+    stored = await runtime.sessions.messages(session.id)
     assert len(stored) == 4  # user, the calls, their results, the answer: no second attempt
     results = stored[2].message.tool_results
     assert [r.tool_use_id for r in results] == [c.tool_use_id for c in stored[1].message.tool_uses]

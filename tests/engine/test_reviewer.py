@@ -227,11 +227,11 @@ def reviewer_config(answer: str, approvals: str = "reviewer") -> str:
 
 
 async def run_turn(runtime: Any, attended: bool = False) -> Any:
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    turn = await runtime.submit(session.id, "run the build", attended=attended)
-    await asyncio.wait_for(runtime.wait_turn(turn), 30)
-    stored = await runtime.messages(session.id)
+    turn = await runtime.turns.submit(session.id, "run the build", attended=attended)
+    await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
+    stored = await runtime.sessions.messages(session.id)
     return stored[2].message.tool_results[0]
 
 

@@ -60,27 +60,27 @@ async def test_the_time_reaches_the_model_but_not_titles_search_or_exports(
 ) -> None:
     runtime = await runtime_factory(remote_config(kind, srv.base_url))
     srv.script(Reply(text="Lisbon in spring is lovely."))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    turn = await runtime.submit(session.id, "plan the trip to Lisbon")
-    outcome = await asyncio.wait_for(runtime.wait_turn(turn), 30)
+    turn = await runtime.turns.submit(session.id, "plan the trip to Lisbon")
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
     assert outcome.status == "done"
     # The model reads the same bytes as before: the words, then the stamp.
     (sent,) = sent_user_texts(kind, srv.requests[0].json)
     words, _, stamp = sent.partition("\n\n")
     assert words == "plan the trip to Lisbon" and STAMP.fullmatch(stamp)
     # Stored apart from the words.
-    first = (await runtime.messages(session.id))[0].message
+    first = (await runtime.sessions.messages(session.id))[0].message
     assert first.text == "plan the trip to Lisbon"
     assert [b.kind for b in first.blocks if isinstance(b, ContextBlock)] == ["time"]
-    assert (await runtime.session(session.id)).title == "plan the trip to Lisbon"
+    assert (await runtime.sessions.session(session.id)).title == "plan the trip to Lisbon"
     for fmt in ("md", "html", "json"):
-        text = await runtime.export_session(session.id, fmt)
+        text = await runtime.sessions.export_session(session.id, fmt)
         assert "plan the trip to Lisbon" in text
         assert "current time" not in text and "Europe/Lisbon" not in text, fmt
     for query in ("current", "time", "Europe/Lisbon", "Europe"):
-        assert await runtime.search_sessions(query) == [], query
-    hits = await runtime.search_sessions("trip")
+        assert await runtime.sessions.search_sessions(query) == [], query
+    hits = await runtime.sessions.search_sessions("trip")
     assert [h.snippet for h in hits] == ["plan the [trip] to Lisbon"]
 
 
@@ -89,14 +89,16 @@ async def test_the_todo_list_rides_with_the_message_but_is_not_the_users_words(
 ) -> None:
     runtime = await runtime_factory(remote_config("openai", srv.base_url))
     srv.script(Reply(text="ok"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     await runtime.state.add_todos(session.id, ["book the ferry"])
     runtime.start_workers()
-    await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session.id, "go on")), 30)
+    await asyncio.wait_for(
+        runtime.turns.wait_turn(await runtime.turns.submit(session.id, "go on")), 30
+    )
     (sent,) = sent_user_texts("openai", srv.requests[0].json)
     assert sent.startswith("go on\n\n[current time: ") and "book the ferry" in sent
-    assert await runtime.search_sessions("ferry") == []
-    assert "ferry" not in await runtime.export_session(session.id, "md")
+    assert await runtime.sessions.search_sessions("ferry") == []
+    assert "ferry" not in await runtime.sessions.export_session(session.id, "md")
 
 
 LEGACY_TIME = "[current time: 2025-03-01 09:30 (UTC)]"

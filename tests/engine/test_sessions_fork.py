@@ -160,9 +160,9 @@ async def test_fork_is_one_transaction(
 
 async def test_runtime_fork_copies_up_to_the_last_finished_turn(runtime_factory) -> None:  # type: ignore[no-untyped-def]
     runtime = await runtime_factory(mock_config())
-    session = await runtime.new_session(None, origin="test")
-    await runtime.set_session_model(session.id, "mock/other")
-    await runtime.set_session_thinking(session.id, "high")
+    session = await runtime.sessions.new_session(None, origin="test")
+    await runtime.settings.set_session_model(session.id, "mock/other")
+    await runtime.settings.set_session_thinking(session.id, "high")
     transcripts = runtime.transcripts
     await transcripts.append(session.id, Message.user_text("hello"), turn_id="turn_done")
     await transcripts.append(
@@ -173,10 +173,10 @@ async def test_runtime_fork_copies_up_to_the_last_finished_turn(runtime_factory)
     await runtime.queue.enqueue(
         "turn_x", "turn", {"session": session.id, "text": "half done"}, serial_key=session.id
     )
-    fork = await runtime.fork_session(session.id)
+    fork = await runtime.sessions.fork_session(session.id)
     assert fork.forked_from == session.id and fork.id != session.id
-    assert [m.role for m in await runtime.messages(fork.id)] == ["user", "assistant"]
-    assert str(await runtime.session_model(fork.id)) == "mock/other"
-    assert await runtime.session_thinking(fork.id) == ("high", True)
+    assert [m.role for m in await runtime.sessions.messages(fork.id)] == ["user", "assistant"]
+    assert str(await runtime.settings.session_model(fork.id)) == "mock/other"
+    assert await runtime.settings.session_thinking(fork.id) == ("high", True)
     with pytest.raises(NotFound):
-        await runtime.fork_session("ses_missing")
+        await runtime.sessions.fork_session("ses_missing")

@@ -34,8 +34,8 @@ async def server() -> Any:
 
 
 async def _turn(runtime: Any, session: str, text: str) -> None:
-    turn = await runtime.submit(session, text)
-    outcome = await runtime.wait_turn(turn, poll=0.05)
+    turn = await runtime.turns.submit(session, text)
+    outcome = await runtime.turns.wait_turn(turn, poll=0.05)
     assert outcome.status == "done", outcome
 
 
@@ -45,19 +45,19 @@ async def test_think_level_is_sent_with_the_sessions_requests_and_default_clears
     monkeypatch.setenv("FAKE_KEY", "k")
     runtime = await runtime_factory(_config(server.base_url))
     runtime.start_workers(channels=False)
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     server.script(Reply("one"), Reply("two"), Reply("three"))
 
     await _turn(runtime, session.id, "plain")
     assert "reasoning_effort" not in server.requests[-1].json
 
-    assert await runtime.set_session_thinking(session.id, "High") == ("high", True)
-    assert await runtime.session_thinking(session.id) == ("high", True)
+    assert await runtime.settings.set_session_thinking(session.id, "High") == ("high", True)
+    assert await runtime.settings.session_thinking(session.id) == ("high", True)
     await _turn(runtime, session.id, "think hard")
     assert server.requests[-1].json["reasoning_effort"] == "high"
 
-    assert await runtime.set_session_thinking(session.id, "default") == ("off", False)
-    assert await runtime.session_thinking(session.id) == ("off", False)
+    assert await runtime.settings.set_session_thinking(session.id, "default") == ("off", False)
+    assert await runtime.settings.session_thinking(session.id) == ("off", False)
     await _turn(runtime, session.id, "plain again")
     assert "reasoning_effort" not in server.requests[-1].json
 
@@ -68,15 +68,15 @@ async def test_the_agents_thinking_setting_applies_until_a_session_overrides_it(
     monkeypatch.setenv("FAKE_KEY", "k")
     runtime = await runtime_factory(_config(server.base_url, thinking="medium"))
     runtime.start_workers(channels=False)
-    first = await runtime.new_session()
-    other = await runtime.new_session()
+    first = await runtime.sessions.new_session()
+    other = await runtime.sessions.new_session()
     server.script(Reply("a"), Reply("b"))
 
-    await runtime.set_session_thinking(first.id, "off")
+    await runtime.settings.set_session_thinking(first.id, "off")
     await _turn(runtime, first.id, "quick")
     assert "reasoning_effort" not in server.requests[-1].json
     # A session's choice is its own: another session keeps the agent's setting.
-    assert await runtime.session_thinking(other.id) == ("medium", False)
+    assert await runtime.settings.session_thinking(other.id) == ("medium", False)
     await _turn(runtime, other.id, "considered")
     assert server.requests[-1].json["reasoning_effort"] == "medium"
 
@@ -85,10 +85,10 @@ async def test_an_unknown_level_is_refused_with_the_levels_named(runtime_factory
     runtime = await runtime_factory(
         "providers:\n  mock:\n    type: mock\nagents:\n  main:\n    model: mock/x\n"
     )
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     with pytest.raises(HabakkukError, match=r"unknown level 'extreme' \(levels: off, low"):
-        await runtime.set_session_thinking(session.id, "extreme")
-    assert await runtime.session_thinking(session.id) == ("off", False)
+        await runtime.settings.set_session_thinking(session.id, "extreme")
+    assert await runtime.settings.session_thinking(session.id) == ("off", False)
 
 
 def test_a_bad_thinking_value_in_config_names_the_line_and_key(tmp_path: Path) -> None:

@@ -89,21 +89,23 @@ def todo_notes(message: Message) -> list[ContextBlock]:
 
 
 async def turn(runtime: Any, session: str, text: str) -> None:
-    outcome = await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session, text)), 30)
+    outcome = await asyncio.wait_for(
+        runtime.turns.wait_turn(await runtime.turns.submit(session, text)), 30
+    )
     assert outcome.status == "done", outcome.error
 
 
 async def test_open_items_are_appended_to_each_turns_user_message(runtime_factory: Any) -> None:
     runtime = await runtime_factory(mock_config(TODO_SCRIPT, mode="read-only"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
     await turn(runtime, session.id, "plan the work")
-    stored = await runtime.messages(session.id)
+    stored = await runtime.sessions.messages(session.id)
     results = [r for m in stored for r in m.message.tool_results]
     assert not any(r.is_error for r in results), results  # todo runs even in read-only mode
     assert "[x] 1. read the code" in results[-1].text and "[1 open of 2]" in results[-1].text
     await turn(runtime, session.id, "next step")
-    stored = await runtime.messages(session.id)
+    stored = await runtime.sessions.messages(session.id)
     user = [m.message for m in stored if m.message.role == "user" and m.message.text]
     last = user[-1]
     assert isinstance(last.blocks[0], TextBlock) and last.blocks[0].text == "next step"
@@ -113,15 +115,15 @@ async def test_open_items_are_appended_to_each_turns_user_message(runtime_factor
     assert not todo_notes(user[0])  # the first turn had no list yet
     await turn(runtime, session.id, "finish it")
     await turn(runtime, session.id, "anything else")
-    stored = await runtime.messages(session.id)
+    stored = await runtime.sessions.messages(session.id)
     last = [m.message for m in stored if m.message.role == "user" and m.message.text][-1]
     assert not todo_notes(last)  # nothing open any more
 
 
 async def test_lists_are_per_session(runtime_factory: Any) -> None:
     runtime = await runtime_factory(mock_config(TODO_SCRIPT))
-    first = await runtime.new_session()
-    second = await runtime.new_session()
+    first = await runtime.sessions.new_session()
+    second = await runtime.sessions.new_session()
     runtime.start_workers()
     await turn(runtime, first.id, "plan the work")
     assert len(await runtime.state.todos(first.id)) == 2

@@ -40,11 +40,13 @@ EVERYTHING_GOES_WRONG = """
 async def test_every_call_gets_its_own_result_whatever_happens(runtime_factory: Any) -> None:
     runtime = await runtime_factory(mock_config(EVERYTHING_GOES_WRONG, mode="full"))
     runtime.tools.register(Boom(), "core")
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    outcome = await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session.id, "go")), 30)
+    outcome = await asyncio.wait_for(
+        runtime.turns.wait_turn(await runtime.turns.submit(session.id, "go")), 30
+    )
     assert outcome.status == "done" and outcome.reply == "survived"
-    stored = await runtime.messages(session.id)
+    stored = await runtime.sessions.messages(session.id)
     calls = stored[1].message.tool_uses
     results = stored[2].message.tool_results
     assert [r.tool_use_id for r in results] == [c.tool_use_id for c in calls]
@@ -71,17 +73,17 @@ async def test_a_stopped_turn_records_a_result_for_every_started_call(
     runtime_factory: Any,
 ) -> None:
     runtime = await runtime_factory(mock_config(SLOW, mode="full"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     with runtime.bus.subscribe(
         lambda e: e.kind == "tool.start" and e.data.get("tool") == "exec"
     ) as started:
         runtime.start_workers()
-        turn = await runtime.submit(session.id, "go")
+        turn = await runtime.turns.submit(session.id, "go")
         await asyncio.wait_for(started.get(), 30)
-        await runtime.stop_turn(turn)
-        outcome = await asyncio.wait_for(runtime.wait_turn(turn), 30)
+        await runtime.turns.stop_turn(turn)
+        outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
     assert outcome.status == "cancelled"
-    stored = await runtime.messages(session.id)
+    stored = await runtime.sessions.messages(session.id)
     calls = stored[1].message.tool_uses
     results = stored[-1].message.tool_results
     assert {r.tool_use_id for r in results} == {c.tool_use_id for c in calls}
@@ -102,14 +104,16 @@ NOTIFY = """
 
 async def test_a_notify_process_exit_starts_a_turn_in_its_session(runtime_factory: Any) -> None:
     runtime = await runtime_factory(mock_config(NOTIFY, mode="full"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     with runtime.bus.subscribe(
         lambda e: e.kind == "turn.end" and e.data.get("reply") == "noted the exit"
     ) as noticed:
         runtime.start_workers()
-        await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session.id, "go")), 30)
+        await asyncio.wait_for(
+            runtime.turns.wait_turn(await runtime.turns.submit(session.id, "go")), 30
+        )
         event = await asyncio.wait_for(noticed.get(), 30)
-    stored = await runtime.messages(session.id)
+    stored = await runtime.sessions.messages(session.id)
     started = stored[2].message.tool_results[0].text
     process = re.search(r"p_[0-9a-f]+", started)
     assert process is not None
@@ -124,9 +128,11 @@ async def test_background_processes_die_with_the_runtime(runtime_factory: Any) -
     - text: "ok"
     """
     runtime = await runtime_factory(mock_config(script, mode="full"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session.id, "go")), 30)
+    await asyncio.wait_for(
+        runtime.turns.wait_turn(await runtime.turns.submit(session.id, "go")), 30
+    )
     [info] = runtime.processes.list("main")
     assert info.running
     await runtime.close()
@@ -138,14 +144,14 @@ async def test_the_exit_notice_turn_carries_the_starting_turns_reply_address(
     runtime_factory: Any,
 ) -> None:
     runtime = await runtime_factory(mock_config(NOTIFY, mode="full"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     address = {"to": "test:chat:1", "message": "m1", "sender": "u1"}
     with runtime.bus.subscribe(
         lambda e: e.kind == "turn.end" and e.data.get("reply") == "noted the exit"
     ) as noticed:
         runtime.start_workers()
-        turn = await runtime.submit(session.id, "go", extra={"reply_to": address})
-        await asyncio.wait_for(runtime.wait_turn(turn), 30)
+        turn = await runtime.turns.submit(session.id, "go", extra={"reply_to": address})
+        await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
         event = await asyncio.wait_for(noticed.get(), 30)
     job = await runtime.queue.get(event.data["turn"])
     assert job is not None and job.payload["reply_to"] == address

@@ -21,12 +21,12 @@ async def test_turn_runs_tools_in_parallel_and_appends_results_in_one_message(
     runtime_factory,
 ) -> None:
     runtime = await runtime_factory(mock_config(TOOL_THEN_TEXT, mode="workspace"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    turn = await runtime.submit(session.id, "make a file")
-    outcome = await asyncio.wait_for(runtime.wait_turn(turn), 30)
+    turn = await runtime.turns.submit(session.id, "make a file")
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
     assert outcome.status == "done" and outcome.reply == "All done."
-    stored = await runtime.messages(session.id)
+    stored = await runtime.sessions.messages(session.id)
     assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
     results = stored[2].message.tool_results
     assert len(results) == 2 and not any(r.is_error for r in results)
@@ -39,22 +39,24 @@ async def test_turn_runs_tools_in_parallel_and_appends_results_in_one_message(
 
 async def test_user_message_carries_the_time_after_the_typed_text(runtime_factory) -> None:
     runtime = await runtime_factory(mock_config())
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session.id, "hello")), 30)
-    first = (await runtime.messages(session.id))[0].message
+    await asyncio.wait_for(
+        runtime.turns.wait_turn(await runtime.turns.submit(session.id, "hello")), 30
+    )
+    first = (await runtime.sessions.messages(session.id))[0].message
     assert isinstance(first.blocks[0], TextBlock) and first.blocks[0].text == "hello"
     assert first.blocks[1].text.startswith("[current time: ")  # type: ignore[union-attr]
 
 
 async def test_deltas_stream_on_the_bus_before_the_turn_ends(runtime_factory) -> None:
     runtime = await runtime_factory(mock_config('- "one two three four"'))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     kinds: list[str] = []
     texts: list[str] = []
     with runtime.bus.subscribe(lambda e: e.session == session.id) as events:
         runtime.start_workers()
-        turn = await runtime.submit(session.id, "count")
+        turn = await runtime.turns.submit(session.id, "count")
         while True:
             event = await asyncio.wait_for(events.get(), 30)
             kinds.append(event.kind)
@@ -64,7 +66,7 @@ async def test_deltas_stream_on_the_bus_before_the_turn_ends(runtime_factory) ->
                 break
     assert "".join(texts) == "one two three four" and len(texts) == 4
     assert kinds.index("turn.text") < kinds.index("turn.message") < kinds.index("turn.end")
-    assert (await runtime.wait_turn(turn)).status == "done"
+    assert (await runtime.turns.wait_turn(turn)).status == "done"
 
 
 async def test_unattended_turn_denies_what_needs_approval(runtime_factory) -> None:
@@ -73,10 +75,12 @@ async def test_unattended_turn_denies_what_needs_approval(runtime_factory) -> No
     - text: "ok"
     """
     runtime = await runtime_factory(mock_config(script, mode="ask"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session.id, "run it")), 30)
-    result = (await runtime.messages(session.id))[2].message.tool_results[0]
+    await asyncio.wait_for(
+        runtime.turns.wait_turn(await runtime.turns.submit(session.id, "run it")), 30
+    )
+    result = (await runtime.sessions.messages(session.id))[2].message.tool_results[0]
     assert result.is_error and "nobody can approve" in result.text
 
 
@@ -86,10 +90,12 @@ async def test_read_only_mode_denies_writes(runtime_factory) -> None:
     - text: "ok"
     """
     runtime = await runtime_factory(mock_config(script, mode="read-only"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session.id, "write")), 30)
-    result = (await runtime.messages(session.id))[2].message.tool_results[0]
+    await asyncio.wait_for(
+        runtime.turns.wait_turn(await runtime.turns.submit(session.id, "write")), 30
+    )
+    result = (await runtime.sessions.messages(session.id))[2].message.tool_results[0]
     assert result.is_error and "read-only" in result.text
 
 
@@ -101,15 +107,15 @@ async def test_stopping_a_turn_leaves_a_result_for_every_call(runtime_factory) -
     - text: "never reached"
     """
     runtime = await runtime_factory(mock_config(script, mode="full"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     with runtime.bus.subscribe(lambda e: e.kind == "tool.start" and e.data["tool"] == "exec") as ev:
         runtime.start_workers()
-        turn = await runtime.submit(session.id, "sleep")
+        turn = await runtime.turns.submit(session.id, "sleep")
         await asyncio.wait_for(ev.get(), 30)
-    await runtime.stop_turn(turn)
-    outcome = await asyncio.wait_for(runtime.wait_turn(turn), 30)
+    await runtime.turns.stop_turn(turn)
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
     assert outcome.status == "cancelled"
-    stored = await runtime.messages(session.id)
+    stored = await runtime.sessions.messages(session.id)
     calls = stored[1].message.tool_uses
     results = {r.tool_use_id: r for r in stored[2].message.tool_results}
     assert set(results) == {c.tool_use_id for c in calls}
@@ -129,18 +135,18 @@ async def test_a_stop_that_meets_the_approval_answer_still_stops_the_turn(runtim
     """
     runtime = await runtime_factory(mock_config(script, mode="ask"))
     runtime.approvals.attach()  # someone (a terminal) attends
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     with runtime.bus.subscribe(lambda e: e.kind == "approval.pending") as pending:
         runtime.start_workers()
-        turn = await runtime.submit(session.id, "touch it", attended=True)
+        turn = await runtime.turns.submit(session.id, "touch it", attended=True)
         event = await asyncio.wait_for(pending.get(), 30)
     assert runtime.approvals.answer(event.data["id"], "allow_session")
-    await runtime.stop_turn(turn)  # stops the handler before its first await
-    outcome = await asyncio.wait_for(runtime.wait_turn(turn), 30)
+    await runtime.turns.stop_turn(turn)  # stops the handler before its first await
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
     assert outcome.status == "cancelled"
     workspace = runtime.config.agents["main"].workspace_path
     assert not (workspace / "ran.txt").exists()
-    result = (await runtime.messages(session.id))[2].message.tool_results[0]
+    result = (await runtime.sessions.messages(session.id))[2].message.tool_results[0]
     assert result.is_error and "stopped" in result.text
 
 
@@ -153,7 +159,7 @@ async def test_resumed_turn_records_interrupted_results_then_continues(runtime_f
     - text: "recovered"
     """
     runtime = await runtime_factory(mock_config(script, mode="full"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     await runtime.transcripts.append(session.id, Message.user_text("go"), turn_id="turn_x")
     await runtime.transcripts.append(
         session.id,
@@ -164,9 +170,9 @@ async def test_resumed_turn_records_interrupted_results_then_continues(runtime_f
         "turn_x", "turn", {"session": session.id, "text": "go"}, serial_key=session.id
     )
     runtime.start_workers()
-    outcome = await asyncio.wait_for(runtime.wait_turn("turn_x"), 30)
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn("turn_x"), 30)
     assert outcome.status == "done" and outcome.reply == "recovered"
-    stored = await runtime.messages(session.id)
+    stored = await runtime.sessions.messages(session.id)
     assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
     assert stored[2].message.tool_results[0].text == INTERRUPTED
 
@@ -179,21 +185,23 @@ async def test_max_steps_stops_a_runaway_turn(runtime_factory) -> None:
     """
     config = mock_config(script) + "    max_steps: 2\n"
     runtime = await runtime_factory(config)
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    outcome = await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session.id, "x")), 30)
+    outcome = await asyncio.wait_for(
+        runtime.turns.wait_turn(await runtime.turns.submit(session.id, "x")), 30
+    )
     assert outcome.status == "failed" and "max_steps" in (outcome.error or "")
 
 
 async def test_redelivered_turn_id_runs_once(runtime_factory) -> None:
     runtime = await runtime_factory(mock_config('- "hello"'))
-    session = await runtime.new_session()
-    first = await runtime.submit(session.id, "hi", turn_id="msg-42")
-    second = await runtime.submit(session.id, "hi", turn_id="msg-42")
+    session = await runtime.sessions.new_session()
+    first = await runtime.turns.submit(session.id, "hi", turn_id="msg-42")
+    second = await runtime.turns.submit(session.id, "hi", turn_id="msg-42")
     assert first == second
     runtime.start_workers()
-    await asyncio.wait_for(runtime.wait_turn(first), 30)
-    assert [m.role for m in await runtime.messages(session.id)] == ["user", "assistant"]
+    await asyncio.wait_for(runtime.turns.wait_turn(first), 30)
+    assert [m.role for m in await runtime.sessions.messages(session.id)] == ["user", "assistant"]
 
 
 async def test_large_tool_output_goes_to_a_blob_with_a_preview(runtime_factory) -> None:
@@ -202,10 +210,12 @@ async def test_large_tool_output_goes_to_a_blob_with_a_preview(runtime_factory) 
     - text: "ok"
     """
     runtime = await runtime_factory(mock_config(script, mode="full"))
-    session = await runtime.new_session()
+    session = await runtime.sessions.new_session()
     runtime.start_workers()
-    await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session.id, "big")), 30)
-    result = (await runtime.messages(session.id))[2].message.tool_results[0]
+    await asyncio.wait_for(
+        runtime.turns.wait_turn(await runtime.turns.submit(session.id, "big")), 30
+    )
+    result = (await runtime.sessions.messages(session.id))[2].message.tool_results[0]
     assert len(result.text) < 20_000
     assert "full output is saved at" in result.text
     path = result.text.rsplit("saved at ", 1)[1].split(";")[0]

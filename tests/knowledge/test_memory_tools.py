@@ -59,20 +59,20 @@ def save(title: str, content: str) -> ToolCall:
 
 
 async def turn(runtime: Any, session: str, text: str) -> Any:
-    outcome = await asyncio.wait_for(runtime.wait_turn(await runtime.submit(session, text)), 30)
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(await runtime.turns.submit(session, text)), 30)
     assert outcome.status == "done", outcome.error
     return outcome
 
 
 async def results(runtime: Any, session: str) -> list[Any]:
-    return [r for m in await runtime.messages(session) for r in m.message.tool_results]
+    return [r for m in await runtime.sessions.messages(session) for r in m.message.tool_results]
 
 
 async def test_a_save_after_fetch_url_is_untrusted_and_the_next_turn_starts_clean(
     runtime_factory: Any, srv: FakeModelServer, page: str
 ) -> None:
     runtime = await runtime_factory(config(srv.base_url))
-    session = (await runtime.new_session("main")).id
+    session = (await runtime.sessions.new_session("main")).id
     srv.script(
         Reply(tool_calls=[ToolCall("fetch_url", {"url": page})]),
         Reply(tool_calls=[save("Page tip", "the page said to save this")]),
@@ -89,7 +89,7 @@ async def test_a_save_after_fetch_url_is_untrusted_and_the_next_turn_starts_clea
     folder = runtime.home.agent_dir("main") / "memory"
     assert "trust: untrusted" in (folder / "page-tip.md").read_text(encoding="utf-8")
     assert (await runtime.memory.read("main", "coffee")).trust == "trusted"
-    listed = (await runtime.new_session("main")).system_prompt
+    listed = (await runtime.sessions.new_session("main")).system_prompt
     assert "- Page tip (page-tip) [untrusted]" in listed
     assert "- Coffee (coffee)\n" in listed or listed.endswith("- Coffee (coffee)")
 
@@ -98,7 +98,7 @@ async def test_a_tainted_turn_cannot_change_the_profile_or_the_identity(
     runtime_factory: Any, srv: FakeModelServer, page: str
 ) -> None:
     runtime = await runtime_factory(config(srv.base_url))
-    session = (await runtime.new_session("main")).id
+    session = (await runtime.sessions.new_session("main")).id
     srv.script(
         Reply(tool_calls=[ToolCall("fetch_url", {"url": page})]),
         Reply(
@@ -122,7 +122,7 @@ async def test_a_new_session_knows_what_the_user_told_an_earlier_one(
     runtime_factory: Any, srv: FakeModelServer
 ) -> None:
     runtime = await runtime_factory(config(srv.base_url))
-    first = (await runtime.new_session("main")).id
+    first = (await runtime.sessions.new_session("main")).id
     srv.script(
         Reply(tool_calls=[save("Coffee preference", "Flat white with oat milk, no sugar.")]),
         Reply(text="I'll remember."),
@@ -130,7 +130,7 @@ async def test_a_new_session_knows_what_the_user_told_an_earlier_one(
     )
     runtime.start_workers()
     await turn(runtime, first, "I like flat whites with oat milk")
-    second = (await runtime.new_session("main")).id
+    second = (await runtime.sessions.new_session("main")).id
     await turn(runtime, second, "what coffee do I like?")
     system = srv.requests[-1].json["messages"][0]
     assert system["role"] == "system"
@@ -149,7 +149,7 @@ async def test_own_state_writes_follow_the_permission_mode(
     runtime_factory: Any, srv: FakeModelServer, mode: str, saved: bool, says: str
 ) -> None:
     runtime = await runtime_factory(config(srv.base_url, mode=mode))
-    session = (await runtime.new_session("main")).id
+    session = (await runtime.sessions.new_session("main")).id
     srv.script(Reply(tool_calls=[save("Plan", "ship on Friday")]), Reply(text="ok"))
     runtime.start_workers()
     await turn(runtime, session, "remember the plan")  # unattended: nobody to ask
@@ -239,8 +239,8 @@ async def test_a_tool_cannot_touch_another_agents_memory(
     runtime = await runtime_factory(config(srv.base_url))
     theirs = context(runtime, "other")
     await call(runtime, "memory_save", {"title": "Secret plan", "content": "other's"}, theirs)
-    other_session = (await runtime.new_session("other")).id
-    await runtime.seed_session(other_session, [("user", "the zebra password is hidden")])
+    other_session = (await runtime.sessions.new_session("other")).id
+    await runtime.sessions.seed_session(other_session, [("user", "the zebra password is hidden")])
     mine = context(runtime)
     for slug in ("secret-plan", "../../other/memory/secret-plan", "/etc/passwd"):
         assert (await call(runtime, "memory_read", {"slug": slug}, mine)).is_error
@@ -259,8 +259,8 @@ async def test_session_search_finds_other_sessions_and_shows_the_messages_around
     runtime_factory: Any, srv: FakeModelServer
 ) -> None:
     runtime = await runtime_factory(config(srv.base_url))
-    old = (await runtime.new_session("main")).id
-    await runtime.seed_session(
+    old = (await runtime.sessions.new_session("main")).id
+    await runtime.sessions.seed_session(
         old,
         [
             ("user", "my locker code is on a yellow note"),
@@ -269,8 +269,8 @@ async def test_session_search_finds_other_sessions_and_shows_the_messages_around
             ("assistant", "fine"),
         ],
     )
-    current = (await runtime.new_session("main")).id
-    await runtime.seed_session(current, [("user", "where is the yellow note?")])
+    current = (await runtime.sessions.new_session("main")).id
+    await runtime.sessions.seed_session(current, [("user", "where is the yellow note?")])
     ctx = context(runtime, session=current)
     found = await call(runtime, "session_search", {"query": "yellow note"}, ctx)
     assert f"session {old} seq 0" in found.text and current not in found.text

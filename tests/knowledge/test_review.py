@@ -64,7 +64,7 @@ class Rig:
         )
 
     async def session(self, agent: str, messages: list[Message]) -> str:
-        session = await self.runtime.new_session(agent)
+        session = await self.runtime.sessions.new_session(agent)
         for message in messages:
             await self.runtime.transcripts.append(session.id, message, turn_id="t")
         return str(session.id)
@@ -423,7 +423,7 @@ async def test_only_sessions_quiet_for_review_idle_and_changed_lately_are_queued
 async def test_everything_from_an_untrusted_origin_is_saved_untrusted_and_not_profiled(
     rig: Rig, srv: FakeModelServer
 ) -> None:
-    session = await rig.runtime.new_session("main", origin="channel:inbox")
+    session = await rig.runtime.sessions.new_session("main", origin="channel:inbox")
     await rig.runtime.transcripts.append(session.id, user("From: boss. I am Bob"), turn_id="t")
     srv.script(
         answer(

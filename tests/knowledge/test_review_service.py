@@ -37,7 +37,7 @@ async def test_serve_reviews_a_quiet_session_into_the_real_memory(
     user = Provenance(by="user")
     await memory.save("main", "Coffee beans", "Ethiopian", provenance=user)
     await memory.save("main", "Coffee grinder", "Burr", provenance=user)
-    session = await runtime.new_session("main")
+    session = await runtime.sessions.new_session("main")
     for message in [
         Message.user_text("Coffee: I switched to a hand grinder; my name is Ada"),
         Message("assistant", [ToolUseBlock("c1", "fetch_url", {"url": "http://x"})]),

@@ -216,12 +216,12 @@ async def test_a_turn_survives_a_dropped_stream_with_one_reset_and_one_reply(
             Drop(Reply(text="one two three four", chunk_size=4), after_chunks=2),
             Reply(text="one two three four", chunk_size=4),
         )
-        session = await runtime.new_session("main")
+        session = await runtime.sessions.new_session("main")
         with runtime.bus.subscribe(
             lambda e: e.session == session.id and e.kind in ("turn.text", "turn.reset")
         ) as events:
             runtime.start_workers()
-            outcome = await runtime.wait_turn(await runtime.submit(session.id, "count"))
+            outcome = await runtime.turns.wait_turn(await runtime.turns.submit(session.id, "count"))
             seen = []
             while (event := events.get_nowait()) is not None:
                 seen.append(event)
@@ -231,7 +231,7 @@ async def test_a_turn_survives_a_dropped_stream_with_one_reset_and_one_reply(
     after_reset = kinds.index("turn.reset")
     text_after = "".join(e.data["text"] for e in seen[after_reset + 1 :])
     assert text_after == "one two three four"  # the retry streams the reply once
-    messages = await runtime.messages(session.id)
+    messages = await runtime.sessions.messages(session.id)
     assert [m.role for m in messages] == ["user", "assistant"]
 
 
@@ -256,11 +256,11 @@ async def test_an_overloaded_model_falls_back_to_the_next_in_a_real_turn(
         runtime.router.sleep = _no_wait
         srv.script(Fail(529), Fail(529), Fail(529), api="anthropic")
         srv.script(Reply(text="backup answered"), api="chat")
-        session = await runtime.new_session("main")
+        session = await runtime.sessions.new_session("main")
         runtime.start_workers()
-        outcome = await runtime.wait_turn(await runtime.submit(session.id, "hi"))
+        outcome = await runtime.turns.wait_turn(await runtime.turns.submit(session.id, "hi"))
         apis = [r.api for r in srv.requests]
     assert outcome.reply == "backup answered"
     assert apis == ["anthropic", "anthropic", "anthropic", "chat"]
-    totals = {t.model: t.calls for t in await runtime.usage_totals()}
+    totals = {t.model: t.calls for t in await runtime.ledger.usage_totals()}
     assert totals == {"backup/gpt-5-mini": 1}  # only successful calls are recorded

@@ -81,21 +81,23 @@ agents:
 
 async def test_session_model_is_tried_first_and_usage_is_recorded(runtime_factory: Any) -> None:
     runtime = await runtime_factory(TWO_MOCKS)
-    session = await runtime.new_session("main")
-    other = await runtime.new_session("main")
-    assert await runtime.set_session_model(session.id, "second/two") == ModelRef("second", "two")
+    session = await runtime.sessions.new_session("main")
+    other = await runtime.sessions.new_session("main")
+    assert await runtime.settings.set_session_model(session.id, "second/two") == ModelRef(
+        "second", "two"
+    )
     runtime.start_workers()
-    outcome = await runtime.wait_turn(await runtime.submit(session.id, "hi"))
+    outcome = await runtime.turns.wait_turn(await runtime.turns.submit(session.id, "hi"))
     assert outcome.reply == "second answers"
-    untouched = await runtime.wait_turn(await runtime.submit(other.id, "hi"))
+    untouched = await runtime.turns.wait_turn(await runtime.turns.submit(other.id, "hi"))
     assert untouched.reply == "first answers"
     # The agent's own chain stays behind the choice as its fallbacks.
     state = await runtime.state.turn_state(session.id)
     chain = session_chain(runtime.config, runtime.config.agent("main"), state)
     assert chain == [ModelRef("second", "two"), ModelRef("first", "one")]
-    totals = {(t.model, t.agent): t.calls for t in await runtime.usage_totals()}
+    totals = {(t.model, t.agent): t.calls for t in await runtime.ledger.usage_totals()}
     assert totals == {("second/two", "main"): 1, ("first/one", "main"): 1}
-    (mine,) = await runtime.usage_totals(session=session.id)
+    (mine,) = await runtime.ledger.usage_totals(session=session.id)
     assert mine.model == "second/two"
 
 
@@ -103,12 +105,12 @@ async def test_clearing_the_session_model_goes_back_to_the_agents_chain(
     runtime_factory: Any,
 ) -> None:
     runtime = await runtime_factory(TWO_MOCKS)
-    session = await runtime.new_session("main")
-    await runtime.set_session_model(session.id, "second/two")
-    await runtime.set_session_model(session.id, None)
-    assert await runtime.session_model(session.id) is None
+    session = await runtime.sessions.new_session("main")
+    await runtime.settings.set_session_model(session.id, "second/two")
+    await runtime.settings.set_session_model(session.id, None)
+    assert await runtime.settings.session_model(session.id) is None
     runtime.start_workers()
-    outcome = await runtime.wait_turn(await runtime.submit(session.id, "hi"))
+    outcome = await runtime.turns.wait_turn(await runtime.turns.submit(session.id, "hi"))
     assert outcome.reply == "first answers"
 
 
@@ -121,10 +123,10 @@ async def test_clearing_the_session_model_goes_back_to_the_agents_chain(
 )
 async def test_session_model_validation(runtime_factory: Any, text: str, message: str) -> None:
     runtime = await runtime_factory(TWO_MOCKS)
-    session = await runtime.new_session("main")
+    session = await runtime.sessions.new_session("main")
     with pytest.raises(HabakkukError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        await runtime.set_session_model(session.id, text)
-    assert await runtime.session_model(session.id) is None
+        await runtime.settings.set_session_model(session.id, text)
+    assert await runtime.settings.session_model(session.id) is None
 
 
 async def test_model_choices_an_older_version_kept_in_usage_db_move_to_state_db(
@@ -147,6 +149,6 @@ async def test_model_choices_an_older_version_kept_in_usage_db_move_to_state_db(
     with sqlite3.connect(home.db_path("usage")) as conn:
         conn.execute("INSERT INTO session_models VALUES ('ses_newer', 'second/two', 2.0)")
     runtime = await runtime_factory(TWO_MOCKS)
-    assert await runtime.session_model("ses_old") == ModelRef("second", "two")
-    assert await runtime.session_model("ses_newer") == ModelRef("first", "one")
+    assert await runtime.settings.session_model("ses_old") == ModelRef("second", "two")
+    assert await runtime.settings.session_model("ses_newer") == ModelRef("first", "one")
     assert await runtime.usage.legacy_session_models() == {}

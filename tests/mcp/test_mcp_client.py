@@ -361,12 +361,14 @@ async def test_an_agent_turn_calls_an_mcp_tool(home: Home, runtime_factory: Any)
     )
     runtime = await runtime_factory(text)
     await asyncio.wait_for(runtime.start_mcp(), BOUND)
-    session = await runtime.new_session("main")
+    session = await runtime.sessions.new_session("main")
     runtime.start_workers()
-    turn = await runtime.submit(session.id, "use the zoo")
-    outcome = await asyncio.wait_for(runtime.wait_turn(turn), BOUND)
+    turn = await runtime.turns.submit(session.id, "use the zoo")
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), BOUND)
     assert outcome.status == "done", outcome.error
-    results = [r for m in await runtime.messages(session.id) for r in m.message.tool_results]
+    results = [
+        r for m in await runtime.sessions.messages(session.id) for r in m.message.tool_results
+    ]
     assert [(r.text, r.is_error) for r in results] == [("echo: from the model", False)]
 
 

@@ -147,13 +147,15 @@ async def test_a_turn_finds_and_calls_an_mcp_tool_and_later_turns_keep_it(
     )
     runtime = await runtime_factory(config)
     await asyncio.wait_for(runtime.start_mcp(), BOUND)
-    session = await runtime.new_session("main")
+    session = await runtime.sessions.new_session("main")
     runtime.start_workers()
     for text in ("find an echo tool", "again please"):
-        turn = await runtime.submit(session.id, text)
-        outcome = await asyncio.wait_for(runtime.wait_turn(turn), BOUND)
+        turn = await runtime.turns.submit(session.id, text)
+        outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), BOUND)
         assert outcome.status == "done", outcome.error
-    results = [r for m in await runtime.messages(session.id) for r in m.message.tool_results]
+    results = [
+        r for m in await runtime.sessions.messages(session.id) for r in m.message.tool_results
+    ]
     texts = [r.text for r in results]
     # not offered yet: the model may only call what search made callable
     assert results[0].is_error and "unknown tool" in texts[0]
@@ -184,22 +186,24 @@ async def test_a_tool_found_before_a_compaction_stays_callable_after_it(
     )
     runtime = await runtime_factory(config)
     await asyncio.wait_for(runtime.start_mcp(), BOUND)
-    session = await runtime.new_session("main")
+    session = await runtime.sessions.new_session("main")
     runtime.start_workers()
 
     async def finish(job: str) -> str:
-        outcome = await asyncio.wait_for(runtime.wait_turn(job), BOUND)
+        outcome = await asyncio.wait_for(runtime.turns.wait_turn(job), BOUND)
         assert outcome.status == "done", outcome.error
         return outcome.reply
 
-    await finish(await runtime.submit(session.id, "find an echo tool"))
+    await finish(await runtime.turns.submit(session.id, "find an echo tool"))
     # A turn over the 200 tokens kept verbatim: /compact folds the search away.
-    await finish(await runtime.submit(session.id, "pad " + "words " * 400))
-    assert "Compacted" in await finish(await runtime.compact_session(session.id))
+    await finish(await runtime.turns.submit(session.id, "pad " + "words " * 400))
+    assert "Compacted" in await finish(await runtime.turns.compact_session(session.id))
     view = await runtime.transcripts.view(session.id)
     assert view.compaction is not None and view.kept[0].message.text.startswith("pad")
     assert view.compaction.summary.endswith("[callable now: mcp__zoo__echo]")
 
-    await finish(await runtime.submit(session.id, "again please"))
-    results = [r for m in await runtime.messages(session.id) for r in m.message.tool_results]
+    await finish(await runtime.turns.submit(session.id, "again please"))
+    results = [
+        r for m in await runtime.sessions.messages(session.id) for r in m.message.tool_results
+    ]
     assert results[-1].text == "echo: remembered" and not results[-1].is_error

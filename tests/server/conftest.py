@@ -72,7 +72,7 @@ async def serve(
         runtime: Runtime = await runtime_factory(config_text)
         if workers:
             runtime.start_workers()
-        server = await runtime.start_http("127.0.0.1:0")
+        server = await runtime.http.start("127.0.0.1:0")
         client = aiohttp.ClientSession()
         clients.append(client)
         return Served(runtime, server, client, TOKEN if token else None)

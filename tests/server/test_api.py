@@ -28,7 +28,7 @@ async def chat_and_wait(served: Any, conversation: str, text: str) -> dict[str, 
         sent = await served.post_json("/api/chat", {"conversation": conversation, "text": text})
         while (await asyncio.wait_for(finished.get(), 30)).data["job"] != sent["turn"]:
             pass
-    outcome = await served.runtime.turn_outcome(sent["turn"])
+    outcome = await served.runtime.turns.turn_outcome(sent["turn"])
     assert outcome is not None and outcome.status == "done"
     return dict(sent)
 
@@ -83,7 +83,7 @@ async def test_overview_reports_queue_and_failures(serve: Any) -> None:
         # The failure's notice is the turn's reply delivery: once it went, nothing is queued.
         while (await asyncio.wait_for(finished.get(), 30)).data["job"] != f"reply:{sent['turn']}":
             pass
-    outcome = await served.runtime.turn_outcome(sent["turn"])
+    outcome = await served.runtime.turns.turn_outcome(sent["turn"])
     assert outcome is not None and outcome.status == "failed"
     overview = await served.get_json("/api/overview")
     assert overview["queue"] == {"pending": 0, "running": 0}

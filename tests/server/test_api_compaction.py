@@ -9,8 +9,8 @@ from tests.server.conftest import ServeFactory
 async def test_session_json_has_the_compaction_when_there_is_one(serve: ServeFactory) -> None:
     served = await serve(mock_config('- "reply"'), workers=False)
     runtime = served.runtime
-    session = await runtime.new_session("main")
-    await runtime.seed_session(
+    session = await runtime.sessions.new_session("main")
+    await runtime.sessions.seed_session(
         session.id, [("user", "one"), ("assistant", "1"), ("user", "two"), ("assistant", "2")]
     )
     body = await served.get_json(f"/api/sessions/{session.id}")

@@ -42,9 +42,11 @@ async def test_the_dashboard_lists_and_answers_a_chat_approval_of_another_proces
     assert datetime.fromisoformat(approval["since"]).timestamp() <= time.time()
     assert (await dashboard.get_json("/api/overview"))["approvals"] == 1
     await dashboard.post_json(f"/api/approvals/{approval['id']}", {"approve": True}, status=200)
-    outcome = await asyncio.wait_for(serving.wait_turn(approval["turn"]), 30)
+    outcome = await asyncio.wait_for(serving.turns.wait_turn(approval["turn"]), 30)
     assert outcome.status == "done"
-    results = [r for m in await serving.messages(outcome.session) for r in m.message.tool_results]
+    results = [
+        r for m in await serving.sessions.messages(outcome.session) for r in m.message.tool_results
+    ]
     assert "approved-run" in results[0].text
     await tg.wait_for(lambda: "Approved from the dashboard." in tg.texts())
     assert (await dashboard.get_json("/api/approvals"))["approvals"] == []

@@ -124,7 +124,7 @@ async def test_a_500_keeps_its_details_out_of_the_response(
     async def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("database password is hunter2")
 
-    monkeypatch.setattr(served.runtime, "list_sessions", broken)
+    monkeypatch.setattr(served.runtime.sessions, "list_sessions", broken)
     async with served.client.get(served.url + "/api/sessions", headers=served.auth()) as response:
         assert response.status == 500
         text = await response.text()
@@ -151,9 +151,9 @@ async def test_without_a_token_the_server_refuses_a_non_loopback_address(
     with pytest.raises(ConfigError, match="only listens on loopback"):
         parse_config(text, home.config_path, home)
     served = await serve(mock_config(), token=False)
-    await served.runtime.stop_http()
+    await served.runtime.http.stop()
     with pytest.raises(ConfigError, match="loopback"):
-        await served.runtime.start_http("0.0.0.0:0")
+        await served.runtime.http.start("0.0.0.0:0")
 
 
 async def test_a_token_variable_that_is_not_set_stops_the_server_from_starting(
@@ -164,7 +164,7 @@ async def test_a_token_variable_that_is_not_set_stops_the_server_from_starting(
         mock_config(extra="http:\n  token_env: HABAKKUK_MISSING_TOKEN\n")
     )
     with pytest.raises(ConfigError, match="HABAKKUK_MISSING_TOKEN is not set"):
-        await runtime.start_http("127.0.0.1:0")
+        await runtime.http.start("127.0.0.1:0")
 
 
 async def test_the_server_listens_on_the_configured_port_and_stops_with_the_runtime(
@@ -174,7 +174,7 @@ async def test_the_server_listens_on_the_configured_port_and_stops_with_the_runt
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     runtime = await runtime_factory(mock_config(extra=f"http:\n  listen: 127.0.0.1:{port}\n"))
-    server = await runtime.start_http()
+    server = await runtime.http.start()
     assert server.url == f"http://127.0.0.1:{port}"
     assert runtime.approvals.attending  # the dashboard attends while the server runs
     async with (

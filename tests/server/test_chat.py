@@ -76,7 +76,7 @@ async def test_a_resent_client_id_is_a_no_op(serve: Any, tmp_path: Path) -> None
     again = await served.post_json("/api/chat", body)
     assert again["turn"] == first["turn"]
     assert again["message"] == "already received"
-    outcome = await asyncio.wait_for(served.runtime.wait_turn(first["turn"]), 30)
+    outcome = await asyncio.wait_for(served.runtime.turns.wait_turn(first["turn"]), 30)
     assert outcome.status == "done"
     third = await served.post_json("/api/chat", body)
     assert third["turn"] == first["turn"]
@@ -84,7 +84,7 @@ async def test_a_resent_client_id_is_a_no_op(serve: Any, tmp_path: Path) -> None
         reader = SSEReader(response)
         frames = [await reader.until(lambda f: f.get("event") == "message") for _ in range(2)]
     assert [f["data"]["role"] for f in frames] == ["user", "assistant"]
-    messages = await served.runtime.messages(outcome.session)
+    messages = await served.runtime.sessions.messages(outcome.session)
     assert [m.role for m in messages] == ["user", "assistant"]
 
 
@@ -100,7 +100,7 @@ async def test_the_stream_catches_up_after_a_disconnect(serve: Any, tmp_path: Pa
     last_seen = reply["id"]
     # While disconnected: another exchange happens.
     second = await served.post_json("/api/chat", {"conversation": "c3", "text": "two"})
-    await asyncio.wait_for(served.runtime.wait_turn(second["turn"]), 30)
+    await asyncio.wait_for(served.runtime.turns.wait_turn(second["turn"]), 30)
     assert first["turn"] != second["turn"]
     async with await events_of(served, "c3", **{"Last-Event-ID": last_seen}) as response:
         reader = SSEReader(response)
@@ -161,7 +161,7 @@ async def test_a_conversation_keeps_its_agent_until_a_message_names_another(
     assert switched["session"] != first["session"]
     stays = await served.post_json("/api/chat", {"conversation": "c5", "text": "still ops"})
     assert stays["session"] == switched["session"]
-    assert (await served.runtime.session(stays["session"])).agent == "ops"
+    assert (await served.runtime.sessions.session(stays["session"])).agent == "ops"
     listed = await served.get_json("/api/chat/conversations")
     assert listed["conversations"][0]["conversation"] == "c5"
     assert listed["conversations"][0]["agent"] == "ops"
@@ -174,7 +174,7 @@ async def test_a_conversation_keeps_its_agent_until_a_message_names_another(
 async def test_new_starts_a_fresh_session_without_a_turn(serve: Any, tmp_path: Path) -> None:
     served = await serve(mock_config(script(tmp_path / "go")))
     first = await served.post_json("/api/chat", {"conversation": "c6", "text": "hi"})
-    await asyncio.wait_for(served.runtime.wait_turn(first["turn"]), 30)
+    await asyncio.wait_for(served.runtime.turns.wait_turn(first["turn"]), 30)
     new = await served.post_json("/api/chat", {"conversation": "c6", "text": "/new"})
     assert new["turn"] is None
     assert new["session"] != first["session"]
@@ -198,8 +198,8 @@ async def test_attachments_go_to_the_workspace_inbox(serve: Any, tmp_path: Path)
         sent = await response.json()
     workspace = served.runtime.config.agent("main").workspace_path
     assert (workspace / "inbox" / "data.csv").read_bytes() == b"col1,col2\n1,2\n"
-    outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
-    first = (await served.runtime.messages(outcome.session))[0].message
+    outcome = await asyncio.wait_for(served.runtime.turns.wait_turn(sent["turn"]), 30)
+    first = (await served.runtime.sessions.messages(outcome.session))[0].message
     assert "see attached" in first.text
     assert "inbox/data.csv" in first.text
     images = [b for b in first.blocks if b.type == "image"]
@@ -252,10 +252,12 @@ async def test_the_dashboard_answers_an_approval_and_the_turn_goes_on(
     missing = await served.post_json("/api/approvals/apr_nope", {"approve": True}, status=404)
     assert "not waiting" in missing["error"]
     await served.post_json(f"/api/approvals/{approval['id']}", {"approve": True}, status=200)
-    outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+    outcome = await asyncio.wait_for(served.runtime.turns.wait_turn(sent["turn"]), 30)
     assert outcome.reply == "Ran it."
     results = [
-        r for m in await served.runtime.messages(outcome.session) for r in m.message.tool_results
+        r
+        for m in await served.runtime.sessions.messages(outcome.session)
+        for r in m.message.tool_results
     ]
     assert "approved-run" in results[0].text
     assert (await served.get_json("/api/approvals"))["approvals"] == []
@@ -273,7 +275,7 @@ async def test_yes_in_the_chat_answers_the_waiting_approval(serve: Any, tmp_path
     answer = await served.post_json("/api/chat", {"conversation": "c10", "text": "yes"})
     assert answer["turn"] is None
     assert "Approved" in answer["message"]
-    outcome = await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+    outcome = await asyncio.wait_for(served.runtime.turns.wait_turn(sent["turn"]), 30)
     assert outcome.reply == "Ran it."
 
 
@@ -288,7 +290,7 @@ async def test_a_reply_to_a_turn_another_process_ran_is_delivered_once(
     # Another process without channels runs it: no reply is queued where it ran.
     other = await runtime_factory(served.runtime.home.config_path.read_text())
     other.start_workers(channels=False)
-    await asyncio.wait_for(other.wait_turn(sent["turn"]), 30)
+    await asyncio.wait_for(other.turns.wait_turn(sent["turn"]), 30)
     assert await sweep_replies(served.runtime.queue, "turn") == 1
     assert await sweep_replies(served.runtime.queue, "turn") == 0
     async with await events_of(served, "c11") as response:
@@ -345,7 +347,7 @@ async def test_a_recording_is_transcribed_and_sent_as_the_message(
         assert ok[0] == 202
         assert ok[1]["transcript"] == "what time is it"
         assert received == ["whisper-1"] * 3
-        outcome = await asyncio.wait_for(served.runtime.wait_turn(ok[1]["turn"]), 30)
+        outcome = await asyncio.wait_for(served.runtime.turns.wait_turn(ok[1]["turn"]), 30)
         assert outcome.reply == "Echo: typed first\nwhat time is it"
         assert silent[0] == 422
         assert failed[0] == 502

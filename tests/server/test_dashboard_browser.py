@@ -127,7 +127,7 @@ async def test_an_approval_in_the_chat_is_a_card_whose_approve_button_continues_
     )
     await card.locator(".approval-outcome", has_text="Approved").wait_for(timeout=30_000)
     assert await card.locator("button").count() == 0
-    assert await served.runtime.waiting_approvals() == []
+    assert await served.runtime.approvals.waiting() == []
     # Replayed after a reload, the answered card offers no buttons.
     await page.reload()
     await page.wait_for_selector("#shell:not([hidden])")

@@ -30,13 +30,13 @@ async def test_second_runtime_stands_by_then_takes_over_the_address(runtime_fact
         if line.startswith("HTTP on"):
             took_over.set()
 
-    await first.serve_http(first_lines.append)
-    await second.serve_http(second_report, retry_seconds=0.05)
+    await first.http.serve(first_lines.append)
+    await second.http.serve(second_report, retry_seconds=0.05)
     assert first_lines[0].startswith(f"HTTP on http://127.0.0.1:{port}")
     assert "in use" in second_lines[0] and "standing by" in second_lines[0]
     assert not took_over.is_set()
 
-    await first.stop_http()  # the first process goes away
+    await first.http.stop()  # the first process goes away
     await asyncio.wait_for(took_over.wait(), 10)
     async with (
         aiohttp.ClientSession() as client,

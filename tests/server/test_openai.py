@@ -71,7 +71,7 @@ async def test_a_whole_chat_completion_runs_a_turn_in_a_fresh_seeded_session(api
     assert completion.choices[0].finish_reason == "stop"
     assert completion.usage is not None and completion.usage.completion_tokens > 0
     session = raw.headers["X-Habakkuk-Session"]
-    messages = await served.runtime.messages(session)
+    messages = await served.runtime.sessions.messages(session)
     texts = [(m.role, m.message.text) for m in messages]
     # The system message rides as a context block before the user's own words.
     note = messages[0].message.blocks[0]
@@ -134,7 +134,7 @@ async def test_the_session_header_and_the_user_field_continue_a_session(api: Any
         extra_headers={"X-Habakkuk-Session": session},
     )
     assert third.headers["X-Habakkuk-Session"] == session
-    stored = await served.runtime.messages(session)
+    stored = await served.runtime.sessions.messages(session)
     users = [m.message.blocks[0].text for m in stored if m.role == "user"]
     assert users == ["one", "two", "three"]
     other = await client.chat.completions.with_raw_response.create(
@@ -164,7 +164,7 @@ async def test_the_same_idempotency_key_attaches_to_the_first_turn(api: Any) -> 
     assert first.parse().id == second.parse().id
     session = first.headers["X-Habakkuk-Session"]
     assert second.headers["X-Habakkuk-Session"] == session
-    roles = [m.role for m in await served.runtime.messages(session)]
+    roles = [m.role for m in await served.runtime.sessions.messages(session)]
     assert roles == ["user", "assistant"]
 
 
@@ -193,7 +193,7 @@ async def test_calls_that_need_approval_are_denied(api: Any) -> None:
     )
     assert raw.parse().choices[0].message.content == "Could not run it."
     assert served.runtime.approvals.pending == []
-    messages = await served.runtime.messages(raw.headers["X-Habakkuk-Session"])
+    messages = await served.runtime.sessions.messages(raw.headers["X-Habakkuk-Session"])
     [result] = [r for m in messages for r in m.message.tool_results]
     assert result.is_error
     assert "should-not-run" not in result.text
@@ -214,7 +214,7 @@ async def test_a_whole_response_and_previous_response_id(api: Any) -> None:
     assert parsed.output_text == "Echo: follow up"
     assert parsed.previous_response_id == first.id
     session = second.headers["X-Habakkuk-Session"]
-    stored = await served.runtime.messages(session)
+    stored = await served.runtime.sessions.messages(session)
     texts = [m.message.text for m in stored]
     assert "Answer plainly." in stored[0].message.blocks[0].text  # type: ignore[union-attr]
     assert any(t.startswith("first question") for t in texts)

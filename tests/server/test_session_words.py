@@ -55,7 +55,7 @@ async def test_a_v1_session_is_titled_by_the_users_words_not_the_clients_message
         )
         assert raw.parse().choices[0].message.content == "Echo: why do cats purr"
         session = raw.headers["X-Habakkuk-Session"]
-        assert (await served.runtime.session(session)).title == "why do cats purr"
+        assert (await served.runtime.sessions.session(session)).title == "why do cats purr"
         # Earlier turns in the request: the first of the user's own words.
         raw = await client.chat.completions.with_raw_response.create(
             model="habakkuk/main",
@@ -67,13 +67,13 @@ async def test_a_v1_session_is_titled_by_the_users_words_not_the_clients_message
             ],
         )
         second = raw.headers["X-Habakkuk-Session"]
-        assert (await served.runtime.session(second)).title == "first thing"
+        assert (await served.runtime.sessions.session(second)).title == "first thing"
         response = await client.responses.with_raw_response.create(
             model="habakkuk/main", input="tell me of owls", instructions="Be kind."
         )
         third = response.headers["X-Habakkuk-Session"]
-        assert (await served.runtime.session(third)).title == "tell me of owls"
+        assert (await served.runtime.sessions.session(third)).title == "tell me of owls"
     # The client's boilerplate is not the user's words to search.
-    assert await served.runtime.search_sessions("SomeEditor") == []
-    exported = await served.runtime.export_session(session, "md")
+    assert await served.runtime.sessions.search_sessions("SomeEditor") == []
+    exported = await served.runtime.sessions.export_session(session, "md")
     assert "You are a terse assistant in SomeEditor." in exported  # shown, as the client's

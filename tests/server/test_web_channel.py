@@ -47,9 +47,9 @@ async def test_a_route_of_the_web_account_picks_the_agent_of_a_conversation(serv
     served = await serve(mock_config("- text: hi", extra=ROUTED))
     routed = await served.post_json("/api/chat", {"conversation": "ops-room", "text": "hello"})
     other = await served.post_json("/api/chat", {"conversation": "lobby", "text": "hello"})
-    assert (await served.runtime.session(routed["session"])).agent == "ops"
-    assert (await served.runtime.session(other["session"])).agent == "main"
-    outcome = await asyncio.wait_for(served.runtime.wait_turn(routed["turn"]), 30)
+    assert (await served.runtime.sessions.session(routed["session"])).agent == "ops"
+    assert (await served.runtime.sessions.session(other["session"])).agent == "main"
+    outcome = await asyncio.wait_for(served.runtime.turns.wait_turn(routed["turn"]), 30)
     assert outcome.status == "done"
     job = await served.runtime.queue.get(routed["turn"])
     assert job is not None and job.payload["reply_to"]["to"] == "web:ops-room"
@@ -195,7 +195,7 @@ async def test_a_message_is_accepted_while_the_web_adapter_is_down_and_answered_
     sent = await served.post_json("/api/chat", {"conversation": "d1", "text": "still there?"})
     assert sent["message"] == "queued"
     with served.runtime.bus.subscribe(lambda e: e.kind == "job.finished") as finished:
-        await asyncio.wait_for(served.runtime.wait_turn(sent["turn"]), 30)
+        await asyncio.wait_for(served.runtime.turns.wait_turn(sent["turn"]), 30)
         health = await served.get_json("/healthz")
         assert health["status"] == "ok"
         assert await served.runtime.queue.get(f"reply:{sent['turn']}") is not None

@@ -61,7 +61,7 @@ async def test_a_sent_message_shows_and_the_mock_reply_streams_in(
         assert "hi bot" in status_text(ui.app) and "idle" in status_text(ui.app)
         # Tokens come from the usage records of the session.
         await eventually(lambda: " in / " in status_text(ui.app), what="the token count")
-        messages = await ui.runtime.messages(chat.session_id)
+        messages = await ui.runtime.sessions.messages(chat.session_id)
         assert [m.role for m in messages] == ["user", "assistant"]
 
 
@@ -114,7 +114,7 @@ async def test_approval_answered_with_y_runs_the_call_once(chat_app: ChatApp) ->
         assert card.status == "ok" and card.title == "echo approved-output"
         chat = ui.chat
         assert not ui.runtime.tools.grants.allows(chat.session_id, "exec")
-        messages = await ui.runtime.messages(chat.session_id)
+        messages = await ui.runtime.sessions.messages(chat.session_id)
         result = messages[2].message.tool_results[0]
         assert not result.is_error and "approved-output" in result.text
         assert ui.screen.focused is ui.screen.query_one(Composer)
@@ -147,7 +147,7 @@ async def test_approval_answered_with_n_denies_the_call(chat_app: ChatApp) -> No
         # The card says the call was denied, with no time: it never ran.
         assert card.status == "denied"
         assert card_header(card).endswith("  denied")
-        messages = await ui.runtime.messages(ui.chat.session_id)
+        messages = await ui.runtime.sessions.messages(ui.chat.session_id)
         result = messages[2].message.tool_results[0]
         assert result.is_error and result.text.startswith("denied by")
         # Opened again from the transcript, the card still says denied.
@@ -186,7 +186,7 @@ async def test_ctrl_c_stops_a_running_turn_at_once(chat_app: ChatApp) -> None:
         chat = ui.chat
         job = await ui.runtime.queue.get(ui.last_turn)
         assert job is not None and job.finished
-        messages = await ui.runtime.messages(chat.session_id)
+        messages = await ui.runtime.sessions.messages(chat.session_id)
         assert messages[-1].message.tool_results[0].is_error
         assert ui.app.is_running  # one press stops the turn; it does not quit
 
@@ -224,7 +224,7 @@ async def test_a_stopped_turn_withdraws_its_approval_prompt(chat_app: ChatApp) -
         await eventually(lambda: card.status == "not_run", what="the card to say not run")
         assert card_header(card).endswith("  not run")
         chat = ui.chat
-        stored = (await ui.runtime.messages(chat.session_id))[-1].message.tool_results[0]
+        stored = (await ui.runtime.sessions.messages(chat.session_id))[-1].message.tool_results[0]
         assert stored.text.startswith("not run")
         await chat.open_session(chat.session_id).wait()
         card = ui.screen.query_one(ToolCard)
@@ -342,18 +342,18 @@ async def test_fork_command_switches_the_chat_to_a_copy_of_the_session(
         await eventually(
             lambda: any("the original is kept" in n for n in notices(ui.app)), what="the note"
         )
-        fork = await ui.runtime.session(chat.session_id)
+        fork = await ui.runtime.sessions.session(chat.session_id)
         assert fork.forked_from == source
         assert [u.text for u in ui.screen.query(UserMessage)] == ["plan a trip"]
         await ui.send("go by train")
         assert await ui.turn_finished() == "done"
-        assert [m.role for m in await ui.runtime.messages(fork.id)] == [
+        assert [m.role for m in await ui.runtime.sessions.messages(fork.id)] == [
             "user",
             "assistant",
             "user",
             "assistant",
         ]
-        assert len(await ui.runtime.messages(source)) == 2
+        assert len(await ui.runtime.sessions.messages(source)) == 2
 
 
 async def test_title_and_export_commands_use_the_session(
@@ -366,7 +366,7 @@ async def test_title_and_export_commands_use_the_session(
         await ui.send("/title Trip plans")
         await eventually(lambda: "Title set: Trip plans" in notices(ui.app), what="the title")
         chat = ui.chat
-        assert (await ui.runtime.session(chat.session_id)).title == "Trip plans"
+        assert (await ui.runtime.sessions.session(chat.session_id)).title == "Trip plans"
         await ui.send("/export json")
         # Not the folder the app was started from: HOME/exports/, created on demand.
         target = ui.runtime.home.root / "exports" / f"{chat.session_id}.json"
@@ -419,7 +419,7 @@ async def test_model_command_shows_and_sets_the_session_model(chat_app: ChatApp)
             lambda: any("now tries mock/other first" in n for n in notices(ui.app)), what="set"
         )
         chat = ui.chat
-        assert str(await ui.runtime.session_model(chat.session_id)) == "mock/other"
+        assert str(await ui.runtime.settings.session_model(chat.session_id)) == "mock/other"
         assert "mock/other" in status_text(ui.app)
 
 
@@ -464,7 +464,7 @@ async def test_quitting_mid_turn_keeps_committed_messages_and_the_turn_resumes_n
         await eventually(lambda: "woke up" in markdown_text(second.app), what="the resumed turn")
         job = await second.runtime.queue.get(turn)
         assert job is not None and job.status == "done"
-        messages = await second.runtime.messages(session)
+        messages = await second.runtime.sessions.messages(session)
         texts = [m.message.text for m in messages if m.role == "assistant"]
         assert texts == ["Sleeping.", "woke up"]
         assert [u.text for u in second.screen.query(UserMessage)] == ["sleep"]
@@ -497,7 +497,7 @@ async def test_clarify_questions_show_lettered_choices_and_the_next_message_answ
         await ui.press("b", "enter")
         assert await ui.turn_finished() == "done"
         assert question.current is None
-        messages = await ui.runtime.messages(ui.chat.session_id)
+        messages = await ui.runtime.sessions.messages(ui.chat.session_id)
         result = messages[2].message.tool_results[0]
         assert not result.is_error and result.text == "the user answered:\nb"
         # The answer is not sent as a message of its own.

@@ -24,9 +24,9 @@ async def test_compact_folds_older_turns_and_notes_the_tokens(write_config: Writ
             lambda: "This session has no messages yet." in notices(app), what="the notice"
         )
         runtime = app.runtime
-        session = await runtime.new_session("main", origin="tui")
+        session = await runtime.sessions.new_session("main", origin="tui")
         # A long first turn (about 32,000 tokens) that a fifth of compact_at cannot keep.
-        await runtime.seed_session(
+        await runtime.sessions.seed_session(
             session.id, [("user", "hotels " + "h" * 130_000), ("assistant", "noted")]
         )
         chat = app.get_chat()
@@ -41,11 +41,11 @@ async def test_compact_folds_older_turns_and_notes_the_tokens(write_config: Writ
         )
         note = next(n for n in notices(app) if n.startswith("Compacted the context"))
         assert "→" in note and "2 messages summarized" in note
-        record = await runtime.compaction(session.id)
+        record = await runtime.sessions.compaction(session.id)
         assert record is not None and record.summary == "SUMMARY: the user is planning a trip"
         assert record.first_kept_seq == 2
         # Nothing is appended: the transcript is as it was.
-        assert [m.role for m in await runtime.messages(session.id)] == [
+        assert [m.role for m in await runtime.sessions.messages(session.id)] == [
             "user",
             "assistant",
             "user",
@@ -64,9 +64,9 @@ async def test_a_turn_that_compacts_on_its_own_leaves_a_note(write_config: Write
     app = make_app(None)
     async with running(app, size=(100, 30)) as ui:
         runtime = app.runtime
-        session = await runtime.new_session("main", origin="tui")
+        session = await runtime.sessions.new_session("main", origin="tui")
         # Two old turns of about 3,000 tokens each: over compact_at before the next call.
-        await runtime.seed_session(
+        await runtime.sessions.seed_session(
             session.id,
             [
                 ("user", "flights " + "f" * 12_000),
@@ -86,4 +86,4 @@ async def test_a_turn_that_compacts_on_its_own_leaves_a_note(write_config: Write
         )
         note = next(n for n in notices(app) if n.startswith("Context compacted"))
         assert "older messages summarized" in note
-        assert await runtime.compaction(session.id) is not None
+        assert await runtime.sessions.compaction(session.id) is not None

@@ -17,9 +17,9 @@ async def test_sessions_can_be_renamed_archived_searched_and_exported(
     runtime_factory: Any,
 ) -> None:
     runtime = await runtime_factory(mock_config())
-    session = await runtime.new_session(None, origin="test", session_id="ses_facade")
+    session = await runtime.sessions.new_session(None, origin="test", session_id="ses_facade")
     call = ToolUseBlock("call_9", "exec", {"command": "ls"})
-    await runtime.seed_session(
+    await runtime.sessions.seed_session(
         session.id,
         [
             Message("user", [TextBlock("find the otter")]),
@@ -27,20 +27,20 @@ async def test_sessions_can_be_renamed_archived_searched_and_exported(
             Message("user", [ToolResultBlock("call_9", "full output", False)]),
         ],
     )
-    assert (await runtime.rename_session(session.id, "  Otters ")).title == "Otters"
-    hits = await runtime.search_sessions("otter")
+    assert (await runtime.sessions.rename_session(session.id, "  Otters ")).title == "Otters"
+    hits = await runtime.sessions.search_sessions("otter")
     assert [h.session for h in hits] == ["ses_facade"]
-    assert "find the otter" in await runtime.export_session(session.id, "md")
+    assert "find the otter" in await runtime.sessions.export_session(session.id, "md")
     with pytest.raises(ValueError, match="unknown export format"):
-        await runtime.export_session(session.id, "pdf")
-    result = await runtime.tool_output(session.id, "call_9")
+        await runtime.sessions.export_session(session.id, "pdf")
+    result = await runtime.sessions.tool_output(session.id, "call_9")
     assert result is not None and result.text == "full output"
-    assert await runtime.tool_output(session.id, "call_missing") is None
-    await runtime.archive_session(session.id)
-    assert await runtime.list_sessions() == []
-    assert await runtime.active_turns(session.id) == []
-    assert await runtime.channel_health() == {}
-    assert runtime.running_jobs() == []
+    assert await runtime.sessions.tool_output(session.id, "call_missing") is None
+    await runtime.sessions.archive_session(session.id)
+    assert await runtime.sessions.list_sessions() == []
+    assert await runtime.sessions.active_turns(session.id) == []
+    assert await runtime.control.channel_health() == {}
+    assert runtime.turns.running_jobs() == []
 
 
 async def test_questions_fail_fast_without_an_attached_asker(runtime_factory: Any) -> None:
@@ -78,9 +78,9 @@ async def test_attendance_is_counted_so_one_client_leaving_keeps_the_other_atten
     approvals = runtime.approvals
     assert not approvals.attending
     with approvals.attach(questions=True):  # the terminal
-        server = await runtime.start_http("127.0.0.1:0")  # the dashboard attends too
+        server = await runtime.http.start("127.0.0.1:0")  # the dashboard attends too
         assert server is not None and approvals.attending
-        await runtime.stop_http()
+        await runtime.http.stop()
         assert approvals.attending  # the terminal is still here
     assert not approvals.attending
     terminal = approvals.attach()

@@ -59,7 +59,7 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
 ) -> None:
     config = mock_config(extra=channel_yaml(tg) + 'http:\n  listen: "127.0.0.1:0"\n' + MCP)
     serving: Runtime = await runtime_factory(config)  # a `--serve` holding the listener
-    server = await serving.start_http("127.0.0.1:0")
+    server = await serving.http.start("127.0.0.1:0")
     terminal: Runtime = await runtime_factory(config)
     assert terminal.usage is not None
     await terminal.usage.record(
@@ -109,12 +109,12 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
 
 async def test_overview_says_this_process_serves_http(runtime_factory: Any, home: Home) -> None:
     runtime: Runtime = await runtime_factory(mock_config())
-    server = await runtime.start_http("127.0.0.1:0")
-    view = await runtime.overview()
+    server = await runtime.http.start("127.0.0.1:0")
+    view = await runtime.control.overview()
     assert view.http.state == "serving" and view.http.address == server.url
     assert view.http.holder.startswith("this process")
-    await runtime.stop_http()
-    assert (await runtime.overview()).http.state == "off"
+    await runtime.http.stop()
+    assert (await runtime.control.overview()).http.state == "off"
 
 
 async def test_overview_snapshot_at_80x24(
@@ -141,18 +141,18 @@ async def test_a_second_process_stands_by_and_names_the_holder(
     runtime_factory: Any, home: Home
 ) -> None:
     first: Runtime = await runtime_factory(mock_config())
-    server = await first.start_http("127.0.0.1:0")
+    server = await first.http.start("127.0.0.1:0")
     listen = server.url.removeprefix("http://")
     second: Runtime = await runtime_factory(mock_config(extra=f'http:\n  listen: "{listen}"\n'))
     lines: list[str] = []
-    await second.serve_http(lines.append, retry_seconds=3600)
+    await second.http.serve(lines.append, retry_seconds=3600)
     assert "standing by" in lines[-1]
 
     async def holder_recorded() -> str:
-        return (await second.overview()).http.holder
+        return (await second.control.overview()).http.holder
 
     # The first process records its lease in a task of its own.
     await eventually(holder_recorded, what="the holder recorded")
-    http = (await second.overview()).http
+    http = (await second.control.overview()).http
     assert (http.state, http.address) == ("stand-by", listen)
     assert http.holder == f"pid {os.getpid()} on {socket.gethostname()}"

@@ -27,11 +27,11 @@ EXEC_SCRIPT = """
 async def add_session(app: object, session_id: str, title: str, words: str) -> None:
     """A stored session with one exchange, written through the facade."""
     runtime = app.runtime  # type: ignore[attr-defined]
-    await runtime.new_session(None, origin="test", session_id=session_id)
-    await runtime.seed_session(
+    await runtime.sessions.new_session(None, origin="test", session_id=session_id)
+    await runtime.sessions.seed_session(
         session_id, [("user", words), ("assistant", f"answer about {words}")]
     )
-    await runtime.rename_session(session_id, title)
+    await runtime.sessions.rename_session(session_id, title)
 
 
 def table_rows(table: DataTable) -> list[list[str]]:
@@ -65,7 +65,7 @@ async def test_sessions_screen_lists_searches_and_opens_a_session(
         # Resume: the next message continues the same session.
         await ui.send("more")
         assert await ui.turn_finished() == "done"
-        messages = await app.runtime.messages("ses_aaaa")
+        messages = await app.runtime.sessions.messages("ses_aaaa")
         assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
 
 
@@ -102,7 +102,7 @@ async def test_sessions_screen_renames_archives_and_exports(
         app.screen.query_one("#answer", Input).value = ""
         await pilot.press(*"New title", "enter")
         await eventually(lambda: "New title" in str(table_rows(table)), what="the renamed session")
-        assert (await app.runtime.session("ses_cccc")).title == "New title"
+        assert (await app.runtime.sessions.session("ses_cccc")).title == "New title"
         target = tmp_path / "out.html"
         await pilot.press("e")
         await eventually(lambda: bool(app.screen.query("#answer")), what="the export prompt")
@@ -121,7 +121,7 @@ async def test_sessions_screen_renames_archives_and_exports(
         assert "<html" in target.read_text().lower()
         await pilot.press("x", "y")
         await eventually(lambda: table.row_count == 0, what="the archived session to go")
-        assert (await app.runtime.session("ses_cccc")).archived
+        assert (await app.runtime.sessions.session("ses_cccc")).archived
 
 
 async def test_fork_from_the_sessions_screen_continues_in_the_copy(
@@ -138,7 +138,7 @@ async def test_fork_from_the_sessions_screen_continues_in_the_copy(
         await eventually(lambda: app.current_mode == "chat", what="the chat")
         chat = app.get_chat()
         await eventually(lambda: chat.session_id not in ("", "ses_eeee"), what="the fork")
-        fork = await app.runtime.session(chat.session_id)
+        fork = await app.runtime.sessions.session(chat.session_id)
         assert fork.forked_from == "ses_eeee" and fork.title == "Fork of Road trip"
         await eventually(
             lambda: [u.text for u in app.screen.query(UserMessage)] == ["route via the coast"],
@@ -147,8 +147,8 @@ async def test_fork_from_the_sessions_screen_continues_in_the_copy(
         # The conversation goes on in the fork; the original stays as it was.
         await ui.send("and then?")
         assert await ui.turn_finished() == "done"
-        assert len(await app.runtime.messages(fork.id)) == 4
-        assert len(await app.runtime.messages("ses_eeee")) == 2
+        assert len(await app.runtime.sessions.messages(fork.id)) == 4
+        assert len(await app.runtime.sessions.messages("ses_eeee")) == 2
 
 
 async def test_resume_opens_the_session_picker_first(write_config: WriteConfig) -> None:

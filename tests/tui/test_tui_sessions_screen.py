@@ -66,19 +66,19 @@ async def test_archive_asks_and_the_archived_view_restores_it(
         await eventually(lambda: isinstance(app.screen, Confirm), what="the question")
         await pilot.press("n")
         await eventually(lambda: app.screen is screen, what="back on the list")
-        assert not (await app.runtime.session(target)).archived
+        assert not (await app.runtime.sessions.session(target)).archived
         assert table.row_count == 3
         await pilot.press("x")
         await eventually(lambda: isinstance(app.screen, Confirm), what="the question again")
         await pilot.press("y")
         await eventually(lambda: table.row_count == 2, what="the session archived")
         assert target not in screen.row_sessions
-        assert (await app.runtime.session(target)).archived
+        assert (await app.runtime.sessions.session(target)).archived
         await pilot.press("v")
         await eventually(lambda: screen.row_sessions == [target], what="the archived view")
         await pilot.press("u")
         await eventually(lambda: screen.row_sessions == [], what="the session restored")
-        assert not (await app.runtime.session(target)).archived
+        assert not (await app.runtime.sessions.session(target)).archived
         await pilot.press("v")
         await eventually(lambda: table.row_count == 3, what="the recent list again")
 

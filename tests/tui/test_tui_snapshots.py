@@ -34,8 +34,8 @@ FIXED_TIME = 1_790_000_000.0  # 2026-09-21 14:13 UTC
 async def seed(app: Any) -> None:
     """Two sessions with fixed ids, titles, messages and times."""
     runtime = app.runtime
-    await runtime.new_session(None, origin="test", session_id="ses_0000000000000001")
-    await runtime.seed_session(
+    await runtime.sessions.new_session(None, origin="test", session_id="ses_0000000000000001")
+    await runtime.sessions.seed_session(
         "ses_0000000000000001",
         [
             Message("user", [TextBlock("What is in the workspace?")]),
@@ -54,8 +54,8 @@ async def seed(app: Any) -> None:
             ),
         ],
     )
-    await runtime.new_session(None, origin="test", session_id="ses_0000000000000002")
-    await runtime.seed_session(
+    await runtime.sessions.new_session(None, origin="test", session_id="ses_0000000000000002")
+    await runtime.sessions.seed_session(
         "ses_0000000000000002", [Message("user", [TextBlock("Draft a note about [markup]")])]
     )
     # Fixed times so the snapshots do not change with the clock; the facade never sets

@@ -24,7 +24,7 @@ async def test_think_sets_the_sessions_effort_and_the_status_line_shows_it(
         )
         await ui.send("/think high")
         await eventually(lambda: "Thinking: high for this session" in notices(app), what="set")
-        assert await app.runtime.session_thinking(chat.session_id) == ("high", True)
+        assert await app.runtime.settings.session_thinking(chat.session_id) == ("high", True)
         assert "think high" in status_text(app)
 
         await ui.send("/think")

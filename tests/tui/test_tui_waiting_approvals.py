@@ -40,7 +40,7 @@ async def test_y_answers_a_chat_approval_waiting_in_another_process(
     tg.message("run the thing")
     # The turn runs in `serving` (claimed before the terminal's workers start).
     await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
-    [waiting] = await serving.waiting_approvals()
+    [waiting] = await serving.approvals.waiting()
     terminal: Runtime = await runtime_factory(config)
     app = make_app(home, runtime=terminal)
     async with app.run_test(size=(120, 30)) as pilot:
@@ -54,7 +54,7 @@ async def test_y_answers_a_chat_approval_waiting_in_another_process(
         assert not terminal.approvals.pending  # not this process's own request
         await pilot.press("y")
         await eventually(lambda: table.row_count == 0, what="the approval answered")
-    outcome = await asyncio.wait_for(serving.wait_turn(waiting.turn), 30)
+    outcome = await asyncio.wait_for(serving.turns.wait_turn(waiting.turn), 30)
     assert outcome.status == "done"
     await tg.wait_for(lambda: "Approved from the terminal." in tg.texts())
     await tg.wait_for(lambda: "all done" in tg.texts())
@@ -121,15 +121,15 @@ async def test_a_web_or_terminal_approval_of_another_process_is_listed_and_answe
     serving: Runtime = await runtime_factory(config)
     serving.approvals.attach()  # what start_http does: the dashboard can answer
     serving.start_workers(channels=False)
-    session = await serving.new_session(origin=origin)
-    turn = await serving.submit(session.id, "run it", attended=True)
+    session = await serving.sessions.new_session(origin=origin)
+    turn = await serving.turns.submit(session.id, "run it", attended=True)
     await eventually(
         lambda: serving.approvals.pending, what="the approval to wait in the serving process"
     )
     [request] = serving.approvals.pending
     terminal: Runtime = await runtime_factory(config)
     # The facade the screen and /api/approvals share sees it from the other process.
-    [seen] = await terminal.waiting_approvals()
+    [seen] = await terminal.approvals.waiting()
     assert (seen.id, seen.tool, seen.local) == (request.id, "exec", False)
     app = make_app(home, runtime=terminal)
     async with app.run_test(size=(120, 30)) as pilot:
@@ -142,6 +142,6 @@ async def test_a_web_or_terminal_approval_of_another_process_is_listed_and_answe
         assert "echo from-the-dashboard" in row[4]
         await pilot.press("y")
         await eventually(lambda: table.row_count == 0, what="the approval answered")
-    outcome = await asyncio.wait_for(serving.wait_turn(turn), 30)
+    outcome = await asyncio.wait_for(serving.turns.wait_turn(turn), 30)
     assert outcome.status == "done" and outcome.reply == "done"
-    assert await terminal.waiting_approvals() == []
+    assert await terminal.approvals.waiting() == []

@@ -45,7 +45,7 @@ nothing committed is lost; a turn left running resumes on the next start.
 
 ```python
 # the same agent answers here, in Telegram, over HTTP and through MCP
-reply = await runtime.wait_turn(await runtime.submit(session, "hello"))
+reply = await runtime.turns.wait_turn(await runtime.turns.submit(session, "hello"))
 ```
 
 1. Streamed replies render as Markdown while they arrive.

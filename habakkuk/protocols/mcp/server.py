@@ -53,6 +53,38 @@ class TurnOutcomeView(Protocol):
     def error(self) -> str | None: ...
 
 
+class McpSessions(Protocol):
+    """What the MCP server uses of the sessions service (habakkuk.services.sessions)."""
+
+    async def session(self, session_id: str) -> Session:
+        """The session `session_id`; NotFound when there is none."""
+        ...
+
+    async def new_session(self, agent: str | None = None, *, origin: str = ...) -> Session:
+        """A new session of `agent` (default: the default agent)."""
+        ...
+
+    async def list_sessions(self, agent: str | None = None, *, limit: int = ...) -> list[Session]:
+        """Recent sessions, newest first."""
+        ...
+
+    async def messages(self, session_id: str) -> list[StoredMessage]:
+        """The session's stored messages, in order."""
+        ...
+
+
+class McpTurns(Protocol):
+    """What the MCP server uses of the turns service (habakkuk.services.turns)."""
+
+    async def submit(self, session_id: str, text: str) -> str:
+        """Queue a turn; returns its id."""
+        ...
+
+    async def wait_turn(self, turn_id: str) -> TurnOutcomeView:
+        """Wait for the turn to settle."""
+        ...
+
+
 class McpHost(Protocol):
     """What the MCP server uses of the runtime (habakkuk.runtime.Runtime provides it)."""
 
@@ -63,28 +95,14 @@ class McpHost(Protocol):
         """Where `habakkuk_send` queues its message."""
         ...
 
-    async def session(self, session_id: str) -> Session:
-        """The session `session_id`; NotFound when there is none."""
+    @property
+    def sessions(self) -> McpSessions:
+        """The home's sessions."""
         ...
 
-    async def new_session(self, agent: str | None = None, *, origin: str = ...) -> Session:
-        """A new session of `agent` (default: the default agent)."""
-        ...
-
-    async def submit(self, session_id: str, text: str) -> str:
-        """Queue a turn; returns its id."""
-        ...
-
-    async def wait_turn(self, turn_id: str) -> TurnOutcomeView:
-        """Wait for the turn to settle."""
-        ...
-
-    async def list_sessions(self, agent: str | None = None, *, limit: int = ...) -> list[Session]:
-        """Recent sessions, newest first."""
-        ...
-
-    async def messages(self, session_id: str) -> list[StoredMessage]:
-        """The session's stored messages, in order."""
+    @property
+    def turns(self) -> McpTurns:
+        """The turn queue."""
         ...
 
 
@@ -145,14 +163,14 @@ def build_server(runtime: McpHost) -> MCPServer:
             raise ToolError("message is empty")
         try:
             if session:
-                found = await runtime.session(session)
+                found = await runtime.sessions.session(session)
                 if agent and agent != found.agent:
                     raise ToolError(f"session {session} belongs to agent {found.agent!r}")
                 session_id = found.id
             else:
-                session_id = (await runtime.new_session(agent, origin="mcp")).id
-            turn = await runtime.submit(session_id, message)
-            outcome = await runtime.wait_turn(turn)
+                session_id = (await runtime.sessions.new_session(agent, origin="mcp")).id
+            turn = await runtime.turns.submit(session_id, message)
+            outcome = await runtime.turns.wait_turn(turn)
         except HabakkukError as exc:
             raise ToolError(str(exc)) from None
         if outcome.status != "done":
@@ -164,15 +182,15 @@ def build_server(runtime: McpHost) -> MCPServer:
         from habakkuk.engine.export import session_json
 
         try:
-            sessions = await runtime.list_sessions(agent, limit=max(1, min(limit, 200)))
+            sessions = await runtime.sessions.list_sessions(agent, limit=max(1, min(limit, 200)))
         except HabakkukError as exc:
             raise ToolError(str(exc)) from None
         return {"sessions": [dict(session_json(s), origin=s.origin) for s in sessions]}
 
     async def habakkuk_session_read(session: str, limit: int = 50) -> dict[str, Any]:
         try:
-            found = await runtime.session(session)
-            messages = await runtime.messages(session)
+            found = await runtime.sessions.session(session)
+            messages = await runtime.sessions.messages(session)
         except HabakkukError as exc:
             raise ToolError(str(exc)) from None
         limit = max(1, min(limit, READ_LIMIT))
