@@ -34,6 +34,7 @@ from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
 from habakkuk.engine.toolkit.approvals import Approver
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
+from habakkuk.knowledge.embed_loop import embed_every_minute
 from habakkuk.knowledge.review_wiring import memory_review_pool
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
@@ -89,7 +90,7 @@ class Runtime:
         self._process_turns: dict[str, str] = {}  # notify: true process id -> its turn
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
-        self._maintenance: asyncio.Task[None] | None = None
+        self._maintenance: list[asyncio.Task[None]] = []
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
         self.channels: Any = None  # habakkuk.channels.service.ChannelService while running
@@ -218,7 +219,10 @@ class Runtime:
                     on_finished=self._job_finished,
                 )
             )
-            self._maintenance = asyncio.create_task(self._schedule_retention(), name="retention")
+            self._maintenance = [
+                asyncio.create_task(self._schedule_retention(), name="retention"),
+                asyncio.create_task(embed_every_minute(self.memory, lambda: self.config.agents)),
+            ]
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
         for pool in self._pools:
             pool.start()
@@ -250,9 +254,9 @@ class Runtime:
     async def close(self) -> None:
         """Stop the HTTP server and the workers (leases released), close the stores."""
         await self.http.stop()
-        if self._maintenance is not None:
-            self._maintenance.cancel()
-            await asyncio.gather(self._maintenance, return_exceptions=True)
+        for task in self._maintenance:
+            task.cancel()
+        await asyncio.gather(*self._maintenance, return_exceptions=True)
         if self.channels is not None:
             await self.channels.stop()
         for pool in self._pools:

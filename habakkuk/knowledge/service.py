@@ -12,29 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError, NotFound
-from habakkuk.engine.home import Home
-from habakkuk.engine.store import Database
 
-from .folder_watch import FolderWatch
-from .frontmatter import Parsed, normalise_tags, now, parse, render
-from .history import HISTORY_MIGRATIONS, History, Stat, unified_diff
-from .index import INDEX_MIGRATIONS, Index, SyncResult
+from .agent_memory import (
+    AgentMemory,
+    read_text,
+    write_file,
+)
+from .frontmatter import parse
+from .history import unified_diff
 from .memory_types import (
     Change,
     ChangeDetail,
     ChangeKind,
     MemoryAccess,
-    MemoryHit,
     MemorySnapshot,
-    Note,
     NoteSummary,
     ProfileMode,
     Proposal,
@@ -43,520 +37,27 @@ from .memory_types import (
     ReindexStats,
     RestoreResult,
     RestoreVersion,
-    SaveResult,
-    SecretRefused,
     TaintRefused,
-    Trust,
 )
-from .notes import NoteFiles, check_slug, slugify, write_atomic
+from .note_checks import checked_body, checked_title
+from .note_store import IDENTITY_FILE, PROFILE_FILE, NoteStore
+from .notes import check_slug
 from .profile import PROFILE_CAP, change_section, check_cap, cut, render_identity
-from .secrets import find_secret
 
 SNAPSHOT_NOTES = 50
 SNAPSHOT_BYTES = 4_096
-NOTE_MAX_BYTES = 64_000
-TITLE_MAX = 200
-TAGS_MAX = 20
-PROFILE_FILE = "USER.md"
-IDENTITY_FILE = "IDENTITY.md"
-
-SecretValues = Callable[[], Iterable[str] | Mapping[str, str]]
 
 
-@dataclass
-class _AgentMemory:
-    """The open resources of one agent's memory."""
-
-    name: str
-    folder: Path  # the agent's folder
-    files: NoteFiles
-    index: Index
-    history: History
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # (mtime_ns, size) of USER.md and IDENTITY.md when last compared with the history
-    # ((0, -1) when missing), so an idle sync does not read them again.
-    seen: dict[str, tuple[int, int]] = field(default_factory=dict)
-
-    def file(self, relative: str) -> Path:
-        """A path of the history (USER.md, memory/x.md) inside the agent's folder."""
-        path = (self.folder / relative).resolve()
-        if not path.is_relative_to(self.folder.resolve()):
-            raise HabakkukError(f"memory of {self.name}: {relative!r} is outside its folder")
-        return path
-
-
-def _note(slug: str, parsed: Parsed) -> Note:
-    return Note(
-        slug=slug,
-        title=parsed.title,
-        tags=parsed.tags,
-        created=parsed.created,
-        updated=parsed.updated,
-        source=parsed.source,
-        session=parsed.session,
-        trust=parsed.trust,
-        body=parsed.body,
-    )
-
-
-def _read_text(path: Path) -> tuple[str, Stat] | None:
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-            stat = os.fstat(handle.fileno())
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
-    return text, Stat(stat.st_mtime_ns, stat.st_size)
-
-
-def _stat_of(path: Path) -> tuple[int, int] | None:
-    """(mtime_ns, size) of a file, (0, -1) when it is missing, None when unreadable."""
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return (0, -1)
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
-
-
-def _write_file(path: Path, text: str) -> Stat:
-    write_atomic(path, text)
-    stat = path.stat()
-    return Stat(stat.st_mtime_ns, stat.st_size)
-
-
-def _given_tags(tags: list[str] | None) -> str:
-    """The tags a caller passed, as one text for the secret check."""
-    if tags is None:
-        return ""
-    return str(tags) if isinstance(tags, str) else " ".join(str(t) for t in tags)
-
-
-class Memory:
-    """The memory of the home's agents (implements `MemoryAccess`)."""
-
-    def __init__(self, home: Home, config: Config, secret_values: SecretValues):
-        self.home = home
-        self.config = config
-        self._secret_values = secret_values
-        self._agents: dict[str, _AgentMemory] = {}
-        self._opening: asyncio.Lock | None = None
-
-    # -- resources ---------------------------------------------------------------------
-
-    async def _agent(self, agent: str) -> _AgentMemory:
-        if not isinstance(agent, str) or agent not in self.config.agents:
-            known = ", ".join(sorted(self.config.agents)) or "none"
-            raise NotFound(f"memory: agent {agent!r} is not configured (agents: {known})")
-        found = self._agents.get(agent)
-        if found is not None:
-            return found
-        if self._opening is None:
-            self._opening = asyncio.Lock()
-        async with self._opening:
-            found = self._agents.get(agent)
-            if found is not None:
-                return found
-            found = await self._open(agent)
-            self._agents[agent] = found
-            return found
-
-    async def _open(self, agent: str) -> _AgentMemory:
-        folder = self.home.agent_dir(agent)
-        notes_dir = folder / "memory"
-
-        def _prepare() -> None:
-            notes_dir.mkdir(parents=True, exist_ok=True)
-            os.chmod(notes_dir, 0o700)
-
-        await asyncio.to_thread(_prepare)
-        index_db = await Database.open(folder / "memory.db", INDEX_MIGRATIONS)
-        try:
-            history_db = await Database.open(folder / "history.db", HISTORY_MIGRATIONS)
-        except BaseException:
-            await index_db.close()
-            raise
-        files = NoteFiles(notes_dir)
-        history = History(history_db, agent)
-        await history.prune(self.config.memory.history_days)
-        # Watching starts before the first scan, so no edit falls between the two.
-        index = Index(index_db, files, FolderWatch(notes_dir))
-        return _AgentMemory(agent, folder, files, index, history)
-
-    async def database(self, agent: str) -> Database:
-        """The agent's migrated memory.db (for the review and embeddings modules)."""
-        return (await self._agent(agent)).index.db
-
-    async def close(self) -> None:
-        """Close every agent's databases."""
-        agents, self._agents = list(self._agents.values()), {}
-        for item in agents:
-            if item.index.watch is not None:
-                item.index.watch.close()
-            await item.index.db.close()
-            await item.history.db.close()
-
-    # -- checks ------------------------------------------------------------------------
-
-    def secret_in(self, text: str) -> str | None:
-        """What secret `text` holds ("an OpenAI key", ...), or None: the same check every
-        write makes, for callers that must not even store a plan holding one (the review)."""
-        return find_secret(text, self._secret_values())
-
-    def _refuse_secrets(self, what: str, fields: Iterable[tuple[str, str]]) -> None:
-        values = self._secret_values()
-        for name, text in fields:
-            found = find_secret(text, values)
-            if found:
-                raise SecretRefused(
-                    f"{what}: the {name} holds {found}; secrets are never stored in memory "
-                    "(keep it in the home's .env or a password manager)"
-                )
-
-    @staticmethod
-    def _clean_title(title: str) -> str:
-        clean = " ".join(str(title).split())
-        if not clean:
-            raise HabakkukError("memory: title is empty")
-        if len(clean) > TITLE_MAX:
-            raise HabakkukError(f"memory: title is over {TITLE_MAX} characters")
-        return clean
-
-    @staticmethod
-    def _clean_body(content: str) -> str:
-        body = str(content).strip("\n")
-        if not body.strip():
-            raise HabakkukError("memory: content is empty")
-        if len(body.encode("utf-8")) > NOTE_MAX_BYTES:
-            raise HabakkukError(
-                f"memory: content is over {NOTE_MAX_BYTES:,} bytes; split it into notes"
-            )
-        return body
-
-    @staticmethod
-    def _clean_tags(tags: list[str] | None) -> tuple[str, ...] | None:
-        if tags is None:
-            return None
-        if isinstance(tags, str):
-            tags = [tags]
-        clean = normalise_tags(list(tags))
-        if len(clean) > TAGS_MAX:
-            raise HabakkukError(f"memory: at most {TAGS_MAX} tags")
-        for tag in clean:
-            if len(tag) > 40:
-                raise HabakkukError(f"memory: tag {tag[:40]!r}... is over 40 characters")
-        return clean
-
-    # -- keeping the index and history up with the files ------------------------------
-
-    async def _sync(
-        self, am: _AgentMemory, *, full: bool = False, only: tuple[str, ...] = ()
-    ) -> ReindexStats:
-        """Bring the index up to the files and record hand edits (caller holds the lock).
-
-        `only`: the notes a write is about to change (the rest wait for the next search).
-        """
-        result = await am.index.sync(full=full, only=only)
-        await self._record_seen(am, result)
-        if only:
-            return result.stats
-        for name, kind in ((PROFILE_FILE, "profile"), (IDENTITY_FILE, "identity")):
-            # Unmoved since this process last looked: nothing to compare (saves two hops).
-            moved = await asyncio.to_thread(_stat_of, am.folder / name)
-            if moved is not None and am.seen.get(name) == moved:
-                continue
-            found = await asyncio.to_thread(_read_text, am.folder / name)
-            if moved is not None:
-                am.seen[name] = moved
-            await am.history.notice_file(
-                kind=kind,  # type: ignore[arg-type]
-                name=name,
-                path=name,
-                text=found[0] if found else None,
-                stat=found[1] if found else None,
-            )
-        return result.stats
-
-    async def _record_seen(self, am: _AgentMemory, result: SyncResult) -> None:
-        if not result.seen:
-            return
-        if result.first_build:
-            await am.history.observe(
-                [(am.files.relative(s.slug), s.text) for s in result.seen if s.text is not None]
-            )
-            return
-        for seen in result.seen:
-            before = await am.history.version(seen.before_hash)
-            await am.history.record(
-                kind="note",
-                name=seen.slug,
-                path=am.files.relative(seen.slug),
-                before=before,
-                after=seen.text,
-                provenance=Provenance(by="hand", note="edited outside Habakkuk"),
-            )
-
-    # -- notes -------------------------------------------------------------------------
-
-    async def list_notes(
-        self, agent: str, *, limit: int = 50, offset: int = 0
-    ) -> tuple[list[NoteSummary], int]:
-        """Notes newest (updated) first, and the total count."""
-        am = await self._agent(agent)
-        async with am.lock:
-            await self._sync(am)
-        return await am.index.listing(max(1, min(int(limit), 1000)), max(0, int(offset)))
-
-    async def search(
-        self, agent: str, query: str, *, tags: tuple[str, ...] = (), limit: int = 10
-    ) -> list[MemoryHit]:
-        """Ranked matches (every given tag required); [] for an empty query without tags."""
-        am = await self._agent(agent)
-        async with am.lock:
-            await self._sync(am)
-        found = await am.index.search(str(query or ""), tuple(tags), max(1, min(int(limit), 100)))
-        return [MemoryHit(note=note, snippet=snip, score=score) for note, snip, score in found]
-
-    async def read(self, agent: str, slug: str, *, mark_read: bool = True) -> Note:
-        """One note (and remember that it was read, for the nightly pass, unless
-        `mark_read` is False: the review's own reading does not keep a note fresh)."""
-        am = await self._agent(agent)
-        check_slug(slug)
-        text, mtime = await asyncio.to_thread(am.files.require, slug)
-        if mark_read:
-            await am.index.mark_read(slug, now())
-        return _note(slug, parse(text, slug, mtime))
-
-    async def save(
-        self,
-        agent: str,
-        title: str,
-        content: str,
-        *,
-        tags: list[str] | None = None,
-        provenance: Provenance,
-        replace: bool = True,
-    ) -> SaveResult:
-        """Create or replace the note whose slug derives from `title`."""
-        am = await self._agent(agent)
-        clean_title = self._clean_title(title)
-        body = self._clean_body(content)
-        clean_tags = self._clean_tags(tags)
-        self._refuse_secrets(
-            "memory",
-            # The tags as given: normalising lowercases them, which would hide a key's shape.
-            [("title", clean_title), ("content", body), ("tags", _given_tags(tags))],
-        )
-        async with am.lock:
-            slug = slugify(clean_title)
-            await self._sync(am, only=(slug,))
-            existing = await asyncio.to_thread(am.files.read, slug)
-            if existing is not None and not replace:
-                slug = await asyncio.to_thread(self._free_slug, am.files, slug)
-                existing = None
-            old = parse(existing[0], slug, existing[1]) if existing else None
-            return await self._write_note(
-                am,
-                slug,
-                clean_title,
-                body,
-                clean_tags,
-                provenance,
-                old=old,
-                before=existing[0] if existing else None,
-            )
-
-    @staticmethod
-    def _free_slug(files: NoteFiles, slug: str) -> str:
-        for number in range(2, 10_000):
-            candidate = f"{slug[: 80 - len(str(number)) - 1]}-{number}"
-            if files.read(candidate) is None:
-                return candidate
-        raise HabakkukError(f"memory: no free name for {slug!r}")
-
-    async def _write_note(
-        self,
-        am: _AgentMemory,
-        slug: str,
-        title: str,
-        body: str,
-        tags: tuple[str, ...] | None,
-        provenance: Provenance,
-        *,
-        old: Parsed | None,
-        before: str | None,
-        trust: Trust | None = None,
-    ) -> SaveResult:
-        """Write note `slug` (caller holds the lock); `old` is what it inherits from."""
-        final_tags = tags if tags is not None else (old.tags if old else ())
-        if trust is None:
-            kept_mark = old is not None and old.trust == "untrusted" and provenance.by != "user"
-            trust = "untrusted" if provenance.tainted or kept_mark else "trusted"
-        if (
-            before is not None
-            and old is not None
-            and old.framed
-            and (old.title, old.tags, old.body.strip(), old.trust)
-            == (title, final_tags, body.strip(), trust)
-        ):
-            return SaveResult(note=_note(slug, old), created=False, unchanged=True)
-        if provenance.by == "review" and old is not None and before is not None:
-            old_size = len(old.body.strip().encode("utf-8"))
-            new_size = len(body.strip().encode("utf-8"))
-            if new_size * 2 < old_size:
-                raise ProposalCreated(
-                    await am.history.propose(
-                        action="save",
-                        name=slug,
-                        title=title,
-                        content=body,
-                        reason=f"shrinks note {slug!r} from {old_size:,} to {new_size:,} bytes",
-                        provenance=provenance,
-                    )
-                )
-        stamp = now()
-        text = render(
-            title=title,
-            tags=final_tags,
-            created=old.created if old else stamp,
-            updated=stamp,
-            source=provenance.by,
-            session=provenance.session,
-            trust=trust,
-            body=body,
-        )
-        stat = await asyncio.to_thread(am.files.write, slug, text)
-        await am.index.put(slug, text, stat.st_mtime_ns, stat.st_size)
-        await am.history.record(
-            kind="note",
-            name=slug,
-            path=am.files.relative(slug),
-            before=before,
-            after=text,
-            provenance=provenance,
-        )
-        note = _note(slug, parse(text, slug, stat.st_mtime))
-        return SaveResult(note=note, created=before is None)
-
-    async def replace(
-        self,
-        agent: str,
-        slug: str,
-        title: str,
-        content: str,
-        *,
-        tags: list[str] | None = None,
-        provenance: Provenance,
-    ) -> SaveResult:
-        """Replace note `slug`; a new title saves it under the new slug and trashes the old."""
-        am = await self._agent(agent)
-        check_slug(slug)
-        clean_title = self._clean_title(title)
-        body = self._clean_body(content)
-        clean_tags = self._clean_tags(tags)
-        self._refuse_secrets(
-            "memory",
-            # The tags as given: normalising lowercases them, which would hide a key's shape.
-            [("title", clean_title), ("content", body), ("tags", _given_tags(tags))],
-        )
-        async with am.lock:
-            new_slug = slugify(clean_title)
-            await self._sync(am, only=(slug, new_slug))
-            text, mtime = await asyncio.to_thread(am.files.require, slug)
-            old = parse(text, slug, mtime)
-            if new_slug == slug:
-                return await self._write_note(
-                    am, slug, clean_title, body, clean_tags, provenance, old=old, before=text
-                )
-            if await asyncio.to_thread(am.files.read, new_slug) is not None:
-                raise HabakkukError(
-                    f"memory: a note {new_slug!r} already exists; replace that one or choose "
-                    "another title"
-                )
-            result = await self._write_note(
-                am, new_slug, clean_title, body, clean_tags, provenance, old=old, before=None
-            )
-            await self._trash(am, slug, text, provenance)
-            return result
-
-    async def _trash(self, am: _AgentMemory, slug: str, text: str, provenance: Provenance) -> None:
-        await asyncio.to_thread(am.files.trash, slug)
-        await am.index.drop(slug)
-        await am.history.record(
-            kind="note",
-            name=slug,
-            path=am.files.relative(slug),
-            before=text,
-            after=None,
-            provenance=provenance,
-        )
-
-    async def forget(self, agent: str, slug: str, *, provenance: Provenance) -> NoteSummary:
-        """Move the note to memory/.trash/; NotFound when there is none."""
-        am = await self._agent(agent)
-        check_slug(slug)
-        async with am.lock:
-            await self._sync(am, only=(slug,))
-            text, mtime = await asyncio.to_thread(am.files.require, slug)
-            parsed = parse(text, slug, mtime)
-            if provenance.by == "review":
-                raise ProposalCreated(
-                    await am.history.propose(
-                        action="forget",
-                        name=slug,
-                        title=parsed.title,
-                        content="",
-                        reason=f"forget note {slug!r} ({parsed.title})",
-                        provenance=provenance,
-                    )
-                )
-            await self._trash(am, slug, text, provenance)
-        note = _note(slug, parsed)
-        return NoteSummary(
-            slug=note.slug,
-            title=note.title,
-            tags=note.tags,
-            created=note.created,
-            updated=note.updated,
-            source=note.source,
-            session=note.session,
-            trust=note.trust,
-        )
-
-    async def trust(self, agent: str, slug: str, *, provenance: Provenance) -> Note:
-        """The user vouches for a note: `trust: trusted` (refused for non-user provenance)."""
-        am = await self._agent(agent)
-        check_slug(slug)
-        if provenance.by != "user" or provenance.tainted:
-            raise HabakkukError(
-                f"memory: only the user can vouch for a note (habakkuk memory trust {slug})"
-            )
-        async with am.lock:
-            await self._sync(am, only=(slug,))
-            text, mtime = await asyncio.to_thread(am.files.require, slug)
-            old = parse(text, slug, mtime)
-            if old.trust == "trusted":
-                return _note(slug, old)
-            result = await self._write_note(
-                am,
-                slug,
-                old.title,
-                old.body,
-                old.tags,
-                provenance,
-                old=old,
-                before=text,
-                trust="trusted",
-            )
-            return result.note
+class Memory(NoteStore):
+    """The memory of the home's agents (implements `MemoryAccess`): the notes of
+    `NoteStore`, plus the profile, the identity, the history and the proposals."""
 
     # -- profile and identity ----------------------------------------------------------
 
     async def profile(self, agent: str) -> str:
         """USER.md as it is on disk ("" when there is none)."""
         am = await self._agent(agent)
-        found = await asyncio.to_thread(_read_text, am.folder / PROFILE_FILE)
+        found = await asyncio.to_thread(read_text, am.folder / PROFILE_FILE)
         return found[0] if found else ""
 
     async def update_profile(
@@ -578,7 +79,7 @@ class Memory:
         self._refuse_secrets("user profile", [("section", str(section)), ("content", str(content))])
         async with am.lock:
             await self._sync(am)
-            found = await asyncio.to_thread(_read_text, am.folder / PROFILE_FILE)
+            found = await asyncio.to_thread(read_text, am.folder / PROFILE_FILE)
             old = found[0] if found else ""
             new = change_section(old, section, str(content), mode)
             if new == old:
@@ -602,7 +103,7 @@ class Memory:
 
     async def _write_other(
         self,
-        am: _AgentMemory,
+        am: AgentMemory,
         kind: ChangeKind,
         name: str,
         before: str | None,
@@ -610,7 +111,7 @@ class Memory:
         provenance: Provenance,
         restores: str = "",
     ) -> Change | None:
-        stat = await asyncio.to_thread(_write_file, am.folder / name, text)
+        stat = await asyncio.to_thread(write_file, am.folder / name, text)
         return await am.history.record(
             kind=kind,
             name=name,
@@ -625,7 +126,7 @@ class Memory:
     async def identity(self, agent: str) -> str:
         """IDENTITY.md ("" when the agent has none)."""
         am = await self._agent(agent)
-        found = await asyncio.to_thread(_read_text, am.folder / IDENTITY_FILE)
+        found = await asyncio.to_thread(read_text, am.folder / IDENTITY_FILE)
         return found[0] if found else ""
 
     async def set_identity(
@@ -643,7 +144,7 @@ class Memory:
         text = render_identity(str(name), str(emoji), str(manner))
         async with am.lock:
             await self._sync(am)
-            found = await asyncio.to_thread(_read_text, am.folder / IDENTITY_FILE)
+            found = await asyncio.to_thread(read_text, am.folder / IDENTITY_FILE)
             before = found[0] if found else None
             if before != text:
                 await self._write_other(am, "identity", IDENTITY_FILE, before, text, provenance)
@@ -694,7 +195,7 @@ class Memory:
         path = am.file(found.path)
         async with am.lock:
             await self._sync(am)
-            current_found = await asyncio.to_thread(_read_text, path)
+            current_found = await asyncio.to_thread(read_text, path)
             current = current_found[0] if current_found else None
             if current == target:
                 return RestoreResult(restored=None, unchanged=True)
@@ -706,12 +207,13 @@ class Memory:
                 else:
                     stat = await asyncio.to_thread(am.files.write, slug, target)
                     await am.index.put(slug, target, stat.st_mtime_ns, stat.st_size)
+                    am.embed_soon()
                 record_stat = None
             elif target is None:
                 await asyncio.to_thread(path.unlink, missing_ok=True)
                 record_stat = None
             else:
-                record_stat = await asyncio.to_thread(_write_file, path, target)
+                record_stat = await asyncio.to_thread(write_file, path, target)
             change = await am.history.record(
                 kind=found.kind,
                 name=found.name,
@@ -790,8 +292,8 @@ class Memory:
                 await self._write_note(
                     am,
                     slug,
-                    self._clean_title(proposal.title),
-                    self._clean_body(proposal.content),
+                    checked_title(proposal.title),
+                    checked_body(proposal.content),
                     None,
                     user,
                     old=old,
@@ -802,7 +304,7 @@ class Memory:
             check_cap(proposal.content)
             async with am.lock:
                 await self._sync(am)
-                found = await asyncio.to_thread(_read_text, am.folder / PROFILE_FILE)
+                found = await asyncio.to_thread(read_text, am.folder / PROFILE_FILE)
                 before = found[0] if found else None
                 if before != proposal.content:
                     await self._write_other(

@@ -2,16 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from habakkuk.engine.config import Config
 from habakkuk.engine.home import Environment, Home, read_env_file
 from habakkuk.engine.secret_shapes import secret_variables
 from habakkuk.knowledge.service import Memory
 
+if TYPE_CHECKING:
+    from habakkuk.knowledge.embeddings import Embedder
+
 
 def build_memory(home: Home, config: Config, env: Environment) -> Memory:
-    """A `Memory` whose scanner refuses the value of every secret this home holds.
+    """A `Memory` whose scanner refuses the value of every secret this home holds, and
+    that embeds notes when `memory.embeddings` is configured.
 
     The values are looked up at each write (not once), so a key added to .env while
     Habakkuk runs is refused too.
     """
-    return Memory(home, config, lambda: secret_variables(config, env, read_env_file(home.env_path)))
+    embedder: Callable[[], Embedder] | None = None
+    wanted = config.memory.embeddings
+    if wanted is not None:
+        from habakkuk.knowledge.embeddings import build_embedder
+
+        def embedder() -> Embedder:
+            return build_embedder(config, wanted.provider, wanted.model, env, home.root)
+
+    return Memory(
+        home,
+        config,
+        lambda: secret_variables(config, env, read_env_file(home.env_path)),
+        embedder=embedder,
+    )

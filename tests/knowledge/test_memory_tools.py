@@ -59,7 +59,9 @@ def save(title: str, content: str) -> ToolCall:
 
 
 async def turn(runtime: Any, session: str, text: str) -> Any:
-    outcome = await asyncio.wait_for(runtime.turns.wait_turn(await runtime.turns.submit(session, text)), 30)
+    outcome = await asyncio.wait_for(
+        runtime.turns.wait_turn(await runtime.turns.submit(session, text)), 30
+    )
     assert outcome.status == "done", outcome.error
     return outcome
 

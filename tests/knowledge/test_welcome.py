@@ -27,7 +27,9 @@ async def test_automated_sessions_never_take_the_welcome(runtime_factory, home: 
         session = await runtime.sessions.new_session(origin=origin)
         assert "# Welcome" not in session.system_prompt
     assert not (home.agent_dir("main") / ".onboarding").exists()
-    chat = await runtime.sessions.new_session(origin="tui", chat=True)  # still there for the first chat
+    chat = await runtime.sessions.new_session(
+        origin="tui", chat=True
+    )  # still there for the first chat
     assert "# Welcome" in chat.system_prompt
 
 

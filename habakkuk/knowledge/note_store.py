@@ -1,0 +1,450 @@
+"""The notes of every agent: files, index, history records, secret checks, one lock each.
+
+The first half of the memory service (see service.py): what every write of a note goes
+through. Per-agent resources open on first use (agent_memory.py) and close with `close()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from habakkuk.engine.config import Config
+from habakkuk.engine.errors import HabakkukError, NotFound
+from habakkuk.engine.home import Home
+from habakkuk.engine.store import Database
+
+from .agent_memory import (
+    AgentMemory,
+    note_of,
+    open_agent_memory,
+    read_text,
+    stat_of,
+)
+from .frontmatter import Parsed, now, parse, render
+from .index import SyncResult
+from .memory_types import (
+    MemoryHit,
+    Note,
+    NoteSummary,
+    ProposalCreated,
+    Provenance,
+    ReindexStats,
+    SaveResult,
+    SecretRefused,
+    Trust,
+)
+from .note_checks import checked_body, checked_tags, checked_title, given_tags
+from .notes import NoteFiles, check_slug, slugify
+from .secrets import find_secret
+
+PROFILE_FILE = "USER.md"
+IDENTITY_FILE = "IDENTITY.md"
+
+SecretValues = Callable[[], Iterable[str] | Mapping[str, str]]
+
+if TYPE_CHECKING:
+    from .embeddings import Embedder
+
+
+class NoteStore:
+    """The home's agents' notes: their files, index and history, behind one lock per agent.
+
+    `Memory` adds the profile, the identity, the history's views and the proposals.
+    """
+
+    def __init__(
+        self,
+        home: Home,
+        config: Config,
+        secret_values: SecretValues,
+        *,
+        embedder: Callable[[], Embedder] | None = None,
+    ):
+        """`embedder` builds each agent's embedder when memory.embeddings is configured
+        (notes are then embedded after writes and searched by meaning too)."""
+        self.home = home
+        self.config = config
+        self._secret_values = secret_values
+        self._embedder = embedder
+        self._agents: dict[str, AgentMemory] = {}
+        self._opening: asyncio.Lock | None = None
+
+    # -- resources ---------------------------------------------------------------------
+
+    async def _agent(self, agent: str) -> AgentMemory:
+        if not isinstance(agent, str) or agent not in self.config.agents:
+            known = ", ".join(sorted(self.config.agents)) or "none"
+            raise NotFound(f"memory: agent {agent!r} is not configured (agents: {known})")
+        found = self._agents.get(agent)
+        if found is not None:
+            return found
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            found = self._agents.get(agent)
+            if found is not None:
+                return found
+            found = await self._open(agent)
+            self._agents[agent] = found
+            return found
+
+    async def _open(self, agent: str) -> AgentMemory:
+        return await open_agent_memory(
+            self.home.agent_dir(agent),
+            agent,
+            history_days=self.config.memory.history_days,
+            embedder=self._embedder,
+        )
+
+    async def database(self, agent: str) -> Database:
+        """The agent's migrated memory.db (for the review and embeddings modules)."""
+        return (await self._agent(agent)).index.db
+
+    async def close(self) -> None:
+        """Close every agent's databases."""
+        agents, self._agents = list(self._agents.values()), {}
+        for item in agents:
+            await item.close()
+
+    # -- checks ------------------------------------------------------------------------
+
+    def secret_in(self, text: str) -> str | None:
+        """What secret `text` holds ("an OpenAI key", ...), or None: the same check every
+        write makes, for callers that must not even store a plan holding one (the review)."""
+        return find_secret(text, self._secret_values())
+
+    def _refuse_secrets(self, what: str, fields: Iterable[tuple[str, str]]) -> None:
+        values = self._secret_values()
+        for name, text in fields:
+            found = find_secret(text, values)
+            if found:
+                raise SecretRefused(
+                    f"{what}: the {name} holds {found}; secrets are never stored in memory "
+                    "(keep it in the home's .env or a password manager)"
+                )
+
+    # -- keeping the index and history up with the files ------------------------------
+
+    async def _sync(
+        self, am: AgentMemory, *, full: bool = False, only: tuple[str, ...] = ()
+    ) -> ReindexStats:
+        """Bring the index up to the files and record hand edits (caller holds the lock).
+
+        `only`: the notes a write is about to change (the rest wait for the next search).
+        """
+        result = await am.index.sync(full=full, only=only)
+        await self._record_seen(am, result)
+        if only:
+            return result.stats
+        for name, kind in ((PROFILE_FILE, "profile"), (IDENTITY_FILE, "identity")):
+            # Unmoved since this process last looked: nothing to compare (saves two hops).
+            moved = await asyncio.to_thread(stat_of, am.folder / name)
+            if moved is not None and am.seen.get(name) == moved:
+                continue
+            found = await asyncio.to_thread(read_text, am.folder / name)
+            if moved is not None:
+                am.seen[name] = moved
+            await am.history.notice_file(
+                kind=kind,  # type: ignore[arg-type]
+                name=name,
+                path=name,
+                text=found[0] if found else None,
+                stat=found[1] if found else None,
+            )
+        return result.stats
+
+    async def _record_seen(self, am: AgentMemory, result: SyncResult) -> None:
+        if not result.seen:
+            return
+        if result.first_build:
+            await am.history.observe(
+                [(am.files.relative(s.slug), s.text) for s in result.seen if s.text is not None]
+            )
+            return
+        for seen in result.seen:
+            before = await am.history.version(seen.before_hash)
+            await am.history.record(
+                kind="note",
+                name=seen.slug,
+                path=am.files.relative(seen.slug),
+                before=before,
+                after=seen.text,
+                provenance=Provenance(by="hand", note="edited outside Habakkuk"),
+            )
+
+    # -- notes -------------------------------------------------------------------------
+
+    async def list_notes(
+        self, agent: str, *, limit: int = 50, offset: int = 0
+    ) -> tuple[list[NoteSummary], int]:
+        """Notes newest (updated) first, and the total count."""
+        am = await self._agent(agent)
+        async with am.lock:
+            await self._sync(am)
+        return await am.index.listing(max(1, min(int(limit), 1000)), max(0, int(offset)))
+
+    async def search(
+        self, agent: str, query: str, *, tags: tuple[str, ...] = (), limit: int = 10
+    ) -> list[MemoryHit]:
+        """Ranked matches (every given tag required); [] for an empty query without tags."""
+        am = await self._agent(agent)
+        async with am.lock:
+            await self._sync(am)
+        text, wanted = str(query or ""), tuple(tags)
+
+        async def fts(depth: int) -> list[MemoryHit]:
+            found = await am.index.search(text, wanted, depth)
+            return [MemoryHit(note=note, snippet=snip, score=score) for note, snip, score in found]
+
+        limit = max(1, min(int(limit), 100))
+        if am.semantic is None:
+            return await fts(limit)
+        return await am.semantic.search(text, wanted, limit, fts)
+
+    @property
+    def embeddings_enabled(self) -> bool:
+        """Whether notes are embedded (memory.embeddings is configured)."""
+        return self._embedder is not None
+
+    async def embed_pending(self, agent: str) -> int:
+        """Catch up with hand edits: sync the index, embed notes without a vector."""
+        am = await self._agent(agent)
+        async with am.lock:
+            await self._sync(am)
+        return 0 if am.semantic is None else await am.semantic.embed_pending()
+
+    async def read(self, agent: str, slug: str, *, mark_read: bool = True) -> Note:
+        """One note (and remember that it was read, for the nightly pass, unless
+        `mark_read` is False: the review's own reading does not keep a note fresh)."""
+        am = await self._agent(agent)
+        check_slug(slug)
+        text, mtime = await asyncio.to_thread(am.files.require, slug)
+        if mark_read:
+            await am.index.mark_read(slug, now())
+        return note_of(slug, parse(text, slug, mtime))
+
+    async def save(
+        self,
+        agent: str,
+        title: str,
+        content: str,
+        *,
+        tags: list[str] | None = None,
+        provenance: Provenance,
+        replace: bool = True,
+    ) -> SaveResult:
+        """Create or replace the note whose slug derives from `title`."""
+        am = await self._agent(agent)
+        clean_title = checked_title(title)
+        body = checked_body(content)
+        clean_tags = checked_tags(tags)
+        self._refuse_secrets(
+            "memory",
+            # The tags as given: normalising lowercases them, which would hide a key's shape.
+            [("title", clean_title), ("content", body), ("tags", given_tags(tags))],
+        )
+        async with am.lock:
+            slug = slugify(clean_title)
+            await self._sync(am, only=(slug,))
+            existing = await asyncio.to_thread(am.files.read, slug)
+            if existing is not None and not replace:
+                slug = await asyncio.to_thread(self._free_slug, am.files, slug)
+                existing = None
+            old = parse(existing[0], slug, existing[1]) if existing else None
+            return await self._write_note(
+                am,
+                slug,
+                clean_title,
+                body,
+                clean_tags,
+                provenance,
+                old=old,
+                before=existing[0] if existing else None,
+            )
+
+    @staticmethod
+    def _free_slug(files: NoteFiles, slug: str) -> str:
+        for number in range(2, 10_000):
+            candidate = f"{slug[: 80 - len(str(number)) - 1]}-{number}"
+            if files.read(candidate) is None:
+                return candidate
+        raise HabakkukError(f"memory: no free name for {slug!r}")
+
+    async def _write_note(
+        self,
+        am: AgentMemory,
+        slug: str,
+        title: str,
+        body: str,
+        tags: tuple[str, ...] | None,
+        provenance: Provenance,
+        *,
+        old: Parsed | None,
+        before: str | None,
+        trust: Trust | None = None,
+    ) -> SaveResult:
+        """Write note `slug` (caller holds the lock); `old` is what it inherits from."""
+        final_tags = tags if tags is not None else (old.tags if old else ())
+        if trust is None:
+            kept_mark = old is not None and old.trust == "untrusted" and provenance.by != "user"
+            trust = "untrusted" if provenance.tainted or kept_mark else "trusted"
+        if (
+            before is not None
+            and old is not None
+            and old.framed
+            and (old.title, old.tags, old.body.strip(), old.trust)
+            == (title, final_tags, body.strip(), trust)
+        ):
+            return SaveResult(note=note_of(slug, old), created=False, unchanged=True)
+        if provenance.by == "review" and old is not None and before is not None:
+            old_size = len(old.body.strip().encode("utf-8"))
+            new_size = len(body.strip().encode("utf-8"))
+            if new_size * 2 < old_size:
+                raise ProposalCreated(
+                    await am.history.propose(
+                        action="save",
+                        name=slug,
+                        title=title,
+                        content=body,
+                        reason=f"shrinks note {slug!r} from {old_size:,} to {new_size:,} bytes",
+                        provenance=provenance,
+                    )
+                )
+        stamp = now()
+        text = render(
+            title=title,
+            tags=final_tags,
+            created=old.created if old else stamp,
+            updated=stamp,
+            source=provenance.by,
+            session=provenance.session,
+            trust=trust,
+            body=body,
+        )
+        stat = await asyncio.to_thread(am.files.write, slug, text)
+        await am.index.put(slug, text, stat.st_mtime_ns, stat.st_size)
+        am.embed_soon()
+        await am.history.record(
+            kind="note",
+            name=slug,
+            path=am.files.relative(slug),
+            before=before,
+            after=text,
+            provenance=provenance,
+        )
+        note = note_of(slug, parse(text, slug, stat.st_mtime))
+        return SaveResult(note=note, created=before is None)
+
+    async def replace(
+        self,
+        agent: str,
+        slug: str,
+        title: str,
+        content: str,
+        *,
+        tags: list[str] | None = None,
+        provenance: Provenance,
+    ) -> SaveResult:
+        """Replace note `slug`; a new title saves it under the new slug and trashes the old."""
+        am = await self._agent(agent)
+        check_slug(slug)
+        clean_title = checked_title(title)
+        body = checked_body(content)
+        clean_tags = checked_tags(tags)
+        self._refuse_secrets(
+            "memory",
+            # The tags as given: normalising lowercases them, which would hide a key's shape.
+            [("title", clean_title), ("content", body), ("tags", given_tags(tags))],
+        )
+        async with am.lock:
+            new_slug = slugify(clean_title)
+            await self._sync(am, only=(slug, new_slug))
+            text, mtime = await asyncio.to_thread(am.files.require, slug)
+            old = parse(text, slug, mtime)
+            if new_slug == slug:
+                return await self._write_note(
+                    am, slug, clean_title, body, clean_tags, provenance, old=old, before=text
+                )
+            if await asyncio.to_thread(am.files.read, new_slug) is not None:
+                raise HabakkukError(
+                    f"memory: a note {new_slug!r} already exists; replace that one or choose "
+                    "another title"
+                )
+            result = await self._write_note(
+                am, new_slug, clean_title, body, clean_tags, provenance, old=old, before=None
+            )
+            await self._trash(am, slug, text, provenance)
+            return result
+
+    async def _trash(self, am: AgentMemory, slug: str, text: str, provenance: Provenance) -> None:
+        await asyncio.to_thread(am.files.trash, slug)
+        await am.index.drop(slug)
+        await am.history.record(
+            kind="note",
+            name=slug,
+            path=am.files.relative(slug),
+            before=text,
+            after=None,
+            provenance=provenance,
+        )
+
+    async def forget(self, agent: str, slug: str, *, provenance: Provenance) -> NoteSummary:
+        """Move the note to memory/.trash/; NotFound when there is none."""
+        am = await self._agent(agent)
+        check_slug(slug)
+        async with am.lock:
+            await self._sync(am, only=(slug,))
+            text, mtime = await asyncio.to_thread(am.files.require, slug)
+            parsed = parse(text, slug, mtime)
+            if provenance.by == "review":
+                raise ProposalCreated(
+                    await am.history.propose(
+                        action="forget",
+                        name=slug,
+                        title=parsed.title,
+                        content="",
+                        reason=f"forget note {slug!r} ({parsed.title})",
+                        provenance=provenance,
+                    )
+                )
+            await self._trash(am, slug, text, provenance)
+        note = note_of(slug, parsed)
+        return NoteSummary(
+            slug=note.slug,
+            title=note.title,
+            tags=note.tags,
+            created=note.created,
+            updated=note.updated,
+            source=note.source,
+            session=note.session,
+            trust=note.trust,
+        )
+
+    async def trust(self, agent: str, slug: str, *, provenance: Provenance) -> Note:
+        """The user vouches for a note: `trust: trusted` (refused for non-user provenance)."""
+        am = await self._agent(agent)
+        check_slug(slug)
+        if provenance.by != "user" or provenance.tainted:
+            raise HabakkukError(
+                f"memory: only the user can vouch for a note (habakkuk memory trust {slug})"
+            )
+        async with am.lock:
+            await self._sync(am, only=(slug,))
+            text, mtime = await asyncio.to_thread(am.files.require, slug)
+            old = parse(text, slug, mtime)
+            if old.trust == "trusted":
+                return note_of(slug, old)
+            result = await self._write_note(
+                am,
+                slug,
+                old.title,
+                old.body,
+                old.tags,
+                provenance,
+                old=old,
+                before=text,
+                trust="trusted",
+            )
+            return result.note
