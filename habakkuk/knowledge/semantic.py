@@ -22,11 +22,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from habakkuk.engine.store import Database, transaction
 
 from .embeddings import Embedder, Vector
+from .index import embedded_text, summary
 from .memory_types import MemoryHit, NoteSummary
 from .vectors import (
     FTS_DEPTH,
     VectorCache,
-    embedding_text,
     hybrid_hits,
     nearest,
     store_vectors,
@@ -146,7 +146,7 @@ def _pending(conn: sqlite3.Connection, model: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for row in rows:
         tags = tuple(json.loads(row["tags"]))
-        out.setdefault(row["text_hash"], embedding_text(row["title"], tags, str(row["body"])))
+        out.setdefault(row["text_hash"], embedded_text(row["title"], tags, str(row["body"])))
     return out
 
 
@@ -180,18 +180,4 @@ def _describe(conn: sqlite3.Connection, slugs: list[str]) -> Mapping[str, tuple[
         f" WHERE n.slug IN ({marks})",
         slugs,
     ).fetchall()
-    return {row["slug"]: (_summary(row), str(row["body"])) for row in rows}
-
-
-def _summary(row: sqlite3.Row) -> NoteSummary:
-    """A notes row (memory.db's index, see knowledge/index.py) as a listing value."""
-    return NoteSummary(
-        slug=row["slug"],
-        title=row["title"],
-        tags=tuple(json.loads(row["tags"])),
-        created=row["created"],
-        updated=row["updated"],
-        source=row["source"],
-        session=row["session"],
-        trust="untrusted" if row["trust"] == "untrusted" else "trusted",
-    )
+    return {row["slug"]: (summary(row), str(row["body"])) for row in rows}

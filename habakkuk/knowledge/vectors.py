@@ -13,7 +13,6 @@ meaning alone shows the start of its body.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,20 +40,6 @@ CREATE TABLE IF NOT EXISTS embeddings (
     PRIMARY KEY (model, hash)
 ) WITHOUT ROWID;
 """
-
-
-def embedding_text(title: str, tags: Sequence[str], body: str) -> str:
-    """What is embedded for a note: title, tags, then the body's first 8,000 bytes."""
-    raw = body.encode("utf-8")
-    if len(raw) > MAX_BODY_BYTES:
-        # Cut on a character boundary: a split UTF-8 sequence is dropped, not mangled.
-        body = raw[:MAX_BODY_BYTES].decode("utf-8", errors="ignore")
-    return f"{title}\n{', '.join(tags)}\n{body}"
-
-
-def text_hash(text: str) -> str:
-    """The SHA-256 (hex) stored on the index row and keying the vector cache."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def to_blob(vector: Sequence[float] | np.ndarray[Any, Any]) -> bytes:

@@ -16,9 +16,10 @@ import pytest
 from habakkuk.engine.config import ProviderConfig
 from habakkuk.engine.store import Database, Migration, transaction
 from habakkuk.knowledge.embeddings import PAUSE_SECONDS, Embedder
+from habakkuk.knowledge.index import content_hash, embedded_text
 from habakkuk.knowledge.memory_types import MemoryHit, NoteSummary
 from habakkuk.knowledge.semantic import SemanticIndex
-from habakkuk.knowledge.vectors import EMBEDDINGS_SCHEMA, embedding_text, text_hash
+from habakkuk.knowledge.vectors import EMBEDDINGS_SCHEMA
 from tests.fakes.model_server import Fail, FakeModelServer
 
 SCHEMA = [
@@ -55,7 +56,7 @@ class Memory:
         self.db = db
 
     async def put(self, slug: str, title: str, body: str, tags: tuple[str, ...] = ()) -> None:
-        digest = text_hash(embedding_text(title, tags, body))
+        digest = content_hash(embedded_text(title, tags, body))
 
         def _put(conn: sqlite3.Connection) -> None:
             with transaction(conn):
@@ -210,7 +211,7 @@ async def test_unchanged_text_is_not_embedded_again(server: FakeModelServer, db:
         await memory.put("coffee", "Coffee preference", "Espresso now.")
         assert await semantic.embed_pending() == 1
         assert server.embedding_requests[-1].json["input"] == [
-            embedding_text("Coffee preference", (), "Espresso now.")
+            embedded_text("Coffee preference", (), "Espresso now.")
         ]
     finally:
         await semantic.close()

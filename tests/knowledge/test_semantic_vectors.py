@@ -6,20 +6,19 @@ import sqlite3
 
 import numpy as np
 
+from habakkuk.knowledge.index import content_hash, embedded_text
 from habakkuk.knowledge.memory_types import MemoryHit, NoteSummary
 from habakkuk.knowledge.vectors import (
     EMBEDDINGS_SCHEMA,
     MAX_BODY_BYTES,
     NoteVectors,
     VectorCache,
-    embedding_text,
     from_blob,
     fuse,
     hybrid_hits,
     missing_hashes,
     nearest,
     store_vectors,
-    text_hash,
     to_blob,
 )
 
@@ -30,11 +29,13 @@ def summary(slug: str) -> NoteSummary:
 
 def test_embedding_text_is_title_tags_and_the_first_8000_bytes_of_the_body() -> None:
     body = "é" * MAX_BODY_BYTES  # two bytes each: the cut lands inside the text
-    text = embedding_text("Coffee", ["food", "prefs"], body)
+    text = embedded_text("Coffee", ["food", "prefs"], body)
     assert text.startswith("Coffee\nfood, prefs\n")
     assert len(text.split("\n", 2)[2].encode()) == MAX_BODY_BYTES
-    assert text_hash(text) == text_hash(embedding_text("Coffee", ["food", "prefs"], body + "x"))
-    assert text_hash(text) != text_hash(embedding_text("Coffee", ["food"], body))
+    assert content_hash(text) == content_hash(
+        embedded_text("Coffee", ["food", "prefs"], body + "x")
+    )
+    assert content_hash(text) != content_hash(embedded_text("Coffee", ["food"], body))
 
 
 def test_blobs_are_unit_length_little_endian_float32() -> None:
