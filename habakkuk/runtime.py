@@ -1,11 +1,9 @@
 """The composition root: config -> stores -> providers -> tools -> services -> workers.
 
-`Runtime` builds and wires everything below it, starts and stops every worker, and
-exposes the domain services as typed attributes (`sessions`, `turns`, `settings`,
-`approvals`, `checkpointing`, `ledger`, `control`, `http`, in habakkuk/services/ and
-habakkuk/server/listener.py). Each surface depends on a narrow Protocol (ServerHost,
-McpHost, conversation Services, the channels' RuntimeFacade) whose service methods are
-bound onto the runtime below, so one object satisfies them all.
+`Runtime` builds and wires everything below it, starts and stops every worker, and exposes
+the domain services as attributes (`sessions`, `turns`, `settings`, `approvals`, `memory`,
+`checkpointing`, `ledger`, `control`, `http`). Each surface depends on a narrow Protocol
+(ServerHost, McpHost, Services, RuntimeFacade) whose methods are bound onto it below.
 """
 
 from __future__ import annotations
@@ -36,6 +34,7 @@ from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
+from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
@@ -80,10 +79,10 @@ class Runtime:
         self.hooks = Hooks(config.hooks, home.root)
         self.tools.hooks = self.hooks
         self.state = state
-        # Agents' background processes live as long as this runtime (killed at close).
+        self.memory = build_memory(home, config, env)  # a knowledge MemoryAccess
+        # Background processes live as long as this runtime.
         self.processes = ProcessManager(home.procs_dir, on_exit=self._process_exited)
-        # notify: true process id -> the turn that started it (its reply address is reused)
-        self._process_turns: dict[str, str] = {}
+        self._process_turns: dict[str, str] = {}  # notify: true process id -> its turn
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
         self._maintenance: asyncio.Task[None] | None = None
@@ -318,6 +317,7 @@ class Runtime:
             await self.usage.close()
         if self.state is not None:
             await self.state.close()
+        await self.memory.close()
         await self.transcripts.close()
         await self.queue.db.close()
 

@@ -35,7 +35,7 @@ def thinking_level(value: object) -> Thinking | None:
     return None
 
 
-KNOWN_TOOLSETS = ("core",)
+KNOWN_TOOLSETS = ("core", "memory")
 
 
 @dataclass(frozen=True)
@@ -339,6 +339,31 @@ class RetentionConfig:
 
 
 @dataclass
+class EmbeddingsConfig:
+    """`memory.embeddings`: the provider (of type openai) and model semantic search uses."""
+
+    provider: str
+    model: str
+
+
+@dataclass
+class MemoryConfig:
+    """`memory`: semantic search, the background review, the nightly pass, the history."""
+
+    embeddings: EmbeddingsConfig | None = None
+    review: bool = False
+    review_idle: str = "15m"
+    review_model: str | None = None
+    review_budget: int = 200_000  # tokens per agent per day, review and nightly together
+    nightly: str = "03:30"  # local time HH:MM, or "off"
+    stale_days: int = 365
+    history_days: float = 90
+    # Derived by _resolve_memory.
+    review_idle_seconds: float = field(default=900.0, init=False)
+    review_chain: list[ModelRef] = field(default_factory=list, init=False)
+
+
+@dataclass
 class Config:
     """The whole config. Later sections are added here and validated the same way."""
 
@@ -360,6 +385,7 @@ class Config:
     # Model-id prefix -> price per million tokens, over the built-in table.
     pricing: dict[str, PriceConfig] = field(default_factory=dict)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     path: Path = field(default=Path("config.yaml"), init=False)
 
     def agent(self, name: str | None) -> AgentConfig:
@@ -555,9 +581,65 @@ def _resolve(config: Config, home: Home) -> None:
     if config.workers.turns < 1:
         raise ConfigError(f"{path}:{line_of(config.workers, 'turns')}: workers.turns: must be >= 1")
     _resolve_hooks(config)
+    _resolve_memory(config, config.memory)
     if config.http is not None:
         _resolve_http(config, config.http)
     _resolve_channels(config)
+
+
+def _resolve_memory(config: Config, memory: MemoryConfig) -> None:
+    """The memory section's cross-references: the embeddings provider, the review model."""
+    path = config.path
+
+    def where(key: str, section: object = memory) -> str:
+        return f"{path}:{line_of(section, key.split('.')[-1])}: memory.{key}"
+
+    try:
+        memory.review_idle_seconds = parse_duration(memory.review_idle)
+    except ValueError as exc:
+        raise ConfigError(f"{where('review_idle')}: {exc}") from None
+    if memory.review_model is not None:
+        try:
+            ref = ModelRef.parse(memory.review_model)
+        except ValueError as exc:
+            raise ConfigError(f"{where('review_model')}: {exc}") from None
+        if ref.provider not in config.providers:
+            known = ", ".join(sorted(config.providers)) or "none"
+            raise ConfigError(
+                f"{where('review_model')}: provider {ref.provider!r} is not defined "
+                f"(providers: {known})"
+            )
+        memory.review_chain = [ref]
+    if memory.review_budget < 0:
+        raise ConfigError(f"{where('review_budget')}: must be >= 0 (tokens per agent per day)")
+    if memory.nightly != "off":
+        hours, sep, minutes = memory.nightly.partition(":")
+        ok = sep and hours.isdigit() and minutes.isdigit() and len(minutes) == 2
+        if not ok or not (0 <= int(hours) <= 23 and 0 <= int(minutes) <= 59):
+            raise ConfigError(
+                f"{where('nightly')}: {memory.nightly!r} is not a time; use HH:MM (03:30) or off"
+            )
+    if memory.stale_days < 1:
+        raise ConfigError(f"{where('stale_days')}: must be at least 1")
+    if memory.history_days < 0:
+        raise ConfigError(f"{where('history_days')}: must be >= 0 (0 keeps history forever)")
+    embeddings = memory.embeddings
+    if embeddings is not None:
+        provider = config.providers.get(embeddings.provider)
+        if provider is None:
+            known = ", ".join(sorted(config.providers)) or "none"
+            raise ConfigError(
+                f"{where('embeddings.provider', embeddings)}: provider "
+                f"{embeddings.provider!r} is not defined (providers: {known})"
+            )
+        if provider.type != "openai":
+            raise ConfigError(
+                f"{where('embeddings.provider', embeddings)}: provider {embeddings.provider!r} "
+                f"is of type {provider.type}; embeddings need a provider of type openai "
+                "(which covers local servers such as preset: ollama)"
+            )
+        if not embeddings.model.strip():
+            raise ConfigError(f"{where('embeddings.model', embeddings)}: is empty")
 
 
 def _resolve_hooks(config: Config) -> None:

@@ -315,3 +315,15 @@ class MemoryAccess(Protocol):
     ) -> Proposal:
         """Apply (as the user) or dismiss a proposal; NotFound when it is not open."""
         ...
+
+
+class ProposalCreated(HabakkukError):
+    """The review or nightly pass asked for a change only the user may make (deleting a
+    note, emptying USER.md, shrinking a note by more than half): nothing was changed and
+    `proposal` waits in `proposals()` for the user to apply or dismiss it."""
+
+    def __init__(self, proposal: Proposal):
+        super().__init__(
+            f"memory: not changed; proposed to the user as {proposal.id}: {proposal.reason}"
+        )
+        self.proposal = proposal

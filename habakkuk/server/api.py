@@ -5,9 +5,7 @@ usage, approvals and config. Later subsystems add their own modules.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import re
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -15,6 +13,14 @@ from aiohttp import web
 from habakkuk.channels.adapter import Address
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.export import rfc3339, session_json, transcript_json
+from habakkuk.engine.secret_shapes import (
+    KEY_SHAPES,
+    SECRET_NAME,
+    SECRET_QUERY,
+    URL_PASSWORD,
+    named_variables,
+    plain,
+)
 
 from .app import field, json_response, only_fields, server_of
 from .errors import ApiError
@@ -292,70 +298,6 @@ async def approval_answer(request: web.Request) -> web.Response:
 
 # -- config ---------------------------------------------------------------------------------------
 
-_SECRET_NAME = re.compile(
-    r"(^|_)(token|password|passwd|secret|api_key|apikey|key|credentials?|private_key)$", re.I
-)
-_URL_PASSWORD = re.compile(r"([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", re.I)
-_SECRET_QUERY = re.compile(
-    r"([?&](?:[a-z_]*token|key|api_key|apikey|secret|password|sig|signature|auth)=)[^&#\s]+", re.I
-)
-_KEY_SHAPES = [
-    re.compile(p)
-    for p in (
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-        r"\bsk-[A-Za-z0-9_-]{16,}",
-        r"\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{20,}",
-        r"\bgithub_pat_[A-Za-z0-9_]{20,}",
-        r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
-        r"\bAKIA[0-9A-Z]{16}\b",
-        r"\bAIza[0-9A-Za-z_-]{30,}",
-        r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-        r"\b\d{8,10}:[A-Za-z0-9_-]{35}\b",
-        r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}",
-    )
-]
-
-
-def plain(value: Any) -> Any:
-    """A config dataclass as JSON-ready data (derived fields left out)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: plain(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if f.init and not f.name.startswith("_")
-        }
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-def named_variables(data: Any, parent: str = "") -> set[str]:
-    """Every variable the config names: *_env values, MCP env and header maps."""
-    names: set[str] = set()
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key.endswith("_env") or key == "key_env":
-                if isinstance(value, str):
-                    names.add(value)
-                elif isinstance(value, list):
-                    names |= {v for v in value if isinstance(v, str)}
-            elif key in ("env", "headers") and isinstance(value, dict):
-                for item in value.values():
-                    if isinstance(item, str):
-                        names |= set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", item))
-                        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", item):
-                            names.add(item)
-            else:
-                names |= named_variables(value, key)
-    elif isinstance(data, list):
-        for item in data:
-            names |= named_variables(item, parent)
-    return names
-
 
 def redact(data: Any, secrets: list[str], key: str = "", parent: str = "") -> Any:
     """Secrets out of config data: variable values, secret-named fields, URL credentials."""
@@ -365,16 +307,16 @@ def redact(data: Any, secrets: list[str], key: str = "", parent: str = "") -> An
         return [redact(v, secrets, key, parent) for v in data]
     if not isinstance(data, str):
         return data
-    if data and _SECRET_NAME.search(key) and not key.endswith("_env"):
+    if data and SECRET_NAME.search(key) and not key.endswith("_env"):
         return REDACTED
     if parent == "headers" and not re.fullmatch(r"\$?\{?[A-Za-z_][A-Za-z0-9_]*\}?", data):
         return REDACTED
     text = data
     for secret in secrets:
         text = text.replace(secret, REDACTED)
-    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
-    text = _SECRET_QUERY.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
-    for shape in _KEY_SHAPES:
+    text = URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
+    text = SECRET_QUERY.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+    for shape in KEY_SHAPES:
         text = shape.sub(REDACTED, text)
     return text
 

@@ -1,0 +1,195 @@
+"""The index follows the files: hand edits, no idle writes, rebuilds, ranking, hostile queries."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+
+import pytest
+
+from habakkuk.engine.home import Home
+from habakkuk.knowledge.service import Memory
+
+from .conftest import AGENT
+
+
+async def test_a_hand_edit_is_found_by_the_next_search_and_recorded_by_hand(
+    memory: Memory, home: Home
+) -> None:
+    await memory.save("main", "Bike", "A red bicycle.", provenance=AGENT)
+    path = home.agent_dir("main") / "memory" / "bike.md"
+    path.write_text(path.read_text().replace("A red bicycle.", "A green tandem."))
+    hits = await memory.search("main", "tandem")
+    assert [h.note.slug for h in hits] == ["bike"]
+    assert "[tandem]" in hits[0].snippet
+    assert await memory.search("main", "red") == []
+    changes = await memory.history("main", name="bike")
+    assert [(c.by, c.op) for c in changes] == [("hand", "updated"), ("agent", "created")]
+
+
+async def test_a_note_added_or_deleted_by_hand_is_indexed_and_recorded(
+    memory: Memory, home: Home
+) -> None:
+    await memory.save("main", "First", "one", provenance=AGENT)
+    folder = home.agent_dir("main") / "memory"
+    (folder / "by-hand.md").write_text("Written in vim.\n")
+    assert [h.note.slug for h in await memory.search("main", "vim")] == ["by-hand"]
+    (folder / "first.md").unlink()
+    _, total = await memory.list_notes("main")
+    assert total == 1
+    ops = [(c.name, c.by, c.op) for c in await memory.history("main")]
+    assert ops[:2] == [("first", "hand", "deleted"), ("by-hand", "hand", "created")]
+
+
+async def test_a_search_when_nothing_changed_opens_no_write_transaction(
+    memory: Memory, home: Home
+) -> None:
+    await memory.save("main", "Stable", "Nothing moves here.", provenance=AGENT)
+    await memory.search("main", "moves")
+    db = await memory.database("main")
+    statements: list[str] = []
+    await db.run(lambda conn: conn.set_trace_callback(statements.append))
+    hits = await memory.search("main", "moves")
+    await db.run(lambda conn: conn.set_trace_callback(None))
+    assert [h.note.slug for h in hits] == ["stable"]
+    assert statements, "the trace saw the search itself"
+    assert not [
+        s for s in statements if s.upper().startswith(("BEGIN", "INSERT", "UPDATE", "DELETE"))
+    ]
+
+
+async def test_an_edit_rewrites_only_the_changed_row(memory: Memory, home: Home) -> None:
+    for number in range(5):
+        await memory.save("main", f"Note {number}", f"body {number}", provenance=AGENT)
+    path = home.agent_dir("main") / "memory" / "note-3.md"
+    path.write_text(path.read_text() + "more\n")
+    stats = await memory.reindex("main")
+    assert (stats.scanned, stats.updated, stats.removed) == (5, 1, 0)
+
+
+async def test_deleting_memory_db_rebuilds_the_index_from_the_files(
+    open_memory: Callable[..., Memory], home: Home
+) -> None:
+    first = open_memory()
+    await first.save("main", "Keys", "The spare key is under the blue pot.", provenance=AGENT)
+    await first.close()
+    for suffix in ("", "-wal", "-shm"):
+        (home.agent_dir("main") / f"memory.db{suffix}").unlink(missing_ok=True)
+    second = open_memory()
+    hits = await second.search("main", "spare pot")
+    assert [h.note.slug for h in hits] == ["keys"]
+    assert [c.op for c in await second.history("main")] == ["created"]
+
+
+async def test_full_reindex_rebuilds_every_row(memory: Memory) -> None:
+    await memory.save("main", "A", "alpha", provenance=AGENT)
+    await memory.save("main", "B", "beta", provenance=AGENT)
+    stats = await memory.reindex("main", full=True)
+    assert (stats.scanned, stats.updated) == (2, 2)
+    assert [h.note.slug for h in await memory.search("main", "beta")] == ["b"]
+
+
+async def test_title_matches_rank_above_tag_matches_above_body_matches(memory: Memory) -> None:
+    await memory.save("main", "Gardening tips", "Water early.", provenance=AGENT)
+    await memory.save("main", "Weekend", "Plans.", tags=["gardening"], provenance=AGENT)
+    await memory.save("main", "Chores", "Some gardening on Sunday.", provenance=AGENT)
+    hits = await memory.search("main", "gardening")
+    assert [h.note.slug for h in hits] == ["gardening-tips", "weekend", "chores"]
+    assert hits[0].score > hits[1].score > hits[2].score
+    assert hits[2].snippet == "Some [gardening] on Sunday."
+
+
+async def test_words_are_stemmed_and_or_ed(memory: Memory) -> None:
+    await memory.save("main", "Runs", "She was running a marathon.", provenance=AGENT)
+    await memory.save("main", "Swim", "Swimming lessons.", provenance=AGENT)
+    hits = await memory.search("main", "runs swimming")
+    assert sorted(h.note.slug for h in hits) == ["runs", "swim"]
+
+
+async def test_a_tag_filter_requires_every_tag(memory: Memory) -> None:
+    await memory.save(
+        "main", "Pasta", "Carbonara recipe.", tags=["food", "italy"], provenance=AGENT
+    )
+    await memory.save("main", "Pizza", "Margherita recipe.", tags=["food"], provenance=AGENT)
+    await memory.save("main", "Rome", "Trip recipe notes.", tags=["italy"], provenance=AGENT)
+    assert [h.note.slug for h in await memory.search("main", "recipe", tags=("food", "Italy"))] == [
+        "pasta"
+    ]
+    only_tags = await memory.search("main", "", tags=("food",))
+    assert [h.note.slug for h in only_tags] == ["pizza", "pasta"]  # newest first
+    assert only_tags[0].snippet == "Margherita recipe."
+    assert await memory.search("main", "") == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        "*",
+        "NEAR(",
+        "a OR",
+        "AND",
+        "\x00",
+        "title:x",
+        "^x",
+        "(a",
+        "a -b",
+        "' OR 1=1 --",
+        "x" * 10_000,
+        "word " * 2_000,
+    ],
+)
+async def test_hostile_queries_never_raise(memory: Memory, query: str) -> None:
+    await memory.save("main", "Plain", "a word x title", provenance=AGENT)
+    hits = await memory.search("main", query)
+    assert isinstance(hits, list)
+
+
+async def test_dot_files_and_folders_are_not_notes(memory: Memory, home: Home) -> None:
+    folder = home.agent_dir("main") / "memory"
+    (folder / ".trash").mkdir(parents=True)
+    (folder / ".trash" / "old.md").write_text("trashed secretword\n")
+    (folder / ".review.log").write_text("secretword\n")
+    (folder / ".hidden.md").write_text("secretword\n")
+    (folder / "sub.md").mkdir()
+    os.symlink("/etc/hostname", folder / "link.md")
+    assert await memory.search("main", "secretword") == []
+    _, total = await memory.list_notes("main")
+    assert total == 0
+
+
+async def test_the_review_and_embedding_tables_exist_with_their_schema(memory: Memory) -> None:
+    db = await memory.database("main")
+
+    def columns(conn: sqlite3.Connection) -> dict[str, list[str]]:
+        return {
+            table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            for table in ("reviews", "review_runs", "embeddings", "notes")
+        }
+
+    found = await db.run(columns)
+    assert found["reviews"] == ["session", "position", "at"]
+    assert found["review_runs"] == [
+        "id",
+        "kind",
+        "session",
+        "plan",
+        "applied",
+        "done",
+        "tokens",
+        "created",
+        "finished",
+    ]
+    assert found["embeddings"] == ["model", "hash", "vector"]
+    assert {"text_hash", "read_at", "mtime_ns", "size"} <= set(found["notes"])
+
+
+async def test_reading_a_note_records_when(memory: Memory) -> None:
+    await memory.save("main", "Read me", "text", provenance=AGENT)
+    db = await memory.database("main")
+    row = await db.fetchone("SELECT read_at FROM notes WHERE slug = 'read-me'")
+    assert row is not None and row["read_at"] is None
+    await memory.read("main", "read-me")
+    row = await db.fetchone("SELECT read_at FROM notes WHERE slug = 'read-me'")
+    assert row is not None and row["read_at"]
