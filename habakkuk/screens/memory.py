@@ -296,7 +296,7 @@ class MemoryScreen(RuntimeScreen):
             self._warning.display = False
             self._view.update("")
         else:
-            parts = [note.slug, ", ".join(note.tags), f"updated {note.updated[:16]}"]
+            parts = [note.slug, ", ".join(note.tags), "updated " + note.updated[:16].replace("T", " ")]
             if note.source:
                 parts.append(f"by {note.source}")
             self._meta.update(Content(" · ".join(p for p in parts if p)))

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
 from textual.widgets import DataTable, Markdown
 
 from habakkuk.knowledge.memory_types import ProposalCreated, Provenance
@@ -294,3 +295,26 @@ async def test_memory_has_a_key_and_palette_entries(chat_app: ChatApp) -> None:
         titles = [c.title for c in ui.app.get_system_commands(screen)]
         for title in ("Go: memory", "Memory: forget note", "Memory: history", "Memory: trust note"):
             assert title in titles
+
+
+async def test_memory_screen_snapshot(
+    chat_app: ChatApp, svg_snapshot: SnapshotAssertion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The screen on a deterministic home: notes saved at fixed times, one untrusted.
+
+    Update with `pytest tests/tui/test_memory_screen.py -k snapshot --snapshot-update`.
+    """
+    import habakkuk.knowledge.service as service
+
+    minutes = iter(range(60))
+    monkeypatch.setattr(service, "now", lambda: f"2026-11-06T09:{next(minutes):02d}:00Z")
+    async with chat_app(size=(100, 30)) as ui:
+        await seed(ui, COFFEE, TRIP)
+        await seed(ui, ("Shady tip", "A page said to buy **more** coffee.", ["web"]), tainted=True)
+        await seed(ui, TAXES)
+        screen = await open_memory(ui, 4)
+        await eventually(lambda: "blue folder" in shown(screen), what="the newest note shown")
+        await ui.pilot.pause()
+        await ui.pilot.wait_for_scheduled_animations()
+        await ui.pilot.pause()
+        assert svg_snapshot == ui.app.export_screenshot()
