@@ -117,6 +117,7 @@ class MemoryScreen(RuntimeScreen):
         self.editing = False
         self._generation = 0  # bumped by every new listing: late pages and results are dropped
         self._paging = False
+        self._resumed = False  # shown once already
         self._search_timer: Timer | None = None
         self._title = Static("Memory", classes="section-title")
         self._search = Input(
@@ -165,9 +166,11 @@ class MemoryScreen(RuntimeScreen):
         self.reload()
 
     def on_screen_resume(self) -> None:
-        # Notes change elsewhere too (the agent's tools, the CLI, an editor): read again.
-        if self._loaded and self.has_runtime and not self.editing:
+        # Notes change elsewhere too (the agent's tools, the CLI, an editor): read again
+        # when the screen comes back (its first showing is runtime_ready's load).
+        if self._resumed and self._loaded and self.has_runtime and not self.editing:
             self.reload()
+        self._resumed = True
 
     async def call(self, what: Callable[[], Awaitable[T]]) -> T | None:
         """Run one memory call; a refusal is a notice and None."""
@@ -296,7 +299,11 @@ class MemoryScreen(RuntimeScreen):
             self._warning.display = False
             self._view.update("")
         else:
-            parts = [note.slug, ", ".join(note.tags), "updated " + note.updated[:16].replace("T", " ")]
+            parts = [
+                note.slug,
+                ", ".join(note.tags),
+                "updated " + note.updated[:16].replace("T", " "),
+            ]
             if note.source:
                 parts.append(f"by {note.source}")
             self._meta.update(Content(" · ".join(p for p in parts if p)))
