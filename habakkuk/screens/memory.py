@@ -115,7 +115,11 @@ class MemoryScreen(RuntimeScreen):
         self.note: Note | None = None  # the note shown in the pane
         self.showing_profile = False
         self.editing = False
-        self._generation = 0  # bumped by every new listing: late pages and results are dropped
+        # Bumped by every new listing (and every pane request): late results are dropped.
+        # Calls are never cancelled midway: the memory records a hand edit it noticed
+        # after updating its index, and a cancelled call would lose that record.
+        self._generation = 0
+        self._pane = 0
         self._paging = False
         self._resumed = False  # shown once already
         self._search_timer: Timer | None = None
@@ -188,7 +192,7 @@ class MemoryScreen(RuntimeScreen):
         self._generation += 1
         self._load(self._generation, keep or self.selected_slug())
 
-    @work(exclusive=True, group="memory-list")
+    @work(group="memory-list")
     async def _load(self, generation: int, keep: str | None) -> None:
         if not self.has_runtime:
             return
@@ -242,7 +246,7 @@ class MemoryScreen(RuntimeScreen):
                 title_cell(note), Text(", ".join(note.tags)), note.updated[:16].replace("T", " ")
             )
 
-    @work(exclusive=True, group="memory-page")
+    @work(group="memory-page")
     async def _next_page(self, generation: int) -> None:
         memory, agent, offset = self.memory, self.agent, len(self.notes)
         try:
@@ -285,11 +289,12 @@ class MemoryScreen(RuntimeScreen):
 
     # -- the pane ------------------------------------------------------------------------
 
-    @work(exclusive=True, group="memory-note")
+    @work(group="memory-note")
     async def _read(self, slug: str) -> None:
-        memory, agent = self.memory, self.agent
+        self._pane += 1
+        pane, memory, agent = self._pane, self.memory, self.agent
         note = await self.call(lambda: memory.read(agent, slug))
-        if note is not None and self.selected_slug() == slug and not self.showing_profile:
+        if note is not None and pane == self._pane and self.selected_slug() == slug:
             self._show_note(note)
 
     def _show_note(self, note: Note | None) -> None:
@@ -326,11 +331,12 @@ class MemoryScreen(RuntimeScreen):
             return
         self._profile()
 
-    @work(exclusive=True, group="memory-note")
+    @work(group="memory-note")
     async def _profile(self) -> None:
-        memory, agent = self.memory, self.agent
+        self._pane += 1
+        pane, memory, agent = self._pane, self.memory, self.agent
         text = await self.call(lambda: memory.profile(agent))
-        if text is None:
+        if text is None or pane != self._pane:
             return
         self.showing_profile = True
         self.note = None

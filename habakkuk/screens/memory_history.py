@@ -60,6 +60,7 @@ class HistoryScreen(Screen[bool]):
         self.agent = agent
         self.name_ = name
         self.changes: list[Change] = []
+        self._loads = 0
         self.restored = False
         self._title = Static(Content(f"History of {label} ({name})"), classes="section-title")
         self._table: DataTable[str | Text] = DataTable(
@@ -82,13 +83,17 @@ class HistoryScreen(Screen[bool]):
         self._table.focus()
         self.load()
 
-    @work(exclusive=True, group="history")
+    @work(group="history")
     async def load(self) -> None:
-        """Read the changes again and list them."""
+        """Read the changes again and list them (a later read wins; none is cancelled)."""
+        self._loads += 1
+        load = self._loads
         try:
             changes = await self.memory.history(self.agent, name=self.name_, limit=HISTORY_LIMIT)
         except HabakkukError as exc:
             self.notify(str(exc), severity="error", markup=False)
+            return
+        if load != self._loads:
             return
         self.changes = changes
         table = self._table
@@ -119,7 +124,7 @@ class HistoryScreen(Screen[bool]):
         if change is not None:
             self._show(change.id)
 
-    @work(exclusive=True, group="history-diff")
+    @work(group="history-diff")
     async def _show(self, change_id: str) -> None:
         try:
             detail = await self.memory.change(self.agent, change_id)
@@ -186,6 +191,7 @@ class ProposalsScreen(Screen[bool]):
         self.memory = memory
         self.agent = agent
         self.rows: list[Proposal] = []
+        self._loads = 0
         self.applied = False
         self._title = Static(Content(f"Proposals of {agent}'s review"), classes="section-title")
         self._table: DataTable[str | Text] = DataTable(
@@ -208,13 +214,17 @@ class ProposalsScreen(Screen[bool]):
         self._table.focus()
         self.load()
 
-    @work(exclusive=True, group="proposals")
+    @work(group="proposals")
     async def load(self) -> None:
-        """Read the open proposals again and list them."""
+        """Read the open proposals again and list them (a later read wins)."""
+        self._loads += 1
+        load = self._loads
         try:
             rows = await self.memory.proposals(self.agent)
         except HabakkukError as exc:
             self.notify(str(exc), severity="error", markup=False)
+            return
+        if load != self._loads:
             return
         self.rows = rows
         table = self._table

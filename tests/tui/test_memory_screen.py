@@ -223,13 +223,20 @@ async def test_a_secret_typed_into_a_note_is_refused_with_a_notice(chat_app: Cha
         assert ui.app.current_mode == "memory" and not screen.editing
 
 
-async def test_a_hand_edit_shows_in_the_view(chat_app: ChatApp) -> None:
+async def test_a_hand_edit_is_listed_and_its_history_says_hand(chat_app: ChatApp) -> None:
     async with chat_app() as ui:
         await seed(ui, COFFEE)
         path = note_file(ui, "coffee-preference")
-        path.write_text(path.read_text("utf-8") + "\nEdited by hand.\n", encoding="utf-8")
+        text = path.read_text("utf-8")
+        path.write_text(text + "\nEdited by hand.\n", encoding="utf-8")
         screen = await open_memory(ui, 1)
         await eventually(lambda: "Edited by hand." in shown(screen), what="the hand edit")
+        await ui.press("h")
+        await eventually(lambda: isinstance(ui.screen, HistoryScreen), what="the history")
+        history = ui.screen
+        assert isinstance(history, HistoryScreen)
+        await eventually(lambda: len(history.changes) == 2, what="the hand edit recorded")
+        assert history.changes[0].by == "hand"
 
 
 async def test_the_profile_view_shows_user_md(chat_app: ChatApp) -> None:
