@@ -1,6 +1,6 @@
 """The terminal app: a Textual App that runs the runtime in-process.
 
-Sections are Textual MODES (chat, sessions, approvals, overview), one key each,
+Sections are Textual MODES (chat, sessions, approvals, overview, memory), one key each,
 shown in the footer and the command palette. The runtime is opened in a worker
 after the first frame has painted, so this module imports nothing heavy: the
 engine, the screens and their widgets load lazily.
@@ -50,6 +50,7 @@ SECTIONS = [
     ("sessions", "Find, open and resume sessions", "ctrl+s"),
     ("approvals", "Every waiting approval", "ctrl+r"),
     ("overview", "Queue, running jobs and errors", "ctrl+o"),
+    ("memory", "Notes, the user profile, history and proposals", "ctrl+l"),
 ]
 
 
@@ -76,7 +77,7 @@ def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
 
 
 class HabakkukApp(App[None]):
-    """Chat, sessions, approvals and the overview over one in-process runtime."""
+    """Chat, sessions, approvals, the overview and memory over one in-process runtime."""
 
     TITLE = "Habakkuk"
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))
@@ -86,6 +87,7 @@ class HabakkukApp(App[None]):
         "sessions": _lazy("habakkuk.screens.sessions", "SessionsScreen"),
         "approvals": _lazy("habakkuk.screens.approvals", "ApprovalsScreen"),
         "overview": _lazy("habakkuk.screens.overview", "OverviewScreen"),
+        "memory": _lazy("habakkuk.screens.memory", "MemoryScreen"),
     }
     # A one-line screen paints first; the chat and the runtime load after it.
     DEFAULT_MODE = "start"
@@ -94,6 +96,7 @@ class HabakkukApp(App[None]):
         Binding("ctrl+s", "go('sessions')", "Sessions", id="go.sessions", priority=True),
         Binding("ctrl+r", "go('approvals')", "Approvals", id="go.approvals", priority=True),
         Binding("ctrl+o", "go('overview')", "Overview", id="go.overview", priority=True),
+        Binding("ctrl+l", "go('memory')", "Memory", id="go.memory", priority=True),
         Binding("ctrl+c", "interrupt", "Stop", id="app.interrupt", priority=True, show=False),
         # Textual's usual quit key; listed in the palette and /help, kept off the footer.
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, show=False),
@@ -264,6 +267,8 @@ class HabakkukApp(App[None]):
                 yield SystemCommand(
                     f"Go: {mode}", f"{about} ({key})", lambda m=mode: self.action_go(m)
                 )
+            # A section's own actions (`Memory: forget note`, ...).
+            yield from getattr(screen, "palette_commands", lambda: ())()
         yield SystemCommand("Turn: stop", "Stop the running turn (ctrl+c)", self.stop_turn)
         yield from self._chat_commands()
         yield SystemCommand(

@@ -296,7 +296,7 @@ async def test_a_broken_config_ends_with_a_one_line_error(
     assert app.return_code == 2
 
 
-@pytest.mark.parametrize("mode", ["sessions", "approvals", "overview", "chat"])
+@pytest.mark.parametrize("mode", ["sessions", "approvals", "overview", "memory", "chat"])
 async def test_every_section_has_a_key_and_a_palette_entry(
     write_config: WriteConfig, mode: str
 ) -> None:

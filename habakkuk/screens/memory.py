@@ -1,0 +1,545 @@
+"""The Memory screen: an agent's notes, searched as you type, read as Markdown, edited
+(in $EDITOR or inline), forgotten, vouched for; the user profile; each note's history
+and the review's open proposals (habakkuk/screens/memory_history.py).
+
+The list is paged: the first page of summaries (no bodies) is all it reads to open, the
+next page when the cursor nears the end, and only the highlighted note's body. Every
+call goes through the memory (`runtime.memory`, typed as `MemoryScreenAccess`); a
+refusal of the service (a secret, a note gone) is a notice, never a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import DataTable, Input, Markdown, Static, TextArea
+
+from habakkuk.engine.errors import HabakkukError
+from habakkuk.screens.base import RuntimeScreen
+from habakkuk.screens.memory_access import USER, MemoryScreenAccess
+from habakkuk.screens.text_prompt import Confirm
+from habakkuk.widgets.footer import KeyFooter
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
+
+    from habakkuk.knowledge.memory_types import Note, NoteSummary
+
+T = TypeVar("T")
+
+PAGE = 100  # summaries read per page
+NEXT_PAGE_AHEAD = 20  # the next page is read when the cursor comes this close to the end
+SEARCH_LIMIT = 100
+SEARCH_DELAY = 0.25  # seconds of no typing before a search runs
+UNTRUSTED = "(untrusted) "
+# The screen's palette entries: title, help, the action they run.
+PALETTE = (
+    ("Memory: search", "Search the notes (/)", "search"),
+    ("Memory: edit note", "Edit the note in $EDITOR (e)", "edit"),
+    ("Memory: edit inline", "Edit the note here, F2 saves (i)", "edit_inline"),
+    ("Memory: forget note", "Move the note to memory/.trash/ (x)", "forget"),
+    ("Memory: trust note", "Vouch for an untrusted note (t)", "trust"),
+    ("Memory: history", "The note's changes, diffs and restore (h)", "history"),
+    ("Memory: user profile", "Show USER.md (u)", "profile"),
+    ("Memory: proposals", "Apply or dismiss the review's proposals (p)", "proposals"),
+)
+
+
+def split_query(text: str) -> tuple[str, tuple[str, ...]]:
+    """`#tag` words are tag filters, the rest the search words."""
+    words, tags = [], []
+    for word in text.split():
+        if word.startswith("#") and len(word) > 1:
+            tags.append(word[1:])
+        else:
+            words.append(word)
+    return " ".join(words), tuple(tags)
+
+
+def title_cell(note: NoteSummary) -> Text:
+    """A note's title, marked when it is untrusted."""
+    title = Text(" ".join(note.title.split()) or note.slug)
+    if note.untrusted:
+        title = Text.assemble((UNTRUSTED, "bold yellow"), title)
+    return title
+
+
+class NoteEditor(TextArea):
+    """The inline editor: F2 saves, Esc cancels (the screen's keys)."""
+
+
+class MemoryScreen(RuntimeScreen):
+    """Notes of one agent: `/` searches, `e` edits in $EDITOR, `i` inline, `x` forgets
+    (asks first), `t` vouches for an untrusted note, `u` shows the user profile, `h` the
+    history, `p` the open proposals; Esc leaves a search, then the screen."""
+
+    DEFAULT_CSS = """
+    MemoryScreen #memory-body { height: 1fr; }
+    MemoryScreen #note-table { width: 3fr; height: 1fr; }
+    MemoryScreen #note-pane { width: 2fr; height: 1fr; border-left: solid $panel; }
+    MemoryScreen #note-meta { height: auto; padding: 0 1; color: $text-muted; }
+    MemoryScreen #note-warning { height: auto; padding: 0 1; color: $text-warning; }
+    MemoryScreen #note-scroll { height: 1fr; }
+    MemoryScreen #note-view { margin: 0 1; }
+    MemoryScreen NoteEditor { height: 1fr; }
+    MemoryScreen #memory-search { height: 3; }
+    """
+
+    BINDINGS: ClassVar[list[Any]] = [
+        Binding("slash", "search", "Search", id="memory.search"),
+        Binding("e", "edit", "Edit", id="memory.edit"),
+        Binding("i", "edit_inline", "Edit inline", id="memory.edit_inline"),
+        Binding("x", "forget", "Forget", id="memory.forget"),
+        Binding("t", "trust", "Trust", id="memory.trust"),
+        Binding("h", "history", "History", id="memory.history"),
+        Binding("u", "profile", "Profile", id="memory.profile"),
+        Binding("p", "proposals", "Proposals", id="memory.proposals"),
+        Binding("a", "next_agent", "Agent", id="memory.agent", show=False),
+        Binding("f2", "save_inline", "Save", id="memory.save"),
+        Binding("escape", "back", "Back", id="memory.back", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="memory")
+        self.agent = ""
+        self.query_text = ""
+        self.notes: list[NoteSummary] = []  # the rows, in order
+        self.total = 0  # notes of the agent (the list's length when not searching)
+        self.note: Note | None = None  # the note shown in the pane
+        self.showing_profile = False
+        self.editing = False
+        # Bumped by every new listing (and every pane request): late results are dropped.
+        # Calls are never cancelled midway: the memory records a hand edit it noticed
+        # after updating its index, and a cancelled call would lose that record.
+        self._generation = 0
+        self._pane = 0
+        self._paging = False
+        self._resumed = False  # shown once already
+        self._search_timer: Timer | None = None
+        self._title = Static("Memory", classes="section-title")
+        self._search = Input(
+            placeholder="Search notes as you type (#tag filters)", id="memory-search"
+        )
+        self._table: DataTable[str | Text] = DataTable(
+            id="note-table", cursor_type="row", zebra_stripes=True
+        )
+        self._meta = Static("", id="note-meta")
+        self._warning = Static("", id="note-warning")
+        self._view = Markdown("", id="note-view")
+        self._scroll = VerticalScroll(self._view, id="note-scroll")
+        self._editor = NoteEditor("", id="note-editor", language="markdown", soft_wrap=True)
+        self._empty = Static("", classes="empty")
+
+    # -- the pieces ----------------------------------------------------------------------
+
+    @property
+    def memory(self) -> MemoryScreenAccess:
+        """The memory, through the app's host."""
+        memory: MemoryScreenAccess = self.runtime.memory
+        return memory
+
+    def compose(self) -> ComposeResult:
+        yield self._title
+        yield self._search
+        with Horizontal(id="memory-body"):
+            yield self._table
+            with Vertical(id="note-pane"):
+                yield self._meta
+                yield self._warning
+                yield self._scroll
+                yield self._editor
+        yield self._empty
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self._empty.display = False
+        self._warning.display = False
+        self._editor.display = False
+        self._table.add_columns("title", "tags", "updated")
+        self._table.focus()
+
+    def runtime_ready(self) -> None:
+        self.agent = self.runtime.config.agent(None).name
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        # Notes change elsewhere too (the agent's tools, the CLI, an editor): read again
+        # when the screen comes back (its first showing is runtime_ready's load).
+        if self._resumed and self._loaded and self.has_runtime and not self.editing:
+            self.reload()
+        self._resumed = True
+
+    async def call(self, what: Callable[[], Awaitable[T]]) -> T | None:
+        """Run one memory call; a refusal is a notice and None."""
+        try:
+            return await what()
+        except HabakkukError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return None
+
+    # -- the list ------------------------------------------------------------------------
+
+    def reload(self, keep: str | None = None) -> None:
+        """Read the list again (the first page, or the search), the cursor on `keep`
+        (default: the highlighted note) when it is still listed."""
+        self._generation += 1
+        self._load(self._generation, keep or self.selected_slug())
+
+    @work(group="memory-list")
+    async def _load(self, generation: int, keep: str | None) -> None:
+        if not self.has_runtime:
+            return
+        memory, agent = self.memory, self.agent
+        snippets: list[str] = []
+        if self.query_text:
+            words, tags = split_query(self.query_text)
+            hits = await self.call(
+                lambda: memory.search(agent, words, tags=tags, limit=SEARCH_LIMIT)
+            )
+            if generation != self._generation:
+                return  # a newer query was typed meanwhile
+            notes = [hit.note for hit in hits or []]
+            snippets = [" ".join(hit.snippet.split()) for hit in hits or []]
+            total = len(notes)
+            self._title.update(
+                Content(f"Memory · {agent} · search: {self.query_text}  ({total} found)")
+            )
+        else:
+            page = await self.call(lambda: memory.list_notes(agent, limit=PAGE))
+            if generation != self._generation:
+                return
+            notes, total = page if page is not None else ([], 0)
+            self._title.update(Content(f"Memory · {agent} · {total:,} notes"))
+        self.notes, self.total = list(notes), total
+        table = self._table
+        table.clear(columns=True)
+        if snippets:
+            table.add_columns("title", "tags", "match")
+            for note, snippet in zip(notes, snippets, strict=True):
+                table.add_row(title_cell(note), Text(", ".join(note.tags)), Text(snippet))
+        else:
+            table.add_columns("title", "tags", "updated")
+            self._add_rows(notes)
+        if notes:
+            slugs = [n.slug for n in notes]
+            table.move_cursor(row=slugs.index(keep) if keep in slugs else 0)
+        if self.query_text:
+            empty = "Nothing found. Esc shows every note."
+        else:
+            empty = "No notes yet. The agent saves them with memory_save; /remember adds one."
+        self._empty.update(Content("" if notes else empty))
+        self._empty.display = not notes
+        if not notes and not self.showing_profile:
+            self._show_note(None)
+        self.refresh_bindings()
+
+    def _add_rows(self, notes: Iterable[NoteSummary]) -> None:
+        for note in notes:
+            self._table.add_row(
+                title_cell(note), Text(", ".join(note.tags)), note.updated[:16].replace("T", " ")
+            )
+
+    @work(group="memory-page")
+    async def _next_page(self, generation: int) -> None:
+        memory, agent, offset = self.memory, self.agent, len(self.notes)
+        try:
+            page = await self.call(lambda: memory.list_notes(agent, limit=PAGE, offset=offset))
+        finally:
+            self._paging = False
+        if page is None or generation != self._generation or offset != len(self.notes):
+            return
+        notes, self.total = page
+        self.notes.extend(notes)
+        self._add_rows(notes)
+
+    def selected(self) -> NoteSummary | None:
+        """The highlighted note."""
+        row = self._table.cursor_row
+        if 0 <= row < len(self.notes):
+            return self.notes[row]
+        return None
+
+    def selected_slug(self) -> str | None:
+        note = self.selected()
+        return note.slug if note is not None else None
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table is not self._table:
+            return
+        row = event.cursor_row
+        if (
+            not self.query_text
+            and not self._paging
+            and len(self.notes) < self.total
+            and row >= len(self.notes) - NEXT_PAGE_AHEAD
+        ):
+            self._paging = True
+            self._next_page(self._generation)
+        note = self.selected()
+        if note is not None and not self.editing:
+            self.showing_profile = False
+            self._read(note.slug)
+
+    # -- the pane ------------------------------------------------------------------------
+
+    @work(group="memory-note")
+    async def _read(self, slug: str) -> None:
+        self._pane += 1
+        pane, memory, agent = self._pane, self.memory, self.agent
+        note = await self.call(lambda: memory.read(agent, slug))
+        if note is not None and pane == self._pane and self.selected_slug() == slug:
+            self._show_note(note)
+
+    def _show_note(self, note: Note | None) -> None:
+        self.note = note
+        if note is None:
+            self._meta.update("")
+            self._warning.display = False
+            self._view.update("")
+        else:
+            parts = [
+                note.slug,
+                ", ".join(note.tags),
+                "updated " + note.updated[:16].replace("T", " "),
+            ]
+            if note.source:
+                parts.append(f"by {note.source}")
+            self._meta.update(Content(" · ".join(p for p in parts if p)))
+            self._warning.update(
+                Content("Untrusted: saved after outside content entered the turn. t vouches.")
+            )
+            self._warning.display = note.untrusted
+            self._view.update(note.body)
+        self.refresh_bindings()
+
+    def action_profile(self) -> None:
+        """Show the user profile (USER.md) in the pane; `u` again goes back to the note."""
+        if self.showing_profile:
+            self.showing_profile = False
+            note = self.selected()
+            if note is not None:
+                self._read(note.slug)
+            else:
+                self._show_note(None)
+            return
+        self._profile()
+
+    @work(group="memory-note")
+    async def _profile(self) -> None:
+        self._pane += 1
+        pane, memory, agent = self._pane, self.memory, self.agent
+        text = await self.call(lambda: memory.profile(agent))
+        if text is None or pane != self._pane:
+            return
+        self.showing_profile = True
+        self.note = None
+        self._meta.update(Content(f"USER.md · what {agent} knows about you · u: back"))
+        self._warning.display = False
+        self._view.update(text or "*No profile yet: the agent writes it as it learns about you.*")
+        self.refresh_bindings()
+
+    # -- search --------------------------------------------------------------------------
+
+    def action_search(self) -> None:
+        self._search.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input is not self._search:
+            return
+        if self._search_timer is not None:
+            self._search_timer.stop()
+        self._search_timer = self.set_timer(SEARCH_DELAY, self._search_now)
+
+    def _search_now(self) -> None:
+        text = self._search.value.strip()
+        if text != self.query_text:
+            self.query_text = text
+            self.reload()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input is self._search:
+            if self._search_timer is not None:
+                self._search_timer.stop()
+            self._search_now()
+            self._table.focus()
+
+    def action_back(self) -> None:
+        """Esc: cancel an inline edit; leave the search; else back to the chat."""
+        if self.editing:
+            self._stop_editing()
+            return
+        if self.query_text or self.focused is self._search:
+            if self._search_timer is not None:
+                self._search_timer.stop()
+            self._search.value = ""
+            self._table.focus()
+            if self.query_text:
+                self.query_text = ""
+                self.reload()
+            return
+        self.happ.action_go("chat")
+
+    # -- keys ----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "save_inline":
+            return self.editing
+        if action == "back":
+            return True
+        if self.editing or self.focused is self._search:
+            return False  # letters type into the editor or the search box
+        if action == "trust":
+            return self.note is not None and self.note.untrusted
+        if action in ("edit", "edit_inline", "forget"):
+            return self.note is not None and not self.showing_profile
+        if action == "next_agent":
+            return self.has_runtime and len(self.runtime.config.agents) > 1
+        return True
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """The screen's actions for the command palette, `Memory: ...`."""
+        for title, about, action in PALETTE:
+            yield SystemCommand(title, about, getattr(self, f"action_{action}"))
+
+    def action_next_agent(self) -> None:
+        """Show the next agent's memory."""
+        names = list(self.runtime.config.agents)
+        if len(names) > 1:
+            at = names.index(self.agent) if self.agent in names else -1
+            self.agent = names[(at + 1) % len(names)]
+            self.showing_profile = False
+            self._show_note(None)
+            self.reload()
+
+    # -- forget and trust ----------------------------------------------------------------
+
+    def action_forget(self) -> None:
+        """Forget the shown note after a yes (it moves to memory/.trash/)."""
+        note = self.note
+        if note is None or self.showing_profile:
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._forget(note.slug)
+
+        self.app.push_screen(
+            Confirm(f"Forget {note.title!r}? It moves to memory/.trash/, the history keeps it."),
+            done,
+        )
+
+    @work(group="memory-edit")
+    async def _forget(self, slug: str) -> None:
+        memory, agent = self.memory, self.agent
+        if await self.call(lambda: memory.forget(agent, slug, provenance=USER)) is not None:
+            self.notify(f"Forgot {slug}.", markup=False)
+            row = self._table.cursor_row
+            self.reload()
+            self._table.move_cursor(row=row)
+
+    def action_trust(self) -> None:
+        """Vouch for the shown untrusted note."""
+        note = self.note
+        if note is not None and note.untrusted:
+            self._trust(note.slug)
+
+    @work(group="memory-edit")
+    async def _trust(self, slug: str) -> None:
+        memory, agent = self.memory, self.agent
+        note = await self.call(lambda: memory.trust(agent, slug, provenance=USER))
+        if note is not None:
+            self.notify(f"{slug} is trusted now.", markup=False)
+            self.reload(keep=slug)
+
+    # -- edit ----------------------------------------------------------------------------
+
+    def action_edit(self) -> None:
+        """Edit the note's body in $EDITOR (the app steps aside while it runs)."""
+        note = self.note
+        if note is None or self.showing_profile:
+            return
+        from habakkuk.screens.memory_editor import edit_in_editor
+
+        edited = edit_in_editor(self.app, note.body, name=note.slug)
+        if edited is None:
+            return
+        if edited.error:
+            self.notify(edited.error, severity="error", markup=False)
+        elif edited.text == note.body:
+            self.notify("Unchanged: nothing saved.", markup=False)
+        else:
+            self._save(note, edited.text)
+
+    def action_edit_inline(self) -> None:
+        """Edit the note's body here: F2 saves, Esc cancels."""
+        note = self.note
+        if note is None or self.showing_profile:
+            return
+        self.editing = True
+        self._editor.load_text(note.body)
+        self._scroll.display = False
+        self._editor.display = True
+        self._meta.update(Content(f"Editing {note.slug} · F2 saves · Esc cancels"))
+        self._editor.focus()
+        self.refresh_bindings()
+
+    def action_save_inline(self) -> None:
+        note = self.note
+        if not self.editing or note is None:
+            return
+        text = self._editor.text
+        self._stop_editing()
+        if text == note.body:
+            self.notify("Unchanged: nothing saved.", markup=False)
+        else:
+            self._save(note, text)
+
+    def _stop_editing(self) -> None:
+        self.editing = False
+        self._editor.display = False
+        self._scroll.display = True
+        self._table.focus()
+        self._show_note(self.note)
+
+    @work(group="memory-edit")
+    async def _save(self, note: Note, body: str) -> None:
+        memory, agent = self.memory, self.agent
+        saved = await self.call(
+            lambda: memory.replace(agent, note.slug, note.title, body, provenance=USER)
+        )
+        if saved is None:
+            return
+        if saved.unchanged:
+            self.notify("Unchanged: nothing saved.", markup=False)
+        else:
+            self.notify(f"Saved {saved.note.slug}.", markup=False)
+        self.reload(keep=saved.note.slug)
+        if self.selected_slug() == saved.note.slug:
+            self._show_note(saved.note)
+
+    # -- history and proposals -----------------------------------------------------------
+
+    def action_history(self) -> None:
+        """The shown note's (or the profile's) changes, each with its diff and restore."""
+        from habakkuk.screens.memory_history import HistoryScreen
+
+        if self.showing_profile:
+            name, label = "USER.md", "USER.md"
+        elif self.note is not None:
+            name, label = self.note.slug, self.note.title
+        else:
+            return
+        self.app.push_screen(HistoryScreen(self.memory, self.agent, name, label))
+
+    def action_proposals(self) -> None:
+        """The review's open proposals: apply or dismiss each."""
+        from habakkuk.screens.memory_history import ProposalsScreen
+
+        self.app.push_screen(ProposalsScreen(self.memory, self.agent))
