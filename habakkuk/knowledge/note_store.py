@@ -155,6 +155,17 @@ class NoteStore:
             )
         return result.stats
 
+    async def _synced(self, am: AgentMemory) -> None:
+        """Sync under the lock in a task of its own: a caller cancelled midway (a client
+        that hung up, a screen's stale worker) cannot leave the index updated and the
+        hand edit it noticed unrecorded."""
+
+        async def run() -> None:
+            async with am.lock:
+                await self._sync(am)
+
+        await asyncio.shield(run())
+
     async def _record_seen(self, am: AgentMemory, result: SyncResult) -> None:
         if not result.seen:
             return
@@ -181,8 +192,7 @@ class NoteStore:
     ) -> tuple[list[NoteSummary], int]:
         """Notes newest (updated) first, and the total count."""
         am = await self._agent(agent)
-        async with am.lock:
-            await self._sync(am)
+        await self._synced(am)
         return await am.index.listing(max(1, min(int(limit), 1000)), max(0, int(offset)))
 
     async def search(
@@ -190,8 +200,7 @@ class NoteStore:
     ) -> list[MemoryHit]:
         """Ranked matches (every given tag required); [] for an empty query without tags."""
         am = await self._agent(agent)
-        async with am.lock:
-            await self._sync(am)
+        await self._synced(am)
         text, wanted = str(query or ""), tuple(tags)
 
         async def fts(depth: int) -> list[MemoryHit]:
@@ -211,8 +220,7 @@ class NoteStore:
     async def embed_pending(self, agent: str) -> int:
         """Catch up with hand edits: sync the index, embed notes without a vector."""
         am = await self._agent(agent)
-        async with am.lock:
-            await self._sync(am)
+        await self._synced(am)
         return 0 if am.semantic is None else await am.semantic.embed_pending()
 
     async def read(self, agent: str, slug: str, *, mark_read: bool = True) -> Note:

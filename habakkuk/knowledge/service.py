@@ -163,8 +163,7 @@ class Memory(NoteStore):
     ) -> list[Change]:
         """Changes newest first; `since` is "7d", "12h" or a date."""
         am = await self._agent(agent)
-        async with am.lock:
-            await self._sync(am)
+        await self._synced(am)
         return await am.history.changes(name=name, kind=kind, since=since, limit=limit)
 
     async def change(self, agent: str, change_id: str) -> ChangeDetail:

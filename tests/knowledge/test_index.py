@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 from collections.abc import Callable
@@ -207,3 +208,24 @@ async def test_concurrent_saves_and_searches_never_look_like_hand_edits(memory: 
     changes = await memory.history("main", limit=200)
     assert [c for c in changes if c.by == "hand"] == []
     assert len(changes) == 31
+
+
+async def test_a_search_cancelled_midway_still_records_the_hand_edit_it_noticed(
+    memory: Memory, home: Home
+) -> None:
+    """A client that hangs up mid-search must not leave the index updated and the
+    history without the hand edit (the next sync would see nothing to record)."""
+    await memory.save("main", "Bike", "version 0", provenance=AGENT)
+    path = home.agent_dir("main") / "memory" / "bike.md"
+    for round_number in range(1, 25):
+        path.write_text(
+            path.read_text().replace(f"version {round_number - 1}", f"version {round_number}")
+        )
+        task = asyncio.create_task(memory.search("main", "version"))
+        for _ in range(round_number % 8):
+            await asyncio.sleep(0)  # cancel at a different point of the sync each round
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        changes = await memory.history("main", name="bike", limit=100)
+        assert [c.by for c in changes].count("hand") == round_number, round_number
