@@ -166,6 +166,9 @@ class Index:
         built = conn.execute("SELECT 1 FROM meta WHERE key = 'built'").fetchone() is not None
         if not built or full:
             only = ()
+            self._scanned = True  # a whole scan: the watch's events count from here
+            if self.watch is not None:
+                self.watch.changed()
         elif not only:
             watched = self._watched_changes()
             if watched == ():
