@@ -28,7 +28,7 @@ agents:
     # fallbacks: [openai/gpt-5-mini]   # tried in order when the model fails
     mode: workspace                    # read-only | ask | workspace | full
     # workspace: ~/projects            # default: HOME/agents/habakkuk/workspace
-    toolsets: [core]
+    toolsets: [core, memory]           # files, commands, web; notes about you
 
 timezone: UTC                          # Area/City, used for the time the agent sees
 """

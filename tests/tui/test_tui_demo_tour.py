@@ -60,3 +60,19 @@ async def test_the_demo_tour_walks_through_an_approval_a_stop_and_a_question(hom
         await ui.press("b", "enter")
         assert await ui.turn_finished() == "done"
         assert "your answer came back to me" in markdown_text(app)
+
+
+async def test_the_demo_tour_saves_a_memory_note_the_memory_screen_lists(home: Home) -> None:
+    app = make_app(home)
+    async with running(app, wait_ready=False) as ui:
+        await eventually(lambda: app.screen.id == "setup", what="the setup screen")
+        await ui.press("ctrl+o")
+        await ready(ui.pilot)
+        await ui.send("remember that I like tea")
+        assert await ui.turn_finished() == "done"
+        card = app.screen.query(ToolCard).last()
+        assert card.status == "ok"
+        assert "Saved." in markdown_text(app)
+        assert app.runtime is not None
+        notes, total = await app.runtime.memory.list_notes("habakkuk")
+        assert total == 1 and notes[0].tags == ("demo",)

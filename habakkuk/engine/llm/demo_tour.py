@@ -24,6 +24,8 @@ INTRO = (
     "**a** for the session, **n** denies)\n"
     "- `sleep`: a slow command; approve it, then press **Ctrl+C** to stop the turn\n"
     "- `write a note`: writes a file in the workspace (no approval needed there)\n"
+    "- `remember that I like tea`: a memory note, listed in every new session "
+    "(**Ctrl+L** shows them)\n"
     "- `ask me something`: a question with lettered choices\n"
     "- `think it over`: thinking, shown dimmed above the reply\n"
     "- `show some markdown`: a longer reply, streamed\n\n"
@@ -100,6 +102,34 @@ TOUR: list[dict[str, Any]] = [
                     "for approval.",
                     "interrupted": "The command was stopped before it finished.",
                     "error": "The command failed: open its card above to read the output.",
+                },
+            },
+        ],
+    },
+    {
+        "match": r"\b(remember|memory|memories)\b",
+        "steps": [
+            {
+                "text": "Saving that as a memory note.",
+                "tool_calls": [
+                    {
+                        "name": "memory_save",
+                        "arguments": {
+                            "title": "Something you told the demo",
+                            "content": "You asked the offline demo to remember something "
+                            "(a real model would save your words).",
+                            "tags": ["demo"],
+                        },
+                    }
+                ],
+            },
+            {
+                "text": "Saved. Every new session lists the newest notes in its prompt, so "
+                "the agent knows them next time; **Ctrl+L** opens the memory screen, where "
+                "you can read, edit, forget and see the history of each note.",
+                "after": {
+                    "denied": "Saving the note was denied; its card above says why.",
+                    "error": "Saving the note failed; open its card above to see why.",
                 },
             },
         ],
