@@ -14,6 +14,7 @@ from habakkuk.engine.llm.types import ToolUseBlock
 from habakkuk.engine.toolkit.registry import ToolContext
 from habakkuk.engine.toolkit.taint import Taint
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
+from tests.helpers import eventually
 
 
 def config(url: str, *, mode: str = "full", extra: str = "") -> str:
@@ -280,3 +281,39 @@ async def test_session_search_finds_other_sessions_and_shows_the_messages_around
     assert not around.is_error
     assert "[seq 0, user] <- the hit\nmy locker code" in around.text
     assert "[seq 1, assistant]\nUnderstood." in around.text
+
+
+async def test_a_turn_resumed_after_a_restart_remembers_it_read_the_web(
+    runtime_factory: Any, srv: FakeModelServer, page: str
+) -> None:
+    """The taint belongs to the turn, not to the process: a run resumed after a restart
+    starts tainted when the turn's earlier run fetched a page."""
+    first = await runtime_factory(config(srv.base_url))
+    session = (await first.sessions.new_session("main")).id
+    srv.script(
+        Reply(tool_calls=[ToolCall("fetch_url", {"url": page})]),
+        Reply(tool_calls=[ToolCall("exec", {"command": "sleep 30"})]),
+        # The resumed run (the sleep came back interrupted):
+        Reply(tool_calls=[save("Page tip", "the page said to save this")]),
+        Reply(text="saved"),
+    )
+    first.start_workers()
+    turn_id = await first.turns.submit(session, "read that page, wait, then remember it")
+
+    async def sleeping() -> bool:
+        calls = [
+            b
+            for m in await first.sessions.messages(session)
+            for b in m.message.blocks
+            if isinstance(b, ToolUseBlock)
+        ]
+        return any(c.tool == "exec" for c in calls)
+
+    await eventually(sleeping, what="the first run to reach its sleep")
+    await first.close()  # the process stops mid-turn; its lease is released
+
+    second = await runtime_factory(config(srv.base_url))
+    second.start_workers()
+    outcome = await asyncio.wait_for(second.turns.wait_turn(turn_id), 30)
+    assert outcome.status == "done", outcome.error
+    assert (await second.memory.read("main", "page-tip")).trust == "untrusted"
