@@ -115,6 +115,20 @@ class NoteStore:
         write makes, for callers that must not even store a plan holding one (the review)."""
         return find_secret(text, self._secret_values())
 
+    def _checked_note(
+        self, title: str, content: str, tags: list[str] | None
+    ) -> tuple[str, str, tuple[str, ...] | None]:
+        """A note's title, body and tags as stored; HabakkukError or SecretRefused."""
+        clean_title = checked_title(title)
+        body = checked_body(content)
+        clean_tags = checked_tags(tags)
+        self._refuse_secrets(
+            "memory",
+            # The tags as given: normalising lowercases them, which would hide a key's shape.
+            [("title", clean_title), ("content", body), ("tags", given_tags(tags))],
+        )
+        return clean_title, body, clean_tags
+
     def _refuse_secrets(self, what: str, fields: Iterable[tuple[str, str]]) -> None:
         values = self._secret_values()
         for name, text in fields:
@@ -245,14 +259,7 @@ class NoteStore:
     ) -> SaveResult:
         """Create or replace the note whose slug derives from `title`."""
         am = await self._agent(agent)
-        clean_title = checked_title(title)
-        body = checked_body(content)
-        clean_tags = checked_tags(tags)
-        self._refuse_secrets(
-            "memory",
-            # The tags as given: normalising lowercases them, which would hide a key's shape.
-            [("title", clean_title), ("content", body), ("tags", given_tags(tags))],
-        )
+        clean_title, body, clean_tags = self._checked_note(title, content, tags)
         async with am.lock:
             slug = slugify(clean_title)
             await self._sync(am, only=(slug,))
@@ -358,14 +365,7 @@ class NoteStore:
         """Replace note `slug`; a new title saves it under the new slug and trashes the old."""
         am = await self._agent(agent)
         check_slug(slug)
-        clean_title = checked_title(title)
-        body = checked_body(content)
-        clean_tags = checked_tags(tags)
-        self._refuse_secrets(
-            "memory",
-            # The tags as given: normalising lowercases them, which would hide a key's shape.
-            [("title", clean_title), ("content", body), ("tags", given_tags(tags))],
-        )
+        clean_title, body, clean_tags = self._checked_note(title, content, tags)
         async with am.lock:
             new_slug = slugify(clean_title)
             await self._sync(am, only=(slug, new_slug))
