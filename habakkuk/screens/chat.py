@@ -490,7 +490,7 @@ class ChatScreen(RuntimeScreen):
         self._refresh_status()
 
 
-HINT_SEPARATOR = "  ·  "
+HINT_SEPARATOR = " · "  # narrow, so every command and the Tab hint fit three lines at 80
 HINT_TAIL = "   Tab completes"
 HINT_LINES = 3  # the hint's max-height in app.tcss
 
