@@ -152,9 +152,10 @@ class NoteStore:
         await self._record_seen(am, result)
         if only:
             return result.stats
-        for name, kind in ((PROFILE_FILE, "profile"), (IDENTITY_FILE, "identity")):
+        others = ((PROFILE_FILE, "profile"), (IDENTITY_FILE, "identity"))
+        stats = await asyncio.to_thread(lambda: [stat_of(am.folder / name) for name, _ in others])
+        for (name, kind), moved in zip(others, stats, strict=True):
             # Unmoved since this process last looked: nothing to compare (saves two hops).
-            moved = await asyncio.to_thread(stat_of, am.folder / name)
             if moved is not None and am.seen.get(name) == moved:
                 continue
             found = await asyncio.to_thread(read_text, am.folder / name)

@@ -244,13 +244,18 @@ class Memory(NoteStore):
             if used > SNAPSHOT_BYTES:
                 break
             listed.append(note)
-        profile, profile_cut = cut(await self.profile(agent), PROFILE_CAP)
+        folder = (await self._agent(agent)).folder
+        found = await asyncio.to_thread(
+            lambda: [read_text(folder / name) for name in (PROFILE_FILE, IDENTITY_FILE)]
+        )
+        text, identity = (item[0] if item else "" for item in found)
+        profile, profile_cut = cut(text, PROFILE_CAP)
         return MemorySnapshot(
             notes=tuple(listed),
             more=total - len(listed),
             profile=profile,
             profile_cut=profile_cut,
-            identity=await self.identity(agent),
+            identity=identity,
         )
 
     # -- proposals ---------------------------------------------------------------------

@@ -275,7 +275,7 @@ class TurnRunner:
             state=deps.state,
             tool_catalog=tools if deps.tool_view is not None else None,
         )
-        context.taint = await self._resumed_taint(context)
+        context.taint = await self._resumed_taint(context, view)
         snapshot = deps.checkpoint_for(agent, session, task) if deps.checkpoint_for else None
         if snapshot is not None:
             context.checkpoint = once_per_turn(snapshot, f"turn {job.id}")
@@ -371,11 +371,16 @@ class TurnRunner:
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
         )
 
-    async def _resumed_taint(self, context: ToolContext) -> Taint:
+    async def _resumed_taint(self, context: ToolContext, view: TranscriptView) -> Taint:
         """A fresh run starts clean; a run resumed after a crash starts tainted when the
         turn's earlier messages show a network tool was called or hosted search used."""
         taint = Taint()
-        for stored in await self.deps.transcripts.turn_messages(context.session, context.turn):
+        # The opening view holds the turn's messages unless a compaction cut into them
+        # (then they are read again): no extra query for the common, fresh run.
+        earlier = [m for m in view.kept if m.turn_id == context.turn]
+        if view.compaction is not None:
+            earlier = await self.deps.transcripts.turn_messages(context.session, context.turn)
+        for stored in earlier:
             if stored.role != "assistant":
                 continue
             for block in stored.message.blocks:
