@@ -7,7 +7,8 @@ job in review.py only has to gather, ask and apply.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,7 +35,10 @@ def title_words(title: str) -> frozenset[str]:
 
 def titles_alike(a: str, b: str) -> bool:
     """Both titles have two words or more and share 80% of the longer one's words."""
-    wa, wb = title_words(a), title_words(b)
+    return _words_alike(title_words(a), title_words(b))
+
+
+def _words_alike(wa: frozenset[str], wb: frozenset[str]) -> bool:
     if len(wa) < 2 or len(wb) < 2:
         return False
     return len(wa & wb) / max(len(wa), len(wb)) >= TITLE_SHARE
@@ -50,39 +54,68 @@ def clusters(
 
     Two notes are alike when their unit vectors have cosine >= 0.92 or their titles
     share 80% of their words. Grouping is greedy from the newest note, so every note
-    is in one group at most and a group never exceeds four.
+    is in one group at most and a group never exceeds four. Only notes that share a
+    title word or are near in vector space are compared (not every pair: an agent may
+    have tens of thousands of notes).
     """
-    used: set[str] = set()
+    ordered = [
+        n
+        for n in sorted(notes, key=lambda n: n.updated, reverse=True)
+        if not KEEP_TAGS & set(n.tags)
+    ]
+    words = [title_words(n.title) for n in ordered]
+    by_word: dict[str, list[int]] = defaultdict(list)
+    for index, found in enumerate(words):
+        for word in found:
+            by_word[word].append(index)
+    near = _near_by_vector(ordered, vectors)
+    used: set[int] = set()
     groups: list[list[NoteSummary]] = []
-    ordered = sorted(notes, key=lambda n: n.updated, reverse=True)
-    for index, first in enumerate(ordered):
-        if first.slug in used or KEEP_TAGS & set(first.tags):
+    for index in range(len(ordered)):
+        if index in used:
             continue
-        group = [first]
-        for other in ordered[index + 1 :]:
+        candidates = {i for word in words[index] for i in by_word[word] if i > index}
+        candidates |= {i for i in near(index) if i > index}
+        group = [index]
+        for other in sorted(candidates):
             if len(group) >= CLUSTER_MAX:
                 break
-            if other.slug in used or KEEP_TAGS & set(other.tags):
+            if other in used:
                 continue
-            if _alike(first, other, vectors):
+            if _words_alike(words[index], words[other]) or other in near(index):
                 group.append(other)
         if len(group) >= 2:
-            used.update(n.slug for n in group)
-            groups.append(group)
+            used.update(group)
+            groups.append([ordered[i] for i in group])
             if len(groups) >= limit:
                 break
     return groups
 
 
-def _alike(a: NoteSummary, b: NoteSummary, vectors: Mapping[str, Any] | None) -> bool:
-    if (
-        vectors
-        and a.slug in vectors
-        and b.slug in vectors
-        and float(vectors[a.slug] @ vectors[b.slug]) >= COSINE_ALIKE
-    ):
-        return True
-    return titles_alike(a.title, b.title)
+def _near_by_vector(
+    ordered: Sequence[NoteSummary], vectors: Mapping[str, Any] | None
+) -> Callable[[int], set[int]]:
+    """index -> the indices of notes whose vectors have cosine >= COSINE_ALIKE with it."""
+    if not vectors:
+        return lambda index: set()
+    import numpy as np
+
+    rows = [i for i, n in enumerate(ordered) if n.slug in vectors]
+    if not rows:
+        return lambda index: set()
+    matrix = np.vstack([vectors[ordered[i].slug] for i in rows])
+    cache: dict[int, set[int]] = {}
+
+    def near(index: int) -> set[int]:
+        slug = ordered[index].slug
+        if slug not in vectors:
+            return set()
+        if index not in cache:
+            scores = matrix @ vectors[slug]
+            cache[index] = {rows[j] for j in np.nonzero(scores >= COSINE_ALIKE)[0]} - {index}
+        return cache[index]
+
+    return near
 
 
 def stale(

@@ -283,9 +283,15 @@ class ReviewJobs:
                 run_id, NIGHTLY_KIND, "", [], dropped={}, tokens=0, skipped=skipped
             )
         memory = self.deps.memory
-        notes, total = await memory.list_notes(agent, limit=100_000)
+        notes, total = await memory.list_notes(agent, limit=1000)
+        while len(notes) < total:  # a page at a time: the listing gives at most 1,000
+            page, total = await memory.list_notes(agent, limit=1000, offset=len(notes))
+            if not page:
+                break
+            notes += page
         vectors = await self.deps.vectors(agent) if self.deps.vectors is not None else None
-        groups = clusters(notes, vectors)
+        # Off the loop: comparing thousands of titles must not stall the terminal app.
+        groups = await asyncio.to_thread(clusters, notes, vectors)
         changes: list[PlanChange] = []
         tokens = 0
         dropped: Counter[str] = Counter()

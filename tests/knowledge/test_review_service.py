@@ -134,3 +134,28 @@ async def test_the_nightly_pass_proposes_archiving_stale_notes_but_not_kept_or_r
     ]
     assert srv.requests == []  # no clusters: no model call
     assert job_id in (folder / ".review.log").read_text()
+
+
+async def test_the_nightly_pass_sees_every_note_not_only_the_first_page(
+    runtime_factory: Any, srv: FakeModelServer
+) -> None:
+    config = CONFIG.format(url=srv.base_url).replace(
+        'review: true\n  review_idle: 1s\n  nightly: "off"', 'nightly: "00:00"\n  stale_days: 30'
+    )
+    runtime = await runtime_factory(config)
+    folder = runtime.home.agent_dir("main") / "memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    fresh = datetime.now(ZoneInfo("UTC")).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for number in range(1_100):  # more than one listing page (1,000)
+        (folder / f"fresh-{number}.md").write_text(hand_note(f"Fresh {number}", fresh))
+    (folder / "old-trip.md").write_text(hand_note("Old trip", "2020-01-01T00:00:00Z"))
+    await runtime.memory.reindex("main")
+    runtime.start_workers(channels=False, maintenance=True)
+    today = datetime.now(ZoneInfo(runtime.config.timezone)).date().isoformat()
+
+    async def done() -> bool:
+        job = await runtime.queue.get(f"memnight_main_{today}")
+        return job is not None and job.status == "done"
+
+    await eventually(done, what="the nightly job")
+    assert [p.name for p in await runtime.memory.proposals("main")] == ["old-trip"]
