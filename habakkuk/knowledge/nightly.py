@@ -6,8 +6,9 @@ job in review.py only has to gather, ask and apply.
 
 from __future__ import annotations
 
+import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,6 +20,7 @@ TITLE_SHARE = 0.8
 CLUSTER_MAX = 4
 MERGES_PER_NIGHT = 5
 KEEP_TAGS = frozenset({"pinned", "keep"})
+VECTOR_NOTES = 2_000  # vectors are compared among the newest notes only
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -64,18 +66,14 @@ def clusters(
         if not KEEP_TAGS & set(n.tags)
     ]
     words = [title_words(n.title) for n in ordered]
-    by_word: dict[str, list[int]] = defaultdict(list)
-    for index, found in enumerate(words):
-        for word in found:
-            by_word[word].append(index)
+    shares = _title_candidates(words)
     near = _near_by_vector(ordered, vectors)
     used: set[int] = set()
     groups: list[list[NoteSummary]] = []
     for index in range(len(ordered)):
         if index in used:
             continue
-        candidates = {i for word in words[index] for i in by_word[word] if i > index}
-        candidates |= {i for i in near(index) if i > index}
+        candidates = {i for i in shares(index) | near(index) if i > index}
         group = [index]
         for other in sorted(candidates):
             if len(group) >= CLUSTER_MAX:
@@ -92,6 +90,29 @@ def clusters(
     return groups
 
 
+def _title_candidates(words: Sequence[frozenset[str]]) -> Callable[[int], set[int]]:
+    """index -> the notes whose titles may share 80% of their words with it.
+
+    Prefix filtering (as in set-similarity joins): order every title's words rarest
+    first; two titles sharing at least 80% of their words share a word among the first
+    len - ceil(0.8 * len) + 1 of either. So only those prefix words are indexed, and a
+    word as common as "note" never makes every title a candidate of every other.
+    """
+    frequency: Counter[str] = Counter(word for found in words for word in found)
+    by_word: dict[str, list[int]] = defaultdict(list)
+    prefixes: list[list[str]] = []
+    for index, found in enumerate(words):
+        if len(found) < 2:
+            prefixes.append([])
+            continue
+        ranked = sorted(found, key=lambda word: (frequency[word], word))
+        prefix = ranked[: len(found) - math.ceil(TITLE_SHARE * len(found)) + 1]
+        prefixes.append(prefix)
+        for word in prefix:
+            by_word[word].append(index)
+    return lambda index: {i for word in prefixes[index] for i in by_word[word]} - {index}
+
+
 def _near_by_vector(
     ordered: Sequence[NoteSummary], vectors: Mapping[str, Any] | None
 ) -> Callable[[int], set[int]]:
@@ -100,7 +121,9 @@ def _near_by_vector(
         return lambda index: set()
     import numpy as np
 
-    rows = [i for i, n in enumerate(ordered) if n.slug in vectors]
+    # The newest notes only: comparing every vector with every other is quadratic
+    # (10,000 notes of 768 dimensions: 77 billion multiplications a night).
+    rows = [i for i, n in enumerate(ordered[:VECTOR_NOTES]) if n.slug in vectors]
     if not rows:
         return lambda index: set()
     matrix = np.vstack([vectors[ordered[i].slug] for i in rows])
@@ -108,7 +131,7 @@ def _near_by_vector(
 
     def near(index: int) -> set[int]:
         slug = ordered[index].slug
-        if slug not in vectors:
+        if index >= VECTOR_NOTES or slug not in vectors:
             return set()
         if index not in cache:
             scores = matrix @ vectors[slug]
