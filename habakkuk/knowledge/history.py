@@ -164,12 +164,34 @@ class History:
         restores: str = "",
         stat: Stat | None = None,
     ) -> Change | None:
-        """Record one change (None when before and after are the same text)."""
+        """Record one change (None when before and after are the same text, or when it
+        is recorded already).
+
+        A note's change is recorded before its file is written (see NoteStore), so a
+        crash loses no record: if the file was never written, the repeated change
+        replaces the one recorded; if the file was written but not indexed, the sync
+        that notices it finds it recorded.
+        """
         if before == after:
             return None
 
-        def _record(conn: sqlite3.Connection) -> Change:
+        def _record(conn: sqlite3.Connection) -> Change | None:
             with transaction(conn):
+                current = conn.execute(
+                    "SELECT hash FROM current WHERE path = ?", (path,)
+                ).fetchone()
+                old_hash = content_hash(before) if before is not None else ""
+                new_hash = content_hash(after) if after is not None else ""
+                if current is not None and current["hash"] == new_hash:
+                    # Recorded already: a note's change is recorded before its file is
+                    # written, and a crash before the index row makes the next sync see
+                    # the same text again.
+                    return None
+                unlanded = self._unlanded(conn, path, current, old_hash)
+                if unlanded is not None:
+                    # The last change never reached the file (a crash between recording
+                    # and writing): this one takes its place instead of following it.
+                    conn.execute("DELETE FROM changes WHERE seq = ?", (unlanded,))
                 return self._insert(
                     conn, kind, name, path, before, after, provenance, restores, stat
                 )
@@ -216,6 +238,33 @@ class History:
         self._set_current(conn, path, new_hash, stat)
         row = conn.execute("SELECT * FROM changes WHERE id = ?", (change_id,)).fetchone()
         return _change(self.agent, row)
+
+    async def withdraw(self, change: Change) -> None:
+        """Take back a change whose file could not be written (the disk is full, say):
+        the history goes back to what the file still holds."""
+
+        def _withdraw(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                conn.execute("DELETE FROM changes WHERE id = ?", (change.id,))
+                self._set_current(conn, change.path, change.old_hash, None)
+
+        await self.db.run(_withdraw)
+
+    @staticmethod
+    def _unlanded(
+        conn: sqlite3.Connection, path: str, current: sqlite3.Row | None, on_disk: str
+    ) -> int | None:
+        """The seq of the path's last change if the file does not hold its outcome but
+        still holds what it started from (it was recorded, then never written)."""
+        if current is None or current["hash"] == on_disk:
+            return None
+        last = conn.execute(
+            "SELECT seq, old_hash, new_hash FROM changes WHERE path = ? ORDER BY seq DESC LIMIT 1",
+            (path,),
+        ).fetchone()
+        if last is None or last["new_hash"] != current["hash"] or last["old_hash"] != on_disk:
+            return None
+        return int(last["seq"])
 
     @staticmethod
     def _keep(conn: sqlite3.Connection, text: str | None) -> str:

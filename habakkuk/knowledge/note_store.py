@@ -339,10 +339,9 @@ class NoteStore:
             trust=trust,
             body=body,
         )
-        stat = await asyncio.to_thread(am.files.write, slug, text)
-        await am.index.put(slug, text, stat.st_mtime_ns, stat.st_size)
-        am.embed_soon()
-        await am.history.record(
+        # Recorded first: a crash after this and before the index row repeats nothing in
+        # the history (History.record knows a change it has, or one that never landed).
+        change = await am.history.record(
             kind="note",
             name=slug,
             path=am.files.relative(slug),
@@ -350,6 +349,14 @@ class NoteStore:
             after=text,
             provenance=provenance,
         )
+        try:
+            stat = await asyncio.to_thread(am.files.write, slug, text)
+        except Exception:
+            if change is not None:  # the file was not written: nor was the change
+                await am.history.withdraw(change)
+            raise
+        await am.index.put(slug, text, stat.st_mtime_ns, stat.st_size)
+        am.embed_soon()
         note = note_of(slug, parse(text, slug, stat.st_mtime))
         return SaveResult(note=note, created=before is None)
 

@@ -173,3 +173,48 @@ async def test_a_hand_edit_just_before_a_save_is_recorded_as_the_hand_s(
     changes = await memory.history("main", name="plan")
     assert [c.by for c in changes] == ["agent", "hand", "agent"]
     assert "+Step one, by hand.\n" in (await memory.change("main", changes[1].id)).diff
+
+
+async def test_a_note_that_could_not_be_written_leaves_no_change_behind(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from habakkuk.knowledge import notes
+
+    real = notes.write_atomic
+
+    def disk_full(path: object, text: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(notes, "write_atomic", disk_full)
+    with pytest.raises(OSError):
+        await memory.save("main", "Bike", "A red bicycle.", provenance=AGENT)
+    assert await memory.history("main") == []
+    monkeypatch.setattr(notes, "write_atomic", real)
+    await memory.save("main", "Bike", "A red bicycle.", provenance=AGENT)
+    assert [(c.name, c.op) for c in await memory.history("main")] == [("bike", "created")]
+
+
+async def test_a_crash_between_recording_and_writing_a_note_repeats_nothing(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process dies after the history row and before the file: the repeated save
+    (the review resumes its plan) replaces that row instead of adding one."""
+    from habakkuk.knowledge import notes
+
+    class Killed(BaseException):
+        """Stands for SIGKILL: nothing after it runs, no cleanup either."""
+
+    real = notes.write_atomic
+
+    def killed(path: object, text: str) -> None:
+        raise Killed
+
+    monkeypatch.setattr(notes, "write_atomic", killed)
+    with pytest.raises(Killed):
+        await memory.save("main", "Bike", "A red bicycle.", provenance=AGENT)
+    monkeypatch.setattr(notes, "write_atomic", real)
+    await memory.save("main", "Bike", "A red bicycle.", provenance=AGENT)
+    changes = await memory.history("main", name="bike")
+    assert [(c.op, c.by) for c in changes] == [("created", "agent")]
+    detail = await memory.change("main", changes[0].id)
+    assert detail.after is not None and "A red bicycle." in detail.after
