@@ -58,11 +58,11 @@ def review_deps(
         return {row[0]: row[1] for row in rows}
 
     async def vectors(agent: str) -> dict[str, Any]:
-        import numpy as np  # only when there are vectors: keeps start-up light
-
         embeddings = config.memory.embeddings
         if embeddings is None:
             return {}
+        import numpy as np  # only with embeddings: numpy costs ~14 MB of a process
+
         rows = await (await database(agent)).fetchall(
             "SELECT n.slug, e.vector FROM notes n JOIN embeddings e"
             " ON e.hash = n.text_hash AND e.model = ?",
