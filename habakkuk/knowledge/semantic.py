@@ -121,10 +121,15 @@ class SemanticIndex:
         wanted = tuple(dict.fromkeys(t.strip().lower() for t in tags if t.strip()))
 
         def _rank(conn: sqlite3.Connection) -> list[MemoryHit]:
-            # The connection's change count and SQLite's data_version (other processes'
-            # commits) together say whether the cached matrix may be stale.
+            # What the matrix is built from: the notes (count, newest id), the model's
+            # vectors (count) and other processes' commits (data_version). Not the
+            # connection's change count: marking a note read would reload every vector.
             version = conn.execute("PRAGMA data_version").fetchone()[0]
-            key = (model, conn.total_changes, version)
+            notes = tuple(conn.execute("SELECT count(*), max(id) FROM notes").fetchone())
+            stored = conn.execute(
+                "SELECT count(*) FROM embeddings WHERE model = ?", (model,)
+            ).fetchone()[0]
+            key = (model, version, notes, stored)
             vectors = self._cache.get(key, lambda: _vector_rows(conn, model))
             allowed = _tagged(conn, wanted) if wanted else None
             semantic = nearest(vector, vectors, limit=limit * FTS_DEPTH, allowed=allowed)
