@@ -8,6 +8,7 @@ the key.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,7 +36,9 @@ def thinking_level(value: object) -> Thinking | None:
     return None
 
 
-KNOWN_TOOLSETS = ("core", "memory")
+KNOWN_TOOLSETS = ("core", "memory", "skills")
+# What an agent gets when its config lists no toolsets (spec 000 "Setup and maintenance").
+DEFAULT_TOOLSETS = ("core", "memory", "skills")
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ class AgentConfig:
     fallbacks: list[str] = field(default_factory=list)
     mode: Mode = "workspace"
     workspace: str | None = None
-    toolsets: list[str] = field(default_factory=lambda: ["core", "memory"])
+    toolsets: list[str] = field(default_factory=lambda: list(DEFAULT_TOOLSETS))
     approvals: Approvals = "human"
     # The approval reviewer's model (PROVIDER/MODEL); default: the agent's own chain.
     reviewer_model: str | None = None
@@ -255,6 +258,9 @@ class HookConfig:
     command: str
     timeout: float = 10.0
     match: str | None = None
+    # Where the command runs (default: the home). A plugin's hooks run in its folder.
+    cwd: Path | None = field(default=None, init=False)
+    plugin: str = field(default="", init=False)  # the enabled plugin that brought it
 
 
 McpRisk = Literal["read", "write", "network", "exec"]
@@ -363,6 +369,33 @@ class MemoryConfig:
     review_chain: list[ModelRef] = field(default_factory=list, init=False)
 
 
+SkillsCurate = Literal["off", "daily", "weekly", "monthly"]
+
+
+@dataclass
+class SkillsConfig:
+    """`skills`: the curator and where `habakkuk skills install NAME` looks names up."""
+
+    curate: SkillsCurate = "off"
+    archive_after_days: float = 90
+    # registry name -> the URL of its index (JSON; see knowledge/hub/registry.py)
+    registries: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PluginCommand:
+    """A chat command an enabled plugin brings: a prompt the agent runs as a message, or
+    a script (run in the plugin's folder) whose output is the reply."""
+
+    name: str
+    plugin: str
+    summary: str
+    prompt: str | None = None
+    script: str | None = None
+    folder: Path = Path(".")
+    timeout: float = 30.0
+
+
 @dataclass
 class Config:
     """The whole config. Later sections are added here and validated the same way."""
@@ -386,7 +419,14 @@ class Config:
     pricing: dict[str, PriceConfig] = field(default_factory=dict)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    skills: SkillsConfig = field(default_factory=SkillsConfig)
     path: Path = field(default=Path("config.yaml"), init=False)
+    # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
+    # written to config.yaml: their skill folders (shared), commands, and one line per
+    # plugin that failed to load (reported by doctor and at start, never fatal).
+    plugin_skill_dirs: list[tuple[str, Path]] = field(default_factory=list, init=False)
+    plugin_commands: dict[str, PluginCommand] = field(default_factory=dict, init=False)
+    plugin_problems: list[str] = field(default_factory=list, init=False)
 
     def agent(self, name: str | None) -> AgentConfig:
         """The named agent, or the default one; ConfigError when unknown."""
@@ -582,6 +622,7 @@ def _resolve(config: Config, home: Home) -> None:
         raise ConfigError(f"{path}:{line_of(config.workers, 'turns')}: workers.turns: must be >= 1")
     _resolve_hooks(config)
     _resolve_memory(config, config.memory)
+    _resolve_skills(config, config.skills)
     if config.http is not None:
         _resolve_http(config, config.http)
     _resolve_channels(config)
@@ -640,6 +681,27 @@ def _resolve_memory(config: Config, memory: MemoryConfig) -> None:
             )
         if not embeddings.model.strip():
             raise ConfigError(f"{where('embeddings.model', embeddings)}: is empty")
+
+
+def _resolve_skills(config: Config, skills: SkillsConfig) -> None:
+    """The skills section: the archive age and the registry URLs."""
+    path = config.path
+    if skills.archive_after_days < 1:
+        raise ConfigError(
+            f"{path}:{line_of(skills, 'archive_after_days')}: skills.archive_after_days: "
+            "must be at least 1"
+        )
+    for name, url in skills.registries.items():
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", name):
+            raise ConfigError(
+                f"{path}:{line_of(skills, 'registries')}: skills.registries.{name}: "
+                "a registry name is lowercase letters, digits and dashes"
+            )
+        if not url.startswith(("https://", "http://", "file://")):
+            raise ConfigError(
+                f"{path}:{line_of(skills, 'registries')}: skills.registries.{name}: "
+                f"{url!r} is not an http(s):// or file:// URL"
+            )
 
 
 def _resolve_hooks(config: Config) -> None:

@@ -118,6 +118,7 @@ class TurnDeps:
     process_started: Callable[[Any, str], None] | None = None
     outbox: object | None = None
     memory: object | None = None  # knowledge.memory_types.MemoryAccess, for the memory tools
+    skills: object | None = None  # knowledge.skills.types.SkillsAccess, for the skills tools
     hooks: Hooks | None = None
     state: StateStore | None = None
     checkpoint_for: CheckpointFor | None = None
@@ -271,6 +272,7 @@ class TurnRunner:
             process_started=deps.process_started,
             outbox=deps.outbox,
             memory=deps.memory,
+            skills=deps.skills,
             transcripts=deps.transcripts,
             state=deps.state,
             tool_catalog=tools if deps.tool_view is not None else None,

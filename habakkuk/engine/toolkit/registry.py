@@ -83,6 +83,8 @@ class ToolContext:
     outbox: object | None = None
     # The agent's memory (knowledge.memory_types.MemoryAccess), for the memory tools.
     memory: object | None = None
+    # The home's skills (knowledge.skills.types.SkillsAccess), for the skills tools.
+    skills: object | None = None
     transcripts: TranscriptStore | None = None  # for session_search
     state: StateStore | None = None
     tool_catalog: list[Tool] | None = None  # what tool_search searches

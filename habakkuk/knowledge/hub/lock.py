@@ -1,0 +1,93 @@
+"""skills/.lock.json and plugins/.lock.json: what was installed, from where, and its state.
+
+One JSON object per file, `{"version": 1, "entries": {NAME: {...}}}`, replaced
+atomically. An entry records the source as the user gave it, its kind, the ref asked
+for, what it resolved to (a commit, a version, the content hash of a URL), the tree
+hash, the scan's verdict and findings, whether the user approved it (and, for a plugin,
+enabled it), and when. A file that cannot be read is reported by `read_lock` with its
+path and treated as empty, never fatal, so a corrupt lock never hides hand-made skills.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from habakkuk.knowledge.notes import write_atomic
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock.json"
+LOCK_VERSION = 1
+
+SourceKind = Literal["github", "url", "path", "registry"]
+
+
+@dataclass
+class LockEntry:
+    """One installed skill or plugin."""
+
+    name: str
+    source: str  # as the user gave it (a GitHub URL or owner/repo/path, a URL, a path, a name)
+    kind: SourceKind
+    ref: str = ""  # the branch, tag or commit asked for ("" = the default branch)
+    resolved: str = ""  # the commit (github), the version (registry), the sha256 (url, path)
+    tree_hash: str = ""  # "sha256:<hex>" over paths, sizes and contents (hub/treehash.py)
+    verdict: str = "clean"  # the scan's Verdict
+    findings: list[dict[str, Any]] = field(default_factory=list)  # Finding.as_json()
+    approved: bool = False  # `habakkuk skills approve` / `plugins enable`
+    enabled: bool = False  # plugins only
+    registry: str = ""  # the registry the name came from (kind registry)
+    installed_at: str = ""  # RFC 3339 UTC
+    updated_at: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, name: str, data: dict[str, Any]) -> LockEntry:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["name"] = name
+        return cls(**values)
+
+
+def lock_path(folder: Path) -> Path:
+    """The lock file of HOME/skills or HOME/plugins."""
+    return folder / LOCK_FILE
+
+
+def read_lock(folder: Path) -> tuple[dict[str, LockEntry], str | None]:
+    """The entries of `folder`'s lock file and a one-line problem (None when fine)."""
+    path = lock_path(folder)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}, None
+    except OSError as exc:
+        return {}, f"{path}: cannot read: {exc.strerror}"
+    try:
+        data = json.loads(text)
+        entries = data["entries"]
+        if not isinstance(entries, dict):
+            raise TypeError("entries is not an object")
+        return {
+            name: LockEntry.from_json(name, value)
+            for name, value in entries.items()
+            if isinstance(value, dict)
+        }, None
+    except (ValueError, KeyError, TypeError) as exc:
+        return {}, f"{path}: not a lock file Habakkuk can read ({exc}); entries ignored"
+
+
+def write_lock(folder: Path, entries: dict[str, LockEntry]) -> None:
+    """Replace `folder`'s lock file atomically (mode 0600)."""
+    data = {
+        "version": LOCK_VERSION,
+        "entries": {name: entries[name].as_json() for name in sorted(entries)},
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(lock_path(folder), json.dumps(data, indent=2, sort_keys=True) + "\n")
