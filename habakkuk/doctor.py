@@ -221,9 +221,13 @@ async def _skill_checks(config: Config, home: Home) -> list[Check]:
     """How many skills there are, and a warning for each folder that is not one (with
     its path and why), and for a skills/.lock.json that cannot be read."""
     from habakkuk.knowledge.hub.lock import read_lock
-    from habakkuk.services.skills import build_skills
+    from habakkuk.knowledge.skills.service import Skills
+    from habakkuk.knowledge.skills.types import ScanReport
 
-    skills = build_skills(home, config)
+    def no_saves(files: object) -> ScanReport:  # doctor only reads the skills
+        raise HabakkukError("doctor saves no skills")
+
+    skills = Skills(home.root, config, scan=no_saves)
     checks: list[Check] = []
     _, problem = await asyncio.to_thread(read_lock, skills.root)
     if problem:
