@@ -118,7 +118,11 @@ class Discovery:
                     SkippedFolder(str(path), f"the name does not match {SKILL_NAME.pattern}")
                 )
                 continue
-            item = self._folder(root, path, entry.stat(follow_symlinks=False).st_mtime_ns)
+            try:
+                folder_mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+            except OSError:
+                continue  # removed while we looked
+            item = self._folder(root, path, folder_mtime)
             items.append(SkippedFolder(str(path), item) if isinstance(item, str) else item)
         return items
 

@@ -567,6 +567,8 @@ def _read_beneath(root: Path, parts: list[str], shown: str) -> str:
         raise NotFound(f"{label}: no such file in the skill") from None
     except NotADirectoryError:
         raise NotFound(f"{label}: no such file in the skill") from None
+    except OSError as exc:
+        raise HabakkukError(f"{label}: cannot open: {exc.strerror}") from None
     try:
         try:
             fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
