@@ -1,3 +1,9 @@
 """The chat command layer: every /command declared once (`commands`), the yes/no words
 of approval answers (`answers`); used by the terminal app, every channel, the web chat
-and `habakkuk run`."""
+and `habakkuk run`.
+
+Importing the package registers every command, skill_commands' too (commands.py may not
+import it: the two would import each other)."""
+
+from habakkuk.conversation import skill_commands as _skill_commands  # noqa: F401
+

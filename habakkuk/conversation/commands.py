@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.llm.usage import UsageTotal
     from habakkuk.engine.sessions import Session, StoredMessage
     from habakkuk.knowledge.memory_types import MemoryAccess
+    from habakkuk.knowledge.skills.types import SkillsAccess
 
 Surface = Literal["terminal", "chat", "web", "run"]
 ANY: frozenset[Surface] = frozenset({"terminal", "chat", "web", "run"})
@@ -110,6 +111,11 @@ class Services(Protocol):
     @property
     def memory(self) -> MemoryAccess:
         """The agents' memory (/remember, /forget)."""
+        ...
+
+    @property
+    def skills(self) -> SkillsAccess:
+        """The home's skills (/skills, /skill, /learn: conversation/skill_commands.py)."""
         ...
 
 

@@ -54,6 +54,10 @@ def build_tools(config: Config) -> ToolRegistry:
 
     for tool in memory_tools():
         registry.register(tool, "memory")
+    from habakkuk.knowledge.skills.tools import skills_tools
+
+    for tool in skills_tools():
+        registry.register(tool, "skills")
     if config.channels:
         from habakkuk.channels.service import register_tools
 
