@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from habakkuk.engine.sessions import SearchHit, Session
     from habakkuk.engine.toolkit.approvals import ApprovalRequest
     from habakkuk.engine.toolkit.waiting import WaitingApproval
-    from habakkuk.knowledge.skills.types import SkillsAccess
     from habakkuk.services.turns import TurnOutcome
     from habakkuk.tools.clarify import ClarifyRequest
 
@@ -123,10 +122,5 @@ class TerminalBackend(Services, WidgetBackend, Protocol):
 
     @property
     def control(self) -> TerminalControl: ...
-
-    @property
-    def skills(self) -> SkillsAccess:
-        """The home's skills (the Skills screen)."""
-        ...
 
     # `memory` (the Memory screen's MemoryAccess) comes with the commands' Services.

@@ -24,9 +24,15 @@ from textual.content import Content
 from textual.widgets import DataTable, Markdown, Static
 
 from habakkuk.engine.errors import HabakkukError
-from habakkuk.knowledge.skills import views
+from habakkuk.knowledge.skills.types import SKILL_NAME
 from habakkuk.screens.base import RuntimeScreen
-from habakkuk.screens.skills_viewer import SkillViewer, files_text
+from habakkuk.screens.skills_viewer import (
+    SkillViewer,
+    files_text,
+    last_used_word,
+    trust_word,
+    verdict_word,
+)
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
 from habakkuk.widgets.footer import KeyFooter
 
@@ -51,11 +57,11 @@ def source_cell(skill: SkillSummary) -> Text:
 
 
 def trust_cell(skill: SkillSummary) -> Text:
-    return Text(views.trust_word(skill), style="" if skill.trusted else "bold yellow")
+    return Text(trust_word(skill), style="" if skill.trusted else "bold yellow")
 
 
 def verdict_cell(skill: SkillSummary) -> Text:
-    return Text(views.verdict_word(skill), style=VERDICT_STYLES.get(skill.verdict or "", "dim"))
+    return Text(verdict_word(skill), style=VERDICT_STYLES.get(skill.verdict or "", "dim"))
 
 
 class SkillsScreen(RuntimeScreen):
@@ -171,7 +177,7 @@ class SkillsScreen(RuntimeScreen):
                 source_cell(skill),
                 trust_cell(skill),
                 verdict_cell(skill),
-                views.last_used_word(skill),
+                last_used_word(skill),
             )
         if skills:
             names = [s.name for s in skills]
@@ -333,11 +339,9 @@ class SkillsScreen(RuntimeScreen):
         offered = self.last_removed or (self.selected_name() or "")
 
         def check(value: str) -> str | None:
-            try:
-                views.check_name(value)
-            except HabakkukError as exc:
-                return str(exc)
-            return None
+            if SKILL_NAME.fullmatch(value):
+                return None
+            return f"{value!r} is not a skill name: lowercase letters, digits and '-'"
 
         def done(name: str | None) -> None:
             if name:

@@ -13,11 +13,27 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Markdown, Static
 
-from habakkuk.knowledge.skills import views
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
-    from habakkuk.knowledge.skills.types import Skill
+    from habakkuk.knowledge.skills.types import Skill, SkillSummary
+
+
+def trust_word(skill: SkillSummary) -> str:
+    """How a list shows trust: "trusted", or "untrusted" for an unapproved install."""
+    return "trusted" if skill.trusted else "untrusted"
+
+
+def verdict_word(skill: SkillSummary) -> str:
+    """How a list shows the scan: its verdict, or "-" when it was never scanned."""
+    return skill.verdict or "-"
+
+
+def last_used_word(skill: SkillSummary) -> str:
+    """How a list shows the last use: "YYYY-MM-DD HH:MM" (UTC), or "never"."""
+    if not skill.last_used:
+        return "never"
+    return skill.last_used[:16].replace("T", " ")
 
 
 def files_text(files: Iterable[str]) -> str:
@@ -51,8 +67,8 @@ class SkillViewer(Screen[None]):
         yield Static(Content(f"Skill {s.name} · {s.scope}"), classes="section-title")
         meta = [
             s.description,
-            f"source {s.source} · {views.trust_word(s)} · scan {views.verdict_word(s)} · "
-            f"last used {views.last_used_word(s)}",
+            f"source {s.source} · {trust_word(s)} · scan {verdict_word(s)} · "
+            f"last used {last_used_word(s)}",
         ]
         yield Static(Content("\n".join(meta)), id="skill-viewer-meta")
         caution = Static(Content(self.skill.caution), id="skill-viewer-caution")

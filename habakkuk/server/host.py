@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from habakkuk.engine.store import BlobStore
     from habakkuk.engine.toolkit.approvals import ApprovalRequest
     from habakkuk.engine.toolkit.waiting import WaitingApproval
-    from habakkuk.knowledge.skills.types import SkillsAccess
 
 
 class ServerApprovals(Protocol):
@@ -170,9 +169,4 @@ class ServerHost(McpHost, Services, Protocol):
     @property
     def control(self) -> ServerControl:
         """The control room's reads (services.overview)."""
-        ...
-
-    @property
-    def skills(self) -> SkillsAccess:
-        """The home's skills (services.skills): /api/skills."""
         ...

@@ -9,7 +9,7 @@ habakkuk.knowledge.skills.views, which `habakkuk skills ... --json` prints too.
 - GET /api/skills/{agent}/{name}: one skill with "body", "files" and "caution". Reading
   it here is not a use (only the agent's skill_view, /skill and `run --skill` are).
 - POST /api/skills/{agent}/{name}/approve {}: trust an installed shared skill.
-- DELETE /api/skills/{agent}/{name}: remove it (backed up first): {"removed", "backup"}.
+- DELETE /api/skills/{agent}/{name}: remove it (backed up first): {"name", "backup"}.
 - POST /api/skills/{agent}/{name}/restore {}: put back its newest backup.
 
 The service's errors become JSON errors in the conventions middleware: NotFound 404,
@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from habakkuk.engine.errors import HabakkukError
 from habakkuk.knowledge.skills import views
-from habakkuk.knowledge.skills.types import SkillsAccess
+from habakkuk.knowledge.skills.types import SKILL_NAME, SkillsAccess
 
 from .errors import ApiError
 from .inputs import read_json
@@ -42,11 +41,17 @@ def _skills(request: web.Request) -> tuple[SkillsAccess, str]:
 
 
 def _name(request: web.Request) -> str:
-    """The path's skill name; 400 when it is not one."""
-    try:
-        return views.check_name(request.match_info["name"])
-    except HabakkukError as exc:
-        raise ApiError(400, str(exc)) from None
+    """The path's skill name; 400 when it is not one (fullmatch: `$` alone would let a
+    trailing newline through)."""
+    name = request.match_info["name"]
+    if not SKILL_NAME.fullmatch(name):
+        shown = name if len(name) <= 70 else name[:67] + "..."
+        raise ApiError(
+            400,
+            f"{shown!r} is not a skill name: lowercase letters, digits and '-', "
+            "at most 64 characters, starting with a letter or digit",
+        )
+    return name
 
 
 async def _empty_body(request: web.Request) -> None:

@@ -2,7 +2,7 @@
 
 Shared skills are made as a user makes them (a folder under HOME/skills); an installed
 one also gets its lock entry (skills/.lock.json, as `habakkuk skills install` writes);
-the agent's own through the service's save, as skill_save does.
+the agent's own under agents/main/skills (skill_save needs the scan, another slice).
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from typing import Any
 import pytest
 from yarl import URL
 
-from habakkuk.knowledge.hub.lock import LockEntry, read_lock, write_lock
-from habakkuk.knowledge.memory_types import Provenance
+from habakkuk.knowledge.hub.lock import read_lock
 from tests.conftest import mock_config
+from tests.knowledge.skills.conftest import install, write_skill
 from tests.server.conftest import Served, ServeFactory
 
 TWO_AGENTS = "  ops:\n    model: mock/scripted\n    mode: full\ntimezone: UTC\n"
-BY_AGENT = Provenance(by="agent", session="ses_test", tool="skill_save")
 LISTED = {
     "name", "description", "shared", "scope", "source", "trusted", "verdict", "last_used",
     "updated", "pinned", "plugin",
@@ -28,35 +27,14 @@ LISTED = {
 
 
 def make_skill(
-    folder: Path, name: str, description: str, body: str, files: dict[str, str] | None = None
+    root: Path, name: str, description: str, body: str, files: dict[str, str] | None = None
 ) -> Path:
-    """A skill folder as a user writes one: SKILL.md and supporting files."""
-    skill = folder / name
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(
-        f"---\nname: {name}\ndescription: {description}\n---\n\n{body}\n", encoding="utf-8"
-    )
+    """A skill folder as a user writes one: SKILL.md and its supporting files."""
+    folder = write_skill(root, name, description, body)
     for path, text in (files or {}).items():
-        target = skill / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return skill
-
-
-def install(served: Served, name: str, description: str, body: str) -> None:
-    """A shared skill as an install leaves it: the folder and its unapproved lock entry."""
-    shared = served.runtime.home.root / "skills"
-    make_skill(shared, name, description, body, {"scripts/run.sh": "echo hi\n"})
-    entries, _ = read_lock(shared)
-    entries[name] = LockEntry(
-        name=name,
-        source=f"github:someone/skills/{name}@main",
-        kind="github",
-        resolved="0" * 40,
-        verdict="caution",
-        installed_at="2026-11-01T10:00:00Z",
-    )
-    write_lock(shared, entries)
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text, encoding="utf-8")
+    return folder
 
 
 async def request(served: Served, method: str, path: str, body: Any = None) -> tuple[int, Any]:
@@ -82,11 +60,16 @@ async def served(serve: ServeFactory) -> Served:
         "1. Read the board.\n2. Write the report.",
         {"template.md": "# Week\n"},
     )
-    install(served, "pdf-tools", "Split and merge PDF files.", "Run `scripts/run.sh`.")
-    await served.runtime.skills.save(
-        "main", "groceries", "Plan the groceries for the week.", "Check the fridge.",
-        provenance=BY_AGENT,
-    )  # fmt: skip
+    make_skill(
+        shared,
+        "pdf-tools",
+        "Split and merge PDF files.",
+        "Run `scripts/run.sh`.",
+        {"scripts/run.sh": "echo hi\n"},
+    )
+    install(served.runtime.home, "pdf-tools", verdict="caution")
+    own = served.runtime.home.agent_dir("main") / "skills"
+    make_skill(own, "groceries", "Plan the groceries for the week.", "Check the fridge.")
     return served
 
 
@@ -105,7 +88,7 @@ async def test_the_list_has_own_and_shared_skills_with_source_trust_and_verdict(
     installed = skills["pdf-tools"]
     assert installed["shared"] is True and installed["trusted"] is False
     assert installed["verdict"] == "caution"
-    assert "someone/skills" in installed["source"]
+    assert "acme/skills/pdf-tools" in installed["source"]
     # Another agent sees the shared skills, never main's own.
     other = await served.get_json("/api/skills/ops")
     assert [s["name"] for s in other["skills"]] == ["pdf-tools", "weekly-report"]
@@ -141,7 +124,8 @@ async def test_remove_answers_with_the_backup_and_restore_puts_it_back(served: S
     folder = served.runtime.home.root / "skills" / "weekly-report"
     status, removed = await request(served, "DELETE", "/api/skills/main/weekly-report")
     assert status == 200, removed
-    assert removed["removed"] == "weekly-report" and removed["backup"]
+    assert removed == {"name": "weekly-report", "backup": removed["backup"]}
+    assert removed["backup"]
     assert not folder.exists()
     assert (await request(served, "GET", "/api/skills/main/weekly-report"))[0] == 404
     listed = await served.get_json("/api/skills/main")
@@ -189,7 +173,7 @@ async def test_unknown_agents_and_skills_are_404(served: Served) -> None:
 @pytest.mark.parametrize(
     "name",
     ["..%2Fx", "%2e%2e", "..", "%2E%2E%2F%2E%2E%2Fskills", "%C3%A9t%C3%A9", "Weekly-Report",
-     "-lead", "a%00b", "x" * 65, "weekly%20report"],
+     "-lead", "a%00b", "x" * 65, "weekly%20report", "weekly-report%0A"],
 )  # fmt: skip
 async def test_a_hostile_or_bad_name_is_400_on_every_route(served: Served, name: str) -> None:
     for method, path in (
@@ -227,3 +211,11 @@ async def test_the_skills_routes_need_the_token(served: Served) -> None:
             assert response.status == 401, (method, path)
     assert (served.runtime.home.root / "skills" / "weekly-report").exists()
     assert (await served.get_json("/api/skills/main/pdf-tools"))["trusted"] is False
+
+
+async def test_a_process_without_a_skills_service_answers_501(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(served.runtime, "skills", None)
+    status, body = await request(served, "GET", "/api/skills/main")
+    assert status == 501 and "no skills service" in body["error"]

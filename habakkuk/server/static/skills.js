@@ -126,9 +126,9 @@ async function removeSkill(name) {
     const removed = await api(skillPath(name), { method: "DELETE" });
     skills.name = "";
     const detail = $("skills-detail");
-    detail.replaceChildren(el("p", "quiet-text skill-done", `Removed ${removed.removed}; the backup is ${removed.backup}.`));
+    detail.replaceChildren(el("p", "quiet-text skill-done", `Removed ${removed.name}; the backup is ${removed.backup}.`));
     const actions = el("div", "memory-actions");
-    actions.appendChild(actionButton("Restore", "restore", () => restoreSkill(removed.removed)));
+    actions.appendChild(actionButton("Restore", "restore", () => restoreSkill(removed.name)));
     detail.appendChild(actions);
     await listSkills();
   } catch (error) {
