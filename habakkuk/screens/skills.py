@@ -48,12 +48,17 @@ PALETTE = (
     ("Skills: remove skill", "Remove the skill; a backup is kept (d)", "remove"),
     ("Skills: restore skill", "Put back a skill's newest backup (r)", "restore"),
 )
+SOURCE_CELLS = 40
 VERDICT_STYLES = {"clean": "green", "caution": "yellow", "dangerous": "bold red"}
 
 
 def source_cell(skill: SkillSummary) -> Text:
-    """Where the skill came from: own, hand, the install source or the plugin."""
-    return Text(skill.source or skill.scope)
+    """Where the skill came from: own, hand, the install source or the plugin (a long
+    source cut, so the columns before it stay in view; the pane shows it whole)."""
+    source = skill.source or skill.scope
+    if len(source) > SOURCE_CELLS:
+        source = source[: SOURCE_CELLS - 1] + "…"
+    return Text(source)
 
 
 def trust_cell(skill: SkillSummary) -> Text:
@@ -127,7 +132,7 @@ class SkillsScreen(RuntimeScreen):
     def on_mount(self) -> None:
         self._empty.display = False
         self._caution.display = False
-        self._table.add_columns("skill", "source", "trust", "scan", "last used")
+        self._table.add_columns("skill", "trust", "scan", "last used", "source")
         self._table.focus()
 
     def runtime_ready(self) -> None:
@@ -174,10 +179,10 @@ class SkillsScreen(RuntimeScreen):
         for skill in skills:
             table.add_row(
                 Text(skill.name),
-                source_cell(skill),
                 trust_cell(skill),
                 verdict_cell(skill),
                 last_used_word(skill),
+                source_cell(skill),
             )
         if skills:
             names = [s.name for s in skills]
@@ -236,7 +241,8 @@ class SkillsScreen(RuntimeScreen):
             self._preview.update("")
         else:
             s = skill.summary
-            parts = [s.description, f"{s.scope} · {s.source}"]
+            where = s.scope if s.source in ("", s.scope) else f"{s.scope} · {s.source}"
+            parts = [s.description, where]
             if s.pinned:
                 parts.append("pinned: the curator leaves it alone")
             self._meta.update(Content("\n".join(p for p in parts if p)))

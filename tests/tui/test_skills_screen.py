@@ -3,46 +3,31 @@ scan verdict and last use; view, approve, remove (after a yes) and restore by ke
 palette's entries; a snapshot.
 
 Skills are made as a user or an install makes them (a folder under HOME/skills, with a
-lock entry for an install) or through the service (`runtime.skills.save`).
+lock entry for an install; a folder under agents/main/skills for the agent's own).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from syrupy.assertion import SnapshotAssertion
 from textual.widgets import DataTable, Input, Markdown
 
-from habakkuk.knowledge.hub.lock import LockEntry, read_lock, write_lock
-from habakkuk.knowledge.memory_types import Provenance
+from habakkuk.knowledge.hub.lock import read_lock
 from habakkuk.screens.skills import SkillsScreen
 from habakkuk.screens.skills_viewer import SkillViewer
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
 from tests.helpers import eventually
+from tests.knowledge.skills.conftest import install
+from tests.server.test_skills_api import make_skill
 from tests.tui.conftest import ChatApp, Running
 
 AGENT = "main"
-BY_AGENT = Provenance(by="agent", session="ses_test", tool="skill_save")
 
 
 def shared_dir(ui: Running) -> Path:
     return ui.app.home.root / "skills"
-
-
-def make_skill(
-    folder: Path, name: str, description: str, body: str, files: dict[str, str] | None = None
-) -> Path:
-    """A skill folder as a user writes one: SKILL.md and supporting files."""
-    skill = folder / name
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(
-        f"---\nname: {name}\ndescription: {description}\n---\n\n{body}\n", encoding="utf-8"
-    )
-    for path, text in (files or {}).items():
-        target = skill / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return skill
 
 
 async def seed(ui: Running) -> None:
@@ -62,20 +47,9 @@ async def seed(ui: Running) -> None:
         "Run `scripts/split.sh FILE`.",
         {"scripts/split.sh": 'qpdf --split-pages "$1"\n'},
     )
-    entries, _ = read_lock(shared)
-    entries["pdf-tools"] = LockEntry(
-        name="pdf-tools",
-        source="github:someone/skills/pdf-tools@main",
-        kind="github",
-        resolved="0" * 40,
-        verdict="caution",
-        installed_at="2026-11-01T10:00:00Z",
-    )
-    write_lock(shared, entries)
-    await ui.runtime.skills.save(
-        AGENT, "groceries", "Plan the groceries for the week.", "Check the fridge first.",
-        provenance=BY_AGENT,
-    )  # fmt: skip
+    install(ui.app.home, "pdf-tools", verdict="caution")
+    own = ui.app.home.agent_dir(AGENT) / "skills"
+    make_skill(own, "groceries", "Plan the groceries for the week.", "Check the fridge first.")
 
 
 async def open_skills(ui: Running, rows: int) -> SkillsScreen:
@@ -116,10 +90,13 @@ async def test_each_skill_is_listed_with_its_source_trust_verdict_and_last_use(
         screen = await open_skills(ui, 3)
         assert listed(screen) == ["groceries", "pdf-tools", "weekly-report"]
         table = {row[0]: row[1:] for row in rows(screen)}
-        assert table["pdf-tools"][:3] == ["github:someone/skills/pdf-tools@main", "untrusted",
-                                          "caution"]  # fmt: skip
-        assert table["groceries"][1] == "trusted" and table["groceries"][3] == "never"
-        assert table["weekly-report"][1] == "trusted" and table["weekly-report"][3] != "never"
+        # trust, scan, last used, source
+        assert table["pdf-tools"] == [
+            "untrusted", "caution", "never", "github:acme/skills/pdf-tools@main",
+        ]  # fmt: skip
+        assert table["groceries"][0] == "trusted" and table["groceries"][2:] == ["never", "own"]
+        assert table["weekly-report"][0] == "trusted" and table["weekly-report"][3] == "hand"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", table["weekly-report"][2])  # used
         preview = screen.query_one("#skill-preview", Markdown)
         await eventually(lambda: "Check the fridge" in preview.source, what="the preview")
 
@@ -156,7 +133,7 @@ async def test_approve_trusts_the_installed_skill(chat_app: ChatApp) -> None:
         assert screen.query_one("#skill-caution").display
         await ui.press("a")
         await eventually(
-            lambda: rows(screen)[1][2] == "trusted", what="the list showing it trusted"
+            lambda: rows(screen)[1][1] == "trusted", what="the list showing it trusted"
         )
         assert (await ui.runtime.skills.skill(AGENT, "pdf-tools")).summary.trusted
         entries, _ = read_lock(shared_dir(ui))
