@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from habakkuk.knowledge.hub.lock import LockEntry, read_lock, write_lock
 from tests.conftest import mock_config
+from tests.knowledge.skills.conftest import install
 from tests.server.test_dashboard_browser import browser, sign_in  # noqa: F401
 from tests.server.test_skills_api import make_skill
 
@@ -22,12 +22,7 @@ async def test_the_skills_view_lists_shows_approves_removes_and_restores(
         shared, "weekly-report", "Write the weekly report.", HOSTILE, {"template.md": "# W\n"}
     )
     make_skill(shared, "pdf-tools", "Split <b>PDF</b> files.", "Run the script.", {"run.sh": "x\n"})
-    entries, _ = read_lock(shared)
-    entries["pdf-tools"] = LockEntry(
-        name="pdf-tools", source="github:someone/skills/pdf-tools@main", kind="github",
-        verdict="caution",
-    )  # fmt: skip
-    write_lock(shared, entries)
+    install(served.runtime.home, "pdf-tools", verdict="caution")
     skills = served.runtime.skills
 
     page = await sign_in(browser, served)
@@ -36,7 +31,7 @@ async def test_the_skills_view_lists_shows_approves_removes_and_restores(
     pdf = page.locator(".skill[data-name='pdf-tools']")
     assert await pdf.locator(".untrusted").count() == 1
     assert await pdf.locator(".verdict.caution").count() == 1
-    assert "github:someone/skills/pdf-tools@main" in await pdf.locator(".meta").text_content()
+    assert "github:acme/skills/pdf-tools@main" in await pdf.locator(".meta").text_content()
     assert await page.locator(".skill[data-name='weekly-report'] .untrusted").count() == 0
 
     await page.click(".skill[data-name='weekly-report']")
