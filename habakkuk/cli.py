@@ -31,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--session", help="continue this session")
     run.add_argument("--json", action="store_true", help="print one JSON object at the end")
     run.add_argument(
+        "--skill", metavar="NAME", help="use this skill: its instructions, then PROMPT if given"
+    )
+    run.add_argument(
         "prompt",
         nargs="*",
         help="what to ask, or a chat /command (none, or -, reads it from standard input)",

@@ -40,9 +40,14 @@ async def _open(home: Home | None = None) -> Runtime:
 def run(args: argparse.Namespace) -> int:
     """`habakkuk run PROMPT`: queue a turn, work until it is done, print the reply.
 
-    With no PROMPT, or `-`, the prompt is read from standard input.
+    With no PROMPT, or `-`, the prompt is read from standard input. With --skill NAME the
+    message is the skill's invocation (its SKILL.md body and files), then PROMPT if any.
     """
     words = list(args.prompt)
+    skill = getattr(args, "skill", None)
+    if skill:
+        request = sys.stdin.read().rstrip("\r\n") if words == ["-"] else " ".join(words)
+        return asyncio.run(_run(request, args.agent, args.session, args.json, skill=skill))
     if words in ([], ["-"]):
         if not words and sys.stdin.isatty():
             print("habakkuk: run: give a prompt, or pipe one in", file=sys.stderr)
@@ -56,11 +61,13 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_run(prompt, args.agent, args.session, args.json))
 
 
-async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: bool) -> int:
+async def _run(
+    prompt: str, agent: str | None, session_id: str | None, as_json: bool, *, skill: str = ""
+) -> int:
     from habakkuk.conversation.commands import parse
     from habakkuk.engine.errors import NotFound
 
-    if parse(prompt) is not None:
+    if not skill and parse(prompt) is not None:
         return await _run_command(prompt, agent, session_id, as_json)
     runtime = await _open()
     try:
@@ -78,6 +85,12 @@ async def _run(prompt: str, agent: str | None, session_id: str | None, as_json: 
                 return EXIT_USAGE
         else:
             session = await runtime.sessions.new_session(agent, origin="cli")
+        if skill:
+            try:  # the same message as /skill NAME REQUEST
+                prompt = await runtime.skills.invocation(session.agent, skill, prompt)
+            except NotFound as exc:
+                print(f"habakkuk: run --skill: {exc}", file=sys.stderr)
+                return EXIT_USAGE
         streamed = asyncio.create_task(_stream(runtime, session.id)) if not as_json else None
         await runtime.start_mcp()  # MCP tools for the turn (at most 20 s)
         # One turn from the shell must not take over the chat bots `serve` runs.

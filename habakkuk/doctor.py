@@ -50,6 +50,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks += await _mcp_checks(config, env, home)
     checks += await _database_checks(home)
     checks += _workspace_checks(config, home)
+    checks += await _skill_checks(config, home)
     for tool, why in (("git", "checkpoints"), ("rg", "fast search_files")):
         found = shutil.which(tool)
         checks.append(
@@ -214,6 +215,35 @@ async def _integrity(db: object) -> Check:
     result = row[0] if row else "no answer"
     name = f"database {db.path.name}"
     return Check("ok", name, "intact") if result == "ok" else Check("FAIL", name, str(result))
+
+
+async def _skill_checks(config: Config, home: Home) -> list[Check]:
+    """How many skills there are, and a warning for each folder that is not one (with
+    its path and why), and for a skills/.lock.json that cannot be read."""
+    from habakkuk.knowledge.hub.lock import read_lock
+    from habakkuk.knowledge.skills.service import Skills
+    from habakkuk.knowledge.skills.types import ScanReport
+
+    def no_saves(files: object) -> ScanReport:  # doctor only reads the skills
+        raise HabakkukError("doctor saves no skills")
+
+    skills = Skills(home.root, config, scan=no_saves)
+    checks: list[Check] = []
+    _, problem = await asyncio.to_thread(read_lock, skills.root)
+    if problem:
+        checks.append(Check("WARN", "skills", problem))
+    seen: set[str] = set()
+    for agent in config.agents:
+        seen.update(
+            f"own:{agent}:{s.name}" if s.scope == "own" else f"shared:{s.name}"
+            for s in await skills.list_skills(agent)
+        )
+    shared = sum(1 for key in seen if not key.startswith("own:"))
+    own = len(seen) - shared
+    checks.append(Check("ok", "skills", f"{shared} shared, {own} agents' own"))
+    for folder in await skills.skipped():
+        checks.append(Check("WARN", "skills", f"{folder.path}: skipped: {folder.reason}"))
+    return checks
 
 
 def _workspace_checks(config: Config, home: Home) -> list[Check]:

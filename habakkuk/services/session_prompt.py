@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from habakkuk.knowledge.skills.types import SkillsAccess
 
 ONBOARDING_MARKER = ".onboarding"
+
+log = logging.getLogger(__name__)
 
 
 def _read(path: Path) -> str:
@@ -87,6 +90,16 @@ async def gather_sections(
         snap = await skills.snapshot(agent.name)
         listed = tuple(PromptSkill(s.name, s.description, not s.trusted) for s in snap.skills)
         missing = snap.missing
+        if missing:
+            # Never a silent drop: the prompt says so to the model, and this to the user.
+            log.warning(
+                "agent %s: the new session's # Skills list shows %d of %d skills (capped at "
+                "100 skills and 8 KB); skill_search finds the other %d, /skills lists them all",
+                agent.name,
+                len(listed),
+                len(listed) + missing,
+                missing,
+            )
     return PromptSections(
         soul=soul,
         identity=identity,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.llm.types import TextBlock
+from habakkuk.engine.timeouts import wait_within
 from tests.conftest import mock_config
 from tests.knowledge.skills.conftest import install, write_skill
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from habakkuk.engine.agent.prompt import PromptSkill, skills_section
 from habakkuk.engine.home import Home
@@ -53,3 +56,21 @@ def test_a_cut_listing_says_how_many_are_missing_and_that_search_finds_them() ->
     assert text.count("\n- s-") == 100
     assert "400 more skills are not listed here" in text
     assert "skill_search finds them" in text
+
+
+async def test_a_cut_listing_is_told_to_the_model_and_logged_for_the_user(
+    runtime_factory: Callable[[str], Any], home: Home, caplog: pytest.LogCaptureFixture
+) -> None:
+    for n in range(130):
+        write_skill(home.root / "skills", f"skill-{n:03d}", f"Skill {n}.")
+    runtime = await runtime_factory(mock_config())
+    with caplog.at_level(logging.WARNING, logger="habakkuk.services.session_prompt"):
+        session = await runtime.sessions.new_session("main")
+    assert "30 more skills are not listed here" in session.system_prompt
+    assert "- skill-099: Skill 99." in session.system_prompt
+    assert "- skill-100" not in session.system_prompt
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        "agent main: the new session's # Skills list shows 100 of 130 skills (capped at 100 "
+        "skills and 8 KB); skill_search finds the other 30, /skills lists them all"
+    )

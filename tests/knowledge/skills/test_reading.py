@@ -170,3 +170,14 @@ async def test_the_snapshot_stops_at_8_kb_of_long_descriptions(
     lines = sum(len(f"- {s.name}: {s.description}".encode()) + 1 for s in snap.skills)
     assert lines <= 8192
     assert snap.missing == 40 - len(snap.skills) > 0
+
+
+async def test_an_explicitly_named_skill_loads_among_500(skills: Skills, shared: Path) -> None:
+    for n in range(500):
+        write_skill(shared, f"skill-{n:03d}", f"Skill {n}.", body=f"Steps of skill {n}.")
+    snap = await skills.snapshot("main")
+    assert "skill-499" not in {s.name for s in snap.skills}
+    message = await skills.invocation("main", "skill-499", "now")
+    assert "Steps of skill 499." in message and message.endswith("Request: now")
+    assert (await skills.skill("main", "skill-499")).body == "Steps of skill 499."
+    assert (await skills.search("main", "skill-499"))[0].name == "skill-499"
