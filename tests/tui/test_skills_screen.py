@@ -24,6 +24,8 @@ from tests.server.test_skills_api import make_skill
 from tests.tui.conftest import ChatApp, Running
 
 AGENT = "main"
+# The line at column 0 keeps mock_config's dedent from lifting `ops` to the top level.
+TWO_AGENTS = "  ops:\n    model: mock/scripted\n    mode: full\ntimezone: UTC\n"
 
 
 def shared_dir(ui: Running) -> Path:
@@ -188,6 +190,26 @@ async def test_a_refusal_of_the_service_is_a_notice(chat_app: ChatApp) -> None:
             lambda: any("never-was" in toast for toast in ui.toasts()), what="the notice"
         )
         assert listed(screen) == ["groceries", "pdf-tools", "weekly-report"]
+
+
+async def test_n_shows_the_next_agents_skills_without_mains_own(chat_app: ChatApp) -> None:
+    async with chat_app(extra=TWO_AGENTS) as ui:
+        await seed(ui)
+        screen = await open_skills(ui, 3)
+        await ui.press("n")
+        await eventually(lambda: screen.agent == "ops", what="the next agent")
+        await eventually(lambda: listed(screen) == ["pdf-tools", "weekly-report"], what="ops'")
+        await ui.press("n")
+        await eventually(lambda: len(listed(screen)) == 3, what="main's again")
+
+
+async def test_markup_in_a_skill_is_shown_as_written(chat_app: ChatApp) -> None:
+    async with chat_app() as ui:
+        make_skill(shared_dir(ui), "odd", "Looks [bold red]loud[/] and [link=x]linked[/].", "Hi.")
+        screen = await open_skills(ui, 1)
+        meta = screen.query_one("#skill-meta")
+        await eventually(lambda: "[bold red]loud[/]" in str(meta.render()), what="the text")
+        assert rows(screen)[0][0] == "odd"
 
 
 async def test_skills_have_a_key_and_palette_entries(chat_app: ChatApp) -> None:
