@@ -29,7 +29,17 @@ from aiohttp import web
 from habakkuk.engine.config import HttpConfig, is_loopback_host
 from habakkuk.engine.errors import ConfigError, HabakkukError, NotFound
 
-from . import api, chat, dashboard, health, memory_api, metrics, openai_compat, webhooks
+from . import (
+    api,
+    chat,
+    dashboard,
+    health,
+    memory_api,
+    metrics,
+    openai_compat,
+    skills_api,
+    webhooks,
+)
 from .chat import WebChannel
 from .errors import ApiError
 from .health import DepthCache
@@ -217,6 +227,7 @@ class HttpServer:
         metrics.setup(app)
         api.setup(app)
         memory_api.setup(app)
+        skills_api.setup(app)
         chat.setup(app)
         openai_compat.setup(app)
         webhooks.setup(app)

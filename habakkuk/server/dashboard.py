@@ -18,6 +18,7 @@ TYPES = {
     "index.html": "text/html",
     "app.js": "text/javascript",
     "memory.js": "text/javascript",
+    "skills.js": "text/javascript",
     "app.css": "text/css",
     "manifest.webmanifest": "application/manifest+json",
     "sw.js": "text/javascript",

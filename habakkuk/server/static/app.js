@@ -137,6 +137,7 @@ function show(view) {
   if (view === "chat") openChat();
   if (view === "sessions") loadSessions();
   if (view === "memory") loadMemory(); // memory.js
+  if (view === "skills") loadSkills(); // skills.js
   if (view === "approvals") loadApprovals();
 }
 

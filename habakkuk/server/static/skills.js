@@ -1,0 +1,155 @@
+// Habakkuk dashboard: the skills view (list, one skill's instructions and files,
+// approve, remove with a confirmation, restore). Uses api(), el(), when() and $ from
+// app.js and actionButton() from memory.js. Skill text only ever goes in textContent.
+"use strict";
+
+const skills = { agent: "", name: "" };
+
+function skillsAgent() {
+  return encodeURIComponent(skills.agent);
+}
+
+function skillPath(name, tail) {
+  return `/api/skills/${skillsAgent()}/${encodeURIComponent(name)}${tail || ""}`;
+}
+
+function skillsError(error) {
+  if (error instanceof Unauthorized) return;
+  $("skills-error").textContent = error ? String(error.message || error) : "";
+}
+
+function skillMeta(skill) {
+  const used = skill.last_used ? `used ${when(skill.last_used)}` : "never used";
+  const scan = skill.verdict ? `scan: ${skill.verdict}` : "not scanned";
+  const parts = [skill.scope, skill.source, scan, used];
+  if (skill.pinned) parts.push("pinned");
+  return parts.join(" · ");
+}
+
+function skillHeading(tag, skill) {
+  const heading = el(tag, "", skill.name);
+  if (!skill.trusted) heading.appendChild(el("span", "untrusted", "untrusted"));
+  if (skill.verdict && skill.verdict !== "clean") {
+    heading.appendChild(el("span", `verdict ${skill.verdict}`, skill.verdict));
+  }
+  return heading;
+}
+
+async function loadSkills() {
+  const select = $("skills-agent");
+  if (!select.options.length) {
+    for (const agent of state.app.agents) {
+      const option = el("option", "", agent);
+      option.value = agent;
+      if (agent === state.app.default) option.selected = true;
+      select.appendChild(option);
+    }
+  }
+  skills.agent = select.value;
+  skillsError(null);
+  await listSkills();
+}
+
+async function listSkills() {
+  const list = $("skills-list");
+  try {
+    const body = await api(`/api/skills/${skillsAgent()}`);
+    list.replaceChildren();
+    for (const skill of body.skills) {
+      const item = el("li", "clickable skill");
+      item.dataset.name = skill.name;
+      item.appendChild(skillHeading("strong", skill));
+      item.appendChild(el("div", "snippet", skill.description));
+      item.appendChild(el("div", "meta", skillMeta(skill)));
+      item.addEventListener("click", () => openSkill(skill.name));
+      list.appendChild(item);
+    }
+    if (!body.skills.length) {
+      list.appendChild(el("li", "quiet-text", "No skills yet: the agent saves them with skill_save, `habakkuk skills install` adds one."));
+    }
+    $("skills-total").textContent = `${body.skills.length} skill(s)`;
+  } catch (error) {
+    skillsError(error);
+  }
+}
+
+async function openSkill(name) {
+  try {
+    const skill = await api(skillPath(name));
+    skills.name = skill.name;
+    const detail = $("skills-detail");
+    detail.replaceChildren(skillHeading("h3", skill));
+    detail.appendChild(el("div", "snippet", skill.description));
+    detail.appendChild(el("div", "meta", skillMeta(skill)));
+    if (skill.caution) detail.appendChild(el("p", "skill-caution", skill.caution));
+    const actions = el("div", "memory-actions");
+    if (!skill.trusted && skill.scope === "shared") {
+      actions.appendChild(actionButton("Approve", "approve", () => approveSkill(skill.name)));
+    }
+    if (skill.scope !== "plugin") {
+      actions.appendChild(actionButton("Remove", "forget remove", () => askRemove(skill.name)));
+    }
+    detail.appendChild(actions);
+    detail.appendChild(el("pre", "note-body skill-body", skill.body));
+    detail.appendChild(el("h4", "", skill.files.length ? "Files" : "No supporting files"));
+    const files = el("ul", "skill-files");
+    for (const path of skill.files) files.appendChild(el("li", "", path));
+    detail.appendChild(files);
+    skillsError(null);
+  } catch (error) {
+    skillsError(error);
+  }
+}
+
+function askRemove(name) {
+  const detail = $("skills-detail");
+  const old = detail.querySelector(".skill-confirm");
+  if (old) old.remove();
+  const box = el("div", "skill-confirm memory-actions");
+  box.appendChild(el("span", "", `Remove ${name}? A backup is kept and Restore puts it back.`));
+  box.appendChild(actionButton("Yes, remove", "forget remove-yes", () => removeSkill(name)));
+  box.appendChild(actionButton("Keep it", "quiet remove-no", () => box.remove()));
+  detail.querySelector(".memory-actions").after(box);
+}
+
+async function approveSkill(name) {
+  try {
+    await api(skillPath(name, "/approve"), { json: {} });
+    await Promise.all([openSkill(name), listSkills()]);
+  } catch (error) {
+    skillsError(error);
+  }
+}
+
+async function removeSkill(name) {
+  try {
+    const removed = await api(skillPath(name), { method: "DELETE" });
+    skills.name = "";
+    const detail = $("skills-detail");
+    detail.replaceChildren(el("p", "quiet-text skill-done", `Removed ${removed.name}; the backup is ${removed.backup}.`));
+    const actions = el("div", "memory-actions");
+    actions.appendChild(actionButton("Restore", "restore", () => restoreSkill(removed.name)));
+    detail.appendChild(actions);
+    await listSkills();
+  } catch (error) {
+    skillsError(error);
+  }
+}
+
+async function restoreSkill(name) {
+  try {
+    const skill = await api(skillPath(name, "/restore"), { json: {} });
+    await listSkills();
+    await openSkill(skill.name);
+    $("skills-detail").appendChild(el("p", "skill-done", `Restored ${skill.name}.`));
+  } catch (error) {
+    skillsError(error);
+  }
+}
+
+$("skills-agent").addEventListener("change", () => {
+  $("skills-detail").replaceChildren();
+  loadSkills();
+});
+
+$("skills-reload").addEventListener("click", () => loadSkills());
