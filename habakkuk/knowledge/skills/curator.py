@@ -240,6 +240,7 @@ def _archive(
     before = (folder / SKILL_FILE).read_text(encoding="utf-8")
     backup = back_up(_backups_root(home), home.root, folder, "archived")
     _remove(folder)
+    _forget_usage(home, [f"{agent}/{skill.name}"])
     recorded.append(_Recorded(agent, skill.name, before, None, f"archived: {reason}"))
     log.info("curator: archived %s/%s (%s)", agent, skill.name, reason)
     return replace(change, backup=_relative_backup(home, backup.folder))
@@ -267,6 +268,7 @@ def _merge(
             shutil.rmtree(keep_dir / MERGED_DIR / copied, ignore_errors=True)
         raise
     _remove(other_dir)
+    _forget_usage(home, [f"{agent}/{merged}"])
     note = f"merged {merged} into {keeper} ({merge.rule})"
     recorded.append(_Recorded(agent, keeper, before, after, note))
     recorded.append(_Recorded(agent, merged, other_text, None, note))
@@ -326,49 +328,92 @@ def _remove(folder: Path) -> None:
 # -- reading the own skills -------------------------------------------------------------
 
 
+USAGE_FILE = ".usage.json"  # {"<agent>/<name>": stamp, "shared/<name>": stamp}
+
+
+def _usage_path(home: Home) -> Path:
+    return home.root / "skills" / USAGE_FILE
+
+
+def _read_usage(home: Home) -> dict[str, str]:
+    try:
+        data = json.loads(_usage_path(home).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return (
+        {str(k): v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
+    )
+
+
+def _forget_usage(home: Home, keys: list[str]) -> None:
+    """Drop the last-use stamps of skills the curator moved away: one put back by
+    `restore` then counts from its restore (its last change), not from a use long ago
+    that would archive it again at the next run."""
+    usage = _read_usage(home)
+    if any(usage.pop(key, None) is not None for key in list(keys)):
+        write_atomic(_usage_path(home), json.dumps(usage, indent=1, sort_keys=True) + "\n")
+
+
 def own_skills(home: Home, agent: str) -> list[Skill]:
-    """The agent's own skills with their bodies, supporting files and last use."""
+    """The agent's own skills with their bodies, supporting files and last use. Folders
+    that are not skills (a bad name, a link, no frontmatter naming the folder) are left
+    alone; hidden ones are the store's own."""
     import yaml
 
     root = home.agent_dir(agent) / "skills"
-    try:
-        usage = json.loads((home.root / "skills" / ".usage.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        usage = {}
+    usage = _read_usage(home)
     found: list[Skill] = []
-    if not root.is_dir():
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
         return found
-    for folder in sorted(root.iterdir()):
+    for entry in entries:
+        folder = Path(entry.path)
         path = folder / SKILL_FILE
-        if not SKILL_NAME.match(folder.name) or folder.is_symlink() or path.is_symlink():
+        if not SKILL_NAME.match(entry.name) or not entry.is_dir(follow_symlinks=False):
             continue
         try:
+            if path.is_symlink():
+                continue
             text = path.read_text(encoding="utf-8")
-            _, head, body = text.split("---\n", 2)
-            meta = yaml.safe_load(head)
-        except (OSError, ValueError, yaml.YAMLError):
+            lead, head, body = text.split("---\n", 2)
+            meta = yaml.safe_load(head) if lead == "" else None
+        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
             continue
-        if not isinstance(meta, dict) or meta.get("name") != folder.name:
+        if not isinstance(meta, dict) or meta.get("name") != entry.name:
             continue
-        files = tuple(
-            sorted(
-                str(p.relative_to(folder))
-                for p in folder.rglob("*")
-                if p.is_file() and p.name not in (SKILL_FILE, SKILL_FILE + ".bak")
-            )
-        )
         summary = SkillSummary(
-            name=folder.name,
-            description=" ".join(str(meta.get("description", "")).split()),
+            name=entry.name,
+            description=" ".join(str(meta.get("description") or "").split()),
             scope="own",
             source="own",
             trusted=True,
-            last_used=usage.get(f"{agent}/{folder.name}"),
+            last_used=usage.get(f"{agent}/{entry.name}"),
             updated=rfc3339(path.stat().st_mtime),
             pinned=meta.get("pinned") is True,
         )
-        found.append(Skill(summary, body.strip("\n"), files))
+        found.append(Skill(summary, body.strip("\n"), _supporting_files(folder)))
     return found
+
+
+def _supporting_files(folder: Path) -> tuple[str, ...]:
+    """A skill's files but SKILL.md and its .bak, relative, sorted; links and hidden
+    names left out (never followed)."""
+    found: list[str] = []
+
+    def walk(current: Path, prefix: str) -> None:
+        with os.scandir(current) as entries:
+            for entry in entries:
+                if entry.name.startswith(".") or entry.is_symlink():
+                    continue
+                relative = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    walk(Path(entry.path), relative + "/")
+                elif relative not in (SKILL_FILE, SKILL_FILE + ".bak"):
+                    found.append(relative)
+
+    walk(folder, "")
+    return tuple(sorted(found))
 
 
 # -- what the CLI prints ----------------------------------------------------------------

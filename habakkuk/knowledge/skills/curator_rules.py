@@ -38,11 +38,10 @@ MIN_DESCRIPTION_WORDS = 2
 # so "go" and "gos" or "a" and "as" never pair.
 MIN_STEM = 3
 
-STOP_WORDS = frozenset(
-    """a an and are as at be by for from in into is it its of on or so that the then this
-    to with when which who what how your you use using used can will do does any all each
-    via about over per""".split()
-)
+_STOP = """a an and are as at be by for from in into is it its of on or so that the then this
+to with when which who what how your you use using used can will do does any all each via
+about over per"""
+STOP_WORDS = frozenset(_STOP.split())
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -93,7 +92,8 @@ def plural_names(a: str, b: str) -> bool:
     if len(left) != len(right):
         return False
     return all(
-        x == y or _is_plural_of(x, y) or _is_plural_of(y, x) for x, y in zip(left, right)
+        x == y or _is_plural_of(x, y) or _is_plural_of(y, x)
+        for x, y in zip(left, right, strict=True)
     )
 
 

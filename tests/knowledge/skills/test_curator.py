@@ -401,3 +401,34 @@ async def test_serve_maintenance_runs_the_curator(runtime_factory, home: Home) -
         lambda: (home.root / "skills" / ".curator.json").exists(), what=".curator.json"
     )
     assert not (own(home) / "report").exists()
+
+
+async def test_a_restored_archived_skill_is_not_archived_again(home: Home) -> None:
+    config = make_config(home, days=30)
+    write_skill(own(home), "old", "Loaded long ago.", "Old.")
+    used(home, old=NOW - dt.timedelta(days=40))
+
+    first = await curate(home, config, now=NOW, force=True)
+    assert [c.name for c in first.changes] == ["old"]
+    put_back(newest(home.root / "skills", "old"), home.root)
+
+    again = await curate(home, config, now=dt.datetime.now(dt.UTC), force=True)
+    assert again.changes == ()
+    assert (own(home) / "old" / "SKILL.md").exists()
+
+
+async def test_a_change_that_fails_is_reported_and_the_others_go_on(home: Home) -> None:
+    config = make_config(home, days=30)
+    write_skill(own(home), "report", "A.", "Same.", files={"data.txt": "d"})
+    write_skill(own(home), "reports", "B.", "Same.")
+    (own(home) / "report" / "link").symlink_to(home.root)  # backups refuse links
+    write_skill(own(home), "old", "Old one.", "Old.", changed=NOW - dt.timedelta(days=60))
+    report_before = tree(own(home) / "report")
+    keeper_before = tree(own(home) / "reports")
+
+    run = await curate(home, config, now=NOW, force=True)
+
+    assert [(c.action, c.name) for c in run.changes] == [("archive", "old")]
+    assert len(run.errors) == 1 and "merging main/report" in run.errors[0]
+    assert tree(own(home) / "report") == report_before
+    assert tree(own(home) / "reports") == keeper_before
