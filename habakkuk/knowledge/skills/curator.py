@@ -52,7 +52,7 @@ from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.home import Home
 from habakkuk.knowledge.frontmatter import rfc3339
 from habakkuk.knowledge.hub.backups import BACKUPS_DIR, back_up
-from habakkuk.knowledge.memory_types import Provenance
+from habakkuk.knowledge.memory_types import ChangeKind, Provenance
 from habakkuk.knowledge.notes import write_atomic
 
 from .curator_rules import Duplicate, parse_time, plan_merges, stale
@@ -67,19 +67,20 @@ PERIOD_DAYS = {"daily": 1.0, "weekly": 7.0, "monthly": 30.0}
 
 
 class RecordsSkillChanges(Protocol):
-    """What the curator needs of the memory service: a skill change in the history."""
+    """What the curator needs of the memory service (MemoryAccess.record_change)."""
 
-    async def record_skill_change(
+    async def record_change(
         self,
         agent: str,
+        kind: ChangeKind,
         name: str,
+        path: str,
         before: str | None,
         after: str | None,
-        *,
         provenance: Provenance,
     ) -> object:
-        """Record that an own skill's SKILL.md went from `before` to `after` (None:
-        absent) in the agent's memory history, kind "skill"."""
+        """Record that a file of the agent's folder (`path` relative to it) went from
+        `before` to `after` (None: absent) in the agent's memory history."""
         ...
 
 
@@ -141,17 +142,20 @@ async def curate(
     if not force and not is_due(config, await asyncio.to_thread(last_run, home), when):
         return CuratorRun(dry_run=dry_run, at=stamp, due=False, ran=False)
     agents = sorted(config.agents)
-    run, recorded = await asyncio.to_thread(_curate_files, home, config, agents, when, dry_run)
-    run = replace(run, due=not force)
+    run, recorded = await asyncio.to_thread(
+        _curate_files, home, config, agents, when, dry_run, not force
+    )
     if memory is not None:
         for item in recorded:
             try:
-                await memory.record_skill_change(
+                await memory.record_change(
                     item.agent,
+                    "skill",
                     item.name,
+                    f"skills/{item.name}/{SKILL_FILE}",
                     item.before,
                     item.after,
-                    provenance=Provenance(by="curator", tool="curator", note=item.note),
+                    Provenance(by="curator", tool="curator", note=item.note),
                 )
             except Exception:  # the change is made and backed up; the history is a record
                 log.exception(
@@ -161,7 +165,7 @@ async def curate(
 
 
 def _curate_files(
-    home: Home, config: Config, agents: list[str], now: dt.datetime, dry_run: bool
+    home: Home, config: Config, agents: list[str], now: dt.datetime, dry_run: bool, due: bool
 ) -> tuple[CuratorRun, list[_Recorded]]:
     stamp = rfc3339(now)
     changes: list[CuratorChange] = []
@@ -184,7 +188,7 @@ def _curate_files(
                     changes.append(_merge(home, agent, merge, dry_run, recorded))
                 except (OSError, HabakkukError) as exc:
                     errors.append(f"merging {agent}/{merge.merged.name}: {exc}")
-        run = CuratorRun(tuple(changes), dry_run=dry_run, at=stamp, errors=tuple(errors))
+        run = CuratorRun(tuple(changes), dry_run=dry_run, at=stamp, due=due, errors=tuple(errors))
         if not dry_run:
             write_atomic(curator_path(home), json.dumps(run_json(run), indent=2) + "\n")
     for error in errors:

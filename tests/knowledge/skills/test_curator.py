@@ -14,6 +14,7 @@ import pytest
 from habakkuk.engine.config import Config, parse_config
 from habakkuk.engine.home import Home
 from habakkuk.knowledge.hub.backups import newest, put_back
+from habakkuk.knowledge.memory_types import ChangeKind, Provenance
 from habakkuk.knowledge.skills.curator import curate, curate_command, is_due, last_run
 from habakkuk.knowledge.skills.curator_loop import curate_when_due
 from tests.conftest import mock_config
@@ -432,3 +433,41 @@ async def test_a_change_that_fails_is_reported_and_the_others_go_on(home: Home) 
     assert len(run.errors) == 1 and "merging main/report" in run.errors[0]
     assert tree(own(home) / "report") == report_before
     assert tree(own(home) / "reports") == keeper_before
+
+
+class HistoryLog:
+    """Collects what the curator records (the MemoryAccess.record_change call)."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[object, ...]] = []
+
+    async def record_change(
+        self,
+        agent: str,
+        kind: ChangeKind,
+        name: str,
+        path: str,
+        before: str | None,
+        after: str | None,
+        provenance: Provenance,
+    ) -> None:
+        self.changes.append((agent, kind, name, path, before is None, after is None, provenance))
+
+
+async def test_every_change_is_recorded_in_the_agents_history_by_the_curator(
+    home: Home,
+) -> None:
+    config = make_config(home, days=30)
+    write_skill(own(home), "report", "A.", "Same.", changed=RECENT - dt.timedelta(days=1))
+    write_skill(own(home), "reports", "B.", "Same.")
+    write_skill(own(home, "other"), "old", "Old.", "Old.", changed=NOW - dt.timedelta(days=60))
+    history = HistoryLog()
+
+    await curate(home, config, now=NOW, force=True, memory=history)
+
+    assert [c[:6] for c in history.changes] == [
+        ("main", "skill", "reports", "skills/reports/SKILL.md", False, False),
+        ("main", "skill", "report", "skills/report/SKILL.md", False, True),
+        ("other", "skill", "old", "skills/old/SKILL.md", False, True),
+    ]
+    assert {c[6].by for c in history.changes} == {"curator"}  # type: ignore[attr-defined]
