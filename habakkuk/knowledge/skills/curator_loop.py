@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from habakkuk.engine.config import Config
+from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.home import Home
 
 from .curator import RecordsSkillChanges, curate, format_run
@@ -38,6 +39,8 @@ async def curate_when_due(
                 run = await curate(home, current, memory=memory)
             except asyncio.CancelledError:
                 raise
+            except HabakkukError as exc:  # e.g. `skills curate` is running by hand
+                log.warning("skills curator: %s", exc)
             except Exception:
                 log.exception("skills curator: the pass failed")
             else:

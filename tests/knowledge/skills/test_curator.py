@@ -471,3 +471,16 @@ async def test_every_change_is_recorded_in_the_agents_history_by_the_curator(
         ("other", "skill", "old", "skills/old/SKILL.md", False, True),
     ]
     assert {c[6].by for c in history.changes} == {"curator"}  # type: ignore[attr-defined]
+
+
+async def test_a_second_run_at_once_is_refused_with_one_line(home: Home, config: Config) -> None:
+    import fcntl
+
+    from habakkuk.engine.errors import HabakkukError
+
+    folder = home.root / "skills"
+    folder.mkdir()
+    with open(folder / ".curator.lock", "a") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        with pytest.raises(HabakkukError, match="another curator run is in progress"):
+            await curate(home, config, now=NOW, force=True)
