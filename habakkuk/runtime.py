@@ -227,7 +227,7 @@ class Runtime:
             self._maintenance = [
                 asyncio.create_task(self._schedule_retention(), name="retention"),
                 asyncio.create_task(embed_every_minute(self.memory, lambda: self.config.agents)),
-                asyncio.create_task(curate_when_due(self.home, lambda: self.config)),
+                asyncio.create_task(curate_when_due(self.home, lambda: self.config, self.memory)),
             ]
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
         for pool in self._pools:

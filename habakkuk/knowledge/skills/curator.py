@@ -56,13 +56,18 @@ from habakkuk.knowledge.memory_types import ChangeKind, Provenance
 from habakkuk.knowledge.notes import write_atomic
 
 from .curator_rules import Duplicate, parse_time, plan_merges, stale
-from .types import SKILL_FILE, SKILL_NAME, CuratorChange, CuratorRun, Skill, SkillSummary
+from .discovery import Discovery, Root, parse_skill_md, read_regular, supporting_files
+from .types import SKILL_FILE, CuratorChange, CuratorRun, Skill, SkillSummary
+from .usage import UsageLog, usage_key
 
 log = logging.getLogger(__name__)
 
 CURATOR_FILE = ".curator.json"
 LOCK_FILE = ".curator.lock"
 MERGED_DIR = "merged"
+# Supporting files a merge copies at most (discovery lists 200 for a prompt; a merge
+# must not leave any behind, so a skill with more is not merged: see _merge).
+FILES_MAX = 10_000
 PERIOD_DAYS = {"daily": 1.0, "weekly": 7.0, "monthly": 30.0}
 
 
@@ -244,7 +249,7 @@ def _archive(
     before = (folder / SKILL_FILE).read_text(encoding="utf-8")
     backup = back_up(_backups_root(home), home.root, folder, "archived")
     _remove(folder)
-    _forget_usage(home, [f"{agent}/{skill.name}"])
+    _forget_usage(home, agent, skill.name)
     recorded.append(_Recorded(agent, skill.name, before, None, f"archived: {reason}"))
     log.info("curator: archived %s/%s (%s)", agent, skill.name, reason)
     return replace(change, backup=_relative_backup(home, backup.folder))
@@ -257,6 +262,8 @@ def _merge(
     change = CuratorChange("merge", agent, merged, into=keeper, reason=merge.rule)
     if dry_run:
         return change
+    if len(merge.merged.files) >= FILES_MAX:
+        raise HabakkukError(f"{merged} has {FILES_MAX} or more files; merge it by hand")
     keep_dir, other_dir = _folder(home, agent, keeper), _folder(home, agent, merged)
     before = (keep_dir / SKILL_FILE).read_text(encoding="utf-8")
     other_text = (other_dir / SKILL_FILE).read_text(encoding="utf-8")
@@ -272,7 +279,7 @@ def _merge(
             shutil.rmtree(keep_dir / MERGED_DIR / copied, ignore_errors=True)
         raise
     _remove(other_dir)
-    _forget_usage(home, [f"{agent}/{merged}"])
+    _forget_usage(home, agent, merged)
     note = f"merged {merged} into {keeper} ({merge.rule})"
     recorded.append(_Recorded(agent, keeper, before, after, note))
     recorded.append(_Recorded(agent, merged, other_text, None, note))
@@ -332,92 +339,39 @@ def _remove(folder: Path) -> None:
 # -- reading the own skills -------------------------------------------------------------
 
 
-USAGE_FILE = ".usage.json"  # {"<agent>/<name>": stamp, "shared/<name>": stamp}
-
-
-def _usage_path(home: Home) -> Path:
-    return home.root / "skills" / USAGE_FILE
-
-
-def _read_usage(home: Home) -> dict[str, str]:
-    try:
-        data = json.loads(_usage_path(home).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return (
-        {str(k): v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
-    )
-
-
-def _forget_usage(home: Home, keys: list[str]) -> None:
-    """Drop the last-use stamps of skills the curator moved away: one put back by
+def _forget_usage(home: Home, agent: str, name: str) -> None:
+    """Drop the last-use stamp of a skill the curator moved away: one put back by
     `restore` then counts from its restore (its last change), not from a use long ago
     that would archive it again at the next run."""
-    usage = _read_usage(home)
-    if any(usage.pop(key, None) is not None for key in list(keys)):
-        write_atomic(_usage_path(home), json.dumps(usage, indent=1, sort_keys=True) + "\n")
+    UsageLog(home.root / "skills").forget(usage_key(agent, "own", name))
 
 
 def own_skills(home: Home, agent: str) -> list[Skill]:
-    """The agent's own skills with their bodies, supporting files and last use. Folders
-    that are not skills (a bad name, a link, no frontmatter naming the folder) are left
-    alone; hidden ones are the store's own."""
-    import yaml
-
-    root = home.agent_dir(agent) / "skills"
-    usage = _read_usage(home)
-    found: list[Skill] = []
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return found
-    for entry in entries:
-        folder = Path(entry.path)
-        path = folder / SKILL_FILE
-        if not SKILL_NAME.match(entry.name) or not entry.is_dir(follow_symlinks=False):
-            continue
+    """The agent's own skills as discovery finds them, with their bodies, supporting
+    files and last use (blocking: the curator runs it in a thread)."""
+    found, _ = Discovery().scan([Root(home.agent_dir(agent) / "skills", "own")])
+    used = UsageLog(home.root / "skills").read()
+    skills: list[Skill] = []
+    for item in sorted(found.values(), key=lambda f: f.name):
         try:
-            if path.is_symlink():
-                continue
-            text = path.read_text(encoding="utf-8")
-            lead, head, body = text.split("---\n", 2)
-            meta = yaml.safe_load(head) if lead == "" else None
-        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
-            continue
-        if not isinstance(meta, dict) or meta.get("name") != entry.name:
+            parsed = parse_skill_md(read_regular(item.folder / SKILL_FILE), item.name)
+        except (OSError, UnicodeDecodeError):
+            continue  # changed or gone since discovery saw it: left for the next run
+        if isinstance(parsed, str):
             continue
         summary = SkillSummary(
-            name=entry.name,
-            description=" ".join(str(meta.get("description") or "").split()),
+            name=item.name,
+            description=item.description,
             scope="own",
             source="own",
             trusted=True,
-            last_used=usage.get(f"{agent}/{entry.name}"),
-            updated=rfc3339(path.stat().st_mtime),
-            pinned=meta.get("pinned") is True,
+            last_used=used.get(usage_key(agent, "own", item.name)),
+            updated=item.updated,
+            pinned=item.pinned,
         )
-        found.append(Skill(summary, body.strip("\n"), _supporting_files(folder)))
-    return found
-
-
-def _supporting_files(folder: Path) -> tuple[str, ...]:
-    """A skill's files but SKILL.md and its .bak, relative, sorted; links and hidden
-    names left out (never followed)."""
-    found: list[str] = []
-
-    def walk(current: Path, prefix: str) -> None:
-        with os.scandir(current) as entries:
-            for entry in entries:
-                if entry.name.startswith(".") or entry.is_symlink():
-                    continue
-                relative = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    walk(Path(entry.path), relative + "/")
-                elif relative not in (SKILL_FILE, SKILL_FILE + ".bak"):
-                    found.append(relative)
-
-    walk(folder, "")
-    return tuple(sorted(found))
+        files = supporting_files(item.folder, limit=FILES_MAX)
+        skills.append(Skill(summary, parsed[2], files))
+    return skills
 
 
 # -- what the CLI prints ----------------------------------------------------------------

@@ -15,10 +15,13 @@ from habakkuk.engine.config import Config, parse_config
 from habakkuk.engine.home import Home
 from habakkuk.knowledge.hub.backups import newest, put_back
 from habakkuk.knowledge.memory_types import ChangeKind, Provenance
+from habakkuk.knowledge.service import Memory
 from habakkuk.knowledge.skills.curator import curate, curate_command, is_due, last_run
 from habakkuk.knowledge.skills.curator_loop import curate_when_due
+from habakkuk.knowledge.skills.service import Skills
 from tests.conftest import mock_config
 from tests.helpers import eventually
+from tests.knowledge.skills.conftest import small_scan
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 RECENT = NOW - dt.timedelta(days=2)
@@ -265,7 +268,9 @@ async def test_a_dry_run_changes_nothing_on_disk(home: Home) -> None:
     assert not (home.root / "skills").exists()
 
 
-async def test_restore_brings_back_merged_and_archived_skills_exactly(home: Home) -> None:
+async def test_restore_brings_back_merged_and_archived_skills_exactly(
+    home: Home, memory: Memory
+) -> None:
     config = make_config(home, days=30)
     write_skill(
         own(home),
@@ -285,21 +290,35 @@ async def test_restore_brings_back_merged_and_archived_skills_exactly(home: Home
         changed=NOW - dt.timedelta(days=60),
     )
     originals = {name: tree(own(home) / name) for name in ("report", "reports", "old")}
+    skills = Skills(home.root, config, scan=small_scan, memory=memory)
 
-    run = await curate(home, config, now=NOW, force=True)
-    assert len(run.changes) == 2
+    run = await curate(home, config, now=NOW, force=True, memory=memory)
+    assert sorted((c.action, c.name) for c in run.changes) == [
+        ("archive", "old"),
+        ("merge", "report"),
+    ]
+    assert [s.name for s in await skills.list_skills("main")] == ["reports"]
 
-    for name in ("report", "old"):
-        put_back(newest(home.root / "skills", name), home.root)
+    for name in ("report", "old", "reports"):  # the keeper goes back to before the merge
+        await skills.restore("main", name)
         assert tree(own(home) / name) == originals[name]
-    keeper = own(home) / "reports"
-    backup = newest(home.root / "skills", "reports")
-    assert backup.reason == "replaced"
-    import shutil
+    assert [s.name for s in await skills.list_skills("main")] == ["old", "report", "reports"]
 
-    shutil.rmtree(keeper)
-    put_back(backup, home.root)
-    assert tree(keeper) == originals["reports"]
+
+async def test_the_memory_history_shows_the_curators_changes(
+    home: Home, memory: Memory, config: Config
+) -> None:
+    write_skill(own(home), "report", "A.", "Same.", changed=RECENT - dt.timedelta(days=1))
+    write_skill(own(home), "reports", "B.", "Same.")
+
+    await curate(home, config, now=NOW, force=True, memory=memory)
+
+    changes = await memory.history("main", kind="skill")
+    assert {(c.name, c.op, c.by) for c in changes} == {
+        ("reports", "updated", "curator"),
+        ("report", "deleted", "curator"),
+    }
+    assert all("merged report into reports" in c.note for c in changes)
 
 
 async def test_the_last_run_is_recorded_and_decides_when_it_is_due(home: Home) -> None:
@@ -386,8 +405,8 @@ async def test_the_maintenance_task_curates_when_due(home: Home) -> None:
 
     task = asyncio.create_task(curate_when_due(home, lambda: config, interval=3600))
     try:
-        await eventually(lambda: not (own(home) / "report").exists(), what="the merge")
-        assert last_run(home) is not None
+        await eventually(lambda: last_run(home) is not None, what="the run's .curator.json")
+        assert not (own(home) / "report").exists()
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -402,6 +421,12 @@ async def test_serve_maintenance_runs_the_curator(runtime_factory, home: Home) -
         lambda: (home.root / "skills" / ".curator.json").exists(), what=".curator.json"
     )
     assert not (own(home) / "report").exists()
+
+    async def recorded() -> bool:
+        changes = await runtime.memory.history("main", kind="skill")
+        return {(c.name, c.by) for c in changes} == {("report", "curator"), ("reports", "curator")}
+
+    await eventually(recorded, what="the curator's changes in the memory history")
 
 
 async def test_a_restored_archived_skill_is_not_archived_again(home: Home) -> None:
