@@ -11,7 +11,10 @@ curator_rules.py; here it is applied:
   other's supporting files are copied into merged/<name>/ of the keeper, then the other
   folder is removed.
 - An archive moves a skill not loaded for `skills.archive_after_days` out of the skills
-  folder.
+  folder. Stale skills are archived before merges are planned, so unused instructions are
+  never folded into a live skill (the stale one stays restorable whole). A skill moved
+  away loses its stamp in skills/.usage.json, so one put back by restore counts from the
+  restore and is not archived again at the next run.
 
 Nothing is deleted without a backup: before a change, the folders it touches go to
 HOME/skills/.backups (knowledge/hub/backups.py: the keeper's previous version as
