@@ -36,6 +36,7 @@ from habakkuk.engine.toolkit.approvals import Approver
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
 from habakkuk.knowledge.embed_loop import embed_every_minute
 from habakkuk.knowledge.review_wiring import memory_review_pool
+from habakkuk.knowledge.skills.curator_loop import curate_when_due
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
@@ -226,6 +227,7 @@ class Runtime:
             self._maintenance = [
                 asyncio.create_task(self._schedule_retention(), name="retention"),
                 asyncio.create_task(embed_every_minute(self.memory, lambda: self.config.agents)),
+                asyncio.create_task(curate_when_due(self.home, lambda: self.config, self.memory)),
             ]
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
         for pool in self._pools:

@@ -175,6 +175,9 @@ class CuratorRun:
     changes: tuple[CuratorChange, ...] = ()
     dry_run: bool = False
     at: str = ""
+    due: bool = True  # False: it ran because asked (`habakkuk skills curate`), or did not run
+    ran: bool = True  # False: not due and not forced, so nothing was looked at
+    errors: tuple[str, ...] = ()  # one line per change that failed (the others went on)
 
 
 @dataclass(frozen=True)
