@@ -6,4 +6,3 @@ Importing the package registers every command, skill_commands' too (commands.py 
 import it: the two would import each other)."""
 
 from habakkuk.conversation import skill_commands as _skill_commands  # noqa: F401
-
