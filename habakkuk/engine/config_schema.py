@@ -63,6 +63,9 @@ class NodeLoader:
         if origin is Literal:
             value = self.scalar(node) if isinstance(node, yaml.ScalarNode) else None
             choices = get_args(hint)
+            if value not in choices and isinstance(node, yaml.ScalarNode) and node.value in choices:
+                # YAML 1.1 reads a bare off/on/no/yes as a boolean; the word was meant.
+                value = node.value
             if value not in choices:
                 names = ", ".join(str(c) for c in choices)
                 raise self.error(node, key, f"must be one of {names}, not {_describe(node)}")
@@ -91,7 +94,8 @@ class NodeLoader:
             value = self.scalar(node)
             if hint is float and isinstance(value, int) and not isinstance(value, bool):
                 value = float(value)
-            if hint is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if hint is str and isinstance(value, (int, float)):
+                # A number, or a bare off/on/yes/no (YAML 1.1 booleans): the text written.
                 value = node.value
             if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
                 raise self.error(node, key, f"must be {_type_word(hint)}, not {_describe(node)}")

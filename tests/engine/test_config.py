@@ -134,3 +134,20 @@ def test_cli_reports_config_errors_in_one_line_with_exit_code_2(tmp_path: Path, 
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("habakkuk: ") and "config.yaml:" in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_a_bare_off_means_the_word_not_false(tmp_path: Path) -> None:
+    # YAML 1.1 reads unquoted off as a boolean; every setting whose value may be "off"
+    # takes the word as written, whether its type is a choice or a string.
+    config = parse(
+        """
+        providers: {demo: {type: mock}}
+        agents: {main: {model: demo/echo, thinking: off}}
+        skills: {curate: off}
+        memory: {nightly: off}
+        """,
+        tmp_path,
+    )
+    assert config.agents["main"].thinking == "off"
+    assert config.skills.curate == "off"
+    assert config.memory.nightly == "off"

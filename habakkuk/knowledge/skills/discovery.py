@@ -113,7 +113,7 @@ class Discovery:
                 continue
             if not entry.is_dir(follow_symlinks=False):
                 continue  # a stray file (a README) is not a skill folder
-            if not SKILL_NAME.match(entry.name):
+            if not SKILL_NAME.fullmatch(entry.name):
                 items.append(
                     SkippedFolder(str(path), f"the name does not match {SKILL_NAME.pattern}")
                 )

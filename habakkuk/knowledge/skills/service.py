@@ -428,7 +428,7 @@ class Skills:
         """Put back the newest backup of `name` that `agent` may reach (its own or a
         shared one), backing up what is there now first."""
         self._check_agent(agent)
-        if not isinstance(name, str) or not SKILL_NAME.match(name):
+        if not isinstance(name, str) or not SKILL_NAME.fullmatch(name):
             raise HabakkukError(f"skill name {name!r}: must match {SKILL_NAME.pattern}")
         async with self._write:
             await asyncio.to_thread(self._restore, agent, name)
@@ -509,7 +509,7 @@ def render_skill_md(name: str, description: str, body: str, *, pinned: bool = Fa
 
 
 def _checked(name: object, description: object, body: object) -> tuple[str, str, str]:
-    if not isinstance(name, str) or not SKILL_NAME.match(name):
+    if not isinstance(name, str) or not SKILL_NAME.fullmatch(name):
         raise HabakkukError(
             f"skill_save: the name {name!r} must match {SKILL_NAME.pattern} "
             "(lower-case letters, digits and dashes)"
