@@ -41,6 +41,9 @@ class LockEntry:
     approved: bool = False  # `habakkuk skills approve` / `plugins enable`
     enabled: bool = False  # plugins only
     registry: str = ""  # the registry the name came from (kind registry)
+    # Where in what the source unpacks to the folder is ("" = its root): a repository or
+    # archive holding several skills installs each, and `update` takes the same one again.
+    subpath: str = ""
     installed_at: str = ""  # RFC 3339 UTC
     updated_at: str = ""
 
