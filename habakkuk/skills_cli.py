@@ -19,10 +19,10 @@ from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from habakkuk.knowledge.hub.install import Hub, Outcome
-    from habakkuk.knowledge.skills.types import InstallPlan
+    from habakkuk.knowledge.skills.types import InstallPlan, SkillsAccess, SkillSummary
 
 # `curate` is the curator's (added beside these by it).
-ACTIONS = ("list", "show", "install", "update")
+ACTIONS = ("list", "show", "install", "update", "remove", "restore", "approve")
 
 
 def add_parser(sub: Any) -> None:
@@ -37,6 +37,9 @@ def add_parser(sub: Any) -> None:
         parser.add_argument("--json", action="store_true", help="print JSON")
         return parser
 
+    action("list", "the agent's own skills and the shared ones")
+    show = action("show", "one skill: its source, trust, scan verdict and instructions")
+    show.add_argument("name")
     install = action(
         "install",
         "install from github:OWNER/REPO[/PATH][@REF], a URL, a path or a registry NAME",
@@ -52,6 +55,12 @@ def add_parser(sub: Any) -> None:
     update.add_argument(
         "-y", "--yes", action="store_true", help="update even when the scan says dangerous"
     )
+    remove = action("remove", "remove a skill (kept in skills/.backups; restore puts it back)")
+    remove.add_argument("name")
+    restore = action("restore", "put back the newest backup of a skill")
+    restore.add_argument("name")
+    approve = action("approve", "trust an installed skill", agent=False)
+    approve.add_argument("name")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -71,7 +80,9 @@ async def _main(args: argparse.Namespace) -> int:
     try:
         if action == "install":
             return await _install(args)
-        return await _update(args)
+        if action == "update":
+            return await _update(args)
+        return await _with_runtime(args)
     except NotFound as exc:  # a skill, registry name or agent the user named: bad usage
         print(f"habakkuk: skills {action}: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -175,3 +186,73 @@ async def _update(args: argparse.Namespace) -> int:
         if not outcomes and not failed:
             print("no skills installed from a source", file=sys.stderr)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+async def _with_runtime(args: argparse.Namespace) -> int:
+    from habakkuk.runtime import Runtime
+
+    runtime = await Runtime.open()
+    try:
+        agent = runtime.config.agent(getattr(args, "agent", None)).name
+        return await _act(runtime.skills, agent, args)
+    finally:
+        await runtime.close()
+
+
+def _line(skill: SkillSummary) -> str:
+    trust = "trusted" if skill.trusted else "untrusted"
+    verdict = f", scan {skill.verdict}" if skill.verdict else ""
+    used = f", used {skill.last_used}" if skill.last_used else ""
+    return f"{skill.name:<28} {skill.scope:<6} {trust}{verdict}{used}  {skill.description}"
+
+
+async def _act(skills: SkillsAccess, agent: str, args: argparse.Namespace) -> int:
+    from habakkuk.knowledge.skills import views
+
+    action = args.skills_command
+    if action == "list":
+        found = await skills.list_skills(agent)
+        if args.json:
+            _out(views.skills_json(found))
+        else:
+            for skill in found:
+                print(_line(skill))
+            print(f"{len(found)} skill(s)", file=sys.stderr)
+        return EXIT_OK
+    if action == "show":
+        one = await skills.skill(agent, args.name)
+        if args.json:
+            _out(views.skill_json(one))
+            return EXIT_OK
+        print(_line(one.summary))
+        print(f"source: {one.summary.source}")
+        if one.files:
+            print("files: " + ", ".join(one.files))
+        if one.caution:
+            print(f"\n{one.caution}")
+        print()
+        print(one.body)
+        return EXIT_OK
+    if action == "remove":
+        removed = await skills.remove(agent, args.name)
+        if args.json:
+            _out(views.removed_json(removed))
+        else:
+            print(
+                f"removed {removed.name} (kept in skills/.backups/{removed.backup}; "
+                f"habakkuk skills restore {removed.name} puts it back)"
+            )
+        return EXIT_OK
+    if action == "restore":
+        restored = await skills.restore(agent, args.name)
+        if args.json:
+            _out(views.summary_json(restored))
+        else:
+            print(f"restored {restored.name} ({restored.scope})")
+        return EXIT_OK
+    approved = await skills.approve(args.name)
+    if args.json:
+        _out(views.summary_json(approved))
+    else:
+        print(f"approved {approved.name}: its instructions now load without the caution")
+    return EXIT_OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import stat
 import struct
 import tarfile
@@ -78,7 +79,7 @@ def test_links_devices_and_escaping_paths_refuse_the_whole_archive(
     tmp_path, member, said
 ) -> None:
     archive = tar_gz(tmp_path / "a.tgz", [file_info("top/s/SKILL.md", b"hi\n"), member])
-    with pytest.raises(UnpackRefused, match=said.replace("(", r"\(").replace("`", "`")):
+    with pytest.raises(UnpackRefused, match=re.escape(said)):
         unpack_archive(archive, tmp_path / "out", strip_top=False)
     assert not (tmp_path / "evil").exists()
 
@@ -102,7 +103,7 @@ def test_a_header_declaring_a_terabyte_is_refused_before_anything_is_read(tmp_pa
     info.size = 10**12
     # Only the header: the data a real bomb would decompress never has to exist.
     (tmp_path / "bomb.tgz").write_bytes(gzip.compress(info.tobuf(format=tarfile.GNU_FORMAT)))
-    with pytest.raises(UnpackRefused, match="bomb|over the limit"):
+    with pytest.raises(UnpackRefused, match=r"the archive declares more than \d+ bytes"):
         unpack_archive(tmp_path / "bomb.tgz", tmp_path / "out")
     assert written_bytes(tmp_path / "out") == 0
 
@@ -135,7 +136,7 @@ def test_a_zip_with_dotdot_is_refused(tmp_path) -> None:
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("skill/SKILL.md", "hi\n")
         zf.writestr("skill/../../outside.txt", "gotcha\n")
-    with pytest.raises(UnpackRefused, match="a path with `..`; refused"):
+    with pytest.raises(UnpackRefused, match=re.escape("a path with `..`; refused")):
         unpack_archive(path, tmp_path / "out")
     assert not (tmp_path / "outside.txt").exists()
 
@@ -203,7 +204,7 @@ def test_an_encrypted_zip_entry_is_refused(tmp_path) -> None:
 
 def test_something_that_is_no_archive_is_refused(tmp_path) -> None:
     (tmp_path / "x.tgz").write_bytes(b"this is not an archive at all" * 40)
-    with pytest.raises(UnpackRefused, match="not a tar or zip archive|damaged"):
+    with pytest.raises(UnpackRefused, match=r"not a tar or zip archive|damaged"):
         unpack_archive(tmp_path / "x.tgz", tmp_path / "out")
 
 
