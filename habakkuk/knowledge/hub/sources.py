@@ -233,7 +233,7 @@ async def fetch(
         if path_name.endswith(".md") or (
             not path_name.endswith(ARCHIVE_SUFFIXES) and _looks_like_markdown(got_file.path)
         ):
-            _single_file(got_file.path, tree, limits, source.text)
+            _single_file(got_file.path, tree, limits, source.text, section)
             return Fetched(source, tree, "sha256:" + got_file.sha256)
         unpacked = unpack_archive(got_file.path, tree, limits=limits, where=source.text)
         got_file.path.unlink()
@@ -246,7 +246,7 @@ async def fetch(
     if not local.is_file():
         raise HabakkukError(f"{local}: no such file or folder")
     if local.name.lower().endswith(".md"):
-        _single_file(local, tree, limits, str(local))
+        _single_file(local, tree, limits, str(local), section)
         return Fetched(source, tree, "sha256:" + file_sha256(local))
     unpacked = unpack_archive(local, tree, limits=limits, where=str(local))
     return Fetched(source, unpacked.folder, "sha256:" + file_sha256(local))
@@ -258,8 +258,12 @@ def _looks_like_markdown(path: Path) -> bool:
     return head.startswith(b"---")
 
 
-def _single_file(path: Path, tree: Path, limits: Limits, where: str) -> None:
+def _single_file(
+    path: Path, tree: Path, limits: Limits, where: str, section: Section = "skills"
+) -> None:
     """A lone SKILL.md: the folder holding just it (as SKILL.md, whatever it was called)."""
+    if section != "skills":
+        raise HabakkukError(f"{where}: one Markdown file is a skill; a plugin is a folder")
     size = path.stat().st_size
     if size > limits.file_bytes:
         raise HabakkukError(f"{where}: {size} bytes, over the limit of {limits.file_bytes}")
