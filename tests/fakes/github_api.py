@@ -79,9 +79,13 @@ def github_tarball(owner: str, repo: str, sha: str, files: dict[str, bytes]) -> 
 class FakeGitHub:
     """The fake server; `base_url` is what HABAKKUK_GITHUB_API points at."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, codeload_host: str = "127.0.0.1") -> None:
+        # The host the tarball endpoint redirects to: "localhost" makes it another host
+        # than the API's, as codeload.github.com is.
+        self.codeload_host = codeload_host
         self.repos: dict[tuple[str, str], Repo] = {}
         self.files: dict[str, bytes] = {}
+        self.redirects: dict[str, str] = {}
         self.requests: list[Seen] = []
         self._runner: web.AppRunner | None = None
         self._port = 0
@@ -120,6 +124,11 @@ class FakeGitHub:
     def set_tarball(self, owner: str, repo: str, sha: str, tarball: bytes) -> None:
         """Serve crafted bytes as the tarball of an existing commit."""
         self.repos[(owner, repo)].commits[sha].tarball = tarball
+
+    def redirect_file(self, name: str, location: str) -> str:
+        """Answer /files/NAME with a 302 to `location`; the URL."""
+        self.redirects[name] = location
+        return self.file_url(name)
 
     def serve_file(self, name: str, data: str | bytes) -> str:
         """Put bytes at /files/NAME; the URL."""
@@ -177,7 +186,10 @@ class FakeGitHub:
         self._record(request)
         repo = self._repo(request)
         commit = self._commit(repo, request.match_info["ref"])
-        location = f"/codeload/{repo.owner}/{repo.name}/legacy.tar.gz/{commit.sha}"
+        location = (
+            f"http://{self.codeload_host}:{self._port}"
+            f"/codeload/{repo.owner}/{repo.name}/legacy.tar.gz/{commit.sha}"
+        )
         raise web.HTTPFound(location)
 
     async def _codeload(self, request: web.Request) -> web.Response:
@@ -190,6 +202,8 @@ class FakeGitHub:
     async def _file(self, request: web.Request) -> web.Response:
         self._record(request)
         name = request.match_info["name"]
+        if name in self.redirects:
+            raise web.HTTPFound(self.redirects[name])
         if name not in self.files:
             raise web.HTTPNotFound()
         return web.Response(body=self.files[name], content_type="application/octet-stream")

@@ -255,3 +255,21 @@ async def test_an_unknown_ref_is_one_clear_error(home, github) -> None:
     github.push("acme", "skills", {"SKILL.md": skill_md("skills")})
     with pytest.raises(HabakkukError, match="no such branch, tag or commit"):
         await hub(home.root).install("github:acme/skills@nope")
+
+
+async def test_the_token_goes_to_the_api_only_never_to_the_host_a_redirect_leads_to(
+    home, monkeypatch
+) -> None:
+    async with FakeGitHub(codeload_host="localhost") as server:
+        monkeypatch.setenv("HABAKKUK_GITHUB_API", server.base_url)
+        monkeypatch.setenv("GITHUB_TOKEN", "ghp_test_token")
+        server.push("acme", "weekly", {"SKILL.md": skill_md("weekly")})
+        await hub(home.root).install("github:acme/weekly")
+    sent = {r.path.split("/")[1]: r.authorization for r in server.requests}
+    assert sent == {"repos": "Bearer ghp_test_token", "codeload": None}
+
+
+async def test_a_redirect_to_anything_but_http_is_refused(home, github) -> None:
+    url = github.redirect_file("skill.tar.gz", "file:///etc/passwd")
+    with pytest.raises(HabakkukError, match="only http and https URLs are fetched"):
+        await hub(home.root).install(url)

@@ -75,9 +75,7 @@ def test_a_tarball_unpacks_with_its_top_folder_stripped_and_no_executable_bit(tm
         (file_info("/etc/evil", b"x"), "an absolute path"),
     ],
 )
-def test_links_devices_and_escaping_paths_refuse_the_whole_archive(
-    tmp_path, member, said
-) -> None:
+def test_links_devices_and_escaping_paths_refuse_the_whole_archive(tmp_path, member, said) -> None:
     archive = tar_gz(tmp_path / "a.tgz", [file_info("top/s/SKILL.md", b"hi\n"), member])
     with pytest.raises(UnpackRefused, match=re.escape(said)):
         unpack_archive(archive, tmp_path / "out", strip_top=False)
