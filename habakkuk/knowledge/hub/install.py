@@ -39,7 +39,7 @@ from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.knowledge.frontmatter import now
 from habakkuk.knowledge.hub.backups import back_up
 from habakkuk.knowledge.hub.download import Http
-from habakkuk.knowledge.hub.lock import LockEntry, read_lock, write_lock
+from habakkuk.knowledge.hub.lock import LockEntry, held, read_lock, write_lock
 from habakkuk.knowledge.hub.sources import Fetched, Section, Source, fetch, parse_source
 from habakkuk.knowledge.hub.treehash import TreeEntry, hash_entries, same_hash, tree_entries
 from habakkuk.knowledge.hub.unpack import DIR_MODE, Limits
@@ -311,6 +311,10 @@ class Hub:
     def place(self, staged: Staged, *, yes: bool = False) -> list[Outcome]:
         """Move every candidate into place and record it, after the dangerous check."""
         self._refuse_dangerous([c.plan for c in staged.candidates], yes)
+        with held(self.root):
+            return self._place_all(staged)
+
+    def _place_all(self, staged: Staged) -> list[Outcome]:
         lock, problem = read_lock(self.root)
         if problem:
             raise HabakkukError(f"{problem}; fix or remove it before installing")
@@ -458,7 +462,8 @@ class Hub:
             if on_plan:
                 on_plan(cand.plan)
             self._refuse_dangerous([cand.plan], yes)
-            return self._apply_update(staged, cand, entry)
+            with held(self.root):
+                return self._apply_update(staged, cand, entry)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
