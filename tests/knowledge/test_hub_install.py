@@ -273,3 +273,26 @@ async def test_a_redirect_to_anything_but_http_is_refused(home, github) -> None:
     url = github.redirect_file("skill.tar.gz", "file:///etc/passwd")
     with pytest.raises(HabakkukError, match="only http and https URLs are fetched"):
         await hub(home.root).install(url)
+
+
+async def test_the_same_hub_installs_another_kind_into_its_own_folder(home, tmp_path) -> None:
+    from habakkuk.knowledge.hub.install import Kind
+
+    def manifest_name(folder: Path) -> str | None:
+        for line in (folder / "habakkuk-plugin.yaml").read_text().splitlines():
+            if line.startswith("name:"):
+                return line.split(":", 1)[1].strip()
+        return None
+
+    plugins = Kind(
+        "plugins", "habakkuk-plugin.yaml", "plugins", "plugin", manifest_name, lambda _: None
+    )
+    source = tmp_path / "bundle"
+    (source / "skills" / "inner").mkdir(parents=True)
+    (source / "habakkuk-plugin.yaml").write_text("name: bundle\n")
+    (source / "skills" / "inner" / "SKILL.md").write_text(skill_md("inner"))
+    done = await Hub(home.root, kind=plugins, scan=piped_download_scan).install(str(source))
+    assert [(o.name, o.status) for o in done] == [("bundle", "installed")]
+    assert (home.root / "plugins" / "bundle" / "skills" / "inner" / "SKILL.md").is_file()
+    assert read_lock(home.root / "plugins")[0]["bundle"].enabled is False
+    assert read_lock(home.root / "skills")[0] == {}
