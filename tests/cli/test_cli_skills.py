@@ -8,6 +8,7 @@ import json
 import tarfile
 import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -256,3 +257,31 @@ def test_a_malicious_skill_is_refused_without_yes_and_its_reasons_shown(
     entry = read_lock(skills_home.root / "skills")[0]["pdf-helper"]
     assert (entry.verdict, entry.approved) == ("dangerous", False)
     assert {f["file"] for f in entry.findings} >= {"SKILL.md", "scripts/setup.py"}
+
+
+CORPUS = Path(__file__).resolve().parents[1] / "skills_corpus" / "malicious"
+
+
+@pytest.mark.parametrize("folder", sorted(CORPUS.iterdir()), ids=lambda p: p.name)
+def test_every_malicious_skill_of_the_corpus_is_refused_without_yes(
+    skills_home, capsys, folder
+) -> None:
+    code, out, err = run(capsys, "install", str(folder))
+    assert code == 1, out
+    line = one_line(err)
+    if "symbolic link; refused" in line:  # refused while copying, before any scan
+        assert out == ""
+    else:
+        assert "scan: dangerous" in out
+        assert "the scan found it dangerous; nothing was installed" in line
+    assert [p.name for p in (skills_home.root / "skills").iterdir()] == [".staging"]
+
+
+def test_a_corpus_skill_from_github_is_refused_too(skills_home, github, capsys) -> None:
+    folder = CORPUS / "combined-python-shell"
+    github.push(
+        "mallory", "sheets", {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    )
+    code, out, _ = run(capsys, "install", "mallory/sheets")
+    assert code == 1 and "prep.py:" in out
+    assert not (skills_home.root / "skills" / "combined-python-shell").exists()
