@@ -257,6 +257,12 @@ async def dispatch(text: str, conv: Conversation) -> Reply | None:
         return None
     name, rest = parsed
     found = find(name)
+    if found is None:
+        from . import plugin_commands  # an enabled plugin's, after every built-in
+
+        extra = plugin_commands.plugin_command(conv.services.config, name)
+        if extra is not None:
+            return await plugin_commands.run(conv, extra, rest)
     if found is None or conv.surface not in found.where:
         return Reply(f"Unknown command /{name}. /help lists the commands.", error=True)
     try:
@@ -319,6 +325,9 @@ async def _status(conv: Conversation, rest: str) -> Reply:
 async def _help(conv: Conversation, rest: str) -> Reply:
     lines = ["**Commands**"]
     lines += [f"{c.usage()} — {c.summary}" for c in commands_for(conv.surface)]
+    from .plugin_commands import help_lines
+
+    lines += help_lines(conv.services.config)
     return Reply("\n".join(lines))
 
 

@@ -1,0 +1,75 @@
+"""Enabled plugins' chat commands in the command layer (spec 000 "Plugins").
+
+`dispatch` (conversation/commands.py) looks up the built-in commands first and falls back
+to `config.plugin_commands` here, so a plugin never overrides a built-in: one that tries is
+shadowed, listed by `shadowed_commands` (doctor prints it) and left out of /help. A prompt
+command queues its prompt, with the user's words appended, as a turn of the conversation;
+a script command runs in the plugin's folder (knowledge/plugins/scripts.py) and its output
+is the reply, a failure an error reply with stderr's last line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from habakkuk.engine.config import Config, PluginCommand
+
+    from .commands import Conversation, Reply
+
+
+def builtin(name: str) -> bool:
+    """Whether `name` is a built-in command or an alias of one."""
+    from .commands import find
+
+    return find(name) is not None
+
+
+def plugin_command(config: Config, name: str) -> PluginCommand | None:
+    """The enabled plugin's command called `name`, unless a built-in has that name."""
+    found = config.plugin_commands.get(name.lower())
+    return None if found is None or builtin(found.name) else found
+
+
+def shadowed_commands(config: Config) -> list[str]:
+    """One line per plugin command a built-in command shadows (and that never runs)."""
+    return [
+        f"plugin {c.plugin}: command /{c.name} is a built-in command; the plugin's is ignored"
+        for c in sorted(config.plugin_commands.values(), key=lambda c: c.name)
+        if builtin(c.name)
+    ]
+
+
+def help_lines(config: Config) -> list[str]:
+    """/help's lines for the plugins' commands, each marked with its plugin."""
+    usable = [c for c in config.plugin_commands.values() if not builtin(c.name)]
+    return [
+        f"/{c.name} [ARGS] — {c.summary} (plugin {c.plugin})"
+        for c in sorted(usable, key=lambda c: c.name)
+    ]
+
+
+def prompt_text(command: PluginCommand, args: str) -> str:
+    """The turn a prompt command queues: its prompt, then the user's words."""
+    assert command.prompt is not None
+    prompt = command.prompt.strip()
+    return f"{prompt}\n\n{args}" if args else prompt
+
+
+async def run(conv: Conversation, command: PluginCommand, args: str) -> Reply:
+    """Run a plugin's command in `conv` (the reply the surface shows)."""
+    from habakkuk.knowledge.plugins.scripts import run_script
+
+    from .commands import Reply
+
+    if command.prompt is not None:
+        await conv.start_turn(prompt_text(command, args))
+        return Reply()
+    config = conv.services.config
+    result = await run_script(command, args, config.path.parent)
+    if not result.ok:
+        return Reply(f"/{command.name}: {result.reason}", error=True)
+    text = result.output or f"/{command.name}: done (no output)."
+    if result.cut:
+        text += "\n[output cut at 16 KB]"
+    return Reply(text)
