@@ -95,9 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument("id", help="checkpoint id (a unique prefix is enough)")
     rollback.add_argument("path", nargs="?", help="restore only this path of the workspace")
     from habakkuk.memory_cli import add_parser as add_memory_parser  # stdlib-only module
+    from habakkuk.plugins_cli import add_parser as add_plugins_parser  # stdlib-only module
     from habakkuk.protocols.mcp.cli import add_parser as add_mcp_parser  # stdlib-only module
 
     add_memory_parser(sub)
+    add_plugins_parser(sub)
 
     add_mcp_parser(sub)
     return parser
@@ -196,6 +198,10 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
         from habakkuk import memory_cli
 
         return memory_cli.main
+    if args.command == "plugins":
+        from habakkuk import plugins_cli
+
+        return plugins_cli.main
     if args.command == "mcp":
         if getattr(args, "mcp_command", None) == "serve":
             return commands.mcp_serve

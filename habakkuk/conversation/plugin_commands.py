@@ -63,6 +63,12 @@ async def run(conv: Conversation, command: PluginCommand, args: str) -> Reply:
     from .commands import Reply
 
     if command.prompt is not None:
+        if conv.surface == "run":  # `habakkuk run` has no conversation to queue a turn in
+            return Reply(
+                f"/{command.name} is a prompt command of plugin {command.plugin}: use it in a "
+                "chat, or run its prompt with `habakkuk run PROMPT`",
+                error=True,
+            )
         await conv.start_turn(prompt_text(command, args))
         return Reply()
     config = conv.services.config
