@@ -107,3 +107,11 @@ def test_a_server_name_config_yaml_uses_skips_the_plugin(home: Home, install: In
     [problem] = config.plugin_problems
     assert "the name 'tools' is taken" in problem
     assert config.plugin_commands == {}
+
+
+async def test_doctor_reports_a_plugin_that_failed_to_load(home: Home, install: Install) -> None:
+    from habakkuk.doctor import run_checks
+
+    install("broken", "name: broken\ndescription: x\nhooks:\n  - event: nope\n", enabled=True)
+    lines = [check.line() for check in await run_checks(home) if check.name == "plugins"]
+    assert len(lines) == 1 and lines[0].startswith("WARN  plugins: plugin broken: "), lines
