@@ -94,10 +94,11 @@ def _extra_checks(config: Config) -> list[Check]:
 
 def _plugin_checks(config: Config) -> list[Check]:
     """Plugins that failed to load, and plugin commands a built-in command shadows."""
+    from habakkuk.conversation.commands import find
     from habakkuk.conversation.plugin_commands import shadowed_commands
 
     checks = [Check("WARN", "plugins", problem) for problem in config.plugin_problems]
-    checks += [Check("WARN", "plugins", line) for line in shadowed_commands(config)]
+    checks += [Check("WARN", "plugins", line) for line in shadowed_commands(config, find)]
     return checks
 
 

@@ -260,9 +260,10 @@ async def dispatch(text: str, conv: Conversation) -> Reply | None:
     if found is None:
         from . import plugin_commands  # an enabled plugin's, after every built-in
 
-        extra = plugin_commands.plugin_command(conv.services.config, name)
+        extra = plugin_commands.plugin_command(conv.services.config, name, find)
         if extra is not None:
-            return await plugin_commands.run(conv, extra, rest)
+            said, error = await plugin_commands.run(conv, extra, rest)
+            return Reply(said, error=error)
     if found is None or conv.surface not in found.where:
         return Reply(f"Unknown command /{name}. /help lists the commands.", error=True)
     try:
@@ -327,7 +328,7 @@ async def _help(conv: Conversation, rest: str) -> Reply:
     lines += [f"{c.usage()} — {c.summary}" for c in commands_for(conv.surface)]
     from .plugin_commands import help_lines
 
-    lines += help_lines(conv.services.config)
+    lines += help_lines(conv.services.config, find)
     return Reply("\n".join(lines))
 
 

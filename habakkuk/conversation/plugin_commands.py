@@ -10,28 +10,40 @@ is the reply, a failure an error reply with stderr's last line.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config, PluginCommand
 
-    from .commands import Conversation, Reply
+# Whether a name is a built-in command (commands.find): passed in, so this module and
+# commands.py do not import each other.
+Builtin = Callable[[str], object]
 
 
-def builtin(name: str) -> bool:
-    """Whether `name` is a built-in command or an alias of one."""
-    from .commands import find
-
-    return find(name) is not None
+class _Services(Protocol):
+    config: Config
 
 
-def plugin_command(config: Config, name: str) -> PluginCommand | None:
+class PluginConversation(Protocol):
+    """What a plugin's command uses of the conversation (commands.Conversation has it)."""
+
+    @property
+    def surface(self) -> str: ...
+
+    @property
+    def services(self) -> _Services: ...
+
+    async def start_turn(self, text: str) -> str | None: ...
+
+
+def plugin_command(config: Config, name: str, builtin: Builtin) -> PluginCommand | None:
     """The enabled plugin's command called `name`, unless a built-in has that name."""
     found = config.plugin_commands.get(name.lower())
     return None if found is None or builtin(found.name) else found
 
 
-def shadowed_commands(config: Config) -> list[str]:
+def shadowed_commands(config: Config, builtin: Builtin) -> list[str]:
     """One line per plugin command a built-in command shadows (and that never runs)."""
     return [
         f"plugin {c.plugin}: command /{c.name} is a built-in command; the plugin's is ignored"
@@ -40,7 +52,7 @@ def shadowed_commands(config: Config) -> list[str]:
     ]
 
 
-def help_lines(config: Config) -> list[str]:
+def help_lines(config: Config, builtin: Builtin) -> list[str]:
     """/help's lines for the plugins' commands, each marked with its plugin."""
     usable = [c for c in config.plugin_commands.values() if not builtin(c.name)]
     return [
@@ -56,26 +68,24 @@ def prompt_text(command: PluginCommand, args: str) -> str:
     return f"{prompt}\n\n{args}" if args else prompt
 
 
-async def run(conv: Conversation, command: PluginCommand, args: str) -> Reply:
-    """Run a plugin's command in `conv` (the reply the surface shows)."""
+async def run(conv: PluginConversation, command: PluginCommand, args: str) -> tuple[str, bool]:
+    """Run a plugin's command in `conv`: the reply's text and whether it is an error."""
     from habakkuk.knowledge.plugins.scripts import run_script
-
-    from .commands import Reply
 
     if command.prompt is not None:
         if conv.surface == "run":  # `habakkuk run` has no conversation to queue a turn in
-            return Reply(
+            return (
                 f"/{command.name} is a prompt command of plugin {command.plugin}: use it in a "
                 "chat, or run its prompt with `habakkuk run PROMPT`",
-                error=True,
+                True,
             )
         await conv.start_turn(prompt_text(command, args))
-        return Reply()
+        return "", False
     config = conv.services.config
     result = await run_script(command, args, config.path.parent)
     if not result.ok:
-        return Reply(f"/{command.name}: {result.reason}", error=True)
+        return f"/{command.name}: {result.reason}", True
     text = result.output or f"/{command.name}: done (no output)."
     if result.cut:
         text += "\n[output cut at 16 KB]"
-    return Reply(text)
+    return text, False

@@ -463,8 +463,17 @@ def load_config(home: Home) -> Config:
     # Enabled plugins join what config.yaml says; their problems are reported, never fatal.
     from .plugin_config import merge_plugins
 
-    merge_plugins(config, home.root)
+    merge_plugins(config, home.root, plugin_parts())
     return config
+
+
+def plugin_parts() -> Any:
+    """What engine/plugin_config.py reads plugins with (a ConfigParts)."""
+    from .plugin_config import ConfigParts
+
+    return ConfigParts(
+        Config, McpServerConfig, HookConfig, PluginCommand, _resolve_mcp, parse_duration
+    )
 
 
 def parse_config(text: str, path: Path, home: Home) -> Config:

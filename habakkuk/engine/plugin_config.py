@@ -57,21 +57,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-# config.py imports this module only inside load_config, so this is no import cycle.
-from .config import (
-    Config,
-    HookConfig,
-    McpServerConfig,
-    PluginCommand,
-    _resolve_mcp,
-    parse_duration,
-)
 from .config_schema import NodeLoader, line_of
 from .errors import ConfigError
 
@@ -82,6 +74,19 @@ DEFAULT_SKILLS = "skills"
 DEFAULT_SCRIPT_TIMEOUT = 30.0
 PLUGIN_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")  # the skills' SKILL_NAME rule
 COMMAND_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")  # what `/name` parses as, lowercased
+
+
+@dataclass(frozen=True)
+class ConfigParts:
+    """What the plugins use of engine/config.py, handed in by it (`config.plugin_parts()`)
+    so that this module does not import config.py, which calls it."""
+
+    config: type  # Config
+    server: type  # McpServerConfig
+    hook: type  # HookConfig
+    command: type  # PluginCommand
+    resolve_mcp: Callable[[Any], None]  # config.yaml's checks of mcp_servers
+    parse_duration: Callable[[float | str], float]
 
 
 @dataclass
@@ -101,9 +106,10 @@ class PluginManifest:
     name: str
     description: str
     version: str = ""
-    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    # Read with the config's own classes (McpServerConfig, HookConfig) by load_manifest.
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
     skills: str | None = None
-    hooks: list[HookConfig] = field(default_factory=list)
+    hooks: list[Any] = field(default_factory=list)
     commands: dict[str, PluginCommandSpec] = field(default_factory=dict)
     folder: Path = field(default=Path("."), init=False)
     skills_dir: Path | None = field(default=None, init=False)  # resolved, None when none
@@ -146,7 +152,7 @@ def plugin_folder(home_root: Path, name: str) -> Path:
     return home_root / PLUGINS_DIR / name
 
 
-def load_manifest(folder: Path) -> PluginManifest:
+def load_manifest(folder: Path, parts: ConfigParts) -> PluginManifest:
     """Read and check `folder`/habakkuk-plugin.yaml; ConfigError naming file and line."""
     path = folder / PLUGIN_FILE
     try:
@@ -164,7 +170,23 @@ def load_manifest(folder: Path) -> PluginManifest:
         raise ConfigError(f"{path}:{line}: invalid YAML: {problem}") from None
     if node is None:
         raise ConfigError(f"{path}:1: the file is empty; it needs name: and description:")
-    manifest: PluginManifest = NodeLoader(path).load_dataclass(node, PluginManifest, "")
+    loader = NodeLoader(path)
+    # The servers and hooks are read with config.yaml's classes, so their errors and
+    # lines are the same; the rest of the manifest with PluginManifest.
+    typed = {"mcp_servers": dict[str, parts.server], "hooks": list[parts.hook]}  # type: ignore[name-defined]
+    sections: dict[str, Any] = {}
+    if isinstance(node, yaml.MappingNode):
+        rest = []
+        for key_node, value_node in node.value:
+            key = str(loader.scalar(key_node))
+            if key in typed and key not in sections:
+                sections[key] = loader.load(value_node, typed[key], key)
+            else:
+                rest.append((key_node, value_node))
+        node = yaml.MappingNode(node.tag, rest, node.start_mark, node.end_mark)
+    manifest: PluginManifest = loader.load_dataclass(node, PluginManifest, "")
+    manifest.mcp_servers = sections.get("mcp_servers", {})
+    manifest.hooks = sections.get("hooks", [])
     manifest.folder = folder
     if not PLUGIN_NAME.fullmatch(manifest.name):
         raise ConfigError(
@@ -174,9 +196,9 @@ def load_manifest(folder: Path) -> PluginManifest:
     if not manifest.description.strip():
         raise ConfigError(f"{path}:{line_of(manifest, 'description')}: description: is empty")
     # The servers are checked by config.yaml's own rules (their lines are this file's).
-    probe = Config(mcp_servers=manifest.mcp_servers)
+    probe = parts.config(mcp_servers=manifest.mcp_servers)
     probe.path = path
-    _resolve_mcp(probe)
+    parts.resolve_mcp(probe)
     for server in manifest.mcp_servers.values():
         if server.command is not None and "/" in server.command:
             command = Path(server.command)
@@ -194,7 +216,7 @@ def load_manifest(folder: Path) -> PluginManifest:
                 f"{where}: {'prompt' if spec.prompt is not None else 'script'} is empty"
             )
         try:
-            spec.timeout = parse_duration(spec.timeout)
+            spec.timeout = parts.parse_duration(spec.timeout)
         except ValueError as exc:
             raise ConfigError(
                 f"{path}:{line_of(spec, 'timeout')}: commands.{name}.timeout: {exc}"
@@ -244,7 +266,7 @@ def server_names(manifest: PluginManifest) -> dict[str, str]:
     return {name: f"{manifest.name}-{name}" for name in names}
 
 
-def merge_plugins(config: Config, home_root: Path) -> None:
+def merge_plugins(config: Any, home_root: Path, parts: ConfigParts) -> None:
     """Merge every enabled plugin of `home_root` into `config` (a loaded Config); a plugin
     that fails to load is one line in config.plugin_problems and changes nothing."""
     names, problem = enabled_plugins(home_root)
@@ -255,7 +277,7 @@ def merge_plugins(config: Config, home_root: Path) -> None:
         try:
             if not folder.is_dir():
                 raise ConfigError(f"{folder}: the plugin's folder is missing")
-            manifest = load_manifest(folder)
+            manifest = load_manifest(folder, parts)
             if manifest.name != name:
                 raise ConfigError(
                     f"{folder / PLUGIN_FILE}:{line_of(manifest, 'name')}: name: "
@@ -295,7 +317,7 @@ def merge_plugins(config: Config, home_root: Path) -> None:
                     "not added"
                 )
                 continue
-            config.plugin_commands[command] = PluginCommand(
+            config.plugin_commands[command] = parts.command(
                 name=command,
                 plugin=name,
                 summary=spec.summary,

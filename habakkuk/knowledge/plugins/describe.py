@@ -78,7 +78,9 @@ def _short(text: str, limit: int = 120) -> str:
 
 def describe(folder: Path) -> PluginDescription:
     """What the plugin in `folder` runs; ConfigError when its manifest is bad."""
-    return describe_manifest(load_manifest(folder))
+    from habakkuk.engine.config import plugin_parts
+
+    return describe_manifest(load_manifest(folder, plugin_parts()))
 
 
 def describe_manifest(manifest: PluginManifest) -> PluginDescription:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from habakkuk.cli import main
-from habakkuk.conversation.commands import Reply, dispatch
+from habakkuk.conversation.commands import Reply, dispatch, find
 from habakkuk.conversation.plugin_commands import shadowed_commands
 from habakkuk.engine.config import Config, load_config
 from habakkuk.engine.home import Home
@@ -96,7 +96,7 @@ async def test_a_built_in_command_is_never_overridden(home: Home, install: Insta
     assert chat.turns == []
     assert "/where [ARGS] — where the script runs and what it got (plugin tools)" in reply.text
     assert "(plugin tools)" not in reply.text.split("/where")[0]  # /help is not listed twice
-    assert shadowed_commands(config) == [
+    assert shadowed_commands(config, find) == [
         "plugin tools: command /help is a built-in command; the plugin's is ignored"
     ]
 
