@@ -43,6 +43,7 @@ from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
+from habakkuk.services.skills import build_skills
 from habakkuk.services.toolset import build_tools
 from habakkuk.services.turns import TurnOutcome, Turns
 from habakkuk.services.usage import UsageLedger
@@ -85,6 +86,7 @@ class Runtime:
         self.tools.hooks = self.hooks
         self.state = state
         self.memory = build_memory(home, config, env)  # a knowledge MemoryAccess
+        self.skills = build_skills(home, config, self.memory)  # a knowledge SkillsAccess
         # Background processes live as long as this runtime.
         self.processes = ProcessManager(home.procs_dir, on_exit=self._process_exited)
         self._process_turns: dict[str, str] = {}  # notify: true process id -> its turn
@@ -98,6 +100,7 @@ class Runtime:
         # -- the services ------------------------------------------------------------
         self.sessions = Sessions(config, home, transcripts, self.queue, self.blobs, state)
         self.sessions.memory = self.memory  # the snapshot a new session's prompt lists
+        self.sessions.skills = self.skills
         self.turns = Turns(
             self.queue, self.bus, self.sessions, lambda: self._pools, lambda: self._turn_pool
         )
@@ -197,6 +200,7 @@ class Runtime:
                 process_started=self._process_started,
                 outbox=self.channels,
                 memory=self.memory,
+                skills=self.skills,
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self.checkpointing.snapshot_for,

@@ -54,22 +54,8 @@ def title_from_slug(slug: str) -> str:
 
 def parse(text: str, slug: str, mtime: float) -> Parsed:
     """Read a note file's text; never raises (a broken header makes it all body)."""
-    meta: dict[str, object] = {}
-    body = text
-    framed = False
-    if text.startswith("---\n") or text.startswith("---\r\n"):
-        rest = text.split("\n", 1)[1]
-        end = _closing(rest)
-        if end is not None:
-            head, body_start = end
-            try:
-                loaded = yaml.safe_load(rest[:head])
-            except yaml.YAMLError:
-                loaded = None
-            if isinstance(loaded, dict):
-                meta = {str(k): v for k, v in loaded.items()}
-                body = rest[body_start:]
-                framed = True
+    found = split(text)
+    meta, body, framed = (found[0], found[1], True) if found else ({}, text, False)
     stamp = rfc3339(mtime)
     title = _text(meta.get("title")).strip() or title_from_slug(slug)
     trust: Trust = "untrusted" if _text(meta.get("trust")).strip() == "untrusted" else "trusted"
@@ -84,6 +70,25 @@ def parse(text: str, slug: str, mtime: float) -> Parsed:
         body=body.strip("\n"),
         framed=framed,
     )
+
+
+def split(text: str) -> tuple[dict[str, object], str] | None:
+    """The frontmatter mapping (read with yaml.safe_load) and the text after it; None when
+    `text` has no frontmatter or it is not a YAML mapping. Notes and SKILL.md share it."""
+    if not (text.startswith("---\n") or text.startswith("---\r\n")):
+        return None
+    rest = text.split("\n", 1)[1]
+    end = _closing(rest)
+    if end is None:
+        return None
+    head, body_start = end
+    try:
+        loaded = yaml.safe_load(rest[:head])
+    except yaml.YAMLError:
+        return None
+    if not isinstance(loaded, dict):
+        return None
+    return {str(k): v for k, v in loaded.items()}, rest[body_start:]
 
 
 def _closing(rest: str) -> tuple[int, int] | None:

@@ -272,6 +272,21 @@ class MemoryAccess(Protocol):
         """Write IDENTITY.md; TaintRefused in a tainted turn."""
         ...
 
+    async def record_change(
+        self,
+        agent: str,
+        kind: ChangeKind,
+        name: str,
+        path: str,
+        before: str | None,
+        after: str | None,
+        provenance: Provenance,
+    ) -> Change | None:
+        """Record a change another service made to a file in the agent's folder (`path`
+        relative to it, e.g. "skills/x/SKILL.md"), so the history shows it and restore can
+        undo it. None when before and after are the same."""
+        ...
+
     async def history(
         self,
         agent: str,

@@ -22,7 +22,7 @@ from .agent_memory import (
     write_file,
 )
 from .frontmatter import parse
-from .history import unified_diff
+from .history import Stat, unified_diff
 from .memory_types import (
     Change,
     ChangeDetail,
@@ -151,6 +151,37 @@ class Memory(NoteStore):
         return text
 
     # -- history -----------------------------------------------------------------------
+
+    async def record_change(
+        self,
+        agent: str,
+        kind: ChangeKind,
+        name: str,
+        path: str,
+        before: str | None,
+        after: str | None,
+        provenance: Provenance,
+    ) -> Change | None:
+        """Record a change another service (the skills) made to a file of the agent's
+        folder, after writing it; `habakkuk memory history --kind` shows it and restore
+        puts either version back."""
+        am = await self._agent(agent)
+        target = am.file(path)  # refuses a path outside the agent's folder
+        stat = None
+        if after is not None:
+            with contextlib.suppress(OSError):
+                info = await asyncio.to_thread(target.stat)
+                stat = Stat(info.st_mtime_ns, info.st_size)
+        async with am.lock:
+            return await am.history.record(
+                kind=kind,
+                name=name,
+                path=path,
+                before=before,
+                after=after,
+                provenance=provenance,
+                stat=stat,
+            )
 
     async def history(
         self,

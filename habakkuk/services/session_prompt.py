@@ -15,11 +15,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from habakkuk.engine.agent.prompt import PromptNote, PromptSections
+from habakkuk.engine.agent.prompt import PromptNote, PromptSections, PromptSkill
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import AgentConfig
     from habakkuk.knowledge.memory_types import MemoryAccess
+    from habakkuk.knowledge.skills.types import SkillsAccess
 
 ONBOARDING_MARKER = ".onboarding"
 
@@ -50,9 +51,15 @@ def take_welcome(folder: Path) -> bool:
 
 
 async def gather_sections(
-    agent: AgentConfig, folder: Path, memory: MemoryAccess | None, *, chat: bool
+    agent: AgentConfig,
+    folder: Path,
+    memory: MemoryAccess | None,
+    *,
+    chat: bool,
+    skills: SkillsAccess | None = None,
 ) -> PromptSections:
-    """The sections of a new session's prompt for `agent`, whose folder is `folder`."""
+    """The sections of a new session's prompt for `agent`, whose folder is `folder`
+    (the skills' listing only when the agent has the skills toolset)."""
     has_memory = "memory" in agent.toolsets
     soul, standing = await asyncio.to_thread(
         lambda: (_read(folder / "SOUL.md"), _read(folder / "AGENTS.md"))
@@ -74,6 +81,12 @@ async def gather_sections(
         # A folder that cannot be written (a read-only home) just means no welcome.
         with contextlib.suppress(OSError):
             welcome = await asyncio.to_thread(take_welcome, folder)
+    listed: tuple[PromptSkill, ...] = ()
+    missing = 0
+    if skills is not None and "skills" in agent.toolsets:
+        snap = await skills.snapshot(agent.name)
+        listed = tuple(PromptSkill(s.name, s.description, not s.trusted) for s in snap.skills)
+        missing = snap.missing
     return PromptSections(
         soul=soul,
         identity=identity,
@@ -83,4 +96,6 @@ async def gather_sections(
         profile=profile,
         profile_cut=profile_cut,
         welcome=welcome,
+        skills=listed,
+        more_skills=missing,
     )

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.state import StateStore
     from habakkuk.engine.store import BlobStore
     from habakkuk.knowledge.memory_types import MemoryAccess
+    from habakkuk.knowledge.skills.types import SkillsAccess
 
 
 def new_id(prefix: str) -> str:
@@ -44,6 +45,7 @@ class Sessions:
     ):
         self.config = config
         self.memory = memory
+        self.skills: SkillsAccess | None = None  # the # Skills listing (runtime.skills)
         self.home = home
         self.transcripts = transcripts
         self.queue = queue
@@ -81,7 +83,11 @@ class Sessions:
             if existing is not None:
                 return existing  # a repeat: no second snapshot, no welcome taken
         sections = await gather_sections(
-            agent_config, self.home.agent_dir(agent_config.name), self.memory, chat=chat
+            agent_config,
+            self.home.agent_dir(agent_config.name),
+            self.memory,
+            chat=chat,
+            skills=self.skills,
         )
         return await self.transcripts.create_session(
             session_id or new_id("ses"),

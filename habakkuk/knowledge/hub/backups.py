@@ -13,7 +13,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,8 +42,8 @@ class Backup:
 
 
 def _stamp() -> str:
-    # Sortable and unique enough within one process; a clash gets a suffix below.
-    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + f"{time.time_ns() % 1_000_000:06d}"
+    # Sortable to the microsecond (newest() relies on the order); a clash gets a suffix.
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
 
 
 def _copy_tree(source: Path, target: Path) -> None:

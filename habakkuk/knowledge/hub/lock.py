@@ -10,8 +10,12 @@ path and treated as empty, never fatal, so a corrupt lock never hides hand-made 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +25,7 @@ from habakkuk.knowledge.notes import write_atomic
 log = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock.json"
+GUARD_FILE = ".lock.json.lock"
 LOCK_VERSION = 1
 
 SourceKind = Literal["github", "url", "path", "registry"]
@@ -41,6 +46,9 @@ class LockEntry:
     approved: bool = False  # `habakkuk skills approve` / `plugins enable`
     enabled: bool = False  # plugins only
     registry: str = ""  # the registry the name came from (kind registry)
+    # Where in what the source unpacks to the folder is ("" = its root): a repository or
+    # archive holding several skills installs each, and `update` takes the same one again.
+    subpath: str = ""
     installed_at: str = ""  # RFC 3339 UTC
     updated_at: str = ""
 
@@ -77,3 +85,17 @@ def write_lock(folder: Path, entries: dict[str, LockEntry]) -> None:
     }
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(lock_path(folder), json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+@contextmanager
+def held(folder: Path) -> Iterator[None]:
+    """Hold `folder`'s lock file for a read-modify-write, across processes (an flock on
+    .lock.json.lock), so an install from the CLI and an approval from the running server
+    never lose each other's entry."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / GUARD_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock

@@ -1,0 +1,55 @@
+"""The # Skills section of a new session's prompt, through the runtime."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from habakkuk.engine.agent.prompt import PromptSkill, skills_section
+from habakkuk.engine.home import Home
+
+from ...conftest import mock_config
+from .conftest import install, write_skill
+
+
+async def test_a_new_session_lists_the_skills_sorted_and_marks_untrusted_ones(
+    runtime_factory: Callable[[str], Any], home: Home
+) -> None:
+    shared = home.root / "skills"
+    write_skill(shared, "weekly-report", "Write the weekly report.")
+    write_skill(shared, "fetcher", "Fetch things.")
+    install(home, "fetcher")
+    write_skill(home.root / "agents" / "main" / "skills", "coffee", "Order coffee.")
+    runtime = await runtime_factory(mock_config())
+    assert runtime.skills is runtime.sessions.skills
+    session = await runtime.sessions.new_session("main")
+    prompt = session.system_prompt
+    assert "# Skills" in prompt
+    assert "load it with skill_view" in prompt
+    listing = prompt.split("Your skills (name: description):\n", 1)[1].split("\n\n")[0]
+    assert listing.splitlines()[:3] == [
+        "- coffee: Order coffee.",
+        "- fetcher: Fetch things. [untrusted]",
+        "- weekly-report: Write the weekly report.",
+    ]
+
+
+async def test_no_skills_no_section_and_no_toolset_no_section(
+    runtime_factory: Callable[[str], Any], home: Home
+) -> None:
+    lean_agent = "  lean:\n    model: mock/scripted\n    toolsets: [core, memory]\n"
+    runtime = await runtime_factory(mock_config() + lean_agent)
+    assert "# Skills" not in (await runtime.sessions.new_session("main")).system_prompt
+    write_skill(home.root / "skills", "deploy", "Deploy.")
+    assert "# Skills" in (await runtime.sessions.new_session("main")).system_prompt
+    lean = await runtime.sessions.new_session("lean")
+    assert "# Skills" not in lean.system_prompt
+    assert "skill_view" not in lean.system_prompt
+
+
+def test_a_cut_listing_says_how_many_are_missing_and_that_search_finds_them() -> None:
+    listed = tuple(PromptSkill(f"s-{n:03d}", "A skill.") for n in range(100))
+    text = skills_section(listed, 400)
+    assert text.count("\n- s-") == 100
+    assert "400 more skills are not listed here" in text
+    assert "skill_search finds them" in text
