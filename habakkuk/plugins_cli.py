@@ -1,11 +1,17 @@
-"""`habakkuk plugins list|enable|disable|remove|show`.
+"""`habakkuk plugins list|show|install|update|enable|disable|remove`.
 
 The parser is declared with the standard library only (cli.py builds it for `--help`).
 The commands work on HOME/plugins and its lock file directly (knowledge/plugins), without
 opening the runtime: enabling a plugin changes what the next load of the config merges
-(a new process, or a restart of `habakkuk serve`). `enable` prints what the plugin will
-run and asks y/N on a terminal; `--yes` skips the question (and is needed for a plugin
-whose scan was dangerous); without a terminal and without --yes it refuses.
+(a new process, or a restart of `habakkuk serve`). `install SOURCE` takes the sources of
+`habakkuk skills install` (a registry name is looked up in the indexes' "plugins"
+entries), prints the scan's verdict and every reason before anything is placed, refuses
+a dangerous plugin unless `--yes` (never a registry hash mismatch), and installs it
+disabled. `update [NAME]` fetches the same source again: unchanged is said so; a changed
+plugin is backed up, replaced, and disabled until enabled again. `enable` prints what
+the plugin will run and asks y/N on a terminal; `--yes` skips the question (and is
+needed for a plugin whose scan was dangerous); without a terminal and without --yes it
+refuses.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from habakkuk.engine.errors import HabakkukError
+    from habakkuk.engine.home import Home
+    from habakkuk.knowledge.hub.install import Hub, Outcome
     from habakkuk.knowledge.plugins.manage import Plugins, PluginState
+    from habakkuk.knowledge.skills.types import InstallPlan
 
-# install and update go through the hub's sources, staging, tree hash and scan
-# (knowledge/hub), which this branch does not have yet.
-ACTIONS = ("list", "enable", "disable", "remove", "show")
+ACTIONS = ("list", "show", "install", "update", "enable", "disable", "remove")
 
 
 def add_parser(sub: Any) -> None:
@@ -42,6 +50,22 @@ def add_parser(sub: Any) -> None:
     show = actions.add_parser("show", help="what a plugin runs, and its scan")
     show.add_argument("name")
     show.add_argument("--json", action="store_true")
+    install = actions.add_parser(
+        "install",
+        help="install (disabled) from github:OWNER/REPO[/PATH][@REF], a URL, a path or a NAME",
+    )
+    install.add_argument("source")
+    install.add_argument(
+        "--yes", "-y", action="store_true", help="install even when the scan says dangerous"
+    )
+    install.add_argument("--name", help="pick one of several plugins of the source")
+    install.add_argument("--json", action="store_true")
+    update = actions.add_parser("update", help="fetch installed plugins' sources again")
+    update.add_argument("name", nargs="?", help="one plugin (default: every installed one)")
+    update.add_argument(
+        "--yes", "-y", action="store_true", help="update even when the scan says dangerous"
+    )
+    update.add_argument("--json", action="store_true")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -58,6 +82,10 @@ def main(args: argparse.Namespace) -> int:
     check_home_root(home.root)
     plugins = Plugins(home.root)
     try:
+        if action in ("install", "update"):
+            import asyncio  # not at module level: `habakkuk --help` builds this parser
+
+            return asyncio.run(_install(home, args) if action == "install" else _update(home, args))
         if action == "list":
             return _list(plugins, args.json)
         if action == "show":
@@ -161,3 +189,92 @@ def _enable(plugins: Plugins, name: str, yes: bool) -> int:
     plugins.enable(name, force=yes)
     print(f"Enabled {name}: it loads from the next start (restart `habakkuk serve`).")
     return EXIT_OK
+
+
+def _hub(home: Home) -> Hub:
+    from habakkuk.engine.config import load_config
+    from habakkuk.knowledge.plugins.install import plugin_hub
+
+    registries: dict[str, str] = {}
+    # A home without a config can still install from GitHub, a URL or a path.
+    if home.config_path.exists():
+        registries = dict(load_config(home).skills.registries)
+    return plugin_hub(home.root, registries=registries)
+
+
+def _done(outcome: Outcome) -> None:
+    name = outcome.name
+    if outcome.status == "unchanged":
+        print(f"{name}: unchanged")
+        return
+    if outcome.status == "updated":
+        print(
+            f"{name}: updated ({len(outcome.changed)} file(s) changed, "
+            f"{len(outcome.removed)} removed; the old version is in plugins/{outcome.backup})"
+        )
+        print(f"  disabled until enabled again: habakkuk plugins enable {name}")
+        return
+    kept = f"; the old version is in plugins/{outcome.backup}" if outcome.backup else ""
+    print(f"{name}: {outcome.status} into {outcome.folder}, disabled{kept}")
+    print(
+        f"  nothing in it runs until you enable it: habakkuk plugins enable {name} "
+        "(it shows what the plugin runs and asks)"
+    )
+
+
+def _dump(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+async def _install(home: Home, args: argparse.Namespace) -> int:
+    from habakkuk.knowledge.plugins.install import install
+    from habakkuk.knowledge.skills import views
+    from habakkuk.skills_cli import print_plan
+
+    plans: list[InstallPlan] = []
+
+    def on_plan(plan: InstallPlan) -> None:
+        plans.append(plan)
+        if not args.json:
+            print_plan(plan)
+
+    try:
+        outcomes = await install(
+            _hub(home), args.source, name=args.name, yes=args.yes, on_plan=on_plan
+        )
+    except BaseException:
+        if args.json and plans:
+            _dump({"installed": [], "plans": [views.plan_json(p) for p in plans]})
+        raise
+    if args.json:
+        _dump({"installed": [views.outcome_json(o) for o in outcomes]})
+    else:
+        for outcome in outcomes:
+            _done(outcome)
+    return EXIT_OK
+
+
+async def _update(home: Home, args: argparse.Namespace) -> int:
+    from habakkuk.knowledge.plugins.install import update
+    from habakkuk.knowledge.skills import views
+    from habakkuk.skills_cli import print_plan
+
+    failed: list[str] = []
+
+    def on_plan(plan: InstallPlan) -> None:
+        if not args.json:
+            print_plan(plan)
+
+    def on_error(name: str, exc: HabakkukError) -> None:
+        failed.append(name)
+        print(f"habakkuk: plugins update: {name}: {exc}", file=sys.stderr)
+
+    outcomes = await update(_hub(home), args.name, yes=args.yes, on_plan=on_plan, on_error=on_error)
+    if args.json:
+        _dump({"updated": [views.outcome_json(o) for o in outcomes], "failed": failed})
+    else:
+        for outcome in outcomes:
+            _done(outcome)
+        if not outcomes and not failed:
+            print("no plugins installed from a source", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK
