@@ -202,6 +202,17 @@ def _hub(home: Home) -> Hub:
     return plugin_hub(home.root, registries=registries)
 
 
+def _print_plan(plan: InstallPlan) -> None:
+    """The scan's verdict and every reason, before anything is placed."""
+    short = plan.resolved[:12] if len(plan.resolved) == 40 else plan.resolved
+    replaces = " (replaces the installed one)" if plan.replaces else ""
+    print(f"{plan.name}: from {plan.source} at {short}{replaces}")
+    print(f"  {len(plan.files)} file(s), tree {plan.tree_hash}")
+    print(f"  scan: {plan.report.verdict}")
+    for reason in plan.report.reasons:
+        print(f"    {reason}")
+
+
 def _done(outcome: Outcome) -> None:
     name = outcome.name
     if outcome.status == "unchanged":
@@ -229,14 +240,13 @@ def _dump(data: Any) -> None:
 async def _install(home: Home, args: argparse.Namespace) -> int:
     from habakkuk.knowledge.plugins.install import install
     from habakkuk.knowledge.skills import views
-    from habakkuk.skills_cli import print_plan
 
     plans: list[InstallPlan] = []
 
     def on_plan(plan: InstallPlan) -> None:
         plans.append(plan)
         if not args.json:
-            print_plan(plan)
+            _print_plan(plan)
 
     try:
         outcomes = await install(
@@ -257,13 +267,12 @@ async def _install(home: Home, args: argparse.Namespace) -> int:
 async def _update(home: Home, args: argparse.Namespace) -> int:
     from habakkuk.knowledge.plugins.install import update
     from habakkuk.knowledge.skills import views
-    from habakkuk.skills_cli import print_plan
 
     failed: list[str] = []
 
     def on_plan(plan: InstallPlan) -> None:
         if not args.json:
-            print_plan(plan)
+            _print_plan(plan)
 
     def on_error(name: str, exc: HabakkukError) -> None:
         failed.append(name)
