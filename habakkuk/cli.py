@@ -98,10 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument("id", help="checkpoint id (a unique prefix is enough)")
     rollback.add_argument("path", nargs="?", help="restore only this path of the workspace")
     from habakkuk.memory_cli import add_parser as add_memory_parser  # stdlib-only module
+    from habakkuk.plugins_cli import add_parser as add_plugins_parser  # stdlib-only module
     from habakkuk.protocols.mcp.cli import add_parser as add_mcp_parser  # stdlib-only module
     from habakkuk.skills_cli import add_parser as add_skills_parser  # stdlib-only module
 
     add_memory_parser(sub)
+    add_plugins_parser(sub)
     add_skills_parser(sub)
 
     add_mcp_parser(sub)
@@ -201,6 +203,10 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
         from habakkuk import memory_cli
 
         return memory_cli.main
+    if args.command == "plugins":
+        from habakkuk import plugins_cli
+
+        return plugins_cli.main
     if args.command == "skills":
         from habakkuk import skills_cli
 

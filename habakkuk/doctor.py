@@ -45,6 +45,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks += _env_checks(home)
     env = Environment(home.env_path)
     checks += _extra_checks(config)
+    checks += _plugin_checks(config)
     checks += await asyncio.to_thread(_key_checks, config, env)
     checks += _channel_checks(config, env)
     checks += await _mcp_checks(config, env, home)
@@ -89,6 +90,16 @@ def _extra_checks(config: Config) -> list[Check]:
             )
         else:
             checks.append(Check("ok", f"provider {name}", f"{module} installed"))
+    return checks
+
+
+def _plugin_checks(config: Config) -> list[Check]:
+    """Plugins that failed to load, and plugin commands a built-in command shadows."""
+    from habakkuk.conversation.commands import find
+    from habakkuk.conversation.plugin_commands import shadowed_commands
+
+    checks = [Check("WARN", "plugins", problem) for problem in config.plugin_problems]
+    checks += [Check("WARN", "plugins", line) for line in shadowed_commands(config, find)]
     return checks
 
 

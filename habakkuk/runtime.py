@@ -140,6 +140,8 @@ class Runtime:
         home = home or Home(default_home())
         config = config or load_config(home)
         home.prepare()
+        for problem in config.plugin_problems:  # a plugin that failed to load: never fatal
+            log.warning("%s", problem)
         env = Environment(home.env_path)
         control = await Database.open(home.db_path("control"), JOB_MIGRATIONS)
         transcripts = await TranscriptStore.open(

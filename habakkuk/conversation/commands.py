@@ -263,6 +263,13 @@ async def dispatch(text: str, conv: Conversation) -> Reply | None:
         return None
     name, rest = parsed
     found = find(name)
+    if found is None:
+        from . import plugin_commands  # an enabled plugin's, after every built-in
+
+        extra = plugin_commands.plugin_command(conv.services.config, name, find)
+        if extra is not None:
+            said, error = await plugin_commands.run(conv, extra, rest)
+            return Reply(said, error=error)
     if found is None or conv.surface not in found.where:
         return Reply(f"Unknown command /{name}. /help lists the commands.", error=True)
     try:
@@ -325,6 +332,9 @@ async def _status(conv: Conversation, rest: str) -> Reply:
 async def _help(conv: Conversation, rest: str) -> Reply:
     lines = ["**Commands**"]
     lines += [f"{c.usage()} — {c.summary}" for c in commands_for(conv.surface)]
+    from .plugin_commands import help_lines
+
+    lines += help_lines(conv.services.config, find)
     return Reply("\n".join(lines))
 
 

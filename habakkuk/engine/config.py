@@ -288,6 +288,9 @@ class McpServerConfig:
     callback_port: int | None = None
     name: str = field(default="", init=False)
     timeout_seconds: float = field(default=120.0, init=False)
+    # Where a stdio server runs (default: the home's working directory); a plugin's
+    # servers run in the plugin's folder (engine/plugin_config.py).
+    cwd: Path | None = field(default=None, init=False)
 
 
 @dataclass
@@ -456,7 +459,21 @@ def load_config(home: Home) -> Config:
         ) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_config(text, path, home)
+    config = parse_config(text, path, home)
+    # Enabled plugins join what config.yaml says; their problems are reported, never fatal.
+    from .plugin_config import merge_plugins
+
+    merge_plugins(config, home.root, plugin_parts())
+    return config
+
+
+def plugin_parts() -> Any:
+    """What engine/plugin_config.py reads plugins with (a ConfigParts)."""
+    from .plugin_config import ConfigParts
+
+    return ConfigParts(
+        Config, McpServerConfig, HookConfig, PluginCommand, _resolve_mcp, parse_duration
+    )
 
 
 def parse_config(text: str, path: Path, home: Home) -> Config:

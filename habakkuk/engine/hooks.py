@@ -1,9 +1,9 @@
 """Hooks: user commands run on events (config `hooks:`, spec 000 "Hooks").
 
 Each hook is {event, command, timeout, match}. The command runs with
-`/bin/sh -c` in $HABAKKUK_HOME, gets the event as JSON on stdin and
-HABAKKUK_EVENT / HABAKKUK_HOME in its environment, in its own process group,
-and is killed with its group at its timeout (default 10 s).
+`/bin/sh -c` in $HABAKKUK_HOME (an enabled plugin's hooks in the plugin's folder),
+gets the event as JSON on stdin and HABAKKUK_EVENT / HABAKKUK_HOME in its
+environment, in its own process group, and is killed with its group at its timeout (default 10 s).
 
 Only tool_before is waited for, and it fails closed: a non-zero exit, a
 timeout or a command that cannot start blocks the call, and the model gets the
@@ -129,7 +129,8 @@ async def run_hook(hook: Any, event: str, data: dict[str, Any], home: Path) -> H
             SHELL,
             "-c",
             hook.command,
-            cwd=str(home),
+            # A plugin's hooks run in its folder (HookConfig.cwd), the rest in the home.
+            cwd=str(getattr(hook, "cwd", None) or home),
             env=env,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,

@@ -70,25 +70,11 @@ def lock_path(folder: Path) -> Path:
 
 def read_lock(folder: Path) -> tuple[dict[str, LockEntry], str | None]:
     """The entries of `folder`'s lock file and a one-line problem (None when fine)."""
-    path = lock_path(folder)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}, None
-    except OSError as exc:
-        return {}, f"{path}: cannot read: {exc.strerror}"
-    try:
-        data = json.loads(text)
-        entries = data["entries"]
-        if not isinstance(entries, dict):
-            raise TypeError("entries is not an object")
-        return {
-            name: LockEntry.from_json(name, value)
-            for name, value in entries.items()
-            if isinstance(value, dict)
-        }, None
-    except (ValueError, KeyError, TypeError) as exc:
-        return {}, f"{path}: not a lock file Habakkuk can read ({exc}); entries ignored"
+    # One reader of the JSON, shared with the engine's merge of enabled plugins.
+    from habakkuk.engine.plugin_config import read_lock_file
+
+    raw, problem = read_lock_file(folder)
+    return {name: LockEntry.from_json(name, value) for name, value in raw.items()}, problem
 
 
 def write_lock(folder: Path, entries: dict[str, LockEntry]) -> None:

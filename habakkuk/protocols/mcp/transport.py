@@ -221,6 +221,7 @@ def open_transport(
             server.command,
             list(server.args),
             child_environment(server, env),
+            cwd=server.cwd,
             info=info,
             on_exit=on_exit,
         )
