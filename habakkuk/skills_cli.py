@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from habakkuk.knowledge.hub.install import Hub, Outcome
     from habakkuk.knowledge.skills.types import InstallPlan, SkillsAccess, SkillSummary
 
-# `curate` is the curator's (added beside these by it).
-ACTIONS = ("list", "show", "install", "update", "remove", "restore", "approve")
+ACTIONS = ("list", "show", "install", "update", "remove", "restore", "approve", "curate")
 
 
 def add_parser(sub: Any) -> None:
@@ -61,6 +60,12 @@ def add_parser(sub: Any) -> None:
     restore.add_argument("name")
     approve = action("approve", "trust an installed skill", agent=False)
     approve.add_argument("name")
+    curate = action(
+        "curate", "merge near-duplicate own skills, archive unused ones (backed up)", agent=False
+    )
+    curate.add_argument(
+        "--dry-run", action="store_true", help="say what it would change; change nothing"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -193,6 +198,12 @@ async def _with_runtime(args: argparse.Namespace) -> int:
 
     runtime = await Runtime.open()
     try:
+        if args.skills_command == "curate":
+            from habakkuk.knowledge.skills.curator import curate_command
+
+            return await curate_command(
+                args, home=runtime.home, config=runtime.config, memory=runtime.memory
+            )
         agent = runtime.config.agent(getattr(args, "agent", None)).name
         return await _act(runtime.skills, agent, args)
     finally:

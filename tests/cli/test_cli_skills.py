@@ -285,3 +285,26 @@ def test_a_corpus_skill_from_github_is_refused_too(skills_home, github, capsys) 
     code, out, _ = run(capsys, "install", "mallory/sheets")
     assert code == 1 and "prep.py:" in out
     assert not (skills_home.root / "skills" / "combined-python-shell").exists()
+
+
+def test_curate_merges_a_plural_twin_and_restore_brings_it_back(home, write_config, capsys) -> None:
+    write_config(mock_config())
+    own = home.root / "agents" / "main" / "skills"
+    for name in ("weekly-report", "weekly-reports"):
+        (own / name).mkdir(parents=True)
+        (own / name / "SKILL.md").write_text(WEEKLY.replace("name: weekly-report", f"name: {name}"))
+    before = {n: (own / n / "SKILL.md").read_bytes() for n in ("weekly-report", "weekly-reports")}
+
+    code, out, err = run(capsys, "curate", "--dry-run", "--json")
+    assert code == 0, err
+    planned = json.loads(out)["changes"]
+    assert [c["action"] for c in planned] == ["merge"]
+    assert (own / "weekly-report").is_dir() and (own / "weekly-reports").is_dir()
+
+    code, out, err = run(capsys, "curate")
+    assert code == 0, err
+    merged = planned[0]["name"]
+    assert not (own / merged).exists()
+    code, out, err = run(capsys, "restore", merged)
+    assert code == 0, err
+    assert (own / merged / "SKILL.md").read_bytes() == before[merged]
