@@ -17,17 +17,11 @@ if TYPE_CHECKING:
 
 
 def _scan(files: Mapping[str, bytes]) -> ScanReport:
-    """The scan of skill_save's text: the scan package's, imported on first use (a save
-    is rare, and the scanner's parsers stay out of start-up)."""
-    # Imported by name: the scan package is its own slice (h15-scan), and until it is
-    # merged the import fails, which refuses every save (fail closed).
-    import importlib
+    """The scan of skill_save's text, imported on first use: a save is rare, and the
+    scanner's parsers stay out of start-up."""
+    from habakkuk.knowledge.scan import scan_files
 
-    scan_files = importlib.import_module("habakkuk.knowledge.scan").scan_files
-    report = scan_files(files)
-    if not isinstance(report, ScanReport):
-        raise TypeError(f"the scan returned {type(report).__name__}, not a ScanReport")
-    return report
+    return scan_files(files)
 
 
 def build_skills(home: Home, config: Config, memory: MemoryAccess | None = None) -> Skills:

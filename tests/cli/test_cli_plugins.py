@@ -69,7 +69,6 @@ def test_install_of_a_missing_or_broken_manifest_is_one_line_and_installs_nothin
 def test_install_shows_the_scan_then_says_to_enable_and_update_says_unchanged_then_disabled(
     plugins_home: Home, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("habakkuk.knowledge.scan")  # the scan slice's module
     folder = source(tmp_path)
     code, out, err = run(capsys, "install", str(folder))
     assert code == 0, err
