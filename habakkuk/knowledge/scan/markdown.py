@@ -90,8 +90,7 @@ _ARCHIVE_WORD = re.compile(
 _PASSWORD = re.compile(
     r"\b(?:pass(?:word|phrase|wd|code)?|pw|pwd)\b\s*(?:is|:|=|-)\s*[\"'`*]*\s*[^\s\"'`*]{3,}"
     r"|\bpass(?:word|phrase)?\b[^\n]{0,30}\binfected\b"
-    r"|\b(?:extract|unzip|open|unpack)\b[^\n]{0,40}\b(?:with|using)\b[^\n]{0,10}\bpass(?:word|phrase)\b"
-    r"|\bpassword[- ]protected\b",
+    r"|\b(?:extract|unzip|open|unpack)\b[^\n]{0,40}\b(?:with|using)\b[^\n]{0,10}\bpass(?:word|phrase)\b",
     re.I,
 )
 _HIDDEN_HTML = re.compile(

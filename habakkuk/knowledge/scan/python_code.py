@@ -444,6 +444,15 @@ class _PyScan:
                 raise _Unfoldable from exc
             raise _Unfoldable
         fq = self.qual(func)
+        if fq == "map" and len(args) == 2:
+            fn = self.qual(args[0])
+            items = self.fold(args[1], d)
+            if fn in ("chr", "str") and isinstance(items, list | str | bytes):
+                try:
+                    return [chr(x) if fn == "chr" else str(x) for x in items]
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise _Unfoldable from exc
+            raise _Unfoldable
         vals = [self.fold(a, d) for a in args]
         try:
             if fq in DECODERS:
@@ -462,12 +471,6 @@ class _PyScan:
                 return list(reversed(vals[0]))
             if fq in ("list", "tuple") and vals:
                 return list(vals[0])
-            if fq == "map" and len(args) == 2:
-                fn = self.qual(args[0])
-                if fn == "chr":
-                    return [chr(x) for x in vals[1]]
-                if fn == "str":
-                    return [str(x) for x in vals[1]]
         except (TypeError, ValueError, IndexError, OverflowError) as exc:
             raise _Unfoldable from exc
         raise _Unfoldable

@@ -77,6 +77,9 @@ CLEAN = [
     FM + "```console\n$ python script.py notes.md\nwrote notes.pdf\n```\n",
     FM + "Use the password manager to fill in the login form; never paste passwords in chat.\n",
     FM + "Run `curl -o report.pdf https://example.com/report.pdf` and open it.\n",
+    FM + "The shared archive is password protected by your admin; ask them for access.\n",
+    FM + "Short links (https://bit.ly) are not allowed in our docs.\n",
+    FM + "Download the installer from https://www.python.org/downloads/ first.\n",
 ]
 
 
