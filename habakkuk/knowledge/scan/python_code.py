@@ -446,7 +446,7 @@ class _PyScan:
         fq = self.qual(func)
         if fq == "map" and len(args) == 2:
             fn = self.qual(args[0])
-            items = self.fold(args[1], d)
+            items: Any = self.fold(args[1], d)
             if fn in ("chr", "str") and isinstance(items, list | str | bytes):
                 try:
                     return [chr(x) if fn == "chr" else str(x) for x in items]
