@@ -449,7 +449,8 @@ class _PyScan:
             items: Any = self.fold(args[1], d)
             if fn in ("chr", "str") and isinstance(items, list | str | bytes):
                 try:
-                    return [chr(x) if fn == "chr" else str(x) for x in items]
+                    seq: list[Any] = list(items)
+                    return [chr(x) if fn == "chr" else str(x) for x in seq]
                 except (TypeError, ValueError, OverflowError) as exc:
                     raise _Unfoldable from exc
             raise _Unfoldable
