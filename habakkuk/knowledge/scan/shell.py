@@ -580,8 +580,6 @@ class _Chunk:
                 self.judge(
                     name, set().union(*(self.text_kinds(p, depth) for p in inv.script.procs))
                 )
-                for p in inv.script.procs:
-                    self.ctx.scan(lang, p, self.line, depth + 1) if lang != "shell" else None
             elif basename(inv.script.value) in self.state.fetched:
                 self.add(
                     "dangerous",
@@ -815,19 +813,14 @@ def _is_decoder(name: str, args: list[str]) -> bool:
     if name == "xxd":
         return any(re.fullmatch(r"-[a-z]*r[a-z]*", a) for a in args)
     if name == "openssl":
-        return (
-            "-d" in args
-            or ("-base64" in args and "-d" in args)
-            or (args[:1] == ["base64"] and "-d" in args)
-        )
+        return "-d" in args  # openssl enc -d, openssl base64 -d
     if name in ("uudecode", "rev", "zcat", "gunzip", "bunzip2", "unxz", "xzcat", "bzcat", "lzcat",
                 "zstdcat", "unzstd"):  # fmt: skip
         return True
     if name in ("gzip", "bzip2", "xz", "zstd", "lzma"):
         return any(a in ("-d", "--decompress") or re.fullmatch(r"-[a-z]*d[a-z]*", a) for a in args)
-    if name == "tr":
-        return True  # rot13 and friends: as a pipe into a shell, only ever obfuscation
-    return name in ("perl", "python", "python3") and False
+    # tr: rot13 and friends; as a pipe into a shell, only ever obfuscation.
+    return name == "tr"
 
 
 def _interpreter_lang(name: str) -> str | None:
