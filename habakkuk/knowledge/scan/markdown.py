@@ -64,7 +64,8 @@ _COMMANDISH = re.compile(
 )
 _INJECTION_HIDDEN = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,60}\b(?:instructions?|prompts?|rules|guidelines|user|safety|policy|policies)\b"
-    r"|\b(?:do not|don't|never|without)\s+(?:tell|telling|inform|informing|mention|mentioning|reveal|revealing|show|showing|disclose|alert|alerting|notify|notifying|ask|asking)\b"
+    r"|\b(?:do not|don't|never|without)\s+(?:tell|telling|inform|informing|mention|mentioning"
+    r"|reveal|revealing|show|showing|disclose|alert|alerting|notify|notifying|ask|asking)\b"
     r"|\b(?:send|upload|post|exfiltrate|forward|transmit|copy|email|leak)\b[^\n]{0,80}\b(?:keys?|tokens?|credentials?|secrets?|passwords?|\.env|environment|cookies|history|files?|data|conversation)\b"
     r"|\b(?:you are now|new instructions|system prompt|developer mode|jailbreak|act as)\b"
     r"|\b(?:silently|secretly|quietly|covertly)\b"
@@ -72,10 +73,15 @@ _INJECTION_HIDDEN = re.compile(
     re.I,
 )
 _INJECTION_VISIBLE = re.compile(
-    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:previous|prior|above|earlier|other|the user'?s?|your)\s+(?:instructions?|prompts?|rules|guidelines)\b"
-    r"|\b(?:do not|don't|never)\s+(?:tell|inform|mention\s+(?:this|it)\s+to|reveal\s+(?:this|it)\s+to|alert|notify)\s+the\s+(?:user|human|owner)\b"
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?"
+    r"(?:previous|prior|above|earlier|other|the user'?s?|your)\s+"
+    r"(?:instructions?|prompts?|rules|guidelines)\b"
+    r"|\b(?:do not|don't|never)\s+(?:tell|inform|mention\s+(?:this|it)\s+to"
+    r"|reveal\s+(?:this|it)\s+to|alert|notify)\s+the\s+(?:user|human|owner)\b"
     r"|\bwithout\s+(?:telling|informing|notifying|alerting)\s+the\s+(?:user|human|owner)\b"
-    r"|\b(?:send|upload|post|exfiltrate|forward)\b[^.\n]{0,60}\b(?:api[_ ]?keys?|credentials|secrets|ssh keys?|private keys?|\.env)\b[^.\n]{0,60}\bto\s+(?:https?://|[\w.-]+\.(?:com|net|org|io|invalid|xyz|ru|top))",
+    r"|\b(?:send|upload|post|exfiltrate|forward)\b[^.\n]{0,60}"
+    r"\b(?:api[_ ]?keys?|credentials|secrets|ssh keys?|private keys?|\.env)\b[^.\n]{0,60}"
+    r"\bto\s+(?:https?://|[\w.-]+\.(?:com|net|org|io|invalid|xyz|ru|top))",
     re.I,
 )
 _ARCHIVE_WORD = re.compile(
@@ -84,8 +90,7 @@ _ARCHIVE_WORD = re.compile(
 _PASSWORD = re.compile(
     r"\b(?:pass(?:word|phrase|wd|code)?|pw|pwd)\b\s*(?:is|:|=|-)\s*[\"'`*]*\s*[^\s\"'`*]{3,}"
     r"|\bpass(?:word|phrase)?\b[^\n]{0,30}\binfected\b"
-    r"|\b(?:extract|unzip|open|unpack)\b[^\n]{0,40}\b(?:with|using)\b[^\n]{0,10}\bpass(?:word|phrase)\b"
-    r"|\bpassword[- ]protected\b",
+    r"|\b(?:extract|unzip|open|unpack)\b[^\n]{0,40}\b(?:with|using)\b[^\n]{0,10}\bpass(?:word|phrase)\b",
     re.I,
 )
 _HIDDEN_HTML = re.compile(

@@ -187,6 +187,8 @@ def url_risk(url: str) -> tuple[str, str] | None:
     except ValueError:
         return None
     found = host_risk(host) if host else None
+    if found and found[0] == "url-shortener" and parts.path.strip("/") == "":
+        found = None  # the shortener's own home page, not a hidden target
     if found:
         rule, message = found
         return rule, f"{message}: {url[:120]}"

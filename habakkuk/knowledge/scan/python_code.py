@@ -57,7 +57,8 @@ SUBPROCESS = {
 }  # fmt: skip
 DECODERS = {
     "base64.b64decode", "base64.b32decode", "base64.b16decode", "base64.a85decode",
-    "base64.b85decode", "base64.urlsafe_b64decode", "base64.decodebytes", "base64.standard_b64decode",
+    "base64.b85decode", "base64.urlsafe_b64decode", "base64.decodebytes",
+    "base64.standard_b64decode",
     "binascii.unhexlify", "binascii.a2b_hex", "binascii.a2b_base64", "bytes.fromhex",
     "codecs.decode", "zlib.decompress", "gzip.decompress", "bz2.decompress", "lzma.decompress",
     "marshal.loads",
@@ -86,6 +87,12 @@ HIDDEN_NAMES = {
 DANGEROUS_ATTRS = {"system", "popen", "exec", "eval", "spawn", "execv", "execve", "Popen",
                    "check_output", "call", "run", "getoutput", "__import__", "import_module",
                    "loads", "compile"}  # fmt: skip
+
+
+_PATH_WRAPPERS = {
+    "os.path.expanduser", "os.path.expandvars", "os.path.abspath", "os.path.realpath",
+    "pathlib.Path", "pathlib.PurePath", "Path", "str", "os.fspath",
+}  # fmt: skip
 
 
 class _Unfoldable(Exception):
@@ -181,9 +188,13 @@ class _PyScan:
                 self.name_use(node)
             if isinstance(node, ast.BinOp | ast.JoinedStr | ast.Call | ast.Subscript):
                 self.built_string(node)
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if credential_kind(node.value) == "strong" and len(node.value) < 300:
-                    self.creds.append((self.at(node), node.value))
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and len(node.value) < 300
+                and credential_kind(node.value) == "strong"
+            ):
+                self.creds.append((self.at(node), node.value))
         self.finish()
 
     def finish(self) -> None:
@@ -269,11 +280,10 @@ class _PyScan:
         q = self.qual(node)
         if q is None:
             return
-        if q == "ctypes" or q.startswith("ctypes."):
-            if isinstance(node, ast.Name) or not isinstance(
-                self.parents.get(id(node)), ast.Attribute
-            ):
-                self.ctypes.append(self.at(node))
+        if (q == "ctypes" or q.startswith("ctypes.")) and (
+            isinstance(node, ast.Name) or not isinstance(self.parents.get(id(node)), ast.Attribute)
+        ):
+            self.ctypes.append(self.at(node))
         if q == "os.environ" and isinstance(node, ast.Attribute):
             parent = self.parents.get(id(node))
             if isinstance(parent, ast.Subscript):
@@ -415,13 +425,14 @@ class _PyScan:
                     return _capped(target.join(vals[0]))
                 if method in ("decode", "encode") and isinstance(target, str | bytes):
                     if isinstance(target, bytes) and method == "decode":
-                        return target.decode(*(vals[:1] or ["utf-8"]), "replace")
+                        return target.decode(str(vals[0]) if vals else "utf-8", "replace")
                     if isinstance(target, str) and method == "encode":
                         return target.encode("utf-8", "replace")
                     if isinstance(target, str) and method == "decode":  # py2 habits
                         raise _Unfoldable
                 if method in ("replace", "lower", "upper", "strip", "lstrip", "rstrip", "format",
-                              "swapcase", "title", "capitalize", "zfill") and isinstance(target, str):  # fmt: skip
+                              "swapcase", "title", "capitalize", "zfill"
+                              ) and isinstance(target, str):  # fmt: skip
                     return _capped(getattr(target, method)(*vals))
                 if (
                     method == "fromhex"
@@ -433,6 +444,16 @@ class _PyScan:
                 raise _Unfoldable from exc
             raise _Unfoldable
         fq = self.qual(func)
+        if fq == "map" and len(args) == 2:
+            fn = self.qual(args[0])
+            items: Any = self.fold(args[1], d)
+            if fn in ("chr", "str") and isinstance(items, list | str | bytes):
+                try:
+                    seq: list[Any] = list(items)
+                    return [chr(x) if fn == "chr" else str(x) for x in seq]
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise _Unfoldable from exc
+            raise _Unfoldable
         vals = [self.fold(a, d) for a in args]
         try:
             if fq in DECODERS:
@@ -451,12 +472,6 @@ class _PyScan:
                 return list(reversed(vals[0]))
             if fq in ("list", "tuple") and vals:
                 return list(vals[0])
-            if fq == "map" and len(args) == 2:
-                fn = self.qual(args[0])
-                if fn == "chr":
-                    return [chr(x) for x in vals[1]]
-                if fn == "str":
-                    return [str(x) for x in vals[1]]
         except (TypeError, ValueError, IndexError, OverflowError) as exc:
             raise _Unfoldable from exc
         raise _Unfoldable
@@ -508,16 +523,12 @@ class _PyScan:
             or (fq in ("requests.get", "httpx.get", "urllib.request.urlopen") and self.creds)
         ):
             self.sends.append((line, fq))
-        if isinstance(node.func, ast.Attribute) and node.func.attr in (
-            "connect",
-            "send",
-            "sendall",
-            "sendto",
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("connect", "send", "sendall", "sendto")
+            and (fq.startswith("socket.") or "download" in self.expr_taint(node.func.value))
         ):
-            if any("socket" in k for k in self.expr_taint(node.func.value)) or fq.startswith(
-                "socket."
-            ):
-                self.sends.append((line, f"socket {node.func.attr}"))
+            self.sends.append((line, f"socket {node.func.attr}"))
         if fq in CODE_EXEC:
             self.code_exec(node, fq, line)
         elif fq in IMPORTERS:
@@ -747,8 +758,7 @@ class _PyScan:
             fq = self.qual(node.func) or ""
             if fq.endswith("home") and not node.args:
                 return "~"
-            if fq in ("os.path.expanduser", "os.path.expandvars", "os.path.abspath", "os.path.realpath",
-                      "pathlib.Path", "pathlib.PurePath", "Path", "str", "os.fspath") and node.args:  # fmt: skip
+            if fq in _PATH_WRAPPERS and node.args:
                 return self.fold_path(node.args[0])
             if fq == "os.path.join" and node.args:
                 parts = [self.fold_path(a) for a in node.args]

@@ -141,9 +141,8 @@ def logical_lines(text: str) -> Iterator[tuple[int, str]]:
             if heredocs:
                 if line.strip() == heredocs[0]:
                     heredocs.pop(0)
-                if heredocs or quote or depth > 0:
-                    if size < MAX_CHUNK:
-                        continue
+                if (heredocs or quote or depth > 0) and size < MAX_CHUNK:
+                    continue
                 break
             quote, depth, continued = _line_state(line, quote, depth)
             if not quote:
@@ -236,6 +235,9 @@ class _Chunk:
         self.depth = depth
         self.weak_creds: list[str] = []
         self.sends: list[str] = []
+        # Groups nest: each element's output is judged once, not once per enclosing level.
+        self._kinds: dict[int, tuple[set[str], str | None]] = {}
+        self._reads: dict[int, bool] = {}
 
     def add(self, severity: str, rule: str, message: str) -> None:
         self.ctx.add(
@@ -321,6 +323,12 @@ class _Chunk:
                     printed.append(text)
 
     def group_reads_stdin(self, group: Group) -> bool:
+        key = id(group)
+        if key not in self._reads:
+            self._reads[key] = self._group_reads_stdin(group)
+        return self._reads[key]
+
+    def _group_reads_stdin(self, group: Group) -> bool:
         for simple in walk_simple_commands(group.body):
             resolved = resolve(expand_words(simple.words))
             if resolved and resolved.argv:
@@ -342,6 +350,12 @@ class _Chunk:
 
     def output_kinds(self, element: Element, depth: int) -> tuple[set[str], str | None]:
         """What an element writes to stdout, and the text when it is echo/printf of a literal."""
+        key = id(element)
+        if key not in self._kinds:
+            self._kinds[key] = self._output_kinds(element, depth)
+        return self._kinds[key]
+
+    def _output_kinds(self, element: Element, depth: int) -> tuple[set[str], str | None]:
         if isinstance(element, Group):
             kinds: set[str] = set()
             for pipeline in element.body:
@@ -425,9 +439,10 @@ class _Chunk:
         head_name = basename(head.value)
         if head_name in ESCALATORS:
             self.escalation(head_name, argv)
-        if head_name in ("env", "printenv") and (not argv or basename(argv[0].value) == "printenv"):
-            if not argv or len(argv) == 1:
-                self.weak_creds.append("the environment (env)")
+        if head_name in ("env", "printenv") and (
+            not argv or (len(argv) == 1 and basename(argv[0].value) == "printenv")
+        ):
+            self.weak_creds.append("the environment (env)")
         if not argv:
             return
         self.command(cmd, argv, depth, upstream, printed)
@@ -565,8 +580,6 @@ class _Chunk:
                 self.judge(
                     name, set().union(*(self.text_kinds(p, depth) for p in inv.script.procs))
                 )
-                for p in inv.script.procs:
-                    self.ctx.scan(lang, p, self.line, depth + 1) if lang != "shell" else None
             elif basename(inv.script.value) in self.state.fetched:
                 self.add(
                     "dangerous",
@@ -800,19 +813,14 @@ def _is_decoder(name: str, args: list[str]) -> bool:
     if name == "xxd":
         return any(re.fullmatch(r"-[a-z]*r[a-z]*", a) for a in args)
     if name == "openssl":
-        return (
-            "-d" in args
-            or ("-base64" in args and "-d" in args)
-            or (args[:1] == ["base64"] and "-d" in args)
-        )
+        return "-d" in args  # openssl enc -d, openssl base64 -d
     if name in ("uudecode", "rev", "zcat", "gunzip", "bunzip2", "unxz", "xzcat", "bzcat", "lzcat",
                 "zstdcat", "unzstd"):  # fmt: skip
         return True
     if name in ("gzip", "bzip2", "xz", "zstd", "lzma"):
         return any(a in ("-d", "--decompress") or re.fullmatch(r"-[a-z]*d[a-z]*", a) for a in args)
-    if name == "tr":
-        return True  # rot13 and friends: as a pipe into a shell, only ever obfuscation
-    return name in ("perl", "python", "python3") and False
+    # tr: rot13 and friends; as a pipe into a shell, only ever obfuscation.
+    return name == "tr"
 
 
 def _interpreter_lang(name: str) -> str | None:

@@ -96,10 +96,14 @@ def test_scanning_something_that_is_not_a_folder_is_a_one_line_error(tmp_path: P
         scan_folder(tmp_path / "missing")
 
 
-@pytest.mark.parametrize(
-    "char", ["a", "(", "`", "$(", "'", '"', "<!--", "{", "[", "\\", "=", "/", "-"]
-)
-@pytest.mark.parametrize("path", ["x.sh", "x.py", "x.md", "x.js"])
+HOSTILE = [
+    ("x.sh", "a"), ("x.sh", "("), ("x.sh", "`"), ("x.sh", "$("), ("x.sh", "\\"), ("x.sh", "'"),
+    ("x.py", "("), ("x.py", "'"), ("x.py", "["), ("x.md", "`"), ("x.md", "<!--"), ("x.md", "["),
+    ("x.md", "a"), ("x.js", "`"), ("x.js", "'"), ("x.js", "("),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "char"), HOSTILE)
 def test_a_megabyte_line_of_one_character_finishes(path: str, char: str) -> None:
     report = scan(path, char * (1_000_000 // len(char)))
     assert report.files == 1

