@@ -79,9 +79,7 @@ async def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str,
 
 
 async def chat(served: Any, text: str) -> dict[str, Any]:
-    sent: dict[str, Any] = await served.post_json(
-        "/api/chat", {"conversation": "me", "text": text}
-    )
+    sent: dict[str, Any] = await served.post_json("/api/chat", {"conversation": "me", "text": text})
     if sent.get("turn"):
         outcome = await wait_within(served.runtime.turns.wait_turn(sent["turn"]), 30)
         assert outcome.status == "done", outcome.error
