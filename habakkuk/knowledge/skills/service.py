@@ -312,7 +312,8 @@ class Skills:
             if text == before:
                 summary = await self._own_summary(agent, name)
                 return SkillSaved(skill=summary, created=False, unchanged=True)
-            self._refuse(text)
+            # Off the loop: a hostile 250 KB body takes the scanner seconds to read.
+            await asyncio.to_thread(self._refuse, text)
             self._refuse_secrets(description, body)
             await asyncio.to_thread(_write_skill, folder, before, text)
             if self.memory is not None:
