@@ -173,7 +173,8 @@ class SkillsScreen(RuntimeScreen):
         self.skills = list(skills)
         untrusted = sum(not s.trusted for s in skills)
         extra = f" · {untrusted} untrusted" if untrusted else ""
-        self._title.update(Content(f"Skills · {agent} · {len(skills)} skills{extra}"))
+        count = f"{len(skills)} skill" + ("" if len(skills) == 1 else "s")
+        self._title.update(Content(f"Skills · {agent} · {count}{extra}"))
         table = self._table
         table.clear()
         for skill in skills:
