@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from .config_schema import NodeLoader, line_of
+from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
 from .errors import ConfigError
 from .home import Home
 from .presets import PRESETS
@@ -478,13 +476,7 @@ def plugin_parts() -> Any:
 
 def parse_config(text: str, path: Path, home: Home) -> Config:
     """Validate config text read from `path`; relative paths resolve against the home."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path}:{line}: invalid YAML: {problem}") from None
+    node = compose_yaml(text, path)
     if node is None:
         raise ConfigError(
             f"{path}:1: the file is empty (or only comments): it needs providers: and agents:; "
@@ -722,26 +714,12 @@ def _resolve_skills(config: Config, skills: SkillsConfig) -> None:
 
 
 def _resolve_hooks(config: Config) -> None:
-    import re
-
     path = config.path
     if config.checkpoint_max_mb < 1:
         raise ConfigError(
             f"{path}:{line_of(config, 'checkpoint_max_mb')}: checkpoint_max_mb: must be >= 1"
         )
-    for i, hook in enumerate(config.hooks):
-        where = f"hooks[{i}]"
-        if not hook.command.strip():
-            raise ConfigError(f"{path}:{line_of(hook, 'command')}: {where}.command: is empty")
-        if hook.timeout <= 0:
-            raise ConfigError(f"{path}:{line_of(hook, 'timeout')}: {where}.timeout: must be > 0")
-        if hook.match is not None:
-            try:
-                re.compile(hook.match)
-            except re.error as exc:
-                raise ConfigError(
-                    f"{path}:{line_of(hook, 'match')}: {where}.match: bad regular expression: {exc}"
-                ) from None
+    check_hooks(path, config.hooks)
 
 
 def _resolve_http(config: Config, http: HttpConfig) -> None:

@@ -152,3 +152,34 @@ def line_of(section: Any, key: str | None = None) -> int:
     if key is not None:
         return int(getattr(section, "_lines", {}).get(key, line_of(section)))
     return int(getattr(section, "_line", 1))
+
+
+def compose_yaml(text: str, path: Path) -> yaml.Node | None:
+    """The YAML node tree of `text` (None when empty); ConfigError naming file and line."""
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path}:{line}: invalid YAML: {problem}") from None
+
+
+def check_hooks(path: Path, hooks: list[Any]) -> None:
+    """The checks of `hooks:` entries (config.yaml's and a plugin's): a command, a
+    positive timeout, a match that compiles."""
+    import re
+
+    for i, hook in enumerate(hooks):
+        where = f"hooks[{i}]"
+        if not hook.command.strip():
+            raise ConfigError(f"{path}:{line_of(hook, 'command')}: {where}.command: is empty")
+        if hook.timeout <= 0:
+            raise ConfigError(f"{path}:{line_of(hook, 'timeout')}: {where}.timeout: must be > 0")
+        if hook.match is not None:
+            try:
+                re.compile(hook.match)
+            except re.error as exc:
+                raise ConfigError(
+                    f"{path}:{line_of(hook, 'match')}: {where}.match: bad regular expression: {exc}"
+                ) from None

@@ -64,7 +64,7 @@ from typing import Any
 
 import yaml
 
-from .config_schema import NodeLoader, line_of
+from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
 from .errors import ConfigError
 
 PLUGIN_FILE = "habakkuk-plugin.yaml"
@@ -161,13 +161,7 @@ def load_manifest(folder: Path, parts: ConfigParts) -> PluginManifest:
         raise ConfigError(f"{path}: missing (a plugin needs {PLUGIN_FILE} at its root)") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path}:{line}: invalid YAML: {problem}") from None
+    node = compose_yaml(text, path)
     if node is None:
         raise ConfigError(f"{path}:1: the file is empty; it needs name: and description:")
     loader = NodeLoader(path)
@@ -204,7 +198,7 @@ def load_manifest(folder: Path, parts: ConfigParts) -> PluginManifest:
             command = Path(server.command)
             if not command.is_absolute():
                 server.command = str(folder / command)
-    _check_hooks(path, manifest)
+    check_hooks(path, manifest.hooks)
     for name, spec in manifest.commands.items():
         where = f"{path}:{line_of(spec)}: commands.{name}"
         if not COMMAND_NAME.fullmatch(name):
@@ -223,22 +217,6 @@ def load_manifest(folder: Path, parts: ConfigParts) -> PluginManifest:
             ) from None
     manifest.skills_dir = _skills_dir(path, manifest)
     return manifest
-
-
-def _check_hooks(path: Path, manifest: PluginManifest) -> None:
-    for i, hook in enumerate(manifest.hooks):
-        where = f"hooks[{i}]"
-        if not hook.command.strip():
-            raise ConfigError(f"{path}:{line_of(hook, 'command')}: {where}.command: is empty")
-        if hook.timeout <= 0:
-            raise ConfigError(f"{path}:{line_of(hook, 'timeout')}: {where}.timeout: must be > 0")
-        if hook.match is not None:
-            try:
-                re.compile(hook.match)
-            except re.error as exc:
-                raise ConfigError(
-                    f"{path}:{line_of(hook, 'match')}: {where}.match: bad regular expression: {exc}"
-                ) from None
 
 
 def _skills_dir(path: Path, manifest: PluginManifest) -> Path | None:
