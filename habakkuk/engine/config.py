@@ -34,9 +34,9 @@ def thinking_level(value: object) -> Thinking | None:
     return None
 
 
-KNOWN_TOOLSETS = ("core", "memory", "skills")
+KNOWN_TOOLSETS = ("core", "memory", "skills", "schedule")
 # What an agent gets when its config lists no toolsets (spec 000 "Setup and maintenance").
-DEFAULT_TOOLSETS = ("core", "memory", "skills")
+DEFAULT_TOOLSETS = ("core", "memory", "skills", "schedule")
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,9 @@ class WorkersConfig:
     """How many jobs of each kind one process runs at once."""
 
     turns: int = 8
+    # Scheduled runs (prompt turns are turns; scripts run in this pool of their own, so
+    # slow scripts never hold up chat turns).
+    schedules: int = 2
     lease_seconds: float = 30.0
 
 
@@ -629,6 +632,10 @@ def _resolve(config: Config, home: Home) -> None:
                 )
     if config.workers.turns < 1:
         raise ConfigError(f"{path}:{line_of(config.workers, 'turns')}: workers.turns: must be >= 1")
+    if config.workers.schedules < 1:
+        raise ConfigError(
+            f"{path}:{line_of(config.workers, 'schedules')}: workers.schedules: must be >= 1"
+        )
     _resolve_hooks(config)
     _resolve_memory(config, config.memory)
     _resolve_skills(config, config.skills)
