@@ -74,3 +74,10 @@ async def test_a_cut_listing_is_told_to_the_model_and_logged_for_the_user(
         "agent main: the new session's # Skills list shows 100 of 130 skills (capped at 100 "
         "skills and 8 KB); skill_search finds the other 30, /skills lists them all"
     )
+
+
+def test_the_whole_section_stays_within_8_kb_however_long_the_descriptions() -> None:
+    skills = tuple(PromptSkill(f"skill-{i:03d}", "word " * 200) for i in range(500))
+    text = skills_section(skills, 0)
+    assert len(text.encode("utf-8")) <= 8192
+    assert "skill_search finds them" in text
