@@ -130,8 +130,8 @@ async def _main(args: argparse.Namespace) -> int:
                 agent = runtime.config.agent(args.agent).name  # ConfigError: unknown agent
                 return await _add(runtime.schedules, agent, args, zone)
             if args.schedules_command == "list":
-                agent = runtime.config.agent(args.agent).name if args.agent else None
-                return await _list(runtime.schedules, agent, args, zone)
+                only = runtime.config.agent(args.agent).name if args.agent else None
+                return await _list(runtime.schedules, only, args, zone)
             return await _act(runtime.schedules, args, zone)
         except ConfigError:
             raise  # cli.main prints it

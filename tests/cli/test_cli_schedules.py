@@ -82,7 +82,7 @@ def test_pause_resume_run_runs_and_rm(schedules_home, capsys) -> None:
     assert capsys.readouterr().out.startswith(f"paused {schedule_id}")
     assert out_json(capsys, "show", schedule_id)["enabled"] is False
     assert main(["schedules", "resume", schedule_id]) == 0
-    assert capsys.readouterr().out.startswith(f"resumed {schedule_id}; next 20")
+    assert capsys.readouterr().out.startswith(f"resumed {schedule_id} 'n'; next 20")
     assert out_json(capsys, "show", schedule_id)["enabled"] is True
 
     queued = out_json(capsys, "run", schedule_id)
