@@ -151,7 +151,7 @@ async def _add(schedules: SchedulesAccess, agent: str, args: argparse.Namespace,
     from habakkuk.engine.config import parse_duration
     from habakkuk.engine.errors import HabakkukError
     from habakkuk.work.schedule_types import SCRIPT_TIMEOUT, NewSchedule
-    from habakkuk.work.schedule_views import check_deliver_to, fire_times, schedule_json
+    from habakkuk.work.schedule_views import fire_times, schedule_json
 
     timeout = SCRIPT_TIMEOUT
     if args.timeout is not None:
@@ -159,7 +159,7 @@ async def _add(schedules: SchedulesAccess, agent: str, args: argparse.Namespace,
             timeout = parse_duration(args.timeout)
         except ValueError as exc:
             raise HabakkukError(f"--timeout: {exc}") from None
-    deliver_to = check_deliver_to(args.deliver, where="--deliver") if args.deliver else None
+    deliver_to = args.deliver.strip() if args.deliver else None  # the service checks it
     new = NewSchedule(
         agent=agent,
         name=args.name.strip(),

@@ -13,8 +13,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from habakkuk.engine.errors import HabakkukError
-
 from .schedule_types import Schedule, SlotRun
 
 # -- JSON shapes -----------------------------------------------------------------------------
@@ -95,19 +93,6 @@ def runs_json(runs: Iterable[SlotRun]) -> dict[str, Any]:
 def run_now_json(job: str, schedule: Schedule) -> dict[str, Any]:
     """POST /api/schedules/{id}/run: {"job": "sch_...", "schedule": {...}}."""
     return {"job": job, "schedule": schedule_json(schedule)}
-
-
-# -- Input the surfaces share --------------------------------------------------------------
-
-
-def check_deliver_to(text: str, *, where: str = "deliver_to") -> str:
-    """`CHANNEL:CHAT[:THREAD]` trimmed (for the web account everything after the colon is
-    the conversation); HabakkukError naming `where` when it is not that shape."""
-    value = text.strip()
-    channel, _, chat = value.partition(":")
-    if not channel or not chat or any(c.isspace() for c in channel):
-        raise HabakkukError(f"{where}: {text!r} is not CHANNEL:CHAT[:THREAD] (e.g. telegram:42)")
-    return value
 
 
 # -- Words for people ----------------------------------------------------------------------

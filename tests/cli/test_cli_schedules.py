@@ -114,7 +114,7 @@ def test_a_when_that_reads_two_ways_is_one_line_with_the_reading(schedules_home,
         (["--prompt", "p", "--timeout", "2m"], "--timeout only go with --run"),
         (["--prompt", "p", "--run", "true"], "not both"),
         (["--run", "true", "--timeout", "soon"], "--timeout"),
-        (["--prompt", "p", "--deliver", "telegram"], "--deliver"),
+        (["--prompt", "p", "--deliver", "telegram"], "not CHANNEL:CHAT[:THREAD]"),
         (["--prompt", "p", "--agent", "nobody"], "nobody"),
     ],
 )
