@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from habakkuk.work.schedule_types import Schedule, SchedulesAccess
 
 ACTIONS = ("add", "list", "show", "runs", "run", "pause", "resume", "rm")
@@ -212,17 +214,28 @@ async def _list(
     return EXIT_OK
 
 
-def _show(schedules: SchedulesAccess, schedule: Schedule, zone: str) -> None:
+def _upcoming(schedules: SchedulesAccess, schedule: Schedule) -> list[dt.datetime]:
+    """The next three fire times of an enabled schedule ([] when paused or spent, or
+    when its one-off time has passed while it waits for the tick)."""
     from habakkuk.engine.errors import HabakkukError
+
+    if not schedule.enabled or schedule.next_run is None:
+        return []
+    try:
+        return schedules.preview(schedule.spec, count=3)
+    except HabakkukError:
+        return []
+
+
+def _show(schedules: SchedulesAccess, schedule: Schedule, zone: str) -> None:
     from habakkuk.work.schedule_views import fire_times, local_time, state_word
 
     print(f"{schedule.id} {schedule.name!r} ({schedule.kind}, agent {schedule.agent})")
     print(f"when: {schedule.spec}  [{state_word(schedule)}, missed: {schedule.missed}]")
     if schedule.enabled and schedule.next_run is not None:
-        try:
-            print(f"next: {fire_times(schedules.preview(schedule.spec, count=3), zone)}")
-        except HabakkukError:  # a stored spec the parser no longer reads: show next_run
-            print(f"next: {local_time(schedule.next_run, zone)}")
+        upcoming = _upcoming(schedules, schedule)
+        shown = fire_times(upcoming, zone) if upcoming else local_time(schedule.next_run, zone)
+        print(f"next: {shown}")
     if schedule.command is not None:
         print(f"run: {schedule.command}")
         print(f"on output: {schedule.on_output}; timeout {schedule.timeout_seconds:g}s")
@@ -253,8 +266,7 @@ async def _act(schedules: SchedulesAccess, args: argparse.Namespace, zone: str) 
     schedule = await schedules.get(args.id.strip())  # NotFound
     if action == "show":
         if args.json:
-            upcoming = schedules.preview(schedule.spec) if schedule.next_run else []
-            _out(schedule_json(schedule, next_runs=upcoming))
+            _out(schedule_json(schedule, next_runs=_upcoming(schedules, schedule)))
         else:
             _show(schedules, schedule, zone)
         return EXIT_OK
