@@ -2,6 +2,8 @@
 
 Conventions (spec 001 "Conventions"), applied by middlewares before a handler runs:
 
+- With `mcp_server.http: true`, /mcp is the MCP server over Streamable HTTP behind
+  the same token (it was not mounted before, so it answered 404).
 - Without `http.token_env` the server listens only on loopback and answers only
   requests whose Host is a loopback name, so a web page cannot reach it through
   DNS rebinding. With a token, every path but /healthz, the static dashboard,
@@ -232,6 +234,12 @@ class HttpServer:
         openai_compat.setup(app)
         webhooks.setup(app)
         dashboard.setup(app)
+        if self.runtime.config.mcp_server.http:
+            # /mcp (spec 000 "Other clients"): the conventions middleware checks the API
+            # token (and Host, Sec-Fetch-Site, JSON) first, so the endpoint needs none.
+            from habakkuk.protocols.mcp.server import McpHttpEndpoint
+
+            McpHttpEndpoint(self.runtime).install(app)
         return app
 
     async def start(self, host: str | None = None, port: int | None = None) -> None:

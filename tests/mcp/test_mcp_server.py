@@ -128,3 +128,46 @@ async def test_http_endpoint_behind_the_token(
         await asyncio.wait_for(scenario(), BOUND)
     finally:
         await runner.cleanup()
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+async def test_mcp_is_mounted_on_the_http_server_behind_the_api_token(
+    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    monkeypatch.setenv("HABAKKUK_MCP_TOKEN", "api-token-0123456789")
+    extra = "http:\n  token_env: HABAKKUK_MCP_TOKEN\n"
+    if enabled:
+        extra += "mcp_server:\n  http: true\n"
+    runtime = await runtime_factory(CONFIG + extra)
+    runtime.start_workers()
+    server = await runtime.http.start("127.0.0.1:0")
+    url = f"{server.url}/mcp"
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    async with httpx2.AsyncClient() as plain:
+        refused = await plain.post(url, json=ping)
+        assert refused.status_code == 401
+        wrong = await plain.post(url, json=ping, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        if not enabled:
+            authed = await plain.post(
+                url, json=ping, headers={"Authorization": "Bearer api-token-0123456789"}
+            )
+            assert authed.status_code == 404  # off unless mcp_server.http: true
+            return
+
+    async def scenario() -> None:
+        http = httpx2.AsyncClient(headers={"Authorization": "Bearer api-token-0123456789"})
+        async with (
+            http,
+            Client(streamable_http_client(url, http_client=http), cache=None) as client,
+        ):
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"habakkuk_ask", "habakkuk_sessions_list"} <= names
+            answer = structured(await client.call_tool("habakkuk_ask", {"message": "mounted"}))
+            assert answer["reply"] == "answer: mounted"
+
+    await asyncio.wait_for(scenario(), BOUND)
