@@ -39,6 +39,7 @@ from . import (
     memory_api,
     metrics,
     openai_compat,
+    schedules_api,
     skills_api,
     webhooks,
 )
@@ -230,6 +231,7 @@ class HttpServer:
         api.setup(app)
         memory_api.setup(app)
         skills_api.setup(app)
+        schedules_api.setup(app)
         chat.setup(app)
         openai_compat.setup(app)
         webhooks.setup(app)
