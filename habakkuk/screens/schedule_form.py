@@ -33,7 +33,8 @@ def fire_times_text(times: list[dt.datetime]) -> str:
 
 
 class ScheduleForm(ModalScreen[NewSchedule | None]):
-    """Tab moves between fields; Enter in the last one (or ctrl+s) adds; Esc cancels."""
+    """Tab or Enter moves to the next field; Enter in the last one adds; Esc cancels.
+    (ctrl+s is the app's Sessions key, so it cannot add here.)"""
 
     DEFAULT_CSS = """
     ScheduleForm { align: center middle; }
@@ -46,7 +47,6 @@ class ScheduleForm(ModalScreen[NewSchedule | None]):
     """
     BINDINGS: ClassVar[list[Any]] = [
         Binding("escape", "cancel", "Cancel", id="schedule-form.cancel"),
-        Binding("ctrl+s", "add", "Add", id="schedule-form.add", priority=True),
     ]
 
     def __init__(self, agent: str, preview: Preview) -> None:
@@ -73,7 +73,9 @@ class ScheduleForm(ModalScreen[NewSchedule | None]):
                          classes="label")  # fmt: skip
             yield Input("", id="form-deliver")
             yield self._error
-            yield Static("Enter in the last field or ctrl+s adds · Esc cancels", classes="label")
+            yield Static(
+                "Enter moves on; Enter in the last field adds · Esc cancels", classes="label"
+            )
 
     def on_mount(self) -> None:
         self.query_one("#form-name", Input).focus()

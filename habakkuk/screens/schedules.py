@@ -29,6 +29,7 @@ from habakkuk.screens.base import RuntimeScreen
 from habakkuk.screens.schedule_form import ScheduleForm, fire_times_text
 from habakkuk.screens.text_prompt import Confirm
 from habakkuk.widgets.footer import KeyFooter
+from habakkuk.work.schedule_views import slot_outcome
 
 if TYPE_CHECKING:
     from habakkuk.work.schedule_types import NewSchedule, Schedule, SchedulesAccess, SlotRun
@@ -66,17 +67,23 @@ def streak_cell(schedule: Schedule) -> Text:
 
 
 def run_line(run: SlotRun, zone: ZoneInfo) -> Text:
-    """One slot: when, what happened and why, delivered or not."""
+    """One slot: when, and what happened in the words every surface uses (ran, delivered;
+    skipped: down; failed: ...)."""
     when = dt.datetime.fromtimestamp(run.slot, zone).strftime("%a %m-%d %H:%M")
     line = Text(f"{when}  ")
-    line.append(run.status, style=STATUS_STYLES.get(run.status, "yellow"))
+    line.append(slot_outcome(run), style=STATUS_STYLES.get(run.status, "yellow"))
     if run.extra:
         line.append(" (run now)", style="dim")
-    if run.reason:
-        line.append(f": {run.reason}")
-    if run.delivered is not None:
-        line.append(" · delivered" if run.delivered else " · not delivered", style="dim")
     return line
+
+
+def short_times(times: list[dt.datetime]) -> str:
+    """The next fire times for the table: `Tue 08:00` within the week ahead, else the
+    date (the pane shows them whole)."""
+    if not times:
+        return "never again"
+    soon = times[0] + dt.timedelta(days=6)
+    return " · ".join(t.strftime("%a %H:%M" if t < soon else "%m-%d %H:%M") for t in times)
 
 
 class SchedulesScreen(RuntimeScreen):
@@ -85,8 +92,8 @@ class SchedulesScreen(RuntimeScreen):
 
     DEFAULT_CSS = """
     SchedulesScreen #schedules-body { height: 1fr; }
-    SchedulesScreen #schedule-table { width: 3fr; height: 1fr; }
-    SchedulesScreen #schedule-pane { width: 2fr; height: 1fr; border-left: solid $panel; }
+    SchedulesScreen #schedule-table { width: 2fr; height: 1fr; }
+    SchedulesScreen #schedule-pane { width: 1fr; height: 1fr; border-left: solid $panel; }
     SchedulesScreen #schedule-meta { height: auto; padding: 0 1; }
     SchedulesScreen #schedule-runs { height: auto; padding: 0 1; }
     SchedulesScreen #schedule-output { height: auto; padding: 0 1; color: $text-muted; }
@@ -143,7 +150,8 @@ class SchedulesScreen(RuntimeScreen):
 
     def on_mount(self) -> None:
         self._empty.display = False
-        self._table.add_columns("name", "agent", "when", "next", "last", "streak")
+        # What matters most first: the table is narrower than its columns at 80 cells.
+        self._table.add_columns("name", "when", "next", "last", "streak", "agent")
         self._table.focus()
 
     def runtime_ready(self) -> None:
@@ -183,7 +191,7 @@ class SchedulesScreen(RuntimeScreen):
             return Text("paused", style="yellow")
         if schedule.next_run is None:
             return Text("done", style="dim")
-        return Text(fire_times_text(self.next_times(schedule)))
+        return Text(short_times(self.next_times(schedule)))
 
     def reload(self, keep: str | None = None) -> None:
         """Read the list again, the cursor on `keep` (default: the highlighted schedule)."""
@@ -212,11 +220,11 @@ class SchedulesScreen(RuntimeScreen):
         for schedule in schedules:
             table.add_row(
                 Text(schedule.name),
-                Text(schedule.agent),
-                Text(schedule.spec if schedule.kind == "prompt" else f"{schedule.spec} (script)"),
+                Text(schedule.spec),
                 self.next_cell(schedule),
                 status_cell(schedule),
                 streak_cell(schedule),
+                Text(schedule.agent),
             )
         if schedules:
             ids = [s.id for s in schedules]
@@ -282,7 +290,7 @@ class SchedulesScreen(RuntimeScreen):
             f"delivers to: {schedule.deliver_to or 'the run session'}",
         ]
         if schedule.kind == "script":
-            lines.append(f"runs: {schedule.command} · output: {schedule.on_output}")
+            lines.append(f"script: {schedule.command} · output: {schedule.on_output}")
         else:
             lines.append(f"prompt: {schedule.prompt}")
         if schedule.fail_streak:
