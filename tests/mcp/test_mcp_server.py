@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.home import Home
+from habakkuk.work.schedule_types import NewSchedule
+from tests.fakes.schedules import FakeSchedules
 
 REPO = Path(__file__).resolve().parents[2]
 BOUND = 120.0
@@ -53,7 +55,10 @@ async def test_official_client_asks_habakkuk_over_stdio(home: Home) -> None:
     async def scenario() -> None:
         async with Client(params, cache=None) as client:
             names = sorted(t.name for t in (await client.list_tools()).tools)
-            assert names == ["habakkuk_ask", "habakkuk_session_read", "habakkuk_sessions_list"]
+            assert names == [
+                "habakkuk_ask", "habakkuk_schedules_list", "habakkuk_session_read",
+                "habakkuk_sessions_list",
+            ]  # fmt: skip
 
             first = structured(await client.call_tool("habakkuk_ask", {"message": "hello"}))
             assert first["reply"] == "answer: hello"
@@ -144,6 +149,9 @@ async def test_mcp_is_mounted_on_the_http_server_behind_the_api_token(
         extra += "mcp_server:\n  http: true\n"
     runtime = await runtime_factory(CONFIG + extra)
     runtime.start_workers()
+    schedules = FakeSchedules()
+    runtime.schedules = schedules
+    added = await schedules.add(NewSchedule("main", "inbox", "0 8 * * 1-5", "Sum up"), by="owner")
     server = await runtime.http.start("127.0.0.1:0")
     url = f"{server.url}/mcp"
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -169,5 +177,14 @@ async def test_mcp_is_mounted_on_the_http_server_behind_the_api_token(
             assert {"habakkuk_ask", "habakkuk_sessions_list"} <= names
             answer = structured(await client.call_tool("habakkuk_ask", {"message": "mounted"}))
             assert answer["reply"] == "answer: mounted"
+            listed = structured(await client.call_tool("habakkuk_schedules_list", {}))
+            assert [(s["id"], s["spec"], s["enabled"]) for s in listed["schedules"]] == [
+                (added.id, "0 8 * * 1-5", True)
+            ]
+            assert listed["schedules"][0]["next_runs"][0] == "2026-12-01T08:00:00Z"
+            mine = structured(await client.call_tool("habakkuk_schedules_list", {"agent": "main"}))
+            assert len(mine["schedules"]) == 1
+            bad = await client.call_tool("habakkuk_schedules_list", {"agent": "nobody"})
+            assert bad.is_error and "nobody" in first_text(bad)
 
     await asyncio.wait_for(scenario(), BOUND)
