@@ -12,7 +12,7 @@ import pytest
 
 from habakkuk.engine.home import Home
 from habakkuk.work.schedule_types import NewSchedule
-from tests.fakes.schedules import FakeSchedules
+from tests.fakes.schedules import NOW
 
 REPO = Path(__file__).resolve().parents[2]
 BOUND = 120.0
@@ -41,10 +41,14 @@ def structured(result: Any) -> dict[str, Any]:
     return dict(json.loads(first_text(result)))
 
 
-async def test_official_client_asks_habakkuk_over_stdio(home: Home) -> None:
+async def test_official_client_asks_habakkuk_over_stdio(home: Home, runtime_factory: Any) -> None:
     from mcp import Client, StdioServerParameters
 
     home.config_path.write_text(CONFIG, encoding="utf-8")
+    writer = await runtime_factory(CONFIG)  # the schedule, as any process of the home adds it
+    added = await writer.schedules.add(
+        NewSchedule("main", "inbox", "0 8 * * 1-5", "Sum up"), by="owner"
+    )
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "habakkuk.cli", "mcp", "serve"],
@@ -78,6 +82,10 @@ async def test_official_client_asks_habakkuk_over_stdio(home: Home) -> None:
 
             bad = await client.call_tool("habakkuk_ask", {"message": "x", "agent": "nobody"})
             assert bad.is_error and "nobody" in first_text(bad)
+
+            schedules = structured(await client.call_tool("habakkuk_schedules_list", {}))
+            assert [(s["id"], s["name"]) for s in schedules["schedules"]] == [(added.id, "inbox")]
+            assert len(schedules["schedules"][0]["next_runs"]) == 3
 
     await asyncio.wait_for(scenario(), BOUND)
 
@@ -149,9 +157,10 @@ async def test_mcp_is_mounted_on_the_http_server_behind_the_api_token(
         extra += "mcp_server:\n  http: true\n"
     runtime = await runtime_factory(CONFIG + extra)
     runtime.start_workers()
-    schedules = FakeSchedules()
-    runtime.schedules = schedules
-    added = await schedules.add(NewSchedule("main", "inbox", "0 8 * * 1-5", "Sum up"), by="owner")
+    runtime.schedules.clock = lambda: NOW
+    added = await runtime.schedules.add(
+        NewSchedule("main", "inbox", "0 8 * * 1-5", "Sum up"), by="owner"
+    )
     server = await runtime.http.start("127.0.0.1:0")
     url = f"{server.url}/mcp"
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}

@@ -1,5 +1,5 @@
-"""The schedules' HTTP API (spec 001 "Schedules") on the real server and runtime, over a
-SchedulesAccess on a fixed clock (tests/fakes/schedules.py)."""
+"""The schedules' HTTP API (spec 001 "Schedules") on the real server, runtime and
+schedules service (control.db), its clock fixed at Tue 2026-12-01 07:00 UTC."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from habakkuk.work.schedule_types import SlotRun
+from habakkuk.work.service import Schedules
 from tests.conftest import mock_config
-from tests.fakes.schedules import NOW, FakeSchedules
+from tests.fakes.schedules import NOW
 from tests.server.conftest import Served, ServeFactory
 
 TWO_AGENTS = "  ops:\n    model: mock/scripted\n    mode: full\ntimezone: UTC\n"
@@ -29,13 +29,12 @@ async def call(served: Served, method: str, path: str, body: Any = None) -> tupl
 @pytest.fixture
 async def served(serve: ServeFactory) -> Served:
     served = await serve(mock_config("- text: hi", extra=TWO_AGENTS), workers=False)
-    served.runtime.schedules = FakeSchedules()  # type: ignore[attr-defined]
+    service(served).clock = lambda: NOW
     return served
 
 
-def fake(served: Served) -> FakeSchedules:
-    found: FakeSchedules = served.runtime.schedules  # type: ignore[attr-defined]
-    return found
+def service(served: Served) -> Schedules:
+    return served.runtime.schedules
 
 
 async def test_a_prompt_schedule_is_added_with_its_next_fire_times(served: Served) -> None:
@@ -53,14 +52,14 @@ async def test_a_prompt_schedule_is_added_with_its_next_fire_times(served: Serve
 async def test_a_body_with_a_command_is_refused_as_an_unknown_field(served: Served) -> None:
     status, body = await call(served, "POST", "/api/schedules", {**MORNING, "command": "rm -rf"})
     assert status == 400 and "unknown field 'command'" in body["error"]
-    assert fake(served).items == {}
+    assert await service(served).list_schedules() == []
 
 
 async def test_bad_input_gets_400_with_the_reason_and_an_unknown_agent_404(
     served: Served,
 ) -> None:
     status, body = await call(served, "POST", "/api/schedules", {**MORNING, "when": "30m"})
-    assert status == 400 and "could mean" in body["error"]
+    assert status == 400 and "did you mean '@every 30m'" in body["error"]
     status, body = await call(served, "POST", "/api/schedules", {**MORNING, "prompt": " "})
     assert status == 400 and body["error"] == "prompt must not be empty"
     status, body = await call(served, "POST", "/api/schedules", {**MORNING, "name": 3})
@@ -80,23 +79,26 @@ async def test_pause_resume_run_runs_and_delete(served: Served) -> None:
     path = f"/api/schedules/{added['id']}"
     status, paused = await call(served, "POST", path + "/pause", {})
     assert status == 200 and paused["enabled"] is False and "next_runs" not in paused
+    service(served).clock = lambda: NOW + 2 * 86400  # paused over two weekday mornings
     status, resumed = await call(served, "POST", path + "/resume", {})
     assert status == 200 and resumed["enabled"] is True
+    assert resumed["next_run"] == "2026-12-03T08:00:00Z"
     status, body = await call(served, "POST", path + "/pause", {"why": 1})
     assert status == 400 and "unknown field 'why'" in body["error"]
     status, ran = await call(served, "POST", path + "/run", {})
     assert status == 200 and ran["job"].startswith(added["id"])
     assert ran["schedule"]["id"] == added["id"]
-    fake(served).slots[added["id"]].append(
-        SlotRun(added["id"], NOW - 86400, "skipped", reason="down", at=NOW)
-    )
     status, runs = await call(served, "GET", path + "/runs")
     assert status == 200
-    assert [(r["status"], r["extra"], r["outcome"]) for r in runs["runs"]] == [
-        ("queued", True, "queued"), ("skipped", False, "skipped: down")
-    ]  # fmt: skip
+    assert [(r["slot"], r["status"], r["extra"], r["outcome"]) for r in runs["runs"]] == [
+        ("2026-12-03T07:00:00Z", "queued", True, "queued"),
+        ("2026-12-02T08:00:00Z", "skipped", False, "skipped: paused"),
+        ("2026-12-01T08:00:00Z", "skipped", False, "skipped: paused"),
+    ]
+    status, body = await call(served, "GET", path + "/runs?limit=0")
+    assert status == 400 and "limit" in body["error"]
     status, _ = await call(served, "DELETE", path)
-    assert status == 204 and fake(served).items == {}
+    assert status == 204 and await service(served).list_schedules() == []
 
 
 async def test_the_list_of_one_agent_and_the_overview_counts(served: Served) -> None:
@@ -105,12 +107,11 @@ async def test_the_list_of_one_agent_and_the_overview_counts(served: Served) -> 
     await call(served, "POST", f"/api/schedules/{ops['id']}/pause", {})
     _, listed = await call(served, "GET", "/api/schedules?agent=ops")
     assert [s["id"] for s in listed["schedules"]] == [ops["id"]]
-    served.runtime.control.schedules = fake(served)
     _, overview = await call(served, "GET", "/api/overview")
     assert overview["schedules"] == {"total": 2, "enabled": 1}
 
 
 async def test_without_the_service_it_is_501(served: Served) -> None:
-    served.runtime.schedules = None  # type: ignore[attr-defined]
+    served.runtime.schedules = None  # type: ignore[assignment]
     status, body = await call(served, "GET", "/api/schedules")
     assert status == 501 and "schedules" in body["error"]

@@ -93,28 +93,39 @@ async def test_each_schedule_shows_next_fire_times_last_status_streak_and_slots(
 
 
 async def test_the_form_shows_fire_times_as_when_is_typed_and_adds(chat_app: ChatApp) -> None:
+    """On the real schedules service (control.db), its clock fixed."""
     async with chat_app(extra=UTC) as ui:
-        fake = await seed(ui)
-        screen = await open_schedules(ui, 3)
+        service = ui.runtime.schedules
+        service.clock = lambda: NOW
+        screen = await open_schedules(ui, 0)
         await ui.press("a")
         await eventually(lambda: isinstance(ui.screen, ScheduleForm), what="the form")
         form = ui.screen
         fires = form.query_one("#form-fires", Static)
         form.query_one("#form-name", Input).value = "standup"
         form.query_one("#form-when", Input).value = "30m"
-        await eventually(lambda: "could mean" in str(fires.render()), what="the ambiguity")
+        await eventually(lambda: "did you mean '@every 30m'" in str(fires.render()), what="why")
         form.query_one("#form-when", Input).value = "0 9 * * *"
         await eventually(
-            lambda: "next: Tue 12-01 09:00 · Wed 12-02 09:00" in str(fires.render()),
+            lambda: (
+                "next: Tue 12-01 09:00 · Wed 12-02 09:00 · Thu 12-03 09:00" in str(fires.render())
+            ),
             what="the fire times",
         )
+        form.query_one("#form-deliver", Input).focus()
+        await ui.press("enter")  # the prompt is still empty
+        error = form.query_one("#form-error", Static)
+        await eventually(lambda: "prompt: required" in str(error.render()), what="the refusal")
         form.query_one("#form-prompt", Input).value = "What is on today?"
         form.query_one("#form-deliver", Input).focus()
         await ui.press("enter")
-        await eventually(lambda: len(screen.schedules) == 4, what="the new schedule listed")
-        added = [s for s in fake.items.values() if s.name == "standup"]
-        assert len(added) == 1 and added[0].prompt == "What is on today?"
-        assert added[0].command is None and added[0].agent == "main"
+        await eventually(lambda: len(screen.schedules) == 1, what="the new schedule listed")
+        (added,) = await service.list_schedules()
+        assert (added.name, added.prompt, added.command) == ("standup", "What is on today?", None)
+        assert rows(screen)[0][:3] == ["standup", "0 9 * * *", "Tue 09:00 · Wed 09:00 · Thu 09:00"]
+        await ui.press("r")
+        await eventually(lambda: any(r.extra for r in screen.runs), what="the extra run listed")
+        assert any("one extra run queued" in t for t in ui.toasts())
 
 
 async def test_run_pause_resume_delete_and_open_a_run(chat_app: ChatApp) -> None:
