@@ -55,6 +55,10 @@ async def open_schedules(ui: Running, count: int) -> SchedulesScreen:
     screen = ui.screen
     assert isinstance(screen, SchedulesScreen)
     await eventually(lambda: len(screen.schedules) == count, what=f"{count} schedules")
+    await eventually(
+        lambda: len(rows(screen)) == count and not any(r[2].endswith("…") for r in rows(screen)),
+        what="the fire times worked out",
+    )
     return screen
 
 
