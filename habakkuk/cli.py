@@ -100,10 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     from habakkuk.memory_cli import add_parser as add_memory_parser  # stdlib-only module
     from habakkuk.plugins_cli import add_parser as add_plugins_parser  # stdlib-only module
     from habakkuk.protocols.mcp.cli import add_parser as add_mcp_parser  # stdlib-only module
+    from habakkuk.schedules_cli import add_parser as add_schedules_parser  # stdlib-only module
     from habakkuk.skills_cli import add_parser as add_skills_parser  # stdlib-only module
 
     add_memory_parser(sub)
     add_plugins_parser(sub)
+    add_schedules_parser(sub)
     add_skills_parser(sub)
 
     add_mcp_parser(sub)
@@ -211,6 +213,10 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
         from habakkuk import skills_cli
 
         return skills_cli.main
+    if args.command == "schedules":
+        from habakkuk import schedules_cli
+
+        return schedules_cli.main
     if args.command == "mcp":
         if getattr(args, "mcp_command", None) == "serve":
             return commands.mcp_serve

@@ -205,6 +205,7 @@ class Runtime:
                 outbox=self.channels,
                 memory=self.memory,
                 skills=self.skills,
+                schedules=self.schedules,
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self.checkpointing.snapshot_for,

@@ -58,6 +58,10 @@ def build_tools(config: Config) -> ToolRegistry:
 
     for tool in skills_tools():
         registry.register(tool, "skills")
+    from habakkuk.work.tools import schedule_tools
+
+    for tool in schedule_tools():
+        registry.register(tool, "schedule")
     if config.channels:
         from habakkuk.channels.service import register_tools
 

@@ -98,21 +98,21 @@ def run_now_json(job: str, schedule: Schedule) -> dict[str, Any]:
 # -- Words for people ----------------------------------------------------------------------
 
 
-def local_time(value: float | dt.datetime | None, timezone: str) -> str:
+def local_time(value: float | dt.datetime | None, timezone: str | None = None) -> str:
     """A time as people read it in the config timezone: "2026-12-01 09:00 CET" ("-" for
-    none)."""
+    none). Without `timezone` a datetime keeps its own zone (preview's are already in
+    the config timezone) and epoch seconds read in UTC."""
     if value is None:
         return "-"
-    zone = ZoneInfo(timezone)
-    moment = (
-        dt.datetime.fromtimestamp(value, zone)
-        if isinstance(value, (int, float))
-        else value.astimezone(zone)
-    )
+    zone = ZoneInfo(timezone) if timezone else None
+    if isinstance(value, (int, float)):
+        moment = dt.datetime.fromtimestamp(value, zone or dt.UTC)
+    else:
+        moment = value.astimezone(zone) if zone else value
     return moment.strftime("%Y-%m-%d %H:%M %Z").strip()
 
 
-def fire_times(times: Sequence[dt.datetime], timezone: str) -> str:
+def fire_times(times: Sequence[dt.datetime], timezone: str | None = None) -> str:
     """The next fire times on one line ("none: a one-off that has fired" when empty)."""
     if not times:
         return "none (a one-off that has fired)"

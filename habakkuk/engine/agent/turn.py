@@ -119,6 +119,7 @@ class TurnDeps:
     outbox: object | None = None
     memory: object | None = None  # knowledge.memory_types.MemoryAccess, for the memory tools
     skills: object | None = None  # knowledge.skills.types.SkillsAccess, for the skills tools
+    schedules: object | None = None  # work.schedule_types.SchedulesAccess, for schedule tools
     hooks: Hooks | None = None
     state: StateStore | None = None
     checkpoint_for: CheckpointFor | None = None
@@ -273,6 +274,8 @@ class TurnRunner:
             outbox=deps.outbox,
             memory=deps.memory,
             skills=deps.skills,
+            schedules=deps.schedules,
+            timezone=deps.config.timezone,
             transcripts=deps.transcripts,
             state=deps.state,
             tool_catalog=tools if deps.tool_view is not None else None,

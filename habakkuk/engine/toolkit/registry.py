@@ -85,6 +85,9 @@ class ToolContext:
     memory: object | None = None
     # The home's skills (knowledge.skills.types.SkillsAccess), for the skills tools.
     skills: object | None = None
+    # The home's schedules (work.schedule_types.SchedulesAccess), for the schedule tools.
+    schedules: object | None = None
+    timezone: str = "UTC"  # the config timezone, for times a tool shows
     transcripts: TranscriptStore | None = None  # for session_search
     state: StateStore | None = None
     tool_catalog: list[Tool] | None = None  # what tool_search searches
@@ -143,6 +146,11 @@ class Tool(ABC):
 
     def refuse(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
         """A tool-specific refusal reason, checked before the permission policy."""
+        return None
+
+    def refuse_input(self, args: dict[str, Any]) -> str | None:
+        """A refusal of input the schema would also reject, checked before it, so the
+        model reads why (schedule_create's command) rather than a schema error."""
         return None
 
     def taints_turn(self, args: dict[str, Any], ctx: ToolContext) -> bool:
@@ -271,6 +279,9 @@ class ToolRegistry:
         if tool is None:
             return ToolOutput(f"unknown tool {use.tool!r}", is_error=True)
         args = use.input if isinstance(use.input, dict) else {}
+        refused = tool.refuse_input(args)
+        if refused:
+            return ToolOutput(f"refused: {refused}", True, denied=True)
         problem = _validate(tool.input_schema, args)
         if problem:
             return ToolOutput(f"bad arguments for {tool.name}: {problem}", is_error=True)
