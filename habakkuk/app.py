@@ -1,6 +1,7 @@
 """The terminal app: a Textual App that runs the runtime in-process.
 
-Sections are Textual MODES (chat, sessions, approvals, overview, memory, skills), one key each,
+Sections are Textual MODES (chat, sessions, approvals, overview, memory, skills,
+schedules), one key each,
 shown in the footer and the command palette. The runtime is opened in a worker
 after the first frame has painted, so this module imports nothing heavy: the
 engine, the screens and their widgets load lazily.
@@ -52,6 +53,7 @@ SECTIONS = [
     ("overview", "Queue, running jobs and errors", "ctrl+o"),
     ("memory", "Notes, the user profile, history and proposals", "ctrl+l"),
     ("skills", "Skills: view, approve, remove and restore", "ctrl+f"),
+    ("schedules", "Schedules: add, run now, pause, delete, their slots", "ctrl+b"),
 ]
 
 
@@ -90,6 +92,7 @@ class HabakkukApp(App[None]):
         "overview": _lazy("habakkuk.screens.overview", "OverviewScreen"),
         "memory": _lazy("habakkuk.screens.memory", "MemoryScreen"),
         "skills": _lazy("habakkuk.screens.skills", "SkillsScreen"),
+        "schedules": _lazy("habakkuk.screens.schedules", "SchedulesScreen"),
     }
     # A one-line screen paints first; the chat and the runtime load after it.
     DEFAULT_MODE = "start"
@@ -101,6 +104,9 @@ class HabakkukApp(App[None]):
         Binding("ctrl+l", "go('memory')", "Memory", id="go.memory", priority=True),
         # Off the footer (the row is full at 80 columns); the palette and /help list it.
         Binding("ctrl+f", "go('skills')", "Skills", id="go.skills", priority=True, show=False),
+        Binding(
+            "ctrl+b", "go('schedules')", "Schedules", id="go.schedules", priority=True, show=False
+        ),
         Binding("ctrl+c", "interrupt", "Stop", id="app.interrupt", priority=True, show=False),
         # Textual's usual quit key; listed in the palette and /help, kept off the footer.
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, show=False),

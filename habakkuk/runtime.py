@@ -133,6 +133,7 @@ class Runtime:
             mcp=lambda: self.mcp,
             http=self.http.describe,
         )
+        self.control.schedules = self.schedules  # the overview's (total, enabled)
 
     # -- lifecycle -------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """What the overview shows (the terminal's overview screen and GET /api/overview): one
-read of the home's queue, jobs, errors, channels, MCP servers, usage and HTTP listener,
+read of the home's queue, jobs, errors, channels, MCP servers, usage, HTTP listener and
+schedule counts,
 built by `Runtime.control.overview`."""
 
 from __future__ import annotations
@@ -46,3 +47,4 @@ class Overview:
     usage_today: list[UsageTotal]  # since midnight in the config timezone
     approvals: int  # waiting in any process of the home
     http: HttpListener
+    schedules: tuple[int, int] = (0, 0)  # (total, enabled) in control.db

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.toolkit.waiting import WaitingApproval
     from habakkuk.services.turns import TurnOutcome
     from habakkuk.tools.clarify import ClarifyRequest
+    from habakkuk.work.schedule_types import SchedulesAccess
 
 
 class TerminalSessions(CommandSessions, WidgetSessions, Protocol):
@@ -122,5 +123,10 @@ class TerminalBackend(Services, WidgetBackend, Protocol):
 
     @property
     def control(self) -> TerminalControl: ...
+
+    @property
+    def schedules(self) -> SchedulesAccess:
+        """The home's schedules (the Schedules screen)."""
+        ...
 
     # `memory` (the Memory screen's MemoryAccess) comes with the commands' Services.

@@ -2,6 +2,8 @@
 
 Conventions (spec 001 "Conventions"), applied by middlewares before a handler runs:
 
+- With `mcp_server.http: true`, /mcp is the MCP server over Streamable HTTP behind
+  the same token (it was not mounted before, so it answered 404).
 - Without `http.token_env` the server listens only on loopback and answers only
   requests whose Host is a loopback name, so a web page cannot reach it through
   DNS rebinding. With a token, every path but /healthz, the static dashboard,
@@ -37,6 +39,7 @@ from . import (
     memory_api,
     metrics,
     openai_compat,
+    schedules_api,
     skills_api,
     webhooks,
 )
@@ -228,10 +231,17 @@ class HttpServer:
         api.setup(app)
         memory_api.setup(app)
         skills_api.setup(app)
+        schedules_api.setup(app)
         chat.setup(app)
         openai_compat.setup(app)
         webhooks.setup(app)
         dashboard.setup(app)
+        if self.runtime.config.mcp_server.http:
+            # /mcp (spec 000 "Other clients"): the conventions middleware checks the API
+            # token (and Host, Sec-Fetch-Site, JSON) first, so the endpoint needs none.
+            from habakkuk.protocols.mcp.server import McpHttpEndpoint
+
+            McpHttpEndpoint(self.runtime).install(app)
         return app
 
     async def start(self, host: str | None = None, port: int | None = None) -> None:

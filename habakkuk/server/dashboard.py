@@ -19,6 +19,7 @@ TYPES = {
     "app.js": "text/javascript",
     "memory.js": "text/javascript",
     "skills.js": "text/javascript",
+    "schedules.js": "text/javascript",
     "app.css": "text/css",
     "manifest.webmanifest": "application/manifest+json",
     "sw.js": "text/javascript",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from habakkuk.engine.overview import (
     OVERVIEW_ERROR_DAYS,
@@ -20,6 +20,14 @@ if TYPE_CHECKING:
     from .approvals import Approvals
     from .turns import Turns
     from .usage import UsageLedger
+
+
+class ScheduleCounts(Protocol):
+    """What the overview uses of the schedules (habakkuk.work's SchedulesAccess)."""
+
+    async def counts(self) -> tuple[int, int]:
+        """(total, enabled)."""
+        ...
 
 
 class ControlRoom:
@@ -43,6 +51,8 @@ class ControlRoom:
         self._channels = channels  # the running ChannelService, or None
         self._mcp = mcp  # the McpManager once started, or None
         self._http = http
+        # The runtime hands in its schedules once built; without them the counts are 0.
+        self.schedules: ScheduleCounts | None = None
 
     async def channel_states(self) -> list[dict[str, Any]]:
         """Every configured channel account with its last recorded state.
@@ -114,4 +124,5 @@ class ControlRoom:
             usage_today=await self.usage.usage_since(midnight.timestamp()),
             approvals=len(await self.approvals.waiting()),
             http=await self._http(),
+            schedules=await self.schedules.counts() if self.schedules is not None else (0, 0),
         )

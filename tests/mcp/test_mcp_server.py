@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.home import Home
+from habakkuk.work.schedule_types import NewSchedule
+from tests.fakes.schedules import NOW
 
 REPO = Path(__file__).resolve().parents[2]
 BOUND = 120.0
@@ -39,10 +41,14 @@ def structured(result: Any) -> dict[str, Any]:
     return dict(json.loads(first_text(result)))
 
 
-async def test_official_client_asks_habakkuk_over_stdio(home: Home) -> None:
+async def test_official_client_asks_habakkuk_over_stdio(home: Home, runtime_factory: Any) -> None:
     from mcp import Client, StdioServerParameters
 
     home.config_path.write_text(CONFIG, encoding="utf-8")
+    writer = await runtime_factory(CONFIG)  # the schedule, as any process of the home adds it
+    added = await writer.schedules.add(
+        NewSchedule("main", "inbox", "0 8 * * 1-5", "Sum up"), by="owner"
+    )
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "habakkuk.cli", "mcp", "serve"],
@@ -53,7 +59,10 @@ async def test_official_client_asks_habakkuk_over_stdio(home: Home) -> None:
     async def scenario() -> None:
         async with Client(params, cache=None) as client:
             names = sorted(t.name for t in (await client.list_tools()).tools)
-            assert names == ["habakkuk_ask", "habakkuk_session_read", "habakkuk_sessions_list"]
+            assert names == [
+                "habakkuk_ask", "habakkuk_schedules_list", "habakkuk_session_read",
+                "habakkuk_sessions_list",
+            ]  # fmt: skip
 
             first = structured(await client.call_tool("habakkuk_ask", {"message": "hello"}))
             assert first["reply"] == "answer: hello"
@@ -73,6 +82,10 @@ async def test_official_client_asks_habakkuk_over_stdio(home: Home) -> None:
 
             bad = await client.call_tool("habakkuk_ask", {"message": "x", "agent": "nobody"})
             assert bad.is_error and "nobody" in first_text(bad)
+
+            schedules = structured(await client.call_tool("habakkuk_schedules_list", {}))
+            assert [(s["id"], s["name"]) for s in schedules["schedules"]] == [(added.id, "inbox")]
+            assert len(schedules["schedules"][0]["next_runs"]) == 3
 
     await asyncio.wait_for(scenario(), BOUND)
 
@@ -128,3 +141,59 @@ async def test_http_endpoint_behind_the_token(
         await asyncio.wait_for(scenario(), BOUND)
     finally:
         await runner.cleanup()
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+async def test_mcp_is_mounted_on_the_http_server_behind_the_api_token(
+    runtime_factory: Any, monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    monkeypatch.setenv("HABAKKUK_MCP_TOKEN", "api-token-0123456789")
+    extra = "http:\n  token_env: HABAKKUK_MCP_TOKEN\n"
+    if enabled:
+        extra += "mcp_server:\n  http: true\n"
+    runtime = await runtime_factory(CONFIG + extra)
+    runtime.start_workers()
+    runtime.schedules.clock = lambda: NOW
+    added = await runtime.schedules.add(
+        NewSchedule("main", "inbox", "0 8 * * 1-5", "Sum up"), by="owner"
+    )
+    server = await runtime.http.start("127.0.0.1:0")
+    url = f"{server.url}/mcp"
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    async with httpx2.AsyncClient() as plain:
+        refused = await plain.post(url, json=ping)
+        assert refused.status_code == 401
+        wrong = await plain.post(url, json=ping, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        if not enabled:
+            authed = await plain.post(
+                url, json=ping, headers={"Authorization": "Bearer api-token-0123456789"}
+            )
+            assert authed.status_code == 404  # off unless mcp_server.http: true
+            return
+
+    async def scenario() -> None:
+        http = httpx2.AsyncClient(headers={"Authorization": "Bearer api-token-0123456789"})
+        async with (
+            http,
+            Client(streamable_http_client(url, http_client=http), cache=None) as client,
+        ):
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"habakkuk_ask", "habakkuk_sessions_list"} <= names
+            answer = structured(await client.call_tool("habakkuk_ask", {"message": "mounted"}))
+            assert answer["reply"] == "answer: mounted"
+            listed = structured(await client.call_tool("habakkuk_schedules_list", {}))
+            assert [(s["id"], s["spec"], s["enabled"]) for s in listed["schedules"]] == [
+                (added.id, "0 8 * * 1-5", True)
+            ]
+            assert listed["schedules"][0]["next_runs"][0] == "2026-12-01T08:00:00Z"
+            mine = structured(await client.call_tool("habakkuk_schedules_list", {"agent": "main"}))
+            assert len(mine["schedules"]) == 1
+            bad = await client.call_tool("habakkuk_schedules_list", {"agent": "nobody"})
+            assert bad.is_error and "nobody" in first_text(bad)
+
+    await asyncio.wait_for(scenario(), BOUND)

@@ -2,9 +2,10 @@
 
 Tools: habakkuk_ask(message, agent?, session?) runs an ordinary turn job and
 returns the reply; habakkuk_sessions_list and habakkuk_session_read show
-transcripts; habakkuk_send(account, conversation, text) queues a durable chat
-delivery and exists only with `mcp_server.allow_send: true`. (The board and
-schedules tools join when those subsystems exist.)
+transcripts; habakkuk_schedules_list(agent?) shows the schedules (next fire times,
+last status and output, failure streak) in the HTTP API's shape;
+habakkuk_send(account, conversation, text) queues a durable chat delivery and exists
+only with `mcp_server.allow_send: true`. (The board tools join when it exists.)
 
 `serve_stdio(runtime)` is `habakkuk mcp serve`. For /mcp, `McpHttpEndpoint`
 bridges aiohttp to the SDK's Streamable HTTP session manager; mount it with
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
     from habakkuk.engine.config import Config
     from habakkuk.engine.sessions import Session, StoredMessage
+    from habakkuk.work.schedule_types import SchedulesAccess
 
 
 class TextSender(Protocol):
@@ -212,6 +214,17 @@ def build_server(runtime: McpHost) -> MCPServer:
         habakkuk_session_read,
         description="The last `limit` messages of a Habakkuk session, as text.",
     )
+
+    async def habakkuk_schedules_list(agent: str | None = None) -> dict[str, Any]:
+        return await _schedules_list(runtime, agent)
+
+    server.add_tool(
+        habakkuk_schedules_list,
+        description=(
+            "Habakkuk's schedules (optionally of one agent), next to run first: each with "
+            "its timetable, next fire times, last status and output, and failure streak."
+        ),
+    )
     if runtime.config.mcp_server.allow_send:
 
         async def habakkuk_send(account: str, conversation: str, text: str) -> dict[str, Any]:
@@ -244,6 +257,31 @@ async def _send(runtime: McpHost, account: str, conversation: str, text: str) ->
     except ValueError as exc:
         raise ToolError(f"conversation: {exc}") from None
     return {"queued": job_id, "to": address}
+
+
+async def _schedules_list(runtime: McpHost, agent: str | None) -> dict[str, Any]:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from habakkuk.engine.errors import HabakkukError
+    from habakkuk.work import schedule_views as views
+
+    schedules: SchedulesAccess | None = getattr(runtime, "schedules", None)
+    if schedules is None:
+        raise ToolError("this process has no schedules service")
+    try:
+        if agent:
+            agent = runtime.config.agent(agent).name
+        found = await schedules.list_schedules(agent or None)
+    except HabakkukError as exc:
+        raise ToolError(str(exc)) from None
+    shown = []
+    for schedule in found:
+        times = None
+        if schedule.enabled and schedule.next_run is not None:
+            with contextlib.suppress(HabakkukError):
+                times = schedules.preview(schedule.spec, count=3)
+        shown.append(views.schedule_json(schedule, next_runs=times))
+    return {"schedules": shown}
 
 
 async def serve_stdio(runtime: McpHost) -> None:

@@ -138,6 +138,7 @@ function show(view) {
   if (view === "sessions") loadSessions();
   if (view === "memory") loadMemory(); // memory.js
   if (view === "skills") loadSkills(); // skills.js
+  if (view === "schedules") loadSchedules(); // schedules.js
   if (view === "approvals") loadApprovals();
 }
 
@@ -161,6 +162,7 @@ async function loadOverview() {
   const body = await api("/api/overview");
   $("ov-queue").textContent = `${body.queue.pending} queued · ${body.queue.running} running`;
   $("ov-approvals").textContent = String(body.approvals);
+  $("ov-schedules").textContent = `${body.schedules.enabled} of ${body.schedules.total} enabled`;
   $("ov-channels").textContent = body.channels.length
     ? body.channels.map((c) => `${c.account}: ${c.state}`).join(", ")
     : "web only";
