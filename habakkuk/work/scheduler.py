@@ -77,6 +77,7 @@ class Scheduler:
         lease_seconds: float | None = None,
         pid: int | None = None,
         on_enqueued: Callable[[str], Awaitable[None]] | None = None,
+        lease_name: str = TICK_LEASE,
     ):
         self.schedules = schedules
         self.store = schedules.store
@@ -88,6 +89,7 @@ class Scheduler:
         self.pid = pid
         self.owner = f"{schedules.queue.owner}:schedules"
         self.on_enqueued = on_enqueued
+        self.lease_name = lease_name  # another name: a ticker that ignores the others (tests)
         self._ready = False
 
     async def run(self) -> None:
@@ -101,7 +103,7 @@ class Scheduler:
                 await asyncio.sleep(self.interval)
         finally:
             if self._ready:
-                await self.leases.release(TICK_LEASE, self.owner)
+                await self.leases.release(self.lease_name, self.owner)
 
     async def tick(self) -> TickReport:
         """One pass: take the lease, then queue or skip every due slot."""
@@ -110,9 +112,9 @@ class Scheduler:
             await self.leases.ensure()
             self._ready = True
         now = self.clock()
-        previous_beat = await self.leases.last_beat(TICK_LEASE)
+        previous_beat = await self.leases.last_beat(self.lease_name)
         holder = await self.leases.acquire(
-            TICK_LEASE, self.owner, self.lease_seconds, now=now, pid=self.pid
+            self.lease_name, self.owner, self.lease_seconds, now=now, pid=self.pid
         )
         if holder is not None:
             return TickReport(held_by=holder)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.home import Home
-from habakkuk.work.schedule_types import NewSchedule
+from habakkuk.work.schedule_types import NewSchedule, SlotRun
 from habakkuk.work.scheduler import Scheduler
 from habakkuk.work.service import SCRIPT_KIND
 from tests.conftest import mock_config
@@ -198,3 +198,16 @@ async def test_the_runtime_ticks_schedules_with_its_maintenance_workers(
         return "queued" in [r.status for r in await runtime.schedules.runs(added.id)]
 
     await eventually(queued, what="the runtime's ticker to queue the due slot")
+
+
+async def test_a_stale_compare_and_swap_writes_nothing(control: Control, clock: FakeClock) -> None:
+    added = await control.schedules.add(every("@every 1h"), by="agent")
+    assert added.next_run is not None
+    row = SlotRun(added.id, added.next_run, "skipped", reason="late")
+    # Another process advanced next_run first: this one's view is stale.
+    assert await control.schedules.store.advance(added.id, added.next_run, added.next_run + 3600)
+    assert not await control.schedules.store.advance(
+        added.id, added.next_run, added.next_run + 7200, rows=[row]
+    )
+    assert (await control.schedules.get(added.id)).next_run == added.next_run + 3600
+    assert await control.schedules.runs(added.id) == []
