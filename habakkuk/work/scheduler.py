@@ -30,8 +30,9 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
+from habakkuk.engine.jobs import NewJob
 from habakkuk.engine.leases import NamedLeases
 from habakkuk.work.schedule_types import LATE_SECONDS, TICK_SECONDS, Schedule, SlotRun, WhenError
 from habakkuk.work.service import (
@@ -91,6 +92,7 @@ class Scheduler:
         self.on_enqueued = on_enqueued
         self.lease_name = lease_name  # another name: a ticker that ignores the others (tests)
         self._ready = False
+        self._whens: dict[tuple[str, float], When] = {}  # parsed timetables, by spec
 
     async def run(self) -> None:
         """Tick every `interval` until cancelled; the lease is let go on the way out."""
@@ -122,54 +124,81 @@ class Scheduler:
         seen: set[str] = set()
         while True:
             batch = [s for s in await self.store.due(now, DUE_BATCH) if s.id not in seen]
-            for schedule in batch:
-                seen.add(schedule.id)
-                report.due += 1
-                await self._slots(schedule, now, previous_beat, report)
+            seen.update(s.id for s in batch)
+            report.due += len(batch)
+            await self._batch(batch, now, previous_beat, report)
             if len(batch) < DUE_BATCH:
                 return report
 
-    async def _slots(
-        self, schedule: Schedule, now: float, previous_beat: float | None, report: TickReport
+    async def _batch(
+        self, batch: list[Schedule], now: float, previous_beat: float | None, report: TickReport
     ) -> None:
-        try:
-            when = self.schedules.when_of(schedule)
-        except WhenError as exc:
-            log.warning("schedule %s: %s; not ticked", schedule.id, exc)
+        """Plan every due schedule, then three round trips for the whole batch: what
+        jobs exist, the enqueue, and the swaps with their rows."""
+        plans: list[tuple[Schedule, _Plan, set[str]]] = []
+        for schedule in batch:
+            when = self._when(schedule)
+            if when is None:
+                continue
+            plan = _plan(when, schedule, now, previous_beat)
+            slots = [r.slot for r in plan.rows] + ([plan.run] if plan.run is not None else [])
+            plans.append((schedule, plan, {slot_job_id(schedule.id, x) for x in slots}))
+        if not plans:
             return
-        plan = _plan(when, schedule, now, previous_beat)
-        ids = {slot_job_id(schedule.id, s.slot): s for s in plan.rows}
-        run = plan.run
-        if run is not None:
-            ids[slot_job_id(schedule.id, run)] = SlotRun(schedule.id, run, "queued")
-        existing = await self.store.existing_jobs(list(ids))
-        rows: list[SlotRun] = []
-        for row in plan.rows:
-            job_id = slot_job_id(schedule.id, row.slot)
-            # Enqueued before a crash: that slot ran, whatever this later look says.
-            rows.append(_queued(row.slot, schedule, job_id, now) if job_id in existing else row)
-        if run is not None:
-            job_id = slot_job_id(schedule.id, run)
-            busy = schedule.kind == "script" and any(
-                job.id not in ids for job in await self.queue.active_for(serial_key(schedule.id))
-            )
-            if busy and job_id not in existing:
-                rows.append(SlotRun(schedule.id, run, "skipped", reason="still running", at=now))
-            else:
-                created = await self.queue.enqueue(
-                    job_id,
-                    job_kind(schedule),
-                    {"schedule": schedule.id, "slot": run, "extra": False},
-                    serial_key=serial_key(schedule.id),
-                    max_attempts=job_attempts(schedule),
-                )
-                if created and self.on_enqueued is not None:
-                    await self.on_enqueued(job_id)
-                queued = _queued(run, schedule, job_id, now)
-                rows.append(replace(queued, reason=plan.run_reason))
-        if await self.store.advance(schedule.id, schedule.next_run, plan.next_run, rows=rows):
-            report.queued += sum(1 for r in rows if r.status == "queued")
-            report.skipped += sum(1 for r in rows if r.status == "skipped")
+        scripts = [serial_key(s.id) for s, _, _ in plans if s.kind == "script"]
+        existing, active = await self.store.job_facts(
+            [i for _, _, ids in plans for i in ids], scripts
+        )
+        to_queue: list[NewJob] = []
+        swaps: list[tuple[str, float | None, float | None, list[SlotRun]]] = []
+        for schedule, plan, ids in plans:
+            rows = [
+                # Enqueued before a crash: that slot ran, whatever this later look says.
+                _queued(r.slot, schedule, slot_job_id(schedule.id, r.slot), now, "")
+                if slot_job_id(schedule.id, r.slot) in existing
+                else r
+                for r in plan.rows
+            ]
+            if plan.run is not None:
+                job_id = slot_job_id(schedule.id, plan.run)
+                others = active.get(serial_key(schedule.id), set()) - ids
+                if schedule.kind == "script" and others and job_id not in existing:
+                    rows.append(
+                        SlotRun(schedule.id, plan.run, "skipped", reason="still running", at=now)
+                    )
+                else:
+                    to_queue.append(
+                        NewJob(
+                            job_id,
+                            job_kind(schedule),
+                            {"schedule": schedule.id, "slot": plan.run, "extra": False},
+                            serial_key=serial_key(schedule.id),
+                            max_attempts=job_attempts(schedule),
+                        )
+                    )
+                    rows.append(_queued(plan.run, schedule, job_id, now, plan.run_reason))
+            swaps.append((schedule.id, schedule.next_run, plan.next_run, rows))
+        for job_id in await self.queue.enqueue_many(to_queue):
+            if self.on_enqueued is not None:
+                await self.on_enqueued(job_id)
+        for done, (_, _, _, rows) in zip(await self.store.advance_many(swaps), swaps, strict=True):
+            if done:
+                report.queued += sum(1 for r in rows if r.status == "queued")
+                report.skipped += sum(1 for r in rows if r.status == "skipped")
+
+    def _when(self, schedule: Schedule) -> When | None:
+        key = (schedule.spec, schedule.created_at)
+        when = self._whens.get(key)
+        if when is None:
+            try:
+                when = self.schedules.when_of(schedule)
+            except WhenError as exc:
+                log.warning("schedule %s: %s; not ticked", schedule.id, exc)
+                return None
+            if len(self._whens) > 50_000:
+                self._whens.clear()
+            self._whens[key] = when
+        return when
 
 
 @dataclass
@@ -180,8 +209,8 @@ class _Plan:
     next_run: float | None
 
 
-def _queued(slot: float, schedule: Schedule, job_id: str, now: float) -> SlotRun:
-    return SlotRun(schedule.id, slot, "queued", job=job_id, at=now)
+def _queued(slot: float, schedule: Schedule, job_id: str, now: float, reason: str) -> SlotRun:
+    return SlotRun(schedule.id, slot, "queued", reason=reason, job=job_id, at=now)
 
 
 def _plan(when: When, schedule: Schedule, now: float, previous_beat: float | None) -> _Plan:

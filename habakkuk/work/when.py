@@ -206,7 +206,7 @@ def parse_when(
         raise WhenError(f"when {spec!r}: did you mean '@every {lowered[6:].strip()}'?")
     if _TIME_ONLY.match(lowered):
         return _time_without_date(spec, lowered, tz, now)
-    return _parse_cron(spec, tz)
+    return _parse_cron(spec, tz, checked=now is not None)
 
 
 def _parse_every(spec: str, lowered: str, tz: ZoneInfo, anchor: float) -> When:
@@ -274,7 +274,7 @@ def _valid_cron(expr: str) -> bool:
     return bool(croniter.is_valid(expr))
 
 
-def _parse_cron(spec: str, tz: ZoneInfo) -> When:
+def _parse_cron(spec: str, tz: ZoneInfo, *, checked: bool) -> When:
     fields = spec.split()
     if len(fields) == 6:
         raise WhenError(
@@ -291,8 +291,8 @@ def _parse_cron(spec: str, tz: ZoneInfo) -> When:
             f"when {spec!r}: not a valid cron expression (minute hour day month weekday)"
         )
     when = CronWhen(spec, tz)
-    # A valid expression that never fires (30 February) is refused too.
-    if when.next_after(dt.datetime.now(UTC)) is None:
+    # A valid expression that never fires (30 February) is refused when it is added.
+    if checked and when.next_after(dt.datetime.now(UTC)) is None:
         raise WhenError(f"when {spec!r}: this cron expression never fires")
     return when
 
