@@ -27,11 +27,24 @@ SPECS = ("*/5 * * * *", "0 8 * * 1-5", "@every 2h", "@every 90s", "@daily")
 
 def schedule(i: int, now: float) -> Schedule:
     return Schedule(
-        id=f"sch_{i:08x}", agent="main", name=f"bench {i}", spec=SPECS[i % len(SPECS)],
-        prompt="go", command=None if i % 4 else "true", on_output="deliver", deliver_to=None,
-        workdir=None, timeout_seconds=120.0, missed="skip", enabled=True,
-        next_run=now + 86400 + i, last_run=None, last_status="", last_output="",
-        fail_streak=0, created_at=now,
+        id=f"sch_{i:08x}",
+        agent="main",
+        name=f"bench {i}",
+        spec=SPECS[i % len(SPECS)],
+        prompt="go",
+        command=None if i % 4 else "true",
+        on_output="deliver",
+        deliver_to=None,
+        workdir=None,
+        timeout_seconds=120.0,
+        missed="skip",
+        enabled=True,
+        next_run=now + 86400 + i,
+        last_run=None,
+        last_status="",
+        last_output="",
+        fail_streak=0,
+        created_at=now,
     )
 
 
