@@ -32,8 +32,6 @@ import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from croniter import CroniterError, croniter
-
 from habakkuk.work.schedule_types import TICK_SECONDS, WhenError
 
 UTC = dt.UTC
@@ -93,6 +91,8 @@ class CronWhen(When):
         self.spec = self.spec or self.expr
 
     def next_after(self, after: dt.datetime) -> dt.datetime | None:
+        from croniter import CroniterError, croniter  # 65 ms to import: only when used
+
         local = after.astimezone(self.tz).replace(tzinfo=None)
         # croniter runs on naive wall time; each candidate is then placed on the
         # timeline by `_instant` (gap: the jump; fold: the first occurrence).
@@ -271,6 +271,8 @@ def _time_without_date(spec: str, lowered: str, tz: ZoneInfo, now: dt.datetime |
 
 
 def _valid_cron(expr: str) -> bool:
+    from croniter import croniter
+
     return bool(croniter.is_valid(expr))
 
 
