@@ -142,6 +142,17 @@ class Job:
         return self.status in ("done", "failed", "cancelled")
 
 
+@dataclass(frozen=True)
+class NewJob:
+    """A job to queue with `JobQueue.enqueue_many`."""
+
+    id: str
+    kind: str
+    payload: dict[str, Any]
+    serial_key: str = ""
+    max_attempts: int = 5
+
+
 @dataclass
 class Lease:
     """A claimed job. `check(conn)` is the lease-checked write guard."""
@@ -206,6 +217,37 @@ class JobQueue:
 
         created = await self.db.run(_insert)
         if created:
+            self._notify(kind)
+        return created
+
+    async def enqueue_many(self, jobs: Sequence[NewJob]) -> list[str]:
+        """`enqueue` for several jobs in one transaction; the ids that were new."""
+        now = time.time()
+
+        def _insert(conn: sqlite3.Connection) -> list[str]:
+            created = []
+            for job in jobs:
+                cursor = conn.execute(
+                    "INSERT INTO jobs(id, kind, serial_key, payload, max_attempts, run_after,"
+                    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT(id) DO NOTHING",
+                    (
+                        job.id,
+                        job.kind,
+                        job.serial_key,
+                        json.dumps(job.payload, separators=(",", ":")),
+                        job.max_attempts,
+                        now,
+                        now,
+                        now,
+                    ),
+                )
+                if cursor.rowcount == 1:
+                    created.append(job.id)
+            return created
+
+        created = await self.db.write(_insert) if jobs else []
+        for kind in {job.kind for job in jobs if job.id in set(created)}:
             self._notify(kind)
         return created
 

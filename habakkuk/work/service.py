@@ -214,6 +214,16 @@ class Schedules:
             now = self.clock()
             when = self.when_of(schedule)
             skipped, _ = skipped_slots(when, schedule, schedule.next_run, now, "paused")
+            # A slot enqueued just before the pause (a tick that died before its swap)
+            # ran: record it queued, not paused.
+            ids = [slot_job_id(schedule.id, r.slot) for r in skipped]
+            existing, _ = await self.store.job_facts(ids, [])
+            skipped = [
+                SlotRun(r.schedule, r.slot, "queued", job=job_id, at=now)
+                if job_id in existing
+                else r
+                for r, job_id in zip(skipped, ids, strict=True)
+            ]
             new_next = when.next_epoch(now) if schedule.next_run is not None else None
             if await self.store.advance(
                 schedule.id, schedule.next_run, new_next, rows=skipped, enable=True

@@ -265,6 +265,26 @@ class ScheduleStore:
 
         return await self.db.write(_advance)
 
+    async def advance_many(
+        self, swaps: Sequence[tuple[str, float | None, float | None, Sequence[SlotRun]]]
+    ) -> list[bool]:
+        """`advance` for several schedules in one transaction: (id, expected, new_next,
+        rows) each; whether each swap won."""
+
+        def _advance(conn: sqlite3.Connection) -> list[bool]:
+            won = []
+            for schedule_id, expected, new_next, rows in swaps:
+                cursor = conn.execute(
+                    "UPDATE schedules SET next_run = ? WHERE id = ? AND next_run IS ?",
+                    (new_next, schedule_id, expected),
+                )
+                won.append(cursor.rowcount == 1)
+                if cursor.rowcount == 1:
+                    _insert_runs(conn, rows)
+            return won
+
+        return await self.db.write(_advance) if swaps else []
+
     async def record_result(
         self,
         schedule_id: str,
@@ -351,6 +371,34 @@ class ScheduleStore:
             (schedule_id, limit),
         )
         return [_run_from_row(r) for r in rows]
+
+    async def job_facts(
+        self, job_ids: Sequence[str], serial_keys: Sequence[str]
+    ) -> tuple[set[str], dict[str, set[str]]]:
+        """In one read: which of `job_ids` exist (any status), and the queued or
+        running job ids of each of `serial_keys`."""
+
+        def _read(conn: sqlite3.Connection) -> tuple[set[str], dict[str, set[str]]]:
+            found: set[str] = set()
+            for start in range(0, len(job_ids), 500):
+                chunk = list(job_ids[start : start + 500])
+                marks = ",".join("?" for _ in chunk)
+                rows = conn.execute(f"SELECT id FROM jobs WHERE id IN ({marks})", chunk)
+                found.update(str(r[0]) for r in rows)
+            active: dict[str, set[str]] = {}
+            for start in range(0, len(serial_keys), 500):
+                chunk = list(serial_keys[start : start + 500])
+                marks = ",".join("?" for _ in chunk)
+                rows = conn.execute(
+                    f"SELECT serial_key, id FROM jobs WHERE serial_key IN ({marks})"
+                    " AND status IN ('queued', 'running')",
+                    chunk,
+                )
+                for key, job_id in rows:
+                    active.setdefault(str(key), set()).add(str(job_id))
+            return found, active
+
+        return await self.db.run(_read)
 
     async def run_for_job(self, job_id: str) -> SlotRun | None:
         """The slot row a job runs (runs slice: find its slot from the job id)."""

@@ -32,8 +32,6 @@ import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from croniter import CroniterError, croniter
-
 from habakkuk.work.schedule_types import TICK_SECONDS, WhenError
 
 UTC = dt.UTC
@@ -93,6 +91,8 @@ class CronWhen(When):
         self.spec = self.spec or self.expr
 
     def next_after(self, after: dt.datetime) -> dt.datetime | None:
+        from croniter import CroniterError, croniter  # 65 ms to import: only when used
+
         local = after.astimezone(self.tz).replace(tzinfo=None)
         # croniter runs on naive wall time; each candidate is then placed on the
         # timeline by `_instant` (gap: the jump; fold: the first occurrence).
@@ -206,7 +206,7 @@ def parse_when(
         raise WhenError(f"when {spec!r}: did you mean '@every {lowered[6:].strip()}'?")
     if _TIME_ONLY.match(lowered):
         return _time_without_date(spec, lowered, tz, now)
-    return _parse_cron(spec, tz)
+    return _parse_cron(spec, tz, checked=now is not None)
 
 
 def _parse_every(spec: str, lowered: str, tz: ZoneInfo, anchor: float) -> When:
@@ -271,10 +271,12 @@ def _time_without_date(spec: str, lowered: str, tz: ZoneInfo, now: dt.datetime |
 
 
 def _valid_cron(expr: str) -> bool:
+    from croniter import croniter
+
     return bool(croniter.is_valid(expr))
 
 
-def _parse_cron(spec: str, tz: ZoneInfo) -> When:
+def _parse_cron(spec: str, tz: ZoneInfo, *, checked: bool) -> When:
     fields = spec.split()
     if len(fields) == 6:
         raise WhenError(
@@ -291,8 +293,8 @@ def _parse_cron(spec: str, tz: ZoneInfo) -> When:
             f"when {spec!r}: not a valid cron expression (minute hour day month weekday)"
         )
     when = CronWhen(spec, tz)
-    # A valid expression that never fires (30 February) is refused too.
-    if when.next_after(dt.datetime.now(UTC)) is None:
+    # A valid expression that never fires (30 February) is refused when it is added.
+    if checked and when.next_after(dt.datetime.now(UTC)) is None:
         raise WhenError(f"when {spec!r}: this cron expression never fires")
     return when
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from habakkuk.engine.errors import LeaseLost
-from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease, Owner, backoff_delay
+from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease, NewJob, Owner, backoff_delay
 from habakkuk.engine.pools import PermanentJobError, Pool
 from habakkuk.engine.store import Database, Migration
 from tests.helpers import eventually
@@ -36,6 +36,21 @@ async def test_enqueue_is_idempotent_by_id(queue: JobQueue) -> None:
     assert await queue.enqueue("job-1", "turn", {"n": 2}) is False
     job = await queue.get("job-1")
     assert job is not None and job.payload == {"n": 1}
+
+
+async def test_enqueue_many_queues_new_ids_once_in_one_transaction(queue: JobQueue) -> None:
+    woken: list[str] = []
+    queue.add_listener(woken.append)
+    await queue.enqueue("a", "k", {"n": 0})
+    created = await queue.enqueue_many(
+        [NewJob("a", "k", {"n": 1}), NewJob("b", "k", {"n": 2}, serial_key="s", max_attempts=1)]
+    )
+    assert created == ["b"]
+    a, b = await queue.get("a"), await queue.get("b")
+    assert a is not None and a.payload == {"n": 0}
+    assert b is not None and (b.serial_key, b.max_attempts, b.payload) == ("s", 1, {"n": 2})
+    assert woken == ["k", "k"]
+    assert await queue.enqueue_many([]) == []
 
 
 async def test_claim_takes_oldest_job_of_requested_kinds(queue: JobQueue) -> None:

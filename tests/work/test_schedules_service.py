@@ -171,3 +171,23 @@ async def test_a_corrupt_row_is_skipped_and_the_others_are_listed(
     )
     assert [s.id for s in await control.schedules.list_schedules()] == [good.id]
     assert f"schedule {bad.id}: unreadable row" in caplog.text
+
+
+async def test_resume_records_a_slot_queued_before_the_pause_as_queued(home: Home) -> None:
+    clock = FakeClock(START)
+    control = await open_control(home.db_path("control"), config_in(home), clock)
+    try:
+        added = await control.schedules.add(prompt(when="@every 1h"), by="agent")
+        await control.schedules.pause(added.id)
+        # A tick queued the first slot and died before its swap.
+        first = f"{added.id}_{int(START + 3600)}"
+        await control.queue.enqueue(first, PROMPT_KIND, {"schedule": added.id})
+        clock.advance(2 * 3600 + 60)
+        await control.schedules.resume(added.id)
+        runs = await control.schedules.runs(added.id)
+        assert [(r.status, r.job, r.reason) for r in runs] == [
+            ("skipped", "", "paused"),
+            ("queued", first, ""),
+        ]
+    finally:
+        await control.close()
