@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import LeaseLost
+from .leases import process_alive
 from .store import Database, Migration
 
 JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]
@@ -323,7 +324,7 @@ class JobQueue:
             (self.owner.host, self.owner.pid),
         ).fetchall()
         for (pid,) in pids:
-            if pid is not None and not _process_alive(pid):
+            if pid is not None and not process_alive(pid):
                 conn.execute(
                     "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL,"
                     " updated_at = ? WHERE status = 'running' AND owner_host = ?"
@@ -476,12 +477,3 @@ class JobQueue:
         )
         return [Job.from_row(r) for r in rows]
 
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
