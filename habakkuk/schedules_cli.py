@@ -175,7 +175,7 @@ async def _add(schedules: SchedulesAccess, agent: str, args: argparse.Namespace,
         missed=args.missed,
     )
     schedule = await schedules.add(new, by="owner")
-    upcoming = schedules.preview(schedule.spec, count=3)
+    upcoming = schedules.upcoming(schedule)
     if args.json:
         _out(schedule_json(schedule, next_runs=upcoming))
         return EXIT_OK
@@ -217,14 +217,7 @@ async def _list(
 def _upcoming(schedules: SchedulesAccess, schedule: Schedule) -> list[dt.datetime]:
     """The next three fire times of an enabled schedule ([] when paused or spent, or
     when its one-off time has passed while it waits for the tick)."""
-    from habakkuk.engine.errors import HabakkukError
-
-    if not schedule.enabled or schedule.next_run is None:
-        return []
-    try:
-        return schedules.preview(schedule.spec, count=3)
-    except HabakkukError:
-        return []
+    return schedules.upcoming(schedule)
 
 
 def _show(schedules: SchedulesAccess, schedule: Schedule, zone: str) -> None:

@@ -476,4 +476,3 @@ class JobQueue:
             (limit,),
         )
         return [Job.from_row(r) for r in rows]
-

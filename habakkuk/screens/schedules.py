@@ -177,25 +177,9 @@ class SchedulesScreen(RuntimeScreen):
 
     # -- the list ------------------------------------------------------------------------
 
-    def next_times(
-        self, schedule: Schedule, previews: dict[str, list[dt.datetime]] | None = None
-    ) -> list[dt.datetime]:
-        """The schedule's next three fire times (none while paused or spent); `previews`
-        memoises the service's preview by spec (it depends on the spec and the clock only)."""
-        if not schedule.enabled or schedule.next_run is None:
-            return []
-        times = previews.get(schedule.spec) if previews is not None else None
-        if times is None:
-            try:
-                times = self.service.preview(schedule.spec, count=3)
-            except HabakkukError:
-                times = []
-            if previews is not None:
-                previews[schedule.spec] = times
-        first = dt.datetime.fromtimestamp(schedule.next_run, self.zone)
-        # next_run is the slot the scheduler will fire; the preview runs from now.
-        later = [t for t in times if t > first]
-        return [first, *later][:3]
+    def next_times(self, schedule: Schedule) -> list[dt.datetime]:
+        """The schedule's next three fire times (none while paused or spent)."""
+        return [t.astimezone(self.zone) for t in self.service.upcoming(schedule)]
 
     def next_cell(self, schedule: Schedule, times: list[dt.datetime] | None) -> Text:
         """Paused, done, the next fire times, or (before they are worked out) next_run."""
@@ -260,10 +244,7 @@ class SchedulesScreen(RuntimeScreen):
             self._add_rows(schedules[FIRST_PAGE:])
             if keep in ids[FIRST_PAGE:]:
                 table.move_cursor(row=ids.index(keep))
-        previews: dict[str, list[dt.datetime]] = {}
-        times = await asyncio.to_thread(
-            lambda: {s.id: self.next_times(s, previews) for s in schedules}
-        )
+        times = await asyncio.to_thread(lambda: {s.id: self.next_times(s) for s in schedules})
         if generation != self._generation:
             return
         column = self._next_column

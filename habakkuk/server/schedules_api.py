@@ -26,7 +26,6 @@ from typing import Any
 
 from aiohttp import web
 
-from habakkuk.engine.errors import HabakkukError
 from habakkuk.work import schedule_views as views
 from habakkuk.work.schedule_types import NewSchedule, Schedule, SchedulesAccess
 
@@ -49,12 +48,7 @@ def _schedules(request: web.Request) -> SchedulesAccess:
 
 def next_runs(schedules: SchedulesAccess, schedule: Schedule) -> list[dt.datetime] | None:
     """The next three fire times of an enabled schedule (None: paused or spent)."""
-    if not schedule.enabled or schedule.next_run is None:
-        return None
-    try:
-        return schedules.preview(schedule.spec, count=3)
-    except HabakkukError:
-        return None
+    return schedules.upcoming(schedule) or None
 
 
 def _json(schedules: SchedulesAccess, schedule: Schedule) -> dict[str, Any]:

@@ -150,6 +150,12 @@ class SchedulesAccess(Protocol):
         as the user types."""
         ...
 
+    def upcoming(self, schedule: Schedule, *, count: int = 3) -> list[dt.datetime]:
+        """A stored schedule's next `count` fire times, from its next_run ([] when paused,
+        spent or no longer understood): `@every` counts from its creation, so this is not
+        `preview` of its spec from now."""
+        ...
+
     async def counts(self) -> tuple[int, int]:
         """(total, enabled), for the overview."""
         ...

@@ -41,6 +41,7 @@ from habakkuk.work.schedule_types import (
     Schedule,
     ScheduleRefused,
     SlotRun,
+    WhenError,
 )
 from habakkuk.work.store import ScheduleStore
 from habakkuk.work.when import When, parse_when
@@ -87,6 +88,9 @@ def parse_deliver_to(text: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2] if len(parts) == 3 else ""
 
 
+PARSED_KEPT = 20_000  # parsed timetables kept for when_of (cleared past that)
+
+
 class Schedules:
     """SchedulesAccess on control.db: `db` is control.db (the queue's database);
     `clock` gives the time (tests inject a fake one)."""
@@ -104,6 +108,7 @@ class Schedules:
         self.store = ScheduleStore(db)
         self.clock = clock
         self._ready = False
+        self._parsed: dict[tuple[str, float], When] = {}
 
     @property
     def tz(self) -> ZoneInfo:
@@ -116,8 +121,17 @@ class Schedules:
         return self.store
 
     def when_of(self, schedule: Schedule) -> When:
-        """The parsed timetable of a stored schedule (WhenError when it no longer parses)."""
-        return parse_when(schedule.spec, self.tz, anchor=schedule.created_at)
+        """The parsed timetable of a stored schedule (WhenError when it no longer parses);
+        kept by (spec, creation), since the screen asks for every schedule's fire times."""
+        key = (schedule.spec, schedule.created_at)
+        when = self._parsed.get(key)
+        if when is None:
+            if len(self._parsed) >= PARSED_KEPT:
+                self._parsed.clear()
+            when = self._parsed[key] = parse_when(
+                schedule.spec, self.tz, anchor=schedule.created_at
+            )
+        return when
 
     # -- SchedulesAccess ---------------------------------------------------------------
 
@@ -241,6 +255,17 @@ class Schedules:
         now = dt.datetime.fromtimestamp(self.clock(), dt.UTC)
         parsed = parse_when(when, self.tz, anchor=now.timestamp(), now=now)
         return parsed.upcoming(now, count)
+
+    def upcoming(self, schedule: Schedule, *, count: int = 3) -> list[dt.datetime]:
+        if not schedule.enabled or schedule.next_run is None:
+            return []
+        try:
+            when = self.when_of(schedule)
+        except WhenError:
+            return []
+        first = dt.datetime.fromtimestamp(schedule.next_run, dt.UTC)
+        # next_run itself, then the slots after it.
+        return [first.astimezone(self.tz), *when.upcoming(first, count - 1)][:count]
 
     async def counts(self) -> tuple[int, int]:
         return await (await self._store()).counts()

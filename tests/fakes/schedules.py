@@ -38,6 +38,13 @@ class FakeSchedules:
         self.queued: list[str] = []
         self._ids = itertools.count(1)
 
+    def upcoming(self, schedule: Schedule, *, count: int = 3) -> list[dt.datetime]:
+        if not schedule.enabled or schedule.next_run is None:
+            return []
+        first = dt.datetime.fromtimestamp(schedule.next_run, self.zone)
+        later = [t for t in self.preview(schedule.spec, count=count) if t > first]
+        return [first, *later][:count]
+
     def preview(self, when: str, *, count: int = 3) -> list[dt.datetime]:
         start = dt.datetime.fromtimestamp(self.now, self.zone)
         text = " ".join(when.split())

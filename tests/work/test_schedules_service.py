@@ -161,6 +161,17 @@ async def test_preview_gives_the_next_fire_times_and_refuses_ambiguity(
         control.schedules.preview("0 0 8 * * *")
 
 
+async def test_upcoming_counts_every_from_the_schedules_creation_not_from_now(
+    control: Control,
+) -> None:
+    every = await control.schedules.add(prompt(when="@every 2h"), by="owner")  # at 10:00
+    control.schedules.clock.advance(90 * 60)  # type: ignore[attr-defined]  # 11:30
+    times = control.schedules.upcoming(every)
+    assert [t.astimezone(dt.UTC).strftime("%H:%M") for t in times] == ["12:00", "14:00", "16:00"]
+    paused = await control.schedules.pause(every.id)
+    assert control.schedules.upcoming(paused) == []
+
+
 async def test_a_corrupt_row_is_skipped_and_the_others_are_listed(
     control: Control, caplog: pytest.LogCaptureFixture
 ) -> None:

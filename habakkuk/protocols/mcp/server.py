@@ -276,11 +276,7 @@ async def _schedules_list(runtime: McpHost, agent: str | None) -> dict[str, Any]
         raise ToolError(str(exc)) from None
     shown = []
     for schedule in found:
-        times = None
-        if schedule.enabled and schedule.next_run is not None:
-            with contextlib.suppress(HabakkukError):
-                times = schedules.preview(schedule.spec, count=3)
-        shown.append(views.schedule_json(schedule, next_runs=times))
+        shown.append(views.schedule_json(schedule, next_runs=schedules.upcoming(schedule) or None))
     return {"schedules": shown}
 
 
