@@ -118,9 +118,19 @@ class EveryWhen(When):
     tz: ZoneInfo
 
     def next_after(self, after: dt.datetime) -> dt.datetime | None:
-        t = after.timestamp()
-        steps = max(0, math.floor((t - self.anchor) / self.seconds) + 1)
-        return dt.datetime.fromtimestamp(self.anchor + steps * self.seconds, self.tz)
+        return dt.datetime.fromtimestamp(self._next(after.timestamp()), self.tz)
+
+    def next_epoch(self, after: float) -> float | None:
+        # In floats, not through datetime: a datetime keeps microseconds only, so an
+        # anchor with finer digits came back as the same slot and the tick spun on it.
+        return self._next(after)
+
+    def _next(self, after: float) -> float:
+        steps = max(0, math.floor((after - self.anchor) / self.seconds) + 1)
+        slot = self.anchor + steps * self.seconds
+        while slot <= after:  # float rounding must never give back `after` itself
+            slot += self.seconds
+        return slot
 
 
 @dataclass

@@ -149,3 +149,16 @@ def test_ambiguous_or_unknown_when_is_refused_with_its_reading(text: str, says: 
 def test_a_stored_one_off_in_the_past_parses_and_has_no_next_time() -> None:
     when = parse_when("at 2026-01-01 10:00", PARIS, anchor=0)
     assert when.next_after(NOW) is None
+
+
+def test_every_never_gives_back_the_slot_it_was_asked_after() -> None:
+    # An anchor with digits finer than a microsecond (time.time() has them) once made
+    # next_epoch return its own argument, and the tick spun on that slot.
+    when = parse_when("@every 15s", ZoneInfo("UTC"), anchor=1764583200.1234564)
+    slot = when.next_epoch(1764583200.1234564)
+    assert slot is not None
+    for _ in range(1000):
+        following = when.next_epoch(slot)
+        assert following is not None and following > slot
+        assert abs(following - slot - 15) < 1e-6
+        slot = following
