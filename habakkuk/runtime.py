@@ -42,6 +42,7 @@ from habakkuk.services.approvals import Approvals
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
+from habakkuk.services.schedules import build_schedules
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
@@ -107,6 +108,7 @@ class Runtime:
         )
         self.settings = SessionSettings(config, self.sessions, usage)
         self.checkpointing = WorkspaceCheckpoints(config, home, self.queue, self.sessions)
+        self.schedules = build_schedules(self.queue, config)  # a work SchedulesAccess
         # Waiting approvals; turns marked attended ask a human while someone attends.
         self.approvals = Approvals(
             self.bus,

@@ -1,0 +1,394 @@
+"""The schedules' tables in control.db: `schedules` and `schedule_runs`.
+
+control.db is shared by every process of one home; the jobs module owns its numbered
+migrations, so these tables are created IF NOT EXISTS when the store opens (like
+channels/store.py). Every write is one short transaction on the queue's connection.
+
+`schedule_runs` holds one row per (schedule, slot, extra): the timetable writes it
+with INSERT OR IGNORE, so a tick repeated after a crash never doubles a row, and the
+run handlers upsert their outcome onto it (`set_run`).
+
+A row that cannot be read (bad JSON, a `when` that no longer parses) is logged in one
+line and skipped: one bad schedule never hides the others (nanobot #2792).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from habakkuk.engine.jobs import Lease
+from habakkuk.engine.store import Database
+from habakkuk.work.schedule_types import Schedule, SlotRun, SlotStatus
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS schedules (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    name TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    body TEXT NOT NULL DEFAULT '{}',
+    enabled INTEGER NOT NULL DEFAULT 1,
+    next_run REAL,
+    last_run REAL,
+    last_status TEXT NOT NULL DEFAULT '',
+    last_output TEXT NOT NULL DEFAULT '',
+    fail_streak INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules(enabled, next_run);
+CREATE INDEX IF NOT EXISTS schedules_agent ON schedules(agent);
+CREATE TABLE IF NOT EXISTS schedule_runs (
+    schedule TEXT NOT NULL,
+    slot REAL NOT NULL,
+    extra INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    job TEXT NOT NULL DEFAULT '',
+    session TEXT NOT NULL DEFAULT '',
+    delivered INTEGER,
+    at REAL NOT NULL,
+    PRIMARY KEY (schedule, slot, extra)
+);
+CREATE INDEX IF NOT EXISTS schedule_runs_newest ON schedule_runs(schedule, at);
+CREATE INDEX IF NOT EXISTS schedule_runs_job ON schedule_runs(job);
+"""
+
+# The fields of a Schedule kept in `body` (JSON): what is read only when a run starts.
+BODY_FIELDS = (
+    "prompt",
+    "command",
+    "on_output",
+    "deliver_to",
+    "workdir",
+    "timeout_seconds",
+    "missed",
+    "origin",
+)
+_COLUMNS = (
+    "id, agent, name, spec, body, enabled, next_run, last_run, last_status, last_output,"
+    " fail_streak, created_at"
+)
+
+
+class CorruptSchedule(Exception):
+    """A stored row that cannot be read back (reported and skipped by every reader)."""
+
+
+def schedule_from_row(row: sqlite3.Row) -> Schedule:
+    """A Schedule from its row; CorruptSchedule (one line) when it cannot be read."""
+    try:
+        body = json.loads(row["body"])
+        if not isinstance(body, dict):
+            raise ValueError("body is not an object")
+        return Schedule(
+            id=row["id"],
+            agent=row["agent"],
+            name=row["name"],
+            spec=row["spec"],
+            prompt=str(body.get("prompt", "")),
+            command=body.get("command"),
+            on_output=body.get("on_output", "deliver"),
+            deliver_to=body.get("deliver_to"),
+            workdir=body.get("workdir"),
+            timeout_seconds=float(body.get("timeout_seconds", 120.0)),
+            missed=body.get("missed", "skip"),
+            enabled=bool(row["enabled"]),
+            next_run=row["next_run"],
+            last_run=row["last_run"],
+            last_status=row["last_status"],
+            last_output=row["last_output"],
+            fail_streak=int(row["fail_streak"]),
+            created_at=float(row["created_at"]),
+            origin=str(body.get("origin", "")),
+        )
+    except (ValueError, TypeError, KeyError) as exc:
+        raise CorruptSchedule(f"schedule {row['id']}: unreadable row ({exc})") from None
+
+
+def _body(schedule: Schedule) -> str:
+    return json.dumps({f: getattr(schedule, f) for f in BODY_FIELDS}, separators=(",", ":"))
+
+
+def _run_from_row(row: sqlite3.Row) -> SlotRun:
+    delivered = row["delivered"]
+    return SlotRun(
+        schedule=row["schedule"],
+        slot=row["slot"],
+        status=row["status"],
+        reason=row["reason"],
+        job=row["job"],
+        session=row["session"],
+        delivered=None if delivered is None else bool(delivered),
+        extra=bool(row["extra"]),
+        at=row["at"],
+    )
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A slot recorded as skipped, with why."""
+
+    slot: float
+    reason: str
+
+
+class ScheduleStore:
+    """Typed access to the schedules' tables of one control.db."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    @classmethod
+    async def open(cls, db: Database) -> ScheduleStore:
+        """A store on `db` with its tables created if needed."""
+        store = cls(db)
+        await store.ensure()
+        return store
+
+    async def ensure(self) -> None:
+        """Create the tables if needed (idempotent; safe with other processes)."""
+        await self.db.run(lambda conn: conn.executescript(SCHEMA))
+
+    # -- schedules -------------------------------------------------------------------
+
+    async def insert(self, schedule: Schedule) -> None:
+        """Store a new schedule."""
+
+        def _insert(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                f"INSERT INTO schedules({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    schedule.id,
+                    schedule.agent,
+                    schedule.name,
+                    schedule.spec,
+                    _body(schedule),
+                    int(schedule.enabled),
+                    schedule.next_run,
+                    schedule.last_run,
+                    schedule.last_status,
+                    schedule.last_output,
+                    schedule.fail_streak,
+                    schedule.created_at,
+                ),
+            )
+
+        await self.db.write(_insert)
+
+    async def get(self, schedule_id: str) -> Schedule | None:
+        """One schedule, or None (absent). CorruptSchedule when its row is unreadable."""
+        row = await self.db.fetchone(
+            f"SELECT {_COLUMNS} FROM schedules WHERE id = ?", (schedule_id,)
+        )
+        return schedule_from_row(row) if row is not None else None
+
+    async def all(self, agent: str | None = None) -> list[Schedule]:
+        """Every readable schedule (of `agent`): the next to run first, paused and spent
+        last. Unreadable rows are logged and left out."""
+        where, params = ("WHERE agent = ?", (agent,)) if agent else ("", ())
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM schedules {where}"
+            " ORDER BY enabled DESC, next_run IS NULL, next_run, created_at",
+            params,
+        )
+        return list(readable(rows))
+
+    async def due(self, now: float, limit: int = 1000) -> list[Schedule]:
+        """Enabled schedules whose next_run has come (readable ones), soonest first."""
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM schedules WHERE enabled = 1 AND next_run IS NOT NULL"
+            " AND next_run <= ? ORDER BY next_run LIMIT ?",
+            (now, limit),
+        )
+        return list(readable(rows))
+
+    async def counts(self) -> tuple[int, int]:
+        """(total, enabled)."""
+        row = await self.db.fetchone("SELECT count(*), coalesce(sum(enabled), 0) FROM schedules")
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+    async def set_enabled(self, schedule_id: str, enabled: bool) -> bool:
+        """Pause (False) or enable; False when there is no such schedule."""
+        return await self.db.write(
+            lambda conn: (
+                conn.execute(
+                    "UPDATE schedules SET enabled = ? WHERE id = ?", (int(enabled), schedule_id)
+                ).rowcount
+                == 1
+            )
+        )
+
+    async def delete(self, schedule_id: str) -> bool:
+        """Remove a schedule and its slot rows; False when there was none."""
+
+        def _delete(conn: sqlite3.Connection) -> bool:
+            conn.execute("DELETE FROM schedule_runs WHERE schedule = ?", (schedule_id,))
+            return conn.execute("DELETE FROM schedules WHERE id = ?", (schedule_id,)).rowcount == 1
+
+        return await self.db.write(_delete)
+
+    async def advance(
+        self,
+        schedule_id: str,
+        expected: float | None,
+        new_next: float | None,
+        *,
+        rows: Sequence[SlotRun] = (),
+        enable: bool | None = None,
+    ) -> bool:
+        """Compare-and-swap next_run from `expected` to `new_next`, recording `rows`
+        (INSERT OR IGNORE) in the same transaction; False (nothing written) when another
+        process moved next_run first."""
+
+        def _advance(conn: sqlite3.Connection) -> bool:
+            sets = "next_run = ?" + (", enabled = ?" if enable is not None else "")
+            params: list[Any] = [new_next]
+            if enable is not None:
+                params.append(int(enable))
+            cursor = conn.execute(
+                f"UPDATE schedules SET {sets} WHERE id = ? AND next_run IS ?",
+                (*params, schedule_id, expected),
+            )
+            if cursor.rowcount != 1:
+                return False
+            _insert_runs(conn, rows)
+            return True
+
+        return await self.db.write(_advance)
+
+    async def record_result(
+        self,
+        schedule_id: str,
+        *,
+        last_run: float,
+        last_status: str,
+        last_output: str | None = None,
+        fail_streak: int | None = None,
+        lease: Lease | None = None,
+    ) -> None:
+        """Write a run's outcome onto the schedule (runs slice: after each run).
+        With `lease`, only while that job's lease is still held."""
+
+        def _record(conn: sqlite3.Connection) -> None:
+            if lease is not None:
+                lease.check(conn, "main")
+            conn.execute(
+                "UPDATE schedules SET last_run = ?, last_status = ?,"
+                " last_output = coalesce(?, last_output),"
+                " fail_streak = coalesce(?, fail_streak) WHERE id = ?",
+                (last_run, last_status, last_output, fail_streak, schedule_id),
+            )
+
+        await self.db.write(_record)
+
+    # -- slot runs -------------------------------------------------------------------
+
+    async def add_runs(self, rows: Iterable[SlotRun]) -> None:
+        """Record slot rows (INSERT OR IGNORE: a slot already recorded keeps its row)."""
+        batch = list(rows)
+        await self.db.write(lambda conn: _insert_runs(conn, batch))
+
+    async def set_run(
+        self,
+        schedule_id: str,
+        slot: float,
+        status: SlotStatus,
+        *,
+        extra: bool = False,
+        reason: str | None = None,
+        job: str | None = None,
+        session: str | None = None,
+        delivered: bool | None = None,
+        lease: Lease | None = None,
+    ) -> None:
+        """Upsert one slot's outcome (runs slice): fields left None keep their value.
+        With `lease`, only while that job's lease is still held."""
+
+        def _set(conn: sqlite3.Connection) -> None:
+            if lease is not None:
+                lease.check(conn, "main")
+            now = time.time()
+            conn.execute(
+                "INSERT INTO schedule_runs(schedule, slot, extra, status, reason, job, session,"
+                " delivered, at) VALUES (?, ?, ?, ?, coalesce(?, ''), coalesce(?, ''),"
+                " coalesce(?, ''), ?, ?)"
+                " ON CONFLICT(schedule, slot, extra) DO UPDATE SET status = excluded.status,"
+                " reason = coalesce(?, reason), job = coalesce(?, job),"
+                " session = coalesce(?, session), delivered = coalesce(?, delivered),"
+                " at = excluded.at",
+                (
+                    schedule_id,
+                    slot,
+                    int(extra),
+                    status,
+                    reason,
+                    job,
+                    session,
+                    _flag(delivered),
+                    now,
+                    reason,
+                    job,
+                    session,
+                    _flag(delivered),
+                ),
+            )
+
+        await self.db.write(_set)
+
+    async def runs(self, schedule_id: str, *, limit: int = 50) -> list[SlotRun]:
+        """Slot rows of one schedule, newest slot first."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM schedule_runs WHERE schedule = ? ORDER BY slot DESC, extra LIMIT ?",
+            (schedule_id, limit),
+        )
+        return [_run_from_row(r) for r in rows]
+
+    async def run_for_job(self, job_id: str) -> SlotRun | None:
+        """The slot row a job runs (runs slice: find its slot from the job id)."""
+        row = await self.db.fetchone("SELECT * FROM schedule_runs WHERE job = ?", (job_id,))
+        return _run_from_row(row) if row is not None else None
+
+
+def readable(rows: Iterable[sqlite3.Row]) -> Iterable[Schedule]:
+    """The rows that read back as schedules; each unreadable one logged once, skipped."""
+    for row in rows:
+        try:
+            yield schedule_from_row(row)
+        except CorruptSchedule as exc:
+            log.warning("%s; skipped", exc)
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _insert_runs(conn: sqlite3.Connection, rows: Iterable[SlotRun]) -> None:
+    now = time.time()
+    conn.executemany(
+        "INSERT INTO schedule_runs(schedule, slot, extra, status, reason, job, session,"
+        " delivered, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(schedule, slot, extra) DO NOTHING",
+        [
+            (
+                r.schedule,
+                r.slot,
+                int(r.extra),
+                r.status,
+                r.reason,
+                r.job,
+                r.session,
+                _flag(r.delivered),
+                r.at or now,
+            )
+            for r in rows
+        ],
+    )

@@ -1,0 +1,306 @@
+"""`when`: the timetable of a schedule, parsed once and asked for the next fire time.
+
+Forms (spec 000 "Schedules"), read in the config timezone:
+
+- a 5-field cron expression (`0 8 * * 1-5`), evaluated in local wall time, so 08:00
+  stays 08:00 local across DST changes;
+- `@hourly`, `@daily`, `@weekly`, `@monthly` (the cron shorthands);
+- `@every 2h` / `30m` / `90s` / `1d` / `1h30m`: fixed intervals counted from the
+  schedule's creation, in UTC (DST never stretches or shrinks an interval);
+- `at YYYY-MM-DD HH:MM`: once, local wall time.
+
+DST, decided here and pinned by tests/work/test_when.py:
+
+- Spring gap (clocks jump from 02:00 to 03:00): a cron slot whose wall time does not
+  exist that day (02:30) fires ONCE at the first valid instant, the moment the clocks
+  jump (03:00 local); several slots inside the gap collapse into that one firing.
+- Autumn fold (01:00-02:00 happens twice): a slot fires ONCE, at the first occurrence
+  of its wall time; the repeated hour fires nothing that already fired.
+
+Anything that could be read two ways is refused with the reading(s) it could mean
+(a bare `30m`, a six-field cron, `at` without a date, an unknown `@word`): WhenError,
+one line.
+"""
+
+from __future__ import annotations
+
+import abc
+import datetime as dt
+import difflib
+import math
+import re
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+from croniter import CroniterError, croniter
+
+from habakkuk.work.schedule_types import TICK_SECONDS, WhenError
+
+UTC = dt.UTC
+
+SHORTHANDS = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+}
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"^(?:\d+[smhd])+$")
+_DURATION_PART = re.compile(r"(\d+)([smhd])")
+_AT = re.compile(r"^at\s+(\d{4}-\d{2}-\d{2})[ T](\d{1,2}:\d{2})$")
+_TIME_ONLY = re.compile(r"^(?:at\s+)?(\d{1,2}):(\d{2})$")
+# Cron searches never need more steps than this (a fold skips at most an hour of
+# minute slots); past it the expression has no next time worth waiting for.
+_MAX_STEPS = 5000
+
+
+class When(abc.ABC):
+    """A parsed `when`: `spec` is its normalised text."""
+
+    spec: str
+
+    @abc.abstractmethod
+    def next_after(self, after: dt.datetime) -> dt.datetime | None:
+        """The first fire time strictly after `after` (aware), in the config timezone;
+        None when there is none (a one-off that has passed)."""
+
+    def next_epoch(self, after: float) -> float | None:
+        """`next_after` in epoch seconds (what control.db stores)."""
+        found = self.next_after(dt.datetime.fromtimestamp(after, UTC))
+        return found.timestamp() if found is not None else None
+
+    def upcoming(self, after: dt.datetime, count: int) -> list[dt.datetime]:
+        """The next `count` fire times after `after`."""
+        times: list[dt.datetime] = []
+        cursor: dt.datetime | None = after
+        while cursor is not None and len(times) < count:
+            cursor = self.next_after(cursor)
+            if cursor is not None:
+                times.append(cursor)
+        return times
+
+
+@dataclass
+class CronWhen(When):
+    """A 5-field cron expression in local wall time of `tz` (`spec`: as written,
+    e.g. "@daily"; `expr`: the five fields)."""
+
+    expr: str
+    tz: ZoneInfo
+    spec: str = ""
+
+    def __post_init__(self) -> None:
+        self.spec = self.spec or self.expr
+
+    def next_after(self, after: dt.datetime) -> dt.datetime | None:
+        local = after.astimezone(self.tz).replace(tzinfo=None)
+        # croniter runs on naive wall time; each candidate is then placed on the
+        # timeline by `_instant` (gap: the jump; fold: the first occurrence).
+        it = croniter(self.expr, local)
+        for _ in range(_MAX_STEPS):
+            try:
+                candidate: dt.datetime = it.get_next(dt.datetime)
+            except CroniterError:  # no date matches (30 February)
+                return None
+            instant = _instant(candidate, self.tz)
+            if instant > after:
+                return instant.astimezone(self.tz)
+        return None
+
+
+@dataclass
+class EveryWhen(When):
+    """Fixed intervals of `seconds` from `anchor` (epoch seconds, the creation time)."""
+
+    spec: str
+    seconds: float
+    anchor: float
+    tz: ZoneInfo
+
+    def next_after(self, after: dt.datetime) -> dt.datetime | None:
+        t = after.timestamp()
+        steps = max(0, math.floor((t - self.anchor) / self.seconds) + 1)
+        return dt.datetime.fromtimestamp(self.anchor + steps * self.seconds, self.tz)
+
+
+@dataclass
+class AtWhen(When):
+    """Once, at `moment`."""
+
+    spec: str
+    moment: dt.datetime
+
+    def next_after(self, after: dt.datetime) -> dt.datetime | None:
+        return self.moment if self.moment > after else None
+
+
+def _exists(naive: dt.datetime, tz: ZoneInfo) -> bool:
+    aware = naive.replace(tzinfo=tz)
+    return aware.astimezone(UTC).astimezone(tz).replace(tzinfo=None) == naive
+
+
+def _instant(naive: dt.datetime, tz: ZoneInfo) -> dt.datetime:
+    """Local wall time -> an instant: the first occurrence in a fold, the moment the
+    clocks jump for a time inside a gap."""
+    if _exists(naive, tz):
+        return naive.replace(tzinfo=tz, fold=0)
+    # Inside a gap the two readings straddle the transition: fold=1 uses the offset
+    # after it (an instant before the jump), fold=0 the offset before (after it).
+    lo = naive.replace(tzinfo=tz, fold=1).astimezone(UTC)
+    hi = naive.replace(tzinfo=tz, fold=0).astimezone(UTC)
+    if lo > hi:
+        lo, hi = hi, lo
+    after_offset = hi.astimezone(tz).utcoffset()
+    # Transitions fall on whole minutes: bisect the minutes between the two readings.
+    low, high = 0, int((hi - lo).total_seconds() // 60)
+    while low < high:
+        mid = (low + high) // 2
+        if (lo + dt.timedelta(minutes=mid)).astimezone(tz).utcoffset() == after_offset:
+            high = mid
+        else:
+            low = mid + 1
+    return lo + dt.timedelta(minutes=low)
+
+
+def duration_seconds(text: str) -> float | None:
+    """`2h`, `30m`, `90s`, `1d`, `1h30m` -> seconds; None when it is not a duration."""
+    text = text.strip().lower()
+    if not _DURATION.match(text):
+        return None
+    return float(sum(int(n) * UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text)))
+
+
+def parse_when(
+    text: str,
+    tz: ZoneInfo,
+    *,
+    anchor: float,
+    now: dt.datetime | None = None,
+) -> When:
+    """Parse `text`; `anchor` is the schedule's creation (what `@every` counts from).
+
+    With `now` (adding a schedule), a one-off in the past is refused; without it (a
+    stored schedule) it parses and simply has no next time.
+    """
+    spec = " ".join(text.split())
+    if not spec:
+        raise WhenError(
+            "when: empty; use a cron expression (0 8 * * 1-5), @every 2h, "
+            "@daily or at YYYY-MM-DD HH:MM"
+        )
+    lowered = spec.lower()
+    if lowered.startswith("@every"):
+        return _parse_every(spec, lowered, tz, anchor)
+    if lowered.startswith("@"):
+        word = lowered.split()[0]
+        if word in SHORTHANDS and word == lowered:
+            return CronWhen(SHORTHANDS[word], tz, lowered)
+        if word in SHORTHANDS:
+            raise WhenError(f"when {spec!r}: {word} takes nothing after it")
+        return _unknown_word(spec, word)
+    if lowered.startswith("at ") or lowered == "at":
+        return _parse_at(spec, lowered, tz, now)
+    if duration_seconds(lowered) is not None:
+        raise WhenError(f"when {spec!r}: a bare duration; did you mean '@every {lowered}'?")
+    if lowered.startswith("every ") and duration_seconds(lowered[6:]) is not None:
+        raise WhenError(f"when {spec!r}: did you mean '@every {lowered[6:].strip()}'?")
+    if _TIME_ONLY.match(lowered):
+        return _time_without_date(spec, lowered, tz, now)
+    return _parse_cron(spec, tz)
+
+
+def _parse_every(spec: str, lowered: str, tz: ZoneInfo, anchor: float) -> When:
+    rest = lowered[len("@every") :].strip()
+    seconds = duration_seconds(rest.replace(" ", ""))
+    if not rest or seconds is None:
+        raise WhenError(f"when {spec!r}: @every takes a duration such as 90s, 30m, 2h or 1d")
+    if seconds < TICK_SECONDS:
+        raise WhenError(
+            f"when {spec!r}: shorter than the scheduler's {TICK_SECONDS:g} s poll; "
+            f"use @every {TICK_SECONDS:g}s or more"
+        )
+    return EveryWhen(f"@every {rest.replace(' ', '')}", seconds, anchor, tz)
+
+
+def _unknown_word(spec: str, word: str) -> When:
+    known = [*SHORTHANDS, "@every"]
+    close = difflib.get_close_matches(word, known, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise WhenError(
+        f"when {spec!r}: unknown {word}; {hint}use @every DURATION, " + ", ".join(SHORTHANDS)
+    )
+
+
+def _parse_at(spec: str, lowered: str, tz: ZoneInfo, now: dt.datetime | None) -> When:
+    match = _AT.match(lowered)
+    if match is None:
+        if _TIME_ONLY.match(lowered):
+            return _time_without_date(spec, lowered, tz, now)
+        raise WhenError(f"when {spec!r}: write a one-off as at YYYY-MM-DD HH:MM")
+    try:
+        naive = dt.datetime.fromisoformat(
+            f"{match[1]} {int(match[2].split(':')[0]):02d}:{match[2].split(':')[1]}"
+        )
+    except ValueError:
+        raise WhenError(f"when {spec!r}: no such date or time") from None
+    if not _exists(naive, tz):
+        raise WhenError(
+            f"when {spec!r}: {naive:%Y-%m-%d %H:%M} does not exist in {tz.key} "
+            "(the clocks jump forward then)"
+        )
+    moment = naive.replace(tzinfo=tz, fold=0)
+    if now is not None and moment <= now:
+        raise WhenError(f"when {spec!r}: that is in the past ({tz.key})")
+    return AtWhen(f"at {naive:%Y-%m-%d %H:%M}", moment)
+
+
+def _time_without_date(spec: str, lowered: str, tz: ZoneInfo, now: dt.datetime | None) -> When:
+    match = _TIME_ONLY.match(lowered)
+    assert match is not None
+    hour, minute = int(match[1]), int(match[2])
+    if hour > 23 or minute > 59:
+        raise WhenError(f"when {spec!r}: no such time")
+    daily = f"{minute} {hour} * * *"
+    base = (now or dt.datetime.now(UTC)).astimezone(tz)
+    nxt = CronWhen(daily, tz).next_after(base)
+    once = f"at {nxt:%Y-%m-%d %H:%M}" if nxt else "at YYYY-MM-DD HH:MM"
+    raise WhenError(
+        f"when {spec!r}: a time without a date; did you mean '{once}' (once) "
+        f"or '{daily}' (every day)?"
+    )
+
+
+def _valid_cron(expr: str) -> bool:
+    return bool(croniter.is_valid(expr))
+
+
+def _parse_cron(spec: str, tz: ZoneInfo) -> When:
+    fields = spec.split()
+    if len(fields) == 6:
+        raise WhenError(
+            f"when {spec!r}: six fields: seconds are not supported; did you mean "
+            f"'{' '.join(fields[1:])}' (the first field dropped as seconds)?"
+        )
+    if len(fields) != 5:
+        raise WhenError(
+            f"when {spec!r}: a cron expression has 5 fields (minute hour day month weekday), "
+            f"this has {len(fields)}; or use @every 2h, @daily, at YYYY-MM-DD HH:MM"
+        )
+    if not _valid_cron(spec):
+        raise WhenError(
+            f"when {spec!r}: not a valid cron expression (minute hour day month weekday)"
+        )
+    when = CronWhen(spec, tz)
+    # A valid expression that never fires (30 February) is refused too.
+    if when.next_after(dt.datetime.now(UTC)) is None:
+        raise WhenError(f"when {spec!r}: this cron expression never fires")
+    return when
+
+
+def preview(
+    text: str, tz: ZoneInfo, *, count: int = 3, now: dt.datetime | None = None
+) -> list[dt.datetime]:
+    """The next `count` fire times of `text` from `now` (WhenError when not understood)."""
+    now = now or dt.datetime.now(UTC)
+    when = parse_when(text, tz, anchor=now.timestamp(), now=now)
+    return when.upcoming(now, count)
