@@ -112,7 +112,7 @@ async def run_script(
             start_new_session=True,
         )
     except OSError as exc:
-        return ScriptResult(None, "", "", start_error=str(exc.strerror or exc))
+        return ScriptResult(None, "", "", start_error=f"{exc.strerror or exc} (in {cwd})")
     assert process.stdout is not None and process.stderr is not None
     out_task = asyncio.ensure_future(_read_capped(process.stdout, cap))
     err_task = asyncio.ensure_future(_read_capped(process.stderr, cap))

@@ -97,9 +97,11 @@ class ScriptRuns:
             raise PermanentJobError(f"{job.id}: schedule {schedule.id} has no command")
         await self.book.run_started(job.id)
         fire_hook(self.hooks, schedule, job.id)
+        workspace = self.workspace_of(schedule.agent)
         try:
-            cwd = resolve_workdir(self.workspace_of(schedule.agent), schedule.workdir)
-        except HabakkukError as exc:
+            workspace.mkdir(parents=True, exist_ok=True)  # a new agent's is made on first use
+            cwd = resolve_workdir(workspace, schedule.workdir)
+        except (HabakkukError, OSError) as exc:
             result = ScriptResult(None, "", "", start_error=str(exc))
         else:
             env = script_env(
