@@ -19,6 +19,7 @@ SCHEDULE_ORIGIN = "schedule"
 DELIVERY_PREFIX = "sched:"  # a script's output and notices: sched:<job>[:notice]
 REPLY_PREFIX = "reply:turn_"  # channels.deliveries.reply_id of a run's turn
 SLOT_JOB_PREFIX = "sch_"
+WEB_ACCOUNT = "web"  # the web chat's account (work.service.parse_deliver_to reads it so)
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,14 @@ def job_of_delivery(delivery_job: str) -> tuple[str, bool] | None:
 
 
 def target_of(schedule: Schedule) -> str | None:
-    """Where a run's message goes: deliver_to, else the chat it was created from."""
+    """Where a run's message goes (an address): deliver_to, else the chat it came from."""
     for candidate in (schedule.deliver_to, schedule.origin):
-        if candidate and candidate.count(":") in (1, 2):
-            return candidate
+        channel, sep, rest = (candidate or "").partition(":")
+        if not (channel and sep and rest):
+            continue
+        if channel == WEB_ACCOUNT:
+            # Everything after `web:` is the conversation; as an address chat its `%` and
+            # `:` are escaped (channels.web.chat_of), since `:` separates an address.
+            return f"{channel}:" + rest.replace("%", "%25").replace(":", "%3A")
+        return candidate
     return None

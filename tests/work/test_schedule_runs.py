@@ -347,3 +347,14 @@ async def test_each_run_fires_the_schedule_run_hook(
     event = json.loads(out.read_text())
     assert event["event"] == "schedule_run" and event["name"] == "ledger sync"
     assert event["schedule"] == schedule.id
+
+
+async def test_a_web_conversation_with_colons_gets_its_delivery(
+    serve: Any,  # noqa: F811
+    model: FakeModelServer,
+) -> None:
+    served = await serve(remote(model))
+    schedule = await add(served, command="echo hi", deliver_to="web:hook:ledger")
+    row = await run_once(served, schedule)
+    assert (await delivered(served, schedule, row.job)).delivered is True
+    assert await texts(served, "hook:ledger") == [("notice", "hi")]
