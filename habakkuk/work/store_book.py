@@ -86,7 +86,7 @@ class StoreRunBook:
             row.slot,
             status,
             extra=row.extra,
-            reason=reason,
+            reason=None if status == "failed" else reason,  # a failure keeps its own why
             delivered=False,
         )
         schedule = await self.store.get(row.schedule)
