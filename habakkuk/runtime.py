@@ -42,7 +42,7 @@ from habakkuk.services.approvals import Approvals
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
-from habakkuk.services.schedules import build_schedules
+from habakkuk.services.schedules import build_schedules, start_ticker
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
@@ -233,6 +233,7 @@ class Runtime:
                 asyncio.create_task(self._schedule_retention(), name="retention"),
                 asyncio.create_task(embed_every_minute(self.memory, lambda: self.config.agents)),
                 asyncio.create_task(curate_when_due(self.home, lambda: self.config, self.memory)),
+                start_ticker(self.schedules),
             ]
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
         # Schedule slots: prompt runs and the scripts' own pool (work/run_wiring.py).

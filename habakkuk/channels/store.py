@@ -11,15 +11,14 @@ control.db's numbered migrations).
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import socket
 import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from habakkuk.engine.jobs import Lease
+from habakkuk.engine.leases import NamedLeases
 from habakkuk.engine.store import Database
 
 SCHEMA = """
@@ -189,21 +188,12 @@ class Binding:
     last_active: float
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class ChannelStore:
     """Typed access to the channel tables of one control.db."""
 
     def __init__(self, db: Database):
         self.db = db
+        self.leases = NamedLeases(db, "channel_leases")
 
     @classmethod
     async def open(cls, db: Database) -> ChannelStore:
@@ -227,6 +217,7 @@ class ChannelStore:
 
         await self.db.run(_create)
         await self.db.write(_upgrade)
+        await self.leases.ensure()
 
     # -- named leases (one poller per channel account) -------------------------------
 
@@ -234,46 +225,15 @@ class ChannelStore:
         """Take or renew lease `name`; returns None when we hold it, else the holder.
 
         A lease held by a dead process on this host is taken at once; any other is
-        taken when it runs out.
+        taken when it runs out (engine/leases.py).
         """
-        host = socket.gethostname()
-        pid = os.getpid()
-
-        def _take(conn: sqlite3.Connection) -> str | None:
-            now = time.time()
-            row = conn.execute(
-                "SELECT owner, host, pid, until FROM channel_leases WHERE name = ?", (name,)
-            ).fetchone()
-            free = (
-                row is None
-                or row["owner"] == owner
-                or row["until"] < now
-                or (row["host"] == host and not _pid_alive(int(row["pid"])))
-            )
-            if not free:
-                return str(row["owner"])
-            conn.execute(
-                "INSERT INTO channel_leases(name, owner, host, pid, until) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, host = excluded.host,"
-                " pid = excluded.pid, until = excluded.until",
-                (name, owner, host, pid, now + seconds),
-            )
-            return None
-
-        return await self.db.write(_take)
+        return await self.leases.acquire(name, owner, seconds)
 
     async def release_lease(self, name: str, owner: str) -> None:
-        await self.db.write(
-            lambda conn: conn.execute(
-                "DELETE FROM channel_leases WHERE name = ? AND owner = ?", (name, owner)
-            )
-        )
+        await self.leases.release(name, owner)
 
     async def lease_holder(self, name: str) -> str | None:
-        row = await self.db.fetchone(
-            "SELECT owner FROM channel_leases WHERE name = ? AND until >= ?", (name, time.time())
-        )
-        return str(row["owner"]) if row else None
+        return await self.leases.holder(name)
 
     # -- health ----------------------------------------------------------------------
 

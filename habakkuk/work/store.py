@@ -352,6 +352,16 @@ class ScheduleStore:
         )
         return [_run_from_row(r) for r in rows]
 
+    async def existing_jobs(self, job_ids: Sequence[str]) -> set[str]:
+        """Which of `job_ids` exist in the jobs table (in any status)."""
+        found: set[str] = set()
+        for start in range(0, len(job_ids), 500):
+            chunk = list(job_ids[start : start + 500])
+            marks = ",".join("?" for _ in chunk)
+            rows = await self.db.fetchall(f"SELECT id FROM jobs WHERE id IN ({marks})", chunk)
+            found.update(str(r[0]) for r in rows)
+        return found
+
     async def run_for_job(self, job_id: str) -> SlotRun | None:
         """The slot row a job runs (runs slice: find its slot from the job id)."""
         row = await self.db.fetchone("SELECT * FROM schedule_runs WHERE job = ?", (job_id,))
