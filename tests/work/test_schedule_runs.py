@@ -358,3 +358,41 @@ async def test_a_web_conversation_with_colons_gets_its_delivery(
     row = await run_once(served, schedule)
     assert (await delivered(served, schedule, row.job)).delivered is True
     assert await texts(served, "hook:ledger") == [("notice", "hi")]
+
+
+async def test_a_slot_due_while_the_script_still_runs_is_skipped(
+    serve: Any,  # noqa: F811
+    model: FakeModelServer,
+    tmp_path: Path,
+) -> None:
+    from habakkuk.work.scheduler import Scheduler
+
+    served = await serve(remote(model))
+    gate = tmp_path / "gate"
+    command = f"while [ ! -f {gate} ]; do sleep 0.05; done; echo finished"
+    schedule = await add(
+        served, when="@every 1h", command=command, on_output="silent", timeout_seconds=60
+    )
+    job = await served.runtime.schedules.run_now(schedule.id)
+
+    async def status_of(job_id: str) -> str | None:
+        rows = [r for r in await served.runtime.schedules.runs(schedule.id) if r.job == job_id]
+        return rows[0].status if rows else None
+
+    async def running() -> bool:
+        return await status_of(job) == "running"
+
+    await eventually(running, what="the first run to start")
+    assert schedule.next_run is not None
+    due = schedule.next_run + 1
+    await Scheduler(served.runtime.schedules, clock=lambda: due).tick()
+    rows = await served.runtime.schedules.runs(schedule.id)
+    skipped = [r for r in rows if r.status == "skipped"]
+    assert [(r.slot, r.reason) for r in skipped] == [(schedule.next_run, "still running")]
+    assert await served.runtime.queue.get(f"{schedule.id}_{int(schedule.next_run)}") is None
+    gate.touch()
+
+    async def ran() -> bool:
+        return await status_of(job) == "ran"
+
+    await eventually(ran, what="the first run to finish")
