@@ -1,8 +1,9 @@
 """The schedule runs' worker pools and delivery watcher, built for one runtime.
 
 Prompt slots run in a pool of their own (each waits for its turn, which the turn pool
-runs); script slots in another, sized by `workers.schedules`, so slow scripts never hold
-up chat turns or prompt runs. The delivery watcher records each run's delivery.
+runs, so it is as wide as that pool); script slots in another, sized by
+`workers.schedules`, so slow scripts never hold up chat turns or prompt runs. The
+delivery watcher records each run's delivery.
 """
 
 from __future__ import annotations
@@ -22,9 +23,6 @@ from habakkuk.work.script_runs import ScriptRuns, TextOutbox
 from habakkuk.work.service import PROMPT_KIND, SCRIPT_KIND
 from habakkuk.work.store import ScheduleStore
 from habakkuk.work.store_book import StoreRunBook
-
-# Prompt runs mostly wait on their turn; a few at once keep the turn pool for chats.
-PROMPT_RUN_CONCURRENCY = 2
 
 
 class RunHost(Protocol):
@@ -77,7 +75,8 @@ class ScheduleRuns:
                 host.queue,
                 [PROMPT_KIND],
                 prompts.run,
-                concurrency=PROMPT_RUN_CONCURRENCY,
+                # Each mostly waits on its turn (the turn pool does the work).
+                concurrency=max(1, config.workers.turns),
                 on_finished=on_finished,
             ),
             Pool(
