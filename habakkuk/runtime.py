@@ -50,6 +50,7 @@ from habakkuk.services.toolset import build_tools
 from habakkuk.services.turns import TurnOutcome, Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.tools.processes import ProcessInfo, ProcessManager
+from habakkuk.work.run_wiring import ScheduleRuns
 
 if TYPE_CHECKING:
     from habakkuk.channels.outbox import Outbox
@@ -237,8 +238,12 @@ class Runtime:
                 start_ticker(self.schedules),
             ]
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
+        # Schedule slots: prompt runs and the scripts' own pool (work/run_wiring.py).
+        runs = ScheduleRuns(self, on_finished=self._job_finished)
+        self._pools.extend(runs.pools)
         for pool in self._pools:
             pool.start()
+        self._maintenance.append(runs.start_watcher())
         if self.channels is not None:
             self.channels.start()
 

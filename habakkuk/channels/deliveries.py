@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 DELIVERY_PREFIX = "delivery:"
 DELIVERY_MAX_ATTEMPTS = 12
 REPLY_PREFIX = "reply:"
+# A reply of exactly this means the agent has nothing to say (a schedule's run): never sent.
+SILENT_REPLY = "[SILENT]"
 # Finished turns older than this are not swept for a missing reply (nobody waits any more).
 SWEEP_WINDOW_SECONDS = 86400.0
 
@@ -198,7 +200,7 @@ class DeliveryWorker:
             text = str((turn.result or {}).get("reply", "")).strip()
         elif turn.status == "failed":
             text = self.failure_text(turn.error or "unknown error")
-        if not text:  # a silent or stopped turn: only its draft goes
+        if not text or text == SILENT_REPLY:  # a silent or stopped turn: only its draft goes
             return {"chunks": 0}
         SENDING.set(Sending(lease.job.id, delivery, turn.status))
         return await self._send_text(lease, adapter, delivery.to, text, reply_to=delivery.reply_to)

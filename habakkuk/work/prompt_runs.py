@@ -1,0 +1,157 @@
+"""A prompt schedule's slot: a fresh, unattended session of its agent (spec 000 "Schedules").
+
+The slot job's handler starts a session (origin "schedule": never the chat welcome),
+submits the prompt as an unattended turn and waits for it. Unattended turns have no
+human approver, so anything needing approval is denied unless the agent's `approvals`
+puts a reviewer first (the runtime's approver selection decides that, as for a webhook).
+The reply goes to `deliver_to`, else the chat the schedule was created from, as the
+turn's reply delivery (`reply:<turn>`, a turn id derived from the slot job), so a retry
+never posts twice; a reply of exactly [SILENT] is never sent. Without either, the reply
+stays in the session. The SlotRun row goes queued -> running -> ran/failed; whether the
+reply was delivered is recorded when its delivery settles (run_deliveries).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from habakkuk.engine.errors import NotFound
+from habakkuk.engine.jobs import Lease
+from habakkuk.engine.pools import PermanentJobError
+from habakkuk.engine.sessions import Session
+from habakkuk.work.run_book import (
+    SCHEDULE_ORIGIN,
+    RunBook,
+    Settled,
+    schedule_of,
+    session_id_for,
+    target_of,
+    turn_id_for,
+)
+from habakkuk.work.schedule_types import KEPT_OUTPUT, Schedule
+
+log = logging.getLogger(__name__)
+
+
+class SessionMaker(Protocol):
+    async def new_session(
+        self,
+        agent: str | None = None,
+        *,
+        origin: str = "cli",
+        session_id: str | None = None,
+        chat: bool = False,
+    ) -> Session: ...
+
+
+class TurnOutcomeLike(Protocol):
+    status: str
+    reply: str
+    error: str | None
+
+
+class TurnQueue(Protocol):
+    async def submit(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        turn_id: str | None = None,
+        attended: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> str: ...
+
+    async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> Any: ...
+
+
+class HookFirer(Protocol):
+    def fire(self, event: str, subject: str, data: dict[str, Any]) -> None: ...
+
+
+async def start_turn(
+    sessions: SessionMaker, turns: TurnQueue, schedule: Schedule, job: str, text: str
+) -> tuple[str, str]:
+    """The run's session and its unattended turn (both derived from `job`): (session, turn)."""
+    session = await sessions.new_session(
+        schedule.agent, origin=SCHEDULE_ORIGIN, session_id=session_id_for(job)
+    )
+    target = target_of(schedule)
+    extra = None
+    if target is not None:
+        # The turn's reply is its delivery job `reply:<turn>`, as for a webhook's turn.
+        extra = {"reply_to": {"to": target, "message": "", "sender": f"schedule:{schedule.id}"}}
+    turn = await turns.submit(
+        session.id, text, turn_id=turn_id_for(job), attended=False, extra=extra
+    )
+    return session.id, turn
+
+
+def fire_hook(hooks: HookFirer | None, schedule: Schedule, job: str) -> None:
+    """The schedule_run hook of one run, subject the schedule's name (in the background)."""
+    if hooks is not None:
+        hooks.fire(
+            "schedule_run",
+            schedule.name,
+            {
+                "schedule": schedule.id,
+                "name": schedule.name,
+                "agent": schedule.agent,
+                "kind": schedule.kind,
+                "job": job,
+            },
+        )
+
+
+class PromptRuns:
+    """The handler of prompt slot jobs: `run(lease)` for a Pool."""
+
+    def __init__(
+        self,
+        book: RunBook,
+        sessions: SessionMaker,
+        turns: TurnQueue,
+        hooks: HookFirer | None = None,
+    ):
+        self.book = book
+        self.sessions = sessions
+        self.turns = turns
+        self.hooks = hooks
+
+    async def run(self, lease: Lease) -> dict[str, Any]:
+        job = lease.job
+        try:
+            schedule = await self.book.get(schedule_of(job.payload))
+        except NotFound:
+            # Deleted after the slot was queued: nothing to run.
+            return {"skipped": "schedule deleted"}
+        if schedule.kind != "prompt":
+            raise PermanentJobError(f"{job.id}: schedule {schedule.id} is not a prompt schedule")
+        fire_hook(self.hooks, schedule, job.id)
+        session, turn = await start_turn(
+            self.sessions, self.turns, schedule, job.id, schedule.prompt
+        )
+        await self.book.run_started(job.id, session=session)
+        outcome = await self.turns.wait_turn(turn)
+        reply = str(outcome.reply or "").strip()
+        if outcome.status == "done":
+            # Whether the reply was delivered is recorded when its delivery settles.
+            settled = Settled(
+                "ran",
+                session=session,
+                last_status="ok",
+                last_output=reply[-KEPT_OUTPUT:],
+                fail_streak=0,
+            )
+        else:
+            error = outcome.error or outcome.status
+            settled = Settled(
+                "failed",
+                reason=error,
+                session=session,
+                last_status=f"error: {error}",
+                last_output=reply[-KEPT_OUTPUT:],
+                fail_streak=schedule.fail_streak + 1,
+            )
+        await self.book.run_settled(job.id, settled)
+        return {"session": session, "turn": turn, "status": settled.status}

@@ -1,0 +1,104 @@
+"""The schedule runs' worker pools and delivery watcher, built for one runtime.
+
+Prompt slots run in a pool of their own (each waits for its turn, which the turn pool
+runs, so it is as wide as that pool); script slots in another, sized by
+`workers.schedules`, so slow scripts never hold up chat turns or prompt runs. The
+delivery watcher records each run's delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Protocol
+
+from habakkuk.engine.config import Config
+from habakkuk.engine.events import EventBus
+from habakkuk.engine.home import Home
+from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.pools import FinishedCallback, Pool
+from habakkuk.work.prompt_runs import HookFirer, PromptRuns, SessionMaker, TurnQueue
+from habakkuk.work.run_deliveries import watch_deliveries
+from habakkuk.work.script_runs import ScriptRuns, TextOutbox
+from habakkuk.work.service import PROMPT_KIND, SCRIPT_KIND
+from habakkuk.work.store import ScheduleStore
+from habakkuk.work.store_book import StoreRunBook
+
+
+class RunHost(Protocol):
+    """What the runs use of the runtime."""
+
+    # Read-only, so the runtime's own service types satisfy them.
+    @property
+    def config(self) -> Config: ...
+    @property
+    def home(self) -> Home: ...
+    @property
+    def queue(self) -> JobQueue: ...
+    @property
+    def bus(self) -> EventBus: ...
+    @property
+    def sessions(self) -> SessionMaker: ...
+    @property
+    def turns(self) -> TurnQueue: ...
+    @property
+    def hooks(self) -> HookFirer: ...
+    @property
+    def outbox(self) -> Any: ...
+
+
+class ScheduleRuns:
+    """The pools running slot jobs, and the delivery watcher (start after the pools)."""
+
+    def __init__(self, host: RunHost, *, on_finished: FinishedCallback | None = None):
+        self.book = StoreRunBook(ScheduleStore(host.queue.db))
+        config = host.config
+
+        def workspace_of(agent: str) -> Path:
+            return config.agent(agent).workspace_path
+
+        def outbox() -> TextOutbox:
+            return host.outbox  # type: ignore[no-any-return]
+
+        prompts = PromptRuns(self.book, host.sessions, host.turns, host.hooks)
+        scripts = ScriptRuns(
+            self.book,
+            workspace_of=workspace_of,
+            env_file=host.home.env_path,
+            outbox=outbox,
+            sessions=host.sessions,
+            turns=host.turns,
+            hooks=host.hooks,
+        )
+        self.pools = [
+            Pool(
+                host.queue,
+                [PROMPT_KIND],
+                prompts.run,
+                # Each mostly waits on its turn (the turn pool does the work).
+                concurrency=max(1, config.workers.turns),
+                on_finished=on_finished,
+            ),
+            Pool(
+                host.queue,
+                [SCRIPT_KIND],
+                scripts.run,
+                concurrency=max(1, config.workers.schedules),
+                on_finished=on_finished,
+            ),
+        ]
+        self._host = host
+        self._watcher: asyncio.Task[None] | None = None
+
+    async def ensure(self) -> None:
+        """The schedules' tables exist (another process may have made them)."""
+        await self.book.store.ensure()
+
+    def start_watcher(self) -> asyncio.Task[None]:
+        """Start recording deliveries of runs; the task to cancel at close."""
+        if self._watcher is None:
+            self._watcher = asyncio.create_task(
+                watch_deliveries(self._host.bus, self.book, self._host.queue.get),
+                name="schedule-deliveries",
+            )
+        return self._watcher

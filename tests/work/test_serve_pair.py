@@ -1,0 +1,106 @@
+"""Two real `habakkuk --serve` processes on one home: each slot of a schedule runs once.
+
+The schedule is `@every 15s` (the shortest `when`, the scheduler's own poll), so its
+first slot comes due within the test; both processes tick and run workers on the same
+control.db. Every run fires the schedule_run hook, which appends the run's job id to a
+file: a slot run twice (by both processes) would show its job id twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from habakkuk.engine.config import parse_config
+from habakkuk.engine.home import Home
+from habakkuk.runtime import Runtime
+from habakkuk.work.schedule_types import NewSchedule
+from habakkuk.work.service import Schedules
+from tests.conftest import mock_config
+from tests.helpers import eventually
+
+
+def ran_jobs(db: Path, schedule: str) -> list[str]:
+    """Slot jobs of `schedule` that ran, read from control.db as another process would."""
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
+        rows = conn.execute(
+            "SELECT job FROM schedule_runs WHERE schedule = ? AND status = 'ran'", (schedule,)
+        ).fetchall()
+    return [str(job) for (job,) in rows]
+
+
+def hook_jobs(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    return [str(json.loads(line)["job"]) for line in lines]
+
+
+@pytest.mark.timeout(180)
+async def test_two_serve_processes_run_each_slot_once(tmp_path: Path) -> None:
+    root = tmp_path / "home"
+    root.mkdir()
+    runs = tmp_path / "runs.jsonl"
+    hooks = f"hooks:\n  - event: schedule_run\n    command: cat >> {runs}; echo >> {runs}\n"
+    config_text = mock_config("- text: 'Checked.'", extra=hooks)
+    home = Home(root)
+    home.config_path.write_text(config_text, encoding="utf-8")
+    async with await Runtime.open(home, parse_config(config_text, home.config_path, home)) as rt:
+        # Created on a whole second: work/when.py's EveryWhen.next_epoch can return the same
+        # slot for an anchor with sub-microsecond digits (the tick then never ends).
+        whole = Schedules(rt.queue.db, rt.queue, rt.config, clock=lambda: float(int(time.time())))
+        schedule = await whole.add(
+            NewSchedule(agent="main", name="pair", when="@every 15s", prompt="check"),
+            by="owner",
+        )
+    env = {**os.environ, "HABAKKUK_HOME": str(root)}
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "habakkuk.cli",
+            "--serve",
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
+    db = home.db_path("control")
+    try:
+        await eventually(
+            lambda: ran_jobs(db, schedule.id),
+            what="a slot of the schedule to run",
+            timeout=120,
+            ignore=(sqlite3.OperationalError,),
+        )
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+        outputs = [
+            (await process.communicate())[1].decode(errors="replace") for process in processes
+        ]
+    for process, output in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, output
+        assert "Traceback" not in output, output
+    ran = ran_jobs(db, schedule.id)
+    fired = hook_jobs(runs)
+    assert ran, "no slot ran"
+    assert len(fired) == len(set(fired)), f"a slot ran twice: {fired}"
+    assert set(ran) <= set(fired)
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        turns = conn.execute(
+            "SELECT id, attempts, status FROM jobs WHERE kind = 'turn' AND id LIKE 'turn_sch_%'"
+        ).fetchall()
+    done = [t for t in turns if t[2] == "done"]
+    assert len(done) >= len(ran) and all(attempts == 1 for _, attempts, _ in done)
