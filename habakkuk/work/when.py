@@ -65,6 +65,10 @@ class When(abc.ABC):
     def next_epoch(self, after: float) -> float | None:
         """`next_after` in epoch seconds (what control.db stores)."""
         found = self.next_after(dt.datetime.fromtimestamp(after, UTC))
+        # A datetime keeps microseconds only; never hand back `after` itself, or a
+        # loop stepping slot by slot (the tick's) would never end.
+        while found is not None and found.timestamp() <= after:
+            found = self.next_after(found + dt.timedelta(microseconds=1))
         return found.timestamp() if found is not None else None
 
     def upcoming(self, after: dt.datetime, count: int) -> list[dt.datetime]:
