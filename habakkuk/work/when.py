@@ -76,7 +76,10 @@ class When(abc.ABC):
         times: list[dt.datetime] = []
         cursor: dt.datetime | None = after
         while cursor is not None and len(times) < count:
-            cursor = self.next_after(cursor)
+            found = self.next_after(cursor)
+            if found is not None and found <= cursor:  # never the same time twice
+                found = self.next_after(cursor + dt.timedelta(microseconds=1))
+            cursor = found
             if cursor is not None:
                 times.append(cursor)
         return times
@@ -233,7 +236,9 @@ def _parse_every(spec: str, lowered: str, tz: ZoneInfo, anchor: float) -> When:
             f"when {spec!r}: shorter than the scheduler's {TICK_SECONDS:g} s poll; "
             f"use @every {TICK_SECONDS:g}s or more"
         )
-    return EveryWhen(f"@every {rest.replace(' ', '')}", seconds, anchor, tz)
+    # Whole seconds: a slot then survives the trip through a datetime (microseconds
+    # only) exactly, so the fire times after a stored next_run are never that slot again.
+    return EveryWhen(f"@every {rest.replace(' ', '')}", seconds, float(math.floor(anchor)), tz)
 
 
 def _unknown_word(spec: str, word: str) -> When:

@@ -202,3 +202,15 @@ async def test_resume_records_a_slot_queued_before_the_pause_as_queued(home: Hom
         ]
     finally:
         await control.close()
+
+
+async def test_upcoming_of_an_every_schedule_made_at_a_fractional_second_moves_on(
+    control: Control,
+) -> None:
+    # A creation time with sub-microsecond digits (time.time() has them) once gave the
+    # same fire time three times over, through the microseconds a datetime keeps.
+    control.schedules.clock.advance(0.6002045)  # type: ignore[attr-defined]
+    every = await control.schedules.add(prompt(when="@every 1m"), by="owner")
+    times = control.schedules.upcoming(every)
+    assert len(set(times)) == 3
+    assert [(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)] == [60, 60]
