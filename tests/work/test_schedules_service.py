@@ -4,6 +4,7 @@ runs, run_now, pause/resume, delete, preview, counts; corrupt rows skipped."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import AsyncIterator
 
 import pytest
@@ -213,4 +214,4 @@ async def test_upcoming_of_an_every_schedule_made_at_a_fractional_second_moves_o
     every = await control.schedules.add(prompt(when="@every 1m"), by="owner")
     times = control.schedules.upcoming(every)
     assert len(set(times)) == 3
-    assert [(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)] == [60, 60]
+    assert [(b - a).total_seconds() for a, b in itertools.pairwise(times)] == [60, 60]
