@@ -52,6 +52,9 @@ async def test_the_schedules_view_adds_lists_pauses_runs_and_deletes(
 
     (hostile,) = [s for s in await schedules.list_schedules() if s.name == "hostile"]
     await page.click(f".schedule[data-id='{hostile.id}']")
+    # The detail is replaced when the schedule's data arrives: wait for it, not for the
+    # previous schedule's prompt that is still shown.
+    await page.locator("#schedules-detail h3", has_text="hostile").wait_for()
     prompt = page.locator("#schedules-detail .schedule-prompt")
     await prompt.wait_for()
     assert await prompt.text_content() == HOSTILE
