@@ -3,11 +3,10 @@ broken plugin is one problem line and never fatal; nothing loads before enable."
 
 from __future__ import annotations
 
-import asyncio
-
 from habakkuk.engine.config import load_config
 from habakkuk.engine.home import Environment, Home
 from habakkuk.engine.hooks import Hooks
+from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.registry import ToolRegistry
 from habakkuk.knowledge.plugins.manage import Plugins
 from habakkuk.protocols.mcp.manager import McpManager
@@ -39,7 +38,7 @@ async def test_an_enabled_plugins_server_is_an_mcp_toolset_until_disabled(
     registry = ToolRegistry()
     manager = McpManager(config, Environment(home.env_path), home, registry)
     try:
-        await asyncio.wait_for(manager.start(BOUND), BOUND)
+        await wait_within(manager.start(BOUND), BOUND)
         names = [t.name for t in registry.tools_for(["mcp:tools"])]
         assert "mcp__tools__echo" in names, manager.status()
     finally:
