@@ -46,7 +46,7 @@ from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.toolkit.registry import ToolError
 from habakkuk.knowledge.frontmatter import now
 from habakkuk.knowledge.hub.backups import BACKUPS_DIR, back_up, backups, put_back
-from habakkuk.knowledge.hub.lock import LockEntry, read_lock, write_lock
+from habakkuk.knowledge.hub.lock import LockEntry, held, read_lock, write_lock
 from habakkuk.knowledge.memory_types import MemoryAccess, Provenance, SecretRefused
 from habakkuk.knowledge.notes import write_atomic
 from habakkuk.knowledge.skills.discovery import (
@@ -131,7 +131,9 @@ class Skills:
         self.discovery = Discovery()
         self.usage = UsageLog(self.root)
         self._write = asyncio.Lock()
-        self._lock_file = threading.Lock()  # skills/.lock.json read-modify-write
+        # skills/.lock.json's read-modify-write: the thread lock within this process,
+        # held() (an flock) against an install or approval from another one.
+        self._lock_file = threading.Lock()
 
     # -- where skills are --------------------------------------------------------------
 
@@ -361,7 +363,7 @@ class Skills:
         return await asyncio.to_thread(self._approve, str(name))
 
     def _approve(self, name: str) -> SkillSummary:
-        with self._lock_file:
+        with self._lock_file, held(self.root):
             entries, problem = read_lock(self.root)
             if problem:
                 raise HabakkukError(problem)
@@ -406,7 +408,7 @@ class Skills:
         return RemovedSkill(name=name, backup=backup)
 
     def _remove(self, agent: str, found: Found) -> str:
-        with self._lock_file:
+        with self._lock_file, held(self.root):
             entries, problem = read_lock(self.root)
             if problem and found.scope == "shared":
                 raise HabakkukError(problem)  # never drop an entry we could not read
@@ -442,7 +444,7 @@ class Skills:
             raise NotFound(f"no backup of skill {name!r} in {self.root / BACKUPS_DIR / name}")
         backup = candidates[0]
         target = self.home / backup.origin
-        with self._lock_file:
+        with self._lock_file, held(self.root):
             entries, problem = read_lock(self.root)
             if problem and backup.lock is not None:
                 raise HabakkukError(problem)
