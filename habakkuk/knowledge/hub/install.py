@@ -205,16 +205,8 @@ class Hub:
         source = parse_source(text, self.registries)
         staging = self._new_staging()
         try:
-            fetched = await fetch(
-                source,
-                staging,
-                http=http,
-                registries=self.registries,
-                limits=self.limits,
-                section=self.kind.section,
-            )
-            staged = Staged(source, fetched, staging)
-            self._check_pin(fetched, source)
+            staged = await self._fetch(http, source, staging)
+            fetched = staged.fetched
             folders = find_candidates(fetched.root, self.kind.marker)
             if not folders:
                 raise HabakkukError(
@@ -227,6 +219,19 @@ class Hub:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+
+    async def _fetch(self, http: Http, source: Source, staging: Path) -> Staged:
+        """Download `source` into `staging` and check a registry's pinned hash."""
+        fetched = await fetch(
+            source,
+            staging,
+            http=http,
+            registries=self.registries,
+            limits=self.limits,
+            section=self.kind.section,
+        )
+        self._check_pin(fetched, source)
+        return Staged(source, fetched, staging)
 
     def _check_pin(self, fetched: Fetched, source: Source) -> None:
         if not fetched.pinned:
@@ -434,16 +439,8 @@ class Hub:
         source = parse_source(entry.source, self.registries)
         staging = self._new_staging()
         try:
-            fetched = await fetch(
-                source,
-                staging,
-                http=http,
-                registries=self.registries,
-                limits=self.limits,
-                section=self.kind.section,
-            )
-            staged = Staged(source, fetched, staging)
-            self._check_pin(fetched, source)
+            staged = await self._fetch(http, source, staging)
+            fetched = staged.fetched
             folder = (
                 fetched.root.joinpath(*entry.subpath.split("/"))
                 if entry.subpath
