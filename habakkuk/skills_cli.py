@@ -114,13 +114,9 @@ def _out(data: Any) -> None:
 
 def print_plan(plan: InstallPlan) -> None:
     """The scan's verdict and every reason, before anything is placed."""
-    short = plan.resolved[:12] if len(plan.resolved) == 40 else plan.resolved
-    replaces = " (replaces the installed one)" if plan.replaces else ""
-    print(f"{plan.name}: from {plan.source} at {short}{replaces}")
-    print(f"  {len(plan.files)} file(s), tree {plan.tree_hash}")
-    print(f"  scan: {plan.report.verdict}")
-    for reason in plan.report.reasons:
-        print(f"    {reason}")
+    from habakkuk.knowledge.skills.views import plan_lines
+
+    print("\n".join(plan_lines(plan)))
 
 
 def _done(outcome: Outcome) -> None:

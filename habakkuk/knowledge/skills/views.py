@@ -89,3 +89,17 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
 def removed_json(removed: RemovedSkill) -> dict[str, Any]:
     """What `remove` did: the skill and the backup `restore` puts back."""
     return {"name": removed.name, "backup": removed.backup}
+
+
+def plan_lines(plan: InstallPlan) -> list[str]:
+    """An install plan as the CLIs print it before anything is placed: where it comes
+    from, its files and tree hash, the scan's verdict and every reason."""
+    short = plan.resolved[:12] if len(plan.resolved) == 40 else plan.resolved
+    replaces = " (replaces the installed one)" if plan.replaces else ""
+    lines = [
+        f"{plan.name}: from {plan.source} at {short}{replaces}",
+        f"  {len(plan.files)} file(s), tree {plan.tree_hash}",
+        f"  scan: {plan.report.verdict}",
+    ]
+    lines += [f"    {reason}" for reason in plan.report.reasons]
+    return lines
