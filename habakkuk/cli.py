@@ -7,13 +7,16 @@ command imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 
 from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # stdlib-only module
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser; `chosen` (the command about to run) limits the nested actions declared
+    to that command's (None: every command's)."""
     parser = argparse.ArgumentParser(
         prog="habakkuk",
         description="A personal and team AI agent. With no command, opens the terminal app.",
@@ -97,19 +100,34 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     rollback.add_argument("id", help="checkpoint id (a unique prefix is enough)")
     rollback.add_argument("path", nargs="?", help="restore only this path of the workspace")
-    from habakkuk.memory_cli import add_parser as add_memory_parser  # stdlib-only module
-    from habakkuk.plugins_cli import add_parser as add_plugins_parser  # stdlib-only module
-    from habakkuk.protocols.mcp.cli import add_parser as add_mcp_parser  # stdlib-only module
-    from habakkuk.schedules_cli import add_parser as add_schedules_parser  # stdlib-only module
-    from habakkuk.skills_cli import add_parser as add_skills_parser  # stdlib-only module
-
-    add_memory_parser(sub)
-    add_plugins_parser(sub)
-    add_schedules_parser(sub)
-    add_skills_parser(sub)
-
-    add_mcp_parser(sub)
+    for name, (module, about, description) in NESTED_COMMANDS.items():
+        command = sub.add_parser(name, help=about, description=description)
+        # A command's actions are declared only when it is the one being run (or for a
+        # caller that wants the whole tree), so `habakkuk --help` imports none of them.
+        if chosen is None or chosen == name:
+            importlib.import_module(module).add_actions(command)
     return parser
+
+
+# Commands whose actions their own module declares (each a standard-library-only module).
+NESTED_COMMANDS: dict[str, tuple[str, str, str | None]] = {
+    # command: (module, help, description)
+    "memory": ("habakkuk.memory_cli", "an agent's notes, their history and the index", None),
+    "plugins": ("habakkuk.plugins_cli", "install, enable and remove plugins", None),
+    "schedules": ("habakkuk.schedules_cli", "prompts and scripts on a timetable", None),
+    "skills": ("habakkuk.skills_cli", "skills: list, install from a source, update, approve", None),
+    "mcp": (
+        "habakkuk.protocols.mcp.cli",
+        "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",
+        "With no action: connect to each configured server and list its tools.",
+    ),
+}
+
+
+def command_word(argv: Sequence[str]) -> str:
+    """The subcommand `argv` runs: its first word that is not an option ("" for none).
+    Every top-level option is a flag, so no option takes that word as its value."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 def _count(text: str) -> int:
@@ -139,8 +157,9 @@ def _check_modes(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(command_word(words))
+    args = parser.parse_args(words)
     _check_modes(args, parser)
     if args.version:
         from habakkuk import __version__

@@ -32,9 +32,8 @@ def _count(text: str) -> int:
     return value
 
 
-def add_parser(sub: Any) -> None:
-    """Declare `habakkuk memory ACTION` on the top-level subparsers."""
-    memory = sub.add_parser("memory", help="an agent's notes, their history and the index")
+def add_actions(memory: argparse.ArgumentParser) -> None:
+    """Declare the actions of `habakkuk memory` (cli.py declares the command itself)."""
     actions = memory.add_subparsers(dest="memory_command", metavar="ACTION")
 
     def action(name: str, about: str) -> argparse.ArgumentParser:

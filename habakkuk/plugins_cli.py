@@ -33,9 +33,8 @@ if TYPE_CHECKING:
 ACTIONS = ("list", "show", "install", "update", "enable", "disable", "remove")
 
 
-def add_parser(sub: Any) -> None:
-    """Declare `habakkuk plugins ACTION` on the top-level subparsers."""
-    plugins = sub.add_parser("plugins", help="install, enable and remove plugins")
+def add_actions(plugins: argparse.ArgumentParser) -> None:
+    """Declare the actions of `habakkuk plugins` (cli.py declares the command itself)."""
     actions = plugins.add_subparsers(dest="plugins_command", metavar="ACTION")
     listing = actions.add_parser("list", help="installed plugins and whether they are enabled")
     listing.add_argument("--json", action="store_true")

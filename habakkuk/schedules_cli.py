@@ -39,9 +39,8 @@ def _count(text: str) -> int:
     return value
 
 
-def add_parser(sub: Any) -> None:
-    """Declare `habakkuk schedules ACTION` on the top-level subparsers."""
-    schedules = sub.add_parser("schedules", help="prompts and scripts on a timetable")
+def add_actions(schedules: argparse.ArgumentParser) -> None:
+    """Declare the actions of `habakkuk schedules` (cli.py declares the command itself)."""
     actions = schedules.add_subparsers(dest="schedules_command", metavar="ACTION")
 
     def action(name: str, about: str, *, by_id: bool = True) -> argparse.ArgumentParser:

@@ -24,9 +24,8 @@ if TYPE_CHECKING:
 ACTIONS = ("list", "show", "install", "update", "remove", "restore", "approve", "curate")
 
 
-def add_parser(sub: Any) -> None:
-    """Declare `habakkuk skills ACTION` on the top-level subparsers."""
-    skills = sub.add_parser("skills", help="skills: list, install from a source, update, approve")
+def add_actions(skills: argparse.ArgumentParser) -> None:
+    """Declare the actions of `habakkuk skills` (cli.py declares the command itself)."""
     actions = skills.add_subparsers(dest="skills_command", metavar="ACTION")
 
     def action(name: str, about: str, *, agent: bool = True) -> argparse.ArgumentParser:

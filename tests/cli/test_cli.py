@@ -185,6 +185,26 @@ def test_building_the_parser_does_not_import_asyncio(tmp_path: Path) -> None:
     assert "ASYNCIO False" in result.stdout
 
 
+def test_top_level_help_declares_no_commands_actions(tmp_path: Path) -> None:
+    """`habakkuk --help` lists the commands; their actions' modules load only when one of
+    them runs, so adding commands does not slow the help down."""
+    code = (
+        "import sys\nfrom habakkuk.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.endswith('_cli')"
+        " or m == 'habakkuk.protocols.mcp.cli'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HABAKKUK_HOME": str(tmp_path)},
+        timeout=60,
+    )
+    assert "LOADED []" in result.stdout, result.stdout + result.stderr
+    assert "schedules" in result.stdout and "skills" in result.stdout
+
+
 def test_run_runs_a_chat_command_against_the_session(scripted_home, capsys) -> None:
     _, first = run_json(capsys, "one")
     assert main(["run", "--session", first["session"], "/title Trip"]) == 0

@@ -9,13 +9,8 @@ import argparse
 from typing import Any
 
 
-def add_parser(sub: Any) -> None:
-    """Add the `mcp` command and its actions to the top-level subparsers."""
-    mcp = sub.add_parser(
-        "mcp",
-        help="MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",
-        description="With no action: connect to each configured server and list its tools.",
-    )
+def add_actions(mcp: argparse.ArgumentParser) -> None:
+    """Declare the actions of `habakkuk mcp` (cli.py declares the command itself)."""
     actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION")
     actions.add_parser("status", help="each server's status and tools (the default)")
     actions.add_parser("serve", help="serve Habakkuk's agents over MCP on stdin/stdout")
