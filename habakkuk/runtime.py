@@ -36,7 +36,6 @@ from habakkuk.engine.toolkit.approvals import Approver
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
 from habakkuk.knowledge.embed_loop import embed_every_minute
 from habakkuk.knowledge.review_wiring import memory_review_pool
-from habakkuk.knowledge.skills.curator_loop import curate_when_due
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
@@ -50,7 +49,6 @@ from habakkuk.services.toolset import build_tools
 from habakkuk.services.turns import TurnOutcome, Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.tools.processes import ProcessInfo, ProcessManager
-from habakkuk.work.run_wiring import ScheduleRuns
 
 if TYPE_CHECKING:
     from habakkuk.channels.outbox import Outbox
@@ -231,6 +229,9 @@ class Runtime:
                     on_finished=self._job_finished,
                 )
             )
+            # Imported here: only processes that run workers need the curator's loop.
+            from habakkuk.knowledge.skills.curator_loop import curate_when_due
+
             self._maintenance = [
                 asyncio.create_task(self._schedule_retention(), name="retention"),
                 asyncio.create_task(embed_every_minute(self.memory, lambda: self.config.agents)),
@@ -239,6 +240,8 @@ class Runtime:
             ]
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
         # Schedule slots: prompt runs and the scripts' own pool (work/run_wiring.py).
+        from habakkuk.work.run_wiring import ScheduleRuns
+
         runs = ScheduleRuns(self, on_finished=self._job_finished)
         self._pools.extend(runs.pools)
         for pool in self._pools:

@@ -7,7 +7,6 @@ import asyncio
 
 from habakkuk.engine.config import Config
 from habakkuk.engine.jobs import JobQueue
-from habakkuk.work.scheduler import Scheduler
 from habakkuk.work.service import Schedules
 
 
@@ -19,4 +18,6 @@ def build_schedules(queue: JobQueue, config: Config) -> Schedules:
 def start_ticker(schedules: Schedules) -> asyncio.Task[None]:
     """Tick `schedules` every 15 s until the task is cancelled (serve and the terminal
     app: the processes that run the maintenance workers)."""
+    from habakkuk.work.scheduler import Scheduler  # only processes that tick need it
+
     return asyncio.create_task(Scheduler(schedules).run(), name="schedules")

@@ -35,7 +35,6 @@ text, `run_json` its JSON, and a dry run touches nothing on disk.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import datetime as dt
@@ -48,7 +47,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError
@@ -62,6 +61,9 @@ from .curator_rules import Duplicate, parse_time, plan_merges, stale
 from .discovery import Discovery, Root, parse_skill_md, read_regular, supporting_files
 from .types import SKILL_FILE, CuratorChange, CuratorRun, Skill, SkillSummary
 from .usage import UsageLog, usage_key
+
+if TYPE_CHECKING:
+    import argparse
 
 log = logging.getLogger(__name__)
 
