@@ -159,6 +159,8 @@ async def test_a_user_installs_approves_uses_learns_and_curates_skills(
     text = (own / "release-notes" / "SKILL.md").read_text()
     (twin / "SKILL.md").write_text(text.replace("name: release-notes", "name: release-note"))
     before = (twin / "SKILL.md").read_bytes()
+    # The more recently used one keeps its place: the skill the agent learned and used.
+    await served.runtime.skills.skill("main", "release-notes", record_use=True)
     code, out, err = await cli(capsys, "curate")
     assert code == 0, err
     assert "merge main/release-note into release-notes" in out
