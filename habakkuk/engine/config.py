@@ -34,9 +34,9 @@ def thinking_level(value: object) -> Thinking | None:
     return None
 
 
-KNOWN_TOOLSETS = ("core", "memory", "skills", "schedule")
+KNOWN_TOOLSETS = ("core", "memory", "skills", "schedule", "delegate", "board")
 # What an agent gets when its config lists no toolsets (spec 000 "Setup and maintenance").
-DEFAULT_TOOLSETS = ("core", "memory", "skills", "schedule")
+DEFAULT_TOOLSETS = ("core", "memory", "skills", "schedule", "delegate", "board")
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,11 @@ class WorkersConfig:
     # Scheduled runs (prompt turns are turns; scripts run in this pool of their own, so
     # slow scripts never hold up chat turns).
     schedules: int = 2
+    # Delegated sub-turns run in a pool of their own, so parents waiting on their
+    # children can never take every worker.
+    subturns: int = 4
+    # Board cards' turns (each is the assignee's turn, run in this pool).
+    cards: int = 4
     lease_seconds: float = 30.0
 
 
@@ -386,6 +391,25 @@ class SkillsConfig:
     registries: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class BoardConfig:
+    """`board`: the shared task board's dispatcher."""
+
+    # A card is dispatched at most this many times (each reopen is another attempt);
+    # after that an agent cannot reopen it, only the user.
+    max_attempts: int = 3
+    dispatch_seconds: float = 5.0  # how often the dispatcher looks without being woken
+
+
+@dataclass
+class DelegationConfig:
+    """`delegation`: sub-agents handed a task with the delegate tool."""
+
+    # A child still running after this is stopped and reported "timed out" (with its
+    # partial output) to a parent waiting on it.
+    timeout_seconds: float = 1800.0
+
+
 @dataclass(frozen=True)
 class PluginCommand:
     """A chat command an enabled plugin brings: a prompt the agent runs as a message, or
@@ -424,6 +448,8 @@ class Config:
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     skills: SkillsConfig = field(default_factory=SkillsConfig)
+    board: BoardConfig = field(default_factory=BoardConfig)
+    delegation: DelegationConfig = field(default_factory=DelegationConfig)
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -635,6 +661,25 @@ def _resolve(config: Config, home: Home) -> None:
     if config.workers.schedules < 1:
         raise ConfigError(
             f"{path}:{line_of(config.workers, 'schedules')}: workers.schedules: must be >= 1"
+        )
+    for pool in ("subturns", "cards"):
+        if getattr(config.workers, pool) < 1:
+            raise ConfigError(
+                f"{path}:{line_of(config.workers, pool)}: workers.{pool}: must be >= 1"
+            )
+    if config.board.max_attempts < 1:
+        raise ConfigError(
+            f"{path}:{line_of(config.board, 'max_attempts')}: board.max_attempts: must be >= 1"
+        )
+    if config.board.dispatch_seconds <= 0:
+        raise ConfigError(
+            f"{path}:{line_of(config.board, 'dispatch_seconds')}: board.dispatch_seconds: "
+            "must be > 0"
+        )
+    if config.delegation.timeout_seconds <= 0:
+        raise ConfigError(
+            f"{path}:{line_of(config.delegation, 'timeout_seconds')}: "
+            "delegation.timeout_seconds: must be > 0"
         )
     _resolve_hooks(config)
     _resolve_memory(config, config.memory)

@@ -254,6 +254,48 @@ class JobFinished(EventPayload):
     attempts: int
 
 
+# -- delegation and the board ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class DelegateStarted(EventPayload):
+    """A delegate call of the parent `session`'s turn `turn` queued (or reattached to) its
+    child: the terminal shows the child's own events (session `child_session`) under the
+    call's card."""
+
+    kind: ClassVar[str] = "delegate.start"
+    turn: str
+    call_id: str
+    job: str  # the sub-turn job
+    child_session: str
+    agent: str
+    task: str
+    background: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class DelegateEnded(EventPayload):
+    """A child of the parent `session` ended for good: done, failed, stopped, timed out."""
+
+    kind: ClassVar[str] = "delegate.end"
+    job: str
+    child_session: str
+    status: str
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class CardChanged(EventPayload):
+    """A board card was created or changed (session "": the board is the home's)."""
+
+    kind: ClassVar[str] = "board.card"
+    card: str
+    title: str
+    status: str
+    assignee: str
+    revision: int
+
+
 CATALOGUE: tuple[type[EventPayload], ...] = (
     TurnStarted,
     TurnEnded,
@@ -274,6 +316,9 @@ CATALOGUE: tuple[type[EventPayload], ...] = (
     QuestionAnswered,
     QuestionWithdrawn,
     JobFinished,
+    DelegateStarted,
+    DelegateEnded,
+    CardChanged,
 )
 BY_KIND: dict[str, type[EventPayload]] = {cls.kind: cls for cls in CATALOGUE}
 

@@ -42,7 +42,8 @@ def test_valid_config_applies_defaults_presets_and_resolves_paths(tmp_path: Path
         ModelRef("demo", "echo"),
         ModelRef("openrouter", "anthropic/claude-sonnet-4-5"),
     ]
-    assert main.toolsets == ["core", "memory", "skills", "schedule"] and main.approvals == "human"
+    assert main.toolsets == ["core", "memory", "skills", "schedule", "delegate", "board"]
+    assert main.approvals == "human"
     assert main.workspace_path == (tmp_path / "work").resolve()
     assert config.default_agent == "main"
     assert config.providers["openrouter"].type == "openai"

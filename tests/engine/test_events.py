@@ -151,6 +151,28 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "question.answered": {"id": "qst_1"},
     "question.withdrawn": {"id": "qst_1"},
     "job.finished": {"job": "t1", "job_kind": "turn", "status": "done", "attempts": 1},
+    "delegate.start": {
+        "turn": "t1",
+        "call_id": "call_1",
+        "job": "sub_1",
+        "child_session": "ses_sub_1",
+        "agent": "main",
+        "task": "Count the files.",
+        "background": False,
+    },
+    "delegate.end": {
+        "job": "sub_1",
+        "child_session": "ses_sub_1",
+        "status": "done",
+        "seconds": 1.5,
+    },
+    "board.card": {
+        "card": "card_1",
+        "title": "Write the report",
+        "status": "todo",
+        "assignee": "ops",
+        "revision": 1,
+    },
 }
 
 

@@ -120,6 +120,8 @@ class TurnDeps:
     memory: object | None = None  # knowledge.memory_types.MemoryAccess, for the memory tools
     skills: object | None = None  # knowledge.skills.types.SkillsAccess, for the skills tools
     schedules: object | None = None  # work.schedule_types.SchedulesAccess, for schedule tools
+    board: object | None = None  # work.board_types.BoardAccess, for the board tools
+    delegation: object | None = None  # work.delegation_types.DelegationAccess, for delegate
     hooks: Hooks | None = None
     state: StateStore | None = None
     checkpoint_for: CheckpointFor | None = None
@@ -275,6 +277,8 @@ class TurnRunner:
             memory=deps.memory,
             skills=deps.skills,
             schedules=deps.schedules,
+            board=deps.board,
+            delegation=deps.delegation,
             timezone=deps.config.timezone,
             transcripts=deps.transcripts,
             state=deps.state,

@@ -87,6 +87,11 @@ class ToolContext:
     skills: object | None = None
     # The home's schedules (work.schedule_types.SchedulesAccess), for the schedule tools.
     schedules: object | None = None
+    # The home's board (work.board_types.BoardAccess), for the board tools.
+    board: object | None = None
+    # Sub-agents (work.delegation_types.DelegationAccess), for delegate; None in a
+    # sub-turn, so sub-agents cannot delegate further.
+    delegation: object | None = None
     timezone: str = "UTC"  # the config timezone, for times a tool shows
     transcripts: TranscriptStore | None = None  # for session_search
     state: StateStore | None = None
