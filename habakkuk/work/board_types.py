@@ -54,6 +54,10 @@ CARD_ID_PREFIX = "card_"
 PRIORITY_RANGE = (-100, 100)  # higher runs first; default 0
 TITLE_MAX = 200
 TEXT_MAX = 20_000  # body, comment, result, reason
+# Touched under the home's root by a change made in a process without the dispatcher
+# (the CLI), whose dispatcher watches its mtime: woken there too, not only every 5 s.
+WAKE_FILE = "board.wake"
+DISPATCHER_LEASE = "board-dispatcher"  # the named lease (engine/leases.py): one per home
 
 
 class BoardRefused(HabakkukError):
