@@ -17,6 +17,7 @@ import os
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.config import Config
@@ -107,7 +108,7 @@ class Board:
         self._wake_callbacks.append(callback)
 
     @property
-    def wake_path(self) -> Any:
+    def wake_path(self) -> Path:
         """The file whose mtime wakes a dispatcher in another process."""
         return self.home.root / WAKE_FILE
 
