@@ -25,7 +25,7 @@ from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import CardChanged, EventBus
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import JobQueue
-from habakkuk.work.board_store import COMMENT_KIND, BoardStore, LogEntry
+from habakkuk.work.board_store import COMMENT_KIND, DISPATCHER, BoardStore, LogEntry
 from habakkuk.work.board_types import (
     CARD_ID_PREFIX,
     OPEN_STATUSES,
@@ -418,7 +418,7 @@ class Board:
                 return card
             if change.stop_attempt is not None:
                 job = card_job_id(card.id, change.stop_attempt)
-                change.entries.append(LogEntry("board", "stopped", job))
+                change.entries.append(LogEntry(DISPATCHER, "stopped", job))
             written = await self.store.update(
                 card.id,
                 change.changes,
