@@ -6,7 +6,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from habakkuk.work.board_types import OPEN_STATUSES
 from habakkuk.engine.overview import (
     OVERVIEW_ERROR_DAYS,
     OVERVIEW_ERRORS,
@@ -14,6 +13,7 @@ from habakkuk.engine.overview import (
     McpState,
     Overview,
 )
+from habakkuk.work.board_types import OPEN_STATUSES
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
