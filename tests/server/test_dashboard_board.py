@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from habakkuk.work.board_types import NewCard
+from habakkuk.work.board_types import NewCard, attempt_session
 from tests.conftest import mock_config
 from tests.server.test_dashboard_browser import browser, sign_in  # noqa: F401
 
@@ -75,4 +75,17 @@ async def test_the_board_view_shows_columns_and_a_cards_detail_and_acts_on_it(
     await page.select_option("#board-status", "cancelled")
     await page.locator("#board-total", has_text="0 card(s)").wait_for()
 
+
+    # An attempt (claimed as the dispatcher claims it) links to its session.
+    running = await board.create(NewCard("Check the figures", assignee="ops"))
+    claimed = await board.store.claim(running.id, running.attempt)
+    assert claimed is not None
+    session = attempt_session(running.id, 1)
+    await served.runtime.sessions.new_session("ops", origin="board", session_id=session)
+    await page.select_option("#board-status", "open")
+    await page.locator(f".board-column.doing .board-card[data-id='{running.id}']").click()
+    await page.locator("#board-detail .card-status", has_text="attempt 1").wait_for()
+    await page.click(f"#board-detail a.session-link[data-session='{session}']")
+    await page.locator("#view-sessions").wait_for()
+    await page.locator("#session-detail h3", has_text=session).wait_for()
     assert page.errors == []
