@@ -75,7 +75,6 @@ async def test_the_board_view_shows_columns_and_a_cards_detail_and_acts_on_it(
     await page.select_option("#board-status", "cancelled")
     await page.locator("#board-total", has_text="0 card(s)").wait_for()
 
-
     # An attempt (claimed as the dispatcher claims it) links to its session.
     running = await board.create(NewCard("Check the figures", assignee="ops"))
     claimed = await board.store.claim(running.id, running.attempt)
