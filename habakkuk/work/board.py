@@ -17,6 +17,7 @@ import os
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.config import Config
@@ -38,6 +39,7 @@ from habakkuk.work.board_types import (
     BoardRefused,
     Card,
     NewCard,
+    attempt_session,
     card_job_id,
 )
 
@@ -70,6 +72,14 @@ def _text(value: str, what: str, *, required: bool) -> str:
     if len(value) > TEXT_MAX:
         raise HabakkukError(f"board: {what} is {len(value)} characters (at most {TEXT_MAX})")
     return value
+
+
+def _actor(by: str) -> str:
+    """Who acts: USER or an agent's name (never empty: "" would pass for the holder of an
+    unassigned card)."""
+    if not isinstance(by, str) or not by.strip():
+        raise HabakkukError("board: who acts (by) is required: the user or an agent's name")
+    return by.strip()
 
 
 def _priority(value: int) -> int:
@@ -107,7 +117,7 @@ class Board:
         self._wake_callbacks.append(callback)
 
     @property
-    def wake_path(self) -> Any:
+    def wake_path(self) -> Path:
         """The file whose mtime wakes a dispatcher in another process."""
         return self.home.root / WAKE_FILE
 
@@ -180,6 +190,7 @@ class Board:
     async def create(self, new: NewCard, *, by: str = USER) -> Card:
         """Store a todo card; HabakkukError for bad input, NotFound for a dependency or
         parent that does not exist."""
+        by = _actor(by)
         title = _text(new.title, "title", required=True)
         if len(title) > TITLE_MAX:
             raise HabakkukError(f"board: title is {len(title)} characters (at most {TITLE_MAX})")
@@ -220,6 +231,7 @@ class Board:
     async def assign(self, card_id: str, assignee: str, *, by: str = USER) -> Card:
         """Reassign ("" unassigns). A card in progress has its run stopped and goes back
         to todo; a finished card (done, cancelled) is refused."""
+        by = _actor(by)
         who = self._assignee(assignee)
 
         def decide(card: Card) -> Change | None:
@@ -241,6 +253,7 @@ class Board:
 
     async def set_priority(self, card_id: str, priority: int, *, by: str = USER) -> Card:
         """Change the priority (PRIORITY_RANGE; higher runs first)."""
+        by = _actor(by)
         value = _priority(priority)
 
         def decide(card: Card) -> Change | None:
@@ -253,6 +266,7 @@ class Board:
 
     async def comment(self, card_id: str, text: str, *, by: str = USER) -> Card:
         """Add a comment (anyone, on any card)."""
+        by = _actor(by)
         body = _text(text, "comment", required=True)
         return await self._change(
             card_id, lambda card: Change({}, [LogEntry(by, COMMENT_KIND, body)])
@@ -260,6 +274,7 @@ class Board:
 
     async def cancel(self, card_id: str, *, by: str = USER) -> Card:
         """Cancel an open card; a running attempt is stopped."""
+        by = _actor(by)
 
         def decide(card: Card) -> Change:
             self._may_update(card, by, "cancel")
@@ -275,6 +290,7 @@ class Board:
     async def reopen(self, card_id: str, *, by: str = USER) -> Card:
         """A blocked, done or cancelled card goes back to todo (result and block cleared).
         An agent cannot reopen a card that has used board.max_attempts attempts."""
+        by = _actor(by)
 
         def decide(card: Card) -> Change:
             self._may_update(card, by, "reopen")
@@ -297,10 +313,11 @@ class Board:
     async def complete(self, card_id: str, result: str, *, by: str, session: str = "") -> Card:
         """The assignee finishes its open card with a result (required, with its proof);
         `session` (the calling turn's) is recorded in the event log."""
+        by = _actor(by)
         text = _text(result, "result", required=True)
 
         def decide(card: Card) -> Change:
-            self._may_settle(card, by, "complete")
+            self._may_settle(card, by, "complete", session)
             changes = {"status": "done", "result": text, "blocked_kind": "", "blocked_reason": ""}
             entry = LogEntry(by, "completed", f"[{session}] {text}" if session else text)
             return Change(changes, [entry], notify=True)
@@ -318,12 +335,13 @@ class Board:
     ) -> Card:
         """The assignee blocks its open card with the reason (kind "question": a human
         must answer; "failed": it could not be done)."""
+        by = _actor(by)
         text = _text(reason, "reason", required=True)
         if kind not in ("question", "failed"):
             raise HabakkukError(f"board: block kind {kind!r} is not question or failed")
 
         def decide(card: Card) -> Change:
-            self._may_settle(card, by, "block")
+            self._may_settle(card, by, "block", session)
             changes = {"status": "blocked", "blocked_kind": kind, "blocked_reason": text}
             event = "blocked" if kind == "question" else "failed"
             entry = LogEntry(by, event, f"[{session}] {text}" if session else text)
@@ -360,8 +378,10 @@ class Board:
             )
 
     @staticmethod
-    def _may_settle(card: Card, by: str, action: str) -> None:
-        """Agents complete or block only their own open cards; the user any open card."""
+    def _may_settle(card: Card, by: str, action: str, session: str = "") -> None:
+        """Agents complete or block only their own open cards; the user any open card.
+        A turn of an attempt that was stopped (its session is one of the card's but not
+        the latest) no longer speaks for the card."""
         if by != USER and by != card.assignee:
             raise BoardRefused(
                 f"board: {by} cannot {action} card {card.id}: it is assigned to "
@@ -371,6 +391,12 @@ class Board:
             raise BoardRefused(
                 f"board: card {card.id} is {card.status}: a finished card cannot be "
                 f"{'completed' if action == 'complete' else 'blocked'}"
+            )
+        own = attempt_session(card.id, 0).removesuffix("0")  # "ses_<card>_a"
+        if session.startswith(own) and session != card.session:
+            raise BoardRefused(
+                f"board: {session} is a stopped attempt of card {card.id}; its current "
+                f"attempt is {card.session or 'none'}"
             )
 
     # -- the write path ------------------------------------------------------------------

@@ -463,3 +463,27 @@ async def test_the_runtime_serves_one_board_to_turns_and_the_overview(
     assert (await runtime.board.counts())["todo"] == 1
     assert (await runtime.board.get(card.id[5:9])).id == card.id
     assert (home.root / WAKE_FILE).exists()
+
+
+async def test_who_acts_is_required_so_nobody_passes_for_the_holder_of_an_unassigned_card(
+    control: Control,
+) -> None:
+    card = await add(control)  # unassigned: its assignee is ""
+    with pytest.raises(HabakkukError, match=r"who acts \(by\) is required"):
+        await control.board.complete(card.id, "done", by="")
+    with pytest.raises(HabakkukError, match=r"who acts \(by\) is required"):
+        await control.board.cancel(card.id, by=" ")
+    assert (await control.board.get(card.id)).status == "todo"
+
+
+async def test_a_stopped_attempt_can_no_longer_complete_the_card(control: Control) -> None:
+    card = await doing(control, await add(control, assignee="main"))
+    old_session = card.session
+    await control.board.assign(card.id, "other")
+    await control.board.assign(card.id, "main")
+    await doing(control, await control.board.get(card.id))
+    with pytest.raises(BoardRefused, match=f"{old_session} is a stopped attempt of card"):
+        await control.board.complete(card.id, "late: stale.txt", by="main", session=old_session)
+    current = await control.board.get(card.id)
+    done = await control.board.complete(card.id, "ok: new.txt", by="main", session=current.session)
+    assert done.status == "done"
