@@ -48,3 +48,4 @@ class Overview:
     approvals: int  # waiting in any process of the home
     http: HttpListener
     schedules: tuple[int, int] = (0, 0)  # (total, enabled) in control.db
+    open_cards: int = 0  # board cards todo, doing or blocked in control.db

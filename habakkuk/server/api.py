@@ -91,6 +91,7 @@ async def overview(request: web.Request) -> web.Response:
             "running": [await _job_json(runtime, j) for j in view.running],
             "errors": [await _job_json(runtime, j) for j in view.errors],
             "approvals": view.approvals,
+            "open_cards": view.open_cards,
             "schedules": {"total": view.schedules[0], "enabled": view.schedules[1]},
         }
     )

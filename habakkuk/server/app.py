@@ -33,6 +33,7 @@ from habakkuk.engine.errors import ConfigError, HabakkukError, NotFound
 
 from . import (
     api,
+    board_api,
     chat,
     dashboard,
     health,
@@ -232,6 +233,7 @@ class HttpServer:
         memory_api.setup(app)
         skills_api.setup(app)
         schedules_api.setup(app)
+        board_api.setup(app)
         chat.setup(app)
         openai_compat.setup(app)
         webhooks.setup(app)

@@ -20,6 +20,7 @@ TYPES = {
     "memory.js": "text/javascript",
     "skills.js": "text/javascript",
     "schedules.js": "text/javascript",
+    "board.js": "text/javascript",
     "app.css": "text/css",
     "manifest.webmanifest": "application/manifest+json",
     "sw.js": "text/javascript",

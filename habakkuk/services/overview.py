@@ -13,6 +13,7 @@ from habakkuk.engine.overview import (
     McpState,
     Overview,
 )
+from habakkuk.work.board_types import OPEN_STATUSES
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
@@ -27,6 +28,14 @@ class ScheduleCounts(Protocol):
 
     async def counts(self) -> tuple[int, int]:
         """(total, enabled)."""
+        ...
+
+
+class BoardCounts(Protocol):
+    """What the overview uses of the board (habakkuk.work's BoardAccess)."""
+
+    async def counts(self) -> dict[str, int]:
+        """Cards per status."""
         ...
 
 
@@ -53,7 +62,8 @@ class ControlRoom:
         self._http = http
         # The runtime hands in its schedules once built; without them the counts are 0.
         self.schedules: ScheduleCounts | None = None
-        self.board: Any = None  # the runtime's board (work.board_types.BoardAccess)
+        # Likewise the board (runtime.board), for `open_cards`.
+        self.board: BoardCounts | None = None
 
     async def channel_states(self) -> list[dict[str, Any]]:
         """Every configured channel account with its last recorded state.
@@ -126,4 +136,12 @@ class ControlRoom:
             approvals=len(await self.approvals.waiting()),
             http=await self._http(),
             schedules=await self.schedules.counts() if self.schedules is not None else (0, 0),
+            open_cards=await self.open_cards(),
         )
+
+    async def open_cards(self) -> int:
+        """Cards todo, doing or blocked (0 without a board)."""
+        if self.board is None:
+            return 0
+        counts = await self.board.counts()
+        return sum(counts.get(status, 0) for status in OPEN_STATUSES)

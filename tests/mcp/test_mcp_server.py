@@ -60,8 +60,8 @@ async def test_official_client_asks_habakkuk_over_stdio(home: Home, runtime_fact
         async with Client(params, cache=None) as client:
             names = sorted(t.name for t in (await client.list_tools()).tools)
             assert names == [
-                "habakkuk_ask", "habakkuk_schedules_list", "habakkuk_session_read",
-                "habakkuk_sessions_list",
+                "habakkuk_ask", "habakkuk_board_create", "habakkuk_board_list",
+                "habakkuk_schedules_list", "habakkuk_session_read", "habakkuk_sessions_list",
             ]  # fmt: skip
 
             first = structured(await client.call_tool("habakkuk_ask", {"message": "hello"}))

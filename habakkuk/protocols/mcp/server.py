@@ -5,7 +5,9 @@ returns the reply; habakkuk_sessions_list and habakkuk_session_read show
 transcripts; habakkuk_schedules_list(agent?) shows the schedules (next fire times,
 last status and output, failure streak) in the HTTP API's shape;
 habakkuk_send(account, conversation, text) queues a durable chat delivery and exists
-only with `mcp_server.allow_send: true`. (The board tools join when it exists.)
+only with `mcp_server.allow_send: true`. habakkuk_board_create(title, body?, assignee?,
+priority?, parent?, depends_on?) adds a card as the user and habakkuk_board_list(status?,
+assignee?) lists cards, both in the HTTP API's card shape.
 
 `serve_stdio(runtime)` is `habakkuk mcp serve`. For /mcp, `McpHttpEndpoint`
 bridges aiohttp to the SDK's Streamable HTTP session manager; mount it with
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
     from habakkuk.engine.config import Config
     from habakkuk.engine.sessions import Session, StoredMessage
+    from habakkuk.work.board_types import BoardAccess
     from habakkuk.work.schedule_types import SchedulesAccess
 
 
@@ -225,6 +228,39 @@ def build_server(runtime: McpHost) -> MCPServer:
             "its timetable, next fire times, last status and output, and failure streak."
         ),
     )
+
+    async def habakkuk_board_create(
+        title: str,
+        body: str = "",
+        assignee: str = "",
+        priority: int = 0,
+        parent: str | None = None,
+        depends_on: list[str] | None = None,
+    ) -> dict[str, Any]:
+        return await _board_create(
+            runtime, title, body, assignee, priority, parent, list(depends_on or [])
+        )
+
+    async def habakkuk_board_list(
+        status: str = "open", assignee: str | None = None
+    ) -> dict[str, Any]:
+        return await _board_list(runtime, status, assignee)
+
+    server.add_tool(
+        habakkuk_board_create,
+        description=(
+            "Add a card to Habakkuk's board as the user: `assignee` (an agent) runs it when "
+            "its `depends_on` cards are done; higher `priority` (-100 to 100) runs first. "
+            "Returns the card."
+        ),
+    )
+    server.add_tool(
+        habakkuk_board_list,
+        description=(
+            "Cards on Habakkuk's board, highest priority first: `status` open (todo, doing, "
+            "blocked; the default), all, or one status; `assignee` one agent's cards."
+        ),
+    )
     if runtime.config.mcp_server.allow_send:
 
         async def habakkuk_send(account: str, conversation: str, text: str) -> dict[str, Any]:
@@ -278,6 +314,64 @@ async def _schedules_list(runtime: McpHost, agent: str | None) -> dict[str, Any]
     for schedule in found:
         shown.append(views.schedule_json(schedule, next_runs=schedules.upcoming(schedule) or None))
     return {"schedules": shown}
+
+
+def _board(runtime: McpHost) -> BoardAccess:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    board: BoardAccess | None = getattr(runtime, "board", None)
+    if board is None:
+        raise ToolError("this process has no board service")
+    return board
+
+
+async def _board_create(
+    runtime: McpHost,
+    title: str,
+    body: str,
+    assignee: str,
+    priority: int,
+    parent: str | None,
+    depends_on: list[str],
+) -> dict[str, Any]:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from habakkuk.engine.errors import HabakkukError
+    from habakkuk.work.board_types import USER, NewCard
+    from habakkuk.work.board_views import card_json
+
+    board = _board(runtime)
+    if not title.strip():
+        raise ToolError("title is empty")
+    try:
+        if assignee.strip():
+            assignee = runtime.config.agent(assignee.strip()).name
+        new = NewCard(
+            title=title.strip(),
+            body=body.strip(),
+            assignee=assignee.strip(),
+            priority=priority,
+            parent=(parent or "").strip() or None,
+            depends_on=tuple(dict.fromkeys(d.strip() for d in depends_on if d.strip())),
+        )
+        card = await board.get((await board.create(new, by=USER)).id)  # read back
+    except HabakkukError as exc:  # bad input, NotFound, BoardRefused, unknown agent
+        raise ToolError(str(exc)) from None
+    return card_json(card)
+
+
+async def _board_list(runtime: McpHost, status: str, assignee: str | None) -> dict[str, Any]:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from habakkuk.engine.errors import HabakkukError
+    from habakkuk.work.board_views import card_json
+
+    board = _board(runtime)
+    try:
+        cards = await board.list_cards(status=status or "open", assignee=assignee or None)
+    except HabakkukError as exc:  # an unknown status word
+        raise ToolError(str(exc)) from None
+    return {"cards": [card_json(card, history=False) for card in cards]}
 
 
 async def serve_stdio(runtime: McpHost) -> None:

@@ -139,6 +139,7 @@ function show(view) {
   if (view === "memory") loadMemory(); // memory.js
   if (view === "skills") loadSkills(); // skills.js
   if (view === "schedules") loadSchedules(); // schedules.js
+  if (view === "board") loadBoard(); // board.js
   if (view === "approvals") loadApprovals();
 }
 
@@ -163,6 +164,7 @@ async function loadOverview() {
   $("ov-queue").textContent = `${body.queue.pending} queued · ${body.queue.running} running`;
   $("ov-approvals").textContent = String(body.approvals);
   $("ov-schedules").textContent = `${body.schedules.enabled} of ${body.schedules.total} enabled`;
+  $("ov-open-cards").textContent = String(body.open_cards);
   $("ov-channels").textContent = body.channels.length
     ? body.channels.map((c) => `${c.account}: ${c.state}`).join(", ")
     : "web only";
