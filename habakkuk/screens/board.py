@@ -258,7 +258,12 @@ class BoardScreen(CardActions, PollingScreen):
     def on_resize(self, event: events.Resize) -> None:
         wide = event.size.width >= WIDE
         if self.wide is not None and wide != self.wide and self._loaded:
-            self.run_worker(self._paint(self.selected_id(), self._generation), group="board-paint")
+            self._repaint(self.selected_id())
+
+    @work(group="board-paint")
+    async def _repaint(self, keep: str | None) -> None:
+        """The cards already read, in the layout the new width allows (no board call)."""
+        await self._paint(keep, self._generation)
 
     # -- the highlighted card ------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -133,10 +134,8 @@ class BoardCardScreen(CardActions, PollingScreen):
         if message.event.card == self.card_id:
             self._read()
 
-    def _read(self) -> None:
-        self.run_worker(self._load_card(), group="card-read", exclusive=True)
-
-    async def _load_card(self) -> None:
+    @work(group="card-read", exclusive=True)
+    async def _read(self) -> None:
         board = self.board
         card = await self.call(lambda: board.get(self.card_id))
         if card is not None:
