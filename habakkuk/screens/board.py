@@ -104,6 +104,7 @@ class BoardScreen(CardActions, PollingScreen):
         # Each table's cards in row order (a status: the header row of the grouped list).
         self._placed: dict[DataTable[Any], list[Row]] = {}
         self._counts: dict[str, int] = {}
+        self._reading = False
         self._empty = Static("", classes="empty")
 
     def compose(self) -> ComposeResult:
@@ -124,7 +125,9 @@ class BoardScreen(CardActions, PollingScreen):
         self._show_filters()
 
     def refresh_data(self) -> None:
-        self.reload()
+        # Opening runs both runtime_ready and on_screen_resume: one read is enough.
+        if not self._reading:
+            self.reload()
 
     # -- the list ------------------------------------------------------------------------
 
@@ -141,9 +144,13 @@ class BoardScreen(CardActions, PollingScreen):
         board = self.board
         status, agent = self.status, self.agent
         self.list_calls += 1
-        found = await self.call(
-            lambda: board.list_cards(status=status, assignee=agent, limit=LIMIT)
-        )
+        self._reading = True
+        try:
+            found = await self.call(
+                lambda: board.list_cards(status=status, assignee=agent, limit=LIMIT)
+            )
+        finally:
+            self._reading = False
         if generation != self._generation or found is None:
             return
         self.cards = found
