@@ -1,7 +1,7 @@
 """The terminal app: a Textual App that runs the runtime in-process.
 
 Sections are Textual MODES (chat, sessions, approvals, overview, memory, skills,
-schedules), one key each,
+schedules, board), one key each,
 shown in the footer and the command palette. The runtime is opened in a worker
 after the first frame has painted, so this module imports nothing heavy: the
 engine, the screens and their widgets load lazily.
@@ -54,6 +54,7 @@ SECTIONS = [
     ("memory", "Notes, the user profile, history and proposals", "ctrl+l"),
     ("skills", "Skills: view, approve, remove and restore", "ctrl+f"),
     ("schedules", "Schedules: add, run now, pause, delete, their slots", "ctrl+b"),
+    ("board", "Board: cards by status, add, assign, comment, cancel, reopen", "ctrl+d"),
 ]
 
 
@@ -93,6 +94,7 @@ class HabakkukApp(App[None]):
         "memory": _lazy("habakkuk.screens.memory", "MemoryScreen"),
         "skills": _lazy("habakkuk.screens.skills", "SkillsScreen"),
         "schedules": _lazy("habakkuk.screens.schedules", "SchedulesScreen"),
+        "board": _lazy("habakkuk.screens.board", "BoardScreen"),
     }
     # A one-line screen paints first; the chat and the runtime load after it.
     DEFAULT_MODE = "start"
@@ -107,6 +109,8 @@ class HabakkukApp(App[None]):
         Binding(
             "ctrl+b", "go('schedules')", "Schedules", id="go.schedules", priority=True, show=False
         ),
+        # ctrl+d: the text fields' second "delete right" key (Delete is the first).
+        Binding("ctrl+d", "go('board')", "Board", id="go.board", priority=True, show=False),
         Binding("ctrl+c", "interrupt", "Stop", id="app.interrupt", priority=True, show=False),
         # Textual's usual quit key; listed in the palette and /help, kept off the footer.
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, show=False),

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.toolkit.waiting import WaitingApproval
     from habakkuk.services.turns import TurnOutcome
     from habakkuk.tools.clarify import ClarifyRequest
+    from habakkuk.work.board_types import BoardAccess
     from habakkuk.work.schedule_types import SchedulesAccess
 
 
@@ -127,6 +128,11 @@ class TerminalBackend(Services, WidgetBackend, Protocol):
     @property
     def schedules(self) -> SchedulesAccess:
         """The home's schedules (the Schedules screen)."""
+        ...
+
+    @property
+    def board(self) -> BoardAccess:
+        """The home's board (the Board screen)."""
         ...
 
     # `memory` (the Memory screen's MemoryAccess) comes with the commands' Services.

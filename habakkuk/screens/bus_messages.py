@@ -15,6 +15,7 @@ from textual.message import Message
 
 from habakkuk.engine.events import (
     ApprovalEvent,
+    CardChanged,
     Compacted,
     EventPayload,
     JobFinished,
@@ -98,6 +99,10 @@ class JobFinishedArrived(BusEvent[JobFinished]):
     pass
 
 
+class CardChangedArrived(BusEvent[CardChanged]):
+    """A board card was created or changed (the Board screen and a card's detail)."""
+
+
 # The one place an event class is paired with its message class; a subclass of an event
 # class without its own entry gets its nearest base's message.
 MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
@@ -115,6 +120,7 @@ MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
     ApprovalEvent: ApprovalArrived,
     QuestionEvent: QuestionArrived,
     JobFinished: JobFinishedArrived,
+    CardChanged: CardChangedArrived,
     EventPayload: BusEvent,
 }
 

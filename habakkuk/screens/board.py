@@ -1,0 +1,381 @@
+"""The Board screen: the home's cards by status, as columns (todo, doing, blocked, done)
+where the terminal is wide enough, else as rows grouped under a header per status.
+
+Filters: `s` steps the status (open, all, then each status), `f` the agent (any, each
+configured agent, unassigned). `a` adds a card, Enter opens one's detail; g assign,
+p priority, c comment, x cancel, r reopen and o (open the latest attempt's session) act
+on the highlighted card. A blocked card says who must act (a question for you, or a
+failure to reopen). The list is one board call (`runtime.board.list_cards`); the screen
+follows CardChanged from the bus and reads again every few seconds for changes made by
+other processes (the CLI). The screen never opens control.db.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+
+from rich.text import Text
+from textual import events, work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.widgets import DataTable, Static
+
+from habakkuk.screens.base import PollingScreen, on_bus
+from habakkuk.screens.board_actions import CARD_ACTIONS, CardActions
+from habakkuk.screens.board_card import BoardCardScreen
+from habakkuk.screens.board_form import BoardForm
+from habakkuk.screens.board_views import short_id, state_cell
+from habakkuk.screens.bus_messages import CardChangedArrived
+from habakkuk.widgets.footer import KeyFooter
+from habakkuk.work.board_types import STATUSES, USER
+
+if TYPE_CHECKING:
+    from habakkuk.work.board_types import Card, NewCard
+
+WIDE = 120  # columns from this width; grouped rows below it
+FIRST_PAGE = 60  # rows painted before the rest are added: more than a screenful
+LIMIT = 1000  # cards listed in one call
+STATUS_FILTERS: tuple[str, ...] = ("open", "all", *STATUSES)
+# The columns; cancelled cards join done (both are finished).
+COLUMNS: tuple[str, ...] = ("todo", "doing", "blocked", "done")
+SHOWN = {"open": ("todo", "doing", "blocked"), "all": COLUMNS, "cancelled": ("done",)}
+ANY = None  # the agent filter that lists every card
+Row: TypeAlias = "Card | str"  # a card, or the status of a header row
+
+PALETTE = (
+    ("Board: add card", "A card for an agent (a)", "add"),
+    ("Board: open card", "The card's body, comments, events and attempts (enter)", "open"),
+    ("Board: filter by status", "Open, all, or one status (s)", "status_filter"),
+    ("Board: filter by agent", "Any agent, one agent, or unassigned (f)", "agent_filter"),
+)
+
+
+def column_of(card: Card) -> str:
+    return "done" if card.status == "cancelled" else card.status
+
+
+class BoardScreen(CardActions, PollingScreen):
+    """Every card of the home by status; Esc goes back to the chat."""
+
+    refresh_seconds: ClassVar[float] = 3.0
+
+    DEFAULT_CSS = """
+    BoardScreen #board-filters { height: 1; padding: 0 1; color: $text-muted; }
+    BoardScreen #board-columns { height: 1fr; }
+    BoardScreen #board-columns > DataTable { width: 1fr; height: 1fr;
+                                             border-right: solid $panel; }
+    BoardScreen #board-rows { height: 1fr; }
+    BoardScreen .empty { height: auto; padding: 1 2; color: $text-muted; }
+    """
+
+    BINDINGS: ClassVar[list[Any]] = [
+        Binding("a", "add", "Add", id="board.add"),
+        Binding("g", "assign", "Assign", id="board.assign"),
+        Binding("p", "priority", "Priority", id="board.priority"),
+        Binding("c", "comment", "Comment", id="board.comment"),
+        Binding("x", "cancel", "Cancel", id="board.cancel"),
+        Binding("r", "reopen", "Reopen", id="board.reopen"),
+        Binding("o", "open_attempt", "Open attempt", id="board.open_attempt", show=False),
+        Binding("s", "status_filter", "Status", id="board.status"),
+        Binding("f", "agent_filter", "Agent", id="board.agent"),
+        Binding("escape", "back", "Back", id="board.back", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="board")
+        self.cards: list[Card] = []
+        self.status = "open"
+        self.agent: str | None = ANY
+        self.wide: bool | None = None  # the layout painted last (None: none yet)
+        self.list_calls = 0  # board calls made for the list (the benchmark checks one each)
+        self._generation = 0
+        self._title = Static("Board", classes="section-title")
+        self._filters = Static("", id="board-filters")
+        self._columns: dict[str, DataTable[str | Text]] = {
+            status: DataTable(id=f"board-col-{status}", cursor_type="row") for status in COLUMNS
+        }
+        self._rows: DataTable[str | Text] = DataTable(
+            id="board-rows", cursor_type="row", zebra_stripes=False
+        )
+        # Each table's cards in row order (a status: the header row of the grouped list).
+        self._placed: dict[DataTable[Any], list[Row]] = {}
+        self._counts: dict[str, int] = {}
+        self._reading = False
+        self._empty = Static("", classes="empty")
+
+    def compose(self) -> ComposeResult:
+        yield self._title
+        yield self._filters
+        with Horizontal(id="board-columns"):
+            yield from self._columns.values()
+        yield self._rows
+        yield self._empty
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self._empty.display = False
+        for status, table in self._columns.items():
+            table.add_columns(status, "agent", "p", "state")
+        self._rows.add_columns("card", "title", "agent", "p", "state")
+        self._layout(self.size.width >= WIDE if self.size.width else False)
+        self._show_filters()
+
+    def refresh_data(self) -> None:
+        # Opening runs both runtime_ready and on_screen_resume: one read is enough.
+        if not self._reading:
+            self.reload()
+
+    # -- the list ------------------------------------------------------------------------
+
+    def reload(self, keep: str | None = None) -> None:
+        """Read the list again (one board call), the cursor on `keep` (default: the
+        highlighted card)."""
+        self._generation += 1
+        self._load(self._generation, keep or self.selected_id())
+
+    @work(group="board-list")
+    async def _load(self, generation: int, keep: str | None) -> None:
+        if not self.has_runtime:
+            return
+        board = self.board
+        status, agent = self.status, self.agent
+        self.list_calls += 1
+        self._reading = True
+        try:
+            found = await self.call(
+                lambda: board.list_cards(status=status, assignee=agent, limit=LIMIT)
+            )
+        finally:
+            self._reading = False
+        if generation != self._generation or found is None:
+            return
+        self.cards = found
+        await self._paint(keep, generation)
+
+    async def _paint(self, keep: str | None, generation: int) -> None:
+        """Put `self.cards` on the screen in the layout the width allows."""
+        cards = self.cards
+        counts: dict[str, int] = {}
+        for card in cards:
+            counts[card.status] = counts.get(card.status, 0) + 1
+        self._counts = counts
+        summary = " · ".join(f"{n} {s}" for s, n in counts.items()) or "no cards"
+        needs_you = sum(c.status == "blocked" and c.blocked_kind == "question" for c in cards)
+        extra = f" · {needs_you} need you" if needs_you else ""
+        self._title.update(Content(f"Board · {summary}{extra}"))
+        self._empty.update(
+            Content(
+                ""
+                if cards
+                else "No cards here. a adds one; agents add them with board_create; "
+                "`habakkuk board add` from a shell."
+            )
+        )
+        self._empty.display = not cards
+        wide = self.size.width >= WIDE
+        self._layout(wide)
+        if wide:
+            shown = SHOWN.get(self.status, (column_of_status(self.status),))
+            for status, table in self._columns.items():
+                table.display = status in shown
+                mine: list[Row] = [c for c in cards if column_of(c) == status]
+                self._fill(table, mine, keep, FIRST_PAGE)
+        else:
+            self._fill(self._rows, self._grouped(cards), keep, FIRST_PAGE)
+        self.refresh_bindings()
+        # A screenful first; the rest of 1,000 cards join after that frame.
+        if len(cards) > FIRST_PAGE:
+            await self._next_frame()
+            if generation != self._generation:
+                return
+            for table, placed in self._placed.items():
+                if table.display and table.row_count < len(placed):
+                    self._add_rows(table, placed[table.row_count :])
+            self._restore(keep)
+
+    def _grouped(self, cards: list[Card]) -> list[Row]:
+        """The rows of the grouped list: a header (its status) before each status's cards."""
+        rows: list[Row] = []
+        for status in STATUSES:
+            mine = [c for c in cards if c.status == status]
+            if mine:
+                rows.append(status)
+                rows.extend(mine)
+        return rows
+
+    def _layout(self, wide: bool) -> None:
+        if wide == self.wide:
+            return
+        self.wide = wide
+        self.query_one("#board-columns").display = wide
+        self._rows.display = not wide
+        focus = self._rows if not wide else self._columns["todo"]
+        focus.focus()
+
+    def _fill(
+        self, table: DataTable[str | Text], placed: list[Row], keep: str | None, first: int
+    ) -> None:
+        table.clear()
+        self._placed[table] = placed
+        self._add_rows(table, placed[:first])
+        self._restore(keep)
+
+    def _add_rows(self, table: DataTable[str | Text], placed: list[Row]) -> None:
+        grouped = table is self._rows
+        for card in placed:
+            if isinstance(card, str):
+                count = self._counts.get(card, 0)
+                table.add_row(Text(f"{card} ({count})", style="bold"), "", "", "", "",
+                              key=f"header:{card}")  # fmt: skip
+                continue
+            cells: list[str | Text] = [
+                Text(card.title),
+                Text(card.assignee or "—", style="" if card.assignee else "dim"),
+                Text(str(card.priority)),
+                state_cell(card),
+            ]
+            if grouped:
+                cells.insert(0, Text(short_id(card.id), style="dim"))
+            table.add_row(*cells, key=card.id)
+
+    def _restore(self, keep: str | None) -> None:
+        """The cursor back on `keep` when it is shown (else on the first card)."""
+        for table, placed in self._placed.items():
+            if not table.display or table.row_count == 0:
+                continue
+            ids = [c.id if not isinstance(c, str) else None for c in placed[: table.row_count]]
+            if keep is not None and keep in ids:
+                table.move_cursor(row=ids.index(keep))
+                if self.wide:
+                    table.focus()
+            elif table.cursor_row >= table.row_count or isinstance(placed[table.cursor_row], str):
+                first = next((n for n, c in enumerate(ids) if c is not None), 0)
+                table.move_cursor(row=first)
+
+    async def _next_frame(self) -> None:
+        """Wait until the screen has painted what is there now."""
+        painted = asyncio.Event()
+        self.call_after_refresh(painted.set)
+        await painted.wait()
+
+    def on_resize(self, event: events.Resize) -> None:
+        wide = event.size.width >= WIDE
+        if self.wide is not None and wide != self.wide and self._loaded:
+            self._repaint(self.selected_id())
+
+    @work(group="board-paint")
+    async def _repaint(self, keep: str | None) -> None:
+        """The cards already read, in the layout the new width allows (no board call)."""
+        await self._paint(keep, self._generation)
+
+    # -- the highlighted card ------------------------------------------------------------
+
+    def current_table(self) -> DataTable[Any]:
+        """The table the cursor is in: the focused column, or the grouped list."""
+        if not self.wide:
+            return self._rows
+        focused = self.focused
+        if isinstance(focused, DataTable) and focused in self._placed:
+            return focused
+        return next((t for t in self._columns.values() if t.display), self._columns["todo"])
+
+    def selected(self) -> Card | None:
+        """The highlighted card (None on a header row or an empty column)."""
+        table = self.current_table()
+        placed = self._placed.get(table, [])
+        row = table.cursor_row
+        if 0 <= row < min(len(placed), table.row_count):
+            card = placed[row]
+            return None if isinstance(card, str) else card
+        return None
+
+    def selected_id(self) -> str | None:
+        card = self.selected()
+        return card.id if card is not None else None
+
+    def acting_card(self) -> Card | None:
+        return self.selected()
+
+    def card_changed(self, card: Card) -> None:
+        self.reload(keep=card.id)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.refresh_bindings()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    @on_bus(CardChangedArrived)
+    def _on_card(self, message: CardChangedArrived) -> None:
+        # A tool, the dispatcher or another surface of this process moved a card.
+        self.reload()
+
+    # -- keys ----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in CARD_ACTIONS:
+            return self.card_action_allowed(action)
+        if action == "open":
+            return self.selected() is not None
+        return True
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """The screen's actions for the command palette, `Board: ...`."""
+        for title, about, action in PALETTE:
+            yield SystemCommand(title, about, getattr(self, f"action_{action}"))
+        for title, about, call in self.card_palette():
+            yield SystemCommand(title, about, call)
+
+    def action_back(self) -> None:
+        self.happ.action_go("chat")
+
+    def action_open(self) -> None:
+        """The highlighted card's detail."""
+        card = self.selected()
+        if card is not None:
+            self.app.push_screen(BoardCardScreen(card.id), lambda _: self.reload(keep=card.id))
+
+    def action_status_filter(self) -> None:
+        """The next status filter: open, all, then each status."""
+        self.status = STATUS_FILTERS[(STATUS_FILTERS.index(self.status) + 1) % len(STATUS_FILTERS)]
+        self._show_filters()
+        self.reload()
+
+    def agents(self) -> list[str | None]:
+        """The agent filter's steps: any, each configured agent, unassigned ("")."""
+        names = list(self.runtime.config.agents) if self.has_runtime else []
+        return [ANY, *names, ""]
+
+    def action_agent_filter(self) -> None:
+        """The next agent filter."""
+        steps = self.agents()
+        at = steps.index(self.agent) if self.agent in steps else 0
+        self.agent = steps[(at + 1) % len(steps)]
+        self._show_filters()
+        self.reload()
+
+    def _show_filters(self) -> None:
+        agent = "any" if self.agent is None else (self.agent or "unassigned")
+        self._filters.update(
+            Content(f"status: {self.status} · agent: {agent}   (s: status · f: agent)")
+        )
+
+    def action_add(self) -> None:
+        """The add form; the notice says what the card is once stored."""
+        if not self.has_runtime:
+            return
+
+        def done(new: NewCard | None) -> None:
+            if new is not None:
+                self.change(lambda board: board.create(new, by=USER))
+
+        self.app.push_screen(BoardForm(self.agent or ""), done)
+
+
+def column_of_status(status: str) -> str:
+    """The column a one-status filter shows."""
+    return "done" if status == "cancelled" else status
