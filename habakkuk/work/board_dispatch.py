@@ -41,7 +41,9 @@ from habakkuk.work.board_types import (
     CARD_KIND,
     DISPATCHER_LEASE,
     WAKE_FILE,
+    BlockKind,
     Card,
+    CardStatus,
     attempt_session,
     card_job_id,
     notice_id,
@@ -67,8 +69,8 @@ class DispatchStore(Protocol):
         card_id: str,
         attempt: int,
         *,
-        status: str,
-        kind: str = "",
+        status: CardStatus,
+        kind: BlockKind = "failed",
         reason: str = "",
         comment: str = "",
         author: str = BOARD_AUTHOR,
@@ -305,4 +307,6 @@ class Dispatcher:
                     delivery_id(card.id, card.revision), card.deliver_to, text
                 )
             except ValueError as exc:  # a bad address never blocks the other notices
-                log.warning("board: card %s: cannot deliver to %r: %s", card.id, card.deliver_to, exc)
+                log.warning(
+                    "board: card %s: cannot deliver to %r: %s", card.id, card.deliver_to, exc
+                )

@@ -117,9 +117,7 @@ class CardRuns:
             result = await self.turn_loop.run(lease)
         except asyncio.CancelledError:
             if lease.stop_reason == "user":
-                await asyncio.shield(
-                    self._settle(card_id, attempt, "its turn was stopped")
-                )
+                await asyncio.shield(self._settle(card_id, attempt, "its turn was stopped"))
             raise
         except LeaseLost:
             raise  # another worker owns the job now

@@ -155,9 +155,7 @@ async def test_a_card_waits_on_its_dependency_until_it_is_done_then_sees_its_res
 ) -> None:
     runtime = await started(runtime_factory)
     first = await runtime.board.create(NewCard("Flaky", assignee="other"))
-    second = await runtime.board.create(
-        NewCard("Summary", assignee="main", depends_on=(first.id,))
-    )
+    second = await runtime.board.create(NewCard("Summary", assignee="main", depends_on=(first.id,)))
     assert (await runtime.board.get(second.id)).waiting_on == ((first.id, "todo"),)
     dispatcher = dispatcher_of(runtime)
     assert (await dispatcher.look()).dispatched == 1
