@@ -108,10 +108,10 @@ async def other_process(runtime: Runtime, home: Path, i: int) -> float:
 async def quiet(runtime: Runtime) -> None:
     """Let every card job end and the look its end wakes pass, so only the periodic look
     can find the next card."""
-    while await runtime.queue.db.fetchall(
+    for row in await runtime.queue.db.fetchall(
         "SELECT id FROM jobs WHERE kind = 'card' AND status IN ('queued', 'running')"
     ):
-        await asyncio.sleep(0.05)
+        await runtime.turns.wait_turn(row["id"])
     await asyncio.sleep(0.5)
 
 
