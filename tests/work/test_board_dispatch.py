@@ -30,6 +30,12 @@ from habakkuk.work.board_types import (
 from tests.helpers import eventually
 
 SCRIPT = """
+- match: 'Title: Slow'
+  steps:
+    - tool_calls: [{name: exec, arguments: {command: "sleep 60"}}]
+    - text: "never"
+- match: 'Title: Broken'
+  steps: [{error: "the model is down"}]
 - match: 'attempt 1\\)[\\s\\S]*Title: Flaky'
   steps: [{text: "I had a look but did not finish."}]
 - match: 'Title: (\\w+)'
@@ -179,6 +185,37 @@ async def test_a_card_waits_on_its_dependency_until_it_is_done_then_sees_its_res
     assert finished.status == "done"
     text = await first_text(runtime, attempt_session(second.id, 1))
     assert f"Result of {first.id}" in text and "result of the card: Flaky" in text
+
+
+async def test_a_card_whose_turn_fails_is_blocked_with_the_error_never_done(
+    runtime_factory: Any,
+) -> None:
+    runtime = await started(runtime_factory)
+    card = await runtime.board.create(NewCard("Broken", assignee="other"))
+    assert (await dispatcher_of(runtime).look()).dispatched == 1
+    outcome = await runtime.turns.wait_turn(card_job_id(card.id, 1))
+    assert outcome.status == "failed"
+    read = await runtime.board.get(card.id)
+    assert read.status == "blocked" and read.blocked_kind == "failed"
+    assert "the model is down" in read.blocked_reason
+    assert [e.kind for e in read.events][-1] == "failed"
+
+
+async def test_a_card_cancelled_while_its_turn_runs_stops_it_and_stays_cancelled(
+    runtime_factory: Any,
+) -> None:
+    runtime = await started(runtime_factory)
+    card = await runtime.board.create(NewCard("Slow", assignee="other"))
+    with runtime.bus.subscribe(lambda e: e.kind == "tool.start") as calling:
+        assert (await dispatcher_of(runtime).look()).dispatched == 1
+        await calling.get()
+    cancelled = await runtime.board.cancel(card.id)
+    assert cancelled.status == "cancelled"
+    outcome = await runtime.turns.wait_turn(card_job_id(card.id, 1))
+    assert outcome.status == "cancelled"
+    read = await runtime.board.get(card.id)
+    assert read.status == "cancelled" and read.result == ""
+    assert "stopped" in [e.kind for e in read.events]
 
 
 async def test_a_claimed_card_without_its_job_is_queued_again_under_the_same_id(
