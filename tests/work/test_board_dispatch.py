@@ -15,7 +15,7 @@ from typing import Any
 
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
-from habakkuk.work.board_dispatch import Dispatcher
+from habakkuk.work.board_dispatch import Dispatcher, delivery_id
 from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import (
     CARD_KIND,
@@ -245,6 +245,28 @@ async def test_a_doing_card_whose_job_ended_is_blocked_with_why(runtime_factory:
     read = await runtime.board.get(card.id)
     assert read.status == "blocked" and read.blocked_kind == "failed"
     assert "stopped" in read.blocked_reason
+
+
+async def test_a_question_from_a_card_without_a_creator_goes_to_deliver_to_once(
+    runtime_factory: Any,
+) -> None:
+    runtime = await runtime_factory(config())  # no workers: the delivery stays queued
+    card = await runtime.board.create(NewCard("Ask", assignee="other", deliver_to="telegram:42"))
+    store = BoardStore(runtime.queue.db)
+    assert await store.claim(card.id, 0) is not None
+    asked = await store.settle_attempt(
+        card.id, 1, status="blocked", kind="question", reason="Which region?", author="other"
+    )
+    assert asked is not None
+    dispatcher = dispatcher_of(runtime)
+    assert (await dispatcher.look()).notified == 1
+    assert (await dispatcher.look()).notified == 0
+    rows = await runtime.queue.db.fetchall(
+        "SELECT id, payload FROM jobs WHERE id LIKE ?", (f"%{card.id}_r%",)
+    )
+    assert [r["id"] for r in rows] == [delivery_id(card.id, asked.revision)]
+    assert "question" in rows[0]["payload"] and "Which region?" in rows[0]["payload"]
+    assert "telegram" in rows[0]["payload"]
 
 
 async def test_a_second_dispatcher_does_nothing_while_the_first_holds_the_lease(
