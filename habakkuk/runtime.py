@@ -249,6 +249,13 @@ class Runtime:
 
         runs = ScheduleRuns(self, on_finished=self._job_finished)
         self._pools.extend(runs.pools)
+        # Board cards run on this turn loop in their own pool (work/board_wiring.py).
+        from habakkuk.work.board_wiring import BoardRuns
+
+        cards = BoardRuns(self, runner, on_finished=self._job_finished)
+        self._pools.append(cards.pool)
+        if maintenance:
+            self._maintenance.append(cards.start_dispatcher())
         for pool in self._pools:
             pool.start()
         self._maintenance.append(runs.start_watcher())
