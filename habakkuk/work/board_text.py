@@ -56,10 +56,10 @@ def table(cards: Sequence[Card], *, width: int = WIDTH) -> list[str]:
     as_w = min(_ASSIGNEE_MAX, max(len("ASSIGNEE"), *(len(c.assignee or "-") for c in cards)))
     fixed = id_w + st_w + pr_w + as_w + 4
     reasons = [why(c) for c in cards]
-    rest = max(width - fixed - 1, _TITLE_MIN)
+    rest = max(width - fixed, _TITLE_MIN)
     if any(reasons):
         title_w = min(max(len("TITLE"), *(len(c.title) for c in cards)), max(rest // 2, _TITLE_MIN))
-        why_w = max(width - fixed - title_w - 2, 0)
+        why_w = max(width - fixed - title_w - 1, 0)
     else:
         title_w, why_w = rest, 0
 
