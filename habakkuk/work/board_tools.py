@@ -177,10 +177,12 @@ class BoardUpdate(BoardChange):
         if not any(key in args for key in ("assignee", "priority", "action")):
             raise HabakkukError("give assignee, priority or action (cancel or reopen)")
         card = await service.get(str(args["card"]).strip())  # resolves a prefix once
-        if "assignee" in args:
-            card = await service.assign(card.id, str(args["assignee"]).strip(), by=ctx.agent)
+        # The priority first: an agent that holds (but did not create) the card may no
+        # longer change it once it has handed it to another.
         if "priority" in args:
             card = await service.set_priority(card.id, int(args["priority"]), by=ctx.agent)
+        if "assignee" in args:
+            card = await service.assign(card.id, str(args["assignee"]).strip(), by=ctx.agent)
         if args.get("action") == "cancel":
             card = await service.cancel(card.id, by=ctx.agent)
         elif args.get("action") == "reopen":
