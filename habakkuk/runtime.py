@@ -38,6 +38,7 @@ from habakkuk.knowledge.embed_loop import embed_every_minute
 from habakkuk.knowledge.review_wiring import memory_review_pool
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
+from habakkuk.services.board import build_board
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
@@ -108,6 +109,8 @@ class Runtime:
         self.settings = SessionSettings(config, self.sessions, usage)
         self.checkpointing = WorkspaceCheckpoints(config, home, self.queue, self.sessions)
         self.schedules = build_schedules(self.queue, config)  # a work SchedulesAccess
+        # The board (a work BoardAccess); a card's run in this process stops at once.
+        self.board = build_board(self.queue, config, self.bus, home, self._stop_local_job)
         # Waiting approvals; turns marked attended ask a human while someone attends.
         self.approvals = Approvals(
             self.bus,
@@ -133,6 +136,7 @@ class Runtime:
             http=self.http.describe,
         )
         self.control.schedules = self.schedules  # the overview's (total, enabled)
+        self.control.board = self.board  # the overview's open_cards
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -205,6 +209,7 @@ class Runtime:
                 memory=self.memory,
                 skills=self.skills,
                 schedules=self.schedules,
+                board=self.board,
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self.checkpointing.snapshot_for,
@@ -323,6 +328,10 @@ class Runtime:
                 attempts=job.attempts,
             )
         )
+
+    def _stop_local_job(self, job_id: str) -> bool:
+        """Stop a job one of this process's pools runs now; False when none does."""
+        return any(pool.stop_job(job_id) for pool in self._pools)
 
     def _job_finished(self, job: Job) -> None:
         self.job_settled(job)

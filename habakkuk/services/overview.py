@@ -53,6 +53,7 @@ class ControlRoom:
         self._http = http
         # The runtime hands in its schedules once built; without them the counts are 0.
         self.schedules: ScheduleCounts | None = None
+        self.board: Any = None  # the runtime's board (work.board_types.BoardAccess)
 
     async def channel_states(self) -> list[dict[str, Any]]:
         """Every configured channel account with its last recorded state.
