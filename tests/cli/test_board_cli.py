@@ -137,7 +137,7 @@ def test_add_touches_the_wake_file_for_a_running_serve(board_home, capsys) -> No
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(board_home, capsys, argv, says) -> None:
-    error = one_line_error(capsys, ["board", *argv], code=2 if "parent" not in argv else 1)
+    error = one_line_error(capsys, ["board", *argv], code=1 if "--parent" in argv else 2)
     assert error.startswith(f"habakkuk: board {argv[0]}: ") and says in error, error
     assert out_json(capsys, "list", "--status", "all") == {"cards": []}
 
