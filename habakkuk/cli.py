@@ -112,6 +112,7 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 # Commands whose actions their own module declares (each a standard-library-only module).
 NESTED_COMMANDS: dict[str, tuple[str, str, str | None]] = {
     # command: (module, help, description)
+    "board": ("habakkuk.board_cli", "cards of work handed to agents: add, list, assign", None),
     "memory": ("habakkuk.memory_cli", "an agent's notes, their history and the index", None),
     "plugins": ("habakkuk.plugins_cli", "install, enable and remove plugins", None),
     "schedules": ("habakkuk.schedules_cli", "prompts and scripts on a timetable", None),
@@ -232,6 +233,10 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
         from habakkuk import skills_cli
 
         return skills_cli.main
+    if args.command == "board":
+        from habakkuk import board_cli
+
+        return board_cli.main
     if args.command == "schedules":
         from habakkuk import schedules_cli
 

@@ -62,6 +62,10 @@ def build_tools(config: Config) -> ToolRegistry:
 
     for tool in schedule_tools():
         registry.register(tool, "schedule")
+    from habakkuk.work.board_tools import board_tools
+
+    for tool in board_tools():
+        registry.register(tool, "board")
     if config.channels:
         from habakkuk.channels.service import register_tools
 
