@@ -93,6 +93,7 @@ class BoardScreen(CardActions, PollingScreen):
         self.wide: bool | None = None  # the layout painted last (None: none yet)
         self.list_calls = 0  # board calls made for the list (the benchmark checks one each)
         self._generation = 0
+        self._keep: str | None = None  # the card a pending read puts the cursor on
         self._title = Static("Board", classes="section-title")
         self._filters = Static("", id="board-filters")
         self._columns: dict[str, DataTable[str | Text]] = {
@@ -135,7 +136,11 @@ class BoardScreen(CardActions, PollingScreen):
         """Read the list again (one board call), the cursor on `keep` (default: the
         highlighted card)."""
         self._generation += 1
-        self._load(self._generation, keep or self.selected_id())
+        # A live update that lands while an add's read is pending must not move the
+        # cursor off the card just added: the pending choice stands until painted.
+        keep = keep or self._keep or self.selected_id()
+        self._keep = keep
+        self._load(self._generation, keep)
 
     @work(group="board-list")
     async def _load(self, generation: int, keep: str | None) -> None:
@@ -154,6 +159,7 @@ class BoardScreen(CardActions, PollingScreen):
         if generation != self._generation or found is None:
             return
         self.cards = found
+        self._keep = None
         await self._paint(keep, generation)
 
     async def _paint(self, keep: str | None, generation: int) -> None:

@@ -114,7 +114,10 @@ async def test_add_assign_priority_comment_cancel_reopen(chat_app: ChatApp) -> N
     async with chat_app(size=(80, 24)) as ui:
         board = ui.runtime.board  # the real service, on the test home's control.db
         agent = next(iter(ui.runtime.config.agents))
-        screen = await open_board(ui, 0)
+        # The new card depends on one nobody holds, so the running dispatcher never takes
+        # it once it is assigned: the screen's actions are what this test watches.
+        blocker = await board.create(NewCard("Agree the scope"), by="user")
+        screen = await open_board(ui, 1)
         await ui.press("a")
         await eventually(lambda: isinstance(ui.screen, BoardForm), what="the form")
         form = ui.screen
@@ -124,10 +127,11 @@ async def test_add_assign_priority_comment_cancel_reopen(chat_app: ChatApp) -> N
         await eventually(lambda: "title: required" in str(error.render()), what="the refusal")
         form.query_one("#card-form-title", Input).value = "Check the totals"
         form.query_one("#card-form-priority", Input).value = "2"
+        form.query_one("#card-form-depends", Input).value = blocker.id
         form.query_one("#card-form-depends", Input).focus()
         await ui.press("enter")
-        await eventually(lambda: len(screen.cards) == 1, what="the new card")
-        (card,) = await board.list_cards()
+        await eventually(lambda: len(screen.cards) == 2, what="the new card")
+        (card,) = [c for c in await board.list_cards() if c.id != blocker.id]
         assert (card.title, card.priority, card.assignee) == ("Check the totals", 2, "")
         assert any("is now todo · unassigned · priority 2" in t for t in ui.toasts())
         await eventually(lambda: screen.selected_id() == card.id, what="the card highlighted")
@@ -168,9 +172,14 @@ async def test_add_assign_priority_comment_cancel_reopen(chat_app: ChatApp) -> N
         await eventually(lambda: isinstance(ui.screen, Confirm), what="the question")
         await ui.press("y")
         await eventually(lambda: has(board, card.id, "status", "cancelled"), what="cancelled")
-        await eventually(lambda: screen.cards == [], what="gone from the open cards")
+        await eventually(
+            lambda: [c.id for c in screen.cards] == [blocker.id], what="gone from the open cards"
+        )
         await ui.press("s")  # all
-        await eventually(lambda: len(screen.cards) == 1, what="the cancelled card listed")
+        await eventually(lambda: len(screen.cards) == 2, what="the cancelled card listed")
+        table = screen.query_one("#board-rows", DataTable)
+        await eventually(lambda: table.row_count == 4, what="two cards under their headers")
+        table.move_cursor(row=[r[1] for r in rows(table)].index("Check the totals"))
         await eventually(lambda: screen.selected_id() == card.id, what="highlighted")
         await ui.press("r")
         await eventually(lambda: has(board, card.id, "status", "todo"), what="reopened")
