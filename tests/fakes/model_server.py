@@ -454,6 +454,10 @@ class FakeModelServer:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self.on_chunk: Callable[[float], None] | None = None
+        # Asked when nothing is queued: a reply chosen from the request itself, as a
+        # model reads its prompt, for tests where several sessions call at once in an
+        # order no queue can foresee (None: answer 500 "no scripted reply").
+        self.responder: Callable[[RecordedRequest], ScriptItem | None] | None = None
         self.models: list[str] = ["gpt-fake", "gpt-fake-mini", "claude-fake"]
         # When set, GET /v1/models answers 401 (each API's real body) to any other key,
         # as the real services do: what a key check before saving relies on.
@@ -564,12 +568,14 @@ class FakeModelServer:
         """The ``POST /v1/embeddings`` requests received, oldest first."""
         return [r for r in self.requests if r.api == "embeddings"]
 
-    def _next_item(self, api: str) -> ScriptItem | None:
+    def _next_item(self, api: str, recorded: RecordedRequest) -> ScriptItem | None:
         own = self._queues[api]
         if own:
             return own.popleft()
         if self._shared:
             return self._shared.popleft()
+        if self.responder is not None:
+            return self.responder(recorded)
         return None
 
     def _new_id(self, prefix: str) -> str:
@@ -671,7 +677,7 @@ class FakeModelServer:
         problem = _openai_request_problem(body, ("model", "messages"))
         if problem:
             return web.json_response(_openai_invalid(problem), status=400, headers=headers)
-        item = self._next_item("chat")
+        item = self._next_item("chat", recorded)
         if item is None:
             return web.json_response(_openai_no_script(request), status=500, headers=headers)
         if isinstance(item, Fail):
@@ -702,7 +708,7 @@ class FakeModelServer:
         problem = _openai_request_problem(body, ("model",))
         if problem:
             return web.json_response(_openai_invalid(problem), status=400, headers=headers)
-        item = self._next_item("responses")
+        item = self._next_item("responses", recorded)
         if item is None:
             return web.json_response(_openai_no_script(request), status=500, headers=headers)
         if isinstance(item, Fail):
@@ -749,7 +755,7 @@ class FakeModelServer:
                 status=400,
                 headers=headers,
             )
-        item = self._next_item("anthropic")
+        item = self._next_item("anthropic", recorded)
         if item is None:
             return web.json_response(
                 {
