@@ -5,6 +5,8 @@ next request carries the child's report."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +246,74 @@ async def test_a_failing_child_returns_failed_with_its_partial_output(
     assert outcome.status == "done"
     [result] = tool_results(server.requests[-1])
     assert "failed" in result and "Halfway there: found 2 of 4." in result
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PATH": __import__("os").environ["PATH"],
+    }
+    done = subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+async def test_a_worktree_childs_changes_land_on_its_branch(
+    runtime: Any, server: FakeModelServer, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    git(ws, "init", "-q", "-b", "main")
+    (ws / "README").write_text("hello\n")
+    git(ws, "add", "README")
+    git(ws, "commit", "-q", "-m", "first")
+    base = git(ws, "rev-parse", "HEAD").strip()
+    server.script(
+        Reply(tool_calls=[delegate("add NOTES", agent="helper", worktree=True)]),
+        Reply("Merged nothing yet."),
+        api="chat",
+    )
+    server.script(
+        Reply(tool_calls=[ToolCall("write_file", {"path": "NOTES", "content": "notes\n"})]),
+        Reply("Added NOTES."),
+        api="anthropic",
+    )
+    session, outcome = await turn(runtime, "add notes in a worktree")
+    assert outcome.status == "done"
+    [child] = await runtime.delegation.children(session, active_only=False)
+    branch = f"habakkuk/{child.job}"
+    [result] = tool_results(server.requests[-1])
+    assert f"branch: {branch}" in result and f"base commit: {base}" in result
+    assert "NOTES | 1 +" in result
+    assert git(ws, "show", f"{branch}:NOTES") == "notes\n"
+    assert git(ws, "log", "-1", "--format=%an <%ae>", branch).strip() == (
+        "Habakkuk <habakkuk@localhost>"
+    )
+    assert not (ws / "NOTES").exists()  # the parent's checkout is untouched
+    assert git(ws, "status", "--porcelain") == ""  # the worktrees folder is excluded
+    exclude = (ws / ".git" / "info" / "exclude").read_text()
+    assert "/.habakkuk-worktrees/" in exclude and not (ws / ".gitignore").exists()
+    assert (ws / ".habakkuk-worktrees" / child.job / "NOTES").exists()
+
+
+async def test_a_worktree_outside_a_git_repository_is_an_error_result(
+    runtime: Any, server: FakeModelServer, tmp_path: Path
+) -> None:
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    server.script(
+        Reply(tool_calls=[delegate("x", agent="helper", worktree=True)]),
+        Reply("ok"),
+        api="chat",
+    )
+    _, outcome = await turn(runtime, "delegate")
+    assert outcome.status == "done"
+    [result] = tool_results(server.requests[-1])
+    assert "not inside a git repository" in result
