@@ -4,14 +4,18 @@ next request carries the child's report."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from habakkuk.work.delegation import spec_from_payload, subturn_id
 from habakkuk.work.delegation_types import SUBTURN_KIND
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 from tests.helpers import eventually
@@ -75,7 +79,7 @@ async def test_two_delegate_calls_of_one_response_run_in_parallel(
     calls = [delegate("first part", agent="helper"), delegate("second part", agent="helper")]
     server.script(Reply(tool_calls=calls), Reply("Both done."), api="chat")
     server.script(Reply("part done"), Reply("part done"), api="anthropic")
-    server.gates["anthropic"] = gate = __import__("asyncio").Event()
+    server.gates["anthropic"] = gate = asyncio.Event()
     session = await runtime.sessions.new_session("main")
     turn_id = await runtime.turns.submit(session.id, "split it")
     # Both children's model requests arrive while neither has been answered.
@@ -252,7 +256,7 @@ def git(cwd: Path, *args: str) -> str:
     env = {
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "GIT_CONFIG_NOSYSTEM": "1",
-        "PATH": __import__("os").environ["PATH"],
+        "PATH": os.environ["PATH"],
     }
     done = subprocess.run(
         ["git", "-c", "user.name=T", "-c", "user.email=t@t", *args],
@@ -317,3 +321,68 @@ async def test_a_worktree_outside_a_git_repository_is_an_error_result(
     assert outcome.status == "done"
     [result] = tool_results(server.requests[-1])
     assert "not inside a git repository" in result
+
+
+async def test_a_repeated_call_reattaches_to_the_same_child(
+    runtime: Any, server: FakeModelServer
+) -> None:
+    server.script(Reply(tool_calls=[delegate("once", agent="helper")]), Reply("ok"), api="chat")
+    server.script(Reply("only once"), api="anthropic")
+    session, outcome = await turn(runtime, "delegate")
+    assert outcome.status == "done"
+    [child] = await runtime.delegation.children(session, active_only=False)
+    job = await runtime.queue.get(child.job)
+    spec = spec_from_payload(job.payload)
+    # The resumed parent repeats the call: the same id, the stored end, no new model call.
+    again = await runtime.delegation.delegate(spec)
+    assert again.job == child.job and again.status == "done" and again.reply == "only once"
+    assert len(anthropic(server)) == 1
+    # An option given makes another call (another child).
+    assert subturn_id(replace(spec, model="claude/claude-fake")) != child.job
+    assert subturn_id(replace(spec, call_id="other")) == child.job
+
+
+async def test_a_sub_turn_is_unattended_so_exec_needing_approval_is_denied(
+    runtime_factory: Any, server: FakeModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_KEY", "k")
+    marker = tmp_path / "ran"
+    text = config(server, tmp_path / "ws").replace(
+        "  helper:\n    model: claude/claude-fake\n    mode: full",
+        "  helper:\n    model: claude/claude-fake\n    mode: ask",
+    )
+    opened = await runtime_factory(text)
+    opened.start_workers(channels=False)
+    server.script(Reply(tool_calls=[delegate("touch it", agent="helper")]), Reply("ok"), api="chat")
+    server.script(
+        Reply(tool_calls=[ToolCall("exec", {"command": f"touch {marker}"})]),
+        Reply("The exec was denied."),
+        api="anthropic",
+    )
+    _, outcome = await turn(opened, "delegate an exec")
+    assert outcome.status == "done" and not marker.exists()
+    denied = [
+        b["content"]
+        for m in anthropic(server)[1].json["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+    assert any("unattended" in str(d) for d in denied)
+
+
+async def test_a_child_past_the_timeout_is_stopped_and_reported_timed_out(
+    runtime_factory: Any, server: FakeModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_KEY", "k")
+    text = config(server, tmp_path / "ws", extra="delegation:\n  timeout_seconds: 1\n")
+    opened = await runtime_factory(text)
+    opened.start_workers(channels=False)
+    server.script(Reply(tool_calls=[delegate("slow", agent="helper")]), Reply("ok"), api="chat")
+    server.gates["anthropic"] = asyncio.Event()  # the child's model call never answers
+    session, outcome = await turn(opened, "delegate something slow")
+    assert outcome.status == "done"
+    [result] = tool_results(server.requests[-1])
+    assert "timed out" in result and "delegation.timeout_seconds" in result
+    [child] = await opened.delegation.children(session, active_only=False)
+    assert child.status == "timed out"

@@ -89,7 +89,7 @@ async def test_sigkill_while_a_background_child_runs_then_one_notice_after_resta
             await eventually(
                 lambda: query(
                     control, "SELECT 1 FROM jobs WHERE id = ? AND status = 'done'", (turn,)
-                ),  # fmt: skip
+                ),
                 what="the parent turn to finish",
                 timeout=BOUND,
             )
