@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine.events import DelegateEnded, DelegateStarted
+from habakkuk.engine.timeouts import wait_within
 from habakkuk.work.delegation import spec_from_payload, subturn_id
 from habakkuk.work.delegation_types import SUBTURN_KIND
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
@@ -386,3 +388,22 @@ async def test_a_child_past_the_timeout_is_stopped_and_reported_timed_out(
     assert "timed out" in result and "delegation.timeout_seconds" in result
     [child] = await opened.delegation.children(session, active_only=False)
     assert child.status == "timed out"
+
+
+async def test_a_delegate_call_publishes_its_start_and_its_end(
+    runtime: Any, server: FakeModelServer
+) -> None:
+    server.script(
+        Reply(tool_calls=[delegate("ping", "call_ping", agent="helper")]), Reply("ok"), api="chat"
+    )
+    server.script(Reply("pong"), api="anthropic")
+    with runtime.bus.subscribe(lambda e: isinstance(e, DelegateStarted | DelegateEnded)) as seen:
+        session, outcome = await turn(runtime, "delegate a ping")
+        assert outcome.status == "done"
+        start = await wait_within(seen.get(), 20)
+        end = await wait_within(seen.get(), 20)  # published once the child's job settled
+    assert isinstance(start, DelegateStarted) and isinstance(end, DelegateEnded)
+    assert (start.session, start.turn, start.call_id) == (session, outcome.turn, "call_ping")
+    assert start.agent == "helper" and start.task == "ping" and not start.background
+    assert (end.session, end.job, end.status) == (session, start.job, "done")
+    assert end.child_session == start.child_session
