@@ -59,6 +59,7 @@ class ChildSessions(Protocol):
         origin: str = "cli",
         session_id: str | None = None,
         chat: bool = False,
+        workspace: Path | None = None,
     ) -> Session: ...
 
     async def session(self, session_id: str) -> Session: ...
@@ -191,6 +192,7 @@ class Delegation:
             text += instructions(spec.output_schema)
         job = subturn_id(spec)
         extra: dict[str, Any] = {}
+        tree: Path | None = None
         if spec.worktree:
             from habakkuk.work.worktrees import repository_of, worktree_path
 
@@ -207,7 +209,7 @@ class Delegation:
             if reply_to:
                 spec = _with(spec, reply_to=reply_to)
         child = await self.sessions.new_session(
-            agent.name, origin=DELEGATE_ORIGIN, session_id=child_session_id(job)
+            agent.name, origin=DELEGATE_ORIGIN, session_id=child_session_id(job), workspace=tree
         )
         payload = {
             **extra,

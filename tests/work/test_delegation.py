@@ -307,7 +307,10 @@ async def test_a_worktree_childs_changes_land_on_its_branch(
     assert git(ws, "status", "--porcelain") == ""  # the worktrees folder is excluded
     exclude = (ws / ".git" / "info" / "exclude").read_text()
     assert "/.habakkuk-worktrees/" in exclude and not (ws / ".gitignore").exists()
-    assert (ws / ".habakkuk-worktrees" / child.job / "NOTES").exists()
+    tree = (ws / ".habakkuk-worktrees" / child.job).resolve()
+    assert (tree / "NOTES").exists()
+    # The child's session prompt names the worktree as its workspace.
+    assert f"workspace folder {tree};" in json.dumps(anthropic(server)[0].json["system"])
 
 
 async def test_a_worktree_outside_a_git_repository_is_an_error_result(
