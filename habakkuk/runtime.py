@@ -194,28 +194,29 @@ class Runtime:
             self.channel_service()  # the web chat is a channel too
         # Clients that did not wait for MCP still get its tools as servers connect.
         self._launch_mcp()
-        deps = TurnDeps(
-            config=self.config,
-            home=self.home,
-            transcripts=self.transcripts,
-            router=self.router,
-            tools=self.tools,
-            bus=self.bus,
-            blobs=self.blobs,
-            approver_for=self._approver_for,
-            processes=self.processes,
-            process_started=self._process_started,
-            outbox=self.channels,
-            memory=self.memory,
-            skills=self.skills,
-            schedules=self.schedules,
-            delegation=self.delegation,
-            hooks=self.hooks,
-            state=self.state,
-            checkpoint_for=self.checkpointing.snapshot_for,
-            tool_view=self._tool_view(),
+        runner = TurnRunner(
+            TurnDeps(
+                config=self.config,
+                home=self.home,
+                transcripts=self.transcripts,
+                router=self.router,
+                tools=self.tools,
+                bus=self.bus,
+                blobs=self.blobs,
+                approver_for=self._approver_for,
+                processes=self.processes,
+                process_started=self._process_started,
+                outbox=self.channels,
+                memory=self.memory,
+                skills=self.skills,
+                schedules=self.schedules,
+                delegation=self.delegation,
+                hooks=self.hooks,
+                state=self.state,
+                checkpoint_for=self.checkpointing.snapshot_for,
+                tool_view=self._tool_view(),
+            )
         )
-        runner = TurnRunner(deps)
         self._turn_pool = Pool(
             self.queue,
             [TURN_KIND],
@@ -249,9 +250,12 @@ class Runtime:
 
         runs = ScheduleRuns(self, on_finished=self._job_finished)
         self._pools.extend(runs.pools)
-        from habakkuk.work.delegation_wiring import SubturnRuns  # children: a pool of their own
+        # Sub-agents' turns: a pool of their own, without delegation (work/delegation_wiring.py).
+        from habakkuk.work.delegation_wiring import SubturnRuns
 
-        subturns = SubturnRuns(self.queue, deps, self.delegation, on_finished=self._job_finished)
+        subturns = SubturnRuns(
+            self.queue, runner.deps, self.delegation, on_finished=self._job_finished
+        )
         self._pools.append(subturns.pool)
         for pool in self._pools:
             pool.start()
