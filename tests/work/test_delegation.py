@@ -410,3 +410,37 @@ async def test_a_delegate_call_publishes_its_start_and_its_end(
     assert start.agent == "helper" and start.task == "ping" and not start.background
     assert (end.session, end.job, end.status) == (session, start.job, "done")
     assert end.child_session == start.child_session
+
+
+async def test_the_sweep_queues_a_notice_a_crash_left_unqueued_exactly_once(
+    runtime: Any, server: FakeModelServer
+) -> None:
+    server.script(
+        Reply(tool_calls=[delegate("later", agent="helper", background=True)]),
+        Reply("Started."),
+        Reply("Noted."),
+        api="chat",
+    )
+    server.script(Reply("finished later"), api="anthropic")
+    session, outcome = await turn(runtime, "in the background")
+    assert outcome.status == "done"
+    [child] = await runtime.delegation.children(session, active_only=False)
+    notice = f"turn_{child.job}"
+    await eventually(
+        lambda: _finished(runtime, notice), what="the notice turn of the background child"
+    )
+    assert await runtime.delegation.sweep() == 0  # nothing owed
+    # A kill between the child's stored result and its notice: the notice job is missing.
+    await runtime.queue.db.write(lambda c: c.execute("DELETE FROM jobs WHERE id = ?", (notice,)))
+    assert await runtime.delegation.sweep() == 1
+    assert await runtime.delegation.sweep() == 0
+    outcome = await runtime.turns.wait_turn(notice, poll=0.05)
+    # The requeued notice is the same turn: its reply is in the transcript, so the parent
+    # answers it once (no new model call).
+    assert outcome.status == "done" and outcome.reply == "Noted."
+    assert len([r for r in server.requests if r.api == "chat"]) == 3
+
+
+async def _finished(runtime: Any, job_id: str) -> bool:
+    job = await runtime.queue.get(job_id)
+    return job is not None and job.finished
