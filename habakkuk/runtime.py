@@ -137,6 +137,11 @@ class Runtime:
         )
         self.control.schedules = self.schedules  # the overview's (total, enabled)
         self.control.board = self.board  # the overview's open_cards
+        from habakkuk.work.delegation import Delegation  # sub-agents: a DelegationAccess
+
+        self.delegation = Delegation(
+            config, self.queue, self.bus, self.sessions, transcripts, self.turns
+        )
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -210,6 +215,7 @@ class Runtime:
                 skills=self.skills,
                 schedules=self.schedules,
                 board=self.board,
+                delegation=self.delegation,
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self.checkpointing.snapshot_for,
@@ -244,21 +250,14 @@ class Runtime:
                 start_ticker(self.schedules),
             ]
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
-        # Schedule slots: prompt runs and the scripts' own pool (work/run_wiring.py).
-        from habakkuk.work.run_wiring import ScheduleRuns
+        # Schedule slots, board cards, sub-agents: each kind its own pool (work/wiring.py).
+        from habakkuk.work.wiring import WorkRuns
 
-        runs = ScheduleRuns(self, on_finished=self._job_finished)
-        self._pools.extend(runs.pools)
-        # Board cards run on this turn loop in their own pool (work/board_wiring.py).
-        from habakkuk.work.board_wiring import BoardRuns
-
-        cards = BoardRuns(self, runner, on_finished=self._job_finished)
-        self._pools.append(cards.pool)
-        if maintenance:
-            self._maintenance.append(cards.start_dispatcher())
+        work = WorkRuns(self, runner, on_finished=self._job_finished)
+        self._pools.extend(work.pools)
         for pool in self._pools:
             pool.start()
-        self._maintenance.append(runs.start_watcher())
+        self._maintenance.extend(work.start_loops(maintenance=maintenance))
         if self.channels is not None:
             self.channels.start()
 

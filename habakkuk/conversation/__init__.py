@@ -2,7 +2,8 @@
 of approval answers (`answers`); used by the terminal app, every channel, the web chat
 and `habakkuk run`.
 
-Importing the package registers every command, skill_commands' too (commands.py may not
-import it: the two would import each other)."""
+Importing the package registers every command, skill_commands' and delegation_commands'
+too (commands.py may not import them: they would import each other)."""
 
+from habakkuk.conversation import delegation_commands as _delegation_commands  # noqa: F401
 from habakkuk.conversation import skill_commands as _skill_commands  # noqa: F401

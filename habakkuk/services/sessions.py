@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import re
 import secrets
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from habakkuk.engine.agent.prompt import build_system_prompt
@@ -65,6 +67,7 @@ class Sessions:
         origin: str = "cli",
         session_id: str | None = None,
         chat: bool = False,
+        workspace: Path | None = None,
     ) -> Session:
         """Start a session of `agent` with its frozen system prompt.
 
@@ -73,11 +76,15 @@ class Sessions:
         message, the web chat, the terminal app): only such a session may take the
         one-time welcome; schedules, webhooks, /v1 and `habakkuk run` never do.
         A `session_id` derived from what caused the session (a webhook delivery)
-        makes a repeat return the existing session.
+        makes a repeat return the existing session. `workspace` replaces the agent's in the
+        prompt (a delegated child's git worktree).
         """
         from habakkuk.services.session_prompt import gather_sections
 
         agent_config = self.config.agent(agent)
+        if workspace is not None:
+            agent_config = copy.copy(agent_config)
+            agent_config.workspace_path = workspace
         if session_id is not None:
             existing = await self.transcripts.get_session(session_id)
             if existing is not None:

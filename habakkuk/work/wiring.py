@@ -1,0 +1,47 @@
+"""The work layer's pools and loops for one runtime, in one place: schedule slots
+(work/run_wiring.py), board cards and the dispatcher (work/board_wiring.py), and
+delegated sub-turns (work/delegation_wiring.py).
+
+Each kind has a pool of its own, so slow scripts, long cards and waiting parents never
+take the chat turns' workers. The runtime imports this module when its workers start,
+so a process that only reads (`habakkuk --help`, the CLI's listings) never loads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from habakkuk.engine.agent.turn import TurnRunner
+from habakkuk.engine.pools import FinishedCallback, Pool
+from habakkuk.work.board_wiring import BoardRuns
+from habakkuk.work.delegation_wiring import SubturnRuns
+from habakkuk.work.run_wiring import ScheduleRuns
+
+
+class WorkRuns:
+    """The work layer's pools (start them with the runtime's), then `start_loops`."""
+
+    def __init__(self, host: Any, runner: TurnRunner, *, on_finished: FinishedCallback):
+        # `host` is the runtime: it satisfies run_wiring.RunHost and board_wiring.BoardHost.
+        self._schedules = ScheduleRuns(host, on_finished=on_finished)
+        # Cards run on the chat turns' loop (each card job is the assignee's turn).
+        self._cards = BoardRuns(host, runner, on_finished=on_finished)
+        # Sub-agents' turns run without delegation: they cannot delegate further.
+        self._subturns = SubturnRuns(
+            host.queue, runner.deps, host.delegation, on_finished=on_finished
+        )
+        self.pools: list[Pool] = [
+            *self._schedules.pools,
+            self._cards.pool,
+            self._subturns.pool,
+        ]
+
+    def start_loops(self, *, maintenance: bool) -> list[asyncio.Task[None]]:
+        """Start the watchers once the pools run: the schedule runs' deliveries, the
+        sub-turns' notice sweep, and with `maintenance` the board's dispatcher; the tasks
+        to cancel at close."""
+        tasks = [self._schedules.start_watcher(), self._subturns.start_sweep()]
+        if maintenance:
+            tasks.append(self._cards.start_dispatcher())
+        return tasks

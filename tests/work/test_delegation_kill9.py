@@ -1,0 +1,139 @@
+"""Crash safety of a background child with real processes: SIGKILL of `--serve` while the
+child runs; the next `--serve` reruns the child, and the parent session gets exactly one
+notice turn carrying its report."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from habakkuk.engine.config import parse_config
+from habakkuk.engine.home import Home
+from habakkuk.runtime import Runtime
+from tests.fakes.model_server import FakeModelServer, Reply
+from tests.helpers import eventually
+from tests.work.delegation_env import config, delegate
+
+BOUND = 60.0  # the processes are real and cold-started
+
+
+def query(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
+    if not path.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(path, timeout=5)) as conn:
+        conn.row_factory = sqlite3.Row
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError:
+            return []  # not migrated yet, or locked
+
+
+async def serve(home: Path) -> asyncio.subprocess.Process:
+    env = {**os.environ, "HABAKKUK_HOME": str(home), "FAKE_KEY": "k"}
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "habakkuk.cli",
+        "--serve",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def submit(home: Path, text: str) -> tuple[str, str]:
+    """A parent session and its turn, queued without workers (the served process runs it)."""
+    root = Home(home)
+    runtime = await Runtime.open(
+        root, parse_config(root.config_path.read_text(), root.config_path, root)
+    )
+    try:
+        session = await runtime.sessions.new_session("main")
+        turn = await runtime.turns.submit(session.id, text)
+        return session.id, turn
+    finally:
+        await runtime.close()
+
+
+@pytest.mark.timeout(240)
+async def test_sigkill_while_a_background_child_runs_then_one_notice_after_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("FAKE_KEY", "k")
+    async with FakeModelServer() as srv:
+        (home / "config.yaml").write_text(config(srv, tmp_path / "ws"))
+        srv.script(
+            Reply(tool_calls=[delegate("survey it", agent="helper", background=True)]),
+            Reply("Started a helper."),
+            Reply("The helper reported: 7 items."),
+            api="chat",
+        )
+        srv.gates["anthropic"] = asyncio.Event()  # the first run of the child never answers
+        session, turn = await submit(home, "survey in the background")
+        control = home / "control.db"
+
+        def child_calls() -> int:
+            return len([r for r in srv.requests if r.api == "anthropic"])
+
+        first = await serve(home)
+        try:
+            await eventually(
+                lambda: query(
+                    control, "SELECT 1 FROM jobs WHERE id = ? AND status = 'done'", (turn,)
+                ),
+                what="the parent turn to finish",
+                timeout=BOUND,
+            )
+            await eventually(lambda: child_calls() == 1, what="the child running", timeout=BOUND)
+            first.send_signal(signal.SIGKILL)
+            await first.wait()
+        finally:
+            if first.returncode is None:
+                first.kill()
+                await first.wait()
+        [child] = query(control, "SELECT id, status FROM jobs WHERE kind = 'subturn'")
+        assert child["status"] == "running"  # its owner died holding it
+        del srv.gates["anthropic"]
+        srv.script(Reply("Found 7 items."), api="anthropic")
+
+        second = await serve(home)
+        try:
+            await eventually(
+                lambda: query(
+                    control,
+                    "SELECT 1 FROM jobs WHERE id = ? AND status = 'done'",
+                    (f"turn_{child['id']}",),
+                ),
+                what="the notice turn to finish",
+                timeout=BOUND,
+            )
+        finally:
+            second.send_signal(signal.SIGTERM)
+            _, err = await second.communicate()
+        assert second.returncode == 0, err.decode()
+        assert child_calls() == 2  # the child ran again after the kill
+        assert len([r for r in srv.requests if r.api == "chat"]) == 3
+
+    [done] = query(control, "SELECT status, attempts FROM jobs WHERE id = ?", (child["id"],))
+    assert done["status"] == "done" and done["attempts"] == 2
+    notices = query(control, "SELECT id FROM jobs WHERE id LIKE 'turn_sub_%'")
+    assert [n["id"] for n in notices] == [f"turn_{child['id']}"]
+    texts = [
+        r["blocks"]
+        for r in query(
+            home / "transcripts.db",
+            "SELECT blocks FROM messages WHERE session_id = ? AND role = 'user'",
+            (session,),
+        )
+    ]
+    reported = [t for t in texts if "sub-agent you delegated" in t]
+    assert len(reported) == 1 and "Found 7 items." in reported[0]
