@@ -16,6 +16,8 @@ from textual.message import Message
 from habakkuk.engine.events import (
     ApprovalEvent,
     Compacted,
+    DelegateEnded,
+    DelegateStarted,
     EventPayload,
     JobFinished,
     ModelReplied,
@@ -98,6 +100,14 @@ class JobFinishedArrived(BusEvent[JobFinished]):
     pass
 
 
+class DelegateStartedArrived(BusEvent[DelegateStarted]):
+    pass
+
+
+class DelegateEndedArrived(BusEvent[DelegateEnded]):
+    pass
+
+
 # The one place an event class is paired with its message class; a subclass of an event
 # class without its own entry gets its nearest base's message.
 MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
@@ -115,6 +125,8 @@ MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
     ApprovalEvent: ApprovalArrived,
     QuestionEvent: QuestionArrived,
     JobFinished: JobFinishedArrived,
+    DelegateStarted: DelegateStartedArrived,
+    DelegateEnded: DelegateEndedArrived,
     EventPayload: BusEvent,
 }
 

@@ -74,10 +74,12 @@ class ToolCard(Widget, can_focus=True):
         self.preview = ""
         self._header = Static(classes="header")
         self._output = Static(classes="output")
+        self._attached: list[Widget] = []  # attached before the card was mounted
         self.set_reactive(ToolCard.status, status)
 
     def compose(self) -> ComposeResult:
         yield self._header
+        yield from self._attached
         yield self._output
 
     def on_mount(self) -> None:
@@ -101,6 +103,13 @@ class ToolCard(Widget, can_focus=True):
         self.seconds = seconds
         self.preview = preview
         self.status = status if status in STATUS_MARKS else "error"
+
+    def attach(self, widget: Widget) -> None:
+        """Show `widget` under the header (a delegated child's progress)."""
+        if self.is_mounted:
+            self.mount(widget, after=self._header)
+        else:
+            self._attached.append(widget)
 
     def watch_status(self, status: str) -> None:
         self.set_class(status in FAILED, "-error")
