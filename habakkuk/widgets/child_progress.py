@@ -66,7 +66,7 @@ class ChildProgress(Widget):
         self.job = job
         self.child_session = child_session
         self.agent = agent
-        self.task = task
+        self.child_task = task
         self.background = background
         self.status = "queued"  # queued, running, calling, then a ChildStatus of TERMINAL
         self.calling = ""  # the tool it is calling now

@@ -84,6 +84,11 @@ def progress_of(ui: Running, call_id: str) -> ChildProgress:
     return _card(ui, call_id).query_one(ChildProgress)
 
 
+def followed(ui: Running, call_id: str) -> bool:
+    """The card of `call_id` shows a child's progress."""
+    return any(c.call_id == call_id and c.query(ChildProgress) for c in ui.screen.query(ToolCard))
+
+
 def drawn(progress: ChildProgress, part: str) -> str:
     """One part of the child's progress as drawn (status, tools, text)."""
     return str(progress.query_one(f".child-{part}").render())
@@ -96,7 +101,7 @@ async def test_a_childs_progress_shows_live_under_its_delegate_card_then_folds(
         parent = await shown_session(ui)
         child = "ses_child00000001"
         publish(ui, *delegate_call(parent, "call_d1", child))
-        await eventually(lambda: _card(ui, "call_d1").query(ChildProgress), what="the child")
+        await eventually(lambda: followed(ui, "call_d1"), what="the child's progress")
         progress = progress_of(ui, "call_d1")
         await eventually(lambda: "researcher" in drawn(progress, "status"), what="its agent")
         assert "queued" in drawn(progress, "status")
@@ -202,7 +207,7 @@ async def test_two_children_each_show_under_their_own_card(chat_app: ChatApp) ->
                 ),
             )
         await eventually(
-            lambda: len(ui.screen.query(ChildProgress)) == 2, what="both children's progress"
+            lambda: followed(ui, "call_a") and followed(ui, "call_b"), what="both children"
         )
         a, b = progress_of(ui, "call_a"), progress_of(ui, "call_b")
         await eventually(lambda: "alpha writes" in drawn(a, "text"), what="alpha's text")
