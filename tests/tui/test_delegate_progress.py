@@ -171,8 +171,10 @@ async def test_a_child_of_another_session_is_ignored(chat_app: ChatApp) -> None:
     async with chat_app() as ui:
         parent = await shown_session(ui)
         other = (await ui.runtime.sessions.new_session(None, origin="tui")).id
-        publish(ui, ToolStarted(session=parent, call_id="call_mine", tool="read_file",
-                                title="x", input={}))
+        publish(
+            ui,
+            ToolStarted(session=parent, call_id="call_mine", tool="read_file", title="x", input={}),
+        )
         publish(ui, *delegate_call(other, "call_theirs", "ses_elsewhere0001"))
         publish(
             ui,
@@ -220,8 +222,11 @@ async def test_two_children_each_show_under_their_own_card(chat_app: ChatApp) ->
         publish(
             ui,
             DelegateEnded(
-                session=parent, job="job_ses_child_a", child_session="ses_child_a",
-                status="timed out", seconds=1800.0,
+                session=parent,
+                job="job_ses_child_a",
+                child_session="ses_child_a",
+                status="timed out",
+                seconds=1800.0,
             ),
         )
         await eventually(lambda: a.ended, what="alpha's end")
@@ -271,22 +276,34 @@ async def test_snapshot_of_a_delegate_card_with_a_child_in_progress(
         )
         bus.publish(
             ToolStarted(
-                session=child, call_id="c1", tool="read_file", title="notes.md",
-                input={"path": "notes.md"}, at=FIXED_TIME + 2,
+                session=child,
+                call_id="c1",
+                tool="read_file",
+                title="notes.md",
+                input={"path": "notes.md"},
+                at=FIXED_TIME + 2,
             )
         )
         bus.publish(
             ToolEnded(
-                session=child, call_id="c1", tool="read_file", is_error=False, status="ok",
-                seconds=0.1, preview="…", at=FIXED_TIME + 2.5,
+                session=child,
+                call_id="c1",
+                tool="read_file",
+                is_error=False,
+                status="ok",
+                seconds=0.1,
+                preview="…",
+                at=FIXED_TIME + 2.5,
             )
         )
         text = "The notes cover three topics:\n- the garden plan\n- the budget\n- the trip"
         bus.publish(TurnText(session=child, turn="turn_child1", text=text, at=FIXED_TIME + 7.3))
         progress = app.screen.query_one(ToolCard).query_one
         await eventually(
-            lambda: app.screen.query(ChildProgress)
-            and "the trip" in drawn(progress(ChildProgress), "text"),
+            lambda: (
+                app.screen.query(ChildProgress)
+                and "the trip" in drawn(progress(ChildProgress), "text")
+            ),
             what="the child's progress",
         )
         await pilot.pause()
