@@ -133,6 +133,11 @@ class Runtime:
             http=self.http.describe,
         )
         self.control.schedules = self.schedules  # the overview's (total, enabled)
+        from habakkuk.work.delegation import Delegation  # sub-agents: a DelegationAccess
+
+        self.delegation = Delegation(
+            config, self.queue, self.bus, self.sessions, transcripts, self.turns
+        )
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -189,28 +194,28 @@ class Runtime:
             self.channel_service()  # the web chat is a channel too
         # Clients that did not wait for MCP still get its tools as servers connect.
         self._launch_mcp()
-        runner = TurnRunner(
-            TurnDeps(
-                config=self.config,
-                home=self.home,
-                transcripts=self.transcripts,
-                router=self.router,
-                tools=self.tools,
-                bus=self.bus,
-                blobs=self.blobs,
-                approver_for=self._approver_for,
-                processes=self.processes,
-                process_started=self._process_started,
-                outbox=self.channels,
-                memory=self.memory,
-                skills=self.skills,
-                schedules=self.schedules,
-                hooks=self.hooks,
-                state=self.state,
-                checkpoint_for=self.checkpointing.snapshot_for,
-                tool_view=self._tool_view(),
-            )
+        deps = TurnDeps(
+            config=self.config,
+            home=self.home,
+            transcripts=self.transcripts,
+            router=self.router,
+            tools=self.tools,
+            bus=self.bus,
+            blobs=self.blobs,
+            approver_for=self._approver_for,
+            processes=self.processes,
+            process_started=self._process_started,
+            outbox=self.channels,
+            memory=self.memory,
+            skills=self.skills,
+            schedules=self.schedules,
+            delegation=self.delegation,
+            hooks=self.hooks,
+            state=self.state,
+            checkpoint_for=self.checkpointing.snapshot_for,
+            tool_view=self._tool_view(),
         )
+        runner = TurnRunner(deps)
         self._turn_pool = Pool(
             self.queue,
             [TURN_KIND],
@@ -244,9 +249,13 @@ class Runtime:
 
         runs = ScheduleRuns(self, on_finished=self._job_finished)
         self._pools.extend(runs.pools)
+        from habakkuk.work.delegation_wiring import SubturnRuns  # children: a pool of their own
+
+        subturns = SubturnRuns(self.queue, deps, self.delegation, on_finished=self._job_finished)
+        self._pools.append(subturns.pool)
         for pool in self._pools:
             pool.start()
-        self._maintenance.append(runs.start_watcher())
+        self._maintenance.extend([runs.start_watcher(), subturns.start_sweep()])
         if self.channels is not None:
             self.channels.start()
 

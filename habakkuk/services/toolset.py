@@ -62,6 +62,10 @@ def build_tools(config: Config) -> ToolRegistry:
 
     for tool in schedule_tools():
         registry.register(tool, "schedule")
+    from habakkuk.work.delegation_tools import delegate_tools
+
+    for tool in delegate_tools():
+        registry.register(tool, "delegate")
     if config.channels:
         from habakkuk.channels.service import register_tools
 

@@ -29,6 +29,7 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import itertools
@@ -468,6 +469,9 @@ class FakeModelServer:
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._ids = itertools.count(1)
+        # An API whose event is here holds every answer until the event is set (a test
+        # sees several requests arrive before any is answered: they ran in parallel).
+        self.gates: dict[str, asyncio.Event] = {}
 
     # -- lifecycle --
 
@@ -593,6 +597,9 @@ class FakeModelServer:
             time=time.perf_counter(),
         )
         self.requests.append(recorded)
+        gate = self.gates.get(api)
+        if gate is not None:
+            await gate.wait()
         return recorded
 
     async def _write_stream(

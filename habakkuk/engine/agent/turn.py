@@ -10,6 +10,12 @@
 
 Every append checks the job's lease in its own transaction. A stopped turn
 leaves a result for every call it started.
+
+A sub-turn (a delegated child, payload "subturn": true) may override, in its payload:
+"toolsets" (the child gets those of the list its agent also has, never "delegate": a
+sub-agent cannot delegate further), "model" (tried before the agent's chain), "workspace"
+(its git worktree) and "output_schema" (its final answer must end with matching JSON: one
+mismatch appends a correction message and the loop goes on, a second fails the turn).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..config import (
@@ -81,11 +88,27 @@ STOPPED = "interrupted: the user stopped the turn before this tool call finished
 NOT_RUN = "not run: the user stopped the turn before this tool call started"
 # Sessions whose last prompt size this runner remembers (for the compaction check).
 REMEMBERED_PROMPTS = 4096
+# The ContextBlock kind of an output_schema correction: in the transcript, so a rerun after
+# a crash sees it was sent and never asks twice.
+CORRECTION_KIND = "output_schema"
+DELEGATE_TOOLSET = "delegate"
 
 ApproverFor = Callable[[Session, dict[str, Any]], Approver | None]
 Snapshot = Callable[[], Awaitable[None]]
 # (agent, session, task) -> a function that snapshots the workspace, or None for no checkpoints
 CheckpointFor = Callable[[AgentConfig, Session, str], Snapshot | None]
+
+
+class OutputCheck(Protocol):
+    """How a sub-turn's final answer is checked against its output_schema."""
+
+    def problems(self, schema: dict[str, Any], text: str) -> tuple[Any, list[str]]:
+        """(the answer's final JSON, why it does not match: [] when it does)."""
+        ...
+
+    def correction(self, errors: list[str]) -> str:
+        """The message that asks the model to try again."""
+        ...
 
 
 class ToolView(Protocol):
@@ -126,6 +149,7 @@ class TurnDeps:
     state: StateStore | None = None
     checkpoint_for: CheckpointFor | None = None
     tool_view: ToolView | None = None
+    output_check: OutputCheck | None = None  # sub-turns with an output_schema need one
 
 
 def once_per_turn(snapshot: Snapshot, label: str) -> Snapshot:
@@ -191,7 +215,7 @@ class TurnRunner:
                 typed,
                 view,
                 _thinking(agent, state),
-                session_chain(deps.config, agent, state),
+                payload_chain(deps.config, payload, session_chain(deps.config, agent, state)),
             )
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
@@ -203,6 +227,10 @@ class TurnRunner:
             self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
             raise
         self._end(agent.name, session_id, job.id, status="done", reply=reply)
+        if isinstance(payload.get("output_schema"), dict):
+            # The reply is the validated JSON itself (checked in _final).
+            _, value = _json_of(reply)
+            return {"session": session_id, "reply": reply, "output": value}
         return {"session": session_id, "reply": reply}
 
     async def _open(
@@ -256,14 +284,17 @@ class TurnRunner:
     ) -> str:
         deps = self.deps
         job = lease.job
-        tools = deps.tools.tools_for(agent.toolsets)
+        payload = job.payload
+        subturn = bool(payload.get("subturn"))
+        tools = deps.tools.tools_for(turn_toolsets(agent.toolsets, payload))
         allowed = {t.name for t in tools}
         specs = [t.spec() for t in tools]
+        workspace = Path(str(payload["workspace"])) if payload.get("workspace") else None
         context = ToolContext(
             agent=agent.name,
             session=session.id,
             turn=job.id,
-            workspace=agent.workspace_path,
+            workspace=workspace or agent.workspace_path,
             mode=agent.mode,
             home=deps.home.root,
             blobs=deps.blobs,
@@ -278,7 +309,7 @@ class TurnRunner:
             skills=deps.skills,
             schedules=deps.schedules,
             board=deps.board,
-            delegation=deps.delegation,
+            delegation=None if subturn else deps.delegation,
             timezone=deps.config.timezone,
             transcripts=deps.transcripts,
             state=deps.state,
@@ -313,7 +344,12 @@ class TurnRunner:
             messages = repaired.messages
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant" and not last.tool_uses:
-                return last.text  # finished before a crash; nothing left to do
+                # Finished before a crash (or this step's reply): nothing left to do,
+                # unless its output_schema asks once more.
+                final = await self._final(session, job.id, payload, last.text, guard)
+                if final is not None:
+                    return final
+                continue
             if deps.tool_view is not None:
                 # Tool search: the offered list may grow within the turn, never reorder.
                 offered = deps.tool_view(agent, tools, messages)
@@ -371,7 +407,10 @@ class TurnRunner:
                 context.taint.mark("hosted web search")  # the provider's search results
             calls = result.message.tool_uses
             if not calls:
-                return result.message.text
+                final = await self._final(session, job.id, payload, result.message.text, guard)
+                if final is not None:
+                    return final
+                continue
             results = await self._run_tools(calls, context, allowed, lease)
             await deps.transcripts.append(
                 session.id, Message("user", list(results)), turn_id=job.id, guard=guard
@@ -379,6 +418,31 @@ class TurnRunner:
         raise PermanentJobError(
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
         )
+
+    async def _final(
+        self, session: Session, turn: str, payload: dict[str, Any], text: str, guard: Any
+    ) -> str | None:
+        """The turn's reply, or None when its output_schema asked for another answer.
+
+        A mismatch appends one correction (a context block marked CORRECTION_KIND) and the
+        loop goes on; when the turn's transcript already has one, it fails the turn."""
+        schema = payload.get("output_schema")
+        if not isinstance(schema, dict):
+            return text
+        check = self.deps.output_check
+        if check is None:
+            raise PermanentJobError("this runner cannot check an output_schema")
+        value, errors = check.problems(schema, text)
+        if not errors:
+            return _dumps(value)
+        earlier = await self.deps.transcripts.turn_messages(session.id, turn)
+        if any(_is_correction(m.message) for m in earlier):
+            raise PermanentJobError(
+                "the answer did not match output_schema twice: " + "; ".join(errors)
+            )
+        note = Message("user", [ContextBlock(check.correction(errors), CORRECTION_KIND)])
+        await self.deps.transcripts.append(session.id, note, turn_id=turn, guard=guard)
+        return None
 
     async def _resumed_taint(self, context: ToolContext, view: TranscriptView) -> Taint:
         """A fresh run starts clean; a run resumed after a crash starts tainted when the
@@ -611,6 +675,52 @@ def _marker(view: TranscriptView) -> int:
     """Which compaction the view starts from (-1: none), so a prompt size measured on
     another view is not carried over."""
     return view.compaction.first_kept_seq if view.compaction else -1
+
+
+def _is_correction(message: Message) -> bool:
+    return message.role == "user" and any(
+        isinstance(b, ContextBlock) and b.kind == CORRECTION_KIND for b in message.blocks
+    )
+
+
+def _dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _json_of(text: str) -> tuple[bool, Any]:
+    import json
+
+    try:
+        return True, json.loads(text)
+    except ValueError:
+        return False, None
+
+
+def turn_toolsets(own: list[str], payload: dict[str, Any]) -> list[str]:
+    """The toolsets a turn offers: the agent's own; for a sub-turn, those of its payload's
+    "toolsets" (when given) the agent also has, and never the delegate toolset."""
+    if not payload.get("subturn"):
+        return list(own)
+    given = payload.get("toolsets")
+    chosen = [t for t in own if given is None or t in given]
+    return [t for t in chosen if t != DELEGATE_TOOLSET]
+
+
+def payload_chain(config: Config, payload: dict[str, Any], chain: list[ModelRef]) -> list[ModelRef]:
+    """A sub-turn's payload "model" (provider/model, while its provider is configured) first,
+    then `chain` without it."""
+    choice = payload.get("model") if payload.get("subturn") else None
+    if not choice:
+        return chain
+    try:
+        chosen = ModelRef.parse(str(choice))
+    except ValueError:
+        return chain
+    if chosen.provider not in config.providers:
+        return chain
+    return [chosen, *(ref for ref in chain if ref != chosen)]
 
 
 def session_chain(config: Config, agent: AgentConfig, state: TurnState | None) -> list[ModelRef]:

@@ -102,6 +102,9 @@ class ToolContext:
     # none the home's own file): its writes must land there, so a write tool opens its
     # target beneath the workspace and refuses one that now resolves elsewhere.
     confined: bool = False
+    # The tool_use_id of the one call a tool runs for (set by the registry on its per-call
+    # copy; delegate names its child's card with it).
+    call_id: str = ""
     # Calls of this turn whose tool began to run, so a stop can tell "interrupted" from
     # "not run" (stopped while deciding or waiting for approval).
     ran: set[str] = field(default_factory=set)
@@ -343,8 +346,8 @@ class ToolRegistry:
         ctx.ran.add(use.tool_use_id)
         if tool.taints_turn(args, ctx):
             ctx.taint.mark(tool.name)  # before it runs: a parallel call sees it too
-        if within:
-            ctx = dataclasses.replace(ctx, confined=True)
+        # A per-call copy (ran and taint stay shared with the turn's context).
+        ctx = dataclasses.replace(ctx, confined=bool(within), call_id=use.tool_use_id)
         output = await tool.run(args, ctx)  # call() turns what it raises into a result
         if note:
             output = ToolOutput(output.text + note, output.is_error)
