@@ -8,8 +8,11 @@ delegate tool and the child's turn do, and read what the chat draws.
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
+import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from habakkuk.engine.events import (
@@ -26,8 +29,11 @@ from habakkuk.engine.llm.types import Message, TextBlock, ToolUseBlock
 from habakkuk.widgets.child_progress import TEXT_LINES, TOOL_LINES, ChildProgress
 from habakkuk.widgets.tool_card import ToolCard
 from tests.conftest import WriteConfig, mock_config
+from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 from tests.helpers import eventually
-from tests.tui.conftest import ChatApp, Running, make_app, markdown_text, ready
+from tests.tui.conftest import ChatApp, Running, make_app, markdown_text, ready, running
+from tests.work.delegation_env import config as delegation_config
+from tests.work.delegation_env import delegate
 
 PARENT_TURN = "turn_parent000001"
 FIXED_TIME = 1_790_000_000.0
@@ -310,3 +316,49 @@ async def test_snapshot_of_a_delegate_card_with_a_child_in_progress(
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
         assert svg_snapshot == app.export_screenshot()
+
+
+async def test_a_real_delegate_call_shows_its_child_live_then_folds(
+    write_config: WriteConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end: the parent's delegate call (Chat Completions) queues a child of
+    `helper` (Anthropic Messages) that lists the workspace; its progress shows under
+    the call's card while its model request is held, and folds when it ends."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.md").write_text("notes", encoding="utf-8")
+    monkeypatch.setenv("FAKE_KEY", "k")
+    async with FakeModelServer() as server:
+        write_config(delegation_config(server, workspace))
+        server.script(
+            Reply(tool_calls=[delegate("count the files", "call_d1", agent="helper")]),
+            Reply("The helper says 1."),
+            api="chat",
+        )
+        server.script(
+            Reply("Listing.", tool_calls=[ToolCall("list_dir", {"path": "."})]),
+            Reply("There is 1 file:\nnotes.md"),
+            api="anthropic",
+        )
+        gate = server.gates["anthropic"] = asyncio.Event()
+        async with running(make_app(None)) as ui:
+            await ui.send("ask the helper")
+            await eventually(lambda: followed(ui, "call_d1"), what="the child under the card")
+            progress = progress_of(ui, "call_d1")
+            await eventually(
+                lambda: any(r.api == "anthropic" for r in server.requests),
+                what="the child's model request",
+            )
+            await eventually(lambda: "running" in drawn(progress, "status"), what="running")
+            assert "helper" in drawn(progress, "status") and not progress.ended
+            gate.set()
+            assert await ui.turn_finished() == "done"
+            await eventually(lambda: progress.ended, what="the child's end")
+            await eventually(lambda: "done" in drawn(progress, "status"), what="the summary")
+            assert "helper  done" in drawn(progress, "status")
+            assert "1 tool call" in drawn(progress, "status")
+            await eventually(
+                lambda: "The helper says 1." in markdown_text(ui.app), what="the parent's reply"
+            )
+            # The child's words stay in its own session, not in the parent's reply.
+            assert "There is 1 file" not in markdown_text(ui.app)
