@@ -14,6 +14,7 @@ refresh, and only the part that changed (the status, the tool lines or the text 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.content import Content
@@ -32,6 +33,9 @@ from habakkuk.engine.events import (
 )
 from habakkuk.widgets.tool_card import STATUS_MARKS
 from habakkuk.work.delegation_types import TERMINAL
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
 
 TOOL_LINES = 4  # the child's last few tool calls
 TEXT_LINES = 3  # the last few lines of its streaming text
@@ -81,6 +85,7 @@ class ChildProgress(Widget):
         self._text = ""
         self._dirty: set[str] = set()
         self._flush_pending = False
+        self._tick: Timer | None = None
         self._status_line = Static(classes="child-status")
         self._tools_lines = Static(classes="child-tools")
         self._text_tail = Static(classes="child-text")
@@ -145,9 +150,8 @@ class ChildProgress(Widget):
         self.folded = True
         self.set_class(True, "-ended")
         self.set_class(self.status in FAILED, "-failed")
-        tick = getattr(self, "_tick", None)
-        if tick is not None:
-            tick.stop()
+        if self._tick is not None:
+            self._tick.stop()
         self._mark("status")
 
     # -- drawing ------------------------------------------------------------------------------

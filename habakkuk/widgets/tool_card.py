@@ -74,12 +74,10 @@ class ToolCard(Widget, can_focus=True):
         self.preview = ""
         self._header = Static(classes="header")
         self._output = Static(classes="output")
-        self._attached: list[Widget] = []  # attached before the card was mounted
         self.set_reactive(ToolCard.status, status)
 
     def compose(self) -> ComposeResult:
         yield self._header
-        yield from self._attached
         yield self._output
 
     def on_mount(self) -> None:
@@ -109,7 +107,8 @@ class ToolCard(Widget, can_focus=True):
         if self.is_mounted:
             self.mount(widget, after=self._header)
         else:
-            self._attached.append(widget)
+            # A card mounted just now: its own queue runs this once its mount is done.
+            self.call_later(self.attach, widget)
 
     def watch_status(self, status: str) -> None:
         self.set_class(status in FAILED, "-error")

@@ -53,19 +53,29 @@ def publish(ui: Running, *events: EventPayload) -> None:
 
 
 def delegate_call(
-    parent: str, call_id: str, child: str, *, agent: str = "researcher", at: float | None = None
+    parent: str,
+    call_id: str,
+    child: str,
+    *,
+    agent: str = "researcher",
+    at: float | None = None,
+    card: bool = True,
 ) -> list[EventPayload]:
-    """The parent's delegate call starting and announcing its child."""
+    """The parent's delegate call starting (unless not `card`) and announcing its child."""
     times: dict[str, Any] = {} if at is None else {"at": at}
-    return [
-        ToolStarted(
-            session=parent,
-            call_id=call_id,
-            tool="delegate",
-            title=f"ask {agent}",
-            input={"task": f"task of {agent}", "agent": agent},
-            **times,
-        ),
+    events: list[EventPayload] = []
+    if card:
+        events.append(
+            ToolStarted(
+                session=parent,
+                call_id=call_id,
+                tool="delegate",
+                title=f"ask {agent}",
+                input={"task": f"task of {agent}", "agent": agent},
+                **times,
+            )
+        )
+    events.append(
         DelegateStarted(
             session=parent,
             turn=PARENT_TURN,
@@ -76,8 +86,9 @@ def delegate_call(
             task=f"task of {agent}",
             background=False,
             **times,
-        ),
-    ]
+        )
+    )
+    return events
 
 
 def _card(ui: Running, call_id: str) -> ToolCard:
@@ -199,7 +210,8 @@ async def test_two_children_each_show_under_their_own_card(chat_app: ChatApp) ->
     async with chat_app() as ui:
         parent = await shown_session(ui)
         publish(ui, *delegate_call(parent, "call_a", "ses_child_a", agent="alpha"))
-        publish(ui, *delegate_call(parent, "call_b", "ses_child_b", agent="beta"))
+        # The second call's card is not shown yet when its child is announced.
+        publish(ui, *delegate_call(parent, "call_b", "ses_child_b", agent="beta", card=False))
         publish(
             ui,
             TurnStarted(session="ses_child_a", turn="t_a", agent="alpha"),
