@@ -26,6 +26,7 @@ from habakkuk.engine.events import (
     TurnText,
 )
 from habakkuk.engine.llm.types import Message, TextBlock, ToolUseBlock
+from habakkuk.screens.chat import ChatScreen
 from habakkuk.widgets.child_progress import TEXT_LINES, TOOL_LINES, ChildProgress
 from habakkuk.widgets.tool_card import ToolCard
 from tests.conftest import WriteConfig, mock_config
@@ -176,6 +177,8 @@ async def test_a_childs_progress_shows_live_under_its_delegate_card_then_folds(
         await eventually(lambda: "4.2s" in drawn(progress, "status"), what="the summary line")
         summary = drawn(progress, "status")
         assert "researcher  done  4.2s  1 tool call" in summary
+        # The child's turn ending is not a turn of the shown session ending.
+        assert not ui.seen.of(ChatScreen.TurnFinished)
         assert progress.query_one(".child-tools").styles.display == "none"
         assert progress.query_one(".child-text").styles.display == "none"
         # An ended child's session is no longer followed.
