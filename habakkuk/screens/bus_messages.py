@@ -17,6 +17,8 @@ from habakkuk.engine.events import (
     ApprovalEvent,
     CardChanged,
     Compacted,
+    DelegateEnded,
+    DelegateStarted,
     EventPayload,
     JobFinished,
     ModelReplied,
@@ -103,6 +105,14 @@ class CardChangedArrived(BusEvent[CardChanged]):
     """A board card was created or changed (the Board screen and a card's detail)."""
 
 
+class DelegateStartedArrived(BusEvent[DelegateStarted]):
+    pass
+
+
+class DelegateEndedArrived(BusEvent[DelegateEnded]):
+    pass
+
+
 # The one place an event class is paired with its message class; a subclass of an event
 # class without its own entry gets its nearest base's message.
 MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
@@ -121,6 +131,8 @@ MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
     QuestionEvent: QuestionArrived,
     JobFinished: JobFinishedArrived,
     CardChanged: CardChangedArrived,
+    DelegateStarted: DelegateStartedArrived,
+    DelegateEnded: DelegateEndedArrived,
     EventPayload: BusEvent,
 }
 

@@ -27,6 +27,8 @@ from habakkuk.screens.bus_messages import (
     ApprovalArrived,
     BusEvent,
     CompactedArrived,
+    DelegateEndedArrived,
+    DelegateStartedArrived,
     JobFinishedArrived,
     ModelRepliedArrived,
     QuestionArrived,
@@ -41,6 +43,7 @@ from habakkuk.screens.bus_messages import (
 )
 from habakkuk.screens.chat_conversation import TerminalConversation
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
+from habakkuk.widgets.child_progress import ChildProgress
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.footer import KeyFooter
 from habakkuk.widgets.markdown_stream.textual_private import draw_updates_promptly
@@ -96,6 +99,9 @@ class ChatScreen(RuntimeScreen):
         self._seen_turns: set[str] = set()
         self._compact_jobs: set[str] = set()  # /compact jobs: their outcome is noted at the end
         self._approval_cards: dict[str, ToolCard] = {}  # waiting approval id -> its call's card
+        # Delegated children of the shown session still running: child session -> the
+        # progress under its delegate call's card (their events are followed as ours).
+        self._children: dict[str, ChildProgress] = {}
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost: float | None = None
@@ -171,6 +177,7 @@ class ChatScreen(RuntimeScreen):
         self._load_usage()
         self.running_turn = next((j.id for j in active if j.status == "running"), None)
         self.queued_turns = [j.id for j in active if j.status == "queued"]
+        self._children = {}
         await self._view.load(session.id, messages)
         self._prompt.clear()
         for request in self.runtime.approvals.pending:
@@ -195,6 +202,7 @@ class ChatScreen(RuntimeScreen):
         self.cost = None
         self.session_model = ""
         self.session_thinking = ""
+        self._children = {}
         await self._view.clear()
         self._prompt.clear()
         self._question.clear()
@@ -300,9 +308,41 @@ class ChatScreen(RuntimeScreen):
                 f"({event.dropped} older messages summarized)."
             )
 
+    def _child(self, event: EventPayload) -> ChildProgress | None:
+        """The progress of the shown session's child whose session `event` is in."""
+        return self._children.get(event.session) if event.session else None
+
+    @on_bus(DelegateStartedArrived)
+    def _delegate_started(self, message: DelegateStartedArrived) -> None:
+        event = message.event
+        if not self._ours(event) or event.child_session in self._children:
+            return  # another session's child, or a reattach to one already followed
+        progress = ChildProgress(
+            job=event.job,
+            child_session=event.child_session,
+            agent=event.agent,
+            task=event.task,
+            background=event.background,
+            started_at=event.at,
+        )
+        self._children[event.child_session] = progress
+        self._view.card_for(event.call_id, "delegate").attach(progress)
+
+    @on_bus(DelegateEndedArrived)
+    def _delegate_ended(self, message: DelegateEndedArrived) -> None:
+        event = message.event
+        if self._ours(event):
+            progress = self._children.pop(event.child_session, None)
+            if progress is not None:
+                progress.end(event.status, event.seconds)
+
     @on_bus(TurnStartedArrived)
     def _turn_started(self, message: TurnStartedArrived) -> None:
         event = message.event
+        child = self._child(event)
+        if child is not None:
+            child.feed(event)
+            return
         if not self._ours(event):
             return
         if event.compact:
@@ -322,7 +362,10 @@ class ChatScreen(RuntimeScreen):
         ToolEndedArrived,
     )
     async def _turn_progress(self, message: BusEvent[Any]) -> None:
-        if self._ours(message.event):
+        child = self._child(message.event)
+        if child is not None:
+            child.feed(message.event)
+        elif self._ours(message.event):
             await self._view.handle(message.event)
 
     @on_bus(ModelRepliedArrived)
@@ -334,6 +377,10 @@ class ChatScreen(RuntimeScreen):
     @on_bus(TurnEndedArrived)
     async def _turn_ended(self, message: TurnEndedArrived) -> None:
         event = message.event
+        child = self._child(event)
+        if child is not None:
+            child.feed(event)
+            return
         if not self._ours(event):
             return
         await self._view.handle(event)

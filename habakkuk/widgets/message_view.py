@@ -261,6 +261,10 @@ class MessageView(VerticalScroll, can_focus=True):
                 elif status == "failed":
                     await self.note(f"Turn failed: {event.error or 'unknown error'}", error=True)
 
+    def card_for(self, call_id: str, tool: str) -> ToolCard:
+        """The card of call `call_id` (a new one, shown at the bottom, when there is none)."""
+        return self._card(call_id, tool, mount_new=True)
+
     def _card(self, call_id: str, tool: str, *, mount_new: bool) -> ToolCard:
         card = self.cards.get(call_id)
         if card is None:

@@ -102,6 +102,14 @@ class ToolCard(Widget, can_focus=True):
         self.preview = preview
         self.status = status if status in STATUS_MARKS else "error"
 
+    def attach(self, widget: Widget) -> None:
+        """Show `widget` under the header (a delegated child's progress)."""
+        if self.is_mounted:
+            self.mount(widget, after=self._header)
+        else:
+            # A card mounted just now: its own queue runs this once its mount is done.
+            self.call_later(self.attach, widget)
+
     def watch_status(self, status: str) -> None:
         self.set_class(status in FAILED, "-error")
         self._update_header()
