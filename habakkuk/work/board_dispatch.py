@@ -37,17 +37,17 @@ from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.jobs import JobQueue, NewJob
 from habakkuk.engine.leases import NamedLeases
 from habakkuk.engine.timeouts import wait_within
+from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import (
     CARD_KIND,
     DISPATCHER_LEASE,
     WAKE_FILE,
-    BlockKind,
     Card,
-    CardStatus,
     attempt_session,
     card_job_id,
     notice_id,
 )
+from habakkuk.work.ports import SubmitsTurns
 
 log = logging.getLogger(__name__)
 
@@ -55,40 +55,6 @@ WAKE_POLL = 0.25  # seconds between two looks at the wake file's mtime (one stat
 READY_BATCH = 100
 CARD_JOB_ATTEMPTS = 3  # a card's turn is retried like a chat turn, then the card is blocked
 BOARD_AUTHOR = "board"  # who the dispatcher's log entries name
-
-
-class DispatchStore(Protocol):
-    """What the dispatcher uses of the board's store (work/board_store.py)."""
-
-    async def ensure(self) -> None: ...
-    async def ready(self, limit: int) -> list[Card]: ...
-    async def claim(self, card_id: str, attempt: int) -> Card | None: ...
-    async def in_progress(self) -> list[Card]: ...
-    async def settle_attempt(
-        self,
-        card_id: str,
-        attempt: int,
-        *,
-        status: CardStatus,
-        kind: BlockKind = "failed",
-        reason: str = "",
-        comment: str = "",
-        author: str = BOARD_AUTHOR,
-    ) -> Card | None: ...
-    async def unnotified(self) -> list[Card]: ...
-    async def mark_notified(self, card_id: str, revision: int) -> Any: ...
-
-
-class NoticeTurns(Protocol):
-    async def submit(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        turn_id: str | None = None,
-        attended: bool = False,
-        extra: dict[str, Any] | None = None,
-    ) -> str: ...
 
 
 class NoticeOutbox(Protocol):
@@ -150,9 +116,9 @@ class Dispatcher:
 
     def __init__(
         self,
-        store: DispatchStore,
+        store: BoardStore,
         queue: JobQueue,
-        turns: NoticeTurns,
+        turns: SubmitsTurns,
         outbox: Callable[[], NoticeOutbox],
         home_root: Path,
         *,

@@ -19,7 +19,7 @@ from habakkuk.work.board_dispatch import Dispatcher
 from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import CARD_KIND
 from habakkuk.work.card_runs import CardRuns, TurnLoop
-from habakkuk.work.prompt_runs import SessionMaker, TurnQueue
+from habakkuk.work.ports import SessionMaker, TurnQueue
 
 
 class BoardHost(Protocol):

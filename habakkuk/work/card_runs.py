@@ -30,9 +30,10 @@ from typing import Any, Protocol
 from habakkuk.engine.errors import HabakkukError, LeaseLost, NotFound
 from habakkuk.engine.jobs import Lease
 from habakkuk.engine.pools import PermanentJobError
-from habakkuk.work.board_dispatch import BOARD_AUTHOR, DispatchStore
+from habakkuk.work.board_dispatch import BOARD_AUTHOR
+from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import Card
-from habakkuk.work.prompt_runs import SessionMaker
+from habakkuk.work.ports import SessionMaker
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class CardRuns:
     def __init__(
         self,
         board: CardReader,
-        store: DispatchStore,
+        store: BoardStore,
         sessions: SessionMaker,
         turn_loop: TurnLoop,
     ):

@@ -34,6 +34,7 @@ from habakkuk.engine.jobs import Job, JobQueue
 from habakkuk.engine.sessions import Session, TranscriptStore
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.work.delegation_types import SUBTURN_KIND, ChildReport, ChildStatus, SubturnSpec
+from habakkuk.work.ports import SessionMaker, SubmitsTurns
 
 log = logging.getLogger(__name__)
 
@@ -51,30 +52,8 @@ CREATE TABLE IF NOT EXISTS subturn_stops (
 """
 
 
-class ChildSessions(Protocol):
-    async def new_session(
-        self,
-        agent: str | None = None,
-        *,
-        origin: str = "cli",
-        session_id: str | None = None,
-        chat: bool = False,
-        workspace: Path | None = None,
-    ) -> Session: ...
-
+class ChildSessions(SessionMaker, Protocol):
     async def session(self, session_id: str) -> Session: ...
-
-
-class NoticeTurns(Protocol):
-    async def submit(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        turn_id: str | None = None,
-        attended: bool = False,
-        extra: dict[str, Any] | None = None,
-    ) -> str: ...
 
 
 def subturn_id(spec: SubturnSpec) -> str:
@@ -147,7 +126,7 @@ class Delegation:
         bus: EventBus,
         sessions: ChildSessions,
         transcripts: TranscriptStore,
-        turns: NoticeTurns,
+        turns: SubmitsTurns,
     ):
         self.config = config
         self.queue = queue

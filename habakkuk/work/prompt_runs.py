@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.jobs import Lease
 from habakkuk.engine.pools import PermanentJobError
-from habakkuk.engine.sessions import Session
+from habakkuk.work.ports import SessionMaker, TurnQueue
 from habakkuk.work.run_book import (
     SCHEDULE_ORIGIN,
     RunBook,
@@ -34,35 +34,10 @@ from habakkuk.work.schedule_types import KEPT_OUTPUT, Schedule
 log = logging.getLogger(__name__)
 
 
-class SessionMaker(Protocol):
-    async def new_session(
-        self,
-        agent: str | None = None,
-        *,
-        origin: str = "cli",
-        session_id: str | None = None,
-        chat: bool = False,
-    ) -> Session: ...
-
-
 class TurnOutcomeLike(Protocol):
     status: str
     reply: str
     error: str | None
-
-
-class TurnQueue(Protocol):
-    async def submit(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        turn_id: str | None = None,
-        attended: bool = False,
-        extra: dict[str, Any] | None = None,
-    ) -> str: ...
-
-    async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> Any: ...
 
 
 class HookFirer(Protocol):

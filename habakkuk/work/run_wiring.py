@@ -17,7 +17,8 @@ from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.pools import FinishedCallback, Pool
-from habakkuk.work.prompt_runs import HookFirer, PromptRuns, SessionMaker, TurnQueue
+from habakkuk.work.ports import SessionMaker, TurnQueue
+from habakkuk.work.prompt_runs import HookFirer, PromptRuns
 from habakkuk.work.run_deliveries import watch_deliveries
 from habakkuk.work.script_runs import ScriptRuns, TextOutbox
 from habakkuk.work.service import PROMPT_KIND, SCRIPT_KIND
