@@ -23,6 +23,7 @@ import json
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
@@ -148,7 +149,9 @@ class Delegation:
 
     # -- delegate ---------------------------------------------------------------------
 
-    async def delegate(self, spec: SubturnSpec) -> ChildReport:
+    async def delegate(
+        self, spec: SubturnSpec, *, stopped_by_user: Callable[[], bool] | None = None
+    ) -> ChildReport:
         """Queue (or reattach to) the child; see DelegationAccess.delegate."""
         parent = await self.sessions.session(spec.parent_session)
         parent_agent = self.config.agent(parent.agent)
@@ -218,7 +221,13 @@ class Delegation:
         )
         if spec.background:
             return await self.report(job)
-        return await self.wait(job, self.config.delegation.timeout_seconds)
+        try:
+            return await self.wait(job, self.config.delegation.timeout_seconds)
+        except asyncio.CancelledError:
+            if stopped_by_user is not None and stopped_by_user():
+                # The user stopped the parent: its child stops with it, and says so.
+                await asyncio.shield(self._stop(job, "stopped", "the parent turn was stopped"))
+            raise
 
     async def wait(self, job: str, timeout: float) -> ChildReport:
         """Wait for the child's terminal status; after `timeout` seconds stop it: timed out."""

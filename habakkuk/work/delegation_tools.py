@@ -68,7 +68,7 @@ class Delegate(Tool):
             background=bool(args.get("background", False)),
         )
         try:
-            report = await delegation.delegate(spec)
+            report = await delegation.delegate(spec, stopped_by_user=ctx.stopped_by_user)
         except HabakkukError as exc:
             raise ToolError(f"delegate: {exc}") from None
         if spec.background and not report.finished:

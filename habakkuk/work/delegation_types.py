@@ -14,6 +14,7 @@ and its job's result) before the parent is notified.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -76,12 +77,16 @@ class ChildReport:
 class DelegationAccess(Protocol):
     """Sub-agents of a home, as the delegate tool and /subagents use them."""
 
-    async def delegate(self, spec: SubturnSpec) -> ChildReport:
+    async def delegate(
+        self, spec: SubturnSpec, *, stopped_by_user: Callable[[], bool] | None = None
+    ) -> ChildReport:
         """Queue (or reattach to) the child. With spec.background, return at once (status
         queued or running, or the stored end of a child that already finished); else wait
         for its terminal status, stopping it after delegation.timeout_seconds ("timed
-        out"). HabakkukError for a bad request (unknown agent, toolsets not a subset, a
-        bad schema, a worktree outside a git repository)."""
+        out"), or when the wait is cancelled while `stopped_by_user()` says the user
+        stopped the parent (a shutdown leaves it running: the resumed parent reattaches).
+        HabakkukError for a bad request (unknown agent, toolsets not a subset, a bad
+        schema, a worktree outside a git repository)."""
         ...
 
     async def children(self, parent_session: str, *, active_only: bool = True) -> list[ChildReport]:

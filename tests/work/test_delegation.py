@@ -444,3 +444,30 @@ async def test_the_sweep_queues_a_notice_a_crash_left_unqueued_exactly_once(
 async def _finished(runtime: Any, job_id: str) -> bool:
     job = await runtime.queue.get(job_id)
     return job is not None and job.finished
+
+
+async def test_stopping_the_parent_turn_stops_its_waiting_child_and_says_so(
+    runtime: Any, server: FakeModelServer
+) -> None:
+    server.script(Reply(tool_calls=[delegate("slow", agent="helper")]), api="chat")
+    server.gates["anthropic"] = asyncio.Event()  # the child's model call never answers
+    session = await runtime.sessions.new_session("main")
+    with runtime.bus.subscribe(lambda e: isinstance(e, DelegateStarted)) as started:
+        parent = await runtime.turns.submit(session.id, "delegate something slow")
+        await wait_within(started.get(), 20)
+
+    async def child_waits_on_the_model() -> bool:
+        return bool(anthropic(server))
+
+    await eventually(child_waits_on_the_model, what="the child's model call")
+    await runtime.turns.stop_turn(parent)
+    outcome = await runtime.turns.wait_turn(parent, poll=0.05)
+    assert outcome.status != "done"
+
+    async def child_stopped() -> bool:
+        children = await runtime.delegation.children(session.id, active_only=False)
+        return [c.status for c in children] == ["stopped"]
+
+    await eventually(child_stopped, what="the child stopped with its parent")
+    [child] = await runtime.delegation.children(session.id, active_only=False)
+    assert "parent turn was stopped" in child.error

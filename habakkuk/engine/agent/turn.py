@@ -314,6 +314,7 @@ class TurnRunner:
             transcripts=deps.transcripts,
             state=deps.state,
             tool_catalog=tools if deps.tool_view is not None else None,
+            stopped_by_user=lambda: lease.stop_reason == "user",
         )
         context.taint = await self._resumed_taint(context, view)
         snapshot = deps.checkpoint_for(agent, session, task) if deps.checkpoint_for else None

@@ -108,6 +108,9 @@ class ToolContext:
     # Calls of this turn whose tool began to run, so a stop can tell "interrupted" from
     # "not run" (stopped while deciding or waiting for approval).
     ran: set[str] = field(default_factory=set)
+    # Whether the user is stopping this turn (not a shutdown, after which the turn resumes):
+    # a tool that started work elsewhere (a delegated child) stops it too.
+    stopped_by_user: Callable[[], bool] | None = None
     # Whether outside content has entered this run of the turn (see taint.py); shared by
     # every call of the run, including the per-call copies the registry makes.
     taint: Taint = field(default_factory=Taint)
