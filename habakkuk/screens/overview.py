@@ -183,6 +183,8 @@ class OverviewScreen(PollingScreen):
         self.queued = sum(n for (_, status), n in depth.items() if status == "queued")
         self.running_count = sum(n for (_, status), n in depth.items() if status == "running")
         waiting = f" · {view.approvals} approval(s) waiting" if view.approvals else ""
+        if view.open_cards:
+            waiting += f" · {view.open_cards} open card(s) on the board"
         lines = [f"{self.queued} queued · {self.running_count} running (every process){waiting}"]
         for (kind, status), count in sorted(depth.items()):
             lines.append(f"  {kind:<12} {status:<8} {count}")

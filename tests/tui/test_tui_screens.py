@@ -11,6 +11,7 @@ from habakkuk.engine.config import load_config
 from habakkuk.engine.home import Home, read_env_file
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.user_message import UserMessage
+from habakkuk.work.board_types import NewCard
 from tests.conftest import WriteConfig, mock_config
 from tests.fakes.model_server import FakeModelServer
 from tests.helpers import eventually
@@ -197,6 +198,7 @@ async def test_overview_shows_queue_depth_and_failures(write_config: WriteConfig
     async with running(app, size=(80, 24)) as ui:
         # A job of a kind no pool here runs stays queued: the overview must count it.
         await app.runtime.queue.enqueue("job_waiting", "report", {}, serial_key="x")
+        await app.runtime.board.create(NewCard("Agree the scope"), by="user")  # unassigned
         await ui.send("fail please")
         assert await ui.turn_finished() == "failed"
         await ui.press("ctrl+o")
@@ -204,6 +206,7 @@ async def test_overview_shows_queue_depth_and_failures(write_config: WriteConfig
         await eventually(lambda: screen.queued == 1, what="the queued job counted")
         summary = str(screen.query_one("#queue-summary").content)
         assert "1 queued" in summary and "report" in summary
+        assert "1 open card(s) on the board" in summary
         errors = screen.query_one("#errors", DataTable)
         await eventually(
             lambda: "model call failed" in str(table_rows(errors)), what="the failed turn"
