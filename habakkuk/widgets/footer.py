@@ -13,6 +13,7 @@ from __future__ import annotations
 from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
@@ -28,6 +29,24 @@ class KeyFooter(Footer):
 
     def __init__(self) -> None:
         super().__init__(compact=True)
+        self._recompose_queued = False
+
+    def bindings_changed(self, screen: Screen) -> None:
+        """Rebuild the keys once per refresh however often the bindings change before it.
+
+        Textual's footer queues one rebuild per change; a screen that moves the focus and
+        the cursor while it fills (the board: a change per table) rebuilt every key a
+        dozen times in one frame, which was most of the board's time to first paint.
+        """
+        waits = screen.app.app_focus and self.is_attached and screen is self.screen
+        if waits and self._recompose_queued:
+            return  # the queued rebuild reads the bindings as they are by then
+        self._recompose_queued = bool(waits)
+        super().bindings_changed(screen)
+
+    async def recompose(self) -> None:
+        self._recompose_queued = False
+        await super().recompose()
 
     def compose(self) -> ComposeResult:
         # Textual's footer makes one key widget per action, the focused widget's first.
@@ -48,7 +67,8 @@ class KeyFooter(Footer):
         yield from palette
 
     def on_resize(self, event: events.Resize) -> None:
-        if self.is_attached:
+        if self.is_attached and not self._recompose_queued:
+            self._recompose_queued = True
             self.call_after_refresh(self.recompose)
 
 

@@ -10,6 +10,7 @@ from textual.widgets import Footer
 from habakkuk.conversation.commands import summaries
 from habakkuk.screens.chat import completion_hint
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
+from habakkuk.widgets.footer import KeyFooter
 from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
 from tests.tui.conftest import make_app, ready, send
@@ -102,3 +103,29 @@ def test_a_hint_too_long_for_its_lines_counts_what_it_left_out() -> None:
     assert lines[-1].endswith(f"… {len(names) - len(shown)} more")
     # One or two matches say what they do.
     assert summaries("terminal")["/export"] in completion_hint(["/export"], 76).plain
+
+
+async def test_the_footer_rebuilds_once_however_often_the_bindings_change_before_a_frame(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        await pilot.pause()
+        before = footer.recompose
+        calls = 0
+
+        async def recompose() -> None:
+            nonlocal calls
+            calls += 1
+            await before()
+
+        footer.recompose = recompose  # type: ignore[method-assign]
+        for _ in range(6):  # as a screen filling its tables moves focus and cursor
+            app.screen.refresh_bindings()
+        await pilot.pause()
+        await pilot.pause()
+        assert calls == 1
+        assert footer_keys(app)  # and the keys are there
