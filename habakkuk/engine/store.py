@@ -145,7 +145,7 @@ def transaction(conn: sqlite3.Connection, *, immediate: bool = True) -> Iterator
 class _Call:
     """One call waiting for the database thread: `fn`, and where its outcome goes."""
 
-    __slots__ = ("fn", "write", "loop", "future", "done")
+    __slots__ = ("done", "fn", "future", "loop", "write")
 
     def __init__(
         self,
@@ -189,9 +189,7 @@ class Database:
         self._conn = conn
         self._calls: queue.SimpleQueue[_Call | object] = queue.SimpleQueue()
         self._closed = False
-        self._thread = threading.Thread(
-            target=self._serve, name=f"db-{path.stem}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._serve, name=f"db-{path.stem}", daemon=True)
         self._thread.start()
 
     @classmethod
