@@ -81,6 +81,9 @@ class Pool:
     async def _claim_loop(self) -> None:
         while not self._stopping:
             await self._slots.acquire()
+            # Cleared before the claim, not after: an enqueue that lands while the
+            # claim is in flight must still wake the next idle wait.
+            self._wake.clear()
             try:
                 lease = await self.queue.claim(self.kinds)
             except Exception:
@@ -96,7 +99,6 @@ class Pool:
             self._running[lease.job.id] = (task, lease)
 
     async def _idle(self) -> None:
-        self._wake.clear()
         with contextlib.suppress(asyncio.TimeoutError):
             await wait_within(self._wake.wait(), self.poll_interval)
 
