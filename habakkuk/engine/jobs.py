@@ -308,16 +308,11 @@ class JobQueue:
             if now - self._last_reap >= REAP_INTERVAL:
                 self._last_reap = now
                 self._reap(conn, now)
-            row = conn.execute(sql, (*kinds, now)).fetchone()
-            if row is None:
-                return None
+            # One statement: pick the oldest runnable job and lease it.
             job_row = conn.execute(
-                "UPDATE jobs SET status = 'running', attempts = attempts + 1,"
-                " lease_owner = ?, lease_until = ?, owner_host = ?, owner_pid = ?,"
-                " updated_at = ? WHERE seq = ? RETURNING *",
-                (owner, now + lease_seconds, host, pid, now, row[0]),
+                sql, (owner, now + lease_seconds, host, pid, now, *kinds, now)
             ).fetchone()
-            return Job.from_row(job_row)
+            return None if job_row is None else Job.from_row(job_row)
 
         return _claim
 
@@ -499,9 +494,12 @@ class JobQueue:
 
 @functools.lru_cache(maxsize=32)
 def _claim_sql(kind_count: int) -> str:
-    """The claim query for `kind_count` kinds (one text per count: sqlite3 caches it)."""
+    """The claim statement for `kind_count` kinds (one text per count: sqlite3 caches it)."""
     placeholders = ",".join("?" for _ in range(kind_count))
     return f"""
+        UPDATE jobs SET status = 'running', attempts = attempts + 1,
+            lease_owner = ?, lease_until = ?, owner_host = ?, owner_pid = ?, updated_at = ?
+        WHERE seq = (
         SELECT j.seq FROM jobs j
         WHERE j.status = 'queued' AND j.kind IN ({placeholders})
           AND j.run_after <= ?
@@ -509,5 +507,6 @@ def _claim_sql(kind_count: int) -> str:
                 SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
                   AND (r.status = 'running'
                        OR (r.status = 'queued' AND r.seq < j.seq))))
-        ORDER BY j.run_after, j.seq LIMIT 1
+        ORDER BY j.run_after, j.seq LIMIT 1)
+        RETURNING *
         """

@@ -328,6 +328,10 @@ class Database:
             for call in group:
                 call.done = (False, exc)
             return
+        if len(group) == 1:
+            # Alone in its transaction: no savepoint needed, a failure rolls it all back.
+            self._run_alone(group[0])
+            return
         for index, call in enumerate(group):
             try:
                 conn.execute("SAVEPOINT call")
@@ -359,6 +363,18 @@ class Database:
             for call in group:
                 if call.done is not None and call.done[0]:
                     call.done = (False, exc)
+
+    def _run_alone(self, call: _Call) -> None:
+        """The group of one, inside its BEGIN IMMEDIATE: COMMIT, or ROLLBACK on failure."""
+        conn = self._conn
+        try:
+            call.done = (True, call.fn(conn))
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            call.done = (False, exc)
+            with contextlib.suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
 
 
 def _undo_savepoint(conn: sqlite3.Connection) -> bool:
