@@ -14,6 +14,7 @@ This module knows nothing about agents or turns: kinds and payloads are opaque.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -21,7 +22,7 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -216,7 +217,7 @@ class JobQueue:
             )
             return cursor.rowcount == 1
 
-        created = await self.db.run(_insert)
+        created = await self.db.write(_insert)
         if created:
             self._notify(kind)
         return created
@@ -264,52 +265,56 @@ class JobQueue:
 
     async def claim(self, kinds: Sequence[str]) -> Lease | None:
         """Lease the oldest runnable job of `kinds`, or None."""
+        claim = self._claimer(kinds)
+        job = await self.db.write(claim)
+        if job is None:
+            return None
+        return Lease(job=job, owner=str(self.owner), lease_seconds=self.lease_seconds)
+
+    async def complete_and_claim(
+        self, lease: Lease, result: dict[str, Any] | None, kinds: Sequence[str]
+    ) -> tuple[bool, Lease | None]:
+        """`complete(lease, result)` then `claim(kinds)`, in one transaction (one hop).
+
+        Returns (whether the previous job was ours to complete, the new lease or None).
+        A lost lease on the previous job writes nothing to it and does not stop the
+        claim: the caller learns both outcomes.
+        """
+        finish = self._finisher(lease, "done", result=result, error=None)
+        claim = self._claimer(kinds)
+
+        def _both(conn: sqlite3.Connection) -> tuple[bool, Job | None]:
+            return finish(conn), claim(conn)
+
+        finished, job = await self.db.write(_both)
+        if finished:
+            lease.job.status = "done"
+        if job is None:
+            return finished, None
+        return finished, Lease(job=job, owner=str(self.owner), lease_seconds=self.lease_seconds)
+
+    def _claimer(self, kinds: Sequence[str]) -> Callable[[sqlite3.Connection], Job | None]:
+        """The claim as a function of a connection already inside a write transaction."""
         owner = str(self.owner)
+        host, pid = self.owner.host, self.owner.pid
         lease_seconds = self.lease_seconds
-        placeholders = ",".join("?" for _ in kinds)
+        kinds = tuple(kinds)
+        sql = _claim_sql(len(kinds))
 
         def _claim(conn: sqlite3.Connection) -> Job | None:
             now = time.time()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                # Reaping scans running jobs and probes owner pids: once a second
-                # is plenty, and it keeps a busy claim loop cheap.
-                if now - self._last_reap >= REAP_INTERVAL:
-                    self._last_reap = now
-                    self._reap(conn, now)
-                row = conn.execute(
-                    f"""
-                    SELECT j.seq FROM jobs j
-                    WHERE j.status = 'queued' AND j.kind IN ({placeholders})
-                      AND j.run_after <= ?
-                      AND (j.serial_key = '' OR NOT EXISTS (
-                            SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
-                              AND (r.status = 'running'
-                                   OR (r.status = 'queued' AND r.seq < j.seq))))
-                    ORDER BY j.run_after, j.seq LIMIT 1
-                    """,
-                    (*kinds, now),
-                ).fetchone()
-                if row is None:
-                    conn.execute("COMMIT")
-                    return None
-                conn.execute(
-                    "UPDATE jobs SET status = 'running', attempts = attempts + 1,"
-                    " lease_owner = ?, lease_until = ?, owner_host = ?, owner_pid = ?,"
-                    " updated_at = ? WHERE seq = ?",
-                    (owner, now + lease_seconds, self.owner.host, self.owner.pid, now, row[0]),
-                )
-                job_row = conn.execute("SELECT * FROM jobs WHERE seq = ?", (row[0],)).fetchone()
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            return Job.from_row(job_row)
+            # Reaping scans running jobs and probes owner pids: once a second
+            # is plenty, and it keeps a busy claim loop cheap.
+            if now - self._last_reap >= REAP_INTERVAL:
+                self._last_reap = now
+                self._reap(conn, now)
+            # One statement: pick the oldest runnable job and lease it.
+            job_row = conn.execute(
+                sql, (owner, now + lease_seconds, host, pid, now, *kinds, now)
+            ).fetchone()
+            return None if job_row is None else Job.from_row(job_row)
 
-        job = await self.db.run(_claim)
-        if job is None:
-            return None
-        return Lease(job=job, owner=owner, lease_seconds=lease_seconds)
+        return _claim
 
     def _reap(self, conn: sqlite3.Connection, now: float) -> None:
         """Requeue running jobs whose lease expired or whose owner died on this host."""
@@ -346,7 +351,7 @@ class JobQueue:
             row = cursor.fetchone()
             return (row is not None, bool(row[0]) if row else False)
 
-        owned, cancel = await self.db.run(_beat)
+        owned, cancel = await self.db.write(_beat)
         lease.job.cancel_requested = cancel
         return owned
 
@@ -401,19 +406,28 @@ class JobQueue:
         result: dict[str, Any] | None = None,
         error: str | None = None,
     ) -> None:
+        if not await self.db.write(self._finisher(lease, status, result=result, error=error)):
+            raise LeaseLost(f"job {lease.job.id}: lease lost before it finished")
+        lease.job.status = status
+
+    @staticmethod
+    def _finisher(
+        lease: Lease, status: JobStatus, *, result: dict[str, Any] | None, error: str | None
+    ) -> Callable[[sqlite3.Connection], bool]:
+        """Settle the job if still ours, as a function of a connection in a transaction."""
         body = json.dumps(result, separators=(",", ":")) if result is not None else None
+        job_id, owner = lease.job.id, lease.owner
 
         def _done(conn: sqlite3.Connection) -> bool:
             cursor = conn.execute(
                 "UPDATE jobs SET status = ?, result = ?, error = ?, lease_owner = NULL,"
-                " lease_until = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?",
-                (status, body, error, time.time(), lease.job.id, lease.owner),
+                " lease_until = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?"
+                " AND status = 'running'",
+                (status, body, error, time.time(), job_id, owner),
             )
             return cursor.rowcount == 1
 
-        if not await self.db.write(_done):
-            raise LeaseLost(f"job {lease.job.id}: lease lost before it finished")
-        lease.job.status = status
+        return _done
 
     # -- control -------------------------------------------------------------------
 
@@ -476,3 +490,23 @@ class JobQueue:
             (limit,),
         )
         return [Job.from_row(r) for r in rows]
+
+
+@functools.lru_cache(maxsize=32)
+def _claim_sql(kind_count: int) -> str:
+    """The claim statement for `kind_count` kinds (one text per count: sqlite3 caches it)."""
+    placeholders = ",".join("?" for _ in range(kind_count))
+    return f"""
+        UPDATE jobs SET status = 'running', attempts = attempts + 1,
+            lease_owner = ?, lease_until = ?, owner_host = ?, owner_pid = ?, updated_at = ?
+        WHERE seq = (
+        SELECT j.seq FROM jobs j
+        WHERE j.status = 'queued' AND j.kind IN ({placeholders})
+          AND j.run_after <= ?
+          AND (j.serial_key = '' OR NOT EXISTS (
+                SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
+                  AND (r.status = 'running'
+                       OR (r.status = 'queued' AND r.seq < j.seq))))
+        ORDER BY j.run_after, j.seq LIMIT 1)
+        RETURNING *
+        """

@@ -81,6 +81,9 @@ class Pool:
     async def _claim_loop(self) -> None:
         while not self._stopping:
             await self._slots.acquire()
+            # Cleared before the claim, not after: an enqueue that lands while the
+            # claim is in flight must still wake the next idle wait.
+            self._wake.clear()
             try:
                 lease = await self.queue.claim(self.kinds)
             except Exception:
@@ -96,15 +99,25 @@ class Pool:
             self._running[lease.job.id] = (task, lease)
 
     async def _idle(self) -> None:
-        self._wake.clear()
         with contextlib.suppress(asyncio.TimeoutError):
             await wait_within(self._wake.wait(), self.poll_interval)
 
     async def _run(self, lease: Lease) -> None:
+        """Run `lease`'s job, then each job claimed in the same trip as its completion."""
+        following: Lease | None = lease
+        try:
+            while following is not None:
+                following = await self._run_job(following)
+        finally:
+            self._slots.release()
+
+    async def _run_job(self, lease: Lease) -> Lease | None:
+        """Run one job and settle it; returns the next job's lease when it claimed one."""
         job = lease.job
         work = asyncio.create_task(self.handler(lease), name=f"handler:{job.id}")
         self._handlers[job.id] = work
         beat = asyncio.create_task(self._heartbeat(lease, work), name=f"beat:{job.id}")
+        following: Lease | None = None
         try:
             try:
                 result = await asyncio.shield(work)
@@ -117,9 +130,12 @@ class Pool:
                         await work
                 if work.cancelled() or lease.stop_reason is not None:
                     await self._settle_stopped(lease)
-                    return
+                    return None
                 result = work.result()
-            await self.queue.complete(lease, result)
+            if self._stopping:
+                await self.queue.complete(lease, result)
+            else:
+                following = await self._complete_and_claim(lease, result)
         except LeaseLost:
             log.warning("job %s: lease lost; stopping without writing", job.id)
         except PermanentJobError as exc:
@@ -134,12 +150,43 @@ class Pool:
                 await beat
             self._running.pop(job.id, None)
             self._handlers.pop(job.id, None)
-            self._slots.release()
             if self.on_finished is not None:
                 try:
                     self.on_finished(job)
                 except Exception:
                     log.exception("on_finished callback failed for job %s", job.id)
+        if following is not None and self._stopping:
+            # The pool began stopping while the trip was in flight: hand the job back.
+            await self._safe(self.queue.release(following))
+            return None
+        if following is not None:
+            task = asyncio.current_task()
+            assert task is not None
+            self._running[following.job.id] = (task, following)  # type: ignore[assignment]
+        return following
+
+    async def _complete_and_claim(
+        self, lease: Lease, result: dict[str, Any] | None
+    ) -> Lease | None:
+        """Complete `lease` and claim the next job in one trip; returns the new lease.
+
+        A lease lost on the finished job is logged (nothing was written to it) and the
+        claim still stands, so the next job runs.
+        """
+        trip = asyncio.ensure_future(self.queue.complete_and_claim(lease, result, self.kinds))
+        try:
+            finished, following = await asyncio.shield(trip)
+        except asyncio.CancelledError:
+            # Shutdown while the trip was in flight: it ran whole or not at all; a job
+            # it claimed goes straight back so the next start takes it at once.
+            with contextlib.suppress(BaseException):
+                _, claimed = await trip
+                if claimed is not None:
+                    await self.queue.release(claimed)
+            raise
+        if not finished:
+            log.warning("job %s: lease lost before it finished; nothing written", lease.job.id)
+        return following
 
     async def _settle_stopped(self, lease: Lease) -> None:
         reason = lease.stop_reason

@@ -4,7 +4,7 @@ A `Database` owns one sqlite3 connection and one thread. Callers hand it a
 function that runs a whole transaction on that thread (`await db.run(fn)`), so
 a lease check and the write it guards are one atomic unit and the event loop
 never blocks on SQLite. (aiosqlite would hop threads once per statement; here
-a transaction is one hop.)
+a transaction is one hop, and writes waiting together share one commit.)
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import hashlib
 import os
+import queue
 import sqlite3
 import threading
 import time
@@ -141,17 +142,55 @@ def transaction(conn: sqlite3.Connection, *, immediate: bool = True) -> Iterator
         conn.execute("COMMIT")
 
 
+class _Call:
+    """One call waiting for the database thread: `fn`, and where its outcome goes."""
+
+    __slots__ = ("done", "fn", "future", "loop", "write")
+
+    def __init__(
+        self,
+        fn: Callable[[sqlite3.Connection], Any],
+        write: bool,
+        loop: asyncio.AbstractEventLoop | None,
+        future: asyncio.Future[Any] | concurrent.futures.Future[Any],
+    ):
+        self.fn = fn
+        self.write = write
+        self.loop = loop
+        self.future = future
+        # (ok, value) once the call ran; None while it waits.
+        self.done: tuple[bool, Any] | None = None
+
+    def abandoned(self) -> bool:
+        """The caller gave up before the call started (an asyncio caller was cancelled)."""
+        # Reading an asyncio future's state from another thread is a plain attribute
+        # read; a cancel that lands just after this check means the call runs whole
+        # and its outcome is dropped, which is the "ran" half of "ran or did not".
+        return self.future.cancelled()
+
+
+_CLOSE = object()
+
+
 class Database:
-    """One connection and one worker thread; `run(fn)` executes `fn(conn)` on it."""
+    """One connection and one thread; `run(fn)` executes `fn(conn)` on it.
+
+    The thread reads a queue of calls. When several are waiting it runs them back to
+    back without sleeping in between, and it answers each event loop once per batch
+    (one `call_soon_threadsafe` for all the calls of that loop), which is what makes a
+    hop cheap. Calls made with `write` that wait together share one
+    BEGIN IMMEDIATE ... COMMIT (group commit), each in its own SAVEPOINT: one that
+    raises rolls back alone and its caller gets the exception, and every caller hears
+    back only after the COMMIT.
+    """
 
     def __init__(self, path: Path, conn: sqlite3.Connection):
         self.path = path
         self._conn = conn
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"db-{path.stem}"
-        )
+        self._calls: queue.SimpleQueue[_Call | object] = queue.SimpleQueue()
         self._closed = False
-        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._serve, name=f"db-{path.stem}", daemon=True)
+        self._thread.start()
 
     @classmethod
     async def open(
@@ -186,27 +225,32 @@ class Database:
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` on the database thread and return its result."""
+        return await self._submit(fn, write=False)
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(conn)` inside BEGIN IMMEDIATE ... COMMIT on the database thread.
+
+        `fn` may share its transaction with other writes waiting at the same moment
+        (each in its own savepoint), so it must not BEGIN or COMMIT itself; the
+        result comes back once the transaction committed.
+        """
+        return await self._submit(fn, write=True)
+
+    async def _submit(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
         if self._closed:
             raise StoreError(f"{self.path}: database is closed")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._call, fn)
+        future: asyncio.Future[T] = loop.create_future()
+        self._calls.put(_Call(fn, write, loop, future))
+        return await future
 
     def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` from synchronous code (never from the event loop thread)."""
-        return self._executor.submit(self._call, fn).result()
-
-    def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            return fn(self._conn)
-
-    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn(conn)` inside BEGIN IMMEDIATE ... COMMIT on the database thread."""
-
-        def _tx(conn: sqlite3.Connection) -> T:
-            with transaction(conn):
-                return fn(conn)
-
-        return await self.run(_tx)
+        if self._closed:
+            raise StoreError(f"{self.path}: database is closed")
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._calls.put(_Call(fn, False, None, future))
+        return future.result()
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         """Read rows (outside an explicit transaction: one consistent snapshot)."""
@@ -220,16 +264,162 @@ class Database:
         if self._closed:
             return
         self._closed = True
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._conn.close)
-        self._executor.shutdown(wait=False)
+        self._calls.put(_CLOSE)
+        await asyncio.to_thread(self._thread.join)
 
     def close_sync(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._executor.submit(self._conn.close).result()
-        self._executor.shutdown(wait=True)
+        self._calls.put(_CLOSE)
+        self._thread.join()
+
+    # -- the database thread ---------------------------------------------------------
+
+    def _serve(self) -> None:
+        calls = self._calls
+        while True:
+            batch: list[_Call | object] = [calls.get()]
+            # Take everything already waiting: it runs back to back, without sleeping.
+            while True:
+                try:
+                    batch.append(calls.get_nowait())
+                except queue.Empty:
+                    break
+            closing = False
+            ready: list[_Call] = []
+            group: list[_Call] = []
+            for item in batch:
+                if item is _CLOSE:
+                    closing = True
+                    continue
+                assert isinstance(item, _Call)
+                if item.abandoned():
+                    continue
+                if item.write:
+                    group.append(item)
+                    continue
+                if group:
+                    self._run_group(group)
+                    ready.extend(group)
+                    group = []
+                self._run_one(item)
+                ready.append(item)
+            if group:
+                self._run_group(group)
+                ready.extend(group)
+            _answer(ready)
+            if closing:
+                self._conn.close()
+                return
+
+    def _run_one(self, call: _Call) -> None:
+        try:
+            call.done = (True, call.fn(self._conn))
+        except BaseException as exc:  # the caller gets it, whatever it is
+            call.done = (False, exc)
+
+    def _run_group(self, group: list[_Call]) -> None:
+        """Run writes in one transaction, each in a savepoint; outcomes after COMMIT."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            for call in group:
+                call.done = (False, exc)
+            return
+        if len(group) == 1:
+            # Alone in its transaction: no savepoint needed, a failure rolls it all back.
+            self._run_alone(group[0])
+            return
+        for index, call in enumerate(group):
+            try:
+                conn.execute("SAVEPOINT call")
+                value = call.fn(conn)
+                conn.execute("RELEASE call")
+            except BaseException as exc:
+                call.done = (False, exc)
+                if not _undo_savepoint(conn):
+                    # The whole transaction is gone (SQLite rolled it back on disk full
+                    # or I/O error, or `fn` ended it itself): the calls before this one
+                    # lost their writes; the ones after it never ran and get a fresh one.
+                    lost = StoreError(f"{self.path}: transaction rolled back: {exc}")
+                    for earlier in group[:index]:
+                        earlier.done = (False, lost)
+                    with contextlib.suppress(sqlite3.Error):
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                    if index + 1 < len(group):
+                        self._run_group(group[index + 1 :])
+                    return
+            else:
+                call.done = (True, value)
+        try:
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            for call in group:
+                if call.done is not None and call.done[0]:
+                    call.done = (False, exc)
+
+    def _run_alone(self, call: _Call) -> None:
+        """The group of one, inside its BEGIN IMMEDIATE: COMMIT, or ROLLBACK on failure."""
+        conn = self._conn
+        try:
+            call.done = (True, call.fn(conn))
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            call.done = (False, exc)
+            with contextlib.suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+
+
+def _undo_savepoint(conn: sqlite3.Connection) -> bool:
+    """Roll back to the call's savepoint; False when the transaction itself is gone."""
+    if not conn.in_transaction:
+        return False
+    try:
+        conn.execute("ROLLBACK TO call")
+        conn.execute("RELEASE call")
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def _answer(calls: list[_Call]) -> None:
+    """Hand each outcome to its caller: one wake-up per event loop, not per call."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Call]] = {}
+    for call in calls:
+        if call.loop is None:
+            future = call.future
+            assert isinstance(future, concurrent.futures.Future)
+            ok, value = call.done or (False, StoreError("call did not run"))
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        else:
+            by_loop.setdefault(call.loop, []).append(call)
+    for loop, waiting in by_loop.items():
+        # The loop may have closed while its calls ran; nobody is left to tell.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_resolve, waiting)
+
+
+def _resolve(calls: list[_Call]) -> None:
+    """On the caller's loop: settle the futures still waiting (a cancelled one is done)."""
+    for call in calls:
+        future = call.future
+        if future.done():
+            continue
+        ok, value = call.done or (False, StoreError("call did not run"))
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
 
 
 class BlobStore:

@@ -1,0 +1,222 @@
+"""Our durable queue beside persist-queue and huey: enqueue + claim + complete per second.
+
+Every queue gets the same N jobs on one SQLite file at the same durability (WAL,
+synchronous NORMAL; set on their connections, whose defaults differ), in
+alternating rounds, and the medians and ratios ours/theirs are printed.
+
+- ours: `JobQueue.enqueue` for every job while W workers claim and complete; a
+  worker completes its job and claims the next in one trip (`complete_and_claim`,
+  what `Pool` does). "ours (claim; complete)" is the same with two trips a job, and
+  "ours (Pool)" runs the real worker pool (a task and a heartbeat per job).
+- persist-queue: SQLiteAckQueue(multithreading=True): a producer thread puts, a
+  consumer thread gets and acks each item.
+- huey: SqliteHuey: a producer thread enqueues a task, a consumer thread dequeues
+  it, runs it and stores its result (what huey's consumer does).
+
+Usage: python benchmarks/queue_bench.py [N] [--rounds R] [--workers W]
+The others are bench-only dependencies: pip install -e '.[bench]'
+(or pip install persist-queue huey).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease
+from habakkuk.engine.pools import Pool
+from habakkuk.engine.store import Database
+
+KIND = "bench"
+
+
+async def _ours(folder: Path, count: int, workers: int, *, fused: bool) -> float:
+    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
+    done = 0
+    wake = asyncio.Event()
+    queue.add_listener(lambda kind: wake.set())
+
+    async def worker() -> None:
+        nonlocal done
+        lease: Lease | None = None
+        while done < count:
+            if lease is None:
+                wake.clear()  # before the claim, so an enqueue during it is not missed
+                lease = await queue.claim([KIND])
+                if lease is None:
+                    await wake.wait()
+                    continue
+            if fused:
+                finished, lease = await queue.complete_and_claim(lease, {"ok": True}, [KIND])
+                assert finished
+            else:
+                await queue.complete(lease, {"ok": True})
+                lease = None
+            done += 1
+        wake.set()  # the last jobs are done: wake the workers that found none left
+        if lease is not None:  # claimed past the end: give it back
+            await queue.release(lease)
+
+    started = time.perf_counter()
+    producer = asyncio.gather(*[queue.enqueue(f"job-{i}", KIND, {"i": i}) for i in range(count)])
+    await asyncio.gather(producer, *[worker() for _ in range(workers)])
+    elapsed = time.perf_counter() - started
+    await queue.db.close()
+    return count / elapsed
+
+
+async def _ours_pool(folder: Path, count: int, workers: int) -> float:
+    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
+    finished = asyncio.Event()
+    done = 0
+
+    async def handler(lease: Lease) -> dict[str, Any]:
+        return {"ok": True}
+
+    def on_finished(_job: object) -> None:
+        nonlocal done
+        done += 1
+        if done == count:
+            finished.set()
+
+    pool = Pool(queue, [KIND], handler, concurrency=workers, on_finished=on_finished)
+    started = time.perf_counter()
+    pool.start()
+    await asyncio.gather(*[queue.enqueue(f"job-{i}", KIND, {"i": i}) for i in range(count)])
+    await finished.wait()
+    elapsed = time.perf_counter() - started
+    await pool.stop()
+    await queue.db.close()
+    return count / elapsed
+
+
+def _threads(produce: Callable[[], None], consume: Callable[[], None]) -> float:
+    started = time.perf_counter()
+    threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started
+
+
+def _persist_queue(folder: Path, count: int) -> float:
+    from persistqueue import SQLiteAckQueue
+
+    queue = SQLiteAckQueue(str(folder / "pq"), multithreading=True, auto_commit=True)
+    # Same durability as ours: WAL is its default, synchronous NORMAL is not.
+    for conn in {id(c): c for c in (queue._getter, queue._putter)}.values():
+        conn.execute("PRAGMA synchronous = NORMAL")
+
+    def produce() -> None:
+        for i in range(count):
+            queue.put({"i": i})
+
+    def consume() -> None:
+        for _ in range(count):
+            item = queue.get(block=True, timeout=30)
+            queue.ack(item)
+
+    elapsed = _threads(produce, consume)
+    assert queue.acked_count() == count
+    return count / elapsed
+
+
+def _huey(folder: Path, count: int) -> float:
+    from huey import SqliteHuey
+
+    huey = SqliteHuey(filename=str(folder / "huey.db"), results=True, journal_mode="wal")
+    huey.storage.conn.execute("PRAGMA synchronous = NORMAL")
+
+    @huey.task()
+    def work(i: int) -> dict[str, bool]:
+        return {"ok": True}
+
+    results: list[Any] = []
+
+    def produce() -> None:
+        for i in range(count):
+            results.append(work(i))
+
+    def consume() -> None:
+        handled = 0
+        while handled < count:
+            task = huey.dequeue()
+            if task is None:
+                time.sleep(0.0005)  # huey's consumer polls too (far slower, by default)
+                continue
+            huey.execute(task)
+            handled += 1
+
+    elapsed = _threads(produce, consume)
+    assert results[-1].get() == {"ok": True}
+    huey.storage.close()
+    return count / elapsed
+
+
+def _missing() -> list[str]:
+    missing = []
+    for module, package in (("persistqueue", "persist-queue"), ("huey", "huey")):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(package)
+    return missing
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("count", nargs="?", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=4)
+    args = parser.parse_args()
+    missing = _missing()
+    if missing:
+        print(
+            f"queue_bench: missing {', '.join(missing)}: install the bench extra"
+            f" (pip install -e '.[bench]' or pip install {' '.join(missing)})",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    runs: dict[str, Callable[[Path], float]] = {
+        "ours": lambda d: asyncio.run(_ours(d, args.count, args.workers, fused=True)),
+        "persist-queue": lambda d: _persist_queue(d, args.count),
+        "huey": lambda d: _huey(d, args.count),
+        "ours (claim; complete)": lambda d: asyncio.run(
+            _ours(d, args.count, args.workers, fused=False)
+        ),
+        "ours (Pool)": lambda d: asyncio.run(_ours_pool(d, args.count, args.workers)),
+    }
+    figures: dict[str, list[float]] = {name: [] for name in runs}
+    for round_no in range(1, args.rounds + 1):
+        line = []
+        for name, run in runs.items():  # alternating: one of each per round
+            with tempfile.TemporaryDirectory() as tmp:
+                rate = run(Path(tmp))
+            figures[name].append(rate)
+            line.append(f"{name} {rate:,.0f}")
+        print(f"round {round_no}: " + " | ".join(line) + " jobs/s")
+    medians = {name: statistics.median(rates) for name, rates in figures.items()}
+    print(
+        f"\n{args.count} jobs enqueue+claim+complete, one SQLite file, WAL + synchronous NORMAL,"
+        f" median of {args.rounds} rounds:"
+    )
+    for name, rate in medians.items():
+        print(f"  {name:<24} {rate:>8,.0f} jobs/s")
+    for name in ("ours", "ours (claim; complete)", "ours (Pool)"):
+        print(
+            f"  {name} / persist-queue = {medians[name] / medians['persist-queue']:.2f}x,"
+            f" / huey = {medians[name] / medians['huey']:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

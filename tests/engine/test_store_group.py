@@ -1,0 +1,200 @@
+"""The database thread: group commit of waiting writes, savepoints, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from habakkuk.engine.errors import LeaseLost
+from habakkuk.engine.jobs import MIGRATIONS, JobQueue
+from habakkuk.engine.store import Database, Migration, StoreError, connect
+
+TABLE = [Migration(1, "CREATE TABLE t (name TEXT PRIMARY KEY)")]
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = await Database.open(tmp_path / "t.db", TABLE)
+    yield database
+    await database.close()
+
+
+class Gate:
+    """Holds the database thread inside a call, so the next calls queue up behind it."""
+
+    def __init__(self, db: Database):
+        self.db = db
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+        self.task: asyncio.Task[Any] | None = None
+
+    async def close(self) -> None:
+        def _hold(conn: sqlite3.Connection) -> None:
+            self.entered.set()
+            assert self.opened.wait(10)
+
+        self.task = asyncio.create_task(self.db.run(_hold))
+        assert await asyncio.to_thread(self.entered.wait, 10)
+
+    async def open(self) -> None:
+        self.opened.set()
+        assert self.task is not None
+        await self.task
+
+
+async def queued(*calls: Callable[[], Any]) -> list[asyncio.Task[Any]]:
+    """Start each call as a task and let each reach the database queue."""
+    tasks = [asyncio.ensure_future(call()) for call in calls]
+    # One pass of the loop runs every task up to its first await: the put on the queue.
+    await asyncio.sleep(0)
+    return tasks
+
+
+def insert(name: str) -> Callable[[sqlite3.Connection], str]:
+    def _insert(conn: sqlite3.Connection) -> str:
+        conn.execute("INSERT INTO t(name) VALUES (?)", (name,))
+        return name
+
+    return _insert
+
+
+def names(path: Path) -> set[str]:
+    conn = connect(path)
+    try:
+        return {row[0] for row in conn.execute("SELECT name FROM t")}
+    finally:
+        conn.close()
+
+
+async def test_failing_write_in_a_group_rolls_back_alone(db: Database) -> None:
+    def fails(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO t(name) VALUES ('b')")
+        raise ValueError("no b after all")
+
+    shared: list[bool] = []
+
+    def third(conn: sqlite3.Connection) -> str:
+        # Same transaction as the first: its uncommitted row is visible here.
+        shared.append(conn.in_transaction)
+        shared.append(conn.execute("SELECT 1 FROM t WHERE name = 'a'").fetchone() is not None)
+        return insert("c")(conn)
+
+    gate = Gate(db)
+    await gate.close()
+    tasks = await queued(
+        lambda: db.write(insert("a")), lambda: db.write(fails), lambda: db.write(third)
+    )
+    await gate.open()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert results[0] == "a" and results[2] == "c"
+    assert isinstance(results[1], ValueError)
+    assert shared == [True, True]
+    assert names(db.path) == {"a", "c"}
+
+
+async def test_group_results_are_visible_elsewhere_only_once_the_caller_hears(
+    db: Database,
+) -> None:
+    seen_inside: list[set[str]] = []
+    seen_at_resolve: list[set[str]] = []
+
+    def second(conn: sqlite3.Connection) -> str:
+        # "a" ran earlier in this group but is not committed: nobody else sees it.
+        seen_inside.append(names(db.path))
+        return insert("b")(conn)
+
+    gate = Gate(db)
+    await gate.close()
+    tasks = await queued(lambda: db.write(insert("a")), lambda: db.write(second))
+    tasks[0].add_done_callback(lambda _task: seen_at_resolve.append(names(db.path)))
+    await gate.open()
+    assert await asyncio.gather(*tasks) == ["a", "b"]
+    assert seen_inside == [set()]
+    assert seen_at_resolve == [{"a", "b"}]
+
+
+async def test_lease_checked_write_whose_lease_was_lost_fails_alone(tmp_path: Path) -> None:
+    queue = JobQueue(await Database.open(tmp_path / "control.db", MIGRATIONS))
+    try:
+        await queue.enqueue("lost", "k")
+        await queue.enqueue("kept", "k")
+        lost, kept = await queue.claim(["k"]), await queue.claim(["k"])
+        assert lost is not None and kept is not None
+        await queue.db.write(lambda conn: conn.execute("CREATE TABLE notes (job TEXT)") and None)
+        # Another process took the first job over.
+        other = connect(tmp_path / "control.db")
+        other.execute("UPDATE jobs SET lease_owner = 'elsewhere' WHERE id = 'lost'")
+        other.close()
+
+        def guarded(lease: Any) -> Callable[[sqlite3.Connection], str]:
+            def _write(conn: sqlite3.Connection) -> str:
+                lease.check(conn, schema="main")
+                conn.execute("INSERT INTO notes(job) VALUES (?)", (lease.job.id,))
+                return str(lease.job.id)
+
+            return _write
+
+        gate = Gate(queue.db)
+        await gate.close()
+        tasks = await queued(
+            lambda: queue.db.write(guarded(lost)), lambda: queue.db.write(guarded(kept))
+        )
+        await gate.open()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert isinstance(results[0], LeaseLost) and results[1] == "kept"
+        rows = await queue.db.fetchall("SELECT job FROM notes")
+        assert [r[0] for r in rows] == ["kept"]
+        stolen = await queue.get("lost")
+        assert stolen is not None and stolen.lease_owner == "elsewhere"
+    finally:
+        await queue.db.close()
+
+
+async def test_call_cancelled_while_waiting_does_not_run(db: Database) -> None:
+    gate = Gate(db)
+    await gate.close()
+    (task,) = await queued(lambda: db.write(insert("never")))
+    task.cancel()
+    await gate.open()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await db.write(insert("after")) == "after"
+    assert names(db.path) == {"after"}
+
+
+async def test_call_cancelled_while_running_commits_whole(db: Database) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def two_rows(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO t(name) VALUES ('x')")
+        entered.set()
+        assert release.wait(10)
+        conn.execute("INSERT INTO t(name) VALUES ('y')")
+
+    task = asyncio.ensure_future(db.write(two_rows))
+    assert await asyncio.to_thread(entered.wait, 10)
+    task.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The next call runs after it on the same thread: by then it committed whole.
+    assert await db.run(lambda conn: conn.in_transaction) is False
+    assert names(db.path) == {"x", "y"}
+
+
+async def test_run_sync_and_close_finish_pending_calls(tmp_path: Path) -> None:
+    database = Database.open_sync(tmp_path / "t.db", TABLE)
+    assert database.run_sync(insert("a")) == "a"
+    pending = asyncio.ensure_future(database.write(insert("b")))
+    await asyncio.sleep(0)  # let it reach the queue before close
+    await database.close()
+    assert await pending == "b"
+    assert names(tmp_path / "t.db") == {"a", "b"}
+    with pytest.raises(StoreError, match="closed"):
+        await database.run(lambda conn: None)
