@@ -150,9 +150,7 @@ def _status(event: EventPayload) -> str:
     return event.status
 
 
-async def _turns(
-    runtime: Runtime, trips: Trips, count: int
-) -> tuple[list[Hop], list[str], float]:
+async def _turns(runtime: Runtime, trips: Trips, count: int) -> tuple[list[Hop], list[str], float]:
     """Submit and run `count` turns (one per new session) on running workers: the hops
     from the first submit to the last turn's end, and the turns' statuses."""
     sessions = [await runtime.sessions.new_session() for _ in range(count)]

@@ -476,3 +476,68 @@ class JobQueue:
             (limit,),
         )
         return [Job.from_row(r) for r in rows]
+
+
+# -- on a connection the caller holds ----------------------------------------------
+# For a caller whose own transaction (on another database, control.db attached to it)
+# should also enqueue or complete a job, so one trip to a database thread does both.
+
+
+def enqueue_in(
+    conn: sqlite3.Connection,
+    job_id: str,
+    kind: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    serial_key: str = "",
+    max_attempts: int = 5,
+    schema: str = "control",
+) -> bool:
+    """`JobQueue.enqueue`'s insert inside the caller's transaction (control.db attached as
+    `schema`); True when the job was new. After the commit, the caller wakes this
+    process's pools with `enqueued(queue, kind)`."""
+    now = time.time()
+    cursor = conn.execute(
+        f"INSERT INTO {schema}.jobs(id, kind, serial_key, payload, max_attempts, run_after,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(id) DO NOTHING",
+        (
+            job_id,
+            kind,
+            serial_key,
+            json.dumps(payload or {}, separators=(",", ":")),
+            max_attempts,
+            now,
+            now,
+            now,
+        ),
+    )
+    return cursor.rowcount == 1
+
+
+def enqueued(queue: JobQueue, kind: str) -> None:
+    """Tell `queue`'s listeners (the idle pools) that a job of `kind` was queued."""
+    queue._notify(kind)
+
+
+def complete_in(
+    conn: sqlite3.Connection,
+    lease: Lease,
+    result: dict[str, Any] | None = None,
+    *,
+    schema: str = "control",
+) -> None:
+    """`JobQueue.complete` inside the caller's transaction (control.db attached as
+    `schema`): the job is done with the write it commits with, or neither happens.
+    LeaseLost (the transaction rolls back) when the job is no longer ours. After the
+    commit the caller marks `lease.job.status = "done"`, so the pool does not complete
+    it again."""
+    body = json.dumps(result, separators=(",", ":")) if result is not None else None
+    cursor = conn.execute(
+        f"UPDATE {schema}.jobs SET status = 'done', result = ?, error = NULL,"
+        " lease_owner = NULL, lease_until = NULL, updated_at = ?"
+        " WHERE id = ? AND lease_owner = ? AND status = 'running'",
+        (body, time.time(), lease.job.id, lease.owner),
+    )
+    if cursor.rowcount != 1:
+        raise LeaseLost(f"job {lease.job.id}: lease lost before it finished")

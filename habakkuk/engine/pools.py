@@ -119,7 +119,8 @@ class Pool:
                     await self._settle_stopped(lease)
                     return
                 result = work.result()
-            await self.queue.complete(lease, result)
+            if not lease.job.finished:  # a handler may complete its job in its last write
+                await self.queue.complete(lease, result)
         except LeaseLost:
             log.warning("job %s: lease lost; stopping without writing", job.id)
         except PermanentJobError as exc:
