@@ -17,7 +17,7 @@ import pytest
 from habakkuk.engine.errors import LeaseLost, NotFound
 from habakkuk.engine.events import JobFinished
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Owner, complete_in
-from habakkuk.engine.llm.types import Message, TextBlock
+from habakkuk.engine.llm.types import ContextBlock, Message, TextBlock
 from habakkuk.engine.sessions import TranscriptStore
 from habakkuk.engine.store import Database
 from habakkuk.engine.timeouts import wait_within
@@ -220,3 +220,24 @@ async def test_a_lost_lease_writes_neither_the_reply_nor_the_job_done(stores: An
     assert await transcripts.messages(session.id) == []
     job = await queue.get("turn_1")
     assert job.status == "running" and job.lease_owner == "elsewhere:1:t"
+
+
+@pytest.mark.parametrize("attached", [True, False], ids=["state-attached", "state-apart"])
+async def test_the_sessions_state_reaches_its_turn_read_in_or_beside_the_opening(
+    runtime_factory: Any, attached: bool
+) -> None:
+    """The runtime attaches state.db to transcripts.db's connection (the state read in the
+    opening transaction); a store without it reads state.db in a trip of its own."""
+    runtime = await runtime_factory(mock_config('- "noted"', mode="read-only"))
+    if not attached:
+        runtime.transcripts.state_schema = None
+    session = await runtime.sessions.new_session()
+    await runtime.state.add_todos(session.id, ["write the tests"])
+    runtime.start_workers()
+    outcome = await wait_within(
+        runtime.turns.wait_turn(await runtime.turns.submit(session.id, "hi")), 30
+    )
+    assert outcome.status == "done"
+    first = (await runtime.sessions.messages(session.id))[0].message
+    [note] = [b for b in first.blocks if isinstance(b, ContextBlock) and b.kind == "todo"]
+    assert "write the tests" in note.text
