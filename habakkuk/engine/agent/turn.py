@@ -457,13 +457,25 @@ class TurnRunner:
             await self.deps.transcripts.append(session.id, reply, turn_id=job.id, guard=guard)
             return
         result = {"session": session.id, "reply": reply.text}
-        await self.deps.transcripts.append(
-            session.id,
-            reply,
-            turn_id=job.id,
-            guard=guard,
-            then=lambda conn: complete_in(conn, lease, result),
+        write = asyncio.ensure_future(
+            self.deps.transcripts.append(
+                session.id,
+                reply,
+                turn_id=job.id,
+                guard=guard,
+                then=lambda conn: complete_in(conn, lease, result),
+            )
         )
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            # A stop during the write: it runs to its end on the database thread anyway,
+            # so learn whether the job is done before the pool reports how it ended.
+            with contextlib.suppress(Exception):
+                await write
+            if write.done() and not write.cancelled() and write.exception() is None:
+                job.status = "done"
+            raise
         job.status = "done"  # committed: the pool has nothing left to settle
 
     async def _final(
