@@ -89,7 +89,9 @@ def _caller() -> str:
     if frame is None:
         return "?"
     outer = frame.f_back
-    return _where(frame) + (f" < {_where(outer)}" if outer is not None else "")
+    if outer is None or not Path(outer.f_code.co_filename).resolve().is_relative_to(ROOT):
+        return _where(frame)  # run in a task of its own: asyncio's frames say nothing
+    return f"{_where(frame)} < {_where(outer)}"
 
 
 @contextmanager
