@@ -155,10 +155,12 @@ class Runtime:
             log.warning("%s", problem)
         env = Environment(home.env_path)
         control = await Database.open(home.db_path("control"), JOB_MIGRATIONS)
-        transcripts = await TranscriptStore.open(
-            home.db_path("transcripts"), home.db_path("control")
-        )
+        # state.db first: transcripts.db's connection attaches it (a turn's opening
+        # transaction reads the session's state too).
         state = await StateStore.open(home.db_path("state"))
+        transcripts = await TranscriptStore.open(
+            home.db_path("transcripts"), home.db_path("control"), state_path=home.db_path("state")
+        )
         usage = await UsageStore.open(home.db_path("usage"), PriceTable(config.pricing))
         runtime = cls(home, config, env, control, transcripts, state, usage=usage)
         await runtime.settings.adopt_legacy_model_choices()
@@ -225,7 +227,7 @@ class Runtime:
         self._turn_pool = Pool(
             self.queue,
             [TURN_KIND],
-            runner.run,
+            runner.run_to_done,
             concurrency=self.config.workers.turns,
             on_finished=self._job_finished,
         )

@@ -205,17 +205,18 @@ class JobQueue:
         delay: float = 0.0,
     ) -> bool:
         """Queue a job unless one with this ID exists; True when it was new."""
-        now = time.time()
-        body = json.dumps(payload or {}, separators=(",", ":"))
 
         def _insert(conn: sqlite3.Connection) -> bool:
-            cursor = conn.execute(
-                "INSERT INTO jobs(id, kind, serial_key, payload, max_attempts, run_after,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT(id) DO NOTHING",
-                (job_id, kind, serial_key, body, max_attempts, now + delay, now, now),
+            return enqueue_in(
+                conn,
+                job_id,
+                kind,
+                payload,
+                serial_key=serial_key,
+                max_attempts=max_attempts,
+                delay=delay,
+                schema="main",
             )
-            return cursor.rowcount == 1
 
         created = await self.db.write(_insert)
         if created:
@@ -224,29 +225,23 @@ class JobQueue:
 
     async def enqueue_many(self, jobs: Sequence[NewJob]) -> list[str]:
         """`enqueue` for several jobs in one transaction; the ids that were new."""
-        now = time.time()
 
         def _insert(conn: sqlite3.Connection) -> list[str]:
-            created = []
-            for job in jobs:
-                cursor = conn.execute(
-                    "INSERT INTO jobs(id, kind, serial_key, payload, max_attempts, run_after,"
-                    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT(id) DO NOTHING",
-                    (
-                        job.id,
-                        job.kind,
-                        job.serial_key,
-                        json.dumps(job.payload, separators=(",", ":")),
-                        job.max_attempts,
-                        now,
-                        now,
-                        now,
-                    ),
+            now = time.time()
+            return [
+                job.id
+                for job in jobs
+                if enqueue_in(
+                    conn,
+                    job.id,
+                    job.kind,
+                    job.payload,
+                    serial_key=job.serial_key,
+                    max_attempts=job.max_attempts,
+                    schema="main",
+                    now=now,
                 )
-                if cursor.rowcount == 1:
-                    created.append(job.id)
-            return created
+            ]
 
         created = await self.db.write(_insert) if jobs else []
         for kind in {job.kind for job in jobs if job.id in set(created)}:
@@ -510,3 +505,71 @@ def _claim_sql(kind_count: int) -> str:
         ORDER BY j.run_after, j.seq LIMIT 1)
         RETURNING *
         """
+
+
+# -- on a connection the caller holds ----------------------------------------------
+# For a caller whose own transaction (on another database, control.db attached to it)
+# should also enqueue or complete a job, so one trip to a database thread does both.
+
+
+def enqueue_in(
+    conn: sqlite3.Connection,
+    job_id: str,
+    kind: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    serial_key: str = "",
+    max_attempts: int = 5,
+    delay: float = 0.0,
+    schema: str = "control",
+    now: float | None = None,
+) -> bool:
+    """Queue a job inside the caller's transaction, unless one with this ID exists (the
+    jobs table of `schema`: "main" on control.db's own connection, "control" where it
+    is attached); True when it was new. After the commit, the caller wakes this
+    process's pools with `enqueued(queue, kind)`. The one INSERT every enqueue runs."""
+    now = time.time() if now is None else now
+    cursor = conn.execute(
+        f"INSERT INTO {schema}.jobs(id, kind, serial_key, payload, max_attempts, run_after,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(id) DO NOTHING",
+        (
+            job_id,
+            kind,
+            serial_key,
+            json.dumps(payload or {}, separators=(",", ":")),
+            max_attempts,
+            now + delay,
+            now,
+            now,
+        ),
+    )
+    return cursor.rowcount == 1
+
+
+def enqueued(queue: JobQueue, kind: str) -> None:
+    """Tell `queue`'s listeners (the idle pools) that a job of `kind` was queued."""
+    queue._notify(kind)
+
+
+def complete_in(
+    conn: sqlite3.Connection,
+    lease: Lease,
+    result: dict[str, Any] | None = None,
+    *,
+    schema: str = "control",
+) -> None:
+    """`JobQueue.complete` inside the caller's transaction (control.db attached as
+    `schema`): the job is done with the write it commits with, or neither happens.
+    LeaseLost (the transaction rolls back) when the job is no longer ours. After the
+    commit the caller marks `lease.job.status = "done"`, so the pool does not complete
+    it again."""
+    body = json.dumps(result, separators=(",", ":")) if result is not None else None
+    cursor = conn.execute(
+        f"UPDATE {schema}.jobs SET status = 'done', result = ?, error = NULL,"
+        " lease_owner = NULL, lease_until = NULL, updated_at = ?"
+        " WHERE id = ? AND lease_owner = ? AND status = 'running'",
+        (body, time.time(), lease.job.id, lease.owner),
+    )
+    if cursor.rowcount != 1:
+        raise LeaseLost(f"job {lease.job.id}: lease lost before it finished")

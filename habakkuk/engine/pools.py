@@ -132,7 +132,9 @@ class Pool:
                     await self._settle_stopped(lease)
                     return None
                 result = work.result()
-            if self._stopping:
+            if lease.job.finished:
+                pass  # the handler completed its job in its last write (a turn's reply)
+            elif self._stopping:
                 await self.queue.complete(lease, result)
             else:
                 following = await self._complete_and_claim(lease, result)

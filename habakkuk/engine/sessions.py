@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import HabakkukError, NotFound
 from .llm.types import (
@@ -35,6 +35,7 @@ from .llm.types import (
 from .store import Database, Migration, transaction
 
 WriteGuard = Callable[[sqlite3.Connection], None]
+T = TypeVar("T")
 
 INTERRUPTED = (
     "interrupted: the process stopped before this tool call finished; "
@@ -377,12 +378,23 @@ def fts_query(text: str) -> str:
 class TranscriptStore:
     """Sessions and their messages."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, *, state_schema: str | None = None):
         self.db = db
+        # The name state.db is attached under on this connection (None: not attached),
+        # so a turn's opening transaction reads the session's state too.
+        self.state_schema = state_schema
 
     @classmethod
-    async def open(cls, path: Path, control_path: Path) -> TranscriptStore:
-        return cls(await Database.open(path, MIGRATIONS, attach={"control": control_path}))
+    async def open(
+        cls, path: Path, control_path: Path, *, state_path: Path | None = None
+    ) -> TranscriptStore:
+        """Open transcripts.db with control.db attached as `control` (and state.db as
+        `state` when `state_path` is given: it must be migrated already)."""
+        attach = {"control": control_path}
+        if state_path is not None:
+            attach["state"] = state_path
+        db = await Database.open(path, MIGRATIONS, attach=attach)
+        return cls(db, state_schema="state" if state_path is not None else None)
 
     @classmethod
     def open_sync(cls, path: Path, control_path: Path) -> TranscriptStore:
@@ -527,19 +539,25 @@ class TranscriptStore:
         turn_id: str = "",
         guard: WriteGuard | None = None,
         unless_turn_has: str | None = None,
+        then: WriteGuard | None = None,
     ) -> int | None:
         """Append one message; returns its seq.
 
         `guard(conn)` runs first inside the same transaction (the job's lease
         check). With `unless_turn_has=ROLE`, nothing is written when the turn
         already has a message of that role (idempotent user-message appends), and
-        None is returned.
+        None is returned. `then(conn)` runs after the append, in the same transaction
+        (a turn's reply and its job completed in one trip); if it raises, nothing is
+        written.
         """
 
         def _append(conn: sqlite3.Connection) -> int | None:
             if guard is not None:
                 guard(conn)
-            return _append_in(conn, session_id, message, turn_id, unless_turn_has)
+            seq = _append_in(conn, session_id, message, turn_id, unless_turn_has)
+            if then is not None:
+                then(conn)
+            return seq
 
         return await self.db.write(_append)
 
@@ -547,14 +565,16 @@ class TranscriptStore:
         self,
         session_id: str,
         turn_id: str,
-        user_message: Message | None,
+        user_message: Message | Callable[[sqlite3.Connection], Message | None] | None,
         guard: WriteGuard,
     ) -> tuple[Session, TranscriptView] | None:
         """Start (or resume) a turn in one transaction: the lease check, the user's
         message appended once, and the session with the model's view of its
         transcript (the latest summary and the messages after it) read back.
 
-        None when the session does not exist.
+        `user_message` may be a function of the connection, called in the transaction
+        after the guard (it reads what the message carries, e.g. the session's state
+        through `state_schema`). None when the session does not exist.
         """
 
         def _open(conn: sqlite3.Connection) -> tuple[Session, TranscriptView] | None:
@@ -562,12 +582,28 @@ class TranscriptStore:
             row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 return None
-            if user_message is not None:
-                _append_in(conn, session_id, user_message, turn_id, "user")
+            message = user_message(conn) if callable(user_message) else user_message
+            if message is not None:
+                _append_in(conn, session_id, message, turn_id, "user")
                 row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
             return Session.from_row(row), _view_in(conn, session_id)
 
         return await self.db.write(_open)
+
+    async def with_session(
+        self, session_id: str, fn: Callable[[sqlite3.Connection, Session], T]
+    ) -> tuple[Session, T] | None:
+        """In one write transaction: the session (None when it does not exist, and `fn`
+        is not called) and `fn(conn, session)` (e.g. its turn queued in control.db)."""
+
+        def _with(conn: sqlite3.Connection) -> tuple[Session, T] | None:
+            row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                return None
+            session = Session.from_row(row)
+            return session, fn(conn, session)
+
+        return await self.db.write(_with)
 
     async def messages(self, session_id: str, *, after: int = -1) -> list[StoredMessage]:
         """Stored messages in order (seq > after). A corrupt row is skipped, not fatal."""

@@ -84,9 +84,11 @@ def _clean(text: str) -> str:
     return cleaned
 
 
-def _items(conn: sqlite3.Connection, session: str) -> list[TodoItem]:
+def _items(conn: sqlite3.Connection, session: str, schema: str = "main") -> list[TodoItem]:
     rows = conn.execute(
-        "SELECT number, text, status FROM todos WHERE session = ? ORDER BY number", (session,)
+        f"SELECT number, text, status FROM {_schema(schema)}.todos WHERE session = ?"
+        " ORDER BY number",
+        (session,),
     ).fetchall()
     return [TodoItem(r["number"], r["text"], r["status"]) for r in rows]
 
@@ -237,18 +239,7 @@ class StateStore:
     async def turn_state(self, session: str) -> TurnState:
         """What a starting turn reads from state.db, in one trip to its thread."""
 
-        def _read(conn: sqlite3.Connection) -> TurnState:
-            rows = conn.execute(
-                "SELECT name, value FROM session_settings"
-                " WHERE session = ? AND name IN ('thinking', 'model')",
-                (session,),
-            )
-            settings = {str(name): str(value) for name, value in rows}
-            return TurnState(
-                _todo_note(_items(conn, session)), settings.get("thinking"), settings.get("model")
-            )
-
-        return await self.db.run(_read)
+        return await self.db.run(lambda conn: read_turn_state(conn, session))
 
 
 @dataclass(frozen=True)
@@ -265,3 +256,23 @@ def _todo_note(items: list[TodoItem]) -> str | None:
     if not any(i.open for i in items):
         return None
     return "[your todo list for this session]\n" + render_todos(items)
+
+
+def read_turn_state(conn: sqlite3.Connection, session: str, schema: str = "main") -> TurnState:
+    """What a starting turn reads from state.db, on `conn` where state.db is `schema`
+    (its own connection, or attached to the one of the turn's opening transaction)."""
+    rows = conn.execute(
+        f"SELECT name, value FROM {_schema(schema)}.session_settings"
+        " WHERE session = ? AND name IN ('thinking', 'model')",
+        (session,),
+    )
+    settings = {str(name): str(value) for name, value in rows}
+    return TurnState(
+        _todo_note(_items(conn, session, schema)), settings.get("thinking"), settings.get("model")
+    )
+
+
+def _schema(name: str) -> str:
+    if not name.isidentifier():
+        raise ValueError(f"bad schema name {name!r}")
+    return name

@@ -6,13 +6,15 @@ import asyncio
 import copy
 import re
 import secrets
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.agent.prompt import build_system_prompt
 from habakkuk.engine.agent.turn import TURN_KIND
 from habakkuk.engine.errors import HabakkukError, NotFound
+from habakkuk.engine.jobs import enqueue_in
 from habakkuk.engine.llm.types import Message, ToolResultBlock
 from habakkuk.engine.sessions import Compaction, SearchHit, Session, StoredMessage
 
@@ -109,6 +111,33 @@ class Sessions:
         if found is None:
             raise NotFound(f"session {session_id!r} not found")
         return found
+
+    async def queue_for(
+        self,
+        session_id: str,
+        job_id: str,
+        payload: dict[str, Any],
+        *,
+        max_attempts: int,
+    ) -> bool:
+        """Queue a turn job of the session (its serial key) in control.db, in the same
+        transaction (one trip) that finds the session; True when the job was new.
+        NotFound when there is no such session: nothing is queued."""
+
+        def _queue(conn: sqlite3.Connection, session: Session) -> bool:
+            return enqueue_in(
+                conn,
+                job_id,
+                TURN_KIND,
+                {**payload, "session": session.id},
+                serial_key=session.id,
+                max_attempts=max_attempts,
+            )
+
+        done = await self.transcripts.with_session(session_id, _queue)
+        if done is None:
+            raise NotFound(f"session {session_id!r} not found")
+        return done[1]
 
     async def list_sessions(
         self, agent: str | None = None, *, limit: int = 50, archived: bool = False

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from habakkuk.engine.agent.turn import TURN_KIND
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.events import JobFinished
+from habakkuk.engine.jobs import enqueued
 from habakkuk.engine.timeouts import wait_within
 
 from .sessions import Sessions, new_id
@@ -78,16 +79,17 @@ class Turns:
         no-op (the existing turn's id is returned). `extra` adds payload keys
         (a channel turn's `reply_to` address and attachment `blocks`).
         """
-        session = await self.sessions.session(session_id)
         turn = turn_id or new_id("turn")
-        await self.queue.enqueue(
-            turn,
-            TURN_KIND,
-            {**(extra or {}), "session": session.id, "text": text, "attended": attended},
-            serial_key=session.id,
-            max_attempts=TURN_MAX_ATTEMPTS,
-        )
+        await self._queue(session_id, turn, {**(extra or {}), "text": text, "attended": attended})
         return turn
+
+    async def _queue(self, session_id: str, job_id: str, payload: dict[str, Any]) -> None:
+        """Find the session and queue the job in one trip (NotFound: no such session);
+        wake this process's pools when it is new."""
+        if await self.sessions.queue_for(
+            session_id, job_id, payload, max_attempts=TURN_MAX_ATTEMPTS
+        ):
+            enqueued(self.queue, TURN_KIND)
 
     async def compact_session(
         self,
@@ -102,15 +104,8 @@ class Turns:
         that appends no message: wait_turn's reply says what it did. `job_id` and
         `extra` (a channel's `reply_to`) work as for `submit`.
         """
-        session = await self.sessions.session(session_id)
         job = job_id or new_id("compact")
-        await self.queue.enqueue(
-            job,
-            TURN_KIND,
-            {**(extra or {}), "session": session.id, "compact": True},
-            serial_key=session.id,
-            max_attempts=TURN_MAX_ATTEMPTS,
-        )
+        await self._queue(session_id, job, {**(extra or {}), "compact": True})
         return job
 
     async def stop_turn(self, turn_id: str) -> str | None:

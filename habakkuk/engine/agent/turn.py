@@ -8,8 +8,8 @@
 4. If the reply has tool calls, run them in parallel and append all results in
    one message; go to 3. Otherwise the turn is done.
 
-Every append checks the job's lease in its own transaction. A stopped turn
-leaves a result for every call it started.
+Every append checks the job's lease in its own transaction; the final reply's also
+completes the job. A stopped turn leaves a result for every call it started.
 
 A sub-turn (a delegated child, payload "subturn": true) may override, in its payload:
 "toolsets" (the child gets those of the list its agent also has, never "delegate": a
@@ -54,7 +54,7 @@ from ..events import (
 )
 from ..home import Home
 from ..hooks import Hooks
-from ..jobs import Lease
+from ..jobs import Lease, complete_in
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router, RouterResult
 from ..llm.types import (
@@ -73,7 +73,7 @@ from ..llm.types import (
 )
 from ..pools import PermanentJobError
 from ..sessions import INTERRUPTED, Session, TranscriptStore, TranscriptView
-from ..state import StateStore, TurnState
+from ..state import StateStore, TurnState, read_turn_state
 from ..store import BlobStore
 from ..toolkit.approvals import Approver
 from ..toolkit.registry import ToolContext, ToolRegistry
@@ -183,7 +183,14 @@ class TurnRunner:
         # session -> (prompt tokens of its last model call, messages sent, view marker)
         self._prompts: OrderedDict[str, tuple[int, int, int]] = OrderedDict()
 
-    async def run(self, lease: Lease) -> dict[str, Any]:
+    async def run_to_done(self, lease: Lease) -> dict[str, Any]:
+        """The turn pool's handler: `run`, with the job completed in the final reply's
+        transaction (for a handler whose result nothing adds to after it returns)."""
+        return await self.run(lease, completes=True)
+
+    async def run(self, lease: Lease, *, completes: bool = False) -> dict[str, Any]:
+        """Run the turn job to its reply. With `completes`, the final reply's append also
+        completes the job (one trip less); else the caller settles it."""
         deps = self.deps
         job = lease.job
         payload = job.payload
@@ -199,11 +206,7 @@ class TurnRunner:
         if first is not None and payload.get("blocks"):
             # Attachments a channel message carried (images, PDFs), stored by blob reference.
             first.blocks[1:1] = [block_from_json(b) for b in payload["blocks"]]
-        state = await deps.state.turn_state(session_id) if deps.state is not None else None
-        if first is not None and state is not None and state.todo_note:
-            # Open todo items ride along with the message, so the transcript stays append-only.
-            first.blocks.append(ContextBlock(state.todo_note, "todo"))
-        session, view, agent = await self._open(session_id, job.id, first, guard)
+        session, view, agent, state = await self._open(session_id, job.id, first, guard)
         deps.bus.publish(TurnStarted(session=session_id, turn=job.id, agent=agent.name))
         self._fire("turn_start", agent.name, {"session": session_id, "turn": job.id, "text": typed})
         try:
@@ -216,6 +219,7 @@ class TurnRunner:
                 view,
                 _thinking(agent, state),
                 payload_chain(deps.config, payload, session_chain(deps.config, agent, state)),
+                completes=completes,
             )
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
@@ -235,17 +239,34 @@ class TurnRunner:
 
     async def _open(
         self, session_id: str, turn: str, first: Message | None, guard: Any
-    ) -> tuple[Session, TranscriptView, AgentConfig]:
-        """The turn's opening transaction, then its agent; PermanentJobError if either is gone."""
-        opened = await self.deps.transcripts.open_turn(session_id, turn, first, guard)
+    ) -> tuple[Session, TranscriptView, AgentConfig, TurnState | None]:
+        """The turn's opening transaction (with the session's state read in it when
+        state.db is attached to transcripts.db's connection, as the runtime opens them),
+        then its agent; PermanentJobError if either is gone."""
+        deps = self.deps
+        schema = deps.transcripts.state_schema if deps.state is not None else None
+        read: list[TurnState] = []
+        if deps.state is not None and schema is None:
+            read.append(await deps.state.turn_state(session_id))  # not attached: its own trip
+
+        def message(conn: Any) -> Message | None:
+            if schema is not None:
+                read.append(read_turn_state(conn, session_id, schema))
+            note = read[0].todo_note if read else None
+            if first is None or not note:
+                return first
+            # Open todo items ride along with the message, so the transcript stays append-only.
+            return replace(first, blocks=[*first.blocks, ContextBlock(note, "todo")])
+
+        opened = await deps.transcripts.open_turn(session_id, turn, message, guard)
         if opened is None:
             raise PermanentJobError(f"session {session_id} does not exist")
         session, view = opened
         try:
-            agent = self.deps.config.agent(session.agent)
+            agent = deps.config.agent(session.agent)
         except HabakkukError as exc:
             raise PermanentJobError(str(exc)) from None
-        return session, view, agent
+        return session, view, agent, read[0] if read else None
 
     def _end(
         self,
@@ -281,6 +302,8 @@ class TurnRunner:
         view: TranscriptView,
         thinking: Thinking,
         chain: list[ModelRef],
+        *,
+        completes: bool = False,
     ) -> str:
         deps = self.deps
         job = lease.job
@@ -394,7 +417,7 @@ class TurnRunner:
                 request = shorter
                 result = await self._call_model(chain, request, agent, session, job.id)
             self._remember(session.id, result.usage.prompt_tokens, len(request.messages), marker)
-            await deps.transcripts.append(session.id, result.message, turn_id=job.id, guard=guard)
+            await self._append_reply(lease, session, result.message, guard, completes)
             deps.bus.publish(
                 ModelReplied(
                     session=session.id,
@@ -419,6 +442,41 @@ class TurnRunner:
         raise PermanentJobError(
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
         )
+
+    async def _append_reply(
+        self, lease: Lease, session: Session, reply: Message, guard: Any, completes: bool
+    ) -> None:
+        """Append the model's reply. With `completes`, a final one (no tool calls, no
+        output_schema to check) completes the job in the same transaction, with the
+        result `run` returns:
+        the turn's last trip. A crash in its commit can leave the reply without the job
+        done (transcripts.db commits first), never the reverse: the resumed turn then
+        finds the reply and finishes without a model call."""
+        job = lease.job
+        if not completes or reply.tool_uses or isinstance(job.payload.get("output_schema"), dict):
+            await self.deps.transcripts.append(session.id, reply, turn_id=job.id, guard=guard)
+            return
+        result = {"session": session.id, "reply": reply.text}
+        write = asyncio.ensure_future(
+            self.deps.transcripts.append(
+                session.id,
+                reply,
+                turn_id=job.id,
+                guard=guard,
+                then=lambda conn: complete_in(conn, lease, result),
+            )
+        )
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            # A stop during the write: it runs to its end on the database thread anyway,
+            # so learn whether the job is done before the pool reports how it ended.
+            with contextlib.suppress(Exception):
+                await write
+            if write.done() and not write.cancelled() and write.exception() is None:
+                job.status = "done"
+            raise
+        job.status = "done"  # committed: the pool has nothing left to settle
 
     async def _final(
         self, session: Session, turn: str, payload: dict[str, Any], text: str, guard: Any
@@ -558,7 +616,7 @@ class TurnRunner:
         """A /compact job: fold what the cut allows now, no user message, no model reply."""
         deps = self.deps
         job = lease.job
-        session, view, agent = await self._open(session_id, job.id, None, guard)
+        session, view, agent, state = await self._open(session_id, job.id, None, guard)
         # Asked for by hand, it runs even where automatic compaction is off.
         compact_at = resolve_compact_at(deps.config, agent)
         if compact_at <= 0:
@@ -566,7 +624,6 @@ class TurnRunner:
         tools = deps.tools.tools_for(agent.toolsets)
         if deps.tool_view is not None:
             tools = deps.tool_view(agent, tools, view.messages)
-        state = await deps.state.turn_state(session_id) if deps.state is not None else None
         chain = session_chain(deps.config, agent, state)
         deps.bus.publish(
             TurnStarted(session=session_id, turn=job.id, agent=agent.name, compact=True)
