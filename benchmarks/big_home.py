@@ -28,6 +28,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from habakkuk.engine.llm.types import (
+    Block,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    block_to_json,
+)
+
 CONFIG = """\
 providers:
   mock:
@@ -59,6 +67,11 @@ TOOLS = (
 )
 BATCH = 20_000  # rows per executemany; one transaction per store per batch of sessions
 SESSIONS_PER_COMMIT = 5_000
+
+
+def _json(block: Block) -> dict[str, object]:
+    """A block as the stores write it (the real block types, the real encoding)."""
+    return block_to_json(block)
 
 
 def _blocks(blocks: list[dict[str, object]]) -> str:
@@ -113,7 +126,7 @@ def _session_rows(rows: Rows, number: int, count: int, rng: random.Random, now: 
         text = _sentence(rng, rng.randint(4, 30))
         title = title or text[:80]
         rows.messages.append(
-            (session, seq, "user", "", _blocks([{"type": "text", "text": text}]), turn, at)
+            (session, seq, "user", "", _blocks([_json(TextBlock(text))]), turn, at)
         )
         if conversation:
             rows.events.append((conversation, "user", text, turn, session, agent, None, at))
@@ -122,12 +135,12 @@ def _session_rows(rows: Rows, number: int, count: int, rng: random.Random, now: 
         if seq + 3 <= count and rng.random() < 0.25:
             name, arguments = rng.choice(TOOLS)
             call = f"call_{number:x}_{seq}"
-            use = {"type": "tool_use", "tool_use_id": call, "name": name, "input": arguments}
-            lead = {"type": "text", "text": "Let me check."}
+            use = _json(ToolUseBlock(call, name, arguments))
+            lead = _json(TextBlock("Let me check."))
             rows.messages.append(
                 (session, seq, "assistant", "mock/bench", _blocks([lead, use]), turn, at + 0.5)
             )
-            result = {"type": "tool_result", "tool_use_id": call, "text": _sentence(rng, 40)}
+            result = _json(ToolResultBlock(call, _sentence(rng, 40)))
             rows.messages.append((session, seq + 1, "user", "", _blocks([result]), turn, at + 1))
             rows.calls.append((at + 0.5, "mock", "bench", agent, session, "turn", 900, 40))
             seq += 2
@@ -138,7 +151,7 @@ def _session_rows(rows: Rows, number: int, count: int, rng: random.Random, now: 
                 seq,
                 "assistant",
                 "mock/bench",
-                _blocks([{"type": "text", "text": reply}]),
+                _blocks([_json(TextBlock(reply))]),
                 turn,
                 at + 2,
             )
