@@ -54,11 +54,39 @@ agents:
 
 AGENTS = ("main", "main", "main", "ops", "research")
 ORIGINS = ("cli", "channel:web", "channel:web", "channel:telegram", "api")
-WORDS = (
-    "deploy backup invoice calendar garden recipe budget server python letter meeting "
-    "travel weather report review schedule migrate database kitchen bicycle holiday "
-    "library contract podcast museum tomato printer network battery mortgage violin"
-).split()
+WORDS = [
+    "deploy",
+    "backup",
+    "invoice",
+    "calendar",
+    "garden",
+    "recipe",
+    "budget",
+    "server",
+    "python",
+    "letter",
+    "meeting",
+    "travel",
+    "weather",
+    "report",
+    "review",
+    "schedule",
+    "migrate",
+    "database",
+    "kitchen",
+    "bicycle",
+    "holiday",
+    "library",
+    "contract",
+    "podcast",
+    "museum",
+    "tomato",
+    "printer",
+    "network",
+    "battery",
+    "mortgage",
+    "violin",
+]
 TOOLS = (
     ("read_file", {"path": "notes/todo.md"}),
     ("search_files", {"pattern": "TODO", "path": "."}),
@@ -157,7 +185,9 @@ def _session_rows(rows: Rows, number: int, count: int, rng: random.Random, now: 
             )
         )
         if conversation:
-            rows.events.append((conversation, "assistant", reply, turn, session, agent, None, at + 2))
+            rows.events.append(
+                (conversation, "assistant", reply, turn, session, agent, None, at + 2)
+            )
         rows.calls.append((at + 2, "mock", "bench", agent, session, "turn", 1200, 80))
         payload = json.dumps({"session": session, "text": text, "attended": True})
         rows.jobs.append(

@@ -70,8 +70,11 @@ async def _hammer(url: str, count: int, concurrency: int, kind: str) -> dict[str
     def body(index: int) -> dict[str, Any]:
         if kind == "v1":
             return {"model": "habakkuk/main", "messages": [{"role": "user", "content": "hi"}]}
-        return {"text": "queued by the bench", "id": f"scale-{index}-{time.time_ns()}",
-                "conversation": f"scale-{index % 50}"}
+        return {
+            "text": "queued by the bench",
+            "id": f"scale-{index}-{time.time_ns()}",
+            "conversation": f"scale-{index % 50}",
+        }
 
     async def worker(session: aiohttp.ClientSession) -> None:
         nonlocal next_index
@@ -93,8 +96,16 @@ async def _hammer(url: str, count: int, concurrency: int, kind: str) -> dict[str
 
 async def _load(url: str, count: int, concurrency: int, kind: str) -> dict[str, Any]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--load", url, "--kind", kind,
-        "--requests", str(count), "--concurrency", str(concurrency),
+        sys.executable,
+        __file__,
+        "--load",
+        url,
+        "--kind",
+        kind,
+        "--requests",
+        str(count),
+        "--concurrency",
+        str(concurrency),
         stdout=subprocess.PIPE,
     )
     out, _ = await process.communicate()
@@ -224,9 +235,7 @@ async def measure_screen(root: Path, runs: int = 5) -> dict[str, float]:
     return {"screen_ms": statistics.median(times) * 1000}
 
 
-async def measure_http(
-    root: Path, requests: int, rounds: int, concurrency: int
-) -> dict[str, Any]:
+async def measure_http(root: Path, requests: int, rounds: int, concurrency: int) -> dict[str, Any]:
     os.environ["HABAKKUK_BENCH_TOKEN"] = TOKEN
     runtime = await _open(root)
     try:
@@ -234,9 +243,7 @@ async def measure_http(
         runtime.start_workers()
         v1 = []
         for _ in range(rounds):
-            result = await _load(
-                f"{server.url}/v1/chat/completions", requests, concurrency, "v1"
-            )
+            result = await _load(f"{server.url}/v1/chat/completions", requests, concurrency, "v1")
             if set(result["statuses"]) != {"200"}:
                 raise SystemExit(f"/v1 answered {result['statuses']}")
             v1.append(result["rps"])
@@ -268,9 +275,20 @@ async def measure_all(root: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 def _measure_in_child(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     command = [
-        sys.executable, __file__, "--measure", str(root), "--turns", str(args.turns),
-        "--concurrency", str(args.concurrency), "--requests", str(args.requests),
-        "--rounds", str(args.rounds), "--http-concurrency", str(args.http_concurrency),
+        sys.executable,
+        __file__,
+        "--measure",
+        str(root),
+        "--turns",
+        str(args.turns),
+        "--concurrency",
+        str(args.concurrency),
+        "--requests",
+        str(args.requests),
+        "--rounds",
+        str(args.rounds),
+        "--http-concurrency",
+        str(args.http_concurrency),
     ]
     out = subprocess.run(command, check=True, stdout=subprocess.PIPE, timeout=3600).stdout
     return dict(json.loads(out.decode().strip().splitlines()[-1]))

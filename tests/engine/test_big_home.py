@@ -24,8 +24,15 @@ MESSAGES = 1_200
 @pytest.fixture
 def big_home(home: Home) -> Home:
     subprocess.run(
-        [sys.executable, str(GENERATOR), str(home.root), "--sessions", str(SESSIONS),
-         "--messages", str(MESSAGES)],
+        [
+            sys.executable,
+            str(GENERATOR),
+            str(home.root),
+            "--sessions",
+            str(SESSIONS),
+            "--messages",
+            str(MESSAGES),
+        ],
         check=True,
         capture_output=True,
         timeout=120,
@@ -63,9 +70,7 @@ def test_doctor_finds_a_generated_home_intact(big_home: Home, capsys) -> None:
 
 
 async def test_every_generated_transcript_loads_needing_no_repair(big_home: Home) -> None:
-    store = await TranscriptStore.open(
-        big_home.db_path("transcripts"), big_home.db_path("control")
-    )
+    store = await TranscriptStore.open(big_home.db_path("transcripts"), big_home.db_path("control"))
     try:
         sessions = await store.list_sessions(limit=SESSIONS * 2)
         assert len(sessions) == SESSIONS
@@ -113,9 +118,12 @@ def test_a_turn_continues_a_generated_session(big_home: Home, capsys) -> None:
     body = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert body["status"] == "done" and body["session"] == session_id
     conn = sqlite3.connect(big_home.db_path("transcripts"))
-    seqs = [r[0] for r in conn.execute(
-        "SELECT seq FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
-        (session_id, last),
-    )]
+    seqs = [
+        r[0]
+        for r in conn.execute(
+            "SELECT seq FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
+            (session_id, last),
+        )
+    ]
     conn.close()
     assert seqs == [last + 1, last + 2]
