@@ -10,7 +10,8 @@ transactions. Shapes follow what real use writes:
   /v1 API;
 - turns of a user message and an assistant reply, some with tool calls whose results
   follow in the next user message; a compaction on some long sessions;
-- one usage.db row per assistant message, one done turn job per turn in control.db.
+- one usage.db row per model call; a done turn job per turn of the last 13 days
+  (all of it inside the default retention windows, so opening the home prunes nothing).
 
 Every tool call has its result, so the transcripts need no repair.
 
@@ -93,6 +94,10 @@ TOOLS = (
     ("web_fetch", {"url": "https://example.org/page"}),
     ("shell", {"command": "ls -la"}),
 )
+# Everything lies inside the default retention windows (web.db 180 days, sessions 365,
+# finished jobs 14), so opening the home prunes nothing: the home stays big.
+HISTORY_SECONDS = 170 * 86400
+JOBS_SECONDS = 13 * 86400
 BATCH = 20_000  # rows per executemany; one transaction per store per batch of sessions
 SESSIONS_PER_COMMIT = 5_000
 
@@ -140,7 +145,9 @@ def _session_rows(rows: Rows, number: int, count: int, rng: random.Random, now: 
     session = f"ses_{number:016x}"
     agent = rng.choice(AGENTS)
     origin = rng.choice(ORIGINS)
-    started = now - rng.uniform(60, 365 * 86400)
+    started = now - rng.uniform(3600, HISTORY_SECONDS)
+    # Turns spread over the time from the start to now, so nothing lies in the future.
+    gap = (now - started) / (count // 2 + 1)
     at = started
     seq = 0
     title = ""
@@ -189,12 +196,13 @@ def _session_rows(rows: Rows, number: int, count: int, rng: random.Random, now: 
                 (conversation, "assistant", reply, turn, session, agent, None, at + 2)
             )
         rows.calls.append((at + 2, "mock", "bench", agent, session, "turn", 1200, 80))
-        payload = json.dumps({"session": session, "text": text, "attended": True})
-        rows.jobs.append(
-            (turn, "turn", session, payload, "done", 1, 5, at, '{"status":"done"}', at, at + 2)
-        )
+        if at >= now - JOBS_SECONDS:  # retention has deleted older finished jobs
+            payload = json.dumps({"session": session, "text": text, "attended": True})
+            rows.jobs.append(
+                (turn, "turn", session, payload, "done", 1, 5, at, '{"status":"done"}', at, at + 2)
+            )
         seq += 1
-        at += rng.uniform(30, 3600)
+        at += rng.uniform(0.5, 1.0) * gap
     if count >= 20 and rng.random() < 0.5:
         # The summary folds the older half; the kept part starts at a turn's user message.
         kept = turn_starts[len(turn_starts) // 2]
