@@ -60,6 +60,9 @@ MIGRATIONS = [
         CREATE INDEX jobs_serial ON jobs(serial_key, status);
         """,
     ),
+    # Finished jobs by when: the reply sweep, the failed list and retention read a
+    # recent (or old) slice of them, which otherwise meant reading every finished job.
+    Migration(2, "CREATE INDEX jobs_finished ON jobs(status, updated_at);"),
 ]
 
 REAP_INTERVAL = 1.0

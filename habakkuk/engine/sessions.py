@@ -185,7 +185,13 @@ MIGRATIONS = [
         WHERE title_source = 'first_message' AND title = '{LEGACY_CLIENT_HEADER}';
         """,
     ),
+    # The recent list (no agent named: the sessions screen, /api/sessions) read the
+    # whole table and sorted it; this index reads the newest rows in order.
+    Migration(6, "CREATE INDEX sessions_listed ON sessions(archived, updated_at);"),
 ]
+
+# Search ranks the newest this many matching messages (the ranking cost grows with it).
+SEARCH_WINDOW = 2_000
 
 # How the model is told that a summary stands in for the older messages.
 SUMMARY_PREFIX = (
@@ -675,23 +681,32 @@ class TranscriptStore:
     async def search(
         self, query: str, *, agent: str | None = None, limit: int = 20
     ) -> list[SearchHit]:
-        """Full-text search over user and assistant text, best matches first."""
+        """Full-text search over user and assistant text, best matches first: the best
+        of the newest SEARCH_WINDOW matching messages (of `agent`), so a common word costs
+        the same however long the history (ranking every match grew with it)."""
         match = fts_query(query)
         if not match:
             return []
-        sql = (
-            "SELECT t.session_id, s.agent, s.title, t.seq, t.role, m.created_at,"
-            " snippet(message_fts, 0, '[', ']', '…', 12) AS snip"
-            " FROM message_fts JOIN message_text t ON t.message_id = message_fts.rowid"
-            " JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = t.message_id"
-            " WHERE message_fts MATCH ?"
-        )
         params: list[Any] = [match]
+        mine = ""
         if agent:
-            sql += " AND s.agent = ?"
+            mine = " AND s.agent = ?"
             params.append(agent)
-        sql += " ORDER BY bm25(message_fts) LIMIT ?"
-        params.append(limit)
+        params += [SEARCH_WINDOW, limit, match]
+        sql = (
+            "WITH recent AS MATERIALIZED (SELECT message_fts.rowid AS id,"
+            " bm25(message_fts) AS score FROM message_fts"
+            " JOIN message_text t ON t.message_id = message_fts.rowid"
+            f" JOIN sessions s ON s.id = t.session_id WHERE message_fts MATCH ?{mine}"
+            " ORDER BY message_fts.rowid DESC LIMIT ?),"
+            " best AS MATERIALIZED (SELECT id, score FROM recent ORDER BY score LIMIT ?)"
+            " SELECT t.session_id, s.agent, s.title, t.seq, t.role, m.created_at,"
+            " snippet(message_fts, 0, '[', ']', '…', 12) AS snip"
+            " FROM best JOIN message_fts ON message_fts.rowid = best.id"
+            " JOIN message_text t ON t.message_id = best.id"
+            " JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = best.id"
+            " WHERE message_fts MATCH ? ORDER BY best.score, best.id DESC"
+        )
         rows = await self.db.fetchall(sql, params)
         return [SearchHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
 

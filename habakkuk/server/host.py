@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.llm.types import Message
     from habakkuk.engine.llm.usage import UsageTotal
     from habakkuk.engine.overview import Overview
-    from habakkuk.engine.sessions import Compaction, SearchHit, Session
+    from habakkuk.engine.sessions import Compaction, SearchHit, Session, StoredMessage
     from habakkuk.engine.store import BlobStore
     from habakkuk.engine.toolkit.approvals import ApprovalRequest
     from habakkuk.engine.toolkit.waiting import WaitingApproval
@@ -68,6 +68,10 @@ class ServerSessions(McpSessions, CommandSessions, Protocol):
         self, query: str, agent: str | None = None, *, limit: int = 20
     ) -> list[SearchHit]:
         """Full-text search over sessions, best first."""
+        ...
+
+    async def turn_messages(self, session_id: str, turn_id: str) -> list[StoredMessage]:
+        """The messages one turn wrote, in order."""
         ...
 
     async def compaction(self, session_id: str) -> Compaction | None:

@@ -373,11 +373,10 @@ async def _stream_turn(
 
 async def _turn_text(server: Served, prepared: Prepared, outcome: Any) -> str:
     """The turn's text as streaming shows it: each assistant text, a blank line between."""
-    texts = [
-        m.message.text
-        for m in await server.runtime.sessions.messages(prepared.session)
-        if m.turn_id == prepared.turn and m.role == "assistant" and m.message.text.strip()
-    ]
+    # Only this turn's messages: reading the whole transcript made each request on a
+    # continued session (user, previous_response_id) cost more than the one before.
+    written = await server.runtime.sessions.turn_messages(prepared.session, prepared.turn)
+    texts = [m.message.text for m in written if m.role == "assistant" and m.message.text.strip()]
     return "\n\n".join(texts) or str(outcome.reply)
 
 

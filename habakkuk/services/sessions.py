@@ -152,6 +152,10 @@ class Sessions:
         await self.session(session_id)
         return await self.transcripts.messages(session_id)
 
+    async def turn_messages(self, session_id: str, turn_id: str) -> list[StoredMessage]:
+        """The messages one turn wrote, in order (by index: not the whole transcript)."""
+        return await self.transcripts.turn_messages(session_id, turn_id)
+
     async def active_turns(self, session_id: str) -> list[Job]:
         """The session's queued or running turns, oldest first."""
         return [j for j in await self.queue.active_for(session_id) if j.kind == TURN_KIND]

@@ -116,6 +116,20 @@ async def test_a_whole_answer_joins_the_texts_around_tool_calls_like_the_stream(
     assert response.output_text == "Before the tool.\n\nAfter the tool."
 
 
+async def test_a_whole_answer_on_a_continued_session_is_only_that_turns_text(
+    api: Any,
+) -> None:
+    _, client = api
+    first = await client.chat.completions.create(
+        model="habakkuk/main", messages=[{"role": "user", "content": "use a tool"}], user="carol"
+    )
+    assert first.choices[0].message.content == "Before the tool.\n\nAfter the tool."
+    second = await client.chat.completions.create(
+        model="habakkuk/main", messages=[{"role": "user", "content": "hello"}], user="carol"
+    )
+    assert second.choices[0].message.content == "Echo: hello"
+
+
 async def test_the_session_header_and_the_user_field_continue_a_session(api: Any) -> None:
     served, client = api
     first = await client.chat.completions.with_raw_response.create(

@@ -1,0 +1,47 @@
+"""Reads of finished jobs by time go through an index, so their cost follows the slice
+they read, not the job history (a busy home keeps weeks of finished jobs)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from habakkuk.channels.deliveries import SWEEP_WINDOW_SECONDS, reply_id, sweep_replies
+from habakkuk.engine.jobs import MIGRATIONS, JobQueue
+from habakkuk.engine.retention import prune_jobs
+from habakkuk.engine.store import Database
+
+
+async def _finish_turns(queue: JobQueue, count: int, prefix: str) -> None:
+    for number in range(count):
+        payload = {"session": f"s{number}", "reply_to": {"to": f"tg:{number}"}}
+        await queue.enqueue(f"{prefix}{number}", "turn", payload)
+        lease = await queue.claim(["turn"])
+        assert lease is not None
+        await queue.complete(lease, {"reply": "hi"})
+
+
+async def test_the_reply_sweep_and_retention_read_finished_jobs_by_time(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    queue = JobQueue(db)
+    try:
+        await _finish_turns(queue, 3, "turn:old:")
+        old = time.time() - 3 * SWEEP_WINDOW_SECONDS
+        await db.write(lambda conn: conn.execute("UPDATE jobs SET updated_at = ?", (old,)))
+        await _finish_turns(queue, 2, "turn:new:")
+        statements: list[str] = []
+        await db.run(lambda conn: conn.set_trace_callback(statements.append))
+        # Only the finished turns inside the sweep's window get their reply queued.
+        assert await sweep_replies(queue, "turn") == 2
+        assert await queue.get(reply_id("turn:new:0")) is not None
+        assert await queue.get(reply_id("turn:old:0")) is None
+        assert await prune_jobs(queue, older_than_days=2) == 3
+        await db.run(lambda conn: conn.set_trace_callback(None))
+        reads = [s for s in statements if "updated_at" in s and "status IN" in s]
+        assert len(reads) == 2, statements
+        for sql in reads:
+            rows = await db.fetchall(f"EXPLAIN QUERY PLAN {sql}")
+            plan = " | ".join(str(row["detail"]) for row in rows)
+            assert "jobs_finished" in plan, (sql, plan)
+    finally:
+        await db.close()
