@@ -297,7 +297,7 @@ class JobQueue:
         host, pid = self.owner.host, self.owner.pid
         lease_seconds = self.lease_seconds
         kinds = tuple(kinds)
-        sql = _claim_sql(len(kinds))
+        sql = claim_sql(len(kinds))
 
         def _claim(conn: sqlite3.Connection) -> Job | None:
             now = time.time()
@@ -491,7 +491,7 @@ class JobQueue:
 
 
 @functools.lru_cache(maxsize=32)
-def _claim_sql(kind_count: int) -> str:
+def claim_sql(kind_count: int) -> str:
     """The claim statement for `kind_count` kinds (one text per count: sqlite3 caches it)."""
     placeholders = ",".join("?" for _ in range(kind_count))
     return f"""
@@ -501,10 +501,13 @@ def _claim_sql(kind_count: int) -> str:
         SELECT j.seq FROM jobs j
         WHERE j.status = 'queued' AND j.kind IN ({placeholders})
           AND j.run_after <= ?
-          AND (j.serial_key = '' OR NOT EXISTS (
-                SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
-                  AND (r.status = 'running'
-                       OR (r.status = 'queued' AND r.seq < j.seq))))
+          -- Two NOT EXISTS, not one with an OR: each reads jobs_serial(serial_key,
+          -- status) for its status alone, where the OR read every job the key ever had.
+          AND (j.serial_key = '' OR (
+                NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
+                              AND r.status = 'running')
+                AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
+                              AND r.status = 'queued' AND r.seq < j.seq)))
         ORDER BY j.run_after, j.seq LIMIT 1)
         RETURNING *
         """

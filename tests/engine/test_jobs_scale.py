@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from habakkuk.channels.deliveries import SWEEP_WINDOW_SECONDS, reply_id, sweep_replies
-from habakkuk.engine.jobs import MIGRATIONS, JobQueue
+from habakkuk.engine.jobs import MIGRATIONS, JobQueue, claim_sql
 from habakkuk.engine.retention import prune_jobs
 from habakkuk.engine.store import Database
 
@@ -43,5 +44,34 @@ async def test_the_reply_sweep_and_retention_read_finished_jobs_by_time(tmp_path
             rows = await db.fetchall(f"EXPLAIN QUERY PLAN {sql}")
             plan = " | ".join(str(row["detail"]) for row in rows)
             assert "jobs_finished" in plan, (sql, plan)
+    finally:
+        await db.close()
+
+
+async def test_a_claim_reads_only_a_sessions_live_jobs_not_its_history(tmp_path: Path) -> None:
+    """The serial-key check looks up the key's running jobs and its older queued ones
+    through jobs_serial, never every job the session ever had."""
+    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    queue = JobQueue(db)
+    try:
+        for number in range(50):  # a session's history of finished turns
+            await queue.enqueue(f"old{number}", "turn", {}, serial_key="ses_a")
+            lease = await queue.claim(["turn"])
+            assert lease is not None
+            await queue.complete(lease, {})
+        await queue.enqueue("next", "turn", {}, serial_key="ses_a")
+        await queue.enqueue("after", "turn", {}, serial_key="ses_a")
+
+        def plan(conn: Any) -> list[str]:
+            sql = claim_sql(1)
+            rows = conn.execute("EXPLAIN QUERY PLAN " + sql, ("o", 0, "h", 1, 0, "turn", 0))
+            return [str(row[3]) for row in rows.fetchall()]
+
+        steps = await db.run(plan)
+        serial = [s for s in steps if "jobs_serial" in s]
+        assert len(serial) == 2 and all("status=?" in s for s in serial), steps
+        first = await queue.claim(["turn"])
+        assert first is not None and first.job.id == "next"
+        assert await queue.claim(["turn"]) is None  # "after" waits for "next": one at a time
     finally:
         await db.close()
