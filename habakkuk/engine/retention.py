@@ -39,18 +39,31 @@ def retention_job_id(now: float | None = None) -> str:
     return f"retention_{day}"
 
 
+# Rows deleted per transaction: a home catching up on months of finished jobs deletes
+# them in short transactions, so turns and claims get control.db between them (one
+# DELETE of 400,000 jobs held it for 10.8 s).
+PRUNE_BATCH = 5000
+
+
 async def prune_jobs(queue: JobQueue, older_than_days: float) -> int:
-    """Delete finished jobs last updated more than `older_than_days` ago."""
+    """Delete finished jobs last updated more than `older_than_days` ago, PRUNE_BATCH at
+    a time (through jobs_finished, the index of finished jobs by time)."""
     cutoff = time.time() - older_than_days * DAY
 
     def _prune(conn: sqlite3.Connection) -> int:
         cursor = conn.execute(
-            "DELETE FROM jobs WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < ?",
-            (cutoff,),
+            "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs"
+            " WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < ? LIMIT ?)",
+            (cutoff, PRUNE_BATCH),
         )
         return int(cursor.rowcount)
 
-    return await queue.db.write(_prune)
+    removed = 0
+    while True:
+        batch = await queue.db.write(_prune)
+        removed += batch
+        if batch < PRUNE_BATCH:
+            return removed
 
 
 async def prune_idle_sessions(transcripts: TranscriptStore, older_than_days: float) -> list[str]:

@@ -7,7 +7,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from habakkuk.channels.deliveries import SWEEP_WINDOW_SECONDS, reply_id, sweep_replies
+from habakkuk.engine import retention
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue, claim_sql
 from habakkuk.engine.retention import prune_jobs
 from habakkuk.engine.store import Database
@@ -73,5 +76,33 @@ async def test_a_claim_reads_only_a_sessions_live_jobs_not_its_history(tmp_path:
         first = await queue.claim(["turn"])
         assert first is not None and first.job.id == "next"
         assert await queue.claim(["turn"]) is None  # "after" waits for "next": one at a time
+    finally:
+        await db.close()
+
+
+async def test_retention_deletes_a_long_backlog_in_short_transactions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retention, "PRUNE_BATCH", 4)
+    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    queue = JobQueue(db)
+    try:
+        await _finish_turns(queue, 10, "turn:old:")
+        await queue.enqueue("turn:waiting", "turn", {})  # not finished: kept
+        old = time.time() - 30 * 86400
+        await db.write(lambda conn: conn.execute("UPDATE jobs SET updated_at = ?", (old,)))
+        writes = 0
+        write = db.write
+
+        async def counted(fn: Any) -> Any:
+            nonlocal writes
+            writes += 1
+            return await write(fn)
+
+        monkeypatch.setattr(db, "write", counted)
+        assert await prune_jobs(queue, older_than_days=7) == 10
+        assert writes == 3  # 4 + 4 + 2: each a transaction of its own
+        left = await db.fetchall("SELECT id FROM jobs")
+        assert [row[0] for row in left] == ["turn:waiting"]
     finally:
         await db.close()
