@@ -115,6 +115,11 @@ class MessageView(VerticalScroll, can_focus=True):
             widget, was = self._reading
             if widget.is_attached and widget.region:
                 moved = widget.region.y - region.y + offset - was
+            if moved:
+                # Still the one read, where it is now (this pass's map predates the scroll).
+                self._reading = (widget, was + moved)
+                self.scroll_to(y=offset + moved, animate=False, immediate=True)
+                return
         self._reading = None
         if region:
             try:
@@ -122,9 +127,11 @@ class MessageView(VerticalScroll, can_focus=True):
             except NoWidget:
                 widget = self
             if widget is not self and self in widget.ancestors:
+                # The child of the view it is in: blocks inside a reply come and go as the
+                # reply builds and drops them, the reply stays.
+                while widget.parent is not self and isinstance(widget.parent, Widget):
+                    widget = widget.parent
                 self._reading = (widget, widget.region.y - region.y + offset)
-        if moved:
-            self.scroll_to(y=offset + moved, animate=False, immediate=True)
 
     # -- older widgets of a loaded transcript ------------------------------------------------
 
@@ -222,17 +229,18 @@ class MessageView(VerticalScroll, can_focus=True):
 
     async def load(self, session: str, messages: list[StoredMessage]) -> None:
         """Show a stored transcript (replaces what is shown)."""
+        # Before the first await: a batch of the last transcript queued now is dropped.
+        self._older = []
+        self._queued = []
+        self._busy = False
+        self._loads += 1
+        self._home = None
         await self.remove_children()
         self.session = session
         self.cards = {}
         self._text = None
         self._thinking = None
         self._call_widgets = []
-        self._older = []
-        self._queued = []
-        self._busy = False
-        self._loads += 1
-        self._home = None
         makers = self._makers(session, messages)
         # Only the bottom is made and mounted now; older widgets when scrolled near.
         self._older = makers[:-MOUNTED_WIDGETS]
