@@ -156,6 +156,10 @@ async def open_once(count: int, presses: int) -> tuple[float, list[float], float
             while not top and time.perf_counter() < deadline:
                 view.scroll_home(animate=False)
                 await asyncio.sleep(0.02)
+            # Let the app finish what the jump started before it closes (its close is bounded).
+            for _ in range(5):
+                await pilot.pause()
+            await asyncio.sleep(1)
             await app.action_quit()
     return opened, latencies, (top[0] - jumped) if top else None
 

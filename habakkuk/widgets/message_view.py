@@ -32,6 +32,7 @@ from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
 from habakkuk.engine.toolkit.outcome import stored_outcome
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.markdown_stream import StreamingMarkdown, estimate_height
+from habakkuk.widgets.markdown_stream.fence import warm_common_lexers
 from habakkuk.widgets.markdown_stream.textual_private import anchor_released
 from habakkuk.widgets.notice import Notice
 from habakkuk.widgets.thinking import ThinkingView
@@ -48,7 +49,7 @@ BUILT_SCREENS = 3
 # How many of a loaded transcript's widgets, from the bottom, are mounted at once; older
 # ones are mounted this many at a time as the reader scrolls near the top (a session of
 # 1,000 messages would otherwise mount and lay out every one before its last is shown).
-MOUNTED_WIDGETS = 60
+MOUNTED_WIDGETS = 30
 # How close to the top (in screens) the reader comes before older widgets are mounted.
 MOUNT_AHEAD_SCREENS = 2
 
@@ -82,6 +83,8 @@ class MessageView(VerticalScroll, can_focus=True):
         self._home: Widget | None = None
 
     def on_mount(self) -> None:
+        # Before the first stored reply with code is opened (see warm_common_lexers).
+        warm_common_lexers()
         self.anchor()
         self.screen.screen_layout_refresh_signal.subscribe(self, self._layout_refreshed)
 
