@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tui_bench import Frames, figures, headless_app, paints, until_ready  # noqa: E402
+from tui_bench import Frames, figures, headless_app, paints, until_ready
 
 
 def history(count: int) -> list[Any]:
@@ -146,9 +146,9 @@ async def open_once(count: int, presses: int) -> tuple[float, list[float], float
             def watch_top(screen: Any, renderable: Any, now: float) -> None:
                 first = first_shown()
                 placed = screen._compositor.visible_widgets.get(first) if first else None
-                if not top and placed is not None:
-                    if paints(renderable, placed[0].intersection(placed[1])):
-                        top.append(now)
+                region = placed[0].intersection(placed[1]) if placed is not None else None
+                if not top and region is not None and paints(renderable, region):
+                    top.append(now)
 
             frames.hooks.append(watch_top)
             jumped = time.perf_counter()
