@@ -71,7 +71,7 @@ class MessageView(VerticalScroll, can_focus=True):
         self._call_widgets: list[Widget] = []
         # The widget at the top of the visible area after the last layout pass, and where it
         # was in the content (see _layout_refreshed).
-        self._reading: tuple[Widget, int] | None = None
+        self._reading: list[tuple[Widget, int]] | None = None
         # Makers of the loaded transcript's widgets not mounted yet (the oldest first), the
         # batch queued to mount, whether a batch is queued or mounting, how many loads there
         # were (a batch of an earlier one is dropped), and the first widget of a jump to the
@@ -115,12 +115,16 @@ class MessageView(VerticalScroll, can_focus=True):
         offset = self.scroll_offset.y
         moved = 0
         if self._reading is not None:
-            widget, was = self._reading
-            if widget.is_attached and widget.region:
-                moved = widget.region.y - region.y + offset - was
+            # The widget read (a block inside a reply, whose own place moves as blocks above
+            # it in the reply are built), or the reply it is in if the reply dropped it.
+            for widget, was in self._reading:
+                if widget.is_attached and widget.region:
+                    moved = widget.region.y - region.y + offset - was
+                    break
             if moved:
-                # Still the one read, where it is now (this pass's map predates the scroll).
-                self._reading = (widget, was + moved)
+                # Still the ones read, where they are now (this pass's map predates the
+                # scroll, so it cannot say).
+                self._reading = [(widget, was + moved) for widget, was in self._reading]
                 self.scroll_to(y=offset + moved, animate=False, immediate=True)
                 return
         self._reading = None
@@ -130,11 +134,11 @@ class MessageView(VerticalScroll, can_focus=True):
             except NoWidget:
                 widget = self
             if widget is not self and self in widget.ancestors:
-                # The child of the view it is in: blocks inside a reply come and go as the
-                # reply builds and drops them, the reply stays.
+                reading = [(widget, widget.region.y - region.y + offset)]
                 while widget.parent is not self and isinstance(widget.parent, Widget):
                     widget = widget.parent
-                self._reading = (widget, widget.region.y - region.y + offset)
+                reading.append((widget, widget.region.y - region.y + offset))
+                self._reading = reading
 
     # -- older widgets of a loaded transcript ------------------------------------------------
 

@@ -87,8 +87,9 @@ async def test_a_long_session_opens_at_its_end_with_only_the_bottom_mounted() ->
     app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
         view = await opened(pilot)
-        assert view.unmounted == 3 * TURNS - MOUNTED_WIDGETS
-        assert shown(view) == expected()[-MOUNTED_WIDGETS:]
+        # The bottom batch, and more while it was within reach of the top.
+        assert view.unmounted > 0 and view.unmounted % MOUNTED_WIDGETS == 0
+        assert shown(view) == expected()[view.unmounted :]
         assert view.is_vertical_scroll_end
 
 
