@@ -38,6 +38,8 @@
 
 Usage: python benchmarks/tui_bench.py [--tokens N] [--rate R] [--runs N] [--replies N]
        [--only-stream] (parts 2 and 2b) [--no-compare] (skip 2b)
+       [--stream-runs N] (part 2 N times in a row, then each run's p95 and how many
+       were under 50 ms)
 """
 
 # The measurement polls widget state and frame times: there is no event to await for them.
@@ -268,7 +270,7 @@ def reply_piece(index: int) -> str:
     return piece
 
 
-async def streaming_latency(tokens: int, rate: float) -> None:
+async def streaming_latency(tokens: int, rate: float) -> list[float]:
     from habakkuk.engine.events import TurnEnded, TurnStarted, TurnText
     from habakkuk.widgets.composer import Composer
     from habakkuk.widgets.markdown_stream import StreamingMarkdown
@@ -335,10 +337,29 @@ async def streaming_latency(tokens: int, rate: float) -> None:
         f"over {len(latencies)} presses; target < 50 ms"
     )
     print(f"  (polled, the earlier method: {figures(polled)})")
+    sys.stdout.flush()
     print(
         f"markdown renders during the stream: {renders} "
         f"({renders / (tokens / rate):.1f}/s; the 80 ms bound allows 12.5/s)"
     )
+    return latencies
+
+
+def streaming_runs(tokens: int, rate: float, runs: int) -> None:
+    """Part 2 `runs` times in a row (each prints its figures), then the p95 of each run."""
+    p95s: list[float] = []
+    for run in range(runs):
+        print(f"run {run + 1} of {runs}:")
+        latencies = sorted(asyncio.run(streaming_latency(tokens, rate)))
+        p95s.append(latencies[int(len(latencies) * 0.95) - 1])
+    if runs > 1:
+        shown = ", ".join(f"{p * 1000:.1f}" for p in p95s)
+        under = sum(p < 0.050 for p in p95s)
+        print(
+            f"streaming over {runs} runs: key press to screen p95 per run {shown} ms "
+            f"(median {statistics.median(p95s) * 1000:.1f}, max {max(p95s) * 1000:.1f}); "
+            f"{under} of {runs} under 50 ms"
+        )
 
 
 # -- 2b. the same stream: our StreamingMarkdown beside Textual's Markdown.get_stream() ------
@@ -598,6 +619,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=20_000)
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--stream-runs", type=int, default=1, help="part 2 this many times in a row"
+    )
     parser.add_argument("--skip-stream", action="store_true")
     parser.add_argument("--replies", type=int, default=40, help="part 3; 0 skips it")
     parser.add_argument("--presses", type=int, default=40)
@@ -610,14 +634,14 @@ def main() -> None:
         asyncio.run(stream_side(args.side, args.tokens, args.rate))
         return
     if args.only_stream:
-        asyncio.run(streaming_latency(args.tokens, args.rate))
+        streaming_runs(args.tokens, args.rate, args.stream_runs)
         if not args.no_compare:
             compare_streaming(args.tokens, args.rate)
         return
     if not args.only_history:
         first_frame_and_rss(args.runs)
         if not args.skip_stream:
-            asyncio.run(streaming_latency(args.tokens, args.rate))
+            streaming_runs(args.tokens, args.rate, args.stream_runs)
             if not args.no_compare:
                 compare_streaming(args.tokens, args.rate)
     if args.replies:

@@ -8,6 +8,8 @@ tool calls into ToolCards keyed by call id.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from textual import events
@@ -30,6 +32,7 @@ from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
 from habakkuk.engine.toolkit.outcome import stored_outcome
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.markdown_stream import StreamingMarkdown, estimate_height
+from habakkuk.widgets.markdown_stream.fence import warm_common_lexers
 from habakkuk.widgets.markdown_stream.textual_private import anchor_released
 from habakkuk.widgets.notice import Notice
 from habakkuk.widgets.thinking import ThinkingView
@@ -43,6 +46,12 @@ if TYPE_CHECKING:
 
 # How much of a loaded transcript, from the bottom, is built at once (in screens).
 BUILT_SCREENS = 3
+# How many of a loaded transcript's widgets, from the bottom, are mounted at once; older
+# ones are mounted this many at a time as the reader scrolls near the top (a session of
+# 1,000 messages would otherwise mount and lay out every one before its last is shown).
+MOUNTED_WIDGETS = 30
+# How close to the top (in screens) the reader comes before older widgets are mounted.
+MOUNT_AHEAD_SCREENS = 2
 
 
 class MessageView(VerticalScroll, can_focus=True):
@@ -62,9 +71,20 @@ class MessageView(VerticalScroll, can_focus=True):
         self._call_widgets: list[Widget] = []
         # The widget at the top of the visible area after the last layout pass, and where it
         # was in the content (see _layout_refreshed).
-        self._reading: tuple[Widget, int] | None = None
+        self._reading: list[tuple[Widget, int]] | None = None
+        # Makers of the loaded transcript's widgets not mounted yet (the oldest first), the
+        # batch queued to mount, whether a batch is queued or mounting, how many loads there
+        # were (a batch of an earlier one is dropped), and the first widget of a jump to the
+        # top once all are mounted.
+        self._older: list[Callable[[], Widget]] = []
+        self._queued: list[Callable[[], Widget]] = []
+        self._busy = False
+        self._loads = 0
+        self._home: Widget | None = None
 
     def on_mount(self) -> None:
+        # Before the first stored reply with code is opened (see warm_common_lexers).
+        warm_common_lexers()
         self.anchor()
         self.screen.screen_layout_refresh_signal.subscribe(self, self._layout_refreshed)
 
@@ -77,6 +97,15 @@ class MessageView(VerticalScroll, can_focus=True):
         in the content moved by the next one, the scroll position moves by as much. Scrolling
         moves nothing in the content, so it is left alone.
         """
+        if self._home is not None:
+            # A jump to the top waits for the older widgets to be laid out, then goes there.
+            if not (self._home.is_attached and self._home.region):
+                return
+            self._home = None
+            self._reading = None
+            super().scroll_home(animate=False, immediate=True)
+            return
+        self._mount_older_if_near()
         # Textual keeps an anchored view at the bottom itself until the user scrolls away.
         if self.is_anchored and not anchor_released(self):
             self._reading = None
@@ -86,9 +115,18 @@ class MessageView(VerticalScroll, can_focus=True):
         offset = self.scroll_offset.y
         moved = 0
         if self._reading is not None:
-            widget, was = self._reading
-            if widget.is_attached and widget.region:
-                moved = widget.region.y - region.y + offset - was
+            # The widget read (a block inside a reply, whose own place moves as blocks above
+            # it in the reply are built), or the reply it is in if the reply dropped it.
+            for widget, was in self._reading:
+                if widget.is_attached and widget.region:
+                    moved = widget.region.y - region.y + offset - was
+                    break
+            if moved:
+                # Still the ones read, where they are now (this pass's map predates the
+                # scroll, so it cannot say).
+                self._reading = [(widget, was + moved) for widget, was in self._reading]
+                self.scroll_to(y=offset + moved, animate=False, immediate=True)
+                return
         self._reading = None
         if region:
             try:
@@ -96,9 +134,63 @@ class MessageView(VerticalScroll, can_focus=True):
             except NoWidget:
                 widget = self
             if widget is not self and self in widget.ancestors:
-                self._reading = (widget, widget.region.y - region.y + offset)
-        if moved:
-            self.scroll_to(y=offset + moved, animate=False, immediate=True)
+                reading = [(widget, widget.region.y - region.y + offset)]
+                while widget.parent is not self and isinstance(widget.parent, Widget):
+                    widget = widget.parent
+                reading.append((widget, widget.region.y - region.y + offset))
+                self._reading = reading
+
+    # -- older widgets of a loaded transcript ------------------------------------------------
+
+    @property
+    def unmounted(self) -> int:
+        """How many widgets of the loaded transcript are still to be mounted (older ones)."""
+        return len(self._older) + len(self._queued)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._mount_older_if_near()
+
+    def _mount_older_if_near(self) -> None:
+        """Mount the next batch of older widgets when the reader is near the top."""
+        if not self._older or self._busy or not self.is_mounted:
+            return
+        if self.scroll_y > MOUNT_AHEAD_SCREENS * max(self.size.height, 1):
+            return
+        batch = self._older[-MOUNTED_WIDGETS:]
+        del self._older[-MOUNTED_WIDGETS:]
+        self._queued = batch
+        self._busy = True
+        # After this frame; above what is shown: _layout_refreshed keeps the text being
+        # read in place.
+        self.call_after_refresh(self._mount_batch, batch, self._loads)
+
+    async def _mount_batch(self, batch: list[Callable[[], Widget]], loads: int) -> None:
+        try:
+            # Not when the view was loaded again, or a jump to the top took the batch.
+            if self._queued is not batch or loads != self._loads or not self.is_attached:
+                return
+            self._queued = []
+            await self.mount_all([make() for make in batch], before=0)
+        finally:
+            if loads == self._loads:
+                self._busy = False
+        self._mount_older_if_near()
+
+    def scroll_home(self, *args: Any, **kwargs: Any) -> None:
+        """The top of the conversation: its older widgets are mounted first, then the view
+        goes to the first one (see _layout_refreshed)."""
+        # A batch queued but not begun goes with the rest (it would land above them).
+        older = self._older + self._queued
+        if not older:
+            super().scroll_home(*args, **kwargs)
+            return
+        self._older = []
+        self._queued = []
+        widgets = [make() for make in older]
+        self._home = widgets[0]
+        self.release_anchor()
+        self.mount_all(widgets, before=0)
 
     # -- keys --------------------------------------------------------------------------------
 
@@ -144,47 +236,63 @@ class MessageView(VerticalScroll, can_focus=True):
 
     async def load(self, session: str, messages: list[StoredMessage]) -> None:
         """Show a stored transcript (replaces what is shown)."""
+        # Before the first await: a batch of the last transcript queued now is dropped.
+        self._older = []
+        self._queued = []
+        self._busy = False
+        self._loads += 1
+        self._home = None
         await self.remove_children()
         self.session = session
         self.cards = {}
         self._text = None
         self._thinking = None
         self._call_widgets = []
-        widgets: list[Widget] = []
-        for stored in messages:
-            message = stored.message
-            if message.role == "user":
-                for result in message.tool_results:
-                    card = self.cards.get(result.tool_use_id)
-                    if card is not None:
-                        card.set_reactive(
-                            ToolCard.status, stored_outcome(result.text, result.is_error)
-                        )
-                        card.preview = result.text[:500]
-                typed = _typed_text(stored)
-                if typed:
-                    widgets.append(UserMessage(typed))
-                continue
-            for block in message.blocks:
-                if isinstance(block, ThinkingBlock) and block.text:
-                    widgets.append(ThinkingView(block.text, collapsed=True))
-                elif isinstance(block, TextBlock) and block.text.strip():
-                    widgets.append(StreamingMarkdown(block.text))
-                elif isinstance(block, ToolUseBlock):
-                    card = ToolCard(
-                        block.tool_use_id,
-                        block.tool,
-                        session=session,
-                        title=_title(block.input),
-                        status="pending",
-                    )
-                    self.cards[card.call_id] = card
-                    widgets.append(card)
+        makers = self._makers(session, messages)
+        # Only the bottom is made and mounted now; older widgets when scrolled near.
+        self._older = makers[:-MOUNTED_WIDGETS]
+        widgets = [make() for make in makers[-MOUNTED_WIDGETS:]]
         self._build_bottom(widgets)
         if widgets:
             await self.mount_all(widgets)
         self.scroll_end(animate=False, immediate=True)
         self.anchor()
+
+    def _makers(self, session: str, messages: list[StoredMessage]) -> list[Callable[[], Widget]]:
+        """A maker per widget of a stored transcript, in order; a tool card is made with
+        its call's outcome (its result is in a later message)."""
+        makers: list[Callable[[], Widget]] = []
+        outcomes: dict[str, tuple[str, str]] = {}
+        for stored in messages:
+            message = stored.message
+            if message.role == "user":
+                for result in message.tool_results:
+                    status = stored_outcome(result.text, result.is_error)
+                    outcomes[result.tool_use_id] = (status, result.text[:500])
+                typed = _typed_text(stored)
+                if typed:
+                    makers.append(partial(UserMessage, typed))
+                continue
+            for block in message.blocks:
+                if isinstance(block, ThinkingBlock) and block.text:
+                    makers.append(partial(ThinkingView, block.text, collapsed=True))
+                elif isinstance(block, TextBlock) and block.text.strip():
+                    makers.append(partial(StreamingMarkdown, block.text))
+                elif isinstance(block, ToolUseBlock):
+                    makers.append(partial(self._stored_card, session, block, outcomes))
+        return makers
+
+    def _stored_card(
+        self, session: str, block: ToolUseBlock, outcomes: dict[str, tuple[str, str]]
+    ) -> ToolCard:
+        status, preview = outcomes.get(block.tool_use_id, ("pending", ""))
+        card = ToolCard(
+            block.tool_use_id, block.tool, session=session, title=_title(block.input), status=status
+        )
+        card.preview = preview
+        if session == self.session:
+            self.cards[card.call_id] = card
+        return card
 
     def _build_bottom(self, widgets: list[Widget]) -> None:
         """Replies at the bottom, where the view opens, are built at once (about
