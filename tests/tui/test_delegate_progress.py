@@ -108,8 +108,10 @@ def followed(ui: Running, call_id: str) -> bool:
 
 
 def drawn(progress: ChildProgress, part: str) -> str:
-    """One part of the child's progress as drawn (status, tools, text)."""
-    return str(progress.query_one(f".child-{part}").render())
+    """One part of the child's progress as drawn (status, tools, text); "" until the
+    progress has composed its lines (it is mounted first)."""
+    found = progress.query(f".child-{part}")
+    return str(found.first().render()) if found else ""
 
 
 async def test_a_childs_progress_shows_live_under_its_delegate_card_then_folds(
