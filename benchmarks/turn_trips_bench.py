@@ -96,9 +96,12 @@ def _caller() -> str:
 
 @contextmanager
 def counting(trips: Trips) -> Iterator[None]:
-    """Wrap Database.run / run_sync; each hop notes the BEGINs its function sent SQLite."""
+    """Wrap Database.run / run_sync / write: each is one hop. A `run` hop notes the
+    BEGINs its function sent SQLite; a `write` hop is one transaction (the database
+    thread opens it, and may share it with other writes waiting at that moment)."""
     original_run = Database.run
     original_run_sync = Database.run_sync
+    original_write = Database.write
 
     def counted(db: Database, fn: Callable[[sqlite3.Connection], T]) -> Callable[..., T]:
         if not trips.recording:
@@ -138,13 +141,24 @@ def counting(trips: Trips) -> Iterator[None]:
     def run_sync(self: Database, fn: Callable[[sqlite3.Connection], T]) -> T:
         return original_run_sync(self, counted(self, fn))
 
+    async def write(self: Database, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if not trips.recording:
+            return await original_write(self, fn)
+        hop = Hop(Path(self.path).name, _caller(), transactions=1)
+        trips.hops.append(hop)
+        result = await original_write(self, fn)
+        hop.empty = result is None and hop.caller.startswith("engine/jobs.py:claim")
+        return result
+
     Database.run = run  # type: ignore[method-assign]
     Database.run_sync = run_sync  # type: ignore[method-assign]
+    Database.write = write  # type: ignore[method-assign]
     try:
         yield
     finally:
         Database.run = original_run  # type: ignore[method-assign]
         Database.run_sync = original_run_sync  # type: ignore[method-assign]
+        Database.write = original_write  # type: ignore[method-assign]
 
 
 def _status(event: EventPayload) -> str:
