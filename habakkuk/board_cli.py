@@ -188,7 +188,7 @@ async def _run(board: BoardAccess, config: Config, args: argparse.Namespace) -> 
             depends_on=tuple(d.strip() for d in (args.depends_on or "").split(",") if d.strip()),
             deliver_to=_deliver_to(args.deliver, config) if args.deliver else None,
         )
-        card = await board.get((await board.create(new, by=USER)).id)  # read back
+        card = await board.create(new, by=USER)  # the card read back
         if args.json:
             _out(card_json(card))
         else:
@@ -209,17 +209,17 @@ async def _run(board: BoardAccess, config: Config, args: argparse.Namespace) -> 
     if action == "show":
         _show(card, args.json)
         return EXIT_OK
+    # Every change returns the card the board holds after it (BoardAccess reads it back).
     if action == "assign":
-        await board.assign(card.id, args.agent.strip(), by=USER)
+        now = await board.assign(card.id, args.agent.strip(), by=USER)
     elif action == "priority":
-        await board.set_priority(card.id, _priority(args.priority, "N"), by=USER)
+        now = await board.set_priority(card.id, _priority(args.priority, "N"), by=USER)
     elif action == "comment":
-        await board.comment(card.id, args.text.strip(), by=USER)
+        now = await board.comment(card.id, args.text.strip(), by=USER)
     elif action == "cancel":
-        await board.cancel(card.id, by=USER)
+        now = await board.cancel(card.id, by=USER)
     else:
-        await board.reopen(card.id, by=USER)
-    now = await board.get(card.id)  # what the board holds now, not what we asked for
+        now = await board.reopen(card.id, by=USER)
     if args.json:
         _out(card_json(now))
     else:

@@ -80,12 +80,13 @@ def _path_id(request: web.Request) -> str:
 
 
 async def _read_back(board: BoardAccess, act: Action, *, status: int = 200) -> web.Response:
-    """Run one change and answer with the card as stored after it (with its history)."""
+    """Run one change and answer with the card as stored after it (with its history:
+    every BoardAccess change returns the card read back)."""
     try:
         changed = await act()
     except BoardRefused as exc:
         raise ApiError(409, str(exc)) from None
-    return json_response(card_json(await board.get(changed.id)), status=status)
+    return json_response(card_json(changed), status=status)
 
 
 def _agent(request: web.Request, name: str) -> str:

@@ -86,7 +86,6 @@ class BoardCreate(BoardChange):
             reply_to={"to": chat} if chat else None,
         )
         card = await service.create(new, by=ctx.agent)
-        card = await service.get(card.id)  # what the board holds now
         return f"Created {card.id} {card.title!r}: {state_line(card)}."
 
 
@@ -150,7 +149,6 @@ class BoardComment(BoardTool):
 
     async def act(self, service: BoardAccess, args: dict[str, Any], ctx: ToolContext) -> str:
         card = await service.comment(str(args["card"]).strip(), str(args["text"]), by=ctx.agent)
-        card = await service.get(card.id)
         return f"Commented on {card.id} ({len(card.comments)} comments): {state_line(card)}."
 
 
@@ -187,7 +185,6 @@ class BoardUpdate(BoardChange):
             card = await service.cancel(card.id, by=ctx.agent)
         elif args.get("action") == "reopen":
             card = await service.reopen(card.id, by=ctx.agent)
-        card = await service.get(card.id)
         return f"Updated {card.id}: {state_line(card)}, priority {card.priority}."
 
 
@@ -212,7 +209,6 @@ class BoardComplete(BoardTool):
         card = await service.complete(
             str(args["card"]).strip(), str(args["result"]), by=ctx.agent, session=ctx.session
         )
-        card = await service.get(card.id)
         return f"Completed: {state_line(card)}."
 
 
@@ -240,7 +236,6 @@ class BoardBlock(BoardTool):
             kind="question",
             session=ctx.session,
         )
-        card = await service.get(card.id)
         return f"Blocked: {state_line(card)}."
 
 
