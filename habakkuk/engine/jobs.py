@@ -65,6 +65,16 @@ MIGRATIONS = [
     Migration(2, "CREATE INDEX jobs_finished ON jobs(status, updated_at);"),
 ]
 
+# The claim's RETURNING list, in this order: `Job.from_values` reads it by position
+# (a sqlite3.Row looked up by name costs more than the claim's own SQL bookkeeping).
+JOB_COLUMNS = (
+    "id, kind, serial_key, payload, status, attempts, max_attempts, run_after,"
+    " lease_owner, lease_until, cancel_requested, error, result, created_at, updated_at"
+)
+
+# json.dumps with separators builds a new encoder per call; one encoder, built once.
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode
+
 REAP_INTERVAL = 1.0
 BACKOFF_BASE_SECONDS = 2.0
 BACKOFF_CAP_SECONDS = 300.0
@@ -142,6 +152,29 @@ class Job:
             updated_at=row["updated_at"],
         )
 
+    @classmethod
+    def from_values(cls, values: Sequence[Any]) -> Job:
+        """A row selected as `JOB_COLUMNS`, by position."""
+        (job_id, kind, serial_key, payload, status, attempts, max_attempts, run_after,
+         owner, until, cancel, error, result, created_at, updated_at) = values  # fmt: skip
+        return cls(
+            job_id,
+            kind,
+            serial_key,
+            json.loads(payload),
+            status,
+            attempts,
+            max_attempts,
+            run_after,
+            owner,
+            until,
+            bool(cancel),
+            error,
+            json.loads(result) if result else None,
+            created_at,
+            updated_at,
+        )
+
     @property
     def finished(self) -> bool:
         return self.status in ("done", "failed", "cancelled")
@@ -192,8 +225,10 @@ class JobQueue:
         self.db = db
         self.owner = owner or Owner.current()
         self.lease_seconds = lease_seconds
+        self._owner_text = str(self.owner)
         self._listeners: list[Any] = []
         self._last_reap = 0.0
+        self._claimers: dict[tuple[str, ...], Callable[[sqlite3.Connection], Job | None]] = {}
 
     # -- enqueue -----------------------------------------------------------------
 
@@ -247,7 +282,8 @@ class JobQueue:
             ]
 
         created = await self.db.write(_insert) if jobs else []
-        for kind in {job.kind for job in jobs if job.id in set(created)}:
+        new = set(created)
+        for kind in {job.kind for job in jobs if job.id in new}:
             self._notify(kind)
         return created
 
@@ -267,7 +303,7 @@ class JobQueue:
         job = await self.db.write(claim)
         if job is None:
             return None
-        return Lease(job=job, owner=str(self.owner), lease_seconds=self.lease_seconds)
+        return Lease(job=job, owner=self._owner_text, lease_seconds=self.lease_seconds)
 
     async def complete_and_claim(
         self, lease: Lease, result: dict[str, Any] | None, kinds: Sequence[str]
@@ -289,14 +325,21 @@ class JobQueue:
             lease.job.status = "done"
         if job is None:
             return finished, None
-        return finished, Lease(job=job, owner=str(self.owner), lease_seconds=self.lease_seconds)
+        return finished, Lease(job=job, owner=self._owner_text, lease_seconds=self.lease_seconds)
 
     def _claimer(self, kinds: Sequence[str]) -> Callable[[sqlite3.Connection], Job | None]:
-        """The claim as a function of a connection already inside a write transaction."""
-        owner = str(self.owner)
+        """The claim as a function of a connection already inside a write transaction
+        (one per set of kinds, built once: a pool claims with the same kinds every time)."""
+        key = tuple(kinds)
+        claimer = self._claimers.get(key)
+        if claimer is None:
+            claimer = self._claimers[key] = self._new_claimer(key)
+        return claimer
+
+    def _new_claimer(self, kinds: tuple[str, ...]) -> Callable[[sqlite3.Connection], Job | None]:
+        owner = self._owner_text
         host, pid = self.owner.host, self.owner.pid
         lease_seconds = self.lease_seconds
-        kinds = tuple(kinds)
         sql = claim_sql(len(kinds))
 
         def _claim(conn: sqlite3.Connection) -> Job | None:
@@ -310,7 +353,7 @@ class JobQueue:
             job_row = conn.execute(
                 sql, (owner, now + lease_seconds, host, pid, now, *kinds, now)
             ).fetchone()
-            return None if job_row is None else Job.from_row(job_row)
+            return None if job_row is None else Job.from_values(job_row)
 
         return _claim
 
@@ -413,7 +456,7 @@ class JobQueue:
         lease: Lease, status: JobStatus, *, result: dict[str, Any] | None, error: str | None
     ) -> Callable[[sqlite3.Connection], bool]:
         """Settle the job if still ours, as a function of a connection in a transaction."""
-        body = json.dumps(result, separators=(",", ":")) if result is not None else None
+        body = _compact_json(result) if result is not None else None
         job_id, owner = lease.job.id, lease.owner
 
         def _done(conn: sqlite3.Connection) -> bool:
@@ -509,7 +552,7 @@ def claim_sql(kind_count: int) -> str:
                 AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
                               AND r.status = 'queued' AND r.seq < j.seq)))
         ORDER BY j.run_after, j.seq LIMIT 1)
-        RETURNING *
+        RETURNING {JOB_COLUMNS}
         """
 
 
@@ -543,7 +586,7 @@ def enqueue_in(
             job_id,
             kind,
             serial_key,
-            json.dumps(payload or {}, separators=(",", ":")),
+            _compact_json(payload or {}),
             max_attempts,
             now + delay,
             now,
@@ -570,7 +613,7 @@ def complete_in(
     LeaseLost (the transaction rolls back) when the job is no longer ours. After the
     commit the caller marks `lease.job.status = "done"`, so the pool does not complete
     it again."""
-    body = json.dumps(result, separators=(",", ":")) if result is not None else None
+    body = _compact_json(result) if result is not None else None
     cursor = conn.execute(
         f"UPDATE {schema}.jobs SET status = 'done', result = ?, error = NULL,"
         " lease_owner = NULL, lease_until = NULL, updated_at = ?"

@@ -187,7 +187,11 @@ class Database:
     def __init__(self, path: Path, conn: sqlite3.Connection):
         self.path = path
         self._conn = conn
-        self._calls: queue.SimpleQueue[_Call | object] = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[_Call | list[_Call] | object] = queue.SimpleQueue()
+        # Calls an event loop made in its current iteration, handed over together at
+        # its end (`_hand_over`): the thread then gets the whole batch at once, not a
+        # trickle it would run one transaction and one loop wake-up per call for.
+        self._pending: dict[asyncio.AbstractEventLoop, list[_Call]] = {}
         self._closed = False
         self._thread = threading.Thread(target=self._serve, name=f"db-{path.stem}", daemon=True)
         self._thread.start()
@@ -241,8 +245,24 @@ class Database:
             raise StoreError(f"{self.path}: database is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._calls.put(_Call(fn, write, loop, future))
+        pending = self._pending.get(loop)
+        if pending is None:
+            pending = self._pending[loop] = []
+            loop.call_soon(self._hand_over, loop)
+        pending.append(_Call(fn, write, loop, future))
         return await future
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On `loop`: give the thread the calls this loop made since the last hand-over."""
+        pending = self._pending.pop(loop, None)
+        if not pending:
+            return
+        if self._closed:  # closed from another thread after these calls were made
+            for call in pending:
+                call.done = (False, StoreError(f"{self.path}: database is closed"))
+            _resolve(pending)
+            return
+        self._calls.put(pending)
 
     def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` from synchronous code (never from the event loop thread)."""
@@ -263,6 +283,7 @@ class Database:
         """Close the connection; pending calls finish first."""
         if self._closed:
             return
+        self._hand_over(asyncio.get_running_loop())  # calls made just before: they run first
         self._closed = True
         self._calls.put(_CLOSE)
         await asyncio.to_thread(self._thread.join)
@@ -279,11 +300,16 @@ class Database:
     def _serve(self) -> None:
         calls = self._calls
         while True:
-            batch: list[_Call | object] = [calls.get()]
+            batch: list[_Call | object] = []
+            item = calls.get()
             # Take everything already waiting: it runs back to back, without sleeping.
             while True:
+                if isinstance(item, list):
+                    batch.extend(item)
+                else:
+                    batch.append(item)
                 try:
-                    batch.append(calls.get_nowait())
+                    item = calls.get_nowait()
                 except queue.Empty:
                     break
             closing = False

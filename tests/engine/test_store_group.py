@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -198,3 +199,33 @@ async def test_run_sync_and_close_finish_pending_calls(tmp_path: Path) -> None:
     assert names(tmp_path / "t.db") == {"a", "b"}
     with pytest.raises(StoreError, match="closed"):
         await database.run(lambda conn: None)
+
+
+async def test_writes_made_in_one_loop_pass_commit_together_even_on_an_idle_thread(
+    db: Database,
+) -> None:
+    seen_committed: list[bool] = []
+
+    def second(conn: sqlite3.Connection) -> str:
+        # From another connection: is the first write committed already?
+        other = connect(db.path)
+        try:
+            seen_committed.append(
+                other.execute("SELECT 1 FROM t WHERE name = 'a'").fetchone() is not None
+            )
+        finally:
+            other.close()
+        return insert("b")(conn)
+
+    async def first() -> str:
+        return await db.write(insert("a"))
+
+    async def then_second() -> str:
+        # The loop pauses here with the first call already made: a thread handed each
+        # call as it came would run (and commit) the first alone meanwhile.
+        time.sleep(0.05)
+        return await db.write(second)
+
+    assert await asyncio.gather(first(), then_second()) == ["a", "b"]
+    assert seen_committed == [False]
+    assert names(db.path) == {"a", "b"}
