@@ -4,10 +4,14 @@ Every queue gets the same N jobs on one SQLite file at the same durability (WAL,
 synchronous NORMAL; set on their connections, whose defaults differ), in
 alternating rounds, and the medians and ratios ours/theirs are printed.
 
-- ours: `JobQueue.enqueue` for every job while W workers claim and complete; a
-  worker completes its job and claims the next in one trip (`complete_and_claim`,
-  what `Pool` does). "ours (claim; complete)" is the same with two trips a job, and
-  "ours (Pool)" runs the real worker pool (a task and a heartbeat per job).
+- ours (Pool): the real worker pool (`Pool`, concurrency W, as the turn pool runs),
+  its handler returning at once: a task per job, the pool's heartbeat, and its
+  dispatcher, which completes every job finished since its last trip and claims as
+  many as there are free slots in one transaction. The producer calls
+  `JobQueue.enqueue` once per job, all at once.
+- ours (Pool; enqueue_many): the same, the producer queueing 100 jobs per call.
+- ours (W workers; complete_and_claim): W worker loops, each completing its job and
+  claiming the next in one trip: how the pool worked before its dispatcher.
 - persist-queue: SQLiteAckQueue(multithreading=True): a producer thread puts, a
   consumer thread gets and acks each item.
 - huey: SqliteHuey: a producer thread enqueues a task, a consumer thread dequeues
@@ -31,14 +35,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease
+from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease, NewJob
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.store import Database
 
 KIND = "bench"
 
 
-async def _ours(folder: Path, count: int, workers: int, *, fused: bool) -> float:
+async def _ours(folder: Path, count: int, workers: int) -> float:
     queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
     done = 0
     wake = asyncio.Event()
@@ -54,12 +58,8 @@ async def _ours(folder: Path, count: int, workers: int, *, fused: bool) -> float
                 if lease is None:
                     await wake.wait()
                     continue
-            if fused:
-                finished, lease = await queue.complete_and_claim(lease, {"ok": True}, [KIND])
-                assert finished
-            else:
-                await queue.complete(lease, {"ok": True})
-                lease = None
+            finished, lease = await queue.complete_and_claim(lease, {"ok": True}, [KIND])
+            assert finished
             done += 1
         wake.set()  # the last jobs are done: wake the workers that found none left
         if lease is not None:  # claimed past the end: give it back
@@ -73,7 +73,7 @@ async def _ours(folder: Path, count: int, workers: int, *, fused: bool) -> float
     return count / elapsed
 
 
-async def _ours_pool(folder: Path, count: int, workers: int) -> float:
+async def _ours_pool(folder: Path, count: int, workers: int, *, chunk: int = 1) -> float:
     queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
     finished = asyncio.Event()
     done = 0
@@ -90,7 +90,13 @@ async def _ours_pool(folder: Path, count: int, workers: int) -> float:
     pool = Pool(queue, [KIND], handler, concurrency=workers, on_finished=on_finished)
     started = time.perf_counter()
     pool.start()
-    await asyncio.gather(*[queue.enqueue(f"job-{i}", KIND, {"i": i}) for i in range(count)])
+    if chunk == 1:
+        await asyncio.gather(*[queue.enqueue(f"job-{i}", KIND, {"i": i}) for i in range(count)])
+    else:
+        jobs = [NewJob(f"job-{i}", KIND, {"i": i}) for i in range(count)]
+        await asyncio.gather(
+            *[queue.enqueue_many(jobs[i : i + chunk]) for i in range(0, count, chunk)]
+        )
     await finished.wait()
     elapsed = time.perf_counter() - started
     await pool.stop()
@@ -188,14 +194,17 @@ def main() -> None:
             file=sys.stderr,
         )
         raise SystemExit(2)
+    ours = "ours (Pool)"
     runs: dict[str, Callable[[Path], float]] = {
-        "ours": lambda d: asyncio.run(_ours(d, args.count, args.workers, fused=True)),
+        ours: lambda d: asyncio.run(_ours_pool(d, args.count, args.workers)),
         "persist-queue": lambda d: _persist_queue(d, args.count),
         "huey": lambda d: _huey(d, args.count),
-        "ours (claim; complete)": lambda d: asyncio.run(
-            _ours(d, args.count, args.workers, fused=False)
+        "ours (Pool; enqueue_many)": lambda d: asyncio.run(
+            _ours_pool(d, args.count, args.workers, chunk=100)
         ),
-        "ours (Pool)": lambda d: asyncio.run(_ours_pool(d, args.count, args.workers)),
+        f"ours ({args.workers} workers; complete_and_claim)": lambda d: asyncio.run(
+            _ours(d, args.count, args.workers)
+        ),
     }
     figures: dict[str, list[float]] = {name: [] for name in runs}
     for round_no in range(1, args.rounds + 1):
@@ -211,9 +220,10 @@ def main() -> None:
         f"\n{args.count} jobs enqueue+claim+complete, one SQLite file, WAL + synchronous NORMAL,"
         f" median of {args.rounds} rounds:"
     )
+    width = max(len(name) for name in medians)
     for name, rate in medians.items():
-        print(f"  {name:<24} {rate:>8,.0f} jobs/s")
-    for name in ("ours", "ours (claim; complete)", "ours (Pool)"):
+        print(f"  {name:<{width}} {rate:>8,.0f} jobs/s")
+    for name in (n for n in medians if n.startswith("ours")):
         print(
             f"  {name} / persist-queue = {medians[name] / medians['persist-queue']:.2f}x,"
             f" / huey = {medians[name] / medians['huey']:.2f}x"

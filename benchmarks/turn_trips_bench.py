@@ -130,7 +130,7 @@ def counting(trips: Trips) -> Iterator[None]:
                 result = fn(conn)
             finally:
                 conn.set_trace_callback(None)
-            hop.empty = result is None and hop.caller.startswith("engine/jobs.py:claim")
+            hop.empty = result == ([], []) and "jobs.py:settle_and_claim" in hop.caller
             return result
 
         return traced
@@ -147,7 +147,7 @@ def counting(trips: Trips) -> Iterator[None]:
         hop = Hop(Path(self.path).name, _caller(), transactions=1)
         trips.hops.append(hop)
         result = await original_write(self, fn)
-        hop.empty = result is None and hop.caller.startswith("engine/jobs.py:claim")
+        hop.empty = result == ([], []) and "jobs.py:settle_and_claim" in hop.caller
         return result
 
     Database.run = run  # type: ignore[method-assign]

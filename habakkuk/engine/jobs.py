@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import os
 import random
 import secrets
@@ -71,6 +72,9 @@ JOB_COLUMNS = (
     "id, kind, serial_key, payload, status, attempts, max_attempts, run_after,"
     " lease_owner, lease_until, cancel_requested, error, result, created_at, updated_at"
 )
+
+# The claim's rows by (run_after, seq): the order its subquery picked them in.
+_CLAIM_ORDER = operator.itemgetter(7, 15)
 
 # json.dumps with separators builds a new encoder per call; one encoder, built once.
 _compact_json = json.JSONEncoder(separators=(",", ":")).encode
@@ -154,9 +158,9 @@ class Job:
 
     @classmethod
     def from_values(cls, values: Sequence[Any]) -> Job:
-        """A row selected as `JOB_COLUMNS`, by position."""
+        """A row selected as `JOB_COLUMNS` (and maybe more after them), by position."""
         (job_id, kind, serial_key, payload, status, attempts, max_attempts, run_after,
-         owner, until, cancel, error, result, created_at, updated_at) = values  # fmt: skip
+         owner, until, cancel, error, result, created_at, updated_at) = values[:15]  # fmt: skip
         return cls(
             job_id,
             kind,
@@ -218,6 +222,10 @@ class Lease:
             raise LeaseLost(f"job {self.job.id}: lease lost")
 
 
+# Leases up to a number of jobs, inside the caller's write transaction.
+Claimer = Callable[[sqlite3.Connection, int], list[Job]]
+
+
 class JobQueue:
     """The jobs table of control.db, shared by every process of one home."""
 
@@ -228,7 +236,7 @@ class JobQueue:
         self._owner_text = str(self.owner)
         self._listeners: list[Any] = []
         self._last_reap = 0.0
-        self._claimers: dict[tuple[str, ...], Callable[[sqlite3.Connection], Job | None]] = {}
+        self._claimers: dict[tuple[str, ...], Claimer] = {}
 
     # -- enqueue -----------------------------------------------------------------
 
@@ -299,11 +307,13 @@ class JobQueue:
 
     async def claim(self, kinds: Sequence[str]) -> Lease | None:
         """Lease the oldest runnable job of `kinds`, or None."""
-        claim = self._claimer(kinds)
-        job = await self.db.write(claim)
-        if job is None:
-            return None
-        return Lease(job=job, owner=self._owner_text, lease_seconds=self.lease_seconds)
+        leases = await self.claim_many(kinds, 1)
+        return leases[0] if leases else None
+
+    async def claim_many(self, kinds: Sequence[str], limit: int) -> list[Lease]:
+        """Lease up to `limit` of the oldest runnable jobs of `kinds`, in one statement."""
+        _, leases = await self.settle_and_claim((), kinds, limit)
+        return leases
 
     async def complete_and_claim(
         self, lease: Lease, result: dict[str, Any] | None, kinds: Sequence[str]
@@ -314,20 +324,36 @@ class JobQueue:
         A lost lease on the previous job writes nothing to it and does not stop the
         claim: the caller learns both outcomes.
         """
-        finish = self._finisher(lease, "done", result=result, error=None)
+        (finished,), leases = await self.settle_and_claim([(lease, result)], kinds, 1)
+        return finished, leases[0] if leases else None
+
+    async def settle_and_claim(
+        self,
+        done: Sequence[tuple[Lease, dict[str, Any] | None]],
+        kinds: Sequence[str],
+        limit: int,
+    ) -> tuple[list[bool], list[Lease]]:
+        """Complete each (lease, result) of `done`, then lease up to `limit` jobs of
+        `kinds`: one transaction, one trip to the database thread.
+
+        Returns whether each job of `done` was still ours to complete (a lost lease
+        writes nothing to it and does not stop the rest), and the new leases.
+        """
+        finishers = [self._finisher(lease, "done", result=r, error=None) for lease, r in done]
         claim = self._claimer(kinds)
 
-        def _both(conn: sqlite3.Connection) -> tuple[bool, Job | None]:
-            return finish(conn), claim(conn)
+        def _settle(conn: sqlite3.Connection) -> tuple[list[bool], list[Job]]:
+            finished = [finish(conn) for finish in finishers]
+            return finished, claim(conn, limit) if limit > 0 else []
 
-        finished, job = await self.db.write(_both)
-        if finished:
-            lease.job.status = "done"
-        if job is None:
-            return finished, None
-        return finished, Lease(job=job, owner=self._owner_text, lease_seconds=self.lease_seconds)
+        finished, jobs = await self.db.write(_settle)
+        for (lease, _), ours in zip(done, finished, strict=True):
+            if ours:
+                lease.job.status = "done"
+        owner, seconds = self._owner_text, self.lease_seconds
+        return finished, [Lease(job=job, owner=owner, lease_seconds=seconds) for job in jobs]
 
-    def _claimer(self, kinds: Sequence[str]) -> Callable[[sqlite3.Connection], Job | None]:
+    def _claimer(self, kinds: Sequence[str]) -> Claimer:
         """The claim as a function of a connection already inside a write transaction
         (one per set of kinds, built once: a pool claims with the same kinds every time)."""
         key = tuple(kinds)
@@ -336,24 +362,29 @@ class JobQueue:
             claimer = self._claimers[key] = self._new_claimer(key)
         return claimer
 
-    def _new_claimer(self, kinds: tuple[str, ...]) -> Callable[[sqlite3.Connection], Job | None]:
+    def _new_claimer(
+        self, kinds: tuple[str, ...]
+    ) -> Callable[[sqlite3.Connection, int], list[Job]]:
         owner = self._owner_text
         host, pid = self.owner.host, self.owner.pid
         lease_seconds = self.lease_seconds
         sql = claim_sql(len(kinds))
 
-        def _claim(conn: sqlite3.Connection) -> Job | None:
+        def _claim(conn: sqlite3.Connection, limit: int) -> list[Job]:
             now = time.time()
             # Reaping scans running jobs and probes owner pids: once a second
             # is plenty, and it keeps a busy claim loop cheap.
             if now - self._last_reap >= REAP_INTERVAL:
                 self._last_reap = now
                 self._reap(conn, now)
-            # One statement: pick the oldest runnable job and lease it.
-            job_row = conn.execute(
-                sql, (owner, now + lease_seconds, host, pid, now, *kinds, now)
-            ).fetchone()
-            return None if job_row is None else Job.from_values(job_row)
+            # One statement: pick the oldest runnable jobs and lease them.
+            rows = conn.execute(
+                sql, (owner, now + lease_seconds, host, pid, now, *kinds, now, limit)
+            ).fetchall()
+            if len(rows) > 1:
+                # RETURNING follows no ORDER BY: oldest first again, as the claim chose.
+                rows.sort(key=_CLAIM_ORDER)
+            return [Job.from_values(row) for row in rows]
 
         return _claim
 
@@ -382,19 +413,28 @@ class JobQueue:
 
     async def heartbeat(self, lease: Lease) -> bool:
         """Extend the lease; False when it was lost. Also refreshes `cancel_requested`."""
-
-        def _beat(conn: sqlite3.Connection) -> tuple[bool, bool]:
-            cursor = conn.execute(
-                "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_owner = ?"
-                " AND status = 'running' RETURNING cancel_requested",
-                (time.time() + lease.lease_seconds, lease.job.id, lease.owner),
-            )
-            row = cursor.fetchone()
-            return (row is not None, bool(row[0]) if row else False)
-
-        owned, cancel = await self.db.write(_beat)
-        lease.job.cancel_requested = cancel
+        (owned,) = await self.heartbeat_many([lease])
         return owned
+
+    async def heartbeat_many(self, leases: Sequence[Lease]) -> list[bool]:
+        """`heartbeat` for several leases in one transaction (a pool beats all its jobs)."""
+
+        def _beat(conn: sqlite3.Connection) -> list[bool | None]:
+            now = time.time()
+            beats: list[bool | None] = []
+            for lease in leases:
+                row = conn.execute(
+                    "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_owner = ?"
+                    " AND status = 'running' RETURNING cancel_requested",
+                    (now + lease.lease_seconds, lease.job.id, lease.owner),
+                ).fetchone()
+                beats.append(None if row is None else bool(row[0]))
+            return beats
+
+        beats = await self.db.write(_beat) if leases else []
+        for lease, cancel in zip(leases, beats, strict=True):
+            lease.job.cancel_requested = bool(cancel)
+        return [cancel is not None for cancel in beats]
 
     async def complete(self, lease: Lease, result: dict[str, Any] | None = None) -> None:
         """Mark the job done (only if still ours)."""
@@ -535,12 +575,17 @@ class JobQueue:
 
 @functools.lru_cache(maxsize=32)
 def claim_sql(kind_count: int) -> str:
-    """The claim statement for `kind_count` kinds (one text per count: sqlite3 caches it)."""
+    """The claim statement for `kind_count` kinds, taking up to a number of jobs given as
+    its last parameter (one text per count: sqlite3 caches it)."""
     placeholders = ",".join("?" for _ in range(kind_count))
     return f"""
         UPDATE jobs SET status = 'running', attempts = attempts + 1,
             lease_owner = ?, lease_until = ?, owner_host = ?, owner_pid = ?, updated_at = ?
-        WHERE seq = (
+        -- The subquery runs once, before any row changes, so one statement can take
+        -- several jobs: of the jobs sharing a serial key only the oldest queued one
+        -- qualifies (the others have it as an older queued job), and only when none
+        -- of them runs.
+        WHERE seq IN (
         SELECT j.seq FROM jobs j
         WHERE j.status = 'queued' AND j.kind IN ({placeholders})
           AND j.run_after <= ?
@@ -551,8 +596,8 @@ def claim_sql(kind_count: int) -> str:
                               AND r.status = 'running')
                 AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
                               AND r.status = 'queued' AND r.seq < j.seq)))
-        ORDER BY j.run_after, j.seq LIMIT 1)
-        RETURNING {JOB_COLUMNS}
+        ORDER BY j.run_after, j.seq LIMIT ?)
+        RETURNING {JOB_COLUMNS}, seq
         """
 
 

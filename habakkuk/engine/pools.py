@@ -1,7 +1,11 @@
 """Worker pools: one per job kind (or group of kinds), so no kind starves another.
 
-A pool claims jobs up to its concurrency, runs each under a heartbeat, and
-settles the job from the handler's outcome:
+A pool claims jobs up to its concurrency and runs each as a task of its own. One
+dispatcher per pool does the pool's trips to the database: each completes every job
+that finished since the last one and claims as many jobs as there are free slots, in
+one transaction (so a busy pool pays one trip for many jobs, not two per job). One
+heartbeat per pool extends all its leases in one trip. A job settles from the
+handler's outcome:
 
 - the handler returns a dict: done, with that result;
 - it raises `PermanentJobError`: failed for good;
@@ -57,17 +61,23 @@ class Pool:
         self.concurrency = concurrency
         self.poll_interval = poll_interval
         self.on_finished = on_finished
-        self._wake = asyncio.Event()
+        # Set when the dispatcher has something to do: a job of ours was queued, a job
+        # finished (a completion to write, a slot free).
+        self._kick = asyncio.Event()
+        # Jobs whose handler returned, with their results: the next trip completes them.
+        self._settling: list[tuple[Lease, dict[str, Any] | None]] = []
+        # Every job this pool holds a lease on, until it is settled.
         self._running: dict[str, tuple[asyncio.Task[None], Lease]] = {}
-        self._handlers: dict[str, asyncio.Task[dict[str, Any] | None]] = {}
-        self._loop_task: asyncio.Task[None] | None = None
-        self._slots = asyncio.Semaphore(concurrency)
+        # Jobs whose task has begun: one cancelled before its first step would end
+        # without running a line, so it is told to stop (stop_reason) instead.
+        self._started: set[str] = set()
+        self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         queue.add_listener(self._on_enqueue)
 
     def _on_enqueue(self, kind: str) -> None:
         if kind in self.kinds:
-            self._wake.set()
+            self._kick.set()
 
     @property
     def running_jobs(self) -> list[Job]:
@@ -75,69 +85,118 @@ class Pool:
 
     def start(self) -> None:
         """Start claiming in the background."""
-        if self._loop_task is None:
-            self._loop_task = asyncio.create_task(self._claim_loop(), name=f"pool:{self.kinds}")
+        if not self._tasks:
+            self._tasks = [
+                asyncio.create_task(self._dispatch(), name=f"pool:{self.kinds}"),
+                asyncio.create_task(self._beat(), name=f"beat:{self.kinds}"),
+            ]
 
-    async def _claim_loop(self) -> None:
+    # -- the dispatcher ----------------------------------------------------------------
+
+    async def _dispatch(self) -> None:
         while not self._stopping:
-            await self._slots.acquire()
-            # Cleared before the claim, not after: an enqueue that lands while the
-            # claim is in flight must still wake the next idle wait.
-            self._wake.clear()
+            # Cleared before the trip, not after: a kick while it is in flight (an
+            # enqueue, a job finishing) must still wake the next wait.
+            self._kick.clear()
+            settled, self._settling = self._settling, []
+            # The jobs settled in this trip give their slots to the jobs it claims.
+            free = max(0, self.concurrency - len(self._running) + len(settled))
+            if not settled and free == 0:
+                await self._kick.wait()
+                continue
             try:
-                lease = await self.queue.claim(self.kinds)
+                finished, leases = await self._trip(settled, free)
             except Exception:
-                self._slots.release()
                 log.exception("claim failed for %s", self.kinds)
+                self._settling[:0] = settled  # completed by the next trip
                 await self._idle()
                 continue
-            if lease is None:
-                self._slots.release()
-                await self._idle()
-                continue
-            task = asyncio.create_task(self._run(lease), name=f"job:{lease.job.id}")
-            self._running[lease.job.id] = (task, lease)
+            for (lease, _), ours in zip(settled, finished, strict=True):
+                if not ours:
+                    log.warning(
+                        "job %s: lease lost before it finished; nothing written", lease.job.id
+                    )
+                self._finalize(lease, kick=False)
+            for lease in leases:
+                task = asyncio.create_task(self._run(lease), name=f"job:{lease.job.id}")
+                self._running[lease.job.id] = (task, lease)
+            if len(leases) < free:
+                await self._idle()  # nothing more to run now
+
+    async def _trip(
+        self, settled: list[tuple[Lease, dict[str, Any] | None]], free: int
+    ) -> tuple[list[bool], list[Lease]]:
+        """Complete `settled` and claim up to `free` jobs, in one trip."""
+        trip = asyncio.ensure_future(self.queue.settle_and_claim(settled, self.kinds, free))
+        try:
+            return await asyncio.shield(trip)
+        except asyncio.CancelledError:
+            # Shutdown while the trip was in flight: it ran whole or not at all. The
+            # jobs it claimed go straight back, so the next start takes them at once;
+            # completions it did not write are left for `stop` to write.
+            try:
+                finished, claimed = await trip
+            except BaseException:
+                self._settling[:0] = settled
+                raise
+            for (lease, _), ours in zip(settled, finished, strict=True):
+                if ours:
+                    self._finalize(lease)
+            for lease in claimed:
+                await self._safe(self.queue.release(lease))
+            raise
 
     async def _idle(self) -> None:
         with contextlib.suppress(asyncio.TimeoutError):
-            await wait_within(self._wake.wait(), self.poll_interval)
+            await wait_within(self._kick.wait(), self.poll_interval)
+
+    def _finalize(self, lease: Lease, *, kick: bool = True) -> None:
+        """The job is settled: free its slot and tell `on_finished`.
+
+        A job settled outside the dispatcher (failed, stopped) kicks it: a slot came
+        free. One it settled itself does not: that trip's claim used the slot already.
+        """
+        self._running.pop(lease.job.id, None)
+        if kick:
+            self._kick.set()
+        if self.on_finished is not None:
+            try:
+                self.on_finished(lease.job)
+            except Exception:
+                log.exception("on_finished callback failed for job %s", lease.job.id)
+
+    # -- one job -----------------------------------------------------------------------
 
     async def _run(self, lease: Lease) -> None:
-        """Run `lease`'s job, then each job claimed in the same trip as its completion."""
-        following: Lease | None = lease
-        try:
-            while following is not None:
-                following = await self._run_job(following)
-        finally:
-            self._slots.release()
+        """Run one job; a result is handed to the dispatcher, other outcomes settled here.
 
-    async def _run_job(self, lease: Lease) -> Lease | None:
-        """Run one job and settle it; returns the next job's lease when it claimed one."""
+        Whoever stops a job (`stop_job`, the heartbeat, `stop`) sets `lease.stop_reason`
+        before cancelling its task, so the reason is known however the handler ends:
+        raising CancelledError, or cleaning up and returning.
+        """
         job = lease.job
-        work = asyncio.create_task(self.handler(lease), name=f"handler:{job.id}")
-        self._handlers[job.id] = work
-        beat = asyncio.create_task(self._heartbeat(lease, work), name=f"beat:{job.id}")
-        following: Lease | None = None
+        self._started.add(job.id)
+        handed_over = False
         try:
+            if lease.stop_reason is not None:  # stopped before it began
+                await self._settle_stopped(lease)
+                return
             try:
-                result = await asyncio.shield(work)
+                result = await self.handler(lease)
             except asyncio.CancelledError:
-                if not work.done():
-                    # The pool task itself was cancelled (shutdown): stop the handler too.
-                    lease.stop_reason = lease.stop_reason or "shutdown"
-                    work.cancel()
-                    with contextlib.suppress(BaseException):
-                        await work
-                if work.cancelled() or lease.stop_reason is not None:
-                    await self._settle_stopped(lease)
-                    return None
-                result = work.result()
-            if lease.job.finished:
+                lease.stop_reason = lease.stop_reason or "shutdown"
+                await self._settle_stopped(lease)
+                return
+            if lease.stop_reason is not None:
+                await self._settle_stopped(lease)
+            elif lease.job.finished:
                 pass  # the handler completed its job in its last write (a turn's reply)
             elif self._stopping:
                 await self.queue.complete(lease, result)
             else:
-                following = await self._complete_and_claim(lease, result)
+                self._settling.append((lease, result))
+                handed_over = True
+                self._kick.set()
         except LeaseLost:
             log.warning("job %s: lease lost; stopping without writing", job.id)
         except PermanentJobError as exc:
@@ -147,48 +206,15 @@ class Pool:
             log.warning("job %s failed: %s", job.id, message)
             await self._safe(self.queue.fail(lease, message))
         finally:
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
-            self._running.pop(job.id, None)
-            self._handlers.pop(job.id, None)
-            if self.on_finished is not None:
-                try:
-                    self.on_finished(job)
-                except Exception:
-                    log.exception("on_finished callback failed for job %s", job.id)
-        if following is not None and self._stopping:
-            # The pool began stopping while the trip was in flight: hand the job back.
-            await self._safe(self.queue.release(following))
-            return None
-        if following is not None:
-            task = asyncio.current_task()
-            assert task is not None
-            self._running[following.job.id] = (task, following)  # type: ignore[assignment]
-        return following
+            self._started.discard(job.id)
+            if not handed_over:
+                self._finalize(lease)
 
-    async def _complete_and_claim(
-        self, lease: Lease, result: dict[str, Any] | None
-    ) -> Lease | None:
-        """Complete `lease` and claim the next job in one trip; returns the new lease.
-
-        A lease lost on the finished job is logged (nothing was written to it) and the
-        claim still stands, so the next job runs.
-        """
-        trip = asyncio.ensure_future(self.queue.complete_and_claim(lease, result, self.kinds))
-        try:
-            finished, following = await asyncio.shield(trip)
-        except asyncio.CancelledError:
-            # Shutdown while the trip was in flight: it ran whole or not at all; a job
-            # it claimed goes straight back so the next start takes it at once.
-            with contextlib.suppress(BaseException):
-                _, claimed = await trip
-                if claimed is not None:
-                    await self.queue.release(claimed)
-            raise
-        if not finished:
-            log.warning("job %s: lease lost before it finished; nothing written", lease.job.id)
-        return following
+    def _interrupt(self, task: asyncio.Task[None], lease: Lease, reason: str) -> None:
+        """Stop a job for `reason` (the first reason given stands)."""
+        lease.stop_reason = lease.stop_reason or reason
+        if lease.job.id in self._started:
+            task.cancel()
 
     async def _settle_stopped(self, lease: Lease) -> None:
         reason = lease.stop_reason
@@ -206,45 +232,69 @@ class Pool:
         except Exception:
             log.exception("could not settle a job")
 
-    async def _heartbeat(self, lease: Lease, work: asyncio.Task[Any]) -> None:
-        interval = max(0.05, lease.lease_seconds / 3)
-        while not work.done():
+    # -- the heartbeat -----------------------------------------------------------------
+
+    async def _beat(self) -> None:
+        """Extend every running job's lease in one trip; stop a job lost or cancelled."""
+        interval = max(0.05, self.queue.lease_seconds / 3)
+        while True:
             await asyncio.sleep(interval)
-            try:
-                owned = await self.queue.heartbeat(lease)
-            except Exception:
-                log.exception("heartbeat failed for job %s", lease.job.id)
+            beating = [
+                (lease, task)
+                for task, lease in self._running.values()
+                if not task.done() and lease.stop_reason is None
+            ]
+            if not beating:
                 continue
-            if not owned:
-                lease.stop_reason = "lease_lost"
-                work.cancel()
-                return
-            if lease.job.cancel_requested:
-                lease.stop_reason = "user"
-                work.cancel()
-                return
+            try:
+                owned = await self.queue.heartbeat_many([lease for lease, _ in beating])
+            except Exception:
+                log.exception("heartbeat failed for %s", self.kinds)
+                continue
+            for (lease, task), ours in zip(beating, owned, strict=True):
+                if task.done() or lease.stop_reason is not None:
+                    continue
+                if not ours:
+                    self._interrupt(task, lease, "lease_lost")
+                elif lease.job.cancel_requested:
+                    self._interrupt(task, lease, "user")
+
+    # -- control -----------------------------------------------------------------------
 
     def stop_job(self, job_id: str) -> bool:
         """Stop a job this pool is running now (at once, without waiting for a beat)."""
         entry = self._running.get(job_id)
-        work = self._handlers.get(job_id)
-        if entry is None or work is None:
+        if entry is None or entry[0].done():
             return False
-        entry[1].stop_reason = "user"
-        work.cancel()
+        task, lease = entry
+        if lease.stop_reason is None:
+            self._interrupt(task, lease, "user")
         return True
 
     async def stop(self) -> None:
         """Stop claiming, interrupt running jobs and release their leases."""
         self._stopping = True
-        if self._loop_task is not None:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop_task
-        tasks = [task for task, _ in self._running.values()]
-        for task, lease in self._running.values():
-            lease.stop_reason = lease.stop_reason or "shutdown"
+        for task in self._tasks:
             task.cancel()
-        for task in tasks:
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        # Jobs that finished before the dispatcher wrote them: written now, in one trip.
+        settled, self._settling = self._settling, []
+        if settled:
+            try:
+                finished, _ = await self.queue.settle_and_claim(settled, self.kinds, 0)
+            except Exception:
+                log.exception("could not settle %d finished jobs", len(settled))
+            else:
+                for (lease, _), ours in zip(settled, finished, strict=True):
+                    if not ours:
+                        log.warning("job %s: lease lost before it finished", lease.job.id)
+            for lease, _ in settled:
+                self._finalize(lease)
+        running = [(task, lease) for task, lease in self._running.values() if not task.done()]
+        for task, lease in running:
+            self._interrupt(task, lease, "shutdown")
+        for task, _ in running:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task

@@ -75,7 +75,7 @@ def the_turns_own(trips: list[Trip]) -> list[Trip]:
     return [
         t
         for t in trips
-        if not ("JobQueue._new_claimer" in t.function and t.result is None)
+        if not ("JobQueue.settle_and_claim" in t.function and t.result == ([], []))
         and not t.module.startswith("habakkuk.work.")
     ]
 
