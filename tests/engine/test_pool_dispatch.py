@@ -187,3 +187,41 @@ async def test_a_job_stopped_before_its_task_began_is_cancelled_without_running(
     job = await queue.get("a")
     assert job is not None and (job.status, job.lease_owner) == ("cancelled", None)
     assert ran == []
+
+
+async def test_enqueues_made_together_share_one_write_and_each_hears_its_own_outcome(
+    queue: JobQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await queue.enqueue("old", "k")
+    writes = count_writes(monkeypatch, queue.db)
+    outcomes = await asyncio.gather(
+        queue.enqueue("a", "k"),
+        queue.enqueue("old", "k"),  # exists: not new
+        queue.enqueue("b", "k", serial_key="s"),
+        queue.enqueue("a", "k"),  # the same id twice in one pass: the second is not new
+        return_exceptions=True,
+    )
+    assert outcomes == [True, False, True, False]
+    assert len(writes) == 1, writes
+    assert list(await statuses(queue)) == ["old", "a", "b"]  # in the order of the calls
+
+
+async def test_a_row_that_fails_to_insert_fails_only_its_own_enqueue(queue: JobQueue) -> None:
+    outcomes = await asyncio.gather(
+        queue.enqueue("a", "k"),
+        queue.enqueue("bad", None),  # type: ignore[arg-type]  # jobs.kind is NOT NULL
+        queue.enqueue("b", "k"),
+        return_exceptions=True,
+    )
+    assert outcomes[0] is True and outcomes[2] is True
+    assert isinstance(outcomes[1], sqlite3.IntegrityError)
+    assert list(await statuses(queue)) == ["a", "b"]
+
+
+async def test_a_payload_json_cannot_hold_fails_at_the_call_and_queues_nothing(
+    queue: JobQueue,
+) -> None:
+    with pytest.raises(TypeError):
+        await queue.enqueue("x", "k", {"when": object()})
+    assert await queue.enqueue("y", "k") is True
+    assert list(await statuses(queue)) == ["y"]
