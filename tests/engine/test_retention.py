@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine import retention
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
 from habakkuk.engine.llm.types import Message
-from habakkuk.engine import retention
 from habakkuk.engine.retention import prune_idle_sessions, retention_job_id, sweep
 from habakkuk.engine.sessions import TranscriptStore
 from habakkuk.engine.state import StateStore
