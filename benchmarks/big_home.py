@@ -11,7 +11,9 @@ transactions. Shapes follow what real use writes:
 - turns of a user message and an assistant reply, some with tool calls whose results
   follow in the next user message; a compaction on some long sessions;
 - one usage.db row per model call; a done turn job per turn of the last 13 days
-  (all of it inside the default retention windows, so opening the home prunes nothing).
+  (all of it inside the default retention windows, so opening the home prunes nothing);
+- the redelivery keys (control.db channel_seen) of the web and Telegram messages of the
+  last 7 days, the week a channel keeps them.
 
 Every tool call has its result, so the transcripts need no repair.
 
@@ -98,6 +100,7 @@ TOOLS = (
 # finished jobs 14), so opening the home prunes nothing: the home stays big.
 HISTORY_SECONDS = 170 * 86400
 JOBS_SECONDS = 13 * 86400
+SEEN_SECONDS = 7 * 86400  # channels/store.py SEEN_KEEP_SECONDS
 BATCH = 20_000  # rows per executemany; one transaction per store per batch of sessions
 SESSIONS_PER_COMMIT = 5_000
 
@@ -138,6 +141,7 @@ class Rows:
         self.events: list[tuple[object, ...]] = []
         self.bindings: list[tuple[object, ...]] = []
         self.settings: list[tuple[object, ...]] = []
+        self.seen: list[tuple[object, ...]] = []
 
 
 def _session_rows(rows: Rows, number: int, count: int, rng: random.Random, now: float) -> None:
@@ -165,6 +169,10 @@ def _session_rows(rows: Rows, number: int, count: int, rng: random.Random, now: 
         )
         if conversation:
             rows.events.append((conversation, "user", text, turn, session, agent, None, at))
+        if at >= now - SEEN_SECONDS and origin in ("channel:web", "channel:telegram"):
+            # The key a channel gateway marks seen: "<chat>:<message id>" per account.
+            key = f"{conversation}:{turn}" if conversation else f"{100000 + number}:{seq}"
+            rows.seen.append(("web" if conversation else "telegram", key, at))
         seq += 1
         # A tool round needs four messages: call, result, then the closing reply.
         if seq + 3 <= count and rng.random() < 0.25:
@@ -258,7 +266,7 @@ def build(root: Path, sessions: int, messages: int, seed: int = 18) -> dict[str,
     web = _open(home.db_path("web"), WEB_MIGRATIONS)
     state = _open(home.db_path("state"), STATE_MIGRATIONS)
     totals = dict.fromkeys(("sessions", "messages", "compactions", "jobs", "calls"), 0)
-    totals.update(conversations=0, events=0, bindings=0)
+    totals.update(conversations=0, events=0, bindings=0, seen=0)
     now = time.time()
     for start in range(0, sessions, SESSIONS_PER_COMMIT):
         rows = Rows()
@@ -313,6 +321,11 @@ def _write(
             "INSERT INTO channel_bindings(conversation, session, agent_override, last_active)"
             " VALUES (?, ?, ?, ?)",
             rows.bindings,
+        )
+        _many(
+            control,
+            "INSERT OR IGNORE INTO channel_seen(account, key, at) VALUES (?, ?, ?)",
+            rows.seen,
         )
     with _transaction(usage):
         _many(

@@ -50,6 +50,8 @@ CREATE TABLE IF NOT EXISTS channel_seen (
     at REAL NOT NULL,
     PRIMARY KEY (account, key)
 );
+-- Each inbound message prunes the keys older than a week: by time, not a scan of the week.
+CREATE INDEX IF NOT EXISTS channel_seen_at ON channel_seen(at);
 CREATE TABLE IF NOT EXISTS channel_allow (
     account TEXT NOT NULL,
     user TEXT NOT NULL,

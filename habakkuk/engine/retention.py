@@ -66,16 +66,38 @@ async def prune_jobs(queue: JobQueue, older_than_days: float) -> int:
             return removed
 
 
+# Sessions deleted per transaction: each takes its messages, their search rows and its
+# compactions with it, and the transaction holds transcripts.db (and, attached, control.db).
+SESSION_PRUNE_BATCH = 500
+
+# The idle sessions through sessions_listed (archived, updated_at): one
+# range per value of `archived` (0 or 1, set_archived writes nothing else), so the
+# daily sweep reads the sessions it deletes, not the table (updated_at alone has no
+# index, and a scan of 100,000 sessions reads every frozen system prompt).
+_IDLE_SESSIONS = (
+    # No ORDER BY: a sort would read every idle session for each batch of them.
+    "SELECT id FROM sessions WHERE archived IN (0, 1) AND updated_at < ? LIMIT ?"
+)
+
+
 async def prune_idle_sessions(transcripts: TranscriptStore, older_than_days: float) -> list[str]:
-    """Delete sessions (and, by foreign key, their messages) idle that long; returns their ids."""
+    """Delete sessions (and, by foreign key, their messages) idle that long,
+    SESSION_PRUNE_BATCH per transaction; returns their ids."""
     cutoff = time.time() - older_than_days * DAY
 
     def _prune(conn: sqlite3.Connection) -> list[str]:
-        rows = conn.execute("SELECT id FROM sessions WHERE updated_at < ?", (cutoff,)).fetchall()
-        conn.execute("DELETE FROM sessions WHERE updated_at < ?", (cutoff,))
+        rows = conn.execute(
+            f"DELETE FROM sessions WHERE id IN ({_IDLE_SESSIONS}) RETURNING id",
+            (cutoff, SESSION_PRUNE_BATCH),
+        ).fetchall()
         return [str(row[0]) for row in rows]
 
-    return await transcripts.db.write(_prune)
+    pruned: list[str] = []
+    while True:
+        batch = await transcripts.db.write(_prune)
+        pruned.extend(batch)
+        if len(batch) < SESSION_PRUNE_BATCH:
+            return pruned
 
 
 def prune_blobs(root: Path, older_than_days: float) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from habakkuk.channels.store import SEEN_KEEP_SECONDS
 from habakkuk.cli import main
 from habakkuk.engine.home import Home
 from habakkuk.engine.sessions import TranscriptStore
@@ -58,6 +59,10 @@ def test_the_generator_writes_the_sessions_and_messages_asked_for(big_home: Home
     control = big_home.db_path("control")
     assert _count(control, "SELECT count(*) FROM jobs WHERE status = 'done'") > SESSIONS
     assert _count(control, "SELECT count(*) FROM channel_bindings") > 0
+    # The web and Telegram messages of the last week left their redelivery keys.
+    assert _count(control, "SELECT count(*) FROM channel_seen") > 0
+    week_ago = f"unixepoch('now') - {SEEN_KEEP_SECONDS}"
+    assert _count(control, f"SELECT count(*) FROM channel_seen WHERE at < {week_ago}") == 0
     assert _count(big_home.db_path("web"), "SELECT count(*) FROM events") > 0
     assert _count(big_home.db_path("usage"), "SELECT count(*) FROM calls") > SESSIONS
 

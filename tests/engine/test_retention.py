@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from habakkuk.engine import retention
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
 from habakkuk.engine.llm.types import Message
-from habakkuk.engine.retention import retention_job_id, sweep
+from habakkuk.engine.retention import prune_idle_sessions, retention_job_id, sweep
 from habakkuk.engine.sessions import TranscriptStore
 from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
@@ -109,3 +113,44 @@ async def test_long_lived_runtime_runs_the_days_sweep_once(runtime_factory) -> N
     assert job is not None and job.status == "done"
     assert set(job.result or {}) == {"jobs", "sessions", "blobs", "usage"}
     assert await runtime.queue.enqueue(retention_job_id(), RETENTION_KIND) is False
+
+
+async def test_idle_sessions_are_pruned_in_batches_through_the_listed_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Archived or not, every idle session goes, a batch per transaction, and the sweep
+    finds them through sessions_listed instead of reading the whole sessions table."""
+    monkeypatch.setattr(retention, "SESSION_PRUNE_BATCH", 2)
+    transcripts = await TranscriptStore.open(tmp_path / "transcripts.db", tmp_path / "control.db")
+    try:
+        for name in ("a", "b", "c", "d", "e", "kept"):
+            await transcripts.create_session(name, "main", "")
+            await transcripts.append(name, Message.user_text(f"words of {name}"))
+        await transcripts.set_archived("b", True)
+        await transcripts.db.write(
+            lambda c: c.execute("UPDATE sessions SET updated_at = ? WHERE id != 'kept'", (OLD,))
+        )
+        writes = 0
+        write = transcripts.db.write
+
+        async def counted(fn: Any) -> Any:
+            nonlocal writes
+            writes += 1
+            return await write(fn)
+
+        monkeypatch.setattr(transcripts.db, "write", counted)
+        pruned = await prune_idle_sessions(transcripts, 30)
+        monkeypatch.undo()
+        assert sorted(pruned) == ["a", "b", "c", "d", "e"]
+        assert writes == 3  # 2 + 2 + 1: a short batch ends the sweep
+        assert [s.id for s in await transcripts.list_sessions()] == ["kept"]
+        assert await transcripts.search("words") != []
+        assert {h.session for h in await transcripts.search("words")} == {"kept"}
+        plan = await transcripts.db.fetchall(
+            "EXPLAIN QUERY PLAN " + retention._IDLE_SESSIONS, (OLD + 1, 10)
+        )
+        details = " | ".join(str(row["detail"]) for row in plan)
+        assert "sessions_listed" in details, details
+        assert "SCAN" not in details and "TEMP B-TREE" not in details, details
+    finally:
+        await transcripts.close()
