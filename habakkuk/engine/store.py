@@ -171,6 +171,25 @@ class _Call:
 
 _CLOSE = object()
 
+# One lock per database file in this process, by its real path.
+_FILE_LOCKS: dict[str, threading.Lock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+def write_locks(paths: Sequence[Path]) -> list[threading.Lock]:
+    """This process's write locks of `paths`, in one global order (no two threads can
+    each hold a lock the other waits for).
+
+    SQLite makes a writer that finds a file locked sleep and retry (1, 2, 5, 10, ...
+    25 ms and on, up to the busy timeout), so a write on control.db waiting for a
+    transcripts transaction that holds it (attached) slept far past that commit. Taken
+    here first, the wait ends the moment the holder commits. Other processes still meet
+    SQLite's own locks and the busy timeout.
+    """
+    keys = sorted({os.path.realpath(path) for path in paths})
+    with _FILE_LOCKS_GUARD:
+        return [_FILE_LOCKS.setdefault(key, threading.Lock()) for key in keys]
+
 
 class Database:
     """One connection and one thread; `run(fn)` executes `fn(conn)` on it.
@@ -184,9 +203,12 @@ class Database:
     back only after the COMMIT.
     """
 
-    def __init__(self, path: Path, conn: sqlite3.Connection):
+    def __init__(self, path: Path, conn: sqlite3.Connection, *, attached: Sequence[Path] = ()):
         self.path = path
         self._conn = conn
+        # BEGIN IMMEDIATE takes the write lock of every attached file too, so a write
+        # here waits for, and blocks, the writers of each of them in this process.
+        self._write_locks = write_locks([path, *attached])
         self._calls: queue.SimpleQueue[_Call | list[_Call] | object] = queue.SimpleQueue()
         # Calls an event loop made in its current iteration, handed over together at
         # its end (`_hand_over`): the thread then gets the whole batch at once, not a
@@ -216,7 +238,7 @@ class Database:
             return conn
 
         conn = await asyncio.to_thread(_open)
-        return cls(path, conn)
+        return cls(path, conn, attached=list((attach or {}).values()))
 
     @classmethod
     def open_sync(
@@ -225,7 +247,7 @@ class Database:
         """Open for synchronous callers (CLI commands that print and exit)."""
         conn = connect(path, attach=attach)
         migrate(conn, path, migrations)
-        return cls(path, conn)
+        return cls(path, conn, attached=list((attach or {}).values()))
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` on the database thread and return its result."""
@@ -346,7 +368,20 @@ class Database:
             call.done = (False, exc)
 
     def _run_group(self, group: list[_Call]) -> None:
-        """Run writes in one transaction, each in a savepoint; outcomes after COMMIT."""
+        """Run writes in one transaction, each in a savepoint; outcomes after COMMIT.
+
+        The transaction holds this process's write locks of its files (see
+        `write_locks`) from before BEGIN to after its end.
+        """
+        for lock in self._write_locks:
+            lock.acquire()
+        try:
+            self._run_group_locked(group)
+        finally:
+            for lock in reversed(self._write_locks):
+                lock.release()
+
+    def _run_group_locked(self, group: list[_Call]) -> None:
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -376,7 +411,7 @@ class Database:
                         if conn.in_transaction:
                             conn.execute("ROLLBACK")
                     if index + 1 < len(group):
-                        self._run_group(group[index + 1 :])
+                        self._run_group_locked(group[index + 1 :])
                     return
             else:
                 call.done = (True, value)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine import store
 from habakkuk.engine.errors import LeaseLost
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
 from habakkuk.engine.store import Database, Migration, StoreError, connect
@@ -229,3 +230,40 @@ async def test_writes_made_in_one_loop_pass_commit_together_even_on_an_idle_thre
     assert await asyncio.gather(first(), then_second()) == ["a", "b"]
     assert seen_committed == [False]
     assert names(db.path) == {"a", "b"}
+
+
+async def test_a_writer_waits_for_a_transaction_holding_its_file_attached_without_busy_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A busy timeout far shorter than the hold: SQLite's own wait would give up with
+    # "database is locked"; this process's write lock waits until the holder commits.
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 50)
+    control = await Database.open(tmp_path / "control.db", TABLE)
+    transcripts = await Database.open(
+        tmp_path / "transcripts.db", [], attach={"control": tmp_path / "control.db"}
+    )
+    holding = threading.Event()
+    release = threading.Event()
+
+    def hold(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO control.t(name) VALUES ('held')")
+        holding.set()
+        release.wait(0.5)  # held ten busy timeouts long
+
+    try:
+        held = asyncio.ensure_future(transcripts.write(hold))
+        assert await asyncio.to_thread(holding.wait, 10)
+        waiting = asyncio.ensure_future(control.write(insert("after")))
+        await held
+        assert await waiting == "after"
+        # And many writes on both, interleaved, all land (no lock order can deadlock).
+        await asyncio.gather(
+            *[control.write(insert(f"c{i}")) for i in range(20)],
+            *[transcripts.write(lambda conn, i=i: insert(f"t{i}")(conn)) for i in range(20)],
+        )
+    finally:
+        await transcripts.close()
+        await control.close()
+    # (transcripts.db has no table t: its writes land in the attached control.db's)
+    expected = {"held", "after"} | {f"{side}{i}" for side in "ct" for i in range(20)}
+    assert names(tmp_path / "control.db") == expected
