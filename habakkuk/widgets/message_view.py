@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.sessions import StoredMessage
 
 # How much of a loaded transcript, from the bottom, is built at once (in screens).
-BUILT_SCREENS = 3
+BUILT_SCREENS = 1
 # A loaded transcript is shown through a window: a contiguous run of its widgets, mounted;
 # the others are kept as makers. The window opens on the last this many widgets, and grows
 # by as many at a time at the edge the reader scrolls near (a session of 1,000 messages
@@ -184,8 +184,16 @@ class MessageView(VerticalScroll, can_focus=True):
         """Queue the next batch of the window at the edge the reader is near."""
         if self._busy or self._home is not None or not self.is_mounted or not self._items:
             return
-        ahead = MOUNT_AHEAD_SCREENS * max(self.size.height, 1)
+        # The height it was laid out with (self.size asks the compositor's map, which a
+        # layout pass has to build again for every widget).
+        height = max(self.container_size.height, 1)
+        ahead = MOUNT_AHEAD_SCREENS * height
         if self._lo > 0 and self.scroll_y <= ahead:
+            # A reader following the end grows the window when they scroll up (the first
+            # paint of an opened session waits for no older widgets), unless there is less
+            # than a screen above to scroll through.
+            if self.is_anchored and not anchor_released(self) and self.scroll_y >= height:
+                return
             up = True
         elif not self.at_end and self.max_scroll_y - self.scroll_y <= ahead:
             up = False
