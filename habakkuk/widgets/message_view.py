@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from textual import events
 from textual.containers import VerticalScroll
 from textual.errors import NoWidget
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 
 from habakkuk.engine.events import (
     EventPayload,
@@ -45,13 +45,17 @@ if TYPE_CHECKING:
     from habakkuk.engine.sessions import StoredMessage
 
 # How much of a loaded transcript, from the bottom, is built at once (in screens).
-BUILT_SCREENS = 3
-# How many of a loaded transcript's widgets, from the bottom, are mounted at once; older
-# ones are mounted this many at a time as the reader scrolls near the top (a session of
-# 1,000 messages would otherwise mount and lay out every one before its last is shown).
+BUILT_SCREENS = 1
+# A loaded transcript is shown through a window: a contiguous run of its widgets, mounted;
+# the others are kept as makers. The window opens on the last this many widgets, and grows
+# by as many at a time at the edge the reader scrolls near (a session of 1,000 messages
+# would otherwise mount and lay out every one before its last is shown).
 MOUNTED_WIDGETS = 30
-# How close to the top (in screens) the reader comes before older widgets are mounted.
+# How close to an edge of the window (in screens) the reader comes before it grows there.
 MOUNT_AHEAD_SCREENS = 2
+# The most widgets the window holds once the far end can go: past it, the end away from
+# the reader is unmounted (memory and layout stay bounded in a session of 10,000 messages).
+WINDOW_LIMIT = 4 * MOUNTED_WIDGETS
 
 
 class MessageView(VerticalScroll, can_focus=True):
@@ -72,14 +76,17 @@ class MessageView(VerticalScroll, can_focus=True):
         # The widget at the top of the visible area after the last layout pass, and where it
         # was in the content (see _layout_refreshed).
         self._reading: list[tuple[Widget, int]] | None = None
-        # Makers of the loaded transcript's widgets not mounted yet (the oldest first), the
-        # batch queued to mount, whether a batch is queued or mounting, how many loads there
-        # were (a batch of an earlier one is dropped), and the first widget of a jump to the
-        # top once all are mounted.
-        self._older: list[Callable[[], Widget]] = []
-        self._queued: list[Callable[[], Widget]] = []
+        # A maker per widget of the loaded transcript (the oldest first); the window of them
+        # mounted (items[lo:hi], always the first children: live widgets of a running turn
+        # follow them); whether a growth of the window is queued or mounting; how many
+        # loads and jumps there were (a growth queued before one is dropped); and the first
+        # widget of a jump to the top until it is laid out.
+        self._items: list[Callable[[], Widget]] = []
+        self._lo = 0
+        self._hi = 0
+        self._window: list[Widget] = []
         self._busy = False
-        self._loads = 0
+        self._epoch = 0
         self._home: Widget | None = None
 
     def on_mount(self) -> None:
@@ -92,24 +99,32 @@ class MessageView(VerticalScroll, can_focus=True):
         """Keep what the reader looks at in place when something above it changed height.
 
         History replies above the visible area have an estimated height until they are
-        built (see StreamingMarkdown): a wrong estimate would move the text being read. The
-        widget at the top of the visible area is noted after each layout pass; if its place
-        in the content moved by the next one, the scroll position moves by as much. Scrolling
-        moves nothing in the content, so it is left alone.
+        built (see StreamingMarkdown), and the window grows or drops widgets above it: either
+        would move the text being read. The widget at the top of the visible area is noted
+        after each layout pass; if its place in the content moved by the next one, the
+        scroll position moves by as much. Scrolling moves nothing in the content, so it is
+        left alone. Then the window grows at an edge the reader is near, or drops its far end.
         """
         if self._home is not None:
-            # A jump to the top waits for the older widgets to be laid out, then goes there.
+            # A jump to the top waits for the first widgets to be laid out, then goes there.
             if not (self._home.is_attached and self._home.region):
                 return
             self._home = None
             self._reading = None
             super().scroll_home(animate=False, immediate=True)
             return
-        self._mount_older_if_near()
+        # When the content moved, this pass's places predate the scroll that follows it:
+        # the window changes after the next one.
+        if not self._keep_reading(screen):
+            self._trim_far_end()
+            self._grow_if_near()
+
+    def _keep_reading(self, screen: Screen[Any]) -> bool:
+        """Note the widget read, or scroll after it if it moved (then True)."""
         # Textual keeps an anchored view at the bottom itself until the user scrolls away.
         if self.is_anchored and not anchor_released(self):
             self._reading = None
-            return
+            return False
         region = self.content_region
         # The scroll offset this layout pass placed the widgets with.
         offset = self.scroll_offset.y
@@ -126,7 +141,7 @@ class MessageView(VerticalScroll, can_focus=True):
                 # scroll, so it cannot say).
                 self._reading = [(widget, was + moved) for widget, was in self._reading]
                 self.scroll_to(y=offset + moved, animate=False, immediate=True)
-                return
+                return True
         self._reading = None
         if region:
             try:
@@ -139,58 +154,162 @@ class MessageView(VerticalScroll, can_focus=True):
                     widget = widget.parent
                 reading.append((widget, widget.region.y - region.y + offset))
                 self._reading = reading
+        return False
 
-    # -- older widgets of a loaded transcript ------------------------------------------------
+    # -- the window on a loaded transcript ---------------------------------------------------
 
     @property
     def unmounted(self) -> int:
-        """How many widgets of the loaded transcript are still to be mounted (older ones)."""
-        return len(self._older) + len(self._queued)
+        """How many widgets of the loaded transcript are not mounted (on either side)."""
+        return self._lo + len(self._items) - self._hi
+
+    @property
+    def window(self) -> tuple[int, int]:
+        """Which widgets of the loaded transcript are mounted: (first, past the last)."""
+        return self._lo, self._hi
+
+    @property
+    def at_end(self) -> bool:
+        """Whether the window reaches the transcript's end (live widgets follow it)."""
+        return self._hi >= len(self._items)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        self._mount_older_if_near()
+        # Back at the bottom of a window that reaches the end: follow new text again.
+        if not self._anchored and self.at_end and new_value >= self.max_scroll_y > 0:
+            self.anchor()
+        self._grow_if_near()
 
-    def _mount_older_if_near(self) -> None:
-        """Mount the next batch of older widgets when the reader is near the top."""
-        if not self._older or self._busy or not self.is_mounted:
+    def _grow_if_near(self) -> None:
+        """Queue the next batch of the window at the edge the reader is near."""
+        if self._busy or self._home is not None or not self.is_mounted or not self._items:
             return
-        if self.scroll_y > MOUNT_AHEAD_SCREENS * max(self.size.height, 1):
-            return
-        batch = self._older[-MOUNTED_WIDGETS:]
-        del self._older[-MOUNTED_WIDGETS:]
-        self._queued = batch
-        self._busy = True
-        # After this frame; above what is shown: _layout_refreshed keeps the text being
-        # read in place.
-        self.call_after_refresh(self._mount_batch, batch, self._loads)
-
-    async def _mount_batch(self, batch: list[Callable[[], Widget]], loads: int) -> None:
-        try:
-            # Not when the view was loaded again, or a jump to the top took the batch.
-            if self._queued is not batch or loads != self._loads or not self.is_attached:
+        # The height it was laid out with (self.size asks the compositor's map, which a
+        # layout pass has to build again for every widget).
+        height = max(self.container_size.height, 1)
+        ahead = MOUNT_AHEAD_SCREENS * height
+        if self._lo > 0 and self.scroll_y <= ahead:
+            # A reader following the end grows the window when they scroll up (the first
+            # paint of an opened session waits for no older widgets), unless there is less
+            # than a screen above to scroll through.
+            if self.is_anchored and not anchor_released(self) and self.scroll_y >= height:
                 return
-            self._queued = []
-            await self.mount_all([make() for make in batch], before=0)
+            up = True
+        elif not self.at_end and self.max_scroll_y - self.scroll_y <= ahead:
+            up = False
+        else:
+            return
+        self._busy = True
+        # After this frame; what is mounted above what is shown is kept in place by
+        # _keep_reading.
+        self.call_after_refresh(self._grow, up, self._epoch)
+
+    async def _grow(self, up: bool, epoch: int) -> None:
+        try:
+            # Not when the view was loaded again or jumped since.
+            if epoch != self._epoch or not self.is_attached or not self._window:
+                return
+            if up:
+                start = max(self._lo - MOUNTED_WIDGETS, 0)
+                widgets = [make() for make in self._items[start : self._lo]]
+                self._lo = start
+                self._window[0:0] = widgets
+                mounting = self.mount_all(widgets, before=0)
+            else:
+                stop = min(self._hi + MOUNTED_WIDGETS, len(self._items))
+                widgets = [make() for make in self._items[self._hi : stop]]
+                last = self._window[-1]
+                self._hi = stop
+                self._window.extend(widgets)
+                mounting = self.mount_all(widgets, after=last)
+            await mounting
         finally:
-            if loads == self._loads:
+            if epoch == self._epoch:
                 self._busy = False
-        self._mount_older_if_near()
+        # Whether to grow again is for the next layout pass: until then the reader's place
+        # in the grown window is not known.
+
+    def _trim_far_end(self) -> None:
+        """Unmount the end of the window away from the reader once it holds too many.
+
+        Only an end more than MOUNT_AHEAD_SCREENS + 1 screens past the visible area goes,
+        so the window does not grow back there at once.
+        """
+        extra = len(self._window) - WINDOW_LIMIT
+        if extra <= 0 or self._busy or not self.size.height:
+            return
+        region = self.content_region
+        offset = self.scroll_offset.y
+        margin = (MOUNT_AHEAD_SCREENS + 1) * self.size.height
+
+        def top(widget: Widget) -> int | None:
+            if not (widget.is_attached and widget.region):
+                return None
+            return widget.region.y - region.y + offset
+
+        below = top(self._window[-extra])
+        above = top(self._window[extra])
+        if below is not None and below > self.scroll_y + self.size.height + margin:
+            dropped = self._window[-extra:]
+            del self._window[-extra:]
+            self._hi -= extra
+            # Away from the end: new text must not pull the reader down to it.
+            self.anchor(False)
+        elif above is not None and above < self.scroll_y - margin:
+            dropped = self._window[:extra]
+            del self._window[:extra]
+            self._lo += extra
+        else:
+            return
+        self._forget(dropped)
+        self.remove_children(dropped)
+
+    def _forget(self, widgets: list[Widget]) -> None:
+        """Stored cards among `widgets` (unmounted) no longer stand for their calls."""
+        for widget in widgets:
+            if isinstance(widget, ToolCard) and self.cards.get(widget.call_id) is widget:
+                del self.cards[widget.call_id]
+
+    def _jump(self, lo: int, hi: int) -> AwaitMount | None:
+        """Show items[lo:hi] in place of the window (a growth queued before is dropped)."""
+        self._epoch += 1
+        self._busy = False
+        self._reading = None
+        old = self._window
+        widgets = [make() for make in self._items[lo:hi]]
+        self._lo, self._hi, self._window = lo, hi, widgets
+        if not widgets:
+            return None
+        # Where the old window was: before the live widgets that follow it.
+        mounting = self.mount_all(widgets, before=old[0]) if old else self.mount_all(widgets)
+        if old:
+            self._forget(old)
+            self.remove_children(old)
+        return mounting
 
     def scroll_home(self, *args: Any, **kwargs: Any) -> None:
-        """The top of the conversation: its older widgets are mounted first, then the view
-        goes to the first one (see _layout_refreshed)."""
-        # A batch queued but not begun goes with the rest (it would land above them).
-        older = self._older + self._queued
-        if not older:
+        """The top of the conversation: the window jumps to the first widgets, which are
+        shown once laid out (see _layout_refreshed)."""
+        if self._lo == 0:
             super().scroll_home(*args, **kwargs)
             return
-        self._older = []
-        self._queued = []
-        widgets = [make() for make in older]
-        self._home = widgets[0]
-        self.release_anchor()
-        self.mount_all(widgets, before=0)
+        self.anchor(False)
+        self._jump(0, min(MOUNTED_WIDGETS, len(self._items)))
+        self._home = self._window[0]
+
+    def action_scroll_end(self) -> None:
+        """End (and Ctrl+End from the composer): the conversation's last message."""
+        self.show_end()
+
+    def show_end(self) -> AwaitMount | None:
+        """Follow the end of the conversation, the window jumping there if it is away."""
+        mounting = None
+        if not self.at_end:
+            self._home = None
+            mounting = self._jump(max(len(self._items) - MOUNTED_WIDGETS, 0), len(self._items))
+            self._build_bottom(self._window)
+        self.anchor()
+        return mounting
 
     # -- keys --------------------------------------------------------------------------------
 
@@ -229,18 +348,18 @@ class MessageView(VerticalScroll, can_focus=True):
         elif where == "top":
             self.scroll_home(animate=False)
         elif where == "bottom":
-            self.scroll_end(animate=False, immediate=True)
-            self.anchor()
+            self.show_end()
 
     # -- history ---------------------------------------------------------------------------
 
     async def load(self, session: str, messages: list[StoredMessage]) -> None:
         """Show a stored transcript (replaces what is shown)."""
-        # Before the first await: a batch of the last transcript queued now is dropped.
-        self._older = []
-        self._queued = []
+        # Before the first await: a growth of the last transcript queued now is dropped.
+        self._items = []
+        self._lo = self._hi = 0
+        self._window = []
         self._busy = False
-        self._loads += 1
+        self._epoch += 1
         self._home = None
         await self.remove_children()
         self.session = session
@@ -248,10 +367,12 @@ class MessageView(VerticalScroll, can_focus=True):
         self._text = None
         self._thinking = None
         self._call_widgets = []
-        makers = self._makers(session, messages)
+        self._items = self._makers(session, messages)
         # Only the bottom is made and mounted now; older widgets when scrolled near.
-        self._older = makers[:-MOUNTED_WIDGETS]
-        widgets = [make() for make in makers[-MOUNTED_WIDGETS:]]
+        self._lo = max(len(self._items) - MOUNTED_WIDGETS, 0)
+        self._hi = len(self._items)
+        widgets = [make() for make in self._items[self._lo :]]
+        self._window = widgets
         self._build_bottom(widgets)
         if widgets:
             await self.mount_all(widgets)
@@ -315,16 +436,28 @@ class MessageView(VerticalScroll, can_focus=True):
     # -- live events -----------------------------------------------------------------------
 
     async def add_user(self, text: str) -> None:
-        """Show what the user just sent."""
+        """Show what the user just sent (the view goes to the end for it)."""
         await self._close_segments()
+        await self._to_end()
         await self.mount(UserMessage(text))
         self.anchor()
 
-    async def note(self, text: str, *, error: bool = False) -> None:
-        """A one-line note in the conversation."""
+    async def note(self, text: str, *, error: bool = False, follow: bool = True) -> None:
+        """A one-line note in the conversation: the answer to something the user did goes
+        to the end (`follow`); another moves no reader scrolled away from the end."""
         await self._close_segments()
+        if follow:
+            await self._to_end()
         await self.mount(Notice(text, error=error))
-        self.anchor()
+        if follow:
+            self.anchor()
+
+    async def _to_end(self) -> None:
+        """The window at the transcript's end, so what is mounted below it follows it."""
+        if not self.at_end:
+            mounting = self.show_end()
+            if mounting is not None:
+                await mounting
 
     async def handle(self, event: EventPayload) -> None:
         """Apply one bus event of this session's running turn."""
@@ -365,9 +498,10 @@ class MessageView(VerticalScroll, can_focus=True):
                 await self._close_segments()
                 self._call_widgets = []
                 if status == "stopped":
-                    await self.note("Turn stopped.")
+                    await self.note("Turn stopped.", follow=False)
                 elif status == "failed":
-                    await self.note(f"Turn failed: {event.error or 'unknown error'}", error=True)
+                    error = event.error or "unknown error"
+                    await self.note(f"Turn failed: {error}", error=True, follow=False)
 
     def card_for(self, call_id: str, tool: str) -> ToolCard:
         """The card of call `call_id` (a new one, shown at the bottom, when there is none)."""

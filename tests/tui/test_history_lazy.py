@@ -1,5 +1,5 @@
-"""A long stored session opens at its end with only the bottom mounted; older messages are
-mounted as the reader scrolls up to them, in order, none lost or doubled."""
+"""A long stored session opens at its end with only the bottom mounted; a bounded window of
+it is mounted as the reader scrolls or jumps (Home, End), in order, none lost or doubled."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widget import Widget
 
+from habakkuk.engine.events import TurnEnded, TurnText
 from habakkuk.engine.llm.types import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from habakkuk.engine.sessions import StoredMessage
 from habakkuk.widgets.markdown_stream import StreamingMarkdown
-from habakkuk.widgets.message_view import MOUNTED_WIDGETS, MessageView
+from habakkuk.widgets.message_view import MOUNTED_WIDGETS, WINDOW_LIMIT, MessageView
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
 from tests.helpers import eventually
@@ -93,26 +94,54 @@ async def test_a_long_session_opens_at_its_end_with_only_the_bottom_mounted() ->
         assert view.is_vertical_scroll_end
 
 
-async def test_scrolling_up_mounts_older_messages_in_order_none_lost_or_doubled() -> None:
+def in_window(view: MessageView) -> None:
+    """What is mounted is the window's slice of the transcript, in order, none doubled,
+    and no more than the window holds."""
+    lo, hi = view.window
+    assert shown(view) == expected()[lo:hi]
+    assert len(view.children) <= WINDOW_LIMIT + MOUNTED_WIDGETS
+
+
+async def scroll_through(pilot: Pilot[Any], view: MessageView, step: int) -> list[str]:
+    """Scroll by `step` lines at a time to the far end of the transcript; the screen at each
+    step, in order. What the reader looks at never moves when the window changes."""
+    pages: list[str] = []
+    for _ in range(1000):
+        pages.append("\n".join(line + " " for line in screen_lines(pilot.app)))
+        in_window(view)
+        if step < 0 and view.scroll_y <= 0 and view.window[0] == 0:
+            return pages
+        if step > 0 and view.is_vertical_scroll_end and view.at_end:
+            return pages
+        target = min(max(view.scroll_y + step, 0), view.max_scroll_y)
+        view.scroll_to(y=target, animate=False, immediate=True)
+        pilot.app.screen._refresh_layout()
+        before = [line[:-2] for line in screen_lines(pilot.app)]
+        await settled(pilot)
+        assert [line[:-2] for line in screen_lines(pilot.app)] == before
+    raise AssertionError("the far end was never reached")
+
+
+def first_seen(pages: list[str], needles: list[str]) -> list[int]:
+    """On which page each needle first shows (-1: never)."""
+    return [next((i for i, page in enumerate(pages) if n in page), -1) for n in needles]
+
+
+async def test_scrolling_up_then_down_shows_every_message_once_in_order() -> None:
     app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
         view = await opened(pilot)
-        seen: set[str] = set()
-        for _ in range(500):
-            seen.update(screen_text(pilot).splitlines())
-            if view.scroll_y <= 0 and not view.unmounted:
-                break
-            view.scroll_to(y=max(view.scroll_y - 10, 0), animate=False, immediate=True)
-            app.screen._refresh_layout()
-            before = [line[:-2] for line in screen_lines(app)]
-            await settled(pilot)
-            # Older widgets mounted above must not move what the reader looks at.
-            assert [line[:-2] for line in screen_lines(app)] == before
-        assert not view.unmounted
-        assert shown(view) == expected()
-        text = "\n".join(seen)
-        for turn in range(TURNS):
-            assert f"Question {turn}" in text and f"Answer {turn} is here." in text
+        up = await scroll_through(pilot, view, -10)
+        # The window's far end went: it did not mount the whole transcript on the way.
+        assert view.unmounted > 0 and view.window[0] == 0
+        down = await scroll_through(pilot, view, 10)
+        questions = [f"Question {turn} " for turn in range(TURNS)]
+        # Every question was on screen, in order both ways.
+        seen_up = first_seen(up, list(reversed(questions)))
+        seen_down = first_seen(down, questions)
+        assert -1 not in seen_up and seen_up == sorted(seen_up)
+        assert -1 not in seen_down and seen_down == sorted(seen_down)
+        assert view.window[1] == len(expected()) and view.is_anchored
 
 
 async def test_home_in_a_long_session_shows_its_first_message() -> None:
@@ -123,12 +152,41 @@ async def test_home_in_a_long_session_shows_its_first_message() -> None:
         await eventually(
             lambda: view.scroll_y == 0 and "Question 0" in screen_text(pilot), what="the top"
         )
-        assert shown(view) == expected()
+        # The first batch (and what grows below it), not the whole transcript.
+        assert view.window[0] == 0 and view.unmounted > 0
+        in_window(view)
         # And back to the end.
         view.page("bottom")
         await eventually(
             lambda: f"Answer {TURNS - 1} is here." in screen_text(pilot), what="the end"
         )
+        await settled(pilot)
+        assert view.at_end and view.is_vertical_scroll_end
+        in_window(view)
+
+
+async def test_a_reply_arriving_while_the_reader_is_at_the_top_does_not_move_them() -> None:
+    app = OneView()
+    async with app.run_test(size=(60, 20)) as pilot:
+        view = await opened(pilot)
+        view.scroll_home(animate=False, immediate=True)
+        await eventually(
+            lambda: view.scroll_y == 0 and "Question 0" in screen_text(pilot), what="the top"
+        )
+        await settled(pilot)
+        # The scroll bar's column aside (the content below grew).
+        before = [line[:-2] for line in screen_lines(app)]
+        live = {"session": "ses_1", "turn": "turn_live"}
+        await view.handle(TurnText(**live, text="A new reply streams in."))
+        await view.handle(TurnEnded(**live, status="stopped"))
+        await settled(pilot)
+        assert [line[:-2] for line in screen_lines(app)] == before and view.scroll_y == 0
+        # At the end it follows the last stored answer.
+        view.page("bottom")
+        await eventually(lambda: "Turn stopped." in screen_text(pilot), what="the note at the end")
+        await settled(pilot)
+        labels = shown(view)
+        assert labels[-3:] == [f"Answer {TURNS - 1} is here.", "A new reply streams in.", "Notice"]
 
 
 async def test_a_card_mounted_late_shows_its_calls_outcome() -> None:
