@@ -33,20 +33,10 @@ from typing import Any
 
 from habakkuk.engine import store
 
-TOKEN = "bench-token-0123456789"
-CONFIG = """\
-providers:
-  mock: {type: mock, script: ["ok"]}
-agents:
-  main: {model: mock/bench, mode: read-only}
-  ops: {model: mock/bench, mode: read-only}
-  research: {model: mock/bench, mode: read-only}
-workers:
-  turns: 4
-http:
-  listen: 127.0.0.1:0
-  token_env: HABAKKUK_BENCH_TOKEN
-"""
+# The same home and settings as the benchmark whose paths these are.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale_bench import CONFIG, TOKEN
+
 # A scan of these is bounded by the statement itself, not by the history.
 BOUNDED_SCANS = re.compile(r"SCAN (json_each|CONSTANT ROW|\(subquery|[a-z_]*fts)", re.I)
 

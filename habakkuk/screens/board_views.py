@@ -24,17 +24,18 @@ def short_id(card_id: str) -> str:
 
 def state_words(card: Card) -> str:
     """What the card waits for, in words: a blocked card says who must act."""
-    if card.status == "blocked":
-        return "needs you: question" if card.blocked_kind == "question" else "failed: reopen"
-    if card.status == "todo":
-        if card.waiting_on:
-            dep, status = card.waiting_on[0]
-            more = f" +{len(card.waiting_on) - 1}" if len(card.waiting_on) > 1 else ""
-            return f"waiting on {short_id(dep)} ({status}){more}"
-        return "ready" if card.assignee else "unassigned"
-    if card.status == "doing":
-        return f"attempt {card.attempt}"
-    return card.status
+    hold = card.hold()
+    if hold is None:
+        if card.status == "todo":
+            return "ready"
+        return f"attempt {card.attempt}" if card.status == "doing" else card.status
+    if hold.kind == "question":
+        return "needs you: question"
+    if hold.kind == "waiting":
+        dep, status = hold.waiting_on[0]
+        more = f" +{len(hold.waiting_on) - 1}" if len(hold.waiting_on) > 1 else ""
+        return f"waiting on {short_id(dep)} ({status}){more}"
+    return "unassigned" if hold.kind == "unassigned" else "failed: reopen"
 
 
 def state_cell(card: Card) -> Text:

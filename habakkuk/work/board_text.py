@@ -23,15 +23,12 @@ def _short(text: str, width: int) -> str:
 
 def why(card: Card) -> str:
     """Why an open card is not moving: what it waits on, or why it is blocked ("" else)."""
-    if card.status == "blocked":
-        kind = card.blocked_kind or "blocked"
-        return f"{kind}: {card.blocked_reason}" if card.blocked_reason else kind
-    if card.status == "todo":
-        if card.waiting_on:
-            return "waiting on " + ", ".join(f"{dep} ({st})" for dep, st in card.waiting_on)
-        if not card.assignee:
-            return "unassigned"
-    return ""
+    hold = card.hold()
+    if hold is None:
+        return ""
+    if hold.kind == "waiting":
+        return "waiting on " + ", ".join(f"{dep} ({st})" for dep, st in hold.waiting_on)
+    return f"{hold.kind}: {hold.reason}" if hold.reason else hold.kind
 
 
 def state_line(card: Card) -> str:

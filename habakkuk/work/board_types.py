@@ -113,6 +113,23 @@ class NewCard:
     deliver_to: str | None = None
 
 
+HoldKind = Literal["question", "failed", "blocked", "waiting", "unassigned"]
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Why an open card is not moving, decided once: each surface only words it.
+
+    question: blocked on a question to the user; failed / blocked: blocked after a
+    failed attempt (or with no kind recorded), for the user to reopen; waiting: on
+    dependencies not done (`waiting_on`); unassigned: nobody to dispatch it to.
+    """
+
+    kind: HoldKind
+    reason: str = ""  # a blocked card's reason
+    waiting_on: tuple[tuple[str, CardStatus], ...] = ()
+
+
 @dataclass(frozen=True)
 class Card:
     """One stored card (spec 001's shape plus what the screen and CLI show)."""
@@ -146,6 +163,17 @@ class Card:
     @property
     def open(self) -> bool:
         return self.status in OPEN_STATUSES
+
+    def hold(self) -> Hold | None:
+        """What holds this card, or None: done, cancelled, doing or ready to dispatch."""
+        if self.status == "blocked":
+            return Hold(self.blocked_kind or "blocked", self.blocked_reason)
+        if self.status == "todo":
+            if self.waiting_on:
+                return Hold("waiting", waiting_on=self.waiting_on)
+            if not self.assignee:
+                return Hold("unassigned")
+        return None
 
     def attempt_sessions(self) -> list[tuple[int, str]]:
         """(attempt, session) of every attempt dispatched, oldest first."""

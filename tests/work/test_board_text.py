@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from habakkuk.screens.board_views import state_words
 from habakkuk.work.board_text import detail, state_line, table
 from habakkuk.work.board_types import Card, CardComment, CardEvent
 
@@ -84,3 +85,23 @@ def test_detail_shows_comments_events_and_attempt_sessions() -> None:
     assert "attempt 2: session ses_card_ab12cd34ef_a2" in shown
     assert "  user: use the template" in shown and "  board claimed: card_ab12cd34ef_a2" in shown
     assert "  line two" in shown
+
+
+def test_every_surface_words_the_same_decision_about_what_holds_a_card() -> None:
+    cases = {
+        "question": card(status="blocked", blocked_kind="question", blocked_reason="Which?"),
+        "failed": card(status="blocked", blocked_kind="failed", blocked_reason="no luck"),
+        "waiting": card(waiting_on=(("card_0000000001", "doing"),)),
+        "unassigned": card(assignee=""),
+    }
+    for kind, held in cases.items():
+        hold = held.hold()
+        assert hold is not None and hold.kind == kind
+        # The CLI and tools say why; the screen says who must act: both from one decision.
+        assert state_line(held) != f"{held.id} is {held.status}"
+        assert state_words(held) not in ("ready", held.status)
+    for free in (card(), card(status="doing", attempt=1), card(status="done")):
+        assert free.hold() is None
+    assert state_words(card()) == "ready"
+    assert state_words(cases["question"]) == "needs you: question"
+    assert state_words(cases["failed"]) == "failed: reopen"
