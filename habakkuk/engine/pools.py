@@ -135,13 +135,12 @@ class Pool:
             # jobs it claimed go straight back, so the next start takes them at once;
             # completions it did not write are left for `stop` to write.
             try:
-                finished, claimed = await trip
+                _, claimed = await trip
             except BaseException:
                 self._settling[:0] = settled
                 raise
-            for (lease, _), ours in zip(settled, finished, strict=True):
-                if ours:
-                    self._finalize(lease)
+            for lease, _ in settled:  # written, or lost to another owner: settled either way
+                self._finalize(lease)
             for lease in claimed:
                 await self._safe(self.queue.release(lease))
             raise
