@@ -1,0 +1,176 @@
+"""The queue's guarantees with pools in several real processes on one control.db."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from habakkuk.engine.jobs import MIGRATIONS, NewJob
+from habakkuk.engine.store import Database
+from tests.helpers import eventually_sync
+
+# One worker process: a Pool of 4 over kind "k" until told to stop (its stdin closes).
+# Each job writes "start ID PID" and "end ID PID" lines to the log (O_APPEND: lines of
+# several processes never interleave), so the log is the order things happened in.
+WORKER = """
+import asyncio, os, sys
+from pathlib import Path
+from habakkuk.engine.jobs import MIGRATIONS, JobQueue
+from habakkuk.engine.pools import Pool
+from habakkuk.engine.store import Database
+
+home, log = Path(sys.argv[1]), sys.argv[2]
+
+def note(word, job):
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"{word} {job} {os.getpid()}\\n".encode())
+    os.close(fd)
+
+async def handler(lease):
+    note("start", lease.job.id)
+    await asyncio.sleep(0.002 if lease.job.serial_key else 0)  # a little work
+    note("end", lease.job.id)
+    return {"by": os.getpid()}
+
+async def main():
+    queue = JobQueue(await Database.open(home / "control.db", MIGRATIONS), lease_seconds=60)
+    pool = Pool(queue, ["k"], handler, concurrency=4, poll_interval=0.05)
+    pool.start()
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await pool.stop()
+    await queue.db.close()
+
+asyncio.run(main())
+"""
+
+KEYS = [f"session-{n}" for n in range(5)]
+
+
+def jobs() -> list[NewJob]:
+    free = [NewJob(f"free-{n:03}", "k", {}) for n in range(150)]
+    serial = [NewJob(f"{key}-{n:02}", "k", {}, serial_key=key) for n in range(12) for key in KEYS]
+    return free + serial
+
+
+def queue_jobs(home: Path, new: list[NewJob]) -> None:
+    db = Database.open_sync(home / "control.db", MIGRATIONS)
+    try:
+        db.run_sync(
+            lambda conn: [
+                conn.execute(
+                    "INSERT INTO jobs(id, kind, serial_key, created_at, updated_at)"
+                    " VALUES (?, ?, ?, 0, 0)",
+                    (job.id, job.kind, job.serial_key),
+                )
+                for job in new
+            ]
+        )
+    finally:
+        db.close_sync()
+
+
+def start_workers(home: Path, log: Path, count: int) -> list[subprocess.Popen[str]]:
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(home), str(log)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        for _ in range(count)
+    ]
+    for worker in workers:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+    return workers
+
+
+def stop_workers(workers: list[subprocess.Popen[str]]) -> None:
+    for worker in workers:
+        if worker.poll() is None:
+            assert worker.stdin is not None
+            worker.stdin.close()
+    for worker in workers:
+        worker.wait(timeout=30)
+
+
+def rows(home: Path) -> dict[str, tuple[str, int]]:
+    conn = sqlite3.connect(home / "control.db")
+    try:
+        return {r[0]: (r[1], r[2]) for r in conn.execute("SELECT id, status, attempts FROM jobs")}
+    finally:
+        conn.close()
+
+
+def all_settled(home: Path) -> bool:
+    return all(status in ("done", "failed", "cancelled") for status, _ in rows(home).values())
+
+
+def lines(log: Path) -> list[tuple[str, str, int]]:
+    out = []
+    for line in log.read_text().splitlines():
+        word, job, pid = line.split()
+        out.append((word, job, int(pid)))
+    return out
+
+
+def test_pools_in_three_processes_run_every_job_once_and_a_serial_key_one_at_a_time(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "log"
+    new = jobs()
+    queue_jobs(tmp_path, [])  # the schema first, before the workers open it
+    workers = start_workers(tmp_path, log, 3)
+    try:
+        queue_jobs(tmp_path, new)
+        eventually_sync(lambda: all_settled(tmp_path), what="every job done", timeout=60)
+    finally:
+        stop_workers(workers)
+    assert rows(tmp_path) == {job.id: ("done", 1) for job in new}
+    happened = lines(log)
+    starts = [job for word, job, _ in happened if word == "start"]
+    assert sorted(starts) == sorted(job.id for job in new)  # each ran once, nothing lost
+    assert len({pid for _, _, pid in happened}) > 1  # the processes shared the work
+    for key in KEYS:
+        mine = [(word, job) for word, job, _ in happened if job.startswith(key)]
+        # One at a time and oldest first: start 00, end 00, start 01, end 01, ...
+        expected = [(word, f"{key}-{n:02}") for n in range(12) for word in ("start", "end")]
+        assert mine == expected, key
+
+
+def test_a_worker_killed_mid_run_loses_nothing_its_jobs_run_again_elsewhere(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "log"
+    new = jobs()
+    queue_jobs(tmp_path, [])
+    workers = start_workers(tmp_path, log, 3)
+    try:
+        queue_jobs(tmp_path, new)
+        victim = workers[0]
+        eventually_sync(
+            lambda: log.exists() and any(pid == victim.pid for _, _, pid in lines(log)),
+            what="the victim at work",
+        )
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)
+        eventually_sync(lambda: all_settled(tmp_path), what="every job done", timeout=60)
+    finally:
+        stop_workers(workers)
+    settled = rows(tmp_path)
+    assert {job: status for job, (status, _) in settled.items()} == {j.id: "done" for j in new}
+    ended: dict[str, list[int]] = defaultdict(list)
+    for word, job, pid in lines(log):
+        if word == "end":
+            ended[job].append(pid)
+    for job, (_, attempts) in settled.items():
+        # Finished by a live worker; run twice only when the killed one had it.
+        assert any(pid != victim.pid for pid in ended[job]) or attempts == 1, job
+        if attempts > 1:
+            assert victim.pid in {pid for _, j, pid in lines(log) if j == job}, job
