@@ -68,9 +68,11 @@ class Pool:
         self._settling: list[tuple[Lease, dict[str, Any] | None]] = []
         # Every job this pool holds a lease on, until it is settled.
         self._running: dict[str, tuple[asyncio.Task[None], Lease]] = {}
-        # Jobs whose task has begun: one cancelled before its first step would end
-        # without running a line, so it is told to stop (stop_reason) instead.
-        self._started: set[str] = set()
+        # Jobs whose handler is running now: the only time their task is cancelled. A
+        # task cancelled before its first step would end without running a line, and
+        # one cancelled while it settles its job would leave the job unsettled; both are
+        # told to stop (stop_reason) instead.
+        self._in_handler: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         queue.add_listener(self._on_enqueue)
@@ -174,18 +176,21 @@ class Pool:
         raising CancelledError, or cleaning up and returning.
         """
         job = lease.job
-        self._started.add(job.id)
         handed_over = False
         try:
             if lease.stop_reason is not None:  # stopped before it began
                 await self._settle_stopped(lease)
                 return
+            self._in_handler.add(job.id)
             try:
                 result = await self.handler(lease)
             except asyncio.CancelledError:
+                self._in_handler.discard(job.id)
                 lease.stop_reason = lease.stop_reason or "shutdown"
                 await self._settle_stopped(lease)
                 return
+            finally:
+                self._in_handler.discard(job.id)
             if lease.stop_reason is not None:
                 await self._settle_stopped(lease)
             elif lease.job.finished:
@@ -205,14 +210,13 @@ class Pool:
             log.warning("job %s failed: %s", job.id, message)
             await self._safe(self.queue.fail(lease, message))
         finally:
-            self._started.discard(job.id)
             if not handed_over:
                 self._finalize(lease)
 
     def _interrupt(self, task: asyncio.Task[None], lease: Lease, reason: str) -> None:
         """Stop a job for `reason` (the first reason given stands)."""
         lease.stop_reason = lease.stop_reason or reason
-        if lease.job.id in self._started:
+        if lease.job.id in self._in_handler:
             task.cancel()
 
     async def _settle_stopped(self, lease: Lease) -> None:

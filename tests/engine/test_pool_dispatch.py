@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease
-from habakkuk.engine.pools import Pool
+from habakkuk.engine.pools import PermanentJobError, Pool
 from habakkuk.engine.store import Database
 from tests.helpers import eventually
 
@@ -225,3 +225,28 @@ async def test_a_payload_json_cannot_hold_fails_at_the_call_and_queues_nothing(
         await queue.enqueue("x", "k", {"when": object()})
     assert await queue.enqueue("y", "k") is True
     assert list(await statuses(queue)) == ["y"]
+
+
+async def test_a_job_stopped_while_its_outcome_is_written_still_settles(queue: JobQueue) -> None:
+    raised = asyncio.Event()
+
+    async def handler(lease: Lease) -> dict[str, Any]:
+        raised.set()
+        raise PermanentJobError("cannot")
+
+    pool = Pool(queue, ["k"], handler, concurrency=1, poll_interval=30)
+    await queue.enqueue("a", "k")
+    pool.start()
+    try:
+        # This task wakes while the job's task waits for its failure to be written.
+        await raised.wait()
+        pool.stop_job("a")
+        await eventually(lambda: not pool.running_jobs, what="the job settled")
+    finally:
+        await pool.stop()
+    job = await queue.get("a")
+    assert job is not None and (job.status, job.error, job.lease_owner) == (
+        "failed",
+        "cannot",
+        None,
+    )
