@@ -125,6 +125,12 @@ class MessageView(VerticalScroll, can_focus=True):
         if self.is_anchored and not anchor_released(self):
             self._reading = None
             return False
+        # At the top of the conversation nothing above can move what is read. (Right
+        # after a jump there, this pass's map may still place the widgets where they were
+        # before: a note taken from it would scroll the reader away on the next pass.)
+        if self._lo == 0 and self.scroll_y == 0:
+            self._reading = None
+            return False
         region = self.content_region
         # The scroll offset this layout pass placed the widgets with.
         offset = self.scroll_offset.y
