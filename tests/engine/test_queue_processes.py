@@ -172,5 +172,13 @@ def test_a_worker_killed_mid_run_loses_nothing_its_jobs_run_again_elsewhere(
     for job, (_, attempts) in settled.items():
         # Finished by a live worker; run twice only when the killed one had it.
         assert any(pid != victim.pid for pid in ended[job]) or attempts == 1, job
-        if attempts > 1:
-            assert victim.pid in {pid for _, j, pid in lines(log) if j == job}, job
+    # Only the jobs the victim held when it died were claimed again: a pool of 4 holds at
+    # most 4 leases. (It may die between claiming a job and logging its start, so the
+    # log alone cannot name them.)
+    again = sorted(job for job, (_, attempts) in settled.items() if attempts > 1)
+    assert len(again) <= 4, again
+    started_twice = {
+        job for job in again if sum(1 for w, j, _ in lines(log) if w == "start" and j == job) > 1
+    }
+    for job in started_twice:
+        assert victim.pid in {pid for _, j, pid in lines(log) if j == job}, job
