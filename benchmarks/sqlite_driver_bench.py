@@ -1,0 +1,285 @@
+"""Python's sqlite3 against apsw on the statements our stores run, side by side.
+
+apsw bundles a current SQLite (3.54 here) where sqlite3 links the platform's (3.40 on
+Debian 12). This measures whether moving engine/store.py onto apsw would pay: the same
+schema (the real migrations), the same SQL, WAL with synchronous=NORMAL, explicit
+transactions, rows read by position in both, on one thread (as the store's own database
+thread runs them), in alternating rounds:
+
+- queue, one at a time: enqueue one job, claim it (the real claim statement), complete
+  it, each its own transaction (the shape of one awaited call after another);
+- queue, batched: 100 enqueues a transaction, claims and completions 8 at a time (the
+  Pool's dispatcher trips);
+- transcript appends: one message a transaction through the real triggers (FTS kept);
+- search: the real session search over the appended history.
+
+Usage: python benchmarks/sqlite_driver_bench.py [--jobs 3000] [--messages 20000]
+[--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import apsw
+
+from habakkuk.engine import jobs, sessions
+from habakkuk.engine.store import Migration, _split_sql
+
+
+class Driver(Protocol):
+    """What the workloads need of a connection: statements and positional rows."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def changes(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class Sqlite3Driver:
+    """Python's sqlite3, opened the way engine/store.py opens it."""
+
+    name = f"sqlite3 (SQLite {sqlite3.sqlite_version})"
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
+            self.conn.execute(f"PRAGMA {pragma}")
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def changes(self) -> int:
+        return self.conn.execute("SELECT changes()").fetchone()[0]  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class ApswDriver:
+    """apsw with its bundled SQLite, the same pragmas."""
+
+    name = f"apsw (SQLite {apsw.sqlite_lib_version()})"
+
+    def __init__(self, path: Path) -> None:
+        self.conn = apsw.Connection(str(path))
+        for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
+            self.conn.execute(f"PRAGMA {pragma}").fetchall()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, tuple(params)).fetchall()
+
+    def changes(self) -> int:
+        return self.conn.changes()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+DRIVERS: list[Callable[[Path], Driver]] = [Sqlite3Driver, ApswDriver]
+
+
+@contextmanager
+def tx(db: Driver) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def migrate(db: Driver, migrations: Sequence[Migration]) -> None:
+    for migration in migrations:
+        with tx(db):
+            for statement in _split_sql(migration.sql):
+                db.execute(statement)
+
+
+INSERT_JOB = (
+    "INSERT INTO jobs(id, kind, serial_key, payload, max_attempts, run_after,"
+    " created_at, updated_at) VALUES (?, ?, ?, ?, 5, ?, ?, ?) ON CONFLICT(id) DO NOTHING"
+)
+COMPLETE_JOB = (
+    "UPDATE jobs SET status = 'done', result = ?, error = NULL, lease_owner = NULL,"
+    " lease_until = NULL, updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'running'"
+)
+CLAIM = jobs.claim_sql(1)
+OWNER = ("bench:1:abc", "bench", 1)
+PAYLOAD = json.dumps({"session": "ses_0123456789", "text": "hello there", "n": 1})
+
+
+def claim(db: Driver, limit: int) -> list[tuple[Any, ...]]:
+    now = time.time()
+    owner, host, pid = OWNER
+    return db.execute(CLAIM, (owner, now + 30, host, pid, now, "k", now, limit))
+
+
+def queue_one_at_a_time(db: Driver, count: int, tag: str) -> float:
+    start = time.perf_counter()
+    for n in range(count):
+        now = time.time()
+        with tx(db):
+            db.execute(INSERT_JOB, (f"{tag}-{n}", "k", "", PAYLOAD, 0.0, now, now))
+        with tx(db):
+            (row,) = claim(db, 1)
+        with tx(db):
+            db.execute(COMPLETE_JOB, ('{"ok":true}', time.time(), row[0], OWNER[0]))
+    return count / (time.perf_counter() - start)
+
+
+def queue_batched(db: Driver, count: int, tag: str) -> float:
+    start = time.perf_counter()
+    for base in range(0, count, 100):
+        now = time.time()
+        with tx(db):
+            for n in range(base, min(base + 100, count)):
+                db.execute(INSERT_JOB, (f"{tag}-{n}", "k", "", PAYLOAD, 0.0, now, now))
+    done = 0
+    while done < count:
+        with tx(db):
+            rows = claim(db, 8)
+        with tx(db):
+            for row in rows:
+                db.execute(COMPLETE_JOB, ('{"ok":true}', time.time(), row[0], OWNER[0]))
+        done += len(rows)
+    return count / (time.perf_counter() - start)
+
+
+WORDS = [
+    "deploy",
+    "report",
+    "python",
+    "queue",
+    "server",
+    "memory",
+    "schedule",
+    "agent",
+    "board",
+    "token",
+    "window",
+    "search",
+    "index",
+    "budget",
+    "model",
+    "review",
+    "channel",
+    "delivery",
+    "message",
+    "summary",
+    "draft",
+]
+
+
+def appends(db: Driver, count: int) -> float:
+    now = time.time()
+    with tx(db):
+        for s in range(100):
+            db.execute(
+                "INSERT INTO sessions(id, agent, created_at, updated_at) VALUES (?, 'main', ?, ?)",
+                (f"ses_{s}", now, now),
+            )
+    start = time.perf_counter()
+    for n in range(count):
+        text = " ".join(WORDS[(n * 7 + k) % len(WORDS)] for k in range(24))
+        blocks = json.dumps([{"type": "text", "text": f"{text} number {n}"}])
+        with tx(db):
+            db.execute(
+                "INSERT INTO messages(session_id, seq, role, model, blocks, turn_id, created_at)"
+                " VALUES (?, ?, ?, '', ?, '', ?)",
+                (f"ses_{n % 100}", n // 100, "user" if n % 2 else "assistant", blocks, now),
+            )
+            db.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time(), f"ses_{n % 100}")
+            )
+    return count / (time.perf_counter() - start)
+
+
+SEARCH = (
+    "WITH recent AS MATERIALIZED (SELECT message_fts.rowid AS id,"
+    " bm25(message_fts) AS score FROM message_fts"
+    " JOIN message_text t ON t.message_id = message_fts.rowid"
+    " JOIN sessions s ON s.id = t.session_id WHERE message_fts MATCH ?"
+    " ORDER BY message_fts.rowid DESC LIMIT ?),"
+    " best AS MATERIALIZED (SELECT id, score FROM recent ORDER BY score LIMIT ?)"
+    " SELECT t.session_id, s.agent, s.title, t.seq, t.role, m.created_at,"
+    " snippet(message_fts, 0, '[', ']', '…', 12) AS snip"
+    " FROM best JOIN message_fts ON message_fts.rowid = best.id"
+    " JOIN message_text t ON t.message_id = best.id"
+    " JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = best.id"
+    " WHERE message_fts MATCH ? ORDER BY best.score, best.id DESC"
+)
+
+
+def search_ms(db: Driver, repeat: int = 30) -> float:
+    times = []
+    for n in range(repeat):
+        query = f'"{WORDS[n % len(WORDS)]}" "{WORDS[(n + 3) % len(WORDS)]}"'
+        start = time.perf_counter()
+        db.execute(SEARCH, (query, sessions.SEARCH_WINDOW, 20, query))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def one_round(
+    make: Callable[[Path], Driver], root: Path, args: argparse.Namespace
+) -> dict[str, float]:
+    folder = Path(tempfile.mkdtemp(dir=root))
+    control = make(folder / "control.db")
+    transcripts = make(folder / "transcripts.db")
+    try:
+        migrate(control, jobs.MIGRATIONS)
+        migrate(transcripts, sessions.MIGRATIONS)
+        return {
+            "queue, one at a time (jobs/s)": queue_one_at_a_time(control, args.jobs, "one"),
+            "queue, batched (jobs/s)": queue_batched(control, args.jobs, "batch"),
+            "transcript appends (msgs/s)": appends(transcripts, args.messages),
+            "search, median (ms)": search_ms(transcripts),
+        }
+    finally:
+        control.close()
+        transcripts.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--messages", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    results: dict[str, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.rounds):
+            for make in DRIVERS:  # alternating: a loaded moment hurts both alike
+                name = make.name  # type: ignore[attr-defined]
+                for measure, value in one_round(make, Path(tmp), args).items():
+                    results.setdefault(measure, {}).setdefault(name, []).append(value)
+    names = [make.name for make in DRIVERS]  # type: ignore[attr-defined]
+    print(
+        f"median of {args.rounds} rounds; {args.jobs} jobs, {args.messages} messages; "
+        f"pid {os.getpid()}"
+    )
+    print(f"{'measure':32} " + " ".join(f"{n:>26}" for n in names) + "   apsw/sqlite3")
+    for measure, by_driver in results.items():
+        medians = [statistics.median(by_driver[n]) for n in names]
+        print(
+            f"{measure:32} "
+            + " ".join(f"{m:>26,.2f}" for m in medians)
+            + f"   {medians[1] / medians[0]:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()
