@@ -193,7 +193,10 @@ class Runtime:
             self._mcp_start = asyncio.create_task(self.mcp.start(START_WAIT))
 
     def start_workers(self, *, channels: bool = True, maintenance: bool = False) -> None:
-        """Start the worker pools; `channels`: the chats too; `maintenance`: retention, review."""
+        """Start the worker pools; `channels`: this process serves the home, so the chats
+        and the schedules' script runs too (a script runs at most once: `run`, compact
+        and the MCP stdio server, which stop when their own work is done, leave them to
+        serve and the app); `maintenance`: retention, review, the ticker."""
         if self._pools:
             return
         if channels and (self.config.channels or self.config.http is not None):
@@ -255,7 +258,7 @@ class Runtime:
         # Schedule slots, board cards, sub-agents: each kind its own pool (work/wiring.py).
         from habakkuk.work.wiring import WorkRuns
 
-        work = WorkRuns(self, runner, on_finished=self._job_finished)
+        work = WorkRuns(self, runner, on_finished=self._job_finished, scripts=channels)
         self._pools.extend(work.pools)
         for pool in self._pools:
             pool.start()

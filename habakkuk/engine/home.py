@@ -72,6 +72,11 @@ class Home:
     def procs_dir(self) -> Path:
         return self.root / "procs"
 
+    @property
+    def run_dir(self) -> Path:
+        """What running work records about itself for the next start (pid files)."""
+        return self.root / "run"
+
     def db_path(self, name: str) -> Path:
         """Path of one of the per-concern databases, e.g. ``db_path("control")``."""
         return self.root / f"{name}.db"

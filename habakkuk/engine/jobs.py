@@ -7,7 +7,13 @@
 - A serial key admits one running job at a time, oldest first.
 - Failures retry with jittered exponential backoff up to `max_attempts`.
 - A lease whose owner is a dead process on this host is taken at once;
-  any other expired lease is taken when it runs out.
+  any other expired lease is taken when it runs out. Either way the crash used up
+  that attempt: the job is queued again only while it has attempts left, else it
+  fails with why ("the process running it died mid-run (attempt 5 of 5, none left)").
+- A clean shutdown gives a running job back with its attempt (the next start
+  resumes it at once), except for a kind declared at most once (`JobKind`): its
+  jobs get one attempt, and one interrupted by a stop, a crash or a lost lease ends
+  failed as interrupted and is never started again.
 
 This module knows nothing about agents or turns: kinds and payloads are opaque.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import operator
 import os
 import random
@@ -31,6 +38,8 @@ from typing import Any, Literal
 from .errors import LeaseLost
 from .leases import process_alive
 from .store import Database, Migration
+
+log = logging.getLogger(__name__)
 
 JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]
 
@@ -65,6 +74,17 @@ MIGRATIONS = [
     # Finished jobs by when: the reply sweep, the failed list and retention read a
     # recent (or old) slice of them, which otherwise meant reading every finished job.
     Migration(2, "CREATE INDEX jobs_finished ON jobs(status, updated_at);"),
+    # Before this version a crash gave a job back whatever its attempts: one queued
+    # with none left would run once more than its maximum (a script twice). Settled.
+    Migration(
+        3,
+        """
+        UPDATE jobs SET status = 'failed', lease_owner = NULL, lease_until = NULL,
+            error = 'the process running it died mid-run (no attempts left)',
+            updated_at = CAST(strftime('%s', 'now') AS REAL)
+        WHERE status = 'queued' AND attempts > 0 AND attempts >= max_attempts;
+        """,
+    ),
 ]
 
 # The claim's RETURNING list, in this order: `Job.from_values` reads it by position
@@ -183,6 +203,93 @@ class Job:
     @property
     def finished(self) -> bool:
         return self.status in ("done", "failed", "cancelled")
+
+
+# How a job was interrupted: its worker stopped cleanly (a shutdown), its worker
+# process died (found dead on this host), or its lease ran out unrenewed.
+Interruption = Literal["stopped", "died", "lost"]
+
+_CAUSES: dict[Interruption, str] = {
+    "stopped": "a shutdown stopped it mid-run",
+    "died": "the process running it died mid-run",
+    "lost": "the process running it stopped renewing its lease mid-run",
+}
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A job the queue ended for good because its worker stopped mid-run, as a kind's
+    `on_interrupted` hears of it: `job` as it was claimed (status, attempts)."""
+
+    job: Job
+    cause: Interruption
+
+    @property
+    def reason(self) -> str:
+        """Why it ended, in words: the job's error."""
+        return interruption_reason(self.job, self.cause, final=True)
+
+
+# A kind's own bookkeeping of an interrupted job, on control.db's connection (schema
+# "main") inside the transaction that fails the job: both are written, or neither.
+InterruptHook = Callable[[sqlite3.Connection, Interrupted], None]
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """What a kind of job declares about itself, once, where the kind is defined
+    (`declare_kind`); a kind never declared is an ordinary one.
+
+    `at_most_once`: a job of this kind is never started twice (a script with side
+    effects). Its jobs get one attempt whatever the enqueue asked, and once its handler
+    has started, a clean shutdown, a dead worker or a lost lease ends it failed as
+    interrupted, never queued again. An ordinary kind is given back on a clean shutdown
+    (the next start resumes it) and queued again after a crash while attempts remain.
+
+    `on_interrupted`: called when the queue itself, not the handler, ends one of its
+    jobs for good because its worker stopped mid-run (the handler cannot record that:
+    it is gone), inside that same transaction. It must be quick and must not assume the
+    kind's tables exist yet; an error in it is logged and does not undo the job's end.
+    """
+
+    name: str
+    at_most_once: bool = False
+    on_interrupted: InterruptHook | None = None
+
+
+_KINDS: dict[str, JobKind] = {}
+
+
+def declare_kind(kind: JobKind) -> JobKind:
+    """Declare what a kind of job is (see `JobKind`); the module that defines the kind
+    does it once, at import. Returns `kind`."""
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def declared_kind(name: str) -> JobKind | None:
+    """What kind `name` declared, or None for an ordinary kind."""
+    return _KINDS.get(name)
+
+
+def at_most_once(kind: str) -> bool:
+    """Whether jobs of `kind` are never started twice."""
+    declared = _KINDS.get(kind)
+    return declared is not None and declared.at_most_once
+
+
+def attempts_left(job: Job) -> bool:
+    """Whether `job` may run again after the attempt it is on now."""
+    return job.attempts < job.max_attempts and not at_most_once(job.kind)
+
+
+def interruption_reason(job: Job, cause: Interruption, *, final: bool) -> str:
+    """The error of a job interrupted by `cause`: `final` when it ends there."""
+    what = _CAUSES[cause]
+    if at_most_once(job.kind):
+        return f"{what}; not started again: it runs at most once"
+    tally = f"attempt {job.attempts} of {job.max_attempts}"
+    return f"{what} ({tally}, none left)" if final else f"{what} ({tally}); queued again"
 
 
 @dataclass(frozen=True)
@@ -439,12 +546,9 @@ class JobQueue:
         return _claim
 
     def _reap(self, conn: sqlite3.Connection, now: float) -> None:
-        """Requeue running jobs whose lease expired or whose owner died on this host."""
-        conn.execute(
-            "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL,"
-            " updated_at = ? WHERE status = 'running' AND lease_until < ?",
-            (now, now),
-        )
+        """Take back running jobs whose owner died on this host or whose lease expired:
+        queued again while they have attempts left (the crash used one up), else failed
+        as interrupted, with their kind's bookkeeping (`JobKind.on_interrupted`)."""
         pids = conn.execute(
             "SELECT DISTINCT owner_pid FROM jobs WHERE status = 'running' AND owner_host = ?"
             " AND owner_pid != ?",
@@ -452,12 +556,17 @@ class JobQueue:
         ).fetchall()
         for (pid,) in pids:
             if pid is not None and not process_alive(pid):
-                conn.execute(
-                    "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL,"
-                    " updated_at = ? WHERE status = 'running' AND owner_host = ?"
-                    " AND owner_pid = ?",
-                    (now, self.owner.host, pid),
-                )
+                rows = conn.execute(
+                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running'"
+                    " AND owner_host = ? AND owner_pid = ?",
+                    (self.owner.host, pid),
+                ).fetchall()
+                _take_back(conn, [Job.from_values(r) for r in rows], "died", now)
+        rows = conn.execute(
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running' AND lease_until < ?",
+            (now,),
+        ).fetchall()
+        _take_back(conn, [Job.from_values(r) for r in rows], "lost", now)
 
     # -- while running ---------------------------------------------------------------
 
@@ -500,7 +609,7 @@ class JobQueue:
         Returns the job's new status.
         """
         job = lease.job
-        if retry and job.attempts < job.max_attempts:
+        if retry and attempts_left(job):
             delay = backoff_delay(job.attempts)
 
             def _requeue(conn: sqlite3.Connection) -> None:
@@ -517,7 +626,9 @@ class JobQueue:
         return "failed"
 
     async def release(self, lease: Lease) -> None:
-        """Give the job back untouched (clean shutdown): the next worker starts it at once."""
+        """Give the job back with its attempt (a clean shutdown, or a job claimed but
+        never started): the next worker starts it at once. A job of an at-most-once kind
+        whose handler started is never given back: see `interrupted`."""
 
         def _release(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -528,6 +639,30 @@ class JobQueue:
             )
 
         await self.db.write(_release)
+
+    async def interrupted(self, lease: Lease, cause: Interruption = "stopped") -> None:
+        """End the job failed as interrupted by `cause`, with its kind's bookkeeping
+        (`JobKind.on_interrupted`) in the same transaction: what a clean shutdown does to
+        a job of an at-most-once kind whose handler had started. LeaseLost when the job
+        is no longer ours (whoever took it recorded the interruption)."""
+        job = lease.job
+        reason = interruption_reason(job, cause, final=True)
+
+        def _end(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "UPDATE jobs SET status = 'failed', error = ?, lease_owner = NULL,"
+                " lease_until = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?"
+                " AND status = 'running'",
+                (reason, time.time(), job.id, lease.owner),
+            )
+            if cursor.rowcount != 1:
+                return False
+            _tell_kind(conn, Interrupted(job, cause))
+            return True
+
+        if not await self.db.write(_end):
+            raise LeaseLost(f"job {job.id}: lease lost before it was interrupted")
+        lease.job.status = "failed"
 
     async def _finish(
         self,
@@ -683,6 +818,8 @@ _Row = tuple[str, str, str, str, int, float]
 def _insert_row(conn: sqlite3.Connection, row: _Row, now: float, schema: str = "main") -> bool:
     """The one INSERT every enqueue runs; True when the id was new."""
     job_id, kind, serial_key, payload, max_attempts, delay = row
+    if max_attempts != 1 and at_most_once(kind):
+        max_attempts = 1  # the kind's declaration wins over what the caller asked
     cursor = conn.execute(
         f"INSERT INTO {schema}.jobs(id, kind, serial_key, payload, max_attempts, run_after,"
         " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -690,6 +827,43 @@ def _insert_row(conn: sqlite3.Connection, row: _Row, now: float, schema: str = "
         (job_id, kind, serial_key, payload, max_attempts, now + delay, now, now),
     )
     return cursor.rowcount == 1
+
+
+def _take_back(
+    conn: sqlite3.Connection, jobs: Sequence[Job], cause: Interruption, now: float
+) -> None:
+    """Running jobs whose worker is gone (`cause`): queued again while they have
+    attempts left, else failed as interrupted and their kind told."""
+    for job in jobs:
+        if attempts_left(job):
+            status, reason = "queued", interruption_reason(job, cause, final=False)
+        else:
+            status, reason = "failed", interruption_reason(job, cause, final=True)
+        conn.execute(
+            "UPDATE jobs SET status = ?, error = ?, lease_owner = NULL, lease_until = NULL,"
+            " updated_at = ? WHERE id = ? AND status = 'running'",
+            (status, reason, now, job.id),
+        )
+        if status == "failed":
+            log.warning("job %s: %s", job.id, reason)
+            _tell_kind(conn, Interrupted(job, cause))
+
+
+def _tell_kind(conn: sqlite3.Connection, interrupted: Interrupted) -> None:
+    """Run the kind's `on_interrupted` inside the caller's transaction, in a savepoint:
+    a hook that fails is logged and undone alone, never the job's end with it."""
+    kind = declared_kind(interrupted.job.kind)
+    if kind is None or kind.on_interrupted is None:
+        return
+    conn.execute("SAVEPOINT kind_hook")
+    try:
+        kind.on_interrupted(conn, interrupted)
+    except Exception:
+        log.exception("job %s: its kind could not record the interruption", interrupted.job.id)
+        if not conn.in_transaction:
+            raise  # the whole transaction is gone (disk full, I/O): nothing was written
+        conn.execute("ROLLBACK TO kind_hook")
+    conn.execute("RELEASE kind_hook")
 
 
 def enqueued(queue: JobQueue, kind: str) -> None:

@@ -16,7 +16,9 @@ handler's outcome:
 - the lease is lost: the handler is cancelled with `stop_reason == "lease_lost"`
   and nothing more is written;
 - the pool shuts down: `stop_reason == "shutdown"`, the lease is released so the
-  next start resumes the job at once.
+  next start resumes the job at once; a job of a kind declared at most once
+  (`jobs.JobKind`) whose handler had started is never given back: it ends failed as
+  interrupted (its kind records why), or done when its handler still returned.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 from habakkuk.engine.timeouts import wait_within
 
 from .errors import LeaseLost
-from .jobs import Job, JobQueue, Lease
+from .jobs import Job, JobQueue, Lease, at_most_once
 
 log = logging.getLogger(__name__)
 
@@ -187,12 +189,14 @@ class Pool:
             except asyncio.CancelledError:
                 self._in_handler.discard(job.id)
                 lease.stop_reason = lease.stop_reason or "shutdown"
-                await self._settle_stopped(lease)
+                await self._settle_stopped(lease, started=True)
                 return
             finally:
                 self._in_handler.discard(job.id)
-            if lease.stop_reason is not None:
-                await self._settle_stopped(lease)
+            if lease.stop_reason == "shutdown" and at_most_once(job.kind) and not job.finished:
+                await self.queue.complete(lease, result)  # it ran to its end: done, once
+            elif lease.stop_reason is not None:
+                await self._settle_stopped(lease, started=True)
             elif lease.job.finished:
                 pass  # the handler completed its job in its last write (a turn's reply)
             elif self._stopping:
@@ -219,13 +223,18 @@ class Pool:
         if lease.job.id in self._in_handler:
             task.cancel()
 
-    async def _settle_stopped(self, lease: Lease) -> None:
+    async def _settle_stopped(self, lease: Lease, *, started: bool = False) -> None:
+        """Settle a stopped job; `started`: its handler ran (and was cut short)."""
         reason = lease.stop_reason
         if reason == "user":
             await self._safe(self.queue.cancelled(lease, {"stopped": True}))
         elif reason == "shutdown":
-            await self._safe(self.queue.release(lease))
-        # lease_lost: someone else owns the job now; write nothing.
+            if started and at_most_once(lease.job.kind):
+                # It may have done part of its work: never started again.
+                await self._safe(self.queue.interrupted(lease, "stopped"))
+            else:
+                await self._safe(self.queue.release(lease))
+        # lease_lost: someone else owns the job now (and recorded what became of it).
 
     async def _safe(self, action: Awaitable[Any]) -> None:
         try:

@@ -47,14 +47,19 @@ PALETTE = (
 RUNS_SHOWN = 20
 FIRST_PAGE = 60  # rows painted before the rest are added: more than a screenful
 OUTPUT_SHOWN = 1200
-STATUS_STYLES = {"ran": "green", "failed": "bold red", "delivery_failed": "yellow"}
+STATUS_STYLES = {
+    "ran": "green",
+    "failed": "bold red",
+    "interrupted": "bold red",
+    "delivery_failed": "yellow",
+}
 
 
 def status_cell(schedule: Schedule) -> Text:
     """The last status, red for an error, yellow for a skipped or undelivered slot."""
     status = schedule.last_status or "—"
     style = "dim"
-    if status.startswith("error"):
+    if status.startswith(("error", "interrupted")):
         style = "bold red"
     elif status.startswith(("skipped", "delivery failed")):
         style = "yellow"

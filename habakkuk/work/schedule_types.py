@@ -30,8 +30,12 @@ AddedBy = Literal["owner", "agent", "api"]
 # a script exited 0); failed (non-zero exit, timeout, failed turn); delivery_failed (ran,
 # but its message could not be delivered); skipped (not run: see `reason`: "late" (more
 # than an hour late), "paused", "still running", "down" (Habakkuk was not running),
-# "one catch-up run done"); missed is not used: every not-run slot is skipped with a reason.
-SlotStatus = Literal["queued", "running", "ran", "failed", "delivery_failed", "skipped"]
+# "one catch-up run done"); interrupted (Habakkuk stopped or died while it ran: see
+# `reason`; a script is never started again); missed is not used: every not-run slot
+# is skipped with a reason.
+SlotStatus = Literal[
+    "queued", "running", "ran", "failed", "delivery_failed", "skipped", "interrupted"
+]
 
 LATE_SECONDS = 3600.0  # a slot more than this late is skipped, not run late
 TICK_SECONDS = 15.0

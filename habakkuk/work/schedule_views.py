@@ -130,11 +130,11 @@ def state_word(schedule: Schedule) -> str:
 
 def slot_outcome(run: SlotRun) -> str:
     """What happened to a slot, in words: "ran, delivered", "ran, delivery failed: ...",
-    "failed: ...", "skipped: late", "queued", "running"."""
+    "failed: ...", "interrupted: ...", "skipped: late", "queued", "running"."""
     if run.status == "skipped":
         return f"skipped: {run.reason}" if run.reason else "skipped"
-    if run.status == "failed":
-        return f"failed: {run.reason}" if run.reason else "failed"
+    if run.status in ("failed", "interrupted"):
+        return f"{run.status}: {run.reason}" if run.reason else run.status
     if run.status == "delivery_failed":
         return f"ran, delivery failed: {run.reason}" if run.reason else "ran, delivery failed"
     if run.status == "ran":

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,9 +97,18 @@ async def _read_capped(stream: asyncio.StreamReader, cap: int) -> bytes:
 
 
 async def run_script(
-    command: str, cwd: Path, env: dict[str, str], timeout: float, *, cap: int = OUTPUT_CAP
+    command: str,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    *,
+    cap: int = OUTPUT_CAP,
+    on_start: Callable[[int], None] | None = None,
 ) -> ScriptResult:
-    """Run `command` to its end or its timeout; never raises for the command's failure."""
+    """Run `command` to its end or its timeout; never raises for the command's failure.
+
+    `on_start(pgid)` runs as soon as the command's process group exists (to record it);
+    when this returns or raises, the group is gone (killed if anything was left)."""
     try:
         process = await asyncio.create_subprocess_exec(
             SHELL,
@@ -113,6 +123,12 @@ async def run_script(
         )
     except OSError as exc:
         return ScriptResult(None, "", "", start_error=f"{exc.strerror or exc} (in {cwd})")
+    if on_start is not None:
+        try:
+            on_start(process.pid)  # it leads its group: the group's id is its pid
+        except BaseException:
+            kill_group(process.pid)
+            raise
     assert process.stdout is not None and process.stderr is not None
     out_task = asyncio.ensure_future(_read_capped(process.stdout, cap))
     err_task = asyncio.ensure_future(_read_capped(process.stderr, cap))

@@ -1,7 +1,10 @@
 """A script schedule's slot (spec 000 "Schedules": script schedules).
 
-The handler runs the command once (slot jobs of scripts have max_attempts 1 and a
-serial key per schedule, so a crash never reruns a script with side effects), then:
+The handler runs the command once (script slots are an at-most-once job kind with a
+serial key per schedule, so a stop or a crash never reruns a script with side effects:
+the queue records such a run interrupted, work/service.py; its process group is
+recorded in run/scripts so the next start kills one a crash left running,
+work/script_groups.py), then:
 empty stdout or a line exactly [SILENT] says nothing; otherwise `deliver` queues stdout
 to the chat through the outbox (no model call, ever), `agent` starts a turn with the
 schedule's prompt and the output appended, `silent` sends nothing. A non-zero exit or a
@@ -25,6 +28,7 @@ from habakkuk.work.ports import SessionMaker, TurnQueue
 from habakkuk.work.prompt_runs import HookFirer, fire_hook, start_turn
 from habakkuk.work.run_book import RunBook, Settled, delivery_id_for, schedule_of, target_of
 from habakkuk.work.schedule_types import FAILURE_NOTICE_AT, KEPT_OUTPUT, Schedule
+from habakkuk.work.script_groups import ScriptGroups
 from habakkuk.work.script_process import (
     ScriptResult,
     resolve_workdir,
@@ -79,8 +83,10 @@ class ScriptRuns:
         sessions: SessionMaker,
         turns: TurnQueue,
         hooks: HookFirer | None = None,
+        groups: ScriptGroups | None = None,
     ):
         self.book = book
+        self.groups = groups
         self.workspace_of = workspace_of
         self.env_file = env_file
         self.outbox = outbox
@@ -108,7 +114,7 @@ class ScriptRuns:
             env = script_env(
                 self.env_file, agent=schedule.agent, schedule_id=schedule.id, name=schedule.name
             )
-            result = await run_script(schedule.command, cwd, env, schedule.timeout_seconds)
+            result = await self._run(job.id, schedule.command, cwd, env, schedule.timeout_seconds)
         streak, notice = streak_after(schedule.fail_streak, result.ok)
         output = combined_output(result)
         if not result.ok:
@@ -134,6 +140,20 @@ class ScriptRuns:
             ),
         )  # fmt: skip
         return {"status": "ran", "session": session}
+
+    async def _run(
+        self, job: str, command: str, cwd: Path, env: dict[str, str], timeout: float
+    ) -> ScriptResult:
+        """The command, its process group on record while it runs (`groups`)."""
+        groups = self.groups
+        if groups is None:
+            return await run_script(command, cwd, env, timeout)
+        try:
+            return await run_script(
+                command, cwd, env, timeout, on_start=lambda pgid: groups.started(job, pgid)
+            )
+        finally:
+            groups.ended(job)  # the group is gone however run_script ended
 
     async def _say(self, schedule: Schedule, job: str, stdout: str) -> tuple[str, bool | None]:
         """Act on a successful run's stdout: (the agent turn's session, delivered)."""

@@ -11,9 +11,12 @@ Jobs (the contract with the run handlers, habakkuk/work/{prompt,script}_runs.py)
 - job id "<schedule id>_<int slot>" for a timetable slot (so "sch_<hex>_<slot>"),
   "<schedule id>_run_<hex>" for `run_now`; enqueue is idempotent by id, so a slot is
   queued at most once;
-- serial key "schedule:<id>" (`serial_key`): one run of a schedule at a time; scripts
-  get one attempt (a crash never reruns a script with side effects), prompts
-  PROMPT_ATTEMPTS.
+- serial key "schedule:<id>" (`serial_key`): one run of a schedule at a time;
+- script slots are declared at most once to the queue (`JobKind`): one attempt, and a
+  run cut short by a stop, a crash or a lost lease is never started again (a script
+  may have side effects); prompt slots get PROMPT_ATTEMPTS. Either way a slot whose
+  job the queue ended that way is recorded interrupted, with why
+  (`record_interrupted_in`, in the transaction that ends the job).
 
 Decisions: `delete` removes the schedule with its slot rows and cancels its queued
 jobs (a running one is asked to stop; its handler finds no schedule and records
@@ -32,7 +35,7 @@ from zoneinfo import ZoneInfo
 
 from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError, NotFound
-from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.jobs import JobKind, JobQueue, at_most_once, declare_kind
 from habakkuk.engine.store import Database
 from habakkuk.work.schedule_types import (
     SCRIPT_TIMEOUT,
@@ -43,7 +46,7 @@ from habakkuk.work.schedule_types import (
     SlotRun,
     WhenError,
 )
-from habakkuk.work.store import ScheduleStore
+from habakkuk.work.store import ScheduleStore, record_interrupted_in
 from habakkuk.work.when import When, parse_when
 
 if TYPE_CHECKING:
@@ -52,6 +55,8 @@ if TYPE_CHECKING:
 PROMPT_KIND = "schedule.prompt"
 SCRIPT_KIND = "schedule.script"
 KINDS = (PROMPT_KIND, SCRIPT_KIND)
+declare_kind(JobKind(PROMPT_KIND, on_interrupted=record_interrupted_in))
+declare_kind(JobKind(SCRIPT_KIND, at_most_once=True, on_interrupted=record_interrupted_in))
 PROMPT_ATTEMPTS = 3
 SKIP_ROWS = 1000  # slots recorded one by one per skip run; past that, one summary row
 ON_OUTPUT = ("deliver", "agent", "silent")
@@ -73,7 +78,7 @@ def job_kind(schedule: Schedule) -> str:
 
 
 def job_attempts(schedule: Schedule) -> int:
-    return 1 if schedule.kind == "script" else PROMPT_ATTEMPTS
+    return 1 if at_most_once(job_kind(schedule)) else PROMPT_ATTEMPTS
 
 
 def parse_deliver_to(text: str) -> tuple[str, str, str]:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from habakkuk.engine.jobs import Lease
+from habakkuk.engine.jobs import Interrupted, Lease
 from habakkuk.engine.store import Database
 from habakkuk.work.schedule_types import Schedule, SlotRun, SlotStatus
 
@@ -404,6 +404,32 @@ class ScheduleStore:
         """The slot row a job runs (runs slice: find its slot from the job id)."""
         row = await self.db.fetchone("SELECT * FROM schedule_runs WHERE job = ?", (job_id,))
         return _run_from_row(row) if row is not None else None
+
+
+def record_interrupted_in(conn: sqlite3.Connection, interrupted: Interrupted) -> None:
+    """A slot job's `JobKind.on_interrupted`: the queue ended the job because the process
+    running it stopped or died mid-run, so its handler never recorded an outcome. Inside
+    that transaction (control.db as "main"), the slot's row, if still queued or running,
+    becomes interrupted with why, and the schedule's last status says so."""
+    job = interrupted.job
+    row = conn.execute(
+        "SELECT schedule, slot, extra FROM schedule_runs WHERE job = ?"
+        " AND status IN ('queued', 'running')",
+        (job.id,),
+    ).fetchone()
+    if row is None:
+        return  # settled already, or its schedule was deleted
+    now = time.time()
+    reason = interrupted.reason
+    conn.execute(
+        "UPDATE schedule_runs SET status = 'interrupted', reason = ?, at = ?"
+        " WHERE schedule = ? AND slot = ? AND extra = ?",
+        (reason, now, row["schedule"], row["slot"], row["extra"]),
+    )
+    conn.execute(
+        "UPDATE schedules SET last_run = ?, last_status = ? WHERE id = ?",
+        (now, f"interrupted: {reason}", row["schedule"]),
+    )
 
 
 def readable(rows: Iterable[sqlite3.Row]) -> Iterable[Schedule]:

@@ -22,9 +22,19 @@ from habakkuk.work.run_wiring import ScheduleRuns
 class WorkRuns:
     """The work layer's pools (start them with the runtime's), then `start_loops`."""
 
-    def __init__(self, host: Any, runner: TurnRunner, *, on_finished: FinishedCallback):
+    def __init__(
+        self,
+        host: Any,
+        runner: TurnRunner,
+        *,
+        on_finished: FinishedCallback,
+        scripts: bool = True,
+    ):
+        """`scripts`: this process serves the home, so it runs script slots too (they
+        run at most once: a process that stops when its own turn is done must not take
+        one)."""
         # `host` is the runtime: it satisfies run_wiring.RunHost and board_wiring.BoardHost.
-        self._schedules = ScheduleRuns(host, on_finished=on_finished)
+        self._schedules = ScheduleRuns(host, on_finished=on_finished, scripts=scripts)
         # Cards run on the chat turns' loop (each card job is the assignee's turn).
         self._cards = BoardRuns(host, runner, on_finished=on_finished)
         # Sub-agents' turns run without delegation: they cannot delegate further.
@@ -39,9 +49,12 @@ class WorkRuns:
 
     def start_loops(self, *, maintenance: bool) -> list[asyncio.Task[None]]:
         """Start the watchers once the pools run: the schedule runs' deliveries, the
-        sub-turns' notice sweep, and with `maintenance` the board's dispatcher; the tasks
-        to cancel at close."""
+        sub-turns' notice sweep, the orphaned scripts' sweep (with scripts), and with
+        `maintenance` the board's dispatcher; the tasks to cancel at close."""
         tasks = [self._schedules.start_watcher(), self._subturns.start_sweep()]
+        orphans = self._schedules.start_orphan_sweep()
+        if orphans is not None:
+            tasks.append(orphans)
         if maintenance:
             tasks.append(self._cards.start_dispatcher())
         return tasks

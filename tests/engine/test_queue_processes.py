@@ -182,3 +182,112 @@ def test_a_worker_killed_mid_run_loses_nothing_its_jobs_run_again_elsewhere(
     }
     for job in started_twice:
         assert victim.pid in {pid for _, j, pid in lines(log) if j == job}, job
+
+
+# A worker whose handler kills its own process, every time: a job that crashes whoever
+# runs it. Kind "deadly" is ordinary; kind "deadly.once" is declared at most once.
+KILLER = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from habakkuk.engine.jobs import MIGRATIONS, JobKind, JobQueue, declare_kind
+from habakkuk.engine.pools import Pool
+from habakkuk.engine.store import Database
+
+home, log = Path(sys.argv[1]), sys.argv[2]
+declare_kind(JobKind("deadly.once", at_most_once=True))
+
+async def handler(lease):
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"start {lease.job.id} {os.getpid()}\\n".encode())
+    os.close(fd)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+async def main():
+    queue = JobQueue(await Database.open(home / "control.db", MIGRATIONS), lease_seconds=60)
+    pool = Pool(queue, ["deadly", "deadly.once"], handler, poll_interval=0.05)
+    pool.start()
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await pool.stop()
+    await queue.db.close()
+
+asyncio.run(main())
+"""
+
+
+def queue_deadly(home: Path, job_id: str, kind: str, max_attempts: int) -> None:
+    db = Database.open_sync(home / "control.db", MIGRATIONS)
+    try:
+        db.run_sync(
+            lambda conn: conn.execute(
+                "INSERT INTO jobs(id, kind, max_attempts, created_at, updated_at)"
+                " VALUES (?, ?, ?, 0, 0)",
+                (job_id, kind, max_attempts),
+            )
+        )
+    finally:
+        db.close_sync()
+
+
+def job_row(home: Path, job_id: str) -> tuple[str, int, str | None]:
+    conn = sqlite3.connect(home / "control.db")
+    try:
+        status, attempts, error = conn.execute(
+            "SELECT status, attempts, error FROM jobs WHERE id = ?", (job_id,)
+        ).fetchone()
+    finally:
+        conn.close()
+    return str(status), int(attempts), error
+
+
+def workers_until_failed(home: Path, log: Path, job_id: str, most: int) -> int:
+    """Start killer workers one after another, each once the last one died, until the
+    job fails (at most `most` of them); how many were started."""
+    for started in range(1, most + 1):
+        worker = subprocess.Popen(
+            [sys.executable, "-c", KILLER, str(home), str(log)],
+            stdin=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        try:
+            eventually_sync(
+                lambda w=worker: w.poll() is not None or job_row(home, job_id)[0] == "failed",
+                what="the worker to die or the job to fail",
+                timeout=60,
+            )
+        finally:
+            if worker.poll() is None:
+                stop_workers([worker])
+        if job_row(home, job_id)[0] == "failed":
+            return started
+    return most + 1
+
+
+def test_a_job_that_kills_its_worker_every_time_fails_after_its_attempts_with_why(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "log"
+    queue_jobs(tmp_path, [])
+    queue_deadly(tmp_path, "deadly-1", "deadly", max_attempts=3)
+    # Three workers die running it; the fourth takes it back and ends it.
+    assert workers_until_failed(tmp_path, log, "deadly-1", most=6) == 4
+    assert job_row(tmp_path, "deadly-1") == (
+        "failed",
+        3,
+        "the process running it died mid-run (attempt 3 of 3, none left)",
+    )
+    assert [job for word, job, _ in lines(log)] == ["deadly-1"] * 3
+
+
+def test_an_at_most_once_job_whose_worker_died_is_never_started_again(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    queue_jobs(tmp_path, [])
+    # Queued asking for five attempts, by a process that knows nothing of the kind.
+    queue_deadly(tmp_path, "once-1", "deadly.once", max_attempts=5)
+    assert workers_until_failed(tmp_path, log, "once-1", most=4) == 2
+    assert job_row(tmp_path, "once-1") == (
+        "failed",
+        1,
+        "the process running it died mid-run; not started again: it runs at most once",
+    )
+    assert [job for word, job, _ in lines(log)] == ["once-1"]
