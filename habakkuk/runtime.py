@@ -100,7 +100,9 @@ class Runtime:
         self.channels: Any = None  # habakkuk.channels.service.ChannelService while running
 
         # -- the services ------------------------------------------------------------
-        self.sessions = Sessions(config, home, transcripts, self.queue, self.blobs, state)
+        self.sessions = Sessions(
+            config, home, transcripts, self.queue, self.blobs, state, hooks=self.hooks
+        )
         self.sessions.memory = self.memory  # the snapshot a new session's prompt lists
         self.sessions.skills = self.skills
         self.turns = Turns(

@@ -11,6 +11,10 @@
 - Deliveries of one chat share a serial key, so they arrive in order; the job
   kind names the channel account (`delivery:<account>`), so only the process
   holding that account's connection claims them.
+- A delivery that went out fires the message_out hooks (subject: the channel
+  account), once per delivery whatever its number of chunks; a silent reply sends
+  nothing and fires nothing. A delivery resumed after a crash may fire them again,
+  as a turn resumed fires its turn hooks again.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from habakkuk.engine.hook_events import HookFirer
 from habakkuk.engine.jobs import Job, JobQueue, Lease
 from habakkuk.engine.pools import PermanentJobError
 
@@ -47,6 +52,13 @@ DELIVERY_MAX_ATTEMPTS = 12
 REPLY_PREFIX = "reply:"
 # A reply of exactly this means the agent has nothing to say (a schedule's run): never sent.
 SILENT_REPLY = "[SILENT]"
+# What a delivery is, as message_out hooks are told.
+_KINDS: dict[type, str] = {
+    ReplyDelivery: "reply",
+    TextDelivery: "text",
+    FileDelivery: "file",
+    PollDelivery: "poll",
+}
 # Finished turns older than this are not swept for a missing reply (nobody waits any more).
 SWEEP_WINDOW_SECONDS = 86400.0
 
@@ -143,6 +155,7 @@ class DeliveryWorker:
         adapter_for: AdapterFor,
         failure_text: FailureText,
         settled: Settled | None = None,
+        hooks: HookFirer | None = None,
     ):
         self.queue = queue
         self.store = store
@@ -150,6 +163,7 @@ class DeliveryWorker:
         self.failure_text = failure_text
         # waits until a turn's progress draft is final, so removing it cannot race its creation
         self.settled = settled
+        self.hooks = hooks
 
     async def run(self, lease: Lease) -> dict[str, Any]:
         try:
@@ -167,7 +181,7 @@ class DeliveryWorker:
             if isinstance(delivery, ReplyDelivery):
                 return await self._reply(lease, adapter, delivery)
             if isinstance(delivery, TextDelivery):
-                return await self._send_text(
+                result = await self._send_text(
                     lease,
                     adapter,
                     address,
@@ -175,9 +189,21 @@ class DeliveryWorker:
                     reply_to=delivery.reply_to,
                     buttons=[list(row) for row in delivery.buttons] or None,
                 )
+                self._message_out(lease, adapter, delivery, result, text=delivery.text)
+                return result
             if isinstance(delivery, FileDelivery):
-                return await self._send_file(lease, adapter, delivery)
-            return await self._send_poll(lease, adapter, delivery)
+                result = await self._send_file(lease, adapter, delivery)
+                sent = {"path": str(delivery.path), "name": delivery.name or delivery.path.name}
+                self._message_out(
+                    lease, adapter, delivery, result, **sent, caption=delivery.caption
+                )
+                return result
+            result = await self._send_poll(lease, adapter, delivery)
+            options = list(delivery.options)
+            self._message_out(
+                lease, adapter, delivery, result, question=delivery.question, options=options
+            )
+            return result
         except Undeliverable as exc:
             raise PermanentJobError(f"undeliverable: {exc}") from None
         finally:
@@ -203,7 +229,41 @@ class DeliveryWorker:
         if not text or text == SILENT_REPLY:  # a silent or stopped turn: only its draft goes
             return {"chunks": 0}
         SENDING.set(Sending(lease.job.id, delivery, turn.status))
-        return await self._send_text(lease, adapter, delivery.to, text, reply_to=delivery.reply_to)
+        result = await self._send_text(
+            lease, adapter, delivery.to, text, reply_to=delivery.reply_to
+        )
+        self._message_out(
+            lease, adapter, delivery, result, turn=turn_id, status=turn.status, text=text
+        )
+        return result
+
+    def _message_out(
+        self,
+        lease: Lease,
+        adapter: Adapter,
+        delivery: Delivery,
+        result: dict[str, Any],
+        **fields: Any,
+    ) -> None:
+        """Fire the message_out hooks of a delivery that went out (subject: the account)."""
+        if self.hooks is None:
+            return
+        to = delivery.to
+        self.hooks.fire(
+            "message_out",
+            to.channel,
+            {
+                "channel": to.channel,
+                "type": adapter.type,
+                "conversation": to.conversation,
+                "chat": to.chat,
+                "thread": to.thread,
+                "kind": _KINDS[type(delivery)],
+                "delivery": lease.job.id,
+                "messages": list(result.get("messages", [])),
+                **fields,
+            },
+        )
 
     async def _remove_draft(self, adapter: Adapter, turn_id: str) -> None:
         draft = await self.store.draft(turn_id)

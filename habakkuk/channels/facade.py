@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.config import Config
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.home import Environment
+    from habakkuk.engine.hook_events import HookFirer
     from habakkuk.engine.jobs import Job, JobQueue
     from habakkuk.engine.sessions import Session, TranscriptStore
     from habakkuk.engine.store import BlobStore
@@ -82,6 +83,11 @@ class RuntimeFacade(Services, Protocol):
 
     @property
     def approvals(self) -> ChatApprovals: ...
+
+    @property
+    def hooks(self) -> HookFirer:
+        """The configured hooks: message_in and message_out fire through them."""
+        ...
 
     @property
     def sessions(self) -> GatewaySessions: ...

@@ -213,6 +213,7 @@ class Gateway:
             config.groups == "off" or (config.groups == "mention" and not msg.addressed)
         ):
             return Handled("ignored")
+        self._message_in(config, msg, how)
         text = msg.text.strip()
         if text and not text.startswith("/"):
             prompt = await self.store.waiting_prompt(msg.address.conversation)
@@ -224,6 +225,34 @@ class Gateway:
         if text.startswith("/") and not msg.attachments:
             return await self._command(config, msg, how, text)
         return Handled("turn", await self._start_turn(config, msg, text))
+
+    def _message_in(self, config: ChannelConfig, msg: InboundMessage, how: str) -> None:
+        """Fire the message_in hooks of an accepted message (subject: the channel account).
+
+        Accepted: from an allowed sender, addressed to the bot in a group, seen for the
+        first time; whatever it turns out to be (a turn, a command, an answer).
+        """
+        attachments = [
+            {"name": a.name, "media_type": a.media_type, "kind": a.kind} for a in msg.attachments
+        ]
+        self.runtime.hooks.fire(
+            "message_in",
+            msg.channel,
+            {
+                "channel": msg.channel,
+                "type": config.type,
+                "conversation": msg.address.conversation,
+                "chat": msg.chat,
+                "thread": msg.thread,
+                "message_id": msg.message_id,
+                "sender": msg.sender,
+                "sender_name": msg.sender_name,
+                "allowed_by": how,
+                "group": msg.is_group,
+                "text": msg.text,
+                "attachments": attachments,
+            },
+        )
 
     async def allowed(self, config: ChannelConfig, msg: InboundMessage) -> str | None:
         """How the sender got in (open, allow_from, paired), or None for a stranger."""

@@ -59,6 +59,7 @@ class ChannelService(Outbox):
             self._wait_adapter,
             lambda error: TEXT["failed"].format(error=error),
             self.gateway.settled,
+            runtime.hooks,
         )
         # The web chat's account is supervised while the HTTP server runs (`attach_web`),
         # so only the process serving HTTP holds it.

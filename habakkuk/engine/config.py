@@ -16,6 +16,7 @@ from typing import Any, Literal
 from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
 from .errors import ConfigError
 from .home import Home
+from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .presets import PRESETS
 
 ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock"]
@@ -242,18 +243,6 @@ def parse_listen(text: str) -> tuple[str, int]:
     elif ":" in host:
         raise ValueError(f"{text!r}: write an IPv6 address in brackets, e.g. [::1]:8484")
     return host or "0.0.0.0", port
-
-
-HookEvent = Literal[
-    "turn_start",
-    "turn_end",
-    "tool_before",
-    "tool_after",
-    "message_in",
-    "message_out",
-    "session_new",
-    "schedule_run",
-]
 
 
 @dataclass

@@ -8,7 +8,8 @@ environment, in its own process group, and is killed with its group at its timeo
 Only tool_before is waited for, and it fails closed: a non-zero exit, a
 timeout or a command that cannot start blocks the call, and the model gets the
 hook's stdout as the reason. Every other event runs its hooks in the
-background; their failures are logged.
+background; their failures are logged. Which events there are, who fires them
+and what each one's `match` is searched in: habakkuk.engine.hook_events.
 """
 
 from __future__ import annotations
@@ -24,21 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from habakkuk.engine.hook_events import BLOCKING_EVENTS, HOOK_EVENTS, HookEvent
 from habakkuk.engine.timeouts import wait_within
 
-log = logging.getLogger(__name__)
+__all__ = ["BLOCKING_EVENTS", "HOOK_EVENTS", "HookEvent", "HookResult", "Hooks", "run_hook"]
 
-HOOK_EVENTS = (
-    "turn_start",
-    "turn_end",
-    "tool_before",
-    "tool_after",
-    "message_in",
-    "message_out",
-    "session_new",
-    "schedule_run",
-)
-BLOCKING_EVENTS = frozenset({"tool_before"})
+log = logging.getLogger(__name__)
 OUTPUT_LIMIT = 64 * 1024
 SHELL = "/bin/sh"
 
@@ -68,7 +60,7 @@ class Hooks:
         """Swap the configured hooks (a config reload); runs in flight finish."""
         self._hooks = [(h, re.compile(h.match) if h.match else None) for h in hooks]
 
-    def matching(self, event: str, subject: str) -> list[Any]:
+    def matching(self, event: HookEvent, subject: str) -> list[Any]:
         """The hooks for `event` whose match (if any) finds `subject`."""
         return [
             h
@@ -76,7 +68,7 @@ class Hooks:
             if h.event == event and (pattern is None or pattern.search(subject))
         ]
 
-    async def guard(self, event: str, subject: str, data: dict[str, Any]) -> str | None:
+    async def guard(self, event: HookEvent, subject: str, data: dict[str, Any]) -> str | None:
         """Run the blocking hooks of `event` in order; the first block's reason, or None."""
         for hook in self.matching(event, subject):
             result = await run_hook(hook, event, data, self.home)
@@ -84,7 +76,7 @@ class Hooks:
                 return result.reason
         return None
 
-    def fire(self, event: str, subject: str, data: dict[str, Any]) -> None:
+    def fire(self, event: HookEvent, subject: str, data: dict[str, Any]) -> None:
         """Start the hooks of a non-blocking event in the background."""
         for hook in self.matching(event, subject):
             task = asyncio.get_running_loop().create_task(

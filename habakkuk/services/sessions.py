@@ -21,6 +21,7 @@ from habakkuk.engine.sessions import Compaction, SearchHit, Session, StoredMessa
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
     from habakkuk.engine.home import Home
+    from habakkuk.engine.hook_events import HookFirer
     from habakkuk.engine.jobs import Job, JobQueue
     from habakkuk.engine.sessions import TranscriptStore
     from habakkuk.engine.state import StateStore
@@ -46,9 +47,11 @@ class Sessions:
         blobs: BlobStore,
         state: StateStore | None,
         memory: MemoryAccess | None = None,
+        hooks: HookFirer | None = None,
     ):
         self.config = config
         self.memory = memory
+        self.hooks = hooks  # session_new fires here, whichever surface made the session
         self.skills: SkillsAccess | None = None  # the # Skills listing (runtime.skills)
         self.home = home
         self.transcripts = transcripts
@@ -79,7 +82,8 @@ class Sessions:
         one-time welcome; schedules, webhooks, /v1 and `habakkuk run` never do.
         A `session_id` derived from what caused the session (a webhook delivery)
         makes a repeat return the existing session. `workspace` replaces the agent's in the
-        prompt (a delegated child's git worktree).
+        prompt (a delegated child's git worktree). A session created fires the session_new
+        hooks (subject: the agent); a repeat does not.
         """
         from habakkuk.services.session_prompt import gather_sections
 
@@ -98,12 +102,19 @@ class Sessions:
             chat=chat,
             skills=self.skills,
         )
-        return await self.transcripts.create_session(
+        session = await self.transcripts.create_session(
             session_id or new_id("ses"),
             agent_config.name,
             build_system_prompt(agent_config, sections),
             origin=origin,
         )
+        if self.hooks is not None:
+            self.hooks.fire(
+                "session_new",
+                session.agent,
+                {"agent": session.agent, "session": session.id, "origin": origin, "chat": chat},
+            )
+        return session
 
     async def session(self, session_id: str) -> Session:
         """The session `session_id`; NotFound when there is none."""

@@ -7,14 +7,24 @@ reviewer or human approval can let these through:
 * recursive destruction of ``/``, the home directory or a top-level system
   folder: ``rm -r``, ``find ... -delete`` (or ``-exec rm``), ``rsync --delete``,
   ``chmod -R``/``chown -R``/``chgrp -R``, ``mv`` of such a folder;
-* ``mkfs`` and friends, partitioners, and other disk writers on a device
+* ``mkfs`` and friends on a device or a target that may be one (an image file
+  such as ``disk.img`` is fine), partitioners, and other disk writers on a device
   (``dd``, ``cp``, ``shred``, ``wipefs``, ``blkdiscard``, ``cryptsetup
   luksFormat``, ``nvme format``, ``hdparm --security-erase``, LVM, ZFS, mdadm);
   a shell redirect onto a disk device;
 * fork bombs;
-* a download from a non-loopback host (curl, wget, nc, socat, ``/dev/tcp``...)
-  piped into a shell or interpreter (also ``bash <(curl ...)``,
-  ``sh -c "$(curl ...)"``, ``python3 /dev/stdin``, ``sudo -s``).
+* a download from a non-loopback host (curl, wget, nc, socat, ``/dev/tcp`` or a
+  file descriptor opened on it, an interpreter's one-liner fetching a URL...) that
+  reaches something running it as a program: piped into a shell or interpreter at
+  any later stage of the pipeline, even through filters (``curl URL | base64 -d |
+  sh``), wrappers or ``xargs`` (``curl URL | xargs sh -c``), code reading stdin
+  (``bash -c "$(cat)"``, ``while read l; do eval "$l"; done``), inline code that
+  evaluates its input (``python3 -c 'exec(sys.stdin.read())'``, ``awk
+  '{system($0)}'``) or ``tee >(sh)`` (see :mod:`habakkuk.tools.hardline_sinks`);
+  or given to one directly (``bash <(curl ...)``, ``sh -c "$(curl ...)"``,
+  ``sh <&3`` after ``exec 3<>/dev/tcp/...``, ``nc -e /bin/sh HOST``, ``socat
+  TCP:HOST:PORT EXEC:sh``). A download saved to a file and run later is left to
+  the permission policy.
 
 This is a guard against a confused or manipulated model, not a sandbox: it
 reads the command the way a shell would (:mod:`habakkuk.tools.shell_syntax`:
@@ -36,21 +46,24 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from habakkuk.tools.hardline_sinks import (
+    evaluates_lines,
+    output_sink,
+    program_sink,
+    resolved_command,
+    runs_stdin,
+)
 from habakkuk.tools.shell_syntax import (
     SHELLS,
     Element,
     Group,
-    Invocation,
     Pipeline,
-    Resolved,
     SimpleCommand,
     Word,
     basename,
-    expand_words,
     invocation,
     is_interpreter,
     parse,
-    resolve,
     shell_code,
     simple_commands,
 )
@@ -68,10 +81,7 @@ def _w(text: str) -> set[str]:
     return set(text.split())
 
 
-@functools.lru_cache(maxsize=1024)
-def _resolved(simple: SimpleCommand) -> Resolved | None:
-    """The command a simple command runs, its words expanded as a shell would."""
-    return resolve(expand_words(simple.words))
+_resolved = resolved_command  # the command a simple command runs (cached)
 
 
 # ---------------------------------------------------------------------------
@@ -164,9 +174,28 @@ def _update_cwd(argv: list[Word], cwd: str | None) -> str | None:
     return _absolute(args[0], cwd)
 
 
+def _goes_down(argv: list[Word]) -> bool:
+    """Whether `cd` goes into a subfolder by a relative path (`cd build`, not `cd ..`,
+    `cd -` or `cd "$DIR"`): where it lands is below where the command started."""
+    args = [w.value for w in argv[1:] if not w.value.startswith("-") or w.value == "-"]
+    if not args:
+        return True
+    target = args[0]
+    if target == "-" or "$" in target or "`" in target or target.startswith(("/", "~")):
+        return False
+    return ".." not in target.split("/")
+
+
 @dataclass
 class _State:
-    cwd: str | None = None
+    """What a script's earlier commands tell about its later ones."""
+
+    cwd: str | None = None  # where `cd` went (None: where the command started, or unknown)
+    cwd_lost: bool = False  # a `cd` went somewhere that cannot be read (`cd "$DIR"`)
+    # The script opens a socket on /dev/tcp to a remote host (a download's description):
+    # a file descriptor dup'd into stdin (`<&3`, `0>&1`) or /dev/fd/N may read from it.
+    net: str | None = None
+    lines_evaluated: bool = False  # it runs a variable as code (eval "$l"): see `read`
 
 
 def _operands(
@@ -443,12 +472,52 @@ def _check_partitioner(name: str, args: list[str]) -> str | None:
     return f"{name} on device {devices[0]} is blocked (it rewrites the disk)"
 
 
+def _format_target(value: str, state: _State) -> str | None:
+    """Why formatting `value` may hit a device ("a device", "it may be a device"), or None.
+
+    /dev, /proc and /sys paths are devices (or may be); so is a target that cannot be
+    read (a variable, a glob at the top level, a relative path after `cd "$DIR"`).
+    Any other path is a file: formatting an image file such as disk.img is routine.
+    """
+    home = _HOME_PREFIX.match(value)
+    rest = value[home.end() :] if home else value
+    if "$" in rest or "`" in rest:
+        return "it may be a device"
+    if home:
+        return None
+    if value.startswith("/"):
+        path = value
+    elif state.cwd is not None:
+        path = state.cwd + "/" + value
+    elif state.cwd_lost:
+        return "it may be a device"
+    else:
+        return None  # relative to where the command runs: a workspace, not /dev
+    parts = posixpath.normpath(re.sub(r"/+", "/", path)).split("/")
+    top = parts[1] if len(parts) > 1 else ""
+    if _GLOB_CHARS & set(top):
+        return "it may be a device"
+    if top in ("dev", "proc", "sys") or not top:
+        return "a device"
+    return None
+
+
+def _check_mkfs(name: str, args: list[str], state: _State) -> str | None:
+    """mkfs and friends: refused on a device or a target that may be one."""
+    _, operands = _operands(args)
+    if not operands:
+        return f"{name} with no target is blocked (it formats a device)"
+    for value in operands:
+        risk = _format_target(value, state)
+        if risk:
+            return f"{name} on {value} is blocked ({risk}; it destroys a filesystem)"
+    return None
+
+
 def _check_disk_tool(name: str, values: list[str]) -> str | None:
     """Programs that erase, format or overwrite a disk, by name and subcommand."""
     options, operands = _operands(values)
     lowered = [v.lower() for v in operands]
-    if _MKFS.fullmatch(name):
-        return f"{name} is blocked (it destroys a filesystem)"
     if name in _PARTITIONERS:
         return _check_partitioner(name, values)
     if name in ("shred", "scrub", "sg_format", "sg_sanitize"):
@@ -531,12 +600,22 @@ _HOSTLIKE = re.compile(
     r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+|localhost)(:\d+)?(/.*)?"
 )
 _NETCATS = {"nc", "ncat", "netcat", "telnet"}
-_NETCAT_ARG_OPTS = _w("-p -s -w -q -i -x -X -P -I -O -T -V -e -c -W -M -m --source --proxy")
+_NETCAT_ARG_OPTS = _w(
+    "-p -s -w -q -i -x -X -P -I -O -T -V -e -c -W -M -m --source --proxy"
+    " --exec --sh-exec --lua-exec"
+)
 _SOCAT_CONNECT = re.compile(
     r"(?:tcp[46]?|udp[46]?|openssl|ssl|sctp[46]?)(?:-connect)?:([^,]+?):\d+", re.I
 )
 _SOCAT_LISTEN = re.compile(r"(?:tcp[46]?|udp[46]?|openssl|ssl|sctp[46]?)-listen:", re.I)
 _DEV_TCP = re.compile(r"/dev/(?:tcp|udp)/([^/]+)/")
+# A path naming an open file descriptor other than stdin (/dev/fd/3, /proc/self/fd/1).
+_FD_PATH = re.compile(r"/+(?:dev/+fd|proc/+(?:self|\d+)/+fd)/+(?!0$)\d+")
+# A URL in an interpreter's inline code (python -c "...urlopen('https://...')").
+_CODE_URL = re.compile(r"\b(?:https?|ftps?)://(\[[0-9A-Fa-f:.]+\]|[^/\s'\"`:?#)\\]+)")
+# nc/ncat options running a program on the connection: True when it is shell code.
+_NETCAT_EXEC = {"-e": False, "--exec": False, "--lua-exec": False, "-c": True, "--sh-exec": True}
+_SOCAT_EXEC = re.compile(r"(exec|system):(.*)", re.I)
 
 
 def _is_loopback_host(host: str) -> bool:
@@ -618,10 +697,38 @@ def _socat_download(args: list[str]) -> str | None:
     return None
 
 
-def _download_target(argv: list[Word]) -> str | None:
+def _socket_opened(text: str) -> str | None:
+    """A socket the script opens on /dev/tcp (or /dev/udp) to a remote host, described."""
+    for m in _DEV_TCP.finditer(text):
+        found = _verdict("/dev/tcp", [m.group(1)], "$" in m.group(1))
+        if found:
+            return found
+    return None
+
+
+def _fd_read(value: str, net: str | None) -> str | None:
+    """/dev/fd/N in a script that opened a remote socket: the socket, maybe."""
+    return net if net and _FD_PATH.fullmatch(value) else None
+
+
+def _code_download(name: str, argv: list[Word]) -> str | None:
+    """An interpreter's inline code that names a remote URL: it fetches from there."""
+    if name in SHELLS or not is_interpreter(name):
+        return None
+    inv = invocation(argv)
+    if inv is None or inv.code is None:
+        return None
+    hosts = [m.group(1) for m in _CODE_URL.finditer(inv.code.value)]
+    return _verdict(f"{name} code fetching", hosts, False) if hosts else None
+
+
+def _download_target(argv: list[Word], net: str | None = None) -> str | None:
     """For a command that fetches remote bytes, a description of the source, else None."""
     name = basename(argv[0].value)
     args = [w.value for w in argv[1:]]
+    found = next((f for a in args if (f := _fd_read(a, net))), None)
+    if found:
+        return found
     arg_opts = _DOWNLOADERS.get(name)
     if arg_opts is not None:
         return _url_download(name, args, arg_opts)
@@ -633,79 +740,126 @@ def _download_target(argv: list[Word]) -> str | None:
         target = next((b for a, b in itertools.pairwise(args) if a == "-connect"), None)
         target = target or next((a for a in args[1:] if not a.startswith("-")), "")
         return _verdict("openssl s_client", [target.rsplit(":", 1)[0]] if target else [], True)
+    return _code_download(name, argv)
+
+
+def _check_network_exec(name: str, args: list[str]) -> str | None:
+    """nc -e /bin/sh HOST PORT, socat TCP:HOST:PORT EXEC:sh: a shell or interpreter run
+    on what the network sends (a reverse or bind shell)."""
+    runner: str | None = None
+    source: str | None = None
+    if name in _NETCATS:
+        for a, b in itertools.pairwise([*args, ""]):
+            key, eq, value = a.partition("=")
+            if key in _NETCAT_EXEC:
+                runner = _runner(value if eq else b, shell=_NETCAT_EXEC[key])
+                if key == "--lua-exec":
+                    runner = "lua"
+        source = _netcat_download(name, args) if runner else None
+    elif name == "socat":
+        for a in args:
+            m = _SOCAT_EXEC.fullmatch(a)
+            if m:
+                runner = _runner(m.group(2).split(",")[0], shell=m.group(1).lower() == "system")
+        source = _socat_download(args) if runner else None
+    if runner and source:
+        return f"running what the network sends ({source}) with {runner} is blocked"
     return None
 
 
-def _redirect_download(simple: SimpleCommand) -> str | None:
-    """Input read from bash's /dev/tcp/HOST/PORT: a network download."""
+def _runner(command: str, *, shell: bool) -> str | None:
+    """What runs the connection's input as a program: `command` is shell code (`shell`)
+    or a program and its arguments; None when it only handles it as data (`cat`)."""
+    if shell:
+        return runs_stdin(command, 1)
+    words = command.split()
+    program = basename(words[0]) if words else ""
+    return program if is_interpreter(program) else None
+
+
+def _redirect_download(simple: SimpleCommand, net: str | None = None) -> str | None:
+    """Input read from bash's /dev/tcp/HOST/PORT: a network download. With `net` (the
+    script opened a remote socket), also stdin dup'd from another descriptor (`<&3`,
+    `0>&1`): that descriptor may be the socket."""
     for r in simple.redirects:
-        if r.op in ("<", "<>") and r.target is not None:
-            m = _DEV_TCP.match(_norm_dev(r.target.value))
+        if r.target is None:
+            continue
+        target = _norm_dev(r.target.value)
+        if r.op in ("<", "<>"):
+            m = _DEV_TCP.match(target)
             if m:
                 return _verdict("/dev/tcp", [m.group(1)], "$" in m.group(1))
+            if _fd_read(target, net):
+                return net
+        if net and r.op in ("<&", ">&") and r.sets_stdin and target not in ("0", "-"):
+            return net
     return None
 
 
 @functools.lru_cache(maxsize=256)
-def _text_download(text: str, depth: int) -> str | None:
+def _text_download(text: str, depth: int, net: str | None = None) -> str | None:
     """A non-loopback download anywhere in the command text (including nested substitutions)."""
     if depth > _MAX_DEPTH:
         return None
     for pipeline in parse(text):
         for element in pipeline.commands:
-            found = _element_download(element, depth)
+            found = _element_download(element, depth, net)
             if found:
                 return found
     return None
 
 
-def _element_download(element: Element, depth: int) -> str | None:
+def _element_download(element: Element, depth: int, net: str | None = None) -> str | None:
     for simple in simple_commands(element):
-        found = _redirect_download(simple)
+        found = _redirect_download(simple, net)
         if found:
             return found
         resolved = _resolved(simple)
         if resolved is not None:
             for code in resolved.extra_code:
-                found = _text_download(code, depth + 1)
+                found = _text_download(code, depth + 1, net)
                 if found:
                     return found
             if resolved.argv:
-                found = _download_target(resolved.argv)
+                found = _download_target(resolved.argv, net)
                 if found:
                     return found
                 nested = shell_code(resolved.argv)
                 if nested is not None:
-                    found = _text_download(nested.value, depth + 1)
+                    found = _text_download(nested.value, depth + 1, net)
                     if found:
                         return found
         for w in simple.words:
-            for inner in w.subs:
-                found = _text_download(inner, depth + 1)
+            # $(curl ...) and <(curl ...): what they fetch is in this command's output
+            for inner in w.inner_texts():
+                found = _text_download(inner, depth + 1, net)
                 if found:
                     return found
     return None
 
 
-def _stdin_download(simple: SimpleCommand, depth: int) -> str | None:
+def _stdin_download(simple: SimpleCommand, depth: int, net: str | None = None) -> str | None:
     """A download fed to the command's stdin by redirection (`bash < <(curl ..)`, `<<<`)."""
-    found = _redirect_download(simple)
+    found = _redirect_download(simple, net)
     if found:
         return found
     for r in simple.redirects:
         if r.op in ("<", "<<<") and r.target is not None:
             for inner in r.target.inner_texts():
-                found = _text_download(inner, depth + 1)
+                found = _text_download(inner, depth + 1, net)
                 if found:
                     return found
     return None
 
 
-def _word_download(word: Word | None, depth: int) -> str | None:
+def _word_download(word: Word | None, depth: int, net: str | None = None) -> str | None:
     if word is None:
         return None
+    found = _fd_read(word.value, net)  # sh /dev/fd/3
+    if found:
+        return found
     for inner in word.inner_texts():
-        found = _text_download(inner, depth + 1)
+        found = _text_download(inner, depth + 1, net)
         if found:
             return found
     return None
@@ -764,25 +918,30 @@ def _check_program(
         return _check_recursive_attr(name, values, state)
     if name == "mv":
         return _check_mv(values, state) or _check_disk_tool(name, values)
+    if _MKFS.fullmatch(name):
+        return _check_mkfs(name, values, state)
+    if name in _NETCATS or name == "socat":
+        return _check_network_exec(name, values)
     return _check_disk_tool(name, values)
 
 
 def _check_code_runner(
-    name: str, argv: list[Word], simple: SimpleCommand, depth: int
+    name: str, argv: list[Word], simple: SimpleCommand, state: _State, depth: int
 ) -> str | None:
     """Shells and interpreters: the code they are given, and downloads they run."""
+    net = state.net
     code = shell_code(argv)
     if code is not None:
-        reason = _check_text(code.value, depth + 1)
+        reason = _check_text(code.value, depth + 1, net)
         if reason:
             return reason
     inv = invocation(argv)
     if inv is None:
         return None
     found = (
-        _word_download(inv.code, depth)
-        or _word_download(inv.script, depth)
-        or (_stdin_download(simple, depth) if inv.reads_stdin else None)
+        _word_download(inv.code, depth, net)
+        or _word_download(inv.script, depth, net)
+        or (_stdin_download(simple, depth, net) if inv.reads_stdin else None)
     )
     if found:
         return f"running a download ({found}) with {name} is blocked"
@@ -792,7 +951,7 @@ def _check_code_runner(
             if r.op == "<<<" and r.target is not None:
                 body = r.target.value
             if body:
-                reason = _check_text(body, depth + 1)
+                reason = _check_text(body, depth + 1, net)
                 if reason:
                     return reason
     return None
@@ -802,33 +961,16 @@ def _check_argv(argv: list[Word], simple: SimpleCommand, state: _State, depth: i
     name = basename(argv[0].value)
     if name in ("cd", "pushd"):
         state.cwd = _update_cwd(argv, state.cwd)
+        if state.cwd is None and not _goes_down(argv):
+            state.cwd_lost = True
         return None
     if name == "popd":
         state.cwd = None
+        state.cwd_lost = True
         return None
     return _check_program(name, argv, simple, state, depth) or _check_code_runner(
-        name, argv, simple, depth
+        name, argv, simple, state, depth
     )
-
-
-def _stdin_reader(inv: Invocation | None, simple: SimpleCommand) -> bool:
-    if inv is None or not inv.reads_stdin:
-        return False
-    return not any(r.op in ("<", "<<", "<<-", "<<<") for r in simple.redirects)
-
-
-def _reads_program_from_stdin(element: Element) -> str | None:
-    """Name of a shell/interpreter in the element that takes its program from stdin."""
-    for simple in simple_commands(element):
-        resolved = _resolved(simple)
-        if resolved is None or not resolved.argv:
-            continue
-        name = basename(resolved.argv[0].value)
-        if not is_interpreter(name) or name == "eval":
-            continue
-        if _stdin_reader(invocation(resolved.argv), simple):
-            return name
-    return None
 
 
 def _printed_text(element: Element) -> str | None:
@@ -901,14 +1043,14 @@ def _check_simple(
     # Substitutions run whatever the outer command is.
     for w in simple.words:
         for inner in w.inner_texts():
-            reason = _check_text(inner, depth + 1)
+            reason = _check_text(inner, depth + 1, state.net)
             if reason:
                 return reason
     for r in simple.redirects:
         if r.target is None:
             continue
         for inner in r.target.inner_texts():
-            reason = _check_text(inner, depth + 1)
+            reason = _check_text(inner, depth + 1, state.net)
             if reason:
                 return reason
         if r.op in _OUTPUT_REDIRS and _is_disk(r.target.value):
@@ -917,7 +1059,7 @@ def _check_simple(
     if resolved is None:
         return None
     for code in resolved.extra_code:
-        reason = _check_text(code, depth + 1)
+        reason = _check_text(code, depth + 1, state.net)
         if reason:
             return reason
     if not resolved.argv:
@@ -937,19 +1079,23 @@ def _check_simple(
 def _check_pipeline(pipeline: Pipeline, state: _State, depth: int) -> str | None:
     commands = pipeline.commands
     # sinks[k]: a later element that runs its stdin as a program (computed once: O(n)).
+    # A download before it reaches it through any filters in between (`| base64 -d |`).
     sinks: list[str | None] = [None] * len(commands)
     for k in range(len(commands) - 2, -1, -1):
-        sinks[k] = _reads_program_from_stdin(commands[k + 1]) or sinks[k + 1]
-    for k, element in enumerate(commands[:-1]):
-        sink = sinks[k]
+        sinks[k] = program_sink(commands[k + 1], depth, state.lines_evaluated) or sinks[k + 1]
+    for k, element in enumerate(commands):
+        # What a command writes into a >(sh) of its own (`curl URL > >(sh)`) is run too
+        # (a group's commands are looked at in their own pipelines).
+        own = output_sink(element, depth) if isinstance(element, SimpleCommand) else None
+        sink = sinks[k] or own
         if sink is None:
             continue
-        source = _element_download(element, depth)
+        source = _element_download(element, depth, state.net)
         if source is not None:
             return f"piping a download ({source}) into {sink} is blocked"
         printed = _printed_text(element)
-        if printed is not None:
-            reason = _check_text(printed, depth + 1)
+        if printed is not None and sinks[k] is not None:
+            reason = _check_text(printed, depth + 1, state.net)
             if reason:
                 return reason
     for k, element in enumerate(commands):
@@ -972,13 +1118,16 @@ def _check_pipelines(pipelines: list[Pipeline], state: _State, depth: int) -> st
 
 
 @functools.lru_cache(maxsize=256)
-def _check_text(text: str, depth: int) -> str | None:
+def _check_text(text: str, depth: int, net: str | None = None) -> str | None:
+    """The reason `text` is blocked, or None. `net`: a remote socket the enclosing script
+    opened on /dev/tcp (its descriptors are inherited by the code it runs)."""
     if depth > _MAX_DEPTH or not text.strip():
         return None
     reason = _fork_bomb(text)
     if reason:
         return reason
-    return _check_pipelines(parse(text), _State(), depth)
+    state = _State(net=net or _socket_opened(text), lines_evaluated=evaluates_lines(text))
+    return _check_pipelines(parse(text), state, depth)
 
 
 def check_hardline(command: str) -> str | None:

@@ -17,6 +17,7 @@ import logging
 from typing import Any, Protocol
 
 from habakkuk.engine.errors import NotFound
+from habakkuk.engine.hook_events import HookFirer
 from habakkuk.engine.jobs import Lease
 from habakkuk.engine.pools import PermanentJobError
 from habakkuk.work.ports import SessionMaker, TurnQueue
@@ -38,10 +39,6 @@ class TurnOutcomeLike(Protocol):
     status: str
     reply: str
     error: str | None
-
-
-class HookFirer(Protocol):
-    def fire(self, event: str, subject: str, data: dict[str, Any]) -> None: ...
 
 
 async def start_turn(

@@ -22,10 +22,11 @@ from typing import Any, Protocol
 from habakkuk.engine.config import Config
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Home
+from habakkuk.engine.hook_events import HookFirer
 from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.pools import FinishedCallback, Pool
 from habakkuk.work.ports import SessionMaker, TurnQueue
-from habakkuk.work.prompt_runs import HookFirer, PromptRuns
+from habakkuk.work.prompt_runs import PromptRuns
 from habakkuk.work.run_deliveries import watch_deliveries
 from habakkuk.work.script_groups import ScriptGroups
 from habakkuk.work.script_runs import ScriptRuns, TextOutbox

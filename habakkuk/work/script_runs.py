@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from habakkuk.engine.errors import HabakkukError, NotFound
+from habakkuk.engine.hook_events import HookFirer
 from habakkuk.engine.jobs import Lease
 from habakkuk.engine.pools import PermanentJobError
 from habakkuk.work.ports import SessionMaker, TurnQueue
-from habakkuk.work.prompt_runs import HookFirer, fire_hook, start_turn
+from habakkuk.work.prompt_runs import fire_hook, start_turn
 from habakkuk.work.run_book import RunBook, Settled, delivery_id_for, schedule_of, target_of
 from habakkuk.work.schedule_types import FAILURE_NOTICE_AT, KEPT_OUTPUT, Schedule
 from habakkuk.work.script_groups import ScriptGroups

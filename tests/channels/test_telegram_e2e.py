@@ -21,6 +21,7 @@ from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
 from tests.conftest import mock_config
 from tests.helpers import eventually
+from tests.hook_log import HookLog
 
 TOKEN = "123:SECRET"
 OpenRuntime = Callable[..., Awaitable[Runtime]]
@@ -690,3 +691,40 @@ async def test_a_corrupt_delivery_fails_alone_naming_the_job_and_an_old_one_stil
     assert failed is not None and failed["status"] == "failed"
     assert "delivery send:corrupt: options: expected a list of strings" in failed["error"]
     assert tg.of("sendPoll") == []
+
+
+async def test_message_hooks_fire_for_an_accepted_message_and_each_delivery_by_account(
+    start: OpenRuntime, tg: FakeTelegram, home: Home, tmp_path: Path
+) -> None:
+    log = HookLog(tmp_path / "hooks")
+    hooks = log.config(
+        log.entry("message_in", "in-tg", "^tg$"),
+        log.entry("message_in", "in-web", "^web$"),
+        log.entry("message_out", "out-tg", "^tg$"),
+        log.entry("message_out", "out-web", "^web$"),
+        log.entry("session_new", "new", "^main$"),
+    )
+    runtime = await start(extra=hooks)
+    # A stranger's message is not accepted: no message_in, but the pairing notice goes out.
+    tg.message("let me in", chat=99, user=99, username="mallory")
+    await tg.wait_for(lambda: len(tg.texts(99)) == 1)
+    update = tg.message("hello there")
+    turn = f"turn:tg:42:{update['message']['message_id']}"
+    await eventually(lambda: finished(home, f"reply:{turn}"), what="the reply delivery")
+    await runtime.hooks.drain()
+
+    assert log.labels() == {"in-tg", "out-tg", "new"}
+    [message_in] = log.events("in-tg")
+    assert message_in["event"] == "message_in" and message_in["channel"] == "tg"
+    assert message_in["type"] == "telegram" and message_in["conversation"] == "tg:42"
+    assert (message_in["sender"], message_in["text"]) == ("42", "hello there")
+    assert message_in["message_id"] == str(update["message"]["message_id"])
+    assert message_in["allowed_by"] == "allow_from"
+    notice, reply = log.events("out-tg")
+    assert notice["kind"] == "text" and notice["conversation"] == "tg:99"
+    assert "habakkuk pair" in notice["text"]
+    assert reply["kind"] == "reply" and reply["conversation"] == "tg:42"
+    assert reply["text"] == "echo: hello there" and reply["turn"] == turn
+    assert reply["messages"] == [str(tg.message_id_of("echo: hello there"))]
+    [session_new] = log.events("new")
+    assert session_new["origin"] == "channel:tg" and session_new["chat"] is True

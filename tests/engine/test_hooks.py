@@ -15,6 +15,7 @@ import pytest
 
 from habakkuk.engine.hooks import Hooks, run_hook
 from tests.helpers import eventually
+from tests.hook_log import HookLog
 
 BOUND = 20.0
 
@@ -162,6 +163,26 @@ async def test_tool_before_hook_blocks_exec_in_a_turn(runtime_factory: Any, tmp_
     assert start["agent"] == "main" and start["text"] == "go" and start["turn"] == turn
     end = next(e for e in events if e["event"] == "turn_end")
     assert end["status"] == "done" and end["reply"] == "finished"
+
+
+async def test_a_new_session_fires_session_new_once_with_its_agent_as_subject(
+    runtime_factory: Any, tmp_path: Path
+) -> None:
+    log = HookLog(tmp_path / "hooks")
+    hooks = log.config(log.entry("session_new", "ops", "^ops$"), log.entry("session_new", "any"))
+    config = BASE + "  ops: {model: mock/x}\n" + hooks
+    runtime = await runtime_factory(config)
+    ops = await runtime.sessions.new_session("ops", origin="cli")
+    main = await runtime.sessions.new_session(origin="schedule", session_id="ses_slot1")
+    again = await runtime.sessions.new_session(origin="schedule", session_id="ses_slot1")
+    assert again.id == main.id  # a repeat returns the session: nothing new, no hook
+    await runtime.hooks.drain()
+    assert log.events("ops") == [
+        {"event": "session_new", "agent": "ops", "session": ops.id, "origin": "cli", "chat": False}
+    ]
+    assert sorted((e["agent"], e["session"]) for e in log.events("any")) == sorted(
+        [("ops", ops.id), ("main", main.id)]
+    )
 
 
 # -- config ---------------------------------------------------------------------------------

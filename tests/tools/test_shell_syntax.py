@@ -54,6 +54,31 @@ def test_tokens_hold_operators_redirects_heredocs_and_substitutions() -> None:
     assert [w.subs for w in echo_args] == [["id -u"], ["date"]]
 
 
+def test_a_redirect_keeps_the_descriptor_written_before_it() -> None:
+    tokens = tokenize("exec 3<>/dev/tcp/h/80 0>&1 2>&1 <&3 >out {fd}<in")
+    redirects = [t.redirect for t in tokens if isinstance(t, RedirectToken)]
+    assert [(r.fd, r.op, r.sets_stdin) for r in redirects] == [
+        ("3", "<>", False),
+        ("0", ">&", True),
+        ("2", ">&", False),
+        (None, "<&", True),
+        (None, ">", False),
+        ("{fd}", "<", False),
+    ]
+    assert [w.value for w in tokens if isinstance(w, Word)] == ["exec"]
+
+
+def test_parallel_without_a_command_runs_each_input_as_a_command_line() -> None:
+    simple = next(walk_simple_commands(parse("parallel -j4")))
+    resolved = resolve(simple.words)
+    assert resolved is not None and resolved.xargs is not None
+    assert [w.value for w in resolved.argv] == ["sh", "-c", "{}"]
+    assert (resolved.xargs.replace, resolved.xargs.via) == ("{}", "parallel")
+    given = next(walk_simple_commands(parse("parallel ::: 'make a' 'make b'")))
+    inputs = resolve(given.words)
+    assert inputs is not None and inputs.argv == [] and inputs.extra_code == ["make a", "make b"]
+
+
 def test_unterminated_input_runs_to_the_end_without_error() -> None:
     assert [w.value for w in words_of("echo 'abc")] == ["echo", "abc"]
     assert words_of("echo $(ls")[1].subs == ["ls"]

@@ -53,6 +53,7 @@ from ..events import (
     TurnThinking,
 )
 from ..home import Home
+from ..hook_events import HookEvent
 from ..hooks import Hooks
 from ..jobs import Lease, complete_in
 from ..llm.provider import ProviderError
@@ -288,7 +289,7 @@ class TurnRunner:
             data["error"] = error
         self._fire("turn_end", agent, {"session": session, "turn": turn, **data})
 
-    def _fire(self, event: str, agent: str, data: dict[str, Any]) -> None:
+    def _fire(self, event: HookEvent, agent: str, data: dict[str, Any]) -> None:
         if self.deps.hooks is not None:
             self.deps.hooks.fire(event, agent, {"agent": agent, **data})
 

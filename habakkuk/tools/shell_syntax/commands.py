@@ -161,6 +161,7 @@ class XargsInput:
     """The command takes (more) arguments from its stdin, as ``xargs`` gives them."""
 
     replace: str | None = None  # -I STR / -i: each input item replaces STR instead of appending
+    via: str = "xargs"  # the program that builds the commands: xargs or parallel
 
 
 @dataclass
@@ -172,7 +173,7 @@ class Resolved:
     xargs: XargsInput | None = None
 
 
-def _xargs_input(words: list[Word], start: int, end: int) -> XargsInput:
+def _xargs_input(words: list[Word], start: int, end: int, via: str) -> XargsInput:
     replace: str | None = None
     for k in range(start, end):
         v = words[k].value
@@ -184,7 +185,7 @@ def _xargs_input(words: list[Word], start: int, end: int) -> XargsInput:
             replace = "{}"
         elif v.startswith("--replace="):
             replace = v.split("=", 1)[1]
-    return XargsInput(replace)
+    return XargsInput(replace, via)
 
 
 def _skip_env(words: list[Word], i: int, extra: list[str]) -> int:
@@ -267,7 +268,7 @@ def resolve(words: list[Word]) -> Resolved | None:
             i = skip_options(words, start, WRAPPERS[name])
             flags = {words[k].value for k in range(start, i)}
             if name in ("xargs", "parallel"):
-                xargs = _xargs_input(words, start, i)
+                xargs = _xargs_input(words, start, i, name)
             if name == "nice" and i < len(words) and re.fullmatch(r"-\d+", words[i].value):
                 i += 1
             if name in ("chrt", "taskset", "chroot") and i < len(words):
@@ -276,6 +277,12 @@ def resolve(words: list[Word]) -> Resolved | None:
                     return Resolved([Word("sh")], extra)  # chroot DIR runs an interactive shell
             if name in ("sudo", "doas", "run0") and i >= len(words) and flags & _SHELL_FLAGS:
                 return Resolved([Word("sh")], extra)
+            if name == "parallel" and (i >= len(words) or words[i].value == ":::"):
+                # With no command, parallel runs each input as a shell command line.
+                if i >= len(words):
+                    line = XargsInput("{}", "parallel")
+                    return Resolved([Word("sh"), Word("-c"), Word("{}")], extra, line)
+                return Resolved([], extra + [w.value for w in words[i + 1 :]])
             continue
         break
     if i >= len(words):

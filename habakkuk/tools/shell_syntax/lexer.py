@@ -69,6 +69,14 @@ class Redirect:
     op: str
     target: Word | None = None  # file, fd or here-document delimiter
     heredoc: str | None = None  # here-document body, for << and <<-
+    fd: str | None = None  # the fd written before the operator (`3<>`, `0>&1`), else None
+
+    @property
+    def sets_stdin(self) -> bool:
+        """Whether the redirection replaces the command's stdin (fd 0)."""
+        if self.fd is not None:
+            return self.fd == "0"
+        return self.op in ("<", "<>", "<&", "<<", "<<-", "<<<")
 
 
 @dataclass
@@ -372,11 +380,13 @@ class _Lexer:
             redir = m.group()
             # A word of digits (or {var}) right before the operator is its fd.
             joined = "".join(p for p, _ in self.parts)
+            fd = None
             if self.word is not None and re.fullmatch(r"\d+|\{\w+\}", joined):
+                fd = joined
                 self.parts = []
                 self.word = None
             self.finish_word()
-            redirect = Redirect(redir)
+            redirect = Redirect(redir, fd=fd)
             self.tokens.append(RedirectToken(redirect))
             self.awaiting_target = redirect
             if redir in ("<<", "<<-"):
