@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
+from habakkuk.engine.control_chars import refuse_controls
 from habakkuk.engine.errors import HabakkukError, NotFound
 
 from .agent_memory import (
@@ -76,6 +77,8 @@ class Memory(NoteStore):
                 "user profile: this turn read external content, so it cannot change USER.md; "
                 "the user can state it again in a new message"
             )
+        refuse_controls(str(section), "user profile: the section")
+        refuse_controls(str(content), "user profile: the content")
         self._refuse_secrets("user profile", [("section", str(section)), ("content", str(content))])
         async with am.lock:
             await self._sync(am)
@@ -138,6 +141,8 @@ class Memory(NoteStore):
             raise TaintRefused(
                 "identity: this turn read external content, so it cannot change IDENTITY.md"
             )
+        for field, value in (("name", name), ("emoji", emoji), ("manner", manner)):
+            refuse_controls(str(value), f"identity: the {field}")
         self._refuse_secrets(
             "identity", [("name", str(name)), ("emoji", str(emoji)), ("manner", str(manner))]
         )

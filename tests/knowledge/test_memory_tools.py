@@ -251,6 +251,25 @@ async def test_no_secret_of_the_corpus_is_stored_through_the_memory_tools(
                 assert part.encode() not in stored, name
 
 
+async def test_a_control_character_in_a_note_is_an_error_result_naming_it(
+    runtime_factory: Any, srv: FakeModelServer
+) -> None:
+    runtime = await runtime_factory(config(srv.base_url))
+    ctx = context(runtime)
+    for args, said in (
+        ({"title": "Raw", "content": "one\ntwo\x00"}, "U+0000 (NUL) at line 2, column 4"),
+        ({"title": "Shown\u2067as", "content": "x"}, "U+2067 (RIGHT-TO-LEFT ISOLATE)"),
+    ):
+        result = await call(runtime, "memory_save", args, ctx)
+        assert result.is_error and said in result.text, result.text
+    updated = await call(
+        runtime, "user_profile_update", {"section": "Name", "content": "Al\x1bice"}, ctx
+    )
+    assert updated.is_error and "U+001B (ESC)" in updated.text
+    assert (await runtime.memory.list_notes("main"))[1] == 0
+    assert "\x1b" not in await runtime.memory.profile("main")
+
+
 async def test_untrusted_notes_are_marked_in_search_and_read_warns_first(
     runtime_factory: Any, srv: FakeModelServer
 ) -> None:
