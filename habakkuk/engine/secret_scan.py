@@ -234,13 +234,16 @@ _AUTHORIZATION = re.compile(
 _BASIC = re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
 _CONNECTOR = r"[\"']?(?:\s*(?:[:=]|=>)\s*|\s+(?:is|was)\s+)[\"']?"
 # A value given to a word that names a credential. The long words may end an identifier
-# (dbpassword, MY_SECRET); the short ones only a word or its last part (DB_PASS, not
+# (dbpassword, MY_SECRET); pw and pwd must be words, and pass an identifier's last part
+# or a word no other word qualifies (DB_PASS, "pass: …"; not "boarding pass: LH1234" or
 # compass). No pattern here reads an identifier before its keyword: one that did took
 # minutes over 64 KB of "A.B.A.B." (every start tried every end).
 _ASSIGNMENT = re.compile(
     r"(?i)(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key|access[ _-]?key"
     r"|private[ _-]?key|secret[ _-]?key|signing[ _-]?key|credentials?"
-    r"|(?<![a-z0-9])(?:pass|pwd|pw))" + _CONNECTOR + r"([^\s\"',;]+)"
+    r"|(?<=[a-z0-9][_.-])pass|(?<![a-z0-9])(?<![a-z0-9] )pass|(?<![a-z0-9])(?:pwd|pw))"
+    + _CONNECTOR
+    + r"([^\s\"',;]+)"
 )
 _PIN = re.compile(
     r"(?i)(?<![a-z0-9])(?:pin(?:[ -]?(?:code|number))?|passcode)(?![a-z0-9])"

@@ -111,6 +111,7 @@ HARMLESS: list[str] = [
     "The Wi-Fi passphrase is on the sticker under the router.",
     "Secret Santa budget is 25 EUR.",
     "The compass bearing: 270 degrees.",
+    "Boarding pass: LH1234, gate 22.",
     "Basic understanding of SQL is enough for the course.",
     "Signing the lease on 2026-04-01; key handover at 10:00.",
     "Pinned message from 2024-05-01: standup at 9.",

@@ -13,7 +13,7 @@ from tests.conftest import mock_config
 from tests.server.conftest import TOKEN, Served, ServeFactory
 
 # A chunk that announces 2^56 bytes (hex 100000000000000) and sends a few.
-HUGE_CHUNK = b"100000000000000\r\n{\"title\": "
+HUGE_CHUNK = b'100000000000000\r\n{"title": '
 BOUNDARY = "habakkukstall"
 
 
