@@ -1,8 +1,13 @@
 """Memory at 10,000 notes: first index build, memory_search p50/p95 (FTS and hybrid), reindex
-after a hand edit.
+after a hand edit; then one huge note dropped in by hand.
 
 Targets (issue 14): search p95 <= 20 ms, reindex after one hand edit <= 50 ms. Prints
-figures only. Run: .venv/bin/python benchmarks/memory_bench.py [NOTES]
+figures only. Run: .venv/bin/python benchmarks/memory_bench.py [NOTES] [BIG_MB]
+
+The huge note (issue 25 item 14; default 21 MB, two shapes: many lines of common words,
+and one line) used to make every search time out: its snippet was built over the whole
+file on the database thread. Printed: the first search after it lands (which indexes
+it), a search after that, and the longest another caller of memory.db waited meanwhile.
 """
 
 from __future__ import annotations
@@ -171,6 +176,38 @@ async def run(count: int) -> None:
         await hybrid.close()
 
 
+async def run_big(megabytes: float) -> None:
+    for shape, joiner in (("many lines", "\n"), ("one line", " ")):
+        with tempfile.TemporaryDirectory() as tmp:
+            home = Home(Path(tmp))
+            home.prepare()
+            config = parse_config(CONFIG, home.config_path, home)
+            folder = home.agent_dir("main") / "memory"
+            write_notes(folder, 200, random.Random(25))
+            memory = Memory(home, config, lambda: [])
+            await memory.search("main", "coffee")
+            line = "coffee garden river notes alpha beta gamma delta"
+            count = int(megabytes * 1024 * 1024) // (len(line) + 1)
+            (folder / "huge.md").write_text(joiner.join([line] * count), encoding="utf-8")
+            db = await memory.database("main")
+            waits: list[float] = []
+            searching = asyncio.ensure_future(memory.search("main", "coffee garden"))
+            while not searching.done():  # another caller of memory.db meanwhile
+                began = time.perf_counter()
+                await db.run(lambda conn: None)
+                waits.append((time.perf_counter() - began) * 1000)
+            first = await searching
+            began = time.perf_counter()
+            hits = await memory.search("main", "river delta")
+            again = (time.perf_counter() - began) * 1000
+            print(
+                f"{megabytes:g} MB note ({shape}): search that indexes it answered with "
+                f"{len(first)} hits; the next search {again:.1f} ms ({len(hits)} hits); longest "
+                f"wait of another memory.db caller meanwhile {max(waits):.1f} ms"
+            )
+            await memory.close()
+
+
 class RandomEmbedder(Embedder):
     """Seeded random unit vectors instead of an embeddings server."""
 
@@ -188,3 +225,4 @@ class RandomEmbedder(Embedder):
 
 if __name__ == "__main__":
     asyncio.run(run(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000))
+    asyncio.run(run_big(float(sys.argv[2]) if len(sys.argv) > 2 else 21))

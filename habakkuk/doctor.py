@@ -52,6 +52,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks += await _database_checks(home)
     checks += _workspace_checks(config, home)
     checks += await _skill_checks(config, home)
+    checks += await asyncio.to_thread(_memory_checks, config, home)
     for tool, why in (("git", "checkpoints"), ("rg", "fast search_files")):
         found = shutil.which(tool)
         checks.append(
@@ -254,6 +255,23 @@ async def _skill_checks(config: Config, home: Home) -> list[Check]:
     checks.append(Check("ok", "skills", f"{shared} shared, {own} agents' own"))
     for folder in await skills.skipped():
         checks.append(Check("WARN", "skills", f"{folder.path}: skipped: {folder.reason}"))
+    return checks
+
+
+def _memory_checks(config: Config, home: Home) -> list[Check]:
+    """A warning for each note file over the size a note is read up to (stat calls only)."""
+    from habakkuk.knowledge.notes import NoteFiles, partial_note
+
+    checks = []
+    for agent in config.agents:
+        for item in NoteFiles(home.agent_dir(agent) / "memory").oversized():
+            checks.append(
+                Check(
+                    "WARN",
+                    f"memory {agent}",
+                    f"{partial_note(item.slug, item.size)}; split it into smaller notes",
+                )
+            )
     return checks
 
 

@@ -125,7 +125,11 @@ def _out(data: Any) -> None:
 
 def _line(note: NoteSummary) -> str:
     tags = f"  [{', '.join(note.tags)}]" if note.tags else ""
+    from habakkuk.knowledge.memory_views import PARTIAL_MARK
+
     mark = "  (untrusted)" if note.untrusted else ""
+    if note.partial:
+        mark += f"  {PARTIAL_MARK}"
     return f"{note.slug:<32} {note.updated}  {note.title}{tags}{mark}"
 
 
@@ -168,6 +172,8 @@ async def _act(
             _out(views.note_json(note))
         else:
             print(_line(note))
+            if note.partial:
+                print(f"habakkuk: memory show: {views.PARTIAL_WORDS}", file=sys.stderr)
             print()
             print(note.body)
         return EXIT_OK

@@ -539,9 +539,13 @@ async def _agent(conv: Conversation, rest: str) -> Reply:
 
 @command("remember", "save these words as a new note", args="TEXT", category="Memory")
 async def _remember(conv: Conversation, rest: str) -> Reply:
+    from habakkuk.engine.control_chars import without_controls
     from habakkuk.knowledge.memory_types import Provenance
     from habakkuk.knowledge.memory_views import title_from_text
 
+    # The user's own words: a stray control character (a NUL, a bidirectional override
+    # pasted along) is taken out, not a reason to refuse what they asked to remember.
+    rest = without_controls(rest).strip()
     if not rest:
         return Reply("/remember TEXT saves TEXT as a new note.", error=True)
     agent = await conv.agent()

@@ -17,7 +17,9 @@ from typing import Any
 SECRET_NAME = re.compile(
     r"(^|_)(token|password|passwd|secret|api_key|apikey|key|credentials?|private_key)$", re.I
 )
-URL_PASSWORD = re.compile(r"([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", re.I)
+# The scheme starts where a run of its characters starts: tried from every letter of a
+# long word, it read the rest of the word each time.
+URL_PASSWORD = re.compile(r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", re.I)
 SECRET_QUERY = re.compile(
     r"([?&](?:[a-z_]*token|key|api_key|apikey|secret|password|sig|signature|auth)=)[^&#\s]+", re.I
 )
@@ -28,7 +30,10 @@ NAMED_KEY_SHAPES: list[tuple[str, re.Pattern[str]]] = [
     for what, pattern in (
         (
             "a private key",
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----)?",
+            # Headers in any case; the body up to its END line (an 8192-bit key is 6.5 KB),
+            # looked for within 16 KB so that many headers cannot make a slow search.
+            r"(?i)-----BEGIN [A-Z ]*PRIVATE KEY[A-Z ]*-----"
+            r"(?:[\s\S]{0,16384}?-----END [A-Z ]*PRIVATE KEY[A-Z ]*-----)?",
         ),
         ("an Anthropic key", r"\bsk-ant-[A-Za-z0-9_-]{16,}"),
         ("an OpenAI key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}"),
@@ -40,7 +45,8 @@ NAMED_KEY_SHAPES: list[tuple[str, re.Pattern[str]]] = [
         ("a Google API key", r"\bAIza[0-9A-Za-z_-]{30,}"),
         ("a JWT", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
         ("a Telegram bot token", r"\b\d{8,10}:[A-Za-z0-9_-]{35}\b"),
-        ("a bearer credential", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
+        # A digit in it: "bearer credentials" in prose is not one.
+        ("a bearer credential", r"(?i)\bbearer\s+(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}"),
     )
 ]
 KEY_SHAPES: list[re.Pattern[str]] = [shape for _, shape in NAMED_KEY_SHAPES]

@@ -101,8 +101,8 @@ async def open_agent_memory(
     return AgentMemory(agent, folder, files, index, history, semantic)
 
 
-def note_of(slug: str, parsed: Parsed) -> Note:
-    """A parsed note file as the Note value."""
+def note_of(slug: str, parsed: Parsed, *, partial: bool = False) -> Note:
+    """A parsed note file as the Note value (`partial`: read only up to the cap)."""
     return Note(
         slug=slug,
         title=parsed.title,
@@ -112,6 +112,7 @@ def note_of(slug: str, parsed: Parsed) -> Note:
         source=parsed.source,
         session=parsed.session,
         trust=parsed.trust,
+        partial=partial,
         body=parsed.body,
     )
 

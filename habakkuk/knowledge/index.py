@@ -12,11 +12,14 @@ review_runs, embeddings): they are progress and caches, all rebuildable.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import json
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from habakkuk.engine.store import Database, Migration, transaction
@@ -24,10 +27,15 @@ from habakkuk.engine.store import Database, Migration, transaction
 from .folder_watch import FolderWatch
 from .frontmatter import Parsed, parse
 from .memory_types import NoteSummary, ReindexStats
-from .notes import FileStat, NoteFiles, valid_slug
+from .notes import READ_MAX_BYTES, FileStat, NoteFiles, partial_size, valid_slug
+from .snippets import SNIPPET_SCAN, Highlighter, opening
 
 EMBED_BYTES = 8_000
 MAX_QUERY_WORDS = 64
+# One write transaction of a sync indexes at most this much text, or this many files:
+# FTS5 tokenizes on the database thread, 2-5 ms for 128 KB on a small machine.
+BATCH_BYTES = 128 * 1024
+BATCH_FILES = 500
 
 INDEX_MIGRATIONS = [
     Migration(
@@ -101,6 +109,19 @@ def text_hash(title: str, tags: tuple[str, ...], body: str) -> str:
     return hashlib.sha256(embedded_text(title, tags, body).encode("utf-8")).hexdigest()
 
 
+def note_snippet(highlighter: Highlighter, row: sqlite3.Row) -> str:
+    """A search hit's snippet: around the body's first match (it says more than the
+    title), else the title's or the tags', else the body's first words. Bounded work
+    whatever the note's size (see snippets.py): `head` is the body's first characters."""
+    head = str(row["head"])
+    return (
+        highlighter.snippet(head)
+        or highlighter.snippet(row["title"])
+        or highlighter.snippet(" ".join(json.loads(row["tags"])))
+        or opening(head)
+    )
+
+
 def fts_query(text: str) -> str:
     """The query's words, each quoted, OR-ed: "" when it has no words."""
     words = re.findall(r"\w+", text.replace("\x00", " "))[:MAX_QUERY_WORDS]
@@ -117,6 +138,56 @@ class Seen:
     slug: str
     before_hash: str
     text: str | None
+
+
+@dataclass(frozen=True)
+class SyncPlan:
+    """What a sync found to do: the rows it compared, the files changed and gone."""
+
+    rows: dict[str, tuple[int, int, str]]  # slug -> (mtime_ns, size, content hash)
+    scanned: int
+    changed: list[FileStat]
+    gone: list[str]
+    built: bool  # the index had been built before this sync
+    full: bool = False  # every row is rewritten
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A note file read and parsed, ready for its row (the work done off the db thread)."""
+
+    stat: FileStat
+    text: str
+    parsed: Parsed
+    digest: str  # content_hash(text)
+    text_digest: str  # text_hash of what is embedded
+
+
+def prepare(stat: FileStat, text: str) -> Prepared:
+    """Parse and hash a note's text for its index row."""
+    parsed = parse(text, stat.slug, stat.mtime_ns / 1e9)
+    return Prepared(
+        stat,
+        text,
+        parsed,
+        content_hash(text),
+        text_hash(parsed.title, parsed.tags, parsed.body),
+    )
+
+
+def batches(files: list[FileStat]) -> Iterator[list[FileStat]]:
+    """`files` in runs of at most BATCH_BYTES of text (a bigger note alone) or BATCH_FILES."""
+    batch: list[FileStat] = []
+    size = 0
+    for item in files:
+        weight = min(item.size, READ_MAX_BYTES)
+        if batch and (size + weight > BATCH_BYTES or len(batch) >= BATCH_FILES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += weight
+    if batch:
+        yield batch
 
 
 @dataclass(frozen=True)
@@ -137,6 +208,7 @@ def summary(row: sqlite3.Row) -> NoteSummary:
         source=row["source"],
         session=row["session"],
         trust="untrusted" if row["trust"] == "untrusted" else "trusted",
+        partial=partial_size(int(row["size"])),
     )
 
 
@@ -158,11 +230,30 @@ class Index:
 
         `only`: look at these slugs alone (before a write to them: a hand edit of the
         note being replaced is recorded as such, without a scan of the whole folder).
-        """
-        return await self.db.run(lambda conn: self._sync(conn, full, only))
 
-    def _sync(self, conn: sqlite3.Connection, full: bool, only: tuple[str, ...]) -> SyncResult:
+        The files are read and parsed off the database thread, and written in batches of
+        at most BATCH_BYTES of text, each its own transaction: a big note dropped in by
+        hand (or ten thousand small ones) never holds the thread that every search, write
+        and shutdown of this memory waits for.
+        """
         started = time.perf_counter()
+        plan = await self.db.run(lambda conn: self._plan(conn, full, only))
+        if not plan.changed and not plan.gone and plan.built and not full:
+            elapsed = time.perf_counter() - started
+            return SyncResult(ReindexStats(plan.scanned, 0, 0, elapsed), [], False)
+        seen: list[Seen] = []
+        loaded = 0
+        for batch in batches(plan.changed):
+            prepared = await asyncio.to_thread(self._prepare_files, batch)
+            loaded += len(prepared)
+            seen += await self.db.run(functools.partial(self._store, plan=plan, batch=prepared))
+        seen += await self.db.run(lambda conn: self._finish(conn, plan))
+        elapsed = time.perf_counter() - started
+        stats = ReindexStats(plan.scanned, loaded, len(plan.gone), elapsed)
+        return SyncResult(stats, seen, not plan.built)
+
+    def _plan(self, conn: sqlite3.Connection, full: bool, only: tuple[str, ...]) -> SyncPlan:
+        """What differs between the files and their rows (stat calls only, no reads)."""
         built = conn.execute("SELECT 1 FROM meta WHERE key = 'built'").fetchone() is not None
         if not built or full:
             only = ()
@@ -172,8 +263,7 @@ class Index:
         elif not only:
             watched = self._watched_changes()
             if watched == ():
-                elapsed = time.perf_counter() - started
-                return SyncResult(ReindexStats(0, 0, 0, elapsed), [], False)
+                return SyncPlan({}, 0, [], [], built=True)
             only = watched or ()
         # Plain tuples, not sqlite3.Row: this runs before every search, over every note.
         cursor = conn.cursor()
@@ -196,31 +286,42 @@ class Index:
             if full or rows.get(f.slug, (None, None, ""))[:2] != (f.mtime_ns, f.size)
         ]
         gone = [slug for slug in rows if slug not in present]
-        if not changed and not gone and built and not full:
-            elapsed = time.perf_counter() - started
-            return SyncResult(ReindexStats(len(files), 0, 0, elapsed), [], False)
-        loaded: list[tuple[FileStat, str]] = []
-        for stat in changed:
+        return SyncPlan(rows, len(files), changed, gone, built=built, full=full)
+
+    def _prepare_files(self, stats: list[FileStat]) -> list[Prepared]:
+        """Read and parse changed files (in a worker thread); a file gone since is left out."""
+        prepared = []
+        for stat in stats:
             read = self.files.read(stat.slug)
             if read is not None:
-                loaded.append((stat, read[0]))
+                prepared.append(prepare(stat, read.text))
+        return prepared
+
+    def _store(
+        self, conn: sqlite3.Connection, *, plan: SyncPlan, batch: list[Prepared]
+    ) -> list[Seen]:
+        """Write one batch of prepared notes in one transaction; the changes it made."""
         seen: list[Seen] = []
         with transaction(conn):
-            if full:
-                conn.execute("DELETE FROM notes_fts")
-                conn.execute("DELETE FROM notes")
-            for stat, text in loaded:
-                before = rows.get(stat.slug, (0, 0, ""))[2]
-                new_hash = self._upsert(conn, stat, text)
-                if new_hash != before:
-                    seen.append(Seen(stat.slug, before, text))
-            for slug in gone:
+            for item in batch:
+                before = plan.rows.get(item.stat.slug, (0, 0, ""))[2]
+                self._upsert(conn, item)
+                if item.digest != before:
+                    seen.append(Seen(item.stat.slug, before, item.text))
+        return seen
+
+    def _finish(self, conn: sqlite3.Connection, plan: SyncPlan) -> list[Seen]:
+        """Drop the rows of gone files and mark the index built, in one transaction."""
+        seen: list[Seen] = []
+        with transaction(conn):
+            for slug in plan.gone:
                 self._remove(conn, slug)
-                seen.append(Seen(slug, rows[slug][2], None))
+                seen.append(Seen(slug, plan.rows[slug][2], None))
+            if plan.full:
+                # What no row owns (an index damaged by hand): a rebuild leaves none.
+                conn.execute("DELETE FROM notes_fts WHERE rowid NOT IN (SELECT id FROM notes)")
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('built', '1')")
-        elapsed = time.perf_counter() - started
-        stats = ReindexStats(len(files), len(loaded), len(gone), elapsed)
-        return SyncResult(stats, seen, not built)
+        return seen
 
     def _watched_changes(self) -> tuple[str, ...] | None:
         """The slugs to look at: () when the watch saw nothing, None for a full scan."""
@@ -233,9 +334,8 @@ class Index:
         slugs = (n[:-3] for n in names if n.endswith(".md") and not n.startswith("."))
         return tuple(sorted(slug for slug in slugs if valid_slug(slug)))
 
-    def _upsert(self, conn: sqlite3.Connection, stat: FileStat, text: str) -> str:
-        parsed: Parsed = parse(text, stat.slug, stat.mtime_ns / 1e9)
-        digest = content_hash(text)
+    def _upsert(self, conn: sqlite3.Connection, item: Prepared) -> None:
+        stat, parsed = item.stat, item.parsed
         values = (
             stat.mtime_ns,
             stat.size,
@@ -246,8 +346,8 @@ class Index:
             parsed.source,
             parsed.session,
             parsed.trust,
-            digest,
-            text_hash(parsed.title, parsed.tags, parsed.body),
+            item.digest,
+            item.text_digest,
         )
         row = conn.execute("SELECT id FROM notes WHERE slug = ?", (stat.slug,)).fetchone()
         if row is None:
@@ -276,7 +376,6 @@ class Index:
             "INSERT OR IGNORE INTO note_tags(note_id, tag) VALUES (?, ?)",
             [(note_id, tag) for tag in parsed.tags],
         )
-        return digest
 
     def _remove(self, conn: sqlite3.Connection, slug: str) -> None:
         row = conn.execute("SELECT id FROM notes WHERE slug = ?", (slug,)).fetchone()
@@ -286,8 +385,8 @@ class Index:
 
     async def put(self, slug: str, text: str, mtime_ns: int, size: int) -> None:
         """Index a file the service has just written (so the next sync sees no change)."""
-        stat = FileStat(slug, mtime_ns, size)
-        await self.db.write(lambda conn: self._upsert(conn, stat, text))
+        item = prepare(FileStat(slug, mtime_ns, size), text)
+        await self.db.write(lambda conn: self._upsert(conn, item))
 
     async def drop(self, slug: str) -> None:
         """Forget the row of a note the service has just moved away."""
@@ -319,6 +418,7 @@ class Index:
     ) -> list[tuple[NoteSummary, str, float]]:
         """(note, snippet, score) best first; with no words, the tagged notes newest first."""
         match = fts_query(query)
+        highlighter = Highlighter(query.replace("\x00", " "), max_words=MAX_QUERY_WORDS)
         wanted = tuple(dict.fromkeys(t.strip().lower() for t in tags if t.strip()))
         if not match and not wanted:
             return []
@@ -334,8 +434,7 @@ class Index:
 
         def _search(conn: sqlite3.Connection) -> list[tuple[NoteSummary, str, float]]:
             if match:
-                # Rank first, snippets after: snippet() over every matching row of 10,000
-                # notes is most of the cost, and only `limit` of them are shown.
+                # Rank first, snippets after: only `limit` of the matching rows are shown.
                 ranked = conn.execute(
                     "SELECT notes_fts.rowid, bm25(notes_fts, 10.0, 5.0, 1.0) AS score"
                     " FROM notes_fts"
@@ -350,25 +449,16 @@ class Index:
                 by_id = {
                     int(r["id"]): r
                     for r in conn.execute(
-                        "SELECT n.*, snippet(notes_fts, 2, '[', ']', '…', 16) AS body_snip,"
-                        " snippet(notes_fts, -1, '[', ']', '…', 16) AS snip"
-                        " FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
-                        f" WHERE notes_fts MATCH ? AND notes_fts.rowid IN ({marks})",
-                        (match, *ids),
+                        "SELECT n.*, substr(f.body, 1, ?) AS head"
+                        " FROM notes_fts f JOIN notes n ON n.id = f.rowid"
+                        f" WHERE f.rowid IN ({marks})",
+                        (SNIPPET_SCAN, *ids),
                     )
                 }
                 found = [(by_id[i], -float(r[1])) for i, r in zip(ids, ranked, strict=True)]
                 # Equal scores in slug order, so a listing is stable between calls.
                 found.sort(key=lambda item: (-item[1], item[0]["slug"]))
-                # The body's own snippet when the body matched: it says more than the title.
-                return [
-                    (
-                        summary(r),
-                        r["body_snip"] if "[" in r["body_snip"] else r["snip"],
-                        score,
-                    )
-                    for r, score in found
-                ]
+                return [(summary(r), note_snippet(highlighter, r), score) for r, score in found]
             rows = conn.execute(
                 "SELECT n.*, substr(f.body, 1, 160) AS snip FROM notes n"
                 " JOIN notes_fts f ON f.rowid = n.id"

@@ -60,6 +60,9 @@ class NoteSummary:
     source: str = ""  # agent, user, review, hand (spec: frontmatter `source`)
     session: str = ""
     trust: Trust = "trusted"
+    # The file is over the size a note is read up to (notes.READ_MAX_BYTES): only its
+    # beginning is indexed and shown, and Habakkuk does not rewrite it.
+    partial: bool = False
 
     @property
     def untrusted(self) -> bool:

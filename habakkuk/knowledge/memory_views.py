@@ -26,11 +26,18 @@ from .memory_types import (
     ReindexStats,
     RestoreResult,
 )
+from .notes import READ_MAX_BYTES, size_text
 
 # Notes carrying one of these tags are never archived by the nightly pass (spec 000):
 # the history lists them as its "pins".
 PIN_TAGS = ("pinned", "keep")
 CHANGE_KINDS: tuple[str, ...] = get_args(ChangeKind)  # note, profile, identity, skill
+# How the list marks a note over the size a note is read up to, and what it says of it.
+PARTIAL_MARK = f"(partial: first {size_text(READ_MAX_BYTES)})"
+PARTIAL_WORDS = (
+    f"this note is over {size_text(READ_MAX_BYTES)}: only its beginning is indexed and shown, "
+    "and Habakkuk does not rewrite it; split it into smaller notes"
+)
 TITLE_WORDS = 8
 TITLE_CHARS = 60
 _MAX_TAGS = 32
@@ -42,7 +49,9 @@ _PIN_SCAN = 500
 
 def note_json(note: NoteSummary, *, snippet: str = "") -> dict[str, Any]:
     """A note as the API shows it: {"slug", "title", "tags", "created_at", "updated_at",
-    "source", "session", "trust", "snippet"} and, for a read note, "body"."""
+    "source", "session", "trust", "partial", "snippet"} and, for a read note, "body".
+    "partial" is true for a file over the size a note is read up to: only its beginning
+    is indexed, and "body" is that beginning."""
     body: dict[str, Any] = {
         "slug": note.slug,
         "title": note.title,
@@ -52,6 +61,7 @@ def note_json(note: NoteSummary, *, snippet: str = "") -> dict[str, Any]:
         "source": note.source,
         "session": note.session,
         "trust": note.trust,
+        "partial": note.partial,
         "snippet": snippet,
     }
     if isinstance(note, Note):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from habakkuk.engine.control_chars import refuse_controls
 from habakkuk.engine.errors import HabakkukError
 
 from .frontmatter import normalise_tags
@@ -13,7 +14,9 @@ TAG_MAX = 40
 
 
 def checked_title(title: str) -> str:
-    """The title on one line; HabakkukError when empty or too long."""
+    """The title on one line; HabakkukError when empty, too long or holding a control
+    character (NUL, an escape, a bidirectional override)."""
+    refuse_controls(str(title), "memory: the title")
     clean = " ".join(str(title).split())
     if not clean:
         raise HabakkukError("memory: title is empty")
@@ -23,8 +26,10 @@ def checked_title(title: str) -> str:
 
 
 def checked_body(content: str) -> str:
-    """The body without surrounding blank lines; HabakkukError when empty or too big."""
+    """The body without surrounding blank lines; HabakkukError when empty, too big or
+    holding a control character."""
     body = str(content).strip("\n")
+    refuse_controls(body, "memory: the content")
     if not body.strip():
         raise HabakkukError("memory: content is empty")
     if len(body.encode("utf-8")) > NOTE_MAX_BYTES:
@@ -40,6 +45,8 @@ def checked_tags(tags: list[str] | None) -> tuple[str, ...] | None:
         return None
     if isinstance(tags, str):
         tags = [tags]
+    for tag in tags:
+        refuse_controls(str(tag), "memory: a tag")
     clean = normalise_tags(list(tags))
     if len(clean) > TAGS_MAX:
         raise HabakkukError(f"memory: at most {TAGS_MAX} tags")

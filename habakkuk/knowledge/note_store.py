@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.home import Home
+from habakkuk.engine.secret_scan import find_secret
 from habakkuk.engine.store import Database
 
 from .agent_memory import (
@@ -36,8 +37,7 @@ from .memory_types import (
     Trust,
 )
 from .note_checks import checked_body, checked_tags, checked_title, given_tags
-from .notes import NoteFiles, check_slug, slugify
-from .secrets import find_secret
+from .notes import NoteFiles, NoteText, check_slug, partial_note, slugify
 
 PROFILE_FILE = "USER.md"
 IDENTITY_FILE = "IDENTITY.md"
@@ -46,6 +46,16 @@ SecretValues = Callable[[], Iterable[str] | Mapping[str, str]]
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
+
+
+def refuse_partial(slug: str, found: NoteText) -> None:
+    """HabakkukError when note `slug` was read only in part: rewriting it from what was
+    read would cut it at the cap, so Habakkuk leaves such a note to the person's editor."""
+    if found.partial:
+        raise HabakkukError(
+            f"memory: {partial_note(slug, found.size)}; Habakkuk does not rewrite it "
+            "(split it into smaller notes by hand, or forget it)"
+        )
 
 
 class NoteStore:
@@ -243,10 +253,10 @@ class NoteStore:
         `mark_read` is False: the review's own reading does not keep a note fresh)."""
         am = await self._agent(agent)
         check_slug(slug)
-        text, mtime = await asyncio.to_thread(am.files.require, slug)
+        found = await asyncio.to_thread(am.files.require, slug)
         if mark_read:
             await am.index.mark_read(slug, now())
-        return note_of(slug, parse(text, slug, mtime))
+        return note_of(slug, parse(found.text, slug, found.mtime), partial=found.partial)
 
     async def save(
         self,
@@ -260,7 +270,10 @@ class NoteStore:
     ) -> SaveResult:
         """Create or replace the note whose slug derives from `title`."""
         am = await self._agent(agent)
-        clean_title, body, clean_tags = self._checked_note(title, content, tags)
+        # Off the event loop: a 64,000-byte body made to be slow to scan takes ~0.2 s.
+        clean_title, body, clean_tags = await asyncio.to_thread(
+            self._checked_note, title, content, tags
+        )
         async with am.lock:
             slug = slugify(clean_title)
             await self._sync(am, only=(slug,))
@@ -268,7 +281,9 @@ class NoteStore:
             if existing is not None and not replace:
                 slug = await asyncio.to_thread(self._free_slug, am.files, slug)
                 existing = None
-            old = parse(existing[0], slug, existing[1]) if existing else None
+            if existing is not None:
+                refuse_partial(slug, existing)
+            old = parse(existing.text, slug, existing.mtime) if existing else None
             return await self._write_note(
                 am,
                 slug,
@@ -277,7 +292,7 @@ class NoteStore:
                 clean_tags,
                 provenance,
                 old=old,
-                before=existing[0] if existing else None,
+                before=existing.text if existing else None,
             )
 
     @staticmethod
@@ -373,12 +388,17 @@ class NoteStore:
         """Replace note `slug`; a new title saves it under the new slug and trashes the old."""
         am = await self._agent(agent)
         check_slug(slug)
-        clean_title, body, clean_tags = self._checked_note(title, content, tags)
+        # Off the event loop: a 64,000-byte body made to be slow to scan takes ~0.2 s.
+        clean_title, body, clean_tags = await asyncio.to_thread(
+            self._checked_note, title, content, tags
+        )
         async with am.lock:
             new_slug = slugify(clean_title)
             await self._sync(am, only=(slug, new_slug))
-            text, mtime = await asyncio.to_thread(am.files.require, slug)
-            old = parse(text, slug, mtime)
+            found = await asyncio.to_thread(am.files.require, slug)
+            refuse_partial(slug, found)
+            text = found.text
+            old = parse(text, slug, found.mtime)
             if new_slug == slug:
                 return await self._write_note(
                     am, slug, clean_title, body, clean_tags, provenance, old=old, before=text
@@ -412,8 +432,11 @@ class NoteStore:
         check_slug(slug)
         async with am.lock:
             await self._sync(am, only=(slug,))
-            text, mtime = await asyncio.to_thread(am.files.require, slug)
-            parsed = parse(text, slug, mtime)
+            found = await asyncio.to_thread(am.files.require, slug)
+            # Over the cap, `text` is the note's beginning: the history keeps that, and
+            # the whole file goes to the trash.
+            text = found.text
+            parsed = parse(text, slug, found.mtime)
             if provenance.by == "review":
                 raise ProposalCreated(
                     await am.history.propose(
@@ -436,6 +459,7 @@ class NoteStore:
             source=note.source,
             session=note.session,
             trust=note.trust,
+            partial=found.partial,
         )
 
     async def trust(self, agent: str, slug: str, *, provenance: Provenance) -> Note:
@@ -448,10 +472,12 @@ class NoteStore:
             )
         async with am.lock:
             await self._sync(am, only=(slug,))
-            text, mtime = await asyncio.to_thread(am.files.require, slug)
-            old = parse(text, slug, mtime)
+            found = await asyncio.to_thread(am.files.require, slug)
+            text = found.text
+            old = parse(text, slug, found.mtime)
             if old.trust == "trusted":
-                return note_of(slug, old)
+                return note_of(slug, old, partial=found.partial)
+            refuse_partial(slug, found)
             result = await self._write_note(
                 am,
                 slug,

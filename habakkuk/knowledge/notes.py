@@ -3,10 +3,15 @@
 Slugs are the only names a caller can give, and they are checked so that no caller can
 reach outside the folder (`../x`, `/etc/passwd`, `.trash`). Dot-files and folders under
 memory/ are not notes; forgetting moves a note to memory/.trash/ instead of deleting it.
+
+A note is read up to READ_MAX_BYTES: a file dropped in by hand may be any size, and one
+of 21 MB read whole made every search build its snippet over all of it. What is past
+the cap is neither indexed nor shown, and the note says so (`NoteText.partial`).
 """
 
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import os
 import re
@@ -19,6 +24,11 @@ from typing import NamedTuple
 from habakkuk.engine.errors import HabakkukError, NotFound
 
 SLUG_MAX = 80
+# Notes written through Habakkuk are at most 64,000 bytes (note_checks.NOTE_MAX_BYTES);
+# this cap is for the files people put there, and keeps indexing one note to a few
+# milliseconds of the database thread (FTS5 takes 2-5 ms for 128 KB of words, 5-17 ms
+# for 256 KB, on a small shared machine).
+READ_MAX_BYTES = 128 * 1024
 _SLUG = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
@@ -69,6 +79,55 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def read_capped(path: Path, limit: int = READ_MAX_BYTES) -> tuple[str, os.stat_result]:
+    """The first `limit` bytes of `path` as text (as a text-mode read gives them: invalid
+    UTF-8 replaced, newlines made \\n), and the file's stat. A character cut by the cap is
+    left out whole. Raises what `open` raises."""
+    with path.open("rb") as handle:
+        data = handle.read(limit)
+        stat = os.fstat(handle.fileno())
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    text = decoder.decode(data, final=stat.st_size <= limit)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, stat
+
+
+def partial_size(size: int) -> bool:
+    """Whether a note file of `size` bytes is read, indexed and shown only in part."""
+    return size > READ_MAX_BYTES
+
+
+def size_text(size: int) -> str:
+    """A file size for a message: "21.3 MB", "256 KB", "900 bytes"."""
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MB"
+    if size >= 1024:
+        return f"{size // 1024} KB"
+    return f"{size} bytes"
+
+
+def partial_note(slug: str, size: int) -> str:
+    """What a note over the cap is, in words (for doctor, the CLI and errors)."""
+    return (
+        f"memory/{slug}.md is {size_text(size)}: only its first {size_text(READ_MAX_BYTES)} "
+        "are indexed and shown"
+    )
+
+
+class NoteText(NamedTuple):
+    """A note file as read: its text (up to READ_MAX_BYTES), mtime and size in bytes."""
+
+    text: str
+    mtime: float
+    size: int
+
+    @property
+    def partial(self) -> bool:
+        """The file is bigger than the cap: `text` is only its beginning."""
+        return partial_size(self.size)
+
+
 class FileStat(NamedTuple):
     """One note file as the index compares it (a tuple: a scan builds 10,000 of them)."""
 
@@ -95,21 +154,24 @@ class NoteFiles:
         """The note's path relative to the agent's folder, as the history records it."""
         return f"memory/{check_slug(slug)}.md"
 
-    def read(self, slug: str) -> tuple[str, float] | None:
-        """The note's text and mtime, or None when there is no such file."""
+    def read(self, slug: str) -> NoteText | None:
+        """The note's text (up to READ_MAX_BYTES), mtime and size, or None when there is
+        no such file."""
         path = self.path(slug)
         if path.is_symlink():
             # A link could lead anywhere: the index skips it, and so does every read.
             return None
         try:
-            with path.open(encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-                mtime = os.fstat(handle.fileno()).st_mtime
+            text, stat = read_capped(path)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
-        return text, mtime
+        return NoteText(text, stat.st_mtime, stat.st_size)
 
-    def require(self, slug: str) -> tuple[str, float]:
+    def oversized(self) -> list[FileStat]:
+        """The note files over the cap (read, indexed and shown only in part)."""
+        return [item for item in self.scan() if partial_size(item.size)]
+
+    def require(self, slug: str) -> NoteText:
         found = self.read(slug)
         if found is None:
             raise NotFound(f"memory: no note {slug!r}")

@@ -181,8 +181,9 @@ def _describe(conn: sqlite3.Connection, slugs: list[str]) -> Mapping[str, tuple[
         return {}
     marks = ", ".join("?" for _ in slugs)
     rows = conn.execute(
-        "SELECT n.*, f.body AS body FROM notes n JOIN notes_fts f ON f.rowid = n.id"
-        f" WHERE n.slug IN ({marks})",
+        # The body's start is all a snippet shows (a note may be 128 KB).
+        "SELECT n.*, substr(f.body, 1, 4096) AS body FROM notes n"
+        f" JOIN notes_fts f ON f.rowid = n.id WHERE n.slug IN ({marks})",
         slugs,
     ).fetchall()
     return {row["slug"]: (summary(row), str(row["body"])) for row in rows}

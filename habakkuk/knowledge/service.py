@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
+from habakkuk.engine.control_chars import refuse_controls
 from habakkuk.engine.errors import HabakkukError, NotFound
 
 from .agent_memory import (
@@ -40,7 +41,7 @@ from .memory_types import (
     TaintRefused,
 )
 from .note_checks import checked_body, checked_title
-from .note_store import IDENTITY_FILE, PROFILE_FILE, NoteStore
+from .note_store import IDENTITY_FILE, PROFILE_FILE, NoteStore, refuse_partial
 from .notes import check_slug
 from .profile import PROFILE_CAP, change_section, check_cap, cut, render_identity
 
@@ -76,6 +77,8 @@ class Memory(NoteStore):
                 "user profile: this turn read external content, so it cannot change USER.md; "
                 "the user can state it again in a new message"
             )
+        refuse_controls(str(section), "user profile: the section")
+        refuse_controls(str(content), "user profile: the content")
         self._refuse_secrets("user profile", [("section", str(section)), ("content", str(content))])
         async with am.lock:
             await self._sync(am)
@@ -138,6 +141,8 @@ class Memory(NoteStore):
             raise TaintRefused(
                 "identity: this turn read external content, so it cannot change IDENTITY.md"
             )
+        for field, value in (("name", name), ("emoji", emoji), ("manner", manner)):
+            refuse_controls(str(value), f"identity: the {field}")
         self._refuse_secrets(
             "identity", [("name", str(name)), ("emoji", str(emoji)), ("manner", str(manner))]
         )
@@ -225,8 +230,14 @@ class Memory(NoteStore):
         path = am.file(found.path)
         async with am.lock:
             await self._sync(am)
-            current_found = await asyncio.to_thread(read_text, path)
-            current = current_found[0] if current_found else None
+            if found.kind == "note":
+                note = await asyncio.to_thread(am.files.read, check_slug(found.name))
+                if note is not None and target is not None:
+                    refuse_partial(found.name, note)
+                current = note.text if note is not None else None
+            else:
+                current_found = await asyncio.to_thread(read_text, path)
+                current = current_found[0] if current_found else None
             if current == target:
                 return RestoreResult(restored=None, unchanged=True)
             if found.kind == "note":
@@ -323,7 +334,9 @@ class Memory(NoteStore):
                 slug = check_slug(proposal.name)
                 await self._sync(am, only=(slug,))
                 existing = await asyncio.to_thread(am.files.read, slug)
-                old = parse(existing[0], slug, existing[1]) if existing else None
+                if existing is not None:
+                    refuse_partial(slug, existing)
+                old = parse(existing.text, slug, existing.mtime) if existing else None
                 await self._write_note(
                     am,
                     slug,
@@ -332,7 +345,7 @@ class Memory(NoteStore):
                     None,
                     user,
                     old=old,
-                    before=existing[0] if existing else None,
+                    before=existing.text if existing else None,
                 )
         else:
             self._refuse_secrets("proposal", [("content", proposal.content)])

@@ -18,6 +18,7 @@ from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
 from habakkuk.knowledge.memory_types import MemoryAccess, Provenance
+from habakkuk.knowledge.memory_views import PARTIAL_WORDS
 
 MAX_SEARCH = 50
 AROUND = 3  # messages shown either side of a session_search hit
@@ -173,6 +174,8 @@ class MemoryRead(MemoryTool):
         if note.tags:
             head += f"; tags: {', '.join(note.tags)}"
         head += f"; updated: {note.updated}"
+        if note.partial:
+            head += f"\n({PARTIAL_WORDS})"
         text = f"{head}\n\n{note.body.strip()}"
         return f"{UNTRUSTED_WARNING}\n\n{text}" if note.untrusted else text
 

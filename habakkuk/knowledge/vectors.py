@@ -177,7 +177,7 @@ def fuse(rankings: Sequence[Sequence[str]], *, k: int = RRF_K) -> list[tuple[str
 
 def body_start(body: str, chars: int = SNIPPET_CHARS) -> str:
     """The snippet of a note found by meaning alone: its body's start, on one line."""
-    text = " ".join(body.split())
+    text = " ".join(body[: chars * 8].split())
     return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
 
 

@@ -22,6 +22,7 @@ from textual.content import Content
 from textual.widgets import DataTable, Input, Markdown, Static, TextArea
 
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.knowledge.memory_views import PARTIAL_MARK, PARTIAL_WORDS
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.screens.memory_access import USER, MemoryScreenAccess
 from habakkuk.screens.text_prompt import Confirm
@@ -64,10 +65,12 @@ def split_query(text: str) -> tuple[str, tuple[str, ...]]:
 
 
 def title_cell(note: NoteSummary) -> Text:
-    """A note's title, marked when it is untrusted."""
+    """A note's title, marked when it is untrusted or read only in part (too big)."""
     title = Text(" ".join(note.title.split()) or note.slug)
     if note.untrusted:
         title = Text.assemble((UNTRUSTED, "bold yellow"), title)
+    if note.partial:
+        title = Text.assemble(title, (f" {PARTIAL_MARK}", "bold yellow"))
     return title
 
 
@@ -312,10 +315,15 @@ class MemoryScreen(RuntimeScreen):
             if note.source:
                 parts.append(f"by {note.source}")
             self._meta.update(Content(" · ".join(p for p in parts if p)))
-            self._warning.update(
-                Content("Untrusted: saved after outside content entered the turn. t vouches.")
-            )
-            self._warning.display = note.untrusted
+            warnings = []
+            if note.untrusted:
+                warnings.append(
+                    "Untrusted: saved after outside content entered the turn. t vouches."
+                )
+            if note.partial:
+                warnings.append(PARTIAL_WORDS[0].upper() + PARTIAL_WORDS[1:] + ".")
+            self._warning.update(Content("\n".join(warnings)))
+            self._warning.display = bool(warnings)
             self._view.update(note.body)
         self.refresh_bindings()
 

@@ -47,7 +47,7 @@ from . import (
 from .chat import WebChannel
 from .errors import ApiError
 from .health import DepthCache
-from .inputs import header
+from .inputs import BODY_SECONDS, JSON_LIMIT, header, read_body
 from .metrics import Metrics
 from .served import SERVER_KEY, UPLOAD_LIMIT, Served, json_response, server_of
 from .webstore import WebStore
@@ -88,7 +88,11 @@ def error_response(
 ) -> web.Response:
     """An error in the shape the path's clients expect."""
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return json_response(_error_body(request, status, message, param), status, headers)
+    response = json_response(_error_body(request, status, message, param), status, headers)
+    if status == 408:
+        # The body never came whole: what is left of it cannot be told from a next request.
+        response.force_close()
+    return response
 
 
 @web.middleware
@@ -187,6 +191,7 @@ class HttpServer:
         self.token = token
         self.keepalive_seconds = 20.0
         self.typing_seconds = 4.0
+        self.body_seconds = BODY_SECONDS
         self.store: WebStore | None = None
         self.metrics: Metrics = Metrics(runtime)
         self.depth_cache = DepthCache(runtime)
@@ -243,7 +248,9 @@ class HttpServer:
             # token (and Host, Sec-Fetch-Site, JSON) first, so the endpoint needs none.
             from habakkuk.protocols.mcp.server import McpHttpEndpoint
 
-            McpHttpEndpoint(self.runtime).install(app)
+            McpHttpEndpoint(
+                self.runtime, read_body=lambda request: read_body(request, JSON_LIMIT)
+            ).install(app)
         return app
 
     async def start(self, host: str | None = None, port: int | None = None) -> None:
@@ -259,7 +266,12 @@ class HttpServer:
         try:
             self.metrics.start()
             await self.channel.start()
-            self._runner = web.AppRunner(self.build_app(), access_log=None, shutdown_timeout=2.0)
+            # lingering_time: after an answer sent before the body was read whole (a 413,
+            # a 408), what is left of the body is read and dropped for at most this long
+            # before the connection closes (aiohttp's default is 10 s).
+            self._runner = web.AppRunner(
+                self.build_app(), access_log=None, shutdown_timeout=2.0, lingering_time=2.0
+            )
             await self._runner.setup()
             site = web.TCPSite(self._runner, host, port, reuse_address=True)
             await site.start()

@@ -39,7 +39,7 @@ from habakkuk.engine.events import (
 from habakkuk.engine.timeouts import next_within
 
 from .errors import ApiError
-from .inputs import MAX_CURSOR, cursor, header, query_int, read_json
+from .inputs import MAX_CURSOR, body_deadline, cursor, header, query_int, read_json
 from .served import UPLOAD_LIMIT, Attachment, field, json_response, only_fields, server_of
 
 if TYPE_CHECKING:
@@ -423,6 +423,11 @@ async def transcribe(server: Served, audio: Attachment) -> str:
 
 async def _read_multipart(request: web.Request) -> tuple[dict[str, Any], list[Attachment]]:
 
+    async with body_deadline(request):
+        return await _read_parts(request)
+
+
+async def _read_parts(request: web.Request) -> tuple[dict[str, Any], list[Attachment]]:
     body: dict[str, Any] = {}
     files: list[Attachment] = []
     total = 0

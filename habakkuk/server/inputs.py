@@ -3,19 +3,26 @@
 Every handler reads its input through these, so a client mistake is an ApiError
 4xx decided before the handler acts (and before a stream starts), never an
 exception that the conventions middleware would turn into a 500.
+
+Every read of a request body has a size cap and a deadline (`body_deadline`: the
+server's body_seconds, 30 s): a client that announces a chunk of 2^56 bytes and
+never sends it gets a 408 instead of holding the connection and a handler for ever.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import web
 
 from .errors import ApiError
+from .served import SERVER_KEY
 
 JSON_LIMIT = 8 * 1024 * 1024  # a /v1 request may carry a long history
 MAX_DEPTH = 64
@@ -23,6 +30,7 @@ MAX_CURSOR = 2**63 - 1  # SQLite's largest integer
 _DECIMAL = re.compile(r"[0-9]{1,19}")
 _INTEGER = re.compile(r"-?[0-9]{1,19}")
 _CHUNK = 64 * 1024
+BODY_SECONDS = 30.0  # a whole request body arrives within this (HttpServer.body_seconds)
 
 
 class TooDeep(ApiError):
@@ -32,18 +40,38 @@ class TooDeep(ApiError):
         super().__init__(400, f"the JSON is nested deeper than {MAX_DEPTH} levels")
 
 
+def body_seconds(request: web.Request) -> float:
+    """How long the body of `request` may take to arrive (the server's body_seconds)."""
+    server = request.app.get(SERVER_KEY)
+    return float(getattr(server, "body_seconds", BODY_SECONDS))
+
+
+@contextlib.asynccontextmanager
+async def body_deadline(request: web.Request) -> AsyncIterator[None]:
+    """Whatever is read of the request's body inside this block arrives within
+    `body_seconds`; ApiError 408 otherwise (its answer closes the connection)."""
+    seconds = body_seconds(request)
+    try:
+        async with asyncio.timeout(seconds):
+            yield
+    except TimeoutError:
+        raise ApiError(408, f"the request body did not arrive within {seconds:g} s") from None
+
+
 async def read_body(request: web.Request, limit: int) -> bytes:
-    """The whole request body; ApiError 413 when it is over `limit` bytes."""
+    """The whole request body; ApiError 413 when it is over `limit` bytes, 408 when it
+    has not arrived within the server's body_seconds."""
     too_large = ApiError(413, f"request body is over {_size(limit)}")
     if request.content_length is not None and request.content_length > limit:
         raise too_large
     data = bytearray()
     try:
-        # StreamReader.read(n) returns what has arrived, not n bytes: read to the end.
-        while chunk := await request.content.read(_CHUNK):
-            data.extend(chunk)
-            if len(data) > limit:
-                raise too_large
+        async with body_deadline(request):
+            # StreamReader.read(n) returns what has arrived, not n bytes: read to the end.
+            while chunk := await request.content.read(_CHUNK):
+                data.extend(chunk)
+                if len(data) > limit:
+                    raise too_large
     except (asyncio.IncompleteReadError, ConnectionError) as exc:
         raise ApiError(400, f"could not read the body: {exc}") from None
     return bytes(data)

@@ -86,6 +86,7 @@ class Served(Protocol):
     token: str | None
     keepalive_seconds: float
     typing_seconds: float
+    body_seconds: float  # a request body arrives within this, or the answer is 408
     started_at: float
 
     @property

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from habakkuk.engine.config import Config
 from habakkuk.engine.home import Home
-from habakkuk.knowledge.secrets import find_secret
+from habakkuk.engine.secret_scan import find_secret
 from habakkuk.knowledge.skills.service import Skills
 from habakkuk.knowledge.skills.types import ScanReport
 

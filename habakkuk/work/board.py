@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.config import Config
+from habakkuk.engine.control_chars import refuse_controls
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import CardChanged, EventBus
 from habakkuk.engine.home import Home
@@ -63,9 +64,11 @@ class Change:
 
 
 def _text(value: str, what: str, *, required: bool) -> str:
-    """`value` stripped, checked against TEXT_MAX (and non-empty when `required`)."""
+    """`value` stripped, checked against TEXT_MAX (and non-empty when `required`); a
+    control character (NUL, an escape, a bidirectional override) is refused."""
     if not isinstance(value, str):
         raise HabakkukError(f"board: {what} must be text")
+    refuse_controls(value, f"board: the {what}")
     value = value.strip()
     if required and not value:
         raise HabakkukError(f"board: {what} is empty")

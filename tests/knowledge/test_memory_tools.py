@@ -222,6 +222,54 @@ async def test_a_secret_is_refused_as_an_error_result(
     assert (await runtime.memory.list_notes("main"))[1] == 0
 
 
+async def test_no_secret_of_the_corpus_is_stored_through_the_memory_tools(
+    runtime_factory: Any, srv: FakeModelServer
+) -> None:
+    from habakkuk.engine.secret_scan import find_secret
+    from tests.knowledge.secrets_corpus import SECRETS
+
+    runtime = await runtime_factory(config(srv.base_url))
+    ctx = context(runtime)
+    for name, secret in SECRETS.items():
+        for whole, tool, args in (
+            (True, "memory_save", {"title": f"About {name}", "content": secret}),
+            (True, "user_profile_update", {"section": "Notes", "content": secret}),
+            (True, "set_identity", {"name": "Wren", "emoji": "", "manner": secret}),
+            # Cut short, a title or a tag may no longer hold the whole secret: then it must
+            # not hold a recognisable part either (the bytes are checked below).
+            (False, "memory_save", {"title": secret[:60], "content": "x"}),
+            (False, "memory_save", {"title": "Tagged", "content": "x", "tags": [secret[:40]]}),
+        ):
+            result = await call(runtime, tool, args, ctx)
+            assert result.is_error or not whole, (name, tool, args)
+            assert not any(part in result.text for part in secret.split() if len(part) > 8)
+    folder = runtime.home.agent_dir("main")
+    stored = b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
+    for name, secret in SECRETS.items():
+        for part in secret.split():
+            if len(part) >= 12 and find_secret(part):
+                assert part.encode() not in stored, name
+
+
+async def test_a_control_character_in_a_note_is_an_error_result_naming_it(
+    runtime_factory: Any, srv: FakeModelServer
+) -> None:
+    runtime = await runtime_factory(config(srv.base_url))
+    ctx = context(runtime)
+    for args, said in (
+        ({"title": "Raw", "content": "one\ntwo\x00"}, "U+0000 (NUL) at line 2, column 4"),
+        ({"title": "Shown\u2067as", "content": "x"}, "U+2067 (RIGHT-TO-LEFT ISOLATE)"),
+    ):
+        result = await call(runtime, "memory_save", args, ctx)
+        assert result.is_error and said in result.text, result.text
+    updated = await call(
+        runtime, "user_profile_update", {"section": "Name", "content": "Al\x1bice"}, ctx
+    )
+    assert updated.is_error and "U+001B (ESC)" in updated.text
+    assert (await runtime.memory.list_notes("main"))[1] == 0
+    assert "\x1b" not in await runtime.memory.profile("main")
+
+
 async def test_untrusted_notes_are_marked_in_search_and_read_warns_first(
     runtime_factory: Any, srv: FakeModelServer
 ) -> None:

@@ -8,9 +8,9 @@ import pytest
 
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Environment, Home
+from habakkuk.engine.secret_scan import Finding, find_secret, find_secrets, luhn_valid
 from habakkuk.engine.secret_shapes import secret_variables
 from habakkuk.knowledge.memory_types import ProposalCreated, Provenance, SecretRefused
-from habakkuk.knowledge.secrets import find_secret, luhn_valid
 from habakkuk.knowledge.service import Memory
 
 from .conftest import AGENT, REVIEW, USER
@@ -60,6 +60,42 @@ def test_the_names_say_what_matched() -> None:
         "the value of a secret variable"
     )
     assert find_secret("short abc", {"X": "abc"}) is None
+
+
+def test_each_finding_says_where_the_secret_is_even_disguised() -> None:
+    """The spans are what a log's redactor will cut out: the secret as it was written."""
+    for name, core in (
+        ("full-width key", "ｓｋ－ｐｒｏｊ－"),
+        ("zero-width key", "\u200b"),
+        ("key broken by a newline", "\n"),
+        ("aws key broken by a newline", "IOSF\nODNN"),
+        ("dot-separated key", ".IOSF.ODNN.7EXA."),
+        ("spelled-out key", "s k - p r o j"),
+        ("key body wrapped at 28", "F\nAASC"),
+        ("pin", "4921"),
+        ("hex signing key", "a3f02be"),
+    ):
+        text = SECRETS[name]
+        found = find_secrets(text)
+        assert found, name
+        assert core in text[found[0].start : found[0].end], (name, found[0])
+    two = f"first {SECRETS['openai']} then {SECRETS['pin']}"
+    assert [f.what for f in find_secrets(two)] == ["an OpenAI key", "a PIN"]
+    at = two.index("sk-")
+    assert find_secrets(two)[0] == Finding("an OpenAI key", at, at + len(SECRETS["openai"]) - 10)
+    assert find_secrets("nothing to see here") == []
+
+
+def test_the_forms_that_slipped_through_are_named() -> None:
+    assert find_secret(SECRETS["pem lower-case header"]) == "a private key"
+    assert find_secret(SECRETS["full-width key"]) == "an OpenAI key"
+    assert find_secret(SECRETS["dot-separated key"]) == "an AWS access key"
+    assert find_secret(SECRETS["basic auth header"]) == "an Authorization header"
+    assert find_secret("basic " + "YWRtaW46aHVudGVyMi1ibHVl") == "HTTP Basic credentials"
+    assert find_secret(SECRETS["db pass env"]) == "a password assignment"
+    assert find_secret(SECRETS["wifi passphrase"]) == "a passphrase"
+    assert find_secret(SECRETS["pin"]) == "a PIN"
+    assert find_secret(SECRETS["hex signing key"]) == "a hex key after a secret's name"
 
 
 def test_luhn() -> None:

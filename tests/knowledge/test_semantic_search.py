@@ -30,7 +30,8 @@ SCHEMA = [
             id INTEGER PRIMARY KEY, slug TEXT NOT NULL UNIQUE, title TEXT NOT NULL,
             tags TEXT NOT NULL, created TEXT NOT NULL, updated TEXT NOT NULL,
             source TEXT NOT NULL DEFAULT '', session TEXT NOT NULL DEFAULT '',
-            trust TEXT NOT NULL DEFAULT 'trusted', text_hash TEXT NOT NULL
+            trust TEXT NOT NULL DEFAULT 'trusted', text_hash TEXT NOT NULL,
+            size INTEGER NOT NULL DEFAULT 0
         );
         CREATE TABLE note_tags(note_id INTEGER NOT NULL, tag TEXT NOT NULL);
         CREATE VIRTUAL TABLE notes_fts USING fts5(title, tags, body,

@@ -316,3 +316,17 @@ async def test_a_run_without_the_board_says_so(runtime: Any) -> None:
     ctx.board = None
     result = await call(runtime, "board_list", {}, ctx=ctx)
     assert result.is_error and "the board is not available" in result.text
+
+
+async def test_a_card_or_comment_with_a_control_character_is_an_error_result(
+    runtime: Any,
+) -> None:
+    made = await call(runtime, "board_create", {"title": "Rename \u202etxt.exe"})
+    assert made.is_error and "U+202E (RIGHT-TO-LEFT OVERRIDE)" in made.text
+    made = await call(runtime, "board_create", {"title": "Ok", "body": "raw\x00byte"})
+    assert made.is_error and "U+0000 (NUL) at position 4" in made.text
+    card = await runtime.board.create(NewCard("Target"))
+    said = await call(runtime, "board_comment", {"card": card.id, "text": "\x1b[2Jgone"})
+    assert said.is_error and "U+001B (ESC)" in said.text
+    assert [c.title for c in await runtime.board.list_cards(status="all")] == ["Target"]
+    assert (await runtime.board.get(card.id)).comments == ()

@@ -22,7 +22,7 @@ import contextlib
 import hmac
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from habakkuk.engine.timeouts import wait_within
@@ -389,9 +389,18 @@ class McpHttpEndpoint:
     already checks it.
     """
 
-    def __init__(self, runtime: McpHost, token: str | None = None):
+    def __init__(
+        self,
+        runtime: McpHost,
+        token: str | None = None,
+        *,
+        read_body: Callable[[web.Request], Awaitable[bytes]] | None = None,
+    ):
+        """`read_body`: how the request body is read (the server's reader, with its size
+        cap and deadline); aiohttp's `request.read()` when None."""
         self.runtime = runtime
         self.token = token
+        self._read_body = read_body
         self._manager: Any = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -458,7 +467,7 @@ class McpHttpEndpoint:
             return web.json_response(
                 {"error": "only POST is served here"}, status=405, headers={"Allow": "POST"}
             )
-        body = await request.read()
+        body = await self._read_body(request) if self._read_body else await request.read()
         scope: dict[str, Any] = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
