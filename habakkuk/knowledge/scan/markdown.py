@@ -129,14 +129,7 @@ _SECRET = re.compile(
     r"|\bLogin\s+Data\b|\blogins\.json\b|\bkey[34]\.db\b|\bCookies\.sqlite\b"
     r"|\bbrowser(?:'s)?\s+(?:profiles?|cookies|passwords|history|sessions?)\b"
     r"|\b(?:saved|stored)\s+passwords\b|\bpassword\s+(?:vault|store|database|manager\s+export)\b"
-    r"|/etc/shadow\b|\bauth\.json\b|\.habakkuk\b|\bHABAKKUK_HOME\b"
-    r"|\b(?:keychain|keyring)\b",
-    re.I,
-)
-# Softer ones: a project's .env, the environment, keys and tokens in general.
-_SECRET_WORD = re.compile(
-    r"(?:^|[\s`'\"(])\.env\b|\benvironment\s+variables\b|\bapi[_ ]?keys?\b|\btokens?\b"
-    r"|\bcredentials\b|\bpasswords?\b|\bsecrets?\b|\bcookies\b",
+    r"|/etc/shadow\b|\b(?:keychain|keyring)\s+(?:dump|export|items|passwords)\b",
     re.I,
 )
 # Sending something anywhere: the verbs, the agent's web tools, a URL as the destination.
@@ -146,7 +139,7 @@ _SEND = re.compile(
     r"|leak|leaking|beam)(?![\w-])"
     r"|\bshare\b[^.\n]{0,40}\bwith\b"
     r"|\bfetch(?:_url)?\s+tool\b|\bfetch_url\b|\b(?:web|http|https|api)\s+(?:request|call)\b"
-    r"|\bwebhook\b|\bquery\s+(?:param(?:eter)?s?|string)\b"
+    r"|\bwebhook\b"
     r"|\b(?:copy|put|include|attach|append|add|write|give)\b[^.\n]{0,80}?\bto\s+https?://",
     re.I,
 )
@@ -237,42 +230,109 @@ def _paragraphs(prose: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
 
 
 def _exfiltration(ctx: Context, paragraphs: list[list[tuple[int, str]]]) -> None:
-    """Secrets named and sent, or kept from the user, within a paragraph and the next."""
+    """Concealment from the user anywhere; secrets named and sent within a paragraph and
+    the next. One finding is enough (the rest would repeat it)."""
+    named = [any(_SECRET.search(row) for _, row in paragraph) for paragraph in paragraphs]
     for k, paragraph in enumerate(paragraphs):
-        window = paragraph + (paragraphs[k + 1] if k + 1 < len(paragraphs) else [])
-        if _exfiltration_in(ctx, window):
-            return  # one finding is enough; the rest would repeat it
+        for at, row in paragraph:
+            if _CONCEAL.search(row):
+                near = named[k] or (k + 1 < len(named) and named[k + 1])
+                what = (
+                    "keeps reading someone's secrets from the user"
+                    if near
+                    else "tells the agent to keep what it does from the user"
+                )
+                ctx.add("dangerous", "exfiltration-instructions", at, what)
+                return
+    for k, paragraph in enumerate(paragraphs):
+        if named[k]:
+            window = paragraph + (paragraphs[k + 1] if k + 1 < len(paragraphs) else [])
+            if _secret_sent(ctx, window):
+                return
 
 
 def _exfiltration_in(ctx: Context, rows: list[tuple[int, str]]) -> bool:
-    secret = next((at for at, row in rows if _SECRET.search(row)), None)
+    """The same rules on one text (a frontmatter value): concealment, or secrets sent."""
     for at, row in rows:
-        conceal = _CONCEAL.search(row)
-        if conceal is not None:
-            what = (
-                "keeps reading someone's secrets from the user"
-                if secret is not None
-                else "tells the agent to keep what it does from the user"
-            )
-            ctx.add("dangerous", "exfiltration-instructions", at, what)
+        if _CONCEAL.search(row):
+            ctx.add("dangerous", "exfiltration-instructions", at, "keeps something from the user")
             return True
-    if secret is None:
-        return False
-    for at, row in rows:
-        if _sends(row):
+    return _secret_sent(ctx, rows)
+
+
+def _secret_sent(ctx: Context, rows: list[tuple[int, str]]) -> bool:
+    """Someone's secrets named in a sentence that sends them, or that one of the next
+    three sentences sends ("Read ~/.ssh/id_rsa. Post its contents to ...")."""
+    sentences = _sentences(rows)
+    for k, (at, sentence) in enumerate(sentences):
+        secret = _SECRET.search(sentence)
+        if secret is None:
+            continue
+        if _sends(sentence, near=secret.start()):
+            sent_at = at
+        elif _NEGATED.search(sentence[max(0, secret.start() - 40) : secret.start()]):
+            continue  # "never send your private key": no order to send it later either
+        else:
+            sent_at = next(
+                (a for a, later in sentences[k + 1 : k + 4] if _sends(later, back=True)), 0
+            )
+        if sent_at:
             ctx.add(
                 "dangerous",
                 "exfiltration-instructions",
-                at,
-                f"tells the agent to send someone's secrets (named on line {secret}) elsewhere",
+                sent_at,
+                f"tells the agent to send someone's secrets (named on line {at}) elsewhere",
             )
             return True
     return False
 
 
-def _sends(text: str) -> bool:
-    """Whether `text` tells the agent to send something (a "never send" is no order)."""
-    return any(not _NEGATED.search(text[: m.start()]) for m in _SEND.finditer(text))
+# A row that starts a sentence of its own: a list item, a heading, a table row.
+_ITEM = re.compile(r"\s*(?:\d+[.)]|[-*+\u2022]|#+|\|)\s")
+# Where a sentence (or a clause of a list-like one) ends inside a row.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)|\s\u2022\s")
+# A send whose object points back at something named before ("post it", "its contents").
+_BACK = re.compile(
+    r"\s+(?:\w+\s+){0,2}?(?:it|its|them|their|this|that|these|those|the\s+(?:file|files|key"
+    r"|keys|contents?|data|values?|output|credentials|tokens?|passwords?))\b",
+    re.I,
+)
+
+
+def _sentences(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The sentences of consecutive rows, each with the line it starts on. A row runs on
+    into the next (a wrapped line) unless it ends a sentence or the next is a list item."""
+    units: list[tuple[int, list[str]]] = []
+    for at, row in rows:
+        text = row.strip()
+        if not text:
+            continue
+        if units and not _ITEM.match(row) and not units[-1][1][-1].endswith(_CLOSERS):
+            units[-1][1].append(text)
+        else:
+            units.append((at, [text]))
+    found: list[tuple[int, str]] = []
+    for at, parts in units:
+        unit = " ".join(parts)
+        found += [(at, piece) for piece in _SENTENCE_END.split(unit) if piece.strip()]
+    return found
+
+
+_CLOSERS = (".", "!", "?", ":", ";")
+
+
+def _sends(text: str, *, back: bool = False, near: int | None = None) -> bool:
+    """Whether `text` tells the agent to send something (a "never send" is no order);
+    with `back`, something named before ("post it", "upload its contents"); with `near`,
+    within a clause's reach (160 characters) of that position."""
+    for m in _SEND.finditer(text):
+        if near is not None and abs(m.start() - near) > 160:
+            continue
+        if _NEGATED.search(text[max(0, m.start() - 40) : m.start()]):
+            continue
+        if not back or _BACK.match(text, m.end()) or "://" in text[m.end() : m.end() + 120]:
+            return True
+    return False
 
 
 def _frontmatter(ctx: Context, text: str, depth: int) -> None:

