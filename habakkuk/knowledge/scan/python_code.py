@@ -446,7 +446,14 @@ class _PyScan(Resolver):
                 onto = self.fold(args[1], 0)
             except (Unfoldable, RecursionError):
                 onto = ast.unparse(args[1])
-            if onto in STDIO or (isinstance(onto, str) and re.search(r"std(?:in|out|err)", onto)):
+            source = ast.unparse(args[0])
+            if isinstance(args[0], ast.Name) and len(self.assigns.get(args[0].id, [])) == 1:
+                source += " " + ast.unparse(self.assigns[args[0].id][0])
+            to_stdio = onto in STDIO or (
+                isinstance(onto, str) and re.search(r"std(?:in|out|err)", onto)
+            )
+            # A daemon points its stdio at /dev/null or a log file: not the network.
+            if to_stdio and not re.search(r"devnull|/dev/null|\bopen\(|\.log\b", source):
                 self.stdio_dups.append((line, self.mentions_socket(args[0])))
         self.deletion(node, fq, line)
         if fq in CODE_EXEC:

@@ -157,3 +157,13 @@ def test_a_format_template_with_keyword_fields_does_not_break_the_scan() -> None
 )
 def test_a_string_built_to_exhaust_the_scanner_is_left_unfolded(code: str) -> None:
     assert scan("x.py", code).verdict == "clean"
+
+
+def test_a_daemon_that_points_its_stdio_at_dev_null_beside_a_server_socket_is_clean() -> None:
+    code = (
+        "import os, socket\n"
+        "null = os.open(os.devnull, os.O_RDWR)\n"
+        "os.dup2(null, 0)\nos.dup2(null, 1)\nos.dup2(null, 2)\n"
+        "server = socket.create_server(('127.0.0.1', 8080))\n"
+    )
+    assert scan("serve.py", code).verdict == "clean"
