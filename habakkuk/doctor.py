@@ -245,14 +245,18 @@ async def _skill_checks(config: Config, home: Home) -> list[Check]:
     if problem:
         checks.append(Check("WARN", "skills", problem))
     seen: set[str] = set()
+    warned: dict[str, str] = {}  # a skill read leniently, by where it is
     for agent in config.agents:
-        seen.update(
-            f"own:{agent}:{s.name}" if s.scope == "own" else f"shared:{s.name}"
-            for s in await skills.list_skills(agent)
-        )
+        for s in await skills.list_skills(agent):
+            key = f"own:{agent}:{s.name}" if s.scope == "own" else f"shared:{s.name}"
+            seen.add(key)
+            if s.warning:
+                where = f"{agent}'s own skill" if s.scope == "own" else "skill"
+                warned[key] = f"{where} {s.name}: {s.warning}"
     shared = sum(1 for key in seen if not key.startswith("own:"))
     own = len(seen) - shared
     checks.append(Check("ok", "skills", f"{shared} shared, {own} agents' own"))
+    checks.extend(Check("WARN", "skills", warned[key]) for key in sorted(warned))
     for folder in await skills.skipped():
         checks.append(Check("WARN", "skills", f"{folder.path}: skipped: {folder.reason}"))
     return checks

@@ -232,6 +232,8 @@ async def _act(skills: SkillsAccess, agent: str, args: argparse.Namespace) -> in
             return EXIT_OK
         print(_line(one.summary))
         print(f"source: {one.summary.source}")
+        if one.summary.warning:
+            print(f"warning: {one.summary.warning}")
         if one.files:
             print("files: " + ", ".join(one.files))
         if one.caution:

@@ -4,15 +4,25 @@ A note is `---`, a YAML mapping (title, tags, created, updated, source, session,
 trust), `---`, then the Markdown body. A file without frontmatter, or whose frontmatter
 is not a YAML mapping, is still a note: the whole text is its body, its title comes from
 the file name and its dates from the file's mtime.
+
+A SKILL.md is read with `read_frontmatter`, which is lenient where real skills are not
+valid YAML: `description: Use when: the user asks` (an unquoted ": ") is refused by a
+YAML parser, so each top-level `key: value` block the parser cannot read on its own is
+taken as the text after `key:` to the end of the line (its indented continuation lines
+folded in), and the result says so in `warning` (the YAML error and its line). What
+even that cannot read raises FrontmatterError with the YAML error and its line.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass
 
 import yaml
+
+from habakkuk.engine.errors import HabakkukError
 
 from .memory_types import Trust
 
@@ -76,7 +86,25 @@ def parse(text: str, slug: str, mtime: float) -> Parsed:
 
 def split(text: str) -> tuple[dict[str, object], str] | None:
     """The frontmatter mapping (read with yaml.safe_load) and the text after it; None when
-    `text` has no frontmatter or it is not a YAML mapping. Notes and SKILL.md share it."""
+    `text` has no frontmatter or it is not a YAML mapping (a note's frontmatter; a
+    SKILL.md's is read with `read_frontmatter`)."""
+    found = _head(text)
+    if found is None:
+        return None
+    source, body = found
+    try:
+        # libyaml's safe loader when built in: the same safe subset, ~10x faster (every
+        # new session's prompt lists the skills, whose SKILL.md each is parsed once).
+        loaded = yaml.load(source, Loader=_SAFE_LOADER)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(loaded, dict):
+        return None
+    return {str(k): v for k, v in loaded.items()}, body
+
+
+def _head(text: str) -> tuple[str, str] | None:
+    """(the frontmatter's text, the text after it), or None when there is none."""
     if not (text.startswith("---\n") or text.startswith("---\r\n")):
         return None
     rest = text.split("\n", 1)[1]
@@ -84,15 +112,110 @@ def split(text: str) -> tuple[dict[str, object], str] | None:
     if end is None:
         return None
     head, body_start = end
+    return rest[:head], rest[body_start:]
+
+
+class FrontmatterError(HabakkukError):
+    """A frontmatter not even the lenient reader can read: the YAML error and its line."""
+
+
+@dataclass(frozen=True)
+class Frontmatter:
+    """A file's frontmatter mapping and the text after it. `warning` is "" when the YAML
+    was valid, else the YAML error, its line and which keys were read leniently."""
+
+    meta: dict[str, object]
+    body: str
+    warning: str = ""
+
+
+# A top-level `key:` line of a frontmatter (the key, then whatever follows the colon).
+_KEY_LINE = re.compile(r"([A-Za-z_][\w.-]*)[ \t]*:(?:[ \t](.*))?")
+# A continuation line that has structure of its own (a list item, a nested key).
+_STRUCTURED = re.compile(r"\s*(?:- |-$|[\w.-]+[ \t]*:(?:[ \t]|$))")
+
+
+def read_frontmatter(text: str) -> Frontmatter | None:
+    """The frontmatter of `text` (None when it has none: no opening or closing `---`).
+
+    Valid YAML is read as YAML. Otherwise each top-level key is read on its own, and a
+    key whose value YAML cannot read is the text after the colon to the end of the line;
+    the Frontmatter then carries a warning. FrontmatterError when the lines are not
+    `key: value` blocks at all, naming the YAML error and its line (the file's line).
+    """
+    found = _head(text)
+    if found is None:
+        return None
+    source, body = found
     try:
-        # libyaml's safe loader when built in: the same safe subset, ~10x faster (every
-        # new session's prompt lists the skills, whose SKILL.md each is parsed once).
-        loaded = yaml.load(rest[:head], Loader=_SAFE_LOADER)
-    except yaml.YAMLError:
-        return None
-    if not isinstance(loaded, dict):
-        return None
-    return {str(k): v for k, v in loaded.items()}, rest[body_start:]
+        loaded = yaml.load(source, Loader=_SAFE_LOADER)
+    except yaml.YAMLError as exc:
+        line, problem = _yaml_problem(exc)
+    else:
+        if isinstance(loaded, dict):
+            return Frontmatter({str(k): v for k, v in loaded.items()}, body)
+        if loaded is None and not source.strip():
+            return Frontmatter({}, body)
+        line, problem = 2, "the frontmatter is not a mapping of `key: value` lines"
+    meta, lenient = _lenient(source)
+    if meta is None:
+        raise FrontmatterError(f"line {line}: {problem}")
+    keys = ", ".join(lenient) or "its keys"
+    warning = (
+        f"line {line}: the frontmatter is not valid YAML ({problem}); read leniently: "
+        f"{keys} taken as the text after the colon to the end of the line "
+        "(quote the value to make it valid YAML)"
+    )
+    return Frontmatter(meta, body, warning)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> tuple[int, str]:
+    """(the file's line, the parser's words) of a YAML error in a frontmatter, whose
+    first line is the file's second (after `---`)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = mark.line + 2 if mark is not None else 2
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return line, str(problem)
+
+
+def _lenient(source: str) -> tuple[dict[str, object] | None, list[str]]:
+    """The frontmatter read one top-level key at a time, and the keys read as raw text;
+    (None, []) when a line is neither a `key:` line nor a continuation of one."""
+    blocks: list[tuple[str, list[str]]] = []
+    for row in source.split("\n"):
+        row = row.rstrip("\r")
+        if not row.strip() or (not blocks and row.lstrip().startswith("#")):
+            if blocks:
+                blocks[-1][1].append(row)
+            continue
+        if row[0] in " \t" or row.startswith("-") or row.startswith("#"):
+            if not blocks:
+                return None, []
+            blocks[-1][1].append(row)
+            continue
+        found = _KEY_LINE.fullmatch(row)
+        if found is None:
+            return None, []
+        blocks.append((found.group(1), [row]))
+    meta: dict[str, object] = {}
+    lenient: list[str] = []
+    for key, rows in blocks:
+        try:
+            loaded = yaml.load("\n".join(rows), Loader=_SAFE_LOADER)
+        except yaml.YAMLError:
+            loaded = None
+        else:
+            if isinstance(loaded, dict) and len(loaded) == 1:
+                meta[key] = next(iter(loaded.values()))
+                continue
+        more = [r.strip() for r in rows[1:] if r.strip() and not r.lstrip().startswith("#")]
+        if any(_STRUCTURED.match(r) for r in more):
+            return None, []  # a nested block YAML cannot read: not a plain line of text
+        first = _KEY_LINE.fullmatch(rows[0])
+        value = " ".join([(first.group(2) or "").strip() if first else "", *more]).strip()
+        meta[key] = value
+        lenient.append(key)
+    return meta, lenient
 
 
 def _closing(rest: str) -> tuple[int, int] | None:

@@ -97,6 +97,7 @@ class EditFile(Tool):
         "additionalProperties": False,
     }
     risk = Risk.WRITE
+    writes_files = True
     reads_files = True
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:

@@ -86,6 +86,7 @@ class WriteFile(Tool):
         "additionalProperties": False,
     }
     risk = Risk.WRITE
+    writes_files = True
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
         return [ctx.resolve(args["path"])]

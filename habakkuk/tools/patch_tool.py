@@ -37,6 +37,7 @@ class ApplyPatch(Tool):
         "additionalProperties": False,
     }
     risk = Risk.WRITE
+    writes_files = True
     reads_files = True
 
     def refuse(self, args: dict[str, Any], ctx: ToolContext) -> str | None:

@@ -15,7 +15,12 @@ import pytest
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.llm.types import ToolUseBlock
 from habakkuk.engine.store import BlobStore
-from habakkuk.engine.toolkit.home_files import HomeFile, home_file, workspace_contains_home
+from habakkuk.engine.toolkit.home_files import (
+    HomeFile,
+    home_file,
+    knowledge_file,
+    workspace_contains_home,
+)
 from habakkuk.engine.toolkit.registry import ToolContext, ToolRegistry
 from habakkuk.tools.edit import EditFile
 from habakkuk.tools.files import ListDir, ReadFile, WriteFile
@@ -132,13 +137,19 @@ async def test_full_mode_reads_the_credentials_and_config_stays_readable(space: 
     assert not config.is_error and "mode: workspace" in config.text
 
 
-async def test_the_agents_own_memory_stays_writable_in_workspace_mode(space: Path) -> None:
-    ctx = ctx_for(space, "workspace")
+async def test_the_agents_memory_is_written_only_by_its_tools_in_workspace_mode(
+    space: Path,
+) -> None:
+    # It was writable by the file tools, which let a key past memory_save's secret check.
+    approver = Answering("allow_once")
+    ctx = ctx_for(space, "workspace", approver)
     note = await call(ctx, "write_file", path="hab/agents/main/memory/tea.md", content="green")
     profile = await call(ctx, "write_file", path="hab/agents/main/USER.md", content="## Name\n")
     other = await call(ctx, "write_file", path="hab/agents/other/memory/x.md", content="")
-    assert not note.is_error and not profile.is_error
-    assert other.is_error and "nobody can approve" in other.text
+    assert "use memory_save" in note.text and "use memory_save" in other.text
+    assert "use user_profile_update" in profile.text
+    assert all(r.is_error for r in (note, profile, other)) and not approver.asked
+    assert not (space / "hab" / "agents" / "main" / "memory" / "tea.md").exists()
 
 
 def test_the_default_workspace_inside_the_home_is_the_agents_own(tmp_path: Path) -> None:
@@ -160,3 +171,37 @@ def test_workspace_contains_home_follows_links(tmp_path: Path) -> None:
     assert workspace_contains_home(tmp_path / "user", tmp_path / "linked" / "hab")
     assert workspace_contains_home(tmp_path / "user", tmp_path / "user")
     assert not workspace_contains_home(tmp_path / "user" / "data", tmp_path / "user")
+
+
+@pytest.mark.parametrize(
+    ("rel", "tool"),
+    [
+        ("agents/main/memory/tea.md", "memory_save"),
+        ("agents/other/memory/deep/new/x.md", "memory_save"),
+        ("agents/main/skills/deploy/SKILL.md", "skill_save"),
+        ("agents/main/skills/deploy/run.sh", "skill_save"),
+        ("skills/helper/SKILL.md", "skill_save"),
+        ("skills/.lock.json", "skill_save"),
+        ("agents/main/USER.md", "user_profile_update"),
+        ("agents/main/IDENTITY.md", "set_identity"),
+        ("Agents/main/Memory/x.md", "memory_save"),
+        ("agents/main/Skills/x/skill.md", "skill_save"),
+    ],
+)
+def test_memory_and_skills_files_name_the_tool_that_writes_them(
+    tmp_path: Path, rel: str, tool: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    workspace = home / "agents" / "main" / "workspace"
+    owned = knowledge_file(home / rel, home)
+    assert owned is not None and owned.tool == tool
+    assert home_file(home / rel, home, workspace=workspace, agent="main") is HomeFile.KNOWLEDGE
+
+
+@pytest.mark.parametrize(
+    "rel", ["agents/main/SOUL.md", "agents/main/workspace/memory/x.md", "config.yaml", "x/skills"]
+)
+def test_other_home_files_are_not_memory_or_skills(tmp_path: Path, rel: str) -> None:
+    assert knowledge_file(tmp_path / rel, tmp_path) is None
+    assert knowledge_file(tmp_path.parent / "elsewhere" / "skills" / "x", tmp_path) is None

@@ -22,7 +22,7 @@ from tests.server.conftest import Served, ServeFactory
 TWO_AGENTS = "  ops:\n    model: mock/scripted\n    mode: full\ntimezone: UTC\n"
 LISTED = {
     "name", "description", "shared", "scope", "source", "trusted", "verdict", "last_used",
-    "updated", "pinned", "plugin",
+    "updated", "pinned", "plugin", "warning",
 }  # fmt: skip
 
 

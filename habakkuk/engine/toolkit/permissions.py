@@ -10,7 +10,10 @@
 
 Own-state tools (memory, skills: they only touch the agent's own folder) count
 as writes inside the workspace. The home's own files (home_files.home_file)
-never count as inside it, even in a workspace that holds the home.
+never count as inside it, even in a workspace that holds the home; the agents'
+memory and skills folders are refused to the file-writing tools in every mode
+(the registry asks home_files.knowledge_file), so only their own tools, with the
+secret check and the scan, write them.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from ..events import EventBus, ToolEnded, ToolStarted
 from ..llm.types import ToolResultBlock, ToolSpec, ToolUseBlock
 from ..store import BlobStore
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants
-from .home_files import HomeFile, home_file
+from .home_files import HomeFile, home_file, knowledge_file
 from .outcome import Outcome
 from .permissions import Risk, check_path, decide, inside
 from .taint import Taint
@@ -136,6 +136,9 @@ class Tool(ABC):
     # Tools that read the contents of their paths: the home's credential files are
     # refused to them below full mode.
     reads_files: ClassVar[bool] = False
+    # Tools that write the files their paths name (write_file, edit_file, apply_patch):
+    # the agents' memory and skills are refused to them in every mode (home_files).
+    writes_files: ClassVar[bool] = False
     # Whether running this tool brings outside content into the turn (taints it). None:
     # every call of network risk does; a tool sets True or False to say otherwise.
     taints: ClassVar[bool | None] = None
@@ -307,6 +310,9 @@ class ToolRegistry:
         paths = tool.paths(args, ctx)
         for path in paths or ():
             check_path(path)  # a NUL byte or a path too long ends the call here, saying so
+        owned = self._knowledge(tool, paths, ctx)
+        if owned:
+            return ToolOutput(owned, is_error=True, denied=True)
         secret = self._credential(tool, paths, ctx)
         if secret is not None:
             return ToolOutput(
@@ -382,6 +388,8 @@ class ToolRegistry:
             return False
         if tool.refuse(use.input, ctx) or self._credential(tool, paths, ctx) is not None:
             return False
+        if self._knowledge(tool, paths, ctx):
+            return False
         within = _within(paths, ctx)
         verdict = decide(
             ctx.mode,
@@ -401,6 +409,19 @@ class ToolRegistry:
             if kind is HomeFile.CREDENTIAL:
                 return path
         return None
+
+    @staticmethod
+    def _knowledge(tool: Tool, paths: list[Path] | None, ctx: ToolContext) -> str:
+        """Why a file-writing call is refused: a path is an agent's memory or skills,
+        which only their own tools write (with the secret check and the scan); "" if not.
+        Every mode, full included: the checks are what make those files trusted."""
+        if not tool.writes_files:
+            return ""
+        for path in paths or ():
+            owned = knowledge_file(path, ctx.home)
+            if owned is not None:
+                return owned.refusal(path, tool.name)
+        return ""
 
     def _mutates(self, tool: Tool, paths: list[Path] | None, ctx: ToolContext) -> bool:
         if tool.name not in self.mutators or not paths:

@@ -33,10 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
 from habakkuk.engine.errors import HabakkukError, NotFound
-from habakkuk.knowledge.frontmatter import now
+from habakkuk.knowledge.frontmatter import Frontmatter, FrontmatterError, now, read_frontmatter
 from habakkuk.knowledge.hub.backups import back_up
 from habakkuk.knowledge.hub.download import Http
 from habakkuk.knowledge.hub.lock import LockEntry, held, read_lock, write_lock
@@ -59,6 +57,10 @@ class ScanBlocked(HabakkukError):
     """The scan found something dangerous and the user did not say --yes."""
 
 
+def _no_warning(folder: Path) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class Kind:
     """What a hub installs: skills (SKILL.md) or plugins (habakkuk-plugin.yaml)."""
@@ -71,37 +73,45 @@ class Kind:
     # stops the install (None when fine).
     declared_name: Callable[[Path], str | None]
     problem: Callable[[Path], str | None]
+    # What the install shows but lets through (a frontmatter read leniently), or "".
+    warning: Callable[[Path], str] = _no_warning
 
 
-def _frontmatter(folder: Path) -> dict[str, object]:
-    text = (folder / SKILL_FILE).read_text(encoding="utf-8", errors="replace")
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        return {}
-    for index, line in enumerate(lines[1:], start=1):
-        if line.strip() == "---":
-            try:
-                data = yaml.safe_load("\n".join(lines[1:index]))
-            except yaml.YAMLError:
-                return {}
-            return data if isinstance(data, dict) else {}
-    return {}
+def _frontmatter(folder: Path) -> Frontmatter | None:
+    """SKILL.md's frontmatter, read as discovery reads it (FrontmatterError when not even
+    the lenient reader can)."""
+    return read_frontmatter((folder / SKILL_FILE).read_text(encoding="utf-8", errors="replace"))
 
 
 def _skill_name(folder: Path) -> str | None:
-    name = _frontmatter(folder).get("name")
+    try:
+        found = _frontmatter(folder)
+    except FrontmatterError:
+        return None  # _skill_problem refuses it
+    name = found.meta.get("name") if found is not None else None
     return name.strip() if isinstance(name, str) and name.strip() else None
 
 
 def _skill_problem(folder: Path) -> str | None:
-    meta = _frontmatter(folder)
-    description = meta.get("description")
+    try:
+        found = _frontmatter(folder)
+    except FrontmatterError as exc:
+        return f"{SKILL_FILE}'s frontmatter cannot be read: {exc}"
+    description = found.meta.get("description") if found is not None else None
     if not isinstance(description, str) or not description.strip():
         return f"{SKILL_FILE} needs frontmatter with a name and a description"
     return None
 
 
-SKILLS = Kind("skills", SKILL_FILE, "skills", "skill", _skill_name, _skill_problem)
+def _skill_warning(folder: Path) -> str:
+    try:
+        found = _frontmatter(folder)
+    except FrontmatterError:
+        return ""
+    return f"{SKILL_FILE} {found.warning}" if found is not None and found.warning else ""
+
+
+SKILLS = Kind("skills", SKILL_FILE, "skills", "skill", _skill_name, _skill_problem, _skill_warning)
 
 
 @dataclass
@@ -294,6 +304,7 @@ class Hub:
             report=report,
             files=tuple(e.path for e in entries),
             replaces=(self.root / name).exists() or name in lock,
+            warnings=tuple(w for w in (self.kind.warning(folder),) if w),
         )
         subpath = (
             ""

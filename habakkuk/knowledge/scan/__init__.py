@@ -21,12 +21,16 @@ It reads what it scans rather than matching text alone:
 Severity. **Dangerous**: it runs remote or obfuscated code (a download or decoded data
 into a shell or interpreter, ``exec`` of decoded or built strings, ``importlib`` of built
 names, PowerShell ``iex`` of a web request or ``-EncodedCommand``), exfiltrates (a
-credential file or the environment read where the network is written to), escalates
-(``sudo``/``doas``/``su`` of anything but a package or service manager, setuid), persists
-or writes outside the folder where it matters (shell rc files, ``~/.ssh``, crontab,
-launchd, systemd, /etc and the system folders), destroys (the hardline blocklist), hides
-(password-protected archives, bidi overrides, Unicode tag characters, instructions in HTML
-comments, Gatekeeper bypasses), points at payload hosts (paste sites, URL shorteners, raw
+credential file or the environment read where the network is written to; prose that names
+someone's secrets and tells the agent to send them, or to keep something from the user),
+opens a reverse or bind shell in any language (a socket on a shell's stdin/stdout, a shell
+piped to and from ``nc``), escalates (``sudo``/``doas``/``su`` of anything but a package or
+service manager, setuid), persists or writes outside the folder where it matters (shell rc
+files, ``~/.ssh``, crontab, launchd, systemd, /etc and the system folders), destroys (the
+hardline blocklist, and the home or root deleted recursively through any language's API),
+hides (password-protected archives, bidi overrides, Unicode tag characters, instructions in
+HTML comments, Gatekeeper bypasses), gives orders in a frontmatter field (which reaches
+every system prompt), points at payload hosts (paste sites, URL shorteners, raw
 public IPs, links to .exe/.dmg/.pkg/.msi/.AppImage), or ships an executable, an archive or
 an unreadable binary. **Caution**: softer signals a reviewer should see: ``sudo`` of a
 package manager, credential files read without a send, writes elsewhere in the home or

@@ -35,7 +35,7 @@ _BY_SUFFIX = {
     **dict.fromkeys([".ps1", ".psm1", ".psd1"], "powershell"),
     **dict.fromkeys([".pl", ".pm"], "perl"),
     **dict.fromkeys([".applescript", ".scpt"], "applescript"),
-    **dict.fromkeys([".bat", ".cmd", ".vbs"], "foreign"),
+    **dict.fromkeys([".bat", ".cmd", ".vbs", ".php", ".lua", ".awk"], "foreign"),
 }
 _SHEBANG = re.compile(rb"#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+(?:-S\s+)?)?([A-Za-z0-9_.-]+)")
 _EXECUTABLE_MAGIC = (

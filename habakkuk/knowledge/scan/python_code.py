@@ -16,7 +16,14 @@ zlib / rot13 decodes. What matters then:
 * credential files or the whole environment read in a file that also sends over the
   network (exfiltration), writes to home dotfiles and system folders, ``pickle.loads`` of
   downloaded data, downloads made executable, ``ctypes`` (a caution; with decoded bytes
-  dangerous).
+  dangerous);
+* reverse and bind shells: a socket's descriptor put on stdin/stdout (``os.dup2``) or
+  handed to a process, or a shell started without a command (``/bin/sh -i``,
+  ``pty.spawn("sh")``, a bare ``bash`` fed through pipes) in a file that opens a socket;
+* recursive deletion of the home, root or a system folder by any API: ``shutil.rmtree``
+  of ``os.path.expanduser("~")`` or ``Path.home()``, a walk of one of them that removes
+  what it finds, ``rm -rf`` of one built in ``subprocess`` (judged by the hardline
+  blocklist, like the shell's).
 
 A file that does not parse is itself a caution (obfuscation or not Python) and goes to the
 regex rules instead.
@@ -25,11 +32,14 @@ regex rules instead.
 from __future__ import annotations
 
 import ast
+import re
 import shlex
 
 from habakkuk.knowledge.scan.context import Context
 from habakkuk.knowledge.scan.paths import credential_kind, write_risk
 from habakkuk.knowledge.scan.python_fold import DECODERS, IMPORTERS, Resolver, Unfoldable
+from habakkuk.tools.hardline import check_hardline
+from habakkuk.tools.shell_syntax import SHELLS
 
 __all__ = ["scan_python"]
 
@@ -67,6 +77,22 @@ HIDDEN_NAMES = {
     "pty", "spawn", "check_output", "Popen", "ctypes", "marshal", "pickle", "execv", "run",
     "call", "urlopen", "requests", "loads", "decompress", "getoutput", "environ", "sh", "bash",
 }  # fmt: skip
+# What makes a socket, and what turns one into something a process can be given.
+SOCKET_MAKERS = {"socket.socket", "socket.create_connection", "socket.fromfd", "socket",
+                 "ssl.wrap_socket", "socket.socketpair", "socket.create_server"}  # fmt: skip
+SOCKET_VIEWS = {"fileno", "makefile", "detach", "dup", "wrap_socket", "accept"}
+# Programs that are a shell when started without a command: interactive, or reading
+# their commands from stdin (which a reverse shell points at the socket).
+SHELL_PROGRAMS = SHELLS | {"cmd", "cmd.exe", "powershell", "powershell.exe", "pwsh"}
+# Recursive deletion of what a path names; walks whose every entry a delete may remove.
+TREE_DELETERS = {"shutil.rmtree", "os.removedirs", "send2trash.send2trash",
+                 "distutils.dir_util.remove_tree"}  # fmt: skip
+WALKERS = {"os.walk", "os.listdir", "os.scandir", "os.fwalk", "glob.glob", "glob.iglob"}
+DELETERS = {"os.remove", "os.unlink", "os.rmdir", "shutil.rmtree", "os.removedirs"}
+DELETE_METHODS = {"unlink", "rmdir"}
+WALK_METHODS = {"iterdir", "rglob", "glob", "walk"}
+STDIO = {0, 1, 2}
+
 DANGEROUS_ATTRS = {"system", "popen", "exec", "eval", "spawn", "execv", "execve", "Popen",
                    "check_output", "call", "run", "getoutput", "__import__", "import_module",
                    "loads", "compile"}  # fmt: skip
@@ -87,7 +113,7 @@ def scan_python(
         ctx.scan("foreign", text, line, depth + 1)
         return False
     try:
-        _PyScan(ctx, tree, line, depth).run()
+        _PyScan(ctx, tree, line, depth, networked="socket" in text).run()
     except RecursionError:
         ctx.add("caution", "python-unparsed", line, "Python nested too deeply to read")
     return True
@@ -97,8 +123,13 @@ class _PyScan(Resolver):
     """One module's scan: a first pass collects imports, assignments and parents, then
     every call is judged by what it resolves to (Resolver folds names and strings)."""
 
-    def __init__(self, ctx: Context, tree: ast.Module, base: int, depth: int) -> None:
+    def __init__(
+        self, ctx: Context, tree: ast.Module, base: int, depth: int, *, networked: bool = True
+    ) -> None:
         super().__init__()
+        # Whether the source names sockets at all (a name built from pieces to hide it is
+        # a finding of its own): the socket bookkeeping is skipped when it does not.
+        self.networked = networked
         self.ctx = ctx
         self.tree = tree
         self.base = base - 1
@@ -112,6 +143,14 @@ class _PyScan(Resolver):
         self.chmod_x: list[int] = []
         self.ctypes: list[int] = []
         self.decodes: list[int] = []
+        self.sockets: set[str] = set()  # names bound to a socket or its descriptor
+        self.socket_lines: list[int] = []  # where a socket is made
+        self.stdio_dups: list[tuple[int, bool]] = []  # os.dup2 onto 0/1/2: (line, of a socket)
+        self.shells: list[tuple[int, str]] = []  # a shell started without a command
+        self.wired: list[tuple[int, str]] = []  # a process given a socket as its stdio
+        # A loop over the home, root or a system folder: (line, path, the loop's body).
+        self.walks: list[tuple[int, str, list[ast.AST]]] = []
+        self.deletes: set[int] = set()  # ids of the delete calls
 
     def at(self, node: ast.AST) -> int:
         return self.base + getattr(node, "lineno", 1)
@@ -144,6 +183,8 @@ class _PyScan(Resolver):
                 q = self.qual(values[0])
                 if q is not None:
                     self.aliases[name] = q
+        if self.networked:
+            self.collect_sockets(nodes)
         for _ in range(2):
             for node in nodes:
                 if isinstance(node, ast.Assign):
@@ -196,6 +237,16 @@ class _PyScan(Resolver):
                 self.chmod_x[0],
                 "downloads a file and makes it executable",
             )
+        self.finish_shells()
+        for line, path, body in self.walks:
+            if any(id(sub) in self.deletes for part in body for sub in ast.walk(part)):
+                add(
+                    "dangerous",
+                    "destructive-command",
+                    line,
+                    f"walks {path} (the home, root or a system folder) and deletes what it finds",
+                )
+                break
         if self.ctypes:
             if self.decodes:
                 add(
@@ -211,6 +262,116 @@ class _PyScan(Resolver):
                     self.ctypes[0],
                     "uses ctypes (native code outside Python's checks)",
                 )
+
+    def finish_shells(self) -> None:
+        """Reverse (or bind) shells: a socket wired to a process or to this one's stdio,
+        or a shell with no command in a file that opens a socket."""
+        add = self.ctx.add
+        if self.wired:
+            line, shell = self.wired[0]
+            add(
+                "dangerous",
+                "reverse-shell",
+                line,
+                f"hands a network socket to {shell} as its input and output",
+            )
+            return
+        if not self.socket_lines:
+            return
+        dups = [line for line, of_socket in self.stdio_dups if of_socket] or [
+            line for line, _ in self.stdio_dups
+        ]
+        if dups:
+            add(
+                "dangerous",
+                "reverse-shell",
+                dups[0],
+                "puts a network socket on stdin/stdout (os.dup2): what runs next obeys the network",
+            )
+        elif self.shells:
+            line, shell = self.shells[0]
+            add(
+                "dangerous",
+                "reverse-shell",
+                line,
+                f"starts {shell} with no command in a script that opens a network socket",
+            )
+
+    def collect_sockets(self, nodes: list[ast.AST]) -> None:
+        """The names bound to a socket, its descriptor or a file made from it."""
+        bindings: list[tuple[list[ast.expr], ast.AST]] = []
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                bindings.append((list(node.targets), node.value))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                bindings.append(([node.optional_vars], node.context_expr))
+        for _ in range(3):
+            for targets, value in bindings:
+                if not self.is_socket(value):
+                    continue
+                for t in targets:
+                    first = t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t
+                    if isinstance(first, ast.Name):
+                        self.sockets.add(first.id)
+
+    def is_socket(self, node: ast.AST) -> bool:
+        """Whether an expression is a socket (made here, or a view of a named one)."""
+        if isinstance(node, ast.Name):
+            return node.id in self.sockets
+        if isinstance(node, ast.Call):
+            fq = self.qual(node.func) or ""
+            if fq in SOCKET_MAKERS:
+                return not self.unix_socket(node, fq)
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in SOCKET_VIEWS:
+                return self.is_socket(func.value) or func.attr == "wrap_socket"
+        return False
+
+    def unix_socket(self, node: ast.Call, fq: str) -> bool:
+        """socket.socket(AF_UNIX, ...): a local socket, not the network."""
+        if fq not in ("socket.socket", "socket") or not (node.args or node.keywords):
+            return False
+        family = node.args[0] if node.args else node.keywords[0].value
+        return (self.qual(family) or "").endswith("AF_UNIX")
+
+    def mentions_socket(self, node: ast.AST) -> bool:
+        return any(self.is_socket(sub) for sub in ast.walk(node))
+
+    def shell_without_command(self, text: str) -> str | None:
+        """The shell a command line starts when it starts one with no command to run."""
+        head = text.split(None, 1)[0].strip("'\"") if text.strip() else ""
+        if head.rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower() not in SHELL_PROGRAMS:
+            return None
+        try:
+            argv = shlex.split(text)
+        except ValueError:
+            return None
+        if not argv:
+            return None
+        name = argv[0].rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower()
+        if name not in SHELL_PROGRAMS:
+            return None
+        rest = argv[1:]
+        # Options only (-i, -l, -s, --login, -NoLogo...): no command, no script.
+        if any(not a.startswith("-") or a.lower() in ("-c", "/c", "-command") for a in rest):
+            return None
+        return argv[0]
+
+    def started(self, node: ast.Call, text: str | None, line: int) -> None:
+        """Note a process start: a shell with no command; a socket given as its stdio."""
+        shell = self.shell_without_command(text) if text is not None else None
+        given = [
+            k.value for k in node.keywords if k.arg in ("stdin", "stdout", "stderr", "pass_fds")
+        ]
+        if any(self.mentions_socket(v) for v in given):
+            self.wired.append((line, shell or "a process"))
+        if shell is not None:
+            self.shells.append((line, shell))
+
+    def protected(self, path: str) -> str | None:
+        """Whether deleting `path` recursively is what the hardline blocklist refuses."""
+        word = path if re.fullmatch(r"[~\w@%+=:,./-]+", path) else shlex.quote(path)
+        return check_hardline(f"rm -rf {word}")
 
     # -- names ---------------------------------------------------------------------
 
@@ -262,8 +423,9 @@ class _PyScan(Resolver):
             self.decodes.append(line)
         if fq in DOWNLOADS or fq.startswith(("requests.", "httpx.", "urllib.request.")):
             self.downloads.append(line)
+        local = self.unix_socket(node, fq)
         if (
-            fq in SENDS
+            (fq in SENDS and not local)
             or (
                 fq in ("urllib.request.urlopen", "urllib.request.Request")
                 and (len(args) > 1 or any(k.arg == "data" for k in node.keywords))
@@ -277,6 +439,23 @@ class _PyScan(Resolver):
             and (fq.startswith("socket.") or "download" in self.expr_taint(node.func.value))
         ):
             self.sends.append((line, f"socket {node.func.attr}"))
+        if fq in SOCKET_MAKERS and not local:
+            self.socket_lines.append(line)
+        if fq == "os.dup2" and len(args) >= 2:
+            try:
+                onto = self.fold(args[1], 0)
+            except (Unfoldable, RecursionError):
+                onto = ast.unparse(args[1])
+            source = ast.unparse(args[0])
+            if isinstance(args[0], ast.Name) and len(self.assigns.get(args[0].id, [])) == 1:
+                source += " " + ast.unparse(self.assigns[args[0].id][0])
+            to_stdio = onto in STDIO or (
+                isinstance(onto, str) and re.search(r"std(?:in|out|err)", onto)
+            )
+            # A daemon points its stdio at /dev/null or a log file: not the network.
+            if to_stdio and not re.search(r"devnull|/dev/null|\bopen\(|\.log\b", source):
+                self.stdio_dups.append((line, self.mentions_socket(args[0])))
+        self.deletion(node, fq, line)
         if fq in CODE_EXEC:
             self.code_exec(node, fq, line)
         elif fq in IMPORTERS:
@@ -338,6 +517,56 @@ class _PyScan(Resolver):
                 self.cred_path(src, line)
             if dst:
                 self.write_path(dst, line)
+
+    def deletion(self, node: ast.Call, fq: str, line: int) -> None:
+        """rmtree of the home or root; walks of them, and the deletes that may empty them."""
+        func = node.func
+        method = func.attr if isinstance(func, ast.Attribute) else ""
+        if fq in DELETERS or (method in DELETE_METHODS and fq not in WALKERS):
+            self.deletes.add(id(node))
+        if fq in TREE_DELETERS and node.args:
+            path = self.fold_path(node.args[0])
+            reason = self.protected(path) if path else None
+            if path and reason:
+                self.ctx.add(
+                    "dangerous",
+                    "destructive-command",
+                    line,
+                    f"{fq} of {path} deletes the home, root or a system folder",
+                )
+            return
+        walked: ast.AST | None = None
+        if fq in WALKERS and node.args:
+            walked = node.args[0]
+        elif method in WALK_METHODS and isinstance(func, ast.Attribute):
+            walked = func.value
+        if walked is None:
+            return
+        path = self.fold_path(walked)
+        if path is not None and fq in ("glob.glob", "glob.iglob"):
+            path = re.sub(r"(?:/\*\*?)+/?$|/\*\*?/\*.*$", "", path) or "/"
+        body = self.loop_body(node) if path and self.protected(path) else None
+        if path and body:
+            self.walks.append((line, path, body))
+
+    def loop_body(self, call: ast.Call) -> list[ast.AST] | None:
+        """The body of the for loop or comprehension that iterates over `call`."""
+        child: ast.AST = call
+        for _ in range(6):
+            parent = self.parents.get(id(child))
+            if parent is None:
+                return None
+            if isinstance(parent, ast.For | ast.AsyncFor) and child is parent.iter:
+                return [*parent.body, *parent.orelse]
+            if isinstance(parent, ast.comprehension) and child is parent.iter:
+                comp = self.parents.get(id(parent))
+                if isinstance(comp, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+                    return [comp.elt]
+                if isinstance(comp, ast.DictComp):
+                    return [comp.key, comp.value]
+                return None
+            child = parent
+        return None
 
     def code_exec(self, node: ast.Call, fq: str, line: int) -> None:
         if not node.args:
@@ -437,6 +666,12 @@ class _PyScan(Resolver):
                 parts = []
                 for e in node.elts:
                     s = self.fold_str(e)
+                    if s is None:
+                        # os.path.expanduser("~"), Path.home(): the home as a shell spells it
+                        path = self.fold_path(e)
+                        if path is not None and (path == "~" or path.startswith("~/")):
+                            parts.append("~" + shlex.quote(path[1:]) if path != "~" else "~")
+                            continue
                     parts.append(shlex.quote(s) if s is not None else "ARG")
                 return " ".join(parts)
         if isinstance(value, bytes):
@@ -457,6 +692,7 @@ class _PyScan(Resolver):
                 "dangerous", "python-runs-download", line, f"{fq} runs downloaded or decoded data"
             )
         text = self.command_text(arg)
+        self.started(node, text, line)
         if text is None:
             self.ctx.add(
                 "caution", "python-shell-command", line, f"{fq} of a command built at run time"
@@ -487,6 +723,7 @@ class _PyScan(Resolver):
                 "dangerous", "python-runs-download", line, f"{fq} runs downloaded or decoded data"
             )
         text = self.command_text(target)
+        self.started(node, text, line)
         if text is None:
             if shell:
                 self.ctx.add(

@@ -15,6 +15,8 @@ import binascii
 import bz2
 import codecs
 import lzma
+import re
+import string
 import zlib
 from typing import Any
 
@@ -131,6 +133,8 @@ class Resolver:
                 ):
                     result = left * min(right, 1000)
                 elif isinstance(node.op, ast.Mod) and isinstance(left, str):
+                    if _WIDE_PERCENT.search(left):
+                        raise Unfoldable  # "%999999999s": built to exhaust the scanner
                     result = left % (tuple(right) if isinstance(right, list) else right)
                 elif isinstance(node.op, ast.Sub | ast.BitXor | ast.BitOr) and isinstance(
                     left, int
@@ -143,7 +147,7 @@ class Resolver:
                         result = left | right
                 else:
                     raise Unfoldable
-            except (TypeError, ValueError, OverflowError) as exc:
+            except (TypeError, ValueError, OverflowError, KeyError) as exc:
                 raise Unfoldable from exc
             return _capped(result)
         if isinstance(node, ast.JoinedStr):
@@ -217,9 +221,15 @@ class Resolver:
                         return target.encode("utf-8", "replace")
                     if isinstance(target, str) and method == "decode":  # py2 habits
                         raise Unfoldable
-                if method in ("replace", "lower", "upper", "strip", "lstrip", "rstrip", "format",
+                if method == "format" and isinstance(target, str):
+                    keywords = {k.arg: self.fold(k.value, d) for k in node.keywords if k.arg}
+                    if len(keywords) != len(node.keywords) or _wide_format(target):
+                        raise Unfoldable
+                    return _capped(target.format(*vals, **keywords))
+                if method in ("replace", "lower", "upper", "strip", "lstrip", "rstrip",
                               "swapcase", "title", "capitalize", "zfill"
                               ) and isinstance(target, str):  # fmt: skip
+                    _check_growth(target, method, vals)
                     return _capped(getattr(target, method)(*vals))
                 if (
                     method == "fromhex"
@@ -227,7 +237,7 @@ class Resolver:
                     and func.value.id in ("bytes", "bytearray")
                 ):
                     return bytes.fromhex(vals[0])
-            except (TypeError, ValueError, IndexError) as exc:
+            except (TypeError, ValueError, LookupError, AttributeError) as exc:
                 raise Unfoldable from exc
             raise Unfoldable
         fq = self.qual(func)
@@ -282,6 +292,9 @@ class Resolver:
             fq = self.qual(node.func) or ""
             if fq.endswith("home") and not node.args:
                 return "~"
+            if fq in ("os.getenv", "os.environ.get") and node.args:
+                key = self.fold_str(node.args[0])
+                return "~" if key in ("HOME", "USERPROFILE") else None
             if fq in _PATH_WRAPPERS and node.args:
                 return self.fold_path(node.args[0])
             if fq == "os.path.join" and node.args:
@@ -302,7 +315,7 @@ class Resolver:
             return f"{left}/{right}" if left and right else None
         if isinstance(node, ast.Subscript) and self.qual(node.value) == "os.environ":
             key = self.fold_str(node.slice)
-            return "~" if key == "HOME" else None
+            return "~" if key in ("HOME", "USERPROFILE") else None
         if isinstance(node, ast.Name):
             values = self.assigns.get(node.id, [])
             if len(values) == 1 and node.id not in self._folding:
@@ -322,6 +335,35 @@ def _norm(q: str) -> str:
     if q.startswith("posix."):
         return "os." + q[6:]
     return q
+
+
+# A printf-style width or precision too large to build (or taken from the arguments).
+_WIDE_PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d{7,})|%[^%]*\.(?:\*|\d{7,})")
+
+
+def _wide_format(template: str) -> bool:
+    """Whether a str.format template asks for a field wider than the fold cap (or one
+    whose width is itself a field): folding it would build a string that large."""
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return True
+    for _, _, spec, _ in fields:
+        if spec and ("{" in spec or any(int(n) > _MAX_FOLD for n in re.findall(r"\d+", spec))):
+            return True
+    return False
+
+
+def _check_growth(target: str, method: str, vals: list[Any]) -> None:
+    """Unfoldable when replace/zfill would build more than the fold cap."""
+    if method == "zfill" and vals and isinstance(vals[0], int) and vals[0] > _MAX_FOLD:
+        raise Unfoldable
+    if method == "replace" and len(vals) >= 2:
+        old, new = vals[0], vals[1]
+        if isinstance(old, str) and isinstance(new, str) and len(new) > len(old):
+            hits = target.count(old) if old else len(target) + 1
+            if len(target) + hits * (len(new) - len(old)) > _MAX_FOLD:
+                raise Unfoldable
 
 
 def _capped(value: Any) -> Any:

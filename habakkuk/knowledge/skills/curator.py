@@ -375,7 +375,7 @@ def own_skills(home: Home, agent: str) -> list[Skill]:
             pinned=item.pinned,
         )
         files = supporting_files(item.folder, limit=FILES_MAX)
-        skills.append(Skill(summary, parsed[2], files))
+        skills.append(Skill(summary, parsed.body, files))
     return skills
 
 

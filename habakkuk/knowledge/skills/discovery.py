@@ -8,7 +8,12 @@ Three kinds of root, in the order a name clash is decided (the later wins):
 
 A skill is a folder whose name matches SKILL_NAME holding a regular SKILL.md (not a
 symlink) with frontmatter `name` (equal to the folder's name) and a one-line
-`description`; optional `pinned: true`. Names starting with "." are the store's own
+`description`; optional `pinned: true`. The frontmatter is read leniently
+(frontmatter.read_frontmatter): an unquoted `: ` in the description, which real skills
+have and YAML refuses, is read as the text to the end of the line, and the skill
+carries a warning (the YAML error and its line) that `skills show`, doctor and
+install print; one that not even the lenient reader can read is skipped, naming the
+YAML error and its line. Names starting with "." are the store's own
 (.backups, .lock.json, .usage.json, .curator.json, .archive): never skills, never
 reported. Everything else is skipped with a reason that `habakkuk doctor` shows.
 
@@ -26,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from habakkuk.knowledge.frontmatter import rfc3339, split
+from habakkuk.knowledge.frontmatter import FrontmatterError, read_frontmatter, rfc3339
 from habakkuk.knowledge.skills.types import SKILL_FILE, SKILL_NAME, SkillScope, SkippedFolder
 
 DESCRIPTION_MAX = 1024  # characters of a description (listed in every prompt)
@@ -44,6 +49,7 @@ class Found:
     pinned: bool
     updated: str  # SKILL.md's mtime, RFC 3339 UTC
     plugin: str = ""
+    warning: str = ""  # how SKILL.md's frontmatter was read leniently ("" when valid YAML)
 
 
 @dataclass(frozen=True)
@@ -55,12 +61,26 @@ class Root:
     plugin: str = ""
 
 
-def parse_skill_md(text: str, folder_name: str) -> tuple[str, bool, str] | str:
-    """(description, pinned, body) of a SKILL.md's text, or the reason it is not a skill."""
-    found = split(text)
+@dataclass(frozen=True)
+class SkillMd:
+    """What a SKILL.md says: its one-line description, pin, instructions, and the warning
+    when its frontmatter was not valid YAML and was read leniently."""
+
+    description: str
+    pinned: bool
+    body: str
+    warning: str = ""
+
+
+def parse_skill_md(text: str, folder_name: str) -> SkillMd | str:
+    """What a SKILL.md's text says, or the reason it is not a skill."""
+    try:
+        found = read_frontmatter(text)
+    except FrontmatterError as exc:
+        return f"{SKILL_FILE}'s frontmatter cannot be read: {exc}"
     if found is None:
         return "SKILL.md has no frontmatter (--- name: ... description: ... ---)"
-    meta, body = found
+    meta = found.meta
     name = meta.get("name")
     if not isinstance(name, str) or not name.strip():
         return "SKILL.md's frontmatter has no name"
@@ -73,7 +93,8 @@ def parse_skill_md(text: str, folder_name: str) -> tuple[str, bool, str] | str:
     line = " ".join(description.split())
     if len(line) > DESCRIPTION_MAX:
         line = line[: DESCRIPTION_MAX - 1].rstrip() + "…"
-    return line, meta.get("pinned") is True, body.strip("\n")
+    warning = f"{SKILL_FILE} {found.warning}" if found.warning else ""
+    return SkillMd(line, meta.get("pinned") is True, found.body.strip("\n"), warning)
 
 
 class Discovery:
@@ -157,15 +178,15 @@ class Discovery:
         parsed = parse_skill_md(text, path.name)
         if isinstance(parsed, str):
             return parsed
-        description, pinned, _ = parsed
         return Found(
             name=path.name,
             folder=path,
             scope=root.scope,
-            description=description,
-            pinned=pinned,
+            description=parsed.description,
+            pinned=parsed.pinned,
             updated=rfc3339(info.st_mtime_ns / 1e9),
             plugin=root.plugin,
+            warning=parsed.warning,
         )
 
 

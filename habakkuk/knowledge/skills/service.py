@@ -192,6 +192,7 @@ class Skills:
             updated=item.updated,
             pinned=item.pinned,
             plugin=item.plugin,
+            warning=item.warning,
         )
 
     async def _find(self, agent: str, name: str) -> _Seen:
@@ -231,7 +232,7 @@ class Skills:
         parsed = parse_skill_md(text, found.name)
         if isinstance(parsed, str):
             raise HabakkukError(f"skill {found.name}: {parsed}")
-        return parsed[2], supporting_files(found.folder)
+        return parsed.body, supporting_files(found.folder)
 
     async def read_file(self, agent: str, name: str, path: str) -> str:
         """One supporting file as text, opened beneath the skill's folder."""
@@ -309,7 +310,7 @@ class Skills:
             pinned = False
             if before is not None:
                 parsed = parse_skill_md(before, name)
-                pinned = not isinstance(parsed, str) and parsed[1]
+                pinned = not isinstance(parsed, str) and parsed.pinned
             text = render_skill_md(name, description, body, pinned=pinned)
             if text == before:
                 summary = await self._own_summary(agent, name)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any, ClassVar
 
+from habakkuk.engine.agent.prompt import PromptSkill, skill_line
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
@@ -47,8 +48,8 @@ class SkillTool(Tool):
 
 
 def _line(skill: SkillSummary) -> str:
-    mark = "" if skill.trusted else " [untrusted]"
-    return f"- {skill.name}: {skill.description}{mark}"
+    """A skill as the # Skills section lists it (an untrusted description quoted)."""
+    return skill_line(PromptSkill(skill.name, skill.description, untrusted=not skill.trusted))
 
 
 class SkillView(SkillTool):

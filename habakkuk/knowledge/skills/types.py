@@ -109,6 +109,9 @@ class SkillSummary:
     updated: str = ""  # SKILL.md's mtime, RFC 3339 UTC
     pinned: bool = False  # frontmatter `pinned: true`: the curator never touches it
     plugin: str = ""  # the plugin that brought it (scope "plugin")
+    # SKILL.md's frontmatter was not valid YAML and was read leniently: the YAML error,
+    # its line and what was taken ("" when it was valid).
+    warning: str = ""
 
     @property
     def shared(self) -> bool:
@@ -258,3 +261,4 @@ class InstallPlan:
     report: ScanReport
     files: tuple[str, ...] = field(default_factory=tuple)
     replaces: bool = False  # a skill of that name is installed already
+    warnings: tuple[str, ...] = ()  # e.g. SKILL.md's frontmatter read leniently

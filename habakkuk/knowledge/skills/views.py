@@ -37,6 +37,7 @@ def summary_json(skill: SkillSummary) -> dict[str, Any]:
         "updated": skill.updated,
         "pinned": skill.pinned,
         "plugin": skill.plugin,
+        "warning": skill.warning,
     }
 
 
@@ -69,6 +70,7 @@ def plan_json(plan: InstallPlan) -> dict[str, Any]:
         "tree_hash": plan.tree_hash,
         "files": list(plan.files),
         "replaces": plan.replaces,
+        "warnings": list(plan.warnings),
         "scan": report_json(plan.report),
     }
 
@@ -99,6 +101,7 @@ def plan_lines(plan: InstallPlan) -> list[str]:
     lines = [
         f"{plan.name}: from {plan.source} at {short}{replaces}",
         f"  {len(plan.files)} file(s), tree {plan.tree_hash}",
+        *(f"  warning: {warning}" for warning in plan.warnings),
         f"  scan: {plan.report.verdict}",
     ]
     lines += [f"    {reason}" for reason in plan.report.reasons]

@@ -136,3 +136,46 @@ async def test_a_warm_listing_of_500_skills_reads_no_skill_md(
     again = await skills.list_skills("main")
     assert reads == [path]
     assert again[7].description == "Skill number seven."
+
+
+async def test_an_unquoted_colon_in_the_description_is_read_leniently_with_a_warning(
+    skills: Skills, shared: Path
+) -> None:
+    folder = shared / "triage"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: triage\ndescription: Use when: the user asks, or: when\n  issues pile up\n"
+        "pinned: true\nmetadata:\n  version: 2\n---\n\nSort the issues.\n"
+    )
+    (listed,) = await skills.list_skills("main")
+    assert listed.description == "Use when: the user asks, or: when issues pile up"
+    assert listed.pinned
+    assert listed.warning.startswith("SKILL.md line 3: the frontmatter is not valid YAML (")
+    assert "description taken as the text after the colon" in listed.warning
+    loaded = await skills.skill("main", "triage")
+    assert loaded.body == "Sort the issues." and loaded.summary.warning == listed.warning
+
+
+@pytest.mark.parametrize(
+    ("head", "line"),
+    [
+        ("name: broken\ndescription: d\n  - a: b: c", 4),  # a nested block YAML refuses
+        ("name: broken\nthis line is no key: at all: x", 3),  # not `key: value`
+        ("  name: broken\n description: [x", 3),  # a continuation before any key
+    ],
+)
+async def test_a_frontmatter_not_even_the_lenient_reader_reads_is_skipped_naming_the_line(
+    skills: Skills, shared: Path, head: str, line: int
+) -> None:
+    folder = shared / "broken"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\n{head}\n---\nBody.\n")
+    assert await skills.list_skills("main") == []
+    (skipped,) = await skills.skipped("main")
+    assert skipped.reason.startswith(f"SKILL.md's frontmatter cannot be read: line {line}: ")
+
+
+async def test_valid_yaml_carries_no_warning(skills: Skills, shared: Path) -> None:
+    write_skill(shared, "quoted", '"Use when: the user asks."')
+    (listed,) = await skills.list_skills("main")
+    assert listed.description == "Use when: the user asks." and listed.warning == ""

@@ -203,4 +203,4 @@ async def test_an_untrusted_skill_starts_with_the_caution(
     read = await call(runtime, "skill_file", {"name": "fetcher", "path": "run.sh"})
     assert read.text.startswith("Caution:") and read.text.endswith("echo hi\n")
     found = await call(runtime, "skill_search", {"query": "fetch"})
-    assert found.text == "- fetcher: Fetch. [untrusted]"
+    assert found.text == '- fetcher [untrusted]: "Fetch."'

