@@ -166,7 +166,7 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
     """Static findings, then each sound stdio server started and asked to initialize."""
     if not config.mcp_servers:
         return []
-    from habakkuk.protocols.mcp.checks import mcp_findings, probe_server
+    from habakkuk.protocols.mcp.checks import mcp_findings, ok_detail, probe_server
 
     status_of: dict[str, Status] = {"OK": "ok", "WARN": "WARN", "FAIL": "FAIL"}
     findings = mcp_findings(config, env, home)
@@ -190,7 +190,7 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
         if why is not None:
             check.status, check.detail = "FAIL", f"does not start: {why}"
         elif check.status == "ok" and server in names:
-            check.detail = "answered initialize"
+            check.detail = ok_detail("answered initialize", config, server)
     for server, why in by_name.items():
         if why is not None:
             checks.append(Check("FAIL", f"mcp {server}", f"does not start: {why}"))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from habakkuk.engine.config import Config, McpServerConfig
 from habakkuk.engine.home import Environment, Home
+from habakkuk.engine.toolsets import agents_offered, mcp_toolset
 
 from .transport import missing_variables
 
@@ -24,8 +25,27 @@ class Finding:
         return f"{self.status:<4} mcp_servers.{self.server}: {self.message}"
 
 
+def reaches(config: Config, server: str) -> list[str]:
+    """The agents offered server `server`'s tools (engine/toolsets.py decides), sorted."""
+    return agents_offered(config.agents, server)
+
+
+def reach_line(config: Config, server: str) -> str:
+    """How the server's tools reach agents, in words: which agents, or what to add."""
+    agents = reaches(config, server)
+    toolset = mcp_toolset(server)
+    if not agents:
+        return (
+            f'no agent gets its tools: add "{toolset}" to an agent\'s toolsets '
+            "(an agent with no toolsets: gets every MCP server)"
+        )
+    noun = "agent" if len(agents) == 1 else "agents"
+    return f"its tools reach {noun} {', '.join(agents)} (toolset {toolset})"
+
+
 def mcp_findings(config: Config, env: Environment, home: Home) -> list[Finding]:
-    """Missing secrets, programs not on PATH and missing or expired OAuth logins."""
+    """Missing secrets, programs not on PATH, missing or expired OAuth logins, and a
+    server whose tools no agent is offered."""
     from .oauth import login_state
 
     findings: list[Finding] = []
@@ -50,9 +70,19 @@ def mcp_findings(config: Config, env: Environment, home: Home) -> list[Finding]:
             host = server.url.split("//", 1)[1].split("/", 1)[0].split(":", 1)[0]
             if host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
                 findings.append(Finding("WARN", name, "plain http to a remote host"))
+        offered = bool(reaches(config, name))
         if not problems:
-            findings.append(Finding("OK", name, "configured"))
+            findings.append(Finding("OK", name, ok_detail("configured", config, name)))
+        if not offered:
+            findings.append(Finding("WARN", name, reach_line(config, name)))
     return findings
+
+
+def ok_detail(state: str, config: Config, server: str) -> str:
+    """A sound server's line: its state, then which agents its tools reach (when any)."""
+    if not reaches(config, server):
+        return state  # the WARN line beside it says what to add
+    return f"{state}; {reach_line(config, server)}"
 
 
 def program_problem(command: str) -> str | None:
