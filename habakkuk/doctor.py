@@ -46,6 +46,7 @@ async def run_checks(home: Home) -> list[Check]:
     env = Environment(home.env_path)
     checks += _extra_checks(config)
     checks += _plugin_checks(config)
+    checks += _plugin_program_checks(home)
     checks += await asyncio.to_thread(_key_checks, config, env)
     checks += _channel_checks(config, env)
     checks += await _mcp_checks(config, env, home)
@@ -100,6 +101,33 @@ def _plugin_checks(config: Config) -> list[Check]:
 
     checks = [Check("WARN", "plugins", problem) for problem in config.plugin_problems]
     checks += [Check("WARN", "plugins", line) for line in shadowed_commands(config, find)]
+    return checks
+
+
+def _plugin_program_checks(home: Home) -> list[Check]:
+    """An enabled plugin whose programs cannot run (enabled before enabling set their
+    executable bit): its commands, hooks and servers would fail with "Permission denied"."""
+    from habakkuk.knowledge.plugins.manage import Plugins
+    from habakkuk.knowledge.plugins.programs import not_executable
+
+    checks = []
+    try:
+        states = Plugins(home.root).list()
+    except HabakkukError:
+        return []  # an unreadable lock file is among the plugin problems already
+    for state in states:
+        if state.status != "enabled" or state.description is None:
+            continue
+        missing = not_executable(state.description.folder, state.description.programs)
+        if missing:
+            checks.append(
+                Check(
+                    "WARN",
+                    "plugins",
+                    f"{state.entry.name}: not executable: {', '.join(missing)}; run "
+                    f"`habakkuk plugins enable {state.entry.name}` again",
+                )
+            )
     return checks
 
 
