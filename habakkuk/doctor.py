@@ -194,7 +194,13 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
     """Static findings, then each sound stdio server started and asked to initialize."""
     if not config.mcp_servers:
         return []
-    from habakkuk.protocols.mcp.checks import mcp_findings, ok_detail, probe_server
+    from habakkuk.protocols.mcp.checks import (
+        mcp_findings,
+        ok_detail,
+        probe_server,
+        reach_line,
+        reaches,
+    )
 
     status_of: dict[str, Status] = {"OK": "ok", "WARN": "WARN", "FAIL": "FAIL"}
     findings = mcp_findings(config, env, home)
@@ -218,10 +224,18 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
         if why is not None:
             check.status, check.detail = "FAIL", f"does not start: {why}"
         elif check.status == "ok" and server in names:
-            check.detail = ok_detail("answered initialize", config, server)
+            check.detail = "answered initialize"
+        if check.status == "ok":
+            check.detail = ok_detail(check.detail, config, server)
     for server, why in by_name.items():
         if why is not None:
             checks.append(Check("FAIL", f"mcp {server}", f"does not start: {why}"))
+    # A server whose tools no agent is offered is up for nothing: say what to add.
+    checks += [
+        Check("WARN", f"mcp {server}", reach_line(config, server))
+        for server in config.mcp_servers
+        if not reaches(config, server)
+    ]
     return checks
 
 

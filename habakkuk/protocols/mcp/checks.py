@@ -44,8 +44,7 @@ def reach_line(config: Config, server: str) -> str:
 
 
 def mcp_findings(config: Config, env: Environment, home: Home) -> list[Finding]:
-    """Missing secrets, programs not on PATH, missing or expired OAuth logins, and a
-    server whose tools no agent is offered."""
+    """Missing secrets, programs not on PATH and missing or expired OAuth logins."""
     from .oauth import login_state
 
     findings: list[Finding] = []
@@ -70,11 +69,8 @@ def mcp_findings(config: Config, env: Environment, home: Home) -> list[Finding]:
             host = server.url.split("//", 1)[1].split("/", 1)[0].split(":", 1)[0]
             if host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
                 findings.append(Finding("WARN", name, "plain http to a remote host"))
-        offered = bool(reaches(config, name))
         if not problems:
-            findings.append(Finding("OK", name, ok_detail("configured", config, name)))
-        if not offered:
-            findings.append(Finding("WARN", name, reach_line(config, name)))
+            findings.append(Finding("OK", name, "configured"))
     return findings
 
 
