@@ -46,6 +46,7 @@ async def run_checks(home: Home) -> list[Check]:
     env = Environment(home.env_path)
     checks += _extra_checks(config)
     checks += _plugin_checks(config)
+    checks += _plugin_program_checks(home)
     checks += await asyncio.to_thread(_key_checks, config, env)
     checks += _channel_checks(config, env)
     checks += await _mcp_checks(config, env, home)
@@ -101,6 +102,33 @@ def _plugin_checks(config: Config) -> list[Check]:
 
     checks = [Check("WARN", "plugins", problem) for problem in config.plugin_problems]
     checks += [Check("WARN", "plugins", line) for line in shadowed_commands(config, find)]
+    return checks
+
+
+def _plugin_program_checks(home: Home) -> list[Check]:
+    """An enabled plugin whose programs cannot run (enabled before enabling set their
+    executable bit): its commands, hooks and servers would fail with "Permission denied"."""
+    from habakkuk.knowledge.plugins.manage import Plugins
+    from habakkuk.knowledge.plugins.programs import not_executable
+
+    checks = []
+    try:
+        states = Plugins(home.root).list()
+    except HabakkukError:
+        return []  # an unreadable lock file is among the plugin problems already
+    for state in states:
+        if state.status != "enabled" or state.description is None:
+            continue
+        missing = not_executable(state.description.folder, state.description.programs)
+        if missing:
+            checks.append(
+                Check(
+                    "WARN",
+                    "plugins",
+                    f"{state.entry.name}: not executable: {', '.join(missing)}; run "
+                    f"`habakkuk plugins enable {state.entry.name}` again",
+                )
+            )
     return checks
 
 
@@ -167,7 +195,13 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
     """Static findings, then each sound stdio server started and asked to initialize."""
     if not config.mcp_servers:
         return []
-    from habakkuk.protocols.mcp.checks import mcp_findings, probe_server
+    from habakkuk.protocols.mcp.checks import (
+        mcp_findings,
+        ok_detail,
+        probe_server,
+        reach_line,
+        reaches,
+    )
 
     status_of: dict[str, Status] = {"OK": "ok", "WARN": "WARN", "FAIL": "FAIL"}
     findings = mcp_findings(config, env, home)
@@ -192,9 +226,17 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
             check.status, check.detail = "FAIL", f"does not start: {why}"
         elif check.status == "ok" and server in names:
             check.detail = "answered initialize"
+        if check.status == "ok":
+            check.detail = ok_detail(check.detail, config, server)
     for server, why in by_name.items():
         if why is not None:
             checks.append(Check("FAIL", f"mcp {server}", f"does not start: {why}"))
+    # A server whose tools no agent is offered is up for nothing: say what to add.
+    checks += [
+        Check("WARN", f"mcp {server}", reach_line(config, server))
+        for server in config.mcp_servers
+        if not reaches(config, server)
+    ]
     return checks
 
 

@@ -340,6 +340,11 @@ class Wizard:
         existing = data["agents"].get(AGENT)
         if isinstance(existing, dict):
             existing.pop("fallbacks", None)  # they may name a provider that is gone
+            if self._starter_pinned_toolsets(existing):
+                del existing["toolsets"]
+                self.out(
+                    "  toolsets: the demo's [core, memory] removed: the agent gets the default"
+                )
             existing.update(agent)
         else:
             data["agents"][AGENT] = agent
@@ -362,6 +367,18 @@ class Wizard:
             text += yaml.safe_dump(fresh, sort_keys=False, allow_unicode=True)
             parse_config(text, self.home.config_path, self.home)
         return text
+
+    def _starter_pinned_toolsets(self, agent: dict[str, Any]) -> bool:
+        """Whether the agent's `toolsets:` is the old starter config's pin, never the user's
+        choice: the list is [core, memory] and the file still has the starter's line."""
+        from habakkuk.engine.starter import has_old_starter_pin
+
+        if agent.get("toolsets") != ["core", "memory"]:
+            return False
+        try:
+            return has_old_starter_pin(self.home.config_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            return False
 
     def _old_config(self) -> dict[str, Any] | None:
         import yaml

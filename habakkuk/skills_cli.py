@@ -59,6 +59,11 @@ def add_actions(skills: argparse.ArgumentParser) -> None:
     restore.add_argument("name")
     approve = action("approve", "trust an installed skill", agent=False)
     approve.add_argument("name")
+    approve.add_argument(
+        "--yes-i-read-it",
+        action="store_true",
+        help="approve a skill whose scan said dangerous, after reading every finding",
+    )
     curate = action(
         "curate", "merge near-duplicate own skills, archive unused ones (backed up)", agent=False
     )
@@ -236,6 +241,8 @@ async def _act(skills: SkillsAccess, agent: str, args: argparse.Namespace) -> in
             print(f"warning: {one.summary.warning}")
         if one.files:
             print("files: " + ", ".join(one.files))
+        for line in views.findings_lines(one.summary):
+            print(line)
         if one.caution:
             print(f"\n{one.caution}")
         print()
@@ -258,9 +265,33 @@ async def _act(skills: SkillsAccess, agent: str, args: argparse.Namespace) -> in
         else:
             print(f"restored {restored.name} ({restored.scope})")
         return EXIT_OK
-    approved = await skills.approve(args.name)
+    return await _approve(skills, args)
+
+
+async def _approve(skills: SkillsAccess, args: argparse.Namespace) -> int:
+    """`skills approve NAME [--yes-i-read-it]`: the service decides what needs the flag;
+    a dangerous skill's findings are printed whether or not it is given."""
+    from habakkuk.knowledge.skills import views
+    from habakkuk.knowledge.skills.types import NeedsAcknowledgement
+
+    try:
+        approved = await skills.approve(args.name, acknowledged=args.yes_i_read_it)
+    except NeedsAcknowledgement as exc:
+        if args.json:
+            _out(views.summary_json(exc.skill))
+        else:
+            print("\n".join(views.findings_lines(exc.skill)))
+        print(
+            f"habakkuk: skills approve: {exc.skill.name}: the scan found it dangerous; "
+            "nothing changed. Read every finding above, then repeat with --yes-i-read-it "
+            "only if you trust it",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if args.json:
         _out(views.summary_json(approved))
-    else:
-        print(f"approved {approved.name}: its instructions now load without the caution")
+        return EXIT_OK
+    if approved.verdict == "dangerous":
+        print("\n".join(views.findings_lines(approved)))
+    print(f"approved {approved.name}: its instructions now load without the caution")
     return EXIT_OK

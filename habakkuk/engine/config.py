@@ -18,6 +18,12 @@ from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .presets import PRESETS
+from .toolsets import (
+    DEFAULT_TOOLSETS,
+    KNOWN_TOOLSETS,
+    MCP_PREFIX,
+    offer_to_default_agents,
+)
 
 ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock"]
 Mode = Literal["read-only", "ask", "workspace", "full"]
@@ -33,11 +39,6 @@ def thinking_level(value: object) -> Thinking | None:
         if value == level:
             return level
     return None
-
-
-KNOWN_TOOLSETS = ("core", "memory", "skills", "schedule", "delegate", "board")
-# What an agent gets when its config lists no toolsets (spec 000 "Setup and maintenance").
-DEFAULT_TOOLSETS = ("core", "memory", "skills", "schedule", "delegate", "board")
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class AgentConfig:
     fallbacks: list[str] = field(default_factory=list)
     mode: Mode = "workspace"
     workspace: str | None = None
+    # Left out: the default (engine/toolsets.py), plus every MCP server's toolset.
     toolsets: list[str] = field(default_factory=lambda: list(DEFAULT_TOOLSETS))
     approvals: Approvals = "human"
     # The approval reviewer's model (PROVIDER/MODEL); default: the agent's own chain.
@@ -554,6 +556,11 @@ def _resolve(config: Config, home: Home) -> None:
     """Cross-references and derived values, checked after the shape is right."""
     path = config.path
     _resolve_mcp(config)
+    # Every configured MCP server reaches the agents on the default toolsets, as an
+    # enabled plugin's servers do (plugin_config.merge_plugins): a server that is up
+    # is never silently out of every agent's reach.
+    for server in config.mcp_servers:
+        offer_to_default_agents(config.agents.values(), server)
     for name, provider in config.providers.items():
         provider.name = name
         message = apply_preset(provider)
@@ -591,8 +598,8 @@ def _resolve(config: Config, home: Home) -> None:
                 )
             agent.reviewer_chain = [reviewer]
         for toolset in agent.toolsets:
-            if toolset.startswith("mcp:"):
-                if toolset[4:] not in config.mcp_servers:
+            if toolset.startswith(MCP_PREFIX):
+                if toolset.removeprefix(MCP_PREFIX) not in config.mcp_servers:
                     known = ", ".join(sorted(config.mcp_servers)) or "none"
                     raise ConfigError(
                         f"{path}:{line_of(agent, 'toolsets')}: agents.{name}.toolsets: "

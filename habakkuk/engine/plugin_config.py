@@ -37,9 +37,10 @@ without touching config.yaml:
 - Servers join `config.mcp_servers` named `<plugin>` when the plugin has one server and
   `<plugin>-<server>` when it has several, so their toolsets are `mcp:<plugin>` or
   `mcp:<plugin>-<server>`. A stdio server runs in the plugin folder. Each toolset is added
-  to every agent on the default toolsets; an agent whose config lists `toolsets` gets
-  exactly that list (config.yaml is checked before plugins merge, so it cannot name a
-  plugin's toolset: a disabled plugin never makes config.yaml invalid).
+  to every agent on the default toolsets, as config.yaml's own servers are
+  (engine/toolsets.py); an agent whose config lists `toolsets` gets exactly that list
+  (config.yaml is checked before plugins merge, so it cannot name a plugin's toolset: a
+  disabled plugin never makes config.yaml invalid).
 - Hooks join `config.hooks` and run in the plugin folder (HookConfig.cwd) instead of HOME.
 - The skills folder joins `config.plugin_skill_dirs` (shared skills, scope "plugin").
 - Commands join `config.plugin_commands` unless another plugin took the name first (one
@@ -66,6 +67,7 @@ import yaml
 
 from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
 from .errors import ConfigError
+from .toolsets import offer_to_default_agents
 
 PLUGIN_FILE = "habakkuk-plugin.yaml"
 PLUGINS_DIR = "plugins"
@@ -278,9 +280,7 @@ def merge_plugins(config: Any, home_root: Path, parts: ConfigParts) -> None:
             entry.name = merged
             entry.cwd = folder
             config.mcp_servers[merged] = entry
-            for agent in config.agents.values():
-                if "toolsets" not in getattr(agent, "_lines", {}):  # on the default toolsets
-                    agent.toolsets.append(f"mcp:{merged}")
+            offer_to_default_agents(config.agents.values(), merged)
         for hook in manifest.hooks:
             hook.cwd = folder
             hook.plugin = name

@@ -3,8 +3,10 @@ from, whether it is trusted, the scan's verdict and its last use; the highlighte
 skill's instructions and files beside the list.
 
 Keys: Enter or `v` opens the skill in a viewer (habakkuk/screens/skills_viewer.py),
-`a` approves an installed skill (trusts it), `d` removes one after a yes (it is backed
-up first), `r` restores a skill's newest backup by name, `n` shows the next agent's.
+`a` approves an installed skill (trusts it; one the scan found dangerous shows every
+finding first and needs `a` again, as the skills service asks), `d` removes one after a
+yes (it is backed up first), `r` restores a skill's newest backup by name, `n` shows the
+next agent's. The pane shows the install scan's findings above the instructions.
 Every call goes through the skills service (`runtime.skills`, a SkillsAccess) in a
 worker; the screen never reads a skill folder. A refusal of the service (a plugin's
 skill, nothing to restore) is a notice, never a crash.
@@ -24,11 +26,13 @@ from textual.content import Content
 from textual.widgets import DataTable, Markdown, Static
 
 from habakkuk.engine.errors import HabakkukError
-from habakkuk.knowledge.skills.types import SKILL_NAME
+from habakkuk.knowledge.skills.types import SKILL_NAME, NeedsAcknowledgement
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.screens.skills_viewer import (
+    ApproveDangerous,
     SkillViewer,
     files_text,
+    findings_text,
     last_used_word,
     trust_word,
     verdict_word,
@@ -79,6 +83,8 @@ class SkillsScreen(RuntimeScreen):
     SkillsScreen #skill-pane { width: 2fr; height: 1fr; border-left: solid $panel; }
     SkillsScreen #skill-meta { height: auto; padding: 0 1; color: $text-muted; }
     SkillsScreen #skill-caution { height: auto; padding: 0 1; color: $text-warning; }
+    SkillsScreen #skill-findings { height: auto; padding: 0 1; margin-bottom: 1;
+                                   color: $text-error; }
     SkillsScreen #skill-scroll { height: 1fr; }
     SkillsScreen #skill-preview { margin: 0 1; }
     """
@@ -108,8 +114,9 @@ class SkillsScreen(RuntimeScreen):
         )
         self._meta = Static("", id="skill-meta")
         self._caution = Static("", id="skill-caution")
+        self._findings = Static("", id="skill-findings")
         self._preview = Markdown("", id="skill-preview")
-        self._scroll = VerticalScroll(self._preview, id="skill-scroll")
+        self._scroll = VerticalScroll(self._findings, self._preview, id="skill-scroll")
         self._empty = Static("", classes="empty")
 
     @property
@@ -132,6 +139,7 @@ class SkillsScreen(RuntimeScreen):
     def on_mount(self) -> None:
         self._empty.display = False
         self._caution.display = False
+        self._findings.display = False
         self._table.add_columns("skill", "trust", "scan", "last used", "source")
         self._table.focus()
 
@@ -147,9 +155,12 @@ class SkillsScreen(RuntimeScreen):
         self._resumed = True
 
     async def call(self, what: Callable[[], Awaitable[T]]) -> T | None:
-        """Run one skills call; a refusal is a notice and None."""
+        """Run one skills call; a refusal is a notice and None (an approval that needs the
+        user's acknowledgement is raised for the caller to ask)."""
         try:
             return await what()
+        except NeedsAcknowledgement:
+            raise
         except HabakkukError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return None
@@ -239,6 +250,7 @@ class SkillsScreen(RuntimeScreen):
         if skill is None:
             self._meta.update("")
             self._caution.display = False
+            self._findings.display = False
             self._preview.update("")
         else:
             s = skill.summary
@@ -247,8 +259,16 @@ class SkillsScreen(RuntimeScreen):
             if s.pinned:
                 parts.append("pinned: the curator leaves it alone")
             self._meta.update(Content("\n".join(p for p in parts if p)))
-            self._caution.update(Content("Untrusted: installed, not approved. a approves it."))
+            caution = "Untrusted: installed, not approved. a approves it."
+            if s.needs_acknowledgement:
+                caution = (
+                    "Untrusted, and the scan found it dangerous (below). a shows why, "
+                    "then a again approves it."
+                )
+            self._caution.update(Content(caution))
             self._caution.display = not s.trusted
+            self._findings.update(Content(findings_text(s)))
+            self._findings.display = bool(s.findings)
             self._preview.update(skill.body + "\n\n" + files_text(skill.files))
         self.refresh_bindings()
 
@@ -310,9 +330,21 @@ class SkillsScreen(RuntimeScreen):
             self._approve(skill.name)
 
     @work(group="skills-edit")
-    async def _approve(self, name: str) -> None:
+    async def _approve(self, name: str, acknowledged: bool = False) -> None:
+        # The service says what needs the user's acknowledgement (a dangerous scan): its
+        # refusal carries the findings, shown before a second `a` approves.
         service = self.service
-        if await self.call(lambda: service.approve(name)) is not None:
+        try:
+            approved = await self.call(lambda: service.approve(name, acknowledged=acknowledged))
+        except NeedsAcknowledgement as exc:
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self._approve(name, acknowledged=True)
+
+            self.app.push_screen(ApproveDangerous(exc.skill), answered)
+            return
+        if approved is not None:
             self.notify(f"{name} is approved: its instructions are trusted now.", markup=False)
             self.reload(keep=name)
 

@@ -1,5 +1,7 @@
 """Over the Skills screen: one skill whole, its SKILL.md instructions as Markdown (after
-the caution an untrusted skill carries) and the list of its supporting files."""
+the caution an untrusted skill carries and the install scan's findings) and the list of
+its supporting files; and the question that approving a skill the scan found dangerous
+asks, with every finding, answered by pressing `a` again."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Markdown, Static
 
+from habakkuk.knowledge.skills.views import findings_lines
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
@@ -42,6 +45,12 @@ def files_text(files: Iterable[str]) -> str:
     return "\n".join(["**Files**", "", *listed]) if listed else "*No supporting files.*"
 
 
+def findings_text(skill: SkillSummary) -> str:
+    """The scan's findings as plain text, one per line ("" when it found nothing). Shown
+    with Content, never as Markdown or markup: the file names come from the skill."""
+    return "\n".join(findings_lines(skill))
+
+
 def skill_markdown(skill: Skill) -> str:
     """The body as the viewer shows it: the instructions, then the files."""
     return skill.body.rstrip() + "\n\n---\n\n" + files_text(skill.files) + "\n"
@@ -53,6 +62,8 @@ class SkillViewer(Screen[None]):
     DEFAULT_CSS = """
     SkillViewer #skill-viewer-meta { height: auto; padding: 0 1; color: $text-muted; }
     SkillViewer #skill-viewer-caution { height: auto; padding: 0 1; color: $text-warning; }
+    SkillViewer #skill-viewer-findings { height: auto; padding: 0 1; margin-bottom: 1;
+                                         color: $text-error; }
     SkillViewer VerticalScroll { height: 1fr; }
     SkillViewer #skill-viewer-body { margin: 0 1; }
     """
@@ -75,6 +86,9 @@ class SkillViewer(Screen[None]):
         caution.display = bool(self.skill.caution)
         yield caution
         with VerticalScroll():
+            findings = Static(Content(findings_text(s)), id="skill-viewer-findings")
+            findings.display = bool(s.findings)
+            yield findings
             yield Markdown(skill_markdown(self.skill), id="skill-viewer-body")
         yield KeyFooter()
 
@@ -83,3 +97,43 @@ class SkillViewer(Screen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+class ApproveDangerous(ModalScreen[bool]):
+    """Approving a skill the scan found dangerous: every finding, then `a` again approves
+    it (the user read them); n or Esc keeps it untrusted. Enter answers nothing, so a
+    habit of pressing it never trusts a dangerous skill."""
+
+    DEFAULT_CSS = """
+    ApproveDangerous { align: center middle; }
+    ApproveDangerous > Vertical { width: 90%; max-width: 110; height: auto; max-height: 90%;
+                                  padding: 0 1; border: round $error; background: $surface; }
+    ApproveDangerous .title { text-style: bold; }
+    ApproveDangerous VerticalScroll { height: auto; max-height: 1fr; }
+    ApproveDangerous #approve-findings { color: $text-error; }
+    ApproveDangerous .hint { color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("a", "answer(True)", "Approve anyway", id="skills.approve_dangerous"),
+        Binding("n,escape", "answer(False)", "Keep untrusted", id="skills.keep_untrusted"),
+    ]
+
+    def __init__(self, skill: SkillSummary) -> None:
+        super().__init__(id="approve-dangerous")
+        self.skill = skill
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(
+                Content(f"Approve {self.skill.name}? Its scan found it dangerous:"),
+                classes="title",
+            )
+            with VerticalScroll():
+                yield Static(Content(findings_text(self.skill)), id="approve-findings")
+            yield Static(
+                "a: approve anyway, I read every finding · n or Esc: keep it untrusted",
+                classes="hint",
+            )
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

@@ -8,7 +8,9 @@ habakkuk.knowledge.skills.views, which `habakkuk skills ... --json` prints too.
 - GET /api/skills/{agent}: {"skills": [...]}, the agent's own and the shared ones.
 - GET /api/skills/{agent}/{name}: one skill with "body", "files" and "caution". Reading
   it here is not a use (only the agent's skill_view, /skill and `run --skill` are).
-- POST /api/skills/{agent}/{name}/approve {}: trust an installed shared skill.
+- POST /api/skills/{agent}/{name}/approve {"acknowledge"?}: trust an installed shared
+  skill; one whose scan said dangerous needs {"acknowledge": true} (the user read its
+  findings), else 409 {"error", "skill"} with every finding and nothing changed.
 - DELETE /api/skills/{agent}/{name}: remove it (backed up first): {"name", "backup"}.
 - POST /api/skills/{agent}/{name}/restore {}: put back its newest backup.
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from habakkuk.knowledge.skills import views
-from habakkuk.knowledge.skills.types import SKILL_NAME, SkillsAccess
+from habakkuk.knowledge.skills.types import SKILL_NAME, NeedsAcknowledgement, SkillsAccess
 
 from .errors import ApiError
 from .inputs import read_json
@@ -72,12 +74,26 @@ async def skill_show(request: web.Request) -> web.Response:
 
 
 async def skill_approve(request: web.Request) -> web.Response:
-    """POST /api/skills/{agent}/{name}/approve {}: trust the installed skill."""
+    """POST /api/skills/{agent}/{name}/approve {"acknowledge"?}: trust the installed skill.
+    One whose scan said dangerous needs {"acknowledge": true}; without it, 409 with the
+    skill and every finding, and nothing changes."""
     skills, agent = _skills(request)
     name = _name(request)
-    await _empty_body(request)
+    body = await read_json(request, limit=BODY_LIMIT)
+    only_fields(body, {"acknowledge"})
+    acknowledge = body.get("acknowledge", False)
+    if not isinstance(acknowledge, bool):
+        raise ApiError(400, "acknowledge must be true or false", param="acknowledge")
     await skills.skill(agent, name)  # the agent must see it: NotFound (404) otherwise
-    return json_response(views.summary_json(await skills.approve(name)))
+    try:
+        approved = await skills.approve(name, acknowledged=acknowledge)
+    except NeedsAcknowledgement as exc:
+        refusal = {
+            "error": f'{exc}: read the reasons, then send {{"acknowledge": true}}',
+            "skill": views.summary_json(exc.skill),
+        }
+        return json_response(refusal, 409)
+    return json_response(views.summary_json(approved))
 
 
 async def skill_remove(request: web.Request) -> web.Response:

@@ -222,6 +222,7 @@ def test_run_runs_a_chat_command_against_the_session(scripted_home, capsys) -> N
 
 
 SERVERS = Path(__file__).parents[1] / "mcp" / "mcp_servers.py"
+REACHES_MAIN = "its tools reach agent main (toolset mcp:good)"
 
 
 def test_doctor_fails_what_a_later_start_would_fail(
@@ -255,7 +256,7 @@ def test_doctor_fails_what_a_later_start_would_fail(
         "run: pip install 'habakkuk[litellm]'" in lines
     )
     assert "FAIL  channel tg: NO_SUCH_BOT_TOKEN is not set (environment or .env)" in lines
-    assert "ok    mcp good: answered initialize" in lines
+    assert f"ok    mcp good: answered initialize; {REACHES_MAIN}" in lines
     crash = next(line for line in lines if line.startswith("FAIL  mcp crash: does not start: "))
     assert "boom: missing configuration" in crash
     assert "FAIL  mcp gone: program '/nonexistent/mcp-server' does not exist" in lines
@@ -305,3 +306,59 @@ def test_doctor_gives_up_on_a_server_that_never_answers(
     assert main(["doctor"]) == 1
     out = capsys.readouterr().out
     assert "FAIL  mcp hang: does not start: no answer to initialize within 0.5s" in out
+
+
+def test_run_offers_a_config_mcp_server_to_an_agent_on_the_default_toolsets(
+    home, write_config, capsys
+) -> None:
+    # The user adds a server to mcp_servers: and nothing else; `run` can use its tools.
+    write_config(
+        f"""
+        providers:
+          mock:
+            type: mock
+            script:
+              - tool_calls: [{{name: mcp__zoo__add, arguments: {{a: 2, b: 40}}}}]
+              - after: {{ok: "the zoo answered", error: "the call failed"}}
+        agents:
+          main: {{model: mock/x, mode: full}}
+        mcp_servers:
+          zoo: {{command: {sys.executable}, args: [{SERVERS}, stdio, basic]}}
+        """
+    )
+    code, body = run_json(capsys, "add two numbers")
+    assert (code, body["reply"]) == (0, "the zoo answered")
+
+
+def test_doctor_and_mcp_say_which_agents_a_servers_tools_reach(home, write_config, capsys) -> None:
+    write_config(
+        f"""
+        providers:
+          m: {{type: mock}}
+        agents:
+          main: {{model: m/x}}
+          lean: {{model: m/x, toolsets: [core]}}
+        mcp_servers:
+          good: {{command: {sys.executable}, args: [{SERVERS}, stdio, basic]}}
+        """
+    )
+    assert main(["doctor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"ok    mcp good: answered initialize; {REACHES_MAIN}" in lines
+    write_config(
+        f"""
+        providers:
+          m: {{type: mock}}
+        agents:
+          lean: {{model: m/x, toolsets: [core]}}
+        mcp_servers:
+          good: {{command: {sys.executable}, args: [{SERVERS}, stdio, basic]}}
+        """
+    )
+    assert main(["doctor"]) == 0  # a warning, not a failure
+    lines = capsys.readouterr().out.splitlines()
+    assert "ok    mcp good: answered initialize" in lines
+    assert (
+        'WARN  mcp good: no agent gets its tools: add "mcp:good" to an agent\'s toolsets '
+        "(an agent with no toolsets: gets every MCP server)" in lines
+    )

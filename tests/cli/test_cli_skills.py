@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import tarfile
 import zipfile
 from collections.abc import Iterator
@@ -308,3 +311,49 @@ def test_curate_merges_a_plural_twin_and_restore_brings_it_back(home, write_conf
     code, out, err = run(capsys, "restore", merged)
     assert code == 0, err
     assert (own / merged / "SKILL.md").read_bytes() == before[merged]
+
+
+def habakkuk(home, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it on `home` (stdin not a terminal)."""
+    return subprocess.run(
+        [sys.executable, "-m", "habakkuk.cli", *args],
+        cwd=Path(__file__).parents[2],
+        input="",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HABAKKUK_HOME": str(home.root)},
+        timeout=120,
+    )
+
+
+def test_a_dangerous_skill_needs_the_flag_and_shows_every_finding(
+    home, write_config, tmp_path
+) -> None:
+    write_config(mock_config())
+    source = tmp_path / "pdf"
+    (source / "scripts").mkdir(parents=True)
+    (source / "SKILL.md").write_text(MALICIOUS_SKILL, encoding="utf-8")
+    (source / "scripts" / "setup.py").write_text(MALICIOUS_SCRIPT, encoding="utf-8")
+    installed = habakkuk(home, "skills", "install", str(source), "--yes")
+    assert installed.returncode == 0, installed.stderr
+    entry = read_lock(home.root / "skills")[0]["pdf-helper"]
+    reasons = [f"{f['file']}:{f['line']}: {f['message']}" for f in entry.findings]
+    assert len(reasons) >= 2
+
+    refused = habakkuk(home, "skills", "approve", "pdf-helper")
+    assert refused.returncode == 2
+    assert all(reason in refused.stdout for reason in reasons)  # every finding, in full
+    assert refused.stdout.startswith(f"scan: dangerous, {len(reasons)} finding(s):")
+    [hint] = refused.stderr.strip().splitlines()
+    assert hint.startswith("habakkuk: skills approve: pdf-helper: the scan found it dangerous")
+    assert "--yes-i-read-it" in hint and "Traceback" not in refused.stderr
+    assert read_lock(home.root / "skills")[0]["pdf-helper"].approved is False
+
+    shown = habakkuk(home, "skills", "show", "pdf-helper")
+    assert shown.returncode == 0 and all(reason in shown.stdout for reason in reasons)
+
+    approved = habakkuk(home, "skills", "approve", "pdf-helper", "--yes-i-read-it")
+    assert approved.returncode == 0, approved.stderr
+    assert all(reason in approved.stdout for reason in reasons)
+    assert "approved pdf-helper" in approved.stdout
+    assert read_lock(home.root / "skills")[0]["pdf-helper"].approved is True

@@ -238,3 +238,59 @@ def test_gemini_is_offered_with_what_it_needs(
         assert "pip install 'habakkuk[litellm]'" in line
     else:
         assert "pip install" not in line
+
+
+def test_a_demo_home_then_setup_has_the_full_default_toolsets(
+    home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from habakkuk.engine.toolsets import DEFAULT_TOOLSETS
+
+    assert main(["init"]) == 0  # the offline demo's starter config
+    assert load_config(home).agent(None).toolsets == list(DEFAULT_TOOLSETS)
+    Answers(monkeypatch, ["1", "", str(workspace)], ["sk-ant-new"])
+    assert main(["setup"]) == 0
+    config = load_config(home)
+    assert [str(ref) for ref in config.agent(None).chain] == ["anthropic/claude-sonnet-4-6"]
+    assert config.agent(None).toolsets == list(DEFAULT_TOOLSETS)
+    assert (
+        "toolsets"
+        not in yaml.safe_load(home.config_path.read_text(encoding="utf-8"))["agents"]["habakkuk"]
+    )
+
+
+OLD_STARTER = """\
+providers:
+  demo:
+    type: mock
+agents:
+  habakkuk:
+    model: demo/tour                   # PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-6
+    mode: workspace                    # read-only | ask | workspace | full
+    toolsets: [core, memory]           # files, commands, web; notes about you
+"""
+
+
+@pytest.mark.parametrize(
+    ("written", "kept"),
+    [
+        (OLD_STARTER, None),  # the old starter's pin: setup drops it
+        (OLD_STARTER.replace("# files, commands, web; notes about you", ""), ["core", "memory"]),
+    ],
+    ids=["old-starter-pin", "users-own-list"],
+)
+def test_setup_drops_the_old_starters_toolsets_pin_and_keeps_a_users_list(
+    home: Home,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    written: str,
+    kept: list[str] | None,
+) -> None:
+    from habakkuk.engine.toolsets import DEFAULT_TOOLSETS
+
+    home.config_path.write_text(written, encoding="utf-8")
+    Answers(monkeypatch, ["2", "", str(workspace)], ["sk-oa"])
+    assert main(["setup"]) == 0
+    assert load_config(home).agent(None).toolsets == (kept or list(DEFAULT_TOOLSETS))
+    said = "the demo's [core, memory] removed" in capsys.readouterr().out
+    assert said == (kept is None)

@@ -59,6 +59,23 @@ def test_a_config_that_lists_toolsets_gets_exactly_that_list(tmp_path: Path) -> 
     assert config.agents["main"].toolsets == ["memory"]
 
 
+def test_config_mcp_servers_join_the_default_toolsets_and_a_listed_list_stays_exact(
+    tmp_path: Path,
+) -> None:
+    from habakkuk.engine.toolsets import DEFAULT_TOOLSETS
+
+    servers = "mcp_servers:\n  files: {command: files-server}\n  web: {url: https://h/mcp}\n"
+    agents = (
+        '  listed:\n    model: d/x\n    toolsets: [core, "mcp:web"]\n'
+        "  same:\n    model: d/x\n    toolsets: [core, memory, skills, schedule, delegate, board]\n"
+    )
+    config = parse(AGENT_D + agents + servers, tmp_path)
+    assert config.agents["main"].toolsets == [*DEFAULT_TOOLSETS, "mcp:files", "mcp:web"]
+    assert config.agents["listed"].toolsets == ["core", "mcp:web"]
+    # A list written out, even the default's, is exactly that list: no server joins it.
+    assert config.agents["same"].toolsets == list(DEFAULT_TOOLSETS)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -152,3 +169,13 @@ def test_a_bare_off_means_the_word_not_false(tmp_path: Path) -> None:
     assert config.agents["main"].thinking == "off"
     assert config.skills.curate == "off"
     assert config.memory.nightly == "off"
+
+
+def test_the_readme_names_the_default_toolsets_the_code_gives() -> None:
+    from habakkuk.engine.toolsets import DEFAULT_TOOLSETS
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("An agent without `toolsets:` gets the default:")
+    sentence = readme[start : readme.index(" plus ", start)]
+    named = [word.strip("`,") for word in sentence.split() if word.startswith("`")][1:]
+    assert named == list(DEFAULT_TOOLSETS)

@@ -118,7 +118,13 @@ def test_cli_add_says_what_to_do_next(home: Home, capsys: pytest.CaptureFixture[
     home.config_path.write_text(BASE, encoding="utf-8")
     assert main(["mcp", "add", "brave-search", "--name", "brave"]) == 0
     out = capsys.readouterr().out
-    assert "BRAVE_API_KEY=" in out and '"mcp:brave"' in out
+    assert "BRAVE_API_KEY=" in out
+    assert "its tools reach agent main (toolset mcp:brave)" in out  # main is on the default
+    home.config_path.write_text(BASE + "    toolsets: [core]\n", encoding="utf-8")
+    assert main(["mcp", "add", "time"]) == 0
+    assert 'no agent gets its tools: add "mcp:time" to an agent\'s toolsets' in (
+        capsys.readouterr().out
+    )
     assert main(["mcp", "add", "nothing-like-this"]) == 2
     assert "is not in the catalog" in capsys.readouterr().err
     assert main(["mcp", "catalog", "notion"]) == 0

@@ -372,6 +372,35 @@ async def test_an_agent_turn_calls_an_mcp_tool(home: Home, runtime_factory: Any)
     assert [(r.text, r.is_error) for r in results] == [("echo: from the model", False)]
 
 
+async def test_an_agent_on_the_default_toolsets_is_offered_a_config_servers_tools_and_calls_one(
+    home: Home, runtime_factory: Any
+) -> None:
+    # No `toolsets:` for the agent: a server in config.yaml's mcp_servers reaches it, as an
+    # enabled plugin's servers do; before, the call below was "unknown tool".
+    text = (
+        "providers:\n  mock:\n    type: mock\n    script:\n"
+        "      - tool_calls: [{name: mcp__zoo__echo, arguments: {text: by default}}]\n"
+        "      - text: finished\n"
+        "agents:\n  main:\n    model: mock/x\n    mode: full\n"
+        "mcp_servers:\n" + server_entry("zoo", "basic")
+    )
+    runtime = await runtime_factory(text)
+    await asyncio.wait_for(runtime.start_mcp(), BOUND)
+    agent = runtime.config.agent("main")
+    assert "mcp:zoo" in agent.toolsets
+    offered = {tool.name for tool in runtime.tools.tools_for(agent.toolsets)}
+    assert {"mcp__zoo__echo", "mcp__zoo__add", "read_file", "memory_save"} <= offered
+    session = await runtime.sessions.new_session("main")
+    runtime.start_workers()
+    turn = await runtime.turns.submit(session.id, "use the zoo")
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), BOUND)
+    assert outcome.status == "done", outcome.error
+    results = [
+        r for m in await runtime.sessions.messages(session.id) for r in m.message.tool_results
+    ]
+    assert [(r.text, r.is_error) for r in results] == [("echo: by default", False)]
+
+
 def test_mcp_command_lists_each_servers_state_and_tools(
     home: Home, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -383,6 +412,9 @@ def test_mcp_command_lists_each_servers_state_and_tools(
     assert main(["mcp"]) == 1  # a server is down
     out = capsys.readouterr().out
     assert "zoo  [stdio]" in out and "up: 12 tools (toolset mcp:zoo)" in out
+    # How the tools reach an agent: main lists its toolsets, naming only mcp:zoo.
+    assert "  its tools reach agent main (toolset mcp:zoo)" in out
+    assert '  no agent gets its tools: add "mcp:crash" to an agent\'s toolsets' in out
     assert "mcp__zoo__echo (asks first)" in out
     assert "crash  [stdio]" in out and "boom: missing configuration" in out
     assert "missing variables: UNSET_KEY_VAR" in out

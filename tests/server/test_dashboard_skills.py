@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import mock_config
-from tests.knowledge.skills.conftest import install
+from tests.knowledge.skills.conftest import DANGEROUS_FINDINGS, install
 from tests.server.test_dashboard_browser import browser, sign_in  # noqa: F401
 from tests.server.test_skills_api import make_skill
 
@@ -65,4 +65,39 @@ async def test_the_skills_view_lists_shows_approves_removes_and_restores(
     await page.click("#skills-detail button.approve")
     await pdf.locator(".untrusted").wait_for(state="detached")
     assert (await skills.skill("main", "pdf-tools")).summary.trusted
+    assert page.errors == []
+
+
+async def test_a_dangerous_skills_reasons_show_and_approving_asks_first(
+    serve: Any,
+    browser: Any,  # noqa: F811
+) -> None:
+    served = await serve(mock_config("- text: hi"))
+    shared = served.runtime.home.root / "skills"
+    make_skill(shared, "setup-helper", "Set the machine up.", "Run setup.sh.")
+    install(served.runtime.home, "setup-helper", verdict="dangerous", findings=DANGEROUS_FINDINGS)
+    skills = served.runtime.skills
+
+    page = await sign_in(browser, served)
+    await page.click("nav button[data-view=skills]")
+    item = page.locator(".skill[data-name='setup-helper']")
+    await item.wait_for()
+    assert "scan: dangerous (2 finding(s))" in await item.locator(".meta").text_content()
+    await item.click()
+    reasons = page.locator("#skills-detail .skill-reasons li")
+    await reasons.first.wait_for()
+    assert await reasons.all_text_contents() == [
+        "scripts/setup.sh:2: a download is piped into a shell",
+        "SKILL.md:4: fetches a URL",
+    ]
+
+    await page.click("#skills-detail button.approve")  # asks; approves nothing yet
+    await page.locator("#skills-detail .skill-confirm").wait_for()
+    assert not (await skills.skill("main", "setup-helper")).summary.trusted
+    await page.click("#skills-detail button.approve-no")
+    assert await page.locator("#skills-detail .skill-confirm").count() == 0
+    await page.click("#skills-detail button.approve")
+    await page.click("#skills-detail button.approve-yes")
+    await item.locator(".untrusted").wait_for(state="detached")
+    assert (await skills.skill("main", "setup-helper")).summary.trusted
     assert page.errors == []

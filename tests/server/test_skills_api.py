@@ -16,13 +16,14 @@ from yarl import URL
 
 from habakkuk.knowledge.hub.lock import read_lock
 from tests.conftest import mock_config
-from tests.knowledge.skills.conftest import install, write_skill
+from tests.knowledge.skills.conftest import DANGEROUS_FINDINGS, install, write_skill
 from tests.server.conftest import Served, ServeFactory
 
 TWO_AGENTS = "  ops:\n    model: mock/scripted\n    mode: full\ntimezone: UTC\n"
 LISTED = {
     "name", "description", "shared", "scope", "source", "trusted", "verdict", "last_used",
-    "updated", "pinned", "plugin", "warning",
+    "updated", "pinned", "plugin", "warning", "reasons", "findings",
+    "needs_acknowledgement",
 }  # fmt: skip
 
 
@@ -118,6 +119,34 @@ async def test_approve_trusts_an_installed_skill(served: Served) -> None:
     assert shown["trusted"] is True and shown["caution"] == ""
     entries, _ = read_lock(served.runtime.home.root / "skills")
     assert entries["pdf-tools"].approved is True
+
+
+async def test_a_dangerous_skill_shows_its_reasons_and_approve_needs_acknowledge(
+    served: Served,
+) -> None:
+    shared = served.runtime.home.root / "skills"
+    make_skill(shared, "setup-helper", "Set the machine up.", "Run setup.sh.")
+    install(served.runtime.home, "setup-helper", verdict="dangerous", findings=DANGEROUS_FINDINGS)
+    reasons = ["scripts/setup.sh:2: a download is piped into a shell", "SKILL.md:4: fetches a URL"]
+    shown = await served.get_json("/api/skills/main/setup-helper")
+    assert shown["reasons"] == reasons and shown["needs_acknowledgement"] is True
+    assert [f["rule"] for f in shown["findings"]] == ["network-fetch", "pipe-to-shell"]
+    listed = {s["name"]: s for s in (await served.get_json("/api/skills/main"))["skills"]}
+    assert listed["setup-helper"]["reasons"] == reasons
+    assert listed["pdf-tools"]["needs_acknowledgement"] is False  # a caution: no friction
+
+    path = "/api/skills/main/setup-helper/approve"
+    status, refused = await request(served, "POST", path, {})
+    assert status == 409
+    assert "found it dangerous" in refused["error"] and '"acknowledge": true' in refused["error"]
+    assert refused["skill"]["reasons"] == reasons
+    status, bad = await request(served, "POST", path, {"acknowledge": "yes"})
+    assert status == 400 and "acknowledge" in bad["error"]
+    assert read_lock(shared)[0]["setup-helper"].approved is False  # nothing changed
+    status, approved = await request(served, "POST", path, {"acknowledge": True})
+    assert status == 200 and approved["trusted"] is True
+    assert approved["needs_acknowledgement"] is False
+    assert read_lock(shared)[0]["setup-helper"].approved is True
 
 
 async def test_remove_answers_with_the_backup_and_restore_puts_it_back(served: Served) -> None:

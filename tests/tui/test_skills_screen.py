@@ -16,10 +16,10 @@ from textual.widgets import DataTable, Input, Markdown
 
 from habakkuk.knowledge.hub.lock import read_lock
 from habakkuk.screens.skills import SkillsScreen
-from habakkuk.screens.skills_viewer import SkillViewer
+from habakkuk.screens.skills_viewer import ApproveDangerous, SkillViewer
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
 from tests.helpers import eventually
-from tests.knowledge.skills.conftest import install
+from tests.knowledge.skills.conftest import DANGEROUS_FINDINGS, install
 from tests.server.test_skills_api import make_skill
 from tests.tui.conftest import ChatApp, Running
 
@@ -140,6 +140,49 @@ async def test_approve_trusts_the_installed_skill(chat_app: ChatApp) -> None:
         assert (await ui.runtime.skills.skill(AGENT, "pdf-tools")).summary.trusted
         entries, _ = read_lock(shared_dir(ui))
         assert entries["pdf-tools"].approved is True
+
+
+async def test_a_dangerous_skill_shows_its_findings_and_approving_needs_a_second_a(
+    chat_app: ChatApp,
+) -> None:
+    async with chat_app() as ui:
+        await seed(ui)
+        make_skill(shared_dir(ui), "setup-helper", "Set the machine up.", "Run setup.sh.")
+        install(ui.app.home, "setup-helper", verdict="dangerous", findings=DANGEROUS_FINDINGS)
+        screen = await open_skills(ui, 4)
+        await highlight(ui, screen, "setup-helper")
+        reasons = [
+            "scripts/setup.sh:2: a download is piped into a shell",
+            "SKILL.md:4: fetches a URL",
+        ]
+        # The pane says why, not just "dangerous".
+        shown = str(screen.query_one("#skill-findings").render())
+        assert all(reason in shown for reason in reasons)
+        assert "a again approves it" in str(screen.query_one("#skill-caution").render())
+
+        await ui.press("a")  # shows every finding and asks
+        await eventually(lambda: isinstance(ui.screen, ApproveDangerous), what="the question")
+        asked = str(ui.screen.query_one("#approve-findings").render())
+        assert all(reason in asked for reason in reasons)
+        await ui.press("enter")  # not an answer
+        await ui.press("escape")  # keeps it untrusted
+        await eventually(lambda: ui.screen is screen, what="back on the list")
+        assert not (await ui.runtime.skills.skill(AGENT, "setup-helper")).summary.trusted
+        assert read_lock(shared_dir(ui))[0]["setup-helper"].approved is False
+
+        await ui.press("a")
+        await eventually(lambda: isinstance(ui.screen, ApproveDangerous), what="asked again")
+        await ui.press("a")  # the second keypress approves
+        await eventually(
+            lambda: rows(screen)[listed(screen).index("setup-helper")][1] == "trusted",
+            what="the list showing it trusted",
+        )
+        assert read_lock(shared_dir(ui))[0]["setup-helper"].approved is True
+
+        await ui.press("v")  # the viewer shows the findings too
+        await eventually(lambda: isinstance(ui.screen, SkillViewer), what="the viewer")
+        viewed = str(ui.screen.query_one("#skill-viewer-findings").render())
+        assert all(reason in viewed for reason in reasons)
 
 
 async def test_remove_asks_first_and_restore_puts_the_skill_back(chat_app: ChatApp) -> None:

@@ -12,7 +12,8 @@ Everything an install brings goes through here before it is hashed or scanned:
   absolute paths, `..`, backslashes, symbolic and hard links, devices and FIFOs, an
   entry that appears twice, zip entries that overlap one another or are encrypted;
 - modes: files are written 0600 and folders 0700 whatever the archive says, so no
-  executable bit survives.
+  executable bit survives (enabling a plugin sets it on the files its manifest runs,
+  after the user has seen them: knowledge/plugins/programs.py).
 
 A GitHub tarball holds one top folder (owner-repo-sha/): `strip_top` removes it (and
 refuses an archive with more than one). `only` keeps the entries beneath one subpath

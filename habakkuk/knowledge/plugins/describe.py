@@ -2,7 +2,8 @@
 
 Every process the plugin can start is listed: each MCP server's command and arguments (or
 URL) with the names of the variables it is given, each hook's event, match and command,
-each script command, and each prompt command's prompt; then the skills it shares.
+each script command, and each prompt command's prompt; then the skills it shares and the
+files of the plugin that enabling makes executable (programs.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.plugin_config import PluginManifest, load_manifest, server_names
+
+from .programs import named_programs
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,8 @@ class PluginDescription:
     hooks: list[dict[str, Any]] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
+    # The plugin's files it runs as programs: made executable when it is enabled.
+    programs: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """The description as text, one thing it runs per line."""
@@ -56,6 +61,8 @@ class PluginDescription:
                 out.append(f"  command /{c['name']}: sends the prompt {_short(c['prompt'])!r}")
         if self.skills:
             out.append(f"  skills (shared): {', '.join(self.skills)}")
+        if self.programs:
+            out.append(f"  made executable when enabled: {', '.join(self.programs)}")
         return out
 
     def as_json(self) -> dict[str, Any]:
@@ -68,6 +75,7 @@ class PluginDescription:
             "hooks": self.hooks,
             "commands": self.commands,
             "skills": self.skills,
+            "programs": self.programs,
         }
 
 
@@ -128,4 +136,5 @@ def describe_manifest(manifest: PluginManifest) -> PluginDescription:
         hooks,
         commands,
         skills,
+        named_programs(manifest),
     )

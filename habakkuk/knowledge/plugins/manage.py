@@ -1,7 +1,9 @@
 """The installed plugins of a home: HOME/plugins/<name>/ and HOME/plugins/.lock.json.
 
 `enable` approves a plugin and turns it on (the CLI shows `describe` and asks first; a
-plugin whose scan was dangerous needs `force`); `disable` turns it off and keeps it;
+plugin whose scan was dangerous needs `force`) and makes the files its manifest runs
+executable (programs.py; an install writes every file 0600); `disable` turns it off and
+keeps it, those files no longer executable;
 `remove` backs the folder up into plugins/.backups first, then deletes it and its lock
 entry. `mark_changed` is what an update does to a plugin whose files changed: disabled and
 unapproved until it is enabled again, so nothing new runs without being shown. Every
@@ -21,6 +23,7 @@ from habakkuk.knowledge.hub.backups import Backup, back_up
 from habakkuk.knowledge.hub.lock import LockEntry, read_lock, write_lock
 
 from .describe import PluginDescription, describe
+from .programs import set_executable
 
 
 @dataclass(frozen=True)
@@ -102,15 +105,23 @@ class Plugins:
                 f"plugin {name}: its scan found it dangerous; read the findings "
                 f"(`habakkuk plugins show {name}`) and enable it with --yes only if you trust it"
             )
+        assert state.description is not None  # no problem: the manifest loaded
+        # The files the user was just shown as what the plugin runs become runnable.
+        set_executable(self.folder(name), state.description.programs, True)
         entry.approved = True
         entry.enabled = True
         return self._save(entry)
 
     def disable(self, name: str) -> LockEntry:
-        """Turn `name` off; it stays installed (and approved)."""
+        """Turn `name` off; it stays installed (and approved), and its programs lose their
+        executable bit until it is enabled again."""
         entry = self.entry(name)
         entry.enabled = False
-        return self._save(entry)
+        saved = self._save(entry)
+        state = self.state(entry)
+        if state.description is not None:
+            set_executable(self.folder(name), state.description.programs, False)
+        return saved
 
     def mark_changed(self, name: str) -> LockEntry:
         """After an update changed its files: disabled and unapproved until enabled again."""

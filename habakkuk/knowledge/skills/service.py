@@ -7,9 +7,11 @@ removal and restore.
 
 Trust. An agent's own skills and hand-made shared ones (no lock entry) are trusted; an
 installed shared skill is trusted once `habakkuk skills approve` set `approved` in its
-lock entry; a plugin's skills are trusted (enabling the plugin approved them). The
-verdict of an installed skill is its lock entry's; own and hand-made skills carry none
-(None: never scanned by an install), because a hand edit would make a stored one stale.
+lock entry (one whose scan said dangerous only with the user's acknowledgement that they
+read its findings); a plugin's skills are trusted (enabling the plugin approved them).
+The verdict and findings of an installed skill are its lock entry's; own and hand-made
+skills carry none (None: never scanned by an install), because a hand edit would make a
+stored one stale.
 
 skill_save writes only the calling agent's own copy (HOME/agents/<agent>/skills/<name>/),
 after a scan that fails closed: anything but a clean verdict, or a scanner that raises,
@@ -63,6 +65,8 @@ from habakkuk.knowledge.skills.types import (
     SKILL_FILE,
     SKILL_NAME,
     UNTRUSTED_CAUTION,
+    Finding,
+    NeedsAcknowledgement,
     RemovedSkill,
     ScanRefused,
     ScanReport,
@@ -172,6 +176,7 @@ class Skills:
         agent: str, item: Found, entries: dict[str, LockEntry], used: dict[str, str]
     ) -> SkillSummary:
         verdict: Verdict | None = None
+        findings: tuple[Finding, ...] = ()
         if item.scope == "own":
             source, trusted = "own", True
         elif item.scope == "plugin":
@@ -179,6 +184,7 @@ class Skills:
         elif (entry := entries.get(item.name)) is not None:
             source, trusted = entry.source, entry.approved
             verdict = entry.verdict if entry.verdict in _VERDICTS else "dangerous"  # type: ignore[assignment]
+            findings = _findings(entry.findings)
         else:
             source, trusted = "hand", True
         return SkillSummary(
@@ -193,6 +199,7 @@ class Skills:
             pinned=item.pinned,
             plugin=item.plugin,
             warning=item.warning,
+            findings=findings,
         )
 
     async def _find(self, agent: str, name: str) -> _Seen:
@@ -359,11 +366,12 @@ class Skills:
 
     # -- approving, removing, restoring ------------------------------------------------
 
-    async def approve(self, name: str) -> SkillSummary:
-        """Set `approved` in the installed skill's lock entry."""
-        return await asyncio.to_thread(self._approve, str(name))
+    async def approve(self, name: str, *, acknowledged: bool = False) -> SkillSummary:
+        """Set `approved` in the installed skill's lock entry; a skill whose scan said
+        dangerous only when `acknowledged` (else NeedsAcknowledgement with its findings)."""
+        return await asyncio.to_thread(self._approve, str(name), acknowledged)
 
-    def _approve(self, name: str) -> SkillSummary:
+    def _approve(self, name: str, acknowledged: bool) -> SkillSummary:
         with self._lock_file, held(self.root):
             entries, problem = read_lock(self.root)
             if problem:
@@ -379,6 +387,11 @@ class Skills:
                 raise NotFound(f"no installed skill {name!r} in {self.root / '.lock.json'}")
             if name not in found:
                 raise NotFound(f"skill {name}: its folder {self.root / name} is missing")
+            before = self._summary("", found[name], entries, {})
+            # The one rule for every surface: trusting what the scan called dangerous
+            # takes the user's word that they read why.
+            if before.needs_acknowledgement and not acknowledged:
+                raise NeedsAcknowledgement(before)
             if not entry.approved:
                 entry.approved = True
                 entry.updated_at = now()
@@ -469,6 +482,28 @@ class Skills:
 
 
 # -- helpers --------------------------------------------------------------------------
+
+
+def _findings(stored: object) -> tuple[Finding, ...]:
+    """A lock entry's findings (Finding.as_json each) as Findings; what cannot be read
+    as one still shows, as a dangerous finding saying what it held."""
+    if not isinstance(stored, list):
+        return ()
+    findings = []
+    for item in stored:
+        data = item if isinstance(item, dict) else {}
+        severity = data.get("severity")
+        line = data.get("line")
+        findings.append(
+            Finding(
+                severity=severity if severity in ("caution", "dangerous") else "dangerous",
+                rule=str(data.get("rule", "")),
+                file=str(data.get("file", "")) or "?",
+                line=line if isinstance(line, int) and line >= 0 else 0,
+                message=str(data.get("message", "")) or " ".join(str(item).split())[:200],
+            )
+        )
+    return tuple(findings)
 
 
 def caution(summary: SkillSummary) -> str:

@@ -8,7 +8,9 @@ HOME/agents/<agent>/skills/<name>/, which wins a name clash (spec 000 "Skills").
 The terminal app, the chats (through the command layer), the CLI, the HTTP API and the
 tools depend on `SkillsAccess`, never on the service's classes. Errors are
 HabakkukError subclasses with one-line messages: NotFound (no such skill or agent),
-ScanRefused (skill_save's text did not pass the scan), HabakkukError for bad input.
+ScanRefused (skill_save's text did not pass the scan), NeedsAcknowledgement (approving a
+skill whose scan said dangerous, without saying the findings were read), HabakkukError
+for bad input.
 """
 
 from __future__ import annotations
@@ -39,6 +41,21 @@ UNTRUSTED_CAUTION = (
 )
 
 
+class NeedsAcknowledgement(HabakkukError):
+    """Approving an installed skill whose scan said dangerous needs the user to say they
+    read the findings (`--yes-i-read-it`, a second keypress, `{"acknowledge": true}`).
+    `skill` carries every finding for the surface to show; nothing was changed."""
+
+    def __init__(self, skill: SkillSummary) -> None:
+        count = len(skill.findings)
+        noun = "finding" if count == 1 else "findings"
+        super().__init__(
+            f"skill {skill.name}: its scan found it dangerous ({count} {noun}); approving it "
+            "needs an acknowledgement that the findings were read"
+        )
+        self.skill = skill
+
+
 class ScanRefused(HabakkukError):
     """An agent-written skill did not pass the scan. The message says that it was
     refused and why in general terms, never which rule matched (so the agent cannot
@@ -65,6 +82,15 @@ class Finding:
         }
 
 
+def finding_lines(findings: tuple[Finding, ...]) -> list[str]:
+    """One line per finding, `file:line: message`, dangerous ones first: how every surface
+    shows a scan's reasons."""
+    ordered = sorted(findings, key=lambda f: (f.severity != "dangerous", f.file, f.line))
+    return [
+        f"{f.file}:{f.line}: {f.message}" if f.line else f"{f.file}: {f.message}" for f in ordered
+    ]
+
+
 @dataclass(frozen=True)
 class ScanReport:
     """The scan of one folder (or one text): its verdict and every finding behind it."""
@@ -77,11 +103,7 @@ class ScanReport:
     @property
     def reasons(self) -> list[str]:
         """One line per finding, `file:line: message`, dangerous ones first."""
-        ordered = sorted(self.findings, key=lambda f: (f.severity != "dangerous", f.file, f.line))
-        return [
-            f"{f.file}:{f.line}: {f.message}" if f.line else f"{f.file}: {f.message}"
-            for f in ordered
-        ]
+        return finding_lines(self.findings)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -112,11 +134,23 @@ class SkillSummary:
     # SKILL.md's frontmatter was not valid YAML and was read leniently: the YAML error,
     # its line and what was taken ("" when it was valid).
     warning: str = ""
+    findings: tuple[Finding, ...] = ()  # what the install's scan found (with the verdict)
 
     @property
     def shared(self) -> bool:
         """What the HTTP API calls `shared`: not the agent's own."""
         return self.scope != "own"
+
+    @property
+    def reasons(self) -> list[str]:
+        """The scan's findings, one line each, dangerous ones first."""
+        return finding_lines(self.findings)
+
+    @property
+    def needs_acknowledgement(self) -> bool:
+        """Approving it needs the user to say they read the findings: an install not yet
+        approved whose scan said dangerous."""
+        return not self.trusted and self.verdict == "dangerous"
 
 
 @dataclass(frozen=True)
@@ -231,8 +265,10 @@ class SkillsAccess(Protocol):
         Records the use."""
         ...
 
-    async def approve(self, name: str) -> SkillSummary:
-        """Trust an installed shared skill (`habakkuk skills approve`)."""
+    async def approve(self, name: str, *, acknowledged: bool = False) -> SkillSummary:
+        """Trust an installed shared skill (`habakkuk skills approve`). One whose scan said
+        dangerous needs `acknowledged` (the user read its findings): without it,
+        NeedsAcknowledgement carrying them, and nothing changes."""
         ...
 
     async def remove(self, agent: str, name: str) -> RemovedSkill:

@@ -2,7 +2,8 @@
 
 Spec 001 "Skills": a listed skill is {"name", "description", "shared"} and one skill
 adds {"body", "files"}; the fields after those (scope, source, trust, verdict, last use,
-...) are what the CLI, the dashboard and the terminal's Skills view show as well.
+the scan's reasons and findings, whether approving needs an acknowledgement, ...) are what
+the CLI, the dashboard and the terminal's Skills view show as well.
 An install's plan and outcome have shapes of their own here so every surface that
 installs prints the same thing.
 """
@@ -38,6 +39,9 @@ def summary_json(skill: SkillSummary) -> dict[str, Any]:
         "pinned": skill.pinned,
         "plugin": skill.plugin,
         "warning": skill.warning,
+        "reasons": skill.reasons,
+        "findings": [f.as_json() for f in skill.findings],
+        "needs_acknowledgement": skill.needs_acknowledgement,
     }
 
 
@@ -106,3 +110,13 @@ def plan_lines(plan: InstallPlan) -> list[str]:
     ]
     lines += [f"    {reason}" for reason in plan.report.reasons]
     return lines
+
+
+def findings_lines(skill: SkillSummary) -> list[str]:
+    """The scan's reasons as the CLI and the terminal print them: a heading, one line each
+    (dangerous first); nothing when the scan found nothing."""
+    if not skill.findings:
+        return []
+    return [f"scan: {skill.verdict or 'not scanned'}, {len(skill.findings)} finding(s):"] + [
+        f"  {reason}" for reason in skill.reasons
+    ]

@@ -239,5 +239,9 @@ def add_command(home: Home, entry_name: str, raw_params: list[str], name: str | 
         print(f"it needs on PATH: {', '.join(absent)}")
     if entry.server.get("auth") == "oauth":
         print(f"sign in: habakkuk mcp login {target}")
-    print(f'then add "mcp:{target}" to an agent\'s toolsets; habakkuk mcp checks the connection')
+    from habakkuk.engine.config import load_config
+
+    from .checks import reach_line
+
+    print(f"{reach_line(load_config(home), target)}; habakkuk mcp checks the connection")
     return 0

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from habakkuk.engine.config import Config, McpServerConfig
 from habakkuk.engine.home import Environment, Home
+from habakkuk.engine.toolsets import agents_offered, mcp_toolset
 
 from .transport import missing_variables
 
@@ -22,6 +23,24 @@ class Finding:
 
     def line(self) -> str:
         return f"{self.status:<4} mcp_servers.{self.server}: {self.message}"
+
+
+def reaches(config: Config, server: str) -> list[str]:
+    """The agents offered server `server`'s tools (engine/toolsets.py decides), sorted."""
+    return agents_offered(config.agents, server)
+
+
+def reach_line(config: Config, server: str) -> str:
+    """How the server's tools reach agents, in words: which agents, or what to add."""
+    agents = reaches(config, server)
+    toolset = mcp_toolset(server)
+    if not agents:
+        return (
+            f'no agent gets its tools: add "{toolset}" to an agent\'s toolsets '
+            "(an agent with no toolsets: gets every MCP server)"
+        )
+    noun = "agent" if len(agents) == 1 else "agents"
+    return f"its tools reach {noun} {', '.join(agents)} (toolset {toolset})"
 
 
 def mcp_findings(config: Config, env: Environment, home: Home) -> list[Finding]:
@@ -53,6 +72,13 @@ def mcp_findings(config: Config, env: Environment, home: Home) -> list[Finding]:
         if not problems:
             findings.append(Finding("OK", name, "configured"))
     return findings
+
+
+def ok_detail(state: str, config: Config, server: str) -> str:
+    """A sound server's line: its state, then which agents its tools reach (when any)."""
+    if not reaches(config, server):
+        return state  # the WARN line beside it says what to add
+    return f"{state}; {reach_line(config, server)}"
 
 
 def program_problem(command: str) -> str | None:

@@ -66,6 +66,7 @@ async def status() -> int:
     from habakkuk.engine.config import load_config
     from habakkuk.engine.home import Environment
 
+    from .checks import reach_line
     from .manager import START_WAIT, McpManager
     from .transport import missing_variables
 
@@ -83,6 +84,7 @@ async def status() -> int:
             server = config.mcp_servers[item.name]
             where = server.command if server.command is not None else server.url
             print(f"{item.name}  [{item.transport}] {where}")
+            print(f"  {reach_line(config, item.name)}")
             if item.state == "up":
                 print(f"  up: {len(item.tools)} tools (toolset mcp:{item.name})")
                 for real, tool in sorted(manager.links[item.name].tools.items()):

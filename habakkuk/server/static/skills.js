@@ -1,5 +1,6 @@
-// Habakkuk dashboard: the skills view (list, one skill's instructions and files,
-// approve, remove with a confirmation, restore). Uses api(), el(), when() and $ from
+// Habakkuk dashboard: the skills view (list, one skill's scan reasons, instructions and
+// files, approve (a dangerous one after a confirmation), remove with a confirmation,
+// restore). Uses api(), el(), when() and $ from
 // app.js and actionButton() from memory.js. Skill text only ever goes in textContent.
 "use strict";
 
@@ -20,7 +21,8 @@ function skillsError(error) {
 
 function skillMeta(skill) {
   const used = skill.last_used ? `used ${when(skill.last_used)}` : "never used";
-  const scan = skill.verdict ? `scan: ${skill.verdict}` : "not scanned";
+  const found = skill.reasons.length ? ` (${skill.reasons.length} finding(s))` : "";
+  const scan = skill.verdict ? `scan: ${skill.verdict}${found}` : "not scanned";
   const parts = [skill.scope, skill.source, scan, used];
   if (skill.pinned) parts.push("pinned");
   return parts.join(" · ");
@@ -82,9 +84,20 @@ async function openSkill(name) {
     detail.appendChild(el("div", "snippet", skill.description));
     detail.appendChild(el("div", "meta", skillMeta(skill)));
     if (skill.caution) detail.appendChild(el("p", "skill-caution", skill.caution));
+    if (skill.reasons.length) {
+      // The scan's reasons, as the service lists them (dangerous first).
+      detail.appendChild(el("h4", "", `Scan: ${skill.verdict}`));
+      const reasons = el("ul", "skill-reasons");
+      for (const reason of skill.reasons) reasons.appendChild(el("li", "", reason));
+      detail.appendChild(reasons);
+    }
     const actions = el("div", "memory-actions");
     if (!skill.trusted && skill.scope === "shared") {
-      actions.appendChild(actionButton("Approve", "approve", () => approveSkill(skill.name)));
+      // The service decides what needs the user's word that they read the findings.
+      const approve = skill.needs_acknowledgement
+        ? () => askApprove(skill.name)
+        : () => approveSkill(skill.name, false);
+      actions.appendChild(actionButton("Approve", "approve", approve));
     }
     if (skill.scope !== "plugin") {
       actions.appendChild(actionButton("Remove", "forget remove", () => askRemove(skill.name)));
@@ -112,9 +125,20 @@ function askRemove(name) {
   detail.querySelector(".memory-actions").after(box);
 }
 
-async function approveSkill(name) {
+function askApprove(name) {
+  const detail = $("skills-detail");
+  const old = detail.querySelector(".skill-confirm");
+  if (old) old.remove();
+  const box = el("div", "skill-confirm memory-actions");
+  box.appendChild(el("span", "", `The scan found ${name} dangerous. Approve it only if you read every finding above.`));
+  box.appendChild(actionButton("I read them: approve", "forget approve-yes", () => approveSkill(name, true)));
+  box.appendChild(actionButton("Keep it untrusted", "quiet approve-no", () => box.remove()));
+  detail.querySelector(".memory-actions").after(box);
+}
+
+async function approveSkill(name, acknowledge) {
   try {
-    await api(skillPath(name, "/approve"), { json: {} });
+    await api(skillPath(name, "/approve"), { json: acknowledge ? { acknowledge: true } : {} });
     await Promise.all([openSkill(name), listSkills()]);
   } catch (error) {
     skillsError(error);

@@ -40,8 +40,16 @@ def write_skill(
     return folder
 
 
-def install(home: Home, name: str, *, approved: bool = False, verdict: str = "clean") -> None:
-    """Record `name` (already in HOME/skills) as installed in skills/.lock.json."""
+def install(
+    home: Home,
+    name: str,
+    *,
+    approved: bool = False,
+    verdict: str = "clean",
+    findings: tuple[Finding, ...] = (),
+) -> None:
+    """Record `name` (already in HOME/skills) as installed in skills/.lock.json, with the
+    scan's verdict and findings as an install records them."""
     from habakkuk.knowledge.hub.lock import read_lock
 
     entries, _ = read_lock(home.root / "skills")
@@ -50,6 +58,7 @@ def install(home: Home, name: str, *, approved: bool = False, verdict: str = "cl
         source=f"github:acme/skills/{name}@main",
         kind="github",
         verdict=verdict,
+        findings=[f.as_json() for f in findings],
         approved=approved,
     )
     write_lock(home.root / "skills", entries)
@@ -68,3 +77,12 @@ def own(home: Home) -> Path:
 @pytest.fixture
 def skills(home: Home, config: Config, memory: Memory) -> Skills:
     return Skills(home.root, config, scan=small_scan, secret_in=memory.secret_in, memory=memory)
+
+
+# What a scan of a hostile skill finds, as an install records it (two files, two kinds).
+DANGEROUS_FINDINGS = (
+    Finding("caution", "network-fetch", "SKILL.md", 4, "fetches a URL"),
+    Finding(
+        "dangerous", "pipe-to-shell", "scripts/setup.sh", 2, "a download is piped into a shell"
+    ),
+)

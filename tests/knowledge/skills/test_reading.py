@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -9,10 +10,11 @@ import pytest
 
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.home import Home
+from habakkuk.knowledge.hub.lock import read_lock
 from habakkuk.knowledge.skills.service import Skills
-from habakkuk.knowledge.skills.types import UNTRUSTED_CAUTION
+from habakkuk.knowledge.skills.types import UNTRUSTED_CAUTION, NeedsAcknowledgement
 
-from .conftest import install, write_skill
+from .conftest import DANGEROUS_FINDINGS, install, write_skill
 
 
 async def test_a_skill_comes_with_its_body_and_supporting_files(
@@ -77,6 +79,38 @@ async def test_an_installed_skill_is_untrusted_until_approved(
     assert approved.trusted
     again = await skills.skill("main", "fetcher")
     assert again.summary.trusted and again.caution == ""
+
+
+async def test_a_dangerous_skill_needs_acknowledgement_and_carries_every_finding(
+    skills: Skills, shared: Path, home: Home
+) -> None:
+    write_skill(shared, "setup-helper", "Set the machine up.")
+    install(home, "setup-helper", verdict="dangerous", findings=DANGEROUS_FINDINGS)
+    listed = {s.name: s for s in await skills.list_skills("main")}["setup-helper"]
+    assert listed.findings == DANGEROUS_FINDINGS
+    assert listed.reasons == [
+        "scripts/setup.sh:2: a download is piped into a shell",
+        "SKILL.md:4: fetches a URL",
+    ]
+    assert listed.needs_acknowledgement
+    with pytest.raises(NeedsAcknowledgement) as refused:
+        await skills.approve("setup-helper")
+    assert refused.value.skill.findings == DANGEROUS_FINDINGS
+    assert "found it dangerous (2 findings)" in str(refused.value)
+    entries, _ = read_lock(shared)
+    assert entries["setup-helper"].approved is False  # nothing changed
+    approved = await skills.approve("setup-helper", acknowledged=True)
+    assert approved.trusted and not approved.needs_acknowledgement
+    # Approved already: approving again changes nothing and needs nothing.
+    assert (await skills.approve("setup-helper")).trusted
+
+
+async def test_a_caution_skill_is_approved_without_acknowledgement(
+    skills: Skills, shared: Path, home: Home
+) -> None:
+    write_skill(shared, "fetcher", "Fetch things.")
+    install(home, "fetcher", verdict="caution", findings=DANGEROUS_FINDINGS[:1])
+    assert (await skills.approve("fetcher")).trusted
 
 
 async def test_approving_what_was_not_installed_says_why(skills: Skills, shared: Path) -> None:
@@ -181,3 +215,20 @@ async def test_an_explicitly_named_skill_loads_among_500(skills: Skills, shared:
     assert "Steps of skill 499." in message and message.endswith("Request: now")
     assert (await skills.skill("main", "skill-499")).body == "Steps of skill 499."
     assert (await skills.search("main", "skill-499"))[0].name == "skill-499"
+
+
+async def test_findings_a_lock_file_holds_in_another_shape_still_show(
+    skills: Skills, shared: Path, home: Home
+) -> None:
+    write_skill(shared, "odd", "An odd lock entry.")
+    install(home, "odd", verdict="dangerous")
+    lock = shared / ".lock.json"
+    data = json.loads(lock.read_text(encoding="utf-8"))
+    data["entries"]["odd"]["findings"] = [
+        "curl x | sh in run.sh",
+        {"severity": "fatal", "file": "run.sh", "line": "7", "message": "pipes to a shell"},
+    ]
+    lock.write_text(json.dumps(data), encoding="utf-8")
+    [summary] = [s for s in await skills.list_skills("main") if s.name == "odd"]
+    assert summary.reasons == ["?: curl x | sh in run.sh", "run.sh: pipes to a shell"]
+    assert summary.needs_acknowledgement

@@ -1,0 +1,45 @@
+"""Toolsets: the built-in ones, the default an agent gets, and how MCP servers join it.
+
+This module is the one definition of the default toolsets (spec 000 "Setup and
+maintenance"). Nothing Habakkuk writes (the starter config, `habakkuk setup`, the setup
+screen) spells the list out: an agent whose config.yaml entry has no `toolsets:` gets
+DEFAULT_TOOLSETS plus the toolset `mcp:<server>` of every MCP server, configured in
+config.yaml or brought by an enabled plugin. An agent that lists `toolsets:` gets exactly
+that list, which may name `mcp:<server>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+KNOWN_TOOLSETS = ("core", "memory", "skills", "schedule", "delegate", "board")
+DEFAULT_TOOLSETS = KNOWN_TOOLSETS
+MCP_PREFIX = "mcp:"
+
+
+def mcp_toolset(server: str) -> str:
+    """The toolset that holds MCP server `server`'s tools."""
+    return f"{MCP_PREFIX}{server}"
+
+
+def uses_default_toolsets(agent: Any) -> bool:
+    """Whether the agent's config left `toolsets:` out (so it gets the default).
+
+    `agent` is an AgentConfig; the loader records the lines of the keys it read, so a
+    `toolsets:` written in the file, even one equal to the default, is "listed"."""
+    return "toolsets" not in getattr(agent, "_lines", {})
+
+
+def offer_to_default_agents(agents: Iterable[Any], server: str) -> None:
+    """Add server `server`'s toolset to every agent on the default toolsets."""
+    toolset = mcp_toolset(server)
+    for agent in agents:
+        if uses_default_toolsets(agent) and toolset not in agent.toolsets:
+            agent.toolsets.append(toolset)
+
+
+def agents_offered(agents: Mapping[str, Any], server: str) -> list[str]:
+    """The names of the agents whose toolsets hold server `server`'s tools, sorted."""
+    toolset = mcp_toolset(server)
+    return sorted(name for name, agent in agents.items() if toolset in agent.toolsets)
