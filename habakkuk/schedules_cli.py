@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE
+from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE, error_line
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -81,8 +81,8 @@ def add_actions(schedules: argparse.ArgumentParser) -> None:
     action("rm", "delete it")
 
 
-def _fail(args: argparse.Namespace, message: str) -> int:
-    print(f"habakkuk: schedules {args.schedules_command}: {message}", file=sys.stderr)
+def _fail(args: argparse.Namespace, message: str | Exception) -> int:
+    print(error_line(f"schedules {args.schedules_command}", message), file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -137,7 +137,7 @@ async def _main(args: argparse.Namespace) -> int:
         except ConfigError:
             raise  # cli.main prints it
         except HabakkukError as exc:  # WhenError, NotFound, ScheduleRefused, bad input
-            return _fail(args, str(exc))
+            return _fail(args, exc)
     finally:
         await runtime.close()
 

@@ -180,7 +180,7 @@ async def test_a_stranger_is_refused_and_can_pair(
     await tg.wait_for(lambda: len(tg.texts(99)) == 2)
     assert code.group(1) in tg.texts(99)[1]
 
-    assert await asyncio.to_thread(cli.main, ["pair", "WRONG123"]) == 1
+    assert await asyncio.to_thread(cli.main, ["pair", "WRONG123"]) == 2  # EXIT_NOT_FOUND
     assert await asyncio.to_thread(cli.main, ["pair", code.group(1)]) == 0
     await tg.wait_for(lambda: len(tg.texts(99)) == 3)
     assert "You're in" in tg.texts(99)[2]
@@ -188,7 +188,7 @@ async def test_a_stranger_is_refused_and_can_pair(
     tg.message("hello again", chat=99, user=99, username="mallory")
     await tg.wait_for(lambda: len(tg.texts(99)) == 4)
     assert tg.texts(99)[3] == "echo: hello again"
-    assert await asyncio.to_thread(cli.main, ["pair", code.group(1)]) == 1  # used up
+    assert await asyncio.to_thread(cli.main, ["pair", code.group(1)]) == 2  # used up
 
 
 async def test_allow_from_matches_a_username(start: OpenRuntime, tg: FakeTelegram) -> None:
