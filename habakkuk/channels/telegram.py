@@ -77,10 +77,15 @@ class TelegramAdapter(Adapter):
         self.username = ""
         self.bot_id = ""
         self._http: aiohttp.ClientSession | None = None
+        self._closed = False
 
     # -- HTTP -----------------------------------------------------------------------
 
     def _session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            # A call still in flight after close (a poll, a gateway task) must not open
+            # a new session that nobody closes: the adapter is done.
+            raise SendError(f"telegram {self.account}: the adapter is closed")
         if self._http is None or self._http.closed:
             self._http = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, connect=15, sock_read=None)
@@ -88,9 +93,11 @@ class TelegramAdapter(Adapter):
         return self._http
 
     async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        """Close the HTTP session for good (idempotent; later calls raise SendError)."""
+        self._closed = True
+        http, self._http = self._http, None
+        if http is not None:
+            await http.close()
 
     async def call(
         self,
