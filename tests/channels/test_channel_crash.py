@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -196,15 +197,18 @@ async def test_a_sigterm_while_a_poll_is_in_flight_leaves_no_session_unclosed(
     (home / "config.yaml").write_text(
         config(tg, "hi").replace("poll_timeout: 1", "poll_timeout: 30")
     )
+
+    def polling_since(before: int) -> bool:
+        """A getUpdates call after the first `before` is held open now."""
+        return len(tg.of("getUpdates", answered=None)) > before and bool(
+            tg.of("getUpdates", answered=False)
+        )
+
     for _ in range(2):  # each shutdown, not only the first
         polls = len(tg.of("getUpdates", answered=None))
         process = await serve(home)
         try:
-            await tg.wait_for(
-                lambda: len(tg.of("getUpdates", answered=None)) > polls
-                and bool(tg.of("getUpdates", answered=False)),
-                timeout=60,
-            )
+            await tg.wait_for(functools.partial(polling_since, polls), timeout=60)
         finally:
             said = await stop(process)
         assert "Unclosed" not in said, said
