@@ -39,6 +39,7 @@ from .adapter import (
     RetryAfter,
     SendError,
     Undeliverable,
+    Unsupported,
 )
 from .format import TELEGRAM_LIMIT, html_to_plain, markdown_chunks
 from .store import ChannelStore
@@ -353,7 +354,7 @@ class TelegramAdapter(Adapter):
         name = name or path.name
         photo = name.lower().endswith((".jpg", ".jpeg", ".png")) and len(data) <= PHOTO_LIMIT
         if not photo and len(data) > DOCUMENT_LIMIT:
-            raise Undeliverable(f"{name} is over Telegram's 50 MB limit")
+            raise Unsupported(f"{name} is over Telegram's 50 MB limit")
         form = aiohttp.FormData()
         for key, value in self._target(to).items():
             form.add_field(key, str(value))
@@ -368,8 +369,8 @@ class TelegramAdapter(Adapter):
     async def _bad_request_is_final_form(self, method: str, form: aiohttp.FormData) -> Any:
         try:
             return await self.call(method, form=form, timeout=300)
-        except _BadRequest as exc:
-            raise Undeliverable(str(exc)) from None
+        except _BadRequest as exc:  # this file refused; the chat itself is reachable
+            raise Unsupported(str(exc)) from None
 
     async def send_poll(
         self, to: Address, question: str, options: list[str], *, multiple: bool = False

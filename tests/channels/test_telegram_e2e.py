@@ -690,3 +690,46 @@ async def test_a_corrupt_delivery_fails_alone_naming_the_job_and_an_old_one_stil
     assert failed is not None and failed["status"] == "failed"
     assert "delivery send:corrupt: options: expected a list of strings" in failed["error"]
     assert tg.of("sendPoll") == []
+
+
+# -- a part the chat cannot get is told in the chat, never dropped ----------------------
+
+
+async def test_a_file_telegram_refuses_is_told_in_the_chat_and_counted(
+    start: OpenRuntime, tg: FakeTelegram, home: Home, tmp_path: Path
+) -> None:
+    runtime = await start()
+    tg.refuse_files("Bad Request: file is too big")
+    attachment = tmp_path / "huge.pdf"
+    attachment.write_bytes(b"%PDF-1.4 pretend this is large")
+    code = await asyncio.to_thread(
+        cli.main, ["send", "--to", "tg:42", "--file", str(attachment), "the report"]
+    )
+    assert code == 0
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    assert tg.texts() == [
+        "Could not send the file huge.pdf here: sendDocument: 400 Bad Request: file is too big."
+    ]
+    failed_sql = "SELECT * FROM jobs WHERE kind = 'delivery:tg' AND status = 'failed'"
+    await eventually(lambda: rows(home, failed_sql), what="the delivery to fail for good")
+    [failed] = rows(home, failed_sql)
+    assert failed["error"].startswith("not sent: the file huge.pdf: ")
+    assert failed["attempts"] == 1  # refused for good: never retried, never resent
+    view = await runtime.control.overview()
+    assert view.unsent == 1 and failed["id"] in [job.id for job in view.errors]
+
+
+async def test_a_file_gone_from_disk_is_told_in_the_chat(
+    start: OpenRuntime, tg: FakeTelegram, home: Home, tmp_path: Path
+) -> None:
+    runtime = await start()
+    assert runtime.channels is not None
+    await runtime.channels.send_file("gone-1", "tg:42", tmp_path / "deleted.csv", "deleted.csv")
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    assert tg.texts() == ["Could not send the file deleted.csv here: it is no longer on disk."]
+    assert tg.of("sendDocument") == []
+
+    async def counted() -> bool:
+        return (await runtime.control.overview()).unsent == 1
+
+    await eventually(counted, what="the overview to count the unsent file")
