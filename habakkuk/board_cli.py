@@ -7,7 +7,7 @@ any card. Every action reads the card back and prints its state now ("card_ab12 
 doing (attempt 1)"); `--json` prints the API's shape (work.board_views.card_json). This
 process runs no dispatcher: the board's change touches its wake file, so a running
 `habakkuk serve` dispatches at once. A user error is one line on stderr, no traceback:
-exit 2 for bad input or a refusal, 1 for a card that does not exist.
+exit 2 for bad input, a refusal or a card that does not exist (engine/exit_codes.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE, error_line, exit_code
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
@@ -69,8 +69,8 @@ class _BadInput(Exception):
     """A user error found before the board is asked (exit 2)."""
 
 
-def _fail(args: argparse.Namespace, message: str, code: int = EXIT_USAGE) -> int:
-    print(f"habakkuk: board {args.board_command}: {message}", file=sys.stderr)
+def _fail(args: argparse.Namespace, message: str | Exception, code: int = EXIT_USAGE) -> int:
+    print(error_line(f"board {args.board_command}", message), file=sys.stderr)
     return code
 
 
@@ -134,9 +134,9 @@ async def _main(args: argparse.Namespace) -> int:
         except ConfigError:
             raise  # cli.main prints it
         except NotFound as exc:  # no such card (or dependency, parent, agent)
-            return _fail(args, str(exc), EXIT_FAILED)
+            return _fail(args, exc, exit_code(exc))
         except HabakkukError as exc:  # BoardRefused, bad input, an ambiguous prefix
-            return _fail(args, str(exc))
+            return _fail(args, exc)
     finally:
         await runtime.close()
 

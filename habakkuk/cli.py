@@ -11,7 +11,7 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE  # stdlib-only module
+from habakkuk.engine.exit_codes import EXIT_OK, error_line, exit_code  # stdlib-only module
 
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
@@ -168,16 +168,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"habakkuk {__version__}")
         return EXIT_OK
     handler = _pick(args, parser)
-    from habakkuk.engine.errors import ConfigError, HabakkukError
+    from habakkuk.engine.errors import HabakkukError
 
     try:
         return handler(args)
-    except ConfigError as exc:
-        print(f"habakkuk: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except HabakkukError as exc:
-        print(f"habakkuk: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    except HabakkukError as exc:  # a bad config, a name that matches nothing, a refusal
+        print(error_line("", exc), file=sys.stderr)
+        return exit_code(exc)
     except KeyboardInterrupt:
         return 130
 

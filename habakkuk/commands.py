@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error_line, exit_code
 from habakkuk.engine.starter import SMOKE_CONFIG, STARTER_CONFIG
 from habakkuk.engine.timeouts import wait_within
 
@@ -74,23 +74,25 @@ async def _run(
         if session_id:
             try:
                 session = await runtime.sessions.session(session_id)
-            except NotFound as exc:  # a session the user named: bad usage, as the README says
-                print(f"habakkuk: {exc}", file=sys.stderr)
-                return EXIT_USAGE
+            except NotFound as exc:  # a session the user named (engine/exit_codes.py)
+                print(error_line("", exc), file=sys.stderr)
+                return exit_code(exc)
             if agent and agent != session.agent:
                 print(
                     f"habakkuk: session {session_id} belongs to agent {session.agent!r}",
                     file=sys.stderr,
                 )
                 return EXIT_USAGE
-        else:
-            session = await runtime.sessions.new_session(agent, origin="cli")
         if skill:
+            # The skill first: a name that matches nothing leaves no empty session behind.
+            owner = session.agent if session_id else runtime.config.agent(agent).name
             try:  # the same message as /skill NAME REQUEST
-                prompt = await runtime.skills.invocation(session.agent, skill, prompt)
+                prompt = await runtime.skills.invocation(owner, skill, prompt)
             except NotFound as exc:
-                print(f"habakkuk: run --skill: {exc}", file=sys.stderr)
-                return EXIT_USAGE
+                print(error_line("run --skill", exc), file=sys.stderr)
+                return exit_code(exc)
+        if not session_id:
+            session = await runtime.sessions.new_session(agent, origin="cli")
         streamed = asyncio.create_task(_stream(runtime, session.id)) if not as_json else None
         await runtime.start_mcp()  # MCP tools for the turn (at most 20 s)
         # One turn from the shell must not take over the chat bots `serve` runs.
@@ -350,7 +352,7 @@ async def _sessions_each(ids: list[str], action: str) -> int:
                 else:
                     await runtime.sessions.archive_session(session_id, action == "archive")
             except HabakkukError as exc:
-                print(f"habakkuk: sessions {action}: {exc}", file=sys.stderr)
+                print(error_line(f"sessions {action}", exc), file=sys.stderr)
                 failed = True
                 continue
             print(f"{done} {session_id}")
@@ -489,8 +491,10 @@ def doctor(args: argparse.Namespace) -> int:
     for check in checks:
         print(check.line())
         failed = failed or check.status == "FAIL"
-    if checks and checks[0].name == "config" and checks[0].status == "FAIL":
-        return EXIT_USAGE  # an unreadable config is a usage error, as in every command
+    if checks and checks[-1].name in ("config", ".env") and checks[-1].status == "FAIL":
+        # A config or .env that stopped the checks (unreadable, not UTF-8, invalid) is
+        # a usage error, as in every command.
+        return EXIT_USAGE
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -654,7 +658,7 @@ async def _mcp_serve() -> int:
 def tui(args: argparse.Namespace) -> int:
     """`habakkuk`: the terminal app (`--resume` opens the session picker first)."""
     from habakkuk.engine.config import load_config
-    from habakkuk.engine.home import check_home_root
+    from habakkuk.engine.home import check_home_root, read_env_file
 
     home = _home()
     check_home_root(home.root)
@@ -664,6 +668,7 @@ def tui(args: argparse.Namespace) -> int:
         # the app's runtime opens with this config instead of reading the file again.
         config = load_config(home)
         config.agent(None)
+    read_env_file(home.env_path)  # likewise a .env that is not UTF-8 (ConfigError)
     from habakkuk.app import run_app
 
     return run_app(resume=bool(getattr(args, "resume", False)), config=config)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from habakkuk.engine.config import Config, load_config
-from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.errors import ConfigError, HabakkukError
 from habakkuk.engine.home import Environment, Home, bad_env_lines
 from habakkuk.engine.presets import key_optional
 
@@ -42,8 +42,12 @@ async def run_checks(home: Home) -> list[Check]:
             config.agent(None)
         except HabakkukError as exc:
             checks.append(Check("FAIL", "agents", str(exc)))
-    checks += _env_checks(home)
-    env = Environment(home.env_path)
+    try:
+        checks += _env_checks(home)
+        env = Environment(home.env_path)
+    except ConfigError as exc:  # a .env that is not UTF-8: every start would stop here
+        checks.append(Check("FAIL", ".env", str(exc)))
+        return checks
     checks += _extra_checks(config)
     checks += _plugin_checks(config)
     checks += _plugin_program_checks(home)

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error_line, exit_code
 
 if TYPE_CHECKING:
     from habakkuk.knowledge.memory_types import MemoryAccess, NoteSummary
@@ -110,9 +110,9 @@ async def _main(args: argparse.Namespace, content: str | None) -> int:
         agent = runtime.config.agent(args.agent).name  # ConfigError for an unknown agent
         try:
             return await _act(runtime.memory, agent, args, content)
-        except NotFound as exc:  # a note or change the user named: bad usage, like sessions
-            print(f"habakkuk: memory {args.memory_command}: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        except NotFound as exc:  # a note or change the user named
+            print(error_line(f"memory {args.memory_command}", exc), file=sys.stderr)
+            return exit_code(exc)
     finally:
         await runtime.close()
 

@@ -21,7 +21,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error_line, exit_code
 
 if TYPE_CHECKING:
     from habakkuk.engine.errors import HabakkukError
@@ -99,9 +99,9 @@ def main(args: argparse.Namespace) -> int:
         kept = f"; kept in {backup.folder}" if backup else ""
         print(f"Removed {args.name}{kept}.")
         return EXIT_OK
-    except NotFound as exc:
-        print(f"habakkuk: plugins {action}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except NotFound as exc:  # a plugin the user named
+        print(error_line(f"plugins {action}", exc), file=sys.stderr)
+        return exit_code(exc)
 
 
 def _list(plugins: Plugins, as_json: bool) -> int:

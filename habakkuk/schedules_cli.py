@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE
+from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE, error_line
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -46,18 +46,21 @@ def add_actions(schedules: argparse.ArgumentParser) -> None:
     def action(name: str, about: str, *, by_id: bool = True) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = actions.add_parser(name, help=about)
         if by_id:
-            parser.add_argument("id", help="a schedule id (sch_...)")
+            parser.add_argument("id", metavar="ID|NAME", help="a schedule id (sch_...) or its name")
         parser.add_argument("--json", action="store_true", help="print the API's JSON")
         return parser
 
     add = action("add", "add a prompt (--prompt) or a script (--run) schedule", by_id=False)
     add.add_argument("--agent", help="agent name (default: the first agent)")
-    add.add_argument("--name", required=True, help="a name for people")
+    add.add_argument(
+        "--name", required=True, help="a name for people, unique per agent (the actions take it)"
+    )
     add.add_argument(
         "--when",
         required=True,
         metavar="SPEC",
-        help="cron (0 8 * * 1-5), @every 2h, @hourly, @daily, @weekly or at YYYY-MM-DD HH:MM",
+        help="cron (0 8 * * 1-5), @every 2h (or every 2h), @hourly, @daily, @weekly, "
+        "@monthly or at YYYY-MM-DD HH:MM, in the config timezone",
     )
     add.add_argument("--prompt", metavar="TEXT", help="what the agent is asked each run")
     add.add_argument("--run", metavar="CMD", help="a command for /bin/sh -c, instead of a prompt")
@@ -81,8 +84,8 @@ def add_actions(schedules: argparse.ArgumentParser) -> None:
     action("rm", "delete it")
 
 
-def _fail(args: argparse.Namespace, message: str) -> int:
-    print(f"habakkuk: schedules {args.schedules_command}: {message}", file=sys.stderr)
+def _fail(args: argparse.Namespace, message: str | Exception) -> int:
+    print(error_line(f"schedules {args.schedules_command}", message), file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -137,7 +140,7 @@ async def _main(args: argparse.Namespace) -> int:
         except ConfigError:
             raise  # cli.main prints it
         except HabakkukError as exc:  # WhenError, NotFound, ScheduleRefused, bad input
-            return _fail(args, str(exc))
+            return _fail(args, exc)
     finally:
         await runtime.close()
 
@@ -179,7 +182,8 @@ async def _add(schedules: SchedulesAccess, agent: str, args: argparse.Namespace,
         _out(schedule_json(schedule, next_runs=upcoming))
         return EXIT_OK
     print(schedule.id)
-    print(f"next: {fire_times(upcoming, zone)}")
+    # The reading echoed back, so a `when` understood otherwise than meant shows at once.
+    print(f"{schedules.reading(schedule)}, next at {fire_times(upcoming, zone)}")
     return EXIT_OK
 
 
@@ -223,7 +227,8 @@ def _show(schedules: SchedulesAccess, schedule: Schedule, zone: str) -> None:
     from habakkuk.work.schedule_views import fire_times, local_time, state_word
 
     print(f"{schedule.id} {schedule.name!r} ({schedule.kind}, agent {schedule.agent})")
-    print(f"when: {schedule.spec}  [{state_word(schedule)}, missed: {schedule.missed}]")
+    reading = schedules.reading(schedule)
+    print(f"when: {schedule.spec} ({reading})  [{state_word(schedule)}, missed: {schedule.missed}]")
     if schedule.enabled and schedule.next_run is not None:
         upcoming = _upcoming(schedules, schedule)
         shown = fire_times(upcoming, zone) if upcoming else local_time(schedule.next_run, zone)
@@ -255,7 +260,7 @@ async def _act(schedules: SchedulesAccess, args: argparse.Namespace, zone: str) 
     )
 
     action = args.schedules_command
-    schedule = await schedules.get(args.id.strip())  # NotFound
+    schedule = await schedules.find(args.id)  # by id, else name; NotFound, or names several
     if action == "show":
         if args.json:
             _out(schedule_json(schedule, next_runs=_upcoming(schedules, schedule)))
@@ -279,6 +284,13 @@ async def _act(schedules: SchedulesAccess, args: argparse.Namespace, zone: str) 
             _out(run_now_json(job, schedule))
         else:
             print(job)
+        if await schedules.ticker() is None:
+            # Queued in control.db, but no process of this home runs schedules right now.
+            print(
+                f"queued; nothing is serving this home, so it runs when `habakkuk --serve` or "
+                f"the terminal app is up (`habakkuk schedules runs {schedule.id}` shows it)",
+                file=sys.stderr,
+            )
         return EXIT_OK
     if action == "rm":
         await schedules.delete(schedule.id)

@@ -27,7 +27,7 @@ from typing import Any
 
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK
-from habakkuk.engine.home import Home, write_private_file
+from habakkuk.engine.home import Home, read_text_file, write_private_file
 
 Ask = Callable[[str], str]
 
@@ -384,9 +384,8 @@ class Wizard:
         import yaml
 
         try:
-            text = self.home.config_path.read_text(encoding="utf-8")
-            data = yaml.safe_load(text)
-        except (OSError, yaml.YAMLError):
+            data = yaml.safe_load(read_text_file(self.home.config_path))
+        except (OSError, yaml.YAMLError, ConfigError):  # unreadable: a fresh config replaces it
             return None
         return data if isinstance(data, dict) else None
 
@@ -405,7 +404,7 @@ class Wizard:
         """Set (or, with None, drop) one variable in HOME/.env, other lines kept (0600)."""
         path = self.home.env_path
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = read_text_file(path).splitlines()  # ConfigError when not UTF-8
         except FileNotFoundError:
             if value is None:
                 return

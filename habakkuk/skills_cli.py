@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error_line, exit_code
 
 if TYPE_CHECKING:
     from habakkuk.knowledge.hub.install import Hub, Outcome
@@ -92,9 +92,9 @@ async def _main(args: argparse.Namespace) -> int:
         if action == "update":
             return await _update(args)
         return await _with_runtime(args)
-    except NotFound as exc:  # a skill, registry name or agent the user named: bad usage
-        print(f"habakkuk: skills {action}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except NotFound as exc:  # a skill, registry name or agent the user named
+        print(error_line(f"skills {action}", exc), file=sys.stderr)
+        return exit_code(exc)
 
 
 def _hub() -> Hub:

@@ -9,8 +9,14 @@ delivery worker ask `adapter.can(...)` instead of knowing the platform.
 
 Errors a send may raise tell the delivery worker what to do: `Undeliverable`
 stops retrying (bot blocked, chat gone), `RetryAfter` and any other
-`SendError` retry with backoff. `FatalAdapterError` from `run` means retrying
-at once cannot help (a revoked token).
+`SendError` retry with backoff. `Unsupported` (an Undeliverable) says this one
+part cannot go to this chat (a kind the adapter does not send, a file over its
+limit): the worker tells the chat what could not be sent and why. `FatalAdapterError`
+from `run` means retrying at once cannot help (a revoked token).
+
+What an adapter can send is what it declares: text always; files with "files", native
+polls with "polls" (without, a poll goes as numbered text). The delivery worker never
+hands an adapter a part it did not declare, and never drops one in silence.
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ class SendError(Exception):
 
 class Undeliverable(SendError):
     """A send that can never succeed (bot blocked, chat gone): stop retrying."""
+
+
+class Unsupported(Undeliverable):
+    """This part cannot be sent to this chat (a kind the adapter does not have, a file over
+    its limit); the chat itself is reachable, so it is told what was not sent and why."""
 
 
 class RetryAfter(SendError):
@@ -212,13 +223,13 @@ class Adapter(ABC):
 
     async def send_file(self, to: Address, path: Path, *, caption: str = "", name: str = "") -> str:
         """Send a file ("files") shown as `name` (default: its file name); returns the id."""
-        raise Undeliverable(f"{self.type} cannot send files")
+        raise Unsupported(f"{self.type} chats cannot receive files")
 
     async def send_poll(
         self, to: Address, question: str, options: list[str], *, multiple: bool = False
     ) -> str:
         """Post a native poll ("polls"); returns the message id."""
-        raise Undeliverable(f"{self.type} cannot post polls")
+        raise Unsupported(f"{self.type} chats have no native polls")
 
 
 def poll_as_text(question: str, options: list[str], multiple: bool) -> str:

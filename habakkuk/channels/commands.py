@@ -14,6 +14,7 @@ from pathlib import Path
 
 from habakkuk.engine.config import Config, load_config
 from habakkuk.engine.errors import ConfigError, HabakkukError
+from habakkuk.engine.exit_codes import EXIT_NOT_FOUND
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import JobQueue
@@ -85,7 +86,7 @@ async def pair(home: Home, code: str) -> int:
         pairing = await store.approve_pairing(code)
         if pairing is None:
             print(f"habakkuk: pairing code {code!r} is unknown or expired", file=sys.stderr)
-            return 1
+            return EXIT_NOT_FOUND
         await Outbox(JobQueue(db)).send_text(
             f"paired:{pairing.account}:{pairing.user}:{pairing.code}",
             pairing.address,

@@ -8,6 +8,10 @@
   chunk.
 - `Undeliverable` (bot blocked, chat gone) fails the job for good; anything
   else retries with the queue's backoff.
+- Nothing fails in silence: a part the adapter cannot send to a chat it can reach
+  (a file to a chat without files, a file over the platform's limit or gone from
+  disk) becomes a line in that chat saying what was not sent and why, and the job
+  fails for good with an error starting UNSENT_PREFIX, which the overview counts.
 - Deliveries of one chat share a serial key, so they arrive in order; the job
   kind names the channel account (`delivery:<account>`), so only the process
   holding that account's connection claims them.
@@ -26,13 +30,21 @@ import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from habakkuk.engine.hook_events import HookFirer
 from habakkuk.engine.jobs import Job, JobQueue, Lease
 from habakkuk.engine.pools import PermanentJobError
 
-from .adapter import Adapter, Address, Button, SendError, Undeliverable, poll_as_text
+from .adapter import (
+    Adapter,
+    Address,
+    Button,
+    SendError,
+    Undeliverable,
+    Unsupported,
+    poll_as_text,
+)
 from .delivery_types import (
     Delivery,
     FileDelivery,
@@ -61,6 +73,16 @@ _KINDS: dict[type, str] = {
 }
 # Finished turns older than this are not swept for a missing reply (nobody waits any more).
 SWEEP_WINDOW_SECONDS = 86400.0
+# The error of a delivery whose part the chat could not get (it was told); the overview
+# counts these (services/turns.py unsent_deliveries).
+UNSENT_PREFIX = "not sent: "
+# delivery_chunks index of the notice about an unsent part (the part itself is chunk 0).
+NOTICE_CHUNK = 1000
+
+
+def unsent_notice(what: str, reason: str) -> str:
+    """The line a chat gets for a part it could not receive."""
+    return f"Could not send {what} here: {reason}."
 
 
 @dataclass(frozen=True)
@@ -286,19 +308,20 @@ class DeliveryWorker:
         *,
         reply_to: str | None = None,
         buttons: list[list[Button]] | None = None,
+        first_chunk: int = 0,
     ) -> dict[str, Any]:
         chunks = adapter.render(text)
         sent = await self.store.sent_chunks(lease.job.id)
         ids = []
-        for index, chunk in enumerate(chunks):
+        for index, chunk in enumerate(chunks, start=first_chunk):
             if index in sent:
                 ids.append(sent[index])
                 continue
-            last = index == len(chunks) - 1
+            last = index == first_chunk + len(chunks) - 1
             message_id = await adapter.send_text(
                 address,
                 chunk,
-                reply_to=reply_to if index == 0 else None,
+                reply_to=reply_to if index == first_chunk else None,
                 buttons=buttons if last and adapter.can("buttons") else None,
             )
             await self.store.record_chunk(lease, index, message_id)
@@ -312,27 +335,50 @@ class DeliveryWorker:
         if 0 in sent:
             return {"messages": [sent[0]]}
         path = delivery.path
-        exists = await asyncio.to_thread(path.is_file)
-        if not exists:
-            raise PermanentJobError(f"file {path} is gone")
-        if not adapter.can("files"):
-            raise PermanentJobError(f"{adapter.type} cannot send files")
         name = delivery.name or path.name
-        message_id = await adapter.send_file(delivery.to, path, caption=delivery.caption, name=name)
-        await self.store.record_chunk(lease, 0, message_id)
-        return {"messages": [message_id]}
+        reason = ""
+        if not adapter.can("files"):
+            reason = f"{adapter.type} chats cannot receive files"
+        elif not await asyncio.to_thread(path.is_file):
+            reason = "it is no longer on disk"
+        else:
+            try:
+                message_id = await adapter.send_file(
+                    delivery.to, path, caption=delivery.caption, name=name
+                )
+            except Unsupported as exc:  # over the platform's limit, a kind it refuses
+                reason = str(exc)
+            else:
+                await self.store.record_chunk(lease, 0, message_id)
+                return {"messages": [message_id]}
+        await self._unsent(lease, adapter, delivery.to, f"the file {name}", reason)
+
+    async def _unsent(
+        self, lease: Lease, adapter: Adapter, to: Address, what: str, reason: str
+    ) -> NoReturn:
+        """Tell the chat that `what` was not sent and why, then fail the job for good
+        (PermanentJobError, its error starting UNSENT_PREFIX). A notice that cannot be
+        sent either is the job's error (retried, or final when the chat is gone)."""
+        await self._send_text(
+            lease, adapter, to, unsent_notice(what, reason), first_chunk=NOTICE_CHUNK
+        )
+        raise PermanentJobError(f"{UNSENT_PREFIX}{what}: {reason} (the chat was told)")
 
     async def _send_poll(
         self, lease: Lease, adapter: Adapter, delivery: PollDelivery
     ) -> dict[str, Any]:
         question, options, multiple = delivery.question, list(delivery.options), delivery.multiple
+        as_text = poll_as_text(question, options, multiple)
         if not adapter.can("polls"):
-            return await self._send_text(
-                lease, adapter, delivery.to, poll_as_text(question, options, multiple)
-            )
+            return await self._send_text(lease, adapter, delivery.to, as_text)
         sent = await self.store.sent_chunks(lease.job.id)
         if 0 in sent:
             return {"messages": [sent[0]]}
-        message_id = await adapter.send_poll(delivery.to, question, options, multiple=multiple)
+        try:
+            message_id = await adapter.send_poll(delivery.to, question, options, multiple=multiple)
+        except Unsupported:  # this poll refused (too many options, ...): it goes as text
+            return await self._send_text(
+                lease, adapter, delivery.to, as_text, first_chunk=NOTICE_CHUNK
+            )
         await self.store.record_chunk(lease, 0, message_id)
         return {"messages": [message_id]}

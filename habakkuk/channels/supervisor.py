@@ -264,10 +264,15 @@ class Supervisor:
                         await self.store.beat(config.name, time.time())
         finally:
             account.up.clear()
-            await pool.stop()
-            await cancel_and_wait(task)
-            with contextlib.suppress(Exception):
-                await adapter.close()
-            account.adapter = None
+            try:
+                await pool.stop()
+                await cancel_and_wait(task)
+            finally:
+                # Closed on every path: when this task is being stopped, cancel_and_wait
+                # re-raises that stop once the adapter's task has ended, and the close
+                # must still run (its HTTP session was left open, "Unclosed client session").
+                with contextlib.suppress(Exception):
+                    await adapter.close()
+                account.adapter = None
             raise_if_cancelling()  # pool.stop may have swallowed ours
         return reason

@@ -39,6 +39,7 @@ from .adapter import (
     RetryAfter,
     SendError,
     Undeliverable,
+    Unsupported,
 )
 from .format import TELEGRAM_LIMIT, html_to_plain, markdown_chunks
 from .store import ChannelStore
@@ -77,10 +78,15 @@ class TelegramAdapter(Adapter):
         self.username = ""
         self.bot_id = ""
         self._http: aiohttp.ClientSession | None = None
+        self._closed = False
 
     # -- HTTP -----------------------------------------------------------------------
 
     def _session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            # A call still in flight after close (a poll, a gateway task) must not open
+            # a new session that nobody closes: the adapter is done.
+            raise SendError(f"telegram {self.account}: the adapter is closed")
         if self._http is None or self._http.closed:
             self._http = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, connect=15, sock_read=None)
@@ -88,9 +94,11 @@ class TelegramAdapter(Adapter):
         return self._http
 
     async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        """Close the HTTP session for good (idempotent; later calls raise SendError)."""
+        self._closed = True
+        http, self._http = self._http, None
+        if http is not None:
+            await http.close()
 
     async def call(
         self,
@@ -346,7 +354,7 @@ class TelegramAdapter(Adapter):
         name = name or path.name
         photo = name.lower().endswith((".jpg", ".jpeg", ".png")) and len(data) <= PHOTO_LIMIT
         if not photo and len(data) > DOCUMENT_LIMIT:
-            raise Undeliverable(f"{name} is over Telegram's 50 MB limit")
+            raise Unsupported(f"{name} is over Telegram's 50 MB limit")
         form = aiohttp.FormData()
         for key, value in self._target(to).items():
             form.add_field(key, str(value))
@@ -361,8 +369,8 @@ class TelegramAdapter(Adapter):
     async def _bad_request_is_final_form(self, method: str, form: aiohttp.FormData) -> Any:
         try:
             return await self.call(method, form=form, timeout=300)
-        except _BadRequest as exc:
-            raise Undeliverable(str(exc)) from None
+        except _BadRequest as exc:  # this file refused; the chat itself is reachable
+            raise Unsupported(str(exc)) from None
 
     async def send_poll(
         self, to: Address, question: str, options: list[str], *, multiple: bool = False

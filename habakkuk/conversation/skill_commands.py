@@ -54,7 +54,7 @@ async def _skill(conv: Conversation, rest: str) -> Reply:
     skills = conv.services.skills
     message = await skills.invocation(agent, name, request.strip())  # NotFound: close names
     await conv.start_turn(message)
-    if message.startswith("Caution:"):
+    if (await skills.skill(agent, name)).caution:
         return Reply(
             f"Skill **{name}** is installed but not approved: the agent was told to ask "
             f"before any side effect it asks for (`habakkuk skills approve {name}`)."

@@ -465,12 +465,12 @@ class Config:
 
 def load_config(home: Home) -> Config:
     """Read and validate HOME/config.yaml; ConfigError when missing or invalid."""
-    from .home import check_home_root
+    from .home import check_home_root, read_text_file
 
     check_home_root(home.root)
     path = home.config_path
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path)
     except FileNotFoundError:
         raise ConfigError(
             f"{path}: no config yet; run `habakkuk init` (offline demo) or `habakkuk setup`"

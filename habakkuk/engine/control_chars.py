@@ -18,7 +18,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .errors import HabakkukError
+from .errors import BadInput
 
 CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 # The C0 controls have no Unicode names: their usual abbreviations.
@@ -64,7 +64,7 @@ def find_control(text: str) -> ControlChar | None:
 
 
 def refuse_controls(text: str, what: str) -> None:
-    """HabakkukError naming the first refused character of `text` and where it is.
+    """BadInput naming the first refused character of `text` and where it is.
 
     `what` starts the message: "memory: the content", "board: title".
     """
@@ -76,7 +76,7 @@ def refuse_controls(text: str, what: str) -> None:
         if "\n" in text
         else (f"position {found.column}")
     )
-    raise HabakkukError(
+    raise BadInput(
         f"{what} has the control character {found.name} at {where}; remove it "
         "(tab and line breaks are allowed, other control characters and bidirectional "
         "overrides are not)"

@@ -11,6 +11,11 @@ class ConfigError(HabakkukError):
     """The config file or an environment setting is invalid."""
 
 
+class BadInput(HabakkukError):
+    """What was given cannot be taken as it is (a control character in a note's text):
+    a mistake in what was asked, like bad usage, not a failure of what it did."""
+
+
 class NotFound(HabakkukError):
     """A session, agent or job the user named does not exist."""
 

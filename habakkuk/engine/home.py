@@ -100,15 +100,29 @@ class Home:
         ensure_private_dir(self.blobs_dir)
 
 
+def read_text_file(path: Path) -> str:
+    """A config file's text (config.yaml, .env). FileNotFoundError passes through; bytes
+    that are not UTF-8 are a ConfigError naming the file, the line and the byte offset."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}); save the file as UTF-8"
+        ) from None
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     """Parse a `.env` file: KEY=VALUE lines, optional `export`, quotes, # comments.
 
     A malformed line is skipped rather than failing start-up; `habakkuk doctor`
-    reports it.
+    reports it. A file that is not UTF-8 is a ConfigError (read_text_file).
     """
     values: dict[str, str] = {}
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path)
     except FileNotFoundError:
         return values
     for raw in text.splitlines():
@@ -132,7 +146,7 @@ def bad_env_lines(path: Path) -> list[int]:
     """Line numbers of `.env` lines that are not KEY=VALUE (for doctor)."""
     bad: list[int] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text_file(path).splitlines()
     except FileNotFoundError:
         return bad
     for number, raw in enumerate(lines, start=1):

@@ -750,6 +750,16 @@ class JobQueue:
         )
         return [Job.from_row(r) for r in rows]
 
+    async def failed_count(self, kind_prefix: str, error_prefix: str, since: float) -> int:
+        """Jobs of a kind starting `kind_prefix` that failed for good since `since` (epoch
+        seconds) with an error starting `error_prefix`."""
+        row = await self.db.fetchone(
+            "SELECT count(*) FROM jobs WHERE status = 'failed' AND updated_at >= ?"
+            " AND substr(kind, 1, ?) = ? AND substr(coalesce(error, ''), 1, ?) = ?",
+            (since, len(kind_prefix), kind_prefix, len(error_prefix), error_prefix),
+        )
+        return int(row[0]) if row else 0
+
     async def recent_failures(self, limit: int = 10) -> list[Job]:
         rows = await self.db.fetchall(
             "SELECT * FROM jobs WHERE status = 'failed' ORDER BY updated_at DESC LIMIT ?",

@@ -117,3 +117,16 @@ class NamedLeases:
         """When any holder of `name` last took or renewed it, or None (never held)."""
         row = await self.db.fetchone(f"SELECT beat FROM {self.table} WHERE name = ?", (name,))
         return float(row["beat"]) if row and row["beat"] else None
+
+    async def live_holder(self, name: str, *, now: float | None = None) -> str | None:
+        """Who holds `name` now and is alive, or None: a lease whose holder died on this
+        host (`kill -9`) is as good as free, as `acquire` treats it."""
+        row = await self.db.fetchone(
+            f"SELECT owner, host, pid FROM {self.table} WHERE name = ? AND until >= ?",
+            (name, time.time() if now is None else now),
+        )
+        if row is None:
+            return None
+        if row["host"] == socket.gethostname() and not process_alive(int(row["pid"])):
+            return None
+        return str(row["owner"])

@@ -49,3 +49,6 @@ class Overview:
     http: HttpListener
     schedules: tuple[int, int] = (0, 0)  # (total, enabled) in control.db
     open_cards: int = 0  # board cards todo, doing or blocked in control.db
+    # Parts a chat could not receive in the last OVERVIEW_ERROR_DAYS (a file to a chat
+    # without files, ...): each was told in its chat, and is among `errors`.
+    unsent: int = 0

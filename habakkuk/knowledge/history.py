@@ -409,7 +409,7 @@ class History:
             "SELECT * FROM changes WHERE id LIKE ? ORDER BY seq DESC LIMIT 2", (prefix + "%",)
         )
         if not rows:
-            raise NotFound(f"memory history of {self.agent}: no change {change_id!r}")
+            raise NotFound(f"memory: no change {change_id!r} in {self.agent}'s history")
         if len(rows) > 1:
             raise HabakkukError(
                 f"change {change_id!r}: more than one change starts so; give more characters"

@@ -185,6 +185,8 @@ class OverviewScreen(PollingScreen):
         waiting = f" · {view.approvals} approval(s) waiting" if view.approvals else ""
         if view.open_cards:
             waiting += f" · {view.open_cards} open card(s) on the board"
+        if view.unsent:  # each was told in its chat; the errors below say what and why
+            waiting += f" · {view.unsent} part(s) a chat could not receive (7 days)"
         lines = [f"{self.queued} queued · {self.running_count} running (every process){waiting}"]
         for (kind, status), count in sorted(depth.items()):
             lines.append(f"  {kind:<12} {status:<8} {count}")

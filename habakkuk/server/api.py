@@ -93,6 +93,8 @@ async def overview(request: web.Request) -> web.Response:
             "approvals": view.approvals,
             "open_cards": view.open_cards,
             "schedules": {"total": view.schedules[0], "enabled": view.schedules[1]},
+            # parts a chat could not receive in the last 7 days (each told in its chat)
+            "unsent": view.unsent,
         }
     )
 

@@ -42,6 +42,7 @@ from . import (
     openai_compat,
     schedules_api,
     skills_api,
+    voice,
     webhooks,
 )
 from .chat import WebChannel
@@ -240,6 +241,7 @@ class HttpServer:
         schedules_api.setup(app)
         board_api.setup(app)
         chat.setup(app)
+        voice.setup(app)
         openai_compat.setup(app)
         webhooks.setup(app)
         dashboard.setup(app)

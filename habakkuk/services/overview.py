@@ -137,6 +137,7 @@ class ControlRoom:
             http=await self._http(),
             schedules=await self.schedules.counts() if self.schedules is not None else (0, 0),
             open_cards=await self.open_cards(),
+            unsent=await self.turns.unsent_deliveries(cutoff),
         )
 
     async def open_cards(self) -> int:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from habakkuk.channels.deliveries import DELIVERY_PREFIX, UNSENT_PREFIX
 from habakkuk.engine.agent.turn import TURN_KIND
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.events import JobFinished
@@ -145,6 +146,11 @@ class Turns:
     async def upcoming_jobs(self, limit: int = 10) -> list[Job]:
         """Jobs waiting for their time (the daily retention sweep, retries), soonest first."""
         return await self.queue.upcoming(limit)
+
+    async def unsent_deliveries(self, since: float) -> int:
+        """Parts a chat could not receive since `since` (each told in its chat: a file to
+        a chat without files, over the platform's limit or gone from disk)."""
+        return await self.queue.failed_count(DELIVERY_PREFIX, UNSENT_PREFIX, since)
 
     async def recent_failures(self, limit: int = 10) -> list[Job]:
         """Jobs that failed for good, newest first."""

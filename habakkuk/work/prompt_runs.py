@@ -23,14 +23,16 @@ from habakkuk.engine.pools import PermanentJobError
 from habakkuk.work.ports import SessionMaker, TurnQueue
 from habakkuk.work.run_book import (
     SCHEDULE_ORIGIN,
+    SILENT_NOTE,
     RunBook,
     Settled,
+    delivery_note,
     schedule_of,
     session_id_for,
     target_of,
     turn_id_for,
 )
-from habakkuk.work.schedule_types import KEPT_OUTPUT, Schedule
+from habakkuk.work.schedule_types import KEPT_OUTPUT, SILENT, Schedule
 
 log = logging.getLogger(__name__)
 
@@ -107,9 +109,11 @@ class PromptRuns:
         outcome = await self.turns.wait_turn(turn)
         reply = str(outcome.reply or "").strip()
         if outcome.status == "done":
-            # Whether the reply was delivered is recorded when its delivery settles.
+            # Where the reply went; whether it arrived is recorded when its delivery settles.
+            note = delivery_note(schedule, "the reply is in its session")
             settled = Settled(
                 "ran",
+                reason=SILENT_NOTE if reply == SILENT else note,
                 session=session,
                 last_status="ok",
                 last_output=reply[-KEPT_OUTPUT:],

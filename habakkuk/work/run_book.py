@@ -91,6 +91,21 @@ def job_of_delivery(delivery_job: str) -> tuple[str, bool] | None:
     return (job, main) if job.startswith(SLOT_JOB_PREFIX) else None
 
 
+# A ran slot's `reason` says where its message went: "to ADDRESS" while (and after) its
+# delivery settles whether it arrived, else why it went nowhere, never nothing at all.
+TO_PREFIX = "to "
+SILENT_NOTE = "the reply was [SILENT]: nothing sent"
+
+
+def delivery_note(schedule: Schedule, kept: str) -> str:
+    """The reason a ran slot keeps about its message: "to ADDRESS", or, with no address
+    to send it to, that it was not delivered, why, and where it is kept (`kept`)."""
+    target = target_of(schedule)
+    if target is not None:
+        return f"{TO_PREFIX}{target}"
+    return f"not delivered: no deliver_to, and not added from a chat; {kept}"
+
+
 def target_of(schedule: Schedule) -> str | None:
     """Where a run's message goes (an address): deliver_to, else the chat it came from."""
     for candidate in (schedule.deliver_to, schedule.origin):

@@ -37,6 +37,9 @@ SlotStatus = Literal[
     "queued", "running", "ran", "failed", "delivery_failed", "skipped", "interrupted"
 ]
 
+# The named lease (control.db, engine/leases.py) of the one process per home that ticks
+# the schedules: `habakkuk --serve` or the terminal app.
+TICK_LEASE = "schedules:tick"
 LATE_SECONDS = 3600.0  # a slot more than this late is skipped, not run late
 TICK_SECONDS = 15.0
 SCRIPT_TIMEOUT = 120.0
@@ -121,7 +124,8 @@ class SchedulesAccess(Protocol):
     """The home's schedules as every surface and tool uses them."""
 
     async def add(self, new: NewSchedule, *, by: AddedBy) -> Schedule:
-        """Store a schedule (WhenError, ScheduleRefused for a command unless by owner)."""
+        """Store a schedule (WhenError, ScheduleRefused for a command unless by owner,
+        HabakkukError for a name its agent already uses)."""
         ...
 
     async def list_schedules(self, agent: str | None = None) -> list[Schedule]:
@@ -130,6 +134,17 @@ class SchedulesAccess(Protocol):
 
     async def get(self, schedule_id: str) -> Schedule:
         """One schedule; NotFound."""
+        ...
+
+    async def find(self, ref: str) -> Schedule:
+        """A schedule by its id, else by its name (of any agent): NotFound when neither
+        matches, HabakkukError naming each one when the name is shared (older homes may
+        hold duplicates)."""
+        ...
+
+    async def ticker(self) -> str | None:
+        """The live process that runs the timetable and queued runs' ticks (`--serve`
+        or the terminal app, through TICK_LEASE), or None when nothing serves."""
         ...
 
     async def runs(self, schedule_id: str, *, limit: int = 50) -> list[SlotRun]:
@@ -158,6 +173,11 @@ class SchedulesAccess(Protocol):
         """A stored schedule's next `count` fire times, from its next_run ([] when paused,
         spent or no longer understood): `@every` counts from its creation, so this is not
         `preview` of its spec from now."""
+        ...
+
+    def reading(self, schedule: Schedule) -> str:
+        """How its `when` was understood, in words ("every 5 minutes"; the spec itself
+        when it no longer parses)."""
         ...
 
     async def counts(self) -> tuple[int, int]:

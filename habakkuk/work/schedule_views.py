@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from .run_book import TO_PREFIX
 from .schedule_types import Schedule, SlotRun
 
 # -- JSON shapes -----------------------------------------------------------------------------
@@ -129,8 +130,11 @@ def state_word(schedule: Schedule) -> str:
 
 
 def slot_outcome(run: SlotRun) -> str:
-    """What happened to a slot, in words: "ran, delivered", "ran, delivery failed: ...",
-    "failed: ...", "interrupted: ...", "skipped: late", "queued", "running"."""
+    """What happened to a slot, in words: "ran, delivered to telegram:42", "ran,
+    delivering to ..." (its delivery not settled yet), "ran, not delivered: no
+    deliver_to, ...", "ran, delivery failed: ...", "failed: ...", "interrupted: ...",
+    "skipped: late", "queued", "running". A ran slot always says where its message went,
+    or why nowhere (its reason, work/run_book.delivery_note)."""
     if run.status == "skipped":
         return f"skipped: {run.reason}" if run.reason else "skipped"
     if run.status in ("failed", "interrupted"):
@@ -138,9 +142,13 @@ def slot_outcome(run: SlotRun) -> str:
     if run.status == "delivery_failed":
         return f"ran, delivery failed: {run.reason}" if run.reason else "ran, delivery failed"
     if run.status == "ran":
+        to = run.reason if run.reason.startswith(TO_PREFIX) else ""
         if run.delivered is True:
-            return "ran, delivered"
+            return f"ran, delivered {to}".rstrip()
         if run.delivered is False:
             return "ran, not delivered" + (f": {run.reason}" if run.reason else "")
-        return "ran, nothing to deliver"
+        if to:
+            return f"ran, delivering {to}"
+        # Rows written before runs said where their message went have no reason.
+        return f"ran, {run.reason}" if run.reason else "ran, nothing to deliver"
     return run.status

@@ -34,7 +34,14 @@ from dataclasses import dataclass
 
 from habakkuk.engine.jobs import NewJob
 from habakkuk.engine.leases import NamedLeases
-from habakkuk.work.schedule_types import LATE_SECONDS, TICK_SECONDS, Schedule, SlotRun, WhenError
+from habakkuk.work.schedule_types import (
+    LATE_SECONDS,
+    TICK_LEASE,
+    TICK_SECONDS,
+    Schedule,
+    SlotRun,
+    WhenError,
+)
 from habakkuk.work.service import (
     SKIP_ROWS,
     Schedules,
@@ -47,7 +54,6 @@ from habakkuk.work.when import When
 
 log = logging.getLogger(__name__)
 
-TICK_LEASE = "schedules:tick"
 DUE_BATCH = 1000
 # Slots read one by one per schedule and tick; past that (a minute cron after a year
 # down) the timetable jumps to the last hour and one row says how far the gap went.

@@ -27,7 +27,14 @@ from habakkuk.engine.jobs import Lease
 from habakkuk.engine.pools import PermanentJobError
 from habakkuk.work.ports import SessionMaker, TurnQueue
 from habakkuk.work.prompt_runs import fire_hook, start_turn
-from habakkuk.work.run_book import RunBook, Settled, delivery_id_for, schedule_of, target_of
+from habakkuk.work.run_book import (
+    RunBook,
+    Settled,
+    delivery_id_for,
+    delivery_note,
+    schedule_of,
+    target_of,
+)
 from habakkuk.work.schedule_types import FAILURE_NOTICE_AT, KEPT_OUTPUT, Schedule
 from habakkuk.work.script_groups import ScriptGroups
 from habakkuk.work.script_process import (
@@ -132,11 +139,11 @@ class ScriptRuns:
             return {"status": "failed", "error": status}
         if notice is not None:
             await self._notice(schedule, job.id, notice, "ok")
-        session, delivered = await self._say(schedule, job.id, result.stdout)
+        session, delivered, note = await self._say(schedule, job.id, result.stdout)
         await self.book.run_settled(
             job.id,
             Settled(
-                "ran", session=session, delivered=delivered, last_status="ok",
+                "ran", reason=note, session=session, delivered=delivered, last_status="ok",
                 last_output=output, fail_streak=0,
             ),
         )  # fmt: skip
@@ -156,24 +163,29 @@ class ScriptRuns:
         finally:
             groups.ended(job)  # the group is gone however run_script ended
 
-    async def _say(self, schedule: Schedule, job: str, stdout: str) -> tuple[str, bool | None]:
-        """Act on a successful run's stdout: (the agent turn's session, delivered)."""
-        if says_nothing(stdout) or schedule.on_output == "silent":
-            return "", None
+    async def _say(self, schedule: Schedule, job: str, stdout: str) -> tuple[str, bool | None, str]:
+        """Act on a successful run's stdout: (the agent turn's session, delivered, where
+        the output went or why nowhere: the slot's reason)."""
+        if schedule.on_output == "silent":
+            return "", None, "on_output silent: the output is kept, not sent"
+        if says_nothing(stdout):
+            return "", None, "no output (or [SILENT]): nothing to send"
         if schedule.on_output == "agent":
             text = f"{schedule.prompt}\n\n{stdout.rstrip()}" if schedule.prompt else stdout
             session, _ = await start_turn(self.sessions, self.turns, schedule, job, text)
-            return session, None  # its reply's delivery settles `delivered`
+            # its reply's delivery settles `delivered`
+            return session, None, delivery_note(schedule, "the agent's reply is in its session")
+        note = delivery_note(schedule, "the output is kept (habakkuk schedules show)")
         target = target_of(schedule)
         if target is None:
             log.info("schedule %s: output with nowhere to deliver it", schedule.id)
-            return "", None
+            return "", None, note
         try:
             await self.outbox().send_text(delivery_id_for(job), target, stdout.rstrip())
         except ValueError as exc:  # a malformed address: recorded, not retried
             await self.book.delivery_settled(job, delivered=False, reason=str(exc))
-            return "", False
-        return "", None  # queued; the delivery job settles `delivered`
+            return "", False, ""
+        return "", None, note  # queued; the delivery job settles `delivered`
 
     async def _notice(self, schedule: Schedule, job: str, notice: str, status: str) -> None:
         target = target_of(schedule)

@@ -36,9 +36,11 @@ from zoneinfo import ZoneInfo
 from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.jobs import JobKind, JobQueue, at_most_once, declare_kind
+from habakkuk.engine.leases import NamedLeases
 from habakkuk.engine.store import Database
 from habakkuk.work.schedule_types import (
     SCRIPT_TIMEOUT,
+    TICK_LEASE,
     AddedBy,
     NewSchedule,
     Schedule,
@@ -187,7 +189,12 @@ class Schedules:
             created_at=now,
             origin=new.origin,
         )
-        await (await self._store()).insert(schedule)
+        clash = await (await self._store()).insert(schedule)
+        if clash is not None:
+            raise HabakkukError(
+                f"schedule: agent {new.agent} already has a schedule named {name!r} ({clash}); "
+                "pick another name, or remove that one first"
+            )
         return schedule
 
     async def list_schedules(self, agent: str | None = None) -> list[Schedule]:
@@ -196,8 +203,31 @@ class Schedules:
     async def get(self, schedule_id: str) -> Schedule:
         found = await (await self._store()).get(schedule_id)
         if found is None:
-            raise NotFound(f"schedule {schedule_id!r}: no such schedule")
+            raise NotFound(f"no such schedule {schedule_id!r}")
         return found
+
+    async def find(self, ref: str) -> Schedule:
+        ref = ref.strip()
+        store = await self._store()
+        found = await store.get(ref)
+        if found is not None:
+            return found
+        named = await store.named(ref)
+        if len(named) == 1:
+            return named[0]
+        if not named:
+            raise NotFound(f"no schedule has the id or name {ref!r}")
+
+        def added(schedule: Schedule) -> str:
+            return f"{dt.datetime.fromtimestamp(schedule.created_at, self.tz):%Y-%m-%d %H:%M}"
+
+        listed = "; ".join(f"{s.id} (agent {s.agent}, added {added(s)})" for s in named)
+        raise HabakkukError(f"{ref!r} names {len(named)} schedules: {listed}; give the id")
+
+    async def ticker(self) -> str | None:
+        leases = NamedLeases(self.queue.db)
+        await leases.ensure()
+        return await leases.live_holder(TICK_LEASE, now=self.clock())
 
     async def runs(self, schedule_id: str, *, limit: int = 50) -> list[SlotRun]:
         await self.get(schedule_id)
@@ -271,6 +301,12 @@ class Schedules:
         first = dt.datetime.fromtimestamp(schedule.next_run, dt.UTC)
         # next_run itself, then the slots after it.
         return [first.astimezone(self.tz), *when.upcoming(first, count - 1)][:count]
+
+    def reading(self, schedule: Schedule) -> str:
+        try:
+            return self.when_of(schedule).reading()
+        except WhenError:
+            return schedule.spec
 
     async def counts(self) -> tuple[int, int]:
         return await (await self._store()).counts()

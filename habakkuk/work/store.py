@@ -113,6 +113,11 @@ def schedule_from_row(row: sqlite3.Row) -> Schedule:
         raise CorruptSchedule(f"schedule {row['id']}: unreadable row ({exc})") from None
 
 
+def name_key(name: str) -> str:
+    """What makes two schedule names the same: case and runs of spaces do not count."""
+    return " ".join(name.split()).casefold()
+
+
 def _body(schedule: Schedule) -> str:
     return json.dumps({f: getattr(schedule, f) for f in BODY_FIELDS}, separators=(",", ":"))
 
@@ -159,10 +164,18 @@ class ScheduleStore:
 
     # -- schedules -------------------------------------------------------------------
 
-    async def insert(self, schedule: Schedule) -> None:
-        """Store a new schedule."""
+    async def insert(self, schedule: Schedule) -> str | None:
+        """Store a new schedule, unless its agent has one of the same name (names compare
+        without case or extra spaces): then nothing is stored and that one's id returned.
+        The check and the insert are one transaction, so two adds cannot both pass."""
 
-        def _insert(conn: sqlite3.Connection) -> None:
+        def _insert(conn: sqlite3.Connection) -> str | None:
+            wanted = name_key(schedule.name)
+            for row in conn.execute(
+                "SELECT id, name FROM schedules WHERE agent = ?", (schedule.agent,)
+            ):
+                if name_key(row["name"]) == wanted:
+                    return str(row["id"])
             conn.execute(
                 f"INSERT INTO schedules({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -180,8 +193,18 @@ class ScheduleStore:
                     schedule.created_at,
                 ),
             )
+            return None
 
-        await self.db.write(_insert)
+        return await self.db.write(_insert)
+
+    async def named(self, name: str) -> list[Schedule]:
+        """The readable schedules called `name` (compared as `name_key` does), of every
+        agent, oldest first: older homes may hold more than one per agent."""
+        wanted = name_key(name)
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM schedules ORDER BY created_at, id", ()
+        )
+        return [s for s in readable(rows) if name_key(s.name) == wanted]
 
     async def get(self, schedule_id: str) -> Schedule | None:
         """One schedule, or None (absent). CorruptSchedule when its row is unreadable."""

@@ -50,15 +50,18 @@ class StoreRunBook:
             return
         status = settled.status
         last_status = settled.last_status
+        reason = settled.reason or None
         if row.status == "delivery_failed" and status == "ran":
-            # Its delivery settled first: the run ran, its message did not arrive.
+            # Its delivery settled first: the run ran, its message did not arrive (the
+            # row keeps the delivery's reason).
             status, last_status = "delivery_failed", f"delivery failed: {row.reason}"
+            reason = None
         await self.store.set_run(
             row.schedule,
             row.slot,
             status,
             extra=row.extra,
-            reason=settled.reason or None,
+            reason=reason,
             session=settled.session or None,
             delivered=settled.delivered,
         )

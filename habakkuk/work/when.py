@@ -6,7 +6,8 @@ Forms (spec 000 "Schedules"), read in the config timezone:
   stays 08:00 local across DST changes;
 - `@hourly`, `@daily`, `@weekly`, `@monthly` (the cron shorthands);
 - `@every 2h` / `30m` / `90s` / `1d` / `1h30m`: fixed intervals counted from the
-  schedule's creation, in UTC (DST never stretches or shrinks an interval);
+  schedule's creation, in UTC (DST never stretches or shrinks an interval); `every 5m`
+  and `every 2 hours` (what people type) read as `@every` too, stored as `@every 5m`;
 - `at YYYY-MM-DD HH:MM`: once, local wall time.
 
 DST, decided here and pinned by tests/work/test_when.py:
@@ -19,7 +20,8 @@ DST, decided here and pinned by tests/work/test_when.py:
 
 Anything that could be read two ways is refused with the reading(s) it could mean
 (a bare `30m`, a six-field cron, `at` without a date, an unknown `@word`): WhenError,
-one line.
+one line. `When.reading()` says in words how a parsed `when` was understood ("every 5
+minutes"), which `habakkuk schedules add` echoes back.
 """
 
 from __future__ import annotations
@@ -47,6 +49,16 @@ _DURATION = re.compile(r"^(?:\d+[smhd])+$")
 _DURATION_PART = re.compile(r"(\d+)([smhd])")
 _AT = re.compile(r"^at\s+(\d{4}-\d{2}-\d{2})[ T](\d{1,2}:\d{2})$")
 _TIME_ONLY = re.compile(r"^(?:at\s+)?(\d{1,2}):(\d{2})$")
+# `every 2 hours 30 minutes`: a number and a unit word, repeated.
+_UNIT_WORDS = {
+    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+    "m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
+    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+    "d": "d", "day": "d", "days": "d",
+}  # fmt: skip
+_WORDED_PART = re.compile(r"(\d+)\s*([a-z]+)")
+_UNIT_NAMES = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+_WEEKDAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 # Cron searches never need more steps than this (a fold skips at most an hour of
 # minute slots); past it the expression has no next time worth waiting for.
 _MAX_STEPS = 5000
@@ -70,6 +82,10 @@ class When(abc.ABC):
         while found is not None and found.timestamp() <= after:
             found = self.next_after(found + dt.timedelta(microseconds=1))
         return found.timestamp() if found is not None else None
+
+    @abc.abstractmethod
+    def reading(self) -> str:
+        """How the timetable was understood, in words ("every 5 minutes")."""
 
     def upcoming(self, after: dt.datetime, count: int) -> list[dt.datetime]:
         """The next `count` fire times after `after`."""
@@ -114,6 +130,9 @@ class CronWhen(When):
                 return instant.astimezone(self.tz)
         return None
 
+    def reading(self) -> str:
+        return cron_reading(self.expr)
+
 
 @dataclass
 class EveryWhen(When):
@@ -139,6 +158,9 @@ class EveryWhen(When):
             slot += self.seconds
         return slot
 
+    def reading(self) -> str:
+        return f"every {span_words(self.seconds)}"
+
 
 @dataclass
 class AtWhen(When):
@@ -149,6 +171,43 @@ class AtWhen(When):
 
     def next_after(self, after: dt.datetime) -> dt.datetime | None:
         return self.moment if self.moment > after else None
+
+    def reading(self) -> str:
+        return f"once, {self.spec}"
+
+
+def span_words(seconds: float) -> str:
+    """90 -> "1 minute 30 seconds", 300 -> "5 minutes", 86400 -> "1 day"."""
+    left = int(seconds)
+    parts = []
+    for name, size in _UNIT_NAMES:
+        count, left = divmod(left, size)
+        if count:
+            parts.append(f"{count} {name}" + ("" if count == 1 else "s"))
+    return " ".join(parts) or "0 seconds"
+
+
+def cron_reading(expr: str) -> str:
+    """A cron expression in words where it is a plain one (a fixed time on every day, on
+    weekdays or on one day of the week or month), else the expression itself."""
+    fields = expr.split()
+    minute, hour, day, month, weekday = fields
+    if not (minute.isdigit() and hour.isdigit()):
+        if minute.isdigit() and hour == "*" and (day, month, weekday) == ("*", "*", "*"):
+            return f"every hour at minute {int(minute)}"
+        return f"cron {expr} (minute hour day month weekday)"
+    at = f"at {int(hour):02d}:{int(minute):02d}"
+    if month != "*":
+        return f"cron {expr} (minute hour day month weekday)"
+    if day == "*" and weekday == "*":
+        return f"every day {at}"
+    if day == "*" and weekday == "1-5":
+        return f"every weekday (Monday to Friday) {at}"
+    if day == "*" and weekday.isdigit() and int(weekday) <= 7:
+        return f"every {_WEEKDAYS[int(weekday) % 7]} {at}"
+    if weekday == "*" and day.isdigit():
+        return f"on day {int(day)} of every month {at}"
+    return f"cron {expr} (minute hour day month weekday)"
 
 
 def _exists(naive: dt.datetime, tz: ZoneInfo) -> bool:
@@ -219,8 +278,15 @@ def parse_when(
         return _parse_at(spec, lowered, tz, now)
     if duration_seconds(lowered) is not None:
         raise WhenError(f"when {spec!r}: a bare duration; did you mean '@every {lowered}'?")
-    if lowered.startswith("every ") and duration_seconds(lowered[6:]) is not None:
-        raise WhenError(f"when {spec!r}: did you mean '@every {lowered[6:].strip()}'?")
+    if lowered.startswith("every "):
+        # What people type for @every: `every 5m`, `every 2 hours 30 minutes`.
+        worded = _worded_duration(lowered[len("every ") :])
+        if worded is not None:
+            return _parse_every(spec, f"@every {worded}", tz, anchor)
+        raise WhenError(
+            f"when {spec!r}: every takes a duration such as 90s, 30m, 2h or 1d (every 30m); "
+            "for a time of day use @daily or cron (0 8 * * *)"
+        )
     if _TIME_ONLY.match(lowered):
         return _time_without_date(spec, lowered, tz, now)
     return _parse_cron(spec, tz, checked=now is not None)
@@ -239,6 +305,20 @@ def _parse_every(spec: str, lowered: str, tz: ZoneInfo, anchor: float) -> When:
     # Whole seconds: a slot then survives the trip through a datetime (microseconds
     # only) exactly, so the fire times after a stored next_run are never that slot again.
     return EveryWhen(f"@every {rest.replace(' ', '')}", seconds, float(math.floor(anchor)), tz)
+
+
+def _worded_duration(text: str) -> str | None:
+    """`5 minutes`, `1h 30m`, `90s` -> "5m", "1h30m", "90s"; None when it is not one."""
+    compact = text.replace(" ", "")
+    if duration_seconds(compact) is not None:
+        return compact
+    parts = _WORDED_PART.findall(text)
+    if not parts or _WORDED_PART.sub("", text).strip(" ,and"):
+        return None
+    units = [_UNIT_WORDS.get(unit) for _, unit in parts]
+    if None in units:
+        return None
+    return "".join(f"{int(number)}{unit}" for (number, _), unit in zip(parts, units, strict=True))
 
 
 def _unknown_word(spec: str, word: str) -> When:

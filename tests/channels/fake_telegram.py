@@ -11,9 +11,9 @@ API's envelope: ``{"ok": true, "result": ...}`` or ``{"ok": false,
 
 Tests script users (`message`, `press`), inspect what the bot did (`calls`,
 `texts`), hold sends to stop the bot mid-delivery (`hold_sends_after`), make a
-chat undeliverable (`block`), and drop the server to test reconnects
-(`stop` / `start` on the same port). `wait_for(predicate)` waits, bounded, for
-a condition on what the server saw.
+chat undeliverable (`block`), refuse documents (`refuse_files`), and drop the
+server to test reconnects (`stop` / `start` on the same port). `wait_for(predicate)`
+waits, bounded, for a condition on what the server saw.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class FakeTelegram:
         self._next_message = 500
         self._changed = asyncio.Condition()
         self._hold_after: int | None = None
+        self.refused_files = ""  # a Bad Request description for every sendDocument
         self._release = asyncio.Event()
         self._runner: web.AppRunner | None = None
 
@@ -150,6 +151,10 @@ class FakeTelegram:
     def block(self, chat: int) -> None:
         """The user blocked the bot: sends to this chat get 403."""
         self.blocked.add(chat)
+
+    def refuse_files(self, description: str) -> None:
+        """sendDocument answers 400 with `description` (e.g. the file is too big)."""
+        self.refused_files = description
 
     def hold_sends_after(self, count: int | None) -> None:
         """sendMessage calls after the first `count` hang until `release_sends`, then fail."""
@@ -357,6 +362,8 @@ class FakeTelegram:
         }
 
     async def _m_sendDocument(self, params: dict[str, Any]) -> Any:
+        if self.refused_files and self._check_chat(params) is None:
+            return _error(400, self.refused_files)
         return self._check_chat(params) or self._new_message({**params, "text": ""})
 
     async def _m_sendPhoto(self, params: dict[str, Any]) -> Any:

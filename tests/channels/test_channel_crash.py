@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -184,3 +185,31 @@ async def test_a_crash_between_the_turns_end_and_its_delivery_sends_one_reply(
         [turn, f"turn:tg:42:{third['message']['message_id']}"]
     )
     assert transcript_roles(home) == ["user", "assistant", "user", "assistant"]
+
+
+@pytest.mark.timeout(180)
+async def test_a_sigterm_while_a_poll_is_in_flight_leaves_no_session_unclosed(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    # A long poll_timeout: the getUpdates call is held open by the fake when TERM lands.
+    (home / "config.yaml").write_text(
+        config(tg, "hi").replace("poll_timeout: 1", "poll_timeout: 30")
+    )
+
+    def polling_since(before: int) -> bool:
+        """A getUpdates call after the first `before` is held open now."""
+        return len(tg.of("getUpdates", answered=None)) > before and bool(
+            tg.of("getUpdates", answered=False)
+        )
+
+    for _ in range(2):  # each shutdown, not only the first
+        polls = len(tg.of("getUpdates", answered=None))
+        process = await serve(home)
+        try:
+            await tg.wait_for(functools.partial(polling_since, polls), timeout=60)
+        finally:
+            said = await stop(process)
+        assert "Unclosed" not in said, said
+        assert said.rstrip().endswith("habakkuk: shutting down"), said

@@ -181,7 +181,7 @@ async def test_a_stranger_is_refused_and_can_pair(
     await tg.wait_for(lambda: len(tg.texts(99)) == 2)
     assert code.group(1) in tg.texts(99)[1]
 
-    assert await asyncio.to_thread(cli.main, ["pair", "WRONG123"]) == 1
+    assert await asyncio.to_thread(cli.main, ["pair", "WRONG123"]) == 2  # EXIT_NOT_FOUND
     assert await asyncio.to_thread(cli.main, ["pair", code.group(1)]) == 0
     await tg.wait_for(lambda: len(tg.texts(99)) == 3)
     assert "You're in" in tg.texts(99)[2]
@@ -189,7 +189,7 @@ async def test_a_stranger_is_refused_and_can_pair(
     tg.message("hello again", chat=99, user=99, username="mallory")
     await tg.wait_for(lambda: len(tg.texts(99)) == 4)
     assert tg.texts(99)[3] == "echo: hello again"
-    assert await asyncio.to_thread(cli.main, ["pair", code.group(1)]) == 1  # used up
+    assert await asyncio.to_thread(cli.main, ["pair", code.group(1)]) == 2  # used up
 
 
 async def test_allow_from_matches_a_username(start: OpenRuntime, tg: FakeTelegram) -> None:
@@ -728,3 +728,46 @@ async def test_message_hooks_fire_for_an_accepted_message_and_each_delivery_by_a
     assert reply["messages"] == [str(tg.message_id_of("echo: hello there"))]
     [session_new] = log.events("new")
     assert session_new["origin"] == "channel:tg" and session_new["chat"] is True
+
+
+# -- a part the chat cannot get is told in the chat, never dropped ----------------------
+
+
+async def test_a_file_telegram_refuses_is_told_in_the_chat_and_counted(
+    start: OpenRuntime, tg: FakeTelegram, home: Home, tmp_path: Path
+) -> None:
+    runtime = await start()
+    tg.refuse_files("Bad Request: file is too big")
+    attachment = tmp_path / "huge.pdf"
+    attachment.write_bytes(b"%PDF-1.4 pretend this is large")
+    code = await asyncio.to_thread(
+        cli.main, ["send", "--to", "tg:42", "--file", str(attachment), "the report"]
+    )
+    assert code == 0
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    assert tg.texts() == [
+        "Could not send the file huge.pdf here: sendDocument: 400 Bad Request: file is too big."
+    ]
+    failed_sql = "SELECT * FROM jobs WHERE kind = 'delivery:tg' AND status = 'failed'"
+    await eventually(lambda: rows(home, failed_sql), what="the delivery to fail for good")
+    [failed] = rows(home, failed_sql)
+    assert failed["error"].startswith("not sent: the file huge.pdf: ")
+    assert failed["attempts"] == 1  # refused for good: never retried, never resent
+    view = await runtime.control.overview()
+    assert view.unsent == 1 and failed["id"] in [job.id for job in view.errors]
+
+
+async def test_a_file_gone_from_disk_is_told_in_the_chat(
+    start: OpenRuntime, tg: FakeTelegram, home: Home, tmp_path: Path
+) -> None:
+    runtime = await start()
+    assert runtime.channels is not None
+    await runtime.channels.send_file("gone-1", "tg:42", tmp_path / "deleted.csv", "deleted.csv")
+    await tg.wait_for(lambda: len(tg.texts()) == 1)
+    assert tg.texts() == ["Could not send the file deleted.csv here: it is no longer on disk."]
+    assert tg.of("sendDocument") == []
+
+    async def counted() -> bool:
+        return (await runtime.control.overview()).unsent == 1
+
+    await eventually(counted, what="the overview to count the unsent file")

@@ -137,12 +137,12 @@ def test_add_touches_the_wake_file_for_a_running_serve(board_home, capsys) -> No
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(board_home, capsys, argv, says) -> None:
-    error = one_line_error(capsys, ["board", *argv], code=1 if "--parent" in argv else 2)
+    error = one_line_error(capsys, ["board", *argv], code=2)
     assert error.startswith(f"habakkuk: board {argv[0]}: ") and says in error, error
     assert out_json(capsys, "list", "--status", "all") == {"cards": []}
 
 
-def test_no_such_card_is_one_line_and_exit_1(board_home, capsys) -> None:
+def test_no_such_card_is_one_line_and_exit_2(board_home, capsys) -> None:
     for argv in (
         ["show", "card_ffffffffff"],
         ["assign", "card_ffffffffff", "other"],
@@ -151,8 +151,8 @@ def test_no_such_card_is_one_line_and_exit_1(board_home, capsys) -> None:
         ["cancel", "card_ffffffffff"],
         ["reopen", "card_ffffffffff"],
     ):
-        error = one_line_error(capsys, ["board", *argv], code=1)
-        assert error.startswith(f"habakkuk: board {argv[0]}: ") and "card_ffffffffff" in error
+        error = one_line_error(capsys, ["board", *argv], code=2)
+        assert error == f"habakkuk: board {argv[0]}: no card 'card_ffffffffff'", error
 
 
 def test_a_refused_change_is_one_line_and_exit_2(board_home, capsys) -> None:
@@ -193,4 +193,4 @@ def test_the_cli_end_to_end_as_processes(board_home) -> None:
     final = json.loads(run("show", card, "--json").stdout)
     assert final["status"] == "todo" and [c["text"] for c in final["comments"]] == ["hello"]
     missing = run("show", "card_ffffffffff")
-    assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1

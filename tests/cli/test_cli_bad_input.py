@@ -68,6 +68,30 @@ def test_a_config_that_is_not_a_mapping_is_one_line_in_every_command(
     assert ":1: " in line
 
 
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a) or "tui")
+def test_a_config_that_is_not_utf8_is_one_line_naming_the_line_and_byte(
+    home: Path, argv: list[str]
+) -> None:
+    (home / "config.yaml").write_bytes(WORKING.encode() + "# café\n".encode("latin-1"))
+    line = one_line_error(habakkuk(home, *argv), home / "config.yaml")
+    offset = len(WORKING.encode()) + len("# caf")
+    assert f"config.yaml:{WORKING.count(chr(10)) + 1}: not UTF-8 text" in line
+    assert f"byte 0xe9 at offset {offset}" in line
+
+
+@pytest.mark.parametrize("argv", [*COMMANDS, ["doctor"]], ids=lambda a: " ".join(a) or "tui")
+def test_a_dotenv_that_is_not_utf8_is_one_line_naming_the_line(home: Path, argv: list[str]) -> None:
+    (home / "config.yaml").write_text(WORKING)
+    env = home / ".env"
+    env.write_bytes(b"A=1\nB=\xff\xfe\n")
+    env.chmod(0o600)
+    result = habakkuk(home, *argv)
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    said = result.stdout if argv == ["doctor"] else result.stderr
+    assert f"{env}:2: not UTF-8 text (byte 0xff at offset 6)" in said.strip().splitlines()[-1]
+
+
 @pytest.mark.parametrize("argv", [["run", "hi"], ["checkpoints"], []], ids=["run", "ckpt", "tui"])
 def test_a_config_without_agents_names_the_file_and_the_key(home: Path, argv: list[str]) -> None:
     (home / "config.yaml").write_text(MOCK)

@@ -71,6 +71,6 @@ def test_export_has_no_compaction_key_before_one(scripted_home, capsys) -> None:
 
 
 def test_sessions_compact_of_an_unknown_session_is_one_line(scripted_home, capsys) -> None:
-    assert main(["sessions", "compact", "ses_nope"]) == 1
+    assert main(["sessions", "compact", "ses_nope"]) == 2  # not found: EXIT_NOT_FOUND
     err = capsys.readouterr().err
     assert err.strip() == "habakkuk: session 'ses_nope' not found"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from typing import Any
 
 import pytest
@@ -43,7 +45,8 @@ def test_add_prints_the_id_and_the_next_three_fire_times(schedules_home, capsys)
     assert main([*argv, "--prompt", "Summarise my inbox.", "--deliver", "telegram:42"]) == 0
     schedule_id, next_line = capsys.readouterr().out.splitlines()
     assert schedule_id.startswith("sch_")
-    assert next_line.startswith("next: ") and next_line.count("08:00 CE") == 3  # Paris time
+    assert next_line.startswith("every weekday (Monday to Friday) at 08:00, next at ")
+    assert next_line.count("08:00 CE") == 3  # the next three fire times, Paris time
 
     listing = out_json(capsys, "list")["schedules"]
     (shown,) = listing
@@ -129,3 +132,75 @@ def test_no_such_schedule_is_a_usage_error(schedules_home, capsys) -> None:
     for action in ("show", "runs", "run", "pause", "resume", "rm"):
         error = one_line_error(capsys, ["schedules", action, "sch_missing"])
         assert error.startswith(f"habakkuk: schedules {action}: ") and "sch_missing" in error
+
+
+def test_add_reads_every_5m_and_echoes_the_reading(schedules_home, capsys) -> None:
+    argv = ["schedules", "add", "--name", "poll", "--when", "every 5m", "--prompt", "p"]
+    assert main(argv) == 0
+    schedule_id, reading = capsys.readouterr().out.splitlines()
+    assert reading.startswith("every 5 minutes, next at ")
+    assert out_json(capsys, "show", schedule_id)["spec"] == "@every 5m"
+
+
+def test_every_action_takes_the_name_as_well_as_the_id(schedules_home, capsys) -> None:
+    schedule_id = add(capsys, "--name", "Morning news", "--when", "@daily", "--prompt", "p")
+    assert out_json(capsys, "show", "morning news")["id"] == schedule_id
+    assert main(["schedules", "pause", "Morning news"]) == 0
+    assert capsys.readouterr().out.startswith(f"paused {schedule_id}")
+    assert main(["schedules", "resume", "Morning news"]) == 0
+    assert capsys.readouterr().out.startswith(f"resumed {schedule_id}")
+    job = out_json(capsys, "run", "Morning news")["job"]
+    assert [r["job"] for r in out_json(capsys, "runs", "Morning news")["runs"]] == [job]
+    assert main(["schedules", "rm", "Morning news"]) == 0
+    assert capsys.readouterr().out.startswith(f"deleted {schedule_id}")
+    error = one_line_error(capsys, ["schedules", "show", "Morning news"])
+    assert error == "habakkuk: schedules show: no schedule has the id or name 'Morning news'"
+
+
+def test_a_name_the_agent_already_uses_is_refused(schedules_home, capsys) -> None:
+    first = add(capsys, "--name", "digest", "--when", "@daily", "--prompt", "p")
+    argv = ["schedules", "add", "--name", "Digest", "--when", "@hourly", "--prompt", "q"]
+    error = one_line_error(capsys, argv)
+    assert error == (
+        f"habakkuk: schedules add: agent main already has a schedule named 'Digest' ({first}); "
+        "pick another name, or remove that one first"
+    )
+    assert [s["id"] for s in out_json(capsys, "list")["schedules"]] == [first]
+
+
+def test_a_name_two_schedules_share_is_refused_naming_both(schedules_home, capsys) -> None:
+    mine = add(capsys, "--name", "digest", "--when", "@daily", "--prompt", "p")
+    theirs = add(capsys, "--agent", "ops", "--name", "digest", "--when", "@daily", "--prompt", "p")
+    for action in ("show", "run", "rm"):
+        error = one_line_error(capsys, ["schedules", action, "digest"])
+        assert error.startswith(f"habakkuk: schedules {action}: 'digest' names 2 schedules: ")
+        assert f"{mine} (agent main" in error and f"{theirs} (agent ops" in error
+    assert len(out_json(capsys, "list")["schedules"]) == 2  # nothing was run or removed
+
+
+def test_run_with_nothing_serving_says_when_it_will_run(schedules_home, capsys) -> None:
+    add(capsys, "--name", "digest", "--when", "@daily", "--prompt", "p")
+    assert main(["schedules", "run", "digest"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("sch_")
+    assert "nothing is serving this home, so it runs when `habakkuk --serve`" in captured.err
+    assert "or the terminal app is up" in captured.err
+
+    asyncio.run(hold_the_tick_lease(schedules_home))  # a live `--serve` (this process)
+    assert main(["schedules", "run", "digest"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+async def hold_the_tick_lease(home: Any) -> None:
+    from habakkuk.engine.jobs import MIGRATIONS
+    from habakkuk.engine.leases import NamedLeases
+    from habakkuk.engine.store import Database
+    from habakkuk.work.schedule_types import TICK_LEASE
+
+    db = await Database.open(home.db_path("control"), MIGRATIONS)
+    try:
+        leases = NamedLeases(db)
+        await leases.ensure()
+        assert await leases.acquire(TICK_LEASE, "serve", 600, pid=os.getpid()) is None
+    finally:
+        await db.close()

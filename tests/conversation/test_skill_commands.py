@@ -82,7 +82,11 @@ async def test_an_untrusted_skill_is_sent_after_the_caution(serve: Any) -> None:
     assert "installed but not approved" in sent["message"]
     await wait_within(served.runtime.turns.wait_turn(sent["turn"]), 30)
     (text,) = await user_texts(served, sent["session"])
-    assert text.startswith("Caution: this skill was installed from github:acme/skills/fetcher")
+    # The first line names the skill (the session's title); the caution comes next,
+    # before any of the skill's own text.
+    title, caution = text.split("\n\n")[:2]
+    assert title == "Skill fetcher"
+    assert caution.startswith("Caution: this skill was installed from github:acme/skills/fetcher")
     assert text.index("Caution:") < text.index("Fetch it.")
 
 

@@ -76,6 +76,9 @@ def test_sigkill_mid_tool_call_then_serve_finishes_the_turn_once(tmp_path: Path)
     finally:
         if first.poll() is None:
             first.kill()
+        for pipe in (first.stdout, first.stderr):  # unread: closed, not left to the collector
+            if pipe is not None:
+                pipe.close()
     # The killed process's child (in its own process group) is not ours to keep.
     with contextlib.suppress(ProcessLookupError, ValueError):
         os.killpg(int(marker.read_text().strip()), signal.SIGKILL)

@@ -98,6 +98,10 @@ def stop_workers(workers: list[subprocess.Popen[str]]) -> None:
             worker.stdin.close()
     for worker in workers:
         worker.wait(timeout=30)
+        # Every pipe closed, a killed worker's too (an open one is a ResourceWarning).
+        for pipe in (worker.stdin, worker.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 def rows(home: Path) -> dict[str, tuple[str, int]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from habakkuk.engine.llm.types import TextBlock
 from habakkuk.engine.sessions import INTERRUPTED
@@ -219,4 +220,4 @@ async def test_large_tool_output_goes_to_a_blob_with_a_preview(runtime_factory) 
     assert len(result.text) < 20_000
     assert "full output is saved at" in result.text
     path = result.text.rsplit("saved at ", 1)[1].split(";")[0]
-    assert "x" * 99_000 in open(path).read()
+    assert "x" * 99_000 in Path(path).read_text()

@@ -74,6 +74,17 @@ async def test_bad_input_gets_400_with_the_reason_and_an_unknown_agent_404(
     assert status == 404
 
 
+async def test_a_name_the_agent_already_uses_is_400_and_every_5m_is_read(served: Served) -> None:
+    status, added = await call(served, "POST", "/api/schedules", MORNING)
+    assert status == 201, added
+    status, body = await call(served, "POST", "/api/schedules", {**MORNING, "name": "Inbox"})
+    assert status == 400
+    assert f"already has a schedule named 'Inbox' ({added['id']})" in body["error"]
+    ops = {**MORNING, "agent": "ops", "when": "every 5m"}  # another agent may use the name
+    status, theirs = await call(served, "POST", "/api/schedules", ops)
+    assert status == 201 and theirs["spec"] == "@every 5m"
+
+
 async def test_pause_resume_run_runs_and_delete(served: Served) -> None:
     _, added = await call(served, "POST", "/api/schedules", MORNING)
     path = f"/api/schedules/{added['id']}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import io
 import json
 from typing import Any
 
@@ -38,8 +39,9 @@ def sign(body: bytes, secret: str = SECRET) -> str:
 
 
 async def post_hook(served: Any, name: str, body: bytes, **headers: str) -> tuple[int, Any]:
+    # As a stream: aiohttp warns (ResourceWarning) about raw bytes over 1 MB in memory.
     async with served.client.post(
-        f"{served.url}/hooks/{name}", data=body, headers=headers
+        f"{served.url}/hooks/{name}", data=io.BytesIO(body), headers=headers
     ) as response:
         return response.status, await response.json()
 

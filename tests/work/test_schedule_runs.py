@@ -17,6 +17,7 @@ import pytest
 
 from habakkuk.engine.pools import PermanentJobError, Pool
 from habakkuk.work.schedule_types import NewSchedule, Schedule, SlotRun
+from habakkuk.work.schedule_views import slot_outcome
 from tests.conftest import mock_config
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.helpers import eventually
@@ -396,3 +397,60 @@ async def test_a_slot_due_while_the_script_still_runs_is_skipped(
         return await status_of(job) == "ran"
 
     await eventually(ran, what="the first run to finish")
+
+
+# -- where a run's message went, in words ------------------------------------------------
+
+
+async def test_a_prompt_run_with_nowhere_to_deliver_says_so_not_nothing(
+    serve: Any,  # noqa: F811
+) -> None:
+    served = await serve(mock_config("- text: 'Inbox: 3 new'"))
+    schedule = await add(served, prompt="summarise my inbox")  # no deliver_to, no origin
+    row = await run_once(served, schedule)
+    assert row.status == "ran" and row.delivered is None
+    assert slot_outcome(row) == (
+        "ran, not delivered: no deliver_to, and not added from a chat; the reply is in its session"
+    )
+
+
+async def test_a_delivered_run_names_where_it_went(serve: Any) -> None:  # noqa: F811
+    served = await serve(mock_config("- text: 'Morning.'"))
+    schedule = await add(served, prompt="say hi", deliver_to=TO)
+    row = await run_once(served, schedule)
+    assert slot_outcome(row) in (f"ran, delivering to {TO}", f"ran, delivered to {TO}")
+    settled = await delivered(served, schedule, row.job)
+    assert slot_outcome(settled) == f"ran, delivered to {TO}"
+
+
+async def test_a_silent_reply_reads_as_silent(serve: Any) -> None:  # noqa: F811
+    served = await serve(mock_config("- text: '[SILENT]'"))
+    schedule = await add(served, prompt="anything new?")
+    row = await run_once(served, schedule)
+    assert slot_outcome(row) == "ran, the reply was [SILENT]: nothing sent"
+
+
+@pytest.mark.parametrize(
+    ("command", "on_output", "says"),
+    [
+        (
+            "echo 2 new invoices",
+            "deliver",
+            "ran, not delivered: no deliver_to, and not added from a chat; "
+            "the output is kept (habakkuk schedules show)",
+        ),
+        ("echo synced 4", "silent", "ran, on_output silent: the output is kept, not sent"),
+        ("true", "deliver", "ran, no output (or [SILENT]): nothing to send"),
+    ],
+)
+async def test_a_script_run_says_where_its_output_went(
+    serve: Any,  # noqa: F811
+    model: FakeModelServer,
+    command: str,
+    on_output: str,
+    says: str,
+) -> None:
+    served = await serve(remote(model))
+    schedule = await add(served, command=command, on_output=on_output)
+    row = await run_once(served, schedule)
+    assert slot_outcome(row) == says

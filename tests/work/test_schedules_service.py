@@ -215,3 +215,72 @@ async def test_upcoming_of_an_every_schedule_made_at_a_fractional_second_moves_o
     times = control.schedules.upcoming(every)
     assert len(set(times)) == 3
     assert [(b - a).total_seconds() for a, b in itertools.pairwise(times)] == [60, 60]
+
+
+# -- names: unique per agent, and a way to find a schedule ----------------------------
+
+
+async def test_a_name_its_agent_already_uses_is_refused(control: Control) -> None:
+    first = await control.schedules.add(prompt(name="Inbox digest"), by="agent")
+    for clash in ("Inbox digest", "inbox  DIGEST", " inbox digest "):
+        with pytest.raises(HabakkukError, match=f"already has a schedule named .*{first.id}"):
+            await control.schedules.add(prompt(name=clash), by="owner")
+    other = await control.schedules.add(prompt(name="Inbox digest", agent="other"), by="agent")
+    assert other.id != first.id
+    assert await control.schedules.counts() == (2, 2)
+
+
+async def test_two_adds_of_one_name_at_once_store_one(control: Control) -> None:
+    import asyncio
+
+    results = await asyncio.gather(
+        *(control.schedules.add(prompt(name="race"), by="agent") for _ in range(5)),
+        return_exceptions=True,
+    )
+    assert sum(not isinstance(r, BaseException) for r in results) == 1
+    assert await control.schedules.counts() == (1, 1)
+
+
+async def test_find_takes_an_id_or_a_name_and_names_each_of_a_shared_name(
+    control: Control,
+) -> None:
+    added = await control.schedules.add(prompt(name="Morning news"), by="agent")
+    assert await control.schedules.find(added.id) == added
+    assert await control.schedules.find("morning NEWS") == added
+    with pytest.raises(NotFound, match="no schedule has the id or name 'evening'"):
+        await control.schedules.find("evening")
+    # An older home may hold the same name twice (for one agent, or two agents).
+    twin = await control.schedules.add(prompt(name="Morning news", agent="other"), by="agent")
+    with pytest.raises(HabakkukError) as caught:
+        await control.schedules.find("Morning news")
+    message = str(caught.value)
+    assert "'Morning news' names 2 schedules" in message and "give the id" in message
+    assert f"{added.id} (agent main" in message and f"{twin.id} (agent other" in message
+    assert await control.schedules.find(twin.id) == twin
+
+
+async def test_ticker_names_the_live_holder_of_the_tick_lease(control: Control) -> None:
+    import os
+
+    from habakkuk.engine.leases import NamedLeases
+    from habakkuk.work.schedule_types import TICK_LEASE
+
+    assert await control.schedules.ticker() is None
+    leases = NamedLeases(control.db)
+    # A holder that died (kill -9) on this host serves nothing, lease or not.
+    await leases.acquire(TICK_LEASE, "serve:1", 60, now=START, pid=dead_pid())
+    assert await control.schedules.ticker() is None
+    await leases.acquire(TICK_LEASE, "serve:2", 60, now=START, pid=os.getpid())
+    assert await control.schedules.ticker() == "serve:2"
+    await leases.release(TICK_LEASE, "serve:2")  # a clean stop lets it go
+    assert await control.schedules.ticker() is None
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    import subprocess
+    import sys
+
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
+                           capture_output=True, text=True)  # fmt: skip
+    return int(child.stdout)

@@ -86,6 +86,44 @@ def test_every_accepts_seconds_minutes_hours_days(text: str, seconds: int) -> No
 
 
 @pytest.mark.parametrize(
+    ("text", "spec", "seconds"),
+    [
+        ("every 5m", "@every 5m", 300),
+        ("Every 2h", "@every 2h", 7200),
+        ("every 1h 30m", "@every 1h30m", 5400),
+        ("every 2 hours 30 minutes", "@every 2h30m", 9000),
+        ("every 90 seconds", "@every 90s", 90),
+        ("every 1 day", "@every 1d", 86400),
+    ],
+)
+def test_every_without_the_at_sign_is_read_as_at_every(text: str, spec: str, seconds: int) -> None:
+    when = parse_when(text, PARIS, anchor=NOW.timestamp(), now=NOW)
+    assert when.spec == spec
+    assert when.next_epoch(NOW.timestamp()) == NOW.timestamp() + seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "reading"),
+    [
+        ("every 5m", "every 5 minutes"),
+        ("@every 1h30m", "every 1 hour 30 minutes"),
+        ("@every 90s", "every 1 minute 30 seconds"),
+        ("@hourly", "every hour at minute 0"),
+        ("@daily", "every day at 00:00"),
+        ("@weekly", "every Sunday at 00:00"),
+        ("@monthly", "on day 1 of every month at 00:00"),
+        ("0 8 * * 1-5", "every weekday (Monday to Friday) at 08:00"),
+        ("30 7 * * *", "every day at 07:30"),
+        ("0 9 * * 1", "every Monday at 09:00"),
+        ("*/5 * * * *", "cron */5 * * * * (minute hour day month weekday)"),
+        ("at 2026-12-01 9:00", "once, at 2026-12-01 09:00"),
+    ],
+)
+def test_each_form_says_how_it_was_read(text: str, reading: str) -> None:
+    assert parse_when(text, PARIS, anchor=NOW.timestamp(), now=NOW).reading() == reading
+
+
+@pytest.mark.parametrize(
     ("text", "first"),
     [
         ("@hourly", "2026-06-01 15:00+0200"),
@@ -119,7 +157,7 @@ def test_preview_lists_the_next_three_fire_times() -> None:
     [
         ("30m", "did you mean '@every 30m'?"),
         ("2h", "did you mean '@every 2h'?"),
-        ("every 2h", "did you mean '@every 2h'?"),
+        ("every day", "every takes a duration such as 90s, 30m, 2h or 1d"),
         ("0 0 8 * * 1-5", "six fields: seconds are not supported; did you mean '0 8 * * 1-5'"),
         ("at 09:00", "a time without a date; did you mean 'at 2026-06-02 09:00' (once)"),
         ("09:00", "or '0 9 * * *' (every day)"),

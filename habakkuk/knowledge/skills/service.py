@@ -518,9 +518,19 @@ def prompt_skill(summary: SkillSummary) -> PromptSkill:
     return PromptSkill(summary.name, summary.description, untrusted=not summary.trusted)
 
 
+def invocation_title(name: str, request: str) -> str:
+    """The first line of an invocation: the skill and the user's request ("Skill
+    weekly-report: for May"), which a new session takes as its title, never the
+    caution or the skill's own text."""
+    wanted = " ".join(request.strip().splitlines()[:1]).strip()
+    return f"Skill {name}: {wanted}" if wanted else f"Skill {name}"
+
+
 def invocation_message(skill: Skill, request: str) -> str:
-    """What /skill NAME REQUEST and `run --skill` send as the user's message."""
-    parts: list[str] = []
+    """What /skill NAME REQUEST and `run --skill` send as the user's message: a line
+    naming the skill and the request (the session's title), the caution when the skill
+    is untrusted, then the skill's instructions, its files and the request."""
+    parts: list[str] = [invocation_title(skill.name, request)]
     if skill.caution:
         parts.append(skill.caution)
     parts.append(

@@ -260,9 +260,10 @@ class SkillsAccess(Protocol):
         ...
 
     async def invocation(self, agent: str, name: str, request: str) -> str:
-        """The message /skill NAME REQUEST and `run --skill` send: the whole SKILL.md
-        body and its files (after the caution, when untrusted), then the request.
-        Records the use."""
+        """The message /skill NAME REQUEST and `run --skill` send: a first line naming
+        the skill and the request (a new session's title), the whole SKILL.md body and
+        its files (after the caution, when untrusted), then the request. Records the
+        use."""
         ...
 
     async def approve(self, name: str, *, acknowledged: bool = False) -> SkillSummary:
