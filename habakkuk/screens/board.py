@@ -111,10 +111,10 @@ class BoardScreen(CardActions, PollingScreen):
     def compose(self) -> ComposeResult:
         yield self._title
         yield self._filters
+        yield self._empty  # at the top, where no toast covers it
         with Horizontal(id="board-columns"):
             yield from self._columns.values()
         yield self._rows
-        yield self._empty
         yield KeyFooter()
 
     def on_mount(self) -> None:

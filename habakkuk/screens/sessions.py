@@ -75,8 +75,8 @@ class SessionsScreen(RuntimeScreen):
     def compose(self) -> ComposeResult:
         yield self._title
         yield self._search
+        yield self._empty  # at the top, where no toast covers it
         yield self._table
-        yield self._empty
         yield KeyFooter()
 
     def on_mount(self) -> None:

@@ -35,6 +35,7 @@ from habakkuk.screens.skills_viewer import (
 )
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
 from habakkuk.widgets.footer import KeyFooter
+from habakkuk.widgets.words import counted
 
 if TYPE_CHECKING:
     from habakkuk.knowledge.skills.types import Skill, SkillsAccess, SkillSummary
@@ -120,13 +121,13 @@ class SkillsScreen(RuntimeScreen):
 
     def compose(self) -> ComposeResult:
         yield self._title
+        yield self._empty  # at the top, where no toast covers it
         with Horizontal(id="skills-body"):
             yield self._table
             with Vertical(id="skill-pane"):
                 yield self._meta
                 yield self._caution
                 yield self._scroll
-        yield self._empty
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -173,7 +174,7 @@ class SkillsScreen(RuntimeScreen):
         self.skills = list(skills)
         untrusted = sum(not s.trusted for s in skills)
         extra = f" · {untrusted} untrusted" if untrusted else ""
-        count = f"{len(skills)} skill" + ("" if len(skills) == 1 else "s")
+        count = counted(len(skills), "skill")
         self._title.update(Content(f"Skills · {agent} · {count}{extra}"))
         table = self._table
         table.clear()
