@@ -24,7 +24,7 @@ from habakkuk.engine.secret_shapes import (
 
 from .errors import ApiError
 from .health import queue_summary
-from .inputs import query_int, read_json
+from .inputs import query_flag, query_int, read_json
 from .served import field, json_response, only_fields, server_of
 
 REDACTED = "[redacted]"
@@ -106,10 +106,13 @@ def clean_text(text: str) -> str:
 
 
 async def sessions(request: web.Request) -> web.Response:
-    """GET /api/sessions?agent=&limit=50&q=: recent sessions, or search hits."""
+    """GET /api/sessions?agent=&limit=50&q=&all=: recent sessions, or search hits.
+
+    The list is the user's sessions; `all=1` adds those of board cards and sub-agents."""
     runtime = server_of(request).runtime
     agent = request.query.get("agent") or None
     limit = query_int(request, "limit", 50, 1, 500)
+    include_work = query_flag(request, "all")
     query = clean_text(request.query.get("q", "")).strip()
     if query:
         hits = await runtime.sessions.search_sessions(query, agent, limit=limit)
@@ -129,7 +132,7 @@ async def sessions(request: web.Request) -> web.Response:
                 ]
             }
         )
-    found = await runtime.sessions.list_sessions(agent, limit=limit)
+    found = await runtime.sessions.list_sessions(agent, limit=limit, include_work=include_work)
     return json_response({"sessions": [session_json(s) for s in found]})
 
 
