@@ -22,7 +22,7 @@ from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
 from tests.knowledge.skills.conftest import install
 from tests.server.test_skills_api import make_skill
-from tests.tui.conftest import ChatApp, Running, Seen, make_app, ready
+from tests.tui.conftest import ChatApp, Running, Seen, drawn, make_app, ready
 
 AGENT = "main"
 # The line at column 0 keeps mock_config's dedent from lifting `ops` to the top level.
@@ -87,7 +87,7 @@ async def highlight(ui: Running, screen: SkillsScreen, name: str) -> None:
 async def test_each_skill_is_listed_with_its_source_trust_verdict_and_last_use(
     chat_app: ChatApp,
 ) -> None:
-    async with chat_app() as ui:
+    async with chat_app(size=(120, 30)) as ui:  # every column fits (80: see the next test)
         await seed(ui)
         await ui.runtime.skills.skill(AGENT, "weekly-report", record_use=True)
         screen = await open_skills(ui, 3)
@@ -102,6 +102,21 @@ async def test_each_skill_is_listed_with_its_source_trust_verdict_and_last_use(
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", table["weekly-report"][2])  # used
         preview = screen.query_one("#skill-preview", Markdown)
         await eventually(lambda: "Check the fridge" in preview.source, what="the preview")
+
+
+async def test_at_80_columns_the_list_keeps_trust_and_scan_and_the_pane_says_the_rest(
+    chat_app: ChatApp,
+) -> None:
+    async with chat_app(size=(80, 24)) as ui:
+        await seed(ui)
+        await ui.runtime.skills.skill(AGENT, "weekly-report", record_use=True)
+        screen = await open_skills(ui, 3)
+        table = screen.query_one("#skill-table", DataTable)
+        await eventually(lambda: drawn(table)[0].split() == ["skill", "trust", "scan"], what="")
+        assert drawn(table)[2].split() == ["pdf-tools", "untrusted", "caution"]
+        await highlight(ui, screen, "pdf-tools")
+        meta = str(screen.query_one("#skill-meta").render())
+        assert "github:acme/skills/pdf-tools@main · last used never" in meta.replace("\n", " ")
 
 
 async def test_view_shows_the_body_and_files_in_a_viewer(chat_app: ChatApp) -> None:
