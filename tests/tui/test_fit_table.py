@@ -6,12 +6,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from habakkuk.widgets.fit_table import FitTable
+from habakkuk.widgets.fit_table import FitTable, Row
 from tests.helpers import eventually
 from tests.tui.conftest import drawn
 
 LABELS = ("name", "when", "status", "agent")
-ROWS = [
+ROWS: list[Row] = [
     ("a", [Text("a name long enough to be cut somewhere"), "0 8 * * 1-5", "ok", "main"]),
     ("b", [Text("short"), "@daily", Text("error: exit 1"), "ops"]),
 ]

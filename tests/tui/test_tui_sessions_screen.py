@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Input
 
+from habakkuk.screens.sessions import SessionsScreen
 from habakkuk.screens.text_prompt import Confirm
 from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
@@ -117,6 +118,7 @@ async def test_board_and_sub_agent_sessions_are_left_out_until_a_shows_them(
         await runtime.sessions.new_session(None, origin=BOARD_ORIGIN, session_id="ses_card")
         await runtime.sessions.new_session(None, origin=DELEGATE_ORIGIN, session_id="ses_child")
         screen, table = await sessions_screen(app, pilot)
+        assert isinstance(screen, SessionsScreen)
         await pilot.pause()
         assert sorted(screen.row_sessions) == ["ses_aaaa", "ses_bbbb", "ses_cccc"]
         assert "a: board cards' and sub-agents' too" in str(
