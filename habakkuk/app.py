@@ -28,6 +28,7 @@ from textual.worker import Worker
 
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.screens.messages import RuntimeReady
+from habakkuk.screens.sections import SECTIONS
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
@@ -44,18 +45,6 @@ if TYPE_CHECKING:
 # Two Ctrl+C presses this close together quit the app.
 DOUBLE_PRESS_SECONDS = 2.0
 CLOSE_TIMEOUT_SECONDS = 10.0
-
-
-SECTIONS = [
-    ("chat", "Talk to the agent", "ctrl+t"),
-    ("sessions", "Find, open and resume sessions", "ctrl+s"),
-    ("approvals", "Every waiting approval", "ctrl+r"),
-    ("overview", "Queue, running jobs and errors", "ctrl+o"),
-    ("memory", "Notes, the user profile, history and proposals", "ctrl+l"),
-    ("skills", "Skills: view, approve, remove and restore", "ctrl+f"),
-    ("schedules", "Schedules: add, run now, pause, delete, their slots", "ctrl+b"),
-    ("board", "Board: cards by status, add, assign, comment, cancel, reopen", "ctrl+d"),
-]
 
 
 class StartScreen(Screen[None]):
@@ -99,18 +88,12 @@ class HabakkukApp(App[None]):
     # A one-line screen paints first; the chat and the runtime load after it.
     DEFAULT_MODE = "start"
     BINDINGS = [
-        Binding("ctrl+t", "go('chat')", "Chat", id="go.chat", priority=True),
-        Binding("ctrl+s", "go('sessions')", "Sessions", id="go.sessions", priority=True),
-        Binding("ctrl+r", "go('approvals')", "Approvals", id="go.approvals", priority=True),
-        Binding("ctrl+o", "go('overview')", "Overview", id="go.overview", priority=True),
-        Binding("ctrl+l", "go('memory')", "Memory", id="go.memory", priority=True),
-        # Off the footer (the row is full at 80 columns); the palette and /help list it.
-        Binding("ctrl+f", "go('skills')", "Skills", id="go.skills", priority=True, show=False),
-        Binding(
-            "ctrl+b", "go('schedules')", "Schedules", id="go.schedules", priority=True, show=False
+        # Every section's key, in the footer while there is room for it (KeyFooter leaves
+        # out whole keys, the least needed last); the palette and /help list them all.
+        *(
+            Binding(s.key, f"go('{s.mode}')", s.label, id=f"go.{s.mode}", priority=True)
+            for s in SECTIONS
         ),
-        # ctrl+d: the text fields' second "delete right" key (Delete is the first).
-        Binding("ctrl+d", "go('board')", "Board", id="go.board", priority=True, show=False),
         Binding("ctrl+c", "interrupt", "Stop", id="app.interrupt", priority=True, show=False),
         # Textual's usual quit key; listed in the palette and /help, kept off the footer.
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, show=False),
@@ -277,9 +260,11 @@ class HabakkukApp(App[None]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette lists every section and action as `category: action`."""
         if self.runtime is not None:
-            for mode, about, key in SECTIONS:
+            for section in SECTIONS:
                 yield SystemCommand(
-                    f"Go: {mode}", f"{about} ({key})", lambda m=mode: self.action_go(m)
+                    f"Go: {section.mode}",
+                    f"{section.about} ({section.key})",
+                    lambda m=section.mode: self.action_go(m),
                 )
             # A section's own actions (`Memory: forget note`, ...).
             yield from getattr(screen, "palette_commands", lambda: ())()

@@ -50,6 +50,9 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     listing.add_argument("--agent")
     listing.add_argument("--limit", type=_count, default=50)
     listing.add_argument("--json", action="store_true")
+    listing.add_argument(
+        "--all", action="store_true", help="also board cards' and sub-agents' sessions"
+    )
     search = sessions_sub.add_parser("search", help="full-text search of messages")
     search.add_argument("--agent")
     search.add_argument("query", nargs="+")
@@ -73,6 +76,9 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
             each.add_argument("-y", "--yes", action="store_true", help="do not ask")
     archived = sessions_sub.add_parser("archived", help="archived sessions, newest first")
     archived.add_argument("--json", action="store_true")
+    archived.add_argument(
+        "--all", action="store_true", help="also board cards' and sub-agents' sessions"
+    )
 
     init = sub.add_parser("init", help="write a commented starter config (offline demo)")
     init.add_argument("--force", action="store_true", help="replace an existing config")

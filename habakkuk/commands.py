@@ -215,16 +215,23 @@ async def _serve() -> int:
 
 
 def sessions_list(args: argparse.Namespace) -> int:
-    return asyncio.run(_sessions_list(args.agent, args.limit, args.json))
+    """`habakkuk sessions list [--agent A] [--limit N] [--json] [--all]`: the user's
+    sessions, newest first (`--all`: board cards' and sub-agents' too)."""
+    return asyncio.run(_sessions_list(args.agent, args.limit, args.json, args.all))
 
 
-async def _sessions_list(agent: str | None, limit: int, as_json: bool) -> int:
+async def _sessions_list(agent: str | None, limit: int, as_json: bool, everything: bool) -> int:
     runtime = await _open()
     try:
-        sessions = await runtime.sessions.list_sessions(agent, limit=limit)
+        sessions = await runtime.sessions.list_sessions(agent, limit=limit, include_work=everything)
     finally:
         await runtime.close()
-    return _print_sessions(sessions, as_json, "no sessions yet")
+    none = (
+        "no sessions yet"
+        if everything
+        else "no sessions yet (--all lists board and sub-agent runs)"
+    )
+    return _print_sessions(sessions, as_json, none)
 
 
 def sessions_search(args: argparse.Namespace) -> int:
@@ -362,14 +369,16 @@ async def _sessions_each(ids: list[str], action: str) -> int:
 
 
 def sessions_archived(args: argparse.Namespace) -> int:
-    """`habakkuk sessions archived [--json]`: the archived sessions, newest first."""
-    return asyncio.run(_sessions_archived(args.json))
+    """`habakkuk sessions archived [--json] [--all]`: the archived sessions, newest first."""
+    return asyncio.run(_sessions_archived(args.json, args.all))
 
 
-async def _sessions_archived(as_json: bool) -> int:
+async def _sessions_archived(as_json: bool, everything: bool) -> int:
     runtime = await _open()
     try:
-        sessions = await runtime.sessions.list_sessions(limit=1000, archived=True)
+        sessions = await runtime.sessions.list_sessions(
+            limit=1000, archived=True, include_work=everything
+        )
     finally:
         await runtime.close()
     return _print_sessions(sessions, as_json, "no archived sessions")

@@ -131,7 +131,8 @@ async def _main(args: argparse.Namespace) -> int:
         zone = runtime.config.timezone
         try:
             if args.schedules_command == "add":
-                agent = runtime.config.agent(args.agent).name  # ConfigError: unknown agent
+                # None given: "" (the service takes the default agent, as for the API).
+                agent = runtime.config.agent(args.agent).name if args.agent else ""
                 return await _add(runtime.schedules, agent, args, zone)
             if args.schedules_command == "list":
                 only = runtime.config.agent(args.agent).name if args.agent else None

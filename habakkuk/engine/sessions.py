@@ -42,6 +42,13 @@ INTERRUPTED = (
     "check the state before repeating it"
 )
 
+# Where a session came from (its `origin`), for the ones the home's own work starts: a
+# board card's run and a delegated sub-agent's task. Nobody talks in them, so the sessions
+# list leaves them out unless asked (Sessions.list_sessions, `include_work`).
+BOARD_ORIGIN = "board"
+DELEGATE_ORIGIN = "delegate"
+WORK_ORIGINS = (BOARD_ORIGIN, DELEGATE_ORIGIN)
+
 # Notes older versions stored as text blocks after a user's words (index 1 on).
 LEGACY_TIME_PREFIX = "[current time: "
 LEGACY_TODO_PREFIX = "[your todo list for this session]\n"
@@ -433,14 +440,22 @@ class TranscriptStore:
         return Session.from_row(row) if row else None
 
     async def list_sessions(
-        self, agent: str | None = None, *, limit: int = 50, archived: bool = False
+        self,
+        agent: str | None = None,
+        *,
+        limit: int = 50,
+        archived: bool = False,
+        without: tuple[str, ...] = (),
     ) -> list[Session]:
-        """Most recently updated first."""
+        """Most recently updated first; sessions whose origin is in `without` left out."""
         sql = "SELECT * FROM sessions WHERE archived = ?"
         params: list[Any] = [int(archived)]
         if agent:
             sql += " AND agent = ?"
             params.append(agent)
+        if without:
+            sql += f" AND origin NOT IN ({', '.join('?' * len(without))})"
+            params.extend(without)
         sql += " ORDER BY updated_at DESC, rowid DESC LIMIT ?"
         params.append(limit)
         return [Session.from_row(r) for r in await self.db.fetchall(sql, params)]

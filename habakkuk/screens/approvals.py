@@ -64,9 +64,9 @@ class ApprovalsScreen(PollingScreen):
 
     def compose(self) -> ComposeResult:
         yield self._title
+        yield self._empty  # at the top, where no toast covers it
         yield self._table
         yield self._detail
-        yield self._empty
         yield KeyFooter()
 
     def on_mount(self) -> None:

@@ -36,9 +36,15 @@ class TerminalSessions(CommandSessions, WidgetSessions, Protocol):
         ...
 
     async def list_sessions(
-        self, agent: str | None = None, *, limit: int = 50, archived: bool = False
+        self,
+        agent: str | None = None,
+        *,
+        limit: int = 50,
+        archived: bool = False,
+        include_work: bool = False,
     ) -> list[Session]:
-        """Recent sessions (of `agent`), newest first."""
+        """Recent sessions (of `agent`), newest first (`include_work`: board cards' and
+        sub-agents' too)."""
         ...
 
     async def search_sessions(

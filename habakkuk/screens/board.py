@@ -30,6 +30,7 @@ from habakkuk.screens.board_card import BoardCardScreen
 from habakkuk.screens.board_form import BoardForm
 from habakkuk.screens.board_views import short_id, state_cell
 from habakkuk.screens.bus_messages import CardChangedArrived
+from habakkuk.widgets.fit_table import Cell, FitTable
 from habakkuk.widgets.footer import KeyFooter
 from habakkuk.work.board_types import STATUSES, USER
 
@@ -44,6 +45,7 @@ STATUS_FILTERS: tuple[str, ...] = ("open", "all", *STATUSES)
 COLUMNS: tuple[str, ...] = ("todo", "doing", "blocked", "done")
 SHOWN = {"open": ("todo", "doing", "blocked"), "all": COLUMNS, "cancelled": ("done",)}
 ANY = None  # the agent filter that lists every card
+GROUPED = ("card", "title", "agent", "p", "state")  # the grouped list's columns
 Row: TypeAlias = "Card | str"  # a card, or the status of a header row
 
 PALETTE = (
@@ -96,14 +98,23 @@ class BoardScreen(CardActions, PollingScreen):
         self._keep: str | None = None  # the card a pending read puts the cursor on
         self._title = Static("Board", classes="section-title")
         self._filters = Static("", id="board-filters")
-        self._columns: dict[str, DataTable[str | Text]] = {
-            status: DataTable(id=f"board-col-{status}", cursor_type="row") for status in COLUMNS
+        # A long state (then title) gives way, cut with "…", so the agent, the priority and
+        # the state stay on screen at 80 cells.
+        self._columns: dict[str, FitTable] = {
+            status: FitTable(
+                id=f"board-col-{status}", shrink={"state": 12, status: 12}, zebra_stripes=False
+            )
+            for status in COLUMNS
         }
-        self._rows: DataTable[str | Text] = DataTable(
-            id="board-rows", cursor_type="row", zebra_stripes=False
+        self._rows = FitTable(
+            id="board-rows", shrink={"state": 12, "title": 12}, zebra_stripes=False
         )
         # Each table's cards in row order (a status: the header row of the grouped list).
-        self._placed: dict[DataTable[Any], list[Row]] = {}
+        self._placed: dict[FitTable, list[Row]] = {}
+        self._labels: dict[FitTable, tuple[str, ...]] = {
+            table: (status, "agent", "p", "state") for status, table in self._columns.items()
+        }
+        self._labels[self._rows] = GROUPED
         self._counts: dict[str, int] = {}
         self._reading = False
         self._empty = Static("", classes="empty")
@@ -111,17 +122,16 @@ class BoardScreen(CardActions, PollingScreen):
     def compose(self) -> ComposeResult:
         yield self._title
         yield self._filters
+        yield self._empty  # at the top, where no toast covers it
         with Horizontal(id="board-columns"):
             yield from self._columns.values()
         yield self._rows
-        yield self._empty
         yield KeyFooter()
 
     def on_mount(self) -> None:
         self._empty.display = False
-        for status, table in self._columns.items():
-            table.add_columns(status, "agent", "p", "state")
-        self._rows.add_columns("card", "title", "agent", "p", "state")
+        for table, labels in self._labels.items():
+            table.fill(labels, [])
         self._layout(self.size.width >= WIDE if self.size.width else False)
         self._show_filters()
 
@@ -222,23 +232,24 @@ class BoardScreen(CardActions, PollingScreen):
         focus = self._rows if not wide else self._columns["todo"]
         focus.focus()
 
-    def _fill(
-        self, table: DataTable[str | Text], placed: list[Row], keep: str | None, first: int
-    ) -> None:
-        table.clear()
+    def _fill(self, table: FitTable, placed: list[Row], keep: str | None, first: int) -> None:
         self._placed[table] = placed
-        self._add_rows(table, placed[:first])
+        table.fill(self._labels[table], self._cells(table, placed[:first]))
         self._restore(keep)
 
-    def _add_rows(self, table: DataTable[str | Text], placed: list[Row]) -> None:
+    def _add_rows(self, table: FitTable, placed: list[Row]) -> None:
+        table.extend(self._cells(table, placed))
+
+    def _cells(self, table: FitTable, placed: list[Row]) -> list[tuple[str | None, list[Cell]]]:
         grouped = table is self._rows
+        rows: list[tuple[str | None, list[Cell]]] = []
         for card in placed:
             if isinstance(card, str):
                 count = self._counts.get(card, 0)
-                table.add_row(Text(f"{card} ({count})", style="bold"), "", "", "", "",
-                              key=f"header:{card}")  # fmt: skip
+                header: list[Cell] = [Text(f"{card} ({count})", style="bold"), "", "", "", ""]
+                rows.append((f"header:{card}", header))
                 continue
-            cells: list[str | Text] = [
+            cells: list[Cell] = [
                 Text(card.title),
                 Text(card.assignee or "—", style="" if card.assignee else "dim"),
                 Text(str(card.priority)),
@@ -246,7 +257,8 @@ class BoardScreen(CardActions, PollingScreen):
             ]
             if grouped:
                 cells.insert(0, Text(short_id(card.id), style="dim"))
-            table.add_row(*cells, key=card.id)
+            rows.append((card.id, cells))
+        return rows
 
     def _restore(self, keep: str | None) -> None:
         """The cursor back on `keep` when it is shown (else on the first card)."""
@@ -280,12 +292,12 @@ class BoardScreen(CardActions, PollingScreen):
 
     # -- the highlighted card ------------------------------------------------------------
 
-    def current_table(self) -> DataTable[Any]:
+    def current_table(self) -> FitTable:
         """The table the cursor is in: the focused column, or the grouped list."""
         if not self.wide:
             return self._rows
         focused = self.focused
-        if isinstance(focused, DataTable) and focused in self._placed:
+        if isinstance(focused, FitTable) and focused in self._placed:
             return focused
         return next((t for t in self._columns.values() if t.display), self._columns["todo"])
 

@@ -42,6 +42,7 @@ from habakkuk.screens.bus_messages import (
     TurnThinkingArrived,
 )
 from habakkuk.screens.chat_conversation import TerminalConversation
+from habakkuk.screens.sections import section_keys
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.child_progress import ChildProgress
 from habakkuk.widgets.composer import Composer
@@ -59,8 +60,8 @@ if TYPE_CHECKING:
 KEYS_HELP = (
     "Keys: Enter send · Ctrl+J newline · Up/Down history · "
     "PgUp/PgDn scroll the chat · Ctrl+Home/Ctrl+End (Home/End when empty) top/bottom · "
-    "Ctrl+C stop, or copy a selection (twice quits) · "
-    "Ctrl+N new · Ctrl+S sessions · Ctrl+R approvals · Ctrl+O overview · Ctrl+P palette"
+    "Ctrl+C stop, or copy a selection (twice quits) · Ctrl+N new · "
+    f"{section_keys()} · Ctrl+P palette (every key and action) · Ctrl+Q quit"
 )
 
 

@@ -26,7 +26,9 @@ from habakkuk.knowledge.memory_views import PARTIAL_MARK, PARTIAL_WORDS
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.screens.memory_access import USER, MemoryScreenAccess
 from habakkuk.screens.text_prompt import Confirm
+from habakkuk.widgets.fit_table import FitTable, Row
 from habakkuk.widgets.footer import KeyFooter
+from habakkuk.widgets.words import counted
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -130,9 +132,8 @@ class MemoryScreen(RuntimeScreen):
         self._search = Input(
             placeholder="Search notes as you type (#tag filters)", id="memory-search"
         )
-        self._table: DataTable[str | Text] = DataTable(
-            id="note-table", cursor_type="row", zebra_stripes=True
-        )
+        # At 80 cells a long title or tag list gives way; the date is never cut.
+        self._table = FitTable(id="note-table", shrink={"tags": 6, "match": 12, "title": 12})
         self._meta = Static("", id="note-meta")
         self._warning = Static("", id="note-warning")
         self._view = Markdown("", id="note-view")
@@ -151,6 +152,7 @@ class MemoryScreen(RuntimeScreen):
     def compose(self) -> ComposeResult:
         yield self._title
         yield self._search
+        yield self._empty  # at the top, where no toast covers it
         with Horizontal(id="memory-body"):
             yield self._table
             with Vertical(id="note-pane"):
@@ -158,14 +160,13 @@ class MemoryScreen(RuntimeScreen):
                 yield self._warning
                 yield self._scroll
                 yield self._editor
-        yield self._empty
         yield KeyFooter()
 
     def on_mount(self) -> None:
         self._empty.display = False
         self._warning.display = False
         self._editor.display = False
-        self._table.add_columns("title", "tags", "updated")
+        self._table.fill(("title", "tags", "updated"), [])
         self._table.focus()
 
     def runtime_ready(self) -> None:
@@ -219,17 +220,19 @@ class MemoryScreen(RuntimeScreen):
             if generation != self._generation:
                 return
             notes, total = page if page is not None else ([], 0)
-            self._title.update(Content(f"Memory · {agent} · {total:,} notes"))
+            self._title.update(Content(f"Memory · {agent} · {counted(total, 'note')}"))
         self.notes, self.total = list(notes), total
         table = self._table
-        table.clear(columns=True)
         if snippets:
-            table.add_columns("title", "tags", "match")
-            for note, snippet in zip(notes, snippets, strict=True):
-                table.add_row(title_cell(note), Text(", ".join(note.tags)), Text(snippet))
+            table.fill(
+                ("title", "tags", "match"),
+                [
+                    (note.slug, [title_cell(note), Text(", ".join(note.tags)), Text(snippet)])
+                    for note, snippet in zip(notes, snippets, strict=True)
+                ],
+            )
         else:
-            table.add_columns("title", "tags", "updated")
-            self._add_rows(notes)
+            table.fill(("title", "tags", "updated"), self._rows(notes))
         if notes:
             slugs = [n.slug for n in notes]
             table.move_cursor(row=slugs.index(keep) if keep in slugs else 0)
@@ -243,11 +246,18 @@ class MemoryScreen(RuntimeScreen):
             self._show_note(None)
         self.refresh_bindings()
 
-    def _add_rows(self, notes: Iterable[NoteSummary]) -> None:
-        for note in notes:
-            self._table.add_row(
-                title_cell(note), Text(", ".join(note.tags)), note.updated[:16].replace("T", " ")
+    def _rows(self, notes: Iterable[NoteSummary]) -> list[Row]:
+        return [
+            (
+                note.slug,
+                [
+                    title_cell(note),
+                    Text(", ".join(note.tags)),
+                    Text(note.updated[:16].replace("T", " ")),
+                ],
             )
+            for note in notes
+        ]
 
     @work(group="memory-page")
     async def _next_page(self, generation: int) -> None:
@@ -260,7 +270,7 @@ class MemoryScreen(RuntimeScreen):
             return
         notes, self.total = page
         self.notes.extend(notes)
-        self._add_rows(notes)
+        self._table.extend(self._rows(notes))
 
     def selected(self) -> NoteSummary | None:
         """The highlighted note."""

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
@@ -38,9 +38,10 @@ class ScheduleForm(ModalScreen[NewSchedule | None]):
 
     DEFAULT_CSS = """
     ScheduleForm { align: center middle; }
-    ScheduleForm > Vertical { width: 80; max-width: 95%; height: auto; padding: 1 2;
-                              border: round $primary; background: $surface; }
-    ScheduleForm .label { color: $text-muted; height: 1; }
+    ScheduleForm > VerticalScroll { width: 80; max-width: 95%; height: auto; max-height: 100%;
+                                    padding: 0 1; border: round $primary; background: $surface; }
+    ScheduleForm .label { color: $text-muted; height: auto; }
+    ScheduleForm Input { margin: 0 1; background: $boost; }
     ScheduleForm #form-fires { height: auto; color: $text-success; }
     ScheduleForm #form-fires.bad { color: $text-error; }
     ScheduleForm #form-error { height: auto; color: $text-error; }
@@ -57,24 +58,32 @@ class ScheduleForm(ModalScreen[NewSchedule | None]):
         self._error = Static("", id="form-error")
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        # One line per field (compact inputs), so the form fits 80x24; where it still
+        # does not, it scrolls, the focused field in view.
+        with VerticalScroll():
             yield Static(Content("New prompt schedule"), classes="section-title")
             yield Static("agent", classes="label")
-            yield Input(self.agent, id="form-agent")
+            yield Input(self.agent, id="form-agent", compact=True)
             yield Static("name", classes="label")
-            yield Input("", id="form-name", placeholder="morning inbox")
-            yield Static("when: cron (0 8 * * 1-5), @every 2h, @daily, at 2026-12-01 09:00",
-                         classes="label")  # fmt: skip
-            yield Input("", id="form-when", placeholder="0 8 * * 1-5")
+            yield Input("", id="form-name", placeholder="morning inbox", compact=True)
+            yield Static(
+                Content("when: cron (0 8 * * 1-5), @every 2h, @daily, at 2026-12-01 09:00"),
+                classes="label",
+            )
+            yield Input("", id="form-when", placeholder="0 8 * * 1-5", compact=True)
             yield self._fires
             yield Static("prompt", classes="label")
-            yield Input("", id="form-prompt", placeholder="Summarise my inbox")
-            yield Static("deliver to (CHANNEL:CHAT[:THREAD], empty: the run's session)",
-                         classes="label")  # fmt: skip
-            yield Input("", id="form-deliver")
+            yield Input("", id="form-prompt", placeholder="Summarise my inbox", compact=True)
+            yield Static(
+                Content("deliver to (CHANNEL:CHAT[:THREAD], empty: the run's session)"),
+                classes="label",
+            )
+            yield Input("", id="form-deliver", compact=True)
             yield self._error
             yield Static(
-                "Enter moves on; Enter in the last field adds · Esc cancels", classes="label"
+                "Enter moves on; Enter in the last field adds · Esc cancels",
+                classes="label",
+                id="form-hint",
             )
 
     def on_mount(self) -> None:

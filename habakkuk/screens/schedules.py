@@ -29,7 +29,9 @@ from habakkuk.engine.errors import HabakkukError
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.screens.schedule_form import ScheduleForm, fire_times_text
 from habakkuk.screens.text_prompt import Confirm
+from habakkuk.widgets.fit_table import FitTable, Row
 from habakkuk.widgets.footer import KeyFooter
+from habakkuk.widgets.words import counted
 from habakkuk.work.schedule_views import slot_outcome
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ PALETTE = (
     ("Schedules: delete schedule", "Delete the schedule (d)", "delete"),
     ("Schedules: open run", "The newest run's session in the chat (o)", "open_run"),
 )
+COLUMNS = ("name", "when", "next", "last", "streak", "agent")
 RUNS_SHOWN = 20
 FIRST_PAGE = 60  # rows painted before the rest are added: more than a screenful
 OUTPUT_SHOWN = 1200
@@ -84,15 +87,6 @@ def run_line(run: SlotRun, zone: ZoneInfo) -> Text:
     return line
 
 
-def short_times(times: list[dt.datetime]) -> str:
-    """The next fire times for the table: `Tue 08:00` within the week ahead, else the
-    date (the pane shows them whole)."""
-    if not times:
-        return "never again"
-    soon = times[0] + dt.timedelta(days=6)
-    return " · ".join(t.strftime("%a %H:%M" if t < soon else "%m-%d %H:%M") for t in times)
-
-
 class SchedulesScreen(RuntimeScreen):
     """Every schedule of the home: `a` adds, Enter or `r` runs now, `p` pauses or resumes,
     `d` deletes (asks first), `o` opens a run's session; Esc goes back to the chat."""
@@ -123,8 +117,10 @@ class SchedulesScreen(RuntimeScreen):
         self._pane = 0
         self._resumed = False
         self._title = Static("Schedules", classes="section-title")
-        self._table: DataTable[str | Text] = DataTable(
-            id="schedule-table", cursor_type="row", zebra_stripes=True
+        # At 80 cells a long name or status gives way, then the agent and the `when` are
+        # left out (the pane shows both): the next run, last status and streak stay in view.
+        self._table = FitTable(
+            id="schedule-table", shrink={"name": 10, "last": 8}, drop=("agent", "when")
         )
         self._meta = Static("", id="schedule-meta")
         self._runs = Static("", id="schedule-runs")
@@ -146,21 +142,18 @@ class SchedulesScreen(RuntimeScreen):
 
     def compose(self) -> ComposeResult:
         yield self._title
+        yield self._empty  # at the top, where no toast covers it
         with Horizontal(id="schedules-body"):
             yield self._table
             with VerticalScroll(id="schedule-pane"), Vertical():
                 yield self._meta
                 yield self._runs
                 yield self._output
-        yield self._empty
         yield KeyFooter()
 
     def on_mount(self) -> None:
         self._empty.display = False
-        # What matters most first: the table is narrower than its columns at 80 cells.
-        # What matters most first: the table is narrower than its columns at 80 cells.
-        keys = self._table.add_columns("name", "when", "next", "last", "streak", "agent")
-        self._next_column = keys[2]
+        self._table.fill(COLUMNS, [])
         self._table.focus()
 
     def runtime_ready(self) -> None:
@@ -186,16 +179,13 @@ class SchedulesScreen(RuntimeScreen):
         """The schedule's next three fire times (none while paused or spent)."""
         return [t.astimezone(self.zone) for t in self.service.upcoming(schedule)]
 
-    def next_cell(self, schedule: Schedule, times: list[dt.datetime] | None) -> Text:
-        """Paused, done, the next fire times, or (before they are worked out) next_run."""
+    def next_cell(self, schedule: Schedule) -> Text:
+        """Paused, done, or when it runs next (the pane shows the next three)."""
         if not schedule.enabled:
             return Text("paused", style="yellow")
         if schedule.next_run is None:
             return Text("done", style="dim")
-        if times is None:
-            first = dt.datetime.fromtimestamp(schedule.next_run, self.zone)
-            return Text(short_times([first]) + " · …")
-        return Text(short_times(times))
+        return Text(fire_times_text([dt.datetime.fromtimestamp(schedule.next_run, self.zone)]))
 
     def reload(self, keep: str | None = None) -> None:
         """Read the list again, the cursor on `keep` (default: the highlighted schedule)."""
@@ -214,17 +204,16 @@ class SchedulesScreen(RuntimeScreen):
         self.schedules = list(schedules)
         failing = sum(s.fail_streak > 0 for s in schedules)
         paused = sum(not s.enabled for s in schedules)
-        count = f"{len(schedules)} schedule" + ("" if len(schedules) == 1 else "s")
+        count = counted(len(schedules), "schedule")
         extra = (f" · {paused} paused" if paused else "") + (
             f" · {failing} failing" if failing else ""
         )
         self._title.update(Content(f"Schedules · {count}{extra}"))
         table = self._table
-        table.clear()
         # The first screenful paints at once (DataTable measures every new row before
         # its next frame: 1,000 rows held that frame up by a third of a second); the rest
-        # join after it, then the fire times, worked out off the event loop.
-        self._add_rows(schedules[:FIRST_PAGE])
+        # join after it.
+        table.fill(COLUMNS, self._rows(schedules[:FIRST_PAGE]))
         ids = [s.id for s in schedules]
         if keep in ids[:FIRST_PAGE] or (schedules and keep not in ids):
             table.move_cursor(row=ids.index(keep) if keep in ids else 0)
@@ -240,34 +229,29 @@ class SchedulesScreen(RuntimeScreen):
         if not schedules:
             self._show(None, [])
         self.refresh_bindings()
-        # Working out 1,000 schedules' fire times takes croniter a while: off the event
-        # loop, memoised by spec, then written into the rows already shown.
         if len(schedules) > FIRST_PAGE:
             await self._next_frame()
             if generation != self._generation:
                 return
-            self._add_rows(schedules[FIRST_PAGE:])
+            table.extend(self._rows(schedules[FIRST_PAGE:]))
             if keep in ids[FIRST_PAGE:]:
                 table.move_cursor(row=ids.index(keep))
-        times = await asyncio.to_thread(lambda: {s.id: self.next_times(s) for s in schedules})
-        if generation != self._generation:
-            return
-        column = self._next_column
-        for schedule in schedules:
-            if schedule.enabled and schedule.next_run is not None:
-                table.update_cell(schedule.id, column, self.next_cell(schedule, times[schedule.id]))
 
-    def _add_rows(self, schedules: list[Schedule]) -> None:
-        for schedule in schedules:
-            self._table.add_row(
-                Text(schedule.name),
-                Text(schedule.spec),
-                self.next_cell(schedule, None),
-                status_cell(schedule),
-                streak_cell(schedule),
-                Text(schedule.agent),
-                key=schedule.id,
+    def _rows(self, schedules: list[Schedule]) -> list[Row]:
+        return [
+            (
+                schedule.id,
+                [
+                    Text(schedule.name),
+                    Text(schedule.spec),
+                    self.next_cell(schedule),
+                    status_cell(schedule),
+                    streak_cell(schedule),
+                    Text(schedule.agent),
+                ],
             )
+            for schedule in schedules
+        ]
 
     async def _next_frame(self) -> None:
         """Wait until the screen has painted what is there now."""

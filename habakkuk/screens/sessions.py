@@ -19,15 +19,19 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
+from habakkuk.engine.sessions import BOARD_ORIGIN, DELEGATE_ORIGIN
 from habakkuk.screens.base import RuntimeScreen, on_bus
 from habakkuk.screens.bus_messages import JobFinishedArrived
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
+from habakkuk.widgets.fit_table import FitTable
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from habakkuk.engine.sessions import SearchHit
 
 EXPORT_FORMATS = ("md", "json", "html")
+# How the list names where a session of the home's work came from (its origin).
+ORIGIN_WORDS = {BOARD_ORIGIN: "board card", DELEGATE_ORIGIN: "sub-agent"}
 
 
 def format_time(timestamp: float, timezone: str) -> str:
@@ -42,9 +46,10 @@ def format_time(timestamp: float, timezone: str) -> str:
 class SessionsScreen(RuntimeScreen):
     """Find a session and open it; fork, rename, archive (asks first) or export it.
 
-    `v` shows the archived sessions instead, where `u` restores one. A reload keeps
-    the cursor on the session it was on. Esc leaves a search or the archived view,
-    and from the recent list returns to the chat.
+    `v` shows the archived sessions instead, where `u` restores one; `a` also lists the
+    sessions board cards and sub-agents ran in (left out by default: the user's chats
+    first). A reload keeps the cursor on the session it was on. Esc leaves a search or
+    the archived view, and from the recent list returns to the chat.
     """
 
     BINDINGS = [
@@ -54,6 +59,7 @@ class SessionsScreen(RuntimeScreen):
         Binding("x", "archive", "Archive", id="sessions.archive"),
         Binding("u", "unarchive", "Restore", id="sessions.unarchive"),
         Binding("v", "toggle_archived", "Archived", id="sessions.archived"),
+        Binding("a", "toggle_work", "All", id="sessions.work"),
         Binding("e", "export", "Export", id="sessions.export"),
         Binding("f", "fork", "Fork", id="sessions.fork"),
         Binding("escape", "back", "Back", id="sessions.back", show=False),
@@ -63,20 +69,20 @@ class SessionsScreen(RuntimeScreen):
         super().__init__(id="sessions")
         self.query_text = ""
         self.archived = False  # showing the archived sessions instead of the recent ones
+        self.with_work = False  # also listing board cards' and sub-agents' sessions
         self.row_sessions: list[str] = []
         self.row_titles: dict[str, str] = {}
         self._title = Static("Recent sessions", classes="section-title")
         self._search = Input(placeholder="Search all sessions, Enter to search", id="search")
-        self._table: DataTable[str | Text] = DataTable(
-            id="session-table", cursor_type="row", zebra_stripes=True
-        )
+        # At 80 cells a long title or snippet gives way, so the session id stays in view.
+        self._table = FitTable(id="session-table", shrink={"match": 12, "title": 16})
         self._empty = Static("", classes="empty")
 
     def compose(self) -> ComposeResult:
         yield self._title
         yield self._search
+        yield self._empty  # at the top, where no toast covers it
         yield self._table
-        yield self._empty
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -129,28 +135,35 @@ class SessionsScreen(RuntimeScreen):
             self._title.update(Content(f"Search: {self.query_text}  ({len(rows)} found)"))
             empty = "Nothing found. Esc shows recent sessions."
         else:
-            sessions = await self.runtime.sessions.list_sessions(limit=200, archived=self.archived)
+            sessions = await self.runtime.sessions.list_sessions(
+                limit=200, archived=self.archived, include_work=self.with_work
+            )
             columns = ("updated", "agent", "title", "session")
+            if self.with_work:
+                columns += ("from",)  # which are a card's or a sub-agent's
             for s in sessions:
                 cells = [
                     format_time(s.updated_at, timezone),
                     Text(s.agent),
                     Text(_one_line(s.title) or "(untitled)"),
                     Text(s.id),
+                    Text(ORIGIN_WORDS.get(s.origin, ""), style="dim"),
                 ]
-                rows.append((s.id, s.title, cells))
+                rows.append((s.id, s.title, cells[: len(columns)]))
+            which = "Archived sessions" if self.archived else "Recent sessions"
+            if self.with_work:
+                which += ", board cards' and sub-agents' too (a: yours only)"
+            else:
+                which += " (a: board cards' and sub-agents' too)"
             if self.archived:
-                self._title.update("Archived sessions (u restores, v or Esc: recent)")
+                self._title.update(f"{which} · u restores, v or Esc: recent")
                 empty = "No archived sessions. Esc shows recent sessions."
             else:
-                self._title.update("Recent sessions")
+                self._title.update(which)
                 empty = "No sessions yet. Ctrl+T goes to the chat."
-        table.clear(columns=True)
-        table.add_columns(*columns)
         self.row_sessions = [session for session, _, _ in rows]
         self.row_titles = {session: title for session, title, _ in rows}
-        for _, _, row_cells in rows:
-            table.add_row(*row_cells)
+        table.fill(columns, [(session, cells) for session, _, cells in rows])
         if rows:
             at = self.row_sessions.index(keep) if keep in self.row_sessions else row
             table.move_cursor(row=min(max(at, 0), len(rows) - 1))
@@ -187,6 +200,13 @@ class SessionsScreen(RuntimeScreen):
             self._table.focus()
             return
         self.happ.action_go("chat")
+
+    def action_toggle_work(self) -> None:
+        """List the sessions of board cards and sub-agents too, or the user's only again."""
+        if self.focused is self._search:
+            return
+        self.with_work = not self.with_work
+        self.refresh_list()
 
     def action_toggle_archived(self) -> None:
         """Show the archived sessions, or the recent ones again."""

@@ -82,7 +82,8 @@ class SetupScreen(Screen[Path | None]):
             )
             yield Label("Provider")
             yield Select(
-                [(choice.title, choice.name) for choice in CHOICES],
+                # Content, not markup: "habakkuk[litellm]" in Gemini's hint is text.
+                [(Content(choice.title), choice.name) for choice in CHOICES],
                 prompt="Choose a provider",
                 id="provider",
             )

@@ -38,7 +38,9 @@ from habakkuk.screens.skills_viewer import (
     verdict_word,
 )
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
+from habakkuk.widgets.fit_table import FitTable
 from habakkuk.widgets.footer import KeyFooter
+from habakkuk.widgets.words import counted
 
 if TYPE_CHECKING:
     from habakkuk.knowledge.skills.types import Skill, SkillsAccess, SkillSummary
@@ -52,6 +54,7 @@ PALETTE = (
     ("Skills: remove skill", "Remove the skill; a backup is kept (d)", "remove"),
     ("Skills: restore skill", "Put back a skill's newest backup (r)", "restore"),
 )
+COLUMNS = ("skill", "trust", "scan", "last used", "source")
 SOURCE_CELLS = 40
 VERDICT_STYLES = {"clean": "green", "caution": "yellow", "dangerous": "bold red"}
 
@@ -109,8 +112,10 @@ class SkillsScreen(RuntimeScreen):
         self._pane = 0
         self._resumed = False
         self._title = Static("Skills", classes="section-title")
-        self._table: DataTable[str | Text] = DataTable(
-            id="skill-table", cursor_type="row", zebra_stripes=True
+        # At 80 cells a long source or name gives way, then the source and the last use
+        # are left out (the pane says where the skill came from).
+        self._table = FitTable(
+            id="skill-table", shrink={"source": 10, "skill": 12}, drop=("source", "last used")
         )
         self._meta = Static("", id="skill-meta")
         self._caution = Static("", id="skill-caution")
@@ -127,20 +132,20 @@ class SkillsScreen(RuntimeScreen):
 
     def compose(self) -> ComposeResult:
         yield self._title
+        yield self._empty  # at the top, where no toast covers it
         with Horizontal(id="skills-body"):
             yield self._table
             with Vertical(id="skill-pane"):
                 yield self._meta
                 yield self._caution
                 yield self._scroll
-        yield self._empty
         yield KeyFooter()
 
     def on_mount(self) -> None:
         self._empty.display = False
         self._caution.display = False
         self._findings.display = False
-        self._table.add_columns("skill", "trust", "scan", "last used", "source")
+        self._table.fill(COLUMNS, [])
         self._table.focus()
 
     def runtime_ready(self) -> None:
@@ -184,18 +189,25 @@ class SkillsScreen(RuntimeScreen):
         self.skills = list(skills)
         untrusted = sum(not s.trusted for s in skills)
         extra = f" · {untrusted} untrusted" if untrusted else ""
-        count = f"{len(skills)} skill" + ("" if len(skills) == 1 else "s")
+        count = counted(len(skills), "skill")
         self._title.update(Content(f"Skills · {agent} · {count}{extra}"))
         table = self._table
-        table.clear()
-        for skill in skills:
-            table.add_row(
-                Text(skill.name),
-                trust_cell(skill),
-                verdict_cell(skill),
-                last_used_word(skill),
-                source_cell(skill),
-            )
+        table.fill(
+            COLUMNS,
+            [
+                (
+                    skill.name,
+                    [
+                        Text(skill.name),
+                        trust_cell(skill),
+                        verdict_cell(skill),
+                        Text(last_used_word(skill)),
+                        source_cell(skill),
+                    ],
+                )
+                for skill in skills
+            ],
+        )
         if skills:
             names = [s.name for s in skills]
             table.move_cursor(row=names.index(keep) if keep in names else 0)
@@ -255,7 +267,8 @@ class SkillsScreen(RuntimeScreen):
         else:
             s = skill.summary
             where = s.scope if s.source in ("", s.scope) else f"{s.scope} · {s.source}"
-            parts = [s.description, where]
+            # Where it came from and its last use, whole (the list may leave them out).
+            parts = [s.description, f"{where} · last used {last_used_word(s)}"]
             if s.pinned:
                 parts.append("pinned: the curator leaves it alone")
             self._meta.update(Content("\n".join(p for p in parts if p)))

@@ -21,10 +21,11 @@ from habakkuk.engine.secret_shapes import (
     named_variables,
     plain,
 )
+from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, Answer
 
 from .errors import ApiError
 from .health import queue_summary
-from .inputs import query_int, read_json
+from .inputs import query_flag, query_int, read_json
 from .served import field, json_response, only_fields, server_of
 
 REDACTED = "[redacted]"
@@ -108,10 +109,13 @@ def clean_text(text: str) -> str:
 
 
 async def sessions(request: web.Request) -> web.Response:
-    """GET /api/sessions?agent=&limit=50&q=: recent sessions, or search hits."""
+    """GET /api/sessions?agent=&limit=50&q=&all=: recent sessions, or search hits.
+
+    The list is the user's sessions; `all=1` adds those of board cards and sub-agents."""
     runtime = server_of(request).runtime
     agent = request.query.get("agent") or None
     limit = query_int(request, "limit", 50, 1, 500)
+    include_work = query_flag(request, "all")
     query = clean_text(request.query.get("q", "")).strip()
     if query:
         hits = await runtime.sessions.search_sessions(query, agent, limit=limit)
@@ -131,7 +135,7 @@ async def sessions(request: web.Request) -> web.Response:
                 ]
             }
         )
-    found = await runtime.sessions.list_sessions(agent, limit=limit)
+    found = await runtime.sessions.list_sessions(agent, limit=limit, include_work=include_work)
     return json_response({"sessions": [session_json(s) for s in found]})
 
 
@@ -279,21 +283,27 @@ def _chat_address(where: str) -> dict[str, str] | None:
 
 
 async def approval_answer(request: web.Request) -> web.Response:
-    """POST /api/approvals/{id} {"approve": bool}: answer as the chat would, in any process."""
+    """POST /api/approvals/{id} {"approve": bool, "for_session"?: bool}: answer as the
+    chat would, in any process; `for_session` allows the tool for the rest of the session
+    (as the terminal's `a` and a typed "always" do)."""
     server = server_of(request)
     body = await read_json(request)
-    only_fields(body, {"approve"})
+    only_fields(body, {"approve", "for_session"})
     approve = field(body, "approve", bool, required=True)
+    for_session = bool(field(body, "for_session", bool))
+    if for_session and not approve:
+        raise ApiError(400, "for_session goes with approve: true")
+    answer: Answer = ("allow_session" if for_session else "allow_once") if approve else "deny"
     approval_id = request.match_info["id"]
     runtime = server.runtime
     waiting = {a.id: a for a in await runtime.approvals.waiting()}.get(approval_id)
     answered = waiting is not None and await runtime.approvals.respond(
-        approval_id, "allow_once" if approve else "deny", by="dashboard"
+        approval_id, answer, by="dashboard"
     )
     if not answered or waiting is None:
         raise ApiError(404, f"approval {approval_id!r} is not waiting")
     # A chat approval's chat hears of it from the runtime; web conversations here.
-    note = "Approved from the dashboard." if approve else "Denied from the dashboard."
+    note = f"{APPROVAL_VERBS[answer]} from the dashboard."
     store = server.web_store()
     for conversation in await store.conversations_of(waiting.session):
         await store.append(conversation, "notice", note, session=waiting.session)

@@ -180,3 +180,13 @@ def query_int(request: web.Request, name: str, default: int, low: int, high: int
     if not low <= value <= high:
         raise ApiError(400, f"{name} must be between {low} and {high}")
     return value
+
+
+def query_flag(request: web.Request, name: str) -> bool:
+    """A yes/no query parameter: 1 or true, 0 or false (absent: no); ApiError 400 otherwise."""
+    text = request.query.get(name, "").lower()
+    if text in ("", "0", "false"):
+        return False
+    if text in ("1", "true"):
+        return True
+    raise ApiError(400, f"{name} must be 1 or 0")

@@ -77,11 +77,13 @@ def _text(body: dict[str, Any], name: str) -> str:
 
 
 async def schedule_add(request: web.Request) -> web.Response:
-    """POST /api/schedules {"agent", "name", "when", "prompt", "deliver_to"?}: 201."""
+    """POST /api/schedules {"agent"?, "name", "when", "prompt", "deliver_to"?}: 201; no
+    agent is the default agent (the schedules service's rule, as for the CLI)."""
     schedules = _schedules(request)
     body = await read_json(request, limit=BODY_LIMIT)
     only_fields(body, ADD_FIELDS)  # `command` included: scripts come from the CLI only
-    agent = server_of(request).runtime.config.agent(_text(body, "agent")).name  # 404
+    named = (field(body, "agent", str) or "").strip()
+    agent = server_of(request).runtime.config.agent(named).name if named else ""  # 404
     name = _text(body, "name")
     if len(name) > NAME_CHARS:
         raise ApiError(400, f"name is longer than {NAME_CHARS} characters")

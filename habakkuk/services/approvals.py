@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.events import QuestionAnswered, QuestionAsked, QuestionWithdrawn
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.engine.toolkit.approvals import ApprovalHub, Approver
+from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, ApprovalHub, Approver
 from habakkuk.engine.toolkit.waiting import TERMINAL, WaitingApproval, merge_waiting
 
 if TYPE_CHECKING:
@@ -30,13 +30,6 @@ if TYPE_CHECKING:
     from habakkuk.engine.sessions import Session, TranscriptStore
     from habakkuk.engine.store import Database
     from habakkuk.tools.clarify import ClarifyRequest
-
-# How a chat is told that someone answered its approval elsewhere ("... from the dashboard.").
-APPROVAL_VERBS = {
-    "allow_once": "Approved",
-    "allow_session": "Approved for this session",
-    "deny": "Denied",
-}
 
 
 class Attendance:

@@ -16,7 +16,13 @@ from habakkuk.engine.agent.turn import TURN_KIND
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.jobs import enqueue_in
 from habakkuk.engine.llm.types import Message, ToolResultBlock
-from habakkuk.engine.sessions import Compaction, SearchHit, Session, StoredMessage
+from habakkuk.engine.sessions import (
+    WORK_ORIGINS,
+    Compaction,
+    SearchHit,
+    Session,
+    StoredMessage,
+)
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
@@ -151,12 +157,23 @@ class Sessions:
         return done[1]
 
     async def list_sessions(
-        self, agent: str | None = None, *, limit: int = 50, archived: bool = False
+        self,
+        agent: str | None = None,
+        *,
+        limit: int = 50,
+        archived: bool = False,
+        include_work: bool = False,
     ) -> list[Session]:
-        """Recent sessions (of `agent`), newest first."""
+        """Recent sessions (of `agent`), newest first: the user's own, unless
+        `include_work` also lists the sessions the home's work started (board cards' runs
+        and delegated sub-agents', engine.sessions.WORK_ORIGINS). The one rule every
+        sessions list (terminal, CLI, API) follows; each has its switch for the others."""
         if agent is not None:
             self.config.agent(agent)
-        return await self.transcripts.list_sessions(agent, limit=limit, archived=archived)
+        without = () if include_work else WORK_ORIGINS
+        return await self.transcripts.list_sessions(
+            agent, limit=limit, archived=archived, without=without
+        )
 
     async def messages(self, session_id: str) -> list[StoredMessage]:
         """The session's stored messages, in order."""

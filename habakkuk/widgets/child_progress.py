@@ -32,6 +32,7 @@ from habakkuk.engine.events import (
     TurnText,
 )
 from habakkuk.widgets.tool_card import STATUS_MARKS
+from habakkuk.widgets.words import counted
 from habakkuk.work.delegation_types import TERMINAL
 
 if TYPE_CHECKING:
@@ -220,7 +221,7 @@ class ChildProgress(Widget):
         if self.background:
             parts.append(("  background", "dim"))
         if self.ended:
-            calls = f"{self.tool_count} tool call" + ("" if self.tool_count == 1 else "s")
+            calls = counted(self.tool_count, "tool call")
             parts.append((f"  {calls}", "dim"))
         return Content.assemble(*parts)
 

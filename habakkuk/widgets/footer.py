@@ -13,6 +13,7 @@ from __future__ import annotations
 from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
@@ -55,8 +56,16 @@ class KeyFooter(Footer):
         keys = [item for item in items if not item.has_class("-command-palette")]
         width = self.screen.size.width or self.app.size.width
         width -= sum(_cells(item) + PALETTE_EXTRA for item in palette)
-        # Going to the screen already shown is the least use of the row.
+        # The app's keys follow the widget's and the screen's, in the app's order (a
+        # focused text field that also binds ctrl+d put the app's Board key first), and
+        # going to the screen already shown is the least use of the row.
+        app_order = {
+            binding.action: rank
+            for rank, binding in enumerate(self.app.BINDINGS)
+            if isinstance(binding, Binding)
+        }
         here = f"go('{self.screen.id}')"
+        keys.sort(key=lambda item: app_order.get(getattr(item, "action", ""), -1))
         keys.sort(key=lambda item: getattr(item, "action", "") == here)
         for item in keys:
             cells = _cells(item) + KEY_EXTRA

@@ -442,16 +442,23 @@ class MessageView(VerticalScroll, can_focus=True):
     # -- live events -----------------------------------------------------------------------
 
     async def add_user(self, text: str) -> None:
-        """Show what the user just sent (the view goes to the end for it)."""
-        await self._close_segments()
+        """Show what the user just sent (the view goes to the end for it).
+
+        A reply streaming now keeps its widget (see `note`): the message goes after it and
+        the reply's rest still goes into it.
+        """
         await self._to_end()
         await self.mount(UserMessage(text))
         self.anchor()
 
     async def note(self, text: str, *, error: bool = False, follow: bool = True) -> None:
         """A one-line note in the conversation: the answer to something the user did goes
-        to the end (`follow`); another moves no reader scrolled away from the end."""
-        await self._close_segments()
+        to the end (`follow`); another moves no reader scrolled away from the end.
+
+        A reply streaming now is not ended by it: the note goes after the reply, whose
+        rest still streams into the same widget (closing it here split the reply in two
+        around a command answered mid-stream).
+        """
         if follow:
             await self._to_end()
         await self.mount(Notice(text, error=error))

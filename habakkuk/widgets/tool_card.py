@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual import work
+from rich.cells import cell_len, set_cell_size
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
@@ -114,18 +115,29 @@ class ToolCard(Widget, can_focus=True):
         self.set_class(status in FAILED, "-error")
         self._update_header()
 
+    def on_resize(self, event: events.Resize) -> None:
+        self._update_header()
+
     def _update_header(self) -> None:
-        parts: list[Content | tuple[str, str] | str] = [
-            (STATUS_MARKS.get(self.status, "?") + " ", "bold"),
-            (self.tool, "bold"),
-        ]
-        if self.title:
-            first_line = self.title.splitlines()[0] if self.title.strip() else ""
-            parts.append("  ")
-            parts.append(Content(first_line[:200]))
-        parts.append(("  " + STATUS_LABELS.get(self.status, self.status), "dim"))
+        head = Content.assemble(
+            (STATUS_MARKS.get(self.status, "?") + " ", "bold"), (self.tool, "bold")
+        )
+        tail = STATUS_LABELS.get(self.status, self.status)
         if self.seconds is not None and self.status not in NEVER_RAN:
-            parts.append((f" {self.seconds:.1f}s", "dim"))
+            tail += f" {self.seconds:.1f}s"
+        title = ""
+        if self.title.strip():
+            title = self.title.splitlines()[0][:200]
+        # The status is what the card is for: a long title (a command) gives way to it,
+        # cut with "…", so "waiting for approval" is never what runs off the edge.
+        width = self.content_size.width  # the header's: it fills the card
+        if title and width:
+            room = width - head.cell_length - len(tail) - 4  # the two gaps of two cells
+            title = title if cell_len(title) <= room else _cut(title, room)
+        parts: list[Content | tuple[str, str] | str] = [head]
+        if title:
+            parts += ["  ", Content(title)]
+        parts.append(("  " + tail, "dim"))
         self._header.update(Content.assemble(*parts))
 
     def action_toggle_output(self) -> None:
@@ -148,3 +160,10 @@ class ToolCard(Widget, can_focus=True):
         else:
             text = result.text or "(empty output)"
         self._output.update(Content(text))
+
+
+def _cut(text: str, cells: int) -> str:
+    """`text` in at most `cells` cells, "…" marking the cut ("" when nothing fits)."""
+    if cells < 2:
+        return ""
+    return set_cell_size(text, cells - 1).rstrip() + "…"

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from habakkuk.engine.errors import HabakkukError, LeaseLost, NotFound
 from habakkuk.engine.jobs import Lease
 from habakkuk.engine.pools import PermanentJobError
+from habakkuk.engine.sessions import BOARD_ORIGIN
 from habakkuk.work.board_dispatch import BOARD_AUTHOR
 from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import Card
@@ -37,7 +38,6 @@ from habakkuk.work.ports import SessionMaker
 
 log = logging.getLogger(__name__)
 
-BOARD_ORIGIN = "board"
 RESULT_SHOWN = 4000  # characters of each dependency's result in the first message
 
 

@@ -32,14 +32,13 @@ from habakkuk.engine.config import Config, ModelRef
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import DelegateEnded, DelegateStarted, EventBus, JobFinished
 from habakkuk.engine.jobs import Job, JobQueue
-from habakkuk.engine.sessions import Session, TranscriptStore
+from habakkuk.engine.sessions import DELEGATE_ORIGIN, Session, TranscriptStore
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.work.delegation_types import SUBTURN_KIND, ChildReport, ChildStatus, SubturnSpec
 from habakkuk.work.ports import SessionMaker, SubmitsTurns
 
 log = logging.getLogger(__name__)
 
-DELEGATE_ORIGIN = "delegate"
 NOTICE_PREFIX = "turn_"  # the parent's notice turn: turn_<job>
 SUBTURN_MAX_ATTEMPTS = 3
 STOP_GRACE = 15.0  # seconds a stopped child gets to settle before the report is read

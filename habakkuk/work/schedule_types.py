@@ -63,7 +63,7 @@ class NewSchedule:
     """What `add` takes. `command` makes it a script schedule (owner only); `prompt` is
     then the prompt an `agent` on_output runs with the output appended."""
 
-    agent: str
+    agent: str  # "": the default agent
     name: str
     when: str
     prompt: str = ""

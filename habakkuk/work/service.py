@@ -148,9 +148,11 @@ class Schedules:
             raise ScheduleRefused(
                 "schedule: a command can only be added by the owner (habakkuk schedules add --run)"
             )
-        if new.agent not in self.config.agents:
+        # No agent named: the default agent, for every surface (the CLI, the API, the form).
+        agent = new.agent or self.config.default_agent or ""
+        if agent not in self.config.agents:
             known = ", ".join(sorted(self.config.agents)) or "none"
-            raise NotFound(f"schedule: no agent {new.agent!r} (agents: {known})")
+            raise NotFound(f"schedule: no agent {agent!r} (agents: {known})")
         name = new.name.strip()
         if not name:
             raise HabakkukError("schedule: name is empty")
@@ -170,7 +172,7 @@ class Schedules:
         when = parse_when(new.when, self.tz, anchor=now, now=dt.datetime.fromtimestamp(now, dt.UTC))
         schedule = Schedule(
             id="sch_" + secrets.token_hex(6),
-            agent=new.agent,
+            agent=agent,
             name=name,
             spec=when.spec,
             prompt=new.prompt,

@@ -98,6 +98,39 @@ def test_sessions_list_json_is_newest_first(scripted_home, capsys) -> None:
     assert json.loads(capsys.readouterr().out) == []
 
 
+def test_sessions_list_leaves_out_board_and_sub_agent_sessions_unless_all(scripted_home) -> None:
+    import asyncio
+
+    from habakkuk.engine.sessions import BOARD_ORIGIN, DELEGATE_ORIGIN
+    from habakkuk.runtime import Runtime
+
+    async def seed() -> None:
+        runtime = await Runtime.open(scripted_home)
+        try:
+            await runtime.sessions.new_session(None, origin="cli", session_id="ses_chat")
+            # As a card's run and a delegated task record theirs.
+            await runtime.sessions.new_session(None, origin=BOARD_ORIGIN, session_id="ses_card")
+            await runtime.sessions.new_session(None, origin=DELEGATE_ORIGIN, session_id="ses_child")
+        finally:
+            await runtime.close()
+
+    asyncio.run(seed())
+
+    def listed(*flags: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "habakkuk.cli", "sessions", "list", "--json", *flags],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HABAKKUK_HOME": str(scripted_home.root)},
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        return sorted(s["id"] for s in json.loads(result.stdout))
+
+    assert listed() == ["ses_chat"]
+    assert listed("--all") == ["ses_card", "ses_chat", "ses_child"]
+
+
 def test_sessions_export_writes_each_format_to_a_file(scripted_home, capsys, tmp_path) -> None:
     _, body = run_json(capsys, "export me")
     for fmt, needle in [("md", "# export me"), ("html", "<!doctype html>"), ("json", '"blocks"')]:

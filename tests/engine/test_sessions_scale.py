@@ -31,6 +31,17 @@ async def test_the_recent_list_reads_the_newest_sessions_by_index(
         (0, 200),
     )
     assert "sessions_listed" in plan and "TEMP B-TREE" not in plan
+    # The user's sessions only (the list's default): still the index, still no sort.
+    plan = await _plan(
+        store,
+        "SELECT * FROM sessions WHERE archived = ? AND origin NOT IN (?, ?)"
+        " ORDER BY updated_at DESC, rowid DESC LIMIT ?",
+        (0, "board", "delegate", 200),
+    )
+    assert "sessions_listed" in plan and "TEMP B-TREE" not in plan
+    await store.create_session("s5", "main", "", origin="board")
+    assert [s.id for s in await store.list_sessions(limit=2, without=("board",))] == ["s3", "s2"]
+    assert [s.id for s in await store.list_sessions(limit=1)] == ["s5"]
 
 
 async def test_search_ranks_the_newest_matches_within_its_window(

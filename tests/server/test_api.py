@@ -76,6 +76,28 @@ async def test_sessions_list_search_one_and_export(serve: Any) -> None:
     assert "limit" in bad["error"]
 
 
+async def test_sessions_list_leaves_out_board_and_sub_agent_sessions_unless_all(
+    serve: Any,
+) -> None:
+    from habakkuk.engine.sessions import BOARD_ORIGIN, DELEGATE_ORIGIN
+
+    served = await serve(mock_config(SCRIPT))
+    sent = await chat_and_wait(served, "a1", "hello")
+    # As a card's run and a delegated task record theirs.
+    sessions = served.runtime.sessions
+    await sessions.new_session(None, origin=BOARD_ORIGIN, session_id="ses_card")
+    await sessions.new_session(None, origin=DELEGATE_ORIGIN, session_id="ses_child")
+    listed = await served.get_json("/api/sessions")
+    assert [s["id"] for s in listed["sessions"]] == [sent["session"]]
+    everything = await served.get_json("/api/sessions?all=1")
+    assert {s["id"] for s in everything["sessions"]} == {sent["session"], "ses_card", "ses_child"}
+    assert set(everything["sessions"][0]) == {"id", "agent", "title", "created_at", "updated_at"}
+    assert len((await served.get_json("/api/sessions?all=true&limit=2"))["sessions"]) == 2
+    assert (await served.get_json("/api/sessions?all=0"))["sessions"] == listed["sessions"]
+    bad = await served.get_json("/api/sessions?all=maybe", status=400)
+    assert bad["error"] == "all must be 1 or 0"
+
+
 async def test_overview_reports_queue_and_failures(serve: Any) -> None:
     served = await serve(mock_config("- error: auth"))
     with served.runtime.bus.subscribe(lambda e: e.kind == "job.finished") as finished:

@@ -267,6 +267,38 @@ async def test_the_dashboard_answers_an_approval_and_the_turn_goes_on(
     assert "not waiting" in again["error"]
 
 
+TWO_RUNS = """
+- tool_calls: [{name: exec, arguments: {command: "echo first-run"}}]
+- tool_calls: [{name: exec, arguments: {command: "echo second-run"}}]
+- text: "Both ran."
+"""
+
+
+async def test_the_dashboard_allows_a_tool_for_the_session_and_the_next_call_is_not_asked(
+    serve: Any,
+) -> None:
+    served = await serve(mock_config(TWO_RUNS, mode="ask"))
+    with served.runtime.bus.subscribe(lambda e: e.kind == "approval.pending") as pending:
+        sent = await served.post_json("/api/chat", {"conversation": "c12", "text": "run both"})
+        await asyncio.wait_for(pending.get(), 30)
+        [approval] = (await served.get_json("/api/approvals"))["approvals"]
+        path = f"/api/approvals/{approval['id']}"
+        refused = await served.post_json(path, {"approve": False, "for_session": True}, status=400)
+        assert refused["error"] == "for_session goes with approve: true"
+        await served.post_json(path, {"approve": True, "for_session": True}, status=200)
+        outcome = await asyncio.wait_for(served.runtime.turns.wait_turn(sent["turn"]), 30)
+        assert pending.get_nowait() is None  # the second exec was not asked about
+    assert outcome.reply == "Both ran."
+    results = [
+        r.text
+        for m in await served.runtime.sessions.messages(outcome.session)
+        for r in m.message.tool_results
+    ]
+    assert ["first-run" in results[0], "second-run" in results[1]] == [True, True]
+    events = await served.server.web_store().events("c12")
+    assert "Approved for this session from the dashboard." in [e.text for e in events]
+
+
 async def test_yes_in_the_chat_answers_the_waiting_approval(serve: Any, tmp_path: Path) -> None:
     served = await serve(mock_config(script(tmp_path / "go"), mode="ask"))
     with served.runtime.bus.subscribe(lambda e: e.kind == "approval.pending") as pending:

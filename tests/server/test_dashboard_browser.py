@@ -151,3 +151,108 @@ async def test_without_a_token_the_dashboard_opens_with_no_sign_out(
     assert await page.is_hidden("#logout")
     assert await page.is_hidden("#login")
     assert errors == []
+
+
+def shown_view(page: Any) -> Any:
+    """The view the page shows: the one section not hidden."""
+    return page.evaluate(
+        "Array.from(document.querySelectorAll('.view')).filter(s => !s.hidden).map(s => s.id)"
+    )
+
+
+async def test_each_view_has_its_own_address_that_a_reload_and_back_follow(
+    serve: Any, browser: Any
+) -> None:
+    served = await serve(mock_config(SCRIPT))
+    page = await sign_in(browser, served)
+    await page.wait_for_url("**/app/#/overview")
+    assert await shown_view(page) == ["view-overview"]
+    # Opened directly (a bookmark, a link) by the signed-in browser: a fresh load.
+    tab = page
+    await tab.goto("about:blank")
+    await tab.goto(served.url + "/app/#/schedules")
+    await tab.wait_for_selector("#view-schedules:not([hidden])")
+    assert await shown_view(tab) == ["view-schedules"]
+    assert await tab.get_attribute("nav button.active", "data-view") == "schedules"
+    await tab.click("nav button[data-view=board]")
+    await tab.wait_for_url("**/app/#/board")
+    await tab.wait_for_selector("#view-board:not([hidden])")
+    await tab.click("nav button[data-view=memory]")
+    await tab.wait_for_url("**/app/#/memory")
+    await tab.go_back()
+    await tab.wait_for_url("**/app/#/board")
+    await tab.wait_for_selector("#view-board:not([hidden])")
+    assert await shown_view(tab) == ["view-board"]
+    await tab.go_back()
+    await tab.wait_for_url("**/app/#/schedules")
+    await tab.wait_for_selector("#view-schedules:not([hidden])")
+    await tab.reload()
+    await tab.wait_for_selector("#shell:not([hidden])")
+    await tab.wait_for_selector("#view-schedules:not([hidden])")
+    assert await shown_view(tab) == ["view-schedules"]
+    await tab.go_forward()
+    await tab.wait_for_selector("#view-board:not([hidden])")
+    # An address that names no view is the overview.
+    await tab.goto(served.url + "/app/#/nowhere")
+    await tab.wait_for_selector("#view-overview:not([hidden])")
+    assert page.errors == []
+
+
+TWO_RUNS = """
+- match: "both"
+  steps:
+    - tool_calls: [{name: exec, arguments: {command: "echo first-run"}}]
+    - tool_calls: [{name: exec, arguments: {command: "echo second-run"}}]
+    - text: "Both ran, one approval."
+- steps:
+    - text: "Echo: {input}"
+"""
+
+
+async def test_approve_for_this_session_in_the_approvals_view_covers_the_next_call(
+    serve: Any, browser: Any
+) -> None:
+    served = await serve(mock_config(TWO_RUNS, mode="ask"))
+    page = await sign_in(browser, served)
+    await page.click("nav button[data-view=chat]")
+    await page.fill("#chat-input", "run both")
+    await page.press("#chat-input", "Enter")
+    await page.locator(".msg.notice", has_text="Approval needed").wait_for(timeout=30_000)
+    await page.click("nav button[data-view=approvals]")
+    approval = page.locator(".approval", has_text="first-run")
+    await approval.wait_for(timeout=30_000)
+    await approval.locator("button.approve-session").click()
+    await page.click("nav button[data-view=chat]")
+    await page.locator(".msg.assistant[data-seq]", has_text="Both ran, one approval.").wait_for(
+        timeout=30_000
+    )
+    await page.locator(".msg.notice", has_text="Approved for this session").wait_for(timeout=30_000)
+    # The second exec ran without a second question.
+    assert await page.locator(".approval-card").count() == 1
+    assert await served.runtime.approvals.waiting() == []
+    session = (await served.runtime.sessions.list_sessions())[0].id
+    results = [
+        r.text
+        for m in await served.runtime.sessions.messages(session)
+        for r in m.message.tool_results
+    ]
+    assert "first-run" in results[0] and "second-run" in results[1]
+    assert page.errors == []
+
+
+async def test_the_sessions_view_shows_board_and_sub_agent_sessions_when_asked(
+    serve: Any, browser: Any
+) -> None:
+    from habakkuk.engine.sessions import BOARD_ORIGIN
+
+    served = await serve(mock_config(SCRIPT))
+    sessions = served.runtime.sessions
+    await sessions.new_session(None, origin="web", session_id="ses_mine")
+    await sessions.new_session(None, origin=BOARD_ORIGIN, session_id="ses_card")
+    page = await sign_in(browser, served)
+    await page.click("nav button[data-view=sessions]")
+    await page.locator("#sessions-list li", has_text="ses_mine").wait_for(timeout=30_000)
+    assert await page.locator("#sessions-list li", has_text="ses_card").count() == 0
+    await page.check("#sessions-all")
+    await page.locator("#sessions-list li", has_text="ses_card").wait_for(timeout=30_000)
+    assert page.errors == []

@@ -49,6 +49,19 @@ async def test_a_prompt_schedule_is_added_with_its_next_fire_times(served: Serve
     assert status == 200 and [s["id"] for s in listed["schedules"]] == [added["id"]]
 
 
+async def test_a_schedule_without_an_agent_is_the_default_agents_as_in_the_cli(
+    served: Served,
+) -> None:
+    without = {k: v for k, v in MORNING.items() if k != "agent"}
+    status, added = await call(served, "POST", "/api/schedules", without)
+    assert status == 201, added
+    assert added["agent"] == served.runtime.config.agent(None).name == "main"
+    status, added = await call(served, "POST", "/api/schedules", {**without, "agent": ""})
+    assert status == 201 and added["agent"] == "main"
+    status, added = await call(served, "POST", "/api/schedules", {**without, "agent": "ops"})
+    assert status == 201 and added["agent"] == "ops"
+
+
 async def test_a_body_with_a_command_is_refused_as_an_unknown_field(served: Served) -> None:
     status, body = await call(served, "POST", "/api/schedules", {**MORNING, "command": "rm -rf"})
     assert status == 400 and "unknown field 'command'" in body["error"]

@@ -232,3 +232,8 @@ def markdown_text(app: Any) -> str:
     from textual.widgets import Markdown
 
     return "\n".join(m.source for m in app.screen.query(Markdown))
+
+
+def drawn(widget: Any) -> list[str]:
+    """The lines of `widget` as drawn on the screen now (what fits of them, cut or not)."""
+    return [widget.render_line(y).text for y in range(widget.size.height)]

@@ -20,7 +20,7 @@ from habakkuk.screens.text_prompt import Confirm, TextPrompt
 from habakkuk.work.board_types import BoardAccess, NewCard
 from tests.fakes.board import FakeBoard
 from tests.helpers import eventually
-from tests.tui.conftest import ChatApp, Running
+from tests.tui.conftest import ChatApp, Running, drawn
 
 
 async def seed(ui: Running, cards: bool = True) -> FakeBoard:
@@ -64,6 +64,22 @@ async def count_comments(board: BoardAccess, card_id: str, count: int) -> bool:
 
 def rows(table: DataTable) -> list[list[str]]:
     return [[str(cell) for cell in table.get_row_at(row)] for row in range(table.row_count)]
+
+
+async def test_a_long_title_at_80_columns_gives_way_to_the_agent_priority_and_state(
+    chat_app: ChatApp,
+) -> None:
+    title = "Write the quarterly report for the finance team with all of the numbers in it"
+    async with chat_app(size=(80, 24)) as ui:
+        fake = await seed(ui, cards=False)
+        await fake.create(NewCard(title, assignee="main", priority=7))
+        screen = await open_board(ui, 1)
+        table = screen.query_one("#board-rows", DataTable)
+        await eventually(lambda: table.row_count == 2, what="a header and the card")
+        await eventually(lambda: any("ready" in line for line in drawn(table)), what="the state")
+        (line,) = [line for line in drawn(table) if "Write the" in line]
+        assert line.split()[-3:] == ["main", "7", "ready"] and "…" in line
+        assert rows(table)[1][1] == title  # the cell keeps the whole title
 
 
 async def test_grouped_rows_at_80_columns_say_who_must_act(chat_app: ChatApp) -> None:

@@ -20,7 +20,7 @@ from habakkuk.screens.memory import MemoryScreen
 from habakkuk.screens.memory_history import HistoryScreen, ProposalsScreen
 from habakkuk.screens.text_prompt import Confirm
 from tests.helpers import eventually
-from tests.tui.conftest import ChatApp, Running
+from tests.tui.conftest import ChatApp, Running, drawn
 
 AGENT = "main"
 BY_AGENT = Provenance(by="agent", session="ses_test", tool="memory_save")
@@ -293,6 +293,28 @@ async def test_the_list_reads_one_page_at_a_time(
         await eventually(lambda: len(screen.notes) == 25, what="the last page")
         assert table.row_count == 25
         assert listed(screen) == [f"note-{n:02d}" for n in range(24, -1, -1)]
+
+
+async def test_at_80_columns_a_long_title_gives_way_to_the_whole_date(
+    chat_app: ChatApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import habakkuk.knowledge.note_store as note_store
+
+    monkeypatch.setattr(note_store, "now", lambda: "2026-11-06T09:41:00Z")
+    long_title = "The user prefers short answers in the morning meetings with the team"
+    async with chat_app(size=(80, 24)) as ui:
+        await seed(ui, (long_title, "Keep it short.", ["prefs", "style", "meetings"]))
+        screen = await open_memory(ui, 1)
+        title = str(screen.query_one(".section-title").render())
+        assert title.endswith("· 1 note"), title  # not "1 notes"
+        table = screen.query_one("#note-table", DataTable)
+        await eventually(
+            lambda: any("2026-11-06 09:41" in line for line in drawn(table)),
+            what=f"the whole date drawn, not {drawn(table)}",
+        )
+        (row,) = [line for line in drawn(table) if "2026-11-06 09:41" in line]
+        assert row.startswith(" The user prefers") and "…" in row
+        assert cells(screen) == [long_title]  # the cell keeps the whole title
 
 
 async def test_memory_has_a_key_and_palette_entries(chat_app: ChatApp) -> None:

@@ -10,15 +10,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from syrupy.assertion import SnapshotAssertion
+from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Input, Static
 
 from habakkuk.screens.schedule_form import ScheduleForm
 from habakkuk.screens.schedules import SchedulesScreen
 from habakkuk.screens.text_prompt import Confirm
+from habakkuk.widgets.fit_table import FitTable
 from habakkuk.work.schedule_types import NewSchedule, SlotRun
 from tests.fakes.schedules import NOW, FakeSchedules
 from tests.helpers import eventually
-from tests.tui.conftest import ChatApp, Running
+from tests.tui.conftest import ChatApp, Running, drawn
 
 UTC = "timezone: UTC\n"
 
@@ -55,16 +57,20 @@ async def open_schedules(ui: Running, count: int) -> SchedulesScreen:
     screen = ui.screen
     assert isinstance(screen, SchedulesScreen)
     await eventually(lambda: len(screen.schedules) == count, what=f"{count} schedules")
-    await eventually(
-        lambda: len(rows(screen)) == count and not any(r[2].endswith("…") for r in rows(screen)),
-        what="the fire times worked out",
-    )
+    await eventually(lambda: len(rows(screen)) == count, what=f"{count} rows")
     return screen
 
 
 def rows(screen: SchedulesScreen) -> list[list[str]]:
+    """The cells of the columns shown (FitTable.shown_labels), row by row."""
     table = screen.query_one("#schedule-table", DataTable)
     return [[str(cell) for cell in table.get_row_at(row)] for row in range(table.row_count)]
+
+
+def column(screen: SchedulesScreen, label: str) -> list[str]:
+    """One column's cells, wherever it is shown."""
+    at = screen.query_one(FitTable).shown_labels.index(label)
+    return [row[at] for row in rows(screen)]
 
 
 def text_of(screen: SchedulesScreen, selector: str) -> str:
@@ -78,15 +84,28 @@ async def test_each_schedule_shows_next_fire_times_last_status_streak_and_slots(
         await seed(ui)
         screen = await open_schedules(ui, 3)
         shown = rows(screen)
-        assert shown[0] == [
-            "inbox", "0 8 * * 1-5", "Tue 08:00 · Wed 08:00 · Thu 08:00", "ok", "", "main"
-        ]  # fmt: skip
-        assert shown[1] == [
-            "ledger sync", "@every 2h", "Tue 09:00 · Tue 11:00 · Tue 13:00", "error: exit 1", "3",
-            "main",
-        ]  # fmt: skip
-        assert shown[2][0] == "weekly" and shown[2][2] == "paused"
+        # At 80 columns: the next run, last status and streak; `when` and the agent are in
+        # the pane (they are left out of the table rather than cut at its edge).
+        assert screen.query_one(FitTable).shown_labels == ("name", "next", "last", "streak")
+        assert shown[0] == ["inbox", "Tue 12-01 08:00", "ok", ""]
+        assert shown[1] == ["ledger sync", "Tue 12-01 09:00", "error: exit 1", "3"]
+        assert shown[2][0] == "weekly" and shown[2][1] == "paused"
+        # ... and drawn whole, the streak inside the table's edge.
+        lines = drawn(screen.query_one(FitTable))
+        assert lines[0].split() == ["name", "next", "last", "streak"]
+        assert lines[2].split() == [
+            "ledger",
+            "sync",
+            "Tue",
+            "12-01",
+            "09:00",
+            "error:",
+            "exit",
+            "1",
+            "3",
+        ]
         meta = text_of(screen, "#schedule-meta")
+        assert "when: 0 8 * * 1-5" in meta and "inbox · main" in meta
         assert "next: Tue 12-01 08:00 · Wed 12-02 08:00 · Thu 12-03 08:00" in meta
         await eventually(lambda: "skipped: down" in text_of(screen, "#schedule-runs"), what="slots")
         runs = text_of(screen, "#schedule-runs")
@@ -126,10 +145,31 @@ async def test_the_form_shows_fire_times_as_when_is_typed_and_adds(chat_app: Cha
         await eventually(lambda: len(screen.schedules) == 1, what="the new schedule listed")
         (added,) = await service.list_schedules()
         assert (added.name, added.prompt, added.command) == ("standup", "What is on today?", None)
-        assert rows(screen)[0][:3] == ["standup", "0 9 * * *", "Tue 09:00 · Wed 09:00 · Thu 09:00"]
+        assert rows(screen)[0][:3] == ["standup", "0 9 * * *", "Tue 12-01 09:00"]
         await ui.press("r")
         await eventually(lambda: any(r.extra for r in screen.runs), what="the extra run listed")
         assert any("one extra run queued" in t for t in ui.toasts())
+
+
+async def test_the_form_fits_80x24_with_every_field_and_its_hint_on_the_screen(
+    chat_app: ChatApp, svg_snapshot: SnapshotAssertion
+) -> None:
+    async with chat_app(extra=UTC) as ui:
+        ui.runtime.schedules.clock = lambda: NOW
+        await open_schedules(ui, 0)
+        await ui.press("a")
+        await eventually(lambda: isinstance(ui.screen, ScheduleForm), what="the form")
+        form = ui.screen
+        form.query_one("#form-when", Input).value = "@every 2h"
+        await eventually(lambda: "next:" in str(form.query_one("#form-fires").render()), what="")
+        await ui.pilot.pause()
+        screen = form.region
+        assert screen.height == 24
+        for widget in [*form.query(Input), form.query_one("#form-hint")]:
+            assert widget.region.height >= 1 and screen.contains_region(widget.region), widget
+        box = form.query_one(VerticalScroll)
+        assert box.outer_size.height <= 24 and box.max_scroll_y == 0  # all of it, no scrolling
+        assert svg_snapshot == ui.app.export_screenshot()
 
 
 async def test_run_pause_resume_delete_and_open_a_run(chat_app: ChatApp) -> None:
@@ -145,7 +185,7 @@ async def test_run_pause_resume_delete_and_open_a_run(chat_app: ChatApp) -> None
         await eventually(
             lambda: (
                 [r[0] for r in rows(screen)] == ["ledger sync", "inbox", "weekly"]
-                and rows(screen)[1][2] == "paused"
+                and column(screen, "next")[1] == "paused"
             ),
             what="paused ones last",
         )

@@ -18,10 +18,11 @@ from habakkuk.knowledge.hub.lock import read_lock
 from habakkuk.screens.skills import SkillsScreen
 from habakkuk.screens.skills_viewer import ApproveDangerous, SkillViewer
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
+from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
 from tests.knowledge.skills.conftest import DANGEROUS_FINDINGS, install
 from tests.server.test_skills_api import make_skill
-from tests.tui.conftest import ChatApp, Running
+from tests.tui.conftest import ChatApp, Running, Seen, drawn, make_app, ready
 
 AGENT = "main"
 # The line at column 0 keeps mock_config's dedent from lifting `ops` to the top level.
@@ -86,7 +87,7 @@ async def highlight(ui: Running, screen: SkillsScreen, name: str) -> None:
 async def test_each_skill_is_listed_with_its_source_trust_verdict_and_last_use(
     chat_app: ChatApp,
 ) -> None:
-    async with chat_app() as ui:
+    async with chat_app(size=(120, 30)) as ui:  # every column fits (80: see the next test)
         await seed(ui)
         await ui.runtime.skills.skill(AGENT, "weekly-report", record_use=True)
         screen = await open_skills(ui, 3)
@@ -101,6 +102,21 @@ async def test_each_skill_is_listed_with_its_source_trust_verdict_and_last_use(
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", table["weekly-report"][2])  # used
         preview = screen.query_one("#skill-preview", Markdown)
         await eventually(lambda: "Check the fridge" in preview.source, what="the preview")
+
+
+async def test_at_80_columns_the_list_keeps_trust_and_scan_and_the_pane_says_the_rest(
+    chat_app: ChatApp,
+) -> None:
+    async with chat_app(size=(80, 24)) as ui:
+        await seed(ui)
+        await ui.runtime.skills.skill(AGENT, "weekly-report", record_use=True)
+        screen = await open_skills(ui, 3)
+        table = screen.query_one("#skill-table", DataTable)
+        await eventually(lambda: drawn(table)[0].split() == ["skill", "trust", "scan"], what="")
+        assert drawn(table)[2].split() == ["pdf-tools", "untrusted", "caution"]
+        await highlight(ui, screen, "pdf-tools")
+        meta = str(screen.query_one("#skill-meta").render())
+        assert "github:acme/skills/pdf-tools@main · last used never" in meta.replace("\n", " ")
 
 
 async def test_view_shows_the_body_and_files_in_a_viewer(chat_app: ChatApp) -> None:
@@ -211,6 +227,32 @@ async def test_remove_asks_first_and_restore_puts_the_skill_back(chat_app: ChatA
         await ui.press("enter")
         await eventually(lambda: "weekly-report" in listed(screen), what="it back")
         assert (folder / "template.md").read_text(encoding="utf-8") == "# Week\n"
+
+
+async def test_removing_the_last_skill_shows_the_empty_state_clear_of_its_toast(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    # Toasts are drawn (run_test leaves them out unless asked).
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await ready(pilot)
+        ui = Running(app, pilot, Seen())
+        make_skill(shared_dir(ui), "weekly-report", "Write the weekly report.", "Read the board.")
+        screen = await open_skills(ui, 1)
+        await ui.press("d")
+        await eventually(lambda: isinstance(ui.screen, Confirm), what="the question")
+        await ui.press("y")
+        await eventually(lambda: listed(screen) == [], what="the skill gone")
+        empty = screen.query_one(".empty")
+        await eventually(lambda: empty.display and empty.region.height > 0, what="the empty state")
+        await eventually(lambda: screen.query("Toast"), what="the removal's toast")
+        await pilot.pause()
+        toasts = list(screen.query("Toast"))
+        assert any("Removed weekly-report" in str(t.render()) for t in toasts)
+        for toast in toasts:
+            assert not toast.region.overlaps(empty.region), (toast.region, empty.region)
+        assert "No skills yet" in str(empty.render())
 
 
 async def test_a_refusal_of_the_service_is_a_notice(chat_app: ChatApp) -> None:

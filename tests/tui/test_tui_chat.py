@@ -209,6 +209,42 @@ async def test_a_card_waits_for_approval_until_answered_then_runs(
         assert "  interrupted " in card_header(card)  # it ran, so its time is shown
 
 
+LONG_COMMAND = "echo " + "a-command-long-enough-to-fill-the-row-" * 3 + " && sleep 30"
+LONG_SCRIPT = f"""
+- text: "Running it."
+  tool_calls:
+    - name: exec
+      arguments: {{command: "{LONG_COMMAND}"}}
+- text: "done"
+"""
+
+
+def drawn_header(card: ToolCard) -> str:
+    """The card's header as drawn on the screen (what fits of it)."""
+    return card.query_one(".header").render_line(0).text
+
+
+async def test_a_long_command_gives_way_to_the_cards_status_at_80_columns(
+    chat_app: ChatApp,
+) -> None:
+    async with chat_app(LONG_SCRIPT, mode="ask") as ui:
+        await ui.send("run")
+        prompt = ui.screen.query_one(ApprovalPrompt)
+        await eventually(lambda: prompt.current is not None, what="the approval prompt")
+        card = ui.screen.query_one(ToolCard)
+        await eventually(
+            lambda: drawn_header(card).rstrip().endswith("waiting for approval"),
+            what=f"the whole status drawn, not {drawn_header(card)!r}",
+        )
+        assert "exec  echo a-command-long" in drawn_header(card)
+        assert "…  waiting for approval" in drawn_header(card)  # the command is what is cut
+        await ui.press("n")
+        await eventually(lambda: card.status == "denied", what="the call to be denied")
+        await eventually(
+            lambda: drawn_header(card).rstrip().endswith("  denied"), what="the denial drawn"
+        )
+
+
 async def test_a_stopped_turn_withdraws_its_approval_prompt(chat_app: ChatApp) -> None:
     async with chat_app(SLEEP_SCRIPT, mode="ask") as ui:
         await ui.send("sleep")
@@ -447,6 +483,40 @@ async def test_help_lists_the_commands(chat_app: ChatApp) -> None:
         await ui.send("/help")
         await eventually(lambda: any("/export" in n for n in notices(ui.app)), what="help")
         assert any("PgUp/PgDn scroll the chat" in n for n in notices(ui.app))
+
+
+async def test_a_command_answered_while_a_reply_streams_leaves_the_reply_one_widget(
+    chat_app: ChatApp,
+) -> None:
+    from habakkuk.engine.events import ModelReplied, TurnEnded, TurnStarted, TurnText
+    from habakkuk.widgets.markdown_stream import StreamingMarkdown
+    from habakkuk.widgets.message_view import MessageView
+    from habakkuk.widgets.notice import Notice
+
+    async with chat_app() as ui:
+        await ui.send("hello")
+        await ui.turn_finished()
+        session, bus = ui.chat.session_id, ui.runtime.bus
+        view = ui.screen.query_one(MessageView)
+        before = len(view.query(StreamingMarkdown))
+        # A turn streams its reply (its events on the runtime's bus, as a worker sends them).
+        bus.publish(TurnStarted(session=session, turn="turn_live", agent="main"))
+        bus.publish(TurnText(session=session, turn="turn_live", text="First half of the reply, "))
+        await eventually(lambda: "First half" in view.streaming_text, what="the reply to stream")
+        await ui.send("/help")  # answered at once, while the reply still streams
+        await eventually(lambda: any("/export" in n for n in notices(ui.app)), what="the help")
+        bus.publish(TurnText(session=session, turn="turn_live", text="second half."))
+        await eventually(lambda: "second half" in view.streaming_text, what="the rest")
+        bus.publish(ModelReplied(session=session, turn="turn_live", model="m", usage={},
+                                 stop_reason="end_turn"))  # fmt: skip
+        bus.publish(TurnEnded(session=session, turn="turn_live", status="done"))
+        await eventually(lambda: view.streaming_text == "", what="the reply to end")
+        replies = list(view.query(StreamingMarkdown))[before:]
+        assert [r.text for r in replies] == ["First half of the reply, second half."]
+        help_note = next(n for n in view.query(Notice) if "/export" in n.text)
+        children = list(view.children)
+        assert children.index(help_note) > children.index(replies[0])  # the note follows it
+        assert help_note.region.height > 0  # and is shown
 
 
 async def test_quitting_mid_turn_keeps_committed_messages_and_the_turn_resumes_next_start(

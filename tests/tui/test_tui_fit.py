@@ -129,3 +129,28 @@ async def test_the_footer_rebuilds_once_however_often_the_bindings_change_before
         await pilot.pause()
         assert calls == 1
         assert footer_keys(app)  # and the keys are there
+
+
+async def test_every_section_key_is_in_the_footer_when_it_fits_and_always_in_help(
+    write_config: WriteConfig,
+) -> None:
+    from habakkuk.screens.sections import SECTIONS
+    from tests.tui.conftest import notices
+
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await pilot.pause()
+        shown = {(key, description) for key, description, *_ in footer_keys(app)}
+        assert {("ctrl+f", "Skills"), ("ctrl+b", "Schedules"), ("ctrl+d", "Board")} <= shown
+        assert {s.key for s in SECTIONS} <= {key for key, _ in shown}
+        # In the app's order after the chat's own key, though the composer binds ctrl+d too.
+        order = [key for key, *_ in footer_keys(app)]
+        assert order[0] == "ctrl+n"
+        assert order[1:-2] == [s.key for s in SECTIONS if s.mode != "chat"]
+        await send(pilot, "/help")
+        await eventually(lambda: any("Ctrl+P" in n for n in notices(app)), what="the help")
+        (help_text,) = [n for n in notices(app) if "Ctrl+P" in n]
+        for words in ("Ctrl+F skills", "Ctrl+B schedules", "Ctrl+D board", "Ctrl+L memory"):
+            assert words in help_text

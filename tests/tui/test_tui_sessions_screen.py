@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Input
 
+from habakkuk.screens.sessions import SessionsScreen
 from habakkuk.screens.text_prompt import Confirm
 from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
@@ -99,3 +100,35 @@ async def test_search_hits_show_titles_and_esc_goes_back_to_the_chat(
         assert app.current_mode == "sessions"
         await pilot.press("escape")
         await eventually(lambda: app.current_mode == "chat", what="the chat")
+
+
+async def test_board_and_sub_agent_sessions_are_left_out_until_a_shows_them(
+    write_config: WriteConfig,
+) -> None:
+    from habakkuk.engine.sessions import BOARD_ORIGIN, DELEGATE_ORIGIN
+    from tests.tui.test_tui_fit import footer_keys
+
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        runtime = app.runtime
+        assert runtime is not None
+        # As a card's run and a delegated task record theirs (work/card_runs, delegation).
+        await runtime.sessions.new_session(None, origin=BOARD_ORIGIN, session_id="ses_card")
+        await runtime.sessions.new_session(None, origin=DELEGATE_ORIGIN, session_id="ses_child")
+        screen, table = await sessions_screen(app, pilot)
+        assert isinstance(screen, SessionsScreen)
+        await pilot.pause()
+        assert sorted(screen.row_sessions) == ["ses_aaaa", "ses_bbbb", "ses_cccc"]
+        assert "a: board cards' and sub-agents' too" in str(
+            screen.query_one(".section-title").render()
+        )
+        assert ("a", "All") in [(key, about) for key, about, *_ in footer_keys(app)]
+        await pilot.press("a")
+        await eventually(lambda: table.row_count == 5, what="the work sessions listed too")
+        rows = {row[3]: row for row in table_rows(table)}
+        assert rows["ses_card"][4] == "board card" and rows["ses_child"][4] == "sub-agent"
+        assert rows["ses_aaaa"][4] == ""
+        await pilot.press("a")
+        await eventually(lambda: table.row_count == 3, what="the user's sessions only again")

@@ -62,6 +62,32 @@ async def test_gemini_says_it_needs_the_litellm_extra(home: Home) -> None:
         assert not home.config_path.exists()
 
 
+@pytest.mark.skipif(importlib.util.find_spec("litellm") is not None, reason="litellm installed")
+async def test_the_gemini_choice_shows_its_bracketed_extra_as_written(home: Home) -> None:
+    """`habakkuk[litellm]` is text, not markup: the option list and the chosen value show
+    it whole (it read "pip install 'habakkuk'" with the brackets eaten)."""
+    from textual.widgets import OptionList
+
+    app = make_app(home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await eventually(lambda: app.screen.id == "setup", what="the setup screen")
+        await pilot.pause()  # the form mounted
+        select = app.screen.query_one("#provider", Select)
+        select.focus()
+        await pilot.press("enter")  # the list of choices
+        options = select.query_one(OptionList)
+        await eventually(lambda: options.display, what="the choices")
+        index = [choice.name for choice in CHOICES].index("gemini")
+        await pilot.press(*["down"] * (index + 1))  # the list opens on its prompt
+        await pilot.pause()
+        drawn = "\n".join(options.render_line(y).text for y in range(options.size.height))
+        assert "pip install 'habakkuk[litellm]'" in drawn, drawn
+        await pilot.press("enter")
+        await eventually(lambda: select.value == "gemini", what="gemini chosen")
+        shown = select.query_one("#label").render_line(0).text
+        assert "habakkuk[lite" in shown, shown  # as much as fits of it, brackets and all
+
+
 async def test_a_refused_key_says_why_and_save_again_saves_anyway(
     home: Home, models: FakeModelServer
 ) -> None:

@@ -274,3 +274,21 @@ async def test_a_turn_reset_mid_stream_leaves_only_the_retry_rendered_as_one_sho
             [c for c in flat.children if isinstance(c, MarkdownBlock)]
         )
         assert not shown[0].streaming
+
+
+async def test_a_message_sent_while_a_reply_streams_goes_after_it_and_the_reply_stays_whole() -> (
+    None
+):
+    app = OneView()
+    async with app.run_test(size=(70, 30)) as pilot:
+        view = app.query_one(MessageView)
+        view.session = "ses_1"
+        await view.handle(event("turn.text", text="The first part, "))
+        await view.add_user("and one more thing")  # queued while the reply streams
+        await view.handle(event("turn.text", text="then the rest."))
+        await view.handle(event("turn.message", model="m", usage={}, stop_reason="end_turn"))
+        await view.handle(event("turn.end", status="done", reply=""))
+        await pilot.pause()
+        replies = list(app.query(StreamingMarkdown))
+        assert [r.text for r in replies] == ["The first part, then the rest."]
+        assert [type(w).__name__ for w in view.children] == ["StreamingMarkdown", "UserMessage"]

@@ -18,6 +18,12 @@ from habakkuk.engine.events import ApprovalAnswered, ApprovalAsked, ApprovalWith
 from habakkuk.engine.timeouts import wait_within
 
 Answer = Literal["allow_once", "allow_session", "deny"]
+# How a chat is told that someone answered its approval elsewhere ("... from the dashboard.").
+APPROVAL_VERBS: dict[Answer, str] = {
+    "allow_once": "Approved",
+    "allow_session": "Approved for this session",
+    "deny": "Denied",
+}
 
 
 @dataclass

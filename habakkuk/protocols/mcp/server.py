@@ -69,8 +69,10 @@ class McpSessions(Protocol):
         """A new session of `agent` (default: the default agent)."""
         ...
 
-    async def list_sessions(self, agent: str | None = None, *, limit: int = ...) -> list[Session]:
-        """Recent sessions, newest first."""
+    async def list_sessions(
+        self, agent: str | None = None, *, limit: int = ..., include_work: bool = ...
+    ) -> list[Session]:
+        """Recent sessions, newest first (`include_work`: board cards' and sub-agents' too)."""
         ...
 
     async def messages(self, session_id: str) -> list[StoredMessage]:
@@ -187,7 +189,10 @@ def build_server(runtime: McpHost) -> MCPServer:
         from habakkuk.engine.export import session_json
 
         try:
-            sessions = await runtime.sessions.list_sessions(agent, limit=max(1, min(limit, 200)))
+            # Every session, each with its origin: the client tells chats from work.
+            sessions = await runtime.sessions.list_sessions(
+                agent, limit=max(1, min(limit, 200)), include_work=True
+            )
         except HabakkukError as exc:
             raise ToolError(str(exc)) from None
         return {"sessions": [dict(session_json(s), origin=s.origin) for s in sessions]}

@@ -99,7 +99,10 @@ async function start() {
     localStorage.setItem(CONVERSATION_KEY, state.conversation);
   }
   $("chat-conversation").value = state.conversation;
-  show(state.view);
+  // The address names the view (a bookmark, a reload): the overview when it names none.
+  const view = viewFromHash();
+  if (location.hash !== "#/" + view) history.replaceState(null, "", "#/" + view);
+  show(view);
   state.timers.push(setInterval(refreshBadge, 5000));
   refreshBadge();
 }
@@ -121,8 +124,28 @@ $("logout").addEventListener("click", () => {
 
 // -- views -----------------------------------------------------------------------------
 
+// Each view has its own address, /app/#/<view>: it can be bookmarked, a reload lands on
+// it, and Back returns to the view shown before.
+const VIEWS = Array.from(document.querySelectorAll("nav button"), (button) => button.dataset.view);
+
+function viewFromHash() {
+  const match = /^#\/([a-z]+)$/.exec(location.hash);
+  return match && VIEWS.includes(match[1]) ? match[1] : "overview";
+}
+
+// Show a view and record it in the history (show() alone does not).
+function go(view) {
+  show(view);
+  if (location.hash !== "#/" + view) location.hash = "#/" + view;
+}
+
+window.addEventListener("hashchange", () => {
+  const view = viewFromHash();
+  if (!$("shell").hidden && view !== state.view) show(view);
+});
+
 for (const button of document.querySelectorAll("nav button")) {
-  button.addEventListener("click", () => show(button.dataset.view));
+  button.addEventListener("click", () => go(button.dataset.view));
 }
 
 function show(view) {
@@ -392,7 +415,9 @@ async function loadSessions(query) {
     if (!body.hits.length) list.appendChild(el("li", "quiet-text", "No matches."));
     return;
   }
-  const body = await api("/api/sessions?limit=50");
+  // The user's sessions; the box adds those of board cards and sub-agents.
+  const all = $("sessions-all").checked ? "&all=1" : "";
+  const body = await api("/api/sessions?limit=50" + all);
   for (const session of body.sessions) {
     const item = el("li", "clickable", session.title || session.id);
     item.appendChild(el("div", "meta", `${session.agent} · ${session.id} · ${when(session.updated_at)}`));
@@ -401,6 +426,8 @@ async function loadSessions(query) {
   }
   if (!body.sessions.length) list.appendChild(el("li", "quiet-text", "No sessions yet."));
 }
+
+$("sessions-all").addEventListener("change", () => loadSessions($("sessions-q").value.trim()));
 
 $("sessions-search").addEventListener("submit", (event) => {
   event.preventDefault();
@@ -450,27 +477,31 @@ function renderApprovals(approvals) {
     item.appendChild(el("div", "meta", `${approval.agent || ""} · ${where} · since ${when(approval.since)}`));
     const actions = el("div", "approval-actions");
     const yes = el("button", "approve", "Approve");
+    const always = el("button", "approve-session", "Approve for this session");
     const no = el("button", "deny", "Deny");
     yes.addEventListener("click", () => answer(approval.id, true));
+    always.addEventListener("click", () => answer(approval.id, true, true));
     no.addEventListener("click", () => answer(approval.id, false));
-    actions.append(yes, no);
+    actions.append(yes, always, no);
     item.appendChild(actions);
     list.appendChild(item);
   }
 }
 
 // The one answer path, for the approvals view and the chat's cards: true when it counted.
-async function answerApproval(id, approve) {
+// `forSession` allows the tool for the rest of the session, as the terminal's `a` does.
+async function answerApproval(id, approve, forSession) {
+  const json = forSession ? { approve, for_session: true } : { approve };
   try {
-    await api("/api/approvals/" + encodeURIComponent(id), { json: { approve } });
+    await api("/api/approvals/" + encodeURIComponent(id), { json });
     return true;
   } catch (error) {
     return false; // no longer waiting (answered, timed out or the turn stopped)
   }
 }
 
-async function answer(id, approve) {
-  await answerApproval(id, approve);
+async function answer(id, approve, forSession) {
+  await answerApproval(id, approve, forSession);
   loadApprovals();
   refreshBadge();
 }
@@ -483,17 +514,20 @@ function approvalCard(data) {
   card.appendChild(el("div", "approval-text", data.text.replace(/\nAnswer yes or no\.$/, "")));
   const actions = el("div", "approval-actions");
   const yes = el("button", "approve", "Approve");
+  const always = el("button", "approve-session", "Approve for this session");
   const no = el("button", "deny", "Deny");
-  yes.type = no.type = "button";
-  const decide = async (approve) => {
-    yes.disabled = no.disabled = true;
-    const counted = await answerApproval(data.approval, approve);
-    settleCard(card, counted ? (approve ? "Approved" : "Denied") : "No longer waiting");
+  yes.type = always.type = no.type = "button";
+  const decide = async (approve, forSession) => {
+    yes.disabled = always.disabled = no.disabled = true;
+    const counted = await answerApproval(data.approval, approve, forSession);
+    const outcome = approve ? (forSession ? "Approved for this session" : "Approved") : "Denied";
+    settleCard(card, counted ? outcome : "No longer waiting");
     refreshBadge();
   };
-  yes.addEventListener("click", () => decide(true));
-  no.addEventListener("click", () => decide(false));
-  actions.append(yes, no);
+  yes.addEventListener("click", () => decide(true, false));
+  always.addEventListener("click", () => decide(true, true));
+  no.addEventListener("click", () => decide(false, false));
+  actions.append(yes, always, no);
   card.appendChild(actions);
   return card;
 }

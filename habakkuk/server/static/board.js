@@ -1,7 +1,7 @@
 // Habakkuk dashboard: the board view (cards in columns by status, filtered by assignee and
 // status; a card's detail with its body, dependencies and their status, comments, events,
 // result and each attempt's session as a link to the sessions view; add, assign, priority,
-// comment, cancel and reopen). Uses api(), el(), show(), openSession() and $ from app.js and
+// comment, cancel and reopen). Uses api(), el(), go(), openSession() and $ from app.js and
 // actionButton() from memory.js. Card text only ever goes in textContent.
 "use strict";
 
@@ -90,7 +90,7 @@ function sessionLink(label, session) {
   link.dataset.session = session;
   link.addEventListener("click", async (event) => {
     event.preventDefault();
-    show("sessions");
+    go("sessions"); // Back returns to the board
     try {
       await openSession(session);
     } catch (error) {
