@@ -194,7 +194,7 @@ class Schedules:
         clash = await (await self._store()).insert(schedule)
         if clash is not None:
             raise HabakkukError(
-                f"schedule: agent {new.agent} already has a schedule named {name!r} ({clash}); "
+                f"schedule: agent {agent} already has a schedule named {name!r} ({clash}); "
                 "pick another name, or remove that one first"
             )
         return schedule

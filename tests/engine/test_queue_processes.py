@@ -268,6 +268,8 @@ def workers_until_failed(home: Path, log: Path, job_id: str, most: int) -> int:
         finally:
             if worker.poll() is None:
                 stop_workers([worker])
+            elif worker.stdin is not None:
+                worker.stdin.close()  # it died on its own: its pipe is still ours to close
         if job_row(home, job_id)[0] == "failed":
             return started
     return most + 1

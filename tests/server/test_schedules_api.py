@@ -56,7 +56,8 @@ async def test_a_schedule_without_an_agent_is_the_default_agents_as_in_the_cli(
     status, added = await call(served, "POST", "/api/schedules", without)
     assert status == 201, added
     assert added["agent"] == served.runtime.config.agent(None).name == "main"
-    status, added = await call(served, "POST", "/api/schedules", {**without, "agent": ""})
+    empty = {**without, "agent": "", "name": "inbox, again"}  # names are unique per agent
+    status, added = await call(served, "POST", "/api/schedules", empty)
     assert status == 201 and added["agent"] == "main"
     status, added = await call(served, "POST", "/api/schedules", {**without, "agent": "ops"})
     assert status == 201 and added["agent"] == "ops"
