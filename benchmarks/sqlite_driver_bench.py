@@ -13,13 +13,19 @@ thread runs them), in alternating rounds:
 - transcript appends: one message a transaction through the real triggers (FTS kept);
 - search: the real session search over the appended history.
 
+Then the async side, in wall time (hops between the loop and a database thread are the
+cost there): the store's own `Database` (one hop per transaction, writes waiting at one
+moment share a commit) against aiosqlite (one hop per statement), on the one-at-a-time
+queue cycle, awaited in turn and with 8 callers at once.
+
 Usage: python benchmarks/sqlite_driver_bench.py [--jobs 3000] [--messages 20000]
-[--rounds 3]
+[--rounds 3] [--wall]   (needs the bench extra: pip install -e '.[bench]')
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sqlite3
@@ -31,10 +37,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+import aiosqlite
 import apsw
 
 from habakkuk.engine import jobs, sessions
-from habakkuk.engine.store import Migration, _split_sql
+from habakkuk.engine.store import Database, Migration, _split_sql
 
 
 class Driver(Protocol):
@@ -89,6 +96,11 @@ class ApswDriver:
 
 DRIVERS: list[Callable[[Path], Driver]] = [Sqlite3Driver, ApswDriver]
 
+# CPU time of this process (the database work runs on this thread, and WAL with
+# synchronous=NORMAL does not wait on the disk per commit), so a busy machine moves both
+# drivers' figures less than wall time would; --wall measures wall time instead.
+clock = time.process_time
+
 
 @contextmanager
 def tx(db: Driver) -> Iterator[None]:
@@ -128,7 +140,7 @@ def claim(db: Driver, limit: int) -> list[tuple[Any, ...]]:
 
 
 def queue_one_at_a_time(db: Driver, count: int, tag: str) -> float:
-    start = time.perf_counter()
+    start = clock()
     for n in range(count):
         now = time.time()
         with tx(db):
@@ -137,11 +149,11 @@ def queue_one_at_a_time(db: Driver, count: int, tag: str) -> float:
             (row,) = claim(db, 1)
         with tx(db):
             db.execute(COMPLETE_JOB, ('{"ok":true}', time.time(), row[0], OWNER[0]))
-    return count / (time.perf_counter() - start)
+    return count / (clock() - start)
 
 
 def queue_batched(db: Driver, count: int, tag: str) -> float:
-    start = time.perf_counter()
+    start = clock()
     for base in range(0, count, 100):
         now = time.time()
         with tx(db):
@@ -155,7 +167,7 @@ def queue_batched(db: Driver, count: int, tag: str) -> float:
             for row in rows:
                 db.execute(COMPLETE_JOB, ('{"ok":true}', time.time(), row[0], OWNER[0]))
         done += len(rows)
-    return count / (time.perf_counter() - start)
+    return count / (clock() - start)
 
 
 WORDS = [
@@ -191,7 +203,7 @@ def appends(db: Driver, count: int) -> float:
                 "INSERT INTO sessions(id, agent, created_at, updated_at) VALUES (?, 'main', ?, ?)",
                 (f"ses_{s}", now, now),
             )
-    start = time.perf_counter()
+    start = clock()
     for n in range(count):
         text = " ".join(WORDS[(n * 7 + k) % len(WORDS)] for k in range(24))
         blocks = json.dumps([{"type": "text", "text": f"{text} number {n}"}])
@@ -204,7 +216,7 @@ def appends(db: Driver, count: int) -> float:
             db.execute(
                 "UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time(), f"ses_{n % 100}")
             )
-    return count / (time.perf_counter() - start)
+    return count / (clock() - start)
 
 
 SEARCH = (
@@ -227,9 +239,9 @@ def search_ms(db: Driver, repeat: int = 30) -> float:
     times = []
     for n in range(repeat):
         query = f'"{WORDS[n % len(WORDS)]}" "{WORDS[(n + 3) % len(WORDS)]}"'
-        start = time.perf_counter()
+        start = clock()
         db.execute(SEARCH, (query, sessions.SEARCH_WINDOW, 20, query))
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times) * 1000
 
 
@@ -253,12 +265,97 @@ def one_round(
         transcripts.close()
 
 
+# -- async: the store's Database against aiosqlite --------------------------------------
+
+
+async def ours_cycle(db: Database, job_id: str) -> None:
+    """One job through the queue with the store's Database: three awaited transactions."""
+    owner, host, pid = OWNER
+
+    def enqueue(conn: sqlite3.Connection) -> None:
+        now = time.time()
+        conn.execute(INSERT_JOB, (job_id, "k", "", PAYLOAD, 0.0, now, now))
+
+    def take(conn: sqlite3.Connection) -> str:
+        now = time.time()
+        rows = conn.execute(CLAIM, (owner, now + 30, host, pid, now, "k", now, 1)).fetchall()
+        return str(rows[0][0])
+
+    await db.write(enqueue)
+    claimed = await db.write(take)
+    await db.write(
+        lambda conn: conn.execute(COMPLETE_JOB, ('{"ok":true}', time.time(), claimed, owner))
+    )
+
+
+async def aiosqlite_cycle(conn: aiosqlite.Connection, lock: asyncio.Lock, job_id: str) -> None:
+    """The same three transactions through aiosqlite (one connection: a lock serialises
+    the callers' transactions, as one connection must)."""
+    owner, host, pid = OWNER
+    async with lock:
+        now = time.time()
+        await conn.execute("BEGIN IMMEDIATE")
+        await conn.execute(INSERT_JOB, (job_id, "k", "", PAYLOAD, 0.0, now, now))
+        await conn.execute("COMMIT")
+    async with lock:
+        now = time.time()
+        await conn.execute("BEGIN IMMEDIATE")
+        cursor = await conn.execute(CLAIM, (owner, now + 30, host, pid, now, "k", now, 1))
+        rows = list(await cursor.fetchall())
+        await conn.execute("COMMIT")
+    async with lock:
+        await conn.execute("BEGIN IMMEDIATE")
+        await conn.execute(COMPLETE_JOB, ('{"ok":true}', time.time(), rows[0][0], owner))
+        await conn.execute("COMMIT")
+
+
+async def async_round(root: Path, count: int) -> dict[str, float]:
+    folder = Path(tempfile.mkdtemp(dir=root))
+    out: dict[str, float] = {}
+    db = await Database.open(folder / "ours.db", jobs.MIGRATIONS)
+    try:
+        for callers in (1, 8):
+            start = time.perf_counter()
+            for base in range(0, count, callers):
+                await asyncio.gather(
+                    *(ours_cycle(db, f"o{callers}-{n}") for n in range(base, base + callers))
+                )
+            out[f"ours, {callers} at once"] = count / (time.perf_counter() - start)
+    finally:
+        await db.close()
+    conn = await aiosqlite.connect(folder / "aio.db", isolation_level=None)
+    try:
+        for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
+            await conn.execute(f"PRAGMA {pragma}")
+        for migration in jobs.MIGRATIONS:
+            for statement in _split_sql(migration.sql):
+                await conn.execute(statement)
+        lock = asyncio.Lock()
+        for callers in (1, 8):
+            start = time.perf_counter()
+            for base in range(0, count, callers):
+                await asyncio.gather(
+                    *(
+                        aiosqlite_cycle(conn, lock, f"a{callers}-{n}")
+                        for n in range(base, base + callers)
+                    )
+                )
+            out[f"aiosqlite, {callers} at once"] = count / (time.perf_counter() - start)
+    finally:
+        await conn.close()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--messages", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--wall", action="store_true", help="wall time, not CPU time")
     args = parser.parse_args()
+    global clock
+    if args.wall:
+        clock = time.perf_counter
     results: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.rounds):
@@ -266,9 +363,14 @@ def main() -> None:
                 name = make.name  # type: ignore[attr-defined]
                 for measure, value in one_round(make, Path(tmp), args).items():
                     results.setdefault(measure, {}).setdefault(name, []).append(value)
+        async_results: dict[str, list[float]] = {}
+        for _ in range(args.rounds):
+            for line, value in asyncio.run(async_round(Path(tmp), args.jobs)).items():
+                async_results.setdefault(line, []).append(value)
     names = [make.name for make in DRIVERS]  # type: ignore[attr-defined]
     print(
-        f"median of {args.rounds} rounds; {args.jobs} jobs, {args.messages} messages; "
+        f"median of {args.rounds} rounds, {'wall' if args.wall else 'CPU'} time; "
+        f"{args.jobs} jobs, {args.messages} messages; "
         f"pid {os.getpid()}"
     )
     print(f"{'measure':32} " + " ".join(f"{n:>26}" for n in names) + "   apsw/sqlite3")
@@ -279,6 +381,9 @@ def main() -> None:
             + " ".join(f"{m:>26,.2f}" for m in medians)
             + f"   {medians[1] / medians[0]:.2f}x"
         )
+    print(f"\nthe queue cycle, awaited (wall time, jobs/s; median of {args.rounds} rounds)")
+    for line, values in async_results.items():
+        print(f"{line:32} {statistics.median(values):>12,.1f}")
 
 
 if __name__ == "__main__":

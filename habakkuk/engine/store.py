@@ -5,6 +5,13 @@ function that runs a whole transaction on that thread (`await db.run(fn)`), so
 a lease check and the write it guards are one atomic unit and the event loop
 never blocks on SQLite. (aiosqlite would hop threads once per statement; here
 a transaction is one hop, and writes waiting together share one commit.)
+
+The driver is Python's own sqlite3, which links the platform's SQLite. The stores need
+SQLite 3.35 or newer (RETURNING, MATERIALIZED), FTS5 and the JSON functions; a build
+without them is refused at the first open with one line saying what is missing
+(`sqlite_problems`), rather than failing later in the middle of a statement. (apsw,
+which bundles a current SQLite, was measured against sqlite3 on our own statements in
+benchmarks/sqlite_driver_bench.py and did not pay for the move.)
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import hashlib
 import os
 import queue
@@ -30,6 +38,53 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 10_000
 
 
+class StoreError(HabakkukError):
+    """A database could not be opened or migrated."""
+
+
+# RETURNING and `AS MATERIALIZED` came in SQLite 3.35.0.
+SQLITE_OLDEST = (3, 35, 0)
+
+
+def sqlite_problems(version: tuple[int, int, int], *, fts5: bool, json: bool) -> list[str]:
+    """What an SQLite build of `version` (with or without FTS5 and the JSON functions)
+    lacks for Habakkuk's stores; empty when it has everything."""
+    problems = []
+    if version < SQLITE_OLDEST:
+        oldest = ".".join(map(str, SQLITE_OLDEST))
+        problems.append(f"SQLite {'.'.join(map(str, version))} is older than {oldest}")
+    if not fts5:
+        problems.append("it was built without FTS5 (full-text search)")
+    if not json:
+        problems.append("it was built without the JSON functions")
+    return problems
+
+
+@functools.cache
+def _check_sqlite() -> None:
+    """Refuse, once per process, an SQLite this Python links that the stores cannot use."""
+    probe = sqlite3.connect(":memory:")
+    try:
+        try:
+            probe.execute("CREATE VIRTUAL TABLE probe USING fts5(text)")
+            fts5 = True
+        except sqlite3.OperationalError:
+            fts5 = False
+        try:
+            probe.execute("SELECT json_extract('{\"a\": 1}', '$.a')")
+            json = True
+        except sqlite3.OperationalError:
+            json = False
+    finally:
+        probe.close()
+    problems = sqlite_problems(sqlite3.sqlite_version_info, fts5=fts5, json=json)
+    if problems:
+        raise StoreError(
+            f"the SQLite this Python links cannot hold Habakkuk's stores: {'; '.join(problems)}"
+            " (use a Python built with SQLite 3.35 or newer, with FTS5)"
+        )
+
+
 @dataclass(frozen=True)
 class Migration:
     """One numbered schema step; `sql` runs in a transaction with the version bump."""
@@ -38,12 +93,9 @@ class Migration:
     sql: str
 
 
-class StoreError(HabakkukError):
-    """A database could not be opened or migrated."""
-
-
 def connect(path: Path, *, attach: dict[str, Path] | None = None) -> sqlite3.Connection:
     """Open `path` with the settings every Habakkuk database uses."""
+    _check_sqlite()
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
     try:
