@@ -1,7 +1,7 @@
 """Setup: choose a provider, key, model and workspace, or the offline demo.
 
 The choices, the key check and the config building are `habakkuk setup`'s own
-(habakkuk.setup_wizard): the same providers (an OpenAI-compatible server asks for
+(habakkuk.services.setup): the same providers (an OpenAI-compatible server asks for
 its URL; Gemini says when litellm is missing), the key tried with one cheap
 request before saving (a failure says why; Save again saves anyway), and the
 config built on the existing one, whose other providers (the demo) and agents
@@ -25,7 +25,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from habakkuk.setup_wizard import AGENT, CHOICES, CHOICES_BY_NAME, Choice
+from habakkuk.services.setup import AGENT, CHOICES, CHOICES_BY_NAME, Choice
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ class SetupScreen(Screen[Path | None]):
     @work(exclusive=True, group="write")
     async def _save(self, plan: Plan) -> None:
         from habakkuk.engine.errors import ConfigError
-        from habakkuk.setup_wizard import Wizard, check_key
+        from habakkuk.services.setup import Wizard, check_key
 
         if not plan.choice.is_demo and plan != self.unchecked:
             self._status("Checking the key (listing the models)…")

@@ -225,8 +225,8 @@ def test_top_level_help_declares_no_commands_actions(tmp_path: Path) -> None:
     code = (
         "import sys\nfrom habakkuk.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "print('LOADED', sorted(m for m in sys.modules if m.endswith('_cli')"
-        " or m == 'habakkuk.protocols.mcp.cli'))\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.startswith('habakkuk.cli.')"
+        " and m != 'habakkuk.cli.entry' or m == 'habakkuk.protocols.mcp.cli'))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],

@@ -118,11 +118,11 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 # Commands whose actions their own module declares (each a standard-library-only module).
 NESTED_COMMANDS: dict[str, tuple[str, str, str | None]] = {
     # command: (module, help, description)
-    "board": ("habakkuk.board_cli", "cards of work handed to agents: add, list, assign", None),
-    "memory": ("habakkuk.memory_cli", "an agent's notes, their history and the index", None),
-    "plugins": ("habakkuk.plugins_cli", "install, enable and remove plugins", None),
-    "schedules": ("habakkuk.schedules_cli", "prompts and scripts on a timetable", None),
-    "skills": ("habakkuk.skills_cli", "skills: list, install from a source, update, approve", None),
+    "board": ("habakkuk.cli.board", "cards of work handed to agents: add, list, assign", None),
+    "memory": ("habakkuk.cli.memory", "an agent's notes, their history and the index", None),
+    "plugins": ("habakkuk.cli.plugins", "install, enable and remove plugins", None),
+    "schedules": ("habakkuk.cli.schedules", "prompts and scripts on a timetable", None),
+    "skills": ("habakkuk.cli.skills", "skills: list, install from a source, update, approve", None),
     "mcp": (
         "habakkuk.protocols.mcp.cli",
         "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",
@@ -199,7 +199,7 @@ SIMPLE_COMMANDS = (
 
 
 def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable[..., int]:
-    from habakkuk import commands
+    from habakkuk.cli import commands
 
     if args.smoke:
         return commands.smoke
@@ -225,23 +225,23 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
     if args.command in SIMPLE_COMMANDS:
         return getattr(commands, args.command)  # type: ignore[no-any-return]
     if args.command == "memory":
-        from habakkuk import memory_cli
+        from habakkuk.cli import memory as memory_cli
 
         return memory_cli.main
     if args.command == "plugins":
-        from habakkuk import plugins_cli
+        from habakkuk.cli import plugins as plugins_cli
 
         return plugins_cli.main
     if args.command == "skills":
-        from habakkuk import skills_cli
+        from habakkuk.cli import skills as skills_cli
 
         return skills_cli.main
     if args.command == "board":
-        from habakkuk import board_cli
+        from habakkuk.cli import board as board_cli
 
         return board_cli.main
     if args.command == "schedules":
-        from habakkuk import schedules_cli
+        from habakkuk.cli import schedules as schedules_cli
 
         return schedules_cli.main
     if args.command == "mcp":
@@ -251,7 +251,3 @@ def _pick(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Callable
 
         return mcp_cli.main
     return commands.tui
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
