@@ -493,7 +493,7 @@ def init(args: argparse.Namespace) -> int:
 
 
 def doctor(args: argparse.Namespace) -> int:
-    from habakkuk.doctor import run_checks
+    from habakkuk.services.doctor import run_checks
 
     checks = asyncio.run(run_checks(_home()))
     failed = False

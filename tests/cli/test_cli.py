@@ -339,9 +339,10 @@ def test_doctor_warns_when_a_workspace_contains_the_home(home, write_config, cap
 def test_doctor_gives_up_on_a_server_that_never_answers(
     home, write_config, capsys, monkeypatch
 ) -> None:
-    import habakkuk.doctor
+    import habakkuk.services.doctor
 
-    monkeypatch.setattr(habakkuk.doctor, "MCP_PROBE_SECONDS", 0.5)  # it never answers anyway
+    # it never answers anyway
+    monkeypatch.setattr(habakkuk.services.doctor, "MCP_PROBE_SECONDS", 0.5)
     write_config(
         "providers:\n  m: {type: mock}\nagents:\n  main: {model: m/x}\n"
         f"mcp_servers:\n  hang: {{command: {sys.executable}, args: [{SERVERS}, stdio, hang]}}\n"
