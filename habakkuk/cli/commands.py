@@ -512,7 +512,7 @@ def doctor(args: argparse.Namespace) -> int:
 
 def setup(args: argparse.Namespace) -> int:
     """`habakkuk setup`: the interactive wizard, then `habakkuk doctor`."""
-    from habakkuk.services.setup import run_setup
+    from habakkuk.cli.setup import run_setup
 
     if run_setup(_home()) != EXIT_OK:
         return EXIT_FAILED
