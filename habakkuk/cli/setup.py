@@ -1,4 +1,5 @@
-"""`habakkuk setup`: an interactive first-run (or re-run) wizard.
+"""`habakkuk setup`: an interactive first-run (or re-run) wizard; `habakkuk init`: the
+commented starter config (the offline demo).
 
 It asks for the provider (Anthropic, OpenAI, OpenRouter, any OpenAI-compatible
 server, Gemini through litellm, or the offline demo), the key (hidden input),
@@ -16,19 +17,60 @@ The choices, the key check and the config writing are the setup screen's too
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK
+from habakkuk.cli.common import current_home
+from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from habakkuk.engine.home import Home
     from habakkuk.services.setup import Choice, SetupAccess
 
 Ask = Callable[[str], str]
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of `habakkuk init` (`setup` has none)."""
+    if command == "init":
+        parser.add_argument("--force", action="store_true", help="replace an existing config")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run `habakkuk init` or `habakkuk setup` (the exit code)."""
+    return init(args) if args.command == "init" else setup(args)
+
+
+def init(args: argparse.Namespace) -> int:
+    """Write the starter config (offline demo) into the home."""
+    from habakkuk.engine.starter import STARTER_CONFIG
+
+    home = current_home()
+    path = home.config_path
+    if path.exists() and not args.force:
+        print(f"habakkuk: {path} exists; use --force to replace it", file=sys.stderr)
+        return EXIT_USAGE
+    home.prepare()
+    if path.exists():
+        path.replace(path.with_name("config.yaml.bak"))
+    path.write_text(STARTER_CONFIG, encoding="utf-8")
+    os.chmod(path, 0o600)
+    print(f'wrote {path}\ntry: habakkuk run "hello"')
+    return EXIT_OK
+
+
+def setup(args: argparse.Namespace) -> int:
+    """`habakkuk setup`: the interactive wizard, then `habakkuk doctor`."""
+    from habakkuk.cli import doctor
+
+    if run_setup(current_home()) != EXIT_OK:
+        return EXIT_FAILED
+    print("\nchecking the new setup (habakkuk doctor):")
+    return doctor.main(args)
 
 
 class SetupAborted(Exception):
