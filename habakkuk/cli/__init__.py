@@ -1,7 +1,8 @@
 """The `habakkuk` command: the terminal app by default, `--serve`, and the subcommands.
 
-`main` and `build_parser` live in `habakkuk.cli.entry`; they are loaded on first use, so
-importing one command's module (`habakkuk.cli.board`, ...) does not build the parser.
+One module per command group (`run`, `sessions`, `board`, `memory`, `doctor`, `setup`,
+...; habakkuk/cli/entry.py lists them). `main` and `build_parser` live in `entry` and
+load on first use, so importing one command's module does not load the entry point.
 `python -m habakkuk.cli` runs `main` (habakkuk/cli/__main__.py), as the installed
 `habakkuk` script does (pyproject.toml: `habakkuk = "habakkuk.cli:main"`).
 """
