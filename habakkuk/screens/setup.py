@@ -1,10 +1,10 @@
 """Setup: choose a provider, key, model and workspace, or the offline demo.
 
-The choices, the key check and the config building are `habakkuk setup`'s own
-(habakkuk.setup_wizard): the same providers (an OpenAI-compatible server asks for
-its URL; Gemini says when litellm is missing), the key tried with one cheap
-request before saving (a failure says why; Save again saves anyway), and the
-config built on the existing one, whose other providers (the demo) and agents
+The choices, the key check and the config building are `habakkuk setup`'s too
+(habakkuk.services.setup, below both): the same providers (an OpenAI-compatible
+server asks for its URL; Gemini says when litellm is missing), the key tried with
+one cheap request before saving (a failure says why; Save again saves anyway), and
+the config built on the existing one, whose other providers (the demo) and agents
 are kept. The config is written only after the engine's own parser accepts it,
 the key into HOME/.env (mode 0600), never into the config. Mistakes are shown
 under the field they concern. The palette's "Setup: providers" opens it again.
@@ -25,7 +25,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from habakkuk.setup_wizard import AGENT, CHOICES, CHOICES_BY_NAME, Choice
+from habakkuk.services.setup import AGENT, CHOICES, CHOICES_BY_NAME, Choice
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ class SetupScreen(Screen[Path | None]):
     @work(exclusive=True, group="write")
     async def _save(self, plan: Plan) -> None:
         from habakkuk.engine.errors import ConfigError
-        from habakkuk.setup_wizard import Wizard, check_key
+        from habakkuk.services.setup import ProviderSetup, SetupAccess, check_key
 
         if not plan.choice.is_demo and plan != self.unchecked:
             self._status("Checking the key (listing the models)…")
@@ -218,7 +218,7 @@ class SetupScreen(Screen[Path | None]):
                 )
                 return
         self._status("Saving…")
-        wizard = Wizard(self.home, out=lambda line: None)
+        setup: SetupAccess = ProviderSetup(self.home, out=lambda line: None)
         home = self.home
         workspace = str(
             Path(plan.workspace).expanduser().absolute()
@@ -233,13 +233,13 @@ class SetupScreen(Screen[Path | None]):
                 text = STARTER_CONFIG
             else:
                 key_set = bool(plan.key)
-                text = wizard.build_config(
+                text = setup.build_config(
                     plan.choice, plan.base_url, key_set, plan.model, workspace
                 )
             if plan.key and plan.choice.key_env:
-                wizard.home.prepare()
-                wizard.write_env(plan.choice.key_env, plan.key)
-            wizard.write_config(text)
+                home.prepare()
+                setup.write_env(plan.choice.key_env, plan.key)
+            setup.write_config(text)
 
         try:
             await asyncio.to_thread(write)

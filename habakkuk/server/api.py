@@ -347,10 +347,8 @@ def redacted_config(runtime: Any) -> dict[str, Any]:
 
 async def config_view(request: web.Request) -> web.Response:
     """GET /api/config: effective config (redacted) and the doctor's checks."""
-    from habakkuk.doctor import run_checks
-
     runtime = server_of(request).runtime
-    checks = await run_checks(runtime.home)
+    checks = await runtime.control.doctor(runtime.home)
     secrets_data = redacted_config(runtime)
     values = [runtime.env.get(n) for n in named_variables(plain(runtime.config))]
     secrets = sorted({v for v in values if v and len(v) >= 4}, key=len, reverse=True)

@@ -121,8 +121,31 @@ class ServerUsage(CommandUsage, Protocol):
         ...
 
 
+class DoctorCheck(Protocol):
+    """One of the doctor's checks as the server shows it (habakkuk.services.doctor.Check)."""
+
+    @property
+    def status(self) -> str:
+        """ok, WARN or FAIL."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """What was checked ("config", "key anthropic", ...)."""
+        ...
+
+    @property
+    def detail(self) -> str:
+        """What was found, in a line."""
+        ...
+
+
 class ServerControl(Protocol):
     """What the server uses of the control room (habakkuk.services.overview)."""
+
+    async def doctor(self, home: Home) -> Sequence[DoctorCheck]:
+        """The doctor's checks of the home, in order."""
+        ...
 
     async def channel_states(self) -> list[dict[str, Any]]:
         """Every configured channel account with its last recorded state."""

@@ -17,8 +17,10 @@ from habakkuk.work.board_types import OPEN_STATUSES
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
+    from habakkuk.engine.home import Home
 
     from .approvals import Approvals
+    from .doctor import Check
     from .turns import Turns
     from .usage import UsageLedger
 
@@ -146,3 +148,10 @@ class ControlRoom:
             return 0
         counts = await self.board.counts()
         return sum(counts.get(status, 0) for status in OPEN_STATUSES)
+
+    async def doctor(self, home: Home) -> list[Check]:
+        """The doctor's checks of `home` (services.doctor, as `habakkuk doctor` prints them),
+        for the dashboard's config view."""
+        from .doctor import run_checks
+
+        return await run_checks(home)

@@ -225,8 +225,8 @@ def test_top_level_help_declares_no_commands_actions(tmp_path: Path) -> None:
     code = (
         "import sys\nfrom habakkuk.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "print('LOADED', sorted(m for m in sys.modules if m.endswith('_cli')"
-        " or m == 'habakkuk.protocols.mcp.cli'))\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.startswith('habakkuk.cli.')"
+        " and m != 'habakkuk.cli.entry' or m == 'habakkuk.protocols.mcp.cli'))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],
@@ -339,9 +339,10 @@ def test_doctor_warns_when_a_workspace_contains_the_home(home, write_config, cap
 def test_doctor_gives_up_on_a_server_that_never_answers(
     home, write_config, capsys, monkeypatch
 ) -> None:
-    import habakkuk.doctor
+    import habakkuk.services.doctor
 
-    monkeypatch.setattr(habakkuk.doctor, "MCP_PROBE_SECONDS", 0.5)  # it never answers anyway
+    # it never answers anyway
+    monkeypatch.setattr(habakkuk.services.doctor, "MCP_PROBE_SECONDS", 0.5)
     write_config(
         "providers:\n  m: {type: mock}\nagents:\n  main: {model: m/x}\n"
         f"mcp_servers:\n  hang: {{command: {sys.executable}, args: [{SERVERS}, stdio, hang]}}\n"

@@ -128,7 +128,7 @@ def test_no_secret_of_the_corpus_is_added_from_the_shell(memory_home, capsys) ->
 
 
 def test_the_cli_offers_the_kinds_the_history_knows() -> None:
-    from habakkuk import memory_cli
+    from habakkuk.cli import memory as memory_cli
     from habakkuk.knowledge.memory_views import CHANGE_KINDS
 
     assert memory_cli.KINDS == CHANGE_KINDS

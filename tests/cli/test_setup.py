@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from habakkuk.cli import main
+from habakkuk.cli.setup import run_setup
 from habakkuk.engine.config import ModelRef, load_config
 from habakkuk.engine.home import Environment, Home, read_env_file
 from habakkuk.engine.llm import keys
 from habakkuk.engine.llm.factory import ProviderHub
-from habakkuk.setup_wizard import run_setup
 from tests.fakes.model_server import FakeModelServer
 from tests.llm.test_provider_e2e import ThreadedServer
 

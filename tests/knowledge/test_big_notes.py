@@ -21,7 +21,6 @@ import aiohttp
 import pytest
 
 from habakkuk.cli import main
-from habakkuk.doctor import run_checks
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.home import Home
 from habakkuk.knowledge.index import BATCH_BYTES, BATCH_FILES, batches
@@ -29,6 +28,7 @@ from habakkuk.knowledge.memory_views import PARTIAL_MARK
 from habakkuk.knowledge.notes import READ_MAX_BYTES, FileStat, NoteFiles
 from habakkuk.knowledge.service import Memory
 from habakkuk.knowledge.snippets import LOOK_AHEAD, LOOK_BACK, SNIPPET_SCAN, Highlighter
+from habakkuk.services.doctor import run_checks
 from tests.conftest import WriteConfig, mock_config
 
 from .conftest import USER

@@ -12,7 +12,7 @@ from habakkuk.engine.config import load_config
 from habakkuk.engine.home import Home, read_env_file
 from habakkuk.engine.starter import STARTER_CONFIG
 from habakkuk.screens.setup import SetupScreen
-from habakkuk.setup_wizard import CHOICES
+from habakkuk.services.setup import CHOICES
 from tests.fakes.model_server import FakeModelServer
 from tests.helpers import eventually
 from tests.tui.conftest import make_app, ready

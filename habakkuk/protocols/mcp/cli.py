@@ -10,7 +10,7 @@ from typing import Any
 
 
 def add_actions(mcp: argparse.ArgumentParser) -> None:
-    """Declare the actions of `habakkuk mcp` (cli.py declares the command itself)."""
+    """Declare the actions of `habakkuk mcp` (habakkuk.cli.mcp declares the command itself)."""
     actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION")
     actions.add_parser("status", help="each server's status and tools (the default)")
     actions.add_parser("serve", help="serve Habakkuk's agents over MCP on stdin/stdout")
@@ -35,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
     action = getattr(args, "mcp_command", None) or "status"
     if action == "status":
         return asyncio.run(status())
-    # `serve` opens the whole runtime: habakkuk.commands.mcp_serve runs it (above this layer).
+    # `serve` opens the whole runtime: habakkuk.cli.mcp runs it (above this layer).
     if action == "catalog":
         from .catalog import print_catalog
 

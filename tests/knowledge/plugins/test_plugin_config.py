@@ -109,7 +109,7 @@ def test_a_server_name_config_yaml_uses_skips_the_plugin(home: Home, install: In
 
 
 async def test_doctor_reports_a_plugin_that_failed_to_load(home: Home, install: Install) -> None:
-    from habakkuk.doctor import run_checks
+    from habakkuk.services.doctor import run_checks
 
     install("broken", "name: broken\ndescription: x\nhooks:\n  - event: nope\n", enabled=True)
     lines = [check.line() for check in await run_checks(home) if check.name == "plugins"]

@@ -1,6 +1,6 @@
 """`habakkuk schedules add|list|show|runs|run|pause|resume|rm`.
 
-The parser is declared with the standard library only (cli.py builds it for `--help`);
+The parser is declared with the standard library only (habakkuk/cli/entry.py builds it);
 running a command opens the runtime and goes through `runtime.schedules`
 (SchedulesAccess), the service the tools, the HTTP API and the terminal use. This is the
 only way to add a script schedule (`--run CMD`): the owner at the terminal adds it, never
@@ -39,8 +39,8 @@ def _count(text: str) -> int:
     return value
 
 
-def add_actions(schedules: argparse.ArgumentParser) -> None:
-    """Declare the actions of `habakkuk schedules` (cli.py declares the command itself)."""
+def add_arguments(command: str, schedules: argparse.ArgumentParser) -> None:
+    """Declare the actions of `habakkuk schedules` (entry.py declares the command itself)."""
     actions = schedules.add_subparsers(dest="schedules_command", metavar="ACTION")
 
     def action(name: str, about: str, *, by_id: bool = True) -> argparse.ArgumentParser:
@@ -139,7 +139,7 @@ async def _main(args: argparse.Namespace) -> int:
                 return await _list(runtime.schedules, only, args, zone)
             return await _act(runtime.schedules, args, zone)
         except ConfigError:
-            raise  # cli.main prints it
+            raise  # entry.main prints it
         except HabakkukError as exc:  # WhenError, NotFound, ScheduleRefused, bad input
             return _fail(args, exc)
     finally:

@@ -1,6 +1,6 @@
 """`habakkuk plugins list|show|install|update|enable|disable|remove`.
 
-The parser is declared with the standard library only (cli.py builds it for `--help`).
+The parser is declared with the standard library only (habakkuk/cli/entry.py builds it).
 The commands work on HOME/plugins and its lock file directly (knowledge/plugins), without
 opening the runtime: enabling a plugin changes what the next load of the config merges
 (a new process, or a restart of `habakkuk serve`). `install SOURCE` takes the sources of
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 ACTIONS = ("list", "show", "install", "update", "enable", "disable", "remove")
 
 
-def add_actions(plugins: argparse.ArgumentParser) -> None:
-    """Declare the actions of `habakkuk plugins` (cli.py declares the command itself)."""
+def add_arguments(command: str, plugins: argparse.ArgumentParser) -> None:
+    """Declare the actions of `habakkuk plugins` (entry.py declares the command itself)."""
     actions = plugins.add_subparsers(dest="plugins_command", metavar="ACTION")
     listing = actions.add_parser("list", help="installed plugins and whether they are enabled")
     listing.add_argument("--json", action="store_true")

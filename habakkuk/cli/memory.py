@@ -1,10 +1,10 @@
 """`habakkuk memory list|search|show|add|forget|trust|history|restore|reindex`.
 
-The parser is declared with the standard library only (cli.py builds it for `--help`);
+The parser is declared with the standard library only (habakkuk/cli/entry.py builds it);
 running a command opens the runtime and goes through `runtime.memory` (MemoryAccess).
 `--json` prints the HTTP API's shapes (habakkuk.knowledge.memory_views). A user error
 (unknown agent, note or change, a refused secret) is one line on stderr and an exit code
-from engine/exit_codes.py, through cli.main's handling of HabakkukError.
+from engine/exit_codes.py, through entry.main's handling of HabakkukError.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def _count(text: str) -> int:
     return value
 
 
-def add_actions(memory: argparse.ArgumentParser) -> None:
-    """Declare the actions of `habakkuk memory` (cli.py declares the command itself)."""
+def add_arguments(command: str, memory: argparse.ArgumentParser) -> None:
+    """Declare the actions of `habakkuk memory` (entry.py declares the command itself)."""
     actions = memory.add_subparsers(dest="memory_command", metavar="ACTION")
 
     def action(name: str, about: str) -> argparse.ArgumentParser:
@@ -141,42 +141,8 @@ async def _act(
 
     user = Provenance(by="user", tool="cli")
     action = args.memory_command
-    if action == "list":
-        notes, total = await memory.list_notes(agent, limit=args.limit)
-        if args.json:
-            _out(views.notes_json(notes, total))
-        else:
-            for note in notes:
-                print(_line(note))
-            more = total - len(notes)
-            print(f"{total} note(s)" + (f", {more} not shown" if more > 0 else ""), file=sys.stderr)
-        return EXIT_OK
-    if action == "search":
-        query = " ".join(args.query)
-        tags = views.parse_tags(args.tags)
-        if not query.strip() and not tags:
-            print("habakkuk: memory search: give words to find, or --tags", file=sys.stderr)
-            return EXIT_USAGE
-        hits = await memory.search(agent, query, tags=tags, limit=args.limit)
-        if args.json:
-            _out(views.hits_json(hits))
-        else:
-            for hit in hits:
-                print(f"{_line(hit.note)}\n    {hit.snippet}")
-            if not hits:
-                print(f"no note of {agent} matches {query or args.tags!r}", file=sys.stderr)
-        return EXIT_OK if hits else EXIT_FAILED
-    if action == "show":
-        note = await memory.read(agent, args.slug)
-        if args.json:
-            _out(views.note_json(note))
-        else:
-            print(_line(note))
-            if note.partial:
-                print(f"habakkuk: memory show: {views.PARTIAL_WORDS}", file=sys.stderr)
-            print()
-            print(note.body)
-        return EXIT_OK
+    if action in ("list", "search", "show"):
+        return await _read(memory, agent, args)
     if action == "add":
         assert content is not None
         given = list(views.parse_tags(args.tags)) or None
@@ -217,6 +183,48 @@ async def _act(
             f"scanned {stats.scanned}, updated {stats.updated}, removed {stats.removed} "
             f"in {stats.seconds:.3f}s"
         )
+    return EXIT_OK
+
+
+async def _read(memory: MemoryAccess, agent: str, args: argparse.Namespace) -> int:
+    """`memory list`, `search` and `show`: they change nothing."""
+    from habakkuk.knowledge import memory_views as views
+
+    action = args.memory_command
+    if action == "list":
+        notes, total = await memory.list_notes(agent, limit=args.limit)
+        if args.json:
+            _out(views.notes_json(notes, total))
+        else:
+            for note in notes:
+                print(_line(note))
+            more = total - len(notes)
+            print(f"{total} note(s)" + (f", {more} not shown" if more > 0 else ""), file=sys.stderr)
+        return EXIT_OK
+    if action == "search":
+        query = " ".join(args.query)
+        tags = views.parse_tags(args.tags)
+        if not query.strip() and not tags:
+            print("habakkuk: memory search: give words to find, or --tags", file=sys.stderr)
+            return EXIT_USAGE
+        hits = await memory.search(agent, query, tags=tags, limit=args.limit)
+        if args.json:
+            _out(views.hits_json(hits))
+        else:
+            for hit in hits:
+                print(f"{_line(hit.note)}\n    {hit.snippet}")
+            if not hits:
+                print(f"no note of {agent} matches {query or args.tags!r}", file=sys.stderr)
+        return EXIT_OK if hits else EXIT_FAILED
+    note = await memory.read(agent, args.slug)  # show
+    if args.json:
+        _out(views.note_json(note))
+    else:
+        print(_line(note))
+        if note.partial:
+            print(f"habakkuk: memory show: {views.PARTIAL_WORDS}", file=sys.stderr)
+        print()
+        print(note.body)
     return EXIT_OK
 
 

@@ -1,6 +1,6 @@
 """`habakkuk board add|list|show|assign|priority|comment|cancel|reopen`.
 
-The parser is declared with the standard library only (cli.py builds it for `--help`);
+The parser is declared with the standard library only (habakkuk/cli/entry.py builds it);
 running an action opens the runtime and goes through `runtime.board` (BoardAccess), the
 service the tools, the HTTP API and the terminal use, as the user (USER), who may change
 any card. Every action reads the card back and prints its state now ("card_ab12 is
@@ -28,8 +28,8 @@ STATUS_WORDS = ("open", "all", "todo", "doing", "blocked", "done", "cancelled")
 PRIORITY_RANGE = (-100, 100)
 
 
-def add_actions(board: argparse.ArgumentParser) -> None:
-    """Declare the actions of `habakkuk board` (cli.py declares the command itself)."""
+def add_arguments(command: str, board: argparse.ArgumentParser) -> None:
+    """Declare the actions of `habakkuk board` (entry.py declares the command itself)."""
     actions = board.add_subparsers(dest="board_command", metavar="ACTION")
 
     def action(name: str, about: str, *, by_id: bool = True) -> argparse.ArgumentParser:
@@ -132,7 +132,7 @@ async def _main(args: argparse.Namespace) -> int:
         except _BadInput as exc:
             return _fail(args, str(exc))
         except ConfigError:
-            raise  # cli.main prints it
+            raise  # entry.main prints it
         except NotFound as exc:  # no such card (or dependency, parent, agent)
             return _fail(args, exc, exit_code(exc))
         except HabakkukError as exc:  # BoardRefused, bad input, an ambiguous prefix

@@ -1,4 +1,9 @@
-"""`habakkuk doctor`: one line per check of config, keys, databases and tools."""
+"""The doctor's checks: one per check of config, keys, databases and tools.
+
+`habakkuk doctor` (habakkuk.cli) prints them; the dashboard's config view (GET /api/config)
+reads them through the control room (services.overview.ControlRoom.doctor), since the
+server sits below the services and reaches them through its host's Protocol.
+"""
 
 from __future__ import annotations
 

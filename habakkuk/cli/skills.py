@@ -1,6 +1,6 @@
 """`habakkuk skills list|show|install|update|remove|restore|approve`.
 
-The parser is declared with the standard library only (cli.py builds it for `--help`).
+The parser is declared with the standard library only (habakkuk/cli/entry.py builds it).
 install and update work on the files (knowledge/hub/install.py) and need no runtime:
 they print each skill's scan verdict and every reason before anything is placed, and
 what to run next. The other actions go through the skills service (SkillsAccess), the
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 ACTIONS = ("list", "show", "install", "update", "remove", "restore", "approve", "curate")
 
 
-def add_actions(skills: argparse.ArgumentParser) -> None:
-    """Declare the actions of `habakkuk skills` (cli.py declares the command itself)."""
+def add_arguments(command: str, skills: argparse.ArgumentParser) -> None:
+    """Declare the actions of `habakkuk skills` (entry.py declares the command itself)."""
     actions = skills.add_subparsers(dest="skills_command", metavar="ACTION")
 
     def action(name: str, about: str, *, agent: bool = True) -> argparse.ArgumentParser:

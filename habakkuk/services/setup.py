@@ -1,35 +1,26 @@
-"""`habakkuk setup`: an interactive first-run (or re-run) wizard, and what it shares with
-the app's setup screen: the provider choices (`CHOICES`), the key check (`check_key`)
-and the config building and writing (`Wizard.build_config`, `write_config`).
+"""Setting up a provider: what `habakkuk setup` (habakkuk.cli.setup) and the app's setup
+screen (habakkuk.screens.setup) share, below both of them.
 
-It asks for the provider (Anthropic, OpenAI, OpenRouter, any OpenAI-compatible
-server, Gemini through litellm, or the offline demo), the key (hidden input),
-checks the key with one cheap request (the model list) and on a failure says why
-and offers to save anyway or retry, then asks for the model and the
-workspace; stores the key in the OS keyring when one is usable and otherwise
-in HOME/.env (mode 0600, other lines kept); builds the config, keeping the
-rest of an existing one, validates it with the real config loader before
-writing anything, and keeps the previous file as config.yaml.bak. The
-command then runs `habakkuk doctor`.
+The provider choices (`CHOICES`: Anthropic, OpenAI, OpenRouter, any OpenAI-compatible
+server, Gemini through litellm, or the offline demo), the key check (`check_key`: one
+cheap request, the model list, and on a failure why in one line), and the config
+building and writing (`ProviderSetup`, used through `SetupAccess`): the key goes to the
+OS keyring when one is usable and otherwise to HOME/.env (mode 0600, other lines kept);
+the config is built on the existing one, keeping the rest of it, validated with the
+real config loader before anything is written, and the previous file is kept as
+config.yaml.bak.
 """
 
 from __future__ import annotations
 
-import asyncio
-import getpass
 import importlib.util
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from habakkuk.engine.errors import ConfigError
-from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK
 from habakkuk.engine.home import Home, read_text_file, write_private_file
-
-Ask = Callable[[str], str]
 
 AGENT = "habakkuk"
 
@@ -214,107 +205,35 @@ def _why(exc: Exception, url: str) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-class SetupAborted(Exception):
-    """The user ended input (EOF) or gave up on a question."""
+class SetupAccess(Protocol):
+    """What `habakkuk setup` and the setup screen use to save a provider for a home."""
+
+    def build_config(
+        self, choice: Choice, base_url: str | None, key_set: bool, model: str, workspace: str
+    ) -> str:
+        """The new config text: the old config's other settings kept, validated."""
+        ...
+
+    def store_key(self, variable: str, key: str) -> str:
+        """Put the key in the keyring if usable, else HOME/.env; returns where it went."""
+        ...
+
+    def write_env(self, variable: str, value: str | None) -> None:
+        """Set (or, with None, drop) one variable in HOME/.env, other lines kept (0600)."""
+        ...
+
+    def write_config(self, text: str) -> None:
+        """Keep the old file as config.yaml.bak and write the new one (0600)."""
+        ...
 
 
-class Wizard:
-    """The questions and the writing, with input functions that tests can replace."""
+class ProviderSetup:
+    """The config building and writing for one home (a SetupAccess); `out` hears what it
+    changed on its own (a demo's pinned toolsets dropped, an invalid old config replaced)."""
 
-    def __init__(
-        self,
-        home: Home,
-        ask: Ask | None = None,
-        ask_secret: Ask | None = None,
-        out: Callable[[str], None] | None = None,
-    ):
+    def __init__(self, home: Home, out: Callable[[str], None] = print) -> None:
         self.home = home
-        self.ask = ask or input
-        self.ask_secret = ask_secret or getpass.getpass
-        self.out = out or print
-
-    # -- questions -----------------------------------------------------------------------
-
-    def _prompt(self, question: str, default: str = "", secret: bool = False) -> str:
-        suffix = f" [{default}]" if default else ""
-        try:
-            answer = (self.ask_secret if secret else self.ask)(f"{question}{suffix}: ")
-        except EOFError:
-            raise SetupAborted("input ended") from None
-        return answer.strip() or default
-
-    def choose_provider(self) -> Choice:
-        """Ask which provider until the answer is one of the numbers."""
-        self.out("Which model provider?")
-        for number, choice in enumerate(CHOICES, start=1):
-            self.out(f"  {number}. {choice.title}")
-        for _ in range(5):
-            answer = self._prompt("Provider number", "1")
-            if answer.isdigit() and 1 <= int(answer) <= len(CHOICES):
-                choice = CHOICES[int(answer) - 1]
-                if choice.missing:
-                    self.out(f"  {choice.label} {choice.missing}; choose another or install it")
-                    continue
-                return choice
-            self.out(f"  please answer a number from 1 to {len(CHOICES)}")
-        raise SetupAborted("no provider chosen")
-
-    def ask_base_url(self) -> str:
-        """The URL of an OpenAI-compatible server (ending in /v1 as a rule)."""
-        for _ in range(5):
-            url = self._prompt("Server URL (e.g. http://127.0.0.1:11434/v1)")
-            if url.startswith(("http://", "https://")) and len(url) > len("https://"):
-                return url.rstrip("/")
-            self.out("  please give an http:// or https:// URL")
-        raise SetupAborted("no server URL given")
-
-    def ask_key(self, choice: Choice) -> str:
-        """The key (hidden); optional servers accept an empty answer."""
-        hint = " (Enter for none)" if choice.key_optional else ""
-        for _ in range(5):
-            key = self._prompt(f"API key{hint} (input is hidden)", secret=True)
-            if key or choice.key_optional:
-                return key
-            self.out("  this provider needs a key")
-        raise SetupAborted("no key given")
-
-    def checked_key(self, choice: Choice, base_url: str | None) -> str:
-        """Ask for the key and check it; on a failure say why, then save anyway or retry."""
-        for _ in range(5):
-            key = self.ask_key(choice) if choice.key_env else ""
-            if choice.is_demo:
-                return key
-            self.out("  checking the key (listing the models)...")
-            result = asyncio.run(check_key(choice, key, base_url))
-            if result.ok:
-                self.out("  the key works")
-                return key
-            self.out(f"  the check failed: {result.reason}")
-            answer = self._prompt("Save it anyway? (y: save, n: enter the key again)", "n")
-            if answer.lower() in ("y", "yes"):
-                return key
-        raise SetupAborted("no working key given")
-
-    def ask_model(self, choice: Choice) -> str:
-        for _ in range(5):
-            model = self._prompt("Model", choice.default_model)
-            if model and not model.startswith("/") and " " not in model:
-                return model
-            self.out("  please give a model id, e.g. " + (choice.default_model or "llama3.1"))
-        raise SetupAborted("no model given")
-
-    def ask_workspace(self) -> str:
-        default = str(self.home.default_workspace(AGENT))
-        for _ in range(5):
-            answer = self._prompt("Workspace folder for the agent", default)
-            path = Path(answer).expanduser()
-            if path.exists() and not path.is_dir():
-                self.out(f"  {path} is a file, not a folder")
-                continue
-            return str(path if path.is_absolute() else Path.cwd() / path)
-        raise SetupAborted("no workspace given")
-
-    # -- building and writing ------------------------------------------------------------
+        self.out = out
 
     def build_config(
         self, choice: Choice, base_url: str | None, key_set: bool, model: str, workspace: str
@@ -433,43 +352,8 @@ class Wizard:
             os.chmod(backup, 0o600)
         write_private_file(path, text)
 
-    # -- the whole run -------------------------------------------------------------------
-
-    def run(self) -> int:
-        """Ask, validate, store and write; returns an exit code."""
-        self.out(f"Setting up Habakkuk in {self.home.root}\n")
-        choice = self.choose_provider()
-        base_url = self.ask_base_url() if choice.asks_base_url else None
-        key = self.checked_key(choice, base_url)
-        model = self.ask_model(choice)
-        workspace = self.ask_workspace()
-        text = self.build_config(choice, base_url, bool(key), model, workspace)
-        if key and choice.key_env:
-            where = self.store_key(choice.key_env, key)
-            self.out(f"stored {choice.key_env} in {where}")
-            current = os.environ.get(choice.key_env)
-            if current and current != key:
-                self.out(
-                    f"note: {choice.key_env} is also set in your environment, and that value "
-                    "wins; unset it to use the new key"
-                )
-        self.write_config(text)
-        Path(workspace).mkdir(parents=True, exist_ok=True)
-        self.out(f"wrote {self.home.config_path}")
-        return EXIT_OK
-
 
 def _quote(value: str) -> str:
     if any(ch in value for ch in " #\"'\t") or value != value.strip():
         return '"' + value.replace('"', '\\"') + '"'
     return value
-
-
-def run_setup(home: Home, ask: Ask | None = None, ask_secret: Ask | None = None) -> int:
-    """Run the wizard on `home`; a user who ends input gets a one-line message."""
-    wizard = Wizard(home, ask, ask_secret)
-    try:
-        return wizard.run()
-    except SetupAborted as exc:
-        print(f"habakkuk: setup: stopped ({exc}); nothing was written", file=sys.stderr)
-        return EXIT_FAILED

@@ -1,0 +1,132 @@
+"""The `habakkuk` command: the TUI by default, `--serve`, and the subcommands.
+
+Imports stay at the standard library here so `habakkuk --help` is instant. Each command
+belongs to one module of this package (its command group), which declares the command's
+arguments (`add_arguments(command, parser)`) and runs it (`main(args)`, the exit code),
+importing what it needs when it runs; `COMMANDS` names the module and the help line,
+so the top-level help lists every command without importing any of those modules. A
+new command group is a new module and its lines in `COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from habakkuk.engine.exit_codes import EXIT_OK, error_line, exit_code  # stdlib-only module
+
+# Every command, in the order `habakkuk --help` lists them:
+# command: (its module, the help line, the description of its own --help or None).
+COMMANDS: dict[str, tuple[str, str, str | None]] = {
+    "run": ("habakkuk.cli.run", "run one turn (or a /command) and print the reply", None),
+    "serve": ("habakkuk.cli.serve", "run every worker headless (same as --serve)", None),
+    "sessions": ("habakkuk.cli.sessions", "list, search, export and compact sessions", None),
+    "init": ("habakkuk.cli.setup", "write a commented starter config (offline demo)", None),
+    "doctor": ("habakkuk.cli.doctor", "check config, keys and databases", None),
+    "setup": ("habakkuk.cli.setup", "interactive setup: provider, key, model and workspace", None),
+    "usage": ("habakkuk.cli.usage", "tokens and cost of model calls by model and agent", None),
+    "channels": ("habakkuk.cli.channels", "health of the chat channels", None),
+    "pair": ("habakkuk.cli.channels", "let in the chat user who got this pairing code", None),
+    "send": ("habakkuk.cli.channels", "queue a message or file to a chat (serve sends it)", None),
+    "checkpoints": ("habakkuk.cli.checkpoints", "list workspace checkpoints, newest first", None),
+    "rollback": (
+        "habakkuk.cli.checkpoints",
+        "restore the workspace (or one path) to a checkpoint",
+        None,
+    ),
+    "board": ("habakkuk.cli.board", "cards of work handed to agents: add, list, assign", None),
+    "memory": ("habakkuk.cli.memory", "an agent's notes, their history and the index", None),
+    "plugins": ("habakkuk.cli.plugins", "install, enable and remove plugins", None),
+    "schedules": ("habakkuk.cli.schedules", "prompts and scripts on a timetable", None),
+    "skills": ("habakkuk.cli.skills", "skills: list, install from a source, update, approve", None),
+    "mcp": (
+        "habakkuk.cli.mcp",
+        "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",
+        "With no action: connect to each configured server and list its tools.",
+    ),
+}
+
+# What runs without a command: `--smoke`, `--serve` (the `serve` command's module), and
+# with neither, the terminal app.
+SMOKE, SERVE, APP = "habakkuk.cli.smoke", "habakkuk.cli.serve", "habakkuk.cli.tui"
+
+
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser; `chosen` (the command about to run) limits the commands whose arguments
+    are declared to that one (None: every command's)."""
+    parser = argparse.ArgumentParser(
+        prog="habakkuk",
+        description="A personal and team AI agent. With no command, opens the terminal app.",
+    )
+    parser.add_argument("--serve", action="store_true", help="run every worker headless")
+    parser.add_argument(
+        "--smoke", action="store_true", help="one offline turn through the real queue and stores"
+    )
+    parser.add_argument("--resume", action="store_true", help="open the session picker first")
+    parser.add_argument("--version", action="store_true", help="print the version")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, about, description) in COMMANDS.items():
+        command = sub.add_parser(name, help=about, description=description)
+        # A command's arguments are declared only when it is the one being run (or for a
+        # caller that wants the whole tree), so `habakkuk --help` imports no command module.
+        if chosen is None or chosen == name:
+            declare: Callable[[str, argparse.ArgumentParser], None]
+            declare = importlib.import_module(module).add_arguments
+            declare(name, command)
+    return parser
+
+
+def command_word(argv: Sequence[str]) -> str:
+    """The subcommand `argv` runs: its first word that is not an option ("" for none).
+    Every top-level option is a flag, so no option takes that word as its value."""
+    return next((word for word in argv if not word.startswith("-")), "")
+
+
+def _check_modes(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """--serve, --smoke and --resume each pick what runs: refuse them together or with a
+    command, rather than silently doing one of them."""
+    given = [f"--{flag}" for flag in ("serve", "smoke", "resume") if getattr(args, flag)]
+    if len(given) > 1:
+        parser.error(f"{' and '.join(given)} cannot be used together")
+    if (
+        given
+        and args.command is not None
+        and not (given == ["--serve"] and args.command == "serve")
+    ):
+        parser.error(f"{given[0]} cannot be used with the {args.command} command")
+
+
+def _module(args: argparse.Namespace) -> str:
+    """The module that runs what `args` ask for."""
+    if args.smoke:
+        return SMOKE
+    if args.serve:
+        return SERVE
+    if args.command is None:
+        return APP
+    return COMMANDS[args.command][0]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(command_word(words))
+    args = parser.parse_args(words)
+    _check_modes(args, parser)
+    if args.version:
+        from habakkuk import __version__
+
+        print(f"habakkuk {__version__}")
+        return EXIT_OK
+    handler: Callable[[argparse.Namespace], int] = importlib.import_module(_module(args)).main
+    from habakkuk.engine.errors import HabakkukError
+
+    try:
+        return handler(args)
+    except HabakkukError as exc:  # a bad config, a name that matches nothing, a refusal
+        print(error_line("", exc), file=sys.stderr)
+        return exit_code(exc)
+    except KeyboardInterrupt:
+        return 130
