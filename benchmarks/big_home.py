@@ -31,6 +31,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from _harness import mock_config
+
 from habakkuk.engine.llm.types import (
     Block,
     TextBlock,
@@ -39,21 +41,7 @@ from habakkuk.engine.llm.types import (
     block_to_json,
 )
 
-CONFIG = """\
-providers:
-  mock:
-    type: mock
-agents:
-  main:
-    model: mock/bench
-    mode: read-only
-  ops:
-    model: mock/bench
-    mode: read-only
-  research:
-    model: mock/bench
-    mode: read-only
-"""
+CONFIG = mock_config("main", "ops", "research", model="mock/bench", mode="read-only")
 
 AGENTS = ("main", "main", "main", "ops", "research")
 ORIGINS = ("cli", "channel:web", "channel:web", "channel:telegram", "api")

@@ -24,19 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _harness import mock_config
+
 TOKEN = "bench-token-0123456789"
-CONFIG = """\
-providers:
-  mock:
-    type: mock
-agents:
-  main:
-    model: mock/scripted
-    mode: full
-http:
-  listen: 127.0.0.1:0
-  token_env: HABAKKUK_BENCH_TOKEN
-"""
+CONFIG = mock_config(
+    model="mock/scripted",
+    mode="full",
+    extra="http:\n  listen: 127.0.0.1:0\n  token_env: HABAKKUK_BENCH_TOKEN\n",
+)
 
 
 # -- the load (second process) ------------------------------------------------------------

@@ -104,6 +104,20 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
 
 
+async def time_searches(memory: Memory, rng: random.Random, label: str) -> None:
+    """Print the p50 and p95 of 200 searches of one to three random words."""
+    times: list[float] = []
+    for _ in range(200):
+        query = " ".join(words(rng, rng.randint(1, 3)))
+        began = time.perf_counter()
+        await memory.search("main", query, limit=10)
+        times.append((time.perf_counter() - began) * 1000)
+    print(
+        f"memory_search ({label}): p50 {statistics.median(times):.1f} ms, "
+        f"p95 {percentile(times, 0.95):.1f} ms (target p95 <= 20 ms)"
+    )
+
+
 async def run(count: int) -> None:
     rng = random.Random(14)
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,16 +131,7 @@ async def run(count: int) -> None:
         stats = await memory.reindex("main")
         print(f"first build: {stats.updated} notes in {(time.perf_counter() - started):.2f} s")
 
-        times: list[float] = []
-        for _ in range(200):
-            query = " ".join(words(rng, rng.randint(1, 3)))
-            began = time.perf_counter()
-            await memory.search("main", query, limit=10)
-            times.append((time.perf_counter() - began) * 1000)
-        print(
-            f"memory_search (FTS, {count} notes): p50 {statistics.median(times):.1f} ms, "
-            f"p95 {percentile(times, 0.95):.1f} ms (target p95 <= 20 ms)"
-        )
+        await time_searches(memory, rng, f"FTS, {count} notes")
         began = time.perf_counter()
         for _ in range(20):
             await memory.reindex("main")
@@ -163,16 +168,7 @@ async def run(count: int) -> None:
         began = time.perf_counter()
         embedded = await hybrid.embed_pending("main")
         print(f"embedding pass: {embedded} notes stored in {time.perf_counter() - began:.1f} s")
-        times = []
-        for _ in range(200):
-            query = " ".join(words(rng, rng.randint(1, 3)))
-            began = time.perf_counter()
-            await hybrid.search("main", query, limit=10)
-            times.append((time.perf_counter() - began) * 1000)
-        print(
-            f"memory_search (hybrid, {count} notes, 768 dims): p50 {statistics.median(times):.1f}"
-            f" ms, p95 {percentile(times, 0.95):.1f} ms (target p95 <= 20 ms)"
-        )
+        await time_searches(hybrid, rng, f"hybrid, {count} notes, 768 dims")
         await hybrid.close()
 
 

@@ -10,28 +10,15 @@ every run, the median and the worst. Target: <= 150 ms to the first page.
 Usage: python benchmarks/memory_screen_bench.py [--notes N] [--runs N]
 """
 
-# The measurement watches frames: there is no event to await for them.
-# ruff: noqa: ASYNC110
-
 from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-CONFIG = """\
-providers:
-  mock:
-    type: mock
-agents:
-  main:
-    model: mock/demo
-    mode: ask
-"""
+from _harness import milliseconds, paint_summary, screen_first_paints
 
 WORDS = [
     "coffee",
@@ -77,63 +64,27 @@ def write_notes(folder: Path, count: int) -> None:
 
 
 async def measure(notes: int, runs: int) -> tuple[list[float], list[float]]:
-    from textual._compositor import CompositorUpdate
     from textual.widgets import DataTable
 
-    from habakkuk.app import HabakkukApp
-    from habakkuk.engine.home import Home
     from habakkuk.screens.memory import MemoryScreen
 
-    with tempfile.TemporaryDirectory(prefix="habakkuk-memory-bench-") as tmp:
-        home = Home(Path(tmp))
-        home.prepare()
-        home.config_path.write_text(CONFIG, encoding="utf-8")
-        write_notes(home.agent_dir("main") / "memory", notes)
-        app = HabakkukApp(home, animate=False)
-        times: list[float] = []
-        frames: list[float] = []
-        async with app.run_test(size=(120, 40)) as pilot:
-            while app.runtime is None or app.get_chat() is None:
-                await asyncio.sleep(0.01)
-            started = time.perf_counter()
-            stats = await app.runtime.memory.reindex("main")
-            print(f"index built: {stats.scanned:,} notes in {time.perf_counter() - started:.2f} s")
-            painted: list[float] = []
-            first_frame: list[float] = []  # the screen's first frame, the list empty or not
-            watching: list[Any] = []
-            original_display = app._display
+    async def index(runtime: Any) -> None:
+        started = time.perf_counter()
+        stats = await runtime.memory.reindex("main")
+        print(f"index built: {stats.scanned:,} notes in {time.perf_counter() - started:.2f} s")
 
-            def display(screen: Any, renderable: Any) -> None:
-                original_display(screen, renderable)
-                if not isinstance(renderable, CompositorUpdate) or not watching or painted:
-                    return
-                renderable.render_segments(app.console)  # the work of a terminal write
-                table = watching[0]
-                if not first_frame and screen is table.screen:
-                    first_frame.append(time.perf_counter())
-                placed = screen._compositor.visible_widgets.get(table)
-                if placed is not None and table.row_count > 0:
-                    painted.append(time.perf_counter())
-
-            app._display = display
-            for _ in range(runs):
-                screen = MemoryScreen()
-                painted.clear()
-                first_frame.clear()
-                watching.clear()
-                pushed = time.perf_counter()
-                await app.push_screen(screen)
-                watching[:] = [screen.query_one("#note-table", DataTable)]
-                deadline = pushed + 30
-                while not painted and time.perf_counter() < deadline:
-                    await asyncio.sleep(0.001)
-                if not painted:
-                    raise SystemExit("the first page never reached the screen")
-                times.append(painted[0] - pushed)
-                frames.append(first_frame[0] - pushed if first_frame else painted[0] - pushed)
-                await app.pop_screen()
-                await pilot.pause()
-        return times, frames
+    frames: list[float] = []
+    times = await screen_first_paints(
+        MemoryScreen,
+        lambda screen: screen.query_one("#note-table", DataTable),
+        runs,
+        size=(120, 40),
+        what="the first page",
+        before=lambda home: write_notes(home.agent_dir("main") / "memory", notes),
+        seed=index,
+        first_frames=frames,
+    )
+    return times, frames
 
 
 def main() -> None:
@@ -142,13 +93,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     times, frames = asyncio.run(measure(args.notes, args.runs))
-    print("first page, each run: " + ", ".join(f"{t * 1000:.0f}" for t in times) + " ms")
-    print("first frame of the screen: " + ", ".join(f"{t * 1000:.0f}" for t in frames) + " ms")
-    print(
-        f"memory screen, {args.notes:,} notes, push to first page: median "
-        f"{statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms "
-        "(target <= 150 ms)"
-    )
+    print(f"first page, each run: {milliseconds(times)} ms")
+    print(f"first frame of the screen: {milliseconds(frames)} ms")
+    print(paint_summary(f"memory screen, {args.notes:,} notes, push to first page", times))
 
 
 if __name__ == "__main__":

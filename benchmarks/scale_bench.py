@@ -22,9 +22,6 @@ Usage: python benchmarks/scale_bench.py [--big HOME] [--sessions N] [--messages 
 Without --big a big home is built in a temporary folder first (a few minutes).
 """
 
-# The screen measurement watches frames: there is no event to await for them.
-# ruff: noqa: ASYNC110
-
 from __future__ import annotations
 
 import argparse
@@ -39,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _harness import first_paints, headless_app, running
 
 TOKEN = "bench-token-0123456789"
 CONFIG = """\
@@ -190,48 +189,19 @@ async def measure_search(root: Path, rounds: int = 5) -> dict[str, float]:
 
 
 async def measure_screen(root: Path, runs: int = 5) -> dict[str, float]:
-    from textual._compositor import CompositorUpdate
-
-    from habakkuk.app import HabakkukApp
-    from habakkuk.engine.home import Home
     from habakkuk.screens.sessions import SessionsScreen
 
-    home = Home(root)
-    app = HabakkukApp(home, animate=False)
-    times: list[float] = []
-    async with app.run_test(size=(160, 40)) as pilot:
-        while app.runtime is None or app.get_chat() is None:
-            await asyncio.sleep(0.01)
-        painted: list[float] = []
-        watching: list[Any] = []
-        original_display = app._display
-
-        def display(screen: Any, renderable: Any) -> None:
-            original_display(screen, renderable)
-            if not isinstance(renderable, CompositorUpdate) or not watching or painted:
-                return
-            renderable.render_segments(app.console)  # the work of a terminal write
-            table = watching[0]
-            placed = screen._compositor.visible_widgets.get(table)
-            if placed is not None and table.row_count > 0:
-                painted.append(time.perf_counter())
-
-        app._display = display  # type: ignore[method-assign]
-        for _ in range(runs):
-            screen = SessionsScreen()
-            painted.clear()
-            watching.clear()
-            pushed = time.perf_counter()
-            await app.push_screen(screen)
-            watching[:] = [screen._table]
-            deadline = pushed + 60
-            while not painted and time.perf_counter() < deadline:
-                await asyncio.sleep(0.001)
-            if not painted:
-                raise SystemExit("the sessions never reached the screen")
-            times.append(painted[0] - pushed)
-            await app.pop_screen()
-            await pilot.pause()
+    app = headless_app(root, None)
+    async with running(app, (160, 40)) as pilot:
+        times = await first_paints(
+            app,
+            pilot,
+            SessionsScreen,
+            lambda screen: screen._table,
+            runs,
+            what="the sessions",
+            timeout=60,
+        )
     return {"screen_ms": statistics.median(times) * 1000}
 
 

@@ -12,32 +12,16 @@ Target: <= 150 ms to first paint.
 Usage: python benchmarks/schedules_screen.py [--schedules N] [--runs N]
 """
 
-# The measurement watches frames: there is no event to await for them.
-# ruff: noqa: ASYNC110
-
 from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-CONFIG = """\
-providers:
-  mock:
-    type: mock
-agents:
-  main:
-    model: mock/demo
-    mode: ask
-  ops:
-    model: mock/demo
-    mode: ask
-timezone: Europe/Paris
-"""
+from _harness import milliseconds, mock_config, paint_summary, screen_first_paints
+
+CONFIG = mock_config("main", "ops", timezone="Europe/Paris")
 
 WHEN = [
     "0 8 * * 1-5",
@@ -57,6 +41,7 @@ async def seed(runtime: Any, count: int) -> None:
     """`count` prompt schedules of every kind of `when`, every tenth paused."""
     from habakkuk.work.schedule_types import NewSchedule
 
+    started = time.perf_counter()
     for number in range(count):
         agent = "main" if number % 3 else "ops"
         new = NewSchedule(
@@ -68,61 +53,28 @@ async def seed(runtime: Any, count: int) -> None:
         added = await runtime.schedules.add(new, by="owner")
         if number % 10 == 9:
             await runtime.schedules.pause(added.id)
+    print(f"{count:,} schedules added in {time.perf_counter() - started:.2f} s")
 
 
 async def measure(count: int, runs: int) -> list[float]:
-    from textual._compositor import CompositorUpdate
     from textual.widgets import DataTable
 
-    from habakkuk.app import HabakkukApp
-    from habakkuk.engine.home import Home
     from habakkuk.screens.schedules import SchedulesScreen
 
-    with tempfile.TemporaryDirectory(prefix="habakkuk-schedules-bench-") as tmp:
-        home = Home(Path(tmp))
-        home.prepare()
-        home.config_path.write_text(CONFIG, encoding="utf-8")
-        app = HabakkukApp(home, animate=False)
-        times: list[float] = []
-        async with app.run_test(size=(120, 40)) as pilot:
-            while app.runtime is None or app.get_chat() is None:
-                await asyncio.sleep(0.01)
-            started = time.perf_counter()
-            await seed(app.runtime, count)
-            print(f"{count:,} schedules added in {time.perf_counter() - started:.2f} s")
-            painted: list[float] = []
-            watching: list[Any] = []
-            original_display = app._display
+    def check(screen: SchedulesScreen) -> None:
+        if len(screen.schedules) != count:
+            raise SystemExit(f"listed {len(screen.schedules)} of {count} schedules")
 
-            def display(screen: Any, renderable: Any) -> None:
-                original_display(screen, renderable)
-                if not isinstance(renderable, CompositorUpdate) or not watching or painted:
-                    return
-                renderable.render_segments(app.console)  # the work of a terminal write
-                table = watching[0]
-                placed = screen._compositor.visible_widgets.get(table)
-                if placed is not None and table.row_count > 0:
-                    painted.append(time.perf_counter())
-
-            app._display = display
-            for _ in range(runs):
-                screen = SchedulesScreen()
-                painted.clear()
-                watching.clear()
-                pushed = time.perf_counter()
-                await app.push_screen(screen)
-                watching[:] = [screen.query_one("#schedule-table", DataTable)]
-                deadline = pushed + 30
-                while not painted and time.perf_counter() < deadline:
-                    await asyncio.sleep(0.001)
-                if not painted:
-                    raise SystemExit("the schedules never reached the screen")
-                if len(screen.schedules) != count:
-                    raise SystemExit(f"listed {len(screen.schedules)} of {count} schedules")
-                times.append(painted[0] - pushed)
-                await app.pop_screen()
-                await pilot.pause()
-        return times
+    return await screen_first_paints(
+        SchedulesScreen,
+        lambda screen: screen.query_one("#schedule-table", DataTable),
+        runs,
+        size=(120, 40),
+        what="the schedules",
+        config=CONFIG,
+        seed=lambda runtime: seed(runtime, count),
+        check=check,
+    )
 
 
 def main() -> None:
@@ -131,12 +83,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     times = asyncio.run(measure(args.schedules, args.runs))
-    print("first paint, each run: " + ", ".join(f"{t * 1000:.0f}" for t in times) + " ms")
-    print(
-        f"schedules screen, {args.schedules:,} schedules, push to first paint: median "
-        f"{statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms "
-        "(target <= 150 ms)"
-    )
+    print(f"first paint, each run: {milliseconds(times)} ms")
+    name = f"schedules screen, {args.schedules:,} schedules, push to first paint"
+    print(paint_summary(name, times))
 
 
 if __name__ == "__main__":

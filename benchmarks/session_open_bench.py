@@ -15,9 +15,6 @@ Targets: the last message on screen in <= 500 ms; Home in <= 150 ms.
 Usage: python benchmarks/session_open_bench.py [--messages N] [--runs N] [--presses N]
 """
 
-# The measurement polls widget state and frame times: there is no event to await for them.
-# ruff: noqa: ASYNC110
-
 from __future__ import annotations
 
 import argparse
@@ -31,7 +28,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tui_bench import Frames, figures, headless_app, paints, until_ready
+from _harness import (
+    Frames,
+    figures,
+    headless_app,
+    open_timed,
+    shows,
+    type_keys,
+    until,
+    until_ready,
+)
 
 
 def history(count: int) -> list[Any]:
@@ -111,31 +117,15 @@ async def open_once(
             def watch_last(screen: Any, renderable: Any, now: float) -> None:
                 if len(shown_last) == watching[0]:
                     return
-                block = last_block()
-                placed = screen._compositor.visible_widgets.get(block) if block else None
-                if placed is not None and paints(renderable, placed[0].intersection(placed[1])):
+                if shows(screen, renderable, last_block()):
                     shown_last.append(now)
 
             # How many times the last message is looked for (again after End).
             watching = [1]
             frames.hooks.append(watch_last)
-            asked = time.perf_counter()
-            chat.open_session(session.id)
-            deadline = asked + 120
-            while not shown_last and time.perf_counter() < deadline:
-                await asyncio.sleep(0.001)
-            if not shown_last:
-                raise SystemExit("the last message never reached the screen")
-            opened = shown_last[0] - asked
+            opened = await open_timed(chat, session.id, shown_last, "the last message")
             frames.composer.focus()
-
-            latencies: list[float] = []
-            typed = ""
-            for _ in range(presses):
-                await asyncio.sleep(0.1)
-                char = "x" if len(typed) % 2 else "y"
-                typed += char
-                latencies.append(await frames.painted(frames.press(char), typed))
+            latencies = await type_keys(frames, presses)
 
             # A jump to the top (Home, as often as it takes while older messages arrive):
             # the first frame that paints the session's first question.
@@ -150,10 +140,7 @@ async def open_once(
                 return None
 
             def watch_top(screen: Any, renderable: Any, now: float) -> None:
-                first = first_shown()
-                placed = screen._compositor.visible_widgets.get(first) if first else None
-                region = placed[0].intersection(placed[1]) if placed is not None else None
-                if not top and region is not None and paints(renderable, region):
+                if not top and shows(screen, renderable, first_shown()):
                     top.append(now)
 
             frames.hooks.append(watch_top)
@@ -168,9 +155,7 @@ async def open_once(
             watching[0] = 2
             ended = time.perf_counter()
             view.page("bottom")
-            deadline = ended + 60
-            while len(shown_last) < 2 and time.perf_counter() < deadline:
-                await asyncio.sleep(0.001)
+            await until(shown_last, ended + 60, count=2)
             back = shown_last[1] - ended if len(shown_last) > 1 else None
             # Let the app finish what the jump started before it closes (its close is bounded).
             for _ in range(5):

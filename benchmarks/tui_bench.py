@@ -62,16 +62,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-CONFIG = """\
-providers:
-  mock:
-    type: mock
-agents:
-  main:
-    model: mock/demo
-    mode: ask
-"""
-
+from _harness import (
+    MOCK_CONFIG,
+    Frames,
+    figures,
+    headless_app,
+    next_key,
+    open_timed,
+    placed,
+    shows,
+    type_keys,
+    until,
+    until_ready,
+)
 
 # -- 1. a real process in a pseudo-terminal --------------------------------------------------
 
@@ -127,7 +130,7 @@ def first_frame_and_rss(runs: int) -> None:
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="habakkuk-tui-bench-") as tmp:
             home = Path(tmp)
-            (home / "config.yaml").write_text(CONFIG, encoding="utf-8")
+            (home / "config.yaml").write_text(MOCK_CONFIG, encoding="utf-8")
             started = time.perf_counter()
             process, master = start_in_pty(home)
             seen = bytearray()
@@ -162,98 +165,6 @@ def first_frame_and_rss(runs: int) -> None:
     )
     print(f"runtime ready (status idle): median {statistics.median(readies) * 1000:.0f} ms")
     print(f"idle RSS: median {statistics.median(rsses):.0f} MB (max {max(rsses):.0f}); <= 150 MB")
-
-
-# -- what parts 2 and 3 share: a headless app, its frames, key presses ----------------------
-
-
-def headless_app(tmp: str) -> Any:
-    """The app on a fresh home with the offline mock config (not started yet)."""
-    from habakkuk.app import HabakkukApp
-    from habakkuk.engine.home import Home
-
-    home = Home(Path(tmp))
-    home.prepare()
-    home.config_path.write_text(CONFIG, encoding="utf-8")
-    return HabakkukApp(home, animate=False)
-
-
-async def until_ready(app: Any) -> tuple[Any, Any]:
-    """(runtime, chat screen) once the app has opened its runtime."""
-    while app.runtime is None or app.get_chat() is None:
-        await asyncio.sleep(0.01)
-    return app.runtime, app.get_chat()
-
-
-class Frames:
-    """The app's frames as they are ready for the terminal.
-
-    Headless apps skip the terminal write; this does the same encoding work and notes
-    when each frame is ready, and what the composer held when a frame painted it.
-    `hooks` run on every frame with (screen, update, time).
-    """
-
-    def __init__(self, app: Any, composer: Any) -> None:
-        from textual._compositor import CompositorUpdate
-
-        self.app = app
-        self.composer = composer
-        self.times: list[float] = []
-        self.composer_frames: list[tuple[float, str]] = []
-        self.hooks: list[Any] = []
-        original_display = app._display
-
-        def display(screen: Any, renderable: Any) -> None:
-            original_display(screen, renderable)
-            if isinstance(renderable, CompositorUpdate):
-                renderable.render_segments(app.console)
-                now = time.perf_counter()
-                self.times.append(now)
-                # Where the composer is on screen, as the frame just rendered placed it.
-                placed = screen._compositor.visible_widgets.get(composer)
-                if placed is not None and paints(renderable, placed[0].intersection(placed[1])):
-                    self.composer_frames.append((now, composer.text))
-                for hook in self.hooks:
-                    hook(screen, renderable, now)
-
-        app._display = display
-
-    def shown(self, posted: float, typed: str) -> float | None:
-        """When the first frame after `posted` painted the composer holding `typed`."""
-        for when, text in self.composer_frames[-200:]:
-            if when >= posted and text.endswith(typed):
-                return when
-        return None
-
-    def press(self, char: str) -> float:
-        """Deliver a key as the terminal driver does (what Pilot.press does, minus its
-        waits); returns when it was posted."""
-        from textual import events
-
-        posted = time.perf_counter()
-        key = events.Key(char, char)
-        key.set_sender(self.app)
-        self.app._driver.send_message(key)
-        return posted
-
-    async def painted(self, posted: float, typed: str) -> float:
-        """Seconds from `posted` to the first frame showing the composer holding `typed`."""
-        deadline = posted + 5
-        while self.shown(posted, typed) is None and time.perf_counter() < deadline:
-            await asyncio.sleep(0.0005)
-        painted = self.shown(posted, typed)
-        if painted is None:
-            raise SystemExit("a key press never reached the screen")
-        return painted - posted
-
-
-def figures(values: list[float]) -> str:
-    values = sorted(values)
-    p95 = values[int(len(values) * 0.95) - 1]
-    return (
-        f"median {statistics.median(values) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, "
-        f"max {max(values) * 1000:.1f} ms"
-    )
 
 
 # -- 2. streaming while typing, headless ---------------------------------------------------
@@ -309,9 +220,8 @@ async def streaming_latency(tokens: int, rate: float) -> list[float]:
             typed = ""
             while not streamer.done():
                 await asyncio.sleep(0.25)
-                char = "x" if len(typed) % 2 else "y"
-                typed += char
-                posted = frames.press(char)
+                typed += next_key(typed)
+                posted = frames.press(typed[-1])
                 deadline = posted + 5
                 while not composer.text.endswith(typed) and time.perf_counter() < deadline:
                     await asyncio.sleep(0.0005)
@@ -441,9 +351,8 @@ async def keys_while(frames: Frames, composer: Any, streamer: asyncio.Task[None]
     typed = ""
     while not streamer.done():
         await asyncio.sleep(0.25)
-        char = "x" if len(typed) % 2 else "y"
-        typed += char
-        latencies.append(await frames.painted(frames.press(char), typed))
+        typed += next_key(typed)
+        latencies.append(await frames.painted(frames.press(typed[-1]), typed))
         if len(typed) > 200:
             composer.clear()
             typed = ""
@@ -543,29 +452,13 @@ async def open_long_session(replies: int, presses: int) -> None:
                 """The first frame that paints the last block of the last reply."""
                 if shown_last:
                     return
-                block = last_block()
-                placed = screen._compositor.visible_widgets.get(block) if block else None
-                if placed is not None and paints(renderable, placed[0].intersection(placed[1])):
+                if shows(screen, renderable, last_block()):
                     shown_last.append(now)
 
             frames.hooks.append(watch_last)
-            asked = time.perf_counter()
-            chat.open_session(session.id)
-            deadline = asked + 120
-            while not shown_last and time.perf_counter() < deadline:
-                await asyncio.sleep(0.001)
-            if not shown_last:
-                raise SystemExit("the last reply never reached the screen")
-            opened = shown_last[0] - asked
+            opened = await open_timed(chat, session.id, shown_last, "the last reply")
             frames.composer.focus()
-
-            latencies: list[float] = []
-            typed = ""
-            for _ in range(presses):
-                await asyncio.sleep(0.1)
-                char = "x" if len(typed) % 2 else "y"
-                typed += char
-                latencies.append(await frames.painted(frames.press(char), typed))
+            latencies = await type_keys(frames, presses)
             rss_after = self_rss_mb()
 
             # A jump to the top: when the first reply's text is on screen (its source as a
@@ -575,7 +468,7 @@ async def open_long_session(replies: int, presses: int) -> None:
             top_built: list[float] = []
 
             def watch_top(screen: Any, renderable: Any, now: float) -> None:
-                if not top_text and screen._compositor.visible_widgets.get(first_reply):
+                if not top_text and placed(screen, first_reply):
                     top_text.append(now)
                 volumes = [c for c in first_reply.children if isinstance(c, MarkdownVolume)]
                 if not top_built and volumes and volumes[0].built:
@@ -584,9 +477,7 @@ async def open_long_session(replies: int, presses: int) -> None:
             frames.hooks.append(watch_top)
             jumped = time.perf_counter()
             view.scroll_home(animate=False)
-            deadline = jumped + 30
-            while not top_built and time.perf_counter() < deadline:
-                await asyncio.sleep(0.001)
+            await until(top_built, jumped + 30)
             await app.action_quit()
 
     print(
@@ -600,18 +491,6 @@ async def open_long_session(replies: int, presses: int) -> None:
             f"  a jump to the top: its text on screen after {(top_text[0] - jumped) * 1000:.0f} ms,"
             f" rendered after {(top_built[0] - jumped) * 1000:.0f} ms"
         )
-
-
-def paints(update: Any, region: Any) -> bool:
-    """Whether a compositor update repaints any cell of `region`."""
-    from textual._compositor import ChopsUpdate, LayoutUpdate
-
-    if isinstance(update, LayoutUpdate):
-        return bool(update.region.overlaps(region))
-    if isinstance(update, ChopsUpdate):
-        lines = range(region.y, region.bottom)
-        return any(y in lines and x1 < region.right and x2 > region.x for y, x1, x2 in update.spans)
-    return False
 
 
 def main() -> None:

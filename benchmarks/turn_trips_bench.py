@@ -30,6 +30,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
+from _harness import turns_config
+
 from habakkuk.engine import store
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.events import EventPayload, JobFinished
@@ -39,14 +41,6 @@ from habakkuk.runtime import Runtime
 
 T = TypeVar("T")
 
-CONFIG = """
-providers:
-  mock: {type: mock, script: ["ok"]}
-agents:
-  main: {model: mock/bench, mode: read-only}
-workers:
-  turns: {concurrency}
-"""
 
 WRITES = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
 SKIPPED = {Path(store.__file__).resolve(), Path(__file__).resolve()}
@@ -193,7 +187,7 @@ async def bench(count: int, concurrency: int) -> None:
     trips = Trips()
     with counting(trips), tempfile.TemporaryDirectory() as tmp:
         home = Home(Path(tmp))
-        text = CONFIG.replace("{concurrency}", str(concurrency))
+        text = turns_config(concurrency)
         runtime = await Runtime.open(home, parse_config(text, home.config_path, home))
         try:
             runtime.start_workers()

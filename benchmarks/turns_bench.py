@@ -15,19 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from _harness import turns_config
+
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.events import EventPayload, JobFinished
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
-
-CONFIG = """
-providers:
-  mock: {type: mock, script: ["ok"]}
-agents:
-  main: {model: mock/bench, mode: read-only}
-workers:
-  turns: {concurrency}
-"""
 
 
 def _status(event: EventPayload) -> str:
@@ -38,7 +31,7 @@ def _status(event: EventPayload) -> str:
 async def bench(count: int, concurrency: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Home(Path(tmp))
-        text = CONFIG.replace("{concurrency}", str(concurrency))
+        text = turns_config(concurrency)
         runtime = await Runtime.open(home, parse_config(text, home.config_path, home))
         sessions = [await runtime.sessions.new_session() for _ in range(count)]
         finished = runtime.bus.subscribe(lambda e: isinstance(e, JobFinished), maxsize=count + 10)

@@ -20,7 +20,6 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from habakkuk.engine.store import StoreError
 from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import ApprovalArrived
 from habakkuk.widgets.approval_prompt import INPUT_SUMMARY_CHARS
@@ -90,11 +89,8 @@ class ApprovalsScreen(PollingScreen):
 
     async def load(self) -> None:
         """Show every waiting approval of this home, oldest first."""
-        if not self.has_runtime:  # the app closed the runtime while this was queued
-            return
-        try:
-            rows = await self.runtime.approvals.waiting()
-        except StoreError:  # closed under us as the app quits
+        rows = await self.read(lambda runtime: runtime.approvals.waiting())
+        if rows is None:
             return
         self.rows = rows
         table = self._table

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 from textual import on
 from textual.screen import Screen
 
+from habakkuk.engine.store import StoreError
 from habakkuk.screens.bus_messages import BusEvent
 from habakkuk.screens.messages import RuntimeReady
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from habakkuk.screens.backend import TerminalBackend
 
 S = TypeVar("S", bound="RuntimeScreen")
+T = TypeVar("T")
 M = TypeVar("M", bound=BusEvent[Any])
 
 
@@ -83,6 +85,17 @@ class RuntimeScreen(Screen[Any]):
     @property
     def has_runtime(self) -> bool:
         return self.happ.runtime is not None
+
+    async def read(self, what: Callable[[TerminalBackend], Awaitable[T]]) -> T | None:
+        """What `what` reads through the runtime; None when the app closed the runtime
+        before (a worker queued meanwhile) or while it read (the app quits)."""
+        runtime = self.happ.runtime
+        if runtime is None:
+            return None
+        try:
+            return await what(runtime)
+        except StoreError:
+            return None
 
     def on_mount(self) -> None:
         self.happ.listen(self)

@@ -12,24 +12,23 @@ other processes (the CLI). The screen never opens control.db.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from rich.text import Text
 from textual import events, work
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from habakkuk.screens.base import PollingScreen, on_bus
-from habakkuk.screens.board_actions import CARD_ACTIONS, CardActions
+from habakkuk.screens.board_actions import CARD_ACTIONS, CARD_PALETTE, CardActions
 from habakkuk.screens.board_card import BoardCardScreen
 from habakkuk.screens.board_form import BoardForm
 from habakkuk.screens.board_views import short_id, state_cell
 from habakkuk.screens.bus_messages import CardChangedArrived
+from habakkuk.screens.list_detail import ListScreen, PaletteEntry
 from habakkuk.widgets.fit_table import Cell, FitTable
 from habakkuk.widgets.footer import KeyFooter
 from habakkuk.work.board_types import STATUSES, USER
@@ -48,19 +47,12 @@ ANY = None  # the agent filter that lists every card
 GROUPED = ("card", "title", "agent", "p", "state")  # the grouped list's columns
 Row: TypeAlias = "Card | str"  # a card, or the status of a header row
 
-PALETTE = (
-    ("Board: add card", "A card for an agent (a)", "add"),
-    ("Board: open card", "The card's body, comments, events and attempts (enter)", "open"),
-    ("Board: filter by status", "Open, all, or one status (s)", "status_filter"),
-    ("Board: filter by agent", "Any agent, one agent, or unassigned (f)", "agent_filter"),
-)
-
 
 def column_of(card: Card) -> str:
     return "done" if card.status == "cancelled" else card.status
 
 
-class BoardScreen(CardActions, PollingScreen):
+class BoardScreen(CardActions, ListScreen, PollingScreen):
     """Every card of the home by status; Esc goes back to the chat."""
 
     refresh_seconds: ClassVar[float] = 3.0
@@ -86,9 +78,18 @@ class BoardScreen(CardActions, PollingScreen):
         Binding("f", "agent_filter", "Agent", id="board.agent"),
         Binding("escape", "back", "Back", id="board.back", show=False),
     ]
+    PALETTE = (
+        PaletteEntry("add", "add card", "A card for an agent"),
+        PaletteEntry(
+            "open", "open card", "The card's body, comments, events and attempts", ("enter",)
+        ),
+        PaletteEntry("status_filter", "filter by status", "Open, all, or one status"),
+        PaletteEntry("agent_filter", "filter by agent", "Any agent, one agent, or unassigned"),
+        *CARD_PALETTE,
+    )
 
     def __init__(self) -> None:
-        super().__init__(id="board")
+        super().__init__(id="board", title="Board")
         self.cards: list[Card] = []
         self.status = "open"
         self.agent: str | None = ANY
@@ -96,7 +97,6 @@ class BoardScreen(CardActions, PollingScreen):
         self.list_calls = 0  # board calls made for the list (the benchmark checks one each)
         self._generation = 0
         self._keep: str | None = None  # the card a pending read puts the cursor on
-        self._title = Static("Board", classes="section-title")
         self._filters = Static("", id="board-filters")
         # A long state (then title) gives way, cut with "…", so the agent, the priority and
         # the state stay on screen at 80 cells.
@@ -117,7 +117,6 @@ class BoardScreen(CardActions, PollingScreen):
         self._labels[self._rows] = GROUPED
         self._counts: dict[str, int] = {}
         self._reading = False
-        self._empty = Static("", classes="empty")
 
     def compose(self) -> ComposeResult:
         yield self._title
@@ -129,7 +128,6 @@ class BoardScreen(CardActions, PollingScreen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self._empty.display = False
         for table, labels in self._labels.items():
             table.fill(labels, [])
         self._layout(self.size.width >= WIDE if self.size.width else False)
@@ -183,15 +181,12 @@ class BoardScreen(CardActions, PollingScreen):
         needs_you = sum(c.status == "blocked" and c.blocked_kind == "question" for c in cards)
         extra = f" · {needs_you} need you" if needs_you else ""
         self._title.update(Content(f"Board · {summary}{extra}"))
-        self._empty.update(
-            Content(
-                ""
-                if cards
-                else "No cards here. a adds one; agents add them with board_create; "
-                "`habakkuk board add` from a shell."
-            )
+        self.show_empty(
+            ""
+            if cards
+            else "No cards here. a adds one; agents add them with board_create; "
+            "`habakkuk board add` from a shell."
         )
-        self._empty.display = not cards
         wide = self.size.width >= WIDE
         self._layout(wide)
         if wide:
@@ -205,7 +200,7 @@ class BoardScreen(CardActions, PollingScreen):
         self.refresh_bindings()
         # A screenful first; the rest of 1,000 cards join after that frame.
         if len(cards) > FIRST_PAGE:
-            await self._next_frame()
+            await self.next_frame()
             if generation != self._generation:
                 return
             for table, placed in self._placed.items():
@@ -274,12 +269,6 @@ class BoardScreen(CardActions, PollingScreen):
                 first = next((n for n, c in enumerate(ids) if c is not None), 0)
                 table.move_cursor(row=first)
 
-    async def _next_frame(self) -> None:
-        """Wait until the screen has painted what is there now."""
-        painted = asyncio.Event()
-        self.call_after_refresh(painted.set)
-        await painted.wait()
-
     def on_resize(self, event: events.Resize) -> None:
         wide = event.size.width >= WIDE
         if self.wide is not None and wide != self.wide and self._loaded:
@@ -340,16 +329,6 @@ class BoardScreen(CardActions, PollingScreen):
         if action == "open":
             return self.selected() is not None
         return True
-
-    def palette_commands(self) -> Iterable[SystemCommand]:
-        """The screen's actions for the command palette, `Board: ...`."""
-        for title, about, action in PALETTE:
-            yield SystemCommand(title, about, getattr(self, f"action_{action}"))
-        for title, about, call in self.card_palette():
-            yield SystemCommand(title, about, call)
-
-    def action_back(self) -> None:
-        self.happ.action_go("chat")
 
     def action_open(self) -> None:
         """The highlighted card's detail."""

@@ -7,37 +7,41 @@ did not take says so). A refusal is a notice, never a crash."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from textual import work
 
-from habakkuk.engine.errors import HabakkukError
-from habakkuk.screens.base import RuntimeScreen
 from habakkuk.screens.board_form import priority_problem
 from habakkuk.screens.board_views import now_line, short_id
+from habakkuk.screens.list_detail import PaletteEntry, SectionScreen
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
 from habakkuk.work.board_types import USER
 
 if TYPE_CHECKING:
+    from textual.screen import Screen
+
     from habakkuk.work.board_types import BoardAccess, Card
 
-T = TypeVar("T")
+A = TypeVar("A")  # what a prompt answers
 
-# (palette title, about, action) of the actions on one card.
+# The actions on one card, in the command palette.
 CARD_PALETTE = (
-    ("Board: assign card", "Give the card to an agent, or unassign it (g)", "assign"),
-    ("Board: change priority", "Higher runs first (p)", "priority"),
-    ("Board: comment", "Add a comment to the card (c)", "comment"),
-    ("Board: cancel card", "Cancel the card; a running attempt is stopped (x)", "cancel"),
-    ("Board: reopen card", "Back to todo for another attempt (r)", "reopen"),
-    ("Board: open attempt", "The latest attempt's session in the chat (o)", "open_attempt"),
+    PaletteEntry("assign", "assign card", "Give the card to an agent, or unassign it"),
+    PaletteEntry("priority", "change priority", "Higher runs first"),
+    PaletteEntry("comment", "comment", "Add a comment to the card"),
+    PaletteEntry("cancel", "cancel card", "Cancel the card; a running attempt is stopped"),
+    PaletteEntry("reopen", "reopen card", "Back to todo for another attempt"),
+    PaletteEntry("open_attempt", "open attempt", "The latest attempt's session in the chat"),
 )
-CARD_ACTIONS = ("assign", "priority", "comment", "cancel", "reopen", "open_attempt")
+CARD_ACTIONS = tuple(entry.action for entry in CARD_PALETTE)
 
 
-class CardActions(RuntimeScreen):
+class CardActions(SectionScreen):
     """A screen that acts on one card at a time (`acting_card`) and shows the card the
     board answers with (`card_changed`)."""
+
+    SECTION = "Board"
+    PALETTE: ClassVar[tuple[PaletteEntry, ...]] = CARD_PALETTE
 
     @property
     def board(self) -> BoardAccess:
@@ -51,14 +55,6 @@ class CardActions(RuntimeScreen):
 
     def card_changed(self, card: Card) -> None:
         """Show `card` as the board now has it."""
-
-    async def call(self, what: Callable[[], Awaitable[T]]) -> T | None:
-        """Run one board call; a refusal is a notice and None."""
-        try:
-            return await what()
-        except HabakkukError as exc:
-            self.notify(str(exc), severity="error", markup=False)
-            return None
 
     def card_action_allowed(self, action: str) -> bool | None:
         """Whether a card action applies to the acting card (for check_action)."""
@@ -82,62 +78,61 @@ class CardActions(RuntimeScreen):
             self.notify(now_line(card), markup=False)
             self.card_changed(card)
 
+    def ask(
+        self,
+        prompt: Screen[A],
+        then: Callable[[BoardAccess, A], Awaitable[Card]],
+        *,
+        empty_ok: bool = False,
+    ) -> None:
+        """Ask with `prompt`; an answer (not None, and unless `empty_ok` not empty or no)
+        makes the change `then` (so `then` never sees None, whatever its type says)."""
+
+        def done(answer: A | None) -> None:
+            if answer is not None and (empty_ok or answer):
+                self.change(lambda board: then(board, answer))
+
+        self.app.push_screen(prompt, done)
+
     def action_assign(self) -> None:
         """Ask for the agent (empty unassigns)."""
         card = self.acting_card()
-        if card is None:
-            return
-        card_id = card.id
-
-        def done(agent: str | None) -> None:
-            if agent is not None:
-                self.change(lambda b: b.assign(card_id, agent, by=USER))
-
-        question = f"Assign {card.title!r} ({short_id(card_id)}) to (empty: unassign)"
-        self.app.push_screen(TextPrompt(question, card.assignee), done)
+        if card is not None:
+            question = f"Assign {card.title!r} ({short_id(card.id)}) to (empty: unassign)"
+            self.ask(
+                TextPrompt(question, card.assignee),
+                lambda b, agent: b.assign(card.id, agent or "", by=USER),
+                empty_ok=True,
+            )
 
     def action_priority(self) -> None:
         """Ask for the priority (a whole number; higher runs first)."""
         card = self.acting_card()
-        if card is None:
-            return
-        card_id = card.id
-
-        def done(text: str | None) -> None:
-            if text:
-                self.change(lambda b: b.set_priority(card_id, int(text), by=USER))
-
-        question = f"Priority of {card.title!r} (higher runs first)"
-        self.app.push_screen(TextPrompt(question, str(card.priority), priority_problem), done)
+        if card is not None:
+            question = f"Priority of {card.title!r} (higher runs first)"
+            self.ask(
+                TextPrompt(question, str(card.priority), priority_problem),
+                lambda b, text: b.set_priority(card.id, int(text or 0), by=USER),
+            )
 
     def action_comment(self) -> None:
         """Ask for a comment."""
         card = self.acting_card()
-        if card is None:
-            return
-        card_id = card.id
-
-        def done(text: str | None) -> None:
-            if text:
-                self.change(lambda b: b.comment(card_id, text, by=USER))
-
-        self.app.push_screen(TextPrompt(f"Comment on {card.title!r}"), done)
+        if card is not None:
+            self.ask(
+                TextPrompt(f"Comment on {card.title!r}"),
+                lambda b, text: b.comment(card.id, text or "", by=USER),
+            )
 
     def action_cancel(self) -> None:
         """Cancel the card after a yes."""
         card = self.acting_card()
-        if card is None:
-            return
-        card_id = card.id
-
-        def done(yes: bool | None) -> None:
-            if yes:
-                self.change(lambda b: b.cancel(card_id, by=USER))
-
-        running = " Its running attempt is stopped." if card.status == "doing" else ""
-        self.app.push_screen(
-            Confirm(f"Cancel {card.title!r} ({short_id(card_id)})?{running}"), done
-        )
+        if card is not None:
+            running = " Its running attempt is stopped." if card.status == "doing" else ""
+            self.ask(
+                Confirm(f"Cancel {card.title!r} ({short_id(card.id)})?{running}"),
+                lambda b, yes: b.cancel(card.id, by=USER),
+            )
 
     def action_reopen(self) -> None:
         """Back to todo for another attempt."""
@@ -155,10 +150,3 @@ class CardActions(RuntimeScreen):
         session = sessions.get(attempt or card.attempt)
         if session is not None:
             self.happ.open_session(session)
-
-    def card_palette(self) -> list[tuple[str, str, Callable[[], Any]]]:
-        """The card actions for the command palette."""
-        return [
-            (title, about, getattr(self, f"action_{action}"))
-            for title, about, action in CARD_PALETTE
-        ]

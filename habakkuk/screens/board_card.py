@@ -8,12 +8,11 @@ processes (the CLI)."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -153,11 +152,6 @@ class BoardCardScreen(CardActions, PollingScreen):
         if action in CARD_ACTIONS:
             return self.card_action_allowed(action)
         return True
-
-    def palette_commands(self) -> Iterable[SystemCommand]:
-        """The card's actions for the command palette, `Board: ...`."""
-        for title, about, action in self.card_palette():
-            yield SystemCommand(title, about, action)
 
     def action_back(self) -> None:
         self.dismiss(None)

@@ -313,6 +313,13 @@ class ChatScreen(RuntimeScreen):
         """The progress of the shown session's child whose session `event` is in."""
         return self._children.get(event.session) if event.session else None
 
+    def _fed_to_child(self, event: EventPayload) -> bool:
+        """Show `event` in its child's progress, when it is one of a followed child."""
+        child = self._child(event)
+        if child is not None:
+            child.feed(event)
+        return child is not None
+
     @on_bus(DelegateStartedArrived)
     def _delegate_started(self, message: DelegateStartedArrived) -> None:
         event = message.event
@@ -340,11 +347,7 @@ class ChatScreen(RuntimeScreen):
     @on_bus(TurnStartedArrived)
     def _turn_started(self, message: TurnStartedArrived) -> None:
         event = message.event
-        child = self._child(event)
-        if child is not None:
-            child.feed(event)
-            return
-        if not self._ours(event):
+        if self._fed_to_child(event) or not self._ours(event):
             return
         if event.compact:
             self._compact_jobs.add(event.turn)
@@ -363,10 +366,7 @@ class ChatScreen(RuntimeScreen):
         ToolEndedArrived,
     )
     async def _turn_progress(self, message: BusEvent[Any]) -> None:
-        child = self._child(message.event)
-        if child is not None:
-            child.feed(message.event)
-        elif self._ours(message.event):
+        if not self._fed_to_child(message.event) and self._ours(message.event):
             await self._view.handle(message.event)
 
     @on_bus(ModelRepliedArrived)
@@ -378,11 +378,7 @@ class ChatScreen(RuntimeScreen):
     @on_bus(TurnEndedArrived)
     async def _turn_ended(self, message: TurnEndedArrived) -> None:
         event = message.event
-        child = self._child(event)
-        if child is not None:
-            child.feed(event)
-            return
-        if not self._ours(event):
+        if self._fed_to_child(event) or not self._ours(event):
             return
         await self._view.handle(event)
         self.post_message(self.TurnFinished(self.session_id, event.turn, event.status))

@@ -10,24 +10,21 @@ refusal of the service (a secret, a note gone) is a notice, never a crash.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import DataTable, Input, Markdown, Static, TextArea
+from textual.widgets import Input, Markdown, Static, TextArea
 
-from habakkuk.engine.errors import HabakkukError
 from habakkuk.knowledge.memory_views import PARTIAL_MARK, PARTIAL_WORDS
-from habakkuk.screens.base import RuntimeScreen
+from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
 from habakkuk.screens.memory_access import USER, MemoryScreenAccess
 from habakkuk.screens.text_prompt import Confirm
-from habakkuk.widgets.fit_table import FitTable, Row
-from habakkuk.widgets.footer import KeyFooter
+from habakkuk.widgets.fit_table import Cell
 from habakkuk.widgets.words import counted
 
 if TYPE_CHECKING:
@@ -35,24 +32,12 @@ if TYPE_CHECKING:
 
     from habakkuk.knowledge.memory_types import Note, NoteSummary
 
-T = TypeVar("T")
-
 PAGE = 100  # summaries read per page
 NEXT_PAGE_AHEAD = 20  # the next page is read when the cursor comes this close to the end
 SEARCH_LIMIT = 100
 SEARCH_DELAY = 0.25  # seconds of no typing before a search runs
 UNTRUSTED = "(untrusted) "
-# The screen's palette entries: title, help, the action they run.
-PALETTE = (
-    ("Memory: search", "Search the notes (/)", "search"),
-    ("Memory: edit note", "Edit the note in $EDITOR (e)", "edit"),
-    ("Memory: edit inline", "Edit the note here, F2 saves (i)", "edit_inline"),
-    ("Memory: forget note", "Move the note to memory/.trash/ (x)", "forget"),
-    ("Memory: trust note", "Vouch for an untrusted note (t)", "trust"),
-    ("Memory: history", "The note's changes, diffs and restore (h)", "history"),
-    ("Memory: user profile", "Show USER.md (u)", "profile"),
-    ("Memory: proposals", "Apply or dismiss the review's proposals (p)", "proposals"),
-)
+MATCH_COLUMNS = ("title", "tags", "match")  # a search's columns, while it finds notes
 
 
 def split_query(text: str) -> tuple[str, tuple[str, ...]]:
@@ -80,17 +65,14 @@ class NoteEditor(TextArea):
     """The inline editor: F2 saves, Esc cancels (the screen's keys)."""
 
 
-class MemoryScreen(RuntimeScreen):
+class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
     """Notes of one agent: `/` searches, `e` edits in $EDITOR, `i` inline, `x` forgets
     (asks first), `t` vouches for an untrusted note, `u` shows the user profile, `h` the
     history, `p` the open proposals; Esc leaves a search, then the screen."""
 
     DEFAULT_CSS = """
-    MemoryScreen #memory-body { height: 1fr; }
-    MemoryScreen #note-table { width: 3fr; height: 1fr; }
-    MemoryScreen #note-pane { width: 2fr; height: 1fr; border-left: solid $panel; }
-    MemoryScreen #note-meta { height: auto; padding: 0 1; color: $text-muted; }
-    MemoryScreen #note-warning { height: auto; padding: 0 1; color: $text-warning; }
+    MemoryScreen #note-meta { color: $text-muted; }
+    MemoryScreen #note-warning { color: $text-warning; }
     MemoryScreen #note-scroll { height: 1fr; }
     MemoryScreen #note-view { margin: 0 1; }
     MemoryScreen NoteEditor { height: 1fr; }
@@ -110,36 +92,41 @@ class MemoryScreen(RuntimeScreen):
         Binding("f2", "save_inline", "Save", id="memory.save"),
         Binding("escape", "back", "Back", id="memory.back", show=False),
     ]
+    SECTION = "Memory"
+    PALETTE = (
+        PaletteEntry("search", "search", "Search the notes"),
+        PaletteEntry("edit", "edit note", "Edit the note in $EDITOR"),
+        PaletteEntry("edit_inline", "edit inline", "Edit the note here, F2 saves"),
+        PaletteEntry("forget", "forget note", "Move the note to memory/.trash/"),
+        PaletteEntry("trust", "trust note", "Vouch for an untrusted note"),
+        PaletteEntry("history", "history", "The note's changes, diffs and restore"),
+        PaletteEntry("profile", "user profile", "Show USER.md"),
+        PaletteEntry("proposals", "proposals", "Apply or dismiss the review's proposals"),
+    )
+    ITEM = "note"
+    COLUMNS = ("title", "tags", "updated")
+    # At 80 cells a long title or tag list gives way; the date is never cut.
+    SHRINK: ClassVar[dict[str, int]] = {"tags": 6, "match": 12, "title": 12}
+    PER_AGENT = True
 
     def __init__(self) -> None:
-        super().__init__(id="memory")
-        self.agent = ""
+        super().__init__(id="memory", title="Memory")
         self.query_text = ""
-        self.notes: list[NoteSummary] = []  # the rows, in order
-        self.total = 0  # notes of the agent (the list's length when not searching)
         self.note: Note | None = None  # the note shown in the pane
         self.showing_profile = False
         self.editing = False
-        # Bumped by every new listing (and every pane request): late results are dropped.
         # Calls are never cancelled midway: the memory records a hand edit it noticed
         # after updating its index, and a cancelled call would lose that record.
-        self._generation = 0
-        self._pane = 0
         self._paging = False
-        self._resumed = False  # shown once already
         self._search_timer: Timer | None = None
-        self._title = Static("Memory", classes="section-title")
         self._search = Input(
             placeholder="Search notes as you type (#tag filters)", id="memory-search"
         )
-        # At 80 cells a long title or tag list gives way; the date is never cut.
-        self._table = FitTable(id="note-table", shrink={"tags": 6, "match": 12, "title": 12})
-        self._meta = Static("", id="note-meta")
-        self._warning = Static("", id="note-warning")
+        self._meta = Static("", id="note-meta", classes="pane-line")
+        self._warning = Static("", id="note-warning", classes="pane-line")
         self._view = Markdown("", id="note-view")
         self._scroll = VerticalScroll(self._view, id="note-scroll")
         self._editor = NoteEditor("", id="note-editor", language="markdown", soft_wrap=True)
-        self._empty = Static("", classes="empty")
 
     # -- the pieces ----------------------------------------------------------------------
 
@@ -149,114 +136,65 @@ class MemoryScreen(RuntimeScreen):
         memory: MemoryScreenAccess = self.runtime.memory
         return memory
 
-    def compose(self) -> ComposeResult:
-        yield self._title
+    @property
+    def notes(self) -> list[NoteSummary]:
+        """The listed notes, in order."""
+        return self.items
+
+    def compose_top(self) -> ComposeResult:
         yield self._search
-        yield self._empty  # at the top, where no toast covers it
-        with Horizontal(id="memory-body"):
-            yield self._table
-            with Vertical(id="note-pane"):
-                yield self._meta
-                yield self._warning
-                yield self._scroll
-                yield self._editor
-        yield KeyFooter()
+
+    def compose_pane(self) -> ComposeResult:
+        with Vertical(id="note-pane", classes="list-pane"):
+            yield self._meta
+            yield self._warning
+            yield self._scroll
+            yield self._editor
 
     def on_mount(self) -> None:
-        self._empty.display = False
         self._warning.display = False
         self._editor.display = False
-        self._table.fill(("title", "tags", "updated"), [])
-        self._table.focus()
 
-    def runtime_ready(self) -> None:
-        self.agent = self.runtime.config.agent(None).name
-        self.reload()
-
-    def on_screen_resume(self) -> None:
-        # Notes change elsewhere too (the agent's tools, the CLI, an editor): read again
-        # when the screen comes back (its first showing is runtime_ready's load).
-        if self._resumed and self._loaded and self.has_runtime and not self.editing:
-            self.reload()
-        self._resumed = True
-
-    async def call(self, what: Callable[[], Awaitable[T]]) -> T | None:
-        """Run one memory call; a refusal is a notice and None."""
-        try:
-            return await what()
-        except HabakkukError as exc:
-            self.notify(str(exc), severity="error", markup=False)
-            return None
+    def reload_on_resume(self) -> bool:
+        return not self.editing
 
     # -- the list ------------------------------------------------------------------------
 
-    def reload(self, keep: str | None = None) -> None:
-        """Read the list again (the first page, or the search), the cursor on `keep`
-        (default: the highlighted note) when it is still listed."""
-        self._generation += 1
-        self._load(self._generation, keep or self.selected_slug())
-
-    @work(group="memory-list")
-    async def _load(self, generation: int, keep: str | None) -> None:
-        if not self.has_runtime:
-            return
+    async def listing(self) -> Listing[NoteSummary]:
         memory, agent = self.memory, self.agent
-        snippets: list[str] = []
-        if self.query_text:
-            words, tags = split_query(self.query_text)
-            hits = await self.call(
-                lambda: memory.search(agent, words, tags=tags, limit=SEARCH_LIMIT)
-            )
-            if generation != self._generation:
-                return  # a newer query was typed meanwhile
-            notes = [hit.note for hit in hits or []]
-            snippets = [" ".join(hit.snippet.split()) for hit in hits or []]
-            total = len(notes)
-            self._title.update(
-                Content(f"Memory · {agent} · search: {self.query_text}  ({total} found)")
-            )
-        else:
+        if not self.query_text:
             page = await self.call(lambda: memory.list_notes(agent, limit=PAGE))
-            if generation != self._generation:
-                return
             notes, total = page if page is not None else ([], 0)
-            self._title.update(Content(f"Memory · {agent} · {counted(total, 'note')}"))
-        self.notes, self.total = list(notes), total
-        table = self._table
-        if snippets:
-            table.fill(
-                ("title", "tags", "match"),
-                [
-                    (note.slug, [title_cell(note), Text(", ".join(note.tags)), Text(snippet)])
-                    for note, snippet in zip(notes, snippets, strict=True)
-                ],
+            return Listing(
+                notes,
+                f"Memory · {agent} · {counted(total, 'note')}",
+                "No notes yet. The agent saves them with memory_save; /remember adds one.",
+                total=total,
             )
-        else:
-            table.fill(("title", "tags", "updated"), self._rows(notes))
-        if notes:
-            slugs = [n.slug for n in notes]
-            table.move_cursor(row=slugs.index(keep) if keep in slugs else 0)
-        if self.query_text:
-            empty = "Nothing found. Esc shows every note."
-        else:
-            empty = "No notes yet. The agent saves them with memory_save; /remember adds one."
-        self._empty.update(Content("" if notes else empty))
-        self._empty.display = not notes
-        if not notes and not self.showing_profile:
-            self._show_note(None)
-        self.refresh_bindings()
+        words, tags = split_query(self.query_text)
+        hits = await self.call(lambda: memory.search(agent, words, tags=tags, limit=SEARCH_LIMIT))
+        found = [hit.note for hit in hits or []]
+        snippets = {hit.note.slug: " ".join(hit.snippet.split()) for hit in hits or []}
 
-    def _rows(self, notes: Iterable[NoteSummary]) -> list[Row]:
+        def cells(note: NoteSummary) -> list[Cell]:
+            return [title_cell(note), Text(", ".join(note.tags)), Text(snippets[note.slug])]
+
+        return Listing(
+            found,
+            f"Memory · {agent} · search: {self.query_text}  ({len(found)} found)",
+            "Nothing found. Esc shows every note.",
+            columns=MATCH_COLUMNS if found else None,
+            cells=cells if found else None,
+        )
+
+    def key(self, item: NoteSummary) -> str:
+        return item.slug
+
+    def cells(self, item: NoteSummary) -> list[Cell]:
         return [
-            (
-                note.slug,
-                [
-                    title_cell(note),
-                    Text(", ".join(note.tags)),
-                    Text(note.updated[:16].replace("T", " ")),
-                ],
-            )
-            for note in notes
+            title_cell(item),
+            Text(", ".join(item.tags)),
+            Text(item.updated[:16].replace("T", " ")),
         ]
 
     @work(group="memory-page")
@@ -270,23 +208,9 @@ class MemoryScreen(RuntimeScreen):
             return
         notes, self.total = page
         self.notes.extend(notes)
-        self._table.extend(self._rows(notes))
+        self._table.extend(self.rows(notes))
 
-    def selected(self) -> NoteSummary | None:
-        """The highlighted note."""
-        row = self._table.cursor_row
-        if 0 <= row < len(self.notes):
-            return self.notes[row]
-        return None
-
-    def selected_slug(self) -> str | None:
-        note = self.selected()
-        return note.slug if note is not None else None
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table is not self._table:
-            return
-        row = event.cursor_row
+    def highlighted(self, row: int, item: NoteSummary | None) -> None:
         if (
             not self.query_text
             and not self._paging
@@ -295,20 +219,25 @@ class MemoryScreen(RuntimeScreen):
         ):
             self._paging = True
             self._next_page(self._generation)
-        note = self.selected()
-        if note is not None and not self.editing:
+        if item is not None and not self.editing:
             self.showing_profile = False
-            self._read(note.slug)
+            self.read_detail(item)
+
+    def nothing_listed(self) -> None:
+        if not self.showing_profile:
+            self._show_note(None)
+
+    def agent_changed(self) -> None:
+        self.showing_profile = False
+        self._show_note(None)
 
     # -- the pane ------------------------------------------------------------------------
 
-    @work(group="memory-note")
-    async def _read(self, slug: str) -> None:
-        self._pane += 1
-        pane, memory, agent = self._pane, self.memory, self.agent
-        note = await self.call(lambda: memory.read(agent, slug))
-        if note is not None and pane == self._pane and self.selected_slug() == slug:
-            self._show_note(note)
+    async def fetch_detail(self, item: NoteSummary) -> Note:
+        return await self.memory.read(self.agent, item.slug)
+
+    def show_detail(self, item: NoteSummary | None, detail: Note | None) -> None:
+        self._show_note(detail)
 
     def _show_note(self, note: Note | None) -> None:
         self.note = note
@@ -343,7 +272,7 @@ class MemoryScreen(RuntimeScreen):
             self.showing_profile = False
             note = self.selected()
             if note is not None:
-                self._read(note.slug)
+                self.read_detail(note)
             else:
                 self._show_note(None)
             return
@@ -418,23 +347,8 @@ class MemoryScreen(RuntimeScreen):
         if action in ("edit", "edit_inline", "forget"):
             return self.note is not None and not self.showing_profile
         if action == "next_agent":
-            return self.has_runtime and len(self.runtime.config.agents) > 1
+            return self.can_change_agent()
         return True
-
-    def palette_commands(self) -> Iterable[SystemCommand]:
-        """The screen's actions for the command palette, `Memory: ...`."""
-        for title, about, action in PALETTE:
-            yield SystemCommand(title, about, getattr(self, f"action_{action}"))
-
-    def action_next_agent(self) -> None:
-        """Show the next agent's memory."""
-        names = list(self.runtime.config.agents)
-        if len(names) > 1:
-            at = names.index(self.agent) if self.agent in names else -1
-            self.agent = names[(at + 1) % len(names)]
-            self.showing_profile = False
-            self._show_note(None)
-            self.reload()
 
     # -- forget and trust ----------------------------------------------------------------
 
@@ -539,7 +453,7 @@ class MemoryScreen(RuntimeScreen):
         else:
             self.notify(f"Saved {saved.note.slug}.", markup=False)
         self.reload(keep=saved.note.slug)
-        if self.selected_slug() == saved.note.slug:
+        if self.selected_id() == saved.note.slug:
             self._show_note(saved.note)
 
     # -- history and proposals -----------------------------------------------------------

@@ -3,7 +3,8 @@ the review's open proposals (apply or dismiss)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from rich.text import Text
 from textual import work
@@ -21,6 +22,9 @@ from habakkuk.widgets.footer import KeyFooter
 if TYPE_CHECKING:
     from habakkuk.knowledge.memory_types import Change, Proposal, RestoreVersion
 
+R = TypeVar("R")  # a row of an overlay's list
+T = TypeVar("T")
+
 HISTORY_LIMIT = 200
 
 DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
@@ -35,89 +39,143 @@ def diff_text(diff: str) -> Text:
     return text
 
 
-SHARED_CSS = """
+class MemoryOverlay(Screen[bool], Generic[R]):
+    """A list over the Memory screen (a table of `R`, what it says when empty, the
+    highlighted row's detail below), read through the memory; a refusal of the memory is
+    a notice. Esc closes; the result says whether anything changed."""
+
+    DEFAULT_CSS = """
     .memory-overlay DataTable { height: 2fr; }
     .memory-overlay VerticalScroll { height: 3fr; border-top: solid $panel; padding: 0 1; }
     .memory-overlay .empty { height: auto; }
-"""
+    """
+    COLUMNS: tuple[str, ...] = ()
+    ITEM = ""  # a row's word: the ids `ITEM-table` and `ITEM-DETAIL`
+    DETAIL = "detail"
 
-
-class HistoryScreen(Screen[bool]):
-    """The changes of one note (or USER.md), newest first; `b` puts back the content before
-    the highlighted change (undo), `a` the content after it (redo). Esc closes; the result
-    says whether anything was restored."""
-
-    DEFAULT_CSS = SHARED_CSS
-    BINDINGS = [
-        Binding("b", "restore('before')", "Restore before", id="memory.restore_before"),
-        Binding("a", "restore('after')", "Restore after", id="memory.restore_after"),
-        Binding("escape,q", "close", "Close", id="memory.history_close"),
-    ]
-
-    def __init__(self, memory: MemoryScreenAccess, agent: str, name: str, label: str) -> None:
-        super().__init__(id="memory-history", classes="memory-overlay")
+    def __init__(
+        self, memory: MemoryScreenAccess, agent: str, *, id: str, title: str, empty: str
+    ) -> None:
+        super().__init__(id=id, classes="memory-overlay")
         self.memory = memory
         self.agent = agent
-        self.name_ = name
-        self.changes: list[Change] = []
+        self.rows: list[R] = []
+        self.changed = False
         self._loads = 0
-        self.restored = False
-        self._title = Static(Content(f"History of {label} ({name})"), classes="section-title")
+        self._title = Static(Content(title), classes="section-title")
         self._table: DataTable[str | Text] = DataTable(
-            id="change-table", cursor_type="row", zebra_stripes=True
+            id=f"{self.ITEM}-table", cursor_type="row", zebra_stripes=True
         )
-        self._diff = Static("", id="change-diff")
-        self._empty = Static("No recorded changes.", classes="empty")
+        self._detail = Static("", id=f"{self.ITEM}-{self.DETAIL}")
+        self._empty = Static(empty, classes="empty")
+
+    async def fetch(self) -> list[R]:
+        """Read the rows."""
+        raise NotImplementedError
+
+    def cells(self, row: R) -> list[str | Text]:
+        """A row's cells, one per column."""
+        raise NotImplementedError
+
+    def loaded(self) -> None:
+        """The rows were read and listed."""
+
+    async def attempt(self, what: Callable[[], Awaitable[T]]) -> T | None:
+        """Run one memory call; a refusal is a notice and None."""
+        try:
+            return await what()
+        except HabakkukError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return None
 
     def compose(self) -> ComposeResult:
         yield self._title
         yield self._table
         yield self._empty
         with VerticalScroll():
-            yield self._diff
+            yield self._detail
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self._table.add_columns("when", "who", "op", "tainted", "change", "note")
+        self._table.add_columns(*self.COLUMNS)
         self._empty.display = False
         self._table.focus()
         self.load()
 
-    @work(group="history")
+    @work(group="overlay")
     async def load(self) -> None:
-        """Read the changes again and list them (a later read wins; none is cancelled)."""
+        """Read the rows again and list them (a later read wins; none is cancelled)."""
         self._loads += 1
         load = self._loads
-        try:
-            changes = await self.memory.history(self.agent, name=self.name_, limit=HISTORY_LIMIT)
-        except HabakkukError as exc:
-            self.notify(str(exc), severity="error", markup=False)
+        rows = await self.attempt(self.fetch)
+        if rows is None or load != self._loads:
             return
-        if load != self._loads:
-            return
-        self.changes = changes
+        self.rows = rows
         table = self._table
         row = table.cursor_row
         table.clear()
-        for change in changes:
-            table.add_row(
-                change.at[:19].replace("T", " "),
-                Text(change.by + (f" ({change.tool})" if change.tool else "")),
-                change.op,
-                Text("tainted", style="yellow") if change.tainted else "",
-                change.id[:8],
-                Text(change.note or (f"restores {change.restores[:8]}" if change.restores else "")),
-            )
-        self._empty.display = not changes
-        if changes:
-            table.move_cursor(row=min(max(row, 0), len(changes) - 1))
-        else:
-            self._diff.update("")
+        for entry in rows:
+            table.add_row(*self.cells(entry))
+        self._empty.display = not rows
+        if rows:
+            table.move_cursor(row=min(max(row, 0), len(rows) - 1))
+        self.loaded()
         self.refresh_bindings()
 
-    def selected(self) -> Change | None:
+    def selected(self) -> R | None:
+        """The highlighted row."""
         row = self._table.cursor_row
-        return self.changes[row] if 0 <= row < len(self.changes) else None
+        return self.rows[row] if 0 <= row < len(self.rows) else None
+
+    def action_close(self) -> None:
+        self.dismiss(self.changed)
+
+
+class HistoryScreen(MemoryOverlay["Change"]):
+    """The changes of one note (or USER.md), newest first; `b` puts back the content before
+    the highlighted change (undo), `a` the content after it (redo). Esc closes; the result
+    says whether anything was restored."""
+
+    BINDINGS = [
+        Binding("b", "restore('before')", "Restore before", id="memory.restore_before"),
+        Binding("a", "restore('after')", "Restore after", id="memory.restore_after"),
+        Binding("escape,q", "close", "Close", id="memory.history_close"),
+    ]
+    COLUMNS = ("when", "who", "op", "tainted", "change", "note")
+    ITEM = "change"
+    DETAIL = "diff"
+
+    def __init__(self, memory: MemoryScreenAccess, agent: str, name: str, label: str) -> None:
+        super().__init__(
+            memory,
+            agent,
+            id="memory-history",
+            title=f"History of {label} ({name})",
+            empty="No recorded changes.",
+        )
+        self.name_ = name
+
+    @property
+    def changes(self) -> list[Change]:
+        """The note's changes, newest first."""
+        return self.rows
+
+    async def fetch(self) -> list[Change]:
+        return await self.memory.history(self.agent, name=self.name_, limit=HISTORY_LIMIT)
+
+    def cells(self, row: Change) -> list[str | Text]:
+        return [
+            row.at[:19].replace("T", " "),
+            Text(row.by + (f" ({row.tool})" if row.tool else "")),
+            row.op,
+            Text("tainted", style="yellow") if row.tainted else "",
+            row.id[:8],
+            Text(row.note or (f"restores {row.restores[:8]}" if row.restores else "")),
+        ]
+
+    def loaded(self) -> None:
+        if not self.rows:
+            self._detail.update("")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         change = self.selected()
@@ -126,14 +184,10 @@ class HistoryScreen(Screen[bool]):
 
     @work(group="history-diff")
     async def _show(self, change_id: str) -> None:
-        try:
-            detail = await self.memory.change(self.agent, change_id)
-        except HabakkukError as exc:
-            self.notify(str(exc), severity="error", markup=False)
-            return
+        detail = await self.attempt(lambda: self.memory.change(self.agent, change_id))
         selected = self.selected()
-        if selected is not None and selected.id == detail.change.id:
-            self._diff.update(diff_text(detail.diff) if detail.diff else "(no difference)")
+        if detail is not None and selected is not None and selected.id == detail.change.id:
+            self._detail.update(diff_text(detail.diff) if detail.diff else "(no difference)")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "restore":
@@ -155,99 +209,57 @@ class HistoryScreen(Screen[bool]):
 
     @work(group="history-restore")
     async def _restore(self, change_id: str, version: RestoreVersion) -> None:
-        try:
-            result = await self.memory.restore(
-                self.agent, change_id, version=version, provenance=USER
-            )
-        except HabakkukError as exc:
-            self.notify(str(exc), severity="error", markup=False)
+        result = await self.attempt(
+            lambda: self.memory.restore(self.agent, change_id, version=version, provenance=USER)
+        )
+        if result is None:
             return
         if result.unchanged:
             self.notify("Already that way: nothing restored.", markup=False)
             return
-        self.restored = True
+        self.changed = True
         self.notify(f"Restored the version {version} change {change_id[:8]}.", markup=False)
         self._table.move_cursor(row=0)
         self.load()
 
-    def action_close(self) -> None:
-        self.dismiss(self.restored)
 
-
-class ProposalsScreen(Screen[bool]):
+class ProposalsScreen(MemoryOverlay["Proposal"]):
     """The changes the review may not make alone (deleting a note, emptying USER.md,
     shrinking a note by more than half): `y` applies the highlighted one as the user,
     `n` dismisses it. Esc closes; the result says whether any was applied."""
 
-    DEFAULT_CSS = SHARED_CSS
     BINDINGS = [
         Binding("y", "resolve(True)", "Apply", id="memory.proposal_apply"),
         Binding("n", "resolve(False)", "Dismiss", id="memory.proposal_dismiss"),
         Binding("escape,q", "close", "Close", id="memory.proposals_close"),
     ]
+    COLUMNS = ("action", "name", "title", "reason", "by", "when")
+    ITEM = "proposal"
 
     def __init__(self, memory: MemoryScreenAccess, agent: str) -> None:
-        super().__init__(id="memory-proposals", classes="memory-overlay")
-        self.memory = memory
-        self.agent = agent
-        self.rows: list[Proposal] = []
-        self._loads = 0
-        self.applied = False
-        self._title = Static(Content(f"Proposals of {agent}'s review"), classes="section-title")
-        self._table: DataTable[str | Text] = DataTable(
-            id="proposal-table", cursor_type="row", zebra_stripes=True
+        super().__init__(
+            memory,
+            agent,
+            id="memory-proposals",
+            title=f"Proposals of {agent}'s review",
+            empty="No open proposals.",
         )
-        self._detail = Static("", id="proposal-detail")
-        self._empty = Static("No open proposals.", classes="empty")
 
-    def compose(self) -> ComposeResult:
-        yield self._title
-        yield self._table
-        yield self._empty
-        with VerticalScroll():
-            yield self._detail
-        yield KeyFooter()
+    async def fetch(self) -> list[Proposal]:
+        return await self.memory.proposals(self.agent)
 
-    def on_mount(self) -> None:
-        self._table.add_columns("action", "name", "title", "reason", "by", "when")
-        self._empty.display = False
-        self._table.focus()
-        self.load()
+    def cells(self, row: Proposal) -> list[str | Text]:
+        return [
+            row.action,
+            Text(row.name),
+            Text(row.title),
+            Text(" ".join(row.reason.split())),
+            row.by,
+            row.at[:16].replace("T", " "),
+        ]
 
-    @work(group="proposals")
-    async def load(self) -> None:
-        """Read the open proposals again and list them (a later read wins)."""
-        self._loads += 1
-        load = self._loads
-        try:
-            rows = await self.memory.proposals(self.agent)
-        except HabakkukError as exc:
-            self.notify(str(exc), severity="error", markup=False)
-            return
-        if load != self._loads:
-            return
-        self.rows = rows
-        table = self._table
-        row = table.cursor_row
-        table.clear()
-        for proposal in rows:
-            table.add_row(
-                proposal.action,
-                Text(proposal.name),
-                Text(proposal.title),
-                Text(" ".join(proposal.reason.split())),
-                proposal.by,
-                proposal.at[:16].replace("T", " "),
-            )
-        self._empty.display = not rows
-        if rows:
-            table.move_cursor(row=min(max(row, 0), len(rows) - 1))
+    def loaded(self) -> None:
         self._show_detail()
-        self.refresh_bindings()
-
-    def selected(self) -> Proposal | None:
-        row = self._table.cursor_row
-        return self.rows[row] if 0 <= row < len(self.rows) else None
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_detail()
@@ -276,16 +288,13 @@ class ProposalsScreen(Screen[bool]):
 
     @work(group="proposals-resolve")
     async def _resolve(self, proposal_id: str, apply: bool) -> None:
-        try:
-            await self.memory.resolve_proposal(
+        resolved = await self.attempt(
+            lambda: self.memory.resolve_proposal(
                 self.agent, proposal_id, apply=apply, provenance=USER
             )
-        except HabakkukError as exc:
-            self.notify(str(exc), severity="error", markup=False)
+        )
+        if resolved is None:
             return
-        self.applied = self.applied or apply
+        self.changed = self.changed or apply
         self.notify("Applied." if apply else "Dismissed.", markup=False)
         self.load()
-
-    def action_close(self) -> None:
-        self.dismiss(self.applied)

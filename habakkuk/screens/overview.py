@@ -19,7 +19,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from habakkuk.engine.store import StoreError
 from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import (
     BusEvent,
@@ -169,13 +168,9 @@ class OverviewScreen(PollingScreen):
 
     @work(exclusive=True, group="reload")
     async def _reload(self) -> None:
-        if not self.has_runtime:  # the app closed the runtime while this was queued
-            return
-        try:
-            view = await self.runtime.control.overview()
-        except StoreError:  # closed under us as the app quits
-            return
-        self.show(view)
+        view = await self.read(lambda runtime: runtime.control.overview())
+        if view is not None:
+            self.show(view)
 
     def show(self, view: Overview) -> None:
         """Fill every section from one overview read."""

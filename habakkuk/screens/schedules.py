@@ -11,44 +11,30 @@ never opens control.db. A refusal of the service is a notice, never a crash.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
-from habakkuk.engine.errors import HabakkukError
-from habakkuk.screens.base import RuntimeScreen
+from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
 from habakkuk.screens.schedule_form import ScheduleForm, fire_times_text
 from habakkuk.screens.text_prompt import Confirm
-from habakkuk.widgets.fit_table import FitTable, Row
-from habakkuk.widgets.footer import KeyFooter
+from habakkuk.widgets.fit_table import Cell
 from habakkuk.widgets.words import counted
 from habakkuk.work.schedule_views import slot_outcome
 
 if TYPE_CHECKING:
     from habakkuk.work.schedule_types import NewSchedule, Schedule, SchedulesAccess, SlotRun
 
-T = TypeVar("T")
-
-PALETTE = (
-    ("Schedules: add schedule", "A prompt on a timetable (a)", "add"),
-    ("Schedules: run now", "Queue one extra run of the schedule (enter, r)", "run"),
-    ("Schedules: pause or resume", "Pause the schedule, or resume it from now (p)", "pause_resume"),
-    ("Schedules: delete schedule", "Delete the schedule (d)", "delete"),
-    ("Schedules: open run", "The newest run's session in the chat (o)", "open_run"),
-)
 COLUMNS = ("name", "when", "next", "last", "streak", "agent")
 RUNS_SHOWN = 20
-FIRST_PAGE = 60  # rows painted before the rest are added: more than a screenful
 OUTPUT_SHOWN = 1200
 STATUS_STYLES = {
     "ran": "green",
@@ -87,17 +73,14 @@ def run_line(run: SlotRun, zone: ZoneInfo) -> Text:
     return line
 
 
-class SchedulesScreen(RuntimeScreen):
+class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
     """Every schedule of the home: `a` adds, Enter or `r` runs now, `p` pauses or resumes,
     `d` deletes (asks first), `o` opens a run's session; Esc goes back to the chat."""
 
     DEFAULT_CSS = """
-    SchedulesScreen #schedules-body { height: 1fr; }
-    SchedulesScreen #schedule-table { width: 2fr; height: 1fr; }
-    SchedulesScreen #schedule-pane { width: 1fr; height: 1fr; border-left: solid $panel; }
-    SchedulesScreen #schedule-meta { height: auto; padding: 0 1; }
-    SchedulesScreen #schedule-runs { height: auto; padding: 0 1; }
-    SchedulesScreen #schedule-output { height: auto; padding: 0 1; color: $text-muted; }
+    SchedulesScreen #schedule-table { width: 2fr; }
+    SchedulesScreen #schedule-pane { width: 1fr; }
+    SchedulesScreen #schedule-output { color: $text-muted; }
     """
 
     BINDINGS: ClassVar[list[Any]] = [
@@ -108,24 +91,31 @@ class SchedulesScreen(RuntimeScreen):
         Binding("o", "open_run", "Open run", id="schedules.open"),
         Binding("escape", "back", "Back", id="schedules.back", show=False),
     ]
+    SECTION = "Schedules"
+    PALETTE = (
+        PaletteEntry("add", "add schedule", "A prompt on a timetable"),
+        PaletteEntry("run", "run now", "Queue one extra run of the schedule", ("enter",)),
+        PaletteEntry(
+            "pause_resume", "pause or resume", "Pause the schedule, or resume it from now"
+        ),
+        PaletteEntry("delete", "delete schedule", "Delete the schedule"),
+        PaletteEntry("open_run", "open run", "The newest run's session in the chat"),
+    )
+    ITEM = "schedule"
+    COLUMNS = COLUMNS
+    # At 80 cells a long name or status gives way, then the agent and the `when` are left
+    # out (the pane shows both): the next run, last status and streak stay in view.
+    SHRINK: ClassVar[dict[str, int]] = {"name": 10, "last": 8}
+    DROP = ("agent", "when")
+    ROW_ACTION = "run"
+    FIRST_PAGE = 60  # more than a screenful
 
     def __init__(self) -> None:
-        super().__init__(id="schedules")
-        self.schedules: list[Schedule] = []
+        super().__init__(id="schedules", title="Schedules")
         self.runs: list[SlotRun] = []  # the highlighted schedule's slots, newest first
-        self._generation = 0
-        self._pane = 0
-        self._resumed = False
-        self._title = Static("Schedules", classes="section-title")
-        # At 80 cells a long name or status gives way, then the agent and the `when` are
-        # left out (the pane shows both): the next run, last status and streak stay in view.
-        self._table = FitTable(
-            id="schedule-table", shrink={"name": 10, "last": 8}, drop=("agent", "when")
-        )
-        self._meta = Static("", id="schedule-meta")
-        self._runs = Static("", id="schedule-runs")
-        self._output = Static("", id="schedule-output")
-        self._empty = Static("", classes="empty")
+        self._meta = Static("", id="schedule-meta", classes="pane-line")
+        self._runs = Static("", id="schedule-runs", classes="pane-line")
+        self._output = Static("", id="schedule-output", classes="pane-line")
 
     @property
     def service(self) -> SchedulesAccess:
@@ -134,44 +124,22 @@ class SchedulesScreen(RuntimeScreen):
         return schedules
 
     @property
+    def schedules(self) -> list[Schedule]:
+        """The listed schedules, in order."""
+        return self.items
+
+    @property
     def zone(self) -> ZoneInfo:
         try:
             return ZoneInfo(self.runtime.config.timezone)
         except (KeyError, ValueError):
             return ZoneInfo("UTC")
 
-    def compose(self) -> ComposeResult:
-        yield self._title
-        yield self._empty  # at the top, where no toast covers it
-        with Horizontal(id="schedules-body"):
-            yield self._table
-            with VerticalScroll(id="schedule-pane"), Vertical():
-                yield self._meta
-                yield self._runs
-                yield self._output
-        yield KeyFooter()
-
-    def on_mount(self) -> None:
-        self._empty.display = False
-        self._table.fill(COLUMNS, [])
-        self._table.focus()
-
-    def runtime_ready(self) -> None:
-        self.reload()
-
-    def on_screen_resume(self) -> None:
-        # Runs, the CLI and the tools change schedules: read again when the screen returns.
-        if self._resumed and self._loaded and self.has_runtime:
-            self.reload()
-        self._resumed = True
-
-    async def call(self, what: Callable[[], Awaitable[T]]) -> T | None:
-        """Run one schedules call; a refusal is a notice and None."""
-        try:
-            return await what()
-        except HabakkukError as exc:
-            self.notify(str(exc), severity="error", markup=False)
-            return None
+    def compose_pane(self) -> ComposeResult:
+        with VerticalScroll(id="schedule-pane", classes="list-pane"), Vertical():
+            yield self._meta
+            yield self._runs
+            yield self._output
 
     # -- the list ------------------------------------------------------------------------
 
@@ -187,110 +155,40 @@ class SchedulesScreen(RuntimeScreen):
             return Text("done", style="dim")
         return Text(fire_times_text([dt.datetime.fromtimestamp(schedule.next_run, self.zone)]))
 
-    def reload(self, keep: str | None = None) -> None:
-        """Read the list again, the cursor on `keep` (default: the highlighted schedule)."""
-        self._generation += 1
-        self._load(self._generation, keep or self.selected_id())
-
-    @work(group="schedules-list")
-    async def _load(self, generation: int, keep: str | None) -> None:
-        if not self.has_runtime:
-            return
-        service = self.service
-        found = await self.call(service.list_schedules)
-        if generation != self._generation:
-            return
-        schedules = found or []
-        self.schedules = list(schedules)
+    async def listing(self) -> Listing[Schedule]:
+        schedules = await self.call(self.service.list_schedules) or []
         failing = sum(s.fail_streak > 0 for s in schedules)
         paused = sum(not s.enabled for s in schedules)
-        count = counted(len(schedules), "schedule")
         extra = (f" · {paused} paused" if paused else "") + (
             f" · {failing} failing" if failing else ""
         )
-        self._title.update(Content(f"Schedules · {count}{extra}"))
-        table = self._table
-        # The first screenful paints at once (DataTable measures every new row before
-        # its next frame: 1,000 rows held that frame up by a third of a second); the rest
-        # join after it.
-        table.fill(COLUMNS, self._rows(schedules[:FIRST_PAGE]))
-        ids = [s.id for s in schedules]
-        if keep in ids[:FIRST_PAGE] or (schedules and keep not in ids):
-            table.move_cursor(row=ids.index(keep) if keep in ids else 0)
-        self._empty.update(
-            Content(
-                ""
-                if schedules
-                else "No schedules yet. a adds one; agents add them with schedule_create; "
-                "`habakkuk schedules add` adds prompts and scripts."
-            )
+        return Listing(
+            schedules,
+            f"Schedules · {counted(len(schedules), 'schedule')}{extra}",
+            "No schedules yet. a adds one; agents add them with schedule_create; "
+            "`habakkuk schedules add` adds prompts and scripts.",
         )
-        self._empty.display = not schedules
-        if not schedules:
-            self._show(None, [])
-        self.refresh_bindings()
-        if len(schedules) > FIRST_PAGE:
-            await self._next_frame()
-            if generation != self._generation:
-                return
-            table.extend(self._rows(schedules[FIRST_PAGE:]))
-            if keep in ids[FIRST_PAGE:]:
-                table.move_cursor(row=ids.index(keep))
 
-    def _rows(self, schedules: list[Schedule]) -> list[Row]:
+    def key(self, item: Schedule) -> str:
+        return item.id
+
+    def cells(self, item: Schedule) -> list[Cell]:
         return [
-            (
-                schedule.id,
-                [
-                    Text(schedule.name),
-                    Text(schedule.spec),
-                    self.next_cell(schedule),
-                    status_cell(schedule),
-                    streak_cell(schedule),
-                    Text(schedule.agent),
-                ],
-            )
-            for schedule in schedules
+            Text(item.name),
+            Text(item.spec),
+            self.next_cell(item),
+            status_cell(item),
+            streak_cell(item),
+            Text(item.agent),
         ]
-
-    async def _next_frame(self) -> None:
-        """Wait until the screen has painted what is there now."""
-        painted = asyncio.Event()
-        self.call_after_refresh(painted.set)
-        await painted.wait()
-
-    def selected(self) -> Schedule | None:
-        """The highlighted schedule."""
-        row = self._table.cursor_row
-        if 0 <= row < len(self.schedules):
-            return self.schedules[row]
-        return None
-
-    def selected_id(self) -> str | None:
-        schedule = self.selected()
-        return schedule.id if schedule is not None else None
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table is self._table:
-            schedule = self.selected()
-            if schedule is not None:
-                self._read(schedule.id)
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.data_table is self._table:
-            self.action_run()
 
     # -- the pane ------------------------------------------------------------------------
 
-    @work(group="schedules-pane")
-    async def _read(self, schedule_id: str) -> None:
-        self._pane += 1
-        pane, service = self._pane, self.service
-        runs = await self.call(lambda: service.runs(schedule_id, limit=RUNS_SHOWN))
-        schedule = self.selected()
-        current = pane == self._pane and schedule is not None and schedule.id == schedule_id
-        if runs is not None and current:
-            self._show(schedule, runs)
+    async def fetch_detail(self, item: Schedule) -> list[SlotRun]:
+        return await self.service.runs(item.id, limit=RUNS_SHOWN)
+
+    def show_detail(self, item: Schedule | None, detail: list[SlotRun] | None) -> None:
+        self._show(item, detail or [])
 
     def _show(self, schedule: Schedule | None, runs: list[SlotRun]) -> None:
         self.runs = runs
@@ -333,14 +231,6 @@ class SchedulesScreen(RuntimeScreen):
         if action == "open_run":
             return any(run.session for run in self.runs)
         return True
-
-    def palette_commands(self) -> Iterable[SystemCommand]:
-        """The screen's actions for the command palette, `Schedules: ...`."""
-        for title, about, action in PALETTE:
-            yield SystemCommand(title, about, getattr(self, f"action_{action}"))
-
-    def action_back(self) -> None:
-        self.happ.action_go("chat")
 
     def action_add(self) -> None:
         """The add form; the new schedule's next fire times in a notice."""

@@ -14,20 +14,18 @@ skill, nothing to restore) is a notice, never a crash.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import DataTable, Markdown, Static
+from textual.widgets import Markdown, Static
 
-from habakkuk.engine.errors import HabakkukError
 from habakkuk.knowledge.skills.types import SKILL_NAME, NeedsAcknowledgement
-from habakkuk.screens.base import RuntimeScreen
+from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
 from habakkuk.screens.skills_viewer import (
     ApproveDangerous,
     SkillViewer,
@@ -38,22 +36,12 @@ from habakkuk.screens.skills_viewer import (
     verdict_word,
 )
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
-from habakkuk.widgets.fit_table import FitTable
-from habakkuk.widgets.footer import KeyFooter
+from habakkuk.widgets.fit_table import Cell
 from habakkuk.widgets.words import counted
 
 if TYPE_CHECKING:
     from habakkuk.knowledge.skills.types import Skill, SkillsAccess, SkillSummary
 
-T = TypeVar("T")
-
-# The screen's palette entries: title, help, the action they run.
-PALETTE = (
-    ("Skills: view skill", "The skill's instructions and files (enter, v)", "view"),
-    ("Skills: approve skill", "Trust an installed skill (a)", "approve"),
-    ("Skills: remove skill", "Remove the skill; a backup is kept (d)", "remove"),
-    ("Skills: restore skill", "Put back a skill's newest backup (r)", "restore"),
-)
 COLUMNS = ("skill", "trust", "scan", "last used", "source")
 SOURCE_CELLS = 40
 VERDICT_STYLES = {"clean": "green", "caution": "yellow", "dangerous": "bold red"}
@@ -76,18 +64,14 @@ def verdict_cell(skill: SkillSummary) -> Text:
     return Text(verdict_word(skill), style=VERDICT_STYLES.get(skill.verdict or "", "dim"))
 
 
-class SkillsScreen(RuntimeScreen):
+class SkillsScreen(ListDetailScreen["SkillSummary", "Skill"]):
     """The skills one agent sees: Enter or `v` views, `a` approves, `d` removes (asks
     first), `r` restores, `n` the next agent; Esc goes back to the chat."""
 
     DEFAULT_CSS = """
-    SkillsScreen #skills-body { height: 1fr; }
-    SkillsScreen #skill-table { width: 3fr; height: 1fr; }
-    SkillsScreen #skill-pane { width: 2fr; height: 1fr; border-left: solid $panel; }
-    SkillsScreen #skill-meta { height: auto; padding: 0 1; color: $text-muted; }
-    SkillsScreen #skill-caution { height: auto; padding: 0 1; color: $text-warning; }
-    SkillsScreen #skill-findings { height: auto; padding: 0 1; margin-bottom: 1;
-                                   color: $text-error; }
+    SkillsScreen #skill-meta { color: $text-muted; }
+    SkillsScreen #skill-caution { color: $text-warning; }
+    SkillsScreen #skill-findings { margin-bottom: 1; color: $text-error; }
     SkillsScreen #skill-scroll { height: 1fr; }
     SkillsScreen #skill-preview { margin: 0 1; }
     """
@@ -100,29 +84,33 @@ class SkillsScreen(RuntimeScreen):
         Binding("n", "next_agent", "Agent", id="skills.agent", show=False),
         Binding("escape", "back", "Back", id="skills.back", show=False),
     ]
+    SECTION = "Skills"
+    PALETTE = (
+        PaletteEntry("view", "view skill", "The skill's instructions and files", ("enter",)),
+        PaletteEntry("approve", "approve skill", "Trust an installed skill"),
+        PaletteEntry("remove", "remove skill", "Remove the skill; a backup is kept"),
+        PaletteEntry("restore", "restore skill", "Put back a skill's newest backup"),
+    )
+    # An approval that needs the user's acknowledgement is raised for the caller to ask.
+    RAISED = (NeedsAcknowledgement,)
+    ITEM = "skill"
+    COLUMNS = COLUMNS
+    # At 80 cells a long source or name gives way, then the source and the last use are
+    # left out (the pane says where the skill came from).
+    SHRINK: ClassVar[dict[str, int]] = {"source": 10, "skill": 12}
+    DROP = ("source", "last used")
+    ROW_ACTION = "view"
+    PER_AGENT = True
 
     def __init__(self) -> None:
-        super().__init__(id="skills")
-        self.agent = ""
-        self.skills: list[SkillSummary] = []  # the rows, in order
+        super().__init__(id="skills", title="Skills")
         self.skill: Skill | None = None  # the skill shown in the pane
         self.last_removed = ""  # what `r` offers to restore first
-        # Bumped by every listing and pane request: late results are dropped.
-        self._generation = 0
-        self._pane = 0
-        self._resumed = False
-        self._title = Static("Skills", classes="section-title")
-        # At 80 cells a long source or name gives way, then the source and the last use
-        # are left out (the pane says where the skill came from).
-        self._table = FitTable(
-            id="skill-table", shrink={"source": 10, "skill": 12}, drop=("source", "last used")
-        )
-        self._meta = Static("", id="skill-meta")
-        self._caution = Static("", id="skill-caution")
-        self._findings = Static("", id="skill-findings")
+        self._meta = Static("", id="skill-meta", classes="pane-line")
+        self._caution = Static("", id="skill-caution", classes="pane-line")
+        self._findings = Static("", id="skill-findings", classes="pane-line")
         self._preview = Markdown("", id="skill-preview")
         self._scroll = VerticalScroll(self._findings, self._preview, id="skill-scroll")
-        self._empty = Static("", classes="empty")
 
     @property
     def service(self) -> SkillsAccess:
@@ -130,132 +118,54 @@ class SkillsScreen(RuntimeScreen):
         skills: SkillsAccess = self.runtime.skills
         return skills
 
-    def compose(self) -> ComposeResult:
-        yield self._title
-        yield self._empty  # at the top, where no toast covers it
-        with Horizontal(id="skills-body"):
-            yield self._table
-            with Vertical(id="skill-pane"):
-                yield self._meta
-                yield self._caution
-                yield self._scroll
-        yield KeyFooter()
+    @property
+    def skills(self) -> list[SkillSummary]:
+        """The listed skills, in order."""
+        return self.items
+
+    def compose_pane(self) -> ComposeResult:
+        with Vertical(id="skill-pane", classes="list-pane"):
+            yield self._meta
+            yield self._caution
+            yield self._scroll
 
     def on_mount(self) -> None:
-        self._empty.display = False
         self._caution.display = False
         self._findings.display = False
-        self._table.fill(COLUMNS, [])
-        self._table.focus()
-
-    def runtime_ready(self) -> None:
-        self.agent = self.runtime.config.agent(None).name
-        self.reload()
-
-    def on_screen_resume(self) -> None:
-        # Skills change elsewhere too (skill_save, the CLI, the curator): read again when
-        # the screen comes back (its first showing is runtime_ready's load).
-        if self._resumed and self._loaded and self.has_runtime:
-            self.reload()
-        self._resumed = True
-
-    async def call(self, what: Callable[[], Awaitable[T]]) -> T | None:
-        """Run one skills call; a refusal is a notice and None (an approval that needs the
-        user's acknowledgement is raised for the caller to ask)."""
-        try:
-            return await what()
-        except NeedsAcknowledgement:
-            raise
-        except HabakkukError as exc:
-            self.notify(str(exc), severity="error", markup=False)
-            return None
 
     # -- the list ------------------------------------------------------------------------
 
-    def reload(self, keep: str | None = None) -> None:
-        """Read the list again, the cursor on `keep` (default: the highlighted skill)."""
-        self._generation += 1
-        self._load(self._generation, keep or self.selected_name())
-
-    @work(group="skills-list")
-    async def _load(self, generation: int, keep: str | None) -> None:
-        if not self.has_runtime:
-            return
+    async def listing(self) -> Listing[SkillSummary]:
         service, agent = self.service, self.agent
-        found = await self.call(lambda: service.list_skills(agent))
-        if generation != self._generation:
-            return
-        skills = found or []
-        self.skills = list(skills)
+        skills = await self.call(lambda: service.list_skills(agent)) or []
         untrusted = sum(not s.trusted for s in skills)
         extra = f" · {untrusted} untrusted" if untrusted else ""
-        count = counted(len(skills), "skill")
-        self._title.update(Content(f"Skills · {agent} · {count}{extra}"))
-        table = self._table
-        table.fill(
-            COLUMNS,
-            [
-                (
-                    skill.name,
-                    [
-                        Text(skill.name),
-                        trust_cell(skill),
-                        verdict_cell(skill),
-                        Text(last_used_word(skill)),
-                        source_cell(skill),
-                    ],
-                )
-                for skill in skills
-            ],
+        return Listing(
+            skills,
+            f"Skills · {agent} · {counted(len(skills), 'skill')}{extra}",
+            "No skills yet. The agent saves them with skill_save; "
+            "`habakkuk skills install SOURCE` adds one.",
         )
-        if skills:
-            names = [s.name for s in skills]
-            table.move_cursor(row=names.index(keep) if keep in names else 0)
-        self._empty.update(
-            Content(
-                ""
-                if skills
-                else "No skills yet. The agent saves them with skill_save; "
-                "`habakkuk skills install SOURCE` adds one."
-            )
-        )
-        self._empty.display = not skills
-        if not skills:
-            self._show(None)
-        self.refresh_bindings()
 
-    def selected(self) -> SkillSummary | None:
-        """The highlighted skill."""
-        row = self._table.cursor_row
-        if 0 <= row < len(self.skills):
-            return self.skills[row]
-        return None
+    def key(self, item: SkillSummary) -> str:
+        return item.name
 
-    def selected_name(self) -> str | None:
-        skill = self.selected()
-        return skill.name if skill is not None else None
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table is not self._table:
-            return
-        skill = self.selected()
-        if skill is not None:
-            self._read(skill.name)
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        # Enter on the table: the DataTable takes the key, the screen opens the viewer.
-        if event.data_table is self._table:
-            self.action_view()
+    def cells(self, item: SkillSummary) -> list[Cell]:
+        return [
+            Text(item.name),
+            trust_cell(item),
+            verdict_cell(item),
+            Text(last_used_word(item)),
+            source_cell(item),
+        ]
 
     # -- the pane ------------------------------------------------------------------------
 
-    @work(group="skills-pane")
-    async def _read(self, name: str) -> None:
-        self._pane += 1
-        pane, service, agent = self._pane, self.service, self.agent
-        skill = await self.call(lambda: service.skill(agent, name))
-        if skill is not None and pane == self._pane and self.selected_name() == name:
-            self._show(skill)
+    async def fetch_detail(self, item: SkillSummary) -> Skill:
+        return await self.service.skill(self.agent, item.name)
+
+    def show_detail(self, item: SkillSummary | None, detail: Skill | None) -> None:
+        self._show(detail)
 
     def _show(self, skill: Skill | None) -> None:
         self.skill = skill
@@ -296,29 +206,12 @@ class SkillsScreen(RuntimeScreen):
         if action == "remove":
             return skill is not None and skill.summary.scope != "plugin"
         if action == "next_agent":
-            return self.has_runtime and len(self.runtime.config.agents) > 1
+            return self.can_change_agent()
         return True
-
-    def palette_commands(self) -> Iterable[SystemCommand]:
-        """The screen's actions for the command palette, `Skills: ...`."""
-        for title, about, action in PALETTE:
-            yield SystemCommand(title, about, getattr(self, f"action_{action}"))
-
-    def action_back(self) -> None:
-        self.happ.action_go("chat")
-
-    def action_next_agent(self) -> None:
-        """Show the skills the next agent sees."""
-        names = list(self.runtime.config.agents)
-        if len(names) > 1:
-            at = names.index(self.agent) if self.agent in names else -1
-            self.agent = names[(at + 1) % len(names)]
-            self._show(None)
-            self.reload()
 
     def action_view(self) -> None:
         """The highlighted skill whole: its instructions (after the caution) and files."""
-        name = self.selected_name()
+        name = self.selected_id()
         if name is None:
             return
         if self.skill is not None and self.skill.name == name:
@@ -388,7 +281,7 @@ class SkillsScreen(RuntimeScreen):
 
     def action_restore(self) -> None:
         """Ask which skill to put back (the one removed last, else the highlighted one)."""
-        offered = self.last_removed or (self.selected_name() or "")
+        offered = self.last_removed or (self.selected_id() or "")
 
         def check(value: str) -> str | None:
             if SKILL_NAME.fullmatch(value):

@@ -17,6 +17,7 @@ STATIC = Path(__file__).parent / "static"
 TYPES = {
     "index.html": "text/html",
     "app.js": "text/javascript",
+    "views.js": "text/javascript",
     "memory.js": "text/javascript",
     "skills.js": "text/javascript",
     "schedules.js": "text/javascript",

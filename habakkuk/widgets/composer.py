@@ -7,6 +7,8 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
 
+from habakkuk.widgets.markdown_stream.textual_private import own_bindings
+
 
 def completions(text: str) -> list[str]:
     """Slash commands that start with `text` (only while the first word is typed)."""
@@ -88,13 +90,18 @@ class Composer(TextArea):
         self._draft = ""
         self._last_completions: list[str] = []
 
-    async def _on_key(self, event: events.Key) -> None:
+    async def on_key(self, event: events.Key) -> None:
+        """Enter sends; a key the composer binds runs its action now.
+
+        Any other key goes on to `TextArea`'s own key handler, which Textual calls after
+        this one (handlers run down the class hierarchy unless the default is prevented).
+        """
         if event.key == "enter":
             event.stop()
             event.prevent_default()
             self._submit()
             return
-        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+        for binding in own_bindings(self, event.key):
             if binding.priority:
                 continue  # the app ran those before the key reached us
             # Run it now, before the next key is read (see the class docstring).
@@ -102,7 +109,6 @@ class Composer(TextArea):
                 event.stop()
                 event.prevent_default()
                 return
-        await super()._on_key(event)
 
     def _submit(self) -> None:
         text = self.text.strip()

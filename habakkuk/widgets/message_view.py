@@ -182,7 +182,7 @@ class MessageView(VerticalScroll, can_focus=True):
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         # Back at the bottom of a window that reaches the end: follow new text again.
-        if not self._anchored and self.at_end and new_value >= self.max_scroll_y > 0:
+        if not self.is_anchored and self.at_end and new_value >= self.max_scroll_y > 0:
             self.anchor()
         self._grow_if_near()
 

@@ -2,16 +2,13 @@
 // status; a card's detail with its body, dependencies and their status, comments, events,
 // result and each attempt's session as a link to the sessions view; add, assign, priority,
 // comment, cancel and reopen). Uses api(), el(), go(), openSession() and $ from app.js and
-// actionButton() from memory.js. Card text only ever goes in textContent.
+// the list helpers of views.js. Card text only ever goes in textContent.
 "use strict";
 
 const BOARD_STATUSES = ["todo", "doing", "blocked", "done", "cancelled"];
 const boardView = { id: "" };
 
-function boardError(error) {
-  if (error instanceof Unauthorized) return;
-  $("board-error").textContent = error ? String(error.message || error) : "";
-}
+const boardError = viewError("board");
 
 function cardPath(id, tail) {
   return `/api/board/${encodeURIComponent(id)}${tail || ""}`;
@@ -36,17 +33,8 @@ function cardMeta(card) {
 async function loadBoard() {
   const select = $("board-assignee");
   if (select.options.length <= 1) {
-    for (const agent of state.app.agents) {
-      const option = el("option", "", agent);
-      option.value = agent;
-      select.appendChild(option);
-    }
-    const to = $("board-add-to");
-    for (const agent of state.app.agents) {
-      const option = el("option", "", agent);
-      option.value = agent;
-      to.appendChild(option);
-    }
+    agentOptions(select, false);
+    agentOptions($("board-add-to"), false);
   }
   boardError(null);
   await listCards();
@@ -66,16 +54,13 @@ async function listCards() {
       const column = el("div", `board-column ${status}`);
       column.dataset.status = status;
       column.appendChild(el("h3", "", `${status} (${cards.length})`));
-      const list = el("ul", "list");
-      for (const card of cards) {
-        const item = el("li", "clickable board-card");
-        item.dataset.id = card.id;
-        item.appendChild(el("strong", "", card.title));
-        item.appendChild(el("div", "meta", cardMeta(card)));
-        item.addEventListener("click", () => openCard(card.id));
-        list.appendChild(item);
-      }
-      column.appendChild(list);
+      column.appendChild(renderList(el("ul", "list"), cards, {
+        className: "board-card",
+        data: (card) => ({ id: card.id }),
+        parts: (card) => [el("strong", "", card.title), el("div", "meta", cardMeta(card))],
+        open: (card) => openCard(card.id),
+        empty: null,
+      }));
       columns.appendChild(column);
     }
     $("board-total").textContent = `${body.cards.length} card(s)`;
@@ -193,8 +178,7 @@ async function cardAction(id, tail, body) {
   }
 }
 
-$("board-form").addEventListener("submit", async (event) => {
-  event.preventDefault();
+addForm("board-form", "/api/board", () => {
   const body = { title: $("board-title").value };
   const text = $("board-body").value.trim();
   if (text) body.body = text;
@@ -203,15 +187,11 @@ $("board-form").addEventListener("submit", async (event) => {
   if (priority) body.priority = Number(priority);
   const deps = $("board-deps").value.split(",").map((d) => d.trim()).filter(Boolean);
   if (deps.length) body.depends_on = deps;
-  try {
-    const added = await api("/api/board", { json: body });
-    $("board-form").reset();
-    await listCards();
-    await openCard(added.id);
-  } catch (error) {
-    boardError(error);
-  }
-});
+  return body;
+}, async (added) => {
+  await listCards();
+  await openCard(added.id);
+}, boardError);
 
 $("board-filter").addEventListener("change", () => listCards());
 $("board-reload").addEventListener("click", () => loadBoard());

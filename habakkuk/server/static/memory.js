@@ -1,5 +1,6 @@
 // Habakkuk dashboard: the memory view (notes, history with diffs, proposals).
-// Uses api(), el(), when() and $ from app.js. Note text only ever goes in textContent.
+// Uses api(), el(), when() and $ from app.js and the list helpers of views.js. Note text
+// only ever goes in textContent.
 "use strict";
 
 const memory = { agent: "", slug: "" };
@@ -8,10 +9,7 @@ function memoryAgent() {
   return encodeURIComponent(memory.agent);
 }
 
-function memoryError(error) {
-  if (error instanceof Unauthorized) return;
-  $("memory-error").textContent = error ? String(error.message || error) : "";
-}
+const memoryError = viewError("memory");
 
 function untrustedMark(note) {
   return note.trust === "untrusted" ? el("span", "untrusted", "untrusted") : null;
@@ -25,16 +23,7 @@ function noteHeading(tag, note) {
 }
 
 async function loadMemory() {
-  const select = $("memory-agent");
-  if (!select.options.length) {
-    for (const agent of state.app.agents) {
-      const option = el("option", "", agent);
-      option.value = agent;
-      if (agent === state.app.default) option.selected = true;
-      select.appendChild(option);
-    }
-  }
-  memory.agent = select.value;
+  memory.agent = pickedAgent("memory-agent");
   memoryError(null);
   await Promise.all([loadNotes(), loadProposals()]);
 }
@@ -48,32 +37,23 @@ async function loadNotes() {
   const list = $("memory-list");
   try {
     const body = await api(`/api/memory/${memoryAgent()}?${query}`);
-    list.replaceChildren();
-    for (const note of body.memories) {
-      const item = el("li", "clickable memory-note");
-      item.dataset.slug = note.slug;
-      item.appendChild(noteHeading("strong", note));
-      if (note.tags.length) item.appendChild(el("div", "tags", note.tags.join(", ")));
-      if (note.snippet) item.appendChild(el("div", "snippet", note.snippet));
-      item.appendChild(el("div", "meta", `${note.slug} · ${when(note.updated_at)}`));
-      item.addEventListener("click", () => openNote(note.slug));
-      list.appendChild(item);
-    }
-    if (!body.memories.length) {
-      list.appendChild(el("li", "quiet-text", q || tags ? "No matches." : "No notes yet."));
-    }
+    renderList(list, body.memories, {
+      className: "memory-note",
+      data: (note) => ({ slug: note.slug }),
+      parts: (note) => [
+        noteHeading("strong", note),
+        note.tags.length ? el("div", "tags", note.tags.join(", ")) : null,
+        note.snippet ? el("div", "snippet", note.snippet) : null,
+        el("div", "meta", `${note.slug} · ${when(note.updated_at)}`),
+      ],
+      open: (note) => openNote(note.slug),
+      empty: q || tags ? "No matches." : "No notes yet.",
+    });
     const shown = body.memories.length;
     $("memory-total").textContent = q || tags ? "" : `${shown} of ${body.total} note(s)`;
   } catch (error) {
     memoryError(error);
   }
-}
-
-function actionButton(label, className, onClick) {
-  const button = el("button", className, label);
-  button.type = "button";
-  button.addEventListener("click", onClick);
-  return button;
 }
 
 async function openNote(slug) {
@@ -129,19 +109,20 @@ async function loadHistory(name) {
     const body = await api(`/api/memory-history/${memoryAgent()}?${query}`);
     const detail = $("memory-detail");
     detail.replaceChildren(el("h3", "", name ? `History of ${name}` : "History"));
-    const list = el("ul", "list");
-    for (const change of body.changes) {
-      const item = el("li", "clickable change");
-      item.dataset.change = change.id;
-      item.appendChild(el("strong", "", `${change.op} ${change.kind} ${change.name}`));
-      const taint = change.tainted ? " · tainted" : "";
-      const why = change.note ? ` · ${change.note}` : "";
-      item.appendChild(el("div", "meta", `${change.id} · by ${change.by}${taint} · ${when(change.at)}${why}`));
-      item.addEventListener("click", () => openChange(change.id));
-      list.appendChild(item);
-    }
-    if (!body.changes.length) list.appendChild(el("li", "quiet-text", "No changes."));
-    detail.appendChild(list);
+    detail.appendChild(renderList(el("ul", "list"), body.changes, {
+      className: "change",
+      data: (change) => ({ change: change.id }),
+      parts: (change) => {
+        const taint = change.tainted ? " · tainted" : "";
+        const why = change.note ? ` · ${change.note}` : "";
+        return [
+          el("strong", "", `${change.op} ${change.kind} ${change.name}`),
+          el("div", "meta", `${change.id} · by ${change.by}${taint} · ${when(change.at)}${why}`),
+        ];
+      },
+      open: (change) => openChange(change.id),
+      empty: "No changes.",
+    }));
     memoryError(null);
   } catch (error) {
     memoryError(error);

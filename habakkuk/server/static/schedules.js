@@ -1,15 +1,12 @@
 // Habakkuk dashboard: the schedules view (every schedule with its next fire times, last
 // status and output, failure streak and slots; an add form for prompt schedules; pause,
 // resume, run now and delete with a confirmation). Uses api(), el(), when() and $ from
-// app.js and actionButton() from memory.js. Schedule text only ever goes in textContent.
+// app.js and the list helpers of views.js. Schedule text only ever goes in textContent.
 "use strict";
 
 const schedulesView = { id: "" };
 
-function schedulesError(error) {
-  if (error instanceof Unauthorized) return;
-  $("schedules-error").textContent = error ? String(error.message || error) : "";
-}
+const schedulesError = viewError("schedules");
 
 function schedulePath(id, tail) {
   return `/api/schedules/${encodeURIComponent(id)}${tail || ""}`;
@@ -30,15 +27,7 @@ function scheduleMeta(schedule) {
 }
 
 async function loadSchedules() {
-  const select = $("schedules-agent");
-  if (!select.options.length) {
-    for (const agent of state.app.agents) {
-      const option = el("option", "", agent);
-      option.value = agent;
-      if (agent === state.app.default) option.selected = true;
-      select.appendChild(option);
-    }
-  }
+  pickedAgent("schedules-agent");
   schedulesError(null);
   await listSchedules();
 }
@@ -47,21 +36,18 @@ async function listSchedules() {
   const list = $("schedules-list");
   try {
     const body = await api("/api/schedules");
-    list.replaceChildren();
-    for (const schedule of body.schedules) {
-      const item = el("li", "clickable schedule");
-      item.dataset.id = schedule.id;
-      const heading = el("strong", "", schedule.name);
-      if (!schedule.enabled) heading.appendChild(el("span", "paused", "paused"));
-      if (schedule.fail_streak) heading.appendChild(el("span", "streak", `${schedule.fail_streak} failing`));
-      item.appendChild(heading);
-      item.appendChild(el("div", "meta", scheduleMeta(schedule)));
-      item.addEventListener("click", () => openSchedule(schedule.id));
-      list.appendChild(item);
-    }
-    if (!body.schedules.length) {
-      list.appendChild(el("li", "quiet-text", "No schedules yet: add one here, or an agent adds one with schedule_create."));
-    }
+    renderList(list, body.schedules, {
+      className: "schedule",
+      data: (schedule) => ({ id: schedule.id }),
+      parts: (schedule) => {
+        const heading = el("strong", "", schedule.name);
+        if (!schedule.enabled) heading.appendChild(el("span", "paused", "paused"));
+        if (schedule.fail_streak) heading.appendChild(el("span", "streak", `${schedule.fail_streak} failing`));
+        return [heading, el("div", "meta", scheduleMeta(schedule))];
+      },
+      open: (schedule) => openSchedule(schedule.id),
+      empty: "No schedules yet: add one here, or an agent adds one with schedule_create.",
+    });
     $("schedules-total").textContent = `${body.schedules.length} schedule(s)`;
   } catch (error) {
     schedulesError(error);
@@ -114,14 +100,8 @@ async function scheduleAction(id, tail) {
 }
 
 function askDelete(schedule) {
-  const detail = $("schedules-detail");
-  const old = detail.querySelector(".schedule-confirm");
-  if (old) old.remove();
-  const box = el("div", "schedule-confirm memory-actions");
-  box.appendChild(el("span", "", `Delete ${schedule.name}?`));
-  box.appendChild(actionButton("Yes, delete", "forget delete-yes", () => deleteSchedule(schedule.id)));
-  box.appendChild(actionButton("Keep it", "quiet delete-no", () => box.remove()));
-  detail.querySelector(".memory-actions").after(box);
+  askFirst($("schedules-detail"), "schedule-confirm", `Delete ${schedule.name}?`,
+    ["Yes, delete", "forget delete-yes", () => deleteSchedule(schedule.id)], ["Keep it", "quiet delete-no"]);
 }
 
 async function deleteSchedule(id) {
@@ -135,8 +115,7 @@ async function deleteSchedule(id) {
   }
 }
 
-$("schedules-form").addEventListener("submit", async (event) => {
-  event.preventDefault();
+addForm("schedules-form", "/api/schedules", () => {
   const body = {
     agent: $("schedules-agent").value,
     name: $("schedules-name").value,
@@ -145,14 +124,10 @@ $("schedules-form").addEventListener("submit", async (event) => {
   };
   const deliver = $("schedules-deliver").value.trim();
   if (deliver) body.deliver_to = deliver;
-  try {
-    const added = await api("/api/schedules", { json: body });
-    $("schedules-form").reset();
-    await listSchedules();
-    await openSchedule(added.id);
-  } catch (error) {
-    schedulesError(error);
-  }
-});
+  return body;
+}, async (added) => {
+  await listSchedules();
+  await openSchedule(added.id);
+}, schedulesError);
 
 $("schedules-reload").addEventListener("click", () => loadSchedules());

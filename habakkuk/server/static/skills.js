@@ -1,7 +1,7 @@
 // Habakkuk dashboard: the skills view (list, one skill's scan reasons, instructions and
 // files, approve (a dangerous one after a confirmation), remove with a confirmation,
-// restore). Uses api(), el(), when() and $ from
-// app.js and actionButton() from memory.js. Skill text only ever goes in textContent.
+// restore). Uses api(), el(), when() and $ from app.js and the list helpers of views.js.
+// Skill text only ever goes in textContent.
 "use strict";
 
 const skills = { agent: "", name: "" };
@@ -14,10 +14,7 @@ function skillPath(name, tail) {
   return `/api/skills/${skillsAgent()}/${encodeURIComponent(name)}${tail || ""}`;
 }
 
-function skillsError(error) {
-  if (error instanceof Unauthorized) return;
-  $("skills-error").textContent = error ? String(error.message || error) : "";
-}
+const skillsError = viewError("skills");
 
 function skillMeta(skill) {
   const used = skill.last_used ? `used ${when(skill.last_used)}` : "never used";
@@ -38,16 +35,7 @@ function skillHeading(tag, skill) {
 }
 
 async function loadSkills() {
-  const select = $("skills-agent");
-  if (!select.options.length) {
-    for (const agent of state.app.agents) {
-      const option = el("option", "", agent);
-      option.value = agent;
-      if (agent === state.app.default) option.selected = true;
-      select.appendChild(option);
-    }
-  }
-  skills.agent = select.value;
+  skills.agent = pickedAgent("skills-agent");
   skillsError(null);
   await listSkills();
 }
@@ -56,19 +44,17 @@ async function listSkills() {
   const list = $("skills-list");
   try {
     const body = await api(`/api/skills/${skillsAgent()}`);
-    list.replaceChildren();
-    for (const skill of body.skills) {
-      const item = el("li", "clickable skill");
-      item.dataset.name = skill.name;
-      item.appendChild(skillHeading("strong", skill));
-      item.appendChild(el("div", "snippet", skill.description));
-      item.appendChild(el("div", "meta", skillMeta(skill)));
-      item.addEventListener("click", () => openSkill(skill.name));
-      list.appendChild(item);
-    }
-    if (!body.skills.length) {
-      list.appendChild(el("li", "quiet-text", "No skills yet: the agent saves them with skill_save, `habakkuk skills install` adds one."));
-    }
+    renderList(list, body.skills, {
+      className: "skill",
+      data: (skill) => ({ name: skill.name }),
+      parts: (skill) => [
+        skillHeading("strong", skill),
+        el("div", "snippet", skill.description),
+        el("div", "meta", skillMeta(skill)),
+      ],
+      open: (skill) => openSkill(skill.name),
+      empty: "No skills yet: the agent saves them with skill_save, `habakkuk skills install` adds one.",
+    });
     $("skills-total").textContent = `${body.skills.length} skill(s)`;
   } catch (error) {
     skillsError(error);
@@ -115,25 +101,16 @@ async function openSkill(name) {
 }
 
 function askRemove(name) {
-  const detail = $("skills-detail");
-  const old = detail.querySelector(".skill-confirm");
-  if (old) old.remove();
-  const box = el("div", "skill-confirm memory-actions");
-  box.appendChild(el("span", "", `Remove ${name}? A backup is kept and Restore puts it back.`));
-  box.appendChild(actionButton("Yes, remove", "forget remove-yes", () => removeSkill(name)));
-  box.appendChild(actionButton("Keep it", "quiet remove-no", () => box.remove()));
-  detail.querySelector(".memory-actions").after(box);
+  askFirst($("skills-detail"), "skill-confirm",
+    `Remove ${name}? A backup is kept and Restore puts it back.`,
+    ["Yes, remove", "forget remove-yes", () => removeSkill(name)], ["Keep it", "quiet remove-no"]);
 }
 
 function askApprove(name) {
-  const detail = $("skills-detail");
-  const old = detail.querySelector(".skill-confirm");
-  if (old) old.remove();
-  const box = el("div", "skill-confirm memory-actions");
-  box.appendChild(el("span", "", `The scan found ${name} dangerous. Approve it only if you read every finding above.`));
-  box.appendChild(actionButton("I read them: approve", "forget approve-yes", () => approveSkill(name, true)));
-  box.appendChild(actionButton("Keep it untrusted", "quiet approve-no", () => box.remove()));
-  detail.querySelector(".memory-actions").after(box);
+  askFirst($("skills-detail"), "skill-confirm",
+    `The scan found ${name} dangerous. Approve it only if you read every finding above.`,
+    ["I read them: approve", "forget approve-yes", () => approveSkill(name, true)],
+    ["Keep it untrusted", "quiet approve-no"]);
 }
 
 async function approveSkill(name, acknowledge) {

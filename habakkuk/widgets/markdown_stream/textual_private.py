@@ -4,17 +4,22 @@ Textual is pinned exactly in pyproject.toml because of this module: none of thes
 is part of Textual's API, so any release may move them. Upgrade Textual together with
 tests/tui/test_textual_private_canary.py, which checks each name used here (and fails
 with the name and the function that uses it). No other module of Habakkuk touches a
-private name of Textual; add new ones here, with a canary check.
+private name of Textual (the canary reads every module for one): add new ones here, each
+behind a function saying why it is needed, declared in `PRIVATE_NAMES`, with a canary
+check.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from markdown_it.token import Token
+    from textual.binding import Binding
+    from textual.dom import DOMNode
     from textual.geometry import Region, Size, Spacing
     from textual.layout import WidgetPlacement
     from textual.screen import Screen
@@ -22,6 +27,43 @@ if TYPE_CHECKING:
     from textual.widget import Widget
     from textual.widgets import Markdown
     from textual.widgets.markdown import MarkdownBlock
+
+
+@dataclass(frozen=True)
+class PrivateName:
+    """A private name of Textual this module uses, where Textual defines it, and what it is.
+
+    The canary checks that this list and the names the functions below touch agree, and
+    that each is still defined by `owner` in the pinned Textual as that `kind`.
+    """
+
+    owner: str  # the dotted path of the class (or the package) that defines it
+    name: str
+    kind: Literal["method", "attribute", "property", "module"]
+    used_by: str  # the function of this module that uses it
+
+
+PRIVATE_NAMES: Final[tuple[PrivateName, ...]] = (
+    PrivateName("textual", "_compositor", "module", "draw_widget"),
+    PrivateName(
+        "textual.widget.Widget", "_clear_arrangement_cache", "method", "forget_arrangement"
+    ),
+    PrivateName("textual.layout.WidgetPlacement", "_replace", "method", "replace_placement"),
+    PrivateName("textual.widgets.Markdown", "_parse_markdown", "method", "parse_blocks"),
+    PrivateName("textual.widgets.Markdown", "_markdown", "attribute", "set_document_source"),
+    PrivateName("textual.widgets.markdown.MarkdownBlock", "_blocks", "attribute", "holds_blocks"),
+    PrivateName(
+        "textual.widgets.markdown.MarkdownBlock", "_copy_context", "method", "show_block_as"
+    ),
+    PrivateName("textual.widgets.markdown.MarkdownBlock", "_content", "attribute", "show_block_as"),
+    PrivateName(
+        "textual.widgets.markdown.MarkdownFence", "_highlighted_code", "attribute", "show_block_as"
+    ),
+    PrivateName("textual.screen.Screen", "_update_timer", "property", "draw_updates_promptly"),
+    PrivateName("textual.timer.Timer", "_skip", "attribute", "draw_updates_promptly"),
+    PrivateName("textual.widget.Widget", "_anchor_released", "attribute", "anchor_released"),
+    PrivateName("textual.dom.DOMNode", "_bindings", "attribute", "own_bindings"),
+)
 
 
 def draw_widget(widget: Widget, size: Size) -> list[Strip]:
@@ -119,3 +161,15 @@ def anchor_released(widget: Widget) -> bool:
     sets `Widget._anchor_released` (set in `Widget.release_anchor`).
     """
     return widget._anchor_released
+
+
+def own_bindings(node: DOMNode, key: str) -> Sequence[Binding]:
+    """The bindings `node` itself has for `key` (its class's and inherited `BINDINGS`,
+    after any keymap), in the order Textual would try them.
+
+    Uses `DOMNode._bindings`, the node's own `BindingsMap`: Textual offers only the
+    bindings active on the whole screen (`Screen.active_bindings`), one per key, where an
+    ancestor's priority binding hides the node's. The composer runs its own bindings the
+    moment a key reaches it (see `Composer`), so it needs exactly these.
+    """
+    return node._bindings.key_to_bindings.get(key, ())
