@@ -7,16 +7,20 @@ from the gateway so the modules the gateway imports can name it too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from habakkuk.conversation.commands import CommandSessions, CommandTurns, Services
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from habakkuk.engine.agent.requests import ReplyTo
     from habakkuk.engine.config import Config
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.home import Environment
     from habakkuk.engine.hook_events import HookFirer
     from habakkuk.engine.jobs import Job, JobQueue
+    from habakkuk.engine.llm.types import Block
     from habakkuk.engine.sessions import Session, TranscriptStore
     from habakkuk.engine.store import BlobStore
     from habakkuk.engine.toolkit.approvals import Answer, ApprovalDecision, ApprovalRequest
@@ -58,7 +62,8 @@ class GatewayTurns(CommandTurns, Protocol):
         *,
         turn_id: str | None = None,
         attended: bool = False,
-        extra: dict[str, Any] | None = None,
+        reply_to: ReplyTo | None = None,
+        blocks: Sequence[Block] = (),
     ) -> str: ...
 
     async def compact_session(
@@ -66,7 +71,7 @@ class GatewayTurns(CommandTurns, Protocol):
         session_id: str,
         *,
         job_id: str | None = None,
-        extra: dict[str, Any] | None = None,
+        reply_to: ReplyTo | None = None,
     ) -> str: ...
 
 

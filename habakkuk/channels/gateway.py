@@ -34,9 +34,10 @@ from typing import Any, Literal
 
 from habakkuk.conversation.answers import answer_word
 from habakkuk.conversation.commands import dispatch
+from habakkuk.engine.agent.requests import ReplyTo, TurnRequest, turn_request
 from habakkuk.engine.config import ChannelConfig
 from habakkuk.engine.events import EventPayload, ToolStarted, TurnEnded, TurnStarted
-from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, block_to_json
+from habakkuk.engine.llm.types import Block, DocumentBlock, ImageBlock
 from habakkuk.engine.sessions import Session
 from habakkuk.engine.store import StoreError
 from habakkuk.engine.timeouts import wait_within
@@ -53,7 +54,6 @@ log = logging.getLogger(__name__)
 
 MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
-TURN_KIND = "turn"
 
 # Habakkuk's own chat text, one catalog (English); other locales plug in by key.
 TEXT = {
@@ -340,9 +340,9 @@ class Gateway:
         return await self._start_turn(config, msg, text)
 
     @staticmethod
-    def reply_to(msg: InboundMessage) -> dict[str, str]:
+    def reply_to(msg: InboundMessage) -> ReplyTo:
         """Where a turn's reply (and its approvals) go: the message's chat."""
-        return {"to": str(msg.address), "message": msg.message_id, "sender": msg.sender}
+        return ReplyTo(str(msg.address), msg.message_id, msg.sender)
 
     @staticmethod
     def say_id(msg: InboundMessage, suffix: str = "") -> str:
@@ -355,18 +355,20 @@ class Gateway:
         session = await self.session_for(config, msg)
         assert session is not None
         agent = self.config.agent(session.agent)
-        blocks: list[dict[str, Any]] = list(msg.blocks)
+        blocks: list[Block] = list(msg.blocks)
         notes: list[str] = []
         if msg.attachments:
             notes, blocks = await self._attachments(msg, agent.workspace_path)
         full = "\n\n".join(part for part in [text, *notes] if part)
         if not full and not blocks:
             return None
-        extra: dict[str, Any] = {"reply_to": self.reply_to(msg)}
-        if blocks:
-            extra["blocks"] = blocks
         turn = await self.runtime.turns.submit(
-            session.id, full, turn_id=turn_id or turn_id_for(msg), attended=True, extra=extra
+            session.id,
+            full,
+            turn_id=turn_id or turn_id_for(msg),
+            attended=True,
+            reply_to=self.reply_to(msg),
+            blocks=blocks,
         )
         await self.store.touch(msg.address.conversation)
         return turn
@@ -375,11 +377,11 @@ class Gateway:
 
     async def _attachments(
         self, msg: InboundMessage, workspace: Path
-    ) -> tuple[list[str], list[dict[str, Any]]]:
+    ) -> tuple[list[str], list[Block]]:
         """Download, store as blobs, copy to the workspace inbox; images/PDFs go to the model."""
         adapter = self.adapter_for(msg.channel)
         notes: list[str] = []
-        blocks: list[dict[str, Any]] = []
+        blocks: list[Block] = []
         for index, attachment in enumerate(msg.attachments):
             if adapter is None or not adapter.can("download"):
                 continue
@@ -404,10 +406,9 @@ class Gateway:
             await asyncio.to_thread(_copy_into, data, target)
             notes.append(TEXT["saved"].format(name=name))
             if attachment.media_type in IMAGE_TYPES:
-                block = ImageBlock(attachment.media_type, blob=str(blob), name=name)
-                blocks.append(block_to_json(block))
+                blocks.append(ImageBlock(attachment.media_type, blob=str(blob), name=name))
             elif attachment.media_type == "application/pdf":
-                blocks.append(block_to_json(DocumentBlock(name, "application/pdf", blob=str(blob))))
+                blocks.append(DocumentBlock(name, "application/pdf", blob=str(blob)))
             elif attachment.kind in ("voice", "audio") and self.config.transcription is not None:
                 try:
                     transcript = await self._transcribe(data, name, attachment.media_type)
@@ -441,13 +442,12 @@ class Gateway:
 
     # -- approvals ------------------------------------------------------------------------
 
-    def approver_for(self, payload: dict[str, Any]) -> ChatApprover | None:
+    def approver_for(self, request: TurnRequest) -> ChatApprover | None:
         """The chat approver of a channel turn (None for other turns)."""
-        reply_to = payload.get("reply_to")
-        if not isinstance(reply_to, dict):
+        if request.reply_to is None:
             return None
         try:
-            address = Address.parse(str(reply_to.get("to", "")))
+            address = Address.parse(request.reply_to.to)
         except ValueError:
             return None
         return ChatApprover(self, address)
@@ -607,16 +607,17 @@ class Gateway:
         if turn in self._watches:
             return
         job = await self.queue.get(turn)
-        reply_to = job.payload.get("reply_to") if job else None
-        if not isinstance(reply_to, dict):
+        request = turn_request(job) if job is not None else None
+        reply_to = request.reply_to if request is not None else None
+        if reply_to is None:
             return
         try:
-            address = Address.parse(str(reply_to.get("to", "")))
+            address = Address.parse(reply_to.to)
         except ValueError:
             return
         if address.channel not in self.channels:
             return
-        watch = _Watch(turn, session, address, str(reply_to.get("message", "")))
+        watch = _Watch(turn, session, address, reply_to.message)
         self._watches[turn] = watch
         watch.task = asyncio.create_task(self._watch(watch), name=f"watch:{turn}")
 

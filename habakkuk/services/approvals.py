@@ -25,6 +25,7 @@ from habakkuk.engine.toolkit.waiting import TERMINAL, WaitingApproval, merge_wai
 if TYPE_CHECKING:
     from habakkuk.channels.outbox import Outbox
     from habakkuk.channels.store import ChannelStore
+    from habakkuk.engine.agent.requests import TurnRequest
     from habakkuk.engine.config import Config
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.sessions import Session, TranscriptStore
@@ -175,13 +176,13 @@ class Approvals(ApprovalHub):
         )
         return await self.store() if rows else None
 
-    def human_approver(self, session: Session, payload: dict[str, Any]) -> Approver | None:
+    def human_approver(self, session: Session, request: TurnRequest) -> Approver | None:
         """The approver of a turn submitted as attended while someone attends, else None.
 
         Its requests are recorded in control.db too, so every process of the home lists
         and answers them.
         """
-        if not (payload.get("attended") and self.attending):
+        if not (request.attended and self.attending):
             return None
         from habakkuk.channels.home_approvals import RecordedApprover
         from habakkuk.channels.store import ChannelStore

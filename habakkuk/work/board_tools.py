@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext
@@ -83,7 +84,7 @@ class BoardCreate(BoardChange):
             parent=str(args["parent"]).strip() if args.get("parent") else None,
             depends_on=tuple(str(dep).strip() for dep in args.get("depends_on") or ()),
             creator_session=ctx.session,
-            reply_to={"to": chat} if chat else None,
+            reply_to=ReplyTo(chat) if chat else None,
         )
         card = await service.create(new, by=ctx.agent)
         return f"Created {card.id} {card.title!r}: {state_line(card)}."

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from habakkuk.engine.agent.requests import turn_request
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
 from habakkuk.work.board_types import NewCard, attempt_session
@@ -62,7 +63,8 @@ class SplitJob(Tool):
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         board: Any = ctx.board
         job = await self.queue.get(ctx.turn)
-        reply_to = job.payload.get("reply_to") if job is not None else None
+        request = turn_request(job) if job is not None else None
+        reply_to = request.reply_to if request is not None else None
         asked = {"creator_session": ctx.session, "reply_to": reply_to}
         first = await board.create(NewCard("Research", assignee="main", **asked), by=ctx.agent)
         second = await board.create(

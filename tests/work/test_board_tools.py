@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.llm.types import ToolUseBlock
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.registry import ToolContext
@@ -123,14 +124,12 @@ async def test_a_card_created_in_a_chat_keeps_the_chats_reply_address(
         Reply(text="On the board."),
     )
     runtime.start_workers(channels=False)
-    address = {"to": "telegram:42", "message": "7", "sender": "telegram:42"}
-    submitted = await runtime.turns.submit(
-        session, "put it on the board", extra={"reply_to": address}
-    )
+    address = ReplyTo("telegram:42", "7", "telegram:42")
+    submitted = await runtime.turns.submit(session, "put it on the board", reply_to=address)
     outcome = await wait_within(runtime.turns.wait_turn(submitted), 30)
     assert outcome.status == "done", outcome.error
     (card,) = await runtime.board.list_cards()
-    assert card.reply_to == {"to": "telegram:42"} and card.creator_session == session
+    assert card.reply_to == ReplyTo("telegram:42") and card.creator_session == session
 
 
 async def test_the_assignee_completes_its_card_and_the_creator_cannot(runtime: Any) -> None:
