@@ -39,7 +39,9 @@ class ChatApprovals(Protocol):
         """Answer a request of this process's hub."""
         ...
 
-    async def respond(self, approval_id: str, answer: str, by: str, *, notify: bool = True) -> bool:
+    async def respond(
+        self, approval_id: str, answer: Answer, by: str, *, notify: bool = True
+    ) -> bool:
         """The one answer path: answer a waiting approval wherever it waits."""
         ...
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from habakkuk.conversation.answers import answer_word
+from habakkuk.conversation.answers import ANSWERS, answer_named, answer_word
 from habakkuk.conversation.commands import dispatch
 from habakkuk.engine.agent.requests import ReplyTo, TurnRequest, turn_request
 from habakkuk.engine.config import ChannelConfig
@@ -79,9 +79,6 @@ TEXT = {
     "voice": "[voice note transcript: {text}]",
     "voice_failed": "[a voice note could not be transcribed: {error}]",
 }
-APPROVAL_ANSWERS = ("allow_once", "deny", "allow_session")
-
-
 BUTTON_NOTICES = {
     "allow_once": TEXT["approved"],
     "deny": TEXT["denied"],
@@ -271,9 +268,14 @@ class Gateway:
 
     async def _answer_prompt(self, prompt: Prompt, answer: str, by: str) -> bool:
         """Answer a prompt from its chat: an approval through the approvals service's one
-        answer path (as the terminal, the dashboard and the API do), a question here."""
+        answer path (as the terminal, the dashboard and the API do), a question here.
+        An approval's `answer` is a word already read or a button's choice: one that
+        names no answer answers nothing."""
         if prompt.kind == "approval":
-            return await self.runtime.approvals.respond(prompt.id, answer, by, notify=False)
+            decided = answer_named(answer)
+            if decided is None:
+                return False
+            return await self.runtime.approvals.respond(prompt.id, decided, by, notify=False)
         return await self._record_answer(prompt, answer, by)
 
     async def _record_answer(self, prompt: Prompt, answer: str, by: str) -> bool:
@@ -464,7 +466,7 @@ class Gateway:
             request.id = request.id or f"apr_{secrets.token_hex(6)}"
             prompt = Prompt(
                 request.id, "approval", address.conversation, request.turn,
-                secrets.token_hex(4), list(APPROVAL_ANSWERS), None, "", time.time(),
+                secrets.token_hex(4), list(ANSWERS), None, "", time.time(),
                 # recorded so every process (the terminal, the dashboard) can show it
                 tool=request.tool, summary=request.summary, reason=request.reason,
                 agent=request.agent, session=request.session,
@@ -482,9 +484,11 @@ class Gateway:
             typed = asyncio.create_task(self._wait_answer(prompt.id, hub.timeout + 5))
             try:
                 done, _ = await asyncio.wait({decided, typed}, return_when=asyncio.FIRST_COMPLETED)
-                if typed in done and typed.result() is not None:
-                    answer, by = typed.result()  # type: ignore[misc]
-                    hub.answer(request.id, answer, by=by)  # type: ignore[arg-type]
+                found = typed.result() if typed in done else None
+                # Answered in control.db (here or by another process): hand it to the hub.
+                answer = answer_named(found[0]) if found is not None else None
+                if found is not None and answer is not None:
+                    hub.answer(request.id, answer, by=found[1])
                 decision = await decided
             finally:
                 for task in (decided, typed):

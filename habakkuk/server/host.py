@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.overview import Overview
     from habakkuk.engine.sessions import Compaction, SearchHit, Session, StoredMessage
     from habakkuk.engine.store import BlobStore
-    from habakkuk.engine.toolkit.approvals import ApprovalRequest
+    from habakkuk.engine.toolkit.approvals import Answer, ApprovalRequest
     from habakkuk.engine.toolkit.waiting import WaitingApproval
 
 
@@ -39,7 +39,7 @@ class ServerApprovals(Protocol):
         """Every call waiting for approval on this home, oldest first."""
         ...
 
-    async def respond(self, approval_id: str, answer: str, by: str) -> bool:
+    async def respond(self, approval_id: str, answer: Answer, by: str) -> bool:
         """Answer a waiting approval wherever it waits; False when it no longer waits."""
         ...
 

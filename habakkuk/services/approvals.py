@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.events import QuestionAnswered, QuestionAsked, QuestionWithdrawn
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, ApprovalHub, Approver
+from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, Answer, ApprovalHub, Approver
 from habakkuk.engine.toolkit.waiting import TERMINAL, WaitingApproval, merge_waiting
 
 if TYPE_CHECKING:
@@ -209,11 +209,14 @@ class Approvals(ApprovalHub):
                 where[request.id] = "web" if session and session.origin == "web" else TERMINAL
         return merge_waiting(local, chat, since=self.since, where=where, now=time.time())
 
-    async def respond(self, approval_id: str, answer: str, by: str, *, notify: bool = True) -> bool:
+    async def respond(
+        self, approval_id: str, answer: Answer, by: str, *, notify: bool = True
+    ) -> bool:
         """Answer a waiting approval wherever it waits; False when it no longer waits.
 
-        The one answer path of the terminal, the web chat, the dashboard and the API.
-        `answer` is allow_once, allow_session or deny (HabakkukError otherwise). A
+        The one answer path of the terminal, the web chat, the dashboard and the API,
+        each of which reads the person's word or key as an Answer first
+        (conversation/answers.py); an untyped caller's other value is a HabakkukError. A
         request of this process's hub is answered there; a chat approval that a turn
         of another process waits on is answered in control.db, where that turn finds
         it (the first answer wins). The chat is told who answered in its place
@@ -227,7 +230,7 @@ class Approvals(ApprovalHub):
         if waiting is None:
             return False
         if waiting.local:
-            answered = self.answer(approval_id, answer, by=by)  # type: ignore[arg-type]
+            answered = self.answer(approval_id, answer, by=by)
         else:
             store = await self.store()
             answered = await store.answer_waiting_approval(approval_id, answer, by)
