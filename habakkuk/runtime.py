@@ -47,7 +47,7 @@ from habakkuk.services.schedules import build_schedules, start_ticker
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
-from habakkuk.services.toolset import build_tools
+from habakkuk.services.toolset import ToolServices, build_tools
 from habakkuk.services.turns import TurnOutcome, Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.tools.processes import ProcessInfo, ProcessManager
@@ -84,9 +84,7 @@ class Runtime:
         self.usage = usage
         self.ledger = UsageLedger(usage)
         self.router = Router(self.providers, on_usage=self.ledger.record)
-        self.tools = build_tools(config)
         self.hooks = Hooks(config.hooks, home.root)
-        self.tools.hooks = self.hooks
         self.state = state
         self.memory = build_memory(home, config, env)  # a knowledge MemoryAccess
         self.skills = build_skills(home, config, self.memory)  # a knowledge SkillsAccess
@@ -145,6 +143,21 @@ class Runtime:
         self.delegation = Delegation(
             config, self.queue, self.bus, self.sessions, transcripts, self.turns
         )
+        # The built-in tools, each toolset bound to the services above it uses.
+        self.tools = build_tools(
+            config,
+            ToolServices(
+                processes=self.processes,
+                process_started=self._process_started,
+                memory=self.memory,
+                skills=self.skills,
+                schedules=self.schedules,
+                board=self.board,
+                delegation=self.delegation,
+                channels=lambda: self.channels,
+            ),
+        )
+        self.tools.hooks = self.hooks
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -216,14 +229,6 @@ class Runtime:
                 bus=self.bus,
                 blobs=self.blobs,
                 approver_for=self._approver_for,
-                processes=self.processes,
-                process_started=self._process_started,
-                outbox=self.channels,
-                memory=self.memory,
-                skills=self.skills,
-                schedules=self.schedules,
-                board=self.board,
-                delegation=self.delegation,
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self.checkpointing.snapshot_for,

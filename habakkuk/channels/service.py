@@ -26,7 +26,7 @@ from .outbox import Outbox
 from .store import ChannelStore
 from .supervisor import Backoff, Supervisor
 from .tasks import cancel_and_wait
-from .tools import Poll, SendFile
+from .tools import OutboxOf, Poll, SendFile
 from .web import WebLog
 
 log = logging.getLogger(__name__)
@@ -34,10 +34,11 @@ log = logging.getLogger(__name__)
 SWEEP_EVERY_SECONDS = 60.0
 
 
-def register_tools(registry: ToolRegistry) -> None:
-    """send_file and poll, in toolset core (call when channels are configured)."""
-    registry.register(SendFile(), "core")
-    registry.register(Poll(), "core")
+def register_tools(registry: ToolRegistry, outbox: OutboxOf) -> None:
+    """send_file and poll, in toolset core, on the channel service `outbox` returns (call
+    when channels are configured)."""
+    registry.register(SendFile(outbox), "core")
+    registry.register(Poll(outbox), "core")
 
 
 class ChannelService(Outbox):

@@ -40,7 +40,8 @@ class SubturnRuns:
         on_finished: FinishedCallback | None = None,
     ):
         self.delegation = delegation
-        self.runner = TurnRunner(replace(deps, delegation=None, output_check=SchemaCheck()))
+        # Its turns never offer the delegate toolset (turn_toolsets): no further delegation.
+        self.runner = TurnRunner(replace(deps, output_check=SchemaCheck()))
         self._on_finished = on_finished
         self._tasks: set[asyncio.Task[None]] = set()
         self.pool = Pool(

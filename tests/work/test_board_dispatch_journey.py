@@ -57,11 +57,12 @@ class SplitJob(Tool):
     input_schema: dict[str, Any] = {"type": "object", "properties": {}}
     risk = Risk.READ
 
-    def __init__(self, queue: Any):
+    def __init__(self, queue: Any, board: Any):
         self.queue = queue
+        self.board = board
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        board: Any = ctx.board
+        board = self.board
         job = await self.queue.get(ctx.turn)
         request = turn_request(job) if job is not None else None
         reply_to = request.reply_to if request is not None else None
@@ -79,7 +80,7 @@ async def test_two_cards_split_from_a_chat_run_in_order_and_answer_that_chat(
 ) -> None:
     served = await serve(CONFIG, workers=False)
     runtime = served.runtime
-    runtime.tools.register(SplitJob(runtime.queue), "core")
+    runtime.tools.register(SplitJob(runtime.queue, runtime.board), "core")
     runtime.tools.register(FinishCard(runtime.board), "core")
     runtime.start_workers(maintenance=True)
     asked = await served.post_json(

@@ -11,8 +11,9 @@ import pytest
 from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.llm.types import ToolUseBlock
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.engine.toolkit.registry import ToolContext
+from habakkuk.engine.toolkit.registry import ToolContext, ToolRegistry
 from habakkuk.engine.toolkit.taint import Taint
+from habakkuk.work.board_tools import board_tools
 from habakkuk.work.board_types import USER, NewCard
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
@@ -61,7 +62,6 @@ def context(runtime: Any, agent: str = "main", *, mode: str = "full", **extra: A
         home=runtime.home.root,
         blobs=runtime.blobs,
         bus=runtime.bus,
-        board=runtime.board,
         taint=Taint(),
         **extra,
     )
@@ -311,9 +311,12 @@ async def test_creating_and_updating_a_card_does_not_taint_the_turn(runtime: Any
 
 
 async def test_a_run_without_the_board_says_so(runtime: Any) -> None:
-    ctx = context(runtime)
-    ctx.board = None
-    result = await call(runtime, "board_list", {}, ctx=ctx)
+    # The board toolset built without a board (None), called as the registry calls it.
+    registry = ToolRegistry()
+    for tool in board_tools(None, lambda: None):
+        registry.register(tool, "board")
+    use = ToolUseBlock("c1", "board_list", {})
+    result = await registry.call(use, context(runtime), {"board_list"})
     assert result.is_error and "the board is not available" in result.text
 
 

@@ -138,16 +138,8 @@ class TurnDeps:
     bus: EventBus
     blobs: BlobStore
     approver_for: ApproverFor
-    # For the tools (see ToolContext): background processes, the hook that remembers
-    # which turn started one, and the chat outbox; None where this run has none.
-    processes: object | None = None
-    process_started: Callable[[Any, str], None] | None = None
-    outbox: object | None = None
-    memory: object | None = None  # knowledge.memory_types.MemoryAccess, for the memory tools
-    skills: object | None = None  # knowledge.skills.types.SkillsAccess, for the skills tools
-    schedules: object | None = None  # work.schedule_types.SchedulesAccess, for schedule tools
-    board: object | None = None  # work.board_types.BoardAccess, for the board tools
-    delegation: object | None = None  # work.delegation_types.DelegationAccess, for delegate
+    # The tools hold the services of the layers above (bound when the runtime built their
+    # toolsets: engine/toolkit/service_tool.py); a turn hands them only the call.
     hooks: Hooks | None = None
     state: StateStore | None = None
     checkpoint_for: CheckpointFor | None = None
@@ -315,7 +307,6 @@ class TurnRunner:
         deps = self.deps
         job = lease.job
         task = turn_request.text
-        subturn = turn_request.subturn is not None
         tools = deps.tools.tools_for(turn_toolsets(agent.toolsets, turn_request))
         allowed = {t.name for t in tools}
         specs = [t.spec() for t in tools]
@@ -333,14 +324,6 @@ class TurnRunner:
             approver=deps.approver_for(session, turn_request),
             task=task[:2000],
             exec_timeout=deps.config.tools.exec_timeout_seconds,
-            processes=deps.processes,
-            process_started=deps.process_started,
-            outbox=deps.outbox,
-            memory=deps.memory,
-            skills=deps.skills,
-            schedules=deps.schedules,
-            board=deps.board,
-            delegation=None if subturn else deps.delegation,
             timezone=deps.config.timezone,
             transcripts=deps.transcripts,
             state=deps.state,
