@@ -21,6 +21,7 @@ from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.store import Database
+from habakkuk.engine.toolkit.approvals import Answer
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
 from tests.channels.test_telegram_e2e import APPROVAL_SCRIPT, TOKEN, channel_yaml
@@ -82,7 +83,7 @@ async def asked_in_chat(
 
 
 async def answered_elsewhere(
-    serving: Runtime, other: Runtime, waiting: Any, answer: str, by: str
+    serving: Runtime, other: Runtime, waiting: Any, answer: Answer, by: str
 ) -> str:
     """`other` answers the approval; returns how the serving process's turn ended."""
     assert await other.approvals.respond(waiting.id, answer, by=by)

@@ -66,10 +66,18 @@ class SplitJob(Tool):
         job = await self.queue.get(ctx.turn)
         request = turn_request(job) if job is not None else None
         reply_to = request.reply_to if request is not None else None
-        asked = {"creator_session": ctx.session, "reply_to": reply_to}
-        first = await board.create(NewCard("Research", assignee="main", **asked), by=ctx.agent)
+        first = await board.create(
+            NewCard("Research", assignee="main", creator_session=ctx.session, reply_to=reply_to),
+            by=ctx.agent,
+        )
         second = await board.create(
-            NewCard("Announce", assignee="writer", depends_on=(first.id,), **asked),
+            NewCard(
+                "Announce",
+                assignee="writer",
+                depends_on=(first.id,),
+                creator_session=ctx.session,
+                reply_to=reply_to,
+            ),
             by=ctx.agent,
         )
         return ToolOutput(f"created {first.id} and {second.id}")
