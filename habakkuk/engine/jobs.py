@@ -253,8 +253,9 @@ InterruptHook = Callable[[sqlite3.Connection, Interrupted], None]
 class JobKind(Generic[P]):
     """What a kind of job declares about itself, once, where the kind is defined
     (`declare_kind`); a kind never declared is an ordinary one with an untyped payload.
-    A name ending in ":" declares a family: every kind that starts with it (the
-    deliveries' `delivery:<account>`).
+    A name ending in ":" declares the payload type of a family: every kind that starts
+    with it (the deliveries' `delivery:<account>`); `at_most_once` and `on_interrupted`
+    are read for kinds declared by their own name.
 
     `payload`: the type of its jobs' payload (engine/payloads.py): what `enqueue` takes
     and `payload_of` returns to the handler. A job whose stored payload does not parse
@@ -947,7 +948,7 @@ def _take_back(
 def _tell_kind(conn: sqlite3.Connection, interrupted: Interrupted) -> None:
     """Run the kind's `on_interrupted` inside the caller's transaction, in a savepoint:
     a hook that fails is logged and undone alone, never the job's end with it."""
-    kind = declared_kind(interrupted.job.kind)
+    kind = _KINDS.get(interrupted.job.kind)
     if kind is None or kind.on_interrupted is None:
         return
     conn.execute("SAVEPOINT kind_hook")
