@@ -15,7 +15,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.agent.turn import TURN_KIND, TurnDeps, TurnRunner
+from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, session_of, turn_request
+from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
 from habakkuk.engine.config import Config, load_config
 from habakkuk.engine.events import EventBus, JobFinished
 from habakkuk.engine.home import Environment, Home, default_home
@@ -27,7 +28,7 @@ from habakkuk.engine.llm.pricing import PriceTable
 from habakkuk.engine.llm.router import Router
 from habakkuk.engine.llm.usage import UsageStore
 from habakkuk.engine.pools import Pool
-from habakkuk.engine.retention import RETENTION_KIND, retention_job_id
+from habakkuk.engine.retention import RETENTION_KIND, RetentionSweep, retention_job_id
 from habakkuk.engine.retention import sweep as retention_sweep
 from habakkuk.engine.sessions import Session, TranscriptStore
 from habakkuk.engine.state import StateStore
@@ -46,7 +47,7 @@ from habakkuk.services.schedules import build_schedules, start_ticker
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
-from habakkuk.services.toolset import build_tools
+from habakkuk.services.toolset import ToolServices, build_tools
 from habakkuk.services.turns import TurnOutcome, Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.tools.processes import ProcessInfo, ProcessManager
@@ -83,9 +84,7 @@ class Runtime:
         self.usage = usage
         self.ledger = UsageLedger(usage)
         self.router = Router(self.providers, on_usage=self.ledger.record)
-        self.tools = build_tools(config)
         self.hooks = Hooks(config.hooks, home.root)
-        self.tools.hooks = self.hooks
         self.state = state
         self.memory = build_memory(home, config, env)  # a knowledge MemoryAccess
         self.skills = build_skills(home, config, self.memory)  # a knowledge SkillsAccess
@@ -144,6 +143,21 @@ class Runtime:
         self.delegation = Delegation(
             config, self.queue, self.bus, self.sessions, transcripts, self.turns
         )
+        # The built-in tools, each toolset bound to the services above it uses.
+        self.tools = build_tools(
+            config,
+            ToolServices(
+                processes=self.processes,
+                process_started=self._process_started,
+                memory=self.memory,
+                skills=self.skills,
+                schedules=self.schedules,
+                board=self.board,
+                delegation=self.delegation,
+                channels=lambda: self.channels,
+            ),
+        )
+        self.tools.hooks = self.hooks
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -215,14 +229,6 @@ class Runtime:
                 bus=self.bus,
                 blobs=self.blobs,
                 approver_for=self._approver_for,
-                processes=self.processes,
-                process_started=self._process_started,
-                outbox=self.channels,
-                memory=self.memory,
-                skills=self.skills,
-                schedules=self.schedules,
-                board=self.board,
-                delegation=self.delegation,
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self.checkpointing.snapshot_for,
@@ -271,7 +277,9 @@ class Runtime:
     async def _schedule_retention(self) -> None:
         """Queue today's retention sweep now and every hour (one job per day per home)."""
         while True:
-            await self.queue.enqueue(retention_job_id(), RETENTION_KIND, max_attempts=3)
+            await self.queue.enqueue(
+                retention_job_id(), RETENTION_KIND, RetentionSweep(), max_attempts=3
+            )
             await asyncio.sleep(3600)
 
     async def _retention(self, lease: Lease) -> dict[str, Any]:
@@ -334,7 +342,7 @@ class Runtime:
         """Publish `job.finished` for a job a pool settled (done, failed or cancelled)."""
         self.bus.publish(
             JobFinished(
-                session=str(job.payload.get("session", "")),
+                session=session_of(job),
                 job=job.id,
                 job_kind=job.kind,
                 status=job.status,
@@ -351,13 +359,13 @@ class Runtime:
         if self.channels is not None:
             self.channels.turn_finished(job)
 
-    def _approver_for(self, session: Session, payload: dict[str, Any]) -> Approver | None:
+    def _approver_for(self, session: Session, request: TurnRequest) -> Approver | None:
         """The turn's approver: the chat for channel turns, else the human one (behind the
         reviewer when `approvals` says). An unattended turn that replies to a chat (a
         webhook's) asks nobody."""
-        if payload.get("reply_to") and payload.get("attended") and self.channels is not None:
-            return self.channels.approver_for(payload)  # type: ignore[no-any-return]
-        human = self.approvals.human_approver(session, payload)
+        if request.reply_to is not None and request.attended and self.channels is not None:
+            return self.channels.approver_for(request)  # type: ignore[no-any-return]
+        human = self.approvals.human_approver(session, request)
         agent = self.config.agent(session.agent)
         if agent.approvals == "human":
             return human
@@ -365,7 +373,7 @@ class Runtime:
             self.router,
             agent.reviewer_chain or agent.chain,
             bus=self.bus,
-            task=str(payload.get("text") or ""),
+            task=request.text,
             workspace=agent.workspace_path,
         )
         return select_approver(agent.approvals, human=human, reviewer=reviewer)
@@ -377,12 +385,12 @@ class Runtime:
         try:
             started = self._process_turns.pop(info.id, None)
             job = await self.queue.get(started) if started else None
-            reply_to = job.payload.get("reply_to") if job is not None else None
+            request = turn_request(job) if job is not None else None
             await self.turns.submit(
                 info.session,
                 format_exit_notice(info),
                 turn_id=f"turn_{info.id}",
-                extra={"reply_to": reply_to} if reply_to else None,
+                reply_to=request.reply_to if request is not None else None,
             )
         except Exception as exc:  # the session may be gone; the notice is best effort
             log.warning("cannot deliver the exit notice of %s: %s", info.id, exc)

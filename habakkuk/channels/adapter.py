@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from habakkuk.engine.llm.types import Block
+
 Capability = Literal["edit", "typing", "buttons", "reactions", "files", "polls", "download"]
 
 
@@ -128,7 +130,7 @@ class InboundMessage:
     # (the web chat keeps its `turn_<digest>` ids); else the gateway derives one
     turn_id: str = ""
     # content blocks the adapter already stored (the web chat's uploaded images and PDFs)
-    blocks: list[dict[str, Any]] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
     @property
     def address(self) -> Address:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from habakkuk.conversation.commands import Reply, Services, Surface
 
 if TYPE_CHECKING:
+    from habakkuk.engine.agent.requests import ReplyTo
     from habakkuk.engine.config import ChannelConfig, Config
     from habakkuk.engine.sessions import Session
 
@@ -44,7 +45,7 @@ class ConversationGateway(Protocol):
         """Queue `text` as a turn of the conversation `msg` belongs to."""
         ...
 
-    def reply_to(self, msg: InboundMessage) -> dict[str, str]:
+    def reply_to(self, msg: InboundMessage) -> ReplyTo:
         """Where a turn's reply (and its approvals) go."""
         ...
 
@@ -108,7 +109,7 @@ class ChannelConversation:
         self.turn = await self.gateway.runtime.turns.compact_session(
             session_id,
             job_id=f"compact:{msg.channel}:{msg.chat}:{msg.message_id}",
-            extra={"reply_to": self.gateway.reply_to(msg)},
+            reply_to=self.gateway.reply_to(msg),
         )
         await self.gateway.store.touch(msg.address.conversation)
         return Reply()

@@ -32,8 +32,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from habakkuk.engine.agent.requests import turn_request
 from habakkuk.engine.hook_events import HookFirer
-from habakkuk.engine.jobs import Job, JobQueue, Lease
+from habakkuk.engine.jobs import Job, JobKind, JobQueue, Lease, declare_kind, payload_of
 from habakkuk.engine.pools import PermanentJobError
 
 from .adapter import (
@@ -46,20 +47,23 @@ from .adapter import (
     poll_as_text,
 )
 from .delivery_types import (
+    DELIVERY_PAYLOAD,
     Delivery,
     FileDelivery,
-    MalformedDelivery,
     PollDelivery,
     ReplyDelivery,
     TextDelivery,
-    from_payload,
-    to_payload,
 )
 from .store import ChannelStore
 
 log = logging.getLogger(__name__)
 
 DELIVERY_PREFIX = "delivery:"
+# Every delivery kind (one per channel account): a corrupt payload fails its job alone,
+# "delivery JOB: FIELD: what is wrong", and the worker goes on with the next.
+DELIVERIES: JobKind[Delivery] = declare_kind(
+    JobKind(DELIVERY_PREFIX, payload=DELIVERY_PAYLOAD, noun="delivery")
+)
 DELIVERY_MAX_ATTEMPTS = 12
 REPLY_PREFIX = "reply:"
 # A reply of exactly this means the agent has nothing to say (a schedule's run): never sent.
@@ -122,7 +126,7 @@ async def enqueue_delivery(queue: JobQueue, job_id: str, delivery: Delivery) -> 
     return await queue.enqueue(
         job_id,
         delivery_kind(delivery.to.channel),
-        to_payload(delivery),
+        delivery,
         serial_key=serial_key(delivery.to),
         max_attempts=DELIVERY_MAX_ATTEMPTS,
     )
@@ -130,16 +134,16 @@ async def enqueue_delivery(queue: JobQueue, job_id: str, delivery: Delivery) -> 
 
 async def enqueue_reply(queue: JobQueue, turn: Job) -> bool:
     """Queue the reply delivery of a finished channel turn (idempotent)."""
-    reply_to = turn.payload.get("reply_to")
-    if not isinstance(reply_to, dict) or not reply_to.get("to"):
+    request = turn_request(turn)
+    reply_to = request.reply_to if request is not None else None
+    if reply_to is None or not reply_to.to:
         return False
     try:
-        to = Address.parse(str(reply_to["to"]))
+        to = Address.parse(reply_to.to)
     except ValueError as exc:
         log.info("turn %s has no reply: reply_to.to %s", turn.id, exc)
         return False
-    message = reply_to.get("message")
-    delivery = ReplyDelivery(to, turn.id, str(message) if message else None)
+    delivery = ReplyDelivery(to, turn.id, reply_to.message or None)
     return await enqueue_delivery(queue, reply_id(turn.id), delivery)
 
 
@@ -188,11 +192,7 @@ class DeliveryWorker:
         self.hooks = hooks
 
     async def run(self, lease: Lease) -> dict[str, Any]:
-        try:
-            delivery = from_payload(lease.job.payload)
-        except MalformedDelivery as exc:
-            # A corrupt payload fails this job only; the worker goes on with the next.
-            raise PermanentJobError(f"delivery {lease.job.id}: {exc}") from None
+        delivery = payload_of(lease.job, DELIVERIES)
         address = delivery.to
         adapter = await self.adapter_for(address.channel)
         if adapter is None:

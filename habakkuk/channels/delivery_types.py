@@ -7,18 +7,25 @@ control.db (`{"kind": "text"|"file"|"poll"|"reply", "to": "CHANNEL:CHAT[:THREAD]
 ...}`, a missing kind meaning text), so jobs queued by an older Habakkuk
 still deliver. `from_payload` rejects a malformed payload with a MalformedDelivery
 that says which field is wrong.
+
+Each delivery is a job payload (engine/payloads.py): its `to_json()` is what the queue
+stores, and `DELIVERY_PAYLOAD` reads one back for the delivery kinds' declaration
+(channels/deliveries.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from habakkuk.engine.payloads import JsonObject, PayloadError
+
 from .adapter import Address, Button
 
 
-class MalformedDelivery(ValueError):
+class MalformedDelivery(PayloadError):
     """A stored delivery payload this version cannot read."""
 
 
@@ -31,6 +38,16 @@ class TextDelivery:
     reply_to: str | None = None
     buttons: tuple[tuple[Button, ...], ...] = ()
 
+    def to_json(self) -> JsonObject:
+        payload: JsonObject = {"kind": "text", "to": str(self.to), "text": self.text}
+        if self.reply_to is not None:
+            payload["reply_to"] = self.reply_to
+        if self.buttons:
+            payload["buttons"] = [
+                [{"text": b.text, "data": b.data} for b in row] for row in self.buttons
+            ]
+        return payload
+
 
 @dataclass(frozen=True)
 class FileDelivery:
@@ -40,6 +57,15 @@ class FileDelivery:
     path: Path
     name: str = ""
     caption: str = ""
+
+    def to_json(self) -> JsonObject:
+        return {
+            "kind": "file",
+            "to": str(self.to),
+            "path": str(self.path),
+            "name": self.name,
+            "caption": self.caption,
+        }
 
 
 @dataclass(frozen=True)
@@ -51,6 +77,15 @@ class PollDelivery:
     options: tuple[str, ...]
     multiple: bool = False
 
+    def to_json(self) -> JsonObject:
+        return {
+            "kind": "poll",
+            "to": str(self.to),
+            "question": self.question,
+            "options": list(self.options),
+            "multiple": self.multiple,
+        }
+
 
 @dataclass(frozen=True)
 class ReplyDelivery:
@@ -60,55 +95,39 @@ class ReplyDelivery:
     turn: str
     reply_to: str | None = None
 
+    def to_json(self) -> JsonObject:
+        return {"kind": "reply", "turn": self.turn, "to": str(self.to), "reply_to": self.reply_to}
+
 
 Delivery = TextDelivery | FileDelivery | PollDelivery | ReplyDelivery
 
 
-def to_payload(delivery: Delivery) -> dict[str, Any]:
+def to_payload(delivery: Delivery) -> JsonObject:
     """The job payload of `delivery` (JSON-safe)."""
-    payload: dict[str, Any]
-    if isinstance(delivery, TextDelivery):
-        payload = {"kind": "text", "to": str(delivery.to), "text": delivery.text}
-        if delivery.reply_to is not None:
-            payload["reply_to"] = delivery.reply_to
-        if delivery.buttons:
-            payload["buttons"] = [
-                [{"text": b.text, "data": b.data} for b in row] for row in delivery.buttons
-            ]
-    elif isinstance(delivery, FileDelivery):
-        payload = {
-            "kind": "file",
-            "to": str(delivery.to),
-            "path": str(delivery.path),
-            "name": delivery.name,
-            "caption": delivery.caption,
-        }
-    elif isinstance(delivery, PollDelivery):
-        payload = {
-            "kind": "poll",
-            "to": str(delivery.to),
-            "question": delivery.question,
-            "options": list(delivery.options),
-            "multiple": delivery.multiple,
-        }
-    else:
-        payload = {
-            "kind": "reply",
-            "turn": delivery.turn,
-            "to": str(delivery.to),
-            "reply_to": delivery.reply_to,
-        }
-    return payload
+    return delivery.to_json()
 
 
-def from_payload(payload: Any) -> Delivery:
+class _DeliveryPayload:
+    """The payload type of the delivery kinds: one of the four deliveries."""
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> Delivery:
+        return from_payload(data)
+
+
+DELIVERY_PAYLOAD = _DeliveryPayload()
+
+
+def from_payload(payload: object) -> Delivery:
     """The delivery a stored job payload describes; MalformedDelivery when it is not one."""
-    if not isinstance(payload, dict):
-        raise MalformedDelivery(f"the payload is {type(payload).__name__}, not an object")
+    if not isinstance(payload, Mapping):
+        raise MalformedDelivery("", f"the payload is {type(payload).__name__}, not an object")
     try:
         to = Address.parse(_text(payload, "to"))
+    except MalformedDelivery:
+        raise
     except ValueError as exc:
-        raise MalformedDelivery(f"to: {exc}") from None
+        raise MalformedDelivery("to", str(exc)) from None
     kind = payload.get("kind", "text")  # the oldest text deliveries had no kind
     if kind == "text":
         return TextDelivery(
@@ -127,40 +146,43 @@ def from_payload(payload: Any) -> Delivery:
     if kind == "poll":
         options = payload.get("options")
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
-            raise MalformedDelivery("options: expected a list of strings")
+            raise MalformedDelivery("options", "expected a list of strings")
         multiple = payload.get("multiple", False)
         if not isinstance(multiple, bool):
-            raise MalformedDelivery("multiple: expected true or false")
+            raise MalformedDelivery("multiple", "expected true or false")
         return PollDelivery(to, _text(payload, "question"), tuple(options), multiple)
     if kind == "reply":
         return ReplyDelivery(
             to, _text(payload, "turn"), reply_to=_message_id(payload.get("reply_to"))
         )
-    raise MalformedDelivery(f"unknown delivery kind {kind!r}")
+    raise MalformedDelivery("", f"unknown delivery kind {kind!r}")
 
 
-def _text(payload: dict[str, Any], key: str, default: str | None = None) -> str:
+def _text(payload: Mapping[str, Any], key: str, default: str | None = None) -> str:
     value = payload.get(key, default)
     if value is None:
-        raise MalformedDelivery(f"{key}: missing")
+        raise MalformedDelivery(key, "missing")
     if not isinstance(value, str):
-        raise MalformedDelivery(f"{key}: expected a string, got {type(value).__name__}")
+        raise MalformedDelivery(key, f"expected a string, got {type(value).__name__}")
     return value
 
 
-def _message_id(value: Any) -> str | None:
+def _message_id(value: object) -> str | None:
     # Message ids were stored as the platform gave them (a number on some).
     if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise MalformedDelivery(f"reply_to: expected a message id, got {value!r}")
+        raise MalformedDelivery("reply_to", f"expected a message id, got {value!r}")
     return str(value)
 
 
-def _buttons(raw: Any) -> tuple[tuple[Button, ...], ...]:
+def _buttons(raw: object) -> tuple[tuple[Button, ...], ...]:
     if not raw:
         return ()
+    wrong = MalformedDelivery("buttons", "expected rows of {text, data}")
+    if not isinstance(raw, list) or not all(isinstance(row, list) for row in raw):
+        raise wrong
     try:
         return tuple(tuple(Button(_text(b, "text"), _text(b, "data")) for b in row) for row in raw)
     except (TypeError, AttributeError, MalformedDelivery):
-        raise MalformedDelivery("buttons: expected rows of {text, data}") from None
+        raise wrong from None

@@ -7,16 +7,20 @@ from the gateway so the modules the gateway imports can name it too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from habakkuk.conversation.commands import CommandSessions, CommandTurns, Services
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from habakkuk.engine.agent.requests import ReplyTo
     from habakkuk.engine.config import Config
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.home import Environment
     from habakkuk.engine.hook_events import HookFirer
     from habakkuk.engine.jobs import Job, JobQueue
+    from habakkuk.engine.llm.types import Block
     from habakkuk.engine.sessions import Session, TranscriptStore
     from habakkuk.engine.store import BlobStore
     from habakkuk.engine.toolkit.approvals import Answer, ApprovalDecision, ApprovalRequest
@@ -35,7 +39,9 @@ class ChatApprovals(Protocol):
         """Answer a request of this process's hub."""
         ...
 
-    async def respond(self, approval_id: str, answer: str, by: str, *, notify: bool = True) -> bool:
+    async def respond(
+        self, approval_id: str, answer: Answer, by: str, *, notify: bool = True
+    ) -> bool:
         """The one answer path: answer a waiting approval wherever it waits."""
         ...
 
@@ -58,7 +64,8 @@ class GatewayTurns(CommandTurns, Protocol):
         *,
         turn_id: str | None = None,
         attended: bool = False,
-        extra: dict[str, Any] | None = None,
+        reply_to: ReplyTo | None = None,
+        blocks: Sequence[Block] = (),
     ) -> str: ...
 
     async def compact_session(
@@ -66,7 +73,7 @@ class GatewayTurns(CommandTurns, Protocol):
         session_id: str,
         *,
         job_id: str | None = None,
-        extra: dict[str, Any] | None = None,
+        reply_to: ReplyTo | None = None,
     ) -> str: ...
 
 

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from habakkuk.conversation.answers import answer_word
+from habakkuk.conversation.answers import ANSWERS, answer_named, answer_word
 from habakkuk.conversation.commands import dispatch
+from habakkuk.engine.agent.requests import ReplyTo, TurnRequest, turn_request
 from habakkuk.engine.config import ChannelConfig
 from habakkuk.engine.events import EventPayload, ToolStarted, TurnEnded, TurnStarted
-from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, block_to_json
+from habakkuk.engine.llm.types import Block, DocumentBlock, ImageBlock
 from habakkuk.engine.sessions import Session
 from habakkuk.engine.store import StoreError
 from habakkuk.engine.timeouts import wait_within
@@ -53,7 +54,6 @@ log = logging.getLogger(__name__)
 
 MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
-TURN_KIND = "turn"
 
 # Habakkuk's own chat text, one catalog (English); other locales plug in by key.
 TEXT = {
@@ -79,9 +79,6 @@ TEXT = {
     "voice": "[voice note transcript: {text}]",
     "voice_failed": "[a voice note could not be transcribed: {error}]",
 }
-APPROVAL_ANSWERS = ("allow_once", "deny", "allow_session")
-
-
 BUTTON_NOTICES = {
     "allow_once": TEXT["approved"],
     "deny": TEXT["denied"],
@@ -271,9 +268,14 @@ class Gateway:
 
     async def _answer_prompt(self, prompt: Prompt, answer: str, by: str) -> bool:
         """Answer a prompt from its chat: an approval through the approvals service's one
-        answer path (as the terminal, the dashboard and the API do), a question here."""
+        answer path (as the terminal, the dashboard and the API do), a question here.
+        An approval's `answer` is a word already read or a button's choice: one that
+        names no answer answers nothing."""
         if prompt.kind == "approval":
-            return await self.runtime.approvals.respond(prompt.id, answer, by, notify=False)
+            decided = answer_named(answer)
+            if decided is None:
+                return False
+            return await self.runtime.approvals.respond(prompt.id, decided, by, notify=False)
         return await self._record_answer(prompt, answer, by)
 
     async def _record_answer(self, prompt: Prompt, answer: str, by: str) -> bool:
@@ -340,9 +342,9 @@ class Gateway:
         return await self._start_turn(config, msg, text)
 
     @staticmethod
-    def reply_to(msg: InboundMessage) -> dict[str, str]:
+    def reply_to(msg: InboundMessage) -> ReplyTo:
         """Where a turn's reply (and its approvals) go: the message's chat."""
-        return {"to": str(msg.address), "message": msg.message_id, "sender": msg.sender}
+        return ReplyTo(str(msg.address), msg.message_id, msg.sender)
 
     @staticmethod
     def say_id(msg: InboundMessage, suffix: str = "") -> str:
@@ -355,18 +357,20 @@ class Gateway:
         session = await self.session_for(config, msg)
         assert session is not None
         agent = self.config.agent(session.agent)
-        blocks: list[dict[str, Any]] = list(msg.blocks)
+        blocks: list[Block] = list(msg.blocks)
         notes: list[str] = []
         if msg.attachments:
             notes, blocks = await self._attachments(msg, agent.workspace_path)
         full = "\n\n".join(part for part in [text, *notes] if part)
         if not full and not blocks:
             return None
-        extra: dict[str, Any] = {"reply_to": self.reply_to(msg)}
-        if blocks:
-            extra["blocks"] = blocks
         turn = await self.runtime.turns.submit(
-            session.id, full, turn_id=turn_id or turn_id_for(msg), attended=True, extra=extra
+            session.id,
+            full,
+            turn_id=turn_id or turn_id_for(msg),
+            attended=True,
+            reply_to=self.reply_to(msg),
+            blocks=blocks,
         )
         await self.store.touch(msg.address.conversation)
         return turn
@@ -375,11 +379,11 @@ class Gateway:
 
     async def _attachments(
         self, msg: InboundMessage, workspace: Path
-    ) -> tuple[list[str], list[dict[str, Any]]]:
+    ) -> tuple[list[str], list[Block]]:
         """Download, store as blobs, copy to the workspace inbox; images/PDFs go to the model."""
         adapter = self.adapter_for(msg.channel)
         notes: list[str] = []
-        blocks: list[dict[str, Any]] = []
+        blocks: list[Block] = []
         for index, attachment in enumerate(msg.attachments):
             if adapter is None or not adapter.can("download"):
                 continue
@@ -404,10 +408,9 @@ class Gateway:
             await asyncio.to_thread(_copy_into, data, target)
             notes.append(TEXT["saved"].format(name=name))
             if attachment.media_type in IMAGE_TYPES:
-                block = ImageBlock(attachment.media_type, blob=str(blob), name=name)
-                blocks.append(block_to_json(block))
+                blocks.append(ImageBlock(attachment.media_type, blob=str(blob), name=name))
             elif attachment.media_type == "application/pdf":
-                blocks.append(block_to_json(DocumentBlock(name, "application/pdf", blob=str(blob))))
+                blocks.append(DocumentBlock(name, "application/pdf", blob=str(blob)))
             elif attachment.kind in ("voice", "audio") and self.config.transcription is not None:
                 try:
                     transcript = await self._transcribe(data, name, attachment.media_type)
@@ -441,13 +444,12 @@ class Gateway:
 
     # -- approvals ------------------------------------------------------------------------
 
-    def approver_for(self, payload: dict[str, Any]) -> ChatApprover | None:
+    def approver_for(self, request: TurnRequest) -> ChatApprover | None:
         """The chat approver of a channel turn (None for other turns)."""
-        reply_to = payload.get("reply_to")
-        if not isinstance(reply_to, dict):
+        if request.reply_to is None:
             return None
         try:
-            address = Address.parse(str(reply_to.get("to", "")))
+            address = Address.parse(request.reply_to.to)
         except ValueError:
             return None
         return ChatApprover(self, address)
@@ -464,7 +466,7 @@ class Gateway:
             request.id = request.id or f"apr_{secrets.token_hex(6)}"
             prompt = Prompt(
                 request.id, "approval", address.conversation, request.turn,
-                secrets.token_hex(4), list(APPROVAL_ANSWERS), None, "", time.time(),
+                secrets.token_hex(4), list(ANSWERS), None, "", time.time(),
                 # recorded so every process (the terminal, the dashboard) can show it
                 tool=request.tool, summary=request.summary, reason=request.reason,
                 agent=request.agent, session=request.session,
@@ -482,9 +484,11 @@ class Gateway:
             typed = asyncio.create_task(self._wait_answer(prompt.id, hub.timeout + 5))
             try:
                 done, _ = await asyncio.wait({decided, typed}, return_when=asyncio.FIRST_COMPLETED)
-                if typed in done and typed.result() is not None:
-                    answer, by = typed.result()  # type: ignore[misc]
-                    hub.answer(request.id, answer, by=by)  # type: ignore[arg-type]
+                found = typed.result() if typed in done else None
+                # Answered in control.db (here or by another process): hand it to the hub.
+                answer = answer_named(found[0]) if found is not None else None
+                if found is not None and answer is not None:
+                    hub.answer(request.id, answer, by=found[1])
                 decision = await decided
             finally:
                 for task in (decided, typed):
@@ -607,16 +611,17 @@ class Gateway:
         if turn in self._watches:
             return
         job = await self.queue.get(turn)
-        reply_to = job.payload.get("reply_to") if job else None
-        if not isinstance(reply_to, dict):
+        request = turn_request(job) if job is not None else None
+        reply_to = request.reply_to if request is not None else None
+        if reply_to is None:
             return
         try:
-            address = Address.parse(str(reply_to.get("to", "")))
+            address = Address.parse(reply_to.to)
         except ValueError:
             return
         if address.channel not in self.channels:
             return
-        watch = _Watch(turn, session, address, str(reply_to.get("message", "")))
+        watch = _Watch(turn, session, address, reply_to.message)
         self._watches[turn] = watch
         watch.task = asyncio.create_task(self._watch(watch), name=f"watch:{turn}")
 

@@ -17,12 +17,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from habakkuk.channels.store import ChannelStore, Prompt
+from habakkuk.conversation.answers import ANSWERS, answer_named
 
 if TYPE_CHECKING:
     from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalHub, ApprovalRequest
 
-# The answers a prompt row accepts (the hub's answer names).
-ANSWERS = ("allow_once", "deny", "allow_session")
 # How often control.db is read for an answer given in another process.
 POLL_SECONDS = 0.5
 
@@ -64,8 +63,8 @@ class RecordedApprover:
         while True:
             found = await self.store.prompt_answer(request_id)
             if found is not None:
-                answer, by = found
-                if answer in ANSWERS:
-                    self.hub.answer(request_id, answer, by=by)  # type: ignore[arg-type]
+                answer = answer_named(found[0])
+                if answer is not None:
+                    self.hub.answer(request_id, answer, by=found[1])
                 return
             await asyncio.sleep(POLL_SECONDS)

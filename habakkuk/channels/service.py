@@ -13,6 +13,7 @@ import contextlib
 import logging
 from typing import Any
 
+from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, turn_request
 from habakkuk.engine.config import ChannelConfig
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.toolkit.registry import ToolRegistry
@@ -20,12 +21,12 @@ from habakkuk.engine.toolkit.registry import ToolRegistry
 from .adapter import Adapter, FatalAdapterError
 from .deliveries import DeliveryWorker, enqueue_reply, sweep_replies
 from .facade import RuntimeFacade
-from .gateway import TEXT, TURN_KIND, ChatApprover, Gateway
+from .gateway import TEXT, ChatApprover, Gateway
 from .outbox import Outbox
 from .store import ChannelStore
 from .supervisor import Backoff, Supervisor
 from .tasks import cancel_and_wait
-from .tools import Poll, SendFile
+from .tools import OutboxOf, Poll, SendFile
 from .web import WebLog
 
 log = logging.getLogger(__name__)
@@ -33,10 +34,11 @@ log = logging.getLogger(__name__)
 SWEEP_EVERY_SECONDS = 60.0
 
 
-def register_tools(registry: ToolRegistry) -> None:
-    """send_file and poll, in toolset core (call when channels are configured)."""
-    registry.register(SendFile(), "core")
-    registry.register(Poll(), "core")
+def register_tools(registry: ToolRegistry, outbox: OutboxOf) -> None:
+    """send_file and poll, in toolset core, on the channel service `outbox` returns (call
+    when channels are configured)."""
+    registry.register(SendFile(outbox), "core")
+    registry.register(Poll(outbox), "core")
 
 
 class ChannelService(Outbox):
@@ -170,22 +172,23 @@ class ChannelService(Outbox):
 
     def turn_finished(self, job: Job) -> None:
         """A turn job finished in this process: queue its reply (if it came from a chat)."""
-        if job.kind != TURN_KIND or not job.finished or "reply_to" not in job.payload:
+        request = turn_request(job) if job.finished else None
+        if request is None or request.reply_to is None:
             return
         task = asyncio.get_running_loop().create_task(enqueue_reply(self.queue, job))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    def approver_for(self, payload: dict[str, Any]) -> ChatApprover | None:
+    def approver_for(self, request: TurnRequest) -> ChatApprover | None:
         """The approver of a channel turn: the chat it came from."""
-        return self.gateway.approver_for(payload)
+        return self.gateway.approver_for(request)
 
     # -- the tools' outbox -------------------------------------------------------------
 
     async def chat_of(self, turn: str, session: str) -> str | None:
         """The chat a turn answers to, else the chat its session is bound to."""
         job = await self.queue.get(turn)
-        reply_to = job.payload.get("reply_to") if job else None
-        if isinstance(reply_to, dict) and reply_to.get("to"):
-            return str(reply_to["to"])
+        request = turn_request(job) if job is not None else None
+        if request is not None and request.reply_to is not None and request.reply_to.to:
+            return request.reply_to.to
         return await self.store.conversation_of(session)

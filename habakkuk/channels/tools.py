@@ -1,6 +1,8 @@
 """Tools that reach the chat a turn belongs to: send_file and poll.
 
-Registered (toolset core) when channels are configured. The chat is the
+Registered (toolset core) when channels are configured, bound to the running channel
+service (engine/toolkit/service_tool.py: made after the tools, so bound as a function
+that returns it, or None while channels do not run in this process). The chat is the
 turn's reply address (the gateway puts it in the turn job), else the chat the
 session is bound to; in a session with no chat the tools say so.
 """
@@ -9,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Protocol
 
 from habakkuk.engine.toolkit.permissions import Risk, inside
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
@@ -32,17 +35,29 @@ class ChatOutbox(Protocol):
     ) -> bool: ...
 
 
-def _outbox(ctx: ToolContext) -> ChatOutbox:
-    if ctx.outbox is None:
-        raise ToolError("channels are not running in this process")
-    return cast(ChatOutbox, ctx.outbox)  # the runtime hands in its ChannelService
+# The running channel service, or None while channels do not run in this process.
+OutboxOf = Callable[[], ChatOutbox | None]
 
 
-async def _chat(ctx: ToolContext) -> str:
-    to = await _outbox(ctx).chat_of(ctx.turn, ctx.session)
-    if to is None:
-        raise ToolError("this session has no chat to send to (it is not a channel conversation)")
-    return to
+class ChatTool(Tool):
+    """A tool that sends to the turn's chat through the outbox it was built with."""
+
+    def __init__(self, outbox: OutboxOf) -> None:
+        self.outbox_of = outbox
+
+    def outbox(self) -> ChatOutbox:
+        found = self.outbox_of()
+        if found is None:
+            raise ToolError("channels are not running in this process")
+        return found
+
+    async def chat(self, ctx: ToolContext) -> str:
+        to = await self.outbox().chat_of(ctx.turn, ctx.session)
+        if to is None:
+            raise ToolError(
+                "this session has no chat to send to (it is not a channel conversation)"
+            )
+        return to
 
 
 def _call_key(ctx: ToolContext, tool: str, args: dict[str, Any]) -> str:
@@ -54,7 +69,7 @@ def _call_key(ctx: ToolContext, tool: str, args: dict[str, Any]) -> str:
     return f"{tool}:{ctx.session}:{digest[:16]}"
 
 
-class SendFile(Tool):
+class SendFile(ChatTool):
     """send_file(path, caption?): send a file to the chat of this conversation."""
 
     name: ClassVar[str] = "send_file"
@@ -85,7 +100,7 @@ class SendFile(Tool):
         return Risk.WRITE
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        to = await _chat(ctx)
+        to = await self.chat(ctx)
         path = ctx.resolve(str(args["path"]))
         try:
             data = await asyncio.to_thread(path.read_bytes)
@@ -98,11 +113,11 @@ class SendFile(Tool):
         blob = await ctx.blobs.put(data, path.suffix)
         caption = str(args.get("caption", ""))
         job = _call_key(ctx, self.name, args)
-        await _outbox(ctx).send_file(job, to, blob, path.name, caption)
+        await self.outbox().send_file(job, to, blob, path.name, caption)
         return ToolOutput(f"queued {path.name} ({len(data):,} bytes) for {to}")
 
 
-class Poll(Tool):
+class Poll(ChatTool):
     """poll(question, options, multiple?): post a poll to the chat."""
 
     name: ClassVar[str] = "poll"
@@ -131,10 +146,10 @@ class Poll(Tool):
         return str(args.get("question", ""))[:200]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        to = await _chat(ctx)
+        to = await self.chat(ctx)
         options = [str(o) for o in args["options"]]
         job = _call_key(ctx, self.name, args)
-        await _outbox(ctx).send_poll(
+        await self.outbox().send_poll(
             job, to, str(args["question"]), options, bool(args.get("multiple", False))
         )
         return ToolOutput(f"poll queued for {to}")

@@ -1,17 +1,27 @@
-"""Yes/no words: what a typed reply to an approval prompt means, in every surface.
+"""Approval answers: what a person answers with, as the typed decision, in every surface.
 
-One table for the gateway (every channel, the web chat included) and the
-terminal's approval prompt. Words are grouped by language so another one is a
-line here; a message is matched whole, after lower-casing and dropping
-punctuation, so "Yes!" approves and "yes, but first…" does not.
+The decision is an `Answer` (engine.toolkit.approvals: allow_once, allow_session, deny),
+the one type the approval hub, the approvals service and every surface pass. A person
+gives it in one of two ways, each read here and nowhere else:
+
+- by name (`answer_named`): a chat button's choice (`ANSWERS`, in the order the buttons
+  show them), the terminal's y/a/n keys and the dashboard's buttons (which name it), and
+  an answer recorded in control.db by another process;
+- by a word typed in reply (`answer_word`): one table for the gateway (every channel,
+  the web chat included) and the terminal's approval prompt. Words are grouped by
+  language so another one is a line here; a message is matched whole, after
+  lower-casing and dropping punctuation, so "Yes!" approves and "yes, but first…" does
+  not, and "always" allows for the session.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
 
-Answer = Literal["allow_once", "deny", "allow_session"]
+from habakkuk.engine.toolkit.approvals import Answer
+
+# Every answer, in the order a chat shows them as buttons (a button's data is its index).
+ANSWERS: tuple[Answer, ...] = ("allow_once", "deny", "allow_session")
 
 # language -> (yes, no)
 WORDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -35,6 +45,14 @@ NO_WORDS = frozenset().union(*(no for _, no in WORDS.values()))
 def normalize(text: str) -> str:
     """Lower case, punctuation and runs of spaces folded to one space."""
     return re.sub(r"[\s.!?,;:]+", " ", text.strip().lower()).strip()
+
+
+def answer_named(name: str) -> Answer | None:
+    """The answer `name` names exactly ("allow_once", "allow_session", "deny"), or None."""
+    for answer in ANSWERS:
+        if name == answer:
+            return answer
+    return None
 
 
 def answer_word(text: str) -> Answer | None:

@@ -15,7 +15,10 @@
   jobs get one attempt, and one interrupted by a stop, a crash or a lost lease ends
   failed as interrupted and is never started again.
 
-This module knows nothing about agents or turns: kinds and payloads are opaque.
+This module knows nothing about agents or turns: kinds are names, and a payload is the
+JSON of a value whose type the kind declares (`JobKind.payload`, engine/payloads.py):
+producers hand in that value, workers read it back with `payload_of`, and a payload that
+does not parse fails its job for good with one line (`BadPayload`).
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from .errors import LeaseLost
 from .leases import process_alive
+from .payloads import JsonObject, Payload, PayloadError, PayloadType, whole
 from .store import Database, Migration
 
 log = logging.getLogger(__name__)
@@ -117,7 +121,7 @@ def backoff_delay(
     The jitter ("equal jitter": half fixed, half random) spreads retries of many
     jobs that failed together without ever retrying at once.
     """
-    ceiling = min(cap, base * (2 ** max(0, attempt - 1)))
+    ceiling = min(cap, base * (2.0 ** max(0, attempt - 1)))
     return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)
 
 
@@ -137,14 +141,22 @@ class Owner:
         return f"{self.host}:{self.pid}:{self.token}"
 
 
+P = TypeVar("P")
+
+# What a producer may hand the queue: the kind's payload value, or (tests, a row copied
+# as it is stored) its JSON.
+PayloadIn = Payload | Mapping[str, Any] | None
+
+
 @dataclass
 class Job:
-    """A row of the jobs table."""
+    """A row of the jobs table. `payload` is the stored JSON: read it as its kind's type
+    with `payload_of`, never by key."""
 
     id: str
     kind: str
     serial_key: str
-    payload: dict[str, Any]
+    payload: JsonObject
     status: JobStatus
     attempts: int
     max_attempts: int
@@ -156,6 +168,8 @@ class Job:
     result: dict[str, Any] | None
     created_at: float
     updated_at: float
+    # The payload as its kind's value, once `payload_of` has read it: (kind, value).
+    decoded: tuple[JobKind[Any], object] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Job:
@@ -236,9 +250,17 @@ InterruptHook = Callable[[sqlite3.Connection, Interrupted], None]
 
 
 @dataclass(frozen=True)
-class JobKind:
+class JobKind(Generic[P]):
     """What a kind of job declares about itself, once, where the kind is defined
-    (`declare_kind`); a kind never declared is an ordinary one.
+    (`declare_kind`); a kind never declared is an ordinary one with an untyped payload.
+    A name ending in ":" declares the payload type of a family: every kind that starts
+    with it (the deliveries' `delivery:<account>`); `at_most_once` and `on_interrupted`
+    are read for kinds declared by their own name.
+
+    `payload`: the type of its jobs' payload (engine/payloads.py): what `enqueue` takes
+    and `payload_of` returns to the handler. A job whose stored payload does not parse
+    fails for good (the pool), with one line: `noun`, the job id, the field and what is
+    wrong ("turn turn_1f: session: missing").
 
     `at_most_once`: a job of this kind is never started twice (a script with side
     effects). Its jobs get one attempt whatever the enqueue asked, and once its handler
@@ -255,21 +277,85 @@ class JobKind:
     name: str
     at_most_once: bool = False
     on_interrupted: InterruptHook | None = None
+    payload: PayloadType[P] | None = None
+    noun: str = "job"
 
 
-_KINDS: dict[str, JobKind] = {}
+_KINDS: dict[str, JobKind[Any]] = {}
 
 
-def declare_kind(kind: JobKind) -> JobKind:
+def declare_kind(kind: JobKind[P]) -> JobKind[P]:
     """Declare what a kind of job is (see `JobKind`); the module that defines the kind
     does it once, at import. Returns `kind`."""
     _KINDS[kind.name] = kind
     return kind
 
 
-def declared_kind(name: str) -> JobKind | None:
-    """What kind `name` declared, or None for an ordinary kind."""
-    return _KINDS.get(name)
+def declared_kind(name: str) -> JobKind[Any] | None:
+    """What kind `name` declared (itself, or the family it belongs to), or None for an
+    ordinary kind."""
+    found = _KINDS.get(name)
+    if found is None and ":" in name:
+        found = _KINDS.get(name[: name.index(":") + 1])
+    return found
+
+
+class BadPayload(Exception):
+    """A job's stored payload does not parse as its kind's type: the pool fails the job
+    for good with this one line (the job, the field, what is wrong)."""
+
+
+def payload_of(job: Job, kind: JobKind[P]) -> P:
+    """`job`'s payload as `kind`'s type (parsed once per Job; later calls return it).
+
+    BadPayload when it does not parse; TypeError when `job` is not of `kind`, or `kind`
+    declares no payload type (a caller's mistake, not the data's)."""
+    decoded = job.decoded
+    if decoded is not None and decoded[0] is kind:
+        # Stored just below, for this very kind: its value is a P.
+        return cast(P, decoded[1])
+    reader = kind.payload
+    if reader is None or declared_kind(job.kind) is not kind:
+        raise TypeError(f"job {job.id} is a {job.kind!r} job, not one of {kind.name!r}")
+    try:
+        value = reader.from_json(whole(job.payload))
+    except PayloadError as exc:
+        raise BadPayload(f"{kind.noun} {job.id}: {exc}") from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a reader's slip
+        raise BadPayload(f"{kind.noun} {job.id}: {type(exc).__name__}: {exc}") from None
+    job.decoded = (kind, value)
+    return value
+
+
+def decoded_payload(job: Job) -> object | None:
+    """`job`'s payload as its declared kind's value; None for an ordinary kind or a
+    payload that does not parse (for readers that only look: lists, events)."""
+    kind = declared_kind(job.kind)
+    if kind is None or kind.payload is None:
+        return None
+    try:
+        value: object = payload_of(job, kind)
+    except BadPayload:
+        return None
+    return value
+
+
+def encode_payload(kind: str, payload: PayloadIn) -> str:
+    """The stored JSON of a job's payload. A value of a kind that declares a payload
+    class must be of that class (TypeError: a caller's mistake, caught at once)."""
+    if payload is None:
+        return "{}"
+    if isinstance(payload, dict):  # JSON as stored (first: the cheapest test)
+        return _compact_json(payload)
+    if isinstance(payload, Mapping):
+        return _compact_json(dict(payload))
+    declared = declared_kind(kind)
+    expected = declared.payload if declared is not None else None
+    if isinstance(expected, type) and not isinstance(payload, expected):
+        raise TypeError(
+            f"a {kind!r} job carries a {expected.__name__}, not a {type(payload).__name__}"
+        )
+    return _compact_json(payload.to_json())
 
 
 def at_most_once(kind: str) -> bool:
@@ -298,7 +384,7 @@ class NewJob:
 
     id: str
     kind: str
-    payload: dict[str, Any]
+    payload: PayloadIn
     serial_key: str = ""
     max_attempts: int = 5
 
@@ -356,7 +442,7 @@ class JobQueue:
         self,
         job_id: str,
         kind: str,
-        payload: dict[str, Any] | None = None,
+        payload: PayloadIn = None,
         *,
         serial_key: str = "",
         max_attempts: int = 5,
@@ -371,7 +457,7 @@ class JobQueue:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
         # Encoded here, so a payload JSON cannot hold fails its own caller, at once.
-        row = (job_id, kind, serial_key, _compact_json(payload or {}), max_attempts, delay)
+        row = (job_id, kind, serial_key, encode_payload(kind, payload), max_attempts, delay)
         pending = self._enqueues.get(loop)
         if pending is None:
             pending = self._enqueues[loop] = []
@@ -805,7 +891,7 @@ def enqueue_in(
     conn: sqlite3.Connection,
     job_id: str,
     kind: str,
-    payload: dict[str, Any] | None = None,
+    payload: PayloadIn = None,
     *,
     serial_key: str = "",
     max_attempts: int = 5,
@@ -817,7 +903,7 @@ def enqueue_in(
     jobs table of `schema`: "main" on control.db's own connection, "control" where it
     is attached); True when it was new. After the commit, the caller wakes this
     process's pools with `enqueued(queue, kind)`."""
-    row = (job_id, kind, serial_key, _compact_json(payload or {}), max_attempts, delay)
+    row = (job_id, kind, serial_key, encode_payload(kind, payload), max_attempts, delay)
     return _insert_row(conn, row, time.time() if now is None else now, schema)
 
 
@@ -862,7 +948,7 @@ def _take_back(
 def _tell_kind(conn: sqlite3.Connection, interrupted: Interrupted) -> None:
     """Run the kind's `on_interrupted` inside the caller's transaction, in a savepoint:
     a hook that fails is logged and undone alone, never the job's end with it."""
-    kind = declared_kind(interrupted.job.kind)
+    kind = _KINDS.get(interrupted.job.kind)
     if kind is None or kind.on_interrupted is None:
         return
     conn.execute("SAVEPOINT kind_hook")

@@ -9,6 +9,8 @@ handler's outcome:
 
 - the handler returns a dict: done, with that result;
 - it raises `PermanentJobError`: failed for good;
+- it raises `jobs.BadPayload` (the job's stored payload does not parse as its kind's
+  type, read with `jobs.payload_of`): failed for good, with that one line logged;
 - it raises anything else: retried with backoff until `max_attempts`;
 - the job is stopped (`JobQueue.cancel` or `Pool.stop_job`): the handler sees
   CancelledError with `lease.stop_reason == "user"`, cleans up, and the job is
@@ -32,7 +34,7 @@ from typing import Any
 from habakkuk.engine.timeouts import wait_within
 
 from .errors import LeaseLost
-from .jobs import Job, JobQueue, Lease, at_most_once
+from .jobs import BadPayload, Job, JobQueue, Lease, at_most_once
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +210,9 @@ class Pool:
         except LeaseLost:
             log.warning("job %s: lease lost; stopping without writing", job.id)
         except PermanentJobError as exc:
+            await self._safe(self.queue.fail(lease, str(exc), retry=False))
+        except BadPayload as exc:  # retrying cannot fix stored data
+            log.warning("%s", exc)
             await self._safe(self.queue.fail(lease, str(exc), retry=False))
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"

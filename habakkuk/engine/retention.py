@@ -11,16 +11,36 @@ import asyncio
 import os
 import sqlite3
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from .jobs import JobQueue
+from .jobs import JobKind, JobQueue, declare_kind
+from .payloads import JsonObject
 from .sessions import TranscriptStore
 from .state import StateStore
 
 RETENTION_KIND = "maintenance.retention"
 DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class RetentionSweep:
+    """The retention job's payload: nothing (the limits are the config's when it runs)."""
+
+    def to_json(self) -> JsonObject:
+        return {}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RetentionSweep:
+        return cls()
+
+
+RETENTION: JobKind[RetentionSweep] = declare_kind(
+    JobKind(RETENTION_KIND, payload=RetentionSweep, noun="retention sweep")
+)
 
 
 @dataclass

@@ -21,16 +21,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
+from habakkuk.engine import payloads
 from habakkuk.engine.config import ModelRef
 from habakkuk.engine.errors import HabakkukError, NotFound
-from habakkuk.engine.jobs import Lease
+from habakkuk.engine.jobs import JobKind, Lease, declare_kind, payload_of
 from habakkuk.engine.llm.router import Caller, Router
 from habakkuk.engine.llm.types import Message, ModelRequest
 from habakkuk.engine.pools import PermanentJobError
@@ -67,10 +68,56 @@ from .review_prompt import (
 )
 from .review_store import ReviewRun, ReviewStore, utc_now, utc_text
 
+if TYPE_CHECKING:
+    from habakkuk.engine.payloads import JsonObject
+
 log = logging.getLogger(__name__)
 
 REVIEW_KIND = "memory_review"
 NIGHTLY_KIND = "memory_nightly"
+
+
+@dataclass(frozen=True)
+class MemoryReview:
+    """A memory_review job's payload: review `session` of `agent` up to its first
+    `length` messages (the reviewed position it moves to)."""
+
+    agent: str
+    session: str
+    length: int
+
+    def to_json(self) -> JsonObject:
+        return {"agent": self.agent, "session": self.session, "length": self.length}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MemoryReview:
+        return cls(
+            payloads.text(data, "agent"),
+            payloads.text(data, "session"),
+            payloads.integer(data, "length"),
+        )
+
+
+@dataclass(frozen=True)
+class NightlyReview:
+    """A memory_nightly job's payload: the agent whose notes the nightly pass tends."""
+
+    agent: str
+
+    def to_json(self) -> JsonObject:
+        return {"agent": self.agent}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NightlyReview:
+        return cls(payloads.text(data, "agent"))
+
+
+REVIEWS: JobKind[MemoryReview] = declare_kind(
+    JobKind(REVIEW_KIND, payload=MemoryReview, noun="memory review")
+)
+NIGHTLIES: JobKind[NightlyReview] = declare_kind(
+    JobKind(NIGHTLY_KIND, payload=NightlyReview, noun="nightly review")
+)
 REVIEW_LOG = ".review.log"
 ANSWER_MAX_TOKENS = 4_096
 SEARCH_CHARS = 2_000  # the newest user text searched for related notes
@@ -146,9 +193,8 @@ class ReviewJobs:
     # -- memory_review ---------------------------------------------------------------
 
     async def review(self, lease: Lease) -> dict[str, Any]:
-        payload = lease.job.payload
-        agent, session_id = str(payload["agent"]), str(payload["session"])
-        length = int(payload["length"])
+        asked = payload_of(lease.job, REVIEWS)
+        agent, session_id, length = asked.agent, asked.session, asked.length
         store = await self.deps.store_for(agent)
         run = await store.run(lease.job.id)
         if run is None:
@@ -268,7 +314,7 @@ class ReviewJobs:
     # -- memory_nightly --------------------------------------------------------------
 
     async def nightly(self, lease: Lease) -> dict[str, Any]:
-        agent = str(lease.job.payload["agent"])
+        agent = payload_of(lease.job, NIGHTLIES).agent
         store = await self.deps.store_for(agent)
         run = await store.run(lease.job.id)
         if run is None:

@@ -23,6 +23,8 @@ from habakkuk.engine.pools import FinishedCallback, Pool
 from .review import (
     NIGHTLY_KIND,
     REVIEW_KIND,
+    MemoryReview,
+    NightlyReview,
     ReviewDeps,
     ReviewJobs,
     day_start,
@@ -68,7 +70,7 @@ async def queue_due(
                 if length <= await store.position(session.id):
                     continue
                 job_id = review_job_id(session.id, length)
-                payload = {"agent": agent, "session": session.id, "length": length}
+                payload = MemoryReview(agent, session.id, length)
                 if await queue.enqueue(
                     job_id, REVIEW_KIND, payload, serial_key=serial_key(agent), max_attempts=3
                 ):
@@ -79,7 +81,7 @@ async def queue_due(
             if await queue.enqueue(
                 job_id,
                 NIGHTLY_KIND,
-                {"agent": agent},
+                NightlyReview(agent),
                 serial_key=serial_key(agent),
                 max_attempts=3,
             ):

@@ -1,12 +1,13 @@
 """The memory toolset: notes, the user's profile, the identity and the other sessions.
 
 Every tool works on the calling agent's own memory (`ctx.agent`); no argument names an
-agent, so no call can reach another agent's files. The service comes through the tool
-context (`ctx.memory`, a `MemoryAccess`). The write tools are own-state tools: they only
-touch the agent's folder, so workspace mode runs them without asking, read-only denies
-them and ask mode asks. Each write carries its provenance (the agent, the session, the
-tool, and the turn's taint), so a save in a turn that read outside content is untrusted.
-A refused or failed call (a secret, a tainted turn, no such note) is an error result.
+agent, so no call can reach another agent's files. The tools hold the memory (a
+`MemoryAccess`) the runtime built them with (engine/toolkit/service_tool.py). The write
+tools are own-state tools: they only touch the agent's folder, so workspace mode runs
+them without asking, read-only denies them and ask mode asks. Each write carries its
+provenance (the agent, the session, the tool, and the turn's taint), so a save in a turn
+that read outside content is untrusted. A refused or failed call (a secret, a tainted
+turn, no such note) is an error result.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any, ClassVar
 
-from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+from habakkuk.engine.toolkit.service_tool import ServiceTool
 from habakkuk.knowledge.memory_types import MemoryAccess, Provenance
 from habakkuk.knowledge.memory_views import PARTIAL_WORDS
 
@@ -32,26 +33,16 @@ UNTRUSTED_WARNING = (
 _TAGS = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 64}}
 
 
-class MemoryTool(Tool):
-    """What the memory tools share: the service, the provenance, errors as results."""
+class MemoryTool(ServiceTool[MemoryAccess]):
+    """What the memory tools share: the memory, the provenance, errors (SecretRefused,
+    TaintRefused, NotFound, bad input) as results."""
 
-    risk: ClassVar[Risk] = Risk.READ
-
-    def memory(self, ctx: ToolContext) -> MemoryAccess:
-        if ctx.memory is None:
-            raise ToolError(f"{self.name}: the memory is not available in this run")
-        return ctx.memory  # type: ignore[return-value]
+    unavailable: ClassVar[str] = "the memory is not available in this run"
 
     def provenance(self, ctx: ToolContext) -> Provenance:
         return Provenance(
             by="agent", session=ctx.session, tool=self.name, tainted=ctx.taint.tainted
         )
-
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            return ToolOutput(await self.act(self.memory(ctx), args, ctx))
-        except HabakkukError as exc:  # SecretRefused, TaintRefused, NotFound, bad input
-            raise ToolError(f"{self.name}: {exc}") from None
 
     @abstractmethod
     async def act(self, memory: MemoryAccess, args: dict[str, Any], ctx: ToolContext) -> str:
@@ -359,15 +350,16 @@ class SessionSearch(Tool):
         return f"session {session_id} ({session.title or 'untitled'}):\n\n" + "\n\n".join(lines)
 
 
-def memory_tools() -> list[Tool]:
-    """The tools of the toolset `memory`."""
+def memory_tools(memory: MemoryAccess | None) -> list[Tool]:
+    """The tools of the toolset `memory`, on `memory` (session_search reads the turn's
+    transcripts, an engine service of the call)."""
     return [
-        MemorySave(),
-        MemorySearch(),
-        MemoryRead(),
-        MemoryForget(),
-        UserProfileRead(),
-        UserProfileUpdate(),
-        SetIdentity(),
+        MemorySave(memory),
+        MemorySearch(memory),
+        MemoryRead(memory),
+        MemoryForget(memory),
+        UserProfileRead(memory),
+        UserProfileUpdate(memory),
+        SetIdentity(memory),
         SessionSearch(),
     ]

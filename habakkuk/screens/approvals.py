@@ -20,12 +20,14 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
+from habakkuk.conversation.answers import answer_named
 from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import ApprovalArrived
 from habakkuk.widgets.approval_prompt import INPUT_SUMMARY_CHARS
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
+    from habakkuk.engine.toolkit.approvals import Answer
     from habakkuk.engine.toolkit.waiting import WaitingApproval
 
 # How often the list is read again while shown (approvals of other processes have no event).
@@ -142,13 +144,15 @@ class ApprovalsScreen(PollingScreen):
         return True
 
     def action_answer(self, answer: str) -> None:
-        """Answer the highlighted request, wherever it waits."""
+        """Answer the highlighted request, wherever it waits (`answer`: the key's binding
+        names the decision)."""
         approval = self.selected()
-        if approval is not None:
-            self._answer(approval.id, answer)
+        decided = answer_named(answer)
+        if approval is not None and decided is not None:
+            self._answer(approval.id, decided)
 
     @work(group="answer")
-    async def _answer(self, approval_id: str, answer: str) -> None:
+    async def _answer(self, approval_id: str, answer: Answer) -> None:
         if not self.has_runtime:
             return
         if not await self.runtime.approvals.respond(approval_id, answer, by="terminal"):

@@ -9,12 +9,16 @@ widgets. A new section's service joins here as one more property.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from habakkuk.conversation.commands import CommandSessions, CommandTurns, Services
 from habakkuk.widgets.backend import WidgetApprovals, WidgetBackend, WidgetSessions
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from habakkuk.engine.agent.requests import ReplyTo
+    from habakkuk.engine.llm.types import Block
     from habakkuk.engine.overview import Overview
     from habakkuk.engine.sessions import SearchHit, Session
     from habakkuk.engine.toolkit.approvals import ApprovalRequest
@@ -72,7 +76,8 @@ class TerminalTurns(CommandTurns, Protocol):
         *,
         turn_id: str | None = None,
         attended: bool = False,
-        extra: dict[str, Any] | None = None,
+        reply_to: ReplyTo | None = None,
+        blocks: Sequence[Block] = (),
     ) -> str:
         """Queue a turn for `text` in the session; returns the turn id."""
         ...

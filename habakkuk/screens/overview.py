@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from habakkuk.engine.agent.requests import session_of
 from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import (
     BusEvent,
@@ -248,7 +249,7 @@ class OverviewScreen(PollingScreen):
             self._running_table.add_row(
                 Text(job.kind),
                 Text(job.id),
-                Text(str(job.payload.get("session", ""))),
+                Text(session_of(job)),
                 str(job.attempts),
             )
         if not view.running:

@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from habakkuk.channels.adapter import Address
+from habakkuk.engine.agent.requests import session_of
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.export import rfc3339, session_json, transcript_json
 from habakkuk.engine.secret_shapes import (
@@ -51,7 +52,7 @@ async def app_info(request: web.Request) -> web.Response:
 
 
 async def _job_json(runtime: Any, job: Any) -> dict[str, Any]:
-    session = str(job.payload.get("session", ""))
+    session = session_of(job)
     agent = ""
     if session:
         with contextlib.suppress(NotFound):

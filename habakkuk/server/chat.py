@@ -23,6 +23,7 @@ from aiohttp import BodyPartReader, web
 from habakkuk.channels.adapter import Address, InboundMessage
 from habakkuk.channels.web import chat_of, conversation_of, web_turn_id
 from habakkuk.conversation.commands import plain
+from habakkuk.engine.agent.requests import turn_request
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.events import (
     EventPayload,
@@ -44,6 +45,7 @@ from .served import UPLOAD_LIMIT, Attachment, field, json_response, only_fields,
 
 if TYPE_CHECKING:
     from habakkuk.channels.service import ChannelService
+    from habakkuk.engine.llm.types import Block
 
     from .served import Served
     from .webstore import WebStore
@@ -220,11 +222,11 @@ class WebChannel:
                     self.store.wake(conversation)
             return
         job = await self.runtime.queue.get(turn)
-        reply_to = job.payload.get("reply_to") if job is not None else None
-        if not isinstance(reply_to, dict):
+        request = turn_request(job) if job is not None else None
+        if request is None or request.reply_to is None:
             return
         try:
-            address = Address.parse(str(reply_to.get("to", "")))
+            address = Address.parse(request.reply_to.to)
         except ValueError:
             return
         if address.channel == self.account:
@@ -339,14 +341,14 @@ class WebChannel:
 
     async def _attachments(
         self, msg: InboundMessage, text: str, attachments: list[Attachment]
-    ) -> tuple[str, list[dict[str, Any]]]:
+    ) -> tuple[str, list[Block]]:
         """Save uploads to the agent's inbox; images and PDFs also go to the model."""
-        from habakkuk.engine.llm.types import DocumentBlock, ImageBlock, block_to_json
+        from habakkuk.engine.llm.types import DocumentBlock, ImageBlock
 
         gateway = self.service.gateway
         session = await gateway.session_for(gateway.channels[self.account], msg)
         assert session is not None
-        blocks: list[dict[str, Any]] = []
+        blocks: list[Block] = []
         lines = [text] if text.strip() else []
         for item in attachments:
             path = await self.runtime.sessions.save_attachment(
@@ -357,12 +359,11 @@ class WebChannel:
             if media in IMAGE_TYPES or media == "application/pdf":
                 blob = str(await self.runtime.blobs.put(item.data))
                 name = path.rsplit("/", 1)[-1]
-                block = (
+                blocks.append(
                     ImageBlock(media, blob=blob, name=name)
                     if media in IMAGE_TYPES
                     else DocumentBlock(name, media, blob=blob)
                 )
-                blocks.append(block_to_json(block))
         return "\n".join(lines), blocks
 
 

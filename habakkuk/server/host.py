@@ -13,16 +13,17 @@ from habakkuk.conversation.commands import CommandSessions, CommandTurns, Comman
 from habakkuk.protocols.mcp.server import McpHost, McpSessions, McpTurns, TurnOutcomeView
 
 if TYPE_CHECKING:
+    from habakkuk.engine.agent.requests import ReplyTo
     from habakkuk.engine.config import Config
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.home import Environment, Home
     from habakkuk.engine.jobs import JobQueue
-    from habakkuk.engine.llm.types import Message
+    from habakkuk.engine.llm.types import Block, Message
     from habakkuk.engine.llm.usage import UsageTotal
     from habakkuk.engine.overview import Overview
     from habakkuk.engine.sessions import Compaction, SearchHit, Session, StoredMessage
     from habakkuk.engine.store import BlobStore
-    from habakkuk.engine.toolkit.approvals import ApprovalRequest
+    from habakkuk.engine.toolkit.approvals import Answer, ApprovalRequest
     from habakkuk.engine.toolkit.waiting import WaitingApproval
 
 
@@ -38,7 +39,7 @@ class ServerApprovals(Protocol):
         """Every call waiting for approval on this home, oldest first."""
         ...
 
-    async def respond(self, approval_id: str, answer: str, by: str) -> bool:
+    async def respond(self, approval_id: str, answer: Answer, by: str) -> bool:
         """Answer a waiting approval wherever it waits; False when it no longer waits."""
         ...
 
@@ -93,13 +94,14 @@ class ServerTurns(McpTurns, CommandTurns, Protocol):
         *,
         turn_id: str | None = None,
         attended: bool = False,
-        extra: dict[str, Any] | None = None,
+        reply_to: ReplyTo | None = None,
+        blocks: Sequence[Block] = (),
     ) -> str:
         """Queue a turn for `text` in the session; returns the turn id."""
         ...
 
     async def compact_session(
-        self, session_id: str, *, job_id: str | None = None, extra: dict[str, Any] | None = None
+        self, session_id: str, *, job_id: str | None = None, reply_to: ReplyTo | None = None
     ) -> str:
         """Queue a compaction of the session; returns its job id."""
         ...

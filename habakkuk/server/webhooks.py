@@ -23,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from habakkuk.channels.web import web_turn_id as turn_id_for
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.config import WebhookConfig
 
 from .errors import ApiError
@@ -137,13 +138,12 @@ async def receive(request: web.Request) -> web.Response:
             dedupe=f"hook:{turn}",
         )
     # The reply is the turn's delivery job to the web chat, as for any channel turn.
-    reply_to = {"to": str(address), "message": "", "sender": f"webhook:{name}"}
     await runtime.turns.submit(
         session.id,
         render_prompt(hook, body),
         turn_id=turn,
         attended=False,
-        extra={"reply_to": reply_to},
+        reply_to=ReplyTo(str(address), sender=f"webhook:{name}"),
     )
     return json_response(
         {

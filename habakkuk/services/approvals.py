@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.events import QuestionAnswered, QuestionAsked, QuestionWithdrawn
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, ApprovalHub, Approver
+from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, Answer, ApprovalHub, Approver
 from habakkuk.engine.toolkit.waiting import TERMINAL, WaitingApproval, merge_waiting
 
 if TYPE_CHECKING:
     from habakkuk.channels.outbox import Outbox
     from habakkuk.channels.store import ChannelStore
+    from habakkuk.engine.agent.requests import TurnRequest
     from habakkuk.engine.config import Config
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.sessions import Session, TranscriptStore
@@ -175,13 +176,13 @@ class Approvals(ApprovalHub):
         )
         return await self.store() if rows else None
 
-    def human_approver(self, session: Session, payload: dict[str, Any]) -> Approver | None:
+    def human_approver(self, session: Session, request: TurnRequest) -> Approver | None:
         """The approver of a turn submitted as attended while someone attends, else None.
 
         Its requests are recorded in control.db too, so every process of the home lists
         and answers them.
         """
-        if not (payload.get("attended") and self.attending):
+        if not (request.attended and self.attending):
             return None
         from habakkuk.channels.home_approvals import RecordedApprover
         from habakkuk.channels.store import ChannelStore
@@ -208,11 +209,14 @@ class Approvals(ApprovalHub):
                 where[request.id] = "web" if session and session.origin == "web" else TERMINAL
         return merge_waiting(local, chat, since=self.since, where=where, now=time.time())
 
-    async def respond(self, approval_id: str, answer: str, by: str, *, notify: bool = True) -> bool:
+    async def respond(
+        self, approval_id: str, answer: Answer, by: str, *, notify: bool = True
+    ) -> bool:
         """Answer a waiting approval wherever it waits; False when it no longer waits.
 
-        The one answer path of the terminal, the web chat, the dashboard and the API.
-        `answer` is allow_once, allow_session or deny (HabakkukError otherwise). A
+        The one answer path of the terminal, the web chat, the dashboard and the API,
+        each of which reads the person's word or key as an Answer first
+        (conversation/answers.py); an untyped caller's other value is a HabakkukError. A
         request of this process's hub is answered there; a chat approval that a turn
         of another process waits on is answered in control.db, where that turn finds
         it (the first answer wins). The chat is told who answered in its place
@@ -226,7 +230,7 @@ class Approvals(ApprovalHub):
         if waiting is None:
             return False
         if waiting.local:
-            answered = self.answer(approval_id, answer, by=by)  # type: ignore[arg-type]
+            answered = self.answer(approval_id, answer, by=by)
         else:
             store = await self.store()
             answered = await store.answer_waiting_approval(approval_id, answer, by)

@@ -8,11 +8,12 @@ import re
 import secrets
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from habakkuk.engine.agent.prompt import build_system_prompt
-from habakkuk.engine.agent.turn import TURN_KIND
+from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.jobs import enqueue_in
 from habakkuk.engine.llm.types import Message, ToolResultBlock
@@ -129,16 +130,9 @@ class Sessions:
             raise NotFound(f"session {session_id!r} not found")
         return found
 
-    async def queue_for(
-        self,
-        session_id: str,
-        job_id: str,
-        payload: dict[str, Any],
-        *,
-        max_attempts: int,
-    ) -> bool:
-        """Queue a turn job of the session (its serial key) in control.db, in the same
-        transaction (one trip) that finds the session; True when the job was new.
+    async def queue_for(self, job_id: str, request: TurnRequest, *, max_attempts: int) -> bool:
+        """Queue `request` as a turn job of its session (the serial key) in control.db, in
+        the same transaction (one trip) that finds the session; True when the job was new.
         NotFound when there is no such session: nothing is queued."""
 
         def _queue(conn: sqlite3.Connection, session: Session) -> bool:
@@ -146,14 +140,14 @@ class Sessions:
                 conn,
                 job_id,
                 TURN_KIND,
-                {**payload, "session": session.id},
+                replace(request, session=session.id),
                 serial_key=session.id,
                 max_attempts=max_attempts,
             )
 
-        done = await self.transcripts.with_session(session_id, _queue)
+        done = await self.transcripts.with_session(request.session, _queue)
         if done is None:
-            raise NotFound(f"session {session_id!r} not found")
+            raise NotFound(f"session {request.session!r} not found")
         return done[1]
 
     async def list_sessions(

@@ -1,17 +1,48 @@
-"""The built-in tools of a runtime, registered by toolset (channels add theirs when configured)."""
+"""The built-in tools of a runtime, registered by toolset (channels add theirs when configured).
+
+Each toolset is built here on the services it uses (`ToolServices`), typed: the tools
+hold them from construction (engine/toolkit/service_tool.py), so nothing of the layers
+above the engine travels in a call's ToolContext.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from habakkuk.engine.toolkit.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from habakkuk.channels.service import ChannelService
     from habakkuk.engine.config import Config
+    from habakkuk.knowledge.memory_types import MemoryAccess
+    from habakkuk.knowledge.skills.types import SkillsAccess
+    from habakkuk.tools.process_tools import Started
+    from habakkuk.tools.processes import ProcessManager
+    from habakkuk.work.board_types import BoardAccess
+    from habakkuk.work.delegation_types import DelegationAccess
+    from habakkuk.work.schedule_types import SchedulesAccess
 
 
-def build_tools(config: Config) -> ToolRegistry:
-    """The built-in tools, registered by toolset."""
+@dataclass(frozen=True)
+class ToolServices:
+    """What the built-in toolsets use, each bound to its tools when they are built."""
+
+    processes: ProcessManager  # exec's background processes, process_*
+    process_started: Started  # told which turn started a background process
+    memory: MemoryAccess  # the memory toolset
+    skills: SkillsAccess  # the skills toolset
+    schedules: SchedulesAccess  # the schedule toolset
+    board: BoardAccess  # the board toolset
+    delegation: DelegationAccess  # delegate (never offered to a sub-agent's turn)
+    # The running channel service (the chat a turn answers to, send_file, poll), or None
+    # while no channel runs in this process: it is made after the tools.
+    channels: Callable[[], ChannelService | None]
+
+
+def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
+    """The built-in tools on `services`, registered by toolset."""
     from habakkuk.engine.toolkit.registry import Tool
     from habakkuk.tools.clarify import Clarify
     from habakkuk.tools.edit import EditFile
@@ -19,14 +50,7 @@ def build_tools(config: Config) -> ToolRegistry:
     from habakkuk.tools.files import ListDir, ReadFile, WriteFile
     from habakkuk.tools.hardline import check_hardline
     from habakkuk.tools.patch_tool import ApplyPatch
-    from habakkuk.tools.process_tools import (
-        BackgroundExec,
-        ProcessKill,
-        ProcessList,
-        ProcessOutput,
-        ProcessWait,
-        ProcessWrite,
-    )
+    from habakkuk.tools.process_tools import process_tools
     from habakkuk.tools.search_tool import SearchFiles
     from habakkuk.tools.todo import Todo
 
@@ -38,12 +62,7 @@ def build_tools(config: Config) -> ToolRegistry:
         ListDir(),
         ApplyPatch(),
         SearchFiles(),
-        BackgroundExec(),
-        ProcessList(),
-        ProcessOutput(),
-        ProcessWait(),
-        ProcessKill(),
-        ProcessWrite(),
+        *process_tools(services.processes, services.process_started),
         FetchUrl(allow_private=config.tools.allow_private_urls),
         Todo(),
         Clarify(),
@@ -52,26 +71,26 @@ def build_tools(config: Config) -> ToolRegistry:
         registry.register(tool, "core")
     from habakkuk.knowledge.tools import memory_tools
 
-    for tool in memory_tools():
+    for tool in memory_tools(services.memory):
         registry.register(tool, "memory")
     from habakkuk.knowledge.skills.tools import skills_tools
 
-    for tool in skills_tools():
+    for tool in skills_tools(services.skills):
         registry.register(tool, "skills")
     from habakkuk.work.tools import schedule_tools
 
-    for tool in schedule_tools():
+    for tool in schedule_tools(services.schedules, services.channels):
         registry.register(tool, "schedule")
     from habakkuk.work.board_tools import board_tools
 
-    for tool in board_tools():
+    for tool in board_tools(services.board, services.channels):
         registry.register(tool, "board")
     from habakkuk.work.delegation_tools import delegate_tools
 
-    for tool in delegate_tools():
+    for tool in delegate_tools(services.delegation):
         registry.register(tool, "delegate")
     if config.channels:
         from habakkuk.channels.service import register_tools
 
-        register_tools(registry)
+        register_tools(registry, services.channels)
     return registry

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from habakkuk.channels.deliveries import DELIVERY_PREFIX, UNSENT_PREFIX
-from habakkuk.engine.agent.turn import TURN_KIND
+from habakkuk.engine.agent.requests import TURN_KIND, ReplyTo, TurnRequest, session_of
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.events import JobFinished
 from habakkuk.engine.jobs import enqueued
@@ -20,6 +20,7 @@ from .sessions import Sessions, new_id
 if TYPE_CHECKING:
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.jobs import Job, JobQueue
+    from habakkuk.engine.llm.types import Block
     from habakkuk.engine.pools import Pool
 
 TURN_MAX_ATTEMPTS = 3
@@ -40,7 +41,7 @@ def outcome_of(job: Job) -> TurnOutcome:
     """A settled (or current) turn job as a client reports it."""
     result = job.result or {}
     return TurnOutcome(
-        session=str(job.payload.get("session", "")),
+        session=session_of(job),
         turn=job.id,
         status=job.status,
         reply=str(result.get("reply", "")),
@@ -72,24 +73,27 @@ class Turns:
         *,
         turn_id: str | None = None,
         attended: bool = False,
-        extra: dict[str, Any] | None = None,
+        reply_to: ReplyTo | None = None,
+        blocks: Sequence[Block] = (),
     ) -> str:
         """Queue a turn for `text` in the session; returns the turn id.
 
         With a `turn_id` derived from what caused the message, a redelivery is a
-        no-op (the existing turn's id is returned). `extra` adds payload keys
-        (a channel turn's `reply_to` address and attachment `blocks`).
+        no-op (the existing turn's id is returned). `reply_to`: the chat its reply goes
+        to (a channel's, a webhook's, a schedule's); `blocks`: the attachments a channel
+        message carried (images, PDFs, stored as blobs).
         """
         turn = turn_id or new_id("turn")
-        await self._queue(session_id, turn, {**(extra or {}), "text": text, "attended": attended})
+        request = TurnRequest(
+            session_id, text, attended=attended, reply_to=reply_to, blocks=tuple(blocks)
+        )
+        await self._queue(turn, request)
         return turn
 
-    async def _queue(self, session_id: str, job_id: str, payload: dict[str, Any]) -> None:
+    async def _queue(self, job_id: str, request: TurnRequest) -> None:
         """Find the session and queue the job in one trip (NotFound: no such session);
         wake this process's pools when it is new."""
-        if await self.sessions.queue_for(
-            session_id, job_id, payload, max_attempts=TURN_MAX_ATTEMPTS
-        ):
+        if await self.sessions.queue_for(job_id, request, max_attempts=TURN_MAX_ATTEMPTS):
             enqueued(self.queue, TURN_KIND)
 
     async def compact_session(
@@ -97,16 +101,16 @@ class Turns:
         session_id: str,
         *,
         job_id: str | None = None,
-        extra: dict[str, Any] | None = None,
+        reply_to: ReplyTo | None = None,
     ) -> str:
         """Queue a compaction of the session (/compact); returns its job id.
 
         It runs as a turn of the session (the same serial key, so never beside one)
         that appends no message: wait_turn's reply says what it did. `job_id` and
-        `extra` (a channel's `reply_to`) work as for `submit`.
+        `reply_to` (a channel's) work as for `submit`.
         """
         job = job_id or new_id("compact")
-        await self._queue(session_id, job, {**(extra or {}), "compact": True})
+        await self._queue(job, TurnRequest(session_id, compact=True, reply_to=reply_to))
         return job
 
     async def stop_turn(self, turn_id: str) -> str | None:

@@ -1,16 +1,18 @@
 """Background processes as tools: exec with background: true, and process_* to act on them.
 
-The ProcessManager (habakkuk.tools.processes) is owned by the runtime and
-reaches the tools through `ctx.processes`. Processes belong to the
-agent that started them. process_write is exec-risk and its input passes the
-hardline blocklist like a command; process_kill only ever stops the agent's
-own processes, so it counts as an own-state write (workspace mode allows it).
+The ProcessManager (habakkuk.tools.processes) is owned by the runtime, which builds
+these tools with it (and with the hook that remembers which turn started a process that
+notifies): engine/toolkit/service_tool.py. Processes belong to the agent that started
+them. process_write is exec-risk and its input passes the hardline blocklist like a
+command; process_kill only ever stops the agent's own processes, so it counts as an own-state
+write (workspace mode allows it).
 """
 
 from __future__ import annotations
 
 import time
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 from habakkuk.engine.toolkit.permissions import Risk
@@ -27,12 +29,14 @@ from habakkuk.tools.shell import Exec
 DEFAULT_OUTPUT_BYTES = 64_000
 MAX_OUTPUT_BYTES = 1_000_000
 
+# Told of every background process a turn starts: (the process, the turn's id).
+Started = Callable[[ProcessInfo, str], None]
 
-def _manager(ctx: ToolContext) -> ProcessManager:
-    manager = ctx.processes
-    if not isinstance(manager, ProcessManager):
+
+def _manager(processes: ProcessManager | None) -> ProcessManager:
+    if processes is None:
         raise ToolError("background processes are not available in this run")
-    return manager
+    return processes
 
 
 def describe(info: ProcessInfo) -> str:
@@ -85,6 +89,10 @@ class BackgroundExec(Exec):
         "additionalProperties": False,
     }
 
+    def __init__(self, processes: ProcessManager | None, started: Started | None) -> None:
+        self.processes = processes
+        self.started = started
+
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         if not args.get("background"):
             if args.get("notify"):
@@ -94,7 +102,7 @@ class BackgroundExec(Exec):
                 raise ToolError("timeout_seconds is at most 3600 for a foreground command")
             plain = {k: v for k, v in args.items() if k not in ("background", "notify")}
             return await super().run(plain, ctx)
-        manager = _manager(ctx)
+        manager = _manager(self.processes)
         cwd = ctx.resolve(args.get("cwd", "."))
         timeout = args.get("timeout_seconds")
         try:
@@ -108,7 +116,7 @@ class BackgroundExec(Exec):
             )
         except ProcessError as exc:
             raise ToolError(f"exec: {exc}") from None
-        started = ctx.process_started
+        started = self.started
         if started is not None:
             # The runtime remembers the turn, so the exit notice reaches the same chat.
             started(info, ctx.turn)
@@ -125,25 +133,31 @@ class ProcessList(Tool):
     input_schema = {"type": "object", "properties": {}, "additionalProperties": False}
     risk = Risk.READ
 
+    def __init__(self, processes: ProcessManager | None) -> None:
+        self.processes = processes
+
     def title(self, args: dict[str, Any]) -> str:
         return "list background processes"
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        infos = _manager(ctx).list(ctx.agent)
+        infos = _manager(self.processes).list(ctx.agent)
         if not infos:
             return ToolOutput("no background processes")
         return ToolOutput("\n".join(describe(i) for i in infos))
 
 
 class _ProcessTool(Tool):
-    """Shared: the `id` argument and ProcessError -> ToolError."""
+    """Shared: the manager, the `id` argument and ProcessError -> ToolError."""
+
+    def __init__(self, processes: ProcessManager | None) -> None:
+        self.processes = processes
 
     def title(self, args: dict[str, Any]) -> str:
         return f"{self.name} {args.get('id', '')}".strip()
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         try:
-            return await self._run(_manager(ctx), args, ctx)
+            return await self._run(_manager(self.processes), args, ctx)
         except ProcessError as exc:
             raise ToolError(f"{self.name}: {exc}") from None
 
@@ -257,3 +271,16 @@ class ProcessWrite(_ProcessTool):
         await manager.write(ctx.agent, args["id"], args["stdin"], eof=eof)
         closed = " and closed its input" if eof else ""
         return ToolOutput(f"wrote {len(args['stdin'].encode()):,} bytes to {args['id']}{closed}")
+
+
+def process_tools(processes: ProcessManager | None, started: Started | None) -> list[Tool]:
+    """exec (with background: true) and the process_* tools, on `processes`; `started`
+    hears of each background process a turn starts."""
+    return [
+        BackgroundExec(processes, started),
+        ProcessList(processes),
+        ProcessOutput(processes),
+        ProcessWait(processes),
+        ProcessKill(processes),
+        ProcessWrite(processes),
+    ]

@@ -14,10 +14,12 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.message import Message
 
+from habakkuk.conversation.answers import answer_named
+
 from .waiting_prompt import WaitingPrompt
 
 if TYPE_CHECKING:
-    from habakkuk.engine.toolkit.approvals import ApprovalRequest
+    from habakkuk.engine.toolkit.approvals import Answer, ApprovalRequest
 
     from .backend import WidgetBackend
 
@@ -52,7 +54,7 @@ class ApprovalPrompt(WaitingPrompt, can_focus=True):
     class Answered(Message):
         """The user answered (or put off) the prompt; the chat moves focus."""
 
-        def __init__(self, approval_id: str | None, answer: str | None) -> None:
+        def __init__(self, approval_id: str | None, answer: Answer | None) -> None:
             super().__init__()
             self.approval_id = approval_id
             self.answer = answer
@@ -74,15 +76,17 @@ class ApprovalPrompt(WaitingPrompt, can_focus=True):
         return Content.assemble(*parts)
 
     async def action_answer(self, answer: str) -> None:
-        """Answer the shown request through the approvals service's one answer path."""
+        """Answer the shown request through the approvals service's one answer path;
+        `answer` names the decision (a key's binding, or a typed word already read)."""
         request = self.current
-        if request is None:
+        decided = answer_named(answer)
+        if request is None or decided is None:
             return
         runtime: WidgetBackend | None = getattr(self.app, "runtime", None)
         if runtime is not None:
-            await runtime.approvals.respond(request.id, answer, by="terminal")
+            await runtime.approvals.respond(request.id, decided, by="terminal")
         self.withdraw(request.id)
-        self.post_message(self.Answered(request.id, answer))
+        self.post_message(self.Answered(request.id, decided))
 
     def action_later(self) -> None:
         """Esc: leave it waiting and go back to typing."""

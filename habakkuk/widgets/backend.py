@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from habakkuk.engine.llm.types import ToolResultBlock
+    from habakkuk.engine.toolkit.approvals import Answer
 
 
 class WidgetSessions(Protocol):
@@ -24,7 +25,7 @@ class WidgetSessions(Protocol):
 class WidgetApprovals(Protocol):
     """What the widgets use of the approvals service (habakkuk.services.approvals)."""
 
-    async def respond(self, approval_id: str, answer: str, by: str) -> bool:
+    async def respond(self, approval_id: str, answer: Answer, by: str) -> bool:
         """The one answer path: answer a waiting approval wherever it waits."""
         ...
 

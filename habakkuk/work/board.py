@@ -206,8 +206,6 @@ class Board:
             full = await self._existing(dep, "dependency")
             if full not in depends_on:
                 depends_on.append(full)
-        if new.reply_to is not None and not isinstance(new.reply_to, dict):
-            raise HabakkukError("board: reply_to must be an object")
         if new.deliver_to is not None:
             parts = new.deliver_to.split(":")
             if len(parts) not in (2, 3) or not all(parts[:2]):

@@ -43,6 +43,7 @@ from habakkuk.work.board_types import (
     DISPATCHER_LEASE,
     WAKE_FILE,
     Card,
+    CardRun,
     attempt_session,
     card_job_id,
     notice_id,
@@ -66,12 +67,7 @@ def card_job(card: Card) -> NewJob:
     return NewJob(
         card_job_id(card.id, card.attempt),
         CARD_KIND,
-        {
-            "card": card.id,
-            "attempt": card.attempt,
-            "session": attempt_session(card.id, card.attempt),
-            "agent": card.assignee,
-        },
+        CardRun(card.id, card.attempt, attempt_session(card.id, card.attempt), card.assignee),
         # Nothing else runs in the attempt's session beside its turn.
         serial_key=attempt_session(card.id, card.attempt),
         max_attempts=CARD_JOB_ATTEMPTS,
@@ -262,7 +258,7 @@ class Dispatcher:
                     card.creator_session,
                     text,
                     turn_id=notice_id(card.id, card.revision),
-                    extra={"reply_to": card.reply_to} if card.reply_to else None,
+                    reply_to=card.reply_to,
                 )
                 return
             except HabakkukError as exc:  # the session was deleted: try deliver_to

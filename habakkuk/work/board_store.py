@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from habakkuk.engine.agent.requests import ReplyTo, reply_to_from
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.store import Database
 from habakkuk.work.board_schema import ensure_board_tables
@@ -88,9 +89,7 @@ def _card_from_row(
     """A Card from its row, its (dependency, status) pairs and its log rows."""
     try:
         raw = row["reply_to"]
-        reply_to = json.loads(raw) if raw is not None else None
-        if reply_to is not None and not isinstance(reply_to, dict):
-            raise ValueError("reply_to is not an object")
+        reply_to = reply_to_from({"reply_to": json.loads(raw)}) if raw is not None else None
         status = row["status"]
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
@@ -205,7 +204,7 @@ class BoardStore:
         parent: str | None,
         depends_on: Sequence[str],
         creator_session: str = "",
-        reply_to: dict[str, Any] | None = None,
+        reply_to: ReplyTo | None = None,
         deliver_to: str | None = None,
         event_text: str = "",
     ) -> Card:
@@ -214,7 +213,9 @@ class BoardStore:
         meantime fails the whole insert (NotFound); the card itself, HabakkukError."""
         await self.ensure()
         now = self._clock()
-        reply = json.dumps(reply_to, separators=(",", ":")) if reply_to is not None else None
+        reply = (
+            json.dumps(reply_to.to_json(), separators=(",", ":")) if reply_to is not None else None
+        )
 
         def _insert(conn: sqlite3.Connection) -> None:
             wanted = [*depends_on, *([parent] if parent else [])]

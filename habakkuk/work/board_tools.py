@@ -1,20 +1,21 @@
 """The board toolset: board_create, board_list, board_show, board_comment, board_update,
 board_complete and board_block (spec 000 "Board").
 
-Each tool acts as the calling agent (`by=ctx.agent`) through the home's board
-(`ctx.board`, a BoardAccess), whose rules decide what the agent may change: it
-completes or blocks only cards assigned to it, and updates only cards it created or
-holds. Reading, commenting, completing and blocking are allowed in every permission
-mode (Risk.READ); creating and updating are network-risk, like delegate, but bring no
-outside content into the turn, so they do not taint it. Every reply is read back from
-the board after the change. A refused or failed call (no such card, an id prefix that
-names two, another agent's card) is an error result, never a failed turn.
+Each tool acts as the calling agent (`by=ctx.agent`) through the home's board (a
+BoardAccess the runtime built the tools with), whose rules decide what the agent may
+change: it completes or blocks only cards assigned to it, and updates only cards it
+created or holds. Reading, commenting, completing and blocking are allowed in every
+permission mode (Risk.READ); creating and updating are network-risk, like delegate, but
+bring no outside content into the turn, so they do not taint it. Every reply is read
+back from the board after the change. A refused or failed call (no such card, an id
+prefix that names two, another agent's card) is an error result, never a failed turn.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext
@@ -22,7 +23,7 @@ from habakkuk.engine.toolkit.service_tool import ServiceTool
 
 from .board_text import detail, state_line, table
 from .board_types import PRIORITY_RANGE, STATUSES, TEXT_MAX, TITLE_MAX, BoardAccess, NewCard
-from .tools import _origin
+from .tools import ChatsOf, origin_of
 
 _CARD = {"type": "string", "minLength": 1, "maxLength": 64}
 _AGENT = {"type": "string", "maxLength": 64}
@@ -32,10 +33,9 @@ LIST_LIMIT = 100
 
 
 class BoardTool(ServiceTool[BoardAccess]):
-    """What the board tools share: the board from the context, errors as results."""
+    """What the board tools share: the board they were built with, errors as results."""
 
-    service_field: ClassVar[str] = "board"
-    service_name: ClassVar[str] = "the board"
+    unavailable: ClassVar[str] = "the board is not available in this run"
 
     def title(self, args: dict[str, Any]) -> str:
         return str(args.get("card") or args.get("title") or args.get("status") or "")[:64]
@@ -73,8 +73,12 @@ class BoardCreate(BoardChange):
         "additionalProperties": False,
     }
 
+    def __init__(self, board: BoardAccess | None, chats: ChatsOf) -> None:
+        super().__init__(board)
+        self.chats = chats
+
     async def act(self, service: BoardAccess, args: dict[str, Any], ctx: ToolContext) -> str:
-        chat = await _origin(ctx)
+        chat = await origin_of(self.chats, ctx)
         new = NewCard(
             title=str(args["title"]).strip(),
             body=str(args.get("body") or "").strip(),
@@ -83,7 +87,7 @@ class BoardCreate(BoardChange):
             parent=str(args["parent"]).strip() if args.get("parent") else None,
             depends_on=tuple(str(dep).strip() for dep in args.get("depends_on") or ()),
             creator_session=ctx.session,
-            reply_to={"to": chat} if chat else None,
+            reply_to=ReplyTo(chat) if chat else None,
         )
         card = await service.create(new, by=ctx.agent)
         return f"Created {card.id} {card.title!r}: {state_line(card)}."
@@ -239,14 +243,15 @@ class BoardBlock(BoardTool):
         return f"Blocked: {state_line(card)}."
 
 
-def board_tools() -> list[Tool]:
-    """The board toolset."""
+def board_tools(board: BoardAccess | None, chats: ChatsOf) -> list[Tool]:
+    """The board toolset, on `board` (board_create keeps the turn's chat, from `chats`, as
+    where the card's result goes back)."""
     return [
-        BoardCreate(),
-        BoardList(),
-        BoardShow(),
-        BoardComment(),
-        BoardUpdate(),
-        BoardComplete(),
-        BoardBlock(),
+        BoardCreate(board, chats),
+        BoardList(board),
+        BoardShow(board),
+        BoardComment(board),
+        BoardUpdate(board),
+        BoardComplete(board),
+        BoardBlock(board),
     ]

@@ -21,10 +21,15 @@ agent, an id prefix that names two cards).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from habakkuk.engine import payloads
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.jobs import JobKind, declare_kind
+from habakkuk.engine.payloads import JsonObject
 
 CardStatus = Literal["todo", "doing", "blocked", "done", "cancelled"]
 STATUSES: tuple[CardStatus, ...] = ("todo", "doing", "blocked", "done", "cancelled")
@@ -74,6 +79,37 @@ def attempt_session(card_id: str, attempt: int) -> str:
     return f"ses_{card_id}_a{attempt}"
 
 
+@dataclass(frozen=True)
+class CardRun:
+    """A card job's payload (kind CARD_KIND): one attempt of a card, run as its assignee's
+    turn in the attempt's own session. Stored {"card", "attempt", "session", "agent"}."""
+
+    card: str
+    attempt: int
+    session: str  # attempt_session(card, attempt)
+    agent: str  # the assignee when the attempt was claimed
+
+    def to_json(self) -> JsonObject:
+        return {
+            "card": self.card,
+            "attempt": self.attempt,
+            "session": self.session,
+            "agent": self.agent,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CardRun:
+        return cls(
+            payloads.text(data, "card"),
+            payloads.integer(data, "attempt"),
+            payloads.text(data, "session"),
+            payloads.text(data, "agent"),
+        )
+
+
+CARD_RUNS: JobKind[CardRun] = declare_kind(JobKind(CARD_KIND, payload=CardRun, noun="card job"))
+
+
 def notice_id(card_id: str, revision: int) -> str:
     """The id of the notice a card's change at `revision` sends (a turn or a delivery), so
     each is sent once."""
@@ -109,7 +145,7 @@ class NewCard:
     # reply address of the chat its turn answers to; else `deliver_to`
     # (CHANNEL:CHAT[:THREAD], `habakkuk board add --deliver`); else nowhere but the board.
     creator_session: str = ""
-    reply_to: dict[str, Any] | None = None
+    reply_to: ReplyTo | None = None
     deliver_to: str | None = None
 
 
@@ -152,7 +188,7 @@ class Card:
     blocked_kind: BlockKind = ""
     blocked_reason: str = ""
     creator_session: str = ""
-    reply_to: dict[str, Any] | None = None
+    reply_to: ReplyTo | None = None
     deliver_to: str | None = None
     # Dependencies not done yet, with their status, so a card waiting on a blocked one
     # says so instead of waiting silently.

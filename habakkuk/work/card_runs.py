@@ -1,13 +1,14 @@
 """A card's attempt: the card job is itself the assignee's turn (spec 000 "Board").
 
-The job (queued by the dispatcher, work/board_dispatch.py) names the card, the attempt
-and its session, attempt_session(card, attempt). The handler makes that session if it
-is missing (origin "board", a fresh session of the assignee), then runs the turn loop
-on this very lease, with a first message that carries the card, the results of its
-dependencies and its comments. The transcript appends that message once per turn id,
-so a crash resumes the same transcript rather than starting over.
+The job (queued by the dispatcher, work/board_dispatch.py) carries a CardRun: the card,
+the attempt, its session attempt_session(card, attempt) and the assignee. The handler
+makes that session if it is missing (origin "board", a fresh session of the assignee),
+then runs the turn loop on this very lease with a TurnRequest of its own, whose first
+message carries the card, the results of its dependencies and its comments. The
+transcript appends that message once per turn id, so a crash resumes the same
+transcript rather than starting over.
 
-The turn is unattended (the payload is never `attended`): nobody is asked, so a call
+The turn is unattended (its request is never `attended`): nobody is asked, so a call
 that needs approval is denied unless the agent's `approvals` puts a reviewer first, as
 for a schedule's turn. The agent ends with board_complete (a result with its proof) or
 board_block. Whatever else happens, the card never ends up done by itself:
@@ -27,13 +28,14 @@ import asyncio
 import logging
 from typing import Any, Protocol
 
+from habakkuk.engine.agent.requests import TurnRequest
 from habakkuk.engine.errors import HabakkukError, LeaseLost, NotFound
-from habakkuk.engine.jobs import Lease
+from habakkuk.engine.jobs import Lease, payload_of
 from habakkuk.engine.pools import PermanentJobError
 from habakkuk.engine.sessions import BOARD_ORIGIN
 from habakkuk.work.board_dispatch import BOARD_AUTHOR
 from habakkuk.work.board_store import BoardStore
-from habakkuk.work.board_types import Card
+from habakkuk.work.board_types import CARD_RUNS, Card
 from habakkuk.work.ports import SessionMaker
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,7 @@ class CardReader(Protocol):
 
 
 class TurnLoop(Protocol):
-    async def run(self, lease: Lease) -> dict[str, Any]: ...
+    async def run(self, lease: Lease, request: TurnRequest) -> dict[str, Any]: ...
 
 
 def first_message(card: Card, dependencies: list[Card]) -> str:
@@ -94,9 +96,8 @@ class CardRuns:
 
     async def run(self, lease: Lease) -> dict[str, Any]:
         job = lease.job
-        payload = job.payload
-        card_id = str(payload["card"])
-        attempt = int(payload["attempt"])
+        run = payload_of(job, CARD_RUNS)
+        card_id, attempt = run.card, run.attempt
         try:
             card = await self.board.get(card_id)
         except NotFound:
@@ -106,16 +107,15 @@ class CardRuns:
             return {"card": card_id, "attempt": attempt, "skipped": f"card is {card.status}"}
         try:
             session = await self.sessions.new_session(
-                str(payload["agent"]), origin=BOARD_ORIGIN, session_id=str(payload["session"])
+                run.agent, origin=BOARD_ORIGIN, session_id=run.session
             )
         except HabakkukError as exc:  # the assignee is no longer a configured agent
             await self._settle(card_id, attempt, f"its turn could not start: {exc}")
             raise PermanentJobError(str(exc)) from None
-        payload["session"] = session.id
-        payload["text"] = first_message(card, await self._dependencies(card))
-        payload["attended"] = False  # unattended: nobody to ask
+        # Unattended: nobody to ask.
+        request = TurnRequest(session.id, first_message(card, await self._dependencies(card)))
         try:
-            result = await self.turn_loop.run(lease)
+            result = await self.turn_loop.run(lease, request)
         except asyncio.CancelledError:
             if lease.stop_reason == "user":
                 await asyncio.shield(self._settle(card_id, attempt, "its turn was stopped"))

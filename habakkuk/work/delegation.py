@@ -4,7 +4,7 @@ A delegate call becomes a sub-turn job (kind SUBTURN_KIND, its own pool) whose i
 from the parent session, the parent turn and the call (agent + task), plus each option
 only when given: a parent that crashed and repeats the call reattaches to its child. The
 child runs in a session derived from the job (origin "delegate", never the chat welcome);
-the job's payload carries the SubturnSpec and the "session"/"text" a TurnRunner runs.
+the job's payload is a DelegateRun: the SubturnSpec and the TurnRequest a TurnRunner runs.
 
 Foreground calls wait for the child's terminal status, bounded by delegation.timeout_seconds
 (then the child is stopped and reported "timed out"). Background children (and children
@@ -24,17 +24,24 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
+from habakkuk.engine.agent.requests import SubturnOptions, TurnRequest, turn_request
 from habakkuk.engine.config import Config, ModelRef
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import DelegateEnded, DelegateStarted, EventBus, JobFinished
-from habakkuk.engine.jobs import Job, JobQueue
+from habakkuk.engine.jobs import Job, JobQueue, payload_of
 from habakkuk.engine.sessions import DELEGATE_ORIGIN, Session, TranscriptStore
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.work.delegation_types import SUBTURN_KIND, ChildReport, ChildStatus, SubturnSpec
+from habakkuk.work.delegation_types import (
+    SUBTURN_KIND,
+    SUBTURNS,
+    ChildReport,
+    ChildStatus,
+    DelegateRun,
+    SubturnSpec,
+)
 from habakkuk.work.ports import SessionMaker, SubmitsTurns
 
 log = logging.getLogger(__name__)
@@ -80,21 +87,6 @@ def subturn_id(spec: SubturnSpec) -> str:
 
 def child_session_id(job: str) -> str:
     return f"ses_{job}"
-
-
-def spec_payload(spec: SubturnSpec) -> dict[str, Any]:
-    """The spec as the job payload's "spec" value (JSON)."""
-    data = asdict(spec)
-    data["toolsets"] = list(spec.toolsets) if spec.toolsets is not None else None
-    return data
-
-
-def spec_from_payload(payload: dict[str, Any]) -> SubturnSpec:
-    """The spec a sub-turn job's payload carries."""
-    data = dict(payload.get("spec") or {})
-    toolsets = data.get("toolsets")
-    data["toolsets"] = tuple(toolsets) if toolsets is not None else None
-    return SubturnSpec(**data)
 
 
 def format_report(report: ChildReport) -> str:
@@ -172,39 +164,37 @@ class Delegation:
             check_schema(spec.output_schema)
             text += instructions(spec.output_schema)
         job = subturn_id(spec)
-        extra: dict[str, Any] = {}
         tree: Path | None = None
         if spec.worktree:
             from habakkuk.work.worktrees import repository_of, worktree_path
 
             await repository_of(parent_agent.workspace_path)
             tree = worktree_path(parent_agent.workspace_path, job)
-            extra = {"workspace": str(tree), "worktree_of": str(parent_agent.workspace_path)}
             text += (
                 f"\n\nWork in the git worktree {tree} (your workspace, on branch "
                 f"habakkuk/{job}); your changes there are committed to that branch when you end."
             )
         if spec.reply_to is None:
             turn = await self.queue.get(spec.parent_turn)
-            reply_to = turn.payload.get("reply_to") if turn is not None else None
-            if reply_to:
-                spec = _with(spec, reply_to=reply_to)
+            asked = turn_request(turn) if turn is not None else None
+            if asked is not None and asked.reply_to is not None:
+                spec = _with(spec, reply_to=asked.reply_to)
         child = await self.sessions.new_session(
             agent.name, origin=DELEGATE_ORIGIN, session_id=child_session_id(job), workspace=tree
         )
-        payload = {
-            **extra,
-            "subturn": True,
-            "spec": spec_payload(spec),
-            "session": child.id,
-            "text": text,
-            "attended": False,
-            "toolsets": list(spec.toolsets) if spec.toolsets is not None else None,
-            "model": spec.model,
-            "output_schema": spec.output_schema,
-        }
+        options = SubturnOptions(
+            toolsets=spec.toolsets,
+            model=spec.model,
+            output_schema=spec.output_schema,
+            workspace=str(tree) if tree is not None else None,
+        )
+        run = DelegateRun(
+            TurnRequest(child.id, text, subturn=options),
+            spec,
+            worktree_of=str(parent_agent.workspace_path) if tree is not None else None,
+        )
         await self.queue.enqueue(
-            job, SUBTURN_KIND, payload, serial_key=child.id, max_attempts=SUBTURN_MAX_ATTEMPTS
+            job, SUBTURN_KIND, run, serial_key=child.id, max_attempts=SUBTURN_MAX_ATTEMPTS
         )
         self.bus.publish(
             DelegateStarted(
@@ -289,8 +279,8 @@ class Delegation:
         return await self._report_of(job)
 
     async def _report_of(self, job: Job) -> ChildReport:
-        spec = spec_from_payload(job.payload)
-        session = str(job.payload.get("session", ""))
+        run = payload_of(job, SUBTURNS)
+        spec, session = run.spec, run.session
         result = job.result or {}
         status: ChildStatus
         error = job.error or ""
@@ -409,14 +399,13 @@ class Delegation:
             await self._queue_notice(job, await self._report_of(job))
 
     async def _queue_notice(self, job: Job, report: ChildReport) -> None:
-        spec = spec_from_payload(job.payload)
-        extra = {"reply_to": spec.reply_to} if spec.reply_to else None
+        spec = payload_of(job, SUBTURNS).spec
         text = (
             f"[The sub-agent you delegated to ended: {report.status}. Task: {spec.task[:300]}]\n"
             + format_report(report)
         )
         await self.turns.submit(
-            spec.parent_session, text, turn_id=NOTICE_PREFIX + job.id, extra=extra
+            spec.parent_session, text, turn_id=NOTICE_PREFIX + job.id, reply_to=spec.reply_to
         )
 
     async def sweep(self) -> int:
@@ -458,9 +447,3 @@ def _check_model(config: Config, model: str) -> None:
         raise HabakkukError(
             f"model: provider {ref.provider!r} is not configured (providers: {known})"
         )
-
-
-def workspace_of(payload: dict[str, Any]) -> Path | None:
-    """The repository workspace a worktree child's worktree belongs to."""
-    value = payload.get("worktree_of")
-    return Path(str(value)) if value else None

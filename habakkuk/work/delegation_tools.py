@@ -46,14 +46,17 @@ class Delegate(Tool):
     }
     risk: ClassVar[Risk] = Risk.NETWORK
 
+    def __init__(self, delegation: DelegationAccess | None) -> None:
+        self.delegation = delegation
+
     def title(self, args: dict[str, Any]) -> str:
         who = args.get("agent") or "a copy of itself"
         return f"{who}: {str(args.get('task', ''))[:180]}"
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        if ctx.delegation is None:
-            raise ToolError("delegate: sub-agents cannot delegate further (or none run here)")
-        delegation: DelegationAccess = ctx.delegation  # type: ignore[assignment]
+        delegation = self.delegation
+        if delegation is None:
+            raise ToolError("delegate: no sub-agents run here")
         toolsets = args.get("toolsets")
         spec = SubturnSpec(
             task=str(args["task"]),
@@ -85,6 +88,7 @@ def _output(report: ChildReport) -> ToolOutput:
     return ToolOutput(format_report(report), is_error=report.status != "done")
 
 
-def delegate_tools() -> list[Tool]:
-    """The delegate toolset."""
-    return [Delegate()]
+def delegate_tools(delegation: DelegationAccess | None) -> list[Tool]:
+    """The delegate toolset, on `delegation`. A sub-agent's turn never offers it (the turn
+    loop leaves the toolset out), so sub-agents cannot delegate further."""
+    return [Delegate(delegation)]

@@ -14,9 +14,14 @@ and its job's result) before the parent is notified.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from habakkuk.engine import payloads
+from habakkuk.engine.agent.requests import ReplyTo, TurnRequest, reply_to_from
+from habakkuk.engine.jobs import JobKind, declare_kind
+from habakkuk.engine.payloads import JsonObject, PayloadError
 
 SUBTURN_KIND = "subturn"
 # queued/running while the job lives; then one terminal status.
@@ -40,9 +45,86 @@ class SubturnSpec:
     output_schema: dict[str, Any] | None = None
     worktree: bool = False
     background: bool = False
-    # The delegating turn's reply address (its payload's reply_to), so a background
+    # The delegating turn's reply address (its request's reply_to), so a background
     # child's report reaches the chat the parent answers.
-    reply_to: dict[str, Any] | None = None
+    reply_to: ReplyTo | None = None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "task": self.task,
+            "agent": self.agent,
+            "parent_session": self.parent_session,
+            "parent_turn": self.parent_turn,
+            "call_id": self.call_id,
+            "model": self.model,
+            "toolsets": list(self.toolsets) if self.toolsets is not None else None,
+            "output_schema": self.output_schema,
+            "worktree": self.worktree,
+            "background": self.background,
+            "reply_to": self.reply_to.to_json() if self.reply_to is not None else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SubturnSpec:
+        schema = payloads.mapping(data, "output_schema")
+        return cls(
+            task=payloads.text(data, "task"),
+            agent=payloads.text(data, "agent"),
+            parent_session=payloads.text(data, "parent_session"),
+            parent_turn=payloads.text(data, "parent_turn"),
+            call_id=payloads.text(data, "call_id", ""),
+            model=payloads.optional_text(data, "model"),
+            toolsets=payloads.texts(data, "toolsets"),
+            output_schema=dict(schema) if schema is not None else None,
+            worktree=payloads.flag(data, "worktree"),
+            background=payloads.flag(data, "background"),
+            reply_to=reply_to_from(data),
+        )
+
+
+@dataclass(frozen=True)
+class DelegateRun:
+    """A sub-turn job's payload (kind SUBTURN_KIND): the child's own turn (`turn`, with its
+    sub-turn options), the delegate call it came from (`spec`, so a resumed child keeps
+    its options and its parent), and for a worktree child the repository it branches
+    from (`worktree_of`). Stored flat, as a turn's payload plus "spec" and "worktree_of"
+    (the store's queries read "$.spec.parent_session" and "$.spec.background")."""
+
+    turn: TurnRequest
+    spec: SubturnSpec
+    worktree_of: str | None = None
+
+    @property
+    def session(self) -> str:
+        """The child's session."""
+        return self.turn.session
+
+    def to_json(self) -> JsonObject:
+        data = self.turn.to_json()
+        if self.worktree_of is not None:
+            data["worktree_of"] = self.worktree_of
+        data["spec"] = self.spec.to_json()
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DelegateRun:
+        spec = payloads.mapping(data, "spec")
+        if spec is None:
+            raise PayloadError("spec", "missing")
+        try:
+            read = SubturnSpec.from_json(spec)
+        except PayloadError as exc:
+            raise exc.inside("spec") from None
+        return cls(
+            TurnRequest.from_json(data),
+            read,
+            payloads.optional_text(data, "worktree_of") or None,
+        )
+
+
+SUBTURNS: JobKind[DelegateRun] = declare_kind(
+    JobKind(SUBTURN_KIND, payload=DelegateRun, noun="sub-turn")
+)
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,15 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
-from habakkuk.engine.jobs import Job, JobQueue, Lease
+from habakkuk.engine.jobs import Job, JobQueue, Lease, payload_of
 from habakkuk.engine.pools import FinishedCallback, PermanentJobError, Pool
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.work.delegation import Delegation, workspace_of
-from habakkuk.work.delegation_types import SUBTURN_KIND
+from habakkuk.work.delegation import Delegation
+from habakkuk.work.delegation_types import SUBTURN_KIND, SUBTURNS
 from habakkuk.work.output_schema import SchemaCheck
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,8 @@ class SubturnRuns:
         on_finished: FinishedCallback | None = None,
     ):
         self.delegation = delegation
-        self.runner = TurnRunner(replace(deps, delegation=None, output_check=SchemaCheck()))
+        # Its turns never offer the delegate toolset (turn_toolsets): no further delegation.
+        self.runner = TurnRunner(replace(deps, output_check=SchemaCheck()))
         self._on_finished = on_finished
         self._tasks: set[asyncio.Task[None]] = set()
         self.pool = Pool(
@@ -54,7 +56,8 @@ class SubturnRuns:
     async def run(self, lease: Lease) -> dict[str, Any]:
         """Run one child's turn (in its worktree), bounded by delegation.timeout_seconds."""
         job = lease.job
-        repo_workspace = workspace_of(job.payload)
+        run = payload_of(job, SUBTURNS)
+        repo_workspace = Path(run.worktree_of) if run.worktree_of else None
         tree = None
         if repo_workspace is not None:
             from habakkuk.work.worktrees import ensure_worktree
@@ -65,7 +68,7 @@ class SubturnRuns:
                 raise PermanentJobError(f"cannot add the worktree: {exc}") from None
         timeout = self.delegation.config.delegation.timeout_seconds
         try:
-            result = await wait_within(self.runner.run(lease), timeout)
+            result = await wait_within(self.runner.run(lease, run.turn), timeout)
         except TimeoutError:
             await self.delegation.record_stop(
                 job.id, "timed out", f"timed out after {timeout:g}s (delegation.timeout_seconds)"
@@ -124,6 +127,6 @@ class SubturnRuns:
 
 
 def _message(job: Job) -> str:
-    task = str((job.payload.get("spec") or {}).get("task", ""))
+    task = payload_of(job, SUBTURNS).spec.task
     first = task.strip().splitlines()[0][:60] if task.strip() else job.id
     return f"Sub-agent {job.id}: {first}"

@@ -4,9 +4,12 @@ notices). The runtime's own Sessions and Turns satisfy them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from habakkuk.engine.agent.requests import ReplyTo
+from habakkuk.engine.llm.types import Block
 from habakkuk.engine.sessions import Session
 
 
@@ -30,7 +33,8 @@ class SubmitsTurns(Protocol):
         *,
         turn_id: str | None = None,
         attended: bool = False,
-        extra: dict[str, Any] | None = None,
+        reply_to: ReplyTo | None = None,
+        blocks: Sequence[Block] = (),
     ) -> str: ...
 
 

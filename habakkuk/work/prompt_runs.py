@@ -16,9 +16,10 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.hook_events import HookFirer
-from habakkuk.engine.jobs import Lease
+from habakkuk.engine.jobs import Lease, payload_of
 from habakkuk.engine.pools import PermanentJobError
 from habakkuk.work.ports import SessionMaker, TurnQueue
 from habakkuk.work.run_book import (
@@ -27,12 +28,12 @@ from habakkuk.work.run_book import (
     RunBook,
     Settled,
     delivery_note,
-    schedule_of,
     session_id_for,
     target_of,
     turn_id_for,
 )
 from habakkuk.work.schedule_types import KEPT_OUTPUT, SILENT, Schedule
+from habakkuk.work.service import PROMPT_SLOTS
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +52,10 @@ async def start_turn(
         schedule.agent, origin=SCHEDULE_ORIGIN, session_id=session_id_for(job)
     )
     target = target_of(schedule)
-    extra = None
-    if target is not None:
-        # The turn's reply is its delivery job `reply:<turn>`, as for a webhook's turn.
-        extra = {"reply_to": {"to": target, "message": "", "sender": f"schedule:{schedule.id}"}}
+    # The turn's reply is its delivery job `reply:<turn>`, as for a webhook's turn.
+    reply_to = ReplyTo(target, sender=f"schedule:{schedule.id}") if target is not None else None
     turn = await turns.submit(
-        session.id, text, turn_id=turn_id_for(job), attended=False, extra=extra
+        session.id, text, turn_id=turn_id_for(job), attended=False, reply_to=reply_to
     )
     return session.id, turn
 
@@ -95,7 +94,7 @@ class PromptRuns:
     async def run(self, lease: Lease) -> dict[str, Any]:
         job = lease.job
         try:
-            schedule = await self.book.get(schedule_of(job.payload))
+            schedule = await self.book.get(payload_of(job, PROMPT_SLOTS).schedule)
         except NotFound:
             # Deleted after the slot was queued: nothing to run.
             return {"skipped": "schedule deleted"}

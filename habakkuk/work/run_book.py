@@ -10,9 +10,12 @@ the slot time, so a retried job finds what the first attempt made and never post
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from habakkuk.engine import payloads
+from habakkuk.engine.payloads import JsonObject
 from habakkuk.work.schedule_types import Schedule, SlotStatus
 
 SCHEDULE_ORIGIN = "schedule"
@@ -58,9 +61,28 @@ class RunBook(Protocol):
         ...
 
 
-def schedule_of(payload: dict[str, Any]) -> str:
-    """The schedule id a slot job's payload names."""
-    return str(payload.get("schedule") or payload.get("schedule_id") or "")
+@dataclass(frozen=True)
+class ScheduleSlot:
+    """A slot job's payload (the kinds schedule.prompt and schedule.script, work/service.py):
+    the schedule, the slot's fire time (an extra run's: when it was asked) and whether it
+    is an extra run (`run_now`); with the schedule and `extra`, the slot names the SlotRun
+    row the run updates. Stored as {"schedule", "slot", "extra"}; the oldest rows named
+    the schedule "schedule_id"."""
+
+    schedule: str
+    slot: float = 0.0
+    extra: bool = False
+
+    def to_json(self) -> JsonObject:
+        return {"schedule": self.schedule, "slot": self.slot, "extra": self.extra}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ScheduleSlot:
+        key = "schedule" if data.get("schedule") is not None else "schedule_id"
+        schedule = payloads.text(data, key, "")
+        if not schedule:
+            raise payloads.PayloadError("schedule", "missing")
+        return cls(schedule, payloads.number(data, "slot", 0.0), payloads.flag(data, "extra"))
 
 
 def session_id_for(job: str) -> str:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from habakkuk.engine.jobs import NewJob
 from habakkuk.engine.leases import NamedLeases
+from habakkuk.work.run_book import ScheduleSlot
 from habakkuk.work.schedule_types import (
     LATE_SECONDS,
     TICK_LEASE,
@@ -177,7 +178,7 @@ class Scheduler:
                         NewJob(
                             job_id,
                             job_kind(schedule),
-                            {"schedule": schedule.id, "slot": plan.run, "extra": False},
+                            ScheduleSlot(schedule.id, plan.run),
                             serial_key=serial_key(schedule.id),
                             max_attempts=job_attempts(schedule),
                         )

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.hook_events import HookFirer
-from habakkuk.engine.jobs import Lease
+from habakkuk.engine.jobs import Lease, payload_of
 from habakkuk.engine.pools import PermanentJobError
 from habakkuk.work.ports import SessionMaker, TurnQueue
 from habakkuk.work.prompt_runs import fire_hook, start_turn
@@ -32,7 +32,6 @@ from habakkuk.work.run_book import (
     Settled,
     delivery_id_for,
     delivery_note,
-    schedule_of,
     target_of,
 )
 from habakkuk.work.schedule_types import FAILURE_NOTICE_AT, KEPT_OUTPUT, Schedule
@@ -44,6 +43,7 @@ from habakkuk.work.script_process import (
     says_nothing,
     script_env,
 )
+from habakkuk.work.service import SCRIPT_SLOTS
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class ScriptRuns:
     async def run(self, lease: Lease) -> dict[str, Any]:
         job = lease.job
         try:
-            schedule = await self.book.get(schedule_of(job.payload))
+            schedule = await self.book.get(payload_of(job, SCRIPT_SLOTS).schedule)
         except NotFound:
             return {"skipped": "schedule deleted"}
         if schedule.command is None:

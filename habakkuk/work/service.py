@@ -5,9 +5,10 @@ Jobs (the contract with the run handlers, habakkuk/work/{prompt,script}_runs.py)
 
 - kind PROMPT_KIND "schedule.prompt" for a prompt schedule, SCRIPT_KIND
   "schedule.script" for a script schedule;
-- payload {"schedule": ID, "slot": EPOCH_SECONDS, "extra": BOOL}: the slot is the fire
-  time (an extra run: the time it was asked), which with (schedule, extra) names the
-  SlotRun row (`ScheduleStore.set_run`) the handler updates;
+- payload a ScheduleSlot (work/run_book.py), stored {"schedule": ID, "slot":
+  EPOCH_SECONDS, "extra": BOOL}: the slot is the fire time (an extra run: the time it was
+  asked), which with (schedule, extra) names the SlotRun row (`ScheduleStore.set_run`)
+  the handler updates;
 - job id "<schedule id>_<int slot>" for a timetable slot (so "sch_<hex>_<slot>"),
   "<schedule id>_run_<hex>" for `run_now`; enqueue is idempotent by id, so a slot is
   queued at most once;
@@ -38,6 +39,7 @@ from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.jobs import JobKind, JobQueue, at_most_once, declare_kind
 from habakkuk.engine.leases import NamedLeases
 from habakkuk.engine.store import Database
+from habakkuk.work.run_book import ScheduleSlot
 from habakkuk.work.schedule_types import (
     SCRIPT_TIMEOUT,
     TICK_LEASE,
@@ -57,8 +59,18 @@ if TYPE_CHECKING:
 PROMPT_KIND = "schedule.prompt"
 SCRIPT_KIND = "schedule.script"
 KINDS = (PROMPT_KIND, SCRIPT_KIND)
-declare_kind(JobKind(PROMPT_KIND, on_interrupted=record_interrupted_in))
-declare_kind(JobKind(SCRIPT_KIND, at_most_once=True, on_interrupted=record_interrupted_in))
+PROMPT_SLOTS: JobKind[ScheduleSlot] = declare_kind(
+    JobKind(PROMPT_KIND, on_interrupted=record_interrupted_in, payload=ScheduleSlot, noun="slot")
+)
+SCRIPT_SLOTS: JobKind[ScheduleSlot] = declare_kind(
+    JobKind(
+        SCRIPT_KIND,
+        at_most_once=True,
+        on_interrupted=record_interrupted_in,
+        payload=ScheduleSlot,
+        noun="slot",
+    )
+)
 PROMPT_ATTEMPTS = 3
 SKIP_ROWS = 1000  # slots recorded one by one per skip run; past that, one summary row
 ON_OUTPUT = ("deliver", "agent", "silent")
@@ -242,7 +254,7 @@ class Schedules:
         await self.queue.enqueue(
             job_id,
             job_kind(schedule),
-            {"schedule": schedule.id, "slot": slot, "extra": True},
+            ScheduleSlot(schedule.id, slot, extra=True),
             serial_key=serial_key(schedule.id),
             max_attempts=job_attempts(schedule),
         )

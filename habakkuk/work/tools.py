@@ -2,8 +2,9 @@
 and schedule_delete (spec 000 "Schedules").
 
 Every tool works on the calling agent's own schedules (`ctx.agent`): another agent's id
-reads as "no such schedule", so an agent can neither see nor change it. The service comes
-through the tool context (`ctx.schedules`, a `SchedulesAccess`). schedule_create takes a
+reads as "no such schedule", so an agent can neither see nor change it. The tools hold the
+schedules (a `SchedulesAccess`) the runtime built them with, and schedule_create the
+turn's chats (engine/toolkit/service_tool.py). schedule_create takes a
 prompt, never a command: script schedules run shell commands unattended, so only the
 owner adds them (`habakkuk schedules add --run`), and a body that names one is refused
 with that reason. A schedule created in a chat keeps that chat as its origin, so its
@@ -14,11 +15,13 @@ schedule) is an error result, never a failed turn.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
-from habakkuk.engine.errors import HabakkukError, NotFound
+from habakkuk.engine.errors import NotFound
 from habakkuk.engine.toolkit.permissions import Risk
-from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+from habakkuk.engine.toolkit.registry import Tool, ToolContext
+from habakkuk.engine.toolkit.service_tool import ServiceTool
 
 from .schedule_types import NewSchedule, Schedule, SchedulesAccess
 from .schedule_views import fire_times, local_time, state_word
@@ -32,22 +35,24 @@ SCRIPTS_BY_OWNER = (
 _ID = {"type": "string", "minLength": 1, "maxLength": 128}
 
 
-class _Chats(Protocol):
+class TurnChats(Protocol):
     """What the tools need of the outbox (the channel service): the turn's chat."""
 
-    async def chat_of(self, turn: str, session: str) -> str | None: ...
+    async def chat_of(self, turn: str, session: str) -> str | None:
+        """The chat a turn answers to, else the chat its session is bound to."""
+        ...
 
 
-class ScheduleTool(Tool):
-    """What the schedule tools share: the service, the agent's own schedules, errors as
-    results."""
+# The running channels' outbox, or None while no channel runs in this process (the
+# runtime makes them after its tools, and only where it serves chats).
+ChatsOf = Callable[[], TurnChats | None]
 
-    risk: ClassVar[Risk] = Risk.READ
 
-    def schedules(self, ctx: ToolContext) -> SchedulesAccess:
-        if ctx.schedules is None:
-            raise ToolError(f"{self.name}: schedules are not available in this run")
-        return ctx.schedules  # type: ignore[return-value]
+class ScheduleTool(ServiceTool[SchedulesAccess]):
+    """What the schedule tools share: the schedules, the agent's own schedules, errors
+    (WhenError, ScheduleRefused, NotFound, bad input) as results."""
+
+    unavailable: ClassVar[str] = "schedules are not available in this run"
 
     async def own(self, schedules: SchedulesAccess, schedule_id: str, agent: str) -> Schedule:
         """The agent's schedule `schedule_id`; another agent's reads as missing."""
@@ -62,12 +67,6 @@ class ScheduleTool(Tool):
 
     def title(self, args: dict[str, Any]) -> str:
         return str(args.get("name") or args.get("id") or "")[:64]
-
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            return ToolOutput(await self.act(self.schedules(ctx), args, ctx))
-        except HabakkukError as exc:  # WhenError, ScheduleRefused, NotFound, bad input
-            raise ToolError(f"{self.name}: {exc}") from None
 
     @abstractmethod
     async def act(self, schedules: SchedulesAccess, args: dict[str, Any], ctx: ToolContext) -> str:
@@ -100,13 +99,12 @@ def _line(schedule: Schedule, zone: str) -> str:
     return "; ".join(parts)
 
 
-async def _origin(ctx: ToolContext) -> str:
+async def origin_of(chats: ChatsOf, ctx: ToolContext) -> str:
     """The conversation this turn answers to (its reply address, else the chat its
     session is bound to); "" outside a chat (the terminal, an unattended run)."""
-    chats = ctx.outbox
-    if chats is None or not hasattr(chats, "chat_of"):
+    found = chats()
+    if found is None:
         return ""
-    found: _Chats = chats
     return await found.chat_of(ctx.turn, ctx.session) or ""
 
 
@@ -132,6 +130,10 @@ class ScheduleCreate(ScheduleChange):
         "additionalProperties": False,
     }
 
+    def __init__(self, schedules: SchedulesAccess | None, chats: ChatsOf) -> None:
+        super().__init__(schedules)
+        self.chats = chats
+
     def refuse_input(self, args: dict[str, Any]) -> str | None:
         if any(key in args for key in COMMAND_KEYS):
             return SCRIPTS_BY_OWNER
@@ -145,7 +147,7 @@ class ScheduleCreate(ScheduleChange):
             when=str(args["when"]).strip(),
             prompt=str(args["prompt"]).strip(),
             deliver_to=deliver_to,
-            origin=await _origin(ctx),
+            origin=await origin_of(self.chats, ctx),
         )
         schedule = await schedules.add(new, by="agent")
         upcoming = schedules.preview(schedule.spec, count=3)
@@ -218,6 +220,13 @@ class ScheduleDelete(ScheduleChange):
         return f"Deleted {schedule.id} {schedule.name!r}."
 
 
-def schedule_tools() -> list[Tool]:
-    """The schedule toolset."""
-    return [ScheduleCreate(), ScheduleList(), SchedulePause(), ScheduleResume(), ScheduleDelete()]
+def schedule_tools(schedules: SchedulesAccess | None, chats: ChatsOf) -> list[Tool]:
+    """The schedule toolset, on `schedules` (schedule_create keeps the turn's chat, from
+    `chats`, as the schedule's origin)."""
+    return [
+        ScheduleCreate(schedules, chats),
+        ScheduleList(schedules),
+        SchedulePause(schedules),
+        ScheduleResume(schedules),
+        ScheduleDelete(schedules),
+    ]

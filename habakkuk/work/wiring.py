@@ -37,7 +37,7 @@ class WorkRuns:
         self._schedules = ScheduleRuns(host, on_finished=on_finished, scripts=scripts)
         # Cards run on the chat turns' loop (each card job is the assignee's turn).
         self._cards = BoardRuns(host, runner, on_finished=on_finished)
-        # Sub-agents' turns run without delegation: they cannot delegate further.
+        # Sub-agents' turns never offer delegate: they cannot delegate further.
         self._subturns = SubturnRuns(
             host.queue, runner.deps, host.delegation, on_finished=on_finished
         )

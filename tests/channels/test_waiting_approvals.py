@@ -21,6 +21,7 @@ from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.store import Database
+from habakkuk.engine.toolkit.approvals import Answer
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
 from tests.channels.test_telegram_e2e import APPROVAL_SCRIPT, TOKEN, channel_yaml
@@ -82,7 +83,7 @@ async def asked_in_chat(
 
 
 async def answered_elsewhere(
-    serving: Runtime, other: Runtime, waiting: Any, answer: str, by: str
+    serving: Runtime, other: Runtime, waiting: Any, answer: Answer, by: str
 ) -> str:
     """`other` answers the approval; returns how the serving process's turn ended."""
     assert await other.approvals.respond(waiting.id, answer, by=by)
@@ -136,6 +137,26 @@ async def test_a_deny_from_another_process_denies_the_call(two: Any, tg: FakeTel
     await tg.wait_for(lambda: "Denied from the terminal." in tg.texts())
 
 
+async def test_a_recorded_answer_that_names_no_decision_allows_nothing(
+    two: Any, tg: FakeTelegram
+) -> None:
+    # A hand-edited control.db (or another version) recorded an answer that is none of
+    # allow_once, allow_session and deny. The chat's approver handed it to the hub as it
+    # was, and any answer but "deny" allowed the call; now it answers nothing, and the
+    # request's own timeout denies it.
+    serving, other = await two(APPROVAL_SCRIPT)
+    serving.approvals.timeout = 1.0
+    tg.message("run the thing")
+    await prompted(tg)
+    [waiting] = await other.approvals.waiting()
+    store = await other.approvals.store()
+    assert await store.answer_waiting_approval(waiting.id, "maybe", "someone")
+    outcome = await asyncio.wait_for(serving.turns.wait_turn(waiting.turn), 30)
+    assert outcome.status == "done"
+    [result] = await tool_results(serving, waiting.session)
+    assert result.startswith("denied by timeout")
+
+
 async def test_allow_for_the_session_from_another_process_covers_the_next_call(
     two: Any, tg: FakeTelegram
 ) -> None:
@@ -162,7 +183,8 @@ async def test_an_unknown_answer_is_refused_with_a_clear_error(
 ) -> None:
     runtime: Runtime = await runtime_factory(mock_config())
     with pytest.raises(HabakkukError, match="expected allow_once, allow_session or deny"):
-        await runtime.approvals.respond("apr_x", "maybe", by="terminal")
+        # An untyped caller (a plugin, JSON) past the type: the service still refuses it.
+        await runtime.approvals.respond("apr_x", "maybe", by="terminal")  # type: ignore[arg-type]
 
 
 async def test_without_channels_only_this_process_approvals_are_listed(

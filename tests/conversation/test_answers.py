@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from habakkuk.conversation.answers import WORDS, answer_word
+from habakkuk.conversation.answers import ANSWERS, WORDS, answer_named, answer_word
+from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, Answer
 from tests.conftest import mock_config
 from tests.server.conftest import ServeFactory
 from tests.server.test_chat import script
@@ -24,6 +26,15 @@ def test_a_typed_word_means_one_answer(text: str, answer: str | None) -> None:
 
 def test_every_language_says_yes() -> None:
     assert all(yes for yes, _ in WORDS.values())
+
+
+def test_a_name_means_its_answer_and_nothing_else_is_one() -> None:
+    # The chat buttons, the terminal's keys and an answer recorded in control.db name
+    # the decision; every answer the hub takes is named once, and only exactly.
+    assert sorted(ANSWERS) == sorted(get_args(Answer)) == sorted(APPROVAL_VERBS)
+    assert [answer_named(name) for name in ANSWERS] == list(ANSWERS)
+    for other in ("maybe", "yes", "Allow_once", "allow_once ", ""):
+        assert answer_named(other) is None
 
 
 async def test_the_web_chat_takes_the_same_words_as_the_chats(

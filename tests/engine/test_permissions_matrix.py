@@ -299,7 +299,7 @@ async def test_hardline_exec_is_refused_in_every_mode_without_asking(
     tmp_path: Path, mode: str, command: str
 ) -> None:
     registry = ToolRegistry(hardline=check_hardline)
-    registry.register(BackgroundExec())
+    registry.register(BackgroundExec(None, None))
     approver = Answering("allow_session")
     result = await call(registry, make_ctx(tmp_path, mode, approver), "exec", command=command)
     assert result.is_error and result.text.startswith("refused (hardline)")
@@ -309,10 +309,10 @@ async def test_hardline_exec_is_refused_in_every_mode_without_asking(
 @pytest.mark.parametrize("mode", MODES)
 async def test_hardline_text_written_to_a_process_is_refused(tmp_path: Path, mode: str) -> None:
     registry = ToolRegistry(hardline=check_hardline)
-    registry.register(ProcessWrite())
     manager = ProcessManager(tmp_path / "procs")
+    registry.register(ProcessWrite(manager))
     approver = Answering("allow_once")
-    ctx = make_ctx(tmp_path, mode, approver, processes=manager)
+    ctx = make_ctx(tmp_path, mode, approver)
     try:
         result = await call(registry, ctx, "process_write", id="p_00", stdin="rm -rf /\n")
     finally:

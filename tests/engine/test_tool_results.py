@@ -6,6 +6,7 @@ import asyncio
 import re
 from typing import Any
 
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.agent.turn import STOPPED
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
@@ -145,13 +146,14 @@ async def test_the_exit_notice_turn_carries_the_starting_turns_reply_address(
 ) -> None:
     runtime = await runtime_factory(mock_config(NOTIFY, mode="full"))
     session = await runtime.sessions.new_session()
-    address = {"to": "test:chat:1", "message": "m1", "sender": "u1"}
+    address = ReplyTo("test:chat:1", "m1", "u1")
     with runtime.bus.subscribe(
         lambda e: e.kind == "turn.end" and e.data.get("reply") == "noted the exit"
     ) as noticed:
         runtime.start_workers()
-        turn = await runtime.turns.submit(session.id, "go", extra={"reply_to": address})
+        turn = await runtime.turns.submit(session.id, "go", reply_to=address)
         await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
         event = await asyncio.wait_for(noticed.get(), 30)
     job = await runtime.queue.get(event.data["turn"])
-    assert job is not None and job.payload["reply_to"] == address
+    assert job is not None
+    assert job.payload["reply_to"] == {"to": "test:chat:1", "message": "m1", "sender": "u1"}

@@ -176,7 +176,6 @@ def context(runtime: Any, agent: str = "main", session: str = "ses_x") -> ToolCo
         home=runtime.home.root,
         blobs=runtime.blobs,
         bus=runtime.bus,
-        memory=runtime.memory,
         transcripts=runtime.transcripts,
         taint=Taint(),
     )

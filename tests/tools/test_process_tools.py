@@ -51,7 +51,7 @@ async def manager(tmp_path: Path) -> AsyncIterator[ProcessManager]:
     await made.shutdown()
 
 
-def ctx_for(tmp_path: Path, manager: ProcessManager | None, agent: str = "main") -> ToolContext:
+def ctx_for(tmp_path: Path, agent: str = "main") -> ToolContext:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     return ToolContext(
@@ -64,12 +64,14 @@ def ctx_for(tmp_path: Path, manager: ProcessManager | None, agent: str = "main")
         blobs=BlobStore(tmp_path / "blobs"),
         bus=EventBus(),
         exec_timeout=30,
-        processes=manager,
     )
 
 
-async def start(ctx: ToolContext, command: str, **extra: Any) -> str:
-    out = await BackgroundExec().run({"command": command, "background": True, **extra}, ctx)
+async def start(
+    manager: ProcessManager | None, ctx: ToolContext, command: str, **extra: Any
+) -> str:
+    tool = BackgroundExec(manager, None)
+    out = await tool.run({"command": command, "background": True, **extra}, ctx)
     found = re.search(r"\bp_[0-9a-f]+\b", out.text)
     assert found, out.text
     return found.group(0)
@@ -78,46 +80,46 @@ async def start(ctx: ToolContext, command: str, **extra: Any) -> str:
 async def test_background_exec_returns_an_id_and_output_resumes_from_offsets(
     tmp_path: Path, manager: ProcessManager
 ) -> None:
-    ctx = ctx_for(tmp_path, manager)
-    pid = await start(ctx, "printf 'one\\n'; read line; printf 'two %s\\n' \"$line\"")
-    await ProcessWrite().run({"id": pid, "stdin": "x\n", "eof": True}, ctx)
-    waited = await ProcessWait().run({"id": pid, "timeout_seconds": BOUND}, ctx)
+    ctx = ctx_for(tmp_path)
+    pid = await start(manager, ctx, "printf 'one\\n'; read line; printf 'two %s\\n' \"$line\"")
+    await ProcessWrite(manager).run({"id": pid, "stdin": "x\n", "eof": True}, ctx)
+    waited = await ProcessWait(manager).run({"id": pid, "timeout_seconds": BOUND}, ctx)
     assert "exited with code 0" in waited.text
-    first = await ProcessOutput().run({"id": pid, "max_bytes": 4}, ctx)
+    first = await ProcessOutput(manager).run({"id": pid, "max_bytes": 4}, ctx)
     assert first.text.startswith("one\n") and "next_offset=4" in first.text
-    rest = await ProcessOutput().run({"id": pid, "since": 4}, ctx)
+    rest = await ProcessOutput(manager).run({"id": pid, "since": 4}, ctx)
     assert rest.text.startswith("two x\n") and "next_offset=10" in rest.text
-    listed = await ProcessList().run({}, ctx)
+    listed = await ProcessList(manager).run({}, ctx)
     assert pid in listed.text and "exited with code 0" in listed.text
 
 
 async def test_rotated_output_reports_what_was_discarded(
     tmp_path: Path, manager: ProcessManager
 ) -> None:
-    ctx = ctx_for(tmp_path, manager)
+    ctx = ctx_for(tmp_path)
     # 5000 bytes through 1000-byte segments: only the last one or two segments are kept.
-    pid = await start(ctx, "for i in $(seq 1 50); do printf '%099d\\n' $i; done")
-    await ProcessWait().run({"id": pid, "timeout_seconds": BOUND}, ctx)
-    out = await ProcessOutput().run({"id": pid, "since": 0, "max_bytes": 100_000}, ctx)
+    pid = await start(manager, ctx, "for i in $(seq 1 50); do printf '%099d\\n' $i; done")
+    await ProcessWait(manager).run({"id": pid, "timeout_seconds": BOUND}, ctx)
+    out = await ProcessOutput(manager).run({"id": pid, "since": 0, "max_bytes": 100_000}, ctx)
     discarded = int(
         re.search(r"([\d,]+) bytes before this were discarded", out.text)[1].replace(",", "")
     )  # type: ignore[index]
     assert 3000 <= discarded <= 4000
     assert "next_offset=5000" in out.text
     assert out.text.splitlines()[-2] == "0" * 97 + "50"
-    tail = await ProcessOutput().run({"id": pid, "since": -100}, ctx)
+    tail = await ProcessOutput(manager).run({"id": pid, "since": -100}, ctx)
     assert tail.text.startswith("0" * 97 + "50\n")
 
 
 async def test_kill_stops_the_whole_tree(tmp_path: Path, manager: ProcessManager) -> None:
-    ctx = ctx_for(tmp_path, manager)
+    ctx = ctx_for(tmp_path)
     pidfile = tmp_path / "child.pid"
-    pid = await start(ctx, f"sleep 300 & echo $! > {pidfile}; wait")
+    pid = await start(manager, ctx, f"sleep 300 & echo $! > {pidfile}; wait")
     await eventually(
         lambda: pidfile.exists() and pidfile.read_text().strip() != "", what="pid file"
     )
     child = int(pidfile.read_text())
-    killed = await ProcessKill().run({"id": pid}, ctx)
+    killed = await ProcessKill(manager).run({"id": pid}, ctx)
     assert "killed" in killed.text
     await eventually(lambda: pid_gone(child), what="the background child to die")
 
@@ -125,34 +127,34 @@ async def test_kill_stops_the_whole_tree(tmp_path: Path, manager: ProcessManager
 async def test_another_agent_cannot_see_the_process(
     tmp_path: Path, manager: ProcessManager
 ) -> None:
-    pid = await start(ctx_for(tmp_path, manager), "sleep 30")
-    other = ctx_for(tmp_path, manager, agent="other")
+    pid = await start(manager, ctx_for(tmp_path), "sleep 30")
+    other = ctx_for(tmp_path, agent="other")
     with pytest.raises(ToolError, match="no such process"):
-        await ProcessOutput().run({"id": pid}, other)
+        await ProcessOutput(manager).run({"id": pid}, other)
     with pytest.raises(ToolError, match="no such process"):
-        await ProcessKill().run({"id": pid}, other)
-    assert "no background processes" in (await ProcessList().run({}, other)).text
+        await ProcessKill(manager).run({"id": pid}, other)
+    assert "no background processes" in (await ProcessList(manager).run({}, other)).text
 
 
 async def test_notify_only_applies_to_background(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="notify"):
-        await BackgroundExec().run({"command": "true", "notify": True}, ctx_for(tmp_path, None))
+        await BackgroundExec(None, None).run({"command": "true", "notify": True}, ctx_for(tmp_path))
 
 
 async def test_background_without_a_manager_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="not available"):
-        await start(ctx_for(tmp_path, None), "true")
+        await start(None, ctx_for(tmp_path), "true")
 
 
 async def test_foreground_exec_still_runs_and_reports_the_exit_code(tmp_path: Path) -> None:
-    out = await BackgroundExec().run({"command": "echo hi; exit 3"}, ctx_for(tmp_path, None))
+    out = await BackgroundExec(None, None).run({"command": "echo hi; exit 3"}, ctx_for(tmp_path))
     assert out.is_error and out.text.startswith("exit code 3") and "hi" in out.text
 
 
 async def test_timed_out_exec_leaves_no_process_behind(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
-    ctx = ctx_for(tmp_path, None)
-    out = await BackgroundExec().run(
+    ctx = ctx_for(tmp_path)
+    out = await BackgroundExec(None, None).run(
         {"command": f"(sleep 300 & echo $! > {pidfile}; wait) ; sleep 300", "timeout_seconds": 0.5},
         ctx,
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import CardChanged
 from habakkuk.engine.home import Home
@@ -64,7 +65,7 @@ async def test_create_stores_a_todo_card_read_back_with_its_created_event(
         priority=5,
         by="main",
         creator_session="ses_parent",
-        reply_to={"channel": "telegram", "chat": "42"},
+        reply_to=ReplyTo("telegram:42", "7", "alice"),
     )
     assert card.id.startswith("card_") and len(card.id) == 15
     assert (card.title, card.body, card.status, card.priority) == (
@@ -75,7 +76,7 @@ async def test_create_stores_a_todo_card_read_back_with_its_created_event(
     )
     assert (card.assignee, card.created_by, card.attempt, card.revision) == ("other", "main", 0, 1)
     assert card.creator_session == "ses_parent"
-    assert card.reply_to == {"channel": "telegram", "chat": "42"}
+    assert card.reply_to == ReplyTo("telegram:42", "7", "alice")
     assert [(e.author, e.kind, e.text) for e in card.events] == [("main", "created", "for other")]
     assert await control.board.get(card.id) == card
 

@@ -13,6 +13,7 @@ import contextlib
 import sqlite3
 from typing import Any
 
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
 from habakkuk.work.board_dispatch import Dispatcher, delivery_id
@@ -116,7 +117,7 @@ async def test_a_ready_card_runs_as_its_assignees_turn_and_its_result_goes_back_
 ) -> None:
     runtime = await started(runtime_factory)
     asker = await runtime.sessions.new_session("main")
-    reply_to = {"to": "web:w1", "message": "m1", "sender": "web"}
+    reply_to = ReplyTo("web:w1", "m1", "web")
     card = await runtime.board.create(
         NewCard(
             "Report",
@@ -143,7 +144,7 @@ async def test_a_ready_card_runs_as_its_assignees_turn_and_its_result_goes_back_
     notice = notice_id(card.id, done.revision)
     turn = await runtime.queue.get(notice)
     assert turn is not None and turn.payload["session"] == asker.id
-    assert turn.payload["reply_to"] == reply_to
+    assert turn.payload["reply_to"] == {"to": "web:w1", "message": "m1", "sender": "web"}
     assert "result of the card: Report" in turn.payload["text"]
     assert (await runtime.turns.wait_turn(notice)).reply == "noted"
     again = await dispatcher.look()

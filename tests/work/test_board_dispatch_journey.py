@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from habakkuk.engine.agent.requests import turn_request
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
 from habakkuk.work.board_types import NewCard, attempt_session
@@ -56,17 +57,27 @@ class SplitJob(Tool):
     input_schema: dict[str, Any] = {"type": "object", "properties": {}}
     risk = Risk.READ
 
-    def __init__(self, queue: Any):
+    def __init__(self, queue: Any, board: Any):
         self.queue = queue
+        self.board = board
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        board: Any = ctx.board
+        board = self.board
         job = await self.queue.get(ctx.turn)
-        reply_to = job.payload.get("reply_to") if job is not None else None
-        asked = {"creator_session": ctx.session, "reply_to": reply_to}
-        first = await board.create(NewCard("Research", assignee="main", **asked), by=ctx.agent)
+        request = turn_request(job) if job is not None else None
+        reply_to = request.reply_to if request is not None else None
+        first = await board.create(
+            NewCard("Research", assignee="main", creator_session=ctx.session, reply_to=reply_to),
+            by=ctx.agent,
+        )
         second = await board.create(
-            NewCard("Announce", assignee="writer", depends_on=(first.id,), **asked),
+            NewCard(
+                "Announce",
+                assignee="writer",
+                depends_on=(first.id,),
+                creator_session=ctx.session,
+                reply_to=reply_to,
+            ),
             by=ctx.agent,
         )
         return ToolOutput(f"created {first.id} and {second.id}")
@@ -77,7 +88,7 @@ async def test_two_cards_split_from_a_chat_run_in_order_and_answer_that_chat(
 ) -> None:
     served = await serve(CONFIG, workers=False)
     runtime = served.runtime
-    runtime.tools.register(SplitJob(runtime.queue), "core")
+    runtime.tools.register(SplitJob(runtime.queue, runtime.board), "core")
     runtime.tools.register(FinishCard(runtime.board), "core")
     runtime.start_workers(maintenance=True)
     asked = await served.post_json(

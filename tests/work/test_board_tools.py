@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.llm.types import ToolUseBlock
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.engine.toolkit.registry import ToolContext
+from habakkuk.engine.toolkit.registry import ToolContext, ToolRegistry
 from habakkuk.engine.toolkit.taint import Taint
+from habakkuk.work.board_tools import board_tools
 from habakkuk.work.board_types import USER, NewCard
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
@@ -60,7 +62,6 @@ def context(runtime: Any, agent: str = "main", *, mode: str = "full", **extra: A
         home=runtime.home.root,
         blobs=runtime.blobs,
         bus=runtime.bus,
-        board=runtime.board,
         taint=Taint(),
         **extra,
     )
@@ -123,14 +124,12 @@ async def test_a_card_created_in_a_chat_keeps_the_chats_reply_address(
         Reply(text="On the board."),
     )
     runtime.start_workers(channels=False)
-    address = {"to": "telegram:42", "message": "7", "sender": "telegram:42"}
-    submitted = await runtime.turns.submit(
-        session, "put it on the board", extra={"reply_to": address}
-    )
+    address = ReplyTo("telegram:42", "7", "telegram:42")
+    submitted = await runtime.turns.submit(session, "put it on the board", reply_to=address)
     outcome = await wait_within(runtime.turns.wait_turn(submitted), 30)
     assert outcome.status == "done", outcome.error
     (card,) = await runtime.board.list_cards()
-    assert card.reply_to == {"to": "telegram:42"} and card.creator_session == session
+    assert card.reply_to == ReplyTo("telegram:42") and card.creator_session == session
 
 
 async def test_the_assignee_completes_its_card_and_the_creator_cannot(runtime: Any) -> None:
@@ -312,9 +311,12 @@ async def test_creating_and_updating_a_card_does_not_taint_the_turn(runtime: Any
 
 
 async def test_a_run_without_the_board_says_so(runtime: Any) -> None:
-    ctx = context(runtime)
-    ctx.board = None
-    result = await call(runtime, "board_list", {}, ctx=ctx)
+    # The board toolset built without a board (None), called as the registry calls it.
+    registry = ToolRegistry()
+    for tool in board_tools(None, lambda: None):
+        registry.register(tool, "board")
+    use = ToolUseBlock("c1", "board_list", {})
+    result = await registry.call(use, context(runtime), {"board_list"})
     assert result.is_error and "the board is not available" in result.text
 
 

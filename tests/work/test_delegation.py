@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.events import DelegateEnded, DelegateStarted
+from habakkuk.engine.jobs import payload_of
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.work.delegation import spec_from_payload, subturn_id
-from habakkuk.work.delegation_types import SUBTURN_KIND
+from habakkuk.work.delegation import subturn_id
+from habakkuk.work.delegation_types import SUBTURN_KIND, SUBTURNS
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 from tests.helpers import eventually
 from tests.work.delegation_env import config, corrections, delegate, tool_results
@@ -337,7 +338,8 @@ async def test_a_repeated_call_reattaches_to_the_same_child(
     assert outcome.status == "done"
     [child] = await runtime.delegation.children(session, active_only=False)
     job = await runtime.queue.get(child.job)
-    spec = spec_from_payload(job.payload)
+    assert job is not None
+    spec = payload_of(job, SUBTURNS).spec
     # The resumed parent repeats the call: the same id, the stored end, no new model call.
     again = await runtime.delegation.delegate(spec)
     assert again.job == child.job and again.status == "done" and again.reply == "only once"

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.work.schedule_types import NewSchedule
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
@@ -31,7 +32,7 @@ async def srv(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]
 
 
 async def turn(runtime: Any, session: str, text: str, **extra: Any) -> Any:
-    submitted = await runtime.turns.submit(session, text, extra=extra or None)
+    submitted = await runtime.turns.submit(session, text, **extra)
     outcome = await wait_within(runtime.turns.wait_turn(submitted), 30)
     assert outcome.status == "done", outcome.error
     return outcome
@@ -152,7 +153,7 @@ async def test_a_schedule_created_in_a_chat_delivers_to_that_chat(
     session = (await runtime.sessions.new_session("main")).id
     srv.script(Reply(tool_calls=[ToolCall("schedule_create", INBOX)]), Reply(text="Set."))
     runtime.start_workers(channels=False)
-    address = {"to": "telegram:42", "message": "7", "sender": "telegram:42"}
+    address = ReplyTo("telegram:42", "7", "telegram:42")
     await turn(runtime, session, "every weekday at 8", reply_to=address)
     (created,) = await results(runtime, session)
     assert not created.is_error and "Results go to telegram:42" in created.text

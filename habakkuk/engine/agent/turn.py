@@ -11,11 +11,12 @@
 Every append checks the job's lease in its own transaction; the final reply's also
 completes the job. A stopped turn leaves a result for every call it started.
 
-A sub-turn (a delegated child, payload "subturn": true) may override, in its payload:
-"toolsets" (the child gets those of the list its agent also has, never "delegate": a
-sub-agent cannot delegate further), "model" (tried before the agent's chain), "workspace"
-(its git worktree) and "output_schema" (its final answer must end with matching JSON: one
-mismatch appends a correction message and the loop goes on, a second fails the turn).
+The job's payload is a TurnRequest (requests.py). A sub-turn (a delegated child: its
+request's `subturn` options) may override the toolsets (the child gets those of the list
+its agent also has, never "delegate": a sub-agent cannot delegate further), the model
+(tried before the agent's chain), the workspace (its git worktree) and an output_schema
+(its final answer must end with matching JSON: one mismatch appends a correction message
+and the loop goes on, a second fails the turn).
 """
 
 from __future__ import annotations
@@ -70,7 +71,6 @@ from ..llm.types import (
     ToolCallStart,
     ToolResultBlock,
     ToolUseBlock,
-    block_from_json,
 )
 from ..pools import PermanentJobError
 from ..sessions import INTERRUPTED, Session, TranscriptStore, TranscriptView
@@ -81,10 +81,12 @@ from ..toolkit.registry import ToolContext, ToolRegistry
 from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
 from .prompt import user_message
+from .requests import TURN_KIND, TurnRequest, request_of
 
 log = logging.getLogger(__name__)
 
-TURN_KIND = "turn"
+__all__ = ["TURN_KIND", "TurnDeps", "TurnRequest", "TurnRunner"]
+
 STOPPED = "interrupted: the user stopped the turn before this tool call finished"
 NOT_RUN = "not run: the user stopped the turn before this tool call started"
 # Sessions whose last prompt size this runner remembers (for the compaction check).
@@ -94,7 +96,7 @@ REMEMBERED_PROMPTS = 4096
 CORRECTION_KIND = "output_schema"
 DELEGATE_TOOLSET = "delegate"
 
-ApproverFor = Callable[[Session, dict[str, Any]], Approver | None]
+ApproverFor = Callable[[Session, TurnRequest], Approver | None]
 Snapshot = Callable[[], Awaitable[None]]
 # (agent, session, task) -> a function that snapshots the workspace, or None for no checkpoints
 CheckpointFor = Callable[[AgentConfig, Session, str], Snapshot | None]
@@ -136,16 +138,8 @@ class TurnDeps:
     bus: EventBus
     blobs: BlobStore
     approver_for: ApproverFor
-    # For the tools (see ToolContext): background processes, the hook that remembers
-    # which turn started one, and the chat outbox; None where this run has none.
-    processes: object | None = None
-    process_started: Callable[[Any, str], None] | None = None
-    outbox: object | None = None
-    memory: object | None = None  # knowledge.memory_types.MemoryAccess, for the memory tools
-    skills: object | None = None  # knowledge.skills.types.SkillsAccess, for the skills tools
-    schedules: object | None = None  # work.schedule_types.SchedulesAccess, for schedule tools
-    board: object | None = None  # work.board_types.BoardAccess, for the board tools
-    delegation: object | None = None  # work.delegation_types.DelegationAccess, for delegate
+    # The tools hold the services of the layers above (bound when the runtime built their
+    # toolsets: engine/toolkit/service_tool.py); a turn hands them only the call.
     hooks: Hooks | None = None
     state: StateStore | None = None
     checkpoint_for: CheckpointFor | None = None
@@ -185,41 +179,45 @@ class TurnRunner:
         self._prompts: OrderedDict[str, tuple[int, int, int]] = OrderedDict()
 
     async def run_to_done(self, lease: Lease) -> dict[str, Any]:
-        """The turn pool's handler: `run`, with the job completed in the final reply's
-        transaction (for a handler whose result nothing adds to after it returns)."""
-        return await self.run(lease, completes=True)
+        """The turn pool's handler: `run` on the job's own request, with the job completed
+        in the final reply's transaction (for a handler whose result nothing adds to after
+        it returns)."""
+        return await self.run(lease, request_of(lease.job), completes=True)
 
-    async def run(self, lease: Lease, *, completes: bool = False) -> dict[str, Any]:
-        """Run the turn job to its reply. With `completes`, the final reply's append also
-        completes the job (one trip less); else the caller settles it."""
+    async def run(
+        self, lease: Lease, request: TurnRequest, *, completes: bool = False
+    ) -> dict[str, Any]:
+        """Run `request` as the job of `lease` to its reply (a card's or a sub-turn's
+        handler hands in the request it made of its own payload). With `completes`, the
+        final reply's append also completes the job (one trip less); else the caller
+        settles it."""
         deps = self.deps
         job = lease.job
-        payload = job.payload
-        session_id = str(payload["session"])
+        session_id = request.session
 
         def guard(conn: Any) -> None:
             lease.check(conn, "control")
 
-        if payload.get("compact"):
+        if request.compact:
             return await self._compact_job(lease, session_id, guard)
-        typed = str(payload.get("text") or "")
+        typed = request.text
         first = user_message(typed, deps.config.timezone) if typed else None
-        if first is not None and payload.get("blocks"):
+        if first is not None and request.blocks:
             # Attachments a channel message carried (images, PDFs), stored by blob reference.
-            first.blocks[1:1] = [block_from_json(b) for b in payload["blocks"]]
+            first.blocks[1:1] = list(request.blocks)
         session, view, agent, state = await self._open(session_id, job.id, first, guard)
         deps.bus.publish(TurnStarted(session=session_id, turn=job.id, agent=agent.name))
         self._fire("turn_start", agent.name, {"session": session_id, "turn": job.id, "text": typed})
         try:
             reply = await self._loop(
                 lease,
+                request,
                 session,
                 agent,
                 guard,
-                typed,
                 view,
                 _thinking(agent, state),
-                payload_chain(deps.config, payload, session_chain(deps.config, agent, state)),
+                request_chain(deps.config, request, session_chain(deps.config, agent, state)),
                 completes=completes,
             )
         except asyncio.CancelledError:
@@ -232,7 +230,7 @@ class TurnRunner:
             self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
             raise
         self._end(agent.name, session_id, job.id, status="done", reply=reply)
-        if isinstance(payload.get("output_schema"), dict):
+        if output_schema(request) is not None:
             # The reply is the validated JSON itself (checked in _final).
             _, value = _json_of(reply)
             return {"session": session_id, "reply": reply, "output": value}
@@ -296,10 +294,10 @@ class TurnRunner:
     async def _loop(
         self,
         lease: Lease,
+        turn_request: TurnRequest,
         session: Session,
         agent: AgentConfig,
         guard: Any,
-        task: str,
         view: TranscriptView,
         thinking: Thinking,
         chain: list[ModelRef],
@@ -308,12 +306,12 @@ class TurnRunner:
     ) -> str:
         deps = self.deps
         job = lease.job
-        payload = job.payload
-        subturn = bool(payload.get("subturn"))
-        tools = deps.tools.tools_for(turn_toolsets(agent.toolsets, payload))
+        task = turn_request.text
+        tools = deps.tools.tools_for(turn_toolsets(agent.toolsets, turn_request))
         allowed = {t.name for t in tools}
         specs = [t.spec() for t in tools]
-        workspace = Path(str(payload["workspace"])) if payload.get("workspace") else None
+        where = turn_request.subturn.workspace if turn_request.subturn is not None else None
+        workspace = Path(where) if where else None
         context = ToolContext(
             agent=agent.name,
             session=session.id,
@@ -323,17 +321,9 @@ class TurnRunner:
             home=deps.home.root,
             blobs=deps.blobs,
             bus=deps.bus,
-            approver=deps.approver_for(session, job.payload),
+            approver=deps.approver_for(session, turn_request),
             task=task[:2000],
             exec_timeout=deps.config.tools.exec_timeout_seconds,
-            processes=deps.processes,
-            process_started=deps.process_started,
-            outbox=deps.outbox,
-            memory=deps.memory,
-            skills=deps.skills,
-            schedules=deps.schedules,
-            board=deps.board,
-            delegation=None if subturn else deps.delegation,
             timezone=deps.config.timezone,
             transcripts=deps.transcripts,
             state=deps.state,
@@ -371,7 +361,7 @@ class TurnRunner:
             if last is not None and last.role == "assistant" and not last.tool_uses:
                 # Finished before a crash (or this step's reply): nothing left to do,
                 # unless its output_schema asks once more.
-                final = await self._final(session, job.id, payload, last.text, guard)
+                final = await self._final(session, job.id, turn_request, last.text, guard)
                 if final is not None:
                     return final
                 continue
@@ -418,7 +408,7 @@ class TurnRunner:
                 request = shorter
                 result = await self._call_model(chain, request, agent, session, job.id)
             self._remember(session.id, result.usage.prompt_tokens, len(request.messages), marker)
-            await self._append_reply(lease, session, result.message, guard, completes)
+            await self._append_reply(lease, turn_request, session, result.message, guard, completes)
             deps.bus.publish(
                 ModelReplied(
                     session=session.id,
@@ -432,7 +422,7 @@ class TurnRunner:
                 context.taint.mark("hosted web search")  # the provider's search results
             calls = result.message.tool_uses
             if not calls:
-                final = await self._final(session, job.id, payload, result.message.text, guard)
+                final = await self._final(session, job.id, turn_request, result.message.text, guard)
                 if final is not None:
                     return final
                 continue
@@ -445,7 +435,13 @@ class TurnRunner:
         )
 
     async def _append_reply(
-        self, lease: Lease, session: Session, reply: Message, guard: Any, completes: bool
+        self,
+        lease: Lease,
+        request: TurnRequest,
+        session: Session,
+        reply: Message,
+        guard: Any,
+        completes: bool,
     ) -> None:
         """Append the model's reply. With `completes`, a final one (no tool calls, no
         output_schema to check) completes the job in the same transaction, with the
@@ -454,7 +450,7 @@ class TurnRunner:
         done (transcripts.db commits first), never the reverse: the resumed turn then
         finds the reply and finishes without a model call."""
         job = lease.job
-        if not completes or reply.tool_uses or isinstance(job.payload.get("output_schema"), dict):
+        if not completes or reply.tool_uses or output_schema(request) is not None:
             await self.deps.transcripts.append(session.id, reply, turn_id=job.id, guard=guard)
             return
         result = {"session": session.id, "reply": reply.text}
@@ -480,14 +476,14 @@ class TurnRunner:
         job.status = "done"  # committed: the pool has nothing left to settle
 
     async def _final(
-        self, session: Session, turn: str, payload: dict[str, Any], text: str, guard: Any
+        self, session: Session, turn: str, request: TurnRequest, text: str, guard: Any
     ) -> str | None:
         """The turn's reply, or None when its output_schema asked for another answer.
 
         A mismatch appends one correction (a context block marked CORRECTION_KIND) and the
         loop goes on; when the turn's transcript already has one, it fails the turn."""
-        schema = payload.get("output_schema")
-        if not isinstance(schema, dict):
+        schema = output_schema(request)
+        if schema is None:
             return text
         check = self.deps.output_check
         if check is None:
@@ -757,24 +753,30 @@ def _json_of(text: str) -> tuple[bool, Any]:
         return False, None
 
 
-def turn_toolsets(own: list[str], payload: dict[str, Any]) -> list[str]:
-    """The toolsets a turn offers: the agent's own; for a sub-turn, those of its payload's
-    "toolsets" (when given) the agent also has, and never the delegate toolset."""
-    if not payload.get("subturn"):
+def output_schema(request: TurnRequest) -> dict[str, Any] | None:
+    """The JSON schema a sub-turn's final answer must match, or None."""
+    schema = request.subturn.output_schema if request.subturn is not None else None
+    return dict(schema) if schema is not None else None
+
+
+def turn_toolsets(own: list[str], request: TurnRequest) -> list[str]:
+    """The toolsets a turn offers: the agent's own; for a sub-turn, those of its
+    `toolsets` (when given) the agent also has, and never the delegate toolset."""
+    if request.subturn is None:
         return list(own)
-    given = payload.get("toolsets")
+    given = request.subturn.toolsets
     chosen = [t for t in own if given is None or t in given]
     return [t for t in chosen if t != DELEGATE_TOOLSET]
 
 
-def payload_chain(config: Config, payload: dict[str, Any], chain: list[ModelRef]) -> list[ModelRef]:
-    """A sub-turn's payload "model" (provider/model, while its provider is configured) first,
+def request_chain(config: Config, request: TurnRequest, chain: list[ModelRef]) -> list[ModelRef]:
+    """A sub-turn's `model` (provider/model, while its provider is configured) first,
     then `chain` without it."""
-    choice = payload.get("model") if payload.get("subturn") else None
+    choice = request.subturn.model if request.subturn is not None else None
     if not choice:
         return chain
     try:
-        chosen = ModelRef.parse(str(choice))
+        chosen = ModelRef.parse(choice)
     except ValueError:
         return chain
     if chosen.provider not in config.providers:

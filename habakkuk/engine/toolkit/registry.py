@@ -62,7 +62,10 @@ class ToolOutput:
 
 @dataclass
 class ToolContext:
-    """Everything a call may need, passed explicitly (no module-level state)."""
+    """Everything a call may need, passed explicitly (no module-level state): the call
+    itself and the engine's services. The services of the layers above the engine (the
+    board, the memory, the outbox...) are bound to the tools that use them when their
+    toolset is built (service_tool.py), never carried here."""
 
     agent: str
     session: str
@@ -75,23 +78,6 @@ class ToolContext:
     approver: Approver | None = None
     task: str = ""  # the user message that started the turn (for reviewers)
     exec_timeout: float = 120.0
-    # What the runtime hands this turn's tools; None where this run has none. The engine
-    # cannot name the types of the layers above it, so those are `object` and the tool
-    # that uses one checks it (tools.processes.ProcessManager, the channels' outbox).
-    processes: object | None = None
-    process_started: Callable[[Any, str], None] | None = None  # (ProcessInfo, turn id)
-    outbox: object | None = None
-    # The agent's memory (knowledge.memory_types.MemoryAccess), for the memory tools.
-    memory: object | None = None
-    # The home's skills (knowledge.skills.types.SkillsAccess), for the skills tools.
-    skills: object | None = None
-    # The home's schedules (work.schedule_types.SchedulesAccess), for the schedule tools.
-    schedules: object | None = None
-    # The home's board (work.board_types.BoardAccess), for the board tools.
-    board: object | None = None
-    # Sub-agents (work.delegation_types.DelegationAccess), for delegate; None in a
-    # sub-turn, so sub-agents cannot delegate further.
-    delegation: object | None = None
     timezone: str = "UTC"  # the config timezone, for times a tool shows
     transcripts: TranscriptStore | None = None  # for session_search
     state: StateStore | None = None

@@ -1,11 +1,12 @@
 """The skills toolset: skill_view, skill_file, skill_save and skill_search.
 
 Every tool works on the skills the calling agent sees (`ctx.agent`: its own and the
-shared ones); no argument names an agent. The service comes through the tool context
-(`ctx.skills`, a `SkillsAccess`). skill_save is an own-state tool like memory_save: it
-only writes the agent's own folder, so workspace mode runs it without asking, read-only
-denies it and ask mode asks. A refused or failed call (no such skill, a path out of the
-folder, the scan's refusal) is an error result, never a failed turn.
+shared ones); no argument names an agent. The tools hold the skills (a `SkillsAccess`)
+the runtime built them with (engine/toolkit/service_tool.py). skill_save is an own-state
+tool like memory_save: it only writes the agent's own folder, so workspace mode runs it
+without asking, read-only denies it and ask mode asks. A refused or failed call (no such
+skill, a path out of the folder, the scan's refusal) is an error result, never a failed
+turn.
 """
 
 from __future__ import annotations
@@ -14,33 +15,23 @@ from abc import abstractmethod
 from typing import Any, ClassVar
 
 from habakkuk.engine.agent.prompt import PromptSkill, skill_line
-from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.toolkit.permissions import Risk
-from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+from habakkuk.engine.toolkit.registry import Tool, ToolContext
+from habakkuk.engine.toolkit.service_tool import ServiceTool
 from habakkuk.knowledge.memory_types import Provenance
 from habakkuk.knowledge.skills.types import SkillsAccess, SkillSummary
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 64}
 
 
-class SkillTool(Tool):
-    """What the skills tools share: the service, errors as results."""
+class SkillTool(ServiceTool[SkillsAccess]):
+    """What the skills tools share: the skills, errors (NotFound, ScanRefused,
+    SecretRefused, bad input) as results."""
 
-    risk: ClassVar[Risk] = Risk.READ
-
-    def skills(self, ctx: ToolContext) -> SkillsAccess:
-        if ctx.skills is None:
-            raise ToolError(f"{self.name}: the skills are not available in this run")
-        return ctx.skills  # type: ignore[return-value]
+    unavailable: ClassVar[str] = "the skills are not available in this run"
 
     def title(self, args: dict[str, Any]) -> str:
         return str(args.get("name", ""))[:64]
-
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            return ToolOutput(await self.act(self.skills(ctx), args, ctx))
-        except HabakkukError as exc:  # NotFound, ScanRefused, SecretRefused, bad input
-            raise ToolError(f"{self.name}: {exc}") from None
 
     @abstractmethod
     async def act(self, skills: SkillsAccess, args: dict[str, Any], ctx: ToolContext) -> str:
@@ -171,6 +162,6 @@ class SkillSave(SkillTool):
         return f"updated skill {name} ({where}; the previous version is SKILL.md.bak)"
 
 
-def skills_tools() -> list[Tool]:
-    """The tools of the toolset `skills`."""
-    return [SkillView(), SkillFile(), SkillSearch(), SkillSave()]
+def skills_tools(skills: SkillsAccess | None) -> list[Tool]:
+    """The tools of the toolset `skills`, on `skills`."""
+    return [SkillView(skills), SkillFile(skills), SkillSearch(skills), SkillSave(skills)]

@@ -12,6 +12,7 @@ from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.registry import ToolContext
 from habakkuk.engine.toolkit.taint import Taint
 from habakkuk.knowledge.skills.service import Skills
+from habakkuk.knowledge.skills.tools import skills_tools
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
 from .conftest import install, small_scan, write_skill
@@ -46,6 +47,8 @@ async def open_runtime(runtime_factory: Any, url: str, *, mode: str = "full") ->
         memory=runtime.memory,
     )
     runtime.sessions.skills = runtime.skills
+    for tool in skills_tools(runtime.skills):  # the skills toolset on these skills
+        runtime.tools.register(tool, "skills")
     return runtime
 
 
@@ -157,8 +160,6 @@ def context(runtime: Any, agent: str = "main") -> ToolContext:
         home=runtime.home.root,
         blobs=runtime.blobs,
         bus=runtime.bus,
-        memory=runtime.memory,
-        skills=runtime.skills,
         transcripts=runtime.transcripts,
         taint=Taint(),
     )
