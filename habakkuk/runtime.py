@@ -2,11 +2,10 @@
 
 `Runtime` builds and wires everything below it, starts and stops every worker, and
 exposes the domain services as typed attributes (`sessions`, `turns`, `settings`,
-`approvals`, `memory`, `checkpointing`, `ledger`, `control`, `http`, in habakkuk/services/,
-habakkuk/knowledge/ and habakkuk/server/listener.py). Each surface depends on a narrow
-Protocol (ServerHost, McpHost, conversation Services, the channels' RuntimeFacade, the
-screens' TerminalBackend) that names the services it uses as attributes (`turns: ...` with
-`submit`), so one object satisfies them all and no method is re-bound here.
+`approvals`, `memory`, `checkpointing`, `ledger`, `control`, `http`). Each surface depends
+on a narrow Protocol (ServerHost, McpHost, the commands' Services, RuntimeFacade,
+TerminalBackend) holding the services it uses, each typed by the service's one Protocol
+(`turns: TurnsAccess`), so one object satisfies them all and no method is re-bound here.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, session_of, turn_request
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
+from habakkuk.engine.agent.turn_access import TurnOutcome
 from habakkuk.engine.config import Config, load_config
 from habakkuk.engine.events import EventBus, JobFinished
 from habakkuk.engine.home import Environment, Home, default_home
@@ -48,7 +48,7 @@ from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
 from habakkuk.services.toolset import ToolServices, build_tools
-from habakkuk.services.turns import TurnOutcome, Turns
+from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.tools.processes import ProcessInfo, ProcessManager
 

@@ -15,16 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from habakkuk.engine.outbox_access import TurnChats
 from habakkuk.engine.toolkit.permissions import Risk, inside
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
 
 FILE_LIMIT_BYTES = 50 * 1024 * 1024
 
 
-class ChatOutbox(Protocol):
-    """What the tools need from the channel service."""
-
-    async def chat_of(self, turn: str, session: str) -> str | None: ...
+class ChatOutbox(TurnChats, Protocol):
+    """What the tools need from the channel service: the turn's chat, and the outbox's
+    files and polls."""
 
     async def send_file(
         self, job_id: str, to: str, path: Path, name: str = "", caption: str = ""

@@ -17,10 +17,18 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from habakkuk.engine.errors import HabakkukError
 
+from .plugin_commands import PluginConversation
+
 if TYPE_CHECKING:
-    from habakkuk.engine.config import Config, ModelRef
+    from habakkuk.engine.agent.turn_access import TurnsAccess
+    from habakkuk.engine.config import Config
     from habakkuk.engine.jobs import Job
-    from habakkuk.engine.llm.usage import UsageTotal
+    from habakkuk.engine.llm.usage import UsageAccess
+    from habakkuk.engine.session_access import (
+        CheckpointsAccess,
+        SessionsAccess,
+        SettingsAccess,
+    )
     from habakkuk.engine.sessions import Session, StoredMessage
     from habakkuk.knowledge.memory_types import MemoryAccess
     from habakkuk.knowledge.skills.types import SkillsAccess
@@ -32,81 +40,26 @@ EXPORT_FORMATS = ("md", "json", "html")
 NO_MESSAGES = "This session has no messages yet."
 
 
-class CommandSessions(Protocol):
-    """What the commands use of the sessions service (habakkuk.services.sessions)."""
-
-    async def session(self, session_id: str) -> Session: ...
-
-    async def messages(self, session_id: str) -> list[StoredMessage]: ...
-
-    async def active_turns(self, session_id: str) -> list[Job]: ...
-
-    async def rename_session(self, session_id: str, title: str) -> Session: ...
-
-    async def fork_session(self, session_id: str) -> Session: ...
-
-    async def rewind_session(self, session_id: str, turns: int = 1) -> Session: ...
-
-    async def export_session(self, session_id: str, fmt: str) -> str: ...
-
-    async def save_export(self, session_id: str, fmt: str, path: str | None = None) -> str: ...
-
-
-class CommandTurns(Protocol):
-    """What the commands use of the turns service (habakkuk.services.turns)."""
-
-    async def stop_turn(self, turn_id: str) -> str | None: ...
-
-    async def queue_depth(self) -> dict[tuple[str, str], int]: ...
-
-
-class CommandSettings(Protocol):
-    """What the commands use of the session settings (habakkuk.services.settings)."""
-
-    async def set_session_thinking(
-        self, session_id: str, level: str | None
-    ) -> tuple[str, bool]: ...
-
-    async def session_thinking(self, session_id: str) -> tuple[str, bool]: ...
-
-    async def set_session_model(self, session_id: str, model: str | None) -> ModelRef | None: ...
-
-    async def session_model(self, session_id: str) -> ModelRef | None: ...
-
-
-class CommandCheckpoints(Protocol):
-    """What /undo uses of the workspace checkpoints (habakkuk.services.checkpoints)."""
-
-    async def undo(self, session_id: str) -> str: ...
-
-
-class CommandUsage(Protocol):
-    """What /usage uses of the usage ledger (habakkuk.services.usage)."""
-
-    async def usage_totals(
-        self, *, days: float | None = None, agent: str | None = None, session: str | None = None
-    ) -> list[UsageTotal]: ...
-
-
 class Services(Protocol):
-    """What the commands need from the runtime: its services (the Runtime implements it)."""
+    """What the commands need from the runtime: its services, each typed by its own
+    Protocol (the Runtime implements it)."""
 
     config: Config
 
     @property
-    def sessions(self) -> CommandSessions: ...
+    def sessions(self) -> SessionsAccess: ...
 
     @property
-    def turns(self) -> CommandTurns: ...
+    def turns(self) -> TurnsAccess: ...
 
     @property
-    def settings(self) -> CommandSettings: ...
+    def settings(self) -> SettingsAccess: ...
 
     @property
-    def checkpointing(self) -> CommandCheckpoints: ...
+    def checkpointing(self) -> CheckpointsAccess: ...
 
     @property
-    def ledger(self) -> CommandUsage: ...
+    def ledger(self) -> UsageAccess: ...
 
     @property
     def memory(self) -> MemoryAccess:
@@ -119,8 +72,9 @@ class Services(Protocol):
         ...
 
 
-class Conversation(Protocol):
-    """One conversation on one surface, as the commands see it."""
+class Conversation(PluginConversation, Protocol):
+    """One conversation on one surface, as the commands see it (what a plugin's command
+    uses of it, `start_turn` with it, is PluginConversation)."""
 
     surface: Surface
 
@@ -148,10 +102,6 @@ class Conversation(Protocol):
 
     async def continue_in(self, session: Session) -> None:
         """Go on in `session` (a fork): bind the conversation to it, show it."""
-        ...
-
-    async def start_turn(self, text: str) -> str | None:
-        """Queue `text` as a turn of this conversation (the surface shows its reply)."""
         ...
 
     async def compact(self, session_id: str) -> Reply:

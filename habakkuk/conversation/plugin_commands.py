@@ -26,7 +26,7 @@ class _Services(Protocol):
 
 
 class PluginConversation(Protocol):
-    """What a plugin's command uses of the conversation (commands.Conversation has it)."""
+    """What a plugin's command uses of the conversation (commands.Conversation is one)."""
 
     @property
     def surface(self) -> str: ...
@@ -34,7 +34,9 @@ class PluginConversation(Protocol):
     @property
     def services(self) -> _Services: ...
 
-    async def start_turn(self, text: str) -> str | None: ...
+    async def start_turn(self, text: str) -> str | None:
+        """Queue `text` as a turn of this conversation (the surface shows its reply)."""
+        ...
 
 
 def plugin_command(config: Config, name: str, builtin: Builtin) -> PluginCommand | None:

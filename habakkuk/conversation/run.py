@@ -7,36 +7,17 @@ its job here and prints the outcome.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from .commands import CommandSessions, CommandTurns, Reply, Services, Surface
+from .commands import Reply, Services, Surface
 
 if TYPE_CHECKING:
     from habakkuk.engine.sessions import Session
 
 
-class RunSessions(CommandSessions, Protocol):
-    """What `habakkuk run` uses of the sessions service."""
-
-    async def new_session(self, agent: str | None = None, *, origin: str = "cli") -> Session: ...
-
-
-class RunTurns(CommandTurns, Protocol):
-    """What `habakkuk run` uses of the turns service."""
-
-    async def compact_session(self, session_id: str) -> str: ...
-
-    async def wait_turn(self, turn_id: str) -> Any: ...
-
-
 class RunServices(Services, Protocol):
-    """The runtime as `habakkuk run` uses it for a command."""
-
-    @property
-    def sessions(self) -> RunSessions: ...
-
-    @property
-    def turns(self) -> RunTurns: ...
+    """The runtime as `habakkuk run` uses it for a command: the commands' services, and
+    its workers (to run a /compact here)."""
 
     def start_workers(self, *, channels: bool = True, maintenance: bool = False) -> None: ...
 

@@ -185,8 +185,29 @@ class Proposal:
     at: str
 
 
-class MemoryAccess(Protocol):
-    """The memory of the home's agents, as every surface and tool uses it.
+class ChangeRecorder(Protocol):
+    """The memory's history, as another service (the skills, their curator) records the
+    changes it makes to an agent's folder."""
+
+    async def record_change(
+        self,
+        agent: str,
+        kind: ChangeKind,
+        name: str,
+        path: str,
+        before: str | None,
+        after: str | None,
+        provenance: Provenance,
+    ) -> Change | None:
+        """Record a change another service made to a file in the agent's folder (`path`
+        relative to it, e.g. "skills/x/SKILL.md"), so the history shows it and restore can
+        undo it. None when before and after are the same."""
+        ...
+
+
+class MemoryAccess(ChangeRecorder, Protocol):
+    """The memory of the home's agents, as every surface and tool uses it (the history's
+    `record_change` comes with ChangeRecorder).
 
     Errors are HabakkukError subclasses with one-line messages: NotFound (no such note,
     change or agent), SecretRefused, TaintRefused, HabakkukError for bad input.
@@ -273,21 +294,6 @@ class MemoryAccess(Protocol):
         self, agent: str, name: str, emoji: str, manner: str, *, provenance: Provenance
     ) -> str:
         """Write IDENTITY.md; TaintRefused in a tainted turn."""
-        ...
-
-    async def record_change(
-        self,
-        agent: str,
-        kind: ChangeKind,
-        name: str,
-        path: str,
-        before: str | None,
-        after: str | None,
-        provenance: Provenance,
-    ) -> Change | None:
-        """Record a change another service made to a file in the agent's folder (`path`
-        relative to it, e.g. "skills/x/SKILL.md"), so the history shows it and restore can
-        undo it. None when before and after are the same."""
         ...
 
     async def history(

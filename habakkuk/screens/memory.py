@@ -4,7 +4,7 @@ and the review's open proposals (habakkuk/screens/memory_history.py).
 
 The list is paged: the first page of summaries (no bodies) is all it reads to open, the
 next page when the cursor nears the end, and only the highlighted note's body. Every
-call goes through the memory (`runtime.memory`, typed as `MemoryScreenAccess`); a
+call goes through the memory (`runtime.memory`, typed as `MemoryAccess`); a
 refusal of the service (a secret, a note gone) is a notice, never a crash.
 """
 
@@ -20,9 +20,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Input, Markdown, Static, TextArea
 
+from habakkuk.knowledge.memory_types import MemoryAccess
 from habakkuk.knowledge.memory_views import PARTIAL_MARK, PARTIAL_WORDS
 from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
-from habakkuk.screens.memory_access import USER, MemoryScreenAccess
+from habakkuk.screens.memory_access import USER
 from habakkuk.screens.text_prompt import Confirm
 from habakkuk.widgets.fit_table import Cell
 from habakkuk.widgets.words import counted
@@ -131,10 +132,9 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
     # -- the pieces ----------------------------------------------------------------------
 
     @property
-    def memory(self) -> MemoryScreenAccess:
+    def memory(self) -> MemoryAccess:
         """The memory, through the app's host."""
-        memory: MemoryScreenAccess = self.runtime.memory
-        return memory
+        return self.runtime.memory
 
     @property
     def notes(self) -> list[NoteSummary]:

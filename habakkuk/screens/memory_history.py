@@ -16,7 +16,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from habakkuk.engine.errors import HabakkukError
-from habakkuk.screens.memory_access import USER, MemoryScreenAccess
+from habakkuk.knowledge.memory_types import MemoryAccess
+from habakkuk.screens.memory_access import USER
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class MemoryOverlay(Screen[bool], Generic[R]):
     DETAIL = "detail"
 
     def __init__(
-        self, memory: MemoryScreenAccess, agent: str, *, id: str, title: str, empty: str
+        self, memory: MemoryAccess, agent: str, *, id: str, title: str, empty: str
     ) -> None:
         super().__init__(id=id, classes="memory-overlay")
         self.memory = memory
@@ -145,7 +146,7 @@ class HistoryScreen(MemoryOverlay["Change"]):
     ITEM = "change"
     DETAIL = "diff"
 
-    def __init__(self, memory: MemoryScreenAccess, agent: str, name: str, label: str) -> None:
+    def __init__(self, memory: MemoryAccess, agent: str, name: str, label: str) -> None:
         super().__init__(
             memory,
             agent,
@@ -236,7 +237,7 @@ class ProposalsScreen(MemoryOverlay["Proposal"]):
     COLUMNS = ("action", "name", "title", "reason", "by", "when")
     ITEM = "proposal"
 
-    def __init__(self, memory: MemoryScreenAccess, agent: str) -> None:
+    def __init__(self, memory: MemoryAccess, agent: str) -> None:
         super().__init__(
             memory,
             agent,

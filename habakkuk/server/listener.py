@@ -21,6 +21,8 @@ from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.overview import HttpListener
 
 if TYPE_CHECKING:
+    from habakkuk.services.approvals import Attendance
+
     from .app import HttpServer
     from .host import ServerHost
 
@@ -45,13 +47,6 @@ class LeaseStore(Protocol):
         ...
 
 
-class Releasable(Protocol):
-    """An attendance (services.approvals.Attendance): ended by `release()`."""
-
-    def release(self) -> None:
-        """Stop attending."""
-
-
 class Listener:
     """Serves the config's `http` section for one runtime (at most one server at a time)."""
 
@@ -61,14 +56,14 @@ class Listener:
         *,
         leases: Callable[[], Awaitable[LeaseStore]],
         recorded_leases: Callable[[], Awaitable[LeaseStore | None]],
-        attend: Callable[[], Releasable],
+        attend: Callable[[], Attendance],
     ):
         self.host = host
         self._leases = leases  # creates control.db's lease table when missing
         self._recorded_leases = recorded_leases  # None when no process ever had the table
         self._attend = attend
         self.server: HttpServer | None = None
-        self._attendance: Releasable | None = None
+        self._attendance: Attendance | None = None
         self._standby: asyncio.Task[None] | None = None
         self._lease: asyncio.Task[None] | None = None
 

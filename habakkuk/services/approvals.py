@@ -5,7 +5,8 @@ what a client needs around it: `attach()` says someone is attending (the termina
 the dashboard), clarify questions for clients that take them, every approval waiting
 on the home (this process's and the chat approvals other processes recorded in
 control.db), and `respond`, the one method the terminal, the web chat, the dashboard
-and the API answer through.
+and the API answer through. Its Protocols, what the surfaces use of it, are
+engine.toolkit.waiting.ApprovalsAccess and tools.clarify.QuestionsAccess.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Workspace checkpoints: one git store per agent, a snapshot before each turn, and /undo."""
+"""Workspace checkpoints: one git store per agent, a snapshot before each turn, and /undo.
+
+Its Protocol, what the surfaces use of it, is engine.session_access.CheckpointsAccess.
+"""
 
 from __future__ import annotations
 

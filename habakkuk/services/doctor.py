@@ -1,8 +1,8 @@
 """The doctor's checks: one per check of config, keys, databases and tools.
 
 `habakkuk doctor` (habakkuk.cli) prints them; the dashboard's config view (GET /api/config)
-reads them through the control room (services.overview.ControlRoom.doctor), since the
-server sits below the services and reaches them through its host's Protocol.
+reads them through the control room (services.overview.ControlRoom.doctor), which the
+server reaches through its host's Protocol.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The control room: queue, jobs, errors, channels, MCP links, usage, approvals and HTTP."""
+"""The control room: queue, jobs, errors, channels, MCP links, usage, approvals and HTTP.
+
+`ControlAccess` is its Protocol, beside it: the surfaces above the services (the terminal's
+screens, the server) read it through their hosts' Protocols.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from habakkuk.work.board_types import OPEN_STATUSES
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
     from habakkuk.engine.home import Home
+    from habakkuk.work.board_types import BoardAccess
+    from habakkuk.work.schedule_types import SchedulesAccess
 
     from .approvals import Approvals
     from .doctor import Check
@@ -25,19 +31,20 @@ if TYPE_CHECKING:
     from .usage import UsageLedger
 
 
-class ScheduleCounts(Protocol):
-    """What the overview uses of the schedules (habakkuk.work's SchedulesAccess)."""
+class ControlAccess(Protocol):
+    """What the surfaces read of the control room (ControlRoom): the overview screen, the
+    dashboard and its config view."""
 
-    async def counts(self) -> tuple[int, int]:
-        """(total, enabled)."""
+    async def overview(self) -> Overview:
+        """The control room in one read."""
         ...
 
+    async def channel_states(self) -> list[dict[str, Any]]:
+        """Every configured channel account with its last recorded state."""
+        ...
 
-class BoardCounts(Protocol):
-    """What the overview uses of the board (habakkuk.work's BoardAccess)."""
-
-    async def counts(self) -> dict[str, int]:
-        """Cards per status."""
+    async def doctor(self, home: Home) -> list[Check]:
+        """The doctor's checks of the home, in order."""
         ...
 
 
@@ -63,9 +70,9 @@ class ControlRoom:
         self._mcp = mcp  # the McpManager once started, or None
         self._http = http
         # The runtime hands in its schedules once built; without them the counts are 0.
-        self.schedules: ScheduleCounts | None = None
+        self.schedules: SchedulesAccess | None = None
         # Likewise the board (runtime.board), for `open_cards`.
-        self.board: BoardCounts | None = None
+        self.board: BoardAccess | None = None
 
     async def channel_states(self) -> list[dict[str, Any]]:
         """Every configured channel account with its last recorded state.

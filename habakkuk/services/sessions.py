@@ -1,4 +1,7 @@
-"""Sessions: create, find, read, rename, archive, delete, fork, rewind, search and export them."""
+"""Sessions: create, find, read, rename, archive, delete, fork, rewind, search and export them.
+
+Its Protocol, what the surfaces use of it, is engine.session_access.SessionsAccess.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Session settings: the /model and /think choices of a session, kept in state.db."""
+"""Session settings: the /model and /think choices of a session, kept in state.db.
+
+Its Protocol, what the surfaces use of it, is engine.session_access.SettingsAccess.
+"""
 
 from __future__ import annotations
 

@@ -1,15 +1,18 @@
-"""Turns: queue them (and compactions), stop them, wait for them, and read the queue."""
+"""Turns: queue them (and compactions), stop them, wait for them, and read the queue.
+
+Its Protocol, what the surfaces use of it, is engine.agent.turn_access.TurnsAccess.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from habakkuk.channels.deliveries import DELIVERY_PREFIX, UNSENT_PREFIX
-from habakkuk.engine.agent.requests import TURN_KIND, ReplyTo, TurnRequest, session_of
+from habakkuk.engine.agent.requests import TURN_KIND, ReplyTo, TurnRequest
+from habakkuk.engine.agent.turn_access import TurnOutcome, outcome_of
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.events import JobFinished
 from habakkuk.engine.jobs import enqueued
@@ -24,29 +27,6 @@ if TYPE_CHECKING:
     from habakkuk.engine.pools import Pool
 
 TURN_MAX_ATTEMPTS = 3
-
-
-@dataclass
-class TurnOutcome:
-    """How a turn ended, as a client reports it."""
-
-    session: str
-    turn: str
-    status: str
-    reply: str
-    error: str | None
-
-
-def outcome_of(job: Job) -> TurnOutcome:
-    """A settled (or current) turn job as a client reports it."""
-    result = job.result or {}
-    return TurnOutcome(
-        session=session_of(job),
-        turn=job.id,
-        status=job.status,
-        reply=str(result.get("reply", "")),
-        error=job.error,
-    )
 
 
 class Turns:

@@ -1,4 +1,7 @@
-"""Usage: tokens and dollars of the model calls, recorded in usage.db."""
+"""Usage: tokens and dollars of the model calls, recorded in usage.db.
+
+Its Protocol, what the surfaces use of it, is engine.llm.usage.UsageAccess.
+"""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 The questions go to the turn's approver when it is also an `Asker` (the
 terminal UI, a chat). A run with nobody to answer (unattended, or a client
 that cannot take questions) gets a clear error, so the model goes on with
-stated assumptions instead of waiting forever.
+stated assumptions instead of waiting forever. `QuestionsAccess` is what a client uses
+of the waiting questions (the approvals service holds them; the terminal answers them).
 """
 
 from __future__ import annotations
@@ -58,6 +59,19 @@ class Asker(Protocol):
     """
 
     async def ask(self, request: ClarifyRequest) -> str | None: ...
+
+
+class QuestionsAccess(Protocol):
+    """The waiting clarify questions (habakkuk.services.approvals.Approvals holds them)."""
+
+    @property
+    def questions(self) -> list[ClarifyRequest]:
+        """Waiting clarify requests, oldest first."""
+        ...
+
+    def answer_question(self, question_id: str, text: str) -> bool:
+        """Answer a waiting clarify request; False when it no longer waits."""
+        ...
 
 
 class Clarify(Tool):

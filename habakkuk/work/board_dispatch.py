@@ -31,11 +31,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
+from habakkuk.engine.agent.turn_access import TurnsAccess
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.jobs import JobQueue, NewJob
 from habakkuk.engine.leases import NamedLeases
+from habakkuk.engine.outbox_access import TextOutbox
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import (
@@ -48,7 +49,6 @@ from habakkuk.work.board_types import (
     card_job_id,
     notice_id,
 )
-from habakkuk.work.ports import SubmitsTurns
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +56,6 @@ WAKE_POLL = 0.25  # seconds between two looks at the wake file's mtime (one stat
 READY_BATCH = 100
 CARD_JOB_ATTEMPTS = 3  # a card's turn is retried like a chat turn, then the card is blocked
 BOARD_AUTHOR = "board"  # who the dispatcher's log entries name
-
-
-class NoticeOutbox(Protocol):
-    async def send_text(self, job_id: str, to: Any, text: str) -> bool: ...
 
 
 def card_job(card: Card) -> NewJob:
@@ -114,8 +110,8 @@ class Dispatcher:
         self,
         store: BoardStore,
         queue: JobQueue,
-        turns: SubmitsTurns,
-        outbox: Callable[[], NoticeOutbox],
+        turns: TurnsAccess,
+        outbox: Callable[[], TextOutbox],
         home_root: Path,
         *,
         interval: float = 5.0,

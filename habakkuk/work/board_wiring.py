@@ -11,32 +11,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
-from habakkuk.engine.config import Config
-from habakkuk.engine.home import Home
-from habakkuk.engine.jobs import Job, JobQueue
+from habakkuk.engine.jobs import Job
 from habakkuk.engine.pools import FinishedCallback, Pool
 from habakkuk.work.board_dispatch import Dispatcher
 from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import CARD_KIND
 from habakkuk.work.card_runs import CardRuns, TurnLoop
-from habakkuk.work.ports import SessionMaker, TurnQueue
+from habakkuk.work.ports import WorkHost
 
 
-class BoardHost(Protocol):
-    """What the card runs use of the runtime."""
+class BoardHost(WorkHost, Protocol):
+    """What the card runs use of the runtime (the work layer's host, and the board)."""
 
-    @property
-    def config(self) -> Config: ...
-    @property
-    def home(self) -> Home: ...
-    @property
-    def queue(self) -> JobQueue: ...
-    @property
-    def sessions(self) -> SessionMaker: ...
-    @property
-    def turns(self) -> TurnQueue: ...
-    @property
-    def outbox(self) -> Any: ...
     @property
     def board(self) -> Any: ...  # work.board.Board (get, on_wake)
 

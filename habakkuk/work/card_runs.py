@@ -32,19 +32,15 @@ from habakkuk.engine.agent.requests import TurnRequest
 from habakkuk.engine.errors import HabakkukError, LeaseLost, NotFound
 from habakkuk.engine.jobs import Lease, payload_of
 from habakkuk.engine.pools import PermanentJobError
+from habakkuk.engine.session_access import SessionsAccess
 from habakkuk.engine.sessions import BOARD_ORIGIN
 from habakkuk.work.board_dispatch import BOARD_AUTHOR
 from habakkuk.work.board_store import BoardStore
-from habakkuk.work.board_types import CARD_RUNS, Card
-from habakkuk.work.ports import SessionMaker
+from habakkuk.work.board_types import CARD_RUNS, BoardAccess, Card
 
 log = logging.getLogger(__name__)
 
 RESULT_SHOWN = 4000  # characters of each dependency's result in the first message
-
-
-class CardReader(Protocol):
-    async def get(self, card_id: str) -> Card: ...
 
 
 class TurnLoop(Protocol):
@@ -84,9 +80,9 @@ class CardRuns:
 
     def __init__(
         self,
-        board: CardReader,
+        board: BoardAccess,
         store: BoardStore,
-        sessions: SessionMaker,
+        sessions: SessionsAccess,
         turn_loop: TurnLoop,
     ):
         self.board = board

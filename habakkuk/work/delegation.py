@@ -25,14 +25,16 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from habakkuk.engine.agent.requests import SubturnOptions, TurnRequest, turn_request
+from habakkuk.engine.agent.turn_access import TurnsAccess
 from habakkuk.engine.config import Config, ModelRef
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import DelegateEnded, DelegateStarted, EventBus, JobFinished
 from habakkuk.engine.jobs import Job, JobQueue, payload_of
-from habakkuk.engine.sessions import DELEGATE_ORIGIN, Session, TranscriptStore
+from habakkuk.engine.session_access import SessionsAccess
+from habakkuk.engine.sessions import DELEGATE_ORIGIN, TranscriptStore
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.work.delegation_types import (
     SUBTURN_KIND,
@@ -42,7 +44,6 @@ from habakkuk.work.delegation_types import (
     DelegateRun,
     SubturnSpec,
 )
-from habakkuk.work.ports import SessionMaker, SubmitsTurns
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +58,6 @@ CREATE TABLE IF NOT EXISTS subturn_stops (
     at REAL NOT NULL
 );
 """
-
-
-class ChildSessions(SessionMaker, Protocol):
-    async def session(self, session_id: str) -> Session: ...
 
 
 def subturn_id(spec: SubturnSpec) -> str:
@@ -116,9 +113,9 @@ class Delegation:
         config: Config,
         queue: JobQueue,
         bus: EventBus,
-        sessions: ChildSessions,
+        sessions: SessionsAccess,
         transcripts: TranscriptStore,
-        turns: SubmitsTurns,
+        turns: TurnsAccess,
     ):
         self.config = config
         self.queue = queue

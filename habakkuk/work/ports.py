@@ -1,42 +1,37 @@
-"""What the work layer's runs use of the runtime's services, named once: the sessions
-they open and the turns they queue (schedule runs, card runs, board notices, sub-agents'
-notices). The runtime's own Sessions and Turns satisfy them."""
+"""What the work layer's runs use of the runtime, named once: `WorkHost`, the part the
+schedule runs (run_wiring.RunHost) and the card runs (board_wiring.BoardHost) share.
+
+The services in it are typed by their own Protocols, each declared once below the work
+layer (engine/session_access.py, engine/agent/turn_access.py, engine/outbox_access.py), so
+the runs, the dispatcher and the sub-agents name the same ones; the runtime satisfies
+them all.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from habakkuk.engine.agent.requests import ReplyTo
-from habakkuk.engine.llm.types import Block
-from habakkuk.engine.sessions import Session
-
-
-class SessionMaker(Protocol):
-    async def new_session(
-        self,
-        agent: str | None = None,
-        *,
-        origin: str = "cli",
-        session_id: str | None = None,
-        chat: bool = False,
-        workspace: Path | None = None,
-    ) -> Session: ...
+from habakkuk.engine.agent.turn_access import TurnsAccess
+from habakkuk.engine.config import Config
+from habakkuk.engine.home import Home
+from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.outbox_access import TextOutbox
+from habakkuk.engine.session_access import SessionsAccess
 
 
-class SubmitsTurns(Protocol):
-    async def submit(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        turn_id: str | None = None,
-        attended: bool = False,
-        reply_to: ReplyTo | None = None,
-        blocks: Sequence[Block] = (),
-    ) -> str: ...
+class WorkHost(Protocol):
+    """What every run of the work layer uses of the runtime."""
 
-
-class TurnQueue(SubmitsTurns, Protocol):
-    async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> Any: ...
+    # Read-only, so the runtime's own service types satisfy them.
+    @property
+    def config(self) -> Config: ...
+    @property
+    def home(self) -> Home: ...
+    @property
+    def queue(self) -> JobQueue: ...
+    @property
+    def sessions(self) -> SessionsAccess: ...
+    @property
+    def turns(self) -> TurnsAccess: ...
+    @property
+    def outbox(self) -> TextOutbox: ...

@@ -14,14 +14,15 @@ reply was delivered is recorded when its delivery settles (run_deliveries).
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 from habakkuk.engine.agent.requests import ReplyTo
+from habakkuk.engine.agent.turn_access import TurnsAccess
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.hook_events import HookFirer
 from habakkuk.engine.jobs import Lease, payload_of
 from habakkuk.engine.pools import PermanentJobError
-from habakkuk.work.ports import SessionMaker, TurnQueue
+from habakkuk.engine.session_access import SessionsAccess
 from habakkuk.work.run_book import (
     SCHEDULE_ORIGIN,
     SILENT_NOTE,
@@ -38,14 +39,8 @@ from habakkuk.work.service import PROMPT_SLOTS
 log = logging.getLogger(__name__)
 
 
-class TurnOutcomeLike(Protocol):
-    status: str
-    reply: str
-    error: str | None
-
-
 async def start_turn(
-    sessions: SessionMaker, turns: TurnQueue, schedule: Schedule, job: str, text: str
+    sessions: SessionsAccess, turns: TurnsAccess, schedule: Schedule, job: str, text: str
 ) -> tuple[str, str]:
     """The run's session and its unattended turn (both derived from `job`): (session, turn)."""
     session = await sessions.new_session(
@@ -82,8 +77,8 @@ class PromptRuns:
     def __init__(
         self,
         book: RunBook,
-        sessions: SessionMaker,
-        turns: TurnQueue,
+        sessions: SessionsAccess,
+        turns: TurnsAccess,
         hooks: HookFirer | None = None,
     ):
         self.book = book

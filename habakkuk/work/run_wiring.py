@@ -17,19 +17,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from habakkuk.engine.config import Config
 from habakkuk.engine.events import EventBus
-from habakkuk.engine.home import Home
 from habakkuk.engine.hook_events import HookFirer
-from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.outbox_access import TextOutbox
 from habakkuk.engine.pools import FinishedCallback, Pool
-from habakkuk.work.ports import SessionMaker, TurnQueue
+from habakkuk.work.ports import WorkHost
 from habakkuk.work.prompt_runs import PromptRuns
 from habakkuk.work.run_deliveries import watch_deliveries
 from habakkuk.work.script_groups import ScriptGroups
-from habakkuk.work.script_runs import ScriptRuns, TextOutbox
+from habakkuk.work.script_runs import ScriptRuns
 from habakkuk.work.service import PROMPT_KIND, SCRIPT_KIND
 from habakkuk.work.store import ScheduleStore
 from habakkuk.work.store_book import StoreRunBook
@@ -39,26 +37,14 @@ log = logging.getLogger(__name__)
 ORPHAN_SWEEP_SECONDS = 15.0
 
 
-class RunHost(Protocol):
-    """What the runs use of the runtime."""
+class RunHost(WorkHost, Protocol):
+    """What the schedule runs use of the runtime (the work layer's host, and its bus and
+    hooks)."""
 
-    # Read-only, so the runtime's own service types satisfy them.
-    @property
-    def config(self) -> Config: ...
-    @property
-    def home(self) -> Home: ...
-    @property
-    def queue(self) -> JobQueue: ...
     @property
     def bus(self) -> EventBus: ...
     @property
-    def sessions(self) -> SessionMaker: ...
-    @property
-    def turns(self) -> TurnQueue: ...
-    @property
     def hooks(self) -> HookFirer: ...
-    @property
-    def outbox(self) -> Any: ...
 
 
 class ScheduleRuns:
@@ -80,7 +66,7 @@ class ScheduleRuns:
             return config.agent(agent).workspace_path
 
         def outbox() -> TextOutbox:
-            return host.outbox  # type: ignore[no-any-return]
+            return host.outbox
 
         prompts = PromptRuns(self.book, host.sessions, host.turns, host.hooks)
         script_runs = ScriptRuns(

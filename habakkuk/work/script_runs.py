@@ -19,13 +19,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from habakkuk.engine.agent.turn_access import TurnsAccess
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.hook_events import HookFirer
 from habakkuk.engine.jobs import Lease, payload_of
+from habakkuk.engine.outbox_access import TextOutbox
 from habakkuk.engine.pools import PermanentJobError
-from habakkuk.work.ports import SessionMaker, TurnQueue
+from habakkuk.engine.session_access import SessionsAccess
 from habakkuk.work.prompt_runs import fire_hook, start_turn
 from habakkuk.work.run_book import (
     RunBook,
@@ -46,10 +48,6 @@ from habakkuk.work.script_process import (
 from habakkuk.work.service import SCRIPT_SLOTS
 
 log = logging.getLogger(__name__)
-
-
-class TextOutbox(Protocol):
-    async def send_text(self, job_id: str, to: Any, text: str) -> bool: ...
 
 
 def streak_after(previous: int, ok: bool) -> tuple[int, str | None]:
@@ -88,8 +86,8 @@ class ScriptRuns:
         workspace_of: Callable[[str], Path],
         env_file: Path,
         outbox: Callable[[], TextOutbox],
-        sessions: SessionMaker,
-        turns: TurnQueue,
+        sessions: SessionsAccess,
+        turns: TurnsAccess,
         hooks: HookFirer | None = None,
         groups: ScriptGroups | None = None,
     ):

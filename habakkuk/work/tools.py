@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from habakkuk.engine.errors import NotFound
+from habakkuk.engine.outbox_access import TurnChats
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext
 from habakkuk.engine.toolkit.service_tool import ServiceTool
@@ -33,14 +34,6 @@ SCRIPTS_BY_OWNER = (
     "owner with `habakkuk schedules add --run`"
 )
 _ID = {"type": "string", "minLength": 1, "maxLength": 128}
-
-
-class TurnChats(Protocol):
-    """What the tools need of the outbox (the channel service): the turn's chat."""
-
-    async def chat_of(self, turn: str, session: str) -> str | None:
-        """The chat a turn answers to, else the chat its session is bound to."""
-        ...
 
 
 # The running channels' outbox, or None while no channel runs in this process (the

@@ -10,13 +10,22 @@ so a process that only reads (`habakkuk --help`, the CLI's listings) never loads
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Protocol
 
 from habakkuk.engine.agent.turn import TurnRunner
 from habakkuk.engine.pools import FinishedCallback, Pool
-from habakkuk.work.board_wiring import BoardRuns
+from habakkuk.work.board_wiring import BoardHost, BoardRuns
+from habakkuk.work.delegation import Delegation
 from habakkuk.work.delegation_wiring import SubturnRuns
-from habakkuk.work.run_wiring import ScheduleRuns
+from habakkuk.work.run_wiring import RunHost, ScheduleRuns
+
+
+class WorkRunsHost(RunHost, BoardHost, Protocol):
+    """What the work layer's pools use of the runtime: the schedule runs' host, the card
+    runs' host, and the sub-agents' delegation (the runtime satisfies it)."""
+
+    @property
+    def delegation(self) -> Delegation: ...
 
 
 class WorkRuns:
@@ -24,7 +33,7 @@ class WorkRuns:
 
     def __init__(
         self,
-        host: Any,
+        host: WorkRunsHost,
         runner: TurnRunner,
         *,
         on_finished: FinishedCallback,
@@ -33,7 +42,6 @@ class WorkRuns:
         """`scripts`: this process serves the home, so it runs script slots too (they
         run at most once: a process that stops when its own turn is done must not take
         one)."""
-        # `host` is the runtime: it satisfies run_wiring.RunHost and board_wiring.BoardHost.
         self._schedules = ScheduleRuns(host, on_finished=on_finished, scripts=scripts)
         # Cards run on the chat turns' loop (each card job is the assignee's turn).
         self._cards = BoardRuns(host, runner, on_finished=on_finished)

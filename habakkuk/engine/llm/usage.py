@@ -6,6 +6,9 @@ built-in table, and stored with the row (NULL when the model is unpriced), so
 later price changes never rewrite history. `totals` groups rows by model and
 agent for `habakkuk usage`. Sessions' /model choices were kept here too; they
 live in state.db now, and the runtime moves any left here when it opens.
+
+`UsageAccess` is the Protocol of the usage ledger (habakkuk.services.usage.UsageLedger),
+declared here beside `UsageTotal` so the chat commands and the server share it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from ..config import ModelRef
 from ..store import Database, Migration
@@ -64,6 +68,24 @@ class UsageTotal:
     cache_write_tokens: int
     cost: float
     unpriced_calls: int
+
+
+class UsageAccess(Protocol):
+    """Tokens and dollars of the home's model calls (habakkuk.services.usage.UsageLedger)."""
+
+    async def usage_totals(
+        self, *, days: float | None = None, agent: str | None = None, session: str | None = None
+    ) -> list[UsageTotal]:
+        """Totals by model and agent (over the last `days` when given)."""
+        ...
+
+    async def usage_since(self, since: float, *, agent: str | None = None) -> list[UsageTotal]:
+        """Totals by model and agent since `since` (epoch seconds)."""
+        ...
+
+    def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
+        """Dollars of one model call, None when unpriced."""
+        ...
 
 
 class UsageStore:

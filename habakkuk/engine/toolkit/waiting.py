@@ -6,7 +6,9 @@ requests the gateway also puts in the hub), or a chat prompt recorded in
 control.db by a turn of another process (a `--serve` holding the Telegram
 account while the user looks at the terminal). `merge_waiting` makes one list of
 both; the runtime feeds it and answers through the hub for local ones, through
-control.db for the others.
+control.db for the others. `ApprovalsAccess` is the approvals service's Protocol (the hub
+of habakkuk.services.approvals with this list and its one answer path), declared here so
+the channels, the server and the terminal share it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from .approvals import ApprovalRequest
+from .approvals import Answer, ApprovalRequest, Approver
 
 TERMINAL = "terminal"
 
@@ -83,3 +85,31 @@ def merge_waiting(
         if approval.id not in merged:
             merged[approval.id] = approval
     return sorted(merged.values(), key=lambda a: (a.since, a.id))
+
+
+class ApprovalsAccess(Approver, Protocol):
+    """The approvals service (habakkuk.services.approvals.Approvals): this process's hub,
+    the home's waiting list and the one answer path. As an Approver, `approve` registers
+    a request as waiting and waits for its answer (a deny after `timeout` seconds)."""
+
+    timeout: float
+
+    @property
+    def pending(self) -> list[ApprovalRequest]:
+        """This process's waiting requests, oldest first."""
+        ...
+
+    def answer(self, approval_id: str, answer: Answer, reason: str = "", by: str = "human") -> bool:
+        """Answer a request of this process's hub; False when it no longer waits."""
+        ...
+
+    async def waiting(self) -> list[WaitingApproval]:
+        """Every call waiting for approval on this home, oldest first."""
+        ...
+
+    async def respond(
+        self, approval_id: str, answer: Answer, by: str, *, notify: bool = True
+    ) -> bool:
+        """The one answer path: answer a waiting approval wherever it waits; False when it
+        no longer waits (`notify`: tell its chat who answered)."""
+        ...

@@ -47,14 +47,14 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.home import Home
 from habakkuk.knowledge.frontmatter import rfc3339
 from habakkuk.knowledge.hub.backups import BACKUPS_DIR, back_up
-from habakkuk.knowledge.memory_types import ChangeKind, Provenance
+from habakkuk.knowledge.memory_types import ChangeRecorder, Provenance
 from habakkuk.knowledge.notes import write_atomic
 
 from .curator_rules import Duplicate, parse_time, plan_merges, stale
@@ -74,24 +74,6 @@ MERGED_DIR = "merged"
 # must not leave any behind, so a skill with more is not merged: see _merge).
 FILES_MAX = 10_000
 PERIOD_DAYS = {"daily": 1.0, "weekly": 7.0, "monthly": 30.0}
-
-
-class RecordsSkillChanges(Protocol):
-    """What the curator needs of the memory service (MemoryAccess.record_change)."""
-
-    async def record_change(
-        self,
-        agent: str,
-        kind: ChangeKind,
-        name: str,
-        path: str,
-        before: str | None,
-        after: str | None,
-        provenance: Provenance,
-    ) -> object:
-        """Record that a file of the agent's folder (`path` relative to it) went from
-        `before` to `after` (None: absent) in the agent's memory history."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -141,7 +123,7 @@ async def curate(
     dry_run: bool = False,
     now: dt.datetime | None = None,
     force: bool = False,
-    memory: RecordsSkillChanges | None = None,
+    memory: ChangeRecorder | None = None,
 ) -> CuratorRun:
     """One curator pass over every configured agent's own skills, when due (or `force`).
 
@@ -435,7 +417,7 @@ async def curate_command(
     *,
     home: Home,
     config: Config,
-    memory: RecordsSkillChanges | None = None,
+    memory: ChangeRecorder | None = None,
     out: Callable[[str], object] = print,
 ) -> int:
     """`habakkuk skills curate [--dry-run] [--json]`: run the curator now (whether due or

@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable
 from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.home import Home
+from habakkuk.knowledge.memory_types import ChangeRecorder
 
-from .curator import RecordsSkillChanges, curate, format_run
+from .curator import curate, format_run
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ INTERVAL_SECONDS = 6 * 3600.0
 async def curate_when_due(
     home: Home,
     config: Callable[[], Config],
-    memory: RecordsSkillChanges | None = None,
+    memory: ChangeRecorder | None = None,
     *,
     interval: float = INTERVAL_SECONDS,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,

@@ -31,86 +31,30 @@ if TYPE_CHECKING:
     from aiohttp import web
     from mcp.server.mcpserver import MCPServer
 
+    from habakkuk.engine.agent.turn_access import TurnsAccess
     from habakkuk.engine.config import Config
-    from habakkuk.engine.sessions import Session, StoredMessage
+    from habakkuk.engine.outbox_access import TextOutbox
+    from habakkuk.engine.session_access import SessionsAccess
     from habakkuk.work.board_types import BoardAccess
     from habakkuk.work.schedule_types import SchedulesAccess
 
 
-class TextSender(Protocol):
-    """The outbox: queues one text message as a durable delivery."""
-
-    async def send_text(self, job_id: str, to: str, text: str) -> bool:
-        """Queue `text` to `to` (CHANNEL:CHAT[:THREAD]); ValueError when `to` is malformed."""
-        ...
-
-
-class TurnOutcomeView(Protocol):
-    """How a finished turn ended."""
-
-    @property
-    def status(self) -> str: ...
-
-    @property
-    def reply(self) -> str: ...
-
-    @property
-    def error(self) -> str | None: ...
-
-
-class McpSessions(Protocol):
-    """What the MCP server uses of the sessions service (habakkuk.services.sessions)."""
-
-    async def session(self, session_id: str) -> Session:
-        """The session `session_id`; NotFound when there is none."""
-        ...
-
-    async def new_session(self, agent: str | None = None, *, origin: str = ...) -> Session:
-        """A new session of `agent` (default: the default agent)."""
-        ...
-
-    async def list_sessions(
-        self, agent: str | None = None, *, limit: int = ..., include_work: bool = ...
-    ) -> list[Session]:
-        """Recent sessions, newest first (`include_work`: board cards' and sub-agents' too)."""
-        ...
-
-    async def messages(self, session_id: str) -> list[StoredMessage]:
-        """The session's stored messages, in order."""
-        ...
-
-
-class McpTurns(Protocol):
-    """What the MCP server uses of the turns service (habakkuk.services.turns)."""
-
-    async def submit(self, session_id: str, text: str) -> str:
-        """Queue a turn; returns its id."""
-        ...
-
-    async def wait_turn(self, turn_id: str) -> TurnOutcomeView:
-        """Wait for the turn to settle."""
-        ...
-
-
 class McpHost(Protocol):
-    """What the MCP server uses of the runtime (habakkuk.runtime.Runtime provides it)."""
+    """What the MCP server uses of the runtime (habakkuk.runtime.Runtime provides it); the
+    services in it are typed by their own Protocols, declared once in the engine."""
 
     config: Config
 
     @property
-    def outbox(self) -> TextSender:
+    def outbox(self) -> TextOutbox:
         """Where `habakkuk_send` queues its message."""
         ...
 
     @property
-    def sessions(self) -> McpSessions:
-        """The home's sessions."""
-        ...
+    def sessions(self) -> SessionsAccess: ...
 
     @property
-    def turns(self) -> McpTurns:
-        """The turn queue."""
-        ...
+    def turns(self) -> TurnsAccess: ...
 
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,82 @@
+"""The turns service's Protocol, declared once for every surface that queues or waits on turns.
+
+The service is habakkuk.services.turns.Turns; its Protocol and what it reports of a turn
+(`TurnOutcome`) live here, beside what a turn job carries (requests.py), because surfaces
+below the services use them too (the work layer's runs, the chat commands, the channels,
+the MCP server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from .requests import ReplyTo, session_of
+
+if TYPE_CHECKING:
+    from ..jobs import Job
+    from ..llm.types import Block
+
+
+@dataclass
+class TurnOutcome:
+    """How a turn ended, as a client reports it."""
+
+    session: str
+    turn: str
+    status: str
+    reply: str
+    error: str | None
+
+
+def outcome_of(job: Job) -> TurnOutcome:
+    """A settled (or current) turn job as a client reports it."""
+    result = job.result or {}
+    return TurnOutcome(
+        session=session_of(job),
+        turn=job.id,
+        status=job.status,
+        reply=str(result.get("reply", "")),
+        error=job.error,
+    )
+
+
+class TurnsAccess(Protocol):
+    """The turn queue of the home and this process's pools (habakkuk.services.turns.Turns)."""
+
+    async def submit(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        turn_id: str | None = None,
+        attended: bool = False,
+        reply_to: ReplyTo | None = None,
+        blocks: Sequence[Block] = (),
+    ) -> str:
+        """Queue a turn for `text` in the session; returns the turn id (a `turn_id` from
+        the message's cause makes a redelivery a no-op)."""
+        ...
+
+    async def compact_session(
+        self, session_id: str, *, job_id: str | None = None, reply_to: ReplyTo | None = None
+    ) -> str:
+        """Queue a compaction of the session; returns its job id."""
+        ...
+
+    async def stop_turn(self, turn_id: str) -> str | None:
+        """Stop a queued or running turn; its status after the request."""
+        ...
+
+    async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> TurnOutcome:
+        """Wait for the turn (or compaction) to settle, here or in another process."""
+        ...
+
+    async def turn_outcome(self, turn_id: str) -> TurnOutcome | None:
+        """The turn's state now, or None when there is no such turn."""
+        ...
+
+    async def queue_depth(self) -> dict[tuple[str, str], int]:
+        """Queued jobs by (kind, state)."""
+        ...
