@@ -28,8 +28,7 @@ from habakkuk.engine.llm.pricing import PriceTable
 from habakkuk.engine.llm.router import Router
 from habakkuk.engine.llm.usage import UsageStore
 from habakkuk.engine.pools import Pool
-from habakkuk.engine.retention import RETENTION_KIND, RetentionSweep, retention_job_id
-from habakkuk.engine.retention import sweep as retention_sweep
+from habakkuk.engine.retention import RETENTION_KIND, queue_sweeps, sweep_with
 from habakkuk.engine.sessions import Session, TranscriptStore
 from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
@@ -257,7 +256,7 @@ class Runtime:
             from habakkuk.knowledge.skills.curator_loop import curate_when_due
 
             self._maintenance = [
-                asyncio.create_task(self._schedule_retention(), name="retention"),
+                asyncio.create_task(queue_sweeps(self.queue), name="retention"),
                 asyncio.create_task(embed_every_minute(self.memory, lambda: self.config.agents)),
                 asyncio.create_task(curate_when_due(self.home, lambda: self.config, self.memory)),
                 start_ticker(self.schedules),
@@ -274,29 +273,15 @@ class Runtime:
         if self.channels is not None:
             self.channels.start()
 
-    async def _schedule_retention(self) -> None:
-        """Queue today's retention sweep now and every hour (one job per day per home)."""
-        while True:
-            await self.queue.enqueue(
-                retention_job_id(), RETENTION_KIND, RetentionSweep(), max_attempts=3
-            )
-            await asyncio.sleep(3600)
-
     async def _retention(self, lease: Lease) -> dict[str, Any]:
-        limits = self.config.retention
-        report = await retention_sweep(
+        return await sweep_with(
             self.queue,
             self.transcripts,
             self.blobs.root,
-            jobs_days=limits.jobs_days,
-            sessions_days=limits.sessions_days,
+            self.config.retention,
             state=self.state,
+            usage=self.usage,
         )
-        result: dict[str, Any] = report.as_dict()
-        if self.usage is not None and limits.usage_days > 0:
-            result["usage"] = await self.usage.prune(limits.usage_days)
-        log.info("retention: %s", result)
-        return result
 
     async def close(self) -> None:
         """Stop the HTTP server and the workers (leases released), close the stores."""

@@ -4,4 +4,5 @@ import sys
 
 from habakkuk.cli.entry import main
 
-sys.exit(main())
+if __name__ == "__main__":  # imported (the Textual canary reads every module), it runs nothing
+    sys.exit(main())

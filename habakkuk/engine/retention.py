@@ -8,6 +8,7 @@ messages and search index, and blobs nobody has touched for as long.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import time
@@ -15,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from .config import RetentionConfig
 from .jobs import JobKind, JobQueue, declare_kind
 from .payloads import JsonObject
 from .sessions import TranscriptStore
@@ -162,3 +164,42 @@ async def sweep(
             await state.forget_sessions(pruned)
         report.blobs = await asyncio.to_thread(prune_blobs, blobs_root, sessions_days)
     return report
+
+
+class UsagePruner(Protocol):
+    """The usage store, as retention prunes it."""
+
+    async def prune(self, older_than_days: float) -> int: ...
+
+
+async def sweep_with(
+    queue: JobQueue,
+    transcripts: TranscriptStore,
+    blobs_root: Path,
+    limits: RetentionConfig,
+    *,
+    state: StateStore | None = None,
+    usage: UsagePruner | None = None,
+) -> dict[str, Any]:
+    """The retention job's work under the configured `limits`: one sweep, then the usage
+    rows; what it pruned, as the job's result (and logged)."""
+    report = await sweep(
+        queue,
+        transcripts,
+        blobs_root,
+        jobs_days=limits.jobs_days,
+        sessions_days=limits.sessions_days,
+        state=state,
+    )
+    result: dict[str, Any] = report.as_dict()
+    if usage is not None and limits.usage_days > 0:
+        result["usage"] = await usage.prune(limits.usage_days)
+    logging.getLogger(__name__).info("retention: %s", result)
+    return result
+
+
+async def queue_sweeps(queue: JobQueue) -> None:
+    """Queue today's retention sweep now and every hour (one job per day per home)."""
+    while True:
+        await queue.enqueue(retention_job_id(), RETENTION_KIND, RetentionSweep(), max_attempts=3)
+        await asyncio.sleep(3600)
