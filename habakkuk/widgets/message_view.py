@@ -150,12 +150,12 @@ class MessageView(VerticalScroll, can_focus=True):
                 self.scroll_to(y=offset + moved, animate=False, immediate=True)
                 return True
         self._reading = None
-        widget = self._first_widget_shown(screen, region)
-        if widget is not None:
-            reading = [(widget, widget.region.y - region.y + offset)]
-            while widget.parent is not self and isinstance(widget.parent, Widget):
-                widget = widget.parent
-            reading.append((widget, widget.region.y - region.y + offset))
+        shown = self._first_widget_shown(screen, region)
+        if shown is not None:
+            reading = [(shown, shown.region.y - region.y + offset)]
+            while shown.parent is not self and isinstance(shown.parent, Widget):
+                shown = shown.parent
+            reading.append((shown, shown.region.y - region.y + offset))
             self._reading = reading
         return False
 
