@@ -19,6 +19,9 @@ from habakkuk.runtime import Runtime
 # capsys, every later stdio client would write the server's stderr to that test's
 # closed capture (no fileno). So it is imported here, with the session's own stderr.
 
+# Under pytest-xdist, syrupy's unused-snapshot check is done for the whole run.
+pytest_plugins = ["tests.snapshot_workers"]
+
 # Tests must never reach a real provider or read the developer's home.
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "HABAKKUK_HOME"):
     os.environ.pop(_var, None)

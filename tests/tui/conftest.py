@@ -25,6 +25,7 @@ from habakkuk.screens.chat import ChatScreen
 from tests.conftest import WriteConfig, mock_config
 from tests.fakes.model_server import FakeModelServer
 from tests.helpers import eventually
+from tests.snapshot_workers import remember_session
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
@@ -57,8 +58,9 @@ async def models(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServ
 
 
 @pytest.fixture
-def svg_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+def svg_snapshot(snapshot: SnapshotAssertion, request: pytest.FixtureRequest) -> SnapshotAssertion:
     """Compare `app.export_screenshot()` with the stored SVG."""
+    remember_session(request.config, snapshot)  # for the unused-snapshot check under xdist
     return snapshot.use_extension(RepoSnapshotExtension)
 
 
