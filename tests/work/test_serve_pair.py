@@ -1,8 +1,8 @@
 """Two real `habakkuk --serve` processes on one home: each slot of a schedule runs once.
 
-The schedule is `@every 15s` (the shortest `when`, the scheduler's own poll), so its
-first slot comes due within the test; both processes tick and run workers on the same
-control.db. Every run fires the schedule_run hook, which appends the run's job id to a
+The schedule is `@every 15s` (the shortest `when`, the scheduler's own poll), created a
+period ago, so its first slot is due as the processes start; both tick and run workers on
+the same control.db. Every run fires the schedule_run hook, which appends the run's job id to a
 file: a slot run twice (by both processes) would show its job id twice.
 """
 
@@ -56,8 +56,12 @@ async def test_two_serve_processes_run_each_slot_once(tmp_path: Path) -> None:
     home.config_path.write_text(config_text, encoding="utf-8")
     async with await Runtime.open(home, parse_config(config_text, home.config_path, home)) as rt:
         # Created on a whole second: work/when.py's EveryWhen.next_epoch can return the same
-        # slot for an anchor with sub-microsecond digits (the tick then never ends).
-        whole = Schedules(rt.queue.db, rt.queue, rt.config, clock=lambda: float(int(time.time())))
+        # slot for an anchor with sub-microsecond digits (the tick then never ends). And one
+        # period ago, so its first slot is due as the processes start: both tick it on
+        # their first tick (the test waited up to 15 s for it).
+        whole = Schedules(
+            rt.queue.db, rt.queue, rt.config, clock=lambda: float(int(time.time())) - 15
+        )
         schedule = await whole.add(
             NewSchedule(agent="main", name="pair", when="@every 15s", prompt="check"),
             by="owner",
