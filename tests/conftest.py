@@ -13,6 +13,7 @@ import pytest
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
+from tests.processes import StartServe, serve_processes
 
 # The mcp SDK's stdio client takes `errlog=sys.stderr` as a default argument, bound when
 # mcp.client.stdio is first imported. Imported first inside a test that captures with
@@ -97,6 +98,14 @@ async def runtime_factory(home: Home) -> AsyncIterator[Callable[[str], object]]:
     yield _open  # type: ignore[misc]
     for runtime in opened:
         await runtime.close()
+
+
+@pytest.fixture
+async def serve_process() -> AsyncIterator[StartServe]:
+    """`await serve_process(home, **env)`: a real `habakkuk --serve` on `home`, to kill or
+    stop (tests/processes.py); any a test leaves running is killed after it."""
+    async with serve_processes() as start:
+        yield start
 
 
 # -- no silent skips in CI ---------------------------------------------------------------

@@ -8,13 +8,9 @@ file: a slot run twice (by both processes) would show its job id twice.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import os
-import signal
 import sqlite3
-import sys
 import time
 from pathlib import Path
 
@@ -27,6 +23,7 @@ from habakkuk.work.schedule_types import NewSchedule
 from habakkuk.work.service import Schedules
 from tests.conftest import mock_config
 from tests.helpers import eventually
+from tests.processes import StartServe, stop
 
 
 def ran_jobs(db: Path, schedule: str) -> list[str]:
@@ -46,7 +43,9 @@ def hook_jobs(path: Path) -> list[str]:
 
 
 @pytest.mark.timeout(180)
-async def test_two_serve_processes_run_each_slot_once(tmp_path: Path) -> None:
+async def test_two_serve_processes_run_each_slot_once(
+    tmp_path: Path, serve_process: StartServe
+) -> None:
     root = tmp_path / "home"
     root.mkdir()
     runs = tmp_path / "runs.jsonl"
@@ -66,37 +65,16 @@ async def test_two_serve_processes_run_each_slot_once(tmp_path: Path) -> None:
             NewSchedule(agent="main", name="pair", when="@every 15s", prompt="check"),
             by="owner",
         )
-    env = {**os.environ, "HABAKKUK_HOME": str(root)}
-    processes = [
-        await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "habakkuk.cli",
-            "--serve",
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        for _ in range(2)
-    ]
+    processes = [await serve_process(root) for _ in range(2)]
     db = home.db_path("control")
-    try:
-        await eventually(
-            lambda: ran_jobs(db, schedule.id),
-            what="a slot of the schedule to run",
-            timeout=120,
-            ignore=(sqlite3.OperationalError,),
-        )
-    finally:
-        for process in processes:
-            if process.returncode is None:
-                process.send_signal(signal.SIGTERM)
-        outputs = [
-            (await process.communicate())[1].decode(errors="replace") for process in processes
-        ]
-    for process, output in zip(processes, outputs, strict=True):
-        assert process.returncode == 0, output
-        assert "Traceback" not in output, output
+    await eventually(
+        lambda: ran_jobs(db, schedule.id),
+        what="a slot of the schedule to run",
+        timeout=120,
+        ignore=(sqlite3.OperationalError,),
+    )
+    for process in processes:
+        await stop(process)  # cleanly: exit 0, no traceback
     ran = ran_jobs(db, schedule.id)
     fired = hook_jobs(runs)
     assert ran, "no slot ran"
