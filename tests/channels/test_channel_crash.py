@@ -7,11 +7,11 @@ import functools
 import json
 import sqlite3
 import textwrap
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from tests.channels.fake_telegram import BOT_TOKEN as TOKEN
 from tests.channels.fake_telegram import FakeTelegram
 from tests.helpers import eventually
 from tests.processes import StartServe, kill, stop
@@ -21,7 +21,6 @@ from tests.processes import StartServe, kill, stop
 BOUND = 60.0
 NOT_YET = (sqlite3.OperationalError,)
 
-TOKEN = "555:KILLTEST"
 CHUNK = "\n\n".join(["alpha " * 500, "bravo " * 500, "charlie " * 500])
 
 
@@ -46,12 +45,6 @@ def config(tg: FakeTelegram, reply: str) -> str:
             poll_timeout: 1
         """
     )
-
-
-@pytest.fixture
-async def tg() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(token=TOKEN) as server:
-        yield server
 
 
 def jobs(home: Path) -> dict[str, sqlite3.Row]:

@@ -48,13 +48,12 @@ class RepoSnapshotExtension(SVGImageExtension):
 
 
 @pytest.fixture
-async def models(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+def models(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
     """The fake model server, where the setup screen's key check goes (the SDKs' own
     ANTHROPIC_BASE_URL and OPENAI_BASE_URL point at it)."""
-    async with FakeModelServer() as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.base_url}/v1")
-        yield server
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", model_server.base_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{model_server.base_url}/v1")
+    return model_server
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -168,10 +167,9 @@ async def test_an_agent_with_a_reviewer_runs_what_the_reviewer_allows(
 
 
 @pytest.fixture
-async def model(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+def model(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as server:
-        yield server
+    return model_server
 
 
 def remote(model: FakeModelServer) -> str:
