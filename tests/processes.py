@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -39,6 +40,25 @@ async def stop(process: Process) -> str:
     assert process.returncode == 0, text
     assert "Traceback" not in text, text
     return text
+
+
+def free_port() -> int:
+    """A loopback port free now (for a process's http.listen)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def until_http(process: Process) -> list[str]:
+    """Read the process's stderr until it says where it serves HTTP; the lines read
+    (the last says "HTTP on <address>")."""
+    assert process.stderr is not None
+    lines: list[str] = []
+    while not any("HTTP on" in line for line in lines):
+        line = await asyncio.wait_for(process.stderr.readline(), BOUND)
+        assert line, "serve exited: " + "".join(lines)
+        lines.append(line.decode())
+    return lines
 
 
 def query(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
