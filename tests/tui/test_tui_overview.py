@@ -63,6 +63,9 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         await terminal.channels.started()
+        # This process's adapter stops first: live, it would record its own state over
+        # the one written below (it restarts on a dropped poll, as on a loaded machine).
+        await terminal.channels.supervisor.remove("tg")
         # What a channel that keeps failing records (here or in another process).
         store = ChannelStore(terminal.queue.db)
         await store.set_status("tg", "telegram", "fatal", detail="401 Unauthorized: bad token")
