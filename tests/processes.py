@@ -49,16 +49,27 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-async def until_http(process: Process) -> list[str]:
-    """Read the process's stderr until it says where it serves HTTP; the lines read
-    (the last says "HTTP on <address>")."""
+async def until_said(process: Process, words: str) -> list[str]:
+    """Read the process's stderr up to a line with `words`; the lines read."""
     assert process.stderr is not None
     lines: list[str] = []
-    while not any("HTTP on" in line for line in lines):
+    while not any(words in line for line in lines):
         line = await asyncio.wait_for(process.stderr.readline(), BOUND)
         assert line, "serve exited: " + "".join(lines)
         lines.append(line.decode())
     return lines
+
+
+async def until_serving(process: Process) -> list[str]:
+    """Wait until the process serves (its signal handlers are in place: a SIGTERM
+    before that ends it uncleanly); the lines read."""
+    return await until_said(process, "habakkuk: serving")
+
+
+async def until_http(process: Process) -> list[str]:
+    """Wait until the process says where it serves HTTP; the lines read (the last says
+    "HTTP on <address>")."""
+    return await until_said(process, "HTTP on")
 
 
 def query(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:

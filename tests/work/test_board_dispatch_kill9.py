@@ -21,7 +21,7 @@ from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import CARD_KIND, NewCard, attempt_session, card_job_id
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 from tests.helpers import eventually
-from tests.processes import BOUND, StartServe, kill, query, stop
+from tests.processes import BOUND, StartServe, kill, query, stop, until_serving
 
 CONFIG = """
 providers:
@@ -147,6 +147,8 @@ async def test_two_serves_on_one_home_run_each_attempt_once(
         cards = [await add_card(home, f"Card {i}") for i in range(3)]
         srv.script(*[Reply(text=f"reply {i}") for i in range(3)])
         pair = [await serve_process(home, REMOTE_KEY="k") for _ in range(2)]
+        for process in pair:
+            await until_serving(process)  # both at work before the cards can all be done
         await eventually(
             lambda: all(card_row(home, c)["status"] == "blocked" for c in cards),
             what="every card's attempt to end",

@@ -23,7 +23,7 @@ from habakkuk.work.schedule_types import NewSchedule
 from habakkuk.work.service import Schedules
 from tests.conftest import mock_config
 from tests.helpers import eventually
-from tests.processes import StartServe, stop
+from tests.processes import StartServe, stop, until_serving
 
 
 def ran_jobs(db: Path, schedule: str) -> list[str]:
@@ -66,6 +66,8 @@ async def test_two_serve_processes_run_each_slot_once(
             by="owner",
         )
     processes = [await serve_process(root) for _ in range(2)]
+    for process in processes:
+        await until_serving(process)
     db = home.db_path("control")
     await eventually(
         lambda: ran_jobs(db, schedule.id),
