@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import mcp.client.stdio  # noqa: F401  (see below)
@@ -13,11 +13,18 @@ import pytest
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
+from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
+from tests.fakes.github_api import FakeGitHub, ThreadedGitHub
+from tests.fakes.model_server import FakeModelServer
+from tests.processes import StartServe, serve_processes
 
 # The mcp SDK's stdio client takes `errlog=sys.stderr` as a default argument, bound when
 # mcp.client.stdio is first imported. Imported first inside a test that captures with
 # capsys, every later stdio client would write the server's stderr to that test's
 # closed capture (no fileno). So it is imported here, with the session's own stderr.
+
+# Under pytest-xdist, syrupy's unused-snapshot check is done for the whole run.
+pytest_plugins = ["tests.snapshot_workers"]
 
 # Tests must never reach a real provider or read the developer's home.
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "HABAKKUK_HOME"):
@@ -94,6 +101,42 @@ async def runtime_factory(home: Home) -> AsyncIterator[Callable[[str], object]]:
     yield _open  # type: ignore[misc]
     for runtime in opened:
         await runtime.close()
+
+
+# -- the fake servers: each started in one place -----------------------------------------
+
+
+@pytest.fixture
+async def model_server() -> AsyncIterator[FakeModelServer]:
+    """The fake model server (the OpenAI and Anthropic wires) on a loopback port."""
+    async with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
+    """The fake Telegram Bot API on a loopback port; $TG_TOKEN is its bot's token."""
+    monkeypatch.setenv("TG_TOKEN", BOT_TOKEN)
+    async with FakeTelegram(token=BOT_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
+    """The fake GitHub API, in a thread of its own (the CLI runs its own loop); skills
+    installs go to it ($HABAKKUK_GITHUB_API), with no token of the developer's."""
+    with ThreadedGitHub() as server:
+        monkeypatch.setenv("HABAKKUK_GITHUB_API", server.base_url)
+        monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+        yield server
+
+
+@pytest.fixture
+async def serve_process() -> AsyncIterator[StartServe]:
+    """`await serve_process(home, **env)`: a real `habakkuk --serve` on `home`, to kill or
+    stop (tests/processes.py); any a test leaves running is killed after it."""
+    async with serve_processes() as start:
+        yield start
 
 
 # -- no silent skips in CI ---------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Helpers shared by the tests of every directory: one bounded wait for state with no event.
+"""Helpers shared by the tests of every directory: one bounded wait for state with no
+event, and the context a tool is called with directly.
 
 Prefer awaiting an event, a message or a worker. Where the state being watched has
 none (a widget's reactive, a file another process writes, a row another process
@@ -13,8 +14,14 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
+
+from habakkuk.engine.events import EventBus
+from habakkuk.engine.store import BlobStore
+from habakkuk.engine.toolkit.registry import ToolContext
 
 BOUND = 20.0  # seconds: generous for anything a test waits on in-process
 POLL = 0.01  # seconds between checks: the loop runs other tasks meanwhile
@@ -58,3 +65,30 @@ def eventually_sync(condition: Callable[[], object], *, what: str, timeout: floa
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(0.05)
+
+
+def tool_context(
+    root: Path,
+    *,
+    agent: str = "main",
+    mode: str = "full",
+    workspace: Path | None = None,
+    **extra: Any,
+) -> ToolContext:
+    """The context of a tool called directly, as in a turn of `agent`: its workspace
+    `root`/ws (made) unless one is given, its home `root`, blobs in `root`/blobs and a bus
+    of its own; `extra` sets the other fields (approver, exec_timeout, ...)."""
+    if workspace is None:
+        workspace = root / "ws"
+        workspace.mkdir(exist_ok=True)
+    return ToolContext(
+        agent=agent,
+        session="ses_1",
+        turn="turn_1",
+        workspace=workspace,
+        mode=mode,
+        home=root,
+        blobs=BlobStore(root / "blobs"),
+        bus=EventBus(),
+        **extra,
+    )

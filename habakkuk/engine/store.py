@@ -106,17 +106,36 @@ def connect(path: Path, *, attach: dict[str, Path] | None = None) -> sqlite3.Con
             os.chmod(path, 0o600)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _to_wal(conn, "main")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         for alias, other in (attach or {}).items():
             other.parent.mkdir(parents=True, exist_ok=True)
             conn.execute("ATTACH DATABASE ? AS " + _ident(alias), (str(other),))
-            conn.execute(f"PRAGMA {_ident(alias)}.journal_mode = WAL")
+            _to_wal(conn, _ident(alias))
             conn.execute(f"PRAGMA {_ident(alias)}.synchronous = NORMAL")
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: cannot open database: {exc}") from None
     return conn
+
+
+def _to_wal(conn: sqlite3.Connection, schema: str) -> None:
+    """Put `schema` in WAL mode, waiting (up to the busy timeout) for another opener.
+
+    Two processes opening one new database at once both hold a shared lock and want an
+    exclusive one to switch it to WAL; SQLite answers one of them "database is locked"
+    at once, without its busy handler (that wait could deadlock). So it is tried again:
+    by then the other has switched it, and the switch is a no-op.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute(f"PRAGMA {schema}.journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _ident(name: str) -> str:

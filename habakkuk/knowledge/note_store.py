@@ -7,6 +7,7 @@ through. Per-agent resources open on first use (agent_memory.py) and close with 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,8 @@ from .memory_types import (
 )
 from .note_checks import checked_body, checked_tags, checked_title, given_tags
 from .notes import NoteFiles, NoteText, check_slug, partial_note, slugify
+
+log = logging.getLogger(__name__)
 
 PROFILE_FILE = "USER.md"
 IDENTITY_FILE = "IDENTITY.md"
@@ -80,6 +83,8 @@ class NoteStore:
         self._embedder = embedder
         self._agents: dict[str, AgentMemory] = {}
         self._opening: asyncio.Lock | None = None
+        # Syncs still running (see _synced), which close() lets end first.
+        self._syncs: set[asyncio.Task[None]] = set()
 
     # -- resources ---------------------------------------------------------------------
 
@@ -113,7 +118,14 @@ class NoteStore:
         return (await self._agent(agent)).index.db
 
     async def close(self) -> None:
-        """Close every agent's databases."""
+        """Close every agent's databases, once the syncs still running have ended."""
+        # A sync whose caller gave up runs on (see _synced): closed under it, it failed
+        # on a closed database with no one to tell (a traceback at every shutdown that
+        # cut a search short).
+        while self._syncs:
+            for ended in await asyncio.gather(*self._syncs, return_exceptions=True):
+                if isinstance(ended, Exception):
+                    log.warning("memory: a sync before closing failed: %s", ended)
         agents, self._agents = list(self._agents.values()), {}
         for item in agents:
             await item.close()
@@ -189,7 +201,10 @@ class NoteStore:
             async with am.lock:
                 await self._sync(am)
 
-        await asyncio.shield(run())
+        task = asyncio.ensure_future(run())
+        self._syncs.add(task)
+        task.add_done_callback(self._syncs.discard)
+        await asyncio.shield(task)
 
     async def _record_seen(self, am: AgentMemory, result: SyncResult) -> None:
         if not result.seen:

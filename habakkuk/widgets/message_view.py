@@ -40,6 +40,7 @@ from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
 
 if TYPE_CHECKING:
+    from textual.geometry import Region
     from textual.screen import Screen
 
     from habakkuk.engine.sessions import StoredMessage
@@ -149,18 +150,29 @@ class MessageView(VerticalScroll, can_focus=True):
                 self.scroll_to(y=offset + moved, animate=False, immediate=True)
                 return True
         self._reading = None
-        if region:
-            try:
-                widget, _ = screen.get_widget_at(region.x + 2, region.y)
-            except NoWidget:
-                widget = self
-            if widget is not self and self in widget.ancestors:
-                reading = [(widget, widget.region.y - region.y + offset)]
-                while widget.parent is not self and isinstance(widget.parent, Widget):
-                    widget = widget.parent
-                reading.append((widget, widget.region.y - region.y + offset))
-                self._reading = reading
+        shown = self._first_widget_shown(screen, region)
+        if shown is not None:
+            reading = [(shown, shown.region.y - region.y + offset)]
+            while shown.parent is not self and isinstance(shown.parent, Widget):
+                shown = shown.parent
+            reading.append((shown, shown.region.y - region.y + offset))
+            self._reading = reading
         return False
+
+    def _first_widget_shown(self, screen: Screen[Any], region: Region) -> Widget | None:
+        """The widget on the highest row of the visible area that shows one of ours.
+
+        Not only the top row: where it falls in the gap between two messages, nothing
+        noted meant a batch mounted above then moved the text read by its whole height.
+        """
+        for row in range(region.y, region.bottom):
+            try:
+                widget, _ = screen.get_widget_at(region.x + 2, row)
+            except NoWidget:
+                continue
+            if widget is not self and self in widget.ancestors:
+                return widget
+        return None
 
     # -- the window on a loaded transcript ---------------------------------------------------
 

@@ -37,6 +37,9 @@ class Call:
     answered: bool = True
 
 
+BOT_TOKEN = "123:SECRET"  # the bot of the shared `tg` fixture (tests/conftest.py)
+
+
 class FakeTelegram:
     """The fake Bot API. Use as `async with FakeTelegram(token="T") as tg:`."""
 

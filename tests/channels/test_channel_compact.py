@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from habakkuk.engine.home import Home
 from tests.channels.fake_telegram import FakeTelegram
-from tests.channels.test_telegram_e2e import OpenRuntime, rows, start, tg  # noqa: F401
+from tests.channels.test_telegram_e2e import OpenRuntime, rows, start  # noqa: F401
 
 SCRIPT = """
 - match: "messages_to_fold"
@@ -15,7 +15,7 @@ SCRIPT = """
 
 async def test_compact_in_a_chat_replies_with_what_it_did(
     start: OpenRuntime,  # noqa: F811
-    tg: FakeTelegram,  # noqa: F811
+    tg: FakeTelegram,
     home: Home,
 ) -> None:
     runtime = await start(SCRIPT)

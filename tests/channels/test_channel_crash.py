@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import json
-import os
-import signal
 import sqlite3
-import sys
 import textwrap
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from tests.channels.fake_telegram import BOT_TOKEN as TOKEN
 from tests.channels.fake_telegram import FakeTelegram
 from tests.helpers import eventually
+from tests.processes import StartServe, kill, stop
 
 # The processes are real and cold-started; their databases may be busy or not yet
 # created when read (that counts as "not yet").
 BOUND = 60.0
 NOT_YET = (sqlite3.OperationalError,)
 
-TOKEN = "555:KILLTEST"
 CHUNK = "\n\n".join(["alpha " * 500, "bravo " * 500, "charlie " * 500])
 
 
@@ -51,36 +47,6 @@ def config(tg: FakeTelegram, reply: str) -> str:
     )
 
 
-@pytest.fixture
-async def tg() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(token=TOKEN) as server:
-        yield server
-
-
-async def serve(home: Path) -> asyncio.subprocess.Process:
-    env = {**os.environ, "HABAKKUK_HOME": str(home), "TG_TOKEN": TOKEN}
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "habakkuk.cli", "--serve",
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-
-
-async def kill(process: asyncio.subprocess.Process) -> None:
-    process.send_signal(signal.SIGKILL)
-    await asyncio.wait_for(process.wait(), 30)
-
-
-async def stop(process: asyncio.subprocess.Process) -> str:
-    """SIGTERM, wait, return stderr; the shutdown must be clean."""
-    if process.returncode is None:
-        process.send_signal(signal.SIGTERM)
-    _, err = await asyncio.wait_for(process.communicate(), 60)
-    text = err.decode(errors="replace")
-    assert process.returncode == 0, text
-    assert "Traceback" not in text, text
-    return text
-
-
 def jobs(home: Path) -> dict[str, sqlite3.Row]:
     path = home / "control.db"
     if not path.exists():
@@ -97,38 +63,30 @@ def transcript_roles(home: Path) -> list[str]:
 
 @pytest.mark.timeout(180)
 async def test_a_crash_mid_delivery_resumes_at_the_first_unsent_chunk(
-    tg: FakeTelegram, tmp_path: Path
+    tg: FakeTelegram, tmp_path: Path, serve_process: StartServe
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.yaml").write_text(config(tg, CHUNK))
     tg.hold_sends_after(1)  # chunk 1 goes out; chunk 2 hangs until the kill
-    first = await serve(home)
-    killed = False
-    try:
-        update = tg.message("the long answer please")
-        await tg.wait_for(lambda: len(tg.of("sendMessage", answered=None)) == 2, timeout=60)
-        await kill(first)
-        killed = True
-    finally:
-        if not killed:
-            await kill(first)
+    first = await serve_process(home, TG_TOKEN=TOKEN)
+    update = tg.message("the long answer please")
+    await tg.wait_for(lambda: len(tg.of("sendMessage", answered=None)) == 2, timeout=60)
+    await kill(first)
     tg.release_sends()
     turn = f"turn:tg:42:{update['message']['message_id']}"
     delivered_before = tg.texts()
     assert len(delivered_before) == 1 and delivered_before[0].startswith("alpha")
 
-    second = await serve(home)
-    try:
-        await tg.wait_for(lambda: len(tg.texts()) == 3, timeout=60)
-        await eventually(
-            lambda: jobs(home)[f"reply:{turn}"]["status"] == "done",
-            what="the delivery",
-            timeout=BOUND,
-            ignore=NOT_YET,
-        )
-    finally:
-        await stop(second)
+    second = await serve_process(home, TG_TOKEN=TOKEN)
+    await tg.wait_for(lambda: len(tg.texts()) == 3, timeout=60)
+    await eventually(
+        lambda: jobs(home)[f"reply:{turn}"]["status"] == "done",
+        what="the delivery",
+        timeout=BOUND,
+        ignore=NOT_YET,
+    )
+    await stop(second)
     texts = tg.texts()
     assert [t.split()[0] for t in texts] == ["alpha", "bravo", "charlie"]
     assert " ".join(texts).split() == CHUNK.split()
@@ -140,44 +98,40 @@ async def test_a_crash_mid_delivery_resumes_at_the_first_unsent_chunk(
 
 @pytest.mark.timeout(180)
 async def test_a_crash_between_the_turns_end_and_its_delivery_sends_one_reply(
-    tg: FakeTelegram, tmp_path: Path
+    tg: FakeTelegram, tmp_path: Path, serve_process: StartServe
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.yaml").write_text(config(tg, "the one and only reply"))
     tg.hold_sends_after(0)  # the reply hangs: the turn is over, the delivery is not
-    first = await serve(home)
+    first = await serve_process(home, TG_TOKEN=TOKEN)
     update = tg.message("hello")
     turn = f"turn:tg:42:{update['message']['message_id']}"
-    try:
-        await eventually(
-            lambda: jobs(home).get(turn, {"status": ""})["status"] == "done",
-            what="the turn",
-            timeout=BOUND,
-            ignore=NOT_YET,
-        )
-        await tg.wait_for(lambda: len(tg.of("sendMessage", answered=None)) == 1, timeout=60)
-    finally:
-        await kill(first)
+    await eventually(
+        lambda: jobs(home).get(turn, {"status": ""})["status"] == "done",
+        what="the turn",
+        timeout=BOUND,
+        ignore=NOT_YET,
+    )
+    await tg.wait_for(lambda: len(tg.of("sendMessage", answered=None)) == 1, timeout=60)
+    await kill(first)
     tg.release_sends()
     assert tg.texts() == []
 
     # The same update comes again (the kill may have beaten the offset save).
     tg.replay(update)
-    second = await serve(home)
-    try:
-        await tg.wait_for(lambda: len(tg.texts()) == 1, timeout=60)
-        await eventually(
-            lambda: jobs(home)[f"reply:{turn}"]["status"] == "done",
-            what="the delivery",
-            timeout=BOUND,
-            ignore=NOT_YET,
-        )
-        await tg.wait_for(lambda: not tg.updates, timeout=60)  # the replay was read
-        third = tg.message("after the restart")
-        await tg.wait_for(lambda: len(tg.texts()) == 2, timeout=60)
-    finally:
-        await stop(second)
+    second = await serve_process(home, TG_TOKEN=TOKEN)
+    await tg.wait_for(lambda: len(tg.texts()) == 1, timeout=60)
+    await eventually(
+        lambda: jobs(home)[f"reply:{turn}"]["status"] == "done",
+        what="the delivery",
+        timeout=BOUND,
+        ignore=NOT_YET,
+    )
+    await tg.wait_for(lambda: not tg.updates, timeout=60)  # the replay was read
+    third = tg.message("after the restart")
+    await tg.wait_for(lambda: len(tg.texts()) == 2, timeout=60)
+    await stop(second)
     assert tg.texts() == ["the one and only reply", "the one and only reply"]
     rows = jobs(home)
     assert rows[turn]["attempts"] == 1
@@ -189,7 +143,7 @@ async def test_a_crash_between_the_turns_end_and_its_delivery_sends_one_reply(
 
 @pytest.mark.timeout(180)
 async def test_a_sigterm_while_a_poll_is_in_flight_leaves_no_session_unclosed(
-    tg: FakeTelegram, tmp_path: Path
+    tg: FakeTelegram, tmp_path: Path, serve_process: StartServe
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -206,10 +160,8 @@ async def test_a_sigterm_while_a_poll_is_in_flight_leaves_no_session_unclosed(
 
     for _ in range(2):  # each shutdown, not only the first
         polls = len(tg.of("getUpdates", answered=None))
-        process = await serve(home)
-        try:
-            await tg.wait_for(functools.partial(polling_since, polls), timeout=60)
-        finally:
-            said = await stop(process)
+        process = await serve_process(home, TG_TOKEN=TOKEN)
+        await tg.wait_for(functools.partial(polling_since, polls), timeout=60)
+        said = await stop(process)
         assert "Unclosed" not in said, said
         assert said.rstrip().endswith("habakkuk: shutting down"), said

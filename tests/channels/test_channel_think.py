@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from tests.channels.fake_telegram import FakeTelegram
-from tests.channels.test_telegram_e2e import OpenRuntime, start, tg  # noqa: F401
+from tests.channels.test_telegram_e2e import OpenRuntime, start  # noqa: F401
 
 
 async def test_think_in_a_chat_shows_sets_and_clears_the_sessions_effort(
     start: OpenRuntime,  # noqa: F811
-    tg: FakeTelegram,  # noqa: F811
+    tg: FakeTelegram,
 ) -> None:
     runtime = await start('- text: "ok"')
     tg.message("/think")

@@ -8,7 +8,7 @@ import json
 import re
 import sqlite3
 import textwrap
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +18,12 @@ from aiohttp import web
 from habakkuk import cli
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
-from tests.channels.fake_telegram import FakeTelegram
+from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
 from tests.conftest import mock_config
 from tests.helpers import eventually
 from tests.hook_log import HookLog
 
-TOKEN = "123:SECRET"
+TOKEN = BOT_TOKEN  # the shared `tg` fixture's bot
 OpenRuntime = Callable[..., Awaitable[Runtime]]
 
 
@@ -40,13 +40,6 @@ def channel_yaml(tg: FakeTelegram, extra: str = "") -> str:
             silent_limit: 20s
         """
     ) + textwrap.indent(textwrap.dedent(extra), "    ")
-
-
-@pytest.fixture
-async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
-    monkeypatch.setenv("TG_TOKEN", TOKEN)
-    async with FakeTelegram(token=TOKEN) as server:
-        yield server
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -24,7 +24,7 @@ from habakkuk.engine.store import Database
 from habakkuk.engine.toolkit.approvals import Answer
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
-from tests.channels.test_telegram_e2e import APPROVAL_SCRIPT, TOKEN, channel_yaml
+from tests.channels.test_telegram_e2e import APPROVAL_SCRIPT, channel_yaml
 from tests.conftest import mock_config
 
 TWO_CALLS_SCRIPT = """
@@ -38,13 +38,6 @@ TWO_CALLS_SCRIPT = """
 """
 
 Open = Callable[..., Awaitable[Runtime]]
-
-
-@pytest.fixture
-async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
-    monkeypatch.setenv("TG_TOKEN", TOKEN)
-    async with FakeTelegram(token=TOKEN) as server:
-        yield server
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import tarfile
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from habakkuk.cli import main
 from habakkuk.knowledge.hub.lock import read_lock
 from habakkuk.knowledge.hub.treehash import tree_hash
 from tests.conftest import mock_config
-from tests.fakes.github_api import FakeGitHub, ThreadedGitHub
 
 WEEKLY = """---
 name: weekly-report
@@ -32,14 +30,6 @@ description: Write the weekly report from the board and the week's sessions.
 """
 
 NOTES = "Group the cards by project; keep each line under 80 characters.\n"
-
-
-@pytest.fixture
-def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    with ThreadedGitHub() as server:
-        monkeypatch.setenv("HABAKKUK_GITHUB_API", server.base_url)
-        monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-        yield server
 
 
 @pytest.fixture

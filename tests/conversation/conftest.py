@@ -1,6 +1,6 @@
-"""The surfaces' fixtures: the fake Bot API (`tg`) and the HTTP server (`serve`)."""
+"""The surfaces' fixtures: the HTTP server (`serve`); the fake Bot API (`tg`) is shared
+by every test (tests/conftest.py)."""
 
-from tests.channels.test_telegram_e2e import tg
 from tests.server.conftest import serve
 
-__all__ = ["serve", "tg"]
+__all__ = ["serve"]

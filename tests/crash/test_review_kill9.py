@@ -4,13 +4,10 @@ change made twice."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import os
 import signal
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +17,8 @@ from habakkuk.engine.llm.types import Message
 from habakkuk.engine.sessions import TranscriptStore
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.helpers import eventually
+from tests.processes import BOUND, StartServe, kill, query, stop
 
-BOUND = 60.0  # the processes are real and cold-started
 CHANGES = 20
 
 CONFIG = """
@@ -40,30 +37,6 @@ memory:
 """
 
 
-def query(path: Path, sql: str) -> list[sqlite3.Row]:
-    if not path.exists():
-        return []
-    with contextlib.closing(sqlite3.connect(path, timeout=5)) as conn:
-        conn.row_factory = sqlite3.Row
-        try:
-            return conn.execute(sql).fetchall()
-        except sqlite3.OperationalError:
-            return []  # not migrated yet
-
-
-async def serve(home: Path) -> asyncio.subprocess.Process:
-    env = {**os.environ, "HABAKKUK_HOME": str(home), "REMOTE_KEY": "k"}
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "habakkuk.cli",
-        "--serve",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-
-
 async def seed(home: Path) -> str:
     root = Home(home)
     root.prepare()
@@ -80,7 +53,7 @@ async def seed(home: Path) -> str:
 
 @pytest.mark.timeout(240)
 async def test_sigkill_mid_review_then_serve_finishes_it_without_calling_the_model(
-    tmp_path: Path,
+    tmp_path: Path, serve_process: StartServe
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -100,31 +73,21 @@ async def test_sigkill_mid_review_then_serve_finishes_it_without_calling_the_mod
         memory_db = home / "agents" / "main" / "memory.db"
         runs = "SELECT * FROM review_runs"
 
-        first = await serve(home)
-        try:
-            await eventually(lambda: query(memory_db, runs), what="the plan", timeout=BOUND)
-            first.send_signal(signal.SIGSTOP)  # frozen right after its plan was stored
-            [run] = query(memory_db, runs)
-            assert run["done"] == 0 and run["applied"] < CHANGES
-            first.send_signal(signal.SIGKILL)
-            await first.wait()
-        finally:
-            if first.returncode is None:
-                first.kill()
-                await first.wait()
+        first = await serve_process(home, REMOTE_KEY="k")
+        await eventually(lambda: query(memory_db, runs), what="the plan", timeout=BOUND)
+        first.send_signal(signal.SIGSTOP)  # frozen right after its plan was stored
+        [run] = query(memory_db, runs)
+        assert run["done"] == 0 and run["applied"] < CHANGES
+        await kill(first)
         assert len(srv.requests) == 1
 
-        second = await serve(home)
-        try:
-            await eventually(
-                lambda: [r for r in query(memory_db, runs) if r["done"] == 1],
-                what="the resumed review to finish",
-                timeout=BOUND,
-            )
-        finally:
-            second.send_signal(signal.SIGTERM)
-            _, err = await second.communicate()
-        assert second.returncode == 0, err.decode()
+        second = await serve_process(home, REMOTE_KEY="k")
+        await eventually(
+            lambda: [r for r in query(memory_db, runs) if r["done"] == 1],
+            what="the resumed review to finish",
+            timeout=BOUND,
+        )
+        await stop(second)
 
     assert len(srv.requests) == 1  # the plan was reused: no second model call
     [run] = query(memory_db, runs)

@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from habakkuk.engine.events import EventBus
 from habakkuk.engine.llm.types import ToolUseBlock
-from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalRequest
 from habakkuk.engine.toolkit.permissions import Risk, decide
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput, ToolRegistry
@@ -20,6 +18,7 @@ from habakkuk.tools.files import WriteFile
 from habakkuk.tools.hardline import check_hardline
 from habakkuk.tools.process_tools import BackgroundExec, ProcessWrite
 from habakkuk.tools.processes import ProcessManager
+from tests.helpers import tool_context
 
 MODES = ("read-only", "ask", "workspace", "full")
 
@@ -64,20 +63,7 @@ class Answering:
 
 
 def make_ctx(tmp_path: Path, mode: str, approver: Any = None, **extra: Any) -> ToolContext:
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    return ToolContext(
-        agent="main",
-        session="ses_1",
-        turn="turn_1",
-        workspace=workspace,
-        mode=mode,
-        home=tmp_path,
-        blobs=BlobStore(tmp_path / "blobs"),
-        bus=EventBus(),
-        approver=approver,
-        **extra,
-    )
+    return tool_context(tmp_path, mode=mode, approver=approver, **extra)
 
 
 async def call(registry: ToolRegistry, ctx: ToolContext, tool: str, **args: Any) -> Any:

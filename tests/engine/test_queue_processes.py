@@ -159,16 +159,18 @@ def test_a_worker_killed_mid_run_loses_nothing_its_jobs_run_again_elsewhere(
     log = tmp_path / "log"
     new = jobs()
     queue_jobs(tmp_path, [])
-    # The victim works alone first, slowly (50 ms a job), so it is at work, holding its
-    # four leases, when it dies; the other two start once it is, and take over.
+    # The victim works alone, slowly (50 ms a job), and dies as soon as it is at work,
+    # holding its four leases with some 200 jobs left; then the other two start and take
+    # over. (Killed only once the others were up, it could finish every job first on a
+    # loaded machine, and die holding none.)
     [victim] = start_workers(tmp_path, log, 1, pause=0.05)
     workers = [victim]
     try:
         queue_jobs(tmp_path, new)
         eventually_sync(lambda: log.exists() and lines(log), what="the victim at work")
-        workers += start_workers(tmp_path, log, 2)
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(timeout=30)
+        workers += start_workers(tmp_path, log, 2)
         eventually_sync(lambda: all_settled(tmp_path), what="every job done", timeout=60)
     finally:
         stop_workers(workers)

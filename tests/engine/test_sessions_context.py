@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +36,9 @@ def remote_config(kind: str, url: str) -> str:
 
 
 @pytest.fixture
-async def srv(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+def srv(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as server:
-        yield server
+    return model_server
 
 
 def sent_user_texts(kind: str, body: dict[str, Any]) -> list[str]:

@@ -267,3 +267,27 @@ async def test_a_writer_waits_for_a_transaction_holding_its_file_attached_withou
     # (transcripts.db has no table t: its writes land in the attached control.db's)
     expected = {"held", "after"} | {f"{side}{i}" for side in "ct" for i in range(20)}
     assert names(tmp_path / "control.db") == expected
+
+
+def test_openers_of_one_new_database_at_the_same_moment_all_open_it(tmp_path: Path) -> None:
+    # Two `--serve` on a fresh home open each agent's databases at once; the one whose
+    # switch to WAL lost the race got "database is locked" (about one round in 20 here).
+    # Threads stand in for the processes: each has its own connection and locks.
+    failed: list[str] = []
+    for attempt in range(100):
+        path = tmp_path / f"new-{attempt}.db"
+        start = threading.Barrier(4)
+
+        def open_it(path: Path = path, start: threading.Barrier = start) -> None:
+            start.wait()
+            try:
+                connect(path).close()
+            except StoreError as exc:
+                failed.append(str(exc))
+
+        openers = [threading.Thread(target=open_it) for _ in range(4)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join()
+    assert failed == []

@@ -28,9 +28,8 @@ def _config(base_url: str, thinking: str | None = None) -> str:
 
 
 @pytest.fixture
-async def server() -> Any:
-    async with FakeModelServer() as srv:
-        yield srv
+def server(model_server: FakeModelServer) -> FakeModelServer:
+    return model_server
 
 
 async def _turn(runtime: Any, session: str, text: str) -> None:

@@ -17,15 +17,15 @@ thread for tests that call the synchronous CLI.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import io
 import tarfile
-import threading
 from dataclasses import dataclass, field
 from types import TracebackType
 
 from aiohttp import web
+
+from tests.fakes.loopback import Threaded, serve_on_loopback
 
 
 @dataclass
@@ -217,12 +217,7 @@ class FakeGitHub:
         app.router.add_get("/repos/{owner}/{repo}/tarball/{ref:.+}", self._tarball)
         app.router.add_get("/codeload/{owner}/{repo}/legacy.tar.gz/{sha}", self._codeload)
         app.router.add_get("/files/{name}", self._file)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self._runner = runner
-        self._port = int(runner.addresses[0][1])
+        self._runner, self._port = await serve_on_loopback(app)
 
     async def close(self) -> None:
         if self._runner is not None:
@@ -242,21 +237,8 @@ class FakeGitHub:
         await self.close()
 
 
-class ThreadedGitHub:
+class ThreadedGitHub(Threaded[FakeGitHub]):
     """A FakeGitHub on its own loop in a daemon thread (for the synchronous CLI)."""
 
     def __init__(self) -> None:
-        self.server = FakeGitHub()
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    def __enter__(self) -> FakeGitHub:
-        self.thread.start()
-        asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(10)
-        return self.server
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
+        super().__init__(FakeGitHub())

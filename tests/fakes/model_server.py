@@ -46,6 +46,8 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from tests.fakes.loopback import serve_on_loopback
+
 __all__ = [
     "API_NAMES",
     "Drop",
@@ -489,14 +491,7 @@ class FakeModelServer:
         app.router.add_post("/v1/messages", self._handle_anthropic)
         app.router.add_post("/v1/embeddings", self._handle_embeddings)
         app.router.add_get("/v1/models", self._handle_models)
-        # A short shutdown grace: a test that abandons a stream must not hold
-        # close() for aiohttp's default minute.
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self._runner = runner
-        self._port = int(runner.addresses[0][1])
+        self._runner, self._port = await serve_on_loopback(app)
 
     async def close(self) -> None:
         """Stop listening and drop open connections; safe to call twice."""

@@ -54,9 +54,8 @@ async def _close_clients() -> AsyncIterator[None]:
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeModelServer]:
-    async with FakeModelServer() as srv:
-        yield srv
+def server(model_server: FakeModelServer) -> FakeModelServer:
+    return model_server
 
 
 def openai_client(server: FakeModelServer, key: str = "test") -> openai.AsyncOpenAI:

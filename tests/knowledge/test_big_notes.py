@@ -12,9 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
-import signal
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -30,6 +27,7 @@ from habakkuk.knowledge.service import Memory
 from habakkuk.knowledge.snippets import LOOK_AHEAD, LOOK_BACK, SNIPPET_SCAN, Highlighter
 from habakkuk.services.doctor import run_checks
 from tests.conftest import WriteConfig, mock_config
+from tests.processes import StartServe, free_port, stop, until_http
 
 from .conftest import USER
 
@@ -151,54 +149,30 @@ def test_a_sync_writes_in_batches_of_bounded_text() -> None:
     assert [[f.slug for f in batch] for batch in batches(mixed)] == [["a"], ["big"], ["b"]]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.mark.timeout(120)
-async def test_serve_answers_a_memory_search_and_stops_with_a_21_mb_note(tmp_path: Path) -> None:
+async def test_serve_answers_a_memory_search_and_stops_with_a_21_mb_note(
+    tmp_path: Path, serve_process: StartServe
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    port = _free_port()
+    port = free_port()
     extra = f"http:\n  listen: 127.0.0.1:{port}\n  token_env: SERVE_TOKEN\n"
     (home / "config.yaml").write_text(mock_config(extra=extra), encoding="utf-8")
     folder = home / "agents" / "main" / "memory"
     big_note(folder, size=21 * 1024 * 1024)
-    env = {**os.environ, "HABAKKUK_HOME": str(home), "SERVE_TOKEN": "serve-token-0123456789"}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "habakkuk.cli", "--serve",
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stderr is not None
-    lines: list[str] = []
-    try:
-        while not any("HTTP on" in line for line in lines):
-            line = await asyncio.wait_for(process.stderr.readline(), 60)
-            assert line, "serve exited: " + "".join(lines)
-            lines.append(line.decode())
-        url = f"http://127.0.0.1:{port}/api/memory/main"
-        headers = {"Authorization": "Bearer serve-token-0123456789"}
-        async with aiohttp.ClientSession(headers=headers) as client:
-            # Bounded waits: before, this search did not answer within minutes.
-            async with asyncio.timeout(30), client.get(url, params={"q": "coffee"}) as response:
-                assert response.status == 200
-                found = await response.json()
-            assert found["memories"][0]["slug"] == "big"
-            assert found["memories"][0]["partial"] is True
-            assert len(found["memories"][0]["snippet"]) < 1_000
-        process.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(process.wait(), 30)
-    finally:
-        if process.returncode is None:
-            process.kill()
-        _, rest = await process.communicate()
-    text = "".join(lines) + rest.decode(errors="replace")
-    assert process.returncode == 0, text
-    assert "Traceback" not in text
+    process = await serve_process(home, SERVE_TOKEN="serve-token-0123456789")
+    await until_http(process)
+    url = f"http://127.0.0.1:{port}/api/memory/main"
+    headers = {"Authorization": "Bearer serve-token-0123456789"}
+    async with aiohttp.ClientSession(headers=headers) as client:
+        # Bounded waits: before, this search did not answer within minutes.
+        async with asyncio.timeout(30), client.get(url, params={"q": "coffee"}) as response:
+            assert response.status == 200
+            found = await response.json()
+        assert found["memories"][0]["slug"] == "big"
+        assert found["memories"][0]["partial"] is True
+        assert len(found["memories"][0]["snippet"]) < 1_000
+    await stop(process)  # exit 0, no traceback
 
 
 def test_the_memory_screen_marks_a_note_read_in_part() -> None:

@@ -9,7 +9,6 @@ through links, `..` and other spellings, and say which tool to use; reading stil
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +35,9 @@ def config(url: str, workspace: Path) -> str:
 
 
 @pytest.fixture
-async def srv(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+def srv(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as server:
-        yield server
+    return model_server
 
 
 async def run_calls(runtime: Any, srv: FakeModelServer, calls: list[ToolCall]) -> list[Any]:

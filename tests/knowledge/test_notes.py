@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
@@ -12,6 +13,7 @@ from habakkuk.knowledge.frontmatter import parse
 from habakkuk.knowledge.memory_types import MemoryAccess
 from habakkuk.knowledge.notes import slugify
 from habakkuk.knowledge.service import Memory
+from tests.helpers import eventually
 
 from .conftest import AGENT, TAINTED, USER
 
@@ -152,3 +154,25 @@ async def test_bad_input_is_a_one_line_error(memory: Memory) -> None:
         await memory.save("main", "T", "\n\n", provenance=AGENT)
     with pytest.raises(HabakkukError, match="over 64,000 bytes"):
         await memory.save("main", "T", "x" * 70_000, provenance=AGENT)
+
+
+async def test_closing_lets_a_sync_whose_caller_gave_up_end_before_the_databases_close(
+    memory: Memory,
+) -> None:
+    await memory.save("main", "Tea", "Green.", provenance=AGENT)
+
+    def syncs() -> list[asyncio.Task[object]]:
+        return [t for t in asyncio.all_tasks() if "_synced" in t.get_coro().__qualname__]  # type: ignore[union-attr]
+
+    # A listing's sync waits behind one in progress (the agent's lock is held), and the
+    # listing is given up on (a client that hung up, a shutdown)...
+    agent = await memory._agent("main")
+    async with agent.lock:
+        listing = asyncio.create_task(memory.list_notes("main"))
+        await eventually(syncs, what="the listing's sync to wait for the lock")
+        [sync] = syncs()
+        listing.cancel()
+        await asyncio.gather(listing, return_exceptions=True)
+    # ...then the memory closes: the sync (shielded, so it runs on) ends first, unfailed.
+    await memory.close()
+    assert sync.done() and sync.exception() is None

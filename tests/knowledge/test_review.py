@@ -30,10 +30,9 @@ CONFIG = (
 
 
 @pytest.fixture
-async def srv(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+def srv(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as server:
-        yield server
+    return model_server
 
 
 class Rig:

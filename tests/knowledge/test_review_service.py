@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -23,10 +22,9 @@ CONFIG = (
 
 
 @pytest.fixture
-async def srv(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+def srv(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as server:
-        yield server
+    return model_server
 
 
 async def test_serve_reviews_a_quiet_session_into_the_real_memory(

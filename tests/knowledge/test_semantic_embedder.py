@@ -31,9 +31,8 @@ def provider(server: FakeModelServer, type_: str = "openai") -> ProviderConfig:
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeModelServer]:
-    async with FakeModelServer() as srv:
-        yield srv
+def server(model_server: FakeModelServer) -> FakeModelServer:
+    return model_server
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ found by meaning; a failing embedding server leaves the word search answering.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,9 +15,8 @@ USER = Provenance(by="user")
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeModelServer]:
-    async with FakeModelServer() as fake:
-        yield fake
+def server(model_server: FakeModelServer) -> FakeModelServer:
+    return model_server
 
 
 def config_text(server: FakeModelServer) -> str:

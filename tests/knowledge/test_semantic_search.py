@@ -99,9 +99,8 @@ class Memory:
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeModelServer]:
-    async with FakeModelServer() as srv:
-        yield srv
+def server(model_server: FakeModelServer) -> FakeModelServer:
+    return model_server
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -98,9 +97,8 @@ def test_building_a_litellm_provider_does_not_import_litellm(tmp_path: object) -
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeModelServer]:
-    async with FakeModelServer() as srv:
-        yield srv
+def server(model_server: FakeModelServer) -> FakeModelServer:
+    return model_server
 
 
 @pytest.mark.optional_extra("litellm")

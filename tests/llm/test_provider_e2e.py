@@ -6,10 +6,8 @@ on a loop in a background thread here.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import threading
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -17,27 +15,15 @@ from typing import Any
 import pytest
 
 from habakkuk.cli import main
+from tests.fakes.loopback import Threaded
 from tests.fakes.model_server import Fail, FakeModelServer, Reply, ToolCall
 
 
-class ThreadedServer:
+class ThreadedServer(Threaded[FakeModelServer]):
     """A FakeModelServer on its own loop in a daemon thread."""
 
     def __init__(self) -> None:
-        self.server = FakeModelServer()
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    def __enter__(self) -> FakeModelServer:
-        self.thread.start()
-        asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(10)
-        return self.server
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
+        super().__init__(FakeModelServer())
 
 
 @pytest.fixture

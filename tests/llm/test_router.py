@@ -241,9 +241,8 @@ agents:
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeModelServer]:
-    async with FakeModelServer() as srv:
-        yield srv
+def server(model_server: FakeModelServer) -> FakeModelServer:
+    return model_server
 
 
 async def test_rate_limited_key_rotates_to_the_next_at_once_and_cools_down(

@@ -192,7 +192,14 @@ async def test_missing_variable_names_itself_and_never_spawns(home: Home) -> Non
         assert zoo.process.pid is None
 
 
-async def test_dead_and_hanging_servers_never_block_startup(home: Home) -> None:
+async def test_dead_and_hanging_servers_never_block_startup(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import habakkuk.protocols.mcp.manager as manager_module
+
+    # Closing ends the hanging server's connect at once: it waits out no grace (one longer
+    # than BOUND here; it was 15 s of every run of this test).
+    monkeypatch.setattr(manager_module, "CLOSE_GRACE", 3600.0)
     servers = (
         server_entry("zoo", "basic")
         + server_entry("crash", "crash")

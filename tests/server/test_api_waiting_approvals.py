@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-import pytest
-
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
-from tests.channels.test_telegram_e2e import APPROVAL_SCRIPT, TOKEN, channel_yaml
+from tests.channels.test_telegram_e2e import APPROVAL_SCRIPT, channel_yaml
 from tests.conftest import mock_config
-
-
-@pytest.fixture
-async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
-    monkeypatch.setenv("TG_TOKEN", TOKEN)
-    async with FakeTelegram(token=TOKEN) as server:
-        yield server
 
 
 async def test_the_dashboard_lists_and_answers_a_chat_approval_of_another_process(

@@ -256,3 +256,29 @@ async def test_the_sessions_view_shows_board_and_sub_agent_sessions_when_asked(
     await page.check("#sessions-all")
     await page.locator("#sessions-list li", has_text="ses_card").wait_for(timeout=30_000)
     assert page.errors == []
+
+
+# Notes which views' loaders (each in its own deferred script) are still undefined when
+# the page makes its first API call.
+FIRST_CALL_PROBE = """
+const probedFetch = window.fetch;
+window.missingAtFirstCall = null;
+window.fetch = function (...args) {
+  if (window.missingAtFirstCall === null) {
+    window.missingAtFirstCall = ["loadMemory", "loadSkills", "loadSchedules", "loadBoard"]
+      .filter((name) => typeof window[name] !== "function");
+  }
+  return probedFetch.apply(this, args);
+};
+"""
+
+
+async def test_the_first_api_call_waits_for_every_views_script(serve: Any, browser: Any) -> None:
+    # A reload on #/schedules whose first call was answered before schedules.js had run
+    # threw "loadSchedules is not defined" and showed an empty view.
+    served = await serve(mock_config(SCRIPT))
+    page = await browser.new_page()
+    await page.add_init_script(FIRST_CALL_PROBE)
+    await page.goto(served.url + "/app/#/schedules")
+    await page.wait_for_function("window.missingAtFirstCall !== null")
+    assert await page.evaluate("window.missingAtFirstCall") == []

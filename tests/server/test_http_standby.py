@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import aiohttp
 
 from tests.conftest import mock_config
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.processes import free_port
 
 
 async def test_second_runtime_stands_by_then_takes_over_the_address(runtime_factory) -> None:

@@ -7,7 +7,6 @@ without losing anything. Real parts throughout: the CLI against a fake GitHub AP
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 from habakkuk.cli import main
 from habakkuk.engine.llm.types import TextBlock
 from habakkuk.engine.timeouts import wait_within
-from tests.fakes.github_api import FakeGitHub, ThreadedGitHub
+from tests.fakes.github_api import FakeGitHub
 
 CORPUS = Path(__file__).parents[1] / "skills_corpus" / "malicious"
 
@@ -61,14 +60,6 @@ agents:
     model: mock/scripted
     mode: full
 """
-
-
-@pytest.fixture
-def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    with ThreadedGitHub() as server:
-        monkeypatch.setenv("HABAKKUK_GITHUB_API", server.base_url)
-        monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-        yield server
 
 
 async def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

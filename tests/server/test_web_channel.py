@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import socket
 import sqlite3
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -16,9 +13,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.channels.test_channel_crash import jobs, kill, stop
+from tests.channels.test_channel_crash import jobs
 from tests.conftest import mock_config
 from tests.helpers import eventually
+from tests.processes import StartServe, free_port, kill, stop, until_http
 from tests.server.conftest import SSEReader
 
 ROUTED = """  ops:
@@ -55,12 +53,6 @@ async def test_a_route_of_the_web_account_picks_the_agent_of_a_conversation(serv
     assert job is not None and job.payload["reply_to"]["to"] == "web:ops-room"
 
 
-def free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def crash_config(release: Path, port: int) -> str:
     command = f"while [ ! -e {release} ]; do sleep 0.02; done; echo released"
     return textwrap.dedent(
@@ -83,24 +75,6 @@ def crash_config(release: Path, port: int) -> str:
     )
 
 
-async def serve_home(home: Path, url: str) -> asyncio.subprocess.Process:
-    """A real `habakkuk --serve` on `home`, once its HTTP server answers."""
-    env = {**os.environ, "HABAKKUK_HOME": str(home)}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "habakkuk.cli", "--serve",
-        env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    async with aiohttp.ClientSession() as client:
-        for _ in range(1200):
-            with contextlib.suppress(aiohttp.ClientError):
-                async with client.get(url + "/healthz") as response:
-                    if response.status == 200:
-                        return process
-            assert process.returncode is None, "habakkuk --serve exited"
-            await asyncio.sleep(0.05)
-    raise AssertionError("habakkuk --serve did not answer on HTTP")
-
-
 def web_rows(home: Path, conversation: str) -> list[tuple[str, str]]:
     with contextlib.closing(sqlite3.connect(home / "web.db")) as conn:
         rows = conn.execute(
@@ -111,7 +85,7 @@ def web_rows(home: Path, conversation: str) -> list[tuple[str, str]]:
 
 @pytest.mark.timeout(180)
 async def test_a_web_reply_survives_a_kill_between_the_turns_end_and_its_delivery(
-    tmp_path: Path,
+    tmp_path: Path, serve_process: StartServe
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -120,7 +94,8 @@ async def test_a_web_reply_survives_a_kill_between_the_turns_end_and_its_deliver
     url = f"http://127.0.0.1:{port}"
     (home / "config.yaml").write_text(crash_config(release, port))
     body = {"conversation": "k1", "text": "the slow one", "id": "client-1"}
-    first = await serve_home(home, url)
+    first = await serve_process(home)
+    await until_http(first)
     lock = None
     try:
         async with (
@@ -153,7 +128,8 @@ async def test_a_web_reply_survives_a_kill_between_the_turns_end_and_its_deliver
             lock.close()
     assert web_rows(home, "k1") == [("user", "the slow one")]
 
-    second = await serve_home(home, url)
+    second = await serve_process(home)
+    await until_http(second)
     try:
         async with aiohttp.ClientSession() as client:
             async with client.get(url + "/api/chat/k1/events?after=0") as response:

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from habakkuk.engine.events import EventBus
-from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalHub, ApprovalRequest
 from habakkuk.engine.toolkit.registry import ToolContext, ToolError
 from habakkuk.tools.clarify import NO_ASKER, Clarify, ClarifyRequest
+from tests.helpers import tool_context
 
 QUESTIONS = {
     "questions": [
@@ -36,17 +36,7 @@ class TerminalAsker:
 
 
 def ctx_for(tmp_path: Path, approver: object) -> ToolContext:
-    return ToolContext(
-        agent="main",
-        session="s",
-        turn="t",
-        workspace=tmp_path,
-        mode="read-only",
-        home=tmp_path,
-        blobs=BlobStore(tmp_path / "b"),
-        bus=EventBus(),
-        approver=approver,  # type: ignore[arg-type]
-    )
+    return tool_context(tmp_path, mode="read-only", workspace=tmp_path, approver=approver)
 
 
 async def test_questions_are_shown_with_lettered_choices_and_the_answer_returned(

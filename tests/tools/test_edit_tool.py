@@ -7,25 +7,13 @@ from typing import Any
 
 import pytest
 
-from habakkuk.engine.events import EventBus
-from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.registry import ToolContext, ToolError
 from habakkuk.tools.edit import EditFile
+from tests.helpers import tool_context
 
 
 def ctx_for(tmp_path: Path) -> ToolContext:
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    return ToolContext(
-        agent="main",
-        session="s",
-        turn="t",
-        workspace=workspace,
-        mode="full",
-        home=tmp_path,
-        blobs=BlobStore(tmp_path / "blobs"),
-        bus=EventBus(),
-    )
+    return tool_context(tmp_path)
 
 
 async def edit(ctx: ToolContext, **args: Any) -> str:

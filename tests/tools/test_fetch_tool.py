@@ -12,11 +12,10 @@ from aiohttp import web
 from aiohttp.abc import ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
-from habakkuk.engine.events import EventBus
 from habakkuk.engine.llm.types import ToolUseBlock
-from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.registry import ToolContext, ToolError, ToolRegistry
 from habakkuk.tools.fetch_tool import FetchUrl, html_to_text
+from tests.helpers import tool_context
 
 PAGE = """<html><head><title>The  Title</title><style>body{color:red}</style>
 <script>alert('no')</script></head><body><h1>Heading</h1><p>First &amp; para.</p>
@@ -64,16 +63,7 @@ async def site() -> AsyncIterator[Site]:
 
 
 def ctx_for(tmp_path: Path, mode: str = "full") -> ToolContext:
-    return ToolContext(
-        agent="main",
-        session="s",
-        turn="t",
-        workspace=tmp_path,
-        mode=mode,
-        home=tmp_path,
-        blobs=BlobStore(tmp_path / "blobs"),
-        bus=EventBus(),
-    )
+    return tool_context(tmp_path, mode=mode, workspace=tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from habakkuk.engine.events import EventBus
 from habakkuk.engine.llm.types import ToolUseBlock
-from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalRequest
 from habakkuk.engine.toolkit.registry import ToolContext, ToolRegistry
 from habakkuk.tools.patch_tool import ApplyPatch
+from tests.helpers import tool_context
 
 
 class Recording:
@@ -27,19 +26,7 @@ class Recording:
 
 
 def ctx_for(tmp_path: Path, mode: str = "workspace", approver: Any = None) -> ToolContext:
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    return ToolContext(
-        agent="main",
-        session="s",
-        turn="t",
-        workspace=workspace,
-        mode=mode,
-        home=tmp_path,
-        blobs=BlobStore(tmp_path / "blobs"),
-        bus=EventBus(),
-        approver=approver,
-    )
+    return tool_context(tmp_path, mode=mode, approver=approver)
 
 
 async def apply(ctx: ToolContext, patch: str) -> Any:

@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 
-from habakkuk.engine.events import EventBus
-from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.registry import ToolContext, ToolError
 from habakkuk.tools.process_tools import (
     BackgroundExec,
@@ -26,7 +24,7 @@ from habakkuk.tools.process_tools import (
 )
 from habakkuk.tools.processes import ProcessManager
 from habakkuk.tools.shell import run_command
-from tests.helpers import eventually
+from tests.helpers import eventually, tool_context
 
 BOUND = 20.0
 
@@ -52,19 +50,7 @@ async def manager(tmp_path: Path) -> AsyncIterator[ProcessManager]:
 
 
 def ctx_for(tmp_path: Path, agent: str = "main") -> ToolContext:
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    return ToolContext(
-        agent=agent,
-        session="ses_1",
-        turn="turn_1",
-        workspace=workspace,
-        mode="full",
-        home=tmp_path,
-        blobs=BlobStore(tmp_path / "blobs"),
-        bus=EventBus(),
-        exec_timeout=30,
-    )
+    return tool_context(tmp_path, agent=agent, exec_timeout=30)
 
 
 async def start(

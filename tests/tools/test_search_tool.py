@@ -6,25 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from habakkuk.engine.events import EventBus
-from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.registry import ToolContext, ToolError
 from habakkuk.tools.search_tool import SearchFiles
+from tests.helpers import tool_context
 
 
 def ctx_for(tmp_path: Path) -> ToolContext:
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    return ToolContext(
-        agent="main",
-        session="s",
-        turn="t",
-        workspace=workspace,
-        mode="read-only",
-        home=tmp_path,
-        blobs=BlobStore(tmp_path / "blobs"),
-        bus=EventBus(),
-    )
+    return tool_context(tmp_path, mode="read-only")
 
 
 async def test_matches_are_listed_with_paths_relative_to_the_workspace(tmp_path: Path) -> None:

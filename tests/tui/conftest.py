@@ -25,6 +25,7 @@ from habakkuk.screens.chat import ChatScreen
 from tests.conftest import WriteConfig, mock_config
 from tests.fakes.model_server import FakeModelServer
 from tests.helpers import eventually
+from tests.snapshot_workers import remember_session
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
@@ -47,18 +48,18 @@ class RepoSnapshotExtension(SVGImageExtension):
 
 
 @pytest.fixture
-async def models(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+def models(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
     """The fake model server, where the setup screen's key check goes (the SDKs' own
     ANTHROPIC_BASE_URL and OPENAI_BASE_URL point at it)."""
-    async with FakeModelServer() as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.base_url}/v1")
-        yield server
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", model_server.base_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{model_server.base_url}/v1")
+    return model_server
 
 
 @pytest.fixture
-def svg_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+def svg_snapshot(snapshot: SnapshotAssertion, request: pytest.FixtureRequest) -> SnapshotAssertion:
     """Compare `app.export_screenshot()` with the stored SVG."""
+    remember_session(request.config, snapshot)  # for the unused-snapshot check under xdist
     return snapshot.use_extension(RepoSnapshotExtension)
 
 

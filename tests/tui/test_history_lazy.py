@@ -19,6 +19,7 @@ from tests.helpers import eventually
 from tests.tui.markdown_views import OneView, screen_lines, settled
 
 TURNS = 80  # four messages and three widgets a turn: 240 widgets
+SCROLLED_TURNS = 60
 
 
 def turn_messages(turn: int) -> list[Message]:
@@ -74,11 +75,11 @@ def screen_text(pilot: Pilot[Any]) -> str:
     return "\n".join(screen_lines(pilot.app))
 
 
-async def opened(pilot: Pilot[Any]) -> MessageView:
+async def opened(pilot: Pilot[Any], turns: int = TURNS) -> MessageView:
     view = pilot.app.query_one(MessageView)
-    await view.load("ses_1", transcript())
+    await view.load("ses_1", transcript(turns))
     await eventually(
-        lambda: f"Answer {TURNS - 1} is here." in screen_text(pilot), what="the last answer"
+        lambda: f"Answer {turns - 1} is here." in screen_text(pilot), what="the last answer"
     )
     await settled(pilot)
     return view
@@ -94,21 +95,30 @@ async def test_a_long_session_opens_at_its_end_with_only_the_bottom_mounted() ->
         assert view.is_vertical_scroll_end
 
 
-def in_window(view: MessageView) -> None:
+def in_window(view: MessageView, turns: int = TURNS) -> None:
     """What is mounted is the window's slice of the transcript, in order, none doubled,
     and no more than the window holds."""
     lo, hi = view.window
-    assert shown(view) == expected()[lo:hi]
+    assert shown(view) == expected(turns)[lo:hi]
     assert len(view.children) <= WINDOW_LIMIT + MOUNTED_WIDGETS
 
 
-async def scroll_through(pilot: Pilot[Any], view: MessageView, step: int) -> list[str]:
-    """Scroll by `step` lines at a time to the far end of the transcript; the screen at each
-    step, in order. What the reader looks at never moves when the window changes."""
+async def scroll_through(
+    pilot: Pilot[Any], view: MessageView, direction: int, turns: int = TURNS
+) -> list[str]:
+    """Scroll a page at a time (up for a negative `direction`) to the far end of the
+    transcript; the screen at each step, in order. What the reader looks at never moves
+    when the window changes.
+
+    A page less one line: consecutive screens share a line, so every line of the
+    transcript is on one of them (a smaller step only repeats lines, at a layout pass
+    and six settling passes a step)."""
+    step = direction * (view.size.height - 1)
+    assert step
     pages: list[str] = []
     for _ in range(1000):
         pages.append("\n".join(line + " " for line in screen_lines(pilot.app)))
-        in_window(view)
+        in_window(view, turns)
         if step < 0 and view.scroll_y <= 0 and view.window[0] == 0:
             return pages
         if step > 0 and view.is_vertical_scroll_end and view.at_end:
@@ -130,18 +140,21 @@ def first_seen(pages: list[str], needles: list[str]) -> list[int]:
 async def test_scrolling_up_then_down_shows_every_message_once_in_order() -> None:
     app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
-        view = await opened(pilot)
-        up = await scroll_through(pilot, view, -10)
+        # 180 widgets: more than the window holds (WINDOW_LIMIT and a batch), so its far
+        # end must go on the way up and come back on the way down.
+        assert 3 * SCROLLED_TURNS > WINDOW_LIMIT + MOUNTED_WIDGETS
+        view = await opened(pilot, SCROLLED_TURNS)
+        up = await scroll_through(pilot, view, -1, SCROLLED_TURNS)
         # The window's far end went: it did not mount the whole transcript on the way.
         assert view.unmounted > 0 and view.window[0] == 0
-        down = await scroll_through(pilot, view, 10)
-        questions = [f"Question {turn} " for turn in range(TURNS)]
+        down = await scroll_through(pilot, view, 1, SCROLLED_TURNS)
+        questions = [f"Question {turn} " for turn in range(SCROLLED_TURNS)]
         # Every question was on screen, in order both ways.
         seen_up = first_seen(up, list(reversed(questions)))
         seen_down = first_seen(down, questions)
         assert -1 not in seen_up and seen_up == sorted(seen_up)
         assert -1 not in seen_down and seen_down == sorted(seen_down)
-        assert view.window[1] == len(expected()) and view.is_anchored
+        assert view.window[1] == len(expected(SCROLLED_TURNS)) and view.is_anchored
 
 
 async def test_home_in_a_long_session_shows_its_first_message() -> None:

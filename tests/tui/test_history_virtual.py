@@ -23,6 +23,7 @@ from tests.tui.markdown_views import OneView, screen_lines, settled, volumes
 from tests.tui.test_tui_streaming import signature
 
 REPLIES = 6
+SCROLLED_REPLIES = 3
 PARAGRAPHS = 60
 
 
@@ -47,9 +48,9 @@ def stored(seq: int, message: Message) -> StoredMessage:
     return StoredMessage(seq, message, "turn_1", 0.0, [])
 
 
-def transcript() -> list[StoredMessage]:
+def transcript(replies: int = REPLIES) -> list[StoredMessage]:
     messages: list[StoredMessage] = []
-    for number in range(REPLIES):
+    for number in range(replies):
         messages.append(stored(len(messages), Message("user", [TextBlock(f"Question {number}")])))
         messages.append(
             stored(len(messages), Message("assistant", [TextBlock(reply(number))]))  # type: ignore[list-item]
@@ -70,11 +71,11 @@ def replies(view: MessageView) -> list[StreamingMarkdown]:
     return list(view.query_children(StreamingMarkdown))
 
 
-async def opened(pilot: Pilot[Any]) -> MessageView:
+async def opened(pilot: Pilot[Any], replies: int = REPLIES) -> MessageView:
     view = pilot.app.query_one(MessageView)
-    await view.load("ses_1", transcript())
+    await view.load("ses_1", transcript(replies))
     await eventually(
-        lambda: f"End of reply {REPLIES - 1}." in screen_text(pilot.app), what="the last reply"
+        lambda: f"End of reply {replies - 1}." in screen_text(pilot.app), what="the last reply"
     )
     await settled(pilot)
     return view
@@ -101,14 +102,20 @@ async def test_an_opened_session_builds_only_the_blocks_near_its_bottom() -> Non
 async def test_scrolling_up_page_by_page_shows_every_paragraph_and_keeps_the_view_still() -> None:
     app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
-        view = await opened(pilot)
+        # Three replies of 60 paragraphs are some thirty screens: the first two are
+        # unparsed when it opens, and each is built as the reader comes to it.
+        view = await opened(pilot, SCROLLED_REPLIES)
+        assert not volumes(replies(view)[0])
+        # A page less one line: consecutive screens share a line, so every line is on one
+        # of them (a smaller step only repeats lines, at six settling passes a step).
+        page = view.size.height - 1
         seen: set[str] = set()
         while True:
             text = screen_text(app)
             seen.update(text.splitlines())
             if view.scroll_y <= 0:
                 break
-            view.scroll_to(y=max(view.scroll_y - 10, 0), animate=False, immediate=True)
+            view.scroll_to(y=max(view.scroll_y - page, 0), animate=False, immediate=True)
             app.screen._refresh_layout()
             first = text_only(app)
             await settled(pilot)
@@ -116,7 +123,7 @@ async def test_scrolling_up_page_by_page_shows_every_paragraph_and_keeps_the_vie
             # what the reader looks at (the scroll bar may change: the total height did).
             assert text_only(app) == first
         text = "\n".join(seen)
-        for number in range(REPLIES):
+        for number in range(SCROLLED_REPLIES):
             for i in range(PARAGRAPHS):
                 assert f"Paragraph {i} of reply {number}," in text
             assert f"Question {number}" in text

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,17 +12,10 @@ from textual.widgets import DataTable
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
-from tests.channels.test_telegram_e2e import APPROVAL_SCRIPT, TOKEN, channel_yaml
+from tests.channels.test_telegram_e2e import APPROVAL_SCRIPT, channel_yaml
 from tests.conftest import mock_config
 from tests.helpers import eventually
 from tests.tui.conftest import make_app, ready
-
-
-@pytest.fixture
-async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
-    monkeypatch.setenv("TG_TOKEN", TOKEN)
-    async with FakeTelegram(token=TOKEN) as server:
-        yield server
 
 
 def table_rows(table: DataTable[Any]) -> list[list[str]]:

@@ -5,12 +5,7 @@ is in a state that names why, and no card is doing without a live job."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import signal
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,8 +21,7 @@ from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import CARD_KIND, NewCard, attempt_session, card_job_id
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 from tests.helpers import eventually
-
-BOUND = 60.0  # the processes are real and cold-started
+from tests.processes import BOUND, StartServe, kill, query, stop, until_serving
 
 CONFIG = """
 providers:
@@ -45,36 +39,6 @@ agents:
 board:
   dispatch_seconds: 0.5
 """
-
-
-def query(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
-    if not path.exists():
-        return []
-    with contextlib.closing(sqlite3.connect(path, timeout=5)) as conn:
-        conn.row_factory = sqlite3.Row
-        try:
-            return conn.execute(sql, params).fetchall()
-        except sqlite3.OperationalError:
-            return []  # not created yet
-
-
-async def serve(home: Path) -> asyncio.subprocess.Process:
-    env = {**os.environ, "HABAKKUK_HOME": str(home), "REMOTE_KEY": "k"}
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "habakkuk.cli",
-        "--serve",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-
-
-async def stop(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        process.send_signal(signal.SIGTERM)
-        await process.communicate()
 
 
 async def add_card(home: Path, title: str, *, claim: bool = False) -> str:
@@ -115,7 +79,7 @@ def assert_every_card_names_its_state(home: Path) -> None:
 
 @pytest.mark.timeout(240)
 async def test_sigkill_after_a_claim_and_mid_turn_then_serve_resumes_the_same_session(
-    tmp_path: Path,
+    tmp_path: Path, serve_process: StartServe
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -132,31 +96,23 @@ async def test_sigkill_after_a_claim_and_mid_turn_then_serve_resumes_the_same_se
         transcripts = home / "transcripts.db"
         tool_use = "SELECT seq FROM messages WHERE session_id = ? AND role = 'assistant'"
 
-        first = await serve(home)
-        try:
-            # Repaired (the job enqueued under its id), started, and inside its exec.
-            await eventually(
-                lambda: query(transcripts, tool_use, (session,)),
-                what="the card's turn to call exec",
-                timeout=BOUND,
-            )
-            first.send_signal(signal.SIGKILL)
-            await first.wait()
-        finally:
-            if first.returncode is None:
-                first.kill()
-                await first.wait()
+        first = await serve_process(home, REMOTE_KEY="k")
+        # Repaired (the job enqueued under its id), started, and inside its exec.
+        await eventually(
+            lambda: query(transcripts, tool_use, (session,)),
+            what="the card's turn to call exec",
+            timeout=BOUND,
+        )
+        await kill(first)
         assert len(srv.requests) == 1
 
-        second = await serve(home)
-        try:
-            await eventually(
-                lambda: card_row(home, card)["status"] != "doing",
-                what="the resumed card to settle",
-                timeout=BOUND,
-            )
-        finally:
-            await stop(second)
+        second = await serve_process(home, REMOTE_KEY="k")
+        await eventually(
+            lambda: card_row(home, card)["status"] != "doing",
+            what="the resumed card to settle",
+            timeout=BOUND,
+        )
+        await stop(second)
 
     row = card_row(home, card)
     assert row["attempt"] == 1 and row["session"] == session
@@ -181,23 +137,25 @@ async def test_sigkill_after_a_claim_and_mid_turn_then_serve_resumes_the_same_se
 
 
 @pytest.mark.timeout(240)
-async def test_two_serves_on_one_home_run_each_attempt_once(tmp_path: Path) -> None:
+async def test_two_serves_on_one_home_run_each_attempt_once(
+    tmp_path: Path, serve_process: StartServe
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     async with FakeModelServer() as srv:
         (home / "config.yaml").write_text(CONFIG.format(url=srv.base_url))
         cards = [await add_card(home, f"Card {i}") for i in range(3)]
         srv.script(*[Reply(text=f"reply {i}") for i in range(3)])
-        pair = [await serve(home), await serve(home)]
-        try:
-            await eventually(
-                lambda: all(card_row(home, c)["status"] == "blocked" for c in cards),
-                what="every card's attempt to end",
-                timeout=BOUND,
-            )
-        finally:
-            for process in pair:
-                await stop(process)
+        pair = [await serve_process(home, REMOTE_KEY="k") for _ in range(2)]
+        for process in pair:
+            await until_serving(process)  # both at work before the cards can all be done
+        await eventually(
+            lambda: all(card_row(home, c)["status"] == "blocked" for c in cards),
+            what="every card's attempt to end",
+            timeout=BOUND,
+        )
+        for process in pair:
+            await stop(process)
     assert len(srv.requests) == 3  # one model call per attempt, whichever process ran it
     jobs = query(home / "control.db", "SELECT id FROM jobs WHERE kind = ?", (CARD_KIND,))
     assert sorted(j["id"] for j in jobs) == sorted(card_job_id(c, 1) for c in cards)

@@ -12,7 +12,6 @@ it in an order no queue can foresee."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -90,11 +89,10 @@ def answer(request: RecordedRequest) -> Reply:
 
 
 @pytest.fixture
-async def srv(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+def srv(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as server:
-        server.responder = answer
-        yield server
+    model_server.responder = answer
+    return model_server
 
 
 async def test_a_job_split_into_two_dependent_cards_runs_in_order_and_answers_the_chat(

@@ -3,7 +3,6 @@ fake model server on 127.0.0.1) and by direct calls through the registry."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -40,10 +39,9 @@ def config(url: str, *, mode: str = "full") -> str:
 
 
 @pytest.fixture
-async def srv(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+def srv(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as server:
-        yield server
+    return model_server
 
 
 @pytest.fixture

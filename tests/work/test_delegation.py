@@ -26,9 +26,8 @@ from tests.work.delegation_env import config, corrections, delegate, tool_result
 
 
 @pytest.fixture
-async def server() -> Any:
-    async with FakeModelServer() as srv:
-        yield srv
+def server(model_server: FakeModelServer) -> FakeModelServer:
+    return model_server
 
 
 @pytest.fixture

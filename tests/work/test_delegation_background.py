@@ -19,9 +19,8 @@ CONVERSATION = "w1"
 
 
 @pytest.fixture
-async def server() -> Any:
-    async with FakeModelServer() as srv:
-        yield srv
+def server(model_server: FakeModelServer) -> FakeModelServer:
+    return model_server
 
 
 async def chat(served: Any, text: str) -> Any:

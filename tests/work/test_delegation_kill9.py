@@ -5,11 +5,6 @@ notice turn carrying its report."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
-import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,33 +14,8 @@ from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.helpers import eventually
+from tests.processes import BOUND, StartServe, kill, query, stop
 from tests.work.delegation_env import config, delegate
-
-BOUND = 60.0  # the processes are real and cold-started
-
-
-def query(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
-    if not path.exists():
-        return []
-    with contextlib.closing(sqlite3.connect(path, timeout=5)) as conn:
-        conn.row_factory = sqlite3.Row
-        try:
-            return conn.execute(sql, params).fetchall()
-        except sqlite3.OperationalError:
-            return []  # not migrated yet, or locked
-
-
-async def serve(home: Path) -> asyncio.subprocess.Process:
-    env = {**os.environ, "HABAKKUK_HOME": str(home), "FAKE_KEY": "k"}
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "habakkuk.cli",
-        "--serve",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
 
 
 async def submit(home: Path, text: str) -> tuple[str, str]:
@@ -64,7 +34,7 @@ async def submit(home: Path, text: str) -> tuple[str, str]:
 
 @pytest.mark.timeout(240)
 async def test_sigkill_while_a_background_child_runs_then_one_notice_after_restart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, serve_process: StartServe
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -84,42 +54,30 @@ async def test_sigkill_while_a_background_child_runs_then_one_notice_after_resta
         def child_calls() -> int:
             return len([r for r in srv.requests if r.api == "anthropic"])
 
-        first = await serve(home)
-        try:
-            await eventually(
-                lambda: query(
-                    control, "SELECT 1 FROM jobs WHERE id = ? AND status = 'done'", (turn,)
-                ),
-                what="the parent turn to finish",
-                timeout=BOUND,
-            )
-            await eventually(lambda: child_calls() == 1, what="the child running", timeout=BOUND)
-            first.send_signal(signal.SIGKILL)
-            await first.wait()
-        finally:
-            if first.returncode is None:
-                first.kill()
-                await first.wait()
+        first = await serve_process(home, FAKE_KEY="k")
+        await eventually(
+            lambda: query(control, "SELECT 1 FROM jobs WHERE id = ? AND status = 'done'", (turn,)),
+            what="the parent turn to finish",
+            timeout=BOUND,
+        )
+        await eventually(lambda: child_calls() == 1, what="the child running", timeout=BOUND)
+        await kill(first)
         [child] = query(control, "SELECT id, status FROM jobs WHERE kind = 'subturn'")
         assert child["status"] == "running"  # its owner died holding it
         del srv.gates["anthropic"]
         srv.script(Reply("Found 7 items."), api="anthropic")
 
-        second = await serve(home)
-        try:
-            await eventually(
-                lambda: query(
-                    control,
-                    "SELECT 1 FROM jobs WHERE id = ? AND status = 'done'",
-                    (f"turn_{child['id']}",),
-                ),
-                what="the notice turn to finish",
-                timeout=BOUND,
-            )
-        finally:
-            second.send_signal(signal.SIGTERM)
-            _, err = await second.communicate()
-        assert second.returncode == 0, err.decode()
+        second = await serve_process(home, FAKE_KEY="k")
+        await eventually(
+            lambda: query(
+                control,
+                "SELECT 1 FROM jobs WHERE id = ? AND status = 'done'",
+                (f"turn_{child['id']}",),
+            ),
+            what="the notice turn to finish",
+            timeout=BOUND,
+        )
+        await stop(second)
         assert child_calls() == 2  # the child ran again after the kill
         assert len([r for r in srv.requests if r.api == "chat"]) == 3
 

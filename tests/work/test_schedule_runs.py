@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from habakkuk.engine.jobs import Job
 from habakkuk.engine.pools import PermanentJobError, Pool
 from habakkuk.work.schedule_types import NewSchedule, Schedule, SlotRun
 from habakkuk.work.schedule_views import slot_outcome
@@ -46,6 +46,19 @@ async def run_once(served: Any, schedule: Schedule) -> SlotRun:
 
     await eventually(done, what=f"the run {job} to settle")
     return settled[0]
+
+
+async def settled_job(served: Any, job_id: str) -> Job:
+    """The job once it is no longer queued or running."""
+    found: list[Job] = []
+
+    async def ended() -> bool:
+        job = await served.runtime.queue.get(job_id)
+        found[:] = [job] if job is not None and job.status not in ("queued", "running") else []
+        return bool(found)
+
+    await eventually(ended, what=f"job {job_id} to end")
+    return found[0]
 
 
 async def texts(served: Any, conversation: str = CONVERSATION) -> list[tuple[str, str]]:
@@ -154,10 +167,9 @@ async def test_an_agent_with_a_reviewer_runs_what_the_reviewer_allows(
 
 
 @pytest.fixture
-async def model(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeModelServer]:
+def model(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    async with FakeModelServer() as server:
-        yield server
+    return model_server
 
 
 def remote(model: FakeModelServer) -> str:
@@ -247,8 +259,9 @@ async def test_a_script_past_its_timeout_fails_without_a_retry(
     schedule = await add(served, command="sleep 30", timeout_seconds=0.3, deliver_to=TO)
     row = await run_once(served, schedule)
     assert row.status == "failed" and "timed out after 0.3s" in row.reason
-    job = await served.runtime.queue.get(row.job)
-    assert job is not None and job.status == "done" and job.attempts == 1
+    # The row is written by the job's handler: the job itself ends just after.
+    job = await settled_job(served, row.job)
+    assert job.status == "done" and job.attempts == 1
     assert (await served.runtime.schedules.get(schedule.id)).last_status.startswith("error:")
 
 

@@ -1,20 +1,16 @@
 """Two real `habakkuk --serve` processes on one home: each slot of a schedule runs once.
 
-The schedule is `@every 15s` (the shortest `when`, the scheduler's own poll), so its
-first slot comes due within the test; both processes tick and run workers on the same
-control.db. Every run fires the schedule_run hook, which appends the run's job id to a
+The schedule is `@every 15s` (the shortest `when`, the scheduler's own poll), created a
+period ago, so its first slot is due as the processes start; both tick and run workers on
+the same control.db. Every run fires the schedule_run hook, which appends the run's job id to a
 file: a slot run twice (by both processes) would show its job id twice.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import os
-import signal
 import sqlite3
-import sys
 import time
 from pathlib import Path
 
@@ -27,6 +23,7 @@ from habakkuk.work.schedule_types import NewSchedule
 from habakkuk.work.service import Schedules
 from tests.conftest import mock_config
 from tests.helpers import eventually
+from tests.processes import StartServe, stop, until_serving
 
 
 def ran_jobs(db: Path, schedule: str) -> list[str]:
@@ -46,7 +43,9 @@ def hook_jobs(path: Path) -> list[str]:
 
 
 @pytest.mark.timeout(180)
-async def test_two_serve_processes_run_each_slot_once(tmp_path: Path) -> None:
+async def test_two_serve_processes_run_each_slot_once(
+    tmp_path: Path, serve_process: StartServe
+) -> None:
     root = tmp_path / "home"
     root.mkdir()
     runs = tmp_path / "runs.jsonl"
@@ -56,43 +55,28 @@ async def test_two_serve_processes_run_each_slot_once(tmp_path: Path) -> None:
     home.config_path.write_text(config_text, encoding="utf-8")
     async with await Runtime.open(home, parse_config(config_text, home.config_path, home)) as rt:
         # Created on a whole second: work/when.py's EveryWhen.next_epoch can return the same
-        # slot for an anchor with sub-microsecond digits (the tick then never ends).
-        whole = Schedules(rt.queue.db, rt.queue, rt.config, clock=lambda: float(int(time.time())))
+        # slot for an anchor with sub-microsecond digits (the tick then never ends). And one
+        # period ago, so its first slot is due as the processes start: both tick it on
+        # their first tick (the test waited up to 15 s for it).
+        whole = Schedules(
+            rt.queue.db, rt.queue, rt.config, clock=lambda: float(int(time.time())) - 15
+        )
         schedule = await whole.add(
             NewSchedule(agent="main", name="pair", when="@every 15s", prompt="check"),
             by="owner",
         )
-    env = {**os.environ, "HABAKKUK_HOME": str(root)}
-    processes = [
-        await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "habakkuk.cli",
-            "--serve",
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        for _ in range(2)
-    ]
+    processes = [await serve_process(root) for _ in range(2)]
+    for process in processes:
+        await until_serving(process)
     db = home.db_path("control")
-    try:
-        await eventually(
-            lambda: ran_jobs(db, schedule.id),
-            what="a slot of the schedule to run",
-            timeout=120,
-            ignore=(sqlite3.OperationalError,),
-        )
-    finally:
-        for process in processes:
-            if process.returncode is None:
-                process.send_signal(signal.SIGTERM)
-        outputs = [
-            (await process.communicate())[1].decode(errors="replace") for process in processes
-        ]
-    for process, output in zip(processes, outputs, strict=True):
-        assert process.returncode == 0, output
-        assert "Traceback" not in output, output
+    await eventually(
+        lambda: ran_jobs(db, schedule.id),
+        what="a slot of the schedule to run",
+        timeout=120,
+        ignore=(sqlite3.OperationalError,),
+    )
+    for process in processes:
+        await stop(process)  # cleanly: exit 0, no traceback
     ran = ran_jobs(db, schedule.id)
     fired = hook_jobs(runs)
     assert ran, "no slot ran"

@@ -34,12 +34,14 @@ from .tools import McpTool
 from .transport import StdioProcess, TransportError, open_transport
 
 if TYPE_CHECKING:
+    from anyio import CancelScope
     from mcp import Client
 
 log = logging.getLogger(__name__)
 
 START_WAIT = 20.0
 CONNECT_TIMEOUT = 30.0
+CLOSE_GRACE = 15.0  # how long close() lets a connected session end before cancelling it
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 300.0
 STABLE_AFTER = 30.0  # a session that lasted this long resets the backoff
@@ -92,6 +94,8 @@ class ServerLink:
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._reported: str | None = None  # the start-up failure last logged
+        # The cancel scope of a connect under way (None once connected, or between tries).
+        self._connecting: CancelScope | None = None
 
     def _notify(self) -> None:
         """Wake everyone in `wait_for` (state, error or attempts changed)."""
@@ -114,9 +118,13 @@ class ServerLink:
     async def close(self) -> None:
         self._closing.set()
         self._drop.set()
+        if self._connecting is not None:
+            # A server that has not answered its handshake has no session to end: its
+            # connect ends now, as at its timeout (shutdown waited out the grace below).
+            self._connecting.cancel()
         if self._task is not None:
             try:
-                await wait_within(asyncio.shield(self._task), 15)
+                await wait_within(asyncio.shield(self._task), CLOSE_GRACE)
             except TimeoutError:
                 self._task.cancel()
                 await asyncio.gather(self._task, return_exceptions=True)
@@ -195,10 +203,14 @@ class ServerLink:
         # unless the tools were listed in time.
         with anyio.CancelScope() as scope:
             timer = asyncio.get_running_loop().call_later(CONNECT_TIMEOUT, scope.cancel)
+            self._connecting = scope
+            if self._closing.is_set():
+                scope.cancel()
             try:
                 async with client:
                     listed = await self._list_tools(client)
                     timer.cancel()
+                    self._connecting = None
                     self._install(listed)
                     self.client = client
                     self.state = "up"
@@ -213,7 +225,10 @@ class ServerLink:
                     return time.monotonic() - connected_at
             finally:
                 timer.cancel()
+                self._connecting = None
                 self.client = None
+        if self._closing.is_set():
+            return 0.0  # closed before it connected: nothing failed
         raise TimeoutError(f"no answer within {CONNECT_TIMEOUT:g}s")
 
     async def _list_tools(self, client: Client) -> list[Any]:

@@ -566,4 +566,7 @@ function scheduleApprovalSync() {
 if ("serviceWorker" in navigator && window.isSecureContext) {
   navigator.serviceWorker.register("/app/sw.js", { scope: "/app/" }).catch(() => {});
 }
-start();
+// Once every deferred script has run (DOMContentLoaded comes after the last): the view
+// the address names is loaded by its own script (schedules.js, ...), which a fast answer
+// to the first call could otherwise beat.
+document.addEventListener("DOMContentLoaded", () => start());

@@ -120,6 +120,13 @@ class _Parser:
             elements.append(self.parse_element(closer))
         return Pipeline(elements)
 
+    @staticmethod
+    def _opens(tok: Token | None) -> bool:
+        """Whether `tok` opens a group: a subshell's "(" or a brace group's "{"."""
+        return (isinstance(tok, Operator) and tok.value == "(") or (
+            tok is not None and is_bare_word(tok, "{")
+        )
+
     def parse_element(self, closer: str | None) -> Element:
         tok = self.peek()
         opener = ")" if isinstance(tok, Operator) and tok.value == "(" else None
@@ -128,6 +135,11 @@ class _Parser:
         if opener is not None:
             self.pos += 1
             if self.depth >= MAX_GROUP_DEPTH:
+                # Too deep to nest further: a run of openers here stands for one empty
+                # command (a line of a million "(" made a million, each walked by every
+                # check); what follows them is read flat at this depth, as before.
+                while self._opens(self.peek()):
+                    self.pos += 1
                 return SimpleCommand()
             self.depth += 1
             try:
@@ -164,9 +176,20 @@ def parse(text: str) -> list[Pipeline]:
 
 def simple_commands(element: Element) -> list[SimpleCommand]:
     """All simple commands inside an element, groups flattened."""
+    found: list[SimpleCommand] = []
+    _collect_simple(element, found)
+    return found
+
+
+def _collect_simple(element: Element, found: list[SimpleCommand]) -> None:
+    # Into one list: a list built at every level copied each command once per group
+    # around it (64 copies of each at the deepest nesting).
     if isinstance(element, SimpleCommand):
-        return [element]
-    return [s for pipeline in element.body for e in pipeline.commands for s in simple_commands(e)]
+        found.append(element)
+        return
+    for pipeline in element.body:
+        for inner in pipeline.commands:
+            _collect_simple(inner, found)
 
 
 def walk_simple_commands(pipelines: list[Pipeline]) -> Iterator[SimpleCommand]:
