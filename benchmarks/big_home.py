@@ -28,8 +28,9 @@ import random
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from _harness import mock_config
 
@@ -40,6 +41,9 @@ from habakkuk.engine.llm.types import (
     ToolUseBlock,
     block_to_json,
 )
+
+if TYPE_CHECKING:
+    from habakkuk.engine.store import Migration
 
 CONFIG = mock_config("main", "ops", "research", model="mock/bench", mode="read-only")
 
@@ -213,11 +217,11 @@ def _session_rows(rows: Rows, number: int, count: int, rng: random.Random, now: 
         rows.settings.append((session, "effort", "high", at))
 
 
-def _open(path: Path, migrations: object) -> sqlite3.Connection:
+def _open(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
     """The store's own schema (its migrations), then a plain connection for bulk writes."""
     from habakkuk.engine.store import Database
 
-    db = Database.open_sync(path, migrations)  # type: ignore[arg-type]
+    db = Database.open_sync(path, migrations)
     db.close_sync()
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")

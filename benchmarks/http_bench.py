@@ -143,9 +143,8 @@ async def _baseline(requests: int, concurrency: int) -> dict[str, Any]:
     app.router.add_get("/healthz", ok)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = int(runner.addresses[0][1])
     try:
         process = await asyncio.create_subprocess_exec(
             sys.executable,

@@ -64,7 +64,7 @@ def _install(tracer: Tracer) -> None:
         tracer.attach(conn, Path(path).name)
         return conn
 
-    store.connect = connect  # type: ignore[assignment]
+    store.connect = connect
 
 
 def _plan(root: Path, database: str, sql: str) -> list[str] | None:

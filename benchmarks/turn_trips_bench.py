@@ -144,15 +144,15 @@ def counting(trips: Trips) -> Iterator[None]:
         hop.empty = result == ([], []) and "jobs.py:settle_and_claim" in hop.caller
         return result
 
-    Database.run = run  # type: ignore[method-assign]
-    Database.run_sync = run_sync  # type: ignore[method-assign]
-    Database.write = write  # type: ignore[method-assign]
+    Database.run = run  # type: ignore[method-assign]  # counts the trips
+    Database.run_sync = run_sync  # type: ignore[method-assign]  # counts the trips
+    Database.write = write  # type: ignore[method-assign]  # counts the trips
     try:
         yield
     finally:
-        Database.run = original_run  # type: ignore[method-assign]
-        Database.run_sync = original_run_sync  # type: ignore[method-assign]
-        Database.write = original_write  # type: ignore[method-assign]
+        Database.run = original_run  # type: ignore[method-assign]  # put back
+        Database.run_sync = original_run_sync  # type: ignore[method-assign]  # put back
+        Database.write = original_write  # type: ignore[method-assign]  # put back
 
 
 def _status(event: EventPayload) -> str:

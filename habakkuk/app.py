@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.home import Home
     from habakkuk.runtime import Runtime
     from habakkuk.screens.backend import TerminalBackend
+    from habakkuk.screens.chat import ChatScreen
     from habakkuk.services.approvals import Attendance
 
     # The screens type the runtime as a TerminalBackend: mypy checks here (never run)
@@ -248,7 +249,7 @@ class HabakkukApp(App[None]):
         if chat is not None:
             chat.open_session(session_id)
 
-    def get_chat(self) -> Any:
+    def get_chat(self) -> ChatScreen | None:
         """The chat screen once it exists."""
         from habakkuk.screens.chat import ChatScreen
 
@@ -384,7 +385,8 @@ def parse_background(answer: bytes) -> bool | None:
     match = re.search(rb"rgba?:([0-9a-fA-F]+)/([0-9a-fA-F]+)/([0-9a-fA-F]+)", answer)
     if match is None:
         return None
-    red, green, blue = (int(part, 16) / (16 ** len(part) - 1) for part in match.groups())
+    # Each channel is 1-4 hex digits, full scale 16**n - 1: a shift, as int ** int is Any.
+    red, green, blue = (int(part, 16) / ((1 << 4 * len(part)) - 1) for part in match.groups())
     return 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.5
 
 

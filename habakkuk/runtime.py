@@ -53,6 +53,7 @@ from habakkuk.tools.processes import ProcessInfo, ProcessManager
 
 if TYPE_CHECKING:
     from habakkuk.channels.outbox import Outbox
+    from habakkuk.channels.service import ChannelService
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ class Runtime:
         self._maintenance: list[asyncio.Task[None]] = []
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
-        self.channels: Any = None  # habakkuk.channels.service.ChannelService while running
+        self.channels: ChannelService | None = None  # while the channels run
 
         # -- the services ------------------------------------------------------------
         self.sessions = Sessions(
@@ -349,7 +350,7 @@ class Runtime:
         reviewer when `approvals` says). An unattended turn that replies to a chat (a
         webhook's) asks nobody."""
         if request.reply_to is not None and request.attended and self.channels is not None:
-            return self.channels.approver_for(request)  # type: ignore[no-any-return]
+            return self.channels.approver_for(request)
         human = self.approvals.human_approver(session, request)
         agent = self.config.agent(session.agent)
         if agent.approvals == "human":

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import textwrap
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from pathlib import Path
 
 import mcp.client.stdio  # noqa: F401  (see below)
 import pytest
+from pluggy import Result
 
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
@@ -86,8 +87,11 @@ def mock_config(script_yaml: str = "", *, mode: str = "full", extra: str = "") -
     )
 
 
+OpenRuntime = Callable[[str], Awaitable[Runtime]]
+
+
 @pytest.fixture
-async def runtime_factory(home: Home) -> AsyncIterator[Callable[[str], object]]:
+async def runtime_factory(home: Home) -> AsyncIterator[OpenRuntime]:
     """Open runtimes on the test home from config text; all are closed afterwards."""
     opened: list[Runtime] = []
 
@@ -98,7 +102,7 @@ async def runtime_factory(home: Home) -> AsyncIterator[Callable[[str], object]]:
         opened.append(runtime)
         return runtime
 
-    yield _open  # type: ignore[misc]
+    yield _open
     for runtime in opened:
         await runtime.close()
 
@@ -155,12 +159,16 @@ def _fail_skip_in_ci(report: pytest.CollectReport | pytest.TestReport) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Result[pytest.TestReport], None]:
     outcome = yield
     _fail_skip_in_ci(outcome.get_result())
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector) -> object:
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, Result[pytest.CollectReport], None]:
     outcome = yield
     _fail_skip_in_ci(outcome.get_result())

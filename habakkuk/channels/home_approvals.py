@@ -14,22 +14,36 @@ import asyncio
 import contextlib
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from habakkuk.channels.store import ChannelStore, Prompt
 from habakkuk.conversation.answers import ANSWERS, answer_named
 
 if TYPE_CHECKING:
-    from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalHub, ApprovalRequest
+    from habakkuk.engine.toolkit.approvals import Answer, ApprovalDecision, ApprovalRequest
+    from habakkuk.tools.clarify import ClarifyRequest
 
 # How often control.db is read for an answer given in another process.
 POLL_SECONDS = 0.5
 
 
+class AskingHub(Protocol):
+    """What the approver uses of this process's hub (services.approvals.Approvals): it
+    waits for and takes answers, and puts clarify questions to the attached terminal."""
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+    def answer(
+        self, approval_id: str, answer: Answer, reason: str = "", by: str = "human"
+    ) -> bool: ...
+
+    async def ask(self, request: ClarifyRequest) -> str | None: ...
+
+
 class RecordedApprover:
     """The hub as approver, with the request mirrored in control.db while it waits."""
 
-    def __init__(self, hub: ApprovalHub, store: ChannelStore, where: str):
+    def __init__(self, hub: AskingHub, store: ChannelStore, where: str):
         self.hub = hub
         self.store = store
         self.where = where  # "terminal" or "web": the origin other processes show
@@ -53,10 +67,9 @@ class RecordedApprover:
             with contextlib.suppress(Exception):  # the row only lists it; a leftover is unlisted
                 await self.store.close_prompt(request.id)
 
-    async def ask(self, request: Any) -> str | None:
+    async def ask(self, request: ClarifyRequest) -> str | None:
         """Clarify questions go to the hub's attached asker (the terminal), as before."""
-        answer: str | None = await self.hub.ask(request)  # type: ignore[attr-defined]
-        return answer
+        return await self.hub.ask(request)
 
     async def _watch(self, request_id: str) -> None:
         """Hand an answer another process wrote in control.db to the hub."""

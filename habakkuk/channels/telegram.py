@@ -442,7 +442,7 @@ def _attachments(message: dict[str, Any]) -> list[Attachment]:
         if isinstance(item, dict):
             found.append(
                 Attachment(
-                    kind,  # type: ignore[arg-type]
+                    kind,
                     str(item["file_id"]),
                     str(item.get("file_name") or f"{kind}.ogg"),
                     str(item.get("mime_type") or "audio/ogg"),

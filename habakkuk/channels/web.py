@@ -20,7 +20,8 @@ from typing import Any, Protocol
 from habakkuk.engine.config import ChannelConfig
 
 from .adapter import Adapter, Address, Beat, Button, Capability, Inbox, SendError
-from .deliveries import SENDING, ReplyDelivery
+from .deliveries import SENDING
+from .delivery_types import ReplyDelivery
 
 KEEPALIVE_SECONDS = 10.0
 PROMPT_PREFIX = "prompt:"

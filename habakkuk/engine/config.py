@@ -17,7 +17,7 @@ from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
 from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
-from .presets import PRESETS
+from .presets import PRESETS, ProviderType
 from .toolsets import (
     DEFAULT_TOOLSETS,
     KNOWN_TOOLSETS,
@@ -25,7 +25,6 @@ from .toolsets import (
     offer_to_default_agents,
 )
 
-ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock"]
 Mode = Literal["read-only", "ask", "workspace", "full"]
 Approvals = Literal["human", "reviewer", "reviewer_then_human"]
 # The reasoning effort sent with each model request (/think sets it per session).
@@ -542,7 +541,7 @@ def apply_preset(provider: ProviderConfig) -> str | None:
         if preset is None:
             return f"unknown preset {preset_name!r} (known: {', '.join(sorted(PRESETS))})"
         if provider.type is None:
-            provider.type = preset.type  # type: ignore[assignment]
+            provider.type = preset.type
         if provider.base_url is None:
             provider.base_url = preset.base_url
         if provider.key_env is None:

@@ -12,7 +12,7 @@ import html
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .errors import HabakkukError
 from .home import ensure_private_dir
@@ -28,6 +28,7 @@ from .llm.types import (
 from .sessions import Compaction, Session, StoredMessage
 
 Format = Literal["md", "json", "html"]
+EXPORT_FORMATS: tuple[Format, ...] = get_args(Format)
 FORMATS: tuple[str, ...] = ("md", "json", "html")
 TEXT_CUT = 20_000
 # The context a reader of the transcript is shown: what a client sent, unlike the

@@ -802,7 +802,8 @@ class JobQueue:
                     "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?",
                     (now, job_id),
                 )
-            return row["status"]  # type: ignore[no-any-return]
+            status: JobStatus = row["status"]  # only the queue writes the column
+            return status
 
         return await self.db.write(_cancel)
 

@@ -61,6 +61,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import GenericAlias
 from typing import Any
 
 import yaml
@@ -169,7 +170,10 @@ def load_manifest(folder: Path, parts: ConfigParts) -> PluginManifest:
     loader = NodeLoader(path)
     # The servers and hooks are read with config.yaml's classes, so their errors and
     # lines are the same; the rest of the manifest with PluginManifest.
-    typed = {"mcp_servers": dict[str, parts.server], "hooks": list[parts.hook]}  # type: ignore[name-defined]
+    typed: dict[str, object] = {
+        "mcp_servers": GenericAlias(dict, (str, parts.server)),
+        "hooks": GenericAlias(list, (parts.hook,)),
+    }
     sections: dict[str, Any] = {}
     if isinstance(node, yaml.MappingNode):
         rest = []

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
+
+# The model adapters (engine/llm/adapters/): what a provider's `type:` names.
+ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock"]
 
 
 class ProviderLike(Protocol):
@@ -27,7 +30,7 @@ class ProviderLike(Protocol):
 class Preset:
     """What a known service needs: adapter type, base URL, key variable, whether keyless works."""
 
-    type: str
+    type: ProviderType
     base_url: str | None
     key_env: str | None
     key_optional: bool = False

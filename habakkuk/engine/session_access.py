@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from .config import ModelRef, Thinking
     from .jobs import Job
-    from .llm.types import Message, ToolResultBlock
+    from .llm.types import Message, Role, ToolResultBlock
     from .sessions import Compaction, SearchHit, Session, StoredMessage
 
 
@@ -69,7 +69,7 @@ class SessionsAccess(Protocol):
         ...
 
     async def seed_session(
-        self, session_id: str, history: Sequence[tuple[str, str] | Message]
+        self, session_id: str, history: Sequence[tuple[Role, str] | Message]
     ) -> None:
         """Append earlier messages to a new session without running a turn."""
         ...

@@ -27,6 +27,7 @@ from .errors import HabakkukError, NotFound
 from .llm.types import (
     Block,
     Message,
+    Role,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -876,6 +877,6 @@ def _stored(row: sqlite3.Row) -> StoredMessage | None:
     return StoredMessage(row["seq"], message, row["turn_id"], row["created_at"], raw)
 
 
-def plain_text_message(role: str, text: str) -> Message:
+def plain_text_message(role: Role, text: str) -> Message:
     """A one-block text message."""
-    return Message(role, [TextBlock(text)])  # type: ignore[arg-type]
+    return Message(role, [TextBlock(text)])

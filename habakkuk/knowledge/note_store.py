@@ -27,6 +27,7 @@ from .agent_memory import (
 from .frontmatter import Parsed, now, parse, render
 from .index import SyncResult
 from .memory_types import (
+    ChangeKind,
     MemoryHit,
     Note,
     NoteSummary,
@@ -174,7 +175,10 @@ class NoteStore:
         await self._record_seen(am, result)
         if only:
             return result.stats
-        others = ((PROFILE_FILE, "profile"), (IDENTITY_FILE, "identity"))
+        others: tuple[tuple[str, ChangeKind], ...] = (
+            (PROFILE_FILE, "profile"),
+            (IDENTITY_FILE, "identity"),
+        )
         stats = await asyncio.to_thread(lambda: [stat_of(am.folder / name) for name, _ in others])
         for (name, kind), moved in zip(others, stats, strict=True):
             # Unmoved since this process last looked: nothing to compare (saves two hops).
@@ -184,7 +188,7 @@ class NoteStore:
             if moved is not None:
                 am.seen[name] = moved
             await am.history.notice_file(
-                kind=kind,  # type: ignore[arg-type]
+                kind=kind,
                 name=name,
                 path=name,
                 text=found[0] if found else None,

@@ -119,7 +119,7 @@ class Served(Protocol):
 UPLOAD_LIMIT = 25 * 1024 * 1024
 
 # Typed keys for what handlers find on the application.
-SERVER_KEY: web.AppKey[Served] = web.AppKey("server", None)  # type: ignore[arg-type]
+SERVER_KEY: web.AppKey[Served] = web.AppKey("server", Served)
 
 
 def server_of(request: web.Request) -> Served:

@@ -19,7 +19,7 @@ from habakkuk.engine.agent.prompt import build_system_prompt
 from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.jobs import enqueue_in
-from habakkuk.engine.llm.types import Message, ToolResultBlock
+from habakkuk.engine.llm.types import Message, Role, ToolResultBlock
 from habakkuk.engine.sessions import (
     WORK_ORIGINS,
     Compaction,
@@ -186,7 +186,7 @@ class Sessions:
         return [j for j in await self.queue.active_for(session_id) if j.kind == TURN_KIND]
 
     async def seed_session(
-        self, session_id: str, history: Sequence[tuple[str, str] | Message]
+        self, session_id: str, history: Sequence[tuple[Role, str] | Message]
     ) -> None:
         """Append earlier messages ((role, text) or whole messages) to a new session
         before its first turn."""
@@ -257,14 +257,15 @@ class Sessions:
 
     async def export_session(self, session_id: str, fmt: str) -> str:
         """A session's transcript as md, json or html text."""
-        from habakkuk.engine.export import export_transcript
+        from habakkuk.engine.export import EXPORT_FORMATS, export_transcript
 
-        if fmt not in ("md", "json", "html"):
-            raise ValueError(f"unknown export format {fmt!r} (md, json, html)")
+        chosen = next((f for f in EXPORT_FORMATS if f == fmt), None)
+        if chosen is None:
+            raise ValueError(f"unknown export format {fmt!r} ({', '.join(EXPORT_FORMATS)})")
         session = await self.session(session_id)
         messages = await self.messages(session_id)
         compaction = await self.transcripts.latest_compaction(session_id)
-        return export_transcript(session, messages, fmt, compaction)  # type: ignore[arg-type]
+        return export_transcript(session, messages, chosen, compaction)
 
     def export_default(self, session_id: str, fmt: str) -> str:
         """Where an export goes when no path is given: HOME/exports/<session>.<fmt>."""

@@ -35,7 +35,7 @@ def input_summary(request: ApprovalRequest) -> str:
     return text
 
 
-class ApprovalPrompt(WaitingPrompt, can_focus=True):
+class ApprovalPrompt(WaitingPrompt["ApprovalRequest"], can_focus=True):
     """Waiting approvals of one session, oldest first; keys answer the first."""
 
     DEFAULT_CSS = """

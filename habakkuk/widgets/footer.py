@@ -32,7 +32,7 @@ class KeyFooter(Footer):
         super().__init__(compact=True)
         self._recompose_queued = False
 
-    def bindings_changed(self, screen: Screen) -> None:
+    def bindings_changed(self, screen: Screen[object]) -> None:
         """Rebuild the keys once per refresh however often the bindings change before it.
 
         Textual's footer queues one rebuild per change; a screen that moves the focus and

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import string
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 
 from .waiting_prompt import WaitingPrompt
 
+if TYPE_CHECKING:
+    from habakkuk.tools.clarify import ClarifyRequest
 
-def question_lines(request: Any) -> list[str]:
+
+def question_lines(request: ClarifyRequest) -> list[str]:
     """The questions as numbered lines with their choices lettered a), b), ..."""
     lines: list[str] = []
-    questions = list(getattr(request, "questions", []))
+    questions = request.questions
     for number, question in enumerate(questions, start=1):
         prefix = f"{number}. " if len(questions) > 1 else ""
         lines.append(prefix + " ".join(str(question.text).split()))
@@ -22,7 +25,7 @@ def question_lines(request: Any) -> list[str]:
     return lines
 
 
-class QuestionPrompt(WaitingPrompt):
+class QuestionPrompt(WaitingPrompt["ClarifyRequest"]):
     """The oldest waiting question of the chat's session; the next message answers it."""
 
     DEFAULT_CSS = """
@@ -31,7 +34,7 @@ class QuestionPrompt(WaitingPrompt):
     QuestionPrompt.-waiting { display: block; }
     """
 
-    def describe(self, request: Any) -> Content:
+    def describe(self, request: ClarifyRequest) -> Content:
         parts: list[Content | tuple[str, str] | str] = [("The agent asks:", "bold"), "\n"]
         parts.append(Content("\n".join(question_lines(request))))
         hint = "\nType your answer (a letter picks a choice) and press Enter."

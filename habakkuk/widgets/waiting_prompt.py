@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Generic, Protocol, TypeVar
 
 from textual.content import Content
 from textual.widgets import Static
 
 
-class WaitingPrompt(Static):
-    """Requests (anything with an `id`) wait oldest first; the first one is shown.
+class Waiting(Protocol):
+    """A request that waits for an answer: an approval, a question."""
+
+    @property
+    def id(self) -> str: ...
+
+
+R = TypeVar("R", bound=Waiting)
+
+
+class WaitingPrompt(Static, Generic[R]):
+    """Requests wait oldest first; the first one is shown.
 
     The widget carries the `-waiting` class while anything waits, so its CSS can
     hide it otherwise. Subclasses say how one request looks in `describe`.
@@ -17,13 +27,14 @@ class WaitingPrompt(Static):
 
     def __init__(self) -> None:
         super().__init__("")
-        self.requests: list[Any] = []
+        self.requests: list[R] = []
 
     @property
-    def current(self) -> Any | None:
+    def current(self) -> R | None:
+        """The request shown: the oldest waiting."""
         return self.requests[0] if self.requests else None
 
-    def add(self, request: Any) -> None:
+    def add(self, request: R) -> None:
         """Show a new waiting request (after those already waiting)."""
         if all(r.id != request.id for r in self.requests):
             self.requests.append(request)
@@ -35,10 +46,11 @@ class WaitingPrompt(Static):
         self._redraw()
 
     def clear(self) -> None:
+        """Nothing waits any more (the chat switched sessions)."""
         self.requests = []
         self._redraw()
 
-    def describe(self, request: Any) -> Content:
+    def describe(self, request: R) -> Content:
         """The shown request (and what to press), as plain content: never markup."""
         raise NotImplementedError
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 BOT = {"id": 777000, "is_bot": True, "first_name": "Habakkuk", "username": "habakkuk_bot"}
 
@@ -223,13 +223,15 @@ class FakeTelegram:
         if request.content_type.startswith("multipart/"):
             params: dict[str, Any] = {}
             async for part in await request.multipart():
-                if part.filename:  # type: ignore[union-attr]
-                    params[part.name] = {  # type: ignore[index]
-                        "filename": part.filename,  # type: ignore[union-attr]
-                        "size": len(await part.read()),  # type: ignore[union-attr]
+                # A form's parts are named fields, never nested multiparts.
+                assert isinstance(part, BodyPartReader) and part.name is not None
+                if part.filename:
+                    params[part.name] = {
+                        "filename": part.filename,
+                        "size": len(await part.read()),
                     }
                 else:
-                    params[part.name] = await part.text()  # type: ignore[index,union-attr]
+                    params[part.name] = await part.text()
             return params
         form = await request.post()
         return {k: v for k, v in form.items()}

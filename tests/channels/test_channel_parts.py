@@ -203,7 +203,7 @@ async def _supervise(
         store,
         queue,
         inbox,
-        Deliveries(),  # type: ignore[arg-type]
+        Deliveries(),  # type: ignore[arg-type]  # a stub with only the run it needs
         backoff=Backoff(first=0.01, cap=0.05, healthy=60),
         lease_seconds=1.5,
     )

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from habakkuk import cli
 from habakkuk.engine.home import Home
+from habakkuk.engine.llm.types import ImageBlock, TextBlock
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
 from tests.conftest import mock_config
@@ -60,9 +61,11 @@ def start(runtime_factory: Any, tg: FakeTelegram) -> OpenRuntime:
         config = mock_config(script, mode=mode, extra=agents + channel_yaml(tg, channel) + extra)
         runtime: Runtime = await runtime_factory(config)
         runtime.start_workers()
+        channels = runtime.channels
+        assert channels is not None
         for key, value in gateway.items():
-            setattr(runtime.channels.gateway, key, value)
-        await runtime.channels.started()
+            setattr(channels.gateway, key, value)
+        await channels.started()
         return runtime
 
     return _start
@@ -95,7 +98,8 @@ async def test_a_message_is_answered_once(start: OpenRuntime, tg: FakeTelegram, 
     [send] = tg.of("sendMessage")
     assert send.params["reply_parameters"]["message_id"] == message_id
     assert send.params["parse_mode"] == "HTML"
-    assert job(home, turn)["status"] == "done"  # type: ignore[index]
+    row = job(home, turn)
+    assert row is not None and row["status"] == "done"
 
 
 async def test_the_same_update_delivered_again_is_dropped(
@@ -298,7 +302,11 @@ async def test_commands(start: OpenRuntime, tg: FakeTelegram, home: Home) -> Non
     ):
         count = len(tg.texts())
         tg.message(command)
-        await tg.wait_for(lambda count=count: len(tg.texts()) == count + 1)  # type: ignore[misc]
+
+        def answered(count: int = count) -> bool:
+            return len(tg.texts()) == count + 1
+
+        await tg.wait_for(answered)
     whoami, help_, new, agents, title_set, title, status, unknown, stop = tg.texts()
     assert "allow_from" in whoami and "@alice" in whoami and "main" in whoami
     assert "/new" in help_ and "/export" in help_
@@ -472,8 +480,10 @@ async def test_attachments_reach_the_inbox_and_the_model(
     first_user = stored[0].message
     assert [b.type for b in first_user.blocks][:3] == ["text", "image", "context"]
     image = first_user.blocks[1]
-    assert Path(image.blob).read_bytes() == b"\x89PNG fake image"  # type: ignore[union-attr]
-    assert "inbox/" in first_user.blocks[0].text  # type: ignore[union-attr]
+    assert isinstance(image, ImageBlock)
+    assert Path(image.blob).read_bytes() == b"\x89PNG fake image"
+    text = first_user.blocks[0]
+    assert isinstance(text, TextBlock) and "inbox/" in text.text
     assert transcribed == ["whisper-1"]
     assert "buy oat milk" in tg.texts()[1]
 
@@ -630,7 +640,8 @@ async def test_stop_cancels_the_running_turn_without_a_reply(
     await tg.wait_for(lambda: "Stopped." in tg.texts())
     turn = f"turn:tg:42:{update['message']['message_id']}"
     await eventually(lambda: finished(home, f"reply:{turn}"), what="the stopped turn's delivery")
-    assert job(home, turn)["status"] == "cancelled"  # type: ignore[index]
+    row = job(home, turn)
+    assert row is not None and row["status"] == "cancelled"
     assert "all done" not in tg.texts()
 
 

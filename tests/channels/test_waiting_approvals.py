@@ -50,6 +50,7 @@ def two(
         config = mock_config(script, mode="workspace", extra=channel_yaml(tg))
         serving: Runtime = await runtime_factory(config)
         serving.start_workers()
+        assert serving.channels is not None
         await serving.channels.started()
         other: Runtime = await runtime_factory(config)
         return serving, other
@@ -177,7 +178,7 @@ async def test_an_unknown_answer_is_refused_with_a_clear_error(
     runtime: Runtime = await runtime_factory(mock_config())
     with pytest.raises(HabakkukError, match="expected allow_once, allow_session or deny"):
         # An untyped caller (a plugin, JSON) past the type: the service still refuses it.
-        await runtime.approvals.respond("apr_x", "maybe", by="terminal")  # type: ignore[arg-type]
+        await runtime.approvals.respond("apr_x", "maybe", by="terminal")  # type: ignore[arg-type]  # on purpose
 
 
 async def test_without_channels_only_this_process_approvals_are_listed(

@@ -12,26 +12,27 @@ from typing import Any
 import pytest
 
 from habakkuk.cli import main
+from habakkuk.engine.home import Home
 from habakkuk.work.board_types import WAKE_FILE
-from tests.conftest import mock_config
+from tests.conftest import WriteConfig, mock_config
 
 AGENTS = "  other:\n    model: mock/scripted\n"
 CHANNELS = "channels:\n  tg: {type: telegram, token_env: A_BOT_TOKEN, agent: main}\n"
 
 
 @pytest.fixture
-def board_home(home, write_config, monkeypatch):
+def board_home(home: Home, write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch) -> Home:
     monkeypatch.setenv("A_BOT_TOKEN", "123:abc")
     write_config(mock_config("- text: hi", extra=AGENTS + CHANNELS))
     return home
 
 
-def out_json(capsys, *args: str) -> Any:
+def out_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
     assert main(["board", *args, "--json"]) == 0, capsys.readouterr().err
     return json.loads(capsys.readouterr().out)
 
 
-def one_line_error(capsys, argv: list[str], code: int = 2) -> str:
+def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str], code: int = 2) -> str:
     assert main(argv) == code
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
@@ -39,7 +40,7 @@ def one_line_error(capsys, argv: list[str], code: int = 2) -> str:
     return lines[0]
 
 
-def add(capsys, *args: str) -> str:
+def add(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     assert main(["board", "add", *args]) == 0, capsys.readouterr().err
     captured = capsys.readouterr()
     (card_id,) = captured.out.split()
@@ -48,12 +49,14 @@ def add(capsys, *args: str) -> str:
     return card_id
 
 
-def said(capsys, *args: str) -> str:
+def said(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     assert main(["board", *args]) == 0, capsys.readouterr().err
     return capsys.readouterr().out.strip()
 
 
-def test_add_then_every_action_reads_the_card_back(board_home, capsys) -> None:
+def test_add_then_every_action_reads_the_card_back(
+    board_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     card = add(capsys, "--to", "other", "--priority", "7", "--body", "Q3 numbers", "Report")
     shown = out_json(capsys, "show", card)
     assert (shown["title"], shown["assignee"], shown["priority"], shown["body"]) == (
@@ -77,13 +80,15 @@ def test_add_then_every_action_reads_the_card_back(board_home, capsys) -> None:
     assert out_json(capsys, "show", card)["status"] == "todo"
 
 
-def test_a_unique_prefix_is_enough(board_home, capsys) -> None:
+def test_a_unique_prefix_is_enough(board_home: Home, capsys: pytest.CaptureFixture[str]) -> None:
     card = add(capsys, "Prefix me")
     prefix = card[len("card_") : len("card_") + 8]
     assert said(capsys, "cancel", prefix) == f"{card} is cancelled"
 
 
-def test_list_is_an_aligned_table_within_80_columns(board_home, capsys) -> None:
+def test_list_is_an_aligned_table_within_80_columns(
+    board_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     first = add(capsys, "--to", "other", "A first card with a rather long title to cut")
     second = add(capsys, "--depends-on", first, "--priority", "3", "Second")
     done_later = add(capsys, "Gone")
@@ -106,14 +111,18 @@ def test_list_is_an_aligned_table_within_80_columns(board_home, capsys) -> None:
     assert [c["id"] for c in cancelled["cards"]] == [done_later]
 
 
-def test_add_with_deliver_keeps_the_address(board_home, capsys) -> None:
+def test_add_with_deliver_keeps_the_address(
+    board_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     card = add(capsys, "--deliver", "tg:42:7", "Ping")
     assert out_json(capsys, "show", card)["status"] == "todo"
     assert main(["board", "show", card]) == 0
     assert "delivers to: tg:42:7" in capsys.readouterr().out
 
 
-def test_add_touches_the_wake_file_for_a_running_serve(board_home, capsys) -> None:
+def test_add_touches_the_wake_file_for_a_running_serve(
+    board_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     wake = board_home.root / WAKE_FILE
     before = wake.stat().st_mtime_ns if wake.exists() else None
     add(capsys, "Wake up")
@@ -136,13 +145,17 @@ def test_add_touches_the_wake_file_for_a_running_serve(board_home, capsys) -> No
         (["comment", "card_x", " "], "TEXT is empty"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(board_home, capsys, argv, says) -> None:
+def test_bad_input_is_one_line_and_exit_2(
+    board_home: Home, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
     error = one_line_error(capsys, ["board", *argv], code=2)
     assert error.startswith(f"habakkuk: board {argv[0]}: ") and says in error, error
     assert out_json(capsys, "list", "--status", "all") == {"cards": []}
 
 
-def test_no_such_card_is_one_line_and_exit_2(board_home, capsys) -> None:
+def test_no_such_card_is_one_line_and_exit_2(
+    board_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     for argv in (
         ["show", "card_ffffffffff"],
         ["assign", "card_ffffffffff", "other"],
@@ -155,19 +168,23 @@ def test_no_such_card_is_one_line_and_exit_2(board_home, capsys) -> None:
         assert error == f"habakkuk: board {argv[0]}: no card 'card_ffffffffff'", error
 
 
-def test_a_refused_change_is_one_line_and_exit_2(board_home, capsys) -> None:
+def test_a_refused_change_is_one_line_and_exit_2(
+    board_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     card = add(capsys, "Finish me")
     said(capsys, "cancel", card)
     error = one_line_error(capsys, ["board", "cancel", card])
     assert error.startswith("habakkuk: board cancel: ")
 
 
-def test_board_without_an_action_names_the_actions(board_home, capsys) -> None:
+def test_board_without_an_action_names_the_actions(
+    board_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     error = one_line_error(capsys, ["board"])
     assert "add, list, show, assign, priority, comment, cancel, reopen" in error
 
 
-def test_the_cli_end_to_end_as_processes(board_home) -> None:
+def test_the_cli_end_to_end_as_processes(board_home: Home) -> None:
     env = {**os.environ, "HABAKKUK_HOME": str(board_home.root)}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -8,10 +8,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from habakkuk.cli import main
+from habakkuk.engine.home import Home
+from tests.conftest import WriteConfig
 
 SCRIPTED = """
 providers:
@@ -30,18 +33,21 @@ agents:
 
 
 @pytest.fixture
-def scripted_home(home, write_config):
+def scripted_home(home: Home, write_config: WriteConfig) -> Home:
     write_config(SCRIPTED)
     return home
 
 
-def run_json(capsys, *args: str) -> tuple[int, dict]:
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
     code = main(["run", "--json", *args])
     out = capsys.readouterr().out.strip().splitlines()
-    return code, json.loads(out[-1])
+    body: dict[str, Any] = json.loads(out[-1])
+    return code, body
 
 
-def test_run_json_prints_one_object_and_exits_0(scripted_home, capsys) -> None:
+def test_run_json_prints_one_object_and_exits_0(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, body = run_json(capsys, "hi there")
     assert code == 0
     assert set(body) == {"session", "turn", "status", "reply"}
@@ -49,18 +55,22 @@ def test_run_json_prints_one_object_and_exits_0(scripted_home, capsys) -> None:
     assert body["session"].startswith("ses_") and body["turn"].startswith("turn_")
 
 
-def test_run_streams_the_reply_to_stdout(scripted_home, capsys) -> None:
+def test_run_streams_the_reply_to_stdout(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["run", "hi"]) == 0
     assert "Hello from the script." in capsys.readouterr().out
 
 
-def test_run_failed_turn_exits_1_with_error(scripted_home, capsys) -> None:
+def test_run_failed_turn_exits_1_with_error(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, body = run_json(capsys, "please fail")
     assert code == 1
     assert body["status"] == "failed" and "bad_request" in body["error"]
 
 
-def test_run_continues_a_session(scripted_home, capsys) -> None:
+def test_run_continues_a_session(scripted_home: Home, capsys: pytest.CaptureFixture[str]) -> None:
     _, first = run_json(capsys, "one")
     code, second = run_json(capsys, "--session", first["session"], "two")
     assert code == 0 and second["session"] == first["session"]
@@ -69,7 +79,7 @@ def test_run_continues_a_session(scripted_home, capsys) -> None:
     assert [m["role"] for m in data["messages"]] == ["user", "assistant", "user", "assistant"]
 
 
-def test_run_picks_the_agent(scripted_home, capsys) -> None:
+def test_run_picks_the_agent(scripted_home: Home, capsys: pytest.CaptureFixture[str]) -> None:
     _, body = run_json(capsys, "--agent", "second", "hi")
     assert main(["sessions", "list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
@@ -80,13 +90,17 @@ def test_run_picks_the_agent(scripted_home, capsys) -> None:
     "argv",
     [["run", "--agent", "ghost", "hi"], ["run", "--session", "ses_missing", "hi"]],
 )
-def test_run_bad_usage_exits_2_with_one_line(scripted_home, capsys, argv) -> None:
+def test_run_bad_usage_exits_2_with_one_line(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
     code = main(argv)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("habakkuk: ")
 
 
-def test_sessions_list_json_is_newest_first(scripted_home, capsys) -> None:
+def test_sessions_list_json_is_newest_first(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, a = run_json(capsys, "first")
     _, b = run_json(capsys, "second")
     assert main(["sessions", "list", "--json"]) == 0
@@ -98,7 +112,9 @@ def test_sessions_list_json_is_newest_first(scripted_home, capsys) -> None:
     assert json.loads(capsys.readouterr().out) == []
 
 
-def test_sessions_list_leaves_out_board_and_sub_agent_sessions_unless_all(scripted_home) -> None:
+def test_sessions_list_leaves_out_board_and_sub_agent_sessions_unless_all(
+    scripted_home: Home,
+) -> None:
     import asyncio
 
     from habakkuk.engine.sessions import BOARD_ORIGIN, DELEGATE_ORIGIN
@@ -131,7 +147,9 @@ def test_sessions_list_leaves_out_board_and_sub_agent_sessions_unless_all(script
     assert listed("--all") == ["ses_card", "ses_chat", "ses_child"]
 
 
-def test_sessions_export_writes_each_format_to_a_file(scripted_home, capsys, tmp_path) -> None:
+def test_sessions_export_writes_each_format_to_a_file(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     _, body = run_json(capsys, "export me")
     for fmt, needle in [("md", "# export me"), ("html", "<!doctype html>"), ("json", '"blocks"')]:
         target = tmp_path / f"out.{fmt}"
@@ -141,13 +159,17 @@ def test_sessions_export_writes_each_format_to_a_file(scripted_home, capsys, tmp
         assert needle in target.read_text()
 
 
-def test_sessions_search_finds_words(scripted_home, capsys) -> None:
+def test_sessions_search_finds_words(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_json(capsys, "remember the zeppelin")
     assert main(["sessions", "search", "zeppelin"]) == 0
     assert "[zeppelin]" in capsys.readouterr().out
 
 
-def test_init_writes_a_working_demo_config_and_refuses_to_overwrite(home, capsys) -> None:
+def test_init_writes_a_working_demo_config_and_refuses_to_overwrite(
+    home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["init"]) == 0
     assert (home.config_path.stat().st_mode & 0o777) == 0o600
     assert main(["init"]) == 2
@@ -155,14 +177,18 @@ def test_init_writes_a_working_demo_config_and_refuses_to_overwrite(home, capsys
     assert code == 0 and "You said: hello demo" in body["reply"]
 
 
-def test_doctor_reports_one_line_per_check(scripted_home, capsys) -> None:
+def test_doctor_reports_one_line_per_check(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["doctor"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("ok    config:")
     assert any(line.startswith("ok    database control.db") for line in lines)
 
 
-def test_doctor_fails_on_a_missing_key(home, write_config, capsys) -> None:
+def test_doctor_fails_on_a_missing_key(
+    home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_config(
         "providers:\n  a: {type: anthropic, key_env: NOPE_KEY}\n"
         "agents:\n  main: {model: a/claude}\n"
@@ -171,7 +197,7 @@ def test_doctor_fails_on_a_missing_key(home, write_config, capsys) -> None:
     assert "FAIL  key a: NOPE_KEY is not set" in capsys.readouterr().out
 
 
-def test_smoke_prints_smoke_ok(capsys) -> None:
+def test_smoke_prints_smoke_ok(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--smoke"]) == 0
     assert capsys.readouterr().out.strip() == "smoke: ok"
 
@@ -193,7 +219,9 @@ def test_help_does_not_import_heavy_libraries(tmp_path: Path) -> None:
     assert "HEAVY []" in result.stdout
 
 
-def test_doctor_reports_mcp_servers_that_cannot_start(home, write_config, capsys) -> None:
+def test_doctor_reports_mcp_servers_that_cannot_start(
+    home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_config(
         "providers:\n  m: {type: mock}\nagents:\n  main: {model: m/x}\n"
         "mcp_servers:\n  files:\n    command: no-such-mcp-program-xyz\n"
@@ -239,7 +267,9 @@ def test_top_level_help_declares_no_commands_actions(tmp_path: Path) -> None:
     assert "schedules" in result.stdout and "skills" in result.stdout
 
 
-def test_run_runs_a_chat_command_against_the_session(scripted_home, capsys) -> None:
+def test_run_runs_a_chat_command_against_the_session(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, first = run_json(capsys, "one")
     assert main(["run", "--session", first["session"], "/title Trip"]) == 0
     assert capsys.readouterr().out.strip() == "Title set: Trip"
@@ -260,7 +290,11 @@ REACHES_MAIN = "its tools reach agent main (toolset mcp:good)"
 
 
 def test_doctor_fails_what_a_later_start_would_fail(
-    home, write_config, capsys, monkeypatch, tmp_path
+    home: Home,
+    write_config: WriteConfig,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setitem(sys.modules, "litellm", None)  # not installed, whatever this venv has
     monkeypatch.delenv("NO_SUCH_BOT_TOKEN", raising=False)
@@ -308,7 +342,10 @@ def test_doctor_fails_what_a_later_start_would_fail(
 
 
 def test_doctor_says_ok_for_a_set_channel_token_and_one_provider(
-    home, write_config, capsys, monkeypatch
+    home: Home,
+    write_config: WriteConfig,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("A_BOT_TOKEN", "123:abc")
     write_config(
@@ -321,7 +358,9 @@ def test_doctor_says_ok_for_a_set_channel_token_and_one_provider(
 
 
 @pytest.mark.parametrize("where", ["home", "parent"])
-def test_doctor_warns_when_a_workspace_contains_the_home(home, write_config, capsys, where) -> None:
+def test_doctor_warns_when_a_workspace_contains_the_home(
+    home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
     workspace = home.root if where == "home" else home.root.parent
     write_config(
         f"providers:\n  m: {{type: mock}}\nagents:\n  main: {{model: m/x}}\n"
@@ -337,7 +376,10 @@ def test_doctor_warns_when_a_workspace_contains_the_home(home, write_config, cap
 
 
 def test_doctor_gives_up_on_a_server_that_never_answers(
-    home, write_config, capsys, monkeypatch
+    home: Home,
+    write_config: WriteConfig,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import habakkuk.services.doctor
 
@@ -353,7 +395,7 @@ def test_doctor_gives_up_on_a_server_that_never_answers(
 
 
 def test_run_offers_a_config_mcp_server_to_an_agent_on_the_default_toolsets(
-    home, write_config, capsys
+    home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The user adds a server to mcp_servers: and nothing else; `run` can use its tools.
     write_config(
@@ -374,7 +416,9 @@ def test_run_offers_a_config_mcp_server_to_an_agent_on_the_default_toolsets(
     assert (code, body["reply"]) == (0, "the zoo answered")
 
 
-def test_doctor_and_mcp_say_which_agents_a_servers_tools_reach(home, write_config, capsys) -> None:
+def test_doctor_and_mcp_say_which_agents_a_servers_tools_reach(
+    home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_config(
         f"""
         providers:

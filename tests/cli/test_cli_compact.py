@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from habakkuk.cli import main
+from habakkuk.engine.home import Home
+from tests.conftest import WriteConfig
 
 SCRIPT = """
 providers:
@@ -24,17 +27,20 @@ agents:
 
 
 @pytest.fixture
-def scripted_home(home, write_config):
+def scripted_home(home: Home, write_config: WriteConfig) -> Home:
     write_config(SCRIPT)
     return home
 
 
-def run_json(capsys, *args: str) -> dict:
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
     assert main(["run", "--json", *args]) == 0
-    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    return result
 
 
-def test_sessions_compact_prints_tokens_before_and_after(scripted_home, capsys) -> None:
+def test_sessions_compact_prints_tokens_before_and_after(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     # About 32,000 tokens: more than a fifth of the default compact_at (150,000).
     first = run_json(capsys, "question " + "x" * 130_000)
     session = first["session"]
@@ -64,13 +70,17 @@ def test_sessions_compact_prints_tokens_before_and_after(scripted_home, capsys) 
     assert "Context compacted here" in page and "SUMMARY: a long question about x" in page
 
 
-def test_export_has_no_compaction_key_before_one(scripted_home, capsys) -> None:
+def test_export_has_no_compaction_key_before_one(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     session = run_json(capsys, "hi")["session"]
     assert main(["sessions", "export", session, "--format", "json"]) == 0
     assert "compaction" not in json.loads(capsys.readouterr().out)
 
 
-def test_sessions_compact_of_an_unknown_session_is_one_line(scripted_home, capsys) -> None:
+def test_sessions_compact_of_an_unknown_session_is_one_line(
+    scripted_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["sessions", "compact", "ses_nope"]) == 2  # not found: EXIT_NOT_FOUND
     err = capsys.readouterr().err
     assert err.strip() == "habakkuk: session 'ses_nope' not found"

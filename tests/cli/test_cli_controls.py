@@ -7,17 +7,18 @@ import io
 import pytest
 
 from habakkuk.cli import main
+from habakkuk.engine.home import Home
 from tests.conftest import WriteConfig, mock_config
 
 
 @pytest.fixture
-def cli_home(home, write_config: WriteConfig):  # type: ignore[no-untyped-def]
+def cli_home(home: Home, write_config: WriteConfig) -> Home:
     write_config(mock_config("- text: hi"))
     return home
 
 
 def test_a_note_with_a_nul_from_stdin_is_refused_with_its_position(
-    cli_home, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli_home: Home, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("first line\nsecond\x00line\n"))
     assert main(["memory", "add", "Logs"]) == 2  # bad input
@@ -31,7 +32,7 @@ def test_a_note_with_a_nul_from_stdin_is_refused_with_its_position(
 
 
 def test_a_card_with_an_escape_sequence_is_refused(
-    cli_home, capsys: pytest.CaptureFixture[str]
+    cli_home: Home, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["board", "add", "Clear \x1b[2J the screen"]) == 2
     err = capsys.readouterr().err.strip()

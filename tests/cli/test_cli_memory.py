@@ -4,28 +4,32 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import pytest
 
 from habakkuk.cli import main
-from tests.conftest import mock_config
+from habakkuk.engine.home import Home
+from tests.conftest import WriteConfig, mock_config
 
 SECRET = "AKIAIOSFODNN7EXAMPLE"
 
 
 @pytest.fixture
-def memory_home(home, write_config):
+def memory_home(home: Home, write_config: WriteConfig) -> Home:
     ops = "  ops:\n    model: mock/scripted\ntimezone: UTC\n"
     write_config(mock_config("- text: hi", extra=ops))
     return home
 
 
-def out_json(capsys, *args: str) -> object:
+def out_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
     assert main(["memory", *args, "--json"]) == 0, capsys.readouterr().err
     return json.loads(capsys.readouterr().out)
 
 
-def test_add_list_search_show_and_forget_a_note(memory_home, capsys, monkeypatch) -> None:
+def test_add_list_search_show_and_forget_a_note(
+    memory_home: Home, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     add = ["memory", "add", "Coffee preference", "Flat", "white", "--tags", "food,drink"]
     assert main(add) == 0
     said = capsys.readouterr().out.strip()
@@ -61,7 +65,9 @@ def test_add_list_search_show_and_forget_a_note(memory_home, capsys, monkeypatch
     assert out_json(capsys, "list", "--agent", "ops") == {"memories": [], "total": 0}
 
 
-def test_history_shows_a_change_with_its_diff_and_restore_undoes_it(memory_home, capsys) -> None:
+def test_history_shows_a_change_with_its_diff_and_restore_undoes_it(
+    memory_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["memory", "add", "Plants", "Water the basil on Mondays."]) == 0
     slug = capsys.readouterr().out.split()[1]
     assert main(["memory", "add", "Plants", "Water it daily."]) == 0
@@ -91,7 +97,9 @@ def test_history_shows_a_change_with_its_diff_and_restore_undoes_it(memory_home,
     assert capsys.readouterr().out.startswith("scanned 1, updated 0, removed 0")
 
 
-def test_bad_input_is_one_line_and_an_exit_code(memory_home, capsys, monkeypatch) -> None:
+def test_bad_input_is_one_line_and_an_exit_code(
+    memory_home: Home, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     cases = [
         (["memory", "list", "--agent", "nobody"], 2, "agent 'nobody' is not configured"),
         (["memory", "show", "no-such-note"], 2, "memory show: "),
@@ -115,7 +123,9 @@ def test_bad_input_is_one_line_and_an_exit_code(memory_home, capsys, monkeypatch
     assert out_json(capsys, "list") == {"memories": [], "total": 0}  # nothing was saved
 
 
-def test_no_secret_of_the_corpus_is_added_from_the_shell(memory_home, capsys) -> None:
+def test_no_secret_of_the_corpus_is_added_from_the_shell(
+    memory_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tests.knowledge.secrets_corpus import SECRETS
 
     for name, secret in SECRETS.items():

@@ -13,7 +13,7 @@ import pytest
 from habakkuk.cli import main
 from habakkuk.engine.home import Home
 from habakkuk.knowledge.hub.lock import read_lock
-from tests.conftest import mock_config
+from tests.conftest import WriteConfig, mock_config
 
 MANIFEST = """name: standup
 description: Write my stand-up
@@ -26,7 +26,7 @@ commands:
 
 
 @pytest.fixture
-def plugins_home(home: Home, write_config) -> Home:
+def plugins_home(home: Home, write_config: WriteConfig) -> Home:
     write_config(mock_config())
     return home
 
@@ -137,7 +137,7 @@ def modes(folder: Path, names: tuple[str, ...] = PROGRAMS) -> list[int]:
 
 
 def test_the_readmes_plugin_installs_enables_and_runs_its_script_hook_and_server(
-    home: Home, write_config, tmp_path: Path
+    home: Home, write_config: WriteConfig, tmp_path: Path
 ) -> None:
     write_config(
         """

@@ -10,22 +10,23 @@ from typing import Any
 import pytest
 
 from habakkuk.cli import main
-from tests.conftest import mock_config
+from habakkuk.engine.home import Home
+from tests.conftest import WriteConfig, mock_config
 
 
 @pytest.fixture
-def schedules_home(home, write_config):
+def schedules_home(home: Home, write_config: WriteConfig) -> Home:
     ops = "  ops:\n    model: mock/scripted\ntimezone: Europe/Paris\n"
     write_config(mock_config("- text: hi", extra=ops))
     return home
 
 
-def out_json(capsys, *args: str) -> Any:
+def out_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
     assert main(["schedules", *args, "--json"]) == 0, capsys.readouterr().err
     return json.loads(capsys.readouterr().out)
 
 
-def one_line_error(capsys, argv: list[str], code: int = 2) -> str:
+def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str], code: int = 2) -> str:
     assert main(argv) == code
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
@@ -33,14 +34,16 @@ def one_line_error(capsys, argv: list[str], code: int = 2) -> str:
     return lines[0]
 
 
-def add(capsys, *args: str) -> str:
+def add(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     assert main(["schedules", "add", *args]) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("sch_")
     return printed[0]
 
 
-def test_add_prints_the_id_and_the_next_three_fire_times(schedules_home, capsys) -> None:
+def test_add_prints_the_id_and_the_next_three_fire_times(
+    schedules_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = ["schedules", "add", "--name", "inbox", "--when", "0 8 * * 1-5"]
     assert main([*argv, "--prompt", "Summarise my inbox.", "--deliver", "telegram:42"]) == 0
     schedule_id, next_line = capsys.readouterr().out.splitlines()
@@ -59,7 +62,9 @@ def test_add_prints_the_id_and_the_next_three_fire_times(schedules_home, capsys)
     assert schedule_id in table and "inbox" in table and "enabled" in table
 
 
-def test_run_adds_a_script_schedule_that_show_describes(schedules_home, capsys) -> None:
+def test_run_adds_a_script_schedule_that_show_describes(
+    schedules_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     schedule_id = add(
         capsys,
         "--agent", "ops", "--name", "ledger", "--when", "@every 2h", "--run", "./sync.sh",
@@ -79,7 +84,9 @@ def test_run_adds_a_script_schedule_that_show_describes(schedules_home, capsys) 
     assert out_json(capsys, "list", "--agent", "main") == {"schedules": []}
 
 
-def test_pause_resume_run_runs_and_rm(schedules_home, capsys) -> None:
+def test_pause_resume_run_runs_and_rm(
+    schedules_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     schedule_id = add(capsys, "--name", "n", "--when", "@hourly", "--prompt", "Check the news.")
     assert main(["schedules", "pause", schedule_id]) == 0
     assert capsys.readouterr().out.startswith(f"paused {schedule_id}")
@@ -101,7 +108,9 @@ def test_pause_resume_run_runs_and_rm(schedules_home, capsys) -> None:
     assert error.startswith("habakkuk: schedules show: ") and schedule_id in error
 
 
-def test_a_when_that_reads_two_ways_is_one_line_with_the_reading(schedules_home, capsys) -> None:
+def test_a_when_that_reads_two_ways_is_one_line_with_the_reading(
+    schedules_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = ["schedules", "add", "--name", "n", "--when", "30m", "--prompt", "p"]
     error = one_line_error(capsys, argv)
     assert error.startswith("habakkuk: schedules add: ") and "@every 30m" in error
@@ -122,19 +131,23 @@ def test_a_when_that_reads_two_ways_is_one_line_with_the_reading(schedules_home,
     ],
 )
 def test_options_that_do_not_go_together_are_one_line_errors(
-    schedules_home, capsys, extra: list[str], says: str
+    schedules_home: Home, capsys: pytest.CaptureFixture[str], extra: list[str], says: str
 ) -> None:
     argv = ["schedules", "add", "--name", "n", "--when", "@daily", *extra]
     assert says in one_line_error(capsys, argv)
 
 
-def test_no_such_schedule_is_a_usage_error(schedules_home, capsys) -> None:
+def test_no_such_schedule_is_a_usage_error(
+    schedules_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     for action in ("show", "runs", "run", "pause", "resume", "rm"):
         error = one_line_error(capsys, ["schedules", action, "sch_missing"])
         assert error.startswith(f"habakkuk: schedules {action}: ") and "sch_missing" in error
 
 
-def test_add_reads_every_5m_and_echoes_the_reading(schedules_home, capsys) -> None:
+def test_add_reads_every_5m_and_echoes_the_reading(
+    schedules_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = ["schedules", "add", "--name", "poll", "--when", "every 5m", "--prompt", "p"]
     assert main(argv) == 0
     schedule_id, reading = capsys.readouterr().out.splitlines()
@@ -142,7 +155,9 @@ def test_add_reads_every_5m_and_echoes_the_reading(schedules_home, capsys) -> No
     assert out_json(capsys, "show", schedule_id)["spec"] == "@every 5m"
 
 
-def test_every_action_takes_the_name_as_well_as_the_id(schedules_home, capsys) -> None:
+def test_every_action_takes_the_name_as_well_as_the_id(
+    schedules_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     schedule_id = add(capsys, "--name", "Morning news", "--when", "@daily", "--prompt", "p")
     assert out_json(capsys, "show", "morning news")["id"] == schedule_id
     assert main(["schedules", "pause", "Morning news"]) == 0
@@ -157,7 +172,9 @@ def test_every_action_takes_the_name_as_well_as_the_id(schedules_home, capsys) -
     assert error == "habakkuk: schedules show: no schedule has the id or name 'Morning news'"
 
 
-def test_a_name_the_agent_already_uses_is_refused(schedules_home, capsys) -> None:
+def test_a_name_the_agent_already_uses_is_refused(
+    schedules_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     first = add(capsys, "--name", "digest", "--when", "@daily", "--prompt", "p")
     argv = ["schedules", "add", "--name", "Digest", "--when", "@hourly", "--prompt", "q"]
     error = one_line_error(capsys, argv)
@@ -168,7 +185,9 @@ def test_a_name_the_agent_already_uses_is_refused(schedules_home, capsys) -> Non
     assert [s["id"] for s in out_json(capsys, "list")["schedules"]] == [first]
 
 
-def test_a_name_two_schedules_share_is_refused_naming_both(schedules_home, capsys) -> None:
+def test_a_name_two_schedules_share_is_refused_naming_both(
+    schedules_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     mine = add(capsys, "--name", "digest", "--when", "@daily", "--prompt", "p")
     theirs = add(capsys, "--agent", "ops", "--name", "digest", "--when", "@daily", "--prompt", "p")
     for action in ("show", "run", "rm"):
@@ -178,7 +197,9 @@ def test_a_name_two_schedules_share_is_refused_naming_both(schedules_home, capsy
     assert len(out_json(capsys, "list")["schedules"]) == 2  # nothing was run or removed
 
 
-def test_run_with_nothing_serving_says_when_it_will_run(schedules_home, capsys) -> None:
+def test_run_with_nothing_serving_says_when_it_will_run(
+    schedules_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     add(capsys, "--name", "digest", "--when", "@daily", "--prompt", "p")
     assert main(["schedules", "run", "digest"]) == 0
     captured = capsys.readouterr()

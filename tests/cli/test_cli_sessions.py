@@ -5,16 +5,22 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sqlite3
 
 import pytest
 
 from habakkuk.cli import main
+from habakkuk.engine.home import Home
+from habakkuk.engine.sessions import SearchHit, Session
 from habakkuk.runtime import Runtime
 from tests.cli.test_cli import SCRIPTED
+from tests.conftest import WriteConfig
 
 
 @pytest.fixture
-def two_sessions(home, write_config, capsys) -> list[str]:
+def two_sessions(
+    home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> list[str]:
     """Two sessions with one exchange each (made by `habakkuk run`)."""
     write_config(SCRIPTED)
     ids = []
@@ -24,12 +30,14 @@ def two_sessions(home, write_config, capsys) -> list[str]:
     return ids
 
 
-def listed(capsys, *args: str) -> list[str]:
+def listed(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
     assert main(["sessions", *args, "--json"]) == 0
     return [s["id"] for s in json.loads(capsys.readouterr().out)]
 
 
-def test_archive_hides_a_session_and_unarchive_brings_it_back(two_sessions, capsys) -> None:
+def test_archive_hides_a_session_and_unarchive_brings_it_back(
+    two_sessions: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     first, second = two_sessions
     assert main(["sessions", "archive", first]) == 0
     assert capsys.readouterr().out == f"archived {first}\n"
@@ -41,7 +49,9 @@ def test_archive_hides_a_session_and_unarchive_brings_it_back(two_sessions, caps
     assert listed(capsys, "archived") == []
 
 
-def test_unknown_ids_get_one_line_each_and_exit_2(two_sessions, capsys) -> None:
+def test_unknown_ids_get_one_line_each_and_exit_2(
+    two_sessions: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     first, _ = two_sessions
     assert main(["sessions", "archive", "ses_nope", first, "ses_gone"]) == 2
     captured = capsys.readouterr()
@@ -53,7 +63,9 @@ def test_unknown_ids_get_one_line_each_and_exit_2(two_sessions, capsys) -> None:
     assert "Traceback" not in captured.err
 
 
-def test_rm_with_yes_deletes_transcript_search_rows_and_state(two_sessions, capsys) -> None:
+def test_rm_with_yes_deletes_transcript_search_rows_and_state(
+    two_sessions: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     first, second = two_sessions
 
     async def think(session: str) -> None:
@@ -65,13 +77,14 @@ def test_rm_with_yes_deletes_transcript_search_rows_and_state(two_sessions, caps
     assert capsys.readouterr().out == f"deleted {first}\n"
     assert listed(capsys, "list") == [second]
 
-    async def remains() -> tuple[object, list[object], object, list[object]]:
+    async def remains() -> tuple[Session | None, list[sqlite3.Row], str | None, list[SearchHit]]:
         async with await Runtime.open() as runtime:
             session = await runtime.transcripts.get_session(first)
             rows = await runtime.transcripts.db.fetchall(
                 "SELECT id FROM messages WHERE session_id = ?", (first,)
             )
-            setting = await runtime.state.setting(first, "thinking")  # type: ignore[union-attr]
+            assert runtime.state is not None
+            setting = await runtime.state.setting(first, "thinking")
             hits = await runtime.sessions.search_sessions("tomatoes")
             return session, rows, setting, hits
 
@@ -81,7 +94,9 @@ def test_rm_with_yes_deletes_transcript_search_rows_and_state(two_sessions, caps
     assert main(["sessions", "search", "basil"]) == 0
 
 
-def test_rm_without_a_terminal_and_without_yes_refuses(two_sessions, capsys, monkeypatch) -> None:
+def test_rm_without_a_terminal_and_without_yes_refuses(
+    two_sessions: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     first, _ = two_sessions
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert main(["sessions", "rm", first]) == 2
@@ -91,7 +106,7 @@ def test_rm_without_a_terminal_and_without_yes_refuses(two_sessions, capsys, mon
 
 
 def test_rm_asks_on_a_terminal_and_a_no_keeps_the_session(
-    two_sessions, capsys, monkeypatch
+    two_sessions: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first, _ = two_sessions
 
@@ -109,7 +124,9 @@ def test_rm_asks_on_a_terminal_and_a_no_keeps_the_session(
     assert first not in listed(capsys, "list")
 
 
-def test_rm_of_an_unknown_id_exits_2(two_sessions, capsys) -> None:
+def test_rm_of_an_unknown_id_exits_2(
+    two_sessions: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["sessions", "rm", "-y", "ses_nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "ses_nope" in err

@@ -103,7 +103,11 @@ async def telegram_answers(tg: FakeTelegram, commands: list[str] = CONVERSATION)
     for command in commands:
         count = len(tg.texts())
         tg.message(command)
-        await tg.wait_for(lambda count=count: len(tg.texts()) > count)  # type: ignore[misc]
+
+        def answered(count: int = count) -> bool:
+            return len(tg.texts()) > count
+
+        await tg.wait_for(answered)
         answers.append(tg.texts()[-1])
     return answers
 
@@ -138,6 +142,7 @@ async def test_every_command_gives_the_same_answer_on_every_surface(
     tmp_path: Path,
 ) -> None:
     served = await serve(mock_config(SCRIPT, extra=textwrap.dedent(channel_yaml(tg))))
+    assert served.runtime.channels is not None
     await served.runtime.channels.started()
     by_surface = {
         "terminal": await terminal_answers(tmp_path),

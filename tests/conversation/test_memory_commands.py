@@ -50,6 +50,7 @@ async def test_remember_and_forget_answer_alike_everywhere_and_stay_in_their_age
 ) -> None:
     channels = textwrap.dedent(channel_yaml(tg)).lstrip("\n")
     served = await serve(mock_config(SCRIPT, extra=WEB_TO_OPS.format(channels=channels)))
+    assert served.runtime.channels is not None
     await served.runtime.channels.started()
     by_surface = {
         "terminal": await terminal_answers(tmp_path, COMMANDS),

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def job_rows(home: Path) -> list[sqlite3.Row]:
         return conn.execute("SELECT * FROM jobs WHERE kind = 'turn'").fetchall()
 
 
-def transcript(home: Path) -> list[tuple[str, list[dict]]]:
+def transcript(home: Path) -> list[tuple[str, list[dict[str, Any]]]]:
     with contextlib.closing(sqlite3.connect(home / "transcripts.db")) as conn:
         rows = conn.execute("SELECT role, blocks FROM messages ORDER BY seq").fetchall()
     return [(role, json.loads(blocks)) for role, blocks in rows]

@@ -67,7 +67,9 @@ def test_the_generator_writes_the_sessions_and_messages_asked_for(big_home: Home
     assert _count(big_home.db_path("usage"), "SELECT count(*) FROM calls") > SESSIONS
 
 
-def test_doctor_finds_a_generated_home_intact(big_home: Home, capsys) -> None:
+def test_doctor_finds_a_generated_home_intact(
+    big_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["doctor"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(line.startswith("ok    database control.db: intact") for line in lines)
@@ -95,7 +97,9 @@ async def test_every_generated_transcript_loads_needing_no_repair(big_home: Home
         await store.close()
 
 
-def test_generated_sessions_export_in_every_format(big_home: Home, capsys, tmp_path) -> None:
+def test_generated_sessions_export_in_every_format(
+    big_home: Home, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     conn = sqlite3.connect(big_home.db_path("transcripts"))
     rows = conn.execute(
         "SELECT session_id, count(*) FROM messages GROUP BY session_id ORDER BY 2 DESC LIMIT 3"
@@ -113,7 +117,9 @@ def test_generated_sessions_export_in_every_format(big_home: Home, capsys, tmp_p
         capsys.readouterr()
 
 
-def test_a_turn_continues_a_generated_session(big_home: Home, capsys) -> None:
+def test_a_turn_continues_a_generated_session(
+    big_home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     conn = sqlite3.connect(big_home.db_path("transcripts"))
     session_id, last = conn.execute(
         "SELECT session_id, max(seq) FROM messages GROUP BY session_id LIMIT 1"

@@ -12,6 +12,7 @@ import pytest
 
 from habakkuk.cli import main
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.runtime import Runtime
 from tests.conftest import mock_config
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not on PATH")
@@ -43,7 +44,7 @@ SCRIPT = """
 """
 
 
-async def run(runtime: Any, session: str, text: str) -> str:
+async def run(runtime: Runtime, session: str, text: str) -> str:
     turn = await runtime.turns.submit(session, text)
     outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
     assert outcome.status == "done", outcome.error

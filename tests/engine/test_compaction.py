@@ -20,8 +20,7 @@ from habakkuk.engine.agent.compaction import (
     summary_input,
 )
 from habakkuk.engine.config import AgentConfig, parse_config, resolve_compact_at
-from habakkuk.engine.errors import ConfigError
-from habakkuk.engine.jobs import LeaseLost
+from habakkuk.engine.errors import ConfigError, LeaseLost
 from habakkuk.engine.llm.router import Caller, RouterResult
 from habakkuk.engine.llm.types import (
     ImageBlock,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from habakkuk.engine.config import ModelRef, load_config, parse_config
+from habakkuk.engine.config import Config, ModelRef, load_config, parse_config
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Environment, Home
 
@@ -31,7 +31,7 @@ timezone: Europe/Paris
 AGENT_D = "providers:\n  d: {type: mock}\nagents:\n  main:\n    model: d/x\n"
 
 
-def parse(text: str, tmp_path: Path):
+def parse(text: str, tmp_path: Path) -> Config:
     return parse_config(textwrap.dedent(text), tmp_path / "config.yaml", Home(tmp_path))
 
 
@@ -125,7 +125,9 @@ def test_missing_config_says_how_to_create_one(tmp_path: Path) -> None:
         load_config(Home(tmp_path))
 
 
-def test_process_environment_wins_over_env_file(tmp_path: Path, monkeypatch) -> None:
+def test_process_environment_wins_over_env_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text('export A_KEY="from-file"\nB_KEY=file-only\n# comment\nnot a line\n')
     monkeypatch.setenv("A_KEY", "from-process")

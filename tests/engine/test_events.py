@@ -73,7 +73,7 @@ async def test_filter_and_close() -> None:
 
 def test_publish_takes_only_an_event_of_the_catalogue() -> None:
     with pytest.raises(TypeError, match="publish takes an event of the catalogue"):
-        EventBus().publish("turn.text")  # type: ignore[arg-type]
+        EventBus().publish("turn.text")  # type: ignore[arg-type]  # a value the types forbid, on purpose
 
 
 async def test_closing_a_subscription_ends_a_reader_iterating_it() -> None:

@@ -37,7 +37,7 @@ class Picky(Tool):
 
     name = "picky"
     description = "its paths() recurses without end"
-    input_schema: dict[str, Any] = {"type": "object", "properties": {"path": {"type": "string"}}}
+    input_schema = {"type": "object", "properties": {"path": {"type": "string"}}}
     risk = Risk.WRITE
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Any]:

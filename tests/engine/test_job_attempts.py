@@ -8,12 +8,14 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from habakkuk.engine.jobs import (
     MIGRATIONS,
     Interrupted,
     JobKind,
     JobQueue,
+    Lease,
     NewJob,
     Owner,
     declare_kind,
@@ -69,7 +71,7 @@ async def ghost(path: Path) -> JobQueue:
 
 async def heard_rows(queue: JobQueue) -> list[tuple[str, str, str, str]]:
     rows = await queue.db.fetchall("SELECT job, cause, reason, status FROM heard")
-    return [tuple(row) for row in rows]  # type: ignore[misc]
+    return [tuple(row) for row in rows]
 
 
 async def test_a_crash_uses_up_an_attempt_and_the_last_one_fails_with_why(
@@ -212,7 +214,7 @@ async def test_a_clean_stop_interrupts_an_at_most_once_job_and_never_gives_it_ba
     queue = await open_queue(tmp_path / "control.db")
     started = asyncio.Event()
 
-    async def handler(lease):
+    async def handler(lease: Lease) -> dict[str, Any]:
         started.set()
         await asyncio.Event().wait()
         return {}
@@ -238,7 +240,7 @@ async def test_a_clean_stop_still_gives_an_ordinary_job_back_with_its_attempt(
     queue = await open_queue(tmp_path / "control.db")
     started = asyncio.Event()
 
-    async def handler(lease):
+    async def handler(lease: Lease) -> dict[str, Any]:
         started.set()
         await asyncio.Event().wait()
         return {}

@@ -9,12 +9,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from habakkuk.engine.errors import LeaseLost
-from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease, NewJob, Owner, backoff_delay
+from habakkuk.engine.jobs import MIGRATIONS, Job, JobQueue, Lease, NewJob, Owner, backoff_delay
 from habakkuk.engine.pools import PermanentJobError, Pool
 from habakkuk.engine.store import Database, Migration
 from tests.helpers import eventually
@@ -25,7 +27,7 @@ async def open_queue(path: Path, *, owner: Owner | None = None, lease: float = 3
 
 
 @pytest.fixture
-async def queue(tmp_path: Path):
+async def queue(tmp_path: Path) -> AsyncIterator[JobQueue]:
     q = await open_queue(tmp_path / "control.db")
     yield q
     await q.db.close()
@@ -151,7 +153,9 @@ async def test_lost_lease_blocks_guarded_writes(tmp_path: Path) -> None:
         lease_a = await a.claim(["turn"])
         assert lease_a is not None
 
-        def guarded_insert(text: str, lease=lease_a):
+        def guarded_insert(
+            text: str, lease: Lease = lease_a
+        ) -> Callable[[sqlite3.Connection], None]:
             def _write(conn: sqlite3.Connection) -> None:
                 lease.check(conn, "control")
                 conn.execute("INSERT INTO notes VALUES (?)", (text,))
@@ -226,14 +230,14 @@ async def test_cancel_stops_queued_job_and_flags_running_one(queue: JobQueue) ->
 async def test_pool_runs_jobs_and_records_results(queue: JobQueue) -> None:
     seen: list[str] = []
 
-    async def handler(lease):
+    async def handler(lease: Lease) -> dict[str, Any] | None:
         seen.append(lease.job.id)
         return {"ok": lease.job.payload["n"]}
 
     done = asyncio.Event()
     finished: list[str] = []
 
-    def on_finished(job) -> None:
+    def on_finished(job: Job) -> None:
         finished.append(job.id)
         if len(finished) == 3:
             done.set()
@@ -253,7 +257,7 @@ async def test_pool_runs_jobs_and_records_results(queue: JobQueue) -> None:
 async def test_pool_fails_permanent_errors_without_retry(queue: JobQueue) -> None:
     finished = asyncio.Event()
 
-    async def handler(lease):
+    async def handler(lease: Lease) -> dict[str, Any] | None:
         raise PermanentJobError("cannot ever work")
 
     pool = Pool(queue, ["turn"], handler, on_finished=lambda job: finished.set())
@@ -271,7 +275,7 @@ async def test_pool_stop_job_cancels_handler_and_marks_cancelled(queue: JobQueue
     finished = asyncio.Event()
     cleaned = []
 
-    async def handler(lease):
+    async def handler(lease: Lease) -> dict[str, Any] | None:
         started.set()
         try:
             await asyncio.Event().wait()
@@ -295,7 +299,7 @@ async def test_pool_stop_job_cancels_handler_and_marks_cancelled(queue: JobQueue
 async def test_pool_shutdown_releases_running_job_for_immediate_resume(queue: JobQueue) -> None:
     started = asyncio.Event()
 
-    async def handler(lease):
+    async def handler(lease: Lease) -> dict[str, Any] | None:
         started.set()
         await asyncio.Event().wait()
         return {}

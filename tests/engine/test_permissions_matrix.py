@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine.events import EventPayload, Subscription
 from habakkuk.engine.llm.types import ToolUseBlock
-from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalRequest
+from habakkuk.engine.toolkit.approvals import Answer, ApprovalDecision, ApprovalRequest
 from habakkuk.engine.toolkit.permissions import Risk, decide
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput, ToolRegistry
 from habakkuk.tools.edit import EditFile
@@ -27,16 +28,16 @@ class Probe(Tool):
     """A tool of a given risk that records whether it ran."""
 
     description = "probe"
-    input_schema: dict[str, Any] = {
+    input_schema = {
         "type": "object",
         "properties": {"path": {"type": "string"}},
         "additionalProperties": False,
     }
 
     def __init__(self, name: str, risk: Risk, own_state: bool = False, with_paths: bool = False):
-        self.name = name  # type: ignore[misc]
-        self.risk = risk  # type: ignore[misc]
-        self.own_state = own_state  # type: ignore[misc]
+        self.name = name  # type: ignore[misc]  # per instance here, a ClassVar on Tool
+        self.risk = risk  # type: ignore[misc]  # per instance here, a ClassVar on Tool
+        self.own_state = own_state  # type: ignore[misc]  # per instance here, a ClassVar on Tool
         self.with_paths = with_paths
         self.runs = 0
 
@@ -51,7 +52,7 @@ class Probe(Tool):
 class Answering:
     """An approver that gives one fixed answer and records what it was asked."""
 
-    def __init__(self, answer: str = "allow_once", by: str = "human", reason: str = "") -> None:
+    def __init__(self, answer: Answer = "allow_once", by: str = "human", reason: str = "") -> None:
         self.answer = answer
         self.by = by
         self.reason = reason
@@ -59,11 +60,18 @@ class Answering:
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         self.asked.append(request)
-        return ApprovalDecision(self.answer, self.reason, by=self.by)  # type: ignore[arg-type]
+        return ApprovalDecision(self.answer, self.reason, by=self.by)
 
 
 def make_ctx(tmp_path: Path, mode: str, approver: Any = None, **extra: Any) -> ToolContext:
     return tool_context(tmp_path, mode=mode, approver=approver, **extra)
+
+
+def queued(events: Subscription) -> EventPayload:
+    """The next event already queued on `events`; there must be one."""
+    event = events.get_nowait()
+    assert event is not None
+    return event
 
 
 async def call(registry: ToolRegistry, ctx: ToolContext, tool: str, **args: Any) -> Any:
@@ -175,7 +183,7 @@ async def test_the_request_names_its_call_and_the_calls_time_leaves_out_the_wait
     ctx = make_ctx(tmp_path, "ask", approver)
     with ctx.bus.subscribe(lambda e: e.kind == "tool.end") as ends:
         await call(registry, ctx, "probe")
-        seconds = ends.get_nowait().data["seconds"]
+        seconds = queued(ends).data["seconds"]
     assert approver.asked[0].call_id == "call_1"
     assert seconds <= time.monotonic() - answered_at[0]
 

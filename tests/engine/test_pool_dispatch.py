@@ -201,7 +201,7 @@ async def test_enqueues_made_together_share_one_write_and_each_hears_its_own_out
         queue.enqueue("a", "k"),  # the same id twice in one pass: the second is not new
         return_exceptions=True,
     )
-    assert outcomes == [True, False, True, False]
+    assert list(outcomes) == [True, False, True, False]
     assert len(writes) == 1, writes
     assert list(await statuses(queue)) == ["old", "a", "b"]  # in the order of the calls
 

@@ -261,9 +261,13 @@ def workers_until_failed(home: Path, log: Path, job_id: str, most: int) -> int:
             text=True,
             cwd=Path(__file__).resolve().parents[2],
         )
+
+        def died_or_failed(w: subprocess.Popen[str] = worker) -> bool:
+            return w.poll() is not None or job_row(home, job_id)[0] == "failed"
+
         try:
             eventually_sync(
-                lambda w=worker: w.poll() is not None or job_row(home, job_id)[0] == "failed",
+                died_or_failed,
                 what="the worker to die or the job to fail",
                 timeout=60,
             )

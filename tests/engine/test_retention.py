@@ -16,6 +16,7 @@ from habakkuk.engine.retention import prune_idle_sessions, retention_job_id, swe
 from habakkuk.engine.sessions import TranscriptStore
 from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
+from tests.conftest import OpenRuntime
 
 OLD = time.time() - 40 * 86_400
 
@@ -97,7 +98,7 @@ def test_one_retention_job_per_day() -> None:
     assert retention_job_id(day) != retention_job_id(day + 86_400)
 
 
-async def test_long_lived_runtime_runs_the_days_sweep_once(runtime_factory) -> None:
+async def test_long_lived_runtime_runs_the_days_sweep_once(runtime_factory: OpenRuntime) -> None:
     import asyncio
 
     from habakkuk.engine.retention import RETENTION_KIND

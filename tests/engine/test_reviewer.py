@@ -116,7 +116,7 @@ def request() -> ApprovalRequest:
 
 def reviewer(router: StubRouter, bus: EventBus | None = None) -> Reviewer:
     return Reviewer(
-        router,  # type: ignore[arg-type]
+        router,  # type: ignore[arg-type]  # a stub in the Router's place
         [ModelRef("mock", "judge")],
         bus=bus or EventBus(),
         task="build it",

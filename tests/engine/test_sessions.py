@@ -128,7 +128,7 @@ async def test_a_corrupt_message_row_is_skipped_not_fatal(store: TranscriptStore
 
 
 async def test_export_formats(store: TranscriptStore) -> None:
-    session = await store.create_session("s1", "main", "")
+    await store.create_session("s1", "main", "")
     await store.append("s1", Message.user_text("<script>alert(1)</script>"))
     await store.append("s1", Message("assistant", [call("x")]))
     await store.append("s1", Message("user", [ToolResultBlock("x", "out", is_error=True)]))

@@ -9,7 +9,7 @@ import pytest
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.llm.types import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from habakkuk.engine.sessions import TranscriptStore
-from tests.conftest import mock_config
+from tests.conftest import OpenRuntime, mock_config
 
 
 def call(id_: str) -> ToolUseBlock:
@@ -110,7 +110,8 @@ async def test_transcripts_are_independent_after_a_fork(store: TranscriptStore) 
     await store.fork("src", "dst", upto_seq=3)
     assert await store.append("dst", Message.user_text("something else")) == 4
     await store.append("src", Message.user_text("more in the original"))
-    assert [m.message.blocks[0].text for m in await store.messages("dst")][-1] == "something else"  # type: ignore[union-attr]
+    last = (await store.messages("dst"))[-1].message.blocks[0]
+    assert isinstance(last, TextBlock) and last.text == "something else"
     assert len(await store.messages("src")) == 9
     assert len(await store.messages("dst")) == 5
     await store.set_title("dst", "Other route", "user")
@@ -158,7 +159,9 @@ async def test_fork_is_one_transaction(
     assert await store.get_session("dst") is None
 
 
-async def test_runtime_fork_copies_up_to_the_last_finished_turn(runtime_factory) -> None:  # type: ignore[no-untyped-def]
+async def test_runtime_fork_copies_up_to_the_last_finished_turn(
+    runtime_factory: OpenRuntime,
+) -> None:
     runtime = await runtime_factory(mock_config())
     session = await runtime.sessions.new_session(None, origin="test")
     await runtime.settings.set_session_model(session.id, "mock/other")

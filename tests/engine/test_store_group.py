@@ -227,7 +227,7 @@ async def test_writes_made_in_one_loop_pass_commit_together_even_on_an_idle_thre
         time.sleep(0.05)
         return await db.write(second)
 
-    assert await asyncio.gather(first(), then_second()) == ["a", "b"]
+    assert list(await asyncio.gather(first(), then_second())) == ["a", "b"]
     assert seen_committed == [False]
     assert names(db.path) == {"a", "b"}
 
@@ -259,7 +259,7 @@ async def test_a_writer_waits_for_a_transaction_holding_its_file_attached_withou
         # And many writes on both, interleaved, all land (no lock order can deadlock).
         await asyncio.gather(
             *[control.write(insert(f"c{i}")) for i in range(20)],
-            *[transcripts.write(lambda conn, i=i: insert(f"t{i}")(conn)) for i in range(20)],
+            *[transcripts.write(insert(f"t{i}")) for i in range(20)],
         )
     finally:
         await transcripts.close()

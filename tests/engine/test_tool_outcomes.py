@@ -13,7 +13,7 @@ from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalRequest
 from habakkuk.engine.toolkit.outcome import stored_outcome
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import ToolContext, ToolOutput, ToolRegistry
-from tests.engine.test_permissions_matrix import Answering, Probe, make_ctx
+from tests.engine.test_permissions_matrix import Answering, Probe, make_ctx, queued
 
 
 class Blocking(Probe):
@@ -45,7 +45,7 @@ class Waiting(Answering):
 async def _ended(registry: ToolRegistry, ctx: ToolContext, tool: str) -> dict[str, Any]:
     with ctx.bus.subscribe(lambda e: e.kind == "tool.end") as ends:
         result = await registry.call(ToolUseBlock("call_1", tool, {}), ctx, {tool})
-        data = dict(ends.get_nowait().data)
+        data = dict(queued(ends).data)
     data["stored"] = stored_outcome(result.text, result.is_error)
     return data
 
@@ -103,7 +103,7 @@ async def test_a_call_stopped_while_it_waits_for_approval_did_not_run(tmp_path: 
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        data = ends.get_nowait().data
+        data = queued(ends).data
     assert data["status"] == "not_run" and data["seconds"] is None
     assert "call_1" not in ctx.ran
 
@@ -119,6 +119,6 @@ async def test_a_call_stopped_while_it_runs_was_interrupted(tmp_path: Path) -> N
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        data = ends.get_nowait().data
+        data = queued(ends).data
     assert data["status"] == "interrupted" and isinstance(data["seconds"], float)
     assert "call_1" in ctx.ran

@@ -18,7 +18,7 @@ class Boom(Tool):
 
     name = "boom"
     description = "raises"
-    input_schema: dict[str, Any] = {"type": "object", "properties": {}}
+    input_schema = {"type": "object", "properties": {}}
     risk = Risk.READ
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

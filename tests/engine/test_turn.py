@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from habakkuk.engine.llm.types import TextBlock
+from habakkuk.engine.llm.types import ContextBlock, TextBlock
 from habakkuk.engine.sessions import INTERRUPTED
-from tests.conftest import mock_config
+from tests.conftest import OpenRuntime, mock_config
 
 TOOL_THEN_TEXT = """
 - text: "Checking."
@@ -19,7 +19,7 @@ TOOL_THEN_TEXT = """
 
 
 async def test_turn_runs_tools_in_parallel_and_appends_results_in_one_message(
-    runtime_factory,
+    runtime_factory: OpenRuntime,
 ) -> None:
     runtime = await runtime_factory(mock_config(TOOL_THEN_TEXT, mode="workspace"))
     session = await runtime.sessions.new_session()
@@ -38,7 +38,9 @@ async def test_turn_runs_tools_in_parallel_and_appends_results_in_one_message(
     assert all(m.turn_id == turn for m in stored)
 
 
-async def test_user_message_carries_the_time_after_the_typed_text(runtime_factory) -> None:
+async def test_user_message_carries_the_time_after_the_typed_text(
+    runtime_factory: OpenRuntime,
+) -> None:
     runtime = await runtime_factory(mock_config())
     session = await runtime.sessions.new_session()
     runtime.start_workers()
@@ -47,10 +49,11 @@ async def test_user_message_carries_the_time_after_the_typed_text(runtime_factor
     )
     first = (await runtime.sessions.messages(session.id))[0].message
     assert isinstance(first.blocks[0], TextBlock) and first.blocks[0].text == "hello"
-    assert first.blocks[1].text.startswith("[current time: ")  # type: ignore[union-attr]
+    stamp = first.blocks[1]
+    assert isinstance(stamp, ContextBlock) and stamp.text.startswith("[current time: ")
 
 
-async def test_deltas_stream_on_the_bus_before_the_turn_ends(runtime_factory) -> None:
+async def test_deltas_stream_on_the_bus_before_the_turn_ends(runtime_factory: OpenRuntime) -> None:
     runtime = await runtime_factory(mock_config('- "one two three four"'))
     session = await runtime.sessions.new_session()
     kinds: list[str] = []
@@ -70,7 +73,7 @@ async def test_deltas_stream_on_the_bus_before_the_turn_ends(runtime_factory) ->
     assert (await runtime.turns.wait_turn(turn)).status == "done"
 
 
-async def test_unattended_turn_denies_what_needs_approval(runtime_factory) -> None:
+async def test_unattended_turn_denies_what_needs_approval(runtime_factory: OpenRuntime) -> None:
     script = """
     - tool_calls: [{name: exec, arguments: {command: "echo hi"}}]
     - text: "ok"
@@ -85,7 +88,7 @@ async def test_unattended_turn_denies_what_needs_approval(runtime_factory) -> No
     assert result.is_error and "nobody can approve" in result.text
 
 
-async def test_read_only_mode_denies_writes(runtime_factory) -> None:
+async def test_read_only_mode_denies_writes(runtime_factory: OpenRuntime) -> None:
     script = """
     - tool_calls: [{name: write_file, arguments: {path: x, content: y}}]
     - text: "ok"
@@ -100,7 +103,7 @@ async def test_read_only_mode_denies_writes(runtime_factory) -> None:
     assert result.is_error and "read-only" in result.text
 
 
-async def test_stopping_a_turn_leaves_a_result_for_every_call(runtime_factory) -> None:
+async def test_stopping_a_turn_leaves_a_result_for_every_call(runtime_factory: OpenRuntime) -> None:
     script = """
     - tool_calls:
         - {name: exec, arguments: {command: "sleep 30"}}
@@ -124,7 +127,9 @@ async def test_stopping_a_turn_leaves_a_result_for_every_call(runtime_factory) -
     assert exec_result.is_error and "stopped" in exec_result.text
 
 
-async def test_a_stop_that_meets_the_approval_answer_still_stops_the_turn(runtime_factory) -> None:
+async def test_a_stop_that_meets_the_approval_answer_still_stops_the_turn(
+    runtime_factory: OpenRuntime,
+) -> None:
     """Ctrl+C right after `a`: the answer and the stop land in one loop iteration.
 
     On Python 3.11 `asyncio.wait_for` returned the answer and dropped the stop, so the
@@ -151,7 +156,9 @@ async def test_a_stop_that_meets_the_approval_answer_still_stops_the_turn(runtim
     assert result.is_error and "stopped" in result.text
 
 
-async def test_resumed_turn_records_interrupted_results_then_continues(runtime_factory) -> None:
+async def test_resumed_turn_records_interrupted_results_then_continues(
+    runtime_factory: OpenRuntime,
+) -> None:
     """A transcript left by a crash mid-tool-call is repaired and the turn completes once."""
     from habakkuk.engine.llm.types import Message, ToolUseBlock
 
@@ -178,7 +185,7 @@ async def test_resumed_turn_records_interrupted_results_then_continues(runtime_f
     assert stored[2].message.tool_results[0].text == INTERRUPTED
 
 
-async def test_max_steps_stops_a_runaway_turn(runtime_factory) -> None:
+async def test_max_steps_stops_a_runaway_turn(runtime_factory: OpenRuntime) -> None:
     script = """
     - tool_calls: [{name: list_dir, arguments: {}}]
     - tool_calls: [{name: list_dir, arguments: {}}]
@@ -194,7 +201,7 @@ async def test_max_steps_stops_a_runaway_turn(runtime_factory) -> None:
     assert outcome.status == "failed" and "max_steps" in (outcome.error or "")
 
 
-async def test_redelivered_turn_id_runs_once(runtime_factory) -> None:
+async def test_redelivered_turn_id_runs_once(runtime_factory: OpenRuntime) -> None:
     runtime = await runtime_factory(mock_config('- "hello"'))
     session = await runtime.sessions.new_session()
     first = await runtime.turns.submit(session.id, "hi", turn_id="msg-42")
@@ -205,7 +212,9 @@ async def test_redelivered_turn_id_runs_once(runtime_factory) -> None:
     assert [m.role for m in await runtime.sessions.messages(session.id)] == ["user", "assistant"]
 
 
-async def test_large_tool_output_goes_to_a_blob_with_a_preview(runtime_factory) -> None:
+async def test_large_tool_output_goes_to_a_blob_with_a_preview(
+    runtime_factory: OpenRuntime,
+) -> None:
     script = """
     - tool_calls: [{name: exec, arguments: {command: "head -c 100000 /dev/zero | tr '\\\\0' x"}}]
     - text: "ok"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import io
 import tarfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -103,7 +104,7 @@ class FakeGitHub:
         self,
         owner: str,
         repo: str,
-        files: dict[str, str | bytes],
+        files: Mapping[str, str | bytes],
         *,
         branch: str = "main",
         tag: str | None = None,

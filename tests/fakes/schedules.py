@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from habakkuk.engine.errors import NotFound
+from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.work.schedule_types import (
     AddedBy,
     NewSchedule,
@@ -36,6 +36,8 @@ class FakeSchedules:
         self.items: dict[str, Schedule] = {}
         self.slots: dict[str, list[SlotRun]] = {}
         self.queued: list[str] = []
+        # The process a test says runs the timetable (None: nothing serves).
+        self.ticking: str | None = None
         self._ids = itertools.count(1)
 
     def upcoming(self, schedule: Schedule, *, count: int = 3) -> list[dt.datetime]:
@@ -105,6 +107,25 @@ class FakeSchedules:
         if schedule_id not in self.items:
             raise NotFound(f"schedule {schedule_id!r} does not exist")
         return self.items[schedule_id]
+
+    async def find(self, ref: str) -> Schedule:
+        ref = ref.strip()
+        if ref in self.items:
+            return self.items[ref]
+        named = [s for s in self.items.values() if s.name == ref]
+        if not named:
+            raise NotFound(f"no schedule has the id or name {ref!r}")
+        if len(named) > 1:
+            listed = "; ".join(f"{s.id} (agent {s.agent})" for s in named)
+            raise HabakkukError(f"{ref!r} names {len(named)} schedules: {listed}; give the id")
+        return named[0]
+
+    async def ticker(self) -> str | None:
+        return self.ticking
+
+    def reading(self, schedule: Schedule) -> str:
+        """The spec as written: the fake does not put `when` into words."""
+        return schedule.spec
 
     async def runs(self, schedule_id: str, *, limit: int = 50) -> list[SlotRun]:
         await self.get(schedule_id)

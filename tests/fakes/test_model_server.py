@@ -165,7 +165,7 @@ async def test_chat_stream_helper_builds_final_completion(server: FakeModelServe
     message = final.choices[0].message
     assert message.content == "Let me look at both files."
     assert message.tool_calls is not None
-    assert [tc.function.arguments for tc in message.tool_calls] == [  # type: ignore[union-attr]
+    assert [tc.function.arguments for tc in message.tool_calls] == [
         json.dumps({"path": "notes/today.md", "limit": 200}),
         json.dumps({"path": "b.txt"}),
     ]
@@ -185,8 +185,8 @@ async def test_chat_non_streamed_returns_whole_completion(server: FakeModelServe
     assert choice.message.content == "Let me look at both files."
     assert choice.message.tool_calls is not None
     first = choice.message.tool_calls[0]
-    assert first.id == "call_given"
-    assert json.loads(first.function.arguments) == {  # type: ignore[union-attr]
+    assert first.id == "call_given" and first.type == "function"
+    assert json.loads(first.function.arguments) == {
         "path": "notes/today.md",
         "limit": 200,
     }
@@ -255,13 +255,14 @@ async def test_responses_stream_events_carry_text_arguments_reasoning_and_usage(
         "function_call",
         "function_call",
     ]
-    reasoning_item = done_items[0]
-    assert reasoning_item.encrypted_content == fake_encrypted_content(  # type: ignore[union-attr]
-        "the user wants both files"
-    )
-    assert done_items[2].call_id == "call_given"  # type: ignore[union-attr]
+    reasoning_item, call_item = done_items[0], done_items[2]
+    assert reasoning_item.type == "reasoning" and call_item.type == "function_call"
+    assert reasoning_item.encrypted_content == fake_encrypted_content("the user wants both files")
+    assert call_item.call_id == "call_given"
 
-    completed = events[-1].response  # type: ignore[union-attr]
+    last = events[-1]
+    assert last.type == "response.completed"
+    completed = last.response
     assert completed.status == "completed"
     assert completed.usage is not None
     assert completed.usage.input_tokens == 1170
@@ -341,13 +342,14 @@ async def test_anthropic_stream_has_thinking_signature_text_tool_input_and_usage
         if e.type == "content_block_delta" and e.delta.type == "signature_delta"
     ]
     assert signature == [fake_signature("Both files are needed.")]
-    start = events[0].message  # type: ignore[union-attr]
+    first, message_delta = events[0], events[-2]
+    assert first.type == "message_start" and message_delta.type == "message_delta"
+    start = first.message
     assert start.usage.input_tokens == 120
     assert start.usage.cache_read_input_tokens == 1000
     assert start.usage.cache_creation_input_tokens == 50
-    message_delta = events[-2]
-    assert message_delta.delta.stop_reason == "tool_use"  # type: ignore[union-attr]
-    assert message_delta.usage.output_tokens == 33  # type: ignore[union-attr]
+    assert message_delta.delta.stop_reason == "tool_use"
+    assert message_delta.usage.output_tokens == 33
 
 
 async def test_anthropic_stream_helper_assembles_final_message(server: FakeModelServer) -> None:
@@ -384,7 +386,8 @@ async def test_anthropic_non_streamed_returns_whole_message(server: FakeModelSer
     )
     assert message.model == "claude-fake"
     assert [block.type for block in message.content] == ["thinking", "text"]
-    assert message.content[0].signature == fake_signature("hm")  # type: ignore[union-attr]
+    thinking = message.content[0]
+    assert thinking.type == "thinking" and thinking.signature == fake_signature("hm")
     assert message.stop_reason == "max_tokens"
     assert message.usage.input_tokens == 10
     assert message.usage.output_tokens == 5
@@ -658,7 +661,8 @@ async def test_per_api_queue_goes_first_and_shared_queue_serves_any_api(
     )
     response = await oa.responses.create(model="m", input="hi")
 
-    assert message.content[0].text == "for-anthropic"  # type: ignore[union-attr]
+    text = message.content[0]
+    assert text.type == "text" and text.text == "for-anthropic"
     assert completion.choices[0].message.content == "shared-1"
     assert response.output_text == "shared-2"
     assert server.pending() == 0 and server.pending("anthropic") == 0
@@ -669,7 +673,7 @@ def test_script_rejects_unknown_api_and_bad_items() -> None:
     with pytest.raises(ValueError, match="unknown api 'gemini'"):
         server.script(Reply(), api="gemini")
     with pytest.raises(TypeError, match="expected Reply, Fail or Drop"):
-        server.script("hello")  # type: ignore[arg-type]
+        server.script("hello")  # type: ignore[arg-type]  # a value the types forbid, on purpose
     with pytest.raises(ValueError, match="chunk_size"):
         Reply(chunk_size=0)
     with pytest.raises(ValueError, match="status"):

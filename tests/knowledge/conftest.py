@@ -9,6 +9,7 @@ import pytest
 from habakkuk.engine.config import Config, parse_config
 from habakkuk.engine.home import Home
 from habakkuk.knowledge.memory_types import Provenance
+from habakkuk.knowledge.note_store import SecretValues
 from habakkuk.knowledge.service import Memory
 
 TWO_AGENTS = """
@@ -39,8 +40,8 @@ async def open_memory(home: Home, config: Config) -> AsyncIterator[Callable[...,
     """Build services on the test home (closed afterwards); secrets default to none."""
     opened: list[Memory] = []
 
-    def _open(secret_values: Callable[[], object] = lambda: []) -> Memory:
-        memory = Memory(home, config, secret_values)  # type: ignore[arg-type]
+    def _open(secret_values: SecretValues = lambda: []) -> Memory:
+        memory = Memory(home, config, secret_values)
         opened.append(memory)
         return memory
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from habakkuk.engine.errors import HabakkukError
@@ -45,14 +47,16 @@ REGISTRIES = {"acme": "https://skills.example/index.json"}
         ("weekly-report", "registry", "registry:weekly-report", {"name": "weekly-report"}),
     ],
 )
-def test_sources_parse_to_their_kind_and_canonical_spelling(text, kind, canonical, fields) -> None:
+def test_sources_parse_to_their_kind_and_canonical_spelling(
+    text: str, kind: str, canonical: str, fields: dict[str, str]
+) -> None:
     source = parse_source(text, REGISTRIES)
     assert (source.kind, source.text) == (kind, canonical)
     for key, value in fields.items():
         assert getattr(source, key) == value
 
 
-def test_a_local_folder_wins_over_every_other_reading(tmp_path) -> None:
+def test_a_local_folder_wins_over_every_other_reading(tmp_path: Path) -> None:
     (tmp_path / "acme" / "weekly").mkdir(parents=True)
     source = parse_source("acme/weekly", REGISTRIES, cwd=tmp_path)
     assert source.kind == "path" and source.local == (tmp_path / "acme" / "weekly").resolve()
@@ -77,6 +81,6 @@ def test_the_default_name_comes_from_the_folder_repository_or_file() -> None:
         ("https://github.com/acme/skills/issues/3", "expected /tree/REF/PATH"),
     ],
 )
-def test_what_names_no_source_is_one_clear_error(tmp_path, text, said) -> None:
+def test_what_names_no_source_is_one_clear_error(tmp_path: Path, text: str, said: str) -> None:
     with pytest.raises(HabakkukError, match=said):
         parse_source(text, REGISTRIES, cwd=tmp_path)

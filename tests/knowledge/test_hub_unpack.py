@@ -45,7 +45,9 @@ def written_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def test_a_tarball_unpacks_with_its_top_folder_stripped_and_no_executable_bit(tmp_path) -> None:
+def test_a_tarball_unpacks_with_its_top_folder_stripped_and_no_executable_bit(
+    tmp_path: Path,
+) -> None:
     archive = tar_gz(
         tmp_path / "a.tgz",
         [
@@ -75,7 +77,9 @@ def test_a_tarball_unpacks_with_its_top_folder_stripped_and_no_executable_bit(tm
         (file_info("/etc/evil", b"x"), "an absolute path"),
     ],
 )
-def test_links_devices_and_escaping_paths_refuse_the_whole_archive(tmp_path, member, said) -> None:
+def test_links_devices_and_escaping_paths_refuse_the_whole_archive(
+    tmp_path: Path, member: tuple[tarfile.TarInfo, bytes | None], said: str
+) -> None:
     archive = tar_gz(tmp_path / "a.tgz", [file_info("top/s/SKILL.md", b"hi\n"), member])
     with pytest.raises(UnpackRefused, match=re.escape(said)):
         unpack_archive(archive, tmp_path / "out", strip_top=False)
@@ -83,7 +87,7 @@ def test_links_devices_and_escaping_paths_refuse_the_whole_archive(tmp_path, mem
 
 
 def test_a_symlink_elsewhere_in_a_repository_does_not_refuse_the_folder_asked_for(
-    tmp_path,
+    tmp_path: Path,
 ) -> None:
     archive = tar_gz(
         tmp_path / "a.tgz",
@@ -96,7 +100,7 @@ def test_a_symlink_elsewhere_in_a_repository_does_not_refuse_the_folder_asked_fo
     assert [p.name for p in got.folder.iterdir()] == ["SKILL.md"]
 
 
-def test_a_header_declaring_a_terabyte_is_refused_before_anything_is_read(tmp_path) -> None:
+def test_a_header_declaring_a_terabyte_is_refused_before_anything_is_read(tmp_path: Path) -> None:
     info = tarfile.TarInfo("top/huge.bin")
     info.size = 10**12
     # Only the header: the data a real bomb would decompress never has to exist.
@@ -106,7 +110,7 @@ def test_a_header_declaring_a_terabyte_is_refused_before_anything_is_read(tmp_pa
     assert written_bytes(tmp_path / "out") == 0
 
 
-def test_an_archive_bomb_stops_at_the_limit_without_filling_the_disk(tmp_path) -> None:
+def test_an_archive_bomb_stops_at_the_limit_without_filling_the_disk(tmp_path: Path) -> None:
     zeros = bytes(2 * MB)
     archive = tar_gz(tmp_path / "bomb.tgz", [file_info(f"top/f{i}", zeros) for i in range(8)])
     assert archive.stat().st_size < 100_000  # 16 MB of zeros compress to almost nothing
@@ -116,20 +120,20 @@ def test_an_archive_bomb_stops_at_the_limit_without_filling_the_disk(tmp_path) -
     assert written_bytes(tmp_path / "out") <= 5 * MB
 
 
-def test_more_files_than_the_limit_are_refused(tmp_path) -> None:
+def test_more_files_than_the_limit_are_refused(tmp_path: Path) -> None:
     archive = tar_gz(tmp_path / "many.tgz", [file_info(f"top/f{i}", b"x") for i in range(30)])
     with pytest.raises(UnpackRefused, match="more than 20 files"):
         unpack_archive(archive, tmp_path / "out", limits=Limits(files=20))
 
 
-def test_a_path_deeper_than_the_limit_is_refused(tmp_path) -> None:
+def test_a_path_deeper_than_the_limit_is_refused(tmp_path: Path) -> None:
     deep = "/".join(["d"] * 20) + "/f"
     archive = tar_gz(tmp_path / "deep.tgz", [file_info(deep, b"x")])
     with pytest.raises(UnpackRefused, match="deeper than 16 folders"):
         unpack_archive(archive, tmp_path / "out")
 
 
-def test_a_zip_with_dotdot_is_refused(tmp_path) -> None:
+def test_a_zip_with_dotdot_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "evil.zip"
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("skill/SKILL.md", "hi\n")
@@ -139,7 +143,7 @@ def test_a_zip_with_dotdot_is_refused(tmp_path) -> None:
     assert not (tmp_path / "outside.txt").exists()
 
 
-def test_a_zip_symlink_is_refused(tmp_path) -> None:
+def test_a_zip_symlink_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "link.zip"
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("skill/SKILL.md", "hi\n")
@@ -172,21 +176,21 @@ def overlapping_zip(path: Path, copies: int) -> Path:
     return path
 
 
-def test_a_zip_whose_entries_overlap_is_refused(tmp_path) -> None:
+def test_a_zip_whose_entries_overlap_is_refused(tmp_path: Path) -> None:
     path = overlapping_zip(tmp_path / "overlap.zip", copies=3)
     with pytest.raises(UnpackRefused, match="overlap; refused"):
         unpack_archive(path, tmp_path / "out")
     assert written_bytes(tmp_path / "out") == 0
 
 
-def test_a_zip_declaring_more_than_the_archive_limit_is_refused(tmp_path) -> None:
+def test_a_zip_declaring_more_than_the_archive_limit_is_refused(tmp_path: Path) -> None:
     path = overlapping_zip(tmp_path / "overlap.zip", copies=40)
     with pytest.raises(UnpackRefused, match="declares more than"):
         unpack_archive(path, tmp_path / "out", limits=Limits(archive_bytes=100 * MB))
     assert written_bytes(tmp_path / "out") == 0
 
 
-def test_an_encrypted_zip_entry_is_refused(tmp_path) -> None:
+def test_an_encrypted_zip_entry_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "locked.zip"
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("SKILL.md", "hi\n")
@@ -200,13 +204,13 @@ def test_an_encrypted_zip_entry_is_refused(tmp_path) -> None:
         unpack_archive(path, tmp_path / "out")
 
 
-def test_something_that_is_no_archive_is_refused(tmp_path) -> None:
+def test_something_that_is_no_archive_is_refused(tmp_path: Path) -> None:
     (tmp_path / "x.tgz").write_bytes(b"this is not an archive at all" * 40)
     with pytest.raises(UnpackRefused, match=r"not a tar or zip archive|damaged"):
         unpack_archive(tmp_path / "x.tgz", tmp_path / "out")
 
 
-def test_a_local_folder_is_copied_without_git_or_executable_bits(tmp_path) -> None:
+def test_a_local_folder_is_copied_without_git_or_executable_bits(tmp_path: Path) -> None:
     source = tmp_path / "skill"
     (source / ".git").mkdir(parents=True)
     (source / ".git" / "HEAD").write_text("ref\n")
@@ -218,7 +222,7 @@ def test_a_local_folder_is_copied_without_git_or_executable_bits(tmp_path) -> No
     assert stat.S_IMODE((got.folder / "run.sh").stat().st_mode) == 0o600
 
 
-def test_a_local_folder_with_a_symlink_is_refused(tmp_path) -> None:
+def test_a_local_folder_with_a_symlink_is_refused(tmp_path: Path) -> None:
     source = tmp_path / "skill"
     source.mkdir()
     (source / "SKILL.md").write_text("hi\n")
@@ -227,7 +231,7 @@ def test_a_local_folder_with_a_symlink_is_refused(tmp_path) -> None:
         copy_folder(source, tmp_path / "out")
 
 
-def test_the_tree_hash_depends_on_paths_and_contents_only(tmp_path) -> None:
+def test_the_tree_hash_depends_on_paths_and_contents_only(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     for folder in (a, b):
         (folder / "scripts").mkdir(parents=True)

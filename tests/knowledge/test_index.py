@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -199,7 +199,7 @@ async def test_reading_a_note_records_when(memory: Memory) -> None:
 
 async def test_concurrent_saves_and_searches_never_look_like_hand_edits(memory: Memory) -> None:
     await memory.save("main", "Seed", "first", provenance=AGENT)
-    jobs = []
+    jobs: list[Awaitable[object]] = []
     for number in range(15):
         jobs.append(memory.save("main", f"Parallel {number}", f"body {number}", provenance=AGENT))
         jobs.append(memory.search("main", "body"))

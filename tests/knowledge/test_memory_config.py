@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from habakkuk.engine.config import parse_config
+from habakkuk.engine.config import Config, parse_config
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Home
 
@@ -23,13 +23,13 @@ agents:
 """
 
 
-def load(tmp_path: Path, extra: str = "") -> object:
+def load(tmp_path: Path, extra: str = "") -> Config:
     home = Home(tmp_path)
     return parse_config(BASE + extra, tmp_path / "config.yaml", home)
 
 
 def test_defaults(tmp_path: Path) -> None:
-    memory = load(tmp_path).memory  # type: ignore[attr-defined]
+    memory = load(tmp_path).memory
     assert memory.embeddings is None and memory.review is False
     assert (memory.review_idle_seconds, memory.review_budget, memory.nightly) == (
         900.0,
@@ -45,8 +45,9 @@ def test_a_full_section_is_read_and_resolved(tmp_path: Path) -> None:
         "memory:\n  embeddings: {provider: local, model: nomic-embed-text}\n"
         "  review: true\n  review_idle: 90s\n  review_model: mock/cheap\n"
         "  review_budget: 5000\n  nightly: 'off'\n  stale_days: 30\n  history_days: 7\n",
-    ).memory  # type: ignore[attr-defined]
-    assert memory.embeddings.provider == "local" and memory.review_idle_seconds == 90.0
+    ).memory
+    assert memory.embeddings is not None and memory.embeddings.provider == "local"
+    assert memory.review_idle_seconds == 90.0
     assert memory.review_chain[0].model == "cheap" and memory.nightly == "off"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import types
 
 import pytest
 
@@ -161,8 +162,12 @@ async def test_closing_lets_a_sync_whose_caller_gave_up_end_before_the_databases
 ) -> None:
     await memory.save("main", "Tea", "Green.", provenance=AGENT)
 
+    def is_sync(task: asyncio.Task[object]) -> bool:
+        coro = task.get_coro()
+        return isinstance(coro, types.CoroutineType) and "_synced" in coro.__qualname__
+
     def syncs() -> list[asyncio.Task[object]]:
-        return [t for t in asyncio.all_tasks() if "_synced" in t.get_coro().__qualname__]  # type: ignore[union-attr]
+        return [t for t in asyncio.all_tasks() if is_sync(t)]
 
     # A listing's sync waits behind one in progress (the agent's lock is held), and the
     # listing is given up on (a client that hung up, a shutdown)...

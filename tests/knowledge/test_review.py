@@ -15,7 +15,7 @@ from habakkuk.engine.store import Database
 from habakkuk.knowledge.memory_types import Note
 from habakkuk.knowledge.nightly import clusters, stale, titles_alike
 from habakkuk.knowledge.review import ReviewDeps, ReviewJobs, ReviewSettings
-from habakkuk.knowledge.review_plan import parse_review
+from habakkuk.knowledge.review_plan import SaveChange, parse_review
 from habakkuk.knowledge.review_prompt import REVIEW_SYSTEM, render_conversation
 from habakkuk.knowledge.review_schedule import ReviewPool, queue_due
 from habakkuk.knowledge.review_store import ReviewStore
@@ -53,7 +53,7 @@ class Rig:
     def deps(self) -> ReviewDeps:
         config = self.runtime.config
         return ReviewDeps(
-            memory=self.memory,  # type: ignore[arg-type]
+            memory=self.memory,
             store_for=self.store_for,
             memory_dir=lambda agent: self.tmp / agent / "memory",
             transcripts=self.runtime.transcripts,
@@ -313,7 +313,9 @@ def test_an_email_session_saves_untrusted_and_never_the_profile() -> None:
         }
     )
     plan = parse_review(text, shown=set(), tool_output=False, untrusted_session=True)
-    assert [c.op for c in plan.changes] == ["save"] and not plan.changes[0].trusted  # type: ignore[union-attr]
+    assert [c.op for c in plan.changes] == ["save"]
+    saved = plan.changes[0]
+    assert isinstance(saved, SaveChange) and not saved.trusted
 
 
 def test_only_the_newest_characters_of_the_conversation_are_rendered() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -137,7 +137,7 @@ async def test_no_write_path_persists_any_secret_of_the_corpus(home: Home) -> No
     try:
         await memory.save("main", "Existing", "A note to replace.", provenance=AGENT)
         await memory.save("main", "Long", "word " * 200, provenance=AGENT)
-        writes: list[Callable[[str], object]] = [
+        writes: list[Callable[[str], Awaitable[object]]] = [
             lambda s: memory.save("main", "Note", s, provenance=AGENT),
             lambda s: memory.save("main", s[:150], "body", provenance=AGENT),
             lambda s: memory.save("main", "Tagged", "body", tags=[s[:40]], provenance=AGENT),
@@ -152,7 +152,7 @@ async def test_no_write_path_persists_any_secret_of_the_corpus(home: Home) -> No
             for number, write in enumerate(writes):
                 refused = False
                 try:
-                    await write(sample)  # type: ignore[misc]
+                    await write(sample)
                 except SecretRefused as exc:
                     refused = True
                     assert sample not in str(exc)

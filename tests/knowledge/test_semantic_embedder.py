@@ -10,6 +10,7 @@ import pytest
 
 from habakkuk.engine.config import ProviderConfig
 from habakkuk.engine.errors import ConfigError
+from habakkuk.engine.presets import ProviderType
 from habakkuk.knowledge.embeddings import BATCH_SIZE, PAUSE_SECONDS, Embedder
 from tests.fakes.model_server import Fail, FakeModelServer, fake_embedding
 
@@ -24,8 +25,8 @@ class Clock:
         return self.now
 
 
-def provider(server: FakeModelServer, type_: str = "openai") -> ProviderConfig:
-    config = ProviderConfig(type=type_, base_url=f"{server.base_url}/v1")  # type: ignore[arg-type]
+def provider(server: FakeModelServer, type_: ProviderType = "openai") -> ProviderConfig:
+    config = ProviderConfig(type=type_, base_url=f"{server.base_url}/v1")
     config.name = "local"
     return config
 

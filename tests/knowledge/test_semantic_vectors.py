@@ -29,13 +29,13 @@ def summary(slug: str) -> NoteSummary:
 
 def test_embedding_text_is_title_tags_and_the_first_8000_bytes_of_the_body() -> None:
     body = "é" * MAX_BODY_BYTES  # two bytes each: the cut lands inside the text
-    text = embedded_text("Coffee", ["food", "prefs"], body)
+    text = embedded_text("Coffee", ("food", "prefs"), body)
     assert text.startswith("Coffee\nfood, prefs\n")
     assert len(text.split("\n", 2)[2].encode()) == MAX_BODY_BYTES
     assert content_hash(text) == content_hash(
-        embedded_text("Coffee", ["food", "prefs"], body + "x")
+        embedded_text("Coffee", ("food", "prefs"), body + "x")
     )
-    assert content_hash(text) != content_hash(embedded_text("Coffee", ["food"], body))
+    assert content_hash(text) != content_hash(embedded_text("Coffee", ("food",), body))
 
 
 def test_blobs_are_unit_length_little_endian_float32() -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 
 from habakkuk.engine.home import Home
-from tests.conftest import mock_config
+from tests.conftest import OpenRuntime, mock_config
 
 
-async def test_two_chats_opening_at_once_welcome_once(runtime_factory, home: Home) -> None:
+async def test_two_chats_opening_at_once_welcome_once(
+    runtime_factory: OpenRuntime, home: Home
+) -> None:
     runtime = await runtime_factory(mock_config())
     first, second = await asyncio.gather(
         runtime.sessions.new_session(origin="tui", chat=True),
@@ -21,7 +23,9 @@ async def test_two_chats_opening_at_once_welcome_once(runtime_factory, home: Hom
     assert "# Welcome" not in third.system_prompt  # ignored questions are not asked again
 
 
-async def test_automated_sessions_never_take_the_welcome(runtime_factory, home: Home) -> None:
+async def test_automated_sessions_never_take_the_welcome(
+    runtime_factory: OpenRuntime, home: Home
+) -> None:
     runtime = await runtime_factory(mock_config())
     for origin in ("webhook", "api", "cli", "mcp"):
         session = await runtime.sessions.new_session(origin=origin)
@@ -33,7 +37,9 @@ async def test_automated_sessions_never_take_the_welcome(runtime_factory, home: 
     assert "# Welcome" in chat.system_prompt
 
 
-async def test_an_agent_that_knows_its_user_skips_the_welcome(runtime_factory, home: Home) -> None:
+async def test_an_agent_that_knows_its_user_skips_the_welcome(
+    runtime_factory: OpenRuntime, home: Home
+) -> None:
     runtime = await runtime_factory(mock_config())
     folder = home.agent_dir("main")
     folder.mkdir(parents=True, exist_ok=True)
@@ -44,7 +50,9 @@ async def test_an_agent_that_knows_its_user_skips_the_welcome(runtime_factory, h
     assert not (folder / ".onboarding").exists()
 
 
-async def test_edits_to_the_agent_files_reach_the_next_session(runtime_factory, home: Home) -> None:
+async def test_edits_to_the_agent_files_reach_the_next_session(
+    runtime_factory: OpenRuntime, home: Home
+) -> None:
     runtime = await runtime_factory(mock_config())
     folder = home.agent_dir("main")
     folder.mkdir(parents=True, exist_ok=True)

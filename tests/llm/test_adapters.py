@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.config import ProviderConfig
+from habakkuk.engine.llm.adapters.streaming import ClientStreamingProvider
 from habakkuk.engine.llm.provider import Provider, ProviderError
 from habakkuk.engine.llm.types import (
     ImageBlock,
@@ -28,6 +29,7 @@ from habakkuk.engine.llm.types import (
     ToolSpec,
     ToolUseBlock,
 )
+from habakkuk.engine.presets import ProviderType
 from tests.fakes.model_server import (
     Drop,
     Fail,
@@ -38,7 +40,7 @@ from tests.fakes.model_server import (
     fake_signature,
 )
 
-KINDS = ["anthropic", "openai", "responses"]
+KINDS: list[ProviderType] = ["anthropic", "openai", "responses"]
 API_OF = {"anthropic": "anthropic", "openai": "chat", "responses": "responses"}
 TOOLS = [
     ToolSpec(
@@ -65,13 +67,13 @@ async def _close_providers() -> AsyncIterator[None]:
         await _made.pop().aclose()
 
 
-def make(kind: str, server: FakeModelServer, name: str = "") -> Provider:
+def make(kind: ProviderType, server: FakeModelServer, name: str = "") -> Provider:
     """The real adapter of `kind` pointed at the fake server."""
     import importlib
 
     module = {"anthropic": "anthropic", "openai": "openai_chat", "responses": "responses"}[kind]
     url = server.base_url if kind == "anthropic" else f"{server.base_url}/v1"
-    config = ProviderConfig(type=kind, base_url=url)  # type: ignore[arg-type]
+    config = ProviderConfig(type=kind, base_url=url)
     config.name = name or kind
     provider: Provider = importlib.import_module(f"habakkuk.engine.llm.adapters.{module}").create(
         config
@@ -99,7 +101,9 @@ async def collect(provider: Provider, req: ModelRequest) -> tuple[list[StreamEve
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_text_streams_delta_by_delta_with_usage(kind: str, server: FakeModelServer) -> None:
+async def test_text_streams_delta_by_delta_with_usage(
+    kind: ProviderType, server: FakeModelServer
+) -> None:
     server.script(
         Reply(
             text="The answer is forty-two.",
@@ -130,7 +134,7 @@ async def test_text_streams_delta_by_delta_with_usage(kind: str, server: FakeMod
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_tool_calls_stream_start_then_argument_pieces(
-    kind: str, server: FakeModelServer
+    kind: ProviderType, server: FakeModelServer
 ) -> None:
     server.script(
         Reply(
@@ -163,7 +167,7 @@ async def test_tool_calls_stream_start_then_argument_pieces(
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_tool_round_trip_sends_calls_and_results_in_the_apis_shape(
-    kind: str, server: FakeModelServer
+    kind: ProviderType, server: FakeModelServer
 ) -> None:
     server.script(Reply(tool_calls=[ToolCall("read_file", {"path": "a"}, id="call_1")]))
     provider = make(kind, server)
@@ -321,23 +325,27 @@ async def test_chat_reasoning_content_streams_as_thinking_and_is_not_replayed(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_one_sdk_client_per_key_is_reused(kind: str, server: FakeModelServer) -> None:
+async def test_one_sdk_client_per_key_is_reused(
+    kind: ProviderType, server: FakeModelServer
+) -> None:
     provider = make(kind, server)
     for key in ("k1", "k1", "k2"):
         server.script(Reply(text="x"))
         await collect(provider, request(key=key))
     assert [r.api_key for r in server.requests] == ["k1", "k1", "k2"]
-    clients = provider.clients  # type: ignore[attr-defined]
+    assert isinstance(provider, ClientStreamingProvider)
+    clients = provider.clients
     assert len(clients) == 2
     assert all(c.max_retries == 0 for c in clients._clients.values())
 
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_missing_key_is_an_auth_error_before_any_request(
-    kind: str, server: FakeModelServer
+    kind: ProviderType, server: FakeModelServer
 ) -> None:
     provider = make(kind, server, name="remote")
-    provider.keyless_ok = False  # type: ignore[attr-defined]
+    assert isinstance(provider, ClientStreamingProvider)
+    provider.keyless_ok = False
     with pytest.raises(ProviderError) as caught:
         await collect(provider, request(key=""))
     assert caught.value.error_class == "auth"
@@ -372,7 +380,7 @@ ERRORS = [
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(("fail", "error_class", "retry_after"), ERRORS)
 async def test_http_errors_map_to_their_classes(
-    kind: str,
+    kind: ProviderType,
     fail: Fail,
     error_class: str,
     retry_after: float | None,
@@ -405,7 +413,7 @@ async def test_anthropic_low_credit_400_is_billing(server: FakeModelServer) -> N
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_dropped_connection_mid_stream_is_a_network_error_after_the_deltas(
-    kind: str, server: FakeModelServer
+    kind: ProviderType, server: FakeModelServer
 ) -> None:
     server.script(Drop(Reply(text="abcdefghijklmnop", chunk_size=3), after_chunks=2))
     got: list[StreamEvent] = []

@@ -6,7 +6,7 @@ import pytest
 
 from habakkuk.engine.llm import keys
 from habakkuk.engine.llm.keys import AUTH_COOLDOWN, RATE_LIMIT_COOLDOWN, KeyRotation
-from habakkuk.engine.llm.provider import ProviderError
+from habakkuk.engine.llm.provider import ErrorClass, ProviderError
 
 
 class Clock:
@@ -43,17 +43,17 @@ def test_rate_limit_without_retry_after_uses_the_default_cooldown() -> None:
 
 
 @pytest.mark.parametrize("error_class", ["auth", "billing"])
-def test_auth_and_billing_failures_cool_the_key_for_long(error_class: str) -> None:
+def test_auth_and_billing_failures_cool_the_key_for_long(error_class: ErrorClass) -> None:
     rotation = KeyRotation(Clock())
-    rotation.report("p", "a", ProviderError(error_class, "no"))  # type: ignore[arg-type]
+    rotation.report("p", "a", ProviderError(error_class, "no"))
     assert rotation.cooldown("p", "a") == pytest.approx(AUTH_COOLDOWN)
     assert rotation.pick("p", ["a", "b"]) == "b"
 
 
 @pytest.mark.parametrize("error_class", ["server", "overloaded", "network", "bad_request"])
-def test_errors_that_are_not_about_the_key_cause_no_cooldown(error_class: str) -> None:
+def test_errors_that_are_not_about_the_key_cause_no_cooldown(error_class: ErrorClass) -> None:
     rotation = KeyRotation(Clock())
-    rotation.report("p", "a", ProviderError(error_class, "x"))  # type: ignore[arg-type]
+    rotation.report("p", "a", ProviderError(error_class, "x"))
     assert rotation.cooldown("p", "a") == 0
     assert rotation.pick("p", ["a", "b"]) == "a"
 
@@ -87,5 +87,5 @@ def test_the_fail_backend_counts_as_no_keyring(monkeypatch: pytest.MonkeyPatch) 
     from keyring.backends import fail
 
     monkeypatch.delenv("HABAKKUK_NO_KEYRING", raising=False)
-    monkeypatch.setattr(keyring, "get_keyring", lambda: fail.Keyring())
+    monkeypatch.setattr(keyring, "get_keyring", fail.Keyring)
     assert keys.keyring_backend() is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -37,21 +38,21 @@ REQUEST = ModelRequest(
 )
 
 
-def gemini_config(tmp_path: object) -> ProviderConfig:
+def gemini_config(tmp_path: Path) -> ProviderConfig:
     text = "providers:\n  gemini: {}\nagents:\n  main: {model: gemini/gemini-2.5-flash}\n"
-    home = Home(tmp_path)  # type: ignore[arg-type]
+    home = Home(tmp_path)
     return parse_config(text, home.config_path, home).providers["gemini"]
 
 
 def test_a_gemini_preset_provider_is_a_litellm_provider_with_its_key_variable(
-    tmp_path: object,
+    tmp_path: Path,
 ) -> None:
     config = gemini_config(tmp_path)
     assert config.type == "litellm"
     assert config.key_vars == ["GEMINI_API_KEY"]
 
 
-def test_messages_convert_to_chat_shape_with_litellm_routing(tmp_path: object) -> None:
+def test_messages_convert_to_chat_shape_with_litellm_routing(tmp_path: Path) -> None:
     params = adapter.build_params(gemini_config(tmp_path), REQUEST)
     assert params["model"] == "gemini/gemini-2.5-flash"
     assert params["api_key"] == "AIza-test"
@@ -72,7 +73,7 @@ def test_a_prefixed_model_is_left_alone() -> None:
 
 
 async def test_missing_litellm_is_a_clear_error_naming_the_extra(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setitem(sys.modules, "litellm", None)  # import litellm -> ImportError
     monkeypatch.delenv("LITELLM_LOCAL_MODEL_COST_MAP", raising=False)
@@ -86,9 +87,9 @@ async def test_missing_litellm_is_a_clear_error_naming_the_extra(
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
 
 
-def test_building_a_litellm_provider_does_not_import_litellm(tmp_path: object) -> None:
+def test_building_a_litellm_provider_does_not_import_litellm(tmp_path: Path) -> None:
     text = "providers:\n  gemini: {}\nagents:\n  main: {model: gemini/gemini-2.5-flash}\n"
-    home = Home(tmp_path)  # type: ignore[arg-type]
+    home = Home(tmp_path)
     config = parse_config(text, home.config_path, home)
     hub = ProviderHub(config, Environment(None), home.root)
     had = "litellm" in sys.modules

@@ -68,7 +68,7 @@ def fake_litellm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         return _ClosingStream(await client.chat.completions.create(**params), client)
 
     module = types.ModuleType("litellm")
-    module.acompletion = acompletion  # type: ignore[attr-defined]
+    module.acompletion = acompletion  # type: ignore[attr-defined]  # a stand-in litellm
     monkeypatch.setitem(sys.modules, "litellm", module)
     return calls
 

@@ -12,7 +12,7 @@ import pytest
 from habakkuk.engine.config import ModelRef, parse_config
 from habakkuk.engine.home import Environment, Home
 from habakkuk.engine.llm.factory import ProviderHub
-from habakkuk.engine.llm.provider import ProviderError
+from habakkuk.engine.llm.provider import ErrorClass, ProviderError
 from habakkuk.engine.llm.router import Caller, Router
 from habakkuk.engine.llm.types import (
     Message,
@@ -78,8 +78,8 @@ class Sleeps:
         self.waits.append(seconds)
 
 
-def err(error_class: str, retry_after: float | None = None) -> ProviderError:
-    return ProviderError(error_class, f"{error_class} happened", retry_after=retry_after)  # type: ignore[arg-type]
+def err(error_class: ErrorClass, retry_after: float | None = None) -> ProviderError:
+    return ProviderError(error_class, f"{error_class} happened", retry_after=retry_after)
 
 
 def router(source: Any, sleeps: Sleeps, **kwargs: Any) -> Router:
@@ -134,7 +134,9 @@ async def test_bad_request_is_not_retried_and_does_not_fall_back() -> None:
 
 
 @pytest.mark.parametrize("error_class", ["context_overflow", "auth", "billing"])
-async def test_errors_another_model_can_fix_fall_back_without_retrying(error_class: str) -> None:
+async def test_errors_another_model_can_fix_fall_back_without_retrying(
+    error_class: ErrorClass,
+) -> None:
     a = Scripted("a", [err(error_class)])
     b = Scripted("b", ["b answers"])
     sleeps = Sleeps()

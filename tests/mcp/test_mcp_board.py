@@ -65,14 +65,15 @@ async def test_a_client_adds_and_lists_cards_and_bad_input_is_a_tool_error(
             )
             assert [c["id"] for c in mine["cards"]] == [earlier.id]
 
-            for tool, arguments, word in [
+            cases: list[tuple[str, dict[str, object], str]] = [
                 ("habakkuk_board_create", {"title": " "}, "title is empty"),
                 ("habakkuk_board_create", {"title": "x", "assignee": "nobody"}, "nobody"),
                 ("habakkuk_board_create", {"title": "x", "depends_on": ["card_0000000000"]},
                  "card_0000000000"),
                 ("habakkuk_board_create", {"title": "x", "priority": 1000}, "priority"),
                 ("habakkuk_board_list", {"status": "finished"}, "finished"),
-            ]:  # fmt: skip
+            ]  # fmt: skip
+            for tool, arguments, word in cases:
                 bad = await client.call_tool(tool, arguments)
                 assert bad.is_error, (tool, arguments)
                 text = first_text(bad)

@@ -20,6 +20,7 @@ from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import ToolError, ToolRegistry
 from habakkuk.protocols.mcp.manager import McpManager, ServerLink
 from habakkuk.protocols.mcp.naming import tool_names
+from tests.helpers import tool_context
 
 SERVERS = Path(__file__).with_name("mcp_servers.py")
 BOUND = 120.0  # generous: server processes start slowly on a loaded machine
@@ -150,9 +151,9 @@ async def test_stdio_tools_join_the_registry_and_results_are_converted(home: Hom
         assert sorted(names) == sorted(tool_names("zoo", zoo.tools).values())
         assert all(len(n) <= 64 for n in names)
 
-        echo = zoo.tools["echo"]
-        assert echo.risk_for({}, None) is Risk.EXEC  # type: ignore[arg-type]
-        assert zoo.tools["add"].risk_for({}, None) is Risk.WRITE  # type: ignore[arg-type]
+        echo, ctx = zoo.tools["echo"], tool_context(home.root)
+        assert echo.risk_for({}, ctx) is Risk.EXEC
+        assert zoo.tools["add"].risk_for({}, ctx) is Risk.WRITE
         assert echo.input_schema["properties"]["text"]["type"] == "string"
 
         out = await zoo.call("echo", {"text": "hi"})

@@ -25,9 +25,10 @@ from habakkuk.protocols.mcp.oauth import (
     AuthStore,
     LoginRequired,
     OAuthError,
-    OAuthHandler,
     login,
 )
+from habakkuk.protocols.mcp.oauth_auth import OAuthHandler
+from tests.fakes.loopback import serve_on_loopback
 
 BOUND = 60.0
 
@@ -175,11 +176,7 @@ class FakeAuthServer:
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeAuthServer]:
     server = FakeAuthServer()
-    runner = web.AppRunner(server.app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await serve_on_loopback(server.app())
     server.base = f"http://127.0.0.1:{port}"
     yield server
     await runner.cleanup()

@@ -12,6 +12,7 @@ import pytest
 
 from habakkuk.engine.home import Home
 from habakkuk.work.schedule_types import NewSchedule
+from tests.fakes.loopback import serve_on_loopback
 from tests.fakes.schedules import NOW
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,11 +107,7 @@ async def test_http_endpoint_behind_the_token(
     runtime.start_workers()
     app = web.Application()
     McpHttpEndpoint(runtime, token="sesame").install(app)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await serve_on_loopback(app)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         async with httpx2.AsyncClient() as plain:

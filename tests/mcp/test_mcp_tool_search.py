@@ -13,6 +13,7 @@ from habakkuk.engine.sessions import summary_message
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput, ToolRegistry
 from habakkuk.protocols.mcp.toolsearch import ToolSearchView, rank, unlocked
+from tests.conftest import OpenRuntime
 
 SERVERS = Path(__file__).with_name("mcp_servers.py")
 BOUND = 120.0
@@ -129,7 +130,7 @@ def test_a_compaction_summary_carries_what_its_folded_searches_unlocked() -> Non
 
 
 async def test_a_turn_finds_and_calls_an_mcp_tool_and_later_turns_keep_it(
-    runtime_factory: Any,
+    runtime_factory: OpenRuntime,
 ) -> None:
     config = zoo_config(
         """\
@@ -164,7 +165,7 @@ async def test_a_turn_finds_and_calls_an_mcp_tool_and_later_turns_keep_it(
 
 
 async def test_a_tool_found_before_a_compaction_stays_callable_after_it(
-    runtime_factory: Any,
+    runtime_factory: OpenRuntime,
 ) -> None:
     config = zoo_config(
         """\

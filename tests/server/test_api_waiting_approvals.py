@@ -19,6 +19,7 @@ async def test_the_dashboard_lists_and_answers_a_chat_approval_of_another_proces
     config = mock_config(APPROVAL_SCRIPT, mode="workspace", extra=channel_yaml(tg))
     serving: Runtime = await runtime_factory(config)  # holds the bot, runs the turn
     serving.start_workers()
+    assert serving.channels is not None
     await serving.channels.started()
     tg.message("run the thing")
     await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))

@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 
 from tests.conftest import mock_config
+from tests.fakes.loopback import serve_on_loopback
 from tests.server.conftest import SSEReader
 
 
@@ -203,7 +204,7 @@ async def test_attachments_go_to_the_workspace_inbox(serve: Any, tmp_path: Path)
     assert "see attached" in first.text
     assert "inbox/data.csv" in first.text
     images = [b for b in first.blocks if b.type == "image"]
-    assert [(i.media_type, i.name) for i in images] == [("image/png", "shot.png")]  # type: ignore[attr-defined]
+    assert [(i.media_type, i.name) for i in images] == [("image/png", "shot.png")]
     assert (workspace / "inbox" / "shot.png").read_bytes() == b"\x89PNG fake"
     audio = aiohttp.FormData()
     audio.add_field("conversation", "c7")
@@ -355,11 +356,7 @@ async def test_a_recording_is_transcribed_and_sent_as_the_message(
 
     app = web.Application()
     app.router.add_post("/v1/audio/transcriptions", transcriptions)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await serve_on_loopback(app)
     try:
         extra = f"transcription:\n  base_url: http://127.0.0.1:{port}/v1\n  key_env: null\n"
         served = await serve(mock_config(script(tmp_path / "go"), extra=extra))

@@ -215,8 +215,8 @@ async def test_headers_that_are_not_utf8_are_a_400(hostile: Any) -> None:
         ("GET", "/api/chat/fuzz/events", None, b"Last-Event-ID"),
     ]
     for path in ("/v1/chat/completions", "/v1/responses"):
-        body = json.dumps(VALID[path]).encode()
-        cases += [(m, path, body, name) for m, name in V1_HEADERS]
+        v1_body = json.dumps(VALID[path]).encode()
+        cases += [(m, path, v1_body, name) for m, name in V1_HEADERS]
     for method, path, body, name in cases:
         for value in NOT_UTF8:
             headers = [(name, value)]

@@ -6,11 +6,13 @@ import asyncio
 
 import aiohttp
 
-from tests.conftest import mock_config
+from tests.conftest import OpenRuntime, mock_config
 from tests.processes import free_port
 
 
-async def test_second_runtime_stands_by_then_takes_over_the_address(runtime_factory) -> None:
+async def test_second_runtime_stands_by_then_takes_over_the_address(
+    runtime_factory: OpenRuntime,
+) -> None:
     port = free_port()
     config = mock_config(extra=f"http:\n  listen: 127.0.0.1:{port}\n")
     first = await runtime_factory(config)

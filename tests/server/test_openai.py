@@ -230,7 +230,7 @@ async def test_a_whole_response_and_previous_response_id(api: Any) -> None:
     session = second.headers["X-Habakkuk-Session"]
     stored = await served.runtime.sessions.messages(session)
     texts = [m.message.text for m in stored]
-    assert "Answer plainly." in stored[0].message.blocks[0].text  # type: ignore[union-attr]
+    assert "Answer plainly." in stored[0].message.blocks[0].text
     assert any(t.startswith("first question") for t in texts)
     with pytest.raises(openai.NotFoundError):
         await client.responses.create(

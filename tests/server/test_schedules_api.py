@@ -137,6 +137,6 @@ async def test_the_list_of_one_agent_and_the_overview_counts(served: Served) -> 
 
 
 async def test_without_the_service_it_is_501(served: Served) -> None:
-    served.runtime.schedules = None  # type: ignore[assignment]
+    served.runtime.schedules = None  # type: ignore[assignment]  # a runtime without the service
     status, body = await call(served, "GET", "/api/schedules")
     assert status == 501 and "schedules" in body["error"]

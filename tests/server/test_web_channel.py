@@ -187,7 +187,8 @@ async def test_a_message_is_accepted_while_the_web_adapter_is_down_and_answered_
 
 
 def test_the_web_chats_account_must_be_of_type_web(home: Any) -> None:
-    from habakkuk.engine.config import ConfigError, parse_config
+    from habakkuk.engine.config import parse_config
+    from habakkuk.engine.errors import ConfigError
 
     text = mock_config(
         extra="http: {}\nchannels:\n  web:\n    type: telegram\n    token_env: TG_TOKEN\n"

@@ -66,6 +66,6 @@ async def test_questions_reach_the_human_behind_a_reviewer(tmp_path: Path) -> No
     from habakkuk.engine.toolkit.reviewer import ReviewerApprover
 
     asker = TerminalAsker("yes")
-    chain = ReviewerApprover(reviewer=None, human=asker)  # type: ignore[arg-type]
+    chain = ReviewerApprover(reviewer=None, human=asker)  # type: ignore[arg-type]  # never asked
     out = await Clarify().run(QUESTIONS, ctx_for(tmp_path, chain))
     assert out.text.endswith("yes") and len(asker.asked) == 1

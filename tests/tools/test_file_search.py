@@ -18,9 +18,10 @@ HAVE_RG = shutil.which("rg") is not None
 @pytest.fixture(params=["walker", "rg"])
 def use_rg(request: pytest.FixtureRequest) -> bool:
     """Run a test against the Python walker and, when it is installed, ripgrep."""
-    if request.param == "rg" and not HAVE_RG:
+    param: str = request.param
+    if param == "rg" and not HAVE_RG:
         pytest.skip("ripgrep (rg) is not installed")
-    return request.param == "rg"
+    return param == "rg"
 
 
 def write(path: Path, text: str | bytes) -> None:
@@ -299,7 +300,7 @@ async def test_walker_gives_up_after_the_time_limit(
 async def test_walker_is_chosen_when_rg_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(file_search.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)  # as file_search looks rg up
     write(tmp_path / "f.txt", "needle\n")
     result = await search_files("needle", tmp_path)
     assert result.engine == "walker"

@@ -42,22 +42,25 @@ def git_diff(tmp_path: Path, before: dict[str, str], after: dict[str, str | None
     repo = tmp_path / "repo"
     repo.mkdir()
     env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin"}
-    run = lambda *a: subprocess.run(  # noqa: E731
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *a],
-        cwd=repo, env=env, check=True, capture_output=True,
-    )  # fmt: skip
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=repo, env=env, check=True, capture_output=True,
+        )  # fmt: skip
+
     run("init", "-q")
     for name, text in before.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text)
     run("add", "-A")
     run("commit", "-qm", "before")
-    for name, text in after.items():
-        if text is None:
+    for name, changed in after.items():
+        if changed is None:
             (repo / name).unlink()
         else:
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            (repo / name).write_text(text)
+            (repo / name).write_text(changed)
     run("add", "-A")
     return run("diff", "--cached", "-M").stdout.decode()
 
@@ -85,9 +88,9 @@ async def test_a_real_git_diff_applies_to_the_workspace(tmp_path: Path) -> None:
         (ctx.workspace / name).write_text(text)
     result = await apply(ctx, patch)
     assert not result.is_error, result.text
-    for name, text in after.items():
+    for name, expected in after.items():
         path = ctx.workspace / name
-        assert (path.read_text() if path.exists() else None) == text
+        assert (path.read_text() if path.exists() else None) == expected
 
 
 async def test_begin_patch_format_with_move_applies(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from habakkuk.tools.patching import PatchError, apply_patch, parse_patch, patch_paths
 
 
-def resolver(root: Path):
+def resolver(root: Path) -> Callable[[str], Path]:
     """A resolve callback that maps patch paths under root, like the workspace layer would."""
 
     def resolve(path: str) -> Path:

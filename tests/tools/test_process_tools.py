@@ -87,9 +87,9 @@ async def test_rotated_output_reports_what_was_discarded(
     pid = await start(manager, ctx, "for i in $(seq 1 50); do printf '%099d\\n' $i; done")
     await ProcessWait(manager).run({"id": pid, "timeout_seconds": BOUND}, ctx)
     out = await ProcessOutput(manager).run({"id": pid, "since": 0, "max_bytes": 100_000}, ctx)
-    discarded = int(
-        re.search(r"([\d,]+) bytes before this were discarded", out.text)[1].replace(",", "")
-    )  # type: ignore[index]
+    found = re.search(r"([\d,]+) bytes before this were discarded", out.text)
+    assert found is not None
+    discarded = int(found[1].replace(",", ""))
     assert 3000 <= discarded <= 4000
     assert "next_offset=5000" in out.text
     assert out.text.splitlines()[-2] == "0" * 97 + "50"

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 SNAPSHOTS = REPO / "snapshots" / "tui"
 
 
-class RepoSnapshotExtension(SVGImageExtension):
+class RepoSnapshotExtension(SVGImageExtension):  # type: ignore[misc]  # its package has no types
     """SVG snapshots stored in snapshots/tui/<test file name>/."""
 
     @classmethod
@@ -85,9 +85,29 @@ async def send(pilot: Pilot[Any], text: str) -> None:
     await pilot.press("enter")
 
 
+def chat_of(app: HabakkukApp) -> ChatScreen:
+    """The app's chat screen, which `ready` has waited for."""
+    chat = app.get_chat()
+    assert chat is not None, "the chat screen is not loaded"
+    return chat
+
+
+def runtime_of(app: HabakkukApp) -> Runtime:
+    """The app's runtime, which `ready` has waited for."""
+    assert app.runtime is not None, "the runtime is not open"
+    return app.runtime
+
+
 def make_app(home: Home | None, **kwargs: Any) -> HabakkukApp:
     """An app on the test home, with no cursor blink or animation (deterministic frames)."""
     return HabakkukApp(home, animate=False, **kwargs)
+
+
+class TurnIds(TypedDict):
+    """The session and turn an event of a turn belongs to: `TurnText(**ids, text=...)`."""
+
+    session: str
+    turn: str
 
 
 M = TypeVar("M", bound=Message)
@@ -121,7 +141,7 @@ class Running:
     @property
     def chat(self) -> ChatScreen:
         """The chat screen."""
-        return self.app.get_chat()
+        return chat_of(self.app)
 
     @property
     def screen(self) -> Screen[Any]:

@@ -10,6 +10,8 @@ a card moved elsewhere shows up live (CardChanged on the bus); snapshots at 80x2
 
 from __future__ import annotations
 
+from typing import Any
+
 from syrupy.assertion import SnapshotAssertion
 from textual.widgets import DataTable, Input, Static
 
@@ -27,7 +29,10 @@ async def seed(ui: Running, cards: bool = True) -> FakeBoard:
     """Four cards: a ready one for ops, one in progress, one waiting on a blocked
     question, one failed."""
     fake = FakeBoard(agents=tuple(ui.runtime.config.agents), publish=ui.runtime.bus.publish)
-    ui.runtime.board = fake  # type: ignore[attr-defined]
+    shown: BoardAccess = fake  # what the screens read it as, checked here
+    # The runtime's own is a Board; the screens reach it only as a BoardAccess.
+    ui.runtime.board = fake  # type: ignore[assignment]  # stands in for the screens only
+    assert ui.runtime.board is shown
     if not cards:
         return fake
     agent = next(iter(ui.runtime.config.agents))
@@ -62,7 +67,7 @@ async def count_comments(board: BoardAccess, card_id: str, count: int) -> bool:
     return len((await board.get(card_id)).comments) == count
 
 
-def rows(table: DataTable) -> list[list[str]]:
+def rows(table: DataTable[Any]) -> list[list[str]]:
     return [[str(cell) for cell in table.get_row_at(row)] for row in range(table.row_count)]
 
 
@@ -223,10 +228,10 @@ async def test_a_cards_detail_and_its_attempts_session(chat_app: ChatApp) -> Non
         table.move_cursor(row=[r[1] for r in rows(table)].index("Pick a vendor"))
         await ui.press("enter")
         await eventually(lambda: isinstance(ui.screen, BoardCardScreen), what="the detail")
-        detail = ui.screen
-        assert isinstance(detail, BoardCardScreen)
-        await eventually(lambda: detail.card is not None, what="the card read")
-        shown = str(detail.query_one("#card-detail", Static).render())
+        blocked = ui.screen
+        assert isinstance(blocked, BoardCardScreen)
+        await eventually(lambda: blocked.card is not None, what="the card read")
+        shown = str(blocked.query_one("#card-detail", Static).render())
         assert "Blocked on a question: you must act" in shown
         assert "Which of the two quotes?" in shown and f"ses_{vendor.id}_a1" in shown
         await ui.press("c")
@@ -234,12 +239,14 @@ async def test_a_cards_detail_and_its_attempts_session(chat_app: ChatApp) -> Non
         ui.screen.query_one("#answer", Input).value = "The cheaper one."
         await ui.press("enter")
         await eventually(
-            lambda: "The cheaper one." in str(detail.query_one("#card-detail", Static).render()),
+            lambda: "The cheaper one." in str(blocked.query_one("#card-detail", Static).render()),
             what="the comment in the detail",
         )
         await ui.press("r")
         await eventually(lambda: fake.items[vendor.id].status == "todo", what="reopened")
-        await eventually(lambda: detail.card is not None and detail.card.status == "todo", what="")
+        await eventually(
+            lambda: blocked.card is not None and blocked.card.status == "todo", what="reopened"
+        )
         # The attempt's session, as the card job would have made it.
         attempt = f"ses_{vendor.id}_a1"
         await ui.runtime.sessions.new_session(None, origin="board", session_id=attempt)

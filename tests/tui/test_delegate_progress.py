@@ -32,7 +32,16 @@ from habakkuk.widgets.tool_card import ToolCard
 from tests.conftest import WriteConfig, mock_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 from tests.helpers import eventually
-from tests.tui.conftest import ChatApp, Running, make_app, markdown_text, ready, running
+from tests.tui.conftest import (
+    ChatApp,
+    Running,
+    chat_of,
+    make_app,
+    markdown_text,
+    ready,
+    running,
+    runtime_of,
+)
 from tests.work.delegation_env import config as delegation_config
 from tests.work.delegation_env import delegate
 
@@ -265,7 +274,7 @@ async def test_snapshot_of_a_delegate_card_with_a_child_in_progress(
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        runtime = app.runtime
+        runtime = runtime_of(app)
         assert runtime is not None
         parent = "ses_0000000000000001"
         await runtime.sessions.new_session(None, origin="test", session_id=parent)
@@ -288,7 +297,7 @@ async def test_snapshot_of_a_delegate_card_with_a_child_in_progress(
             )
         )
         app.open_session(parent)
-        chat = app.get_chat()
+        chat = chat_of(app)
         await eventually(lambda: chat.session_id == parent, what="the session")
         child = "ses_child00000001"
         bus = runtime.bus

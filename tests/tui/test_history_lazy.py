@@ -16,6 +16,7 @@ from habakkuk.widgets.message_view import MOUNTED_WIDGETS, WINDOW_LIMIT, Message
 from habakkuk.widgets.tool_card import ToolCard
 from habakkuk.widgets.user_message import UserMessage
 from tests.helpers import eventually
+from tests.tui.conftest import TurnIds
 from tests.tui.markdown_views import OneView, screen_lines, settled
 
 TURNS = 80  # four messages and three widgets a turn: 240 widgets
@@ -189,7 +190,7 @@ async def test_a_reply_arriving_while_the_reader_is_at_the_top_does_not_move_the
         await settled(pilot)
         # The scroll bar's column aside (the content below grew).
         before = [line[:-2] for line in screen_lines(app)]
-        live = {"session": "ses_1", "turn": "turn_live"}
+        live = TurnIds(session="ses_1", turn="turn_live")
         await view.handle(TurnText(**live, text="A new reply streams in."))
         await view.handle(TurnEnded(**live, status="stopped"))
         await settled(pilot)

@@ -52,9 +52,7 @@ def transcript(replies: int = REPLIES) -> list[StoredMessage]:
     messages: list[StoredMessage] = []
     for number in range(replies):
         messages.append(stored(len(messages), Message("user", [TextBlock(f"Question {number}")])))
-        messages.append(
-            stored(len(messages), Message("assistant", [TextBlock(reply(number))]))  # type: ignore[list-item]
-        )
+        messages.append(stored(len(messages), Message("assistant", [TextBlock(reply(number))])))
     return messages
 
 
@@ -231,11 +229,11 @@ async def test_messages_keep_their_order_around_lazy_replies() -> None:
             1,
             Message(
                 "assistant",
-                [TextBlock(reply(0)), ToolUseBlock("call_1", "exec", {"command": "ls"})],  # type: ignore[list-item]
+                [TextBlock(reply(0)), ToolUseBlock("call_1", "exec", {"command": "ls"})],
             ),
         ),
-        stored(2, Message("user", [ToolResultBlock("call_1", "a.txt")])),  # type: ignore[list-item]
-        stored(3, Message("assistant", [TextBlock("Done.")])),  # type: ignore[list-item]
+        stored(2, Message("user", [ToolResultBlock("call_1", "a.txt")])),
+        stored(3, Message("assistant", [TextBlock("Done.")])),
     ]
     app = OneView()
     async with app.run_test(size=(60, 20)):

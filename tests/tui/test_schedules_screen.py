@@ -17,7 +17,7 @@ from habakkuk.screens.schedule_form import ScheduleForm
 from habakkuk.screens.schedules import SchedulesScreen
 from habakkuk.screens.text_prompt import Confirm
 from habakkuk.widgets.fit_table import FitTable
-from habakkuk.work.schedule_types import NewSchedule, SlotRun
+from habakkuk.work.schedule_types import NewSchedule, SchedulesAccess, SlotRun
 from tests.fakes.schedules import NOW, FakeSchedules
 from tests.helpers import eventually
 from tests.tui.conftest import ChatApp, Running, drawn
@@ -29,7 +29,10 @@ async def seed(ui: Running) -> FakeSchedules:
     """Three schedules: a weekday prompt with a weekend skipped while down, a failing
     script, a paused one."""
     fake = FakeSchedules()
-    ui.runtime.schedules = fake  # type: ignore[attr-defined]
+    shown: SchedulesAccess = fake  # what the screens read it as, checked here
+    # The runtime's own is a Schedules; the screens reach it only as a SchedulesAccess.
+    ui.runtime.schedules = fake  # type: ignore[assignment]  # stands in for the screens only
+    assert ui.runtime.schedules is shown
     inbox = await fake.add(
         NewSchedule("main", "inbox", "0 8 * * 1-5", "Summarise my inbox"), by="owner"
     )

@@ -8,10 +8,11 @@ from textual.pilot import Pilot
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
 
-from habakkuk.engine.events import BY_KIND, EventPayload
+from habakkuk.engine.events import TurnEnded, TurnText
 from habakkuk.widgets.markdown_stream import VOLUME_BLOCKS, MarkdownVolume, StreamingMarkdown
 from habakkuk.widgets.message_view import MessageView
 from tests.helpers import eventually
+from tests.tui.conftest import TurnIds
 from tests.tui.markdown_views import OneView, screen_lines, settled, volumes
 from tests.tui.test_tui_streaming import signature
 
@@ -25,8 +26,8 @@ REPLY = "".join(
 )
 
 
-def event(kind: str, **data: Any) -> EventPayload:
-    return BY_KIND[kind](session="ses_1", turn="turn_1", **data)
+# The one turn the events belong to.
+TURN = TurnIds(session="ses_1", turn="turn_1")
 
 
 async def streamed(pilot: Pilot[Any], *, end: bool) -> tuple[MessageView, StreamingMarkdown]:
@@ -41,11 +42,11 @@ async def stream(
 ) -> StreamingMarkdown:
     """Feed `text` line by line as turn.text events, rendering at every line."""
     for line in text.splitlines(keepends=True):
-        await view.handle(event("turn.text", text=line))
+        await view.handle(TurnText(**TURN, text=line))
         markdown = view.query_one(StreamingMarkdown)
         await markdown.flush()
     if end:
-        await view.handle(event("turn.end", status="done", reply=text))
+        await view.handle(TurnEnded(**TURN, status="done", reply=text))
     await pilot.pause()
     return markdown
 
@@ -112,8 +113,8 @@ async def test_scrolling_to_the_top_while_streaming_shows_the_start_of_the_reply
         assert blocks[0].region.y == first.region.y
         assert "Paragraph 0 of the reply" in "\n".join(screen_lines(app))
         # The stream goes on below while the reader is at the top.
-        await view.handle(event("turn.text", text="\n\nThe very end.\n"))
-        await view.handle(event("turn.end", status="done"))
+        await view.handle(TurnText(**TURN, text="\n\nThe very end.\n"))
+        await view.handle(TurnEnded(**TURN, status="done"))
         await settled(pilot)
         assert "Paragraph 0 of the reply" in "\n".join(screen_lines(app))
 
@@ -193,7 +194,7 @@ async def test_after_each_render_every_block_is_shown_and_no_replaced_block_rema
         view.session = "ses_1"
         text = REPLY[:3000]
         for index in range(0, len(text), 37):
-            await view.handle(event("turn.text", text=text[index : index + 37]))
+            await view.handle(TurnText(**TURN, text=text[index : index + 37]))
             markdown = view.query_one(StreamingMarkdown)
             await markdown.flush()
             await pilot.pause()
@@ -201,7 +202,7 @@ async def test_after_each_render_every_block_is_shown_and_no_replaced_block_rema
             assert all(block.display for block in blocks)
             loose = [c for c in markdown.children if not isinstance(c, MarkdownVolume)]
             assert loose == markdown._tail
-        await view.handle(event("turn.end", status="done"))
+        await view.handle(TurnEnded(**TURN, status="done"))
         await pilot.pause()
         flat = Markdown(text)
         await view.mount(flat)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.composer import Composer
@@ -106,7 +107,7 @@ async def test_approval_answered_with_y_runs_the_call_once(chat_app: ChatApp) ->
         await ui.send("run it")
         prompt = ui.screen.query_one(ApprovalPrompt)
         await eventually(lambda: prompt.current is not None, what="the approval prompt")
-        assert prompt.current.tool == "exec"
+        assert prompt.current is not None and prompt.current.tool == "exec"
         assert ui.screen.focused is prompt
         await ui.press("y")
         assert await ui.turn_finished() == "done"
@@ -117,7 +118,7 @@ async def test_approval_answered_with_y_runs_the_call_once(chat_app: ChatApp) ->
         messages = await ui.runtime.sessions.messages(chat.session_id)
         result = messages[2].message.tool_results[0]
         assert not result.is_error and "approved-output" in result.text
-        assert ui.screen.focused is ui.screen.query_one(Composer)
+        assert ui.screen.query_one(Composer).has_focus
 
 
 async def test_approval_answered_with_a_allows_the_tool_for_the_session(
@@ -317,7 +318,7 @@ async def test_tool_card_expands_to_the_full_output_from_the_transcript(
         card = ui.screen.query_one(ToolCard)
         card.focus()
         await ui.press("enter")
-        output = card.query_one(".output")
+        output = card.query_one(".output", Static)
         await eventually(lambda: "approved-output" in str(output.content), what="the card's output")
         assert card.expanded
 
@@ -354,7 +355,7 @@ async def test_ctrl_j_adds_a_line_and_enter_sends_both(chat_app: ChatApp) -> Non
 async def test_tab_completes_a_slash_command(chat_app: ChatApp) -> None:
     async with chat_app() as ui:
         await ui.press("slash", "c")
-        hint = ui.screen.query_one("#hint")
+        hint = ui.screen.query_one("#hint", Static)
         await eventually(lambda: hint.display, what="the completion hint")
         assert "/compact" in str(hint.content)
         await ui.press("tab")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
-from tests.tui.conftest import make_app, notices, running
+from tests.tui.conftest import chat_of, make_app, notices, running, runtime_of
 
 # The summary call's input is the folded conversation; its own scenario answers it.
 SCRIPT = """
@@ -23,13 +23,13 @@ async def test_compact_folds_older_turns_and_notes_the_tokens(write_config: Writ
         await eventually(
             lambda: "This session has no messages yet." in notices(app), what="the notice"
         )
-        runtime = app.runtime
+        runtime = runtime_of(app)
         session = await runtime.sessions.new_session("main", origin="tui")
         # A long first turn (about 32,000 tokens) that a fifth of compact_at cannot keep.
         await runtime.sessions.seed_session(
             session.id, [("user", "hotels " + "h" * 130_000), ("assistant", "noted")]
         )
-        chat = app.get_chat()
+        chat = chat_of(app)
         chat.open_session(session.id)
         await eventually(lambda: chat.session_id == session.id, what="the session to open")
         await ui.send("plan a trip")
@@ -63,7 +63,7 @@ async def test_a_turn_that_compacts_on_its_own_leaves_a_note(write_config: Write
     write_config(mock_config(SCRIPT) + "    compact_at: 2000\n")
     app = make_app(None)
     async with running(app, size=(100, 30)) as ui:
-        runtime = app.runtime
+        runtime = runtime_of(app)
         session = await runtime.sessions.new_session("main", origin="tui")
         # Two old turns of about 3,000 tokens each: over compact_at before the next call.
         await runtime.sessions.seed_session(
@@ -75,7 +75,7 @@ async def test_a_turn_that_compacts_on_its_own_leaves_a_note(write_config: Write
                 ("assistant", "noted"),
             ],
         )
-        chat = app.get_chat()
+        chat = chat_of(app)
         chat.open_session(session.id)
         await eventually(lambda: chat.session_id == session.id, what="the session to open")
         await ui.send("plan a trip")

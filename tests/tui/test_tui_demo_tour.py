@@ -7,7 +7,7 @@ from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.question_prompt import QuestionPrompt
 from habakkuk.widgets.tool_card import ToolCard
 from tests.helpers import eventually
-from tests.tui.conftest import make_app, markdown_text, ready, running
+from tests.tui.conftest import make_app, markdown_text, ready, running, runtime_of
 
 
 async def test_the_demo_tour_walks_through_an_approval_a_stop_and_a_question(home: Home) -> None:
@@ -27,7 +27,7 @@ async def test_the_demo_tour_walks_through_an_approval_a_stop_and_a_question(hom
         await ui.send("run a command")
         prompt = app.screen.query_one(ApprovalPrompt)
         await eventually(lambda: prompt.current is not None, what="the approval prompt")
-        assert prompt.current.tool == "exec"
+        assert prompt.current is not None and prompt.current.tool == "exec"
         await ui.press("y")
         assert await ui.turn_finished() == "done"
         card = app.screen.query(ToolCard).last()
@@ -74,5 +74,5 @@ async def test_the_demo_tour_saves_a_memory_note_the_memory_screen_lists(home: H
         assert card.status == "ok"
         assert "Saved." in markdown_text(app)
         assert app.runtime is not None
-        notes, total = await app.runtime.memory.list_notes("habakkuk")
+        notes, total = await runtime_of(app).memory.list_notes("habakkuk")
         assert total == 1 and notes[0].tags == ("demo",)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 
 from habakkuk.conversation.commands import summaries
 from habakkuk.screens.chat import completion_hint
@@ -81,7 +81,7 @@ async def test_the_slash_hint_wraps_to_show_every_command_at_80_columns(
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         await pilot.press("slash")
-        hint = app.screen.query_one("#hint")
+        hint = app.screen.query_one("#hint", Static)
         await eventually(lambda: hint.display, what="the completion hint")
         await pilot.pause()
         text = str(hint.content)
@@ -122,7 +122,7 @@ async def test_the_footer_rebuilds_once_however_often_the_bindings_change_before
             calls += 1
             await before()
 
-        footer.recompose = recompose  # type: ignore[method-assign]
+        footer.recompose = recompose  # type: ignore[method-assign]  # the test counts the calls
         for _ in range(6):  # as a screen filling its tables moves focus and cursor
             app.screen.refresh_bindings()
         await pilot.pause()

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from textual import events
+from textual.app import App
 
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.message_view import MessageView
@@ -27,7 +28,7 @@ def type_at_once(app: Any, *keys: str) -> None:
         app.post_message(event)
 
 
-def composer(app: Any) -> Composer:
+def composer(app: App[Any]) -> Composer:
     return app.screen.query_one(Composer)
 
 
@@ -82,7 +83,7 @@ async def test_text_typed_while_a_card_has_the_focus_goes_to_the_composer(
         assert app.focused is card
         type_at_once(app, *"hello")
         await eventually(lambda: composer(app).text == "hello", what="the typed text")
-        assert app.focused is composer(app)
+        assert composer(app).has_focus
         # Keys the card binds keep their meaning: Enter opens it.
         card.focus()
         await ui.press("enter")
@@ -90,7 +91,7 @@ async def test_text_typed_while_a_card_has_the_focus_goes_to_the_composer(
         # The conversation itself, focused, passes typing on as well.
         app.screen.query_one(MessageView).focus()
         await ui.press("!")
-        assert composer(app).text == "hello!" and app.focused is composer(app)
+        assert composer(app).text == "hello!" and composer(app).has_focus
 
 
 LONG = "\n\n".join(f"Paragraph {n}: some words to fill the chat." for n in range(60))

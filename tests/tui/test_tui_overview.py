@@ -8,7 +8,7 @@ import socket
 from typing import Any
 
 from syrupy.assertion import SnapshotAssertion
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from habakkuk.channels.store import ChannelStore
 from habakkuk.engine.config import ModelRef
@@ -62,6 +62,7 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
     app = make_app(home, runtime=terminal)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
+        assert terminal.channels is not None
         await terminal.channels.started()
         # This process's adapter stops first: live, it would record its own state over
         # the one written below (it restarts on a dropped poll, as on a loaded machine).
@@ -74,11 +75,11 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
         errors = screen.query_one("#errors", DataTable)
 
         def shown() -> str:
-            return str(screen.query_one("#http-summary").content)
+            return str(screen.query_one("#http-summary", Static).content)
 
         await eventually(lambda: "held by pid" in shown(), what="the listener's holder")
         assert server.url not in shown()  # another process serves it, not this one
-        usage = str(screen.query_one("#usage-summary").content)
+        usage = str(screen.query_one("#usage-summary", Static).content)
         assert "today 1 call(s)" in usage and "1,200 in" in usage and "300 out" in usage
         assert "$0.0000" not in usage
         await eventually(
@@ -96,7 +97,7 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
         errors.move_cursor(row=[r[1] for r in table_rows(errors)].index("job_digest"))
         await pilot.press("enter")
         await eventually(lambda: isinstance(app.screen, ShowText), what="the whole error")
-        assert str(app.screen.query_one("#full-text").content) == LONG_ERROR
+        assert str(app.screen.query_one("#full-text", Static).content) == LONG_ERROR
         await pilot.press("escape")
         await eventually(lambda: app.screen is screen, what="back on the overview")
 

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from textual.widgets import DataTable, Input, Markdown, Select
+from textual.binding import Binding
+from textual.widgets import DataTable, Input, Markdown, Select, Static
 
+from habakkuk.app import HabakkukApp
 from habakkuk.engine.config import load_config
 from habakkuk.engine.home import Home, read_env_file
+from habakkuk.screens.overview import OverviewScreen
+from habakkuk.screens.sessions import SessionsScreen
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.user_message import UserMessage
 from habakkuk.work.board_types import NewCard
 from tests.conftest import WriteConfig, mock_config
 from tests.fakes.model_server import FakeModelServer
 from tests.helpers import eventually
-from tests.tui.conftest import make_app, ready, running
+from tests.tui.conftest import chat_of, make_app, ready, running, runtime_of
 
 EXEC_SCRIPT = """
 - tool_calls:
@@ -25,9 +30,9 @@ EXEC_SCRIPT = """
 """
 
 
-async def add_session(app: object, session_id: str, title: str, words: str) -> None:
+async def add_session(app: HabakkukApp, session_id: str, title: str, words: str) -> None:
     """A stored session with one exchange, written through the facade."""
-    runtime = app.runtime  # type: ignore[attr-defined]
+    runtime = runtime_of(app)
     await runtime.sessions.new_session(None, origin="test", session_id=session_id)
     await runtime.sessions.seed_session(
         session_id, [("user", words), ("assistant", f"answer about {words}")]
@@ -35,7 +40,7 @@ async def add_session(app: object, session_id: str, title: str, words: str) -> N
     await runtime.sessions.rename_session(session_id, title)
 
 
-def table_rows(table: DataTable) -> list[list[str]]:
+def table_rows(table: DataTable[Any]) -> list[list[str]]:
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
 
 
@@ -49,6 +54,7 @@ async def test_sessions_screen_lists_searches_and_opens_a_session(
         await add_session(app, "ses_bbbb", "Tax return", "receipts for 2025")
         await ui.press("ctrl+s")
         screen = app.screen
+        assert isinstance(screen, SessionsScreen)
         table = screen.query_one(DataTable)
         await eventually(lambda: table.row_count == 2, what="two sessions listed")
         await ui.press("slash", *"tomatoes", "enter")
@@ -56,7 +62,7 @@ async def test_sessions_screen_lists_searches_and_opens_a_session(
         assert "[tomatoes]" in str(table_rows(table)[0])
         await ui.press("enter")
         await eventually(lambda: app.current_mode == "chat", what="the chat")
-        chat = app.get_chat()
+        chat = chat_of(app)
         await eventually(lambda: chat.session_id == "ses_aaaa", what="the session to open")
         await eventually(
             lambda: [u.text for u in app.screen.query(UserMessage)] == ["tomatoes and basil"],
@@ -66,7 +72,7 @@ async def test_sessions_screen_lists_searches_and_opens_a_session(
         # Resume: the next message continues the same session.
         await ui.send("more")
         assert await ui.turn_finished() == "done"
-        messages = await app.runtime.sessions.messages("ses_aaaa")
+        messages = await runtime_of(app).sessions.messages("ses_aaaa")
         assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
 
 
@@ -103,18 +109,19 @@ async def test_sessions_screen_renames_archives_and_exports(
         app.screen.query_one("#answer", Input).value = ""
         await pilot.press(*"New title", "enter")
         await eventually(lambda: "New title" in str(table_rows(table)), what="the renamed session")
-        assert (await app.runtime.sessions.session("ses_cccc")).title == "New title"
+        assert (await runtime_of(app).sessions.session("ses_cccc")).title == "New title"
         target = tmp_path / "out.html"
         await pilot.press("e")
         await eventually(lambda: bool(app.screen.query("#answer")), what="the export prompt")
         answer = app.screen.query_one("#answer", Input)
         # Offered: HOME/exports/, not the folder the app was started from.
-        assert answer.value == str(app.runtime.home.root / "exports" / "ses_cccc.md")
+        assert answer.value == str(runtime_of(app).home.root / "exports" / "ses_cccc.md")
         answer.value = str(tmp_path / "out.txt")
         await pilot.press("enter")
         # A bad extension is explained inline; the prompt stays.
         await eventually(
-            lambda: "must end in" in str(app.screen.query_one(".error").content), what="error"
+            lambda: "must end in" in str(app.screen.query_one(".error", Static).content),
+            what="error",
         )
         answer.value = str(target)
         await pilot.press("enter")
@@ -122,7 +129,7 @@ async def test_sessions_screen_renames_archives_and_exports(
         assert "<html" in target.read_text().lower()
         await pilot.press("x", "y")
         await eventually(lambda: table.row_count == 0, what="the archived session to go")
-        assert (await app.runtime.sessions.session("ses_cccc")).archived
+        assert (await runtime_of(app).sessions.session("ses_cccc")).archived
 
 
 async def test_fork_from_the_sessions_screen_continues_in_the_copy(
@@ -137,9 +144,9 @@ async def test_fork_from_the_sessions_screen_continues_in_the_copy(
         await eventually(lambda: table.row_count == 1, what="the session listed")
         await ui.press("f")
         await eventually(lambda: app.current_mode == "chat", what="the chat")
-        chat = app.get_chat()
+        chat = chat_of(app)
         await eventually(lambda: chat.session_id not in ("", "ses_eeee"), what="the fork")
-        fork = await app.runtime.sessions.session(chat.session_id)
+        fork = await runtime_of(app).sessions.session(chat.session_id)
         assert fork.forked_from == "ses_eeee" and fork.title == "Fork of Road trip"
         await eventually(
             lambda: [u.text for u in app.screen.query(UserMessage)] == ["route via the coast"],
@@ -148,8 +155,8 @@ async def test_fork_from_the_sessions_screen_continues_in_the_copy(
         # The conversation goes on in the fork; the original stays as it was.
         await ui.send("and then?")
         assert await ui.turn_finished() == "done"
-        assert len(await app.runtime.sessions.messages(fork.id)) == 4
-        assert len(await app.runtime.sessions.messages("ses_eeee")) == 2
+        assert len(await runtime_of(app).sessions.messages(fork.id)) == 4
+        assert len(await runtime_of(app).sessions.messages("ses_eeee")) == 2
 
 
 async def test_resume_opens_the_session_picker_first(write_config: WriteConfig) -> None:
@@ -166,7 +173,7 @@ async def test_resume_opens_the_session_picker_first(write_config: WriteConfig) 
         await eventually(lambda: table.row_count == 1, what="the session listed")
         await pilot.press("enter")
         await eventually(
-            lambda: app.current_mode == "chat" and app.get_chat().session_id == "ses_dddd",
+            lambda: app.current_mode == "chat" and chat_of(app).session_id == "ses_dddd",
             what="the chat on the session",
         )
 
@@ -197,14 +204,15 @@ async def test_overview_shows_queue_depth_and_failures(write_config: WriteConfig
     app = make_app(None)
     async with running(app, size=(80, 24)) as ui:
         # A job of a kind no pool here runs stays queued: the overview must count it.
-        await app.runtime.queue.enqueue("job_waiting", "report", {}, serial_key="x")
-        await app.runtime.board.create(NewCard("Agree the scope"), by="user")  # unassigned
+        await runtime_of(app).queue.enqueue("job_waiting", "report", {}, serial_key="x")
+        await runtime_of(app).board.create(NewCard("Agree the scope"), by="user")  # unassigned
         await ui.send("fail please")
         assert await ui.turn_finished() == "failed"
         await ui.press("ctrl+o")
         screen = app.screen
+        assert isinstance(screen, OverviewScreen)
         await eventually(lambda: screen.queued == 1, what="the queued job counted")
-        summary = str(screen.query_one("#queue-summary").content)
+        summary = str(screen.query_one("#queue-summary", Static).content)
         assert "1 queued" in summary and "report" in summary
         assert "1 open card(s) on the board" in summary
         errors = screen.query_one("#errors", DataTable)
@@ -224,7 +232,7 @@ async def test_overview_lists_scheduled_jobs_with_when_and_why(write_config: Wri
         await eventually(
             lambda: "nothing scheduled" in str(table_rows(scheduled)), what="the empty table"
         )
-        queue = app.runtime.queue
+        queue = runtime_of(app).queue
         await queue.enqueue("digest_tomorrow", "report", {}, delay=2 * 3600)
         await queue.enqueue("retry_me", "report", {}, max_attempts=4)
         lease = await queue.claim(["report"])
@@ -247,15 +255,15 @@ async def test_setup_screen_explains_bad_entries_and_writes_a_valid_config(
     async with app.run_test(size=(80, 24)) as pilot:
         await eventually(lambda: app.screen.id == "setup", what="the setup screen")
         await pilot.press("ctrl+s")
-        provider_error = app.screen.query_one("#provider-error")
+        provider_error = app.screen.query_one("#provider-error", Static)
         await eventually(lambda: provider_error.display, what="the provider error")
         assert "Choose a provider" in str(provider_error.content)
         app.screen.query_one("#provider", Select).value = "openai"
         await pilot.pause()
         await pilot.press("ctrl+s")
-        key_error = app.screen.query_one("#key-error")
+        key_error = app.screen.query_one("#key-error", Static)
         await eventually(lambda: "needs an API key" in str(key_error.content), what="key")
-        assert "Name the model" in str(app.screen.query_one("#model-error").content)
+        assert "Name the model" in str(app.screen.query_one("#model-error", Static).content)
         app.screen.query_one("#key", Input).focus()
         await pilot.press(*"sk-test-123")
         app.screen.query_one("#model", Input).focus()
@@ -307,7 +315,7 @@ async def test_every_section_has_a_key_and_a_palette_entry(
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        keys = {b.action: b.key for b in app.BINDINGS if hasattr(b, "action")}
+        keys = {b.action: b.key for b in app.BINDINGS if isinstance(b, Binding)}
         await pilot.press(keys[f"go('{mode}')"])
         await eventually(lambda: app.current_mode == mode, what=f"the {mode} screen")
         titles = [c.title for c in app.get_system_commands(app.screen)]

@@ -3,13 +3,17 @@ hits named by title, Esc back to the chat."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
+from habakkuk.app import HabakkukApp
 from habakkuk.screens.sessions import SessionsScreen
 from habakkuk.screens.text_prompt import Confirm
 from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
-from tests.tui.conftest import make_app, ready
+from tests.tui.conftest import make_app, ready, runtime_of
 from tests.tui.test_tui_screens import add_session, table_rows
 
 SESSIONS = [
@@ -19,12 +23,15 @@ SESSIONS = [
 ]
 
 
-async def sessions_screen(app, pilot) -> tuple[object, DataTable]:  # type: ignore[no-untyped-def]
+async def sessions_screen(
+    app: HabakkukApp, pilot: Pilot[Any]
+) -> tuple[SessionsScreen, DataTable[Any]]:
     await ready(pilot)
     for session_id, title, words in SESSIONS:
         await add_session(app, session_id, title, words)
     await pilot.press("ctrl+s")
     screen = app.screen
+    assert isinstance(screen, SessionsScreen)
     table = screen.query_one(DataTable)
     await eventually(lambda: table.row_count == 3, what="three sessions listed")
     return screen, table
@@ -67,19 +74,19 @@ async def test_archive_asks_and_the_archived_view_restores_it(
         await eventually(lambda: isinstance(app.screen, Confirm), what="the question")
         await pilot.press("n")
         await eventually(lambda: app.screen is screen, what="back on the list")
-        assert not (await app.runtime.sessions.session(target)).archived
+        assert not (await runtime_of(app).sessions.session(target)).archived
         assert table.row_count == 3
         await pilot.press("x")
         await eventually(lambda: isinstance(app.screen, Confirm), what="the question again")
         await pilot.press("y")
         await eventually(lambda: table.row_count == 2, what="the session archived")
         assert target not in screen.row_sessions
-        assert (await app.runtime.sessions.session(target)).archived
+        assert (await runtime_of(app).sessions.session(target)).archived
         await pilot.press("v")
         await eventually(lambda: screen.row_sessions == [target], what="the archived view")
         await pilot.press("u")
         await eventually(lambda: screen.row_sessions == [], what="the session restored")
-        assert not (await app.runtime.sessions.session(target)).archived
+        assert not (await runtime_of(app).sessions.session(target)).archived
         await pilot.press("v")
         await eventually(lambda: table.row_count == 3, what="the recent list again")
 
@@ -112,7 +119,7 @@ async def test_board_and_sub_agent_sessions_are_left_out_until_a_shows_them(
     app = make_app(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        runtime = app.runtime
+        runtime = runtime_of(app)
         assert runtime is not None
         # As a card's run and a delegated task record theirs (work/card_runs, delegation).
         await runtime.sessions.new_session(None, origin=BOARD_ORIGIN, session_id="ses_card")

@@ -4,9 +4,11 @@ provider, and opens again from the palette."""
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 import pytest
-from textual.widgets import Input, Select
+from textual.pilot import Pilot
+from textual.widgets import Input, Select, Static
 
 from habakkuk.engine.config import load_config
 from habakkuk.engine.home import Home, read_env_file
@@ -18,7 +20,7 @@ from tests.helpers import eventually
 from tests.tui.conftest import make_app, ready
 
 
-async def fill(pilot, **fields: str) -> None:  # type: ignore[no-untyped-def]
+async def fill(pilot: Pilot[Any], **fields: str) -> None:
     """Type into the setup form's inputs by id (base_url -> #base-url)."""
     screen = pilot.app.screen
     for name, value in fields.items():
@@ -28,14 +30,14 @@ async def fill(pilot, **fields: str) -> None:  # type: ignore[no-untyped-def]
         await pilot.press(*value)
 
 
-async def choose(pilot, provider: str) -> None:  # type: ignore[no-untyped-def]
+async def choose(pilot: Pilot[Any], provider: str) -> None:
     await pilot.pause()  # the form mounted
     pilot.app.screen.query_one("#provider", Select).value = provider
     await pilot.pause()
 
 
-def error(pilot, field: str) -> str:  # type: ignore[no-untyped-def]
-    widget = pilot.app.screen.query_one(f"#{field}-error")
+def error(pilot: Pilot[Any], field: str) -> str:
+    widget = pilot.app.screen.query_one(f"#{field}-error", Static)
     return str(widget.content) if widget.display else ""
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
+from textual.widgets import Static
 
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import (
@@ -22,10 +23,13 @@ from habakkuk.engine.llm.types import (
     ToolUseBlock,
 )
 from habakkuk.engine.toolkit.approvals import ApprovalRequest
+from habakkuk.screens.approvals import ApprovalsScreen
+from habakkuk.screens.overview import OverviewScreen
+from habakkuk.screens.sessions import SessionsScreen
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
-from tests.tui.conftest import make_app, ready
+from tests.tui.conftest import chat_of, make_app, ready, runtime_of
 
 SIZES = [(80, 24), (120, 40)]
 FIXED_TIME = 1_790_000_000.0  # 2026-09-21 14:13 UTC
@@ -33,7 +37,7 @@ FIXED_TIME = 1_790_000_000.0  # 2026-09-21 14:13 UTC
 
 async def seed(app: Any) -> None:
     """Two sessions with fixed ids, titles, messages and times."""
-    runtime = app.runtime
+    runtime = runtime_of(app)
     await runtime.sessions.new_session(None, origin="test", session_id="ses_0000000000000001")
     await runtime.sessions.seed_session(
         "ses_0000000000000001",
@@ -84,7 +88,7 @@ async def test_chat_screen_with_history_and_an_approval(
         await ready(pilot)
         await seed(app)
         app.open_session("ses_0000000000000001")
-        chat = app.get_chat()
+        chat = chat_of(app)
         await eventually(lambda: chat.session_id == "ses_0000000000000001", what="session")
         request = ApprovalRequest(
             agent="main",
@@ -96,12 +100,12 @@ async def test_chat_screen_with_history_and_an_approval(
             reason="deletes a folder the user did not mention",
             id="apr_000000000001",
         )
-        waiting = asyncio.create_task(app.runtime.approvals.approve(request))
+        waiting = asyncio.create_task(runtime_of(app).approvals.approve(request))
         prompt = app.screen.query_one(ApprovalPrompt)
         await eventually(lambda: prompt.current is not None, what="the prompt")
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()
-        app.runtime.approvals.answer("apr_000000000001", "deny")
+        runtime_of(app).approvals.answer("apr_000000000001", "deny")
         await waiting
 
 
@@ -126,7 +130,7 @@ async def test_chat_screen_with_the_slash_command_hint(
     async with app.run_test(size=size) as pilot:
         await ready(pilot)
         await pilot.press("slash")
-        hint = app.screen.query_one("#hint")
+        hint = app.screen.query_one("#hint", Static)
         await eventually(lambda: hint.display, what="the completion hint")
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()
@@ -142,7 +146,9 @@ async def test_sessions_screen(
         await ready(pilot)
         await seed(app)
         await pilot.press("ctrl+s")
-        await eventually(lambda: len(app.screen.row_sessions) == 2, what="the list")
+        sessions = app.screen
+        assert isinstance(sessions, SessionsScreen)
+        await eventually(lambda: len(sessions.row_sessions) == 2, what="the list")
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()
 
@@ -164,12 +170,14 @@ async def test_approvals_screen(
             summary="/etc/hosts",
             id="apr_000000000002",
         )
-        waiting = asyncio.create_task(app.runtime.approvals.approve(request))
+        waiting = asyncio.create_task(runtime_of(app).approvals.approve(request))
         await pilot.press("ctrl+r")
-        await eventually(lambda: len(app.screen.rows) == 1, what="the request")
+        approvals = app.screen
+        assert isinstance(approvals, ApprovalsScreen)
+        await eventually(lambda: len(approvals.rows) == 1, what="the request")
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()
-        app.runtime.approvals.answer("apr_000000000002", "deny")
+        runtime_of(app).approvals.answer("apr_000000000002", "deny")
         await waiting
 
 
@@ -181,9 +189,11 @@ async def test_overview_screen(
     app = make_app(None)
     async with app.run_test(size=size) as pilot:
         await ready(pilot)
-        await app.runtime.queue.enqueue("job_0000000000000001", "report", {}, serial_key="r")
+        await runtime_of(app).queue.enqueue("job_0000000000000001", "report", {}, serial_key="r")
         await pilot.press("ctrl+o")
-        await eventually(lambda: app.screen.queued == 1, what="the queue")
+        overview = app.screen
+        assert isinstance(overview, OverviewScreen)
+        await eventually(lambda: overview.queued == 1, what="the queue")
         await settle(pilot)
         assert svg_snapshot == app.export_screenshot()
 

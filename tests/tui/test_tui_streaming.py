@@ -13,13 +13,14 @@ from textual.widget import Widget
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
-from habakkuk.engine.events import BY_KIND, EventPayload
+from habakkuk.engine.events import ModelReplied, TurnEnded, TurnReset, TurnText
 from habakkuk.widgets.markdown_stream import (
     VOLUME_BLOCKS,
     MarkdownVolume,
     StreamingMarkdown,
 )
 from habakkuk.widgets.message_view import MessageView
+from tests.tui.conftest import TurnIds
 
 MIXED = """\
 # Title
@@ -245,8 +246,8 @@ class OneView(App[None]):
         yield MessageView()
 
 
-def event(kind: str, **data: Any) -> EventPayload:
-    return BY_KIND[kind](session="ses_1", turn="turn_1", **data)
+# The one turn the events belong to.
+TURN = TurnIds(session="ses_1", turn="turn_1")
 
 
 async def test_a_turn_reset_mid_stream_leaves_only_the_retry_rendered_as_one_shot() -> None:
@@ -256,14 +257,14 @@ async def test_a_turn_reset_mid_stream_leaves_only_the_retry_rendered_as_one_sho
         view = app.query_one(MessageView)
         view.session = "ses_1"
         for piece in ["Partial ", "answer\n\n```py", "thon\nprint("]:
-            await view.handle(event("turn.text", text=piece))
+            await view.handle(TurnText(**TURN, text=piece))
         first = app.query_one(StreamingMarkdown)
         await first.flush()
-        await view.handle(event("turn.reset"))
+        await view.handle(TurnReset(**TURN))
         for piece in chunks(retry, "seed-reset"):
-            await view.handle(event("turn.text", text=piece))
-        await view.handle(event("turn.message", model="m", usage={}, stop_reason="end_turn"))
-        await view.handle(event("turn.end", status="done", reply=retry))
+            await view.handle(TurnText(**TURN, text=piece))
+        await view.handle(ModelReplied(**TURN, model="m", usage={}, stop_reason="end_turn"))
+        await view.handle(TurnEnded(**TURN, status="done", reply=retry))
         await pilot.pause()
         shown = list(app.query(StreamingMarkdown))
         assert len(shown) == 1 and shown[0] is not first
@@ -283,11 +284,11 @@ async def test_a_message_sent_while_a_reply_streams_goes_after_it_and_the_reply_
     async with app.run_test(size=(70, 30)) as pilot:
         view = app.query_one(MessageView)
         view.session = "ses_1"
-        await view.handle(event("turn.text", text="The first part, "))
+        await view.handle(TurnText(**TURN, text="The first part, "))
         await view.add_user("and one more thing")  # queued while the reply streams
-        await view.handle(event("turn.text", text="then the rest."))
-        await view.handle(event("turn.message", model="m", usage={}, stop_reason="end_turn"))
-        await view.handle(event("turn.end", status="done", reply=""))
+        await view.handle(TurnText(**TURN, text="then the rest."))
+        await view.handle(ModelReplied(**TURN, model="m", usage={}, stop_reason="end_turn"))
+        await view.handle(TurnEnded(**TURN, status="done", reply=""))
         await pilot.pause()
         replies = list(app.query(StreamingMarkdown))
         assert [r.text for r in replies] == ["The first part, then the rest."]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
-from tests.tui.conftest import make_app, notices, running, status_text
+from tests.tui.conftest import chat_of, make_app, notices, running, runtime_of, status_text
 
 
 async def test_think_sets_the_sessions_effort_and_the_status_line_shows_it(
@@ -15,7 +15,7 @@ async def test_think_sets_the_sessions_effort_and_the_status_line_shows_it(
     async with running(app, size=(80, 24)) as ui:
         await ui.send("hello")
         await ui.turn_finished()
-        chat = app.get_chat()
+        chat = chat_of(app)
         assert "think" not in status_text(app)
 
         await ui.send("/think extreme")
@@ -24,7 +24,7 @@ async def test_think_sets_the_sessions_effort_and_the_status_line_shows_it(
         )
         await ui.send("/think high")
         await eventually(lambda: "Thinking: high for this session" in notices(app), what="set")
-        assert await app.runtime.settings.session_thinking(chat.session_id) == ("high", True)
+        assert await runtime_of(app).settings.session_thinking(chat.session_id) == ("high", True)
         assert "think high" in status_text(app)
 
         await ui.send("/think")
@@ -48,7 +48,7 @@ async def test_a_resumed_session_shows_its_own_think_level(write_config: WriteCo
     async with running(app, size=(80, 24)) as ui:
         await ui.send("hello")
         await ui.turn_finished()
-        chat = app.get_chat()
+        chat = chat_of(app)
         first = chat.session_id
         await ui.send("/think low")
         await eventually(lambda: "Thinking: low for this session" in notices(app), what="set")

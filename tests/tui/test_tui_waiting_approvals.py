@@ -28,6 +28,7 @@ async def test_y_answers_a_chat_approval_waiting_in_another_process(
     config = mock_config(APPROVAL_SCRIPT, mode="workspace", extra=channel_yaml(tg))
     serving: Runtime = await runtime_factory(config)  # a `--serve` holding the bot
     serving.start_workers()
+    assert serving.channels is not None
     await serving.channels.started()
     tg.message("run the thing")
     # The turn runs in `serving` (claimed before the terminal's workers start).

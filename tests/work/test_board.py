@@ -252,7 +252,7 @@ async def test_a_failed_block_is_told_apart_from_a_question(control: Control) ->
     failed = await control.board.block(card.id, "the site is down", by="main", kind="failed")
     assert (failed.blocked_kind, failed.events[-1].kind) == ("failed", "failed")
     with pytest.raises(HabakkukError, match="block kind 'later' is not question or failed"):
-        await control.board.block(card.id, "x", by="main", kind="later")  # type: ignore[arg-type]
+        await control.board.block(card.id, "x", by="main", kind="later")  # type: ignore[arg-type]  # on purpose
 
 
 async def test_an_agent_updates_only_cards_it_created_or_holds_and_the_user_any(

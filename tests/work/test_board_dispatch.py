@@ -36,7 +36,7 @@ SCRIPT = """
     - tool_calls: [{name: exec, arguments: {command: "sleep 60"}}]
     - text: "never"
 - match: 'Title: Broken'
-  steps: [{error: "the model is down"}]
+  steps: [{error: server}]
 - match: 'attempt 1\\)[\\s\\S]*Title: Flaky'
   steps: [{text: "I had a look but did not finish."}]
 - match: 'Title: (\\w+)'
@@ -62,7 +62,7 @@ class FinishCard(Tool):
 
     name = "finish_card"
     description = "complete the card this session works on"
-    input_schema: dict[str, Any] = {
+    input_schema = {
         "type": "object",
         "properties": {"result": {"type": "string"}},
         "required": ["result"],
@@ -198,7 +198,7 @@ async def test_a_card_whose_turn_fails_is_blocked_with_the_error_never_done(
     assert outcome.status == "failed"
     read = await runtime.board.get(card.id)
     assert read.status == "blocked" and read.blocked_kind == "failed"
-    assert "the model is down" in read.blocked_reason
+    assert "scripted server" in read.blocked_reason
     assert [e.kind for e in read.events][-1] == "failed"
 
 

@@ -54,7 +54,7 @@ class SplitJob(Tool):
 
     name = "split_job"
     description = "split the job into two cards"
-    input_schema: dict[str, Any] = {"type": "object", "properties": {}}
+    input_schema = {"type": "object", "properties": {}}
     risk = Risk.READ
 
     def __init__(self, queue: Any, board: Any):

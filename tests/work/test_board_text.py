@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from habakkuk.screens.board_views import state_words
 from habakkuk.work.board_text import detail, state_line, table
 from habakkuk.work.board_types import Card, CardComment, CardEvent
 
 
-def card(**fields: object) -> Card:
+def card(**fields: Any) -> Card:
     base = Card(
         id="card_ab12cd34ef",
         title="Write the report",
@@ -27,7 +28,7 @@ def card(**fields: object) -> Card:
         updated_at=1.0,
         revision=1,
     )
-    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+    return dataclasses.replace(base, **fields)
 
 
 def test_the_state_line_says_the_attempt_and_why_a_card_waits() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from habakkuk.work.schedule_types import Schedule, SlotRun
 from habakkuk.work.schedule_views import (
@@ -35,8 +36,8 @@ SPEC_FIELDS = {
 }
 
 
-def _schedule(**changes: object) -> Schedule:
-    values: dict[str, object] = {
+def _schedule(**changes: Any) -> Schedule:
+    values: dict[str, Any] = {
         "id": "sch_1",
         "agent": "habakkuk",
         "name": "inbox",
@@ -57,7 +58,7 @@ def _schedule(**changes: object) -> Schedule:
         "created_at": 1_796_000_000.0,
     }
     values.update(changes)
-    return Schedule(**values)  # type: ignore[arg-type]
+    return Schedule(**values)
 
 
 def test_schedule_json_has_every_field_of_the_spec_with_utc_times() -> None:

@@ -37,10 +37,10 @@ async def control(home: Home, clock: FakeClock) -> AsyncIterator[Control]:
     await opened.close()
 
 
-def every(when: str, **changes: object) -> NewSchedule:
-    fields: dict[str, object] = {"agent": "main", "name": when, "when": when, "prompt": "go"}
+def every(when: str, **changes: Any) -> NewSchedule:
+    fields: dict[str, Any] = {"agent": "main", "name": when, "when": when, "prompt": "go"}
     fields.update(changes)
-    return NewSchedule(**fields)  # type: ignore[arg-type]
+    return NewSchedule(**fields)
 
 
 async def test_a_due_slot_becomes_one_job_and_next_run_moves_on(

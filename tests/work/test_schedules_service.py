@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -25,15 +26,15 @@ async def control(home: Home) -> AsyncIterator[Control]:
     await opened.close()
 
 
-def prompt(**changes: object) -> NewSchedule:
-    fields: dict[str, object] = {
+def prompt(**changes: Any) -> NewSchedule:
+    fields: dict[str, Any] = {
         "agent": "main",
         "name": "inbox",
         "when": "0 8 * * 1-5",
         "prompt": "summarise my inbox",
     }
     fields.update(changes)
-    return NewSchedule(**fields)  # type: ignore[arg-type]
+    return NewSchedule(**fields)
 
 
 async def test_add_stores_a_schedule_with_its_next_run_in_the_config_timezone(
@@ -52,7 +53,7 @@ async def test_add_stores_a_schedule_with_its_next_run_in_the_config_timezone(
 async def test_a_command_is_refused_unless_the_owner_adds_it(control: Control) -> None:
     for by in ("agent", "api"):
         with pytest.raises(ScheduleRefused, match="only be added by the owner"):
-            await control.schedules.add(prompt(command="echo hi"), by=by)  # type: ignore[arg-type]
+            await control.schedules.add(prompt(command="echo hi"), by=by)
     script = await control.schedules.add(prompt(command="echo hi"), by="owner")
     assert script.kind == "script" and script.command == "echo hi"
 
@@ -166,7 +167,9 @@ async def test_upcoming_counts_every_from_the_schedules_creation_not_from_now(
     control: Control,
 ) -> None:
     every = await control.schedules.add(prompt(when="@every 2h"), by="owner")  # at 10:00
-    control.schedules.clock.advance(90 * 60)  # type: ignore[attr-defined]  # 11:30
+    clock = control.schedules.clock
+    assert isinstance(clock, FakeClock)
+    clock.advance(90 * 60)  # 11:30
     times = control.schedules.upcoming(every)
     assert [t.astimezone(dt.UTC).strftime("%H:%M") for t in times] == ["12:00", "14:00", "16:00"]
     paused = await control.schedules.pause(every.id)
@@ -210,7 +213,9 @@ async def test_upcoming_of_an_every_schedule_made_at_a_fractional_second_moves_o
 ) -> None:
     # A creation time with sub-microsecond digits (time.time() has them) once gave the
     # same fire time three times over, through the microseconds a datetime keeps.
-    control.schedules.clock.advance(0.6002045)  # type: ignore[attr-defined]
+    clock = control.schedules.clock
+    assert isinstance(clock, FakeClock)
+    clock.advance(0.6002045)
     every = await control.schedules.add(prompt(when="@every 1m"), by="owner")
     times = control.schedules.upcoming(every)
     assert len(set(times)) == 3

@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from habakkuk.engine.home import Home
-from habakkuk.engine.jobs import JobQueue
-from habakkuk.work.schedule_types import NewSchedule
+from habakkuk.engine.jobs import JobQueue, Lease
+from habakkuk.work.schedule_types import Missed, NewSchedule
 from habakkuk.work.scheduler import Scheduler
 from habakkuk.work.service import KINDS, slot_job_id
 from habakkuk.work.store import ScheduleStore
@@ -37,11 +37,11 @@ class Worker:
     def __init__(self, queue: JobQueue, store: ScheduleStore, rng: random.Random):
         self.queue, self.store, self.rng = queue, store, rng
         self.runs: dict[str, int] = {}
-        self.held: list[object] = []
+        self.held: list[Lease] = []
 
     async def step(self, *, drain: bool = False) -> None:
-        for lease in self.held:
-            await self.queue.complete(lease)  # type: ignore[arg-type]
+        for held in self.held:
+            await self.queue.complete(held)
         self.held = []
         while (lease := await self.queue.claim(KINDS)) is not None:
             job = lease.job
@@ -63,7 +63,7 @@ class Worker:
 
 def schedules_for(start: dt.datetime) -> list[NewSchedule]:
     one_off = (start + dt.timedelta(days=5, hours=3)).strftime("at %Y-%m-%d %H:%M")
-    made = [
+    made: list[tuple[str, str, str | None, Missed]] = [
         ("half-hourly", "*/30 * * * *", None, "skip"),
         ("gap", "30 2 * * *", None, "skip"),
         ("fold", "30 1 * * *", None, "once"),
@@ -75,7 +75,7 @@ def schedules_for(start: dt.datetime) -> list[NewSchedule]:
         ("inbox", "*/20 * * * *", "true", "once"),
     ]
     return [
-        NewSchedule(agent="main", name=name, when=when, prompt="go", command=command, missed=missed)  # type: ignore[arg-type]
+        NewSchedule(agent="main", name=name, when=when, prompt="go", command=command, missed=missed)
         for name, when, command, missed in made
     ]
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,10 +51,10 @@ async def two(home: Home) -> AsyncIterator[tuple[Control, Control]]:
     await live.close()
 
 
-def script(**changes: object) -> NewSchedule:
-    fields: dict[str, object] = {"agent": "main", "name": "sync", "when": "@daily"}
+def script(**changes: Any) -> NewSchedule:
+    fields: dict[str, Any] = {"agent": "main", "name": "sync", "when": "@daily"}
     fields.update(changes)
-    return NewSchedule(**fields)  # type: ignore[arg-type]
+    return NewSchedule(**fields)
 
 
 # -- the queue's end of a slot whose worker died ------------------------------------------
@@ -188,7 +189,9 @@ def test_an_unreadable_record_is_removed_and_the_others_still_looked_at(tmp_path
 # -- who runs scripts ----------------------------------------------------------------------
 
 
-def test_a_one_shot_run_never_takes_a_queued_script_slot(home: Home, capsys) -> None:
+def test_a_one_shot_run_never_takes_a_queued_script_slot(
+    home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
     home.config_path.write_text(mock_config("- text: done"), encoding="utf-8")
     workspace = home.default_workspace("main")
     command = f'echo "$$" >> {workspace / "started"}; exec sleep 600'

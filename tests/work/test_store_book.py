@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from habakkuk.runtime import Runtime
 from habakkuk.work.run_book import Settled
 from habakkuk.work.schedule_types import NewSchedule, SlotRun
 from habakkuk.work.store import ScheduleStore
 from habakkuk.work.store_book import StoreRunBook
-from tests.conftest import mock_config
+from tests.conftest import OpenRuntime, mock_config
 
 
-async def queued_run(runtime_factory: Any) -> tuple[Any, StoreRunBook, str]:
+async def queued_run(runtime_factory: OpenRuntime) -> tuple[Runtime, StoreRunBook, str]:
     runtime = await runtime_factory(mock_config())
     schedule = await runtime.schedules.add(
         NewSchedule(agent="main", name="n", when="@daily", command="true", deliver_to="web:w"),
@@ -21,13 +20,13 @@ async def queued_run(runtime_factory: Any) -> tuple[Any, StoreRunBook, str]:
     return runtime, StoreRunBook(ScheduleStore(runtime.queue.db)), job
 
 
-async def row(runtime: Any, job: str) -> SlotRun:
+async def row(runtime: Runtime, job: str) -> SlotRun:
     rows = [r for r in await runtime.schedules.runs(job.split("_run_")[0]) if r.job == job]
     return rows[0]
 
 
 async def test_a_delivery_that_failed_before_the_run_settled_stays_delivery_failed(
-    runtime_factory: Any,
+    runtime_factory: OpenRuntime,
 ) -> None:
     runtime, book, job = await queued_run(runtime_factory)
     await book.run_started(job)
@@ -43,7 +42,7 @@ async def test_a_delivery_that_failed_before_the_run_settled_stays_delivery_fail
 
 
 async def test_a_failed_run_stays_failed_when_its_message_is_not_delivered_either(
-    runtime_factory: Any,
+    runtime_factory: OpenRuntime,
 ) -> None:
     runtime, book, job = await queued_run(runtime_factory)
     await book.run_settled(
@@ -56,7 +55,7 @@ async def test_a_failed_run_stays_failed_when_its_message_is_not_delivered_eithe
 
 
 async def test_a_delivered_message_marks_the_row_without_changing_its_status(
-    runtime_factory: Any,
+    runtime_factory: OpenRuntime,
 ) -> None:
     runtime, book, job = await queued_run(runtime_factory)
     await book.run_settled(job, Settled("ran", last_status="ok"))

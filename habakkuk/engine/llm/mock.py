@@ -33,7 +33,7 @@ import yaml
 
 from ..errors import ConfigError
 from ..toolkit.outcome import OUTCOMES, Outcome, stored_outcome
-from .provider import ProviderError
+from .provider import ERROR_CLASSES, ErrorClass, ProviderError
 from .types import (
     Message,
     ModelRequest,
@@ -67,7 +67,7 @@ class Step:
     text: str = ""
     thinking: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
+    error: ErrorClass | None = None
     # Text by the outcome of the previous step's tool calls (`text` when none matches).
     after: dict[str, str] = field(default_factory=dict)
 
@@ -112,6 +112,12 @@ def _parse_step(raw: Any, where: str) -> Step:
     after = raw.get("after") or {}
     if not isinstance(after, dict) or not all(isinstance(v, str) for v in after.values()):
         raise ConfigError(f"{where}.after: must map outcomes to text")
+    error = raw.get("error")
+    error_class = next((c for c in ERROR_CLASSES if c == error), None)
+    if error is not None and error_class is None:
+        raise ConfigError(
+            f"{where}.error: unknown error class {error!r} (one of {', '.join(ERROR_CLASSES)})"
+        )
     wrong = sorted(set(after) - set(OUTCOMES))
     if wrong:
         raise ConfigError(
@@ -121,7 +127,7 @@ def _parse_step(raw: Any, where: str) -> Step:
         text=str(raw.get("text", "")),
         thinking=str(raw.get("thinking", "")),
         tool_calls=calls,
-        error=raw.get("error"),
+        error=error_class,
         after=after,
     )
 
@@ -212,7 +218,7 @@ class MockProvider:
         scenarios, delay = self._scenarios_for(request.model)
         step, user_text = self._step_for(request.messages, scenarios)
         if step.error:
-            raise ProviderError(step.error, f"scripted {step.error}", provider=self.name)  # type: ignore[arg-type]
+            raise ProviderError(step.error, f"scripted {step.error}", provider=self.name)
         blocks: list[Any] = []
         if step.thinking:
             for piece in _pieces(step.thinking):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
 from .types import ModelRequest, StreamEvent
 
@@ -17,6 +17,8 @@ ErrorClass = Literal[
     "network",
     "server",
 ]
+
+ERROR_CLASSES: tuple[ErrorClass, ...] = get_args(ErrorClass)
 
 # Errors worth retrying on the same model (after a pause).
 TRANSIENT: frozenset[str] = frozenset({"rate_limit", "overloaded", "network", "server"})

@@ -90,7 +90,7 @@ class Router:
         """Backoff before retry `attempt` (1-based); retry-after wins when given."""
         if retry_after is not None and retry_after >= 0:
             return float(min(retry_after, self.max_wait))
-        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        ceiling = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
         return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
 
     async def complete(

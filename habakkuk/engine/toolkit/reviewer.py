@@ -140,7 +140,7 @@ def parse_verdict(text: str) -> Verdict:
         return Verdict("ask", "the reviewer's answer had no valid decision")
     if not isinstance(reason, str):
         return Verdict("ask", "the reviewer's answer had no reason")
-    return Verdict(decision, " ".join(reason.split())[:500])  # type: ignore[arg-type]
+    return Verdict(decision, " ".join(reason.split())[:500])
 
 
 class Reviewer:

@@ -308,8 +308,9 @@ class Resolver:
                 return self.fold_path(node.func.value)
             if isinstance(node.func, ast.Attribute) and node.func.attr == "joinpath":
                 base = self.fold_path(node.func.value)
-                rest = [self.fold_path(a) for a in node.args]
-                return "/".join([base, *rest]) if base and all(rest) else None  # type: ignore[list-item]
+                parts = [self.fold_path(a) for a in node.args]
+                rest = [part for part in parts if part]
+                return "/".join([base, *rest]) if base and len(rest) == len(parts) else None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
             left, right = self.fold_path(node.left), self.fold_path(node.right)
             return f"{left}/{right}" if left and right else None

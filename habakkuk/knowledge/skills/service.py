@@ -92,7 +92,7 @@ SecretIn = Callable[[str], "str | None"]
 FILE_MAX = 256 * 1024  # a supporting file skill_file reads at most
 BODY_MAX = SKILL_MD_MAX - 4096  # what skill_save accepts (room for the frontmatter)
 _WORD = re.compile(r"[a-z0-9]+")
-_VERDICTS = set(get_args(Verdict))
+_VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 REFUSED = (
     "skill_save: refused by the safety scan: the skill's text looks like it could run or "
@@ -183,7 +183,8 @@ class Skills:
             source, trusted = f"plugin:{item.plugin}", True
         elif (entry := entries.get(item.name)) is not None:
             source, trusted = entry.source, entry.approved
-            verdict = entry.verdict if entry.verdict in _VERDICTS else "dangerous"  # type: ignore[assignment]
+            # A verdict this version does not know (a newer one wrote it) counts as the worst.
+            verdict = next((v for v in _VERDICTS if v == entry.verdict), "dangerous")
             findings = _findings(entry.findings)
         else:
             source, trusted = "hand", True

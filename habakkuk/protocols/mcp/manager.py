@@ -346,7 +346,7 @@ class McpManager:
         """The httpx2 auth for an `auth: oauth` server, else None."""
         if server.auth != "oauth":
             return None
-        from .oauth import OAuthHandler
+        from .oauth_auth import OAuthHandler
 
         return OAuthHandler(self.home, server, self.env)
 

@@ -31,7 +31,7 @@ import secrets
 import sys
 import time
 import urllib.parse
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -310,7 +310,7 @@ async def token_request(
     return response.status_code, body if isinstance(body, dict) else {}
 
 
-def _tokens(body: dict[str, Any], previous: dict[str, Any] | None = None) -> dict[str, Any]:
+def tokens_from(body: dict[str, Any], previous: dict[str, Any] | None = None) -> dict[str, Any]:
     if not body.get("access_token"):
         raise OAuthError(f"the token endpoint answered without an access token: {body}")
     expires_in = body.get("expires_in")
@@ -376,7 +376,7 @@ async def _code_flow(
         await runner.cleanup()
         raise OAuthError(f"cannot listen on 127.0.0.1:{server.callback_port}: {exc}") from None
     try:
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = int(runner.addresses[0][1])
         redirect = f"http://127.0.0.1:{port}{CALLBACK_PATH}"
         grant_types = ["authorization_code", "refresh_token"]
         scope = choose_scope(server, found, grant_types)
@@ -431,8 +431,8 @@ async def _code_flow(
         },
     )
     if status != 200:
-        raise OAuthError(f"the code exchange failed: {_error_text(body)}")
-    return client, _tokens(body)
+        raise OAuthError(f"the code exchange failed: {error_text(body)}")
+    return client, tokens_from(body)
 
 
 def _check_iss(iss: str | None, found: Discovery) -> None:
@@ -445,7 +445,7 @@ def _check_iss(iss: str | None, found: Discovery) -> None:
         raise OAuthError(f"sign-in rejected: {exc}") from None
 
 
-def _error_text(body: dict[str, Any]) -> str:
+def error_text(body: dict[str, Any]) -> str:
     error = str(body.get("error", "unknown error"))
     description = body.get("error_description")
     return f"{error}: {description}" if description else error
@@ -489,7 +489,7 @@ async def _device_flow(
             },
         )
         if status == 200:
-            return client, _tokens(body)
+            return client, tokens_from(body)
         error = body.get("error")
         if error == "authorization_pending":
             await asyncio.sleep(interval)
@@ -497,7 +497,7 @@ async def _device_flow(
             interval += 5
             await asyncio.sleep(interval)
         else:
-            raise OAuthError(f"the device sign-in failed: {_error_text(body)}")
+            raise OAuthError(f"the device sign-in failed: {error_text(body)}")
     raise OAuthError("the device code expired before the sign-in finished")
 
 
@@ -538,91 +538,8 @@ def _locked_put(store: AuthStore, key: str, record: dict[str, Any]) -> None:
         store.put(key, record)
 
 
-# -- the transport's auth ---------------------------------------------------------------------
-
-
-def _httpx_auth_base() -> type:
-    import httpx2
-
-    return httpx2.Auth
-
-
-class OAuthHandler(_httpx_auth_base()):  # type: ignore[misc]
-    """httpx2 auth for an `auth: oauth` server: the stored token, refreshed as needed."""
-
-    requires_request_body = True  # a refused request is sent again
-
-    def __init__(self, home: Home, server: McpServerConfig, env: Environment):
-        self.store = AuthStore(home)
-        self.server = server
-        self.env = env
-        self.key = auth_key(server.name)
-        self._last_refresh = 0.0
-        self._lock = asyncio.Lock()
-
-    def _login_required(self, why: str) -> LoginRequired:
-        return LoginRequired(f"{why}; run `habakkuk mcp login {self.server.name}`")
-
-    async def token(self, rejected: str | None = None) -> str:
-        """A usable access token; refreshes when expired or when `rejected` is current."""
-        async with self._lock:
-            record = await asyncio.to_thread(self.store.get, self.key)
-            if record is None:
-                raise self._login_required(f"not signed in to MCP server {self.server.name}")
-            if rejected is None and not _expired(record):
-                return str(record["access_token"])
-            return await self._refresh(rejected)
-
-    async def _refresh(self, rejected: str | None) -> str:
-        fd = await asyncio.to_thread(self.store.acquire)
-        try:
-            record = await asyncio.to_thread(self.store.get, self.key)
-            if record is None:
-                raise self._login_required(f"not signed in to MCP server {self.server.name}")
-            current = str(record.get("access_token", ""))
-            if current and current != rejected and not _expired(record):
-                return current  # another process refreshed it meanwhile
-            refresh = record.get("refresh_token")
-            if not refresh:
-                raise self._login_required(f"the login to {self.server.name} has expired")
-            status, body = await token_request(
-                str(record["token_endpoint"]),
-                record,
-                {
-                    "grant_type": "refresh_token",
-                    "refresh_token": str(refresh),
-                    "resource": str(record.get("resource") or self.server.url),
-                },
-            )
-            if status != 200:
-                raise self._login_required(
-                    f"{self.server.name} refused the refresh token ({_error_text(body)})"
-                )
-            record.update(_tokens(body, record))
-            await asyncio.to_thread(self.store.put, self.key, record)
-            self._last_refresh = time.monotonic()
-            return str(record["access_token"])
-        finally:
-            await asyncio.to_thread(self.store.release, fd)
-
-    async def async_auth_flow(self, request: Any) -> AsyncGenerator[Any, Any]:
-        if self.requires_request_body:
-            await request.aread()
-        token = await self.token()
-        request.headers["Authorization"] = f"Bearer {token}"
-        response = yield request
-        if response.status_code != 401:
-            return
-        if time.monotonic() - self._last_refresh < REFUSAL_WINDOW:
-            raise self._login_required(f"{self.server.name} refused a fresh token")
-        token = await self.token(rejected=token)
-        request.headers["Authorization"] = f"Bearer {token}"
-        response = yield request
-        if response.status_code == 401:
-            raise self._login_required(f"{self.server.name} refused a fresh token")
-
-
-def _expired(record: dict[str, Any]) -> bool:
+def expired(record: dict[str, Any]) -> bool:
+    """Whether the stored token is past (or within REFRESH_MARGIN of) its expiry."""
     expires_at = record.get("expires_at")
     if not expires_at:
         return False
@@ -676,7 +593,7 @@ def login_state(home: Home, name: str) -> str | None:
     record = AuthStore(home).get(auth_key(name))
     if record is None:
         return f"not signed in; run `habakkuk mcp login {name}`"
-    if _expired(record) and not record.get("refresh_token"):
+    if expired(record) and not record.get("refresh_token"):
         return f"the login has expired; run `habakkuk mcp login {name}`"
     return None
 
@@ -697,7 +614,6 @@ __all__ = [
     "AuthStore",
     "LoginRequired",
     "OAuthError",
-    "OAuthHandler",
     "login",
     "login_command",
     "login_state",

@@ -56,11 +56,19 @@ class StreamingMarkdown(Markdown):
     StreamingMarkdown { margin: 0; padding: 0 1; background: transparent; }
     """
 
-    def __init__(self, text: str = "", *, build_lines: int = 0, **kwargs: object) -> None:
+    def __init__(
+        self,
+        text: str = "",
+        *,
+        build_lines: int = 0,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         """`text` is a whole reply from history, shown lazily (see the package docstring);
         its last `build_lines` estimated lines are built at once."""
         # History is not rendered by Markdown in one shot (it would build every block).
-        super().__init__(None, **kwargs)  # type: ignore[arg-type]
+        super().__init__(None, name=name, id=id, classes=classes)
         self.text = text
         self._history = bool(text)
         # History: not parsed yet (a leaf of estimated height) until near view.

@@ -66,7 +66,9 @@ def test_enable_sets_the_bit_on_named_programs_only_and_disable_clears_it(
         if path.is_file():
             path.chmod(0o600)
     plugins = Plugins(home.root)
-    assert plugins.show("kit").description.programs == [  # type: ignore[union-attr]
+    description = plugins.show("kit").description
+    assert description is not None
+    assert description.programs == [
         "bin/server",
         "deploy.sh",
         "hooks/log.sh",

@@ -19,7 +19,7 @@ from habakkuk.knowledge.service import Memory
 from habakkuk.knowledge.skills.curator import curate, curate_command, is_due, last_run
 from habakkuk.knowledge.skills.curator_loop import curate_when_due
 from habakkuk.knowledge.skills.service import Skills
-from tests.conftest import mock_config
+from tests.conftest import OpenRuntime, mock_config
 from tests.helpers import eventually
 from tests.knowledge.skills.conftest import small_scan
 
@@ -412,7 +412,7 @@ async def test_the_maintenance_task_curates_when_due(home: Home) -> None:
         await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_serve_maintenance_runs_the_curator(runtime_factory, home: Home) -> None:
+async def test_serve_maintenance_runs_the_curator(runtime_factory: OpenRuntime, home: Home) -> None:
     write_skill(own(home), "report", "A.", "Same.")
     write_skill(own(home), "reports", "B.", "Same.")
     runtime = await runtime_factory(mock_config(extra="skills:\n  curate: weekly\n"))
@@ -464,7 +464,7 @@ class HistoryLog:
     """Collects what the curator records (the MemoryAccess.record_change call)."""
 
     def __init__(self) -> None:
-        self.changes: list[tuple[object, ...]] = []
+        self.changes: list[tuple[str, ChangeKind, str, str, bool, bool, Provenance]] = []
 
     async def record_change(
         self,
@@ -495,7 +495,7 @@ async def test_every_change_is_recorded_in_the_agents_history_by_the_curator(
         ("main", "skill", "report", "skills/report/SKILL.md", False, True),
         ("other", "skill", "old", "skills/old/SKILL.md", False, True),
     ]
-    assert {c[6].by for c in history.changes} == {"curator"}  # type: ignore[attr-defined]
+    assert {c[6].by for c in history.changes} == {"curator"}
 
 
 async def test_a_second_run_at_once_is_refused_with_one_line(home: Home, config: Config) -> None:
