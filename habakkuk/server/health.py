@@ -88,7 +88,7 @@ class HealthMonitor:
         self._read_at = 0.0  # time.monotonic() of the last read
         self._first = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._key: tuple[object, ...] | None = None
+        self._key: tuple[list[ChannelState], QueueCounts | None, float] | None = None
         self._body = b""
 
     async def start(self) -> None:
@@ -119,21 +119,26 @@ class HealthMonitor:
 
     def health(self) -> Health:
         """Liveness now, from memory."""
-        channels = tuple(self.runtime.control.channel_states_now())
-        counts = self._counts
-        if counts is None:
-            return Health("ok", channels, QueueHealth(None, None, None))
-        age = round(time.monotonic() - self._read_at, 1)
-        return Health("ok", channels, QueueHealth(counts.pending, counts.running, age))
+        return self._health(*self._now())
 
     def body(self) -> bytes:
         """The JSON of `health()`, built again only when what it says changed."""
-        health = self.health()
-        key = (health.channels, health.queue)
-        if key != self._key:
-            self._body = json.dumps(asdict(health), separators=(",", ":")).encode()
-            self._key = key
+        now = self._now()
+        if now != self._key:
+            self._body = json.dumps(asdict(self._health(*now)), separators=(",", ":")).encode()
+            self._key = now
         return self._body
+
+    def _now(self) -> tuple[list[ChannelState], QueueCounts | None, float]:
+        """What /healthz says, unbuilt: channel states, the last depth and its age."""
+        age = round(time.monotonic() - self._read_at, 1)
+        return self.runtime.control.channel_states_now(), self._counts, age
+
+    @staticmethod
+    def _health(channels: list[ChannelState], counts: QueueCounts | None, age: float) -> Health:
+        if counts is None:
+            return Health("ok", tuple(channels), QueueHealth(None, None, None))
+        return Health("ok", tuple(channels), QueueHealth(counts.pending, counts.running, age))
 
 
 async def healthz(request: web.Request) -> web.Response:
