@@ -18,7 +18,7 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -26,6 +26,7 @@ from aiohttp import web
 from habakkuk.engine.overview import ChannelState
 from habakkuk.engine.timeouts import wait_within
 
+from .health_types import Health, QueueCounts, QueueHealth
 from .served import server_of
 
 if TYPE_CHECKING:
@@ -40,42 +41,9 @@ REFRESH_SECONDS = 1.0
 FIRST_READ_SECONDS = 2.0
 
 
-@dataclass(frozen=True)
-class QueueCounts:
-    """Jobs queued and running, every kind and every process of the home."""
-
-    pending: int
-    running: int
-
-    @classmethod
-    def of(cls, depth: dict[tuple[str, str], int]) -> QueueCounts:
-        """The totals of a depth by (kind, status)."""
-        pending = sum(n for (_, status), n in depth.items() if status == "queued")
-        running = sum(n for (_, status), n in depth.items() if status == "running")
-        return cls(pending, running)
-
-
 def queue_summary(depth: dict[tuple[str, str], int]) -> dict[str, int]:
     """{"pending", "running"} totals from depth by (kind, status)."""
     return asdict(QueueCounts.of(depth))
-
-
-@dataclass(frozen=True)
-class QueueHealth:
-    """The last queue depth read, and how long ago (None before the first read)."""
-
-    pending: int | None
-    running: int | None
-    age_seconds: float | None
-
-
-@dataclass(frozen=True)
-class Health:
-    """What GET /healthz reports."""
-
-    status: str
-    channels: tuple[ChannelState, ...]
-    queue: QueueHealth
 
 
 class HealthMonitor:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
@@ -25,7 +25,7 @@ from aiohttp import web
 from habakkuk.engine.overview import ChannelState
 from habakkuk.engine.timeouts import wait_within
 
-from .health import QueueCounts
+from .health_types import Check, QueueCounts, Readiness
 from .served import json_response, server_of
 
 if TYPE_CHECKING:
@@ -40,29 +40,6 @@ T = TypeVar("T")
 READY_SECONDS = 2.0
 # A channel in one of these states runs no adapter now.
 CHANNEL_DOWN = frozenset({"backoff", "fatal"})
-
-
-@dataclass(frozen=True)
-class Check:
-    """One readiness check: a store (`control.db`, ...) or a channel (`channel tg`)."""
-
-    name: str
-    ok: bool
-    reason: str = ""  # one line, when not ok
-
-
-@dataclass(frozen=True)
-class Readiness:
-    """What GET /readyz reports."""
-
-    checks: tuple[Check, ...]
-    channels: tuple[ChannelState, ...]  # as recorded in control.db; () when unread
-    queue: QueueCounts | None  # read now; None when control.db did not answer
-
-    @property
-    def ready(self) -> bool:
-        """Every check passed."""
-        return all(check.ok for check in self.checks)
 
 
 class ReadinessProbe:

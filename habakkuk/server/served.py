@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from habakkuk.channels.service import ChannelService
     from habakkuk.engine.config import HttpConfig
 
+    from .health_types import Readiness
     from .host import ServerHost
-    from .readiness import Readiness
     from .webstore import WebStore
 
 
