@@ -7,6 +7,7 @@ POST /api/chat measures the path up to "turn queued" (web.db append, session
 binding, jobs insert) without turns competing for the CPU.
 
 Targets (issue 6): >= 3,000 req/s /healthz, >= 500 req/s chat enqueue on 2 cores.
+/healthz before and after a change and beside a peer (nanobot): benchmarks/health_bench.py.
 
     python benchmarks/http_bench.py [--requests 4000] [--concurrency 32] [--clients 200]
 """

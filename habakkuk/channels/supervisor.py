@@ -11,7 +11,8 @@ For each configured account the supervisor
   (1 s doubling to 5 min, back to 1 s after a healthy minute);
 - tears down an adapter that stays connected but silent (no message and no
   keepalive beat) past the channel's `silent_limit`;
-- records every state change in `channel_status` (what `habakkuk channels` shows).
+- records every state change in `channel_status` (what `habakkuk channels` shows),
+  and keeps the last one in memory (`states()`, what /healthz reports without a query).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from habakkuk.engine.config import ChannelConfig
 from habakkuk.engine.jobs import Job, JobQueue
+from habakkuk.engine.overview import NEVER_STARTED
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.timeouts import wait_within
 
@@ -56,6 +58,7 @@ class _Account:
         self.up = asyncio.Event()
         self.last_beat = 0.0
         self.task: asyncio.Task[None] | None = None
+        self.state = NEVER_STARTED  # the last state recorded, kept for /healthz
 
 
 class Supervisor:
@@ -118,6 +121,10 @@ class Supervisor:
         for account in self._accounts.values():
             account.task = None
 
+    def states(self) -> dict[str, str]:
+        """Each supervised account's last recorded state, from memory (no query)."""
+        return {name: account.state for name, account in self._accounts.items()}
+
     def adapter(self, name: str) -> Adapter | None:
         """The account's connected adapter in this process, if any."""
         account = self._accounts.get(name)
@@ -143,9 +150,8 @@ class Supervisor:
             while not self._stopping:
                 holder = await self._safe_acquire(lease)
                 if holder is not None:
-                    await self.store.set_status(
-                        name,
-                        account.config.type,
+                    await self._record(
+                        account,
                         "standby",
                         holder=holder,
                         detail="another process holds this channel",
@@ -158,7 +164,23 @@ class Supervisor:
             with contextlib.suppress(Exception):
                 await self.store.release_lease(lease, self.owner)
             with contextlib.suppress(Exception):
-                await self.store.set_status(name, account.config.type, "stopped")
+                await self._record(account, "stopped")
+
+    async def _record(
+        self,
+        account: _Account,
+        state: str,
+        *,
+        holder: str = "",
+        detail: str = "",
+        restarted: bool = False,
+    ) -> None:
+        """Keep `state` in memory (at once), then record it in `channel_status`."""
+        account.state = state
+        config = account.config
+        await self.store.set_status(
+            config.name, config.type, state, holder=holder, detail=detail, restarted=restarted
+        )
 
     async def _safe_acquire(self, lease: str) -> str | None:
         try:
@@ -195,9 +217,8 @@ class Supervisor:
                 delay = self.backoff.first
             wait = self.backoff.cap if isinstance(error, FatalAdapterError) else delay
             state = "fatal" if isinstance(error, FatalAdapterError) else "backoff"
-            await self.store.set_status(
-                config.name,
-                config.type,
+            await self._record(
+                account,
                 state,
                 holder=self.owner,
                 detail=f"{error or 'stopped'}; restarting in {wait:.0f}s",
@@ -210,7 +231,7 @@ class Supervisor:
     async def _one_run(self, account: _Account) -> BaseException | str | None:
         """Run the adapter once; returns why it stopped."""
         config = account.config
-        await self.store.set_status(config.name, config.type, "starting", holder=self.owner)
+        await self._record(account, "starting", holder=self.owner)
         try:
             adapter = self.make_adapter(config)
         except FatalAdapterError as exc:
@@ -236,7 +257,7 @@ class Supervisor:
                 account.up.set()
                 pool.start()
                 asyncio.get_running_loop().create_task(
-                    self.store.set_status(config.name, config.type, "connected", holder=self.owner)
+                    self._record(account, "connected", holder=self.owner)
                 )
 
         task = asyncio.create_task(adapter.run(self.inbox, beat), name=f"run:{config.name}")

@@ -25,6 +25,20 @@ class HttpListener:
     holder: str  # which process holds it ("pid 4242 on host"), "" when unknown
 
 
+# A configured channel account no process of the home (or, for /healthz, this process)
+# has run.
+NEVER_STARTED = "never started"
+
+
+@dataclass(frozen=True)
+class ChannelState:
+    """One configured channel account's state, as /healthz and /readyz report it."""
+
+    account: str
+    type: str
+    state: str  # never started | standby | starting | connected | backoff | fatal | stopped
+
+
 @dataclass
 class McpState:
     """One configured MCP server's link in this process."""

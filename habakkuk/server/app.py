@@ -6,9 +6,11 @@ Conventions (spec 001 "Conventions"), applied by middlewares before a handler ru
   the same token (it was not mounted before, so it answered 404).
 - Without `http.token_env` the server listens only on loopback and answers only
   requests whose Host is a loopback name, so a web page cannot reach it through
-  DNS rebinding. With a token, every path but /healthz, the static dashboard,
-  the webhooks (which check their own secret) and a public /metrics needs
-  `Authorization: Bearer <token>`, compared in constant time.
+  DNS rebinding. With a token, every path but /healthz, /readyz, the static
+  dashboard, the webhooks (which check their own secret) and a public /metrics needs
+  `Authorization: Bearer <token>`, compared in constant time. /healthz (liveness,
+  from memory) and /readyz (the stores answer, the queue depth read now, each
+  channel's state; 503 naming what fails) tell nothing but states and depth.
 - Requests a browser marks `Sec-Fetch-Site: cross-site` or `same-site` get 403.
 - POST and PUT take `application/json` only (415); the multipart chat form needs
   the X-Habakkuk-Client header, which a cross-site form cannot set.
@@ -19,6 +21,7 @@ Conventions (spec 001 "Conventions"), applied by middlewares before a handler ru
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import logging
 import re
@@ -40,6 +43,7 @@ from . import (
     memory_api,
     metrics,
     openai_compat,
+    readiness,
     schedules_api,
     skills_api,
     voice,
@@ -47,9 +51,10 @@ from . import (
 )
 from .chat import WebChannel
 from .errors import ApiError
-from .health import DepthCache
+from .health import HealthMonitor
 from .inputs import BODY_SECONDS, JSON_LIMIT, header, read_body
 from .metrics import Metrics
+from .readiness import ReadinessProbe
 from .served import SERVER_KEY, UPLOAD_LIMIT, Served, json_response, server_of
 from .webstore import WebStore
 
@@ -64,9 +69,13 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # -- middlewares ---------------------------------------------------------------------------
 
 
+# Paths every client may ask without the token (the dashboard's page holds no data).
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/", "/app"})
+
+
 def _is_public(request: web.Request, server: Served) -> bool:
     path = request.path
-    if path == "/healthz" or path == "/" or path == "/app" or path.startswith("/app/"):
+    if path in PUBLIC_PATHS or path.startswith("/app/"):
         return True
     if path.startswith("/hooks/"):
         return True  # each hook checks its own secret (or the API token)
@@ -132,10 +141,8 @@ async def conventions_middleware(request: web.Request, handler: Handler) -> web.
 def check_request(request: web.Request) -> None:
     """Host, Sec-Fetch-Site, bearer token and content type, in that order."""
     server = server_of(request)
-    if server.token is None:
-        name = host_name(request.headers.get("Host", ""))
-        if name is None or not is_loopback_host(name):
-            raise ApiError(403, "this server answers only requests addressed to a loopback name")
+    if server.token is None and not loopback_addressed(request.headers.get("Host", "")):
+        raise ApiError(403, "this server answers only requests addressed to a loopback name")
     site = request.headers.get("Sec-Fetch-Site", "").lower()
     if site in ("cross-site", "same-site"):
         raise ApiError(403, "cross-site requests are refused")
@@ -158,6 +165,17 @@ def check_request(request: web.Request) -> None:
 _HOST = re.compile(
     r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::(?P<port>[0-9]{1,5}))?"
 )
+
+
+@functools.lru_cache(maxsize=64)
+def loopback_addressed(host: str) -> bool:
+    """True when a Host header names a loopback name or address.
+
+    Cached: without a token every request asks, and its clients send the same few
+    Host values (parsing one costs more than a whole /healthz answer otherwise).
+    """
+    name = host_name(host)
+    return name is not None and is_loopback_host(name)
 
 
 def host_name(host: str) -> str | None:
@@ -195,7 +213,8 @@ class HttpServer:
         self.body_seconds = BODY_SECONDS
         self.store: WebStore | None = None
         self.metrics: Metrics = Metrics(runtime)
-        self.depth_cache = DepthCache(runtime)
+        self.health = HealthMonitor(runtime)
+        self.readiness = ReadinessProbe(runtime, self.web_store)
         self.channel: WebChannel = WebChannel(self)
         self._runner: web.AppRunner | None = None
         self.host = config.host
@@ -234,6 +253,7 @@ class HttpServer:
         )
         app[SERVER_KEY] = self
         health.setup(app)
+        readiness.setup(app)
         metrics.setup(app)
         api.setup(app)
         memory_api.setup(app)
@@ -267,6 +287,7 @@ class HttpServer:
         self.store = await WebStore.open(self.runtime.home.db_path("web"))
         try:
             self.metrics.start()
+            await self.health.start()
             await self.channel.start()
             # lingering_time: after an answer sent before the body was read whole (a 413,
             # a 408), what is left of the body is read and dropped for at most this long
@@ -294,6 +315,8 @@ class HttpServer:
             runner, self._runner = self._runner, None
             await runner.cleanup()
         await self.channel.stop()
+        await self.readiness.stop()
+        await self.health.stop()
         self.metrics.stop()
         if self.store is not None:
             store, self.store = self.store, None

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from habakkuk.channels.service import ChannelService
     from habakkuk.engine.config import HttpConfig
 
+    from .health_types import Readiness
     from .host import ServerHost
     from .webstore import WebStore
 
@@ -70,11 +71,19 @@ class MetricsView(Protocol):
         ...
 
 
-class DepthView(Protocol):
-    """What GET /healthz uses of the queue depth cache (habakkuk.server.health.DepthCache)."""
+class HealthView(Protocol):
+    """What GET /healthz uses of the health monitor (habakkuk.server.health.HealthMonitor)."""
 
-    async def get(self) -> dict[tuple[str, str], int]:
-        """Queued jobs by (kind, state), cached briefly."""
+    def body(self) -> bytes:
+        """The JSON answer, from memory."""
+        ...
+
+
+class ReadinessView(Protocol):
+    """What GET /readyz uses of the probe (habakkuk.server.readiness.ReadinessProbe)."""
+
+    async def check(self) -> Readiness:
+        """Every readiness check, now."""
         ...
 
 
@@ -100,8 +109,13 @@ class Served(Protocol):
         ...
 
     @property
-    def depth_cache(self) -> DepthView:
-        """The queue depth, cached briefly for /healthz."""
+    def health(self) -> HealthView:
+        """Liveness from memory, for /healthz."""
+        ...
+
+    @property
+    def readiness(self) -> ReadinessView:
+        """The live checks, for /readyz."""
         ...
 
     def track_stream(self) -> None:

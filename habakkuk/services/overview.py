@@ -11,8 +11,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from habakkuk.engine.overview import (
+    NEVER_STARTED,
     OVERVIEW_ERROR_DAYS,
     OVERVIEW_ERRORS,
+    ChannelState,
     HttpListener,
     McpState,
     Overview,
@@ -41,6 +43,11 @@ class ControlAccess(Protocol):
 
     async def channel_states(self) -> list[dict[str, Any]]:
         """Every configured channel account with its last recorded state."""
+        ...
+
+    def channel_states_now(self) -> list[ChannelState]:
+        """Every configured channel account with the state this process's supervisor
+        holds in memory (no query)."""
         ...
 
     async def doctor(self, home: Home) -> list[Check]:
@@ -91,7 +98,7 @@ class ControlRoom:
                 {
                     "account": name,
                     "type": channel.type,
-                    "state": status.state if status else "never started",
+                    "state": status.state if status else NEVER_STARTED,
                     "detail": status.detail if status else "",
                     "restarts": status.restarts if status else 0,
                     "since": status.since if status else None,
@@ -99,6 +106,23 @@ class ControlRoom:
                 }
             )
         return states
+
+    def channel_states_now(self) -> list[ChannelState]:
+        """Every configured channel account with the state this process's supervisor
+        holds in memory: what /healthz reports, without a query.
+
+        An account this process does not run (no channel service here, or the web
+        chat's while no HTTP server runs) is "never started"; one another process
+        holds is "standby". /readyz reads the recorded states instead.
+        """
+        if not self.config.channels:
+            return []
+        service = self._channels()
+        held: dict[str, str] = service.supervisor.states() if service is not None else {}
+        return [
+            ChannelState(name, channel.type, held.get(name, NEVER_STARTED))
+            for name, channel in sorted(self.config.channels.items())
+        ]
 
     async def channel_health(self) -> dict[str, Any]:
         """Each chat channel account's status row (state, holder, since, detail), by account."""

@@ -74,6 +74,7 @@ VALID: dict[str, dict[str, Any]] = {
 
 GET_PATHS = [
     "/healthz",
+    "/readyz",
     "/metrics",
     "/api/app",
     "/api/overview",

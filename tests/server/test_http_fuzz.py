@@ -40,6 +40,7 @@ POST_PATHS = [
 ]
 GET_PATHS = [
     "/healthz",
+    "/readyz",
     "/api/app",
     "/api/overview",
     "/api/sessions",
@@ -362,7 +363,7 @@ HOSTS += [b"[::1]x", b"127.0.0.1:", b"[::1]:", b"[zz]:80", b"127.0.0.1:80:80", b
 async def test_a_malformed_host_is_not_loopback(serve: Any) -> None:
     served = await serve(mock_config("- text: 'ok'"), token=False, workers=False)
     for host in HOSTS:
-        for path in ("/api/app", "/v1/models", "/healthz"):
+        for path in ("/api/app", "/v1/models", "/healthz", "/readyz"):
             answer = await call(served, "GET", path, headers=[(b"Host", host)])
             assert_client_error(answer, path, f"Host {host!r} {path}", 403)
     for host in (b"[::1]:8484", b"localhost", b"127.0.0.1:1", b"LOCALHOST:80"):
