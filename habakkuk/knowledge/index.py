@@ -22,13 +22,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from habakkuk.engine.snippets import SNIPPET_SCAN, Highlighter, opening
 from habakkuk.engine.store import Database, Migration, transaction
 
 from .folder_watch import FolderWatch
 from .frontmatter import Parsed, parse
 from .memory_types import NoteSummary, ReindexStats
 from .notes import READ_MAX_BYTES, FileStat, NoteFiles, partial_size, valid_slug
-from .snippets import SNIPPET_SCAN, Highlighter, opening
 
 EMBED_BYTES = 8_000
 MAX_QUERY_WORDS = 64
