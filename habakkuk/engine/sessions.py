@@ -686,11 +686,12 @@ class TranscriptStore:
         limit: int = 20,
         window: int = SEARCH_WINDOW,
     ) -> list[SearchHit]:
-        """Full-text search over user and assistant text: the best `limit` of the newest
-        `window` matching messages (of `agent`). Messages holding the query's words as one
-        phrase first, then the shorter message, then the newest (session_search.py); a
-        "quoted phrase" is matched as written. The cost stays flat however long the
-        history: no statistics over every match (bm25() counted them all)."""
+        """Full-text search over user and assistant text: the best `limit` of the
+        messages matching `query` among the newest `window` messages (of `agent`) holding
+        every word of it. Messages holding the query's words as one phrase first, then
+        the shorter message, then the newest (session_search.py); a "quoted phrase" is
+        matched as written. The cost stays flat however long the history: no statistics
+        over every match (bm25() counted them all), no phrase checked beyond the window."""
         return await self.db.run(
             functools.partial(search_messages, query=query, agent=agent, limit=limit, window=window)
         )

@@ -87,6 +87,29 @@ async def test_search_window_drops_old_common_matches_but_a_rare_phrase_reaches_
     assert "[quiet] [harbour] [lantern]" in phrase.snippet
 
 
+async def test_a_phrase_of_common_words_reaches_back_through_the_messages_holding_them(
+    store: TranscriptStore,
+) -> None:
+    await store.create_session("ops-1", "ops", "")
+    await store.append("ops-1", Message.user_text("walk the garden"))
+    await store.create_session("s", "main", "")
+    await store.append("s", Message.user_text("walk the garden"))  # 0: the phrase, old
+    for number in range(3):
+        await store.append("s", Message.user_text(f"the garden walk {number}"))  # the words
+    await store.append("s", Message.user_text("walk the garden again"))  # 4: the phrase
+    # The window is the newest three messages holding every word (2, 3, 4), not the
+    # newest three matches of the phrase: the old one is out of reach.
+    phrase = '"walk the garden"'
+    assert [(h.session, h.seq) for h in await store.search(phrase, window=3)] == [("s", 4)]
+    # Within reach, the shorter first, then the newer.
+    everything = await store.search(phrase, window=6)
+    assert [(h.session, h.seq) for h in everything] == [("s", 0), ("ops-1", 0), ("s", 4)]
+    # Of one agent, the window counts that agent's messages only.
+    assert [h.session for h in await store.search(phrase, agent="ops", window=1)] == ["ops-1"]
+    # A phrase and a word: the window holds every word of both.
+    assert [h.seq for h in await store.search(f"{phrase} again", window=1)] == [4]
+
+
 async def test_search_of_one_agent_fills_its_window_with_that_agents_matches(
     store: TranscriptStore,
 ) -> None:
