@@ -7,7 +7,8 @@ migrations and triggers; the big one takes about two minutes: it is built once i
 triggers reindex them): a rare word in 40 messages spread over the history, and a rare
 phrase in one message near the start. Queries: common words (one and two of big_home's
 31 words, each in about 44 % of the messages), rare words, and phrases (the rare old one,
-and a common one). Old and new run on one connection in alternating rounds.
+and a common one). Old and new, on the small home and on the big one, run in alternating
+rounds, query by query, so the load of a shared machine falls on all four alike.
 
 Memory: the ranking query of memory search on a memory.db of 10,000 and of 100,000 notes
 (memory_bench.py's words: a few common, many rare), built through the index's own
@@ -145,24 +146,26 @@ Timings = dict[tuple[str, str, str], list[float]]  # (home, kind, old|new) -> ms
 
 
 def measure(
-    label: str,
-    conn: sqlite3.Connection,
+    conns: dict[str, sqlite3.Connection],
     queries: dict[str, list[str]],
     old: Callable[[sqlite3.Connection, str], object],
     new: Callable[[sqlite3.Connection, str], object],
     rounds: int,
     into: Timings,
 ) -> None:
-    """Old and new, alternating, `rounds` times over every query."""
+    """Old and new on the small and the big home, alternating (old, new on one home, then
+    on the other, query by query), `rounds` times over every query: the load of a shared
+    machine falls on both homes alike, so the ratios hold."""
     for kind, texts in queries.items():
         for _ in range(rounds):
             for text in texts:
-                for name, run in (("old", old), ("new", new)):
-                    began = time.perf_counter()
-                    run(conn, text)
-                    spent = (time.perf_counter() - began) * 1000
-                    into.setdefault((label, kind, name), []).append(spent)
-                    into.setdefault((label, f"query {text}", name), []).append(spent)
+                for label, conn in conns.items():
+                    for name, run in (("old", old), ("new", new)):
+                        began = time.perf_counter()
+                        run(conn, text)
+                        spent = (time.perf_counter() - began) * 1000
+                        into.setdefault((label, kind, name), []).append(spent)
+                        into.setdefault((label, f"query {text}", name), []).append(spent)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -212,13 +215,16 @@ def sessions(small_root: Path, big_root: Path, big_messages: int, rounds: int) -
     def new(conn: sqlite3.Connection, text: str) -> object:
         return search_messages(conn, text)
 
-    for label, path in homes.items():
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conns = {
+        label: sqlite3.connect(f"file:{path}?mode=ro", uri=True) for label, path in homes.items()
+    }
+    for label, conn in conns.items():
         for text in [t for texts in SESSION_QUERIES.values() for t in texts]:
             hits = search_messages(conn, text)
             first = f", first: {hits[0].snippet}" if hits else ""
             print(f"  {label} {text}: {len(hits)} hits{first}")
-        measure(label, conn, SESSION_QUERIES, old, new, rounds, timings)
+    measure(conns, SESSION_QUERIES, old, new, rounds, timings)
+    for conn in conns.values():
         conn.close()
     report(
         f"session search, 10,000 vs {big_messages:,} messages"
@@ -242,9 +248,9 @@ def memory(root: Path, small: int, big: int, rounds: int) -> None:
         return rank_window(conn, text, limit=10)
 
     labels = {"10k": small, "100k": big}
-    for label, count in labels.items():
-        conn = sqlite3.connect(notes_index(root, count))
-        measure(label, conn, MEMORY_QUERIES, old, new, rounds, timings)
+    conns = {label: sqlite3.connect(notes_index(root, count)) for label, count in labels.items()}
+    measure(conns, MEMORY_QUERIES, old, new, rounds, timings)
+    for conn in conns.values():
         conn.close()
     report(
         f"memory search ranking, {small:,} vs {big:,} notes"
