@@ -72,7 +72,7 @@ SESSION_QUERIES = {
 }
 MEMORY_QUERIES = {
     "common": ["coffee", "coffee tea", "python server backup"],
-    # 684 and 103 matches in 10k notes, 7,060 and 958 in 100k (the window holds 500).
+    # 684 and 103 matches in 10k notes, 7,060 and 958 in 100k (the window holds 200).
     "rare": [RARE[100], RARE[-1]],
 }
 

@@ -13,11 +13,11 @@ note holds adds its weight, ten times in the title, five times in the tags, once
 body, and a word held by fewer notes of the window weighs more (ln(1 + window / notes
 holding it)); equal scores go to the newest note.
 
-The window is 500 notes, not the 2,000 messages of session search: each query word is
+The window is 200 notes, not the 2,000 messages of session search: each query word is
 looked up once per column over the window's rows (three walks over it per word after
 the window's own, where session search makes one or two). A word held by 7,060 of
-100,000 notes costs 0.8 ms with it, 2.1 ms with a window of 2,000. What it costs the
-ranking: in a memory where more than 500 notes hold one of the words, an older note,
+100,000 notes costs 0.5 ms with it, 2.1 ms with a window of 2,000. What it costs the
+ranking: in a memory where more than 200 notes hold one of the words, an older note,
 even one titled with the word, is not ranked. A word held by fewer notes than the
 window costs what it is held by, up to the window.
 
@@ -51,7 +51,7 @@ EMBED_BYTES = 8_000
 MAX_QUERY_WORDS = 64
 # Search ranks the newest this many matching notes (its cost grows with it, not with
 # the index). Each query word costs one FTS5 lookup per column within the window.
-MEMORY_WINDOW = 500
+MEMORY_WINDOW = 200
 COLUMN_WEIGHTS = (("title", 10.0), ("tags", 5.0), ("body", 1.0))
 # One write transaction of a sync indexes at most this much text, or this many files:
 # FTS5 tokenizes on the database thread, 2-5 ms for 128 KB on a small machine.
