@@ -15,6 +15,7 @@ reindexed the rows written before it.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
@@ -33,6 +34,9 @@ from .llm.types import (
     ToolUseBlock,
     block_from_json,
 )
+from .session_search import SEARCH_WINDOW as SEARCH_WINDOW
+from .session_search import SearchHit as SearchHit
+from .session_search import search_messages
 from .store import Database, Migration, transaction
 
 WriteGuard = Callable[[sqlite3.Connection], None]
@@ -198,9 +202,6 @@ MIGRATIONS = [
     Migration(6, "CREATE INDEX sessions_listed ON sessions(archived, updated_at);"),
 ]
 
-# Search ranks the newest this many matching messages (the ranking cost grows with it).
-SEARCH_WINDOW = 2_000
-
 # How the model is told that a summary stands in for the older messages.
 SUMMARY_PREFIX = (
     "Summary of the earlier conversation (older messages were folded into this summary "
@@ -305,17 +306,6 @@ class TranscriptView:
 
 
 @dataclass
-class SearchHit:
-    session: str
-    agent: str
-    title: str
-    seq: int
-    role: str
-    at: float
-    snippet: str
-
-
-@dataclass
 class Repair:
     """What `repair` changed in memory."""
 
@@ -381,12 +371,6 @@ def repair(messages: list[Message]) -> Repair:
             fixed.append(message)
         index += 1
     return Repair(fixed, interrupted, dropped)
-
-
-def fts_query(text: str) -> str:
-    """Quote each word so user input can never be FTS5 syntax."""
-    words = [w for w in text.replace('"', " ").split() if w]
-    return " ".join(f'"{w}"' for w in words)
 
 
 class TranscriptStore:
@@ -695,36 +679,22 @@ class TranscriptStore:
         return [m for m in (_stored(r) for r in rows) if m is not None]
 
     async def search(
-        self, query: str, *, agent: str | None = None, limit: int = 20
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        limit: int = 20,
+        window: int = SEARCH_WINDOW,
     ) -> list[SearchHit]:
-        """Full-text search over user and assistant text, best matches first: the best
-        of the newest SEARCH_WINDOW matching messages (of `agent`), so a common word costs
-        the same however long the history (ranking every match grew with it)."""
-        match = fts_query(query)
-        if not match:
-            return []
-        params: list[Any] = [match]
-        mine = ""
-        if agent:
-            mine = " AND s.agent = ?"
-            params.append(agent)
-        params += [SEARCH_WINDOW, limit, match]
-        sql = (
-            "WITH recent AS MATERIALIZED (SELECT message_fts.rowid AS id,"
-            " bm25(message_fts) AS score FROM message_fts"
-            " JOIN message_text t ON t.message_id = message_fts.rowid"
-            f" JOIN sessions s ON s.id = t.session_id WHERE message_fts MATCH ?{mine}"
-            " ORDER BY message_fts.rowid DESC LIMIT ?),"
-            " best AS MATERIALIZED (SELECT id, score FROM recent ORDER BY score LIMIT ?)"
-            " SELECT t.session_id, s.agent, s.title, t.seq, t.role, m.created_at,"
-            " snippet(message_fts, 0, '[', ']', '…', 12) AS snip"
-            " FROM best JOIN message_fts ON message_fts.rowid = best.id"
-            " JOIN message_text t ON t.message_id = best.id"
-            " JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = best.id"
-            " WHERE message_fts MATCH ? ORDER BY best.score, best.id DESC"
+        """Full-text search over user and assistant text: the best `limit` of the
+        messages matching `query` among the newest `window` messages (of `agent`) holding
+        every word of it. Messages holding the query's words as one phrase first, then
+        the shorter message, then the newest (session_search.py); a "quoted phrase" is
+        matched as written. The cost stays flat however long the history: no statistics
+        over every match (bm25() counted them all), no phrase checked beyond the window."""
+        return await self.db.run(
+            functools.partial(search_messages, query=query, agent=agent, limit=limit, window=window)
         )
-        rows = await self.db.fetchall(sql, params)
-        return [SearchHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
 
 
 def _append_in(

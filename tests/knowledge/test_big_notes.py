@@ -20,11 +20,11 @@ import pytest
 from habakkuk.cli import main
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.home import Home
+from habakkuk.engine.snippets import LOOK_AHEAD, LOOK_BACK, SNIPPET_SCAN, Highlighter
 from habakkuk.knowledge.index import BATCH_BYTES, BATCH_FILES, batches
 from habakkuk.knowledge.memory_views import PARTIAL_MARK
 from habakkuk.knowledge.notes import READ_MAX_BYTES, FileStat, NoteFiles
 from habakkuk.knowledge.service import Memory
-from habakkuk.knowledge.snippets import LOOK_AHEAD, LOOK_BACK, SNIPPET_SCAN, Highlighter
 from habakkuk.services.doctor import run_checks
 from tests.conftest import WriteConfig, mock_config
 from tests.processes import StartServe, free_port, stop, until_http

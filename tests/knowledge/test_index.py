@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from habakkuk.engine.home import Home
+from habakkuk.knowledge.index import rank_window
 from habakkuk.knowledge.service import Memory
 
 from .conftest import AGENT
@@ -100,6 +101,44 @@ async def test_title_matches_rank_above_tag_matches_above_body_matches(memory: M
     assert [h.note.slug for h in hits] == ["gardening-tips", "weekend", "chores"]
     assert hits[0].score > hits[1].score > hits[2].score
     assert hits[2].snippet == "Some [gardening] on Sunday."
+
+
+async def test_search_ranks_by_the_words_a_note_holds_where_they_stand_and_how_rare(
+    memory: Memory,
+) -> None:
+    await memory.save("main", "Kitchen", "coffee and tea", provenance=AGENT)
+    await memory.save("main", "Coffee", "morning", provenance=AGENT)
+    await memory.save("main", "Notes", "tea", provenance=AGENT)
+    await memory.save("main", "Notes two", "coffee", provenance=AGENT)
+    await memory.save("main", "Notes three", "coffee", provenance=AGENT)
+    hits = await memory.search("main", "coffee tea")
+    # A title word (x10) first; both words in the body next; the rarer word alone (tea:
+    # two of the five notes) before the commoner (coffee: four); equal scores newest first.
+    assert [h.note.slug for h in hits] == ["coffee", "kitchen", "notes", "notes-three", "notes-two"]
+    assert hits[0].score > hits[1].score > hits[2].score > hits[3].score == hits[4].score
+
+
+async def test_search_ranks_a_bounded_window_of_the_newest_matching_notes(
+    memory: Memory,
+) -> None:
+    await memory.save("main", "Harbour", "the old lantern", provenance=AGENT)
+    for number in range(4):
+        await memory.save("main", f"Walk {number}", "a lantern walk", provenance=AGENT)
+    db = await memory.database("main")
+
+    async def slugs(query: str) -> list[str]:
+        def _ranked(conn: sqlite3.Connection) -> list[str]:
+            ranked = rank_window(conn, query, limit=10, window=2)
+            sql = "SELECT slug FROM notes WHERE id = ?"
+            return [conn.execute(sql, (rowid,)).fetchone()[0] for rowid, _ in ranked]
+
+        return await db.run(_ranked)
+
+    # Five notes hold "lantern": only the newest two are ranked.
+    assert await slugs("lantern") == ["walk-3", "walk-2"]
+    # The window counts the matches of the query: a rare word reaches back.
+    assert await slugs("harbour") == ["harbour"]
+    assert len(await memory.search("main", "lantern")) == 5
 
 
 async def test_words_are_stemmed_and_or_ed(memory: Memory) -> None:

@@ -1,16 +1,19 @@
-"""The snippet a memory search shows: a few words around the first match, in [brackets].
+"""The snippet a search shows (memory's notes, sessions' messages): a few words around
+the first match, in [brackets].
 
-FTS5's own snippet() scores every match of a note against every other one: its cost
+FTS5's own snippet() scores every match of a text against every other one: its cost
 grows with the square of the matches (and worse), so one 21 MB note of common words
-held the database thread for minutes, and 4 KB of one repeated word takes 150 ms. This
-one is linear and bounded: it looks for the first match in the first SNIPPET_SCAN
-characters of a column only (one regular-expression pass, in C), then tokenizes a few
-hundred characters around it.
+held the database thread for minutes, 4 KB of one repeated word takes 150 ms, and 20
+session messages of 8,000 characters of one word took 180 ms. This one is linear and
+bounded: it looks for the first match in the first SNIPPET_SCAN characters of a column
+only (one regular-expression pass, in C), then tokenizes a few hundred characters
+around it.
 
-A word matches as FTS5's porter stemmer would match it in most cases: case and a few
-English endings ("gardens", "gardening", "running") are ignored. Where the stemmer goes
-further ("hoping" for "hope"), no word is bracketed and the caller shows the start of
-the note instead; the ranking itself is FTS5's.
+For memory (`stem=True`) a word matches as FTS5's porter stemmer would match it in most
+cases: case and a few English endings ("gardens", "gardening", "running") are ignored.
+Where the stemmer goes further ("hoping" for "hope"), no word is bracketed and the
+caller shows the start of the note instead. Session messages are indexed without a
+stemmer (`stem=False`): a word matches up to case and diacritics, as unicode61 reads it.
 """
 
 from __future__ import annotations
@@ -65,9 +68,11 @@ def light_stem(word: str) -> str:
 class Highlighter:
     """The words of one query, and where they occur in a text."""
 
-    def __init__(self, query: str, *, max_words: int = 64):
+    def __init__(self, query: str, *, max_words: int = 64, stem: bool = True):
         words = WORD.findall(query)[:max_words]
-        self.stems = frozenset(light_stem(w) for w in words)
+        # What a token is compared by: its light stem, or (no stemmer) its folded self.
+        self._key = light_stem if stem else fold
+        self.stems = frozenset(self._key(w) for w in words)
         # A word's stem is a prefix of it, but for a final "y" made "i" ("party": "parti").
         prefixes = sorted(
             {s[:-1] if s.endswith("i") and len(s) > 2 else s for s in self.stems},
@@ -88,7 +93,7 @@ class Highlighter:
         """Whether `token` is one of the query's words (up to case and ending)."""
         found = self._seen.get(token)
         if found is None:
-            found = light_stem(token) in self.stems
+            found = self._key(token) in self.stems
             if len(self._seen) < 4096:
                 self._seen[token] = found
         return found
@@ -102,26 +107,33 @@ class Highlighter:
                 return found.start()
         return None
 
-    def snippet(self, text: str, *, scan: int = SNIPPET_SCAN) -> str | None:
-        """Up to 16 words of `text` around its first match, matches in [brackets], "…"
-        where the text goes on; None when nothing matches in its first `scan` characters.
+    def snippet(
+        self, text: str, *, scan: int = SNIPPET_SCAN, tokens: int = SNIPPET_TOKENS
+    ) -> str | None:
+        """Up to `tokens` words of `text` around its first match, matches in [brackets],
+        "…" where the text goes on; None when nothing matches in its first `scan`
+        characters.
 
         The work is bounded by `scan` whatever the size of `text`.
         """
         at = self.first_hit(text, scan)
-        return None if at is None else fragment(text, at, self)
+        return None if at is None else fragment(text, at, self, tokens)
 
 
-def opening(text: str) -> str:
-    """The first 16 words of `text`, "…" when it goes on (nothing matched)."""
+def opening(text: str, tokens: int = SNIPPET_TOKENS) -> str:
+    """The first `tokens` words of `text`, "…" when it goes on (nothing matched)."""
     first = WORD.search(text, 0, min(len(text), SNIPPET_SCAN))
-    return "" if first is None else fragment(text, first.start(), None)
+    return "" if first is None else fragment(text, first.start(), None, tokens)
 
 
-def fragment(text: str, at: int, highlighter: Highlighter | None) -> str:
-    """The 16 words around the word starting at `at`, chosen as FTS5's snippet() chooses
-    them for one match: the whole text when it is that short; else from the start of the
-    match's sentence when that is within reach, else with the match in the middle."""
+def fragment(
+    text: str, at: int, highlighter: Highlighter | None, tokens: int = SNIPPET_TOKENS
+) -> str:
+    """The `tokens` words (at most SNIPPET_TOKENS) around the word starting at `at`,
+    chosen as FTS5's snippet() chooses them for one match: the whole text when it is that
+    short; else from the start of the match's sentence when that is within reach, else
+    with the match in the middle."""
+    tokens = min(tokens, SNIPPET_TOKENS)  # LOOK_BACK and LOOK_AHEAD reach this far
     low = max(0, at - LOOK_BACK)
     high = min(len(text), at + LOOK_AHEAD)
     spans = [m.span() for m in WORD.finditer(text, low, high)]
@@ -132,15 +144,15 @@ def fragment(text: str, at: int, highlighter: Highlighter | None) -> str:
     index = next(i for i, span in enumerate(spans) if span[0] == at)
     starts = low == 0  # spans[0] is the text's first word
     ends = high == len(text)  # spans[-1] is its last
-    first = max(0, index - SNIPPET_TOKENS // 2)
+    first = max(0, index - tokens // 2)
     if ends:
-        first = max(0, min(first, len(spans) - SNIPPET_TOKENS))
-    if not (starts and ends and len(spans) <= SNIPPET_TOKENS):
-        for i in range(index - 1, max(-1, index - SNIPPET_TOKENS), -1):
+        first = max(0, min(first, len(spans) - tokens))
+    if not (starts and ends and len(spans) <= tokens):
+        for i in range(index - 1, max(-1, index - tokens), -1):
             if (i == 0 and starts) or (i > 0 and _sentence_starts(text, spans[i - 1], spans[i])):
                 first = i
                 break
-    last = min(len(spans), first + SNIPPET_TOKENS) - 1
+    last = min(len(spans), first + tokens) - 1
     start, end = spans[first][0], spans[last][1]
     # Where the text starts or ends within reach, its punctuation there is kept.
     opens = WORD.search(text, 0, start) is None and start <= EDGE_CHARS
