@@ -215,6 +215,9 @@ class Runtime:
         serve and the app); `maintenance`: retention, review, the ticker."""
         if self._pools:
             return
+        # Each agent's memory.db and history.db open now, in the background: a first message
+        # does not wait for them (the first turn used to open them on its way).
+        self.memory.open_ahead()
         if channels and (self.config.channels or self.config.http is not None):
             self.channel_service()  # the web chat is a channel too
         # Clients that did not wait for MCP still get its tools as servers connect.

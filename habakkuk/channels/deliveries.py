@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
-import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -75,8 +73,6 @@ _KINDS: dict[type, str] = {
     FileDelivery: "file",
     PollDelivery: "poll",
 }
-# Finished turns older than this are not swept for a missing reply (nobody waits any more).
-SWEEP_WINDOW_SECONDS = 86400.0
 # The error of a delivery whose part the chat could not get (it was told); the overview
 # counts these (services/turns.py unsent_deliveries).
 UNSENT_PREFIX = "not sent: "
@@ -145,30 +141,6 @@ async def enqueue_reply(queue: JobQueue, turn: Job) -> bool:
         return False
     delivery = ReplyDelivery(to, turn.id, reply_to.message or None)
     return await enqueue_delivery(queue, reply_id(turn.id), delivery)
-
-
-async def sweep_replies(queue: JobQueue, turn_kind: str) -> int:
-    """Queue replies of finished channel turns that have none; returns how many.
-
-    The runtime queues a reply when a turn finishes; a crash between the turn's
-    end and that enqueue leaves a finished turn without a delivery, which this
-    sweep (run when channels start, and periodically) repairs.
-    """
-
-    def _missing(conn: sqlite3.Connection) -> list[sqlite3.Row]:
-        return conn.execute(
-            "SELECT * FROM jobs j WHERE j.kind = ? AND j.status IN ('done', 'failed', 'cancelled')"
-            " AND j.updated_at >= ? AND json_extract(j.payload, '$.reply_to.to') IS NOT NULL"
-            " AND NOT EXISTS (SELECT 1 FROM jobs d WHERE d.id = ? || j.id)",
-            (turn_kind, time.time() - SWEEP_WINDOW_SECONDS, REPLY_PREFIX),
-        ).fetchall()
-
-    rows = await queue.db.run(_missing)
-    count = 0
-    for row in rows:
-        if await enqueue_reply(queue, Job.from_row(row)):
-            count += 1
-    return count
 
 
 class DeliveryWorker:

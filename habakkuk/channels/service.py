@@ -19,12 +19,13 @@ from habakkuk.engine.jobs import Job
 from habakkuk.engine.toolkit.registry import ToolRegistry
 
 from .adapter import Adapter, FatalAdapterError
-from .deliveries import DeliveryWorker, enqueue_reply, sweep_replies
+from .deliveries import DeliveryWorker, enqueue_reply
 from .facade import RuntimeFacade
 from .gateway import TEXT, ChatApprover, Gateway
 from .outbox import Outbox
 from .store import ChannelStore
 from .supervisor import Backoff, Supervisor
+from .sweep import ReplySweep
 from .tasks import cancel_and_wait
 from .tools import OutboxOf, Poll, SendFile
 from .web import WebLog
@@ -78,6 +79,7 @@ class ChannelService(Outbox):
         )
         self._starting: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self.sweep = ReplySweep(runtime.queue, TURN_KIND, store)
         self._pending: set[asyncio.Task[Any]] = set()
         self._web_log: WebLog | None = None
         self._supervise = False
@@ -161,9 +163,9 @@ class ChannelService(Outbox):
     async def _sweep_loop(self) -> None:
         while True:
             try:
-                queued = await sweep_replies(self.queue, TURN_KIND)
-                if queued:
-                    log.info("queued %d reply deliveries a crash had left out", queued)
+                swept = await self.sweep.run()
+                if swept.queued:
+                    log.info("queued %d reply deliveries a crash had left out", swept.queued)
             except Exception:
                 log.exception("reply sweep failed")
             await asyncio.sleep(SWEEP_EVERY_SECONDS)

@@ -44,6 +44,12 @@ CREATE TABLE IF NOT EXISTS channel_offsets (
     account TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+-- How far the reply sweep has read finished turns (channels/sweep.py): one row per turn kind.
+CREATE TABLE IF NOT EXISTS reply_sweep (
+    kind TEXT PRIMARY KEY,
+    updated_at REAL NOT NULL,
+    seq INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS channel_seen (
     account TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -182,6 +188,15 @@ def _prompt(row: sqlite3.Row) -> Prompt:
     return Prompt(**data)
 
 
+@dataclass(frozen=True, order=True)
+class SweepMark:
+    """A place in the finished jobs, in the order the reply sweep reads them: every job
+    finished at or before it (by `updated_at`, then `seq`) has been looked at."""
+
+    updated_at: float
+    seq: int
+
+
 @dataclass
 class Binding:
     conversation: str
@@ -291,6 +306,27 @@ class ChannelStore:
                 "INSERT INTO channel_offsets(account, value) VALUES (?, ?)"
                 " ON CONFLICT(account) DO UPDATE SET value = excluded.value",
                 (account, value),
+            )
+        )
+
+    # -- the reply sweep's place ---------------------------------------------------------
+
+    async def sweep_mark(self, kind: str) -> SweepMark | None:
+        """How far the reply sweep of turn kind `kind` has read (None: never swept)."""
+        row = await self.db.fetchone(
+            "SELECT updated_at, seq FROM reply_sweep WHERE kind = ?", (kind,)
+        )
+        return SweepMark(float(row["updated_at"]), int(row["seq"])) if row else None
+
+    async def save_sweep_mark(self, kind: str, mark: SweepMark) -> None:
+        """Record the sweep's place; it only moves forward (two processes may sweep)."""
+        await self.db.write(
+            lambda conn: conn.execute(
+                "INSERT INTO reply_sweep(kind, updated_at, seq) VALUES (?, ?, ?)"
+                " ON CONFLICT(kind) DO UPDATE SET updated_at = excluded.updated_at,"
+                " seq = excluded.seq WHERE (excluded.updated_at, excluded.seq)"
+                " > (reply_sweep.updated_at, reply_sweep.seq)",
+                (kind, mark.updated_at, mark.seq),
             )
         )
 

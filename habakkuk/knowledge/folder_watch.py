@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import struct
 import sys
@@ -53,10 +54,25 @@ LOST = IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then `len` bytes of name
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    """The C library, found once per process.
+
+    The process's own symbols come first (dlopen(NULL): Python links libc, so no search):
+    `ctypes.util.find_library` runs `ldconfig -p` in a subprocess, and each agent's memory
+    opened a watch on the event loop, so every first turn of an agent waited for a fork
+    and exec (6-12 ms warm, more on a cold disk).
+    """
     if not sys.platform.startswith("linux"):
         return None
-    try:
+    for name in (None, "libc.so.6"):
+        try:
+            libc = ctypes.CDLL(name, use_errno=True)
+        except OSError:
+            continue
+        if hasattr(libc, "inotify_init1"):
+            return libc
+    try:  # an unusual layout: ask the loader's cache, as before
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
     except OSError:
         return None

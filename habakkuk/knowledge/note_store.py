@@ -86,6 +86,7 @@ class NoteStore:
         self._opening: asyncio.Lock | None = None
         # Syncs still running (see _synced), which close() lets end first.
         self._syncs: set[asyncio.Task[None]] = set()
+        self._ahead: asyncio.Task[None] | None = None  # open_ahead's
 
     # -- resources ---------------------------------------------------------------------
 
@@ -114,6 +115,31 @@ class NoteStore:
             embedder=self._embedder,
         )
 
+    def open_ahead(self) -> None:
+        """Start opening every configured agent's memory.db and history.db in the
+        background: what the first call needing one would otherwise wait for (the files,
+        their migrations check, the history's prune, the folder watch). Reads no table
+        whole; idempotent. An agent that fails to open is logged and left to open (and
+        fail) on first use."""
+        if self._ahead is None:
+            self._ahead = asyncio.get_running_loop().create_task(
+                self._open_all(), name="memory:open-ahead"
+            )
+
+    async def _open_all(self) -> None:
+        for agent in list(self.config.agents):
+            try:
+                await self._agent(agent)
+            except Exception as exc:
+                log.warning("memory of %s: could not open it ahead of use: %s", agent, exc)
+
+    async def opened_ahead(self) -> frozenset[str]:
+        """Wait until `open_ahead` has opened what it could (at once when not started);
+        the agents whose memory databases are open."""
+        if self._ahead is not None:
+            await asyncio.shield(self._ahead)
+        return frozenset(self._agents)
+
     async def database(self, agent: str) -> Database:
         """The agent's migrated memory.db (for the review and embeddings modules)."""
         return (await self._agent(agent)).index.db
@@ -123,6 +149,8 @@ class NoteStore:
         # A sync whose caller gave up runs on (see _synced): closed under it, it failed
         # on a closed database with no one to tell (a traceback at every shutdown that
         # cut a search short).
+        if self._ahead is not None:  # waited for, not cancelled: a half-open agent would leak
+            await asyncio.gather(self._ahead, return_exceptions=True)
         while self._syncs:
             for ended in await asyncio.gather(*self._syncs, return_exceptions=True):
                 if isinstance(ended, Exception):

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from habakkuk.channels.adapter import Adapter, Address, Beat, Button, Inbox
-from habakkuk.channels.deliveries import enqueue_reply, reply_id, sweep_replies
+from habakkuk.channels.deliveries import enqueue_reply, reply_id
 from habakkuk.channels.format import html_to_plain, markdown_chunks, render_inline
 from habakkuk.channels.store import ChannelStatus, ChannelStore
 from habakkuk.channels.supervisor import Backoff, Supervisor
+from habakkuk.channels.sweep import sweep_replies
 from habakkuk.engine.config import ChannelConfig, parse_config
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Home

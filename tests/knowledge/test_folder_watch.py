@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -33,6 +34,24 @@ def test_the_watch_names_each_file_written_renamed_or_deleted(tmp_path: Path) ->
         assert watch.changed() == {"new.md"}
     finally:
         watch.close()
+
+
+@linux_only
+def test_a_watch_starts_without_running_a_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Finding libc through `ldconfig -p` forked a process on the event loop each time an
+    # agent's memory opened (the first turn of each agent waited for it).
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"a process was started: {args}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    watches = [FolderWatch(tmp_path), FolderWatch(tmp_path)]
+    try:
+        assert all(watch.active for watch in watches)
+    finally:
+        for watch in watches:
+            watch.close()
 
 
 @linux_only

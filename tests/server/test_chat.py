@@ -315,7 +315,7 @@ async def test_yes_in_the_chat_answers_the_waiting_approval(serve: Any, tmp_path
 async def test_a_reply_to_a_turn_another_process_ran_is_delivered_once(
     serve: Any, runtime_factory: Any, tmp_path: Path
 ) -> None:
-    from habakkuk.channels.deliveries import sweep_replies
+    from habakkuk.channels.sweep import sweep_replies
 
     text = mock_config(script(tmp_path / "go"))
     served = await serve(text, workers=False)
