@@ -15,6 +15,11 @@ last turn's end; "first/steady" is the first window's rate over the median of th
 
 Usage: python benchmarks/first_turns_bench.py --big HOME [--small HOME] [--before CHECKOUT]
            [--turns 1000] [--window 100] [--concurrency 1 4] [--repeat 3] [--work DIR]
+           [--warm] [--settle SECONDS]
+--warm keeps the OS page cache (a process restarted on a home the machine has been using,
+not a cold boot); --settle idles that long after the workers start before the clock
+starts (the seconds a person takes to type a first message), so work the runtime does
+ahead at start counts only when a turn has to wait for it.
 Without --small a small home (1,000 sessions, 10,000 messages) is built in --work first.
 """
 
@@ -51,8 +56,13 @@ TOKEN = "bench-token-0123456789"
 # -- one measured run (a fresh process) --------------------------------------------------------
 
 
-async def measure(root: Path, turns: int, concurrency: int, maintenance: bool) -> dict[str, Any]:
-    """Open the home at `root`, run `turns` turns `concurrency` at a time; each turn's end."""
+async def measure(
+    root: Path, turns: int, concurrency: int, maintenance: bool, settle: float = 0.0
+) -> dict[str, Any]:
+    """Open the home at `root`, run `turns` turns `concurrency` at a time; each turn's end.
+
+    With `settle`, the workers start and the process idles that long before the clock
+    starts (what a person typing a first message gives the start-up work)."""
     import habakkuk
     from habakkuk.engine.config import parse_config
     from habakkuk.engine.events import JobFinished
@@ -80,6 +90,10 @@ async def measure(root: Path, turns: int, concurrency: int, maintenance: bool) -
 
         reader = asyncio.create_task(dispatch())
         runtime.start_workers(maintenance=maintenance)
+        if settle:
+            await asyncio.sleep(settle)
+            opened = time.perf_counter()
+            counters = [_counters()]
         loop = asyncio.get_running_loop()
         next_index = 0
 
@@ -180,11 +194,12 @@ def run_one(
     subprocess.run(["cp", "-a", str(source), str(copy)], check=True)
     (copy / "config.yaml").write_text(CONFIG, encoding="utf-8")
     _settle(copy)
-    dropped = drop_page_cache()
+    dropped = False if args.warm else drop_page_cache()
     command = [sys.executable, __file__, "--measure", str(copy), "--turns", str(args.turns)]
     command += ["--concurrency", str(concurrency)]
     if args.no_maintenance:
         command.append("--no-maintenance")
+    command += ["--settle", str(args.settle)]
     env = dict(os.environ, PYTHONPATH=str(code))
     out = subprocess.run(command, check=True, stdout=subprocess.PIPE, env=env, timeout=1800)
     result = dict(json.loads(out.stdout.decode().strip().splitlines()[-1]))
@@ -251,11 +266,23 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("/tmp/first-turns"))
     parser.add_argument("--no-maintenance", action="store_true", help="workers without it")
+    parser.add_argument(
+        "--warm", action="store_true", help="keep the OS page cache (a restart, not a boot)"
+    )
+    parser.add_argument(
+        "--settle", type=float, default=0.0, help="idle seconds after start before the clock"
+    )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         result = asyncio.run(
-            measure(args.measure, args.turns, args.concurrency[0], not args.no_maintenance)
+            measure(
+                args.measure,
+                args.turns,
+                args.concurrency[0],
+                not args.no_maintenance,
+                args.settle,
+            )
         )
         print(json.dumps(result))
         return
@@ -277,6 +304,7 @@ def main() -> None:
                     results.setdefault((code, home, concurrency), []).append(result)
         print(f"run {number + 1} of {args.repeat} done", flush=True)
     print(f"page cache dropped before each run: {'yes' if dropped_all else 'no'}")
+    print(f"idle after start before the clock: {args.settle:g} s")
     report(results, args.window, [code for code, _ in codes])
 
 
