@@ -135,12 +135,14 @@ def counting(trips: Trips) -> Iterator[None]:
     def run_sync(self: Database, fn: Callable[[sqlite3.Connection], T]) -> T:
         return original_run_sync(self, counted(self, fn))
 
-    async def write(self: Database, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def write(
+        self: Database, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False
+    ) -> T:
         if not trips.recording:
-            return await original_write(self, fn)
+            return await original_write(self, fn, inline=inline)
         hop = Hop(Path(self.path).name, _caller(), transactions=1)
         trips.hops.append(hop)
-        result = await original_write(self, fn)
+        result = await original_write(self, fn, inline=inline)
         hop.empty = result == ([], []) and "jobs.py:settle_and_claim" in hop.caller
         return result
 
