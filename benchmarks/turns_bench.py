@@ -5,12 +5,23 @@ idempotent turn job, a leased claim, the user message and the reply appended
 under the lease, the job completed.
 
 Usage: python benchmarks/turns_bench.py [N] [--concurrency C]
+       python benchmarks/turns_bench.py [N] --baseline PATH [--rounds R] [--concurrency C]
+
+With --baseline, the same benchmark runs against the code at PATH (a checkout of another
+commit, e.g. `git worktree add /tmp/old040 040ffbc`) and against this tree, each in a
+process of its own (PYTHONPATH=PATH, then PYTHONPATH=this tree), in alternating rounds,
+one turn at a time (concurrency 1) and C at a time; it prints the medians side by side
+with their ratios (ours / baseline).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,13 +33,17 @@ from habakkuk.engine.events import EventPayload, JobFinished
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def _status(event: EventPayload) -> str:
     assert isinstance(event, JobFinished)
     return event.status
 
 
-async def bench(count: int, concurrency: int) -> None:
+async def bench(count: int, concurrency: int) -> tuple[float, int]:
+    """Turns per second of `count` sessions x 1 turn, `concurrency` at a time, and how
+    many turns did not end done."""
     with tempfile.TemporaryDirectory() as tmp:
         home = Home(Path(tmp))
         text = turns_config(concurrency)
@@ -42,16 +57,67 @@ async def bench(count: int, concurrency: int) -> None:
         statuses = [_status(await finished.get()) for _ in range(count)]
         elapsed = time.perf_counter() - started
         await runtime.close()
-    failed = sum(1 for status in statuses if status != "done")
+    return count / elapsed, sum(1 for status in statuses if status != "done")
+
+
+def _child(code: Path, count: int, concurrency: int) -> float:
+    """One run of this benchmark in a process importing habakkuk from `code`."""
+    env = dict(os.environ, PYTHONPATH=str(code))
+    argv = [sys.executable, __file__, str(count), "--concurrency", str(concurrency), "--raw"]
+    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
+    rate, where = out.split()
+    if not Path(where).resolve().is_relative_to(code.resolve()):
+        raise SystemExit(f"turns_bench: the run meant for {code} imported habakkuk from {where}")
+    return float(rate)
+
+
+def compare(baseline: Path, count: int, concurrency: int, rounds: int) -> None:
+    """Ours beside `baseline`, one at a time and `concurrency` at a time, alternating."""
+    widths = sorted({1, concurrency})
+    codes = {"baseline": baseline, "ours": ROOT}
+    figures: dict[tuple[str, int], list[float]] = {}
+    for round_no in range(1, rounds + 1):
+        line = []
+        for width in widths:
+            for name, code in codes.items():
+                rate = _child(code, count, width)
+                figures.setdefault((name, width), []).append(rate)
+                line.append(f"{name} x{width} {rate:,.0f}")
+        print(f"round {round_no}: " + " | ".join(line) + " turns/s", flush=True)
+    print(f"\n{count} sessions x 1 turn, mock provider, median of {rounds} rounds:")
+    print(f"  baseline = {baseline}")
+    for width in widths:
+        old = statistics.median(figures[("baseline", width)])
+        new = statistics.median(figures[("ours", width)])
+        what = "one at a time" if width == 1 else f"{width} concurrent"
+        print(
+            f"  turns {what:<14} baseline {old:>6,.0f}  ours {new:>6,.0f} turns/s"
+            f"  ours / baseline = {new / old:.2f}x"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("count", nargs="?", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--baseline", type=Path, help="a checkout to compare with")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.baseline is not None:
+        compare(args.baseline, args.count, args.concurrency, args.rounds)
+        return
+    rate, failed = asyncio.run(bench(args.count, args.concurrency))
+    if args.raw:  # for `compare`: the figure and where habakkuk came from
+        import habakkuk
+
+        print(rate, Path(habakkuk.__file__).parent)
+        return
     print(
-        f"turns: {count} sessions x 1 turn in {elapsed:.2f}s = {count / elapsed:,.0f} turns/s"
-        f" (mock provider, {concurrency} concurrent turns, {failed} not done)"
+        f"turns: {args.count} sessions x 1 turn = {rate:,.0f} turns/s"
+        f" (mock provider, {args.concurrency} concurrent turns, {failed} not done)"
     )
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("count", nargs="?", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=16)
-    args = parser.parse_args()
-    asyncio.run(bench(args.count, args.concurrency))
+    main()

@@ -315,9 +315,10 @@ class Database:
         self._handed = 0
         self._served = 0
         self._handed_lock = threading.Lock()  # loops on several threads may hand over
-        # Loops on which a call ran inline in the current pass: the next calls of that
-        # pass are collected and share a transaction (a burst), as on the thread.
-        self._inline_pass: set[asyncio.AbstractEventLoop] = set()
+        # The task whose write ran inline last, until a loop hands calls over: its next
+        # write follows the last (it awaited it), while another task's write in the
+        # meantime may be one of a burst, collected to share a transaction as before.
+        self._inline_task: asyncio.Task[Any] | None = None
         self._inline_commits = 0
         self._thread = threading.Thread(target=self._serve, name=f"db-{path.stem}", daemon=True)
         self._thread.start()
@@ -371,11 +372,11 @@ class Database:
         """
         if inline:
             loop = asyncio.get_running_loop()
-            if self._may_inline(loop):
+            task = asyncio.current_task()
+            if self._inline_task in (None, task) and self._may_inline(loop):
                 call = _Call(fn, True, loop, loop.create_future(), inline=True)
                 if self._try_inline([call]):
-                    self._inline_pass.add(loop)
-                    loop.call_soon(self._inline_pass.discard, loop)
+                    self._inline_task = task
                     # One pass of the loop, as a hop would cost at least: other tasks
                     # run between two inline calls of one caller.
                     await asyncio.sleep(0)
@@ -424,6 +425,7 @@ class Database:
         pending = self._pending.pop(loop, None)
         if not pending:
             return
+        self._inline_task = None  # a new pass begins: any task may run inline first
         if self._closed:  # closed from another thread after these calls were made
             for call in pending:
                 call.done = (False, StoreError(f"{self.path}: database is closed"))
@@ -447,12 +449,11 @@ class Database:
 
     def _may_inline(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Whether a call made now on `loop` may run inline: nothing of this database is
-        waiting or running (it would overtake it), and no call of this pass ran inline."""
+        waiting or running (it would overtake it)."""
         return (
             self._inline_conn is not None
             and self._handed == self._served
             and loop not in self._pending
-            and loop not in self._inline_pass
             and not self._closed
         )
 
@@ -591,8 +592,11 @@ class Database:
         self._inline_conn = conn
 
     def _checkpoint(self) -> None:
-        """Copy the WAL back into the database, waiting for nobody (PASSIVE)."""
-        with contextlib.suppress(sqlite3.Error):
+        """Copy the WAL back into the database, waiting for nobody (PASSIVE), while no
+        inline write can start (they go to this thread meanwhile): one appending all
+        along would keep the checkpoint from ever finishing, and the WAL from starting
+        over, so it would grow without end."""
+        with self._inline_lock, contextlib.suppress(sqlite3.Error):
             self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def _run_one(self, call: _Call) -> None:
