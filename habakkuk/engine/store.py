@@ -3,8 +3,38 @@
 A `Database` owns one sqlite3 connection and one thread. Callers hand it a
 function that runs a whole transaction on that thread (`await db.run(fn)`), so
 a lease check and the write it guards are one atomic unit and the event loop
-never blocks on SQLite. (aiosqlite would hop threads once per statement; here
+never waits on SQLite. (aiosqlite would hop threads once per statement; here
 a transaction is one hop, and writes waiting together share one commit.)
+
+What may run on the event loop. A hop costs a caller who awaits one call at a time
+about four loop passes and two thread wake-ups, several times what the transaction
+itself costs for the queue's short writes; batching pays only when calls pile up. So a
+write its caller marks `inline` (the job queue's enqueue, claim, complete and heartbeat
+of at most `jobs.INLINE_ROWS` rows, no reaping: statements bounded by index lookups,
+never a search, a scan or a long read) runs on the loop's own thread, on a second
+connection the database thread opens for it, when that costs the loop no wait:
+
+- nothing this database was asked before is waiting or running (so it overtakes
+  nothing: calls keep their order); in a burst from several tasks in one pass the
+  first runs at once and the others are collected into one transaction as before
+  (inline when at most `INLINE_GROUP_MAX` and all inline, else on the thread);
+- the inline connection and this process's write locks of the file are free, taken
+  with a try, never waited for;
+- SQLite's write lock is free: that connection's busy timeout is 0, so a BEGIN
+  IMMEDIATE meeting another process's write answers "busy" at once and the call goes
+  to the thread, which waits for the lock with the busy timeout as before;
+- it never checkpoints (no automatic checkpoint on it): every `INLINE_CHECKPOINT_EVERY`
+  inline commits the thread is asked for a PASSIVE checkpoint and runs it, with its
+  fsyncs, while inline calls go to the thread; one running beside an inline writer
+  would never finish, and the WAL would grow without end.
+
+What the loop does inline is then a BEGIN IMMEDIATE that does not wait, the caller's
+few indexed statements and a COMMIT writing a handful of WAL pages without fsync
+(synchronous NORMAL): tens of microseconds, bounded by the rows the caller allows.
+Crash safety and group commit are as on the thread: every caller hears back only after
+COMMIT (a kill -9 loses nothing committed), a failing call rolls back alone (its own
+savepoint in a group) and its caller gets the exception. The caller resumes after one
+loop pass, so a loop of inline calls lets the other tasks run between them.
 
 The driver is Python's own sqlite3, which links the platform's SQLite. The stores need
 SQLite 3.35 or newer (RETURNING, MATERIALIZED), FTS5 and the JSON functions; a build
@@ -39,9 +69,11 @@ BUSY_TIMEOUT_MS = 10_000
 
 # The most calls that run inline as one transaction (more go to the thread).
 INLINE_GROUP_MAX = 16
-# Inline commits between two checkpoints the thread is asked for (about 5 WAL frames
-# each: near SQLite's automatic checkpoint at 1,000 frames).
-INLINE_CHECKPOINT_EVERY = 200
+# Inline commits between two checkpoints the thread is asked for. A checkpoint costs
+# two fsyncs whatever its size, and inline callers wait for it on the thread; the
+# queue's commits write about 5 WAL frames each, so this is about 2,500 frames (a WAL
+# of about 10 MB at most, reused), where SQLite's automatic checkpoint is at 1,000.
+INLINE_CHECKPOINT_EVERY = 500
 
 
 class StoreError(HabakkukError):
