@@ -494,11 +494,13 @@ class Database:
         (nothing ran) when that would wait: the connection in use, a write lock of this
         process held, or another process writing (BEGIN IMMEDIATE answers "busy" at
         once: the busy timeout is 0). True: each call's outcome is set, after COMMIT."""
-        conn = self._inline_conn
-        if conn is None or not self._inline_lock.acquire(blocking=False):
+        if not self._inline_lock.acquire(blocking=False):
             return False
         taken: list[threading.Lock] = []
         try:
+            conn = self._inline_conn  # read under the lock: the thread closes it under it
+            if conn is None:
+                return False
             for lock in self._write_locks:
                 if not lock.acquire(blocking=False):
                     return False
