@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import sys
 import tempfile
@@ -110,34 +111,34 @@ async def _ours_pool(folder: Path, count: int, workers: int, *, chunk: int = 1) 
     return count / elapsed
 
 
-async def _ours_one(folder: Path, count: int) -> float:
+async def _ours_one(folder: Path, count: int) -> tuple[float, float]:
     queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for i in range(count):
         await queue.enqueue(f"job-{i}", KIND, {"i": i})
         lease = await queue.claim([KIND])
         assert lease is not None
         await queue.complete(lease, {"ok": True})
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     await queue.db.close()
-    return count / elapsed
+    return count / elapsed, count / cpu
 
 
-def _persist_queue_one(folder: Path, count: int) -> float:
+def _persist_queue_one(folder: Path, count: int) -> tuple[float, float]:
     from persistqueue import SQLiteAckQueue
 
     queue = SQLiteAckQueue(str(folder / "pq"), auto_commit=True)
     queue._putter.execute("PRAGMA synchronous = NORMAL")  # one connection without threads
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for i in range(count):
         queue.put({"i": i})
         queue.ack(queue.get(block=False))
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert queue.acked_count() == count
-    return count / elapsed
+    return count / elapsed, count / cpu
 
 
-def _huey_one(folder: Path, count: int) -> float:
+def _huey_one(folder: Path, count: int) -> tuple[float, float]:
     from huey import SqliteHuey
 
     huey = SqliteHuey(filename=str(folder / "huey.db"), results=True, journal_mode="wal")
@@ -147,16 +148,16 @@ def _huey_one(folder: Path, count: int) -> float:
     def work(i: int) -> dict[str, bool]:
         return {"ok": True}
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for i in range(count):
         result = work(i)
         task = huey.dequeue()
         assert task is not None
         huey.execute(task)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert result.get() == {"ok": True}
     huey.storage.close()
-    return count / elapsed
+    return count / elapsed, count / cpu
 
 
 def _threads(produce: Callable[[], None], consume: Callable[[], None]) -> float:
@@ -264,23 +265,31 @@ def main() -> None:
             _ours(d, args.count, args.workers)
         ),
     }
-    in_turn: dict[str, Callable[[Path], float]] = {
+    in_turn: dict[str, Callable[[Path], tuple[float, float]]] = {
         "ours": lambda d: asyncio.run(_ours_one(d, one)),
         "persist-queue": lambda d: _persist_queue_one(d, one),
         "huey": lambda d: _huey_one(d, one),
     }
-    runs = {f"batched: {name}": run for name, run in batched.items()}
+    # Each run: jobs/s, and for the single-threaded ones also jobs per CPU second (the
+    # process's CPU time, steadier than the clock on a machine others load).
+    runs: dict[str, Callable[[Path], tuple[float, float | None]]] = {
+        f"batched: {name}": functools.partial(_no_cpu, run) for name, run in batched.items()
+    }
     runs |= {f"one at a time: {name}": run for name, run in in_turn.items()}
     figures: dict[str, list[float]] = {name: [] for name in runs}
+    cpu_figures: dict[str, list[float]] = {}
     for round_no in range(1, args.rounds + 1):
         line = []
         for name, run in runs.items():  # alternating: one of each per round
             with tempfile.TemporaryDirectory() as tmp:
-                rate = run(Path(tmp))
+                rate, cpu_rate = run(Path(tmp))
             figures[name].append(rate)
+            if cpu_rate is not None:
+                cpu_figures.setdefault(name, []).append(cpu_rate)
             line.append(f"{name} {rate:,.0f}")
         print(f"round {round_no}: " + " | ".join(line) + " jobs/s", flush=True)
     medians = {name: statistics.median(rates) for name, rates in figures.items()}
+    cpu_medians = {name: statistics.median(rates) for name, rates in cpu_figures.items()}
     width = max(len(name) for name in medians)
     sections = (
         ("batched", f"{args.count} jobs, all queued at once, W={args.workers}"),
@@ -292,16 +301,27 @@ def main() -> None:
     )
     for section, what in sections:
         print(f"{section} ({what}):")
-        mine = {n: r for n, r in medians.items() if n.startswith(section + ":")}
-        for name, rate in mine.items():
-            print(f"  {name:<{width}} {rate:>8,.0f} jobs/s")
-        pq, huey = mine[f"{section}: persist-queue"], mine[f"{section}: huey"]
-        for name in (n for n in mine if n.startswith(f"{section}: ours")):
-            print(
-                f"  {name} / persist-queue = {mine[name] / pq:.2f}x,"
-                f" / huey = {mine[name] / huey:.2f}x, / the best peer = "
-                f"{mine[name] / max(pq, huey):.2f}x"
-            )
+        _print_section(section, medians, width, "jobs/s")
+        if any(name.startswith(section + ":") for name in cpu_medians):
+            _print_section(section, cpu_medians, width, "jobs per CPU second")
+
+
+def _no_cpu(run: Callable[[Path], float], folder: Path) -> tuple[float, None]:
+    return run(folder), None
+
+
+def _print_section(section: str, medians: dict[str, float], width: int, unit: str) -> None:
+    """The medians of one section in `unit`, and ours over each peer."""
+    mine = {n: r for n, r in medians.items() if n.startswith(section + ":")}
+    for name, rate in mine.items():
+        print(f"  {name:<{width}} {rate:>8,.0f} {unit}")
+    pq, huey = mine[f"{section}: persist-queue"], mine[f"{section}: huey"]
+    for name in (n for n in mine if n.startswith(f"{section}: ours")):
+        print(
+            f"  {name} / persist-queue = {mine[name] / pq:.2f}x,"
+            f" / huey = {mine[name] / huey:.2f}x, / the best peer = "
+            f"{mine[name] / max(pq, huey):.2f}x ({unit})"
+        )
 
 
 if __name__ == "__main__":

@@ -41,58 +41,64 @@ def _status(event: EventPayload) -> str:
     return event.status
 
 
-async def bench(count: int, concurrency: int) -> tuple[float, int]:
-    """Turns per second of `count` sessions x 1 turn, `concurrency` at a time, and how
-    many turns did not end done."""
+async def bench(count: int, concurrency: int) -> tuple[float, float, int]:
+    """Turns per second of `count` sessions x 1 turn, `concurrency` at a time, the
+    process's CPU time per turn in ms, and how many turns did not end done."""
     with tempfile.TemporaryDirectory() as tmp:
         home = Home(Path(tmp))
         text = turns_config(concurrency)
         runtime = await Runtime.open(home, parse_config(text, home.config_path, home))
         sessions = [await runtime.sessions.new_session() for _ in range(count)]
         finished = runtime.bus.subscribe(lambda e: isinstance(e, JobFinished), maxsize=count + 10)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         for session in sessions:
             await runtime.turns.submit(session.id, "hello")
         runtime.start_workers()
         statuses = [_status(await finished.get()) for _ in range(count)]
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         await runtime.close()
-    return count / elapsed, sum(1 for status in statuses if status != "done")
+    failed = sum(1 for status in statuses if status != "done")
+    return count / elapsed, cpu / count * 1000, failed
 
 
-def _child(code: Path, count: int, concurrency: int) -> float:
-    """One run of this benchmark in a process importing habakkuk from `code`."""
+def _child(code: Path, count: int, concurrency: int) -> tuple[float, float]:
+    """One run of this benchmark in a process importing habakkuk from `code`: turns per
+    second and CPU ms per turn."""
     env = dict(os.environ, PYTHONPATH=str(code))
     argv = [sys.executable, __file__, str(count), "--concurrency", str(concurrency), "--raw"]
     out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
-    rate, where = out.split()
+    rate, cpu, where = out.split()
     if not Path(where).resolve().is_relative_to(code.resolve()):
         raise SystemExit(f"turns_bench: the run meant for {code} imported habakkuk from {where}")
-    return float(rate)
+    return float(rate), float(cpu)
 
 
 def compare(baseline: Path, count: int, concurrency: int, rounds: int) -> None:
     """Ours beside `baseline`, one at a time and `concurrency` at a time, alternating."""
     widths = sorted({1, concurrency})
     codes = {"baseline": baseline, "ours": ROOT}
-    figures: dict[tuple[str, int], list[float]] = {}
+    figures: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for round_no in range(1, rounds + 1):
         line = []
         for width in widths:
             for name, code in codes.items():
-                rate = _child(code, count, width)
-                figures.setdefault((name, width), []).append(rate)
+                rate, cpu = _child(code, count, width)
+                figures.setdefault((name, width), []).append((rate, cpu))
                 line.append(f"{name} x{width} {rate:,.0f}")
         print(f"round {round_no}: " + " | ".join(line) + " turns/s", flush=True)
     print(f"\n{count} sessions x 1 turn, mock provider, median of {rounds} rounds:")
     print(f"  baseline = {baseline}")
     for width in widths:
-        old = statistics.median(figures[("baseline", width)])
-        new = statistics.median(figures[("ours", width)])
         what = "one at a time" if width == 1 else f"{width} concurrent"
+        old, new = figures[("baseline", width)], figures[("ours", width)]
+        old_rate = statistics.median(rate for rate, _ in old)
+        new_rate = statistics.median(rate for rate, _ in new)
+        old_cpu = statistics.median(cpu for _, cpu in old)
+        new_cpu = statistics.median(cpu for _, cpu in new)
         print(
-            f"  turns {what:<14} baseline {old:>6,.0f}  ours {new:>6,.0f} turns/s"
-            f"  ours / baseline = {new / old:.2f}x"
+            f"  turns {what:<14} baseline {old_rate:>6,.0f}  ours {new_rate:>6,.0f} turns/s"
+            f"  ours / baseline = {new_rate / old_rate:.2f}x;  CPU per turn baseline"
+            f" {old_cpu:.2f} ms, ours {new_cpu:.2f} ms ({old_cpu / new_cpu:.2f}x)"
         )
 
 
@@ -107,14 +113,14 @@ def main() -> None:
     if args.baseline is not None:
         compare(args.baseline, args.count, args.concurrency, args.rounds)
         return
-    rate, failed = asyncio.run(bench(args.count, args.concurrency))
-    if args.raw:  # for `compare`: the figure and where habakkuk came from
+    rate, cpu, failed = asyncio.run(bench(args.count, args.concurrency))
+    if args.raw:  # for `compare`: the figures and where habakkuk came from
         import habakkuk
 
-        print(rate, Path(habakkuk.__file__).parent)
+        print(rate, cpu, Path(habakkuk.__file__).parent)
         return
     print(
-        f"turns: {args.count} sessions x 1 turn = {rate:,.0f} turns/s"
+        f"turns: {args.count} sessions x 1 turn = {rate:,.0f} turns/s, {cpu:.2f} ms CPU a turn"
         f" (mock provider, {args.concurrency} concurrent turns, {failed} not done)"
     )
 
