@@ -592,19 +592,25 @@ class JobQueue:
         done: Sequence[tuple[Lease, dict[str, Any] | None]],
         kinds: Sequence[str],
         limit: int,
+        *,
+        inline: bool = True,
     ) -> tuple[list[bool], list[Lease]]:
         """Complete each (lease, result) of `done`, then lease up to `limit` jobs of
         `kinds`: one transaction, one trip to the database thread.
 
         Returns whether each job of `done` was still ours to complete (a lost lease
         writes nothing to it and does not stop the rest), and the new leases.
+
+        `inline=False` keeps it off the loop's thread even when small: for a caller
+        with other work on the loop meanwhile (a pool with jobs running), whose
+        transaction runs on the database thread beside that work, on another core.
         """
         finishers = [self._finisher(lease, "done", result=r, error=None) for lease, r in done]
         claim = self._claimer(kinds)
         # Inline only when small and no reap is due: reaping probes processes and runs
         # the kinds' bookkeeping, which belongs on the database thread.
         reap = limit > 0 and time.time() - self._last_reap >= REAP_INTERVAL
-        inline = not reap and len(finishers) + limit <= INLINE_ROWS
+        inline = inline and not reap and len(finishers) + limit <= INLINE_ROWS
 
         def _settle(conn: sqlite3.Connection) -> tuple[list[bool], list[Job]]:
             finished = [finish(conn) for finish in finishers]
