@@ -17,7 +17,13 @@ alternating rounds, and the medians and ratios ours/theirs are printed.
 - huey: SqliteHuey: a producer thread enqueues a task, a consumer thread dequeues
   it, runs it and stores its result (what huey's consumer does).
 
-Usage: python benchmarks/queue_bench.py [N] [--rounds R] [--workers W]
+One at a time (the pattern the peers' own scripts use): one producer-consumer does
+each operation in turn, waiting for each before the next, N times:
+- ours: await enqueue; lease = await claim; await complete.
+- persist-queue: put; get; ack.
+- huey: enqueue a task; dequeue it; execute it (which stores its result).
+
+Usage: python benchmarks/queue_bench.py [N] [--rounds R] [--workers W] [--one M]
 The others are bench-only dependencies: pip install -e '.[bench]'
 (or pip install persist-queue huey).
 """
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import sys
 import tempfile
@@ -102,6 +109,55 @@ async def _ours_pool(folder: Path, count: int, workers: int, *, chunk: int = 1) 
     await pool.stop()
     await queue.db.close()
     return count / elapsed
+
+
+async def _ours_one(folder: Path, count: int) -> tuple[float, float]:
+    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
+    started, cpu = time.perf_counter(), time.process_time()
+    for i in range(count):
+        await queue.enqueue(f"job-{i}", KIND, {"i": i})
+        lease = await queue.claim([KIND])
+        assert lease is not None
+        await queue.complete(lease, {"ok": True})
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    await queue.db.close()
+    return count / elapsed, count / cpu
+
+
+def _persist_queue_one(folder: Path, count: int) -> tuple[float, float]:
+    from persistqueue import SQLiteAckQueue
+
+    queue = SQLiteAckQueue(str(folder / "pq"), auto_commit=True)
+    queue._putter.execute("PRAGMA synchronous = NORMAL")  # one connection without threads
+    started, cpu = time.perf_counter(), time.process_time()
+    for i in range(count):
+        queue.put({"i": i})
+        queue.ack(queue.get(block=False))
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    assert queue.acked_count() == count
+    return count / elapsed, count / cpu
+
+
+def _huey_one(folder: Path, count: int) -> tuple[float, float]:
+    from huey import SqliteHuey
+
+    huey = SqliteHuey(filename=str(folder / "huey.db"), results=True, journal_mode="wal")
+    huey.storage.conn.execute("PRAGMA synchronous = NORMAL")
+
+    @huey.task()
+    def work(i: int) -> dict[str, bool]:
+        return {"ok": True}
+
+    started, cpu = time.perf_counter(), time.process_time()
+    for i in range(count):
+        result = work(i)
+        task = huey.dequeue()
+        assert task is not None
+        huey.execute(task)
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    assert result.get() == {"ok": True}
+    huey.storage.close()
+    return count / elapsed, count / cpu
 
 
 def _threads(produce: Callable[[], None], consume: Callable[[], None]) -> float:
@@ -185,6 +241,9 @@ def main() -> None:
     # As wide as the turn pool by default (workers.turns: 8): group commit joins the
     # completions of workers that finish together into one transaction.
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument(
+        "--one", type=int, default=None, help="jobs in the one-at-a-time runs (default: N)"
+    )
     args = parser.parse_args()
     missing = _missing()
     if missing:
@@ -194,9 +253,9 @@ def main() -> None:
             file=sys.stderr,
         )
         raise SystemExit(2)
-    ours = "ours (Pool)"
-    runs: dict[str, Callable[[Path], float]] = {
-        ours: lambda d: asyncio.run(_ours_pool(d, args.count, args.workers)),
+    one = args.one if args.one is not None else args.count
+    batched: dict[str, Callable[[Path], float]] = {
+        "ours (Pool)": lambda d: asyncio.run(_ours_pool(d, args.count, args.workers)),
         "persist-queue": lambda d: _persist_queue(d, args.count),
         "huey": lambda d: _huey(d, args.count),
         "ours (Pool; enqueue_many)": lambda d: asyncio.run(
@@ -206,27 +265,62 @@ def main() -> None:
             _ours(d, args.count, args.workers)
         ),
     }
+    in_turn: dict[str, Callable[[Path], tuple[float, float]]] = {
+        "ours": lambda d: asyncio.run(_ours_one(d, one)),
+        "persist-queue": lambda d: _persist_queue_one(d, one),
+        "huey": lambda d: _huey_one(d, one),
+    }
+    # Each run: jobs/s, and for the single-threaded ones also jobs per CPU second (the
+    # process's CPU time, steadier than the clock on a machine others load).
+    runs: dict[str, Callable[[Path], tuple[float, float | None]]] = {
+        f"batched: {name}": functools.partial(_no_cpu, run) for name, run in batched.items()
+    }
+    runs |= {f"one at a time: {name}": run for name, run in in_turn.items()}
     figures: dict[str, list[float]] = {name: [] for name in runs}
+    cpu_figures: dict[str, list[float]] = {}
     for round_no in range(1, args.rounds + 1):
         line = []
         for name, run in runs.items():  # alternating: one of each per round
             with tempfile.TemporaryDirectory() as tmp:
-                rate = run(Path(tmp))
+                rate, cpu_rate = run(Path(tmp))
             figures[name].append(rate)
+            if cpu_rate is not None:
+                cpu_figures.setdefault(name, []).append(cpu_rate)
             line.append(f"{name} {rate:,.0f}")
-        print(f"round {round_no}: " + " | ".join(line) + " jobs/s")
+        print(f"round {round_no}: " + " | ".join(line) + " jobs/s", flush=True)
     medians = {name: statistics.median(rates) for name, rates in figures.items()}
+    cpu_medians = {name: statistics.median(rates) for name, rates in cpu_figures.items()}
+    width = max(len(name) for name in medians)
+    sections = (
+        ("batched", f"{args.count} jobs, all queued at once, W={args.workers}"),
+        ("one at a time", f"{one} jobs, each operation awaited before the next"),
+    )
     print(
-        f"\n{args.count} jobs enqueue+claim+complete, one SQLite file, WAL + synchronous NORMAL,"
+        f"\nenqueue+claim+complete per second, one SQLite file, WAL + synchronous NORMAL,"
         f" median of {args.rounds} rounds:"
     )
-    width = max(len(name) for name in medians)
-    for name, rate in medians.items():
-        print(f"  {name:<{width}} {rate:>8,.0f} jobs/s")
-    for name in (n for n in medians if n.startswith("ours")):
+    for section, what in sections:
+        print(f"{section} ({what}):")
+        _print_section(section, medians, width, "jobs/s")
+        if any(name.startswith(section + ":") for name in cpu_medians):
+            _print_section(section, cpu_medians, width, "jobs per CPU second")
+
+
+def _no_cpu(run: Callable[[Path], float], folder: Path) -> tuple[float, None]:
+    return run(folder), None
+
+
+def _print_section(section: str, medians: dict[str, float], width: int, unit: str) -> None:
+    """The medians of one section in `unit`, and ours over each peer."""
+    mine = {n: r for n, r in medians.items() if n.startswith(section + ":")}
+    for name, rate in mine.items():
+        print(f"  {name:<{width}} {rate:>8,.0f} {unit}")
+    pq, huey = mine[f"{section}: persist-queue"], mine[f"{section}: huey"]
+    for name in (n for n in mine if n.startswith(f"{section}: ours")):
         print(
-            f"  {name} / persist-queue = {medians[name] / medians['persist-queue']:.2f}x,"
-            f" / huey = {medians[name] / medians['huey']:.2f}x"
+            f"  {name} / persist-queue = {mine[name] / pq:.2f}x,"
+            f" / huey = {mine[name] / huey:.2f}x, / the best peer = "
+            f"{mine[name] / max(pq, huey):.2f}x ({unit})"
         )
 
 

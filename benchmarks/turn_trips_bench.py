@@ -96,6 +96,7 @@ def counting(trips: Trips) -> Iterator[None]:
     original_run = Database.run
     original_run_sync = Database.run_sync
     original_write = Database.write
+    original_write_now = Database.write_now
 
     def counted(db: Database, fn: Callable[[sqlite3.Connection], T]) -> Callable[..., T]:
         if not trips.recording:
@@ -135,24 +136,35 @@ def counting(trips: Trips) -> Iterator[None]:
     def run_sync(self: Database, fn: Callable[[sqlite3.Connection], T]) -> T:
         return original_run_sync(self, counted(self, fn))
 
-    async def write(self: Database, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def write(
+        self: Database, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False
+    ) -> T:
         if not trips.recording:
-            return await original_write(self, fn)
+            return await original_write(self, fn, inline=inline)
         hop = Hop(Path(self.path).name, _caller(), transactions=1)
         trips.hops.append(hop)
-        result = await original_write(self, fn)
+        result = await original_write(self, fn, inline=inline)
         hop.empty = result == ([], []) and "jobs.py:settle_and_claim" in hop.caller
         return result
+
+    def write_now(
+        self: Database, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False
+    ) -> asyncio.Future[T]:
+        if trips.recording:  # the queue's enqueues of one pass: one transaction
+            trips.hops.append(Hop(Path(self.path).name, _caller(), transactions=1))
+        return original_write_now(self, fn, inline=inline)
 
     Database.run = run  # type: ignore[method-assign]  # counts the trips
     Database.run_sync = run_sync  # type: ignore[method-assign]  # counts the trips
     Database.write = write  # type: ignore[method-assign]  # counts the trips
+    Database.write_now = write_now  # type: ignore[method-assign]  # counts the trips
     try:
         yield
     finally:
         Database.run = original_run  # type: ignore[method-assign]  # put back
         Database.run_sync = original_run_sync  # type: ignore[method-assign]  # put back
         Database.write = original_write  # type: ignore[method-assign]  # put back
+        Database.write_now = original_write_now  # type: ignore[method-assign]  # put back
 
 
 def _status(event: EventPayload) -> str:

@@ -105,6 +105,9 @@ _CLAIM_ORDER = operator.itemgetter(7, 15)
 _compact_json = json.JSONEncoder(separators=(",", ":")).encode
 
 REAP_INTERVAL = 1.0
+# The most rows a queue write may touch and still run inline (on the event loop's
+# thread, `Database.write(inline=True)`): a bigger batch goes to the database thread.
+INLINE_ROWS = 16
 BACKOFF_BASE_SECONDS = 2.0
 BACKOFF_CAP_SECONDS = 300.0
 
@@ -416,8 +419,9 @@ class Lease:
             raise LeaseLost(f"job {self.job.id}: lease lost")
 
 
-# Leases up to a number of jobs, inside the caller's write transaction.
-Claimer = Callable[[sqlite3.Connection, int], list[Job]]
+# Leases up to a number of jobs, inside the caller's write transaction; the flag says
+# whether it may also reap (take back jobs of dead workers), when one is due.
+Claimer = Callable[[sqlite3.Connection, int, bool], list[Job]]
 
 
 class JobQueue:
@@ -434,7 +438,6 @@ class JobQueue:
         self._enqueues: dict[
             asyncio.AbstractEventLoop, list[tuple[_Row, asyncio.Future[bool]]]
         ] = {}
-        self._enqueue_tasks: set[asyncio.Task[None]] = set()
 
     # -- enqueue -----------------------------------------------------------------
 
@@ -466,14 +469,11 @@ class JobQueue:
         return future
 
     def _write_enqueues(self, loop: asyncio.AbstractEventLoop) -> None:
-        """On `loop`: write the enqueues of the pass that just ran, in one trip."""
+        """On `loop`: write the enqueues of the pass that just ran, in one trip (inline
+        when there are few: see `INLINE_ROWS`)."""
         batch = self._enqueues.pop(loop, [])
-        if batch:
-            task = loop.create_task(self._insert_batch(batch), name="enqueue")
-            self._enqueue_tasks.add(task)
-            task.add_done_callback(self._enqueue_tasks.discard)
-
-    async def _insert_batch(self, batch: list[tuple[_Row, asyncio.Future[bool]]]) -> None:
+        if not batch:
+            return
         rows = [row for row, _ in batch]
 
         def _insert(conn: sqlite3.Connection) -> list[bool | Exception]:
@@ -489,18 +489,35 @@ class JobQueue:
             return outcomes
 
         try:
-            outcomes = await self.db.write(_insert)
-        except Exception as exc:
+            written = self.db.write_now(_insert, inline=len(rows) <= INLINE_ROWS)
+        except Exception as exc:  # the database is closed
             for _, future in batch:
                 if not future.done():
                     future.set_exception(exc)
             return
-        except BaseException:  # this task was cancelled (the loop is closing)
+        if written.done():
+            self._settle_enqueues(batch, written)
+        else:
+            written.add_done_callback(functools.partial(self._settle_enqueues, batch))
+
+    def _settle_enqueues(
+        self,
+        batch: list[tuple[_Row, asyncio.Future[bool]]],
+        written: asyncio.Future[list[bool | Exception]],
+    ) -> None:
+        """Each enqueue of `batch` hears its own outcome; the pools hear of new jobs."""
+        if written.cancelled():  # the loop is closing
             for _, future in batch:
                 future.cancel()
-            raise
+            return
+        failed = written.exception()
+        if failed is not None:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(failed)
+            return
         kinds: set[str] = set()
-        for (row, future), outcome in zip(batch, outcomes, strict=True):
+        for (row, future), outcome in zip(batch, written.result(), strict=True):
             if outcome is True:
                 kinds.add(row[1])
             if future.done():
@@ -532,7 +549,7 @@ class JobQueue:
                 )
             ]
 
-        created = await self.db.write(_insert) if jobs else []
+        created = await self.db.write(_insert, inline=len(jobs) <= INLINE_ROWS) if jobs else []
         new = set(created)
         for kind in {job.kind for job in jobs if job.id in new}:
             self._notify(kind)
@@ -575,21 +592,31 @@ class JobQueue:
         done: Sequence[tuple[Lease, dict[str, Any] | None]],
         kinds: Sequence[str],
         limit: int,
+        *,
+        inline: bool = True,
     ) -> tuple[list[bool], list[Lease]]:
         """Complete each (lease, result) of `done`, then lease up to `limit` jobs of
         `kinds`: one transaction, one trip to the database thread.
 
         Returns whether each job of `done` was still ours to complete (a lost lease
         writes nothing to it and does not stop the rest), and the new leases.
+
+        `inline=False` keeps it off the loop's thread even when small: for a caller
+        with other work on the loop meanwhile (a pool with jobs running), whose
+        transaction runs on the database thread beside that work, on another core.
         """
         finishers = [self._finisher(lease, "done", result=r, error=None) for lease, r in done]
         claim = self._claimer(kinds)
+        # Inline only when small and no reap is due: reaping probes processes and runs
+        # the kinds' bookkeeping, which belongs on the database thread.
+        reap = limit > 0 and time.time() - self._last_reap >= REAP_INTERVAL
+        inline = inline and not reap and len(finishers) + limit <= INLINE_ROWS
 
         def _settle(conn: sqlite3.Connection) -> tuple[list[bool], list[Job]]:
             finished = [finish(conn) for finish in finishers]
-            return finished, claim(conn, limit) if limit > 0 else []
+            return finished, claim(conn, limit, not inline) if limit > 0 else []
 
-        finished, jobs = await self.db.write(_settle)
+        finished, jobs = await self.db.write(_settle, inline=inline)
         for (lease, _), ours in zip(done, finished, strict=True):
             if ours:
                 lease.job.status = "done"
@@ -605,19 +632,17 @@ class JobQueue:
             claimer = self._claimers[key] = self._new_claimer(key)
         return claimer
 
-    def _new_claimer(
-        self, kinds: tuple[str, ...]
-    ) -> Callable[[sqlite3.Connection, int], list[Job]]:
+    def _new_claimer(self, kinds: tuple[str, ...]) -> Claimer:
         owner = self._owner_text
         host, pid = self.owner.host, self.owner.pid
         lease_seconds = self.lease_seconds
         sql = claim_sql(len(kinds))
 
-        def _claim(conn: sqlite3.Connection, limit: int) -> list[Job]:
+        def _claim(conn: sqlite3.Connection, limit: int, reap: bool) -> list[Job]:
             now = time.time()
             # Reaping scans running jobs and probes owner pids: once a second
             # is plenty, and it keeps a busy claim loop cheap.
-            if now - self._last_reap >= REAP_INTERVAL:
+            if reap and now - self._last_reap >= REAP_INTERVAL:
                 self._last_reap = now
                 self._reap(conn, now)
             # One statement: pick the oldest runnable jobs and lease them.
@@ -676,7 +701,7 @@ class JobQueue:
                 beats.append(None if row is None else bool(row[0]))
             return beats
 
-        beats = await self.db.write(_beat) if leases else []
+        beats = await self.db.write(_beat, inline=len(leases) <= INLINE_ROWS) if leases else []
         for lease, cancel in zip(leases, beats, strict=True):
             lease.job.cancel_requested = bool(cancel)
         return [cancel is not None for cancel in beats]
@@ -758,7 +783,8 @@ class JobQueue:
         result: dict[str, Any] | None = None,
         error: str | None = None,
     ) -> None:
-        if not await self.db.write(self._finisher(lease, status, result=result, error=error)):
+        finish = self._finisher(lease, status, result=result, error=error)
+        if not await self.db.write(finish, inline=True):
             raise LeaseLost(f"job {lease.job.id}: lease lost before it finished")
         lease.job.status = status
 

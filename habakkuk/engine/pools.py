@@ -132,8 +132,14 @@ class Pool:
     async def _trip(
         self, settled: list[tuple[Lease, dict[str, Any] | None]], free: int
     ) -> tuple[list[bool], list[Lease]]:
-        """Complete `settled` and claim up to `free` jobs, in one trip."""
-        trip = asyncio.ensure_future(self.queue.settle_and_claim(settled, self.kinds, free))
+        """Complete `settled` and claim up to `free` jobs, in one trip: on the loop's
+        thread (inline) only when no other job of this pool runs, so the loop would
+        only wait for it; beside running jobs it goes to the database thread, which
+        runs it while the loop runs them."""
+        alone = len(self._running) <= len(settled)
+        trip = asyncio.ensure_future(
+            self.queue.settle_and_claim(settled, self.kinds, free, inline=alone)
+        )
         try:
             return await asyncio.shield(trip)
         except asyncio.CancelledError:

@@ -26,14 +26,24 @@ async def queue(tmp_path: Path) -> AsyncIterator[JobQueue]:
 def count_writes(monkeypatch: pytest.MonkeyPatch, db: Database) -> list[str]:
     """The name of each function `db` runs as a write (one trip each)."""
     names: list[str] = []
-    write = Database.write
+    write, write_now = Database.write, Database.write_now
 
-    async def counted(self: Database, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    async def counted(
+        self: Database, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+    ) -> Any:
         if self is db:
             names.append(fn.__qualname__)
-        return await write(self, fn)
+        return await write(self, fn, inline=inline)
+
+    def counted_now(
+        self: Database, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+    ) -> Any:
+        if self is db:
+            names.append(fn.__qualname__)
+        return write_now(self, fn, inline=inline)
 
     monkeypatch.setattr(Database, "write", counted)
+    monkeypatch.setattr(Database, "write_now", counted_now)
     return names
 
 

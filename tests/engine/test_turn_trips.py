@@ -41,6 +41,7 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
         "inner", default=None
     )
     run, run_sync, write = Database.run, Database.run_sync, Database.write
+    write_now = Database.write_now
 
     def noted(db: Database, fn: Callable[[sqlite3.Connection], Any]) -> Callable[..., Any]:
         named = inner.get() or fn
@@ -59,14 +60,22 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
     def counted_run_sync(db: Database, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         return run_sync(db, noted(db, fn))
 
-    async def counted_write(db: Database, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        # A write is a hop of its own (the database thread runs it in a transaction it
-        # opens), named by the function it runs.
-        return await write(db, noted(db, fn))
+    async def counted_write(
+        db: Database, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+    ) -> Any:
+        # A write is a trip of its own (a transaction, on the database thread or inline
+        # on the loop's), named by the function it runs.
+        return await write(db, noted(db, fn), inline=inline)
+
+    def counted_write_now(
+        db: Database, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+    ) -> Any:
+        return write_now(db, noted(db, fn), inline=inline)
 
     monkeypatch.setattr(Database, "run", counted_run)
     monkeypatch.setattr(Database, "run_sync", counted_run_sync)
     monkeypatch.setattr(Database, "write", counted_write)
+    monkeypatch.setattr(Database, "write_now", counted_write_now)
 
 
 def the_turns_own(trips: list[Trip]) -> list[Trip]:
