@@ -15,11 +15,13 @@ last turn's end; "first/steady" is the first window's rate over the median of th
 
 Usage: python benchmarks/first_turns_bench.py --big HOME [--small HOME] [--before CHECKOUT]
            [--turns 1000] [--window 100] [--concurrency 1 4] [--repeat 3] [--work DIR]
-           [--warm] [--settle SECONDS]
+           [--warm] [--settle SECONDS] [--season TURNS]
 --warm keeps the OS page cache (a process restarted on a home the machine has been using,
 not a cold boot); --settle idles that long after the workers start before the clock
 starts (the seconds a person takes to type a first message), so work the runtime does
-ahead at start counts only when a turn has to wait for it.
+ahead at start counts only when a turn has to wait for it; --season has each checkout
+serve its copy for that many turns and stop before the measured open (a restart of a
+home that code has served, not the first start of new code on an old home).
 Without --small a small home (1,000 sessions, 10,000 messages) is built in --work first.
 """
 
@@ -193,6 +195,12 @@ def run_one(
         shutil.rmtree(copy)
     subprocess.run(["cp", "-a", str(source), str(copy)], check=True)
     (copy / "config.yaml").write_text(CONFIG, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(code))
+    if args.season:
+        # The code serves the copy once and stops: the next open is a restart of a home
+        # it has served (what it keeps between runs, such as the reply sweep's place).
+        season = [sys.executable, __file__, "--measure", str(copy), "--turns", str(args.season)]
+        subprocess.run(season, check=True, stdout=subprocess.DEVNULL, env=env, timeout=600)
     _settle(copy)
     dropped = False if args.warm else drop_page_cache()
     command = [sys.executable, __file__, "--measure", str(copy), "--turns", str(args.turns)]
@@ -200,7 +208,6 @@ def run_one(
     if args.no_maintenance:
         command.append("--no-maintenance")
     command += ["--settle", str(args.settle)]
-    env = dict(os.environ, PYTHONPATH=str(code))
     out = subprocess.run(command, check=True, stdout=subprocess.PIPE, env=env, timeout=1800)
     result = dict(json.loads(out.stdout.decode().strip().splitlines()[-1]))
     if Path(result["code"]).resolve() != code.resolve():
@@ -272,6 +279,9 @@ def main() -> None:
     parser.add_argument(
         "--settle", type=float, default=0.0, help="idle seconds after start before the clock"
     )
+    parser.add_argument(
+        "--season", type=int, default=0, help="turns each checkout serves the copy first"
+    )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -305,6 +315,7 @@ def main() -> None:
         print(f"run {number + 1} of {args.repeat} done", flush=True)
     print(f"page cache dropped before each run: {'yes' if dropped_all else 'no'}")
     print(f"idle after start before the clock: {args.settle:g} s")
+    print(f"turns each checkout served the copy before the measured open: {args.season}")
     report(results, args.window, [code for code, _ in codes])
 
 
