@@ -5,7 +5,8 @@ Every request sends the whole conversation with `store: false` and asks for
 with the item id in `signature` and the encrypted content in `encrypted`, and
 are replayed as reasoning items, so the model keeps its chain of thought
 without the service storing anything. Tool calls are function_call items,
-their results function_call_output items.
+their results function_call_output items. The body goes out through the SDK's raw
+request path, as in openai_chat.py (its docstring says why).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ from . import (
     read_blob,
 )
 from .errors import classify_code
-from .openai_chat import EMPTY_RESULT, new_client
+from .openai_chat import EMPTY_RESULT, bearer_only, new_client
 from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, AsyncStream
+    from openai.types.responses import ResponseStreamEvent
 
 PROVIDER = "responses"
 
@@ -280,6 +282,24 @@ class _Assembler:
         return StreamDone(Message("assistant", blocks), self.usage, stop)
 
 
+def open_responses_stream(
+    client: AsyncOpenAI, body: dict[str, Any]
+) -> Awaitable[AsyncStream[ResponseStreamEvent]]:
+    """`responses.create(**body)` (streamed) without re-walking the body: the same
+    path, body, options, response and stream types `create` uses."""
+    from openai import AsyncStream
+    from openai.types.responses import Response, ResponseStreamEvent
+
+    return client.post(
+        "/responses",
+        body=body,
+        cast_to=Response,
+        stream=True,
+        stream_cls=AsyncStream[ResponseStreamEvent],
+        options=bearer_only(),
+    )
+
+
 class ResponsesProvider(ClientStreamingProvider["AsyncOpenAI"]):
     """The `responses` adapter."""
 
@@ -292,7 +312,7 @@ class ResponsesProvider(ClientStreamingProvider["AsyncOpenAI"]):
 
     def open_stream(self, prepared: AsyncOpenAI, params: dict[str, Any]) -> Awaitable[Any]:
         """One streamed Responses call."""
-        return prepared.responses.create(**params)
+        return open_responses_stream(prepared, params)
 
     def assembler(self) -> _Assembler:
         """The Responses event mapping."""
