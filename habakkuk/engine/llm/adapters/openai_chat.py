@@ -11,8 +11,7 @@ SDK's README shows for custom requests), not `chat.completions.create`: `create`
 walks every message and every tool schema against the SDK's TypedDicts on each call
 (`maybe_transform`), which for plain JSON such as ours changes nothing and cost a
 third of a server's CPU. The SDK still sends it (its auth headers, its retries off,
-its stream parsing into `ChatCompletionChunk`, its exception types); only the walk
-is gone. tests/providers pins that the wire body is the one `create` sends.
+its SSE stream parsing, its exception types); only the walk is gone. tests/providers pins that the wire body is the one `create` sends.
 """
 
 from __future__ import annotations
@@ -50,7 +49,6 @@ from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, AsyncStream, RequestOptions
-    from openai.types.chat import ChatCompletionChunk
 
 FINISH_REASONS = {
     "stop": "end_turn",
@@ -189,8 +187,32 @@ def build_params(request: ModelRequest, *, official: bool) -> dict[str, Any]:
 # -- response ----------------------------------------------------------------------------
 
 
+def _field(value: Any, name: str) -> Any:
+    """A field of a chunk or of a part of one: a key of the plain JSON the openai
+    adapter streams, an attribute of the objects litellm yields."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def _reasoning(delta: Any) -> Any:
+    """The non-standard reasoning text reasoning servers (DeepSeek, vLLM, OpenRouter) add."""
+    if isinstance(delta, dict):
+        return delta.get("reasoning_content") or delta.get("reasoning")
+    extra = getattr(delta, "model_extra", None) or {}
+    return (
+        getattr(delta, "reasoning_content", None)
+        or extra.get("reasoning_content")
+        or extra.get("reasoning")
+    )
+
+
 class ChatAssembler:
-    """Turns Chat Completions chunks (SDK objects) into deltas and the final message."""
+    """Turns Chat Completions chunks into deltas and the final message.
+
+    A chunk is the JSON object the server sent (the openai adapter) or litellm's
+    object of the same shape.
+    """
 
     def __init__(self, provider: str, kind: str = "openai"):
         self.provider = provider
@@ -205,48 +227,44 @@ class ChatAssembler:
     def feed(self, chunk: Any) -> list[StreamEvent]:
         """The deltas in one chunk, in order."""
         events: list[StreamEvent] = []
-        usage = getattr(chunk, "usage", None)
+        usage = _field(chunk, "usage")
         if usage is not None:
             self._take_usage(usage)
-        for choice in getattr(chunk, "choices", None) or []:
-            delta = getattr(choice, "delta", None)
+        for choice in _field(chunk, "choices") or []:
+            delta = _field(choice, "delta")
             if delta is not None:
                 events.extend(self._delta(delta))
-            if getattr(choice, "finish_reason", None):
-                self.finish = choice.finish_reason
+            finish = _field(choice, "finish_reason")
+            if finish:
+                self.finish = finish
         return events
 
     def _delta(self, delta: Any) -> list[StreamEvent]:
         events: list[StreamEvent] = []
-        # Reasoning servers (DeepSeek, vLLM, OpenRouter) add a non-standard field.
-        extra = getattr(delta, "model_extra", None) or {}
-        reasoning = (
-            getattr(delta, "reasoning_content", None)
-            or extra.get("reasoning_content")
-            or extra.get("reasoning")
-        )
+        reasoning = _reasoning(delta)
         if isinstance(reasoning, str) and reasoning:
             self.thinking.append(reasoning)
             events.append(ThinkingDelta(reasoning))
-        content = getattr(delta, "content", None)
+        content = _field(delta, "content")
         if content:
             self.text.append(content)
             events.append(TextDelta(content))
-        for piece in getattr(delta, "tool_calls", None) or []:
-            index = getattr(piece, "index", None)
+        for piece in _field(delta, "tool_calls") or []:
+            index = _field(piece, "index")
             if index is None:
                 index = len(self.calls)
             call = self.calls.get(index)
             if call is None:
                 call = {"id": "", "name": "", "arguments": "", "started": False, "pending": []}
                 self.calls[index] = call
-            if getattr(piece, "id", None):
-                call["id"] = piece.id
-            function = getattr(piece, "function", None)
-            name = getattr(function, "name", None) if function is not None else None
+            piece_id = _field(piece, "id")
+            if piece_id:
+                call["id"] = piece_id
+            function = _field(piece, "function")
+            name = _field(function, "name") if function is not None else None
             if name and not call["started"]:
                 call["name"] = name
-            arguments = getattr(function, "arguments", None) if function is not None else None
+            arguments = _field(function, "arguments") if function is not None else None
             if not call["started"] and call["name"]:
                 call["id"] = call["id"] or f"call_{index}"
                 call["started"] = True
@@ -263,13 +281,13 @@ class ChatAssembler:
         return events
 
     def _take_usage(self, usage: Any) -> None:
-        prompt = getattr(usage, "prompt_tokens", 0) or 0
-        details = getattr(usage, "prompt_tokens_details", None)
-        cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
-        written = (getattr(details, "cache_write_tokens", 0) or 0) if details is not None else 0
+        prompt = _field(usage, "prompt_tokens") or 0
+        details = _field(usage, "prompt_tokens_details")
+        cached = (_field(details, "cached_tokens") or 0) if details is not None else 0
+        written = (_field(details, "cache_write_tokens") or 0) if details is not None else 0
         self.usage = Usage(
             input_tokens=max(0, prompt - cached - written),
-            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            output_tokens=_field(usage, "completion_tokens") or 0,
             cache_read_tokens=cached,
             cache_write_tokens=written,
         )
@@ -302,23 +320,23 @@ class ChatAssembler:
         return StreamDone(Message("assistant", blocks), self.usage, stop)
 
 
-def open_chat_stream(
-    client: AsyncOpenAI, body: dict[str, Any]
-) -> Awaitable[AsyncStream[ChatCompletionChunk]]:
+def open_chat_stream(client: AsyncOpenAI, body: dict[str, Any]) -> Awaitable[AsyncStream[object]]:
     """`chat.completions.create(**body)` (streamed) without re-walking the body.
 
-    The same request `create` makes: the same path, body, options, response
-    and stream types (see the module docstring).
+    The same request `create` makes (path, body, options; see the module
+    docstring), and the SDK's own stream: its SSE parsing, its APIError for an
+    error event. Its chunks are the JSON objects the server sent (`object`
+    tells the SDK not to build a `ChatCompletionChunk` model of each: building
+    them, unvalidated, was the next biggest cost; ChatAssembler reads either).
     """
     from openai import AsyncStream
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
     return client.post(
         "/chat/completions",
         body=body,
-        cast_to=ChatCompletion,
+        cast_to=object,
         stream=True,
-        stream_cls=AsyncStream[ChatCompletionChunk],
+        stream_cls=AsyncStream[object],
         options=bearer_only(),
     )
 
