@@ -5,13 +5,8 @@ ever sent. Tool results become role "tool" messages right after the assistant
 message that asked for them. Streamed tool-call pieces are assembled by their
 index; usage comes from the extra chunk `stream_options.include_usage` asks for.
 The conversion and the stream assembly are shared with the litellm adapter.
-
-The body is sent through the SDK's public raw request path (`client.post`, as the
-SDK's README shows for custom requests), not `chat.completions.create`: `create`
-walks every message and every tool schema against the SDK's TypedDicts on each call
-(`maybe_transform`), which for plain JSON such as ours changes nothing and cost a
-third of a server's CPU. The SDK still sends it (its auth headers, its retries off,
-its SSE stream parsing, its exception types); only the walk is gone. tests/providers pins that the wire body is the one `create` sends.
+The request goes out through the SDK's raw request path with a body encoded once
+(openai_raw.py says why).
 """
 
 from __future__ import annotations
@@ -45,10 +40,11 @@ from . import (
     parse_arguments,
     read_blob,
 )
+from .openai_raw import ToolsJson, encode_body, open_chat_stream
 from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI, AsyncStream, RequestOptions
+    from openai import AsyncOpenAI
 
 FINISH_REASONS = {
     "stop": "end_turn",
@@ -164,6 +160,12 @@ def build_tools(request: ModelRequest) -> list[dict[str, Any]]:
         }
         for t in request.tools
     ]
+
+
+def chat_tool_key(tool: dict[str, Any]) -> tuple[str, str, object]:
+    """A function tool's name, description and schema object (see ToolsJson)."""
+    function = tool["function"]
+    return function["name"], function["description"], function["parameters"]
 
 
 def build_params(request: ModelRequest, *, official: bool) -> dict[str, Any]:
@@ -320,33 +322,6 @@ class ChatAssembler:
         return StreamDone(Message("assistant", blocks), self.usage, stop)
 
 
-def open_chat_stream(client: AsyncOpenAI, body: dict[str, Any]) -> Awaitable[AsyncStream[object]]:
-    """`chat.completions.create(**body)` (streamed) without re-walking the body.
-
-    The same request `create` makes (path, body, options; see the module
-    docstring), and the SDK's own stream: its SSE parsing, its APIError for an
-    error event. Its chunks are the JSON objects the server sent (`object`
-    tells the SDK not to build a `ChatCompletionChunk` model of each: building
-    them, unvalidated, was the next biggest cost; ChatAssembler reads either).
-    """
-    from openai import AsyncStream
-
-    return client.post(
-        "/chat/completions",
-        body=body,
-        cast_to=object,
-        stream=True,
-        stream_cls=AsyncStream[object],
-        options=bearer_only(),
-    )
-
-
-def bearer_only() -> RequestOptions:
-    """The request options `create` passes for these endpoints: the bearer key only
-    (a fresh dict each call: the SDK keeps it in the request's options)."""
-    return {"security": {"bearer_auth": True}}
-
-
 def is_official(base_url: str | None) -> bool:
     """Whether requests go to OpenAI itself (the default URL or api.openai.com)."""
     return base_url is None or "api.openai.com" in base_url
@@ -358,6 +333,7 @@ class OpenAIChatProvider(ClientStreamingProvider["AsyncOpenAI"]):
     def __init__(self, config: ProviderConfig):
         super().__init__(config, "openai", new_client)
         self.official = is_official(config.base_url)
+        self.tools_json = ToolsJson(chat_tool_key)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create`."""
@@ -365,7 +341,7 @@ class OpenAIChatProvider(ClientStreamingProvider["AsyncOpenAI"]):
 
     def open_stream(self, prepared: AsyncOpenAI, params: dict[str, Any]) -> Awaitable[Any]:
         """One streamed Chat Completions call."""
-        return open_chat_stream(prepared, params)
+        return open_chat_stream(prepared, encode_body(params, self.tools_json))
 
     def assembler(self) -> ChatAssembler:
         """The Chat Completions chunk mapping."""

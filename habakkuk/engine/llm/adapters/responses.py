@@ -5,8 +5,8 @@ Every request sends the whole conversation with `store: false` and asks for
 with the item id in `signature` and the encrypted content in `encrypted`, and
 are replayed as reasoning items, so the model keeps its chain of thought
 without the service storing anything. Tool calls are function_call items,
-their results function_call_output items. The body goes out through the SDK's raw
-request path, as in openai_chat.py (its docstring says why).
+their results function_call_output items. The request goes out through the SDK's
+raw request path with a body encoded once (openai_raw.py says why).
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ from . import (
     read_blob,
 )
 from .errors import classify_code
-from .openai_chat import EMPTY_RESULT, bearer_only, new_client
+from .openai_chat import EMPTY_RESULT, new_client
+from .openai_raw import ToolsJson, encode_body, open_responses_stream
 from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI, AsyncStream
-    from openai.types.responses import ResponseStreamEvent
+    from openai import AsyncOpenAI
 
 PROVIDER = "responses"
 
@@ -150,6 +150,11 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
             items.append(dict(block.data))
     flush()
     return items
+
+
+def responses_tool_key(tool: dict[str, Any]) -> tuple[str, str, object]:
+    """A function tool's name, description and schema object (see ToolsJson)."""
+    return tool["name"], tool["description"], tool["parameters"]
 
 
 def build_params(request: ModelRequest) -> dict[str, Any]:
@@ -282,29 +287,12 @@ class _Assembler:
         return StreamDone(Message("assistant", blocks), self.usage, stop)
 
 
-def open_responses_stream(
-    client: AsyncOpenAI, body: dict[str, Any]
-) -> Awaitable[AsyncStream[ResponseStreamEvent]]:
-    """`responses.create(**body)` (streamed) without re-walking the body: the same
-    path, body, options, response and stream types `create` uses."""
-    from openai import AsyncStream
-    from openai.types.responses import Response, ResponseStreamEvent
-
-    return client.post(
-        "/responses",
-        body=body,
-        cast_to=Response,
-        stream=True,
-        stream_cls=AsyncStream[ResponseStreamEvent],
-        options=bearer_only(),
-    )
-
-
 class ResponsesProvider(ClientStreamingProvider["AsyncOpenAI"]):
     """The `responses` adapter."""
 
     def __init__(self, config: ProviderConfig):
         super().__init__(config, PROVIDER, new_client)
+        self.tools_json = ToolsJson(responses_tool_key)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `responses.create`."""
@@ -312,7 +300,7 @@ class ResponsesProvider(ClientStreamingProvider["AsyncOpenAI"]):
 
     def open_stream(self, prepared: AsyncOpenAI, params: dict[str, Any]) -> Awaitable[Any]:
         """One streamed Responses call."""
-        return open_responses_stream(prepared, params)
+        return open_responses_stream(prepared, encode_body(params, self.tools_json))
 
     def assembler(self) -> _Assembler:
         """The Responses event mapping."""
