@@ -124,11 +124,11 @@ async def _serve(kind: str, model_url: str, requests: int, profile: Path | None)
             runtime.start_workers()
             url = f"{server.url}/v1/chat/completions"
             warm = await _load(url, WARM_UP, CONCURRENCY)
-            profiler = cProfile.Profile() if profile is not None else None
-            if profiler is not None:
+            profiler = cProfile.Profile()
+            if profile is not None:
                 profiler.enable()
             result = await _load(url, requests, CONCURRENCY)
-            if profiler is not None:
+            if profile is not None:
                 profiler.disable()
                 profile.mkdir(parents=True, exist_ok=True)
                 profiler.dump_stats(profile / f"v1-{kind}-{os.getpid()}.prof")
