@@ -40,6 +40,7 @@ from . import (
     parse_arguments,
     read_blob,
 )
+from .lazy_types import defer_type_packages
 from .openai_raw import ToolsJson, encode_body, open_chat_stream
 from .streaming import ClientStreamingProvider
 
@@ -59,6 +60,7 @@ EMPTY_RESULT = "(no output)"
 
 def new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
     """An AsyncOpenAI client without SDK retries (the router retries)."""
+    defer_type_packages()  # a call needs few of the SDK's types (lazy_types.py)
     import openai
 
     return openai.AsyncOpenAI(
