@@ -99,17 +99,14 @@ def main() -> None:
             fake.stdin.close()
         fake.wait(30)
     print(f"medians of {args.runs} runs each, alternating (after {args.warm_up} warm-up)")
-    for command, label in (("run", 'habakkuk run "hi"'), ("--help", "habakkuk --help")):
+    for verb, label in (("run", 'habakkuk run "hi"'), ("--help", "habakkuk --help")):
         for what in ("wall", "cpu"):
             line = f"  {label:18} {what:4}"
-            for name in trees:
-                line += (
-                    f"  {name} {statistics.median(figures[(name, command, what)]) * 1000:6.0f} ms"
-                )
+            medians = {name: statistics.median(figures[(name, verb, what)]) for name in trees}
+            for name, median in medians.items():
+                line += f"  {name} {median * 1000:6.0f} ms"
             if len(trees) == 2:
-                ours = statistics.median(figures[("ours", command, what)])
-                ratio = ours / statistics.median(figures[("baseline", command, what)])
-                line += f"  ours/baseline {ratio:.2f}"
+                line += f"  ours/baseline {medians['ours'] / medians['baseline']:.2f}"
             print(line)
 
 
