@@ -34,7 +34,6 @@ from ..types import (
     Usage,
 )
 from . import blob_base64, is_text_media, parse_arguments
-from .lazy_types import defer_type_packages
 from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
@@ -50,7 +49,6 @@ TIMEOUT_SECONDS = 600.0
 
 
 def _new_client(base_url: str | None, api_key: str) -> AsyncAnthropic:
-    defer_type_packages()  # a call needs few of the SDK's types (lazy_types.py)
     import anthropic
 
     return anthropic.AsyncAnthropic(

@@ -1,18 +1,22 @@
-"""Import the SDKs' type packages only as far as a call uses them.
+"""Import the openai SDK's type packages only as far as a call uses them.
 
 `import openai` runs `openai/types/__init__.py`, which imports every model and
 parameter type of every endpoint (hundreds of modules, hundreds of pydantic
 classes): 0.6 s of a one-shot `habakkuk run`, of which a Chat Completions call
 uses almost nothing. `defer_type_packages` installs an import finder that loads
-each package under `openai.types` (and `anthropic.types`) without running its
-`__init__`: its submodules import as usual (`openai.types.chat.chat_completion`
-loads that one module), and the first read of a name the package itself defines
-(`openai.types.chat.ChatCompletion`, `from openai.types import Batch`) runs the
-real `__init__` then, in place, so every name is there as before.
+each package under `openai.types` without running its `__init__`: its submodules
+import as usual (`openai.types.chat.chat_completion` loads that one module), and
+the first read of a name the package itself defines (`openai.types.chat.Foo`,
+`from openai.types import Batch`) runs the real `__init__` then, in place, so
+every name is there as before.
 
 Only the time of an import moves; what any import returns is unchanged. It uses
-no private name of either SDK, only their public package layout; tests/llm checks
-both that a chat call leaves the big modules unloaded and that names still resolve.
+no private name of the SDK, only its public package layout; tests/llm checks both
+that a chat call leaves the big modules unloaded and that names still resolve.
+
+Not for anthropic (2.17): its own modules import names from its type packages as
+they load (`from ..types import X`), and it imports every resource eagerly, so
+deferring the packages' `__init__` would save nothing there.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 # The type packages whose `__init__` waits for its first use.
-DEFERRED = ("openai.types", "anthropic.types")
+DEFERRED = ("openai.types",)
 
 
 class _DeferredInit(importlib.abc.Loader):
