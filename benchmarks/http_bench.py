@@ -18,6 +18,7 @@ server process there. The pieces live in benchmarks/v1_model.py.
 
     python benchmarks/http_bench.py [--requests 4000] [--concurrency 32] [--clients 200]
     python benchmarks/http_bench.py --v1 [--v1-requests 400] [--v1-rounds 4] [--profile DIR]
+        [--baseline CHECKOUT]   (also the HTTP model on that checkout's code)
 """
 
 from __future__ import annotations
@@ -239,9 +240,10 @@ def main() -> None:
     parser.add_argument("--v1-requests", type=int, default=400)
     parser.add_argument("--v1-rounds", type=int, default=4)
     parser.add_argument("--profile", type=Path, help="write each /v1 server's cProfile here")
+    parser.add_argument("--baseline", type=Path, help="/v1: also the HTTP model on this checkout")
     args = parser.parse_args()
     if args.v1:
-        compare_v1(args.v1_requests, args.v1_rounds, args.profile)
+        compare_v1(args.v1_requests, args.v1_rounds, args.profile, args.baseline)
         return
     if args.client:
         client_main(args.client, args.requests, args.concurrency, args.clients)

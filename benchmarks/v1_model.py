@@ -159,17 +159,25 @@ def package_shares(stats: pstats.Stats) -> dict[str, float]:
 # -- the driver ----------------------------------------------------------------------------
 
 
-def _round(script: str, kind: str, model_url: str, requests: int, profile: Path | None) -> Any:
-    command = [sys.executable, script, "--serve", kind, "--model-url", model_url]
+def _round(
+    kind: str, model_url: str, requests: int, profile: Path | None, tree: Path | None = None
+) -> Any:
+    command = [sys.executable, __file__, "--serve", kind, "--model-url", model_url]
     command += ["--requests", str(requests)]
     if profile is not None:
         command += ["--profile", str(profile)]
-    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, timeout=1200).stdout
-    return json.loads(out.decode().strip().splitlines()[-1])
+    env = dict(os.environ)
+    if tree is not None:  # the server of another checkout (the script's folder has none)
+        env["PYTHONPATH"] = str(tree)
+    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, timeout=1200, env=env)
+    return json.loads(out.stdout.decode().strip().splitlines()[-1])
 
 
-def compare_v1(requests: int, rounds: int, profile: Path | None) -> None:
-    """Alternate mock and HTTP-model rounds; print each, then the medians side by side."""
+def compare_v1(
+    requests: int, rounds: int, profile: Path | None, baseline: Path | None = None
+) -> None:
+    """Alternate mock and HTTP-model rounds (and the HTTP model on a `baseline`
+    checkout, when given); print each, then the medians side by side."""
     fake = subprocess.Popen(
         [sys.executable, __file__, "--fake-model"],
         stdin=subprocess.PIPE,
@@ -179,12 +187,15 @@ def compare_v1(requests: int, rounds: int, profile: Path | None) -> None:
     try:
         assert fake.stdout is not None
         model_url = fake.stdout.readline().strip()
-        figures: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        runs: list[tuple[str, str, Path | None]] = [(kind, kind, None) for kind in KINDS]
+        if baseline is not None:
+            runs.append(("baseline", "openai", baseline))
+        figures: dict[str, list[float]] = {name: [] for name, _, _ in runs}
         for number in range(1, rounds + 1):
-            for kind in KINDS:
-                result = _round(__file__, kind, model_url, requests, profile)
-                figures[kind].append(result["rps"])
-                line = f"round {number}, {kind:6}: {result['rps']:6.1f} req/s"
+            for name, kind, tree in runs:
+                result = _round(kind, model_url, requests, profile, tree)
+                figures[name].append(result["rps"])
+                line = f"round {number}, {name:8}: {result['rps']:6.1f} req/s"
                 if "shares" in result:
                     shares = ", ".join(f"{k} {v:.0%}" for k, v in result["shares"].items() if v)
                     line += f"  (profile, own time: {shares})"
@@ -204,6 +215,12 @@ def compare_v1(requests: int, rounds: int, profile: Path | None) -> None:
         f"  agent on an OpenAI-compatible HTTP model: {remote:6.1f} req/s  "
         f"= {remote / mock:.0%} of the mock (target >= 60 %)"
     )
+    if baseline is not None:
+        base = statistics.median(figures["baseline"])
+        print(
+            f"  the same on the baseline ({baseline}):  {base:6.1f} req/s  "
+            f"= {base / mock:.0%} of the mock"
+        )
 
 
 def main() -> None:
@@ -216,6 +233,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY)
     parser.add_argument("--profile", type=Path)
+    parser.add_argument("--baseline", type=Path, help="also the HTTP model on this checkout")
     args = parser.parse_args()
     if args.fake_model:
         fake_model_main()
@@ -225,7 +243,7 @@ def main() -> None:
         result = asyncio.run(_serve(args.serve, args.model_url, args.requests, args.profile))
         print(json.dumps(result))
     else:
-        compare_v1(args.requests, args.rounds, args.profile)
+        compare_v1(args.requests, args.rounds, args.profile, args.baseline)
 
 
 if __name__ == "__main__":
