@@ -145,7 +145,7 @@ def package_shares(stats: pstats.Stats) -> dict[str, float]:
     """The share of the profiled time spent in each package's own code (tottime)."""
     totals: dict[str, float] = dict.fromkeys(PACKAGES, 0.0)
     everything = 0.0
-    for (filename, _, _), row in stats.stats.items():  # type: ignore[attr-defined]
+    for (filename, _, _), row in stats.stats.items():  # type: ignore[attr-defined]  # typeshed omits Stats.stats
         own = row[2]
         everything += own
         parts = Path(filename).parts
