@@ -19,6 +19,7 @@ import cProfile
 import json
 import os
 import pstats
+import resource
 import statistics
 import subprocess
 import sys
@@ -127,7 +128,13 @@ async def _serve(kind: str, model_url: str, requests: int, profile: Path | None)
             profiler = cProfile.Profile()
             if profile is not None:
                 profiler.enable()
+            before = resource.getrusage(resource.RUSAGE_SELF)
             result = await _load(url, requests, CONCURRENCY)
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            # The server's own CPU (all its threads) per request: what the model call
+            # costs the server, whatever else runs on the machine.
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            result["cpu_ms"] = cpu * 1000 / requests
             if profile is not None:
                 profiler.disable()
                 profile.mkdir(parents=True, exist_ok=True)
@@ -191,11 +198,14 @@ def compare_v1(
         if baseline is not None:
             runs.append(("baseline", "openai", baseline))
         figures: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+        cpu: dict[str, list[float]] = {name: [] for name, _, _ in runs}
         for number in range(1, rounds + 1):
             for name, kind, tree in runs:
                 result = _round(kind, model_url, requests, profile, tree)
                 figures[name].append(result["rps"])
+                cpu[name].append(result["cpu_ms"])
                 line = f"round {number}, {name:8}: {result['rps']:6.1f} req/s"
+                line += f", server CPU {result['cpu_ms']:.2f} ms a request"
                 if "shares" in result:
                     shares = ", ".join(f"{k} {v:.0%}" for k, v in result["shares"].items() if v)
                     line += f"  (profile, own time: {shares})"
@@ -217,10 +227,15 @@ def compare_v1(
     )
     if baseline is not None:
         base = statistics.median(figures["baseline"])
-        print(
-            f"  the same on the baseline ({baseline}):  {base:6.1f} req/s  "
-            f"= {base / mock:.0%} of the mock"
-        )
+        print(f"  the same on the baseline checkout:        {base:6.1f} req/s  = {base / mock:.0%}")
+    ratios = [o / m for o, m in zip(figures["openai"], figures["mock"], strict=True)]
+    print(f"  (median of each round's own HTTP/mock ratio: {statistics.median(ratios):.0%})")
+    own = {name: statistics.median(values) for name, values in cpu.items()}
+    print("server CPU a request, all its threads (medians; what each costs on a core of its own):")
+    for name, label in (("mock", "mock"), ("openai", "HTTP model"), ("baseline", "baseline")):
+        if name in own:
+            rate = own["mock"] / own[name]
+            print(f"  {label:10} {own[name]:5.2f} ms  = {rate:.0%} of the mock's rate")
 
 
 def main() -> None:
