@@ -9,7 +9,17 @@ binding, jobs insert) without turns competing for the CPU.
 Targets (issue 6): >= 3,000 req/s /healthz, >= 500 req/s chat enqueue on 2 cores.
 /healthz before and after a change and beside a peer (nanobot): benchmarks/health_bench.py.
 
+`--v1` measures POST /v1/chat/completions instead (a whole turn per request, the turn
+workers running, an agent in `full` mode with its default tools): the agent on the mock
+provider beside the same agent on an OpenAI-compatible provider over HTTP (the fake
+model server, in a process of its own, answering "ok" at once), each round in a fresh
+server process, the two alternating; medians and their ratio printed. Target (issue 27):
+the HTTP model at >= 60 % of the mock's figure. `--profile DIR` writes a cProfile of each
+server process there. The pieces live in benchmarks/v1_model.py.
+
     python benchmarks/http_bench.py [--requests 4000] [--concurrency 32] [--clients 200]
+    python benchmarks/http_bench.py --v1 [--v1-requests 400] [--v1-rounds 4] [--profile DIR]
+        [--baseline CHECKOUT]   (also the HTTP model on that checkout's code)
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from _harness import mock_config
+from v1_model import compare_v1
 
 TOKEN = "bench-token-0123456789"
 CONFIG = mock_config(
@@ -226,7 +237,15 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--v1", action="store_true", help="POST /v1: mock vs HTTP model")
+    parser.add_argument("--v1-requests", type=int, default=400)
+    parser.add_argument("--v1-rounds", type=int, default=4)
+    parser.add_argument("--profile", type=Path, help="write each /v1 server's cProfile here")
+    parser.add_argument("--baseline", type=Path, help="/v1: also the HTTP model on this checkout")
     args = parser.parse_args()
+    if args.v1:
+        compare_v1(args.v1_requests, args.v1_rounds, args.profile, args.baseline)
+        return
     if args.client:
         client_main(args.client, args.requests, args.concurrency, args.clients)
         return

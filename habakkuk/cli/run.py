@@ -58,11 +58,14 @@ async def _run(
 ) -> int:
     import asyncio
 
-    from habakkuk.conversation.commands import parse
     from habakkuk.engine.errors import NotFound
 
-    if not skill and parse(prompt) is not None:
-        return await _run_command(prompt, agent, session_id, as_json)
+    # Only a "/" can start a command: a plain prompt never loads the command modules.
+    if not skill and prompt.strip().startswith("/"):
+        from habakkuk.conversation.commands import parse
+
+        if parse(prompt) is not None:
+            return await _run_command(prompt, agent, session_id, as_json)
     runtime = await open_runtime()
     try:
         if session_id:

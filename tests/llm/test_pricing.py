@@ -63,3 +63,12 @@ def test_config_overrides_win_over_the_table() -> None:
 
 def test_unknown_models_are_unpriced() -> None:
     assert PriceTable().cost("my-local-llama", Usage(1000, 1000)) is None
+
+
+def test_a_model_priced_again_gets_the_same_answer() -> None:
+    table = PriceTable({"gpt-5": PriceConfig(input=2.0, output=4.0, cache_read=0.0)})
+    usage = Usage(1_000_000, 1_000_000)
+    for _ in range(3):  # the second and later lookups come from the table's memory
+        assert table.cost("gpt-5", usage) == pytest.approx(6.0)
+        assert table.cost("gpt-5-mini", Usage(1_000_000, 0)) == pytest.approx(0.25)
+        assert table.cost("my-local-llama", usage) is None

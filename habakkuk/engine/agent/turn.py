@@ -309,7 +309,8 @@ class TurnRunner:
         task = turn_request.text
         tools = deps.tools.tools_for(turn_toolsets(agent.toolsets, turn_request))
         allowed = {t.name for t in tools}
-        specs = [t.spec() for t in tools]
+        # With tool search, each step offers its own list (below).
+        specs = [t.spec() for t in tools] if deps.tool_view is None else []
         where = turn_request.subturn.workspace if turn_request.subturn is not None else None
         workspace = Path(where) if where else None
         context = ToolContext(

@@ -133,6 +133,10 @@ def _price_of_override(value: Any) -> Price:
     )
 
 
+# Model names whose price lookup is remembered (a bound: names come from config and chains).
+_REMEMBERED = 1024
+
+
 def _matches(name: str, prefix: str) -> bool:
     """`prefix` names this model: exactly, or followed by a date or variant, never by a
     minor version ("gpt-5" is not "gpt-5-4-mini", "claude-opus-4" is not "claude-opus-4-6")."""
@@ -151,9 +155,20 @@ class PriceTable:
         self._overrides = {
             normalise(k): _price_of_override(v) for k, v in (overrides or {}).items()
         }
+        # Each model's answer, found once: every call's usage is priced (a server's
+        # every request), and both tables are fixed for the table's life.
+        self._found: dict[str, Price | None] = {}
 
     def lookup(self, model: str) -> Price | None:
         """The price of `model`, or None when neither the config nor the table knows it."""
+        if model in self._found:
+            return self._found[model]
+        price = self._lookup(model)
+        if len(self._found) < _REMEMBERED:
+            self._found[model] = price
+        return price
+
+    def _lookup(self, model: str) -> Price | None:
         name = normalise(model)
         # The longest matching prefix of either; at equal length the config wins.
         candidates = [

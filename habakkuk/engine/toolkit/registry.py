@@ -130,7 +130,20 @@ class Tool(ABC):
     taints: ClassVar[bool | None] = None
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, self.input_schema)
+        """What the model is told about this tool: built once and reused by every request
+        that offers it, built again only when the description or the schema object
+        changes (a tool may word its description from the current state)."""
+        description, schema = self.description, self.input_schema
+        cached: ToolSpec | None = self.__dict__.get("_spec")
+        if (
+            cached is not None
+            and cached.input_schema is schema
+            and cached.description == description
+        ):
+            return cached
+        spec = ToolSpec(self.name, description, schema)
+        self.__dict__["_spec"] = spec
+        return spec
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path] | None:
         """The paths a call touches (None for tools without paths)."""

@@ -5,6 +5,8 @@ ever sent. Tool results become role "tool" messages right after the assistant
 message that asked for them. Streamed tool-call pieces are assembled by their
 index; usage comes from the extra chunk `stream_options.include_usage` asks for.
 The conversion and the stream assembly are shared with the litellm adapter.
+The request goes out through the SDK's raw request path with a body encoded once
+(openai_raw.py says why).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from . import (
     parse_arguments,
     read_blob,
 )
+from .lazy_types import defer_type_packages
+from .openai_raw import ToolsJson, encode_body, open_chat_stream
 from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
@@ -55,11 +59,23 @@ EMPTY_RESULT = "(no output)"
 
 
 def new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
-    """An AsyncOpenAI client without SDK retries (the router retries)."""
+    """An AsyncOpenAI client without SDK retries (the router retries).
+
+    Its HTTP goes through the SDK's own aiohttp client (`DefaultAioHttpClient`, the
+    README's "with aiohttp"): aiohttp's C parser costs a server about half what the
+    default pure-Python transport does per call, aiohttp is loaded anyway, and the
+    SDK maps aiohttp's errors onto the same httpx2 errors, so the SDK raises the same
+    exception types and errors.classify sees no difference.
+    """
+    defer_type_packages()  # a call needs few of the SDK's types (lazy_types.py)
     import openai
 
     return openai.AsyncOpenAI(
-        api_key=api_key, base_url=base_url, max_retries=0, timeout=TIMEOUT_SECONDS
+        api_key=api_key,
+        base_url=base_url,
+        max_retries=0,
+        timeout=TIMEOUT_SECONDS,
+        http_client=openai.DefaultAioHttpClient(timeout=TIMEOUT_SECONDS),
     )
 
 
@@ -159,6 +175,12 @@ def build_tools(request: ModelRequest) -> list[dict[str, Any]]:
     ]
 
 
+def chat_tool_key(tool: dict[str, Any]) -> tuple[str, str, object]:
+    """A function tool's name, description and schema object (see ToolsJson)."""
+    function = tool["function"]
+    return function["name"], function["description"], function["parameters"]
+
+
 def build_params(request: ModelRequest, *, official: bool) -> dict[str, Any]:
     """Keyword arguments of `chat.completions.create` (with stream and usage on)."""
     params: dict[str, Any] = {
@@ -180,8 +202,32 @@ def build_params(request: ModelRequest, *, official: bool) -> dict[str, Any]:
 # -- response ----------------------------------------------------------------------------
 
 
+def _field(value: Any, name: str) -> Any:
+    """A field of a chunk or of a part of one: a key of the plain JSON the openai
+    adapter streams, an attribute of the objects litellm yields."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def _reasoning(delta: Any) -> Any:
+    """The non-standard reasoning text reasoning servers (DeepSeek, vLLM, OpenRouter) add."""
+    if isinstance(delta, dict):
+        return delta.get("reasoning_content") or delta.get("reasoning")
+    extra = getattr(delta, "model_extra", None) or {}
+    return (
+        getattr(delta, "reasoning_content", None)
+        or extra.get("reasoning_content")
+        or extra.get("reasoning")
+    )
+
+
 class ChatAssembler:
-    """Turns Chat Completions chunks (SDK objects) into deltas and the final message."""
+    """Turns Chat Completions chunks into deltas and the final message.
+
+    A chunk is the JSON object the server sent (the openai adapter) or litellm's
+    object of the same shape.
+    """
 
     def __init__(self, provider: str, kind: str = "openai"):
         self.provider = provider
@@ -196,48 +242,44 @@ class ChatAssembler:
     def feed(self, chunk: Any) -> list[StreamEvent]:
         """The deltas in one chunk, in order."""
         events: list[StreamEvent] = []
-        usage = getattr(chunk, "usage", None)
+        usage = _field(chunk, "usage")
         if usage is not None:
             self._take_usage(usage)
-        for choice in getattr(chunk, "choices", None) or []:
-            delta = getattr(choice, "delta", None)
+        for choice in _field(chunk, "choices") or []:
+            delta = _field(choice, "delta")
             if delta is not None:
                 events.extend(self._delta(delta))
-            if getattr(choice, "finish_reason", None):
-                self.finish = choice.finish_reason
+            finish = _field(choice, "finish_reason")
+            if finish:
+                self.finish = finish
         return events
 
     def _delta(self, delta: Any) -> list[StreamEvent]:
         events: list[StreamEvent] = []
-        # Reasoning servers (DeepSeek, vLLM, OpenRouter) add a non-standard field.
-        extra = getattr(delta, "model_extra", None) or {}
-        reasoning = (
-            getattr(delta, "reasoning_content", None)
-            or extra.get("reasoning_content")
-            or extra.get("reasoning")
-        )
+        reasoning = _reasoning(delta)
         if isinstance(reasoning, str) and reasoning:
             self.thinking.append(reasoning)
             events.append(ThinkingDelta(reasoning))
-        content = getattr(delta, "content", None)
+        content = _field(delta, "content")
         if content:
             self.text.append(content)
             events.append(TextDelta(content))
-        for piece in getattr(delta, "tool_calls", None) or []:
-            index = getattr(piece, "index", None)
+        for piece in _field(delta, "tool_calls") or []:
+            index = _field(piece, "index")
             if index is None:
                 index = len(self.calls)
             call = self.calls.get(index)
             if call is None:
                 call = {"id": "", "name": "", "arguments": "", "started": False, "pending": []}
                 self.calls[index] = call
-            if getattr(piece, "id", None):
-                call["id"] = piece.id
-            function = getattr(piece, "function", None)
-            name = getattr(function, "name", None) if function is not None else None
+            piece_id = _field(piece, "id")
+            if piece_id:
+                call["id"] = piece_id
+            function = _field(piece, "function")
+            name = _field(function, "name") if function is not None else None
             if name and not call["started"]:
                 call["name"] = name
-            arguments = getattr(function, "arguments", None) if function is not None else None
+            arguments = _field(function, "arguments") if function is not None else None
             if not call["started"] and call["name"]:
                 call["id"] = call["id"] or f"call_{index}"
                 call["started"] = True
@@ -254,13 +296,13 @@ class ChatAssembler:
         return events
 
     def _take_usage(self, usage: Any) -> None:
-        prompt = getattr(usage, "prompt_tokens", 0) or 0
-        details = getattr(usage, "prompt_tokens_details", None)
-        cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
-        written = (getattr(details, "cache_write_tokens", 0) or 0) if details is not None else 0
+        prompt = _field(usage, "prompt_tokens") or 0
+        details = _field(usage, "prompt_tokens_details")
+        cached = (_field(details, "cached_tokens") or 0) if details is not None else 0
+        written = (_field(details, "cache_write_tokens") or 0) if details is not None else 0
         self.usage = Usage(
             input_tokens=max(0, prompt - cached - written),
-            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            output_tokens=_field(usage, "completion_tokens") or 0,
             cache_read_tokens=cached,
             cache_write_tokens=written,
         )
@@ -304,6 +346,7 @@ class OpenAIChatProvider(ClientStreamingProvider["AsyncOpenAI"]):
     def __init__(self, config: ProviderConfig):
         super().__init__(config, "openai", new_client)
         self.official = is_official(config.base_url)
+        self.tools_json = ToolsJson(chat_tool_key)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create`."""
@@ -311,7 +354,7 @@ class OpenAIChatProvider(ClientStreamingProvider["AsyncOpenAI"]):
 
     def open_stream(self, prepared: AsyncOpenAI, params: dict[str, Any]) -> Awaitable[Any]:
         """One streamed Chat Completions call."""
-        return prepared.chat.completions.create(**params)
+        return open_chat_stream(prepared, encode_body(params, self.tools_json))
 
     def assembler(self) -> ChatAssembler:
         """The Chat Completions chunk mapping."""

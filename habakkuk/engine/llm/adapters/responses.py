@@ -5,7 +5,8 @@ Every request sends the whole conversation with `store: false` and asks for
 with the item id in `signature` and the encrypted content in `encrypted`, and
 are replayed as reasoning items, so the model keeps its chain of thought
 without the service storing anything. Tool calls are function_call items,
-their results function_call_output items.
+their results function_call_output items. The request goes out through the SDK's
+raw request path with a body encoded once (openai_raw.py says why).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from . import (
 )
 from .errors import classify_code
 from .openai_chat import EMPTY_RESULT, new_client
+from .openai_raw import ToolsJson, encode_body, open_responses_stream
 from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
@@ -148,6 +150,11 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
             items.append(dict(block.data))
     flush()
     return items
+
+
+def responses_tool_key(tool: dict[str, Any]) -> tuple[str, str, object]:
+    """A function tool's name, description and schema object (see ToolsJson)."""
+    return tool["name"], tool["description"], tool["parameters"]
 
 
 def build_params(request: ModelRequest) -> dict[str, Any]:
@@ -285,6 +292,7 @@ class ResponsesProvider(ClientStreamingProvider["AsyncOpenAI"]):
 
     def __init__(self, config: ProviderConfig):
         super().__init__(config, PROVIDER, new_client)
+        self.tools_json = ToolsJson(responses_tool_key)
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `responses.create`."""
@@ -292,7 +300,7 @@ class ResponsesProvider(ClientStreamingProvider["AsyncOpenAI"]):
 
     def open_stream(self, prepared: AsyncOpenAI, params: dict[str, Any]) -> Awaitable[Any]:
         """One streamed Responses call."""
-        return prepared.responses.create(**params)
+        return open_responses_stream(prepared, encode_body(params, self.tools_json))
 
     def assembler(self) -> _Assembler:
         """The Responses event mapping."""
