@@ -17,12 +17,17 @@ from tests.fakes.model_server import FakeModelServer, Reply
 
 BOUND = 120.0  # seconds: a cold-started process on a loaded machine
 # Modules a one-shot turn never calls into: the review's planner and its loops, the
-# chat deliveries' worker, the HTTP server's app, the MCP client, the terminal app.
+# chat deliveries' worker, the shell parser of the hardline check, fetch_url's HTML
+# reduction and SSRF guard, the HTTP server's app, the MCP client, the terminal app.
 DEFERRED = (
     "habakkuk.knowledge.review",
     "habakkuk.knowledge.review_wiring",
     "habakkuk.knowledge.embed_loop",
     "habakkuk.channels.deliveries",
+    "habakkuk.tools.hardline",
+    "habakkuk.tools.html_text",
+    "habakkuk.tools.netguard",
+    "html.parser",
     "habakkuk.channels.service",
     "habakkuk.protocols.mcp.manager",
     "habakkuk.app",
