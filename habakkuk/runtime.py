@@ -34,10 +34,7 @@ from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
 from habakkuk.engine.toolkit.approvals import Approver
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
-
-# Every job kind is declared before a pool claims or the queue takes back a job: the
-# review's kinds are declared apart from its handler, which only maintenance imports.
-from habakkuk.knowledge import review_kinds as _review_kinds  # noqa: F401
+from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.board import build_board
