@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,6 +26,7 @@ from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.registry import ToolContext
 
 BOUND = 20.0  # seconds: generous for anything a test waits on in-process
+PROCESS_BOUND = 120.0  # seconds: a cold-started interpreter on a loaded machine
 POLL = 0.01  # seconds between checks: the loop runs other tasks meanwhile
 
 Condition = Callable[[], object | Awaitable[object]]
@@ -92,3 +95,25 @@ def tool_context(
         bus=EventBus(),
         **extra,
     )
+
+
+async def python_in(code: str, home: Path, **env: str) -> tuple[int, str, str]:
+    """Run `code` in a fresh interpreter with HABAKKUK_HOME=`home` (and `env`): its exit
+    status, stdout and stderr. One that outlives PROCESS_BOUND is killed, and the test
+    fails saying so (no process is left running behind it)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        code,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "HABAKKUK_HOME": str(home), **env},
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), PROCESS_BOUND)
+    except TimeoutError:
+        process.kill()
+        await process.communicate()
+        pytest.fail(f"a fresh interpreter ran past {PROCESS_BOUND:g}s")
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()

@@ -15,9 +15,8 @@ import pytest
 from habakkuk.engine import store
 from habakkuk.engine.errors import LeaseLost
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
-from habakkuk.engine.store import Database, Migration, StoreError, connect
-
-TABLE = [Migration(1, "CREATE TABLE t (name TEXT PRIMARY KEY)")]
+from habakkuk.engine.store import Database, StoreError, connect
+from tests.engine.store_table import TABLE, insert, names
 
 
 @pytest.fixture
@@ -56,22 +55,6 @@ async def queued(*calls: Callable[[], Any]) -> list[asyncio.Task[Any]]:
     # One pass of the loop runs every task up to its first await: the put on the queue.
     await asyncio.sleep(0)
     return tasks
-
-
-def insert(name: str) -> Callable[[sqlite3.Connection], str]:
-    def _insert(conn: sqlite3.Connection) -> str:
-        conn.execute("INSERT INTO t(name) VALUES (?)", (name,))
-        return name
-
-    return _insert
-
-
-def names(path: Path) -> set[str]:
-    conn = connect(path)
-    try:
-        return {row[0] for row in conn.execute("SELECT name FROM t")}
-    finally:
-        conn.close()
 
 
 async def test_failing_write_in_a_group_rolls_back_alone(db: Database) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from habakkuk.engine.store import Database, Migration, connect
+from habakkuk.engine.store import Database, connect
+from tests.engine.store_table import TABLE, insert, names
 
-TABLE = [Migration(1, "CREATE TABLE t (name TEXT PRIMARY KEY)")]
 LOOP_THREAD = threading.get_ident  # read on the loop's thread: the test's own
 
 
@@ -21,26 +21,6 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
     database = await Database.open(tmp_path / "t.db", TABLE)
     yield database
     await database.close()
-
-
-def insert(name: str, threads: list[int] | None = None) -> Callable[[sqlite3.Connection], str]:
-    """Insert `name`; note the thread it ran on in `threads`."""
-
-    def _insert(conn: sqlite3.Connection) -> str:
-        if threads is not None:
-            threads.append(threading.get_ident())
-        conn.execute("INSERT INTO t(name) VALUES (?)", (name,))
-        return name
-
-    return _insert
-
-
-def names(path: Path) -> set[str]:
-    conn = connect(path)
-    try:
-        return {row[0] for row in conn.execute("SELECT name FROM t")}
-    finally:
-        conn.close()
 
 
 async def warmed(db: Database) -> None:
