@@ -317,3 +317,38 @@ def turns_config(concurrency: int) -> str:
         "agents:\n  main: {model: mock/bench, mode: read-only}\n"
         f"workers:\n  turns: {concurrency}\n"
     )
+
+
+# The big home's agents (benchmarks/big_home.py) on the mock provider, with the web chat's
+# channel serving as under `serve`: the first turns and the scale benchmarks open it.
+BIG_HOME_CONFIG = """\
+providers:
+  mock: {type: mock, script: ["ok"]}
+agents:
+  main: {model: mock/bench, mode: read-only}
+  ops: {model: mock/bench, mode: read-only}
+  research: {model: mock/bench, mode: read-only}
+workers:
+  turns: 16
+http:
+  listen: 127.0.0.1:0
+  token_env: HABAKKUK_BENCH_TOKEN
+"""
+
+
+# The session search before issue 27: bm25() over the window (its statistics cover every
+# match in the table), FTS5's snippet().
+OLD_SESSIONS = (
+    "WITH recent AS MATERIALIZED (SELECT message_fts.rowid AS id,"
+    " bm25(message_fts) AS score FROM message_fts"
+    " JOIN message_text t ON t.message_id = message_fts.rowid"
+    " JOIN sessions s ON s.id = t.session_id WHERE message_fts MATCH ?"
+    " ORDER BY message_fts.rowid DESC LIMIT ?),"
+    " best AS MATERIALIZED (SELECT id, score FROM recent ORDER BY score LIMIT ?)"
+    " SELECT t.session_id, s.agent, s.title, t.seq, t.role, m.created_at,"
+    " snippet(message_fts, 0, '[', ']', '…', 12) AS snip"
+    " FROM best JOIN message_fts ON message_fts.rowid = best.id"
+    " JOIN message_text t ON t.message_id = best.id"
+    " JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = best.id"
+    " WHERE message_fts MATCH ? ORDER BY best.score, best.id DESC"
+)

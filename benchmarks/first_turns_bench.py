@@ -39,19 +39,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-CONFIG = """\
-providers:
-  mock: {type: mock, script: ["ok"]}
-agents:
-  main: {model: mock/bench, mode: read-only}
-  ops: {model: mock/bench, mode: read-only}
-  research: {model: mock/bench, mode: read-only}
-workers:
-  turns: 16
-http:
-  listen: 127.0.0.1:0
-  token_env: HABAKKUK_BENCH_TOKEN
-"""
+from _harness import BIG_HOME_CONFIG
+
+CONFIG = BIG_HOME_CONFIG
 TOKEN = "bench-token-0123456789"
 
 

@@ -37,22 +37,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _harness import first_paints, headless_app, running
+from _harness import BIG_HOME_CONFIG, first_paints, headless_app, running
 
 TOKEN = "bench-token-0123456789"
-CONFIG = """\
-providers:
-  mock: {type: mock, script: ["ok"]}
-agents:
-  main: {model: mock/bench, mode: read-only}
-  ops: {model: mock/bench, mode: read-only}
-  research: {model: mock/bench, mode: read-only}
-workers:
-  turns: 16
-http:
-  listen: 127.0.0.1:0
-  token_env: HABAKKUK_BENCH_TOKEN
-"""
+CONFIG = BIG_HOME_CONFIG
 SEARCHES = ("deploy", "garden", "budget review", "invoice python", "xylophone")
 
 

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _harness import OLD_SESSIONS
 from big_home import build
 from memory_bench import COMMON, RARE, words
 
@@ -36,22 +37,6 @@ from habakkuk.engine.session_search import SEARCH_WINDOW, search_messages
 from habakkuk.engine.store import Database
 from habakkuk.knowledge.index import INDEX_MIGRATIONS, rank_window
 
-# The session search before issue 27: bm25() over the window (its statistics cover every
-# match in the table), FTS5's snippet().
-OLD_SESSIONS = (
-    "WITH recent AS MATERIALIZED (SELECT message_fts.rowid AS id,"
-    " bm25(message_fts) AS score FROM message_fts"
-    " JOIN message_text t ON t.message_id = message_fts.rowid"
-    " JOIN sessions s ON s.id = t.session_id WHERE message_fts MATCH ?"
-    " ORDER BY message_fts.rowid DESC LIMIT ?),"
-    " best AS MATERIALIZED (SELECT id, score FROM recent ORDER BY score LIMIT ?)"
-    " SELECT t.session_id, s.agent, s.title, t.seq, t.role, m.created_at,"
-    " snippet(message_fts, 0, '[', ']', '…', 12) AS snip"
-    " FROM best JOIN message_fts ON message_fts.rowid = best.id"
-    " JOIN message_text t ON t.message_id = best.id"
-    " JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = best.id"
-    " WHERE message_fts MATCH ? ORDER BY best.score, best.id DESC"
-)
 # Memory search before issue 27: bm25 over every matching note.
 OLD_MEMORY = (
     "SELECT notes_fts.rowid, bm25(notes_fts, 10.0, 5.0, 1.0) AS score FROM notes_fts"

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 import aiosqlite
 import apsw
+from _harness import OLD_SESSIONS
 
 from habakkuk.engine import jobs, sessions
 from habakkuk.engine.store import Database, Migration, _split_sql
@@ -219,20 +220,7 @@ def appends(db: Driver, count: int) -> float:
     return count / (clock() - start)
 
 
-SEARCH = (
-    "WITH recent AS MATERIALIZED (SELECT message_fts.rowid AS id,"
-    " bm25(message_fts) AS score FROM message_fts"
-    " JOIN message_text t ON t.message_id = message_fts.rowid"
-    " JOIN sessions s ON s.id = t.session_id WHERE message_fts MATCH ?"
-    " ORDER BY message_fts.rowid DESC LIMIT ?),"
-    " best AS MATERIALIZED (SELECT id, score FROM recent ORDER BY score LIMIT ?)"
-    " SELECT t.session_id, s.agent, s.title, t.seq, t.role, m.created_at,"
-    " snippet(message_fts, 0, '[', ']', '…', 12) AS snip"
-    " FROM best JOIN message_fts ON message_fts.rowid = best.id"
-    " JOIN message_text t ON t.message_id = best.id"
-    " JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = best.id"
-    " WHERE message_fts MATCH ? ORDER BY best.score, best.id DESC"
-)
+SEARCH = OLD_SESSIONS  # the search the drivers were measured on (before issue 27)
 
 
 def search_ms(db: Driver, repeat: int = 30) -> float:
