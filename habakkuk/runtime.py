@@ -34,8 +34,7 @@ from habakkuk.engine.state import StateStore
 from habakkuk.engine.store import BlobStore, Database
 from habakkuk.engine.toolkit.approvals import Approver
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
-from habakkuk.knowledge.embed_loop import embed_every_minute
-from habakkuk.knowledge.review_wiring import memory_review_pool
+from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.board import build_board
@@ -256,7 +255,9 @@ class Runtime:
                     on_finished=self._job_finished,
                 )
             )
-            # Imported here: only processes that run workers need the curator's loop.
+            # Imported here: only processes that run maintenance need these loops.
+            from habakkuk.knowledge.embed_loop import embed_every_minute
+            from habakkuk.knowledge.review_wiring import memory_review_pool
             from habakkuk.knowledge.skills.curator_loop import curate_when_due
 
             self._maintenance = [

@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 
 from habakkuk.engine.agent.requests import turn_request
 from habakkuk.engine.hook_events import HookFirer
-from habakkuk.engine.jobs import Job, JobKind, JobQueue, Lease, declare_kind, payload_of
+from habakkuk.engine.jobs import Job, JobQueue, Lease, payload_of
 from habakkuk.engine.pools import PermanentJobError
 
 from .adapter import (
@@ -45,7 +45,9 @@ from .adapter import (
     poll_as_text,
 )
 from .delivery_types import (
-    DELIVERY_PAYLOAD,
+    DELIVERIES,
+    DELIVERY_PREFIX,
+    UNSENT_PREFIX,
     Delivery,
     FileDelivery,
     PollDelivery,
@@ -56,12 +58,6 @@ from .store import ChannelStore
 
 log = logging.getLogger(__name__)
 
-DELIVERY_PREFIX = "delivery:"
-# Every delivery kind (one per channel account): a corrupt payload fails its job alone,
-# "delivery JOB: FIELD: what is wrong", and the worker goes on with the next.
-DELIVERIES: JobKind[Delivery] = declare_kind(
-    JobKind(DELIVERY_PREFIX, payload=DELIVERY_PAYLOAD, noun="delivery")
-)
 DELIVERY_MAX_ATTEMPTS = 12
 REPLY_PREFIX = "reply:"
 # A reply of exactly this means the agent has nothing to say (a schedule's run): never sent.
@@ -73,9 +69,6 @@ _KINDS: dict[type, str] = {
     FileDelivery: "file",
     PollDelivery: "poll",
 }
-# The error of a delivery whose part the chat could not get (it was told); the overview
-# counts these (services/turns.py unsent_deliveries).
-UNSENT_PREFIX = "not sent: "
 # delivery_chunks index of the notice about an unsent part (the part itself is chunk 0).
 NOTICE_CHUNK = 1000
 

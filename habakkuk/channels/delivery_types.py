@@ -10,7 +10,7 @@ that says which field is wrong.
 
 Each delivery is a job payload (engine/payloads.py): its `to_json()` is what the queue
 stores, and `DELIVERY_PAYLOAD` reads one back for the delivery kinds' declaration
-(channels/deliveries.py).
+(`DELIVERIES`, below).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from habakkuk.engine.jobs import JobKind, declare_kind
 from habakkuk.engine.payloads import JsonObject, PayloadError
 
 from .adapter import Address, Button
@@ -116,6 +117,17 @@ class _DeliveryPayload:
 
 
 DELIVERY_PAYLOAD = _DeliveryPayload()
+DELIVERY_PREFIX = "delivery:"
+# Every delivery kind (one per channel account): a corrupt payload fails its job alone,
+# "delivery JOB: FIELD: what is wrong", and the worker goes on with the next. Declared
+# here, beside its payload, not in the worker (channels/deliveries.py): a process that
+# sends nothing (`habakkuk run`) still has it in the queue's kind registry.
+DELIVERIES: JobKind[Delivery] = declare_kind(
+    JobKind(DELIVERY_PREFIX, payload=DELIVERY_PAYLOAD, noun="delivery")
+)
+# The error of a delivery whose part the chat could not get (it was told); the overview
+# counts these (services/turns.py unsent_deliveries).
+UNSENT_PREFIX = "not sent: "
 
 
 def from_payload(payload: object) -> Delivery:

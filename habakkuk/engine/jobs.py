@@ -348,6 +348,12 @@ def declare_kind(kind: JobKind[P]) -> JobKind[P]:
     return kind
 
 
+def declared_kinds() -> list[str]:
+    """The names of every kind declared so far in this process, sorted (a family's name
+    ends in ":")."""
+    return sorted(_KINDS)
+
+
 def declared_kind(name: str) -> JobKind[Any] | None:
     """What kind `name` declared (itself, or the family it belongs to), or None for an
     ordinary kind."""

@@ -16,9 +16,11 @@ holding it)); equal scores go to the newest note.
 The window is 200 notes, not the 2,000 messages of session search: each query word is
 looked up once per column over the window's rows (three walks over it per word after
 the window's own, where session search makes one or two). A word held by 7,060 of
-100,000 notes costs 0.5 ms with it, 2.1 ms with a window of 2,000. What it costs the
-ranking: in a memory where more than 200 notes hold one of the words, an older note,
-even one titled with the word, is not ranked. A word held by fewer notes than the
+100,000 notes costs 0.5 ms with it, 2.1 ms with a window of 2,000. A title or tag
+match is a window of its own (the newest 200 notes holding the word in that column), so
+an older note titled or tagged with the word is still ranked (on its title and tag
+weights); what the window costs the ranking is an older note holding the word only in
+its body once more than 200 newer notes hold it. A word held by fewer notes than the
 window costs what it is held by, up to the window.
 
 The same database holds the tables the review and the embeddings use (reviews,
@@ -164,8 +166,9 @@ def rank_window(
     window: int = MEMORY_WINDOW,
 ) -> list[tuple[int, float]]:
     """(rowid, score) of the best `limit` of the newest `window` notes matching `query`
-    (and `where`, SQL on notes_fts.rowid with `args`), best first: the rule of the
-    module's docstring. Every lookup reads the window's rows only."""
+    and of the newest `window` holding a query word in their title or tags (and
+    `where`, SQL on notes_fts.rowid with `args`), best first: the rule of the module's
+    docstring. Every lookup reads at most a window's rows."""
     match = fts_query(query)
     if not match:
         return []
@@ -176,23 +179,31 @@ def rank_window(
     inside = [int(r[0]) for r in found]
     if not inside:
         return []
-    members = set(inside)
     oldest = inside[-1]
     scores = dict.fromkeys(inside, 0.0)
     for word in query_words(query):
         weights: dict[int, float] = {}
         for column, weight in COLUMN_WEIGHTS:
-            for (rowid,) in conn.execute(
-                "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? AND rowid >= ?",
-                (f'{column} : "{word}"', oldest),
-            ):
-                if rowid in members:
-                    weights[rowid] = weights.get(rowid, 0.0) + weight
+            if column == "body":
+                # The body only within the window: a body word alone ranks no older note.
+                sql = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? AND rowid >= ?"
+                bound: int = oldest
+            else:
+                # A title or tag is a window of its own (the newest `window` notes holding
+                # the word there): an older note titled with the word is still ranked.
+                sql = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?"
+                sql += f"{where} ORDER BY rowid DESC LIMIT ?"
+                bound = window
+            extra = () if column == "body" else args
+            for (rowid,) in conn.execute(sql, (f'{column} : "{word}"', *extra, bound)):
+                if column == "body" and rowid not in scores:
+                    continue
+                weights[rowid] = weights.get(rowid, 0.0) + weight
         if weights:
             rarity = math.log(1.0 + len(inside) / len(weights))
             for rowid, weight in weights.items():
-                scores[rowid] += weight * rarity
-    best = heapq.nsmallest(limit, inside, key=lambda rowid: (-scores[rowid], -rowid))
+                scores[rowid] = scores.get(rowid, 0.0) + weight * rarity
+    best = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], -rowid))
     return [(rowid, scores[rowid]) for rowid in best]
 
 

@@ -21,17 +21,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from habakkuk.engine import payloads
 from habakkuk.engine.config import ModelRef
 from habakkuk.engine.errors import HabakkukError, NotFound
-from habakkuk.engine.jobs import JobKind, Lease, declare_kind, payload_of
+from habakkuk.engine.jobs import Lease, payload_of
 from habakkuk.engine.llm.router import Caller, Router
 from habakkuk.engine.llm.types import Message, ModelRequest
 from habakkuk.engine.pools import PermanentJobError
@@ -45,6 +44,7 @@ from .memory_types import (
     TaintRefused,
 )
 from .nightly import clusters, stale
+from .review_kinds import NIGHTLIES, NIGHTLY_KIND, REVIEW_KIND, REVIEWS
 from .review_plan import (
     ForgetChange,
     MergeChange,
@@ -69,55 +69,10 @@ from .review_prompt import (
 from .review_store import ReviewRun, ReviewStore, utc_now, utc_text
 
 if TYPE_CHECKING:
-    from habakkuk.engine.payloads import JsonObject
+    pass
 
 log = logging.getLogger(__name__)
 
-REVIEW_KIND = "memory_review"
-NIGHTLY_KIND = "memory_nightly"
-
-
-@dataclass(frozen=True)
-class MemoryReview:
-    """A memory_review job's payload: review `session` of `agent` up to its first
-    `length` messages (the reviewed position it moves to)."""
-
-    agent: str
-    session: str
-    length: int
-
-    def to_json(self) -> JsonObject:
-        return {"agent": self.agent, "session": self.session, "length": self.length}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> MemoryReview:
-        return cls(
-            payloads.text(data, "agent"),
-            payloads.text(data, "session"),
-            payloads.integer(data, "length"),
-        )
-
-
-@dataclass(frozen=True)
-class NightlyReview:
-    """A memory_nightly job's payload: the agent whose notes the nightly pass tends."""
-
-    agent: str
-
-    def to_json(self) -> JsonObject:
-        return {"agent": self.agent}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> NightlyReview:
-        return cls(payloads.text(data, "agent"))
-
-
-REVIEWS: JobKind[MemoryReview] = declare_kind(
-    JobKind(REVIEW_KIND, payload=MemoryReview, noun="memory review")
-)
-NIGHTLIES: JobKind[NightlyReview] = declare_kind(
-    JobKind(NIGHTLY_KIND, payload=NightlyReview, noun="nightly review")
-)
 REVIEW_LOG = ".review.log"
 ANSWER_MAX_TOKENS = 4_096
 SEARCH_CHARS = 2_000  # the newest user text searched for related notes

@@ -21,10 +21,6 @@ from habakkuk.engine.jobs import JobQueue, Lease
 from habakkuk.engine.pools import FinishedCallback, Pool
 
 from .review import (
-    NIGHTLY_KIND,
-    REVIEW_KIND,
-    MemoryReview,
-    NightlyReview,
     ReviewDeps,
     ReviewJobs,
     day_start,
@@ -33,6 +29,7 @@ from .review import (
     review_job_id,
     serial_key,
 )
+from .review_kinds import NIGHTLY_KIND, REVIEW_KIND, MemoryReview, NightlyReview
 
 log = logging.getLogger(__name__)
 

@@ -41,6 +41,14 @@ class ToolServices:
     channels: Callable[[], ChannelService | None]
 
 
+def _check_hardline(command: str) -> str | None:
+    """tools.hardline's check, its shell parser loaded by the first command checked (a
+    turn that runs none, as most one-shot runs, never pays for it)."""
+    from habakkuk.tools.hardline import check_hardline
+
+    return check_hardline(command)
+
+
 def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
     """The built-in tools on `services`, registered by toolset."""
     from habakkuk.engine.toolkit.registry import Tool
@@ -48,13 +56,12 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
     from habakkuk.tools.edit import EditFile
     from habakkuk.tools.fetch_tool import FetchUrl
     from habakkuk.tools.files import ListDir, ReadFile, WriteFile
-    from habakkuk.tools.hardline import check_hardline
     from habakkuk.tools.patch_tool import ApplyPatch
     from habakkuk.tools.process_tools import process_tools
     from habakkuk.tools.search_tool import SearchFiles
     from habakkuk.tools.todo import Todo
 
-    registry = ToolRegistry(hardline=check_hardline, inline_budget=config.tools.inline_budget)
+    registry = ToolRegistry(hardline=_check_hardline, inline_budget=config.tools.inline_budget)
     core: list[Tool] = [
         ReadFile(),
         WriteFile(),

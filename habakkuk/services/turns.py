@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from habakkuk.channels.deliveries import DELIVERY_PREFIX, UNSENT_PREFIX
+from habakkuk.channels.delivery_types import DELIVERY_PREFIX, UNSENT_PREFIX
 from habakkuk.engine.agent.requests import TURN_KIND, ReplyTo, TurnRequest
 from habakkuk.engine.agent.turn_access import TurnOutcome, outcome_of
 from habakkuk.engine.errors import NotFound

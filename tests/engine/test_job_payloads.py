@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from habakkuk.channels.adapter import Address, Button
-from habakkuk.channels.deliveries import DELIVERIES
-from habakkuk.channels.delivery_types import TextDelivery
+from habakkuk.channels.delivery_types import DELIVERIES, TextDelivery
 from habakkuk.engine.agent.requests import (
     TURN,
     ReplyTo,
@@ -40,7 +39,7 @@ from habakkuk.engine.jobs import (
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.engine.retention import RetentionSweep
 from habakkuk.engine.store import Database
-from habakkuk.knowledge.review import MemoryReview, NightlyReview
+from habakkuk.knowledge.review_kinds import MemoryReview, NightlyReview
 from habakkuk.work.board_types import CARD_RUNS, CardRun
 from habakkuk.work.delegation_types import SUBTURNS, DelegateRun, SubturnSpec
 from habakkuk.work.run_book import ScheduleSlot

@@ -141,6 +141,24 @@ async def test_search_ranks_a_bounded_window_of_the_newest_matching_notes(
     assert len(await memory.search("main", "lantern")) == 5
 
 
+async def test_an_old_note_titled_with_the_word_is_ranked_beyond_the_window(
+    memory: Memory,
+) -> None:
+    await memory.save("main", "Lantern", "how the old one was mended", provenance=AGENT)
+    await memory.save("main", "Shed", "the lantern hook", tags=["lantern"], provenance=AGENT)
+    for number in range(4):
+        await memory.save("main", f"Walk {number}", "a lantern walk", provenance=AGENT)
+    db = await memory.database("main")
+
+    def _ranked(conn: sqlite3.Connection) -> list[str]:
+        ranked = rank_window(conn, "lantern", limit=10, window=2)
+        sql = "SELECT slug FROM notes WHERE id = ?"
+        return [conn.execute(sql, (rowid,)).fetchone()[0] for rowid, _ in ranked]
+
+    # The body window holds the newest two walks; the title and the tag reach back.
+    assert await db.run(_ranked) == ["lantern", "shed", "walk-3", "walk-2"]
+
+
 async def test_words_are_stemmed_and_or_ed(memory: Memory) -> None:
     await memory.save("main", "Runs", "She was running a marathon.", provenance=AGENT)
     await memory.save("main", "Swim", "Swimming lessons.", provenance=AGENT)

@@ -14,7 +14,8 @@ from aiohttp.resolver import ThreadedResolver
 
 from habakkuk.engine.llm.types import ToolUseBlock
 from habakkuk.engine.toolkit.registry import ToolContext, ToolError, ToolRegistry
-from habakkuk.tools.fetch_tool import FetchUrl, html_to_text
+from habakkuk.tools.fetch_tool import FetchUrl
+from habakkuk.tools.html_text import html_to_text
 from tests.helpers import tool_context
 
 PAGE = """<html><head><title>The  Title</title><style>body{color:red}</style>

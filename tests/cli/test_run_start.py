@@ -1,0 +1,95 @@
+"""A one-shot `habakkuk run` loads only what its turn uses, and still knows every job kind.
+
+The queue's kind registry is filled as modules declaring kinds are imported; the kinds
+of handlers a one-shot run never starts (the memory review, the deliveries) are declared
+in light modules beside their payloads, so a run that leaves the handlers unloaded
+still takes back an interrupted job of any kind as a serving process would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from tests.fakes.model_server import FakeModelServer, Reply
+
+BOUND = 120.0  # seconds: a cold-started process on a loaded machine
+# Modules a one-shot turn never calls into: the review's planner and its loops, the
+# chat deliveries' worker, the shell parser of the hardline check, fetch_url's HTML
+# reduction and SSRF guard, the HTTP server's app, the MCP client, the terminal app.
+DEFERRED = (
+    "habakkuk.knowledge.review",
+    "habakkuk.knowledge.review_wiring",
+    "habakkuk.knowledge.embed_loop",
+    "habakkuk.channels.deliveries",
+    "habakkuk.tools.hardline",
+    "habakkuk.tools.html_text",
+    "habakkuk.tools.netguard",
+    "html.parser",
+    "habakkuk.channels.service",
+    "habakkuk.protocols.mcp.manager",
+    "habakkuk.app",
+    "textual",
+)
+# Every module of the package imported: each kind any of them declares.
+ALL_KINDS = (
+    "import importlib, pkgutil\nimport habakkuk\n"
+    "from habakkuk.engine.jobs import declared_kinds\n"
+    "for found in pkgutil.walk_packages(habakkuk.__path__, 'habakkuk.'):\n"
+    "    importlib.import_module(found.name)\n"
+    "print('KINDS', ' '.join(declared_kinds()))\n"
+)
+
+
+async def python(code: str, home: Path, **env: str) -> tuple[int, str, str]:
+    """Run `code` in a fresh interpreter on `home`: exit status, stdout, stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        code,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "HABAKKUK_HOME": str(home), **env},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), BOUND)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def after(out: str, label: str) -> list[str]:
+    """The words printed after `label ` on its line."""
+    line = next(line for line in out.splitlines() if line.startswith(f"{label} "))
+    return line.split()[1:]
+
+
+async def test_a_one_shot_run_leaves_what_its_turn_never_calls_unloaded_and_knows_every_kind(
+    model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    (tmp_path / "config.yaml").write_text(
+        "providers:\n"
+        f"  remote: {{type: openai, base_url: '{model_server.base_url}/v1', key_env: K}}\n"
+        "agents:\n  main: {model: remote/gpt-fake, mode: full}\n",
+        encoding="utf-8",
+    )
+    model_server.script(Reply(text="hello from the model"))
+    code = (
+        "import sys\nfrom habakkuk.cli import main\ncode = main(['run', 'hi'])\n"
+        "from habakkuk.engine.jobs import declared_kinds\n"
+        "print()\nprint('EXIT', code)\n"
+        "print('LOADED', ' '.join(sorted(sys.modules)))\n"
+        "print('KINDS', ' '.join(declared_kinds()))\n"
+    )
+    status, out, err = await python(code, tmp_path, K="sk-test")
+    assert status == 0, err
+    assert "hello from the model" in out
+    assert after(out, "EXIT") == ["0"]
+    loaded = set(after(out, "LOADED"))
+    assert "habakkuk.runtime" in loaded
+    assert [name for name in DEFERRED if name in loaded] == []
+
+    status, every, err = await python(ALL_KINDS, tmp_path)
+    assert status == 0, err
+    assert "memory_review" in after(every, "KINDS")  # the walk reached the handlers
+    assert after(out, "KINDS") == after(every, "KINDS")
