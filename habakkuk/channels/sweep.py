@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.jobs import FINISHED_SQL, JobQueue
 
 from .deliveries import REPLY_PREFIX, enqueue_reply
 from .store import ChannelStore, SweepMark
@@ -46,7 +46,7 @@ _TRIP_SQL = (
     "SELECT j.seq, j.updated_at, j.id, j.kind = ?"
     " AND json_extract(j.payload, '$.reply_to.to') IS NOT NULL"
     " AND NOT EXISTS (SELECT 1 FROM jobs d WHERE d.id = ? || j.id) AS missing"
-    " FROM jobs j WHERE j.status = ? AND (j.updated_at, j.seq) > (?, ?)"
+    f" FROM jobs j WHERE j.status = ? AND j.{FINISHED_SQL} AND (j.updated_at, j.seq) > (?, ?)"
     " ORDER BY j.updated_at, j.seq LIMIT ?"
 )
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .config import RetentionConfig
-from .jobs import JobKind, JobQueue, declare_kind
+from .jobs import FINISHED_SQL, JobKind, JobQueue, declare_kind
 from .payloads import JsonObject
 from .sessions import TranscriptStore
 from .state import StateStore
@@ -75,7 +75,8 @@ async def prune_jobs(queue: JobQueue, older_than_days: float) -> int:
     def _prune(conn: sqlite3.Connection) -> int:
         cursor = conn.execute(
             "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs"
-            " WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < ? LIMIT ?)",
+            f" WHERE status IN ('done', 'failed', 'cancelled') AND {FINISHED_SQL}"
+            " AND updated_at < ? LIMIT ?)",
             (cutoff, PRUNE_BATCH),
         )
         return int(cursor.rowcount)

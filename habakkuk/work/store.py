@@ -412,9 +412,12 @@ class ScheduleStore:
             for start in range(0, len(serial_keys), 500):
                 chunk = list(serial_keys[start : start + 500])
                 marks = ",".join("?" for _ in chunk)
+                # Jobs with a serial key are read through jobs_serial, whose condition
+                # the query must state (an empty key, if asked, through no index).
+                keyed = "" if "" in chunk else " AND serial_key != ''"
                 rows = conn.execute(
                     f"SELECT serial_key, id FROM jobs WHERE serial_key IN ({marks})"
-                    " AND status IN ('queued', 'running')",
+                    f" AND status IN ('queued', 'running'){keyed}",
                     chunk,
                 )
                 for key, job_id in rows:
