@@ -702,6 +702,7 @@ class JobQueue:
         host, pid = self.owner.host, self.owner.pid
         lease_seconds = self.lease_seconds
         sql = claim_sql(len(kinds))
+        sql_one = claim_sql(len(kinds), one=True)
 
         def _claim(conn: sqlite3.Connection, limit: int, reap: bool) -> list[Job]:
             now = time.time()
@@ -712,7 +713,8 @@ class JobQueue:
                 self._reap(conn, now)
             # One statement: pick the oldest runnable jobs and lease them.
             rows = conn.execute(
-                sql, (owner, now + lease_seconds, host, pid, now, *kinds, now, limit)
+                sql_one if limit == 1 else sql,
+                (owner, now + lease_seconds, host, pid, now, *kinds, now, limit),
             ).fetchall()
             if len(rows) > 1:
                 # RETURNING follows no ORDER BY: oldest first again, as the claim chose.
@@ -952,10 +954,14 @@ class JobQueue:
 
 
 @functools.lru_cache(maxsize=32)
-def claim_sql(kind_count: int) -> str:
+def claim_sql(kind_count: int, *, one: bool = False) -> str:
     """The claim statement for `kind_count` kinds, taking up to a number of jobs given as
-    its last parameter (one text per count: sqlite3 caches it)."""
+    its last parameter (one text per count: sqlite3 caches it). With `one` (a limit of
+    1) the pick is a scalar subquery: `seq IN (...)` builds a temporary index of the
+    picked seqs on every run, a cost of its own (see migration 4) the usual claim of
+    one job need not pay."""
     placeholders = ",".join("?" for _ in range(kind_count))
+    pick = "seq = (" if one else "seq IN ("
     return f"""
         UPDATE jobs SET status = 'running', attempts = attempts + 1,
             lease_owner = ?, lease_until = ?, owner_host = ?, owner_pid = ?, updated_at = ?
@@ -963,7 +969,7 @@ def claim_sql(kind_count: int) -> str:
         -- several jobs: of the jobs sharing a serial key only the oldest queued one
         -- qualifies (the others have it as an older queued job), and only when none
         -- of them runs.
-        WHERE seq IN (
+        WHERE {pick}
         SELECT j.seq FROM jobs j
         WHERE j.status = 'queued' AND j.kind IN ({placeholders})
           AND j.run_after <= ?

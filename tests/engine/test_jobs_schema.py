@@ -101,3 +101,39 @@ async def test_writing_a_job_builds_no_table_to_test_the_partial_indexes(tmp_pat
     finally:
         await db.close()
     assert built == [0, 0, 0], built
+
+
+async def test_a_claim_of_one_job_builds_one_table_where_a_claim_of_several_builds_three(
+    tmp_path: Path,
+) -> None:
+    # RETURNING's rows always go through a table; a claim of several also builds one of
+    # the picked seqs (`seq IN (...)`) and another, which a claim of one need not.
+    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    params = ("owner", 2.0, "host", 1, 1.0, "k", 1.0, 1)
+    try:
+        built = await db.run(
+            lambda conn: [
+                sum(row[1] == "OpenEphemeral" for row in conn.execute(f"EXPLAIN {sql}", params))
+                for sql in (claim_sql(1, one=True), claim_sql(1))
+            ]
+        )
+    finally:
+        await db.close()
+    assert built == [1, 3], built
+
+
+async def test_a_claim_of_one_takes_the_oldest_runnable_job_and_leaves_a_held_key(
+    tmp_path: Path,
+) -> None:
+    queue = JobQueue(await Database.open(tmp_path / "control.db", MIGRATIONS))
+    try:
+        await queue.enqueue("a1", "k", serial_key="s")
+        await queue.enqueue("a2", "k", serial_key="s")
+        await queue.enqueue("b1", "k")
+        first = await queue.claim(["k"])
+        second = await queue.claim(["k"])
+        third = await queue.claim(["k"])
+        assert first is not None and second is not None
+        assert [first.job.id, second.job.id, third] == ["a1", "b1", None]
+    finally:
+        await queue.db.close()
