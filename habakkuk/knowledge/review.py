@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from habakkuk.engine.config import ModelRef
@@ -67,9 +67,6 @@ from .review_prompt import (
     review_input,
 )
 from .review_store import ReviewRun, ReviewStore, utc_now, utc_text
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from habakkuk.engine.home import Home
 from habakkuk.knowledge.folder_watch import FolderWatch
 from habakkuk.knowledge.service import Memory
+from tests.helpers import python_in
 
 from .conftest import AGENT
 
@@ -37,21 +37,27 @@ def test_the_watch_names_each_file_written_renamed_or_deleted(tmp_path: Path) ->
 
 
 @linux_only
-def test_a_watch_starts_without_running_a_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_watch_starts_without_running_a_process(tmp_path: Path) -> None:
     # Finding libc through `ldconfig -p` forked a process on the event loop each time an
-    # agent's memory opened (the first turn of each agent waited for it).
-    def no_process(*args: object, **kwargs: object) -> None:
-        raise AssertionError(f"a process was started: {args}")
-
-    monkeypatch.setattr(subprocess, "Popen", no_process)
-    watches = [FolderWatch(tmp_path), FolderWatch(tmp_path)]
-    try:
-        assert all(watch.active for watch in watches)
-    finally:
-        for watch in watches:
-            watch.close()
+    # agent's memory opened (the first turn of each agent waited for it). A fresh
+    # interpreter: in this one an earlier watch may already have found libc.
+    code = (
+        "import subprocess\n"
+        "def no_process(*args, **kwargs):\n"
+        "    raise AssertionError(f'a process was started: {args}')\n"
+        "subprocess.Popen = no_process\n"
+        "from pathlib import Path\n"
+        "from habakkuk.knowledge.folder_watch import FolderWatch\n"
+        f"folder = Path({str(tmp_path)!r})\n"
+        "watches = [FolderWatch(folder), FolderWatch(folder)]\n"
+        "assert all(watch.active for watch in watches)\n"
+        "for watch in watches:\n"
+        "    watch.close()\n"
+        "print('WATCHED')\n"
+    )
+    status, out, err = await python_in(code, tmp_path)
+    assert status == 0, err
+    assert "WATCHED" in out
 
 
 @linux_only

@@ -20,14 +20,15 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI, AsyncStream, RequestOptions
+    from openai import AsyncOpenAI, AsyncStream
     from openai.types.responses import ResponseStreamEvent
 
 # A tool's identity for its encoding: (name, description, its schema object).
 ToolKey = Callable[[dict[str, Any]], tuple[str, str, object]]
+_S = TypeVar("_S", bound="AsyncStream[Any]")  # the stream class a call asks for
 _ENTRIES = 1024  # tools remembered (all agents' tools, MCP ones included)
 
 
@@ -81,10 +82,20 @@ def encode_body(params: dict[str, Any], tools: ToolsJson) -> bytes:
     return rest[:-1] + b',"tools":' + tools.encode(offered) + b"}"
 
 
-def bearer_only() -> RequestOptions:
-    """The request options `create` passes for these endpoints: the bearer key only
-    (a fresh dict each call: the SDK keeps it in the request's options)."""
-    return {"security": {"bearer_auth": True}}
+def _open_stream(
+    client: AsyncOpenAI, path: str, body: bytes, cast_to: type[object], stream_cls: type[_S]
+) -> Awaitable[_S]:
+    """`client.post` as `create(stream=True, ...)` calls it for `path`: the same options
+    (the bearer key only, a fresh dict each call: the SDK keeps it in the request's
+    options), the body already encoded."""
+    return client.post(
+        path,
+        content=body,
+        cast_to=cast_to,
+        stream=True,
+        stream_cls=stream_cls,
+        options={"security": {"bearer_auth": True}},
+    )
 
 
 def open_chat_stream(client: AsyncOpenAI, body: bytes) -> Awaitable[AsyncStream[object]]:
@@ -97,14 +108,7 @@ def open_chat_stream(client: AsyncOpenAI, body: bytes) -> Awaitable[AsyncStream[
     """
     from openai import AsyncStream
 
-    return client.post(
-        "/chat/completions",
-        content=body,
-        cast_to=object,
-        stream=True,
-        stream_cls=AsyncStream[object],
-        options=bearer_only(),
-    )
+    return _open_stream(client, "/chat/completions", body, object, AsyncStream[object])
 
 
 def open_responses_stream(
@@ -115,11 +119,4 @@ def open_responses_stream(
     from openai import AsyncStream
     from openai.types.responses import Response, ResponseStreamEvent
 
-    return client.post(
-        "/responses",
-        content=body,
-        cast_to=Response,
-        stream=True,
-        stream_cls=AsyncStream[ResponseStreamEvent],
-        options=bearer_only(),
-    )
+    return _open_stream(client, "/responses", body, Response, AsyncStream[ResponseStreamEvent])
