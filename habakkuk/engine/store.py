@@ -471,7 +471,7 @@ class Database:
         if (
             len(pending) <= INLINE_GROUP_MAX
             and all(call.inline for call in pending)
-            and self._handed == self._served
+            and self._may_inline(loop)
             and self._try_inline(pending)
         ):
             _resolve(pending)

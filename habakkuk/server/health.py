@@ -85,12 +85,8 @@ class HealthMonitor:
                 self._first.set()
             await asyncio.sleep(self.refresh_seconds)
 
-    def health(self) -> Health:
-        """Liveness now, from memory."""
-        return self._health(*self._now())
-
     def body(self) -> bytes:
-        """The JSON of `health()`, built again only when what it says changed."""
+        """/healthz's JSON, from memory, built again only when what it says changed."""
         now = self._now()
         if now != self._key:
             self._body = json.dumps(asdict(self._health(*now)), separators=(",", ":")).encode()

@@ -91,9 +91,7 @@ class ReadinessProbe:
             value: T = await wait_within(asyncio.shield(task), self.timeout)
         except TimeoutError:
             return None, Check(name, False, f"{name} did not answer within {self.timeout:g}s")
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # not CancelledError (a BaseException): that propagates
             log.warning("readiness: %s failed: %s", name, exc)
             return None, Check(name, False, f"{name} failed ({type(exc).__name__})")
         return value, Check(name, True)
