@@ -51,8 +51,7 @@ def pdf_bytes(pages: Sequence[Sequence[str]]) -> bytes:
     for offset in offsets:
         out.write(b"%010d 00000 n \n" % offset)
     out.write(
-        b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n"
-        % (len(objects) + 1, xref)
+        b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     )
     return out.getvalue()
 
@@ -123,9 +122,7 @@ def docx_bytes(
         body.append(_w_paragraph(text, refs))
     if table:
         rows = "".join(
-            "<w:tr>"
-            + "".join(f"<w:tc>{_w_paragraph(cell)}</w:tc>" for cell in row)
-            + "</w:tr>"
+            "<w:tr>" + "".join(f"<w:tc>{_w_paragraph(cell)}</w:tc>" for cell in row) + "</w:tr>"
             for row in table
         )
         body.append(f"<w:tbl>{rows}</w:tbl>")
@@ -140,7 +137,8 @@ def docx_bytes(
     }
     overrides = {"word/document.xml": f"{OD}.wordprocessingml.document.main+xml"}
     doc_rels: list[tuple[str, str, str]] = []
-    for kind, element, text in (("footnotes", "footnote", footnote), ("endnotes", "endnote", endnote)):
+    notes_of = (("footnotes", "footnote", footnote), ("endnotes", "endnote", endnote))
+    for kind, element, text in notes_of:
         if not text:
             continue
         notes = (
@@ -194,7 +192,8 @@ def xlsx_bytes(sheets: dict[str, Sequence[Sequence[Cell]]], *, inline: bool = Fa
         )
         book_rels.append((f"rId{len(book_rels) + 1}", "sharedStrings", "sharedStrings.xml"))
     parts["xl/workbook.xml"] = (
-        f'{XML}<workbook xmlns="{S}" xmlns:r="{R}"><sheets>{"".join(sheet_list)}</sheets></workbook>'
+        f'{XML}<workbook xmlns="{S}" xmlns:r="{R}">'
+        f"<sheets>{''.join(sheet_list)}</sheets></workbook>"
     )
     parts["xl/_rels/workbook.xml.rels"] = rels(*book_rels)
     return package(parts, overrides)

@@ -8,3 +8,7 @@ from habakkuk.engine.toolkit.registry import ToolError
 class DocumentError(ToolError):
     """The file cannot be read as a document (encrypted, broken, a zip bomb, not a
     document): the tool's error result, or a chat attachment's note."""
+
+
+class NotADocument(DocumentError):
+    """The file is of no format read_document reads (an image, a zip of other files...)."""

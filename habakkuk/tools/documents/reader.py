@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import IO
 
-from .errors import DocumentError
+from .errors import DocumentError, NotADocument
 from .output import MAX_OUTPUT_BYTES, Sink
 from .ranges import Ranges, parse_ranges
 from .sniff import HEAD_BYTES, describe, sniff
@@ -77,7 +77,7 @@ def read_document(
         handle.seek(0)
         what = describe(handle.read(HEAD_BYTES)) or "a binary file"
         hint = "; look at it with view_image" if what.endswith("image") else ""
-        raise DocumentError(f"{name} is {what}, not a document read_document reads ({READS}){hint}")
+        raise NotADocument(f"{name} is {what}, not a document read_document reads ({READS}){hint}")
     return Document(summary, sink.text(), sink.note())
 
 
@@ -105,7 +105,7 @@ def _office(
         from .pptx import read_pptx
 
         return read_pptx(package, main, sink, ranges)
-    raise DocumentError(f"{name} is a zip archive, not a document read_document reads ({READS})")
+    raise NotADocument(f"{name} is a zip archive, not a document read_document reads ({READS})")
 
 
 def _options(

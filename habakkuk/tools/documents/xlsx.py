@@ -12,7 +12,7 @@ import contextlib
 from xml.etree.ElementTree import Element
 
 from .errors import DocumentError
-from .ooxml import Package, local, parse, parse_events
+from .ooxml import Package, local, parse, parse_batches, parse_events
 from .output import Full, Sink
 
 
@@ -97,21 +97,22 @@ def _rows(package: Package, part: str, strings: list[str], sink: Sink, sheet: st
     columns: dict[str, int] = {}
     row_number = ""
     try:
-        for event, elem in parse_events(package, part, ("start", "end")):
-            if event == "start":
-                if tags is None:
-                    tags = _Tags(elem.tag)
-                elif data is None and elem.tag == tags.sheet_data:
-                    data = elem
-                continue
-            if tags is None or elem.tag != tags.row:
-                continue
-            row_number = elem.get("r") or row_number
-            line = _row(elem, tags, strings, columns)
-            if line:
-                sink.add(line + "\n")
-            if data is not None:
-                data.clear()  # the rows read so far go; the tree stays one row deep
+        for batch in parse_batches(package, part, ("start", "end")):
+            for event, elem in batch:
+                if event == "start":
+                    if tags is None:
+                        tags = _Tags(elem.tag)
+                    elif data is None and elem.tag == tags.sheet_data:
+                        data = elem
+                    continue
+                if tags is None or elem.tag != tags.row:
+                    continue
+                row_number = elem.get("r") or row_number
+                line = _row(elem, tags, strings, columns)
+                if line:
+                    sink.add(line + "\n")
+                if data is not None:
+                    data.clear()  # the rows read so far go; the tree stays one row deep
     except Full:
         sink.cut_at = f"sheet {sheet!r}, row {row_number}" if row_number else sink.cut_at
         raise
@@ -147,9 +148,11 @@ def _row(row: Element, tags: _Tags, strings: list[str], columns: dict[str, int])
 def _value(cell: Element, tags: _Tags, strings: list[str]) -> str:
     kind = cell.get("t")
     if kind == "inlineStr":
-        text = "".join(_string(child) for child in cell if child.tag == tags.inline)
+        inline = cell.find(tags.inline)
+        text = _string(inline) if inline is not None else ""
     else:
-        raw = next((child.text or "" for child in cell if child.tag == tags.value), "")
+        value = cell.find(tags.value)
+        raw = (value.text or "") if value is not None else ""
         if kind == "s":
             try:
                 text = strings[int(raw)]
