@@ -56,12 +56,14 @@ def pdf_bytes(pages: Sequence[Sequence[str]]) -> bytes:
     return out.getvalue()
 
 
-def encrypted_pdf(pages: Sequence[Sequence[str]], password: str) -> bytes:
+def encrypted_pdf(
+    pages: Sequence[Sequence[str]], password: str, algorithm: str = "RC4-128"
+) -> bytes:
     """`pdf_bytes(pages)` encrypted by pypdf's writer with user password `password`."""
     from pypdf import PdfReader, PdfWriter
 
     writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf_bytes(pages))))
-    writer.encrypt(user_password=password, owner_password="owner", algorithm="RC4-128")
+    writer.encrypt(user_password=password, owner_password="owner", algorithm=algorithm)
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
