@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
-from .ooxml import Package, local, parse_events
+from .ooxml import Package, local, stream
 from .output import Full, Sink
 
 _SKIP = frozenset({"Fallback", "delText", "instrText"})
@@ -23,7 +23,7 @@ def read_docx(package: Package, main: str, sink: Sink) -> str:
     """Add the document's text to `sink` until it is full; returns the summary ("DOCX")."""
     with contextlib.suppress(Full):  # the sink is full: the note says where it was cut
         sink.where = "the body"
-        _Text(sink.add).read(package, main, body=True)
+        _Text(sink.add).read(package, main)
         for kind, element, prefix in _NOTES:
             for part in package.related(main, kind):
                 sink.where = f"the {kind}"
@@ -41,23 +41,12 @@ class _Text:
         self.rows: list[list[str]] = []  # open table rows: their finished cells
         self.skipping = 0  # depth inside an element whose text is not shown
 
-    def read(self, package: Package, part: str, *, body: bool = False) -> None:
-        container = None  # the body: cleared after each of its blocks (a long document
-        depth = 0  # is never held whole)
-        for event, elem in parse_events(package, part, ("start", "end")):
-            name = local(elem.tag)
-            if event == "start":
-                depth += 1
-                if body and name == "body":
-                    container = elem
-                self.start(name, elem.attrib)
-                continue
-            depth -= 1
-            self.end(name, elem.text, elem.attrib)
-            if name in ("p", "tr"):
-                elem.clear()
-            if container is not None and depth == 2:  # a block of the body ended
-                container.clear()
+    def read(self, package: Package, part: str) -> None:
+        for started, elem in stream(package, part):
+            if started:
+                self.start(local(elem.tag), elem.attrib)
+            else:
+                self.end(local(elem.tag), elem.text, elem.attrib)
 
     def start(self, name: str, attrib: dict[str, str]) -> None:
         if name in _SKIP:
@@ -122,18 +111,16 @@ class _Notes:
         text = _Text(lines.append)
         note_id = ""
         shown = True
-        for event, elem in parse_events(package, part, ("start", "end")):
+        for started, elem in stream(package, part):
             name = local(elem.tag)
             if name == self.element:
-                if event == "start":
+                if started:
                     lines.clear()
                     note_id = _attribute(elem.attrib, "id")
                     shown = _attribute(elem.attrib, "type") not in _SEPARATORS
-                else:
-                    if shown and lines:
-                        self.note(note_id, " ".join(line.strip() for line in lines))
-                    elem.clear()
-            elif event == "start":
+                elif shown and lines:
+                    self.note(note_id, " ".join(line.strip() for line in lines))
+            elif started:
                 text.start(name, elem.attrib)
             else:
                 text.end(name, elem.text, elem.attrib)

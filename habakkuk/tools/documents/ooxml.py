@@ -7,11 +7,12 @@ inflates every member itself, counting the bytes as they come out, and refuses t
 file once the members read from it reach MAX_UNPACKED_BYTES (64 MB) in total. Each
 member's CRC is checked at its end, so a damaged one is an error, not wrong text.
 
-Parts are parsed with xml.etree's iterparse (streaming; the extractors clear what
-they have read), and a part that declares a DTD or an entity is refused before the
-parser sees it (the Office formats never use them; entity expansion is what an XML
-bomb is made of). The scan looks for the declaration as UTF-8 and UTF-16 bytes, and a
-part in any other encoding (where the scan could not see it) is refused too.
+Parts are parsed with xml.etree's pull parser as a stream of starts and ends that
+never holds more than the open path of elements (`stream`), and a part that declares
+a DTD or an entity is refused before the parser sees it (the Office formats never use
+them; entity expansion is what an XML bomb is made of). The scan looks for the
+declaration as UTF-8 and UTF-16 bytes, and a part in any other encoding (where the
+scan could not see it) is refused too.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Literal, cast
+from typing import IO, TYPE_CHECKING, cast
 
 from .errors import DocumentError
 
@@ -44,7 +45,6 @@ _DECLARATIONS = tuple(
     for word in ("<!DOCTYPE", "<!ENTITY")
     for encoding in ("utf-8", "utf-16-le", "utf-16-be")
 )
-Event = Literal["start", "end"]
 _Events = Iterator[tuple[str, "Element"]]
 _ENCODING = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
@@ -117,7 +117,6 @@ class Package:
                 if local(elem.tag) == "Override":
                     part = (elem.get("PartName") or "").lstrip("/").lower()
                     types[part] = elem.get("ContentType") or ""
-                elem.clear()
             self._types = types
         return self._types
 
@@ -150,7 +149,6 @@ class Package:
                     resolved = posixpath.normpath(posixpath.join(folder, target))
                 kind = (elem.get("Type") or "").rsplit("/", 1)[-1]
                 found.append(Relationship(elem.get("Id") or "", kind, resolved))
-            elem.clear()
         return found
 
     def related(self, part: str, kind: str) -> list[str]:
@@ -243,36 +241,46 @@ class PartReader:
         self._tail = window[-20:]
 
 
-def parse(package: Package, part: str, events: tuple[Event, ...] = ("end",)) -> Iterator[Element]:
-    """The elements of `part` as iterparse gives them (only the element, whatever the
-    event; an extractor that needs the event kind uses `parse_events`)."""
-    for _event, elem in parse_events(package, part, events):
-        yield elem
+def parse(package: Package, part: str) -> Iterator[Element]:
+    """The elements of `part` as each ends (its attributes and text are there; its
+    children are gone, see `stream`)."""
+    for started, elem in stream(package, part):
+        if not started:
+            yield elem
 
 
-def parse_events(
-    package: Package, part: str, events: tuple[Event, ...] = ("end",)
-) -> Iterator[tuple[str, Element]]:
-    """(event, element) pairs of `part`, streamed; broken XML is a DocumentError."""
-    for batch in parse_batches(package, part, events):
-        yield from batch
+def stream(package: Package, part: str) -> Iterator[tuple[bool, Element]]:
+    """(started, element) for each start and end of an element of `part`, in order.
 
-
-def parse_batches(
-    package: Package, part: str, events: tuple[Event, ...] = ("end",)
-) -> Iterator[Iterator[tuple[str, Element]]]:
-    """The (event, element) pairs of `part`, a batch per piece read: a loop over a
-    sheet's million events runs one generator deep instead of three."""
+    The tree is never more than the open path: once the consumer has handled an
+    element's end, the element is dropped from its parent. So an extractor reads an
+    element's attributes (at its start or end) and its own text (at its end), never
+    its children, and a hostile part (a row of a million cells, a paragraph of a
+    million runs) costs no more memory than a short one. Broken XML is a DocumentError.
+    """
     from xml.etree.ElementTree import ParseError, XMLPullParser
 
     reader = package.open(part)
-    parser: XMLPullParser[Element] = XMLPullParser(events)
+    parser: XMLPullParser[Element] = XMLPullParser(("start", "end"))
+    path: list[Element] = []
     try:
-        while data := reader.read(_CHUNK):
-            parser.feed(data)
-            yield cast(_Events, parser.read_events())  # start and end events: (str, Element)
-        parser.close()
-        yield cast(_Events, parser.read_events())
+        while True:
+            data = reader.read(_CHUNK)
+            if data:
+                parser.feed(data)
+            else:
+                parser.close()
+            for event, elem in cast(_Events, parser.read_events()):
+                if event == "start":
+                    path.append(elem)
+                    yield True, elem
+                    continue
+                path.pop()
+                yield False, elem
+                if path:
+                    del path[-1][:]  # its only child: the ones before it went the same way
+            if not data:
+                return
     except ParseError as exc:
         raise DocumentError(f"{package.name} is broken ({reader.name}: {exc})") from None
 

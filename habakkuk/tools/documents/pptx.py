@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
-from .ooxml import Package, local, parse, parse_events
+from .ooxml import Package, local, parse, stream
 from .output import Full, Sink
 from .ranges import Ranges
 
@@ -54,9 +54,9 @@ def _paragraphs(package: Package, part: str, *, notes: bool) -> tuple[list[str],
     words: list[str] = []
     placeholder = ""  # the type of the current shape's placeholder, if it is one
     hidden: bool | None = None
-    for event, elem in parse_events(package, part, ("start", "end")):
+    for started, elem in stream(package, part):
         name = local(elem.tag)
-        if event == "start":
+        if started:
             if hidden is None:
                 hidden = elem.get("show") in ("0", "false")
             elif name == "sp":
@@ -74,5 +74,4 @@ def _paragraphs(package: Package, part: str, *, notes: bool) -> tuple[list[str],
             line = "".join(words).strip()
             if line and (not notes or placeholder == "body"):
                 lines.append(line)
-            elem.clear()
     return lines, bool(hidden)

@@ -3,7 +3,8 @@
 Cells are placed by their reference (a row whose cells skip columns keeps its tabs);
 text comes from the shared strings or the cell's inline string, numbers and formula
 results as Excel stored them (a date is the serial number Excel keeps). A sheet is
-streamed: each row is cleared once read, so a 50,000-row sheet is never one tree.
+streamed (ooxml.stream): a 50,000-row sheet, or a row of a million cells, is never
+one tree.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 from xml.etree.ElementTree import Element
 
 from .errors import DocumentError
-from .ooxml import Package, local, parse, parse_batches, parse_events
+from .ooxml import Package, local, parse, stream
 from .output import Full, Sink
 
 
@@ -29,7 +30,7 @@ def read_xlsx(package: Package, main: str, sink: Sink, sheet: str | None) -> str
                 strings = _shared_strings(package, main)
             sink.where = f"sheet {name!r}"
             sink.add(f"--- sheet {name} ---\n")
-            _rows(package, part, strings, sink, name)
+            _rows(package, part, strings, name, sink)
     return f"XLSX, sheets: {names}"
 
 
@@ -65,54 +66,82 @@ def _shared_strings(package: Package, main: str) -> list[str]:
     """The workbook's shared strings, in order (phonetic runs left out)."""
     strings: list[str] = []
     for part in package.related(main, "sharedStrings"):
-        table: Element | None = None
-        for event, elem in parse_events(package, part, ("start", "end")):
-            if event == "start":
-                if table is None:
-                    table = elem
-                continue
-            if local(elem.tag) == "si":
-                strings.append(_string(elem))
-                if table is not None:
-                    table.clear()
+        text = _StringText()
+        for started, elem in stream(package, part):
+            name = local(elem.tag)
+            if text.event(started, name, elem) and name == "si":
+                strings.append(text.take())
     return strings
 
 
-def _string(item: Element) -> str:
-    """The text of a shared or inline string: its t, or the t of each rich-text run."""
-    parts: list[str] = []
-    for child in item:
-        name = local(child.tag)
-        if name == "t":
-            parts.append(child.text or "")
-        elif name == "r":
-            parts.extend(t.text or "" for t in child if local(t.tag) == "t")
-    return "".join(parts)
+class _StringText:
+    """The text of a shared or inline string from its events: its t elements, those of
+    its rich-text runs included, phonetic runs (rPh) left out."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.phonetic = 0
+
+    def event(self, started: bool, name: str, elem: Element) -> bool:
+        """Take one event; returns whether it was an end (the caller's cue)."""
+        if name == "rPh":
+            self.phonetic += 1 if started else -1
+        elif name == "t" and not started and not self.phonetic:
+            self.parts.append(elem.text or "")
+        return not started
+
+    def take(self) -> str:
+        """The text so far, and start afresh."""
+        text = "".join(self.parts)
+        self.parts = []
+        return text
 
 
-def _rows(package: Package, part: str, strings: list[str], sink: Sink, sheet: str) -> None:
-    """Stream one sheet's rows into `sink`, one tab-separated line each."""
+def _rows(package: Package, part: str, strings: list[str], sheet: str, sink: Sink) -> None:
+    """Stream one sheet's rows into `sink`, one tab-separated line each, every cell in its
+    column (a row whose cells skip columns keeps its tabs)."""
     tags: _Tags | None = None
-    data: Element | None = None
-    columns: dict[str, int] = {}
+    columns: dict[str, int] = {}  # column letters -> index, parsed once each
+    values: list[str] = []  # the open row's cells
     row_number = ""
+    kind: str | None = None  # the open cell's type and its stored value
+    raw = ""
+    inline = _StringText()
     try:
-        for batch in parse_batches(package, part, ("start", "end")):
-            for event, elem in batch:
-                if event == "start":
-                    if tags is None:
-                        tags = _Tags(elem.tag)
-                    elif data is None and elem.tag == tags.sheet_data:
-                        data = elem
-                    continue
-                if tags is None or elem.tag != tags.row:
-                    continue
-                row_number = elem.get("r") or row_number
-                line = _row(elem, tags, strings, columns)
+        for started, elem in stream(package, part):
+            tag = elem.tag
+            if tags is None:
+                tags = _Tags(tag)
+            if started:
+                if tag == tags.cell:
+                    kind, raw = elem.get("t"), ""
+                    ref = elem.get("r")
+                    if ref:
+                        letters = ref.rstrip("0123456789")
+                        column = columns.get(letters)
+                        if column is None:
+                            column = columns[letters] = _column(letters)
+                        if column > len(values):
+                            values.extend([""] * (column - len(values)))
+                elif tag == tags.row:
+                    values = []
+                    row_number = elem.get("r") or row_number
+                elif kind == "inlineStr":
+                    inline.event(True, local(tag), elem)
+            elif tag == tags.value:
+                raw = elem.text or ""
+            elif tag == tags.cell:
+                text = inline.take() if kind == "inlineStr" else _value(kind, raw, strings)
+                if "\t" in text or "\n" in text:
+                    text = " ".join(text.split())  # a cell stays one field of its line
+                values.append(text)
+                kind = None
+            elif tag == tags.row:
+                line = "\t".join(values).rstrip("\t")
                 if line:
                     sink.add(line + "\n")
-                if data is not None:
-                    data.clear()  # the rows read so far go; the tree stays one row deep
+            elif kind == "inlineStr":
+                inline.event(False, local(tag), elem)
     except Full:
         sink.cut_at = f"sheet {sheet!r}, row {row_number}" if row_number else sink.cut_at
         raise
@@ -123,50 +152,23 @@ class _Tags:
 
     def __init__(self, root: str) -> None:
         ns = root[: root.index("}") + 1] if root.startswith("{") else ""
-        self.sheet_data = f"{ns}sheetData"
         self.row = f"{ns}row"
+        self.cell = f"{ns}c"
         self.value = f"{ns}v"
-        self.inline = f"{ns}is"
 
 
-def _row(row: Element, tags: _Tags, strings: list[str], columns: dict[str, int]) -> str:
-    """One row as tab-separated values, each cell in its column; "" for an empty row."""
-    values: list[str] = []
-    for cell in row:
-        ref = cell.get("r")
-        if ref:
-            letters = ref.rstrip("0123456789")
-            column = columns.get(letters)
-            if column is None:
-                column = columns[letters] = _column(letters)
-            if column > len(values):
-                values.extend([""] * (column - len(values)))
-        values.append(_value(cell, tags, strings))
-    return "\t".join(values).rstrip("\t")
-
-
-def _value(cell: Element, tags: _Tags, strings: list[str]) -> str:
-    kind = cell.get("t")
-    if kind == "inlineStr":
-        inline = cell.find(tags.inline)
-        text = _string(inline) if inline is not None else ""
-    else:
-        value = cell.find(tags.value)
-        raw = (value.text or "") if value is not None else ""
-        if kind == "s":
-            try:
-                text = strings[int(raw)]
-            except (ValueError, IndexError):
-                text = ""
-        elif kind == "b":
-            text = "TRUE" if raw == "1" else "FALSE" if raw == "0" else raw
-        elif kind is None or kind == "n":
-            text = _number(raw)
-        else:  # str (a formula's text), e (an error such as #DIV/0!), d (an ISO date)
-            text = raw
-    if "\t" in text or "\n" in text:
-        text = " ".join(text.split())  # a cell stays one field of its line
-    return text
+def _value(kind: str | None, raw: str, strings: list[str]) -> str:
+    """A cell's text from its type and stored value."""
+    if kind == "s":
+        try:
+            return strings[int(raw)]
+        except (ValueError, IndexError):
+            return ""
+    if kind == "b":
+        return "TRUE" if raw == "1" else "FALSE" if raw == "0" else raw
+    if kind is None or kind == "n":
+        return _number(raw)
+    return raw  # str (a formula's text), e (an error such as #DIV/0!), d (an ISO date)
 
 
 def _number(raw: str) -> str:
