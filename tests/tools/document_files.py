@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from xml.sax.saxutils import escape
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -159,9 +159,16 @@ def docx_bytes(
 Cell = str | int | float
 
 
-def xlsx_bytes(sheets: dict[str, Sequence[Sequence[Cell]]], *, inline: bool = False) -> bytes:
+def xlsx_bytes(
+    sheets: dict[str, Sequence[Sequence[Cell]]],
+    *,
+    inline: bool | Collection[str] = False,
+    rich: Collection[str] = (),
+) -> bytes:
     """An XLSX of `sheets` (name -> rows). Text cells are shared strings, or inline
-    strings with `inline`; numbers are numbers."""
+    strings: all with `inline=True`, those named with a collection; numbers are numbers.
+    A shared string named in `rich` is written as Excel writes formatted text: two runs,
+    and a phonetic guide (rPh) that is not part of the text."""
     shared: dict[str, int] = {}
     parts: dict[str, str | bytes] = {"_rels/.rels": _root_rels("xl/workbook.xml")}
     overrides = {"xl/workbook.xml": f"{OD}.spreadsheetml.sheet.main+xml"}
@@ -173,7 +180,9 @@ def xlsx_bytes(sheets: dict[str, Sequence[Sequence[Cell]]], *, inline: bool = Fa
             cells = []
             for column, value in enumerate(row):
                 ref = f"{_letters(column)}{row_number}"
-                if isinstance(value, str) and inline:
+                if isinstance(value, str) and (
+                    inline is True or (not isinstance(inline, bool) and value in inline)
+                ):
                     cells.append(f'<c r="{ref}" t="inlineStr"><is><t>{escape(value)}</t></is></c>')
                 elif isinstance(value, str):
                     index = shared.setdefault(value, len(shared))
@@ -188,7 +197,7 @@ def xlsx_bytes(sheets: dict[str, Sequence[Sequence[Cell]]], *, inline: bool = Fa
         sheet_list.append(f'<sheet name="{escape(name)}" sheetId="{number}" r:id="rId{number}"/>')
         book_rels.append((f"rId{number}", "worksheet", f"worksheets/sheet{number}.xml"))
     if shared:
-        items = "".join(f"<si><t>{escape(text)}</t></si>" for text in shared)
+        items = "".join(_shared_item(text, text in rich) for text in shared)
         parts["xl/sharedStrings.xml"] = (
             f'{XML}<sst xmlns="{S}" count="{len(shared)}" uniqueCount="{len(shared)}">{items}</sst>'
         )
@@ -199,6 +208,17 @@ def xlsx_bytes(sheets: dict[str, Sequence[Sequence[Cell]]], *, inline: bool = Fa
     )
     parts["xl/_rels/workbook.xml.rels"] = rels(*book_rels)
     return package(parts, overrides)
+
+
+def _shared_item(text: str, rich: bool) -> str:
+    if not rich:
+        return f"<si><t>{escape(text)}</t></si>"
+    half = len(text) // 2
+    runs = "".join(
+        f'<r><rPr><b/></rPr><t xml:space="preserve">{escape(part)}</t></r>'
+        for part in (text[:half], text[half:])
+    )
+    return f'{runs.join(["<si>", ""])}<rPh sb="0" eb="1"><t>guide</t></rPh></si>'
 
 
 def _letters(column: int) -> str:

@@ -88,7 +88,9 @@ async def test_a_docx_gives_its_body_tables_footnotes_and_endnotes(tmp_path: Pat
 async def test_an_xlsx_gives_each_sheet_as_tab_separated_rows(tmp_path: Path) -> None:
     ctx = tool_context(tmp_path)
     shared = xlsx_bytes(
-        {"Sales": [["fruit", "kg"], ["apple", 12], ["pear", 0.1]], "Notes": [["ok"]]}
+        {"Sales": [["fruit", "kg"], ["apple", 12], ["pear", 0.1]], "Notes": [["ok", "pear"]]},
+        inline={"kg", "ok"},  # the rest shared: both kinds in one workbook
+        rich={"pear"},  # in runs, with a phonetic guide that is not text
     )
     inline = xlsx_bytes({"Stock": [["item", "count"], ["nails", 400]]}, inline=True)
     put(ctx, "sales.xlsx", shared)
@@ -97,7 +99,7 @@ async def test_an_xlsx_gives_each_sheet_as_tab_separated_rows(tmp_path: Path) ->
     assert text == (
         "[sales.xlsx: XLSX, sheets: Sales, Notes]\n"
         "--- sheet Sales ---\nfruit\tkg\napple\t12\npear\t0.1\n"
-        "--- sheet Notes ---\nok\n"
+        "--- sheet Notes ---\nok\tpear\n"
     )
     assert await read(ctx, path="stock.xlsx") == (
         "[stock.xlsx: XLSX, sheets: Stock]\n--- sheet Stock ---\nitem\tcount\nnails\t400\n"

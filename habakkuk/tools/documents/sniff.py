@@ -11,7 +11,12 @@ Format = Literal["pdf", "zip", "ole", "html", "text", "binary"]
 
 HEAD_BYTES = 8192
 _OLE = bytes.fromhex("D0CF11E0A1B11AE1")
-_HTML = re.compile(rb"<(!doctype\s+html|html[\s>]|head[\s>]|body[\s>])", re.IGNORECASE)
+# A page starts with its doctype or html, head or body tag (after an XML declaration
+# and comments): text that merely mentions <html> further on stays text.
+_HTML = re.compile(
+    rb"^(?:\s|<\?xml[^>]*>|<!--.*?-->)*<(?:!doctype\s+html|html|head|body)[\s>/]",
+    re.IGNORECASE | re.DOTALL,
+)
 # Formats told apart only to say what they are: read_document reads none of them.
 _OTHER = (
     (b"\x89PNG\r\n\x1a\n", "a PNG image"),
@@ -48,7 +53,7 @@ def sniff_bytes(head: bytes) -> Format:
     text = _as_text(head)
     if text is None:
         return "binary"
-    if _HTML.search(text.lstrip()[:2048].encode("utf-8", errors="ignore")):
+    if _HTML.match(text.encode("utf-8", errors="ignore")):
         return "html"
     return "text"
 
