@@ -49,14 +49,15 @@ THREE_PAGES = [["Intro to the report"], ["Revenue grew (a lot)"], ["Thanks for r
 
 async def test_a_pdf_is_read_page_by_page_and_pages_pick_some(tmp_path: Path) -> None:
     ctx = tool_context(tmp_path)
-    put(ctx, "report.pdf", pdf_bytes(THREE_PAGES))
+    put(ctx, "report.pdf", pdf_bytes([*THREE_PAGES, []]))
     text = await read(ctx, path="report.pdf")
-    assert text.startswith("[report.pdf: PDF, 3 pages]\n--- page 1 ---\nIntro to the report\n")
+    assert text.endswith("--- page 4 ---\n[no text on this page: a scan or a picture?]\n")
+    assert text.startswith("[report.pdf: PDF, 4 pages]\n--- page 1 ---\nIntro to the report\n")
     assert "--- page 2 ---\nRevenue grew (a lot)\n--- page 3 ---\nThanks for reading" in text
-    picked = await read(ctx, path="report.pdf", pages="2-")
-    assert "--- page 1 ---" not in picked
+    picked = await read(ctx, path="report.pdf", pages="2-3")
+    assert "--- page 1 ---" not in picked and "--- page 4 ---" not in picked
     assert "--- page 2 ---" in picked and "--- page 3 ---" in picked
-    with pytest.raises(ToolError, match=r"report.pdf has 3 pages; pages='7-9' picks none"):
+    with pytest.raises(ToolError, match=r"report.pdf has 4 pages; pages='7-9' picks none"):
         await read(ctx, path="report.pdf", pages="7-9")
     with pytest.raises(ToolError, match=r"pages='two'"):
         await read(ctx, path="report.pdf", pages="two")

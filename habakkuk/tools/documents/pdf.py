@@ -44,7 +44,8 @@ def read_pdf(handle: IO[bytes], name: str, sink: Sink, pages: Ranges | None) -> 
                 text = reader.pages[number - 1].extract_text()
             except Exception as exc:  # one bad page says so; the others are still read
                 text = f"[page {number} could not be read: {_why(exc)}]"
-            sink.add(f"--- page {number} ---\n{text.strip()}\n")
+            text = text.strip() or "[no text on this page: a scan or a picture?]"
+            sink.add(f"--- page {number} ---\n{text}\n")
     return f"PDF, {count} page{'s' if count != 1 else ''}"
 
 
