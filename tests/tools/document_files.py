@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -156,7 +157,16 @@ def docx_bytes(
     return package(parts, overrides)
 
 
-Cell = str | int | float
+@dataclass(frozen=True)
+class Formatted:
+    """A number shown through a number format: a custom format code, or a built-in
+    format's id (14 is a date, 20 a time of day)."""
+
+    value: float
+    format: str | int
+
+
+Cell = str | int | float | Formatted
 
 
 def xlsx_bytes(
@@ -164,12 +174,16 @@ def xlsx_bytes(
     *,
     inline: bool | Collection[str] = False,
     rich: Collection[str] = (),
+    date1904: bool = False,
 ) -> bytes:
     """An XLSX of `sheets` (name -> rows). Text cells are shared strings, or inline
     strings: all with `inline=True`, those named with a collection; numbers are numbers.
     A shared string named in `rich` is written as Excel writes formatted text: two runs,
-    and a phonetic guide (rPh) that is not part of the text."""
+    and a phonetic guide (rPh) that is not part of the text. A Formatted number gets a
+    cell style of its format (a styles part as Excel writes it); `date1904` sets the
+    workbook's 1904 date system."""
     shared: dict[str, int] = {}
+    styles: dict[str | int, int] = {}  # number format -> its cell style (0 is General)
     parts: dict[str, str | bytes] = {"_rels/.rels": _root_rels("xl/workbook.xml")}
     overrides = {"xl/workbook.xml": f"{OD}.spreadsheetml.sheet.main+xml"}
     sheet_list = []
@@ -187,6 +201,9 @@ def xlsx_bytes(
                 elif isinstance(value, str):
                     index = shared.setdefault(value, len(shared))
                     cells.append(f'<c r="{ref}" t="s"><v>{index}</v></c>')
+                elif isinstance(value, Formatted):
+                    style = styles.setdefault(value.format, len(styles) + 1)
+                    cells.append(f'<c r="{ref}" s="{style}"><v>{value.value}</v></c>')
                 else:
                     cells.append(f'<c r="{ref}"><v>{value}</v></c>')
             lines.append(f'<row r="{row_number}">{"".join(cells)}</row>')
@@ -202,12 +219,36 @@ def xlsx_bytes(
             f'{XML}<sst xmlns="{S}" count="{len(shared)}" uniqueCount="{len(shared)}">{items}</sst>'
         )
         book_rels.append((f"rId{len(book_rels) + 1}", "sharedStrings", "sharedStrings.xml"))
+    if styles:
+        parts["xl/styles.xml"] = _styles(styles)
+        overrides["xl/styles.xml"] = f"{OD}.spreadsheetml.styles+xml"
+        book_rels.append((f"rId{len(book_rels) + 1}", "styles", "styles.xml"))
+    properties = '<workbookPr date1904="1"/>' if date1904 else ""
     parts["xl/workbook.xml"] = (
-        f'{XML}<workbook xmlns="{S}" xmlns:r="{R}">'
+        f'{XML}<workbook xmlns="{S}" xmlns:r="{R}">{properties}'
         f"<sheets>{''.join(sheet_list)}</sheets></workbook>"
     )
     parts["xl/_rels/workbook.xml.rels"] = rels(*book_rels)
     return package(parts, overrides)
+
+
+def _styles(styles: dict[str | int, int]) -> str:
+    """A styles part: custom formats numbered from 164 (as Excel does), a cell style per
+    format after the default one, and a cellStyleXfs list the reader must not count."""
+    custom = {code: 164 + n for n, code in enumerate(c for c in styles if isinstance(c, str))}
+    formats = "".join(
+        f'<numFmt numFmtId="{number}" formatCode="{escape(code, {chr(34): "&quot;"})}"/>'
+        for code, number in custom.items()
+    )
+    xfs = '<xf numFmtId="0"/>' + "".join(
+        f'<xf numFmtId="{custom[code] if isinstance(code, str) else code}" applyNumberFormat="1"/>'
+        for code in styles
+    )
+    return (
+        f'{XML}<styleSheet xmlns="{S}"><numFmts count="{len(custom)}">{formats}</numFmts>'
+        '<cellStyleXfs count="2"><xf numFmtId="14"/><xf numFmtId="14"/></cellStyleXfs>'
+        f'<cellXfs count="{len(styles) + 1}">{xfs}</cellXfs></styleSheet>'
+    )
 
 
 def _shared_item(text: str, rich: bool) -> str:

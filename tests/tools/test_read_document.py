@@ -23,6 +23,7 @@ from tests.tools.document_files import (
     CT,
     OD,
     XML,
+    Formatted,
     S,
     W,
     docx_bytes,
@@ -126,6 +127,25 @@ async def test_a_sparse_row_keeps_its_cells_in_their_columns(tmp_path: Path) -> 
             body = source.read(info)
             out.writestr(info.filename, sheet if info.filename.endswith("sheet1.xml") else body)
     assert "--- sheet S ---\na\t\t\tTRUE\n" in await read(ctx, path="sparse.xlsx")
+
+
+async def test_dates_and_times_are_shown_as_their_style_shows_them(tmp_path: Path) -> None:
+    ctx = tool_context(tmp_path)
+    row: list[str | int | float | Formatted] = [
+        Formatted(46082, 14),  # built-in m/d/yyyy: 2026-03-01
+        Formatted(0.6041666666666666, 20),  # built-in h:mm: 14:30
+        Formatted(46082.75, "yyyy-mm-dd hh:mm"),
+        Formatted(46082, "dd/mm/yyyy;@"),
+        Formatted(1.5, "[h]:mm"),  # a duration of 36 hours, not a time of day
+        Formatted(12.5, '#,##0.00 "days"'),  # quoted text is not a date token
+        46082,  # no style: a number
+    ]
+    put(ctx, "times.xlsx", xlsx_bytes({"T": [row]}))
+    assert (await read(ctx, path="times.xlsx")).endswith(
+        "2026-03-01\t14:30:00\t2026-03-01 18:00:00\t2026-03-01\t1.5\t12.5\t46082\n"
+    )
+    put(ctx, "mac.xlsx", xlsx_bytes({"T": [[Formatted(0, 14), Formatted(731, 14)]]}, date1904=True))
+    assert (await read(ctx, path="mac.xlsx")).endswith("1904-01-01\t1906-01-01\n")
 
 
 def test_a_row_of_60000_cells_is_streamed_not_held_as_a_tree() -> None:

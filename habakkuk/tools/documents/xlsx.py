@@ -2,7 +2,8 @@
 
 Cells are placed by their reference (a row whose cells skip columns keeps its tabs);
 text comes from the shared strings or the cell's inline string, numbers and formula
-results as Excel stored them (a date is the serial number Excel keeps). A sheet is
+results as Excel stored them, except that a number whose style shows a date or a time
+is written as one (ISO 8601: 2026-03-01, 14:30:00; see xlsx_dates). A sheet is
 streamed (ooxml.stream): a 50,000-row sheet, or a row of a million cells, is never
 one tree.
 """
@@ -10,41 +11,56 @@ one tree.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
 from .errors import DocumentError
 from .ooxml import Package, local, parse, stream
 from .output import Full, Sink
+from .xlsx_dates import DateStyles, date_styles
 
 
 def read_xlsx(package: Package, main: str, sink: Sink, sheet: str | None) -> str:
     """Add the sheets' rows to `sink` until it is full; returns the summary
     ("XLSX, sheets: A, B")."""
-    sheets = _sheets(package, main)
+    sheets, epoch_1904 = _sheets(package, main)
     names = ", ".join(name for name, _ in sheets) or "none"
     chosen = sheets if sheet is None else [_choose(sheets, sheet, package.name)]
-    strings: list[str] | None = None
+    book: _Book | None = None
     with contextlib.suppress(Full):  # the sink is full: the note says where it was cut
         for name, part in chosen:
-            if strings is None:
-                strings = _shared_strings(package, main)
+            if book is None:
+                dates = date_styles(package, main, epoch_1904)
+                book = _Book(_shared_strings(package, main), dates)
             sink.where = f"sheet {name!r}"
             sink.add(f"--- sheet {name} ---\n")
-            _rows(package, part, strings, name, sink)
+            _rows(package, part, book, name, sink)
     return f"XLSX, sheets: {names}"
 
 
-def _sheets(package: Package, main: str) -> list[tuple[str, str]]:
-    """(name, part) of each sheet, in the workbook's order (chartsheets have no rows)."""
+@dataclass(frozen=True)
+class _Book:
+    """What every sheet's cells refer to: the shared strings and the date styles."""
+
+    strings: list[str]
+    dates: DateStyles
+
+
+def _sheets(package: Package, main: str) -> tuple[list[tuple[str, str]], bool]:
+    """(name, part) of each sheet, in the workbook's order (chartsheets have no rows),
+    and whether its dates count from 1904 (old Mac workbooks) rather than 1900."""
     targets = {rel.id: rel.target for rel in package.relationships(main) if rel.type == "worksheet"}
     found: list[tuple[str, str]] = []
+    epoch_1904 = False
     for elem in parse(package, main):
-        if local(elem.tag) == "sheet":
+        if local(elem.tag) == "workbookPr":
+            epoch_1904 = elem.get("date1904") in ("1", "true")
+        elif local(elem.tag) == "sheet":
             rel_id = next((v for k, v in elem.attrib.items() if local(k) == "id"), "")
             if rel_id in targets and package.has(targets[rel_id]):
                 hidden = " (hidden)" if elem.get("state") in ("hidden", "veryHidden") else ""
                 found.append((f"{elem.get('name') or rel_id}{hidden}", targets[rel_id]))
-    return found
+    return found, epoch_1904
 
 
 def _choose(sheets: list[tuple[str, str]], wanted: str, name: str) -> tuple[str, str]:
@@ -97,15 +113,17 @@ class _StringText:
         return text
 
 
-def _rows(package: Package, part: str, strings: list[str], sheet: str, sink: Sink) -> None:
+def _rows(package: Package, part: str, book: _Book, sheet: str, sink: Sink) -> None:
     """Stream one sheet's rows into `sink`, one tab-separated line each, every cell in its
     column (a row whose cells skip columns keeps its tabs)."""
     tags: _Tags | None = None
     columns: dict[str, int] = {}  # column letters -> index, parsed once each
     values: list[str] = []  # the open row's cells
     row_number = ""
-    kind: str | None = None  # the open cell's type and its stored value
+    kind: str | None = None  # the open cell's type, style and stored value
+    style: str | None = None
     raw = ""
+    dates = book.dates if book.dates else None
     inline = _StringText()
     try:
         for started, elem in stream(package, part):
@@ -115,6 +133,7 @@ def _rows(package: Package, part: str, strings: list[str], sheet: str, sink: Sin
             if started:
                 if tag == tags.cell:
                     kind, raw = elem.get("t"), ""
+                    style = elem.get("s") if dates is not None else None
                     ref = elem.get("r")
                     if ref:
                         letters = ref.rstrip("0123456789")
@@ -131,7 +150,12 @@ def _rows(package: Package, part: str, strings: list[str], sheet: str, sink: Sin
             elif tag == tags.value:
                 raw = elem.text or ""
             elif tag == tags.cell:
-                text = inline.take() if kind == "inlineStr" else _value(kind, raw, strings)
+                if kind == "inlineStr":
+                    text = inline.take()
+                elif style is not None and dates is not None and (kind is None or kind == "n"):
+                    text = dates.text(style, raw) or _value(kind, raw, book.strings)
+                else:
+                    text = _value(kind, raw, book.strings)
                 if "\t" in text or "\n" in text:
                     text = " ".join(text.split())  # a cell stays one field of its line
                 values.append(text)
