@@ -1,4 +1,4 @@
-"""The built-in tools of a runtime, registered by toolset (channels add theirs when configured).
+"""The built-in tools of a runtime, registered by toolset (channels add theirs when any runs).
 
 Each toolset is built here on the services it uses (`ToolServices`), typed: the tools
 hold them from construction (engine/toolkit/service_tool.py), so nothing of the layers
@@ -39,6 +39,12 @@ class ToolServices:
     # The running channel service (the chat a turn answers to, send_file, poll), or None
     # while no channel runs in this process: it is made after the tools.
     channels: Callable[[], ChannelService | None]
+
+
+def chats_run(config: Config) -> bool:
+    """True when any chat runs for this home: a configured channel, or the web chat of
+    the HTTP server (a channel account of its own even without a `channels:` entry)."""
+    return bool(config.channels) or config.http is not None
 
 
 def _check_hardline(command: str) -> str | None:
@@ -99,7 +105,7 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
     for tool in delegate_tools(services.delegation):
         registry.register(tool, "delegate")
-    if config.channels:
+    if chats_run(config):
         from habakkuk.channels.service import register_tools
 
         register_tools(registry, services.channels)
