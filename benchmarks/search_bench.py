@@ -151,10 +151,21 @@ def notes_index(root: Path, count: int) -> Path:
             tags = " ".join(rng.sample(COMMON, 2))
             index_words(conn, number + 1, " ".join(words(rng, 3)), tags, body)
         conn.execute("COMMIT")
+    began, steps, longest = time.perf_counter(), 0, 0.0
     for table in FTS_TABLES:  # as the sync's first build ends: Index.compact
         pages = -MERGE_PAGES
-        while merge_step(conn, table, pages):
+        while True:
+            step = time.perf_counter()
+            merged = merge_step(conn, table, pages)
+            steps, longest = steps + 1, max(longest, time.perf_counter() - step)
+            if not merged:
+                break
             pages = MERGE_PAGES
+    print(
+        f"  compacted in {time.perf_counter() - began:.1f} s, {steps} steps,"
+        f" the longest {longest * 1000:.0f} ms",
+        flush=True,
+    )
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     building.rename(path)

@@ -133,11 +133,16 @@ INDEX_MIGRATIONS = [
     # column to find the ones holding it there, and a rare word held in no tag walked
     # all of them (7,060 of 100,000 notes, 0.17 ms; 684 of 10,000, 0.03 ms). Here a
     # lookup reads only the notes holding the word in that column, at most a window.
+    # No column sizes: they serve bm25(), which nothing runs on these tables.
     Migration(
         2,
         """
-        CREATE VIRTUAL TABLE note_titles_fts USING fts5(title, tokenize = 'porter unicode61');
-        CREATE VIRTUAL TABLE note_tags_fts USING fts5(tags, tokenize = 'porter unicode61');
+        CREATE VIRTUAL TABLE note_titles_fts USING fts5(
+            title, tokenize = 'porter unicode61', columnsize = 0
+        );
+        CREATE VIRTUAL TABLE note_tags_fts USING fts5(
+            tags, tokenize = 'porter unicode61', columnsize = 0
+        );
         INSERT INTO note_titles_fts(rowid, title) SELECT rowid, title FROM notes_fts;
         INSERT INTO note_tags_fts(rowid, tags) SELECT rowid, tags FROM notes_fts;
         """,
