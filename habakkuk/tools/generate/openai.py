@@ -81,7 +81,7 @@ class OpenAIImages:
         import aiohttp
 
         assert request.edit_from is not None
-        form = aiohttp.FormData()
+        form = aiohttp.FormData(default_to_multipart=True)
         form.add_field("model", self.model)
         form.add_field("prompt", request.prompt)
         form.add_field("n", str(request.n))
@@ -107,7 +107,7 @@ class OpenAIVideos:
     async def submit(self, request: VideoRequest, *, key: str) -> Submitted:
         import aiohttp
 
-        form = aiohttp.FormData()
+        form = aiohttp.FormData(default_to_multipart=True)
         form.add_field("model", self.model)
         form.add_field("prompt", request.prompt)
         form.add_field("seconds", str(snap_seconds(request.seconds)))
