@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from habakkuk.engine.config import Config, ImagesConfig, VideoConfig, parse_config
+from habakkuk.engine.config import (
+    Config,
+    GenerationProvider,
+    ImagesConfig,
+    VideoConfig,
+    parse_config,
+)
 from habakkuk.engine.home import Environment, Home
 from habakkuk.engine.llm.types import ToolUseBlock, Usage
 from habakkuk.engine.state import ProviderJob, StateStore
@@ -27,6 +33,7 @@ from habakkuk.tools.generate.tools import (
     image_provider,
     video_provider,
 )
+from habakkuk.tools.generate.types import UsageLog
 from tests.fakes.media_gen import MP4, FakeMedia, png
 from tests.helpers import eventually, tool_context
 
@@ -75,8 +82,10 @@ def base(fake: FakeMedia, provider: str) -> str:
     ]
 
 
-def images_tool(fake: FakeMedia, provider: str, ledger: Ledger | None = None) -> ImageGenerate:
-    config = ImagesConfig(provider, base_url=base(fake, provider))  # type: ignore[arg-type]
+def images_tool(
+    fake: FakeMedia, provider: GenerationProvider, ledger: UsageLog | None = None
+) -> ImageGenerate:
+    config = ImagesConfig(provider, base_url=base(fake, provider))
     resolved = _resolved(images=config)
     assert resolved.images is not None
     return ImageGenerate(
@@ -85,9 +94,9 @@ def images_tool(fake: FakeMedia, provider: str, ledger: Ledger | None = None) ->
 
 
 def video_tool(
-    fake: FakeMedia, provider: str, ledger: Ledger | None = None, **extra: Any
+    fake: FakeMedia, provider: GenerationProvider, ledger: UsageLog | None = None, **extra: Any
 ) -> VideoGenerate:
-    config = VideoConfig(provider, base_url=base(fake, provider), **extra)  # type: ignore[arg-type]
+    config = VideoConfig(provider, base_url=base(fake, provider), **extra)
     resolved = _resolved(video=config)
     assert resolved.video is not None
     return VideoGenerate(
@@ -526,3 +535,22 @@ def test_the_journal_holds_json_detail(tmp_path: Path) -> None:
     assert record is not None
     assert (record.status, record.job, record.detail) == ("running", "req-1", {"status_url": "u"})
     assert json.dumps(record.detail)
+
+
+async def test_generations_land_in_the_usage_records_shown_by_usage(
+    tmp_path: Path, fake: FakeMedia, state: StateStore
+) -> None:
+    from habakkuk.engine.llm.usage import UsageStore
+    from habakkuk.services.usage import UsageLedger
+
+    store = await UsageStore.open(tmp_path / "usage.db")
+    try:
+        ledger = UsageLedger(store)
+        ctx = context(tmp_path, state)
+        await call(images_tool(fake, "openai", ledger), ctx, {"prompt": "a"}, call_id="c1")
+        await call(video_tool(fake, "openai", ledger), ctx, {"prompt": "b"}, call_id="c2")
+        totals = {t.model: t for t in await ledger.usage_totals(session="ses_1")}
+        assert set(totals) == {"openai/gpt-image-1 [image]", "openai/sora-2 [video]"}
+        assert totals["openai/gpt-image-1 [image]"].output_tokens == 4160
+    finally:
+        await store.close()
