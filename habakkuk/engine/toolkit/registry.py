@@ -365,8 +365,8 @@ class ToolRegistry:
         # A per-call copy (ran and taint stay shared with the turn's context).
         ctx = dataclasses.replace(ctx, confined=bool(within), call_id=use.tool_use_id)
         output = await tool.run(args, ctx)  # call() turns what it raises into a result
-        if note:
-            output = ToolOutput(output.text + note, output.is_error)
+        if note:  # the rest of the output (its media) stays as the tool made it
+            output = dataclasses.replace(output, text=output.text + note)
         return output
 
     def may_mutate(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> bool:
