@@ -414,6 +414,7 @@ async def test_a_finished_call_run_again_answers_the_same_and_sends_nothing(
     tool = images_tool(fake, "fal", ledger)
     first, _ = await call(tool, ctx, {"prompt": "a boat"})
     seen = len(fake.seen)
+    tool.keys = lambda name: None  # not even the key is needed to answer again
     again, is_error = await call(tool, ctx, {"prompt": "a boat"})
     assert not is_error
     assert len(fake.seen) == seen  # no request at all

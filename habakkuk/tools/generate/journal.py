@@ -141,7 +141,7 @@ async def run_sync(
     """A synchronous generation, recorded "sending" before its request."""
     earlier = await journal.begin()
     if earlier is not None:
-        return await _settled(journal, earlier)
+        return await settled(journal, earlier)
     saved: list[Path] = []
 
     async def each(output: Output) -> None:
@@ -181,7 +181,7 @@ async def run_job(
     elif earlier.status == "running" and earlier.job:
         job, started, first_wait = Submitted(earlier.job, earlier.detail), earlier.created_at, False
     else:
-        return await _settled(journal, earlier)
+        return await settled(journal, earlier)
     done = await _poll(journal, provider, job, key, backoff, started + timeout, first_wait, clock)
     made = await _fetch(journal, provider, job, done, key)
     return Outcome(await save(made.outputs), made.spend, True)
@@ -241,7 +241,12 @@ async def _fetch(
     raise AssertionError("unreachable")
 
 
-async def _settled(journal: Journal, earlier: ProviderJob) -> Outcome:
+def is_settled(earlier: ProviderJob | None) -> bool:
+    """Whether a call's earlier run decided its answer (nothing to send, poll or read)."""
+    return earlier is not None and not (earlier.status == "running" and earlier.job)
+
+
+async def settled(journal: Journal, earlier: ProviderJob) -> Outcome:
     """The answer of a call that ran before: what it answered, or that it was cut off."""
     saved = saved_of(earlier)
     if earlier.status == "done":

@@ -23,7 +23,7 @@ from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.engine.toolkit.permissions import Risk, inside
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
 
-from .journal import Backoff, Journal, Outcome, run_job, run_sync
+from .journal import Backoff, Journal, Outcome, is_settled, run_job, run_sync, settled
 from .media import read_input_image, save_output, stem_for
 from .types import (
     ImageMaker,
@@ -48,7 +48,7 @@ def _environ(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
-def _size_kb(path: Path) -> str:
+def _size(path: Path) -> str:
     try:
         size = path.stat().st_size
     except OSError:
@@ -165,6 +165,11 @@ class ImageGenerate(_Generate):
         self.timeout = timeout
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        journal = Journal(ctx.state, ctx, self.name, self.provider.name)
+        earlier = await journal.earlier()
+        if earlier is not None and is_settled(earlier):
+            # Decided by an earlier run of this call: no key, no input, no request.
+            return await self._answer(await settled(journal, earlier), journal, ctx)
         request = ImageRequest(
             prompt=args["prompt"],
             size=str(args.get("size") or self.config.size),
@@ -172,7 +177,6 @@ class ImageGenerate(_Generate):
             edit_from=await self._input(args, ctx),
         )
         key = self.key(self.config.key_env)
-        journal = Journal(ctx.state, ctx, self.name, self.provider.name)
         count = 0
 
         async def save_one(output: Output) -> Path:
@@ -198,6 +202,9 @@ class ImageGenerate(_Generate):
                 backoff=self.backoff,
                 timeout=self.timeout,
             )
+        return await self._answer(outcome, journal, ctx)
+
+    async def _answer(self, outcome: Outcome, journal: Journal, ctx: ToolContext) -> ToolOutput:
         text = self._text(outcome, ctx)
         if outcome.fresh:
             await journal.done({"saved": [str(p) for p in outcome.saved]}, text)
@@ -205,7 +212,7 @@ class ImageGenerate(_Generate):
         return ToolOutput(text, media=await self._media(outcome.saved, ctx))
 
     def _text(self, outcome: Outcome, ctx: ToolContext) -> str:
-        lines = [f"- {_shown(p, ctx.workspace)} ({_size_kb(p)})" for p in outcome.saved]
+        lines = [f"- {_shown(p, ctx.workspace)} ({_size(p)})" for p in outcome.saved]
         head = f"Saved {len(outcome.saved)} image(s) in the workspace"
         if not outcome.fresh:
             head += " (by an earlier run of this call; nothing new was generated)"
@@ -270,6 +277,10 @@ class VideoGenerate(_Generate):
         )
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        journal = Journal(ctx.state, ctx, self.name, self.provider.name)
+        earlier = await journal.earlier()
+        if earlier is not None and is_settled(earlier):
+            return self._answer(await settled(journal, earlier), ctx)
         request = VideoRequest(
             prompt=args["prompt"],
             seconds=int(args.get("seconds", self.config.seconds)),
@@ -277,7 +288,6 @@ class VideoGenerate(_Generate):
             image=await self._input(args, ctx),
         )
         key = self.key(self.config.key_env)
-        journal = Journal(ctx.state, ctx, self.name, self.provider.name)
 
         async def save_all(outputs: list[Output]) -> list[Path]:
             return [
@@ -297,15 +307,17 @@ class VideoGenerate(_Generate):
             backoff=self.backoff,
             timeout=self.config.timeout_seconds,
         )
-        lines = [f"- {_shown(p, ctx.workspace)} ({_size_kb(p)})" for p in outcome.saved]
+        answer = self._answer(outcome, ctx)
+        await journal.done({"saved": [str(p) for p in outcome.saved]}, answer.text)
+        await self._record("video", self.provider.name, self.provider.model, outcome, ctx)
+        return answer
+
+    def _answer(self, outcome: Outcome, ctx: ToolContext) -> ToolOutput:
+        lines = [f"- {_shown(p, ctx.workspace)} ({_size(p)})" for p in outcome.saved]
         head = "Saved the clip in the workspace"
         if not outcome.fresh:
             head += " (by an earlier run of this call; nothing new was generated)"
-        text = "\n".join([f"{head}:", *lines, "Send it to the user with send_file."])
-        if outcome.fresh:
-            await journal.done({"saved": [str(p) for p in outcome.saved]}, text)
-        await self._record("video", self.provider.name, self.provider.model, outcome, ctx)
-        return ToolOutput(text)
+        return ToolOutput("\n".join([f"{head}:", *lines, "Send it to the user with send_file."]))
 
 
 def image_provider(config: ImagesConfig) -> ImageMaker | JobProvider:
