@@ -13,6 +13,7 @@ a crash, a retry or a redelivered message never pays for a second generation.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,8 @@ from .types import (
     UsageLog,
     VideoRequest,
 )
+
+log = logging.getLogger(__name__)
 
 MAX_IMAGES = 4
 MAX_PROMPT = 32_000
@@ -111,15 +114,18 @@ class _Generate(Tool):
     ) -> None:
         if self.usage is None or not outcome.fresh:
             return
-        await self.usage.record_generation(
-            kind,
-            provider,
-            model,
-            agent=ctx.agent,
-            session=ctx.session,
-            usage=outcome.spend.usage,
-            cost=outcome.spend.cost,
-        )
+        try:
+            await self.usage.record_generation(
+                kind,
+                provider,
+                model,
+                agent=ctx.agent,
+                session=ctx.session,
+                usage=outcome.spend.usage,
+                cost=outcome.spend.cost,
+            )
+        except Exception as exc:  # the files are saved and paid for: the call still succeeds
+            log.warning("%s: cannot record its usage: %s", self.name, exc)
 
 
 class ImageGenerate(_Generate):
