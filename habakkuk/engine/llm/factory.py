@@ -145,8 +145,9 @@ class ProviderHub:
             if make is not None:
                 # The key is looked up on the thread too: it may read the OS keyring.
                 steps.append(functools.partial(_make_client, make, self.key, ref))
-        if steps:
-            self._warming.append(asyncio.ensure_future(asyncio.to_thread(_warm_all, steps)))
+        if steps:  # submitted now: the caller's next lines run synchronously (imports)
+            loop = asyncio.get_running_loop()
+            self._warming.append(loop.run_in_executor(None, _warm_all, steps))
 
     def warm_first(self, agent: str | None, choice: ModelRef | None = None) -> None:
         """`warm` the model a turn of `agent` (None: the default agent) calls first: the
