@@ -118,8 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if argv is None:
             # The interpreter's shutdown walks every object still alive for garbage, a few
-            # times over: the modules, classes and functions a command loaded (0.15 s of
-            # CPU after a one-shot `habakkuk run`, the model SDK's most of them). Frozen,
+            # times over: the modules, classes and functions a command loaded (the model
+            # SDK's most of them), 0.16 s of CPU after a one-shot `habakkuk run`. Frozen,
             # they are skipped; the process's ending frees them all the same.
             gc.freeze()
 
