@@ -75,3 +75,26 @@ async def test_warming_an_agent_that_is_not_configured_leaves_the_error_to_its_s
         assert clients_of(hub) == 0
     finally:
         await hub.aclose()
+
+
+async def test_a_sessions_model_choice_is_warmed_and_one_whose_provider_is_gone_is_not(
+    home: Home, model_server: FakeModelServer
+) -> None:
+    url = f"{model_server.base_url}/v1"
+    lines = (
+        f"  remote: {{type: openai, base_url: '{url}', key_env: K}}\n"
+        f"  other: {{type: openai, base_url: '{url}', key_env: K}}\n"
+    )
+    hub = hub_on(home, lines, K="sk-choice")
+    try:
+        hub.warm_first("main", ModelRef("other", "gpt-other"))
+        await hub.warmed()
+        other = hub.provider(ModelRef("other", "gpt-other"))
+        assert isinstance(other, ClientStreamingProvider)
+        assert (len(other.clients), clients_of(hub)) == (1, 0)
+        # A choice whose provider left the config: the turn falls back to the agent's model.
+        hub.warm_first("main", ModelRef("gone", "gpt-gone"))
+        await hub.warmed()
+        assert clients_of(hub) == 1
+    finally:
+        await hub.aclose()

@@ -151,9 +151,10 @@ class ProviderHub:
 
     def warm_first(self, agent: str | None, choice: ModelRef | None = None) -> None:
         """`warm` the model a turn of `agent` (None: the default agent) calls first: the
-        session's /model `choice` when given, else the agent's own model. Nothing for an
-        agent that is not configured (the session's creation says so)."""
-        if choice is None:
+        session's /model `choice` while its provider is configured, else the agent's own
+        model (as the turn's chain has it). Nothing for an agent that is not configured
+        (the session's creation says so)."""
+        if choice is None or choice.provider not in self.config.providers:
             try:
                 chain = self.config.agent(agent).chain
             except ConfigError:
