@@ -87,8 +87,7 @@ class Runtime:
         self.state = state
         self.memory = build_memory(home, config, self.env)  # a knowledge MemoryAccess
         self.skills = build_skills(home, config, self.memory)  # a knowledge SkillsAccess
-        # Background processes live as long as this runtime.
-        self.processes = ProcessManager(home.procs_dir, on_exit=self._process_exited)
+        self.processes = ProcessManager(home.procs_dir, on_exit=self._process_exited)  # ours
         self._process_turns: dict[str, str] = {}  # notify: true process id -> its turn
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
@@ -101,8 +100,7 @@ class Runtime:
         self.sessions = Sessions(
             config, home, transcripts, self.queue, self.blobs, state, hooks=self.hooks
         )
-        self.sessions.memory = self.memory  # the snapshot a new session's prompt lists
-        self.sessions.skills = self.skills
+        self.sessions.memory, self.sessions.skills = self.memory, self.skills  # prompt lists
         self.turns = Turns(
             self.queue, self.bus, self.sessions, lambda: self._pools, lambda: self._turn_pool
         )
@@ -155,7 +153,7 @@ class Runtime:
                 delegation=self.delegation,
                 channels=lambda: self.channels,
                 usage=self.ledger,
-                env=env,
+                env=self.env,
             ),
         )
         self.tools.hooks = self.hooks
