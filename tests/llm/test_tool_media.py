@@ -5,6 +5,7 @@ text-only with a note, and compaction and exports show a placeholder."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from PIL import Image
 
 from habakkuk.engine.agent.compaction import render_messages
 from habakkuk.engine.llm.types import ImageBlock, Message, TextBlock, ToolResultBlock
+from tests.conftest import mock_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
 PROVIDERS = {
@@ -186,3 +188,33 @@ async def test_an_export_shows_a_tool_image_as_a_placeholder(
     markdown = await runtime.sessions.export_session(session.id, "md")
     assert "Tool result · view_image" in markdown
     assert "*[image: pic.png]*" in markdown
+
+
+async def test_a_stopped_turn_keeps_the_images_of_calls_that_finished(
+    runtime_factory: Any,
+) -> None:
+    script = """
+    - tool_calls:
+        - {name: exec, arguments: {command: "sleep 30"}}
+        - {name: view_image, arguments: {path: pic.png}}
+    - text: "never reached"
+    """
+    runtime = await runtime_factory(mock_config(script, mode="full"))
+    workspace = runtime.config.agent("main").workspace_path
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "pic.png").write_bytes(png())
+    session = await runtime.sessions.new_session("main")
+    with runtime.bus.subscribe(
+        lambda e: e.kind == "tool.end" and e.data["tool"] == "view_image"
+    ) as ended:
+        runtime.start_workers()
+        turn = await runtime.turns.submit(session.id, "look, slowly")
+        await asyncio.wait_for(ended.get(), 30)
+    await runtime.turns.stop_turn(turn)
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(turn), 30)
+    assert outcome.status == "cancelled"
+    stored = (await runtime.sessions.messages(session.id))[2].message
+    kinds = [b.type for b in stored.blocks]
+    assert kinds == ["tool_result", "tool_result", "image"]  # exec's interrupted result: none
+    exec_result = stored.tool_results[0]
+    assert exec_result.is_error and "stopped" in exec_result.text
