@@ -14,7 +14,16 @@ import pytest
 from PIL import Image
 
 from habakkuk.engine.agent.compaction import render_messages
-from habakkuk.engine.llm.types import ImageBlock, Message, TextBlock, ToolResultBlock
+from habakkuk.engine.llm.media import rejects_media, text_only
+from habakkuk.engine.llm.provider import ProviderError
+from habakkuk.engine.llm.types import (
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    ModelRequest,
+    TextBlock,
+    ToolResultBlock,
+)
 from tests.conftest import mock_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
@@ -218,3 +227,39 @@ async def test_a_stopped_turn_keeps_the_images_of_calls_that_finished(
     assert kinds == ["tool_result", "tool_result", "image"]  # exec's interrupted result: none
     exec_result = stored.tool_results[0]
     assert exec_result.is_error and "stopped" in exec_result.text
+
+
+@pytest.mark.parametrize(
+    ("message", "refused"),
+    [
+        ("Invalid content type. image_url is only supported by certain models.", True),
+        ("'claude-x' does not support image input.", True),
+        ("messages[1]: unknown variant `image_url`, expected `text`", True),
+        ("The model llama-3 is not a multimodal model", True),
+        ("This model does not support PDF input", True),
+        ("You uploaded an unsupported image. Please make sure your image is valid.", False),
+        ("prompt is too long: 208310 tokens > 200000 maximum", False),
+        ("messages.1.content.0: tool_result blocks must come first", False),
+    ],
+)
+def test_a_refusal_of_media_is_told_from_other_bad_requests(message: str, refused: bool) -> None:
+    assert rejects_media(ProviderError("bad_request", message)) is refused
+    assert not rejects_media(ProviderError("server", message))  # only a bad request says so
+
+
+def test_text_only_replaces_images_and_binary_documents_and_keeps_text_ones() -> None:
+    message = Message(
+        "user",
+        [
+            TextBlock("see these"),
+            ImageBlock("image/png", blob="/b/1.png", name="shot.png"),
+            DocumentBlock("report.pdf", "application/pdf", blob="/b/2.pdf"),
+            DocumentBlock("notes.txt", "text/plain", blob="/b/3.txt"),
+        ],
+    )
+    sent = text_only(ModelRequest("m", "", [message]), "remote/text-model")
+    blocks = sent.messages[0].blocks
+    assert [b.type for b in blocks] == ["text", "text", "text", "document"]
+    assert "image shot.png not shown: the model remote/text-model does not accept" in str(blocks[1])
+    assert "saved at /b/2.pdf" in str(blocks[2])
+    assert message.blocks[1].type == "image"  # the stored message is left as it was
