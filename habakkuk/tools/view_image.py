@@ -11,6 +11,7 @@ result as an image the turn puts after the tool results (ToolOutput.media).
 from __future__ import annotations
 
 import asyncio
+import os
 import posixpath
 from pathlib import Path
 from typing import Any
@@ -119,14 +120,13 @@ def _read_file(path: Path, ctx: ToolContext) -> bytes:
     try:
         with path.open("rb") as handle:
             check_opened_for_reading(handle.fileno(), path, ctx)
-            data = handle.read(MAX_SOURCE_BYTES + 1)
+            if os.fstat(handle.fileno()).st_size <= MAX_SOURCE_BYTES:
+                data = handle.read(MAX_SOURCE_BYTES + 1)  # a file still growing stops here
+                if len(data) <= MAX_SOURCE_BYTES:
+                    return data
     except FileNotFoundError:
         raise ToolError(f"view_image: {path}: no such file") from None
-    if len(data) > MAX_SOURCE_BYTES:
-        raise ToolError(
-            f"view_image: {path} is over {MAX_SOURCE_BYTES // (1024 * 1024)} MB; not read"
-        )
-    return data
+    raise ToolError(f"view_image: {path} is over {MAX_SOURCE_BYTES // (1024 * 1024)} MB; not read")
 
 
 async def _shown(image: PreparedImage, label: str, name: str, ctx: ToolContext) -> ToolOutput:

@@ -352,3 +352,15 @@ async def test_the_registry_keeps_a_successful_calls_media_and_drops_a_failed_on
     assert [b.name for b in ok.media] == ["x.png"]
     assert failed.result.is_error and failed.media == []
     assert (await tools.call(ToolUseBlock("c", "attaches", {}), ctx, {"attaches"})).text == "here"
+
+
+async def test_a_file_over_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
+    from habakkuk.tools.view_image import MAX_SOURCE_BYTES
+
+    ctx = ctx_for(tmp_path)
+    with (ctx.workspace / "huge.png").open("wb") as handle:
+        handle.write(encoded("PNG"))
+        handle.truncate(MAX_SOURCE_BYTES + 1)  # sparse: nothing big is written
+    done = await call(registry(), ctx, {"path": "huge.png"})
+    assert done.result.is_error
+    assert "is over 50 MB; not read" in done.result.text
