@@ -142,6 +142,11 @@ class Tool(ABC):
     # Whether running this tool brings outside content into the turn (taints it). None:
     # every call of network risk does; a tool sets True or False to say otherwise.
     taints: ClassVar[bool | None] = None
+    # Tools that record their work durably by call (ctx.turn, ctx.call_id) and pick it up
+    # when run again (a paid generation polls the job it already started): a turn resumed
+    # after a crash runs their unfinished calls again, with the same tool_use_id, instead
+    # of recording them "interrupted" (engine/agent/turn.py).
+    resumable: ClassVar[bool] = False
 
     def spec(self) -> ToolSpec:
         """What the model is told about this tool: built once and reused by every request
@@ -379,7 +384,7 @@ class ToolRegistry:
         # A per-call copy (ran and taint stay shared with the turn's context).
         ctx = dataclasses.replace(ctx, confined=bool(within), call_id=use.tool_use_id)
         output = await tool.run(args, ctx)  # call() turns what it raises into a result
-        if note:
+        if note:  # the rest of the output (its media) stays as the tool made it
             output = dataclasses.replace(output, text=output.text + note)
         return output
 
