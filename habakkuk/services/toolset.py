@@ -82,6 +82,9 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
     ]
     for tool in core:
         registry.register(tool, "core")
+    from habakkuk.tools.view_image import ViewImage
+
+    registry.register(ViewImage(allow_private=config.tools.allow_private_urls), "media")
     from habakkuk.tools.documents.tool import ReadDocument
 
     registry.register(ReadDocument(), "media")

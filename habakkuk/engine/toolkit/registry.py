@@ -4,7 +4,9 @@ The decision runs in this order: the hardline blocklist (no mode, reviewer or
 human can allow it), the tool's own refusal, permission mode x risk, then the
 approver. Unattended runs (no approver) deny what needs approval. Whatever
 happens, the call ends with a ToolResultBlock; output over the inline budget is
-saved as a blob and the model gets a preview and the path.
+saved as a blob and the model gets a preview and the path. Images a tool attaches
+(ToolOutput.media) travel beside the result (`call_with_media`) for the turn to
+place; a call that failed or was denied shows none.
 """
 
 from __future__ import annotations
@@ -61,6 +63,15 @@ class ToolOutput:
         if self.denied:
             return "denied"
         return "error" if self.is_error else "ok"
+
+
+@dataclass
+class CallResult:
+    """One call's result block and the images it shows the model (none unless it
+    succeeded)."""
+
+    result: ToolResultBlock
+    media: list[ImageBlock] = field(default_factory=list)
 
 
 @dataclass
@@ -232,6 +243,13 @@ class ToolRegistry:
 
     async def call(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> ToolResultBlock:
         """Decide and run one call; always returns its result block."""
+        return (await self.call_with_media(use, ctx, allowed)).result
+
+    async def call_with_media(
+        self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]
+    ) -> CallResult:
+        """Decide and run one call: its result block, and the images it attached when it
+        succeeded (a failed or denied call's are dropped: they show nothing trustworthy)."""
         clock = _CallClock(time.monotonic())
         tool = self._tools.get(use.tool) if use.tool in allowed else None
         try:
@@ -292,7 +310,8 @@ class ToolRegistry:
                 preview=result.text[:500],
             )
         )
-        return result
+        media = list(output.media) if output.outcome == "ok" else []
+        return CallResult(result, media)
 
     async def _decide_and_run(
         self, tool: Tool | None, use: ToolUseBlock, ctx: ToolContext, clock: _CallClock
