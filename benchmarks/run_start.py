@@ -3,12 +3,14 @@ this checkout beside a baseline checkout, in alternating runs (issue 27, item 5)
 
 The model is the fake model server (tests/fakes/model_server.py, in a process of its
 own) answering "ok" at once; the home is a fresh one whose agent is in `full` mode on
-it. Each run is a fresh `python -m habakkuk.cli run hi` with PYTHONPATH set to the
-checkout, so both trees run in this venv; `habakkuk --help` is timed the same way.
-Both compile their modules once, as an installed package has: the runs write their
-bytecode under a temporary PYTHONPYCACHEPREFIX (never into the checkouts), even where
-PYTHONDONTWRITEBYTECODE is set (it is on the project's machines: every run would
-otherwise compile every module of the tree from source, a third of a second).
+it. A second home has the same agent on the mock provider (no SDK, no HTTP): the
+`run "hi" (mock)` line. Each run is a fresh `python -m habakkuk.cli run hi` with
+PYTHONPATH set to the checkout, so both trees run in this venv; `habakkuk --help` is
+timed the same way. Both compile their modules once, as an installed package has: the
+runs write their bytecode under a temporary PYTHONPYCACHEPREFIX (never into the
+checkouts), even where PYTHONDONTWRITEBYTECODE is set (it is on the project's machines:
+every run would otherwise compile every module of the tree from source, a third of a
+second).
 Medians printed, with the ratio ours / baseline. Target: run <= 0.6 s on the machine
 where it was 1.0 s; --help no slower.
 
@@ -32,6 +34,15 @@ OURS = HERE.parent
 CONFIG = (
     "providers:\n  remote: {{type: openai, base_url: '{url}/v1', key_env: BENCH_MODEL_KEY}}\n"
     "agents:\n  main: {{model: remote/bench-model, mode: full}}\n"
+)
+MOCK_CONFIG = (
+    "providers:\n  mock: {type: mock, script: [ok]}\nagents:\n  main: {model: mock/x, mode: full}\n"
+)
+# (label, home, command): the model over HTTP, the mock, and --help.
+COMMANDS = (
+    ('habakkuk run "hi"', "http", ("run", "hi")),
+    ('run "hi" (mock)', "mock", ("run", "hi")),
+    ("habakkuk --help", "http", ("--help",)),
 )
 
 
@@ -81,28 +92,30 @@ def main() -> None:
         assert fake.stdout is not None
         url = fake.stdout.readline().strip()
         with tempfile.TemporaryDirectory(prefix="habakkuk-run-start-") as tmp:
-            homes = {}
+            homes: dict[tuple[str, str], Path] = {}
             for name in trees:
-                home = Path(tmp) / name
-                home.mkdir()
-                (home / "config.yaml").write_text(CONFIG.format(url=url), encoding="utf-8")
-                homes[name] = home
+                for kind, config in (("http", CONFIG.format(url=url)), ("mock", MOCK_CONFIG)):
+                    home = Path(tmp) / f"{name}-{kind}"
+                    home.mkdir()
+                    (home / "config.yaml").write_text(config, encoding="utf-8")
+                    homes[(name, kind)] = home
             for number in range(args.warm_up + args.runs):
-                for command in (("run", "hi"), ("--help",)):
+                for label, kind, command in COMMANDS:
                     for name, tree in trees.items():
-                        took = _timed(tree, homes[name], Path(tmp) / "pycache", *command)
+                        home = homes[(name, kind)]
+                        took = _timed(tree, home, Path(tmp) / "pycache", *command)
                         if number >= args.warm_up:
                             for what, value in zip(("wall", "cpu"), took, strict=True):
-                                figures.setdefault((name, command[0], what), []).append(value)
+                                figures.setdefault((name, label, what), []).append(value)
     finally:
         if fake.stdin is not None:
             fake.stdin.close()
         fake.wait(30)
     print(f"medians of {args.runs} runs each, alternating (after {args.warm_up} warm-up)")
-    for verb, label in (("run", 'habakkuk run "hi"'), ("--help", "habakkuk --help")):
+    for label, _, _ in COMMANDS:
         for what in ("wall", "cpu"):
             line = f"  {label:18} {what:4}"
-            medians = {name: statistics.median(figures[(name, verb, what)]) for name in trees}
+            medians = {name: statistics.median(figures[(name, label, what)]) for name in trees}
             for name, median in medians.items():
                 line += f"  {name} {median * 1000:6.0f} ms"
             if len(trees) == 2:

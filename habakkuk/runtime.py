@@ -66,7 +66,7 @@ class Runtime:
         self,
         home: Home,
         config: Config,
-        env: Environment,
+        providers: ProviderHub,
         control_db: Database,
         transcripts: TranscriptStore,
         state: StateStore | None = None,
@@ -74,21 +74,20 @@ class Runtime:
     ):
         self.home = home
         self.config = config
-        self.env = env
+        self.env = providers.env
         self.bus = EventBus()
         self.queue = JobQueue(control_db, lease_seconds=config.workers.lease_seconds)
         self.transcripts = transcripts
         self.blobs = BlobStore(home.blobs_dir)
-        self.providers = ProviderHub(config, env, home.root)
+        self.providers = providers
         self.usage = usage
         self.ledger = UsageLedger(usage)
         self.router = Router(self.providers, on_usage=self.ledger.record)
         self.hooks = Hooks(config.hooks, home.root)
         self.state = state
-        self.memory = build_memory(home, config, env)  # a knowledge MemoryAccess
+        self.memory = build_memory(home, config, self.env)  # a knowledge MemoryAccess
         self.skills = build_skills(home, config, self.memory)  # a knowledge SkillsAccess
-        # Background processes live as long as this runtime.
-        self.processes = ProcessManager(home.procs_dir, on_exit=self._process_exited)
+        self.processes = ProcessManager(home.procs_dir, on_exit=self._process_exited)  # ours
         self._process_turns: dict[str, str] = {}  # notify: true process id -> its turn
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
@@ -101,8 +100,7 @@ class Runtime:
         self.sessions = Sessions(
             config, home, transcripts, self.queue, self.blobs, state, hooks=self.hooks
         )
-        self.sessions.memory = self.memory  # the snapshot a new session's prompt lists
-        self.sessions.skills = self.skills
+        self.sessions.memory, self.sessions.skills = self.memory, self.skills  # prompt lists
         self.turns = Turns(
             self.queue, self.bus, self.sessions, lambda: self._pools, lambda: self._turn_pool
         )
@@ -154,6 +152,8 @@ class Runtime:
                 board=self.board,
                 delegation=self.delegation,
                 channels=lambda: self.channels,
+                usage=self.ledger,
+                env=self.env,
             ),
         )
         self.tools.hooks = self.hooks
@@ -161,14 +161,16 @@ class Runtime:
     # -- lifecycle -------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, home: Home | None = None, config: Config | None = None) -> Runtime:
-        """Load config and open the stores of `home` (default: $HABAKKUK_HOME)."""
+    async def open(
+        cls, home: Home | None = None, config: Config | None = None, hub: ProviderHub | None = None
+    ) -> Runtime:
+        """Open `home` (default: $HABAKKUK_HOME) on its config, or on `hub`'s (made before)."""
         home = home or Home(default_home())
-        config = config or load_config(home)
+        config = hub.config if hub is not None else config or load_config(home)
         home.prepare()
         for problem in config.plugin_problems:  # a plugin that failed to load: never fatal
             log.warning("%s", problem)
-        env = Environment(home.env_path)
+        hub = hub or ProviderHub(config, Environment(home.env_path), home.root)
         control = await Database.open(home.db_path("control"), JOB_MIGRATIONS)
         # state.db first: transcripts.db's connection attaches it (a turn's opening
         # transaction reads the session's state too).
@@ -177,7 +179,7 @@ class Runtime:
             home.db_path("transcripts"), home.db_path("control"), state_path=home.db_path("state")
         )
         usage = await UsageStore.open(home.db_path("usage"), PriceTable(config.pricing))
-        runtime = cls(home, config, env, control, transcripts, state, usage=usage)
+        runtime = cls(home, config, hub, control, transcripts, state, usage=usage)
         await runtime.settings.adopt_legacy_model_choices()
         # Keys `habakkuk setup` put in the OS keyring (slow: off the loop); old process logs.
         await asyncio.to_thread(runtime.providers.load_keyring)
@@ -306,14 +308,14 @@ class Runtime:
             await self.mcp.close()
         await self.processes.shutdown()
         await self.hooks.drain()
-        await self.providers.aclose()
-        if self.usage is not None:
-            await self.usage.close()
-        if self.state is not None:
-            await self.state.close()
-        await self.memory.close()
-        await self.transcripts.close()
-        await self.queue.db.close()
+        # The stores close together: each may checkpoint its WAL as it closes (an fsync).
+        stores = (self.usage, self.state, self.memory, self.transcripts, self.queue.db)
+        closing = (store.close() for store in stores if store is not None)
+        for ended in await asyncio.gather(
+            self.providers.aclose(), *closing, return_exceptions=True
+        ):
+            if isinstance(ended, BaseException):  # every store closed first, as far as it could
+                raise ended
 
     async def __aenter__(self) -> Runtime:
         return self

@@ -7,10 +7,14 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.cli.common import open_runtime, run_async
+from habakkuk.cli.common import collector_held, current_home, open_runtime, run_async
 from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error_line, exit_code
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from habakkuk.engine.home import Home
+    from habakkuk.engine.llm.factory import ProviderHub
     from habakkuk.runtime import Runtime
 
 
@@ -39,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     skill = getattr(args, "skill", None)
     if skill:
         request = sys.stdin.read().rstrip("\r\n") if words == ["-"] else " ".join(words)
-        return run_async(_run(request, args.agent, args.session, args.json, skill=skill))
+        return _run_held(request, args, skill=skill)
     if words in ([], ["-"]):
         if not words and sys.stdin.isatty():
             print("habakkuk: run: give a prompt, or pipe one in", file=sys.stderr)
@@ -50,11 +54,46 @@ def main(args: argparse.Namespace) -> int:
     if not prompt.strip():
         print("habakkuk: run: the prompt is empty", file=sys.stderr)
         return EXIT_USAGE
-    return run_async(_run(prompt, args.agent, args.session, args.json))
+    return _run_held(prompt, args)
+
+
+def _run_held(prompt: str, args: argparse.Namespace, *, skill: str = "") -> int:
+    """`_run`, the garbage collector held off until its start-up is over (collector_held)."""
+    with collector_held() as started:
+        return run_async(
+            _run(prompt, args.agent, args.session, args.json, skill=skill, started=started)
+        )
+
+
+def _warming_hub(agent: str | None, session_id: str | None) -> tuple[Home, ProviderHub]:
+    """The home's providers on its config, the model client a new session's turn calls
+    first already being made on a worker thread (ProviderHub.warm): the model SDK's
+    import, a third of a second, runs beside the runtime's own start (its modules, its
+    stores, the session) rather than after it. A named session's model is known only
+    once the stores are open: its client is warmed then (`_run`). The SDK imports no
+    module of ours, and the few modules both sides import have no import cycle between
+    them, so the two threads' imports only ever wait for each other."""
+    from habakkuk.engine.config import load_config
+    from habakkuk.engine.home import Environment
+    from habakkuk.engine.llm.factory import ProviderHub
+
+    home = current_home()
+    config = load_config(home)
+    home.prepare()
+    hub = ProviderHub(config, Environment(home.env_path), home.root)
+    if not session_id:
+        hub.warm_first(agent)
+    return home, hub
 
 
 async def _run(
-    prompt: str, agent: str | None, session_id: str | None, as_json: bool, *, skill: str = ""
+    prompt: str,
+    agent: str | None,
+    session_id: str | None,
+    as_json: bool,
+    *,
+    skill: str = "",
+    started: Callable[[], None] = lambda: None,
 ) -> int:
     import asyncio
 
@@ -66,7 +105,8 @@ async def _run(
 
         if parse(prompt) is not None:
             return await _run_command(prompt, agent, session_id, as_json)
-    runtime = await open_runtime()
+    home, hub = _warming_hub(agent, session_id)
+    runtime = await open_runtime(home, hub)
     try:
         if session_id:
             try:
@@ -80,6 +120,7 @@ async def _run(
                     file=sys.stderr,
                 )
                 return EXIT_USAGE
+            hub.warm_first(session.agent, await runtime.settings.session_model(session_id))
         if skill:
             # The skill first: a name that matches nothing leaves no empty session behind.
             owner = session.agent if session_id else runtime.config.agent(agent).name
@@ -95,6 +136,8 @@ async def _run(
         # One turn from the shell must not take over the chat bots `serve` runs.
         runtime.start_workers(channels=False)
         turn = await runtime.turns.submit(session.id, prompt)
+        await hub.warmed()  # the model SDK loaded: start-up is over
+        started()
         outcome = await runtime.turns.wait_turn(turn)
         if streamed is not None:
             streamed.cancel()

@@ -21,6 +21,7 @@ import functools
 import os
 import struct
 import sys
+import threading
 from pathlib import Path
 
 IN_MODIFY = 0x00000002
@@ -141,7 +142,10 @@ class FolderWatch:
         return names
 
     def close(self) -> None:
-        """Stop watching (idempotent)."""
+        """Stop watching (idempotent). The descriptor is closed on a thread of its own,
+        which nobody waits for: the kernel holds the thread that closes an inotify
+        descriptor for a grace period (10-20 ms), and a one-shot `habakkuk run` spent
+        that at its very end, with nothing else to do, for each agent's memory."""
         if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+            fd, self._fd = self._fd, -1
+            threading.Thread(target=os.close, args=(fd,), name="unwatch", daemon=True).start()

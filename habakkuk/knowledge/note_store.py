@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.home import Home
-from habakkuk.engine.secret_scan import find_secret
 from habakkuk.engine.store import Database
 
 from .agent_memory import (
@@ -164,6 +163,8 @@ class NoteStore:
     def secret_in(self, text: str) -> str | None:
         """What secret `text` holds ("an OpenAI key", ...), or None: the same check every
         write makes, for callers that must not even store a plan holding one (the review)."""
+        from habakkuk.engine.secret_scan import find_secret
+
         return find_secret(text, self._secret_values())
 
     def _checked_note(
@@ -181,6 +182,10 @@ class NoteStore:
         return clean_title, body, clean_tags
 
     def _refuse_secrets(self, what: str, fields: Iterable[tuple[str, str]]) -> None:
+        # The scanner compiles a few dozen patterns as it loads: the first write pays for
+        # them, not every start of a process that may never write a note.
+        from habakkuk.engine.secret_scan import find_secret
+
         values = self._secret_values()
         for name, text in fields:
             found = find_secret(text, values)

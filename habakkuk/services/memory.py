@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from habakkuk.engine.config import Config
 from habakkuk.engine.home import Environment, Home, read_env_file
-from habakkuk.engine.secret_shapes import secret_variables
 from habakkuk.knowledge.service import Memory
 
 if TYPE_CHECKING:
@@ -29,9 +28,10 @@ def build_memory(home: Home, config: Config, env: Environment) -> Memory:
         def embedder() -> Embedder:
             return build_embedder(config, wanted.provider, wanted.model, env, home.root)
 
-    return Memory(
-        home,
-        config,
-        lambda: secret_variables(config, env, read_env_file(home.env_path)),
-        embedder=embedder,
-    )
+    def secret_values() -> dict[str, str]:
+        # Imported at the first write: its patterns compile as it loads.
+        from habakkuk.engine.secret_shapes import secret_variables
+
+        return secret_variables(config, env, read_env_file(home.env_path))
+
+    return Memory(home, config, secret_values, embedder=embedder)

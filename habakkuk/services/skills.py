@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from habakkuk.engine.config import Config
 from habakkuk.engine.home import Home
-from habakkuk.engine.secret_scan import find_secret
 from habakkuk.knowledge.skills.service import Skills
 from habakkuk.knowledge.skills.types import ScanReport
 
@@ -31,6 +30,8 @@ def build_skills(home: Home, config: Config, memory: MemoryAccess | None = None)
     from habakkuk.knowledge.note_store import NoteStore
 
     def no_known_values(text: str) -> str | None:
+        from habakkuk.engine.secret_scan import find_secret  # its patterns: on first use
+
         return find_secret(text)
 
     secret_in = memory.secret_in if isinstance(memory, NoteStore) else no_known_values

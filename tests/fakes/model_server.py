@@ -47,6 +47,7 @@ from typing import Any, Literal
 from aiohttp import web
 
 from tests.fakes.loopback import serve_on_loopback
+from tests.fakes.wire_shapes import anthropic_problem, chat_problem, responses_problem
 
 __all__ = [
     "API_NAMES",
@@ -465,6 +466,10 @@ class FakeModelServer:
         # When set, GET /v1/models answers 401 (each API's real body) to any other key,
         # as the real services do: what a key check before saving relies on.
         self.valid_keys: set[str] | None = None
+        # Models that take no images: a request with one gets the API's own 400 for a
+        # text-only model (the conversation's shape is checked for every model:
+        # wire_shapes.py).
+        self.blind_models: set[str] = set()
         self._shared: deque[ScriptItem] = deque()
         self._queues: dict[str, deque[ScriptItem]] = {name: deque() for name in API_NAMES}
         # Embeddings answer without a script (see fake_embedding); failures are queued
@@ -677,6 +682,8 @@ class FakeModelServer:
         headers = self._openai_headers()
         body = recorded.json
         problem = _openai_request_problem(body, ("model", "messages"))
+        if problem is None:
+            problem = chat_problem(body, self.blind_models)
         if problem:
             return web.json_response(_openai_invalid(problem), status=400, headers=headers)
         item = self._next_item("chat", recorded)
@@ -708,6 +715,8 @@ class FakeModelServer:
         headers = self._openai_headers()
         body = recorded.json
         problem = _openai_request_problem(body, ("model",))
+        if problem is None:
+            problem = responses_problem(body, self.blind_models)
         if problem:
             return web.json_response(_openai_invalid(problem), status=400, headers=headers)
         item = self._next_item("responses", recorded)
@@ -747,6 +756,8 @@ class FakeModelServer:
         headers = self._anthropic_headers()
         body = recorded.json
         problem = _anthropic_request_problem(body)
+        if problem is None:
+            problem = anthropic_problem(body, self.blind_models)
         if problem:
             return web.json_response(
                 {

@@ -813,3 +813,122 @@ async def test_embeddings_scripted_failures_raise_the_sdks_errors_then_recover(
 async def test_embeddings_reject_an_empty_input_with_a_400(server: FakeModelServer) -> None:
     with pytest.raises(openai.BadRequestError, match="input"):
         await openai_client(server).embeddings.create(model="embed-fake", input=[""])
+
+
+# --- conversation shapes (wire_shapes.py) -------------------------------------
+
+PNG_1PX = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+)
+ANTHROPIC_IMAGE: Any = {
+    "type": "image",
+    "source": {"type": "base64", "media_type": "image/png", "data": PNG_1PX},
+}
+ANTHROPIC_CALL: Any = {
+    "role": "assistant",
+    "content": [{"type": "tool_use", "id": "toolu_1", "name": "view_image", "input": {}}],
+}
+CHAT_CALL: Any = {
+    "role": "assistant",
+    "content": "",
+    "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "view_image", "arguments": "{}"}}
+    ],
+}
+CHAT_IMAGE: Any = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_1PX}"}}
+
+
+async def anthropic_refusal(server: FakeModelServer, messages: Any) -> str:
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        await anthropic_client(server).messages.create(
+            model="claude-fake", max_tokens=100, messages=messages
+        )
+    return str(caught.value)
+
+
+async def chat_refusal(server: FakeModelServer, messages: Any, model: str = "gpt-fake") -> str:
+    with pytest.raises(openai.BadRequestError) as caught:
+        await openai_client(server).chat.completions.create(model=model, messages=messages)
+    return str(caught.value)
+
+
+async def test_anthropic_refuses_an_image_before_the_tool_result(
+    server: FakeModelServer,
+) -> None:
+    server.script(Reply(text="kept"))
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
+    wrong = [USER[0], ANTHROPIC_CALL, {"role": "user", "content": [ANTHROPIC_IMAGE, result]}]
+    assert "tool_result blocks must come before" in await anthropic_refusal(server, wrong)
+    missing = [USER[0], ANTHROPIC_CALL, {"role": "user", "content": [ANTHROPIC_IMAGE]}]
+    assert "without `tool_result` blocks" in await anthropic_refusal(server, missing)
+    liar = dict(ANTHROPIC_IMAGE, source=dict(ANTHROPIC_IMAGE["source"], media_type="image/jpeg"))
+    assert "appears to be a image/png" in await anthropic_refusal(
+        server, [{"role": "user", "content": [liar]}]
+    )
+    right = [USER[0], ANTHROPIC_CALL, {"role": "user", "content": [result, ANTHROPIC_IMAGE]}]
+    reply = await anthropic_client(server).messages.create(
+        model="claude-fake", max_tokens=100, messages=right
+    )
+    assert reply.content[0].type == "text"
+
+
+async def test_chat_refuses_an_image_in_a_tool_message_or_between_calls_and_results(
+    server: FakeModelServer,
+) -> None:
+    server.script(Reply(text="kept"))
+    in_tool = [
+        USER[0],
+        CHAT_CALL,
+        {"role": "tool", "tool_call_id": "call_1", "content": [CHAT_IMAGE]},
+    ]
+    assert "only allowed for messages with role 'user'" in await chat_refusal(server, in_tool)
+    between = [
+        USER[0],
+        CHAT_CALL,
+        {"role": "user", "content": [CHAT_IMAGE]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
+    ]
+    assert "must be followed by tool messages" in await chat_refusal(server, between)
+    right = [
+        USER[0],
+        CHAT_CALL,
+        {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
+        {"role": "user", "content": [CHAT_IMAGE]},
+    ]
+    reply = await openai_client(server).chat.completions.create(model="gpt-fake", messages=right)
+    assert reply.choices[0].message.content == "kept"
+
+
+async def test_responses_refuses_a_message_before_the_call_output(
+    server: FakeModelServer,
+) -> None:
+    call: Any = {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "view_image",
+        "arguments": "{}",
+    }
+    image: Any = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_image", "image_url": f"data:image/png;base64,{PNG_1PX}"}],
+    }
+    output: Any = {"type": "function_call_output", "call_id": "call_1", "output": "ok"}
+    with pytest.raises(openai.BadRequestError, match="No tool output found for function call"):
+        await openai_client(server).responses.create(model="gpt-fake", input=[call, image, output])
+    server.script(Reply(text="kept"))
+    reply = await openai_client(server).responses.create(
+        model="gpt-fake", input=[call, output, image]
+    )
+    assert reply.output_text == "kept"
+
+
+async def test_a_blind_model_refuses_images_in_each_apis_words(server: FakeModelServer) -> None:
+    server.blind_models.update({"gpt-fake", "claude-fake"})
+    server.script(Reply(text="kept"))
+    picture = [{"role": "user", "content": [CHAT_IMAGE]}]
+    assert "image_url is only supported by certain models" in await chat_refusal(server, picture)
+    assert "does not support image input" in await anthropic_refusal(
+        server, [{"role": "user", "content": [ANTHROPIC_IMAGE]}]
+    )
+    assert server.pending() == 1  # a refusal takes no scripted reply

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from habakkuk.engine.home import Home
 from habakkuk.knowledge.folder_watch import FolderWatch
 from habakkuk.knowledge.service import Memory
-from tests.helpers import python_in
+from tests.helpers import eventually_sync, python_in
 
 from .conftest import AGENT
 
@@ -75,6 +76,32 @@ def test_a_folder_moved_away_answers_scan_everything_and_is_watched_again(
         assert watch.changed() == {"a.md"}
     finally:
         watch.close()
+
+
+def inotify_descriptors() -> set[str]:
+    """The descriptors of this process that are inotify instances."""
+    fds = Path("/proc/self/fd")
+    return {fd.name for fd in fds.iterdir() if _link(fd) == "anon_inode:inotify"}
+
+
+def _link(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:  # the listing's own descriptor, closed by now
+        return ""
+
+
+@linux_only
+def test_a_closed_watch_stops_at_once_and_gives_its_descriptor_back(tmp_path: Path) -> None:
+    # The descriptor is closed on a thread of its own (the kernel holds the closer for a
+    # grace period): it must still be closed, not leaked.
+    before = inotify_descriptors()
+    watch = FolderWatch(tmp_path)
+    (mine,) = inotify_descriptors() - before
+    watch.close()
+    assert not watch.active
+    watch.close()  # idempotent
+    eventually_sync(lambda: mine not in inotify_descriptors(), what="the watch's descriptor closed")
 
 
 def test_a_missing_folder_is_not_watched_and_always_answers_scan_everything(

@@ -276,7 +276,7 @@ async def test_anthropic_sends_images_from_blobs_as_base64(
     server: FakeModelServer, tmp_path: Path
 ) -> None:
     image = tmp_path / "pic.png"
-    image.write_bytes(b"\x89PNG fake bytes")
+    image.write_bytes(b"\x89PNG\r\n\x1a\n fake bytes")
     server.script(Reply(text="a picture"))
     message = Message("user", [TextBlock("what is this?"), ImageBlock("image/png", str(image))])
     await collect(make("anthropic", server), request(message))
@@ -285,7 +285,7 @@ async def test_anthropic_sends_images_from_blobs_as_base64(
     assert block["source"] == {
         "type": "base64",
         "media_type": "image/png",
-        "data": base64.b64encode(b"\x89PNG fake bytes").decode(),
+        "data": base64.b64encode(b"\x89PNG\r\n\x1a\n fake bytes").decode(),
     }
 
 

@@ -15,6 +15,7 @@ moved since the view was read, so a crash or a race leaves the session as it was
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -54,10 +55,16 @@ SUMMARY_MAX_TOKENS = 8_192
 # big), and is never cut below this many characters (about 25,000 tokens).
 MIN_INPUT_CHARS = 100_000
 
-_CJK = re.compile(
-    "[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f"
-    "\uff00-\uffef\U00020000-\U0003ffff]"
-)
+
+@functools.cache
+def _cjk() -> re.Pattern[str]:
+    """The CJK characters: a pattern slow to compile (a few ms), so compiled on the first
+    text that is not ASCII (estimate_text_tokens), not by every process that imports this."""
+    return re.compile(
+        "[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f"
+        "\uff00-\uffef\U00020000-\U0003ffff]"
+    )
+
 
 SUMMARY_SYSTEM = """\
 You write the running summary of a long conversation between a user and an AI agent \
@@ -90,7 +97,7 @@ def estimate_text_tokens(text: str) -> int:
         return 0
     if text.isascii():  # the common case, checked in C: no CJK to count
         return math.ceil(len(text) / 4)
-    cjk = len(text) - len(_CJK.sub("", text))
+    cjk = len(text) - len(_cjk().sub("", text))
     return math.ceil((len(text) - cjk) / 4 + cjk / 1.5)
 
 

@@ -2,11 +2,13 @@
 
 1. Append the user's message (once, even when the job is resumed).
 2. Load the transcript and repair it; record "interrupted" results for calls a
-   crash left without one.
+   crash left without one, except calls of resumable tools (a paid generation), which
+   run again with their own tool_use_id and pick up the job they recorded.
 3. If the last message needs a model reply, call the model through the router
    and append the assistant message.
 4. If the reply has tool calls, run them in parallel and append all results in
-   one message; go to 3. Otherwise the turn is done.
+   one message, followed by the images the calls attached; go to 3. Otherwise the
+   turn is done.
 
 Every append checks the job's lease in its own transaction; the final reply's also
 completes the job. A stopped turn leaves a result for every call it started.
@@ -60,6 +62,7 @@ from ..jobs import Lease, complete_in
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router, RouterResult
 from ..llm.types import (
+    Block,
     ContextBlock,
     Message,
     ModelRequest,
@@ -77,7 +80,7 @@ from ..sessions import INTERRUPTED, Session, TranscriptStore, TranscriptView
 from ..state import StateStore, TurnState, read_turn_state
 from ..store import BlobStore
 from ..toolkit.approvals import Approver
-from ..toolkit.registry import ToolContext, ToolRegistry
+from ..toolkit.registry import CallResult, ToolContext, ToolRegistry
 from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
 from .prompt import user_message
@@ -345,18 +348,16 @@ class TurnRunner:
             repaired = view.repaired()
             marker = _marker(view)
             if repaired.interrupted:
-                await deps.transcripts.append(
-                    session.id,
-                    Message(
-                        "user",
-                        [
-                            ToolResultBlock(c.tool_use_id, INTERRUPTED, True)
-                            for c in repaired.interrupted
-                        ],
-                    ),
-                    turn_id=job.id,
-                    guard=guard,
+                resumed, ran_again = await self._resume_calls(
+                    repaired.interrupted, context, allowed, lease
                 )
+                await deps.transcripts.append(
+                    session.id, tool_results_message(resumed), turn_id=job.id, guard=guard
+                )
+                if ran_again:
+                    # Calls ran again: the model reads their results, not "interrupted".
+                    view = await deps.transcripts.view(session.id)
+                    repaired, marker = view.repaired(), _marker(view)
             messages = repaired.messages
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant" and not last.tool_uses:
@@ -429,7 +430,7 @@ class TurnRunner:
                 continue
             results = await self._run_tools(calls, context, allowed, lease)
             await deps.transcripts.append(
-                session.id, Message("user", list(results)), turn_id=job.id, guard=guard
+                session.id, tool_results_message(results), turn_id=job.id, guard=guard
             )
         raise PermanentJobError(
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
@@ -662,7 +663,7 @@ class TurnRunner:
 
     async def _run_tools(
         self, calls: list[ToolUseBlock], context: ToolContext, allowed: set[str], lease: Lease
-    ) -> list[ToolResultBlock]:
+    ) -> list[CallResult]:
         """Run calls in parallel; on a stop, every call still gets a result."""
         if context.checkpoint is not None and any(
             self.deps.tools.may_mutate(call, context, allowed) for call in calls
@@ -670,7 +671,9 @@ class TurnRunner:
             # Before the batch starts, so no call of it sees the workspace mid-snapshot.
             await context.checkpoint()
         tasks = [
-            asyncio.create_task(self.deps.tools.call(call, context, allowed), name=call.tool)
+            asyncio.create_task(
+                self.deps.tools.call_with_media(call, context, allowed), name=call.tool
+            )
             for call in calls
         ]
         try:
@@ -679,18 +682,43 @@ class TurnRunner:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            results = []
+            results: list[CallResult] = []
             for call, task in zip(calls, tasks, strict=True):
                 if task.done() and not task.cancelled() and task.exception() is None:
                     results.append(task.result())
                 else:
+                    # An interrupted call shows nothing, whatever it had attached.
                     stopped = STOPPED if call.tool_use_id in context.ran else NOT_RUN
-                    results.append(ToolResultBlock(call.tool_use_id, stopped, True))
+                    results.append(CallResult(ToolResultBlock(call.tool_use_id, stopped, True)))
             await self._record_stop(context, results, lease)
             raise
 
+    async def _resume_calls(
+        self, calls: list[ToolUseBlock], context: ToolContext, allowed: set[str], lease: Lease
+    ) -> tuple[list[CallResult], bool]:
+        """Results for the calls a crash left without one: a resumable tool's call runs
+        again with its own tool_use_id (it finds the work it recorded, such as a paid job
+        to poll, and never starts it twice); any other call is recorded "interrupted".
+        Also whether any call ran again. A call that ran again keeps its images."""
+        again = [
+            c
+            for c in calls
+            if c.tool in allowed
+            and (tool := self.deps.tools.get(c.tool)) is not None
+            and tool.resumable
+        ]
+        ran = iter(await self._run_tools(again, context, allowed, lease) if again else [])
+        rerun = {c.tool_use_id for c in again}
+        results = [
+            next(ran)
+            if c.tool_use_id in rerun
+            else CallResult(ToolResultBlock(c.tool_use_id, INTERRUPTED, True))
+            for c in calls
+        ]
+        return results, bool(again)
+
     async def _record_stop(
-        self, context: ToolContext, results: list[ToolResultBlock], lease: Lease
+        self, context: ToolContext, results: list[CallResult], lease: Lease
     ) -> None:
         """Write the stopped calls' results while we still hold the lease.
 
@@ -702,7 +730,7 @@ class TurnRunner:
         with contextlib.suppress(Exception):
             await self.deps.transcripts.append(
                 context.session,
-                Message("user", list(results)),
+                tool_results_message(results),
                 turn_id=context.turn,
                 guard=lambda conn: lease.check(conn, "control"),
             )
@@ -725,6 +753,15 @@ class TurnRunner:
                     session=session, turn=turn, call_id=event.tool_use_id, arguments=event.arguments
                 )
             )
+
+
+def tool_results_message(calls: Sequence[CallResult]) -> Message:
+    """The user message of a batch's results: every tool result first, then every image
+    the calls attached, in call order (providers want a message's tool results before
+    any other content; the images are stored by blob reference)."""
+    blocks: list[Block] = [call.result for call in calls]
+    blocks.extend(image for call in calls for image in call.media)
+    return Message("user", blocks)
 
 
 def _marker(view: TranscriptView) -> int:

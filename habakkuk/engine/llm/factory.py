@@ -6,7 +6,12 @@ SDKs are imported only when a provider of that type is first used, so
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import importlib
+import logging
+import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..config import Config, ModelRef, ProviderConfig
@@ -16,6 +21,8 @@ from . import keys as keystore
 from .keys import KeyRotation
 from .mock import MockProvider, load_script_file, parse_script
 from .provider import Provider, ProviderError
+
+log = logging.getLogger(__name__)
 
 ADAPTER_MODULES = {
     "anthropic": "habakkuk.engine.llm.adapters.anthropic",
@@ -60,6 +67,8 @@ class ProviderHub:
         self._providers: dict[str, Provider] = {}
         self.rotation = KeyRotation()
         self._keyring: dict[str, str | None] | None = None
+        self._keyring_read = threading.Lock()  # warm's thread may read it as open does
+        self._warming: list[asyncio.Future[None]] = []  # warm's worker-thread runs
 
     def provider(self, ref: ModelRef) -> Provider:
         cached = self._providers.get(ref.provider)
@@ -80,15 +89,18 @@ class ProviderHub:
         ]
 
     def load_keyring(self) -> None:
-        """Read keyring entries for key variables the environment lacks (blocking: run
-        it off the event loop). Without this, the first key lookup does it."""
-        missing = self._missing_vars()
-        found: dict[str, str | None] = {}
-        if missing:
-            backend = keystore.keyring_backend()
-            for var in missing:
-                found[var] = keystore.keyring_get(var, backend) if backend is not None else None
-        self._keyring = found
+        """Read keyring entries for key variables the environment lacks, once (blocking:
+        run it off the event loop). Without this, the first key lookup does it."""
+        with self._keyring_read:
+            if self._keyring is not None:
+                return
+            missing = self._missing_vars()
+            found: dict[str, str | None] = {}
+            if missing:
+                backend = keystore.keyring_backend()
+                for var in missing:
+                    found[var] = keystore.keyring_get(var, backend) if backend is not None else None
+            self._keyring = found
 
     def keys(self, ref: ModelRef) -> list[str]:
         """Every key configured for the provider, in rotation order (duplicates dropped)."""
@@ -114,10 +126,70 @@ class ProviderHub:
         """Outcome of a call with `key`: rate-limit and auth failures cool the key down."""
         self.rotation.report(ref.provider, key, error)
 
+    def warm(self, refs: Iterable[ModelRef]) -> None:
+        """Start making, on a worker thread, the SDK clients the first calls to `refs` will
+        use (with the key the router would pick), so a turn about to start does not wait
+        there for the SDK's import and client: a third of a second of a one-shot
+        `habakkuk run` for openai. The adapters are built here, on the caller's thread
+        (their modules import no SDK); the mock has nothing to make. Best effort: what
+        fails here (no key, no SDK installed) fails again in the call, which reports it.
+        Called with the event loop running."""
+        steps: list[Callable[[], None]] = []
+        for ref in refs:
+            try:
+                provider = self.provider(ref)
+            except Exception as exc:  # the call that needs it reports it
+                log.debug("not warming %s: %s", ref, exc)
+                continue
+            make: Callable[[str | None], None] | None = getattr(provider, "warm", None)
+            if make is not None:
+                # The key is looked up on the thread too: it may read the OS keyring.
+                steps.append(functools.partial(_make_client, make, self.key, ref))
+        if steps:  # submitted now: the caller's next lines run synchronously (imports)
+            loop = asyncio.get_running_loop()
+            self._warming.append(loop.run_in_executor(None, _warm_all, steps))
+
+    def warm_first(self, agent: str | None, choice: ModelRef | None = None) -> None:
+        """`warm` the model a turn of `agent` (None: the default agent) calls first: the
+        session's /model `choice` while its provider is configured, else the agent's own
+        model (as the turn's chain has it). Nothing for an agent that is not configured
+        (the session's creation says so)."""
+        if choice is None or choice.provider not in self.config.providers:
+            try:
+                chain = self.config.agent(agent).chain
+            except ConfigError:
+                return
+            choice = chain[0] if chain else None
+        if choice is not None:
+            self.warm([choice])
+
+    async def warmed(self) -> None:
+        """Wait until what `warm` started is done (at once when nothing is)."""
+        while self._warming:
+            warming, self._warming = self._warming, []
+            await asyncio.gather(*warming)
+
     async def aclose(self) -> None:
-        """Close the adapters' SDK clients (their connection pools)."""
+        """Close the adapters' SDK clients (their connection pools), once any client
+        `warm` is still making is made."""
+        await self.warmed()
         providers, self._providers = list(self._providers.values()), {}
         for provider in providers:
             close = getattr(provider, "aclose", None)
             if close is not None:
                 await close()
+
+
+def _make_client(
+    make: Callable[[str | None], None], key: Callable[[ModelRef], str | None], ref: ModelRef
+) -> None:
+    make(key(ref))
+
+
+def _warm_all(steps: list[Callable[[], None]]) -> None:
+    """Run `ProviderHub.warm`'s steps (on its worker thread); a failure is only logged."""
+    for step in steps:
+        try:
+            step()
+        except Exception as exc:  # the call itself meets it again and reports it
+            log.debug("warming a model client failed: %s", exc)

@@ -3,7 +3,9 @@
 Adapters never retry. For each model of the chain (the session's choice first,
 then the agent's model and fallbacks) the router tries the call, retries
 transient errors with jittered backoff (honouring retry-after), and moves to
-the next model on errors another model can fix. Bad requests stop at once.
+the next model on errors another model can fix. Bad requests stop at once, but for
+one: a model that refuses images or documents is tried again at once text-only, and
+stays text-only for the life of the router (media.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..config import ModelRef
+from .media import has_media, rejects_media, text_only
 from .provider import FALLBACK, Provider, ProviderError
 from .types import Message, ModelRequest, StreamDone, StreamEvent, Usage
 
@@ -85,6 +88,8 @@ class Router:
         self.rng = rng or random.Random()
         # The longest retry-after worth waiting for before moving down the chain.
         self.max_wait = max_delay * 4
+        # Models that refused images or documents: sent text-only from then on.
+        self.text_only: set[ModelRef] = set()
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Backoff before retry `attempt` (1-based); retry-after wins when given."""
@@ -112,11 +117,19 @@ class Router:
             while True:
                 key = self.source.key(ref)
                 tried_keys.add(key)
+                sent = request
+                if ref in self.text_only and has_media(request):
+                    sent = text_only(request, str(ref))
                 try:
                     provider = self.source.provider(ref)
-                    result = await self._one_call(provider, ref, request, key, on_event, on_reset)
+                    result = await self._one_call(provider, ref, sent, key, on_event, on_reset)
                 except ProviderError as exc:
                     exc.provider = exc.provider or ref.provider
+                    if sent is request and has_media(request) and rejects_media(exc):
+                        # Not the key's fault nor the model's health: the same call, text-only.
+                        log.warning("%s refuses images or documents; going on text-only", ref)
+                        self.text_only.add(ref)
+                        continue
                     self.source.report(ref, key, exc)
                     last = exc
                     log.warning("model call %s failed: %s", ref, exc)

@@ -4,7 +4,9 @@ The decision runs in this order: the hardline blocklist (no mode, reviewer or
 human can allow it), the tool's own refusal, permission mode x risk, then the
 approver. Unattended runs (no approver) deny what needs approval. Whatever
 happens, the call ends with a ToolResultBlock; output over the inline budget is
-saved as a blob and the model gets a preview and the path.
+saved as a blob and the model gets a preview and the path. Images a tool attaches
+(ToolOutput.media) travel beside the result (`call_with_media`) for the turn to
+place; a call that failed or was denied shows none.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..events import EventBus, ToolEnded, ToolStarted
-from ..llm.types import ToolResultBlock, ToolSpec, ToolUseBlock
+from ..llm.types import ImageBlock, ToolResultBlock, ToolSpec, ToolUseBlock
 from ..store import BlobStore
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants
 from .home_files import HomeFile, home_file, knowledge_file
@@ -51,6 +53,9 @@ class ToolOutput:
     is_error: bool = False
     # Set by the registry when the call was denied or refused before it ran.
     denied: bool = False
+    # Images the tool shows the model (blob references, stored with ctx.blobs.put): the turn
+    # puts them after all the tool results of the message, as providers require.
+    media: list[ImageBlock] = field(default_factory=list)
 
     @property
     def outcome(self) -> Outcome:
@@ -58,6 +63,15 @@ class ToolOutput:
         if self.denied:
             return "denied"
         return "error" if self.is_error else "ok"
+
+
+@dataclass
+class CallResult:
+    """One call's result block and the images it shows the model (none unless it
+    succeeded)."""
+
+    result: ToolResultBlock
+    media: list[ImageBlock] = field(default_factory=list)
 
 
 @dataclass
@@ -128,6 +142,11 @@ class Tool(ABC):
     # Whether running this tool brings outside content into the turn (taints it). None:
     # every call of network risk does; a tool sets True or False to say otherwise.
     taints: ClassVar[bool | None] = None
+    # Tools that record their work durably by call (ctx.turn, ctx.call_id) and pick it up
+    # when run again (a paid generation polls the job it already started): a turn resumed
+    # after a crash runs their unfinished calls again, with the same tool_use_id, instead
+    # of recording them "interrupted" (engine/agent/turn.py).
+    resumable: ClassVar[bool] = False
 
     def spec(self) -> ToolSpec:
         """What the model is told about this tool: built once and reused by every request
@@ -224,6 +243,13 @@ class ToolRegistry:
 
     async def call(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> ToolResultBlock:
         """Decide and run one call; always returns its result block."""
+        return (await self.call_with_media(use, ctx, allowed)).result
+
+    async def call_with_media(
+        self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]
+    ) -> CallResult:
+        """Decide and run one call: its result block, and the images it attached when it
+        succeeded (a failed or denied call's are dropped: they show nothing trustworthy)."""
         clock = _CallClock(time.monotonic())
         tool = self._tools.get(use.tool) if use.tool in allowed else None
         try:
@@ -284,7 +310,8 @@ class ToolRegistry:
                 preview=result.text[:500],
             )
         )
-        return result
+        media = list(output.media) if output.outcome == "ok" else []
+        return CallResult(result, media)
 
     async def _decide_and_run(
         self, tool: Tool | None, use: ToolUseBlock, ctx: ToolContext, clock: _CallClock
@@ -357,8 +384,8 @@ class ToolRegistry:
         # A per-call copy (ran and taint stay shared with the turn's context).
         ctx = dataclasses.replace(ctx, confined=bool(within), call_id=use.tool_use_id)
         output = await tool.run(args, ctx)  # call() turns what it raises into a result
-        if note:
-            output = ToolOutput(output.text + note, output.is_error)
+        if note:  # the rest of the output (its media) stays as the tool made it
+            output = dataclasses.replace(output, text=output.text + note)
         return output
 
     def may_mutate(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> bool:

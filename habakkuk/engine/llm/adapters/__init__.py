@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -30,19 +31,27 @@ class ClientCache(Generic[C]):
 
     Reuse keeps each client's connection pool warm; a new key (rotation) gets
     its own client so no request ever goes out with a stale credential.
+
+    A client may be made on a worker thread ahead of its first call (the provider's
+    `warm`): one lock makes each client once, and a call that needs the client
+    meanwhile waits for that one (making it is what the call would do anyway).
     """
 
     def __init__(self, factory: Callable[[str | None, str], C]):
         self._factory = factory
         self._clients: dict[tuple[str | None, str], C] = {}
+        self._making = threading.Lock()
 
     def get(self, base_url: str | None, api_key: str) -> C:
         """The client for this URL and key."""
         key = (base_url, api_key)
         client = self._clients.get(key)
         if client is None:
-            client = self._factory(base_url, api_key)
-            self._clients[key] = client
+            with self._making:
+                client = self._clients.get(key)
+                if client is None:
+                    client = self._factory(base_url, api_key)
+                    self._clients[key] = client
         return client
 
     def __len__(self) -> int:

@@ -109,7 +109,17 @@ class ClientStreamingProvider(StreamingProvider, Generic[C]):
 
     def prepare(self, request: ModelRequest) -> C:
         """The SDK client for the request's key (a ProviderError when none is set)."""
-        key = require_key(request.api_key, self.name, self.keyless_ok)
+        return self._client(request.api_key)
+
+    def warm(self, api_key: str | None) -> None:
+        """Make the SDK client a call with `api_key` will use, now. Importing the SDK and
+        making its client are most of a first call's cost (a third of a second for
+        openai), so a worker thread does it while the caller prepares the turn
+        (ProviderHub.warm). Blocking; a missing key raises as the call would."""
+        self._client(api_key)
+
+    def _client(self, api_key: str | None) -> C:
+        key = require_key(api_key, self.name, self.keyless_ok)
         return self.clients.get(self.base_url, key)
 
     async def aclose(self) -> None:
