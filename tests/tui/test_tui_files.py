@@ -94,3 +94,32 @@ async def test_an_image_gone_from_the_store_is_a_card_that_says_so(chat_app: Cha
         await ui.press("enter")
         expected = f"photo.png is no longer stored ({blob})"
         await eventually(lambda: expected in ui.toasts(), what="the card's notice")
+
+
+VIEW_SCRIPT = """
+- tool_calls:
+    - name: view_image
+      arguments: {path: "shot.png"}
+- text: "A small picture."
+"""
+
+
+async def test_an_image_a_tool_shows_the_model_is_a_card_once_the_turn_ends(
+    chat_app: ChatApp,
+) -> None:
+    from PIL import Image
+
+    async with chat_app(VIEW_SCRIPT, mode="full") as ui:
+        workspace = ui.runtime.home.default_workspace("main")
+        workspace.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (8, 8), (10, 10, 200)).save(workspace / "shot.png")
+        await ui.send("look at shot.png")
+        assert await ui.turn_finished() == "done"
+        await eventually(lambda: ui.screen.query(FileCard), what="the image's card")
+        [card] = ui.screen.query(FileCard)
+        assert card.media_type.startswith("image/") and card.path.is_file()
+        assert card.file_size == card.path.stat().st_size
+        # Opened again, the session shows the same card from its transcript.
+        await ui.chat.open_session(ui.chat.session_id).wait()
+        [stored] = ui.screen.query(FileCard)
+        assert stored.path == card.path
