@@ -16,6 +16,8 @@ from habakkuk.engine.toolkit.registry import ToolRegistry
 if TYPE_CHECKING:
     from habakkuk.channels.service import ChannelService
     from habakkuk.engine.config import Config
+    from habakkuk.engine.home import Environment
+    from habakkuk.engine.llm.usage import ServiceUsage
     from habakkuk.knowledge.memory_types import MemoryAccess
     from habakkuk.knowledge.skills.types import SkillsAccess
     from habakkuk.tools.process_tools import Started
@@ -39,6 +41,8 @@ class ToolServices:
     # The running channel service (the chat a turn answers to, send_file, poll), or None
     # while no channel runs in this process: it is made after the tools.
     channels: Callable[[], ChannelService | None]
+    env: Environment | None = None  # the keys of the tools' services (web_search's provider)
+    usage: ServiceUsage | None = None  # where paid service calls are recorded (web searches)
 
 
 def _check_hardline(command: str) -> str | None:
@@ -76,6 +80,11 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
     ]
     for tool in core:
         registry.register(tool, "core")
+    from habakkuk.tools.web_search.tool import web_search_tool
+
+    # Always offered: without a search: section it reads DuckDuckGo's page.
+    search = web_search_tool(config.search, env=services.env, usage=services.usage)
+    registry.register(search, "core")
     from habakkuk.knowledge.tools import memory_tools
 
     for tool in memory_tools(services.memory):

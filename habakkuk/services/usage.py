@@ -1,4 +1,5 @@
-"""Usage: tokens and dollars of the model calls, recorded in usage.db.
+"""Usage: tokens and dollars of the model calls (and the other paid calls, such as web
+searches), recorded in usage.db.
 
 Its Protocol, what the surfaces use of it, is engine.llm.usage.UsageAccess.
 """
@@ -26,6 +27,13 @@ class UsageLedger:
         """The router's `on_usage`: one call's tokens."""
         if self.store is not None:
             await self.store.record(ref, caller, usage)
+
+    async def record_service(
+        self, kind: str, provider: str, name: str, caller: Caller, cost: float | None
+    ) -> None:
+        """A tool's paid call to a service that is not a model (a web search)."""
+        if self.store is not None:
+            await self.store.record_service(kind, provider, name, caller, cost)
 
     def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
         """Dollars of one model call ("provider/model" and its usage), None when unpriced."""

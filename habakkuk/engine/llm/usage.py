@@ -1,9 +1,11 @@
-"""usage.db: one row per successful model call.
+"""usage.db: one row per successful model call, and per paid call of another service.
 
 The router's usage hook calls `record` with who the call was for (agent,
 session, purpose); the cost is computed then, from config `pricing:` and the
 built-in table, and stored with the row (NULL when the model is unpriced), so
-later price changes never rewrite history. `totals` groups rows by model and
+later price changes never rewrite history. Calls to services that are not models
+(a web search) are rows of their own kind (`record_service`), with no tokens and
+the cost the service reported, if any. `totals` groups rows by kind, model and
 agent for `habakkuk usage`. Sessions' /model choices were kept here too; they
 live in state.db now, and the runtime moves any left here when it opens.
 
@@ -52,7 +54,13 @@ MIGRATIONS = [
         );
         """,
     ),
+    # The kind of call: "model" (tokens, priced from the table) or a service's kind
+    # ("search": one row per web search, its cost as the provider reported it).
+    Migration(2, "ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'model';"),
 ]
+
+MODEL_KIND = "model"
+SEARCH_KIND = "search"
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,7 @@ class UsageTotal:
     cache_write_tokens: int
     cost: float
     unpriced_calls: int
+    kind: str = MODEL_KIND  # "model", or the kind of service call ("search")
 
 
 class UsageAccess(Protocol):
@@ -85,6 +94,18 @@ class UsageAccess(Protocol):
 
     def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
         """Dollars of one model call, None when unpriced."""
+        ...
+
+
+class ServiceUsage(Protocol):
+    """Where a tool records its paid calls to a service that is not a model (the usage
+    ledger, habakkuk.services.usage.UsageLedger)."""
+
+    async def record_service(
+        self, kind: str, provider: str, name: str, caller: Caller, cost: float | None
+    ) -> None:
+        """One call of `kind` ("search") to `provider` ("brave") for `name` (the tool),
+        for `caller`, costing `cost` dollars as the service reported (None: not reported)."""
         ...
 
 
@@ -133,6 +154,37 @@ class UsageStore:
         await self.db.write(_insert)
         return cost
 
+    async def record_service(
+        self,
+        kind: str,
+        provider: str,
+        name: str,
+        caller: Caller,
+        cost: float | None,
+        *,
+        at: float | None = None,
+    ) -> None:
+        """Store one call to a service that is not a model: no tokens, its reported cost."""
+        row = (
+            time.time() if at is None else at,
+            kind,
+            provider,
+            name,
+            caller.agent,
+            caller.session,
+            caller.purpose,
+            cost,
+        )
+
+        def _insert(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO calls (at, kind, provider, model, agent, session, purpose, cost)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+
+        await self.db.write(_insert)
+
     async def totals(
         self,
         *,
@@ -156,9 +208,10 @@ class UsageStore:
             "SELECT provider || '/' || model AS model, agent, COUNT(*) AS calls,"
             " SUM(input_tokens) AS i, SUM(output_tokens) AS o, SUM(cache_read_tokens) AS r,"
             " SUM(cache_write_tokens) AS w, COALESCE(SUM(cost), 0) AS cost,"
-            " SUM(cost IS NULL) AS unpriced"
+            " SUM(cost IS NULL) AS unpriced, kind"
             f" FROM calls WHERE {' AND '.join(where)}"
-            " GROUP BY provider, model, agent ORDER BY cost DESC, calls DESC, model, agent",
+            " GROUP BY kind, provider, model, agent"
+            " ORDER BY cost DESC, calls DESC, model, agent",
             params,
         )
         return [
@@ -172,6 +225,7 @@ class UsageStore:
                 cache_write_tokens=row["w"],
                 cost=float(row["cost"]),
                 unpriced_calls=row["unpriced"],
+                kind=row["kind"],
             )
             for row in rows
         ]
