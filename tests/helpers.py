@@ -121,14 +121,15 @@ async def python_in(code: str, home: Path, **env: str) -> tuple[int, str, str]:
 
 class Attending:
     """Someone attending `runtime` (a Runtime) who answers every approval its attended
-    turns ask with `answer`, keeping each request in `asked`:
+    turns ask with `answer` (an answer, or a function of the ApprovalRequest giving
+    one), keeping each request in `asked`:
 
         async with Attending(runtime, "deny") as person:
             ...  # submit a turn with attended=True
         assert [r.tool for r in person.asked] == ["memory_save"]
     """
 
-    def __init__(self, runtime: Any, answer: str = "allow_once") -> None:
+    def __init__(self, runtime: Any, answer: str | Callable[[Any], str] = "allow_once") -> None:
         self.runtime = runtime
         self.answer = answer
         self.asked: list[Any] = []  # the ApprovalRequests, in the order they were asked
@@ -150,5 +151,7 @@ class Attending:
     async def _answer_each(self) -> None:
         while True:
             event = await self._pending.get()
-            self.asked.append(event.data["request"])
-            self.runtime.approvals.answer(event.data["id"], self.answer)
+            request = event.data["request"]
+            self.asked.append(request)
+            answer = self.answer(request) if callable(self.answer) else self.answer
+            self.runtime.approvals.answer(event.data["id"], answer)
