@@ -23,7 +23,7 @@ from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalRequest
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolRegistry
 from habakkuk.services.usage import UsageLedger
 from habakkuk.tools.fetch_tool import FetchUrl
-from habakkuk.tools.web_search.duckduckgo import parse_results, target
+from habakkuk.tools.web_search.duckduckgo_page import parse_results, target
 from habakkuk.tools.web_search.tool import WebSearch, provider_for
 from habakkuk.tools.web_search.types import SearchError
 from tests.fakes.search_apis import KEY, FakeSearchApi, Hit, duckduckgo_page
@@ -60,7 +60,10 @@ async def fake(request: pytest.FixtureRequest) -> AsyncIterator[FakeSearchApi]:
 def config_for(fake: FakeSearchApi) -> SearchConfig:
     if fake.provider == "searxng":
         return SearchConfig("searxng", url=fake.base_url)
-    return SearchConfig(fake.provider, base_url=fake.base_url)  # type: ignore[arg-type]
+    for name in ("brave", "tavily", "exa", "duckduckgo"):
+        if fake.provider == name:
+            return SearchConfig(name, base_url=fake.base_url)
+    raise AssertionError(f"no provider {fake.provider}")
 
 
 def tool_for(
