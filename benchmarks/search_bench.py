@@ -10,23 +10,32 @@ phrase in one message near the start. Queries: common words (one and two of big_
 and a common one). Old and new, on the small home and on the big one, run in alternating
 rounds, query by query, so the load of a shared machine falls on all four alike.
 
-Memory: the ranking query of memory search on a memory.db of 10,000 and of 100,000 notes
-(memory_bench.py's words: a few common, many rare), built through the index's own
-migrations; the snippets and note rows read after ranking are per hit, the same at any
-size (memory_bench.py times the whole service at 10,000 notes).
+Memory: the ranking query of memory search on a memory.db of 10,000, 100,000 and
+1,000,000 notes (memory_bench.py's words: a few common, many rare), built through the
+index's own migrations and writes in the sync's batches, then compacted as the sync's
+first build is (the million takes about three minutes and 1 GB: built once into --notes
+and reused; --huge-notes 0 skips it). Planted in each, in the oldest note: a rare
+phrase. Three rankings: bm25 over every match (before issue 27; up to 100,000 notes, it
+takes seconds a query on a million), the window whose title and tag lookups were column
+filters on notes_fts (before m27: they walked every note holding the word), and the
+window as it is. The snippets and note rows read after ranking are per hit, the same at
+any size (memory_bench.py times the whole service at 10,000 notes).
 
-Prints p50/p95 in ms per query kind, old beside new, and the ratio big/small of the p50s.
-Run: python benchmarks/search_bench.py [--small DIR] [--big DIR] [--rounds N]
+Prints p50/p95 in ms per query kind and ranking, the homes side by side, and the ratio of
+each bigger home's p50 to the smallest's. --memory-only skips the sessions.
+Run: python benchmarks/search_bench.py [--small DIR] [--big DIR] [--rounds N] [--memory-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
+import math
 import random
 import sqlite3
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from _harness import OLD_SESSIONS
@@ -35,7 +44,19 @@ from memory_bench import COMMON, RARE, words
 
 from habakkuk.engine.session_search import SEARCH_WINDOW, search_messages
 from habakkuk.engine.store import Database
-from habakkuk.knowledge.index import INDEX_MIGRATIONS, rank_window
+from habakkuk.knowledge.index import (
+    BATCH_FILES,
+    COLUMN_WEIGHTS,
+    FTS_TABLES,
+    INDEX_MIGRATIONS,
+    MEMORY_WINDOW,
+    MERGE_PAGES,
+    fts_query,
+    index_words,
+    merge_step,
+    query_words,
+    rank_window,
+)
 
 # Memory search before issue 27: bm25 over every matching note.
 OLD_MEMORY = (
@@ -57,8 +78,11 @@ SESSION_QUERIES = {
 }
 MEMORY_QUERIES = {
     "common": ["coffee", "coffee tea", "python server backup"],
-    # 684 and 103 matches in 10k notes, 7,060 and 958 in 100k (the window holds 200).
+    # 684 and 103 matches in 10k notes, 7,060 and 958 in 100k (the window holds 200);
+    # in titles 29 and 5, 311 and 39; in tags none (the tags are common words).
     "rare": [RARE[100], RARE[-1]],
+    # Planted in the oldest note's body only: found through every newer note.
+    "old phrase": [f'"{OLD_PHRASE}"'],
 }
 
 
@@ -103,49 +127,125 @@ def session_home(root: Path, messages: int) -> Path:
 
 
 def notes_index(root: Path, count: int) -> Path:
-    """A memory.db of `count` notes (the index's migrations; memory_bench's words)."""
+    """A memory.db of `count` notes (the index's migrations and writes, in the sync's
+    batches of BATCH_FILES notes a transaction, compacted as the sync's first build is;
+    memory_bench's words), the oldest holding OLD_PHRASE in its body."""
     path = root / f"memory-{count}.db"
-    if path.exists():
+    if path.exists() and planted(path):
         return path
+    path.unlink(missing_ok=True)  # built by an earlier version of this script
+    print(f"building {count:,} notes into {path} ...", flush=True)
     root.mkdir(parents=True, exist_ok=True)
-    Database.open_sync(path, INDEX_MIGRATIONS).close_sync()
+    building = path.with_suffix(".building")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{building}{suffix}").unlink(missing_ok=True)
+    Database.open_sync(building, INDEX_MIGRATIONS).close_sync()
     rng = random.Random(14)
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("BEGIN")
-    for number in range(count):
-        conn.execute(
-            "INSERT INTO notes_fts(rowid, title, tags, body) VALUES (?, ?, ?, ?)",
-            (
-                number + 1,
-                " ".join(words(rng, 3)),
-                " ".join(rng.sample(COMMON, 2)),
-                " ".join(words(rng, rng.randint(20, 120))),
-            ),
-        )
-    conn.execute("COMMIT")
+    conn = sqlite3.connect(building, isolation_level=None)
+    for first in range(0, count, BATCH_FILES):
+        conn.execute("BEGIN")
+        for number in range(first, min(count, first + BATCH_FILES)):
+            body = " ".join(words(rng, rng.randint(20, 120)))
+            if number == 0:
+                body += f" by the {OLD_PHRASE}"
+            tags = " ".join(rng.sample(COMMON, 2))
+            index_words(conn, number + 1, " ".join(words(rng, 3)), tags, body)
+        conn.execute("COMMIT")
+    began, steps, longest = time.perf_counter(), 0, 0.0
+    for table in FTS_TABLES:  # as the sync's first build ends: Index.compact
+        pages = -MERGE_PAGES
+        while True:
+            step = time.perf_counter()
+            merged = merge_step(conn, table, pages)
+            steps, longest = steps + 1, max(longest, time.perf_counter() - step)
+            if not merged:
+                break
+            pages = MERGE_PAGES
+    print(
+        f"  compacted in {time.perf_counter() - began:.1f} s, {steps} steps,"
+        f" the longest {longest * 1000:.0f} ms",
+        flush=True,
+    )
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
+    building.rename(path)
+    Path(f"{building}-wal").unlink(missing_ok=True)
+    Path(f"{building}-shm").unlink(missing_ok=True)
     return path
 
 
-Timings = dict[tuple[str, str, str], list[float]]  # (home, kind, old|new) -> ms
+def planted(path: Path) -> bool:
+    """Whether the memory.db at `path` is this script's: the title and tag tables of
+    migration 2, and OLD_PHRASE in the oldest note."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        conn.execute("SELECT 1 FROM note_titles_fts LIMIT 1").fetchall()
+        sql = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?"
+        return conn.execute(sql, (f'"{OLD_PHRASE}"',)).fetchall() == [(1,)]
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()
+
+
+def column_filter_window(conn: sqlite3.Connection, query: str) -> list[tuple[int, float]]:
+    """The window rule as it was before m27: the same scores, but a title or tag window
+    was a column filter on notes_fts ("title : word"), which walks every note holding
+    the word anywhere to find the newest holding it there (all of them when none do)."""
+    match = fts_query(query)
+    if not match:
+        return []
+    sql = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
+    inside = [int(r[0]) for r in conn.execute(sql, (match, MEMORY_WINDOW))]
+    if not inside:
+        return []
+    oldest = inside[-1]
+    scores = dict.fromkeys(inside, 0.0)
+    for word in query_words(query):
+        weights: dict[int, float] = {}
+        for column, weight in COLUMN_WEIGHTS:
+            if column == "body":
+                sql = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? AND rowid >= ?"
+                bound = oldest
+            else:
+                sql = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?"
+                sql += " ORDER BY rowid DESC LIMIT ?"
+                bound = MEMORY_WINDOW
+            for (rowid,) in conn.execute(sql, (f'{column} : "{word}"', bound)):
+                if column == "body" and rowid not in scores:
+                    continue
+                weights[rowid] = weights.get(rowid, 0.0) + weight
+        if weights:
+            rarity = math.log(1.0 + len(inside) / len(weights))
+            for rowid, weight in weights.items():
+                scores[rowid] = scores.get(rowid, 0.0) + weight * rarity
+    best = heapq.nsmallest(10, scores, key=lambda rowid: (-scores[rowid], -rowid))
+    return [(rowid, scores[rowid]) for rowid in best]
+
+
+Timings = dict[tuple[str, str, str], list[float]]  # (home, kind, ranking) -> ms
+Ranking = Callable[[sqlite3.Connection, str], object]
 
 
 def measure(
     conns: dict[str, sqlite3.Connection],
     queries: dict[str, list[str]],
-    old: Callable[[sqlite3.Connection, str], object],
-    new: Callable[[sqlite3.Connection, str], object],
+    rankings: dict[str, Ranking],
     rounds: int,
     into: Timings,
+    skip: frozenset[tuple[str, str]] = frozenset(),
 ) -> None:
-    """Old and new on the small and the big home, alternating (old, new on one home, then
-    on the other, query by query), `rounds` times over every query: the load of a shared
-    machine falls on both homes alike, so the ratios hold."""
+    """Every ranking on every home but the (home, ranking) pairs in `skip`, alternating
+    (each ranking on one home, then on the next, query by query), `rounds` times over
+    every query: the load of a shared machine falls on every home alike, so the ratios
+    hold."""
     for kind, texts in queries.items():
         for _ in range(rounds):
             for text in texts:
                 for label, conn in conns.items():
-                    for name, run in (("old", old), ("new", new)):
+                    for name, run in rankings.items():
+                        if (label, name) in skip:
+                            continue
                         began = time.perf_counter()
                         run(conn, text)
                         spent = (time.perf_counter() - began) * 1000
@@ -158,35 +258,53 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
 
 
-def report(title: str, small: str, big: str, kinds: list[str], timings: Timings) -> None:
+def ratios(homes: list[str], p50: Sequence[float | None]) -> str:
+    """Each bigger home's p50 over the smallest's (None: not run there)."""
+    first = p50[0]
+    return ", ".join(
+        f"{home}/{homes[0]} x{value / first:.2f}"
+        for home, value in zip(homes[1:], p50[1:], strict=True)
+        if value is not None and first
+    )
+
+
+def report(
+    title: str, homes: list[str], kinds: list[str], rankings: list[str], timings: Timings
+) -> None:
+    """One line per query kind and ranking: p50/p95 on each home side by side, and the
+    ratio of each bigger home's p50 to the smallest's."""
     print(title)
     for kind in kinds:
-        cells = []
-        p50: dict[tuple[str, str], float] = {}
-        for home in (small, big):
-            for name in ("old", "new"):
-                values = timings[(home, kind, name)]
-                p50[(home, name)] = statistics.median(values)
-                cells.append(
-                    f"{home} {name} {p50[(home, name)]:.2f}/{percentile(values, 0.95):.2f}"
-                )
-        ratios = ", ".join(
-            f"{name} x{p50[(big, name)] / p50[(small, name)]:.1f}" for name in ("old", "new")
-        )
-        print(f"  {kind:<13} p50/p95 ms: " + " | ".join(cells) + f" | big/small p50: {ratios}")
+        for name in rankings:
+            cells = []
+            p50: list[float | None] = []
+            for home in homes:
+                values = timings.get((home, kind, name))
+                if not values:  # not run on this home
+                    p50.append(None)
+                    cells.append(f"{home} -")
+                    continue
+                p50.append(statistics.median(values))
+                cells.append(f"{home} {p50[-1]:.2f}/{percentile(values, 0.95):.2f}")
+            print(
+                f"  {kind:<13} {name:<4} p50/p95 ms: "
+                + " | ".join(cells)
+                + f" | p50 {ratios(homes, p50)}"
+            )
 
 
-def report_queries(small: str, big: str, queries: dict[str, list[str]], timings: Timings) -> None:
-    """Each query's new p50 on both homes: a kind's p50 above mixes its queries."""
+def report_queries(
+    homes: list[str], queries: dict[str, list[str]], name: str, timings: Timings
+) -> None:
+    """Each query's p50 of ranking `name` on every home: a kind's p50 above mixes its
+    queries."""
     for kind, texts in queries.items():
         for text in texts:
-            key = f"query {text}"
-            low = statistics.median(timings[(small, key, "new")])
-            high = statistics.median(timings[(big, key, "new")])
-            print(
-                f"    {kind:<13} {text!r:<26} new p50 ms: {small} {low:.2f} | {big} {high:.2f}"
-                f" | x{high / low:.1f}"
+            p50 = [statistics.median(timings[(home, f"query {text}", name)]) for home in homes]
+            cells = " | ".join(
+                f"{home} {value:.2f}" for home, value in zip(homes, p50, strict=True)
             )
+            print(f"    {kind:<13} {text!r:<26} {name} p50 ms: {cells} | {ratios(homes, p50)}")
 
 
 def sessions(small_root: Path, big_root: Path, big_messages: int, rounds: int) -> None:
@@ -208,44 +326,56 @@ def sessions(small_root: Path, big_root: Path, big_messages: int, rounds: int) -
             hits = search_messages(conn, text)
             first = f", first: {hits[0].snippet}" if hits else ""
             print(f"  {label} {text}: {len(hits)} hits{first}")
-    measure(conns, SESSION_QUERIES, old, new, rounds, timings)
+    measure(conns, SESSION_QUERIES, {"old": old, "new": new}, rounds, timings)
     for conn in conns.values():
         conn.close()
     report(
         f"session search, 10,000 vs {big_messages:,} messages"
         " (old: bm25 + snippet(); new: the window rule)",
-        "10k",
-        "1M",
+        list(homes),
         list(SESSION_QUERIES),
+        ["old", "new"],
         timings,
     )
-    report_queries("10k", "1M", SESSION_QUERIES, timings)
+    report_queries(list(homes), SESSION_QUERIES, "new", timings)
 
 
-def memory(root: Path, small: int, big: int, rounds: int) -> None:
+def label(count: int) -> str:
+    """10k, 100k, 1M."""
+    return f"{count // 1_000_000}M" if count >= 1_000_000 else f"{count // 1_000}k"
+
+
+def memory(root: Path, counts: list[int], rounds: int) -> None:
     timings: Timings = {}
 
     def old(conn: sqlite3.Connection, text: str) -> object:
-        match = " OR ".join(f'"{w}"' for w in text.split())
+        match = " OR ".join(f'"{w}"' for w in text.replace('"', " ").split())
         return conn.execute(OLD_MEMORY, (match, 10)).fetchall()
 
     def new(conn: sqlite3.Connection, text: str) -> object:
         return rank_window(conn, text, limit=10)
 
-    labels = {"10k": small, "100k": big}
-    conns = {label: sqlite3.connect(notes_index(root, count)) for label, count in labels.items()}
-    measure(conns, MEMORY_QUERIES, old, new, rounds, timings)
+    rankings: dict[str, Ranking] = {"old": old, "cols": column_filter_window, "new": new}
+    conns = {label(count): sqlite3.connect(notes_index(root, count)) for count in counts}
+    for home, conn in conns.items():
+        ranked = [rowid for rowid, _ in rank_window(conn, f'"{OLD_PHRASE}"', limit=10)]
+        place = f"found, rank {ranked.index(1) + 1}" if 1 in ranked else "NOT FOUND"
+        print(f'  {home} "{OLD_PHRASE}" (the oldest note): {place}')
+    # bm25 over every match takes seconds a query on a million notes: up to 100,000.
+    skip = frozenset((label(count), "old") for count in counts if count > 100_000)
+    measure(conns, MEMORY_QUERIES, rankings, rounds, timings, skip)
     for conn in conns.values():
         conn.close()
     report(
-        f"memory search ranking, {small:,} vs {big:,} notes"
-        " (old: bm25 over every match; new: the window rule)",
-        "10k",
-        "100k",
+        "memory search ranking, " + " vs ".join(f"{count:,}" for count in counts) + " notes"
+        " (old: bm25 over every match; cols: the window, title and tag windows as column"
+        " filters on notes_fts, before m27; new: the window as it is)",
+        list(conns),
         list(MEMORY_QUERIES),
+        list(rankings),
         timings,
     )
-    report_queries("10k", "100k", MEMORY_QUERIES, timings)
+    report_queries(list(conns), MEMORY_QUERIES, "new", timings)
 
 
 def main() -> None:
@@ -255,10 +385,14 @@ def main() -> None:
     parser.add_argument("--big-messages", type=int, default=1_000_000)
     parser.add_argument("--notes", type=Path, default=Path("/tmp/habakkuk-search/notes"))
     parser.add_argument("--big-notes", type=int, default=100_000)
+    parser.add_argument("--huge-notes", type=int, default=1_000_000, help="0: skip")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--memory-only", action="store_true", help="skip the sessions")
     args = parser.parse_args()
-    sessions(args.small, args.big, args.big_messages, args.rounds)
-    memory(args.notes, 10_000, args.big_notes, args.rounds)
+    if not args.memory_only:
+        sessions(args.small, args.big, args.big_messages, args.rounds)
+    counts = [10_000, args.big_notes] + ([args.huge_notes] if args.huge_notes else [])
+    memory(args.notes, counts, args.rounds)
 
 
 if __name__ == "__main__":

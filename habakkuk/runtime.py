@@ -154,8 +154,8 @@ class Runtime:
                 board=self.board,
                 delegation=self.delegation,
                 channels=lambda: self.channels,
-                env=env,
                 usage=self.ledger,
+                env=env,
             ),
         )
         self.tools.hooks = self.hooks

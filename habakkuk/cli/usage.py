@@ -1,4 +1,4 @@
-"""`habakkuk usage`: tokens and cost of model calls (and web searches) by model and agent."""
+"""`habakkuk usage`: tokens and cost of model calls by model and agent."""
 
 from __future__ import annotations
 
@@ -72,8 +72,6 @@ async def _usage(days: float | None, agent: str | None, as_json: bool) -> int:
             cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row)
         ]
         print("  ".join(cells).rstrip())
-    if any(t.unpriced_calls and t.kind == "model" for t in totals):
+    if any(t.unpriced_calls for t in totals):
         print("* some calls were to models with no known price (add them under pricing: in config)")
-    if any(t.unpriced_calls and t.kind != "model" for t in totals):
-        print("* some searches were to a provider that reports no cost; they count as $0")
     return EXIT_OK

@@ -439,10 +439,6 @@ async def _usage(conv: Conversation, rest: str) -> Reply:
     lines = [f"**Usage** of `{session.id}`"]
     for t in totals:
         priced = t.calls > t.unpriced_calls
-        if t.kind != "model":  # a web search: calls, and the cost where the service said
-            cost = f"${t.cost:.4f}" if priced else "cost not reported"
-            lines.append(f"{t.kind} {t.model}: {t.calls} call(s), {cost}")
-            continue
         cost = f"${t.cost:.4f}" if priced else "cost unknown"
         lines.append(
             f"{t.model}: {t.calls} call(s), {t.input_tokens + t.cache_read_tokens} in "

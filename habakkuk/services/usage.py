@@ -1,4 +1,4 @@
-"""Usage: tokens and dollars of the model calls (and the other paid calls, such as web
+"""Usage: tokens and dollars of the model calls (and the paid generations and web
 searches), recorded in usage.db.
 
 Its Protocol, what the surfaces use of it, is engine.llm.usage.UsageAccess.
@@ -28,12 +28,39 @@ class UsageLedger:
         if self.store is not None:
             await self.store.record(ref, caller, usage)
 
-    async def record_service(
-        self, kind: str, provider: str, name: str, caller: Caller, cost: float | None
+    async def record_generation(
+        self,
+        kind: str,
+        provider: str,
+        model: str,
+        *,
+        agent: str,
+        session: str,
+        usage: Usage,
+        cost: float | None,
     ) -> None:
-        """A tool's paid call to a service that is not a model (a web search)."""
+        """One paid generation (image, video) in the usage records, as its own kind."""
         if self.store is not None:
-            await self.store.record_service(kind, provider, name, caller, cost)
+            from habakkuk.engine.config import ModelRef
+            from habakkuk.engine.llm.router import Caller
+
+            await self.store.record_generation(
+                kind, ModelRef(provider, model), Caller(agent, session, kind), usage, cost=cost
+            )
+
+    async def record_search(
+        self, provider: str, *, agent: str, session: str, cost: float | None
+    ) -> None:
+        """One web search in the usage records, as its own kind ("brave/web_search
+        [search]"), with the cost the provider reported (None: it reports none)."""
+        if self.store is not None:
+            from habakkuk.engine.config import ModelRef
+            from habakkuk.engine.llm.router import Caller
+            from habakkuk.engine.llm.usage import SEARCH_KIND
+
+            caller = Caller(agent, session, SEARCH_KIND)
+            ref = ModelRef(provider, "web_search")
+            await self.store.record_generation(SEARCH_KIND, ref, caller, Usage(), cost=cost)
 
     def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
         """Dollars of one model call ("provider/model" and its usage), None when unpriced."""

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from habakkuk.engine.home import Home
-from habakkuk.knowledge.index import rank_window
+from habakkuk.knowledge.index import FTS_TABLES, MERGE_PAGES, merge_step, rank_window
 from habakkuk.knowledge.service import Memory
 
 from .conftest import AGENT
@@ -157,6 +157,69 @@ async def test_an_old_note_titled_with_the_word_is_ranked_beyond_the_window(
 
     # The body window holds the newest two walks; the title and the tag reach back.
     assert await db.run(_ranked) == ["lantern", "shed", "walk-3", "walk-2"]
+
+
+def ranked_slugs(conn: sqlite3.Connection, query: str, window: int) -> list[str]:
+    """rank_window's notes as slugs, best first."""
+    ranked = rank_window(conn, query, limit=10, window=window)
+    sql = "SELECT slug FROM notes WHERE id = ?"
+    return [conn.execute(sql, (rowid,)).fetchone()[0] for rowid, _ in ranked]
+
+
+async def test_an_index_from_before_the_title_and_tag_tables_still_ranks_old_titles(
+    open_memory: Callable[..., Memory], home: Home
+) -> None:
+    first = open_memory()
+    await first.save("main", "Lantern", "how the old one was mended", provenance=AGENT)
+    await first.save("main", "Shed", "the lantern hook", tags=["lantern"], provenance=AGENT)
+    for number in range(4):
+        await first.save("main", f"Walk {number}", "a lantern walk", provenance=AGENT)
+    await first.close()
+    # memory.db as schema version 1 left it: the words in notes_fts alone.
+    conn = sqlite3.connect(home.agent_dir("main") / "memory.db")
+    conn.execute("DROP TABLE note_titles_fts")
+    conn.execute("DROP TABLE note_tags_fts")
+    conn.execute("DELETE FROM schema_migrations WHERE version = 2")
+    conn.commit()
+    conn.close()
+    second = open_memory()
+    db = await second.database("main")
+    ranked = await db.run(lambda conn: ranked_slugs(conn, "lantern", 2))
+    assert ranked == ["lantern", "shed", "walk-3", "walk-2"]
+
+
+async def test_a_changed_title_or_a_forgotten_note_leaves_the_title_and_tag_windows(
+    memory: Memory, home: Home
+) -> None:
+    await memory.save("main", "Lantern", "how it was mended", provenance=AGENT)
+    await memory.save("main", "Shed", "the hook", tags=["lamp"], provenance=AGENT)
+    path = home.agent_dir("main") / "memory" / "lantern.md"
+    path.write_text(path.read_text().replace("Lantern", "Torch"))
+    assert [h.note.slug for h in await memory.search("main", "torch")] == ["lantern"]
+    assert await memory.search("main", "lantern") == []
+    await memory.forget("main", "shed", provenance=AGENT)
+    assert await memory.search("main", "lamp") == []
+    db = await memory.database("main")
+    rows = await db.run(
+        lambda conn: [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in FTS_TABLES]
+    )
+    assert rows == [1, 1, 1]
+
+
+async def test_a_first_build_leaves_each_search_table_merged_into_one_segment(
+    memory: Memory, home: Home
+) -> None:
+    folder = home.agent_dir("main") / "memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    for number in range(6):  # 60 KB each: three write transactions, three segments
+        (folder / f"walk-{number}.md").write_text(f"lantern walk {number} " * 4_000)
+    assert len(await memory.search("main", "lantern")) == 6
+    db = await memory.database("main")
+    # FTS5's merge of every segment into one finds nothing left to merge.
+    left = await db.write(
+        lambda conn: [merge_step(conn, table, -MERGE_PAGES) for table in FTS_TABLES]
+    )
+    assert left == [False, False, False]
 
 
 async def test_words_are_stemmed_and_or_ed(memory: Memory) -> None:

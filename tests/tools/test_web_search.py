@@ -4,7 +4,7 @@ Every provider is asked the way its documentation says (method, path, key header
 parameters or body) and its answer becomes a numbered list of titles, URLs and plain
 snippets under a first line that says it is web content. Failures are one-line error
 results; the tool is network risk like fetch_url in every mode and taints the turn;
-each search is a usage row of kind "search".
+each search is a usage row of its own kind ("brave/web_search [search]").
 """
 
 from __future__ import annotations
@@ -340,7 +340,7 @@ async def test_a_search_taints_the_turn(fake: FakeSearchApi, tmp_path: Path) -> 
     assert ctx.taint.tainted and ctx.taint.reason == "web_search"
 
 
-async def test_each_search_is_a_usage_row_of_kind_search_with_the_reported_cost(
+async def test_each_search_is_a_usage_row_of_its_own_kind_with_the_reported_cost(
     tmp_path: Path,
 ) -> None:
     store = await UsageStore.open(tmp_path / "usage.db")
@@ -356,13 +356,12 @@ async def test_each_search_is_a_usage_row_of_kind_search_with_the_reported_cost(
         totals = {t.model: t for t in await ledger.usage_totals(session="ses_1")}
     finally:
         await store.close()
-    assert set(totals) == {"exa/web_search", "brave/web_search"}
-    assert all(t.kind == "search" and t.agent == "main" for t in totals.values())
-    assert totals["exa/web_search"].calls == 2
-    assert totals["exa/web_search"].cost == pytest.approx(0.014)
-    assert totals["brave/web_search"].calls == 1
-    assert totals["brave/web_search"].unpriced_calls == 1  # Brave reports no cost
-    assert totals["brave/web_search"].input_tokens == 0
+    by_exa, by_brave = totals["exa/web_search [search]"], totals["brave/web_search [search]"]
+    assert len(totals) == 2 and by_exa.agent == by_brave.agent == "main"
+    assert by_exa.calls == 2 and by_exa.unpriced_calls == 0
+    assert by_exa.cost == pytest.approx(0.014)
+    assert by_brave.calls == 1 and by_brave.unpriced_calls == 1  # Brave reports no cost
+    assert by_brave.input_tokens == by_brave.output_tokens == 0
 
 
 def _session() -> Any:

@@ -1,11 +1,13 @@
-"""usage.db: one row per successful model call, and per paid call of another service.
+"""usage.db: one row per successful model call, and one per paid generation or search.
 
 The router's usage hook calls `record` with who the call was for (agent,
 session, purpose); the cost is computed then, from config `pricing:` and the
 built-in table, and stored with the row (NULL when the model is unpriced), so
-later price changes never rewrite history. Calls to services that are not models
-(a web search) are rows of their own kind (`record_service`), with no tokens and
-the cost the service reported, if any. `totals` groups rows by kind, model and
+later price changes never rewrite history. A generation (an image_generate or
+video_generate call) is a row of its own kind (its `purpose`: image, video), with the
+tokens and the cost its provider reported (else the tokens priced by the table, else
+NULL), shown by `totals` as "provider/model [kind]"; a web search likewise (purpose
+search, no tokens, the cost its provider reported). `totals` groups rows by model and
 agent for `habakkuk usage`. Sessions' /model choices were kept here too; they
 live in state.db now, and the runtime moves any left here when it opens.
 
@@ -26,6 +28,10 @@ from ..store import Database, Migration
 from .pricing import PriceTable
 from .router import Caller
 from .types import Usage
+
+# The purposes of rows that are not model calls: each is its own line in the totals.
+SERVICE_KINDS = ("image", "video", "search")
+SEARCH_KIND = "search"
 
 MIGRATIONS = [
     Migration(
@@ -54,13 +60,7 @@ MIGRATIONS = [
         );
         """,
     ),
-    # The kind of call: "model" (tokens, priced from the table) or a service's kind
-    # ("search": one row per web search, its cost as the provider reported it).
-    Migration(2, "ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'model';"),
 ]
-
-MODEL_KIND = "model"
-SEARCH_KIND = "search"
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,6 @@ class UsageTotal:
     cache_write_tokens: int
     cost: float
     unpriced_calls: int
-    kind: str = MODEL_KIND  # "model", or the kind of service call ("search")
 
 
 class UsageAccess(Protocol):
@@ -94,18 +93,6 @@ class UsageAccess(Protocol):
 
     def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
         """Dollars of one model call, None when unpriced."""
-        ...
-
-
-class ServiceUsage(Protocol):
-    """Where a tool records its paid calls to a service that is not a model (the usage
-    ledger, habakkuk.services.usage.UsageLedger)."""
-
-    async def record_service(
-        self, kind: str, provider: str, name: str, caller: Caller, cost: float | None
-    ) -> None:
-        """One call of `kind` ("search") to `provider` ("brave") for `name` (the tool),
-        for `caller`, costing `cost` dollars as the service reported (None: not reported)."""
         ...
 
 
@@ -154,36 +141,44 @@ class UsageStore:
         await self.db.write(_insert)
         return cost
 
-    async def record_service(
+    async def record_generation(
         self,
         kind: str,
-        provider: str,
-        name: str,
+        ref: ModelRef,
         caller: Caller,
-        cost: float | None,
+        usage: Usage,
         *,
+        cost: float | None = None,
         at: float | None = None,
-    ) -> None:
-        """Store one call to a service that is not a model: no tokens, its reported cost."""
+    ) -> float | None:
+        """Store one paid generation as its own kind (a row whose purpose is `kind`): the
+        cost the provider reported, else its tokens priced by the table (None: unknown)."""
+        if cost is None and usage.prompt_tokens + usage.output_tokens > 0:
+            cost = self.prices.cost(ref.model, usage)
         row = (
             time.time() if at is None else at,
-            kind,
-            provider,
-            name,
+            ref.provider,
+            ref.model,
             caller.agent,
             caller.session,
-            caller.purpose,
+            kind,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
             cost,
         )
 
         def _insert(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "INSERT INTO calls (at, kind, provider, model, agent, session, purpose, cost)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO calls (at, provider, model, agent, session, purpose, input_tokens,"
+                " output_tokens, cache_read_tokens, cache_write_tokens, cost)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
 
         await self.db.write(_insert)
+        return cost
 
     async def totals(
         self,
@@ -204,14 +199,18 @@ class UsageStore:
         if session is not None:
             where.append("session = ?")
             params.append(session)
+        kinds = ", ".join(f"'{k}'" for k in SERVICE_KINDS)
+        label = (
+            f"provider || '/' || model || CASE WHEN purpose IN ({kinds})"
+            " THEN ' [' || purpose || ']' ELSE '' END"
+        )
         rows = await self.db.fetchall(
-            "SELECT provider || '/' || model AS model, agent, COUNT(*) AS calls,"
+            f"SELECT {label} AS model, agent, COUNT(*) AS calls,"
             " SUM(input_tokens) AS i, SUM(output_tokens) AS o, SUM(cache_read_tokens) AS r,"
             " SUM(cache_write_tokens) AS w, COALESCE(SUM(cost), 0) AS cost,"
-            " SUM(cost IS NULL) AS unpriced, kind"
+            " SUM(cost IS NULL) AS unpriced"
             f" FROM calls WHERE {' AND '.join(where)}"
-            " GROUP BY kind, provider, model, agent"
-            " ORDER BY cost DESC, calls DESC, model, agent",
+            f" GROUP BY {label}, agent ORDER BY cost DESC, calls DESC, model, agent",
             params,
         )
         return [
@@ -225,7 +224,6 @@ class UsageStore:
                 cache_write_tokens=row["w"],
                 cost=float(row["cost"]),
                 unpriced_calls=row["unpriced"],
-                kind=row["kind"],
             )
             for row in rows
         ]

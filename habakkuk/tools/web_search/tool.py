@@ -2,11 +2,11 @@
 
 Each call resolves the provider's key (the environment, then HOME/.env, then the OS
 keyring, as model keys are found), asks the provider in one HTTP session with a total
-timeout, records the search in the usage records (kind "search", with the cost when the
-provider reported one), and returns a numbered list whose first line says that what
-follows is web content, to be read as information and never obeyed. Failures are one
-line each: a missing or refused key, a rate limit, a timeout, an answer of the wrong
-shape, a DuckDuckGo page that changed.
+timeout, records the search in the usage records (its own kind, "brave/web_search
+[search]", with the cost when the provider reported one), and returns a numbered list
+whose first line says that what follows is web content, to be read as information and
+never obeyed. Failures are one line each: a missing or refused key, a rate limit, a
+timeout, an answer of the wrong shape, a DuckDuckGo page that changed.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from habakkuk.engine.llm.router import Caller
-from habakkuk.engine.llm.usage import SEARCH_KIND, ServiceUsage
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
 
@@ -25,7 +23,7 @@ from .duckduckgo import DuckDuckGo
 from .exa import Exa
 from .searxng import SearXNG
 from .tavily import Tavily
-from .types import SearchAnswer, SearchError, SearchProvider
+from .types import SearchAnswer, SearchError, SearchProvider, SearchUsage
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import SearchConfig
@@ -70,7 +68,7 @@ class WebSearch(Tool):
         provider: SearchProvider,
         *,
         env: Environment | None = None,
-        usage: ServiceUsage | None = None,
+        usage: SearchUsage | None = None,
         timeout: float = TIMEOUT_SECONDS,
     ) -> None:
         self.provider = provider
@@ -120,10 +118,9 @@ class WebSearch(Tool):
         """One row in the usage records; a failure to write it never fails the search."""
         if self.usage is None:
             return
-        caller = Caller(agent=ctx.agent, session=ctx.session)
         try:
-            await self.usage.record_service(
-                SEARCH_KIND, self.provider.name, self.name, caller, answer.cost
+            await self.usage.record_search(
+                self.provider.name, agent=ctx.agent, session=ctx.session, cost=answer.cost
             )
         except Exception:
             log.warning("web_search: could not record the search's usage", exc_info=True)
@@ -165,7 +162,7 @@ def provider_for(config: SearchConfig | None) -> SearchProvider:
 
 
 def web_search_tool(
-    config: SearchConfig | None, *, env: Environment | None, usage: ServiceUsage | None
+    config: SearchConfig | None, *, env: Environment | None, usage: SearchUsage | None
 ) -> WebSearch:
     """The tool on the provider the config names (services/toolset.py registers it)."""
     return WebSearch(provider_for(config), env=env, usage=usage)

@@ -56,6 +56,17 @@ class SearchProvider(Protocol):
         ...
 
 
+class SearchUsage(Protocol):
+    """Where each search is recorded (the usage ledger, habakkuk.services.usage)."""
+
+    async def record_search(
+        self, provider: str, *, agent: str, session: str, cost: float | None
+    ) -> None:
+        """One search with `provider` for the agent's session, costing `cost` dollars as
+        the provider reported (None: it reports none)."""
+        ...
+
+
 _TAG = re.compile(r"<[^>]*>")
 
 
