@@ -1,4 +1,4 @@
-"""usage.db: one row per successful model call, and one per paid generation.
+"""usage.db: one row per successful model call, and one per paid generation or search.
 
 The router's usage hook calls `record` with who the call was for (agent,
 session, purpose); the cost is computed then, from config `pricing:` and the
@@ -6,7 +6,8 @@ built-in table, and stored with the row (NULL when the model is unpriced), so
 later price changes never rewrite history. A generation (an image_generate or
 video_generate call) is a row of its own kind (its `purpose`: image, video), with the
 tokens and the cost its provider reported (else the tokens priced by the table, else
-NULL), shown by `totals` as "provider/model [kind]". `totals` groups rows by model and
+NULL), shown by `totals` as "provider/model [kind]"; a web search likewise (purpose
+search, no tokens, the cost its provider reported). `totals` groups rows by model and
 agent for `habakkuk usage`. Sessions' /model choices were kept here too; they
 live in state.db now, and the runtime moves any left here when it opens.
 
@@ -29,7 +30,8 @@ from .router import Caller
 from .types import Usage
 
 # The purposes of rows that are not model calls: each is its own line in the totals.
-SERVICE_KINDS = ("image", "video")
+SERVICE_KINDS = ("image", "video", "search")
+SEARCH_KIND = "search"
 
 MIGRATIONS = [
     Migration(
