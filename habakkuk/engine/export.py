@@ -56,9 +56,15 @@ def session_json(session: Session) -> dict[str, Any]:
 
 def _api_block(raw: dict[str, Any]) -> dict[str, Any]:
     """A stored block as the API shows it: long text cut and marked; a note Habakkuk
-    sent with the user's words (the time, the todo list) by type only."""
+    sent with the user's words (the time, the todo list) by type only; a hosted web
+    tool's block as its placeholder (its data is the provider's, kept for replay: a
+    fetched page, encrypted search results)."""
     if raw.get("type") == "context" and raw.get("kind") not in SHOWN_CONTEXT:
         return {"type": "context", "kind": str(raw.get("kind", ""))}
+    if raw.get("type") == "opaque":
+        data = raw.get("data")
+        hosted = OpaqueBlock(str(raw.get("provider", "")), data if isinstance(data, dict) else {})
+        return {"type": "opaque", "provider": hosted.provider, "text": describe(hosted)}
     block = dict(raw)
     for key in ("text",):
         value = block.get(key)

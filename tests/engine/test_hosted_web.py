@@ -323,6 +323,10 @@ async def test_compaction_and_exports_show_hosted_blocks_as_placeholders(
     assert f"*[web page fetched: {WHATSNEW}]*" in markdown
     page = await runtime.sessions.export_session(session.id, "html")
     assert "[web fetch: " in page and "encrypted_content" not in page
+    shown = json.loads(await runtime.sessions.export_session(session.id, "json"))
+    blocks = shown["messages"][1]["blocks"]
+    assert {"type": "opaque", "provider": "anthropic", "text": f"[web fetch: {WHATSNEW}]"} in blocks
+    assert "encrypted_content" not in json.dumps(shown)
 
 
 async def test_hosted_searches_are_counted_and_priced_in_usage_and_shown_by_slash_usage(
