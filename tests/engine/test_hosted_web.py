@@ -24,6 +24,7 @@ from tests.server.conftest import ServeFactory, serve
 __all__ = ["serve"]
 
 WHATSNEW = "https://docs.python.org/3.14/whatsnew/3.14.html"
+CITED = [(WHATSNEW, "What's New")]
 SEARCH = WebSearch("python 3.14 new features", [("What's New In Python 3.14", WHATSNEW)])
 
 
@@ -265,11 +266,12 @@ async def test_pause_turn_resends_the_conversation_unchanged_with_the_paused_mes
     runtime = await started(runtime_factory, config(server.base_url))
     session = await runtime.sessions.new_session()
     server.script(
-        Reply("Searching. ", web=[SEARCH], stop_reason="pause_turn"),
-        Reply("Python 3.14 adds t-strings."),
+        Reply("Searching. ", web=[SEARCH], citations=CITED, stop_reason="pause_turn"),
+        Reply("Python 3.14 adds t-strings.", citations=CITED),
     )
     outcome = await turn(runtime, session.id, "what's new in python 3.14?")
-    assert outcome.reply == "Searching. Python 3.14 adds t-strings."
+    note = f"\n\nSources:\n- [What's New]({WHATSNEW})"
+    assert outcome.reply == "Searching. Python 3.14 adds t-strings." + note
     first, resent = server.requests
     assert resent.json["messages"][:-1] == first.json["messages"]
     paused = resent.json["messages"][-1]
@@ -280,6 +282,7 @@ async def test_pause_turn_resends_the_conversation_unchanged_with_the_paused_mes
         "text",
     ]
     assert resent.json["tools"] == first.json["tools"]
+    assert paused["content"][-1]["text"] == "Searching."  # no trailing space: a 400 else
     stored = [m.message for m in await runtime.sessions.messages(session.id)]
     assert [m.role for m in stored] == ["user", "assistant", "assistant"]
     assert is_paused(stored[1]) and not is_paused(stored[2])

@@ -995,6 +995,16 @@ def _anthropic_request_problem(body: Any, no_hosted_tools: set[str]) -> str | No
     for name in ("model", "max_tokens", "messages"):
         if name not in body:
             return f"{name}: Field required"
+    messages = body["messages"]
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if isinstance(last, dict) and last.get("role") == "assistant":
+        content = last.get("content")
+        final = content[-1] if isinstance(content, list) and content else None
+        text = content if isinstance(content, str) else None
+        if isinstance(final, dict) and final.get("type") == "text":
+            text = final.get("text")
+        if isinstance(text, str) and text != text.rstrip():
+            return "messages: final assistant content cannot end with trailing whitespace"
     tools = body.get("tools") or []
     names = [t.get("name") for t in tools if isinstance(t, dict)]
     if len(names) != len(set(names)):

@@ -22,6 +22,7 @@ from ..hosted import (
     FETCH_MAX_CONTENT_TOKENS,
     FETCH_NAME,
     MAX_USES,
+    PAUSE_STOP,
     SEARCH_NAME,
     HostedWeb,
     explain,
@@ -155,6 +156,16 @@ def build_messages(messages: list[Message]) -> list[dict[str, Any]]:
         if item["role"] == "user":
             # The API wants a turn's tool results before any other content.
             item["content"].sort(key=lambda b: 0 if b.get("type") == "tool_result" else 1)
+    if converted and converted[-1]["role"] == "assistant":
+        # A paused turn sent back to be resumed: the API refuses a final assistant
+        # message whose text ends in whitespace.
+        last = converted[-1]["content"][-1]
+        if last.get("type") == "text":
+            last["text"] = last["text"].rstrip()
+            if not last["text"]:
+                converted[-1]["content"].pop()
+                if not converted[-1]["content"]:
+                    converted.pop()
     return converted
 
 
@@ -313,7 +324,10 @@ class _Assembler:
         self.usage.web_fetch_requests = getattr(used, "web_fetch_requests", 0) or 0
 
     def _sources(self) -> str:
-        """The "Sources:" note of the web pages the message's text cites ("" for none)."""
+        """The "Sources:" note of the web pages the message's text cites ("" for none, and
+        for a paused message: it goes back to the provider as it came)."""
+        if self.stop_reason == PAUSE_STOP:
+            return ""
         cited = [
             (str(c.get("url", "")), str(c.get("title") or ""))
             for index in sorted(self.blocks)
