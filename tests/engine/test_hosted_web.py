@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.agent.turn import MAX_PAUSES
-from habakkuk.engine.llm.hosted import hosted_web, is_paused, offered
+from habakkuk.engine.llm.hosted import hosted_web, is_paused, offered, pause_mark
 from habakkuk.engine.llm.pricing import PriceTable
-from habakkuk.engine.llm.types import OpaqueBlock, ToolSpec, Usage
+from habakkuk.engine.llm.types import Message, OpaqueBlock, ToolSpec, Usage
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
 from tests.fakes.model_server import FakeModelServer, Reply, WebFetch, WebSearch
@@ -286,6 +286,28 @@ async def test_pause_turn_resends_the_conversation_unchanged_with_the_paused_mes
     stored = [m.message for m in await runtime.sessions.messages(session.id)]
     assert [m.role for m in stored] == ["user", "assistant", "assistant"]
     assert is_paused(stored[1]) and not is_paused(stored[2])
+
+
+async def test_a_turn_resumed_after_a_crash_mid_pause_sends_the_paused_message_again(
+    server: FakeModelServer, runtime_factory: Any
+) -> None:
+    """The transcript a crash left right after a paused reply was stored: the resumed
+    turn resumes the provider's work instead of taking the paused text as the reply."""
+    runtime = await runtime_factory(config(server.base_url))
+    session = await runtime.sessions.new_session()
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    paused = Message("assistant", [OpaqueBlock("anthropic", use), pause_mark()])
+    await runtime.transcripts.append(session.id, Message.user_text("go"), turn_id="turn_x")
+    await runtime.transcripts.append(session.id, paused, turn_id="turn_x")
+    await runtime.queue.enqueue(
+        "turn_x", "turn", {"session": session.id, "text": "go"}, serial_key=session.id
+    )
+    server.script(Reply("Done searching."))
+    runtime.start_workers(channels=False)
+    outcome = await runtime.turns.wait_turn("turn_x", poll=0.05)
+    assert outcome.status == "done" and outcome.reply == "Done searching."
+    (resent,) = server.requests
+    assert resent.json["messages"][-1] == {"role": "assistant", "content": [use]}
 
 
 async def test_pause_turn_is_resent_at_most_max_pauses_times(
