@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.agent.turn import MAX_PAUSES
-from habakkuk.engine.llm.hosted import hosted_web, is_paused, offered, pause_mark
+from habakkuk.engine.llm.hosted import (
+    hosted_web,
+    is_paused,
+    offered,
+    pause_mark,
+    sources_note,
+    without_sources,
+)
 from habakkuk.engine.llm.pricing import PriceTable
 from habakkuk.engine.llm.types import Message, OpaqueBlock, ToolSpec, Usage
 from habakkuk.engine.toolkit.permissions import Risk
@@ -389,3 +396,11 @@ def test_only_a_function_tool_the_hosted_one_names_is_left_out() -> None:
     assert offered(ours, hosted_web("anthropic", "claude-haiku-4-5", True)) == ours[:1]
     assert offered(ours, hosted_web("anthropic", "claude-haiku-4-5", False)) is ours
     assert offered(ours[:1], hosted_web("responses", "gpt-5", True)) == ours[:1]
+
+
+def test_the_sources_note_lists_each_page_once_and_comes_off_a_json_answer() -> None:
+    note = sources_note([(WHATSNEW, "What's [New]"), (WHATSNEW, "again"), ("", "no url")])
+    assert note == f"\n\nSources:\n- [What's (New)]({WHATSNEW})"
+    assert without_sources('{"ok": true}' + note) == '{"ok": true}'
+    written = "Sources:\n- not a note"
+    assert without_sources(written) == written

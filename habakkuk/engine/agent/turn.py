@@ -60,7 +60,7 @@ from ..home import Home
 from ..hook_events import HookEvent
 from ..hooks import Hooks
 from ..jobs import Lease, complete_in
-from ..llm.hosted import PAUSE_STOP, is_hosted, is_paused, pause_mark
+from ..llm.hosted import PAUSE_STOP, is_hosted, is_paused, pause_mark, without_sources
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router, RouterResult
 from ..llm.types import (
@@ -513,7 +513,8 @@ class TurnRunner:
         check = self.deps.output_check
         if check is None:
             raise PermanentJobError("this runner cannot check an output_schema")
-        value, errors = check.problems(schema, text)
+        # The pages a hosted search cited are listed after the answer: not part of its JSON.
+        value, errors = check.problems(schema, without_sources(text))
         if not errors:
             return _dumps(value)
         earlier = await self.deps.transcripts.turn_messages(session.id, turn)

@@ -239,6 +239,18 @@ def _label(title: str) -> str:
     return _short(title).replace("[", "(").replace("]", ")")
 
 
+SOURCES_HEAD = "\n\nSources:\n"
+
+
+def without_sources(text: str) -> str:
+    """`text` without the Sources note an adapter appended (for an answer whose JSON
+    must come last: a sub-turn's output_schema)."""
+    head, found, tail = text.rpartition(SOURCES_HEAD)
+    if found and all(line.startswith("- [") for line in tail.splitlines()):
+        return head
+    return text
+
+
 def sources_note(citations: list[tuple[str, str]]) -> str:
     """The sources the model cited, as a list of links to append to its text ("" for none).
 
@@ -250,4 +262,4 @@ def sources_note(citations: list[tuple[str, str]]) -> str:
     if not seen:
         return ""
     lines = [f"- [{_label(title) or url}]({url})" for url, title in seen.items()]
-    return "\n\nSources:\n" + "\n".join(lines)
+    return SOURCES_HEAD + "\n".join(lines)
