@@ -28,6 +28,7 @@ the conversation again rather than take the paused text as the reply.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .pricing import normalise
@@ -102,8 +103,11 @@ def _matches(name: str, prefix: str) -> bool:
 def hosted_web(kind: str, model: str, wanted: bool) -> HostedWeb:
     """The hosted web tools a request to `model` through an adapter of `kind` declares
     (none when the agent turned them off, or the model has none)."""
-    if not wanted:
-        return NONE
+    return _support(kind, model) if wanted else NONE
+
+
+@lru_cache(maxsize=1024)  # asked at every request; the table is fixed
+def _support(kind: str, model: str) -> HostedWeb:
     name = normalise(model)
     found = [(len(p), web) for p, web in SUPPORT.get(kind, ()) if _matches(name, p)]
     return max(found, key=lambda f: f[0])[1] if found else NONE
