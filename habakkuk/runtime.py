@@ -154,6 +154,8 @@ class Runtime:
                 board=self.board,
                 delegation=self.delegation,
                 channels=lambda: self.channels,
+                usage=self.ledger,
+                env=env,
             ),
         )
         self.tools.hooks = self.hooks

@@ -37,13 +37,14 @@ from habakkuk.conversation.commands import dispatch
 from habakkuk.engine.agent.requests import ReplyTo, TurnRequest, turn_request
 from habakkuk.engine.config import ChannelConfig
 from habakkuk.engine.events import EventPayload, ToolStarted, TurnEnded, TurnStarted
-from habakkuk.engine.llm.types import Block, DocumentBlock, ImageBlock
+from habakkuk.engine.llm.types import Block
 from habakkuk.engine.sessions import Session
 from habakkuk.engine.store import StoreError
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalRequest
 
 from .adapter import Adapter, Address, Button, InboundMessage, SendError
+from .attachments import for_model
 from .conversation import ChannelConversation
 from .facade import RuntimeFacade
 from .outbox import Outbox
@@ -53,7 +54,6 @@ from .tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
-IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
 
 # Habakkuk's own chat text, one catalog (English); other locales plug in by key.
 TEXT = {
@@ -380,7 +380,8 @@ class Gateway:
     async def _attachments(
         self, msg: InboundMessage, workspace: Path
     ) -> tuple[list[str], list[Block]]:
-        """Download, store as blobs, copy to the workspace inbox; images/PDFs go to the model."""
+        """Download, copy to the workspace inbox; what the model gets of each is the
+        attachments rule (channels/attachments.py), and a voice note is transcribed."""
         adapter = self.adapter_for(msg.channel)
         notes: list[str] = []
         blocks: list[Block] = []
@@ -401,17 +402,20 @@ class Gateway:
             suffix = Path(attachment.name).suffix or (
                 mimetypes.guess_extension(attachment.media_type) or ""
             )
-            blob = await self.runtime.blobs.put(data, suffix)
             safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(attachment.name).name) or f"file{suffix}"
             name = f"{msg.message_id}-{index}-{safe}"
             target = workspace / "inbox" / name
             await asyncio.to_thread(_copy_into, data, target)
             notes.append(TEXT["saved"].format(name=name))
-            if attachment.media_type in IMAGE_TYPES:
-                blocks.append(ImageBlock(attachment.media_type, blob=str(blob), name=name))
-            elif attachment.media_type == "application/pdf":
-                blocks.append(DocumentBlock(name, "application/pdf", blob=str(blob)))
-            elif attachment.kind in ("voice", "audio") and self.config.transcription is not None:
+            given = await for_model(
+                self.runtime.blobs, data, attachment.media_type, name, f"inbox/{name}"
+            )
+            blocks.extend(given.blocks)
+            if given.note:
+                notes.append(given.note)
+            if given.blocks or given.note:
+                continue
+            if attachment.kind in ("voice", "audio") and self.config.transcription is not None:
                 try:
                     transcript = await self._transcribe(data, name, attachment.media_type)
                     notes.append(TEXT["voice"].format(text=transcript))

@@ -217,6 +217,60 @@ class TranscriptionConfig:
     model: str = "whisper-1"
 
 
+GenerationProvider = Literal["openai", "gemini", "fal"]
+# Per provider: the key variable and the API's base URL when the section names neither.
+GENERATION_KEYS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "fal": "FAL_KEY",
+}
+GENERATION_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com",
+    "fal": "https://queue.fal.run",
+}
+IMAGE_MODELS: dict[str, str] = {
+    "openai": "gpt-image-1",
+    "gemini": "gemini-2.5-flash-image",
+    "fal": "fal-ai/flux/schnell",
+}
+VIDEO_MODELS: dict[str, str] = {
+    "openai": "sora-2",
+    "gemini": "veo-3.0-generate-001",
+    "fal": "fal-ai/veo3",
+}
+VIDEO_IMAGE_MODELS: dict[str, str] = {"fal": "fal-ai/veo3/image-to-video"}
+
+
+@dataclass
+class ImagesConfig:
+    """`images`: the provider image_generate uses (model, key and URL default per provider)."""
+
+    provider: GenerationProvider
+    model: str = ""
+    key_env: str = ""
+    base_url: str = ""
+    size: str = "1024x1024"  # WIDTHxHEIGHT, or auto
+
+
+@dataclass
+class VideoConfig:
+    """`video`: the provider video_generate uses; a job is polled until done or `timeout`."""
+
+    provider: GenerationProvider
+    model: str = ""
+    image_model: str = ""  # fal: the model that starts from an image
+    key_env: str = ""
+    base_url: str = ""
+    size: str = "1280x720"
+    seconds: int = 8
+    timeout: str | float = "10m"
+    # The first wait between two polls; it grows (x1.5) up to 30 s.
+    poll_interval: str | float = "5s"
+    timeout_seconds: float = field(default=600.0, init=False)
+    poll_seconds: float = field(default=5.0, init=False)
+
+
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
@@ -442,6 +496,8 @@ class Config:
     skills: SkillsConfig = field(default_factory=SkillsConfig)
     board: BoardConfig = field(default_factory=BoardConfig)
     delegation: DelegationConfig = field(default_factory=DelegationConfig)
+    images: ImagesConfig | None = None
+    video: VideoConfig | None = None
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -684,6 +740,7 @@ def _resolve(config: Config, home: Home) -> None:
     if config.http is not None:
         _resolve_http(config, config.http)
     _resolve_channels(config)
+    _resolve_generation(config)
 
 
 def _resolve_memory(config: Config, memory: MemoryConfig) -> None:
@@ -954,3 +1011,46 @@ def _resolve_channels(config: Config) -> None:
                 f"{path}:{line_of(config.transcription, 'base_url')}: transcription.base_url: "
                 f"{url!r} is not an http(s) URL"
             )
+
+
+def _resolve_generation(config: Config) -> None:
+    """`images:` and `video:`: the provider's defaults filled in, every value checked."""
+    if config.images is not None:
+        _resolve_generation_section(config.path, "images", config.images, IMAGE_MODELS)
+    if config.video is not None:
+        _resolve_generation_section(config.path, "video", config.video, VIDEO_MODELS)
+
+
+def _resolve_generation_section(
+    path: Path, name: str, section: ImagesConfig | VideoConfig, models: dict[str, str]
+) -> None:
+    def error(key: str, message: str) -> ConfigError:
+        return ConfigError(f"{path}:{line_of(section, key)}: {name}.{key}: {message}")
+
+    provider = section.provider
+    section.model = section.model.strip() or models[provider]
+    section.key_env = section.key_env.strip() or GENERATION_KEYS[provider]
+    section.base_url = (section.base_url.strip() or GENERATION_URLS[provider]).rstrip("/")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", section.key_env):
+        raise error("key_env", f"{section.key_env!r} is not an environment variable name")
+    if not re.match(r"https?://[^/\s]+", section.base_url):
+        raise error("base_url", f"{section.base_url!r} is not an http(s) URL")
+    if not re.fullmatch(r"[1-9][0-9]{1,4}x[1-9][0-9]{1,4}|auto", section.size):
+        raise error("size", f"{section.size!r} is not WIDTHxHEIGHT (e.g. 1024x1024) or auto")
+    if not isinstance(section, VideoConfig):
+        return
+    if section.size == "auto":
+        raise error("size", "a video needs WIDTHxHEIGHT (e.g. 1280x720)")
+    if section.image_model.strip() and provider != "fal":
+        raise error("image_model", "only the fal provider uses a separate image model")
+    section.image_model = section.image_model.strip() or VIDEO_IMAGE_MODELS.get(provider, "")
+    if not 1 <= section.seconds <= 60:
+        raise error("seconds", "must be between 1 and 60")
+    try:
+        section.timeout_seconds = parse_duration(section.timeout)
+    except ValueError as exc:
+        raise error("timeout", str(exc)) from None
+    try:
+        section.poll_seconds = parse_duration(section.poll_interval)
+    except ValueError as exc:
+        raise error("poll_interval", str(exc)) from None

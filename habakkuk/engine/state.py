@@ -1,18 +1,22 @@
 """state.db: small per-session state that is not part of the transcript.
 
-It holds each session's todo list (the `todo` tool) and the session's own
-settings (/think's effort, /model's choice). Todo items keep their number for
+It holds each session's todo list (the `todo` tool), the session's own
+settings (/think's effort, /model's choice) and the paid provider jobs tool calls
+started (image and video generation): what each call sent and the provider's job id,
+keyed by (session, turn, tool_use_id), so a call run again after a crash resumes
+the same job instead of paying for a second one. Todo items keep their number for
 the life of the list, so the model can refer to them across turns; `clear`
 starts the numbering again.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import HabakkukError
 from .store import Database, Migration
@@ -49,7 +53,48 @@ MIGRATIONS = [
         );
         """,
     ),
+    Migration(
+        3,
+        """
+        CREATE TABLE provider_jobs (
+            session TEXT NOT NULL,
+            turn TEXT NOT NULL,
+            call_id TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            status TEXT NOT NULL,
+            job TEXT NOT NULL DEFAULT '',
+            detail TEXT NOT NULL DEFAULT '{}',
+            result TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (session, turn, call_id)
+        );
+        """,
+    ),
 ]
+
+# A paid provider job's life: "sending" is written before the request that may charge
+# (its outcome is unknown after a crash), "running" once the provider named its job,
+# then "done" or "failed" with the text the model read.
+ProviderJobStatus = Literal["sending", "running", "done", "failed"]
+
+
+@dataclass(frozen=True)
+class ProviderJob:
+    """One tool call's paid provider job (see the module docstring)."""
+
+    session: str
+    turn: str
+    call_id: str
+    tool: str
+    provider: str
+    status: ProviderJobStatus
+    job: str = ""  # the provider's job id: request id, operation name, video id
+    # What resuming needs besides the id (status and response URLs, files saved so far).
+    detail: dict[str, Any] = field(default_factory=dict)
+    result: str = ""  # the text the model read when it ended
+    created_at: float = 0.0
 
 
 class TodoError(HabakkukError):
@@ -158,7 +203,7 @@ class StateStore:
         """Drop everything kept for these sessions (retention pruned them)."""
 
         def _forget(conn: sqlite3.Connection) -> None:
-            for table in ("todos", "session_settings"):
+            for table in ("todos", "session_settings", "provider_jobs"):
                 conn.executemany(f"DELETE FROM {table} WHERE session = ?", [(s,) for s in sessions])
 
         await self.db.write(_forget)
@@ -235,6 +280,81 @@ class StateStore:
     async def todo_note(self, session: str) -> str | None:
         """The text appended to a turn's user message while any item is open, else None."""
         return _todo_note(await self.todos(session))
+
+    async def provider_job(self, session: str, turn: str, call_id: str) -> ProviderJob | None:
+        """The paid job this call started, or None when it started none."""
+        row = await self.db.fetchone(
+            "SELECT * FROM provider_jobs WHERE session = ? AND turn = ? AND call_id = ?",
+            (session, turn, call_id),
+        )
+        if row is None:
+            return None
+        status = row["status"]
+        return ProviderJob(
+            session=row["session"],
+            turn=row["turn"],
+            call_id=row["call_id"],
+            tool=row["tool"],
+            provider=row["provider"],
+            status=status if status in ("sending", "running", "done", "failed") else "failed",
+            job=row["job"],
+            detail=json.loads(row["detail"] or "{}"),
+            result=row["result"],
+            created_at=float(row["created_at"]),
+        )
+
+    async def begin_provider_job(self, job: ProviderJob) -> bool:
+        """Record a call's job as `sending`, committed before the request goes out; False
+        when the call already has one (it was run before: the caller reads that one)."""
+        now = time.time()
+
+        def _begin(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO provider_jobs(session, turn, call_id, tool, provider,"
+                " status, job, detail, result, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    job.session,
+                    job.turn,
+                    job.call_id,
+                    job.tool,
+                    job.provider,
+                    job.status,
+                    job.job,
+                    json.dumps(job.detail),
+                    job.result,
+                    now,
+                    now,
+                ),
+            )
+            return cursor.rowcount == 1
+
+        return await self.db.write(_begin)
+
+    async def update_provider_job(
+        self,
+        session: str,
+        turn: str,
+        call_id: str,
+        *,
+        status: ProviderJobStatus,
+        job: str | None = None,
+        detail: dict[str, Any] | None = None,
+        result: str | None = None,
+    ) -> None:
+        """Move a call's job on (its id once the provider named it, what it saved, how it
+        ended); each update is committed before the caller goes on."""
+        encoded = json.dumps(detail) if detail is not None else None
+
+        def _update(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE provider_jobs SET status = ?, job = coalesce(?, job),"
+                " detail = coalesce(?, detail), result = coalesce(?, result), updated_at = ?"
+                " WHERE session = ? AND turn = ? AND call_id = ?",
+                (status, job, encoded, result, time.time(), session, turn, call_id),
+            )
+
+        await self.db.write(_update)
 
     async def turn_state(self, session: str) -> TurnState:
         """What a starting turn reads from state.db, in one trip to its thread."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-KNOWN_TOOLSETS = ("core", "memory", "skills", "schedule", "delegate", "board")
+KNOWN_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
 DEFAULT_TOOLSETS = KNOWN_TOOLSETS
 MCP_PREFIX = "mcp:"
 

@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_FILES = 10
-IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
 MAX_TEXT = 100_000
 # What /live and /api/live follow: the activity items, and a turn's start (to follow a
 # conversation onto its new session).
@@ -342,8 +341,9 @@ class WebChannel:
     async def _attachments(
         self, msg: InboundMessage, text: str, attachments: list[Attachment]
     ) -> tuple[str, list[Block]]:
-        """Save uploads to the agent's inbox; images and PDFs also go to the model."""
-        from habakkuk.engine.llm.types import DocumentBlock, ImageBlock
+        """Save uploads to the agent's inbox; what the model gets of each is the channels'
+        attachments rule (images and PDFs as they are, other documents as their text)."""
+        from habakkuk.channels.attachments import for_model
 
         gateway = self.service.gateway
         session = await gateway.session_for(gateway.channels[self.account], msg)
@@ -355,15 +355,11 @@ class WebChannel:
                 session.agent, item.filename, item.data
             )
             lines.append(f"[attached file: {path} ({item.content_type}, {len(item.data)} bytes)]")
-            media = item.content_type.split(";")[0].strip().lower()
-            if media in IMAGE_TYPES or media == "application/pdf":
-                blob = str(await self.runtime.blobs.put(item.data))
-                name = path.rsplit("/", 1)[-1]
-                blocks.append(
-                    ImageBlock(media, blob=blob, name=name)
-                    if media in IMAGE_TYPES
-                    else DocumentBlock(name, media, blob=blob)
-                )
+            name = path.rsplit("/", 1)[-1]
+            given = await for_model(self.runtime.blobs, item.data, item.content_type, name, path)
+            blocks.extend(given.blocks)
+            if given.note:
+                lines.append(given.note)
         return "\n".join(lines), blocks
 
 

@@ -58,6 +58,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks += _plugin_program_checks(home)
     checks += await asyncio.to_thread(_key_checks, config, env)
     checks += _channel_checks(config, env)
+    checks += _generation_checks(config, env)
     checks += await _mcp_checks(config, env, home)
     checks += await _database_checks(home)
     checks += _workspace_checks(config, home)
@@ -152,6 +153,21 @@ def _channel_checks(config: Config, env: Environment) -> list[Check]:
             checks.append(
                 Check("FAIL", f"channel {name}", f"{variable} is not set (environment or .env)")
             )
+    return checks
+
+
+def _generation_checks(config: Config, env: Environment) -> list[Check]:
+    """`images:` and `video:`: the provider's key variable is set (no network call)."""
+    checks = []
+    for section, configured in (("images", config.images), ("video", config.video)):
+        if configured is None:
+            continue
+        name = f"{section} ({configured.provider})"
+        variable = configured.key_env
+        if env.get(variable):
+            checks.append(Check("ok", name, f"{variable} set"))
+        else:
+            checks.append(Check("FAIL", name, f"{variable} is not set (environment or .env)"))
     return checks
 
 

@@ -16,8 +16,10 @@ from habakkuk.engine.toolkit.registry import ToolRegistry
 if TYPE_CHECKING:
     from habakkuk.channels.service import ChannelService
     from habakkuk.engine.config import Config
+    from habakkuk.engine.home import Environment
     from habakkuk.knowledge.memory_types import MemoryAccess
     from habakkuk.knowledge.skills.types import SkillsAccess
+    from habakkuk.services.usage import UsageLedger
     from habakkuk.tools.process_tools import Started
     from habakkuk.tools.processes import ProcessManager
     from habakkuk.work.board_types import BoardAccess
@@ -39,6 +41,10 @@ class ToolServices:
     # The running channel service (the chat a turn answers to, send_file, poll), or None
     # while no channel runs in this process: it is made after the tools.
     channels: Callable[[], ChannelService | None]
+    # Where paid generations are recorded (image_generate, video_generate); None: nowhere.
+    usage: UsageLedger | None = None
+    # Where tools read their API keys (the process environment over the home's .env).
+    env: Environment | None = None
 
 
 def _check_hardline(command: str) -> str | None:
@@ -76,6 +82,9 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
     ]
     for tool in core:
         registry.register(tool, "core")
+    from habakkuk.tools.documents.tool import ReadDocument
+
+    registry.register(ReadDocument(), "media")
     from habakkuk.knowledge.tools import memory_tools
 
     for tool in memory_tools(services.memory):
@@ -96,6 +105,10 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
     for tool in delegate_tools(services.delegation):
         registry.register(tool, "delegate")
+    from habakkuk.tools.generate import generation_tools
+
+    for tool in generation_tools(config, services.usage, services.env):  # offered when configured
+        registry.register(tool, "media")
     if config.channels:
         from habakkuk.channels.service import register_tools
 

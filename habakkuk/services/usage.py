@@ -27,6 +27,26 @@ class UsageLedger:
         if self.store is not None:
             await self.store.record(ref, caller, usage)
 
+    async def record_generation(
+        self,
+        kind: str,
+        provider: str,
+        model: str,
+        *,
+        agent: str,
+        session: str,
+        usage: Usage,
+        cost: float | None,
+    ) -> None:
+        """One paid generation (image, video) in the usage records, as its own kind."""
+        if self.store is not None:
+            from habakkuk.engine.config import ModelRef
+            from habakkuk.engine.llm.router import Caller
+
+            await self.store.record_generation(
+                kind, ModelRef(provider, model), Caller(agent, session, kind), usage, cost=cost
+            )
+
     def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
         """Dollars of one model call ("provider/model" and its usage), None when unpriced."""
         if self.store is None:

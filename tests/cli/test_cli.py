@@ -450,3 +450,21 @@ def test_doctor_and_mcp_say_which_agents_a_servers_tools_reach(
         'WARN  mcp good: no agent gets its tools: add "mcp:good" to an agent\'s toolsets '
         "(an agent with no toolsets: gets every MCP server)" in lines
     )
+
+
+def test_doctor_checks_the_key_of_each_generation_provider(
+    home: Home,
+    write_config: WriteConfig,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MY_FAL", "k")
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    write_config(
+        "providers:\n  m: {type: mock}\nagents:\n  main: {model: m/x}\n"
+        "images: {provider: fal, key_env: MY_FAL}\nvideo: {provider: gemini}\n"
+    )
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "ok    images (fal): MY_FAL set" in out
+    assert "FAIL  video (gemini): GEMINI_API_KEY is not set (environment or .env)" in out

@@ -42,7 +42,7 @@ def test_valid_config_applies_defaults_presets_and_resolves_paths(tmp_path: Path
         ModelRef("demo", "echo"),
         ModelRef("openrouter", "anthropic/claude-sonnet-4-5"),
     ]
-    assert main.toolsets == ["core", "memory", "skills", "schedule", "delegate", "board"]
+    assert main.toolsets == ["core", "media", "memory", "skills", "schedule", "delegate", "board"]
     assert main.approvals == "human"
     assert main.workspace_path == (tmp_path / "work").resolve()
     assert config.default_agent == "main"
@@ -67,7 +67,8 @@ def test_config_mcp_servers_join_the_default_toolsets_and_a_listed_list_stays_ex
     servers = "mcp_servers:\n  files: {command: files-server}\n  web: {url: https://h/mcp}\n"
     agents = (
         '  listed:\n    model: d/x\n    toolsets: [core, "mcp:web"]\n'
-        "  same:\n    model: d/x\n    toolsets: [core, memory, skills, schedule, delegate, board]\n"
+        "  same:\n    model: d/x\n"
+        "    toolsets: [core, media, memory, skills, schedule, delegate, board]\n"
     )
     config = parse(AGENT_D + agents + servers, tmp_path)
     assert config.agents["main"].toolsets == [*DEFAULT_TOOLSETS, "mcp:files", "mcp:web"]

@@ -230,3 +230,58 @@ async def test_large_tool_output_goes_to_a_blob_with_a_preview(
     assert "full output is saved at" in result.text
     path = result.text.rsplit("saved at ", 1)[1].split(";")[0]
     assert "x" * 99_000 in Path(path).read_text()
+
+
+async def test_a_resumed_turn_runs_a_resumable_tools_unfinished_call_again_with_its_id(
+    runtime_factory: OpenRuntime,
+) -> None:
+    """A tool that journals its work by call (a paid generation) is run again after a
+    crash, with the same tool_use_id; any other unfinished call is recorded interrupted,
+    and both results go in one message in the calls' order."""
+    from typing import Any, ClassVar
+
+    from habakkuk.engine.llm.types import Message, ToolUseBlock
+    from habakkuk.engine.toolkit.permissions import Risk
+    from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
+
+    runs: list[str] = []
+
+    class Journalled(Tool):
+        name = "journalled"
+        description = "picks up its own work"
+        input_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+        risk = Risk.READ
+        resumable = True
+
+        async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+            runs.append(ctx.call_id)
+            return ToolOutput(f"picked up {ctx.call_id}")
+
+    script = """
+    - tool_calls: [{name: list_dir, arguments: {}}]
+    - text: "recovered"
+    """
+    runtime = await runtime_factory(mock_config(script, mode="full"))
+    runtime.tools.register(Journalled(), "core")
+    session = await runtime.sessions.new_session()
+    await runtime.transcripts.append(session.id, Message.user_text("go"), turn_id="turn_x")
+    calls = [
+        ToolUseBlock("call_1", "exec", {"command": "sleep 30"}),
+        ToolUseBlock("call_2", "journalled", {}),
+    ]
+    await runtime.transcripts.append(
+        session.id, Message("assistant", list(calls)), turn_id="turn_x"
+    )
+    await runtime.queue.enqueue(
+        "turn_x", "turn", {"session": session.id, "text": "go"}, serial_key=session.id
+    )
+    runtime.start_workers()
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn("turn_x"), 30)
+    assert outcome.status == "done"
+    assert runs == ["call_2"]
+    stored = await runtime.sessions.messages(session.id)
+    results = stored[2].message.tool_results
+    assert [(r.tool_use_id, r.text, r.is_error) for r in results] == [
+        ("call_1", INTERRUPTED, True),
+        ("call_2", "picked up call_2", False),
+    ]

@@ -80,7 +80,7 @@ def test_the_embeddings_provider_must_be_of_type_openai(tmp_path: Path) -> None:
 
 
 def test_an_unknown_toolset_still_fails_and_lists_memory(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"known: core, memory"):
+    with pytest.raises(ConfigError, match=r"known: core, media, memory"):
         parse_config(
             BASE.replace("[core, memory]", "[core, memry]"), tmp_path / "c.yaml", Home(tmp_path)
         )

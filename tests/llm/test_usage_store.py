@@ -179,3 +179,29 @@ async def test_a_calls_hosted_web_uses_are_counted_and_an_older_usage_db_reads_z
         assert (total.calls, total.web_searches, total.web_fetches) == (2, 2, 1)
     finally:
         await store.close()
+
+
+async def test_generations_are_their_own_kind_with_the_cost_their_provider_reported(
+    tmp_path: Path,
+) -> None:
+    store = await UsageStore.open(tmp_path / "usage.db", PriceTable())
+    try:
+        await store.record(SONNET, Caller("main", "s1"), Usage(1000, 100))
+        image = ModelRef("openai", "gpt-image-1")
+        await store.record_generation("image", image, Caller("main", "s1"), Usage(12, 4160))
+        await store.record_generation("image", image, Caller("main", "s1"), Usage(12, 4160))
+        clip = ModelRef("fal", "fal-ai/veo3")
+        cost = await store.record_generation("video", clip, Caller("main", "s1"), Usage(), cost=3.2)
+        assert cost == 3.2
+        totals = {t.model: t for t in await store.totals(session="s1")}
+        assert set(totals) == {
+            "anthropic/claude-sonnet-4-5",
+            "openai/gpt-image-1 [image]",
+            "fal/fal-ai/veo3 [video]",
+        }
+        images = totals["openai/gpt-image-1 [image]"]
+        assert (images.calls, images.output_tokens, images.unpriced_calls) == (2, 8320, 2)
+        video = totals["fal/fal-ai/veo3 [video]"]
+        assert (video.calls, video.cost, video.unpriced_calls) == (1, 3.2, 0)
+    finally:
+        await store.close()

@@ -2,7 +2,8 @@
 
 1. Append the user's message (once, even when the job is resumed).
 2. Load the transcript and repair it; record "interrupted" results for calls a
-   crash left without one.
+   crash left without one, except calls of resumable tools (a paid generation), which
+   run again with their own tool_use_id and pick up the job they recorded.
 3. If the last message needs a model reply, call the model through the router
    and append the assistant message.
 4. If the reply has tool calls, run them in parallel and append all results in
@@ -350,18 +351,16 @@ class TurnRunner:
             repaired = view.repaired()
             marker = _marker(view)
             if repaired.interrupted:
-                await deps.transcripts.append(
-                    session.id,
-                    Message(
-                        "user",
-                        [
-                            ToolResultBlock(c.tool_use_id, INTERRUPTED, True)
-                            for c in repaired.interrupted
-                        ],
-                    ),
-                    turn_id=job.id,
-                    guard=guard,
+                resumed, ran_again = await self._resume_calls(
+                    repaired.interrupted, context, allowed, lease
                 )
+                await deps.transcripts.append(
+                    session.id, Message("user", list(resumed)), turn_id=job.id, guard=guard
+                )
+                if ran_again:
+                    # Calls ran again: the model reads their results, not "interrupted".
+                    view = await deps.transcripts.view(session.id)
+                    repaired, marker = view.repaired(), _marker(view)
             messages = repaired.messages
             last = messages[-1] if messages else None
             if (
@@ -713,6 +712,30 @@ class TurnRunner:
                     results.append(ToolResultBlock(call.tool_use_id, stopped, True))
             await self._record_stop(context, results, lease)
             raise
+
+    async def _resume_calls(
+        self, calls: list[ToolUseBlock], context: ToolContext, allowed: set[str], lease: Lease
+    ) -> tuple[list[ToolResultBlock], bool]:
+        """Results for the calls a crash left without one: a resumable tool's call runs
+        again with its own tool_use_id (it finds the work it recorded, such as a paid job
+        to poll, and never starts it twice); any other call is recorded "interrupted".
+        Also whether any call ran again."""
+        again = [
+            c
+            for c in calls
+            if c.tool in allowed
+            and (tool := self.deps.tools.get(c.tool)) is not None
+            and tool.resumable
+        ]
+        ran = iter(await self._run_tools(again, context, allowed, lease) if again else [])
+        rerun = {c.tool_use_id for c in again}
+        results = [
+            next(ran)
+            if c.tool_use_id in rerun
+            else ToolResultBlock(c.tool_use_id, INTERRUPTED, True)
+            for c in calls
+        ]
+        return results, bool(again)
 
     async def _record_stop(
         self, context: ToolContext, results: list[ToolResultBlock], lease: Lease

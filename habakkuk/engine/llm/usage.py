@@ -1,13 +1,16 @@
-"""usage.db: one row per successful model call.
+"""usage.db: one row per successful model call, and one per paid generation.
 
 The router's usage hook calls `record` with who the call was for (agent,
 session, purpose); the cost is computed then, from config `pricing:` and the
 built-in table, and stored with the row (NULL when the model is unpriced), so
 later price changes never rewrite history; a call's hosted web searches and
-fetches (llm/hosted.py) are counted on its row and their price is in its cost.
-`totals` groups rows by model and agent for `habakkuk usage`. Sessions' /model
-choices were kept here too; they live in state.db now, and the runtime moves any
-left here when it opens.
+fetches (llm/hosted.py) are counted on its row and their price is in its cost. A
+generation (an image_generate or video_generate call) is a row of its own kind (its
+`purpose`: image, video), with the tokens and the cost its provider reported (else
+the tokens priced by the table, else NULL), shown by `totals` as "provider/model
+[kind]". `totals` groups rows by model and agent for `habakkuk usage`. Sessions'
+/model choices were kept here too; they live in state.db now, and the runtime moves
+any left here when it opens.
 
 `UsageAccess` is the Protocol of the usage ledger (habakkuk.services.usage.UsageLedger),
 declared here beside `UsageTotal` so the chat commands and the server share it.
@@ -26,6 +29,9 @@ from ..store import Database, Migration
 from .pricing import PriceTable
 from .router import Caller
 from .types import Usage
+
+# The purposes of rows that are not model calls: each is its own line in the totals.
+SERVICE_KINDS = ("image", "video")
 
 MIGRATIONS = [
     Migration(
@@ -147,6 +153,45 @@ class UsageStore:
         await self.db.write(_insert)
         return cost
 
+    async def record_generation(
+        self,
+        kind: str,
+        ref: ModelRef,
+        caller: Caller,
+        usage: Usage,
+        *,
+        cost: float | None = None,
+        at: float | None = None,
+    ) -> float | None:
+        """Store one paid generation as its own kind (a row whose purpose is `kind`): the
+        cost the provider reported, else its tokens priced by the table (None: unknown)."""
+        if cost is None and usage.prompt_tokens + usage.output_tokens > 0:
+            cost = self.prices.cost(ref.model, usage)
+        row = (
+            time.time() if at is None else at,
+            ref.provider,
+            ref.model,
+            caller.agent,
+            caller.session,
+            kind,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            cost,
+        )
+
+        def _insert(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO calls (at, provider, model, agent, session, purpose, input_tokens,"
+                " output_tokens, cache_read_tokens, cache_write_tokens, cost)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+
+        await self.db.write(_insert)
+        return cost
+
     async def totals(
         self,
         *,
@@ -166,14 +211,19 @@ class UsageStore:
         if session is not None:
             where.append("session = ?")
             params.append(session)
+        kinds = ", ".join(f"'{k}'" for k in SERVICE_KINDS)
+        label = (
+            f"provider || '/' || model || CASE WHEN purpose IN ({kinds})"
+            " THEN ' [' || purpose || ']' ELSE '' END"
+        )
         rows = await self.db.fetchall(
-            "SELECT provider || '/' || model AS model, agent, COUNT(*) AS calls,"
+            f"SELECT {label} AS model, agent, COUNT(*) AS calls,"
             " SUM(input_tokens) AS i, SUM(output_tokens) AS o, SUM(cache_read_tokens) AS r,"
             " SUM(cache_write_tokens) AS w, COALESCE(SUM(cost), 0) AS cost,"
             " SUM(cost IS NULL) AS unpriced, SUM(web_searches) AS searches,"
             " SUM(web_fetches) AS fetches"
             f" FROM calls WHERE {' AND '.join(where)}"
-            " GROUP BY provider, model, agent ORDER BY cost DESC, calls DESC, model, agent",
+            f" GROUP BY {label}, agent ORDER BY cost DESC, calls DESC, model, agent",
             params,
         )
         return [

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..events import EventBus, ToolEnded, ToolStarted
-from ..llm.types import ToolResultBlock, ToolSpec, ToolUseBlock
+from ..llm.types import ImageBlock, ToolResultBlock, ToolSpec, ToolUseBlock
 from ..store import BlobStore
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants
 from .home_files import HomeFile, home_file, knowledge_file
@@ -51,6 +51,9 @@ class ToolOutput:
     is_error: bool = False
     # Set by the registry when the call was denied or refused before it ran.
     denied: bool = False
+    # Images the tool shows the model (blob references, stored with ctx.blobs.put): the turn
+    # puts them after all the tool results of the message, as providers require.
+    media: list[ImageBlock] = field(default_factory=list)
 
     @property
     def outcome(self) -> Outcome:
@@ -128,6 +131,11 @@ class Tool(ABC):
     # Whether running this tool brings outside content into the turn (taints it). None:
     # every call of network risk does; a tool sets True or False to say otherwise.
     taints: ClassVar[bool | None] = None
+    # Tools that record their work durably by call (ctx.turn, ctx.call_id) and pick it up
+    # when run again (a paid generation polls the job it already started): a turn resumed
+    # after a crash runs their unfinished calls again, with the same tool_use_id, instead
+    # of recording them "interrupted" (engine/agent/turn.py).
+    resumable: ClassVar[bool] = False
 
     def spec(self) -> ToolSpec:
         """What the model is told about this tool: built once and reused by every request
@@ -357,8 +365,8 @@ class ToolRegistry:
         # A per-call copy (ran and taint stay shared with the turn's context).
         ctx = dataclasses.replace(ctx, confined=bool(within), call_id=use.tool_use_id)
         output = await tool.run(args, ctx)  # call() turns what it raises into a result
-        if note:
-            output = ToolOutput(output.text + note, output.is_error)
+        if note:  # the rest of the output (its media) stays as the tool made it
+            output = dataclasses.replace(output, text=output.text + note)
         return output
 
     def may_mutate(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> bool:
