@@ -100,6 +100,8 @@ class AgentConfig:
     # Compact the context when the last prompt reached this many tokens (-1: never;
     # default: 600000 when the main model's provider is anthropic, else 150000).
     compact_at: int | None = None
+    # The provider's hosted web search and fetch, where the model has them (llm/hosted.py).
+    web: bool = True
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
     reviewer_chain: list[ModelRef] = field(default_factory=list, init=False)

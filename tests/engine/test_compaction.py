@@ -159,7 +159,7 @@ def test_rendering_uses_placeholders_and_cuts_long_tool_output() -> None:
         ]
     )
     assert "[image: cat.png]" in text
-    assert "hosted search block" in text and "yyyy" not in text
+    assert "[web search results]" in text and "yyyy" not in text
     assert "secret reasoning" not in text
     assert "/etc/hosts" in text
     assert "more characters cut" in text and len(text) < 3_000
