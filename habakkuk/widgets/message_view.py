@@ -29,7 +29,14 @@ from habakkuk.engine.events import (
     TurnText,
     TurnThinking,
 )
-from habakkuk.engine.llm.types import ImageBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from habakkuk.engine.llm.hosted import describe
+from habakkuk.engine.llm.types import (
+    ImageBlock,
+    OpaqueBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 from habakkuk.engine.toolkit.outcome import stored_outcome
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.file_card import FileCard
@@ -423,6 +430,9 @@ class MessageView(VerticalScroll, can_focus=True):
                     makers.append(partial(StreamingMarkdown, block.text))
                 elif isinstance(block, ToolUseBlock):
                     makers.append(partial(self._stored_card, session, block, outcomes))
+                elif isinstance(block, OpaqueBlock) and describe(block):
+                    # The provider's hosted web search or fetch, as its placeholder.
+                    makers.append(partial(Notice, describe(block)))
         return makers
 
     def _stored_card(
