@@ -145,3 +145,20 @@ async def test_export_in_the_web_chat_arrives_as_a_file(serve: Any) -> None:
         assert response.status == 200
         assert "hello" in await response.text()
     assert (await served.get_json("/api/overview"))["unsent"] == 0
+
+
+async def test_a_file_whose_copy_retention_removed_is_404(serve: Any, tmp_path: Path) -> None:
+    served = await serve(mock_config())
+    first = await served.post_json("/api/chat", {"conversation": "r1", "text": "hello"})
+    await served.runtime.turns.wait_turn(first["turn"])
+    path = tmp_path / "old.csv"
+    path.write_text("a,b\n")
+    channels = served.runtime.channels
+    assert channels is not None
+    await channels.send_file("old-1", f"{served.server.channel.account}:r1", path)
+    [entry] = await file_entries(served, "r1", 1)
+    path.unlink()
+    url = served.url + entry["file"]["url"]
+    async with served.client.get(url, headers=served.auth()) as response:
+        assert response.status == 404
+        assert "no longer stored" in (await response.json())["error"]
