@@ -45,7 +45,7 @@ from habakkuk.services.schedules import build_schedules, start_ticker
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
-from habakkuk.services.toolset import ToolServices, build_tools
+from habakkuk.services.toolset import ToolServices, build_tools, chats_run
 from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.tools.processes import ProcessInfo, ProcessManager
@@ -219,7 +219,7 @@ class Runtime:
         # Each agent's memory.db and history.db open now, in the background: a first message
         # does not wait for them (the first turn used to open them on its way).
         self.memory.open_ahead()
-        if channels and (self.config.channels or self.config.http is not None):
+        if channels and chats_run(self.config):
             self.channel_service()  # the web chat is a channel too
         # Clients that did not wait for MCP still get its tools as servers connect.
         self._launch_mcp()

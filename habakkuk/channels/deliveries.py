@@ -10,7 +10,8 @@
   else retries with the queue's backoff.
 - Nothing fails in silence: a part the adapter cannot send to a chat it can reach
   (a file to a chat without files, a file over the platform's limit or gone from
-  disk) becomes a line in that chat saying what was not sent and why, and the job
+  disk) becomes a line in that chat saying what was not sent and why (a file's
+  caption goes with it, and where the file is saved when it still is), and the job
   fails for good with an error starting UNSENT_PREFIX, which the overview counts.
 - Deliveries of one chat share a serial key, so they arrive in order; the job
   kind names the channel account (`delivery:<account>`), so only the process
@@ -302,10 +303,11 @@ class DeliveryWorker:
         path = delivery.path
         name = delivery.name or path.name
         reason = ""
-        if not adapter.can("files"):
-            reason = f"{adapter.type} chats cannot receive files"
-        elif not await asyncio.to_thread(path.is_file):
+        on_disk = await asyncio.to_thread(path.is_file)
+        if not on_disk:
             reason = "it is no longer on disk"
+        elif not adapter.can("files"):
+            reason = f"{adapter.type} chats cannot receive files"
         else:
             try:
                 message_id = await adapter.send_file(
@@ -316,17 +318,29 @@ class DeliveryWorker:
             else:
                 await self.store.record_chunk(lease, 0, message_id)
                 return {"messages": [message_id]}
-        await self._unsent(lease, adapter, delivery.to, f"the file {name}", reason)
+        if on_disk:  # where it is, so the user can still get it
+            reason = f"{reason}; saved at {path}"
+        await self._unsent(
+            lease, adapter, delivery.to, f"the file {name}", reason, caption=delivery.caption
+        )
 
     async def _unsent(
-        self, lease: Lease, adapter: Adapter, to: Address, what: str, reason: str
+        self,
+        lease: Lease,
+        adapter: Adapter,
+        to: Address,
+        what: str,
+        reason: str,
+        *,
+        caption: str = "",
     ) -> NoReturn:
-        """Tell the chat that `what` was not sent and why, then fail the job for good
-        (PermanentJobError, its error starting UNSENT_PREFIX). A notice that cannot be
-        sent either is the job's error (retried, or final when the chat is gone)."""
-        await self._send_text(
-            lease, adapter, to, unsent_notice(what, reason), first_chunk=NOTICE_CHUNK
-        )
+        """Tell the chat that `what` was not sent and why (after its `caption`, which is
+        still worth reading), once, then fail the job for good (PermanentJobError, its
+        error starting UNSENT_PREFIX). A notice that cannot be sent either is the job's
+        error (retried, or final when the chat is gone)."""
+        notice = unsent_notice(what, reason)
+        text = f"{caption.strip()}\n\n{notice}" if caption.strip() else notice
+        await self._send_text(lease, adapter, to, text, first_chunk=NOTICE_CHUNK)
         raise PermanentJobError(f"{UNSENT_PREFIX}{what}: {reason} (the chat was told)")
 
     async def _send_poll(

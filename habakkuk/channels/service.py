@@ -37,7 +37,7 @@ SWEEP_EVERY_SECONDS = 60.0
 
 def register_tools(registry: ToolRegistry, outbox: OutboxOf) -> None:
     """send_file and poll, in toolset core, on the channel service `outbox` returns (call
-    when channels are configured)."""
+    when any chat runs: a configured channel or the HTTP server's web chat)."""
     registry.register(SendFile(outbox), "core")
     registry.register(Poll(outbox), "core")
 

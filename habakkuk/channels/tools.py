@@ -1,8 +1,9 @@
 """Tools that reach the chat a turn belongs to: send_file and poll.
 
-Registered (toolset core) when channels are configured, bound to the running channel
-service (engine/toolkit/service_tool.py: made after the tools, so bound as a function
-that returns it, or None while channels do not run in this process). The chat is the
+Registered (toolset core) when any chat runs (a configured channel, or the web chat of
+the HTTP server), bound to the running channel service (engine/toolkit/service_tool.py:
+made after the tools, so bound as a function that returns it, or None while channels do
+not run in this process). The chat is the
 turn's reply address (the gateway puts it in the turn job), else the chat the
 session is bound to; in a session with no chat the tools say so.
 """

@@ -9,23 +9,60 @@ A web conversation id may hold any printable character but `/`; as an address
 chat it is written with `%` and `:` escaped, since `:` separates an address.
 Every append is deduped by its delivery job id, so a delivery retried after a
 crash appends nothing twice; a turn's reply keeps the `reply:<turn>` key.
+
+A file (send_file) is appended as a file entry (role "file": its name, size, media
+type and a new id; its caption is the entry's text) pointing at the delivery's copy
+of the bytes, which the HTTP server serves under /api/chat/{conversation}/files/{id}.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import mimetypes
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from habakkuk.engine.config import ChannelConfig
 
-from .adapter import Adapter, Address, Beat, Button, Capability, Inbox, SendError
+from .adapter import Adapter, Address, Beat, Button, Capability, Inbox, SendError, Unsupported
 from .deliveries import SENDING
 from .delivery_types import ReplyDelivery
 
 KEEPALIVE_SECONDS = 10.0
 PROMPT_PREFIX = "prompt:"
 QUESTION_PREFIX = "ask_"  # a clarify prompt (the gateway's ids); the rest are approvals
+FILE_ROLE = "file"
+# Images are told by their first bytes (a name says nothing about what a tool wrote).
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+@dataclass(frozen=True)
+class ChatFile:
+    """A file in a conversation's log: what the dashboard shows and where the bytes are."""
+
+    id: str
+    name: str
+    size: int
+    media_type: str
+    path: str  # the stored copy (a blob): never shown to a client
+
+    def url(self, conversation: str) -> str:
+        """Where the API serves it (with the API's token)."""
+        from urllib.parse import quote
+
+        return f"/api/chat/{quote(conversation, safe='')}/files/{self.id}"
+
+    def columns(self) -> tuple[str, str, int, str, str]:
+        """Its web.db columns (file_id, file_name, file_size, file_type, file_path)."""
+        return (self.id, self.name, self.size, self.media_type, self.path)
 
 
 class WebLog(Protocol):
@@ -41,6 +78,7 @@ class WebLog(Protocol):
         session: str = "",
         agent: str = "",
         dedupe: str | None = None,
+        file: ChatFile | None = None,
     ) -> tuple[Any, bool]: ...
 
     async def conversation(self, conversation: str) -> Any:
@@ -59,6 +97,28 @@ def web_account(config: ChannelConfig | None, account: str) -> ChannelConfig:
     made.name = account
     made.session_idle_seconds = float("inf")
     return made
+
+
+def media_type_of(head: bytes, name: str) -> str:
+    """A file's media type: JPEG, PNG, GIF and WebP from its first bytes, else from its
+    name, else application/octet-stream."""
+    for magic, media in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return media
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    if guessed is None or guessed.startswith("image/"):  # an image it does not look like
+        return "application/octet-stream"
+    return guessed
+
+
+def _file_facts(path: Path, name: str) -> tuple[int, str]:
+    """(size, media type) of a file about to be sent."""
+    with path.open("rb") as handle:
+        head = handle.read(16)
+        size = handle.seek(0, 2)
+    return size, media_type_of(head, name)
 
 
 def chat_of(conversation: str) -> str:
@@ -86,7 +146,7 @@ class WebAdapter(Adapter):
     """The web chat account: sends append to web.db."""
 
     type = "web"
-    capabilities: frozenset[Capability] = frozenset({"buttons"})
+    capabilities: frozenset[Capability] = frozenset({"buttons", "files"})
 
     def __init__(self, config: ChannelConfig, log: WebLog):
         super().__init__(config.name)
@@ -131,6 +191,26 @@ class WebAdapter(Adapter):
         binding = await self.log.conversation(conversation)
         event, _ = await self.log.append(
             conversation, role, chunk, turn=turn, dedupe=dedupe,
+            session=binding.session if binding else "", agent=binding.agent if binding else "",
+        )  # fmt: skip
+        return str(event.seq)
+
+    async def send_file(self, to: Address, path: Path, *, caption: str = "", name: str = "") -> str:
+        """Append a file entry (its caption as text) to the conversation's log; returns
+        the log's sequence number."""
+        sending = SENDING.get()
+        if sending is None:
+            raise SendError("the web chat sends only delivery jobs (nothing to dedupe by)")
+        name = name or path.name
+        try:
+            size, media_type = await asyncio.to_thread(_file_facts, path, name)
+        except OSError as exc:
+            raise Unsupported(f"{name} cannot be read ({exc.strerror or exc})") from None
+        file = ChatFile(f"file_{secrets.token_hex(12)}", name, size, media_type, str(path))
+        conversation = conversation_of(to)
+        binding = await self.log.conversation(conversation)
+        event, _ = await self.log.append(
+            conversation, FILE_ROLE, caption, dedupe=sending.job, file=file,
             session=binding.session if binding else "", agent=binding.agent if binding else "",
         )  # fmt: skip
         return str(event.seq)

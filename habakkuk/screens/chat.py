@@ -381,6 +381,8 @@ class ChatScreen(RuntimeScreen):
         if self._fed_to_child(event) or not self._ours(event):
             return
         await self._view.handle(event)
+        if event.turn in self._seen_turns:
+            self._show_turn_files(event.session, event.turn)
         self.post_message(self.TurnFinished(self.session_id, event.turn, event.status))
         if self.running_turn == event.turn:
             self.running_turn = None
@@ -390,6 +392,19 @@ class ChatScreen(RuntimeScreen):
             # restart): part of it streamed before we listened, so show the transcript as
             # committed.
             self._open(self.session_id)
+
+    @work(group="turn-files")
+    async def _show_turn_files(self, session: str, turn: str) -> None:
+        """Images the turn's tools showed or made, as cards (read from its committed
+        messages through the facade: the bus carries no files)."""
+        from habakkuk.engine.errors import HabakkukError
+
+        try:
+            messages = await self.runtime.sessions.turn_messages(session, turn)
+        except HabakkukError:
+            return
+        if session == self.session_id:
+            await self._view.add_files(messages)
 
     @on_bus(JobFinishedArrived)
     def _job_finished(self, message: JobFinishedArrived) -> None:

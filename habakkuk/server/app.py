@@ -38,6 +38,7 @@ from . import (
     api,
     board_api,
     chat,
+    chat_files,
     dashboard,
     health,
     memory_api,
@@ -261,6 +262,7 @@ class HttpServer:
         schedules_api.setup(app)
         board_api.setup(app)
         chat.setup(app)
+        chat_files.setup(app)
         voice.setup(app)
         openai_compat.setup(app)
         webhooks.setup(app)

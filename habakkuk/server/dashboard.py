@@ -32,7 +32,7 @@ TYPES = {
 }
 HEADERS = {
     "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
         "connect-src 'self'; manifest-src 'self'; worker-src 'self'; frame-ancestors 'none'; "
         "base-uri 'none'; form-action 'none'"
     ),

@@ -6,6 +6,9 @@
   numbered by one growing sequence, so catching up after a disconnect is one
   exact query (`seq > N`). `dedupe` makes appends idempotent: a resent client id
   or a reply delivered twice adds nothing.
+- `events.file_*`: a file the agent sent (send_file to a web conversation): its id,
+  name, size, media type and where its bytes are (a blob), served under
+  /api/chat/{conversation}/files/{id}.
 - `pending_turns`: unused since the web chat's replies are delivery jobs of
   its channel account; kept (and emptied by retention) for homes that have it.
 - `api_users`, `api_keys`, `responses`: the OpenAI-compatible API's `user`
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from habakkuk.channels.web import ChatFile as ChatFile
 from habakkuk.channels.web import approval_dedupe as approval_dedupe
 from habakkuk.engine.store import Database, Migration
 
@@ -81,6 +85,17 @@ MIGRATIONS = [
         );
         """,
     ),
+    Migration(
+        2,
+        """
+        ALTER TABLE events ADD COLUMN file_id TEXT NOT NULL DEFAULT '';
+        ALTER TABLE events ADD COLUMN file_name TEXT NOT NULL DEFAULT '';
+        ALTER TABLE events ADD COLUMN file_size INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE events ADD COLUMN file_type TEXT NOT NULL DEFAULT '';
+        ALTER TABLE events ADD COLUMN file_path TEXT NOT NULL DEFAULT '';
+        CREATE INDEX events_file ON events(file_id) WHERE file_id != '';
+        """,
+    ),
 ]
 
 # Idempotency keys only need to outlive a client's retries.
@@ -105,13 +120,14 @@ class ChatEvent:
 
     seq: int
     conversation: str
-    role: str  # user, assistant, notice, error
+    role: str  # user, assistant, notice, error, file
     text: str
     turn: str
     session: str
     agent: str
     at: float
     approval: str = ""  # the approval an "Approval needed" notice asks about
+    file: ChatFile | None = None  # a file entry's file (role "file")
 
     def to_json(self) -> dict[str, Any]:
         from habakkuk.engine.export import rfc3339
@@ -126,6 +142,18 @@ class ChatEvent:
             "agent": self.agent,
             "at": rfc3339(self.at),
             "approval": self.approval or None,
+            "file": self._file_json(),
+        }
+
+    def _file_json(self) -> dict[str, Any] | None:
+        if self.file is None:
+            return None
+        return {
+            "id": self.file.id,
+            "name": self.file.name,
+            "size": self.file.size,
+            "media_type": self.file.media_type,
+            "url": self.file.url(self.conversation),
         }
 
 
@@ -133,6 +161,14 @@ def _approval_of(dedupe: str | None) -> str:
     if not dedupe or not dedupe.startswith("approval:"):
         return ""
     return dedupe.split(":", 2)[1]
+
+
+def _file(row: sqlite3.Row) -> ChatFile | None:
+    if not row["file_id"]:
+        return None
+    return ChatFile(
+        row["file_id"], row["file_name"], row["file_size"], row["file_type"], row["file_path"]
+    )
 
 
 def _event(row: sqlite3.Row) -> ChatEvent:
@@ -146,6 +182,7 @@ def _event(row: sqlite3.Row) -> ChatEvent:
         row["agent"],
         row["at"],
         _approval_of(row["dedupe"]),
+        _file(row),
     )
 
 
@@ -257,9 +294,12 @@ class WebStore:
         session: str = "",
         agent: str = "",
         dedupe: str | None = None,
+        file: ChatFile | None = None,
     ) -> tuple[ChatEvent, bool]:
-        """Append a message unless `dedupe` was used; returns (event, created)."""
+        """Append a message (with `file`: a file entry) unless `dedupe` was used; returns
+        (event, created)."""
         now = time.time()
+        f = file or ChatFile("", "", 0, "", "")
 
         def _append(conn: sqlite3.Connection) -> tuple[ChatEvent, bool]:
             if dedupe is not None:
@@ -267,9 +307,10 @@ class WebStore:
                 if row is not None:
                     return _event(row), False
             cursor = conn.execute(
-                "INSERT INTO events(conversation, role, text, turn, session, agent, dedupe, at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (conversation, role, text, turn, session, agent, dedupe, now),
+                "INSERT INTO events(conversation, role, text, turn, session, agent, dedupe, at,"
+                " file_id, file_name, file_size, file_type, file_path)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (conversation, role, text, turn, session, agent, dedupe, now, *f.columns()),
             )
             conn.execute(
                 "UPDATE conversations SET last_at = ? WHERE conversation = ?", (now, conversation)
@@ -281,6 +322,16 @@ class WebStore:
         if created:
             self.wake(conversation)
         return event, created
+
+    async def file(self, conversation: str, file_id: str) -> ChatFile | None:
+        """A file of `conversation` by its id (None for an unknown id or another
+        conversation's file)."""
+        if not file_id:
+            return None
+        row = await self.db.fetchone(
+            "SELECT * FROM events WHERE file_id = ? AND conversation = ?", (file_id, conversation)
+        )
+        return _file(row) if row else None
 
     async def find(self, dedupe: str) -> ChatEvent | None:
         row = await self.db.fetchone("SELECT * FROM events WHERE dedupe = ?", (dedupe,))

@@ -1,4 +1,4 @@
-"""The built-in tools of a runtime, registered by toolset (channels add theirs when configured).
+"""The built-in tools of a runtime, registered by toolset (channels add theirs when any runs).
 
 Each toolset is built here on the services it uses (`ToolServices`), typed: the tools
 hold them from construction (engine/toolkit/service_tool.py), so nothing of the layers
@@ -45,6 +45,12 @@ class ToolServices:
     usage: UsageLedger | None = None
     # Where tools read their API keys (the process environment over the home's .env).
     env: Environment | None = None
+
+
+def chats_run(config: Config) -> bool:
+    """True when any chat runs for this home: a configured channel, or the web chat of
+    the HTTP server (a channel account of its own even without a `channels:` entry)."""
+    return bool(config.channels) or config.http is not None
 
 
 def _check_hardline(command: str) -> str | None:
@@ -117,7 +123,7 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
     for tool in generation_tools(config, services.usage, services.env):  # offered when configured
         registry.register(tool, "media")
-    if config.channels:
+    if chats_run(config):
         from habakkuk.channels.service import register_tools
 
         register_tools(registry, services.channels)

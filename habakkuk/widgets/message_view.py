@@ -3,7 +3,8 @@
 The view is fed two ways: `load` renders a stored transcript (read through the
 facade), and `handle` applies bus events of the running turn. Streamed text goes
 into a StreamingMarkdown segment per model call; thinking into a ThinkingView;
-tool calls into ToolCards keyed by call id.
+tool calls into ToolCards keyed by call id; stored images (attached, or a tool's
+media) into FileCards.
 """
 
 from __future__ import annotations
@@ -29,9 +30,16 @@ from habakkuk.engine.events import (
     TurnThinking,
 )
 from habakkuk.engine.llm.hosted import describe
-from habakkuk.engine.llm.types import OpaqueBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from habakkuk.engine.llm.types import (
+    ImageBlock,
+    OpaqueBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 from habakkuk.engine.toolkit.outcome import stored_outcome
 from habakkuk.widgets.composer import Composer
+from habakkuk.widgets.file_card import FileCard
 from habakkuk.widgets.markdown_stream import StreamingMarkdown, estimate_height
 from habakkuk.widgets.markdown_stream.fence import warm_common_lexers
 from habakkuk.widgets.markdown_stream.textual_private import anchor_released
@@ -412,6 +420,8 @@ class MessageView(VerticalScroll, can_focus=True):
                 typed = _typed_text(stored)
                 if typed:
                     makers.append(partial(UserMessage, typed))
+                for image in _images(stored):
+                    makers.append(partial(FileCard, image.blob, image.name, image.media_type))
                 continue
             for block in message.blocks:
                 if isinstance(block, ThinkingBlock) and block.text:
@@ -480,6 +490,17 @@ class MessageView(VerticalScroll, can_focus=True):
         await self.mount(Notice(text, error=error))
         if follow:
             self.anchor()
+
+    async def add_files(self, messages: list[StoredMessage]) -> None:
+        """Show the images of a turn's tool results (a tool showed or made them) as cards."""
+        cards = [
+            FileCard(image.blob, image.name, image.media_type)
+            for stored in messages
+            if stored.message.role == "user" and stored.message.tool_results
+            for image in _images(stored)
+        ]
+        if cards:
+            await self.mount_all(cards)
 
     async def _to_end(self) -> None:
         """The window at the transcript's end, so what is mounted below it follows it."""
@@ -565,6 +586,11 @@ def _typed_text(stored: StoredMessage) -> str:
     """What the user typed: its text blocks (the time note is a context block)."""
     texts = [block.text for block in stored.message.blocks if isinstance(block, TextBlock)]
     return "\n".join(t for t in texts if t.strip())
+
+
+def _images(stored: StoredMessage) -> list[ImageBlock]:
+    """The images of a message that are stored as files (attached, or a tool's media)."""
+    return [b for b in stored.message.blocks if isinstance(b, ImageBlock) and b.blob]
 
 
 def _title(arguments: object) -> str:

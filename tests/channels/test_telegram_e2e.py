@@ -749,9 +749,14 @@ async def test_a_file_telegram_refuses_is_told_in_the_chat_and_counted(
     )
     assert code == 0
     await tg.wait_for(lambda: len(tg.texts()) == 1)
-    assert tg.texts() == [
-        "Could not send the file huge.pdf here: sendDocument: 400 Bad Request: file is too big."
-    ]
+    [told] = tg.texts()
+    caption, notice = told.split("\n\n")
+    assert caption == "the report"  # the caption still reaches the chat, with the note
+    refused = "Could not send the file huge.pdf here: sendDocument: 400 Bad Request: file is"
+    refused += " too big"
+    assert notice.startswith(f"{refused}; saved at {home.root}")
+    saved = Path(notice.split("; saved at ", 1)[1].removesuffix("."))
+    assert saved.read_bytes() == attachment.read_bytes()
     failed_sql = "SELECT * FROM jobs WHERE kind = 'delivery:tg' AND status = 'failed'"
     await eventually(lambda: rows(home, failed_sql), what="the delivery to fail for good")
     [failed] = rows(home, failed_sql)

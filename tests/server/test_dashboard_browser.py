@@ -282,3 +282,81 @@ async def test_the_first_api_call_waits_for_every_views_script(serve: Any, brows
     await page.goto(served.url + "/app/#/schedules")
     await page.wait_for_function("window.missingAtFirstCall !== null")
     assert await page.evaluate("window.missingAtFirstCall") == []
+
+
+FILES_SCRIPT = """
+- match: "picture"
+  steps:
+    - tool_calls: [{name: send_file, arguments: {path: "chart.png", caption: "your chart"}}]
+    - text: "Sent the chart."
+- match: "notes"
+  steps:
+    - tool_calls: [{name: send_file, arguments: {path: "notes.txt"}}]
+    - text: "Sent the notes."
+- steps:
+    - text: "Echo: {input}"
+"""
+
+
+def _png() -> bytes:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (24, 16), (20, 160, 90)).save(out, "PNG")
+    return out.getvalue()
+
+
+async def test_the_chat_uploads_a_file_and_shows_sent_images_inline_and_other_files_as_links(
+    serve: Any, browser: Any, tmp_path: Path
+) -> None:
+    served = await serve(mock_config(FILES_SCRIPT))
+    workspace = served.runtime.home.default_workspace("main")
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "chart.png").write_bytes(_png())
+    (workspace / "notes.txt").write_text("buy milk\n")
+    upload = tmp_path / "photo.png"
+    upload.write_bytes(_png())
+    page = await sign_in(browser, served)
+    await page.click("nav button[data-view=chat]")
+
+    # An upload goes through POST /api/chat as multipart, with the typed text.
+    await page.set_input_files("#chat-file", str(upload))
+    await page.locator("#chat-files", has_text="photo.png").wait_for(timeout=30_000)
+    await page.fill("#chat-input", "look at this")
+    await page.press("#chat-input", "Enter")
+    mine = page.locator(".msg.user", has_text="photo.png")
+    await mine.wait_for(timeout=30_000)
+    assert "look at this" in (await mine.text_content() or "")
+    await page.locator(".msg.assistant[data-seq]", has_text="Echo: look at this").wait_for(
+        timeout=30_000
+    )
+    inbox = workspace / "inbox" / "photo.png"
+    assert inbox.read_bytes() == upload.read_bytes()
+
+    # A file the agent sends: an image shows inline (fetched with the token)...
+    await page.fill("#chat-input", "a picture please")
+    await page.press("#chat-input", "Enter")
+    image = page.locator(".msg.file img[src^='blob:']")
+    await image.wait_for(timeout=30_000)
+    await page.wait_for_function(
+        "() => { const i = document.querySelector('.msg.file img');"
+        " return i && i.complete && i.naturalWidth === 24; }",
+        timeout=30_000,
+    )
+    assert await page.locator(".msg.file .file-caption").text_content() == "your chart"
+
+    # ... and another file is a link that saves it.
+    await page.fill("#chat-input", "the notes")
+    await page.press("#chat-input", "Enter")
+    link = page.locator(".msg.file a.file-link", has_text="notes.txt")
+    await link.wait_for(timeout=30_000)
+    async with page.expect_download(timeout=30_000) as waiting:
+        await link.click()
+    download = await waiting.value
+    assert download.suggested_filename == "notes.txt"
+    saved = tmp_path / "saved.txt"
+    await download.save_as(str(saved))
+    assert saved.read_text() == "buy milk\n"
+    assert page.errors == []

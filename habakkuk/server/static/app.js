@@ -16,6 +16,7 @@ const state = {
   timers: [],
   streaming: null, // the bubble of the reply streaming now
   answered: new Set(), // turns whose final reply is shown (their late text is ignored)
+  fileUrls: [], // blob URLs of the chat's files (revoked when the log is cleared)
 };
 
 function randomId() {
@@ -283,6 +284,8 @@ function openChat() {
   state.answered = new Set();
   state.streaming = null;
   $("chat-log").replaceChildren();
+  for (const url of state.fileUrls) URL.revokeObjectURL(url);
+  state.fileUrls = [];
   follow("events", () => chatPath(`events?after=${state.lastSeq}`), onChatEvent);
   follow("live", () => chatPath("live"), onActivity);
 }
@@ -307,7 +310,10 @@ function onChatEvent(kind, data) {
       state.streaming = null;
     }
   }
-  const bubble = data.approval ? approvalCard(data) : el("div", "msg " + data.role, data.text);
+  let bubble;
+  if (data.approval) bubble = approvalCard(data);
+  else if (data.file) bubble = fileCard(data);
+  else bubble = el("div", "msg " + data.role, data.text);
   bubble.dataset.seq = String(data.seq);
   $("chat-log").appendChild(bubble);
   // A card replayed or answered elsewhere (a typed "yes") learns it is no longer waiting.
@@ -316,6 +322,65 @@ function onChatEvent(kind, data) {
   }
   if (data.role !== "user") $("chat-typing").hidden = true;
   scrollLog();
+}
+
+// -- files in the chat -------------------------------------------------------------------
+// A file is served only with the token, so it is fetched with it and shown from a blob URL:
+// an image inline, anything else as a link that saves it.
+
+const INLINE_IMAGES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+function sizeText(bytes) {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+async function fileBlobUrl(file) {
+  const response = await fetch(file.url, { headers: authHeaders() });
+  if (response.status === 401) {
+    showLogin("The token was not accepted.");
+    throw new Unauthorized("unauthorized");
+  }
+  if (!response.ok) throw new Error(response.status === 404 ? "no longer stored" : response.statusText);
+  const url = URL.createObjectURL(await response.blob());
+  state.fileUrls.push(url);
+  return url;
+}
+
+function fileCard(data) {
+  const file = data.file;
+  const card = el("div", "msg file");
+  card.dataset.file = file.id;
+  if (data.text) card.appendChild(el("span", "file-caption", data.text));
+  const label = `${file.name} (${sizeText(file.size)})`;
+  if (INLINE_IMAGES.includes(file.media_type)) {
+    const image = el("img");
+    image.alt = file.name;
+    image.title = label;
+    card.appendChild(image);
+    fileBlobUrl(file)
+      .then((url) => { image.src = url; scrollLog(); })
+      .catch((error) => { if (!(error instanceof Unauthorized)) image.replaceWith(el("span", "", `${label}: ${error.message}`)); });
+    return card;
+  }
+  const link = el("a", "file-link", "⬇ " + label);
+  link.href = "#";
+  link.addEventListener("click", async (event) => {
+    event.preventDefault();
+    try {
+      const save = el("a");
+      save.href = await fileBlobUrl(file);
+      save.download = file.name;
+      document.body.appendChild(save);
+      save.click();
+      save.remove();
+    } catch (error) {
+      if (!(error instanceof Unauthorized)) link.textContent = `${label}: ${error.message}`;
+    }
+  });
+  card.appendChild(link);
+  return card;
 }
 
 function toolCard(id) {
@@ -357,12 +422,20 @@ function onActivity(kind, data) {
   scrollLog();
 }
 
-async function send(text) {
+async function send(text, files) {
   const body = { conversation: state.conversation, text, id: randomId() };
   const agent = $("chat-agent").value;
   if (agent) body.agent = agent;
   try {
-    await api("/api/chat", { json: body });
+    if (files && files.length) {
+      // Files go as multipart (the same POST /api/chat), which needs X-Habakkuk-Client.
+      const form = new FormData();
+      for (const [key, value] of Object.entries(body)) form.append(key, value);
+      for (const file of files) form.append("file", file, file.name);
+      await api("/api/chat", { method: "POST", body: form, headers: { "X-Habakkuk-Client": "dashboard" } });
+    } else {
+      await api("/api/chat", { json: body });
+    }
   } catch (error) {
     if (!(error instanceof Unauthorized)) {
       $("chat-log").appendChild(el("div", "msg error", "Not sent: " + error.message));
@@ -373,10 +446,19 @@ async function send(text) {
 $("chat-form").addEventListener("submit", (event) => {
   event.preventDefault();
   const input = $("chat-input");
+  const picker = $("chat-file");
   const text = input.value.trim();
-  if (!text) return;
+  const files = Array.from(picker.files || []);
+  if (!text && !files.length) return;
   input.value = "";
-  send(text);
+  picker.value = "";
+  $("chat-files").textContent = "";
+  send(text, files);
+});
+
+$("chat-file").addEventListener("change", () => {
+  const names = Array.from($("chat-file").files || []).map((file) => file.name);
+  $("chat-files").textContent = names.length ? "📎 " + names.join(", ") : "";
 });
 
 $("chat-input").addEventListener("keydown", (event) => {
