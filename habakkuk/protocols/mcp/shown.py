@@ -9,8 +9,7 @@ import re
 
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.engine.toolkit.registry import ToolContext, ToolOutput
-from habakkuk.tools.images import ImageError, prepare
-from habakkuk.tools.view_image import MAX_SOURCE_BYTES
+from habakkuk.tools.images import MAX_SOURCE_BYTES, ImageError, prepare
 
 from .results import McpImage, McpResult
 
