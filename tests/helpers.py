@@ -117,3 +117,41 @@ async def python_in(code: str, home: Path, **env: str) -> tuple[int, str, str]:
         pytest.fail(f"a fresh interpreter ran past {PROCESS_BOUND:g}s")
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+class Attending:
+    """Someone attending `runtime` (a Runtime) who answers every approval its attended
+    turns ask with `answer` (an answer, or a function of the ApprovalRequest giving
+    one), keeping each request in `asked`:
+
+        async with Attending(runtime, "deny") as person:
+            ...  # submit a turn with attended=True
+        assert [r.tool for r in person.asked] == ["memory_save"]
+    """
+
+    def __init__(self, runtime: Any, answer: str | Callable[[Any], str] = "allow_once") -> None:
+        self.runtime = runtime
+        self.answer = answer
+        self.asked: list[Any] = []  # the ApprovalRequests, in the order they were asked
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Attending:
+        self._attendance = self.runtime.approvals.attach()
+        self._pending = self.runtime.bus.subscribe(lambda e: e.kind == "approval.pending")
+        self._task = asyncio.create_task(self._answer_each())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        self.runtime.bus.unsubscribe(self._pending)
+        self._attendance.release()
+
+    async def _answer_each(self) -> None:
+        while True:
+            event = await self._pending.get()
+            request = event.data["request"]
+            self.asked.append(request)
+            answer = self.answer(request) if callable(self.answer) else self.answer
+            self.runtime.approvals.answer(event.data["id"], answer)

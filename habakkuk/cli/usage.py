@@ -72,6 +72,11 @@ async def _usage(days: float | None, agent: str | None, as_json: bool) -> int:
             cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row)
         ]
         print("  ".join(cells).rstrip())
+    searches = sum(t.web_searches for t in totals)
+    fetches = sum(t.web_fetches for t in totals)
+    if searches or fetches:
+        # The provider's hosted web tools: their searches are priced in COST.
+        print(f"hosted web tools: {searches} search(es), {fetches} fetch(es)")
     if any(t.unpriced_calls for t in totals):
         print("* some calls were to models with no known price (add them under pricing: in config)")
     return EXIT_OK

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.agent.turn_access import TurnsAccess
     from habakkuk.engine.config import Config
     from habakkuk.engine.jobs import Job
-    from habakkuk.engine.llm.usage import UsageAccess
+    from habakkuk.engine.llm.usage import UsageAccess, UsageTotal
     from habakkuk.engine.session_access import (
         CheckpointsAccess,
         SessionsAccess,
@@ -442,7 +442,7 @@ async def _usage(conv: Conversation, rest: str) -> Reply:
         cost = f"${t.cost:.4f}" if priced else "cost unknown"
         lines.append(
             f"{t.model}: {t.calls} call(s), {t.input_tokens + t.cache_read_tokens} in "
-            f"({t.cache_read_tokens} cached), {t.output_tokens} out, {cost}"
+            f"({t.cache_read_tokens} cached), {t.output_tokens} out{_web_uses(t)}, {cost}"
         )
     if len(totals) > 1:
         ins = sum(t.input_tokens + t.cache_read_tokens for t in totals)
@@ -451,6 +451,16 @@ async def _usage(conv: Conversation, rest: str) -> Reply:
         cost = f"${sum(t.cost for t in totals):.4f}" if priced else "cost unknown"
         lines.append(f"**Total** {ins} in, {outs} out, {cost}")
     return Reply("\n".join(lines))
+
+
+def _web_uses(total: UsageTotal) -> str:
+    """The hosted web searches and fetches of a usage line (", 3 web searches")."""
+    parts = []
+    if total.web_searches:
+        parts.append(f"{total.web_searches} web search{'es' if total.web_searches != 1 else ''}")
+    if total.web_fetches:
+        parts.append(f"{total.web_fetches} web fetch{'es' if total.web_fetches != 1 else ''}")
+    return "".join(f", {p}" for p in parts)
 
 
 @command("whoami", "who you are here and how you got in", where=INTERACTIVE, category="Chat")

@@ -100,6 +100,8 @@ class AgentConfig:
     # Compact the context when the last prompt reached this many tokens (-1: never;
     # default: 600000 when the main model's provider is anthropic, else 150000).
     compact_at: int | None = None
+    # The provider's hosted web search and fetch, where the model has them (llm/hosted.py).
+    web: bool = True
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
     reviewer_chain: list[ModelRef] = field(default_factory=list, init=False)
@@ -454,6 +456,31 @@ class DelegationConfig:
     timeout_seconds: float = 1800.0
 
 
+SearchProviderName = Literal["brave", "tavily", "exa", "searxng", "duckduckgo"]
+# The variable each keyed search provider reads its key from unless key_env names another.
+SEARCH_KEY_ENV: dict[str, str] = {
+    "brave": "BRAVE_API_KEY",
+    "tavily": "TAVILY_API_KEY",
+    "exa": "EXA_API_KEY",
+}
+
+
+@dataclass
+class SearchConfig:
+    """`search`: the provider behind web_search (without the section: DuckDuckGo's HTML
+    page, best effort)."""
+
+    provider: SearchProviderName
+    url: str | None = None  # the SearXNG instance (searxng only, and required there)
+    base_url: str | None = None  # the provider's API address, to point it elsewhere
+    key_env: str | None = None  # default per provider (SEARCH_KEY_ENV); none for the rest
+
+    @property
+    def key_var(self) -> str | None:
+        """The variable holding the key (None for providers that take none)."""
+        return self.key_env or SEARCH_KEY_ENV.get(self.provider)
+
+
 @dataclass(frozen=True)
 class PluginCommand:
     """A chat command an enabled plugin brings: a prompt the agent runs as a message, or
@@ -496,6 +523,7 @@ class Config:
     delegation: DelegationConfig = field(default_factory=DelegationConfig)
     images: ImagesConfig | None = None
     video: VideoConfig | None = None
+    search: SearchConfig | None = None
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -739,6 +767,8 @@ def _resolve(config: Config, home: Home) -> None:
         _resolve_http(config, config.http)
     _resolve_channels(config)
     _resolve_generation(config)
+    if config.search is not None:
+        _resolve_search(config, config.search)
 
 
 def _resolve_memory(config: Config, memory: MemoryConfig) -> None:
@@ -1052,3 +1082,31 @@ def _resolve_generation_section(
         section.poll_seconds = parse_duration(section.poll_interval)
     except ValueError as exc:
         raise error("poll_interval", str(exc)) from None
+
+
+def _resolve_search(config: Config, search: SearchConfig) -> None:
+    """The search section: the instance of searxng, addresses that are URLs, a key
+    variable only for the providers that take a key."""
+    path = config.path
+
+    def fail(key: str, message: str) -> ConfigError:
+        return ConfigError(f"{path}:{line_of(search, key)}: search.{key}: {message}")
+
+    provider = search.provider
+    if provider == "searxng":
+        if search.url is None:
+            example = "https://searx.example.org"
+            raise fail("provider", f"searxng needs url: its instance's address, e.g. {example}")
+        if search.base_url is not None:
+            raise fail("base_url", "searxng takes the address of its instance as url")
+    elif search.url is not None:
+        raise fail("url", f"only for provider searxng (base_url points {provider} elsewhere)")
+    for key in ("url", "base_url"):
+        value = getattr(search, key)
+        if value is not None and not re.match(r"https?://[^/\s]+", value):
+            raise fail(key, f"{value!r} is not an http(s) URL")
+    if search.key_env is not None:
+        if provider not in SEARCH_KEY_ENV:
+            raise fail("key_env", f"{provider} takes no key")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", search.key_env):
+            raise fail("key_env", f"{search.key_env!r} must name a variable, e.g. BRAVE_API_KEY")

@@ -2,7 +2,8 @@
 
 Each shows the user's words, not the notes Habakkuk sends the model with them
 (the time, the todo list): those context blocks are shown by type only in JSON
-and left out of Markdown and HTML. A /v1 client's system messages are shown.
+and left out of Markdown and HTML. A /v1 client's system messages are shown. The
+provider's hosted web tool blocks show as placeholders ("[web search: QUERY]").
 Exports written to disk go under HOME/exports/ unless a path is given.
 """
 
@@ -16,10 +17,12 @@ from typing import Any, Literal, get_args
 
 from .errors import HabakkukError
 from .home import ensure_private_dir
+from .llm.hosted import describe
 from .llm.types import (
     ContextBlock,
     DocumentBlock,
     ImageBlock,
+    OpaqueBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -53,9 +56,15 @@ def session_json(session: Session) -> dict[str, Any]:
 
 def _api_block(raw: dict[str, Any]) -> dict[str, Any]:
     """A stored block as the API shows it: long text cut and marked; a note Habakkuk
-    sent with the user's words (the time, the todo list) by type only."""
+    sent with the user's words (the time, the todo list) by type only; a hosted web
+    tool's block as its placeholder (its data is the provider's, kept for replay: a
+    fetched page, encrypted search results)."""
     if raw.get("type") == "context" and raw.get("kind") not in SHOWN_CONTEXT:
         return {"type": "context", "kind": str(raw.get("kind", ""))}
+    if raw.get("type") == "opaque":
+        data = raw.get("data")
+        hosted = OpaqueBlock(str(raw.get("provider", "")), data if isinstance(data, dict) else {})
+        return {"type": "opaque", "provider": hosted.provider, "text": describe(hosted)}
     block = dict(raw)
     for key in ("text",):
         value = block.get(key)
@@ -109,6 +118,8 @@ def _tool_names(messages: list[StoredMessage]) -> dict[str, str]:
 
 def _shown(block: object) -> bool:
     """Whether an export shows the block (not a note Habakkuk added to the turn)."""
+    if isinstance(block, OpaqueBlock):
+        return bool(describe(block))  # a hosted tool's block, not the pause mark
     return not isinstance(block, ContextBlock) or block.kind in SHOWN_CONTEXT
 
 
@@ -142,6 +153,8 @@ def _markdown_block(block: object, tools: dict[str, str]) -> str:
         return f"**{label}**{name} ({block.tool_use_id})\n\n{fence}\n{block.text}\n{fence}"
     if isinstance(block, (ImageBlock, DocumentBlock)):
         return f"*[{block.type}: {block.name or block.media_type}]*"
+    if isinstance(block, OpaqueBlock):
+        return f"*{describe(block)}*"
     return f"*[{getattr(block, 'type', 'block')}]*"
 
 
@@ -256,6 +269,8 @@ def transcript_html(
                     f" <code>{esc(tool)}</code>" if tool else ""
                 )
                 parts.append(f"<p>{label}</p><pre{err}>{esc(block.text)}</pre>")
+            elif isinstance(block, OpaqueBlock):
+                parts.append(f"<p><em>{esc(describe(block))}</em></p>")
             else:
                 parts.append(f"<p><em>[{esc(str(getattr(block, 'type', 'block')))}]</em></p>")
         parts.append("</div>")

@@ -6,8 +6,9 @@ agent, so no call can reach another agent's files. The tools hold the memory (a
 tools are own-state tools: they only touch the agent's folder, so workspace mode runs
 them without asking, read-only denies them and ask mode asks. Each write carries its
 provenance (the agent, the session, the tool, and the turn's taint), so a save in a turn
-that read outside content is untrusted. A refused or failed call (a secret, a tainted
-turn, no such note) is an error result.
+that read outside content is untrusted; such a save (or forget) is also asked about in
+every mode, even those that run own-state writes unasked (an unattended run denies it).
+A refused or failed call (a secret, a tainted turn, no such note) is an error result.
 """
 
 from __future__ import annotations
@@ -50,10 +51,12 @@ class MemoryTool(ServiceTool[MemoryAccess]):
 
 
 class OwnStateTool(MemoryTool):
-    """A write that only touches the agent's own folder (spec "Permissions")."""
+    """A write that only touches the agent's own folder (spec "Permissions"); in a turn
+    that read outside content it is asked about in every mode (registry.py)."""
 
     risk: ClassVar[Risk] = Risk.WRITE
     own_state: ClassVar[bool] = True
+    asks_when_tainted: ClassVar[bool] = True
 
 
 class TaintGuarded(OwnStateTool):

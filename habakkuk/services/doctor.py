@@ -57,6 +57,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks += _plugin_checks(config)
     checks += _plugin_program_checks(home)
     checks += await asyncio.to_thread(_key_checks, config, env)
+    checks += await asyncio.to_thread(_search_checks, config, env)
     checks += _channel_checks(config, env)
     checks += _generation_checks(config, env)
     checks += await _mcp_checks(config, env, home)
@@ -211,6 +212,26 @@ def _key_checks(config: Config, env: Environment) -> list[Check]:
         else:
             checks.append(Check("FAIL", f"key {name}", f"{' or '.join(variables)} is not set"))
     return checks
+
+
+def _search_checks(config: Config, env: Environment) -> list[Check]:
+    """web_search's provider: its key variable set, as model keys are found (no search is
+    made); a provider that takes no key says where it searches."""
+    from habakkuk.engine.llm.keys import keyring_get
+
+    search = config.search
+    if search is None:
+        return [Check("ok", "search", "DuckDuckGo's page (no search: section), best effort")]
+    name = f"search {search.provider}"
+    variable = search.key_var
+    if variable is None:
+        where = search.url or search.base_url or "DuckDuckGo's page, best effort"
+        return [Check("ok", name, f"no key needed ({where})")]
+    if env.get(variable):
+        return [Check("ok", name, f"{variable} set")]
+    if keyring_get(variable):
+        return [Check("ok", name, f"{variable} in the OS keyring")]
+    return [Check("FAIL", name, f"{variable} is not set (environment or .env)")]
 
 
 MCP_PROBE_SECONDS = 10.0

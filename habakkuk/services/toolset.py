@@ -41,7 +41,7 @@ class ToolServices:
     # The running channel service (the chat a turn answers to, send_file, poll), or None
     # while no channel runs in this process: it is made after the tools.
     channels: Callable[[], ChannelService | None]
-    # Where paid generations are recorded (image_generate, video_generate); None: nowhere.
+    # Where paid generations and web searches are recorded; None: nowhere.
     usage: UsageLedger | None = None
     # Where tools read their API keys (the process environment over the home's .env).
     env: Environment | None = None
@@ -82,6 +82,11 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
     ]
     for tool in core:
         registry.register(tool, "core")
+    from habakkuk.tools.web_search.tool import web_search_tool
+
+    # Always offered: without a search: section it reads DuckDuckGo's page.
+    search = web_search_tool(config.search, env=services.env, usage=services.usage)
+    registry.register(search, "core")
     from habakkuk.tools.view_image import ViewImage
 
     registry.register(ViewImage(allow_private=config.tools.allow_private_urls), "media")

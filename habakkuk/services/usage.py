@@ -1,4 +1,5 @@
-"""Usage: tokens and dollars of the model calls, recorded in usage.db.
+"""Usage: tokens and dollars of the model calls (and the paid generations and web
+searches), recorded in usage.db.
 
 Its Protocol, what the surfaces use of it, is engine.llm.usage.UsageAccess.
 """
@@ -46,6 +47,20 @@ class UsageLedger:
             await self.store.record_generation(
                 kind, ModelRef(provider, model), Caller(agent, session, kind), usage, cost=cost
             )
+
+    async def record_search(
+        self, provider: str, *, agent: str, session: str, cost: float | None
+    ) -> None:
+        """One web search in the usage records, as its own kind ("brave/web_search
+        [search]"), with the cost the provider reported (None: it reports none)."""
+        if self.store is not None:
+            from habakkuk.engine.config import ModelRef
+            from habakkuk.engine.llm.router import Caller
+            from habakkuk.engine.llm.usage import SEARCH_KIND
+
+            caller = Caller(agent, session, SEARCH_KIND)
+            ref = ModelRef(provider, "web_search")
+            await self.store.record_generation(SEARCH_KIND, ref, caller, Usage(), cost=cost)
 
     def call_cost(self, model: str, usage: dict[str, Any]) -> float | None:
         """Dollars of one model call ("provider/model" and its usage), None when unpriced."""

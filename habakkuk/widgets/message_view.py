@@ -28,7 +28,8 @@ from habakkuk.engine.events import (
     TurnText,
     TurnThinking,
 )
-from habakkuk.engine.llm.types import TextBlock, ThinkingBlock, ToolUseBlock
+from habakkuk.engine.llm.hosted import describe
+from habakkuk.engine.llm.types import OpaqueBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from habakkuk.engine.toolkit.outcome import stored_outcome
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.markdown_stream import StreamingMarkdown, estimate_height
@@ -419,6 +420,9 @@ class MessageView(VerticalScroll, can_focus=True):
                     makers.append(partial(StreamingMarkdown, block.text))
                 elif isinstance(block, ToolUseBlock):
                     makers.append(partial(self._stored_card, session, block, outcomes))
+                elif isinstance(block, OpaqueBlock) and describe(block):
+                    # The provider's hosted web search or fetch, as its placeholder.
+                    makers.append(partial(Notice, describe(block)))
         return makers
 
     def _stored_card(

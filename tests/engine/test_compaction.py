@@ -159,7 +159,7 @@ def test_rendering_uses_placeholders_and_cuts_long_tool_output() -> None:
         ]
     )
     assert "[image: cat.png]" in text
-    assert "hosted search block" in text and "yyyy" not in text
+    assert "[web search results]" in text and "yyyy" not in text
     assert "secret reasoning" not in text
     assert "/etc/hosts" in text
     assert "more characters cut" in text and len(text) < 3_000
@@ -431,14 +431,15 @@ async def serving(
 async def test_a_turn_over_compact_at_compacts_before_its_model_call(
     runtime_factory: Any, srv: FakeModelServer
 ) -> None:
-    # compact_at leaves room for the system prompt and the default tools' specs (about
-    # 3,900 tokens) besides the one turn a fifth of it keeps.
+    # compact_at leaves room above the system prompt and the default tools' specs (about
+    # 5,000 tokens, counted after compaction too), which grow as tools join the default;
+    # each question is bigger than a fifth of it, so none is kept verbatim.
     runtime, session = await serving(
         runtime_factory,
         srv,
-        5500,
+        8000,
         turns=6,
-        size=4400,
+        size=7000,
         script=[Reply(text="SUMMARY: six questions about q"), Reply(text="the answer")],
     )
     with runtime.bus.subscribe(lambda e: e.kind == "turn.compaction") as events:
@@ -456,7 +457,7 @@ async def test_a_turn_over_compact_at_compacts_before_its_model_call(
     assert sent[1] == "user: " + SUMMARY_PREFIX + "SUMMARY: six questions about q"
     assert "next question" in sent[-1]
     assert not any("question 5 " in text for text in sent)  # folded, not sent verbatim
-    assert event.data["tokens_before"] >= 5500 > event.data["tokens_after"]
+    assert event.data["tokens_before"] >= 8000 > event.data["tokens_after"]
     assert event.data["dropped"] == 12 and event.data["turn"] == outcome.turn
     # The transcript keeps everything; the record says where the summary applies.
     assert len(await runtime.sessions.messages(session)) == 14

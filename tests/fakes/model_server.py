@@ -57,6 +57,8 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "ToolCall",
+    "WebFetch",
+    "WebSearch",
     "fake_embedding",
     "fake_encrypted_content",
     "fake_signature",
@@ -82,6 +84,25 @@ class ToolCall:
 
 
 @dataclass
+class WebSearch:
+    """A hosted web search the model runs: its query and the (title, url) results."""
+
+    query: str
+    results: list[tuple[str, str]] = field(
+        default_factory=lambda: [("Example Domain", "https://example.com/")]
+    )
+
+
+@dataclass
+class WebFetch:
+    """A hosted web fetch the model runs: the page's URL and its text."""
+
+    url: str
+    text: str = "Example page text."
+    title: str = "Example page"
+
+
+@dataclass
 class Reply:
     """One successful model reply.
 
@@ -92,7 +113,15 @@ class Reply:
     OpenAI-compatible reasoning servers use; OpenAI's SDK ignores it).
     ``stop_reason`` overrides the default stop; "max_tokens", "length" and
     "max_output_tokens" map to each API's own spelling of a length stop, any
-    other value is sent as it is.
+    other value is sent as it is (Anthropic's "pause_turn" among them).
+
+    ``web`` are the provider's hosted web tool uses, before the text: Anthropic
+    server_tool_use blocks (input streamed as input_json_delta) each followed by
+    its web_search_tool_result or web_fetch_tool_result block, counted in the
+    usage's ``server_tool_use``; Responses web_search_call items (a fetch is an
+    ``open_page`` action). ``citations`` are the (url, title) pairs the text
+    cites: Anthropic citations_delta events on the text block (web search result
+    locations), Responses url_citation annotations.
     """
 
     text: str = ""
@@ -104,6 +133,8 @@ class Reply:
     cache_write_tokens: int = 0
     chunk_size: int = 8
     stop_reason: str | None = None
+    web: list[WebSearch | WebFetch] = field(default_factory=list)
+    citations: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:
@@ -483,6 +514,9 @@ class FakeModelServer:
         # An API whose event is here holds every answer until the event is set (a test
         # sees several requests arrive before any is answered: they ran in parallel).
         self.gates: dict[str, asyncio.Event] = {}
+        # Models that answer 400 to a request declaring a hosted web tool, as the real
+        # APIs answer for a model without them.
+        self.no_hosted_tools: set[str] = set()
 
     # -- lifecycle --
 
@@ -717,6 +751,11 @@ class FakeModelServer:
         problem = _openai_request_problem(body, ("model",))
         if problem is None:
             problem = responses_problem(body, self.blind_models)
+        hosted = problem is None and any(
+            t.get("type") == "web_search" for t in body.get("tools") or []
+        )
+        if hosted and str(body["model"]) in self.no_hosted_tools:
+            problem = f"Tool 'web_search' is not supported with {body['model']}."
         if problem:
             return web.json_response(_openai_invalid(problem), status=400, headers=headers)
         item = self._next_item("responses", recorded)
@@ -741,6 +780,7 @@ class FakeModelServer:
                 (self._new_id("fc_"), call.id or self._new_id("call_"), call)
                 for call in reply.tool_calls
             ],
+            searches=[(self._new_id("ws_"), use) for use in reply.web],
             encrypted=isinstance(include, list) and "reasoning.encrypted_content" in include,
         )
         if not recorded.stream:
@@ -755,7 +795,7 @@ class FakeModelServer:
         recorded = await self._record(request, "anthropic")
         headers = self._anthropic_headers()
         body = recorded.json
-        problem = _anthropic_request_problem(body)
+        problem = _anthropic_request_problem(body, self.no_hosted_tools)
         if problem is None:
             problem = anthropic_problem(body, self.blind_models)
         if problem:
@@ -792,10 +832,11 @@ class FakeModelServer:
         model = str(body["model"])
         message_id = self._new_id("msg_")
         tool_ids = [call.id or self._new_id("toolu_") for call in reply.tool_calls]
+        server_ids = [self._new_id("srvtoolu_") for _ in reply.web]
         if not recorded.stream:
-            message = _anthropic_message(reply, model, message_id, tool_ids)
+            message = _anthropic_message(reply, model, message_id, tool_ids, server_ids)
             return await self._write_json(request, message, headers, drop_after is not None)
-        events = _anthropic_events(reply, model, message_id, tool_ids)
+        events = _anthropic_events(reply, model, message_id, tool_ids, server_ids)
         return await self._write_stream(request, events, headers, drop_after)
 
     # -- OpenAI embeddings --
@@ -959,13 +1000,34 @@ def _openai_no_script(request: web.Request) -> dict[str, Any]:
     }
 
 
-def _anthropic_request_problem(body: Any) -> str | None:
+def _anthropic_request_problem(body: Any, no_hosted_tools: set[str]) -> str | None:
     if not isinstance(body, dict):
         return "There was an error parsing the body of your request as JSON."
     for name in ("model", "max_tokens", "messages"):
         if name not in body:
             return f"{name}: Field required"
+    messages = body["messages"]
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if isinstance(last, dict) and last.get("role") == "assistant":
+        content = last.get("content")
+        final = content[-1] if isinstance(content, list) and content else None
+        text = content if isinstance(content, str) else None
+        if isinstance(final, dict) and final.get("type") == "text":
+            text = final.get("text")
+        if isinstance(text, str) and text != text.rstrip():
+            return "messages: final assistant content cannot end with trailing whitespace"
+    tools = body.get("tools") or []
+    names = [t.get("name") for t in tools if isinstance(t, dict)]
+    if len(names) != len(set(names)):
+        return "tools: Tool names must be unique."
+    for index, tool in enumerate(tools):
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind in _ANTHROPIC_SERVER_TOOLS and body["model"] in no_hosted_tools:
+            return f"tools.{index}: '{kind}' is not supported for model '{body['model']}'"
     return None
+
+
+_ANTHROPIC_SERVER_TOOLS = frozenset({"web_search_20250305", "web_fetch_20250910"})
 
 
 # --- Chat Completions bodies -------------------------------------------------
@@ -1106,6 +1168,7 @@ class _ResponsesPlan:
     reasoning_id: str
     message_id: str
     calls: list[tuple[str, str, ToolCall]]  # (item id, call_id, call)
+    searches: list[tuple[str, WebSearch | WebFetch]]  # (item id, the hosted tool use)
     encrypted: bool
 
     @property
@@ -1138,7 +1201,32 @@ class _ResponsesPlan:
         return item
 
     def text_part(self, text: str) -> dict[str, Any]:
-        return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+        annotations = [
+            {
+                "type": "url_citation",
+                "start_index": 0,
+                "end_index": len(text),
+                "url": url,
+                "title": title,
+            }
+            for url, title in (self.reply.citations if text else [])
+        ]
+        return {"type": "output_text", "annotations": annotations, "logprobs": [], "text": text}
+
+    def search_item(self, item_id: str, use: WebSearch | WebFetch, done: bool) -> dict[str, Any]:
+        action: dict[str, Any]
+        if isinstance(use, WebSearch):
+            action = {"type": "search", "query": use.query}
+            if done:
+                action["sources"] = [{"type": "url", "url": url} for _, url in use.results]
+        else:
+            action = {"type": "open_page", "url": use.url}
+        return {
+            "id": item_id,
+            "type": "web_search_call",
+            "status": "completed" if done else "in_progress",
+            "action": action,
+        }
 
     def message_item(self, done: bool) -> dict[str, Any]:
         return {
@@ -1163,6 +1251,8 @@ class _ResponsesPlan:
         output: list[dict[str, Any]] = []
         if self.reply.thinking:
             output.append(self.reasoning_item(done=True))
+        for item_id, use in self.searches:
+            output.append(self.search_item(item_id, use, done=True))
         if self.has_message:
             output.append(self.message_item(done=True))
         for item_id, call_id, call in self.calls:
@@ -1250,6 +1340,22 @@ class _ResponsesPlan:
             )
             emit("response.output_item.done", output_index=index, item=self.reasoning_item(True))
             index += 1
+        for item_id, use in self.searches:
+            ids = {"item_id": item_id, "output_index": index}
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item=self.search_item(item_id, use, done=False),
+            )
+            emit("response.web_search_call.in_progress", **ids)
+            emit("response.web_search_call.searching", **ids)
+            emit("response.web_search_call.completed", **ids)
+            emit(
+                "response.output_item.done",
+                output_index=index,
+                item=self.search_item(item_id, use, done=True),
+            )
+            index += 1
         if self.has_message:
             text_ids: dict[str, Any] = {
                 "item_id": self.message_id,
@@ -1300,16 +1406,77 @@ class _ResponsesPlan:
 
 
 def _anthropic_usage(reply: Reply, output_tokens: int) -> dict[str, Any]:
-    return {
+    usage: dict[str, Any] = {
         "input_tokens": reply.input_tokens,
         "cache_creation_input_tokens": reply.cache_write_tokens,
         "cache_read_input_tokens": reply.cache_read_tokens,
         "output_tokens": output_tokens,
         "service_tier": "standard",
     }
+    if reply.web:
+        usage["server_tool_use"] = {
+            "web_search_requests": sum(isinstance(u, WebSearch) for u in reply.web),
+            "web_fetch_requests": sum(isinstance(u, WebFetch) for u in reply.web),
+        }
+    return usage
 
 
-def _anthropic_blocks(reply: Reply, tool_ids: list[str]) -> list[dict[str, Any]]:
+def _server_tool_use(use: WebSearch | WebFetch, server_id: str) -> dict[str, Any]:
+    if isinstance(use, WebSearch):
+        return {"type": "server_tool_use", "id": server_id, "name": "web_search", "input": {}}
+    return {"type": "server_tool_use", "id": server_id, "name": "web_fetch", "input": {}}
+
+
+def _server_tool_input(use: WebSearch | WebFetch) -> dict[str, Any]:
+    return {"query": use.query} if isinstance(use, WebSearch) else {"url": use.url}
+
+
+def _server_tool_result(use: WebSearch | WebFetch, server_id: str) -> dict[str, Any]:
+    if isinstance(use, WebSearch):
+        return {
+            "type": "web_search_tool_result",
+            "tool_use_id": server_id,
+            "content": [
+                {
+                    "type": "web_search_result",
+                    "title": title,
+                    "url": url,
+                    "encrypted_content": base64.b64encode(f"fake:{url}".encode()).decode(),
+                    "page_age": None,
+                }
+                for title, url in use.results
+            ],
+        }
+    return {
+        "type": "web_fetch_tool_result",
+        "tool_use_id": server_id,
+        "content": {
+            "type": "web_fetch_result",
+            "url": use.url,
+            "retrieved_at": "2026-01-01T00:00:00Z",
+            "content": {
+                "type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": use.text},
+                "title": use.title,
+                "citations": {"enabled": True},
+            },
+        },
+    }
+
+
+def _web_citation(url: str, title: str, text: str) -> dict[str, Any]:
+    return {
+        "type": "web_search_result_location",
+        "cited_text": text[:150],
+        "url": url,
+        "title": title,
+        "encrypted_index": base64.b64encode(f"idx:{url}".encode()).decode(),
+    }
+
+
+def _anthropic_blocks(
+    reply: Reply, tool_ids: list[str], server_ids: list[str]
+) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if reply.thinking:
         blocks.append(
@@ -1319,8 +1486,14 @@ def _anthropic_blocks(reply: Reply, tool_ids: list[str]) -> list[dict[str, Any]]
                 "signature": fake_signature(reply.thinking),
             }
         )
+    for server_id, use in zip(server_ids, reply.web, strict=True):
+        blocks.append({**_server_tool_use(use, server_id), "input": _server_tool_input(use)})
+        blocks.append(_server_tool_result(use, server_id))
     if reply.text:
-        blocks.append({"type": "text", "text": reply.text})
+        text: dict[str, Any] = {"type": "text", "text": reply.text}
+        if reply.citations:
+            text["citations"] = [_web_citation(u, t, reply.text) for u, t in reply.citations]
+        blocks.append(text)
     for call_id, call in zip(tool_ids, reply.tool_calls, strict=True):
         blocks.append(
             {"type": "tool_use", "id": call_id, "name": call.name, "input": call.arguments}
@@ -1329,14 +1502,14 @@ def _anthropic_blocks(reply: Reply, tool_ids: list[str]) -> list[dict[str, Any]]
 
 
 def _anthropic_message(
-    reply: Reply, model: str, message_id: str, tool_ids: list[str]
+    reply: Reply, model: str, message_id: str, tool_ids: list[str], server_ids: list[str]
 ) -> dict[str, Any]:
     return {
         "id": message_id,
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": _anthropic_blocks(reply, tool_ids),
+        "content": _anthropic_blocks(reply, tool_ids, server_ids),
         "stop_reason": _anthropic_stop_reason(reply),
         "stop_sequence": None,
         "usage": _anthropic_usage(reply, reply.output_tokens),
@@ -1344,7 +1517,7 @@ def _anthropic_message(
 
 
 def _anthropic_events(
-    reply: Reply, model: str, message_id: str, tool_ids: list[str]
+    reply: Reply, model: str, message_id: str, tool_ids: list[str], server_ids: list[str]
 ) -> list[_Event]:
     events: list[_Event] = []
 
@@ -1385,8 +1558,33 @@ def _anthropic_events(
         )
         emit("content_block_stop", index=index)
         index += 1
+    for server_id, use in zip(server_ids, reply.web, strict=True):
+        emit("content_block_start", index=index, content_block=_server_tool_use(use, server_id))
+        for piece in _split_arguments(json.dumps(_server_tool_input(use)), reply.chunk_size):
+            emit(
+                "content_block_delta",
+                "delta",
+                index=index,
+                delta={"type": "input_json_delta", "partial_json": piece},
+            )
+        emit("content_block_stop", index=index)
+        index += 1
+        # The result arrives whole: one start, no deltas.
+        emit("content_block_start", index=index, content_block=_server_tool_result(use, server_id))
+        emit("content_block_stop", index=index)
+        index += 1
     if reply.text:
-        emit("content_block_start", index=index, content_block={"type": "text", "text": ""})
+        opening: dict[str, Any] = {"type": "text", "text": ""}
+        if reply.citations:
+            opening["citations"] = []
+        emit("content_block_start", index=index, content_block=opening)
+        for url, title in reply.citations:
+            citation = _web_citation(url, title, reply.text)
+            emit(
+                "content_block_delta",
+                index=index,
+                delta={"type": "citations_delta", "citation": citation},
+            )
         for piece in _split_text(reply.text, reply.chunk_size):
             emit(
                 "content_block_delta",

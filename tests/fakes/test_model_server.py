@@ -24,6 +24,8 @@ from tests.fakes.model_server import (
     RecordedRequest,
     Reply,
     ToolCall,
+    WebFetch,
+    WebSearch,
     fake_encrypted_content,
     fake_signature,
 )
@@ -391,6 +393,78 @@ async def test_anthropic_non_streamed_returns_whole_message(server: FakeModelSer
     assert message.stop_reason == "max_tokens"
     assert message.usage.input_tokens == 10
     assert message.usage.output_tokens == 5
+
+
+HOSTED: list[WebSearch | WebFetch] = [
+    WebSearch("python news", [("Python", "https://python.org/")]),
+    WebFetch("https://python.org/", "Welcome"),
+]
+
+
+async def test_anthropic_hosted_tool_blocks_parse_as_the_sdks_server_tool_types(
+    server: FakeModelServer,
+) -> None:
+    cited = [("https://python.org/", "Python")]
+    reply = Reply(text="news", web=HOSTED, citations=cited, stop_reason="pause_turn")
+    server.script(reply, reply)
+    client = anthropic_client(server)
+    whole = await client.messages.create(model="claude-fake", max_tokens=5, messages=USER)
+    async with client.messages.stream(model="claude-fake", max_tokens=5, messages=USER) as stream:
+        streamed = await stream.get_final_message()
+    for message in (whole, streamed):
+        kinds = [block.type for block in message.content]
+        assert kinds == [
+            "server_tool_use",
+            "web_search_tool_result",
+            "server_tool_use",
+            "web_fetch_tool_result",
+            "text",
+        ]
+        search, results, fetch, page, text = message.content
+        assert search.type == "server_tool_use" and search.input == {"query": "python news"}
+        assert results.type == "web_search_tool_result" and results.tool_use_id == search.id
+        assert isinstance(results.content, list) and results.content[0].url == cited[0][0]
+        assert fetch.type == "server_tool_use" and fetch.input == {"url": cited[0][0]}
+        assert page.type == "web_fetch_tool_result" and page.content.type == "web_fetch_result"
+        assert text.type == "text" and text.citations is not None
+        assert text.citations[0].type == "web_search_result_location"
+        assert message.stop_reason == "pause_turn"
+        assert message.usage.server_tool_use is not None
+        assert message.usage.server_tool_use.web_search_requests == 1
+        assert message.usage.server_tool_use.web_fetch_requests == 1
+
+
+async def test_responses_web_search_calls_and_citations_parse_as_the_sdks_types(
+    server: FakeModelServer,
+) -> None:
+    cited = [("https://python.org/", "Python")]
+    server.script(Reply(text="news", web=HOSTED, citations=cited))
+    async with openai_client(server).responses.stream(model="gpt-fake", input="hi") as stream:
+        final = await stream.get_final_response()
+    search, opened, message = final.output
+    assert search.type == "web_search_call" and search.action.type == "search"
+    assert search.action.query == "python news"
+    assert opened.type == "web_search_call" and opened.action.type == "open_page"
+    assert message.type == "message" and message.content[0].type == "output_text"
+    (note,) = message.content[0].annotations
+    assert note.type == "url_citation" and note.url == cited[0][0]
+
+
+async def test_anthropic_rejects_two_tools_of_one_name_and_hosted_tools_a_model_lacks(
+    server: FakeModelServer,
+) -> None:
+    client = anthropic_client(server)
+    server.no_hosted_tools = {"claude-old"}
+    twice: Any = [
+        {"name": "web_search", "description": "d", "input_schema": {"type": "object"}},
+        {"type": "web_search_20250305", "name": "web_search"},
+    ]
+    with pytest.raises(anthropic.BadRequestError, match="Tool names must be unique"):
+        await client.messages.create(model="claude-fake", max_tokens=5, messages=USER, tools=twice)
+    with pytest.raises(anthropic.BadRequestError, match="not supported for model 'claude-old'"):
+        await client.messages.create(
+            model="claude-old", max_tokens=5, messages=USER, tools=twice[1:]
+        )
 
 
 async def test_anthropic_raw_stream_contains_ping(server: FakeModelServer) -> None:

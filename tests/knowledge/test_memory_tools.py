@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,10 +12,11 @@ import pytest
 from aiohttp import web
 
 from habakkuk.engine.llm.types import ToolUseBlock
+from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalRequest
 from habakkuk.engine.toolkit.registry import ToolContext
 from habakkuk.engine.toolkit.taint import Taint
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
-from tests.helpers import eventually
+from tests.helpers import Attending, eventually
 
 
 def config(url: str, *, mode: str = "full", extra: str = "") -> str:
@@ -58,10 +60,9 @@ def save(title: str, content: str) -> ToolCall:
     return ToolCall("memory_save", {"title": title, "content": content})
 
 
-async def turn(runtime: Any, session: str, text: str) -> Any:
-    outcome = await asyncio.wait_for(
-        runtime.turns.wait_turn(await runtime.turns.submit(session, text)), 30
-    )
+async def turn(runtime: Any, session: str, text: str, *, attended: bool = False) -> Any:
+    submitted = await runtime.turns.submit(session, text, attended=attended)
+    outcome = await asyncio.wait_for(runtime.turns.wait_turn(submitted), 30)
     assert outcome.status == "done", outcome.error
     return outcome
 
@@ -73,6 +74,8 @@ async def results(runtime: Any, session: str) -> list[Any]:
 async def test_a_save_after_fetch_url_is_untrusted_and_the_next_turn_starts_clean(
     runtime_factory: Any, srv: FakeModelServer, page: str
 ) -> None:
+    """Even in full mode the save after the fetch is asked about (a person allows it
+    here), and it is marked untrusted; the next turn starts clean and saves unasked."""
     runtime = await runtime_factory(config(srv.base_url))
     session = (await runtime.sessions.new_session("main")).id
     srv.script(
@@ -83,8 +86,10 @@ async def test_a_save_after_fetch_url_is_untrusted_and_the_next_turn_starts_clea
         Reply(text="noted"),
     )
     runtime.start_workers()
-    await turn(runtime, session, "read that page and remember it")
-    await turn(runtime, session, "I drink flat whites")
+    async with Attending(runtime) as person:
+        await turn(runtime, session, "read that page and remember it", attended=True)
+        await turn(runtime, session, "I drink flat whites", attended=True)
+    assert [(r.tool, r.input["title"]) for r in person.asked] == [("memory_save", "Page tip")]
     assert all(not r.is_error for r in await results(runtime, session))
     tip = await runtime.memory.read("main", "page-tip")
     assert tip.trust == "untrusted"
@@ -180,6 +185,13 @@ def context(runtime: Any, agent: str = "main", session: str = "ses_x") -> ToolCo
     )
 
 
+class Allowing:
+    """A person who allows every call they are asked about."""
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision("allow_once")
+
+
 async def call(runtime: Any, tool: str, args: dict[str, Any], ctx: ToolContext) -> Any:
     allowed = {t.name for t in runtime.tools.tools_for(["memory"])}
     return await runtime.tools.call(ToolUseBlock("c1", tool, args), ctx, allowed)
@@ -272,7 +284,7 @@ async def test_untrusted_notes_are_marked_in_search_and_read_warns_first(
     runtime_factory: Any, srv: FakeModelServer
 ) -> None:
     runtime = await runtime_factory(config(srv.base_url))
-    tainted = context(runtime)
+    tainted = dataclasses.replace(context(runtime), approver=Allowing())
     tainted.taint.mark("fetch_url")
     saved = await call(runtime, "memory_save", {"title": "Rumour", "content": "cats fly"}, tainted)
     assert not saved.is_error and "untrusted" in saved.text
@@ -344,7 +356,8 @@ async def test_a_turn_resumed_after_a_restart_remembers_it_read_the_web(
         Reply(text="saved"),
     )
     first.start_workers()
-    turn_id = await first.turns.submit(session, "read that page, wait, then remember it")
+    text = "read that page, wait, then remember it"
+    turn_id = await first.turns.submit(session, text, attended=True)
 
     async def sleeping() -> bool:
         calls = [
@@ -359,7 +372,11 @@ async def test_a_turn_resumed_after_a_restart_remembers_it_read_the_web(
     await first.close()  # the process stops mid-turn; its lease is released
 
     second = await runtime_factory(config(srv.base_url))
-    second.start_workers()
-    outcome = await asyncio.wait_for(second.turns.wait_turn(turn_id), 30)
+    async with Attending(second) as person:
+        second.start_workers()
+        outcome = await asyncio.wait_for(second.turns.wait_turn(turn_id), 30)
     assert outcome.status == "done", outcome.error
+    # The resumed run knew it was tainted: the save was asked about, and is untrusted.
+    assert [r.tool for r in person.asked] == ["memory_save"]
+    assert "read outside content: fetch_url" in person.asked[0].summary
     assert (await second.memory.read("main", "page-tip")).trust == "untrusted"

@@ -72,3 +72,16 @@ def test_a_model_priced_again_gets_the_same_answer() -> None:
         assert table.cost("gpt-5", usage) == pytest.approx(6.0)
         assert table.cost("gpt-5-mini", Usage(1_000_000, 0)) == pytest.approx(0.25)
         assert table.cost("my-local-llama", usage) is None
+
+
+def test_hosted_web_searches_cost_per_thousand_on_top_of_the_tokens() -> None:
+    table = PriceTable()
+    tokens = table.cost("claude-haiku-4-5", Usage(1000, 100))
+    assert tokens is not None
+    searched = Usage(1000, 100, web_search_requests=3, web_fetch_requests=2)
+    # $10 per 1,000 searches; a fetch costs only the tokens it adds.
+    assert table.cost("claude-haiku-4-5", searched) == pytest.approx(tokens + 0.03)
+    assert table.cost("openrouter/openai/gpt-5", Usage(web_search_requests=1)) == pytest.approx(
+        0.01
+    )
+    assert table.cost("llama3.1", searched) is None  # an unpriced model stays unpriced

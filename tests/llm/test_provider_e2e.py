@@ -14,7 +14,7 @@ import pytest
 
 from habakkuk.cli import main
 from tests.fakes.loopback import Threaded
-from tests.fakes.model_server import Fail, FakeModelServer, Reply, ToolCall
+from tests.fakes.model_server import Fail, FakeModelServer, Reply, ToolCall, WebSearch
 
 
 class ThreadedServer(Threaded[FakeModelServer]):
@@ -95,6 +95,25 @@ def test_run_answers_through_each_adapter_and_usage_shows_the_cost(
     table = capsys.readouterr().out
     assert f"remote/{PROVIDERS[kind][1]}" in table
     assert f"${row['cost']:,.4f}" in table
+
+
+def test_usage_shows_a_runs_hosted_web_searches_priced_in_the_cost(
+    server: FakeModelServer,
+    write_config: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("REMOTE_KEY", "k")
+    write_config(config_for("anthropic", server.base_url))
+    server.script(Reply(text="Found.", web=[WebSearch("news"), WebSearch("more news")]))
+    assert main(["run", "--json", "what's new?"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "done"
+    assert main(["usage", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["web_searches"], row["web_fetches"]) == (2, 0)
+    assert row["cost"] == pytest.approx((10 * 1.0 + 5 * 5.0) / 1e6 + 0.02)
+    assert main(["usage"]) == 0
+    assert "hosted web tools: 2 search(es), 0 fetch(es)" in capsys.readouterr().out
 
 
 def test_run_streams_text_to_stdout_as_it_arrives(

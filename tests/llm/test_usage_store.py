@@ -154,6 +154,33 @@ async def test_model_choices_an_older_version_kept_in_usage_db_move_to_state_db(
     assert await runtime.usage.legacy_session_models() == {}
 
 
+async def test_a_calls_hosted_web_uses_are_counted_and_an_older_usage_db_reads_zero(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "usage.db"
+    store = await UsageStore.open(path, PriceTable())
+    await store.record(SONNET, Caller("main", "s1"), Usage(10, 1))
+    await store.close()
+    # As a version 1 database left it: no hosted-tool columns, no migration 2.
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE calls DROP COLUMN web_searches")
+    conn.execute("ALTER TABLE calls DROP COLUMN web_fetches")
+    conn.execute("DELETE FROM schema_migrations WHERE version = 2")
+    conn.commit()
+    conn.close()
+    store = await UsageStore.open(path, PriceTable())
+    try:
+        used = Usage(10, 1, web_search_requests=2, web_fetch_requests=1)
+        cost = await store.record(SONNET, Caller("main", "s1"), used)
+        assert cost == pytest.approx((10 * 3 + 15) / 1e6 + 0.02)
+        (total,) = await store.totals(session="s1")
+        assert (total.calls, total.web_searches, total.web_fetches) == (2, 2, 1)
+    finally:
+        await store.close()
+
+
 async def test_generations_are_their_own_kind_with_the_cost_their_provider_reported(
     tmp_path: Path,
 ) -> None:

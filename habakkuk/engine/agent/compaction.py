@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..config import ModelRef
+from ..llm.hosted import describe
 from ..llm.router import Caller, Router
 from ..llm.types import (
     ContextBlock,
@@ -222,7 +223,7 @@ def _render_block(block: object) -> str:
     if isinstance(block, DocumentBlock):
         return f"[document: {block.name or block.media_type}]"
     if isinstance(block, OpaqueBlock):
-        return f"[{block.provider or 'provider'} hosted search block]"
+        return describe(block)  # a hosted web tool's call or result ("" for a pause mark)
     return f"[{getattr(block, 'type', 'block')}]"
 
 

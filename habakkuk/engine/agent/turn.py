@@ -7,8 +7,11 @@
 3. If the last message needs a model reply, call the model through the router
    and append the assistant message.
 4. If the reply has tool calls, run them in parallel and append all results in
-   one message, followed by the images the calls attached; go to 3. Otherwise the
-   turn is done.
+   one message, followed by the images the calls attached; go to 3. If the
+   provider paused its hosted tools' work (`pause_turn`), the paused message is
+   appended as it came (with the pause mark, llm/hosted.py) and the conversation
+   is sent again so the provider resumes, at most MAX_PAUSES times in a row.
+   Otherwise the turn is done.
 
 Every append checks the job's lease in its own transaction; the final reply's also
 completes the job. A stopped turn leaves a result for every call it started.
@@ -59,6 +62,7 @@ from ..home import Home
 from ..hook_events import HookEvent
 from ..hooks import Hooks
 from ..jobs import Lease, complete_in
+from ..llm.hosted import PAUSE_STOP, is_hosted, is_paused, pause_mark, without_sources
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router, RouterResult
 from ..llm.types import (
@@ -66,7 +70,6 @@ from ..llm.types import (
     ContextBlock,
     Message,
     ModelRequest,
-    OpaqueBlock,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -98,6 +101,8 @@ REMEMBERED_PROMPTS = 4096
 # a crash sees it was sent and never asks twice.
 CORRECTION_KIND = "output_schema"
 DELEGATE_TOOLSET = "delegate"
+# Paused hosted-tool turns resent in a row before the turn ends with what it has.
+MAX_PAUSES = 5
 
 ApproverFor = Callable[[Session, TurnRequest], Approver | None]
 Snapshot = Callable[[], Awaitable[None]]
@@ -360,10 +365,16 @@ class TurnRunner:
                     repaired, marker = view.repaired(), _marker(view)
             messages = repaired.messages
             last = messages[-1] if messages else None
-            if last is not None and last.role == "assistant" and not last.tool_uses:
+            if (
+                last is not None
+                and last.role == "assistant"
+                and not last.tool_uses
+                and not _resumes(messages)
+            ):
                 # Finished before a crash (or this step's reply): nothing left to do,
                 # unless its output_schema asks once more.
-                final = await self._final(session, job.id, turn_request, last.text, guard)
+                answer = _answer(messages)
+                final = await self._final(session, job.id, turn_request, answer, guard)
                 if final is not None:
                     return final
                 continue
@@ -378,6 +389,7 @@ class TurnRunner:
                 messages=messages,
                 tools=specs,
                 thinking=thinking,
+                web=agent.web,
             )
             if compact_at > 0:
                 size = self._prompt_size(session.id, marker, request)
@@ -410,7 +422,16 @@ class TurnRunner:
                 request = shorter
                 result = await self._call_model(chain, request, agent, session, job.id)
             self._remember(session.id, result.usage.prompt_tokens, len(request.messages), marker)
-            await self._append_reply(lease, turn_request, session, result.message, guard, completes)
+            reply = result.message
+            paused = result.stop_reason == PAUSE_STOP and not reply.tool_uses
+            if paused:
+                # Stored as it came, marked, so the next step (or a resumed turn) sends
+                # the conversation again and the provider goes on where it stopped.
+                reply = replace(reply, blocks=[*reply.blocks, pause_mark()])
+            answer = _answer([*request.messages, reply])
+            await self._append_reply(
+                lease, turn_request, session, reply, answer, guard, completes and not paused
+            )
             deps.bus.publish(
                 ModelReplied(
                     session=session.id,
@@ -420,11 +441,13 @@ class TurnRunner:
                     stop_reason=result.stop_reason,
                 )
             )
-            if any(isinstance(b, OpaqueBlock) for b in result.message.blocks):
+            if any(is_hosted(b) for b in reply.blocks):
                 context.taint.mark("hosted web search")  # the provider's search results
-            calls = result.message.tool_uses
+            if paused:
+                continue
+            calls = reply.tool_uses
             if not calls:
-                final = await self._final(session, job.id, turn_request, result.message.text, guard)
+                final = await self._final(session, job.id, turn_request, answer, guard)
                 if final is not None:
                     return final
                 continue
@@ -442,12 +465,13 @@ class TurnRunner:
         request: TurnRequest,
         session: Session,
         reply: Message,
+        answer: str,
         guard: Any,
         completes: bool,
     ) -> None:
         """Append the model's reply. With `completes`, a final one (no tool calls, no
         output_schema to check) completes the job in the same transaction, with the
-        result `run` returns:
+        result `run` returns (`answer`, the turn's reply text):
         the turn's last trip. A crash in its commit can leave the reply without the job
         done (transcripts.db commits first), never the reverse: the resumed turn then
         finds the reply and finishes without a model call."""
@@ -455,7 +479,7 @@ class TurnRunner:
         if not completes or reply.tool_uses or output_schema(request) is not None:
             await self.deps.transcripts.append(session.id, reply, turn_id=job.id, guard=guard)
             return
-        result = {"session": session.id, "reply": reply.text}
+        result = {"session": session.id, "reply": answer}
         write = asyncio.ensure_future(
             self.deps.transcripts.append(
                 session.id,
@@ -490,7 +514,8 @@ class TurnRunner:
         check = self.deps.output_check
         if check is None:
             raise PermanentJobError("this runner cannot check an output_schema")
-        value, errors = check.problems(schema, text)
+        # The pages a hosted search cited are listed after the answer: not part of its JSON.
+        value, errors = check.problems(schema, without_sources(text))
         if not errors:
             return _dumps(value)
         earlier = await self.deps.transcripts.turn_messages(session.id, turn)
@@ -512,17 +537,8 @@ class TurnRunner:
         if view.compaction is not None:
             earlier = await self.deps.transcripts.turn_messages(context.session, context.turn)
         for stored in earlier:
-            if stored.role != "assistant":
-                continue
-            for block in stored.message.blocks:
-                if isinstance(block, OpaqueBlock):
-                    taint.mark("hosted web search")
-                elif isinstance(block, ToolUseBlock):
-                    tool = self.deps.tools.get(block.tool)
-                    args = block.input if isinstance(block.input, dict) else {}
-                    with contextlib.suppress(Exception):  # a bad input decides nothing
-                        if tool is not None and tool.taints_turn(args, context):
-                            taint.mark(tool.name)
+            if stored.role == "assistant":
+                _mark_taint(taint, stored.message, self.deps.tools, context)
         return taint
 
     async def _call_model(
@@ -770,6 +786,28 @@ def _marker(view: TranscriptView) -> int:
     return view.compaction.first_kept_seq if view.compaction else -1
 
 
+def _resumes(messages: list[Message]) -> bool:
+    """Whether the conversation ends in a paused message to send again: the provider
+    paused (pause_turn) at most MAX_PAUSES times in a row so far."""
+    paused = 0
+    for message in reversed(messages):
+        if not is_paused(message):
+            break
+        paused += 1
+    return 0 < paused <= MAX_PAUSES
+
+
+def _answer(messages: list[Message]) -> str:
+    """The turn's reply: the text of the assistant messages at the end (one, unless the
+    provider paused and resumed the answer)."""
+    texts: list[str] = []
+    for message in reversed(messages):
+        if message.role != "assistant":
+            break
+        texts.append(message.text)
+    return "".join(reversed(texts))
+
+
 def _is_correction(message: Message) -> bool:
     return message.role == "user" and any(
         isinstance(b, ContextBlock) and b.kind == CORRECTION_KIND for b in message.blocks
@@ -842,3 +880,17 @@ def _thinking(agent: AgentConfig, state: TurnState | None) -> Thinking:
     """The effort for this turn: the session's /think choice, else the agent's setting."""
     chosen = thinking_level(state.thinking) if state is not None else None
     return chosen or agent.thinking
+
+
+def _mark_taint(taint: Taint, message: Message, tools: ToolRegistry, context: ToolContext) -> None:
+    """Mark `taint` for each block of an assistant `message` that brought outside content
+    in: a hosted web search, or a call of a tool that taints the turn."""
+    for block in message.blocks:
+        if is_hosted(block):
+            taint.mark("hosted web search")
+        elif isinstance(block, ToolUseBlock):
+            tool = tools.get(block.tool)
+            args = block.input if isinstance(block.input, dict) else {}
+            with contextlib.suppress(Exception):  # a bad input decides nothing
+                if tool is not None and tool.taints_turn(args, context):
+                    taint.mark(tool.name)

@@ -9,6 +9,9 @@ after normalising it: gateway prefixes ("anthropic/claude-...",
 charge more for long prompts: past the tier's threshold (prompt tokens
 including cached ones) the whole call is billed at the tier's prices.
 Unknown models cost nothing (and `habakkuk usage` says they are unpriced).
+A call's hosted web searches (llm/hosted.py) are billed per search on top of its
+tokens, at the price per 1,000 searches of the model's family
+(`WEB_SEARCH_PER_1000`); hosted web fetches cost only the tokens they add.
 """
 
 from __future__ import annotations
@@ -104,6 +107,15 @@ BUILTIN_PRICES: dict[str, Price] = {
     "codestral": Price(0.30, 0.90, 0.30, 0.30),
 }
 
+# Dollars per 1,000 hosted web searches, by model-id prefix (longest match): Anthropic's
+# web_search server tool and OpenAI Responses' web_search tool calls.
+WEB_SEARCH_PER_1000: dict[str, float] = {
+    "claude": 10.0,
+    "gpt": 10.0,
+    "o3": 10.0,
+    "o4": 10.0,
+}
+
 # Bedrock prefixes its model ids with a region group and a vendor.
 _REGION_PREFIXES = ("us.", "eu.", "apac.", "global.", "us-gov.", "jp.", "au.")
 _VENDOR_PREFIXES = ("anthropic.", "amazon.", "meta.", "mistral.", "cohere.", "ai21.", "openai.")
@@ -182,6 +194,20 @@ class PriceTable:
         return max(candidates, key=lambda c: (c[0], c[1]))[2]
 
     def cost(self, model: str, usage: Usage) -> float | None:
-        """Dollars for one call, or None when the model is unpriced."""
+        """Dollars for one call (its hosted web searches included), or None when the
+        model is unpriced."""
         price = self.lookup(model)
-        return None if price is None else price.cost(usage)
+        if price is None:
+            return None
+        return price.cost(usage) + web_search_cost(model, usage.web_search_requests)
+
+
+def web_search_cost(model: str, searches: int) -> float:
+    """Dollars of `searches` hosted web searches made by `model` (0 when none or unknown)."""
+    if searches <= 0:
+        return 0.0
+    name = normalise(model)
+    found = [(len(p), per) for p, per in WEB_SEARCH_PER_1000.items() if name.startswith(p)]
+    if not found:
+        return 0.0
+    return searches * max(found)[1] / 1000

@@ -176,12 +176,18 @@ class ToolSpec:
 
 @dataclass
 class Usage:
-    """Tokens of one call. `input_tokens` excludes cached ones, as the APIs report."""
+    """Tokens of one call. `input_tokens` excludes cached ones, as the APIs report.
+
+    `web_search_requests` and `web_fetch_requests` count the provider's hosted web
+    tool uses in the call (llm/hosted.py), billed apart from the tokens.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    web_search_requests: int = 0
+    web_fetch_requests: int = 0
 
     @property
     def prompt_tokens(self) -> int:
@@ -192,6 +198,8 @@ class Usage:
         self.output_tokens += other.output_tokens
         self.cache_read_tokens += other.cache_read_tokens
         self.cache_write_tokens += other.cache_write_tokens
+        self.web_search_requests += other.web_search_requests
+        self.web_fetch_requests += other.web_fetch_requests
 
 
 @dataclass
@@ -205,6 +213,9 @@ class ModelRequest:
     max_tokens: int = 8192
     thinking: Literal["off", "low", "medium", "high"] = "off"
     api_key: str | None = None
+    # Offer the provider's hosted web search and fetch where the model has them
+    # (llm/hosted.py decides per provider and model; the agent's `web:` setting).
+    web: bool = False
 
 
 # -- stream events ------------------------------------------------------------------

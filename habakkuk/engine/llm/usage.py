@@ -1,14 +1,17 @@
-"""usage.db: one row per successful model call, and one per paid generation.
+"""usage.db: one row per successful model call, and one per paid generation or search.
 
 The router's usage hook calls `record` with who the call was for (agent,
 session, purpose); the cost is computed then, from config `pricing:` and the
 built-in table, and stored with the row (NULL when the model is unpriced), so
-later price changes never rewrite history. A generation (an image_generate or
-video_generate call) is a row of its own kind (its `purpose`: image, video), with the
-tokens and the cost its provider reported (else the tokens priced by the table, else
-NULL), shown by `totals` as "provider/model [kind]". `totals` groups rows by model and
-agent for `habakkuk usage`. Sessions' /model choices were kept here too; they
-live in state.db now, and the runtime moves any left here when it opens.
+later price changes never rewrite history; a call's hosted web searches and
+fetches (llm/hosted.py) are counted on its row and their price is in its cost. A
+generation (an image_generate or video_generate call) is a row of its own kind (its
+`purpose`: image, video), with the tokens and the cost its provider reported (else
+the tokens priced by the table, else NULL), shown by `totals` as "provider/model
+[kind]"; a web search likewise (purpose search, no tokens, the cost its provider
+reported). `totals` groups rows by model and agent for `habakkuk usage`. Sessions'
+/model choices were kept here too; they live in state.db now, and the runtime moves
+any left here when it opens.
 
 `UsageAccess` is the Protocol of the usage ledger (habakkuk.services.usage.UsageLedger),
 declared here beside `UsageTotal` so the chat commands and the server share it.
@@ -29,7 +32,8 @@ from .router import Caller
 from .types import Usage
 
 # The purposes of rows that are not model calls: each is its own line in the totals.
-SERVICE_KINDS = ("image", "video")
+SERVICE_KINDS = ("image", "video", "search")
+SEARCH_KIND = "search"
 
 MIGRATIONS = [
     Migration(
@@ -58,6 +62,13 @@ MIGRATIONS = [
         );
         """,
     ),
+    Migration(
+        2,
+        """
+        ALTER TABLE calls ADD COLUMN web_searches INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE calls ADD COLUMN web_fetches INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
 ]
 
 
@@ -74,6 +85,9 @@ class UsageTotal:
     cache_write_tokens: int
     cost: float
     unpriced_calls: int
+    # The provider's hosted web tool uses of those calls (their searches are in `cost`).
+    web_searches: int = 0
+    web_fetches: int = 0
 
 
 class UsageAccess(Protocol):
@@ -126,13 +140,15 @@ class UsageStore:
             usage.cache_read_tokens,
             usage.cache_write_tokens,
             cost,
+            usage.web_search_requests,
+            usage.web_fetch_requests,
         )
 
         def _insert(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO calls (at, provider, model, agent, session, purpose, input_tokens,"
-                " output_tokens, cache_read_tokens, cache_write_tokens, cost)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " output_tokens, cache_read_tokens, cache_write_tokens, cost, web_searches,"
+                " web_fetches) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
 
@@ -206,7 +222,8 @@ class UsageStore:
             f"SELECT {label} AS model, agent, COUNT(*) AS calls,"
             " SUM(input_tokens) AS i, SUM(output_tokens) AS o, SUM(cache_read_tokens) AS r,"
             " SUM(cache_write_tokens) AS w, COALESCE(SUM(cost), 0) AS cost,"
-            " SUM(cost IS NULL) AS unpriced"
+            " SUM(cost IS NULL) AS unpriced, SUM(web_searches) AS searches,"
+            " SUM(web_fetches) AS fetches"
             f" FROM calls WHERE {' AND '.join(where)}"
             f" GROUP BY {label}, agent ORDER BY cost DESC, calls DESC, model, agent",
             params,
@@ -222,6 +239,8 @@ class UsageStore:
                 cache_write_tokens=row["w"],
                 cost=float(row["cost"]),
                 unpriced_calls=row["unpriced"],
+                web_searches=row["searches"],
+                web_fetches=row["fetches"],
             )
             for row in rows
         ]

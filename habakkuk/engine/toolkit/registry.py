@@ -2,7 +2,9 @@
 
 The decision runs in this order: the hardline blocklist (no mode, reviewer or
 human can allow it), the tool's own refusal, permission mode x risk, then the
-approver. Unattended runs (no approver) deny what needs approval. Whatever
+approver; a write to memory or skills in a run that read outside content (taint.py)
+goes to the approver whatever the mode allows. Unattended runs (no approver) deny what
+needs approval. Whatever
 happens, the call ends with a ToolResultBlock; output over the inline budget is
 saved as a blob and the model gets a preview and the path. Images a tool attaches
 (ToolOutput.media) travel beside the result (`call_with_media`) for the turn to
@@ -142,6 +144,11 @@ class Tool(ABC):
     # Whether running this tool brings outside content into the turn (taints it). None:
     # every call of network risk does; a tool sets True or False to say otherwise.
     taints: ClassVar[bool | None] = None
+    # Writes to the agent's memory or skills: in a tainted run (outside content has come
+    # in) they go to the approver in every mode that would otherwise run them unasked, and
+    # a grant "for the session" does not skip that; read-only still denies them. So a page
+    # or a search result that says "save this" cannot have it saved behind the user's back.
+    asks_when_tainted: ClassVar[bool] = False
     # Tools that record their work durably by call (ctx.turn, ctx.call_id) and pick it up
     # when run again (a paid generation polls the job it already started): a turn resumed
     # after a crash runs their unfinished calls again, with the same tool_use_id, instead
@@ -360,7 +367,8 @@ class ToolRegistry:
             return ToolOutput(
                 f"denied: {tool.name} is not allowed in {ctx.mode} mode", True, denied=True
             )
-        if verdict == "ask" and not self.grants.allows(ctx.session, tool.name):
+        tainted = tool.asks_when_tainted and ctx.taint.tainted
+        if (verdict == "ask" and not self.grants.allows(ctx.session, tool.name)) or tainted:
             decision = await self._ask(tool, args, use.tool_use_id, ctx)
             clock.restart()  # the call's time is its own, not the wait for a human
             if not decision.allowed:
@@ -457,17 +465,24 @@ class ToolRegistry:
     async def _ask(
         self, tool: Tool, args: dict[str, Any], call_id: str, ctx: ToolContext
     ) -> ApprovalDecision:
+        # Why a write that usually runs unasked asks: the turn read outside content.
+        why = ""
+        if tool.asks_when_tainted and ctx.taint.tainted:
+            why = f" (this turn read outside content: {ctx.taint.reason})"
         if ctx.approver is None:
             return ApprovalDecision(
-                "deny", "needs approval and nobody can approve in an unattended run", by="policy"
+                "deny",
+                f"needs approval{why} and nobody can approve in an unattended run",
+                by="policy",
             )
+        summary = tool.title(args) + why
         request = ApprovalRequest(
             agent=ctx.agent,
             session=ctx.session,
             turn=ctx.turn,
             tool=tool.name,
             input=args,
-            summary=tool.title(args),
+            summary=summary,
             call_id=call_id,
         )
         return await ctx.approver.approve(request)

@@ -4,7 +4,8 @@ Every tool works on the skills the calling agent sees (`ctx.agent`: its own and 
 shared ones); no argument names an agent. The tools hold the skills (a `SkillsAccess`)
 the runtime built them with (engine/toolkit/service_tool.py). skill_save is an own-state
 tool like memory_save: it only writes the agent's own folder, so workspace mode runs it
-without asking, read-only denies it and ask mode asks. A refused or failed call (no such
+without asking, read-only denies it and ask mode asks; in a turn that read outside
+content every mode asks. A refused or failed call (no such
 skill, a path out of the folder, the scan's refusal) is an error result, never a failed
 turn.
 """
@@ -141,6 +142,7 @@ class SkillSave(SkillTool):
     }
     risk: ClassVar[Risk] = Risk.WRITE
     own_state: ClassVar[bool] = True
+    asks_when_tainted: ClassVar[bool] = True  # outside content cannot write a skill unasked
 
     async def act(self, skills: SkillsAccess, args: dict[str, Any], ctx: ToolContext) -> str:
         provenance = Provenance(

@@ -452,6 +452,9 @@ async function openSession(id) {
         card.appendChild(el("summary", "", block.is_error ? "result (error)" : "result"));
         card.appendChild(el("pre", "", block.text));
         detail.appendChild(card);
+      } else if (block.type === "opaque" && block.text) {
+        // The provider's hosted web search or fetch, as the API's placeholder.
+        detail.appendChild(el("div", "msg hosted", block.text));
       }
     }
   }

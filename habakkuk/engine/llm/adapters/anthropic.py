@@ -5,6 +5,11 @@ Thinking blocks keep their signature and are replayed as the API requires
 Cache-control breakpoints sit on the system prompt, the last tool, and the
 last block of the last two user turns, so the cached prefix only ever grows.
 Images and documents are sent base64 from their blobs.
+
+Where the model has them (llm/hosted.py), the request declares Anthropic's
+hosted web search and fetch (server tools); their server_tool_use and result
+blocks come back as OpaqueBlocks and are replayed only to this kind. The web
+pages the text cites are listed as links after it (a "Sources:" note).
 """
 
 from __future__ import annotations
@@ -13,6 +18,18 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...config import ProviderConfig
+from ..hosted import (
+    FETCH_MAX_CONTENT_TOKENS,
+    FETCH_NAME,
+    MAX_USES,
+    PAUSE_STOP,
+    SEARCH_NAME,
+    HostedWeb,
+    explain,
+    hosted_web,
+    offered,
+    sources_note,
+)
 from ..provider import Provider, ProviderError
 from ..types import (
     ContextBlock,
@@ -44,6 +61,9 @@ EPHEMERAL = {"type": "ephemeral"}
 # Token budgets for the thinking levels (the API wants budget < max_tokens).
 THINKING_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
 STOP_REASONS = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens"}
+# The server tools' versions (GA in the Messages API: no beta header).
+WEB_SEARCH_TYPE = "web_search_20250305"
+WEB_FETCH_TYPE = "web_fetch_20250910"
 # Requests can run long (big outputs); connect fails fast, reads may wait.
 TIMEOUT_SECONDS = 600.0
 
@@ -136,6 +156,16 @@ def build_messages(messages: list[Message]) -> list[dict[str, Any]]:
         if item["role"] == "user":
             # The API wants a turn's tool results before any other content.
             item["content"].sort(key=lambda b: 0 if b.get("type") == "tool_result" else 1)
+    if converted and converted[-1]["role"] == "assistant":
+        # A paused turn sent back to be resumed: the API refuses a final assistant
+        # message whose text ends in whitespace.
+        last = converted[-1]["content"][-1]
+        if last.get("type") == "text":
+            last["text"] = last["text"].rstrip()
+            if not last["text"]:
+                converted[-1]["content"].pop()
+                if not converted[-1]["content"]:
+                    converted.pop()
     return converted
 
 
@@ -154,6 +184,24 @@ def _mark_cache(messages: list[dict[str, Any]]) -> None:
                 break
 
 
+def _hosted_tools(web: HostedWeb) -> list[dict[str, Any]]:
+    """The server tool declarations of `web`."""
+    tools: list[dict[str, Any]] = []
+    if web.search:
+        tools.append({"type": WEB_SEARCH_TYPE, "name": SEARCH_NAME, "max_uses": MAX_USES})
+    if web.fetch:
+        tools.append(
+            {
+                "type": WEB_FETCH_TYPE,
+                "name": FETCH_NAME,
+                "max_uses": MAX_USES,
+                "max_content_tokens": FETCH_MAX_CONTENT_TOKENS,
+                "citations": {"enabled": True},
+            }
+        )
+    return tools
+
+
 def build_params(request: ModelRequest, cache: bool = True) -> dict[str, Any]:
     """The keyword arguments of `messages.create` for `request` (without `stream`)."""
     messages = build_messages(request.messages)
@@ -169,11 +217,13 @@ def build_params(request: ModelRequest, cache: bool = True) -> dict[str, Any]:
         if cache:
             system["cache_control"] = EPHEMERAL
         params["system"] = [system]
-    if request.tools:
-        tools: list[dict[str, Any]] = [
-            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-            for t in request.tools
-        ]
+    web = hosted_web(PROVIDER, request.model, request.web)
+    tools: list[dict[str, Any]] = [
+        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+        for t in offered(request.tools, web)
+    ]
+    tools += _hosted_tools(web)
+    if tools:
         if cache:
             tools[-1]["cache_control"] = EPHEMERAL
         params["tools"] = tools
@@ -206,6 +256,7 @@ class _Assembler:
             self.usage.cache_read_tokens = usage.cache_read_input_tokens or 0
             self.usage.cache_write_tokens = usage.cache_creation_input_tokens or 0
             self.usage.output_tokens = usage.output_tokens or 0
+            self._server_tools(usage)
         elif kind == "content_block_start":
             block = event.content_block
             data: dict[str, Any] = {"type": block.type, "json": ""}
@@ -255,9 +306,35 @@ class _Assembler:
                 self.usage.cache_read_tokens = usage.cache_read_input_tokens
             if usage.cache_creation_input_tokens is not None:
                 self.usage.cache_write_tokens = usage.cache_creation_input_tokens
+            self._server_tools(usage)
+            # The pages the text cited, as links after it (streamed like the text).
+            note = self._sources()
+            if note:
+                return [TextDelta(note)]
         elif kind == "message_stop":
             self.finished = True
         return []
+
+    def _server_tools(self, usage: Any) -> None:
+        """The hosted tool uses the usage reports (cumulative: the last report wins)."""
+        used = getattr(usage, "server_tool_use", None)
+        if used is None:
+            return
+        self.usage.web_search_requests = getattr(used, "web_search_requests", 0) or 0
+        self.usage.web_fetch_requests = getattr(used, "web_fetch_requests", 0) or 0
+
+    def _sources(self) -> str:
+        """The "Sources:" note of the web pages the message's text cites ("" for none, and
+        for a paused message: it goes back to the provider as it came)."""
+        if self.stop_reason == PAUSE_STOP:
+            return ""
+        cited = [
+            (str(c.get("url", "")), str(c.get("title") or ""))
+            for index in sorted(self.blocks)
+            for c in self.blocks[index].get("citations", ())
+            if isinstance(c, dict)
+        ]
+        return sources_note(cited)
 
     def done(self) -> StreamDone:
         """The final event; a stream without its message_stop was cut."""
@@ -288,6 +365,9 @@ class _Assembler:
                 if data["json"]:
                     raw["input"] = parse_arguments(data["json"])
                 blocks.append(OpaqueBlock(PROVIDER, raw))
+        note = self._sources()
+        if note:
+            blocks.append(TextBlock(note))
         return Message("assistant", blocks)
 
 
@@ -308,6 +388,10 @@ class AnthropicProvider(ClientStreamingProvider["AsyncAnthropic"]):
     def assembler(self) -> _Assembler:
         """The Messages event mapping."""
         return _Assembler(self.name)
+
+    def explain(self, error: ProviderError, request: ModelRequest) -> ProviderError:
+        """A refusal of the hosted web tools says how to turn them off."""
+        return explain(error, hosted_web(PROVIDER, request.model, request.web))
 
 
 def create(provider_config: ProviderConfig) -> Provider:

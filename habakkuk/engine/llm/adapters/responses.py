@@ -7,6 +7,11 @@ are replayed as reasoning items, so the model keeps its chain of thought
 without the service storing anything. Tool calls are function_call items,
 their results function_call_output items. The request goes out through the SDK's
 raw request path with a body encoded once (openai_raw.py says why).
+
+Where the model has it (llm/hosted.py), the request declares the hosted
+`web_search` tool; its web_search_call items come back as OpaqueBlocks,
+replayed only to this kind, and the pages the answer cites (url_citation
+annotations) are listed as links after it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...config import ProviderConfig
+from ..hosted import explain, hosted_web, offered, sources_note
 from ..provider import Provider, ProviderError
 from ..types import (
     ContextBlock,
@@ -51,6 +57,8 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 PROVIDER = "responses"
+# The hosted search tool's declaration: one object, so its encoding is cached (ToolsJson).
+WEB_SEARCH_TOOL: dict[str, Any] = {"type": "web_search"}
 
 
 # -- request -----------------------------------------------------------------------------
@@ -153,7 +161,10 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
 
 
 def responses_tool_key(tool: dict[str, Any]) -> tuple[str, str, object]:
-    """A function tool's name, description and schema object (see ToolsJson)."""
+    """A function tool's name, description and schema object (see ToolsJson); a hosted
+    tool is known by its type and its declaration object itself."""
+    if tool.get("type") != "function":
+        return str(tool.get("type", "")), "", tool
     return tool["name"], tool["description"], tool["parameters"]
 
 
@@ -169,17 +180,21 @@ def build_params(request: ModelRequest) -> dict[str, Any]:
     }
     if request.system:
         params["instructions"] = request.system
-    if request.tools:
-        params["tools"] = [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.input_schema,
-                "strict": False,
-            }
-            for t in request.tools
-        ]
+    web = hosted_web(PROVIDER, request.model, request.web)
+    tools: list[dict[str, Any]] = [
+        {
+            "type": "function",
+            "name": t.name,
+            "description": t.description,
+            "parameters": t.input_schema,
+            "strict": False,
+        }
+        for t in offered(request.tools, web)
+    ]
+    if web.search:
+        tools.append(WEB_SEARCH_TOOL)
+    if tools:
+        params["tools"] = tools
     if request.thinking != "off":
         params["reasoning"] = {"effort": request.thinking, "summary": "auto"}
     return params
@@ -214,6 +229,9 @@ class _Assembler:
             self.items[event.output_index] = event.item
         elif kind in ("response.completed", "response.incomplete"):
             self._finish(event.response, incomplete=kind == "response.incomplete")
+            # The pages the answer cited, as links after it (streamed like the text).
+            note = self._sources()
+            return [TextDelta(note)] if note else []
         elif kind == "response.failed":
             error = getattr(event.response, "error", None)
             code = getattr(error, "code", None)
@@ -246,6 +264,23 @@ class _Assembler:
             self.stop_reason = "max_tokens" if reason == "max_output_tokens" else str(reason)
         else:
             self.stop_reason = "end_turn"
+        # Each hosted search call is billed apart from the tokens.
+        self.usage.web_search_requests = sum(
+            1 for item in self.items.values() if item.type == "web_search_call"
+        )
+
+    def _sources(self) -> str:
+        """The "Sources:" note of the url_citation annotations of the output ("" for none)."""
+        cited: list[tuple[str, str]] = []
+        for index in sorted(self.items):
+            item = self.items[index]
+            if item.type != "message":
+                continue
+            for part in item.content:
+                for note in getattr(part, "annotations", None) or ():
+                    if getattr(note, "type", "") == "url_citation":
+                        cited.append((note.url or "", getattr(note, "title", "") or ""))
+        return sources_note(cited)
 
     def done(self) -> StreamDone:
         if self.stop_reason is None:
@@ -281,6 +316,9 @@ class _Assembler:
             else:
                 raw = item.model_dump(mode="json", exclude_none=True)
                 blocks.append(OpaqueBlock(PROVIDER, raw))
+        note = self._sources()
+        if note:
+            blocks.append(TextBlock(note))
         stop = self.stop_reason
         if stop == "end_turn" and any(isinstance(b, ToolUseBlock) for b in blocks):
             stop = "tool_use"
@@ -305,6 +343,10 @@ class ResponsesProvider(ClientStreamingProvider["AsyncOpenAI"]):
     def assembler(self) -> _Assembler:
         """The Responses event mapping."""
         return _Assembler(self.name)
+
+    def explain(self, error: ProviderError, request: ModelRequest) -> ProviderError:
+        """A refusal of the hosted web search says how to turn it off."""
+        return explain(error, hosted_web(PROVIDER, request.model, request.web))
 
 
 def create(provider_config: ProviderConfig) -> Provider:

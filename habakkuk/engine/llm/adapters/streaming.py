@@ -21,6 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from ...config import ProviderConfig
 from ...presets import key_optional
+from ..provider import ProviderError
 from ..types import ModelRequest, StreamDone, StreamEvent
 from . import ClientCache, has_media, require_key
 from .errors import classify
@@ -67,6 +68,10 @@ class StreamingProvider(ABC):
     def assembler(self) -> Assembler:
         """A fresh event mapping for one call."""
 
+    def explain(self, error: ProviderError, request: ModelRequest) -> ProviderError:
+        """`error` as the user should read it (an adapter adds what its request offered)."""
+        return error
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Yield the call's deltas as they arrive, then StreamDone."""
         prepared = self.prepare(request)
@@ -86,7 +91,7 @@ class StreamingProvider(ABC):
             mapped = classify(exc, self.name)
             if mapped is None:
                 raise
-            raise mapped from exc
+            raise self.explain(mapped, request) from exc
         finally:
             if stream is not None:
                 await close_quietly(stream)
