@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from PIL.Image import Image
 
+# Read at most this much of a file, a download or a tool's image: a 20 MB PNG screenshot
+# fits; more is not an image worth a model's look.
+MAX_SOURCE_BYTES = 50 * 1024 * 1024
 # Over either limit an image is scaled down before a model sees it.
 MAX_BYTES = 5 * 1024 * 1024
 MAX_SIDE = 2048

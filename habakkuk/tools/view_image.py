@@ -20,12 +20,9 @@ from urllib.parse import unquote, urlsplit
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
-from habakkuk.tools.images import ImageError, PreparedImage, prepare
+from habakkuk.tools.images import MAX_SOURCE_BYTES, ImageError, PreparedImage, prepare
 from habakkuk.tools.safe_open import check_opened_for_reading
 
-# Read at most this much of a file or a download: a 20 MB PNG screenshot fits; more is
-# not an image worth a model's look.
-MAX_SOURCE_BYTES = 50 * 1024 * 1024
 TIMEOUT_SECONDS = 30.0
 
 

@@ -80,6 +80,8 @@ class FakeMedia:
     polls: int = 3
     hold: bool = False  # jobs never finish while set
     fail: str = ""  # jobs fail with this message when done
+    side: int = 2  # OpenAI's images are PNGs this many pixels square
+    cut: int = 0  # ... and, when set, cut to this many bytes (a truncated file)
     seen: list[Seen] = field(default_factory=list)
     jobs: dict[str, Job] = field(default_factory=dict)
     port: int = 0
@@ -165,13 +167,13 @@ class FakeMedia:
 
     async def _openai_generations(self, request: web.Request) -> web.Response:
         body = await self._record(request)
-        return _images_answer(int(body.get("n", 1)))
+        return _images_answer(int(body.get("n", 1)), self.side, self.cut)
 
     async def _openai_edits(self, request: web.Request) -> web.Response:
         body = await self._record(request)
         if "image" not in body:
             return web.json_response({"error": {"message": "image is required"}}, status=400)
-        return _images_answer(int(body.get("n", "1")))
+        return _images_answer(int(body.get("n", "1")), self.side, self.cut)
 
     async def _openai_video(self, request: web.Request) -> web.Response:
         body = await self._record(request)
@@ -313,8 +315,9 @@ class FakeMedia:
         return web.Response(body=png(shade=7), content_type="image/png")
 
 
-def _images_answer(n: int) -> web.Response:
-    data = [{"b64_json": base64.b64encode(png(shade=i)).decode()} for i in range(n)]
+def _images_answer(n: int, side: int, cut: int) -> web.Response:
+    images = [png(side, side, shade=i)[: cut or None] for i in range(n)]
+    data = [{"b64_json": base64.b64encode(image).decode()} for image in images]
     usage = {"input_tokens": 12, "output_tokens": 4160 * n, "total_tokens": 12 + 4160 * n}
     return web.Response(
         text=json.dumps({"created": 1, "data": data, "usage": usage}),

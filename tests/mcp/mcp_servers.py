@@ -10,21 +10,41 @@ The HTTP mode binds port 0 and writes the port it got to PORTFILE.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from mcp_types import ImageContent, TextContent
 
-PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
-)
+
+def png(width: int, height: int, rows: int | None = None) -> bytes:
+    """A PNG of `width` x `height` grey pixels; with `rows`, its header claims `height` but
+    its data holds only that many rows (a bomb's shape: a few bytes claiming many pixels)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    pixels = zlib.compress((b"\x00" + b"\x80" * width) * (height if rows is None else rows))
+    body = chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + body
+
+
+PNG = png(1, 1)
+
+
+def image_content(data: bytes, mime: str = "image/png") -> ImageContent:
+    return ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type=mime)
 
 
 def build() -> MCPServer:
@@ -45,6 +65,24 @@ def build() -> MCPServer:
     @server.tool(description="A tiny image.")
     def picture() -> Image:
         return Image(data=PNG, format="png")
+
+    @server.tool(description="A chart too big to show as it is, among text.")
+    def chart() -> list[TextContent | ImageContent]:
+        return [
+            TextContent(type="text", text="the chart:"),
+            image_content(png(3000, 1500)),
+            TextContent(type="text", text="end of chart"),
+        ]
+
+    @server.tool(description="Images a model must never be shown.")
+    def bad_images() -> list[TextContent | ImageContent]:
+        return [
+            TextContent(type="text", text="three tries:"),
+            image_content(png(30_000, 30_000, rows=1)),  # claims 900 megapixels
+            image_content(png(64, 64)[:50]),  # cut off in its pixel data
+            image_content(b"%PDF-1.7 not an image", "image/jpeg"),  # a type that lies
+            image_content(png(8, 8)),
+        ]
 
     @server.tool(description="Two MiB of text.")
     def huge() -> str:

@@ -419,7 +419,7 @@ def test_mcp_command_lists_each_servers_state_and_tools(
     home.config_path.write_text(config_text(servers), encoding="utf-8")
     assert main(["mcp"]) == 1  # a server is down
     out = capsys.readouterr().out
-    assert "zoo  [stdio]" in out and "up: 12 tools (toolset mcp:zoo)" in out
+    assert "zoo  [stdio]" in out and "up: 14 tools (toolset mcp:zoo)" in out
     # How the tools reach an agent: main lists its toolsets, naming only mcp:zoo.
     assert "  its tools reach agent main (toolset mcp:zoo)" in out
     assert '  no agent gets its tools: add "mcp:crash" to an agent\'s toolsets' in out

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from habakkuk.engine.config import (
     Config,
@@ -177,6 +178,36 @@ async def test_a_generated_image_rides_on_the_result_as_media(
     [file] = saved(ctx, "images")
     assert block.media_type == "image/png" and block.name == file.name
     assert Path(block.blob).read_bytes() == file.read_bytes()
+
+
+async def test_a_large_generated_image_is_shown_scaled_and_saved_as_generated(
+    tmp_path: Path, fake: FakeMedia, state: StateStore
+) -> None:
+    fake.side = 3000
+    tool = images_tool(fake, "openai")
+    ctx = context(tmp_path, state)
+    output = await tool.run({"prompt": "a poster"}, ctx)
+    [block] = output.media
+    [file] = saved(ctx, "images")
+    assert file.read_bytes() == png(3000, 3000)  # the original, as the provider sent it
+    assert block.media_type == "image/jpeg" and block.name == f"{file.stem}.jpg"
+    with Image.open(block.blob) as shown:
+        assert shown.format == "JPEG" and max(shown.size) <= 1568
+    assert "Not shown" not in output.text
+
+
+async def test_a_generated_image_that_cannot_be_read_is_saved_and_named_not_shown(
+    tmp_path: Path, fake: FakeMedia, state: StateStore
+) -> None:
+    fake.side, fake.cut = 64, 60  # the provider's PNG is cut off in its pixel data
+    tool = images_tool(fake, "openai")
+    ctx = context(tmp_path, state)
+    text, is_error = await call(tool, ctx, {"prompt": "a lighthouse"})
+    assert not is_error, text
+    [file] = saved(ctx, "images")
+    assert len(file.read_bytes()) == 60
+    assert f"images/{file.name}" in text
+    assert f"Not shown to you: {file.name}: the PNG data is truncated or corrupt" in text
 
 
 async def test_openai_edit_sends_the_workspace_image_as_multipart(

@@ -355,7 +355,7 @@ async def test_the_registry_keeps_a_successful_calls_media_and_drops_a_failed_on
 
 
 async def test_a_file_over_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
-    from habakkuk.tools.view_image import MAX_SOURCE_BYTES
+    from habakkuk.tools.images import MAX_SOURCE_BYTES
 
     ctx = ctx_for(tmp_path)
     with (ctx.workspace / "huge.png").open("wb") as handle:

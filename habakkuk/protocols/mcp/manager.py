@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from habakkuk.engine.config import Config, McpServerConfig
 from habakkuk.engine.home import Environment, Home
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.engine.toolkit.registry import ToolError, ToolOutput, ToolRegistry
+from habakkuk.engine.toolkit.registry import ToolError, ToolRegistry
 
 from .naming import tool_names
-from .results import result_text
+from .results import McpResult, result_content
 from .tools import McpTool
 from .transport import StdioProcess, TransportError, open_transport
 
@@ -259,7 +259,7 @@ class ServerLink:
             self.tools[item.name] = tool
             self.manager.publish_tool(tool, f"mcp:{self.config.name}")
 
-    async def call(self, tool: str, args: dict[str, Any]) -> ToolOutput:
+    async def call(self, tool: str, args: dict[str, Any]) -> McpResult:
         """Call `tool` on the server; ToolError (model-readable) when it cannot."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
@@ -296,8 +296,7 @@ class ServerLink:
                 raise ToolError(f"MCP server {name} sent an invalid result for {tool}") from None
             raise self._transport_failure(tool, describe_failure(exc)) from None
         log.debug("mcp %s.%s took %.2fs", name, tool, time.monotonic() - started)
-        text, is_error = result_text(result)
-        return ToolOutput(text, is_error=is_error)
+        return result_content(result)
 
     def _transport_failure(self, tool: str, reason: str) -> ToolError:
         tail = self.process.last_error_line() if self.transport == "stdio" else ""

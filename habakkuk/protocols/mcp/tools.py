@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
 
+from .results import McpResult
+from .shown import tool_output
+
 if TYPE_CHECKING:
     from habakkuk.engine.config import McpServerConfig
 
@@ -17,7 +20,7 @@ class ServerLink(Protocol):
 
     config: McpServerConfig
 
-    async def call(self, tool: str, args: dict[str, Any]) -> ToolOutput:
+    async def call(self, tool: str, args: dict[str, Any]) -> McpResult:
         """Call `tool` on the server; ToolError (model-readable) when it cannot."""
         ...
 
@@ -63,7 +66,8 @@ class McpTool(Tool):
         return f"{self.link.config.name}.{self.real_name} {text}"[:200]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        return await self.link.call(self.real_name, args)
+        result = await self.link.call(self.real_name, args)
+        return await tool_output(result, ctx, self.link.config.name, self.real_name)
 
 
 def _schema(schema: dict[str, Any] | None) -> dict[str, Any]:

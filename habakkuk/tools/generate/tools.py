@@ -6,8 +6,9 @@ mode, asked in ask and workspace modes, run in full mode), and both taint the tu
 the workspace unless the mode is full or ask (where a human approves each call).
 
 Results are saved under workspace/images/ and workspace/videos/ with new names; images
-are also shown to the model (ToolOutput.media). Each call is journalled (journal.py), so
-a crash, a retry or a redelivered message never pays for a second generation.
+are also shown to the model (ToolOutput.media), scaled as view_image's are. Each call is
+journalled (journal.py), so a crash, a retry or a redelivered message never pays for a
+second generation.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from habakkuk.engine.config import ImagesConfig, VideoConfig
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.engine.toolkit.permissions import Risk, inside
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+from habakkuk.tools.images import MAX_SOURCE_BYTES, ImageError, prepare
 
 from .journal import Backoff, Journal, Outcome, is_settled, run_job, run_sync, settled
 from .media import read_input_image, save_output, stem_for
@@ -57,6 +59,13 @@ def _size(path: Path) -> str:
     except OSError:
         return "gone"
     return f"{size / 1024 / 1024:.1f} MB" if size >= 1024 * 1024 else f"{size / 1024:.0f} KB"
+
+
+def _read_image(path: Path) -> bytes | None:
+    """A saved image's bytes; None when it is over MAX_SOURCE_BYTES (not read)."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_SOURCE_BYTES + 1)
+    return data if len(data) <= MAX_SOURCE_BYTES else None
 
 
 def _shown(path: Path, workspace: Path) -> str:
@@ -215,7 +224,8 @@ class ImageGenerate(_Generate):
         if outcome.fresh:
             await journal.done({"saved": [str(p) for p in outcome.saved]}, text)
         await self._record("image", self.provider.name, self.provider.model, outcome, ctx)
-        return ToolOutput(text, media=await self._media(outcome.saved, ctx))
+        media, notes = await self._media(outcome.saved, ctx)
+        return ToolOutput("\n".join([text, *notes]), media=media)
 
     def _text(self, outcome: Outcome, ctx: ToolContext) -> str:
         lines = [f"- {_shown(p, ctx.workspace)} ({_size(p)})" for p in outcome.saved]
@@ -227,21 +237,32 @@ class ImageGenerate(_Generate):
             tail = f"{outcome.note}\n{tail}"
         return "\n".join([f"{head}:", *lines, tail])
 
-    async def _media(self, saved: list[Path], ctx: ToolContext) -> list[ImageBlock]:
-        from .media import sniff
-
+    async def _media(
+        self, saved: list[Path], ctx: ToolContext
+    ) -> tuple[list[ImageBlock], list[str]]:
+        """The saved images as the model is shown them, through images.prepare as
+        view_image's are (a large one scaled to a JPEG; the file stays as generated), and
+        a line for each that cannot be shown."""
         blocks: list[ImageBlock] = []
+        notes: list[str] = []
         for path in saved:
             try:
-                data = await asyncio.to_thread(path.read_bytes)
+                data = await asyncio.to_thread(_read_image, path)
             except OSError:
                 continue  # moved or deleted since: the text still names it
-            kind = sniff(data)
-            if kind is None or not kind.startswith("image/"):
+            if data is None:
+                limit = MAX_SOURCE_BYTES // (1024 * 1024)
+                notes.append(f"Not shown to you: {path.name} is over {limit} MB.")
                 continue
-            blob = await ctx.blobs.put(data, "." + kind.partition("/")[2].replace("jpeg", "jpg"))
-            blocks.append(ImageBlock(kind, blob=str(blob), name=path.name))
-        return blocks
+            try:
+                image = await asyncio.to_thread(prepare, data, path.name)
+            except ImageError as exc:
+                notes.append(f"Not shown to you: {exc}.")
+                continue
+            blob = await ctx.blobs.put(image.data, image.suffix)
+            name = f"{path.stem}.jpg" if image.scaled else path.name
+            blocks.append(ImageBlock(image.media_type, blob=str(blob), name=name))
+        return blocks, notes
 
 
 class VideoGenerate(_Generate):
