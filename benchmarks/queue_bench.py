@@ -50,7 +50,7 @@ KIND = "bench"
 
 
 async def _ours(folder: Path, count: int, workers: int) -> float:
-    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
+    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS, inline=True))
     done = 0
     wake = asyncio.Event()
     queue.add_listener(lambda kind: wake.set())
@@ -81,7 +81,7 @@ async def _ours(folder: Path, count: int, workers: int) -> float:
 
 
 async def _ours_pool(folder: Path, count: int, workers: int, *, chunk: int = 1) -> float:
-    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
+    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS, inline=True))
     finished = asyncio.Event()
     done = 0
 
@@ -112,7 +112,7 @@ async def _ours_pool(folder: Path, count: int, workers: int, *, chunk: int = 1) 
 
 
 async def _ours_one(folder: Path, count: int) -> tuple[float, float]:
-    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
+    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS, inline=True))
     started, cpu = time.perf_counter(), time.process_time()
     for i in range(count):
         await queue.enqueue(f"job-{i}", KIND, {"i": i})

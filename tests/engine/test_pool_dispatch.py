@@ -27,6 +27,7 @@ def count_writes(monkeypatch: pytest.MonkeyPatch, db: Database) -> list[str]:
     """The name of each function `db` runs as a write (one trip each)."""
     names: list[str] = []
     write, write_now = Database.write, Database.write_now
+    write_if_free = Database.write_if_free
 
     async def counted(
         self: Database, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
@@ -42,8 +43,15 @@ def count_writes(monkeypatch: pytest.MonkeyPatch, db: Database) -> list[str]:
             names.append(fn.__qualname__)
         return write_now(self, fn, inline=inline)
 
+    def counted_if_free(self: Database, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        outcome = write_if_free(self, fn)
+        if self is db and outcome is not None:  # else it is written later, counted then
+            names.append(fn.__qualname__)
+        return outcome
+
     monkeypatch.setattr(Database, "write", counted)
     monkeypatch.setattr(Database, "write_now", counted_now)
+    monkeypatch.setattr(Database, "write_if_free", counted_if_free)
     return names
 
 
