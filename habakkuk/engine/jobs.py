@@ -503,8 +503,6 @@ class JobQueue:
         self._enqueues: dict[
             asyncio.AbstractEventLoop, list[tuple[_Row, asyncio.Future[bool]]]
         ] = {}
-        # Loops on which an enqueue ran inline in the pass now running (see `enqueue`).
-        self._enqueued_inline: set[asyncio.AbstractEventLoop] = set()
         db.prepare_inline()  # its enqueue, claim, complete and heartbeat write inline
 
     # -- enqueue -----------------------------------------------------------------
@@ -525,21 +523,20 @@ class JobQueue:
         each, one transaction, one trip to the database thread), so a burst of them
         costs about what one `enqueue_many` would. The outcome comes once committed.
 
-        The first of a pass, when the database is free, is written inline at once (the
-        future comes back done): a caller enqueueing one job at a time pays no pass of
-        the loop for it. The next ones of that pass are collected as above, so a task
-        that only enqueues, awaiting each, still lets the others run every other job.
+        When none is collected yet and the database is free, one is written inline at
+        once (the future comes back done: a caller enqueueing one job at a time pays no
+        pass of the loop for it), within the inline writes a pass may run
+        (`Database.write_if_free`); past them they are collected as above, so a task
+        that only enqueues, awaiting each, still lets the others run every few jobs.
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
         # Encoded here, so a payload JSON cannot hold fails its own caller, at once.
         row = (job_id, kind, serial_key, encode_payload(kind, payload), max_attempts, delay)
         pending = self._enqueues.get(loop)
-        if pending is None and loop not in self._enqueued_inline:
+        if pending is None:
             outcome = self.db.write_if_free(_inserter([row]))
             if outcome is not None:
-                self._enqueued_inline.add(loop)
-                loop.call_soon(self._enqueued_inline.discard, loop)
                 self._settle_enqueues([(row, future)], outcome)
                 return future
         if pending is None:
@@ -646,7 +643,7 @@ class JobQueue:
 
     async def claim(self, kinds: Sequence[str]) -> Lease | None:
         """Lease the oldest runnable job of `kinds`, or None."""
-        leases = await self.claim_many(kinds, 1)
+        _, leases = await self.settle_and_claim((), kinds, 1)
         return leases[0] if leases else None
 
     async def claim_many(self, kinds: Sequence[str], limit: int) -> list[Lease]:
@@ -692,15 +689,16 @@ class JobQueue:
         inline = inline and not reap and len(finishers) + limit <= INLINE_ROWS
 
         def _settle(conn: sqlite3.Connection) -> tuple[list[bool], list[Job]]:
-            finished = [finish(conn) for finish in finishers]
+            finished = [finish(conn) for finish in finishers] if finishers else []
             return finished, claim(conn, limit, not inline) if limit > 0 else []
 
         finished, jobs = await self.db.write(_settle, inline=inline)
-        for (lease, _), ours in zip(done, finished, strict=True):
-            if ours:
-                lease.job.status = "done"
+        if done:
+            for (lease, _), ours in zip(done, finished, strict=True):
+                if ours:
+                    lease.job.status = "done"
         owner, seconds = self._owner_text, self.lease_seconds
-        return finished, [Lease(job=job, owner=owner, lease_seconds=seconds) for job in jobs]
+        return finished, [Lease(job, owner, seconds) for job in jobs]
 
     def _claimer(self, kinds: Sequence[str]) -> Claimer:
         """The claim as a function of a connection already inside a write transaction

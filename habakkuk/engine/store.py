@@ -40,9 +40,9 @@ few indexed statements and a COMMIT writing a handful of WAL pages without fsync
 (synchronous NORMAL): tens of microseconds, bounded by the rows the caller allows.
 Crash safety and group commit are as on the thread: every caller hears back only after
 COMMIT (a kill -9 loses nothing committed), a failing call rolls back alone (its own
-savepoint in a group) and its caller gets the exception. The caller resumes after one
-loop pass, so a loop of inline calls lets the other tasks run between them. (The job
-queue's enqueue, first of its pass, resumes its caller at once: see `JobQueue.enqueue`.)
+savepoint in a group) and its caller gets the exception. The caller resumes at once,
+but once a pass has run `INLINE_PER_PASS` inline writes the next resumes it after one
+loop pass, so a loop of inline calls lets the other tasks run between every few.
 
 The driver is Python's own sqlite3, which links the platform's SQLite. The stores need
 SQLite 3.35 or newer (RETURNING, MATERIALIZED), FTS5 and the JSON functions; a build
@@ -78,6 +78,11 @@ BUSY_TIMEOUT_MS = 10_000
 
 # The most calls that run inline as one transaction (more go to the thread).
 INLINE_GROUP_MAX = 16
+# Inline writes one pass of the loop runs before a `Database.write` yields its caller a
+# pass (`write_if_free`, which cannot, runs within it): other tasks run at least every
+# fourth short transaction (well under a millisecond of SQLite). A caller taking turns
+# (enqueue, claim, complete) then pays one pass per round, not one per write.
+INLINE_PER_PASS = 3
 # Inline commits between two checkpoints the thread is asked for (the inline connection
 # never runs one). The queue's commits write about 3 WAL frames each (jobs migration
 # 4), so this is about 1,500 frames, where SQLite's automatic checkpoint is at 1,000.
@@ -348,6 +353,9 @@ class Database:
         # BEGIN IMMEDIATE takes the write lock of every attached file too, so a write
         # here waits for, and blocks, the writers of each of them in this process.
         self._write_locks = write_locks([path, *attached])
+        # The one an inline write takes: a database writing inline has no attached file,
+        # so it is this file's.
+        self._file_lock = self._write_locks[0]
         self._calls: queue.SimpleQueue[_Call | list[_Call] | object] = queue.SimpleQueue()
         # Calls an event loop made in its current iteration, handed over together at
         # its end (`_hand_over`): the thread then gets the whole batch at once, not a
@@ -374,6 +382,8 @@ class Database:
         self._inline_task: asyncio.Task[Any] | None = None
         self._inline_commits = 0
         self._checkpointing = False
+        # Inline writes run in the loop pass now running (`_pass_budget_spent`).
+        self._pass_writes = 0
         self._thread = threading.Thread(target=self._serve, name=f"db-{path.stem}", daemon=True)
         self._thread.start()
 
@@ -434,9 +444,10 @@ class Database:
                 outcome = self._inline_one(fn)
                 if outcome is not None:
                     self._inline_task = task
-                    # One pass of the loop, as a hop would cost at least: other tasks
-                    # run between two inline calls of one caller.
-                    await _one_pass()
+                    if self._pass_budget_spent(loop):
+                        # One pass of the loop: other tasks run between a caller's
+                        # inline writes, every `INLINE_PER_PASS` of them.
+                        await _one_pass()
                     ok, value = outcome
                     if ok:
                         return cast(T, value)
@@ -452,14 +463,29 @@ class Database:
             self._calls.put(_OPEN_INLINE)
 
     def write_if_free(self, fn: Callable[[sqlite3.Connection], T]) -> tuple[bool, Any] | None:
-        """`write(fn, inline=True)` here and now, when it runs inline at once: its
-        outcome, (True, the value) or (False, the exception), after COMMIT; None, and
-        nothing ran, when it would not (something of this database waiting or running,
-        a lock held). For a caller that has its own way to wait otherwise (the queue's
-        enqueues, collected per pass). Called on the event loop's thread."""
-        if self._may_inline(asyncio.get_running_loop()):
-            return self._inline_one(fn)
-        return None
+        """`write(fn, inline=True)` here and now, when it runs inline at once within the
+        pass's budget (`INLINE_PER_PASS`; its caller yields no pass, the next `write`
+        does): its outcome, (True, the value) or (False, the exception), after COMMIT;
+        None, and nothing ran, otherwise. For a caller with its own way to wait
+        meanwhile (the queue's enqueues, collected per pass). On the loop's thread."""
+        loop = asyncio.get_running_loop()
+        if self._pass_writes >= INLINE_PER_PASS or not self._may_inline(loop):
+            return None
+        outcome = self._inline_one(fn)
+        if outcome is not None:
+            self._pass_budget_spent(loop)
+        return outcome
+
+    def _pass_budget_spent(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Count an inline write in the pass of `loop` now running; True when the pass's
+        budget (`INLINE_PER_PASS`) is spent: a `write` caller yields a pass."""
+        if self._pass_writes == 0:
+            loop.call_soon(self._next_pass)  # runs in the next pass
+        self._pass_writes += 1
+        return self._pass_writes >= INLINE_PER_PASS
+
+    def _next_pass(self) -> None:
+        self._pass_writes = 0
 
     def write_now(
         self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False
@@ -571,8 +597,7 @@ class Database:
         if not self._inline_lock.acquire(blocking=False):
             return None
         conn = self._inline_conn  # read under the lock: the thread closes it under it
-        # An inline database has no attached file: one write lock, its own.
-        file_lock = self._write_locks[0]
+        file_lock = self._file_lock
         if conn is not None and file_lock.acquire(blocking=False):
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -590,7 +615,7 @@ class Database:
         if self._inline_commits >= INLINE_CHECKPOINT_EVERY:
             self._inline_commits = 0
             self._calls.put(_CHECKPOINT)
-        self._write_locks[0].release()
+        self._file_lock.release()
         self._inline_lock.release()
 
     def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:

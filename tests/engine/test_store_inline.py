@@ -166,3 +166,29 @@ async def test_a_stream_of_inline_writes_keeps_the_wal_bounded(db: Database) -> 
     # over; it does once past its limit, give or take what is written meanwhile.
     frames = wal.stat().st_size // 4120
     assert frames < 2.5 * store.WAL_LIMIT_FRAMES < 2 * writes
+
+
+async def test_a_callers_inline_writes_run_a_few_per_pass_then_let_other_tasks_run(
+    db: Database,
+) -> None:
+    await warmed(db)
+    passes = 0
+    done = False
+
+    async def ticker() -> None:  # counts the passes of the loop
+        nonlocal passes
+        while not done:
+            passes += 1
+            await asyncio.sleep(0)
+
+    ticking = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    seen: list[int] = []  # the pass each write was made in
+    for index in range(30):
+        seen.append(passes)
+        await db.write(insert(f"p{index}"), inline=True)
+    done = True
+    await ticking
+    per_pass = [seen.count(number) for number in sorted(set(seen))]
+    assert max(per_pass) <= store.INLINE_PER_PASS  # then the writer yields a pass
+    assert min(per_pass[1:-1]) > 1  # not a pass per write
