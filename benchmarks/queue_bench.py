@@ -17,6 +17,9 @@ alternating rounds, and the medians and ratios ours/theirs are printed.
 - huey: SqliteHuey: a producer thread enqueues a task, a consumer thread dequeues
   it, runs it and stores its result (what huey's consumer does).
 
+Ours opens control.db as the runtime does (`Database.open(..., inline=True)`: the
+connection of inline writes opened with it).
+
 One at a time (the pattern the peers' own scripts use): one producer-consumer does
 each operation in turn, waiting for each before the next, N times:
 - ours: await enqueue; lease = await claim; await complete.
