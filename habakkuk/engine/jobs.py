@@ -503,6 +503,9 @@ class JobQueue:
         self._enqueues: dict[
             asyncio.AbstractEventLoop, list[tuple[_Row, asyncio.Future[bool]]]
         ] = {}
+        # Loops on which an enqueue was written inline in the pass now running: the
+        # others of that pass are collected (see `enqueue`).
+        self._enqueued_inline: set[asyncio.AbstractEventLoop] = set()
         db.prepare_inline()  # its enqueue, claim, complete and heartbeat write inline
 
     # -- enqueue -----------------------------------------------------------------
@@ -523,20 +526,23 @@ class JobQueue:
         each, one transaction, one trip to the database thread), so a burst of them
         costs about what one `enqueue_many` would. The outcome comes once committed.
 
-        When none is collected yet and the database is free, one is written inline at
-        once (the future comes back done: a caller enqueueing one job at a time pays no
-        pass of the loop for it), within the inline writes a pass may run
-        (`Database.write_if_free`); past them they are collected as above, so a task
-        that only enqueues, awaiting each, still lets the others run every few jobs.
+        The first of a pass, when the database is free and the pass may run one more
+        inline write (`Database.write_if_free`), is written inline at once: the future
+        comes back done, so a caller enqueueing one job at a time pays no pass of the
+        loop for it. The others of that pass are collected as above, so a burst still
+        shares one write, and a task that only enqueues, awaiting each, still lets the
+        others run every other job.
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
         # Encoded here, so a payload JSON cannot hold fails its own caller, at once.
         row = (job_id, kind, serial_key, encode_payload(kind, payload), max_attempts, delay)
         pending = self._enqueues.get(loop)
-        if pending is None:
+        if pending is None and loop not in self._enqueued_inline:
             outcome = self.db.write_if_free(_inserter([row]))
             if outcome is not None:
+                self._enqueued_inline.add(loop)
+                loop.call_soon(self._enqueued_inline.discard, loop)  # in the next pass
                 self._settle_enqueues([(row, future)], outcome)
                 return future
         if pending is None:

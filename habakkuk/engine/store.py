@@ -382,8 +382,9 @@ class Database:
         self._inline_task: asyncio.Task[Any] | None = None
         self._inline_commits = 0
         self._checkpointing = False
-        # Inline writes run in the loop pass now running (`_pass_budget_spent`).
+        # Inline writes run in the pass of `_pass_loop` now running (`_pass_budget_spent`).
         self._pass_writes = 0
+        self._pass_loop: asyncio.AbstractEventLoop | None = None
         self._thread = threading.Thread(target=self._serve, name=f"db-{path.stem}", daemon=True)
         self._thread.start()
 
@@ -469,7 +470,8 @@ class Database:
         None, and nothing ran, otherwise. For a caller with its own way to wait
         meanwhile (the queue's enqueues, collected per pass). On the loop's thread."""
         loop = asyncio.get_running_loop()
-        if self._pass_writes >= INLINE_PER_PASS or not self._may_inline(loop):
+        spent = self._pass_loop is loop and self._pass_writes >= INLINE_PER_PASS
+        if spent or not self._may_inline(loop):
             return None
         outcome = self._inline_one(fn)
         if outcome is not None:
@@ -479,7 +481,10 @@ class Database:
     def _pass_budget_spent(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Count an inline write in the pass of `loop` now running; True when the pass's
         budget (`INLINE_PER_PASS`) is spent: a `write` caller yields a pass."""
+        if self._pass_loop is not loop:  # another loop's count (maybe closed unreset)
+            self._pass_writes = 0
         if self._pass_writes == 0:
+            self._pass_loop = loop
             loop.call_soon(self._next_pass)  # runs in the next pass
         self._pass_writes += 1
         return self._pass_writes >= INLINE_PER_PASS
