@@ -28,7 +28,8 @@ when that costs the loop no wait:
   inline commits the thread is asked for a PASSIVE checkpoint and runs it, with its
   fsyncs, beside the inline writes; since these keep appending, the WAL would never
   start over, so once it is past `WAL_LIMIT_FRAMES` a second round copies what they
-  appended meanwhile while inline calls go to the thread (`Database._checkpoint`).
+  appended meanwhile while inline calls go to the thread (`Database._checkpoint`);
+  and a thread `CHECKPOINTS_BEHIND` checkpoints behind gets the calls too, after them.
 
 Inline is for a caller that would otherwise only wait: a pool with jobs running asks
 for the thread instead (`JobQueue.settle_and_claim(inline=False)`), whose SQLite then
@@ -91,6 +92,10 @@ INLINE_CHECKPOINT_EVERY = 500
 # the inline writes holds them off for a second round, so that the WAL starts over
 # (`Database._checkpoint`); below it they run on beside it. About 16 MB, reused.
 WAL_LIMIT_FRAMES = 4000
+# Checkpoints asked for and not yet run past which inline writes stop (they go to the
+# thread, behind them): however slow the thread, the WAL stays within about the limit
+# and this many checkpoints' worth of commits.
+CHECKPOINTS_BEHIND = 4
 
 
 class StoreError(HabakkukError):
@@ -382,6 +387,9 @@ class Database:
         self._inline_task: asyncio.Task[Any] | None = None
         self._inline_commits = 0
         self._checkpointing = False
+        # Checkpoints the inline writes asked the thread for, and those it ran.
+        self._checkpoints_asked = 0
+        self._checkpoints_done = 0
         # Inline writes run in the pass of `_pass_loop` now running (`_pass_budget_spent`).
         self._pass_writes = 0
         self._pass_loop: asyncio.AbstractEventLoop | None = None
@@ -564,6 +572,9 @@ class Database:
         return (
             self._inline_conn is not None
             and not self._checkpointing
+            # The thread that far behind with the checkpoints (starved of CPU): calls go
+            # to it, after them, so the WAL outgrows its limit by that much at most.
+            and self._checkpoints_asked - self._checkpoints_done < CHECKPOINTS_BEHIND
             and self._handed == self._served
             and loop not in self._pending
             and not self._closed
@@ -619,6 +630,7 @@ class Database:
         self._inline_commits += 1
         if self._inline_commits >= INLINE_CHECKPOINT_EVERY:
             self._inline_commits = 0
+            self._checkpoints_asked += 1
             self._calls.put(_CHECKPOINT)
         self._file_lock.release()
         self._inline_lock.release()
@@ -684,8 +696,9 @@ class Database:
                 if item is _CHECKPOINT:
                     self._checkpoint()
                     continue
-                if item is _OPEN_INLINE:
-                    inline = True
+                if item is _OPEN_INLINE:  # asked for before the calls after it: now
+                    if self._inline_wanted and self._inline_conn is None:
+                        self._open_inline()
                     continue
                 assert isinstance(item, _Call)
                 inline = inline or item.inline
@@ -737,16 +750,19 @@ class Database:
         limit) a second one, copying what they appended during the first, runs with
         them held off: they come to this thread meanwhile, in order, and wait for it."""
         conn = self._conn
-        with contextlib.suppress(sqlite3.Error):
-            frames = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
-            if frames <= WAL_LIMIT_FRAMES:
-                return
-            self._checkpointing = True  # inline calls come here, not try the lock
-            try:
-                with self._inline_lock:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            finally:
-                self._checkpointing = False
+        try:
+            with contextlib.suppress(sqlite3.Error):
+                frames = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+                if frames <= WAL_LIMIT_FRAMES:
+                    return
+                self._checkpointing = True  # inline calls come here, not try the lock
+                try:
+                    with self._inline_lock:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                finally:
+                    self._checkpointing = False
+        finally:
+            self._checkpoints_done += 1
 
     def _run_one(self, call: _Call) -> None:
         try:
