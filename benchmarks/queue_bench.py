@@ -17,6 +17,9 @@ alternating rounds, and the medians and ratios ours/theirs are printed.
 - huey: SqliteHuey: a producer thread enqueues a task, a consumer thread dequeues
   it, runs it and stores its result (what huey's consumer does).
 
+Ours opens control.db as the runtime does (`Database.open(..., inline=True)`: the
+connection of inline writes opened with it).
+
 One at a time (the pattern the peers' own scripts use): one producer-consumer does
 each operation in turn, waiting for each before the next, N times:
 - ours: await enqueue; lease = await claim; await complete.
@@ -50,7 +53,7 @@ KIND = "bench"
 
 
 async def _ours(folder: Path, count: int, workers: int) -> float:
-    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
+    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS, inline=True))
     done = 0
     wake = asyncio.Event()
     queue.add_listener(lambda kind: wake.set())
@@ -81,7 +84,7 @@ async def _ours(folder: Path, count: int, workers: int) -> float:
 
 
 async def _ours_pool(folder: Path, count: int, workers: int, *, chunk: int = 1) -> float:
-    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
+    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS, inline=True))
     finished = asyncio.Event()
     done = 0
 
@@ -112,7 +115,7 @@ async def _ours_pool(folder: Path, count: int, workers: int, *, chunk: int = 1) 
 
 
 async def _ours_one(folder: Path, count: int) -> tuple[float, float]:
-    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS))
+    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS, inline=True))
     started, cpu = time.perf_counter(), time.process_time()
     for i in range(count):
         await queue.enqueue(f"job-{i}", KIND, {"i": i})

@@ -97,6 +97,7 @@ def counting(trips: Trips) -> Iterator[None]:
     original_run_sync = Database.run_sync
     original_write = Database.write
     original_write_now = Database.write_now
+    original_write_if_free = Database.write_if_free
 
     def counted(db: Database, fn: Callable[[sqlite3.Connection], T]) -> Callable[..., T]:
         if not trips.recording:
@@ -154,10 +155,19 @@ def counting(trips: Trips) -> Iterator[None]:
             trips.hops.append(Hop(Path(self.path).name, _caller(), transactions=1))
         return original_write_now(self, fn, inline=inline)
 
+    def write_if_free(
+        self: Database, fn: Callable[[sqlite3.Connection], T]
+    ) -> tuple[bool, Any] | None:
+        outcome = original_write_if_free(self, fn)
+        if trips.recording and outcome is not None:  # an enqueue written inline at once
+            trips.hops.append(Hop(Path(self.path).name, _caller(), transactions=1))
+        return outcome
+
     Database.run = run  # type: ignore[method-assign]  # counts the trips
     Database.run_sync = run_sync  # type: ignore[method-assign]  # counts the trips
     Database.write = write  # type: ignore[method-assign]  # counts the trips
     Database.write_now = write_now  # type: ignore[method-assign]  # counts the trips
+    Database.write_if_free = write_if_free  # type: ignore[method-assign]  # counts the trips
     try:
         yield
     finally:
@@ -165,6 +175,7 @@ def counting(trips: Trips) -> Iterator[None]:
         Database.run_sync = original_run_sync  # type: ignore[method-assign]  # put back
         Database.write = original_write  # type: ignore[method-assign]  # put back
         Database.write_now = original_write_now  # type: ignore[method-assign]  # put back
+        Database.write_if_free = original_write_if_free  # type: ignore[method-assign]  # put back
 
 
 def _status(event: EventPayload) -> str:

@@ -171,7 +171,7 @@ class Runtime:
         for problem in config.plugin_problems:  # a plugin that failed to load: never fatal
             log.warning("%s", problem)
         hub = hub or ProviderHub(config, Environment(home.env_path), home.root)
-        control = await Database.open(home.db_path("control"), JOB_MIGRATIONS)
+        control = await Database.open(home.db_path("control"), JOB_MIGRATIONS, inline=True)
         # state.db first: transcripts.db's connection attaches it (a turn's opening
         # transaction reads the session's state too).
         state = await StateStore.open(home.db_path("state"))

@@ -503,6 +503,10 @@ class JobQueue:
         self._enqueues: dict[
             asyncio.AbstractEventLoop, list[tuple[_Row, asyncio.Future[bool]]]
         ] = {}
+        # Loops on which an enqueue was written inline in the pass now running: the
+        # others of that pass are collected (see `enqueue`).
+        self._enqueued_inline: set[asyncio.AbstractEventLoop] = set()
+        db.prepare_inline()  # its enqueue, claim, complete and heartbeat write inline
 
     # -- enqueue -----------------------------------------------------------------
 
@@ -521,12 +525,26 @@ class JobQueue:
         The enqueues made in one pass of the event loop share one write (one INSERT
         each, one transaction, one trip to the database thread), so a burst of them
         costs about what one `enqueue_many` would. The outcome comes once committed.
+
+        The first of a pass, when the database is free and the pass may run one more
+        inline write (`Database.write_if_free`), is written inline at once: the future
+        comes back done, so a caller enqueueing one job at a time pays no pass of the
+        loop for it. The others of that pass are collected as above, so a burst still
+        shares one write, and a task that only enqueues, awaiting each, still lets the
+        others run every other job.
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
         # Encoded here, so a payload JSON cannot hold fails its own caller, at once.
         row = (job_id, kind, serial_key, encode_payload(kind, payload), max_attempts, delay)
         pending = self._enqueues.get(loop)
+        if pending is None and loop not in self._enqueued_inline:
+            outcome = self.db.write_if_free(_inserter([row]))
+            if outcome is not None:
+                self._enqueued_inline.add(loop)
+                loop.call_soon(self._enqueued_inline.discard, loop)  # in the next pass
+                self._settle_enqueues([(row, future)], outcome)
+                return future
         if pending is None:
             pending = self._enqueues[loop] = []
             loop.call_soon(self._write_enqueues, loop)
@@ -539,50 +557,49 @@ class JobQueue:
         batch = self._enqueues.pop(loop, [])
         if not batch:
             return
-        rows = [row for row, _ in batch]
-
-        def _insert(conn: sqlite3.Connection) -> list[bool | Exception]:
-            now = time.time()
-            outcomes: list[bool | Exception] = []
-            for row in rows:
-                try:
-                    outcomes.append(_insert_row(conn, row, now))
-                except sqlite3.Error as exc:
-                    if not conn.in_transaction:
-                        raise  # the transaction is gone (disk full, I/O): every row failed
-                    outcomes.append(exc)  # this statement alone failed and left nothing
-            return outcomes
-
+        insert = _inserter([row for row, _ in batch])
         try:
-            written = self.db.write_now(_insert, inline=len(rows) <= INLINE_ROWS)
+            written = self.db.write_now(insert, inline=len(batch) <= INLINE_ROWS)
         except Exception as exc:  # the database is closed
             for _, future in batch:
                 if not future.done():
                     future.set_exception(exc)
             return
         if written.done():
-            self._settle_enqueues(batch, written)
+            self._written(batch, written)
         else:
-            written.add_done_callback(functools.partial(self._settle_enqueues, batch))
+            written.add_done_callback(functools.partial(self._written, batch))
 
-    def _settle_enqueues(
+    def _written(
         self,
         batch: list[tuple[_Row, asyncio.Future[bool]]],
         written: asyncio.Future[list[bool | Exception]],
     ) -> None:
-        """Each enqueue of `batch` hears its own outcome; the pools hear of new jobs."""
-        if written.cancelled():  # the loop is closing
+        """`_settle_enqueues` once the write handed over is done (or cancelled: the loop
+        is closing)."""
+        if written.cancelled():
             for _, future in batch:
                 future.cancel()
             return
         failed = written.exception()
-        if failed is not None:
+        self._settle_enqueues(batch, (False, failed) if failed else (True, written.result()))
+
+    def _settle_enqueues(
+        self,
+        batch: list[tuple[_Row, asyncio.Future[bool]]],
+        written: tuple[bool, Any],
+    ) -> None:
+        """Each enqueue of `batch` hears its own outcome from `written` (True and the
+        outcome of each row, or False and why the write failed); the pools hear of new
+        jobs."""
+        ok, outcomes = written
+        if not ok:
             for _, future in batch:
                 if not future.done():
-                    future.set_exception(failed)
+                    future.set_exception(outcomes)
             return
         kinds: set[str] = set()
-        for (row, future), outcome in zip(batch, written.result(), strict=True):
+        for (row, future), outcome in zip(batch, outcomes, strict=True):
             if outcome is True:
                 kinds.add(row[1])
             if future.done():
@@ -632,7 +649,7 @@ class JobQueue:
 
     async def claim(self, kinds: Sequence[str]) -> Lease | None:
         """Lease the oldest runnable job of `kinds`, or None."""
-        leases = await self.claim_many(kinds, 1)
+        _, leases = await self.settle_and_claim((), kinds, 1)
         return leases[0] if leases else None
 
     async def claim_many(self, kinds: Sequence[str], limit: int) -> list[Lease]:
@@ -678,15 +695,16 @@ class JobQueue:
         inline = inline and not reap and len(finishers) + limit <= INLINE_ROWS
 
         def _settle(conn: sqlite3.Connection) -> tuple[list[bool], list[Job]]:
-            finished = [finish(conn) for finish in finishers]
+            finished = [finish(conn) for finish in finishers] if finishers else []
             return finished, claim(conn, limit, not inline) if limit > 0 else []
 
         finished, jobs = await self.db.write(_settle, inline=inline)
-        for (lease, _), ours in zip(done, finished, strict=True):
-            if ours:
-                lease.job.status = "done"
+        if done:
+            for (lease, _), ours in zip(done, finished, strict=True):
+                if ours:
+                    lease.job.status = "done"
         owner, seconds = self._owner_text, self.lease_seconds
-        return finished, [Lease(job=job, owner=owner, lease_seconds=seconds) for job in jobs]
+        return finished, [Lease(job, owner, seconds) for job in jobs]
 
     def _claimer(self, kinds: Sequence[str]) -> Claimer:
         """The claim as a function of a connection already inside a write transaction
@@ -702,7 +720,7 @@ class JobQueue:
         host, pid = self.owner.host, self.owner.pid
         lease_seconds = self.lease_seconds
         sql = claim_sql(len(kinds))
-        sql_one = claim_sql(len(kinds), one=True)
+        pick = pick_sql(len(kinds))
 
         def _claim(conn: sqlite3.Connection, limit: int, reap: bool) -> list[Job]:
             now = time.time()
@@ -711,11 +729,18 @@ class JobQueue:
             if reap and now - self._last_reap >= REAP_INTERVAL:
                 self._last_reap = now
                 self._reap(conn, now)
+            until = now + lease_seconds
+            if limit == 1:
+                row = conn.execute(pick, (*kinds, now)).fetchone()
+                if row is None:
+                    return []
+                conn.execute(LEASE_SQL, (owner, until, host, pid, now, row[15]))
+                job = Job.from_values(row)  # as it was picked: now leased as below
+                job.status, job.attempts, job.lease_owner = "running", job.attempts + 1, owner
+                job.lease_until, job.updated_at = until, now
+                return [job]
             # One statement: pick the oldest runnable jobs and lease them.
-            rows = conn.execute(
-                sql_one if limit == 1 else sql,
-                (owner, now + lease_seconds, host, pid, now, *kinds, now, limit),
-            ).fetchall()
+            rows = conn.execute(sql, (owner, until, host, pid, now, *kinds, now, limit)).fetchall()
             if len(rows) > 1:
                 # RETURNING follows no ORDER BY: oldest first again, as the claim chose.
                 rows.sort(key=_CLAIM_ORDER)
@@ -953,38 +978,58 @@ class JobQueue:
         return [Job.from_row(r) for r in rows]
 
 
-@functools.lru_cache(maxsize=32)
-def claim_sql(kind_count: int, *, one: bool = False) -> str:
-    """The claim statement for `kind_count` kinds, taking up to a number of jobs given as
-    its last parameter (one text per count: sqlite3 caches it). With `one` (a limit of
-    1) the pick is a scalar subquery: `seq IN (...)` builds a temporary index of the
-    picked seqs on every run, a cost of its own (see migration 4) the usual claim of
-    one job need not pay."""
+def _runnable(kind_count: int) -> str:
+    """FROM and WHERE of the jobs of `kind_count` kinds that may start now (the last
+    parameter, after the kinds: now), oldest first; the table is `j`."""
     placeholders = ",".join("?" for _ in range(kind_count))
-    pick = "seq = (" if one else "seq IN ("
     return f"""
-        UPDATE jobs SET status = 'running', attempts = attempts + 1,
-            lease_owner = ?, lease_until = ?, owner_host = ?, owner_pid = ?, updated_at = ?
-        -- The subquery runs once, before any row changes, so one statement can take
-        -- several jobs: of the jobs sharing a serial key only the oldest queued one
-        -- qualifies (the others have it as an older queued job), and only when none
-        -- of them runs.
-        WHERE {pick}
-        SELECT j.seq FROM jobs j
+        FROM jobs j
         WHERE j.status = 'queued' AND j.kind IN ({placeholders})
           AND j.run_after <= ?
-          -- Two NOT EXISTS, not one with an OR: each reads jobs_serial(serial_key,
-          -- status) for its status alone, where the OR read every job the key ever had
-          -- (`r.serial_key != ''`, true here, is the partial index's condition).
+          -- Of the jobs sharing a serial key only the oldest queued one qualifies, and
+          -- only when none of them runs. Two NOT EXISTS, not one with an OR: each reads
+          -- jobs_serial(serial_key, status) for its status alone, where the OR read
+          -- every job the key ever had (`r.serial_key != ''`, true here, is the
+          -- partial index's condition).
           AND (j.serial_key = '' OR (
                 NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
                               AND r.serial_key != '' AND r.status = 'running')
                 AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
                               AND r.serial_key != '' AND r.status = 'queued'
                               AND r.seq < j.seq)))
-        ORDER BY j.run_after, j.seq LIMIT ?)
+        ORDER BY j.run_after, j.seq"""
+
+
+@functools.lru_cache(maxsize=32)
+def claim_sql(kind_count: int) -> str:
+    """The claim of several jobs of `kind_count` kinds in one statement, taking up to a
+    number of jobs given as its last parameter (one text per count: sqlite3 caches it).
+    The subquery runs once, before any row changes, so the serial-key rule holds among
+    the jobs it takes together."""
+    return f"""
+        UPDATE jobs SET status = 'running', attempts = attempts + 1,
+            lease_owner = ?, lease_until = ?, owner_host = ?, owner_pid = ?, updated_at = ?
+        WHERE seq IN (SELECT j.seq {_runnable(kind_count)} LIMIT ?)
         RETURNING {JOB_COLUMNS}, seq
         """
+
+
+@functools.lru_cache(maxsize=32)
+def pick_sql(kind_count: int) -> str:
+    """The claim of one job, first half: the oldest runnable job of `kind_count` kinds as
+    `JOB_COLUMNS` and seq, which `LEASE_SQL` then leases by its seq in the same
+    transaction. Two statements cost less than the one of `claim_sql`: RETURNING's rows
+    always go through a table built on each run, and `seq IN (...)` another."""
+    columns = ", ".join(f"j.{name.strip()}" for name in JOB_COLUMNS.split(","))
+    return f"SELECT {columns}, j.seq {_runnable(kind_count)} LIMIT 1"
+
+
+# The claim of one job, second half (see `pick_sql`): parameters owner, lease until,
+# host, pid, now, seq.
+LEASE_SQL = (
+    "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_owner = ?,"
+    " lease_until = ?, owner_host = ?, owner_pid = ?, updated_at = ? WHERE seq = ?"
+)
 
 
 # -- on a connection the caller holds ----------------------------------------------
@@ -1028,6 +1073,25 @@ def _insert_row(conn: sqlite3.Connection, row: _Row, now: float, schema: str = "
         (job_id, kind, serial_key, payload, max_attempts, now + delay, now, now),
     )
     return cursor.rowcount == 1
+
+
+def _inserter(rows: Sequence[_Row]) -> Callable[[sqlite3.Connection], list[bool | Exception]]:
+    """The write of `enqueue`: the INSERT of each row in the caller's transaction, whether
+    each was new, or the error of a row whose statement alone failed (and left nothing)."""
+
+    def _insert(conn: sqlite3.Connection) -> list[bool | Exception]:
+        now = time.time()
+        outcomes: list[bool | Exception] = []
+        for row in rows:
+            try:
+                outcomes.append(_insert_row(conn, row, now))
+            except sqlite3.Error as exc:
+                if not conn.in_transaction:
+                    raise  # the transaction is gone (disk full, I/O): every row failed
+                outcomes.append(exc)  # this statement alone failed and left nothing
+        return outcomes
+
+    return _insert
 
 
 def _take_back(

@@ -12,7 +12,8 @@ itself costs for the queue's short writes; batching pays only when calls pile up
 write its caller marks `inline` (the job queue's enqueue, claim, complete and heartbeat
 of at most `jobs.INLINE_ROWS` rows, no reaping: statements bounded by index lookups,
 never a search, a scan or a long read) runs on the loop's own thread, on a second
-connection the database thread opens for it, when that costs the loop no wait:
+connection the database thread opens for it (or `Database.open(inline=True)`, at once),
+when that costs the loop no wait:
 
 - nothing this database was asked before is waiting or running (so it overtakes
   nothing: calls keep their order); in a burst from several tasks in one pass the
@@ -25,8 +26,10 @@ connection the database thread opens for it, when that costs the loop no wait:
   to the thread, which waits for the lock with the busy timeout as before;
 - it never checkpoints (no automatic checkpoint on it): every `INLINE_CHECKPOINT_EVERY`
   inline commits the thread is asked for a PASSIVE checkpoint and runs it, with its
-  fsyncs, while inline calls go to the thread; one running beside an inline writer
-  would never finish, and the WAL would grow without end.
+  fsyncs, beside the inline writes; since these keep appending, the WAL would never
+  start over, so once it is past `WAL_LIMIT_FRAMES` a second round copies what they
+  appended meanwhile while inline calls go to the thread (`Database._checkpoint`);
+  and a thread `CHECKPOINTS_BEHIND` checkpoints behind gets the calls too, after them.
 
 Inline is for a caller that would otherwise only wait: a pool with jobs running asks
 for the thread instead (`JobQueue.settle_and_claim(inline=False)`), whose SQLite then
@@ -38,8 +41,9 @@ few indexed statements and a COMMIT writing a handful of WAL pages without fsync
 (synchronous NORMAL): tens of microseconds, bounded by the rows the caller allows.
 Crash safety and group commit are as on the thread: every caller hears back only after
 COMMIT (a kill -9 loses nothing committed), a failing call rolls back alone (its own
-savepoint in a group) and its caller gets the exception. The caller resumes after one
-loop pass, so a loop of inline calls lets the other tasks run between them.
+savepoint in a group) and its caller gets the exception. The caller resumes at once,
+but once a pass has run `INLINE_PER_PASS` inline writes the next resumes it after one
+loop pass, so a loop of inline calls lets the other tasks run between every few.
 
 The driver is Python's own sqlite3, which links the platform's SQLite. The stores need
 SQLite 3.35 or newer (RETURNING, MATERIALIZED), FTS5 and the JSON functions; a build
@@ -61,7 +65,8 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+import types
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -74,11 +79,23 @@ BUSY_TIMEOUT_MS = 10_000
 
 # The most calls that run inline as one transaction (more go to the thread).
 INLINE_GROUP_MAX = 16
-# Inline commits between two checkpoints the thread is asked for. A checkpoint costs
-# two fsyncs whatever its size, and inline callers wait for it on the thread; the
-# queue's commits write about 5 WAL frames each, so this is about 2,500 frames (a WAL
-# of about 10 MB at most, reused), where SQLite's automatic checkpoint is at 1,000.
+# Inline writes one pass of the loop runs before a `Database.write` yields its caller a
+# pass (`write_if_free`, which cannot, runs within it): other tasks run at least every
+# fourth short transaction (well under a millisecond of SQLite). A caller taking turns
+# (enqueue, claim, complete) then pays one pass per round, not one per write.
+INLINE_PER_PASS = 3
+# Inline commits between two checkpoints the thread is asked for (the inline connection
+# never runs one). The queue's commits write about 3 WAL frames each (jobs migration
+# 4), so this is about 1,500 frames, where SQLite's automatic checkpoint is at 1,000.
 INLINE_CHECKPOINT_EVERY = 500
+# The WAL's length (frames of a page each, 4 KB) past which a checkpoint asked for by
+# the inline writes holds them off for a second round, so that the WAL starts over
+# (`Database._checkpoint`); below it they run on beside it. About 16 MB, reused.
+WAL_LIMIT_FRAMES = 4000
+# Checkpoints asked for and not yet run past which inline writes stop (they go to the
+# thread, behind them): however slow the thread, the WAL stays within about the limit
+# and this many checkpoints' worth of commits.
+CHECKPOINTS_BEHIND = 4
 
 
 class StoreError(HabakkukError):
@@ -289,6 +306,8 @@ class _Call:
 _CLOSE = object()
 # Asks the thread for a passive checkpoint (the inline connection never checkpoints).
 _CHECKPOINT = object()
+# Asks the thread to open the inline connection now (`Database.prepare_inline`).
+_OPEN_INLINE = object()
 
 # One lock per database file in this process, by its real path.
 _FILE_LOCKS: dict[str, threading.Lock] = {}
@@ -326,12 +345,22 @@ class Database:
     "What may run on the event loop").
     """
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, *, attached: Sequence[Path] = ()):
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        *,
+        attached: Sequence[Path] = (),
+        inline_conn: sqlite3.Connection | None = None,
+    ):
         self.path = path
         self._conn = conn
         # BEGIN IMMEDIATE takes the write lock of every attached file too, so a write
         # here waits for, and blocks, the writers of each of them in this process.
         self._write_locks = write_locks([path, *attached])
+        # The one an inline write takes: a database writing inline has no attached file,
+        # so it is this file's.
+        self._file_lock = self._write_locks[0]
         self._calls: queue.SimpleQueue[_Call | list[_Call] | object] = queue.SimpleQueue()
         # Calls an event loop made in its current iteration, handed over together at
         # its end (`_hand_over`): the thread then gets the whole batch at once, not a
@@ -342,8 +371,8 @@ class Database:
         # Its connection: busy timeout 0 and no automatic checkpoint, opened by the
         # thread after the first inline call it serves; never for a database with
         # others attached (their locks could not all be tried without waiting).
-        self._inline_conn: sqlite3.Connection | None = None
-        self._inline_wanted = not attached
+        self._inline_conn = inline_conn if not attached else None
+        self._inline_wanted = not attached and inline_conn is None
         # Held by whoever uses the inline connection (a loop thread): tried, never waited.
         self._inline_lock = threading.Lock()
         # Batches handed to the thread and batches it has run: equal when nothing this
@@ -357,6 +386,13 @@ class Database:
         # meantime may be one of a burst, collected to share a transaction as before.
         self._inline_task: asyncio.Task[Any] | None = None
         self._inline_commits = 0
+        self._checkpointing = False
+        # Checkpoints the inline writes asked the thread for, and those it ran.
+        self._checkpoints_asked = 0
+        self._checkpoints_done = 0
+        # Inline writes run in the pass of `_pass_loop` now running (`_pass_budget_spent`).
+        self._pass_writes = 0
+        self._pass_loop: asyncio.AbstractEventLoop | None = None
         self._thread = threading.Thread(target=self._serve, name=f"db-{path.stem}", daemon=True)
         self._thread.start()
 
@@ -367,20 +403,23 @@ class Database:
         migrations: Sequence[Migration],
         *,
         attach: dict[str, Path] | None = None,
+        inline: bool = False,
     ) -> Database:
-        """Open and migrate `path` off the event loop."""
+        """Open and migrate `path` off the event loop. `inline`: open the connection of
+        inline writes now too (the job queue's control.db), rather than after the first
+        inline write the thread serves; never with `attach`."""
 
-        def _open() -> sqlite3.Connection:
+        def _open() -> tuple[sqlite3.Connection, sqlite3.Connection | None]:
             conn = connect(path, attach=attach)
             try:
                 migrate(conn, path, migrations)
             except BaseException:
                 conn.close()
                 raise
-            return conn
+            return conn, _inline_connection(path) if inline and not attach else None
 
-        conn = await asyncio.to_thread(_open)
-        return cls(path, conn, attached=list((attach or {}).values()))
+        conn, inline_conn = await asyncio.to_thread(_open)
+        return cls(path, conn, attached=list((attach or {}).values()), inline_conn=inline_conn)
 
     @classmethod
     def open_sync(
@@ -409,19 +448,57 @@ class Database:
         """
         if inline:
             loop = asyncio.get_running_loop()
-            task = asyncio.current_task()
+            task = asyncio.current_task(loop)
             if self._inline_task in (None, task) and self._may_inline(loop):
-                call = _Call(fn, True, loop, loop.create_future(), inline=True)
-                if self._try_inline([call]):
+                outcome = self._inline_one(fn)
+                if outcome is not None:
                     self._inline_task = task
-                    # One pass of the loop, as a hop would cost at least: other tasks
-                    # run between two inline calls of one caller.
-                    await asyncio.sleep(0)
-                    ok, value = call.done or (False, StoreError("call did not run"))
+                    if self._pass_budget_spent(loop):
+                        # One pass of the loop: other tasks run between a caller's
+                        # inline writes, every `INLINE_PER_PASS` of them.
+                        await _one_pass()
+                    ok, value = outcome
                     if ok:
                         return cast(T, value)
                     raise value
         return await self._submit(fn, write=True, inline=inline)
+
+    def prepare_inline(self) -> None:
+        """Have the thread open the inline connection now, not after the first inline
+        write it serves (which then waits for the thread): for an owner that will write
+        inline (the job queue). Any thread; no effect on a database with others
+        attached, which never writes inline."""
+        if self._inline_wanted and not self._closed:
+            self._calls.put(_OPEN_INLINE)
+
+    def write_if_free(self, fn: Callable[[sqlite3.Connection], T]) -> tuple[bool, Any] | None:
+        """`write(fn, inline=True)` here and now, when it runs inline at once within the
+        pass's budget (`INLINE_PER_PASS`; its caller yields no pass, the next `write`
+        does): its outcome, (True, the value) or (False, the exception), after COMMIT;
+        None, and nothing ran, otherwise. For a caller with its own way to wait
+        meanwhile (the queue's enqueues, collected per pass). On the loop's thread."""
+        loop = asyncio.get_running_loop()
+        spent = self._pass_loop is loop and self._pass_writes >= INLINE_PER_PASS
+        if spent or not self._may_inline(loop):
+            return None
+        outcome = self._inline_one(fn)
+        if outcome is not None:
+            self._pass_budget_spent(loop)
+        return outcome
+
+    def _pass_budget_spent(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Count an inline write in the pass of `loop` now running; True when the pass's
+        budget (`INLINE_PER_PASS`) is spent: a `write` caller yields a pass."""
+        if self._pass_loop is not loop:  # another loop's count (maybe closed unreset)
+            self._pass_writes = 0
+        if self._pass_writes == 0:
+            self._pass_loop = loop
+            loop.call_soon(self._next_pass)  # runs in the next pass
+        self._pass_writes += 1
+        return self._pass_writes >= INLINE_PER_PASS
+
+    def _next_pass(self) -> None:
+        self._pass_writes = 0
 
     def write_now(
         self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False
@@ -433,13 +510,18 @@ class Database:
             raise StoreError(f"{self.path}: database is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        call = _Call(fn, True, loop, future, inline=inline)
         if loop in self._pending:
             self._hand_over(loop)  # calls made earlier in this pass go first
-        if inline and self._may_inline(loop) and self._try_inline([call]):
-            _resolve([call])
-            return future
-        self._put_batch([call])
+        if inline and self._may_inline(loop):
+            outcome = self._inline_one(fn)
+            if outcome is not None:
+                ok, value = outcome
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
+                return future
+        self._put_batch([_Call(fn, True, loop, future, inline=inline)])
         return future
 
     async def _submit(
@@ -489,6 +571,10 @@ class Database:
         waiting or running (it would overtake it)."""
         return (
             self._inline_conn is not None
+            and not self._checkpointing
+            # The thread that far behind with the checkpoints (starved of CPU): calls go
+            # to it, after them, so the WAL outgrows its limit by that much at most.
+            and self._checkpoints_asked - self._checkpoints_done < CHECKPOINTS_BEHIND
             and self._handed == self._served
             and loop not in self._pending
             and not self._closed
@@ -496,35 +582,58 @@ class Database:
 
     def _try_inline(self, calls: list[_Call]) -> bool:
         """Run `calls` as one transaction on the inline connection, here and now; False
-        (nothing ran) when that would wait: the connection in use, a write lock of this
-        process held, or another process writing (BEGIN IMMEDIATE answers "busy" at
-        once: the busy timeout is 0). True: each call's outcome is set, after COMMIT."""
-        if not self._inline_lock.acquire(blocking=False):
+        (nothing ran) when that would wait (see `_inline_begin`). True: each call's
+        outcome is set, after COMMIT."""
+        conn = self._inline_begin()
+        if conn is None:
             return False
-        taken: list[threading.Lock] = []
         try:
-            conn = self._inline_conn  # read under the lock: the thread closes it under it
-            if conn is None:
-                return False
-            for lock in self._write_locks:
-                if not lock.acquire(blocking=False):
-                    return False
-                taken.append(lock)
+            self._run_begun(conn, calls)
+        finally:
+            self._inline_end()
+        return True
+
+    def _inline_one(self, fn: Callable[[sqlite3.Connection], T]) -> tuple[bool, Any] | None:
+        """`_try_inline` for one call, alone in its transaction: its outcome (ok, value
+        or exception) after COMMIT (or ROLLBACK), or None when nothing ran."""
+        conn = self._inline_begin()
+        if conn is None:
+            return None
+        try:
+            return _commit_alone(conn, fn)
+        finally:
+            self._inline_end()
+
+    def _inline_begin(self) -> sqlite3.Connection | None:
+        """The inline connection inside a BEGIN IMMEDIATE taken here and now, holding it
+        and this process's write lock of the file; None (nothing held) when that would
+        wait: the connection in use, the file's write lock held in this process, or
+        another process writing (BEGIN IMMEDIATE answers "busy" at once: the busy
+        timeout is 0). End it with `_inline_end` once COMMIT or ROLLBACK ran."""
+        if not self._inline_lock.acquire(blocking=False):
+            return None
+        conn = self._inline_conn  # read under the lock: the thread closes it under it
+        file_lock = self._file_lock
+        if conn is not None and file_lock.acquire(blocking=False):
             try:
                 conn.execute("BEGIN IMMEDIATE")
+                return conn
             except sqlite3.Error:
-                return False  # the thread will wait for the lock (or report the error)
-            self._run_begun(conn, calls)
-            self._inline_commits += 1
-            if self._inline_commits >= INLINE_CHECKPOINT_EVERY:
-                # Its WAL frames are checkpointed off the loop, by the thread.
-                self._inline_commits = 0
-                self._calls.put(_CHECKPOINT)
-            return True
-        finally:
-            for lock in reversed(taken):
-                lock.release()
-            self._inline_lock.release()
+                pass  # the thread will wait for the lock (or report the error)
+            file_lock.release()
+        self._inline_lock.release()
+        return None
+
+    def _inline_end(self) -> None:
+        """Release what `_inline_begin` took, counting the commit towards the next
+        checkpoint (which the thread runs: the inline connection never does)."""
+        self._inline_commits += 1
+        if self._inline_commits >= INLINE_CHECKPOINT_EVERY:
+            self._inline_commits = 0
+            self._checkpoints_asked += 1
+            self._calls.put(_CHECKPOINT)
+        self._file_lock.release()
+        self._inline_lock.release()
 
     def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` from synchronous code (never from the event loop thread)."""
@@ -587,6 +696,10 @@ class Database:
                 if item is _CHECKPOINT:
                     self._checkpoint()
                     continue
+                if item is _OPEN_INLINE:  # asked for before the calls after it: now
+                    if self._inline_wanted and self._inline_conn is None:
+                        self._open_inline()
+                    continue
                 assert isinstance(item, _Call)
                 inline = inline or item.inline
                 if item.abandoned():
@@ -618,25 +731,38 @@ class Database:
                 self._open_inline()
 
     def _open_inline(self) -> None:
-        """Open the inline connection (here, off the loop): busy timeout 0, so a BEGIN
-        that would wait for another process answers at once; no automatic checkpoint,
-        so a COMMIT never runs one (and its fsync) on the loop."""
+        """Open the inline connection (here, off the loop); on failure inline calls keep
+        going to the thread."""
         self._inline_wanted = False
-        try:
-            conn = connect(self.path)
-            conn.execute("PRAGMA busy_timeout = 0")
-            conn.execute("PRAGMA wal_autocheckpoint = 0")
-        except (sqlite3.Error, StoreError, OSError):
-            return  # inline calls keep going to the thread
-        self._inline_conn = conn
+        self._inline_conn = _inline_connection(self.path)
 
     def _checkpoint(self) -> None:
-        """Copy the WAL back into the database, waiting for nobody (PASSIVE), while no
-        inline write can start (they go to this thread meanwhile): one appending all
-        along would keep the checkpoint from ever finishing, and the WAL from starting
-        over, so it would grow without end."""
-        with self._inline_lock, contextlib.suppress(sqlite3.Error):
-            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        """Copy the WAL back into the database (PASSIVE: waiting for nobody) beside the
+        inline writes; and when the WAL was longer than `WAL_LIMIT_FRAMES`, once more
+        with them held off, so that it starts over.
+
+        A checkpoint copies the frames committed before it began, and SQLite starts the
+        WAL over at the first write after one that left nothing uncopied. Inline writes
+        appending while it runs leave it something every time, so the WAL would grow
+        without end; held off for every checkpoint (two fsyncs, the WAL's worth of
+        pages), they would cost their callers a trip to this thread and that long, every
+        time. So most checkpoints run beside them, and once in several (the WAL past its
+        limit) a second one, copying what they appended during the first, runs with
+        them held off: they come to this thread meanwhile, in order, and wait for it."""
+        conn = self._conn
+        try:
+            with contextlib.suppress(sqlite3.Error):
+                frames = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+                if frames <= WAL_LIMIT_FRAMES:
+                    return
+                self._checkpointing = True  # inline calls come here, not try the lock
+                try:
+                    with self._inline_lock:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                finally:
+                    self._checkpointing = False
+        finally:
+            self._checkpoints_done += 1
 
     def _run_one(self, call: _Call) -> None:
         try:
@@ -715,16 +841,44 @@ class Database:
                     call.done = (False, exc)
 
 
+def _inline_connection(path: Path) -> sqlite3.Connection | None:
+    """A connection for inline writes to `path`, or None when it cannot be opened: busy
+    timeout 0, so a BEGIN that would wait for another process answers at once; no
+    automatic checkpoint, so a COMMIT never runs one (and its fsyncs) on the loop."""
+    try:
+        conn = connect(path)
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+    except (sqlite3.Error, StoreError, OSError):
+        return None
+    return conn
+
+
 def _run_alone(conn: sqlite3.Connection, call: _Call) -> None:
     """The group of one, inside its BEGIN IMMEDIATE: COMMIT, or ROLLBACK on failure."""
+    call.done = _commit_alone(conn, call.fn)
+
+
+def _commit_alone(
+    conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]
+) -> tuple[bool, Any]:
+    """`fn(conn)` alone inside the BEGIN IMMEDIATE just taken on `conn`, then COMMIT, or
+    ROLLBACK on failure: (True, its value) or (False, the exception)."""
     try:
-        call.done = (True, call.fn(conn))
+        value = fn(conn)
         conn.execute("COMMIT")
     except BaseException as exc:
-        call.done = (False, exc)
         with contextlib.suppress(sqlite3.Error):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+        return False, exc
+    return True, value
+
+
+@types.coroutine
+def _one_pass() -> Generator[None, None, None]:
+    """Let the event loop run one pass (what `asyncio.sleep(0)` does, one frame less)."""
+    yield
 
 
 def _undo_savepoint(conn: sqlite3.Connection) -> bool:

@@ -40,6 +40,25 @@ async def test_enqueue_is_idempotent_by_id(queue: JobQueue) -> None:
     assert job is not None and job.payload == {"n": 1}
 
 
+async def test_an_enqueue_on_a_free_database_is_committed_when_it_returns(
+    tmp_path: Path,
+) -> None:
+    queue = JobQueue(await Database.open(tmp_path / "control.db", MIGRATIONS, inline=True))
+    try:
+        queued = queue.enqueue("job-1", "turn", {"n": 1})
+        assert queued.done() and queued.result() is True  # written inline, no pass waited
+        conn = sqlite3.connect(tmp_path / "control.db")  # another reader sees it committed
+        try:
+            assert conn.execute("SELECT status FROM jobs WHERE id = 'job-1'").fetchone() == (
+                "queued",
+            )
+        finally:
+            conn.close()
+        assert await queued is True
+    finally:
+        await queue.db.close()
+
+
 async def test_enqueue_many_queues_new_ids_once_in_one_transaction(queue: JobQueue) -> None:
     woken: list[str] = []
     queue.add_listener(woken.append)

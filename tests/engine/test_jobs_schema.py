@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from habakkuk.engine.jobs import FINISHED_SQL, MIGRATIONS, JobQueue, claim_sql
+from habakkuk.engine.jobs import FINISHED_SQL, LEASE_SQL, MIGRATIONS, JobQueue, claim_sql, pick_sql
 from habakkuk.engine.store import Database
 
 
@@ -103,23 +103,27 @@ async def test_writing_a_job_builds_no_table_to_test_the_partial_indexes(tmp_pat
     assert built == [0, 0, 0], built
 
 
-async def test_a_claim_of_one_job_builds_one_table_where_a_claim_of_several_builds_three(
+async def test_a_claim_of_one_job_builds_no_table_where_a_claim_of_several_builds_three(
     tmp_path: Path,
 ) -> None:
-    # RETURNING's rows always go through a table; a claim of several also builds one of
-    # the picked seqs (`seq IN (...)`) and another, which a claim of one need not.
+    # RETURNING's rows always go through a table, and `seq IN (...)` builds another of
+    # the picked seqs (and one more): the claim of one picks its row with a plain SELECT
+    # and leases it by seq, building none.
     db = await Database.open(tmp_path / "control.db", MIGRATIONS)
-    params = ("owner", 2.0, "host", 1, 1.0, "k", 1.0, 1)
     try:
         built = await db.run(
             lambda conn: [
                 sum(row[1] == "OpenEphemeral" for row in conn.execute(f"EXPLAIN {sql}", params))
-                for sql in (claim_sql(1, one=True), claim_sql(1))
+                for sql, params in (
+                    (pick_sql(1), ("k", 1.0)),
+                    (LEASE_SQL, ("owner", 2.0, "host", 1, 1.0, 1)),
+                    (claim_sql(1), ("owner", 2.0, "host", 1, 1.0, "k", 1.0, 1)),
+                )
             ]
         )
     finally:
         await db.close()
-    assert built == [1, 3], built
+    assert built == [0, 0, 3], built
 
 
 async def test_a_claim_of_one_takes_the_oldest_runnable_job_and_leaves_a_held_key(

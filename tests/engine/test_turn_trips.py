@@ -41,12 +41,14 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
         "inner", default=None
     )
     run, run_sync, write = Database.run, Database.run_sync, Database.write
-    write_now = Database.write_now
+    write_now, write_if_free = Database.write_now, Database.write_if_free
 
-    def noted(db: Database, fn: Callable[[sqlite3.Connection], Any]) -> Callable[..., Any]:
+    def noted(
+        db: Database, fn: Callable[[sqlite3.Connection], Any], into: list[Trip] | None = None
+    ) -> Callable[..., Any]:
         named = inner.get() or fn
         trip = Trip(Path(db.path).name, named.__qualname__, named.__module__)
-        trips.append(trip)
+        (trips if into is None else into).append(trip)
 
         def call(conn: sqlite3.Connection) -> Any:
             trip.result = fn(conn)
@@ -75,7 +77,17 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
     monkeypatch.setattr(Database, "run", counted_run)
     monkeypatch.setattr(Database, "run_sync", counted_run_sync)
     monkeypatch.setattr(Database, "write", counted_write)
+
+    def counted_write_if_free(db: Database, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        # Counted only when it ran: else the caller writes it another way, counted then.
+        ran: list[Trip] = []
+        outcome = write_if_free(db, noted(db, fn, ran))
+        if outcome is not None:
+            trips.extend(ran)
+        return outcome
+
     monkeypatch.setattr(Database, "write_now", counted_write_now)
+    monkeypatch.setattr(Database, "write_if_free", counted_write_if_free)
 
 
 def the_turns_own(trips: list[Trip]) -> list[Trip]:
