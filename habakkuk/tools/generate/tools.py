@@ -29,6 +29,7 @@ from habakkuk.tools.images import MAX_SOURCE_BYTES, ImageError, prepare
 from .journal import Backoff, Journal, Outcome, is_settled, run_job, run_sync, settled
 from .media import read_input_image, save_output, stem_for
 from .types import (
+    Generation,
     ImageMaker,
     ImageRequest,
     InputImage,
@@ -124,14 +125,9 @@ class _Generate(Tool):
         if self.usage is None or not outcome.fresh:
             return
         try:
+            spend = outcome.spend
             await self.usage.record_generation(
-                kind,
-                provider,
-                model,
-                agent=ctx.agent,
-                session=ctx.session,
-                usage=outcome.spend.usage,
-                cost=outcome.spend.cost,
+                Generation(kind, provider, model, ctx.agent, ctx.session, spend.usage, spend.cost)
             )
         except Exception as exc:  # the files are saved and paid for: the call still succeeds
             log.warning("%s: cannot record its usage: %s", self.name, exc)
