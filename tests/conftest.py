@@ -87,6 +87,27 @@ def mock_config(script_yaml: str = "", *, mode: str = "full", extra: str = "") -
     )
 
 
+# Each remote adapter type the fake model server speaks: its provider lines (base_url
+# under the server's address) and a model of that type.
+REMOTE_PROVIDERS = {
+    "anthropic": ("type: anthropic\n    base_url: {url}", "claude-haiku-4-5"),
+    "openai": ("type: openai\n    base_url: {url}/v1", "gpt-5-mini"),
+    "responses": ("type: responses\n    base_url: {url}/v1", "gpt-5"),
+    "litellm": ("type: litellm\n    base_url: {url}/v1", "openai/gpt-fake"),
+}
+
+
+def remote_config(kind: str, url: str, *, extra: str = "") -> str:
+    """A config with one provider `remote` of adapter type `kind` at `url` (a fake model
+    server) and one agent `main` on its model (REMOTE_PROVIDERS)."""
+    provider, model = REMOTE_PROVIDERS[kind]
+    return (
+        "providers:\n"
+        f"  remote:\n    {provider.format(url=url)}\n    key_env: REMOTE_KEY\n"
+        f"agents:\n  main:\n    model: remote/{model}\n    mode: full\n" + extra
+    )
+
+
 OpenRuntime = Callable[[str], Awaitable[Runtime]]
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.config import ModelRef
     from habakkuk.engine.llm.router import Caller
     from habakkuk.engine.llm.usage import UsageStore, UsageTotal
+    from habakkuk.tools.generate.types import Generation
 
 
 class UsageLedger:
@@ -28,24 +29,19 @@ class UsageLedger:
         if self.store is not None:
             await self.store.record(ref, caller, usage)
 
-    async def record_generation(
-        self,
-        kind: str,
-        provider: str,
-        model: str,
-        *,
-        agent: str,
-        session: str,
-        usage: Usage,
-        cost: float | None,
-    ) -> None:
+    async def record_generation(self, generation: Generation) -> None:
         """One paid generation (image, video) in the usage records, as its own kind."""
         if self.store is not None:
             from habakkuk.engine.config import ModelRef
             from habakkuk.engine.llm.router import Caller
 
+            g = generation
             await self.store.record_generation(
-                kind, ModelRef(provider, model), Caller(agent, session, kind), usage, cost=cost
+                g.kind,
+                ModelRef(g.provider, g.model),
+                Caller(g.agent, g.session, g.kind),
+                g.usage,
+                cost=g.cost,
             )
 
     async def record_search(

@@ -16,7 +16,23 @@ DEFAULT_LINES = 2000
 MAX_LIST_ENTRIES = 1000
 
 
-class ReadFile(Tool):
+class ReadsOneFile(Tool):
+    """A tool that reads the one file its `path` argument names (read_file,
+    read_document): risk read, and that path is what the permission check and the
+    credential-file rule see (reads_files)."""
+
+    risk = Risk.READ
+    reads_files = True
+
+    def path(self, args: dict[str, Any], ctx: ToolContext) -> Path:
+        """The file the call reads, resolved against the workspace."""
+        return ctx.resolve(args["path"])
+
+    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
+        return [self.path(args, ctx)]
+
+
+class ReadFile(ReadsOneFile):
     name = "read_file"
     description = (
         "Read a text file. Lines are numbered. Use offset (first line, 1-based) and limit "
@@ -32,14 +48,9 @@ class ReadFile(Tool):
         "required": ["path"],
         "additionalProperties": False,
     }
-    risk = Risk.READ
-    reads_files = True
-
-    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
-        return [ctx.resolve(args["path"])]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        path = ctx.resolve(args["path"])
+        path = self.path(args, ctx)
         offset = int(args.get("offset", 1))
         limit = int(args.get("limit", DEFAULT_LINES))
         return ToolOutput(await asyncio.to_thread(_read_lines, path, offset, limit, ctx))

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from habakkuk.cli import main
+from tests.conftest import REMOTE_PROVIDERS, remote_config
 from tests.fakes.loopback import Threaded
 from tests.fakes.model_server import Fail, FakeModelServer, Reply, ToolCall, WebSearch
 
@@ -30,13 +31,7 @@ def server() -> Iterator[FakeModelServer]:
         yield srv
 
 
-PROVIDERS = {
-    "anthropic": ("type: anthropic\n    base_url: {url}", "claude-haiku-4-5"),
-    "openai": ("type: openai\n    base_url: {url}/v1", "gpt-5-mini"),
-    "responses": ("type: responses\n    base_url: {url}/v1", "gpt-5"),
-    "litellm": ("type: litellm\n    base_url: {url}/v1", "openai/gpt-fake"),
-}
-# (input, output) list prices per million tokens of the models above
+# (input, output) list prices per million tokens of the models of REMOTE_PROVIDERS
 PRICES = {
     "anthropic": (1.0, 5.0),
     "openai": (0.25, 2.0),
@@ -46,16 +41,10 @@ PRICES = {
 
 
 def config_for(kind: str, url: str) -> str:
-    provider, model = PROVIDERS[kind]
-    return (
-        "providers:\n"
-        f"  remote:\n    {provider.format(url=url)}\n    key_env: REMOTE_KEY\n"
-        f"agents:\n  main:\n    model: remote/{model}\n    mode: full\n"
-        "pricing:\n  gpt-fake: {input: 2, output: 8}\n"
-    )
+    return remote_config(kind, url, extra="pricing:\n  gpt-fake: {input: 2, output: 8}\n")
 
 
-@pytest.mark.parametrize("kind", list(PROVIDERS))
+@pytest.mark.parametrize("kind", list(REMOTE_PROVIDERS))
 def test_run_answers_through_each_adapter_and_usage_shows_the_cost(
     kind: str,
     server: FakeModelServer,
@@ -93,7 +82,7 @@ def test_run_answers_through_each_adapter_and_usage_shows_the_cost(
 
     assert main(["usage", "--days", "1", "--agent", "main"]) == 0
     table = capsys.readouterr().out
-    assert f"remote/{PROVIDERS[kind][1]}" in table
+    assert f"remote/{REMOTE_PROVIDERS[kind][1]}" in table
     assert f"${row['cost']:,.4f}" in table
 
 

@@ -24,24 +24,8 @@ from habakkuk.engine.llm.types import (
     TextBlock,
     ToolResultBlock,
 )
-from tests.conftest import mock_config
+from tests.conftest import REMOTE_PROVIDERS, mock_config, remote_config
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
-
-PROVIDERS = {
-    "anthropic": ("type: anthropic\n    base_url: {url}", "claude-haiku-4-5"),
-    "openai": ("type: openai\n    base_url: {url}/v1", "gpt-5-mini"),
-    "responses": ("type: responses\n    base_url: {url}/v1", "gpt-5"),
-    "litellm": ("type: litellm\n    base_url: {url}/v1", "openai/gpt-fake"),
-}
-
-
-def config_for(kind: str, url: str) -> str:
-    provider, model = PROVIDERS[kind]
-    return (
-        "providers:\n"
-        f"  remote:\n    {provider.format(url=url)}\n    key_env: REMOTE_KEY\n"
-        f"agents:\n  main:\n    model: remote/{model}\n    mode: full\n"
-    )
 
 
 def png() -> bytes:
@@ -98,7 +82,7 @@ EXPECTED = {
 }
 
 
-@pytest.mark.parametrize("kind", list(PROVIDERS))
+@pytest.mark.parametrize("kind", list(REMOTE_PROVIDERS))
 async def test_a_tool_image_goes_after_all_tool_results_in_each_wire_shape(
     kind: str,
     runtime_factory: Any,
@@ -107,7 +91,7 @@ async def test_a_tool_image_goes_after_all_tool_results_in_each_wire_shape(
 ) -> None:
     monkeypatch.setenv("REMOTE_KEY", "k")
     async with FakeModelServer() as server:
-        runtime = await runtime_factory(config_for(kind, server.base_url))
+        runtime = await runtime_factory(remote_config(kind, server.base_url))
         workspace = runtime.config.agent("main").workspace_path
         workspace.mkdir(parents=True, exist_ok=True)
         (workspace / "pic.png").write_bytes(png())
@@ -138,10 +122,10 @@ async def test_a_model_that_rejects_images_goes_on_text_only_with_a_note(
     kind: str, runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    model = PROVIDERS[kind][1]
+    model = REMOTE_PROVIDERS[kind][1]
     async with FakeModelServer() as server:
         server.blind_models.add(model)
-        runtime = await runtime_factory(config_for(kind, server.base_url))
+        runtime = await runtime_factory(remote_config(kind, server.base_url))
         workspace = runtime.config.agent("main").workspace_path
         workspace.mkdir(parents=True, exist_ok=True)
         (workspace / "pic.png").write_bytes(png())
@@ -185,7 +169,7 @@ async def test_an_export_shows_a_tool_image_as_a_placeholder(
     runtime_factory: Any, model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    runtime = await runtime_factory(config_for("anthropic", model_server.base_url))
+    runtime = await runtime_factory(remote_config("anthropic", model_server.base_url))
     workspace = runtime.config.agent("main").workspace_path
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "pic.png").write_bytes(png())

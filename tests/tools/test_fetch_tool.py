@@ -16,6 +16,7 @@ from habakkuk.engine.llm.types import ToolUseBlock
 from habakkuk.engine.toolkit.registry import ToolContext, ToolError, ToolRegistry
 from habakkuk.tools.fetch_tool import FetchUrl
 from habakkuk.tools.html_text import html_to_text
+from tests.fakes.loopback import serve_on_loopback
 from tests.helpers import tool_context
 
 PAGE = """<html><head><title>The  Title</title><style>body{color:red}</style>
@@ -52,11 +53,7 @@ async def site() -> AsyncIterator[Site]:
     app.router.add_get("/page", page)
     app.router.add_get("/image", image)
     app.router.add_get("/missing", missing)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    tcp = web.TCPSite(runner, "127.0.0.1", 0)
-    await tcp.start()
-    state.port = runner.addresses[0][1]
+    runner, state.port = await serve_on_loopback(app)
     try:
         yield state
     finally:

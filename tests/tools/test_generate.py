@@ -34,7 +34,7 @@ from habakkuk.tools.generate.tools import (
     image_provider,
     video_provider,
 )
-from habakkuk.tools.generate.types import UsageLog
+from habakkuk.tools.generate.types import Generation, UsageLog
 from tests.fakes.media_gen import MP4, FakeMedia, png
 from tests.helpers import eventually, tool_context
 
@@ -48,19 +48,16 @@ class Ledger:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
 
-    async def record_generation(
-        self,
-        kind: str,
-        provider: str,
-        model: str,
-        *,
-        agent: str,
-        session: str,
-        usage: Usage,
-        cost: float | None,
-    ) -> None:
+    async def record_generation(self, generation: Generation) -> None:
+        g = generation
         self.rows.append(
-            {"kind": kind, "provider": provider, "model": model, "usage": usage, "cost": cost}
+            {
+                "kind": g.kind,
+                "provider": g.provider,
+                "model": g.model,
+                "usage": g.usage,
+                "cost": g.cost,
+            }
         )
 
 

@@ -27,6 +27,7 @@ from habakkuk.engine.toolkit.registry import (
 )
 from habakkuk.tools.images import MAX_BYTES, SCALED_SIDE, prepare, sniff
 from habakkuk.tools.view_image import ViewImage
+from tests.fakes.loopback import serve_on_loopback
 from tests.helpers import tool_context
 
 
@@ -248,11 +249,7 @@ async def site() -> AsyncIterator[Site]:
 
     app = web.Application()
     app.router.add_get("/{name}", serve)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    tcp = web.TCPSite(runner, "127.0.0.1", 0)
-    await tcp.start()
-    state.port = runner.addresses[0][1]
+    runner, state.port = await serve_on_loopback(app)
     try:
         yield state
     finally:

@@ -128,31 +128,7 @@ class UsageStore:
     ) -> float | None:
         """Store one successful call; returns its cost in dollars (None: unpriced)."""
         cost = self.prices.cost(ref.model, usage)
-        row = (
-            time.time() if at is None else at,
-            ref.provider,
-            ref.model,
-            caller.agent,
-            caller.session,
-            caller.purpose,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cache_read_tokens,
-            usage.cache_write_tokens,
-            cost,
-            usage.web_search_requests,
-            usage.web_fetch_requests,
-        )
-
-        def _insert(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO calls (at, provider, model, agent, session, purpose, input_tokens,"
-                " output_tokens, cache_read_tokens, cache_write_tokens, cost, web_searches,"
-                " web_fetches) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
-
-        await self.db.write(_insert)
+        await self._insert(at, ref, caller, caller.purpose, usage, cost)
         return cost
 
     async def record_generation(
@@ -169,30 +145,44 @@ class UsageStore:
         cost the provider reported, else its tokens priced by the table (None: unknown)."""
         if cost is None and usage.prompt_tokens + usage.output_tokens > 0:
             cost = self.prices.cost(ref.model, usage)
+        await self._insert(at, ref, caller, kind, usage, cost)
+        return cost
+
+    async def _insert(
+        self,
+        at: float | None,
+        ref: ModelRef,
+        caller: Caller,
+        purpose: str,
+        usage: Usage,
+        cost: float | None,
+    ) -> None:
+        """One row of calls, a model call's or a generation's (whose purpose is its kind)."""
         row = (
             time.time() if at is None else at,
             ref.provider,
             ref.model,
             caller.agent,
             caller.session,
-            kind,
+            purpose,
             usage.input_tokens,
             usage.output_tokens,
             usage.cache_read_tokens,
             usage.cache_write_tokens,
             cost,
+            usage.web_search_requests,
+            usage.web_fetch_requests,
         )
 
-        def _insert(conn: sqlite3.Connection) -> None:
+        def _write(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO calls (at, provider, model, agent, session, purpose, input_tokens,"
-                " output_tokens, cache_read_tokens, cache_write_tokens, cost)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " output_tokens, cache_read_tokens, cache_write_tokens, cost, web_searches,"
+                " web_fetches) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
 
-        await self.db.write(_insert)
-        return cost
+        await self.db.write(_write)
 
     async def totals(
         self,

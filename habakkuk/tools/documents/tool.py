@@ -11,13 +11,13 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from habakkuk.engine.toolkit.permissions import Risk
-from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+from habakkuk.engine.toolkit.registry import ToolContext, ToolError, ToolOutput
+from habakkuk.tools.files import ReadsOneFile
 
 from .output import MAX_OUTPUT_BYTES
 
 
-class ReadDocument(Tool):
+class ReadDocument(ReadsOneFile):
     """The read_document tool."""
 
     name = "read_document"
@@ -46,14 +46,9 @@ class ReadDocument(Tool):
         "required": ["path"],
         "additionalProperties": False,
     }
-    risk = Risk.READ
-    reads_files = True
-
-    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
-        return [ctx.resolve(args["path"])]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        path = ctx.resolve(args["path"])
+        path = self.path(args, ctx)
         text = await asyncio.to_thread(
             _read,
             path,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from .http import Api, same_origin
+from .http import ApiProvider, same_origin
 from .media import sniff
 from .types import (
     GenerationError,
@@ -40,14 +40,12 @@ def _size(size: str) -> dict[str, int] | str:
     return "square_hd"
 
 
-class FalQueue:
+class FalQueue(ApiProvider):
     """The queue protocol, shared by the image and video models."""
 
     name = "fal"
-
-    def __init__(self, model: str, base_url: str) -> None:
-        self.model = model
-        self.api = Api("fal", base_url, "Authorization", "Key ")
+    key_header = "Authorization"
+    key_prefix = "Key "
 
     async def _submit(self, model: str, body: dict[str, Any], *, key: str) -> Submitted:
         answer = await self.api.request(

@@ -11,7 +11,7 @@ from typing import Any
 
 from habakkuk.engine.llm.types import Usage
 
-from .http import Api
+from .http import ApiProvider
 from .media import sniff
 from .types import (
     GenerationError,
@@ -44,10 +44,6 @@ def aspect_ratio(size: str, choices: tuple[str, ...] = ASPECT_RATIOS) -> str | N
     return min(choices, key=distance)
 
 
-def _api(base_url: str) -> Api:
-    return Api("gemini", base_url, "x-goog-api-key")
-
-
 def _inline(picture: InputImage) -> dict[str, Any]:
     return {
         "inlineData": {
@@ -57,14 +53,15 @@ def _inline(picture: InputImage) -> dict[str, Any]:
     }
 
 
-class GeminiImages:
-    """image_generate on Gemini (synchronous, one request per image)."""
+class _Gemini(ApiProvider):
+    """The Gemini API, its key in x-goog-api-key."""
 
     name = "gemini"
+    key_header = "x-goog-api-key"
 
-    def __init__(self, model: str, base_url: str) -> None:
-        self.model = model
-        self.api = _api(base_url)
+
+class GeminiImages(_Gemini):
+    """image_generate on Gemini (synchronous, one request per image)."""
 
     async def make(self, request: ImageRequest, *, key: str, each: Saver) -> Spend:
         parts: list[dict[str, Any]] = [{"text": request.prompt}]
@@ -120,14 +117,8 @@ def _add(usage: Usage, meta: Any) -> Usage:
     )
 
 
-class GeminiVideos:
+class GeminiVideos(_Gemini):
     """video_generate on Veo (a long-running operation: resumable)."""
-
-    name = "gemini"
-
-    def __init__(self, model: str, base_url: str) -> None:
-        self.model = model
-        self.api = _api(base_url)
 
     async def submit(self, request: VideoRequest, *, key: str) -> Submitted:
         instance: dict[str, Any] = {"prompt": request.prompt}

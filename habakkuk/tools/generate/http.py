@@ -21,6 +21,19 @@ MAX_REDIRECTS = 5
 REQUEST_SECONDS = 300.0  # a synchronous image request can take minutes
 
 
+class ApiProvider:
+    """A provider over one HTTP API: its name, its model, and how its key is sent
+    (`key_header`, `key_prefix`) to the API at the configured base URL."""
+
+    name: str
+    key_header: str  # "Authorization", "x-goog-api-key"
+    key_prefix: str = ""  # "Bearer ", "Key "
+
+    def __init__(self, model: str, base_url: str) -> None:
+        self.model = model
+        self.api = Api(self.name, base_url, self.key_header, self.key_prefix)
+
+
 def origin(url: str) -> tuple[str, str, int | None]:
     """(scheme, host, port) of a URL, for the same-origin checks."""
     parts = urlsplit(url)

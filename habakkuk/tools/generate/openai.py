@@ -11,7 +11,7 @@ from typing import Any
 
 from habakkuk.engine.llm.types import Usage
 
-from .http import Api
+from .http import ApiProvider
 from .media import sniff
 from .types import (
     GenerationError,
@@ -35,18 +35,16 @@ def snap_seconds(seconds: int) -> int:
     return min(SORA_SECONDS, key=lambda s: (abs(s - seconds), -s))
 
 
-def _api(base_url: str) -> Api:
-    return Api("openai", base_url, "Authorization", "Bearer ")
-
-
-class OpenAIImages:
-    """image_generate on OpenAI (synchronous: nothing to resume)."""
+class _OpenAI(ApiProvider):
+    """The OpenAI API, its key a bearer token."""
 
     name = "openai"
+    key_header = "Authorization"
+    key_prefix = "Bearer "
 
-    def __init__(self, model: str, base_url: str) -> None:
-        self.model = model
-        self.api = _api(base_url)
+
+class OpenAIImages(_OpenAI):
+    """image_generate on OpenAI (synchronous: nothing to resume)."""
 
     async def make(self, request: ImageRequest, *, key: str, each: Saver) -> Spend:
         base = self.api.base_url
@@ -95,14 +93,8 @@ class OpenAIImages:
         return form
 
 
-class OpenAIVideos:
+class OpenAIVideos(_OpenAI):
     """video_generate on OpenAI's Videos API (a job: resumable)."""
-
-    name = "openai"
-
-    def __init__(self, model: str, base_url: str) -> None:
-        self.model = model
-        self.api = _api(base_url)
 
     async def submit(self, request: VideoRequest, *, key: str) -> Submitted:
         import aiohttp

@@ -29,6 +29,7 @@ from habakkuk.tools.images import MAX_SOURCE_BYTES, ImageError, prepare
 from .journal import Backoff, Journal, Outcome, is_settled, run_job, run_sync, settled
 from .media import read_input_image, save_output, stem_for
 from .types import (
+    Generation,
     ImageMaker,
     ImageRequest,
     InputImage,
@@ -68,6 +69,14 @@ def _read_image(path: Path) -> bytes | None:
     return data if len(data) <= MAX_SOURCE_BYTES else None
 
 
+def _saved(outcome: Outcome, ctx: ToolContext, head: str) -> list[str]:
+    """The heading of an answer (saying so when an earlier run of the call made the
+    files) and a line for each file saved."""
+    if not outcome.fresh:
+        head += " (by an earlier run of this call; nothing new was generated)"
+    return [f"{head}:", *(f"- {_shown(p, ctx.workspace)} ({_size(p)})" for p in outcome.saved)]
+
+
 def _shown(path: Path, workspace: Path) -> str:
     try:
         return str(path.relative_to(os.path.realpath(workspace)))
@@ -98,6 +107,15 @@ class _Generate(Tool):
     def title(self, args: dict[str, Any]) -> str:
         return str(args.get("prompt", ""))[:200]
 
+    async def _journal(self, ctx: ToolContext, provider: str) -> tuple[Journal, Outcome | None]:
+        """The call's journal, and its outcome when an earlier run of this call decided it
+        (then it needs no key, no input and no request)."""
+        journal = Journal(ctx.state, ctx, self.name, provider)
+        earlier = await journal.earlier()
+        if earlier is not None and is_settled(earlier):
+            return journal, await settled(journal, earlier)
+        return journal, None
+
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path] | None:
         given = args.get(self.image_arg)
         return [ctx.resolve(given)] if isinstance(given, str) and given else None
@@ -124,14 +142,9 @@ class _Generate(Tool):
         if self.usage is None or not outcome.fresh:
             return
         try:
+            spend = outcome.spend
             await self.usage.record_generation(
-                kind,
-                provider,
-                model,
-                agent=ctx.agent,
-                session=ctx.session,
-                usage=outcome.spend.usage,
-                cost=outcome.spend.cost,
+                Generation(kind, provider, model, ctx.agent, ctx.session, spend.usage, spend.cost)
             )
         except Exception as exc:  # the files are saved and paid for: the call still succeeds
             log.warning("%s: cannot record its usage: %s", self.name, exc)
@@ -180,11 +193,9 @@ class ImageGenerate(_Generate):
         self.timeout = timeout
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        journal = Journal(ctx.state, ctx, self.name, self.provider.name)
-        earlier = await journal.earlier()
-        if earlier is not None and is_settled(earlier):
-            # Decided by an earlier run of this call: no key, no input, no request.
-            return await self._answer(await settled(journal, earlier), journal, ctx)
+        journal, decided = await self._journal(ctx, self.provider.name)
+        if decided is not None:
+            return await self._answer(decided, journal, ctx)
         request = ImageRequest(
             prompt=args["prompt"],
             size=str(args.get("size") or self.config.size),
@@ -228,14 +239,11 @@ class ImageGenerate(_Generate):
         return ToolOutput("\n".join([text, *notes]), media=media)
 
     def _text(self, outcome: Outcome, ctx: ToolContext) -> str:
-        lines = [f"- {_shown(p, ctx.workspace)} ({_size(p)})" for p in outcome.saved]
         head = f"Saved {len(outcome.saved)} image(s) in the workspace"
-        if not outcome.fresh:
-            head += " (by an earlier run of this call; nothing new was generated)"
         tail = "Send one to the user with send_file."
         if outcome.note:
             tail = f"{outcome.note}\n{tail}"
-        return "\n".join([f"{head}:", *lines, tail])
+        return "\n".join([*_saved(outcome, ctx, head), tail])
 
     async def _media(
         self, saved: list[Path], ctx: ToolContext
@@ -304,10 +312,9 @@ class VideoGenerate(_Generate):
         )
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        journal = Journal(ctx.state, ctx, self.name, self.provider.name)
-        earlier = await journal.earlier()
-        if earlier is not None and is_settled(earlier):
-            return self._answer(await settled(journal, earlier), ctx)
+        journal, decided = await self._journal(ctx, self.provider.name)
+        if decided is not None:
+            return self._answer(decided, ctx)
         request = VideoRequest(
             prompt=args["prompt"],
             seconds=int(args.get("seconds", self.config.seconds)),
@@ -340,11 +347,10 @@ class VideoGenerate(_Generate):
         return answer
 
     def _answer(self, outcome: Outcome, ctx: ToolContext) -> ToolOutput:
-        lines = [f"- {_shown(p, ctx.workspace)} ({_size(p)})" for p in outcome.saved]
         head = "Saved the clip in the workspace"
-        if not outcome.fresh:
-            head += " (by an earlier run of this call; nothing new was generated)"
-        return ToolOutput("\n".join([f"{head}:", *lines, "Send it to the user with send_file."]))
+        return ToolOutput(
+            "\n".join([*_saved(outcome, ctx, head), "Send it to the user with send_file."])
+        )
 
 
 def image_provider(config: ImagesConfig) -> ImageMaker | JobProvider:

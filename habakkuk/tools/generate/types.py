@@ -129,19 +129,24 @@ class Saver(Protocol):
     async def __call__(self, output: Output) -> None: ...
 
 
+@dataclass(frozen=True)
+class Generation:
+    """One paid generation as the usage records keep it: its kind (image, video), who
+    made it, for which agent's session, its tokens and the dollars the provider reported
+    (None: it reports none)."""
+
+    kind: str
+    provider: str
+    model: str
+    agent: str
+    session: str
+    usage: Usage
+    cost: float | None
+
+
 class UsageLog(Protocol):
     """Where each generation is recorded (services.usage.UsageLedger)."""
 
-    async def record_generation(
-        self,
-        kind: str,
-        provider: str,
-        model: str,
-        *,
-        agent: str,
-        session: str,
-        usage: Usage,
-        cost: float | None,
-    ) -> None:
+    async def record_generation(self, generation: Generation) -> None:
         """One generation in the usage records, as its own kind."""
         ...

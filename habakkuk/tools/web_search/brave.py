@@ -3,35 +3,28 @@ results are web.results[] (title, url, description)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .http import request_json
-from .types import SearchAnswer, SearchError, hit
+from .http import KeyedProvider
+from .types import SearchAnswer, answer, hit, result_dicts
 
 if TYPE_CHECKING:
     import aiohttp
 
-BASE_URL = "https://api.search.brave.com"
 
-
-class Brave:
+class Brave(KeyedProvider):
     """The Brave Search web search API."""
 
     name = "brave"
-
-    def __init__(self, *, key_env: str, base_url: str | None = None) -> None:
-        self.key_env = key_env
-        self.base_url = (base_url or BASE_URL).rstrip("/")
+    default_base_url = "https://api.search.brave.com"
 
     async def search(
         self, http: aiohttp.ClientSession, query: str, n: int, key: str | None
     ) -> SearchAnswer:
-        body = await request_json(
+        body = await self.request_json(
             http,
-            self.name,
             "GET",
-            f"{self.base_url}/res/v1/web/search",
-            key_env=self.key_env,
+            "/res/v1/web/search",
             headers={"X-Subscription-Token": key or "", "Accept": "application/json"},
             params={"q": query, "count": str(n)},
         )
@@ -39,11 +32,5 @@ class Brave:
         if web is None and isinstance(body, dict) and "query" in body:
             return SearchAnswer()  # no web results at all: Brave leaves the section out
         results = web.get("results") if isinstance(web, dict) else None
-        if not isinstance(results, list):
-            raise SearchError("brave: the answer has no web.results list")
-        hits = [hit(r.get("title"), r.get("url"), r.get("description")) for r in _dicts(results)]
-        return SearchAnswer([h for h in hits if h is not None][:n])
-
-
-def _dicts(items: list[Any]) -> list[dict[str, Any]]:
-    return [item for item in items if isinstance(item, dict)]
+        found = result_dicts(self.name, results, "web.results")
+        return answer((hit(r.get("title"), r.get("url"), r.get("description")) for r in found), n)

@@ -6,43 +6,34 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .http import request_json
-from .types import SearchAnswer, SearchError, hit
+from .http import KeyedProvider
+from .types import SearchAnswer, answer, hit, result_dicts
 
 if TYPE_CHECKING:
     import aiohttp
 
-BASE_URL = "https://api.exa.ai"
 
-
-class Exa:
+class Exa(KeyedProvider):
     """The Exa search API, asking for highlights (the passages that match the query)."""
 
     name = "exa"
-
-    def __init__(self, *, key_env: str, base_url: str | None = None) -> None:
-        self.key_env = key_env
-        self.base_url = (base_url or BASE_URL).rstrip("/")
+    default_base_url = "https://api.exa.ai"
 
     async def search(
         self, http: aiohttp.ClientSession, query: str, n: int, key: str | None
     ) -> SearchAnswer:
-        body = await request_json(
+        body = await self.request_json(
             http,
-            self.name,
             "POST",
-            f"{self.base_url}/search",
-            key_env=self.key_env,
+            "/search",
             headers={"x-api-key": key or ""},
             json_body={"query": query, "numResults": n, "contents": {"highlights": True}},
         )
         results = body.get("results") if isinstance(body, dict) else None
-        if not isinstance(results, list):
-            raise SearchError("exa: the answer has no results list")
-        hits = [
-            hit(r.get("title"), r.get("url"), _snippet(r)) for r in results if isinstance(r, dict)
-        ]
-        return SearchAnswer([h for h in hits if h is not None][:n], _cost(body))
+        found = result_dicts(self.name, results)
+        return answer(
+            (hit(r.get("title"), r.get("url"), _snippet(r)) for r in found), n, _cost(body)
+        )
 
 
 def _snippet(result: dict[str, Any]) -> object:

@@ -77,6 +77,27 @@ async def request_json(
         ) from None
 
 
+class KeyedProvider:
+    """A search API that takes a key in a header: its name, the variable the key comes
+    from, its address (the configured base URL, else the service's own) and the request
+    path every such provider shares."""
+
+    name: str
+    default_base_url: str
+
+    def __init__(self, *, key_env: str, base_url: str | None = None) -> None:
+        self.key_env = key_env
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+
+    async def request_json(
+        self, http: aiohttp.ClientSession, method: str, path: str, **options: Any
+    ) -> Any:
+        """`request_json` to `path` under the base URL; a refusal names the key's variable."""
+        return await request_json(
+            http, self.name, method, f"{self.base_url}{path}", key_env=self.key_env, **options
+        )
+
+
 async def _read(response: aiohttp.ClientResponse, provider: str) -> bytes:
     chunks: list[bytes] = []
     size = 0

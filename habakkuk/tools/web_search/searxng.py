@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .http import request_json
-from .types import SearchAnswer, SearchError, hit
+from .types import SearchAnswer, SearchError, answer, hit, result_dicts
 
 if TYPE_CHECKING:
     import aiohttp
@@ -41,11 +41,5 @@ class SearXNG:
                 ) from None
             raise
         results = body.get("results") if isinstance(body, dict) else None
-        if not isinstance(results, list):
-            raise SearchError("searxng: the answer has no results list")
-        hits = [
-            hit(r.get("title"), r.get("url"), r.get("content"))
-            for r in results
-            if isinstance(r, dict)
-        ]
-        return SearchAnswer([h for h in hits if h is not None][:n])
+        found = result_dicts(self.name, results)
+        return answer((hit(r.get("title"), r.get("url"), r.get("content")) for r in found), n)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import aiohttp
 
 TITLE_CHARS = 200
@@ -85,3 +87,16 @@ def hit(title: object, url: object, snippet: object) -> SearchHit | None:
         return None
     address = url.strip()
     return SearchHit(plain(title, TITLE_CHARS) or address, address, plain(snippet, SNIPPET_CHARS))
+
+
+def result_dicts(provider: str, results: object, where: str = "results") -> list[dict[str, Any]]:
+    """The objects of an answer's result list (`where` names it in the error); SearchError
+    when the answer has no such list."""
+    if not isinstance(results, list):
+        raise SearchError(f"{provider}: the answer has no {where} list")
+    return [item for item in results if isinstance(item, dict)]
+
+
+def answer(hits: Iterable[SearchHit | None], n: int, cost: float | None = None) -> SearchAnswer:
+    """The first `n` of the hits that have an address to cite."""
+    return SearchAnswer([h for h in hits if h is not None][:n], cost)
