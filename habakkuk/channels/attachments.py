@@ -1,5 +1,5 @@
 """What the model gets of a file that came with a chat message: the one rule for every
-surface (the channels' gateway and the web chat's uploads).
+surface (the channels' gateway, the web chat's uploads and the terminal's dropped files).
 
 Images and PDFs go to the model as they are (content blocks by blob reference, which
 every adapter sends in its own wire shape). A document the model cannot take as it
@@ -27,6 +27,9 @@ INLINE_TEXT_BYTES = 100_000
 # The ContextBlock kind of a document's extracted text (not the user's own words:
 # titles, search and exports leave it out).
 ATTACHMENT_KIND = "attachment"
+# The largest file a message may bring, on every surface, and the note in its place.
+MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
+TOO_LARGE = "[attachment {name} was too large to download]"
 
 
 @dataclass(frozen=True)

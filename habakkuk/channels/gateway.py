@@ -44,7 +44,7 @@ from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalRequest
 
 from .adapter import Adapter, Address, Button, InboundMessage, SendError
-from .attachments import for_model
+from .attachments import MAX_ATTACHMENT_BYTES, TOO_LARGE, for_model
 from .conversation import ChannelConversation
 from .facade import RuntimeFacade
 from .outbox import Outbox
@@ -52,8 +52,6 @@ from .store import PROMPT_SECONDS, ChannelStore, Prompt
 from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
-
-MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 
 # Habakkuk's own chat text, one catalog (English); other locales plug in by key.
 TEXT = {
@@ -73,7 +71,7 @@ TEXT = {
     "not_allowed": "You are not allowed to answer this.",
     "failed": "Sorry, that failed: {error}",
     "working": "⏳ Working…",
-    "too_large": "[attachment {name} was too large to download]",
+    "too_large": TOO_LARGE,
     "download_failed": "[attachment {name} could not be downloaded: {error}]",
     "saved": "[attachment saved to inbox/{name}]",
     "voice": "[voice note transcript: {text}]",

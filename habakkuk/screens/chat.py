@@ -42,6 +42,7 @@ from habakkuk.screens.bus_messages import (
     TurnThinkingArrived,
 )
 from habakkuk.screens.chat_conversation import TerminalConversation
+from habakkuk.screens.dropped import regular_file, split_dropped
 from habakkuk.screens.sections import section_keys
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.child_progress import ChildProgress
@@ -229,22 +230,36 @@ class ChatScreen(RuntimeScreen):
             # "yes" typed while an approval waits answers it, as it does in a chat.
             self.run_worker(self._prompt.action_answer(word), group="answer")
             return
-        if message.text.startswith("/"):
+        # A file dropped on the terminal arrives as its pasted path (which starts with "/",
+        # like a command): the paths that name files are the message's attachments.
+        dropped = split_dropped(message.text, regular_file)
+        if dropped.paths:
+            self._send(dropped.text, dropped.paths)
+        elif message.text.startswith("/"):
             self._command(message.text)
         else:
             self._send(message.text)
 
     @work(group="send")
-    async def _send(self, text: str) -> None:
+    async def _send(self, text: str, paths: tuple[str, ...] = ()) -> None:
         if not self.session_id:
             session = await self.runtime.sessions.new_session(
                 self.agent_name or None, origin="tui", chat=True
             )
             self.session_id = session.id
             self._view.session = session.id
-            self.session_title = text.strip().splitlines()[0][:80]
-        await self._view.add_user(text)
-        turn = await self.runtime.turns.submit(self.session_id, text, attended=True)
+            first = text.strip().splitlines()[0] if text.strip() else ""
+            self.session_title = (first or ", ".join(p.rsplit("/", 1)[-1] for p in paths))[:80]
+        if text.strip():
+            await self._view.add_user(text)
+        if paths:
+            sent = await self.runtime.turns.submit_files(
+                self.session_id, text, paths, attended=True
+            )
+            await self._view.add_sent_files(sent.files)
+            turn = sent.turn
+        else:
+            turn = await self.runtime.turns.submit(self.session_id, text, attended=True)
         self._queued(turn)
         self.post_message(self.TurnSent(self.session_id, turn))
 

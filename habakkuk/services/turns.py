@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import mimetypes
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from habakkuk.channels.delivery_types import DELIVERY_PREFIX, UNSENT_PREFIX
 from habakkuk.engine.agent.requests import TURN_KIND, ReplyTo, TurnRequest
-from habakkuk.engine.agent.turn_access import TurnOutcome, outcome_of
+from habakkuk.engine.agent.turn_access import FilesTurn, SentFile, TurnOutcome, outcome_of
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.events import JobFinished
 from habakkuk.engine.jobs import enqueued
@@ -69,6 +71,42 @@ class Turns:
         )
         await self._queue(turn, request)
         return turn
+
+    async def submit_files(
+        self, session_id: str, text: str, paths: Sequence[str], *, attended: bool = False
+    ) -> FilesTurn:
+        """Queue a turn for `text` with the files at `paths` (on this machine) attached.
+
+        Each file is copied to the agent's workspace/inbox/ and what the model gets of it
+        is the channels' attachments rule (images and PDFs as blocks, other documents as
+        their text), as for a chat's or the web chat's upload. A file over the size cap,
+        or one that cannot be read, gets a note in the message instead.
+        """
+        from habakkuk.channels.attachments import MAX_ATTACHMENT_BYTES, TOO_LARGE, for_model
+
+        session = await self.sessions.session(session_id)
+        lines = [text] if text.strip() else []
+        blocks: list[Block] = []
+        files: list[SentFile] = []
+        for given in paths:
+            path = Path(given)
+            media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            data, note = await asyncio.to_thread(_read_capped, path, MAX_ATTACHMENT_BYTES)
+            if data is None:
+                note = note or TOO_LARGE.format(name=path.name)
+                lines.append(note)
+                files.append(SentFile(given, path.name, _size(path), media, note=note))
+                continue
+            saved = await self.sessions.save_attachment(session.agent, path.name, data)
+            lines.append(f"[attached file: {saved} ({media}, {len(data)} bytes)]")
+            name = saved.rsplit("/", 1)[-1]
+            for_it = await for_model(self.sessions.blobs, data, media, name, saved)
+            blocks.extend(for_it.blocks)
+            if for_it.note:
+                lines.append(for_it.note)
+            files.append(SentFile(given, path.name, len(data), media, saved=saved))
+        turn = await self.submit(session_id, "\n".join(lines), attended=attended, blocks=blocks)
+        return FilesTurn(turn, tuple(files))
 
     async def _queue(self, job_id: str, request: TurnRequest) -> None:
         """Find the session and queue the job in one trip (NotFound: no such session);
@@ -139,3 +177,20 @@ class Turns:
     async def recent_failures(self, limit: int = 10) -> list[Job]:
         """Jobs that failed for good, newest first."""
         return await self.queue.recent_failures(limit)
+
+
+def _read_capped(path: Path, cap: int) -> tuple[bytes | None, str]:
+    """The file's bytes, or None and why not ("" when it is over `cap` bytes)."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(cap + 1)  # one byte more tells an over-cap file without reading it all
+    except OSError as exc:
+        return None, f"[attachment {path.name} could not be read: {exc.strerror or exc}]"
+    return (data, "") if len(data) <= cap else (None, "")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -9,7 +9,7 @@ media) into FileCards.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from textual.geometry import Region
     from textual.screen import Screen
 
+    from habakkuk.engine.agent.turn_access import SentFile
     from habakkuk.engine.sessions import StoredMessage
 
 # How much of a loaded transcript, from the bottom, is built at once (in screens).
@@ -490,6 +491,17 @@ class MessageView(VerticalScroll, can_focus=True):
         await self.mount(Notice(text, error=error))
         if follow:
             self.anchor()
+
+    async def add_sent_files(self, files: Sequence[SentFile]) -> None:
+        """Show the files the user just sent: a card for each one attached, a note for
+        each one left out (over the size cap, unreadable)."""
+        await self._to_end()
+        for file in files:
+            if file.note:
+                await self.mount(Notice(f"Not attached: {file.note}", error=True))
+            else:
+                await self.mount(FileCard(file.path, file.name, file.media_type))
+        self.anchor()
 
     async def add_files(self, messages: list[StoredMessage]) -> None:
         """Show the images of a turn's tool results (a tool showed or made them) as cards."""

@@ -42,6 +42,26 @@ def outcome_of(job: Job) -> TurnOutcome:
     )
 
 
+@dataclass(frozen=True)
+class SentFile:
+    """One file a message brought from the user's disk (a file dropped on the terminal)."""
+
+    path: str  # where it was on the user's disk
+    name: str
+    size: int
+    media_type: str
+    saved: str = ""  # its copy, relative to the agent's workspace (inbox/...); "" when not
+    note: str = ""  # why it was not attached (over the size cap, unreadable), else ""
+
+
+@dataclass(frozen=True)
+class FilesTurn:
+    """A turn queued with files: its id and what became of each file."""
+
+    turn: str
+    files: tuple[SentFile, ...]
+
+
 class TurnsAccess(Protocol):
     """The turn queue of the home and this process's pools (habakkuk.services.turns.Turns)."""
 
@@ -57,6 +77,13 @@ class TurnsAccess(Protocol):
     ) -> str:
         """Queue a turn for `text` in the session; returns the turn id (a `turn_id` from
         the message's cause makes a redelivery a no-op)."""
+        ...
+
+    async def submit_files(
+        self, session_id: str, text: str, paths: Sequence[str], *, attended: bool = False
+    ) -> FilesTurn:
+        """Queue a turn for `text` with the files at `paths` (on this machine) attached by
+        the channels' attachments rule; each is copied to the agent's inbox."""
         ...
 
     async def compact_session(
