@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from habakkuk.engine.toolkit.permissions import Risk
-from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolOutput
 
 DEFAULT_MAX_CHARS = 50_000
 MAX_CHARS = 400_000
@@ -56,32 +56,19 @@ class FetchUrl(Tool):
         self.timeout = timeout
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        import aiohttp
-
         # Loaded by the first fetch: a turn that fetches nothing never pays for them.
         from habakkuk.tools.html_text import html_to_text
-        from habakkuk.tools.netguard import FetchError, SSRFError, fetch_guarded
+        from habakkuk.tools.netguard import fetch_for_tool
 
         url = args["url"].strip()
         limit = int(args.get("max_chars", DEFAULT_MAX_CHARS))
-        try:
-            result = await fetch_guarded(
-                url,
-                allow_private=self.allow_private,
-                max_bytes=MAX_BYTES,
-                timeout=self.timeout,
-            )
-        except SSRFError as exc:
-            raise ToolError(
-                f"fetch_url: {exc} (private and local addresses are refused unless "
-                "tools.allow_private_urls is set)"
-            ) from None
-        except FetchError as exc:
-            raise ToolError(f"fetch_url: {exc}") from None
-        except TimeoutError:
-            raise ToolError(f"fetch_url: {url} did not answer within {self.timeout:g}s") from None
-        except (aiohttp.ClientError, ValueError) as exc:
-            raise ToolError(f"fetch_url: cannot fetch {url}: {exc or type(exc).__name__}") from None
+        result = await fetch_for_tool(
+            self.name,
+            url,
+            allow_private=self.allow_private,
+            max_bytes=MAX_BYTES,
+            timeout=self.timeout,
+        )
         header = f"{result.url} ({result.status}, {result.content_type or 'unknown type'})"
         if result.redirects:
             header += f" after {len(result.redirects)} redirect(s)"

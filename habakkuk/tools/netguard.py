@@ -461,3 +461,29 @@ async def fetch_guarded(
     finally:
         if own_session:
             await client.close()
+
+
+async def fetch_for_tool(
+    tool: str, url: str, *, allow_private: bool, max_bytes: int, timeout: float
+) -> FetchResult:
+    """`fetch_guarded` for tool `tool`: every refusal or failure is its one-line ToolError
+    (what the model reads), so each web-reading tool words them the same way."""
+    import aiohttp
+
+    from habakkuk.engine.toolkit.registry import ToolError
+
+    try:
+        return await fetch_guarded(
+            url, allow_private=allow_private, max_bytes=max_bytes, timeout=timeout
+        )
+    except SSRFError as exc:
+        raise ToolError(
+            f"{tool}: {exc} (private and local addresses are refused unless "
+            "tools.allow_private_urls is set)"
+        ) from None
+    except FetchError as exc:
+        raise ToolError(f"{tool}: {exc}") from None
+    except TimeoutError:
+        raise ToolError(f"{tool}: {url} did not answer within {timeout:g}s") from None
+    except (aiohttp.ClientError, ValueError) as exc:
+        raise ToolError(f"{tool}: cannot fetch {url}: {exc or type(exc).__name__}") from None

@@ -76,30 +76,15 @@ class ViewImage(Tool):
 
     async def _download(self, url: str) -> tuple[bytes, str, str]:
         """(the body, a label for messages, a file name) of an image URL, through the guard."""
-        import aiohttp
+        from habakkuk.tools.netguard import fetch_for_tool
 
-        from habakkuk.tools.netguard import FetchError, SSRFError, fetch_guarded
-
-        try:
-            result = await fetch_guarded(
-                url,
-                allow_private=self.allow_private,
-                max_bytes=MAX_SOURCE_BYTES,
-                timeout=self.timeout,
-            )
-        except SSRFError as exc:
-            raise ToolError(
-                f"view_image: {exc} (private and local addresses are refused unless "
-                "tools.allow_private_urls is set)"
-            ) from None
-        except FetchError as exc:
-            raise ToolError(f"view_image: {exc}") from None
-        except TimeoutError:
-            raise ToolError(f"view_image: {url} did not answer within {self.timeout:g}s") from None
-        except (aiohttp.ClientError, ValueError) as exc:
-            raise ToolError(
-                f"view_image: cannot fetch {url}: {exc or type(exc).__name__}"
-            ) from None
+        result = await fetch_for_tool(
+            self.name,
+            url,
+            allow_private=self.allow_private,
+            max_bytes=MAX_SOURCE_BYTES,
+            timeout=self.timeout,
+        )
         if result.status >= 400:
             raise ToolError(f"view_image: {result.url} answered HTTP {result.status}")
         if result.truncated:
