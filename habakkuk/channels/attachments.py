@@ -1,8 +1,9 @@
 """What the model gets of a file that came with a chat message: the one rule for every
 surface (the channels' gateway, the web chat's uploads and the terminal's dropped files).
 
-Images and PDFs go to the model as they are (content blocks by blob reference, which
-every adapter sends in its own wire shape). A document the model cannot take as it
+Images (told by their bytes, prepared as view_image prepares them) and PDFs go to the
+model as content blocks by blob reference, which every adapter sends in its own wire
+shape. A document the model cannot take as it
 is (DOCX, XLSX, PPTX, HTML, plain text) is read by read_document's reader and its
 text, cut at INLINE_TEXT_BYTES, goes in a context block of the user message; the note
 says that read_document on the saved inbox copy reads the rest. A document that
@@ -49,12 +50,23 @@ async def for_model(
     workspace (inbox/...), so the model can read on with read_document.
     """
     from habakkuk.tools.documents.sniff import HEAD_BYTES, sniff_bytes
+    from habakkuk.tools.images import ImageError, prepare, sniff
 
     media = media_type.split(";")[0].strip().lower()
     suffix = Path(name).suffix
+    if sniff(data) is not None:
+        # Told by its bytes, as view_image tells them, and held to the same limits (a
+        # bomb or a corrupt file is a note; a large one goes as a 1568 px JPEG).
+        try:
+            image = await asyncio.to_thread(prepare, data, saved)
+        except ImageError as exc:
+            return ForModel(note=f"[attachment {saved} not shown: {exc}]")
+        blob = await blobs.put(image.data, image.suffix)
+        return ForModel([ImageBlock(image.media_type, blob=str(blob), name=name)])
     if media in IMAGE_TYPES:
-        blob = await blobs.put(data, suffix)
-        return ForModel([ImageBlock(media, blob=str(blob), name=name)])
+        return ForModel(
+            note=f"[attachment {saved} not shown: it says {media}, but it is not an image]"
+        )
     kind = sniff_bytes(data[:HEAD_BYTES])
     if kind == "pdf":
         blob = await blobs.put(data, suffix)

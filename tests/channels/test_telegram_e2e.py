@@ -21,8 +21,11 @@ from habakkuk.engine.llm.types import ImageBlock, TextBlock
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
 from tests.conftest import mock_config
+from tests.fakes.media_gen import png
 from tests.helpers import eventually
 from tests.hook_log import HookLog
+
+PHOTO = png(4, 3)  # a real PNG: attachments are told images by their bytes
 
 TOKEN = BOT_TOKEN  # the shared `tg` fixture's bot
 OpenRuntime = Callable[..., Awaitable[Runtime]]
@@ -445,7 +448,7 @@ async def test_attachments_reach_the_inbox_and_the_model(
         runtime = await start(
             extra=f"transcription:\n  base_url: http://127.0.0.1:{port}/v1\n  key_env: null\n"
         )
-        tg.add_file("PHOTO1", b"\x89PNG fake image", "photos/file_1.jpg")
+        tg.add_file("PHOTO1", PHOTO, "photos/file_1.jpg")
         tg.add_file("VOICE1", b"OggS fake voice", "voice/file_2.oga")
         tg.message(
             caption="look",
@@ -481,7 +484,7 @@ async def test_attachments_reach_the_inbox_and_the_model(
     assert [b.type for b in first_user.blocks][:3] == ["text", "image", "context"]
     image = first_user.blocks[1]
     assert isinstance(image, ImageBlock)
-    assert Path(image.blob).read_bytes() == b"\x89PNG fake image"
+    assert Path(image.blob).read_bytes() == PHOTO
     text = first_user.blocks[0]
     assert isinstance(text, TextBlock) and "inbox/" in text.text
     assert transcribed == ["whisper-1"]

@@ -10,7 +10,10 @@ import aiohttp
 
 from tests.conftest import mock_config
 from tests.fakes.loopback import serve_on_loopback
+from tests.fakes.media_gen import png
 from tests.server.conftest import SSEReader
+
+SHOT = png(4, 3)  # a real PNG: attachments are told images by their bytes
 
 
 def script(release: Path) -> str:
@@ -185,6 +188,24 @@ async def test_new_starts_a_fresh_session_without_a_turn(serve: Any, tmp_path: P
     assert new["session"] in status["message"]
 
 
+async def test_an_upload_that_claims_to_be_an_image_but_is_not_gets_a_note_not_a_block(
+    serve: Any, tmp_path: Path
+) -> None:
+    served = await serve(mock_config(script(tmp_path / "go")))
+    form = aiohttp.FormData()
+    form.add_field("conversation", "c8")
+    form.add_field("text", "look")
+    form.add_field("file", b"not an image at all", filename="fake.png", content_type="image/png")
+    headers = served.auth(**{"X-Habakkuk-Client": "test"})
+    async with served.client.post(served.url + "/api/chat", data=form, headers=headers) as response:
+        assert response.status == 202, await response.text()
+        sent = await response.json()
+    outcome = await asyncio.wait_for(served.runtime.turns.wait_turn(sent["turn"]), 30)
+    first = (await served.runtime.sessions.messages(outcome.session))[0].message
+    assert [b for b in first.blocks if b.type == "image"] == []
+    assert "inbox/fake.png not shown: it says image/png, but it is not an image" in first.text
+
+
 async def test_attachments_go_to_the_workspace_inbox(serve: Any, tmp_path: Path) -> None:
     served = await serve(mock_config(script(tmp_path / "go")))
     form = aiohttp.FormData()
@@ -192,7 +213,7 @@ async def test_attachments_go_to_the_workspace_inbox(serve: Any, tmp_path: Path)
     form.add_field("text", "see attached")
     form.add_field("id", "upload-1")
     form.add_field("file", b"col1,col2\n1,2\n", filename="../../data.csv", content_type="text/csv")
-    form.add_field("file", b"\x89PNG fake", filename="shot.png", content_type="image/png")
+    form.add_field("file", SHOT, filename="shot.png", content_type="image/png")
     headers = served.auth(**{"X-Habakkuk-Client": "test"})
     async with served.client.post(served.url + "/api/chat", data=form, headers=headers) as response:
         assert response.status == 202, await response.text()
@@ -205,7 +226,7 @@ async def test_attachments_go_to_the_workspace_inbox(serve: Any, tmp_path: Path)
     assert "inbox/data.csv" in first.text
     images = [b for b in first.blocks if b.type == "image"]
     assert [(i.media_type, i.name) for i in images] == [("image/png", "shot.png")]
-    assert (workspace / "inbox" / "shot.png").read_bytes() == b"\x89PNG fake"
+    assert (workspace / "inbox" / "shot.png").read_bytes() == SHOT
     audio = aiohttp.FormData()
     audio.add_field("conversation", "c7")
     audio.add_field("audio", b"RIFF", filename="a.wav", content_type="audio/wav")

@@ -14,10 +14,11 @@ from habakkuk.widgets.file_card import FileCard
 from habakkuk.widgets.notice import Notice
 from habakkuk.widgets.user_message import UserMessage
 from tests.conftest import WriteConfig
+from tests.fakes.media_gen import png
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.tui.conftest import make_app, running
 
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
+PNG = png(4, 3)  # a real PNG: attachments are told images by their bytes
 PDF = b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n"
 
 CONFIG = """
