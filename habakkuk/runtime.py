@@ -31,7 +31,7 @@ from habakkuk.engine.pools import Pool
 from habakkuk.engine.retention import RETENTION_KIND, queue_sweeps, sweep_with
 from habakkuk.engine.sessions import Session, TranscriptStore
 from habakkuk.engine.state import StateStore
-from habakkuk.engine.store import BlobStore, Database
+from habakkuk.engine.store import BlobStore, Database, SqliteDatabase
 from habakkuk.engine.toolkit.approvals import Approver
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
@@ -171,7 +171,7 @@ class Runtime:
         for problem in config.plugin_problems:  # a plugin that failed to load: never fatal
             log.warning("%s", problem)
         hub = hub or ProviderHub(config, Environment(home.env_path), home.root)
-        control = await Database.open(home.db_path("control"), JOB_MIGRATIONS, inline=True)
+        control = await SqliteDatabase.open(home.db_path("control"), JOB_MIGRATIONS, inline=True)
         # state.db first: transcripts.db's connection attaches it (a turn's opening
         # transaction reads the session's state too).
         state = await StateStore.open(home.db_path("state"))
