@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, cast
 
-from habakkuk.engine.sql import Conn, Row
+from habakkuk.engine.sql import Conn, Row, Schema
 
 from .errors import LeaseLost
 from .leases import process_alive
@@ -145,6 +145,12 @@ MIGRATIONS = [
         """,
     ),
 ]
+
+# PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
+# had reached when the port was made.
+PG_MIGRATIONS: list[Migration] = []
+
+SCHEMA = Schema("control", MIGRATIONS, PG_MIGRATIONS)
 
 # The condition a query on finished jobs carries (besides its own) to read them through
 # jobs_finished, the index of finished jobs only: SQLite uses a partial index only for

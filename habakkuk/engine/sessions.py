@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from habakkuk.engine.sql import Conn, Row
+from habakkuk.engine.sql import Conn, Row, Schema
 from habakkuk.engine.store import SqliteDatabase
 
 from .errors import HabakkukError, NotFound
@@ -40,6 +40,9 @@ from .session_search import SEARCH_WINDOW as SEARCH_WINDOW
 from .session_search import SearchHit as SearchHit
 from .session_search import search_messages
 from .store import Database, Migration, transaction
+
+if TYPE_CHECKING:
+    from .storage import Storage
 
 WriteGuard = Callable[[Conn], None]
 T = TypeVar("T")
@@ -203,6 +206,12 @@ MIGRATIONS = [
     # whole table and sorted it; this index reads the newest rows in order.
     Migration(6, "CREATE INDEX sessions_listed ON sessions(archived, updated_at);"),
 ]
+
+# PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
+# had reached when the port was made.
+PG_MIGRATIONS: list[Migration] = []
+
+SCHEMA = Schema("transcripts", MIGRATIONS, PG_MIGRATIONS)
 
 # How the model is told that a summary stands in for the older messages.
 SUMMARY_PREFIX = (
@@ -395,6 +404,13 @@ class TranscriptStore:
             attach["state"] = state_path
         db = await SqliteDatabase.open(path, MIGRATIONS, attach=attach)
         return cls(db, state_schema="state" if state_path is not None else None)
+
+    @classmethod
+    async def open_on(cls, storage: Storage) -> TranscriptStore:
+        """Open the transcripts on `storage`, with control and state attached (state
+        must be migrated already)."""
+        db = await storage.open(SCHEMA, attach=("control", "state"))
+        return cls(db, state_schema="state")
 
     @classmethod
     def open_sync(cls, path: Path, control_path: Path) -> TranscriptStore:

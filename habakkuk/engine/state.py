@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from habakkuk.engine.sql import Conn
+from habakkuk.engine.sql import Conn, Schema
 from habakkuk.engine.store import SqliteDatabase
 
 from .errors import HabakkukError
@@ -75,6 +75,12 @@ MIGRATIONS = [
         """,
     ),
 ]
+
+# PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
+# had reached when the port was made.
+PG_MIGRATIONS: list[Migration] = []
+
+SCHEMA = Schema("state", MIGRATIONS, PG_MIGRATIONS)
 
 # A paid provider job's life: "sending" is written before the request that may charge
 # (its outcome is unknown after a crash), "running" once the provider named its job,

@@ -29,7 +29,7 @@ from typing import Any
 
 from habakkuk.channels.web import ChatFile as ChatFile
 from habakkuk.channels.web import approval_dedupe as approval_dedupe
-from habakkuk.engine.sql import Conn, Row
+from habakkuk.engine.sql import Conn, Row, Schema
 from habakkuk.engine.store import Database, Migration, SqliteDatabase
 
 MIGRATIONS = [
@@ -97,6 +97,12 @@ MIGRATIONS = [
         """,
     ),
 ]
+
+# PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
+# had reached when the port was made.
+PG_MIGRATIONS: list[Migration] = []
+
+SCHEMA = Schema("web", MIGRATIONS, PG_MIGRATIONS)
 
 # Idempotency keys only need to outlive a client's retries.
 API_KEY_RETENTION_SECONDS = 7 * 86400

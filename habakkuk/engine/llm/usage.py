@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from habakkuk.engine.sql import Conn
+from habakkuk.engine.sql import Conn, Schema
 from habakkuk.engine.store import SqliteDatabase
 
 from ..config import ModelRef
@@ -72,6 +72,12 @@ MIGRATIONS = [
         """,
     ),
 ]
+
+# PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
+# had reached when the port was made.
+PG_MIGRATIONS: list[Migration] = []
+
+SCHEMA = Schema("usage", MIGRATIONS, PG_MIGRATIONS)
 
 
 @dataclass(frozen=True)
