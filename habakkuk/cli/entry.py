@@ -42,6 +42,11 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "plugins": ("habakkuk.cli.plugins", "install, enable and remove plugins", None),
     "schedules": ("habakkuk.cli.schedules", "prompts and scripts on a timetable", None),
     "skills": ("habakkuk.cli.skills", "skills: list, install from a source, update, approve", None),
+    "storage": (
+        "habakkuk.cli.storage",
+        "where the databases live: status, and migrate to PostgreSQL or back",
+        None,
+    ),
     "mcp": (
         "habakkuk.cli.mcp",
         "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",
