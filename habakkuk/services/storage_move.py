@@ -858,6 +858,10 @@ async def prepare(storage: Storage, layout: HomeLayout) -> None:
         for schema in layout.schemas:
             opened[schema.name] = await storage.open(schema)
         await layout.ensure(opened)
+    except _db_errors() as exc:
+        raise MoveError(
+            f"{storage.describe()}: cannot make the home's tables: {_one_line(exc)}"
+        ) from None
     finally:
         for db in opened.values():
             await db.close()

@@ -7,6 +7,7 @@ index, a table made on demand); the last test moves a real home built by the sto
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +27,7 @@ from habakkuk.services.storage_move import (
     move_to_postgres,
     move_to_sqlite,
 )
+from tests.conftest import WriteConfig, mock_config
 
 LITE = """
 CREATE TABLE items (
@@ -273,3 +275,101 @@ async def test_a_column_postgres_lacks_stops_the_move_naming_it(
 async def test_a_home_without_databases_is_one_clear_error(tmp_path: Path, pg_url: str) -> None:
     with pytest.raises(BadInput, match="no SQLite databases to move"):
         await move_to_postgres(tmp_path / "nothing", pg_url, LAYOUT)
+
+
+# -- a real home ----------------------------------------------------------------------------
+
+
+async def _rows_the_stores_write(home: Home) -> None:
+    """What the CLI does not write: settings and todos, channel rows, a lease, the web
+    chat's conversation and events, the /v1 records."""
+    from habakkuk.channels.store import ChannelStore
+    from habakkuk.engine.jobs import SCHEMA as CONTROL
+    from habakkuk.engine.leases import NamedLeases
+    from habakkuk.engine.state import SCHEMA as STATE
+    from habakkuk.engine.state import StateStore
+    from habakkuk.server.webstore import WebStore
+
+    storage = SqliteStorage(home)
+    control = await storage.open(CONTROL)
+    state = StateStore(await storage.open(STATE))
+    web = await WebStore.open(home.db_path("web"))
+    try:
+        channels = await ChannelStore.open(control)
+        await channels.set_status("telegram:bot", "telegram", "connected")
+        await channels.save_offset("telegram:bot", "1234")
+        await channels.mark_seen("telegram:bot", "update:99")
+        await channels.bind("telegram:42", "ses_chat")
+        await channels.pairing_for("telegram:bot", "77", "Ann", "telegram:77")
+        await NamedLeases(control).ensure()
+        assert await NamedLeases(control).acquire("scheduler", "owner-1", 30) is None
+        await state.set_setting("ses_chat", "model", "mock/scripted")
+        await state.add_todos("ses_chat", ["buy tea", "brew tea"])
+        await web.bind("w1", "main", "ses_web")
+        await web.append("w1", "user", "hi from the web", session="ses_web")
+        await web.append("w1", "assistant", "hello, web", session="ses_web", turn="turn_w")
+        await web.remember_user("ann", "main", "ses_web")
+        await web.remember_api_key("idem-1", "ses_web", "turn_w")
+        await web.remember_response("resp_1", "ses_web", "main")
+    finally:
+        await web.close()
+        await state.close()
+        await control.close()
+
+
+def _every_row(root: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table of the home's files (less SQLite's own and the FTS
+    index, which is derived), with rowids, and the AUTOINCREMENT counters."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for path in sorted(root.glob("*.db")):
+        conn = sqlite3.connect(path)
+        try:
+            names = [
+                str(row[0])
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE"
+                    " 'sqlite_%' AND name NOT LIKE 'message_fts%' AND name != 'schema_migrations'"
+                )
+            ]
+            for name in names:
+                out[f"{path.stem}.{name}"] = sorted(
+                    conn.execute(f'SELECT rowid, * FROM "{name}"').fetchall(), key=repr
+                )
+            if "sqlite_sequence" in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}:
+                out[f"{path.stem}.sqlite_sequence"] = sorted(
+                    conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
+                )
+        finally:
+            conn.close()
+    return out
+
+
+def test_a_real_home_with_every_kind_of_row_goes_to_postgres_and_back_unchanged(
+    home: Home,
+    write_config: WriteConfig,
+    pg_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from habakkuk.cli import main
+
+    write_config(mock_config("- text: hello back"))
+    assert main(["run", "hello there"]) == 0
+    assert main(["schedules", "add", "--name", "tea", "--when", "@daily", "--prompt", "tea?"]) == 0
+    assert main(["board", "add", "Paint the fence", "--to", "main", "--body", "white"]) == 0
+    asyncio.run(_rows_the_stores_write(home))
+    before = _every_row(home.root)
+    assert all(before[t] for t in ("control.jobs", "transcripts.messages", "usage.calls"))
+    assert all(before[t] for t in ("web.events", "control.schedules", "control.board_cards"))
+    capsys.readouterr()
+
+    assert main(["storage", "migrate", pg_url]) == 0
+    there = capsys.readouterr().out
+    assert "transcripts.messages" in there and "MISMATCH" not in there
+    assert "not moved (files of the home" in there
+
+    back = tmp_path / "back"
+    assert main(["storage", "migrate", "--to", "sqlite", str(back), "--from", pg_url]) == 0
+    assert "MISMATCH" not in capsys.readouterr().out
+    after = _every_row(back)
+    assert after == before
