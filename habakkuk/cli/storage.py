@@ -29,6 +29,7 @@ FILES_NOTE = (
     " workspace), blobs/, config.yaml and .env"
 )
 BAR_WIDTH = 30
+EXIT_INTERRUPTED = 130  # as for any command stopped by Ctrl+C (cli/entry.py)
 
 
 def add_arguments(command: str, storage: argparse.ArgumentParser) -> None:
@@ -92,7 +93,7 @@ def migrate(target: str, to: str, source: str | None) -> int:
             )
             return EXIT_USAGE
         print(f"moving the SQLite home in {home.root} to {_redact(target)}")
-        report = run_async(move_to_postgres(home.root, target, _layout(), on_progress=progress))
+        moving = move_to_postgres(home.root, target, _layout(), on_progress=progress)
     else:
         if source is None:
             from habakkuk.engine.config import load_config
@@ -115,8 +116,15 @@ def migrate(target: str, to: str, source: str | None) -> int:
             return EXIT_USAGE
         path = Path(target).expanduser()
         print(f"moving the PostgreSQL home at {_redact(source)} to SQLite files in {path}")
-        report = run_async(move_to_sqlite(source, path, _layout(), on_progress=progress))
-    progress.end()
+        moving = move_to_sqlite(source, path, _layout(), on_progress=progress)
+    try:
+        report = run_async(moving)
+    except KeyboardInterrupt:
+        progress.end()
+        print(error_line(where, "stopped: run the same command again to resume"), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        progress.end()
     return _print_report(report, to, target, home.root)
 
 

@@ -33,12 +33,14 @@ are files of the home and are not moved.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import sqlite3
+import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from habakkuk.engine.errors import BadInput, ConfigError, HabakkukError
 from habakkuk.engine.sql import Database, Schema
@@ -46,6 +48,8 @@ from habakkuk.engine.storage import PostgresStorage, SqliteStorage, Storage, red
 
 if TYPE_CHECKING:
     import psycopg
+
+T = TypeVar("T")
 
 PROGRESS_TABLE = "habakkuk_migration"
 BATCH_ROWS = 2000
@@ -903,8 +907,10 @@ async def move_to_postgres(
         lite.close()  # the stores open the files themselves now
         await prepare(SqliteStorage(Home(home_root)), layout)
         await prepare(PostgresStorage(url), layout)
-        return await asyncio.to_thread(
-            _copy_and_verify, lite, pg, source_id, True, known, already, on_progress
+        return await _in_thread(
+            lambda stop: _copy_and_verify(
+                lite, pg, source_id, True, known, already, _stoppable(on_progress, stop)
+            )
         )
     finally:
         lite.close()
@@ -934,8 +940,10 @@ async def move_to_sqlite(
         home.prepare()
         await prepare(SqliteStorage(home), layout)
         await prepare(PostgresStorage(url), layout)
-        report = await asyncio.to_thread(
-            _copy_and_verify, pg, lite, source_id, False, known, already, on_progress
+        report = await _in_thread(
+            lambda stop: _copy_and_verify(
+                pg, lite, source_id, False, known, already, _stoppable(on_progress, stop)
+            )
         )
         if report.ok:
             lite.forget_progress()
@@ -943,6 +951,37 @@ async def move_to_sqlite(
     finally:
         lite.close()
         pg.close()
+
+
+class MoveStopped(Exception):
+    """The copy stopped between two batches because its caller was cancelled."""
+
+
+def _stoppable(on_progress: OnProgress | None, stop: threading.Event) -> OnProgress:
+    """`on_progress`, raising MoveStopped once `stop` is set (after each batch)."""
+
+    def report(progress: Progress) -> None:
+        if stop.is_set():
+            raise MoveStopped
+        if on_progress is not None:
+            on_progress(progress)
+
+    return report
+
+
+async def _in_thread(work: Callable[[threading.Event], T]) -> T:
+    """`work(stop)` on a thread. Cancelled (Ctrl+C), it sets `stop` and waits for the
+    thread to stop at its next batch (what it committed is kept), so the connections
+    are closed only once nothing uses them."""
+    stop = threading.Event()
+    task = asyncio.ensure_future(asyncio.to_thread(work, stop))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        stop.set()
+        with contextlib.suppress(MoveStopped, Exception):
+            await task
+        raise
 
 
 def _copy_and_verify(

@@ -212,6 +212,10 @@ async def test_postgres_counters_continue_past_every_id_handed_out(
     assert search is not None and search[0] == 1
 
 
+class Crash(Exception):
+    """Stands for the process dying mid-move."""
+
+
 async def test_a_stopped_move_resumes_where_it_stopped(
     tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -222,9 +226,9 @@ async def test_a_stopped_move_resumes_where_it_stopped(
     def stop_after_some(progress: Progress) -> None:
         seen.append(progress)
         if len(seen) == 6:
-            raise KeyboardInterrupt
+            raise Crash("the process died here")
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(Crash):
         await move_to_postgres(tmp_path / "home", pg_url, LAYOUT, on_progress=stop_after_some)
     stopped_at = seen[-1]
     assert stopped_at.table.label == "alpha.items" and 0 < stopped_at.done < stopped_at.total
@@ -238,6 +242,30 @@ async def test_a_stopped_move_resumes_where_it_stopped(
 
     again = await move_to_postgres(tmp_path / "home", pg_url, LAYOUT)
     assert again.ok and again.already_done
+
+
+async def test_a_cancelled_move_stops_at_a_batch_and_resumes_later(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _fill(tmp_path / "home", items=50)
+    monkeypatch.setattr(storage_move, "BATCH_ROWS", 5)
+    loop = asyncio.get_running_loop()
+    seen: list[Progress] = []
+
+    def cancel_after_some(progress: Progress) -> None:
+        seen.append(progress)
+        if len(seen) == 4:  # Ctrl+C: asyncio.run cancels the command's task
+            loop.call_soon_threadsafe(moving.cancel)
+
+    moving = asyncio.ensure_future(
+        move_to_postgres(tmp_path / "home", pg_url, LAYOUT, on_progress=cancel_after_some)
+    )
+    with pytest.raises(asyncio.CancelledError):
+        await moving
+    assert seen[-1].table.label == "alpha.items" and seen[-1].done < seen[-1].total
+
+    report = await move_to_postgres(tmp_path / "home", pg_url, LAYOUT)
+    assert report.ok and report.resumed
 
 
 async def test_a_target_holding_rows_is_refused_before_anything_is_written(
