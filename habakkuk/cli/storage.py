@@ -129,7 +129,7 @@ def migrate(target: str, to: str, source: str | None) -> int:
 
 
 def _redact(url: str) -> str:
-    from habakkuk.engine.storage import redact
+    from habakkuk.engine.db_url import redact
 
     return redact(url)
 

@@ -42,9 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from habakkuk.engine.db_url import redact
 from habakkuk.engine.errors import BadInput, ConfigError, HabakkukError
 from habakkuk.engine.sql import Database, Schema
-from habakkuk.engine.storage import PostgresStorage, SqliteStorage, Storage, redact
+from habakkuk.engine.storage import PostgresStorage, SqliteStorage, Storage
 
 if TYPE_CHECKING:
     import psycopg
