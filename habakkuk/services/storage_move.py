@@ -35,6 +35,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import os
+import re
 import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -58,6 +60,11 @@ BATCH_ROWS = 2000
 _INTERNAL = ("schema_migrations", PROGRESS_TABLE)
 _FTS_SHADOWS = ("_data", "_idx", "_content", "_docsize", "_config")
 _HASH_MOD = 1 << 256
+# On PostgreSQL, control.blobs holds each blob file's bytes for every node (engine's
+# BlobStore); on SQLite the files are the blobs.
+SHARED_BLOBS = ("control", "blobs")
+_BLOB_FILE = re.compile(r"([0-9a-f]{64})(\.[A-Za-z0-9]{1,16})?")
+_BLOB_REF = re.compile(r"(?<![0-9a-f])([0-9a-f]{64})(\.[A-Za-z0-9]{1,16})?(?![A-Za-z0-9])")
 
 
 class MoveError(HabakkukError):
@@ -203,12 +210,18 @@ def row_digest(row: Sequence[Any]) -> int:
     return int.from_bytes(digest.digest(), "big")
 
 
-def fingerprint(batches: Iterator[list[tuple[Any, ...]]]) -> tuple[int, str]:
+def fingerprint(
+    batches: Iterator[list[tuple[Any, ...]]],
+    look: Callable[[list[tuple[Any, ...]]], None] | None = None,
+) -> tuple[int, str]:
     """(rows, content hash) of a table's rows in any order: the sum of the rows'
-    digests, so the two engines' orders (collations differ) do not matter."""
+    digests, so the two engines' orders (collations differ) do not matter. `look` sees
+    each batch on its way."""
     count = 0
     total = 0
     for batch in batches:
+        if look is not None:
+            look(batch)
         for row in batch:
             total = (total + row_digest(row)) % _HASH_MOD
             count += 1
@@ -550,6 +563,10 @@ class PgSide:
         present = {str(row[0]) for row in rows}
         return [name for name in self.names if name in present]
 
+    def has_table(self, database: str, table: str) -> bool:
+        """Whether schema `database` has `table`."""
+        return table in self.table_names(database)
+
     def table_names(self, database: str) -> set[str]:
         """The tables of schema `database`."""
         rows = self.conn.execute(
@@ -774,6 +791,8 @@ def plan_tables(lite: SqliteSide, pg: PgSide, *, to_postgres: bool) -> list[Tabl
         if not to_postgres:
             known = {entry.name for entry in lite_tables}
             for name in sorted(pg_tables - known - set(_INTERNAL)):
+                if (database, name) == SHARED_BLOBS:
+                    continue  # the blob files' shared copies: written back as files
                 if pg.count(TablePlan(database, name, ())):
                     problems.append(f"{database}.{name}: SQLite has no such table")
     if problems:
@@ -842,11 +861,16 @@ def _copy_table(
     target.finish(table, source.id_floor(table))
 
 
-def verify_tables(source: Side, target: Side, tables: Sequence[TablePlan]) -> list[TableCheck]:
-    """Each table's rows and content hash on both sides."""
+def verify_tables(
+    source: Side,
+    target: Side,
+    tables: Sequence[TablePlan],
+    look: Callable[[list[tuple[Any, ...]]], None] | None = None,
+) -> list[TableCheck]:
+    """Each table's rows and content hash on both sides (`look`: sees the source's)."""
     checks: list[TableCheck] = []
     for table in tables:
-        source_rows, source_hash = fingerprint(source.rows(table))
+        source_rows, source_hash = fingerprint(source.rows(table), look)
         target_rows, target_hash = fingerprint(target.rows(table))
         checks.append(TableCheck(table.label, source_rows, target_rows, source_hash, target_hash))
     return checks
@@ -997,10 +1021,116 @@ def _copy_and_verify(
     lite, pg = (source, target) if to_postgres else (target, source)
     assert isinstance(lite, SqliteSide) and isinstance(pg, PgSide)
     tables = plan_tables(lite, pg, to_postgres=to_postgres)
+    blobs = lite.root / "blobs"
+    shared = pg.has_table(*SHARED_BLOBS)
     if not already:
         copy_tables(source, target, tables, source_id=source_id, on_progress=on_progress)
-    checks = verify_tables(source, target, tables)
+        if shared and to_postgres:
+            share_blob_files(blobs, pg)
+    names: dict[str, set[str]] = {}
+    checks = verify_tables(source, target, tables, None if to_postgres else _blob_names(names))
+    if shared:
+        if not to_postgres:
+            restore_blob_files(pg, blobs, names)
+        checks.append(check_blobs(blobs, pg, to_postgres=to_postgres))
     return MoveReport(checks, resumed=resumed and not already, already_done=already)
+
+
+# -- blobs ----------------------------------------------------------------------------------
+
+
+def blob_files(root: Path) -> dict[str, list[Path]]:
+    """The blob files under `root` (`ab/<sha256><suffix>`) by digest."""
+    found: dict[str, list[Path]] = {}
+    if not root.is_dir():
+        return found
+    for path in sorted(root.glob("??/*")):
+        match = _BLOB_FILE.fullmatch(path.name)
+        if match and path.is_file() and path.parent.name == match.group(1)[:2]:
+            found.setdefault(match.group(1), []).append(path)
+    return found
+
+
+def _sound(path: Path, digest: str) -> bytes | None:
+    """The file's bytes when they are what its name says, else None (a torn file)."""
+    data = path.read_bytes()
+    return data if hashlib.sha256(data).hexdigest() == digest else None
+
+
+def share_blob_files(root: Path, pg: PgSide) -> None:
+    """Put each sound blob file under `root` into PostgreSQL's shared blobs (a row per
+    content, kept when there: a resumed move writes each once)."""
+    statement = (
+        "INSERT INTO control.blobs(digest, data, size, created_at) VALUES (%s, %s, %s, %s)"
+        " ON CONFLICT (digest) DO NOTHING"
+    )
+    pending = 0
+    for digest, paths in blob_files(root).items():
+        data = _sound(paths[0], digest)
+        if data is None:
+            continue
+        if pending == 0:
+            pg.conn.execute("BEGIN")
+        pg.conn.execute(statement, (digest, data, len(data), paths[0].stat().st_mtime))
+        pending += len(data) + 1
+        if pending > 32 << 20:
+            pg.conn.execute("COMMIT")
+            pending = 0
+    if pending:
+        pg.conn.execute("COMMIT")
+
+
+def _blob_names(names: dict[str, set[str]]) -> Callable[[list[tuple[Any, ...]]], None]:
+    """A look at rows that gathers the blob names they refer to (a path under blobs/),
+    digest -> suffixes: the names the files get back on SQLite."""
+
+    def look(batch: list[tuple[Any, ...]]) -> None:
+        for row in batch:
+            for value in row:
+                if isinstance(value, str) and "blobs" in value:
+                    for match in _BLOB_REF.finditer(value):
+                        names.setdefault(match.group(1), set()).add(match.group(2) or "")
+
+    return look
+
+
+def restore_blob_files(pg: PgSide, root: Path, names: Mapping[str, set[str]]) -> None:
+    """Write each shared blob as a file under `root`, by every name the home's rows
+    refer to it by (its bare digest when none), 0600 in 0700 folders."""
+    with pg.conn.transaction(), pg.conn.cursor(name="habakkuk_blobs") as cursor:
+        cursor.itersize = 16
+        cursor.execute("SELECT digest, data FROM control.blobs")
+        for digest, data in cursor:
+            for suffix in sorted(names.get(str(digest)) or {""}):
+                path = root / str(digest)[:2] / f"{digest}{suffix}"
+                if path.exists():
+                    continue
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(bytes(data))
+
+
+def check_blobs(root: Path, pg: PgSide, *, to_postgres: bool) -> TableCheck:
+    """The blob files under `root` against PostgreSQL's shared rows: (digest, size)
+    of each sound file's content beside each row's (on the way there, the rows of
+    the files; on the way back, every row)."""
+    files: list[tuple[Any, ...]] = []
+    for digest, paths in blob_files(root).items():
+        data = _sound(paths[0], digest)
+        if data is not None:
+            files.append((digest, len(data)))
+    if to_postgres:
+        query = "SELECT digest, size FROM control.blobs WHERE digest = ANY(%s)"
+        rows = pg.conn.execute(query, ([d for d, _ in files],)).fetchall()
+    else:
+        rows = pg.conn.execute("SELECT digest, size FROM control.blobs").fetchall()
+    shared = [tuple(row) for row in rows]
+    source, target = (files, shared) if to_postgres else (shared, files)
+    source_rows, source_hash = fingerprint(iter([source]))
+    target_rows, target_hash = fingerprint(iter([target]))
+    label = "blobs/ -> control.blobs" if to_postgres else "control.blobs -> blobs/"
+    return TableCheck(label, source_rows, target_rows, source_hash, target_hash)
 
 
 # -- status ---------------------------------------------------------------------------------

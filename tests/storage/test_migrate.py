@@ -8,6 +8,7 @@ index, a table made on demand); the last test moves a real home built by the sto
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
@@ -316,7 +317,7 @@ async def _rows_the_stores_write(home: Home) -> None:
     from habakkuk.engine.leases import NamedLeases
     from habakkuk.engine.state import SCHEMA as STATE
     from habakkuk.engine.state import StateStore
-    from habakkuk.server.webstore import WebStore
+    from habakkuk.server.webstore import ChatFile, WebStore
 
     storage = SqliteStorage(home)
     control = await storage.open(CONTROL)
@@ -336,6 +337,14 @@ async def _rows_the_stores_write(home: Home) -> None:
         await web.bind("w1", "main", "ses_web")
         await web.append("w1", "user", "hi from the web", session="ses_web")
         await web.append("w1", "assistant", "hello, web", session="ses_web", turn="turn_w")
+        # A file the agent sent to the web chat: an event naming a blob file.
+        data = b"the minutes of the meeting\n"
+        digest = hashlib.sha256(data).hexdigest()
+        blob = home.blobs_dir / digest[:2] / f"{digest}.txt"
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        sent = ChatFile("f1", "minutes.txt", len(data), "text/plain", str(blob))
+        await web.append("w1", "assistant", "", session="ses_web", file=sent)
         await web.remember_user("ann", "main", "ses_web")
         await web.remember_api_key("idem-1", "ses_web", "turn_w")
         await web.remember_response("resp_1", "ses_web", "main")
@@ -347,7 +356,8 @@ async def _rows_the_stores_write(home: Home) -> None:
 
 def _every_row(root: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table of the home's files (less SQLite's own and the FTS
-    index, which is derived), with rowids, and the AUTOINCREMENT counters."""
+    index, which is derived), with rowids, and the AUTOINCREMENT counters; a table
+    without rows is left out (the move makes every store's tables on both sides)."""
     out: dict[str, list[tuple[Any, ...]]] = {}
     for path in sorted(root.glob("*.db")):
         conn = sqlite3.connect(path)
@@ -360,9 +370,9 @@ def _every_row(root: Path) -> dict[str, list[tuple[Any, ...]]]:
                 )
             ]
             for name in names:
-                out[f"{path.stem}.{name}"] = sorted(
-                    conn.execute(f'SELECT rowid, * FROM "{name}"').fetchall(), key=repr
-                )
+                rows = conn.execute(f'SELECT rowid, * FROM "{name}"').fetchall()
+                if rows:
+                    out[f"{path.stem}.{name}"] = sorted(rows, key=repr)
             if "sqlite_sequence" in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}:
                 out[f"{path.stem}.sqlite_sequence"] = sorted(
                     conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
@@ -401,3 +411,6 @@ def test_a_real_home_with_every_kind_of_row_goes_to_postgres_and_back_unchanged(
     assert "MISMATCH" not in capsys.readouterr().out
     after = _every_row(back)
     assert after == before
+    # The blob came back as the file the web chat's event names, by the same name.
+    blobs = sorted(p.relative_to(home.blobs_dir) for p in home.blobs_dir.rglob("*.txt"))
+    assert blobs and all((back / "blobs" / b).read_bytes() for b in blobs)
