@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 FILES_NOTE = (
     "not moved (files of the home, not databases): agents' folders (memory notes, skills,"
-    " workspace), blobs/, config.yaml and .env"
+    " workspace), config.yaml and .env"
 )
 BAR_WIDTH = 30
 EXIT_INTERRUPTED = 130  # as for any command stopped by Ctrl+C (cli/entry.py)
@@ -161,7 +161,13 @@ def _print_report(report: MoveReport, to: str, target: str, home_root: Path) -> 
         )
     total = sum(check.target_rows for check in report.checks)
     print(f"{len(report.checks)} tables, {total} rows")
-    print(FILES_NOTE)
+    print(FILES_NOTE + ("" if report.blobs_shared else ", blobs/"))
+    if report.blobs_shared:
+        print(
+            "blobs/: each file's bytes are a row on PostgreSQL too (every machine sees them)"
+            if to == "postgres"
+            else "blobs/: written back as files from PostgreSQL's rows"
+        )
     if not report.ok:
         bad = [check.label for check in report.checks if not check.ok]
         print(
@@ -175,8 +181,9 @@ def _print_report(report: MoveReport, to: str, target: str, home_root: Path) -> 
         )
     else:
         print(
-            f"verified. To use it, copy config.yaml (less storage.url), .env, agents/ and"
-            f" blobs/ from {home_root} to {target}, and set HABAKKUK_HOME={target}"
+            "verified. To use it, copy config.yaml (less storage.url), .env and agents/"
+            + ("" if report.blobs_shared else " and blobs/")
+            + f" from {home_root} to {target}, and set HABAKKUK_HOME={target}"
         )
     return EXIT_OK
 
@@ -202,7 +209,8 @@ class ProgressPrinter:
                 self._drawn = False
             self.out.flush()
         elif finished:
-            print(f"{label}: {total} rows copied", file=self.out, flush=True)
+            rows = "row" if total == 1 else "rows"
+            print(f"{label}: {total} {rows} copied", file=self.out, flush=True)
 
     def end(self) -> None:
         """End a bar left mid-line."""

@@ -166,6 +166,7 @@ class MoveReport:
     checks: list[TableCheck]
     resumed: bool
     already_done: bool
+    blobs_shared: bool = False  # PostgreSQL keeps the blob files' bytes as rows too
 
     @property
     def ok(self) -> bool:
@@ -1033,7 +1034,9 @@ def _copy_and_verify(
         if not to_postgres:
             restore_blob_files(pg, blobs, names)
         checks.append(check_blobs(blobs, pg, to_postgres=to_postgres))
-    return MoveReport(checks, resumed=resumed and not already, already_done=already)
+    return MoveReport(
+        checks, resumed=resumed and not already, already_done=already, blobs_shared=shared
+    )
 
 
 # -- blobs ----------------------------------------------------------------------------------
