@@ -26,8 +26,10 @@ The copy is generic, so a store that gains a table needs nothing here:
 5. Verify: each table's row count and a content hash over the copied columns, worked
    out the same way on both sides (`fingerprint`).
 
-The agents' folders (memory notes, skills, workspace), blobs/, config.yaml and .env
-are files of the home and are not moved.
+The agents' folders (memory notes, skills, workspace), config.yaml and .env are files
+of the home and are not moved. The blob files stay in blobs/; where PostgreSQL keeps a
+shared copy of each (control.blobs, so every machine sees every attachment), the move
+there fills it from the files, and the move back writes its rows as files again.
 """
 
 from __future__ import annotations
