@@ -182,35 +182,35 @@ OnProgress = Callable[[Progress], None]
 # -- the content hash -----------------------------------------------------------------------
 
 
-def _value_bytes(value: Any) -> bytes:
+# Values the hash takes as they are; any other type is made one of them first.
+_PLAIN = frozenset((str, int, bytes, type(None)))
+
+
+def _normal(value: Any) -> str | int | float | bytes | None:
     """One value as the hash sees it: the same on both engines for the same value
     (a whole float is its integer: SQLite keeps 5 in a REAL column as an integer,
-    PostgreSQL's double precision gives 5.0 back)."""
-    if value is None:
-        return b"N"
+    PostgreSQL's double precision gives 5.0 back; a flag is 0 or 1)."""
     if isinstance(value, bool):
-        value = int(value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
-        value = int(value)
-    if isinstance(value, int):
-        return b"i" + str(value).encode()
+        return int(value)
     if isinstance(value, float):
-        return b"f" + repr(value).encode()
-    if isinstance(value, str):
-        return b"s" + value.encode("utf-8", "surrogatepass")
-    if isinstance(value, bytes | bytearray | memoryview):
-        return b"b" + bytes(value).hex().encode()
+        return int(value) if value.is_integer() and abs(value) < 2**63 else value
+    if isinstance(value, str | int | bytes) or value is None:
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
     raise MoveError(f"cannot compare a value of type {type(value).__name__}")
 
 
 def row_digest(row: Sequence[Any]) -> int:
-    """sha256 of one row's values (each length-prefixed), as an integer."""
-    digest = hashlib.sha256()
-    for value in row:
-        data = _value_bytes(value)
-        digest.update(len(data).to_bytes(8, "big"))
-        digest.update(data)
-    return int.from_bytes(digest.digest(), "big")
+    """sha256 of one row's values, as an integer: of the repr of the tuple of its
+    normal values (a repr quotes and escapes each, so no two rows share one)."""
+    values = (
+        tuple(row)
+        if all(type(value) in _PLAIN for value in row)
+        else tuple(_normal(value) for value in row)
+    )
+    data = repr(values).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.sha256(data).digest(), "big")
 
 
 def fingerprint(

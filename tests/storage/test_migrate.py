@@ -414,3 +414,20 @@ def test_a_real_home_with_every_kind_of_row_goes_to_postgres_and_back_unchanged(
     # The blob came back as the file the web chat's event names, by the same name.
     blobs = sorted(p.relative_to(home.blobs_dir) for p in home.blobs_dir.rglob("*.txt"))
     assert blobs and all((back / "blobs" / b).read_bytes() for b in blobs)
+
+
+def test_the_content_hash_takes_a_value_as_either_engine_gives_it_back() -> None:
+    from habakkuk.services.storage_move import fingerprint, row_digest
+
+    # SQLite keeps 5 in a REAL column as 5, PostgreSQL gives 5.0; flags come as bools
+    # or ints; bytes as bytes or a memoryview.
+    assert row_digest((5, True, b"\x00")) == row_digest((5.0, 1, memoryview(b"\x00")))
+    assert row_digest(("a", "b")) != row_digest(("a, 'b'",))
+    assert row_digest((None,)) != row_digest(("None",)) != row_digest(("",))
+    assert row_digest((1.5,)) != row_digest(("1.5",))
+    # Any order of the same rows: the same hash; one row changed: another.
+    rows = [(1, "x"), (2, "y"), (3, "z")]
+    assert fingerprint(iter([rows])) == fingerprint(iter([rows[::-1][:1], rows[::-1][1:]]))
+    assert fingerprint(iter([rows]))[1] != fingerprint(iter([[(1, "x"), (2, "y"), (3, "Z")]]))[1]
+    with pytest.raises(MoveError, match="cannot compare a value of type dict"):
+        row_digest(({"a": 1},))
