@@ -4,6 +4,7 @@ line and exit 2, never a traceback, never a password."""
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 
 import pytest
@@ -124,3 +125,37 @@ def test_migrate_back_from_a_home_on_sqlite_asks_for_the_database(
     assert main(["storage", "migrate", "--to", "sqlite", str(home.root / "x")]) == EXIT_USAGE
     line = _one_error_line(capsys)
     assert "this home is on SQLite: name its PostgreSQL database with --from URL" in line
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_a_bar_redrawn_in_place_on_a_terminal_and_a_line_per_table_otherwise() -> None:
+    from habakkuk.cli.storage import ProgressPrinter
+    from habakkuk.services.storage_move import Progress, TablePlan
+
+    jobs, empty = TablePlan("control", "jobs", ("seq",)), TablePlan("web", "events", ("seq",))
+    steps = [
+        Progress(jobs, 0, 4),
+        Progress(jobs, 2, 4),
+        Progress(jobs, 4, 4),
+        Progress(empty, 0, 0),
+    ]
+
+    terminal = _Terminal()
+    bar = ProgressPrinter(terminal)
+    for step in steps:
+        bar(step)
+    bar.end()
+    drawn = terminal.getvalue()
+    assert drawn.count("\r") == 4 and drawn.count("\n") == 2  # a line per table, once done
+    assert "control.jobs" in drawn and "[" + "#" * 15 + "." * 15 + "] 2/4" in drawn
+    assert "[" + "#" * 30 + "] 4/4\n" in drawn
+
+    plain = io.StringIO()
+    lines = ProgressPrinter(plain)
+    for step in steps:
+        lines(step)
+    assert plain.getvalue() == "control.jobs: 4 rows copied\nweb.events: 0 rows copied\n"
