@@ -245,6 +245,27 @@ async def test_a_stopped_move_resumes_where_it_stopped(
     assert again.ok and again.already_done
 
 
+async def test_a_stopped_move_back_to_sqlite_resumes_too(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _fill(tmp_path / "home", items=40)
+    before = _dump(tmp_path / "home")
+    await move_to_postgres(tmp_path / "home", pg_url, LAYOUT)
+    monkeypatch.setattr(storage_move, "BATCH_ROWS", 6)
+    seen: list[Progress] = []
+
+    def stop_after_some(progress: Progress) -> None:
+        seen.append(progress)
+        if len(seen) == 5:
+            raise Crash("the process died here")
+
+    with pytest.raises(Crash):
+        await move_to_sqlite(pg_url, tmp_path / "back", LAYOUT, on_progress=stop_after_some)
+    report = await move_to_sqlite(pg_url, tmp_path / "back", LAYOUT)
+    assert report.ok and report.resumed
+    assert _dump(tmp_path / "back") == before
+
+
 async def test_a_cancelled_move_stops_at_a_batch_and_resumes_later(
     tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
