@@ -756,7 +756,8 @@ class PgSide:
 
 def plan_tables(lite: SqliteSide, pg: PgSide, *, to_postgres: bool) -> list[TablePlan]:
     """The tables to copy and their columns; MoveError naming what the target cannot
-    hold (a table or column with rows that the other side lacks)."""
+    hold (a table or column with rows that the other side lacks). A table without
+    rows that the other side cannot hold is left out: nothing of it is lost."""
     plans: list[TablePlan] = []
     problems: list[str] = []
     for database in lite.databases():
@@ -770,10 +771,13 @@ def plan_tables(lite: SqliteSide, pg: PgSide, *, to_postgres: bool) -> list[Tabl
                 continue
             pg_columns = {c.name: c for c in pg.columns(database, entry.name)}
             copyable = {name for name, c in pg_columns.items() if not c.generated}
+            source: SqliteSide | PgSide = lite if to_postgres else pg
             if to_postgres:
                 lacking = [c for c in entry.columns if c not in copyable]
                 if lacking:
-                    problems.append(f"{label}: PostgreSQL lacks column(s) {', '.join(lacking)}")
+                    # Nothing is lost where there is nothing to copy.
+                    if source.count(TablePlan(database, entry.name, ())):
+                        problems.append(f"{label}: PostgreSQL lacks column(s) {', '.join(lacking)}")
                     continue
             else:
                 extra = [
@@ -785,7 +789,8 @@ def plan_tables(lite: SqliteSide, pg: PgSide, *, to_postgres: bool) -> list[Tabl
                     and not (name == "rowid" and entry.has_rowid)
                 ]
                 if extra:
-                    problems.append(f"{label}: SQLite lacks column(s) {', '.join(extra)}")
+                    if source.count(TablePlan(database, entry.name, ())):
+                        problems.append(f"{label}: SQLite lacks column(s) {', '.join(extra)}")
                     continue
             columns = [c for c in entry.columns if c in copyable]
             if "rowid" in copyable and "rowid" not in entry.columns and entry.has_rowid:

@@ -321,6 +321,17 @@ async def test_a_column_postgres_lacks_stops_the_move_naming_it(
     with pytest.raises(MoveError, match=r"beta.tally: PostgreSQL lacks column\(s\) n"):
         await move_to_postgres(tmp_path / "home", pg_url, HomeLayout((ALPHA, narrower), _ensure))
 
+    # Without rows there is nothing to lose: the table is left out and the rest moves.
+    conn = sqlite3.connect(tmp_path / "home" / "beta.db", isolation_level=None)
+    try:
+        conn.execute("DELETE FROM tally")
+    finally:
+        conn.close()
+    report = await move_to_postgres(
+        tmp_path / "home", pg_url, HomeLayout((ALPHA, narrower), _ensure)
+    )
+    assert report.ok and "beta.tally" not in {c.label for c in report.checks}
+
 
 async def test_a_home_without_databases_is_one_clear_error(tmp_path: Path, pg_url: str) -> None:
     with pytest.raises(BadInput, match="no SQLite databases to move"):
