@@ -35,7 +35,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from habakkuk.engine.sql import Conn, Row, Schema
 
@@ -44,6 +44,9 @@ from .hostname import this_host
 from .leases import process_alive
 from .payloads import JsonObject, Payload, PayloadError, PayloadType, whole
 from .store import Database, Migration
+
+if TYPE_CHECKING:
+    from .pg_wakeups import Wakeups
 
 log = logging.getLogger(__name__)
 
@@ -582,7 +585,7 @@ class JobQueue:
         # The pools listening for other nodes' enqueues (PostgreSQL), and the thread
         # that hears them while any does.
         self._listening = 0
-        self._wakeups: Any = None
+        self._wakeups: Wakeups | None = None
         self._last_reap = 0.0
         self._claimers: dict[tuple[str, ...], Claimer] = {}
         self._enqueues: dict[
@@ -746,6 +749,12 @@ class JobQueue:
         assert isinstance(self.db, PgDatabase)  # the only Database of dialect postgres
         self._wakeups = Wakeups(self.db.url, WAKE_CHANNEL, self._notify, asyncio.get_running_loop())
         self._wakeups.start()
+
+    def hears_other_nodes(self) -> bool:
+        """Whether other nodes' enqueues reach this queue's listeners now (its LISTEN is
+        in place: PostgreSQL, while a pool listens)."""
+        wakeups = self._wakeups
+        return wakeups is not None and wakeups.ready.is_set()
 
     async def unlisten(self) -> None:
         """Undo one `listen`; the last one stops the listening connection."""
