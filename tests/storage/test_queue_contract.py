@@ -88,6 +88,11 @@ async def test_a_burst_of_enqueues_in_one_pass_is_each_told_its_own_outcome(
                                     queue.enqueue("dup", "k"))  # fmt: skip
     assert outcomes == [True] * 20 + [False]
     assert (await queue.depth())[("k", "queued")] == 21
+    # One id twice in one pass: new the first time only.
+    assert await asyncio.gather(queue.enqueue("twice", "k"), queue.enqueue("twice", "k")) == [
+        True,
+        False,
+    ]
 
 
 # -- claim ---------------------------------------------------------------------------
@@ -162,6 +167,21 @@ async def test_complete_writes_only_while_the_lease_is_ours(control: Database) -
     )
     with pytest.raises(LeaseLost):
         await queue.complete(lease)
+
+
+async def test_settling_several_jobs_completes_only_those_still_ours(queue: JobQueue) -> None:
+    for i in range(4):
+        await queue.enqueue(f"j{i}", "k")
+    leases = await queue.claim_many(["k"], 3)
+    lost = Lease(leases[1].job, "someone-else", 30.0)
+    results = [(leases[0], {"n": 0}), (lost, {"n": 1}), (leases[2], None)]
+    finished, claimed = await queue.settle_and_claim(results, ["k"], 5)
+    assert finished == [True, False, True]
+    assert [lease.job.id for lease in claimed] == ["j3"]
+    first, second, third = [await queue.get(f"j{i}") for i in range(3)]
+    assert first is not None and (first.status, first.result) == ("done", {"n": 0})
+    assert second is not None and second.status == "running"
+    assert third is not None and (third.status, third.result) == ("done", None)
 
 
 async def test_a_heartbeat_extends_the_lease_and_hears_a_cancel(queue: JobQueue) -> None:
