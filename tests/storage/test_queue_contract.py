@@ -89,10 +89,8 @@ async def test_a_burst_of_enqueues_in_one_pass_is_each_told_its_own_outcome(
     assert outcomes == [True] * 20 + [False]
     assert (await queue.depth())[("k", "queued")] == 21
     # One id twice in one pass: new the first time only.
-    assert await asyncio.gather(queue.enqueue("twice", "k"), queue.enqueue("twice", "k")) == [
-        True,
-        False,
-    ]
+    twice = await asyncio.gather(queue.enqueue("twice", "k"), queue.enqueue("twice", "k"))
+    assert list(twice) == [True, False]
 
 
 # -- claim ---------------------------------------------------------------------------
