@@ -966,6 +966,8 @@ class JobQueue:
 
         def _beat(conn: Conn) -> list[bool | None]:
             now = time.time()
+            if self.db.dialect == "postgres" and len(leases) > 1:
+                return _beat_pg(conn, leases, now)
             beats: list[bool | None] = []
             for lease in leases:
                 row = conn.execute(
@@ -1260,6 +1262,28 @@ PG_COMPLETE_MANY = (
     " WHERE jobs.id = v.id AND jobs.lease_owner = v.owner AND jobs.status = 'running'"
     " RETURNING jobs.id"
 )
+
+
+# Several leases extended at once on PostgreSQL, each only if still ours (parameters: the
+# ids, the owners and the new lease ends, as arrays); the ids extended, with whether each
+# was asked to stop.
+PG_BEAT_MANY = (
+    "UPDATE jobs SET lease_until = v.until"
+    " FROM unnest(?::text[], ?::text[], ?::double precision[]) AS v(id, owner, until)"
+    " WHERE jobs.id = v.id AND jobs.lease_owner = v.owner AND jobs.status = 'running'"
+    " RETURNING jobs.id, jobs.cancel_requested"
+)
+
+
+def _beat_pg(conn: Conn, leases: Sequence[Lease], now: float) -> list[bool | None]:
+    """`heartbeat_many`'s write in one statement: for each lease, None when it was lost,
+    else whether its job was asked to stop."""
+    ids = [lease.job.id for lease in leases]
+    owners = [lease.owner for lease in leases]
+    until = [now + lease.lease_seconds for lease in leases]
+    rows = conn.execute(PG_BEAT_MANY, (ids, owners, until)).fetchall()
+    beaten = {row[0]: bool(row[1]) for row in rows}
+    return [beaten.get(job_id) for job_id in ids]
 
 
 # The claim of one job, second half (see `pick_sql`): parameters owner, lease until,

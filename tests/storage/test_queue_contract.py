@@ -197,6 +197,16 @@ async def test_a_heartbeat_extends_the_lease_and_hears_a_cancel(queue: JobQueue)
     assert gone is not None and gone.status == "cancelled"
 
 
+async def test_a_heartbeat_of_several_leases_tells_each_apart(queue: JobQueue) -> None:
+    for i in range(3):
+        await queue.enqueue(f"j{i}", "k")
+    first, second, third = await queue.claim_many(["k"], 3)
+    assert await queue.cancel("j1") == "running"
+    lost = Lease(third.job, "someone-else", 30.0)
+    assert await queue.heartbeat_many([first, second, lost]) == [True, True, False]
+    assert (first.job.cancel_requested, second.job.cancel_requested) == (False, True)
+
+
 async def test_cancel_stops_a_queued_job_and_knows_no_unknown_one(queue: JobQueue) -> None:
     await queue.enqueue("a", "k")
     assert await queue.cancel("a") == "cancelled"
