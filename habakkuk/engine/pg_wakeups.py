@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 from psycopg import sql as pgsql
 
-from .storage import redact
+from .db_url import redact
 
 log = logging.getLogger(__name__)
 

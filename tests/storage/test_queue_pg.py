@@ -167,6 +167,30 @@ async def test_an_enqueue_on_one_node_wakes_an_idle_pool_on_another(nodes: Node)
     assert not listening.hears_other_nodes()  # the last pool's stop closed the LISTEN
 
 
+async def test_a_job_whose_notification_was_lost_is_found_by_the_poll(nodes: Node) -> None:
+    db = await nodes()
+    ran = asyncio.Event()
+
+    async def handle(lease: Lease) -> dict[str, Any] | None:
+        ran.set()
+        return None
+
+    queue = JobQueue(db)
+    pool = Pool(queue, ["k"], handle, poll_interval=0.05)
+    pool.start()
+    try:
+        await eventually(queue.hears_other_nodes, what="the pool listening")
+        # Queued as a node whose notification never arrived would have left it.
+        await db.write(
+            lambda conn: conn.execute(
+                "INSERT INTO jobs(id, kind, created_at, updated_at) VALUES ('quiet', 'k', 0, 0)"
+            )
+        )
+        await eventually(ran.is_set, what="the polling pool running the job")
+    finally:
+        await pool.stop()
+
+
 async def test_hosts_are_named_by_the_environment_and_judged_by_lease_time(
     nodes: Node, monkeypatch: pytest.MonkeyPatch
 ) -> None:
