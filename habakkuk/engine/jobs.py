@@ -15,8 +15,18 @@
   jobs get one attempt, and one interrupted by a stop, a crash or a lost lease ends
   failed as interrupted and is never started again.
 
-This module knows nothing about agents or turns: kinds are names, and a payload is the
-JSON of a value whose type the kind declares (`JobKind.payload`, engine/payloads.py):
+On PostgreSQL several processes on several machines share the queue (engine/pg.py): its
+short writes run beside each other without the schema's writer lock, so each is safe on
+its own: the claim skips the rows another claim holds (FOR UPDATE SKIP LOCKED), every
+write of a running job names its lease owner (the fencing token), and a partial unique
+index keeps one running job per serial key whoever claims it. An enqueue notifies every
+node (`listen`), polling finding whatever a lost notification did not announce. A job
+may belong to an agent (`agent`); a queue told which agents its process hosts claims
+only theirs and those of none. Hosts are named by `hostname.this_host()`.
+
+This module knows nothing about agents or turns: kinds and agents are names, and a
+payload is the JSON of a value whose type the kind declares (`JobKind.payload`,
+engine/payloads.py):
 producers hand in that value, workers read it back with `payload_of`, and a payload that
 does not parse fails its job for good with one line (`BadPayload`).
 """
