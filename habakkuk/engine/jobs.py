@@ -816,7 +816,7 @@ class JobQueue:
         with other work on the loop meanwhile (a pool with jobs running), whose
         transaction runs on the database thread beside that work, on another core.
         """
-        finish = self._completer(done)
+        finish = _completer(self.db.dialect, done)
         claim = self._claimer(kinds)
         # Inline only when small and no reap is due: reaping probes processes and runs
         # the kinds' bookkeeping, which belongs on the database thread.
@@ -842,27 +842,6 @@ class JobQueue:
                     lease.job.status = "done"
         owner, seconds = self._owner_text, self.lease_seconds
         return finished, [Lease(job, owner, seconds) for job in jobs]
-
-    def _completer(
-        self, done: Sequence[tuple[Lease, dict[str, Any] | None]]
-    ) -> Callable[[Conn], list[bool]]:
-        """Complete each (lease, result) of `done` if still ours, as a function of a
-        connection in a transaction: whether each was. On PostgreSQL several are one
-        statement (each statement is a round trip to the server); on SQLite a statement
-        costs no trip, and one each is the cheapest."""
-        if self.db.dialect == "postgres" and len(done) > 1:
-            ids = [lease.job.id for lease, _ in done]
-            owners = [lease.owner for lease, _ in done]
-            bodies = [_compact_json(r) if r is not None else None for _, r in done]
-
-            def _complete_all(conn: Conn) -> list[bool]:
-                rows = conn.execute(PG_COMPLETE_MANY, (time.time(), ids, owners, bodies))
-                completed = {row[0] for row in rows.fetchall()}
-                return [job_id in completed for job_id in ids]
-
-            return _complete_all
-        finishers = [self._finisher(lease, "done", result=r, error=None) for lease, r in done]
-        return lambda conn: [finish(conn) for finish in finishers]
 
     def _claimer(self, kinds: Sequence[str]) -> Claimer:
         """The claim as a function of a connection already inside a write transaction
@@ -1272,6 +1251,28 @@ PG_COMPLETE_MANY = (
     " WHERE jobs.id = v.id AND jobs.lease_owner = v.owner AND jobs.status = 'running'"
     " RETURNING jobs.id"
 )
+
+
+def _completer(
+    dialect: str, done: Sequence[tuple[Lease, dict[str, Any] | None]]
+) -> Callable[[Conn], list[bool]]:
+    """Complete each (lease, result) of `done` if still ours, as a function of a
+    connection in a transaction: whether each was. On PostgreSQL several are one
+    statement (each statement is a round trip to the server); on SQLite a statement
+    costs no trip, and one each is the cheapest."""
+    if dialect == "postgres" and len(done) > 1:
+        ids = [lease.job.id for lease, _ in done]
+        owners = [lease.owner for lease, _ in done]
+        bodies = [_compact_json(r) if r is not None else None for _, r in done]
+
+        def _complete_all(conn: Conn) -> list[bool]:
+            rows = conn.execute(PG_COMPLETE_MANY, (time.time(), ids, owners, bodies))
+            completed = {row[0] for row in rows.fetchall()}
+            return [job_id in completed for job_id in ids]
+
+        return _complete_all
+    finishers = [JobQueue._finisher(lease, "done", result=r, error=None) for lease, r in done]
+    return lambda conn: [finish(conn) for finish in finishers]
 
 
 # Several leases extended at once on PostgreSQL, each only if still ours (parameters: the
