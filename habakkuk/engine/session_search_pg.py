@@ -65,35 +65,37 @@ def search_messages_pg(
     mine = " AND s.agent = ?" if agent else ""
     of_agent: list[Any] = [agent] if agent else []
     joined = " JOIN sessions s ON s.id = t.session_id" if agent else ""
-    oldest = 0
+    params: list[Any] = [*terms, *of_agent]
+    since = ""
     if quoted:
-        # The window's oldest message holding every word; the phrases are checked
-        # from there on only.
-        found = conn.execute(
-            f"SELECT t.message_id FROM message_text t{joined}"
-            f" WHERE t.words @@ {_tsquery(len(words))}{mine}"
-            " ORDER BY t.message_id DESC LIMIT 1 OFFSET ?",
-            (*words, *of_agent, window - 1),
-        ).fetchone()
-        oldest = 0 if found is None else int(found[0])
-    params: list[Any] = [*terms, *of_agent, oldest, window]
+        # The window's oldest message holding every word (an InitPlan, run once): the
+        # phrases are checked from there on only.
+        since = (
+            " AND t.message_id >= coalesce((SELECT t.message_id FROM message_text t"
+            f"{joined} WHERE t.words @@ {_tsquery(len(words))}{mine}"
+            " ORDER BY t.message_id DESC LIMIT 1 OFFSET ?), 0)"
+        )
+        params += [*words, *of_agent, window - 1]
+    params.append(window)
     sql = (
         "WITH recent AS MATERIALIZED (SELECT t.message_id AS id, length(t.text) AS size"
         f" FROM message_text t{joined} WHERE t.words @@ {_tsquery(len(terms))}{mine}"
-        " AND t.message_id >= ? ORDER BY t.message_id DESC LIMIT ?)"
+        f"{since} ORDER BY t.message_id DESC LIMIT ?)"
     )
     one_phrase = len(terms) == 1 and quoted
-    tier = "0"
+    tier, ranked = "0", "recent"
     if len(words) > 1 and not one_phrase:
-        # The phrase of every word, checked on the window's rows only.
-        sql += (
-            ", together AS MATERIALIZED (SELECT recent.id FROM recent JOIN message_text t"
-            f" ON t.message_id = recent.id WHERE t.words @@ {_tsquery(1)})"
-        )
+        # The phrase of every word, checked on the window's rows only, row by row (a
+        # join would let the planner read every message holding the phrase).
+        sql += f", phrase AS MATERIALIZED (SELECT {_tsquery(1)} AS q)"
         params.append(" ".join(words))
-        tier = "CASE WHEN recent.id IN (SELECT id FROM together) THEN 1 ELSE 0 END"
+        tier = (
+            "(SELECT CASE WHEN t.words @@ phrase.q THEN 1 ELSE 0 END FROM message_text t"
+            " WHERE t.message_id = recent.id)"
+        )
+        ranked = "recent, phrase"
     sql += (
-        f", best AS MATERIALIZED (SELECT id, {tier} AS tier, size FROM recent"
+        f", best AS MATERIALIZED (SELECT id, {tier} AS tier, size FROM {ranked}"
         " ORDER BY tier DESC, size, id DESC LIMIT ?)"
         " SELECT t.session_id, s.agent, s.title, t.seq, t.role, m.created_at, t.text"
         " FROM best JOIN message_text t ON t.message_id = best.id"
