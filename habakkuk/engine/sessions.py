@@ -4,7 +4,9 @@ A session holds its frozen system prompt. Messages are appended, never
 rewritten; each append made by a job first checks the job's lease in the same
 transaction (control.db is attached as `control`). Triggers keep `message_text`
 (the words of user and assistant messages, cut to 8,000 characters) and its FTS5
-index in step with `messages`.
+index in step with `messages`. On PostgreSQL (the `transcripts` schema, control's
+tables as `control.x` as on SQLite) a PL/pgSQL trigger writes the same rows and the
+index is message_text's generated tsvector (PG_MIGRATIONS, session_search_pg.py).
 
 What Habakkuk sends along with the user's words (the time, the todo list) is a
 context block, never indexed or shown. Versions before transcripts schema 5

@@ -90,6 +90,9 @@ async def test_search_by_agent_with_a_window_and_a_limit(store: TranscriptStore)
     await corpus(store)
     assert seqs(await store.search("backup", agent="ops")) == [("o", 0)]
     assert seqs(await store.search("backup", agent="main")) == [("s", 7)]
+    assert seqs(await store.search('"garden tomato"', agent="main")) == [("s", 0), ("s", 2)]
+    assert await store.search('"garden tomato"', agent="ops") == []
+    assert seqs(await store.search('backup "done"', agent="ops")) == [("o", 0)]
     # The newest two messages holding the word, the shorter first.
     assert seqs(await store.search("garden", window=2)) == [("s", 4), ("s", 5)]
     # Of equal length, the newest first.
