@@ -17,6 +17,7 @@ import pytest
 from habakkuk.engine.llm.types import (
     ContextBlock,
     Message,
+    Role,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -26,7 +27,7 @@ from habakkuk.engine.sessions import TranscriptStore
 from habakkuk.engine.sql import Conn
 from habakkuk.engine.state import ProviderJob, StateStore, read_turn_state
 
-CORPUS = [
+CORPUS: list[tuple[str, Role, str]] = [
     ("s", "user", "garden tomato"),  # 0: the phrase, short
     ("s", "assistant", "the tomato in the garden"),  # 1: both words apart
     ("s", "user", "a garden tomato salad with basil and oil"),  # 2: the phrase, longer
@@ -43,7 +44,7 @@ async def corpus(store: TranscriptStore) -> None:
     await store.create_session("s", "main", "")
     await store.create_session("o", "ops", "")
     for session, role, text in CORPUS:
-        await store.append(session, Message(role, [TextBlock(text)]))  # type: ignore[arg-type]
+        await store.append(session, Message(role, [TextBlock(text)]))
 
 
 def seqs(hits: list[Any]) -> list[tuple[str, int]]:
