@@ -65,34 +65,31 @@ def search_messages_pg(
     mine = " AND s.agent = ?" if agent else ""
     of_agent: list[Any] = [agent] if agent else []
     joined = " JOIN sessions s ON s.id = t.session_id" if agent else ""
-    params: list[Any] = [*terms, *of_agent]
-    since = ""
-    if quoted:
-        # The window's oldest message holding every word (an InitPlan, run once): the
-        # phrases are checked from there on only.
-        since = (
-            " AND t.message_id >= coalesce((SELECT t.message_id FROM message_text t"
-            f"{joined} WHERE t.words @@ {_tsquery(len(words))}{mine}"
-            " ORDER BY t.message_id DESC LIMIT 1 OFFSET ?), 0)"
-        )
-        params += [*words, *of_agent, window - 1]
-    params.append(window)
-    sql = (
-        "WITH recent AS MATERIALIZED (SELECT t.message_id AS id, length(t.text) AS size"
-        f" FROM message_text t{joined} WHERE t.words @@ {_tsquery(len(terms))}{mine}"
-        f"{since} ORDER BY t.message_id DESC LIMIT ?)"
+    newest = (
+        "SELECT t.message_id AS id, length(t.text) AS size, t.words FROM message_text t"
+        f"{joined} WHERE t.words @@ {{}}{mine} ORDER BY t.message_id DESC LIMIT ?"
     )
+    if quoted:
+        # The newest `window` messages holding every word (no positions read), and of
+        # those the ones holding the phrases: the same rows as FTS5's window from the
+        # oldest of them on, in one walk back.
+        every = newest.format(_tsquery(len(words)))
+        sql = (
+            f"WITH recent AS MATERIALIZED (SELECT * FROM ({every}) w"
+            f" WHERE w.words @@ {_tsquery(len(terms))})"
+        )
+        params: list[Any] = [*words, *of_agent, window, *terms]
+    else:
+        sql = f"WITH recent AS MATERIALIZED ({newest.format(_tsquery(len(terms)))})"
+        params = [*terms, *of_agent, window]
     one_phrase = len(terms) == 1 and quoted
     tier, ranked = "0", "recent"
     if len(words) > 1 and not one_phrase:
-        # The phrase of every word, checked on the window's rows only, row by row (a
-        # join would let the planner read every message holding the phrase).
+        # The phrase of every word, checked on the window's rows only (their words
+        # came along: a join would let the planner read every message holding it).
         sql += f", phrase AS MATERIALIZED (SELECT {_tsquery(1)} AS q)"
         params.append(" ".join(words))
-        tier = (
-            "(SELECT CASE WHEN t.words @@ phrase.q THEN 1 ELSE 0 END FROM message_text t"
-            " WHERE t.message_id = recent.id)"
-        )
+        tier = "CASE WHEN recent.words @@ phrase.q THEN 1 ELSE 0 END"
         ranked = "recent, phrase"
     sql += (
         f", best AS MATERIALIZED (SELECT id, {tier} AS tier, size FROM {ranked}"
