@@ -1,0 +1,676 @@
+"""The durable queue on PostgreSQL: which driver, and how we compare with PgQueuer.
+
+Issue 29 asks to measure asyncpg and psycopg 3 (with its pool) on the queue before the
+stores move onto PostgreSQL. Every run gets a fresh `jobs` table (the columns of our
+queue, a partial index on the queued jobs) in one database made for this run
+(`hk_bench_<random>`, dropped at the end), at the server's default durability
+(synchronous_commit on: every commit waits for its WAL flush).
+
+The three operations, each one transaction (BEGIN ... COMMIT, as a store function
+`fn(conn)` runs), on the same SQL for every client:
+- enqueue: INSERT (batched: `executemany` of up to B rows in one transaction);
+- claim: UPDATE ... WHERE seq = (SELECT seq ... ORDER BY seq LIMIT 1 FOR UPDATE SKIP
+  LOCKED) RETURNING ... (batched: up to B jobs in one UPDATE);
+- complete: UPDATE by seq, fenced by the lease owner (batched: every job claimed).
+
+The clients, each used from asyncio (one event loop per process, one connection each):
+- asyncpg: an asyncpg pool (acquire, transaction, statement), the baseline of the ratios;
+- asyncpg (no pool): one asyncpg connection (the pool resets each connection it gets
+  back: one more round trip per transaction);
+- psycopg async pool: psycopg 3's AsyncConnectionPool, AsyncConnection;
+- psycopg sync (thread+queue): one psycopg 3 Connection owned by one thread; the loop
+  hands it a whole transaction `fn(conn)` through a queue and awaits a future settled by
+  `call_soon_threadsafe` (how our SQLite `Database` runs its stores), one hop per
+  transaction;
+- psycopg sync (pool+executor): psycopg 3's sync ConnectionPool, each transaction
+  `fn(conn)` sent with `loop.run_in_executor` to a one-thread executor.
+
+What is measured, in alternating rounds (each client in turn, the order rotated):
+- one at a time, in turn: one process enqueues a job, claims it and completes it, each
+  awaited before the next, M times;
+- enqueue batched: one producer fills the table with N jobs, B per transaction;
+- drain one at a time / drain batched: with the table filled first, P worker processes
+  (1, 2 and 4) claim and complete concurrently, one job (or up to B) per transaction,
+  until none is left; jobs/s = N / the time from the go signal to the last worker done.
+CPU per job is the client processes' CPU (every thread's) over the jobs: the server's
+share is the same SQL for every client. The machine is shared: read the ratios.
+
+PgQueuer (the baseline of the issue's target) runs on the same server at the same
+durability, its schema installed by its own Queries API in its own fresh database: a
+producer enqueues N jobs in batches, then 1, 2 and 4 consumer processes (`QueueManager`
+with an entrypoint that returns at once) drain them.
+
+Usage: python benchmarks/pg_queue_bench.py [N] [--one M] [--batch B] [--rounds R]
+       [--procs 1,2,4] [--url URL] [--skip-pgqueuer]
+The URL defaults to $HABAKKUK_BENCH_DATABASE_URL, else
+postgresql://postgres:postgres@127.0.0.1:5432/postgres (a server database to connect to
+for CREATE/DROP DATABASE; nothing is written into it). asyncpg, psycopg[binary,pool] and
+pgqueuer: pip install -e '.[bench]'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import multiprocessing
+import os
+import queue
+import secrets
+import statistics
+import sys
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+T = TypeVar("T")
+
+DEFAULT_URL = "postgresql://postgres:postgres@127.0.0.1:5432/postgres"
+KIND = "bench"
+LEASE_SECONDS = 60.0
+
+SCHEMA = (
+    "DROP TABLE IF EXISTS jobs",
+    "CREATE TABLE jobs ("
+    " seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, payload TEXT NOT NULL,"
+    " status TEXT NOT NULL, run_after DOUBLE PRECISION NOT NULL,"
+    " lease_owner TEXT, lease_until DOUBLE PRECISION, attempts INT NOT NULL DEFAULT 0,"
+    " created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL)",
+    "CREATE INDEX jobs_queued ON jobs (seq) WHERE status = 'queued'",
+)
+
+# asyncpg's placeholders; `_pg` gives psycopg's (%s) for the same statement.
+ENQUEUE = (
+    "INSERT INTO jobs (id, kind, payload, status, run_after, attempts, created_at, updated_at)"
+    " VALUES ($1, $2, $3, 'queued', $4, 0, $5, $6)"
+)
+CLAIM_ONE = (
+    "UPDATE jobs SET status = 'running', lease_owner = $1, lease_until = $2,"
+    " attempts = attempts + 1, updated_at = $3"
+    " WHERE seq = (SELECT seq FROM jobs WHERE status = 'queued' AND run_after <= $4"
+    " ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)"
+    " RETURNING seq, id, kind, payload, attempts"
+)
+CLAIM_MANY = (
+    "WITH next AS (SELECT seq FROM jobs WHERE status = 'queued' AND run_after <= $1"
+    " ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)"
+    " UPDATE jobs SET status = 'running', lease_owner = $3, lease_until = $4,"
+    " attempts = attempts + 1, updated_at = $5 FROM next WHERE jobs.seq = next.seq"
+    " RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempts"
+)
+COMPLETE_ONE = (
+    "UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL,"
+    " updated_at = $1 WHERE seq = $2 AND lease_owner = $3"
+)
+COMPLETE_MANY = (
+    "UPDATE jobs SET status = 'done', lease_owner = NULL, lease_until = NULL,"
+    " updated_at = $1 WHERE seq = ANY($2::bigint[]) AND lease_owner = $3"
+)
+
+
+def _pg(sql: str) -> str:
+    """`sql` with psycopg's placeholders (every $n is used once, in order)."""
+    import re
+
+    numbers = [int(n) for n in re.findall(r"\$(\d+)", sql)]
+    assert numbers == list(range(1, len(numbers) + 1)), sql
+    return re.sub(r"\$\d+", "%s", sql)
+
+
+Row = tuple[str, str, str, float, float, float]
+
+
+def _rows(start: int, count: int) -> list[Row]:
+    now = time.time()
+    return [(f"job-{i}", KIND, f'{{"i": {i}}}', now, now, now) for i in range(start, start + count)]
+
+
+def _claim_args(owner: str, limit: int) -> tuple[Any, ...]:
+    now = time.time()
+    if limit == 1:
+        return (owner, now + LEASE_SECONDS, now, now)
+    return (now, limit, owner, now + LEASE_SECONDS, now)
+
+
+class Client(Protocol):
+    """One connection's worth of queue operations, each one transaction."""
+
+    async def open(self, url: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def enqueue(self, rows: Sequence[Row]) -> None: ...
+
+    async def claim(self, owner: str, limit: int) -> list[int]: ...
+
+    async def complete(self, owner: str, seqs: Sequence[int]) -> None: ...
+
+
+class AsyncpgClient:
+    """asyncpg: a pool of one connection, a transaction per operation. The pool resets
+    a connection it gets back (`Connection.reset()`: one more round trip)."""
+
+    async def open(self, url: str) -> None:
+        import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no types
+
+        self.pool = await asyncpg.create_pool(url, min_size=1, max_size=1)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    def acquire(self) -> Any:
+        return self.pool.acquire()
+
+    async def enqueue(self, rows: Sequence[Row]) -> None:
+        async with self.acquire() as conn, conn.transaction():
+            if len(rows) == 1:
+                await conn.execute(ENQUEUE, *rows[0])
+            else:
+                await conn.executemany(ENQUEUE, rows)
+
+    async def claim(self, owner: str, limit: int) -> list[int]:
+        sql = CLAIM_ONE if limit == 1 else CLAIM_MANY
+        async with self.acquire() as conn, conn.transaction():
+            records = await conn.fetch(sql, *_claim_args(owner, limit))
+        return [record[0] for record in records]
+
+    async def complete(self, owner: str, seqs: Sequence[int]) -> None:
+        async with self.acquire() as conn, conn.transaction():
+            if len(seqs) == 1:
+                status = await conn.execute(COMPLETE_ONE, time.time(), seqs[0], owner)
+            else:
+                status = await conn.execute(COMPLETE_MANY, time.time(), list(seqs), owner)
+        _check_completed(int(status.rsplit(" ", 1)[1]), seqs)
+
+
+class AsyncpgConnectionClient(AsyncpgClient):
+    """asyncpg: one connection, no pool (the driver without the pool's reset)."""
+
+    async def open(self, url: str) -> None:
+        import asyncpg
+
+        self.conn = await asyncpg.connect(url)
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+    def acquire(self) -> Any:
+        return contextlib.nullcontext(self.conn)
+
+
+class PsycopgAsyncClient:
+    """psycopg 3: an AsyncConnectionPool of one connection, a transaction per operation."""
+
+    async def open(self, url: str) -> None:
+        from psycopg_pool import AsyncConnectionPool
+
+        self.pool = AsyncConnectionPool(
+            url, min_size=1, max_size=1, kwargs={"autocommit": True}, open=False
+        )
+        await self.pool.open(wait=True)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def enqueue(self, rows: Sequence[Row]) -> None:
+        async with self.pool.connection() as conn, conn.transaction():
+            cursor = conn.cursor()
+            if len(rows) == 1:
+                await cursor.execute(PG_ENQUEUE, rows[0])
+            else:
+                await cursor.executemany(PG_ENQUEUE, rows)
+
+    async def claim(self, owner: str, limit: int) -> list[int]:
+        sql = PG_CLAIM_ONE if limit == 1 else PG_CLAIM_MANY
+        async with self.pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(sql, _claim_args(owner, limit))
+            records = await cursor.fetchall()
+        return [record[0] for record in records]
+
+    async def complete(self, owner: str, seqs: Sequence[int]) -> None:
+        async with self.pool.connection() as conn, conn.transaction():
+            if len(seqs) == 1:
+                cursor = await conn.execute(PG_COMPLETE_ONE, (time.time(), seqs[0], owner))
+            else:
+                cursor = await conn.execute(PG_COMPLETE_MANY, (time.time(), list(seqs), owner))
+        _check_completed(cursor.rowcount, seqs)
+
+
+PG_ENQUEUE = _pg(ENQUEUE)
+PG_CLAIM_ONE = _pg(CLAIM_ONE)
+PG_CLAIM_MANY = _pg(CLAIM_MANY)
+PG_COMPLETE_ONE = _pg(COMPLETE_ONE)
+PG_COMPLETE_MANY = _pg(COMPLETE_MANY)
+
+
+def _check_completed(count: int, seqs: Sequence[int]) -> None:
+    if count != len(seqs):
+        raise SystemExit(f"completed {count} of {len(seqs)} claimed jobs: a lease was lost")
+
+
+# The store functions of the sync clients: each is a whole transaction's work on a
+# psycopg Connection, run where the connection lives.
+
+
+def _enqueue_sync(rows: Sequence[Row]) -> Callable[[Any], None]:
+    def fn(conn: Any) -> None:
+        cursor = conn.cursor()
+        if len(rows) == 1:
+            cursor.execute(PG_ENQUEUE, rows[0])
+        else:
+            cursor.executemany(PG_ENQUEUE, rows)
+
+    return fn
+
+
+def _claim_sync(owner: str, limit: int) -> Callable[[Any], list[int]]:
+    sql = PG_CLAIM_ONE if limit == 1 else PG_CLAIM_MANY
+
+    def fn(conn: Any) -> list[int]:
+        return [record[0] for record in conn.execute(sql, _claim_args(owner, limit)).fetchall()]
+
+    return fn
+
+
+def _complete_sync(owner: str, seqs: Sequence[int]) -> Callable[[Any], int]:
+    def fn(conn: Any) -> int:
+        if len(seqs) == 1:
+            cursor = conn.execute(PG_COMPLETE_ONE, (time.time(), seqs[0], owner))
+        else:
+            cursor = conn.execute(PG_COMPLETE_MANY, (time.time(), list(seqs), owner))
+        return int(cursor.rowcount)
+
+    return fn
+
+
+class _SyncClient(ABC):
+    """The operations of a sync client: each a transaction `fn(conn)` handed to `run`,
+    which runs it where the client's connection lives."""
+
+    @abstractmethod
+    async def run(self, fn: Callable[[Any], T]) -> T: ...
+
+    async def enqueue(self, rows: Sequence[Row]) -> None:
+        await self.run(_enqueue_sync(rows))
+
+    async def claim(self, owner: str, limit: int) -> list[int]:
+        return await self.run(_claim_sync(owner, limit))
+
+    async def complete(self, owner: str, seqs: Sequence[int]) -> None:
+        _check_completed(await self.run(_complete_sync(owner, seqs)), seqs)
+
+
+_Call = tuple[Callable[[Any], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+class PsycopgThreadClient(_SyncClient):
+    """psycopg 3 sync: one Connection owned by one thread; the loop hands it each
+    transaction through a queue and awaits a future (our SQLite Database's pattern)."""
+
+    async def open(self, url: str) -> None:
+        import psycopg
+
+        self.calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self.conn: psycopg.Connection[Any] = await asyncio.to_thread(
+            functools.partial(psycopg.Connection.connect, url, autocommit=True)
+        )
+        self.thread = threading.Thread(target=self._serve, name="pg-bench", daemon=True)
+        self.thread.start()
+
+    async def close(self) -> None:
+        self.calls.put(None)
+        await asyncio.to_thread(self.thread.join)
+
+    async def run(self, fn: Callable[[Any], T]) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self.calls.put((fn, loop, future))
+        return await future
+
+    def _serve(self) -> None:
+        conn = self.conn
+        while (call := self.calls.get()) is not None:
+            fn, loop, future = call
+            try:
+                with conn.transaction():
+                    value = fn(conn)
+            except Exception as error:
+                loop.call_soon_threadsafe(_settle, future, False, error)
+            else:
+                loop.call_soon_threadsafe(_settle, future, True, value)
+        conn.close()
+
+
+class PsycopgExecutorClient(_SyncClient):
+    """psycopg 3 sync: a ConnectionPool of one connection, each transaction sent to a
+    one-thread executor with `loop.run_in_executor`."""
+
+    async def open(self, url: str) -> None:
+        from psycopg_pool import ConnectionPool
+
+        self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pg-bench")
+        self.pool = ConnectionPool(
+            url, min_size=1, max_size=1, kwargs={"autocommit": True}, open=False
+        )
+        await asyncio.to_thread(self.pool.open, wait=True)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.pool.close)
+        self.executor.shutdown()
+
+    async def run(self, fn: Callable[[Any], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, self._transaction, fn)
+
+    def _transaction(self, fn: Callable[[Any], T]) -> T:
+        with self.pool.connection() as conn, conn.transaction():
+            return fn(conn)
+
+
+CLIENTS: dict[str, Callable[[], Client]] = {
+    "asyncpg": AsyncpgClient,
+    "asyncpg (no pool)": AsyncpgConnectionClient,
+    "psycopg async pool": PsycopgAsyncClient,
+    "psycopg sync (thread+queue)": PsycopgThreadClient,
+    "psycopg sync (pool+executor)": PsycopgExecutorClient,
+}
+BASELINE = "asyncpg"
+
+
+# The process bodies. Each opens its client, waits at the barrier (so connecting and
+# importing are not timed), works, and puts (jobs, CPU seconds) on `results`.
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one process does: `what` (fill, drain, in-turn) with `client` on `url`."""
+
+    what: str
+    client: str
+    url: str
+    count: int  # fill: the jobs to queue; in-turn: the jobs to cycle; drain: unused
+    batch: int  # jobs per transaction (1: one at a time)
+    start: int = 0  # fill: the first job's number
+
+
+def _process(work: Work, barrier: Any, results: Any) -> None:
+    results.put(asyncio.run(_work(work, barrier)))
+
+
+async def _work(work: Work, barrier: Any) -> tuple[int, float]:
+    client = CLIENTS[work.client]()
+    await client.open(work.url)
+    owner = f"bench-{os.getpid()}"
+    barrier.wait()  # every process connected: the clock starts
+    cpu = time.process_time()
+    done = 0
+    if work.what == "fill":
+        for start in range(work.start, work.start + work.count, work.batch):
+            size = min(work.batch, work.start + work.count - start)
+            await client.enqueue(_rows(start, size))
+            done += size
+    elif work.what == "in-turn":
+        for i in range(work.count):
+            await client.enqueue(_rows(i, 1))
+            seqs = await client.claim(owner, 1)
+            if len(seqs) != 1:
+                raise SystemExit(f"{work.client}: claimed {len(seqs)} jobs, not 1")
+            await client.complete(owner, seqs)
+            done += 1
+    else:
+        while seqs := await client.claim(owner, work.batch):
+            await client.complete(owner, seqs)
+            done += len(seqs)
+    cpu = time.process_time() - cpu
+    await client.close()
+    return done, cpu
+
+
+def run_processes(works: Sequence[Work], target: Callable[..., None] = _process) -> Result:
+    """Run `works` in one process each (forked: no connection is open here), started
+    together at a barrier once each is ready; the jobs done, the seconds from the barrier
+    until the last one reported, and their CPU seconds."""
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(len(works) + 1)
+    results = context.Queue()
+    processes = [context.Process(target=target, args=(w, barrier, results)) for w in works]
+    for process in processes:
+        process.start()
+    try:
+        barrier.wait(timeout=120)
+        started = time.perf_counter()
+        outcomes = [_outcome(results, processes) for _ in processes]
+        elapsed = time.perf_counter() - started
+    finally:
+        for process in processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
+    failed = [p.exitcode for p in processes if p.exitcode]
+    if failed:
+        raise SystemExit(f"a benchmark process failed (exit codes {failed})")
+    return Result(sum(o[0] for o in outcomes), elapsed, sum(o[1] for o in outcomes))
+
+
+def _outcome(results: Any, processes: Sequence[Any]) -> tuple[int, float]:
+    """The next process's (jobs, CPU seconds); exits if one died without reporting."""
+    while True:
+        try:
+            outcome: tuple[int, float] = results.get(timeout=0.5)
+        except queue.Empty:
+            if any(p.exitcode for p in processes):
+                raise SystemExit("a benchmark process failed (see above)") from None
+            continue
+        return outcome
+
+
+@dataclass(frozen=True)
+class Result:
+    """One measured run: jobs done in `seconds`, using `cpu` CPU seconds in the clients."""
+
+    jobs: int
+    seconds: float
+    cpu: float
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.seconds
+
+    @property
+    def cpu_us(self) -> float:
+        return self.cpu / self.jobs * 1e6
+
+
+# The database of the run.
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+@contextlib.contextmanager
+def bench_database(url: str, prefix: str = "hk_bench") -> Any:
+    """A fresh database on the server of `url` for this run; its URL. Dropped after."""
+    import psycopg
+
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield _with_database(url, name)
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def reset_table(url: str) -> None:
+    """A fresh, empty `jobs` table (no dead rows left by the last run)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in SCHEMA:
+            conn.execute(statement)
+
+
+def count_done(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM jobs WHERE status = 'done'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def server_settings(url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        values = [
+            conn.execute(f"SHOW {name}").fetchone()
+            for name in ("server_version", "synchronous_commit", "fsync", "wal_sync_method")
+        ]
+    version, sync, fsync, method = (str(v[0]) if v else "?" for v in values)
+    return f"PostgreSQL {version}, synchronous_commit={sync}, fsync={fsync} ({method})"
+
+
+# One measurement of each kind.
+
+
+def measure_in_turn(url: str, client: str, count: int) -> dict[str, Result]:
+    """One process: enqueue, claim, complete, each awaited in turn, `count` times."""
+    reset_table(url)
+    result = run_processes([Work("in-turn", client, url, count, 1)])
+    _check_done(url, result.jobs, count, client)
+    return {IN_TURN: result}
+
+
+def measure_drain(url: str, client: str, count: int, batch: int, procs: int) -> dict[str, Result]:
+    """Fill the table with `count` jobs (the same client, `batch` per transaction), then
+    drain it with `procs` worker processes claiming `batch` at a time. Batched, the fill
+    is measured too."""
+    reset_table(url)
+    fill = run_processes([Work("fill", client, url, count, max(batch, 100))])
+    if fill.jobs != count:
+        raise SystemExit(f"{client}: queued {fill.jobs} of {count} jobs")
+    drain = run_processes([Work("drain", client, url, 0, batch) for _ in range(procs)])
+    _check_done(url, drain.jobs, count, client)
+    if batch == 1:
+        return {drain_kind(1, procs): drain}
+    return {drain_kind(batch, procs): drain, enqueue_kind(batch): fill}
+
+
+IN_TURN = "one at a time, in turn (enqueue; claim; complete), 1 process"
+
+
+def enqueue_kind(batch: int) -> str:
+    return f"enqueue batched ({batch} per transaction), 1 process"
+
+
+def drain_kind(batch: int, procs: int) -> str:
+    if batch == 1:
+        return f"drain one at a time (claim 1; complete 1), {procs} process(es)"
+    return f"drain batched (claim <= {batch}; complete them), {procs} process(es)"
+
+
+def _check_done(url: str, reported: int, count: int, what: str) -> None:
+    done = count_done(url)
+    if reported != count or done != count:
+        raise SystemExit(f"{what}: {reported} jobs reported and {done} done, of {count}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("count", nargs="?", type=int, default=5000, help="jobs batched")
+    parser.add_argument("--one", type=int, default=200, help="jobs one at a time (default 200)")
+    parser.add_argument("--batch", type=int, default=100, help="jobs per batched transaction")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--procs", default="1,2,4", help="worker processes (default 1,2,4)")
+    parser.add_argument("--url", default=os.environ.get("HABAKKUK_BENCH_DATABASE_URL", DEFAULT_URL))
+    parser.add_argument(
+        "--clients", default=",".join(CLIENTS), help=f"comma-separated, of {', '.join(CLIENTS)}"
+    )
+    args = parser.parse_args()
+    procs = [int(p) for p in args.procs.split(",")]
+    clients = [c.strip() for c in args.clients.split(",")]
+    unknown = [c for c in clients if c not in CLIENTS]
+    if unknown:
+        raise SystemExit(f"pg_queue_bench: unknown client {unknown[0]!r}: one of {list(CLIENTS)}")
+    _require("asyncpg", "psycopg", "psycopg_pool")
+    # Each run, for one client: what it measures.
+    runs: list[Callable[[str, str], dict[str, Result]]] = [
+        lambda u, c: measure_in_turn(u, c, args.one)
+    ]
+    for batch, count in ((1, args.one), (args.batch, args.count)):
+        runs += [functools.partial(measure_drain, count=count, batch=batch, procs=p) for p in procs]
+    kinds = [IN_TURN, enqueue_kind(args.batch)]
+    kinds += [drain_kind(batch, p) for batch in (1, args.batch) for p in procs]
+    figures: dict[tuple[str, str], list[Result]] = {}
+    try:
+        with bench_database(args.url) as url:
+            settings = server_settings(url)
+            print(settings, flush=True)
+            for round_no in range(1, args.rounds + 1):
+                shift = round_no % len(clients)
+                order = clients[shift:] + clients[:shift]  # who goes first changes
+                for run in runs:
+                    line: dict[str, list[str]] = {}
+                    for client in order:
+                        for kind, result in run(url, client).items():
+                            figures.setdefault((kind, client), []).append(result)
+                            line.setdefault(kind, []).append(f"{client} {result.rate:,.0f}")
+                    for kind, parts in line.items():
+                        print(f"round {round_no}: {kind}: " + " | ".join(parts), flush=True)
+    except OSError as error:
+        raise SystemExit(f"pg_queue_bench: cannot reach {args.url}: {error}") from None
+    print(
+        f"\n{settings}; N={args.count} jobs batched, M={args.one} one at a time,"
+        f" median of {args.rounds} rounds; jobs/s and client CPU per job, and over {BASELINE}:"
+    )
+    print_table(kinds, clients, figures)
+
+
+def _require(*modules: str) -> None:
+    for module in modules:
+        try:
+            __import__(module)
+        except ImportError:
+            print(f"pg_queue_bench: missing {module}: pip install -e '.[bench]'", file=sys.stderr)
+            raise SystemExit(2) from None
+
+
+def print_table(
+    kinds: Sequence[str], clients: Sequence[str], figures: dict[tuple[str, str], list[Result]]
+) -> None:
+    """The medians: jobs/s and client CPU per job, and each over the baseline's."""
+    width = max(len(c) for c in clients) + 2
+    print(f"  {'':<{width}} {'jobs/s':>9} {'CPU us/job':>11} {'x jobs/s':>9} {'x CPU':>7}")
+    base = BASELINE if BASELINE in clients else clients[0]
+    for kind in kinds:
+        print(kind)
+        rates = {c: statistics.median(r.rate for r in figures[(kind, c)]) for c in clients}
+        cpus = {c: statistics.median(r.cpu_us for r in figures[(kind, c)]) for c in clients}
+        for client in clients:
+            print(
+                f"  {client:<{width}} {rates[client]:>9,.0f} {cpus[client]:>11,.1f}"
+                f" {rates[client] / rates[base]:>8.2f}x {cpus[client] / cpus[base]:>6.2f}x"
+            )
+
+
+if __name__ == "__main__":
+    main()
