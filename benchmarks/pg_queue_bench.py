@@ -8,9 +8,9 @@ queue, a partial index on the queued jobs) in one database made for this run
 
 The three operations, each one transaction (BEGIN ... COMMIT, as a store function
 `fn(conn)` runs), on the same SQL for every client:
-- enqueue: INSERT (batched: `executemany` of up to B rows in one transaction);
+- enqueue: INSERT (batched: `executemany` of 100 rows in one transaction);
 - claim: UPDATE ... WHERE seq = (SELECT seq ... ORDER BY seq LIMIT 1 FOR UPDATE SKIP
-  LOCKED) RETURNING ... (batched: up to B jobs in one UPDATE);
+  LOCKED) RETURNING ... (batched: up to 100 jobs in one UPDATE);
 - complete: UPDATE by seq, fenced by the lease owner (batched: every job claimed).
 
 The clients, each used from asyncio (one event loop per process, one connection each):
@@ -28,20 +28,22 @@ The clients, each used from asyncio (one event loop per process, one connection 
 What is measured, in alternating rounds (each client in turn, the order rotated):
 - one at a time, in turn: one process enqueues a job, claims it and completes it, each
   awaited before the next, M times;
-- enqueue batched: one producer fills the table with N jobs, B per transaction;
+- enqueue batched: one producer fills the table with N jobs, 100 per transaction;
 - drain one at a time / drain batched: with the table filled first, P worker processes
-  (1, 2 and 4) claim and complete concurrently, one job (or up to B) per transaction,
+  (1, 2 and 4) claim and complete concurrently, one job (or up to 100) per transaction,
   until none is left; jobs/s = N / the time from the go signal to the last worker done.
 CPU per job is the client processes' CPU (every thread's) over the jobs: the server's
 share is the same SQL for every client. The machine is shared: read the ratios.
 
 PgQueuer (the baseline of the issue's target) runs on the same server at the same
-durability, its schema installed by its own Queries API in its own fresh database: a
-producer enqueues N jobs in batches, then 1, 2 and 4 consumer processes (`QueueManager`
-with an entrypoint that returns at once) drain them.
+durability (its default, every table logged), its schema installed by its own Queries
+API in its own fresh database: a producer enqueues N jobs, 100 per `Queries.enqueue`,
+then 1, 2 and 4 consumer processes (`QueueManager.run` in drain mode, an entrypoint that
+returns at once) drain them, with batch_size 10 (its default) and 100 (ours). It runs
+beside the batched drains, and their rows say how each does against its best.
 
-Usage: python benchmarks/pg_queue_bench.py [N] [--one M] [--batch B] [--rounds R]
-       [--procs 1,2,4] [--url URL] [--skip-pgqueuer]
+Usage: python benchmarks/pg_queue_bench.py [N] [--one M] [--rounds R] [--procs 1,2,4]
+       [--url URL] [--clients A,B] [--pgqueuer-batch 10,100] [--skip-pgqueuer]
 The URL defaults to $HABAKKUK_BENCH_DATABASE_URL, else
 postgresql://postgres:postgres@127.0.0.1:5432/postgres (a server database to connect to
 for CREATE/DROP DATABASE; nothing is written into it). asyncpg, psycopg[binary,pool] and
@@ -59,6 +61,7 @@ import multiprocessing
 import os
 import queue
 import secrets
+import signal
 import statistics
 import sys
 import threading
@@ -410,7 +413,8 @@ class Work:
 
 
 def _process(work: Work, barrier: Any, results: Any) -> None:
-    results.put(asyncio.run(_work(work, barrier)))
+    body = _pgqueuer_work if work.client == PGQUEUER else _work
+    results.put(asyncio.run(body(work, barrier)))
 
 
 async def _work(work: Work, barrier: Any) -> tuple[int, float]:
@@ -565,7 +569,7 @@ def measure_drain(url: str, client: str, count: int, batch: int, procs: int) -> 
     drain it with `procs` worker processes claiming `batch` at a time. Batched, the fill
     is measured too."""
     reset_table(url)
-    fill = run_processes([Work("fill", client, url, count, max(batch, 100))])
+    fill = run_processes([Work("fill", client, url, count, BATCHED)])
     if fill.jobs != count:
         raise SystemExit(f"{client}: queued {fill.jobs} of {count} jobs")
     drain = run_processes([Work("drain", client, url, 0, batch) for _ in range(procs)])
@@ -575,6 +579,8 @@ def measure_drain(url: str, client: str, count: int, batch: int, procs: int) -> 
     return {drain_kind(batch, procs): drain, enqueue_kind(batch): fill}
 
 
+# Jobs per transaction of the batched runs (PgQueuer's enqueue calls too).
+BATCHED = 100
 IN_TURN = "one at a time, in turn (enqueue; claim; complete), 1 process"
 
 
@@ -594,55 +600,181 @@ def _check_done(url: str, reported: int, count: int, what: str) -> None:
         raise SystemExit(f"{what}: {reported} jobs reported and {done} done, of {count}")
 
 
+# PgQueuer, through its own API: its schema (`Queries.install`, what `pgq install` runs),
+# its batch enqueue (`Queries.enqueue` of lists: one INSERT ... SELECT unnest), and its
+# worker (`QueueManager.run` in drain mode: it exits once the queue is empty and its jobs
+# are done), over asyncpg connections as its documentation shows. A finished job leaves
+# the queue table for the log table in batches (its JobStatusLogBuffer), as it ships.
+
+PGQUEUER = "PgQueuer"
+PGQ_ENTRYPOINT = "bench"
+
+
+async def _pgqueuer_queries(url: str) -> tuple[Any, Any]:
+    """An asyncpg connection (its driver does not close it) and PgQueuer's Queries on it."""
+    import asyncpg
+    from pgqueuer.db import AsyncpgDriver
+    from pgqueuer.queries import Queries
+
+    conn = await asyncpg.connect(url)
+    return conn, Queries(AsyncpgDriver(conn))
+
+
+async def _pgqueuer_work(work: Work, barrier: Any) -> tuple[int, float]:
+    from pgqueuer.models import Job
+    from pgqueuer.qm import QueueManager
+    from pgqueuer.types import QueueExecutionMode
+
+    conn, queries = await _pgqueuer_queries(work.url)
+    manager = QueueManager(queries)
+    done = 0
+
+    @manager.entrypoint(PGQ_ENTRYPOINT)
+    async def handle(job: Job) -> None:
+        nonlocal done
+        done += 1
+
+    barrier.wait()
+    cpu = time.process_time()
+    if work.what == "fill":
+        for start in range(0, work.count, work.batch):
+            size = min(work.batch, work.count - start)
+            payloads: list[bytes | None] = [b'{"i": %d}' % i for i in range(start, start + size)]
+            await queries.enqueue([PGQ_ENTRYPOINT] * size, payloads, [0] * size)
+            done += size
+    else:
+        await manager.run(batch_size=work.batch, mode=QueueExecutionMode.drain)
+    cpu = time.process_time() - cpu
+    await conn.close()
+    return done, cpu
+
+
+async def _pgqueuer_reset(url: str, *, install: bool = False) -> int:
+    """Install PgQueuer's schema (`install`), or empty its queue and log tables; the
+    jobs left in its queue table."""
+    conn, queries = await _pgqueuer_queries(url)
+    try:
+        if install:
+            await queries.install()
+        else:
+            await queries.clear_queue()
+            await queries.clear_queue_log()
+            await queries.clear_statistics_log()
+        rows = await queries.driver.fetch("SELECT count(*) AS n FROM pgqueuer")
+        return int(rows[0]["n"])
+    finally:
+        await conn.close()
+
+
+def measure_pgqueuer(url: str, count: int, batch: int, procs: int) -> dict[str, Result]:
+    """Fill PgQueuer's queue with `count` jobs (BATCHED per enqueue), then drain it with
+    `procs` QueueManager processes dequeuing `batch` at a time."""
+    asyncio.run(_pgqueuer_reset(url))
+    fill = run_processes([Work("fill", PGQUEUER, url, count, BATCHED)])
+    drain = run_processes([Work("drain", PGQUEUER, url, 0, batch) for _ in range(procs)])
+    left = asyncio.run(_pgqueuer_reset(url))
+    if fill.jobs != count or drain.jobs != count or left:
+        raise SystemExit(
+            f"PgQueuer: {fill.jobs} queued, {drain.jobs} handled, {left} left, of {count}"
+        )
+    return {drain_kind(BATCHED, procs): drain, enqueue_kind(BATCHED): fill}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("count", nargs="?", type=int, default=5000, help="jobs batched")
     parser.add_argument("--one", type=int, default=200, help="jobs one at a time (default 200)")
-    parser.add_argument("--batch", type=int, default=100, help="jobs per batched transaction")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--procs", default="1,2,4", help="worker processes (default 1,2,4)")
     parser.add_argument("--url", default=os.environ.get("HABAKKUK_BENCH_DATABASE_URL", DEFAULT_URL))
     parser.add_argument(
         "--clients", default=",".join(CLIENTS), help=f"comma-separated, of {', '.join(CLIENTS)}"
     )
+    parser.add_argument(
+        "--pgqueuer-batch",
+        default="10,100",
+        help="PgQueuer's batch_size, comma-separated (default 10 (its own default),100)",
+    )
+    parser.add_argument("--skip-pgqueuer", action="store_true")
     args = parser.parse_args()
     procs = [int(p) for p in args.procs.split(",")]
     clients = [c.strip() for c in args.clients.split(",")]
     unknown = [c for c in clients if c not in CLIENTS]
     if unknown:
         raise SystemExit(f"pg_queue_bench: unknown client {unknown[0]!r}: one of {list(CLIENTS)}")
-    _require("asyncpg", "psycopg", "psycopg_pool")
-    # Each run, for one client: what it measures.
-    runs: list[Callable[[str, str], dict[str, Result]]] = [
-        lambda u, c: measure_in_turn(u, c, args.one)
-    ]
-    for batch, count in ((1, args.one), (args.batch, args.count)):
-        runs += [functools.partial(measure_drain, count=count, batch=batch, procs=p) for p in procs]
-    kinds = [IN_TURN, enqueue_kind(args.batch)]
-    kinds += [drain_kind(batch, p) for batch in (1, args.batch) for p in procs]
+    pgqueuer_batches = (
+        [] if args.skip_pgqueuer else [int(b) for b in args.pgqueuer_batch.split(",")]
+    )
+    _require("asyncpg", "psycopg", "psycopg_pool", *(["pgqueuer"] if pgqueuer_batches else []))
     figures: dict[tuple[str, str], list[Result]] = {}
+    # A stopped run (timeout, kill) still drops its databases.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        with bench_database(args.url) as url:
+        with (
+            bench_database(args.url) as url,
+            bench_database(args.url, "hk_bench_pgq") as pgqueuer_url,
+        ):
             settings = server_settings(url)
             print(settings, flush=True)
+            if pgqueuer_batches:
+                asyncio.run(_pgqueuer_reset(pgqueuer_url, install=True))
+            steps = _steps(args, url, pgqueuer_url, clients, procs, pgqueuer_batches)
             for round_no in range(1, args.rounds + 1):
-                shift = round_no % len(clients)
-                order = clients[shift:] + clients[:shift]  # who goes first changes
-                for run in runs:
+                for step in steps:
+                    shift = round_no % len(step)
                     line: dict[str, list[str]] = {}
-                    for client in order:
-                        for kind, result in run(url, client).items():
-                            figures.setdefault((kind, client), []).append(result)
-                            line.setdefault(kind, []).append(f"{client} {result.rate:,.0f}")
+                    for name, run in step[shift:] + step[:shift]:  # who goes first changes
+                        for kind, result in run().items():
+                            # PgQueuer's enqueue is the same at any batch_size: one row.
+                            pooled = name.startswith(PGQUEUER) and kind == enqueue_kind(BATCHED)
+                            label = PGQUEUER if pooled else name
+                            figures.setdefault((kind, label), []).append(result)
+                            line.setdefault(kind, []).append(f"{label} {result.rate:,.0f}")
                     for kind, parts in line.items():
                         print(f"round {round_no}: {kind}: " + " | ".join(parts), flush=True)
     except OSError as error:
         raise SystemExit(f"pg_queue_bench: cannot reach {args.url}: {error}") from None
     print(
         f"\n{settings}; N={args.count} jobs batched, M={args.one} one at a time,"
-        f" median of {args.rounds} rounds; jobs/s and client CPU per job, and over {BASELINE}:"
+        f" median of {args.rounds} rounds; jobs/s, client CPU per job, and over {BASELINE}"
+        " (and over PgQueuer's best, where it runs):"
     )
-    print_table(kinds, clients, figures)
+    kinds = [IN_TURN, enqueue_kind(BATCHED)]
+    kinds += [drain_kind(batch, p) for batch in (1, BATCHED) for p in procs]
+    print_table(kinds, figures)
+
+
+Run = Callable[[], dict[str, Result]]
+
+
+def _steps(
+    args: argparse.Namespace,
+    url: str,
+    pgqueuer_url: str,
+    clients: Sequence[str],
+    procs: Sequence[int],
+    pgqueuer_batches: Sequence[int],
+) -> list[list[tuple[str, Run]]]:
+    """The runs of a round: each step is the systems measured back to back on one kind
+    of run (named, each a run giving its results by kind)."""
+    partial = functools.partial
+    steps: list[list[tuple[str, Run]]] = [
+        [(c, partial(measure_in_turn, url, c, args.one)) for c in clients]
+    ]
+    steps += [[(c, partial(measure_drain, url, c, args.one, 1, p)) for c in clients] for p in procs]
+    for p in procs:
+        step: list[tuple[str, Run]] = [
+            (c, partial(measure_drain, url, c, args.count, BATCHED, p)) for c in clients
+        ]
+        step += [
+            (
+                f"PgQueuer (batch_size={b})",
+                partial(measure_pgqueuer, pgqueuer_url, args.count, b, p),
+            )
+            for b in pgqueuer_batches
+        ]
+        steps.append(step)
+    return steps
 
 
 def _require(*modules: str) -> None:
@@ -654,21 +786,24 @@ def _require(*modules: str) -> None:
             raise SystemExit(2) from None
 
 
-def print_table(
-    kinds: Sequence[str], clients: Sequence[str], figures: dict[tuple[str, str], list[Result]]
-) -> None:
-    """The medians: jobs/s and client CPU per job, and each over the baseline's."""
-    width = max(len(c) for c in clients) + 2
+def print_table(kinds: Sequence[str], figures: dict[tuple[str, str], list[Result]]) -> None:
+    """The medians by kind of run: jobs/s and client CPU per job, each over the
+    baseline's, and jobs/s over PgQueuer's best where PgQueuer ran."""
+    names = list(dict.fromkeys(name for _, name in figures))
+    width = max(len(n) for n in names) + 2
     print(f"  {'':<{width}} {'jobs/s':>9} {'CPU us/job':>11} {'x jobs/s':>9} {'x CPU':>7}")
-    base = BASELINE if BASELINE in clients else clients[0]
     for kind in kinds:
         print(kind)
-        rates = {c: statistics.median(r.rate for r in figures[(kind, c)]) for c in clients}
-        cpus = {c: statistics.median(r.cpu_us for r in figures[(kind, c)]) for c in clients}
-        for client in clients:
+        here = [n for n in names if (kind, n) in figures]
+        rates = {n: statistics.median(r.rate for r in figures[(kind, n)]) for n in here}
+        cpus = {n: statistics.median(r.cpu_us for r in figures[(kind, n)]) for n in here}
+        base = BASELINE if BASELINE in here else here[0]
+        peers = [rates[n] for n in here if n.startswith(PGQUEUER)]
+        for name in here:
+            against = f" {rates[name] / max(peers):>6.2f}x PgQueuer" if peers else ""
             print(
-                f"  {client:<{width}} {rates[client]:>9,.0f} {cpus[client]:>11,.1f}"
-                f" {rates[client] / rates[base]:>8.2f}x {cpus[client] / cpus[base]:>6.2f}x"
+                f"  {name:<{width}} {rates[name]:>9,.0f} {cpus[name]:>11,.1f}"
+                f" {rates[name] / rates[base]:>8.2f}x {cpus[name] / cpus[base]:>6.2f}x{against}"
             )
 
 
