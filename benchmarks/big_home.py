@@ -219,9 +219,9 @@ def _session_rows(rows: Rows, number: int, count: int, rng: random.Random, now: 
 
 def _open(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
     """The store's own schema (its migrations), then a plain connection for bulk writes."""
-    from habakkuk.engine.store import Database
+    from habakkuk.engine.store import SqliteDatabase
 
-    db = Database.open_sync(path, migrations)
+    db = SqliteDatabase.open_sync(path, migrations)
     db.close_sync()
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")

@@ -57,13 +57,13 @@ from habakkuk.engine.config import load_config
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 from habakkuk.services.board import build_board
 from habakkuk.work.board_types import NewCard
 
 async def main():
     home = Home(Path(sys.argv[1]))
-    db = await Database.open(home.db_path("control"), MIGRATIONS)
+    db = await SqliteDatabase.open(home.db_path("control"), MIGRATIONS)
     board = build_board(JobQueue(db), load_config(home), EventBus(), home)
     card = await board.create(NewCard(sys.argv[2], assignee="main"))
     print(card.id, time.time(), flush=True)

@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 
 
 async def bench(count: int, workers: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        queue = JobQueue(await Database.open(Path(tmp) / "control.db", MIGRATIONS))
+        queue = JobQueue(await SqliteDatabase.open(Path(tmp) / "control.db", MIGRATIONS))
         done = 0
 
         async def worker() -> None:

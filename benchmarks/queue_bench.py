@@ -17,7 +17,7 @@ alternating rounds, and the medians and ratios ours/theirs are printed.
 - huey: SqliteHuey: a producer thread enqueues a task, a consumer thread dequeues
   it, runs it and stores its result (what huey's consumer does).
 
-Ours opens control.db as the runtime does (`Database.open(..., inline=True)`: the
+Ours opens control.db as the runtime does (`SqliteDatabase.open(..., inline=True)`: the
 connection of inline writes opened with it).
 
 One at a time (the pattern the peers' own scripts use): one producer-consumer does
@@ -47,13 +47,13 @@ from typing import Any
 
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease, NewJob
 from habakkuk.engine.pools import Pool
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 
 KIND = "bench"
 
 
 async def _ours(folder: Path, count: int, workers: int) -> float:
-    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS, inline=True))
+    queue = JobQueue(await SqliteDatabase.open(folder / "control.db", MIGRATIONS, inline=True))
     done = 0
     wake = asyncio.Event()
     queue.add_listener(lambda kind: wake.set())
@@ -84,7 +84,7 @@ async def _ours(folder: Path, count: int, workers: int) -> float:
 
 
 async def _ours_pool(folder: Path, count: int, workers: int, *, chunk: int = 1) -> float:
-    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS, inline=True))
+    queue = JobQueue(await SqliteDatabase.open(folder / "control.db", MIGRATIONS, inline=True))
     finished = asyncio.Event()
     done = 0
 
@@ -115,7 +115,7 @@ async def _ours_pool(folder: Path, count: int, workers: int, *, chunk: int = 1) 
 
 
 async def _ours_one(folder: Path, count: int) -> tuple[float, float]:
-    queue = JobQueue(await Database.open(folder / "control.db", MIGRATIONS, inline=True))
+    queue = JobQueue(await SqliteDatabase.open(folder / "control.db", MIGRATIONS, inline=True))
     started, cpu = time.perf_counter(), time.process_time()
     for i in range(count):
         await queue.enqueue(f"job-{i}", KIND, {"i": i})

@@ -16,7 +16,7 @@ from pathlib import Path
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 from habakkuk.work.schedule_types import Schedule
 from habakkuk.work.scheduler import Scheduler
 from habakkuk.work.service import Schedules
@@ -54,7 +54,7 @@ async def bench(count: int, due: int, runs: int) -> None:
         home.prepare()
         home.config_path.write_text(CONFIG, encoding="utf-8")
         config = parse_config(CONFIG, home.config_path, home)
-        db = await Database.open(home.db_path("control"), MIGRATIONS)
+        db = await SqliteDatabase.open(home.db_path("control"), MIGRATIONS)
         queue = JobQueue(db)
         schedules = Schedules(db, queue, config)
         await schedules.store.ensure()

@@ -43,7 +43,7 @@ from big_home import build
 from memory_bench import COMMON, RARE, words
 
 from habakkuk.engine.session_search import SEARCH_WINDOW, search_messages
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 from habakkuk.knowledge.index import (
     BATCH_FILES,
     COLUMN_WEIGHTS,
@@ -139,7 +139,7 @@ def notes_index(root: Path, count: int) -> Path:
     building = path.with_suffix(".building")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{building}{suffix}").unlink(missing_ok=True)
-    Database.open_sync(building, INDEX_MIGRATIONS).close_sync()
+    SqliteDatabase.open_sync(building, INDEX_MIGRATIONS).close_sync()
     rng = random.Random(14)
     conn = sqlite3.connect(building, isolation_level=None)
     for first in range(0, count, BATCH_FILES):

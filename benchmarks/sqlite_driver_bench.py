@@ -42,7 +42,7 @@ import apsw
 from _harness import OLD_SESSIONS
 
 from habakkuk.engine import jobs, sessions
-from habakkuk.engine.store import Database, Migration, _split_sql
+from habakkuk.engine.store import Database, Migration, SqliteDatabase, _split_sql
 
 
 class Driver(Protocol):
@@ -300,7 +300,7 @@ async def aiosqlite_cycle(conn: aiosqlite.Connection, lock: asyncio.Lock, job_id
 async def async_round(root: Path, count: int) -> dict[str, float]:
     folder = Path(tempfile.mkdtemp(dir=root))
     out: dict[str, float] = {}
-    db = await Database.open(folder / "ours.db", jobs.MIGRATIONS)
+    db = await SqliteDatabase.open(folder / "ours.db", jobs.MIGRATIONS)
     try:
         for callers in (1, 8):
             start = time.perf_counter()

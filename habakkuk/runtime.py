@@ -18,20 +18,17 @@ from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, session_of, t
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
 from habakkuk.engine.agent.turn_access import TurnOutcome
 from habakkuk.engine.config import Config, load_config
+from habakkuk.engine.databases import HomeDatabases, open_databases
 from habakkuk.engine.events import EventBus, JobFinished
 from habakkuk.engine.home import Environment, Home, default_home
 from habakkuk.engine.hooks import Hooks
-from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import Job, JobQueue, Lease
 from habakkuk.engine.llm.factory import ProviderHub
-from habakkuk.engine.llm.pricing import PriceTable
 from habakkuk.engine.llm.router import Router
-from habakkuk.engine.llm.usage import UsageStore
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.retention import RETENTION_KIND, queue_sweeps, sweep_with
-from habakkuk.engine.sessions import Session, TranscriptStore
-from habakkuk.engine.state import StateStore
-from habakkuk.engine.store import BlobStore, Database
+from habakkuk.engine.sessions import Session
+from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.approvals import Approver
 from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
@@ -67,11 +64,10 @@ class Runtime:
         home: Home,
         config: Config,
         providers: ProviderHub,
-        control_db: Database,
-        transcripts: TranscriptStore,
-        state: StateStore | None = None,
-        usage: UsageStore | None = None,
+        dbs: HomeDatabases,
     ):
+        control_db, transcripts, state, usage = dbs.control, dbs.transcripts, dbs.state, dbs.usage
+        self.storage = dbs.storage  # SQLite files or a PostgreSQL server, chosen at start
         self.home = home
         self.config = config
         self.env = providers.env
@@ -171,15 +167,7 @@ class Runtime:
         for problem in config.plugin_problems:  # a plugin that failed to load: never fatal
             log.warning("%s", problem)
         hub = hub or ProviderHub(config, Environment(home.env_path), home.root)
-        control = await Database.open(home.db_path("control"), JOB_MIGRATIONS, inline=True)
-        # state.db first: transcripts.db's connection attaches it (a turn's opening
-        # transaction reads the session's state too).
-        state = await StateStore.open(home.db_path("state"))
-        transcripts = await TranscriptStore.open(
-            home.db_path("transcripts"), home.db_path("control"), state_path=home.db_path("state")
-        )
-        usage = await UsageStore.open(home.db_path("usage"), PriceTable(config.pricing))
-        runtime = cls(home, config, hub, control, transcripts, state, usage=usage)
+        runtime = cls(home, config, hub, await open_databases(home, config))
         await runtime.settings.adopt_legacy_model_choices()
         # Keys `habakkuk setup` put in the OS keyring (slow: off the loop); old process logs.
         await asyncio.to_thread(runtime.providers.load_keyring)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -22,7 +23,8 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.events import EventBus
-from habakkuk.engine.store import BlobStore
+from habakkuk.engine.sql import Conn, Database
+from habakkuk.engine.store import BlobStore, SqliteDatabase
 from habakkuk.engine.toolkit.registry import ToolContext
 
 BOUND = 20.0  # seconds: generous for anything a test waits on in-process
@@ -155,3 +157,16 @@ class Attending:
             self.asked.append(request)
             answer = self.answer(request) if callable(self.answer) else self.answer
             self.runtime.approvals.answer(event.data["id"], answer)
+
+
+def sqlite_db(db: Database) -> SqliteDatabase:
+    """`db` as the SQLite database it is, for a test of SQLite's own paths."""
+    assert isinstance(db, SqliteDatabase), db
+    return db
+
+
+def sqlite_conn(conn: Conn) -> sqlite3.Connection:
+    """`conn` as the sqlite3 connection it is, for a test reading SQLite's own state
+    (its statement trace, its query plans)."""
+    assert isinstance(conn, sqlite3.Connection), conn
+    return conn

@@ -18,7 +18,7 @@ from habakkuk.engine.exit_codes import EXIT_NOT_FOUND
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import JobQueue
-from habakkuk.engine.store import BlobStore, Database
+from habakkuk.engine.store import BlobStore, Database, SqliteDatabase
 
 from .adapter import Address
 from .gateway import TEXT
@@ -29,7 +29,7 @@ from .store import ChannelStore
 async def _open(home: Home) -> tuple[Config, Database, ChannelStore]:
     config = load_config(home)
     home.prepare()
-    db = await Database.open(home.db_path("control"), JOB_MIGRATIONS)
+    db = await SqliteDatabase.open(home.db_path("control"), JOB_MIGRATIONS)
     return config, db, await ChannelStore.open(db)
 
 

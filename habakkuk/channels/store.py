@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from habakkuk.engine.jobs import Lease
 from habakkuk.engine.leases import NamedLeases
+from habakkuk.engine.sql import Conn, Row
 from habakkuk.engine.store import Database
 
 SCHEMA = """
@@ -182,7 +182,7 @@ _WAITING_APPROVAL = (
 )
 
 
-def _prompt(row: sqlite3.Row) -> Prompt:
+def _prompt(row: Row) -> Prompt:
     data = dict(row)
     data["choices"] = json.loads(data["choices"])
     return Prompt(**data)
@@ -222,10 +222,10 @@ class ChannelStore:
     async def ensure(self) -> None:
         """Create the tables if needed (idempotent; safe with other processes)."""
 
-        def _create(conn: sqlite3.Connection) -> None:
+        def _create(conn: Conn) -> None:
             conn.executescript(SCHEMA)
 
-        def _upgrade(conn: sqlite3.Connection) -> None:
+        def _upgrade(conn: Conn) -> None:
             # Inside BEGIN IMMEDIATE, so two processes upgrading at once add each column once.
             for table, column, declaration in ADDED_COLUMNS:
                 present = {row["name"] for row in conn.execute(f"PRAGMA table_info({table})")}
@@ -266,7 +266,7 @@ class ChannelStore:
     ) -> None:
         """Record an adapter's state; `since` moves only when the state changes."""
 
-        def _set(conn: sqlite3.Connection) -> None:
+        def _set(conn: Conn) -> None:
             now = time.time()
             conn.execute(
                 "INSERT INTO channel_status(account, type, state, holder, detail, since,"
@@ -339,7 +339,7 @@ class ChannelStore:
         return row is not None
 
     async def mark_seen(self, account: str, key: str) -> None:
-        def _mark(conn: sqlite3.Connection) -> None:
+        def _mark(conn: Conn) -> None:
             now = time.time()
             conn.execute(
                 "INSERT OR IGNORE INTO channel_seen(account, key, at) VALUES (?, ?, ?)",
@@ -361,7 +361,7 @@ class ChannelStore:
     async def pairing_for(self, account: str, user: str, name: str, address: str) -> Pairing:
         """The user's open pairing code, or a new one valid for an hour."""
 
-        def _code(conn: sqlite3.Connection) -> Pairing:
+        def _code(conn: Conn) -> Pairing:
             now = time.time()
             conn.execute("DELETE FROM channel_pairing WHERE expires < ?", (now,))
             row = conn.execute(
@@ -383,7 +383,7 @@ class ChannelStore:
     async def approve_pairing(self, code: str) -> Pairing | None:
         """Let the code's user in for good; None when the code is unknown or expired."""
 
-        def _approve(conn: sqlite3.Connection) -> Pairing | None:
+        def _approve(conn: Conn) -> Pairing | None:
             now = time.time()
             row = conn.execute(
                 "SELECT * FROM channel_pairing WHERE code = ? AND expires >= ?",
@@ -415,7 +415,7 @@ class ChannelStore:
     ) -> None:
         """Point the conversation at `session` (keeping its agent override unless given)."""
 
-        def _bind(conn: sqlite3.Connection) -> None:
+        def _bind(conn: Conn) -> None:
             now = time.time()
             conn.execute(
                 "INSERT INTO channel_bindings(conversation, session, agent_override, last_active)"
@@ -459,7 +459,7 @@ class ChannelStore:
     async def record_chunk(self, lease: Lease, index: int, message_id: str) -> None:
         """Record a sent chunk, in the same transaction as a check that the job is still ours."""
 
-        def _record(conn: sqlite3.Connection) -> None:
+        def _record(conn: Conn) -> None:
             lease.check(conn, "main")
             conn.execute(
                 "INSERT OR REPLACE INTO delivery_chunks(delivery, idx, message_id, at)"
@@ -510,7 +510,7 @@ class ChannelStore:
         """Record the first answer to an approval still waiting (as `waiting_approvals`
         lists it); False when it was answered, expired, or its turn stopped."""
 
-        def _answer(conn: sqlite3.Connection) -> bool:
+        def _answer(conn: Conn) -> bool:
             cursor = conn.execute(
                 f"UPDATE channel_prompts AS p SET answer = ?, by = ? WHERE p.id = ?"
                 f" AND {_WAITING_APPROVAL}",
@@ -541,7 +541,7 @@ class ChannelStore:
     async def answer_prompt(self, prompt_id: str, answer: str, by: str) -> bool:
         """Record the first answer; False when the prompt was answered or closed already."""
 
-        def _answer(conn: sqlite3.Connection) -> bool:
+        def _answer(conn: Conn) -> bool:
             cursor = conn.execute(
                 "UPDATE channel_prompts SET answer = ?, by = ? WHERE id = ? AND answer IS NULL",
                 (answer, by, prompt_id),

@@ -23,12 +23,12 @@ reads those rows again, and queuing twice is a no-op.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from habakkuk.engine.jobs import FINISHED_SQL, JobQueue
+from habakkuk.engine.sql import Conn
 
 from .deliveries import REPLY_PREFIX, enqueue_reply
 from .store import ChannelStore, SweepMark
@@ -115,10 +115,10 @@ class ReplySweep:
                 await self.store.save_sweep_mark(self.turn_kind, mark)
         return SweepPass(queued, read, trips)
 
-    def _trip(self, after: SweepMark) -> Callable[[sqlite3.Connection], _Trip]:
+    def _trip(self, after: SweepMark) -> Callable[[Conn], _Trip]:
         kind, batch = self.turn_kind, self.batch
 
-        def read(conn: sqlite3.Connection) -> _Trip:
+        def read(conn: Conn) -> _Trip:
             rows: list[tuple[SweepMark, str, bool]] = []
             full: list[SweepMark] = []  # the last place of each status with a full batch
             for status in FINISHED:

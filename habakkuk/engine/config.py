@@ -400,6 +400,15 @@ class RetentionConfig:
 
 
 @dataclass
+class StorageConfig:
+    """`storage`: where the home's databases live. Without `url`, SQLite files in the
+    home; with `url: postgresql://USER@HOST/DB`, that PostgreSQL database, which several
+    machines' processes may share (HABAKKUK_DATABASE_URL, when set, wins)."""
+
+    url: str | None = None
+
+
+@dataclass
 class EmbeddingsConfig:
     """`memory.embeddings`: the provider (of type openai) and model semantic search uses."""
 
@@ -517,6 +526,7 @@ class Config:
     # Model-id prefix -> price per million tokens, over the built-in table.
     pricing: dict[str, PriceConfig] = field(default_factory=dict)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     skills: SkillsConfig = field(default_factory=SkillsConfig)
     board: BoardConfig = field(default_factory=BoardConfig)

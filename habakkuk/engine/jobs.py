@@ -38,6 +38,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, cast
 
+from habakkuk.engine.sql import Conn, Row, Schema
+
 from .errors import LeaseLost
 from .leases import process_alive
 from .payloads import JsonObject, Payload, PayloadError, PayloadType, whole
@@ -144,6 +146,12 @@ MIGRATIONS = [
     ),
 ]
 
+# PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
+# had reached when the port was made.
+PG_MIGRATIONS: list[Migration] = []
+
+SCHEMA = Schema("control", MIGRATIONS, PG_MIGRATIONS)
+
 # The condition a query on finished jobs carries (besides its own) to read them through
 # jobs_finished, the index of finished jobs only: SQLite uses a partial index only for
 # a query whose WHERE holds the index's condition as written. (Queued and running are
@@ -151,7 +159,7 @@ MIGRATIONS = [
 FINISHED_SQL = "status NOT IN ('queued', 'running')"
 
 # The claim's RETURNING list, in this order: `Job.from_values` reads it by position
-# (a sqlite3.Row looked up by name costs more than the claim's own SQL bookkeeping).
+# (a Row looked up by name costs more than the claim's own SQL bookkeeping).
 JOB_COLUMNS = (
     "id, kind, serial_key, payload, status, attempts, max_attempts, run_after,"
     " lease_owner, lease_until, cancel_requested, error, result, created_at, updated_at"
@@ -234,7 +242,7 @@ class Job:
     decoded: tuple[JobKind[Any], object] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Job:
+    def from_row(cls, row: Row) -> Job:
         return cls(
             id=row["id"],
             kind=row["kind"],
@@ -308,7 +316,7 @@ class Interrupted:
 
 # A kind's own bookkeeping of an interrupted job, on control.db's connection (schema
 # "main") inside the transaction that fails the job: both are written, or neither.
-InterruptHook = Callable[[sqlite3.Connection, Interrupted], None]
+InterruptHook = Callable[[Conn, Interrupted], None]
 
 
 @dataclass(frozen=True)
@@ -466,7 +474,7 @@ class Lease:
     lease_seconds: float
     stop_reason: str | None = field(default=None, compare=False)
 
-    def check(self, conn: sqlite3.Connection, schema: str = "control") -> None:
+    def check(self, conn: Conn, schema: str = "control") -> None:
         """Inside the caller's write transaction: confirm and extend the lease.
 
         `schema` is the name control.db is attached under on the caller's connection.
@@ -486,7 +494,7 @@ class Lease:
 
 # Leases up to a number of jobs, inside the caller's write transaction; the flag says
 # whether it may also reap (take back jobs of dead workers), when one is due.
-Claimer = Callable[[sqlite3.Connection, int, bool], list[Job]]
+Claimer = Callable[[Conn, int, bool], list[Job]]
 
 
 class JobQueue:
@@ -614,7 +622,7 @@ class JobQueue:
     async def enqueue_many(self, jobs: Sequence[NewJob]) -> list[str]:
         """`enqueue` for several jobs in one transaction; the ids that were new."""
 
-        def _insert(conn: sqlite3.Connection) -> list[str]:
+        def _insert(conn: Conn) -> list[str]:
             now = time.time()
             return [
                 job.id
@@ -694,7 +702,7 @@ class JobQueue:
         reap = limit > 0 and time.time() - self._last_reap >= REAP_INTERVAL
         inline = inline and not reap and len(finishers) + limit <= INLINE_ROWS
 
-        def _settle(conn: sqlite3.Connection) -> tuple[list[bool], list[Job]]:
+        def _settle(conn: Conn) -> tuple[list[bool], list[Job]]:
             finished = [finish(conn) for finish in finishers] if finishers else []
             return finished, claim(conn, limit, not inline) if limit > 0 else []
 
@@ -722,7 +730,7 @@ class JobQueue:
         sql = claim_sql(len(kinds))
         pick = pick_sql(len(kinds))
 
-        def _claim(conn: sqlite3.Connection, limit: int, reap: bool) -> list[Job]:
+        def _claim(conn: Conn, limit: int, reap: bool) -> list[Job]:
             now = time.time()
             # Reaping scans running jobs and probes owner pids: once a second
             # is plenty, and it keeps a busy claim loop cheap.
@@ -748,7 +756,7 @@ class JobQueue:
 
         return _claim
 
-    def _reap(self, conn: sqlite3.Connection, now: float) -> None:
+    def _reap(self, conn: Conn, now: float) -> None:
         """Take back running jobs whose owner died on this host or whose lease expired:
         queued again while they have attempts left (the crash used one up), else failed
         as interrupted, with their kind's bookkeeping (`JobKind.on_interrupted`)."""
@@ -781,7 +789,7 @@ class JobQueue:
     async def heartbeat_many(self, leases: Sequence[Lease]) -> list[bool]:
         """`heartbeat` for several leases in one transaction (a pool beats all its jobs)."""
 
-        def _beat(conn: sqlite3.Connection) -> list[bool | None]:
+        def _beat(conn: Conn) -> list[bool | None]:
             now = time.time()
             beats: list[bool | None] = []
             for lease in leases:
@@ -815,7 +823,7 @@ class JobQueue:
         if retry and attempts_left(job):
             delay = backoff_delay(job.attempts)
 
-            def _requeue(conn: sqlite3.Connection) -> None:
+            def _requeue(conn: Conn) -> None:
                 conn.execute(
                     "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL,"
                     " run_after = ?, error = ?, updated_at = ? WHERE id = ? AND lease_owner = ?",
@@ -833,7 +841,7 @@ class JobQueue:
         never started): the next worker starts it at once. A job of an at-most-once kind
         whose handler started is never given back: see `interrupted`."""
 
-        def _release(conn: sqlite3.Connection) -> None:
+        def _release(conn: Conn) -> None:
             conn.execute(
                 "UPDATE jobs SET status = 'queued', attempts = max(0, attempts - 1),"
                 " lease_owner = NULL, lease_until = NULL, updated_at = ?"
@@ -851,7 +859,7 @@ class JobQueue:
         job = lease.job
         reason = interruption_reason(job, cause, final=True)
 
-        def _end(conn: sqlite3.Connection) -> bool:
+        def _end(conn: Conn) -> bool:
             cursor = conn.execute(
                 "UPDATE jobs SET status = 'failed', error = ?, lease_owner = NULL,"
                 " lease_until = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?"
@@ -883,12 +891,12 @@ class JobQueue:
     @staticmethod
     def _finisher(
         lease: Lease, status: JobStatus, *, result: dict[str, Any] | None, error: str | None
-    ) -> Callable[[sqlite3.Connection], bool]:
+    ) -> Callable[[Conn], bool]:
         """Settle the job if still ours, as a function of a connection in a transaction."""
         body = _compact_json(result) if result is not None else None
         job_id, owner = lease.job.id, lease.owner
 
-        def _done(conn: sqlite3.Connection) -> bool:
+        def _done(conn: Conn) -> bool:
             cursor = conn.execute(
                 "UPDATE jobs SET status = ?, result = ?, error = ?, lease_owner = NULL,"
                 " lease_until = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?"
@@ -904,7 +912,7 @@ class JobQueue:
     async def cancel(self, job_id: str) -> JobStatus | None:
         """Stop a job: a queued one is cancelled now, a running one is asked to stop."""
 
-        def _cancel(conn: sqlite3.Connection) -> JobStatus | None:
+        def _cancel(conn: Conn) -> JobStatus | None:
             row = conn.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:
                 return None
@@ -1038,7 +1046,7 @@ LEASE_SQL = (
 
 
 def enqueue_in(
-    conn: sqlite3.Connection,
+    conn: Conn,
     job_id: str,
     kind: str,
     payload: PayloadIn = None,
@@ -1061,7 +1069,7 @@ def enqueue_in(
 _Row = tuple[str, str, str, str, int, float]
 
 
-def _insert_row(conn: sqlite3.Connection, row: _Row, now: float, schema: str = "main") -> bool:
+def _insert_row(conn: Conn, row: _Row, now: float, schema: str = "main") -> bool:
     """The one INSERT every enqueue runs; True when the id was new."""
     job_id, kind, serial_key, payload, max_attempts, delay = row
     if max_attempts != 1 and at_most_once(kind):
@@ -1075,11 +1083,11 @@ def _insert_row(conn: sqlite3.Connection, row: _Row, now: float, schema: str = "
     return cursor.rowcount == 1
 
 
-def _inserter(rows: Sequence[_Row]) -> Callable[[sqlite3.Connection], list[bool | Exception]]:
+def _inserter(rows: Sequence[_Row]) -> Callable[[Conn], list[bool | Exception]]:
     """The write of `enqueue`: the INSERT of each row in the caller's transaction, whether
     each was new, or the error of a row whose statement alone failed (and left nothing)."""
 
-    def _insert(conn: sqlite3.Connection) -> list[bool | Exception]:
+    def _insert(conn: Conn) -> list[bool | Exception]:
         now = time.time()
         outcomes: list[bool | Exception] = []
         for row in rows:
@@ -1094,9 +1102,7 @@ def _inserter(rows: Sequence[_Row]) -> Callable[[sqlite3.Connection], list[bool 
     return _insert
 
 
-def _take_back(
-    conn: sqlite3.Connection, jobs: Sequence[Job], cause: Interruption, now: float
-) -> None:
+def _take_back(conn: Conn, jobs: Sequence[Job], cause: Interruption, now: float) -> None:
     """Running jobs whose worker is gone (`cause`): queued again while they have
     attempts left, else failed as interrupted and their kind told."""
     for job in jobs:
@@ -1114,7 +1120,7 @@ def _take_back(
             _tell_kind(conn, Interrupted(job, cause))
 
 
-def _tell_kind(conn: sqlite3.Connection, interrupted: Interrupted) -> None:
+def _tell_kind(conn: Conn, interrupted: Interrupted) -> None:
     """Run the kind's `on_interrupted` inside the caller's transaction, in a savepoint:
     a hook that fails is logged and undone alone, never the job's end with it."""
     kind = _KINDS.get(interrupted.job.kind)
@@ -1137,7 +1143,7 @@ def enqueued(queue: JobQueue, kind: str) -> None:
 
 
 def complete_in(
-    conn: sqlite3.Connection,
+    conn: Conn,
     lease: Lease,
     result: dict[str, Any] | None = None,
     *,

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 import time
+
+from habakkuk.engine.sql import Conn
 
 from .store import Database
 
@@ -44,7 +45,7 @@ class NamedLeases:
         """Create the table, or add `beat` to an older one (idempotent)."""
         table = self.table
 
-        def _create(conn: sqlite3.Connection) -> None:
+        def _create(conn: Conn) -> None:
             conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, owner TEXT NOT NULL,"
                 " host TEXT NOT NULL, pid INTEGER NOT NULL, until REAL NOT NULL,"
@@ -72,7 +73,7 @@ class NamedLeases:
         our_pid = os.getpid() if pid is None else pid
         table = self.table
 
-        def _take(conn: sqlite3.Connection) -> str | None:
+        def _take(conn: Conn) -> str | None:
             at = time.time() if now is None else now
             row = conn.execute(
                 f"SELECT owner, host, pid, until FROM {table} WHERE name = ?", (name,)

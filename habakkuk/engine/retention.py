@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
+
+from habakkuk.engine.sql import Conn
 
 from .config import RetentionConfig
 from .jobs import FINISHED_SQL, JobKind, JobQueue, declare_kind
@@ -72,7 +73,7 @@ async def prune_jobs(queue: JobQueue, older_than_days: float) -> int:
     a time (through jobs_finished, the index of finished jobs by time)."""
     cutoff = time.time() - older_than_days * DAY
 
-    def _prune(conn: sqlite3.Connection) -> int:
+    def _prune(conn: Conn) -> int:
         cursor = conn.execute(
             "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs"
             f" WHERE status IN ('done', 'failed', 'cancelled') AND {FINISHED_SQL}"
@@ -108,7 +109,7 @@ async def prune_idle_sessions(transcripts: TranscriptStore, older_than_days: flo
     SESSION_PRUNE_BATCH per transaction; returns their ids."""
     cutoff = time.time() - older_than_days * DAY
 
-    def _prune(conn: sqlite3.Connection) -> list[str]:
+    def _prune(conn: Conn) -> list[str]:
         rows = conn.execute(
             f"DELETE FROM sessions WHERE id IN ({_IDLE_SESSIONS}) RETURNING id",
             (cutoff, SESSION_PRUNE_BATCH),

@@ -32,6 +32,9 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass
+from typing import cast
+
+from habakkuk.engine.sql import Conn
 
 from .snippets import Highlighter, opening
 
@@ -99,7 +102,7 @@ def parse_query(text: str) -> SearchQuery:
 
 
 def search_messages(
-    conn: sqlite3.Connection,
+    conn: Conn,
     query: str,
     *,
     agent: str | None = None,
@@ -155,7 +158,9 @@ def search_messages(
         " ORDER BY best.tier DESC, best.size, best.id DESC"
     )
     params.append(limit)
-    cursor = conn.cursor()
+    # Plain tuples, not rows by name: this reads up to thousands of rows (SQLite only:
+    # PostgreSQL's search is its own module).
+    cursor = cast(sqlite3.Connection, conn).cursor()
     cursor.row_factory = None
     rows = cursor.execute(sql, params).fetchall()
     highlighter = Highlighter(parsed.words, stem=False)

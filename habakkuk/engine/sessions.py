@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import functools
 import json
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from habakkuk.engine.sql import Conn, Row, Schema
+from habakkuk.engine.store import SqliteDatabase
 
 from .errors import HabakkukError, NotFound
 from .llm.types import (
@@ -39,7 +41,10 @@ from .session_search import SearchHit as SearchHit
 from .session_search import search_messages
 from .store import Database, Migration, transaction
 
-WriteGuard = Callable[[sqlite3.Connection], None]
+if TYPE_CHECKING:
+    from .storage import Storage
+
+WriteGuard = Callable[[Conn], None]
 T = TypeVar("T")
 
 INTERRUPTED = (
@@ -202,6 +207,12 @@ MIGRATIONS = [
     Migration(6, "CREATE INDEX sessions_listed ON sessions(archived, updated_at);"),
 ]
 
+# PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
+# had reached when the port was made.
+PG_MIGRATIONS: list[Migration] = []
+
+SCHEMA = Schema("transcripts", MIGRATIONS, PG_MIGRATIONS)
+
 # How the model is told that a summary stands in for the older messages.
 SUMMARY_PREFIX = (
     "Summary of the earlier conversation (older messages were folded into this summary "
@@ -223,7 +234,7 @@ class Session:
     forked_from: str = ""
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Session:
+    def from_row(cls, row: Row) -> Session:
         return cls(
             id=row["id"],
             agent=row["agent"],
@@ -267,7 +278,7 @@ class Compaction:
     created_at: float
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Compaction:
+    def from_row(cls, row: Row) -> Compaction:
         return cls(
             session_id=row["session_id"],
             summary=row["summary"],
@@ -391,12 +402,19 @@ class TranscriptStore:
         attach = {"control": control_path}
         if state_path is not None:
             attach["state"] = state_path
-        db = await Database.open(path, MIGRATIONS, attach=attach)
+        db = await SqliteDatabase.open(path, MIGRATIONS, attach=attach)
         return cls(db, state_schema="state" if state_path is not None else None)
 
     @classmethod
+    async def open_on(cls, storage: Storage) -> TranscriptStore:
+        """Open the transcripts on `storage`, with control and state attached (state
+        must be migrated already)."""
+        db = await storage.open(SCHEMA, attach=("control", "state"))
+        return cls(db, state_schema="state")
+
+    @classmethod
     def open_sync(cls, path: Path, control_path: Path) -> TranscriptStore:
-        return cls(Database.open_sync(path, MIGRATIONS, attach={"control": control_path}))
+        return cls(SqliteDatabase.open_sync(path, MIGRATIONS, attach={"control": control_path}))
 
     async def close(self) -> None:
         await self.db.close()
@@ -409,7 +427,7 @@ class TranscriptStore:
         """Create the session unless it exists; returns the stored row either way."""
         now = time.time()
 
-        def _create(conn: sqlite3.Connection) -> Session:
+        def _create(conn: Conn) -> Session:
             conn.execute(
                 "INSERT INTO sessions(id, agent, system_prompt, origin, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
@@ -467,7 +485,7 @@ class TranscriptStore:
         when retention prunes an idle session); state.db's part is the caller's.
         """
 
-        def _delete(conn: sqlite3.Connection) -> list[str]:
+        def _delete(conn: Conn) -> list[str]:
             gone = []
             for session_id in session_ids:
                 if conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount:
@@ -487,7 +505,7 @@ class TranscriptStore:
         """
         now = time.time()
 
-        def _fork(conn: sqlite3.Connection) -> Session:
+        def _fork(conn: Conn) -> Session:
             source = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if source is None:
                 raise NotFound(f"session {session_id!r} not found")
@@ -557,7 +575,7 @@ class TranscriptStore:
         written.
         """
 
-        def _append(conn: sqlite3.Connection) -> int | None:
+        def _append(conn: Conn) -> int | None:
             if guard is not None:
                 guard(conn)
             seq = _append_in(conn, session_id, message, turn_id, unless_turn_has)
@@ -571,7 +589,7 @@ class TranscriptStore:
         self,
         session_id: str,
         turn_id: str,
-        user_message: Message | Callable[[sqlite3.Connection], Message | None] | None,
+        user_message: Message | Callable[[Conn], Message | None] | None,
         guard: WriteGuard,
     ) -> tuple[Session, TranscriptView] | None:
         """Start (or resume) a turn in one transaction: the lease check, the user's
@@ -583,7 +601,7 @@ class TranscriptStore:
         through `state_schema`). None when the session does not exist.
         """
 
-        def _open(conn: sqlite3.Connection) -> tuple[Session, TranscriptView] | None:
+        def _open(conn: Conn) -> tuple[Session, TranscriptView] | None:
             guard(conn)
             row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
@@ -597,12 +615,12 @@ class TranscriptStore:
         return await self.db.write(_open)
 
     async def with_session(
-        self, session_id: str, fn: Callable[[sqlite3.Connection, Session], T]
+        self, session_id: str, fn: Callable[[Conn, Session], T]
     ) -> tuple[Session, T] | None:
         """In one write transaction: the session (None when it does not exist, and `fn`
         is not called) and `fn(conn, session)` (e.g. its turn queued in control.db)."""
 
-        def _with(conn: sqlite3.Connection) -> tuple[Session, T] | None:
+        def _with(conn: Conn) -> tuple[Session, T] | None:
             row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 return None
@@ -627,7 +645,7 @@ class TranscriptStore:
     async def view(self, session_id: str) -> TranscriptView:
         """The latest compaction and the messages it keeps, read in one snapshot."""
 
-        def _read(conn: sqlite3.Connection) -> TranscriptView:
+        def _read(conn: Conn) -> TranscriptView:
             with transaction(conn, immediate=False):
                 return _view_in(conn, session_id)
 
@@ -652,7 +670,7 @@ class TranscriptStore:
         transcript moved since the summarized view was read (nothing written).
         """
 
-        def _add(conn: sqlite3.Connection) -> bool:
+        def _add(conn: Conn) -> bool:
             if guard is not None:
                 guard(conn)
             row = conn.execute(
@@ -698,7 +716,7 @@ class TranscriptStore:
 
 
 def _append_in(
-    conn: sqlite3.Connection,
+    conn: Conn,
     session_id: str,
     message: Message,
     turn_id: str,
@@ -734,7 +752,7 @@ def _append_in(
     return seq
 
 
-def _view_in(conn: sqlite3.Connection, session_id: str) -> TranscriptView:
+def _view_in(conn: Conn, session_id: str) -> TranscriptView:
     """The view, inside the caller's transaction."""
     compaction = _latest_compaction_in(conn, session_id)
     first = compaction.first_kept_seq if compaction else 0
@@ -755,14 +773,14 @@ def _view_in(conn: sqlite3.Connection, session_id: str) -> TranscriptView:
     return TranscriptView(compaction, kept, last)
 
 
-def _latest_compaction_in(conn: sqlite3.Connection, session_id: str) -> Compaction | None:
+def _latest_compaction_in(conn: Conn, session_id: str) -> Compaction | None:
     row = conn.execute(
         "SELECT * FROM compactions WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
     ).fetchone()
     return Compaction.from_row(row) if row else None
 
 
-def _fork_point(rows: list[sqlite3.Row], upto_seq: int | None) -> int | None:
+def _fork_point(rows: list[Row], upto_seq: int | None) -> int | None:
     """The seq of the last message a fork copies: at most `upto_seq`, and never one that
     leaves a tool call's result behind. None copies nothing.
 
@@ -829,7 +847,7 @@ def legacy_context(role: str, raw: list[Any]) -> list[Any]:
     return fixed
 
 
-def _stored(row: sqlite3.Row) -> StoredMessage | None:
+def _stored(row: Row) -> StoredMessage | None:
     try:
         raw = json.loads(row["blocks"])
         if not isinstance(raw, list):

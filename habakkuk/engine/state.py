@@ -12,11 +12,13 @@ starts the numbering again.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from habakkuk.engine.sql import Conn, Schema
+from habakkuk.engine.store import SqliteDatabase
 
 from .errors import HabakkukError
 from .store import Database, Migration
@@ -74,6 +76,12 @@ MIGRATIONS = [
     ),
 ]
 
+# PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
+# had reached when the port was made.
+PG_MIGRATIONS: list[Migration] = []
+
+SCHEMA = Schema("state", MIGRATIONS, PG_MIGRATIONS)
+
 # A paid provider job's life: "sending" is written before the request that may charge
 # (its outcome is unknown after a crash), "running" once the provider named its job,
 # then "done" or "failed" with the text the model read.
@@ -129,7 +137,7 @@ def _clean(text: str) -> str:
     return cleaned
 
 
-def _items(conn: sqlite3.Connection, session: str, schema: str = "main") -> list[TodoItem]:
+def _items(conn: Conn, session: str, schema: str = "main") -> list[TodoItem]:
     rows = conn.execute(
         f"SELECT number, text, status FROM {_schema(schema)}.todos WHERE session = ?"
         " ORDER BY number",
@@ -146,7 +154,7 @@ class StateStore:
 
     @classmethod
     async def open(cls, path: Path) -> StateStore:
-        return cls(await Database.open(path, MIGRATIONS))
+        return cls(await SqliteDatabase.open(path, MIGRATIONS))
 
     async def close(self) -> None:
         await self.db.close()
@@ -161,7 +169,7 @@ class StateStore:
     async def set_setting(self, session: str, name: str, value: str | None) -> None:
         """Set a session setting; None removes it."""
 
-        def _set(conn: sqlite3.Connection) -> None:
+        def _set(conn: Conn) -> None:
             if value is None:
                 conn.execute(
                     "DELETE FROM session_settings WHERE session = ? AND name = ?", (session, name)
@@ -178,7 +186,7 @@ class StateStore:
     async def copy_settings(self, source: str, target: str) -> None:
         """Give `target` the settings of `source` (a fork keeps its /model and /think)."""
 
-        def _copy(conn: sqlite3.Connection) -> None:
+        def _copy(conn: Conn) -> None:
             conn.execute(
                 "INSERT OR REPLACE INTO session_settings(session, name, value, updated_at)"
                 " SELECT ?, name, value, ? FROM session_settings WHERE session = ?",
@@ -190,7 +198,7 @@ class StateStore:
     async def adopt_settings(self, name: str, values: dict[str, str]) -> None:
         """Store setting `name` for sessions that have none yet (values: session -> value)."""
 
-        def _adopt(conn: sqlite3.Connection) -> None:
+        def _adopt(conn: Conn) -> None:
             conn.executemany(
                 "INSERT OR IGNORE INTO session_settings(session, name, value, updated_at)"
                 " VALUES (?, ?, ?, ?)",
@@ -202,7 +210,7 @@ class StateStore:
     async def forget_sessions(self, sessions: list[str]) -> None:
         """Drop everything kept for these sessions (retention pruned them)."""
 
-        def _forget(conn: sqlite3.Connection) -> None:
+        def _forget(conn: Conn) -> None:
             for table in ("todos", "session_settings", "provider_jobs"):
                 conn.executemany(f"DELETE FROM {table} WHERE session = ?", [(s,) for s in sessions])
 
@@ -218,7 +226,7 @@ class StateStore:
         if not cleaned:
             raise TodoError("add needs at least one item")
 
-        def add(conn: sqlite3.Connection) -> list[TodoItem]:
+        def add(conn: Conn) -> list[TodoItem]:
             current = _items(conn, session)
             if len(current) + len(cleaned) > MAX_TODO_ITEMS:
                 raise TodoError(
@@ -253,7 +261,7 @@ class StateStore:
         if cleaned is None and status is None:
             raise TodoError("update needs text or status")
 
-        def update(conn: sqlite3.Connection) -> list[TodoItem]:
+        def update(conn: Conn) -> list[TodoItem]:
             cursor = conn.execute(
                 "UPDATE todos SET text = coalesce(?, text), status = coalesce(?, status),"
                 " updated_at = ? WHERE session = ? AND number = ?",
@@ -268,7 +276,7 @@ class StateStore:
     async def clear_todos(self, session: str, *, done_only: bool = False) -> list[TodoItem]:
         """Remove every item (or only finished ones); returns what is left."""
 
-        def clear(conn: sqlite3.Connection) -> list[TodoItem]:
+        def clear(conn: Conn) -> list[TodoItem]:
             if done_only:
                 conn.execute("DELETE FROM todos WHERE session = ? AND status = 'done'", (session,))
             else:
@@ -308,7 +316,7 @@ class StateStore:
         when the call already has one (it was run before: the caller reads that one)."""
         now = time.time()
 
-        def _begin(conn: sqlite3.Connection) -> bool:
+        def _begin(conn: Conn) -> bool:
             cursor = conn.execute(
                 "INSERT OR IGNORE INTO provider_jobs(session, turn, call_id, tool, provider,"
                 " status, job, detail, result, created_at, updated_at)"
@@ -346,7 +354,7 @@ class StateStore:
         ended); each update is committed before the caller goes on."""
         encoded = json.dumps(detail) if detail is not None else None
 
-        def _update(conn: sqlite3.Connection) -> None:
+        def _update(conn: Conn) -> None:
             conn.execute(
                 "UPDATE provider_jobs SET status = ?, job = coalesce(?, job),"
                 " detail = coalesce(?, detail), result = coalesce(?, result), updated_at = ?"
@@ -378,7 +386,7 @@ def _todo_note(items: list[TodoItem]) -> str | None:
     return "[your todo list for this session]\n" + render_todos(items)
 
 
-def read_turn_state(conn: sqlite3.Connection, session: str, schema: str = "main") -> TurnState:
+def read_turn_state(conn: Conn, session: str, schema: str = "main") -> TurnState:
     """What a starting turn reads from state.db, on `conn` where state.db is `schema`
     (its own connection, or attached to the one of the turn's opening transaction)."""
     rows = conn.execute(

@@ -67,11 +67,25 @@ import threading
 import time
 import types
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from .errors import HabakkukError
+from .sql import Conn, Database, Dialect, Migration, Row, Schema
+
+__all__ = [
+    "BlobStore",
+    "Conn",
+    "Database",
+    "Migration",
+    "Row",
+    "Schema",
+    "SqliteDatabase",
+    "StoreError",
+    "connect",
+    "migrate",
+    "transaction",
+]
 
 T = TypeVar("T")
 
@@ -143,14 +157,6 @@ def _check_sqlite() -> None:
             f"the SQLite this Python links cannot hold Habakkuk's stores: {'; '.join(problems)}"
             " (use a Python built with SQLite 3.35 or newer, with FTS5)"
         )
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One numbered schema step; `sql` runs in a transaction with the version bump."""
-
-    version: int
-    sql: str
 
 
 def connect(path: Path, *, attach: dict[str, Path] | None = None) -> sqlite3.Connection:
@@ -261,7 +267,7 @@ def _split_sql(script: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def transaction(conn: sqlite3.Connection, *, immediate: bool = True) -> Iterator[None]:
+def transaction(conn: Conn, *, immediate: bool = True) -> Iterator[None]:
     """BEGIN (IMMEDIATE by default, so writers queue on the busy timeout), COMMIT or ROLLBACK."""
     conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
     try:
@@ -329,8 +335,8 @@ def write_locks(paths: Sequence[Path]) -> list[threading.Lock]:
         return [_FILE_LOCKS.setdefault(key, threading.Lock()) for key in keys]
 
 
-class Database:
-    """One connection and one thread; `run(fn)` executes `fn(conn)` on it.
+class SqliteDatabase:
+    """An SQLite `Database`: one connection and one thread; `run(fn)` executes `fn(conn)` on it.
 
     The thread reads a queue of calls. When several are waiting it runs them back to
     back without sleeping in between, and it answers each event loop once per batch
@@ -354,6 +360,7 @@ class Database:
         inline_conn: sqlite3.Connection | None = None,
     ):
         self.path = path
+        self.dialect: Dialect = "sqlite"
         self._conn = conn
         # BEGIN IMMEDIATE takes the write lock of every attached file too, so a write
         # here waits for, and blocks, the writers of each of them in this process.
@@ -396,6 +403,11 @@ class Database:
         self._thread = threading.Thread(target=self._serve, name=f"db-{path.stem}", daemon=True)
         self._thread.start()
 
+    @property
+    def name(self) -> str:
+        """The file's stem: `control` for control.db."""
+        return self.path.stem
+
     @classmethod
     async def open(
         cls,
@@ -404,7 +416,7 @@ class Database:
         *,
         attach: dict[str, Path] | None = None,
         inline: bool = False,
-    ) -> Database:
+    ) -> SqliteDatabase:
         """Open and migrate `path` off the event loop. `inline`: open the connection of
         inline writes now too (the job queue's control.db), rather than after the first
         inline write the thread serves; never with `attach`."""
@@ -424,7 +436,7 @@ class Database:
     @classmethod
     def open_sync(
         cls, path: Path, migrations: Sequence[Migration], *, attach: dict[str, Path] | None = None
-    ) -> Database:
+    ) -> SqliteDatabase:
         """Open for synchronous callers (CLI commands that print and exit)."""
         conn = connect(path, attach=attach)
         migrate(conn, path, migrations)

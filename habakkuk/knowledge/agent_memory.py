@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from habakkuk.engine.errors import HabakkukError
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 
 from .folder_watch import FolderWatch
 from .frontmatter import Parsed
@@ -82,9 +82,9 @@ async def open_agent_memory(
         os.chmod(notes_dir, 0o700)
 
     await asyncio.to_thread(_prepare)
-    index_db = await Database.open(folder / "memory.db", INDEX_MIGRATIONS)
+    index_db = await SqliteDatabase.open(folder / "memory.db", INDEX_MIGRATIONS)
     try:
-        history_db = await Database.open(folder / "history.db", HISTORY_MIGRATIONS)
+        history_db = await SqliteDatabase.open(folder / "history.db", HISTORY_MIGRATIONS)
     except BaseException:
         await index_db.close()
         raise

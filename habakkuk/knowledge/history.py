@@ -17,7 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from habakkuk.engine.errors import HabakkukError, NotFound
-from habakkuk.engine.store import Database, Migration, transaction
+from habakkuk.engine.store import Migration, SqliteDatabase, transaction
 
 from .frontmatter import now, rfc3339
 from .index import content_hash
@@ -146,7 +146,7 @@ class Stat:
 class History:
     """The history of one agent's memory files."""
 
-    def __init__(self, db: Database, agent: str):
+    def __init__(self, db: SqliteDatabase, agent: str):
         self.db = db
         self.agent = agent
 

@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from habakkuk.engine.snippets import SNIPPET_SCAN, Highlighter, opening
-from habakkuk.engine.store import Database, Migration, transaction
+from habakkuk.engine.store import Migration, SqliteDatabase, transaction
 
 from .folder_watch import FolderWatch
 from .frontmatter import Parsed, parse
@@ -371,9 +371,9 @@ def summary(row: sqlite3.Row) -> NoteSummary:
 
 
 class Index:
-    """The index of one agent's notes (its Database runs every call on one thread)."""
+    """The index of one agent's notes (its SqliteDatabase runs every call on one thread)."""
 
-    def __init__(self, db: Database, files: NoteFiles, watch: FolderWatch | None = None):
+    def __init__(self, db: SqliteDatabase, files: NoteFiles, watch: FolderWatch | None = None):
         self.db = db
         self.files = files
         # Names the kernel saw change since the last sync (None from it: scan them all).

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from habakkuk.engine.config import Config
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.home import Home
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 
 from .agent_memory import (
     AgentMemory,
@@ -139,7 +139,7 @@ class NoteStore:
             await asyncio.shield(self._ahead)
         return frozenset(self._agents)
 
-    async def database(self, agent: str) -> Database:
+    async def database(self, agent: str) -> SqliteDatabase:
         """The agent's migrated memory.db (for the review and embeddings modules)."""
         return (await self._agent(agent)).index.db
 

@@ -12,11 +12,11 @@ reads and writes them:
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from habakkuk.engine.sql import Conn, Row
 from habakkuk.engine.store import Database
 
 from .review_plan import PlanChange, change_from_json, fingerprint, to_json
@@ -47,7 +47,7 @@ class ReviewRun:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> ReviewRun:
+    def from_row(cls, row: Row) -> ReviewRun:
         plan = json.loads(row["plan"])
         return cls(
             id=row["id"],
@@ -97,7 +97,7 @@ class ReviewStore:
             plan["extra"] = extra
         now = utc_now()
 
-        def _insert(conn: sqlite3.Connection) -> sqlite3.Row:
+        def _insert(conn: Conn) -> Row:
             conn.execute(
                 "INSERT INTO review_runs(id, kind, session, plan, applied, done, tokens,"
                 " created, finished) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)"
@@ -113,9 +113,7 @@ class ReviewStore:
                     now if skipped else None,
                 ),
             )
-            row: sqlite3.Row = conn.execute(
-                "SELECT * FROM review_runs WHERE id = ?", (run_id,)
-            ).fetchone()
+            row: Row = conn.execute("SELECT * FROM review_runs WHERE id = ?", (run_id,)).fetchone()
             return row
 
         return ReviewRun.from_row(await self.db.write(_insert))
@@ -133,7 +131,7 @@ class ReviewStore:
         """Mark the run done and (for a session's review) move its position, together."""
         now = utc_now()
 
-        def _finish(conn: sqlite3.Connection) -> None:
+        def _finish(conn: Conn) -> None:
             conn.execute(
                 "UPDATE review_runs SET done = 1, finished = ? WHERE id = ?", (now, run_id)
             )

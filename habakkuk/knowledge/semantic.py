@@ -19,7 +19,7 @@ import re
 import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
 
-from habakkuk.engine.store import Database, transaction
+from habakkuk.engine.store import SqliteDatabase, transaction
 
 from .embeddings import Embedder, Vector
 from .index import embedded_text, summary
@@ -40,7 +40,7 @@ FtsSearch = Callable[[int], Awaitable[list[MemoryHit]]]
 class SemanticIndex:
     """The vectors of one agent's notes for one embedding model."""
 
-    def __init__(self, db: Database, embedder: Embedder):
+    def __init__(self, db: SqliteDatabase, embedder: Embedder):
         self.db = db
         self.embedder = embedder
         self._cache = VectorCache()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ from typing import Any
 
 from habakkuk.channels.web import ChatFile as ChatFile
 from habakkuk.channels.web import approval_dedupe as approval_dedupe
-from habakkuk.engine.store import Database, Migration
+from habakkuk.engine.sql import Conn, Row, Schema
+from habakkuk.engine.store import Database, Migration, SqliteDatabase
 
 MIGRATIONS = [
     Migration(
@@ -98,6 +98,12 @@ MIGRATIONS = [
     ),
 ]
 
+# PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
+# had reached when the port was made.
+PG_MIGRATIONS: list[Migration] = []
+
+SCHEMA = Schema("web", MIGRATIONS, PG_MIGRATIONS)
+
 # Idempotency keys only need to outlive a client's retries.
 API_KEY_RETENTION_SECONDS = 7 * 86400
 # web.db is the chat's display log (transcripts.db keeps the record), so it is
@@ -163,7 +169,7 @@ def _approval_of(dedupe: str | None) -> str:
     return dedupe.split(":", 2)[1]
 
 
-def _file(row: sqlite3.Row) -> ChatFile | None:
+def _file(row: Row) -> ChatFile | None:
     if not row["file_id"]:
         return None
     return ChatFile(
@@ -171,7 +177,7 @@ def _file(row: sqlite3.Row) -> ChatFile | None:
     )
 
 
-def _event(row: sqlite3.Row) -> ChatEvent:
+def _event(row: Row) -> ChatEvent:
     return ChatEvent(
         row["seq"],
         row["conversation"],
@@ -186,7 +192,7 @@ def _event(row: sqlite3.Row) -> ChatEvent:
     )
 
 
-def _conversation(row: sqlite3.Row) -> Conversation:
+def _conversation(row: Row) -> Conversation:
     return Conversation(
         row["conversation"], row["agent"], row["session"], row["created_at"], row["last_at"]
     )
@@ -201,7 +207,7 @@ class WebStore:
 
     @classmethod
     async def open(cls, path: Path) -> WebStore:
-        store = cls(await Database.open(path, MIGRATIONS))
+        store = cls(await SqliteDatabase.open(path, MIGRATIONS))
         await store.prune(time.time())
         return store
 
@@ -210,7 +216,7 @@ class WebStore:
         keys = now - API_KEY_RETENTION_SECONDS
         old = now - EVENT_RETENTION_SECONDS
 
-        def _prune(conn: sqlite3.Connection) -> None:
+        def _prune(conn: Conn) -> None:
             conn.execute("DELETE FROM api_keys WHERE created_at < ?", (keys,))
             conn.execute("DELETE FROM events WHERE at < ?", (old,))
             conn.execute("DELETE FROM pending_turns WHERE created_at < ?", (old,))
@@ -255,7 +261,7 @@ class WebStore:
         """Point the conversation at `session` of `agent`."""
         now = time.time()
 
-        def _bind(conn: sqlite3.Connection) -> Conversation:
+        def _bind(conn: Conn) -> Conversation:
             conn.execute(
                 "INSERT INTO conversations(conversation, agent, session, created_at, last_at)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT(conversation) DO UPDATE SET"
@@ -301,7 +307,7 @@ class WebStore:
         now = time.time()
         f = file or ChatFile("", "", 0, "", "")
 
-        def _append(conn: sqlite3.Connection) -> tuple[ChatEvent, bool]:
+        def _append(conn: Conn) -> tuple[ChatEvent, bool]:
             if dedupe is not None:
                 row = conn.execute("SELECT * FROM events WHERE dedupe = ?", (dedupe,)).fetchone()
                 if row is not None:
@@ -309,13 +315,14 @@ class WebStore:
             cursor = conn.execute(
                 "INSERT INTO events(conversation, role, text, turn, session, agent, dedupe, at,"
                 " file_id, file_name, file_size, file_type, file_path)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
                 (conversation, role, text, turn, session, agent, dedupe, now, *f.columns()),
             )
             conn.execute(
                 "UPDATE conversations SET last_at = ? WHERE conversation = ?", (now, conversation)
             )
-            row = conn.execute("SELECT * FROM events WHERE seq = ?", (cursor.lastrowid,)).fetchone()
+            seq = cursor.fetchone()[0]
+            row = conn.execute("SELECT * FROM events WHERE seq = ?", (seq,)).fetchone()
             return _event(row), True
 
         event, created = await self.db.write(_append)
@@ -385,7 +392,7 @@ class WebStore:
     async def remember_api_key(self, key: str, session: str, turn: str) -> tuple[str, str]:
         """Record the key unless another request did first; returns the winner's pair."""
 
-        def _remember(conn: sqlite3.Connection) -> tuple[str, str]:
+        def _remember(conn: Conn) -> tuple[str, str]:
             conn.execute(
                 "INSERT INTO api_keys(key, session, turn, created_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT(key) DO NOTHING",

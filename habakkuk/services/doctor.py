@@ -18,6 +18,7 @@ from habakkuk.engine.config import Config, load_config
 from habakkuk.engine.errors import ConfigError, HabakkukError
 from habakkuk.engine.home import Environment, Home, bad_env_lines
 from habakkuk.engine.presets import key_optional
+from habakkuk.engine.store import SqliteDatabase
 
 Status = Literal["ok", "WARN", "FAIL"]
 
@@ -289,12 +290,11 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
 async def _database_checks(home: Home) -> list[Check]:
     from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
     from habakkuk.engine.sessions import TranscriptStore
-    from habakkuk.engine.store import Database
 
     checks = []
     home.prepare()
     try:
-        control = await Database.open(home.db_path("control"), JOB_MIGRATIONS)
+        control = await SqliteDatabase.open(home.db_path("control"), JOB_MIGRATIONS)
         checks.append(await _integrity(control))
         await control.close()
         transcripts = await TranscriptStore.open(
@@ -308,9 +308,9 @@ async def _database_checks(home: Home) -> list[Check]:
 
 
 async def _integrity(db: object) -> Check:
-    from habakkuk.engine.store import Database
+    from habakkuk.engine.store import SqliteDatabase
 
-    assert isinstance(db, Database)
+    assert isinstance(db, SqliteDatabase)
     row = await db.fetchone("PRAGMA quick_check")
     result = row[0] if row else "no answer"
     name = f"database {db.path.name}"

@@ -9,7 +9,6 @@ import asyncio
 import copy
 import re
 import secrets
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from habakkuk.engine.sessions import (
     Session,
     StoredMessage,
 )
+from habakkuk.engine.sql import Conn
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
@@ -138,7 +138,7 @@ class Sessions:
         the same transaction (one trip) that finds the session; True when the job was new.
         NotFound when there is no such session: nothing is queued."""
 
-        def _queue(conn: sqlite3.Connection, session: Session) -> bool:
+        def _queue(conn: Conn, session: Session) -> bool:
             return enqueue_in(
                 conn,
                 job_id,

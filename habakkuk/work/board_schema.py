@@ -17,8 +17,7 @@ between a change and its notice repeats the notice, never loses it.
 
 from __future__ import annotations
 
-import sqlite3
-
+from habakkuk.engine.sql import Conn
 from habakkuk.engine.store import Database
 
 SCHEMA = """
@@ -68,7 +67,7 @@ CREATE INDEX IF NOT EXISTS board_log_card ON board_log(card, id);
 async def ensure_board_tables(db: Database) -> None:
     """Create the board's tables if needed (idempotent; safe with other processes)."""
 
-    def _create(conn: sqlite3.Connection) -> None:
+    def _create(conn: Conn) -> None:
         conn.executescript(SCHEMA)
 
     await db.run(_create)

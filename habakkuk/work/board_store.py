@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any, cast
 
 from habakkuk.engine.agent.requests import ReplyTo, reply_to_from
 from habakkuk.engine.errors import HabakkukError, NotFound
+from habakkuk.engine.sql import Conn, Row
 from habakkuk.engine.store import Database
 from habakkuk.work.board_schema import ensure_board_tables
 from habakkuk.work.board_types import (
@@ -82,9 +82,9 @@ class LogEntry:
 
 
 def _card_from_row(
-    row: sqlite3.Row,
+    row: Row,
     deps: Sequence[tuple[str, str]],
-    entries: Sequence[sqlite3.Row] = (),
+    entries: Sequence[Row] = (),
 ) -> Card:
     """A Card from its row, its (dependency, status) pairs and its log rows."""
     try:
@@ -137,7 +137,7 @@ def _card_from_row(
     )
 
 
-def _deps_of(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+def _deps_of(conn: Conn, ids: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
     """(dependency, its status) per card, in one query for all of `ids` (no N+1)."""
     found: dict[str, list[tuple[str, str]]] = {}
     # SQLite's default limit on host parameters is 999 on old builds: chunk below it.
@@ -155,7 +155,7 @@ def _deps_of(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, list[tup
     return found
 
 
-def _cards(conn: sqlite3.Connection, rows: Iterable[sqlite3.Row]) -> list[Card]:
+def _cards(conn: Conn, rows: Iterable[Row]) -> list[Card]:
     """Cards (no comments, no events) from rows, one more query for all their deps;
     unreadable rows are logged and skipped."""
     rows = list(rows)
@@ -169,7 +169,7 @@ def _cards(conn: sqlite3.Connection, rows: Iterable[sqlite3.Row]) -> list[Card]:
     return cards
 
 
-def _append(conn: sqlite3.Connection, card_id: str, entries: Iterable[LogEntry], at: float) -> None:
+def _append(conn: Conn, card_id: str, entries: Iterable[LogEntry], at: float) -> None:
     conn.executemany(
         "INSERT INTO board_log(card, author, kind, text, at) VALUES (?, ?, ?, ?, ?)",
         [(card_id, e.author, e.kind, e.text, at) for e in entries],
@@ -217,7 +217,7 @@ class BoardStore:
             json.dumps(reply_to.to_json(), separators=(",", ":")) if reply_to is not None else None
         )
 
-        def _insert(conn: sqlite3.Connection) -> None:
+        def _insert(conn: Conn) -> None:
             wanted = [*depends_on, *([parent] if parent else [])]
             if card_id in wanted:
                 raise HabakkukError(f"board: card {card_id} cannot depend on itself")
@@ -296,7 +296,7 @@ class BoardStore:
         )
         params = [*changes.values(), now, card_id, *(expect or {}).values()]
 
-        def _update(conn: sqlite3.Connection) -> bool:
+        def _update(conn: Conn) -> bool:
             if conn.execute(sql, params).rowcount != 1:
                 return False
             _append(conn, card_id, entries, now)
@@ -314,7 +314,7 @@ class BoardStore:
         now = self._clock()
         nxt = attempt + 1
 
-        def _claim(conn: sqlite3.Connection) -> bool:
+        def _claim(conn: Conn) -> bool:
             cursor = conn.execute(
                 "UPDATE board_cards SET status = 'doing', attempt = ?, session = ?,"
                 " blocked_kind = '', blocked_reason = '', revision = revision + 1,"
@@ -380,7 +380,7 @@ class BoardStore:
         await self.ensure()
         now = self._clock()
 
-        def _mark(conn: sqlite3.Connection) -> bool:
+        def _mark(conn: Conn) -> bool:
             cursor = conn.execute(
                 "UPDATE board_cards SET notified_revision = ?"
                 " WHERE id = ? AND notified_revision < ?",
@@ -400,7 +400,7 @@ class BoardStore:
         order; None when there is none. CorruptCard when its row cannot be read."""
         await self.ensure()
 
-        def _fetch(conn: sqlite3.Connection) -> Card | None:
+        def _fetch(conn: Conn) -> Card | None:
             row = conn.execute("SELECT * FROM board_cards WHERE id = ?", (card_id,)).fetchone()
             if row is None:
                 return None
@@ -435,7 +435,7 @@ class BoardStore:
             " ORDER BY priority DESC, created_at, id LIMIT ?"
         )
 
-        def _list(conn: sqlite3.Connection) -> list[Card]:
+        def _list(conn: Conn) -> list[Card]:
             return _cards(conn, conn.execute(sql, [*params, limit]))
 
         return await self.db.run(_list)
@@ -445,7 +445,7 @@ class BoardStore:
         priority first, then oldest."""
         await self.ensure()
 
-        def _ready(conn: sqlite3.Connection) -> list[Card]:
+        def _ready(conn: Conn) -> list[Card]:
             rows = conn.execute(
                 "SELECT * FROM board_cards WHERE status = 'todo' AND assignee != ''"
                 f" AND NOT {_NOT_DONE_DEP} ORDER BY priority DESC, created_at, id LIMIT ?",
@@ -460,7 +460,7 @@ class BoardStore:
         and settles one whose job ended), oldest claim first."""
         await self.ensure()
 
-        def _doing(conn: sqlite3.Connection) -> list[Card]:
+        def _doing(conn: Conn) -> list[Card]:
             rows = conn.execute(
                 "SELECT * FROM board_cards WHERE status = 'doing' ORDER BY updated_at, id"
             )
@@ -474,7 +474,7 @@ class BoardStore:
         notice (id notice_id(card.id, card.revision)) then calls mark_notified."""
         await self.ensure()
 
-        def _pending(conn: sqlite3.Connection) -> list[Card]:
+        def _pending(conn: Conn) -> list[Card]:
             rows = conn.execute(
                 "SELECT * FROM board_cards WHERE status IN ('done', 'blocked')"
                 " AND notified_revision < revision ORDER BY updated_at, id LIMIT ?",

@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +34,7 @@ from habakkuk.engine.events import DelegateEnded, DelegateStarted, EventBus, Job
 from habakkuk.engine.jobs import Job, JobQueue, payload_of
 from habakkuk.engine.session_access import SessionsAccess
 from habakkuk.engine.sessions import DELEGATE_ORIGIN, TranscriptStore
+from habakkuk.engine.sql import Conn
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.work.delegation_types import (
     SUBTURN_KIND,
@@ -129,7 +129,7 @@ class Delegation:
     async def _ensure(self) -> None:
         if not self._ready:
 
-            def _create(conn: sqlite3.Connection) -> None:
+            def _create(conn: Conn) -> None:
                 conn.executescript(SCHEMA)
 
             await self.queue.db.run(_create)
@@ -251,7 +251,7 @@ class Delegation:
         """Record why the child stops (stopped, timed out), before it does."""
         await self._ensure()
 
-        def _insert(conn: sqlite3.Connection) -> None:
+        def _insert(conn: Conn) -> None:
             conn.execute(
                 "INSERT INTO subturn_stops(job, status, error, at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT(job) DO NOTHING",

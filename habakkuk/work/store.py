@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from habakkuk.engine.jobs import Interrupted, Lease
+from habakkuk.engine.sql import Conn, Row
 from habakkuk.engine.store import Database
 from habakkuk.work.schedule_types import Schedule, SlotRun, SlotStatus
 
@@ -82,7 +82,7 @@ class CorruptSchedule(Exception):
     """A stored row that cannot be read back (reported and skipped by every reader)."""
 
 
-def schedule_from_row(row: sqlite3.Row) -> Schedule:
+def schedule_from_row(row: Row) -> Schedule:
     """A Schedule from its row; CorruptSchedule (one line) when it cannot be read."""
     try:
         body = json.loads(row["body"])
@@ -122,7 +122,7 @@ def _body(schedule: Schedule) -> str:
     return json.dumps({f: getattr(schedule, f) for f in BODY_FIELDS}, separators=(",", ":"))
 
 
-def _run_from_row(row: sqlite3.Row) -> SlotRun:
+def _run_from_row(row: Row) -> SlotRun:
     delivered = row["delivered"]
     return SlotRun(
         schedule=row["schedule"],
@@ -169,7 +169,7 @@ class ScheduleStore:
         without case or extra spaces): then nothing is stored and that one's id returned.
         The check and the insert are one transaction, so two adds cannot both pass."""
 
-        def _insert(conn: sqlite3.Connection) -> str | None:
+        def _insert(conn: Conn) -> str | None:
             wanted = name_key(schedule.name)
             for row in conn.execute(
                 "SELECT id, name FROM schedules WHERE agent = ?", (schedule.agent,)
@@ -253,7 +253,7 @@ class ScheduleStore:
     async def delete(self, schedule_id: str) -> bool:
         """Remove a schedule and its slot rows; False when there was none."""
 
-        def _delete(conn: sqlite3.Connection) -> bool:
+        def _delete(conn: Conn) -> bool:
             conn.execute("DELETE FROM schedule_runs WHERE schedule = ?", (schedule_id,))
             return conn.execute("DELETE FROM schedules WHERE id = ?", (schedule_id,)).rowcount == 1
 
@@ -272,7 +272,7 @@ class ScheduleStore:
         (INSERT OR IGNORE) in the same transaction; False (nothing written) when another
         process moved next_run first."""
 
-        def _advance(conn: sqlite3.Connection) -> bool:
+        def _advance(conn: Conn) -> bool:
             sets = "next_run = ?" + (", enabled = ?" if enable is not None else "")
             params: list[Any] = [new_next]
             if enable is not None:
@@ -294,7 +294,7 @@ class ScheduleStore:
         """`advance` for several schedules in one transaction: (id, expected, new_next,
         rows) each; whether each swap won."""
 
-        def _advance(conn: sqlite3.Connection) -> list[bool]:
+        def _advance(conn: Conn) -> list[bool]:
             won = []
             for schedule_id, expected, new_next, rows in swaps:
                 cursor = conn.execute(
@@ -321,7 +321,7 @@ class ScheduleStore:
         """Write a run's outcome onto the schedule (runs slice: after each run).
         With `lease`, only while that job's lease is still held."""
 
-        def _record(conn: sqlite3.Connection) -> None:
+        def _record(conn: Conn) -> None:
             if lease is not None:
                 lease.check(conn, "main")
             conn.execute(
@@ -356,7 +356,7 @@ class ScheduleStore:
         """Upsert one slot's outcome (runs slice): fields left None keep their value.
         With `lease`, only while that job's lease is still held."""
 
-        def _set(conn: sqlite3.Connection) -> None:
+        def _set(conn: Conn) -> None:
             if lease is not None:
                 lease.check(conn, "main")
             now = time.time()
@@ -401,7 +401,7 @@ class ScheduleStore:
         """In one read: which of `job_ids` exist (any status), and the queued or
         running job ids of each of `serial_keys`."""
 
-        def _read(conn: sqlite3.Connection) -> tuple[set[str], dict[str, set[str]]]:
+        def _read(conn: Conn) -> tuple[set[str], dict[str, set[str]]]:
             found: set[str] = set()
             for start in range(0, len(job_ids), 500):
                 chunk = list(job_ids[start : start + 500])
@@ -432,7 +432,7 @@ class ScheduleStore:
         return _run_from_row(row) if row is not None else None
 
 
-def record_interrupted_in(conn: sqlite3.Connection, interrupted: Interrupted) -> None:
+def record_interrupted_in(conn: Conn, interrupted: Interrupted) -> None:
     """A slot job's `JobKind.on_interrupted`: the queue ended the job because the process
     running it stopped or died mid-run, so its handler never recorded an outcome. Inside
     that transaction (control.db as "main"), the slot's row, if still queued or running,
@@ -458,7 +458,7 @@ def record_interrupted_in(conn: sqlite3.Connection, interrupted: Interrupted) ->
     )
 
 
-def readable(rows: Iterable[sqlite3.Row]) -> Iterable[Schedule]:
+def readable(rows: Iterable[Row]) -> Iterable[Schedule]:
     """The rows that read back as schedules; each unreadable one logged once, skipped."""
     for row in rows:
         try:
@@ -471,7 +471,7 @@ def _flag(value: bool | None) -> int | None:
     return None if value is None else int(value)
 
 
-def _insert_runs(conn: sqlite3.Connection, rows: Iterable[SlotRun]) -> None:
+def _insert_runs(conn: Conn, rows: Iterable[SlotRun]) -> None:
     now = time.time()
     conn.executemany(
         "INSERT INTO schedule_runs(schedule, slot, extra, status, reason, job, session,"

@@ -21,7 +21,7 @@ from habakkuk.engine.config import ChannelConfig, parse_config
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import Database, SqliteDatabase
 from tests.conftest import mock_config
 from tests.helpers import eventually
 
@@ -173,7 +173,7 @@ class ScriptedAdapter(Adapter):
 
 @pytest.fixture
 async def control(tmp_path: Path) -> Any:
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     yield db
     await db.close()
 

@@ -10,13 +10,14 @@ from pathlib import Path
 from habakkuk.channels import store as channel_store
 from habakkuk.channels.store import ChannelStore
 from habakkuk.engine.jobs import MIGRATIONS
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
+from tests.helpers import sqlite_conn
 
 
 async def test_marking_a_key_seen_prunes_week_old_keys_through_the_time_index(
     tmp_path: Path,
 ) -> None:
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     try:
         channels = await ChannelStore.open(db)
         old = time.time() - channel_store.SEEN_KEEP_SECONDS - 60
@@ -28,9 +29,9 @@ async def test_marking_a_key_seen_prunes_week_old_keys_through_the_time_index(
         )
         await channels.mark_seen("web", "recent")
         statements: list[str] = []
-        await db.run(lambda conn: conn.set_trace_callback(statements.append))
+        await db.run(lambda conn: sqlite_conn(conn).set_trace_callback(statements.append))
         await channels.mark_seen("web", "new")
-        await db.run(lambda conn: conn.set_trace_callback(None))
+        await db.run(lambda conn: sqlite_conn(conn).set_trace_callback(None))
         assert await channels.seen("web", "new") and await channels.seen("web", "recent")
         assert not await channels.seen("web", "old-0")  # a week on, a resend is new again
         prunes = [s for s in statements if s.startswith("DELETE FROM channel_seen")]

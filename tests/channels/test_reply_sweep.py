@@ -14,12 +14,13 @@ from habakkuk.channels.deliveries import reply_id
 from habakkuk.channels.store import ChannelStore
 from habakkuk.channels.sweep import SWEEP_SLACK_SECONDS, ReplySweep
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
+from tests.helpers import sqlite_conn
 
 
 @pytest.fixture
 async def queue(tmp_path: Path) -> AsyncIterator[JobQueue]:
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     await ChannelStore.open(db)
     yield JobQueue(db)
     await db.close()
@@ -120,9 +121,9 @@ async def test_the_sweeps_reads_go_through_the_index_bounded_by_its_place(
 ) -> None:
     await _finish(queue, "turn:a")
     statements: list[str] = []
-    await queue.db.run(lambda conn: conn.set_trace_callback(statements.append))
+    await queue.db.run(lambda conn: sqlite_conn(conn).set_trace_callback(statements.append))
     await ReplySweep(queue, "turn", batch=7).run()
-    await queue.db.run(lambda conn: conn.set_trace_callback(None))
+    await queue.db.run(lambda conn: sqlite_conn(conn).set_trace_callback(None))
     reads = [s for s in statements if "FROM jobs j WHERE" in s]
     assert len(reads) == 3, statements  # one per finished status
     for sql in reads:

@@ -17,7 +17,7 @@ from habakkuk.channels.store import ChannelStore
 from habakkuk.channels.web import FILE_ROLE, WebAdapter, chat_of, web_account
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease
 from habakkuk.engine.pools import PermanentJobError
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import Database, SqliteDatabase
 from habakkuk.server.webstore import WebStore
 
 
@@ -51,7 +51,7 @@ class TextOnly(Adapter):
 
 @pytest.fixture
 async def control(tmp_path: Path) -> AsyncIterator[Database]:
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     yield db
     await db.close()
 

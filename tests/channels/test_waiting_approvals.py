@@ -20,7 +20,7 @@ from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import JobQueue
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 from habakkuk.engine.toolkit.approvals import Answer
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
@@ -229,7 +229,7 @@ async def test_an_older_control_db_gains_the_new_prompt_columns(home: Home) -> N
     import time
 
     path = home.db_path("control")
-    db = await Database.open(path, JOB_MIGRATIONS)
+    db = await SqliteDatabase.open(path, JOB_MIGRATIONS)
     try:
         # Raw SQL on purpose: a prompt row in the old table's shape (no new columns).
         await db.run(lambda conn: conn.executescript(OLD_PROMPTS))

@@ -215,10 +215,10 @@ def test_run_with_nothing_serving_says_when_it_will_run(
 async def hold_the_tick_lease(home: Any) -> None:
     from habakkuk.engine.jobs import MIGRATIONS
     from habakkuk.engine.leases import NamedLeases
-    from habakkuk.engine.store import Database
+    from habakkuk.engine.store import SqliteDatabase
     from habakkuk.work.schedule_types import TICK_LEASE
 
-    db = await Database.open(home.db_path("control"), MIGRATIONS)
+    db = await SqliteDatabase.open(home.db_path("control"), MIGRATIONS)
     try:
         leases = NamedLeases(db)
         await leases.ensure()

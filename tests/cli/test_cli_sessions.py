@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import sqlite3
+from collections.abc import Sequence
 
 import pytest
 
 from habakkuk.cli import main
 from habakkuk.engine.home import Home
 from habakkuk.engine.sessions import SearchHit, Session
+from habakkuk.engine.sql import Row
 from habakkuk.runtime import Runtime
 from tests.cli.test_cli import SCRIPTED
 from tests.conftest import WriteConfig
@@ -77,7 +78,7 @@ def test_rm_with_yes_deletes_transcript_search_rows_and_state(
     assert capsys.readouterr().out == f"deleted {first}\n"
     assert listed(capsys, "list") == [second]
 
-    async def remains() -> tuple[Session | None, list[sqlite3.Row], str | None, list[SearchHit]]:
+    async def remains() -> tuple[Session | None, Sequence[Row], str | None, list[SearchHit]]:
         async with await Runtime.open() as runtime:
             session = await runtime.transcripts.get_session(first)
             rows = await runtime.transcripts.db.fetchall(

@@ -9,7 +9,7 @@ import pytest
 
 from habakkuk.engine.jobs import MIGRATIONS
 from habakkuk.engine.sessions import TranscriptStore
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ async def store(tmp_path: Path) -> AsyncIterator[TranscriptStore]:
     (test_todo.py has its own `store`, a state.db.)
     """
     control = tmp_path / "control.db"
-    (await Database.open(control, MIGRATIONS)).close_sync()
+    (await SqliteDatabase.open(control, MIGRATIONS)).close_sync()
     transcripts = await TranscriptStore.open(tmp_path / "transcripts.db", control)
     yield transcripts
     await transcripts.close()

@@ -4,7 +4,6 @@ and a kind declared at most once is never started twice."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +20,14 @@ from habakkuk.engine.jobs import (
     declare_kind,
 )
 from habakkuk.engine.pools import Pool
-from habakkuk.engine.store import Database
+from habakkuk.engine.sql import Conn
+from habakkuk.engine.store import SqliteDatabase
 from tests.helpers import eventually
 
 ONCE = "test.attempts.once"
 
 
-def _hear(conn: sqlite3.Connection, interrupted: Interrupted) -> None:
+def _hear(conn: Conn, interrupted: Interrupted) -> None:
     # In the transaction that ends the job: what a kind records (a slot row) goes with it.
     conn.execute(
         "CREATE TABLE IF NOT EXISTS heard (job TEXT, cause TEXT, reason TEXT, status TEXT)"
@@ -39,7 +39,7 @@ def _hear(conn: sqlite3.Connection, interrupted: Interrupted) -> None:
     )
 
 
-def _broken(conn: sqlite3.Connection, interrupted: Interrupted) -> None:
+def _broken(conn: Conn, interrupted: Interrupted) -> None:
     conn.execute("INSERT INTO broken VALUES (?)", (interrupted.job.id,))
     raise RuntimeError("the kind's bookkeeping is broken")
 
@@ -50,7 +50,7 @@ declare_kind(JobKind("test.attempts.broken", at_most_once=True, on_interrupted=_
 
 
 async def open_queue(path: Path, *, owner: Owner | None = None, lease: float = 3600) -> JobQueue:
-    return JobQueue(await Database.open(path, MIGRATIONS), owner=owner, lease_seconds=lease)
+    return JobQueue(await SqliteDatabase.open(path, MIGRATIONS), owner=owner, lease_seconds=lease)
 
 
 def dead_pid() -> int:
@@ -263,7 +263,7 @@ def test_opening_an_older_queue_fails_the_jobs_a_crash_queued_with_no_attempts_l
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "control.db"
-    older = Database.open_sync(path, MIGRATIONS[:2])
+    older = SqliteDatabase.open_sync(path, MIGRATIONS[:2])
     try:
         older.run_sync(
             lambda conn: conn.executemany(
@@ -274,7 +274,7 @@ def test_opening_an_older_queue_fails_the_jobs_a_crash_queued_with_no_attempts_l
         )
     finally:
         older.close_sync()
-    db = Database.open_sync(path, MIGRATIONS)
+    db = SqliteDatabase.open_sync(path, MIGRATIONS)
     try:
         rows = db.run_sync(
             lambda conn: conn.execute("SELECT id, status FROM jobs ORDER BY id").fetchall()

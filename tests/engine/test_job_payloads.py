@@ -38,7 +38,7 @@ from habakkuk.engine.jobs import (
 )
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.engine.retention import RetentionSweep
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 from habakkuk.knowledge.review_kinds import MemoryReview, NightlyReview
 from habakkuk.work.board_types import CARD_RUNS, CardRun
 from habakkuk.work.delegation_types import SUBTURNS, DelegateRun, SubturnSpec
@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[2] / "habakkuk"
 
 @pytest.fixture
 async def queue(tmp_path: Path) -> Any:
-    made = JobQueue(await Database.open(tmp_path / "control.db", MIGRATIONS))
+    made = JobQueue(await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS))
     yield made
     await made.db.close()
 

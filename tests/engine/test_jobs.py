@@ -18,12 +18,12 @@ import pytest
 from habakkuk.engine.errors import LeaseLost
 from habakkuk.engine.jobs import MIGRATIONS, Job, JobQueue, Lease, NewJob, Owner, backoff_delay
 from habakkuk.engine.pools import PermanentJobError, Pool
-from habakkuk.engine.store import Database, Migration
+from habakkuk.engine.store import Migration, SqliteDatabase
 from tests.helpers import eventually
 
 
 async def open_queue(path: Path, *, owner: Owner | None = None, lease: float = 30.0) -> JobQueue:
-    return JobQueue(await Database.open(path, MIGRATIONS), owner=owner, lease_seconds=lease)
+    return JobQueue(await SqliteDatabase.open(path, MIGRATIONS), owner=owner, lease_seconds=lease)
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ async def test_enqueue_is_idempotent_by_id(queue: JobQueue) -> None:
 async def test_an_enqueue_on_a_free_database_is_committed_when_it_returns(
     tmp_path: Path,
 ) -> None:
-    queue = JobQueue(await Database.open(tmp_path / "control.db", MIGRATIONS, inline=True))
+    queue = JobQueue(await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS, inline=True))
     try:
         queued = queue.enqueue("job-1", "turn", {"n": 1})
         assert queued.done() and queued.result() is True  # written inline, no pass waited
@@ -162,7 +162,7 @@ async def test_lost_lease_blocks_guarded_writes(tmp_path: Path) -> None:
     control = tmp_path / "control.db"
     a = await open_queue(control, owner=Owner("h", os.getpid(), "a"), lease=0.05)
     b = await open_queue(control, owner=Owner("h", os.getpid(), "b"), lease=60)
-    other = await Database.open(
+    other = await SqliteDatabase.open(
         tmp_path / "other.db",
         [Migration(1, "CREATE TABLE notes(text TEXT)")],
         attach={"control": control},

@@ -11,13 +11,13 @@ import pytest
 
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease
 from habakkuk.engine.pools import Pool
-from habakkuk.engine.store import Database, connect
+from habakkuk.engine.store import SqliteDatabase, connect
 from tests.helpers import eventually
 
 
 @pytest.fixture
 async def queue(tmp_path: Path) -> AsyncIterator[JobQueue]:
-    q = JobQueue(await Database.open(tmp_path / "control.db", MIGRATIONS))
+    q = JobQueue(await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS))
     yield q
     await q.db.close()
 

@@ -14,7 +14,8 @@ from habakkuk.channels.sweep import SWEEP_WINDOW_SECONDS, sweep_replies
 from habakkuk.engine import retention
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue, claim_sql
 from habakkuk.engine.retention import prune_jobs
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
+from tests.helpers import sqlite_conn
 
 
 async def _finish_turns(queue: JobQueue, count: int, prefix: str) -> None:
@@ -27,7 +28,7 @@ async def _finish_turns(queue: JobQueue, count: int, prefix: str) -> None:
 
 
 async def test_the_reply_sweep_and_retention_read_finished_jobs_by_time(tmp_path: Path) -> None:
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     queue = JobQueue(db)
     try:
         await _finish_turns(queue, 3, "turn:old:")
@@ -35,13 +36,13 @@ async def test_the_reply_sweep_and_retention_read_finished_jobs_by_time(tmp_path
         await db.write(lambda conn: conn.execute("UPDATE jobs SET updated_at = ?", (old,)))
         await _finish_turns(queue, 2, "turn:new:")
         statements: list[str] = []
-        await db.run(lambda conn: conn.set_trace_callback(statements.append))
+        await db.run(lambda conn: sqlite_conn(conn).set_trace_callback(statements.append))
         # Only the finished turns inside the sweep's window get their reply queued.
         assert await sweep_replies(queue, "turn") == 2
         assert await queue.get(reply_id("turn:new:0")) is not None
         assert await queue.get(reply_id("turn:old:0")) is None
         assert await prune_jobs(queue, older_than_days=2) == 3
-        await db.run(lambda conn: conn.set_trace_callback(None))
+        await db.run(lambda conn: sqlite_conn(conn).set_trace_callback(None))
         # The sweep reads each finished status after its place, retention the old ones.
         reads = [s for s in statements if "updated_at" in s and "status" in s and "SELECT" in s]
         assert len(reads) == 4, statements
@@ -56,7 +57,7 @@ async def test_the_reply_sweep_and_retention_read_finished_jobs_by_time(tmp_path
 async def test_a_claim_reads_only_a_sessions_live_jobs_not_its_history(tmp_path: Path) -> None:
     """The serial-key check looks up the key's running jobs and its older queued ones
     through jobs_serial, never every job the session ever had."""
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     queue = JobQueue(db)
     try:
         for number in range(50):  # a session's history of finished turns
@@ -86,7 +87,7 @@ async def test_retention_deletes_a_long_backlog_in_short_transactions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(retention, "PRUNE_BATCH", 4)
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     queue = JobQueue(db)
     try:
         await _finish_turns(queue, 10, "turn:old:")

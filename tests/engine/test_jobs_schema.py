@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from habakkuk.engine.jobs import FINISHED_SQL, LEASE_SQL, MIGRATIONS, JobQueue, claim_sql, pick_sql
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 
 
 async def test_a_queue_from_before_the_rebuild_keeps_its_jobs_order_and_leases(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "control.db"
-    older = JobQueue(await Database.open(path, MIGRATIONS[:3]))
+    older = JobQueue(await SqliteDatabase.open(path, MIGRATIONS[:3]))
     for i in range(3):
         await older.enqueue(f"turn-{i}", "k", serial_key="session")
     await older.enqueue("plain", "k")
@@ -25,7 +25,7 @@ async def test_a_queue_from_before_the_rebuild_keeps_its_jobs_order_and_leases(
     await older.fail(failed, "boom", retry=False)
     await older.db.close()
 
-    queue = JobQueue(await Database.open(path, MIGRATIONS), owner=older.owner)
+    queue = JobQueue(await SqliteDatabase.open(path, MIGRATIONS), owner=older.owner)
     try:
         # The serial key still holds its next turn back while turn-0 runs.
         first = await queue.claim(["k"])
@@ -45,7 +45,7 @@ async def test_a_queue_from_before_the_rebuild_keeps_its_jobs_order_and_leases(
 
 
 async def test_a_deleted_newest_job_leaves_later_jobs_in_enqueue_order(tmp_path: Path) -> None:
-    queue = JobQueue(await Database.open(tmp_path / "control.db", MIGRATIONS))
+    queue = JobQueue(await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS))
     try:
         await queue.enqueue("a", "k", serial_key="s")
         await queue.enqueue("b", "k", serial_key="s")
@@ -57,7 +57,7 @@ async def test_a_deleted_newest_job_leaves_later_jobs_in_enqueue_order(tmp_path:
 
 
 async def test_the_claim_and_finished_reads_go_through_indexes(tmp_path: Path) -> None:
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     try:
         plans = await db.run(
             lambda conn: [
@@ -82,7 +82,7 @@ async def test_the_claim_and_finished_reads_go_through_indexes(tmp_path: Path) -
 async def test_writing_a_job_builds_no_table_to_test_the_partial_indexes(tmp_path: Path) -> None:
     # Every write of a row evaluates each partial index's condition; an IN of three or
     # more values would build a table on each run (measured: up to 110 us a claim).
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     try:
         built = await db.run(
             lambda conn: [
@@ -109,7 +109,7 @@ async def test_a_claim_of_one_job_builds_no_table_where_a_claim_of_several_build
     # RETURNING's rows always go through a table, and `seq IN (...)` builds another of
     # the picked seqs (and one more): the claim of one picks its row with a plain SELECT
     # and leases it by seq, building none.
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     try:
         built = await db.run(
             lambda conn: [
@@ -129,7 +129,7 @@ async def test_a_claim_of_one_job_builds_no_table_where_a_claim_of_several_build
 async def test_a_claim_of_one_takes_the_oldest_runnable_job_and_leaves_a_held_key(
     tmp_path: Path,
 ) -> None:
-    queue = JobQueue(await Database.open(tmp_path / "control.db", MIGRATIONS))
+    queue = JobQueue(await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS))
     try:
         await queue.enqueue("a1", "k", serial_key="s")
         await queue.enqueue("a2", "k", serial_key="s")

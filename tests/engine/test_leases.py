@@ -12,12 +12,12 @@ import pytest
 
 from habakkuk.engine.jobs import MIGRATIONS
 from habakkuk.engine.leases import NamedLeases
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 
 
 @pytest.fixture
 async def leases(tmp_path: Path) -> AsyncIterator[NamedLeases]:
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     named = NamedLeases(db)
     await named.ensure()
     yield named

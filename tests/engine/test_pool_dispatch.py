@@ -12,46 +12,46 @@ import pytest
 
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Lease
 from habakkuk.engine.pools import PermanentJobError, Pool
-from habakkuk.engine.store import Database
-from tests.helpers import eventually
+from habakkuk.engine.store import SqliteDatabase
+from tests.helpers import eventually, sqlite_db
 
 
 @pytest.fixture
 async def queue(tmp_path: Path) -> AsyncIterator[JobQueue]:
-    q = JobQueue(await Database.open(tmp_path / "control.db", MIGRATIONS))
+    q = JobQueue(await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS))
     yield q
     await q.db.close()
 
 
-def count_writes(monkeypatch: pytest.MonkeyPatch, db: Database) -> list[str]:
+def count_writes(monkeypatch: pytest.MonkeyPatch, db: SqliteDatabase) -> list[str]:
     """The name of each function `db` runs as a write (one trip each)."""
     names: list[str] = []
-    write, write_now = Database.write, Database.write_now
-    write_if_free = Database.write_if_free
+    write, write_now = SqliteDatabase.write, SqliteDatabase.write_now
+    write_if_free = SqliteDatabase.write_if_free
 
     async def counted(
-        self: Database, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+        self: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
     ) -> Any:
         if self is db:
             names.append(fn.__qualname__)
         return await write(self, fn, inline=inline)
 
     def counted_now(
-        self: Database, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+        self: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
     ) -> Any:
         if self is db:
             names.append(fn.__qualname__)
         return write_now(self, fn, inline=inline)
 
-    def counted_if_free(self: Database, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    def counted_if_free(self: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         outcome = write_if_free(self, fn)
         if self is db and outcome is not None:  # else it is written later, counted then
             names.append(fn.__qualname__)
         return outcome
 
-    monkeypatch.setattr(Database, "write", counted)
-    monkeypatch.setattr(Database, "write_now", counted_now)
-    monkeypatch.setattr(Database, "write_if_free", counted_if_free)
+    monkeypatch.setattr(SqliteDatabase, "write", counted)
+    monkeypatch.setattr(SqliteDatabase, "write_now", counted_now)
+    monkeypatch.setattr(SqliteDatabase, "write_if_free", counted_if_free)
     return names
 
 
@@ -86,7 +86,7 @@ async def test_a_pool_claims_its_free_slots_and_settles_finished_jobs_in_shared_
     names = [f"j{i}" for i in range(8)]
     for name in names:
         await queue.enqueue(name, "k")
-    writes = count_writes(monkeypatch, queue.db)
+    writes = count_writes(monkeypatch, sqlite_db(queue.db))
     finished: list[str] = []
     pool = Pool(
         queue,
@@ -144,7 +144,7 @@ async def test_stop_writes_completions_the_dispatcher_had_not_written_yet(
 
 
 async def test_one_heartbeat_trip_extends_every_running_lease(tmp_path: Path) -> None:
-    db = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    db = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     queue = JobQueue(db, lease_seconds=0.3)
     rival = JobQueue(db, lease_seconds=0.3)  # another owner: takes any lease that expires
     gate = asyncio.Event()
@@ -212,7 +212,7 @@ async def test_enqueues_made_together_after_the_first_of_a_pass_share_one_write(
 ) -> None:
     await queue.enqueue("old", "k")
     await asyncio.sleep(0)  # a pass of its own: the next enqueue is the first of a pass
-    writes = count_writes(monkeypatch, queue.db)
+    writes = count_writes(monkeypatch, sqlite_db(queue.db))
     outcomes = await asyncio.gather(
         queue.enqueue("a", "k"),
         queue.enqueue("old", "k"),  # exists: not new

@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from habakkuk.engine.jobs import MIGRATIONS, NewJob
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 from tests.helpers import eventually_sync
 
 # One worker process: a Pool of 4 over kind "k" until told to stop (its stdin closes).
@@ -23,7 +23,7 @@ import asyncio, os, sys
 from pathlib import Path
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
 from habakkuk.engine.pools import Pool
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 
 home, log = Path(sys.argv[1]), sys.argv[2]
 pause = float(sys.argv[3]) if len(sys.argv) > 3 else None
@@ -40,7 +40,7 @@ async def handler(lease):
     return {"by": os.getpid()}
 
 async def main():
-    queue = JobQueue(await Database.open(home / "control.db", MIGRATIONS), lease_seconds=60)
+    queue = JobQueue(await SqliteDatabase.open(home / "control.db", MIGRATIONS), lease_seconds=60)
     pool = Pool(queue, ["k"], handler, concurrency=4, poll_interval=0.05)
     pool.start()
     print("ready", flush=True)
@@ -61,7 +61,7 @@ def jobs() -> list[NewJob]:
 
 
 def queue_jobs(home: Path, new: list[NewJob]) -> None:
-    db = Database.open_sync(home / "control.db", MIGRATIONS)
+    db = SqliteDatabase.open_sync(home / "control.db", MIGRATIONS)
     try:
         db.run_sync(
             lambda conn: [
@@ -202,7 +202,7 @@ import asyncio, os, signal, sys
 from pathlib import Path
 from habakkuk.engine.jobs import MIGRATIONS, JobKind, JobQueue, declare_kind
 from habakkuk.engine.pools import Pool
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 
 home, log = Path(sys.argv[1]), sys.argv[2]
 pause = float(sys.argv[3]) if len(sys.argv) > 3 else None
@@ -215,7 +215,7 @@ async def handler(lease):
     os.kill(os.getpid(), signal.SIGKILL)
 
 async def main():
-    queue = JobQueue(await Database.open(home / "control.db", MIGRATIONS), lease_seconds=60)
+    queue = JobQueue(await SqliteDatabase.open(home / "control.db", MIGRATIONS), lease_seconds=60)
     pool = Pool(queue, ["deadly", "deadly.once"], handler, poll_interval=0.05)
     pool.start()
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
@@ -227,7 +227,7 @@ asyncio.run(main())
 
 
 def queue_deadly(home: Path, job_id: str, kind: str, max_attempts: int) -> None:
-    db = Database.open_sync(home / "control.db", MIGRATIONS)
+    db = SqliteDatabase.open_sync(home / "control.db", MIGRATIONS)
     try:
         db.run_sync(
             lambda conn: conn.execute(

@@ -15,7 +15,7 @@ from habakkuk.engine.llm.types import Message
 from habakkuk.engine.retention import prune_idle_sessions, retention_job_id, sweep
 from habakkuk.engine.sessions import TranscriptStore
 from habakkuk.engine.state import StateStore
-from habakkuk.engine.store import BlobStore, Database
+from habakkuk.engine.store import BlobStore, SqliteDatabase
 from tests.conftest import OpenRuntime
 
 OLD = time.time() - 40 * 86_400
@@ -23,7 +23,7 @@ OLD = time.time() - 40 * 86_400
 
 async def test_sweep_removes_only_what_is_old_and_finished(tmp_path: Path) -> None:
     control = tmp_path / "control.db"
-    queue = JobQueue(await Database.open(control, MIGRATIONS))
+    queue = JobQueue(await SqliteDatabase.open(control, MIGRATIONS))
     transcripts = await TranscriptStore.open(tmp_path / "transcripts.db", control)
     blobs = BlobStore(tmp_path / "blobs")
     try:
@@ -68,7 +68,7 @@ async def test_sweep_removes_only_what_is_old_and_finished(tmp_path: Path) -> No
 
 async def test_a_pruned_sessions_own_state_goes_with_it(tmp_path: Path) -> None:
     control = tmp_path / "control.db"
-    queue = JobQueue(await Database.open(control, MIGRATIONS))
+    queue = JobQueue(await SqliteDatabase.open(control, MIGRATIONS))
     transcripts = await TranscriptStore.open(tmp_path / "transcripts.db", control)
     state = await StateStore.open(tmp_path / "state.db")
     try:

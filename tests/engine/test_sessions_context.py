@@ -15,7 +15,7 @@ from habakkuk.engine.export import export_transcript
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.llm.types import ContextBlock, Message, TextBlock
 from habakkuk.engine.sessions import MIGRATIONS, TranscriptStore
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 from tests.fakes.model_server import FakeModelServer, Reply
 
 STAMP = re.compile(r"\[current time: \d{4}-\d\d-\d\d \d\d:\d\d \(Europe/Lisbon\)\]")
@@ -107,11 +107,13 @@ async def test_transcripts_written_before_context_blocks_are_reindexed_and_read_
     tmp_path: Path,
 ) -> None:
     control = tmp_path / "control.db"
-    (await Database.open(control, JOB_MIGRATIONS)).close_sync()
+    (await SqliteDatabase.open(control, JOB_MIGRATIONS)).close_sync()
     path = tmp_path / "transcripts.db"
     # A transcripts.db as schema 4 wrote it: the time and todo notes as text blocks,
     # and a /v1 session titled by its client's notes.
-    old = TranscriptStore(await Database.open(path, MIGRATIONS[:4], attach={"control": control}))
+    old = TranscriptStore(
+        await SqliteDatabase.open(path, MIGRATIONS[:4], attach={"control": control})
+    )
     await old.create_session("s1", "main", "")
     todo = "[your todo list for this session]\n- [ ] pack the bags"
     await old.append(

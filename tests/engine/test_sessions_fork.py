@@ -9,6 +9,7 @@ import pytest
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.llm.types import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from habakkuk.engine.sessions import TranscriptStore
+from habakkuk.engine.sql import Conn
 from tests.conftest import OpenRuntime, mock_config
 
 
@@ -146,7 +147,7 @@ async def test_fork_is_one_transaction(
 ) -> None:
     await tool_session(store)
 
-    def broken(conn: sqlite3.Connection) -> None:
+    def broken(conn: Conn) -> None:
         # A trigger failing on the copied messages undoes the session row too.
         conn.execute(
             "CREATE TEMP TRIGGER fail_copy BEFORE INSERT ON messages"

@@ -15,13 +15,13 @@ import pytest
 from habakkuk.engine import store
 from habakkuk.engine.errors import LeaseLost
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
-from habakkuk.engine.store import Database, StoreError, connect
+from habakkuk.engine.store import SqliteDatabase, StoreError, connect
 from tests.engine.store_table import TABLE, insert, names
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "t.db", TABLE)
+async def db(tmp_path: Path) -> AsyncIterator[SqliteDatabase]:
+    database = await SqliteDatabase.open(tmp_path / "t.db", TABLE)
     yield database
     await database.close()
 
@@ -29,7 +29,7 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 class Gate:
     """Holds the database thread inside a call, so the next calls queue up behind it."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: SqliteDatabase):
         self.db = db
         self.entered = threading.Event()
         self.opened = threading.Event()
@@ -57,7 +57,7 @@ async def queued(*calls: Callable[[], Any]) -> list[asyncio.Task[Any]]:
     return tasks
 
 
-async def test_failing_write_in_a_group_rolls_back_alone(db: Database) -> None:
+async def test_failing_write_in_a_group_rolls_back_alone(db: SqliteDatabase) -> None:
     def fails(conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO t(name) VALUES ('b')")
         raise ValueError("no b after all")
@@ -84,7 +84,7 @@ async def test_failing_write_in_a_group_rolls_back_alone(db: Database) -> None:
 
 
 async def test_group_results_are_visible_elsewhere_only_once_the_caller_hears(
-    db: Database,
+    db: SqliteDatabase,
 ) -> None:
     seen_inside: list[set[str]] = []
     seen_at_resolve: list[set[str]] = []
@@ -105,7 +105,7 @@ async def test_group_results_are_visible_elsewhere_only_once_the_caller_hears(
 
 
 async def test_lease_checked_write_whose_lease_was_lost_fails_alone(tmp_path: Path) -> None:
-    queue = JobQueue(await Database.open(tmp_path / "control.db", MIGRATIONS))
+    queue = JobQueue(await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS))
     try:
         await queue.enqueue("lost", "k")
         await queue.enqueue("kept", "k")
@@ -125,11 +125,11 @@ async def test_lease_checked_write_whose_lease_was_lost_fails_alone(tmp_path: Pa
 
             return _write
 
-        gate = Gate(queue.db)
+        db = queue.db
+        assert isinstance(db, SqliteDatabase)
+        gate = Gate(db)
         await gate.close()
-        tasks = await queued(
-            lambda: queue.db.write(guarded(lost)), lambda: queue.db.write(guarded(kept))
-        )
+        tasks = await queued(lambda: db.write(guarded(lost)), lambda: db.write(guarded(kept)))
         await gate.open()
         results = await asyncio.gather(*tasks, return_exceptions=True)
         assert isinstance(results[0], LeaseLost) and results[1] == "kept"
@@ -141,7 +141,7 @@ async def test_lease_checked_write_whose_lease_was_lost_fails_alone(tmp_path: Pa
         await queue.db.close()
 
 
-async def test_call_cancelled_while_waiting_does_not_run(db: Database) -> None:
+async def test_call_cancelled_while_waiting_does_not_run(db: SqliteDatabase) -> None:
     gate = Gate(db)
     await gate.close()
     (task,) = await queued(lambda: db.write(insert("never")))
@@ -153,7 +153,7 @@ async def test_call_cancelled_while_waiting_does_not_run(db: Database) -> None:
     assert names(db.path) == {"after"}
 
 
-async def test_call_cancelled_while_running_commits_whole(db: Database) -> None:
+async def test_call_cancelled_while_running_commits_whole(db: SqliteDatabase) -> None:
     entered, release = threading.Event(), threading.Event()
 
     def two_rows(conn: sqlite3.Connection) -> None:
@@ -174,7 +174,7 @@ async def test_call_cancelled_while_running_commits_whole(db: Database) -> None:
 
 
 async def test_run_sync_and_close_finish_pending_calls(tmp_path: Path) -> None:
-    database = Database.open_sync(tmp_path / "t.db", TABLE)
+    database = SqliteDatabase.open_sync(tmp_path / "t.db", TABLE)
     assert database.run_sync(insert("a")) == "a"
     pending = asyncio.ensure_future(database.write(insert("b")))
     await asyncio.sleep(0)  # let it reach the queue before close
@@ -186,7 +186,7 @@ async def test_run_sync_and_close_finish_pending_calls(tmp_path: Path) -> None:
 
 
 async def test_writes_made_in_one_loop_pass_commit_together_even_on_an_idle_thread(
-    db: Database,
+    db: SqliteDatabase,
 ) -> None:
     seen_committed: list[bool] = []
 
@@ -221,8 +221,8 @@ async def test_a_writer_waits_for_a_transaction_holding_its_file_attached_withou
     # A busy timeout far shorter than the hold: SQLite's own wait would give up with
     # "database is locked"; this process's write lock waits until the holder commits.
     monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 50)
-    control = await Database.open(tmp_path / "control.db", TABLE)
-    transcripts = await Database.open(
+    control = await SqliteDatabase.open(tmp_path / "control.db", TABLE)
+    transcripts = await SqliteDatabase.open(
         tmp_path / "transcripts.db", [], attach={"control": tmp_path / "control.db"}
     )
     holding = threading.Event()

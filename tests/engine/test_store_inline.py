@@ -11,20 +11,20 @@ from pathlib import Path
 import pytest
 
 from habakkuk.engine import store
-from habakkuk.engine.store import Database, connect
+from habakkuk.engine.store import SqliteDatabase, connect
 from tests.engine.store_table import TABLE, insert, names
 
 LOOP_THREAD = threading.get_ident  # read on the loop's thread: the test's own
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "t.db", TABLE)
+async def db(tmp_path: Path) -> AsyncIterator[SqliteDatabase]:
+    database = await SqliteDatabase.open(tmp_path / "t.db", TABLE)
     yield database
     await database.close()
 
 
-async def warmed(db: Database) -> None:
+async def warmed(db: SqliteDatabase) -> None:
     """Inline writes until one ran on the loop's thread (the database opens its inline
     connection after serving the first one on its own thread)."""
     threads: list[int] = []
@@ -35,7 +35,9 @@ async def warmed(db: Database) -> None:
     raise AssertionError("no inline write ran on the loop's thread")
 
 
-async def test_an_idle_database_runs_an_inline_write_on_the_loops_thread(db: Database) -> None:
+async def test_an_idle_database_runs_an_inline_write_on_the_loops_thread(
+    db: SqliteDatabase,
+) -> None:
     await warmed(db)
     threads: list[int] = []
     assert await db.write(insert("a", threads), inline=True) == "a"
@@ -47,7 +49,7 @@ async def test_an_idle_database_runs_an_inline_write_on_the_loops_thread(db: Dat
 
 
 async def test_an_inline_write_waits_on_the_thread_while_another_process_holds_the_lock(
-    db: Database,
+    db: SqliteDatabase,
 ) -> None:
     await warmed(db)
     loop = asyncio.get_running_loop()
@@ -84,7 +86,7 @@ async def test_an_inline_write_waits_on_the_thread_while_another_process_holds_t
 
 
 async def test_a_failing_inline_write_rolls_back_alone_and_its_caller_gets_the_error(
-    db: Database,
+    db: SqliteDatabase,
 ) -> None:
     await warmed(db)
     threads: list[int] = []
@@ -101,7 +103,7 @@ async def test_a_failing_inline_write_rolls_back_alone_and_its_caller_gets_the_e
     assert "half" not in names(db.path) and "next" in names(db.path)
 
 
-async def test_inline_writes_made_together_by_several_tasks_fail_alone(db: Database) -> None:
+async def test_inline_writes_made_together_by_several_tasks_fail_alone(db: SqliteDatabase) -> None:
     await warmed(db)
 
     def fails(conn: sqlite3.Connection) -> None:
@@ -119,7 +121,7 @@ async def test_inline_writes_made_together_by_several_tasks_fail_alone(db: Datab
     assert {"x", "y"} <= names(db.path) and "bad" not in names(db.path)
 
 
-async def test_an_inline_write_never_overtakes_a_write_made_before_it(db: Database) -> None:
+async def test_an_inline_write_never_overtakes_a_write_made_before_it(db: SqliteDatabase) -> None:
     await warmed(db)
     entered, opened = threading.Event(), threading.Event()
 
@@ -145,7 +147,9 @@ async def test_an_inline_write_never_overtakes_a_write_made_before_it(db: Databa
     assert await asyncio.wait_for(second, 10) is True
 
 
-async def test_inline_writes_run_on_beside_the_checkpoints_of_a_short_wal(db: Database) -> None:
+async def test_inline_writes_run_on_beside_the_checkpoints_of_a_short_wal(
+    db: SqliteDatabase,
+) -> None:
     await warmed(db)
     threads: list[int] = []
     # Three checkpoints asked of the thread; the WAL (about 2 frames a write) stays
@@ -156,7 +160,7 @@ async def test_inline_writes_run_on_beside_the_checkpoints_of_a_short_wal(db: Da
     assert set(threads) == {LOOP_THREAD()}
 
 
-async def test_a_stream_of_inline_writes_keeps_the_wal_bounded(db: Database) -> None:
+async def test_a_stream_of_inline_writes_keeps_the_wal_bounded(db: SqliteDatabase) -> None:
     await warmed(db)
     writes = 10_000
     for index in range(writes):
@@ -169,7 +173,7 @@ async def test_a_stream_of_inline_writes_keeps_the_wal_bounded(db: Database) -> 
 
 
 async def test_a_callers_inline_writes_run_a_few_per_pass_then_let_other_tasks_run(
-    db: Database,
+    db: SqliteDatabase,
 ) -> None:
     await warmed(db)
     passes = 0

@@ -19,7 +19,7 @@ from habakkuk.engine.events import JobFinished
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue, Owner, complete_in
 from habakkuk.engine.llm.types import ContextBlock, Message, TextBlock
 from habakkuk.engine.sessions import TranscriptStore
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 from habakkuk.engine.timeouts import wait_within
 from tests.conftest import mock_config
 
@@ -35,16 +35,16 @@ class Trip:
 
 
 def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
-    """Record every call that crosses to a database thread (Database.run / run_sync; a
+    """Record every call that crosses to a database thread (SqliteDatabase.run / run_sync; a
     `write` is one `run`, recorded under the function it wraps)."""
     inner: contextvars.ContextVar[Callable[..., Any] | None] = contextvars.ContextVar(
         "inner", default=None
     )
-    run, run_sync, write = Database.run, Database.run_sync, Database.write
-    write_now, write_if_free = Database.write_now, Database.write_if_free
+    run, run_sync, write = SqliteDatabase.run, SqliteDatabase.run_sync, SqliteDatabase.write
+    write_now, write_if_free = SqliteDatabase.write_now, SqliteDatabase.write_if_free
 
     def noted(
-        db: Database, fn: Callable[[sqlite3.Connection], Any], into: list[Trip] | None = None
+        db: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any], into: list[Trip] | None = None
     ) -> Callable[..., Any]:
         named = inner.get() or fn
         trip = Trip(Path(db.path).name, named.__qualname__, named.__module__)
@@ -56,29 +56,29 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
 
         return call
 
-    async def counted_run(db: Database, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    async def counted_run(db: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         return await run(db, noted(db, fn))
 
-    def counted_run_sync(db: Database, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    def counted_run_sync(db: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         return run_sync(db, noted(db, fn))
 
     async def counted_write(
-        db: Database, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+        db: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
     ) -> Any:
         # A write is a trip of its own (a transaction, on the database thread or inline
         # on the loop's), named by the function it runs.
         return await write(db, noted(db, fn), inline=inline)
 
     def counted_write_now(
-        db: Database, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+        db: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
     ) -> Any:
         return write_now(db, noted(db, fn), inline=inline)
 
-    monkeypatch.setattr(Database, "run", counted_run)
-    monkeypatch.setattr(Database, "run_sync", counted_run_sync)
-    monkeypatch.setattr(Database, "write", counted_write)
+    monkeypatch.setattr(SqliteDatabase, "run", counted_run)
+    monkeypatch.setattr(SqliteDatabase, "run_sync", counted_run_sync)
+    monkeypatch.setattr(SqliteDatabase, "write", counted_write)
 
-    def counted_write_if_free(db: Database, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    def counted_write_if_free(db: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         # Counted only when it ran: else the caller writes it another way, counted then.
         ran: list[Trip] = []
         outcome = write_if_free(db, noted(db, fn, ran))
@@ -86,8 +86,8 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
             trips.extend(ran)
         return outcome
 
-    monkeypatch.setattr(Database, "write_now", counted_write_now)
-    monkeypatch.setattr(Database, "write_if_free", counted_write_if_free)
+    monkeypatch.setattr(SqliteDatabase, "write_now", counted_write_now)
+    monkeypatch.setattr(SqliteDatabase, "write_if_free", counted_write_if_free)
 
 
 def the_turns_own(trips: list[Trip]) -> list[Trip]:
@@ -195,7 +195,7 @@ async def test_a_submitted_turn_wakes_an_idle_pool_once_and_only_when_new(
 
 @pytest.fixture
 async def stores(tmp_path: Path) -> Any:
-    control = await Database.open(tmp_path / "control.db", MIGRATIONS)
+    control = await SqliteDatabase.open(tmp_path / "control.db", MIGRATIONS)
     transcripts = await TranscriptStore.open(tmp_path / "transcripts.db", tmp_path / "control.db")
     queue = JobQueue(control)
     yield queue, transcripts

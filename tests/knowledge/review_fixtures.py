@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.errors import NotFound
-from habakkuk.engine.store import Database, Migration
+from habakkuk.engine.store import Migration, SqliteDatabase
 from habakkuk.knowledge.memory_types import (
     MemoryHit,
     Note,
@@ -147,5 +147,5 @@ class FakeMemory:
         raise AttributeError(name)
 
 
-async def review_tables(path: Path) -> Database:
-    return await Database.open(path, REVIEW_TABLES)
+async def review_tables(path: Path) -> SqliteDatabase:
+    return await SqliteDatabase.open(path, REVIEW_TABLES)

@@ -13,6 +13,7 @@ import pytest
 from habakkuk.engine.home import Home
 from habakkuk.knowledge.index import FTS_TABLES, MERGE_PAGES, merge_step, rank_window
 from habakkuk.knowledge.service import Memory
+from tests.helpers import sqlite_conn
 
 from .conftest import AGENT
 
@@ -52,9 +53,9 @@ async def test_a_search_when_nothing_changed_opens_no_write_transaction(
     await memory.search("main", "moves")
     db = await memory.database("main")
     statements: list[str] = []
-    await db.run(lambda conn: conn.set_trace_callback(statements.append))
+    await db.run(lambda conn: sqlite_conn(conn).set_trace_callback(statements.append))
     hits = await memory.search("main", "moves")
-    await db.run(lambda conn: conn.set_trace_callback(None))
+    await db.run(lambda conn: sqlite_conn(conn).set_trace_callback(None))
     assert [h.note.slug for h in hits] == ["stable"]
     assert statements, "the trace saw the search itself"
     assert not [

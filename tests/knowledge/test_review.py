@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.llm.types import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 from habakkuk.knowledge.memory_types import Note
 from habakkuk.knowledge.nightly import clusters, stale, titles_alike
 from habakkuk.knowledge.review import ReviewDeps, ReviewJobs, ReviewSettings
@@ -43,7 +43,7 @@ class Rig:
         self.tmp = tmp
         self.memory = FakeMemory()
         self.settings = settings
-        self.dbs: dict[str, Database] = {}
+        self.dbs: dict[str, SqliteDatabase] = {}
 
     async def store_for(self, agent: str) -> ReviewStore:
         if agent not in self.dbs:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from habakkuk.engine.config import ProviderConfig
-from habakkuk.engine.store import Database, Migration, transaction
+from habakkuk.engine.store import Migration, SqliteDatabase, transaction
 from habakkuk.knowledge.embeddings import PAUSE_SECONDS, Embedder
 from habakkuk.knowledge.index import content_hash, embedded_text
 from habakkuk.knowledge.memory_types import MemoryHit, NoteSummary
@@ -53,7 +53,7 @@ class Clock:
 class Memory:
     """Just enough of an agent's index to write notes and search them by words."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: SqliteDatabase):
         self.db = db
 
     async def put(self, slug: str, title: str, body: str, tags: tuple[str, ...] = ()) -> None:
@@ -104,13 +104,15 @@ def server(model_server: FakeModelServer) -> FakeModelServer:
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "memory.db", SCHEMA)
+async def db(tmp_path: Path) -> AsyncIterator[SqliteDatabase]:
+    database = await SqliteDatabase.open(tmp_path / "memory.db", SCHEMA)
     yield database
     await database.close()
 
 
-def semantic_for(server: FakeModelServer, db: Database, model: str, clock: Clock) -> SemanticIndex:
+def semantic_for(
+    server: FakeModelServer, db: SqliteDatabase, model: str, clock: Clock
+) -> SemanticIndex:
     provider = ProviderConfig(type="openai", base_url=f"{server.base_url}/v1")
     provider.name = "local"
     return SemanticIndex(db, Embedder(provider, model, lambda: "k", clock=clock))
@@ -122,7 +124,9 @@ async def seed(memory: Memory) -> None:
     await memory.put("garden", "Garden", "Roses and tulips along the fence.")
 
 
-async def test_a_note_found_only_by_meaning_ranks(server: FakeModelServer, db: Database) -> None:
+async def test_a_note_found_only_by_meaning_ranks(
+    server: FakeModelServer, db: SqliteDatabase
+) -> None:
     server.same_meaning("car", "automobile")
     memory = Memory(db)
     await seed(memory)
@@ -142,7 +146,7 @@ async def test_a_note_found_only_by_meaning_ranks(server: FakeModelServer, db: D
 
 
 async def test_fts_hits_keep_their_snippets_and_are_fused_with_meaning(
-    server: FakeModelServer, db: Database
+    server: FakeModelServer, db: SqliteDatabase
 ) -> None:
     server.same_meaning("car", "automobile")
     memory = Memory(db)
@@ -169,7 +173,7 @@ async def test_fts_hits_keep_their_snippets_and_are_fused_with_meaning(
 
 
 async def test_an_embedding_failure_pauses_and_search_returns_the_fts_results(
-    server: FakeModelServer, db: Database
+    server: FakeModelServer, db: SqliteDatabase
 ) -> None:
     memory = Memory(db)
     await seed(memory)
@@ -196,7 +200,9 @@ async def test_an_embedding_failure_pauses_and_search_returns_the_fts_results(
         await semantic.close()
 
 
-async def test_unchanged_text_is_not_embedded_again(server: FakeModelServer, db: Database) -> None:
+async def test_unchanged_text_is_not_embedded_again(
+    server: FakeModelServer, db: SqliteDatabase
+) -> None:
     memory = Memory(db)
     await seed(memory)
     semantic = semantic_for(server, db, "embed-fake", Clock())
@@ -218,7 +224,7 @@ async def test_unchanged_text_is_not_embedded_again(server: FakeModelServer, db:
 
 
 async def test_switching_the_model_embeds_again_and_never_mixes_vectors(
-    server: FakeModelServer, db: Database
+    server: FakeModelServer, db: SqliteDatabase
 ) -> None:
     memory = Memory(db)
     await seed(memory)
@@ -236,7 +242,7 @@ async def test_switching_the_model_embeds_again_and_never_mixes_vectors(
 
 
 async def test_writes_are_embedded_in_the_background_and_coalesced(
-    server: FakeModelServer, db: Database
+    server: FakeModelServer, db: SqliteDatabase
 ) -> None:
     memory = Memory(db)
     semantic = semantic_for(server, db, "embed-fake", Clock())
@@ -254,7 +260,7 @@ async def test_writes_are_embedded_in_the_background_and_coalesced(
 
 
 async def test_a_tag_filter_applies_to_the_semantic_side(
-    server: FakeModelServer, db: Database
+    server: FakeModelServer, db: SqliteDatabase
 ) -> None:
     server.same_meaning("car", "automobile")
     memory = Memory(db)

@@ -10,7 +10,7 @@ from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import JobQueue
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import Database, SqliteDatabase
 from habakkuk.services.board import build_board
 from habakkuk.work.board import Board
 from habakkuk.work.board_store import BoardStore
@@ -59,7 +59,7 @@ async def open_control(
 ) -> Control:
     """A connection to the home's control.db with a board whose local pools "run"
     `local_jobs` (their stop succeeds and is recorded; any other goes to the queue)."""
-    db = await Database.open(home.db_path("control"), JOB_MIGRATIONS)
+    db = await SqliteDatabase.open(home.db_path("control"), JOB_MIGRATIONS)
     queue = JobQueue(db)
     bus = EventBus()
     stopped: list[str] = []

@@ -10,7 +10,7 @@ from habakkuk.engine.config import Config, parse_config
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import JobQueue, Owner
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import Database, SqliteDatabase
 from habakkuk.work.service import Schedules
 
 
@@ -52,7 +52,7 @@ async def open_control(
     path: Path, config: Config, clock: FakeClock, *, pid: int | None = None
 ) -> Control:
     """A connection to control.db as one process would hold it (its own owner)."""
-    db = await Database.open(path, JOB_MIGRATIONS)
+    db = await SqliteDatabase.open(path, JOB_MIGRATIONS)
     owner = Owner.current()
     if pid is not None:
         owner = Owner(owner.host, pid, owner.token)

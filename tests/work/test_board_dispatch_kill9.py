@@ -15,7 +15,7 @@ from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
 from habakkuk.engine.jobs import JobQueue
-from habakkuk.engine.store import Database
+from habakkuk.engine.store import SqliteDatabase
 from habakkuk.services.board import build_board
 from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import CARD_KIND, NewCard, attempt_session, card_job_id
@@ -47,7 +47,7 @@ async def add_card(home: Path, title: str, *, claim: bool = False) -> str:
     root = Home(home)
     root.prepare()
     config = parse_config(root.config_path.read_text(), root.config_path, root)
-    db = await Database.open(root.db_path("control"), JOB_MIGRATIONS)
+    db = await SqliteDatabase.open(root.db_path("control"), JOB_MIGRATIONS)
     try:
         board = build_board(JobQueue(db), config, EventBus(), root)
         card = await board.create(NewCard(title, assignee="other"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,8 +13,10 @@ import pytest
 
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.home import Home
+from habakkuk.engine.sql import Conn
 from habakkuk.work.board_store import CorruptCard
 from habakkuk.work.board_types import USER, Card, NewCard, attempt_session, card_job_id
+from tests.helpers import sqlite_conn
 from tests.work.board_env import Control, board_config, open_control
 
 
@@ -161,7 +162,7 @@ async def test_a_corrupt_row_is_logged_in_one_line_and_skipped_never_hiding_the_
     good = await add(control, "good", assignee="main")
     bad = await add(control, "bad", assignee="main", priority=5)
 
-    def corrupt(conn: sqlite3.Connection) -> None:
+    def corrupt(conn: Conn) -> None:
         conn.execute("UPDATE board_cards SET reply_to = '{not json' WHERE id = ?", (bad.id,))
 
     await control.db.write(corrupt)
@@ -184,12 +185,12 @@ async def test_a_list_reads_cards_and_dependencies_in_two_queries(
         await add(control, f"card {n}", depends_on=(first.id,))
     statements: list[str] = []
 
-    def trace(conn: sqlite3.Connection) -> None:
-        conn.set_trace_callback(statements.append)
+    def trace(conn: Conn) -> None:
+        sqlite_conn(conn).set_trace_callback(statements.append)
 
     await control.db.run(trace)
     cards = await control.board.list_cards(limit=1000)
-    await control.db.run(lambda conn: conn.set_trace_callback(None))
+    await control.db.run(lambda conn: sqlite_conn(conn).set_trace_callback(None))
     assert len(cards) == 31
     assert all(c.waiting_on == ((first.id, "todo"),) for c in cards if c.id != first.id)
     selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]

@@ -19,11 +19,13 @@ declared here beside `UsageTotal` so the chat commands and the server share it.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from habakkuk.engine.sql import Conn, Schema
+from habakkuk.engine.store import SqliteDatabase
 
 from ..config import ModelRef
 from ..store import Database, Migration
@@ -70,6 +72,12 @@ MIGRATIONS = [
         """,
     ),
 ]
+
+# PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
+# had reached when the port was made.
+PG_MIGRATIONS: list[Migration] = []
+
+SCHEMA = Schema("usage", MIGRATIONS, PG_MIGRATIONS)
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,7 @@ class UsageStore:
     @classmethod
     async def open(cls, path: Path, prices: PriceTable | None = None) -> UsageStore:
         """Open (and migrate) usage.db."""
-        return cls(await Database.open(path, MIGRATIONS), prices or PriceTable())
+        return cls(await SqliteDatabase.open(path, MIGRATIONS), prices or PriceTable())
 
     async def close(self) -> None:
         await self.db.close()
@@ -174,7 +182,7 @@ class UsageStore:
             usage.web_fetch_requests,
         )
 
-        def _write(conn: sqlite3.Connection) -> None:
+        def _write(conn: Conn) -> None:
             conn.execute(
                 "INSERT INTO calls (at, provider, model, agent, session, purpose, input_tokens,"
                 " output_tokens, cache_read_tokens, cache_write_tokens, cost, web_searches,"
@@ -254,7 +262,7 @@ class UsageStore:
         """Delete call rows older than that many days (retention); returns how many."""
         cutoff = time.time() - older_than_days * 86_400
 
-        def _prune(conn: sqlite3.Connection) -> int:
+        def _prune(conn: Conn) -> int:
             return int(conn.execute("DELETE FROM calls WHERE at < ?", (cutoff,)).rowcount)
 
         return await self.db.write(_prune)
