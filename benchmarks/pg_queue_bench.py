@@ -35,6 +35,12 @@ What is measured, in alternating rounds (each client in turn, the order rotated)
 CPU per job is the client processes' CPU (every thread's) over the jobs: the server's
 share is the same SQL for every client. The machine is shared: read the ratios.
 
+Our queue: the real JobQueue and Pool (`--workers` slots per process, each claim and
+completion batched by the Pool's dispatcher) on SQLite (control.db in a temporary
+folder, WAL, synchronous NORMAL: the embedded default) and, once the job queue has its
+PostgreSQL schema, on PostgreSQL (opened as the runtime opens it on `storage.url`), with
+1, 2 and 4 processes on one queue, in the batched drains.
+
 PgQueuer (the baseline of the issue's target) runs on the same server at the same
 durability (its default, every table logged), its schema installed by its own Queries
 API in its own fresh database: a producer enqueues N jobs, 100 per `Queries.enqueue`,
@@ -44,6 +50,7 @@ beside the batched drains, and their rows say how each does against its best.
 
 Usage: python benchmarks/pg_queue_bench.py [N] [--one M] [--rounds R] [--procs 1,2,4]
        [--url URL] [--clients A,B] [--pgqueuer-batch 10,100] [--skip-pgqueuer]
+       [--workers W] [--skip-ours]
 The URL defaults to $HABAKKUK_BENCH_DATABASE_URL, else
 postgresql://postgres:postgres@127.0.0.1:5432/postgres (a server database to connect to
 for CREATE/DROP DATABASE; nothing is written into it). asyncpg, psycopg[binary,pool] and
@@ -64,6 +71,7 @@ import secrets
 import signal
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -396,6 +404,8 @@ CLIENTS: dict[str, Callable[[], Client]] = {
 BASELINE = "asyncpg"
 
 
+FORK = multiprocessing.get_context("fork")
+
 # The process bodies. Each opens its client, waits at the barrier (so connecting and
 # importing are not timed), works, and puts (jobs, CPU seconds) on `results`.
 
@@ -412,7 +422,10 @@ class Work:
     start: int = 0  # fill: the first job's number
 
 
-def _process(work: Work, barrier: Any, results: Any) -> None:
+def _process(work: Work, barrier: Any, results: Any, *shared: Any) -> None:
+    if work.client in (OURS_SQLITE, OURS_PG):
+        results.put(asyncio.run(_ours_work(work, barrier, *shared)))
+        return
     body = _pgqueuer_work if work.client == PGQUEUER else _work
     results.put(asyncio.run(body(work, barrier)))
 
@@ -446,14 +459,14 @@ async def _work(work: Work, barrier: Any) -> tuple[int, float]:
     return done, cpu
 
 
-def run_processes(works: Sequence[Work], target: Callable[..., None] = _process) -> Result:
-    """Run `works` in one process each (forked: no connection is open here), started
-    together at a barrier once each is ready; the jobs done, the seconds from the barrier
-    until the last one reported, and their CPU seconds."""
-    context = multiprocessing.get_context("fork")
-    barrier = context.Barrier(len(works) + 1)
-    results = context.Queue()
-    processes = [context.Process(target=target, args=(w, barrier, results)) for w in works]
+def run_processes(works: Sequence[Work], shared: Sequence[Any] = ()) -> Result:
+    """Run `works` in one process each (forked: no connection is open here; `shared`:
+    more arguments, made by `FORK`), started together at a barrier once each is ready;
+    the jobs done, the seconds from the barrier until the last one reported, and their
+    CPU seconds."""
+    barrier = FORK.Barrier(len(works) + 1)
+    results = FORK.Queue()
+    processes = [FORK.Process(target=_process, args=(w, barrier, results, *shared)) for w in works]
     for process in processes:
         process.start()
     try:
@@ -591,7 +604,7 @@ def enqueue_kind(batch: int) -> str:
 def drain_kind(batch: int, procs: int) -> str:
     if batch == 1:
         return f"drain one at a time (claim 1; complete 1), {procs} process(es)"
-    return f"drain batched (claim <= {batch}; complete them), {procs} process(es)"
+    return f"drain batched (claim <= {batch}; complete them; see above), {procs} process(es)"
 
 
 def _check_done(url: str, reported: int, count: int, what: str) -> None:
@@ -680,6 +693,96 @@ def measure_pgqueuer(url: str, count: int, batch: int, procs: int) -> dict[str, 
     return {drain_kind(BATCHED, procs): drain, enqueue_kind(BATCHED): fill}
 
 
+# Ours: the real JobQueue and worker Pool (as benchmarks/queue_bench.py drives them) on
+# the home's control database, a Pool of `--workers` slots per process (the turn pool's
+# width), its handler returning at once: its dispatcher completes the jobs finished
+# since its last trip and claims as many as there are free slots, in one transaction.
+# A producer fills the queue first (`enqueue_many`, 100 per call); the processes stop
+# when, together, they have finished N jobs.
+
+OURS_SQLITE = "ours (SQLite JobQueue + Pool)"
+OURS_PG = "ours (PostgreSQL JobQueue + Pool)"  # once the job queue runs on PostgreSQL
+
+
+async def _open_queue(where: str) -> Any:
+    """Our JobQueue on the control database: PostgreSQL when `where` is a URL (opened
+    as the runtime opens it on that storage), else control.db in the folder `where`."""
+    from habakkuk.engine.jobs import SCHEMA, JobQueue
+
+    if where.startswith(("postgresql://", "postgres://")):
+        from habakkuk.engine.storage import PostgresStorage
+
+        return JobQueue(await PostgresStorage(where).open(SCHEMA, inline=True))
+    from pathlib import Path
+
+    from habakkuk.engine.store import SqliteDatabase
+
+    path = Path(where) / "control.db"
+    return JobQueue(await SqliteDatabase.open(path, SCHEMA.sqlite, inline=True))
+
+
+async def _ours_work(work: Work, barrier: Any, finished: Any, done_total: Any) -> tuple[int, float]:
+    from habakkuk.engine.jobs import Job, Lease, NewJob
+    from habakkuk.engine.pools import Pool
+
+    queue = await _open_queue(work.url)
+    done = 0
+
+    async def handler(lease: Lease) -> dict[str, Any]:
+        return {"ok": True}
+
+    def on_finished(_job: Job) -> None:
+        nonlocal done
+        done += 1
+        with done_total.get_lock():
+            done_total.value += 1
+            if done_total.value == work.count:
+                finished.set()
+
+    if work.what == "fill":
+        jobs = [NewJob(f"job-{i}", KIND, {"i": i}) for i in range(work.count)]
+        barrier.wait()
+        cpu = time.process_time()
+        for start in range(0, work.count, BATCHED):
+            await queue.enqueue_many(jobs[start : start + BATCHED])
+        cpu = time.process_time() - cpu
+        await queue.db.close()
+        return work.count, cpu
+    pool = Pool(queue, [KIND], handler, concurrency=work.batch, on_finished=on_finished)
+    barrier.wait()
+    cpu = time.process_time()
+    pool.start()
+    await asyncio.to_thread(finished.wait)
+    cpu = time.process_time() - cpu
+    await pool.stop()
+    await queue.db.close()
+    return done, cpu
+
+
+def measure_ours(where: str, name: str, count: int, workers: int, procs: int) -> dict[str, Result]:
+    """Fill our queue at `where` (a folder: SQLite; a URL: PostgreSQL, its control
+    schema dropped first) with `count` jobs, then drain it with `procs` processes, each
+    a Pool of `workers` slots."""
+    if name == OURS_PG:
+        import psycopg
+
+        with psycopg.connect(where, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA IF EXISTS control CASCADE")
+    else:
+        for leftover in os.listdir(where):
+            os.remove(os.path.join(where, leftover))
+    fill = run_processes(
+        [Work("fill", name, where, count, workers)], (FORK.Event(), FORK.Value("q", 0))
+    )
+    finished, done_total = FORK.Event(), FORK.Value("q", 0)
+    drain = run_processes(
+        [Work("drain", name, where, count, workers) for _ in range(procs)], (finished, done_total)
+    )
+    if fill.jobs != count or drain.jobs != count:
+        raise SystemExit(f"{name}: {fill.jobs} queued and {drain.jobs} finished, of {count}")
+    return {drain_kind(BATCHED, procs): drain, enqueue_kind(BATCHED): fill}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("count", nargs="?", type=int, default=5000, help="jobs batched")
@@ -696,6 +799,10 @@ def main() -> None:
         help="PgQueuer's batch_size, comma-separated (default 10 (its own default),100)",
     )
     parser.add_argument("--skip-pgqueuer", action="store_true")
+    parser.add_argument(
+        "--workers", type=int, default=8, help="our Pool's slots per process (default 8)"
+    )
+    parser.add_argument("--skip-ours", action="store_true", help="not our JobQueue + Pool")
     args = parser.parse_args()
     procs = [int(p) for p in args.procs.split(",")]
     clients = [c.strip() for c in args.clients.split(",")]
@@ -713,12 +820,14 @@ def main() -> None:
         with (
             bench_database(args.url) as url,
             bench_database(args.url, "hk_bench_pgq") as pgqueuer_url,
+            tempfile.TemporaryDirectory(prefix="hk-pg-queue-bench-") as sqlite_folder,
         ):
             settings = server_settings(url)
             print(settings, flush=True)
             if pgqueuer_batches:
                 asyncio.run(_pgqueuer_reset(pgqueuer_url, install=True))
-            steps = _steps(args, url, pgqueuer_url, clients, procs, pgqueuer_batches)
+            ours = [] if args.skip_ours else _ours_systems(url, sqlite_folder)
+            steps = _steps(args, url, pgqueuer_url, clients, procs, pgqueuer_batches, ours)
             for round_no in range(1, args.rounds + 1):
                 for step in steps:
                     shift = round_no % len(step)
@@ -754,6 +863,7 @@ def _steps(
     clients: Sequence[str],
     procs: Sequence[int],
     pgqueuer_batches: Sequence[int],
+    ours: Sequence[tuple[str, str]],
 ) -> list[list[tuple[str, Run]]]:
     """The runs of a round: each step is the systems measured back to back on one kind
     of run (named, each a run giving its results by kind)."""
@@ -773,8 +883,25 @@ def _steps(
             )
             for b in pgqueuer_batches
         ]
+        step += [
+            (name, partial(measure_ours, where, name, args.count, args.workers, p))
+            for name, where in ours
+        ]
         steps.append(step)
     return steps
+
+
+def _ours_systems(url: str, sqlite_folder: str) -> list[tuple[str, str]]:
+    """Our queues to measure, each (name, where): SQLite always; PostgreSQL once the job
+    queue has its PostgreSQL schema (habakkuk/engine/jobs.py's PG_MIGRATIONS)."""
+    from habakkuk.engine.jobs import SCHEMA
+
+    ours = [(OURS_SQLITE, sqlite_folder)]
+    if SCHEMA.postgres:
+        ours.append((OURS_PG, url))
+    else:
+        print(f"{OURS_PG}: not measured: the job queue has no PostgreSQL schema here yet")
+    return ours
 
 
 def _require(*modules: str) -> None:
