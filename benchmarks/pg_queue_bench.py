@@ -412,14 +412,18 @@ FORK = multiprocessing.get_context("fork")
 
 @dataclass(frozen=True)
 class Work:
-    """What one process does: `what` (fill, drain, in-turn) with `client` on `url`."""
+    """What one process does: `what` (fill, drain, in-turn) with `client` (one of
+    CLIENTS, PgQueuer, or one of ours) on `url` (ours on SQLite: a folder)."""
 
     what: str
     client: str
     url: str
-    count: int  # fill: the jobs to queue; in-turn: the jobs to cycle; drain: unused
-    batch: int  # jobs per transaction (1: one at a time)
-    start: int = 0  # fill: the first job's number
+    # fill: the jobs to queue; in-turn: the jobs to cycle; drain: ours, the jobs all the
+    # processes finish together (the others drain until none is left)
+    count: int
+    # jobs per transaction (1: one at a time; PgQueuer: batch_size); ours, draining: the
+    # Pool's slots
+    batch: int
 
 
 def _process(work: Work, barrier: Any, results: Any, *shared: Any) -> None:
@@ -438,8 +442,8 @@ async def _work(work: Work, barrier: Any) -> tuple[int, float]:
     cpu = time.process_time()
     done = 0
     if work.what == "fill":
-        for start in range(work.start, work.start + work.count, work.batch):
-            size = min(work.batch, work.start + work.count - start)
+        for start in range(0, work.count, work.batch):
+            size = min(work.batch, work.count - start)
             await client.enqueue(_rows(start, size))
             done += size
     elif work.what == "in-turn":
