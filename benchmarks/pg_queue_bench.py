@@ -35,8 +35,9 @@ What is measured, in alternating rounds (each client in turn, the order rotated)
 CPU per job is the client processes' CPU (every thread's) over the jobs: the server's
 share is the same SQL for every client. The machine is shared: read the ratios.
 
-Our queue: the real JobQueue and Pool (`--workers` slots per process, each claim and
-completion batched by the Pool's dispatcher) on SQLite (control.db in a temporary
+Our queue: the real JobQueue and Pool (`--workers`: 8 slots per process, the turn pool's
+width, and 100, the others' batch; the Pool's dispatcher completes the finished jobs and
+claims as many as there are free slots in one transaction) on SQLite (control.db in a temporary
 folder, WAL, synchronous NORMAL: the embedded default) and, once the job queue has its
 PostgreSQL schema, on PostgreSQL (opened as the runtime opens it on `storage.url`), with
 1, 2 and 4 processes on one queue, in the batched drains.
@@ -50,7 +51,7 @@ beside the batched drains, and their rows say how each does against its best.
 
 Usage: python benchmarks/pg_queue_bench.py [N] [--one M] [--rounds R] [--procs 1,2,4]
        [--url URL] [--clients A,B] [--pgqueuer-batch 10,100] [--skip-pgqueuer]
-       [--workers W] [--skip-ours]
+       [--workers 8,100] [--skip-ours]
 The URL defaults to $HABAKKUK_BENCH_DATABASE_URL, else
 postgresql://postgres:postgres@127.0.0.1:5432/postgres (a server database to connect to
 for CREATE/DROP DATABASE; nothing is written into it). asyncpg, psycopg[binary,pool] and
@@ -67,6 +68,7 @@ import functools
 import multiprocessing
 import os
 import queue
+import re
 import secrets
 import signal
 import statistics
@@ -128,8 +130,6 @@ COMPLETE_MANY = (
 
 def _pg(sql: str) -> str:
     """`sql` with psycopg's placeholders (every $n is used once, in order)."""
-    import re
-
     numbers = [int(n) for n in re.findall(r"\$(\d+)", sql)]
     assert numbers == list(range(1, len(numbers) + 1)), sql
     return re.sub(r"\$\d+", "%s", sql)
@@ -427,7 +427,7 @@ class Work:
 
 
 def _process(work: Work, barrier: Any, results: Any, *shared: Any) -> None:
-    if work.client in (OURS_SQLITE, OURS_PG):
+    if work.client.startswith(OURS):
         results.put(asyncio.run(_ours_work(work, barrier, *shared)))
         return
     body = _pgqueuer_work if work.client == PGQUEUER else _work
@@ -698,14 +698,24 @@ def measure_pgqueuer(url: str, count: int, batch: int, procs: int) -> dict[str, 
 
 
 # Ours: the real JobQueue and worker Pool (as benchmarks/queue_bench.py drives them) on
-# the home's control database, a Pool of `--workers` slots per process (the turn pool's
-# width), its handler returning at once: its dispatcher completes the jobs finished
-# since its last trip and claims as many as there are free slots, in one transaction.
-# A producer fills the queue first (`enqueue_many`, 100 per call); the processes stop
-# when, together, they have finished N jobs.
+# the home's control database, a Pool of W slots per process (`--workers`: 8, the turn
+# pool's width, and 100, the others' batch), its handler returning at once: its
+# dispatcher completes the jobs finished since its last trip and claims as many as there
+# are free slots, in one transaction. A producer fills the queue first (`enqueue_many`,
+# 100 per call); the processes stop when, together, they have finished N jobs.
 
-OURS_SQLITE = "ours (SQLite JobQueue + Pool)"
-OURS_PG = "ours (PostgreSQL JobQueue + Pool)"  # once the job queue runs on PostgreSQL
+OURS = "ours ("
+
+
+def ours_name(where: str, slots: int | None = None) -> str:
+    """`ours (PostgreSQL JobQueue + Pool, 8 slots)`; without `slots`, the row of its
+    enqueue (the same at any width)."""
+    engine = "PostgreSQL" if _is_url(where) else "SQLite"
+    return f"{OURS}{engine} JobQueue + Pool{f', {slots} slots' if slots else ''})"
+
+
+def _is_url(where: str) -> bool:
+    return where.startswith(("postgresql://", "postgres://"))
 
 
 async def _open_queue(where: str) -> Any:
@@ -713,7 +723,7 @@ async def _open_queue(where: str) -> Any:
     as the runtime opens it on that storage), else control.db in the folder `where`."""
     from habakkuk.engine.jobs import SCHEMA, JobQueue
 
-    if where.startswith(("postgresql://", "postgres://")):
+    if _is_url(where):
         from habakkuk.engine.storage import PostgresStorage
 
         return JobQueue(await PostgresStorage(where).open(SCHEMA, inline=True))
@@ -763,11 +773,12 @@ async def _ours_work(work: Work, barrier: Any, finished: Any, done_total: Any) -
     return done, cpu
 
 
-def measure_ours(where: str, name: str, count: int, workers: int, procs: int) -> dict[str, Result]:
+def measure_ours(where: str, count: int, slots: int, procs: int) -> dict[str, Result]:
     """Fill our queue at `where` (a folder: SQLite; a URL: PostgreSQL, its control
     schema dropped first) with `count` jobs, then drain it with `procs` processes, each
-    a Pool of `workers` slots."""
-    if name == OURS_PG:
+    a Pool of `slots` slots."""
+    name = ours_name(where, slots)
+    if _is_url(where):
         import psycopg
 
         with psycopg.connect(where, autocommit=True) as conn:
@@ -776,11 +787,11 @@ def measure_ours(where: str, name: str, count: int, workers: int, procs: int) ->
         for leftover in os.listdir(where):
             os.remove(os.path.join(where, leftover))
     fill = run_processes(
-        [Work("fill", name, where, count, workers)], (FORK.Event(), FORK.Value("q", 0))
+        [Work("fill", name, where, count, slots)], (FORK.Event(), FORK.Value("q", 0))
     )
     finished, done_total = FORK.Event(), FORK.Value("q", 0)
     drain = run_processes(
-        [Work("drain", name, where, count, workers) for _ in range(procs)], (finished, done_total)
+        [Work("drain", name, where, count, slots) for _ in range(procs)], (finished, done_total)
     )
     if fill.jobs != count or drain.jobs != count:
         raise SystemExit(f"{name}: {fill.jobs} queued and {drain.jobs} finished, of {count}")
@@ -804,7 +815,7 @@ def main() -> None:
     )
     parser.add_argument("--skip-pgqueuer", action="store_true")
     parser.add_argument(
-        "--workers", type=int, default=8, help="our Pool's slots per process (default 8)"
+        "--workers", default="8,100", help="our Pool's slots per process (default 8,100)"
     )
     parser.add_argument("--skip-ours", action="store_true", help="not our JobQueue + Pool")
     args = parser.parse_args()
@@ -831,16 +842,15 @@ def main() -> None:
             if pgqueuer_batches:
                 asyncio.run(_pgqueuer_reset(pgqueuer_url, install=True))
             ours = [] if args.skip_ours else _ours_systems(url, sqlite_folder)
-            steps = _steps(args, url, pgqueuer_url, clients, procs, pgqueuer_batches, ours)
+            slots = [int(w) for w in args.workers.split(",")]
+            steps = _steps(args, url, pgqueuer_url, clients, procs, pgqueuer_batches, ours, slots)
             for round_no in range(1, args.rounds + 1):
                 for step in steps:
                     shift = round_no % len(step)
                     line: dict[str, list[str]] = {}
                     for name, run in step[shift:] + step[:shift]:  # who goes first changes
                         for kind, result in run().items():
-                            # PgQueuer's enqueue is the same at any batch_size: one row.
-                            pooled = name.startswith(PGQUEUER) and kind == enqueue_kind(BATCHED)
-                            label = PGQUEUER if pooled else name
+                            label = enqueue_label(name) if kind == enqueue_kind(BATCHED) else name
                             figures.setdefault((kind, label), []).append(result)
                             line.setdefault(kind, []).append(f"{label} {result.rate:,.0f}")
                     for kind, parts in line.items():
@@ -867,7 +877,8 @@ def _steps(
     clients: Sequence[str],
     procs: Sequence[int],
     pgqueuer_batches: Sequence[int],
-    ours: Sequence[tuple[str, str]],
+    ours: Sequence[str],
+    slots: Sequence[int],
 ) -> list[list[tuple[str, Run]]]:
     """The runs of a round: each step is the systems measured back to back on one kind
     of run (named, each a run giving its results by kind)."""
@@ -888,24 +899,31 @@ def _steps(
             for b in pgqueuer_batches
         ]
         step += [
-            (name, partial(measure_ours, where, name, args.count, args.workers, p))
-            for name, where in ours
+            (ours_name(where, w), partial(measure_ours, where, args.count, w, p))
+            for where in ours
+            for w in slots
         ]
         steps.append(step)
     return steps
 
 
-def _ours_systems(url: str, sqlite_folder: str) -> list[tuple[str, str]]:
-    """Our queues to measure, each (name, where): SQLite always; PostgreSQL once the job
-    queue has its PostgreSQL schema (habakkuk/engine/jobs.py's PG_MIGRATIONS)."""
+def _ours_systems(url: str, sqlite_folder: str) -> list[str]:
+    """Where our queues are measured: SQLite (a folder) always; PostgreSQL (the URL)
+    once the job queue has its PostgreSQL schema (engine/jobs.py's PG_MIGRATIONS)."""
     from habakkuk.engine.jobs import SCHEMA
 
-    ours = [(OURS_SQLITE, sqlite_folder)]
     if SCHEMA.postgres:
-        ours.append((OURS_PG, url))
-    else:
-        print(f"{OURS_PG}: not measured: the job queue has no PostgreSQL schema here yet")
-    return ours
+        return [sqlite_folder, url]
+    print(f"{ours_name(url)}: not measured: the job queue has no PostgreSQL schema here yet")
+    return [sqlite_folder]
+
+
+def enqueue_label(name: str) -> str:
+    """The row of a system's enqueue: PgQueuer's and ours are the same at any batch_size
+    or Pool width, so their runs make one row."""
+    if name.startswith(PGQUEUER):
+        return PGQUEUER
+    return re.sub(r", \d+ slots\)$", ")", name)
 
 
 def _require(*modules: str) -> None:
