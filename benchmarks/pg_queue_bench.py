@@ -35,12 +35,12 @@ What is measured, in alternating rounds (each client in turn, the order rotated)
 CPU per job is the client processes' CPU (every thread's) over the jobs: the server's
 share is the same SQL for every client. The machine is shared: read the ratios.
 
-Our queue: the real JobQueue and Pool (`--workers`: 8 slots per process, the turn pool's
-width, and 100, the others' batch; the Pool's dispatcher completes the finished jobs and
-claims as many as there are free slots in one transaction) on SQLite (control.db in a temporary
-folder, WAL, synchronous NORMAL: the embedded default) and, once the job queue has its
-PostgreSQL schema, on PostgreSQL (opened as the runtime opens it on `storage.url`), with
-1, 2 and 4 processes on one queue, in the batched drains.
+Our queue: the real JobQueue and Pool (`--workers`: 8 slots per process, the turn
+pool's width, and 100, the others' batch; the Pool's dispatcher completes the finished
+jobs and claims as many as there are free slots in one transaction) on SQLite
+(control.db in a temporary folder, WAL, synchronous NORMAL: the embedded default) and,
+once the job queue has its PostgreSQL schema, on PostgreSQL (opened as the runtime opens
+it on `storage.url`), with 1, 2 and 4 processes on one queue, in the batched drains.
 
 PgQueuer (the baseline of the issue's target) runs on the same server at the same
 durability (its default, every table logged), its schema installed by its own Queries
@@ -49,13 +49,20 @@ then 1, 2 and 4 consumer processes (`QueueManager.run` in drain mode, an entrypo
 returns at once) drain them, with batch_size 10 (its default) and 100 (ours). It runs
 beside the batched drains, and their rows say how each does against its best.
 
+Flows (ours and PgQueuer, the queues whose consumers wait for work): the 1, 2 or 4
+worker processes are waiting (ours: the Pool started, its LISTEN in place on
+PostgreSQL, polling every 50 ms on SQLite; PgQueuer: QueueManager in continuous mode)
+when one producer process enqueues N jobs, 100 per call: jobs/s from the go signal to
+the last job done, the CPU of all of them.
+
 Usage: python benchmarks/pg_queue_bench.py [N] [--one M] [--rounds R] [--procs 1,2,4]
        [--url URL] [--clients A,B] [--pgqueuer-batch 10,100] [--skip-pgqueuer]
-       [--workers 8,100] [--skip-ours]
+       [--workers 8,100] [--skip-ours] [--no-flow]
 The URL defaults to $HABAKKUK_BENCH_DATABASE_URL, else
 postgresql://postgres:postgres@127.0.0.1:5432/postgres (a server database to connect to
 for CREATE/DROP DATABASE; nothing is written into it). asyncpg, psycopg[binary,pool] and
-pgqueuer: pip install -e '.[bench]'.
+pgqueuer: pip install -e '.[bench]'. On 2 loaded cores a round takes 1-3 minutes: the
+one-at-a-time runs wait for a WAL flush per commit (`--one` sets their jobs).
 """
 
 from __future__ import annotations
@@ -429,9 +436,10 @@ class Work:
 def _process(work: Work, barrier: Any, results: Any, *shared: Any) -> None:
     if work.client.startswith(OURS):
         results.put(asyncio.run(_ours_work(work, barrier, *shared)))
-        return
-    body = _pgqueuer_work if work.client == PGQUEUER else _work
-    results.put(asyncio.run(body(work, barrier)))
+    elif work.client.startswith(PGQUEUER):
+        results.put(asyncio.run(_pgqueuer_work(work, barrier, *shared)))
+    else:
+        results.put(asyncio.run(_work(work, barrier)))
 
 
 async def _work(work: Work, barrier: Any) -> tuple[int, float]:
@@ -637,7 +645,12 @@ async def _pgqueuer_queries(url: str) -> tuple[Any, Any]:
     return conn, Queries(AsyncpgDriver(conn))
 
 
-async def _pgqueuer_work(work: Work, barrier: Any) -> tuple[int, float]:
+async def _pgqueuer_work(
+    work: Work, barrier: Any, finished: Any = None, done_total: Any = None
+) -> tuple[int, float]:
+    """Fill (`Queries.enqueue`), drain (`QueueManager.run` in drain mode), or, in a flow
+    (`finished` and `done_total` shared), consume in continuous mode until the processes
+    have handled `work.count` jobs together."""
     from pgqueuer.models import Job
     from pgqueuer.qm import QueueManager
     from pgqueuer.types import QueueExecutionMode
@@ -650,15 +663,28 @@ async def _pgqueuer_work(work: Work, barrier: Any) -> tuple[int, float]:
     async def handle(job: Job) -> None:
         nonlocal done
         done += 1
+        if done_total is not None:
+            with done_total.get_lock():
+                done_total.value += 1
+                if done_total.value == work.count:
+                    finished.set()
+
+    async def stop_when_finished() -> None:
+        await asyncio.to_thread(finished.wait)
+        manager.shutdown.set()
 
     barrier.wait()
     cpu = time.process_time()
-    if work.what == "fill":
-        for start in range(0, work.count, work.batch):
-            size = min(work.batch, work.count - start)
+    if work.what in ("fill", "produce"):
+        for start in range(0, work.count, BATCHED):
+            size = min(BATCHED, work.count - start)
             payloads: list[bytes | None] = [b'{"i": %d}' % i for i in range(start, start + size)]
             await queries.enqueue([PGQ_ENTRYPOINT] * size, payloads, [0] * size)
-            done += size
+        done = 0 if work.what == "produce" else work.count
+    elif work.what == "flow":
+        watcher = asyncio.create_task(stop_when_finished())
+        await manager.run(batch_size=work.batch)
+        await watcher
     else:
         await manager.run(batch_size=work.batch, mode=QueueExecutionMode.drain)
     cpu = time.process_time() - cpu
@@ -753,7 +779,7 @@ async def _ours_work(work: Work, barrier: Any, finished: Any, done_total: Any) -
             if done_total.value == work.count:
                 finished.set()
 
-    if work.what == "fill":
+    if work.what in ("fill", "produce"):
         jobs = [NewJob(f"job-{i}", KIND, {"i": i}) for i in range(work.count)]
         barrier.wait()
         cpu = time.process_time()
@@ -761,11 +787,21 @@ async def _ours_work(work: Work, barrier: Any, finished: Any, done_total: Any) -
             await queue.enqueue_many(jobs[start : start + BATCHED])
         cpu = time.process_time() - cpu
         await queue.db.close()
-        return work.count, cpu
-    pool = Pool(queue, [KIND], handler, concurrency=work.batch, on_finished=on_finished)
+        return (0 if work.what == "produce" else work.count), cpu
+    # In a flow, the jobs come from another process: a Pool hears of them by PostgreSQL's
+    # NOTIFY, or by polling (SQLite), every 50 ms here.
+    poll = 0.05 if work.what == "flow" else 0.5
+    pool = Pool(
+        queue, [KIND], handler, concurrency=work.batch, poll_interval=poll, on_finished=on_finished
+    )
+    if work.what == "flow":  # waiting for work before the clock starts
+        pool.start()
+        # Until its LISTEN is in place, so the first enqueue wakes it (no event says so).
+        while queue.db.dialect == "postgres" and not queue.hears_other_nodes():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
     barrier.wait()
     cpu = time.process_time()
-    pool.start()
+    pool.start()  # draining: the clock runs from its first claim
     await asyncio.to_thread(finished.wait)
     cpu = time.process_time() - cpu
     await pool.stop()
@@ -778,14 +814,7 @@ def measure_ours(where: str, count: int, slots: int, procs: int) -> dict[str, Re
     schema dropped first) with `count` jobs, then drain it with `procs` processes, each
     a Pool of `slots` slots."""
     name = ours_name(where, slots)
-    if _is_url(where):
-        import psycopg
-
-        with psycopg.connect(where, autocommit=True) as conn:
-            conn.execute("DROP SCHEMA IF EXISTS control CASCADE")
-    else:
-        for leftover in os.listdir(where):
-            os.remove(os.path.join(where, leftover))
+    _reset_ours(where)
     fill = run_processes(
         [Work("fill", name, where, count, slots)], (FORK.Event(), FORK.Value("q", 0))
     )
@@ -796,6 +825,47 @@ def measure_ours(where: str, count: int, slots: int, procs: int) -> dict[str, Re
     if fill.jobs != count or drain.jobs != count:
         raise SystemExit(f"{name}: {fill.jobs} queued and {drain.jobs} finished, of {count}")
     return {drain_kind(BATCHED, procs): drain, enqueue_kind(BATCHED): fill}
+
+
+# A flow: the worker processes wait (ours: Pool started, its LISTEN in place; PgQueuer:
+# QueueManager in continuous mode), then one producer process enqueues N jobs, 100 per
+# call, while they work: jobs/s from the go signal to the last job done, CPU of them
+# all. Only the queues with a consumer that waits for work run it.
+
+
+def measure_flow(where: str, name: str, count: int, batch: int, procs: int) -> dict[str, Result]:
+    """`procs` processes of `name` (ours at `where`, `batch` slots; PgQueuer, its
+    batch_size) working while a producer enqueues `count` jobs."""
+    if name.startswith(PGQUEUER):
+        asyncio.run(_pgqueuer_reset(where))
+    else:
+        _reset_ours(where)
+        run_processes([Work("fill", name, where, 0, batch)], (FORK.Event(), FORK.Value("q", 0)))
+    finished, done_total = FORK.Event(), FORK.Value("q", 0)
+    works = [Work("flow", name, where, count, batch) for _ in range(procs)]
+    result = run_processes(
+        [*works, Work("produce", name, where, count, batch)], (finished, done_total)
+    )
+    if result.jobs != count:
+        raise SystemExit(f"{name}: {result.jobs} jobs done in the flow, of {count}")
+    return {flow_kind(procs): result}
+
+
+def flow_kind(procs: int) -> str:
+    return f"flow: {procs} worker process(es) waiting, one producer (100 per call)"
+
+
+def _reset_ours(where: str) -> None:
+    """Our queue at `where` empty: PostgreSQL's control schema dropped, or the SQLite
+    folder emptied."""
+    if _is_url(where):
+        import psycopg
+
+        with psycopg.connect(where, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA IF EXISTS control CASCADE")
+    else:
+        for leftover in os.listdir(where):
+            os.remove(os.path.join(where, leftover))
 
 
 def main() -> None:
@@ -818,6 +888,12 @@ def main() -> None:
         "--workers", default="8,100", help="our Pool's slots per process (default 8,100)"
     )
     parser.add_argument("--skip-ours", action="store_true", help="not our JobQueue + Pool")
+    parser.add_argument(
+        "--no-flow",
+        dest="flow",
+        action="store_false",
+        help="not the flows (workers waiting while a producer enqueues)",
+    )
     args = parser.parse_args()
     procs = [int(p) for p in args.procs.split(",")]
     clients = [c.strip() for c in args.clients.split(",")]
@@ -864,6 +940,7 @@ def main() -> None:
     )
     kinds = [IN_TURN, enqueue_kind(BATCHED)]
     kinds += [drain_kind(batch, p) for batch in (1, BATCHED) for p in procs]
+    kinds += [flow_kind(p) for p in procs]
     print_table(kinds, figures)
 
 
@@ -904,6 +981,19 @@ def _steps(
             for w in slots
         ]
         steps.append(step)
+    for p in procs if args.flow else ():
+        flow: list[tuple[str, Run]] = [
+            (name, partial(measure_flow, where, name, args.count, w, p))
+            for where in ours
+            for w in slots
+            for name in [ours_name(where, w)]
+        ]
+        flow += [
+            (name, partial(measure_flow, pgqueuer_url, name, args.count, b, p))
+            for b in pgqueuer_batches
+            for name in [f"{PGQUEUER} (batch_size={b})"]
+        ]
+        steps.append(flow)
     return steps
 
 
@@ -936,24 +1026,27 @@ def _require(*modules: str) -> None:
 
 
 def print_table(kinds: Sequence[str], figures: dict[tuple[str, str], list[Result]]) -> None:
-    """The medians by kind of run: jobs/s and client CPU per job, each over the
-    baseline's, and jobs/s over PgQueuer's best where PgQueuer ran."""
+    """The medians by kind of run: jobs/s and client CPU per job, each over asyncpg's
+    where it ran, and jobs/s over PgQueuer's best where PgQueuer ran."""
     names = list(dict.fromkeys(name for _, name in figures))
     width = max(len(n) for n in names) + 2
     print(f"  {'':<{width}} {'jobs/s':>9} {'CPU us/job':>11} {'x jobs/s':>9} {'x CPU':>7}")
     for kind in kinds:
-        print(kind)
         here = [n for n in names if (kind, n) in figures]
+        if not here:
+            continue
+        print(kind)
         rates = {n: statistics.median(r.rate for r in figures[(kind, n)]) for n in here}
         cpus = {n: statistics.median(r.cpu_us for r in figures[(kind, n)]) for n in here}
-        base = BASELINE if BASELINE in here else here[0]
         peers = [rates[n] for n in here if n.startswith(PGQUEUER)]
         for name in here:
+            over = f"{'':>9} {'':>7}"  # the kinds asyncpg does not run
+            if BASELINE in here:
+                over = (
+                    f"{rates[name] / rates[BASELINE]:>8.2f}x {cpus[name] / cpus[BASELINE]:>6.2f}x"
+                )
             against = f" {rates[name] / max(peers):>6.2f}x PgQueuer" if peers else ""
-            print(
-                f"  {name:<{width}} {rates[name]:>9,.0f} {cpus[name]:>11,.1f}"
-                f" {rates[name] / rates[base]:>8.2f}x {cpus[name] / cpus[base]:>6.2f}x{against}"
-            )
+            print(f"  {name:<{width}} {rates[name]:>9,.0f} {cpus[name]:>11,.1f} {over}{against}")
 
 
 if __name__ == "__main__":
