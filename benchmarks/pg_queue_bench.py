@@ -61,8 +61,9 @@ Usage: python benchmarks/pg_queue_bench.py [N] [--one M] [--rounds R] [--procs 1
 The URL defaults to $HABAKKUK_BENCH_DATABASE_URL, else
 postgresql://postgres:postgres@127.0.0.1:5432/postgres (a server database to connect to
 for CREATE/DROP DATABASE; nothing is written into it). asyncpg, psycopg[binary,pool] and
-pgqueuer: pip install -e '.[bench]'. On 2 loaded cores a round takes 1-3 minutes: the
-one-at-a-time runs wait for a WAL flush per commit (`--one` sets their jobs).
+pgqueuer: pip install -e '.[bench]'. A round takes about a minute on 2 idle cores and
+3-4 under heavy load (`--no-flow`, `--skip-ours`, `--skip-pgqueuer`, `--clients`,
+`--procs` make it shorter; the one-at-a-time runs wait for a WAL flush per commit).
 """
 
 from __future__ import annotations
@@ -871,7 +872,7 @@ def _reset_ours(where: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("count", nargs="?", type=int, default=5000, help="jobs batched")
-    parser.add_argument("--one", type=int, default=200, help="jobs one at a time (default 200)")
+    parser.add_argument("--one", type=int, default=100, help="jobs one at a time (default 100)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--procs", default="1,2,4", help="worker processes (default 1,2,4)")
     parser.add_argument("--url", default=os.environ.get("HABAKKUK_BENCH_DATABASE_URL", DEFAULT_URL))
