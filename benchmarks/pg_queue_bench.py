@@ -766,6 +766,8 @@ async def _ours_work(work: Work, barrier: Any, finished: Any, done_total: Any) -
     from habakkuk.engine.jobs import Job, Lease, NewJob
     from habakkuk.engine.pools import Pool
 
+    # Each process a node of its own, as on several machines (leases name their host).
+    os.environ["HABAKKUK_HOSTNAME"] = f"bench-node-{os.getpid()}"
     queue = await _open_queue(work.url)
     done = 0
 
