@@ -55,6 +55,18 @@ PostgreSQL, polling every 50 ms on SQLite; PgQueuer: QueueManager in continuous 
 when one producer process enqueues N jobs, 100 per call: jobs/s from the go signal to
 the last job done, the CPU of all of them.
 
+What it found (PostgreSQL 15, 2 cores under heavy shared load, median of 3-5 rounds):
+every client is bound by the WAL flush, not by its driver: jobs/s are within noise of
+each other except with 4 processes, where psycopg sync (thread+queue) drained 1.3-1.4x
+asyncpg's pool batched and 2.5x one at a time. Client CPU per job: a bare asyncpg
+connection is the leanest (0.6-0.8x the asyncpg pool's, which pays a reset round trip
+per transaction), psycopg sync in a thread next (0.7-1.05x; 1.8-1.9x on `executemany`,
+about 13 us against 7 per job), psycopg's AsyncConnectionPool the heaviest (1.05-1.4x,
+2x on `executemany`). So the stores run on psycopg 3's sync connections on a database
+thread, as on SQLite: the same `fn(conn)` transactions on both engines, no slower, and
+about 3-6 us a job more CPU than asyncpg's best where it costs most, against the
+queue's 25-120 us a job.
+
 Usage: python benchmarks/pg_queue_bench.py [N] [--one M] [--rounds R] [--procs 1,2,4]
        [--url URL] [--clients A,B] [--pgqueuer-batch 10,100] [--skip-pgqueuer]
        [--workers 8,100] [--skip-ours] [--no-flow]
