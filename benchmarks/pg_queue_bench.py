@@ -63,9 +63,10 @@ connection is the leanest (0.6-0.8x the asyncpg pool's, which pays a reset round
 per transaction), psycopg sync in a thread next (0.7-1.05x; 1.8-1.9x on `executemany`,
 about 13 us against 7 per job), psycopg's AsyncConnectionPool the heaviest (1.05-1.4x,
 2x on `executemany`). So the stores run on psycopg 3's sync connections on a database
-thread, as on SQLite: the same `fn(conn)` transactions on both engines, no slower, and
-about 3-6 us a job more CPU than asyncpg's best where it costs most, against the
-queue's 25-120 us a job.
+thread, as on SQLite: the same `fn(conn)` transactions on both engines, no slower; its
+price against a bare asyncpg connection (1-3 us a job more batched, 8 on `executemany`,
+50-400 one at a time: a thread hop per transaction) stays under asyncpg's own pool's
+one at a time, and small beside our Pool's own 25-130 us a job.
 
 Usage: python benchmarks/pg_queue_bench.py [N] [--one M] [--rounds R] [--procs 1,2,4]
        [--url URL] [--clients A,B] [--pgqueuer-batch 10,100] [--skip-pgqueuer]
