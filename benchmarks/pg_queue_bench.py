@@ -71,7 +71,7 @@ one at a time, and small beside our Pool's own 25-130 us a job.
 Usage: python benchmarks/pg_queue_bench.py [N] [--one M] [--rounds R] [--procs 1,2,4]
        [--url URL] [--clients A,B] [--pgqueuer-batch 10,100] [--skip-pgqueuer]
        [--workers 8,100] [--skip-ours] [--no-flow]
-The URL defaults to $HABAKKUK_BENCH_DATABASE_URL, else
+The URL defaults to $HABAKKUK_BENCH_DATABASE_URL, else $HABAKKUK_TEST_DATABASE_URL, else
 postgresql://postgres:postgres@127.0.0.1:5432/postgres (a server database to connect to
 for CREATE/DROP DATABASE; nothing is written into it). asyncpg, psycopg[binary,pool] and
 pgqueuer: pip install -e '.[bench]'. A round takes about a minute on 2 idle cores and
@@ -890,7 +890,7 @@ def main() -> None:
     parser.add_argument("--one", type=int, default=100, help="jobs one at a time (default 100)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--procs", default="1,2,4", help="worker processes (default 1,2,4)")
-    parser.add_argument("--url", default=os.environ.get("HABAKKUK_BENCH_DATABASE_URL", DEFAULT_URL))
+    parser.add_argument("--url", default=_default_url())
     parser.add_argument(
         "--clients", default=",".join(CLIENTS), help=f"comma-separated, of {', '.join(CLIENTS)}"
     )
@@ -1030,6 +1030,15 @@ def enqueue_label(name: str) -> str:
     if name.startswith(PGQUEUER):
         return PGQUEUER
     return re.sub(r", \d+ slots\)$", ")", name)
+
+
+def _default_url() -> str:
+    """$HABAKKUK_BENCH_DATABASE_URL, else the tests' server ($HABAKKUK_TEST_DATABASE_URL),
+    else the local one."""
+    for name in ("HABAKKUK_BENCH_DATABASE_URL", "HABAKKUK_TEST_DATABASE_URL"):
+        if os.environ.get(name, "").strip():
+            return os.environ[name].strip()
+    return DEFAULT_URL
 
 
 def _require(*modules: str) -> None:
