@@ -74,7 +74,9 @@ class Runtime:
         self.bus = EventBus()
         self.queue = JobQueue(control_db, lease_seconds=config.workers.lease_seconds)
         self.transcripts = transcripts
-        self.blobs = BlobStore(home.blobs_dir)
+        self.blobs = BlobStore(
+            home.blobs_dir, shared=control_db if dbs.storage.dialect == "postgres" else None
+        )
         self.providers = providers
         self.usage = usage
         self.ledger = UsageLedger(usage)

@@ -46,6 +46,13 @@ class NamedLeases:
         table = self.table
 
         def _create(conn: Conn) -> None:
+            if self.db.dialect == "postgres":
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY,"
+                    " owner TEXT NOT NULL, host TEXT NOT NULL, pid BIGINT NOT NULL,"
+                    " until DOUBLE PRECISION NOT NULL, beat DOUBLE PRECISION NOT NULL DEFAULT 0)"
+                )
+                return
             conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, owner TEXT NOT NULL,"
                 " host TEXT NOT NULL, pid INTEGER NOT NULL, until REAL NOT NULL,"
