@@ -278,6 +278,7 @@ class Runtime:
             self.config.retention,
             state=self.state,
             usage=self.usage,
+            blobs=self.blobs,
         )
 
     async def close(self) -> None:

@@ -172,11 +172,12 @@ class BlobStore:
 
     # -- retention ----------------------------------------------------------------------
 
-    async def prune_shared(self, older_than_days: float) -> int:
-        """Delete shared rows not stored again for that long (retention); how many. The
-        files each node keeps are pruned by mtime (engine/retention.py)."""
+    async def prune_shared(self, older_than_days: float) -> int | None:
+        """Delete shared rows not stored again for that long (retention); how many (None:
+        nothing is shared, an SQLite home). The files each node keeps are pruned by
+        mtime (engine/retention.py)."""
         if self.shared is None:
-            return 0
+            return None
         shared = await asyncio.to_thread(self._prepared)
         cutoff = time.time() - older_than_days * 86_400
 
