@@ -276,3 +276,37 @@ async def test_a_user_column_is_a_column_not_the_servers_user(
     rows = await control.fetchall('SELECT "user" FROM channel_pairing')
     assert [row[0] for row in rows] == ["postgres"]
     assert await store.allowed_user("tg", "postgres") is None
+
+
+async def test_two_nodes_answering_one_prompt_at_once_record_one_answer(
+    storage: Storage, store: ChannelStore
+) -> None:
+    await store.open_prompt(_prompt("turn:1"))
+    other_db = await storage.open(CONTROL)
+    try:
+        other = ChannelStore(other_db)
+        answers = await asyncio.gather(
+            *(
+                (store if n % 2 else other).answer_prompt("p1", f"answer-{n}", f"node-{n % 2}")
+                for n in range(8)
+            )
+        )
+        assert sum(answers) == 1
+        winner = answers.index(True)
+        assert await other.prompt_answer("p1") == (f"answer-{winner}", f"node-{winner % 2}")
+    finally:
+        await other_db.close()
+
+
+async def test_two_nodes_asking_for_one_users_pairing_at_once_get_one_code(
+    storage: Storage, store: ChannelStore
+) -> None:
+    other_db = await storage.open(CONTROL)
+    try:
+        other = ChannelStore(other_db)
+        pairings = await asyncio.gather(
+            *((store if n % 2 else other).pairing_for("tg", "42", "Ann", "tg:42") for n in range(6))
+        )
+        assert len({pairing.code for pairing in pairings}) == 1
+    finally:
+        await other_db.close()
