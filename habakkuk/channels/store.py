@@ -267,6 +267,18 @@ _WAITING_APPROVAL = (
 )
 
 
+def _columns(conn: Conn, table: str, *, postgres: bool) -> set[str]:
+    """The column names `table` has now, from each engine's catalogue."""
+    if postgres:
+        rows = conn.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ?",
+            (table,),
+        )
+        return {str(row[0]) for row in rows}
+    return {str(row["name"]) for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
 def _prompt(row: Row) -> Prompt:
     data = dict(row)
     data["choices"] = json.loads(data["choices"])
@@ -312,15 +324,11 @@ class ChannelStore:
             conn.executescript(PG_SCHEMA if postgres else SCHEMA)
 
         def _upgrade(conn: Conn) -> None:
-            # Inside BEGIN IMMEDIATE, so two processes upgrading at once add each column once.
+            # Inside the writer lock, so two processes upgrading at once add each column
+            # once; the columns are looked up first, as an ALTER locks its table even when
+            # it has nothing to add.
             for table, column, declaration in ADDED_COLUMNS:
-                if postgres:
-                    conn.execute(
-                        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {declaration}"
-                    )
-                    continue
-                present = {row["name"] for row in conn.execute(f"PRAGMA table_info({table})")}
-                if column not in present:
+                if column not in _columns(conn, table, postgres=postgres):
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
         if postgres:

@@ -310,3 +310,24 @@ async def test_two_nodes_asking_for_one_users_pairing_at_once_get_one_code(
         assert len({pairing.code for pairing in pairings}) == 1
     finally:
         await other_db.close()
+
+
+async def test_an_older_prompts_table_gains_the_columns_added_since(control: Database) -> None:
+    # As the first release left it: no tool, summary, reason, agent or session.
+    await control.write(
+        lambda conn: conn.execute(
+            "CREATE TABLE channel_prompts (id TEXT PRIMARY KEY, kind TEXT NOT NULL,"
+            " conversation TEXT NOT NULL, turn TEXT NOT NULL, nonce TEXT NOT NULL UNIQUE,"
+            " choices TEXT NOT NULL DEFAULT '[]', answer TEXT, by TEXT NOT NULL DEFAULT '',"
+            " created DOUBLE PRECISION NOT NULL)"
+        )
+    )
+    store = await ChannelStore.open(control)
+    await ChannelStore.open(control)  # a second start adds nothing twice
+    await store.open_prompt(_prompt("turn:1"))
+    found = await store.prompt_by_nonce("n1")
+    assert found is not None and (found.tool, found.agent, found.session) == (
+        "terminal",
+        "main",
+        "s1",
+    )
