@@ -15,6 +15,7 @@ file when it is missing here. On SQLite (one disk) there is no table and nothing
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import os
 import re
@@ -170,6 +171,27 @@ class BlobStore:
             except BlobNotFound:
                 continue
 
+    # -- moving a home -------------------------------------------------------------------
+
+    def share_folder(self) -> int:
+        """Write a row for every blob file of this folder the shared table lacks (a home
+        moved from SQLite keeps its attachments as files: after this every node finds
+        them); how many were added. Blocking: call it off the event loop."""
+        if self.shared is None:
+            return 0
+        shared = self._prepared()
+        added = 0
+        for path in sorted(self.root.glob("??/*")):
+            match = _NAME.fullmatch(path.name)
+            if match is None or not path.is_file():
+                continue  # a temporary file of a write in progress, or not a blob
+            data = path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != match.group(1):
+                continue  # damaged on disk: not shared as the digest's bytes
+            row = (match.group(1), data, len(data), path.stat().st_mtime)
+            added += shared.run_sync(functools.partial(_insert_if_missing, row=row))
+        return added
+
     # -- retention ----------------------------------------------------------------------
 
     async def prune_shared(self, older_than_days: float) -> int | None:
@@ -185,6 +207,16 @@ class BlobStore:
             return int(conn.execute("DELETE FROM blobs WHERE created_at < ?", (cutoff,)).rowcount)
 
         return await shared.write(_prune)
+
+
+def _insert_if_missing(conn: Conn, *, row: tuple[str, bytes, int, float]) -> int:
+    """One blob's row unless its digest is there already; how many were added."""
+    cursor = conn.execute(
+        "INSERT INTO blobs(digest, data, size, created_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(digest) DO NOTHING",
+        row,
+    )
+    return int(cursor.rowcount)
 
 
 def _create_table(conn: Conn) -> None:

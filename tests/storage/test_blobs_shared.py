@@ -119,3 +119,21 @@ async def test_a_shared_copy_that_does_not_match_its_digest_is_refused(
         assert not b.path_for(stored.name).exists()
     finally:
         await db.close()
+
+
+async def test_a_moved_homes_blob_files_are_shared_once(pg_url: str, tmp_path: Path) -> None:
+    # The files of an SQLite home, before its databases moved to PostgreSQL.
+    before = BlobStore(tmp_path / "home" / "blobs")
+    pdf = await before.put(b"%PDF-1.4 old report", ".pdf")
+    png = await before.put(PNG, ".png")
+    (png.parent / f".{png.name}.123.tmp").write_bytes(b"half written")
+    db = await PostgresStorage(pg_url).open(CONTROL)
+    try:
+        moved = BlobStore(before.root, shared=db)
+        assert await asyncio.to_thread(moved.share_folder) == 2
+        assert await asyncio.to_thread(moved.share_folder) == 0  # already shared
+        other = BlobStore(tmp_path / "other-node", shared=db)
+        assert (await other.ensure_local(pdf)).read_bytes() == b"%PDF-1.4 old report"
+        assert (await other.ensure_local(png.name)).read_bytes() == PNG
+    finally:
+        await db.close()
