@@ -113,7 +113,8 @@ CREATE TABLE IF NOT EXISTS channel_drafts (
 );
 """
 
-# The same tables on PostgreSQL (same names and columns; times DOUBLE PRECISION).
+# The same tables on PostgreSQL (same names and columns; times DOUBLE PRECISION), but
+# channel_leases, which NamedLeases creates for its engine (engine/leases.py).
 PG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS channel_status (
     account TEXT PRIMARY KEY,
