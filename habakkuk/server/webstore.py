@@ -169,6 +169,12 @@ PG_MIGRATIONS: list[Migration] = [
 
 SCHEMA = Schema("web", MIGRATIONS, PG_MIGRATIONS)
 
+# On PostgreSQL an append notifies this channel (its payload: the conversation), so a
+# node streaming the conversation to a browser hears of a message another node appended
+# (a reply that node delivered) at once; without a listener the stream still finds it at
+# its next keepalive read.
+WAKE_CHANNEL = "habakkuk_web"
+
 # Idempotency keys only need to outlive a client's retries.
 API_KEY_RETENTION_SECONDS = 7 * 86400
 # web.db is the chat's display log (transcripts.db keeps the record), so it is
@@ -396,8 +402,12 @@ class WebStore:
             )
             seq = cursor.fetchone()[0]
             row = conn.execute("SELECT * FROM events WHERE seq = ?", (seq,)).fetchone()
+            if notify:
+                # Heard at commit by the streams of every node (see WAKE_CHANNEL).
+                conn.execute("SELECT pg_notify(?, ?)", (WAKE_CHANNEL, conversation))
             return _event(row), True
 
+        notify = self.db.dialect == "postgres"
         event, created = await self.db.write(_append)
         if created:
             self.wake(conversation)

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from habakkuk.channels.web import ChatFile
-from habakkuk.engine.storage import Storage
-from habakkuk.server.webstore import WebStore
+from habakkuk.engine.storage import PostgresStorage, Storage
+from habakkuk.server.webstore import WAKE_CHANNEL, WebStore
 
 
 @pytest.fixture
@@ -113,3 +113,28 @@ async def test_retention_drops_old_keys_first_and_old_messages_later(web: WebSto
     assert await web.events("c") == []
     assert await web.response("resp_1") is None
     assert await web.conversation("c") is None
+
+
+async def test_an_append_on_postgresql_notifies_every_nodes_streams(pg_url: str) -> None:
+    import psycopg
+
+    web = await WebStore.open_on(PostgresStorage(pg_url))
+
+    def connect() -> psycopg.Connection[tuple[object, ...]]:
+        return psycopg.connect(pg_url, autocommit=True)
+
+    listener = await asyncio.to_thread(connect)
+    try:
+        await asyncio.to_thread(listener.execute, f"LISTEN {WAKE_CHANNEL}")
+        await web.append("conv-1", "assistant", "a reply another node delivered")
+        await web.append("conv-1", "assistant", "again", dedupe="d1")
+        await web.append("conv-1", "assistant", "again", dedupe="d1")  # nothing new: silent
+
+        def heard() -> list[str]:
+            return [note.payload for note in listener.notifies(timeout=5, stop_after=2)]
+
+        assert await asyncio.to_thread(heard) == ["conv-1", "conv-1"]
+        assert [n.payload for n in await asyncio.to_thread(listener.notifies, timeout=0.2)] == []
+    finally:
+        await asyncio.to_thread(listener.close)
+        await web.close()
