@@ -6,10 +6,12 @@ A blob is a file under HOME/blobs/ab/abcdef...<suffix>, named by the SHA-256 of 
 blocks, deliveries and the web chat keep. With the home on PostgreSQL, several machines
 share one queue but not one disk: a turn, a delivery or a file download may run on a
 node that never saw the upload. So `BlobStore` given the control database (`shared`)
-also writes each blob's bytes to its `blobs` table (keyed by digest, written once, ON
-CONFLICT DO NOTHING), and `ensure_local` (or `local_path` from a worker thread) turns a
-blob reference from any node into a path on this one, fetching the row and writing the
-file when it is missing here. On SQLite (one disk) there is no table and nothing to fetch.
+also writes each blob's bytes to its `blobs` table, keyed by the blob's name (its digest
+and suffix, so a node fetching it writes the very same file) and written once; and
+`ensure_local` (or `local_path` from a worker thread) turns a blob reference from any
+node into a path on this one, fetching the row and writing the file when it is missing
+here. On SQLite (one disk) there is no table and nothing to fetch. `share_folder` and
+`fetch_shared` move a home's blobs between files and rows (`habakkuk storage migrate`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Any
 
 from .sql import Conn, Database
 
-# The blobs table of control on PostgreSQL: one row per content, whatever its suffix.
+# The blobs table of control on PostgreSQL: one row per blob file name (`digest`: the
+# SHA-256 in hex and the suffix it was stored with, as the file is named).
 PG_BLOBS_TABLE = """
 CREATE TABLE IF NOT EXISTS blobs (
     digest TEXT PRIMARY KEY,
@@ -78,7 +81,7 @@ class BlobStore:
         else:
             self._write_file(path, data)
         if self.shared is not None:
-            self._share(digest, data)
+            self._share(path.name, data)
         return path
 
     async def put(self, data: bytes, suffix: str = "") -> Path:
@@ -94,7 +97,7 @@ class BlobStore:
             handle.write(data)
         os.replace(tmp, path)
 
-    def _share(self, digest: str, data: bytes) -> None:
+    def _share(self, name: str, data: bytes) -> None:
         shared = self._prepared()
         # One statement, safe beside any other writer: a second put of the same bytes
         # (here or on another node) only marks it used again, at most once an hour, as
@@ -104,7 +107,7 @@ class BlobStore:
                 "INSERT INTO blobs(digest, data, size, created_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT(digest) DO UPDATE SET created_at = excluded.created_at"
                 " WHERE blobs.created_at < excluded.created_at - 3600",
-                (digest, data, len(data), time.time()),
+                (name, data, len(data), time.time()),
             )
         )
 
@@ -136,9 +139,7 @@ class BlobStore:
             raise BlobNotFound(f"blob {name} is not stored here")
         shared = self._prepared()
         row = shared.run_sync(
-            lambda conn: conn.execute(
-                "SELECT data FROM blobs WHERE digest = ?", (match.group(1),)
-            ).fetchone()
+            lambda conn: conn.execute("SELECT data FROM blobs WHERE digest = ?", (name,)).fetchone()
         )
         if row is None:
             raise BlobNotFound(f"blob {name} is not stored here or in the shared table")
@@ -188,9 +189,29 @@ class BlobStore:
             data = path.read_bytes()
             if hashlib.sha256(data).hexdigest() != match.group(1):
                 continue  # damaged on disk: not shared as the digest's bytes
-            row = (match.group(1), data, len(data), path.stat().st_mtime)
+            row = (path.name, data, len(data), path.stat().st_mtime)
             added += shared.run_sync(functools.partial(_insert_if_missing, row=row))
         return added
+
+    def fetch_shared(self) -> int:
+        """Write every shared blob this folder lacks as a file (a home moved back to
+        SQLite, or a node that wants every attachment at hand); how many were written.
+        One row at a time, so memory holds one blob. Blocking: call it off the event loop."""
+        if self.shared is None:
+            return 0
+        shared = self._prepared()
+        names = shared.run_sync(
+            lambda conn: [str(row[0]) for row in conn.execute("SELECT digest FROM blobs")]
+        )
+        present = {path.name for path in self.root.glob("??/*") if _NAME.fullmatch(path.name)}
+        written = 0
+        for name in sorted(set(names) - present):
+            try:
+                self.local_path(name)
+            except BlobNotFound:
+                continue  # pruned meanwhile, or damaged: not written
+            written += 1
+        return written
 
     # -- retention ----------------------------------------------------------------------
 
@@ -210,7 +231,7 @@ class BlobStore:
 
 
 def _insert_if_missing(conn: Conn, *, row: tuple[str, bytes, int, float]) -> int:
-    """One blob's row unless its digest is there already; how many were added."""
+    """One blob's row unless its name is there already; how many were added."""
     cursor = conn.execute(
         "INSERT INTO blobs(digest, data, size, created_at) VALUES (?, ?, ?, ?)"
         " ON CONFLICT(digest) DO NOTHING",

@@ -91,13 +91,19 @@ async def test_shared_rows_are_written_once_and_pruned_by_age(pg_url: str, tmp_p
         stores = [BlobStore(tmp_path / f"n{i}", shared=db) for i, db in enumerate(dbs)]
         # Three nodes storing the same bytes at once, each creating the table first.
         await asyncio.gather(*(store.put(PNG, ".png") for store in stores))
-        await stores[0].put(PNG, ".jpg")  # the same content under another suffix
-        rows = await dbs[0].fetchall("SELECT digest, size FROM blobs")
+        await stores[0].put(PNG, ".jpg")  # another file name: a row of its own
+        rows = await dbs[0].fetchall("SELECT digest, size FROM blobs ORDER BY digest")
+        digest = hashlib.sha256(PNG).hexdigest()
         assert [(row["digest"], row["size"]) for row in rows] == [
-            (hashlib.sha256(PNG).hexdigest(), len(PNG))
+            (f"{digest}.jpg", len(PNG)),
+            (f"{digest}.png", len(PNG)),
         ]
         assert await stores[1].prune_shared(1) == 0
-        await dbs[0].write(lambda conn: conn.execute("UPDATE blobs SET created_at = 0"))
+        await dbs[0].write(
+            lambda conn: conn.execute(
+                "UPDATE blobs SET created_at = 0 WHERE digest = ?", (f"{digest}.jpg",)
+            )
+        )
         assert await stores[1].prune_shared(1) == 1
     finally:
         for db in dbs:
@@ -135,5 +141,23 @@ async def test_a_moved_homes_blob_files_are_shared_once(pg_url: str, tmp_path: P
         other = BlobStore(tmp_path / "other-node", shared=db)
         assert (await other.ensure_local(pdf)).read_bytes() == b"%PDF-1.4 old report"
         assert (await other.ensure_local(png.name)).read_bytes() == PNG
+    finally:
+        await db.close()
+
+
+async def test_every_shared_blob_is_written_into_a_folder_by_its_own_name(
+    pg_url: str, tmp_path: Path
+) -> None:
+    db = await PostgresStorage(pg_url).open(CONTROL)
+    try:
+        node = BlobStore(tmp_path / "node", shared=db)
+        png = await node.put(PNG, ".png")
+        pdf = await node.put(b"%PDF-1.4 report", ".pdf")
+        back = BlobStore(tmp_path / "sqlite-home" / "blobs", shared=db)
+        await back.put(PNG, ".png")  # already here: not written again
+        assert await asyncio.to_thread(back.fetch_shared) == 1
+        assert back.path_for(pdf.name).read_bytes() == b"%PDF-1.4 report"
+        assert back.path_for(png.name).read_bytes() == PNG
+        assert await asyncio.to_thread(back.fetch_shared) == 0
     finally:
         await db.close()
