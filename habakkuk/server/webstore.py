@@ -14,7 +14,9 @@
 - `api_users`, `api_keys`, `responses`: the OpenAI-compatible API's `user`
   sessions, idempotency keys and response ids.
 
-Appends in this process wake the streams waiting on their conversation.
+Appends in this process wake the streams waiting on their conversation. On PostgreSQL
+(the `web` schema, PG_MIGRATIONS) an append also notifies WAKE_CHANNEL for the streams
+of other nodes; the column `user` of api_users is quoted, a reserved word there.
 """
 
 from __future__ import annotations

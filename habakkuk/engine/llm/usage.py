@@ -11,7 +11,8 @@ the tokens priced by the table, else NULL), shown by `totals` as "provider/model
 [kind]"; a web search likewise (purpose search, no tokens, the cost its provider
 reported). `totals` groups rows by model and agent for `habakkuk usage`. Sessions'
 /model choices were kept here too; they live in state.db now, and the runtime moves
-any left here when it opens.
+any left here when it opens. On PostgreSQL the same tables are the `usage` schema
+(PG_MIGRATIONS), read by the same statements.
 
 `UsageAccess` is the Protocol of the usage ledger (habakkuk.services.usage.UsageLedger),
 declared here beside `UsageTotal` so the chat commands and the server share it.
