@@ -67,8 +67,10 @@ async def test_generations_and_searches_are_their_own_kind(usage: UsageStore) ->
     await usage.record(SONNET, Caller("main", "s1"), Usage(10, 1, web_search_requests=2))
     image = ModelRef("openai", "gpt-image-1")
     await usage.record_generation("image", image, Caller("main", "s1"), Usage(12, 4160))
+    await usage.record_generation("image", image, Caller("main", "s1"), Usage(12, 4160))
     clip = ModelRef("fal", "fal-ai/veo3")
-    await usage.record_generation("video", clip, Caller("main", "s1"), Usage(), cost=3.2)
+    cost = await usage.record_generation("video", clip, Caller("main", "s1"), Usage(), cost=3.2)
+    assert cost == 3.2
     totals = {t.model: t for t in await usage.totals(session="s1")}
     assert set(totals) == {
         "anthropic/claude-sonnet-4-5",
@@ -76,10 +78,10 @@ async def test_generations_and_searches_are_their_own_kind(usage: UsageStore) ->
         "fal/fal-ai/veo3 [video]",
     }
     assert totals["anthropic/claude-sonnet-4-5"].web_searches == 2
-    assert (totals["fal/fal-ai/veo3 [video]"].cost, totals["fal/fal-ai/veo3 [video]"].calls) == (
-        3.2,
-        1,
-    )
+    images = totals["openai/gpt-image-1 [image]"]
+    assert (images.calls, images.output_tokens, images.unpriced_calls) == (2, 8320, 2)
+    video = totals["fal/fal-ai/veo3 [video]"]
+    assert (video.calls, video.cost, video.unpriced_calls) == (1, 3.2, 0)
 
 
 async def test_retention_deletes_only_rows_older_than_the_cutoff(usage: UsageStore) -> None:
