@@ -35,6 +35,7 @@ from habakkuk.engine.sql import Conn, Row, Schema
 from habakkuk.engine.store import Database, Migration, SqliteDatabase
 
 if TYPE_CHECKING:
+    from habakkuk.engine.pg_wakeups import Wakeups
     from habakkuk.engine.storage import Storage
 
 MIGRATIONS = [
@@ -171,10 +172,10 @@ PG_MIGRATIONS: list[Migration] = [
 
 SCHEMA = Schema("web", MIGRATIONS, PG_MIGRATIONS)
 
-# On PostgreSQL an append notifies this channel (its payload: the conversation), so a
-# node streaming the conversation to a browser hears of a message another node appended
-# (a reply that node delivered) at once; without a listener the stream still finds it at
-# its next keepalive read.
+# On PostgreSQL an append notifies this channel (its payload: the conversation), and the
+# store of every node listens on it, so a node streaming the conversation to a browser
+# hears at once of a message another node appended (a reply that node delivered); a
+# lost notification only delays it to the stream's next keepalive read.
 WAKE_CHANNEL = "habakkuk_web"
 
 # Idempotency keys only need to outlive a client's retries.
@@ -277,6 +278,7 @@ class WebStore:
     def __init__(self, db: Database):
         self.db = db
         self._watchers: dict[str, set[asyncio.Event]] = {}
+        self._wakeups: Wakeups | None = None  # PostgreSQL: other nodes' appends
 
     @classmethod
     async def open(cls, path: Path) -> WebStore:
@@ -287,10 +289,29 @@ class WebStore:
 
     @classmethod
     async def open_on(cls, storage: Storage) -> WebStore:
-        """Open (and migrate) the home's web database on `storage`, pruned."""
+        """Open (and migrate) the home's web database on `storage`, pruned; on PostgreSQL
+        listening for other nodes' appends."""
         store = cls(await storage.open(SCHEMA))
         await store.prune(time.time())
+        store._listen()
         return store
+
+    def _listen(self) -> None:
+        """On PostgreSQL, wake this node's streams when any node appends (WAKE_CHANNEL);
+        a lost notification only delays a stream to its next keepalive read."""
+        if self.db.dialect != "postgres":
+            return
+        from habakkuk.engine.pg import PgDatabase
+        from habakkuk.engine.pg_wakeups import Wakeups
+
+        assert isinstance(self.db, PgDatabase)  # the only Database of dialect postgres
+        self._wakeups = Wakeups(self.db.url, WAKE_CHANNEL, self.wake, asyncio.get_running_loop())
+        self._wakeups.start()
+
+    def hears_other_nodes(self) -> bool:
+        """Whether other nodes' appends wake this node's streams now (PostgreSQL, once
+        its LISTEN is in place)."""
+        return self._wakeups is not None and self._wakeups.ready.is_set()
 
     async def prune(self, now: float) -> None:
         """Drop what is past retention (see the module constants)."""
@@ -308,6 +329,10 @@ class WebStore:
         await self.db.write(_prune)
 
     async def close(self) -> None:
+        """Stop listening (PostgreSQL) and close the database."""
+        wakeups, self._wakeups = self._wakeups, None
+        if wakeups is not None:
+            await wakeups.stop()
         await self.db.close()
 
     # -- wake-ups ----------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from habakkuk.channels.web import ChatFile
 from habakkuk.engine.storage import PostgresStorage, Storage
 from habakkuk.server.webstore import WAKE_CHANNEL, WebStore
+from tests.helpers import eventually
 
 
 @pytest.fixture
@@ -138,3 +139,23 @@ async def test_an_append_on_postgresql_notifies_every_nodes_streams(pg_url: str)
     finally:
         await asyncio.to_thread(listener.close)
         await web.close()
+
+
+async def test_a_stream_on_one_node_is_woken_by_an_append_on_another(pg_url: str) -> None:
+    here = await WebStore.open_on(PostgresStorage(pg_url))
+    there = await WebStore.open_on(PostgresStorage(pg_url))
+    try:
+
+        async def listening() -> bool:
+            return here.hears_other_nodes()
+
+        await eventually(listening, what="the node's LISTEN", timeout=10)
+        with here.watch("conv-1") as woken, here.watch("conv-2") as other:
+            await there.append("conv-1", "assistant", "delivered by the other node")
+            await asyncio.wait_for(woken.wait(), 10)
+            assert not other.is_set()
+        assert [e.text for e in await here.events("conv-1")] == ["delivered by the other node"]
+    finally:
+        await there.close()
+        await here.close()
+    assert not here.hears_other_nodes()
