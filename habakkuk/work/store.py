@@ -2,11 +2,15 @@
 
 control.db is shared by every process of one home; the jobs module owns its numbered
 migrations, so these tables are created IF NOT EXISTS when the store opens (like
-channels/store.py). Every write is one short transaction on the queue's connection.
+channels/store.py), spelled for the engine that holds control (work/tables.py). Every
+write is one short transaction on the queue's connection: on PostgreSQL it holds the
+control schema's writer lock, so the compare-and-swaps below serialise across nodes
+exactly as they do across the processes of one SQLite home.
 
 `schedule_runs` holds one row per (schedule, slot, extra): the timetable writes it
-with INSERT OR IGNORE, so a tick repeated after a crash never doubles a row, and the
-run handlers upsert their outcome onto it (`set_run`).
+with ON CONFLICT DO NOTHING, so a tick repeated after a crash (or raced by another
+node's) never doubles a row, and the run handlers upsert their outcome onto it
+(`set_run`).
 
 A row that cannot be read (bad JSON, a `when` that no longer parses) is logged in one
 line and skipped: one bad schedule never hides the others (nanobot #2792).
@@ -25,6 +29,7 @@ from habakkuk.engine.jobs import Interrupted, Lease
 from habakkuk.engine.sql import Conn, Row
 from habakkuk.engine.store import Database
 from habakkuk.work.schedule_types import Schedule, SlotRun, SlotStatus
+from habakkuk.work.tables import Tables, ensure_tables
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +65,43 @@ CREATE TABLE IF NOT EXISTS schedule_runs (
 CREATE INDEX IF NOT EXISTS schedule_runs_newest ON schedule_runs(schedule, at);
 CREATE INDEX IF NOT EXISTS schedule_runs_job ON schedule_runs(job);
 """
+
+# The same tables in PostgreSQL's types: every column's name and meaning as above
+# (`habakkuk storage migrate` copies them by name); flags stay integers.
+PG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schedules (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    name TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    body TEXT NOT NULL DEFAULT '{}',
+    enabled BIGINT NOT NULL DEFAULT 1,
+    next_run DOUBLE PRECISION,
+    last_run DOUBLE PRECISION,
+    last_status TEXT NOT NULL DEFAULT '',
+    last_output TEXT NOT NULL DEFAULT '',
+    fail_streak BIGINT NOT NULL DEFAULT 0,
+    created_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules(enabled, next_run);
+CREATE INDEX IF NOT EXISTS schedules_agent ON schedules(agent);
+CREATE TABLE IF NOT EXISTS schedule_runs (
+    schedule TEXT NOT NULL,
+    slot DOUBLE PRECISION NOT NULL,
+    extra BIGINT NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    job TEXT NOT NULL DEFAULT '',
+    session TEXT NOT NULL DEFAULT '',
+    delivered BIGINT,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (schedule, slot, extra)
+);
+CREATE INDEX IF NOT EXISTS schedule_runs_newest ON schedule_runs(schedule, at);
+CREATE INDEX IF NOT EXISTS schedule_runs_job ON schedule_runs(job);
+"""
+
+TABLES = Tables(SCHEMA, PG_SCHEMA, marker="schedule_runs_job")
 
 # The fields of a Schedule kept in `body` (JSON): what is read only when a run starts.
 BODY_FIELDS = (
@@ -150,6 +192,12 @@ class ScheduleStore:
 
     def __init__(self, db: Database):
         self.db = db
+        # "next_run is the value read", NULL included: SQLite's IS compares values,
+        # PostgreSQL's IS takes only NULL/TRUE/FALSE, so it says IS NOT DISTINCT FROM.
+        self._same = "IS NOT DISTINCT FROM" if db.dialect == "postgres" else "IS"
+        # The name control is known by on the store's connection (a Lease checks its
+        # job there): the main database of control.db, the control schema on PostgreSQL.
+        self._control = "control" if db.dialect == "postgres" else "main"
 
     @classmethod
     async def open(cls, db: Database) -> ScheduleStore:
@@ -160,7 +208,7 @@ class ScheduleStore:
 
     async def ensure(self) -> None:
         """Create the tables if needed (idempotent; safe with other processes)."""
-        await self.db.run(lambda conn: conn.executescript(SCHEMA))
+        await ensure_tables(self.db, TABLES)
 
     # -- schedules -------------------------------------------------------------------
 
@@ -278,7 +326,7 @@ class ScheduleStore:
             if enable is not None:
                 params.append(int(enable))
             cursor = conn.execute(
-                f"UPDATE schedules SET {sets} WHERE id = ? AND next_run IS ?",
+                f"UPDATE schedules SET {sets} WHERE id = ? AND next_run {self._same} ?",
                 (*params, schedule_id, expected),
             )
             if cursor.rowcount != 1:
@@ -294,11 +342,13 @@ class ScheduleStore:
         """`advance` for several schedules in one transaction: (id, expected, new_next,
         rows) each; whether each swap won."""
 
+        swap = f"UPDATE schedules SET next_run = ? WHERE id = ? AND next_run {self._same} ?"
+
         def _advance(conn: Conn) -> list[bool]:
             won = []
             for schedule_id, expected, new_next, rows in swaps:
                 cursor = conn.execute(
-                    "UPDATE schedules SET next_run = ? WHERE id = ? AND next_run IS ?",
+                    swap,
                     (new_next, schedule_id, expected),
                 )
                 won.append(cursor.rowcount == 1)
@@ -323,7 +373,7 @@ class ScheduleStore:
 
         def _record(conn: Conn) -> None:
             if lease is not None:
-                lease.check(conn, "main")
+                lease.check(conn, self._control)
             conn.execute(
                 "UPDATE schedules SET last_run = ?, last_status = ?,"
                 " last_output = coalesce(?, last_output),"
@@ -358,16 +408,18 @@ class ScheduleStore:
 
         def _set(conn: Conn) -> None:
             if lease is not None:
-                lease.check(conn, "main")
+                lease.check(conn, self._control)
             now = time.time()
             conn.execute(
                 "INSERT INTO schedule_runs(schedule, slot, extra, status, reason, job, session,"
                 " delivered, at) VALUES (?, ?, ?, ?, coalesce(?, ''), coalesce(?, ''),"
                 " coalesce(?, ''), ?, ?)"
                 " ON CONFLICT(schedule, slot, extra) DO UPDATE SET status = excluded.status,"
-                " reason = coalesce(?, reason), job = coalesce(?, job),"
-                " session = coalesce(?, session), delivered = coalesce(?, delivered),"
-                " at = excluded.at",
+                # The row's own values by table name: bare, PostgreSQL finds them
+                # ambiguous beside `excluded`.
+                " reason = coalesce(?, schedule_runs.reason), job = coalesce(?, schedule_runs.job),"
+                " session = coalesce(?, schedule_runs.session),"
+                " delivered = coalesce(?, schedule_runs.delivered), at = excluded.at",
                 (
                     schedule_id,
                     slot,
