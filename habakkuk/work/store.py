@@ -371,17 +371,12 @@ class ScheduleStore:
         """Write a run's outcome onto the schedule (runs slice: after each run).
         With `lease`, only while that job's lease is still held."""
 
-        def _record(conn: Conn) -> None:
+        def _result(conn: Conn) -> None:
             if lease is not None:
                 lease.check(conn, self._control)
-            conn.execute(
-                "UPDATE schedules SET last_run = ?, last_status = ?,"
-                " last_output = coalesce(?, last_output),"
-                " fail_streak = coalesce(?, fail_streak) WHERE id = ?",
-                (last_run, last_status, last_output, fail_streak, schedule_id),
-            )
+            _record(conn, schedule_id, last_run, last_status, last_output, fail_streak)
 
-        await self.db.write(_record)
+        await self.db.write(_result)
 
     # -- slot runs -------------------------------------------------------------------
 
@@ -409,35 +404,76 @@ class ScheduleStore:
         def _set(conn: Conn) -> None:
             if lease is not None:
                 lease.check(conn, self._control)
-            now = time.time()
-            conn.execute(
-                "INSERT INTO schedule_runs(schedule, slot, extra, status, reason, job, session,"
-                " delivered, at) VALUES (?, ?, ?, ?, coalesce(?, ''), coalesce(?, ''),"
-                " coalesce(?, ''), ?, ?)"
-                " ON CONFLICT(schedule, slot, extra) DO UPDATE SET status = excluded.status,"
-                # The row's own values by table name: bare, PostgreSQL finds them
-                # ambiguous beside `excluded`.
-                " reason = coalesce(?, schedule_runs.reason), job = coalesce(?, schedule_runs.job),"
-                " session = coalesce(?, schedule_runs.session),"
-                " delivered = coalesce(?, schedule_runs.delivered), at = excluded.at",
-                (
-                    schedule_id,
-                    slot,
-                    int(extra),
-                    status,
-                    reason,
-                    job,
-                    session,
-                    _flag(delivered),
-                    now,
-                    reason,
-                    job,
-                    session,
-                    _flag(delivered),
-                ),
-            )
+            _upsert_run(conn, schedule_id, slot, status, extra, reason, job, session, delivered)
 
         await self.db.write(_set)
+
+    async def settle_run(
+        self,
+        job: str,
+        status: SlotStatus,
+        *,
+        reason: str | None,
+        session: str | None,
+        delivered: bool | None,
+        last_status: str,
+        last_output: str | None,
+        fail_streak: int | None,
+    ) -> bool:
+        """A run's end on its slot row and its schedule, in one transaction, so a delivery
+        settling at the same moment (on any node) comes wholly before or after it: a row
+        its delivery already marked delivery_failed stays so (a run that "ran" did not
+        get its message through), with that reason. False when the job has no slot row."""
+
+        def _settle(conn: Conn) -> bool:
+            row = _run_of_job(conn, job)
+            if row is None:
+                return False
+            now_status, now_last, now_reason = status, last_status, reason
+            if row.status == "delivery_failed" and status == "ran":
+                now_status, now_last = "delivery_failed", f"delivery failed: {row.reason}"
+                now_reason = None
+            _upsert_run(
+                conn,
+                row.schedule,
+                row.slot,
+                now_status,
+                row.extra,
+                now_reason,
+                None,
+                session,
+                delivered,
+            )
+            _record(conn, row.schedule, time.time(), now_last, last_output, fail_streak)
+            return True
+
+        return await self.db.write(_settle)
+
+    async def settle_delivery(self, job: str, *, delivered: bool, reason: str = "") -> bool:
+        """A run's message arrived (delivered) or did not (the row becomes delivery_failed
+        with `reason`, unless the run itself failed: its failure and its why stay), in one
+        transaction with the schedule's last status. False when the job has no slot row."""
+
+        def _settle(conn: Conn) -> bool:
+            row = _run_of_job(conn, job)
+            if row is None:
+                return False
+            if delivered:
+                _upsert_run(
+                    conn, row.schedule, row.slot, row.status, row.extra, None, None, None, True
+                )
+                return True
+            status: SlotStatus = "failed" if row.status == "failed" else "delivery_failed"
+            why = None if status == "failed" else reason
+            _upsert_run(conn, row.schedule, row.slot, status, row.extra, why, None, None, False)
+            conn.execute(
+                "UPDATE schedules SET last_run = coalesce(last_run, ?), last_status = ?"
+                " WHERE id = ?",
+                (time.time(), f"delivery failed: {reason}", row.schedule),
+            )
+            return True
+
+        return await self.db.write(_settle)
 
     async def runs(self, schedule_id: str, *, limit: int = 50) -> list[SlotRun]:
         """Slot rows of one schedule, newest slot first."""
@@ -521,6 +557,68 @@ def readable(rows: Iterable[Row]) -> Iterable[Schedule]:
 
 def _flag(value: bool | None) -> int | None:
     return None if value is None else int(value)
+
+
+def _run_of_job(conn: Conn, job: str) -> SlotRun | None:
+    row = conn.execute("SELECT * FROM schedule_runs WHERE job = ?", (job,)).fetchone()
+    return _run_from_row(row) if row is not None else None
+
+
+def _upsert_run(
+    conn: Conn,
+    schedule_id: str,
+    slot: float,
+    status: SlotStatus,
+    extra: bool,
+    reason: str | None,
+    job: str | None,
+    session: str | None,
+    delivered: bool | None,
+) -> None:
+    """One slot's outcome, inserted or updated: fields given None keep their value."""
+    conn.execute(
+        "INSERT INTO schedule_runs(schedule, slot, extra, status, reason, job, session,"
+        " delivered, at) VALUES (?, ?, ?, ?, coalesce(?, ''), coalesce(?, ''),"
+        " coalesce(?, ''), ?, ?)"
+        " ON CONFLICT(schedule, slot, extra) DO UPDATE SET status = excluded.status,"
+        # The row's own values by table name: bare, PostgreSQL finds them ambiguous
+        # beside `excluded`.
+        " reason = coalesce(?, schedule_runs.reason), job = coalesce(?, schedule_runs.job),"
+        " session = coalesce(?, schedule_runs.session),"
+        " delivered = coalesce(?, schedule_runs.delivered), at = excluded.at",
+        (
+            schedule_id,
+            slot,
+            int(extra),
+            status,
+            reason,
+            job,
+            session,
+            _flag(delivered),
+            time.time(),
+            reason,
+            job,
+            session,
+            _flag(delivered),
+        ),
+    )
+
+
+def _record(
+    conn: Conn,
+    schedule_id: str,
+    last_run: float,
+    last_status: str,
+    last_output: str | None,
+    fail_streak: int | None,
+) -> None:
+    """A run's outcome onto its schedule: output and streak given None keep their value."""
+    conn.execute(
+        "UPDATE schedules SET last_run = ?, last_status = ?,"
+        " last_output = coalesce(?, last_output),"
+        " fail_streak = coalesce(?, fail_streak) WHERE id = ?",
+        (last_run, last_status, last_output, fail_streak, schedule_id),
+    )
 
 
 def _insert_runs(conn: Conn, rows: Iterable[SlotRun]) -> None:

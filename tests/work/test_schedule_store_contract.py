@@ -310,6 +310,39 @@ async def test_a_delivery_settling_before_its_run_is_kept_by_the_run_book(
     assert (after.last_status, after.last_output) == ("delivery failed: chat gone", "hi")
 
 
+async def test_a_run_and_its_failed_delivery_settling_at_once_on_two_nodes_agree(
+    nodes: tuple[ScheduleStore, ScheduleStore],
+) -> None:
+    first, second = nodes
+    runs, deliveries = StoreRunBook(first), StoreRunBook(second)
+    for n in range(12):
+        schedule_id, job = f"sch_{n}", f"sch_{n}_run_1"
+        await first.insert(schedule(schedule_id))
+        await first.add_runs([SlotRun(schedule_id, START, "running", job=job, extra=True)])
+        await asyncio.gather(
+            runs.run_settled(job, Settled("ran", last_status="ok", last_output="out")),
+            deliveries.delivery_settled(job, delivered=False, reason="chat gone"),
+        )
+        # Whichever came first, the row and the schedule say the message did not arrive.
+        (row,) = await first.runs(schedule_id)
+        assert (row.status, row.reason, row.delivered) == ("delivery_failed", "chat gone", False)
+        after = await second.get(schedule_id)
+        assert after is not None
+        assert (after.last_status, after.last_output) == ("delivery failed: chat gone", "out")
+
+
+async def test_a_run_book_write_for_a_job_without_a_slot_row_is_logged_not_raised(
+    store: ScheduleStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    book = StoreRunBook(store)
+    with caplog.at_level(logging.WARNING, logger="habakkuk.work.store_book"):
+        await book.run_settled("sch_gone_run_1", Settled("ran", last_status="ok"))
+        await book.delivery_settled("sch_gone_run_1", delivered=True)
+    assert [r.getMessage() for r in caplog.records] == [
+        "schedule run sch_gone_run_1 has no slot row; its outcome is not recorded"
+    ] * 2
+
+
 async def test_an_unreadable_schedule_is_logged_and_skipped_never_hiding_the_others(
     store: ScheduleStore, caplog: pytest.LogCaptureFixture
 ) -> None:
