@@ -16,6 +16,7 @@ from typing import cast
 
 import pytest
 
+from habakkuk.channels.outbox import Outbox
 from habakkuk.engine.agent.turn_access import TurnsAccess
 from habakkuk.engine.home import Home
 from habakkuk.engine.outbox_access import TextOutbox
@@ -25,6 +26,7 @@ from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import CARD_KIND, card_job_id
 from habakkuk.work.delegation_store import DelegationStore
 from habakkuk.work.delegation_types import SUBTURN_KIND
+from habakkuk.work.run_book import delivery_id_for
 from habakkuk.work.schedule_types import NewSchedule
 from habakkuk.work.scheduler import Scheduler
 from habakkuk.work.service import KINDS, serial_key, slot_job_id
@@ -78,6 +80,27 @@ async def test_two_nodes_ticking_at_the_same_moment_fire_each_slot_once(
         assert {r.job for r in rows} == {slot_job_id(schedule.id, r.slot) for r in rows}
         assert {r.job for r in rows} <= set(jobs)
         assert [r.status for r in rows] == ["queued"] * 6
+
+
+async def test_a_slots_output_queued_from_two_nodes_is_delivered_once(
+    nodes: tuple[Control, Control, FakeClock],
+) -> None:
+    """A slot's run retried on another node (the first died after queueing its output)
+    queues the output again under the same id, derived from the slot's job: one
+    delivery job, whichever node got there first."""
+    first, second, _ = nodes
+    for n in range(10):
+        job = f"sch_abc_{1_800_000_000 + n * 60}"
+        outcomes = await asyncio.gather(
+            Outbox(first.queue).send_text(delivery_id_for(job), "telegram:42", "disk at 91%"),
+            Outbox(second.queue).send_text(delivery_id_for(job), "telegram:42", "disk at 91%"),
+        )
+        assert sorted(outcomes) == [False, True]
+    rows = await first.db.fetchall("SELECT id, kind FROM jobs ORDER BY id")
+    assert [(r["id"], r["kind"]) for r in rows] == [
+        (delivery_id_for(f"sch_abc_{1_800_000_000 + n * 60}"), "delivery:telegram")
+        for n in range(10)
+    ]
 
 
 async def test_job_facts_read_which_jobs_exist_and_each_serial_keys_active_jobs(
