@@ -82,6 +82,26 @@ async def test_two_nodes_ticking_at_the_same_moment_fire_each_slot_once(
         assert [r.status for r in rows] == ["queued"] * 6
 
 
+async def test_a_script_slot_interrupted_on_one_node_says_so_on_the_other(
+    nodes: tuple[Control, Control, FakeClock],
+) -> None:
+    first, second, clock = nodes
+    new = NewSchedule(agent="main", name="sync", when="@every 10m", prompt="", command="true")
+    schedule = await first.schedules.add(new, by="owner")
+    clock.advance(600)
+    assert (await Scheduler(first.schedules, clock=clock).tick()).queued == 1
+    lease = await first.queue.claim(KINDS)
+    assert lease is not None
+    # Its worker died mid-run: the queue ends the job, and the slot's row says why, in
+    # the same transaction.
+    await first.queue.interrupted(lease, "died")
+    (row,) = await second.schedules.runs(schedule.id)
+    assert (row.job, row.status) == (lease.job.id, "interrupted")
+    assert row.reason and "died" in row.reason
+    stored = await second.schedules.get(schedule.id)
+    assert stored.last_status == f"interrupted: {row.reason}"
+
+
 async def test_a_slots_output_queued_from_two_nodes_is_delivered_once(
     nodes: tuple[Control, Control, FakeClock],
 ) -> None:
