@@ -74,7 +74,9 @@ class Runtime:
         self.bus = EventBus()
         self.queue = JobQueue(control_db, lease_seconds=config.workers.lease_seconds)
         self.transcripts = transcripts
-        self.blobs = BlobStore(home.blobs_dir)
+        self.blobs = BlobStore(
+            home.blobs_dir, shared=control_db if dbs.storage.dialect == "postgres" else None
+        )
         self.providers = providers
         self.usage = usage
         self.ledger = UsageLedger(usage)
@@ -276,6 +278,7 @@ class Runtime:
             self.config.retention,
             state=self.state,
             usage=self.usage,
+            blobs=self.blobs,
         )
 
     async def close(self) -> None:
