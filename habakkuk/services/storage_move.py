@@ -77,12 +77,14 @@ class MoveError(HabakkukError):
 
 
 async def ensure_control_tables(databases: Mapping[str, Database]) -> None:
-    """Make the tables of control that their stores make on demand (channels,
-    schedules, board, leases, sub-agent stops), as each store makes them."""
+    """Make the tables of control that their stores make on demand (channels, leases,
+    schedules, board, sub-agent stops; on PostgreSQL the shared blobs), as each store
+    makes them."""
     from habakkuk.channels.store import ChannelStore
+    from habakkuk.engine.blobs import PG_BLOBS_TABLE
     from habakkuk.engine.leases import NamedLeases
-    from habakkuk.work import delegation
     from habakkuk.work.board_schema import ensure_board_tables
+    from habakkuk.work.delegation_store import DelegationStore
     from habakkuk.work.store import ScheduleStore
 
     control = databases["control"]
@@ -90,7 +92,9 @@ async def ensure_control_tables(databases: Mapping[str, Database]) -> None:
     await ScheduleStore(control).ensure()
     await ensure_board_tables(control)
     await NamedLeases(control).ensure()
-    await control.run(lambda conn: conn.executescript(delegation.SCHEMA))
+    await DelegationStore(control).ensure()
+    if control.dialect == "postgres":
+        await control.write(lambda conn: conn.executescript(PG_BLOBS_TABLE))
 
 
 def home_layout(*more: Schema) -> HomeLayout:
