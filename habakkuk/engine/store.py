@@ -446,7 +446,9 @@ class SqliteDatabase:
         """Run `fn(conn)` on the database thread and return its result."""
         return await self._submit(fn, write=False)
 
-    async def write(self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False) -> T:
+    async def write(
+        self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False, shared: bool = False
+    ) -> T:
         """Run `fn(conn)` inside BEGIN IMMEDIATE ... COMMIT on the database thread.
 
         `fn` may share its transaction with other writes waiting at the same moment
@@ -513,7 +515,7 @@ class SqliteDatabase:
         self._pass_writes = 0
 
     def write_now(
-        self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False
+        self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False, shared: bool = False
     ) -> asyncio.Future[T]:
         """`write` for a caller that collected one loop pass's work itself (the queue's
         enqueues): handed over at once, not at the end of the pass. The future is
