@@ -45,8 +45,8 @@ import psycopg.errors
 import psycopg.rows
 from psycopg import sql as pgsql
 
+from .db_url import redact
 from .sql import Conn, Dialect, Migration, Params, Row, Schema
-from .storage import redact
 from .store import StoreError
 
 T = TypeVar("T")

@@ -11,11 +11,11 @@ a missing driver, is one line and exit 2 (ConfigError), never a quiet SQLite hom
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from .db_url import redact
 from .errors import ConfigError
 from .sql import Database, Dialect, Schema
 
@@ -109,11 +109,6 @@ class PostgresStorage:
         from .pg import PgDatabase
 
         return PgDatabase.open_sync(self.url, schema, attached=attach, threads=1)
-
-
-def redact(url: str) -> str:
-    """`url` with its password replaced, for messages and logs."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
 
 
 def storage_url(config: Config) -> str | None:
