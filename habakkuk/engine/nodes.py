@@ -252,16 +252,15 @@ class NodeRegistry:
 
     async def run(self) -> None:
         """Register, then heartbeat until cancelled; the row goes when cancelled. A
-        database that does not answer a beat is logged, and the next beat tries again."""
+        database that does not answer (or a clock gone off since the start) is logged,
+        and the next beat tries again: meanwhile the node shows as stale."""
         try:
-            if not self.joined:
-                await self.join()
             while True:
-                await asyncio.sleep(self.beat_seconds)
                 try:
-                    await self.beat()
-                except Exception as exc:  # a node that cannot beat shows as stale
-                    log.warning("node heartbeat failed: %s", exc)
+                    await (self.beat() if self.joined else self.join())
+                except Exception as exc:
+                    log.warning("node %s: heartbeat failed: %s", self.id, exc)
+                await asyncio.sleep(self.beat_seconds)
         finally:
             # Cancelled (the runtime closing): the row goes, unless the database is gone.
             with contextlib.suppress(Exception):

@@ -306,10 +306,8 @@ async def _database_checks(home: Home, config: Config) -> list[Check]:
 
         if importlib.util.find_spec("psycopg") is None:
             return [Check("FAIL", "storage", f"{redact(url)}: driver missing: {INSTALL_HINT}")]
-        return [
-            Check("ok", "storage", "PostgreSQL"),
-            *await asyncio.to_thread(postgres_checks, url),
-        ]
+        found = await asyncio.to_thread(postgres_checks, url)
+        return [Check("ok", "storage", "PostgreSQL"), *(Check(*check) for check in found)]
     checks = [Check("ok", "storage", f"SQLite files in {home.root}")]
     home.prepare()
     try:

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, NamedTuple
 
 from habakkuk.engine.db_url import redact
 from habakkuk.engine.nodes import MAX_SKEW_SECONDS, STALE_SECONDS
 
-if TYPE_CHECKING:
-    from .doctor import Check
+
+class Check(NamedTuple):
+    """One finding, as services/doctor.py's Check takes it (status, name, detail)."""
+
+    status: Literal["ok", "WARN", "FAIL"]
+    name: str
+    detail: str
+
 
 _CLOCK = "SELECT extract(epoch FROM clock_timestamp())"
 _SCHEMAS = (
@@ -42,8 +48,6 @@ def postgres_checks(url: str, *, clock: Callable[[], float] = time.time) -> list
     """The server (reachable, version), each schema's version, this machine's clock
     against the server's, and each node's clock as it last wrote it."""
     from habakkuk.engine import pg
-
-    from .doctor import Check
 
     where = redact(url)
     try:
@@ -75,8 +79,6 @@ def postgres_checks(url: str, *, clock: Callable[[], float] = time.time) -> list
 
 def _schema_checks(conn: Any) -> list[Check]:
     from psycopg import sql as pgsql
-
-    from .doctor import Check
 
     known = known_schemas()
     found: dict[str, int] = {}
@@ -112,8 +114,6 @@ def _schema_checks(conn: Any) -> list[Check]:
 def _clock_checks(conn: Any, clock: Callable[[], float]) -> list[Check]:
     from habakkuk.engine.hostname import this_host
     from habakkuk.engine.nodes import ClockReading, skew_message
-
-    from .doctor import Check
 
     before = clock()
     server = float(_one(conn, _CLOCK))
