@@ -2,7 +2,14 @@
 
 A lease is (name, owner, host, pid, until, beat). `acquire` takes a free lease or
 renews our own; a lease held by a dead process on this host is taken at once (a
-`kill -9` never holds a name until it expires), any other one when it runs out.
+`kill -9` never holds a name until it expires), any other one when it runs out. The
+host is `hostname.this_host()` (HABAKKUK_HOSTNAME), so on a database several machines
+share, a holder on another host is judged by its lease time alone, never by a pid that
+means nothing here.
+
+The same statements run on SQLite and PostgreSQL: the take is one upsert whose
+condition (free, ours, or its holder found dead) is checked on the row as it is when
+the statement runs, so two nodes asking at once cannot both get the name.
 `beat` is when the holder last renewed it, so a new holder can tell how long nobody
 held the name (the scheduler's "Habakkuk was down").
 
@@ -13,12 +20,26 @@ the scheduler (one ticker per home) use it.
 from __future__ import annotations
 
 import os
-import socket
 import time
 
 from habakkuk.engine.sql import Conn
 
+from .hostname import this_host
 from .store import Database
+
+# Per engine, the same table: PostgreSQL's types, and no PRAGMA to find an older table.
+_CREATE = {
+    "sqlite": (
+        "CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, owner TEXT NOT NULL,"
+        " host TEXT NOT NULL, pid INTEGER NOT NULL, until REAL NOT NULL,"
+        " beat REAL NOT NULL DEFAULT 0)"
+    ),
+    "postgres": (
+        "CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, owner TEXT NOT NULL,"
+        " host TEXT NOT NULL, pid BIGINT NOT NULL, until DOUBLE PRECISION NOT NULL,"
+        " beat DOUBLE PRECISION NOT NULL DEFAULT 0)"
+    ),
+}
 
 
 def process_alive(pid: int) -> bool:
@@ -44,13 +65,16 @@ class NamedLeases:
     async def ensure(self) -> None:
         """Create the table, or add `beat` to an older one (idempotent)."""
         table = self.table
+        dialect = self.db.dialect
 
         def _create(conn: Conn) -> None:
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, owner TEXT NOT NULL,"
-                " host TEXT NOT NULL, pid INTEGER NOT NULL, until REAL NOT NULL,"
-                " beat REAL NOT NULL DEFAULT 0)"
-            )
+            conn.execute(_CREATE[dialect].format(table=table))
+            if dialect == "postgres":
+                conn.execute(
+                    f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS"
+                    " beat DOUBLE PRECISION NOT NULL DEFAULT 0"
+                )
+                return
             columns = {row["name"] for row in conn.execute(f"PRAGMA table_info({table})")}
             if "beat" not in columns:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN beat REAL NOT NULL DEFAULT 0")
@@ -69,31 +93,42 @@ class NamedLeases:
         """Take or renew lease `name`; None when we hold it now, else the holder.
 
         `now` and `pid` default to the clock and this process (tests inject both)."""
-        host = socket.gethostname()
+        host = this_host()
         our_pid = os.getpid() if pid is None else pid
         table = self.table
+        take = (
+            f"INSERT INTO {table}(name, owner, host, pid, until, beat) VALUES (?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, host = excluded.host,"
+            " pid = excluded.pid, until = excluded.until, beat = excluded.beat"
+            f" WHERE {table}.owner = excluded.owner OR {table}.until < excluded.beat"
+            f" OR ({table}.host = excluded.host AND {table}.pid = ?)"
+            " RETURNING owner"
+        )
 
         def _take(conn: Conn) -> str | None:
             at = time.time() if now is None else now
             row = conn.execute(
                 f"SELECT owner, host, pid, until FROM {table} WHERE name = ?", (name,)
             ).fetchone()
-            free = (
-                row is None
-                or row["owner"] == owner
-                or row["until"] < at
-                or (row["host"] == host and not process_alive(int(row["pid"])))
-            )
-            if not free:
-                return str(row["owner"])
-            conn.execute(
-                f"INSERT INTO {table}(name, owner, host, pid, until, beat)"
-                " VALUES (?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, host = excluded.host,"
-                " pid = excluded.pid, until = excluded.until, beat = excluded.beat",
-                (name, owner, host, our_pid, at + seconds, at),
-            )
-            return None
+            # A live holder's lease on this host whose process died: its pid, which the
+            # take may replace (-1: none; pids are positive). Found here, checked again
+            # by the upsert against the row as it is then.
+            dead = -1
+            if (
+                row is not None
+                and row["owner"] != owner
+                and row["until"] >= at
+                and row["host"] == host
+                and not process_alive(int(row["pid"]))
+            ):
+                dead = int(row["pid"])
+            taken = conn.execute(
+                take, (name, owner, host, our_pid, at + seconds, at, dead)
+            ).fetchone()
+            if taken is not None:
+                return None
+            holder = conn.execute(f"SELECT owner FROM {table} WHERE name = ?", (name,)).fetchone()
+            return str(holder["owner"]) if holder is not None else ""
 
         return await self.db.write(_take)
 
@@ -128,6 +163,6 @@ class NamedLeases:
         )
         if row is None:
             return None
-        if row["host"] == socket.gethostname() and not process_alive(int(row["pid"])):
+        if row["host"] == this_host() and not process_alive(int(row["pid"])):
             return None
         return str(row["owner"])

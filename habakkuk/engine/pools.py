@@ -90,8 +90,10 @@ class Pool:
         return [lease.job for _, lease in self._running.values()]
 
     def start(self) -> None:
-        """Start claiming in the background."""
-        if not self._tasks:
+        """Start claiming in the background (and hearing other nodes' enqueues: see
+        `JobQueue.listen`)."""
+        if not self._tasks and not self._stopping:
+            self.queue.listen()
             self._tasks = [
                 asyncio.create_task(self._dispatch(), name=f"pool:{self.kinds}"),
                 asyncio.create_task(self._beat(), name=f"beat:{self.kinds}"),
@@ -297,11 +299,14 @@ class Pool:
     async def stop(self) -> None:
         """Stop claiming, interrupt running jobs and release their leases."""
         self._stopping = True
-        for task in self._tasks:
+        started, self._tasks = self._tasks, []
+        for task in started:
             task.cancel()
-        for task in self._tasks:
+        for task in started:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if started:
+            await self.queue.unlisten()
         # Jobs that finished before the dispatcher wrote them: written now, in one trip.
         settled, self._settling = self._settling, []
         if settled:

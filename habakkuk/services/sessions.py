@@ -146,6 +146,7 @@ class Sessions:
                 replace(request, session=session.id),
                 serial_key=session.id,
                 max_attempts=max_attempts,
+                agent=session.agent,  # claimed only by a process hosting the agent
             )
 
         done = await self.transcripts.with_session(request.session, _queue)

@@ -191,7 +191,12 @@ class Delegation:
             worktree_of=str(parent_agent.workspace_path) if tree is not None else None,
         )
         await self.queue.enqueue(
-            job, SUBTURN_KIND, run, serial_key=child.id, max_attempts=SUBTURN_MAX_ATTEMPTS
+            job,
+            SUBTURN_KIND,
+            run,
+            serial_key=child.id,
+            max_attempts=SUBTURN_MAX_ATTEMPTS,
+            agent=child.agent,  # claimed only by a process hosting the child's agent
         )
         self.bus.publish(
             DelegateStarted(

@@ -3,9 +3,20 @@ AUTOINCREMENT, partial indexes) keeps its jobs, their order and their leases."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from habakkuk.engine.jobs import FINISHED_SQL, LEASE_SQL, MIGRATIONS, JobQueue, claim_sql, pick_sql
+from habakkuk.engine.jobs import (
+    FINISHED_SQL,
+    LEASE_SQL,
+    MIGRATIONS,
+    JobQueue,
+    Lease,
+    Owner,
+    claim_sql,
+    pick_sql,
+)
+from habakkuk.engine.sql import Conn
 from habakkuk.engine.store import SqliteDatabase
 
 
@@ -13,26 +24,38 @@ async def test_a_queue_from_before_the_rebuild_keeps_its_jobs_order_and_leases(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "control.db"
-    older = JobQueue(await SqliteDatabase.open(path, MIGRATIONS[:3]))
-    for i in range(3):
-        await older.enqueue(f"turn-{i}", "k", serial_key="session")
-    await older.enqueue("plain", "k")
-    running = await older.claim(["k"])
-    assert running is not None and running.job.id == "turn-0"
-    await older.enqueue("gone", "other")
-    failed = await older.claim(["other"])
-    assert failed is not None
-    await older.fail(failed, "boom", retry=False)
-    await older.db.close()
+    # The rows as that version's queue wrote them (its statements, not today's: today's
+    # name the agent column of migration 5).
+    older = await SqliteDatabase.open(path, MIGRATIONS[:3])
+    owner = Owner("host", 1, "cafe")
+    now = time.time()
 
-    queue = JobQueue(await SqliteDatabase.open(path, MIGRATIONS), owner=older.owner)
+    def _write(conn: Conn) -> None:
+        rows = [
+            ("turn-0", "k", "session", "running", 1, str(owner), now + 60, None),
+            ("turn-1", "k", "session", "queued", 0, None, None, None),
+            ("turn-2", "k", "session", "queued", 0, None, None, None),
+            ("plain", "k", "", "queued", 0, None, None, None),
+            ("gone", "other", "", "failed", 1, None, None, "boom"),
+        ]
+        conn.executemany(
+            "INSERT INTO jobs(id, kind, serial_key, status, attempts, lease_owner,"
+            " lease_until, error, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*row, now, now) for row in rows],
+        )
+
+    await older.write(_write)
+    await older.close()
+    queue = JobQueue(await SqliteDatabase.open(path, MIGRATIONS), owner=owner)
     try:
         # The serial key still holds its next turn back while turn-0 runs.
         first = await queue.claim(["k"])
         assert first is not None and first.job.id == "plain"
         assert await queue.claim(["k"]) is None
         # The lease taken before the upgrade still guards its job.
-        await queue.complete(running)
+        running = await queue.get("turn-0")
+        assert running is not None and running.agent == ""
+        await queue.complete(Lease(running, str(owner), 30.0))
         await queue.enqueue("after", "k")
         claimed = []
         while (lease := await queue.claim(["k"])) is not None:
