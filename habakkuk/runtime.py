@@ -73,7 +73,11 @@ class Runtime:
         self.config = config
         self.env = providers.env
         self.bus = EventBus()
-        self.queue = JobQueue(control_db, lease_seconds=config.workers.lease_seconds)
+        self.queue = JobQueue(
+            control_db,
+            lease_seconds=config.workers.lease_seconds,
+            hosted_agents=frozenset(config.serve.agents or ()) or None,  # None: every agent
+        )
         self.transcripts = transcripts
         self.blobs = BlobStore(home.blobs_dir)
         self.providers = providers
