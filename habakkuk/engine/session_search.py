@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from habakkuk.engine.sql import Conn
 
@@ -75,25 +76,43 @@ def _fts_string(words: list[str]) -> str:
     return '"' + " ".join(words) + '"'
 
 
-def parse_query(text: str) -> SearchQuery:
-    """The query's words and "quoted phrases"; a quote left open counts as a space, so
-    no input is FTS5 syntax (every word is inside an FTS5 string)."""
+@dataclass(frozen=True)
+class QueryTerm:
+    """One term of a query, all of which a match holds: a word, or a quoted phrase's
+    words (found together, as written)."""
+
+    words: tuple[str, ...]
+    quoted: bool
+
+
+def query_terms(text: str) -> list[QueryTerm]:
+    """The query's words and "quoted phrases", in order; a quote left open counts as a
+    space (each engine then reads every term as plain words, never as its syntax)."""
     parts = text.replace("\x00", " ").split('"')
     if len(parts) % 2 == 0:  # an unmatched quote: the last one is a space
         parts[-2:] = [parts[-2] + " " + parts[-1]]
-    terms: list[str] = []
-    phrases = 0
-    every: list[str] = []
+    terms: list[QueryTerm] = []
     for index, part in enumerate(parts):
         words = _TOKEN.findall(part)
         if not words:
             continue
-        every += words
         if index % 2:  # inside quotes: one phrase
-            terms.append(_fts_string(words))
-            phrases += 1
+            terms.append(QueryTerm(tuple(words), quoted=True))
         else:
-            terms += [_fts_string([word]) for word in words]
+            terms += [QueryTerm((word,), quoted=False) for word in words]
+    return terms
+
+
+def parse_query(text: str) -> SearchQuery:
+    """The query as FTS5 strings (query_terms): every word is inside an FTS5 string, so
+    no input is FTS5 syntax."""
+    terms: list[str] = []
+    phrases = 0
+    every: list[str] = []
+    for term in query_terms(text):
+        every += term.words
+        terms.append(_fts_string(list(term.words)))
+        phrases += term.quoted
     one_phrase = phrases == 1 and len(terms) == 1
     together = _fts_string(every) if len(every) > 1 and not one_phrase else ""
     match = " ".join(terms)
@@ -159,11 +178,16 @@ def search_messages(
     )
     params.append(limit)
     # Plain tuples, not rows by name: this reads up to thousands of rows (SQLite only:
-    # PostgreSQL's search is its own module).
+    # PostgreSQL's search is its own module, session_search_pg.py).
     cursor = cast(sqlite3.Connection, conn).cursor()
     cursor.row_factory = None
-    rows = cursor.execute(sql, params).fetchall()
-    highlighter = Highlighter(parsed.words, stem=False)
+    return search_hits(cursor.execute(sql, params).fetchall(), parsed.words)
+
+
+def search_hits(rows: Sequence[Sequence[Any]], words: str) -> list[SearchHit]:
+    """The hits of ranked rows (session, agent, title, seq, role, created_at, text), each
+    with its snippet: a few words around the first of `words` found, in [brackets]."""
+    highlighter = Highlighter(words, stem=False)
     return [
         SearchHit(
             r[0],

@@ -78,9 +78,51 @@ MIGRATIONS = [
 
 # PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
 # had reached when the port was made.
-PG_MIGRATIONS: list[Migration] = []
+PG_MIGRATIONS: list[Migration] = [
+    Migration(
+        1,
+        """
+        CREATE TABLE todos (
+            session TEXT NOT NULL,
+            number BIGINT NOT NULL,
+            text TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending',
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (session, number)
+        );
+        CREATE TABLE session_settings (
+            session TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value TEXT NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (session, name)
+        );
+        CREATE TABLE provider_jobs (
+            session TEXT NOT NULL,
+            turn TEXT NOT NULL,
+            call_id TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            status TEXT NOT NULL,
+            job TEXT NOT NULL DEFAULT '',
+            detail TEXT NOT NULL DEFAULT '{}',
+            result TEXT NOT NULL DEFAULT '',
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (session, turn, call_id)
+        );
+        """,
+    ),
+]
 
 SCHEMA = Schema("state", MIGRATIONS, PG_MIGRATIONS)
+
+# A setting written again replaces the old value (an upsert both engines read alike).
+_REPLACE_SETTING = (
+    "ON CONFLICT(session, name) DO UPDATE SET value = excluded.value,"
+    " updated_at = excluded.updated_at"
+)
 
 # A paid provider job's life: "sending" is written before the request that may charge
 # (its outcome is unknown after a crash), "running" once the provider named its job,
@@ -139,7 +181,7 @@ def _clean(text: str) -> str:
 
 def _items(conn: Conn, session: str, schema: str = "main") -> list[TodoItem]:
     rows = conn.execute(
-        f"SELECT number, text, status FROM {_schema(schema)}.todos WHERE session = ?"
+        f"SELECT number, text, status FROM {_schema(schema)}todos WHERE session = ?"
         " ORDER BY number",
         (session,),
     ).fetchall()
@@ -176,8 +218,8 @@ class StateStore:
                 )
             else:
                 conn.execute(
-                    "INSERT OR REPLACE INTO session_settings(session, name, value, updated_at)"
-                    " VALUES (?, ?, ?, ?)",
+                    "INSERT INTO session_settings(session, name, value, updated_at)"
+                    f" VALUES (?, ?, ?, ?) {_REPLACE_SETTING}",
                     (session, name, value, time.time()),
                 )
 
@@ -187,9 +229,11 @@ class StateStore:
         """Give `target` the settings of `source` (a fork keeps its /model and /think)."""
 
         def _copy(conn: Conn) -> None:
+            # The WHERE keeps SQLite from reading ON CONFLICT as a join's ON.
             conn.execute(
-                "INSERT OR REPLACE INTO session_settings(session, name, value, updated_at)"
-                " SELECT ?, name, value, ? FROM session_settings WHERE session = ?",
+                "INSERT INTO session_settings(session, name, value, updated_at)"
+                " SELECT ?, name, value, ? FROM session_settings WHERE session = ?"
+                f" {_REPLACE_SETTING}",
                 (target, time.time(), source),
             )
 
@@ -390,7 +434,7 @@ def read_turn_state(conn: Conn, session: str, schema: str = "main") -> TurnState
     """What a starting turn reads from state.db, on `conn` where state.db is `schema`
     (its own connection, or attached to the one of the turn's opening transaction)."""
     rows = conn.execute(
-        f"SELECT name, value FROM {_schema(schema)}.session_settings"
+        f"SELECT name, value FROM {_schema(schema)}session_settings"
         " WHERE session = ? AND name IN ('thinking', 'model')",
         (session,),
     )
@@ -401,6 +445,9 @@ def read_turn_state(conn: Conn, session: str, schema: str = "main") -> TurnState
 
 
 def _schema(name: str) -> str:
+    """The prefix naming a table of state.db on a connection where it is `name`: none for
+    its own connection ("main": a PostgreSQL connection's own schema is its search path,
+    and it has no `main`), `name.` for an attached database or another schema."""
     if not name.isidentifier():
         raise ValueError(f"bad schema name {name!r}")
-    return name
+    return "" if name == "main" else f"{name}."

@@ -38,6 +38,12 @@ from habakkuk.engine.sessions import SUMMARY_PREFIX, TranscriptStore
 from tests.fakes.model_server import Fail, FakeModelServer, Reply, ToolCall
 
 
+@pytest.fixture
+def store(transcripts_on: TranscriptStore) -> TranscriptStore:
+    """The transcripts on each engine: these tests are the store's contract on both."""
+    return transcripts_on
+
+
 def user(text: str) -> Message:
     return Message.user_text(text)
 

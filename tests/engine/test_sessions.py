@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from habakkuk.engine.export import export_transcript
 from habakkuk.engine.llm.types import (
     Message,
@@ -12,6 +14,12 @@ from habakkuk.engine.llm.types import (
     ToolUseBlock,
 )
 from habakkuk.engine.sessions import INTERRUPTED, TranscriptStore, repair
+
+
+@pytest.fixture
+def store(transcripts_on: TranscriptStore) -> TranscriptStore:
+    """The transcripts on each engine: these tests are the store's contract on both."""
+    return transcripts_on
 
 
 def call(id_: str, tool: str = "exec") -> ToolUseBlock:

@@ -13,6 +13,12 @@ from habakkuk.engine.sql import Conn
 from tests.conftest import OpenRuntime, mock_config
 
 
+@pytest.fixture
+def store(transcripts_on: TranscriptStore) -> TranscriptStore:
+    """The transcripts on each engine: these tests are the store's contract on both."""
+    return transcripts_on
+
+
 def call(id_: str) -> ToolUseBlock:
     return ToolUseBlock(id_, "exec", {"command": "true"})
 
@@ -148,14 +154,19 @@ async def test_fork_is_one_transaction(
     await tool_session(store)
 
     def broken(conn: Conn) -> None:
-        # A trigger failing on the copied messages undoes the session row too.
-        conn.execute(
-            "CREATE TEMP TRIGGER fail_copy BEFORE INSERT ON messages"
-            " WHEN NEW.session_id = 'dst' BEGIN SELECT RAISE(ABORT, 'disk full'); END"
-        )
+        # The copied messages are refused: that undoes the session row too.
+        if store.db.dialect == "sqlite":
+            conn.execute(
+                "CREATE TEMP TRIGGER fail_copy BEFORE INSERT ON messages"
+                " WHEN NEW.session_id = 'dst' BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+            )
+        else:
+            conn.execute(
+                "ALTER TABLE messages ADD CONSTRAINT disk_full CHECK (session_id <> 'dst')"
+            )
 
     await store.db.run(broken)
-    with pytest.raises(sqlite3.DatabaseError, match="disk full"):
+    with pytest.raises(sqlite3.DatabaseError, match=r"disk.full"):
         await store.fork("src", "dst")
     assert await store.get_session("dst") is None
 
