@@ -820,7 +820,8 @@ class TranscriptStore:
         """Full-text search over user and assistant text: the best `limit` of the
         messages matching `query` among the newest `window` messages (of `agent`) holding
         every word of it. Messages holding the query's words as one phrase first, then
-        the shorter message, then the newest (session_search.py); a "quoted phrase" is
+        the shorter message, then the newest (session_search.py; on PostgreSQL the same
+        rules over a tsvector, session_search_pg.py); a "quoted phrase" is
         matched as written. The cost stays flat however long the history: no statistics
         over every match (bm25() counted them all), no phrase checked beyond the window."""
         search = search_messages if self.db.dialect == "sqlite" else search_messages_pg

@@ -16,12 +16,24 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest
 from habakkuk.engine.errors import LeaseLost
-from habakkuk.engine.jobs import SCHEMA, JobKind, JobQueue, Lease, NewJob, Owner, declare_kind
+from habakkuk.engine.jobs import (
+    SCHEMA,
+    JobKind,
+    JobQueue,
+    Lease,
+    NewJob,
+    Owner,
+    declare_kind,
+    enqueue_in,
+)
 from habakkuk.engine.leases import NamedLeases
 from habakkuk.engine.pools import PermanentJobError, Pool
 from habakkuk.engine.retention import prune_jobs
-from habakkuk.engine.sql import Database
+from habakkuk.engine.sessions import Session, TranscriptStore
+from habakkuk.engine.sql import Conn, Database
+from habakkuk.engine.state import SCHEMA as STATE_SCHEMA
 from habakkuk.engine.storage import Storage
 from tests.helpers import eventually
 
@@ -91,6 +103,36 @@ async def test_a_burst_of_enqueues_in_one_pass_is_each_told_its_own_outcome(
     # One id twice in one pass: new the first time only.
     twice = await asyncio.gather(queue.enqueue("twice", "k"), queue.enqueue("twice", "k"))
     assert list(twice) == [True, False]
+
+
+async def test_a_turn_queued_in_its_sessions_transaction_belongs_to_its_agent(
+    storage: Storage, control: Database
+) -> None:
+    # The path of every turn (SessionAccess.queue_for): the session read and the job
+    # queued in one transaction on the transcripts' connection, control attached.
+    await (await storage.open(STATE_SCHEMA)).close()  # migrated before the transcripts attach it
+    transcripts = await TranscriptStore.open_on(storage)
+    try:
+        await transcripts.create_session("ses_1", "ada", "prompt")
+
+        def _queue(conn: Conn, session: Session) -> bool:
+            request = TurnRequest(session.id, "hi")
+            return enqueue_in(
+                conn, "turn_1", TURN_KIND, request, serial_key=session.id, agent=session.agent
+            )
+
+        queued = await transcripts.with_session("ses_1", _queue)
+    finally:
+        await transcripts.close()
+    assert queued is not None and queued[1] is True
+    hosting_bob = JobQueue(control, hosted_agents=frozenset({"bob"}))
+    assert await hosting_bob.claim([TURN_KIND]) is None
+    lease = await claimed(JobQueue(control, hosted_agents=frozenset({"ada"})), [TURN_KIND])
+    assert (lease.job.agent, lease.job.serial_key, lease.job.payload["text"]) == (
+        "ada",
+        "ses_1",
+        "hi",
+    )
 
 
 # -- claim ---------------------------------------------------------------------------
