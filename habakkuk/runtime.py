@@ -79,7 +79,9 @@ class Runtime:
             hosted_agents=frozenset(config.serve.agents or ()) or None,  # None: every agent
         )
         self.transcripts = transcripts
-        self.blobs = BlobStore(home.blobs_dir)
+        self.blobs = BlobStore(
+            home.blobs_dir, shared=control_db if dbs.storage.dialect == "postgres" else None
+        )
         self.providers = providers
         self.usage = usage
         self.ledger = UsageLedger(usage)
@@ -284,6 +286,7 @@ class Runtime:
             self.config.retention,
             state=self.state,
             usage=self.usage,
+            blobs=self.blobs,
         )
 
     async def close(self) -> None:

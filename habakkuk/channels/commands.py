@@ -1,7 +1,8 @@
 """The channel CLI commands: `habakkuk channels`, `habakkuk pair CODE`, `habakkuk send`.
 
-They work on control.db directly (no workers): a running `habakkuk serve`
-picks up the pairing and sends the queued deliveries.
+They work on control directly (no workers), on the storage the config names (SQLite
+files or PostgreSQL): a running `habakkuk serve` picks up the pairing and sends the
+queued deliveries.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import sys
 import time
 from pathlib import Path
 
+from habakkuk.engine.blobs import BlobStore
 from habakkuk.engine.config import Config, load_config
 from habakkuk.engine.errors import ConfigError, HabakkukError
 from habakkuk.engine.exit_codes import EXIT_NOT_FOUND
 from habakkuk.engine.home import Home
-from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
+from habakkuk.engine.jobs import SCHEMA as CONTROL
 from habakkuk.engine.jobs import JobQueue
-from habakkuk.engine.store import BlobStore, Database, SqliteDatabase
+from habakkuk.engine.sql import Database
+from habakkuk.engine.storage import open_storage
 
 from .adapter import Address
 from .gateway import TEXT
@@ -29,8 +32,19 @@ from .store import ChannelStore
 async def _open(home: Home) -> tuple[Config, Database, ChannelStore]:
     config = load_config(home)
     home.prepare()
-    db = await SqliteDatabase.open(home.db_path("control"), JOB_MIGRATIONS)
-    return config, db, await ChannelStore.open(db)
+    storage = await asyncio.to_thread(open_storage, home, config)
+    db = await storage.open(CONTROL)
+    try:
+        return config, db, await ChannelStore.open(db)
+    except BaseException:
+        await db.close()
+        raise
+
+
+def _blobs(home: Home, control: Database) -> BlobStore:
+    """The home's blobs; on PostgreSQL shared through control, so the node that sends
+    the file finds it whichever machine queued it."""
+    return BlobStore(home.blobs_dir, shared=control if control.dialect == "postgres" else None)
 
 
 def _age(seconds: float) -> str:
@@ -120,7 +134,7 @@ async def send(home: Home, to: str, text: str, file: str | None) -> int:
                 data = await asyncio.to_thread(path.read_bytes)
             except OSError as exc:
                 raise HabakkukError(f"--file: {path}: {exc.strerror}") from None
-            blob = await BlobStore(home.blobs_dir).put(data, path.suffix)
+            blob = await _blobs(home, db).put(data, path.suffix)
             await outbox.send_file(job_id, address, blob, path.name, text)
         else:
             if not text.strip():

@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from habakkuk.engine.agent.requests import turn_request
+from habakkuk.engine.blobs import BlobNotFound, BlobStore
 from habakkuk.engine.hook_events import HookFirer
 from habakkuk.engine.jobs import Job, JobQueue, Lease, payload_of
 from habakkuk.engine.pools import PermanentJobError
@@ -148,8 +150,12 @@ class DeliveryWorker:
         failure_text: FailureText,
         settled: Settled | None = None,
         hooks: HookFirer | None = None,
+        blobs: BlobStore | None = None,
     ):
         self.queue = queue
+        # A file delivery's blob may have been stored by another node (PostgreSQL homes):
+        # fetched here before sending.
+        self.blobs = blobs
         self.store = store
         self.adapter_for = adapter_for
         self.failure_text = failure_text
@@ -302,6 +308,9 @@ class DeliveryWorker:
             return {"messages": [sent[0]]}
         path = delivery.path
         name = delivery.name or path.name
+        if self.blobs is not None:
+            with contextlib.suppress(BlobNotFound):  # then it is "no longer on disk"
+                path = await self.blobs.ensure_local(path)
         reason = ""
         on_disk = await asyncio.to_thread(path.is_file)
         if not on_disk:

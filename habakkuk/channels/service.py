@@ -63,6 +63,7 @@ class ChannelService(Outbox):
             lambda error: TEXT["failed"].format(error=error),
             self.gateway.settled,
             runtime.hooks,
+            runtime.blobs,
         )
         # The web chat's account is supervised while the HTTP server runs (`attach_web`),
         # so only the process serving HTTP holds it.

@@ -5,7 +5,9 @@ single statement or a short transaction on the queue's own connection: a
 second process sees the same bindings, pairings and delivery progress.
 The tables are created with IF NOT EXISTS when channels start, and columns
 added since are added to an existing file then (the jobs module owns
-control.db's numbered migrations).
+control.db's numbered migrations). On PostgreSQL they are the same tables, in the
+control schema, with PostgreSQL's types (PG_SCHEMA); the column `user` is a reserved
+word there, so every statement quotes it ("user" names the column on both engines).
 """
 
 from __future__ import annotations
@@ -111,6 +113,90 @@ CREATE TABLE IF NOT EXISTS channel_drafts (
 );
 """
 
+# The same tables on PostgreSQL (same names and columns; times DOUBLE PRECISION), but
+# channel_leases, which NamedLeases creates for its engine (engine/leases.py).
+PG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS channel_status (
+    account TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    state TEXT NOT NULL,
+    holder TEXT NOT NULL DEFAULT '',
+    detail TEXT NOT NULL DEFAULT '',
+    since DOUBLE PRECISION NOT NULL,
+    last_beat DOUBLE PRECISION,
+    restarts BIGINT NOT NULL DEFAULT 0,
+    updated_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS channel_offsets (
+    account TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS reply_sweep (
+    kind TEXT PRIMARY KEY,
+    updated_at DOUBLE PRECISION NOT NULL,
+    seq BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS channel_seen (
+    account TEXT NOT NULL,
+    key TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (account, key)
+);
+CREATE INDEX IF NOT EXISTS channel_seen_at ON channel_seen(at);
+CREATE TABLE IF NOT EXISTS channel_allow (
+    account TEXT NOT NULL,
+    "user" TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    how TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (account, "user")
+);
+CREATE TABLE IF NOT EXISTS channel_pairing (
+    code TEXT PRIMARY KEY,
+    account TEXT NOT NULL,
+    "user" TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    address TEXT NOT NULL,
+    expires DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS channel_bindings (
+    conversation TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    agent_override TEXT NOT NULL DEFAULT '',
+    last_active DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS channel_bindings_session ON channel_bindings(session, last_active);
+CREATE TABLE IF NOT EXISTS delivery_chunks (
+    delivery TEXT NOT NULL,
+    idx BIGINT NOT NULL,
+    message_id TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (delivery, idx)
+);
+CREATE TABLE IF NOT EXISTS channel_prompts (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    turn TEXT NOT NULL,
+    nonce TEXT NOT NULL UNIQUE,
+    choices TEXT NOT NULL DEFAULT '[]',
+    answer TEXT,
+    by TEXT NOT NULL DEFAULT '',
+    created DOUBLE PRECISION NOT NULL,
+    tool TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    reason TEXT NOT NULL DEFAULT '',
+    agent TEXT NOT NULL DEFAULT '',
+    session TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS channel_drafts (
+    turn TEXT PRIMARY KEY,
+    address TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL
+);
+"""
+
 # Columns added after the first release: (table, column, declaration). `ensure` adds
 # whichever an existing control.db lacks (CREATE TABLE IF NOT EXISTS keeps old tables).
 ADDED_COLUMNS = [
@@ -182,6 +268,18 @@ _WAITING_APPROVAL = (
 )
 
 
+def _columns(conn: Conn, table: str, *, postgres: bool) -> set[str]:
+    """The column names `table` has now, from each engine's catalogue."""
+    if postgres:
+        rows = conn.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ?",
+            (table,),
+        )
+        return {str(row[0]) for row in rows}
+    return {str(row["name"]) for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
 def _prompt(row: Row) -> Prompt:
     data = dict(row)
     data["choices"] = json.loads(data["choices"])
@@ -221,18 +319,25 @@ class ChannelStore:
 
     async def ensure(self) -> None:
         """Create the tables if needed (idempotent; safe with other processes)."""
+        postgres = self.db.dialect == "postgres"
 
         def _create(conn: Conn) -> None:
-            conn.executescript(SCHEMA)
+            conn.executescript(PG_SCHEMA if postgres else SCHEMA)
 
         def _upgrade(conn: Conn) -> None:
-            # Inside BEGIN IMMEDIATE, so two processes upgrading at once add each column once.
+            # Inside the writer lock, so two processes upgrading at once add each column
+            # once; the columns are looked up first, as an ALTER locks its table even when
+            # it has nothing to add.
             for table, column, declaration in ADDED_COLUMNS:
-                present = {row["name"] for row in conn.execute(f"PRAGMA table_info({table})")}
-                if column not in present:
+                if column not in _columns(conn, table, postgres=postgres):
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
-        await self.db.run(_create)
+        if postgres:
+            # Under the schema's writer lock: two nodes creating at once would race on
+            # PostgreSQL's catalog (CREATE ... IF NOT EXISTS is not atomic there).
+            await self.db.write(_create)
+        else:
+            await self.db.run(_create)
         await self.db.write(_upgrade)
         await self.leases.ensure()
 
@@ -272,9 +377,10 @@ class ChannelStore:
                 "INSERT INTO channel_status(account, type, state, holder, detail, since,"
                 " restarts, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(account) DO UPDATE SET type = excluded.type,"
-                " since = CASE WHEN state = excluded.state THEN since ELSE excluded.since END,"
+                " since = CASE WHEN channel_status.state = excluded.state"
+                " THEN channel_status.since ELSE excluded.since END,"
                 " state = excluded.state, holder = excluded.holder, detail = excluded.detail,"
-                " restarts = restarts + ?, updated_at = excluded.updated_at",
+                " restarts = channel_status.restarts + ?, updated_at = excluded.updated_at",
                 (account, type_, state, holder, detail, now, int(restarted), now, int(restarted)),
             )
 
@@ -354,7 +460,7 @@ class ChannelStore:
     async def allowed_user(self, account: str, user: str) -> str | None:
         """How a user was let in by pairing ("paired"), or None."""
         row = await self.db.fetchone(
-            "SELECT how FROM channel_allow WHERE account = ? AND user = ?", (account, user)
+            'SELECT how FROM channel_allow WHERE account = ? AND "user" = ?', (account, user)
         )
         return str(row["how"]) if row else None
 
@@ -365,14 +471,14 @@ class ChannelStore:
             now = time.time()
             conn.execute("DELETE FROM channel_pairing WHERE expires < ?", (now,))
             row = conn.execute(
-                "SELECT * FROM channel_pairing WHERE account = ? AND user = ?", (account, user)
+                'SELECT * FROM channel_pairing WHERE account = ? AND "user" = ?', (account, user)
             ).fetchone()
             if row is not None:
                 return Pairing(**dict(row))
             code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(8))
             pairing = Pairing(code, account, user, name, address, now + PAIRING_SECONDS)
             conn.execute(
-                "INSERT INTO channel_pairing(code, account, user, name, address, expires)"
+                'INSERT INTO channel_pairing(code, account, "user", name, address, expires)'
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (code, account, user, name, address, pairing.expires),
             )
@@ -393,8 +499,8 @@ class ChannelStore:
                 return None
             pairing = Pairing(**dict(row))
             conn.execute(
-                "INSERT INTO channel_allow(account, user, name, how, at) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT(account, user) DO UPDATE SET how = excluded.how",
+                'INSERT INTO channel_allow(account, "user", name, how, at) VALUES (?, ?, ?, ?, ?)'
+                ' ON CONFLICT(account, "user") DO UPDATE SET how = excluded.how',
                 (pairing.account, pairing.user, pairing.name, "paired", now),
             )
             conn.execute("DELETE FROM channel_pairing WHERE code = ?", (pairing.code,))
@@ -459,11 +565,15 @@ class ChannelStore:
     async def record_chunk(self, lease: Lease, index: int, message_id: str) -> None:
         """Record a sent chunk, in the same transaction as a check that the job is still ours."""
 
+        # The jobs table is this database's own: SQLite's `main`, PostgreSQL's schema.
+        schema = "main" if self.db.dialect == "sqlite" else self.db.name
+
         def _record(conn: Conn) -> None:
-            lease.check(conn, "main")
+            lease.check(conn, schema)
             conn.execute(
-                "INSERT OR REPLACE INTO delivery_chunks(delivery, idx, message_id, at)"
-                " VALUES (?, ?, ?, ?)",
+                "INSERT INTO delivery_chunks(delivery, idx, message_id, at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT(delivery, idx) DO UPDATE SET message_id = excluded.message_id,"
+                " at = excluded.at",
                 (lease.job.id, index, message_id, time.time()),
             )
 
@@ -472,27 +582,41 @@ class ChannelStore:
     # -- prompts waiting for an answer (shared by every process) ---------------------------
 
     async def open_prompt(self, prompt: Prompt) -> None:
-        await self.db.write(
-            lambda conn: conn.execute(
-                "INSERT OR REPLACE INTO channel_prompts(id, kind, conversation, turn, nonce,"
-                " choices, answer, by, created, tool, summary, reason, agent, session)"
-                " VALUES (?, ?, ?, ?, ?, ?, NULL, '', ?, ?, ?, ?, ?, ?)",
-                (
-                    prompt.id,
-                    prompt.kind,
-                    prompt.conversation,
-                    prompt.turn,
-                    prompt.nonce,
-                    dumps(prompt.choices),
-                    prompt.created,
-                    prompt.tool,
-                    prompt.summary,
-                    prompt.reason,
-                    prompt.agent,
-                    prompt.session,
-                ),
-            )
+        """Record a prompt (replacing one of the same id, or holding the same nonce)."""
+        values = (
+            prompt.id,
+            prompt.kind,
+            prompt.conversation,
+            prompt.turn,
+            prompt.nonce,
+            dumps(prompt.choices),
+            prompt.created,
+            prompt.tool,
+            prompt.summary,
+            prompt.reason,
+            prompt.agent,
+            prompt.session,
         )
+
+        def _open(conn: Conn) -> None:
+            # What INSERT OR REPLACE did, said on both engines: a row holding the nonce
+            # goes, and a row of the same id is overwritten whole (its answer cleared).
+            conn.execute(
+                "DELETE FROM channel_prompts WHERE nonce = ? AND id <> ?", (prompt.nonce, prompt.id)
+            )
+            conn.execute(
+                "INSERT INTO channel_prompts(id, kind, conversation, turn, nonce,"
+                " choices, answer, by, created, tool, summary, reason, agent, session)"
+                " VALUES (?, ?, ?, ?, ?, ?, NULL, '', ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(id) DO UPDATE SET kind = excluded.kind,"
+                " conversation = excluded.conversation, turn = excluded.turn,"
+                " nonce = excluded.nonce, choices = excluded.choices, answer = NULL, by = '',"
+                " created = excluded.created, tool = excluded.tool, summary = excluded.summary,"
+                " reason = excluded.reason, agent = excluded.agent, session = excluded.session",
+                values,
+            )
+
+        await self.db.write(_open)
 
     async def waiting_approvals(self) -> list[Prompt]:
         """Every approval prompt of every conversation still waiting, oldest first.
@@ -573,8 +697,9 @@ class ChannelStore:
     async def save_draft(self, turn: str, address: str, message_id: str) -> None:
         await self.db.write(
             lambda conn: conn.execute(
-                "INSERT OR REPLACE INTO channel_drafts(turn, address, message_id, at)"
-                " VALUES (?, ?, ?, ?)",
+                "INSERT INTO channel_drafts(turn, address, message_id, at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT(turn) DO UPDATE SET address = excluded.address,"
+                " message_id = excluded.message_id, at = excluded.at",
                 (turn, address, message_id, time.time()),
             )
         )

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from habakkuk.engine.jobs import FINISHED_SQL, JobQueue
-from habakkuk.engine.sql import Conn
+from habakkuk.engine.sql import Conn, Dialect
 
 from .deliveries import REPLY_PREFIX, enqueue_reply
 from .store import ChannelStore, SweepMark
@@ -41,14 +41,21 @@ SWEEP_BATCH = 200
 SWEEP_SLACK_SECONDS = 60.0
 
 # One status's finished jobs after a place, in index order; `missing` says whether it is a
-# channel turn without its reply job (the only rows the sweep then reads whole).
-_TRIP_SQL = (
-    "SELECT j.seq, j.updated_at, j.id, j.kind = ?"
-    " AND json_extract(j.payload, '$.reply_to.to') IS NOT NULL"
-    " AND NOT EXISTS (SELECT 1 FROM jobs d WHERE d.id = ? || j.id) AS missing"
-    f" FROM jobs j WHERE j.status = ? AND j.{FINISHED_SQL} AND (j.updated_at, j.seq) > (?, ?)"
-    " ORDER BY j.updated_at, j.seq LIMIT ?"
-)
+# channel turn without its reply job (the only rows the sweep then reads whole). Only the
+# JSON lookup of the turn's reply address is said differently by each engine.
+_REPLY_TO = {
+    "sqlite": "json_extract(j.payload, '$.reply_to.to')",
+    "postgres": "(j.payload::jsonb -> 'reply_to' ->> 'to')",
+}
+
+
+def _trip_sql(dialect: Dialect) -> str:
+    return (
+        f"SELECT j.seq, j.updated_at, j.id, j.kind = ? AND {_REPLY_TO[dialect]} IS NOT NULL"
+        " AND NOT EXISTS (SELECT 1 FROM jobs d WHERE d.id = ? || j.id) AS missing"
+        f" FROM jobs j WHERE j.status = ? AND j.{FINISHED_SQL} AND (j.updated_at, j.seq) > (?, ?)"
+        " ORDER BY j.updated_at, j.seq LIMIT ?"
+    )
 
 
 @dataclass(frozen=True)
@@ -117,13 +124,14 @@ class ReplySweep:
 
     def _trip(self, after: SweepMark) -> Callable[[Conn], _Trip]:
         kind, batch = self.turn_kind, self.batch
+        sql = _trip_sql(self.queue.db.dialect)
 
         def read(conn: Conn) -> _Trip:
             rows: list[tuple[SweepMark, str, bool]] = []
             full: list[SweepMark] = []  # the last place of each status with a full batch
             for status in FINISHED:
                 found = conn.execute(
-                    _TRIP_SQL,
+                    sql,
                     (kind, REPLY_PREFIX, status, after.updated_at, after.seq, batch),
                 ).fetchall()
                 marks = [(SweepMark(r[1], r[0]), str(r[2]), bool(r[3])) for r in found]

@@ -659,7 +659,7 @@ class JobQueue:
             return
         insert = _inserter([row for row, _ in batch], self.db.dialect)
         try:
-            written = self.db.write_now(insert, inline=len(batch) <= INLINE_ROWS)
+            written = self.db.write_now(insert, inline=len(batch) <= INLINE_ROWS, shared=True)
         except Exception as exc:  # the database is closed
             for _, future in batch:
                 if not future.done():
@@ -728,7 +728,11 @@ class JobQueue:
                     raise outcome  # one transaction: one row that fails fails them all
             return [row[0] for row, new in zip(rows, outcomes, strict=True) if new]
 
-        created = await self.db.write(_insert, inline=len(jobs) <= INLINE_ROWS) if jobs else []
+        created = (
+            await self.db.write(_insert, inline=len(jobs) <= INLINE_ROWS, shared=True)
+            if jobs
+            else []
+        )
         new = set(created)
         for kind in {job.kind for job in jobs if job.id in new}:
             self._notify(kind)
@@ -828,14 +832,14 @@ class JobQueue:
             return finished, claim(conn, limit, not inline) if limit > 0 else []
 
         try:
-            finished, jobs = await self.db.write(_settle, inline=inline)
+            finished, jobs = await self.db.write(_settle, inline=inline, shared=True)
         except sqlite3.IntegrityError:
             if self.db.dialect != "postgres":
                 raise
             # Another node started a job of a serial key this claim found free, and
             # committed first (jobs_serial_running refused ours): nothing of this
             # transaction was written. Once more, now that its job shows as running.
-            finished, jobs = await self.db.write(_settle, inline=inline)
+            finished, jobs = await self.db.write(_settle, inline=inline, shared=True)
         if done:
             for (lease, _), ours in zip(done, finished, strict=True):
                 if ours:
@@ -967,7 +971,11 @@ class JobQueue:
                 beats.append(None if row is None else bool(row[0]))
             return beats
 
-        beats = await self.db.write(_beat, inline=len(leases) <= INLINE_ROWS) if leases else []
+        beats = (
+            await self.db.write(_beat, inline=len(leases) <= INLINE_ROWS, shared=True)
+            if leases
+            else []
+        )
         for lease, cancel in zip(leases, beats, strict=True):
             lease.job.cancel_requested = bool(cancel)
         return [cancel is not None for cancel in beats]

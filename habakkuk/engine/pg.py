@@ -444,11 +444,15 @@ class PgDatabase:
     async def run(self, fn: Callable[[Conn], T]) -> T:
         return await self._submit(fn, write=False, exclusive=False)
 
-    async def write(self, fn: Callable[[Conn], T], *, inline: bool = False) -> T:
-        return await self._submit(fn, write=True, exclusive=not inline)
+    async def write(
+        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+    ) -> T:
+        return await self._submit(fn, write=True, exclusive=not (inline or shared))
 
-    def write_now(self, fn: Callable[[Conn], T], *, inline: bool = False) -> asyncio.Future[T]:
-        return self._submit(fn, write=True, exclusive=not inline)
+    def write_now(
+        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+    ) -> asyncio.Future[T]:
+        return self._submit(fn, write=True, exclusive=not (inline or shared))
 
     def write_if_free(self, fn: Callable[[Conn], T]) -> tuple[bool, Any] | None:
         """Never here and now: every PostgreSQL call is a round trip to the server."""

@@ -174,6 +174,12 @@ class UsagePruner(Protocol):
     async def prune(self, older_than_days: float) -> int: ...
 
 
+class SharedBlobPruner(Protocol):
+    """The blob store, as retention prunes the rows it shares (engine/blobs.py)."""
+
+    async def prune_shared(self, older_than_days: float) -> int | None: ...
+
+
 async def sweep_with(
     queue: JobQueue,
     transcripts: TranscriptStore,
@@ -182,6 +188,7 @@ async def sweep_with(
     *,
     state: StateStore | None = None,
     usage: UsagePruner | None = None,
+    blobs: SharedBlobPruner | None = None,
 ) -> dict[str, Any]:
     """The retention job's work under the configured `limits`: one sweep, then the usage
     rows; what it pruned, as the job's result (and logged)."""
@@ -196,6 +203,11 @@ async def sweep_with(
     result: dict[str, Any] = report.as_dict()
     if usage is not None and limits.usage_days > 0:
         result["usage"] = await usage.prune(limits.usage_days)
+    if blobs is not None and limits.sessions_days > 0:
+        # A PostgreSQL home's shared copies go as the files do (None: nothing shared).
+        shared = await blobs.prune_shared(limits.sessions_days)
+        if shared is not None:
+            result["shared_blobs"] = shared
     logging.getLogger(__name__).info("retention: %s", result)
     return result
 

@@ -102,13 +102,19 @@ class Database(Protocol):
         for reads, and for a function that opens its own with `transaction`."""
         ...
 
-    async def write(self, fn: Callable[[Conn], T], *, inline: bool = False) -> T:
+    async def write(
+        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+    ) -> T:
         """Run `fn(conn)` in one transaction that serialises with the database's other
-        writers (`inline`: a short index-bounded queue write that is safe beside them;
-        see each engine for what it does with it); the result after COMMIT."""
+        writers; the result after COMMIT. `inline`: a short index-bounded queue write
+        (SQLite may run it on the loop's thread). `inline` or `shared`: `fn` is written
+        to run beside other writers (row locks, SKIP LOCKED, fencing), so an engine
+        with several writers (PostgreSQL) lets it in without the store's writer lock."""
         ...
 
-    def write_now(self, fn: Callable[[Conn], T], *, inline: bool = False) -> asyncio.Future[T]:
+    def write_now(
+        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+    ) -> asyncio.Future[T]:
         """`write`, handed over at once (for a caller that collected a pass's work)."""
         ...
 

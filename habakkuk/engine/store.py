@@ -59,7 +59,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import functools
-import hashlib
 import os
 import queue
 import sqlite3
@@ -70,6 +69,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from .blobs import BlobStore
 from .errors import HabakkukError
 from .sql import Conn, Database, Dialect, Migration, Row, Schema
 
@@ -446,7 +446,9 @@ class SqliteDatabase:
         """Run `fn(conn)` on the database thread and return its result."""
         return await self._submit(fn, write=False)
 
-    async def write(self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False) -> T:
+    async def write(
+        self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False, shared: bool = False
+    ) -> T:
         """Run `fn(conn)` inside BEGIN IMMEDIATE ... COMMIT on the database thread.
 
         `fn` may share its transaction with other writes waiting at the same moment
@@ -513,7 +515,7 @@ class SqliteDatabase:
         self._pass_writes = 0
 
     def write_now(
-        self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False
+        self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False, shared: bool = False
     ) -> asyncio.Future[T]:
         """`write` for a caller that collected one loop pass's work itself (the queue's
         enqueues): handed over at once, not at the end of the pass. The future is
@@ -936,36 +938,3 @@ def _resolve(calls: list[_Call]) -> None:
             future.set_result(value)
         else:
             future.set_exception(value)
-
-
-class BlobStore:
-    """Content-addressed files under HOME/blobs/ab/abcdef...: a write is idempotent."""
-
-    def __init__(self, root: Path):
-        self.root = root
-
-    def path_for(self, digest: str) -> Path:
-        return self.root / digest[:2] / digest
-
-    def put_bytes(self, data: bytes, suffix: str = "") -> Path:
-        """Store `data`; returns its path. Same content, same path, written once."""
-        digest = hashlib.sha256(data).hexdigest()
-        path = self.path_for(digest + suffix)
-        if path.exists():
-            # Stored again means used again: retention prunes blobs by mtime.
-            os.utime(path)
-            return path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-        return path
-
-    async def put(self, data: bytes, suffix: str = "") -> Path:
-        """`put_bytes` off the event loop."""
-        return await asyncio.to_thread(self.put_bytes, data, suffix)
-
-    def get(self, digest: str) -> bytes:
-        return self.path_for(digest).read_bytes()

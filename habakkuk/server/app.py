@@ -286,7 +286,7 @@ class HttpServer:
                 f"http.listen: without http.token_env the server only listens on loopback, "
                 f"not {host!r}"
             )
-        self.store = await WebStore.open(self.runtime.home.db_path("web"))
+        self.store = await WebStore.open_on(self.runtime.storage)
         try:
             self.metrics.start()
             await self.health.start()

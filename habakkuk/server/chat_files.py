@@ -18,6 +18,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from habakkuk.engine.blobs import BlobNotFound
+
 from .chat import check_conversation
 from .errors import ApiError
 from .served import server_of
@@ -52,7 +54,13 @@ async def chat_file(request: web.Request) -> web.StreamResponse:
         raise ApiError(404, f"conversation {conversation!r} has no file {file_id!r}")
     path = Path(found.path)
     if not await asyncio.to_thread(_is_file, path):
-        raise ApiError(404, f"the file {found.name!r} is no longer stored (retention)")
+        try:
+            # Stored by another node of a PostgreSQL home: its copy, fetched here.
+            path = await server.runtime.blobs.ensure_local(path)
+        except BlobNotFound:
+            raise ApiError(
+                404, f"the file {found.name!r} is no longer stored (retention)"
+            ) from None
     inline = found.media_type in INLINE_TYPES
     return web.FileResponse(
         path,

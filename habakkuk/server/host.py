@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.home import Environment, Home
     from habakkuk.engine.jobs import JobQueue
+    from habakkuk.engine.storage import Storage
     from habakkuk.engine.store import BlobStore
     from habakkuk.engine.toolkit.waiting import ApprovalsAccess
     from habakkuk.services.overview import ControlAccess
@@ -33,6 +34,7 @@ class ServerHost(McpHost, Services, Protocol):
     bus: EventBus
     blobs: BlobStore
     queue: JobQueue
+    storage: Storage  # where the home's databases are (web.db opens there too)
 
     def channel_service(self) -> Any:
         """The chat channels (habakkuk.channels.service.ChannelService), made on first use."""

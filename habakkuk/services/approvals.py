@@ -34,6 +34,14 @@ if TYPE_CHECKING:
     from habakkuk.tools.clarify import ClarifyRequest
 
 
+# Whether control's channel_prompts table exists, asked of each engine's catalogue.
+_PROMPTS_TABLE = {
+    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'channel_prompts'",
+    "postgres": "SELECT table_name FROM information_schema.tables"
+    " WHERE table_schema = current_schema() AND table_name = 'channel_prompts'",
+}
+
+
 class Attendance:
     """One client attending (from `Approvals.attach`); `release()` or leaving `with` ends it."""
 
@@ -172,9 +180,7 @@ class Approvals(ApprovalHub):
         """
         if self._channels() is not None or self._store is not None or self._config.channels:
             return await self.store()
-        rows = await self._control_db.fetchall(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'channel_prompts'"
-        )
+        rows = await self._control_db.fetchall(_PROMPTS_TABLE[self._control_db.dialect])
         return await self.store() if rows else None
 
     def human_approver(self, session: Session, request: TurnRequest) -> Approver | None:

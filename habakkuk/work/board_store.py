@@ -2,7 +2,8 @@
 (work/board.py) and the dispatcher (work/board_dispatch.py).
 
 Every change is ONE short transaction (BEGIN IMMEDIATE, so writers of several processes
-queue on the busy timeout) that updates the card's row, bumps its `revision` and
+queue on the busy timeout; on PostgreSQL the control schema's writer lock, so writers
+of several nodes queue the same way) that updates the card's row, bumps its `revision` and
 `updated_at`, and appends its board_log entries. Changes are compare-and-swaps on what
 the caller read (`expect`): a change that lost a race writes nothing and says so.
 
@@ -66,6 +67,18 @@ _NOT_DONE_DEP = (
     "EXISTS (SELECT 1 FROM board_deps d JOIN board_cards c ON c.id = d.depends_on"
     " WHERE d.card = board_cards.id AND c.status != 'done')"
 )
+
+
+def _prefix_sql(db: Database) -> str:
+    """Ids in [prefix, prefix + U+FFFF), in code point order as SQLite compares text: on
+    PostgreSQL in the "C" collation, since a database's own (en_US, ...) may order and
+    compare them otherwise."""
+    if db.dialect == "postgres":
+        return (
+            'SELECT id FROM board_cards WHERE id COLLATE "C" >= ? AND id COLLATE "C" < ?'
+            ' ORDER BY id COLLATE "C" LIMIT ?'
+        )
+    return "SELECT id FROM board_cards WHERE id >= ? AND id < ? ORDER BY id LIMIT ?"
 
 
 class CorruptCard(HabakkukError):
@@ -487,10 +500,7 @@ class BoardStore:
     async def ids_with_prefix(self, prefix: str, limit: int = 6) -> list[str]:
         """Ids that start with `prefix` (a range on the primary key), at most `limit`."""
         await self.ensure()
-        rows = await self.db.fetchall(
-            "SELECT id FROM board_cards WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-            (prefix, prefix + "\uffff", limit),
-        )
+        rows = await self.db.fetchall(_prefix_sql(self.db), (prefix, prefix + "\uffff", limit))
         return [row["id"] for row in rows]
 
     async def counts(self) -> dict[str, int]:

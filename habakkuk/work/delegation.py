@@ -12,6 +12,9 @@ stopped with /subagents stop) tell the parent in a turn of the parent session wh
 derives from the child's (NOTICE_PREFIX + job): the child's result is stored before the
 notice is queued, and `sweep` queues the notices a crash left unqueued, so each is queued
 exactly once.
+
+Its SQL (why a child was stopped, the children read off the jobs) is
+work/delegation_store.py's, on either engine.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from habakkuk.engine.events import DelegateEnded, DelegateStarted, EventBus, Job
 from habakkuk.engine.jobs import Job, JobQueue, payload_of
 from habakkuk.engine.session_access import SessionsAccess
 from habakkuk.engine.sessions import DELEGATE_ORIGIN, TranscriptStore
-from habakkuk.engine.sql import Conn
 from habakkuk.engine.timeouts import wait_within
+from habakkuk.work.delegation_store import DelegationStore
 from habakkuk.work.delegation_types import (
     SUBTURN_KIND,
     SUBTURNS,
@@ -50,14 +53,6 @@ log = logging.getLogger(__name__)
 NOTICE_PREFIX = "turn_"  # the parent's notice turn: turn_<job>
 SUBTURN_MAX_ATTEMPTS = 3
 STOP_GRACE = 15.0  # seconds a stopped child gets to settle before the report is read
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS subturn_stops (
-    job TEXT PRIMARY KEY,
-    status TEXT NOT NULL,
-    error TEXT NOT NULL DEFAULT '',
-    at REAL NOT NULL
-);
-"""
 
 
 def subturn_id(spec: SubturnSpec) -> str:
@@ -124,16 +119,7 @@ class Delegation:
         self.transcripts = transcripts
         self.turns = turns
         self.stop_local: Any = None  # (job id) -> bool: the sub-turn pool's stop_job
-        self._ready = False
-
-    async def _ensure(self) -> None:
-        if not self._ready:
-
-            def _create(conn: Conn) -> None:
-                conn.executescript(SCHEMA)
-
-            await self.queue.db.run(_create)
-            self._ready = True
+        self.store = DelegationStore(queue.db)
 
     # -- delegate ---------------------------------------------------------------------
 
@@ -254,16 +240,7 @@ class Delegation:
 
     async def record_stop(self, job: str, status: ChildStatus, error: str) -> None:
         """Record why the child stops (stopped, timed out), before it does."""
-        await self._ensure()
-
-        def _insert(conn: Conn) -> None:
-            conn.execute(
-                "INSERT INTO subturn_stops(job, status, error, at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT(job) DO NOTHING",
-                (job, status, error, time.time()),
-            )
-
-        await self.queue.db.write(_insert)
+        await self.store.record_stop(job, status, error, time.time())
 
     async def _stop(self, job: str, status: ChildStatus, error: str) -> None:
         """Record why the child stops, then stop it here or in whichever process runs it."""
@@ -318,14 +295,11 @@ class Delegation:
         )
 
     async def _stop_of(self, job: str) -> tuple[ChildStatus, str] | None:
-        await self._ensure()
-        row = await self.queue.db.fetchone(
-            "SELECT status, error FROM subturn_stops WHERE job = ?", (job,)
-        )
-        if row is None:
+        stop = await self.store.stop_of(job)
+        if stop is None:
             return None
-        status: ChildStatus = "timed out" if row["status"] == "timed out" else "stopped"
-        return status, str(row["error"])
+        status: ChildStatus = "timed out" if stop[0] == "timed out" else "stopped"
+        return status, stop[1]
 
     async def _last_text(self, session: str) -> str:
         """The child's last assistant text (its partial output)."""
@@ -340,16 +314,7 @@ class Delegation:
 
     async def children(self, parent_session: str, *, active_only: bool = True) -> list[ChildReport]:
         """The session's children (queued or running only, by default), oldest first."""
-        statuses = (
-            "('queued', 'running')"
-            if active_only
-            else "('queued', 'running', 'done', 'failed', 'cancelled')"
-        )
-        rows = await self.queue.db.fetchall(
-            f"SELECT * FROM jobs WHERE kind = ? AND status IN {statuses}"
-            " AND json_extract(payload, '$.spec.parent_session') = ? ORDER BY seq",
-            (SUBTURN_KIND, parent_session),
-        )
+        rows = await self.store.children(SUBTURN_KIND, parent_session, active_only=active_only)
         return [await self._report_of(Job.from_row(r)) for r in rows]
 
     async def stop(self, parent_session: str, job_prefix: str) -> ChildReport:
@@ -413,14 +378,7 @@ class Delegation:
     async def sweep(self) -> int:
         """Queue the notices owed for children that ended while no process could (a kill
         between the child's result and its notice); the number queued."""
-        await self._ensure()
-        rows = await self.queue.db.fetchall(
-            "SELECT j.* FROM jobs j LEFT JOIN subturn_stops s ON s.job = j.id"
-            " WHERE j.kind = ? AND j.status IN ('done', 'failed', 'cancelled')"
-            " AND (json_extract(j.payload, '$.spec.background') OR s.status = 'stopped')"
-            " AND NOT EXISTS (SELECT 1 FROM jobs n WHERE n.id = ? || j.id)",
-            (SUBTURN_KIND, NOTICE_PREFIX),
-        )
+        rows = await self.store.notices_owed(SUBTURN_KIND, NOTICE_PREFIX)
         queued = 0
         for row in rows:
             job = Job.from_row(row)

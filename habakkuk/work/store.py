@@ -2,11 +2,15 @@
 
 control.db is shared by every process of one home; the jobs module owns its numbered
 migrations, so these tables are created IF NOT EXISTS when the store opens (like
-channels/store.py). Every write is one short transaction on the queue's connection.
+channels/store.py), spelled for the engine that holds control (work/tables.py). Every
+write is one short transaction on the queue's connection: on PostgreSQL it holds the
+control schema's writer lock, so the compare-and-swaps below serialise across nodes
+exactly as they do across the processes of one SQLite home.
 
 `schedule_runs` holds one row per (schedule, slot, extra): the timetable writes it
-with INSERT OR IGNORE, so a tick repeated after a crash never doubles a row, and the
-run handlers upsert their outcome onto it (`set_run`).
+with ON CONFLICT DO NOTHING, so a tick repeated after a crash (or raced by another
+node's) never doubles a row, and the run handlers upsert their outcome onto it
+(`set_run`).
 
 A row that cannot be read (bad JSON, a `when` that no longer parses) is logged in one
 line and skipped: one bad schedule never hides the others (nanobot #2792).
@@ -25,6 +29,7 @@ from habakkuk.engine.jobs import Interrupted, Lease
 from habakkuk.engine.sql import Conn, Row
 from habakkuk.engine.store import Database
 from habakkuk.work.schedule_types import Schedule, SlotRun, SlotStatus
+from habakkuk.work.tables import Tables, ensure_tables
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +65,43 @@ CREATE TABLE IF NOT EXISTS schedule_runs (
 CREATE INDEX IF NOT EXISTS schedule_runs_newest ON schedule_runs(schedule, at);
 CREATE INDEX IF NOT EXISTS schedule_runs_job ON schedule_runs(job);
 """
+
+# The same tables in PostgreSQL's types: every column's name and meaning as above
+# (`habakkuk storage migrate` copies them by name); flags stay integers.
+PG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schedules (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    name TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    body TEXT NOT NULL DEFAULT '{}',
+    enabled BIGINT NOT NULL DEFAULT 1,
+    next_run DOUBLE PRECISION,
+    last_run DOUBLE PRECISION,
+    last_status TEXT NOT NULL DEFAULT '',
+    last_output TEXT NOT NULL DEFAULT '',
+    fail_streak BIGINT NOT NULL DEFAULT 0,
+    created_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules(enabled, next_run);
+CREATE INDEX IF NOT EXISTS schedules_agent ON schedules(agent);
+CREATE TABLE IF NOT EXISTS schedule_runs (
+    schedule TEXT NOT NULL,
+    slot DOUBLE PRECISION NOT NULL,
+    extra BIGINT NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    job TEXT NOT NULL DEFAULT '',
+    session TEXT NOT NULL DEFAULT '',
+    delivered BIGINT,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (schedule, slot, extra)
+);
+CREATE INDEX IF NOT EXISTS schedule_runs_newest ON schedule_runs(schedule, at);
+CREATE INDEX IF NOT EXISTS schedule_runs_job ON schedule_runs(job);
+"""
+
+TABLES = Tables(SCHEMA, PG_SCHEMA, marker="schedule_runs_job")
 
 # The fields of a Schedule kept in `body` (JSON): what is read only when a run starts.
 BODY_FIELDS = (
@@ -150,6 +192,12 @@ class ScheduleStore:
 
     def __init__(self, db: Database):
         self.db = db
+        # "next_run is the value read", NULL included: SQLite's IS compares values,
+        # PostgreSQL's IS takes only NULL/TRUE/FALSE, so it says IS NOT DISTINCT FROM.
+        self._same = "IS NOT DISTINCT FROM" if db.dialect == "postgres" else "IS"
+        # The name control is known by on the store's connection (a Lease checks its
+        # job there): the main database of control.db, the control schema on PostgreSQL.
+        self._control = "control" if db.dialect == "postgres" else "main"
 
     @classmethod
     async def open(cls, db: Database) -> ScheduleStore:
@@ -160,7 +208,7 @@ class ScheduleStore:
 
     async def ensure(self) -> None:
         """Create the tables if needed (idempotent; safe with other processes)."""
-        await self.db.run(lambda conn: conn.executescript(SCHEMA))
+        await ensure_tables(self.db, TABLES)
 
     # -- schedules -------------------------------------------------------------------
 
@@ -278,7 +326,7 @@ class ScheduleStore:
             if enable is not None:
                 params.append(int(enable))
             cursor = conn.execute(
-                f"UPDATE schedules SET {sets} WHERE id = ? AND next_run IS ?",
+                f"UPDATE schedules SET {sets} WHERE id = ? AND next_run {self._same} ?",
                 (*params, schedule_id, expected),
             )
             if cursor.rowcount != 1:
@@ -294,11 +342,13 @@ class ScheduleStore:
         """`advance` for several schedules in one transaction: (id, expected, new_next,
         rows) each; whether each swap won."""
 
+        swap = f"UPDATE schedules SET next_run = ? WHERE id = ? AND next_run {self._same} ?"
+
         def _advance(conn: Conn) -> list[bool]:
             won = []
             for schedule_id, expected, new_next, rows in swaps:
                 cursor = conn.execute(
-                    "UPDATE schedules SET next_run = ? WHERE id = ? AND next_run IS ?",
+                    swap,
                     (new_next, schedule_id, expected),
                 )
                 won.append(cursor.rowcount == 1)
@@ -321,17 +371,12 @@ class ScheduleStore:
         """Write a run's outcome onto the schedule (runs slice: after each run).
         With `lease`, only while that job's lease is still held."""
 
-        def _record(conn: Conn) -> None:
+        def _result(conn: Conn) -> None:
             if lease is not None:
-                lease.check(conn, "main")
-            conn.execute(
-                "UPDATE schedules SET last_run = ?, last_status = ?,"
-                " last_output = coalesce(?, last_output),"
-                " fail_streak = coalesce(?, fail_streak) WHERE id = ?",
-                (last_run, last_status, last_output, fail_streak, schedule_id),
-            )
+                lease.check(conn, self._control)
+            _record(conn, schedule_id, last_run, last_status, last_output, fail_streak)
 
-        await self.db.write(_record)
+        await self.db.write(_result)
 
     # -- slot runs -------------------------------------------------------------------
 
@@ -358,34 +403,77 @@ class ScheduleStore:
 
         def _set(conn: Conn) -> None:
             if lease is not None:
-                lease.check(conn, "main")
-            now = time.time()
-            conn.execute(
-                "INSERT INTO schedule_runs(schedule, slot, extra, status, reason, job, session,"
-                " delivered, at) VALUES (?, ?, ?, ?, coalesce(?, ''), coalesce(?, ''),"
-                " coalesce(?, ''), ?, ?)"
-                " ON CONFLICT(schedule, slot, extra) DO UPDATE SET status = excluded.status,"
-                " reason = coalesce(?, reason), job = coalesce(?, job),"
-                " session = coalesce(?, session), delivered = coalesce(?, delivered),"
-                " at = excluded.at",
-                (
-                    schedule_id,
-                    slot,
-                    int(extra),
-                    status,
-                    reason,
-                    job,
-                    session,
-                    _flag(delivered),
-                    now,
-                    reason,
-                    job,
-                    session,
-                    _flag(delivered),
-                ),
-            )
+                lease.check(conn, self._control)
+            _upsert_run(conn, schedule_id, slot, status, extra, reason, job, session, delivered)
 
         await self.db.write(_set)
+
+    async def settle_run(
+        self,
+        job: str,
+        status: SlotStatus,
+        *,
+        reason: str | None,
+        session: str | None,
+        delivered: bool | None,
+        last_status: str,
+        last_output: str | None,
+        fail_streak: int | None,
+    ) -> bool:
+        """A run's end on its slot row and its schedule, in one transaction, so a delivery
+        settling at the same moment (on any node) comes wholly before or after it: a row
+        its delivery already marked delivery_failed stays so (a run that "ran" did not
+        get its message through), with that reason. False when the job has no slot row."""
+
+        def _settle(conn: Conn) -> bool:
+            row = _run_of_job(conn, job)
+            if row is None:
+                return False
+            now_status, now_last, now_reason = status, last_status, reason
+            if row.status == "delivery_failed" and status == "ran":
+                now_status, now_last = "delivery_failed", f"delivery failed: {row.reason}"
+                now_reason = None
+            _upsert_run(
+                conn,
+                row.schedule,
+                row.slot,
+                now_status,
+                row.extra,
+                now_reason,
+                None,
+                session,
+                delivered,
+            )
+            _record(conn, row.schedule, time.time(), now_last, last_output, fail_streak)
+            return True
+
+        return await self.db.write(_settle)
+
+    async def settle_delivery(self, job: str, *, delivered: bool, reason: str = "") -> bool:
+        """A run's message arrived (delivered) or did not (the row becomes delivery_failed
+        with `reason`, unless the run itself failed: its failure and its why stay), in one
+        transaction with the schedule's last status. False when the job has no slot row."""
+
+        def _settle(conn: Conn) -> bool:
+            row = _run_of_job(conn, job)
+            if row is None:
+                return False
+            if delivered:
+                _upsert_run(
+                    conn, row.schedule, row.slot, row.status, row.extra, None, None, None, True
+                )
+                return True
+            status: SlotStatus = "failed" if row.status == "failed" else "delivery_failed"
+            why = None if status == "failed" else reason
+            _upsert_run(conn, row.schedule, row.slot, status, row.extra, why, None, None, False)
+            conn.execute(
+                "UPDATE schedules SET last_run = coalesce(last_run, ?), last_status = ?"
+                " WHERE id = ?",
+                (time.time(), f"delivery failed: {reason}", row.schedule),
+            )
+            return True
+
+        return await self.db.write(_settle)
 
     async def runs(self, schedule_id: str, *, limit: int = 50) -> list[SlotRun]:
         """Slot rows of one schedule, newest slot first."""
@@ -469,6 +557,68 @@ def readable(rows: Iterable[Row]) -> Iterable[Schedule]:
 
 def _flag(value: bool | None) -> int | None:
     return None if value is None else int(value)
+
+
+def _run_of_job(conn: Conn, job: str) -> SlotRun | None:
+    row = conn.execute("SELECT * FROM schedule_runs WHERE job = ?", (job,)).fetchone()
+    return _run_from_row(row) if row is not None else None
+
+
+def _upsert_run(
+    conn: Conn,
+    schedule_id: str,
+    slot: float,
+    status: SlotStatus,
+    extra: bool,
+    reason: str | None,
+    job: str | None,
+    session: str | None,
+    delivered: bool | None,
+) -> None:
+    """One slot's outcome, inserted or updated: fields given None keep their value."""
+    conn.execute(
+        "INSERT INTO schedule_runs(schedule, slot, extra, status, reason, job, session,"
+        " delivered, at) VALUES (?, ?, ?, ?, coalesce(?, ''), coalesce(?, ''),"
+        " coalesce(?, ''), ?, ?)"
+        " ON CONFLICT(schedule, slot, extra) DO UPDATE SET status = excluded.status,"
+        # The row's own values by table name: bare, PostgreSQL finds them ambiguous
+        # beside `excluded`.
+        " reason = coalesce(?, schedule_runs.reason), job = coalesce(?, schedule_runs.job),"
+        " session = coalesce(?, schedule_runs.session),"
+        " delivered = coalesce(?, schedule_runs.delivered), at = excluded.at",
+        (
+            schedule_id,
+            slot,
+            int(extra),
+            status,
+            reason,
+            job,
+            session,
+            _flag(delivered),
+            time.time(),
+            reason,
+            job,
+            session,
+            _flag(delivered),
+        ),
+    )
+
+
+def _record(
+    conn: Conn,
+    schedule_id: str,
+    last_run: float,
+    last_status: str,
+    last_output: str | None,
+    fail_streak: int | None,
+) -> None:
+    """A run's outcome onto its schedule: output and streak given None keep their value."""
+    conn.execute(
+        "UPDATE schedules SET last_run = ?, last_status = ?,"
+        " last_output = coalesce(?, last_output),"
+        " fail_streak = coalesce(?, fail_streak) WHERE id = ?",
+        (last_run, last_status, last_output, fail_streak, schedule_id),
+    )
 
 
 def _insert_runs(conn: Conn, rows: Iterable[SlotRun]) -> None:

@@ -30,14 +30,22 @@ def count_writes(monkeypatch: pytest.MonkeyPatch, db: SqliteDatabase) -> list[st
     write_if_free = SqliteDatabase.write_if_free
 
     async def counted(
-        self: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+        self: SqliteDatabase,
+        fn: Callable[[sqlite3.Connection], Any],
+        *,
+        inline: bool = False,
+        shared: bool = False,
     ) -> Any:
         if self is db:
             names.append(fn.__qualname__)
         return await write(self, fn, inline=inline)
 
     def counted_now(
-        self: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+        self: SqliteDatabase,
+        fn: Callable[[sqlite3.Connection], Any],
+        *,
+        inline: bool = False,
+        shared: bool = False,
     ) -> Any:
         if self is db:
             names.append(fn.__qualname__)

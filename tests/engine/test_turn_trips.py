@@ -63,14 +63,22 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
         return run_sync(db, noted(db, fn))
 
     async def counted_write(
-        db: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+        db: SqliteDatabase,
+        fn: Callable[[sqlite3.Connection], Any],
+        *,
+        inline: bool = False,
+        shared: bool = False,
     ) -> Any:
         # A write is a trip of its own (a transaction, on the database thread or inline
         # on the loop's), named by the function it runs.
         return await write(db, noted(db, fn), inline=inline)
 
     def counted_write_now(
-        db: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any], *, inline: bool = False
+        db: SqliteDatabase,
+        fn: Callable[[sqlite3.Connection], Any],
+        *,
+        inline: bool = False,
+        shared: bool = False,
     ) -> Any:
         return write_now(db, noted(db, fn), inline=inline)
 

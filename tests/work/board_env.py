@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from habakkuk.engine.config import Config, parse_config
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Home
-from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
+from habakkuk.engine.jobs import SCHEMA as CONTROL
 from habakkuk.engine.jobs import JobQueue
-from habakkuk.engine.store import Database, SqliteDatabase
+from habakkuk.engine.storage import SqliteStorage, Storage
+from habakkuk.engine.store import Database
 from habakkuk.services.board import build_board
 from habakkuk.work.board import Board
 from habakkuk.work.board_store import BoardStore
@@ -55,11 +56,16 @@ class Control:
 
 
 async def open_control(
-    home: Home, config: Config, *, local_jobs: frozenset[str] = frozenset()
+    home: Home,
+    config: Config,
+    *,
+    local_jobs: frozenset[str] = frozenset(),
+    storage: Storage | None = None,
 ) -> Control:
-    """A connection to the home's control.db with a board whose local pools "run"
-    `local_jobs` (their stop succeeds and is recorded; any other goes to the queue)."""
-    db = await SqliteDatabase.open(home.db_path("control"), JOB_MIGRATIONS)
+    """A connection to the home's control (on `storage`, by default its control.db) with
+    a board whose local pools "run" `local_jobs` (their stop succeeds and is recorded;
+    any other goes to the queue)."""
+    db = await (storage or SqliteStorage(home)).open(CONTROL, inline=True)
     queue = JobQueue(db)
     bus = EventBus()
     stopped: list[str] = []

@@ -9,7 +9,9 @@ from pathlib import Path
 from habakkuk.engine.config import Config, parse_config
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
+from habakkuk.engine.jobs import SCHEMA as CONTROL
 from habakkuk.engine.jobs import JobQueue, Owner
+from habakkuk.engine.storage import Storage
 from habakkuk.engine.store import Database, SqliteDatabase
 from habakkuk.work.service import Schedules
 
@@ -57,4 +59,12 @@ async def open_control(
     if pid is not None:
         owner = Owner(owner.host, pid, owner.token)
     queue = JobQueue(db, owner=owner)
+    return Control(db, queue, Schedules(db, queue, config, clock=clock))
+
+
+async def open_node(storage: Storage, config: Config, clock: FakeClock) -> Control:
+    """A process (SQLite) or node (PostgreSQL) of the home on `storage`, with its own
+    database and owner."""
+    db = await storage.open(CONTROL, inline=True)
+    queue = JobQueue(db, owner=Owner.current())
     return Control(db, queue, Schedules(db, queue, config, clock=clock))

@@ -16,6 +16,7 @@ from habakkuk.engine.agent.requests import ReplyTo
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import CardChanged
 from habakkuk.engine.home import Home
+from habakkuk.engine.storage import Storage
 from habakkuk.work.board_types import (
     CARD_KIND,
     TEXT_MAX,
@@ -32,8 +33,8 @@ from tests.work.board_env import Control, board_config, open_control
 
 
 @pytest.fixture
-async def control(home: Home) -> AsyncIterator[Control]:
-    opened = await open_control(home, board_config(home))
+async def control(home: Home, storage: Storage) -> AsyncIterator[Control]:
+    opened = await open_control(home, board_config(home), storage=storage)
     yield opened
     await opened.close()
 
@@ -433,13 +434,15 @@ async def test_cancelling_a_card_in_progress_cancels_its_job(control: Control) -
     assert stored is not None and stored.status == "cancelled"
 
 
-async def test_a_run_in_this_process_is_stopped_by_its_pool_not_the_queue(home: Home) -> None:
+async def test_a_run_in_this_process_is_stopped_by_its_pool_not_the_queue(
+    home: Home, storage: Storage
+) -> None:
     config = board_config(home)
-    probe = await open_control(home, config)
+    probe = await open_control(home, config, storage=storage)
     card = await probe.board.create(NewCard(title="t", assignee="main"))
     await probe.close()
     job = card_job_id(card.id, 1)
-    control = await open_control(home, config, local_jobs=frozenset({job}))
+    control = await open_control(home, config, local_jobs=frozenset({job}), storage=storage)
     try:
         await doing(control, card)
         await control.board.cancel(card.id)

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.home import Home
+from habakkuk.engine.storage import Storage
 from habakkuk.work.schedule_types import NewSchedule, SlotRun
 from habakkuk.work.scheduler import Scheduler
 from habakkuk.work.service import SCRIPT_KIND
 from tests.conftest import mock_config
 from tests.helpers import eventually
-from tests.work.schedules_env import Control, FakeClock, config_in, open_control
+from tests.work.schedules_env import Control, FakeClock, config_in, open_node
 
 START = dt.datetime(2026, 6, 1, 10, 0, tzinfo=dt.UTC).timestamp()
 
@@ -31,8 +32,8 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-async def control(home: Home, clock: FakeClock) -> AsyncIterator[Control]:
-    opened = await open_control(home.db_path("control"), config_in(home), clock)
+async def control(home: Home, storage: Storage, clock: FakeClock) -> AsyncIterator[Control]:
+    opened = await open_node(storage, config_in(home), clock)
     yield opened
     await opened.close()
 
@@ -120,9 +121,9 @@ async def test_a_script_slot_is_skipped_while_its_previous_run_is_running(
 
 
 async def test_one_ticker_per_home_holds_the_lease(
-    home: Home, control: Control, clock: FakeClock
+    home: Home, storage: Storage, control: Control, clock: FakeClock
 ) -> None:
-    other = await open_control(home.db_path("control"), config_in(home), clock)
+    other = await open_node(storage, config_in(home), clock)
     try:
         first = Scheduler(control.schedules, clock=clock)
         second = Scheduler(other.schedules, clock=clock)

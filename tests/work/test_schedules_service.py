@@ -12,16 +12,17 @@ import pytest
 
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.home import Home
+from habakkuk.engine.storage import Storage
 from habakkuk.work.schedule_types import NewSchedule, ScheduleRefused, WhenError
 from habakkuk.work.service import PROMPT_KIND, SCRIPT_KIND, serial_key
-from tests.work.schedules_env import Control, FakeClock, config_in, open_control
+from tests.work.schedules_env import Control, FakeClock, config_in, open_node
 
 START = dt.datetime(2026, 6, 1, 10, 0, tzinfo=dt.UTC).timestamp()
 
 
 @pytest.fixture
-async def control(home: Home) -> AsyncIterator[Control]:
-    opened = await open_control(home.db_path("control"), config_in(home), FakeClock(START))
+async def control(home: Home, storage: Storage) -> AsyncIterator[Control]:
+    opened = await open_node(storage, config_in(home), FakeClock(START))
     yield opened
     await opened.close()
 
@@ -104,9 +105,10 @@ async def test_a_script_runs_as_a_script_job_with_one_attempt(control: Control) 
 
 async def test_resume_records_the_slots_missed_while_paused_and_starts_from_now(
     home: Home,
+    storage: Storage,
 ) -> None:
     clock = FakeClock(START)
-    control = await open_control(home.db_path("control"), config_in(home), clock)
+    control = await open_node(storage, config_in(home), clock)
     try:
         added = await control.schedules.add(prompt(when="@every 1h"), by="agent")
         paused = await control.schedules.pause(added.id)
@@ -188,9 +190,11 @@ async def test_a_corrupt_row_is_skipped_and_the_others_are_listed(
     assert f"schedule {bad.id}: unreadable row" in caplog.text
 
 
-async def test_resume_records_a_slot_queued_before_the_pause_as_queued(home: Home) -> None:
+async def test_resume_records_a_slot_queued_before_the_pause_as_queued(
+    home: Home, storage: Storage
+) -> None:
     clock = FakeClock(START)
-    control = await open_control(home.db_path("control"), config_in(home), clock)
+    control = await open_node(storage, config_in(home), clock)
     try:
         added = await control.schedules.add(prompt(when="@every 1h"), by="agent")
         await control.schedules.pause(added.id)

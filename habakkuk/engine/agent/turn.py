@@ -383,6 +383,8 @@ class TurnRunner:
                 offered = deps.tool_view(agent, tools, messages)
                 allowed = {t.name for t in offered}
                 specs = [t.spec() for t in offered]
+            # Media another node stored (a PostgreSQL home): fetched to this one first.
+            await deps.blobs.localise(block for message in messages for block in message.blocks)
             request = ModelRequest(
                 model="",
                 system=session.system_prompt,
