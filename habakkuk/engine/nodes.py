@@ -237,7 +237,7 @@ class NodeRegistry:
             return reading
 
         # Its own row, by key: safe beside the other writers, as the queue's writes are.
-        reading = await self.db.write(_beat, inline=True)
+        reading = await self.db.write(_beat, shared=True)
         if reading.too_far() and not (self.last_reading and self.last_reading.too_far()):
             log.warning("%s", skew_message(reading, self.host))
         self.last_reading = reading
