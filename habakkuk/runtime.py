@@ -25,6 +25,7 @@ from habakkuk.engine.hooks import Hooks
 from habakkuk.engine.jobs import Job, JobQueue, Lease
 from habakkuk.engine.llm.factory import ProviderHub
 from habakkuk.engine.llm.router import Router
+from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.retention import RETENTION_KIND, queue_sweeps, sweep_with
 from habakkuk.engine.sessions import Session
@@ -72,7 +73,11 @@ class Runtime:
         self.config = config
         self.env = providers.env
         self.bus = EventBus()
-        self.queue = JobQueue(control_db, lease_seconds=config.workers.lease_seconds)
+        self.queue = JobQueue(
+            control_db,
+            lease_seconds=config.workers.lease_seconds,
+            hosted_agents=frozenset(config.serve.agents or ()) or None,  # None: every agent
+        )
         self.transcripts = transcripts
         self.blobs = BlobStore(
             home.blobs_dir, shared=control_db if dbs.storage.dialect == "postgres" else None
@@ -133,6 +138,8 @@ class Runtime:
         )
         self.control.schedules = self.schedules  # the overview's (total, enabled)
         self.control.board = self.board  # the overview's open_cards
+        self.nodes = NodeRegistry(control_db, agents=config.serve.agents)  # joins in workers
+        self.control.nodes = self.nodes  # the overview's nodes
         from habakkuk.work.delegation import Delegation  # sub-agents: a DelegationAccess
 
         self.delegation = Delegation(
@@ -257,6 +264,7 @@ class Runtime:
                 asyncio.create_task(embed_every_minute(self.memory, lambda: self.config.agents)),
                 asyncio.create_task(curate_when_due(self.home, lambda: self.config, self.memory)),
                 start_ticker(self.schedules),
+                asyncio.create_task(self.nodes.run(), name="node"),  # registered, beating
             ]
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
         # Schedule slots, board cards, sub-agents: each kind its own pool (work/wiring.py).

@@ -88,13 +88,13 @@ def query(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3
 @contextlib.asynccontextmanager
 async def serve_processes() -> AsyncIterator[StartServe]:
     """`await start(home, **env)` starts `habakkuk --serve` on `home` (the environment's
-    variables plus `env`; stderr piped for `stop`); any left running at the end is
-    killed."""
+    variables plus `env`; stderr piped for `stop`; `flags`: more of its options, such as
+    `("--agents", "main")`); any left running at the end is killed."""
     started: list[Process] = []
 
-    async def start(home: Path, **env: str) -> Process:
+    async def start(home: Path, *, flags: tuple[str, ...] = (), **env: str) -> Process:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "habakkuk.cli", "--serve",
+            sys.executable, "-m", "habakkuk.cli", "--serve", *flags,
             env={**os.environ, "HABAKKUK_HOME": str(home), **env},
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip

@@ -68,6 +68,11 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--serve", action="store_true", help="run every worker headless")
     parser.add_argument(
+        "--agents",
+        metavar="A,B",
+        help="with --serve: host only these agents (their turns run here; default: all)",
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="one offline turn through the real queue and stores"
     )
     parser.add_argument("--resume", action="store_true", help="open the session picker first")
@@ -84,10 +89,20 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# The top-level options that take a value (the next word, unless given as --opt=value).
+VALUED = ("--agents",)
+
+
 def command_word(argv: Sequence[str]) -> str:
-    """The subcommand `argv` runs: its first word that is not an option ("" for none).
-    Every top-level option is a flag, so no option takes that word as its value."""
-    return next((word for word in argv if not word.startswith("-")), "")
+    """The subcommand `argv` runs: its first word that is neither an option nor the value
+    of a top-level option that takes one ("" for none)."""
+    words = iter(argv)
+    for word in words:
+        if word in VALUED:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return ""
 
 
 def _check_modes(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -102,6 +117,9 @@ def _check_modes(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
         and not (given == ["--serve"] and args.command == "serve")
     ):
         parser.error(f"{given[0]} cannot be used with the {args.command} command")
+    serving = args.serve or args.command == "serve"
+    if getattr(args, "agents", None) is not None and not serving:
+        parser.error("--agents goes with --serve (the agents this process hosts)")
 
 
 def _module(args: argparse.Namespace) -> str:

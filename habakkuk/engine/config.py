@@ -9,6 +9,7 @@ the key.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -409,6 +410,17 @@ class StorageConfig:
 
 
 @dataclass
+class ServeConfig:
+    """`serve`: what this process hosts when it serves (`habakkuk --serve`, the app).
+
+    `agents`: the agents whose turns it runs (their folders are on this machine, or on
+    a filesystem it shares with the others); None hosts them all. `--agents a,b` on
+    `habakkuk --serve` wins over it."""
+
+    agents: list[str] | None = None
+
+
+@dataclass
 class EmbeddingsConfig:
     """`memory.embeddings`: the provider (of type openai) and model semantic search uses."""
 
@@ -527,6 +539,7 @@ class Config:
     pricing: dict[str, PriceConfig] = field(default_factory=dict)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     skills: SkillsConfig = field(default_factory=SkillsConfig)
     board: BoardConfig = field(default_factory=BoardConfig)
@@ -770,6 +783,9 @@ def _resolve(config: Config, home: Home) -> None:
             f"{path}:{line_of(config.delegation, 'timeout_seconds')}: "
             "delegation.timeout_seconds: must be > 0"
         )
+    if config.serve.agents is not None:
+        where = f"{path}:{line_of(config.serve, 'agents')}: serve.agents"
+        config.serve.agents = hosted_agents(config, config.serve.agents, where)
     _resolve_hooks(config)
     _resolve_memory(config, config.memory)
     _resolve_skills(config, config.skills)
@@ -779,6 +795,21 @@ def _resolve(config: Config, home: Home) -> None:
     _resolve_generation(config)
     if config.search is not None:
         _resolve_search(config, config.search)
+
+
+def hosted_agents(config: Config, names: Sequence[str], where: str) -> list[str]:
+    """`names` (serve.agents, or `--agents a,b`) checked against the configured agents,
+    duplicates dropped; ConfigError naming `where` for an unknown one or for none."""
+    hosted = list(dict.fromkeys(name.strip() for name in names if name.strip()))
+    if not hosted:
+        raise ConfigError(
+            f"{where}: names no agent; name at least one, or leave it out to host all"
+        )
+    unknown = [name for name in hosted if name not in config.agents]
+    if unknown:
+        known = ", ".join(sorted(config.agents)) or "none"
+        raise ConfigError(f"{where}: agent {unknown[0]!r} is not configured (agents: {known})")
+    return hosted
 
 
 def _resolve_memory(config: Config, memory: MemoryConfig) -> None:

@@ -11,6 +11,7 @@ from .jobs import SCHEMA as CONTROL
 from .llm.pricing import PriceTable
 from .llm.usage import SCHEMA as USAGE
 from .llm.usage import UsageStore
+from .nodes import check_clock
 from .sessions import TranscriptStore
 from .sql import Database
 from .state import SCHEMA as STATE
@@ -42,6 +43,7 @@ async def open_databases(home: Home, config: Config) -> HomeDatabases:
     try:
         control = await storage.open(CONTROL, inline=True)
         opened.append(control)
+        await check_clock(control)  # a machine whose clock is off cannot hold leases
         # state first: transcripts' connection attaches it (a turn's opening
         # transaction reads the session's state too).
         state = await storage.open(STATE)

@@ -1,15 +1,16 @@
 """What the overview shows (the terminal's overview screen and GET /api/overview): one
-read of the home's queue, jobs, errors, channels, MCP servers, usage, HTTP listener and
-schedule counts,
-built by `Runtime.control.overview`."""
+read of the home's queue, jobs, errors, channels, MCP servers, usage, HTTP listener,
+schedule counts and nodes (every process serving the home), built by
+`Runtime.control.overview`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.llm.usage import UsageTotal
+from habakkuk.engine.nodes import Node
 
 # The overview lists jobs that failed in this many days (newest OVERVIEW_ERRORS of them).
 OVERVIEW_ERROR_DAYS = 7
@@ -66,3 +67,5 @@ class Overview:
     # Parts a chat could not receive in the last OVERVIEW_ERROR_DAYS (a file to a chat
     # without files, ...): each was told in its chat, and is among `errors`.
     unsent: int = 0
+    # Every process serving the home (engine/nodes.py), whichever node reads it.
+    nodes: list[Node] = field(default_factory=list)

@@ -1,5 +1,5 @@
 """The overview, the control room: queue, HTTP listener, usage today, recent errors,
-channels, MCP servers, jobs running here and what is scheduled.
+channels, MCP servers, the home's nodes, jobs running here and what is scheduled.
 
 It reads `Runtime.control.overview()`, the read /api/overview serves, so the terminal and
 the dashboard agree. Errors are cut to fit a row; Enter on one shows it whole.
@@ -31,6 +31,7 @@ from habakkuk.screens.text_prompt import ShowText
 from habakkuk.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
+    from habakkuk.engine.nodes import Node
     from habakkuk.engine.overview import HttpListener, Overview
 
 # Channel states that are not an error.
@@ -71,6 +72,23 @@ def http_line(http: HttpListener) -> str:
     return f"{http.address}: {held}"
 
 
+def ago(seconds: float) -> str:
+    """How long ago, in the largest unit that reads well ("4s ago")."""
+    return due_in(seconds).replace("in ", "", 1) + " ago"
+
+
+def node_row(node: Node, now: float) -> tuple[str, str, str, str, str]:
+    """One node as the nodes table shows it: host, pid, agents, leases, heartbeat."""
+    agents = "all" if "*" in node.agents else ", ".join(node.agents)
+    beat = ago(now - node.beat)
+    if node.stale:
+        beat = f"stale: {beat}"
+    elif abs(node.skew) >= 1:
+        beat += f" (clock {node.skew:+.1f}s)"
+    pid = f"{node.pid} (here)" if node.here else str(node.pid)
+    return node.host, pid, agents, ", ".join(node.leases) or "-", beat
+
+
 def usage_line(view: Overview) -> str:
     """Today's calls, tokens and cost in one line."""
     totals = view.usage_today
@@ -108,6 +126,11 @@ class OverviewScreen(PollingScreen):
         self._channels: DataTable[str | Text] = DataTable(id="channels", cursor_type="none")
         self._mcp_title = Static("MCP servers", classes="section-title")
         self._mcp: DataTable[str | Text] = DataTable(id="mcp", cursor_type="none")
+        self._nodes_title = Static(
+            "Nodes (every process serving this home)", classes="section-title"
+        )
+        self._nodes_table: DataTable[str | Text] = DataTable(id="nodes", cursor_type="none")
+        self._nodes_title.display = self._nodes_table.display = False  # until another shows
         self._running_table: DataTable[str | Text] = DataTable(id="running", cursor_type="none")
         self._scheduled: DataTable[str | Text] = DataTable(id="scheduled", cursor_type="none")
         # (title, whole text) of each row of the errors table, for Enter.
@@ -131,6 +154,8 @@ class OverviewScreen(PollingScreen):
             yield self._channels
             yield self._mcp_title
             yield self._mcp
+            yield self._nodes_title
+            yield self._nodes_table
             yield Static("Running here", classes="section-title")
             yield self._running_table
             yield Static("Scheduled", classes="section-title")
@@ -141,15 +166,23 @@ class OverviewScreen(PollingScreen):
         self._errors.add_columns("kind", "id", "error")
         self._channels.add_columns("account", "type", "state", "detail")
         self._mcp.add_columns("server", "state", "detail")
+        self._nodes_table.add_columns("host", "pid", "agents", "leases", "heartbeat")
         self._running_table.add_columns("kind", "job", "session", "attempt")
         self._scheduled.add_columns("due", "kind", "job", "why")
         # Only the errors take the cursor: the other tables are read, not picked from.
-        for table in (self._channels, self._mcp, self._running_table, self._scheduled):
+        for table in (
+            self._channels,
+            self._mcp,
+            self._nodes_table,
+            self._running_table,
+            self._scheduled,
+        ):
             table.can_focus = False
         for table in (
             self._errors,
             self._channels,
             self._mcp,
+            self._nodes_table,
             self._running_table,
             self._scheduled,
         ):
@@ -192,6 +225,7 @@ class OverviewScreen(PollingScreen):
         self._show_errors(view)
         self._show_channels(view)
         self._show_mcp(view)
+        self._show_nodes(view)
         self._show_jobs(view)
 
     def _show_errors(self, view: Overview) -> None:
@@ -242,6 +276,16 @@ class OverviewScreen(PollingScreen):
         self._mcp.clear()
         for server in view.mcp:
             self._mcp.add_row(Text(server.name), Text(server.state), Text(cut(server.detail, 60)))
+
+    def _show_nodes(self, view: Overview) -> None:
+        # Shown once another process serves the home too (another --serve, here or on
+        # another machine): alone, this process is all there is to say.
+        shown = any(not node.here for node in view.nodes)
+        self._nodes_title.display = self._nodes_table.display = shown
+        self._nodes_table.clear()
+        now = time.time()
+        for node in view.nodes:
+            self._nodes_table.add_row(*(Text(cut(value, 60)) for value in node_row(node, now)))
 
     def _show_jobs(self, view: Overview) -> None:
         self._running_table.clear()

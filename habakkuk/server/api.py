@@ -14,6 +14,7 @@ from habakkuk.channels.adapter import Address
 from habakkuk.engine.agent.requests import session_of
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.export import rfc3339, session_json, transcript_json
+from habakkuk.engine.nodes import Node
 from habakkuk.engine.secret_shapes import (
     KEY_SHAPES,
     SECRET_NAME,
@@ -73,7 +74,7 @@ async def _job_json(runtime: Any, job: Any) -> dict[str, Any]:
 
 
 async def overview(request: web.Request) -> web.Response:
-    """GET /api/overview: channels, queue, running jobs, recent errors, approvals."""
+    """GET /api/overview: channels, queue, running jobs, recent errors, approvals, nodes."""
     runtime = server_of(request).runtime
     # The same read as the terminal's overview screen, so both show the same.
     view = await runtime.control.overview()
@@ -97,8 +98,26 @@ async def overview(request: web.Request) -> web.Response:
             "schedules": {"total": view.schedules[0], "enabled": view.schedules[1]},
             # parts a chat could not receive in the last 7 days (each told in its chat)
             "unsent": view.unsent,
+            "nodes": [node_json(node) for node in view.nodes],
         }
     )
+
+
+def node_json(node: Node) -> dict[str, Any]:
+    """One process serving the home, as /api/overview lists it."""
+    return {
+        "id": node.id,
+        "host": node.host,
+        "pid": node.pid,
+        "agents": list(node.agents),  # ["*"]: every agent
+        "version": node.version,
+        "started_at": rfc3339(node.started_at),
+        "last_heartbeat": rfc3339(node.beat),
+        "clock_skew_seconds": round(node.skew, 3),
+        "leases": list(node.leases),
+        "stale": node.stale,
+        "here": node.here,
+    }
 
 
 def clean_text(text: str) -> str:

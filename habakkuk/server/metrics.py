@@ -119,6 +119,9 @@ class Metrics:
         )
         build = Gauge("habakkuk_build_info", "Build", ["version"], registry=registry)
         build.labels(version=__version__).set(1)
+        # Which engine holds the home's databases: sqlite, or postgres shared by nodes.
+        storage = Gauge("habakkuk_storage_info", "Storage backend", ["backend"], registry=registry)
+        storage.labels(backend=self.runtime.queue.db.dialect).set(1)
         start = Gauge("habakkuk_start_time_seconds", "Server start time", registry=registry)
         start.set(time.time())
         self._subscription = self.runtime.bus.subscribe(

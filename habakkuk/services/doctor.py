@@ -62,7 +62,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks += _channel_checks(config, env)
     checks += _generation_checks(config, env)
     checks += await _mcp_checks(config, env, home)
-    checks += await _database_checks(home)
+    checks += await _database_checks(home, config)
     checks += _workspace_checks(config, home)
     checks += await _skill_checks(config, home)
     checks += await asyncio.to_thread(_memory_checks, config, home)
@@ -287,11 +287,28 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
     return checks
 
 
-async def _database_checks(home: Home) -> list[Check]:
+async def _database_checks(home: Home, config: Config) -> list[Check]:
+    """Where the databases are; on PostgreSQL the server's checks (services/doctor_pg.py),
+    on SQLite each file's integrity."""
+    from habakkuk.engine.db_url import redact
     from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
     from habakkuk.engine.sessions import TranscriptStore
+    from habakkuk.engine.storage import INSTALL_HINT, storage_url
 
-    checks = []
+    try:
+        url = storage_url(config)
+    except ConfigError as exc:
+        return [Check("FAIL", "storage", str(exc))]
+    if url is not None:
+        import importlib.util
+
+        from .doctor_pg import postgres_checks
+
+        if importlib.util.find_spec("psycopg") is None:
+            return [Check("FAIL", "storage", f"{redact(url)}: driver missing: {INSTALL_HINT}")]
+        found = await asyncio.to_thread(postgres_checks, url)
+        return [Check("ok", "storage", "PostgreSQL"), *(Check(*check) for check in found)]
+    checks = [Check("ok", "storage", f"SQLite files in {home.root}")]
     home.prepare()
     try:
         control = await SqliteDatabase.open(home.db_path("control"), JOB_MIGRATIONS)

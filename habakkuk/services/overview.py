@@ -1,4 +1,5 @@
-"""The control room: queue, jobs, errors, channels, MCP links, usage, approvals and HTTP.
+"""The control room: queue, jobs, errors, channels, MCP links, usage, approvals, HTTP and
+the home's nodes.
 
 `ControlAccess` is its Protocol, beside it: the surfaces above the services (the terminal's
 screens, the server) read it through their hosts' Protocols.
@@ -24,6 +25,7 @@ from habakkuk.work.board_types import OPEN_STATUSES
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
     from habakkuk.engine.home import Home
+    from habakkuk.engine.nodes import NodeRegistry
     from habakkuk.work.board_types import BoardAccess
     from habakkuk.work.schedule_types import SchedulesAccess
 
@@ -80,6 +82,8 @@ class ControlRoom:
         self.schedules: SchedulesAccess | None = None
         # Likewise the board (runtime.board), for `open_cards`.
         self.board: BoardAccess | None = None
+        # And this process's node (runtime.nodes), through which every node is read.
+        self.nodes: NodeRegistry | None = None
 
     async def channel_states(self) -> list[dict[str, Any]]:
         """Every configured channel account with its last recorded state.
@@ -171,6 +175,7 @@ class ControlRoom:
             schedules=await self.schedules.counts() if self.schedules is not None else (0, 0),
             open_cards=await self.open_cards(),
             unsent=await self.turns.unsent_deliveries(cutoff),
+            nodes=await self.nodes.nodes() if self.nodes is not None else [],
         )
 
     async def open_cards(self) -> int:

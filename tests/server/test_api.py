@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.events import JobFinished
+from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.server.api import redact
 from tests.conftest import mock_config
 
@@ -115,6 +116,18 @@ async def test_overview_reports_queue_and_failures(serve: Any) -> None:
     assert error["id"] == sent["turn"]
     assert error["agent"] == "main"
     assert error["status"] == "failed"
+
+
+async def test_overview_lists_every_node_of_the_home(serve: Any) -> None:
+    served = await serve(mock_config(SCRIPT))
+    other = NodeRegistry(served.runtime.queue.db, agents=["main"], host="beta", pid=31337)
+    await other.join()
+    overview = await served.get_json("/api/overview")
+    beta = next(node for node in overview["nodes"] if node["host"] == "beta")
+    assert beta["pid"] == 31337 and beta["agents"] == ["main"] and beta["leases"] == []
+    assert beta["stale"] is False and beta["here"] is False
+    assert beta["id"] == other.id and beta["last_heartbeat"].endswith("Z")
+    assert abs(beta["clock_skew_seconds"]) < 1
 
 
 async def test_usage_reports_calls_per_day_model_and_agent(
@@ -248,4 +261,5 @@ async def test_metrics_cost_channels_retries_and_deliveries(serve: Any) -> None:
     assert 'habakkuk_channel_reconnects_total{channel="tg"} ' in text
     assert 'habakkuk_job_retries_total{kind="delivery:tg"} 1.0' in text
     assert 'habakkuk_deliveries_total{channel="tg",outcome="retry"} 1.0' in text
+    assert 'habakkuk_storage_info{backend="sqlite"} 1.0' in text
     assert 'habakkuk_deliveries_total{channel="tg",outcome="sent"} 1.0' in text

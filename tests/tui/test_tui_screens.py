@@ -12,11 +12,13 @@ from textual.widgets import DataTable, Input, Markdown, Select, Static
 from habakkuk.app import HabakkukApp
 from habakkuk.engine.config import load_config
 from habakkuk.engine.home import Home, read_env_file
+from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.screens.overview import OverviewScreen
 from habakkuk.screens.sessions import SessionsScreen
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.user_message import UserMessage
 from habakkuk.work.board_types import NewCard
+from habakkuk.work.schedule_types import TICK_LEASE
 from tests.conftest import WriteConfig, mock_config
 from tests.fakes.model_server import FakeModelServer
 from tests.helpers import eventually
@@ -219,6 +221,36 @@ async def test_overview_shows_queue_depth_and_failures(write_config: WriteConfig
         await eventually(
             lambda: "model call failed" in str(table_rows(errors)), what="the failed turn"
         )
+
+
+async def test_overview_lists_every_node_with_its_agents_leases_and_heartbeat(
+    write_config: WriteConfig,
+) -> None:
+    write_config(mock_config())
+    app = make_app(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        runtime = runtime_of(app)
+        # Another --serve on another machine, hosting one agent.
+        other = NodeRegistry(runtime.queue.db, agents=["main"], host="beta", pid=31337)
+        await other.join()
+        await pilot.press("ctrl+o")
+        screen = app.screen
+        table = screen.query_one("#nodes", DataTable)
+
+        async def both_shown() -> bool:
+            await pilot.press("r")
+            rows = {row[0]: row for row in table_rows(table)}
+            # This process (the app) runs the scheduler's ticker: it holds its lease.
+            return len(rows) == 2 and TICK_LEASE in rows.get(runtime.nodes.host, [""] * 4)[3]
+
+        await eventually(both_shown, what="both nodes, with the ticker's lease here")
+        assert table.display
+        rows = {row[0]: row for row in table_rows(table)}
+        here = rows[runtime.nodes.host]
+        assert here[1].endswith("(here)") and here[2] == "all"
+        assert rows["beta"][1:4] == ["31337", "main", "-"]
+        assert rows["beta"][4].endswith("s ago")
 
 
 async def test_overview_lists_scheduled_jobs_with_when_and_why(write_config: WriteConfig) -> None:

@@ -192,6 +192,17 @@ async function loadOverview() {
   $("ov-channels").textContent = body.channels.length
     ? body.channels.map((c) => `${c.account}: ${c.state}`).join(", ")
     : "web only";
+  const nodes = $("ov-nodes");
+  nodes.replaceChildren();
+  for (const node of body.nodes || []) {
+    const agents = node.agents.includes("*") ? "all agents" : node.agents.join(", ");
+    const stale = node.stale ? " · stale" : "";
+    const item = el("li", "", `${node.host} · pid ${node.pid}${node.here ? " (this one)" : ""}${stale}`);
+    const leases = node.leases.length ? node.leases.join(", ") : "no leases";
+    item.appendChild(el("div", "meta", `${agents} · ${leases} · last heartbeat ${when(node.last_heartbeat)}`));
+    nodes.appendChild(item);
+  }
+  if (!nodes.children.length) nodes.appendChild(el("li", "quiet-text", "No node has registered yet."));
   const running = $("ov-running");
   running.replaceChildren();
   for (const job of body.running) {
