@@ -78,11 +78,12 @@ class MoveError(HabakkukError):
 
 async def ensure_control_tables(databases: Mapping[str, Database]) -> None:
     """Make the tables of control that their stores make on demand (channels, leases,
-    schedules, board, sub-agent stops; on PostgreSQL the shared blobs), as each store
+    schedules, board, sub-agent stops, nodes; on PostgreSQL the shared blobs), as each store
     makes them."""
     from habakkuk.channels.store import ChannelStore
     from habakkuk.engine.blobs import PG_BLOBS_TABLE
     from habakkuk.engine.leases import NamedLeases
+    from habakkuk.engine.nodes import NodeRegistry
     from habakkuk.work.board_schema import ensure_board_tables
     from habakkuk.work.delegation_store import DelegationStore
     from habakkuk.work.store import ScheduleStore
@@ -93,6 +94,7 @@ async def ensure_control_tables(databases: Mapping[str, Database]) -> None:
     await ensure_board_tables(control)
     await NamedLeases(control).ensure()
     await DelegationStore(control).ensure()
+    await NodeRegistry(control).ensure()
     if control.dialect == "postgres":
         await control.write(lambda conn: conn.executescript(PG_BLOBS_TABLE))
 

@@ -41,7 +41,12 @@ SlotStatus = Literal[
 # the schedules: `habakkuk --serve` or the terminal app.
 TICK_LEASE = "schedules:tick"
 LATE_SECONDS = 3600.0  # a slot more than this late is skipped, not run late
-TICK_SECONDS = 15.0
+TICK_SECONDS = 15.0  # the shortest @every: no schedule fires more often than this
+# How often a ticker looks, and how long its lease lasts without a renewal. A kill -9
+# of the holder (another machine's: no pid check there) is noticed when the lease runs
+# out, by whichever ticker looks next: within FAILOVER_SECONDS + POLL_SECONDS (14 s).
+POLL_SECONDS = 4.0
+FAILOVER_SECONDS = 10.0
 SCRIPT_TIMEOUT = 120.0
 OUTPUT_CAP = 64 * 1024  # stdout and stderr each, per script run
 KEPT_OUTPUT = 4096  # the end of the output kept on the schedule

@@ -36,9 +36,10 @@ from habakkuk.engine.jobs import NewJob
 from habakkuk.engine.leases import NamedLeases
 from habakkuk.work.run_book import ScheduleSlot
 from habakkuk.work.schedule_types import (
+    FAILOVER_SECONDS,
     LATE_SECONDS,
+    POLL_SECONDS,
     TICK_LEASE,
-    TICK_SECONDS,
     Schedule,
     SlotRun,
     WhenError,
@@ -74,14 +75,15 @@ class TickReport:
 class Scheduler:
     """Ticks one home's schedules. `clock`, `interval`, `pid` and `on_enqueued` (called
     with each new job id before its slot is recorded: a test's crash point) are
-    injectable; `lease_seconds` defaults to four intervals."""
+    injectable. The lease lasts FAILOVER_SECONDS (at least two intervals): a holder
+    that dies is replaced by another node within that and one interval."""
 
     def __init__(
         self,
         schedules: Schedules,
         *,
         clock: Callable[[], float] = time.time,
-        interval: float = TICK_SECONDS,
+        interval: float = POLL_SECONDS,
         lease_seconds: float | None = None,
         pid: int | None = None,
         on_enqueued: Callable[[str], Awaitable[None]] | None = None,
@@ -93,7 +95,7 @@ class Scheduler:
         self.leases = NamedLeases(schedules.queue.db)
         self.clock = clock
         self.interval = interval
-        self.lease_seconds = lease_seconds or 4 * interval
+        self.lease_seconds = lease_seconds or max(FAILOVER_SECONDS, 2 * interval)
         self.pid = pid
         self.owner = f"{schedules.queue.owner}:schedules"
         self.on_enqueued = on_enqueued

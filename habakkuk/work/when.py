@@ -299,7 +299,7 @@ def _parse_every(spec: str, lowered: str, tz: ZoneInfo, anchor: float) -> When:
         raise WhenError(f"when {spec!r}: @every takes a duration such as 90s, 30m, 2h or 1d")
     if seconds < TICK_SECONDS:
         raise WhenError(
-            f"when {spec!r}: shorter than the scheduler's {TICK_SECONDS:g} s poll; "
+            f"when {spec!r}: shorter than the scheduler's {TICK_SECONDS:g} s minimum; "
             f"use @every {TICK_SECONDS:g}s or more"
         )
     # Whole seconds: a slot then survives the trip through a datetime (microseconds

@@ -164,7 +164,7 @@ def test_preview_lists_the_next_three_fire_times() -> None:
         ("@dayly", "unknown @dayly; did you mean @daily?"),
         ("@fortnightly", "unknown @fortnightly"),
         ("@every", "@every takes a duration"),
-        ("@every 5s", "shorter than the scheduler's 15 s poll"),
+        ("@every 5s", "shorter than the scheduler's 15 s minimum"),
         ("@daily 8", "@daily takes nothing after it"),
         ("at 2026-01-01 10:00", "in the past"),
         ("at 2026-13-01 10:00", "no such date or time"),
