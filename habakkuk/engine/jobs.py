@@ -1166,6 +1166,16 @@ class JobQueue:
         return [Job.from_row(r) for r in rows]
 
 
+# A job with a serial key is runnable only when it is its key's oldest queued job and
+# none of the key's jobs runs (one turn per session at a time), on both engines.
+SERIAL_FREE = """(j.serial_key = '' OR (
+                NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
+                              AND r.serial_key != '' AND r.status = 'running')
+                AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
+                              AND r.serial_key != '' AND r.status = 'queued'
+                              AND r.seq < j.seq)))"""
+
+
 def _runnable(kind_count: int, agent_count: int | None = None) -> str:
     """FROM and WHERE of the jobs of `kind_count` kinds that may start now (parameters:
     the kinds, now, then the `agent_count` agents hosted, when given: None takes every
@@ -1183,12 +1193,7 @@ def _runnable(kind_count: int, agent_count: int | None = None) -> str:
           -- jobs_serial(serial_key, status) for its status alone, where the OR read
           -- every job the key ever had (`r.serial_key != ''`, true here, is the
           -- partial index's condition).
-          AND (j.serial_key = '' OR (
-                NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
-                              AND r.serial_key != '' AND r.status = 'running')
-                AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
-                              AND r.serial_key != '' AND r.status = 'queued'
-                              AND r.seq < j.seq)))
+          AND {SERIAL_FREE}
         ORDER BY j.run_after, j.seq"""
 
 
@@ -1234,12 +1239,7 @@ def pg_claim_sql(one_kind: bool, agents: bool) -> str:
         WITH picked AS (
             SELECT j.seq FROM jobs j
             WHERE j.status = 'queued' AND {kind} AND j.run_after <= ?{agent}
-              AND (j.serial_key = '' OR (
-                    NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
-                                  AND r.serial_key != '' AND r.status = 'running')
-                    AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.serial_key = j.serial_key
-                                  AND r.serial_key != '' AND r.status = 'queued'
-                                  AND r.seq < j.seq)))
+              AND {SERIAL_FREE}
             ORDER BY j.run_after, j.seq
             LIMIT ?
             FOR UPDATE OF j SKIP LOCKED)
