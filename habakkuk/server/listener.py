@@ -12,12 +12,12 @@ import asyncio
 import contextlib
 import errno
 import os
-import socket
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
 from habakkuk.engine.config import HttpConfig, parse_listen
 from habakkuk.engine.errors import ConfigError
+from habakkuk.engine.hostname import this_host
 from habakkuk.engine.overview import HttpListener
 
 if TYPE_CHECKING:
@@ -28,6 +28,14 @@ if TYPE_CHECKING:
 
 # The lease (in control.db) naming the process that serves the home's HTTP listener.
 HTTP_LEASE = "http"
+
+
+def http_lease() -> str:
+    """The listener's lease name: one per host, since each node on a shared database
+    serves its own HTTP listener (HABAKKUK_HOSTNAME names the host)."""
+    return f"{HTTP_LEASE}:{this_host()}"
+
+
 HTTP_LEASE_SECONDS = 60.0
 
 
@@ -133,15 +141,15 @@ class Listener:
 
     async def _hold_lease(self) -> None:
         """Name this process as the HTTP listener's holder in control.db while it serves."""
-        owner = f"pid {os.getpid()} on {socket.gethostname()}"
+        owner = f"pid {os.getpid()} on {this_host()}"
         store = await self._leases()
         try:
             while True:
-                await store.acquire_lease(HTTP_LEASE, owner, HTTP_LEASE_SECONDS)
+                await store.acquire_lease(http_lease(), owner, HTTP_LEASE_SECONDS)
                 await asyncio.sleep(HTTP_LEASE_SECONDS / 3)
         finally:
             with contextlib.suppress(Exception):  # closing: the lease runs out by itself
-                await store.release_lease(HTTP_LEASE, owner)
+                await store.release_lease(http_lease(), owner)
 
     async def describe(self) -> HttpListener:
         """Who serves the config's HTTP listener: this process, another one, or nobody."""
@@ -152,7 +160,7 @@ class Listener:
             return HttpListener("off", "", "")
         listen = self.host.config.http.listen
         store = await self._recorded_leases()
-        holder = (await store.lease_holder(HTTP_LEASE) if store is not None else None) or ""
+        holder = (await store.lease_holder(http_lease()) if store is not None else None) or ""
         standing_by = self._standby is not None and not self._standby.done()
         return HttpListener("stand-by" if standing_by else "elsewhere", listen, holder)
 

@@ -25,10 +25,11 @@ import logging
 import os
 import re
 import signal
-import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from habakkuk.engine.hostname import this_host
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ class ScriptGroups:
             "start": start,
             "owner_pid": os.getpid(),
             "owner_start": owner_start,
-            "host": socket.gethostname(),
+            "host": this_host(),
         }
         path = self._path(job)
         partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -159,7 +160,7 @@ class ScriptGroups:
             paths = sorted(self.folder.glob("*.json"))
         except OSError:
             return []
-        host = socket.gethostname()
+        host = this_host()
         killed = []
         for path in paths:
             try:
