@@ -96,7 +96,7 @@ class LookReport:
     """What one look did (`held_by`: another dispatcher holds the lease, nothing done)."""
 
     held_by: str | None = None
-    dispatched: int = 0
+    dispatched: int = 0  # jobs this look queued for the cards it claimed
     repaired: int = 0
     settled: int = 0
     notified: int = 0
@@ -202,8 +202,10 @@ class Dispatcher:
                 if taken is not None:  # None: another look or a change got there first
                     claimed.append(taken)
             if claimed:
-                await self.queue.enqueue_many([card_job(c) for c in claimed])
-                report.dispatched += len(claimed)
+                # Counted as queued by this look: another node's repair may have queued
+                # one already, under the same id (a look that raced ours, or a restart).
+                queued = await self.queue.enqueue_many([card_job(c) for c in claimed])
+                report.dispatched += len(queued)
             if len(batch) < READY_BATCH:
                 return
 
