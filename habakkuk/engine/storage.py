@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
 from .db_url import redact
@@ -138,14 +139,21 @@ def open_storage(home: Home, config: Config) -> Storage:
     return postgres_storage(url)
 
 
-def postgres_storage(url: str) -> PostgresStorage:
-    """`PostgresStorage(url)` once the driver imports and the server answers."""
+def pg_driver(url: str) -> ModuleType:
+    """habakkuk.engine.pg, imported: ConfigError (one line, the install command) when
+    psycopg is missing or cannot load (a missing libpq)."""
     try:
         from . import pg
     except ImportError:
         raise ConfigError(
             f"storage is PostgreSQL ({redact(url)}) but its driver is not installed: {INSTALL_HINT}"
         ) from None
+    return pg
+
+
+def postgres_storage(url: str) -> PostgresStorage:
+    """`PostgresStorage(url)` once the driver imports and the server answers."""
+    pg = pg_driver(url)
     try:
         pg.server_version(url)
     except pg.PgStoreError as exc:

@@ -290,22 +290,23 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
 async def _database_checks(home: Home, config: Config) -> list[Check]:
     """Where the databases are; on PostgreSQL the server's checks (services/doctor_pg.py),
     on SQLite each file's integrity."""
-    from habakkuk.engine.db_url import redact
     from habakkuk.engine.jobs import MIGRATIONS as JOB_MIGRATIONS
     from habakkuk.engine.sessions import TranscriptStore
-    from habakkuk.engine.storage import INSTALL_HINT, storage_url
+    from habakkuk.engine.storage import storage_url
 
     try:
         url = storage_url(config)
     except ConfigError as exc:
         return [Check("FAIL", "storage", str(exc))]
     if url is not None:
-        import importlib.util
+        from habakkuk.engine.storage import pg_driver
 
         from .doctor_pg import postgres_checks
 
-        if importlib.util.find_spec("psycopg") is None:
-            return [Check("FAIL", "storage", f"{redact(url)}: driver missing: {INSTALL_HINT}")]
+        try:
+            pg_driver(url)  # installed, and it loads (libpq too)
+        except ConfigError as exc:
+            return [Check("FAIL", "storage", str(exc))]
         found = await asyncio.to_thread(postgres_checks, url)
         return [Check("ok", "storage", "PostgreSQL"), *(Check(*check) for check in found)]
     checks = [Check("ok", "storage", f"SQLite files in {home.root}")]

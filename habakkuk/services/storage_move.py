@@ -538,8 +538,9 @@ class PgSide:
     """The home's databases as schemas of one PostgreSQL database."""
 
     def __init__(self, url: str, names: Sequence[str]):
-        from habakkuk.engine import pg
+        from habakkuk.engine.storage import pg_driver
 
+        pg = pg_driver(url)
         self.url = url
         self.names = list(names)
         self._path = "public"
