@@ -66,7 +66,6 @@ _HASH_MOD = 1 << 256
 # BlobStore); on SQLite the files are the blobs.
 SHARED_BLOBS = ("control", "blobs")
 _BLOB_FILE = re.compile(r"([0-9a-f]{64})(\.[A-Za-z0-9]{1,16})?")
-_BLOB_REF = re.compile(r"(?<![0-9a-f])([0-9a-f]{64})(\.[A-Za-z0-9]{1,16})?(?![A-Za-z0-9])")
 
 
 class MoveError(HabakkukError):
@@ -219,18 +218,12 @@ def row_digest(row: Sequence[Any]) -> int:
     return int.from_bytes(hashlib.sha256(data).digest(), "big")
 
 
-def fingerprint(
-    batches: Iterator[list[tuple[Any, ...]]],
-    look: Callable[[list[tuple[Any, ...]]], None] | None = None,
-) -> tuple[int, str]:
+def fingerprint(batches: Iterator[list[tuple[Any, ...]]]) -> tuple[int, str]:
     """(rows, content hash) of a table's rows in any order: the sum of the rows'
-    digests, so the two engines' orders (collations differ) do not matter. `look` sees
-    each batch on its way."""
+    digests, so the two engines' orders (collations differ) do not matter."""
     count = 0
     total = 0
     for batch in batches:
-        if look is not None:
-            look(batch)
         for row in batch:
             total = (total + row_digest(row)) % _HASH_MOD
             count += 1
@@ -880,12 +873,11 @@ def verify_tables(
     source: Side,
     target: Side,
     tables: Sequence[TablePlan],
-    look: Callable[[list[tuple[Any, ...]]], None] | None = None,
 ) -> list[TableCheck]:
-    """Each table's rows and content hash on both sides (`look`: sees the source's)."""
+    """Each table's rows and content hash on both sides."""
     checks: list[TableCheck] = []
     for table in tables:
-        source_rows, source_hash = fingerprint(source.rows(table), look)
+        source_rows, source_hash = fingerprint(source.rows(table))
         target_rows, target_hash = fingerprint(target.rows(table))
         checks.append(TableCheck(table.label, source_rows, target_rows, source_hash, target_hash))
     return checks
@@ -1042,11 +1034,10 @@ def _copy_and_verify(
         copy_tables(source, target, tables, source_id=source_id, on_progress=on_progress)
         if shared and to_postgres:
             share_blob_files(blobs, pg)
-    names: dict[str, set[str]] = {}
-    checks = verify_tables(source, target, tables, None if to_postgres else _blob_names(names))
+    checks = verify_tables(source, target, tables)
     if shared:
         if not to_postgres:
-            restore_blob_files(pg, blobs, names)
+            restore_blob_files(pg, blobs)
         checks.append(check_blobs(blobs, pg, to_postgres=to_postgres))
     return MoveReport(
         checks, resumed=resumed and not already, already_done=already, blobs_shared=shared
@@ -1056,15 +1047,16 @@ def _copy_and_verify(
 # -- blobs ----------------------------------------------------------------------------------
 
 
-def blob_files(root: Path) -> dict[str, list[Path]]:
-    """The blob files under `root` (`ab/<sha256><suffix>`) by digest."""
-    found: dict[str, list[Path]] = {}
+def blob_files(root: Path) -> dict[str, tuple[str, Path]]:
+    """The blob files under `root` (`ab/<sha256><suffix>`) by file name, the key of
+    PostgreSQL's shared rows (engine/blobs.py): name -> (digest, path)."""
+    found: dict[str, tuple[str, Path]] = {}
     if not root.is_dir():
         return found
     for path in sorted(root.glob("??/*")):
         match = _BLOB_FILE.fullmatch(path.name)
         if match and path.is_file() and path.parent.name == match.group(1)[:2]:
-            found.setdefault(match.group(1), []).append(path)
+            found[path.name] = (match.group(1), path)
     return found
 
 
@@ -1082,13 +1074,13 @@ def share_blob_files(root: Path, pg: PgSide) -> None:
         " ON CONFLICT (digest) DO NOTHING"
     )
     pending = 0
-    for digest, paths in blob_files(root).items():
-        data = _sound(paths[0], digest)
+    for name, (digest, path) in blob_files(root).items():
+        data = _sound(path, digest)
         if data is None:
             continue
         if pending == 0:
             pg.conn.execute("BEGIN")
-        pg.conn.execute(statement, (digest, data, len(data), paths[0].stat().st_mtime))
+        pg.conn.execute(statement, (name, data, len(data), path.stat().st_mtime))
         pending += len(data) + 1
         if pending > 32 << 20:
             pg.conn.execute("COMMIT")
@@ -1097,35 +1089,22 @@ def share_blob_files(root: Path, pg: PgSide) -> None:
         pg.conn.execute("COMMIT")
 
 
-def _blob_names(names: dict[str, set[str]]) -> Callable[[list[tuple[Any, ...]]], None]:
-    """A look at rows that gathers the blob names they refer to (a path under blobs/),
-    digest -> suffixes: the names the files get back on SQLite."""
-
-    def look(batch: list[tuple[Any, ...]]) -> None:
-        for row in batch:
-            for value in row:
-                if isinstance(value, str) and "blobs" in value:
-                    for match in _BLOB_REF.finditer(value):
-                        names.setdefault(match.group(1), set()).add(match.group(2) or "")
-
-    return look
-
-
-def restore_blob_files(pg: PgSide, root: Path, names: Mapping[str, set[str]]) -> None:
-    """Write each shared blob as a file under `root`, by every name the home's rows
-    refer to it by (its bare digest when none), 0600 in 0700 folders."""
+def restore_blob_files(pg: PgSide, root: Path) -> None:
+    """Write each shared blob as a file under `root` by its name (the row's key, what
+    the home's rows refer to), 0600 in 0700 folders."""
     with pg.conn.transaction(), pg.conn.cursor(name="habakkuk_blobs") as cursor:
         cursor.itersize = 16
         cursor.execute("SELECT digest, data FROM control.blobs")
-        for digest, data in cursor:
-            for suffix in sorted(names.get(str(digest)) or {""}):
-                path = root / str(digest)[:2] / f"{digest}{suffix}"
-                if path.exists():
-                    continue
-                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(bytes(data))
+        for name, data in cursor:
+            if not _BLOB_FILE.fullmatch(str(name)):
+                continue  # not a blob's name: never a path outside root
+            path = root / str(name)[:2] / str(name)
+            if path.exists():
+                continue
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(bytes(data))
 
 
 def check_blobs(root: Path, pg: PgSide, *, to_postgres: bool) -> TableCheck:
@@ -1133,10 +1112,10 @@ def check_blobs(root: Path, pg: PgSide, *, to_postgres: bool) -> TableCheck:
     of each sound file's content beside each row's (on the way there, the rows of
     the files; on the way back, every row)."""
     files: list[tuple[Any, ...]] = []
-    for digest, paths in blob_files(root).items():
-        data = _sound(paths[0], digest)
+    for name, (digest, path) in blob_files(root).items():
+        data = _sound(path, digest)
         if data is not None:
-            files.append((digest, len(data)))
+            files.append((name, len(data)))
     if to_postgres:
         query = "SELECT digest, size FROM control.blobs WHERE digest = ANY(%s)"
         rows = pg.conn.execute(query, ([d for d, _ in files],)).fetchall()

@@ -437,6 +437,9 @@ def test_a_real_home_with_every_kind_of_row_goes_to_postgres_and_back_unchanged(
     there = capsys.readouterr().out
     assert "transcripts.messages" in there and "MISMATCH" not in there
     assert "not moved (files of the home" in there
+    # Another node, without the file, finds the moved attachment by the name rows use.
+    shared = await_blob_on_another_node(home, pg_url, tmp_path / "node2")
+    assert shared
 
     back = tmp_path / "back"
     assert main(["storage", "migrate", "--to", "sqlite", str(back), "--from", pg_url]) == 0
@@ -463,3 +466,21 @@ def test_the_content_hash_takes_a_value_as_either_engine_gives_it_back() -> None
     assert fingerprint(iter([rows]))[1] != fingerprint(iter([[(1, "x"), (2, "y"), (3, "Z")]]))[1]
     with pytest.raises(MoveError, match="cannot compare a value of type dict"):
         row_digest(({"a": 1},))
+
+
+def await_blob_on_another_node(home: Home, pg_url: str, folder: Path) -> list[bytes]:
+    """Every blob file of `home`, read through a BlobStore of an empty `folder` sharing
+    the moved database's rows (as another machine's node would)."""
+    from habakkuk.engine.blobs import BlobStore
+    from habakkuk.engine.jobs import SCHEMA
+    from habakkuk.engine.storage import PostgresStorage
+
+    control = PostgresStorage(pg_url).open_sync(SCHEMA)
+    try:
+        other = BlobStore(folder, shared=control)
+        return [
+            other.local_path(path.name).read_bytes()
+            for path in sorted(home.blobs_dir.rglob("*.txt"))
+        ]
+    finally:
+        control.close_sync()
