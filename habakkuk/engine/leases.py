@@ -70,11 +70,7 @@ class NamedLeases:
         def _create(conn: Conn) -> None:
             conn.execute(_CREATE[dialect].format(table=table))
             if dialect == "postgres":
-                conn.execute(
-                    f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS"
-                    " beat DOUBLE PRECISION NOT NULL DEFAULT 0"
-                )
-                return
+                return  # created with `beat`: no PostgreSQL home predates it
             columns = {row["name"] for row in conn.execute(f"PRAGMA table_info({table})")}
             if "beat" not in columns:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN beat REAL NOT NULL DEFAULT 0")

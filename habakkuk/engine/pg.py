@@ -396,7 +396,14 @@ class PgDatabase:
         self._closed = False
         self._threads: list[threading.Thread] = []
         # Opened here, so a server that refuses us is an error of `open`, not of a call.
-        conns = [connect(url, schema.name) for _ in range(threads)]
+        conns: list[psycopg.Connection[Any]] = []
+        try:
+            for _ in range(threads):
+                conns.append(connect(url, schema.name))
+        except BaseException:
+            for opened in conns:  # none leaks when a later one is refused
+                opened.close()
+            raise
         for number, conn in enumerate(conns):
             thread = threading.Thread(
                 target=self._serve, args=(conn,), name=f"pg-{schema.name}-{number}", daemon=True

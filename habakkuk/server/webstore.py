@@ -421,14 +421,13 @@ class WebStore:
             cursor = conn.execute(
                 "INSERT INTO events(conversation, role, text, turn, session, agent, dedupe, at,"
                 " file_id, file_name, file_size, file_type, file_path)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
                 (conversation, role, text, turn, session, agent, dedupe, now, *f.columns()),
             )
+            row = cursor.fetchone()
             conn.execute(
                 "UPDATE conversations SET last_at = ? WHERE conversation = ?", (now, conversation)
             )
-            seq = cursor.fetchone()[0]
-            row = conn.execute("SELECT * FROM events WHERE seq = ?", (seq,)).fetchone()
             if notify:
                 # Heard at commit by the streams of every node (see WAKE_CHANNEL).
                 conn.execute("SELECT pg_notify(?, ?)", (WAKE_CHANNEL, conversation))

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from habakkuk.engine.errors import LeaseLost
-from habakkuk.engine.jobs import MIGRATIONS, Job, JobQueue, Lease, NewJob, Owner, backoff_delay
+from habakkuk.engine.jobs import MIGRATIONS, Job, JobQueue, Lease, Owner, backoff_delay
 from habakkuk.engine.pools import PermanentJobError, Pool
 from habakkuk.engine.store import Migration, SqliteDatabase
 from tests.helpers import eventually
@@ -31,13 +31,6 @@ async def queue(tmp_path: Path) -> AsyncIterator[JobQueue]:
     q = await open_queue(tmp_path / "control.db")
     yield q
     await q.db.close()
-
-
-async def test_enqueue_is_idempotent_by_id(queue: JobQueue) -> None:
-    assert await queue.enqueue("job-1", "turn", {"n": 1}) is True
-    assert await queue.enqueue("job-1", "turn", {"n": 2}) is False
-    job = await queue.get("job-1")
-    assert job is not None and job.payload == {"n": 1}
 
 
 async def test_an_enqueue_on_a_free_database_is_committed_when_it_returns(
@@ -57,50 +50,6 @@ async def test_an_enqueue_on_a_free_database_is_committed_when_it_returns(
         assert await queued is True
     finally:
         await queue.db.close()
-
-
-async def test_enqueue_many_queues_new_ids_once_in_one_transaction(queue: JobQueue) -> None:
-    woken: list[str] = []
-    queue.add_listener(woken.append)
-    await queue.enqueue("a", "k", {"n": 0})
-    created = await queue.enqueue_many(
-        [NewJob("a", "k", {"n": 1}), NewJob("b", "k", {"n": 2}, serial_key="s", max_attempts=1)]
-    )
-    assert created == ["b"]
-    a, b = await queue.get("a"), await queue.get("b")
-    assert a is not None and a.payload == {"n": 0}
-    assert b is not None and (b.serial_key, b.max_attempts, b.payload) == ("s", 1, {"n": 2})
-    assert woken == ["k", "k"]
-    assert await queue.enqueue_many([]) == []
-
-
-async def test_claim_takes_oldest_job_of_requested_kinds(queue: JobQueue) -> None:
-    await queue.enqueue("a", "other")
-    await queue.enqueue("b", "turn")
-    await queue.enqueue("c", "turn")
-    lease = await queue.claim(["turn"])
-    assert lease is not None and lease.job.id == "b"
-    assert lease.job.status == "running" and lease.job.attempts == 1
-
-
-async def test_claim_returns_none_when_nothing_is_runnable(queue: JobQueue) -> None:
-    assert await queue.claim(["turn"]) is None
-    await queue.enqueue("later", "turn", delay=3600)
-    assert await queue.claim(["turn"]) is None
-
-
-async def test_serial_key_admits_one_running_job_in_order(queue: JobQueue) -> None:
-    await queue.enqueue("s1", "turn", serial_key="session-a")
-    await queue.enqueue("s2", "turn", serial_key="session-a")
-    await queue.enqueue("t1", "turn", serial_key="session-b")
-    first = await queue.claim(["turn"])
-    second = await queue.claim(["turn"])
-    assert first is not None and first.job.id == "s1"
-    assert second is not None and second.job.id == "t1"  # s2 waits behind s1
-    assert await queue.claim(["turn"]) is None
-    await queue.complete(first, {})
-    third = await queue.claim(["turn"])
-    assert third is not None and third.job.id == "s2"
 
 
 async def test_expired_lease_is_taken_over(tmp_path: Path) -> None:
@@ -193,22 +142,6 @@ async def test_lost_lease_blocks_guarded_writes(tmp_path: Path) -> None:
         await a.db.close()
         await b.db.close()
         await other.close()
-
-
-async def test_failure_retries_with_backoff_then_fails_for_good(queue: JobQueue) -> None:
-    await queue.enqueue("j", "turn", max_attempts=2)
-    lease = await queue.claim(["turn"])
-    assert lease is not None
-    assert await queue.fail(lease, "boom") == "queued"
-    job = await queue.get("j")
-    assert job is not None and job.status == "queued" and job.run_after > time.time()
-    assert job.error == "boom"
-    await queue.db.write(lambda c: c.execute("UPDATE jobs SET run_after = 0"))
-    lease = await queue.claim(["turn"])
-    assert lease is not None and lease.job.attempts == 2
-    assert await queue.fail(lease, "boom again") == "failed"
-    job = await queue.get("j")
-    assert job is not None and job.status == "failed" and job.error == "boom again"
 
 
 async def test_upcoming_lists_timed_jobs_and_retries_soonest_first(queue: JobQueue) -> None:
