@@ -444,8 +444,10 @@ class WebStore:
         conversation's file)."""
         if not file_id:
             return None
+        # `file_id != ''` is the partial index events_file's condition: said, it is used.
         row = await self.db.fetchone(
-            "SELECT * FROM events WHERE file_id = ? AND conversation = ?", (file_id, conversation)
+            "SELECT * FROM events WHERE file_id = ? AND file_id != '' AND conversation = ?",
+            (file_id, conversation),
         )
         return _file(row) if row else None
 
