@@ -13,7 +13,8 @@ from habakkuk.conversation.commands import Reply, Services, Surface
 
 if TYPE_CHECKING:
     from habakkuk.engine.agent.requests import ReplyTo
-    from habakkuk.engine.config import ChannelConfig, Config
+    from habakkuk.engine.channel_config import ChannelConfig
+    from habakkuk.engine.config import Config
     from habakkuk.engine.sessions import Session
 
     from .adapter import InboundMessage

@@ -17,7 +17,7 @@ from habakkuk.conversation.commands import Services
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
     from habakkuk.engine.events import EventBus
-    from habakkuk.engine.home import Environment
+    from habakkuk.engine.home import Environment, Home
     from habakkuk.engine.hook_events import HookFirer
     from habakkuk.engine.jobs import Job, JobQueue
     from habakkuk.engine.sessions import TranscriptStore
@@ -35,6 +35,7 @@ class RuntimeFacade(Services, Protocol):
     bus: EventBus
     blobs: BlobStore
     env: Environment
+    home: Home
 
     @property
     def approvals(self) -> ApprovalsAccess: ...

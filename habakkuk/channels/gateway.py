@@ -35,7 +35,7 @@ from typing import Any, Literal
 from habakkuk.conversation.answers import ANSWERS, answer_named, answer_word
 from habakkuk.conversation.commands import dispatch
 from habakkuk.engine.agent.requests import ReplyTo, TurnRequest, turn_request
-from habakkuk.engine.config import ChannelConfig
+from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.events import EventPayload, ToolStarted, TurnEnded, TurnStarted
 from habakkuk.engine.llm.types import Block
 from habakkuk.engine.sessions import Session

@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, turn_request
-from habakkuk.engine.config import ChannelConfig
+from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.toolkit.registry import ToolRegistry
 
@@ -23,6 +23,7 @@ from .deliveries import DeliveryWorker, enqueue_reply
 from .facade import RuntimeFacade
 from .gateway import TEXT, ChatApprover, Gateway
 from .outbox import Outbox
+from .platforms import AdapterContext, build_adapter
 from .store import ChannelStore
 from .supervisor import Backoff, Supervisor
 from .sweep import ReplySweep
@@ -83,24 +84,18 @@ class ChannelService(Outbox):
         self.sweep = ReplySweep(runtime.queue, TURN_KIND, store)
         self._pending: set[asyncio.Task[Any]] = set()
         self._web_log: WebLog | None = None
+        self._context = AdapterContext(runtime.env, store, runtime.home.channels_dir)
         self._supervise = False
 
     def make_adapter(self, config: ChannelConfig) -> Adapter:
         """A fresh adapter for one account (the supervisor makes one per run)."""
-        if config.type == "telegram":
-            from .telegram import TelegramAdapter
-
-            token = self.runtime.env.get(config.token_env or "")
-            if not token:
-                raise FatalAdapterError(
-                    f"channels.{config.name}: the variable {config.token_env} is not set"
-                )
-            return TelegramAdapter(config, token, self.store)
-        if config.type == "web" and self._web_log is not None:
+        if config.type == "web":
+            if self._web_log is None:
+                raise FatalAdapterError(f"channels.{config.name}: the HTTP server is not running")
             from .web import WebAdapter
 
             return WebAdapter(config, self._web_log)
-        raise FatalAdapterError(f"channels.{config.name}: unknown type {config.type!r}")
+        return build_adapter(config, self._context)
 
     def _adapter(self, account: str) -> Adapter | None:
         return self.supervisor.adapter(account)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from habakkuk.engine.config import ChannelConfig
+from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.jobs import Job, JobQueue
 from habakkuk.engine.overview import NEVER_STARTED
 from habakkuk.engine.pools import Pool

@@ -18,12 +18,13 @@ import contextlib
 import json
 import logging
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from habakkuk.engine.config import ChannelConfig
+from habakkuk.engine.channel_config import ChannelConfig
 
 from .adapter import (
     Adapter,
@@ -42,6 +43,7 @@ from .adapter import (
     Unsupported,
 )
 from .format import TELEGRAM_LIMIT, html_to_plain, markdown_chunks
+from .platforms import AdapterContext, PlatformSetup, SetupCheckFailed, SetupField
 from .store import ChannelStore
 
 log = logging.getLogger(__name__)
@@ -450,3 +452,47 @@ def _attachments(message: dict[str, Any]) -> list[Attachment]:
                 )
             )
     return found
+
+
+def build(config: ChannelConfig, context: AdapterContext) -> TelegramAdapter:
+    """The adapter of one Telegram account (habakkuk.channels.platforms)."""
+    return TelegramAdapter(config, context.secret(config, "token_env"), context.store)
+
+
+async def check_setup(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
+    """Ask Telegram who the token belongs to (getMe): "@name", or SetupCheckFailed."""
+    base = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+    token = secrets.get(config.token_env or "", "")
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=15)) as http,
+            http.get(f"{base}/bot{token}/getMe") as response,
+        ):
+            body = await response.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        raise SetupCheckFailed(f"cannot reach {base}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(body, dict) or not body.get("ok"):
+        why = body.get("description", "") if isinstance(body, dict) else "not a Bot API answer"
+        raise SetupCheckFailed(f"Telegram refused the token: {why}")
+    return f"@{body['result'].get('username', '?')}"
+
+
+SETUP = PlatformSetup(
+    type="telegram",
+    title="Telegram",
+    instructions=(
+        "1. In Telegram, open @BotFather and send /newbot; choose a name and a username.\n"
+        "2. BotFather answers with the bot's token (123456:ABC...): paste it below.\n"
+        "3. Optional: /setprivacy -> Disable lets the bot read every group message "
+        "(needed for groups: all)."
+    ),
+    fields=(
+        SetupField("token_env", "Bot token", secret=True, variable="TELEGRAM_BOT_TOKEN"),
+        SetupField(
+            "allow_from",
+            "Your Telegram user id or @username (others pair with a code)",
+            help="message @userinfobot to learn your id",
+        ),
+    ),
+    check=check_setup,
+)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from habakkuk.engine.config import ChannelConfig
+from habakkuk.engine.channel_config import ChannelConfig
 
 from .adapter import Adapter, Address, Beat, Button, Capability, Inbox, SendError, Unsupported
 from .deliveries import SENDING

@@ -153,7 +153,7 @@ def _out(data: Any) -> None:
 
 
 async def _add(schedules: SchedulesAccess, agent: str, args: argparse.Namespace, zone: str) -> int:
-    from habakkuk.engine.config import parse_duration
+    from habakkuk.engine.durations import parse_duration
     from habakkuk.engine.errors import HabakkukError
     from habakkuk.work.schedule_types import SCRIPT_TIMEOUT, NewSchedule
     from habakkuk.work.schedule_views import fire_times, schedule_json

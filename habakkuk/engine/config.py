@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .channel_config import ChannelConfig, resolve_channels
 from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
+from .durations import parse_duration
 from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
@@ -166,50 +168,6 @@ class HttpConfig:
 
 
 @dataclass
-class RouteConfig:
-    """One route of a channel: a chat or a sender mapped to an agent."""
-
-    agent: str
-    chat: str | None = None
-    user: str | None = None
-
-
-@dataclass
-class ChannelConfig:
-    """One channel account (`channels.NAME`), e.g. a Telegram bot or the web chat."""
-
-    type: Literal["telegram", "web"]
-    token_env: str | None = None
-    base_url: str | None = None
-    # user ids or @usernames allowed to talk; "*" lets anyone in
-    allow_from: str | list[str] = field(default_factory=list)
-    agent: str | None = None
-    routes: list[RouteConfig] = field(default_factory=list)
-    session_idle: float | str = "4h"
-    # group messages: only when addressed to the bot (mention), every message (all), or none
-    groups: Literal["mention", "all", "off"] = "mention"
-    reactions: bool = False
-    progress: bool = True
-    poll_timeout: int = 30
-    # an adapter silent for longer than this (no message, no keepalive) is reconnected
-    silent_limit: float | str = "2m"
-    name: str = field(default="", init=False)
-    session_idle_seconds: float = field(default=14400.0, init=False)
-    silent_limit_seconds: float = field(default=120.0, init=False)
-
-    @property
-    def allow_all(self) -> bool:
-        """True when `allow_from` is "*" (anyone may talk)."""
-        items = [self.allow_from] if isinstance(self.allow_from, str) else self.allow_from
-        return "*" in items
-
-    @property
-    def allowed(self) -> list[str]:
-        """The allow_from entries as a list."""
-        return [self.allow_from] if isinstance(self.allow_from, str) else list(self.allow_from)
-
-
-@dataclass
 class TranscriptionConfig:
     """`transcription`: an OpenAI-compatible /audio/transcriptions endpoint for voice notes."""
 
@@ -352,30 +310,6 @@ class McpServeConfig:
 
     http: bool = False
     allow_send: bool = False
-
-
-def parse_duration(value: float | str) -> float:
-    """Seconds from a number or text such as 500ms, 60s, 2m, 1h; ValueError otherwise."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        text = str(value).strip().lower()
-        units = (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0))
-        for suffix, factor in units:
-            if text.endswith(suffix) and text[: -len(suffix)].strip():
-                try:
-                    seconds = float(text[: -len(suffix)]) * factor
-                except ValueError:
-                    continue
-                break
-        else:
-            try:
-                seconds = float(text)
-            except ValueError:
-                raise ValueError(f"{value!r} is not a duration (e.g. 30s, 2m)") from None
-    if not seconds > 0:
-        raise ValueError(f"{value!r} must be more than zero")
-    return seconds
 
 
 @dataclass
@@ -1010,63 +944,9 @@ def _resolve_mcp(config: Config) -> None:
 
 
 def _resolve_channels(config: Config) -> None:
-    """Check each channel account: its credentials variable, agents, routes, durations."""
-    import re
-
+    """Check each channel account (habakkuk.engine.channel_config), then the web chat's."""
     path = config.path
-    for name, channel in config.channels.items():
-        channel.name = name
-        where = f"{path}:{line_of(channel)}: channels.{name}"
-        if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
-            raise ConfigError(f"{where}: a channel name uses letters, digits, - and _ only")
-        if channel.type == "web":
-            # The web chat's messages come through the HTTP server (its token lets them in).
-            channel.allow_from = "*"
-        elif not channel.token_env or not re.fullmatch(
-            r"[A-Za-z_][A-Za-z0-9_]*", channel.token_env
-        ):
-            raise ConfigError(
-                f"{path}:{line_of(channel, 'token_env')}: channels.{name}.token_env: "
-                "must name the variable holding the bot token"
-            )
-        if channel.base_url is not None and not re.match(r"https?://[^/\s]+", channel.base_url):
-            raise ConfigError(
-                f"{path}:{line_of(channel, 'base_url')}: channels.{name}.base_url: "
-                f"{channel.base_url!r} is not an http(s) URL"
-            )
-        agents = [("agent", channel.agent)] + [
-            (f"routes[{i}].agent", r.agent) for i, r in enumerate(channel.routes)
-        ]
-        for key, agent in agents:
-            if agent is not None and agent not in config.agents:
-                known = ", ".join(sorted(config.agents)) or "none"
-                raise ConfigError(
-                    f"{path}:{line_of(channel, key.split('[')[0])}: channels.{name}.{key}: "
-                    f"agent {agent!r} is not defined (agents: {known})"
-                )
-        for i, route in enumerate(channel.routes):
-            if route.chat is None and route.user is None:
-                raise ConfigError(
-                    f"{path}:{line_of(route)}: channels.{name}.routes[{i}]: give chat or user"
-                )
-        for key in ("session_idle", "silent_limit"):
-            try:
-                seconds = parse_duration(getattr(channel, key))
-            except ValueError as exc:
-                raise ConfigError(
-                    f"{path}:{line_of(channel, key)}: channels.{name}.{key}: {exc}"
-                ) from None
-            setattr(channel, f"{key}_seconds", seconds)
-        if not 1 <= channel.poll_timeout <= 50:
-            raise ConfigError(
-                f"{path}:{line_of(channel, 'poll_timeout')}: channels.{name}.poll_timeout: "
-                "must be between 1 and 50 seconds"
-            )
-        if channel.silent_limit_seconds <= channel.poll_timeout:
-            raise ConfigError(
-                f"{path}:{line_of(channel, 'silent_limit')}: channels.{name}.silent_limit: "
-                f"must be longer than poll_timeout ({channel.poll_timeout}s)"
-            )
+    resolve_channels(config.channels, config.agents, path)
     web = config.channels.get(config.http.account) if config.http is not None else None
     if web is not None and web.type != "web":
         raise ConfigError(

@@ -69,6 +69,11 @@ class Home:
         return self.root / "blobs"
 
     @property
+    def channels_dir(self) -> Path:
+        """The chat adapters' own state files (positions, device keys), 0700."""
+        return self.root / "channels"
+
+    @property
     def procs_dir(self) -> Path:
         return self.root / "procs"
 

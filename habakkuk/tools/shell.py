@@ -84,6 +84,10 @@ async def run_command(
     kill_group(process.pid)
     with contextlib.suppress(asyncio.TimeoutError):
         await wait_within(reader, 5)
+    if timed_out:
+        # The kill is sent but the shell may not be reaped yet: wait for it here, or its
+        # transport outlives the call and is collected with the child still running.
+        await _reap(process)
     text = head.decode("utf-8", errors="replace")
     if dropped:
         text += f"\n…[{dropped:,} bytes of output dropped]…\n"

@@ -17,7 +17,8 @@ from habakkuk.channels.format import html_to_plain, markdown_chunks, render_inli
 from habakkuk.channels.store import ChannelStatus, ChannelStore
 from habakkuk.channels.supervisor import Backoff, Supervisor
 from habakkuk.channels.sweep import sweep_replies
-from habakkuk.engine.config import ChannelConfig, parse_config
+from habakkuk.engine.channel_config import ChannelConfig
+from habakkuk.engine.config import parse_config
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import MIGRATIONS, JobQueue
@@ -115,11 +116,34 @@ def test_channel_config_defaults_and_durations(home: Home) -> None:
     assert channel.groups == "mention" and channel.progress and not channel.reactions
 
 
+def test_email_channel_tls_false_means_plain_connections(home: Home) -> None:
+    config = _parse(
+        home,
+        "type: email\nimap: 127.0.0.1:143\nsmtp: 127.0.0.1:25\nusername: bot\n"
+        "password_env: MAIL_PASSWORD\naddress: bot@example.org\ntls: false\n",
+    )
+    assert config.channels["tg"].tls_mode == "plain"
+
+
 @pytest.mark.parametrize(
     ("channel", "message"),
     [
-        ("type: telegram\n", r"channels\.tg\.token_env: must name the variable"),
-        ("type: slack\ntoken_env: X\n", r"channels\.tg\.type: must be one of telegram"),
+        ("type: telegram\n", r"channels\.tg\.token_env: a telegram channel needs this"),
+        ("type: telegram\ntoken_env: 'A B'\n", r"token_env: 'A B' is not a variable name"),
+        ("type: irc\ntoken_env: X\n", r"channels\.tg\.type: must be one of telegram"),
+        ("type: slack\ntoken_env: X\n", r"token_env: is not a setting of a slack channel"),
+        ("type: slack\napp_token_env: A\n", r"bot_token_env: a slack channel needs this"),
+        ("type: telegram\ntoken_env: X\nimap: h:1\n", r"imap: is not a setting of a tele"),
+        (
+            "type: matrix\nhomeserver: http://h\nuser_id: bot\ntoken_env: T\n",
+            r"user_id: 'bot' is not a Matrix id",
+        ),
+        ("type: signal\nbase_url: http://h\naccount: '12'\n", r"account: '12' is not a ph"),
+        (
+            "type: email\nimap: mail\nsmtp: m:25\nusername: u\npassword_env: P\naddress: a@b\n",
+            r"channels\.tg\.imap: 'mail' is not host:port",
+        ),
+        ("type: email\nimap: m:1\n", r"channels\.tg\.smtp: an email channel needs"),
         ("type: telegram\ntoken_env: X\nagent: ghost\n", r"agent 'ghost' is not defined"),
         ("type: telegram\ntoken_env: X\nsession_idle: soon\n", r"session_idle: 'soon' is not"),
         ("type: telegram\ntoken_env: X\nbase_url: ftp://x\n", r"base_url: 'ftp://x' is not"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import re
 import select
 from collections.abc import AsyncIterator
@@ -179,6 +180,17 @@ async def test_cancelled_exec_leaves_no_process_behind(tmp_path: Path) -> None:
     # on this loop rather than in a garbage collection after the loop has closed.
     assert reaped(shell)
     await eventually(lambda: pid_gone(child), what="the cancelled tree to die")
+
+
+async def test_timed_out_exec_returns_only_once_its_shell_is_reaped(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    result = await run_command(f"echo $$ > {pidfile}; sleep 300", tmp_path, timeout=0.5)
+    assert result.timed_out
+    # Reaped before the call returns: the kill's exit status is known, and no transport is
+    # left to a garbage collection with its child still running ("subprocess is still
+    # running" at an unrelated test).
+    assert result.exit_code == -signal.SIGKILL
+    assert reaped(int(pidfile.read_text()))
 
 
 async def test_exec_cancelled_while_it_starts_leaves_no_process_behind(tmp_path: Path) -> None:

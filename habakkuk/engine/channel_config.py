@@ -1,0 +1,220 @@
+"""`channels.NAME`: one chat account's settings, and the checks that make them usable.
+
+Every platform shares one dataclass: the settings common to all (allow_from, agent,
+routes, groups, durations) and each platform's own connection settings. Which of those
+a platform needs, and which it accepts at all, is the table `PLATFORM_SETTINGS`: a
+Telegram entry naming `imap` is an error naming the line, not a setting silently
+ignored, and a Slack entry without its app token says which variable is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .config_schema import line_of
+from .durations import parse_duration
+from .errors import ConfigError
+
+ChannelType = Literal[
+    "telegram", "web", "slack", "discord", "matrix", "signal", "email", "whatsapp"
+]
+TlsMode = Literal["implicit", "starttls", "plain"]
+
+
+@dataclass
+class RouteConfig:
+    """One route of a channel: a chat or a sender mapped to an agent."""
+
+    agent: str
+    chat: str | None = None
+    user: str | None = None
+
+
+@dataclass
+class ChannelConfig:
+    """One channel account (`channels.NAME`): a Telegram bot, a Slack app, a mailbox..."""
+
+    type: ChannelType
+    # the variable holding the bot token (telegram, discord) or access token (matrix)
+    token_env: str | None = None
+    # the platform's API root as its own SDK writes it (tests and self-hosted servers)
+    base_url: str | None = None
+    # slack: the app-level token (xapp-, Socket Mode) and the bot token (xoxb-, Web API)
+    app_token_env: str | None = None
+    bot_token_env: str | None = None
+    # matrix: the homeserver's URL and the bot's own id (@bot:example.org)
+    homeserver: str | None = None
+    user_id: str | None = None
+    # signal: the phone number the signal-cli daemon serves (+4915...)
+    account: str | None = None
+    # email: servers as host:port, the login, the password's variable and our address
+    imap: str | None = None
+    smtp: str | None = None
+    username: str | None = None
+    password_env: str | None = None
+    address: str | None = None
+    # email: implicit TLS (IMAPS 993, SMTPS 465), STARTTLS, or false for neither
+    tls: Literal["implicit", "starttls"] | bool = "implicit"
+    # user ids or @usernames allowed to talk; "*" lets anyone in
+    allow_from: str | list[str] = field(default_factory=list)
+    agent: str | None = None
+    routes: list[RouteConfig] = field(default_factory=list)
+    session_idle: float | str = "4h"
+    # group messages: only when addressed to the bot (mention), every message (all), or none
+    groups: Literal["mention", "all", "off"] = "mention"
+    reactions: bool = False
+    progress: bool = True
+    poll_timeout: int = 30
+    # an adapter silent for longer than this (no message, no keepalive) is reconnected
+    silent_limit: float | str = "2m"
+    name: str = field(default="", init=False)
+    session_idle_seconds: float = field(default=14400.0, init=False)
+    silent_limit_seconds: float = field(default=120.0, init=False)
+    tls_mode: TlsMode = field(default="implicit", init=False)
+
+    @property
+    def allow_all(self) -> bool:
+        """True when `allow_from` is "*" (anyone may talk)."""
+        items = [self.allow_from] if isinstance(self.allow_from, str) else self.allow_from
+        return "*" in items
+
+    @property
+    def allowed(self) -> list[str]:
+        """The allow_from entries as a list."""
+        return [self.allow_from] if isinstance(self.allow_from, str) else list(self.allow_from)
+
+
+@dataclass(frozen=True)
+class PlatformSettings:
+    """Which of a platform's own settings it requires and which it accepts."""
+
+    required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+
+    @property
+    def accepted(self) -> frozenset[str]:
+        return frozenset(self.required + self.optional)
+
+
+# The connection settings each platform takes; the shared ones (allow_from, agent, routes,
+# groups, durations) are every platform's. `*_env` settings name a variable, never a value.
+PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
+    "telegram": PlatformSettings(("token_env",), ("base_url",)),
+    "web": PlatformSettings(),
+    "slack": PlatformSettings(("app_token_env", "bot_token_env"), ("base_url",)),
+    "discord": PlatformSettings(("token_env",), ("base_url",)),
+    "matrix": PlatformSettings(("homeserver", "user_id", "token_env"), ("base_url",)),
+    "signal": PlatformSettings(("base_url", "account")),
+    "email": PlatformSettings(("imap", "smtp", "username", "password_env", "address"), ("tls",)),
+    "whatsapp": PlatformSettings(),
+}
+_CONNECTION_SETTINGS = frozenset(
+    name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted
+)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_URL = re.compile(r"https?://[^/\s]+")
+_HOST_PORT = re.compile(r"[A-Za-z0-9.\-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5}")
+_DEFAULTS = ChannelConfig(type="web")
+
+
+def resolve_channels(
+    channels: Mapping[str, ChannelConfig], agents: Collection[str], path: Path
+) -> None:
+    """Check each channel account: its platform's settings, agents, routes, durations.
+
+    Raises ConfigError naming the file, the line and the key of the first problem.
+    """
+    for name, channel in channels.items():
+        channel.name = name
+        where = f"{path}:{line_of(channel)}: channels.{name}"
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+            raise ConfigError(f"{where}: a channel name uses letters, digits, - and _ only")
+        _check_platform_settings(channel, path)
+        if channel.type == "web":
+            # The web chat's messages come through the HTTP server (its token lets them in).
+            channel.allow_from = "*"
+        _check_agents(channel, agents, path)
+        for key in ("session_idle", "silent_limit"):
+            try:
+                seconds = parse_duration(getattr(channel, key))
+            except ValueError as exc:
+                raise ConfigError(
+                    f"{path}:{line_of(channel, key)}: channels.{name}.{key}: {exc}"
+                ) from None
+            setattr(channel, f"{key}_seconds", seconds)
+        if not 1 <= channel.poll_timeout <= 50:
+            raise ConfigError(
+                f"{path}:{line_of(channel, 'poll_timeout')}: channels.{name}.poll_timeout: "
+                "must be between 1 and 50 seconds"
+            )
+        if channel.silent_limit_seconds <= channel.poll_timeout:
+            raise ConfigError(
+                f"{path}:{line_of(channel, 'silent_limit')}: channels.{name}.silent_limit: "
+                f"must be longer than poll_timeout ({channel.poll_timeout}s)"
+            )
+
+
+def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
+    settings = PLATFORM_SETTINGS[channel.type]
+
+    def fail(key: str, message: str) -> ConfigError:
+        return ConfigError(
+            f"{path}:{line_of(channel, key)}: channels.{channel.name}.{key}: {message}"
+        )
+
+    for key in sorted(_CONNECTION_SETTINGS - settings.accepted):
+        if getattr(channel, key) != getattr(_DEFAULTS, key):
+            raise fail(key, f"is not a setting of a {channel.type} channel")
+    for key in settings.required:
+        if getattr(channel, key) in (None, ""):
+            what = "the name of the variable holding it" if key.endswith("_env") else "a value"
+            raise fail(key, f"{_article(channel.type)} {channel.type} channel needs this ({what})")
+    for key in settings.accepted:
+        value = getattr(channel, key)
+        if value is None or key == "tls":
+            continue
+        if key.endswith("_env") and not _ENV_NAME.fullmatch(value):
+            raise fail(key, f"{value!r} is not a variable name")
+        if key in ("base_url", "homeserver") and not _URL.match(value):
+            raise fail(key, f"{value!r} is not an http(s) URL")
+        if key in ("imap", "smtp") and not _HOST_PORT.fullmatch(value):
+            raise fail(key, f"{value!r} is not host:port")
+    if channel.type == "matrix" and not re.fullmatch(r"@[^:\s]+:\S+", channel.user_id or ""):
+        raise fail("user_id", f"{channel.user_id!r} is not a Matrix id (@name:server)")
+    if channel.type == "signal" and not re.fullmatch(r"\+\d{6,15}", channel.account or ""):
+        raise fail("account", f"{channel.account!r} is not a phone number (+ and digits)")
+    if channel.type == "email" and "@" not in (channel.address or ""):
+        raise fail("address", f"{channel.address!r} is not an email address")
+    if channel.tls is True:
+        channel.tls_mode = "implicit"
+    elif channel.tls is False:
+        channel.tls_mode = "plain"
+    else:
+        channel.tls_mode = channel.tls
+
+
+def _check_agents(channel: ChannelConfig, agents: Collection[str], path: Path) -> None:
+    name = channel.name
+    named = [("agent", channel.agent)] + [
+        (f"routes[{i}].agent", r.agent) for i, r in enumerate(channel.routes)
+    ]
+    for key, agent in named:
+        if agent is not None and agent not in agents:
+            known = ", ".join(sorted(agents)) or "none"
+            raise ConfigError(
+                f"{path}:{line_of(channel, key.split('[')[0])}: channels.{name}.{key}: "
+                f"agent {agent!r} is not defined (agents: {known})"
+            )
+    for i, route in enumerate(channel.routes):
+        if route.chat is None and route.user is None:
+            raise ConfigError(
+                f"{path}:{line_of(route)}: channels.{name}.routes[{i}]: give chat or user"
+            )
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
