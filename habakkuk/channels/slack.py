@@ -31,7 +31,6 @@ import contextlib
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -55,7 +54,7 @@ from .adapter import (
     Undeliverable,
     Unsupported,
 )
-from .platforms import AdapterContext, PlatformSetup, SetupCheckFailed, SetupField
+from .platforms import AdapterContext
 from .slack_api import DEFAULT_BASE_URL, Identity, SlackRefused, WebApi
 from .slack_events import (
     PERSON_SUBTYPES,
@@ -65,7 +64,8 @@ from .slack_events import (
     SlackFile,
     SlackMessage,
 )
-from .slack_format import mrkdwn_chunks, plain_text, reply_mention
+from .slack_format import blocks_of, mrkdwn_chunks, plain_text, reply_mention, section
+from .slack_setup import SLACK_SETUP
 from .slack_socket import ConnectionLost, SocketSession
 
 log = logging.getLogger(__name__)
@@ -172,8 +172,10 @@ class SlackAdapter(Adapter):
                 # now and then); one that never said hello, or drops again and again,
                 # goes back to the supervisor's backoff.
                 now = loop.time()
-                if session is None or not session.hello or (
-                    len(quick) == QUICK_RECONNECTS and now - quick[0] < 60
+                if (
+                    session is None
+                    or not session.hello
+                    or (len(quick) == QUICK_RECONNECTS and now - quick[0] < 60)
                 ):
                     raise
                 quick.append(now)
@@ -289,7 +291,7 @@ class SlackAdapter(Adapter):
             chunk = reply_mention(self._authors.get(reply_to, "")) + chunk
         params |= {"text": chunk, "unfurl_links": False, "unfurl_media": False}
         if buttons:
-            params["blocks"] = _blocks(chunk, buttons)
+            params["blocks"] = blocks_of(chunk, buttons)
         result = await self.api.call("chat.postMessage", params)
         ts = str(result.get("ts", ""))
         if buttons:
@@ -300,11 +302,12 @@ class SlackAdapter(Adapter):
         self, to: Address, message_id: str, chunk: str, buttons: list[list[Button]] | None = None
     ) -> None:
         params = {"channel": self._target(to)["channel"], "ts": message_id, "text": chunk}
-        params["blocks"] = _blocks(chunk, buttons) if buttons else []
+        params["blocks"] = blocks_of(chunk, buttons) if buttons else []
         await self.api.call("chat.update", params)
 
     async def delete(self, to: Address, message_id: str) -> None:
-        await self.api.call("chat.delete", {"channel": self._target(to)["channel"], "ts": message_id})
+        channel = self._target(to)["channel"]
+        await self.api.call("chat.delete", {"channel": channel, "ts": message_id})
 
     async def strip_buttons(self, to: Address, message_id: str) -> None:
         text = self._texts.get(message_id) or await self._text_of(to, message_id)
@@ -317,7 +320,7 @@ class SlackAdapter(Adapter):
                     "channel": self._target(to)["channel"],
                     "ts": message_id,
                     "text": text,
-                    "blocks": [_section(text)],
+                    "blocks": [section(text)],
                 },
             )
         self._texts.pop(message_id, None)
@@ -442,27 +445,6 @@ def _attachment(item: SlackFile) -> Attachment:
     return Attachment(kind, item.url, item.name, item.mimetype, item.size)  # type: ignore[arg-type]
 
 
-def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
-
-
-def _blocks(text: str, buttons: list[list[Button]]) -> list[dict[str, Any]]:
-    """The text and its buttons, one actions block per row (Block Kit)."""
-    blocks = [_section(text)]
-    for r, row in enumerate(buttons):
-        elements = [
-            {
-                "type": "button",
-                "action_id": f"fy_{r}_{i}",
-                "text": {"type": "plain_text", "text": b.text[:75], "emoji": True},
-                "value": b.data,
-            }
-            for i, b in enumerate(row)
-        ]
-        blocks.append({"type": "actions", "block_id": f"fy_{r}", "elements": elements})
-    return blocks
-
-
 def build(config: ChannelConfig, context: AdapterContext) -> SlackAdapter:
     """The adapter of one Slack app (habakkuk.channels.platforms)."""
     return SlackAdapter(
@@ -470,61 +452,4 @@ def build(config: ChannelConfig, context: AdapterContext) -> SlackAdapter:
     )
 
 
-async def check_setup(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
-    """Check both tokens: the bot's (auth.test) and the app's (apps.connections.open).
-
-    Returns "@bot in Workspace"; SetupCheckFailed with one line when either is refused."""
-    base = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-    bot = secrets.get(config.bot_token_env or "", "")
-    app = secrets.get(config.app_token_env or "", "")
-    if not bot.startswith("xoxb-"):
-        raise SetupCheckFailed("the bot token starts with xoxb- (OAuth & Permissions)")
-    if not app.startswith("xapp-"):
-        raise SetupCheckFailed("the app-level token starts with xapp- (Basic Information)")
-    async with aiohttp.ClientSession() as http:
-        try:
-            me = await WebApi(base, bot, http).identity()
-        except (SendError, FatalAdapterError) as exc:
-            raise SetupCheckFailed(f"Slack refused the bot token: {exc}") from None
-        try:
-            await WebApi(base, app, http).call("apps.connections.open", form=True)
-        except (SendError, FatalAdapterError) as exc:
-            raise SetupCheckFailed(
-                f"Slack refused the app-level token: {exc} "
-                "(it needs connections:write, and Socket Mode turned on)"
-            ) from None
-    return f"@{me.user or me.user_id} in {me.team or me.team_id}"
-
-
-SETUP = PlatformSetup(
-    type="slack",
-    title="Slack",
-    instructions=(
-        "1. At https://api.slack.com/apps choose Create New App > From scratch; pick the "
-        "workspace.\n"
-        "2. Socket Mode: turn it on and create an app-level token with connections:write "
-        "(xapp-...): paste it below.\n"
-        "3. OAuth & Permissions > Bot Token Scopes: app_mentions:read, chat:write, "
-        "channels:history, groups:history, im:history, mpim:history, files:read, "
-        "files:write, reactions:write.\n"
-        "4. Event Subscriptions: turn on; bot events app_mention, message.im, "
-        "message.channels, message.groups, message.mpim. Interactivity: turn on.\n"
-        "5. App Home: allow users to send messages from the Messages tab.\n"
-        "6. Install to Workspace, then copy the Bot User OAuth Token (xoxb-...) below.\n"
-        "7. Invite the bot to a channel with /invite @yourbot; DMs need nothing."
-    ),
-    fields=(
-        SetupField(
-            "app_token_env", "App-level token (xapp-...)", secret=True, variable="SLACK_APP_TOKEN"
-        ),
-        SetupField(
-            "bot_token_env", "Bot token (xoxb-...)", secret=True, variable="SLACK_BOT_TOKEN"
-        ),
-        SetupField(
-            "allow_from",
-            "Your Slack member id (U...; others pair with a code)",
-            help="your profile > ⋮ > Copy member ID",
-        ),
-    ),
-    check=check_setup,
-)
+SETUP = SLACK_SETUP

@@ -18,6 +18,9 @@ In: a message's text is mrkdwn too; `plain_text` turns it into what the model re
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from .adapter import Button
 
 SLACK_LIMIT = 3000
 
@@ -234,3 +237,24 @@ def plain_text(mrkdwn: str, strip_user: str = "") -> str:
 def mrkdwn_to_plain(mrkdwn: str) -> str:
     """What a person reads of a message the bot sent (the fake's driver and tests)."""
     return plain_text(mrkdwn)
+
+
+def section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def blocks_of(text: str, buttons: list[list[Button]]) -> list[dict[str, Any]]:
+    """The text and its buttons, one actions block per row (Block Kit)."""
+    blocks = [section(text)]
+    for r, row in enumerate(buttons):
+        elements = [
+            {
+                "type": "button",
+                "action_id": f"fy_{r}_{i}",
+                "text": {"type": "plain_text", "text": b.text[:75], "emoji": True},
+                "value": b.data,
+            }
+            for i, b in enumerate(row)
+        ]
+        blocks.append({"type": "actions", "block_id": f"fy_{r}", "elements": elements})
+    return blocks

@@ -26,6 +26,8 @@ from collections.abc import Awaitable, Callable
 
 import aiohttp
 
+from habakkuk.engine.timeouts import wait_within
+
 from .adapter import Beat, FatalAdapterError, SendError
 from .slack_events import Frame, Payload, parse_frame
 from .tasks import cancel_and_wait
@@ -74,9 +76,10 @@ class SocketSession:
             reason = await self._read(worker)
             self._queue.put_nowait(None)  # handle what was read, then stop
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(worker), DRAIN_SECONDS)
-            if worker.done() and worker.exception() is not None:
-                raise worker.exception()  # type: ignore[misc]
+                await wait_within(asyncio.shield(worker), DRAIN_SECONDS)
+            failure = worker.exception() if worker.done() else None
+            if failure is not None:
+                raise failure
             return reason
         finally:
             await cancel_and_wait(pinger)
