@@ -147,15 +147,16 @@ class FakeSlack:
         return f"{int(time.time())}.{next(self._ts):06d}"
 
     def _push(self, kind: str, payload: dict[str, Any], retry: int = 0) -> dict[str, Any]:
-        envelope = {
-            "envelope_id": str(uuid.uuid4()),
+        envelope_id = str(uuid.uuid4())
+        envelope: dict[str, Any] = {
+            "envelope_id": envelope_id,
             "type": kind,
             "payload": payload,
             "accepts_response_payload": kind != "events_api",
             "retry_attempt": retry,
             "retry_reason": "timeout" if retry else "",
         }
-        self.pending[envelope["envelope_id"]] = envelope
+        self.pending[envelope_id] = envelope
         self._new.set()
         return envelope
 

@@ -164,9 +164,7 @@ async def test_a_channel_message_needs_a_mention_and_the_reply_names_its_sender(
     slack.event(
         {"type": "message", "channel": DM, "bot_id": "BBOT", "user": BOT_USER, "text": "mine"}
     )
-    asked = slack.message(
-        f"<@{BOT_USER}> what time is it", channel=CHANNEL, channel_type="channel"
-    )
+    asked = slack.message(f"<@{BOT_USER}> what time is it", channel=CHANNEL, channel_type="channel")
     # Slack sends the same message again as an app_mention: one answer, not two.
     mention = dict(asked["payload"]["event"], type="app_mention")
     slack.event(mention)
@@ -466,11 +464,11 @@ async def test_the_setup_check_names_the_bot_and_refuses_bad_tokens(slack: FakeS
     good = {"SLACK_APP_TOKEN": slack.app_token, "SLACK_BOT_TOKEN": slack.bot_token}
     assert await check(_draft(slack), good) == "@habakkuk in Fake Team"
     wrong_bot = good | {"SLACK_BOT_TOKEN": "xoxb-nope"}
-    with pytest.raises(SetupCheckFailed, match="Slack refused the bot token: auth.test: inv"):
+    with pytest.raises(SetupCheckFailed, match=r"Slack refused the bot token: auth\.test: inv"):
         await check(_draft(slack), wrong_bot)
     swapped = good | {"SLACK_APP_TOKEN": slack.bot_token}
     with pytest.raises(SetupCheckFailed, match="app-level token starts with xapp-"):
         await check(_draft(slack), swapped)
     wrong_app = good | {"SLACK_APP_TOKEN": "xapp-nope"}
-    with pytest.raises(SetupCheckFailed, match="refused the app-level token: apps.conn"):
+    with pytest.raises(SetupCheckFailed, match=r"refused the app-level token: apps\.conn"):
         await check(_draft(slack), wrong_app)

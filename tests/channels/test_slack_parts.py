@@ -120,7 +120,7 @@ async def test_a_rate_limit_is_retry_after_its_header(
     adapter: SlackAdapter, slack: FakeSlack
 ) -> None:
     slack.rate_limited = 1
-    with pytest.raises(RetryAfter, match="chat.postMessage: rate limited") as caught:
+    with pytest.raises(RetryAfter, match=r"chat\.postMessage: rate limited") as caught:
         await adapter.send_text(TO, "hi")
     assert caught.value.seconds == 1.0
     assert await adapter.send_text(TO, "hi")  # the next one goes through
