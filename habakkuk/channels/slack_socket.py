@@ -6,11 +6,13 @@ handed to the gateway (which awaits the durable enqueue), in the order they came
 before that leaves it unacknowledged, and Slack sends it again on the next connection,
 where the gateway drops it if it was handled after all. The hand-off takes milliseconds;
 one slower than Slack's 3 s (a large attachment downloaded first) makes Slack resend the
-envelope, which queues behind the first and is dropped as seen.
+envelope, which queues behind the first in its chat's lane and is dropped as seen.
 
-Envelopes are handled by a worker task so the reader keeps answering pings meanwhile. A
-`disconnect` frame (Slack rotates connections: `warning`, `refresh_requested`) ends the
-session after the envelopes already read are handled; the adapter opens a new one.
+Envelopes are handed over by one worker task per chat (a lane; at most LANES at once),
+so a chat's messages keep their order, a slow chat does not hold up the others, and the
+reader keeps answering pings meanwhile. A `disconnect` frame (Slack rotates connections:
+`warning`, `refresh_requested`) ends the session after the envelopes already read are
+handled; the adapter opens a new one.
 
 Keepalive: we ping every `ping_every` seconds and answer Slack's pings; any frame,
 ping or pong is a beat. A socket silent for three ping periods is closed as dead.
@@ -23,13 +25,14 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiohttp
 
 from habakkuk.engine.timeouts import wait_within
 
 from .adapter import Beat, FatalAdapterError, SendError
-from .slack_events import Frame, Payload, parse_frame
+from .slack_events import Frame, Payload, SlackAction, SlackCommand, SlackMessage, parse_frame
 from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -40,6 +43,18 @@ FATAL_REASONS = {
     "link_disabled": "Socket Mode is turned off for this app (Settings > Socket Mode)",
 }
 DRAIN_SECONDS = 8.0  # Slack closes a socket about 10 s after its `warning`
+# Chats handled side by side: one slow hand-off (a large attachment downloaded first)
+# must not hold up every other chat of every workspace on the one connection.
+LANES = 8
+
+
+def lane_of(payload: Payload | None) -> str:
+    """The chat an envelope belongs to: its envelopes are handed over in order."""
+    if isinstance(payload, SlackMessage | SlackAction):
+        return f"{payload.team}-{payload.channel}"
+    if isinstance(payload, SlackCommand):
+        return f"{payload.team}-{payload.channel}"
+    return ""
 
 
 class ConnectionLost(SendError):
@@ -62,7 +77,10 @@ class SocketSession:
         self.beat = beat
         self.ping_every = ping_every
         self.hello = False
-        self._queue: asyncio.Queue[Frame | None] = asyncio.Queue()
+        self._lanes: dict[str, asyncio.Queue[Frame]] = {}
+        self._workers: set[asyncio.Task[None]] = set()
+        self._handling = asyncio.Semaphore(LANES)
+        self._failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._send_lock = asyncio.Lock()
         self._heard = 0.0
 
@@ -70,33 +88,39 @@ class SocketSession:
         """Serve the socket; the `disconnect` reason, or ConnectionLost / FatalAdapterError."""
         loop = asyncio.get_running_loop()
         self._heard = loop.time()
-        worker = asyncio.create_task(self._work(), name="slack:envelopes")
         pinger = asyncio.create_task(self._ping(), name="slack:ping")
         try:
-            reason = await self._read(worker)
-            self._queue.put_nowait(None)  # handle what was read, then stop
+            reason = await self._read()
+            # Hand over what was read before the socket goes (bounded: Slack closes it).
             with contextlib.suppress(TimeoutError):
-                await wait_within(asyncio.shield(worker), DRAIN_SECONDS)
-            failure = worker.exception() if worker.done() else None
-            if failure is not None:
-                raise failure
+                await wait_within(self._drained(), DRAIN_SECONDS)
             return reason
         finally:
             await cancel_and_wait(pinger)
-            await cancel_and_wait(worker)
+            for worker in list(self._workers):
+                await cancel_and_wait(worker)
+            if self._failed.done():
+                self._failed.exception()  # raised above, or superseded by another error
             with contextlib.suppress(Exception):
                 await self.ws.close()
 
-    async def _read(self, worker: asyncio.Task[None]) -> str:
+    async def _drained(self) -> None:
+        while self._workers:
+            waiting: set[asyncio.Future[None]] = {*self._workers, self._failed}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if self._failed.done():
+                self._failed.result()
+
+    async def _read(self) -> str:
         loop = asyncio.get_running_loop()
         while True:
             receiving = asyncio.ensure_future(self.ws.receive())
-            done, _ = await asyncio.wait({receiving, worker}, return_when=asyncio.FIRST_COMPLETED)
-            if receiving not in done:  # the worker failed (the gateway's database)
+            either: set[asyncio.Future[Any]] = {receiving, self._failed}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if self._failed.done():  # a hand-off failed (the gateway's database)
                 receiving.cancel()
                 await asyncio.gather(receiving, return_exceptions=True)
-                failure = worker.exception()
-                raise failure if failure is not None else ConnectionLost("handler stopped")
+                self._failed.result()
             message = receiving.result()
             self._heard = loop.time()
             if message.type == aiohttp.WSMsgType.TEXT:
@@ -111,8 +135,10 @@ class SocketSession:
                     if frame.reason in FATAL_REASONS:
                         raise FatalAdapterError(FATAL_REASONS[frame.reason])
                     return frame.reason or "disconnect"
+                elif frame.envelope_id and frame.payload is None:
+                    await self._ack(frame.envelope_id)  # nothing we answer
                 elif frame.envelope_id:
-                    self._queue.put_nowait(frame)
+                    self._enqueue(frame)
             elif message.type == aiohttp.WSMsgType.PING:
                 self.beat()
                 await self.ws.pong(message.data)
@@ -127,15 +153,35 @@ class SocketSession:
                 code = self.ws.close_code
                 raise ConnectionLost(f"the Socket Mode connection closed (code {code})")
 
-    async def _work(self) -> None:
-        while True:
-            frame = await self._queue.get()
-            if frame is None:
-                return
-            if frame.payload is not None:
-                await self.handle(frame.payload)
+    def _enqueue(self, frame: Frame) -> None:
+        """Queue the envelope in its chat's lane (started when the chat has none)."""
+        key = lane_of(frame.payload)
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = asyncio.Queue()
+            worker = asyncio.create_task(self._work(key, lane), name=f"slack:lane:{key}")
+            self._workers.add(worker)
+            worker.add_done_callback(self._workers.discard)
+        lane.put_nowait(frame)
+
+    async def _work(self, key: str, lane: asyncio.Queue[Frame]) -> None:
+        """One chat's envelopes in order; the lane ends when it runs empty."""
+        try:
+            while not lane.empty():
+                frame = lane.get_nowait()
+                assert frame.payload is not None
+                async with self._handling:
+                    await self.handle(frame.payload)
                 self.beat()
-            await self._ack(frame.envelope_id)
+                await self._ack(frame.envelope_id)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            if not self._failed.done():
+                self._failed.set_exception(exc)
+        finally:
+            if self._lanes.get(key) is lane:
+                del self._lanes[key]
 
     async def _ack(self, envelope_id: str) -> None:
         async with self._send_lock:
