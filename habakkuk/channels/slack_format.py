@@ -234,9 +234,16 @@ def plain_text(mrkdwn: str, strip_user: str = "") -> str:
     return re.sub(r"[ \t]{2,}", " ", text).strip()
 
 
+_FENCED = re.compile(r"```\n?(.*?)\n?```", re.DOTALL)
+_MARKED = re.compile(r"(?<![\w*_~`])([*_~`])(?=\S)([^\n]*?\S)\1(?![\w*_~`])")
+
+
 def mrkdwn_to_plain(mrkdwn: str) -> str:
-    """What a person reads of a message the bot sent (the fake's driver and tests)."""
-    return plain_text(mrkdwn)
+    """What a person reads of a message the bot sent: the words without their markers."""
+    text = _FENCED.sub(lambda m: m.group(1), mrkdwn)
+    for _ in range(3):  # nested markers (*_both_*) come off one layer at a time
+        text = _MARKED.sub(lambda m: m.group(2), text)
+    return plain_text(text)
 
 
 def section(text: str) -> dict[str, Any]:

@@ -16,7 +16,8 @@ pending until acknowledged with its ``envelope_id`` and is sent again (retry_att
 + 1) on the next connection while it is not. Tests make users write (`message`),
 press buttons (`press`), run slash commands (`command`), redeliver (`replay`), rotate
 the connection (`disconnect`), drop it (`drop`), hold sends to stop the bot
-mid-delivery (`hold_posts_after`) and close chats (`block`).
+mid-delivery (`hold_posts_after`), hold downloads (`hold_downloads`) and close chats
+(`block`).
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class FakeSlack:
         self.rate_limited = 0  # that many chat.postMessage calls get 429 first
         self._ts = itertools.count(1)
         self._hold_after: int | None = None
+        self._downloads = asyncio.Event()
+        self._downloads.set()
         self._release = asyncio.Event()
         self._changed = asyncio.Condition()
         self._new = asyncio.Event()
@@ -139,6 +142,7 @@ class FakeSlack:
 
     async def __aexit__(self, *exc: object) -> None:
         self._release.set()
+        self._downloads.set()
         await self.stop()
 
     # -- scripting users -----------------------------------------------------------------
@@ -303,6 +307,13 @@ class FakeSlack:
         then fail (the bot was killed while waiting for the answer)."""
         self._hold_after = count
         self._release.clear()
+
+    def hold_downloads(self) -> None:
+        """File downloads hang until `release_downloads` (a large file on a slow link)."""
+        self._downloads.clear()
+
+    def release_downloads(self) -> None:
+        self._downloads.set()
 
     def release_posts(self) -> None:
         self._hold_after = None
@@ -550,6 +561,7 @@ class FakeSlack:
         if header != f"Bearer {self.bot_token}":
             # What Slack does without a token that may read the file: its sign-in page.
             return web.Response(text="<html>sign in</html>", content_type="text/html")
+        await self._downloads.wait()
         found = self.files.get(request.match_info["id"])
         if found is None:
             return web.Response(status=404)

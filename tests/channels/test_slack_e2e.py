@@ -21,7 +21,7 @@ from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.runtime import Runtime
-from tests.channels.fake_slack import BOT_USER, DM, PERSON, TEAM, FakeSlack
+from tests.channels.fake_slack import BOT_USER, DM, PERSON, TEAM, FakeSlack, SlackDriver
 from tests.conftest import mock_config
 from tests.fakes.media_gen import png
 from tests.helpers import eventually
@@ -293,6 +293,58 @@ async def test_files_and_a_voice_note_reach_the_model(
     assert isinstance(image, ImageBlock) and Path(image.blob).read_bytes() == PHOTO
     assert transcribed == ["whisper-1"]
     assert "buy oat milk" in slack.texts()[1]
+
+
+async def test_a_slow_chat_does_not_hold_up_another(start: OpenRuntime, slack: FakeSlack) -> None:
+    await start()
+    slack.hold_downloads()
+    slack.message("big file", files=[slack.share("big.bin", b"0" * 64, "application/zip")])
+    slack.message("then this", channel="D0042")
+    slack.message(f"<@{BOT_USER}> meanwhile", channel=CHANNEL, channel_type="channel")
+    await slack.wait_for(lambda: len(slack.texts(CHANNEL)) == 1)
+    assert slack.texts() == []  # the DM waits for its download, in order
+    slack.release_downloads()
+    await slack.wait_for(lambda: len(slack.texts()) == 2)
+    assert slack.texts()[0].startswith("echo: big file") and slack.texts()[1] == "echo: then this"
+
+
+DRIVER_SCRIPT = """
+- text: "Let me run it."
+  tool_calls:
+    - name: exec
+      arguments: {command: "echo approved-run"}
+- text: "Sending it."
+  tool_calls:
+    - name: send_file
+      arguments: {path: "report.txt"}
+- "sent"
+"""
+
+
+async def test_the_platform_driver_plays_the_person(
+    start: OpenRuntime, slack_driver: SlackDriver, home: Home
+) -> None:
+    workspace = home.default_workspace("main")
+    workspace.mkdir(parents=True)
+    (workspace / "report.txt").write_text("numbers\n")
+    await start(DRIVER_SCRIPT, mode="workspace")
+    await slack_driver.say("run the thing")
+    await slack_driver.fake.wait_for(lambda: bool(slack_driver.fake.with_buttons()))
+    await slack_driver.press("✅ Approve")
+    await slack_driver.fake.wait_for(lambda: "sent" in slack_driver.texts())
+    assert slack_driver.files() == [("report.txt", b"numbers\n")]
+    assert slack_driver.texts()[0].startswith("Approval needed: exec")
+
+
+async def test_the_platform_driver_sends_a_file(
+    start: OpenRuntime, slack_driver: SlackDriver, home: Home
+) -> None:
+    await start()
+    await slack_driver.send_file("notes.txt", b"plain notes", "text/plain", caption="read")
+    await slack_driver.fake.wait_for(lambda: len(slack_driver.texts()) == 1)
+    assert slack_driver.texts()[0].startswith("echo: read")
+    [saved] = (home.default_workspace("main") / "inbox").iterdir()
+    assert saved.name.endswith("notes.txt") and saved.read_bytes() == b"plain notes"
 
 
 async def test_a_file_slack_will_not_hand_over_is_noted(

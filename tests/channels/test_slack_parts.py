@@ -20,7 +20,13 @@ from habakkuk.channels.adapter import (
 )
 from habakkuk.channels.slack import SlackAdapter
 from habakkuk.channels.slack_events import SlackAction, SlackCommand, SlackMessage, parse_frame
-from habakkuk.channels.slack_format import SLACK_LIMIT, mrkdwn_chunks, plain_text, render_inline
+from habakkuk.channels.slack_format import (
+    SLACK_LIMIT,
+    mrkdwn_chunks,
+    mrkdwn_to_plain,
+    plain_text,
+    render_inline,
+)
 from habakkuk.engine.channel_config import ChannelConfig
 from tests.channels.fake_slack import DM, TEAM, FakeSlack
 
@@ -69,6 +75,11 @@ def test_incoming_mrkdwn_reads_as_plain_text() -> None:
     assert plain_text(text, strip_user="UBOT") == (
         "see the site (https://e.com) & #general, @U2 <3 @here"
     )
+
+
+def test_what_the_bot_sent_reads_as_plain_words() -> None:
+    sent = mrkdwn_chunks("**Approval needed**: exec\n\n`echo hi` and *it* & <x>\n\n```\na<b\n```")
+    assert mrkdwn_to_plain(sent[0]) == "Approval needed: exec\n\necho hi and it & <x>\n\na<b"
 
 
 # -- frames ------------------------------------------------------------------------------
