@@ -23,19 +23,20 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _harness import fresh_home, mock_config  # noqa: E402
+from _harness import fresh_home, mock_config
 
-from tests.channels.fake_slack import DM, PERSON, TEAM, FakeSlack  # noqa: E402
+from tests.channels.fake_slack import DM, PERSON, TEAM, FakeSlack
 
 
-async def until(predicate: object, timeout: float = 120.0) -> None:
+async def until(predicate: Callable[[], bool], timeout: float = 120.0) -> None:
     """Poll `predicate()` (the fake's state has no event for these counts) within a bound."""
     deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
+    while not predicate():
         if time.monotonic() > deadline:
             raise SystemExit("timed out")
         await asyncio.sleep(0.002)

@@ -32,7 +32,7 @@ import logging
 import re
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -70,10 +70,12 @@ from .slack_socket import ConnectionLost, SocketSession
 
 log = logging.getLogger(__name__)
 
+AttachmentKind = Literal["photo", "document", "voice", "audio", "video"]
+
 FILE_LIMIT = 1024 * 1024 * 1024  # Slack's upload limit: 1 GB
 # The gateway's reactions by Slack's names for them.
 EMOJI_NAMES = {"👀": "eyes", "👍": "+1", "😢": "cry"}
-_TS = re.compile(r"\d+\.\d+")
+_KINDS: dict[str, AttachmentKind] = {"image": "photo", "audio": "voice", "video": "video"}
 REMEMBERED = 2000  # message authors and button texts kept for replies and stripping
 QUICK_RECONNECTS = 5  # immediate reconnects after a drop allowed per minute
 
@@ -438,11 +440,10 @@ class SlackAdapter(Adapter):
 
 
 def _attachment(item: SlackFile) -> Attachment:
-    major = item.mimetype.split("/", 1)[0]
-    kind = {"image": "photo", "audio": "voice", "video": "video"}.get(major, "document")
+    kind = _KINDS.get(item.mimetype.split("/", 1)[0], "document")
     # Slack's voice clips are audio/webm or audio/mp4 files (subtype slack_audio); a
     # video clip recorded in Slack says video/* and is not transcribed.
-    return Attachment(kind, item.url, item.name, item.mimetype, item.size)  # type: ignore[arg-type]
+    return Attachment(kind, item.url, item.name, item.mimetype, item.size)
 
 
 def build(config: ChannelConfig, context: AdapterContext) -> SlackAdapter:
