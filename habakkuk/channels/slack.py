@@ -30,6 +30,7 @@ import collections
 import contextlib
 import logging
 import re
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Literal
@@ -155,7 +156,11 @@ class SlackAdapter(Adapter):
         loop = asyncio.get_running_loop()
 
         async def handle(payload: Payload) -> None:
-            message = self.convert(payload)
+            try:
+                message = self.convert(payload)
+            except Exception as exc:  # one malformed payload must not stop every chat
+                log.warning("slack %s: dropped a payload: %s", self.account, type(exc).__name__)
+                return
             if message is not None:
                 await inbox(message)
 
@@ -230,7 +235,7 @@ class SlackAdapter(Adapter):
             is_group=is_group,
             addressed=not is_group or event.kind == "app_mention" or mentioned or in_our_thread,
             attachments=[_attachment(f) for f in event.files if f.url],
-            at=float(event.ts),
+            at=_seconds(event.ts),
         )
 
     def _action(self, action: SlackAction) -> InboundMessage | None:
@@ -437,6 +442,14 @@ class SlackAdapter(Adapter):
                     raise SendError(f"file upload: HTTP {response.status}")
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise SendError(f"file upload: {type(exc).__name__}") from None
+
+
+def _seconds(ts: str) -> float:
+    """A message ts ("1712345678.000100") as epoch seconds; now when it is not one."""
+    try:
+        return float(ts)
+    except ValueError:
+        return time.time()
 
 
 def _attachment(item: SlackFile) -> Attachment:

@@ -123,6 +123,19 @@ async def test_markdown_goes_out_as_mrkdwn_and_mentions_stay_text(
     ]
 
 
+async def test_odd_fields_in_an_event_do_not_stop_the_adapter(
+    start: OpenRuntime, slack: FakeSlack
+) -> None:
+    await start()
+    event = {"type": "message", "channel": DM, "user": PERSON, "ts": "soon", "text": "odd"}
+    slack.event(event | {"files": "not a list", "channel_type": "im"})
+    slack.event({"type": "message", "channel": DM, "user": 42, "text": ["not text"]})
+    slack.message("still here?")
+    await slack.wait_for(lambda: len(slack.texts()) == 2)
+    assert slack.texts() == ["echo: odd", "echo: still here?"]
+    await slack.wait_for(lambda: not slack.pending)  # every envelope acknowledged
+
+
 async def test_a_redelivered_envelope_is_dropped(
     start: OpenRuntime, slack: FakeSlack, home: Home
 ) -> None:
