@@ -151,6 +151,20 @@ async def test_a_redelivered_envelope_is_dropped(
     assert len(await runtime.sessions.list_sessions()) == 1
 
 
+async def test_one_connection_serves_two_workspaces_as_two_conversations(
+    start: OpenRuntime, slack: FakeSlack, home: Home
+) -> None:
+    runtime = await start()
+    slack.message("from the first")
+    slack.message("from the second", team="T0002")
+    await slack.wait_for(lambda: len(slack.texts()) == 2)
+    assert sorted(slack.texts()) == ["echo: from the first", "echo: from the second"]
+    conversations = {r["conversation"] for r in rows(home, "SELECT * FROM channel_bindings")}
+    assert conversations == {f"sl:{TEAM}-{DM}", f"sl:T0002-{DM}"}
+    assert len(await runtime.sessions.list_sessions()) == 2
+    assert slack.connections == 1
+
+
 async def test_a_stranger_is_refused_and_can_pair(
     start: OpenRuntime, slack: FakeSlack, home: Home
 ) -> None:
