@@ -14,6 +14,7 @@ from pluggy import Result
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
+from tests.channels.fake_slack import FakeSlack, SlackDriver
 from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
 from tests.fakes.github_api import FakeGitHub, ThreadedGitHub
 from tests.fakes.model_server import FakeModelServer
@@ -144,6 +145,22 @@ async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
     monkeypatch.setenv("TG_TOKEN", BOT_TOKEN)
     async with FakeTelegram(token=BOT_TOKEN) as server:
         yield server
+
+
+@pytest.fixture
+async def slack(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeSlack]:
+    """The fake Slack (Web API and Socket Mode) on a loopback port; $SLACK_APP_TOKEN and
+    $SLACK_BOT_TOKEN are its app's tokens."""
+    async with FakeSlack() as server:
+        monkeypatch.setenv("SLACK_APP_TOKEN", server.app_token)
+        monkeypatch.setenv("SLACK_BOT_TOKEN", server.bot_token)
+        yield server
+
+
+@pytest.fixture
+def slack_driver(slack: FakeSlack) -> SlackDriver:
+    """The allowed person in a DM with the bot on the fake Slack (a PlatformDriver)."""
+    return SlackDriver(slack)
 
 
 @pytest.fixture
