@@ -14,6 +14,7 @@ from pluggy import Result
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
+from tests.channels.fake_signal import FakeSignal, SignalDriver
 from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
 from tests.fakes.github_api import FakeGitHub, ThreadedGitHub
 from tests.fakes.model_server import FakeModelServer
@@ -144,6 +145,19 @@ async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
     monkeypatch.setenv("TG_TOKEN", BOT_TOKEN)
     async with FakeTelegram(token=BOT_TOKEN) as server:
         yield server
+
+
+@pytest.fixture
+async def signal_cli() -> AsyncIterator[FakeSignal]:
+    """The fake signal-cli HTTP daemon on a loopback port (keepalives every second)."""
+    async with FakeSignal(keepalive=1.0) as server:
+        yield server
+
+
+@pytest.fixture
+def signal_driver(signal_cli: FakeSignal) -> SignalDriver:
+    """Alice on the fake signal-cli daemon (tests/channels/platform_driver.py)."""
+    return SignalDriver(signal_cli)
 
 
 @pytest.fixture

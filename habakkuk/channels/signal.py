@@ -497,8 +497,14 @@ async def check_setup(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
                 "(start it: signal-cli daemon --http 127.0.0.1:8080 --receive-mode on-connection)"
             ) from None
         try:
-            version = await adapter.call("version", {}, timeout=15)
             found = await _accounts(adapter)
+            if found is not None and adapter.number not in found:
+                has = ", ".join(found) or "none"
+                raise SetupCheckFailed(
+                    f"the daemon at {base} has no account {adapter.number} (it has: {has}); "
+                    f"register or link it: signal-cli -a {adapter.number} register"
+                )
+            version = await adapter.call("version", {}, timeout=15)
         except (SendError, FatalAdapterError) as exc:
             raise SetupCheckFailed(f"signal-cli at {base}: {exc}") from None
     finally:
@@ -506,12 +512,6 @@ async def check_setup(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
     release = version.get("version", "?") if isinstance(version, dict) else "?"
     if found is None:  # a single-account daemon (signal-cli -a NUMBER daemon)
         return f"{adapter.number} on signal-cli {release} (single-account daemon)"
-    if adapter.number not in found:
-        has = ", ".join(found) or "none"
-        raise SetupCheckFailed(
-            f"the daemon at {base} has no account {adapter.number} (it has: {has}); "
-            f"register or link it: signal-cli -a {adapter.number} register"
-        )
     return f"{adapter.number} on signal-cli {release}"
 
 
