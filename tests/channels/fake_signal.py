@@ -158,7 +158,10 @@ class FakeSignal:
 
     def push(self, envelope: dict[str, Any], account: str = BOT_NUMBER) -> None:
         """Deliver an envelope (again, for a replay) to the open streams, else keep it."""
-        data = json.dumps({"account": account, "envelope": envelope})
+        self.push_data(json.dumps({"account": account, "envelope": envelope}))
+
+    def push_data(self, data: str) -> None:
+        """Deliver one `receive` event's data as it is (one line)."""
         if self.streams:
             for stream in self.streams:
                 stream.put_nowait(data)

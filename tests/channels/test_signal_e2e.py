@@ -129,6 +129,34 @@ async def test_the_same_envelope_pushed_again_is_dropped(
     assert len(rows(home, "SELECT id FROM jobs WHERE kind = 'turn'")) == 2
 
 
+async def test_an_event_that_is_not_json_is_skipped_and_the_stream_goes_on(
+    start: OpenRuntime, signal_cli: FakeSignal, home: Home
+) -> None:
+    await start()
+    signal_cli.push_data("{not json")
+    signal_cli.push_data(json.dumps({"account": BOT_NUMBER}))  # no envelope: nothing to do
+    signal_cli.message("still here")
+    await signal_cli.wait_for(lambda: signal_cli.texts() == ["echo: still here"])
+    assert signal_cli.connections == 1
+    [status] = rows(home, "SELECT restarts FROM channel_status")
+    assert status["restarts"] == 0
+
+
+async def test_a_single_account_daemon_serving_another_number_is_fatal(
+    start: OpenRuntime, signal_cli: FakeSignal, home: Home
+) -> None:
+    signal_cli.single_account = True  # it ignores ?account= and serves BOT_NUMBER
+    await start(account="+4915199999999")
+    signal_cli.message("hello")
+    await eventually(
+        lambda: bool(rows(home, "SELECT 1 FROM channel_status WHERE state = 'fatal'")),
+        what="the mismatch to be reported fatal",
+    )
+    [status] = rows(home, "SELECT detail FROM channel_status")
+    assert f"serves {BOT_NUMBER}, not +4915199999999" in status["detail"]
+    assert signal_cli.of("send") == []
+
+
 async def test_receipts_typing_sync_and_reactions_start_nothing(
     start: OpenRuntime, signal_cli: FakeSignal, home: Home
 ) -> None:
@@ -405,7 +433,7 @@ async def test_setup_check_names_the_account_or_what_is_wrong(signal_cli: FakeSi
         SetupCheckFailed, match=rf"has no account \+4915199999999 .*{re.escape(BOT_NUMBER)}"
     ):
         await check(_config(signal_cli, "+4915199999999"), {})
-    with pytest.raises(SetupCheckFailed, match="cannot reach http://127.0.0.1:9"):
+    with pytest.raises(SetupCheckFailed, match=r"cannot reach http://127\.0\.0\.1:9"):
         await check(_config(signal_cli, base="http://127.0.0.1:9"), {})
     signal_cli.single_account = True
     said = await check(_config(signal_cli), {})
