@@ -9,9 +9,6 @@ Run: `PYTHONPATH=. python benchmarks/channel_signal_bench.py [messages] [deliver
 Targets: >= 200 messages/s in, >= 200 deliveries/s out.
 """
 
-# The measurements wait on rows another task commits: there is no event to await.
-# ruff: noqa: ASYNC110
-
 from __future__ import annotations
 
 import asyncio
@@ -19,12 +16,13 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._harness import fresh_home, mock_config  # noqa: E402
-from tests.channels.fake_signal import ALICE_UUID, BOT_NUMBER, FakeSignal  # noqa: E402
+from benchmarks._harness import fresh_home, mock_config
+from tests.channels.fake_signal import ALICE_UUID, BOT_NUMBER, FakeSignal
 
 
 def count(db: Path, sql: str) -> int:
@@ -32,9 +30,10 @@ def count(db: Path, sql: str) -> int:
         return int(conn.execute(sql).fetchone()[0])
 
 
-async def until(condition: object, bound: float = 120.0) -> None:
+async def until(condition: Callable[[], object], bound: float = 120.0) -> None:
+    """Poll `condition` (rows another task commits, a fake's state: nothing to await)."""
     deadline = time.monotonic() + bound
-    while not condition():  # type: ignore[operator]
+    while not condition():
         if time.monotonic() > deadline:
             raise TimeoutError("the benchmark's condition never held")
         await asyncio.sleep(0.005)

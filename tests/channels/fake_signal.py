@@ -304,8 +304,8 @@ class FakeSignal:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         queue: asyncio.Queue[str | None] = asyncio.Queue()
-        for data in self.pending:
-            queue.put_nowait(data)
+        for waiting in self.pending:
+            queue.put_nowait(waiting)
         self.pending.clear()
         self.streams.append(queue)
         self.connections += 1
@@ -375,7 +375,7 @@ class FakeSignal:
         groups = _listed(params.get("groupId"))
         if len(recipients) + len(groups) != 1:
             return _error(-1, "No recipients given")
-        chat = (recipients or groups)[0]
+        chat = str((recipients or groups)[0])
         if groups and chat != GROUP_ID:
             return _error(-1, f"Group not found: {chat}")
         if chat == ALICE_NUMBER:
