@@ -26,7 +26,9 @@ from tests.channels.fake_signal import (
     BOT_NUMBER,
     GROUP_ID,
     FakeSignal,
+    SignalDriver,
 )
+from tests.channels.platform_driver import PlatformDriver
 from tests.conftest import mock_config
 from tests.fakes.media_gen import png
 from tests.helpers import eventually
@@ -440,14 +442,24 @@ async def test_setup_check_names_the_account_or_what_is_wrong(signal_cli: FakeSi
     assert said.endswith("(single-account daemon)")
 
 
-def test_the_driver_config_is_a_valid_channel(signal_cli: FakeSignal, tmp_path: Any) -> None:
-    from tests.channels.fake_signal import SignalDriver
-
-    driver = SignalDriver(signal_cli)
+async def test_the_driver_plays_alice_through_a_runtime(
+    runtime_factory: Any, signal_cli: FakeSignal, signal_driver: SignalDriver, home: Home
+) -> None:
+    driver: PlatformDriver = signal_driver
+    assert driver.env() == {} and not driver.has_buttons
     body = textwrap.indent(driver.channel_yaml("sig"), "    ")
-    text = mock_config(extra=f"channels:\n  sig:\n{body}")
-    from habakkuk.engine.config import parse_config
-
-    config = parse_config(text, tmp_path / "config.yaml", Home(tmp_path))
-    assert config.channels["sig"].allowed == [ALICE_NUMBER]
-    assert json.loads(json.dumps(driver.env())) == {}
+    runtime: Runtime = await runtime_factory(
+        mock_config("- 'echo: {input}'", extra=f"channels:\n  sig:\n{body}")
+    )
+    runtime.start_workers()
+    assert runtime.channels is not None
+    await runtime.channels.started()
+    await signal_cli.wait_for(lambda: bool(signal_cli.streams))
+    await driver.say("hi")
+    await signal_cli.wait_for(lambda: driver.texts() == ["echo: hi"])
+    await driver.send_file("notes.txt", b"abc", "text/plain", "read this")
+    await signal_cli.wait_for(lambda: len(driver.texts()) == 2)
+    assert driver.texts()[1].startswith("echo: read this")
+    assert driver.files() == []
+    inbox = home.default_workspace("main") / "inbox"
+    assert [p.read_bytes() for p in inbox.iterdir()] == [b"abc"]

@@ -7,12 +7,18 @@ from typing import Any
 
 import pytest
 
-from habakkuk.channels.adapter import FatalAdapterError, RetryAfter, SendError, Undeliverable
-from habakkuk.channels.signal import SignalAdapter, _Event, is_person
+from habakkuk.channels.adapter import (
+    Address,
+    FatalAdapterError,
+    RetryAfter,
+    SendError,
+    Undeliverable,
+)
+from habakkuk.channels.signal import MAX_EDITS, SignalAdapter, _Event, is_person
 from habakkuk.channels.signal_format import SIGNAL_LIMIT, signal_chunks, styled, utf16_len
 from habakkuk.channels.signal_wire import mapped_error, parse_error, parse_event
 from habakkuk.engine.channel_config import ChannelConfig
-from tests.channels.fake_signal import ALICE_NUMBER, ALICE_UUID, BOT_NUMBER, GROUP_ID
+from tests.channels.fake_signal import ALICE_NUMBER, ALICE_UUID, BOT_NUMBER, GROUP_ID, FakeSignal
 
 
 def one(markdown: str) -> tuple[str, list[str]]:
@@ -198,3 +204,45 @@ def test_voice_notes_audio_photos_and_documents_get_their_kinds() -> None:
 def test_a_chat_is_a_person_by_uuid_or_number_else_a_group() -> None:
     assert is_person(ALICE_UUID) and is_person(ALICE_NUMBER)
     assert not is_person(GROUP_ID)
+
+
+async def test_edits_stop_at_signals_limit_and_a_reaction_is_removed_by_name(
+    signal_cli: FakeSignal,
+) -> None:
+    config = ChannelConfig(type="signal", base_url=signal_cli.base_url, account=BOT_NUMBER)
+    config.name = "sig"
+    ours = SignalAdapter(config)
+    to = Address("sig", ALICE_UUID)
+    try:
+        sent = await ours.send_text(to, ours.render("draft")[0], silent=True)
+        for index in range(MAX_EDITS):
+            await ours.edit_text(to, sent, ours.render(f"draft **{index}**")[0])
+        with pytest.raises(Undeliverable, match="at most 10 edits"):
+            await ours.edit_text(to, sent, ours.render("one too many")[0])
+        [message] = signal_cli.messages()
+        assert (message.text, message.styles, message.edits) == ("draft 9", ["6:1:BOLD"], 10)
+        assert not message.urgent
+
+        person = f"1700000000123@{ALICE_UUID}"
+        await ours.react(to, person, "👀")
+        await ours.react(to, person, None)
+        await ours.react(to, person, None)  # nothing left to remove: no call
+        added, removed = (c.params for c in signal_cli.of("sendReaction"))
+        assert (added["emoji"], added.get("remove")) == ("👀", None)
+        assert (removed["emoji"], removed["remove"]) == ("👀", True)
+        assert removed["targetAuthor"] == ALICE_UUID
+        assert removed["targetTimestamp"] == 1700000000123
+    finally:
+        await ours.close()
+
+
+async def test_a_daemon_that_is_not_there_is_a_send_error_to_retry() -> None:
+    config = ChannelConfig(type="signal", base_url="http://127.0.0.1:9", account=BOT_NUMBER)
+    config.name = "sig"
+    ours = SignalAdapter(config)
+    try:
+        with pytest.raises(SendError, match=r"^send: ClientConnectorError") as raised:
+            await ours.send_text(Address("sig", ALICE_UUID), "hi")
+        assert not isinstance(raised.value, Undeliverable)
+    finally:
+        await ours.close()
