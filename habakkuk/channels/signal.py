@@ -19,10 +19,12 @@ What survives a restart: the SSE stream has no replay position. signal-cli store
 envelope, acknowledges it to Signal's server and then pushes it to the connected
 streams; an envelope pushed while no stream is open is gone for us. Run the daemon with
 `--receive-mode on-connection`, so it receives only while Habakkuk's stream is open and
-Signal's server keeps what arrives meanwhile (for weeks) until we reconnect. What is
-lost is the envelope in flight at a crash (pushed, not yet handed to the gateway). An
-envelope signal-cli pushes again (it retries ones it failed to handle) keeps its
-timestamp and author, so the gateway drops it as seen. Sends carry no idempotency key
+Signal's server keeps what arrives meanwhile (for weeks) until we reconnect. What can
+be lost at a crash: the envelope in flight (pushed, not yet handed to the gateway), and
+any pushed before the daemon notices the stream is gone (its next write fails: at most
+one keepalive, 15 s). An envelope signal-cli pushes again (killed between pushing and
+clearing its message cache, it handles the cached envelope again) keeps its timestamp
+and author, so the gateway drops it as seen. Sends carry no idempotency key
 (signal-cli has none): a crash between Signal accepting a chunk and its id being
 recorded resends that one chunk, as with Telegram.
 """
