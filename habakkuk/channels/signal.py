@@ -34,12 +34,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import itertools
-import json
 import logging
 import mimetypes
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -63,21 +60,14 @@ from .adapter import (
     Unsupported,
 )
 from .format import markdown_chunks
-from .platforms import AdapterContext, PlatformSetup, SetupCheckFailed, SetupField
+from .platforms import AdapterContext
 from .signal_format import signal_chunks, styled
-from .signal_wire import (
-    METHOD_NOT_FOUND,
-    DataMessage,
-    Envelope,
-    FileRef,
-    mapped_error,
-    parse_error,
-    parse_event,
-)
+from .signal_rpc import DEFAULT_BASE_URL, MISDIRECTED, SignalRpc
+from .signal_setup import SETUP as SETUP  # the registry reads a platform's step here
+from .signal_wire import DataMessage, Envelope, FileRef, SseEvent, parse_event
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 # Signal's limit on an attachment.
 FILE_LIMIT = 100 * 1024 * 1024
 # Signal clients show at most this many edits of a message; later ones are dropped.
@@ -110,72 +100,17 @@ class SignalAdapter(Adapter):
     def __init__(self, config: ChannelConfig):
         super().__init__(config.name)
         self.config = config
-        self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.number = config.account or ""
+        self.rpc = SignalRpc(config.base_url or DEFAULT_BASE_URL, config.account or "")
+        self.base_url = self.rpc.base_url
+        self.number = self.rpc.number
         self.self_uuid = ""  # learnt from an envelope of our own (a sync message)
-        self._ids = itertools.count(1)
         self._edits: dict[str, int] = {}
         self._reactions: dict[tuple[str, str], str] = {}
-        self._http: aiohttp.ClientSession | None = None
-        self._closed = False
         self._heard = False
-
-    # -- HTTP -----------------------------------------------------------------------
-
-    def _session(self) -> aiohttp.ClientSession:
-        if self._closed:
-            raise SendError(f"signal {self.account}: the adapter is closed")
-        if self._http is None or self._http.closed:
-            self._http = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=None, connect=15, sock_read=None)
-            )
-        return self._http
 
     async def close(self) -> None:
         """Close the HTTP session for good (idempotent; later calls raise SendError)."""
-        self._closed = True
-        http, self._http = self._http, None
-        if http is not None:
-            await http.close()
-
-    async def call(self, method: str, params: dict[str, Any], *, timeout: float = 60.0) -> Any:
-        """Call a JSON-RPC method of the daemon; returns `result` or raises the mapped error."""
-        body = await self.request(method, params, timeout=timeout)
-        if "error" in body:
-            raise mapped_error(method, parse_error(body["error"]), self.number)
-        return body.get("result")
-
-    async def request(
-        self, method: str, params: dict[str, Any], *, timeout: float = 60.0
-    ) -> dict[str, Any]:
-        """One JSON-RPC request; the response object (with `result` or `error`)."""
-        request = {
-            "jsonrpc": "2.0",
-            "method": method,
-            "params": params | {"account": self.number},
-            "id": next(self._ids),
-        }
-        try:
-            async with self._session().post(
-                f"{self.base_url}/api/v1/rpc",
-                json=request,
-                timeout=aiohttp.ClientTimeout(total=timeout),
-            ) as response:
-                status = response.status
-                text = await response.text()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise SendError(f"{method}: {type(exc).__name__}: {exc}".rstrip(": ")) from None
-        if status == 421:
-            raise FatalAdapterError(_MISDIRECTED.format(base=self.base_url))
-        if status != 200:
-            raise SendError(f"{method}: HTTP {status}")
-        try:
-            body = json.loads(text)
-        except ValueError:
-            raise SendError(f"{method}: the answer is not JSON") from None
-        if not isinstance(body, dict):
-            raise SendError(f"{method}: the answer is not a JSON-RPC response")
-        return body
+        await self.rpc.close()
 
     # -- receiving -----------------------------------------------------------------------
 
@@ -190,7 +125,7 @@ class SignalAdapter(Adapter):
         url = f"{self.base_url}/api/v1/events?account={quote(self.number, safe='')}"
         self._heard = False
         try:
-            async with self._session().get(
+            async with self.rpc.session().get(
                 url, headers={"Accept": "text/event-stream"}
             ) as response:
                 if response.status == 400:
@@ -199,7 +134,7 @@ class SignalAdapter(Adapter):
                         f"(register or link it: signal-cli -a {self.number} register)"
                     )
                 if response.status == 421:
-                    raise FatalAdapterError(_MISDIRECTED.format(base=self.base_url))
+                    raise FatalAdapterError(MISDIRECTED.format(base=self.base_url))
                 if response.status != 200:
                     raise SendError(f"events: HTTP {response.status}")
                 beat()
@@ -216,7 +151,7 @@ class SignalAdapter(Adapter):
     async def _read(self, response: aiohttp.ClientResponse, inbox: Inbox, beat: Beat) -> None:
         """Read events until the stream ends (`_heard` once a line came)."""
         buffer = b""
-        event = _Event()
+        event = SseEvent()
         async for piece in response.content.iter_any():
             buffer += piece
             if len(buffer) > MAX_LINE and b"\n" not in buffer:
@@ -229,9 +164,9 @@ class SignalAdapter(Adapter):
                 if done is not None:
                     await self._on_event(done, inbox)
                     beat()
-                    event = _Event()
+                    event = SseEvent()
 
-    async def _on_event(self, event: _Event, inbox: Inbox) -> None:
+    async def _on_event(self, event: SseEvent, inbox: Inbox) -> None:
         if event.name not in ("receive", "message") or not event.data:
             return
         try:
@@ -346,7 +281,7 @@ class SignalAdapter(Adapter):
             params |= {"quoteTimestamp": timestamp, "quoteAuthor": author}
         if silent:
             params["noUrgent"] = True  # no push notification (the progress draft)
-        result = await self.call("send", params)
+        result = await self.rpc.call("send", params)
         return _timestamp("send", result)
 
     async def edit_text(
@@ -360,33 +295,33 @@ class SignalAdapter(Adapter):
         params = self._target(to.chat) | {"message": body.text, "editTimestamp": timestamp}
         if body.styles:
             params["textStyle"] = body.text_style
-        await self.call("send", params)
+        await self.rpc.call("send", params)
         self._edits[message_id] = edits + 1
 
     async def delete(self, to: Address, message_id: str) -> None:
         timestamp, _ = self._message_ref(message_id)
-        await self.call("remoteDelete", self._target(to.chat) | {"targetTimestamp": timestamp})
+        await self.rpc.call("remoteDelete", self._target(to.chat) | {"targetTimestamp": timestamp})
         self._edits.pop(message_id, None)
 
     async def typing(self, to: Address) -> None:
-        await self.call("sendTyping", self._target(to.chat))
+        await self.rpc.call("sendTyping", self._target(to.chat))
 
     async def react(self, to: Address, message_id: str, emoji: str | None) -> None:
         timestamp, author = self._message_ref(message_id)
         key = (to.chat, message_id)
         params = self._target(to.chat) | {"targetAuthor": author, "targetTimestamp": timestamp}
         if emoji:
-            await self.call("sendReaction", params | {"emoji": emoji})
+            await self.rpc.call("sendReaction", params | {"emoji": emoji})
             self._reactions[key] = emoji
             return
         previous = self._reactions.pop(key, None)
         if previous:  # Signal removes a reaction by naming it
-            await self.call("sendReaction", params | {"emoji": previous, "remove": True})
+            await self.rpc.call("sendReaction", params | {"emoji": previous, "remove": True})
 
     async def download(self, attachment: Attachment) -> bytes:
         file_id, _, chat = attachment.file_id.partition("|")
         where = {"recipient": chat} if is_person(chat) else {"groupId": chat}
-        result = await self.call("getAttachment", {"id": file_id} | where, timeout=300)
+        result = await self.rpc.call("getAttachment", {"id": file_id} | where, timeout=300)
         encoded = result.get("data") if isinstance(result, dict) else None
         if not isinstance(encoded, str):
             raise SendError(f"getAttachment: no data for {attachment.name}")
@@ -413,7 +348,7 @@ class SignalAdapter(Adapter):
             if body.styles:
                 params["textStyle"] = body.text_style
         try:
-            result = await self.call("send", params, timeout=300)
+            result = await self.rpc.call("send", params, timeout=300)
         except Undeliverable:
             raise
         except SendError as exc:
@@ -421,34 +356,6 @@ class SignalAdapter(Adapter):
                 raise Unsupported(str(exc)) from None
             raise
         return _timestamp("send", result)
-
-
-_MISDIRECTED = (
-    "the daemon at {base} refused the Host header (421): use the address it listens on "
-    "(its --http HOST:PORT) in base_url"
-)
-
-
-class _Event:
-    """One Server-Sent Event being read: its `event:` name and `data:` lines."""
-
-    def __init__(self) -> None:
-        self.name = "message"
-        self.data: list[str] = []
-
-    def feed(self, line: str) -> _Event | None:
-        """Read one line; returns the event when a blank line ends it."""
-        if not line:
-            return self if self.data else None
-        if line.startswith(":"):
-            return None  # a comment: signal-cli's keepalive
-        key, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if key == "event":
-            self.name = value
-        elif key == "data":
-            self.data.append(value)
-        return None
 
 
 def _timestamp(method: str, result: Any) -> str:
@@ -476,80 +383,3 @@ def _attachment(ref: FileRef, chat: str) -> Attachment:
 def build(config: ChannelConfig, context: AdapterContext) -> SignalAdapter:
     """The adapter of one Signal account (habakkuk.channels.platforms)."""
     return SignalAdapter(config)
-
-
-async def check_setup(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
-    """Ask the daemon whether it serves the account: "+49... on signal-cli 0.13", or
-    SetupCheckFailed naming what is wrong."""
-    adapter = SignalAdapter(config)
-    base = adapter.base_url
-    try:
-        try:
-            async with adapter._session().get(
-                f"{base}/api/v1/check", timeout=aiohttp.ClientTimeout(total=15)
-            ) as response:
-                if response.status != 200:
-                    raise SetupCheckFailed(
-                        f"{base} is not a signal-cli HTTP daemon (/api/v1/check: HTTP "
-                        f"{response.status})"
-                    )
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise SetupCheckFailed(
-                f"cannot reach {base}: {type(exc).__name__}: {exc} "
-                "(start it: signal-cli daemon --http 127.0.0.1:8080 --receive-mode on-connection)"
-            ) from None
-        try:
-            found = await _accounts(adapter)
-            if found is not None and adapter.number not in found:
-                has = ", ".join(found) or "none"
-                raise SetupCheckFailed(
-                    f"the daemon at {base} has no account {adapter.number} (it has: {has}); "
-                    f"register or link it: signal-cli -a {adapter.number} register"
-                )
-            version = await adapter.call("version", {}, timeout=15)
-        except (SendError, FatalAdapterError) as exc:
-            raise SetupCheckFailed(f"signal-cli at {base}: {exc}") from None
-    finally:
-        await adapter.close()
-    release = version.get("version", "?") if isinstance(version, dict) else "?"
-    if found is None:  # a single-account daemon (signal-cli -a NUMBER daemon)
-        return f"{adapter.number} on signal-cli {release} (single-account daemon)"
-    return f"{adapter.number} on signal-cli {release}"
-
-
-async def _accounts(adapter: SignalAdapter) -> list[str] | None:
-    """The numbers a multi-account daemon serves; None from a single-account one (it has
-    no listAccounts)."""
-    body = await adapter.request("listAccounts", {}, timeout=15)
-    error = body.get("error")
-    if isinstance(error, dict) and error.get("code") == METHOD_NOT_FOUND:
-        return None
-    if error is not None:
-        raise mapped_error("listAccounts", parse_error(error), adapter.number)
-    result = body.get("result")
-    items = result if isinstance(result, list) else []
-    return [str(a.get("number", "")) for a in items if isinstance(a, dict)]
-
-
-SETUP = PlatformSetup(
-    type="signal",
-    title="Signal",
-    instructions=(
-        "1. Install signal-cli (github.com/AsamK/signal-cli) and give the bot a number:\n"
-        "   signal-cli -a +49... register, then signal-cli -a +49... verify CODE\n"
-        "   (or link it to your phone: signal-cli link -n habakkuk, scan the QR code).\n"
-        "2. Run its HTTP daemon on this machine (it has no password: keep it on loopback):\n"
-        "   signal-cli daemon --http 127.0.0.1:8080 --receive-mode on-connection\n"
-        "   (on-connection: messages wait on Signal's server while Habakkuk is down).\n"
-        "3. Enter the daemon's address and the bot's number below."
-    ),
-    fields=(
-        SetupField("base_url", "The daemon's address", default=DEFAULT_BASE_URL),
-        SetupField("account", "The bot's phone number (+49...)"),
-        SetupField(
-            "allow_from",
-            "Your Signal phone number or UUID (others pair with a code)",
-        ),
-    ),
-    check=check_setup,
-)

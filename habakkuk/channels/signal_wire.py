@@ -247,3 +247,25 @@ def _int(value: object) -> int:
 
 def _list(value: object) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+class SseEvent:
+    """One Server-Sent Event being read: its `event:` name and `data:` lines."""
+
+    def __init__(self) -> None:
+        self.name = "message"
+        self.data: list[str] = []
+
+    def feed(self, line: str) -> SseEvent | None:
+        """Read one line; returns the event when a blank line ends it."""
+        if not line:
+            return self if self.data else None
+        if line.startswith(":"):
+            return None  # a comment: signal-cli's keepalive
+        key, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if key == "event":
+            self.name = value
+        elif key == "data":
+            self.data.append(value)
+        return None

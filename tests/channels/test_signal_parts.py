@@ -14,9 +14,9 @@ from habakkuk.channels.adapter import (
     SendError,
     Undeliverable,
 )
-from habakkuk.channels.signal import MAX_EDITS, SignalAdapter, _Event, is_person
+from habakkuk.channels.signal import MAX_EDITS, SignalAdapter, is_person
 from habakkuk.channels.signal_format import SIGNAL_LIMIT, signal_chunks, styled, utf16_len
-from habakkuk.channels.signal_wire import mapped_error, parse_error, parse_event
+from habakkuk.channels.signal_wire import SseEvent, mapped_error, parse_error, parse_event
 from habakkuk.engine.channel_config import ChannelConfig
 from tests.channels.fake_signal import ALICE_NUMBER, ALICE_UUID, BOT_NUMBER, GROUP_ID, FakeSignal
 
@@ -102,14 +102,14 @@ def test_a_rate_limit_waits_as_long_as_signal_asks() -> None:
 
 
 def test_sse_lines_make_events_and_comments_are_skipped() -> None:
-    event = _Event()
+    event = SseEvent()
     assert event.feed(":") is None
     assert event.feed("event:receive") is None
     assert event.feed('data:{"a":') is None
     assert event.feed("data: 1}") is None
     done = event.feed("")
     assert done is not None and done.name == "receive" and done.data == ['{"a":', "1}"]
-    assert _Event().feed("") is None  # a blank line alone is no event
+    assert SseEvent().feed("") is None  # a blank line alone is no event
 
 
 def adapter() -> SignalAdapter:
