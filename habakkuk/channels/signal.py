@@ -38,7 +38,7 @@ import logging
 import mimetypes
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import aiohttp
@@ -367,7 +367,7 @@ def _timestamp(method: str, result: Any) -> str:
 
 def _attachment(ref: FileRef, chat: str) -> Attachment:
     media = ref.content_type.split(";")[0].strip().lower()
-    kind: Any = "document"
+    kind: Literal["photo", "document", "voice", "audio", "video"] = "document"
     if media.startswith("image/"):
         kind = "photo"
     elif media.startswith("video/"):

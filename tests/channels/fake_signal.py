@@ -101,6 +101,7 @@ class FakeSignal:
         self.unregistered: set[str] = set()
         self.untrusted: set[str] = set()
         self.rate_limited = 0  # the next N sends answer -5
+        self.refused_files = ""  # why every send with an attachment is refused
         self.pending: list[str] = []  # events waiting for a stream
         self.streams: list[asyncio.Queue[str | None]] = []
         self.connections = 0  # event streams opened so far
@@ -437,6 +438,11 @@ class FakeSignal:
                     "Failed to send message: not a data URI (AttachmentInvalidException)",
                 )
             files.append(parsed)
+        if files and self.refused_files:
+            return _error(
+                -32603,
+                f"Failed to send message: {self.refused_files} (AttachmentInvalidException)",
+            )
         quote = None
         if params.get("quoteTimestamp") is not None:
             if not params.get("quoteAuthor"):

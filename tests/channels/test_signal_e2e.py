@@ -9,6 +9,7 @@ import re
 import sqlite3
 import textwrap
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -345,6 +346,27 @@ async def test_a_file_goes_out_as_a_data_uri_with_its_name(
         b"numbers\n",
     )
     assert with_file.text == "the report" and with_file.styles == ["4:6:BOLD"]
+
+
+async def test_a_file_signal_cli_refuses_is_told_in_the_chat_once(
+    start: OpenRuntime, signal_cli: FakeSignal, home: Home, tmp_path: Path
+) -> None:
+    await start()
+    signal_cli.refused_files = "Attachment too big"
+    attachment = tmp_path / "huge.pdf"
+    attachment.write_bytes(b"%PDF-1.4 pretend this is large")
+    code = await asyncio.to_thread(
+        cli.main, ["send", "--to", f"sig:{ALICE_UUID}", "--file", str(attachment), "the report"]
+    )
+    assert code == 0
+    await signal_cli.wait_for(lambda: len(signal_cli.texts()) == 1)
+    caption, notice = signal_cli.texts()[0].split("\n\n")
+    assert caption == "the report"
+    assert notice.startswith("Could not send the file huge.pdf here: send: -32603 Failed")
+    assert "Attachment too big" in notice
+    failed_sql = "SELECT * FROM jobs WHERE kind = 'delivery:sig' AND status = 'failed'"
+    await eventually(lambda: rows(home, failed_sql), what="the delivery to fail for good")
+    assert rows(home, failed_sql)[0]["attempts"] == 1
 
 
 async def test_an_unregistered_recipient_fails_once_and_a_rate_limit_is_waited_out(
