@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 PLATFORM_MODULES: Mapping[str, str] = {
     "telegram": "habakkuk.channels.telegram",
     "slack": "habakkuk.channels.slack",
+    "signal": "habakkuk.channels.signal",
 }
 
 
