@@ -118,7 +118,8 @@ def one_health(
         state, since = NOT_RUNNING, status.updated_at
         detail = f"last {status.state} {ago(status.updated_at, now)}"
     elif state == "connected":
-        heard = status.last_beat or status.since
+        # A beat recorded before this connection (a previous run's) says nothing of it.
+        heard = max(status.last_beat or 0.0, status.since)
         # The holder writes its beat down every record_every seconds: that much older is
         # not yet silence.
         if now - heard > config.silent_limit_seconds + record_every(config):

@@ -185,6 +185,9 @@ async def test_a_connected_record_without_a_recent_beat_reads_as_silent(
     store, close = await _control(home)
     try:
         await store.set_status("tg", "telegram", "connected", holder="elsewhere:1:x")
+        await store.db.write(
+            lambda conn: conn.execute("UPDATE channel_status SET since = 900 WHERE account = 'tg'")
+        )  # connected long ago, beating until a while ago
         assert await store.acquire_lease("channel:tg", "elsewhere:1:x", 600) is None
         await store.record("tg", Activity(beat=1_000.0, last_in=990.0))
     finally:
