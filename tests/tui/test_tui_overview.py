@@ -89,6 +89,7 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
         )
         channels = table_rows(screen.query_one("#channels", DataTable))
         assert channels[0][:3] == ["tg", "telegram", "fatal"]
+        assert channels[0][3].endswith(" ago") and channels[0][4:6] == ["never", "never"]
         [mcp] = table_rows(screen.query_one("#mcp", DataTable))
         assert mcp[:2] == ["files", "down"]
         # The row is cut to the screen; Enter shows the whole error.
