@@ -36,7 +36,8 @@ class ChannelState:
 
     account: str
     type: str
-    state: str  # never started | standby | starting | connected | backoff | fatal | stopped
+    state: str  # never started | standby | starting | connected | silent | backoff | fatal
+    # | stopped (and, read from the record, not running: channels/health.py)
 
 
 # The states of a channel account that mean it works: it receives (connected), or

@@ -224,3 +224,22 @@ async def _control(home: Home) -> tuple[ChannelStore, Callable[[], Awaitable[Non
     storage: Storage = open_storage(home, load_config(home))
     db = await storage.open(CONTROL)
     return await ChannelStore.open(db), db.close
+
+
+async def test_an_adapter_that_cannot_start_is_fatal_with_its_error(
+    start: OpenRuntime, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TG_TOKEN", "123:WRONG")  # the Bot API refuses it: 401
+    await start()
+    found: dict[str, Any] = {}
+
+    async def fatal() -> bool:
+        nonlocal found
+        _, found = await channels_json(capsys)
+        return bool(found["state"] == "fatal")
+
+    await eventually(fatal, what="the rejected token to make the channel fatal")
+    code, found = await channels_json(capsys)
+    assert code == 1 and found["healthy"] is False and found["restarts"] >= 1
+    assert "check the bot token" in found["last_error"] and RFC3339.match(found["last_error_at"])
+    assert "WRONG" not in json.dumps(found)  # the token reaches no record
