@@ -253,7 +253,7 @@ class Supervisor:
                 holder=self.owner,
                 detail=f"{error or 'stopped'}; restarting in {wait:.0f}s",
                 restarted=True,
-                error=str(error or "the adapter stopped"),
+                error=_why(error),
             )
             log.warning("channel %s stopped (%s); restarting in %.0fs", config.name, error, wait)
             await asyncio.sleep(wait)
@@ -337,3 +337,11 @@ class Supervisor:
         if activity is not None:
             with contextlib.suppress(Exception):  # a busy database must not stop the adapter
                 await self.store.record(name, activity)
+
+
+def _why(error: BaseException | str | None) -> str:
+    """Why a run ended, in one line (an exception without a message by its type)."""
+    if error is None:
+        return "the adapter stopped"
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
