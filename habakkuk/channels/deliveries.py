@@ -16,6 +16,8 @@
 - Deliveries of one chat share a serial key, so they arrive in order; the job
   kind names the channel account (`delivery:<account>`), so only the process
   holding that account's connection claims them.
+- Each message sent is noted as the account's last message out, and each send that
+  failed as its last error (channels/health.py: the supervisor writes them down).
 - A delivery that went out fires the message_out hooks (subject: the channel
   account), once per delivery whatever its number of chunks; a silent reply sends
   nothing and fires nothing. A delivery resumed after a crash may fire them again,
@@ -57,6 +59,7 @@ from .delivery_types import (
     ReplyDelivery,
     TextDelivery,
 )
+from .health import ActivityLog
 from .store import ChannelStore
 
 log = logging.getLogger(__name__)
@@ -151,6 +154,7 @@ class DeliveryWorker:
         settled: Settled | None = None,
         hooks: HookFirer | None = None,
         blobs: BlobStore | None = None,
+        activity: ActivityLog | None = None,
     ):
         self.queue = queue
         # A file delivery's blob may have been stored by another node (PostgreSQL homes):
@@ -162,6 +166,7 @@ class DeliveryWorker:
         # waits until a turn's progress draft is final, so removing it cannot race its creation
         self.settled = settled
         self.hooks = hooks
+        self.activity = activity or ActivityLog()
 
     async def run(self, lease: Lease) -> dict[str, Any]:
         delivery = payload_of(lease.job, DELIVERIES)
@@ -199,7 +204,11 @@ class DeliveryWorker:
             )
             return result
         except Undeliverable as exc:
+            self.activity.failed(address.channel, f"delivery {lease.job.id}: {exc}")
             raise PermanentJobError(f"undeliverable: {exc}") from None
+        except SendError as exc:  # retried with the queue's backoff
+            self.activity.failed(address.channel, f"delivery {lease.job.id}: {exc}")
+            raise
         finally:
             SENDING.reset(token)
 
@@ -296,6 +305,7 @@ class DeliveryWorker:
                 reply_to=reply_to if index == first_chunk else None,
                 buttons=buttons if last and adapter.can("buttons") else None,
             )
+            self.activity.message_out(address.channel)
             await self.store.record_chunk(lease, index, message_id)
             ids.append(message_id)
         return {"chunks": len(chunks), "messages": ids}
@@ -325,6 +335,7 @@ class DeliveryWorker:
             except Unsupported as exc:  # over the platform's limit, a kind it refuses
                 reason = str(exc)
             else:
+                self.activity.message_out(delivery.to.channel)
                 await self.store.record_chunk(lease, 0, message_id)
                 return {"messages": [message_id]}
         if on_disk:  # where it is, so the user can still get it
@@ -368,5 +379,6 @@ class DeliveryWorker:
             return await self._send_text(
                 lease, adapter, delivery.to, as_text, first_chunk=NOTICE_CHUNK
             )
+        self.activity.message_out(delivery.to.channel)
         await self.store.record_chunk(lease, 0, message_id)
         return {"messages": [message_id]}
