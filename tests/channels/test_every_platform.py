@@ -28,6 +28,8 @@ from tests.helpers import eventually
 # Each platform's driver fixture; the lead appends one line per platform.
 DRIVERS = [
     "telegram_driver",
+    "slack_driver",
+    "signal_driver",
 ]
 
 ECHO = "- 'echo: {input}'"
