@@ -905,7 +905,7 @@ class JobQueue:
             # is plenty, and it keeps a busy claim loop cheap.
             if reap and now - self._last_reap >= REAP_INTERVAL:
                 self._last_reap = now
-                self._reap(conn, now)
+                _reap(conn, self.owner, now)
             until = now + lease_seconds
             if limit == 1:
                 row = conn.execute(pick, (*kinds, now, owner, *among)).fetchone()
@@ -942,7 +942,7 @@ class JobQueue:
             now = time.time()
             if reap and now - self._last_reap >= REAP_INTERVAL:
                 self._last_reap = now
-                self._reap(conn, now)
+                _reap(conn, self.owner, now)
             params = (*picked, now, owner, *((hosted,) if hosted is not None else ()), limit)
             rows = conn.execute(
                 sql, (*params, owner, now + lease_seconds, host, pid, now)
@@ -952,58 +952,6 @@ class JobQueue:
             return [Job.from_values(row) for row in rows]
 
         return _claim
-
-    def _reap(self, conn: Conn, now: float) -> None:
-        """Take back running jobs whose owner died on this host or whose lease expired:
-        queued again while they have attempts left (the crash used one up), else failed
-        as interrupted, with their kind's bookkeeping (`JobKind.on_interrupted`)."""
-        pids = conn.execute(
-            "SELECT DISTINCT owner_pid FROM jobs WHERE status = 'running' AND owner_host = ?"
-            " AND owner_pid != ?",
-            (self.owner.host, self.owner.pid),
-        ).fetchall()
-        for (pid,) in pids:
-            if pid is not None and not process_alive(pid):
-                rows = conn.execute(
-                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running'"
-                    " AND owner_host = ? AND owner_pid = ?",
-                    (self.owner.host, pid),
-                ).fetchall()
-                _take_back(conn, [Job.from_values(r) for r in rows], "died", now)
-        # Another host's job (or a live one's here) only once its lease ran out: its pid
-        # means nothing on this machine.
-        rows = conn.execute(
-            f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running' AND lease_until < ?",
-            (now,),
-        ).fetchall()
-        _take_back(conn, [Job.from_values(r) for r in rows], "lost", now)
-        self._free_pins(conn, now)
-
-    def _free_pins(self, conn: Conn, now: float) -> None:
-        """Unpin the queued jobs of a process that is gone: dead, when it ran on this host;
-        holding no live lease for PIN_GRACE_SECONDS since the job was queued, elsewhere."""
-        pins = conn.execute(
-            "SELECT node, MIN(created_at) FROM jobs WHERE node != '' AND status = 'queued'"
-            " GROUP BY node"
-        ).fetchall()
-        for node, oldest in pins:
-            if node == self._owner_text:
-                continue
-            host, _, rest = str(node).partition(":")
-            pid = rest.partition(":")[0]
-            if host == self.owner.host and pid.isdigit():
-                gone = not process_alive(int(pid))
-            else:
-                live = conn.execute(
-                    "SELECT 1 FROM jobs WHERE status = 'running' AND lease_owner = ?"
-                    " AND lease_until >= ? LIMIT 1",
-                    (node, now),
-                ).fetchone()
-                gone = live is None and now - float(oldest) > PIN_GRACE_SECONDS
-            if gone:
-                conn.execute(
-                    "UPDATE jobs SET node = '' WHERE node = ? AND status = 'queued'", (node,)
-                )
 
     # -- while running ---------------------------------------------------------------
 
@@ -1501,6 +1449,60 @@ def _inserter(
         return outcomes
 
     return _insert
+
+
+def _reap(conn: Conn, owner: Owner, now: float) -> None:
+    """Take back running jobs whose owner died on this host (`owner`'s) or whose lease expired:
+    queued again while they have attempts left (the crash used one up), else failed
+    as interrupted, with their kind's bookkeeping (`JobKind.on_interrupted`)."""
+    pids = conn.execute(
+        "SELECT DISTINCT owner_pid FROM jobs WHERE status = 'running' AND owner_host = ?"
+        " AND owner_pid != ?",
+        (owner.host, owner.pid),
+    ).fetchall()
+    for (pid,) in pids:
+        if pid is not None and not process_alive(pid):
+            rows = conn.execute(
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running'"
+                " AND owner_host = ? AND owner_pid = ?",
+                (owner.host, pid),
+            ).fetchall()
+            _take_back(conn, [Job.from_values(r) for r in rows], "died", now)
+    # Another host's job (or a live one's here) only once its lease ran out: its pid
+    # means nothing on this machine.
+    rows = conn.execute(
+        f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running' AND lease_until < ?",
+        (now,),
+    ).fetchall()
+    _take_back(conn, [Job.from_values(r) for r in rows], "lost", now)
+    _free_pins(conn, owner, now)
+
+
+def _free_pins(conn: Conn, owner: Owner, now: float) -> None:
+    """Unpin the queued jobs of a process that is gone (not `owner`'s): dead, when it ran
+    on this host; holding no live lease for PIN_GRACE_SECONDS since the job was queued,
+    elsewhere."""
+    mine = str(owner)
+    pins = conn.execute(
+        "SELECT node, MIN(created_at) FROM jobs WHERE node != '' AND status = 'queued'"
+        " GROUP BY node"
+    ).fetchall()
+    for node, oldest in pins:
+        if node == mine:
+            continue
+        host, _, rest = str(node).partition(":")
+        pid = rest.partition(":")[0]
+        if host == owner.host and pid.isdigit():
+            gone = not process_alive(int(pid))
+        else:
+            live = conn.execute(
+                "SELECT 1 FROM jobs WHERE status = 'running' AND lease_owner = ?"
+                " AND lease_until >= ? LIMIT 1",
+                (node, now),
+            ).fetchone()
+            gone = live is None and now - float(oldest) > PIN_GRACE_SECONDS
+        if gone:
+            conn.execute("UPDATE jobs SET node = '' WHERE node = ? AND status = 'queued'", (node,))
 
 
 def _take_back(conn: Conn, jobs: Sequence[Job], cause: Interruption, now: float) -> None:
