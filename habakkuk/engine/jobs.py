@@ -1024,10 +1024,11 @@ class JobQueue:
         def _release(conn: Conn) -> None:
             # CASE, not max(0, ...): one spelling for both engines (PostgreSQL's max is
             # only an aggregate).
+            # Unpinned: given back because this process stops, any node may run it.
             conn.execute(
                 "UPDATE jobs SET status = 'queued',"
                 " attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END,"
-                " lease_owner = NULL, lease_until = NULL, updated_at = ?"
+                " lease_owner = NULL, lease_until = NULL, node = '', updated_at = ?"
                 " WHERE id = ? AND lease_owner = ? AND status = 'running'",
                 (time.time(), lease.job.id, lease.owner),
             )

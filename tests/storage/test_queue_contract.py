@@ -358,6 +358,15 @@ async def test_a_pinned_job_taken_back_from_a_dead_run_runs_anywhere(control: Da
     assert (lease.job.id, lease.job.attempts) == ("turn", 2)
 
 
+async def test_a_pinned_job_given_back_at_a_clean_stop_runs_anywhere(
+    control: Database,
+) -> None:
+    terminal, server = JobQueue(control), JobQueue(control)
+    await pin(control, "turn", terminal)
+    await terminal.release(await claimed(terminal, ["k"]))  # the terminal quits mid-turn
+    assert (await claimed(server, ["k"])).job.id == "turn"
+
+
 async def test_a_job_still_queued_for_a_dead_process_is_freed(control: Database) -> None:
     here = Owner.current()
     terminal = JobQueue(control, owner=Owner(here.host, dead_pid(), "killed"))
