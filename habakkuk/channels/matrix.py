@@ -349,7 +349,7 @@ class MatrixAdapter(Adapter):
         silent: bool = False,
     ) -> str:
         # Never pings anyone the text names (an empty m.mentions); a silent draft is a notice.
-        content = text_content(chunk, notice=silent) | {"m.mentions": {}}
+        content: dict[str, Any] = {**text_content(chunk, notice=silent), "m.mentions": {}}
         content |= self._relation(to, reply_to)
         event_id = await self._send_event(
             decode_id(to.chat), "m.room.message", content, self._txn("text")
@@ -367,7 +367,7 @@ class MatrixAdapter(Adapter):
             "body": f"* {new['body']}",
             "format": new["format"],
             "formatted_body": f"* {new['formatted_body']}",
-            "m.new_content": new | {"m.mentions": {}},
+            "m.new_content": {**new, "m.mentions": {}},
             "m.mentions": {},
             "m.relates_to": {"rel_type": "m.replace", "event_id": message_id},
         }
