@@ -453,8 +453,10 @@ async def check_setup(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
     client = MatrixClient(base, secrets.get(config.token_env or "", ""))
     try:
         me = await client.request("GET", "/account/whoami", timeout=15)
-    except (SendError, FatalAdapterError) as exc:
+    except FatalAdapterError as exc:
         raise SetupCheckFailed(f"{base} refused the access token: {exc}") from None
+    except SendError as exc:
+        raise SetupCheckFailed(f"cannot reach {base}: {exc}") from None
     finally:
         await client.close()
     user = str(me.get("user_id", ""))
