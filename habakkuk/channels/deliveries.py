@@ -98,6 +98,7 @@ class Sending:
 # adapter whose platform is a log of its own (the web chat's web.db) dedupes by the job.
 SENDING: ContextVar[Sending | None] = ContextVar("habakkuk_delivery", default=None)
 
+
 def _sending_chunk(index: int) -> None:
     """Say which part the next adapter call sends (see Sending.chunk)."""
     current = SENDING.get()

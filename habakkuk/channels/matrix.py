@@ -407,7 +407,9 @@ class MatrixAdapter(Adapter):
     async def download(self, attachment: Attachment) -> bytes:
         return await self.api.download(attachment.file_id, self.max_file_bytes)
 
-    async def send_file(self, to: Address, path_: Path, *, caption: str = "", name: str = "") -> str:
+    async def send_file(
+        self, to: Address, path_: Path, *, caption: str = "", name: str = ""
+    ) -> str:
         name = name or path_.name
         size = await asyncio.to_thread(lambda: path_.stat().st_size)
         if size > self.max_file_bytes:

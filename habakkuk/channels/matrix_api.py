@@ -170,7 +170,9 @@ class MatrixClient:
             raise SendError(f"upload {name}: HTTP {status}: not JSON") from None
         if status == 200 and isinstance(answer, dict) and answer.get("content_uri"):
             return str(answer["content_uri"])
-        raise mapped_error(f"upload {name}", status, MatrixError.parse(answer, status), retry_header)
+        raise mapped_error(
+            f"upload {name}", status, MatrixError.parse(answer, status), retry_header
+        )
 
     async def download(self, mxc: str, limit: int) -> bytes:
         """The bytes of an mxc:// URI through authenticated media (the token in the header),

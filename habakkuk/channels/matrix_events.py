@@ -120,7 +120,9 @@ def parse_sync(body: dict[str, Any], me: str) -> SyncBatch:
                 update.encrypted = True
             elif kind == "m.room.member":
                 update.members_changed = True
-            elif kind == "m.room.message" and event.get("sender") != me and "state_key" not in event:
+            elif (
+                kind == "m.room.message" and event.get("sender") != me and "state_key" not in event
+            ):
                 message = parse_message(str(room_id), event)
                 if message is not None:
                     update.messages.append(message)

@@ -198,7 +198,9 @@ class FakeMatrix:
 
     def encrypted_message(self, room: str, sender: str = ALICE) -> dict[str, Any]:
         content = {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "AwgAEn..."}
-        return self._append(room, {"type": "m.room.encrypted", "sender": sender, "content": content})
+        return self._append(
+            room, {"type": "m.room.encrypted", "sender": sender, "content": content}
+        )
 
     def upload(self, data: bytes, content_type: str) -> str:
         """Media already on the server; its mxc:// URI."""
@@ -388,9 +390,10 @@ class FakeMatrix:
         return web.json_response({"room_id": room})
 
     async def _send(self, room: str, kind: str, txn: str, body: dict[str, Any]) -> web.Response:
-        if room in self.forbidden or self.rooms.get(room, Room(room)).members.get(
-            self.user
-        ) != "join":
+        if (
+            room in self.forbidden
+            or self.rooms.get(room, Room(room)).members.get(self.user) != "join"
+        ):
             return _error(403, "M_FORBIDDEN", "User not in room or not allowed to post")
         key = (self.token, room, unquote(txn))
         if key in self.txns:
@@ -530,5 +533,7 @@ class MatrixDriver:
             content = event["content"]
             if content.get("msgtype") in ("m.image", "m.file", "m.audio", "m.video"):
                 media = str(content["url"]).rsplit("/", 1)[1]
-                found.append((str(content.get("filename") or content["body"]), self.hs.media[media][1]))
+                found.append(
+                    (str(content.get("filename") or content["body"]), self.hs.media[media][1])
+                )
         return found

@@ -134,7 +134,10 @@ async def test_the_first_start_answers_nothing_already_there(
     await hs.wait_for(lambda: len(hs.texts(room)) == 1)
     assert hs.texts(room) == ["echo: now"]
     first = next(c for c in hs.of("GET", "/sync"))
-    assert "since" not in first.path and len(rows(home, "SELECT id FROM jobs WHERE kind = 'turn'")) == 1
+    assert (
+        "since" not in first.path
+        and len(rows(home, "SELECT id FROM jobs WHERE kind = 'turn'")) == 1
+    )
 
 
 async def test_a_replayed_batch_is_dropped_as_seen(
@@ -164,8 +167,10 @@ async def test_the_position_is_saved_after_each_batch(
     position = hs.position
     await hs.wait_for(lambda: hs.read_past(position))
     await eventually(
-        lambda: rows(home, "SELECT value FROM channel_offsets WHERE account = 'mx'")[0]["value"]
-        >= position,
+        lambda: (
+            rows(home, "SELECT value FROM channel_offsets WHERE account = 'mx'")[0]["value"]
+            >= position
+        ),
         what="the saved position",
     )
 
@@ -314,7 +319,9 @@ async def test_files_and_a_voice_note_reach_the_model(
         )
         hs.send_file(room, "cat.png", PHOTO, "image/png", msgtype="m.image", caption="look")
         await hs.wait_for(lambda: len(hs.texts(room)) == 1)
-        hs.send_file(room, "Voice message.ogg", b"OggS fake", "audio/ogg", msgtype="m.audio", voice=True)
+        hs.send_file(
+            room, "Voice message.ogg", b"OggS fake", "audio/ogg", msgtype="m.audio", voice=True
+        )
         await hs.wait_for(lambda: len(hs.texts(room)) == 2)
     finally:
         await runner.cleanup()

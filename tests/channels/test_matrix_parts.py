@@ -41,7 +41,7 @@ def sync_body(**rooms: Any) -> dict[str, Any]:
     return {"next_batch": "s9", "rooms": rooms}
 
 
-def message(event_id: str, sender: str = ALICE, **content: Any) -> dict[str, Any]:
+def message(event_id: str, sender: str = ALICE, /, **content: Any) -> dict[str, Any]:
     return {
         "type": "m.room.message",
         "event_id": event_id,
@@ -62,7 +62,7 @@ def test_a_sync_answer_becomes_rooms_messages_and_invites() -> None:
                 "timeline": {
                     "events": [
                         message("$1", body="hello", **{"m.mentions": {"user_ids": [BOT]}}),
-                        message("$2", sender=BOT),  # our own: left out
+                        message("$2", BOT),  # our own: left out
                         message("$3", **{"m.relates_to": thread}),
                         message("$4", **{"m.relates_to": {"rel_type": "m.replace"}}),
                         {"type": "m.room.member", "state_key": ALICE, "content": {}},
@@ -75,9 +75,13 @@ def test_a_sync_answer_becomes_rooms_messages_and_invites() -> None:
                 "invite_state": {
                     "events": [
                         {"type": "m.room.name", "state_key": "", "sender": ALICE},
-                        {"type": "m.room.member", "state_key": BOT, "sender": ALICE,
-                         "content": {"membership": "invite"}},
-                    ]  # fmt: skip
+                        {
+                            "type": "m.room.member",
+                            "state_key": BOT,
+                            "sender": ALICE,
+                            "content": {"membership": "invite"},
+                        },
+                    ]
                 }
             }
         },
@@ -100,18 +104,33 @@ def test_a_voice_note_and_a_captioned_file_are_read() -> None:
             "!r:s": {
                 "timeline": {
                     "events": [
-                        message("$v", msgtype="m.audio", body="Voice message.ogg",
-                                url="mxc://s/v", info={"mimetype": "audio/ogg", "size": 9},
-                                **{"org.matrix.msc3245.voice": {}}),
-                        message("$f", msgtype="m.file", body="see this", filename="a.pdf",
-                                url="mxc://s/f"),
-                    ]  # fmt: skip
+                        message(
+                            "$v",
+                            msgtype="m.audio",
+                            body="Voice message.ogg",
+                            url="mxc://s/v",
+                            info={"mimetype": "audio/ogg", "size": 9},
+                            **{"org.matrix.msc3245.voice": {}},
+                        ),
+                        message(
+                            "$f",
+                            msgtype="m.file",
+                            body="see this",
+                            filename="a.pdf",
+                            url="mxc://s/f",
+                        ),
+                    ]
                 }
             }
         }
     )
     voice, document = parse_sync(body, BOT).rooms[0].messages
-    assert (voice.voice, voice.url, voice.size, voice.mimetype) == (True, "mxc://s/v", 9, "audio/ogg")
+    assert (voice.voice, voice.url, voice.size, voice.mimetype) == (
+        True,
+        "mxc://s/v",
+        9,
+        "audio/ogg",
+    )
     assert (document.filename, document.body) == ("a.pdf", "see this")
 
 
@@ -188,10 +207,12 @@ async def test_the_setup_check_names_the_bot(hs: FakeMatrix) -> None:
 async def test_the_setup_check_refuses_a_wrong_token_or_user(hs: FakeMatrix) -> None:
     with pytest.raises(SetupCheckFailed, match=r"refused the access token: .*M_UNKNOWN_TOKEN"):
         await check_setup(matrix_config(hs), {"MATRIX_TOKEN": "nope"})
-    with pytest.raises(SetupCheckFailed, match="belongs to @bot:fake.test, not @other:fake.test"):
+    with pytest.raises(
+        SetupCheckFailed, match=r"belongs to @bot:fake\.test, not @other:fake\.test"
+    ):
         await check_setup(matrix_config(hs, "@other:fake.test"), {"MATRIX_TOKEN": hs.token})
     unreachable = ChannelConfig(type="matrix", homeserver="http://127.0.0.1:9", token_env="T")
-    with pytest.raises(SetupCheckFailed, match="cannot reach http://127.0.0.1:9: "):
+    with pytest.raises(SetupCheckFailed, match=r"cannot reach http://127\.0\.0\.1:9: "):
         await check_setup(unreachable, {"T": "x"})
 
 

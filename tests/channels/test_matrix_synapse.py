@@ -120,9 +120,7 @@ class Person:
 
     def from_(self, room: str, sender: str, kind: str = "m.room.message") -> list[dict[str, Any]]:
         return [
-            e
-            for e in self.timeline.get(room, [])
-            if e["sender"] == sender and e["type"] == kind
+            e for e in self.timeline.get(room, []) if e["sender"] == sender and e["type"] == kind
         ]
 
 
@@ -140,7 +138,9 @@ async def people(
 
 
 @pytest.fixture
-def start(runtime_factory: Any, synapse: Synapse, people: tuple[User, Person], home: Home) -> OpenRuntime:
+def start(
+    runtime_factory: Any, synapse: Synapse, people: tuple[User, Person], home: Home
+) -> OpenRuntime:
     bot, alice = people
 
     async def _start(script: str = "- 'echo: {input}'") -> Runtime:
@@ -242,7 +242,10 @@ async def test_a_file_comes_in_through_authenticated_media_and_one_goes_out(
     [saved] = (workspace / "inbox").iterdir()
     assert saved.name.endswith("-cat.png") and saved.read_bytes() == PHOTO
     [posted] = [e for e in alice.from_(room, bot.user_id) if e["content"]["msgtype"] == "m.file"]
-    assert (posted["content"]["body"], posted["content"]["filename"]) == ("the report", "report.txt")
+    assert (posted["content"]["body"], posted["content"]["filename"]) == (
+        "the report",
+        "report.txt",
+    )
     assert await alice.download(posted["content"]["url"]) == b"numbers\n"
 
 
