@@ -29,7 +29,6 @@ import logging
 import mimetypes
 import re
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +65,11 @@ from .matrix_events import (
     parse_sync,
     without_reply_fallback,
 )
-from .platforms import AdapterContext, PlatformSetup, SetupCheckFailed, SetupField
+from .matrix_setup import SETUP, api_root, check_setup
+from .platforms import AdapterContext
 from .store import ChannelStore
+
+__all__ = ["SETUP", "MatrixAdapter", "build", "check_setup"]
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +79,6 @@ ENCRYPTED_NOTICE = (
 )
 FILE_KINDS = {"m.image": "photo", "m.file": "document", "m.audio": "audio", "m.video": "video"}
 TEXT_TYPES = frozenset({"m.text", "m.emote"})  # m.notice is what bots send: never answered
-
-
-def api_root(config: ChannelConfig) -> str:
-    """Where the client-server API is: base_url when set, else the homeserver."""
-    return (config.base_url or config.homeserver or "").rstrip("/")
 
 
 class MatrixAdapter(Adapter):
@@ -446,46 +443,3 @@ def build(config: ChannelConfig, context: AdapterContext) -> MatrixAdapter:
     """The adapter of one Matrix account (habakkuk.channels.platforms)."""
     token = context.secret(config, "token_env")
     return MatrixAdapter(config, token, context.store, context.state_path(config))
-
-
-async def check_setup(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
-    """Ask the homeserver who the token belongs to (whoami): the user id, or
-    SetupCheckFailed when it is refused or belongs to someone else."""
-    base = api_root(config)
-    client = MatrixClient(base, secrets.get(config.token_env or "", ""))
-    try:
-        me = await client.request("GET", "/account/whoami", timeout=15)
-    except FatalAdapterError as exc:
-        raise SetupCheckFailed(f"{base} refused the access token: {exc}") from None
-    except SendError as exc:
-        raise SetupCheckFailed(f"cannot reach {base}: {exc}") from None
-    finally:
-        await client.close()
-    user = str(me.get("user_id", ""))
-    if config.user_id and user != config.user_id:
-        raise SetupCheckFailed(f"the access token belongs to {user}, not {config.user_id}")
-    return user
-
-
-SETUP = PlatformSetup(
-    type="matrix",
-    title="Matrix",
-    instructions=(
-        "1. Create an account for the bot on your homeserver (e.g. sign up in Element).\n"
-        "2. Get its access token: log in once with\n"
-        "   curl -XPOST https://HOMESERVER/_matrix/client/v3/login -d "
-        '\'{"type":"m.login.password","identifier":{"type":"m.id.user","user":"BOT"},'
-        '"password":"..."}\'\n'
-        "   and paste the access_token below (Element: Settings > Help & About > Access "
-        "Token also shows one; log out of that session afterwards, not the token's).\n"
-        "3. Invite the bot to a room from your own account: it joins when you are in "
-        "allow_from. Encrypted rooms are not supported: use a room without encryption."
-    ),
-    fields=(
-        SetupField("homeserver", "Homeserver URL", default="https://matrix.org"),
-        SetupField("user_id", "The bot's Matrix id (@bot:example.org)"),
-        SetupField("token_env", "Access token", secret=True, variable="MATRIX_ACCESS_TOKEN"),
-        SetupField("allow_from", "Your own Matrix id (@you:example.org; others pair with a code)"),
-    ),
-    check=check_setup,
-)
