@@ -1,6 +1,6 @@
 """Matrix through the client-server API over aiohttp (no matrix-nio; see matrix_api.py).
 
-- `/sync` long polling with a filter (matrix_events.SYNC_FILTER); the `next_batch`
+- `/sync` long polling with a filter (matrix_events.sync_filter); the `next_batch`
   position is saved in control.db after each batch was handed to the gateway, so a
   crash replays at most one batch, which the gateway drops as seen (a message's id is
   its event id). The first start (no saved position) syncs once with timeout=0 to take
@@ -55,7 +55,6 @@ from .format_matrix import render_chunks, text_content
 from .matrix_api import MatrixClient, MatrixRefused, path
 from .matrix_events import (
     FILE_TYPES,
-    SYNC_FILTER,
     Invite,
     Message,
     RoomUpdate,
@@ -63,6 +62,7 @@ from .matrix_events import (
     decode_id,
     encode_id,
     parse_sync,
+    sync_filter,
     without_reply_fallback,
 )
 from .matrix_setup import SETUP, api_root, check_setup
@@ -145,7 +145,7 @@ class MatrixAdapter(Adapter):
     async def _sync(self, since: str | None, timeout_ms: int) -> SyncBatch:
         query = {
             "timeout": str(timeout_ms),
-            "filter": json.dumps(SYNC_FILTER, separators=(",", ":")),
+            "filter": json.dumps(sync_filter(self.user_id), separators=(",", ":")),
             "set_presence": "offline",
         }
         if since:

@@ -11,21 +11,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# The /sync filter: no presence, account data, receipts or typing; in rooms, the events
-# the adapter reads. Members come lazily (only the senders of the events returned).
-SYNC_FILTER: dict[str, Any] = {
-    "presence": {"types": []},
-    "account_data": {"types": []},
-    "room": {
+def sync_filter(me: str) -> dict[str, Any]:
+    """The /sync filter: no presence, account data, receipts or typing; in rooms, the
+    events the adapter reads, not its own (each send would otherwise wake the long poll
+    to bring back what the bot just said). Members come lazily (only the senders')."""
+    return {
+        "presence": {"types": []},
         "account_data": {"types": []},
-        "ephemeral": {"types": []},
-        "state": {"types": ["m.room.encryption", "m.room.member"], "lazy_load_members": True},
-        "timeline": {
-            "types": ["m.room.message", "m.room.encrypted", "m.room.encryption", "m.room.member"],
-            "limit": 100,
+        "room": {
+            "account_data": {"types": []},
+            "ephemeral": {"types": []},
+            "state": {"types": ["m.room.encryption", "m.room.member"], "lazy_load_members": True},
+            "timeline": {
+                "types": [
+                    "m.room.message",
+                    "m.room.encrypted",
+                    "m.room.encryption",
+                    "m.room.member",
+                ],
+                "not_senders": [me],
+                "limit": 100,
+            },
         },
-    },
-}
+    }
+
 
 VOICE_KEY = "org.matrix.msc3245.voice"
 FILE_TYPES = frozenset({"m.image", "m.file", "m.audio", "m.video"})

@@ -74,6 +74,8 @@ class FakeMatrix:
         self.media: dict[str, tuple[str, bytes]] = {}  # media id -> (content type, bytes)
         self.txns: dict[tuple[str, str, str], str] = {}  # (token, room, txn) -> event id
         self.deduplicated = 0  # sends answered from an earlier transaction
+        self.posted = 0  # events the bot's sends created
+        self._sends = 0  # send requests answered or held
         self.typing: list[str] = []
         self.synced: list[str] = []  # the `since` of every sync answered ("" for none)
         self.forbidden: set[str] = set()  # rooms where sends get 403 M_FORBIDDEN
@@ -399,16 +401,18 @@ class FakeMatrix:
         if key in self.txns:
             self.deduplicated += 1
             return web.json_response({"event_id": self.txns[key]})
-        sends = len(self.of("PUT", "/send/"))
+        self._sends += 1
         hold = self._hold
-        if hold is not None and sends > hold[0]:
+        if hold is not None and self._sends > hold[0]:
             if hold[1]:  # posted; only the answer never reaches the bot
                 event = self._append(room, {"type": kind, "sender": self.user, "content": body})
                 self.txns[key] = event["event_id"]
+                self.posted += 1
             await self._release.wait()
             return _error(502, "M_UNKNOWN", "held send dropped")
         event = self._append(room, {"type": kind, "sender": self.user, "content": body})
         self.txns[key] = event["event_id"]
+        self.posted += 1
         return web.json_response({"event_id": event["event_id"]})
 
     def _upload(self, request: web.Request, raw: bytes) -> web.Response:
@@ -426,14 +430,20 @@ class FakeMatrix:
         since = request.query.get("since", "")
         timeout = int(request.query.get("timeout", "0")) / 1000
         wanted = json.loads(request.query.get("filter", "{}"))
-        types = set(wanted.get("room", {}).get("timeline", {}).get("types", []) or [])
+        timeline = wanted.get("room", {}).get("timeline", {})
+        types = set(timeline.get("types", []) or [])
+        not_senders = set(timeline.get("not_senders", []) or [])
         start = int(since[1:]) if since else 0
 
         def fresh() -> list[Event]:
             return [
                 e
                 for e in self.events[start:]
-                if not types or e.data["type"] in types or _invites_bot(e, self.user)
+                if _invites_bot(e, self.user)
+                or (
+                    (not types or e.data["type"] in types)
+                    and e.data["sender"] not in not_senders
+                )
             ]
 
         self.synced.append(since)  # asking from here: everything before it was handled
