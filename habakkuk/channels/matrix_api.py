@@ -176,15 +176,26 @@ class MatrixClient:
 
     async def download(self, mxc: str, limit: int) -> bytes:
         """The bytes of an mxc:// URI through authenticated media (the token in the header),
-        at most `limit` bytes (Undeliverable past it)."""
+        at most `limit` bytes (Undeliverable past it). A homeserver older than Matrix 1.11
+        does not know that endpoint (404 M_UNRECOGNIZED): its unauthenticated one is used."""
         server, _, media_id = mxc.removeprefix("mxc://").partition("/")
         if not mxc.startswith("mxc://") or not server or not media_id:
             raise Undeliverable(f"{mxc!r} is not an mxc:// URI")
-        url = f"{self.base_url}/_matrix/client/v1/media/download/{path(server, media_id)}"
+        where = path(server, media_id)
+        try:
+            return await self._download(f"/_matrix/client/v1/media/download/{where}", mxc, limit)
+        except MatrixRefused as exc:
+            if exc.code != "M_UNRECOGNIZED":
+                raise
+        return await self._download(f"/_matrix/media/v3/download/{where}", mxc, limit)
+
+    async def _download(self, route: str, mxc: str, limit: int) -> bytes:
         what = f"download {mxc}"
         try:
             async with self._session().get(
-                url, headers=self._headers(), timeout=aiohttp.ClientTimeout(total=300)
+                self.base_url + route,
+                headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(total=300),
             ) as response:
                 if response.status != 200:
                     text = await response.text()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+
 def sync_filter(me: str) -> dict[str, Any]:
     """The /sync filter: no presence, account data, receipts or typing; in rooms, the
     events the adapter reads, not its own (each send would otherwise wake the long poll

@@ -79,6 +79,7 @@ class FakeMatrix:
         self.typing: list[str] = []
         self.synced: list[str] = []  # the `since` of every sync answered ("" for none)
         self.forbidden: set[str] = set()  # rooms where sends get 403 M_FORBIDDEN
+        self.legacy_media = False  # a homeserver before Matrix 1.11 (no authenticated media)
         self._limits: dict[str, tuple[int, int]] = {}  # request kind -> (count, ms)
         self._hold: tuple[int, bool] | None = None
         self._release = asyncio.Event()
@@ -345,8 +346,10 @@ class FakeMatrix:
         parts = route.split("/")
         if route.startswith("/_matrix/media/v3/upload") and request.method == "POST":
             return self._limited("upload") or self._upload(request, raw)
-        if route.startswith("/_matrix/client/v1/media/download/"):
+        if route.startswith("/_matrix/client/v1/media/download/") and not self.legacy_media:
             return self._download(parts[7] if len(parts) > 7 else "")
+        if route.startswith("/_matrix/media/v3/download/") and self.legacy_media:
+            return self._download(parts[6] if len(parts) > 6 else "")
         if not route.startswith(CLIENT):
             return _error(404, "M_UNRECOGNIZED", "Unrecognized request")
         rest = parts[4:]
@@ -440,10 +443,7 @@ class FakeMatrix:
                 e
                 for e in self.events[start:]
                 if _invites_bot(e, self.user)
-                or (
-                    (not types or e.data["type"] in types)
-                    and e.data["sender"] not in not_senders
-                )
+                or ((not types or e.data["type"] in types) and e.data["sender"] not in not_senders)
             ]
 
         self.synced.append(since)  # asking from here: everything before it was handled

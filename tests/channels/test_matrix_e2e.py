@@ -20,7 +20,7 @@ from habakkuk.channels.matrix_events import encode_id
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.runtime import Runtime
-from tests.channels.fake_matrix import ALICE, BOT, FakeMatrix
+from tests.channels.fake_matrix import ALICE, BOT, FakeMatrix, MatrixDriver
 from tests.conftest import mock_config
 from tests.fakes.media_gen import png
 from tests.helpers import eventually
@@ -499,3 +499,33 @@ async def test_the_channels_command_reports_it_connected(
     )
     assert await asyncio.to_thread(cli.main, ["channels"]) == 0
     assert re.search(r"^mx\s+matrix\s+connected", capsys.readouterr().out, re.MULTILINE)
+
+
+async def test_a_homeserver_without_authenticated_media_serves_the_old_download(
+    start: OpenRuntime, hs: FakeMatrix, home: Home
+) -> None:
+    hs.legacy_media = True
+    room = hs.room(ALICE)
+    await start()
+    hs.send_file(room, "notes.txt", b"plain notes", "text/plain", caption="read this")
+    await hs.wait_for(lambda: len(hs.texts(room)) == 1)
+    assert [c.status for c in hs.of("GET", "/download/")] == [404, 200]
+    [saved] = (home.default_workspace("main") / "inbox").iterdir()
+    assert saved.read_bytes() == b"plain notes"
+
+
+async def test_the_platform_driver_plays_alice_in_a_private_room(
+    runtime_factory: Any, matrix_driver: MatrixDriver, hs: FakeMatrix
+) -> None:
+    body = textwrap.indent(matrix_driver.channel_yaml("mx"), "    ")
+    config = mock_config("- 'echo: {input}'", extra=f"channels:\n  mx:\n{body}")
+    runtime = await runtime_factory(config)
+    runtime.start_workers()
+    assert runtime.channels is not None
+    await runtime.channels.started()
+    position = hs.position
+    await hs.wait_for(lambda: hs.read_past(position))
+    await matrix_driver.say("hi")
+    await hs.wait_for(lambda: matrix_driver.texts() == ["echo: hi"])
+    assert matrix_driver.env() == {"MATRIX_TOKEN": hs.token}
+    assert matrix_driver.files() == []
