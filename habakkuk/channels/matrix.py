@@ -88,6 +88,9 @@ class MatrixAdapter(Adapter):
     capabilities: frozenset[Capability] = frozenset(
         {"edit", "typing", "reactions", "files", "download"}
     )
+    # what a file sent may weigh (homeservers commonly accept 50 MB uploads; a smaller
+    # limit answers M_TOO_LARGE, which the chat is told about)
+    max_file_bytes = 50 * 1024 * 1024
 
     def __init__(self, config: ChannelConfig, token: str, store: ChannelStore, state: Path):
         super().__init__(config.name)

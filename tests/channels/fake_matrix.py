@@ -80,6 +80,7 @@ class FakeMatrix:
         self.synced: list[str] = []  # the `since` of every sync answered ("" for none)
         self.forbidden: set[str] = set()  # rooms where sends get 403 M_FORBIDDEN
         self.legacy_media = False  # a homeserver before Matrix 1.11 (no authenticated media)
+        self.upload_limit: int | None = None  # bytes; a bigger upload gets 413 M_TOO_LARGE
         self._limits: dict[str, tuple[int, int]] = {}  # request kind -> (count, ms)
         self._hold: tuple[int, bool] | None = None
         self._release = asyncio.Event()
@@ -419,6 +420,8 @@ class FakeMatrix:
         return web.json_response({"event_id": event["event_id"]})
 
     def _upload(self, request: web.Request, raw: bytes) -> web.Response:
+        if self.upload_limit is not None and len(raw) > self.upload_limit:
+            return _error(413, "M_TOO_LARGE", "Upload request body is too large")
         media = self._id("m")
         self.media[media] = (request.content_type, raw)
         return web.json_response({"content_uri": f"mxc://{SERVER}/{media}"})

@@ -529,3 +529,25 @@ async def test_the_platform_driver_plays_alice_in_a_private_room(
     await hs.wait_for(lambda: matrix_driver.texts() == ["echo: hi"])
     assert matrix_driver.env() == {"MATRIX_TOKEN": hs.token}
     assert matrix_driver.files() == []
+
+
+async def test_a_file_over_the_homeservers_limit_is_told_in_the_room(
+    start: OpenRuntime, hs: FakeMatrix, home: Home, tmp_path: Path
+) -> None:
+    room = hs.room(ALICE)
+    await start()
+    hs.upload_limit = 10
+    attachment = tmp_path / "huge.pdf"
+    attachment.write_bytes(b"%PDF-1.4 pretend this is large")
+    to = f"mx:{encode_id(room)}"
+    code = await asyncio.to_thread(
+        cli.main, ["send", "--to", to, "--file", str(attachment), "the report"]
+    )
+    assert code == 0
+    await hs.wait_for(lambda: len(hs.texts(room)) == 1)
+    caption, notice = hs.texts(room)[0].split("\n\n")
+    assert caption == "the report"
+    assert notice.startswith(
+        "Could not send the file huge.pdf here: upload huge.pdf: 413 M_TOO_LARGE"
+    )
+    assert [e["content"]["msgtype"] for e in hs.sent(room)] == ["m.text"]
