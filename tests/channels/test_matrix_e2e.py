@@ -551,3 +551,16 @@ async def test_a_file_over_the_homeservers_limit_is_told_in_the_room(
         "Could not send the file huge.pdf here: upload huge.pdf: 413 M_TOO_LARGE"
     )
     assert [e["content"]["msgtype"] for e in hs.sent(room)] == ["m.text"]
+
+
+async def test_a_rate_limited_sync_waits_and_goes_on_without_a_restart(
+    start: OpenRuntime, hs: FakeMatrix, home: Home
+) -> None:
+    room = hs.room(ALICE)
+    await start()
+    hs.rate_limit("sync", 2, retry_after_ms=20)
+    hs.say(room, "still there?")
+    await hs.wait_for(lambda: hs.texts(room) == ["echo: still there?"])
+    assert [c.status for c in hs.of("GET", "/sync")].count(429) == 2
+    [status] = rows(home, "SELECT * FROM channel_status")
+    assert status["state"] == "connected" and status["restarts"] == 0
