@@ -44,6 +44,7 @@ class Call:
     path: str
     body: dict[str, Any]
     status: int = 0
+    query: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -321,7 +322,7 @@ class FakeMatrix:
         if raw and request.content_type == "application/json":
             loaded = json.loads(raw)
             body = loaded if isinstance(loaded, dict) else {}
-        call = Call(request.method, route, body)
+        call = Call(request.method, route, body, query=dict(request.query))
         self.calls.append(call)
         if request.headers.get("Authorization") != f"Bearer {self.token}":
             response = _error(401, "M_UNKNOWN_TOKEN", "Invalid access token passed.")

@@ -133,11 +133,12 @@ async def test_the_first_start_answers_nothing_already_there(
     hs.say(room, "now")
     await hs.wait_for(lambda: len(hs.texts(room)) == 1)
     assert hs.texts(room) == ["echo: now"]
-    first = next(c for c in hs.of("GET", "/sync"))
-    assert (
-        "since" not in first.path
-        and len(rows(home, "SELECT id FROM jobs WHERE kind = 'turn'")) == 1
-    )
+    first, second = hs.of("GET", "/sync")[:2]
+    assert "since" not in first.query and first.query["timeout"] == "0"  # takes the position
+    assert second.query["since"] == hs.synced[1] and second.query["timeout"] == "1000"
+    timeline = json.loads(second.query["filter"])["room"]["timeline"]
+    assert "m.room.message" in timeline["types"] and timeline["not_senders"] == [BOT]
+    assert len(rows(home, "SELECT id FROM jobs WHERE kind = 'turn'")) == 1
 
 
 async def test_a_replayed_batch_is_dropped_as_seen(
