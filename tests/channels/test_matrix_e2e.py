@@ -560,8 +560,13 @@ async def test_a_rate_limited_sync_waits_and_goes_on_without_a_restart(
     room = hs.room(ALICE)
     await start()
     hs.rate_limit("sync", 2, retry_after_ms=20)
+
+    def limited_then_syncing() -> bool:
+        statuses = [c.status for c in hs.of("GET", "/sync")]
+        return statuses.count(429) == 2 and statuses[-1] == 0  # a long poll after them
+
+    await hs.wait_for(limited_then_syncing)
     hs.say(room, "still there?")
     await hs.wait_for(lambda: hs.texts(room) == ["echo: still there?"])
-    assert [c.status for c in hs.of("GET", "/sync")].count(429) == 2
     [status] = rows(home, "SELECT * FROM channel_status")
     assert status["state"] == "connected" and status["restarts"] == 0
