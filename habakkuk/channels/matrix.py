@@ -101,8 +101,9 @@ class MatrixAdapter(Adapter):
         self.user_id = config.user_id or ""
         self.display_name = ""
         self._members: dict[str, int] = {}
-        self._own_events: set[str] = set()  # sent by us this run (a reply to one addresses us)
-        self._notices: set[str] = set()  # sent as m.notice (an edit keeps the type)
+        # The last events sent this run (a reply to one addresses us; an edit of a notice
+        # keeps its type) and our reaction on each message: bounded, as the run is long.
+        self._own_events: dict[str, bool] = {}  # event -> sent as m.notice
         self._reactions: dict[str, str] = {}  # message event -> our reaction's event
 
     async def close(self) -> None:
@@ -320,7 +321,7 @@ class MatrixAdapter(Adapter):
         event_id = str(answer.get("event_id", ""))
         if not event_id:
             raise SendError(f"send {kind}: no event_id in the answer")
-        self._own_events.add(event_id)
+        _remember(self._own_events, event_id, content.get("msgtype") == "m.notice")
         return event_id
 
     @staticmethod
@@ -354,14 +355,12 @@ class MatrixAdapter(Adapter):
         event_id = await self._send_event(
             decode_id(to.chat), "m.room.message", content, self._txn("text")
         )
-        if silent:
-            self._notices.add(event_id)
         return event_id
 
     async def edit_text(
         self, to: Address, message_id: str, chunk: str, buttons: list[list[Button]] | None = None
     ) -> None:
-        new = text_content(chunk, notice=message_id in self._notices)
+        new = text_content(chunk, notice=self._own_events.get(message_id, False))
         content = {
             "msgtype": new["msgtype"],
             "body": f"* {new['body']}",
@@ -402,7 +401,7 @@ class MatrixAdapter(Adapter):
             }
             txn = f"hk{uuid.uuid4().hex}"
             event_id = await self._send_event(decode_id(to.chat), "m.reaction", content, txn)
-            self._reactions[message_id] = event_id
+            _remember(self._reactions, message_id, event_id)
 
     async def download(self, attachment: Attachment) -> bytes:
         return await self.api.download(attachment.file_id, self.max_file_bytes)
@@ -436,6 +435,16 @@ class MatrixAdapter(Adapter):
         return await self._send_event(
             decode_id(to.chat), "m.room.message", content, self._txn("file")
         )
+
+
+REMEMBERED = 1000  # events kept in each of the adapter's memories
+
+
+def _remember(memory: dict[str, Any], key: str, value: Any) -> None:
+    """Note `key` in a bounded memory (the oldest entry goes past REMEMBERED)."""
+    memory[key] = value
+    if len(memory) > REMEMBERED:
+        del memory[next(iter(memory))]
 
 
 def _txn_of(*parts: str) -> str:

@@ -290,6 +290,9 @@ async def test_a_progress_draft_is_a_notice_edited_then_redacted(
         )
 
     await hs.wait_for(edited)
+    edit = next(e for e in hs.events_of(room) if "m.new_content" in e["content"])
+    assert edit["content"]["m.new_content"]["msgtype"] == "m.notice"  # still a quiet draft
+    assert edit["content"]["body"].startswith("* ")
     hs.say(room, "yes")
     await hs.wait_for(lambda: "all done" in hs.texts(room))
     await hs.wait_for(
