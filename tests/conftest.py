@@ -14,6 +14,8 @@ from pluggy import Result
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
+from tests.channels.fake_matrix import BOT_TOKEN as MATRIX_TOKEN
+from tests.channels.fake_matrix import FakeMatrix, MatrixDriver
 from tests.channels.fake_signal import FakeSignal, SignalDriver
 from tests.channels.fake_slack import FakeSlack, SlackDriver
 from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
@@ -175,6 +177,20 @@ def slack_driver(slack: FakeSlack) -> SlackDriver:
 def signal_driver(signal_cli: FakeSignal) -> SignalDriver:
     """Alice on the fake signal-cli daemon (tests/channels/platform_driver.py)."""
     return SignalDriver(signal_cli)
+
+
+@pytest.fixture
+async def hs(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeMatrix]:
+    """The fake Matrix homeserver on a loopback port; $MATRIX_TOKEN is its bot's token."""
+    monkeypatch.setenv("MATRIX_TOKEN", MATRIX_TOKEN)
+    async with FakeMatrix(token=MATRIX_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+async def matrix_driver(hs: FakeMatrix) -> MatrixDriver:
+    """The PlatformDriver of the fake homeserver (alice in a private room with the bot)."""
+    return MatrixDriver(hs)
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 from habakkuk.engine.agent.requests import turn_request
@@ -91,11 +91,23 @@ class Sending:
     job: str  # the delivery job id: stable across retries, so an adapter may dedupe by it
     delivery: Delivery
     status: str = ""  # a reply's turn status: done, failed, cancelled
+    # the index of the part being sent (its delivery_chunks index): with `job`, what a
+    # platform's transaction id derives from (Matrix), so a resend after a crash between
+    # the send and its record makes no second message
+    chunk: int = 0
 
 
 # Set while the worker runs one delivery job. Platforms dedupe by their message ids; an
 # adapter whose platform is a log of its own (the web chat's web.db) dedupes by the job.
 SENDING: ContextVar[Sending | None] = ContextVar("habakkuk_delivery", default=None)
+
+
+def _sending_chunk(index: int) -> None:
+    """Say which part the next adapter call sends (see Sending.chunk)."""
+    current = SENDING.get()
+    if current is not None:
+        SENDING.set(replace(current, chunk=index))
+
 
 AdapterFor = Callable[[str], Awaitable[Adapter | None]]
 FailureText = Callable[[str], str]
@@ -299,6 +311,7 @@ class DeliveryWorker:
                 ids.append(sent[index])
                 continue
             last = index == first_chunk + len(chunks) - 1
+            _sending_chunk(index)
             message_id = await adapter.send_text(
                 address,
                 chunk,
@@ -328,6 +341,7 @@ class DeliveryWorker:
         elif not adapter.can("files"):
             reason = f"{adapter.type} chats cannot receive files"
         else:
+            _sending_chunk(0)
             try:
                 message_id = await adapter.send_file(
                     delivery.to, path, caption=delivery.caption, name=name
@@ -373,6 +387,7 @@ class DeliveryWorker:
         sent = await self.store.sent_chunks(lease.job.id)
         if 0 in sent:
             return {"messages": [sent[0]]}
+        _sending_chunk(0)
         try:
             message_id = await adapter.send_poll(delivery.to, question, options, multiple=multiple)
         except Unsupported:  # this poll refused (too many options, ...): it goes as text

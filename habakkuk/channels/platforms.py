@@ -33,6 +33,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "telegram": "habakkuk.channels.telegram",
     "slack": "habakkuk.channels.slack",
     "signal": "habakkuk.channels.signal",
+    "matrix": "habakkuk.channels.matrix",
 }
 
 
