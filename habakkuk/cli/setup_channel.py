@@ -97,11 +97,10 @@ class ChannelWizard:
             return platform_setup(picked[0].type)
         raise ChannelAborted("no platform chosen")
 
-    def ask_name(self, setup: PlatformSetup) -> tuple[str, bool]:
-        """The account's name in config.yaml, and whether it replaces an account."""
+    def ask_name(self, setup: PlatformSetup, existing: dict[str, str]) -> tuple[str, bool]:
+        """The account's name in config.yaml, and whether it replaces one of `existing`."""
         from habakkuk.services.channel_setup import NAME
 
-        existing = self.service.existing()
         default = self.name or setup.type
         for _ in range(TRIES):
             name = self._prompt("Name of this account in config.yaml", default)
@@ -174,11 +173,12 @@ class ChannelWizard:
         """One channel, asked, checked and saved; False when skipped."""
         from habakkuk.services.channel_setup import platform_setup
 
+        existing = self.service.existing()  # no config yet: said before any question
         setup = platform_setup(kind) if kind else self.choose_platform()
         self.out(f"\n{setup.title}:")
         for line in setup.instructions.splitlines():
             self.out(f"  {line}")
-        name, replace = self.ask_name(setup)
+        name, replace = self.ask_name(setup, existing)
         try:
             draft = self.checked(setup, name, replace)
         except ChannelSkipped:

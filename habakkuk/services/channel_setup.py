@@ -187,11 +187,10 @@ class ChannelSetup:
         return data
 
     def existing(self) -> dict[str, str]:
-        """The channel accounts of the current config: name -> type ({} without one)."""
-        try:
-            channels = self._old_data().get("channels")
-        except ChannelSetupError:
-            return {}
+        """The channel accounts of the current config: name -> type. ChannelSetupError
+        when there is no config yet or it does not validate (asked first, so the person
+        hears it before answering anything)."""
+        channels = self._old_data().get("channels")
         if not isinstance(channels, dict):
             return {}
         return {
