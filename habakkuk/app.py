@@ -184,9 +184,7 @@ class HabakkukApp(App[None]):
 
         def saved(name: str | None) -> None:
             if name is not None:
-                self.notify(
-                    f"Saved channels.{name}. Restart Habakkuk to connect it.", markup=False
-                )
+                self.notify(f"Saved channels.{name}. Restart Habakkuk to connect it.", markup=False)
 
         self.push_screen(ChannelSetupScreen(self.home), callback=saved)
 

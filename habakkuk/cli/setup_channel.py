@@ -240,5 +240,7 @@ def run_channel_setup(
     except (ChannelSetupError, ConfigError) as exc:
         print(f"habakkuk: setup channel: {exc}", file=sys.stderr)
     except OSError as exc:
-        print(f"habakkuk: setup channel: {home.root}: cannot write: {exc.strerror}", file=sys.stderr)
+        print(
+            f"habakkuk: setup channel: {home.root}: cannot write: {exc.strerror}", file=sys.stderr
+        )
     return EXIT_FAILED

@@ -21,7 +21,6 @@ platform's side and which answers to ask. The steps:
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Home, ensure_private_dir, read_text_file
+from habakkuk.engine.timeouts import wait_within
 
 if TYPE_CHECKING:
     from habakkuk.channels.platforms import PlatformSetup, SetupField
@@ -320,8 +320,8 @@ async def check(
     try:
         if setup.link is not None:
             ensure_private_dir(home.channels_dir)
-            await asyncio.wait_for(setup.link(draft.config, home.channels_dir, show), link_timeout)
-        who = await asyncio.wait_for(setup.check(draft.config, draft.secrets), timeout)
+            await wait_within(setup.link(draft.config, home.channels_dir, show), link_timeout)
+        who = await wait_within(setup.check(draft.config, draft.secrets), timeout)
     except SetupCheckFailed as exc:
         return CheckResult(False, reason=_one_line(str(exc), draft.secrets))
     except TimeoutError:

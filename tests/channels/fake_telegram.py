@@ -1,11 +1,12 @@
 """A fake Telegram Bot API server on 127.0.0.1 speaking the real wire format.
 
 It serves ``POST /bot<token>/<method>`` (JSON or multipart bodies; GET with a
-query string too, as the Bot API does) for getMe, getUpdates (long polling: held until an update arrives or the timeout
-passes; updates below the offset are confirmed and dropped), sendMessage,
-editMessageText, editMessageReplyMarkup, deleteMessage, sendChatAction,
-answerCallbackQuery, setMessageReaction, getFile, sendDocument, sendPhoto and
-sendPoll, and ``GET /file/bot<token>/<path>`` downloads. Answers use the Bot
+query string too, as the Bot API does) for getMe, getUpdates (long polling:
+held until an update arrives or the timeout passes; updates below the offset
+are confirmed and dropped), sendMessage, editMessageText,
+editMessageReplyMarkup, deleteMessage, sendChatAction, answerCallbackQuery,
+setMessageReaction, getFile, sendDocument, sendPhoto and sendPoll, and
+``GET /file/bot<token>/<path>`` downloads. Answers use the Bot
 API's envelope: ``{"ok": true, "result": ...}`` or ``{"ok": false,
 "error_code": N, "description": "..."}``.
 

@@ -131,7 +131,9 @@ async def test_any_failure_of_a_check_is_one_line_without_the_secret(configured:
         raise RuntimeError(f"bad URL\nhttp://x/bot{secrets['MADE_UP_TOKEN']}/getMe")
 
     setup = made_up(check=crashes, fields=TOKEN_FIELD)
-    draft = ChannelSetup(configured).prepare(ChannelPlan(setup, "telegram", {"token_env": "s3cr3t"}))
+    draft = ChannelSetup(configured).prepare(
+        ChannelPlan(setup, "telegram", {"token_env": "s3cr3t"})
+    )
     result = await check(draft, configured)
     assert result == type(result)(False, reason="RuntimeError: bad URL http://x/bot***/getMe")
 
@@ -142,7 +144,9 @@ async def test_a_check_that_never_answers_is_cut_off(configured: Home) -> None:
         return ""
 
     setup = made_up(check=hangs, fields=TOKEN_FIELD)
-    draft = ChannelSetup(configured).prepare(ChannelPlan(setup, "telegram", {"token_env": "tok-123"}))
+    draft = ChannelSetup(configured).prepare(
+        ChannelPlan(setup, "telegram", {"token_env": "tok-123"})
+    )
     result = await check(draft, configured, timeout=0.05)
     assert result.reason == "no answer from Made-up in time"
 
@@ -152,7 +156,9 @@ async def test_a_refusal_raised_by_the_platform_is_its_reason(configured: Home) 
         raise SetupCheckFailed("the workspace refused the app token")
 
     setup = made_up(check=refuses, fields=TOKEN_FIELD)
-    draft = ChannelSetup(configured).prepare(ChannelPlan(setup, "telegram", {"token_env": "tok-123"}))
+    draft = ChannelSetup(configured).prepare(
+        ChannelPlan(setup, "telegram", {"token_env": "tok-123"})
+    )
     assert (await check(draft, configured)).reason == "the workspace refused the app token"
 
 
