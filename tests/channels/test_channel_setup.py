@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 import yaml
 
-from habakkuk.channels.platforms import PlatformSetup, SetupCheckFailed, SetupField
+from habakkuk.channels.platforms import (
+    PlatformSetup,
+    SetupCheck,
+    SetupCheckFailed,
+    SetupField,
+    SetupLink,
+)
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.config import load_config
 from habakkuk.engine.home import Home, read_env_file
@@ -111,8 +117,8 @@ async def test_an_unreachable_server_is_one_line(configured: Home, tg: FakeTeleg
 
 def made_up(
     kind: str = "telegram",
-    check: object = None,
-    link: object = None,
+    check: SetupCheck | None = None,
+    link: SetupLink | None = None,
     fields: tuple[SetupField, ...] = (),
 ) -> PlatformSetup:
     """A platform's setup step written here: what a failing or linking platform does."""
@@ -120,7 +126,7 @@ def made_up(
     async def ok(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
         return "@made_up"
 
-    return PlatformSetup(kind, "Made-up", "create a bot", fields, check or ok, link)  # type: ignore[arg-type]
+    return PlatformSetup(kind, "Made-up", "create a bot", fields, check or ok, link)
 
 
 TOKEN_FIELD = (SetupField("token_env", "Bot token", secret=True, variable="MADE_UP_TOKEN"),)
@@ -166,8 +172,7 @@ async def test_a_linked_device_shows_its_code_then_is_checked(configured: Home) 
     shown: list[str] = []
     linked: list[Path] = []
 
-    async def link(config: ChannelConfig, state_dir: Path, show: object) -> str:
-        assert callable(show)
+    async def link(config: ChannelConfig, state_dir: Path, show: Callable[[str], None]) -> str:
         show("█▀▀ QR ▀▀█")
         linked.append(state_dir)
         return "+4915100000"
