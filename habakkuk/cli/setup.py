@@ -97,7 +97,7 @@ def setup(args: argparse.Namespace) -> int:
         return run_channel_setup(
             current_home(), args.platform or "", name=args.name, base_url=args.base_url
         )
-    if run_setup(current_home(), channel_base_url=args.base_url) != EXIT_OK:
+    if run_setup(current_home(), channel_base_url=args.base_url, channel_name=args.name) != EXIT_OK:
         return EXIT_FAILED
     print("\nchecking the new setup (habakkuk doctor):")
     return doctor.main(args)
@@ -244,7 +244,11 @@ class Wizard:
 
 
 def run_setup(
-    home: Home, ask: Ask | None = None, ask_secret: Ask | None = None, channel_base_url: str = ""
+    home: Home,
+    ask: Ask | None = None,
+    ask_secret: Ask | None = None,
+    channel_base_url: str = "",
+    channel_name: str = "",
 ) -> int:
     """Run the wizard on `home`, then offer a chat channel (habakkuk.cli.setup_channel); a
     user who ends input gets a one-line message."""
@@ -257,7 +261,12 @@ def run_setup(
         print(f"habakkuk: setup: stopped ({exc}); nothing was written", file=sys.stderr)
         return EXIT_FAILED
     channels = ChannelWizard(
-        home, wizard.ask, wizard.ask_secret, wizard.out, base_url=channel_base_url
+        home,
+        wizard.ask,
+        wizard.ask_secret,
+        wizard.out,
+        base_url=channel_base_url,
+        name=channel_name,
     )
     channels.offer()
     return code

@@ -13,7 +13,6 @@ writes nothing for the channel.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -150,12 +149,12 @@ class ChannelWizard:
     def checked(self, setup: PlatformSetup, name: str, replace: bool) -> Draft:
         """The answers, checked with the platform; after a failure, enter them again, save
         anyway or skip (ChannelSkipped)."""
-        from habakkuk.services.channel_setup import check
+        from habakkuk.services.channel_setup import check_in_thread
 
         for _ in range(TRIES):
             draft = self.drafted(setup, name, replace)
             self.out(f"  checking with {setup.title}...")
-            result = asyncio.run(check(draft, self.home, self.out))
+            result = check_in_thread(draft, self.home, self.out)
             if result.ok:
                 self.out(f"  connected as {result.who}")
                 return draft

@@ -3,12 +3,12 @@
 `habakkuk setup channel`'s step as a form, over the same service
 (habakkuk.services.channel_setup) and so over every platform the registry knows: the
 platform's instructions (what to create on its side, which token goes where), one input
-per field (secrets hidden), and Check and save, which asks the platform in a worker
-(a linked device shows its pairing code here first) and writes only when it answered:
-the secrets into HOME/.env (0600), `channels.<name>` into the config, the rest of the file
-kept. After a failed check, pressing it again saves anyway; a name already in the config
-is replaced only when pressed again too. Opened from the setup screen and the palette's
-"Setup: chat channel".
+per field (secrets hidden), and Check and save, which asks the platform from a worker, on
+a thread of its own (a linked device shows its pairing code here first), and writes only
+when it answered: the secrets into HOME/.env (0600), `channels.<name>` into the config,
+the rest of the file kept. After a failed check, pressing it again saves anyway; a name
+already in the config is replaced only when pressed again too. Opened from the setup
+screen and the palette's "Setup: chat channel".
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from habakkuk.services.channel_setup import (
     ChannelPlan,
     ChannelSetup,
     ChannelSetupError,
-    check,
+    check_in_thread,
     platform_setup,
     platforms,
     takes_base_url,
@@ -212,7 +212,13 @@ class ChannelSetupScreen(Screen[str | None]):
         checked = ""
         if plan != self.unchecked:
             self._say("#result", f"Checking with {title}…")
-            result = await check(draft, self.home, lambda text: self._say("#shown", text))
+
+            # In a thread with a loop of its own: a platform's check that blocks stalls
+            # that thread, not this screen; what it shows (a pairing code) comes back here.
+            def show(text: str) -> None:
+                self.app.call_from_thread(self._say, "#shown", text)
+
+            result = await asyncio.to_thread(check_in_thread, draft, self.home, show)
             if not result.ok:
                 self.unchecked = plan
                 self._say("#result", "")

@@ -332,6 +332,17 @@ async def check(
     return CheckResult(True, who=_one_line(str(who), draft.secrets))
 
 
+def check_in_thread(
+    draft: Draft, home: Home, show: Callable[[str], None] = lambda text: None
+) -> CheckResult:
+    """`check` on an event loop of its own, for a thread: a platform's check that blocks
+    (a library without asyncio) then stalls that thread, never the caller's loop (the
+    terminal app). `show` is called from that thread."""
+    import asyncio
+
+    return asyncio.run(check(draft, home, show))
+
+
 def _one_line(text: str, secrets: Mapping[str, str]) -> str:
     """`text` on one line, at most 300 characters, with the typed secrets blanked (a
     library's error may quote the URL the token is part of)."""
