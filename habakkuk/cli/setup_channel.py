@@ -22,7 +22,7 @@ from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK
 if TYPE_CHECKING:
     from habakkuk.channels.platforms import PlatformSetup
     from habakkuk.engine.home import Home
-    from habakkuk.services.channel_setup import ChannelSetup, Draft
+    from habakkuk.services.channel_setup import ChannelSetupAccess, Draft
 
 Ask = Callable[[str], str]
 TRIES = 5
@@ -59,7 +59,7 @@ class ChannelWizard:
         self.out = out or print
         self.base_url = base_url
         self.name = name
-        self.service: ChannelSetup = ChannelSetup(home)
+        self.service: ChannelSetupAccess = ChannelSetup(home)
 
     def _prompt(self, question: str, default: str = "", secret: bool = False) -> str:
         suffix = f" [{default}]" if default else ""

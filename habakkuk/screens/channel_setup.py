@@ -27,6 +27,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from habakkuk.services.channel_setup import (
     ChannelPlan,
     ChannelSetup,
+    ChannelSetupAccess,
     ChannelSetupError,
     check_in_thread,
     platform_setup,
@@ -63,7 +64,7 @@ class ChannelSetupScreen(Screen[str | None]):
     def __init__(self, home: Home) -> None:
         super().__init__(id="channel-setup")
         self.home = home
-        self.service = ChannelSetup(home)
+        self.service: ChannelSetupAccess = ChannelSetup(home)
         self.choices = platforms()
         self.setup: PlatformSetup | None = None
         # The plan whose check failed: saving it again saves anyway.
@@ -232,7 +233,7 @@ class ChannelSetupScreen(Screen[str | None]):
         self._say("#result", "Saving…")
         try:
             saved = await asyncio.to_thread(self.service.save, draft)
-        except ConfigError as exc:
+        except (ChannelSetupError, ConfigError) as exc:
             self._say("#result", "")
             self._say("#channel-error", str(exc))
             return

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Home, ensure_private_dir, read_text_file
@@ -150,8 +150,25 @@ class Saved:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+class ChannelSetupAccess(Protocol):
+    """What `habakkuk setup channel` and the channel form use to add an account to a home."""
+
+    def existing(self) -> dict[str, str]:
+        """The channel accounts of the config: name -> type (ChannelSetupError: none)."""
+        ...
+
+    def prepare(self, plan: ChannelPlan) -> Draft:
+        """The plan as config, validated; nothing written (ChannelSetupError: why not)."""
+        ...
+
+    def save(self, draft: Draft) -> Saved:
+        """The secrets into HOME/.env, then the config (config.yaml.bak kept)."""
+        ...
+
+
 class ChannelSetup:
-    """The channel step for one home: prepare a plan, then save it (after `check`)."""
+    """The channel step for one home (a ChannelSetupAccess): prepare a plan, then save it
+    (after `check`)."""
 
     def __init__(self, home: Home) -> None:
         self.home = home
@@ -281,11 +298,15 @@ class ChannelSetup:
 
     def save(self, draft: Draft) -> Saved:
         """Store each secret in HOME/.env (0600), then write the config (the old file kept
-        as config.yaml.bak). Raises ConfigError or OSError when a file cannot be written."""
+        as config.yaml.bak). The plan is made into config again first, on the file as it
+        is now: an edit made while the platform was asked is kept too. Raises
+        ChannelSetupError when it no longer fits, ConfigError or OSError when a file
+        cannot be written."""
         import os
 
         from habakkuk.services.setup import ProviderSetup
 
+        draft = self.prepare(draft.plan)
         writer = ProviderSetup(self.home, out=lambda line: None)
         self.home.prepare()
         stored: dict[str, str] = {}

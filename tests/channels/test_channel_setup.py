@@ -240,3 +240,13 @@ def test_a_channel_needs_a_config_to_join(home: Home) -> None:
 def test_an_unknown_platform_names_the_known_ones() -> None:
     with pytest.raises(ChannelSetupError, match=r"no chat platform is called 'irc' \(.*telegram"):
         platform_setup("irc")
+
+
+def test_an_edit_made_while_the_platform_was_asked_is_kept(configured: Home) -> None:
+    service = ChannelSetup(configured)
+    draft = service.prepare(ChannelPlan(platform_setup("telegram"), "telegram", {"token_env": "t"}))
+    configured.config_path.write_text(OLD + "default_agent: main\n", encoding="utf-8")
+    service.save(draft)
+    config = load_config(configured)
+    assert config.default_agent == "main"
+    assert config.channels["telegram"].token_env == "TELEGRAM_BOT_TOKEN"
