@@ -154,7 +154,7 @@ class ChannelSetupScreen(Screen[str | None]):
             await fields.mount(
                 Input(
                     value=item.default,
-                    placeholder=item.help or ("kept in HOME/.env" if item.secret else ""),
+                    placeholder="kept in HOME/.env, never in the config" if item.secret else "",
                     password=item.secret,
                     id=f"field-{item.key}",
                 )
