@@ -198,9 +198,10 @@ class ChannelWizard:
         """After the provider step: "Add a chat channel?" until the person says no (or
         input ends). A failure here leaves the provider's setup as it was saved."""
         from habakkuk.engine.errors import ConfigError
-        from habakkuk.services.channel_setup import ChannelSetupError
+        from habakkuk.services.channel_setup import ChannelSetupError, platforms
 
-        question = "\nAdd a chat channel (Telegram, Slack, ...)?"
+        titles = ", ".join(choice.title for choice in platforms())
+        question = f"\nAdd a chat channel ({titles})?"
         while True:
             try:
                 if not self._yes(question):
