@@ -1,11 +1,12 @@
 """A fake Telegram Bot API server on 127.0.0.1 speaking the real wire format.
 
-It serves ``POST /bot<token>/<method>`` (JSON or multipart bodies) for
-getMe, getUpdates (long polling: held until an update arrives or the timeout
-passes; updates below the offset are confirmed and dropped), sendMessage,
-editMessageText, editMessageReplyMarkup, deleteMessage, sendChatAction,
-answerCallbackQuery, setMessageReaction, getFile, sendDocument, sendPhoto and
-sendPoll, and ``GET /file/bot<token>/<path>`` downloads. Answers use the Bot
+It serves ``POST /bot<token>/<method>`` (JSON or multipart bodies; GET with a
+query string too, as the Bot API does) for getMe, getUpdates (long polling:
+held until an update arrives or the timeout passes; updates below the offset
+are confirmed and dropped), sendMessage, editMessageText,
+editMessageReplyMarkup, deleteMessage, sendChatAction, answerCallbackQuery,
+setMessageReaction, getFile, sendDocument, sendPhoto and sendPoll, and
+``GET /file/bot<token>/<path>`` downloads. Answers use the Bot
 API's envelope: ``{"ok": true, "result": ...}`` or ``{"ok": false,
 "error_code": N, "description": "..."}``.
 
@@ -73,6 +74,8 @@ class FakeTelegram:
     async def start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/bot{token}/{method}", self._method)
+        # The Bot API takes GET too, its parameters in the query string (setup's getMe).
+        app.router.add_get("/bot{token}/{method}", self._method)
         app.router.add_get("/file/bot{token}/{path:.*}", self._file)
         self._runner = web.AppRunner(app, shutdown_timeout=0.1)
         await self._runner.setup()
@@ -234,6 +237,8 @@ class FakeTelegram:
         self, request: web.Request, uploads: list[tuple[str, bytes]]
     ) -> dict[str, Any]:
         """The call's parameters; an uploaded file's bytes go to `uploads`."""
+        if request.method == "GET":
+            return dict(request.query)
         if request.content_type == "application/json":
             body = await request.json()
             return dict(body) if isinstance(body, dict) else {}
