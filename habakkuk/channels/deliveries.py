@@ -29,7 +29,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 from habakkuk.engine.agent.requests import turn_request
@@ -88,6 +88,9 @@ class Sending:
     job: str  # the delivery job id: stable across retries, so an adapter may dedupe by it
     delivery: Delivery
     status: str = ""  # a reply's turn status: done, failed, cancelled
+    # the index of the chunk being sent: with `job`, a key a platform's idempotency
+    # nonce (Discord's, Matrix's transaction id) can derive from, stable across retries
+    chunk: int = 0
 
 
 # Set while the worker runs one delivery job. Platforms dedupe by their message ids; an
@@ -290,6 +293,9 @@ class DeliveryWorker:
                 ids.append(sent[index])
                 continue
             last = index == first_chunk + len(chunks) - 1
+            sending = SENDING.get()
+            if sending is not None:
+                SENDING.set(replace(sending, chunk=index))
             message_id = await adapter.send_text(
                 address,
                 chunk,
