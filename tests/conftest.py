@@ -14,6 +14,8 @@ from pluggy import Result
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
+from tests.channels.fake_discord import BOT_TOKEN as DISCORD_TOKEN
+from tests.channels.fake_discord import DiscordDriver, FakeDiscord
 from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
 from tests.fakes.github_api import FakeGitHub, ThreadedGitHub
 from tests.fakes.model_server import FakeModelServer
@@ -144,6 +146,20 @@ async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
     monkeypatch.setenv("TG_TOKEN", BOT_TOKEN)
     async with FakeTelegram(token=BOT_TOKEN) as server:
         yield server
+
+
+@pytest.fixture
+async def dc(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
+    """The fake Discord (Gateway and REST) on a loopback port; $DISCORD_TOKEN is its bot's."""
+    monkeypatch.setenv("DISCORD_TOKEN", DISCORD_TOKEN)
+    async with FakeDiscord(token=DISCORD_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def discord_driver(dc: FakeDiscord) -> DiscordDriver:
+    """The allowed person in a DM with the bot on the fake Discord (a PlatformDriver)."""
+    return DiscordDriver(dc)
 
 
 @pytest.fixture
