@@ -160,7 +160,9 @@ class DiscordRest:
 
 
 def _mapped(what: str, error: RestError) -> Exception:
-    message = f"{what}: {error.status} {error.message}"
+    # Discord's own message often starts with the status already ("401: Unauthorized")
+    status = "" if error.message.startswith(str(error.status)) else f"{error.status} "
+    message = f"{what}: {status}{error.message}"
     if error.code:
         message += f" (code {error.code})"
     if error.status == 401:

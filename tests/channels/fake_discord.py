@@ -201,6 +201,7 @@ class FakeDiscord:
         if reply_to:
             data["message_reference"] = {"message_id": reply_to, "channel_id": channel}
             data["referenced_message"] = self.messages.get(reply_to)
+        self.messages[data["id"]] = data  # the bot may react to it
         self.dispatch("MESSAGE_CREATE", data)
         return data
 
@@ -312,7 +313,8 @@ class FakeDiscord:
     def message_with(self, text: str, channel: str = DM_CHANNEL) -> dict[str, Any]:
         """The bot's message in `channel` whose content includes `text` (newest first)."""
         for message in reversed(self.messages.values()):
-            if message["channel_id"] == channel and text in str(message.get("content", "")):
+            mine = message["author"]["id"] == BOT["id"]
+            if mine and message["channel_id"] == channel and text in str(message["content"]):
                 return message
         raise KeyError(text)
 
@@ -492,6 +494,8 @@ class FakeDiscord:
             message is None or message["channel_id"] != channel
         ):
             return _error(404, 10008, "Unknown Message")
+        if route in ("edit_message", "delete_message") and message["author"]["id"] != BOT["id"]:
+            return _error(403, 50005, "Cannot edit a message authored by another user")
         assert message is not None or route == "typing"
         if route == "edit_message" and message is not None:
             for key in ("content", "components"):
@@ -620,7 +624,7 @@ class DiscordDriver:
 
     async def press(self, label: str) -> None:
         for message in reversed(self.fake.messages.values()):
-            if message["channel_id"] != DM_CHANNEL:
+            if message["channel_id"] != DM_CHANNEL or message["author"]["id"] != BOT["id"]:
                 continue
             for row in message.get("components") or []:
                 for button in row.get("components", []):
