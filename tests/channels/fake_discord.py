@@ -55,6 +55,8 @@ class Call:
     status: int = 0
     files: list[tuple[str, bytes]] = field(default_factory=list)
     path: str = ""
+    # a post whose nonce Discord had seen: answered with the message made before
+    deduped: bool = False
 
     @property
     def answered(self) -> bool:
@@ -101,6 +103,7 @@ class FakeDiscord:
         self._nonces: dict[tuple[str, str], str] = {}
         self._rate_limited = 0
         self._hold_after: int | None = None
+        self._hold_made = False
         self._release = asyncio.Event()
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -281,9 +284,11 @@ class FakeDiscord:
         """The next `count` message posts get 429 with a short retry_after."""
         self._rate_limited = count
 
-    def hold_sends_after(self, count: int | None) -> None:
-        """Message posts after the first `count` hang until `release_sends`, then fail."""
+    def hold_sends_after(self, count: int | None, *, made: bool = False) -> None:
+        """Message posts after the first `count` hang until `release_sends`, then fail;
+        with `made`, Discord made the message all the same (the bot never heard)."""
         self._hold_after = count
+        self._hold_made = made
         self._release.clear()
 
     def release_sends(self) -> None:
@@ -300,12 +305,22 @@ class FakeDiscord:
         ]
 
     def posts(self, channel: str = DM_CHANNEL) -> list[Call]:
-        """Messages the bot created in `channel` that were accepted, in order."""
-        return [c for c in self.of("create_message") if c.channel == channel]
+        """Messages the bot created in `channel` that were accepted, in order (a retry
+        Discord answered with the message its nonce made before is not a second one)."""
+        return [c for c in self.of("create_message") if c.channel == channel and not c.deduped]
 
     def texts(self, channel: str = DM_CHANNEL) -> list[str]:
         """Texts of the messages the bot created in `channel` (not files), in order."""
         return [str(c.body.get("content", "")) for c in self.posts(channel) if not c.files]
+
+    def made(self, channel: str = DM_CHANNEL) -> list[str]:
+        """The texts of the bot's messages that exist in `channel` (whether or not the bot
+        heard the answer), oldest first."""
+        return [
+            str(m["content"])
+            for m in self.messages.values()
+            if m["channel_id"] == channel and m["author"]["id"] == BOT["id"]
+        ]
 
     def files(self, channel: str = DM_CHANNEL) -> list[tuple[str, bytes]]:
         return [f for c in self.posts(channel) for f in c.files]
@@ -451,21 +466,15 @@ class FakeDiscord:
         self.calls.append(call)
         await self._notify()
         try:
-            response = await self._answer(route, channel, parts, body, files)
+            response = await self._answer(call, parts)
         finally:
             await self._notify()
         call.status = response.status
         await self._notify()
         return response
 
-    async def _answer(
-        self,
-        route: str,
-        channel: str,
-        parts: list[str],
-        body: dict[str, Any],
-        files: list[tuple[str, bytes]],
-    ) -> web.Response:
+    async def _answer(self, call: Call, parts: list[str]) -> web.Response:
+        route, channel, body = call.route, call.channel, call.body
         if route == "get_me":
             return web.json_response(BOT)
         if route == "get_gateway":
@@ -488,7 +497,7 @@ class FakeDiscord:
         if channel in self.blocked:
             return _error(403, 50001, "Missing Access")
         if route == "create_message":
-            return await self._create(channel, body, files)
+            return await self._create(call)
         message = self.messages.get(parts[3]) if len(parts) > 3 else None
         if route in ("edit_message", "delete_message", "react", "unreact") and (
             message is None or message["channel_id"] != channel
@@ -506,9 +515,8 @@ class FakeDiscord:
             self.messages.pop(parts[3], None)
         return web.Response(status=204)
 
-    async def _create(
-        self, channel: str, body: dict[str, Any], files: list[tuple[str, bytes]]
-    ) -> web.Response:
+    async def _create(self, call: Call) -> web.Response:
+        channel, body, files = call.channel, call.body, call.files
         if self._rate_limited:
             self._rate_limited -= 1
             return web.json_response(
@@ -522,6 +530,8 @@ class FakeDiscord:
             # Held until released, then dropped: the chat never got this message (the bot
             # was killed while waiting for the answer).
             await self._release.wait()
+            if self._hold_made:
+                await self._create(Call(call.route, channel, body, files=files))
             return _error(502, 0, "Bad Gateway")
         content = str(body.get("content") or "")
         if not content.strip() and not files and "poll" not in body:
@@ -532,6 +542,7 @@ class FakeDiscord:
         if nonce and body.get("enforce_nonce"):
             existing = self._nonces.get((channel, nonce))
             if existing is not None and existing in self.messages:
+                call.deduped = True
                 return web.json_response(self.messages[existing])
         message = {
             "id": self.snowflake(),

@@ -204,6 +204,11 @@ async def test_a_restart_resumes_the_saved_session_and_gets_what_it_missed(
     await connected(dc, first)
     dc.message("first")
     await eventually(lambda: first.texts() == ["first"], what="the first message")
+
+    async def saved_after_first() -> bool:
+        return (await first.saved()).seq == 2  # READY, "first"
+
+    await eventually(saved_after_first, what="the position saved after the message")
     await first.stop()
     await dc.wait_for(lambda: not dc.connected)
     dc.message("while restarting")
