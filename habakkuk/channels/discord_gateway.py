@@ -42,6 +42,7 @@ import aiohttp
 from yarl import URL
 
 from .adapter import Beat, FatalAdapterError, SendError
+from .discord_lanes import Lanes
 from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,8 @@ RESUMABLE_CLOSE = 4000
 # Connections in a row that end before READY or RESUMED; then `run` gives up (SendError)
 # and the supervisor's backoff takes over, so a server that refuses us is not hammered.
 MAX_UNREADY = 3
+# In a burst of events, the position is saved at least this often (and at its end).
+SAVE_EVERY = 50
 
 
 @dataclass
@@ -123,6 +126,15 @@ class _Control:
     op: int  # 7 Reconnect, 9 Invalid Session, 0 the socket closed (or a zombie)
     resumable: bool = True
     close_code: int | None = None
+
+
+# What the handler loop is told when an event finished handling (the position may move).
+_PROGRESS = _Control(-1)
+
+
+def _lane(event: Dispatch) -> str:
+    """Events of one channel (a DM, a server channel, a thread) are handled in order."""
+    return str(event.data.get("channel_id") or "")
 
 
 DispatchHandler = Callable[[Dispatch], Awaitable[None]]
@@ -237,13 +249,16 @@ class _Connection:
         self._acked = True
         self._send_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
+        self._lanes: Lanes[Dispatch] | None = None
+        self.received = client.state.seq
 
     async def send(self, payload: dict[str, Any]) -> None:
         async with self._send_lock:
             await self.ws.send_str(json.dumps(payload))
 
     async def heartbeat_now(self) -> None:
-        await self.send({"op": 1, "d": self.client.state.seq})
+        # the last sequence number received (handled or not), as Discord asks
+        await self.send({"op": 1, "d": self.received})
 
     async def run(self, resuming: bool) -> _Control:
         hello = await self._hello()
@@ -256,22 +271,40 @@ class _Connection:
         ]
         await self.send(self.client.resume() if resuming else self.client.identify())
         state = self.client.state
+        saved = state.seq
+        lanes: Lanes[Dispatch] = Lanes(self.on_dispatch, lambda: self._inbox.put_nowait(_PROGRESS))
+        self._lanes = lanes
         while True:
             item = await self._inbox.get()
             if isinstance(item, _Control):
-                return item
-            if item.type == "READY":
-                state.session_id = str(item.data.get("session_id") or "")
-                state.resume_url = str(item.data.get("resume_gateway_url") or "")
-                self.ready = True
-            elif item.type == "RESUMED":
-                self.ready = True
-            await self.on_dispatch(item)
-            state.seq = item.seq
-            # Saved only now that the event was handled: a crash before this replays it,
-            # and the gateway drops what it has already seen.
-            await self.client._save(state)
-            self.beat()
+                if item is not _PROGRESS:
+                    through = await lanes.drain()
+                    state.seq = through if through is not None else state.seq
+                    if state.seq != saved:
+                        await self.client._save(state)
+                    return item
+            else:
+                if item.type == "READY":
+                    state.session_id = str(item.data.get("session_id") or "")
+                    state.resume_url = str(item.data.get("resume_gateway_url") or "")
+                    self.ready = True
+                elif item.type == "RESUMED":
+                    self.ready = True
+                lane = _lane(item)
+                if not lane:  # READY, RESUMED, a guild's events: after all before them
+                    await lanes.drain()
+                await lanes.submit(lane, item.seq, item)
+                self.beat()
+            through = lanes.through()
+            if through is None:
+                continue
+            state.seq = through
+            # Saved only once the events up to it were handled: a crash before this
+            # replays them, and the gateway drops what it has already seen. In a burst,
+            # once per SAVE_EVERY events and at its end (a crash replays at most that many).
+            if lanes.idle or through - (saved or 0) >= SAVE_EVERY:
+                await self.client._save(state)
+                saved = state.seq
 
     async def _hello(self) -> float | None:
         """The heartbeat interval in seconds from op 10, or None when the socket closed."""
@@ -293,6 +326,7 @@ class _Connection:
                 payload = json.loads(message.data)
                 op = payload.get("op")
                 if op == 0:
+                    self.received = int(payload["s"])
                     data = payload.get("d")
                     self._inbox.put_nowait(
                         Dispatch(
@@ -340,6 +374,8 @@ class _Connection:
         for task in self._tasks:
             task.cancel()
         try:
+            if self._lanes is not None:
+                await self._lanes.cancel()
             for task in self._tasks:
                 await cancel_and_wait(task)
         finally:

@@ -537,7 +537,9 @@ class FakeDiscord:
         if not content.strip() and not files and "poll" not in body:
             return _error(400, 50006, "Cannot send an empty message")
         if len(content) > 2000:
-            return _error(400, 50035, "Invalid Form Body: content: Must be 2000 or fewer in length.")
+            return _error(
+                400, 50035, "Invalid Form Body: content: Must be 2000 or fewer in length."
+            )
         nonce = str(body.get("nonce") or "")
         if nonce and body.get("enforce_nonce"):
             existing = self._nonces.get((channel, nonce))

@@ -265,7 +265,9 @@ async def test_a_progress_draft_is_edited_then_deleted(start: OpenRuntime, dc: F
     await dc.wait_for(lambda: any(c.body.get("flags") == 4096 for c in dc.posts()))
     draft = next(c for c in dc.posts() if c.body.get("flags") == 4096)  # no notification
     assert "Working" in draft.body["content"]
-    await dc.wait_for(lambda: any("exec" in str(c.body.get("content")) for c in dc.of("edit_message")))
+    await dc.wait_for(
+        lambda: any("exec" in str(c.body.get("content")) for c in dc.of("edit_message"))
+    )
     await dc.wait_for(lambda: any(c.body.get("components") for c in dc.posts()))
     dc.message("yes")
     await dc.wait_for(lambda: "all done" in dc.texts())

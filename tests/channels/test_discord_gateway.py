@@ -101,7 +101,9 @@ async def test_identify_sends_the_intents_and_ready_saves_the_session(
     assert (await bot.saved()).resume_url.endswith("/gateway")
 
 
-async def test_heartbeats_carry_the_last_sequence_number(dc: FakeDiscord, store: ChannelStore) -> None:
+async def test_heartbeats_carry_the_last_sequence_number(
+    dc: FakeDiscord, store: ChannelStore
+) -> None:
     dc.heartbeat_interval = 20
     running = Bot(dc, store)
     try:
@@ -253,12 +255,16 @@ async def test_the_message_content_intent_refused_names_the_portal_switch(
         await asyncio.wait_for(bot.task, 10)
 
 
-async def test_a_rejected_token_is_fatal_before_the_gateway(dc: FakeDiscord, store: ChannelStore) -> None:
+async def test_a_rejected_token_is_fatal_before_the_gateway(
+    dc: FakeDiscord, store: ChannelStore
+) -> None:
     running = Bot(dc, store, token="wrong")
     running.start()
     assert running.task is not None
     try:
-        with pytest.raises(FatalAdapterError, match=r"^GET /users/@me: 401: Unauthorized \(check the bot token\)$"):
+        with pytest.raises(
+            FatalAdapterError, match=r"^GET /users/@me: 401: Unauthorized \(check the bot token\)$"
+        ):
             await asyncio.wait_for(running.task, 10)
         assert "wrong" not in str(running.task.exception())
     finally:
@@ -284,9 +290,7 @@ async def test_an_unreadable_saved_state_identifies(dc: FakeDiscord, bot: Bot) -
 # -- REST errors ------------------------------------------------------------------------
 
 
-async def test_rest_errors_map_to_what_the_delivery_worker_needs(
-    dc: FakeDiscord, bot: Bot
-) -> None:
+async def test_rest_errors_map_to_what_the_delivery_worker_needs(dc: FakeDiscord, bot: Bot) -> None:
     to = Address("dc", DM_CHANNEL)
     dc.rate_limit()
     with pytest.raises(RetryAfter) as limited:
