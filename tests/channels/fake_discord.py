@@ -183,7 +183,7 @@ class FakeDiscord:
         bot: bool = False,
     ) -> dict[str, Any]:
         """A person writes (in a DM unless `guild`); returns the MESSAGE_CREATE data."""
-        author = {"id": user, "username": username, "global_name": username.title()}
+        author: dict[str, Any] = {"id": user, "username": username, "global_name": username.title()}
         if bot:
             author["bot"] = True
         content = f"<@{BOT['id']}> {text}" if mention else text
@@ -503,9 +503,10 @@ class FakeDiscord:
             message is None or message["channel_id"] != channel
         ):
             return _error(404, 10008, "Unknown Message")
-        if route in ("edit_message", "delete_message") and message["author"]["id"] != BOT["id"]:
-            return _error(403, 50005, "Cannot edit a message authored by another user")
         assert message is not None or route == "typing"
+        if route in ("edit_message", "delete_message") and message is not None:
+            if message["author"]["id"] != BOT["id"]:
+                return _error(403, 50005, "Cannot edit a message authored by another user")
         if route == "edit_message" and message is not None:
             for key in ("content", "components"):
                 if key in body:

@@ -436,5 +436,5 @@ async def test_the_setup_check_refuses_a_bad_token_in_one_line(dc: FakeDiscord) 
     with pytest.raises(SetupCheckFailed, match=r"^Discord refused the token: 401: Unauthorized$"):
         await check_setup(_config(dc), {"DISCORD_BOT_TOKEN": "wrong"})
     await dc.stop()
-    with pytest.raises(SetupCheckFailed, match="^cannot reach http://127.0.0.1"):
+    with pytest.raises(SetupCheckFailed, match=r"^cannot reach http://127\.0\.0\.1"):
         await check_setup(_config(dc), {"DISCORD_BOT_TOKEN": BOT_TOKEN})
