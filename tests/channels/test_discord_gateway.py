@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -313,3 +314,74 @@ async def test_every_message_goes_out_without_pings(dc: FakeDiscord, bot: Bot) -
     assert post.body["message_reference"]["message_id"] == "77"
     assert "nonce" not in post.body  # outside a delivery there is nothing to derive it from
     assert json.dumps(post.body).count("@everyone") == 1
+
+
+# -- events of different chats at once, of one chat in order ------------------------------
+
+OTHER_CHANNEL = "200000000000000043"
+
+
+async def test_a_slow_chat_does_not_hold_up_another_and_each_keeps_its_order(
+    dc: FakeDiscord, store: ChannelStore
+) -> None:
+    running = Bot(dc, store)
+    release = asyncio.Event()
+    handled: list[str] = []
+
+    async def inbox(message: InboundMessage) -> None:
+        if message.text == "slow":
+            await release.wait()
+        handled.append(message.text)
+
+    running.inbox = inbox  # type: ignore[method-assign]
+    try:
+        await connected(dc, running)
+        dc.message("slow")
+        dc.message("after slow")  # the same chat: waits for "slow"
+        dc.message("elsewhere", channel=OTHER_CHANNEL)
+        await eventually(lambda: handled == ["elsewhere"], what="the other chat answered")
+
+        async def position() -> int | None:
+            return (await running.saved()).seq
+
+        assert await position() == 1  # READY only: "slow" (seq 2) is not handled yet
+        release.set()
+        await eventually(lambda: len(handled) == 3, what="the slow chat")
+        assert handled == ["elsewhere", "slow", "after slow"]
+
+        async def past_all() -> bool:
+            return await position() == 4
+
+        await eventually(past_all, what="the position past all three")
+    finally:
+        await running.stop()
+
+
+async def test_an_event_that_cannot_be_handled_stops_the_adapter_before_its_position(
+    dc: FakeDiscord, store: ChannelStore
+) -> None:
+    failing = Bot(dc, store)
+
+    async def inbox(message: InboundMessage) -> None:
+        if message.text == "breaks":
+            raise sqlite3.OperationalError("database is locked")
+        failing.received.append(message)
+
+    failing.inbox = inbox  # type: ignore[method-assign]
+    try:
+        await connected(dc, failing)
+        dc.message("fine")
+        await eventually(lambda: failing.texts() == ["fine"], what="the first message")
+        dc.message("breaks")
+        assert failing.task is not None
+        with pytest.raises(sqlite3.OperationalError):
+            await asyncio.wait_for(failing.task, 10)
+    finally:
+        await failing.stop()
+    assert (await failing.saved()).seq == 2  # READY and "fine": not the one that broke
+    again = Bot(dc, store)  # the supervisor's next run resumes and gets it again
+    try:
+        await connected(dc, again)
+        await eventually(lambda: again.texts() == ["breaks"], what="the replay")
+    finally:
+        await again.stop()
