@@ -28,6 +28,7 @@ from tests.channels.fake_discord import (
     GUILD,
     GUILD_CHANNEL,
     USER_ID,
+    DiscordDriver,
     FakeDiscord,
 )
 from tests.conftest import mock_config
@@ -438,3 +439,21 @@ async def test_the_setup_check_refuses_a_bad_token_in_one_line(dc: FakeDiscord) 
     await dc.stop()
     with pytest.raises(SetupCheckFailed, match=r"^cannot reach http://127\.0\.0\.1"):
         await check_setup(_config(dc), {"DISCORD_BOT_TOKEN": BOT_TOKEN})
+
+
+async def test_the_platform_driver_plays_the_person(
+    start: OpenRuntime, discord_driver: DiscordDriver, home: Home
+) -> None:
+    runtime = await start(APPROVAL_SCRIPT, mode="workspace")
+    assert "type: discord" in discord_driver.channel_yaml("dc")
+    assert discord_driver.env() == {"DISCORD_TOKEN": BOT_TOKEN}
+    await discord_driver.say("run the thing")
+    await discord_driver.fake.wait_for(lambda: any("Approval" in t for t in discord_driver.texts()))
+    await discord_driver.press("✅ Approve")
+    await discord_driver.fake.wait_for(lambda: "all done" in discord_driver.texts())
+    assert "approved-run" in await _tool_result(runtime)
+    await discord_driver.send_file("notes.txt", b"remember the milk", "text/plain", "my notes")
+    inbox = home.default_workspace("main") / "inbox"
+    await eventually(lambda: inbox.is_dir() and any(inbox.iterdir()), what="the file saved")
+    assert [p.read_bytes() for p in inbox.iterdir()] == [b"remember the milk"]
+    assert discord_driver.files() == []
