@@ -19,8 +19,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-from .tasks import cancel_and_wait
-
 T = TypeVar("T")
 Handler = Callable[[T], Awaitable[None]]
 
@@ -45,9 +43,14 @@ class Lanes(Generic[T]):
         await self._slots.acquire()
         before = self._tails.get(lane)
         task = asyncio.create_task(self._run(before, item), name=f"discord:event:{seq}")
-        task.add_done_callback(lambda _: self._on_done())
+        task.add_done_callback(self._done)
         self._tails[lane] = task
         self._pending[seq] = task
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled():
+            task.exception()  # seen here; `through` raises it (after a teardown, nobody)
+        self._on_done()
 
     async def _run(self, before: asyncio.Task[None] | None, item: T) -> None:
         try:
@@ -82,8 +85,12 @@ class Lanes(Generic[T]):
         return self.through()
 
     async def cancel(self) -> None:
-        """Stop every event still being handled (the connection is being torn down)."""
-        for task in list(self._pending.values()):
-            await cancel_and_wait(task)
+        """Stop every event still being handled (the connection is being torn down): all
+        are cancelled at once, so a stop of our own while waiting leaves none running."""
+        tasks = list(self._pending.values())
         self._pending.clear()
         self._tails.clear()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
