@@ -504,9 +504,9 @@ class FakeDiscord:
         ):
             return _error(404, 10008, "Unknown Message")
         assert message is not None or route == "typing"
-        if route in ("edit_message", "delete_message") and message is not None:
-            if message["author"]["id"] != BOT["id"]:
-                return _error(403, 50005, "Cannot edit a message authored by another user")
+        mine = message is not None and message["author"]["id"] == BOT["id"]
+        if route in ("edit_message", "delete_message") and not mine:
+            return _error(403, 50005, "Cannot edit a message authored by another user")
         if route == "edit_message" and message is not None:
             for key in ("content", "components"):
                 if key in body:
