@@ -5,9 +5,11 @@ sequence number (what resuming and exactly-once hinge on) inside its client and 
 a large dependency for one websocket and a handful of REST calls.
 
 - The gateway state (session id, last sequence number, resume URL) is saved in the
-  channel store after each event was handed to the gateway, so a restart resumes the
-  session and Discord replays what was missed; anything replayed twice is dropped by the
-  gateway's seen keys (a message's key is its channel and snowflake id).
+  channel store once the events up to it were handed to the gateway (at the end of a
+  burst, and every 50 events within one), so a restart resumes the session and Discord
+  replays what was missed; anything replayed twice is dropped by the gateway's seen keys
+  (a message's key is its channel and snowflake id). Events of different channels are
+  handed over concurrently, each channel's in order (discord_lanes.py).
 - Direct messages are always addressed; in a server, a message is addressed by a mention
   of the bot (`<@id>`) or a reply to one of its messages.
 - Threads: in Discord a thread is a channel of its own, with its own id, and a message

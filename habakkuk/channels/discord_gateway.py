@@ -15,8 +15,9 @@ One connection (`GatewayClient.run` loops over them):
    and `resume_gateway_url`; or Resume (op 6, the session and the last sequence number)
    on `resume_gateway_url`, after which Discord replays every event we missed, then
    RESUMED.
-3. Dispatches (op 0) are handed on in order; the state (session, sequence, resume URL)
-   is saved after each one was handled, never before.
+3. Dispatches (op 0) are handed on, each channel's in order (discord_lanes.py); the
+   state (session, sequence, resume URL) is saved once every event up to it was handled,
+   never before.
 4. Reconnect (op 7) and any resumable close: close and resume at once. Invalid Session
    (op 9): d=true resume, d=false a fresh Identify after 1-5 s. The close codes Discord
    documents as not reconnectable (4004 authentication failed, 4010-4014 shard, version
