@@ -95,6 +95,7 @@ class FakeDiscord:
         self.acks = True
         self.refuse_intents = False
         self.identify_close: int | None = None  # close every Identify with this code
+        self.session_starts = 999  # what GET /gateway/bot says remains of the daily limit
         self.session: _Session | None = None
         self.sessions: dict[str, _Session] = {}
         self.pending: list[tuple[str, dict[str, Any]]] = []  # dispatched before any session
@@ -484,7 +485,7 @@ class FakeDiscord:
                     "shards": 1,
                     "session_start_limit": {
                         "total": 1000,
-                        "remaining": 999,
+                        "remaining": self.session_starts,
                         "reset_after": 14400000,
                         "max_concurrency": 1,
                     },

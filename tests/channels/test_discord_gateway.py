@@ -385,3 +385,30 @@ async def test_an_event_that_cannot_be_handled_stops_the_adapter_before_its_posi
         await eventually(lambda: again.texts() == ["breaks"], what="the replay")
     finally:
         await again.stop()
+
+
+async def test_no_session_starts_left_waits_for_the_supervisor_instead_of_identifying(
+    dc: FakeDiscord, bot: Bot
+) -> None:
+    dc.session_starts = 0
+    bot.start()
+    assert bot.task is not None
+    with pytest.raises(SendError, match="no new gateway session for 14400s"):
+        await asyncio.wait_for(bot.task, 10)
+    assert dc.connections == 0
+
+
+async def test_a_press_answered_without_a_notice_is_a_deferred_update(
+    dc: FakeDiscord, bot: Bot
+) -> None:
+    await connected(dc, bot)
+    press = dc.press("fy|abc|0", message_id="1")
+    await eventually(lambda: len(bot.received) == 1, what="the press")
+    [message] = bot.received
+    assert message.callback is not None and message.callback.data == "fy|abc|0"
+    assert message.key == f"cb:{press['id']}"
+    await bot.adapter.answer_callback(message.callback)
+    [ack] = dc.of("interaction_callback")
+    assert ack.body == {"type": 6}
+    await bot.adapter.answer_callback(message.callback)  # its token is used up: nothing sent
+    assert len(dc.of("interaction_callback", answered=None)) == 1
