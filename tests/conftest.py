@@ -14,6 +14,8 @@ from pluggy import Result
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
+from tests.channels.fake_discord import BOT_TOKEN as DISCORD_TOKEN
+from tests.channels.fake_discord import DiscordDriver, FakeDiscord
 from tests.channels.fake_matrix import BOT_TOKEN as MATRIX_TOKEN
 from tests.channels.fake_matrix import FakeMatrix, MatrixDriver
 from tests.channels.fake_signal import FakeSignal, SignalDriver
@@ -191,6 +193,20 @@ async def hs(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeMatrix]:
 async def matrix_driver(hs: FakeMatrix) -> MatrixDriver:
     """The PlatformDriver of the fake homeserver (alice in a private room with the bot)."""
     return MatrixDriver(hs)
+
+
+@pytest.fixture
+async def dc(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
+    """The fake Discord (Gateway and REST) on a loopback port; $DISCORD_TOKEN is its bot's."""
+    monkeypatch.setenv("DISCORD_TOKEN", DISCORD_TOKEN)
+    async with FakeDiscord(token=DISCORD_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def discord_driver(dc: FakeDiscord) -> DiscordDriver:
+    """The allowed person in a DM with the bot on the fake Discord (a PlatformDriver)."""
+    return DiscordDriver(dc)
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "slack": "habakkuk.channels.slack",
     "signal": "habakkuk.channels.signal",
     "matrix": "habakkuk.channels.matrix",
+    "discord": "habakkuk.channels.discord",
 }
 
 

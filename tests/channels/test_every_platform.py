@@ -30,6 +30,8 @@ DRIVERS = [
     "telegram_driver",
     "slack_driver",
     "signal_driver",
+    "matrix_driver",
+    "discord_driver",
 ]
 
 ECHO = "- 'echo: {input}'"
