@@ -343,15 +343,11 @@ async def link(config: ChannelConfig, channels_dir: Path, show: Callable[[str], 
 async def check_setup(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
     """Connect with the account's device keys and return who we are; SetupCheckFailed
     when the device is not linked (nothing to type: `habakkuk whatsapp link` links it)."""
-    from habakkuk.engine.home import Home, default_home
+    from habakkuk.engine.home import Home, default_home, ensure_private_dir
 
-    path = device_path(Home(default_home()).channels_dir, config.name)
-    if not path.exists():
-        raise SetupCheckFailed(
-            f"WhatsApp {config.name} is not linked: run `habakkuk whatsapp link "
-            f"--account {config.name}`"
-        )
-    client = whatsapp_client.open_client(path)
+    channels_dir = Home(default_home()).channels_dir
+    ensure_private_dir(channels_dir)
+    client = whatsapp_client.open_client(device_path(channels_dir, config.name))
     events = EventQueue()
     try:
         async with asyncio.timeout(30):

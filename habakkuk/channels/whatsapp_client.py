@@ -48,7 +48,10 @@ class EventRegistry(Protocol):
 class WhatsAppClient(Protocol):
     """What the adapter and `habakkuk whatsapp link` call on a neonize `NewAClient`."""
 
-    event: EventRegistry
+    @property
+    def event(self) -> EventRegistry:
+        """Where handlers are registered (read-only here: the library's own Event)."""
+        ...
 
     async def connect(self) -> Any:
         """Start connecting (the Go core runs until stopped); returns its task."""
