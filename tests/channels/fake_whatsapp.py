@@ -368,7 +368,7 @@ class WhatsAppDriver:
         self.network = network
 
     def channel_yaml(self, name: str) -> str:
-        return f"type: whatsapp\nallow_from: ['+{PERSON}']\nsilent_limit: 20s\n"
+        return f"type: whatsapp\nallow_from: ['+{PERSON}']\n"
 
     def env(self) -> dict[str, str]:
         return {}
