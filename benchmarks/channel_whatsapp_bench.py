@@ -28,7 +28,7 @@ from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
 from tests.channels.fake_whatsapp import PERSON, FakeWhatsApp
 
-CONFIG = f"""
+CONFIG = """
 providers:
   mock:
     type: mock
@@ -80,7 +80,9 @@ async def bench(n: int) -> None:
             before = len(network.sent)
             start = time.perf_counter()
             for i in range(n):
-                await runtime.outbox.send_text(f"bench:{i}", f"wa:{PERSON}@s.whatsapp.net", f"note {i}")
+                await runtime.outbox.send_text(
+                    f"bench:{i}", f"wa:{PERSON}@s.whatsapp.net", f"note {i}"
+                )
             await until(lambda: len(network.sent) - before >= n, limit=600)
             outbound = n / (time.perf_counter() - start)
 
@@ -91,8 +93,9 @@ async def bench(n: int) -> None:
             reconnect = time.perf_counter() - start
         finally:
             await runtime.close()
-    from habakkuk.channels.whatsapp_parse import Me, to_inbound
     from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import Message as WAMessage
+
+    from habakkuk.channels.whatsapp_parse import Me, to_inbound
 
     events = [network.event(WAMessage(conversation=f"m {i}")) for i in range(n)]
     start = time.perf_counter()

@@ -76,9 +76,7 @@ class MemoryEvents:
         self.handlers: dict[type[ProtoMessage], Callable[[Any, Any], Awaitable[None]]] = {}
         self.qr_handler: Callable[[Any, bytes], Coroutine[None, None, None]] | None = None
 
-    def __call__(
-        self, event: type[E]
-    ) -> Callable[[Callable[[Any, E], Awaitable[None]]], None]:
+    def __call__(self, event: type[E]) -> Callable[[Callable[[Any, E], Awaitable[None]]], None]:
         def register(handler: Callable[[Any, E], Awaitable[None]]) -> None:
             self.handlers[event] = handler
 
@@ -253,8 +251,9 @@ class FakeWhatsApp:
         group = server == "g.us"
         sender_jid, alt = jid(sender), ev.JID()
         if lid:
-            sender_jid, alt = jid(PERSON_LID if sender == PERSON else sender[::-1], "lid"), jid(
-                sender
+            sender_jid, alt = (
+                jid(PERSON_LID if sender == PERSON else sender[::-1], "lid"),
+                jid(sender),
             )
         source = ev.MessageSource(
             Chat=jid(user, server), Sender=sender_jid, SenderAlt=alt, IsGroup=group
@@ -287,7 +286,9 @@ class FakeWhatsApp:
             context.stanzaID = quote
             context.participant = f"{ME}@s.whatsapp.net"
         if mentions or quote:
-            content = WAMessage(extendedTextMessage=ExtendedTextMessage(text=text, contextInfo=context))
+            content = WAMessage(
+                extendedTextMessage=ExtendedTextMessage(text=text, contextInfo=context)
+            )
         else:
             content = WAMessage(conversation=text)
         event = self.event(content, **how)
@@ -310,9 +311,13 @@ class FakeWhatsApp:
             "mimetype": media_type,
         }
         if media_type.startswith("image/"):
-            content = WAMessage(imageMessage=ImageMessage(caption=caption, JPEGThumbnail=b"t" * 900, **common))
+            content = WAMessage(
+                imageMessage=ImageMessage(caption=caption, JPEGThumbnail=b"t" * 900, **common)
+            )
         elif media_type.startswith("audio/"):
-            content = WAMessage(audioMessage=AudioMessage(PTT=name.endswith(".ogg"), seconds=2, **common))
+            content = WAMessage(
+                audioMessage=AudioMessage(PTT=name.endswith(".ogg"), seconds=2, **common)
+            )
         else:
             doc = DocumentMessage(fileName=name, caption=caption, **common)
             content = WAMessage(documentMessage=doc)
@@ -337,7 +342,8 @@ class FakeWhatsApp:
         return [
             s.text
             for s in self.sent
-            if s.chat == chat and (s.message.conversation or s.message.HasField("extendedTextMessage"))
+            if s.chat == chat
+            and (s.message.conversation or s.message.HasField("extendedTextMessage"))
         ]
 
     def files(self, chat: str = f"{PERSON}@s.whatsapp.net") -> list[tuple[str, bytes]]:
@@ -387,4 +393,3 @@ class WhatsAppDriver:
 
     def files(self) -> list[tuple[str, bytes]]:
         return self.network.files()
-

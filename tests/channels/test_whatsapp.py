@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from neonize.aioze.client import NewAClient
-from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import ReactionMessage
 from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import Message as WAMessage
+from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import ReactionMessage
 
 from habakkuk import cli
 from habakkuk.channels import whatsapp_client
@@ -33,9 +33,7 @@ def test_neonizes_client_has_every_method_the_adapter_calls() -> None:
     so the in-memory client the tests use cannot drift from what runs in production."""
     protocol = whatsapp_client.WhatsAppClient
     names = [n for n, v in vars(protocol).items() if inspect.iscoroutinefunction(v)]
-    assert {"connect", "send_message", "upload", "download_any", "send_chat_presence"} <= set(
-        names
-    )
+    assert {"connect", "send_message", "upload", "download_any", "send_chat_presence"} <= set(names)
     for name in names:
         wanted = list(inspect.signature(getattr(protocol, name)).parameters)
         real = inspect.signature(getattr(NewAClient, name)).parameters
@@ -180,7 +178,9 @@ async def test_media_becomes_attachments_that_survive_a_restart(wa: FakeWhatsApp
 
 
 def test_markdown_becomes_whatsapp_markup() -> None:
-    text = "# Plan\n**bold** and *it* and ~~gone~~, `x*y*`\n- [docs](https://x.org)\n```\n**raw**\n```"
+    text = (
+        "# Plan\n**bold** and *it* and ~~gone~~, `x*y*`\n- [docs](https://x.org)\n```\n**raw**\n```"
+    )
     assert render_whatsapp(text) == (
         "*Plan*\n*bold* and _it_ and ~gone~, `x*y*`\n• docs (https://x.org)\n```\n**raw**\n```"
     )

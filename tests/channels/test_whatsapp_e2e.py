@@ -180,14 +180,12 @@ async def test_an_approval_answered_by_typing_yes(start: OpenRuntime, wa: FakeWh
     assert wa.texts().count("all done") == 1
 
 
-async def test_typing_and_reactions_while_a_turn_runs(
-    start: OpenRuntime, wa: FakeWhatsApp
-) -> None:
+async def test_typing_and_reactions_while_a_turn_runs(start: OpenRuntime, wa: FakeWhatsApp) -> None:
     await start(APPROVAL_SCRIPT, mode="workspace", channel="reactions: true\n")
     event = await wa.message("react to me")
-    await wa.wait_for(lambda: bool(wa.presences) and any(
-        s.message.HasField("reactionMessage") for s in wa.sent
-    ))
+    await wa.wait_for(
+        lambda: bool(wa.presences) and any(s.message.HasField("reactionMessage") for s in wa.sent)
+    )
     assert wa.presences[0] == (DM, ChatPresence.CHAT_PRESENCE_COMPOSING)
     eyes = next(s for s in wa.sent if s.message.HasField("reactionMessage")).message
     assert eyes.reactionMessage.key.ID == event.Info.ID
