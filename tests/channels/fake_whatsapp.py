@@ -230,7 +230,7 @@ class FakeWhatsApp:
         await eventually(lambda: bool(self.waiting_scan), what="a QR code shown")
         client = self.waiting_scan.pop()
         self.linked.add(str(client.db_path))
-        await client.emit(ev.PairStatus(ID=jid(ME), Status=1))
+        await client.emit(ev.PairStatus(ID=jid(ME), Status=ev.PairStatus.PStatus.Value("SUCCESS")))
         await client._up()
 
     # -- people writing -----------------------------------------------------------------

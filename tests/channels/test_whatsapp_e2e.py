@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from neonize.proto.Neonize_pb2 import LoggedOut
+from neonize.proto.Neonize_pb2 import ConnectFailureReason, LoggedOut
 from neonize.utils.enum import ChatPresence
 
 from habakkuk import cli
@@ -270,7 +270,7 @@ async def test_the_adapter_reconnects_after_the_connection_drops(
 async def test_an_unlinked_device_is_reported_fatal_in_habakkuk_channels(
     runtime_factory: Any, wa: FakeWhatsApp, home: Home, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    wa.refusal = LoggedOut(OnConnect=True, Reason=2)
+    wa.refusal = LoggedOut(OnConnect=True, Reason=ConnectFailureReason.Value("LOGGED_OUT"))
     runtime = await runtime_factory(mock_config("- 'x'", extra=channel_yaml()))
     runtime.start_workers()
     await eventually(
