@@ -69,6 +69,18 @@ def render_whatsapp(markdown: str) -> str:
     return "\n".join(out).strip()
 
 
+def _pieces(line: str, size: int) -> list[str]:
+    """A line cut to at most `size` characters a piece, between words where it can."""
+    pieces: list[str] = []
+    while len(line) > size:
+        cut = line.rfind(" ", 0, size + 1)
+        cut = cut if cut > 0 else size
+        pieces.append(line[:cut])
+        line = line[cut:].lstrip(" ")
+    pieces.append(line)
+    return pieces
+
+
 def whatsapp_chunks(markdown: str, limit: int = WHATSAPP_LIMIT) -> list[str]:
     """The rendered text cut into chunks of at most `limit` characters (never empty)."""
     text = render_whatsapp(markdown)
@@ -79,7 +91,7 @@ def whatsapp_chunks(markdown: str, limit: int = WHATSAPP_LIMIT) -> list[str]:
     size = 0
     in_code = False
     for line in text.split("\n"):
-        for piece in [line[i : i + limit - 8] for i in range(0, max(len(line), 1), limit - 8)]:
+        for piece in _pieces(line, limit - 8):
             if current and size + len(piece) + 1 > limit - 4:
                 chunks.append("\n".join(current + (["```"] if in_code else [])))
                 current, size = (["```"] if in_code else []), (4 if in_code else 0)

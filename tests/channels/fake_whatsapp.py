@@ -51,6 +51,22 @@ GROUP = "120363000000000001@g.us"
 E = TypeVar("E", bound=ProtoMessage)
 
 
+def complete(message: ProtoMessage) -> None:
+    """Give every unset required field (neonize's events are proto2) its default, as the
+    Go core fills them all: an event must survive the library's own FromString."""
+    for field_ in message.DESCRIPTOR.fields:
+        if not field_.is_required:
+            if field_.message_type is not None and not field_.is_repeated:
+                if message.HasField(field_.name):
+                    complete(getattr(message, field_.name))
+            continue
+        if field_.message_type is not None:
+            complete(getattr(message, field_.name))  # touching it sets it
+            getattr(message, field_.name).SetInParent()
+        elif not message.HasField(field_.name):
+            setattr(message, field_.name, field_.default_value)
+
+
 def jid(user: str, server: str = "s.whatsapp.net") -> ev.JID:
     return ev.JID(User=user, Server=server, Device=0, RawAgent=0, Integrator=0, IsEmpty=False)
 
@@ -265,7 +281,10 @@ class FakeWhatsApp:
             Timestamp=int(time.time()),
             Type="text",
         )
-        return ev.Message(Info=info, Message=content)
+        event = ev.Message(Info=info, Message=content)
+        complete(event)
+        assert event.IsInitialized()
+        return event
 
     async def deliver(self, event: ev.Message) -> None:
         """Hand a message to the connected client; acked once its handler returned."""

@@ -193,6 +193,10 @@ def test_a_long_reply_is_cut_under_the_limit_reopening_code_blocks() -> None:
     assert all(c.startswith("```") and c.endswith("```") for c in chunks)
     assert whatsapp_chunks(text, limit=1000) == chunks
     assert whatsapp_chunks("") == ["…"]
+    words = " ".join(["word"] * 3000)
+    pieces = whatsapp_chunks(words, limit=1000)
+    assert all(len(c) <= 1000 for c in pieces)
+    assert " ".join(pieces).split() == words.split()  # cut between words, none lost
 
 
 async def test_an_unlinked_device_is_fatal_naming_the_link_command(
