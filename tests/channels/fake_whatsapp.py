@@ -56,9 +56,9 @@ def complete(message: ProtoMessage) -> None:
     Go core fills them all: an event must survive the library's own FromString."""
     for field_ in message.DESCRIPTOR.fields:
         if not field_.is_required:
-            if field_.message_type is not None and not field_.is_repeated:
-                if message.HasField(field_.name):
-                    complete(getattr(message, field_.name))
+            nested = field_.message_type is not None and not field_.is_repeated
+            if nested and message.HasField(field_.name):
+                complete(getattr(message, field_.name))
             continue
         if field_.message_type is not None:
             complete(getattr(message, field_.name))  # touching it sets it
