@@ -123,8 +123,13 @@ class WhatsAppAdapter(Adapter):
         message = to_inbound(self.account, self.me, event)
         if message is None:
             return
-        sender = event.Info.MessageSource.Sender
-        self._remember(message.message_id, message.chat, jid_text(sender), event.Message)
+        source = event.Info.MessageSource
+        # Quote the author by phone number when WhatsApp named them by LID (as neonize does).
+        phone = (
+            source.SenderAlt if source.Sender.Server == "lid" and source.SenderAlt.User else None
+        )
+        author = jid_text(phone if phone is not None else source.Sender)
+        self._remember(message.message_id, message.chat, author, event.Message)
         await inbox(message)
 
     def _remember(self, message_id: str, chat: str, sender: str, content: WAMessage) -> None:

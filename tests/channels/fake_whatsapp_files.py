@@ -22,9 +22,14 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from google.protobuf.message import Message as ProtoMessage
+
+if TYPE_CHECKING:
+    from neonize.proto.Neonize_pb2 import JID, Device, SendResponse, UploadResponse
+    from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import Message as WAMessage
+    from neonize.utils.enum import ChatPresence, ChatPresenceMedia, MediaType
 
 E = TypeVar("E", bound=ProtoMessage)
 ME = "4915100000001"
@@ -91,12 +96,12 @@ class FileClient:
     async def stop(self) -> None:
         self.stopped.set()
 
-    async def get_me(self) -> Any:
+    async def get_me(self) -> Device:
         from neonize.proto import Neonize_pb2 as ev
 
         return ev.Device(JID=ev.JID(User=ME, Server="s.whatsapp.net"))
 
-    async def send_message(self, to: Any, message: Any) -> Any:
+    async def send_message(self, to: JID, message: WAMessage) -> SendResponse:
         from neonize.proto import Neonize_pb2 as ev
 
         sent = self.root / "sent"
@@ -116,7 +121,7 @@ class FileClient:
         tmp.rename(sent / f"{number:04d}.json")
         return ev.SendResponse(ID=message_id, Timestamp=int(time.time()))
 
-    async def upload(self, binary: bytes, media_type: Any = None) -> Any:
+    async def upload(self, binary: bytes, media_type: MediaType | None = None) -> UploadResponse:
         from neonize.proto import Neonize_pb2 as ev
 
         digest = hashlib.sha256(binary).digest()
@@ -130,17 +135,19 @@ class FileClient:
             FileLength=len(binary),
         )
 
-    async def download_any(self, message: Any) -> bytes | None:
+    async def download_any(self, message: WAMessage) -> bytes | None:
         from neonize.exc import DownloadError
 
         for part in ("imageMessage", "documentMessage", "audioMessage", "videoMessage"):
             if message.HasField(part):
-                path = self.root / "media" / getattr(message, part).directPath
+                path = self.root / "media" / str(getattr(message, part).directPath)
                 if path.exists():
                     return path.read_bytes()
         raise DownloadError("failed to download: 404")
 
-    async def send_chat_presence(self, jid: Any, state: Any, media: Any) -> None:
+    async def send_chat_presence(
+        self, jid: JID, state: ChatPresence, media: ChatPresenceMedia
+    ) -> None:
         return None
 
 
@@ -152,7 +159,7 @@ def install(root: str) -> None:
     for sub in ("inbox", "sent", "media"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
 
-    def open_client(db_path: Path) -> Any:
+    def open_client(db_path: Path) -> whatsapp_client.WhatsAppClient:
         return FileClient(folder)
 
     whatsapp_client.open_client = open_client

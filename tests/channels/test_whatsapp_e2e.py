@@ -150,6 +150,8 @@ async def test_a_person_addressed_by_lid_is_allowed_by_phone_number(
     await wa.message("via lid", lid=True)
     await wa.wait_for(lambda: len(wa.texts()) == 1)
     assert wa.texts() == ["echo: via lid"]
+    # the reply quotes its author by phone number, as WhatsApp's own clients do
+    assert wa.sent[0].message.extendedTextMessage.contextInfo.participant == DM
 
 
 async def test_group_messages_need_a_mention_or_a_reply(
