@@ -18,6 +18,9 @@
   (they are a Business API feature), so approvals are typed ("yes" / "no").
 - Sends cannot carry an id of our choosing through neonize 0.5.2, so a delivery retried
   after a crash between WhatsApp's answer and the recorded chunk may send that chunk twice.
+- neonize 0.5.2 does not expose whatsmeow's SynchronousAck: the Go core acknowledges a
+  message when it arrives, not after our handler returned, so a crash in the moment
+  between its arrival and the gateway's durable enqueue loses that one message.
 """
 
 from __future__ import annotations
