@@ -27,7 +27,7 @@ from habakkuk import cli
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.runtime import Runtime
-from tests.channels.fake_whatsapp import GROUP, ME, PERSON, FakeWhatsApp
+from tests.channels.fake_whatsapp import GROUP, ME, PERSON, FakeWhatsApp, WhatsAppDriver
 from tests.conftest import mock_config
 from tests.fakes.media_gen import png
 from tests.helpers import eventually
@@ -312,3 +312,19 @@ async def test_after_a_restart_a_redelivery_is_dropped_and_a_missed_message_answ
     )
     assert wa.texts() == ["echo: answered before the restart", "echo: sent while down"]
     assert not wa.pending
+
+
+async def test_the_platform_driver_talks_and_reads_back(
+    runtime_factory: Any, wa_driver: WhatsAppDriver, home: Home
+) -> None:
+    """The driver the cross-platform table uses: its channel entry, words and files."""
+    workspace = home.default_workspace("main")
+    workspace.mkdir(parents=True)
+    (workspace / "report.txt").write_text("numbers\n")
+    channel = "channels:\n  wa:\n" + textwrap.indent(wa_driver.channel_yaml("wa"), "    ")
+    runtime = await runtime_factory(mock_config(SEND_FILE_SCRIPT, extra=channel))
+    runtime.start_workers()
+    assert wa_driver.env() == {} and not wa_driver.has_buttons
+    await wa_driver.send_file("notes.txt", b"some notes", "text/plain", caption="read this")
+    await eventually(lambda: "sent" in wa_driver.texts(), what="the reply")
+    assert wa_driver.files() == [("report.txt", b"numbers\n")]
