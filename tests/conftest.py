@@ -15,6 +15,8 @@ from pluggy import Result
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
+from tests.channels.fake_signal import FakeSignal, SignalDriver
+from tests.channels.fake_slack import FakeSlack, SlackDriver
 from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
 from tests.fakes.github_api import FakeGitHub, ThreadedGitHub
 from tests.fakes.model_server import FakeModelServer
@@ -191,6 +193,32 @@ def wa_driver(wa: FakeWhatsApp) -> WhatsAppDriver:
     from tests.channels.fake_whatsapp import WhatsAppDriver
 
     return WhatsAppDriver(wa)
+
+
+@pytest.fixture
+async def slack(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeSlack]:
+    """The fake Slack (Web API and Socket Mode) on a loopback port; $SLACK_APP_TOKEN and
+    $SLACK_BOT_TOKEN are its app's tokens."""
+    async with FakeSlack() as server:
+        monkeypatch.setenv("SLACK_APP_TOKEN", server.app_token)
+        monkeypatch.setenv("SLACK_BOT_TOKEN", server.bot_token)
+
+
+async def signal_cli() -> AsyncIterator[FakeSignal]:
+    """The fake signal-cli HTTP daemon on a loopback port (keepalives every second)."""
+    async with FakeSignal(keepalive=1.0) as server:
+        yield server
+
+
+@pytest.fixture
+def slack_driver(slack: FakeSlack) -> SlackDriver:
+    """The allowed person in a DM with the bot on the fake Slack (a PlatformDriver)."""
+    return SlackDriver(slack)
+
+
+def signal_driver(signal_cli: FakeSignal) -> SignalDriver:
+    """Alice on the fake signal-cli daemon (tests/channels/platform_driver.py)."""
+    return SignalDriver(signal_cli)
 
 
 @pytest.fixture

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 # HTTP server (ChannelService.attach_web), so it has no entry.
 PLATFORM_MODULES: Mapping[str, str] = {
     "telegram": "habakkuk.channels.telegram",
+    "slack": "habakkuk.channels.slack",
+    "signal": "habakkuk.channels.signal",
     "whatsapp": "habakkuk.channels.whatsapp",
 }
 
