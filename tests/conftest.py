@@ -202,8 +202,10 @@ async def slack(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeSlack]:
     async with FakeSlack() as server:
         monkeypatch.setenv("SLACK_APP_TOKEN", server.app_token)
         monkeypatch.setenv("SLACK_BOT_TOKEN", server.bot_token)
+        yield server
 
 
+@pytest.fixture
 async def signal_cli() -> AsyncIterator[FakeSignal]:
     """The fake signal-cli HTTP daemon on a loopback port (keepalives every second)."""
     async with FakeSignal(keepalive=1.0) as server:
@@ -216,6 +218,7 @@ def slack_driver(slack: FakeSlack) -> SlackDriver:
     return SlackDriver(slack)
 
 
+@pytest.fixture
 def signal_driver(signal_cli: FakeSignal) -> SignalDriver:
     """Alice on the fake signal-cli daemon (tests/channels/platform_driver.py)."""
     return SignalDriver(signal_cli)
