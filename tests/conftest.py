@@ -6,6 +6,7 @@ import os
 import textwrap
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import mcp.client.stdio  # noqa: F401  (see below)
 import pytest
@@ -24,6 +25,9 @@ from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
 from tests.fakes.github_api import FakeGitHub, ThreadedGitHub
 from tests.fakes.model_server import FakeModelServer
 from tests.processes import StartServe, serve_processes
+
+if TYPE_CHECKING:  # imported when used: neonize loads its Go library (0.7 s)
+    from tests.channels.fake_whatsapp import FakeWhatsApp, WhatsAppDriver
 
 # The mcp SDK's stdio client takes `errlog=sys.stderr` as a default argument, bound when
 # mcp.client.stdio is first imported. Imported first inside a test that captures with
@@ -150,6 +154,49 @@ async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
     monkeypatch.setenv("TG_TOKEN", BOT_TOKEN)
     async with FakeTelegram(token=BOT_TOKEN) as server:
         yield server
+
+
+def load_neonize() -> None:
+    """Import neonize without its import's leak: it reads `uname -a` through an os.popen
+    it never closes, a ResourceWarning (filterwarnings=error) that would surface in
+    whichever test next starts a subprocess. Here that one read goes through a popen
+    that finishes and closes before it returns."""
+    import io
+    import subprocess
+    from unittest import mock
+
+    def finished_popen(cmd: str, mode: str = "r", buffering: int = -1) -> io.StringIO:
+        done = subprocess.run(cmd, shell=True, capture_output=True, text=True, check=False)
+        return io.StringIO(done.stdout)
+
+    with mock.patch("os.popen", finished_popen):
+        import neonize  # noqa: F401
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    """A WhatsApp test module imports neonize: load it first, quietly (load_neonize)."""
+    if isinstance(collector, pytest.Module) and "whatsapp" in collector.path.name:
+        load_neonize()
+
+
+@pytest.fixture
+def wa(monkeypatch: pytest.MonkeyPatch) -> FakeWhatsApp:
+    """WhatsApp at the library's event boundary (tests/channels/fake_whatsapp.py): the
+    adapter's clients are in-memory ones producing neonize's own protobuf events."""
+    load_neonize()
+    from tests.channels.fake_whatsapp import FakeWhatsApp
+
+    network = FakeWhatsApp()
+    network.install(monkeypatch)
+    return network
+
+
+@pytest.fixture
+def wa_driver(wa: FakeWhatsApp) -> WhatsAppDriver:
+    """The PlatformDriver of the fake WhatsApp (the cross-platform table's row)."""
+    from tests.channels.fake_whatsapp import WhatsAppDriver
+
+    return WhatsAppDriver(wa)
 
 
 @pytest.fixture

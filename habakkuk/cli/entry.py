@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "channels": ("habakkuk.cli.channels", "health of the chat channels", None),
     "pair": ("habakkuk.cli.channels", "let in the chat user who got this pairing code", None),
     "send": ("habakkuk.cli.channels", "queue a message or file to a chat (serve sends it)", None),
+    "whatsapp": ("habakkuk.cli.whatsapp", "link a WhatsApp account by its pairing QR code", None),
     "checkpoints": ("habakkuk.cli.checkpoints", "list workspace checkpoints, newest first", None),
     "rollback": (
         "habakkuk.cli.checkpoints",

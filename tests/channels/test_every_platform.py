@@ -32,6 +32,7 @@ DRIVERS = [
     "signal_driver",
     "matrix_driver",
     "discord_driver",
+    "wa_driver",
 ]
 
 ECHO = "- 'echo: {input}'"
