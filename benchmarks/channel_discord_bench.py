@@ -26,12 +26,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -45,9 +47,17 @@ def turns_queued(db: Path) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM jobs WHERE kind = 'turn'").fetchone()[0])
 
 
-async def until(predicate: object, timeout: float = 120.0) -> None:
+def turns_at_least(db: Path, count: int) -> bool:
+    return turns_queued(db) >= count
+
+
+def resumed_since(dc: FakeDiscord, resumes: int) -> bool:
+    return len(dc.resumes) > resumes and dc.connected
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
+    while not predicate():
         if time.monotonic() > deadline:
             raise TimeoutError("the benchmark waited too long")
         await asyncio.sleep(0.1)  # seldom: the fake and the runtime share this loop
@@ -91,7 +101,7 @@ async def main(count: int, out: int, reconnects: int, rounds: int) -> None:
                         for i in range(count):
                             chat = str(210000000000000000 + i % chats)
                             dc.message(f"message {round_} {i}", channel=chat)
-                        await until(lambda b=before: turns_queued(db) >= b + count)  # type: ignore[misc]
+                        await until(functools.partial(turns_at_least, db, before + count))
                         rates[label].append(count / (time.perf_counter() - started))
                     # the same work without the adapter: InboundMessages handed to the
                     # channel gateway directly, one at a time as one chat's are
@@ -131,7 +141,7 @@ async def main(count: int, out: int, reconnects: int, rounds: int) -> None:
                     resumes = len(dc.resumes)
                     started = time.perf_counter()
                     await dc.drop(code=None)
-                    await dc.wait_for(lambda r=resumes: len(dc.resumes) > r and dc.connected)  # type: ignore[misc]
+                    await dc.wait_for(functools.partial(resumed_since, dc, resumes))
                     times.append(time.perf_counter() - started)
                 print(
                     f"reconnect: median {statistics.median(times) * 1000:.1f} ms, "

@@ -333,7 +333,7 @@ async def test_a_slow_chat_does_not_hold_up_another_and_each_keeps_its_order(
             await release.wait()
         handled.append(message.text)
 
-    running.inbox = inbox  # type: ignore[method-assign]
+    running.inbox = inbox  # type: ignore[method-assign]  # this test's own gateway
     try:
         await connected(dc, running)
         dc.message("slow")
@@ -367,7 +367,7 @@ async def test_an_event_that_cannot_be_handled_stops_the_adapter_before_its_posi
             raise sqlite3.OperationalError("database is locked")
         failing.received.append(message)
 
-    failing.inbox = inbox  # type: ignore[method-assign]
+    failing.inbox = inbox  # type: ignore[method-assign]  # this test's own gateway
     try:
         await connected(dc, failing)
         dc.message("fine")
