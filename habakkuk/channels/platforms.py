@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 # HTTP server (ChannelService.attach_web), so it has no entry.
 PLATFORM_MODULES: Mapping[str, str] = {
     "telegram": "habakkuk.channels.telegram",
+    "email": "habakkuk.channels.email",
 }
 
 

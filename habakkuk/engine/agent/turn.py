@@ -84,6 +84,7 @@ from ..state import StateStore, TurnState, read_turn_state
 from ..store import BlobStore
 from ..toolkit.approvals import Approver
 from ..toolkit.registry import CallResult, ToolContext, ToolRegistry
+from ..channel_config import origin_taint
 from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
 from .prompt import user_message
@@ -340,6 +341,9 @@ class TurnRunner:
             stopped_by_user=lambda: lease.stop_reason == "user",
         )
         context.taint = await self._resumed_taint(context, view)
+        # A session an email channel started reads outside content in every turn.
+        if started_tainted := origin_taint(session.origin, deps.config.channels):
+            context.taint.mark(started_tainted)
         snapshot = deps.checkpoint_for(agent, session, task) if deps.checkpoint_for else None
         if snapshot is not None:
             context.checkpoint = once_per_turn(snapshot, f"turn {job.id}")
