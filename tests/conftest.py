@@ -25,7 +25,7 @@ from tests.processes import StartServe, serve_processes
 # closed capture (no fileno). So it is imported here, with the session's own stderr.
 
 # Under pytest-xdist, syrupy's unused-snapshot check is done for the whole run.
-pytest_plugins = ["tests.snapshot_workers", "tests.pg_fixtures"]
+pytest_plugins = ["tests.snapshot_workers", "tests.pg_fixtures", "tests.channels.mail_fixtures"]
 
 # Tests must never reach a real provider or read the developer's home.
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "HABAKKUK_HOME"):

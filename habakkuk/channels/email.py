@@ -110,7 +110,6 @@ class EmailAdapter(Adapter):
             except ImapAuthError as exc:
                 raise FatalAdapterError(f"imap {self.imap_host}: {exc}") from None
             mailbox = await client.select("INBOX")
-            beat()
             state = self.state
             if state.uidvalidity != mailbox.uidvalidity:
                 if state.uidvalidity:
@@ -124,6 +123,7 @@ class EmailAdapter(Adapter):
                 state.uidvalidity = mailbox.uidvalidity
                 state.last_uid = mailbox.uidnext - 1
                 await self._save()
+            beat()  # positioned: mail from now on is answered
             idle = "IDLE" in client.capabilities
             while True:
                 fetched = await client.fetch_from(state.last_uid + 1)
@@ -298,7 +298,7 @@ def _with_subject(mail: Inbound) -> str:
     unless the body already says it or is a command."""
     subject = mail.subject
     text = mail.text
-    if not subject or text.startswith("/") or subject.lower() in text.lower():
+    if not subject or text.startswith("/") or text.lower().startswith(subject.lower()):
         return text or subject
     return f"{subject}\n\n{text}" if text else subject
 

@@ -180,7 +180,7 @@ def strip_quoted(text: str) -> str:
 
 class _TextOfHtml(HTMLParser):
     BLOCKS = frozenset(
-        {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre"}
+        {"p", "div", "br", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre"}
     )
 
     def __init__(self) -> None:
@@ -194,7 +194,7 @@ class _TextOfHtml(HTMLParser):
         elif tag in self.BLOCKS:
             self.out.append("\n")
         if tag == "li":
-            self.out.append("- ")
+            self.out.append("\n- ")
 
     def handle_endtag(self, tag: str) -> None:
         if tag in ("script", "style", "head"):

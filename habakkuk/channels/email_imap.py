@@ -76,6 +76,7 @@ class ImapClient:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._tag = 0
+        self._idling = False
 
     # -- connection -------------------------------------------------------------------
 
@@ -100,7 +101,7 @@ class ImapClient:
                 if "STARTTLS" not in self.capabilities:
                     raise ImapError(f"{self.host}:{self.port} does not offer STARTTLS")
                 await self.command("STARTTLS")
-                assert context is not None
+                assert context is not None and self._writer is not None
                 await asyncio.wait_for(self._writer.start_tls(context), self.timeout)
                 await self._capability()  # capabilities may change after TLS (RFC 3501)
         except (OSError, ssl.SSLError, TimeoutError, asyncio.IncompleteReadError) as exc:
@@ -120,11 +121,13 @@ class ImapClient:
                 pass
 
     async def logout(self) -> None:
-        """Say LOGOUT and close (errors ignored: the connection is done either way)."""
+        """Say LOGOUT and close (errors ignored: the connection is done either way). In the
+        middle of an IDLE (a cancelled adapter) the connection is just closed."""
         try:
-            if self._writer is not None:
+            if self._writer is not None and not self._idling:
+                self.timeout = min(self.timeout, 5.0)
                 await self.command("LOGOUT")
-        except ImapError:
+        except (ImapError, TimeoutError):
             pass
         finally:
             await self.close()
@@ -179,6 +182,7 @@ class ImapClient:
         server sends meanwhile (EXISTS, its keepalives). True when new mail was announced;
         returns then or when the time is up, the IDLE ended with DONE either way."""
         tag = self._next_tag()
+        self._idling = True
         await self._send(f"{tag} IDLE\r\n".encode())
         first = await self._read_response()
         if not first.text.startswith(b"+"):
@@ -199,6 +203,7 @@ class ImapClient:
             news = re.match(rb"\* \d+ (EXISTS|RECENT)", response.text.upper()) is not None
         await self._send(b"DONE\r\n")
         await self._until_tagged(tag, "IDLE")
+        self._idling = False
         heard()
         return news
 
