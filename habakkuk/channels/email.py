@@ -306,7 +306,7 @@ def _with_subject(mail: Inbound) -> str:
 def _first_line(markdown: str) -> str:
     """A subject for a mail that starts a thread: the text's first line, shortened."""
     for line in markdown.splitlines():
-        words = line.strip().lstrip("#*_>- ").strip()
+        words = line.strip().lstrip("#>- ").replace("**", "").replace("`", "").strip()
         if words:
             return words if len(words) <= 70 else words[:67].rstrip() + "..."
     return "A message from your assistant"

@@ -165,10 +165,11 @@ def strip_quoted(text: str) -> str:
     kept: list[str] = []
     lines = text.replace("\r\n", "\n").split("\n")
     for index, line in enumerate(lines):
-        joined = " ".join(lines[index : index + 3])  # attributions wrap over lines
         if _ATTRIBUTION.match(line) or _FORWARD_BAR.match(line):
             break
-        if line.lower().startswith("on ") and _ATTRIBUTION.match(joined):
+        # A long attribution wraps: "On ..., Bob <bob@example.org>" / "wrote:".
+        wrapped = (" ".join(lines[index : end + 1]) for end in range(index + 1, index + 3))
+        if line.strip() and any(_ATTRIBUTION.match(joined) for joined in wrapped):
             break
         if line.rstrip() == "--":  # the signature separator ("-- ")
             break

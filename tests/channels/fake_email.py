@@ -274,7 +274,8 @@ class SmtpServer:
                 handler,
                 hostname="localhost",
                 authenticator=self._authenticate,
-                auth_require_tls=self.tls != "plain",
+                # aiosmtpd counts only STARTTLS as TLS; an implicit TLS socket is one too
+                auth_require_tls=self.tls == "starttls",
                 require_starttls=self.tls == "starttls",
                 tls_context=context if self.tls == "starttls" else None,
             )
