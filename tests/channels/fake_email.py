@@ -35,6 +35,7 @@ from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
 
 PASSWORD = "mail-secret"
 PERSON = "alice@example.org"
+USERS = 1000  # mailboxes made for one test session
 DOVECOT = shutil.which("dovecot") or "/usr/sbin/dovecot"
 
 
@@ -77,7 +78,11 @@ class Dovecot:
         (root / "key.pem").chmod(0o644)
         mail = root / "mail"
         mail.mkdir()
-        (root / "passwd").write_text("")
+        # Every user is there before the server starts: Dovecot notices a changed
+        # passwd-file by its mtime, and two users added within its resolution would race.
+        (root / "passwd").write_text(
+            "".join(f"{self._address(n)}:{{PLAIN}}{PASSWORD}::::::\n" for n in range(1, USERS + 1))
+        )
         if os.geteuid() == 0:  # Dovecot drops to its own users
             internal, login, mail_user = "dovecot", "dovenull", "dovecot"
             os.chown(mail, pwd.getpwnam(mail_user).pw_uid, -1)
@@ -156,11 +161,15 @@ service anvil {{
         shutil.rmtree(self.root, ignore_errors=True)
 
     def add_user(self) -> str:
-        """A new mailbox user (its address); its password is PASSWORD."""
-        address = f"bot{next(self._users)}-{os.getpid()}@example.org"
-        with (self.root / "passwd").open("a") as passwd:
-            passwd.write(f"{address}:{{PLAIN}}{PASSWORD}::::::\n")
-        return address
+        """A mailbox user of its own (its address) for a test; its password is PASSWORD."""
+        number = next(self._users)
+        if number > USERS:
+            raise RuntimeError(f"more than {USERS} mailboxes asked of one Dovecot")
+        return self._address(number)
+
+    @staticmethod
+    def _address(number: int) -> str:
+        return f"bot{number}-{os.getpid()}@example.org"
 
     def append(self, user: str, raw: bytes) -> None:
         """Deliver `raw` into `user`'s INBOX over IMAP (APPEND), as an MTA's LDA would."""
@@ -197,6 +206,13 @@ class _Recorder:
             return self.server.refuse_with
         parsed = BytesParser(policy=policy.default).parsebytes(data)
         assert isinstance(parsed, EmailMessage)
+        self.server.attempts.append(str(parsed["Message-ID"]).strip("<>"))
+        async with self.server.changed:
+            self.server.changed.notify_all()
+        if self.server.hold_next > 0:  # the sender hangs before our "250": kill it now
+            self.server.hold_next -= 1
+            await self.server.released.wait()
+            return "451 held and not accepted"
         self.server.received.append(
             Received(str(envelope.mail_from), [str(r) for r in envelope.rcpt_tos], parsed, data)
         )
@@ -249,6 +265,9 @@ class SmtpServer:
         self.port = 0
         self.received: list[Received] = []
         self.refuse_with = ""  # an SMTP reply to every DATA ("554 ...") when set
+        self.attempts: list[str] = []  # the Message-ID of every DATA, accepted or not
+        self.hold_next = 0  # hold this many DATA commands unanswered until `released`
+        self.released = asyncio.Event()
         self.changed = asyncio.Condition()
         self._server: asyncio.Server | None = None
 
