@@ -15,7 +15,7 @@
   conversation is a thread: the root of References/In-Reply-To, so a reply chain stays
   one conversation and a new subject starts another. Our own mail and automatic mail
   (auto-replies, bounces, lists) are never answered: two robots must not loop.
-- Out: over SMTP (aiosmtplib), inside the thread, plain and HTML parts (email_format.py),
+- Out: over SMTP (aiosmtplib, one connection kept for the sends: email_smtp.py), inside the thread, plain and HTML parts (email_format.py),
   with a Message-ID derived from the delivery job. No buttons: approvals are typed
   (a reply "yes" or "no"). Files go out as attachments.
 - Anything read from email is outside content: a session this channel starts is
@@ -58,6 +58,7 @@ from .email_format import (
     reply_subject,
 )
 from .email_imap import ImapAuthError, ImapClient, ImapError
+from .email_smtp import SmtpLink
 from .email_state import EmailState
 from .platforms import AdapterContext, PlatformSetup, SetupCheckFailed, SetupField
 
@@ -92,6 +93,9 @@ class EmailAdapter(Adapter):
         # them while `inbox` runs; a replayed batch reads them again).
         self._files: dict[str, bytes] = {}
         self._client: ImapClient | None = None
+        self._outbox = SmtpLink(
+            self.smtp_host, self.smtp_port, self.tls, self.username, self.password
+        )
 
     @property
     def idle_seconds(self) -> float:
@@ -154,6 +158,7 @@ class EmailAdapter(Adapter):
         client = self._client
         if client is not None:
             await client.close()
+        await self._outbox.close()
 
     async def _save(self) -> None:
         await asyncio.to_thread(self.state.save, self.state_path)
@@ -269,16 +274,7 @@ class EmailAdapter(Adapter):
         import aiosmtplib
 
         try:
-            await aiosmtplib.send(
-                message,
-                hostname=self.smtp_host,
-                port=self.smtp_port,
-                username=self.username,
-                password=self.password,
-                use_tls=self.tls == "implicit",
-                start_tls=True if self.tls == "starttls" else False,
-                timeout=60,
-            )
+            await self._outbox.send(message)
         except aiosmtplib.SMTPAuthenticationError as exc:
             raise Undeliverable(f"smtp {self.smtp_host}: login refused: {exc.message}") from None
         except aiosmtplib.SMTPRecipientsRefused as exc:

@@ -15,6 +15,8 @@ that threads by Message-ID shows a resend as the same message.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import mimetypes
 import re
@@ -23,9 +25,14 @@ from email import policy
 from email.headerregistry import Address as MailAddress
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
-from email.utils import format_datetime, parseaddr
+from email.errors import HeaderParseError
+from email.header import decode_header, make_header
+from email.utils import format_datetime, parseaddr, parsedate_to_datetime
 from html.parser import HTMLParser
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 AttachmentKind = Literal["photo", "document", "voice", "audio", "video"]
 _MESSAGE_ID = re.compile(r"<([^<>\s]+)>")
@@ -65,31 +72,40 @@ class Inbound:
 
 def parse(raw: bytes, fallback_id: str) -> Inbound:
     """Read a raw RFC 5322 message. `fallback_id` stands in for a missing Message-ID
-    (derived from the mailbox position, so a redelivery gets the same one)."""
-    message = BytesParser(policy=policy.default).parsebytes(raw)
-    assert isinstance(message, EmailMessage)
-    name, address = parseaddr(str(message.get("From", "")))
-    ids = message_ids(str(message.get("Message-ID", "")))
+    (derived from the mailbox position, so a redelivery gets the same one).
+
+    The compat32 policy: ten times faster than the default one here, and we read only a
+    few headers (decoded from RFC 2047 below) and the parts' payloads."""
+    message = BytesParser(policy=policy.compat32).parsebytes(raw)
+    name, address = parseaddr(_header(message, "From"))
+    ids = message_ids(_header(message, "Message-ID"))
     text, parts = _body(message)
-    date = message.get("Date")
     at = 0.0
-    if date is not None:
-        try:
-            at = date.datetime.timestamp()
-        except (AttributeError, ValueError, TypeError):
-            at = 0.0
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        at = parsedate_to_datetime(_header(message, "Date")).timestamp()
     return Inbound(
         message_id=ids[0] if ids else fallback_id,
         sender=address.strip().lower(),
         sender_name=name.strip(),
-        subject=_one_line(str(message.get("Subject", ""))),
+        subject=_one_line(_header(message, "Subject")),
         text=strip_quoted(text),
-        in_reply_to=next(iter(message_ids(str(message.get("In-Reply-To", "")))), ""),
-        references=message_ids(str(message.get("References", ""))),
+        in_reply_to=next(iter(message_ids(_header(message, "In-Reply-To"))), ""),
+        references=message_ids(_header(message, "References")),
         auto=_automatic(message),
         at=at,
         parts=parts,
     )
+
+
+def _header(message: Message, name: str) -> str:
+    """A header's text, RFC 2047 words decoded ("" when absent or undecodable)."""
+    value = message.get(name)
+    if value is None:
+        return ""
+    try:
+        return str(make_header(decode_header(str(value))))
+    except (HeaderParseError, LookupError, UnicodeDecodeError, ValueError):
+        return str(value)
 
 
 def message_ids(header: str) -> list[str]:
@@ -97,11 +113,11 @@ def message_ids(header: str) -> list[str]:
     return _MESSAGE_ID.findall(header)
 
 
-def _automatic(message: EmailMessage) -> bool:
+def _automatic(message: Message) -> bool:
     """Mail no person wrote to us: answering it could start a loop between robots."""
-    auto = str(message.get("Auto-Submitted", "no")).strip().lower()
-    precedence = str(message.get("Precedence", "")).strip().lower()
-    sender = parseaddr(str(message.get("From", "")))[1].lower()
+    auto = _header(message, "Auto-Submitted").strip().lower() or "no"
+    precedence = _header(message, "Precedence").strip().lower()
+    sender = parseaddr(_header(message, "From"))[1].lower()
     return (
         auto not in ("", "no")
         or precedence in ("bulk", "junk", "list", "auto_reply")
@@ -110,7 +126,7 @@ def _automatic(message: EmailMessage) -> bool:
     )
 
 
-def _body(message: EmailMessage) -> tuple[str, list[Part]]:
+def _body(message: Message) -> tuple[str, list[Part]]:
     """The text to read (plain preferred, else HTML as text) and the attachments."""
     plain: str | None = None
     rich: str | None = None
@@ -120,6 +136,9 @@ def _body(message: EmailMessage) -> tuple[str, list[Part]]:
             continue
         media = part.get_content_type()
         filename = part.get_filename()
+        if filename:  # compat32 leaves RFC 2047 words in it
+            with contextlib.suppress(HeaderParseError, LookupError, UnicodeDecodeError):
+                filename = str(make_header(decode_header(filename)))
         disposition = part.get_content_disposition()
         if disposition == "attachment" or filename or not media.startswith("text/"):
             data = part.get_payload(decode=True)
@@ -253,14 +272,20 @@ def derived_message_id(seed: str, address: str) -> str:
     return f"hk.{digest}@{domain}"
 
 
-def markdown_to_html(markdown: str) -> str:
-    """The Markdown as an HTML document (CommonMark with tables and strikethrough); HTML
-    written in the Markdown is shown as text, never passed into the mail as markup."""
+@functools.cache
+def _markdown() -> MarkdownIt:
+    """The renderer, made once (making one compiles its rules: ~20 ms)."""
     from markdown_it import MarkdownIt
 
     renderer = MarkdownIt("commonmark", {"html": False, "linkify": False})
     renderer.enable(["table", "strikethrough"])
-    body = renderer.render(markdown)
+    return renderer
+
+
+def markdown_to_html(markdown: str) -> str:
+    """The Markdown as an HTML document (CommonMark with tables and strikethrough); HTML
+    written in the Markdown is shown as text, never passed into the mail as markup."""
+    body = _markdown().render(markdown)
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8"></head>'
         f'<body style="font-family: sans-serif">{body}</body></html>'
