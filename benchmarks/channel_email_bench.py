@@ -4,8 +4,8 @@ Prints:
 - inbound: messages per second from the INBOX to a queued turn (N mails of one thread
   waiting in the INBOX, the adapter positioned before them, a real Runtime's gateway
   queueing turns, no turn worker running them);
-- outbound: replies per second the adapter hands to the SMTP server (one connection per
-  mail, as it sends);
+- outbound: replies per second the adapter sends (Markdown to plain and HTML, MIME, SMTP
+  on its kept connection) to an MTA in another process;
 - reconnect: from the server dropping the connection (doveadm kick) to the adapter
   noticing, and from a fresh run to its position taken (no supervisor backoff counted).
 
@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import imaplib
+import socket
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +35,7 @@ from tests.channels.fake_email import (  # noqa: E402
     Dovecot,
     MailDriver,
     SmtpServer,
+    _free_port,
 )
 
 INBOUND = 300
@@ -109,12 +112,23 @@ async def outbound(dovecot: Dovecot, root: Path) -> None:
     from habakkuk.engine.channel_config import ChannelConfig
 
     bot = dovecot.add_user()
-    smtp = SmtpServer(bot)
-    await smtp.start()
+    # The receiving MTA in a process of its own, as a real one is (aiosmtpd's Sink: it
+    # takes every mail and keeps none), so its work is not counted as the adapter's.
+    port = _free_port()
+    sink = subprocess.Popen(
+        [sys.executable, "-m", "aiosmtpd", "-n", "-c", "aiosmtpd.handlers.Sink",
+         "-l", f"127.0.0.1:{port}"],
+    )  # fmt: skip
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            await asyncio.sleep(0.05)
     config = ChannelConfig(
         type="email",
         imap=f"127.0.0.1:{dovecot.imap_port}",
-        smtp=f"127.0.0.1:{smtp.port}",
+        smtp=f"127.0.0.1:{port}",
         username=bot,
         password_env="MAIL_PASSWORD",
         address=bot,
@@ -127,9 +141,9 @@ async def outbound(dovecot: Dovecot, root: Path) -> None:
     for n in range(OUTBOUND):
         await adapter.send_text(to, f"reply **{n}** with a [link](https://example.org)")
     elapsed = time.perf_counter() - started
-    assert len(smtp.received) == OUTBOUND
     await adapter.close()
-    await smtp.stop()
+    sink.terminate()
+    sink.wait()
     print(f"outbound: {OUTBOUND} replies in {elapsed:.2f}s = {OUTBOUND / elapsed:.0f}/s")
     await reconnect(dovecot, adapter, bot)
 

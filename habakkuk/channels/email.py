@@ -29,7 +29,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from email.message import EmailMessage
+from email.message import Message
 from pathlib import Path
 
 from habakkuk.engine.channel_config import ChannelConfig
@@ -265,12 +265,10 @@ class EmailAdapter(Adapter):
         if to.thread:
             # Saved with the next position: a reply to this mail finds its thread by its
             # References' root even if this is lost in a crash.
-            state.remember(
-                message_id, to.thread, references, thread.subject if thread else subject
-            )
+            state.remember(message_id, to.thread, references, thread.subject if thread else subject)
         return message_id
 
-    async def _smtp(self, message: EmailMessage) -> None:
+    async def _smtp(self, message: Message) -> None:
         import aiosmtplib
 
         try:

@@ -22,11 +22,13 @@ import mimetypes
 import re
 from dataclasses import dataclass, field
 from email import policy
-from email.headerregistry import Address as MailAddress
-from email.message import EmailMessage, Message
+from email.message import Message
 from email.parser import BytesParser
 from email.errors import HeaderParseError
-from email.header import decode_header, make_header
+from datetime import UTC, datetime
+from email.charset import QP, Charset
+from email.encoders import encode_base64
+from email.header import Header, decode_header, make_header
 from email.utils import format_datetime, parseaddr, parsedate_to_datetime
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Literal
@@ -40,7 +42,11 @@ _ATTRIBUTION = re.compile(
     r"^\s*(on\b.{0,300}\bwrote:|am\b.{0,300}\bschrieb\b.{0,100}:|le\b.{0,300}\ba écrit\s?:)\s*$",
     re.IGNORECASE,
 )
-_FORWARD_BAR = re.compile(r"^\s*-{2,}\s*(original message|ursprüngliche nachricht)\s*-{2,}\s*$", re.I)
+_FORWARD_BAR = re.compile(
+    r"^\s*-{2,}\s*(original message|ursprüngliche nachricht)\s*-{2,}\s*$", re.I
+)
+_UTF8 = Charset("utf-8")
+_UTF8.body_encoding = QP  # replies stay readable as they travel (not base64)
 _RE = re.compile(r"^\s*((re|aw|sv|antw)\s*:\s*)+", re.IGNORECASE)
 
 
@@ -260,7 +266,7 @@ class Outgoing:
 
 
 def reply_subject(subject: str) -> str:
-    """"Re: " once before the subject (an empty one gets a plain "Re:")."""
+    """ "Re: " once before the subject (an empty one gets a plain "Re:")."""
     bare = _RE.sub("", subject).strip()
     return f"Re: {bare}" if bare else "Re:"
 
@@ -292,14 +298,38 @@ def markdown_to_html(markdown: str) -> str:
     )
 
 
-def build_message(out: Outgoing, now: float) -> EmailMessage:
-    """The reply as a MIME message: plain and HTML alternatives, then attachments."""
-    from datetime import UTC, datetime
+def build_message(out: Outgoing, now: float) -> Message:
+    """The reply as a MIME message: plain and HTML alternatives, then attachments.
 
-    message = EmailMessage(policy=policy.SMTP)
-    message["From"] = MailAddress(addr_spec=out.sender)
-    message["To"] = MailAddress(addr_spec=out.to)
-    message["Subject"] = out.subject
+    Built with the compat32 classes (email.mime): the default policy's header objects
+    cost ten times as much, making and sending, for headers we write ourselves."""
+    from email.mime.base import MIMEBase
+    from email.mime.multipart import MIMEMultipart
+    from email.mime.nonmultipart import MIMENonMultipart
+
+    body = MIMEMultipart("alternative")
+    for text, subtype in ((out.markdown or " ", "plain"), (markdown_to_html(out.markdown), "html")):
+        part = MIMENonMultipart("text", subtype)
+        part.set_payload(text, _UTF8)
+        body.attach(part)
+    message: Message = body
+    if out.files:
+        message = MIMEMultipart("mixed")
+        message.attach(body)
+        for name, data in out.files:
+            media = mimetypes.guess_type(name)[0] or "application/octet-stream"
+            main, _, sub = media.partition("/")
+            attached = MIMEBase(main, sub)
+            attached.set_payload(data)
+            encode_base64(attached)
+            filename: str | tuple[str, str, str] = name if name.isascii() else ("utf-8", "", name)
+            attached.add_header("Content-Disposition", "attachment", filename=filename)
+            message.attach(attached)
+    message["From"] = out.sender
+    message["To"] = out.to
+    message["Subject"] = (
+        Header(out.subject, "utf-8").encode() if not out.subject.isascii() else out.subject
+    )
     message["Date"] = format_datetime(datetime.fromtimestamp(now, UTC))
     message["Message-ID"] = f"<{out.message_id}>"
     if out.in_reply_to:
@@ -307,10 +337,4 @@ def build_message(out: Outgoing, now: float) -> EmailMessage:
     if out.references:
         message["References"] = " ".join(f"<{r}>" for r in out.references)
     message["Auto-Submitted"] = "auto-replied" if out.in_reply_to else "auto-generated"
-    message.set_content(out.markdown or " ")
-    message.add_alternative(markdown_to_html(out.markdown), subtype="html")
-    for name, data in out.files:
-        media = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        main, _, sub = media.partition("/")
-        message.add_attachment(data, maintype=main, subtype=sub, filename=name)
     return message

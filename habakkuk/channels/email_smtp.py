@@ -9,7 +9,7 @@ one at a time (one SMTP transaction per connection at once).
 from __future__ import annotations
 
 import asyncio
-from email.message import EmailMessage
+from email.message import Message
 from typing import TYPE_CHECKING
 
 from habakkuk.engine.channel_config import TlsMode
@@ -32,7 +32,7 @@ class SmtpLink:
         self._client: aiosmtplib.SMTP | None = None
         self._lock = asyncio.Lock()
 
-    async def send(self, message: EmailMessage) -> None:
+    async def send(self, message: Message) -> None:
         """Send `message` to its To address (aiosmtplib's errors propagate)."""
         import aiosmtplib
 
@@ -70,11 +70,14 @@ class SmtpLink:
             timeout=TIMEOUT,
         )
         await client.connect()
-        try:
-            await client.login(self.username, self.password)
-        except BaseException:
-            client.close()
-            raise
+        # A relay that offers no AUTH (a local MTA on 127.0.0.1:25) takes mail without a
+        # login; one that does gets ours.
+        if client.supports_extension("auth"):
+            try:
+                await client.login(self.username, self.password)
+            except BaseException:
+                client.close()
+                raise
         self._client = client
         return client
 

@@ -99,9 +99,7 @@ class EmailState:
         root = references[0] if references else in_reply_to or message_id
         return thread_key(root)
 
-    def remember(
-        self, message_id: str, thread: str, references: list[str], subject: str
-    ) -> None:
+    def remember(self, message_id: str, thread: str, references: list[str], subject: str) -> None:
         """Record a message (seen or sent) as the newest of `thread`."""
         chain = references[:1] + references[1:][-(MAX_REFERENCES - 1) :]
         self.messages.pop(message_id, None)
