@@ -15,9 +15,9 @@
   conversation is a thread: the root of References/In-Reply-To, so a reply chain stays
   one conversation and a new subject starts another. Our own mail and automatic mail
   (auto-replies, bounces, lists) are never answered: two robots must not loop.
-- Out: over SMTP (aiosmtplib, one connection kept for the sends: email_smtp.py), inside the thread, plain and HTML parts (email_format.py),
-  with a Message-ID derived from the delivery job. No buttons: approvals are typed
-  (a reply "yes" or "no"). Files go out as attachments.
+- Out: over SMTP (aiosmtplib, one connection kept: email_smtp.py) inside the thread,
+  plain and HTML parts (email_format.py), a Message-ID derived from the delivery job.
+  No buttons: approvals are typed (a reply "yes" or "no"). Files go out as attachments.
 - Anything read from email is outside content: a session this channel starts is
   tainted from its first turn (engine/channel_config.py: origin_taint).
 """
@@ -341,7 +341,7 @@ async def check_setup(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
         hostname=smtp_host,
         port=smtp_port,
         use_tls=tls == "implicit",
-        start_tls=True if tls == "starttls" else False,
+        start_tls=tls == "starttls",
         timeout=15,
     )
     try:

@@ -21,14 +21,14 @@ import hashlib
 import mimetypes
 import re
 from dataclasses import dataclass, field
-from email import policy
-from email.message import Message
-from email.parser import BytesParser
-from email.errors import HeaderParseError
 from datetime import UTC, datetime
+from email import policy
 from email.charset import QP, Charset
 from email.encoders import encode_base64
+from email.errors import HeaderParseError
 from email.header import Header, decode_header, make_header
+from email.message import Message
+from email.parser import BytesParser
 from email.utils import format_datetime, parseaddr, parsedate_to_datetime
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Literal

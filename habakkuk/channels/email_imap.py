@@ -14,12 +14,14 @@ FETCH of a message body never goes through a text decoder.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import ssl
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from habakkuk.engine.channel_config import TlsMode
+from habakkuk.engine.timeouts import wait_within
 
 _LITERAL = re.compile(rb"\{(\d+)\+?\}$")
 _TAGGED = re.compile(rb"^(\S+) (OK|NO|BAD)\b ?(.*)$", re.IGNORECASE | re.DOTALL)
@@ -84,7 +86,7 @@ class ImapClient:
         """Open the connection (TLS as configured), read the greeting and capabilities."""
         context = ssl.create_default_context() if self.tls != "plain" else None
         try:
-            self._reader, self._writer = await asyncio.wait_for(
+            self._reader, self._writer = await wait_within(
                 asyncio.open_connection(
                     self.host,
                     self.port,
@@ -102,7 +104,7 @@ class ImapClient:
                     raise ImapError(f"{self.host}:{self.port} does not offer STARTTLS")
                 await self.command("STARTTLS")
                 assert context is not None and self._writer is not None
-                await asyncio.wait_for(self._writer.start_tls(context), self.timeout)
+                await wait_within(self._writer.start_tls(context), self.timeout)
                 await self._capability()  # capabilities may change after TLS (RFC 3501)
         except (OSError, ssl.SSLError, TimeoutError, asyncio.IncompleteReadError) as exc:
             await self.close()
@@ -115,10 +117,8 @@ class ImapClient:
         writer, self._writer, self._reader = self._writer, None, None
         if writer is not None:
             writer.close()
-            try:
-                await asyncio.wait_for(writer.wait_closed(), 5)
-            except (OSError, ssl.SSLError, TimeoutError):
-                pass
+            with contextlib.suppress(OSError, ssl.SSLError, TimeoutError):
+                await wait_within(writer.wait_closed(), 5)
 
     async def logout(self) -> None:
         """Say LOGOUT and close (errors ignored: the connection is done either way). In the
@@ -196,7 +196,7 @@ class ImapClient:
             if left <= 0:
                 break
             try:
-                response = await asyncio.wait_for(self._read_response(), left)
+                response = await wait_within(self._read_response(), left)
             except TimeoutError:
                 break
             heard()
@@ -225,14 +225,14 @@ class ImapClient:
             raise ImapError("not connected")
         try:
             self._writer.write(data)
-            await asyncio.wait_for(self._writer.drain(), self.timeout)
+            await wait_within(self._writer.drain(), self.timeout)
         except (OSError, TimeoutError) as exc:
             raise ImapError(f"send: {type(exc).__name__}: {exc}".rstrip(": ")) from None
 
     async def _until_tagged(self, tag: str, name: str) -> list[Response]:
         untagged: list[Response] = []
         while True:
-            response = await asyncio.wait_for(self._read_response(), self.timeout)
+            response = await wait_within(self._read_response(), self.timeout)
             done = _TAGGED.match(response.text)
             if done is not None and done.group(1) == tag.encode():
                 if done.group(2).upper() != b"OK":

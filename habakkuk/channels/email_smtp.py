@@ -13,6 +13,7 @@ from email.message import Message
 from typing import TYPE_CHECKING
 
 from habakkuk.engine.channel_config import TlsMode
+from habakkuk.engine.timeouts import wait_within
 
 if TYPE_CHECKING:
     import aiosmtplib
@@ -66,7 +67,7 @@ class SmtpLink:
             hostname=self.host,
             port=self.port,
             use_tls=self.tls == "implicit",
-            start_tls=True if self.tls == "starttls" else False,
+            start_tls=self.tls == "starttls",
             timeout=TIMEOUT,
         )
         await client.connect()
@@ -93,6 +94,6 @@ class SmtpLink:
         client, self._client = self._client, None
         if client is not None and client.is_connected:
             try:
-                await asyncio.wait_for(client.quit(), 5)
+                await wait_within(client.quit(), 5)
             except (aiosmtplib.SMTPException, OSError, TimeoutError):
                 client.close()

@@ -142,8 +142,9 @@ service anvil {{
             if self._process.poll() is not None:
                 err = self._process.stderr.read() if self._process.stderr else b""
                 raise RuntimeError(f"dovecot did not start: {err.decode(errors='replace')}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.imap_port), timeout=1
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.imap_port), timeout=1),
             ):
                 return
             time.sleep(0.05)
@@ -410,7 +411,9 @@ class MailDriver:
     async def send_file(self, name: str, data: bytes, media_type: str, caption: str = "") -> None:
         await self._in_thread(caption, files=[(name, data, media_type)])
 
-    async def _in_thread(self, text: str, files: list[tuple[str, bytes, str]] | None = None) -> None:
+    async def _in_thread(
+        self, text: str, files: list[tuple[str, bytes, str]] | None = None
+    ) -> None:
         if not self.thread:
             self.subject = text.splitlines()[0] if text.strip() else "A file"
         newest = self.sent()[-1].message_id if self.sent() else ""

@@ -67,7 +67,9 @@ def start(runtime_factory: Any, mail: MailDriver, home: Home) -> OpenRuntime:
         override = textwrap.dedent(channel)
         given = {line.split(":")[0] for line in override.splitlines() if line.strip()}
         base = [
-            line for line in mail.channel_yaml("mail").splitlines() if line.split(":")[0] not in given
+            line
+            for line in mail.channel_yaml("mail").splitlines()
+            if line.split(":")[0] not in given
         ]
         body = "\n".join(base) + "\n" + override
         channels = "channels:\n  mail:\n" + textwrap.indent(body, "    ")
@@ -209,7 +211,9 @@ async def test_automatic_and_own_mail_is_never_answered(
     start: OpenRuntime, mail: MailDriver
 ) -> None:
     await start(channel='allow_from: "*"\n')
-    await mail.mail("I am away", subject="Out of office", headers={"Auto-Submitted": "auto-replied"})
+    await mail.mail(
+        "I am away", subject="Out of office", headers={"Auto-Submitted": "auto-replied"}
+    )
     await mail.mail("loop?", subject="loop", sender=mail.bot)
     await mail.mail("a real one", subject="a real one")
     await mail.smtp.wait_for(lambda: len(mail.smtp.received) >= 1)
@@ -255,9 +259,7 @@ SAVE_SCRIPT = """
 """
 
 
-async def test_a_session_started_by_mail_is_tainted(
-    start: OpenRuntime, mail: MailDriver
-) -> None:
+async def test_a_session_started_by_mail_is_tainted(start: OpenRuntime, mail: MailDriver) -> None:
     # Full mode saves memory unasked in a clean turn; a mail's turn is asked, and the
     # note it writes once allowed is marked untrusted.
     runtime = await start(SAVE_SCRIPT, mode="full")

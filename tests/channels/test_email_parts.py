@@ -159,7 +159,7 @@ def test_the_state_file_is_private_and_a_foreign_one_is_named(tmp_path: Path) ->
     again = EmailState.load(path)
     assert (again.uidvalidity, again.last_uid, again.threads["tabc"].last) == (5, 9, "m1")
     path.write_text("[1, 2]")
-    with pytest.raises(ValueError, match="email-mail.json: not an email state file"):
+    with pytest.raises(ValueError, match=r"email-mail\.json: not an email state file"):
         EmailState.load(path)
 
 
@@ -175,7 +175,9 @@ def test_only_email_channels_start_sessions_tainted() -> None:
 # -- the setup check and TLS against the real servers -----------------------------------
 
 
-def account(dovecot: Dovecot, smtp: SmtpServer, bot: str, tls: str, imap_port: int) -> ChannelConfig:
+def account(
+    dovecot: Dovecot, smtp: SmtpServer, bot: str, tls: str, imap_port: int
+) -> ChannelConfig:
     config = ChannelConfig(
         type="email",
         imap=f"127.0.0.1:{imap_port}",

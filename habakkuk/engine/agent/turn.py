@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..channel_config import origin_taint
 from ..config import (
     AgentConfig,
     Config,
@@ -84,7 +85,6 @@ from ..state import StateStore, TurnState, read_turn_state
 from ..store import BlobStore
 from ..toolkit.approvals import Approver
 from ..toolkit.registry import CallResult, ToolContext, ToolRegistry
-from ..channel_config import origin_taint
 from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
 from .prompt import user_message
