@@ -109,6 +109,7 @@ default_login_user = {login}
 mail_location = maildir:{mail}/%u
 first_valid_uid = 1
 imap_idle_notify_interval = 2 secs
+auth_failure_delay = 0
 passdb {{
   driver = passwd-file
   args = {root}/passwd
