@@ -137,7 +137,7 @@ PAYLOAD = json.dumps({"session": "ses_0123456789", "text": "hello there", "n": 1
 def claim(db: Driver, limit: int) -> list[tuple[Any, ...]]:
     now = time.time()
     owner, host, pid = OWNER
-    return db.execute(CLAIM, (owner, now + 30, host, pid, now, "k", now, limit))
+    return db.execute(CLAIM, (owner, now + 30, host, pid, now, "k", now, owner, limit))
 
 
 def queue_one_at_a_time(db: Driver, count: int, tag: str) -> float:
@@ -266,7 +266,7 @@ async def ours_cycle(db: Database, job_id: str) -> None:
 
     def take(conn: sqlite3.Connection) -> str:
         now = time.time()
-        rows = conn.execute(CLAIM, (owner, now + 30, host, pid, now, "k", now, 1)).fetchall()
+        rows = conn.execute(CLAIM, (owner, now + 30, host, pid, now, "k", now, owner, 1)).fetchall()
         return str(rows[0][0])
 
     await db.write(enqueue)
@@ -288,7 +288,7 @@ async def aiosqlite_cycle(conn: aiosqlite.Connection, lock: asyncio.Lock, job_id
     async with lock:
         now = time.time()
         await conn.execute("BEGIN IMMEDIATE")
-        cursor = await conn.execute(CLAIM, (owner, now + 30, host, pid, now, "k", now, 1))
+        cursor = await conn.execute(CLAIM, (owner, now + 30, host, pid, now, "k", now, owner, 1))
         rows = list(await cursor.fetchall())
         await conn.execute("COMMIT")
     async with lock:

@@ -175,6 +175,19 @@ class HabakkukApp(App[None]):
 
         self.push_screen(SetupScreen(self.home), callback=saved)
 
+    def open_channel_setup(self) -> None:
+        """The palette's "Setup: chat channel": the channel form over the running app."""
+        from habakkuk.screens.channel_setup import ChannelSetupScreen
+
+        if self.screen.id == "channel-setup":
+            return
+
+        def saved(name: str | None) -> None:
+            if name is not None:
+                self.notify(f"Saved channels.{name}. Restart Habakkuk to connect it.", markup=False)
+
+        self.push_screen(ChannelSetupScreen(self.home), callback=saved)
+
     @work(exclusive=True, group="runtime")
     async def _start_runtime(self) -> None:
         from habakkuk.engine.errors import HabakkukError
@@ -234,8 +247,9 @@ class HabakkukApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Sections need the runtime: their keys appear once it is open (and not over the
-        setup screen, whose ctrl+s and ctrl+o are its own)."""
-        return not (action == "go" and (self.runtime is None or self.screen.id == "setup"))
+        setup screens, whose ctrl+s and ctrl+o are their own)."""
+        over_setup = self.screen.id in ("setup", "channel-setup")
+        return not (action == "go" and (self.runtime is None or over_setup))
 
     def action_go(self, mode: str) -> None:
         """Show one section."""
@@ -277,6 +291,11 @@ class HabakkukApp(App[None]):
         yield SystemCommand("App: theme", "Change the colour theme", self.action_change_theme)
         yield SystemCommand(
             "Setup: providers", "Choose the model provider, key and model", self.open_setup
+        )
+        yield SystemCommand(
+            "Setup: chat channel",
+            "Add a Telegram bot or another chat account, checked before it is saved",
+            self.open_channel_setup,
         )
         yield SystemCommand(
             "App: keys", "Show the keys of this screen", self.action_show_help_panel

@@ -6,6 +6,7 @@ import os
 import textwrap
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import mcp.client.stdio  # noqa: F401  (see below)
 import pytest
@@ -14,10 +15,19 @@ from pluggy import Result
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
+from tests.channels.fake_discord import BOT_TOKEN as DISCORD_TOKEN
+from tests.channels.fake_discord import DiscordDriver, FakeDiscord
+from tests.channels.fake_matrix import BOT_TOKEN as MATRIX_TOKEN
+from tests.channels.fake_matrix import FakeMatrix, MatrixDriver
+from tests.channels.fake_signal import FakeSignal, SignalDriver
+from tests.channels.fake_slack import FakeSlack, SlackDriver
 from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
 from tests.fakes.github_api import FakeGitHub, ThreadedGitHub
 from tests.fakes.model_server import FakeModelServer
 from tests.processes import StartServe, serve_processes
+
+if TYPE_CHECKING:  # imported when used: neonize loads its Go library (0.7 s)
+    from tests.channels.fake_whatsapp import FakeWhatsApp, WhatsAppDriver
 
 # The mcp SDK's stdio client takes `errlog=sys.stderr` as a default argument, bound when
 # mcp.client.stdio is first imported. Imported first inside a test that captures with
@@ -144,6 +154,106 @@ async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
     monkeypatch.setenv("TG_TOKEN", BOT_TOKEN)
     async with FakeTelegram(token=BOT_TOKEN) as server:
         yield server
+
+
+def load_neonize() -> None:
+    """Import neonize without its import's leak: it reads `uname -a` through an os.popen
+    it never closes, a ResourceWarning (filterwarnings=error) that would surface in
+    whichever test next starts a subprocess. Here that one read goes through a popen
+    that finishes and closes before it returns."""
+    import io
+    import subprocess
+    from unittest import mock
+
+    def finished_popen(cmd: str, mode: str = "r", buffering: int = -1) -> io.StringIO:
+        done = subprocess.run(cmd, shell=True, capture_output=True, text=True, check=False)
+        return io.StringIO(done.stdout)
+
+    with mock.patch("os.popen", finished_popen):
+        import neonize  # noqa: F401
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    """A WhatsApp test module imports neonize: load it first, quietly (load_neonize)."""
+    if isinstance(collector, pytest.Module) and "whatsapp" in collector.path.name:
+        load_neonize()
+
+
+@pytest.fixture
+def wa(monkeypatch: pytest.MonkeyPatch) -> FakeWhatsApp:
+    """WhatsApp at the library's event boundary (tests/channels/fake_whatsapp.py): the
+    adapter's clients are in-memory ones producing neonize's own protobuf events."""
+    load_neonize()
+    from tests.channels.fake_whatsapp import FakeWhatsApp
+
+    network = FakeWhatsApp()
+    network.install(monkeypatch)
+    return network
+
+
+@pytest.fixture
+def wa_driver(wa: FakeWhatsApp) -> WhatsAppDriver:
+    """The PlatformDriver of the fake WhatsApp (the cross-platform table's row)."""
+    from tests.channels.fake_whatsapp import WhatsAppDriver
+
+    return WhatsAppDriver(wa)
+
+
+@pytest.fixture
+async def slack(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeSlack]:
+    """The fake Slack (Web API and Socket Mode) on a loopback port; $SLACK_APP_TOKEN and
+    $SLACK_BOT_TOKEN are its app's tokens."""
+    async with FakeSlack() as server:
+        monkeypatch.setenv("SLACK_APP_TOKEN", server.app_token)
+        monkeypatch.setenv("SLACK_BOT_TOKEN", server.bot_token)
+        yield server
+
+
+@pytest.fixture
+async def signal_cli() -> AsyncIterator[FakeSignal]:
+    """The fake signal-cli HTTP daemon on a loopback port (keepalives every second)."""
+    async with FakeSignal(keepalive=1.0) as server:
+        yield server
+
+
+@pytest.fixture
+def slack_driver(slack: FakeSlack) -> SlackDriver:
+    """The allowed person in a DM with the bot on the fake Slack (a PlatformDriver)."""
+    return SlackDriver(slack)
+
+
+@pytest.fixture
+def signal_driver(signal_cli: FakeSignal) -> SignalDriver:
+    """Alice on the fake signal-cli daemon (tests/channels/platform_driver.py)."""
+    return SignalDriver(signal_cli)
+
+
+@pytest.fixture
+async def hs(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeMatrix]:
+    """The fake Matrix homeserver on a loopback port; $MATRIX_TOKEN is its bot's token."""
+    monkeypatch.setenv("MATRIX_TOKEN", MATRIX_TOKEN)
+    async with FakeMatrix(token=MATRIX_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+async def matrix_driver(hs: FakeMatrix) -> MatrixDriver:
+    """The PlatformDriver of the fake homeserver (alice in a private room with the bot)."""
+    return MatrixDriver(hs)
+
+
+@pytest.fixture
+async def dc(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
+    """The fake Discord (Gateway and REST) on a loopback port; $DISCORD_TOKEN is its bot's."""
+    monkeypatch.setenv("DISCORD_TOKEN", DISCORD_TOKEN)
+    async with FakeDiscord(token=DISCORD_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def discord_driver(dc: FakeDiscord) -> DiscordDriver:
+    """The allowed person in a DM with the bot on the fake Discord (a PlatformDriver)."""
+    return DiscordDriver(dc)
 
 
 @pytest.fixture

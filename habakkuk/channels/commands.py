@@ -8,6 +8,7 @@ queued deliveries.
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import sys
 import time
@@ -25,6 +26,7 @@ from habakkuk.engine.storage import open_storage
 
 from .adapter import Address
 from .gateway import TEXT
+from .health import channel_health, health_json, health_line
 from .outbox import Outbox
 from .store import ChannelStore
 
@@ -47,50 +49,26 @@ def _blobs(home: Home, control: Database) -> BlobStore:
     return BlobStore(home.blobs_dir, shared=control if control.dialect == "postgres" else None)
 
 
-def _age(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
-
-
-async def channels_status(home: Home) -> int:
-    """Print each configured channel's health; returns 0, or 1 when one is unhealthy."""
+async def channels_status(home: Home, *, as_json: bool = False) -> int:
+    """Print each configured channel's health (`as_json`: a JSON array of records, one
+    per account); returns 0, or 1 when one is unhealthy."""
     config, db, store = await _open(home)
     try:
         statuses = await store.statuses()
-        holders = {name: await store.lease_holder(f"channel:{name}") for name in config.channels}
+        holders = await store.live_holders()
     finally:
         await db.close()
-    if not config.channels:
+    healths = channel_health(config.channels, statuses, holders)
+    if as_json:
+        print(json.dumps([health_json(h) for h in healths], indent=2))
+    elif not config.channels:
         print("no channels configured (add a channels: section to config.yaml)")
-        return 0
     now = time.time()
-    unhealthy = False
-    for name, channel in sorted(config.channels.items()):
-        status = statuses.get(name)
-        holder = holders.get(name)
-        if status is None:
-            state, detail = "never started", "run habakkuk serve"
-        elif holder is None and status.state not in ("stopped",):
-            ago = _age(now - status.updated_at)
-            state, detail = "not running", f"last {status.state} {ago} ago"
-        else:
-            state = status.state
-            detail = f"for {_age(now - status.since)}"
-            if status.last_beat:
-                detail += f", last beat {_age(now - status.last_beat)} ago"
-            if status.restarts:
-                detail += f", {status.restarts} restart(s)"
-            if holder:
-                detail += f", held by {holder.rsplit(':', 1)[0]}"
-            if status.detail:
-                detail += f": {status.detail}"
-        unhealthy = unhealthy or state not in ("connected", "standby")
-        print(f"{name:<16} {channel.type:<10} {state:<13} {detail}")
-    return 1 if unhealthy else 0
+    for health in [] if as_json else healths:
+        print(
+            f"{health.account:<16} {health.type:<10} {health.state:<13} {health_line(health, now)}"
+        )
+    return 0 if all(h.healthy for h in healths) else 1
 
 
 async def pair(home: Home, code: str) -> int:

@@ -7,9 +7,12 @@ gateway queues any message, and /export's file goes out as a delivery job.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Protocol
 
 from habakkuk.conversation.commands import Reply, Services, Surface
+
+from .health import chat_line, one_health
 
 if TYPE_CHECKING:
     from habakkuk.engine.agent.requests import ReplyTo
@@ -133,6 +136,10 @@ class ChannelConversation:
         ]
 
     async def state(self) -> str | None:
-        statuses = await self.gateway.store.statuses()
-        found = statuses.get(self.msg.channel)
-        return f"**Channel** {self.msg.channel}: {found.state if found else 'unknown'}"
+        """The channel's health, as `habakkuk channels` judges it (channels/health.py)."""
+        store = self.gateway.store
+        statuses, holders = await store.statuses(), await store.live_holders()
+        health = one_health(
+            self.config, statuses.get(self.msg.channel), holders.get(self.msg.channel), time.time()
+        )
+        return chat_line(health, time.time())

@@ -16,6 +16,8 @@
 - Deliveries of one chat share a serial key, so they arrive in order; the job
   kind names the channel account (`delivery:<account>`), so only the process
   holding that account's connection claims them.
+- Each message sent is noted as the account's last message out, and each send that
+  failed as its last error (channels/health.py: the supervisor writes them down).
 - A delivery that went out fires the message_out hooks (subject: the channel
   account), once per delivery whatever its number of chunks; a silent reply sends
   nothing and fires nothing. A delivery resumed after a crash may fire them again,
@@ -29,7 +31,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 from habakkuk.engine.agent.requests import turn_request
@@ -57,6 +59,7 @@ from .delivery_types import (
     ReplyDelivery,
     TextDelivery,
 )
+from .health import ActivityLog
 from .store import ChannelStore
 
 log = logging.getLogger(__name__)
@@ -88,11 +91,23 @@ class Sending:
     job: str  # the delivery job id: stable across retries, so an adapter may dedupe by it
     delivery: Delivery
     status: str = ""  # a reply's turn status: done, failed, cancelled
+    # the index of the part being sent (its delivery_chunks index): with `job`, what a
+    # platform's transaction id derives from (Matrix), so a resend after a crash between
+    # the send and its record makes no second message
+    chunk: int = 0
 
 
 # Set while the worker runs one delivery job. Platforms dedupe by their message ids; an
 # adapter whose platform is a log of its own (the web chat's web.db) dedupes by the job.
 SENDING: ContextVar[Sending | None] = ContextVar("habakkuk_delivery", default=None)
+
+
+def _sending_chunk(index: int) -> None:
+    """Say which part the next adapter call sends (see Sending.chunk)."""
+    current = SENDING.get()
+    if current is not None:
+        SENDING.set(replace(current, chunk=index))
+
 
 AdapterFor = Callable[[str], Awaitable[Adapter | None]]
 FailureText = Callable[[str], str]
@@ -151,6 +166,7 @@ class DeliveryWorker:
         settled: Settled | None = None,
         hooks: HookFirer | None = None,
         blobs: BlobStore | None = None,
+        activity: ActivityLog | None = None,
     ):
         self.queue = queue
         # A file delivery's blob may have been stored by another node (PostgreSQL homes):
@@ -162,6 +178,7 @@ class DeliveryWorker:
         # waits until a turn's progress draft is final, so removing it cannot race its creation
         self.settled = settled
         self.hooks = hooks
+        self.activity = activity or ActivityLog()
 
     async def run(self, lease: Lease) -> dict[str, Any]:
         delivery = payload_of(lease.job, DELIVERIES)
@@ -199,7 +216,11 @@ class DeliveryWorker:
             )
             return result
         except Undeliverable as exc:
+            self.activity.failed(address.channel, f"delivery {lease.job.id}: {exc}")
             raise PermanentJobError(f"undeliverable: {exc}") from None
+        except SendError as exc:  # retried with the queue's backoff
+            self.activity.failed(address.channel, f"delivery {lease.job.id}: {exc}")
+            raise
         finally:
             SENDING.reset(token)
 
@@ -290,12 +311,14 @@ class DeliveryWorker:
                 ids.append(sent[index])
                 continue
             last = index == first_chunk + len(chunks) - 1
+            _sending_chunk(index)
             message_id = await adapter.send_text(
                 address,
                 chunk,
                 reply_to=reply_to if index == first_chunk else None,
                 buttons=buttons if last and adapter.can("buttons") else None,
             )
+            self.activity.message_out(address.channel)
             await self.store.record_chunk(lease, index, message_id)
             ids.append(message_id)
         return {"chunks": len(chunks), "messages": ids}
@@ -318,6 +341,7 @@ class DeliveryWorker:
         elif not adapter.can("files"):
             reason = f"{adapter.type} chats cannot receive files"
         else:
+            _sending_chunk(0)
             try:
                 message_id = await adapter.send_file(
                     delivery.to, path, caption=delivery.caption, name=name
@@ -325,6 +349,7 @@ class DeliveryWorker:
             except Unsupported as exc:  # over the platform's limit, a kind it refuses
                 reason = str(exc)
             else:
+                self.activity.message_out(delivery.to.channel)
                 await self.store.record_chunk(lease, 0, message_id)
                 return {"messages": [message_id]}
         if on_disk:  # where it is, so the user can still get it
@@ -362,11 +387,13 @@ class DeliveryWorker:
         sent = await self.store.sent_chunks(lease.job.id)
         if 0 in sent:
             return {"messages": [sent[0]]}
+        _sending_chunk(0)
         try:
             message_id = await adapter.send_poll(delivery.to, question, options, multiple=multiple)
         except Unsupported:  # this poll refused (too many options, ...): it goes as text
             return await self._send_text(
                 lease, adapter, delivery.to, as_text, first_chunk=NOTICE_CHUNK
             )
+        self.activity.message_out(delivery.to.channel)
         await self.store.record_chunk(lease, 0, message_id)
         return {"messages": [message_id]}

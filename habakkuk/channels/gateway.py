@@ -47,6 +47,7 @@ from .adapter import Adapter, Address, Button, InboundMessage, SendError
 from .attachments import MAX_ATTACHMENT_BYTES, TOO_LARGE, for_model
 from .conversation import ChannelConversation
 from .facade import RuntimeFacade
+from .health import ActivityLog
 from .outbox import Outbox
 from .store import PROMPT_SECONDS, ChannelStore, Prompt
 from .tasks import cancel_and_wait
@@ -132,6 +133,7 @@ class Gateway:
         typing_every: float = 4.0,
         draft_after: float = 8.0,
         edit_every: float = 3.0,
+        activity: ActivityLog | None = None,
     ):
         self.runtime = runtime
         self.config = runtime.config
@@ -144,6 +146,8 @@ class Gateway:
         self.typing_every = typing_every
         self.draft_after = draft_after
         self.edit_every = edit_every
+        # each new message is noted as its account's last message in (channels/health.py)
+        self.activity = activity or ActivityLog()
         # Prompts live in control.db (any process may receive the answer); these wake
         # this process's waiters at once when the answer arrived here.
         self._answered: dict[str, asyncio.Event] = {}
@@ -177,6 +181,7 @@ class Gateway:
         if await self.store.seen(msg.channel, msg.key):
             log.info("dropping redelivered message %s on %s", msg.key, msg.channel)
             return None
+        self.activity.message_in(msg.channel)
         handled: Handled | None = None
         try:
             handled = await self._handle(config, msg)

@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 # HTTP server (ChannelService.attach_web), so it has no entry.
 PLATFORM_MODULES: Mapping[str, str] = {
     "telegram": "habakkuk.channels.telegram",
+    "slack": "habakkuk.channels.slack",
+    "signal": "habakkuk.channels.signal",
+    "matrix": "habakkuk.channels.matrix",
+    "discord": "habakkuk.channels.discord",
+    "whatsapp": "habakkuk.channels.whatsapp",
     "email": "habakkuk.channels.email",
 }
 
@@ -94,7 +99,8 @@ class SetupField:
 # the person typed, by variable; it connects to the platform and returns one line naming
 # who we are there ("@habakkuk_bot in 2 workspaces"), or raises SetupCheckFailed.
 SetupCheck = Callable[[ChannelConfig, Mapping[str, str]], Awaitable[str]]
-# A platform whose account is a linked device (WhatsApp) links during setup: `show` gets
+# A platform whose account is a linked device (WhatsApp) links during setup: it gets the
+# account, the home's channels folder (where its device keys go) and `show`, which gets
 # each text to display (the pairing QR code as text, progress); returns who we are.
 SetupLink = Callable[[ChannelConfig, Path, Callable[[str], None]], Awaitable[str]]
 

@@ -22,6 +22,7 @@ from .adapter import Adapter, FatalAdapterError
 from .deliveries import DeliveryWorker, enqueue_reply
 from .facade import RuntimeFacade
 from .gateway import TEXT, ChatApprover, Gateway
+from .health import ActivityLog
 from .outbox import Outbox
 from .platforms import AdapterContext, build_adapter
 from .store import ChannelStore
@@ -56,7 +57,9 @@ class ChannelService(Outbox):
         super().__init__(runtime.queue)
         self.runtime = runtime
         self.store = store = ChannelStore(runtime.queue.db)
-        self.gateway = Gateway(runtime, store, self._adapter)
+        # what every account did, noted by the gateway and deliveries, written by the supervisor
+        self.activity = ActivityLog()
+        self.gateway = Gateway(runtime, store, self._adapter, activity=self.activity)
         self.deliveries = DeliveryWorker(
             runtime.queue,
             store,
@@ -65,6 +68,7 @@ class ChannelService(Outbox):
             self.gateway.settled,
             runtime.hooks,
             runtime.blobs,
+            self.activity,
         )
         # The web chat's account is supervised while the HTTP server runs (`attach_web`),
         # so only the process serving HTTP holds it.
@@ -78,6 +82,7 @@ class ChannelService(Outbox):
             backoff=backoff,
             lease_seconds=lease_seconds or runtime.queue.lease_seconds,
             on_settled=runtime.job_settled,
+            activity=self.activity,
         )
         self._starting: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None

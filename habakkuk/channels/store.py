@@ -33,7 +33,11 @@ CREATE TABLE IF NOT EXISTS channel_status (
     since REAL NOT NULL,
     last_beat REAL,
     restarts INTEGER NOT NULL DEFAULT 0,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    last_in REAL,
+    last_out REAL,
+    last_error TEXT NOT NULL DEFAULT '',
+    last_error_at REAL
 );
 CREATE TABLE IF NOT EXISTS channel_leases (
     name TEXT PRIMARY KEY,
@@ -125,7 +129,11 @@ CREATE TABLE IF NOT EXISTS channel_status (
     since DOUBLE PRECISION NOT NULL,
     last_beat DOUBLE PRECISION,
     restarts BIGINT NOT NULL DEFAULT 0,
-    updated_at DOUBLE PRECISION NOT NULL
+    updated_at DOUBLE PRECISION NOT NULL,
+    last_in DOUBLE PRECISION,
+    last_out DOUBLE PRECISION,
+    last_error TEXT NOT NULL DEFAULT '',
+    last_error_at DOUBLE PRECISION
 );
 CREATE TABLE IF NOT EXISTS channel_offsets (
     account TEXT PRIMARY KEY,
@@ -197,14 +205,21 @@ CREATE TABLE IF NOT EXISTS channel_drafts (
 );
 """
 
-# Columns added after the first release: (table, column, declaration). `ensure` adds
-# whichever an existing control.db lacks (CREATE TABLE IF NOT EXISTS keeps old tables).
+# Columns added after the first release: (table, column, SQLite declaration, PostgreSQL
+# declaration). `ensure` adds whichever an existing control.db lacks (CREATE TABLE IF NOT
+# EXISTS keeps old tables). A time is DOUBLE PRECISION on PostgreSQL: its REAL has too few
+# digits for epoch seconds.
+_TEXT = "TEXT NOT NULL DEFAULT ''"
 ADDED_COLUMNS = [
-    ("channel_prompts", "tool", "TEXT NOT NULL DEFAULT ''"),
-    ("channel_prompts", "summary", "TEXT NOT NULL DEFAULT ''"),
-    ("channel_prompts", "reason", "TEXT NOT NULL DEFAULT ''"),
-    ("channel_prompts", "agent", "TEXT NOT NULL DEFAULT ''"),
-    ("channel_prompts", "session", "TEXT NOT NULL DEFAULT ''"),
+    ("channel_prompts", "tool", _TEXT, _TEXT),
+    ("channel_prompts", "summary", _TEXT, _TEXT),
+    ("channel_prompts", "reason", _TEXT, _TEXT),
+    ("channel_prompts", "agent", _TEXT, _TEXT),
+    ("channel_prompts", "session", _TEXT, _TEXT),
+    ("channel_status", "last_in", "REAL", "DOUBLE PRECISION"),
+    ("channel_status", "last_out", "REAL", "DOUBLE PRECISION"),
+    ("channel_status", "last_error", _TEXT, _TEXT),
+    ("channel_status", "last_error_at", "REAL", "DOUBLE PRECISION"),
 ]
 
 PAIRING_SECONDS = 3600.0
@@ -215,6 +230,8 @@ CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 
 @dataclass
 class ChannelStatus:
+    """One account's row of channel_status, as its holder last recorded it."""
+
     account: str
     type: str
     state: str
@@ -224,6 +241,21 @@ class ChannelStatus:
     last_beat: float | None
     restarts: int
     updated_at: float
+    last_in: float | None = None  # the last message the platform brought in
+    last_out: float | None = None  # the last chunk or file sent out
+    last_error: str = ""  # kept until a newer error replaces it (channels/health.py)
+    last_error_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What an account did since its holder last wrote it down (None: nothing new)."""
+
+    beat: float | None = None
+    last_in: float | None = None
+    last_out: float | None = None
+    error: str = ""
+    error_at: float | None = None
 
 
 @dataclass
@@ -328,7 +360,8 @@ class ChannelStore:
             # Inside the writer lock, so two processes upgrading at once add each column
             # once; the columns are looked up first, as an ALTER locks its table even when
             # it has nothing to add.
-            for table, column, declaration in ADDED_COLUMNS:
+            for table, column, lite, pg in ADDED_COLUMNS:
+                declaration = pg if postgres else lite
                 if column not in _columns(conn, table, postgres=postgres):
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
@@ -368,31 +401,67 @@ class ChannelStore:
         holder: str = "",
         detail: str = "",
         restarted: bool = False,
+        error: str = "",
     ) -> None:
-        """Record an adapter's state; `since` moves only when the state changes."""
+        """Record an adapter's state; `since` moves only when the state changes. An
+        `error` (why the adapter stopped) becomes the account's last error, now."""
 
         def _set(conn: Conn) -> None:
             now = time.time()
+            error_at = now if error else None
             conn.execute(
                 "INSERT INTO channel_status(account, type, state, holder, detail, since,"
-                " restarts, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " restarts, updated_at, last_error, last_error_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(account) DO UPDATE SET type = excluded.type,"
                 " since = CASE WHEN channel_status.state = excluded.state"
                 " THEN channel_status.since ELSE excluded.since END,"
                 " state = excluded.state, holder = excluded.holder, detail = excluded.detail,"
-                " restarts = channel_status.restarts + ?, updated_at = excluded.updated_at",
-                (account, type_, state, holder, detail, now, int(restarted), now, int(restarted)),
-            )
+                " restarts = channel_status.restarts + ?, updated_at = excluded.updated_at,"
+                " last_error = CASE WHEN excluded.last_error_at IS NULL"
+                " THEN channel_status.last_error ELSE excluded.last_error END,"
+                " last_error_at = COALESCE(excluded.last_error_at, channel_status.last_error_at)",
+                (
+                    account, type_, state, holder, detail, now, int(restarted), now,
+                    error, error_at, int(restarted),
+                ),
+            )  # fmt: skip
 
         await self.db.write(_set)
 
     async def beat(self, account: str, at: float) -> None:
-        await self.db.run(
-            lambda conn: conn.execute(
-                "UPDATE channel_status SET last_beat = ?, updated_at = ? WHERE account = ?",
-                (at, at, account),
-            )
-        )
+        """Record the account's last keepalive (`record` says more in one write)."""
+        await self.record(account, Activity(beat=at))
+
+    async def record(self, account: str, activity: Activity) -> None:
+        """Write what an account did since the last write, in one statement: each time
+        given replaces the recorded one, an error replaces the last error."""
+        error = activity.error or None
+        error_at = activity.error_at if error else None
+
+        def _record(conn: Conn) -> None:
+            conn.execute(
+                "UPDATE channel_status SET updated_at = ?,"
+                " last_beat = COALESCE(?, last_beat), last_in = COALESCE(?, last_in),"
+                " last_out = COALESCE(?, last_out), last_error = COALESCE(?, last_error),"
+                " last_error_at = COALESCE(?, last_error_at) WHERE account = ?",
+                (
+                    time.time(), activity.beat, activity.last_in, activity.last_out,
+                    error, error_at, account,
+                ),
+            )  # fmt: skip
+
+        await self.db.run(_record)
+
+    async def live_holders(self) -> dict[str, str]:
+        """The account each live process holds (`channel:<account>` leases), by account."""
+        held = await self.leases.live_holders()
+        prefix = "channel:"
+        return {
+            name.removeprefix(prefix): owner
+            for name, owner in held.items()
+            if name.startswith(prefix)
+        }
 
     async def statuses(self) -> dict[str, ChannelStatus]:
         rows = await self.db.fetchall("SELECT * FROM channel_status ORDER BY account")

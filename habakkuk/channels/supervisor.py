@@ -12,7 +12,11 @@ For each configured account the supervisor
 - tears down an adapter that stays connected but silent (no message and no
   keepalive beat) past the channel's `silent_limit`;
 - records every state change in `channel_status` (what `habakkuk channels` shows),
-  and keeps the last one in memory (`states()`, what /healthz reports without a query).
+  with why the adapter stopped as its last error, and keeps the last state in memory
+  (`states()`, what /healthz reports without a query); while connected it writes the
+  last beat and the activity the gateway and deliveries noted (channels/health.py) in
+  one statement every few seconds. Standing by is kept in memory only: the row is the
+  holder's to write, so a standby process never hides the holder's state.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from habakkuk.engine.timeouts import wait_within
 
 from .adapter import Adapter, FatalAdapterError, Inbox
 from .deliveries import DeliveryWorker, delivery_kind
+from .health import ActivityLog, record_every
 from .store import ChannelStore
 from .tasks import cancel_and_wait, raise_if_cancelling
 
@@ -49,6 +54,10 @@ class Backoff:
     healthy: float = 60.0
 
 
+class Silent(Exception):
+    """Why a run ended: no message or keepalive from the platform within silent_limit."""
+
+
 class _Account:
     """The supervisor's state for one channel account."""
 
@@ -59,6 +68,9 @@ class _Account:
         self.last_beat = 0.0
         self.task: asyncio.Task[None] | None = None
         self.state = NEVER_STARTED  # the last state recorded, kept for /healthz
+        # True once this process wrote the account's row as its holder (until it stands
+        # by): only then does its stopping write "stopped" there.
+        self.wrote = False
 
 
 class Supervisor:
@@ -77,6 +89,7 @@ class Supervisor:
         lease_seconds: float = 30.0,
         delivery_concurrency: int = 4,
         on_settled: Callable[[Job], None] | None = None,
+        activity: ActivityLog | None = None,
     ):
         self.make_adapter = make_adapter
         self.store = store
@@ -87,6 +100,8 @@ class Supervisor:
         self.lease_seconds = lease_seconds
         self.delivery_concurrency = delivery_concurrency
         self.on_settled = on_settled  # each finished delivery job (for metrics)
+        # what the gateway and the deliveries noted of each account, written with its beat
+        self.activity = activity or ActivityLog()
         self.owner = str(queue.owner)
         self._accounts = {name: _Account(config) for name, config in channels.items()}
         self._stopping = False
@@ -174,12 +189,25 @@ class Supervisor:
         holder: str = "",
         detail: str = "",
         restarted: bool = False,
+        error: str = "",
     ) -> None:
-        """Keep `state` in memory (at once), then record it in `channel_status`."""
+        """Keep `state` in memory (at once), then record it in `channel_status` (with
+        `error` as the last error), unless it is a standby's or this process never held
+        the account."""
         account.state = state
+        if state == "standby" or (state == "stopped" and not account.wrote):
+            account.wrote = False
+            return
+        account.wrote = True
         config = account.config
         await self.store.set_status(
-            config.name, config.type, state, holder=holder, detail=detail, restarted=restarted
+            config.name,
+            config.type,
+            state,
+            holder=holder,
+            detail=detail,
+            restarted=restarted,
+            error=error,
         )
 
     async def _safe_acquire(self, lease: str) -> str | None:
@@ -217,12 +245,15 @@ class Supervisor:
                 delay = self.backoff.first
             wait = self.backoff.cap if isinstance(error, FatalAdapterError) else delay
             state = "fatal" if isinstance(error, FatalAdapterError) else "backoff"
+            if isinstance(error, Silent):
+                state = "silent"  # what it is until the restart connects it again
             await self._record(
                 account,
                 state,
                 holder=self.owner,
                 detail=f"{error or 'stopped'}; restarting in {wait:.0f}s",
                 restarted=True,
+                error=_why(error),
             )
             log.warning("channel %s stopped (%s); restarting in %.0fs", config.name, error, wait)
             await asyncio.sleep(wait)
@@ -265,9 +296,7 @@ class Supervisor:
         reason: BaseException | str | None = None
         try:
             while True:
-                done, _ = await asyncio.wait(
-                    {task}, timeout=min(5.0, config.silent_limit_seconds / 4)
-                )
+                done, _ = await asyncio.wait({task}, timeout=record_every(config))
                 if done:
                     if task.cancelled():
                         reason = "the adapter was cancelled"
@@ -277,12 +306,14 @@ class Supervisor:
                     break
                 now = time.monotonic()
                 if now - account.last_beat > config.silent_limit_seconds:
-                    reason = f"silent for {config.silent_limit_seconds:.0f}s; reconnecting"
+                    silence = f"no message or keepalive for {config.silent_limit_seconds:g}s"
+                    reason = Silent(silence)
                     break
-                if account.last_beat > last_recorded:
+                beat_at: float | None = None
+                if connected and account.last_beat > last_recorded:
                     last_recorded = account.last_beat
-                    with contextlib.suppress(Exception):
-                        await self.store.beat(config.name, time.time())
+                    beat_at = time.time() - (now - account.last_beat)  # when, on the clock
+                await self._write_activity(account, beat_at)
         finally:
             account.up.clear()
             try:
@@ -296,4 +327,21 @@ class Supervisor:
                     await adapter.close()
                 account.adapter = None
             raise_if_cancelling()  # pool.stop may have swallowed ours
+        await self._write_activity(account)  # what the last moments noted
         return reason
+
+    async def _write_activity(self, account: _Account, beat: float | None = None) -> None:
+        """Write the account's beat and what was noted of it since, if anything."""
+        name = account.config.name
+        activity = self.activity.take(name, beat=beat)
+        if activity is not None:
+            with contextlib.suppress(Exception):  # a busy database must not stop the adapter
+                await self.store.record(name, activity)
+
+
+def _why(error: BaseException | str | None) -> str:
+    """Why a run ended, in one line (an exception without a message by its type)."""
+    if error is None:
+        return "the adapter stopped"
+    text = " ".join(str(error).split())
+    return text or type(error).__name__

@@ -9,8 +9,12 @@ from habakkuk.cli.common import current_home, run_async
 
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
-    """Declare the arguments of `habakkuk pair` or `habakkuk send` (`channels` has none)."""
-    if command == "pair":
+    """Declare the arguments of `habakkuk channels`, `habakkuk pair` or `habakkuk send`."""
+    if command == "channels":
+        parser.add_argument(
+            "--json", action="store_true", help="print a JSON array, one record per account"
+        )
+    elif command == "pair":
         parser.add_argument("code")
     elif command == "send":
         parser.add_argument("--to", required=True, metavar="CHANNEL:CHAT[:THREAD]")
@@ -28,7 +32,7 @@ def channels(args: argparse.Namespace) -> int:
     """`habakkuk channels`: each channel's health from control.db."""
     from habakkuk.channels.commands import channels_status
 
-    return run_async(channels_status(current_home()))
+    return run_async(channels_status(current_home(), as_json=args.json))
 
 
 def pair(args: argparse.Namespace) -> int:

@@ -26,11 +26,16 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "sessions": ("habakkuk.cli.sessions", "list, search, export and compact sessions", None),
     "init": ("habakkuk.cli.setup", "write a commented starter config (offline demo)", None),
     "doctor": ("habakkuk.cli.doctor", "check config, keys and databases", None),
-    "setup": ("habakkuk.cli.setup", "interactive setup: provider, key, model and workspace", None),
+    "setup": (
+        "habakkuk.cli.setup",
+        "interactive setup: provider, key, model, workspace, chat channels",
+        None,
+    ),
     "usage": ("habakkuk.cli.usage", "tokens and cost of model calls by model and agent", None),
     "channels": ("habakkuk.cli.channels", "health of the chat channels", None),
     "pair": ("habakkuk.cli.channels", "let in the chat user who got this pairing code", None),
     "send": ("habakkuk.cli.channels", "queue a message or file to a chat (serve sends it)", None),
+    "whatsapp": ("habakkuk.cli.whatsapp", "link a WhatsApp account by its pairing QR code", None),
     "checkpoints": ("habakkuk.cli.checkpoints", "list workspace checkpoints, newest first", None),
     "rollback": (
         "habakkuk.cli.checkpoints",

@@ -8,8 +8,9 @@ and offers to save anyway or retry, then asks for the model and the
 workspace; stores the key in the OS keyring when one is usable and otherwise
 in HOME/.env (mode 0600, other lines kept); builds the config, keeping the
 rest of an existing one, validates it with the real config loader before
-writing anything, and keeps the previous file as config.yaml.bak. The
-command then runs `habakkuk doctor`.
+writing anything, and keeps the previous file as config.yaml.bak. It then
+offers to add a chat channel (habakkuk.cli.setup_channel; `habakkuk setup
+channel [TYPE]` runs that step alone), and runs `habakkuk doctor`.
 
 The choices, the key check and the config writing are the setup screen's too
 (habakkuk.services.setup); this module is the questions on a terminal.
@@ -35,9 +36,31 @@ Ask = Callable[[str], str]
 
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
-    """Declare the arguments of `habakkuk init` (`setup` has none)."""
+    """Declare the arguments of `habakkuk init` and `habakkuk setup`."""
     if command == "init":
         parser.add_argument("--force", action="store_true", help="replace an existing config")
+        return
+    parser.add_argument(
+        "step",
+        nargs="?",
+        choices=["channel"],
+        help="only this step: channel (add a chat channel to the config)",
+    )
+    parser.add_argument(
+        "platform",
+        nargs="?",
+        metavar="TYPE",
+        help="with channel: the platform (telegram, slack, discord, ...; default: asked)",
+    )
+    parser.add_argument(
+        "--name", default="", help="the channel account's name in config.yaml (default: TYPE)"
+    )
+    parser.add_argument(
+        "--base-url",
+        default="",
+        metavar="URL",
+        help="the chat platform's API root, for a self-hosted server (default: its own)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -64,10 +87,17 @@ def init(args: argparse.Namespace) -> int:
 
 
 def setup(args: argparse.Namespace) -> int:
-    """`habakkuk setup`: the interactive wizard, then `habakkuk doctor`."""
+    """`habakkuk setup`: the interactive wizard, the chat channel offer, then `habakkuk
+    doctor`; `habakkuk setup channel [TYPE]`: the channel step alone."""
     from habakkuk.cli import doctor
 
-    if run_setup(current_home()) != EXIT_OK:
+    if args.step == "channel":
+        from habakkuk.cli.setup_channel import run_channel_setup
+
+        return run_channel_setup(
+            current_home(), args.platform or "", name=args.name, base_url=args.base_url
+        )
+    if run_setup(current_home(), channel_base_url=args.base_url, channel_name=args.name) != EXIT_OK:
         return EXIT_FAILED
     print("\nchecking the new setup (habakkuk doctor):")
     return doctor.main(args)
@@ -213,11 +243,30 @@ class Wizard:
         return EXIT_OK
 
 
-def run_setup(home: Home, ask: Ask | None = None, ask_secret: Ask | None = None) -> int:
-    """Run the wizard on `home`; a user who ends input gets a one-line message."""
+def run_setup(
+    home: Home,
+    ask: Ask | None = None,
+    ask_secret: Ask | None = None,
+    channel_base_url: str = "",
+    channel_name: str = "",
+) -> int:
+    """Run the wizard on `home`, then offer a chat channel (habakkuk.cli.setup_channel); a
+    user who ends input gets a one-line message."""
+    from habakkuk.cli.setup_channel import ChannelWizard
+
     wizard = Wizard(home, ask, ask_secret)
     try:
-        return wizard.run()
+        code = wizard.run()
     except SetupAborted as exc:
         print(f"habakkuk: setup: stopped ({exc}); nothing was written", file=sys.stderr)
         return EXIT_FAILED
+    channels = ChannelWizard(
+        home,
+        wizard.ask,
+        wizard.ask_secret,
+        wizard.out,
+        base_url=channel_base_url,
+        name=channel_name,
+    )
+    channels.offer()
+    return code

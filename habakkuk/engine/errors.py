@@ -22,3 +22,10 @@ class NotFound(HabakkukError):
 
 class LeaseLost(Exception):
     """The worker no longer owns the job's lease; it must stop without writing."""
+
+
+def first_line(exc: BaseException) -> str:
+    """What an error says, on one line: its message's first line, else its type's name
+    (a driver's error may carry a multi-line detail or no message at all)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

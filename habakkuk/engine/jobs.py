@@ -62,6 +62,20 @@ log = logging.getLogger(__name__)
 
 JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]
 
+# A job pinned to the process (its queue's lease owner text) whose client follows it
+# live: the terminal's own turns stream into its chat and ask it for approvals, which
+# no other node could do. Only that process claims it while it lives; a job taken back
+# from a dead run, or still queued for a process that died, is unpinned (`_reap`), so a
+# crash loses nothing. jobs_pinned holds the pinned jobs only: the reaper's look for
+# pins to free reads it, and an unpinned job never writes it.
+PIN_DDL = """
+    ALTER TABLE jobs ADD COLUMN node TEXT NOT NULL DEFAULT '';
+    CREATE INDEX jobs_pinned ON jobs(node) WHERE node != '';
+"""
+# A pinned job waiting this long while its process holds no live lease is freed for any
+# node (the process is on another host, where its pid cannot be probed).
+PIN_GRACE_SECONDS = 60.0
+
 MIGRATIONS = [
     Migration(
         1,
@@ -161,6 +175,8 @@ MIGRATIONS = [
     # agents it hosts (`JobQueue(hosted_agents=...)`), so a turn runs where its agent's
     # files are.
     Migration(5, "ALTER TABLE jobs ADD COLUMN agent TEXT NOT NULL DEFAULT '';"),
+    # The process a job must run in ('' for any): PINNED_SQL.
+    Migration(6, PIN_DDL),
 ]
 
 # PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
@@ -206,6 +222,7 @@ PG_MIGRATIONS: list[Migration] = [
             WHERE status NOT IN ('queued', 'running');
         """,
     ),
+    Migration(2, PIN_DDL),
 ]
 
 # The channel an enqueue on PostgreSQL notifies (its payload: the job's kind), so the
@@ -636,7 +653,16 @@ class JobQueue:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
         # Encoded here, so a payload JSON cannot hold fails its own caller, at once.
-        row = (job_id, kind, serial_key, encode_payload(kind, payload), max_attempts, delay, agent)
+        row = (
+            job_id,
+            kind,
+            serial_key,
+            encode_payload(kind, payload),
+            max_attempts,
+            delay,
+            agent,
+            "",
+        )
         pending = self._enqueues.get(loop)
         if pending is None and loop not in self._enqueued_inline:
             outcome = self.db.write_if_free(_inserter([row], self.db.dialect))
@@ -716,7 +742,7 @@ class JobQueue:
 
         rows = [
             (j.id, j.kind, j.serial_key, encode_payload(j.kind, j.payload), j.max_attempts, 0.0,
-             j.agent)
+             j.agent, "")
             for j in jobs
         ]  # fmt: skip
         insert = _inserter(rows, self.db.dialect)
@@ -759,6 +785,11 @@ class JobQueue:
         assert isinstance(self.db, PgDatabase)  # the only Database of dialect postgres
         self._wakeups = Wakeups(self.db.url, WAKE_CHANNEL, self._notify, asyncio.get_running_loop())
         self._wakeups.start()
+
+    @property
+    def node(self) -> str:
+        """What pins a job to this process (`enqueue_in(node=...)`): its lease owner."""
+        return self._owner_text
 
     def hears_other_nodes(self) -> bool:
         """Whether other nodes' enqueues reach this queue's listeners now (its LISTEN is
@@ -874,10 +905,10 @@ class JobQueue:
             # is plenty, and it keeps a busy claim loop cheap.
             if reap and now - self._last_reap >= REAP_INTERVAL:
                 self._last_reap = now
-                self._reap(conn, now)
+                _reap(conn, self.owner, now)
             until = now + lease_seconds
             if limit == 1:
-                row = conn.execute(pick, (*kinds, now, *among)).fetchone()
+                row = conn.execute(pick, (*kinds, now, owner, *among)).fetchone()
                 if row is None:
                     return []
                 conn.execute(LEASE_SQL, (owner, until, host, pid, now, row[16]))
@@ -887,7 +918,7 @@ class JobQueue:
                 return [job]
             # One statement: pick the oldest runnable jobs and lease them.
             rows = conn.execute(
-                sql, (owner, until, host, pid, now, *kinds, now, *among, limit)
+                sql, (owner, until, host, pid, now, *kinds, now, owner, *among, limit)
             ).fetchall()
             if len(rows) > 1:
                 # RETURNING follows no ORDER BY: oldest first again, as the claim chose.
@@ -911,8 +942,8 @@ class JobQueue:
             now = time.time()
             if reap and now - self._last_reap >= REAP_INTERVAL:
                 self._last_reap = now
-                self._reap(conn, now)
-            params = (*picked, now, *((hosted,) if hosted is not None else ()), limit)
+                _reap(conn, self.owner, now)
+            params = (*picked, now, owner, *((hosted,) if hosted is not None else ()), limit)
             rows = conn.execute(
                 sql, (*params, owner, now + lease_seconds, host, pid, now)
             ).fetchall()
@@ -921,31 +952,6 @@ class JobQueue:
             return [Job.from_values(row) for row in rows]
 
         return _claim
-
-    def _reap(self, conn: Conn, now: float) -> None:
-        """Take back running jobs whose owner died on this host or whose lease expired:
-        queued again while they have attempts left (the crash used one up), else failed
-        as interrupted, with their kind's bookkeeping (`JobKind.on_interrupted`)."""
-        pids = conn.execute(
-            "SELECT DISTINCT owner_pid FROM jobs WHERE status = 'running' AND owner_host = ?"
-            " AND owner_pid != ?",
-            (self.owner.host, self.owner.pid),
-        ).fetchall()
-        for (pid,) in pids:
-            if pid is not None and not process_alive(pid):
-                rows = conn.execute(
-                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running'"
-                    " AND owner_host = ? AND owner_pid = ?",
-                    (self.owner.host, pid),
-                ).fetchall()
-                _take_back(conn, [Job.from_values(r) for r in rows], "died", now)
-        # Another host's job (or a live one's here) only once its lease ran out: its pid
-        # means nothing on this machine.
-        rows = conn.execute(
-            f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running' AND lease_until < ?",
-            (now,),
-        ).fetchall()
-        _take_back(conn, [Job.from_values(r) for r in rows], "lost", now)
 
     # -- while running ---------------------------------------------------------------
 
@@ -1018,10 +1024,11 @@ class JobQueue:
         def _release(conn: Conn) -> None:
             # CASE, not max(0, ...): one spelling for both engines (PostgreSQL's max is
             # only an aggregate).
+            # Unpinned: given back because this process stops, any node may run it.
             conn.execute(
                 "UPDATE jobs SET status = 'queued',"
                 " attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END,"
-                " lease_owner = NULL, lease_until = NULL, updated_at = ?"
+                " lease_owner = NULL, lease_until = NULL, node = '', updated_at = ?"
                 " WHERE id = ? AND lease_owner = ? AND status = 'running'",
                 (time.time(), lease.job.id, lease.owner),
             )
@@ -1178,8 +1185,8 @@ SERIAL_FREE = """(j.serial_key = '' OR (
 
 def _runnable(kind_count: int, agent_count: int | None = None) -> str:
     """FROM and WHERE of the jobs of `kind_count` kinds that may start now (parameters:
-    the kinds, now, then the `agent_count` agents hosted, when given: None takes every
-    agent's jobs), oldest first; the table is `j`."""
+    the kinds, now, this process's pin (`JobQueue.node`), then the `agent_count` agents
+    hosted, when given: None takes every agent's jobs), oldest first; the table is `j`."""
     placeholders = ",".join("?" for _ in range(kind_count))
     agents = ""
     if agent_count is not None:
@@ -1187,7 +1194,7 @@ def _runnable(kind_count: int, agent_count: int | None = None) -> str:
     return f"""
         FROM jobs j
         WHERE j.status = 'queued' AND j.kind IN ({placeholders})
-          AND j.run_after <= ?{agents}
+          AND j.run_after <= ? AND j.node IN ('', ?){agents}
           -- Of the jobs sharing a serial key only the oldest queued one qualifies, and
           -- only when none of them runs. Two NOT EXISTS, not one with an OR: each reads
           -- jobs_serial(serial_key, status) for its status alone, where the OR read
@@ -1224,8 +1231,8 @@ def pick_sql(kind_count: int, agent_count: int | None = None) -> str:
 @functools.lru_cache(maxsize=8)
 def pg_claim_sql(one_kind: bool, agents: bool) -> str:
     """The claim on PostgreSQL, for any number of jobs. Parameters: the kind (`one_kind`)
-    or the kinds as a list, now, the hosted agents as a list (`agents`), the limit;
-    then owner, lease until, host, pid, now.
+    or the kinds as a list, now, this process's pin (`JobQueue.node`), the hosted agents
+    as a list (`agents`), the limit; then owner, lease until, host, pid, now.
 
     The pick locks the rows it takes and skips those another transaction holds (FOR
     UPDATE SKIP LOCKED), so concurrent claims never wait for each other and never take
@@ -1238,7 +1245,8 @@ def pg_claim_sql(one_kind: bool, agents: bool) -> str:
     return f"""
         WITH picked AS (
             SELECT j.seq FROM jobs j
-            WHERE j.status = 'queued' AND {kind} AND j.run_after <= ?{agent}
+            WHERE j.status = 'queued' AND {kind} AND j.run_after <= ?
+              AND (j.node = '' OR j.node = ?){agent}
               AND {SERIAL_FREE}
             ORDER BY j.run_after, j.seq
             LIMIT ?
@@ -1330,13 +1338,17 @@ def enqueue_in(
     schema: str = "control",
     now: float | None = None,
     agent: str = "",
+    node: str = "",
 ) -> bool:
     """Queue a job inside the caller's transaction, unless one with this ID exists (the
     jobs table of `schema`: "main" on control.db's own connection, "control" where it
     is attached); True when it was new. `agent`: the agent it belongs to ('' for
-    none). After the commit, the caller wakes this process's pools with
-    `enqueued(queue, kind)` (on PostgreSQL, every node's pools hear of it anyway)."""
-    row = (job_id, kind, serial_key, encode_payload(kind, payload), max_attempts, delay, agent)
+    none); `node`: the process that must run it (`JobQueue.node`; '' for any). After
+    the commit, the caller wakes this process's pools with `enqueued(queue, kind)` (on
+    PostgreSQL, every node's pools hear of it anyway)."""
+    row = (
+        job_id, kind, serial_key, encode_payload(kind, payload), max_attempts, delay, agent, node
+    )  # fmt: skip
     return _insert_row(conn, row, time.time() if now is None else now, schema)
 
 
@@ -1353,12 +1365,12 @@ def on_postgres(conn: Conn) -> bool:
     return not isinstance(conn, sqlite3.Connection)
 
 
-# (id, kind, serial key, payload as JSON, max attempts, delay in seconds, agent)
-_Row = tuple[str, str, str, str, int, float, str]
+# (id, kind, serial key, payload as JSON, max attempts, delay in seconds, agent, node)
+_Row = tuple[str, str, str, str, int, float, str, str]
 
 _INSERT = (
     "INSERT INTO {table}(id, kind, serial_key, payload, max_attempts, run_after,"
-    " created_at, updated_at, agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " created_at, updated_at, agent, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT(id) DO NOTHING"
 )
 # On PostgreSQL a new job also notifies every node listening (`JobQueue.listen`); the
@@ -1371,13 +1383,13 @@ _INSERT_NOTIFY = (
 
 def _insert_row(conn: Conn, row: _Row, now: float, schema: str = "main") -> bool:
     """The one INSERT every enqueue runs; True when the id was new."""
-    job_id, kind, serial_key, payload, max_attempts, delay, agent = row
+    job_id, kind, serial_key, payload, max_attempts, delay, agent, node = row
     if max_attempts != 1 and at_most_once(kind):
         max_attempts = 1  # the kind's declaration wins over what the caller asked
     statement = _INSERT_NOTIFY if on_postgres(conn) else _INSERT
     cursor = conn.execute(
         statement.format(table=jobs_table(schema)),
-        (job_id, kind, serial_key, payload, max_attempts, now + delay, now, now, agent),
+        (job_id, kind, serial_key, payload, max_attempts, now + delay, now, now, agent, node),
     )
     return cursor.rowcount == 1
 
@@ -1386,9 +1398,10 @@ def _insert_row(conn: Conn, row: _Row, now: float, schema: str = "main") -> bool
 # parameters are arrays, one per column; the ids that were new, each notified.
 _PG_INSERT_MANY = (
     "WITH added AS (INSERT INTO jobs(id, kind, serial_key, payload, max_attempts, run_after,"
-    " created_at, updated_at, agent)"
+    " created_at, updated_at, agent, node)"
     " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[],"
-    " ?::double precision[], ?::double precision[], ?::double precision[], ?::text[])"
+    " ?::double precision[], ?::double precision[], ?::double precision[], ?::text[],"
+    " ?::text[])"
     " ON CONFLICT(id) DO NOTHING RETURNING id, kind)"
     f" SELECT id, pg_notify('{WAKE_CHANNEL}', kind) FROM added"
 )
@@ -1397,11 +1410,13 @@ _PG_INSERT_MANY = (
 def _insert_rows_pg(conn: Conn, rows: Sequence[_Row], now: float) -> list[bool]:
     """`_insert_row` for each of `rows` in one statement (PostgreSQL, control's own
     connection): whether each was new. An id twice in `rows` is new the first time."""
-    columns: list[list[Any]] = [[] for _ in range(9)]
-    for job_id, kind, serial_key, payload, max_attempts, delay, agent in rows:
+    columns: list[list[Any]] = [[] for _ in range(10)]
+    for job_id, kind, serial_key, payload, max_attempts, delay, agent, node in rows:
         if max_attempts != 1 and at_most_once(kind):
             max_attempts = 1
-        values = (job_id, kind, serial_key, payload, max_attempts, now + delay, now, now, agent)
+        values = (
+            job_id, kind, serial_key, payload, max_attempts, now + delay, now, now, agent, node
+        )  # fmt: skip
         for column, value in zip(columns, values, strict=True):
             column.append(value)
     added = {row[0] for row in conn.execute(_PG_INSERT_MANY, columns).fetchall()}
@@ -1437,6 +1452,60 @@ def _inserter(
     return _insert
 
 
+def _reap(conn: Conn, owner: Owner, now: float) -> None:
+    """Take back running jobs whose owner died on this host (`owner`'s) or whose lease expired:
+    queued again while they have attempts left (the crash used one up), else failed
+    as interrupted, with their kind's bookkeeping (`JobKind.on_interrupted`)."""
+    pids = conn.execute(
+        "SELECT DISTINCT owner_pid FROM jobs WHERE status = 'running' AND owner_host = ?"
+        " AND owner_pid != ?",
+        (owner.host, owner.pid),
+    ).fetchall()
+    for (pid,) in pids:
+        if pid is not None and not process_alive(pid):
+            rows = conn.execute(
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running'"
+                " AND owner_host = ? AND owner_pid = ?",
+                (owner.host, pid),
+            ).fetchall()
+            _take_back(conn, [Job.from_values(r) for r in rows], "died", now)
+    # Another host's job (or a live one's here) only once its lease ran out: its pid
+    # means nothing on this machine.
+    rows = conn.execute(
+        f"SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'running' AND lease_until < ?",
+        (now,),
+    ).fetchall()
+    _take_back(conn, [Job.from_values(r) for r in rows], "lost", now)
+    _free_pins(conn, owner, now)
+
+
+def _free_pins(conn: Conn, owner: Owner, now: float) -> None:
+    """Unpin the queued jobs of a process that is gone (not `owner`'s): dead, when it ran
+    on this host; holding no live lease for PIN_GRACE_SECONDS since the job was queued,
+    elsewhere."""
+    mine = str(owner)
+    pins = conn.execute(
+        "SELECT node, MIN(created_at) FROM jobs WHERE node != '' AND status = 'queued'"
+        " GROUP BY node"
+    ).fetchall()
+    for node, oldest in pins:
+        if node == mine:
+            continue
+        host, _, rest = str(node).partition(":")
+        pid = rest.partition(":")[0]
+        if host == owner.host and pid.isdigit():
+            gone = not process_alive(int(pid))
+        else:
+            live = conn.execute(
+                "SELECT 1 FROM jobs WHERE status = 'running' AND lease_owner = ?"
+                " AND lease_until >= ? LIMIT 1",
+                (node, now),
+            ).fetchone()
+            gone = live is None and now - float(oldest) > PIN_GRACE_SECONDS
+        if gone:
+            conn.execute("UPDATE jobs SET node = '' WHERE node = ? AND status = 'queued'", (node,))
+
+
 def _take_back(conn: Conn, jobs: Sequence[Job], cause: Interruption, now: float) -> None:
     """Running jobs whose worker is gone (`cause`): queued again while they have
     attempts left, else failed as interrupted and their kind told."""
@@ -1450,7 +1519,7 @@ def _take_back(conn: Conn, jobs: Sequence[Job], cause: Interruption, now: float)
         # reaper may have taken it back first.
         taken = conn.execute(
             "UPDATE jobs SET status = ?, error = ?, lease_owner = NULL, lease_until = NULL,"
-            " updated_at = ? WHERE id = ? AND status = 'running' AND lease_owner = ?"
+            " node = '', updated_at = ? WHERE id = ? AND status = 'running' AND lease_owner = ?"
             " AND (? = 1 OR lease_until < ?)",
             (status, reason, now, job.id, job.lease_owner, int(cause == "died"), now),
         )

@@ -150,6 +150,19 @@ class NamedLeases:
         row = await self.db.fetchone(f"SELECT beat FROM {self.table} WHERE name = ?", (name,))
         return float(row["beat"]) if row and row["beat"] else None
 
+    async def live_holders(self, *, now: float | None = None) -> dict[str, str]:
+        """Every lease held now by a live process (as `live_holder` judges), by name."""
+        rows = await self.db.fetchall(
+            f"SELECT name, owner, host, pid FROM {self.table} WHERE until >= ?",
+            (time.time() if now is None else now,),
+        )
+        host = this_host()
+        return {
+            str(row["name"]): str(row["owner"])
+            for row in rows
+            if row["host"] != host or process_alive(int(row["pid"]))
+        }
+
     async def live_holder(self, name: str, *, now: float | None = None) -> str | None:
         """Who holds `name` now and is alive, or None: a lease whose holder died on this
         host (`kill -9`) is as good as free, as `acquire` treats it."""

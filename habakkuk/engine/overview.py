@@ -6,7 +6,6 @@ schedule counts and nodes (every process serving the home), built by
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.llm.usage import UsageTotal
@@ -37,7 +36,41 @@ class ChannelState:
 
     account: str
     type: str
-    state: str  # never started | standby | starting | connected | backoff | fatal | stopped
+    state: str  # never started | standby | starting | connected | silent | backoff | fatal
+    # | stopped (and, read from the record, not running: channels/health.py)
+
+
+# The states of a channel account that mean it works: it receives (connected), or
+# another process of the home runs it (standby).
+CHANNEL_HEALTHY = frozenset({"connected", "standby"})
+
+
+@dataclass(frozen=True)
+class ChannelHealth:
+    """One configured channel account's health, as every surface shows it (`habakkuk
+    channels` and its --json, the overview, /api/overview, /status): built once from its
+    recorded row and lease by channels.health.channel_health. Times are epoch seconds."""
+
+    account: str
+    type: str
+    # never started | not running (no live process holds it) | silent (connected, but
+    # no message or keepalive within its silent_limit) | standby | starting | connected
+    # | backoff | fatal | stopped
+    state: str
+    since: float | None  # when it entered this state
+    last_beat: float | None  # the platform's last message or keepalive
+    last_in: float | None  # the last message it brought in
+    last_out: float | None  # the last message sent out through it
+    last_error: str  # "" when it never failed; else kept until a newer error replaces it
+    last_error_at: float | None
+    restarts: int
+    holder: str  # the process holding it ("host:pid:..."), "" when none
+    detail: str  # what the recorded state says more (why it stopped, when it restarts)
+
+    @property
+    def healthy(self) -> bool:
+        """It receives, here or in another process of the home."""
+        return self.state in CHANNEL_HEALTHY
 
 
 @dataclass
@@ -57,7 +90,7 @@ class Overview:
     running: list[Job]  # run by this process's pools
     upcoming: list[Job]  # timed jobs and retries, soonest first
     errors: list[Job]  # failed for good in the last OVERVIEW_ERROR_DAYS, newest first
-    channels: list[dict[str, Any]]  # as channel_states()
+    channels: list[ChannelHealth]  # as channel_states()
     mcp: list[McpState]
     usage_today: list[UsageTotal]  # since midnight in the config timezone
     approvals: int  # waiting in any process of the home

@@ -46,6 +46,7 @@ import psycopg.rows
 from psycopg import sql as pgsql
 
 from .db_url import redact
+from .errors import first_line
 from .sql import Conn, Dialect, Migration, Params, Row, Schema
 from .store import StoreError
 
@@ -280,16 +281,11 @@ def connect(url: str, schema: str) -> psycopg.Connection[Any]:
         )
     except psycopg.Error as exc:
         raise PgStoreError(
-            f"{redact(url)}: cannot connect to PostgreSQL: {_one_line(exc)}"
+            f"{redact(url)}: cannot connect to PostgreSQL: {first_line(exc)}"
         ) from None
     conn.adapters.register_loader("numeric", _NumericLoader)
     conn.adapters.register_dumper(bool, _BoolAsInteger)
     return conn
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def server_version(url: str) -> int:
@@ -343,7 +339,7 @@ def migrate(conn: psycopg.Connection[Any], schema: str, migrations: Sequence[Mig
                 conn.execute(cast(Any, migration.sql))
             except psycopg.Error as exc:
                 raise PgStoreError(
-                    f"schema {schema}: migration {migration.version} failed: {_one_line(exc)}"
+                    f"schema {schema}: migration {migration.version} failed: {first_line(exc)}"
                 ) from None
             conn.execute(
                 pgsql.SQL(
@@ -603,7 +599,7 @@ class PgDatabase:
                 except psycopg.Error as undo:
                     # The transaction itself is gone: every call in it failed.
                     rolled_back = True
-                    lost = StoreError(f"{self.name}: transaction rolled back: {_one_line(undo)}")
+                    lost = StoreError(f"{self.name}: transaction rolled back: {first_line(undo)}")
                     for other in group:
                         if other.outcome is None or other.outcome[0]:
                             other.outcome = (False, lost)

@@ -254,12 +254,14 @@ class ChatScreen(RuntimeScreen):
             await self._view.add_user(text)
         if paths:
             sent = await self.runtime.turns.submit_files(
-                self.session_id, text, paths, attended=True
+                self.session_id, text, paths, attended=True, here=True
             )
             await self._view.add_sent_files(sent.files)
             turn = sent.turn
         else:
-            turn = await self.runtime.turns.submit(self.session_id, text, attended=True)
+            # Run here: this chat streams it and answers its approvals (another node
+            # sharing the database could claim it, and nobody would see it run).
+            turn = await self.runtime.turns.submit(self.session_id, text, attended=True, here=True)
         self._queued(turn)
         self.post_message(self.TurnSent(self.session_id, turn))
 

@@ -98,7 +98,7 @@ class TerminalConversation:
     async def compact(self, session_id: str) -> Reply:
         """Queued as a turn of the session; its outcome is the reply."""
         runtime = self.screen.runtime
-        job = await runtime.turns.compact_session(session_id)
+        job = await runtime.turns.compact_session(session_id, here=True)  # shown running here
         self.screen.queued(job)
         outcome = await runtime.turns.wait_turn(job)
         if outcome.status == "done":

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.nodes import Node
     from habakkuk.engine.overview import HttpListener, Overview
 
-# Channel states that are not an error.
+# Channel states that are not an error (a silent or not running one is).
 CHANNEL_OK = {"connected", "standby", "starting", "never started", "stopped"}
 
 
@@ -75,6 +75,11 @@ def http_line(http: HttpListener) -> str:
 def ago(seconds: float) -> str:
     """How long ago, in the largest unit that reads well ("4s ago")."""
     return due_in(seconds).replace("in ", "", 1) + " ago"
+
+
+def since(at: float | None, now: float, *, never: str = "never") -> str:
+    """How long ago the time `at` was ("4s ago"), `never` for None."""
+    return never if at is None else ago(now - at)
 
 
 def node_row(node: Node, now: float) -> tuple[str, str, str, str, str]:
@@ -164,7 +169,7 @@ class OverviewScreen(PollingScreen):
 
     def on_mount(self) -> None:
         self._errors.add_columns("kind", "id", "error")
-        self._channels.add_columns("account", "type", "state", "detail")
+        self._channels.add_columns("account", "type", "state", "since", "in", "out", "detail")
         self._mcp.add_columns("server", "state", "detail")
         self._nodes_table.add_columns("host", "pid", "agents", "leases", "heartbeat")
         self._running_table.add_columns("kind", "job", "session", "attempt")
@@ -232,12 +237,11 @@ class OverviewScreen(PollingScreen):
         rows: list[tuple[str, str, str, str]] = []  # kind, id, title, whole text
         for job in view.errors:
             rows.append((job.kind, job.id, f"{job.kind} {job.id} failed", job.error or ""))
-        for state in view.channels:
-            if state["state"] not in CHANNEL_OK and state["detail"]:
-                account = str(state["account"])
-                rows.append(
-                    ("channel", account, f"channel {account}: {state['state']}", state["detail"])
-                )
+        for health in view.channels:
+            why = health.detail or health.last_error
+            if health.state not in CHANNEL_OK and why:
+                account = health.account
+                rows.append(("channel", account, f"channel {account}: {health.state}", why))
         for server in view.mcp:
             if server.state == "down" and server.detail:
                 rows.append(("mcp", server.name, f"MCP server {server.name}: down", server.detail))
@@ -259,15 +263,23 @@ class OverviewScreen(PollingScreen):
         shown = bool(view.channels)
         self._channels_title.display = self._channels.display = shown
         self._channels.clear()
-        for state in view.channels:
-            detail = one_line(str(state["detail"] or ""))
-            if state["restarts"]:
-                detail = f"{state['restarts']} restart(s) {detail}".strip()
+        now = time.time()
+        for health in view.channels:
+            # The last error, with its age, says more than a state's detail once it works.
+            detail = one_line(health.detail)
+            if health.last_error and (health.healthy or not detail):
+                when = since(health.last_error_at, now)
+                detail = f"error {when}: {one_line(health.last_error)}"
+            if health.restarts:
+                detail = f"{health.restarts} restart(s) {detail}".strip()
             self._channels.add_row(
-                Text(str(state["account"])),
-                Text(str(state["type"])),
-                Text(str(state["state"])),
-                Text(cut(detail, 60)),
+                Text(health.account),
+                Text(health.type),
+                Text(health.state),
+                Text(since(health.since, now, never="")),
+                Text(since(health.last_in, now)),
+                Text(since(health.last_out, now)),
+                Text(cut(detail, 50)),
             )
 
     def _show_mcp(self, view: Overview) -> None:

@@ -8,6 +8,7 @@ the config built on the existing one, whose other providers (the demo) and agent
 are kept. The config is written only after the engine's own parser accepts it,
 the key into HOME/.env (mode 0600), never into the config. Mistakes are shown
 under the field they concern. The palette's "Setup: providers" opens it again.
+"Add a chat channel" opens the channel form (habakkuk.screens.channel_setup).
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class SetupScreen(Screen[Path | None]):
             with Horizontal():
                 yield Button("Save and start", id="save", variant="primary")
                 yield Button("Offline demo", id="demo")
+                yield Button("Add a chat channel", id="channel")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -135,6 +137,8 @@ class SetupScreen(Screen[Path | None]):
             self.action_save()
         elif event.button.id == "demo":
             self.action_demo()
+        elif event.button.id == "channel":
+            self.action_channel()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.focus_next()
@@ -194,6 +198,13 @@ class SetupScreen(Screen[Path | None]):
         plan = self.validate()
         if plan is not None:
             self._save(plan)
+
+    def action_channel(self) -> None:
+        """The chat channel form over this one (habakkuk.screens.channel_setup); it joins
+        the saved config, so on a first run it says to save a provider first."""
+        from habakkuk.screens.channel_setup import ChannelSetupScreen
+
+        self.app.push_screen(ChannelSetupScreen(self.home))
 
     def action_demo(self) -> None:
         """The offline demo with the mock provider: the commented starter config on a first

@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from habakkuk.channels.adapter import Address
+from habakkuk.channels.health import health_json
 from habakkuk.engine.agent.requests import session_of
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.export import rfc3339, session_json, transcript_json
@@ -78,15 +79,8 @@ async def overview(request: web.Request) -> web.Response:
     runtime = server_of(request).runtime
     # The same read as the terminal's overview screen, so both show the same.
     view = await runtime.control.overview()
-    channels = [
-        {
-            **state,
-            "last_error": state["detail"] if state["state"] not in ("connected", "standby") else "",
-            "since": rfc3339(state["since"]) if state["since"] else None,
-            "last_beat": rfc3339(state["last_beat"]) if state["last_beat"] else None,
-        }
-        for state in view.channels
-    ]
+    # One record per account, as `habakkuk channels --json` prints it (channels.health).
+    channels = [health_json(health) for health in view.channels]
     return json_response(
         {
             "channels": channels,

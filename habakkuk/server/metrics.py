@@ -29,6 +29,8 @@ from habakkuk.engine.events import (
 from .served import server_of
 
 if TYPE_CHECKING:
+    from habakkuk.engine.overview import ChannelHealth
+
     from .host import ServerHost
 
 log = logging.getLogger(__name__)
@@ -211,7 +213,7 @@ class _ChannelCollector:
     """Channel health read from control.db at scrape time (whichever process runs them)."""
 
     def __init__(self) -> None:
-        self.states: list[dict[str, Any]] = []
+        self.states: list[ChannelHealth] = []
 
     def describe(self) -> list[Any]:
         return []
@@ -225,10 +227,10 @@ class _ChannelCollector:
         restarts = CounterMetricFamily(
             "habakkuk_channel_reconnects", "Adapter restarts", labels=["channel"]
         )
-        for state in self.states:
-            name = str(state.get("account", ""))
-            connected.add_metric([name], 1.0 if state.get("state") == "connected" else 0.0)
-            restarts.add_metric([name], float(state.get("restarts") or 0))
+        for health in self.states:
+            # "connected" in truth: a silent adapter is not (channels/health.py)
+            connected.add_metric([health.account], 1.0 if health.state == "connected" else 0.0)
+            restarts.add_metric([health.account], float(health.restarts))
         yield connected
         yield restarts
 

@@ -243,7 +243,8 @@ async def prepare(
         busy = await runtime.sessions.active_turns(session_id)
         if busy:
             raise ApiError(409, f"session {session_id} already has a turn queued or running")
-    await runtime.turns.submit(session_id, text, turn_id=turn, attended=False)
+    # A stream follows the turn through this process's events: it runs here.
+    await runtime.turns.submit(session_id, text, turn_id=turn, attended=False, here=stream)
     if user:
         await store.remember_user(user, agent, session_id)
     return Prepared(agent, session_id, turn, False, body["model"], user, previous)

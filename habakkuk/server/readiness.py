@@ -38,8 +38,8 @@ T = TypeVar("T")
 
 # Each store has this long to answer a readiness query.
 READY_SECONDS = 2.0
-# A channel in one of these states runs no adapter now.
-CHANNEL_DOWN = frozenset({"backoff", "fatal"})
+# A channel in one of these states receives nothing now (channels/health.py).
+CHANNEL_DOWN = frozenset({"backoff", "fatal", "silent", "not running"})
 
 
 class ReadinessProbe:
@@ -67,8 +67,8 @@ class ReadinessProbe:
         checks = [control[1], transcripts[1], web[1]]
         channels: list[ChannelState] = []
         if recorded[0] is not None:
-            for state in recorded[0]:
-                channel = ChannelState(state["account"], state["type"], state["state"])
+            for health in recorded[0]:
+                channel = ChannelState(health.account, health.type, health.state)
                 channels.append(channel)
                 name = f"channel {channel.account}"
                 if channel.state in CHANNEL_DOWN:

@@ -145,16 +145,28 @@ def _plugin_program_checks(home: Home) -> list[Check]:
 
 
 def _channel_checks(config: Config, env: Environment) -> list[Check]:
-    """Each channel's bot token variable: without it the channel never starts."""
+    """Each channel's secret variables (the `*_env` settings its platform takes: a bot
+    token, Slack's two tokens, a mailbox password): without them it never starts."""
+    from habakkuk.engine.channel_config import PLATFORM_SETTINGS
+
     checks = []
     for name, channel in config.channels.items():
-        variable = channel.token_env or ""
-        if env.get(variable):
-            checks.append(Check("ok", f"channel {name}", f"{variable} set"))
-        else:
+        keys = sorted(k for k in PLATFORM_SETTINGS[channel.type].accepted if k.endswith("_env"))
+        variables = [str(v) for v in (getattr(channel, key) for key in keys) if v]
+        missing = [variable for variable in variables if not env.get(variable)]
+        if missing:
+            verb = "is" if len(missing) == 1 else "are"
             checks.append(
-                Check("FAIL", f"channel {name}", f"{variable} is not set (environment or .env)")
+                Check(
+                    "FAIL",
+                    f"channel {name}",
+                    f"{', '.join(missing)} {verb} not set (environment or .env)",
+                )
             )
+        elif variables:
+            checks.append(Check("ok", f"channel {name}", f"{', '.join(variables)} set"))
+        else:
+            checks.append(Check("ok", f"channel {name}", "no secret to set"))
     return checks
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 from habakkuk.engine.db_url import redact
+from habakkuk.engine.errors import first_line
 from habakkuk.engine.nodes import MAX_SKEW_SECONDS, STALE_SECONDS
 
 
@@ -23,7 +24,6 @@ class Check(NamedTuple):
     detail: str
 
 
-_CLOCK = "SELECT extract(epoch FROM clock_timestamp())"
 _SCHEMAS = (
     "SELECT n.nspname AS name FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid"
     " WHERE c.relname = 'schema_migrations' AND c.relkind = 'r' ORDER BY n.nspname"
@@ -70,8 +70,7 @@ def postgres_checks(url: str, *, clock: Callable[[], float] = time.time) -> list
         checks += _schema_checks(conn)
         checks += _clock_checks(conn, clock)
     except Exception as exc:  # a server that fails mid-check: said, never a traceback
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        checks = [Check("FAIL", "postgres", f"{where}: {text}")]
+        checks = [Check("FAIL", "postgres", f"{where}: {first_line(exc)}")]
     finally:
         conn.close()
     return checks
@@ -113,12 +112,10 @@ def _schema_checks(conn: Any) -> list[Check]:
 
 def _clock_checks(conn: Any, clock: Callable[[], float]) -> list[Check]:
     from habakkuk.engine.hostname import this_host
-    from habakkuk.engine.nodes import ClockReading, skew_message
+    from habakkuk.engine.nodes import ClockReading, read_clock, skew_message
 
-    before = clock()
-    server = float(_one(conn, _CLOCK))
-    after = clock()
-    reading = ClockReading((before + after) / 2, server, after - before)
+    reading = read_clock(conn, "postgres", clock)
+    server = reading.server
     host = this_host()
     checks = [
         Check("FAIL", "clock", skew_message(reading, host))

@@ -15,6 +15,7 @@ from habakkuk.engine.overview import (
     NEVER_STARTED,
     OVERVIEW_ERROR_DAYS,
     OVERVIEW_ERRORS,
+    ChannelHealth,
     ChannelState,
     HttpListener,
     McpState,
@@ -43,8 +44,8 @@ class ControlAccess(Protocol):
         """The control room in one read."""
         ...
 
-    async def channel_states(self) -> list[dict[str, Any]]:
-        """Every configured channel account with its last recorded state."""
+    async def channel_states(self) -> list[ChannelHealth]:
+        """Every configured channel account's health (channels.health)."""
         ...
 
     def channel_states_now(self) -> list[ChannelState]:
@@ -85,31 +86,19 @@ class ControlRoom:
         # And this process's node (runtime.nodes), through which every node is read.
         self.nodes: NodeRegistry | None = None
 
-    async def channel_states(self) -> list[dict[str, Any]]:
-        """Every configured channel account with its last recorded state.
-
-        Keys: account, type, state ("never started" when no process ran it),
-        detail, restarts, since and last_beat (epoch seconds or None).
-        """
+    async def channel_states(self) -> list[ChannelHealth]:
+        """Every configured channel account's health, from its recorded row and lease
+        (channels.health: "never started" when no process ran it, "not running" when no
+        live process holds it, "silent" when connected without a recent beat)."""
         if not self.config.channels:
             return []
+        from habakkuk.channels.health import channel_health
+
         store = await self.approvals.recorded_store()
-        statuses = await store.statuses() if store is not None else {}
-        states = []
-        for name, channel in sorted(self.config.channels.items()):
-            status = statuses.get(name)
-            states.append(
-                {
-                    "account": name,
-                    "type": channel.type,
-                    "state": status.state if status else NEVER_STARTED,
-                    "detail": status.detail if status else "",
-                    "restarts": status.restarts if status else 0,
-                    "since": status.since if status else None,
-                    "last_beat": status.last_beat if status else None,
-                }
-            )
-        return states
+        if store is None:
+            return channel_health(self.config.channels, {}, {})
+        statuses, holders = await store.statuses(), await store.live_holders()
+        return channel_health(self.config.channels, statuses, holders)
 
     def channel_states_now(self) -> list[ChannelState]:
         """Every configured channel account with the state this process's supervisor

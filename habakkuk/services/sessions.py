@@ -133,10 +133,13 @@ class Sessions:
             raise NotFound(f"session {session_id!r} not found")
         return found
 
-    async def queue_for(self, job_id: str, request: TurnRequest, *, max_attempts: int) -> bool:
+    async def queue_for(
+        self, job_id: str, request: TurnRequest, *, max_attempts: int, node: str = ""
+    ) -> bool:
         """Queue `request` as a turn job of its session (the serial key) in control.db, in
         the same transaction (one trip) that finds the session; True when the job was new.
-        NotFound when there is no such session: nothing is queued."""
+        `node`: the process it is pinned to ('' for any). NotFound when there is no such
+        session: nothing is queued."""
 
         def _queue(conn: Conn, session: Session) -> bool:
             return enqueue_in(
@@ -147,6 +150,7 @@ class Sessions:
                 serial_key=session.id,
                 max_attempts=max_attempts,
                 agent=session.agent,  # claimed only by a process hosting the agent
+                node=node,
             )
 
         done = await self.transcripts.with_session(request.session, _queue)

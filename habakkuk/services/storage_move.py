@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from habakkuk.engine.db_url import redact
-from habakkuk.engine.errors import BadInput, ConfigError, HabakkukError
+from habakkuk.engine.errors import BadInput, ConfigError, HabakkukError, first_line
 from habakkuk.engine.sql import Database, Schema
 from habakkuk.engine.storage import PostgresStorage, SqliteStorage, Storage
 
@@ -822,11 +822,6 @@ def _db_errors() -> tuple[type[Exception], ...]:
     return tuple(found)
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def copy_tables(
     source: Side,
     target: Side,
@@ -843,7 +838,7 @@ def copy_tables(
             _copy_table(source, target, table, on_progress)
         except _db_errors() as exc:
             raise MoveError(
-                f"{table.label}: {_one_line(exc)} (what was copied is kept: run the same"
+                f"{table.label}: {first_line(exc)} (what was copied is kept: run the same"
                 " command again to resume)"
             ) from None
 
@@ -896,7 +891,7 @@ async def prepare(storage: Storage, layout: HomeLayout) -> None:
         await layout.ensure(opened)
     except _db_errors() as exc:
         raise MoveError(
-            f"{storage.describe()}: cannot make the home's tables: {_one_line(exc)}"
+            f"{storage.describe()}: cannot make the home's tables: {first_line(exc)}"
         ) from None
     finally:
         for db in opened.values():

@@ -57,23 +57,32 @@ class Turns:
         attended: bool = False,
         reply_to: ReplyTo | None = None,
         blocks: Sequence[Block] = (),
+        here: bool = False,
     ) -> str:
         """Queue a turn for `text` in the session; returns the turn id.
 
         With a `turn_id` derived from what caused the message, a redelivery is a
         no-op (the existing turn's id is returned). `reply_to`: the chat its reply goes
         to (a channel's, a webhook's, a schedule's); `blocks`: the attachments a channel
-        message carried (images, PDFs, stored as blobs).
+        message carried (images, PDFs, stored as blobs). `here`: only this process runs
+        it while it lives (the terminal's chat streams it and answers its approvals,
+        which no other node could); a crash frees it for any node (engine/jobs.py PIN_DDL).
         """
         turn = turn_id or new_id("turn")
         request = TurnRequest(
             session_id, text, attended=attended, reply_to=reply_to, blocks=tuple(blocks)
         )
-        await self._queue(turn, request)
+        await self._queue(turn, request, node=self.queue.node if here else "")
         return turn
 
     async def submit_files(
-        self, session_id: str, text: str, paths: Sequence[str], *, attended: bool = False
+        self,
+        session_id: str,
+        text: str,
+        paths: Sequence[str],
+        *,
+        attended: bool = False,
+        here: bool = False,
     ) -> FilesTurn:
         """Queue a turn for `text` with the files at `paths` (on this machine) attached.
 
@@ -105,13 +114,18 @@ class Turns:
             if for_it.note:
                 lines.append(for_it.note)
             files.append(SentFile(given, path.name, len(data), media, saved=saved))
-        turn = await self.submit(session_id, "\n".join(lines), attended=attended, blocks=blocks)
+        turn = await self.submit(
+            session_id, "\n".join(lines), attended=attended, blocks=blocks, here=here
+        )
         return FilesTurn(turn, tuple(files))
 
-    async def _queue(self, job_id: str, request: TurnRequest) -> None:
+    async def _queue(self, job_id: str, request: TurnRequest, *, node: str = "") -> None:
         """Find the session and queue the job in one trip (NotFound: no such session);
-        wake this process's pools when it is new."""
-        if await self.sessions.queue_for(job_id, request, max_attempts=TURN_MAX_ATTEMPTS):
+        wake this process's pools when it is new. `node`: the process it is pinned to."""
+        queued = await self.sessions.queue_for(
+            job_id, request, max_attempts=TURN_MAX_ATTEMPTS, node=node
+        )
+        if queued:
             enqueued(self.queue, TURN_KIND)
 
     async def compact_session(
@@ -120,15 +134,17 @@ class Turns:
         *,
         job_id: str | None = None,
         reply_to: ReplyTo | None = None,
+        here: bool = False,
     ) -> str:
         """Queue a compaction of the session (/compact); returns its job id.
 
         It runs as a turn of the session (the same serial key, so never beside one)
-        that appends no message: wait_turn's reply says what it did. `job_id` and
-        `reply_to` (a channel's) work as for `submit`.
+        that appends no message: wait_turn's reply says what it did. `job_id`,
+        `reply_to` (a channel's) and `here` work as for `submit`.
         """
         job = job_id or new_id("compact")
-        await self._queue(job, TurnRequest(session_id, compact=True, reply_to=reply_to))
+        request = TurnRequest(session_id, compact=True, reply_to=reply_to)
+        await self._queue(job, request, node=self.queue.node if here else "")
         return job
 
     async def stop_turn(self, turn_id: str) -> str | None:

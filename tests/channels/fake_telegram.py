@@ -1,17 +1,19 @@
 """A fake Telegram Bot API server on 127.0.0.1 speaking the real wire format.
 
-It serves ``POST /bot<token>/<method>`` (JSON or multipart bodies) for
-getMe, getUpdates (long polling: held until an update arrives or the timeout
-passes; updates below the offset are confirmed and dropped), sendMessage,
-editMessageText, editMessageReplyMarkup, deleteMessage, sendChatAction,
-answerCallbackQuery, setMessageReaction, getFile, sendDocument, sendPhoto and
-sendPoll, and ``GET /file/bot<token>/<path>`` downloads. Answers use the Bot
+It serves ``POST /bot<token>/<method>`` (JSON or multipart bodies; GET with a
+query string too, as the Bot API does) for getMe, getUpdates (long polling:
+held until an update arrives or the timeout passes; updates below the offset
+are confirmed and dropped), sendMessage, editMessageText,
+editMessageReplyMarkup, deleteMessage, sendChatAction, answerCallbackQuery,
+setMessageReaction, getFile, sendDocument, sendPhoto and sendPoll, and
+``GET /file/bot<token>/<path>`` downloads. Answers use the Bot
 API's envelope: ``{"ok": true, "result": ...}`` or ``{"ok": false,
 "error_code": N, "description": "..."}``.
 
 Tests script users (`message`, `press`), inspect what the bot did (`calls`,
-`texts`), hold sends to stop the bot mid-delivery (`hold_sends_after`), make a
-chat undeliverable (`block`), refuse documents (`refuse_files`), and drop the
+`texts`, `sent_files`), hold sends to stop the bot mid-delivery (`hold_sends_after`),
+make a chat undeliverable (`block`), refuse documents (`refuse_files`), leave long polls
+unanswered while the socket stays open (`hang_polls`: a silent platform), and drop the
 server to test reconnects (`stop` / `start` on the same port). `wait_for(predicate)`
 waits, bounded, for a condition on what the server saw.
 """
@@ -56,6 +58,10 @@ class FakeTelegram:
         self._changed = asyncio.Condition()
         self._hold_after: int | None = None
         self.refused_files = ""  # a Bad Request description for every sendDocument
+        # every file the bot uploaded that the server accepted: (chat, file name, bytes)
+        self.sent_files: list[tuple[int, str, bytes]] = []
+        self._polls_answered = asyncio.Event()
+        self._polls_answered.set()
         self._release = asyncio.Event()
         self._runner: web.AppRunner | None = None
 
@@ -68,6 +74,8 @@ class FakeTelegram:
     async def start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/bot{token}/{method}", self._method)
+        # The Bot API takes GET too, its parameters in the query string (setup's getMe).
+        app.router.add_get("/bot{token}/{method}", self._method)
         app.router.add_get("/file/bot{token}/{path:.*}", self._file)
         self._runner = web.AppRunner(app, shutdown_timeout=0.1)
         await self._runner.setup()
@@ -88,6 +96,7 @@ class FakeTelegram:
 
     async def __aexit__(self, *exc: object) -> None:
         self._release.set()
+        self._polls_answered.set()
         await self.stop()
 
     # -- scripting users -----------------------------------------------------------------
@@ -168,6 +177,14 @@ class FakeTelegram:
         self._hold_after = None
         self._release.set()
 
+    def hang_polls(self, hang: bool = True) -> None:
+        """getUpdates stays unanswered (the connection open, nothing said) until
+        `hang_polls(False)`: a platform gone silent behind a live socket."""
+        if hang:
+            self._polls_answered.clear()
+        else:
+            self._polls_answered.set()
+
     # -- inspecting ----------------------------------------------------------------------
 
     def of(self, method: str, *, answered: bool | None = True) -> list[Call]:
@@ -216,7 +233,12 @@ class FakeTelegram:
                 return web.Response(body=data)
         return web.Response(status=404)
 
-    async def _params(self, request: web.Request) -> dict[str, Any]:
+    async def _params(
+        self, request: web.Request, uploads: list[tuple[str, bytes]]
+    ) -> dict[str, Any]:
+        """The call's parameters; an uploaded file's bytes go to `uploads`."""
+        if request.method == "GET":
+            return dict(request.query)
         if request.content_type == "application/json":
             body = await request.json()
             return dict(body) if isinstance(body, dict) else {}
@@ -226,10 +248,9 @@ class FakeTelegram:
                 # A form's parts are named fields, never nested multiparts.
                 assert isinstance(part, BodyPartReader) and part.name is not None
                 if part.filename:
-                    params[part.name] = {
-                        "filename": part.filename,
-                        "size": len(await part.read()),
-                    }
+                    data = bytes(await part.read())
+                    uploads.append((part.filename, data))
+                    params[part.name] = {"filename": part.filename, "size": len(data)}
                 else:
                     params[part.name] = await part.text()
             return params
@@ -240,7 +261,8 @@ class FakeTelegram:
         if request.match_info["token"] != self.token:
             return _error(401, "Unauthorized")
         method = request.match_info["method"]
-        params = await self._params(request)
+        uploads: list[tuple[str, bytes]] = []
+        params = await self._params(request, uploads)
         call = Call(method, params, answered=False)
         self.calls.append(call)
         await self._notify()
@@ -249,6 +271,9 @@ class FakeTelegram:
         finally:
             await self._notify()
         call.answered = response.status == 200
+        if call.answered:
+            chat = int(params.get("chat_id", 0))
+            self.sent_files += [(chat, name, data) for name, data in uploads]
         await self._notify()
         return response
 
@@ -265,6 +290,7 @@ class FakeTelegram:
         return BOT
 
     async def _m_getUpdates(self, params: dict[str, Any]) -> Any:
+        await self._polls_answered.wait()
         offset = int(params.get("offset", 0) or 0)
         timeout = float(params.get("timeout", 0) or 0)
         if offset:

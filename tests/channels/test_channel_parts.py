@@ -164,7 +164,8 @@ def test_channel_config_errors_name_the_line_and_key(
 
 
 class ScriptedAdapter(Adapter):
-    """Beats once, then does what the test says: go silent, or fail."""
+    """Beats once, then does what the test says: go silent, fail, or keep beating (a
+    keepalive every 0.1 s, well within the 1.2 s silent limit)."""
 
     type = "fake"
 
@@ -178,6 +179,9 @@ class ScriptedAdapter(Adapter):
         beat()
         if self.behaviour == "fail":
             raise ConnectionError("server went away")
+        while self.behaviour == "beat":
+            await asyncio.sleep(0.1)  # the platform's keepalive period
+            beat()
         await asyncio.Event().wait()  # connected, but never another beat
 
     def render(self, markdown: str) -> list[str]:
@@ -289,6 +293,35 @@ async def test_only_one_process_holds_a_channel(control: Database) -> None:
     finally:
         await first.stop()
         await second.stop()
+
+
+async def test_a_standby_process_leaves_the_holders_record_alone(control: Database) -> None:
+    runs: list[str] = []
+    first, store = await _supervise(
+        control, lambda c: ScriptedAdapter(c.name, "beat", runs), owner="host:1:aaaa"
+    )
+    other_runs: list[str] = []
+    second, _ = await _supervise(
+        control, lambda c: ScriptedAdapter(c.name, "beat", other_runs), owner="host:2:bbbb"
+    )
+
+    async def connected() -> bool:
+        status = (await store.statuses()).get("fake")
+        return status is not None and status.state == "connected"
+
+    first.start()
+    try:
+        await eventually(connected, what="the first supervisor's adapter connected")
+        second.start()
+        await eventually(lambda: second.states()["fake"] == "standby", what="the standby")
+        await second.stop()  # a standby stopping has nothing to record either
+        status = (await store.statuses())["fake"]
+        assert (status.state, status.holder) == ("connected", "host:1:aaaa")
+        assert other_runs == []
+    finally:
+        await first.stop()
+        await second.stop()
+    assert (await store.statuses())["fake"].state == "stopped"  # the holder's own stop
 
 
 # -- replies a crash left unqueued ----------------------------------------------------------

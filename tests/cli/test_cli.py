@@ -357,6 +357,25 @@ def test_doctor_says_ok_for_a_set_channel_token_and_one_provider(
     assert "(1 provider, 1 agent)" in out and "ok    channel tg: A_BOT_TOKEN set" in out
 
 
+def test_doctor_checks_every_secret_variable_a_channel_names(
+    home: Home,
+    write_config: WriteConfig,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1")
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    write_config(
+        "providers:\n  m: {type: mock}\nagents:\n  main: {model: m/x}\nchannels:\n"
+        "  work: {type: slack, app_token_env: SLACK_APP_TOKEN, bot_token_env: SLACK_BOT_TOKEN}\n"
+        "  sig: {type: signal, base_url: 'http://127.0.0.1:8080', account: '+4915100000'}\n"
+    )
+    assert main(["doctor"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "FAIL  channel work: SLACK_BOT_TOKEN is not set (environment or .env)" in lines
+    assert "ok    channel sig: no secret to set" in lines
+
+
 @pytest.mark.parametrize("where", ["home", "parent"])
 def test_doctor_warns_when_a_workspace_contains_the_home(
     home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str], where: str

@@ -70,7 +70,7 @@ async def test_a_claim_reads_only_a_sessions_live_jobs_not_its_history(tmp_path:
 
         def plan(conn: Any) -> list[str]:
             sql = claim_sql(1)
-            rows = conn.execute("EXPLAIN QUERY PLAN " + sql, ("o", 0, "h", 1, 0, "turn", 0, 1))
+            rows = conn.execute("EXPLAIN QUERY PLAN " + sql, ("o", 0, "h", 1, 0, "turn", 0, "o", 1))
             return [str(row[3]) for row in rows.fetchall()]
 
         steps = await db.run(plan)

@@ -86,7 +86,7 @@ async def test_the_claim_and_finished_reads_go_through_indexes(tmp_path: Path) -
             lambda conn: [
                 " ; ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
                 for sql, params in [
-                    (claim_sql(1), ("o", 1.0, "h", 1, 1.0, "k", 1.0, 1)),
+                    (claim_sql(1), ("o", 1.0, "h", 1, 1.0, "k", 1.0, "o", 1)),
                     (
                         f"SELECT * FROM jobs WHERE status = 'failed' AND {FINISHED_SQL}"
                         " ORDER BY updated_at DESC LIMIT 5",
@@ -138,9 +138,9 @@ async def test_a_claim_of_one_job_builds_no_table_where_a_claim_of_several_build
             lambda conn: [
                 sum(row[1] == "OpenEphemeral" for row in conn.execute(f"EXPLAIN {sql}", params))
                 for sql, params in (
-                    (pick_sql(1), ("k", 1.0)),
+                    (pick_sql(1), ("k", 1.0, "owner")),
                     (LEASE_SQL, ("owner", 2.0, "host", 1, 1.0, 1)),
-                    (claim_sql(1), ("owner", 2.0, "host", 1, 1.0, "k", 1.0, 1)),
+                    (claim_sql(1), ("owner", 2.0, "host", 1, 1.0, "k", 1.0, "owner", 1)),
                 )
             ]
         )

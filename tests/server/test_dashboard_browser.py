@@ -360,3 +360,16 @@ async def test_the_chat_uploads_a_file_and_shows_sent_images_inline_and_other_fi
     await download.save_as(str(saved))
     assert saved.read_text() == "buy milk\n"
     assert page.errors == []
+
+
+async def test_the_overview_shows_each_channel_accounts_health(serve: Any, browser: Any) -> None:
+    extra = "channels:\n  tg:\n    type: telegram\n    token_env: TG_TOKEN\n"
+    served = await serve(mock_config(SCRIPT, extra=extra), token=False, workers=False)
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(served.url + "/app/")
+    line = page.locator("#ov-channels", has_text="tg: never started")
+    await line.wait_for(timeout=30_000)
+    assert await line.text_content() == "tg: never started · in never · out never"
+    assert errors == []

@@ -12,7 +12,7 @@ import pytest
 
 from habakkuk.channels import store as channel_store
 from habakkuk.channels.deliveries import reply_id
-from habakkuk.channels.store import ChannelStore, Prompt, SweepMark
+from habakkuk.channels.store import Activity, ChannelStore, Prompt, SweepMark
 from habakkuk.channels.sweep import ReplySweep
 from habakkuk.engine.errors import LeaseLost
 from habakkuk.engine.jobs import SCHEMA as CONTROL
@@ -330,3 +330,48 @@ async def test_an_older_prompts_table_gains_the_columns_added_since(control: Dat
         "main",
         "s1",
     )
+
+
+async def test_an_older_status_table_gains_the_activity_columns_with_full_precision(
+    control: Database,
+) -> None:
+    # As the first release left it: no last message in or out, no last error.
+    await control.write(
+        lambda conn: conn.execute(
+            "CREATE TABLE channel_status (account TEXT PRIMARY KEY, type TEXT NOT NULL,"
+            " state TEXT NOT NULL, holder TEXT NOT NULL DEFAULT '',"
+            " detail TEXT NOT NULL DEFAULT '', since DOUBLE PRECISION NOT NULL,"
+            " last_beat DOUBLE PRECISION, restarts BIGINT NOT NULL DEFAULT 0,"
+            " updated_at DOUBLE PRECISION NOT NULL)"
+        )
+    )
+    await control.write(
+        lambda conn: conn.execute(
+            "INSERT INTO channel_status(account, type, state, since, updated_at)"
+            " VALUES ('tg', 'telegram', 'connected', 1, 1)"
+        )
+    )
+    store = await ChannelStore.open(control)
+    await ChannelStore.open(control)  # a second start adds nothing twice
+    old = (await store.statuses())["tg"]
+    assert (old.last_in, old.last_out, old.last_error, old.last_error_at) == (None, None, "", None)
+    at = 1_765_000_000.123  # an epoch time to the millisecond: a 4-byte float would round it
+    await store.record("tg", Activity(last_in=at, last_out=at + 1))
+    found = (await store.statuses())["tg"]
+    assert (found.last_in, found.last_out) == (at, at + 1)
+
+
+async def test_the_last_error_stays_until_a_newer_one_replaces_it(store: ChannelStore) -> None:
+    await store.set_status("tg", "telegram", "backoff", error="getUpdates: 502 Bad Gateway")
+    first = (await store.statuses())["tg"]
+    assert first.last_error == "getUpdates: 502 Bad Gateway" and first.last_error_at is not None
+    # A state without an error, activity without one: the error and its time stay.
+    await store.set_status("tg", "telegram", "connected")
+    await store.record("tg", Activity(beat=5.0, last_in=6.0))
+    kept = (await store.statuses())["tg"]
+    assert (kept.last_error, kept.last_error_at) == (first.last_error, first.last_error_at)
+    assert (kept.last_beat, kept.last_in, kept.last_out) == (5.0, 6.0, None)
+    await store.record("tg", Activity(last_out=7.0, error="sendMessage: 403", error_at=8.0))
+    newer = (await store.statuses())["tg"]
+    assert (newer.last_error, newer.last_error_at) == ("sendMessage: 403", 8.0)
+    assert (newer.last_beat, newer.last_in, newer.last_out) == (5.0, 6.0, 7.0)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from habakkuk.engine import jobs as jobs_module
 from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest
 from habakkuk.engine.errors import LeaseLost
 from habakkuk.engine.jobs import (
@@ -329,6 +330,61 @@ async def test_another_hosts_live_lease_is_not_judged_by_its_pid(control: Databa
     assert await taker.claim(["k"]) is None
     job = await taker.get("a")
     assert job is not None and job.status == "running"
+
+
+# -- pinned jobs (a client of one process follows them live) -------------------------
+
+
+async def pin(control: Database, job_id: str, queue: JobQueue) -> None:
+    """Queue `job_id` (kind k) pinned to `queue`'s process."""
+    await control.write(lambda conn: enqueue_in(conn, job_id, "k", schema="main", node=queue.node))
+
+
+async def test_a_pinned_job_is_claimed_only_by_its_own_process(control: Database) -> None:
+    terminal, server = JobQueue(control), JobQueue(control)
+    await pin(control, "mine", terminal)
+    await server.enqueue("anyones", "k")
+    assert [lease.job.id for lease in await server.claim_many(["k"], 5)] == ["anyones"]
+    assert (await claimed(terminal, ["k"])).job.id == "mine"
+
+
+async def test_a_pinned_job_taken_back_from_a_dead_run_runs_anywhere(control: Database) -> None:
+    here = Owner.current()
+    terminal = JobQueue(control, owner=Owner(here.host, dead_pid(), "killed"))
+    await pin(control, "turn", terminal)
+    await claimed(terminal, ["k"])  # then the terminal is killed mid-turn
+    server = JobQueue(control, owner=here)
+    lease = await claimed(server, ["k"])  # its claim reaps: queued again, unpinned
+    assert (lease.job.id, lease.job.attempts) == ("turn", 2)
+
+
+async def test_a_pinned_job_given_back_at_a_clean_stop_runs_anywhere(
+    control: Database,
+) -> None:
+    terminal, server = JobQueue(control), JobQueue(control)
+    await pin(control, "turn", terminal)
+    await terminal.release(await claimed(terminal, ["k"]))  # the terminal quits mid-turn
+    assert (await claimed(server, ["k"])).job.id == "turn"
+
+
+async def test_a_job_still_queued_for_a_dead_process_is_freed(control: Database) -> None:
+    here = Owner.current()
+    terminal = JobQueue(control, owner=Owner(here.host, dead_pid(), "killed"))
+    live = JobQueue(control, owner=Owner("another-host", 1, "idle"))
+    await pin(control, "waiting", terminal)
+    await pin(control, "elsewhere", live)  # another host's: its pid says nothing here
+    server = JobQueue(control, owner=here)
+    assert (await claimed(server, ["k"])).job.id == "waiting"
+    assert await server.claim(["k"]) is None  # queued just now: within the grace
+
+
+async def test_another_hosts_pin_is_freed_after_the_grace_without_a_live_lease(
+    control: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    far = JobQueue(control, owner=Owner("another-host", 1, "gone"))
+    await pin(control, "stranded", far)
+    monkeypatch.setattr(jobs_module, "PIN_GRACE_SECONDS", -1.0)
+    assert (await claimed(JobQueue(control), ["k"])).job.id == "stranded"
 
 
 # -- pools ---------------------------------------------------------------------------

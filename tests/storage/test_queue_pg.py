@@ -227,7 +227,7 @@ async def test_the_claim_reads_the_queued_jobs_through_the_claim_index(nodes: No
             row[0]
             for row in conn.execute(
                 f"EXPLAIN {pg_claim_sql(True, False)}",
-                ("k", 1e12, 1, "o", 1.0, "h", 1, 1.0),
+                ("k", 1e12, "o", 1, "o", 1.0, "h", 1, 1.0),
             )
         ]
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import re
 import select
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any

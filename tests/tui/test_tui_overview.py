@@ -67,8 +67,9 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
         # This process's adapter stops first: live, it would record its own state over
         # the one written below (it restarts on a dropped poll, as on a loaded machine).
         await terminal.channels.supervisor.remove("tg")
-        # What a channel that keeps failing records (here or in another process).
+        # What a channel that keeps failing records in another process, which holds it.
         store = ChannelStore(terminal.queue.db)
+        assert await store.acquire_lease("channel:tg", "another:1:node", 600) is None
         await store.set_status("tg", "telegram", "fatal", detail="401 Unauthorized: bad token")
         await pilot.press("ctrl+o")
         screen = app.screen
@@ -88,6 +89,7 @@ async def test_overview_shows_the_listener_channels_mcp_usage_and_errors_whole(
         )
         channels = table_rows(screen.query_one("#channels", DataTable))
         assert channels[0][:3] == ["tg", "telegram", "fatal"]
+        assert channels[0][3].endswith(" ago") and channels[0][4:6] == ["never", "never"]
         [mcp] = table_rows(screen.query_one("#mcp", DataTable))
         assert mcp[:2] == ["files", "down"]
         # The row is cut to the screen; Enter shows the whole error.

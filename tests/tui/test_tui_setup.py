@@ -135,7 +135,7 @@ async def test_palette_reopens_setup_and_a_compatible_url_keeps_the_demo(
     app = make_app(home)
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot)
-        [entry] = [c for c in app.get_system_commands(app.screen) if c.title.startswith("Setup")]
+        [entry] = [c for c in app.get_system_commands(app.screen) if c.title.endswith("providers")]
         assert entry.title == "Setup: providers"
         entry.callback()
         await eventually(lambda: isinstance(app.screen, SetupScreen), what="setup again")

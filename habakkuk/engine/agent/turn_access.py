@@ -74,22 +74,35 @@ class TurnsAccess(Protocol):
         attended: bool = False,
         reply_to: ReplyTo | None = None,
         blocks: Sequence[Block] = (),
+        here: bool = False,
     ) -> str:
         """Queue a turn for `text` in the session; returns the turn id (a `turn_id` from
-        the message's cause makes a redelivery a no-op)."""
+        the message's cause makes a redelivery a no-op). `here`: run it in this process,
+        whose client follows it live (the terminal's chat), while this process lives."""
         ...
 
     async def submit_files(
-        self, session_id: str, text: str, paths: Sequence[str], *, attended: bool = False
+        self,
+        session_id: str,
+        text: str,
+        paths: Sequence[str],
+        *,
+        attended: bool = False,
+        here: bool = False,
     ) -> FilesTurn:
         """Queue a turn for `text` with the files at `paths` (on this machine) attached by
         the channels' attachments rule; each is copied to the agent's inbox."""
         ...
 
     async def compact_session(
-        self, session_id: str, *, job_id: str | None = None, reply_to: ReplyTo | None = None
+        self,
+        session_id: str,
+        *,
+        job_id: str | None = None,
+        reply_to: ReplyTo | None = None,
+        here: bool = False,
     ) -> str:
-        """Queue a compaction of the session; returns its job id."""
+        """Queue a compaction of the session; returns its job id (`here` as for submit)."""
         ...
 
     async def stop_turn(self, turn_id: str) -> str | None:

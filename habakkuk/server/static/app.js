@@ -183,6 +183,17 @@ async function refreshBadge() {
 
 // -- overview --------------------------------------------------------------------------
 
+// One account as the overview shows it: state and since when, the last message in and
+// out, and the last error with its time (channels/health.py says what each means).
+function channelLine(c) {
+  const at = (when) => (when ? new Date(when).toLocaleString() : "never");
+  let line = `${c.account}: ${c.state}`;
+  if (c.since) line += ` since ${at(c.since)}`;
+  line += ` · in ${at(c.last_in)} · out ${at(c.last_out)}`;
+  if (c.last_error) line += ` · last error ${at(c.last_error_at)}: ${c.last_error}`;
+  return line;
+}
+
 async function loadOverview() {
   const body = await api("/api/overview");
   $("ov-queue").textContent = `${body.queue.pending} queued · ${body.queue.running} running`;
@@ -190,7 +201,7 @@ async function loadOverview() {
   $("ov-schedules").textContent = `${body.schedules.enabled} of ${body.schedules.total} enabled`;
   $("ov-open-cards").textContent = String(body.open_cards);
   $("ov-channels").textContent = body.channels.length
-    ? body.channels.map((c) => `${c.account}: ${c.state}`).join(", ")
+    ? body.channels.map(channelLine).join("\n")
     : "web only";
   const nodes = $("ov-nodes");
   nodes.replaceChildren();

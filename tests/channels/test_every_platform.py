@@ -1,0 +1,227 @@
+"""One conversation, many surfaces: the same table of conversations held on every chat
+platform, each through its fake's driver (tests/channels/platform_driver.py).
+
+A person says hello and gets one reply; `/new` starts a session that has no memory of
+the last; `/stop` cancels a turn waiting on an approval, with nothing said after the
+stop notice; an approval is answered yes and no (by button where the platform has
+buttons, else by typing); a file from the person reaches the model, and the send_file
+tool brings a file to the person. Every row runs on every driver in DRIVERS: a platform
+joins the table with its `<kind>_driver` fixture (tests/channels/conftest.py) and one
+line here.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from habakkuk.engine.home import Home
+from habakkuk.runtime import Runtime
+from tests.channels.platform_driver import PlatformDriver
+from tests.conftest import mock_config
+from tests.helpers import eventually
+
+# Each platform's driver fixture; the lead appends one line per platform.
+DRIVERS = [
+    "telegram_driver",
+    "slack_driver",
+    "signal_driver",
+    "matrix_driver",
+    "discord_driver",
+    "wa_driver",
+]
+
+ECHO = "- 'echo: {input}'"
+APPROVAL = """
+- text: "Let me run it."
+  tool_calls:
+    - name: exec
+      arguments: {command: "echo approved-run"}
+- "all done"
+"""
+SEND_FILE = """
+- text: "Sending it."
+  tool_calls:
+    - name: send_file
+      arguments: {path: "report.txt", caption: "the report"}
+- "sent"
+"""
+# The gateway's approval buttons (channels/gateway.py), pressed where the platform has them.
+APPROVE, DENY = "✅ Approve", "❌ Deny"
+
+
+@dataclass
+class Chat:
+    """The person's chat with the bot on one platform, and the runtime answering it."""
+
+    driver: PlatformDriver
+    runtime: Runtime
+    home: Home
+
+    async def said(self, text: str) -> None:
+        """Wait until the bot said something containing `text`."""
+        await eventually(
+            lambda: any(text in said for said in self.driver.texts()),
+            what=f"{self.driver.kind}: the bot to say {text!r} (said {self.driver.texts()})",
+        )
+
+    async def settled(self) -> None:
+        """Wait until no turn or delivery is queued or running: all is said that will be."""
+
+        async def idle() -> bool:
+            depth = await self.runtime.turns.queue_depth()
+            return not any(
+                n
+                for (kind, status), n in depth.items()
+                if status in ("queued", "running")
+                and (kind == "turn" or kind.startswith("delivery:"))
+            )
+
+        await eventually(idle, what=f"{self.driver.kind}: every turn and delivery to finish")
+
+    async def answer(self, yes: bool) -> None:
+        """Answer the approval waiting: a button where there are buttons, else a word."""
+        if self.driver.has_buttons:
+            await self.driver.press(APPROVE if yes else DENY)
+        else:
+            await self.driver.say("yes" if yes else "no")
+
+    async def turns(self) -> list[str]:
+        """The status of every turn job, oldest first."""
+        rows = await self.runtime.queue.db.fetchall(
+            "SELECT status FROM jobs WHERE kind = 'turn' ORDER BY created_at"
+        )
+        return [str(row["status"]) for row in rows]
+
+    async def tool_result(self) -> str:
+        """The text of the first tool result in any session."""
+        for session in await self.runtime.sessions.list_sessions():
+            for stored in await self.runtime.sessions.messages(session.id):
+                for result in stored.message.tool_results:
+                    return result.text
+        raise AssertionError("no tool result")
+
+
+async def hello(chat: Chat) -> None:
+    await chat.driver.say("hello")
+    await chat.said("echo: hello")
+    await chat.settled()
+    assert chat.driver.texts() == ["echo: hello"]
+
+
+async def new_session(chat: Chat) -> None:
+    await chat.driver.say("remember apples")
+    await chat.said("echo: remember apples")
+    await chat.driver.say("/new")
+    await chat.said("New session started")
+    await chat.driver.say("what did I say?")
+    await chat.said("echo: what did I say?")
+    await chat.settled()
+    said: dict[str, list[str]] = {}
+    for session in await chat.runtime.sessions.list_sessions():
+        messages = await chat.runtime.sessions.messages(session.id)
+        said[session.id] = [m.message.text for m in messages if m.message.role == "user"]
+    # The fresh session holds the new question alone: nothing of the apples.
+    assert sorted(said.values()) == [["remember apples"], ["what did I say?"]]
+
+
+async def stop(chat: Chat) -> None:
+    await chat.driver.say("run the thing")
+    await chat.said("Approval needed")
+    await chat.driver.say("/stop")
+    await chat.said("Stopped.")
+    await chat.settled()
+    texts = chat.driver.texts()
+    assert texts[texts.index("Stopped.") :] == ["Stopped."]
+    assert not any("all done" in text for text in texts)
+    assert await chat.turns() == ["cancelled"]
+
+
+async def approve(chat: Chat) -> None:
+    await chat.driver.say("run the thing")
+    await chat.said("Approval needed")
+    await chat.answer(yes=True)
+    await chat.said("all done")
+    assert "approved-run" in await chat.tool_result()
+    assert await chat.turns() == ["done"]  # the answer started no turn of its own
+
+
+async def deny(chat: Chat) -> None:
+    await chat.driver.say("run the thing")
+    await chat.said("Approval needed")
+    await chat.answer(yes=False)
+    await chat.said("all done")
+    assert (await chat.tool_result()).startswith("denied")
+    assert await chat.turns() == ["done"]
+
+
+async def file_in(chat: Chat) -> None:
+    data = b"apples, pears and plums\n"
+    await chat.driver.send_file("notes.txt", data, "text/plain", caption="read this")
+    await chat.said("echo: read this")
+    [reply] = chat.driver.texts()
+    assert "notes.txt" in reply  # the model was told where the file is
+    [saved] = (chat.home.default_workspace("main") / "inbox").iterdir()
+    assert saved.name.endswith("notes.txt") and saved.read_bytes() == data
+
+
+async def file_out(chat: Chat) -> None:
+    await chat.driver.say("send me the report")
+    await chat.said("sent")
+    await chat.settled()
+    assert chat.driver.files() == [("report.txt", b"numbers\n")]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One row of the table: the model's script, its mode and what the person does."""
+
+    script: str
+    mode: str
+    play: Callable[[Chat], Awaitable[None]]
+
+
+CONVERSATIONS = {
+    "hello": Conversation(ECHO, "full", hello),
+    "new": Conversation(ECHO, "full", new_session),
+    "stop": Conversation(APPROVAL, "workspace", stop),
+    "approve": Conversation(APPROVAL, "workspace", approve),
+    "deny": Conversation(APPROVAL, "workspace", deny),
+    "file-in": Conversation(ECHO, "full", file_in),
+    "file-out": Conversation(SEND_FILE, "full", file_out),
+}
+
+
+@pytest.fixture(params=DRIVERS)
+def driver(request: pytest.FixtureRequest) -> PlatformDriver:
+    """Each platform's driver in turn."""
+    found: PlatformDriver = request.getfixturevalue(request.param)
+    return found
+
+
+@pytest.mark.parametrize("name", list(CONVERSATIONS))
+async def test_the_same_conversation_on_every_platform(
+    name: str,
+    driver: PlatformDriver,
+    runtime_factory: Any,
+    home: Home,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    conversation = CONVERSATIONS[name]
+    for variable, value in driver.env().items():
+        monkeypatch.setenv(variable, value)
+    workspace = home.default_workspace("main")
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "report.txt").write_bytes(b"numbers\n")
+    account = driver.kind
+    channel = f"channels:\n  {account}:\n" + textwrap.indent(driver.channel_yaml(account), "    ")
+    config = mock_config(conversation.script, mode=conversation.mode, extra=channel)
+    runtime: Runtime = await runtime_factory(config)
+    runtime.start_workers()
+    assert runtime.channels is not None
+    await runtime.channels.started()
+    await conversation.play(Chat(driver, runtime, home))
