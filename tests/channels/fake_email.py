@@ -16,6 +16,7 @@ import contextlib
 import functools
 import imaplib
 import itertools
+import json
 import os
 import pwd
 import re
@@ -354,8 +355,25 @@ class MailDriver:
         self.bot = bot
         self.subject = ""
         self.thread: list[str] = []  # the Message-IDs of the conversation so far
+        self.account = ""  # the channel's name, once channel_yaml was asked for
+
+    async def ready(self) -> None:
+        """Wait (bounded) until the adapter took its place in the INBOX: its first start
+        answers nothing that came before (read from its state file under the home)."""
+        home = os.environ.get("HABAKKUK_HOME")
+        if not self.account or not home:
+            return
+        path = Path(home) / "channels" / f"email-{self.account}.json"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                if json.loads(path.read_text())["uidvalidity"]:
+                    return
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"the email adapter did not take its position ({path})")
 
     def channel_yaml(self, name: str) -> str:
+        self.account = name
         return (
             "type: email\n"
             f"imap: 127.0.0.1:{self.dovecot.imap_port}\n"
@@ -415,6 +433,7 @@ class MailDriver:
     async def _in_thread(
         self, text: str, files: list[tuple[str, bytes, str]] | None = None
     ) -> None:
+        await self.ready()
         if not self.thread:
             self.subject = text.splitlines()[0] if text.strip() else "A file"
         newest = self.sent()[-1].message_id if self.sent() else ""

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from tests.channels.fake_email import DOVECOT, PASSWORD, Dovecot, MailDriver, SmtpServer
+from tests.channels.platform_driver import PlatformDriver
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +35,9 @@ async def mail(dovecot: Dovecot, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
         yield MailDriver(dovecot, smtp, bot)
     finally:
         await smtp.stop()
+
+
+@pytest.fixture
+def email_driver(mail: MailDriver) -> PlatformDriver:
+    """The email driver of the one-table test (tests/channels/test_every_platform.py)."""
+    return mail
