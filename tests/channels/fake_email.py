@@ -66,7 +66,8 @@ def make_certificate(folder: Path) -> tuple[Path, Path]:
 class Dovecot:
     """A Dovecot IMAP server of our own on 127.0.0.1 (start / stop)."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra_config: str = "") -> None:
+        self.extra_config = extra_config  # more settings (e.g. imap_capability without IDLE)
         self.root = Path(tempfile.mkdtemp(prefix="hk-dovecot-"))
         self.imap_port = 0
         self.imaps_port = 0
@@ -132,6 +133,7 @@ service imap-login {{
 service anvil {{
   chroot =
 }}
+{self.extra_config}
 """
         )
         self._process = subprocess.Popen(
@@ -184,6 +186,17 @@ service anvil {{
             status, answer = connection.append("INBOX", "", None, raw)
             if status != "OK":
                 raise RuntimeError(f"APPEND refused: {answer!r}")
+        finally:
+            connection.logout()
+
+    def capabilities(self, user: str) -> tuple[str, ...]:
+        """What the server offers `user` once logged in."""
+        connection = imaplib.IMAP4("127.0.0.1", self.imap_port, timeout=10)
+        try:
+            connection.login(user, PASSWORD)
+            connection.capabilities = ()
+            status, answer = connection.capability()
+            return tuple(str(answer[0].decode()).split()) if status == "OK" and answer[0] else ()
         finally:
             connection.logout()
 

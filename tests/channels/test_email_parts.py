@@ -3,6 +3,8 @@ setup check and TLS against the real servers (Dovecot, aiosmtpd)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import stat
 from email import policy
 from email.message import EmailMessage
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from habakkuk.channels.adapter import Address
+from habakkuk.channels.adapter import Address, InboundMessage
 from habakkuk.channels.email import SETUP, EmailAdapter, check_setup
 from habakkuk.channels.email_format import (
     Outgoing,
@@ -24,7 +26,9 @@ from habakkuk.channels.email_format import (
 from habakkuk.channels.email_state import EmailState, thread_key
 from habakkuk.channels.platforms import SetupCheckFailed
 from habakkuk.engine.channel_config import ChannelConfig, origin_taint
+from habakkuk.engine.timeouts import wait_within
 from tests.channels.fake_email import PASSWORD, Dovecot, MailDriver, SmtpServer
+from tests.helpers import eventually
 
 
 def raw(text: str = "hi", **headers: str) -> bytes:
@@ -224,3 +228,116 @@ async def test_tls_connections_verify_the_servers_certificate(
         assert received.message["Subject"] == "over TLS"
     finally:
         await smtp.stop()
+
+
+def test_encoded_headers_and_file_names_are_read_decoded() -> None:
+    message = EmailMessage()
+    message["From"] = "Jürgen Groß <jurgen@example.de>"
+    message["Subject"] = "Grüße aus München"
+    message.set_content("Hallo")
+    message.add_attachment(b"x", maintype="application", subtype="pdf", filename="Bücher.pdf")
+    mail = parse(message.as_bytes(), "x@y")
+    assert (mail.sender_name, mail.subject) == ("Jürgen Groß", "Grüße aus München")
+    assert [p.name for p in mail.parts] == ["Bücher.pdf"]
+    out = Outgoing("bot@example.org", "jurgen@example.de", "Re: Grüße", "Tschüss", "hk.2@x")
+    again = BytesParser(policy=policy.default).parsebytes(build_message(out, 0).as_bytes())
+    assert again["Subject"] == "Re: Grüße"
+
+
+async def test_without_idle_the_mailbox_is_polled() -> None:
+    # A Dovecot that does not offer IDLE: the adapter checks every poll_timeout seconds.
+    server = Dovecot(extra_config="imap_capability = IMAP4rev1 LITERAL+ UIDPLUS")
+    await asyncio.to_thread(server.start)
+    try:
+        bot = server.add_user()
+        assert "IDLE" not in await asyncio.to_thread(server.capabilities, bot)
+        config = ChannelConfig(
+            type="email",
+            imap=f"127.0.0.1:{server.imap_port}",
+            smtp="127.0.0.1:25",
+            username=bot,
+            password_env="MAIL_PASSWORD",
+            address=bot,
+            poll_timeout=1,
+        )
+        config.name = "mail"
+        config.tls_mode = "plain"
+        adapter = EmailAdapter(config, PASSWORD, server.root / "state.json")
+        got: list[InboundMessage] = []
+        arrived = asyncio.Event()
+        beats: list[float] = []
+
+        async def inbox(message: InboundMessage) -> None:
+            got.append(message)
+            arrived.set()
+
+        run = asyncio.create_task(adapter.run(inbox, lambda: beats.append(0.0)))
+        await eventually(lambda: adapter.state.uidvalidity != 0, what="positioned")
+        mail = EmailMessage()
+        mail["From"] = "alice@example.org"
+        mail["Subject"] = "polled"
+        mail["Message-ID"] = "<polled@example.org>"
+        mail.set_content("found by a poll")
+        await asyncio.to_thread(server.append, bot, mail.as_bytes())
+        await wait_within(arrived.wait(), 20)
+        count = len(beats)
+        await eventually(lambda: len(beats) > count, what="a beat on a poll with nothing new")
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+        await adapter.close()
+        [message] = got
+        assert (message.message_id, message.text) == (
+            "polled@example.org",
+            "polled\n\nfound by a poll",
+        )
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+def _mail(subject: str) -> bytes:
+    message = EmailMessage()
+    message["From"] = "alice@example.org"
+    message["Subject"] = subject
+    message["Message-ID"] = f"<{subject}@example.org>"
+    message.set_content(subject)
+    return message.as_bytes()
+
+
+async def test_a_recreated_mailbox_is_taken_from_its_current_end(
+    dovecot: Dovecot, tmp_path: Path
+) -> None:
+    bot = dovecot.add_user()
+    await asyncio.to_thread(dovecot.append, bot, _mail("before"))
+    # Saved for another INBOX (another UIDVALIDITY) at its very start.
+    state = tmp_path / "state.json"
+    EmailState(uidvalidity=12345, last_uid=0).save(state)
+    config = ChannelConfig(
+        type="email",
+        imap=f"127.0.0.1:{dovecot.imap_port}",
+        smtp="127.0.0.1:25",
+        username=bot,
+        password_env="MAIL_PASSWORD",
+        address=bot,
+    )
+    config.name = "mail"
+    config.tls_mode = "plain"
+    adapter = EmailAdapter(config, PASSWORD, state)
+    got: list[str] = []
+
+    async def inbox(message: InboundMessage) -> None:
+        got.append(message.message_id)
+
+    run = asyncio.create_task(adapter.run(inbox, lambda: None))
+    try:
+        await eventually(lambda: adapter.state.uidvalidity != 12345, what="repositioned")
+        await asyncio.to_thread(dovecot.append, bot, _mail("after"))
+        await eventually(
+            lambda: EmailState.load(state).last_uid == 2, what="the new mail handed over"
+        )
+    finally:
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+        await adapter.close()
+    assert got == ["after@example.org"]  # the mail already there was not answered
