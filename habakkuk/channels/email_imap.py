@@ -26,6 +26,7 @@ from habakkuk.engine.timeouts import wait_within
 _LITERAL = re.compile(rb"\{(\d+)\+?\}$")
 _TAGGED = re.compile(rb"^(\S+) (OK|NO|BAD)\b ?(.*)$", re.IGNORECASE | re.DOTALL)
 _CODE = re.compile(rb"\[([A-Z-]+) ?([^\]]*)\]", re.IGNORECASE)
+FETCH_TIMEOUT = 300.0  # a response carrying a message of 25 MB on a slow line
 LINE_LIMIT = 1 << 20  # a response line longer than this is a broken server, not mail
 
 
@@ -159,17 +160,34 @@ class ImapClient:
             uidnext = int(found.group(1)) if found else 1
         return Mailbox(validity, uidnext)
 
-    async def fetch_from(self, first_uid: int) -> list[Fetched]:
-        """The messages whose UID is `first_uid` or higher, in UID order (bodies PEEKed,
-        so nothing is marked seen by reading)."""
-        untagged = await self.command("UID FETCH", f"{first_uid}:*", "(UID BODY.PEEK[])")
+    async def fetch_from(self, first_uid: int, limit: int = 100) -> list[Fetched]:
+        """Up to `limit` messages whose UID is `first_uid` or higher, in UID order (bodies
+        PEEKed, so nothing is marked seen by reading). The UIDs are asked first: `n:*`
+        also matches the highest UID when it is below n (RFC 3501 6.4.8), whose body
+        must not be fetched again on every wake."""
+        listed = await self.command("UID FETCH", f"{first_uid}:*", "(UID)")
+        uids = sorted(
+            {
+                int(match.group(1))
+                for response in listed
+                if (match := re.search(rb"\bUID (\d+)", response.text)) is not None
+            }
+        )
+        wanted = [uid for uid in uids if uid >= first_uid][:limit]
+        if not wanted:
+            return []
+        untagged = await self.command(
+            "UID FETCH",
+            f"{wanted[0]}:{wanted[-1]}",
+            "(UID BODY.PEEK[])",
+            timeout=max(self.timeout, FETCH_TIMEOUT),
+        )
         found: list[Fetched] = []
         for response in untagged:
             uid = re.search(rb"\bUID (\d+)", response.text)
             if uid is None or b"FETCH" not in response.text.upper() or not response.literals:
                 continue
-            # `n:*` also matches the highest UID when it is below n (RFC 3501 6.4.8).
-            if int(uid.group(1)) >= first_uid:
+            if first_uid <= int(uid.group(1)) <= wanted[-1]:
                 found.append(Fetched(int(uid.group(1)), response.literals[-1]))
         return sorted(found, key=lambda f: f.uid)
 
@@ -207,12 +225,13 @@ class ImapClient:
         heard()
         return news
 
-    async def command(self, name: str, *args: str) -> list[Response]:
-        """Send one command; its untagged responses, or ImapError on NO/BAD."""
+    async def command(self, name: str, *args: str, timeout: float | None = None) -> list[Response]:
+        """Send one command; its untagged responses, or ImapError on NO/BAD or when the
+        server does not answer within `timeout` (default: the client's) per response."""
         tag = self._next_tag()
         line = " ".join([tag, name, *args])
         await self._send(line.encode() + b"\r\n")
-        return await self._until_tagged(tag, name)
+        return await self._until_tagged(tag, name, timeout)
 
     # -- the wire ---------------------------------------------------------------------
 
@@ -229,10 +248,16 @@ class ImapClient:
         except (OSError, TimeoutError) as exc:
             raise ImapError(f"send: {type(exc).__name__}: {exc}".rstrip(": ")) from None
 
-    async def _until_tagged(self, tag: str, name: str) -> list[Response]:
+    async def _until_tagged(
+        self, tag: str, name: str, timeout: float | None = None
+    ) -> list[Response]:
         untagged: list[Response] = []
+        seconds = timeout or self.timeout
         while True:
-            response = await wait_within(self._read_response(), self.timeout)
+            try:
+                response = await wait_within(self._read_response(), seconds)
+            except TimeoutError:
+                raise ImapError(f"{name}: no answer within {seconds:.0f} s") from None
             done = _TAGGED.match(response.text)
             if done is not None and done.group(1) == tag.encode():
                 if done.group(2).upper() != b"OK":

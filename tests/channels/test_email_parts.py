@@ -23,6 +23,7 @@ from habakkuk.channels.email_format import (
     reply_subject,
     strip_quoted,
 )
+from habakkuk.channels.email_imap import ImapClient
 from habakkuk.channels.email_state import EmailState, thread_key
 from habakkuk.channels.platforms import SetupCheckFailed
 from habakkuk.engine.channel_config import ChannelConfig, origin_taint
@@ -341,3 +342,22 @@ async def test_a_recreated_mailbox_is_taken_from_its_current_end(
             await run
         await adapter.close()
     assert got == ["after@example.org"]  # the mail already there was not answered
+
+
+async def test_fetching_takes_batches_and_never_the_newest_again(dovecot: Dovecot) -> None:
+    bot = dovecot.add_user()
+    for subject in ("one", "two", "three"):
+        await asyncio.to_thread(dovecot.append, bot, _mail(subject))
+    client = ImapClient("127.0.0.1", dovecot.imap_port, "plain")
+    await client.connect()
+    try:
+        await client.login(bot, PASSWORD)
+        box = await client.select("INBOX")
+        assert box.uidnext == 4
+        first = await client.fetch_from(1, limit=2)
+        assert [f.uid for f in first] == [1, 2]
+        assert b"Subject: one" in first[0].body
+        assert [f.uid for f in await client.fetch_from(3)] == [3]
+        assert await client.fetch_from(4) == []  # `4:*` names UID 3 too: not taken
+    finally:
+        await client.logout()
