@@ -45,6 +45,7 @@ _ATTRIBUTION = re.compile(
 _FORWARD_BAR = re.compile(
     r"^\s*-{2,}\s*(original message|ursprüngliche nachricht)\s*-{2,}\s*$", re.I
 )
+MAX_ID = 250
 _UTF8 = Charset("utf-8")
 _UTF8.body_encoding = QP  # replies stay readable as they travel (not base64)
 _RE = re.compile(r"^\s*((re|aw|sv|antw)\s*:\s*)+", re.IGNORECASE)
@@ -115,8 +116,12 @@ def _header(message: Message, name: str) -> str:
 
 
 def message_ids(header: str) -> list[str]:
-    """The `<id>`s of a Message-ID, In-Reply-To or References header, brackets removed."""
-    return _MESSAGE_ID.findall(header)
+    """The `<id>`s of a Message-ID, In-Reply-To or References header, brackets removed.
+    An id longer than any real one is replaced by its digest: it becomes part of job ids."""
+    return [
+        found if len(found) <= MAX_ID else "h." + hashlib.sha256(found.encode()).hexdigest()[:32]
+        for found in _MESSAGE_ID.findall(header)
+    ]
 
 
 def _automatic(message: Message) -> bool:

@@ -361,3 +361,10 @@ async def test_fetching_takes_batches_and_never_the_newest_again(dovecot: Doveco
         assert await client.fetch_from(4) == []  # `4:*` names UID 3 too: not taken
     finally:
         await client.logout()
+
+
+def test_an_overlong_message_id_is_kept_as_its_digest() -> None:
+    long_id = "x" * 400 + "@example.org"
+    mail = parse(raw(Message_ID=f"<{long_id}>", In_Reply_To=f"<{long_id}>"), "f@x")
+    assert mail.message_id.startswith("h.") and len(mail.message_id) == 34
+    assert mail.in_reply_to == mail.message_id  # the same id always gives the same digest
