@@ -118,7 +118,6 @@ class MatrixAdapter(Adapter):
                 f"channels.{self.account}.user_id: the token belongs to "
                 f"{me.get('user_id', '?')}, not {self.user_id}"
             )
-        beat()
         with contextlib.suppress(MatrixRefused):  # no display name set
             profile = await self.api.request("GET", f"/profile/{path(self.user_id)}/displayname")
             self.display_name = str(profile.get("displayname") or "")
@@ -127,10 +126,11 @@ class MatrixAdapter(Adapter):
             # First start: take the current position; what is already there stays unanswered
             # (pending invites are still answered: they would never come again).
             first = await self._sync(None, 0)
-            beat()
             await self._invites(first.invites)
             since = first.next_batch
             await self.store.save_offset(self.account, since)
+        # Up once it listens from a position: a message sent from now on is answered.
+        beat()
         while True:
             try:
                 batch = await self._sync(since, self.config.poll_timeout * 1000)

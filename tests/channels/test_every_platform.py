@@ -23,7 +23,7 @@ from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
 from tests.channels.platform_driver import PlatformDriver
 from tests.conftest import mock_config
-from tests.helpers import eventually
+from tests.helpers import PROCESS_BOUND, eventually
 
 # Each platform's driver fixture; the lead appends one line per platform.
 DRIVERS = [
@@ -225,4 +225,8 @@ async def test_the_same_conversation_on_every_platform(
     runtime.start_workers()
     assert runtime.channels is not None
     await runtime.channels.started()
+    # The person talks to a bot that is up (Matrix answers nothing sent before it
+    # first took its position).
+    up = await runtime.channels.supervisor.wait_adapter(account, timeout=PROCESS_BOUND)
+    assert up is not None, f"the {account} adapter did not connect"
     await conversation.play(Chat(driver, runtime, home))
