@@ -33,6 +33,7 @@ from email.message import Message
 from pathlib import Path
 
 from habakkuk.engine.channel_config import ChannelConfig
+from habakkuk.engine.home import write_private_file
 
 from .adapter import (
     Adapter,
@@ -161,7 +162,8 @@ class EmailAdapter(Adapter):
         await self._outbox.close()
 
     async def _save(self) -> None:
-        await asyncio.to_thread(self.state.save, self.state_path)
+        # The text is made here, on the loop, where sends change the state too.
+        await asyncio.to_thread(write_private_file, self.state_path, self.state.dumps())
 
     def convert(self, uid: int, raw: bytes) -> InboundMessage | None:
         """One fetched message as an InboundMessage (None for our own and automatic mail)."""

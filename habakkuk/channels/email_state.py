@@ -77,6 +77,11 @@ class EmailState:
 
     def save(self, path: Path) -> None:
         """Write the state to `path` atomically, 0600."""
+        write_private_file(path, self.dumps())
+
+    def dumps(self) -> str:
+        """The state as the file's JSON (taken on the event loop: the adapter writes the
+        text in a thread while sends go on changing the threads)."""
         data = {
             "uidvalidity": self.uidvalidity,
             "last_uid": self.last_uid,
@@ -86,7 +91,7 @@ class EmailState:
                 for mid, m in self.messages.items()
             },
         }
-        write_private_file(path, json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     def thread_of(self, message_id: str, in_reply_to: str, references: list[str]) -> str:
         """The thread key of an incoming message: the thread of the message it answers
