@@ -151,6 +151,9 @@ class EmailAdapter(Adapter):
                     beat()
         except ImapError as exc:
             raise SendError(f"imap {self.imap_host}:{self.imap_port}: {exc}") from None
+        except asyncio.CancelledError:
+            await client.close()  # stopped mid-command: no LOGOUT to wait for
+            raise
         finally:
             self._client = None
             await client.logout()
