@@ -33,6 +33,11 @@ class SmtpLink:
         self._client: aiosmtplib.SMTP | None = None
         self._lock = asyncio.Lock()
 
+    @property
+    def connected(self) -> bool:
+        """Whether a connection is kept now."""
+        return self._client is not None and self._client.is_connected
+
     async def send(self, message: Message) -> None:
         """Send `message` to its To address (aiosmtplib's errors propagate)."""
         import aiosmtplib

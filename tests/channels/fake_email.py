@@ -284,13 +284,17 @@ class Received:
 class SmtpServer:
     """aiosmtpd on 127.0.0.1: plain, implicit TLS or STARTTLS, login required."""
 
-    def __init__(self, user: str, *, tls: str = "plain", cert: Path | None = None) -> None:
+    def __init__(
+        self, user: str, *, tls: str = "plain", cert: Path | None = None, idle: float = 300
+    ) -> None:
         self.user = user
+        self.idle = idle  # seconds before the server drops a silent connection
         self.tls = tls
         self.cert = cert
         self.port = 0
         self.received: list[Received] = []
         self.refuse_with = ""  # an SMTP reply to every DATA ("554 ...") when set
+        self.connections = 0  # how many connections the server was opened
         self.attempts: list[str] = []  # the Message-ID of every DATA, accepted or not
         self.hold_next = 0  # hold this many DATA commands unanswered until `released`
         self.released = asyncio.Event()
@@ -315,6 +319,7 @@ class SmtpServer:
         handler = _Recorder(self)
 
         def protocol() -> SMTP:
+            self.connections += 1
             return SMTP(
                 handler,
                 hostname="localhost",
@@ -323,6 +328,7 @@ class SmtpServer:
                 auth_require_tls=self.tls == "starttls",
                 require_starttls=self.tls == "starttls",
                 tls_context=context if self.tls == "starttls" else None,
+                timeout=self.idle,
             )
 
         loop = asyncio.get_running_loop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import stat
+from dataclasses import replace
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
@@ -24,6 +25,7 @@ from habakkuk.channels.email_format import (
     strip_quoted,
 )
 from habakkuk.channels.email_imap import ImapClient
+from habakkuk.channels.email_smtp import SmtpLink
 from habakkuk.channels.email_state import EmailState, thread_key
 from habakkuk.channels.platforms import SetupCheckFailed
 from habakkuk.engine.channel_config import ChannelConfig, origin_taint
@@ -368,3 +370,24 @@ def test_an_overlong_message_id_is_kept_as_its_digest() -> None:
     mail = parse(raw(Message_ID=f"<{long_id}>", In_Reply_To=f"<{long_id}>"), "f@x")
     assert mail.message_id.startswith("h.") and len(mail.message_id) == 34
     assert mail.in_reply_to == mail.message_id  # the same id always gives the same digest
+
+
+async def test_replies_share_a_connection_and_survive_the_server_dropping_it(
+    dovecot: Dovecot,
+) -> None:
+    bot = dovecot.add_user()
+    smtp = SmtpServer(bot, idle=0.3)  # drops a connection silent for 0.3 s
+    await smtp.start()
+    link = SmtpLink("127.0.0.1", smtp.port, "plain", bot, PASSWORD)
+    try:
+        out = Outgoing(bot, "alice@example.org", "hi", "one", "hk.a@example.org")
+        await link.send(build_message(out, 0))
+        await link.send(build_message(replace(out, markdown="two"), 0))
+        assert link.connected and smtp.connections == 1  # the second went on the first's
+        await eventually(lambda: not link.connected, what="the server to drop the connection")
+        await link.send(build_message(replace(out, markdown="three"), 0))
+        assert [r.text for r in smtp.received] == ["one", "two", "three"]
+        assert smtp.connections == 2
+    finally:
+        await link.close()
+        await smtp.stop()
