@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # imported when used: neonize loads its Go library (0.7 s)
 # closed capture (no fileno). So it is imported here, with the session's own stderr.
 
 # Under pytest-xdist, syrupy's unused-snapshot check is done for the whole run.
-pytest_plugins = ["tests.snapshot_workers", "tests.pg_fixtures"]
+pytest_plugins = ["tests.snapshot_workers", "tests.pg_fixtures", "tests.channels.mail_fixtures"]
 
 # Tests must never reach a real provider or read the developer's home.
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "HABAKKUK_HOME"):

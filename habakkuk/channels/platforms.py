@@ -36,6 +36,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "matrix": "habakkuk.channels.matrix",
     "discord": "habakkuk.channels.discord",
     "whatsapp": "habakkuk.channels.whatsapp",
+    "email": "habakkuk.channels.email",
 }
 
 

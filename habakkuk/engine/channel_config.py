@@ -218,3 +218,19 @@ def _check_agents(channel: ChannelConfig, agents: Collection[str], path: Path) -
 
 def _article(word: str) -> str:
     return "an" if word[:1] in "aeiou" else "a"
+
+
+# Channel types whose every message is outside content: mail reaches the agent from anyone
+# who knows the address, so a session such a channel starts is tainted from its first turn
+# (spec 000 "Memory": a session bound to an email channel starts tainted).
+TAINTED_TYPES: frozenset[str] = frozenset({"email"})
+
+
+def origin_taint(origin: str, channels: Mapping[str, ChannelConfig]) -> str:
+    """Why a session of `origin` ("channel:NAME") starts tainted ("email channel NAME"),
+    or "" when it does not."""
+    kind, _, name = origin.partition(":")
+    channel = channels.get(name) if kind == "channel" else None
+    if channel is None or channel.type not in TAINTED_TYPES:
+        return ""
+    return f"{channel.type} channel {name}"

@@ -33,6 +33,7 @@ DRIVERS = [
     "matrix_driver",
     "discord_driver",
     "wa_driver",
+    "email_driver",
 ]
 
 ECHO = "- 'echo: {input}'"

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..channel_config import origin_taint
 from ..config import (
     AgentConfig,
     Config,
@@ -340,6 +341,9 @@ class TurnRunner:
             stopped_by_user=lambda: lease.stop_reason == "user",
         )
         context.taint = await self._resumed_taint(context, view)
+        # A session an email channel started reads outside content in every turn.
+        if started_tainted := origin_taint(session.origin, deps.config.channels):
+            context.taint.mark(started_tainted)
         snapshot = deps.checkpoint_for(agent, session, task) if deps.checkpoint_for else None
         if snapshot is not None:
             context.checkpoint = once_per_turn(snapshot, f"turn {job.id}")
