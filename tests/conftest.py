@@ -173,10 +173,10 @@ def load_neonize() -> None:
         import neonize  # noqa: F401
 
 
-def pytest_collectstart(collector: pytest.Collector) -> None:
-    """A WhatsApp test module imports neonize: load it first, quietly (load_neonize)."""
-    if isinstance(collector, pytest.Module) and "whatsapp" in collector.path.name:
-        load_neonize()
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Load neonize quietly (load_neonize) before any test: besides the WhatsApp tests,
+    whatever lists the chat platforms (setup, the one-table test) imports it."""
+    load_neonize()
 
 
 @pytest.fixture
