@@ -28,11 +28,15 @@ async def check_setup(config: ChannelConfig, secrets: Mapping[str, str]) -> str:
     async with aiohttp.ClientSession() as http:
         try:
             me = await WebApi(base, bot, http).identity()
-        except (SendError, FatalAdapterError) as exc:
+        except FatalAdapterError as exc:
             raise SetupCheckFailed(f"Slack refused the bot token: {exc}") from None
+        except SendError as exc:  # unreachable, or an answer that is not Slack's
+            raise SetupCheckFailed(f"cannot check the bot token at {base}: {exc}") from None
         try:
             await WebApi(base, app, http).call("apps.connections.open", form=True)
-        except (SendError, FatalAdapterError) as exc:
+        except SendError as exc:
+            raise SetupCheckFailed(f"cannot check the app-level token at {base}: {exc}") from None
+        except FatalAdapterError as exc:
             raise SetupCheckFailed(
                 f"Slack refused the app-level token: {exc} "
                 "(it needs connections:write, and Socket Mode turned on)"
