@@ -28,7 +28,7 @@ from habakkuk.channels.email_imap import ImapClient
 from habakkuk.channels.email_smtp import SmtpLink
 from habakkuk.channels.email_state import EmailState, thread_key
 from habakkuk.channels.platforms import SetupCheckFailed
-from habakkuk.engine.channel_config import ChannelConfig, origin_taint
+from habakkuk.engine.channel_config import ChannelConfig, TlsMode, origin_taint
 from habakkuk.engine.timeouts import wait_within
 from tests.channels.fake_email import PASSWORD, Dovecot, MailDriver, SmtpServer
 from tests.helpers import eventually
@@ -183,7 +183,7 @@ def test_only_email_channels_start_sessions_tainted() -> None:
 
 
 def account(
-    dovecot: Dovecot, smtp: SmtpServer, bot: str, tls: str, imap_port: int
+    dovecot: Dovecot, smtp: SmtpServer, bot: str, tls: TlsMode, imap_port: int
 ) -> ChannelConfig:
     config = ChannelConfig(
         type="email",
@@ -194,7 +194,7 @@ def account(
         address=bot,
     )
     config.name = "mail"
-    config.tls_mode = tls  # type: ignore[assignment]
+    config.tls_mode = tls
     return config
 
 
@@ -209,7 +209,7 @@ async def test_setup_check_logs_in_to_both_servers(mail: MailDriver) -> None:
 
 @pytest.mark.parametrize("tls", ["implicit", "starttls"])
 async def test_tls_connections_verify_the_servers_certificate(
-    dovecot: Dovecot, tls: str, monkeypatch: pytest.MonkeyPatch
+    dovecot: Dovecot, tls: TlsMode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bot = dovecot.add_user()
     smtp = SmtpServer(bot, tls=tls, cert=dovecot.cert)
