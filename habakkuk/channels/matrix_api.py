@@ -22,6 +22,7 @@ from urllib.parse import quote
 import aiohttp
 
 from .adapter import FatalAdapterError, RetryAfter, SendError, Undeliverable
+from .http_download import read_capped
 
 CLIENT = "/_matrix/client/v3"
 FATAL_CODES = frozenset({"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN", "M_USER_DEACTIVATED"})
@@ -207,11 +208,6 @@ class MatrixClient:
                     raise mapped_error(
                         what, response.status, error, response.headers.get("Retry-After")
                     )
-                data = bytearray()
-                async for piece in response.content.iter_chunked(65536):
-                    data.extend(piece)
-                    if len(data) > limit:
-                        raise Undeliverable(f"{mxc} is over {limit // (1024 * 1024)} MB")
-                return bytes(data)
+                return await read_capped(response, limit, mxc)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise SendError(f"{what}: {type(exc).__name__}: {exc}".rstrip(": ")) from None

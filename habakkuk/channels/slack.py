@@ -55,6 +55,7 @@ from .adapter import (
     Undeliverable,
     Unsupported,
 )
+from .http_download import read_capped
 from .platforms import AdapterContext
 from .slack_api import DEFAULT_BASE_URL, Identity, SlackRefused, WebApi
 from .slack_events import (
@@ -392,12 +393,7 @@ class SlackAdapter(Adapter):
                     raise Undeliverable(
                         f"download {attachment.name}: Slack refused (the app needs files:read)"
                     )
-                data = bytearray()
-                async for piece in response.content.iter_chunked(65536):
-                    data.extend(piece)
-                    if len(data) > self.max_file_bytes:
-                        raise Undeliverable(f"{attachment.name} is over 25 MB")
-                return bytes(data)
+                return await read_capped(response, self.max_file_bytes, attachment.name)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise SendError(f"download {attachment.name}: {type(exc).__name__}") from None
 

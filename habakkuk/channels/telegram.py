@@ -43,6 +43,7 @@ from .adapter import (
     Unsupported,
 )
 from .format import TELEGRAM_LIMIT, html_to_plain, markdown_chunks
+from .http_download import read_capped
 from .platforms import AdapterContext, PlatformSetup, SetupCheckFailed, SetupField
 from .store import ChannelStore
 
@@ -342,12 +343,7 @@ class TelegramAdapter(Adapter):
             ) as response:
                 if response.status != 200:
                     raise SendError(f"download {attachment.name}: HTTP {response.status}")
-                data = bytearray()
-                async for piece in response.content.iter_chunked(65536):
-                    data.extend(piece)
-                    if len(data) > self.max_file_bytes:
-                        raise Undeliverable(f"{attachment.name} is over 25 MB")
-                return bytes(data)
+                return await read_capped(response, self.max_file_bytes, attachment.name)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise SendError(f"download {attachment.name}: {exc}") from None
 
