@@ -1,23 +1,21 @@
 """Markdown to Telegram's HTML, cut into chunks Telegram accepts.
 
 Telegram's HTML mode knows b, i, s, u, code, pre, a and blockquote, and
-rejects a message over 4096 characters or with unbalanced tags. So the text is
-split into units (paragraphs and fenced code blocks) that are rendered on
-their own, which keeps every chunk's tags balanced, and units are packed into
-chunks by their rendered length. A unit too big for one chunk is split by
-lines (a code block reopens its fence in every piece), and a single line too
-big by characters. Chunking is deterministic: the same text always gives the
-same chunks, which is what lets a retried delivery resume at a chunk index.
+rejects a message over 4096 characters or with unbalanced tags. The shared
+chunker (chunking.py) renders each paragraph and code block on its own, which
+keeps every chunk's tags balanced; this module says how a unit renders.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
+
+from .chunking import Renderer, chunks
 
 TELEGRAM_LIMIT = 4096
 
-_FENCE = re.compile(r"^(\s*)(```|~~~)(.*)$")
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+|mailto:[^)\s]+)\)")
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
@@ -55,7 +53,7 @@ def render_inline(text: str) -> str:
     return re.sub("\x00(\\d+)\x00", lambda m: slots[int(m.group(1))], text)
 
 
-def _render_code(lines: list[str], language: str) -> str:
+def _render_code(lines: Sequence[str], language: str) -> str:
     body = html.escape("\n".join(lines), quote=False)
     if language:
         lang = html.escape(language, quote=True)
@@ -63,7 +61,7 @@ def _render_code(lines: list[str], language: str) -> str:
     return f"<pre>{body}</pre>"
 
 
-def _render_text(lines: list[str]) -> str:
+def _render_text(lines: Sequence[str]) -> str:
     out: list[str] = []
     quote: list[str] = []
 
@@ -90,126 +88,21 @@ def _render_text(lines: list[str]) -> str:
     return "\n".join(out)
 
 
-class _Unit:
-    """A paragraph or a fenced code block: the smallest thing rendered on its own."""
-
-    def __init__(self, lines: list[str], code: bool, language: str = ""):
-        self.lines = lines
-        self.code = code
-        self.language = language
-
-    def render(self) -> str:
-        return _render_code(self.lines, self.language) if self.code else _render_text(self.lines)
+def _escape(text: str) -> str:
+    return html.escape(text, quote=False)
 
 
-def _units(markdown: str) -> list[_Unit]:
-    units: list[_Unit] = []
-    paragraph: list[str] = []
-    code: list[str] | None = None
-    fence = ""
-    language = ""
-    for line in markdown.replace("\r\n", "\n").split("\n"):
-        if code is not None:
-            match = _FENCE.match(line)
-            if match and match.group(2) == fence and not match.group(3).strip():
-                units.append(_Unit(code, True, language))
-                code = None
-            else:
-                code.append(line)
-            continue
-        match = _FENCE.match(line)
-        if match:
-            if paragraph:
-                units.append(_Unit(paragraph, False))
-                paragraph = []
-            code, fence, language = [], match.group(2), match.group(3).strip().split(" ")[0]
-            continue
-        if not line.strip():
-            if paragraph:
-                units.append(_Unit(paragraph, False))
-                paragraph = []
-            continue
-        paragraph.append(line)
-    if code is not None:  # an unclosed fence runs to the end, as in CommonMark
-        units.append(_Unit(code, True, language))
-    if paragraph:
-        units.append(_Unit(paragraph, False))
-    return units
+def _fallback(markdown: str, limit: int) -> str:
+    return html.escape(markdown.strip()[:limit], quote=False)
 
 
-def _render_piece(unit: _Unit, piece: str) -> str:
-    return _render_code([piece], unit.language) if unit.code else html.escape(piece, quote=False)
-
-
-def _hard_split(unit: _Unit, limit: int) -> list[str]:
-    """One line too long for a chunk: cut its raw text so each rendered piece fits.
-
-    The cut is the longest prefix that fits (binary search, since escaping makes
-    rendered length non-linear), moved back to a space when there is one.
-    """
-    text = unit.lines[0] if unit.lines else ""
-    pieces: list[str] = []
-    while text:
-        low, high = 1, len(text)
-        while low < high:
-            middle = (low + high + 1) // 2
-            if len(_render_piece(unit, text[:middle])) <= limit:
-                low = middle
-            else:
-                high = middle - 1
-        take = low
-        if take < len(text) and not unit.code:
-            space = text.rfind(" ", 0, take)
-            if space > take // 2:
-                take = space + 1
-        pieces.append(_render_piece(unit, text[:take]))
-        text = text[take:]
-    return pieces
-
-
-def _pack_lines(unit: _Unit, limit: int) -> list[_Unit]:
-    """Split a unit too big for one chunk into runs of lines that each fit."""
-    parts: list[_Unit] = []
-    current: list[str] = []
-    for line in unit.lines:
-        candidate = _Unit([*current, line], unit.code, unit.language)
-        if current and len(candidate.render()) > limit:
-            parts.append(_Unit(current, unit.code, unit.language))
-            current = [line]
-        else:
-            current.append(line)
-    if current:
-        parts.append(_Unit(current, unit.code, unit.language))
-    return parts
+TELEGRAM_HTML = Renderer(text=_render_text, code=_render_code, escape=_escape, fallback=_fallback)
+"""Telegram's HTML as the shared chunker renders it (Signal and Matrix start from it too)."""
 
 
 def markdown_chunks(markdown: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
     """Telegram HTML chunks of at most `limit` characters, in order (at least one)."""
-    rendered: list[str] = []
-    pending = _units(markdown)
-    while pending:
-        unit = pending.pop(0)
-        text = unit.render()
-        if len(text) <= limit:
-            rendered.append(text)
-        elif len(unit.lines) > 1:
-            pending[0:0] = _pack_lines(unit, limit)
-        else:
-            rendered.extend(_hard_split(unit, limit))
-    chunks: list[str] = []
-    current = ""
-    for piece in rendered:
-        if not piece:
-            continue
-        joined = f"{current}\n\n{piece}" if current else piece
-        if len(joined) <= limit:
-            current = joined
-        else:
-            chunks.append(current)
-            current = piece
-    if current or not chunks:
-        chunks.append(current or html.escape(markdown.strip()[:limit], quote=False) or "…")
-    return chunks
+    return chunks(markdown, limit, TELEGRAM_HTML)
 
 
 def html_to_plain(text: str) -> str:

@@ -9,7 +9,8 @@ only mention a message carries is the reply mention the adapter builds itself
 
 Chunks stay under 3000 characters, the limit of a section block's text (a message with
 buttons is a section plus an actions block), so one chunking serves text and blocks.
-Like Telegram's, chunking is deterministic: a retried delivery resumes at a chunk index.
+The chunking is the shared one (chunking.py), deterministic: a retried delivery resumes at
+a chunk index.
 
 In: a message's text is mrkdwn too; `plain_text` turns it into what the model reads
 (entities unescaped, <@U1> as @U1, links as their text and URL).
@@ -18,13 +19,14 @@ In: a message's text is mrkdwn too; `plain_text` turns it into what the model re
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from .adapter import Button
+from .chunking import Renderer, chunks
 
 SLACK_LIMIT = 3000
 
-_FENCE = re.compile(r"^(\s*)(```|~~~)(.*)$")
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+|mailto:[^)\s]+)\)")
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
@@ -70,11 +72,11 @@ def _link_url(url: str) -> str:
     return escape(url).replace("|", "%7C")
 
 
-def _render_code(lines: list[str]) -> str:
+def _render_code(lines: Sequence[str]) -> str:
     return "```\n" + escape("\n".join(lines)) + "\n```"
 
 
-def _render_text(lines: list[str]) -> str:
+def _render_text(lines: Sequence[str]) -> str:
     out: list[str] = []
     for line in lines:
         quote = _QUOTE.match(line)
@@ -91,117 +93,23 @@ def _render_text(lines: list[str]) -> str:
     return "\n".join(out)
 
 
-class _Unit:
-    """A paragraph or a fenced code block: the smallest thing rendered on its own."""
-
-    def __init__(self, lines: list[str], code: bool):
-        self.lines = lines
-        self.code = code
-
-    def render(self) -> str:
-        return _render_code(self.lines) if self.code else _render_text(self.lines)
+def _fallback(markdown: str, limit: int) -> str:
+    return escape(markdown.strip())[:limit]
 
 
-def _units(markdown: str) -> list[_Unit]:
-    units: list[_Unit] = []
-    paragraph: list[str] = []
-    code: list[str] | None = None
-    fence = ""
-    for line in markdown.replace("\r\n", "\n").split("\n"):
-        match = _FENCE.match(line)
-        if code is not None:
-            if match and match.group(2) == fence and not match.group(3).strip():
-                units.append(_Unit(code, True))
-                code = None
-            else:
-                code.append(line)
-            continue
-        if match:
-            if paragraph:
-                units.append(_Unit(paragraph, False))
-                paragraph = []
-            code, fence = [], match.group(2)
-            continue
-        if not line.strip():
-            if paragraph:
-                units.append(_Unit(paragraph, False))
-                paragraph = []
-            continue
-        paragraph.append(line)
-    if code is not None:  # an unclosed fence runs to the end, as in CommonMark
-        units.append(_Unit(code, True))
-    if paragraph:
-        units.append(_Unit(paragraph, False))
-    return units
-
-
-def _hard_split(unit: _Unit, limit: int) -> list[str]:
-    """One line too long for a chunk: cut its raw text so each rendered piece fits."""
-
-    def piece(raw: str) -> str:
-        return _render_code([raw]) if unit.code else escape(raw)
-
-    text = unit.lines[0] if unit.lines else ""
-    pieces: list[str] = []
-    while text:
-        low, high = 1, len(text)
-        while low < high:  # the longest prefix that fits (escaping grows it unevenly)
-            middle = (low + high + 1) // 2
-            if len(piece(text[:middle])) <= limit:
-                low = middle
-            else:
-                high = middle - 1
-        take = low
-        if take < len(text) and not unit.code:
-            space = text.rfind(" ", 0, take)
-            if space > take // 2:
-                take = space + 1
-        pieces.append(piece(text[:take]))
-        text = text[take:]
-    return pieces
-
-
-def _pack_lines(unit: _Unit, limit: int) -> list[_Unit]:
-    parts: list[_Unit] = []
-    current: list[str] = []
-    for line in unit.lines:
-        if current and len(_Unit([*current, line], unit.code).render()) > limit:
-            parts.append(_Unit(current, unit.code))
-            current = [line]
-        else:
-            current.append(line)
-    if current:
-        parts.append(_Unit(current, unit.code))
-    return parts
+SLACK_MRKDWN = Renderer(
+    text=_render_text,
+    code=lambda lines, _language: _render_code(lines),
+    escape=escape,
+    fallback=_fallback,
+)
+"""Slack's mrkdwn as the shared chunker renders it (a code block's language is dropped:
+mrkdwn has no syntax highlighting)."""
 
 
 def mrkdwn_chunks(markdown: str, limit: int = SLACK_LIMIT) -> list[str]:
     """mrkdwn chunks of at most `limit` characters, in order (at least one)."""
-    rendered: list[str] = []
-    pending = _units(markdown)
-    while pending:
-        unit = pending.pop(0)
-        text = unit.render()
-        if len(text) <= limit:
-            rendered.append(text)
-        elif len(unit.lines) > 1:
-            pending[0:0] = _pack_lines(unit, limit)
-        else:
-            rendered.extend(_hard_split(unit, limit))
-    chunks: list[str] = []
-    current = ""
-    for piece in rendered:
-        if not piece:
-            continue
-        joined = f"{current}\n\n{piece}" if current else piece
-        if len(joined) <= limit:
-            current = joined
-        else:
-            chunks.append(current)
-            current = piece
-    if current or not chunks:
-        chunks.append(current or escape(markdown.strip())[:limit] or "…")
-    return chunks
+    return chunks(markdown, limit, SLACK_MRKDWN)
 
 
 def reply_mention(user: str) -> str:
