@@ -174,7 +174,8 @@ def health_line(health: ChannelHealth, now: float) -> str:
     line = ", ".join(parts)
     if health.detail:
         line += f": {health.detail}"
-    if health.last_error:
+    if health.last_error and health.last_error not in health.detail:
+        # A backoff's detail already says the error it restarts after: not twice.
         line += f"; last error {ago(health.last_error_at, now)}: {health.last_error}"
     return line
 

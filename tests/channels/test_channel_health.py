@@ -10,15 +10,18 @@ import json
 import re
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from habakkuk import cli
+from habakkuk.channels.health import health_line
 from habakkuk.channels.store import Activity, ChannelStore
 from habakkuk.channels.supervisor import Backoff
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import SCHEMA as CONTROL
+from habakkuk.engine.overview import ChannelHealth
 from habakkuk.engine.storage import URL_ENV, Storage
 from habakkuk.runtime import Runtime
 from tests.channels.fake_telegram import FakeTelegram
@@ -243,3 +246,16 @@ async def test_an_adapter_that_cannot_start_is_fatal_with_its_error(
     assert code == 1 and found["healthy"] is False and found["restarts"] >= 1
     assert "check the bot token" in found["last_error"] and RFC3339.match(found["last_error_at"])
     assert "WRONG" not in json.dumps(found)  # the token reaches no record
+
+
+def test_a_backoff_line_says_its_error_once_and_an_older_error_with_its_age() -> None:
+    error = "auth.test: cannot connect to host 127.0.0.1:9"
+    backing_off = ChannelHealth(
+        account="work", type="slack", state="backoff", since=100.0, last_beat=None,
+        last_in=None, last_out=None, last_error=error, last_error_at=100.0, restarts=4,
+        holder="vm:42:abc", detail=f"{error}; restarting in 8s",
+    )  # fmt: skip
+    line = health_line(backing_off, now=100.0)
+    assert line.count(error) == 1 and "restarting in 8s" in line
+    connected = replace(backing_off, state="connected", detail="", last_beat=160.0)
+    assert f"last error 60s ago: {error}" in health_line(connected, now=160.0)
