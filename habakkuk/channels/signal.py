@@ -177,7 +177,8 @@ class SignalAdapter(Adapter):
         lanes: Lanes[InboundMessage] = Lanes(hand_over, forget_done, width=LANES, name="signal")
         reader = asyncio.create_task(self._lines(response, lanes, beat), name="signal:read")
         try:
-            await asyncio.wait({reader, failed}, return_when=asyncio.FIRST_COMPLETED)
+            either: set[asyncio.Future[Any]] = {reader, failed}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
             if not failed.done():  # the stream ended or dropped: those in flight still go in
                 with contextlib.suppress(Exception):  # a failure is `failed`'s to report
                     await lanes.drain()

@@ -18,8 +18,8 @@ from habakkuk.channels.adapter import (
 )
 from habakkuk.channels.signal import MAX_EDITS, SignalAdapter, is_person
 from habakkuk.channels.signal_format import SIGNAL_LIMIT, signal_chunks, styled, utf16_len
-from habakkuk.channels.tasks import cancel_and_wait
 from habakkuk.channels.signal_wire import SseEvent, mapped_error, parse_error, parse_event
+from habakkuk.channels.tasks import cancel_and_wait
 from habakkuk.engine.channel_config import ChannelConfig
 from tests.channels.fake_signal import ALICE_NUMBER, ALICE_UUID, BOT_NUMBER, GROUP_ID, FakeSignal
 from tests.helpers import eventually
