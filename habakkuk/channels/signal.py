@@ -3,7 +3,8 @@
 - In: the daemon's Server-Sent Events stream (`GET /api/v1/events?account=...`), one
   `receive` event per envelope and a `:` keepalive comment every 15 s; both beat. A
   stream that ends after it was heard from is reopened at once; one that cannot open
-  ends the run (the supervisor backs off).
+  ends the run (the supervisor backs off). Messages of different chats are handed to the
+  gateway at once, each chat's in order (lanes.py); one it cannot take ends the run.
 - Out: JSON-RPC 2.0 on `POST /api/v1/rpc` (send, sendTyping, sendReaction, remoteDelete,
   getAttachment), every request naming `account` so a multi-account daemon picks ours.
 - A private chat is the person's UUID (their ACI), a group chat is its base64 group id;
@@ -20,9 +21,10 @@ envelope, acknowledges it to Signal's server and then pushes it to the connected
 streams; an envelope pushed while no stream is open is gone for us. Run the daemon with
 `--receive-mode on-connection`, so it receives only while Habakkuk's stream is open and
 Signal's server keeps what arrives meanwhile (for weeks) until we reconnect. What can
-be lost at a crash: the envelope in flight (pushed, not yet handed to the gateway), and
-any pushed before the daemon notices the stream is gone (its next write fails: at most
-one keepalive, 15 s). An envelope signal-cli pushes again (killed between pushing and
+be lost at a crash: the envelopes in flight (read, not yet taken by the gateway: the
+LANES being handed over at most, and the next one waiting for a slot), and any pushed
+before the daemon notices the stream is gone (its next write fails: at most one
+keepalive, 15 s). An envelope signal-cli pushes again (killed between pushing and
 clearing its message cache, it handles the cached envelope again) keeps its timestamp
 and author, so the gateway drops it as seen. Sends carry no idempotency key
 (signal-cli has none): a crash between Signal accepting a chunk and its id being
