@@ -1,9 +1,10 @@
 """The Signal adapter against the fake signal-cli daemon (tests/channels/fake_signal.py):
 messages per second the adapter reads off the daemon's event stream (its own inbound
 path, handed to a bare inbox), the same through the gateway to a queued turn (with the
-turns running meanwhile), deliveries per second out through JSON-RPC `send`, and the
-time to reopen the event stream after the daemon drops it (at once) or goes down for a
-moment (the supervisor's backoff).
+turns running meanwhile) from one person and then from 16 at once (each chat's in
+order, different chats' concurrently), deliveries per second out through JSON-RPC
+`send`, and the time to reopen the event stream after the daemon drops it (at once) or
+goes down for a moment (the supervisor's backoff).
 
 Run: `PYTHONPATH=. python benchmarks/channel_signal_bench.py [messages] [deliveries]`.
 Targets: >= 200 messages/s in, >= 200 deliveries/s out.
@@ -28,6 +29,11 @@ from tests.channels.fake_signal import ALICE_UUID, BOT_NUMBER, FakeSignal
 def count(db: Path, sql: str) -> int:
     with sqlite3.connect(db) as conn:
         return int(conn.execute(sql).fetchone()[0])
+
+
+def idle(db: Path) -> bool:
+    """No job queued or running (the turns and their replies are done)."""
+    return count(db, "SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')") == 0
 
 
 async def until(condition: Callable[[], object], bound: float = 120.0) -> None:
@@ -116,17 +122,27 @@ async def main(messages: int, deliveries: int) -> None:
                     f"in (gateway): {messages} messages to queued turns in {inbound:.2f}s = "
                     f"{messages / inbound:.0f}/s"
                 )
-                # let those turns and their replies finish before timing deliveries
+                await until(lambda: idle(db), bound=600)
+
+                # -- in: the same from 16 people at once (each chat's lane in order) ----
+                people = [f"{i:08x}-0000-4000-8000-0000000000aa" for i in range(16)]
+                started = time.perf_counter()
+                for index in range(messages):
+                    fake.message(
+                        f"message {index}", uuid=people[index % 16], number=None, name="Bench"
+                    )
                 await until(
                     lambda: (
-                        count(
-                            db,
-                            "SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')",
-                        )
-                        == 0
-                    ),
-                    bound=600,
+                        count(db, "SELECT COUNT(*) FROM jobs WHERE kind = 'turn'") >= 2 * messages
+                    )
                 )
+                inbound = time.perf_counter() - started
+                print(
+                    f"in (gateway, 16 chats): {messages} messages to queued turns in "
+                    f"{inbound:.2f}s = {messages / inbound:.0f}/s"
+                )
+                # let those turns and their replies finish before timing deliveries
+                await until(lambda: idle(db), bound=600)
 
                 # -- out: deliveries through JSON-RPC send -----------------------------
                 sent_before = len(fake.sent)

@@ -9,7 +9,7 @@ a large dependency for one websocket and a handful of REST calls.
   burst, and every 50 events within one), so a restart resumes the session and Discord
   replays what was missed; anything replayed twice is dropped by the gateway's seen keys
   (a message's key is its channel and snowflake id). Events of different channels are
-  handed over concurrently, each channel's in order (discord_lanes.py).
+  handed over concurrently, each channel's in order (lanes.py).
 - Direct messages are always addressed; in a server, a message is addressed by a mention
   of the bot (`<@id>`) or a reply to one of its messages.
 - Threads: in Discord a thread is a channel of its own, with its own id, and a message

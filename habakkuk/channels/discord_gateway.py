@@ -15,7 +15,7 @@ One connection (`GatewayClient.run` loops over them):
    and `resume_gateway_url`; or Resume (op 6, the session and the last sequence number)
    on `resume_gateway_url`, after which Discord replays every event we missed, then
    RESUMED.
-3. Dispatches (op 0) are handed on, each channel's in order (discord_lanes.py); the
+3. Dispatches (op 0) are handed on, each channel's in order (lanes.py); the
    state (session, sequence, resume URL) is saved once every event up to it was handled,
    never before.
 4. Reconnect (op 7) and any resumable close: close and resume at once. Invalid Session
@@ -43,7 +43,7 @@ import aiohttp
 from yarl import URL
 
 from .adapter import Beat, FatalAdapterError, SendError
-from .discord_lanes import Lanes
+from .lanes import Lanes
 from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -273,7 +273,9 @@ class _Connection:
         await self.send(self.client.resume() if resuming else self.client.identify())
         state = self.client.state
         saved = state.seq
-        lanes: Lanes[Dispatch] = Lanes(self.on_dispatch, lambda: self._inbox.put_nowait(_PROGRESS))
+        lanes: Lanes[Dispatch] = Lanes(
+            self.on_dispatch, lambda: self._inbox.put_nowait(_PROGRESS), name="discord"
+        )
         self._lanes = lanes
         while True:
             item = await self._inbox.get()

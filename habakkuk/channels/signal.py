@@ -3,7 +3,8 @@
 - In: the daemon's Server-Sent Events stream (`GET /api/v1/events?account=...`), one
   `receive` event per envelope and a `:` keepalive comment every 15 s; both beat. A
   stream that ends after it was heard from is reopened at once; one that cannot open
-  ends the run (the supervisor backs off).
+  ends the run (the supervisor backs off). Messages of different chats are handed to the
+  gateway at once, each chat's in order (lanes.py); one it cannot take ends the run.
 - Out: JSON-RPC 2.0 on `POST /api/v1/rpc` (send, sendTyping, sendReaction, remoteDelete,
   getAttachment), every request naming `account` so a multi-account daemon picks ours.
 - A private chat is the person's UUID (their ACI), a group chat is its base64 group id;
@@ -20,9 +21,10 @@ envelope, acknowledges it to Signal's server and then pushes it to the connected
 streams; an envelope pushed while no stream is open is gone for us. Run the daemon with
 `--receive-mode on-connection`, so it receives only while Habakkuk's stream is open and
 Signal's server keeps what arrives meanwhile (for weeks) until we reconnect. What can
-be lost at a crash: the envelope in flight (pushed, not yet handed to the gateway), and
-any pushed before the daemon notices the stream is gone (its next write fails: at most
-one keepalive, 15 s). An envelope signal-cli pushes again (killed between pushing and
+be lost at a crash: the envelopes in flight (read, not yet taken by the gateway: the
+LANES being handed over at most, and the next one waiting for a slot), and any pushed
+before the daemon notices the stream is gone (its next write fails: at most one
+keepalive, 15 s). An envelope signal-cli pushes again (killed between pushing and
 clearing its message cache, it handles the cached envelope again) keeps its timestamp
 and author, so the gateway drops it as seen. Sends carry no idempotency key
 (signal-cli has none): a crash between Signal accepting a chunk and its id being
@@ -34,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import logging
 import mimetypes
 import re
@@ -60,11 +63,13 @@ from .adapter import (
     Unsupported,
 )
 from .format import markdown_chunks
+from .lanes import Lanes
 from .platforms import AdapterContext
 from .signal_format import signal_chunks, styled
 from .signal_rpc import DEFAULT_BASE_URL, MISDIRECTED, SignalRpc
 from .signal_setup import SETUP as SETUP  # the registry reads a platform's step here
 from .signal_wire import DataMessage, Envelope, FileRef, SseEvent, parse_event
+from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +77,9 @@ log = logging.getLogger(__name__)
 FILE_LIMIT = 100 * 1024 * 1024
 # Signal clients show at most this many edits of a message; later ones are dropped.
 MAX_EDITS = 10
+# Messages handed to the gateway at once (each chat's in order): its writes of different
+# chats share the store's batches, and a slow one holds up only its own chat.
+LANES = 16
 # An SSE line longer than this is not signal-cli talking (its events are one JSON line).
 MAX_LINE = 16 * 1024 * 1024
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -149,9 +157,48 @@ class SignalAdapter(Adapter):
         return self._heard
 
     async def _read(self, response: aiohttp.ClientResponse, inbox: Inbox, beat: Beat) -> None:
-        """Read events until the stream ends (`_heard` once a line came)."""
+        """Read events until the stream ends, each chat's messages handed over in order
+        and different chats' at once (lanes.py); a message the gateway could not take
+        ends the read with its error at once. Those in flight are waited for when the
+        stream ends or drops (pushed to us, they are nowhere else), cancelled at a failure
+        or a stop."""
+        failed: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
+
+        async def hand_over(message: InboundMessage) -> None:
+            try:
+                await inbox(message)
+            except Exception as exc:  # the gateway could not take it: the run ends with it
+                if not failed.done():
+                    failed.set_result(exc)
+                raise
+
+        def forget_done() -> None:
+            with contextlib.suppress(Exception):  # a failure is `failed`'s to report
+                lanes.through()
+
+        lanes: Lanes[InboundMessage] = Lanes(hand_over, forget_done, width=LANES, name="signal")
+        reader = asyncio.create_task(self._lines(response, lanes, beat), name="signal:read")
+        try:
+            either: set[asyncio.Future[Any]] = {reader, failed}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if not failed.done():  # the stream ended or dropped: those in flight still go in
+                with contextlib.suppress(Exception):  # a failure is `failed`'s to report
+                    await lanes.drain()
+            if failed.done():
+                raise failed.result()
+            reader.result()  # the stream's own error, if it ended with one
+        finally:
+            await cancel_and_wait(reader)
+            await lanes.cancel()
+
+    async def _lines(
+        self, response: aiohttp.ClientResponse, lanes: Lanes[InboundMessage], beat: Beat
+    ) -> None:
+        """The stream's lines as events, each message to the lane of its chat (`_heard`
+        once a line came)."""
         buffer = b""
         event = SseEvent()
+        seq = 0
         async for piece in response.content.iter_any():
             buffer += piece
             if len(buffer) > MAX_LINE and b"\n" not in buffer:
@@ -162,20 +209,24 @@ class SignalAdapter(Adapter):
                 beat()
                 done = event.feed(raw.decode("utf-8", errors="replace").rstrip("\r"))
                 if done is not None:
-                    await self._on_event(done, inbox)
+                    message = self._on_event(done)
+                    if message is not None:
+                        seq += 1
+                        await lanes.submit(message.chat, seq, message)  # waits for a slot
                     beat()
                     event = SseEvent()
 
-    async def _on_event(self, event: SseEvent, inbox: Inbox) -> None:
+    def _on_event(self, event: SseEvent) -> InboundMessage | None:
+        """The person's message an event carries, if any."""
         if event.name not in ("receive", "message") or not event.data:
-            return
+            return None
         try:
             envelope = parse_event("\n".join(event.data))
         except ValueError as exc:
             log.warning("signal %s: an event that is not signal-cli's JSON: %s", self.account, exc)
-            return
+            return None
         if envelope is None:
-            return
+            return None
         if envelope.account and envelope.account != self.number:
             raise FatalAdapterError(
                 f"the daemon at {self.base_url} serves {envelope.account}, not {self.number} "
@@ -183,9 +234,7 @@ class SignalAdapter(Adapter):
             )
         if envelope.error:
             log.info("signal %s: an envelope it could not read: %s", self.account, envelope.error)
-        message = self.convert(envelope)
-        if message is not None:
-            await inbox(message)
+        return self.convert(envelope)
 
     def _is_self(self, uuid: str, number: str) -> bool:
         return bool((number and number == self.number) or (uuid and uuid == self.self_uuid))

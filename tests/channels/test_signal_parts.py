@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from habakkuk.channels.adapter import (
     Address,
     FatalAdapterError,
+    InboundMessage,
     RetryAfter,
     SendError,
     Undeliverable,
@@ -17,8 +19,10 @@ from habakkuk.channels.adapter import (
 from habakkuk.channels.signal import MAX_EDITS, SignalAdapter, is_person
 from habakkuk.channels.signal_format import SIGNAL_LIMIT, signal_chunks, styled, utf16_len
 from habakkuk.channels.signal_wire import SseEvent, mapped_error, parse_error, parse_event
+from habakkuk.channels.tasks import cancel_and_wait
 from habakkuk.engine.channel_config import ChannelConfig
 from tests.channels.fake_signal import ALICE_NUMBER, ALICE_UUID, BOT_NUMBER, GROUP_ID, FakeSignal
+from tests.helpers import eventually
 
 
 def one(markdown: str) -> tuple[str, list[str]]:
@@ -245,4 +249,108 @@ async def test_a_daemon_that_is_not_there_is_a_send_error_to_retry() -> None:
             await ours.send_text(Address("sig", ALICE_UUID), "hi")
         assert not isinstance(raised.value, Undeliverable)
     finally:
+        await ours.close()
+
+
+# -- messages of different chats at once, of one chat in order ----------------------------
+
+BOB_UUID = "b0b00000-0000-4000-8000-000000000043"
+
+
+def adapter_of(signal_cli: FakeSignal) -> SignalAdapter:
+    config = ChannelConfig(type="signal", base_url=signal_cli.base_url, account=BOT_NUMBER)
+    config.name = "sig"
+    return SignalAdapter(config)
+
+
+async def test_a_slow_chat_does_not_hold_up_another_and_each_keeps_its_order(
+    signal_cli: FakeSignal,
+) -> None:
+    ours = adapter_of(signal_cli)
+    release = asyncio.Event()
+    handled: list[str] = []
+
+    async def inbox(message: InboundMessage) -> None:
+        if message.text == "slow":
+            await release.wait()
+        handled.append(message.text)
+
+    run = asyncio.create_task(ours.run(inbox, lambda: None))
+    try:
+        await eventually(lambda: bool(signal_cli.streams), what="the event stream")
+        signal_cli.message("slow")
+        signal_cli.message("after slow")  # Alice's chat: waits for "slow"
+        signal_cli.message("elsewhere", uuid=BOB_UUID, number=None, name="Bob")
+        signal_cli.message("in the group", group=GROUP_ID)  # Alice, but another chat
+        await eventually(
+            lambda: sorted(handled) == ["elsewhere", "in the group"], what="the other chats"
+        )
+        release.set()
+        await eventually(lambda: len(handled) == 4, what="Alice's chat")
+        assert handled[2:] == ["slow", "after slow"]
+        assert not run.done()
+    finally:
+        await cancel_and_wait(run)
+        await ours.close()
+    assert [t for t in asyncio.all_tasks() if t.get_name().startswith("signal:")] == []
+
+
+async def test_a_message_the_gateway_cannot_take_ends_the_run_with_its_error(
+    signal_cli: FakeSignal,
+) -> None:
+    ours = adapter_of(signal_cli)
+    held = asyncio.Event()
+    cancelled: list[str] = []
+
+    async def inbox(message: InboundMessage) -> None:
+        if message.text == "slow":
+            held.set()
+            try:
+                await asyncio.Event().wait()  # never set: only the run's end stops it
+            except asyncio.CancelledError:
+                cancelled.append(message.text)
+                raise
+        raise OSError("disk I/O error")
+
+    run = asyncio.create_task(ours.run(inbox, lambda: None))
+    try:
+        await eventually(lambda: bool(signal_cli.streams), what="the event stream")
+        signal_cli.message("slow", uuid=BOB_UUID, number=None, name="Bob")
+        await held.wait()
+        signal_cli.message("cannot be written")  # while Bob's message is still in flight
+        with pytest.raises(OSError, match="disk I/O error"):
+            await asyncio.wait_for(run, 15)
+        assert cancelled == ["slow"]
+    finally:
+        await cancel_and_wait(run)
+        await ours.close()
+    assert [t for t in asyncio.all_tasks() if t.get_name().startswith("signal:")] == []
+
+
+async def test_messages_in_flight_when_the_stream_drops_still_go_in(
+    signal_cli: FakeSignal,
+) -> None:
+    ours = adapter_of(signal_cli)
+    release = asyncio.Event()
+    handled: list[str] = []
+
+    async def inbox(message: InboundMessage) -> None:
+        if message.text == "slow":
+            await release.wait()
+        handled.append(message.text)
+
+    run = asyncio.create_task(ours.run(inbox, lambda: None))
+    try:
+        await eventually(lambda: bool(signal_cli.streams), what="the event stream")
+        signal_cli.message("slow")
+        await eventually(lambda: signal_cli.connections == 1, what="the first stream")
+        signal_cli.drop_streams()
+        await eventually(lambda: not signal_cli.streams, what="the stream dropped")
+        release.set()
+        await eventually(lambda: handled == ["slow"], what="the message in flight")
+        await eventually(lambda: signal_cli.connections == 2, what="the stream reopened")
+        signal_cli.message("after the drop")
+        await eventually(lambda: handled == ["slow", "after the drop"], what="the next one")
+    finally:
+        await cancel_and_wait(run)
         await ours.close()

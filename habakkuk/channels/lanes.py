@@ -1,16 +1,18 @@
-"""Gateway events handled concurrently across chats, in order within each chat.
+"""Inbound events handled concurrently across chats, in order within each chat.
 
-The channel gateway's work for one message is a handful of database writes; handled one
-at a time, a bot in several busy channels waits on each write in turn. Handed over
+A channel gateway's work for one message is a handful of database writes; handled one
+at a time, a bot in several busy chats waits on each write in turn. Handed over
 concurrently, the writes of different chats share the store's batches (about 2.5 times
 the messages per second on 2 cores). Within one chat the order is kept (a "yes" must
 follow the prompt it answers, a turn the one before it): an event waits for the previous
-event of its lane.
+event of its lane. Any adapter whose platform pushes events of many chats down one
+stream uses it (Discord's gateway, Signal's event stream).
 
 The position a resume starts from may only cover events that were handled: `through()`
 is the highest sequence number below which every event has been handled, and a failure
 (a database the gateway could not write to) is raised from it, so the position never
-moves past an event that was not handled.
+moves past an event that was not handled. A platform without a resume position calls
+it too: it forgets the events that are done and raises a failure.
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ Handler = Callable[[T], Awaitable[None]]
 class Lanes(Generic[T]):
     """Run `handler(item)` per item, at most `width` at once, one lane at a time each."""
 
-    def __init__(self, handler: Handler[T], on_done: Callable[[], None], width: int = 16):
+    def __init__(
+        self, handler: Handler[T], on_done: Callable[[], None], width: int = 16, name: str = "lanes"
+    ):
         self._handler = handler
+        self._name = name  # the platform, naming each handler's task
         self._on_done = on_done
         self._slots = asyncio.Semaphore(width)
         self._tails: dict[str, asyncio.Task[None]] = {}
@@ -42,7 +47,7 @@ class Lanes(Generic[T]):
         """Start handling `item` after the lane's previous one (waits for a free slot)."""
         await self._slots.acquire()
         before = self._tails.get(lane)
-        task = asyncio.create_task(self._run(before, item), name=f"discord:event:{seq}")
+        task = asyncio.create_task(self._run(before, item), name=f"{self._name}:event:{seq}")
         task.add_done_callback(self._done)
         self._tails[lane] = task
         self._pending[seq] = task
