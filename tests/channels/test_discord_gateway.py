@@ -25,7 +25,7 @@ from habakkuk.channels.store import ChannelStore
 from habakkuk.channels.tasks import cancel_and_wait
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.store import SqliteDatabase
-from tests.channels.fake_discord import BOT, BOT_TOKEN, DM_CHANNEL, FakeDiscord
+from tests.channels.fake_discord import BOT, BOT_TOKEN, DM_CHANNEL, GUILD_CHANNEL, FakeDiscord
 from tests.helpers import eventually
 
 
@@ -301,9 +301,9 @@ async def test_rest_errors_map_to_what_the_delivery_worker_needs(dc: FakeDiscord
     with pytest.raises(Undeliverable, match="403 Missing Access"):
         await bot.adapter.send_text(to, "hi")
     with pytest.raises(Undeliverable, match="404 Unknown Message"):
-        await bot.adapter.edit_text(Address("dc", "5"), "1", "x")
+        await bot.adapter.edit_text(Address("dc", GUILD_CHANNEL), "1", "x")
     with pytest.raises(Undeliverable, match="Cannot send an empty message"):
-        await bot.adapter.send_text(Address("dc", "6"), " ")
+        await bot.adapter.send_text(Address("dc", GUILD_CHANNEL), " ")
 
 
 async def test_every_message_goes_out_without_pings(dc: FakeDiscord, bot: Bot) -> None:
