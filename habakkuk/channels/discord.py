@@ -273,7 +273,9 @@ class DiscordAdapter(Adapter):
     async def delete(self, to: Address, message_id: str) -> None:
         await self._at(
             to,
-            lambda channel: self.rest.request("DELETE", f"/channels/{channel}/messages/{message_id}"),
+            lambda channel: self.rest.request(
+                "DELETE", f"/channels/{channel}/messages/{message_id}"
+            ),
         )
 
     async def strip_buttons(self, to: Address, message_id: str) -> None:
@@ -304,9 +306,7 @@ class DiscordAdapter(Adapter):
             )
 
     async def typing(self, to: Address) -> None:
-        await self._at(
-            to, lambda channel: self.rest.request("POST", f"/channels/{channel}/typing")
-        )
+        await self._at(to, lambda channel: self.rest.request("POST", f"/channels/{channel}/typing"))
 
     async def react(self, to: Address, message_id: str, emoji: str | None) -> None:
         path = f"/channels/{self._channel(to)}/messages/{message_id}/reactions"

@@ -19,6 +19,7 @@ from .adapter import Undeliverable
 from .discord_rest import DiscordBadRequest, DiscordRefused, DiscordRest
 
 UNKNOWN_CHANNEL = 10003
+CANNOT_MESSAGE_USER = 50007  # the user's privacy settings, or no server shared
 T = TypeVar("T")
 
 
@@ -53,9 +54,11 @@ class DirectChannels:
                 "POST", "/users/@me/channels", json_body={"recipient_id": user}
             )
         except (DiscordRefused, DiscordBadRequest) as exc:
-            raise Undeliverable(
-                f"Discord: {user} is neither a channel nor a user the bot can message ({exc})"
-            ) from None
+            if exc.code == CANNOT_MESSAGE_USER:
+                reason = f"user {user} takes no direct messages from the bot"
+            else:
+                reason = f"{user} is neither a channel nor a user the bot knows"
+            raise Undeliverable(f"Discord: {reason} ({exc})") from None
         channel = str(dm.get("id", "")) if isinstance(dm, dict) else ""
         if not channel:
             raise Undeliverable(f"Discord: opening the DM with {user} returned no channel id")

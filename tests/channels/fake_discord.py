@@ -4,7 +4,8 @@ REST under `/api/v10` (the `base_url` a bot is given), answering as Discord does
 (`Authorization: Bot <token>` or 401; errors as `{"code": N, "message": "..."}`; 204 for
 typing, reactions, deletes and interaction callbacks; 429 with `retry_after`):
 GET /users/@me, POST /users/@me/channels (a user's DM channel, the same one each time;
-10013 Unknown User, 50007 for a user who takes no DMs), GET /gateway/bot (whose `url` is this server's websocket), POST/PATCH/DELETE
+10013 Unknown User, 50007 for a user who takes no DMs), GET /gateway/bot (whose `url` is
+this server's websocket), POST/PATCH/DELETE
 /channels/{id}/messages[/{id}] (JSON or multipart `payload_json` + `files[n]`, nonces
 enforced; a channel the fake does not know is 404 10003 Unknown Channel, as a user id
 is), POST /channels/{id}/typing, PUT/DELETE reactions, POST
