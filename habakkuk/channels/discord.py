@@ -17,6 +17,8 @@ a large dependency for one websocket and a handful of REST calls.
   `<thread id>`: its own conversation with no lookup of the parent on the way in, and
   every reply, edit, typing and reaction goes to that id as Discord wants. (An address
   written `account:<channel>:<thread>` is sent to the thread too.)
+- An address whose chat is a user id (`habakkuk send --to dc:<user id>`) is sent to that
+  user's DM channel, opened on Discord's Unknown Channel answer (discord_dm.py).
 - Every message goes out with `allowed_mentions: {"parse": []}`: whatever names the text
   holds (@everyone, a role, a user), nobody is pinged. Replies quote with
   `message_reference`; approvals carry buttons (components) whose custom_id is our
