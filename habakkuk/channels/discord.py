@@ -17,6 +17,8 @@ a large dependency for one websocket and a handful of REST calls.
   `<thread id>`: its own conversation with no lookup of the parent on the way in, and
   every reply, edit, typing and reaction goes to that id as Discord wants. (An address
   written `account:<channel>:<thread>` is sent to the thread too.)
+- An address whose chat is a user id (`habakkuk send --to dc:<user id>`) is sent to that
+  user's DM channel, opened on Discord's Unknown Channel answer (discord_dm.py).
 - Every message goes out with `allowed_mentions: {"parse": []}`: whatever names the text
   holds (@everyone, a role, a user), nobody is pinged. Replies quote with
   `message_reference`; approvals carry buttons (components) whose custom_id is our
@@ -37,9 +39,9 @@ import logging
 import mimetypes
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
 import aiohttp
@@ -60,6 +62,7 @@ from .adapter import (
     Unsupported,
 )
 from .deliveries import SENDING
+from .discord_dm import DirectChannels
 from .discord_format import discord_chunks
 from .discord_gateway import Dispatch, GatewayClient, GatewayState
 from .discord_rest import DEFAULT_BASE_URL, USER_AGENT, DiscordBadRequest, DiscordRest
@@ -76,6 +79,7 @@ from .platforms import AdapterContext, PlatformSetup, SetupCheckFailed, SetupFie
 from .store import ChannelStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # A bot's upload limit without server boosts.
 FILE_LIMIT = 10 * 1024 * 1024
@@ -103,6 +107,8 @@ class DiscordAdapter(Adapter):
         self._token = token
         self.store = store
         self.rest = DiscordRest(token, config.base_url)
+        # an address naming a user is sent to their DM channel (discord_dm.py)
+        self.direct = DirectChannels(self.rest)
         self.bot = DiscordUser("")
         # Discord asks for 1-5 s before identifying after op 9 (tests shorten it)
         self.invalid_session_delay = (1.0, 5.0)
@@ -217,9 +223,14 @@ class DiscordAdapter(Adapter):
     def render(self, markdown: str) -> list[str]:
         return discord_chunks(markdown)
 
-    @staticmethod
-    def _channel(to: Address) -> str:
-        return to.thread or to.chat
+    def _channel(self, to: Address) -> str:
+        return to.thread or self.direct.channel(to.chat)
+
+    async def _at(self, to: Address, call: Callable[[str], Awaitable[T]]) -> T:
+        """`call(channel)` for `to`; a chat that names a user goes to their DM channel."""
+        if to.thread:
+            return await call(to.thread)
+        return await self.direct.at(to.chat, call)
 
     async def send_text(
         self,
@@ -232,18 +243,19 @@ class DiscordAdapter(Adapter):
     ) -> str:
         body: dict[str, Any] = {"content": chunk, "allowed_mentions": NO_PINGS}
         if reply_to:
-            body["message_reference"] = {
-                "message_id": reply_to,
-                "channel_id": self._channel(to),
-                "fail_if_not_exists": False,
-            }
+            # no channel_id: optional for a reply in the same channel, which may yet turn
+            # out to be the user's DM channel rather than the id the address names
+            body["message_reference"] = {"message_id": reply_to, "fail_if_not_exists": False}
         if buttons:
             body["components"] = _components(buttons)
         if silent:
             body["flags"] = SUPPRESS_NOTIFICATIONS
         body |= _nonce("text")
-        result = await self.rest.request(
-            "POST", f"/channels/{self._channel(to)}/messages", json_body=body
+        result = await self._at(
+            to,
+            lambda channel: self.rest.request(
+                "POST", f"/channels/{channel}/messages", json_body=body
+            ),
         )
         return str(result["id"])
 
@@ -253,19 +265,30 @@ class DiscordAdapter(Adapter):
         body: dict[str, Any] = {"content": chunk, "allowed_mentions": NO_PINGS}
         if buttons:
             body["components"] = _components(buttons)
-        await self.rest.request(
-            "PATCH", f"/channels/{self._channel(to)}/messages/{message_id}", json_body=body
+        await self._at(
+            to,
+            lambda channel: self.rest.request(
+                "PATCH", f"/channels/{channel}/messages/{message_id}", json_body=body
+            ),
         )
 
     async def delete(self, to: Address, message_id: str) -> None:
-        await self.rest.request("DELETE", f"/channels/{self._channel(to)}/messages/{message_id}")
+        await self._at(
+            to,
+            lambda channel: self.rest.request(
+                "DELETE", f"/channels/{channel}/messages/{message_id}"
+            ),
+        )
 
     async def strip_buttons(self, to: Address, message_id: str) -> None:
         with contextlib.suppress(DiscordBadRequest):  # already without buttons
-            await self.rest.request(
-                "PATCH",
-                f"/channels/{self._channel(to)}/messages/{message_id}",
-                json_body={"components": []},
+            await self._at(
+                to,
+                lambda channel: self.rest.request(
+                    "PATCH",
+                    f"/channels/{channel}/messages/{message_id}",
+                    json_body={"components": []},
+                ),
             )
 
     async def answer_callback(self, callback: Callback, text: str = "") -> None:
@@ -285,7 +308,7 @@ class DiscordAdapter(Adapter):
             )
 
     async def typing(self, to: Address) -> None:
-        await self.rest.request("POST", f"/channels/{self._channel(to)}/typing")
+        await self._at(to, lambda channel: self.rest.request("POST", f"/channels/{channel}/typing"))
 
     async def react(self, to: Address, message_id: str, emoji: str | None) -> None:
         path = f"/channels/{self._channel(to)}/messages/{message_id}/reactions"
@@ -295,7 +318,12 @@ class DiscordAdapter(Adapter):
             with contextlib.suppress(DiscordBadRequest):
                 await self.rest.request("DELETE", f"{path}/{quote(previous)}/@me")
         if emoji:
-            await self.rest.request("PUT", f"{path}/{quote(emoji)}/@me")
+            await self._at(
+                to,
+                lambda channel: self.rest.request(
+                    "PUT", f"/channels/{channel}/messages/{message_id}/reactions/{quote(emoji)}/@me"
+                ),
+            )
             self._reactions[key] = emoji
             while len(self._reactions) > 500:
                 self._reactions.popitem(last=False)
@@ -322,14 +350,19 @@ class DiscordAdapter(Adapter):
             "attachments": [{"id": 0, "filename": name}],
             "allowed_mentions": NO_PINGS,
         } | _nonce("file")
-        form = aiohttp.FormData()
-        form.add_field("payload_json", json.dumps(payload), content_type="application/json")
         media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        form.add_field("files[0]", data, filename=name, content_type=media_type)
-        try:
-            result = await self.rest.request(
-                "POST", f"/channels/{self._channel(to)}/messages", form=form, timeout=300
+
+        async def upload(channel: str) -> Any:
+            # a form is consumed by its request: a second try (the DM channel) builds anew
+            form = aiohttp.FormData()
+            form.add_field("payload_json", json.dumps(payload), content_type="application/json")
+            form.add_field("files[0]", data, filename=name, content_type=media_type)
+            return await self.rest.request(
+                "POST", f"/channels/{channel}/messages", form=form, timeout=300
             )
+
+        try:
+            result = await self._at(to, upload)
         except DiscordBadRequest as exc:  # too large, a kind refused: the chat is reachable
             raise Unsupported(str(exc)) from None
         return str(result["id"])
@@ -349,8 +382,11 @@ class DiscordAdapter(Adapter):
             "allowed_mentions": NO_PINGS,
         } | _nonce("poll")
         try:
-            result = await self.rest.request(
-                "POST", f"/channels/{self._channel(to)}/messages", json_body=body
+            result = await self._at(
+                to,
+                lambda channel: self.rest.request(
+                    "POST", f"/channels/{channel}/messages", json_body=body
+                ),
             )
         except DiscordBadRequest as exc:
             raise Unsupported(str(exc)) from None

@@ -4,7 +4,8 @@
   the form Discord asks bots for.
 - Errors: 401 is fatal for the adapter (a revoked token); 429 is RetryAfter with the
   body's `retry_after`; 403 and 404 (Missing Access, Missing Permissions, Cannot send
-  messages to this user, Unknown Channel, Unknown Message) are Undeliverable; other 4xx
+  messages to this user, Unknown Channel, Unknown Message) are Undeliverable
+  (`DiscordRefused`, with the code); other 4xx
   are Undeliverable too (the same request can never succeed), except where a caller asks
   for them (`DiscordBadRequest`); 5xx and connection failures are a SendError (retried).
 - Rate limits are respected before they are hit: when a route's bucket says
@@ -34,6 +35,16 @@ _INTERACTION_TOKEN = re.compile(r"(/interactions/\d+/)[^/]+")
 
 class DiscordBadRequest(Undeliverable):
     """A 4xx (other than 401, 403, 404, 429) a caller may turn into something else."""
+
+    def __init__(self, message: str, status: int, code: int):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class DiscordRefused(Undeliverable):
+    """A 403 or 404: undeliverable, with Discord's error code (10003 Unknown Channel is
+    the answer to a send addressed to a user id, which a caller turns into a DM)."""
 
     def __init__(self, message: str, status: int, code: int):
         super().__init__(message)
@@ -170,7 +181,7 @@ def _mapped(what: str, error: RestError) -> Exception:
     if error.status == 429:
         return RetryAfter(message, error.retry_after)
     if error.status in (403, 404):
-        return Undeliverable(message)
+        return DiscordRefused(message, error.status, error.code)
     if 400 <= error.status < 500:
         return DiscordBadRequest(message, error.status, error.code)
     return SendError(message)

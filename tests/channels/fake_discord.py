@@ -3,9 +3,12 @@
 REST under `/api/v10` (the `base_url` a bot is given), answering as Discord does
 (`Authorization: Bot <token>` or 401; errors as `{"code": N, "message": "..."}`; 204 for
 typing, reactions, deletes and interaction callbacks; 429 with `retry_after`):
-GET /users/@me, GET /gateway/bot (whose `url` is this server's websocket), POST/PATCH/DELETE
+GET /users/@me, POST /users/@me/channels (a user's DM channel, the same one each time;
+10013 Unknown User, 50007 for a user who takes no DMs), GET /gateway/bot (whose `url` is
+this server's websocket), POST/PATCH/DELETE
 /channels/{id}/messages[/{id}] (JSON or multipart `payload_json` + `files[n]`, nonces
-enforced), POST /channels/{id}/typing, PUT/DELETE reactions, POST
+enforced; a channel the fake does not know is 404 10003 Unknown Channel, as a user id
+is), POST /channels/{id}/typing, PUT/DELETE reactions, POST
 /interactions/{id}/{token}/callback, and GET /attachments/{name} (the CDN).
 
 The Gateway (`/gateway`): Hello (op 10) with `heartbeat_interval`, heartbeats answered with
@@ -88,6 +91,13 @@ class FakeDiscord:
         self.messages: dict[str, dict[str, Any]] = {}
         self.attachments: dict[str, bytes] = {}
         self.blocked: set[str] = set()
+        # channels that exist: the constants', any a person wrote in, DMs opened
+        self.channels: set[str] = {DM_CHANNEL, GUILD_CHANNEL}
+        self.users: dict[str, dict[str, Any]] = {
+            USER_ID: {"id": USER_ID, "username": "alice", "global_name": "Alice"}
+        }
+        self.dms: dict[str, str] = {USER_ID: DM_CHANNEL}  # user id -> DM channel id
+        self.no_dms: set[str] = set()  # users whose settings refuse the bot's DMs
         self.identifies: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
         self.heartbeats: list[int | None] = []
@@ -184,6 +194,7 @@ class FakeDiscord:
         bot: bool = False,
     ) -> dict[str, Any]:
         """A person writes (in a DM unless `guild`); returns the MESSAGE_CREATE data."""
+        self.channels.add(channel)
         author: dict[str, Any] = {"id": user, "username": username, "global_name": username.title()}
         if bot:
             author["bot"] = True
@@ -213,6 +224,7 @@ class FakeDiscord:
         self, custom_id: str, *, message_id: str, channel: str = DM_CHANNEL, user: str = USER_ID
     ) -> dict[str, Any]:
         """A person presses a button (INTERACTION_CREATE type 3); returns its data."""
+        self.channels.add(channel)
         interaction_id = self.snowflake()
         token = f"itoken-{interaction_id}"
         self.interactions[interaction_id] = token
@@ -276,6 +288,13 @@ class FakeDiscord:
         connection.outgoing.put_nowait({"op": 9, "d": resumable, "s": None, "t": None})
 
     # -- REST controls ----------------------------------------------------------------
+
+    def add_user(self, user: str, username: str = "bob", *, dms: bool = True) -> None:
+        """A user the bot shares a server with (no DM channel until one is opened); with
+        `dms` off their privacy settings refuse the bot's messages (50007)."""
+        self.users[user] = {"id": user, "username": username, "global_name": username.title()}
+        if not dms:
+            self.no_dms.add(user)
 
     def block(self, channel: str) -> None:
         """Sends to `channel` get 403 Missing Access."""
@@ -491,10 +510,14 @@ class FakeDiscord:
                     },
                 }
             )
+        if route == "open_dm":
+            return self._open_dm(body)
         if route == "interaction_callback":
             if self.interactions.get(parts[1]) != parts[2]:
                 return _error(404, 10062, "Unknown interaction")
             return web.Response(status=204)
+        if channel not in self.channels:
+            return _error(404, 10003, "Unknown Channel")
         if channel in self.blocked:
             return _error(403, 50001, "Missing Access")
         if route == "create_message":
@@ -516,6 +539,18 @@ class FakeDiscord:
         if route == "delete_message":
             self.messages.pop(parts[3], None)
         return web.Response(status=204)
+
+    def _open_dm(self, body: dict[str, Any]) -> web.Response:
+        user = self.users.get(str(body.get("recipient_id", "")))
+        if user is None:
+            return _error(404, 10013, "Unknown User")
+        if user["id"] in self.no_dms:
+            return _error(403, 50007, "Cannot send messages to this user")
+        channel = self.dms.setdefault(user["id"], self.snowflake())
+        self.channels.add(channel)
+        return web.json_response(
+            {"id": channel, "type": 1, "last_message_id": None, "flags": 0, "recipients": [user]}
+        )
 
     async def _create(self, call: Call) -> web.Response:
         channel, body, files = call.channel, call.body, call.files
@@ -568,6 +603,8 @@ class FakeDiscord:
 
 def _route(method: str, parts: list[str]) -> tuple[str, str]:
     """The name of a REST route and the channel it addresses."""
+    if parts == ["users", "@me", "channels"] and method == "POST":
+        return "open_dm", ""
     if parts[:2] == ["users", "@me"]:
         return "get_me", ""
     if parts[:2] == ["gateway", "bot"]:

@@ -303,6 +303,55 @@ async def test_send_file_and_poll_tools(start: OpenRuntime, dc: FakeDiscord, hom
     assert [a["poll_media"]["text"] for a in poll["answers"]] == ["pizza", "salad"]
 
 
+async def test_habakkuk_send_to_a_user_id_lands_in_their_dm(
+    start: OpenRuntime, dc: FakeDiscord, home: Home, tmp_path: Path
+) -> None:
+    await start()
+    bob = "100000000000000077"
+    dc.add_user(bob, "bob")
+    assert await asyncio.to_thread(cli.main, ["send", "--to", f"dc:{bob}", "hello", "bob"]) == 0
+    await dc.wait_for(lambda: bool(dc.of("open_dm")))
+    [opened] = dc.of("open_dm")
+    assert opened.body == {"recipient_id": bob}
+    bob_dm = dc.dms[bob]
+    await dc.wait_for(lambda: dc.texts(bob_dm) == ["hello bob"])
+    assert [c.status for c in dc.of("create_message", answered=None)] == [404, 200]
+    # the DM channel is remembered: a file to the same address goes straight there
+    attachment = tmp_path / "a.txt"
+    attachment.write_bytes(b"numbers\n")
+    code = await asyncio.to_thread(
+        cli.main, ["send", "--to", f"dc:{bob}", "--file", str(attachment), "see", "this"]
+    )
+    assert code == 0
+    await dc.wait_for(lambda: dc.files(bob_dm) == [("a.txt", b"numbers\n")])
+    assert len(dc.of("open_dm")) == 1
+    assert [c.channel for c in dc.of("create_message", answered=None)][2:] == [bob_dm]
+    assert turns(home) == []
+
+
+@pytest.mark.parametrize(
+    ("who", "says", "code"),
+    [
+        ("100000000000000099", "100000000000000099 is neither a channel nor a user", "10013"),
+        ("100000000000000088", "user 100000000000000088 takes no direct messages", "50007"),
+    ],
+)
+async def test_habakkuk_send_to_an_unknown_user_fails_for_good(
+    start: OpenRuntime, dc: FakeDiscord, home: Home, who: str, says: str, code: str
+) -> None:
+    await start()
+    dc.add_user("100000000000000088", "dora", dms=False)
+    assert await asyncio.to_thread(cli.main, ["send", "--to", f"dc:{who}", "anyone?"]) == 0
+    failed_sql = "SELECT * FROM jobs WHERE kind = 'delivery:dc' AND status = 'failed'"
+    await eventually(lambda: rows(home, failed_sql), what="the delivery to fail for good")
+    [failed] = rows(home, failed_sql)
+    assert failed["attempts"] == 1  # undeliverable: never retried
+    assert failed["error"].startswith(f"undeliverable: Discord: {says}")
+    assert failed["error"].endswith(f"(code {code}))") and "\n" not in failed["error"]
+    assert [c.status for c in dc.of("create_message", answered=None)] == [404]
+    assert len(dc.of("open_dm", answered=None)) == 1
+
+
 async def test_a_file_and_a_voice_message_reach_the_model(
     start: OpenRuntime, dc: FakeDiscord, home: Home
 ) -> None:

@@ -25,7 +25,14 @@ from habakkuk.channels.store import ChannelStore
 from habakkuk.channels.tasks import cancel_and_wait
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.store import SqliteDatabase
-from tests.channels.fake_discord import BOT, BOT_TOKEN, DM_CHANNEL, FakeDiscord
+from tests.channels.fake_discord import (
+    BOT,
+    BOT_TOKEN,
+    DM_CHANNEL,
+    GUILD_CHANNEL,
+    USER_ID,
+    FakeDiscord,
+)
 from tests.helpers import eventually
 
 
@@ -301,9 +308,34 @@ async def test_rest_errors_map_to_what_the_delivery_worker_needs(dc: FakeDiscord
     with pytest.raises(Undeliverable, match="403 Missing Access"):
         await bot.adapter.send_text(to, "hi")
     with pytest.raises(Undeliverable, match="404 Unknown Message"):
-        await bot.adapter.edit_text(Address("dc", "5"), "1", "x")
+        await bot.adapter.edit_text(Address("dc", GUILD_CHANNEL), "1", "x")
     with pytest.raises(Undeliverable, match="Cannot send an empty message"):
-        await bot.adapter.send_text(Address("dc", "6"), " ")
+        await bot.adapter.send_text(Address("dc", GUILD_CHANNEL), " ")
+
+
+async def test_an_address_naming_a_user_works_in_their_dm_for_every_operation(
+    dc: FakeDiscord, bot: Bot, store: ChannelStore
+) -> None:
+    to = Address("dc", USER_ID)  # the person, not their DM channel
+    sent = await bot.adapter.send_text(to, "hello")
+    assert dc.texts() == ["hello"]  # into the DM channel Discord already had for them
+    await bot.adapter.typing(to)
+    await bot.adapter.edit_text(to, sent, "hello again")
+    await bot.adapter.react(to, sent, "👀")
+    await bot.adapter.delete(to, sent)
+    assert len(dc.of("open_dm")) == 1  # remembered after the first send
+    assert {c.channel for c in dc.calls if c.answered and c.channel} == {DM_CHANNEL}
+    assert sent not in dc.messages
+    # after a restart the mapping is gone: the first operation learns it again (idempotent)
+    again = Bot(dc, store)
+    try:
+        kept = await bot.adapter.send_text(to, "stays")
+        await again.adapter.edit_text(to, kept, "stays, edited")
+        assert dc.messages[kept]["content"] == "stays, edited"
+        opened = dc.of("open_dm")
+        assert len(opened) == 2 and all(c.body == {"recipient_id": USER_ID} for c in opened)
+    finally:
+        await again.stop()
 
 
 async def test_every_message_goes_out_without_pings(dc: FakeDiscord, bot: Bot) -> None:
