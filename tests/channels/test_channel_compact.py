@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from habakkuk.engine.home import Home
+from tests.channels.e2e_support import rows
 from tests.channels.fake_telegram import FakeTelegram
-from tests.channels.test_telegram_e2e import OpenRuntime, rows, start  # noqa: F401
+from tests.channels.test_telegram_e2e import OpenRuntime, start  # noqa: F401
 
 SCRIPT = """
 - match: "messages_to_fold"

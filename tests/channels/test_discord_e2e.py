@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
-import sqlite3
 import textwrap
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -21,6 +19,7 @@ from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.runtime import Runtime
+from tests.channels.e2e_support import rows
 from tests.channels.fake_discord import (
     BOT,
     BOT_TOKEN,
@@ -77,12 +76,6 @@ def start(runtime_factory: Any, dc: FakeDiscord) -> OpenRuntime:
         return runtime
 
     return _start
-
-
-def rows(home: Home, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-    with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
-        conn.row_factory = sqlite3.Row
-        return conn.execute(sql, params).fetchall()
 
 
 def finished(home: Home, job_id: str) -> bool:

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import json
 import re
-import sqlite3
 import textwrap
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from habakkuk import cli
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.runtime import Runtime
+from tests.channels.e2e_support import rows
 from tests.channels.fake_email import PERSON, Dovecot, MailDriver
 from tests.conftest import mock_config
 from tests.fakes.media_gen import png
@@ -27,12 +27,6 @@ from tests.helpers import eventually
 
 OpenRuntime = Callable[..., Awaitable[Runtime]]
 PHOTO = png(4, 3)
-
-
-def rows(home: Home, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-    with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
-        conn.row_factory = sqlite3.Row
-        return conn.execute(sql, params).fetchall()
 
 
 def finished(home: Home, job_id: str) -> bool:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
-import sqlite3
 import textwrap
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,6 +18,7 @@ from habakkuk.channels.matrix_events import encode_id
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.runtime import Runtime
+from tests.channels.e2e_support import finished, job, rows
 from tests.channels.fake_matrix import ALICE, BOT, FakeMatrix, MatrixDriver
 from tests.conftest import mock_config
 from tests.fakes.media_gen import png
@@ -83,22 +82,6 @@ def start(runtime_factory: Any, hs: FakeMatrix) -> OpenRuntime:
         return runtime
 
     return _start
-
-
-def rows(home: Home, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-    with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
-        conn.row_factory = sqlite3.Row
-        return conn.execute(sql, params).fetchall()
-
-
-def job(home: Home, job_id: str) -> sqlite3.Row | None:
-    found = rows(home, "SELECT * FROM jobs WHERE id = ?", (job_id,))
-    return found[0] if found else None
-
-
-def finished(home: Home, job_id: str) -> bool:
-    row = job(home, job_id)
-    return row is not None and row["status"] in ("done", "failed", "cancelled")
 
 
 def turn_of(room: str, event: dict[str, Any]) -> str:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
-import sqlite3
 import textwrap
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -21,6 +19,7 @@ from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.runtime import Runtime
+from tests.channels.e2e_support import rows
 from tests.channels.fake_signal import (
     ALICE_NUMBER,
     ALICE_UUID,
@@ -85,12 +84,6 @@ def start(runtime_factory: Any, signal_cli: FakeSignal) -> OpenRuntime:
         return runtime
 
     return _start
-
-
-def rows(home: Home, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-    with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
-        conn.row_factory = sqlite3.Row
-        return conn.execute(sql, params).fetchall()
 
 
 def finished(home: Home, job_id: str) -> bool:

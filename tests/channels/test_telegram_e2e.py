@@ -19,6 +19,7 @@ from habakkuk import cli
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import ImageBlock, TextBlock
 from habakkuk.runtime import Runtime
+from tests.channels.e2e_support import finished, job, rows
 from tests.channels.fake_telegram import BOT_TOKEN, FakeTelegram
 from tests.conftest import mock_config
 from tests.fakes.media_gen import png
@@ -72,22 +73,6 @@ def start(runtime_factory: Any, tg: FakeTelegram) -> OpenRuntime:
         return runtime
 
     return _start
-
-
-def rows(home: Home, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-    with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
-        conn.row_factory = sqlite3.Row
-        return conn.execute(sql, params).fetchall()
-
-
-def job(home: Home, job_id: str) -> sqlite3.Row | None:
-    found = rows(home, "SELECT * FROM jobs WHERE id = ?", (job_id,))
-    return found[0] if found else None
-
-
-def finished(home: Home, job_id: str) -> bool:
-    row = job(home, job_id)
-    return row is not None and row["status"] in ("done", "failed", "cancelled")
 
 
 async def test_a_message_is_answered_once(start: OpenRuntime, tg: FakeTelegram, home: Home) -> None:

@@ -10,7 +10,6 @@ a linked device, so those rows of the checklist have no WhatsApp form here.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import sqlite3
 import textwrap
@@ -27,6 +26,7 @@ from habakkuk import cli
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import ImageBlock
 from habakkuk.runtime import Runtime
+from tests.channels.e2e_support import rows
 from tests.channels.fake_whatsapp import GROUP, ME, PERSON, FakeWhatsApp, WhatsAppDriver
 from tests.conftest import mock_config
 from tests.fakes.media_gen import png
@@ -81,12 +81,6 @@ def start(runtime_factory: Any, wa: FakeWhatsApp) -> OpenRuntime:
         return runtime
 
     return _start
-
-
-def rows(home: Home, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-    with contextlib.closing(sqlite3.connect(home.db_path("control"))) as conn:
-        conn.row_factory = sqlite3.Row
-        return conn.execute(sql, params).fetchall()
 
 
 def finished(home: Home, job_id: str) -> bool:
