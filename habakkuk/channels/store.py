@@ -93,6 +93,15 @@ CREATE TABLE IF NOT EXISTS delivery_chunks (
     at REAL NOT NULL,
     PRIMARY KEY (delivery, idx)
 );
+-- A send of a chunk that started (written before it, by the lease owner that sent it):
+-- a chunk with an attempt and no row in delivery_chunks may have reached the chat.
+CREATE TABLE IF NOT EXISTS delivery_attempts (
+    delivery TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (delivery, idx, owner)
+);
 CREATE TABLE IF NOT EXISTS channel_prompts (
     id TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
@@ -180,6 +189,13 @@ CREATE TABLE IF NOT EXISTS delivery_chunks (
     message_id TEXT NOT NULL,
     at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (delivery, idx)
+);
+CREATE TABLE IF NOT EXISTS delivery_attempts (
+    delivery TEXT NOT NULL,
+    idx BIGINT NOT NULL,
+    owner TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (delivery, idx, owner)
 );
 CREATE TABLE IF NOT EXISTS channel_prompts (
     id TEXT PRIMARY KEY,
@@ -631,11 +647,35 @@ class ChannelStore:
         )
         return {int(r["idx"]): str(r["message_id"]) for r in rows}
 
-    async def record_chunk(self, lease: Lease, index: int, message_id: str) -> None:
-        """Record a sent chunk, in the same transaction as a check that the job is still ours."""
+    async def attempted_chunks(self, delivery: str) -> dict[int, float]:
+        """When a send of each chunk of `delivery` first started (delivery_attempts): a
+        chunk started and not in `sent_chunks` may have reached the chat."""
+        rows = await self.db.fetchall(
+            "SELECT idx, MIN(at) AS first FROM delivery_attempts WHERE delivery = ?"
+            " GROUP BY idx",
+            (delivery,),
+        )
+        return {int(r["idx"]): float(r["first"]) for r in rows}
 
-        # The jobs table is this database's own: SQLite's `main`, PostgreSQL's schema.
-        schema = "main" if self.db.dialect == "sqlite" else self.db.name
+    async def start_chunk(self, lease: Lease, index: int) -> None:
+        """Note that a send of chunk `index` starts now (a check that the job is still
+        ours in the same transaction: a lost lease sends nothing)."""
+        schema = self._jobs_schema()
+
+        def _start(conn: Conn) -> None:
+            lease.check(conn, schema)
+            _attempt(conn, lease, index)
+
+        # A short write bounded by primary keys, written to run beside other writers (the
+        # lease check's row lock): no wait for the store's writer lock before a send.
+        await self.db.write(_start, inline=True)
+
+    async def record_chunk(
+        self, lease: Lease, index: int, message_id: str, *, then: int | None = None
+    ) -> None:
+        """Record a sent chunk, in the same transaction as a check that the job is still ours;
+        `then`: the chunk whose send starts next, noted in the same trip (start_chunk)."""
+        schema = self._jobs_schema()
 
         def _record(conn: Conn) -> None:
             lease.check(conn, schema)
@@ -645,8 +685,17 @@ class ChannelStore:
                 " at = excluded.at",
                 (lease.job.id, index, message_id, time.time()),
             )
+            if then is not None:
+                _attempt(conn, lease, then)
 
-        await self.db.write(_record)
+        # Between the platform's answer and this record a crash sends the chunk again
+        # where the platform has no key to drop it by, so nothing waits here: a short
+        # write bounded by primary keys, beside other writers (no store writer lock).
+        await self.db.write(_record, inline=True)
+
+    def _jobs_schema(self) -> str:
+        """The jobs table is this database's own: SQLite's `main`, PostgreSQL's schema."""
+        return "main" if self.db.dialect == "sqlite" else self.db.name
 
     # -- prompts waiting for an answer (shared by every process) ---------------------------
 
@@ -777,6 +826,15 @@ class ChannelStore:
         await self.db.write(
             lambda conn: conn.execute("DELETE FROM channel_drafts WHERE turn = ?", (turn,))
         )
+
+
+def _attempt(conn: Conn, lease: Lease, index: int) -> None:
+    """Insert the attempt of chunk `index` by this lease's owner (its first time kept)."""
+    conn.execute(
+        "INSERT INTO delivery_attempts(delivery, idx, owner, at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(delivery, idx, owner) DO NOTHING",
+        (lease.job.id, index, lease.owner, time.time()),
+    )
 
 
 def dumps(data: Any) -> str:
