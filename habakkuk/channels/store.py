@@ -651,8 +651,7 @@ class ChannelStore:
         """When a send of each chunk of `delivery` first started (delivery_attempts): a
         chunk started and not in `sent_chunks` may have reached the chat."""
         rows = await self.db.fetchall(
-            "SELECT idx, MIN(at) AS first FROM delivery_attempts WHERE delivery = ?"
-            " GROUP BY idx",
+            "SELECT idx, MIN(at) AS first FROM delivery_attempts WHERE delivery = ? GROUP BY idx",
             (delivery,),
         )
         return {int(r["idx"]): float(r["first"]) for r in rows}
