@@ -56,6 +56,18 @@ def jobs(home: Path) -> dict[str, sqlite3.Row]:
         return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
 
 
+def started_by(home: Path, delivery: str) -> dict[int, list[int]]:
+    """The pids whose sends of each chunk of `delivery` started, by time (delivery_attempts)."""
+    with contextlib.closing(sqlite3.connect(home / "control.db")) as conn:
+        found: dict[int, list[int]] = {}
+        for idx, owner in conn.execute(
+            "SELECT idx, owner FROM delivery_attempts WHERE delivery = ? ORDER BY at",
+            (delivery,),
+        ):
+            found.setdefault(int(idx), []).append(int(str(owner).split(":")[1]))
+        return found
+
+
 def transcript_roles(home: Path) -> list[str]:
     with contextlib.closing(sqlite3.connect(home / "transcripts.db")) as conn:
         return [r[0] for r in conn.execute("SELECT role FROM messages ORDER BY seq")]
@@ -94,6 +106,13 @@ async def test_a_crash_mid_delivery_resumes_at_the_first_unsent_chunk(
     assert rows[turn]["attempts"] == 1  # the turn ran once
     assert rows[f"reply:{turn}"]["attempts"] == 2  # the delivery resumed once
     assert transcript_roles(home) == ["user", "assistant"]
+    # Chunk 2's send started in the killed process and again after the restart: known to
+    # be one that may have reached the chat (Telegram has no key to drop a resend by).
+    assert started_by(home, f"reply:{turn}") == {
+        0: [first.pid],
+        1: [first.pid, second.pid],
+        2: [second.pid],
+    }
 
 
 @pytest.mark.timeout(180)
