@@ -317,10 +317,15 @@ class DeliveryWorker:
         first_chunk: int = 0,
     ) -> dict[str, Any]:
         chunks = adapter.render(text)
-        job = lease.job.id
-        sent = await self.store.sent_chunks(job)
-        attempted = await self._attempted(adapter, job)
-        started = -1  # the chunk whose attempt the last record wrote in its trip
+        started = -1  # the chunk whose start was written in the last trip
+        attempted: dict[int, float] = {}
+        if adapter.keyed_sends:
+            sent = await self.store.sent_chunks(lease.job.id)
+        else:
+            indexes = range(first_chunk, first_chunk + len(chunks))
+            progress = await self.store.begin_send(lease, indexes)
+            sent, attempted = progress.sent, progress.attempted
+            started = -1 if progress.started is None else progress.started
         ids = []
         for index, chunk in enumerate(chunks, start=first_chunk):
             if index in sent:

@@ -263,9 +263,15 @@ async def test_the_start_of_a_send_is_kept_per_owner_from_its_first_time_and_fen
     attempted = await store.attempted_chunks("delivery:1")
     assert attempted[0] == first and attempted[1] >= first and set(attempted) == {0, 1}
     assert await store.sent_chunks("delivery:1") == {0: "m0"}
+    # Resumed: chunk 0 sent, chunk 1 started and unrecorded; chunk 1 is noted again now.
+    progress = await store.begin_send(lease, range(3))
+    assert progress.sent == {0: "m0"} and progress.attempted == attempted
+    assert progress.started == 1
     await queue.complete(lease, {})
     with pytest.raises(LeaseLost):  # not ours any more: nothing is sent
         await store.start_chunk(lease, 2)
+    with pytest.raises(LeaseLost):
+        await store.begin_send(lease, range(3))
     assert set(await store.attempted_chunks("delivery:1")) == {0, 1}
 
 
