@@ -116,6 +116,37 @@ async def test_a_crash_mid_delivery_resumes_at_the_first_unsent_chunk(
 
 
 @pytest.mark.timeout(180)
+async def test_a_chunk_telegram_took_before_the_kill_is_sent_again_and_known_as_such(
+    tg: FakeTelegram, tmp_path: Path, serve_process: StartServe
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(config(tg, CHUNK))
+    tg.hold_sends_after(1, made=True)  # chunk 2 reaches the chat; its answer never the bot
+    first = await serve_process(home, TG_TOKEN=TOKEN)
+    update = tg.message("the long answer please")
+    await tg.wait_for(lambda: len(tg.of("sendMessage", answered=None)) == 2, timeout=60)
+    await kill(first)
+    tg.release_sends()
+    delivery = f"reply:turn:tg:42:{update['message']['message_id']}"
+
+    second = await serve_process(home, TG_TOKEN=TOKEN)
+    await eventually(
+        lambda: jobs(home)[delivery]["status"] == "done",
+        what="the delivery",
+        timeout=BOUND,
+        ignore=NOT_YET,
+    )
+    await stop(second)
+    # sendMessage takes no key and a bot cannot read the chat: chunk 2 comes twice, the
+    # one double the design allows (the window between Telegram's answer and the record)
+    assert [t.split()[0] for t in tg.in_chat()] == ["alpha", "bravo", "bravo", "charlie"]
+    # and it is known for what it is: its send started in the killed process, then again
+    # in the one that recorded it (what tests/crash/test_pg_nodes_kill9.py counts on)
+    assert started_by(home, delivery)[1] == [first.pid, second.pid]
+
+
+@pytest.mark.timeout(180)
 async def test_a_crash_between_the_turns_end_and_its_delivery_sends_one_reply(
     tg: FakeTelegram, tmp_path: Path, serve_process: StartServe
 ) -> None:
