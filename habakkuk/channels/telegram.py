@@ -13,7 +13,8 @@
   a bot cannot read a chat's history, so a crash after Telegram took a chunk and before
   the delivery recorded it sends that chunk again on resume. The window is the time from
   Telegram's answer to the record, with nothing else in it (channels/deliveries.py: the
-  record waits for no lock; the next chunk's start goes in the same trip); the start of
+  record skips PostgreSQL's store writer lock; the next chunk's start rides in the same
+  trip); the start of
   each send is written first (delivery_attempts), so such a chunk is known.
 """
 
