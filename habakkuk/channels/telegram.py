@@ -14,8 +14,8 @@
   the delivery recorded it sends that chunk again on resume. The window is the time from
   Telegram's answer to the record, with nothing else in it (channels/deliveries.py: the
   record skips PostgreSQL's store writer lock; the next chunk's start rides in the same
-  trip); the start of
-  each send is written first (delivery_attempts), so such a chunk is known.
+  trip); the start of each send is written first (delivery_attempts), so such a chunk
+  is known.
 """
 
 from __future__ import annotations
