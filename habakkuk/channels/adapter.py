@@ -160,6 +160,11 @@ class Adapter(ABC):
     type: str = ""
     capabilities: frozenset[Capability] = frozenset()
     max_file_bytes: int = 25 * 1024 * 1024
+    # Whether every send inside a delivery carries a key derived from the delivery and its
+    # part (deliveries.SENDING), so the platform drops a resend after a crash (Discord's
+    # nonce, Matrix's transaction id, email's Message-ID); else the delivery worker writes
+    # the start of each send first, and a resumed part is `Sending.attempted`.
+    keyed_sends: bool = False
 
     def __init__(self, account: str):
         self.account = account

@@ -85,6 +85,7 @@ class MatrixAdapter(Adapter):
     """One Matrix account (a bot user with an access token)."""
 
     type = "matrix"
+    keyed_sends = True  # every send's transaction id derives from the delivery (_txn)
     capabilities: frozenset[Capability] = frozenset(
         {"edit", "typing", "reactions", "files", "download"}
     )

@@ -9,6 +9,13 @@
   characters; a chunk Telegram cannot parse is resent as plain text.
 - Errors map to what the delivery worker needs: 403 and "chat not found" are
   Undeliverable, 429 is RetryAfter, 401 is fatal for the adapter.
+- Exactly once, as near as the Bot API allows: sendMessage takes no idempotency key and
+  a bot cannot read a chat's history, so a crash after Telegram took a chunk and before
+  the delivery recorded it sends that chunk again on resume. The window is the time from
+  Telegram's answer to the record, with nothing else in it (channels/deliveries.py: the
+  record skips PostgreSQL's store writer lock; the next chunk's start rides in the same
+  trip); the start of each send is written first (delivery_attempts), so such a chunk
+  is known.
 """
 
 from __future__ import annotations

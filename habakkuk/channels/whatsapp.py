@@ -16,8 +16,15 @@
   document or audio messages (voice notes as push-to-talk Ogg Opus); media in is
   downloaded and decrypted by the library. WhatsApp has no buttons for a linked device
   (they are a Business API feature), so approvals are typed ("yes" / "no").
-- Sends cannot carry an id of our choosing through neonize 0.5.2, so a delivery retried
-  after a crash between WhatsApp's answer and the recorded chunk may send that chunk twice.
+- Sends cannot carry an id of our choosing through neonize 0.5.2: whatsmeow's
+  SendMessage takes one (SendRequestExtra.ID, and WhatsApp drops a second message with
+  the same id), but neonize's `send_message` passes no extra and its Go side builds
+  SendRequestExtra with AdditionalNodes only (goneonize/main.go, still so upstream);
+  `send_fb_message` takes an ID but sends Messenger's consumer-application messages, not
+  a WhatsApp chat message. So a delivery resumed after a crash between WhatsApp's answer
+  and the recorded chunk sends that chunk again, as with Telegram: the window is the time
+  from the answer to the record, and the start of each send is written first
+  (delivery_attempts), so such a chunk is known.
 - neonize 0.5.2 does not expose whatsmeow's SynchronousAck: the Go core acknowledges a
   message when it arrives, not after our handler returned, so a crash in the moment
   between its arrival and the gateway's durable enqueue loses that one message.
