@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import math
+import os
 import random
 import sqlite3
 import statistics
@@ -389,7 +390,9 @@ def memory(root: Path, counts: list[int], rounds: int) -> None:
         list(rankings),
         timings,
     )
-    report_queries(list(conns), MEMORY_QUERIES, "new", timings)
+    for name in ("w200", "new"):
+        report_queries(list(conns), MEMORY_QUERIES, name, timings)
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def main() -> None:
@@ -403,6 +406,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--memory-only", action="store_true", help="skip the sessions")
     args = parser.parse_args()
+    print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if not args.memory_only:
         sessions(args.small, args.big, args.big_messages, args.rounds)
     counts = [10_000, args.big_notes] + ([args.huge_notes] if args.huge_notes else [])

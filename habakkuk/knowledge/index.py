@@ -18,8 +18,8 @@ looked up once per column over the window's rows (three walks over it per word a
 the window's own, where session search makes one or two). A title or tag match is a
 window of its own (the newest 100 notes holding the word in that column), so an older
 note titled or tagged with the word is still ranked (on its title and tag weights);
-what the window costs the ranking is an older note holding the word only in its body
-once more than 100 newer notes hold it. A word held by fewer notes than the window
+what the window costs the ranking is an older note holding the words only in its body
+once 100 newer notes hold one of them. A word held by fewer notes than the window
 costs what it is held by, up to the window (in each column).
 
 The cost of a search is the rows its windows hold, about 0.45 us each (the lookup, the
@@ -28,8 +28,9 @@ the index beyond them, and no page, join, sort or statistic grows with it. A wor
 by fewer notes than the window costs less while its windows fill, then stays flat:
 with a window of 200, a word held by 85 of 10,000 notes (2 of them in their title) read
 85 + 83 + 2 rows there and 200 + 188 + 200 (window, body, title) on 1,000,000 notes,
-2.5x the time (0.13 against 0.32 ms). With 100 the big memory reads 100 + 94 + 100,
-1.3-1.4x; a common word costs about half what it did, at any size.
+2.5-2.7x the time (0.16 against 0.44 ms, search_bench at a load of 8). With 100 the big
+memory reads 100 + 94 + 100, 1.4-1.85x (0.13 against 0.24 ms), the title window most of
+what is left; a common word costs about half what it did, at any size.
 
 The title and tag windows are read from FTS5 tables of their own (note_titles_fts,
 note_tags_fts, one column each): a column filter on notes_fts ("title : word") reads
