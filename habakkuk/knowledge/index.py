@@ -27,9 +27,10 @@ row to Python, its score), the same on 10,000 notes as on 1,000,000: nothing rea
 the index beyond them, and no page, join, sort or statistic grows with it. A word held
 by fewer notes than the window costs less while its windows fill, then stays flat:
 with a window of 200, a word held by 85 of 10,000 notes (2 of them in their title) read
-85 + 83 + 2 rows there and 200 + 188 + 200 (window, body, title) on 1,000,000 notes,
-2.5-2.7x the time (0.16 against 0.44 ms, search_bench at a load of 8). With 100 the big
-memory reads 100 + 94 + 100, 1.4-1.85x (0.13 against 0.24 ms), the title window most of
+85 + 83 + 2 rows there and 200 + 188 + 200 (window, body, title) on 1,000,000 notes:
+2.5x the time run again and again (0.13 against 0.32 ms), 2.2x from cold CPU caches
+(0.46 against 1.01 ms, search_bench at a load of 10). With 100 the big memory reads
+100 + 94 + 100: 1.4x and 1.2x (0.41 against 0.50 ms cold), the title window most of
 what is left; a common word costs about half what it did, at any size.
 
 The title and tag windows are read from FTS5 tables of their own (note_titles_fts,
