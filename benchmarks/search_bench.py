@@ -25,7 +25,8 @@ any size (memory_bench.py times the whole service at 10,000 notes).
 
 Prints p50/p95 in ms per query kind and ranking, the homes side by side, and the ratio of
 each bigger home's p50 to the smallest's. Each timed search starts from cold CPU caches
-(`cold`), and a query runs by one ranking on every home in turn before the next ranking. --memory-only skips the sessions.
+(`cold`), and a query runs by one ranking on every home in turn before the next ranking.
+--memory-only skips the sessions.
 Run: python benchmarks/search_bench.py [--small DIR] [--big DIR] [--rounds N] [--memory-only]
 """
 
