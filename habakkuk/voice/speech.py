@@ -1,0 +1,131 @@
+"""Text to speech with the `tts:` provider: the one interface every speaker uses.
+
+`build_synthesizer(config.tts, secrets)` gives a SpeechSynthesizer: `synthesize(text,
+voice, format=)` returns SpokenAudio, the bytes, their MIME type and how long they play.
+`format="ogg_opus"` is a voice note: OpenAI and ElevenLabs are asked for Opus, anything
+else (edge's MP3, espeak's WAV) is converted with ffmpeg when it is installed, else it
+goes as the provider made it (the MIME type says what). `format="wav"` is 16-bit PCM WAV
+for the local loop to play; without ffmpeg a provider that cannot make WAV is a
+SpeechError saying so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from . import audio
+from .audio import AudioFormat, SpeechError
+
+if TYPE_CHECKING:
+    from habakkuk.engine.tts_config import TtsConfig
+
+__all__ = [
+    "AudioFormat",
+    "Secrets",
+    "SpeechError",
+    "SpeechSynthesizer",
+    "SpokenAudio",
+    "build_synthesizer",
+]
+
+
+@dataclass(frozen=True)
+class SpokenAudio:
+    """Speech as made: the bytes, what they are and how long they play (None: unknown)."""
+
+    data: bytes
+    mime: str  # "audio/ogg" (Opus) | "audio/mpeg" | "audio/wav"
+    duration_s: float | None
+
+    @property
+    def suffix(self) -> str:
+        """The file suffix of the audio (.ogg, .mp3, .wav)."""
+        return {audio.OGG: ".ogg", audio.MPEG: ".mp3", audio.WAV: ".wav"}.get(self.mime, ".bin")
+
+
+class SpeechSynthesizer(Protocol):
+    """Makes speech of text (the voice: the configured one unless named)."""
+
+    async def synthesize(
+        self, text: str, voice: str | None = None, *, format: AudioFormat = "ogg_opus"
+    ) -> SpokenAudio:
+        """`text` spoken; SpeechError when it cannot be."""
+        ...
+
+
+class Secrets(Protocol):
+    """Where keys are read from by variable name (engine.home.Environment, a dict)."""
+
+    def get(self, name: str, /) -> str | None: ...
+
+
+class Provider(Protocol):
+    """One provider's wire: the audio as it sends it, and its MIME type."""
+
+    name: str
+
+    async def speak(self, text: str, voice: str, format: AudioFormat) -> tuple[bytes, str]: ...
+
+
+class Synthesizer:
+    """A provider, and what makes its audio the format asked for."""
+
+    def __init__(self, provider: Provider, voice: str) -> None:
+        self.provider = provider
+        self.voice = voice
+
+    async def synthesize(
+        self, text: str, voice: str | None = None, *, format: AudioFormat = "ogg_opus"
+    ) -> SpokenAudio:
+        """`text` spoken in `voice` (default: the configured one) as `format`."""
+        text = text.strip()
+        if not text:
+            raise SpeechError("there is no text to speak")
+        data, mime = await self.provider.speak(text, (voice or "").strip() or self.voice, format)
+        if not data:
+            raise SpeechError(f"{self.provider.name}: the answer holds no audio")
+        return await finish(data, audio.sniff(data) or mime, format, self.provider.name)
+
+
+async def finish(data: bytes, mime: str, format: AudioFormat, provider: str) -> SpokenAudio:
+    """The audio as `format` where it can be: converted with ffmpeg when it is not already,
+    a voice note left as it came when ffmpeg is missing."""
+    if format == "ogg_opus":
+        if not audio.is_ogg_opus(data):
+            converted = await audio.convert(data, "ogg_opus")
+            if converted is not None:
+                data, mime = converted, audio.OGG
+            elif mime == audio.WAV:
+                data = audio.fixed_wav(data)
+    elif mime != audio.WAV:
+        converted = await audio.convert(data, "wav")
+        if converted is None:
+            raise SpeechError(f"{provider} makes {mime}: WAV needs ffmpeg (install it)")
+        data, mime = converted, audio.WAV
+    else:
+        data = audio.fixed_wav(data)
+    return SpokenAudio(data, mime, audio.duration(data))
+
+
+def build_synthesizer(config: TtsConfig, secrets: Secrets) -> SpeechSynthesizer:
+    """The synthesizer of the configured `tts:` provider, its key read from `secrets` when
+    it speaks (so a key set later is used; a missing one is a SpeechError naming it)."""
+    provider: Provider
+    if config.provider == "openai":
+        from .providers import OpenAISpeech
+
+        provider = OpenAISpeech(config, secrets)
+    elif config.provider == "elevenlabs":
+        from .providers import ElevenLabsSpeech
+
+        provider = ElevenLabsSpeech(config, secrets)
+    elif config.provider == "edge":
+        from .edge import EdgeSpeech
+
+        provider = EdgeSpeech(config.base_url)
+    else:
+        from .espeak import EspeakSpeech
+
+        provider = EspeakSpeech()
+    return Synthesizer(provider, config.voice)
