@@ -21,13 +21,13 @@ from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .presets import PRESETS, ProviderType
-from .tts_config import TtsConfig, resolve_tts
 from .toolsets import (
     DEFAULT_TOOLSETS,
     KNOWN_TOOLSETS,
     MCP_PREFIX,
     offer_to_default_agents,
 )
+from .tts_config import TtsConfig, resolve_tts
 
 Mode = Literal["read-only", "ask", "workspace", "full"]
 Approvals = Literal["human", "reviewer", "reviewer_then_human"]

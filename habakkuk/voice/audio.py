@@ -53,9 +53,11 @@ def wav_chunks(data: bytes) -> tuple[bytes, int, int] | None:
             fmt = data[body : body + size]
         elif name == b"data":
             held = len(data) - body
-            return (fmt, body, held if size in _STREAMING_SIZES or size > held else size) if (
-                fmt is not None
-            ) else None
+            return (
+                (fmt, body, held if size in _STREAMING_SIZES or size > held else size)
+                if (fmt is not None)
+                else None
+            )
         at = body + size + (size & 1)
     return None
 
@@ -144,24 +146,37 @@ async def convert(data: bytes, to: AudioFormat) -> bytes | None:
     else:
         out = ["-c:a", "pcm_s16le", "-f", "wav"]
     command = [binary, "-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-vn", "-ac", "1"]
+    stdout, stderr, code = await run_piped(
+        [*command, *out, "pipe:1"], data, CONVERT_SECONDS, "ffmpeg"
+    )
+    if code != 0 or not stdout:
+        why = " ".join(stderr.decode(errors="replace").split())[:200] or "no output"
+        raise SpeechError(f"ffmpeg could not convert the audio: {why}")
+    return fixed_wav(stdout) if to == "wav" else stdout
+
+
+async def run_piped(
+    command: list[str], data: bytes, seconds: float, what: str
+) -> tuple[bytes, bytes, int]:
+    """Run `command` with `data` on stdin: (stdout, stderr, exit code). A process past
+    `seconds`, or whose caller is cancelled, is killed (SpeechError for the first)."""
+    from habakkuk.engine.timeouts import wait_within
+
     process = await asyncio.create_subprocess_exec(
         *command,
-        *out,
-        "pipe:1",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(data), CONVERT_SECONDS)
+        stdout, stderr = await wait_within(process.communicate(data), seconds)
     except TimeoutError:
-        process.kill()
-        await process.wait()
-        raise SpeechError(f"ffmpeg took over {CONVERT_SECONDS:.0f}s to convert the audio") from None
-    if process.returncode != 0 or not stdout:
-        why = " ".join(stderr.decode(errors="replace").split())[:200] or "no output"
-        raise SpeechError(f"ffmpeg could not convert the audio: {why}")
-    return fixed_wav(stdout) if to == "wav" else stdout
+        raise SpeechError(f"{what} took over {seconds:.0f}s") from None
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    return stdout, stderr, process.returncode or 0
 
 
 class SpeechError(Exception):

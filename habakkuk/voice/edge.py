@@ -77,7 +77,9 @@ def ssml(text: str, voice: str) -> str:
 
 def _js_date() -> str:
     # The browser writes a JavaScript Date string; the service reads it so.
-    return time.strftime("%a %b %d %Y %H:%M:%S GMT+0000 (Coordinated Universal Time)", time.gmtime())
+    return time.strftime(
+        "%a %b %d %Y %H:%M:%S GMT+0000 (Coordinated Universal Time)", time.gmtime()
+    )
 
 
 def split_headers(data: bytes) -> tuple[dict[str, str], bytes]:
@@ -112,7 +114,9 @@ class EdgeSpeech:
             return await self._once(text, voice), audio.MPEG
         except aiohttp.WSServerHandshakeError as exc:
             if exc.status != 403:
-                raise SpeechError(f"edge: the service refused the connection: HTTP {exc.status}") from None
+                raise SpeechError(
+                    f"edge: the service refused the connection: HTTP {exc.status}"
+                ) from None
             self._learn_skew(exc.headers)
         try:
             return await self._once(text, voice), audio.MPEG
@@ -129,7 +133,9 @@ class EdgeSpeech:
         try:
             server = parsedate_to_datetime(date).timestamp()
         except (TypeError, ValueError):
-            raise SpeechError(f"edge: HTTP 403 with a Date that is not one: {date[:60]!r}") from None
+            raise SpeechError(
+                f"edge: HTTP 403 with a Date that is not one: {date[:60]!r}"
+            ) from None
         self.skew = server - time.time()
 
     async def _once(self, text: str, voice: str) -> bytes:

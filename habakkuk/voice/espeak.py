@@ -6,7 +6,6 @@ nothing in it can be read as an option.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 
 from . import audio
@@ -24,24 +23,11 @@ class EspeakSpeech:
         binary = shutil.which("espeak-ng") or shutil.which("espeak")
         if binary is None:
             raise SpeechError("espeak: espeak-ng is not installed (e.g. apt install espeak-ng)")
-        process = await asyncio.create_subprocess_exec(
-            binary,
-            "--stdout",
-            "-v",
-            voice,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        command = [binary, "--stdout", "-v", voice]
+        stdout, stderr, code = await audio.run_piped(
+            command, text.encode(), SPEAK_SECONDS, "espeak"
         )
-        try:
-            stdout, stderr = await asyncio.wait_for(
-                process.communicate(text.encode()), SPEAK_SECONDS
-            )
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            raise SpeechError(f"espeak: took over {SPEAK_SECONDS:.0f}s") from None
-        if process.returncode != 0 or audio.sniff(stdout) != audio.WAV:
+        if code != 0 or audio.sniff(stdout) != audio.WAV:
             why = " ".join(stderr.decode(errors="replace").split())[:200] or "no audio"
             raise SpeechError(f"espeak: {why}")
         return audio.fixed_wav(stdout), audio.WAV

@@ -11,6 +11,7 @@ SpeechError saying so.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,6 +29,11 @@ __all__ = [
     "SpokenAudio",
     "build_synthesizer",
 ]
+
+
+# What a voice may be called (provider names, ElevenLabs ids, espeak-ng's en-us+f3): never
+# an option of a command, never markup.
+VOICE_NAME = re.compile(r"[A-Za-z0-9_.+ ()-]{1,120}")
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,10 @@ class Synthesizer:
         text = text.strip()
         if not text:
             raise SpeechError("there is no text to speak")
-        data, mime = await self.provider.speak(text, (voice or "").strip() or self.voice, format)
+        voice = (voice or "").strip() or self.voice
+        if not VOICE_NAME.fullmatch(voice):
+            raise SpeechError(f"{voice[:60]!r} is not a voice name")
+        data, mime = await self.provider.speak(text, voice, format)
         if not data:
             raise SpeechError(f"{self.provider.name}: the answer holds no audio")
         return await finish(data, audio.sniff(data) or mime, format, self.provider.name)
