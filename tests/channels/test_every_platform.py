@@ -6,9 +6,9 @@ the last; `/stop` cancels a turn waiting on an approval, with nothing said after
 stop notice; an approval is answered yes and no (by button where the platform has
 buttons, else by typing); a file from the person reaches the model, and the send_file
 tool brings a file to the person; a reply is also read aloud as a voice note
-(voice_replies: always), and the speak tool sends one. Every row runs on every driver in DRIVERS: a platform
-joins the table with its `<kind>_driver` fixture (tests/channels/conftest.py) and one
-line here.
+(voice_replies: always), and the speak tool sends one. Every row runs on every driver
+in DRIVERS: a platform joins the table with its `<kind>_driver` fixture
+(tests/channels/conftest.py) and one line here.
 """
 
 from __future__ import annotations
