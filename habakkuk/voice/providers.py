@@ -9,7 +9,7 @@ one line, never the key.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from . import audio
@@ -18,11 +18,15 @@ from .audio import AudioFormat, SpeechError
 if TYPE_CHECKING:
     from habakkuk.engine.tts_config import TtsConfig
 
-    from .speech import Secrets
-
 MAX_AUDIO_BYTES = 64 * 1024 * 1024
 REQUEST_SECONDS = 120.0
 ELEVENLABS_PCM_RATE = 24000
+
+
+class Secrets(Protocol):
+    """Where keys are read from by variable name (engine.home.Environment, a dict)."""
+
+    def get(self, name: str, /) -> str | None: ...
 
 
 class _Keyed:

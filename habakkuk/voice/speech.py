@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from . import audio
 from .audio import AudioFormat, SpeechError
+from .providers import ElevenLabsSpeech, OpenAISpeech, Secrets
 
 if TYPE_CHECKING:
     from habakkuk.engine.tts_config import TtsConfig
@@ -58,12 +59,6 @@ class SpeechSynthesizer(Protocol):
     ) -> SpokenAudio:
         """`text` spoken; SpeechError when it cannot be."""
         ...
-
-
-class Secrets(Protocol):
-    """Where keys are read from by variable name (engine.home.Environment, a dict)."""
-
-    def get(self, name: str, /) -> str | None: ...
 
 
 class Provider(Protocol):
@@ -122,12 +117,8 @@ def build_synthesizer(config: TtsConfig, secrets: Secrets) -> SpeechSynthesizer:
     it speaks (so a key set later is used; a missing one is a SpeechError naming it)."""
     provider: Provider
     if config.provider == "openai":
-        from .providers import OpenAISpeech
-
         provider = OpenAISpeech(config, secrets)
     elif config.provider == "elevenlabs":
-        from .providers import ElevenLabsSpeech
-
         provider = ElevenLabsSpeech(config, secrets)
     elif config.provider == "edge":
         from .edge import EdgeSpeech
