@@ -391,4 +391,8 @@ async def test_a_reply_is_read_aloud_from_the_chat_when_tts_is_configured(
     response = await answer.value
     assert response.status == 200
     assert response.headers["content-type"] == "audio/ogg"
+    # played from its blob URL (the page's CSP lets media come from blob:)
+    button = reply.locator("button.read-aloud:not([disabled])")
+    await button.wait_for(timeout=30_000)
+    assert await button.get_attribute("title") == "Read aloud"
     assert page.errors == []
