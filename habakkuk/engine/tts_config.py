@@ -71,7 +71,7 @@ def resolve_tts(tts: TtsConfig, path: Path) -> None:
     if tts.base_url and not re.match(scheme, tts.base_url):
         kind = "a ws(s)" if tts.provider == "edge" else "an http(s)"
         raise error("base_url", f"{tts.base_url!r} is not {kind} URL")
-    if not re.fullmatch(r"[A-Za-z0-9_.+()][A-Za-z0-9_.+ ()-]{0,119}", tts.voice):
+    if not re.fullmatch(r"[A-Za-z0-9_.+()][A-Za-z0-9_.,+ ()-]{0,119}", tts.voice):
         raise error("voice", f"{tts.voice!r} is not a voice name")
     if not 1 <= tts.max_chars <= MAX_CHARS_LIMIT:
         raise error("max_chars", f"must be between 1 and {MAX_CHARS_LIMIT:,}")

@@ -43,7 +43,7 @@ HEADERS = {
 }
 # Characters the service refuses (a vertical tab in OCR'd text breaks the connection).
 _REFUSED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-_SHORT_VOICE = re.compile(r"([a-z]{2,3})-([A-Z]{2})-(\w+Neural)")
+_SHORT_VOICE = re.compile(r"([a-z]{2,3})-([A-Z]{2})-([\w-]+Neural)")
 
 
 def gec_token(unix_seconds: float) -> str:
@@ -61,6 +61,9 @@ def voice_name(voice: str) -> str:
     if found is None:
         return voice
     language, region, name = found.groups()
+    if "-" in name:  # zh-CN-liaoning-XiaobeiNeural: the region is zh-CN-liaoning
+        more, _, name = name.partition("-")
+        region = f"{region}-{more}"
     return f"Microsoft Server Speech Text to Speech Voice ({language}-{region}, {name})"
 
 

@@ -34,7 +34,7 @@ __all__ = [
 
 # What a voice may be called (provider names, ElevenLabs ids, espeak-ng's en-us+f3): never
 # an option of a command, never markup.
-VOICE_NAME = re.compile(r"[A-Za-z0-9_.+()][A-Za-z0-9_.+ ()-]{0,119}")
+VOICE_NAME = re.compile(r"[A-Za-z0-9_.+()][A-Za-z0-9_.,+ ()-]{0,119}")
 
 
 @dataclass(frozen=True)

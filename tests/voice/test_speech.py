@@ -189,3 +189,14 @@ async def test_espeak_without_ffmpeg_sends_its_wav(monkeypatch: pytest.MonkeyPat
 async def test_a_voice_that_is_not_a_name_is_refused(voice: str) -> None:
     with pytest.raises(SpeechError):
         await synthesizer("espeak").synthesize("Hello.", voice or "x" * 200)
+
+
+def test_edge_voices_are_named_as_the_service_names_them() -> None:
+    from habakkuk.voice.edge import voice_name
+
+    long = "Microsoft Server Speech Text to Speech Voice (en-US, AriaNeural)"
+    assert voice_name("en-US-AriaNeural") == long
+    assert voice_name(long) == long
+    assert voice_name("zh-CN-liaoning-XiaobeiNeural") == (
+        "Microsoft Server Speech Text to Speech Voice (zh-CN-liaoning, XiaobeiNeural)"
+    )
