@@ -269,9 +269,11 @@ class DeliveryWorker:
             if spoken is not None:
                 result["messages"] = [*result["messages"], *spoken["messages"]]
                 result["voice"] = True
+        # A reply read aloud says so to the message_out hooks (`voice`); text alone does not.
+        spoke = {"voice": True} if result.get("voice") else {}
         self._message_out(
             lease, adapter, delivery, result, turn=turn_id, status=turn.status, text=text,
-            voice=bool(result.get("voice")),
+            **spoke,
         )  # fmt: skip
         return result
 
