@@ -184,7 +184,9 @@ async def _receive(socket: object) -> bytes:
     async for message in socket:
         if message.type == aiohttp.WSMsgType.TEXT:
             headers, _ = split_headers(message.data.encode())
-            if headers.get("Path") == "turn.end":
+            # Paths are dotted words; the turn ends with turn.end (read by its words, as a
+            # wire path, so it is never taken for one of our own event kinds).
+            if headers.get("Path", "").split(".") == ["turn", "end"]:
                 break
         elif message.type == aiohttp.WSMsgType.BINARY:
             data: bytes = message.data
