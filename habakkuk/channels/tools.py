@@ -202,7 +202,7 @@ class Speak(ChatTool):
         return Risk.READ if self.tts.provider == "espeak" else Risk.NETWORK
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        from habakkuk.voice.speech import SpeechError
+        from habakkuk.voice.speech import SpeechError, suffix_of
 
         text = str(args["text"]).strip()
         if len(text) > self.tts.max_chars:
@@ -217,10 +217,11 @@ class Speak(ChatTool):
         except SpeechError as exc:
             raise ToolError(str(exc)) from None
         job = _call_key(ctx, self.name, args)
-        name = f"{job.rsplit(':', 1)[-1]}{spoken.suffix}"
+        suffix = suffix_of(spoken.mime)
+        name = f"{job.rsplit(':', 1)[-1]}{suffix}"
         saved = ctx.workspace / "voice" / name
         await asyncio.to_thread(_write, saved, spoken.data)
-        blob = await ctx.blobs.put(spoken.data, spoken.suffix)
+        blob = await ctx.blobs.put(spoken.data, suffix)
         await self.outbox().send_file(
             job, to, blob, name, voice=spoken.mime == "audio/ogg", duration=spoken.duration_s
         )

@@ -20,7 +20,13 @@ from habakkuk.engine.agent.requests import VoiceReply
 from habakkuk.engine.blobs import BlobStore
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.tts_config import TtsConfig
-from habakkuk.voice.speech import Secrets, SpeechError, SpeechSynthesizer, build_synthesizer
+from habakkuk.voice.speech import (
+    Secrets,
+    SpeechError,
+    SpeechSynthesizer,
+    build_synthesizer,
+    suffix_of,
+)
 from habakkuk.voice.spoken_text import reply_speech
 
 from .adapter import InboundMessage
@@ -75,5 +81,6 @@ class ReplySpeaker:
         except Exception:  # a provider bug must not keep the text from the user
             log.exception("could not speak a reply")
             return None
-        path = await self.blobs.put(spoken.data, spoken.suffix)
-        return SpokenReply(path, f"reply{spoken.suffix}", spoken.duration_s)
+        suffix = suffix_of(spoken.mime)
+        path = await self.blobs.put(spoken.data, suffix)
+        return SpokenReply(path, f"reply{suffix}", spoken.duration_s)

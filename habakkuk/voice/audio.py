@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import shutil
 import struct
-from typing import Literal
 
-AudioFormat = Literal["ogg_opus", "wav"]
+from .speech_types import AudioFormat
 
 OGG = "audio/ogg"
 MPEG = "audio/mpeg"

@@ -22,7 +22,8 @@ from email.utils import parsedate_to_datetime
 from xml.sax.saxutils import escape
 
 from . import audio
-from .audio import AudioFormat, SpeechError
+from .audio import SpeechError
+from .speech_types import AudioFormat
 
 TRUSTED_CLIENT_TOKEN = "6A5AA1D4EAFF4E9FB37E23D68491D6F4"
 CHROMIUM_VERSION = "130.0.2849.68"

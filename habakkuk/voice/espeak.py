@@ -9,7 +9,8 @@ from __future__ import annotations
 import shutil
 
 from . import audio
-from .audio import AudioFormat, SpeechError
+from .audio import SpeechError
+from .speech_types import AudioFormat
 
 SPEAK_SECONDS = 120.0
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from . import audio
-from .audio import AudioFormat, SpeechError
+from .audio import SpeechError
+from .speech_types import AudioFormat
 
 if TYPE_CHECKING:
     from habakkuk.engine.tts_config import TtsConfig

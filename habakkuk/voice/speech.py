@@ -12,14 +12,15 @@ SpeechError saying so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from . import audio
-from .audio import AudioFormat, SpeechError
+from .audio import SpeechError
 from .providers import ElevenLabsSpeech, OpenAISpeech, Secrets
+from .speech_types import AudioFormat, SpeechSynthesizer, SpokenAudio
 
 if TYPE_CHECKING:
+    from habakkuk.engine.config import Config
     from habakkuk.engine.tts_config import TtsConfig
 
 __all__ = [
@@ -29,36 +30,14 @@ __all__ = [
     "SpeechSynthesizer",
     "SpokenAudio",
     "build_synthesizer",
+    "suffix_of",
+    "synthesizer_for",
 ]
 
 
 # What a voice may be called (provider names, ElevenLabs ids, espeak-ng's en-us+f3): never
 # an option of a command, never markup.
 VOICE_NAME = re.compile(r"[A-Za-z0-9_.+()][A-Za-z0-9_.,+ ()-]{0,119}")
-
-
-@dataclass(frozen=True)
-class SpokenAudio:
-    """Speech as made: the bytes, what they are and how long they play (None: unknown)."""
-
-    data: bytes
-    mime: str  # "audio/ogg" (Opus) | "audio/mpeg" | "audio/wav"
-    duration_s: float | None
-
-    @property
-    def suffix(self) -> str:
-        """The file suffix of the audio (.ogg, .mp3, .wav)."""
-        return {audio.OGG: ".ogg", audio.MPEG: ".mp3", audio.WAV: ".wav"}.get(self.mime, ".bin")
-
-
-class SpeechSynthesizer(Protocol):
-    """Makes speech of text (the voice: the configured one unless named)."""
-
-    async def synthesize(
-        self, text: str, voice: str | None = None, *, format: AudioFormat = "ogg_opus"
-    ) -> SpokenAudio:
-        """`text` spoken; SpeechError when it cannot be."""
-        ...
 
 
 class Provider(Protocol):
@@ -129,3 +108,14 @@ def build_synthesizer(config: TtsConfig, secrets: Secrets) -> SpeechSynthesizer:
 
         provider = EspeakSpeech()
     return Synthesizer(provider, config.voice)
+
+
+def synthesizer_for(config: Config, secrets: Secrets) -> SpeechSynthesizer | None:
+    """The synthesizer of `config`'s `tts:` section, None when there is none (what the
+    local voice loop asks for)."""
+    return build_synthesizer(config.tts, secrets) if config.tts is not None else None
+
+
+def suffix_of(mime: str) -> str:
+    """The file suffix of spoken audio of type `mime` (.ogg, .mp3, .wav)."""
+    return {audio.OGG: ".ogg", audio.MPEG: ".mp3", audio.WAV: ".wav"}.get(mime, ".bin")

@@ -84,3 +84,13 @@ def test_a_mistake_is_one_line_naming_its_line_and_key(
     with pytest.raises(ConfigError) as caught:
         parse(tmp_path, "\n" + extra + "\n")
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+async def test_the_local_loop_gets_the_configured_synthesizer_or_none(tmp_path: Path) -> None:
+    from habakkuk.voice.speech import synthesizer_for
+
+    assert synthesizer_for(parse(tmp_path, ""), {}) is None
+    speech = synthesizer_for(parse(tmp_path, "tts: {provider: espeak}\n"), {})
+    assert speech is not None
+    spoken = await speech.synthesize("Hello.", format="wav")
+    assert spoken.mime == "audio/wav"
