@@ -197,9 +197,13 @@ class Speak(ChatTool):
     def title(self, args: dict[str, Any]) -> str:
         return str(args.get("text", ""))[:200]
 
+    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path] | None:
+        return [ctx.workspace / "voice"]  # where the audio is saved
+
     def risk_for(self, args: dict[str, Any], ctx: ToolContext) -> Risk:
-        # espeak-ng speaks on this machine: only a file in the workspace is written.
-        return Risk.READ if self.tts.provider == "espeak" else Risk.NETWORK
+        # espeak-ng speaks on this machine: only a file in the workspace is written (run in
+        # workspace mode, refused read-only); the others send the text to the provider.
+        return Risk.WRITE if self.tts.provider == "espeak" else Risk.NETWORK
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         from habakkuk.voice.speech import SpeechError, suffix_of

@@ -233,7 +233,7 @@ CONVERSATIONS = {
     "file-in": Conversation(ECHO, "full", file_in),
     "file-out": Conversation(SEND_FILE, "full", file_out),
     "voice-reply": Conversation(ECHO, "full", voice_reply, TTS, "voice_replies: always\n"),
-    "speak": Conversation(SPEAK, "full", speak, TTS),
+    "speak": Conversation(SPEAK, "workspace", speak, TTS),  # espeak: no approval there
 }
 
 
