@@ -140,7 +140,10 @@ async def convert(data: bytes, to: AudioFormat) -> bytes | None:
     if binary is None:
         return None
     if to == "ogg_opus":
-        codec = ["-c:a", "libopus", "-b:a", "48k", "-ar", "48000", "-application", "voip"]
+        # 32 kb/s mono is what messengers' own voice notes use; compression level 5 of
+        # 10 halves libopus's time for a size within 2 % (benchmarks/voice_out_bench.py).
+        codec = ["-c:a", "libopus", "-b:a", "32k", "-ar", "48000", "-application", "voip"]
+        codec += ["-compression_level", "5"]
         out = [*codec, "-f", "ogg"]
     else:
         out = ["-c:a", "pcm_s16le", "-f", "wav"]

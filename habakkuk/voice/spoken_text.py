@@ -8,16 +8,28 @@ else at a word.
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 _SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)(?=\s|$)")
 
 
-def spoken(markdown: str) -> str:
-    """`markdown` as plain sentences to speak."""
+@functools.cache
+def _parser() -> MarkdownIt:
+    """One CommonMark parser with tables and strikethrough (building it costs more than
+    parsing a reply)."""
     from markdown_it import MarkdownIt
 
-    tokens = MarkdownIt("commonmark").enable("table").enable("strikethrough").parse(markdown)
+    return MarkdownIt("commonmark").enable("table").enable("strikethrough")
+
+
+def spoken(markdown: str) -> str:
+    """`markdown` as plain sentences to speak."""
+    tokens = _parser().parse(markdown)
     blocks: list[str] = []
     line: list[str] = []
 
