@@ -232,6 +232,19 @@ class Adapter(ABC):
         """Send a file ("files") shown as `name` (default: its file name); returns the id."""
         raise Unsupported(f"{self.type} chats cannot receive files")
 
+    async def send_voice(
+        self,
+        to: Address,
+        path: Path,
+        *,
+        duration: float | None = None,
+        caption: str = "",
+        name: str = "",
+    ) -> str:
+        """Post a voice note (Ogg Opus, `duration` seconds when known) where the platform
+        has them; this default sends it as an audio file ("files")."""
+        return await self.send_file(to, path, caption=caption, name=name)
+
     async def send_poll(
         self, to: Address, question: str, options: list[str], *, multiple: bool = False
     ) -> str:

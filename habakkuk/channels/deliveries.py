@@ -70,6 +70,7 @@ from .delivery_types import (
 )
 from .health import ActivityLog
 from .store import ChannelStore
+from .voice_replies import ReplySpeaker
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,8 @@ _KINDS: dict[type, str] = {
 }
 # delivery_chunks index of the notice about an unsent part (the part itself is chunk 0).
 NOTICE_CHUNK = 1000
+# delivery_chunks index of a reply's voice note (its text chunks count from 0).
+VOICE_CHUNK = 2000
 
 
 def unsent_notice(what: str, reason: str) -> str:
@@ -163,7 +166,7 @@ async def enqueue_reply(queue: JobQueue, turn: Job) -> bool:
     except ValueError as exc:
         log.info("turn %s has no reply: reply_to.to %s", turn.id, exc)
         return False
-    delivery = ReplyDelivery(to, turn.id, reply_to.message or None)
+    delivery = ReplyDelivery(to, turn.id, reply_to.message or None, reply_to.voice)
     return await enqueue_delivery(queue, reply_id(turn.id), delivery)
 
 
@@ -180,8 +183,11 @@ class DeliveryWorker:
         hooks: HookFirer | None = None,
         blobs: BlobStore | None = None,
         activity: ActivityLog | None = None,
+        speaker: ReplySpeaker | None = None,
     ):
         self.queue = queue
+        # speaks replies whose chat asked for voice (tts:); None: they go as text
+        self.speaker = speaker
         # A file delivery's blob may have been stored by another node (PostgreSQL homes):
         # fetched here before sending.
         self.blobs = blobs
@@ -257,13 +263,56 @@ class DeliveryWorker:
         if not text or text == SILENT_REPLY:  # a silent or stopped turn: only its draft goes
             return {"chunks": 0}
         SENDING.set(Sending(lease.job.id, delivery, turn.status))
+        # Only an answer is read aloud (a failure's notice is text), and only where the
+        # chat can get a file.
+        voice = delivery.voice if turn.status == "done" and adapter.can("files") else ""
+        if voice == "only":
+            spoken = await self._voice_note(lease, adapter, delivery, text)
+            if spoken is not None:
+                self._message_out(
+                    lease, adapter, delivery, spoken, turn=turn_id, status=turn.status,
+                    text=text, voice=True,
+                )  # fmt: skip
+                return spoken
         result = await self._send_text(
             lease, adapter, delivery.to, text, reply_to=delivery.reply_to
         )
+        if voice == "also":
+            spoken = await self._voice_note(lease, adapter, delivery, text)
+            if spoken is not None:
+                result["messages"] = [*result["messages"], *spoken["messages"]]
+                result["voice"] = True
+        # A reply read aloud says so to the message_out hooks (`voice`); text alone does not.
+        spoke = {"voice": True} if result.get("voice") else {}
         self._message_out(
-            lease, adapter, delivery, result, turn=turn_id, status=turn.status, text=text
-        )
+            lease, adapter, delivery, result, turn=turn_id, status=turn.status, text=text,
+            **spoke,
+        )  # fmt: skip
         return result
+
+    async def _voice_note(
+        self, lease: Lease, adapter: Adapter, delivery: ReplyDelivery, text: str
+    ) -> dict[str, Any] | None:
+        """The reply spoken and sent as a voice note (chunk VOICE_CHUNK, so a retry does not
+        send it twice); None when it could not be spoken or this chat refused it, so the
+        text is what the user gets (never a retry loop on the speech)."""
+        sent = await self.store.sent_chunks(lease.job.id)
+        if VOICE_CHUNK in sent:
+            return {"chunks": 1, "messages": [sent[VOICE_CHUNK]], "voice": True}
+        spoken = await self.speaker.speak(text) if self.speaker is not None else None
+        if spoken is None:
+            return None
+        _sending_chunk(VOICE_CHUNK)
+        try:
+            message_id = await adapter.send_voice(
+                delivery.to, spoken.path, duration=spoken.duration, name=spoken.name
+            )
+        except Unsupported as exc:  # over the limit, a kind it refuses: the text goes
+            log.info("a voice reply to %s was refused: %s", delivery.to, exc)
+            return None
+        self.activity.message_out(delivery.to.channel)
+        await self.store.record_chunk(lease, VOICE_CHUNK, message_id)
+        return {"chunks": 1, "messages": [message_id], "voice": True}
 
     def _message_out(
         self,
@@ -386,9 +435,18 @@ class DeliveryWorker:
             await self._start(lease, adapter, 0)
             _sending_chunk(0, attempted.get(0, 0.0))
             try:
-                message_id = await adapter.send_file(
-                    delivery.to, path, caption=delivery.caption, name=name
-                )
+                if delivery.voice:
+                    message_id = await adapter.send_voice(
+                        delivery.to,
+                        path,
+                        duration=delivery.duration,
+                        caption=delivery.caption,
+                        name=name,
+                    )
+                else:
+                    message_id = await adapter.send_file(
+                        delivery.to, path, caption=delivery.caption, name=name
+                    )
             except Unsupported as exc:  # over the platform's limit, a kind it refuses
                 reason = str(exc)
             else:

@@ -5,7 +5,7 @@ query string too, as the Bot API does) for getMe, getUpdates (long polling:
 held until an update arrives or the timeout passes; updates below the offset
 are confirmed and dropped), sendMessage, editMessageText,
 editMessageReplyMarkup, deleteMessage, sendChatAction, answerCallbackQuery,
-setMessageReaction, getFile, sendDocument, sendPhoto and sendPoll, and
+setMessageReaction, getFile, sendDocument, sendPhoto, sendVoice and sendPoll, and
 ``GET /file/bot<token>/<path>`` downloads. Answers use the Bot
 API's envelope: ``{"ok": true, "result": ...}`` or ``{"ok": false,
 "error_code": N, "description": "..."}``.
@@ -410,6 +410,12 @@ class FakeTelegram:
     async def _m_sendDocument(self, params: dict[str, Any]) -> Any:
         if self.refused_files and self._check_chat(params) is None:
             return _error(400, self.refused_files)
+        return self._check_chat(params) or self._new_message({**params, "text": ""})
+
+    async def _m_sendVoice(self, params: dict[str, Any]) -> Any:
+        # The Bot API takes a voice note as an upload in the field `voice`.
+        if not isinstance(params.get("voice"), dict):
+            return _error(400, "Bad Request: there is no voice in the request")
         return self._check_chat(params) or self._new_message({**params, "text": ""})
 
     async def _m_sendPhoto(self, params: dict[str, Any]) -> Any:
