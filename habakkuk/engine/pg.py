@@ -457,7 +457,13 @@ class PgDatabase:
     ) -> asyncio.Future[T]:
         return self._submit(fn, write=True, exclusive=not (inline or shared))
 
-    def write_if_free(self, fn: Callable[[Conn], T]) -> tuple[bool, Any] | None:
+    def write_if_free(
+        self,
+        fn: Callable[[Conn], T],
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        once: object = None,
+    ) -> tuple[bool, Any] | None:
         """Never here and now: every PostgreSQL call is a round trip to the server."""
         return None
 

@@ -118,9 +118,17 @@ class Database(Protocol):
         """`write`, handed over at once (for a caller that collected a pass's work)."""
         ...
 
-    def write_if_free(self, fn: Callable[[Conn], T]) -> tuple[bool, Any] | None:
+    def write_if_free(
+        self,
+        fn: Callable[[Conn], T],
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        once: object = None,
+    ) -> tuple[bool, Any] | None:
         """`fn` written here and now when that costs no wait: its outcome, (True, the
-        value) or (False, the exception); None, and nothing ran, otherwise."""
+        value) or (False, the exception); None, and nothing ran, otherwise. `loop`: the
+        running loop, when the caller has it; `once`: a key of which at most one write
+        per pass of the loop runs here."""
         ...
 
     def prepare_inline(self) -> None:

@@ -400,6 +400,8 @@ class SqliteDatabase:
         # Inline writes run in the pass of `_pass_loop` now running (`_pass_budget_spent`).
         self._pass_writes = 0
         self._pass_loop: asyncio.AbstractEventLoop | None = None
+        # The `once` keys of `write_if_free` whose write ran inline in that pass.
+        self._pass_once: set[object] = set()
         self._thread = threading.Thread(target=self._serve, name=f"db-{path.stem}", daemon=True)
         self._thread.start()
 
@@ -485,19 +487,34 @@ class SqliteDatabase:
         if self._inline_wanted and not self._closed:
             self._calls.put(_OPEN_INLINE)
 
-    def write_if_free(self, fn: Callable[[sqlite3.Connection], T]) -> tuple[bool, Any] | None:
+    def write_if_free(
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        once: object = None,
+    ) -> tuple[bool, Any] | None:
         """`write(fn, inline=True)` here and now, when it runs inline at once within the
         pass's budget (`INLINE_PER_PASS`; its caller yields no pass, the next `write`
         does): its outcome, (True, the value) or (False, the exception), after COMMIT;
         None, and nothing ran, otherwise. For a caller with its own way to wait
-        meanwhile (the queue's enqueues, collected per pass). On the loop's thread."""
-        loop = asyncio.get_running_loop()
-        spent = self._pass_loop is loop and self._pass_writes >= INLINE_PER_PASS
-        if spent or not self._may_inline(loop):
+        meanwhile (the queue's enqueues, collected per pass). On the loop's thread;
+        `loop`: the running loop, when the caller has it (asking costs a system call).
+        `once`: a key of which one write per pass runs here (the queue's enqueues: the
+        first of a pass at once, the others collected into one write)."""
+        if loop is None:
+            loop = asyncio.get_running_loop()
+        if self._pass_loop is loop and (
+            self._pass_writes >= INLINE_PER_PASS or (once is not None and once in self._pass_once)
+        ):
+            return None
+        if not self._may_inline(loop):
             return None
         outcome = self._inline_one(fn)
         if outcome is not None:
             self._pass_budget_spent(loop)
+            if once is not None:
+                self._pass_once.add(once)
         return outcome
 
     def _pass_budget_spent(self, loop: asyncio.AbstractEventLoop) -> bool:
@@ -505,6 +522,7 @@ class SqliteDatabase:
         budget (`INLINE_PER_PASS`) is spent: a `write` caller yields a pass."""
         if self._pass_loop is not loop:  # another loop's count (maybe closed unreset)
             self._pass_writes = 0
+            self._pass_once.clear()
         if self._pass_writes == 0:
             self._pass_loop = loop
             loop.call_soon(self._next_pass)  # runs in the next pass
@@ -513,6 +531,7 @@ class SqliteDatabase:
 
     def _next_pass(self) -> None:
         self._pass_writes = 0
+        self._pass_once.clear()
 
     def write_now(
         self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False, shared: bool = False
