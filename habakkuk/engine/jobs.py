@@ -664,7 +664,8 @@ class JobQueue:
         pending = self._enqueues.get(loop)
         if pending is None:
             # The first of a pass (`once`: the others of that pass are collected).
-            outcome = self.db.write_if_free(_inserter([row], self.db.dialect), loop, once=self)
+            insert = _inserter([row], self.db.dialect)
+            outcome = self.db.write_if_free(insert, loop, once=self, one_statement=True)
             if outcome is not None:
                 self._settle_enqueues([(row, future)], outcome)
                 return future
@@ -980,7 +981,9 @@ class JobQueue:
             return beats
 
         beats = (
-            await self.db.write(_beat, inline=len(leases) <= INLINE_ROWS, shared=True)
+            await self.db.write(
+                _beat, inline=len(leases) <= INLINE_ROWS, shared=True, one_statement=len(leases) == 1
+            )
             if leases
             else []
         )
@@ -1070,7 +1073,7 @@ class JobQueue:
         error: str | None = None,
     ) -> None:
         finish = self._finisher(lease, status, result=result, error=error)
-        if not await self.db.write(finish, inline=True):
+        if not await self.db.write(finish, inline=True, one_statement=True):
             raise LeaseLost(f"job {lease.job.id}: lease lost before it finished")
         lease.job.status = status
 
