@@ -1391,12 +1391,18 @@ def _insert_row(conn: Conn, row: _Row, now: float, schema: str = "main") -> bool
     job_id, kind, serial_key, payload, max_attempts, delay, agent, node = row
     if max_attempts != 1 and at_most_once(kind):
         max_attempts = 1  # the kind's declaration wins over what the caller asked
-    statement = _INSERT_NOTIFY if on_postgres(conn) else _INSERT
     cursor = conn.execute(
-        statement.format(table=jobs_table(schema)),
+        _insert_sql(on_postgres(conn), schema),
         (job_id, kind, serial_key, payload, max_attempts, now + delay, now, now, agent, node),
     )
     return cursor.rowcount == 1
+
+
+@functools.cache
+def _insert_sql(postgres: bool, schema: str) -> str:
+    """`_insert_row`'s statement on an engine, for the jobs table of `schema` (formatted
+    once: each enqueue runs it)."""
+    return (_INSERT_NOTIFY if postgres else _INSERT).format(table=jobs_table(schema))
 
 
 # Several jobs in one statement on PostgreSQL (each statement is a round trip); the
