@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
-
 from json import encoder as _encoder
 from json import scanner as _scanner
+from typing import Any
 
 # The C accelerators; None in a Python built without them (then the json module's own
 # functions, which are what these stand for).

@@ -854,16 +854,12 @@ class JobQueue:
         # the kinds' bookkeeping, which belongs on the database thread.
         reap = limit > 0 and time.time() - self._last_reap >= REAP_INTERVAL
         inline = inline and not reap and len(done) + limit <= INLINE_ROWS
-        _settle: Callable[[Conn], tuple[list[bool], list[Job]]]
-        if done:
-            finish = _completer(self.db.dialect, done)
+        # A claim alone (`claim`, `claim_many`) builds no completer.
+        finish = _completer(self.db.dialect, done) if done else None
 
-            def _settle(conn: Conn) -> tuple[list[bool], list[Job]]:
-                finished = finish(conn)
-                return finished, claim(conn, limit, not inline) if limit > 0 else []
-
-        else:  # a claim alone (`claim`, `claim_many`)
-            _settle = lambda conn: ([], claim(conn, limit, not inline) if limit > 0 else [])  # noqa: E731
+        def _settle(conn: Conn) -> tuple[list[bool], list[Job]]:
+            finished = finish(conn) if finish is not None else []
+            return finished, claim(conn, limit, not inline) if limit > 0 else []
 
         try:
             finished, jobs = await self.db.write(_settle, inline=inline, shared=True)
@@ -982,7 +978,10 @@ class JobQueue:
 
         beats = (
             await self.db.write(
-                _beat, inline=len(leases) <= INLINE_ROWS, shared=True, one_statement=len(leases) == 1
+                _beat,
+                inline=len(leases) <= INLINE_ROWS,
+                shared=True,
+                one_statement=len(leases) == 1,  # one UPDATE
             )
             if leases
             else []

@@ -502,10 +502,10 @@ class SqliteDatabase:
         once: object = None,
         one_statement: bool = False,
     ) -> tuple[bool, Any] | None:
-        """`write(fn, inline=True, one_statement=...)` here and now, when it runs inline at once within the
-        pass's budget (`INLINE_PER_PASS`; its caller yields no pass, the next `write`
-        does): its outcome, (True, the value) or (False, the exception), after COMMIT;
-        None, and nothing ran, otherwise. For a caller with its own way to wait
+        """`write(fn, inline=True, one_statement=...)` here and now, when it runs inline
+        at once within the pass's budget (`INLINE_PER_PASS`; its caller yields no pass,
+        the next `write` does): its outcome, (True, the value) or (False, the exception),
+        after COMMIT; None, and nothing ran, otherwise. For a caller with its own way to wait
         meanwhile (the queue's enqueues, collected per pass). On the loop's thread;
         `loop`: the running loop, when the caller has it (asking costs a system call).
         `once`: a key of which one write per pass runs here (the queue's enqueues: the

@@ -41,7 +41,7 @@ def test_dumps_refuses_what_json_refuses() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ['{"i":5}', " {\"i\": 5} ", '[1,"2",null]', '"s"', "1.5", "\n{}\n", "true"]
+    "text", ['{"i":5}', ' {"i": 5} ', '[1,"2",null]', '"s"', "1.5", "\n{}\n", "true"]
 )
 def test_loads_reads_what_json_loads_reads(text: str) -> None:
     assert compact_json.loads(text) == json.loads(text)

@@ -98,7 +98,9 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
     ) -> Any:
         # Counted only when it ran: else the caller writes it another way, counted then.
         ran: list[Trip] = []
-        outcome = write_if_free(db, noted(db, fn, ran), loop, once=once, one_statement=one_statement)
+        outcome = write_if_free(
+            db, noted(db, fn, ran), loop, once=once, one_statement=one_statement
+        )
         if outcome is not None:
             trips.extend(ran)
         return outcome
