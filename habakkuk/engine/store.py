@@ -44,6 +44,12 @@ COMMIT (a kill -9 loses nothing committed), a failing call rolls back alone (its
 savepoint in a group) and its caller gets the exception. The caller resumes at once,
 but once a pass has run `INLINE_PER_PASS` inline writes the next resumes it after one
 loop pass, so a loop of inline calls lets the other tasks run between every few.
+A call whose caller says it is one statement (`write(one_statement=True)`: the queue's
+enqueue of one job, its complete, a heartbeat of one) runs inline in autocommit, that
+statement its own transaction: no BEGIN and COMMIT statements around it (two trips
+through the driver fewer, of the ten an enqueue, a claim and a complete made); durability
+is the same (SQLite commits it before the statement returns), and another process's
+write meets it with "busy" at once, nothing written, as BEGIN IMMEDIATE would.
 
 The driver is Python's own sqlite3, which links the platform's SQLite. The stores need
 SQLite 3.35 or newer (RETURNING, MATERIALIZED), FTS5 and the JSON functions; a build
