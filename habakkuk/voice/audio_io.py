@@ -153,13 +153,16 @@ class StreamSpeaker:
             if len(chunk) < frames:
                 raise self._sd.CallbackStop
 
+        def finished() -> None:  # returns nothing: cffi passes the result back to C
+            loop.call_soon_threadsafe(done.set)
+
         stream = self._sd.OutputStream(
             samplerate=pcm.rate,
             channels=samples.shape[1],
             dtype="float32",
             device=self._device,
             callback=callback,
-            finished_callback=lambda: loop.call_soon_threadsafe(done.set),
+            finished_callback=finished,
         )
         self._stream = stream
         try:

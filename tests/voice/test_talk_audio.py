@@ -1,0 +1,189 @@
+"""`habakkuk talk` on a real audio path: PulseAudio with null sinks, speech from espeak-ng
+played into the microphone, the loop capturing it through sounddevice, a fake
+transcription server, the mock model replying, and the reply read back from the speakers.
+
+The speech engine is espeak-ng behind the SpeechSynthesizer interface (the `tts:`
+providers are tested against their own fakes): real audio of a known length.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from habakkuk.cli.talk import talk
+from habakkuk.engine.home import Home
+from habakkuk.voice.speech_types import AudioFormat, SpokenAudio
+from habakkuk.voice.talk import TalkLoop
+from habakkuk.voice.wav import read_wav
+from tests.conftest import WriteConfig, mock_config
+from tests.helpers import eventually
+from tests.voice.pulse import Pulse, pulse_server, record_speakers, sounding_seconds, speech_wav
+
+pytestmark = pytest.mark.optional_extra("voice")
+
+BOARD_REPLY = "Your board has **three** cards: the report, the invoice and the talk."
+STORY = " ".join(
+    f"Chapter {n}: the agent walked along the river and counted the stones one by one."
+    for n in range(1, 7)
+)
+SCRIPT = f"""
+- match: board
+  steps:
+    - text: "{BOARD_REPLY}"
+- match: story
+  steps:
+    - text: "{STORY}"
+- steps:
+    - text: "Stopped."
+"""
+
+
+class EspeakSpeech:
+    """A SpeechSynthesizer speaking with espeak-ng; remembers how long each reply was."""
+
+    def __init__(self) -> None:
+        self.said: list[tuple[str, float]] = []
+
+    async def synthesize(
+        self, text: str, voice: str | None = None, *, format: AudioFormat = "ogg_opus"
+    ) -> SpokenAudio:
+        assert format == "wav"
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "reply.wav"
+            process = await asyncio.create_subprocess_exec("espeak-ng", "-w", str(path), text)
+            assert await process.wait() == 0
+            data = path.read_bytes()
+        seconds = read_wav(data).seconds
+        self.said.append((text, seconds))
+        return SpokenAudio(data, "audio/wav", seconds)
+
+
+class Transcriber:
+    """A fake /audio/transcriptions endpoint: the next scripted text for each upload."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.uploads: list[bytes] = []
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        upload = form["file"]
+        assert isinstance(upload, web.FileField)
+        self.uploads.append(upload.file.read())
+        text = self.texts[len(self.uploads) - 1] if len(self.uploads) <= len(self.texts) else ""
+        return web.json_response({"text": text})
+
+
+@pytest.fixture
+def pulse(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pulse]:
+    with pulse_server(monkeypatch) as server:
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def transcriber(texts: list[str]) -> AsyncIterator[Transcriber]:
+    fake = Transcriber(texts)
+    app = web.Application()
+    app.router.add_post("/v1/audio/transcriptions", fake.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    fake.url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    try:
+        yield fake
+    finally:
+        await runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def talking(
+    write_config: WriteConfig, fake: Transcriber, speech: EspeakSpeech, wake: str | None
+) -> AsyncIterator[TalkLoop]:
+    """`habakkuk talk` running on the home until the block ends."""
+    write_config(
+        mock_config(
+            SCRIPT,
+            extra=f"""
+            transcription:
+              base_url: {fake.url}
+              key_env: null
+            talk:
+              silence: 500ms
+            """,
+        )
+    )
+    loops: list[TalkLoop] = []
+    args = argparse.Namespace(agent=None, session=None, wake=wake, no_wake=wake is None)
+    task = asyncio.create_task(talk(args, synthesizer=speech, started=loops.append))
+    await eventually(lambda: loops or task.done(), what="talk to listen")
+    assert not task.done(), task.result()
+    try:
+        yield loops[0]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def played(pulse: Pulse, wav: Path) -> None:
+    await asyncio.to_thread(pulse.play_into_room, wav)
+
+
+async def test_a_spoken_question_is_answered_aloud(
+    pulse: Pulse, home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    question = speech_wav("hey habakkuk, what is on my board?", pulse.folder, "question")
+    speech = EspeakSpeech()
+    async with transcriber(["Hey Habakkuk, what's on my board?"]) as fake:
+        recorder = await record_speakers(pulse)
+        async with talking(write_config, fake, speech, wake="hey habakkuk") as loop:
+            await played(pulse, question)
+            await eventually(lambda: loop.replies == 1, what="the reply to be said")
+        await recorder.stop()
+    # The microphone heard the question: one upload, about as long as the speech plus
+    # the pre-roll and the silence that ended it.
+    (upload,) = fake.uploads
+    heard = read_wav(upload)
+    spoken = read_wav(question.read_bytes()).seconds
+    assert spoken < heard.seconds < spoken + 0.3 + 0.5 + 0.5
+    assert sounding_seconds(heard.samples[:, 0]) > spoken * 0.7
+    # The reply was printed, stripped for speech, and played to the end on the speakers.
+    out = capsys.readouterr().out
+    assert "you: what's on my board?" in out and BOARD_REPLY in out
+    ((said, seconds),) = speech.said
+    assert said == "Your board has three cards: the report, the invoice and the talk."
+    assert abs(sounding_seconds(recorder.samples()) - seconds) < 0.6
+
+
+async def test_speech_while_a_reply_plays_stops_it(
+    pulse: Pulse, home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ask = speech_wav("tell me a story", pulse.folder, "ask")
+    interrupt = speech_wav("stop, stop, that is enough", pulse.folder, "interrupt")
+    speech = EspeakSpeech()
+    async with transcriber(["tell me a story", "stop that is enough"]) as fake:
+        recorder = await record_speakers(pulse)
+        async with talking(write_config, fake, speech, wake=None) as loop:
+            await played(pulse, ask)
+            await eventually(lambda: loop.timings.reply_audio_at > 0, what="the story to play")
+            await played(pulse, interrupt)
+            await eventually(lambda: loop.timings.stopped_at > 0, what="the story to stop")
+            await eventually(lambda: loop.replies == 2, what="the interruption to be answered")
+        await recorder.stop()
+    (story, story_seconds), _ = speech.said
+    assert story.startswith("Chapter 1:") and story_seconds > 20
+    # What reached the speakers: the start of the story (cut short), then "Stopped."
+    assert sounding_seconds(recorder.samples()) < story_seconds / 2
+    assert loop.timings.barge_at <= loop.timings.stopped_at
+    assert "(interrupted)" in capsys.readouterr().out
