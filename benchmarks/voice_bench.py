@@ -37,9 +37,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from habakkuk.voice.detector import FRAME, RATE, EnergyDetector  # noqa: E402
-from habakkuk.voice.speech_types import AudioFormat, SpokenAudio  # noqa: E402
-from habakkuk.voice.wav import Pcm, to_wav  # noqa: E402
+from habakkuk.voice.detector import FRAME, RATE, EnergyDetector
+from habakkuk.voice.speech_types import AudioFormat, SpokenAudio
+from habakkuk.voice.wav import Pcm, to_wav
 
 RNG = np.random.default_rng(1)
 

@@ -31,7 +31,8 @@ from .wav import Pcm, to_wav
 
 INSTALL = (
     "on Debian or Ubuntu: apt install libportaudio2 libasound2-plugins "
-    "(the plugins let PortAudio's ALSA reach PulseAudio or PipeWire); on macOS: brew install portaudio"
+    "(the plugins let PortAudio's ALSA reach PulseAudio or PipeWire); "
+    "on macOS: brew install portaudio"
 )
 PLAYERS = ("ffplay", "paplay", "aplay", "afplay")
 _PLAYER_ARGS = {
@@ -57,7 +58,8 @@ def load_sounddevice() -> ModuleType:
         ) from None
     except OSError:  # sounddevice found no PortAudio library
         raise AudioUnavailable(f"talk: the PortAudio library is not installed: {INSTALL}") from None
-    return sounddevice
+    module: ModuleType = sounddevice
+    return module
 
 
 class Microphone:
@@ -251,4 +253,3 @@ def tone(seconds: float = 0.15, hertz: float = 880.0, rate: int = RATE) -> Pcm:
     fade = np.minimum(1.0, np.minimum(t, seconds - t) * 50).astype(np.float32)
     wave = (0.3 * np.sin(2 * np.pi * hertz * t) * fade).astype(np.float32)
     return Pcm(wave.reshape(-1, 1), rate)
-

@@ -23,8 +23,9 @@ RNG = np.random.default_rng(7)
 
 def tone(level: float, seconds: float) -> Frame:
     """A 220 Hz sine whose RMS is `level`."""
-    t = np.arange(round(seconds * RATE)) / RATE
-    return (np.sin(2 * np.pi * 220 * t) * level * np.sqrt(2)).astype(np.float32)
+    t = np.arange(round(seconds * RATE), dtype=np.float32) / RATE
+    wave: Frame = (np.sin(2 * np.pi * 220 * t) * level * np.sqrt(2)).astype(np.float32)
+    return wave
 
 
 def noise(level: float, seconds: float) -> Frame:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
