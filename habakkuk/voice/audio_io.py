@@ -54,10 +54,10 @@ def load_sounddevice() -> ModuleType:
         import sounddevice
     except ImportError:
         raise AudioUnavailable(
-            "talk: sounddevice is not installed: pip install 'habakkuk[voice]'"
+            "sounddevice is not installed: pip install 'habakkuk[voice]'"
         ) from None
     except OSError:  # sounddevice found no PortAudio library
-        raise AudioUnavailable(f"talk: the PortAudio library is not installed: {INSTALL}") from None
+        raise AudioUnavailable(f"the PortAudio library is not installed: {INSTALL}") from None
     module: ModuleType = sounddevice
     return module
 
@@ -72,9 +72,10 @@ class Microphone:
         self._stream: Any = None
         self.lost = 0  # frames dropped because the loop fell 30 s behind
 
-    def open(self) -> None:
-        """Start capturing; AudioUnavailable when there is no input device."""
-        loop = asyncio.get_running_loop()
+    def open(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Start capturing into `loop` (default: the running one; give it to open the
+        device on a worker thread); AudioUnavailable when there is no input device."""
+        loop = loop or asyncio.get_running_loop()
 
         def put(frame: Frame) -> None:
             if self._queue.full():
@@ -100,7 +101,7 @@ class Microphone:
             self._stream = None
             which = f"input device {self._device!r}" if self._device is not None else "microphone"
             raise AudioUnavailable(
-                f"talk: no {which} to listen with ({first_line(exc)}); plug one in or set "
+                f"no {which} to listen with ({first_line(exc)}); plug one in or set "
                 f"talk.device; {INSTALL}"
             ) from None
 
@@ -230,7 +231,7 @@ def open_speaker(sd: ModuleType | None, player: str | None) -> Speaker:
     if player:
         found = shutil.which(player)
         if found is None:
-            raise AudioUnavailable(f"talk: talk.player {player!r} is not on PATH")
+            raise AudioUnavailable(f"talk.player {player!r} is not on PATH")
         return PlayerSpeaker(found)
     if sd is not None:
         try:
@@ -243,7 +244,7 @@ def open_speaker(sd: ModuleType | None, player: str | None) -> Speaker:
         if found is not None:
             return PlayerSpeaker(found)
     raise AudioUnavailable(
-        f"talk: no output device and no player ({', '.join(PLAYERS)}) to speak with; {INSTALL}"
+        f"no output device and no player ({', '.join(PLAYERS)}) to speak with; {INSTALL}"
     )
 
 

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from habakkuk.cli.talk import talk
 from habakkuk.engine.home import Home
@@ -26,6 +25,7 @@ from habakkuk.voice.wav import read_wav
 from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
 from tests.voice.pulse import Pulse, pulse_server, record_speakers, sounding_seconds, speech_wav
+from tests.voice.transcriber import Transcriber, transcriber
 
 pytestmark = pytest.mark.optional_extra("voice")
 
@@ -66,43 +66,10 @@ class EspeakSpeech:
         return SpokenAudio(data, "audio/wav", seconds)
 
 
-class Transcriber:
-    """A fake /audio/transcriptions endpoint: the next scripted text for each upload."""
-
-    def __init__(self, texts: list[str]) -> None:
-        self.texts = texts
-        self.uploads: list[bytes] = []
-        self.url = ""
-
-    async def handle(self, request: web.Request) -> web.Response:
-        form = await request.post()
-        upload = form["file"]
-        assert isinstance(upload, web.FileField)
-        self.uploads.append(upload.file.read())
-        text = self.texts[len(self.uploads) - 1] if len(self.uploads) <= len(self.texts) else ""
-        return web.json_response({"text": text})
-
-
 @pytest.fixture
 def pulse(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pulse]:
     with pulse_server(monkeypatch) as server:
         yield server
-
-
-@contextlib.asynccontextmanager
-async def transcriber(texts: list[str]) -> AsyncIterator[Transcriber]:
-    fake = Transcriber(texts)
-    app = web.Application()
-    app.router.add_post("/v1/audio/transcriptions", fake.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    fake.url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    try:
-        yield fake
-    finally:
-        await runner.cleanup()
 
 
 @contextlib.asynccontextmanager
@@ -113,13 +80,7 @@ async def talking(
     write_config(
         mock_config(
             SCRIPT,
-            extra=f"""
-            transcription:
-              base_url: {fake.url}
-              key_env: null
-            talk:
-              silence: 500ms
-            """,
+            extra=fake.config() + "talk:\n  silence: 500ms\n",
         )
     )
     loops: list[TalkLoop] = []
