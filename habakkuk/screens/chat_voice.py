@@ -18,6 +18,7 @@ Note = Callable[..., Awaitable[None]]  # MessageView.note(text, *, error=False)
 async def hear_message(voice: VoiceAccess, stop: asyncio.Event, note: Note) -> str | None:
     """Listen until the speaker falls silent (or `stop`), then the text to send; None
     when nothing is to be sent (stopped, unheard, or an error, which is noted)."""
+
     async def listening() -> None:
         await note("Listening… speak, then pause (F4 again stops).")
 
