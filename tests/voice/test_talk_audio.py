@@ -15,13 +15,15 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from habakkuk.cli.talk import talk
 from habakkuk.engine.home import Home
+from habakkuk.voice.audio_io import PlayerSpeaker, open_speaker
 from habakkuk.voice.speech_types import AudioFormat, SpokenAudio
 from habakkuk.voice.talk import TalkLoop
-from habakkuk.voice.wav import read_wav
+from habakkuk.voice.wav import Pcm, read_wav
 from tests.conftest import WriteConfig, mock_config
 from tests.helpers import eventually
 from tests.voice.pulse import Pulse, pulse_server, record_speakers, sounding_seconds, speech_wav
@@ -147,3 +149,19 @@ async def test_speech_while_a_reply_plays_stops_it(
     assert sounding_seconds(recorder.samples()) < story_seconds / 2
     assert loop.timings.barge_at <= loop.timings.stopped_at
     assert "(interrupted)" in capsys.readouterr().out
+
+
+async def test_an_external_player_plays_where_portaudio_cannot_and_stops_at_once(
+    pulse: Pulse,
+) -> None:
+    speaker = open_speaker(None, "paplay")  # talk.player, or no PortAudio output device
+    assert isinstance(speaker, PlayerSpeaker)
+    assert isinstance(open_speaker(None, None), PlayerSpeaker)  # the first player found
+    reply = Pcm(np.full((5 * 16_000, 1), 0.2, dtype=np.float32), 16_000)
+    recorder = await record_speakers(pulse)
+    playing = asyncio.create_task(speaker.play(reply))
+    await eventually(lambda: sounding_seconds(recorder.samples()) > 0.5, what="the sound")
+    speaker.stop()
+    assert await playing is False
+    await recorder.stop()
+    assert 0.5 < sounding_seconds(recorder.samples()) < 4.0
