@@ -12,13 +12,14 @@ import contextlib
 import importlib
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from habakkuk.cli.common import current_home, open_runtime, run_async
 from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE, error_line, exit_code
 
 if TYPE_CHECKING:
     from habakkuk.runtime import Runtime
+    from habakkuk.voice.audio_io import Speaker
     from habakkuk.voice.speech_types import SpeechSynthesizer
     from habakkuk.voice.talk import FrameSource, TalkLoop, TalkSettings
 
@@ -75,12 +76,12 @@ async def talk(
             print(error_line("", exc), file=sys.stderr)
             return exit_code(exc)
         sd = audio_io.load_sounddevice()
-        speaker = audio_io.open_speaker(sd, runtime.config.talk.player)
         microphone = audio_io.Microphone(sd, runtime.config.talk.device)
-        if synthesizer is None:
-            synthesizer = _configured_synthesizer(runtime)
-        microphone.open()
+        microphone.open()  # first: without a microphone there is nothing to talk about
         try:
+            speaker = audio_io.open_speaker(sd, runtime.config.talk.player)
+            if synthesizer is None:
+                synthesizer = _configured_synthesizer(runtime)
             await runtime.start_mcp()
             runtime.start_workers(channels=False)
             return await _converse(
@@ -99,7 +100,7 @@ async def _converse(
     runtime: Runtime,
     session_id: str,
     microphone: FrameSource,
-    speaker: Any,
+    speaker: Speaker,
     synthesizer: SpeechSynthesizer | None,
     settings: TalkSettings,
     started: Callable[[TalkLoop], None],

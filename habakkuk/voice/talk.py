@@ -183,9 +183,14 @@ class TalkLoop:
             self.say("· (interrupted)")
 
     async def _play(self, pcm: Pcm) -> bool:
+        """Play it; False when stopped (barge-in). A device that fails (unplugged, taken)
+        is said and the conversation goes on, as if it had played."""
         self._playing = True
         try:
             return await self.speaker.play(pcm)
+        except Exception as exc:
+            self.say(f"! playing failed: {first_line(exc)}")
+            return True
         finally:
             self._playing = False
             self.detector.playing = False
