@@ -49,12 +49,15 @@ class Room:
 
 
 class Speakers:
-    """Play nothing; note the length of each sound played."""
+    """Play nothing; note the length of each sound played (or fail, as unplugged ones do)."""
 
     def __init__(self) -> None:
         self.played: list[float] = []
+        self.unplugged = False
 
     async def play(self, pcm: Pcm) -> bool:
+        if self.unplugged:
+            raise OSError("Error opening OutputStream: Device unavailable")
         self.played.append(round(pcm.seconds, 2))
         return True
 
@@ -199,3 +202,18 @@ async def test_a_click_is_not_an_utterance(runtime_factory: OpenRuntime) -> None
         await eventually(lambda: loop.replies == 1, what="the reply")
     # The words alone, with their pre-roll and the silence that ended them.
     assert lines[0] == f"you: {0.3 + 0.6 + 0.4:.1f} seconds"
+
+
+async def test_when_the_speakers_fail_it_is_said_and_the_loop_goes_on(
+    runtime_factory: OpenRuntime,
+) -> None:
+    async with loop_on(runtime_factory, ["first", "second"]) as parts:
+        loop, room, speakers, lines = parts
+        speakers.unplugged = True
+        room.speak()
+        await eventually(lambda: loop.replies == 1, what="the first reply")
+        speakers.unplugged = False
+        room.speak()
+        await eventually(lambda: loop.replies == 2, what="the second reply")
+    assert "! playing failed: Error opening OutputStream: Device unavailable" in lines
+    assert speakers.played == [0.5]
