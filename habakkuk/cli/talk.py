@@ -107,8 +107,8 @@ async def _converse(
 ) -> int:
     import asyncio
 
+    from habakkuk.cli.talk_keys import LineReader, answer_approvals
     from habakkuk.voice.audio_io import tone
-    from habakkuk.voice.keyboard import LineReader, answer_approvals
     from habakkuk.voice.talk import TalkLoop
     from habakkuk.voice.transcription import transcribe
 
@@ -177,7 +177,6 @@ def _settings(runtime: Runtime, args: argparse.Namespace) -> TalkSettings:
         follow_up_s=talk.follow_up_seconds,
         barge_in=talk.barge_in,
         max_chars=int(getattr(tts, "max_chars", DEFAULT_MAX_CHARS)),
-        voice=getattr(tts, "voice", None),
     )
 
 
@@ -193,14 +192,13 @@ async def _session(runtime: Runtime, args: argparse.Namespace) -> str:
 
 
 def _configured_synthesizer(runtime: Runtime) -> SpeechSynthesizer | None:
-    """The `tts:` provider, or None (replies are then printed only). The providers are
-    habakkuk/voice/speech.py's; looked up by name until the two branches meet."""
-    try:
-        speech = importlib.import_module("habakkuk.voice.speech")
-    except ImportError:
+    """The `tts:` provider, or None without the section (replies are then printed only).
+
+    The providers are habakkuk/voice/speech.py's (`build_synthesizer`), from the branch
+    that builds them: looked up by name until the two meet, then a plain import."""
+    tts = getattr(runtime.config, "tts", None)
+    if tts is None:
         return None
-    make = getattr(speech, "synthesizer_for", None)
-    if make is None:
-        return None
-    made: SpeechSynthesizer | None = make(runtime.config, runtime.env)
+    speech = importlib.import_module("habakkuk.voice.speech")
+    made: SpeechSynthesizer = speech.build_synthesizer(tts, runtime.env)
     return made

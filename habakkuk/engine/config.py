@@ -21,6 +21,7 @@ from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .presets import PRESETS, ProviderType
+from .talk_config import TalkConfig, resolve_talk
 from .toolsets import (
     DEFAULT_TOOLSETS,
     KNOWN_TOOLSETS,
@@ -174,26 +175,6 @@ class TranscriptionConfig:
     base_url: str = "https://api.openai.com/v1"
     key_env: str | None = "OPENAI_API_KEY"
     model: str = "whisper-1"
-
-
-@dataclass
-class TalkConfig:
-    """`talk`: the local voice loop (`habakkuk talk`, the terminal's push-to-talk key)."""
-
-    threshold: float = 0.02  # RMS; the learned threshold (3x the noise floor) never goes lower
-    silence: float | str = "800ms"  # this much quiet ends an utterance
-    follow_up: float | str = "30s"  # after a reply, no wake phrase needed for this long
-    wake: str | list[str] | None = None  # wake phrases (comma-separated or a list)
-    barge_in: bool = True  # speech while a reply plays stops it
-    player: str | None = None  # ffplay, paplay, aplay or afplay where PortAudio cannot play
-    device: int | str | None = None  # the sounddevice input device (index or name)
-    # Derived by _resolve_talk.
-    silence_seconds: float = field(default=0.8, init=False)
-    follow_up_seconds: float = field(default=30.0, init=False)
-    wake_phrases: tuple[str, ...] = field(default=(), init=False)
-
-
-TALK_PLAYERS = ("ffplay", "paplay", "aplay", "afplay")
 
 
 GenerationProvider = Literal["openai", "gemini", "fal"]
@@ -485,7 +466,6 @@ class Config:
     http: HttpConfig | None = None
     channels: dict[str, ChannelConfig] = field(default_factory=dict)
     transcription: TranscriptionConfig | None = None
-    talk: TalkConfig = field(default_factory=TalkConfig)
     hooks: list[HookConfig] = field(default_factory=list)
     # Workspace snapshots before a turn's first change (needs git on PATH).
     checkpoints: bool = True
@@ -499,6 +479,7 @@ class Config:
     skills: SkillsConfig = field(default_factory=SkillsConfig)
     board: BoardConfig = field(default_factory=BoardConfig)
     delegation: DelegationConfig = field(default_factory=DelegationConfig)
+    talk: TalkConfig = field(default_factory=TalkConfig)
     images: ImagesConfig | None = None
     video: VideoConfig | None = None
     search: SearchConfig | None = None
@@ -744,36 +725,13 @@ def _resolve(config: Config, home: Home) -> None:
     _resolve_hooks(config)
     _resolve_memory(config, config.memory)
     _resolve_skills(config, config.skills)
+    resolve_talk(config.talk, config.path)
     if config.http is not None:
         _resolve_http(config, config.http)
     _resolve_channels(config)
     _resolve_generation(config)
     if config.search is not None:
         _resolve_search(config, config.search)
-    _resolve_talk(config, config.talk)
-
-
-def _resolve_talk(config: Config, talk: TalkConfig) -> None:
-    """The talk section: a threshold within (0, 1), durations, phrases, a known player."""
-
-    def fail(key: str, message: str) -> ConfigError:
-        return ConfigError(f"{config.path}:{line_of(talk, key)}: talk.{key}: {message}")
-
-    if not 0 < talk.threshold < 1:
-        raise fail(
-            "threshold", f"{talk.threshold} must be an RMS level between 0 and 1 (e.g. 0.02)"
-        )
-    for key in ("silence", "follow_up"):
-        try:
-            setattr(talk, f"{key}_seconds", parse_duration(getattr(talk, key)))
-        except ValueError as exc:
-            raise fail(key, str(exc)) from None
-    phrases = talk.wake if isinstance(talk.wake, list) else (talk.wake or "").split(",")
-    talk.wake_phrases = tuple(p.strip() for p in phrases if p.strip())
-    if talk.wake is not None and not talk.wake_phrases:
-        raise fail("wake", "no phrase given (e.g. wake: hey habakkuk)")
-    if talk.player is not None and talk.player not in TALK_PLAYERS:
-        raise fail("player", f"{talk.player!r} is not one of {', '.join(TALK_PLAYERS)}")
 
 
 def hosted_agents(config: Config, names: Sequence[str], where: str) -> list[str]:
