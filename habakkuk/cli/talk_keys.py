@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
@@ -31,12 +32,16 @@ def read_answer(line: str) -> Answer | None:
 
 
 class LineReader:
-    """Lines of a readable file descriptor (a terminal, a pipe) without a thread."""
+    """Lines of a readable file descriptor (a terminal, a pipe) without a thread: what is
+    there is read when the loop sees it ready (os.read, so no line is left waiting in a
+    buffer the loop cannot see)."""
 
     def __init__(self, stream: TextIO = sys.stdin) -> None:
         self._stream = stream
         self._lines: asyncio.Queue[str] = asyncio.Queue()
+        self._pending = b""
         self._fd = -1
+        self._ended = False
 
     def open(self) -> bool:
         """Start reading; False when the stream cannot be watched (not a pipe or a tty)."""
@@ -49,13 +54,25 @@ class LineReader:
         return True
 
     def _ready(self) -> None:
-        line = self._stream.readline()
-        if not line:  # end of input: nothing more will be answered here
+        try:
+            data = os.read(self._fd, 4096)
+        except OSError:
+            data = b""
+        if not data:  # end of input: nothing more will be answered here (a deny each)
             self.close()
-        self._lines.put_nowait(line)
+            self._ended = True
+            if self._pending:  # the last line, without its newline
+                self._lines.put_nowait(self._pending.decode(errors="replace") + "\n")
+            self._lines.put_nowait("")
+            return
+        *lines, self._pending = (self._pending + data).split(b"\n")
+        for line in lines:
+            self._lines.put_nowait(line.decode(errors="replace") + "\n")
 
     async def line(self) -> str:
-        """The next line ("" at the end of input)."""
+        """The next line ("" at the end of input, and after it)."""
+        if self._ended and self._lines.empty():
+            return ""
         return await self._lines.get()
 
     def close(self) -> None:
