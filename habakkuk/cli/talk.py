@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -52,13 +51,13 @@ def main(args: argparse.Namespace) -> int:
 async def talk(
     args: argparse.Namespace,
     *,
-    synthesizer: SpeechSynthesizer | None = None,
     started: Callable[[TalkLoop], None] = lambda loop: None,
 ) -> int:
-    """Run the loop on the home's runtime until cancelled. `synthesizer`: the speech
-    engine (default: the `tts:` provider); `started` is handed the loop once it listens."""
+    """Run the loop on the home's runtime until cancelled, speaking with the `tts:`
+    provider; `started` is handed the loop once it listens."""
     from habakkuk.engine.errors import HabakkukError, NotFound
     from habakkuk.voice import audio_io
+    from habakkuk.voice.speech import synthesizer_for
 
     runtime = await open_runtime(current_home())
     try:
@@ -80,8 +79,7 @@ async def talk(
         microphone.open()  # first: without a microphone there is nothing to talk about
         try:
             speaker = audio_io.open_speaker(sd, runtime.config.talk.player)
-            if synthesizer is None:
-                synthesizer = _configured_synthesizer(runtime)
+            synthesizer = synthesizer_for(runtime.config, runtime.env)
             await runtime.start_mcp()
             runtime.start_workers(channels=False)
             return await _converse(
@@ -155,7 +153,6 @@ def _say(line: str) -> None:
 
 def _settings(runtime: Runtime, args: argparse.Namespace) -> TalkSettings:
     from habakkuk.voice.detector import DetectorSettings
-    from habakkuk.voice.speakable import DEFAULT_MAX_CHARS
     from habakkuk.voice.talk import TalkSettings
     from habakkuk.voice.wake import parse_phrases
 
@@ -170,13 +167,13 @@ def _settings(runtime: Runtime, args: argparse.Namespace) -> TalkSettings:
             raise BadInput('--wake: no phrase given (e.g. --wake "hey habakkuk")')
     else:
         wake = parse_phrases(",".join(talk.wake_phrases))
-    tts = getattr(runtime.config, "tts", None)  # the tts: section, once it lands (voiceout)
+    tts = runtime.config.tts
     return TalkSettings(
         detector=DetectorSettings(threshold=talk.threshold, silence_s=talk.silence_seconds),
         wake=wake,
         follow_up_s=talk.follow_up_seconds,
         barge_in=talk.barge_in,
-        max_chars=int(getattr(tts, "max_chars", DEFAULT_MAX_CHARS)),
+        max_chars=tts.max_chars if tts is not None else TalkSettings.max_chars,
     )
 
 
@@ -189,16 +186,3 @@ async def _session(runtime: Runtime, args: argparse.Namespace) -> str:
 
         raise BadInput(f"session {args.session} belongs to agent {session.agent!r}")
     return session.id
-
-
-def _configured_synthesizer(runtime: Runtime) -> SpeechSynthesizer | None:
-    """The `tts:` provider, or None without the section (replies are then printed only).
-
-    The providers are habakkuk/voice/speech.py's (`build_synthesizer`), from the branch
-    that builds them: looked up by name until the two meet, then a plain import."""
-    tts = getattr(runtime.config, "tts", None)
-    if tts is None:
-        return None
-    speech = importlib.import_module("habakkuk.voice.speech")
-    made: SpeechSynthesizer = speech.build_synthesizer(tts, runtime.env)
-    return made

@@ -28,6 +28,7 @@ from .toolsets import (
     MCP_PREFIX,
     offer_to_default_agents,
 )
+from .tts_config import TtsConfig, resolve_tts
 
 Mode = Literal["read-only", "ask", "workspace", "full"]
 Approvals = Literal["human", "reviewer", "reviewer_then_human"]
@@ -483,6 +484,7 @@ class Config:
     images: ImagesConfig | None = None
     video: VideoConfig | None = None
     search: SearchConfig | None = None
+    tts: TtsConfig | None = None
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -732,6 +734,8 @@ def _resolve(config: Config, home: Home) -> None:
     _resolve_generation(config)
     if config.search is not None:
         _resolve_search(config, config.search)
+    if config.tts is not None:
+        resolve_tts(config.tts, path)
 
 
 def hosted_agents(config: Config, names: Sequence[str], where: str) -> list[str]:
@@ -956,6 +960,12 @@ def _resolve_channels(config: Config) -> None:
             f"{path}:{line_of(web)}: channels.{web.name}: the web chat's account "
             f"(http.account) must be of type web, not {web.type}"
         )
+    for channel in config.channels.values():
+        if channel.voice_replies != "off" and config.tts is None:
+            raise ConfigError(
+                f"{path}:{line_of(channel, 'voice_replies')}: channels.{channel.name}."
+                f"voice_replies: {channel.voice_replies} needs a tts: section to speak with"
+            )
     if config.transcription is not None:
         url = config.transcription.base_url
         if not re.match(r"https?://[^/\s]+", url):

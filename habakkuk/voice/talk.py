@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 from habakkuk.engine.errors import first_line
 
 from .detector import DetectorSettings, EnergyDetector, Frame, SpeechStarted, Utterance
-from .speakable import DEFAULT_MAX_CHARS, speakable
+from .spoken_text import reply_speech
 from .transcription import TranscriptionError
 from .wake import WakeGate
 from .wav import read_wav, to_wav
@@ -55,7 +55,7 @@ class TalkSettings:
     wake: tuple[str, ...] = ()
     follow_up_s: float = 30.0
     barge_in: bool = True
-    max_chars: int = DEFAULT_MAX_CHARS
+    max_chars: int = 2000  # tts.max_chars
     voice: str | None = None
 
 
@@ -168,7 +168,7 @@ class TalkLoop:
         """Say the reply (stripped, cut at a sentence); printed only when speaking fails."""
         if self.synthesizer is None:
             return
-        words = speakable(reply, self.settings.max_chars)
+        words = reply_speech(reply, self.settings.max_chars)
         if not words:
             return
         try:

@@ -2,8 +2,8 @@
 played into the microphone, the loop capturing it through sounddevice, a fake
 transcription server, the mock model replying, and the reply read back from the speakers.
 
-The speech engine is espeak-ng behind the SpeechSynthesizer interface (the `tts:`
-providers are tested against their own fakes): real audio of a known length.
+The speech engine is the `tts: espeak` provider (espeak-ng on this machine): real audio,
+whose length the test knows by asking espeak-ng for the same words.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -21,7 +20,6 @@ import pytest
 from habakkuk.cli.talk import talk
 from habakkuk.engine.home import Home
 from habakkuk.voice.audio_io import PlayerSpeaker, open_speaker
-from habakkuk.voice.speech_types import AudioFormat, SpokenAudio
 from habakkuk.voice.talk import TalkLoop
 from habakkuk.voice.wav import Pcm, read_wav
 from tests.conftest import WriteConfig, mock_config
@@ -48,24 +46,9 @@ SCRIPT = f"""
 """
 
 
-class EspeakSpeech:
-    """A SpeechSynthesizer speaking with espeak-ng; remembers how long each reply was."""
-
-    def __init__(self) -> None:
-        self.said: list[tuple[str, float]] = []
-
-    async def synthesize(
-        self, text: str, voice: str | None = None, *, format: AudioFormat = "ogg_opus"
-    ) -> SpokenAudio:
-        assert format == "wav"
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / "reply.wav"
-            process = await asyncio.create_subprocess_exec("espeak-ng", "-w", str(path), text)
-            assert await process.wait() == 0
-            data = path.read_bytes()
-        seconds = read_wav(data).seconds
-        self.said.append((text, seconds))
-        return SpokenAudio(data, "audio/wav", seconds)
+def seconds_spoken(text: str, pulse: Pulse) -> float:
+    """How long espeak-ng takes to say `text` (the `tts: espeak` provider's voice)."""
+    return read_wav(speech_wav(text, pulse.folder, "expected").read_bytes()).seconds
 
 
 @pytest.fixture
@@ -76,18 +59,18 @@ def pulse(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pulse]:
 
 @contextlib.asynccontextmanager
 async def talking(
-    write_config: WriteConfig, fake: Transcriber, speech: EspeakSpeech, wake: str | None
+    write_config: WriteConfig, fake: Transcriber, wake: str | None
 ) -> AsyncIterator[TalkLoop]:
-    """`habakkuk talk` running on the home until the block ends."""
+    """`habakkuk talk` running on the home until the block ends, speaking with espeak-ng."""
     write_config(
         mock_config(
             SCRIPT,
-            extra=fake.config() + "talk:\n  silence: 500ms\n",
+            extra=fake.config() + "talk:\n  silence: 500ms\ntts:\n  provider: espeak\n",
         )
     )
     loops: list[TalkLoop] = []
     args = argparse.Namespace(agent=None, session=None, wake=wake, no_wake=wake is None)
-    task = asyncio.create_task(talk(args, synthesizer=speech, started=loops.append))
+    task = asyncio.create_task(talk(args, started=loops.append))
     await eventually(lambda: loops or task.done(), what="talk to listen")
     assert not task.done(), task.result()
     try:
@@ -106,10 +89,9 @@ async def test_a_spoken_question_is_answered_aloud(
     pulse: Pulse, home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
 ) -> None:
     question = speech_wav("hey habakkuk, what is on my board?", pulse.folder, "question")
-    speech = EspeakSpeech()
     async with transcriber(["Hey Habakkuk, what's on my board?"]) as fake:
         recorder = await record_speakers(pulse)
-        async with talking(write_config, fake, speech, wake="hey habakkuk") as loop:
+        async with talking(write_config, fake, wake="hey habakkuk") as loop:
             await played(pulse, question)
             await eventually(lambda: loop.replies == 1, what="the reply to be said")
         await recorder.stop()
@@ -123,8 +105,9 @@ async def test_a_spoken_question_is_answered_aloud(
     # The reply was printed, stripped for speech, and played to the end on the speakers.
     out = capsys.readouterr().out
     assert "you: what's on my board?" in out and BOARD_REPLY in out
-    ((said, seconds),) = speech.said
-    assert said == "Your board has three cards: the report, the invoice and the talk."
+    seconds = seconds_spoken(
+        "Your board has three cards: the report, the invoice and the talk.", pulse
+    )
     assert abs(sounding_seconds(recorder.samples()) - seconds) < 0.6
 
 
@@ -133,18 +116,17 @@ async def test_speech_while_a_reply_plays_stops_it(
 ) -> None:
     ask = speech_wav("tell me a story", pulse.folder, "ask")
     interrupt = speech_wav("stop, stop, that is enough", pulse.folder, "interrupt")
-    speech = EspeakSpeech()
     async with transcriber(["tell me a story", "stop that is enough"]) as fake:
         recorder = await record_speakers(pulse)
-        async with talking(write_config, fake, speech, wake=None) as loop:
+        async with talking(write_config, fake, wake=None) as loop:
             await played(pulse, ask)
             await eventually(lambda: loop.timings.reply_audio_at > 0, what="the story to play")
             await played(pulse, interrupt)
             await eventually(lambda: loop.timings.stopped_at > 0, what="the story to stop")
             await eventually(lambda: loop.replies == 2, what="the interruption to be answered")
         await recorder.stop()
-    (story, story_seconds), _ = speech.said
-    assert story.startswith("Chapter 1:") and story_seconds > 20
+    story_seconds = seconds_spoken(STORY, pulse)
+    assert story_seconds > 20
     # What reached the speakers: the start of the story (cut short), then "Stopped."
     assert sounding_seconds(recorder.samples()) < story_seconds / 2
     assert loop.timings.barge_at <= loop.timings.stopped_at
