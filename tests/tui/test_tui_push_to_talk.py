@@ -15,7 +15,6 @@ from tests.tui.conftest import ChatApp, Running, notices
 from tests.voice.pulse import pulse_server, speech_wav
 from tests.voice.transcriber import transcriber
 
-pytestmark = pytest.mark.optional_extra("voice")
 QUIET = "talk:\n  silence: 500ms\n"
 
 

@@ -27,8 +27,6 @@ from tests.helpers import eventually
 from tests.voice.pulse import Pulse, pulse_server, record_speakers, sounding_seconds, speech_wav
 from tests.voice.transcriber import Transcriber, transcriber
 
-pytestmark = pytest.mark.optional_extra("voice")
-
 BOARD_REPLY = "Your board has **three** cards: the report, the invoice and the talk."
 STORY = " ".join(
     f"Chapter {n}: the agent walked along the river and counted the stones one by one."

@@ -47,7 +47,6 @@ def test_an_unknown_session_is_named(
     assert "ses_nope" in one_line(capsys.readouterr().err)
 
 
-@pytest.mark.optional_extra("voice")
 def test_a_missing_input_device_is_one_line_naming_the_packages(
     home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
 ) -> None:
