@@ -225,11 +225,13 @@ def _search_rare(
     the walk: FTS5 ignores a string without a token (found in none alone) in a query."""
     cursor = cast(sqlite3.Connection, conn).cursor()
     cursor.row_factory = None
-    newest = "SELECT rowid FROM message_fts WHERE message_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
+    # Its first `most` + 1 messages at most: a common word's walk stops there. Oldest
+    # first, FTS5's own order: a walk back first finds each segment's last page of the
+    # word's list (27 pages read for "garden" on 1,000,000 messages, 19 this way).
+    first = "SELECT rowid FROM message_fts WHERE message_fts MATCH ? LIMIT ?"
     fewest: list[int] = []
     for single in dict.fromkeys(parsed.singles):
-        # Its newest `most` + 1 messages at most: a common word's walk stops there.
-        found = [int(r[0]) for r in cursor.execute(newest, (single, most + 1))]
+        found = [int(r[0]) for r in cursor.execute(first, (single, most + 1))]
         if 0 < len(found) <= most and (not fewest or len(found) < len(fewest)):
             fewest = found
     if not fewest:
