@@ -5,6 +5,7 @@ through every word's list on message_fts (SQLite; session_search.py)."""
 from __future__ import annotations
 
 import sqlite3
+from typing import cast
 
 import pytest
 
@@ -13,6 +14,7 @@ from habakkuk.engine.llm.types import Message, TextBlock
 from habakkuk.engine.search_probe import probe_matches
 from habakkuk.engine.session_search import SEARCH_WINDOW, SearchHit, search_messages
 from habakkuk.engine.sessions import TranscriptStore
+from habakkuk.engine.sql import Conn
 
 RARE_TEXTS = [
     ("s", "a zephyr garden"),  # 0: the phrase
@@ -48,7 +50,7 @@ async def _both(
 ) -> list[SearchHit]:
     """The hits checked on the rare word's messages, asserted equal to the walk's."""
 
-    def search(conn: sqlite3.Connection, rare: int) -> list[SearchHit]:
+    def search(conn: Conn, rare: int) -> list[SearchHit]:
         return search_messages(conn, query, agent=agent, limit=limit, window=window, rare=rare)
 
     probed = await store.db.run(lambda conn: search(conn, session_search.RARE_MESSAGES))
@@ -110,7 +112,7 @@ async def test_the_probe_reads_text_as_message_fts_does(store: TranscriptStore, 
     for text in texts:
         await store.append("s", Message.user_text(text))
 
-    def indexed(conn: sqlite3.Connection) -> tuple[set[int], list[tuple[int, str]]]:
+    def indexed(conn: Conn) -> tuple[set[int], list[tuple[int, str]]]:
         sql = "SELECT rowid FROM message_fts WHERE message_fts MATCH ?"
         rows = conn.execute("SELECT message_id, text FROM message_text").fetchall()
         return {int(r[0]) for r in conn.execute(sql, (query,))}, [(r[0], r[1]) for r in rows]
@@ -125,12 +127,13 @@ async def test_a_rare_word_with_a_common_one_walks_neither_list_with_the_other(
     await _home(store, common=30)
     statements: list[str] = []
 
-    def search(conn: sqlite3.Connection) -> list[SearchHit]:
-        conn.set_trace_callback(statements.append)  # the SQL with its values
+    def search(conn: Conn) -> list[SearchHit]:
+        sqlite = cast(sqlite3.Connection, conn)  # the store is SQLite here
+        sqlite.set_trace_callback(statements.append)  # the SQL with its values
         try:
             return search_messages(conn, "zephyr garden")
         finally:
-            conn.set_trace_callback(None)
+            sqlite.set_trace_callback(None)
 
     assert len(await store.db.run(search)) == 5
     on_index = [sql for sql in statements if "message_fts MATCH" in sql]
