@@ -236,32 +236,34 @@ def _search_rare(
             fewest = found
     if not fewest:
         return None
-    marks = ", ".join("?" * len(fewest))
     mine = " AND s.agent = ?" if agent else ""
-    rows = cursor.execute(
-        "SELECT t.message_id, length(t.text), t.text FROM message_text t"
-        f" JOIN sessions s ON s.id = t.session_id WHERE t.message_id IN ({marks}){mine}",
-        [*fewest, *([agent] if agent else [])],
-    ).fetchall()
-    if sum(len(r[2]) for r in rows) > RARE_CHARS:
+    # Each message once: what a hit shows but its time (messages' row) comes along.
+    rows = {
+        int(r[0]): r[1:]
+        for r in cursor.execute(
+            "SELECT t.message_id, length(t.text), t.text, t.session_id, s.agent, s.title,"
+            " t.seq, t.role FROM message_text t JOIN sessions s ON s.id = t.session_id"
+            f" WHERE t.message_id IN ({', '.join('?' * len(fewest))}){mine}",
+            [*fewest, *([agent] if agent else [])],
+        )
+    }
+    if sum(len(row[1]) for row in rows.values()) > RARE_CHARS:
         return None
     matching, together = probe_matches(
-        [(int(r[0]), str(r[2])) for r in rows], [parsed.match, parsed.together]
+        [(id_, str(row[1])) for id_, row in rows.items()], [parsed.match, parsed.together]
     )
-    size = {int(r[0]): int(r[1]) for r in rows}
     # The module's order: the phrase first, then the shorter, then the newest.
-    best = sorted(matching, key=lambda id_: (id_ not in together, size[id_], -id_))[:limit]
+    best = sorted(matching, key=lambda id_: (id_ not in together, rows[id_][0], -id_))[:limit]
     if not best:
         return []
-    details = cursor.execute(
-        "SELECT t.message_id, t.session_id, s.agent, s.title, t.seq, t.role, m.created_at,"
-        " t.text FROM message_text t JOIN sessions s ON s.id = t.session_id"
-        " JOIN messages m ON m.id = t.message_id"
-        f" WHERE t.message_id IN ({', '.join('?' * len(best))})",
-        best,
-    ).fetchall()
-    by_id = {int(r[0]): r[1:] for r in details}
-    return search_hits([by_id[id_] for id_ in best if id_ in by_id], parsed.words)
+    at = dict(
+        cursor.execute(
+            f"SELECT id, created_at FROM messages WHERE id IN ({', '.join('?' * len(best))})",
+            best,
+        ).fetchall()
+    )
+    hits = [(*rows[id_][2:], at[id_], rows[id_][1]) for id_ in best if id_ in at]
+    return search_hits(hits, parsed.words)
 
 
 def search_hits(rows: Sequence[Sequence[Any]], words: str) -> list[SearchHit]:
