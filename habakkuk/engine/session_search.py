@@ -55,8 +55,8 @@ from .snippets import Highlighter, opening
 SEARCH_WINDOW = 2_000
 # A query of several words is checked on the messages of its rarest word alone when that
 # word is found in at most RARE_MESSAGES messages, of RARE_CHARS characters in all: the
-# probe's cost is their text (0.4 ms for 100 messages of 300 characters, 13 ms for 100
-# of 8,000), the walk's a page of the other words' lists for each of them.
+# probe's cost is their text (0.6 ms for 100 messages of 1,000 characters, the most it
+# indexes), the walk's a page of the other words' lists for each of them.
 RARE_MESSAGES = 100
 RARE_CHARS = 100_000
 SNIPPET_WORDS = 12  # as snippet(message_fts, 0, '[', ']', '…', 12) showed
