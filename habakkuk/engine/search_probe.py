@@ -1,7 +1,7 @@
 """A query checked on a few messages alone: an in-memory FTS5 index of their text.
 
-Session search checks a query whose rarest word is found in few messages on those
-messages only (session_search.py). On message_fts, FTS5 checks the other words through
+Session search checks a query with a word found in few messages on those messages
+only (session_search.py). On message_fts, FTS5 checks the other words through
 their own lists of rows, from the newest of the few messages to the oldest: a page of a
 common word's list for each of them once they lie far apart (a page each on a home of
 1,000,000 messages, where ten pages held them all on one of 10,000). Here the cost is

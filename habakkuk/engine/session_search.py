@@ -53,8 +53,8 @@ from .snippets import Highlighter, opening
 # Search ranks the matches among the newest this many messages holding every word of the
 # query (its cost grows with it, not with the history).
 SEARCH_WINDOW = 2_000
-# A query of several words is checked on the messages of its rarest word alone when that
-# word is found in at most RARE_MESSAGES messages, of RARE_CHARS characters in all: the
+# A query of several words is checked on the messages of its first rare word alone, one
+# found in at most RARE_MESSAGES messages, of RARE_CHARS characters in all: the
 # probe's cost is their text (0.6 ms for 100 messages of 1,000 characters, the most it
 # indexes), the walk's a page of the other words' lists for each of them.
 RARE_MESSAGES = 100
@@ -219,7 +219,7 @@ def search_messages(
 def _search_rare(
     conn: Conn, parsed: SearchQuery, agent: str | None, most: int, limit: int
 ) -> list[SearchHit] | None:
-    """The search on the messages of the query's rarest word, when it is found in `most`
+    """The search on the messages of the query's first rare word, one found in `most`
     messages or fewer (at most the window, so every match is in it) of RARE_CHARS
     characters in all; None when no word is that rare. A word found in none is left to
     the walk: FTS5 ignores a string without a token (found in none alone) in a query."""
@@ -231,10 +231,12 @@ def _search_rare(
     first = "SELECT rowid FROM message_fts WHERE message_fts MATCH ? LIMIT ?"
     fewest: list[int] = []
     for single in dict.fromkeys(parsed.singles):
-        found = [int(r[0]) for r in cursor.execute(first, (single, most + 1))]
-        if 0 < len(found) <= most and (not fewest or len(found) < len(fewest)):
-            fewest = found
-    if not fewest:
+        # The first rare word will do: each walk seeks the word in every segment of
+        # the index (17 on a home of 1,000,000 messages, 8 on 10,000).
+        fewest = [int(r[0]) for r in cursor.execute(first, (single, most + 1))]
+        if 0 < len(fewest) <= most:
+            break
+    else:
         return None
     mine = " AND s.agent = ?" if agent else ""
     # Each message once: what a hit shows but its time (messages' row) comes along.
