@@ -26,8 +26,9 @@ any size (memory_bench.py times the whole service at 10,000 notes).
 Prints p50/p95 in ms per query kind and ranking, the homes side by side, and the ratio of
 each bigger home's p50 to the smallest's. Each timed search starts from cold CPU caches
 (`cold`), and a query runs by one ranking on every home in turn before the next ranking.
---memory-only skips the sessions.
-Run: python benchmarks/search_bench.py [--small DIR] [--big DIR] [--rounds N] [--memory-only]
+--memory-only skips the sessions, --sessions-only the memory.
+Run: python benchmarks/search_bench.py [--small DIR] [--big DIR] [--rounds N]
+[--memory-only | --sessions-only]
 """
 
 from __future__ import annotations
@@ -423,10 +424,14 @@ def main() -> None:
     parser.add_argument("--huge-notes", type=int, default=1_000_000, help="0: skip")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--memory-only", action="store_true", help="skip the sessions")
+    parser.add_argument("--sessions-only", action="store_true", help="skip the memory")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if not args.memory_only:
         sessions(args.small, args.big, args.big_messages, args.rounds)
+    if args.sessions_only:
+        print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        return
     counts = [10_000, args.big_notes] + ([args.huge_notes] if args.huge_notes else [])
     memory(args.notes, counts, args.rounds)
 
