@@ -21,6 +21,7 @@ from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .presets import PRESETS, ProviderType
+from .realtime_config import RealtimeConfig, resolve_realtime
 from .talk_config import TalkConfig, resolve_talk
 from .toolsets import (
     DEFAULT_TOOLSETS,
@@ -28,7 +29,6 @@ from .toolsets import (
     MCP_PREFIX,
     offer_to_default_agents,
 )
-from .realtime_config import RealtimeConfig, resolve_realtime
 from .tts_config import TtsConfig, resolve_tts
 
 Mode = Literal["read-only", "ask", "workspace", "full"]
