@@ -132,7 +132,7 @@ def _lines(value: Any) -> list[Line]:
     if not isinstance(value, list) or not value:
         raise ApiError(400, "lines is required (a list of {role, text})")
     if len(value) > MAX_LINES:
-        raise ApiError(413, f"at most {MAX_LINES} lines per request")
+        raise ApiError(400, f"at most {MAX_LINES} lines per request")
     lines: list[Line] = []
     for i, item in enumerate(value):
         if not isinstance(item, dict) or set(item) - {"role", "text"}:
