@@ -4,6 +4,9 @@ documents it: a bearer key; a JSON body {expires_after: {anchor: "created_at", s
 {transcription: {model}}, output: {voice}}, tools: [{type: "function", name,
 description, parameters}]}} -> {value: "ek_...", expires_at (epoch seconds), session}.
 A wrong key is a 401, a malformed body a 400, each {"error": {"message", "type"}}.
+POST /v1/realtime/calls takes a WebRTC offer (Content-Type: application/sdp) with a
+client secret as the bearer token and answers SDP; it answers a browser's CORS preflight
+as the real API does, since the dashboard posts there from its own origin.
 
 Every request body is kept in `seen`; the fake checks the shape itself (a body the real
 API would refuse is refused here too), independently of the code under test.
@@ -21,6 +24,12 @@ from aiohttp import web
 from tests.fakes.loopback import serve_on_loopback
 
 KEY = "sk-realtime-test"
+ANSWER_SDP = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=fake answer\r\nt=0 0\r\n"
+CORS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "POST",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type",
+}
 SECRET = "ek_fake_client_secret_0123"
 
 
@@ -52,6 +61,7 @@ class FakeRealtime:
     """The client-secrets endpoint under {url}/v1."""
 
     seen: list[Any] = field(default_factory=list)
+    offers: list[str] = field(default_factory=list)
     port: int = 0
     _runner: web.AppRunner | None = None
 
@@ -62,6 +72,8 @@ class FakeRealtime:
     async def __aenter__(self) -> FakeRealtime:
         app = web.Application()
         app.router.add_post("/v1/realtime/client_secrets", self._mint)
+        app.router.add_post("/v1/realtime/calls", self._call)
+        app.router.add_route("OPTIONS", "/v1/realtime/calls", self._preflight)
         self._runner, self.port = await serve_on_loopback(app)
         return self
 
@@ -88,3 +100,16 @@ class FakeRealtime:
         return web.json_response(
             {"value": SECRET, "expires_at": int(time.time()) + seconds, "session": session}
         )
+
+    async def _preflight(self, request: web.Request) -> web.Response:
+        return web.Response(status=204, headers=CORS)
+
+    async def _call(self, request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != f"Bearer {SECRET}":
+            error = {"error": {"message": "Invalid client secret", "type": "invalid_request_error"}}
+            return web.json_response(error, status=401, headers=CORS)
+        if request.content_type != "application/sdp":
+            error = {"error": {"message": "send application/sdp", "type": "invalid_request_error"}}
+            return web.json_response(error, status=400, headers=CORS)
+        self.offers.append(await request.text())
+        return web.Response(text=ANSWER_SDP, content_type="application/sdp", headers=CORS)
