@@ -92,7 +92,10 @@ async def test_the_page_posts_an_ask_habakkuk_call_and_answers_the_voice_model(
         heard = {"type": "conversation.item.input_audio_transcription.completed",
                  "transcript": "thanks, bye"}  # fmt: skip
         await page.evaluate(REPORT, heard)
-        await page.click("#chat-live")
+        # Hanging up posts the line heard before it, then /end.
+        async with page.expect_response(lambda r: r.url.endswith("/api/realtime/end")) as ended:
+            await page.click("#chat-live")
+        assert (await ended.value).status == 200
         await page.wait_for_selector("#chat-live:not(.on)")
         assert await page.evaluate("window.__peer.closed") is True
         assert page.errors == []
