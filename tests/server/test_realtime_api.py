@@ -21,7 +21,8 @@ from tests.server.test_chat import script
 def realtime(url: str, extra: str = "") -> str:
     # "http:" on its own line: the serve fixture puts the token under it (a URL's "http:"
     # would otherwise hide that the config has no http section).
-    return f"http:\nrealtime:\n  base_url: {url}/v1\n  key_env: RT_KEY\n  voice: cedar\n  ttl: 2m\n{extra}"
+    section = f"realtime:\n  base_url: {url}/v1\n  key_env: RT_KEY\n  voice: cedar\n  ttl: 2m\n"
+    return "http:\n" + section + extra
 
 
 async def user_texts(served: Any, session: str) -> list[str]:
