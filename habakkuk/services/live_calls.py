@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 LineRole = Literal["user", "assistant"]
 ANSWER_SECONDS = 240.0
 MAX_KEPT_LINES = 500  # per conversation: a call that never asks keeps only the newest
+MAX_CALLS = 1000  # conversations with lines kept in memory
 POLL_SECONDS = 0.5  # another process's approval or reply shows up in the stores
 NOTE_HEAD = "[What was said on a live voice call]"
 SEEN_HEAD = "[Said on the live voice call before this request]"
@@ -145,9 +146,13 @@ class LiveCalls:
         """Record finished lines in the chat's log and keep them for the agent."""
         for line in lines:
             await self.chat.record(conversation, line.role, f"(voice) {line.text}")
-        kept = self._unseen.setdefault(conversation, [])
+        kept = self._unseen.pop(conversation, [])
         kept.extend(lines)
         del kept[:-MAX_KEPT_LINES]
+        self._unseen[conversation] = kept  # the newest call last
+        while len(self._unseen) > MAX_CALLS:
+            # Calls that never ended (a closed tab): the oldest's lines go first.
+            del self._unseen[next(iter(self._unseen))]
         return len(lines)
 
     async def ask(
@@ -166,6 +171,9 @@ class LiveCalls:
                 conversation, request, shown=f"(voice) {request}", agent=None, key=key
             )
             return await self._wait(conversation, waiting.turn)
+        if waiting is not None:
+            # Anything else would queue behind the turn that waits: ask for the answer.
+            return _needs(waiting)
         lines = self.unseen(conversation)
         text = request
         if lines:
@@ -205,10 +213,7 @@ class LiveCalls:
                     return _output(outcome)
                 waiting = await self.chat.waiting_approval(conversation)
                 if waiting is not None and waiting.turn == turn:
-                    return (
-                        f"Habakkuk needs approval to run {waiting.tool}: {waiting.summary[:500]}"
-                        "\nAsk the user, then call ask_habakkuk with their yes or no."
-                    )
+                    return _needs(waiting)
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     return LATER
@@ -252,6 +257,13 @@ class LiveCalls:
         for task in list(self._notes):
             task.cancel()
         await asyncio.gather(*self._notes, return_exceptions=True)
+
+
+def _needs(waiting: WaitingPrompt) -> str:
+    return (
+        f"Habakkuk needs approval to run {waiting.tool}: {waiting.summary[:500]}"
+        "\nAsk the user, then call ask_habakkuk with their yes or no."
+    )
 
 
 def _output(outcome: TurnOutcome) -> str:

@@ -29,7 +29,7 @@ async def user_texts(served: Any, session: str) -> list[str]:
     return [
         m.message.text
         for m in await served.runtime.sessions.messages(session)
-        if m.message.role == "user"
+        if m.message.role == "user" and m.message.text  # not a message of tool results
     ]
 
 
@@ -135,6 +135,11 @@ async def test_an_approval_is_answered_by_a_yes_call_and_the_turn_goes_on(
     )
     assert "needs approval to run exec" in asked["output"]
     assert "echo approved-run" in asked["output"]
+    # Anything but yes or no is told the approval still waits (not queued behind it).
+    other = await served.post_json(
+        "/api/realtime/tool", {"conversation": "r5", "request": "what will it do?"}, 200
+    )
+    assert other == asked
     done = await served.post_json(
         "/api/realtime/tool", {"conversation": "r5", "call_id": "c2", "request": "yes"}, 200
     )
@@ -144,6 +149,7 @@ async def test_an_approval_is_answered_by_a_yes_call_and_the_turn_goes_on(
         r for m in await served.runtime.sessions.messages(session) for r in m.message.tool_results
     ]
     assert "approved-run" in results[0].text
+    assert await user_texts(served, session) == ["run it"]
 
 
 async def test_a_long_turn_says_the_answer_will_appear_in_the_chat(
