@@ -21,6 +21,7 @@ from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .presets import PRESETS, ProviderType
+from .realtime_config import RealtimeConfig, resolve_realtime
 from .talk_config import TalkConfig, resolve_talk
 from .toolsets import (
     DEFAULT_TOOLSETS,
@@ -485,6 +486,7 @@ class Config:
     video: VideoConfig | None = None
     search: SearchConfig | None = None
     tts: TtsConfig | None = None
+    realtime: RealtimeConfig | None = None
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -736,6 +738,8 @@ def _resolve(config: Config, home: Home) -> None:
         _resolve_search(config, config.search)
     if config.tts is not None:
         resolve_tts(config.tts, path)
+    if config.realtime is not None:
+        resolve_realtime(config.realtime, path)
 
 
 def hosted_agents(config: Config, names: Sequence[str], where: str) -> list[str]:

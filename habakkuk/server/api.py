@@ -45,7 +45,7 @@ async def app_info(request: web.Request) -> web.Response:
             "default": config.default_agent,
             "transcription": config.transcription is not None,
             "speech": config.tts is not None,
-            "realtime": False,
+            "realtime": config.realtime is not None,
             "timezone": config.timezone,
             # The page offers "Sign out" only when there is a token to forget.
             "token_required": server.token is not None,

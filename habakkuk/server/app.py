@@ -33,6 +33,7 @@ from aiohttp import web
 
 from habakkuk.engine.config import HttpConfig, is_loopback_host
 from habakkuk.engine.errors import ConfigError, HabakkukError, NotFound
+from habakkuk.services.live_calls import LiveCalls
 
 from . import (
     api,
@@ -45,6 +46,7 @@ from . import (
     metrics,
     openai_compat,
     readiness,
+    realtime_api,
     schedules_api,
     skills_api,
     voice,
@@ -217,6 +219,9 @@ class HttpServer:
         self.health = HealthMonitor(runtime)
         self.readiness = ReadinessProbe(runtime, self.web_store)
         self.channel: WebChannel = WebChannel(self)
+        self.live = LiveCalls(
+            realtime_api.WebLiveChat(self.channel), runtime.turns, runtime.sessions, runtime.bus
+        )
         self._runner: web.AppRunner | None = None
         self.host = config.host
         self.port = config.port
@@ -264,6 +269,7 @@ class HttpServer:
         chat.setup(app)
         chat_files.setup(app)
         voice.setup(app)
+        realtime_api.setup(app)
         openai_compat.setup(app)
         webhooks.setup(app)
         dashboard.setup(app)
@@ -311,6 +317,7 @@ class HttpServer:
     async def stop(self) -> None:
         """Stop listening (open streams end), then the watcher, then close web.db."""
         self.channel.closing.set()
+        await self.live.close()
         for task in list(self._streams):
             task.cancel()
         if self._runner is not None:

@@ -255,10 +255,16 @@ class WebChannel:
         agent: str | None = None,
         client_id: str | None = None,
         attachments: list[Attachment] | None = None,
+        shown: str | None = None,
     ) -> dict[str, Any]:
-        """One message from the web, through the gateway: a command, an answer or a turn."""
+        """One message from the web, through the gateway: a command, an answer or a turn.
+
+        `shown` is what the chat's log shows of it when not its text (a Live call's
+        request, shown without the transcript lines put in front of it)."""
         async with self._lock(conversation):
-            return await self._handle(conversation, text, agent, client_id, attachments or [])
+            return await self._handle(
+                conversation, text, agent, client_id, attachments or [], shown
+            )
 
     async def _handle(
         self,
@@ -267,6 +273,7 @@ class WebChannel:
         agent: str | None,
         client_id: str | None,
         attachments: list[Attachment],
+        shown: str | None = None,
     ) -> dict[str, Any]:
         store, gateway = self.store, self.service.gateway
         message_id = client_id or secrets.token_hex(8)
@@ -295,7 +302,7 @@ class WebChannel:
             session = await self._mirror(conversation, msg)
         # Logged before the gateway queues the turn, so the reply always streams after it.
         await store.append(
-            conversation, "user", text, turn="" if command else turn,
+            conversation, "user", shown or text, turn="" if command else turn,
             session=session or await self._session_of(msg), dedupe=dedupe,
         )  # fmt: skip
         handled = await gateway.handle(msg)
@@ -306,6 +313,17 @@ class WebChannel:
         if handled.kind == "answer" and note:
             await store.append(conversation, "notice", f"{note}.", session=session or "")
         return {"message": note, "turn": handled.turn, "session": session}
+
+    async def ensure_session(self, conversation: str, agent: str | None) -> str:
+        """The conversation's session (of `agent` when named), started when it has none."""
+        async with self._lock(conversation):
+            gateway = self.service.gateway
+            msg = InboundMessage(self.account, chat_of(conversation), "session", "web")
+            if agent is not None:
+                self.runtime.config.agent(agent)  # unknown agent -> 404
+                await self._choose_agent(msg, agent)
+            await gateway.session_for(gateway.channels[self.account], msg)
+            return await self._mirror(conversation, msg) or ""
 
     async def _choose_agent(self, msg: InboundMessage, agent: str) -> None:
         """A message naming another agent than the conversation's starts a session of it."""

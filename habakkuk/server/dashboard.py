@@ -1,7 +1,9 @@
 """The dashboard at /app/: static HTML, CSS and JavaScript shipped in the package.
 
 The page holds no data: it asks for the token once (kept in localStorage) and
-reads everything from the JSON API. Files are read once and kept in memory.
+reads everything from the JSON API. Files are read once and kept in memory. With
+realtime: the Content-Security-Policy lets the page connect to the provider's origin
+(Live mode's WebRTC offer), and only then.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from aiohttp import web
 
 from .errors import ApiError
+from .served import server_of
 
 STATIC = Path(__file__).parent / "static"
 TYPES = {
@@ -44,6 +47,14 @@ HEADERS = {
 _cache: dict[str, bytes] = {}
 
 
+def live_policy(origin: str) -> str:
+    """The dashboard's Content-Security-Policy with the Live mode provider's origin
+    allowed in connect-src (only when realtime: is configured)."""
+    return HEADERS["Content-Security-Policy"].replace(
+        "connect-src 'self';", f"connect-src 'self' {origin};"
+    )
+
+
 async def _file(name: str) -> bytes:
     if name not in _cache:
         _cache[name] = await asyncio.to_thread((STATIC / name).read_bytes)
@@ -56,6 +67,10 @@ async def static_file(request: web.Request) -> web.Response:
     if name not in TYPES:
         raise ApiError(404, f"no such file: /app/{name}")
     headers = dict(HEADERS)
+    realtime = server_of(request).runtime.config.realtime
+    if realtime is not None and realtime.origin:
+        # Live mode: the page posts its WebRTC offer to the provider itself.
+        headers["Content-Security-Policy"] = live_policy(realtime.origin)
     # The service worker must be able to control /app/ and be refetched on update.
     headers["Cache-Control"] = "no-cache"
     if name == "sw.js":

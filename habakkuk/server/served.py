@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from habakkuk.channels.adapter import Address
     from habakkuk.channels.service import ChannelService
     from habakkuk.engine.config import HttpConfig
+    from habakkuk.services.live_calls import LiveCalls
 
     from .health_types import Readiness
     from .host import ServerHost
@@ -101,6 +102,11 @@ class Served(Protocol):
     @property
     def channel(self) -> WebChat:
         """The web chat channel."""
+        ...
+
+    @property
+    def live(self) -> LiveCalls:
+        """Live mode's calls: the voice model's tool, the transcript, the end."""
         ...
 
     @property

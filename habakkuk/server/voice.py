@@ -1,4 +1,4 @@
-"""Speech and Live mode (spec 001 "Chat" speech, "Live mode").
+"""Speech (spec 001 "Chat" speech; Live mode is realtime_api.py).
 
 GET /api/chat/{conversation}/messages/{seq}/speech reads one of the agent's replies
 aloud with the `tts:` provider, its Markdown stripped: the body is the audio as the
@@ -6,9 +6,8 @@ provider makes it (Ogg Opus, MP3 where it made MP3 and ffmpeg is not there to co
 it). 404 for a message that is not a reply, 413 over tts.max_chars, 502 when the provider
 failed. Without tts: GET /api/app says `"speech": false` and the route answers 501.
 
-Live mode is not in this version: `"realtime": false`, and its routes answer 501. Both
-answer after the same checks as the rest of /api (host, token, JSON content type,
-through the conventions middleware), never the 404 of a path that does not exist.
+The route answers after the same checks as the rest of /api (host, token, through the
+conventions middleware).
 """
 
 from __future__ import annotations
@@ -32,10 +31,6 @@ class _Speaker:
 
 
 SPEAKER_KEY: web.AppKey[_Speaker] = web.AppKey("speaker", _Speaker)
-REALTIME_OFF = (
-    "Live mode is not configured: this version has no realtime: (GET /api/app says realtime: false)"
-)
-REALTIME_PATHS = ("session", "tool", "transcript", "end")
 
 
 async def speech(request: web.Request) -> web.Response:
@@ -73,14 +68,7 @@ async def speech(request: web.Request) -> web.Response:
     )
 
 
-async def realtime(request: web.Request) -> web.Response:
-    """POST /api/realtime/{session,tool,transcript,end}: 501 without realtime."""
-    raise ApiError(501, REALTIME_OFF)
-
-
 def setup(app: web.Application) -> None:
-    """Register the speech and Live mode routes."""
+    """Register the speech route."""
     app[SPEAKER_KEY] = _Speaker()
     app.router.add_get("/api/chat/{conversation}/messages/{seq}/speech", speech)
-    for path in REALTIME_PATHS:
-        app.router.add_post(f"/api/realtime/{path}", realtime)

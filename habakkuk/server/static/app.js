@@ -100,6 +100,8 @@ async function start() {
     localStorage.setItem(CONVERSATION_KEY, state.conversation);
   }
   $("chat-conversation").value = state.conversation;
+  // Live mode only with realtime: in config (the page's CSP allows the provider only then).
+  $("chat-live").hidden = !state.app.realtime;
   // The address names the view (a bookmark, a reload): the overview when it names none.
   const view = viewFromHash();
   if (location.hash !== "#/" + view) history.replaceState(null, "", "#/" + view);
@@ -527,6 +529,132 @@ $("chat-conversation").addEventListener("change", () => {
   stopStreams();
   openChat();
 });
+
+// -- Live mode -------------------------------------------------------------------------------
+// The page talks WebRTC to the provider itself with a client secret Habakkuk mints; the
+// voice model's one tool, ask_habakkuk, and the call's transcript come back to Habakkuk
+// over the oai-events data channel and POST /api/realtime/{tool,transcript,end}.
+
+const live = { pc: null, channel: null, stream: null, audio: null, conversation: "", agent: "", lines: Promise.resolve() };
+
+function liveState(text) {
+  $("chat-live-state").textContent = text || "";
+}
+
+async function startLive() {
+  const button = $("chat-live");
+  button.disabled = true;
+  liveState("connecting…");
+  const conversation = state.conversation;
+  const agent = $("chat-agent").value;
+  let stream = null;
+  let pc = null;
+  try {
+    const body = { conversation };
+    if (agent) body.agent = agent;
+    const secret = await api("/api/realtime/session", { json: body });
+    stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    pc = new RTCPeerConnection();
+    const audio = new Audio();
+    audio.autoplay = true;
+    pc.ontrack = (event) => { audio.srcObject = event.streams[0]; };
+    for (const track of stream.getTracks()) pc.addTrack(track, stream);
+    const channel = pc.createDataChannel("oai-events");
+    channel.addEventListener("message", (event) => {
+      let data;
+      try {
+        data = JSON.parse(event.data);
+      } catch (error) {
+        return;
+      }
+      onLiveEvent(data);
+    });
+    const offer = await pc.createOffer();
+    await pc.setLocalDescription(offer);
+    const answer = await fetch(secret.calls_url, {
+      method: "POST",
+      body: offer.sdp,
+      headers: { Authorization: "Bearer " + secret.client_secret, "Content-Type": "application/sdp" },
+    });
+    if (!answer.ok) throw new Error(`the provider refused the call (${answer.status})`);
+    await pc.setRemoteDescription({ type: "answer", sdp: await answer.text() });
+    Object.assign(live, { pc, channel, stream, audio, conversation, agent, lines: Promise.resolve() });
+    button.textContent = "■ End call";
+    button.classList.add("on");
+    liveState("live");
+  } catch (error) {
+    if (stream) stream.getTracks().forEach((track) => track.stop());
+    if (pc) pc.close();
+    if (!(error instanceof Unauthorized)) liveState("Live mode failed: " + error.message);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function liveSend(event) {
+  if (live.channel && live.channel.readyState === "open") live.channel.send(JSON.stringify(event));
+}
+
+// Lines are posted in the order they were said (one request after the other).
+function liveLine(role, text) {
+  if (!text || !text.trim()) return;
+  const conversation = live.conversation;
+  live.lines = live.lines
+    .then(() => api("/api/realtime/transcript", { json: { conversation, lines: [{ role, text: text.trim() }] } }))
+    .catch((error) => console.error("transcript", error));
+}
+
+async function liveTool(data) {
+  let request = "";
+  try {
+    request = String(JSON.parse(data.arguments || "{}").request || "");
+  } catch (error) {
+    request = "";
+  }
+  let output;
+  try {
+    const body = { conversation: live.conversation, call_id: data.call_id, request };
+    if (live.agent) body.agent = live.agent;
+    output = (await api("/api/realtime/tool", { json: body })).output;
+  } catch (error) {
+    output = "Habakkuk could not be reached: " + error.message;
+  }
+  liveSend({ type: "conversation.item.create", item: { type: "function_call_output", call_id: data.call_id, output } });
+  liveSend({ type: "response.create" });
+}
+
+function onLiveEvent(data) {
+  if (data.type === "response.function_call_arguments.done" && data.name === "ask_habakkuk") {
+    liveTool(data);
+  } else if (data.type === "conversation.item.input_audio_transcription.completed") {
+    liveLine("user", data.transcript);
+  } else if (data.type === "response.output_audio_transcript.done") {
+    liveLine("assistant", data.transcript);
+  } else if (data.type === "error") {
+    liveState("Live mode: " + ((data.error && data.error.message) || "error"));
+  }
+}
+
+async function endLive() {
+  const { pc, stream, audio, conversation, agent } = live;
+  Object.assign(live, { pc: null, channel: null, stream: null, audio: null });
+  if (stream) stream.getTracks().forEach((track) => track.stop());
+  if (pc) pc.close();
+  if (audio) audio.srcObject = null;
+  $("chat-live").textContent = "🎙 Live";
+  $("chat-live").classList.remove("on");
+  liveState("");
+  await live.lines;
+  const body = { conversation };
+  if (agent) body.agent = agent;
+  try {
+    await api("/api/realtime/end", { json: body });
+  } catch (error) {
+    if (!(error instanceof Unauthorized)) liveState("The call's transcript was not saved: " + error.message);
+  }
+}
+
+$("chat-live").addEventListener("click", () => (live.pc ? endLive() : startLive()));
 
 // -- sessions ------------------------------------------------------------------------------
 
