@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,7 @@ class Served:
 
 
 ServeFactory = Callable[..., Awaitable[Served]]
+HTTP_SECTION = re.compile(r"^http:[ \t]*(.*?)[ \t]*$", re.MULTILINE)
 
 
 @pytest.fixture
@@ -59,15 +61,20 @@ async def serve(
     clients: list[aiohttp.ClientSession] = []
 
     async def _serve(config_text: str, *, token: bool = True, workers: bool = True) -> Served:
+        # The config's own top-level `http:` line, not "http:" inside a URL (a
+        # `base_url: http://...` once left such a test with no http section and no token).
+        section = HTTP_SECTION.search(config_text)
         if token:
             monkeypatch.setenv("HABAKKUK_TEST_TOKEN", TOKEN)
-            if "http:" in config_text:
-                config_text = config_text.replace(
-                    "http:\n", "http:\n  token_env: HABAKKUK_TEST_TOKEN\n", 1
+            if section is not None and section.group(1) == "":
+                config_text = HTTP_SECTION.sub(
+                    "http:\n  token_env: HABAKKUK_TEST_TOKEN", config_text, count=1
                 )
+            elif section is not None:
+                raise ValueError("serve(token=True) needs the config's http: as a block")
             else:
                 config_text += "http:\n  token_env: HABAKKUK_TEST_TOKEN\n"
-        elif "http:" not in config_text:
+        elif section is None:
             config_text += "http: {}\n"
         runtime: Runtime = await runtime_factory(config_text)
         if workers:
