@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from habakkuk.engine.config import TranscriptionConfig
 from habakkuk.engine.home import Environment
+from habakkuk.engine.transcription_config import TranscriptionConfig
 
 
 class TranscriptionError(Exception):

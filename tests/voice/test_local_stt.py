@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from habakkuk.channels.transcription import TranscriptionError, transcribe
-from habakkuk.engine.config import TranscriptionConfig
 from habakkuk.engine.home import Environment
+from habakkuk.engine.transcription_config import TranscriptionConfig
 from habakkuk.voice import local_stt
+from habakkuk.voice.audio import ffmpeg
 
 SENTENCE = "Good morning. What is the weather like today?"
 WORDS = ("good morning", "weather", "today")
@@ -88,7 +89,7 @@ async def test_without_ffmpeg_an_ogg_opus_note_is_decoded_by_the_extras_own_pyav
 ) -> None:
     data = convert(speech, "-c:a", "libopus", "-b:a", "32k", "-f", "ogg")
     monkeypatch.setenv("PATH", str(tmp_path))  # no ffmpeg on PATH from here on
-    assert local_stt.ffmpeg() is None
+    assert ffmpeg() is None
     assert heard(await local_stt.transcribe_local(model, data, "en")), "PyAV decoded it"
 
 
