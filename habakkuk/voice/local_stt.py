@@ -2,9 +2,10 @@
 `transcription.model` names (`provider: local`, the `local-stt` extra).
 
 Audio comes as 16 kHz mono WAV from `habakkuk talk` (read here, no converter needed) or
-as Ogg Opus / MP3 / anything else from chats, decoded to 16 kHz mono by ffmpeg when it
-is installed, else by PyAV, the FFmpeg binding that faster-whisper itself depends on (so
-the extra alone decodes every voice note). One model per folder is loaded per process,
+as Ogg Opus / MP3 / anything else from chats, decoded to 16 kHz mono in-process by PyAV,
+the FFmpeg binding faster-whisper itself depends on: the extra alone decodes every voice
+note, and the ffmpeg program is not needed (a subprocess of it took 4x PyAV's time for a
+voice note, benchmarks/local_stt_bench.py). One model per folder is loaded per process,
 lazily, under a lock; recognition runs in a worker thread, off the event loop (the
 model releases the GIL while it computes).
 """
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .audio import WAV, SpeechError, ffmpeg, run_piped, sniff
+from .audio import WAV, sniff
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,9 +29,9 @@ if TYPE_CHECKING:
     Samples = npt.NDArray[np.float32]
 
 SAMPLE_RATE = 16_000  # what Whisper models hear
-DECODE_SECONDS = 60.0
-# greedy decoding: on two cores a beam of 5 took about twice as long for the same words
-# on short utterances (benchmarks/local_stt_bench.py)
+# Greedy decoding with int8 weights: 0.61x the time of the package's CPU defaults (beam 5,
+# float32) on a 4.4 s utterance with tiny.en, int8 and the beam each taking a share, for
+# the same words but one (benchmarks/local_stt_bench.py). A spoken turn waits on it.
 BEAM_SIZE = 1
 
 
@@ -78,8 +79,8 @@ def _load(key: _Key) -> _Model:
             "local transcription needs faster-whisper: pip install 'habakkuk[local-stt]'"
         ) from None
     try:
-        # int8 on the CPU: the packaged float16 weights are quantized at load, about twice
-        # as fast as float32 with the same words on the small models
+        # int8 on the CPU: float16 weights are quantized at load (else run as float32,
+        # which CPUs lack fast float16 for); see BEAM_SIZE for what it saves
         model: _Model = WhisperModel(
             key.folder, device="cpu", compute_type="int8", cpu_threads=key.threads
         )
@@ -120,26 +121,12 @@ def _recognize(folder: str, threads: int | None, samples: Samples, language: str
 
 async def decode(data: bytes) -> Samples:
     """`data` as 16 kHz mono float32 samples: a 16 kHz 16-bit WAV read directly, anything
-    else through ffmpeg when installed, else PyAV (faster-whisper's own decoder)."""
+    else decoded in a worker thread by PyAV (faster-whisper's own decoder)."""
     if sniff(data) == WAV:
         samples = _read_wav(data)
         if samples is not None:
             return samples
-    binary = ffmpeg()
-    if binary is None:
-        return await asyncio.to_thread(_decode_with_pyav, data)
-    command = [binary, "-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-vn"]
-    command += ["-ac", "1", "-ar", str(SAMPLE_RATE), "-f", "f32le", "pipe:1"]
-    try:
-        stdout, stderr, code = await run_piped(command, data, DECODE_SECONDS, "ffmpeg")
-    except SpeechError as exc:
-        raise LocalTranscriptionError(str(exc)) from None
-    if code != 0:
-        why = " ".join(stderr.decode(errors="replace").split())[:200] or f"exit {code}"
-        raise LocalTranscriptionError(f"ffmpeg could not decode the audio: {why}")
-    import numpy as np
-
-    return np.frombuffer(stdout[: len(stdout) // 4 * 4], dtype=np.float32)
+    return await asyncio.to_thread(_decode_with_pyav, data)
 
 
 def _read_wav(data: bytes) -> Samples | None:
