@@ -34,7 +34,7 @@ class TranscriptionConfig:
     key_env: str | None = "OPENAI_API_KEY"
     model: str = ""
     language: str | None = None  # an ISO 639-1 code; None: the model detects it
-    threads: int | None = None  # local only; None: the package's default (the cores)
+    threads: int | None = None  # local only; None: every core, up to 4
 
 
 def local_package_installed() -> bool:

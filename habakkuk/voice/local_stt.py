@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import threading
 import wave
 from collections.abc import Iterable
@@ -52,7 +53,14 @@ class _Model(Protocol):
 @dataclass(frozen=True)
 class _Key:
     folder: str
-    threads: int  # 0: the package's default
+    threads: int
+
+
+def default_threads() -> int:
+    """The CPU threads a model runs on when `transcription.threads` is not set: every core
+    up to 4 (CTranslate2's own default is 4 whatever the machine, which oversubscribes a
+    two-core one)."""
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 _models: dict[_Key, _Model] = {}
@@ -62,7 +70,7 @@ _models_lock = threading.Lock()
 def model_for(folder: str, threads: int | None) -> _Model:
     """The loaded model of `folder`, loaded on first use (once per process, whichever
     thread asks first; the others wait for it). LocalTranscriptionError when it fails."""
-    key = _Key(folder, threads or 0)
+    key = _Key(folder, threads or default_threads())
     with _models_lock:
         model = _models.get(key)
         if model is None:
