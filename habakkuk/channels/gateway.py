@@ -428,8 +428,8 @@ class Gateway:
         return notes, blocks
 
     async def _transcribe(self, data: bytes, name: str, media_type: str) -> str:
-        """Text of a voice note (the one transcription client, channels/transcription.py)."""
-        from .transcription import TranscriptionError, transcribe
+        """Text of a voice note (the one transcription client, voice/transcription.py)."""
+        from habakkuk.voice.transcription import TranscriptionError, transcribe
 
         settings = self.config.transcription
         assert settings is not None

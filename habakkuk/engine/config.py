@@ -21,6 +21,7 @@ from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .presets import PRESETS, ProviderType
+from .talk_config import TalkConfig, resolve_talk
 from .toolsets import (
     DEFAULT_TOOLSETS,
     KNOWN_TOOLSETS,
@@ -471,6 +472,7 @@ class Config:
     skills: SkillsConfig = field(default_factory=SkillsConfig)
     board: BoardConfig = field(default_factory=BoardConfig)
     delegation: DelegationConfig = field(default_factory=DelegationConfig)
+    talk: TalkConfig = field(default_factory=TalkConfig)
     images: ImagesConfig | None = None
     video: VideoConfig | None = None
     search: SearchConfig | None = None
@@ -717,6 +719,7 @@ def _resolve(config: Config, home: Home) -> None:
     _resolve_hooks(config)
     _resolve_memory(config, config.memory)
     _resolve_skills(config, config.skills)
+    resolve_talk(config.talk, config.path)
     if config.http is not None:
         _resolve_http(config, config.http)
     _resolve_channels(config)

@@ -448,7 +448,12 @@ class PgDatabase:
         return await self._submit(fn, write=False, exclusive=False)
 
     async def write(
-        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+        self,
+        fn: Callable[[Conn], T],
+        *,
+        inline: bool = False,
+        shared: bool = False,
+        one_statement: bool = False,
     ) -> T:
         return await self._submit(fn, write=True, exclusive=not (inline or shared))
 
@@ -457,7 +462,14 @@ class PgDatabase:
     ) -> asyncio.Future[T]:
         return self._submit(fn, write=True, exclusive=not (inline or shared))
 
-    def write_if_free(self, fn: Callable[[Conn], T]) -> tuple[bool, Any] | None:
+    def write_if_free(
+        self,
+        fn: Callable[[Conn], T],
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        once: object = None,
+        one_statement: bool = False,
+    ) -> tuple[bool, Any] | None:
         """Never here and now: every PostgreSQL call is a round trip to the server."""
         return None
 

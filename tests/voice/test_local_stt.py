@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from habakkuk.channels.transcription import TranscriptionError, transcribe
 from habakkuk.engine.home import Environment
 from habakkuk.engine.transcription_config import TranscriptionConfig
 from habakkuk.voice import local_stt
 from habakkuk.voice.audio import ffmpeg
+from habakkuk.voice.transcription import TranscriptionError, transcribe
 
 SENTENCE = "Good morning. What is the weather like today?"
 WORDS = ("good morning", "weather", "today")

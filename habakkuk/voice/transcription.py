@@ -1,6 +1,6 @@
-"""Speech to text: the one client of an OpenAI-compatible /audio/transcriptions endpoint.
+"""Speech to text: an OpenAI-compatible /audio/transcriptions endpoint, or offline.
 
-Voice notes in any channel and recordings sent to the web chat go through it
+Voice notes in any channel, recordings sent to the web chat and `talk` go through it
 (`transcription:` in config names the endpoint, its key variable and model), or, with
 `provider: local`, through faster-whisper on this machine (habakkuk/voice/local_stt.py).
 """
