@@ -4,8 +4,8 @@
 Audio comes as 16 kHz mono WAV from `habakkuk talk` (read here, no converter needed) or
 as Ogg Opus / MP3 / anything else from chats, decoded to 16 kHz mono in-process by PyAV,
 the FFmpeg binding faster-whisper itself depends on: the extra alone decodes every voice
-note, and the ffmpeg program is not needed (a subprocess of it took 4x PyAV's time for a
-voice note, benchmarks/local_stt_bench.py). One model per folder is loaded per process,
+note, and the ffmpeg program is not needed (PyAV took 0.25x to 0.36x the time of an ffmpeg
+subprocess for a voice note, benchmarks/local_stt_bench.py). One model per folder is loaded per process,
 lazily, under a lock; recognition runs in a worker thread, off the event loop (the
 model releases the GIL while it computes).
 """
@@ -30,9 +30,10 @@ if TYPE_CHECKING:
     Samples = npt.NDArray[np.float32]
 
 SAMPLE_RATE = 16_000  # what Whisper models hear
-# Greedy decoding with int8 weights: 0.61x the time of the package's CPU defaults (beam 5,
-# float32) on a 4.4 s utterance with tiny.en, int8 and the beam each taking a share, for
-# the same words but one (benchmarks/local_stt_bench.py). A spoken turn waits on it.
+# Greedy decoding with int8 weights: 0.61x to 0.66x the time of the package's CPU defaults
+# (beam 5, float32) on a 4.4 s utterance with tiny.en, int8 and the beam each taking a
+# share, with one name and one word heard differently (benchmarks/local_stt_bench.py).
+# A spoken turn waits on it.
 BEAM_SIZE = 1
 
 
