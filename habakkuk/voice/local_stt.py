@@ -4,10 +4,10 @@
 Audio comes as 16 kHz mono WAV from `habakkuk talk` (read here, no converter needed) or
 as Ogg Opus / MP3 / anything else from chats, decoded to 16 kHz mono in-process by PyAV,
 the FFmpeg binding faster-whisper itself depends on: the extra alone decodes every voice
-note, and the ffmpeg program is not needed (PyAV took 0.25x to 0.36x the time of an ffmpeg
-subprocess for a voice note, benchmarks/local_stt_bench.py). One model per folder is loaded per process,
-lazily, under a lock; recognition runs in a worker thread, off the event loop (the
-model releases the GIL while it computes).
+note, and the ffmpeg program is not needed (PyAV took 0.25x to 0.36x the time of an
+ffmpeg subprocess for a voice note, benchmarks/local_stt_bench.py). One model per folder
+is loaded per process, lazily, under a lock; recognition runs in a worker thread, off
+the event loop (the model releases the GIL while it computes).
 """
 
 from __future__ import annotations
