@@ -29,6 +29,7 @@ from .toolsets import (
     MCP_PREFIX,
     offer_to_default_agents,
 )
+from .transcription_config import TranscriptionConfig, resolve_transcription
 from .tts_config import TtsConfig, resolve_tts
 
 Mode = Literal["read-only", "ask", "workspace", "full"]
@@ -168,15 +169,6 @@ class HttpConfig:
     hooks: dict[str, WebhookConfig] = field(default_factory=dict)
     host: str = field(default="127.0.0.1", init=False)
     port: int = field(default=8484, init=False)
-
-
-@dataclass
-class TranscriptionConfig:
-    """`transcription`: an OpenAI-compatible /audio/transcriptions endpoint for voice notes."""
-
-    base_url: str = "https://api.openai.com/v1"
-    key_env: str | None = "OPENAI_API_KEY"
-    model: str = "whisper-1"
 
 
 GenerationProvider = Literal["openai", "gemini", "fal"]
@@ -971,12 +963,7 @@ def _resolve_channels(config: Config) -> None:
                 f"voice_replies: {channel.voice_replies} needs a tts: section to speak with"
             )
     if config.transcription is not None:
-        url = config.transcription.base_url
-        if not re.match(r"https?://[^/\s]+", url):
-            raise ConfigError(
-                f"{path}:{line_of(config.transcription, 'base_url')}: transcription.base_url: "
-                f"{url!r} is not an http(s) URL"
-            )
+        resolve_transcription(config.transcription, path, config.path.parent)
 
 
 def _resolve_generation(config: Config) -> None:

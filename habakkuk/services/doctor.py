@@ -12,6 +12,7 @@ import os
 import shutil
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from habakkuk.engine.config import Config, load_config
@@ -62,6 +63,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks += _channel_checks(config, env)
     checks += _generation_checks(config, env)
     checks += _tts_checks(config, env)
+    checks += _transcription_checks(config, env)
     checks += await _mcp_checks(config, env, home)
     checks += await _database_checks(home, config)
     checks += _workspace_checks(config, home)
@@ -212,6 +214,37 @@ def _tts_checks(config: Config, env: Environment) -> list[Check]:
             Check("WARN", "ffmpeg", "not on PATH (voice notes go as plain MP3 or WAV files)")
         )
     return checks
+
+
+def _transcription_checks(config: Config, env: Environment) -> list[Check]:
+    """`transcription:`: the key variable set, or the local model folder holding a model
+    (config loading already refused a folder that does not exist or a missing extra)."""
+    settings = config.transcription
+    if settings is None:
+        return []
+    name = f"transcription ({settings.provider})"
+    if settings.provider == "local":
+        folder = Path(settings.model)
+        missing = [part for part in LOCAL_MODEL_FILES if not (folder / part).is_file()]
+        if missing:
+            return [
+                Check(
+                    "FAIL",
+                    name,
+                    f"{folder} has no {', '.join(missing)}: not a faster-whisper model folder "
+                    "(download one, e.g. Systran/faster-whisper-base)",
+                )
+            ]
+        size = (folder / "model.bin").stat().st_size / 1e6
+        return [Check("ok", name, f"{folder} (model.bin {size:.0f} MB)")]
+    if settings.key_env and not env.get(settings.key_env):
+        return [Check("FAIL", name, f"{settings.key_env} is not set (environment or .env)")]
+    return [Check("ok", name, settings.base_url)]
+
+
+# What a CTranslate2 Whisper model folder holds besides its tokenizer (tokenizer.json, or
+# the vocabulary file of older conversions).
+LOCAL_MODEL_FILES = ("model.bin", "config.json")
 
 
 def _env_checks(home: Home) -> list[Check]:

