@@ -12,6 +12,8 @@ from .llm.pricing import PriceTable
 from .llm.usage import SCHEMA as USAGE
 from .llm.usage import UsageStore
 from .nodes import check_clock
+from .page_warmup import PageWarmup, WarmupReport
+from .sessions import SCHEMA as TRANSCRIPTS
 from .sessions import TranscriptStore
 from .sql import Database
 from .state import SCHEMA as STATE
@@ -63,3 +65,13 @@ async def open_databases(home: Home, config: Config) -> HomeDatabases:
         transcripts,
         UsageStore(usage, PriceTable(config.pricing)),
     )
+
+
+async def warm_pages(home: Home, storage: Storage) -> WarmupReport | None:
+    """Read the home's SQLite files into the OS page cache in the background
+    (page_warmup.py), the queue's first: a serving process runs it as a task from its
+    start, cancelled at close. Nothing on PostgreSQL (its server keeps its own cache)."""
+    if storage.dialect != "sqlite":
+        return None
+    order = (CONTROL, STATE, TRANSCRIPTS, USAGE)  # what a turn's first trips read first
+    return await PageWarmup([home.db_path(schema.name) for schema in order]).run()

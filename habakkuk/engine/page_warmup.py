@@ -1,0 +1,275 @@
+"""Warm a home's SQLite files in the OS page cache, in the background, once workers start.
+
+On a cold page cache (a boot, or a machine that has evicted the home) the first turns
+after a start read their pages from disk one at a time, each on the database thread the
+turn waits for: the queue's (control.db: the claim, the reply sweep's catch-up over the
+day's finished jobs), the session's settings (state.db), the new session's and
+message's places in transcripts.db (the b-trees' interior pages and their right-most
+leaves, where rows with a growing key are appended). This reads them first, off the
+event loop, on one thread of its own, while the process waits for its first message:
+
+1. a file of at most `WHOLE_FILE_BYTES` is advised whole (`posix_fadvise(WILLNEED)`, a
+   megabyte a call): the kernel reads it in large requests, asynchronously, and nothing
+   is copied into the process. That is control.db and state.db on any home (retention
+   bounds them) and every file of a small home;
+2. in a larger file, each b-tree's interior pages and its right-most leaf: located by
+   reading the file's own pages (the format of sqlite.org/fileformat.html), the upper
+   levels read and parsed, the level above the leaves only advised (its children are
+   leaves, which are not read). About 1 % of the file.
+
+Bounded: `budget` bytes in all (pages read plus bytes advised), `seconds` of wall time,
+and `stop()` (the runtime's close) ends it between two steps; it never takes a lock a
+database holds or opens a write. Best effort: a file it cannot read or parse is left as
+it is. Without `posix_fadvise` (macOS) advised ranges are read instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sqlite3
+import stat
+import struct
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# A file this small is advised whole (control.db and state.db stay under it: retention
+# prunes them; a small home's transcripts too).
+WHOLE_FILE_BYTES = 32 * 1024 * 1024
+# Bytes read or advised across all files, and the wall time, after which it stops.
+BUDGET_BYTES = 96 * 1024 * 1024
+TIME_LIMIT_SECONDS = 10.0
+# Bytes one advice (or, without posix_fadvise, one read) covers: a stop waits at most
+# one such step.
+STEP_BYTES = 1024 * 1024
+
+_HEADER = b"SQLite format 3\x00"
+_INTERIOR = (2, 5)  # b-tree page types: interior index, interior table
+_LEAF = (10, 13)
+
+
+@dataclass
+class WarmupReport:
+    """What a warm-up did: the files advised whole, the b-tree pages read or advised in
+    the others, the bytes in all, and whether it ran to the end (False: stopped, out of
+    budget or out of time)."""
+
+    whole_files: list[str] = field(default_factory=list)
+    tree_pages: int = 0
+    bytes: int = 0
+    finished: bool = False
+
+
+class _Out(Exception):
+    """The budget, the time or a stop ended the warm-up."""
+
+
+class PageWarmup:
+    """One warm-up of `paths` (most needed first) on a thread of its own: `await run()`
+    (as a task, cancelled at shutdown); `report` says what it did."""
+
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        *,
+        budget: int = BUDGET_BYTES,
+        seconds: float = TIME_LIMIT_SECONDS,
+        whole_file: int = WHOLE_FILE_BYTES,
+    ):
+        self.paths = list(paths)
+        self.budget = budget
+        self.seconds = seconds
+        self.whole_file = whole_file
+        self.report = WarmupReport()
+        self._stop = threading.Event()
+        self._deadline = 0.0
+
+    async def run(self) -> WarmupReport:
+        """Warm the files on a thread of its own until done, out of budget or out of time;
+        what it did. Cancelled (the runtime's close), it stops the thread between two
+        steps and waits for it to end before the cancellation goes on."""
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+
+        def work() -> None:
+            try:
+                self._run()
+            finally:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(_settle, ended)
+
+        thread = threading.Thread(target=work, name="page-warmup", daemon=True)
+        thread.start()
+        try:
+            await asyncio.shield(ended)
+        finally:
+            self._stop.set()
+            await asyncio.shield(ended)
+            # Its last act was to settle `ended`: the join waits for it to return, no more.
+            thread.join()
+        return self.report
+
+    def stop(self) -> None:
+        """Have the thread stop at its next step (any thread)."""
+        self._stop.set()
+
+    # -- the thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        self._deadline = time.monotonic() + self.seconds
+        try:
+            for path in self.paths:
+                self._file(path)
+        except _Out:
+            return
+        self.report.finished = True
+
+    def _spend(self, size: int) -> None:
+        """Count `size` bytes against the budget; _Out when a limit is reached."""
+        if self._stop.is_set() or time.monotonic() > self._deadline:
+            raise _Out
+        if self.report.bytes + size > self.budget:
+            raise _Out
+        self.report.bytes += size
+
+    def _file(self, path: Path) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return  # not there (yet): nothing to warm
+        try:
+            status = os.fstat(fd)
+            if not stat.S_ISREG(status.st_mode):
+                return
+            size = status.st_size
+            if size <= self.whole_file and self.report.bytes + size <= self.budget:
+                self._advise(fd, [(0, size)])
+                self.report.whole_files.append(path.name)
+                return
+            page_size = _page_size(os.pread(fd, 100, 0))
+            if page_size is None:
+                return
+            roots = _roots(path)
+            _Tree(self, fd, page_size, size // page_size).warm(roots)
+        except (OSError, ValueError, struct.error, sqlite3.Error) as exc:
+            log.debug("page warm-up of %s ended early: %s", path, exc)
+        finally:
+            os.close(fd)
+
+    def _advise(self, fd: int, ranges: Iterable[tuple[int, int]]) -> None:
+        """Have the kernel read `ranges` (offset, length) into its cache, a step at a time."""
+        for offset, length in ranges:
+            end = offset + length
+            while offset < end:
+                step = min(STEP_BYTES, end - offset)
+                self._spend(step)
+                if hasattr(os, "posix_fadvise"):
+                    os.posix_fadvise(fd, offset, step, os.POSIX_FADV_WILLNEED)
+                else:  # macOS: no advice; a read leaves the pages cached as well
+                    os.pread(fd, step, offset)
+                offset += step
+
+
+class _Tree:
+    """The b-tree walk of one file: interior pages and right-most leaves of `roots`."""
+
+    def __init__(self, warmup: PageWarmup, fd: int, page_size: int, pages: int):
+        self.warmup = warmup
+        self.fd = fd
+        self.page_size = page_size
+        self.pages = pages
+
+    def warm(self, roots: Iterable[int]) -> None:
+        advise: set[int] = set()
+        for root in roots:
+            advise |= self._tree(root)
+        self.warmup.report.tree_pages += len(advise)
+        # Advised in page order, runs of neighbours together.
+        self.warmup._advise(self.fd, _runs(sorted(advise), self.page_size))
+
+    def _read(self, page: int) -> bytes:
+        self.warmup._spend(self.page_size)
+        self.warmup.report.tree_pages += 1
+        return os.pread(self.fd, self.page_size, (page - 1) * self.page_size)
+
+    def _tree(self, root: int) -> set[int]:
+        """Read the levels above the leaves' parents; the pages to advise: the leaves'
+        parents and the right-most leaf."""
+        depth = self._depth(root)
+        if depth == 0:
+            return set()
+        level = [root]
+        for _ in range(depth - 1):  # parse down to the leaves' parents
+            level = [child for page in level for child in self._children(page)]
+        parents = set(level)
+        last = self._children(level[-1]) if level else []
+        return parents | set(last[-1:])
+
+    def _depth(self, root: int) -> int:
+        """Levels below `root` (0: it is a leaf), down its left-most path."""
+        depth, page = 0, root
+        while True:
+            children = self._children(page)
+            if not children:
+                return depth
+            depth += 1
+            page = children[0]
+
+    def _children(self, page: int) -> list[int]:
+        """The child pages of interior page `page` in key order, right-most last; []
+        for a leaf (or a page that is not a b-tree page: a file changed under us)."""
+        data = self._read(page)
+        start = 100 if page == 1 else 0
+        kind = data[start]
+        if kind not in _INTERIOR:
+            return []
+        cells = int.from_bytes(data[start + 3 : start + 5], "big")
+        pointers = struct.unpack_from(f">{cells}H", data, start + 12)
+        children = [int.from_bytes(data[at : at + 4], "big") for at in pointers]
+        children.append(int.from_bytes(data[start + 8 : start + 12], "big"))
+        if not all(0 < child <= self.pages for child in children):
+            raise ValueError(f"page {page} points outside the file")
+        return children
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _page_size(header: bytes) -> int | None:
+    """The page size a database file's header states; None for a file that is not one."""
+    if len(header) < 100 or not header.startswith(_HEADER):
+        return None
+    size = int.from_bytes(header[16:18], "big")
+    return 65536 if size == 1 else size
+
+
+def _roots(path: Path) -> list[int]:
+    """The root page of every table and index of the database at `path`, the schema's
+    first, read on a read-only connection of our own (no lock a writer waits for)."""
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT rootpage FROM sqlite_schema WHERE rootpage > 0").fetchall()
+    finally:
+        conn.close()
+    return [1, *(int(row[0]) for row in rows)]
+
+
+def _runs(pages: list[int], page_size: int) -> list[tuple[int, int]]:
+    """Sorted page numbers as (offset, length) ranges, neighbours merged."""
+    ranges: list[tuple[int, int]] = []
+    for page in pages:
+        offset = (page - 1) * page_size
+        if ranges and ranges[-1][0] + ranges[-1][1] == offset:
+            ranges[-1] = (ranges[-1][0], ranges[-1][1] + page_size)
+        else:
+            ranges.append((offset, page_size))
+    return ranges

@@ -1,0 +1,202 @@
+"""The page warm-up: a serving process reads its home's SQLite files into the OS page
+cache in the background from its start (small files whole, the b-trees' interior pages
+and right-most leaves of the large ones), within its budget, and stops at close.
+
+What is in the page cache is asked of the kernel (mincore); a file is put out of it with
+posix_fadvise(DONTNEED) after an fsync, so these run on Linux only."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import mmap
+import os
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from habakkuk.engine.page_warmup import PageWarmup
+from tests.conftest import mock_config
+from tests.helpers import eventually
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="mincore and fadvise: Linux")
+
+
+def _resident(path: Path) -> set[int]:
+    """The pages (numbered from 1, as SQLite does) of `path` in the OS page cache."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    ]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size = path.stat().st_size
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        vector = ctypes.create_string_buffer(pages)
+        assert libc.mincore(address, size, vector) == 0, ctypes.get_errno()
+        libc.munmap(address, size)
+    finally:
+        os.close(fd)
+    assert mmap.PAGESIZE == 4096  # the OS's pages are SQLite's (4 KB)
+    return {index + 1 for index in range(pages) if vector.raw[index] & 1}
+
+
+def _evict(path: Path) -> None:
+    """Put `path` out of the page cache (written to disk first: dirty pages stay)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    if len(_resident(path)) > 4:
+        pytest.skip("this file system keeps the file in the page cache")
+
+
+def _database(path: Path, rows: int) -> None:
+    """A database of `rows` rows with a table and an index several levels deep."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, key TEXT, body TEXT)")
+    conn.execute("CREATE INDEX items_key ON items(key)")
+    conn.executemany(
+        "INSERT INTO items(key, body) VALUES (?, ?)",
+        ((os.urandom(8).hex(), "x" * 200) for _ in range(rows)),
+    )
+    conn.commit()
+    conn.close()
+
+
+def _pages(path: Path) -> dict[str, dict[str, Any]]:
+    """Per b-tree: its interior pages, its leaves and its right-most leaf (dbstat)."""
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    trees: dict[str, dict[str, Any]] = {}
+    for name, page, kind, where in conn.execute("SELECT name, pageno, pagetype, path FROM dbstat"):
+        tree = trees.setdefault(name, {"interior": set(), "leaves": {}})
+        if kind == "internal":
+            tree["interior"].add(page)
+        elif kind == "leaf":
+            tree["leaves"][where] = page
+    conn.close()
+    for tree in trees.values():
+        tree["last"] = tree["leaves"][max(tree["leaves"])]  # paths sort in key order
+    return trees
+
+
+@linux_only
+async def test_a_small_file_is_read_whole_into_the_page_cache(tmp_path: Path) -> None:
+    path = tmp_path / "control.db"
+    _database(path, 3_000)
+    _evict(path)
+    report = await PageWarmup([path]).run()
+    assert report.finished and report.whole_files == ["control.db"]
+    every = set(range(1, path.stat().st_size // 4096 + 1))
+    # The kernel reads what it was advised asynchronously.
+    await eventually(lambda: _resident(path) == every, what="the whole file in the page cache")
+
+
+@linux_only
+async def test_a_large_file_gets_its_interior_pages_and_right_most_leaves_only(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "transcripts.db"
+    _database(path, 60_000)
+    trees = _pages(path)
+    assert any(tree["interior"] for tree in trees.values())
+    _evict(path)
+    report = await PageWarmup([path], whole_file=0).run()
+    assert report.finished and report.whole_files == []
+    wanted = set().union(*(tree["interior"] | {tree["last"]} for tree in trees.values()))
+    await eventually(lambda: wanted <= _resident(path), what="the trees' pages in the page cache")
+    resident = _resident(path)
+    leaves = {page for tree in trees.values() for page in tree["leaves"].values()}
+    assert len(leaves & resident) < len(leaves) // 4  # not the whole file
+    assert report.bytes < path.stat().st_size // 10
+
+
+async def test_the_warm_up_stays_within_its_byte_budget(tmp_path: Path) -> None:
+    files = [tmp_path / "control.db", tmp_path / "state.db"]
+    for path in files:
+        _database(path, 3_000)
+    budget = files[0].stat().st_size + 3 * 4096  # the first whole, a few pages of the next
+    report = await PageWarmup(files, budget=budget).run()
+    assert not report.finished
+    assert report.whole_files == ["control.db"]
+    assert report.bytes <= budget
+
+
+async def test_a_file_that_is_missing_or_not_a_database_is_passed_over(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database" * 1000)
+    real = tmp_path / "state.db"
+    _database(real, 100)
+    report = await PageWarmup([tmp_path / "gone.db", junk, real], whole_file=0).run()
+    assert report.finished
+    assert report.tree_pages > 0  # the real one's tree, after the two it passed over
+
+
+async def test_a_stopped_warm_up_reads_nothing_more(tmp_path: Path) -> None:
+    path = tmp_path / "control.db"
+    _database(path, 1_000)
+    warmup = PageWarmup([path])
+    warmup.stop()
+    report = await warmup.run()
+    assert not report.finished and report.bytes == 0
+
+
+@linux_only
+async def test_cancelled_it_waits_for_its_thread_which_then_reads_nothing_more(
+    tmp_path: Path,
+) -> None:
+    # A named pipe holds the thread in its first step (opening it waits for a writer).
+    pipe = tmp_path / "pipe.db"
+    os.mkfifo(pipe)
+    real = tmp_path / "control.db"
+    _database(real, 1_000)
+    warmup = PageWarmup([pipe, real])
+    task = asyncio.create_task(warmup.run())
+    await eventually(lambda: _warmup_threads() > 0, what="the warm-up's thread")
+    task.cancel()
+    for _ in range(3):
+        await asyncio.sleep(0)  # loop passes: the cancellation reaches the task
+    assert not task.done()  # it waits for the thread, still in its step
+    os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))  # the step ends
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert _warmup_threads() == 0
+    assert not warmup.report.finished and warmup.report.whole_files == []  # control.db: not read
+
+
+async def test_a_serving_runtime_warms_its_home_in_the_background(runtime_factory: Any) -> None:
+    runtime = await runtime_factory(mock_config())
+    runtime.start_workers(channels=False, maintenance=True)
+    (task,) = [t for t in asyncio.all_tasks() if t.get_name() == "page-warmup"]
+    report = await asyncio.wait_for(task, 30)
+    assert report.finished
+    # A small home: every shared database whole, the queue's first.
+    assert report.whole_files == ["control.db", "state.db", "transcripts.db", "usage.db"]
+
+
+async def test_closing_the_runtime_ends_the_warm_up(runtime_factory: Any) -> None:
+    runtime = await runtime_factory(mock_config())
+    runtime.start_workers(channels=False, maintenance=True)
+    (task,) = [t for t in asyncio.all_tasks() if t.get_name() == "page-warmup"]
+    await runtime.close()
+    assert task.done()
+    assert _warmup_threads() == 0
+
+
+def _warmup_threads() -> int:
+    return sum(thread.name == "page-warmup" for thread in threading.enumerate())
