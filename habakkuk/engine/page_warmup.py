@@ -8,14 +8,17 @@ message's places in transcripts.db (the b-trees' interior pages and their right-
 leaves, where rows with a growing key are appended). This reads them first, off the
 event loop, on one thread of its own, while the process waits for its first message:
 
-1. a file of at most `WHOLE_FILE_BYTES` is advised whole (`posix_fadvise(WILLNEED)`, a
-   megabyte a call): the kernel reads it in large requests, asynchronously, and nothing
-   is copied into the process. That is control.db and state.db on any home (retention
-   bounds them) and every file of a small home;
-2. in a larger file, each b-tree's interior pages and its right-most leaf: located by
-   reading the file's own pages (the format of sqlite.org/fileformat.html), the upper
-   levels read and parsed, the level above the leaves only advised (its children are
-   leaves, which are not read). About 1 % of the file.
+1. in every file, each b-tree's upper levels and its right-most path (its right-most
+   leaf is where rows with a growing key are appended: a new message, job, call),
+   located by reading the file's own pages (the format of sqlite.org/fileformat.html):
+   a few pages a tree, read at once, since the first turn may be on its way;
+2. a file of at most `WHOLE_FILE_BYTES`, whole (`posix_fadvise(WILLNEED)`, a megabyte a
+   call): the kernel reads it in large requests, asynchronously, and nothing is copied
+   into the process. That is control.db and state.db on any home (retention bounds
+   them) and every file of a small home;
+3. in the larger files, the level above the leaves (advised, not parsed: its children
+   are leaves, which are not read): the many scattered requests come last, so they do
+   not queue before the ones a turn is waiting for. With 1 and 2, about 1 % of a file.
 
 Bounded: `budget` bytes in all (pages read plus bytes advised), `seconds` of wall time,
 and `stop()` (the runtime's close) ends it between two steps; it never takes a lock a
@@ -101,6 +104,8 @@ class PageWarmup:
         def work() -> None:
             try:
                 self._run()
+            except Exception as exc:  # best effort: never a traceback from a warm-up
+                log.debug("page warm-up ended: %s", exc)
             finally:
                 with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                     loop.call_soon_threadsafe(_settle, ended)
@@ -125,8 +130,18 @@ class PageWarmup:
     def _run(self) -> None:
         self._deadline = time.monotonic() + self.seconds
         try:
-            for path in self.paths:
-                self._file(path)
+            # What every turn's first trips touch, a few pages a file: read at once.
+            files = [found for found in map(self._edges, self.paths) if found is not None]
+            # Then big sequential requests: the small files whole.
+            for file in files:
+                if file.size <= self.whole_file and self.report.bytes + file.size <= self.budget:
+                    self._advise(file.path, [(0, file.size)])
+                    self.report.whole_files.append(file.path.name)
+            # Last the many scattered ones: the leaves' parents of the large files.
+            for file in files:
+                if file.path.name not in self.report.whole_files:
+                    self.report.tree_pages += len(file.parents)
+                    self._advise(file.path, _runs(sorted(file.parents), file.page_size))
         except _Out:
             return
         self.report.finished = True
@@ -139,46 +154,66 @@ class PageWarmup:
             raise _Out
         self.report.bytes += size
 
-    def _file(self, path: Path) -> None:
+    def _edges(self, path: Path) -> _File | None:
+        """Read the upper levels and the right-most path of every b-tree of `path`; the
+        file with its leaves' parents, None when it is missing or not a database."""
         try:
             fd = os.open(path, os.O_RDONLY)
         except OSError:
-            return  # not there (yet): nothing to warm
+            return None  # not there (yet): nothing to warm
         try:
             status = os.fstat(fd)
             if not stat.S_ISREG(status.st_mode):
-                return
-            size = status.st_size
-            if size <= self.whole_file and self.report.bytes + size <= self.budget:
-                self._advise(fd, [(0, size)])
-                self.report.whole_files.append(path.name)
-                return
+                return None
             page_size = _page_size(os.pread(fd, 100, 0))
             if page_size is None:
-                return
-            roots = _roots(path)
-            _Tree(self, fd, page_size, size // page_size).warm(roots)
+                return None
+            file = _File(path, status.st_size, page_size)
+            tree = _Tree(self, fd, page_size, status.st_size // page_size)
+            for root in _roots(path):
+                file.parents |= tree.edges(root)
+            return file
         except (OSError, ValueError, struct.error, sqlite3.Error) as exc:
-            log.debug("page warm-up of %s ended early: %s", path, exc)
+            log.debug("page warm-up of %s: %s", path, exc)  # best effort: left as it is
+            return None
         finally:
             os.close(fd)
 
-    def _advise(self, fd: int, ranges: Iterable[tuple[int, int]]) -> None:
-        """Have the kernel read `ranges` (offset, length) into its cache, a step at a time."""
-        for offset, length in ranges:
-            end = offset + length
-            while offset < end:
-                step = min(STEP_BYTES, end - offset)
-                self._spend(step)
-                if hasattr(os, "posix_fadvise"):
-                    os.posix_fadvise(fd, offset, step, os.POSIX_FADV_WILLNEED)
-                else:  # macOS: no advice; a read leaves the pages cached as well
-                    os.pread(fd, step, offset)
-                offset += step
+    def _advise(self, path: Path, ranges: Iterable[tuple[int, int]]) -> None:
+        """Have the kernel read `ranges` (offset, length) of `path` into its cache, a step
+        at a time."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            for offset, length in ranges:
+                end = offset + length
+                while offset < end:
+                    step = min(STEP_BYTES, end - offset)
+                    self._spend(step)
+                    if hasattr(os, "posix_fadvise"):
+                        os.posix_fadvise(fd, offset, step, os.POSIX_FADV_WILLNEED)
+                    else:  # macOS: no advice; a read leaves the pages cached as well
+                        os.pread(fd, step, offset)
+                    offset += step
+        finally:
+            os.close(fd)
+
+
+@dataclass
+class _File:
+    """A database file found by the first pass: its size, page size and the pages one
+    level above its leaves (advised in the last pass)."""
+
+    path: Path
+    size: int
+    page_size: int
+    parents: set[int] = field(default_factory=set)
 
 
 class _Tree:
-    """The b-tree walk of one file: interior pages and right-most leaves of `roots`."""
+    """The b-tree walk of one file."""
 
     def __init__(self, warmup: PageWarmup, fd: int, page_size: int, pages: int):
         self.warmup = warmup
@@ -186,31 +221,28 @@ class _Tree:
         self.page_size = page_size
         self.pages = pages
 
-    def warm(self, roots: Iterable[int]) -> None:
-        advise: set[int] = set()
-        for root in roots:
-            advise |= self._tree(root)
-        self.warmup.report.tree_pages += len(advise)
-        # Advised in page order, runs of neighbours together.
-        self.warmup._advise(self.fd, _runs(sorted(advise), self.page_size))
-
-    def _read(self, page: int) -> bytes:
-        self.warmup._spend(self.page_size)
-        self.warmup.report.tree_pages += 1
-        return os.pread(self.fd, self.page_size, (page - 1) * self.page_size)
-
-    def _tree(self, root: int) -> set[int]:
-        """Read the levels above the leaves' parents; the pages to advise: the leaves'
-        parents and the right-most leaf."""
+    def edges(self, root: int) -> set[int]:
+        """Read the b-tree at `root` down to the leaves' parents (not included), and its
+        right-most leaf's parent and leaf (where rows with a growing key go); the leaves'
+        parents, which are not read."""
         depth = self._depth(root)
         if depth == 0:
             return set()
         level = [root]
         for _ in range(depth - 1):  # parse down to the leaves' parents
             level = [child for page in level for child in self._children(page)]
-        parents = set(level)
-        last = self._children(level[-1]) if level else []
-        return parents | set(last[-1:])
+        right = self._children(level[-1]) if level else []  # the right-most leaf's parent
+        if right:
+            self._read(right[-1])  # and the leaf
+        return set(level)
+
+    def _read(self, page: int) -> bytes:
+        """Page `page`; empty past the file's end (a page only the WAL holds yet)."""
+        if page > self.pages:
+            return b""
+        self.warmup._spend(self.page_size)
+        self.warmup.report.tree_pages += 1
+        return os.pread(self.fd, self.page_size, (page - 1) * self.page_size)
 
     def _depth(self, root: int) -> int:
         """Levels below `root` (0: it is a leaf), down its left-most path."""
@@ -227,8 +259,7 @@ class _Tree:
         for a leaf (or a page that is not a b-tree page: a file changed under us)."""
         data = self._read(page)
         start = 100 if page == 1 else 0
-        kind = data[start]
-        if kind not in _INTERIOR:
+        if len(data) < self.page_size or data[start] not in _INTERIOR:
             return []
         cells = int.from_bytes(data[start + 3 : start + 5], "big")
         pointers = struct.unpack_from(f">{cells}H", data, start + 12)

@@ -130,11 +130,13 @@ async def test_the_warm_up_stays_within_its_byte_budget(tmp_path: Path) -> None:
     files = [tmp_path / "control.db", tmp_path / "state.db"]
     for path in files:
         _database(path, 3_000)
-    budget = files[0].stat().st_size + 3 * 4096  # the first whole, a few pages of the next
+    # control.db whole and the trees' upper pages (a few); state.db whole would not fit.
+    budget = files[0].stat().st_size + 256 * 1024
     report = await PageWarmup(files, budget=budget).run()
-    assert not report.finished
     assert report.whole_files == ["control.db"]
     assert report.bytes <= budget
+    tiny = await PageWarmup(files, budget=4096).run()
+    assert not tiny.finished and tiny.bytes <= 4096
 
 
 async def test_a_file_that_is_missing_or_not_a_database_is_passed_over(tmp_path: Path) -> None:
