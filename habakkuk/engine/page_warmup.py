@@ -8,22 +8,24 @@ message's places in transcripts.db (the b-trees' interior pages and their right-
 leaves, where rows with a growing key are appended). This reads them first, off the
 event loop, on one thread of its own, while the process waits for its first message:
 
-1. in every file, each b-tree's upper levels and its right-most path (its right-most
-   leaf is where rows with a growing key are appended: a new message, job, call),
-   located by reading the file's own pages (the format of sqlite.org/fileformat.html):
-   a few pages a tree, read at once, since the first turn may be on its way;
-2. a file of at most `WHOLE_FILE_BYTES`, whole (`posix_fadvise(WILLNEED)`, a megabyte a
-   call): the kernel reads it in large requests, asynchronously, and nothing is copied
-   into the process. That is control.db and state.db on any home (retention bounds
-   them) and every file of a small home;
-3. in the larger files, the level above the leaves (advised, not parsed: its children
-   are leaves, which are not read): the many scattered requests come last, so they do
-   not queue before the ones a turn is waiting for. With 1 and 2, about 1 % of a file.
+1. in the order given (the queue first), a file of at most `WHOLE_FILE_BYTES` whole
+   (`posix_fadvise(WILLNEED)`, a megabyte a call): the kernel reads it in large
+   requests, asynchronously, and nothing is copied into the process. That is control.db
+   and state.db on any home (retention bounds them) and every file of a small home;
+   in a larger file, each b-tree's upper levels and its right-most path (its right-most
+   leaf is where rows with a growing key are appended: a new message, job, call; a
+   split reads the two leaves before it too), located by reading the file's own pages
+   (the format of sqlite.org/fileformat.html): a few pages a tree, read at once;
+2. then, in the larger files, the level above the leaves (advised, not parsed: its
+   children are leaves, which are not read): the many scattered requests come last, so
+   they do not queue before the ones a first turn waits for. About 1 % of a file.
 
 Bounded: `budget` bytes in all (pages read plus bytes advised), `seconds` of wall time,
-and `stop()` (the runtime's close) ends it between two steps; it never takes a lock a
-database holds or opens a write. Best effort: a file it cannot read or parse is left as
-it is. Without `posix_fadvise` (macOS) advised ranges are read instead.
+and `stop()` (the runtime's close) ends it between two steps. Its one use of SQLite is a
+read of each large file's schema on a read-only connection of its own (a reader in WAL
+mode waits for no writer and holds none up); it never writes. Best effort: a file it
+cannot read or parse is left as it is. Without `posix_fadvise` (macOS) the advised
+ranges are read instead.
 """
 
 from __future__ import annotations
@@ -130,18 +132,23 @@ class PageWarmup:
     def _run(self) -> None:
         self._deadline = time.monotonic() + self.seconds
         try:
-            # What every turn's first trips touch, a few pages a file: read at once.
-            files = [found for found in map(self._edges, self.paths) if found is not None]
-            # Then big sequential requests: the small files whole.
-            for file in files:
-                if file.size <= self.whole_file and self.report.bytes + file.size <= self.budget:
-                    self._advise(file.path, [(0, file.size)])
-                    self.report.whole_files.append(file.path.name)
-            # Last the many scattered ones: the leaves' parents of the large files.
-            for file in files:
-                if file.path.name not in self.report.whole_files:
-                    self.report.tree_pages += len(file.parents)
-                    self._advise(file.path, _runs(sorted(file.parents), file.page_size))
+            # In the order given (the queue first): a small file whole, in large requests
+            # the kernel serves asynchronously; a large one's upper levels and right-most
+            # paths, a few pages a tree, read at once.
+            large: list[_File] = []
+            for path in self.paths:
+                size = _regular_size(path)
+                if size is None:
+                    continue  # not there (yet), or not a file: nothing to warm
+                if size <= self.whole_file and self.report.bytes + size <= self.budget:
+                    self._advise(path, [(0, size)])
+                    self.report.whole_files.append(path.name)
+                elif (found := self._edges(path)) is not None:
+                    large.append(found)
+            # Last the many scattered requests: the leaves' parents in the large files.
+            for file in large:
+                self.report.tree_pages += len(file.parents)
+                self._advise(file.path, _runs(sorted(file.parents), file.page_size))
         except _Out:
             return
         self.report.finished = True
@@ -231,9 +238,10 @@ class _Tree:
         level = [root]
         for _ in range(depth - 1):  # parse down to the leaves' parents
             level = [child for page in level for child in self._children(page)]
-        right = self._children(level[-1]) if level else []  # the right-most leaf's parent
-        if right:
-            self._read(right[-1])  # and the leaf
+        # The right-most leaf's parent, the leaf and its two left siblings (a split of the
+        # leaf reads them).
+        for leaf in (self._children(level[-1]) if level else [])[-3:]:
+            self._read(leaf)
         return set(level)
 
     def _read(self, page: int) -> bytes:
@@ -275,6 +283,15 @@ def _settle(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+def _regular_size(path: Path) -> int | None:
+    """The size of the regular file at `path`; None when there is none."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
 def _page_size(header: bytes) -> int | None:
     """The page size a database file's header states; None for a file that is not one."""
     if len(header) < 100 or not header.startswith(_HEADER):
@@ -285,8 +302,8 @@ def _page_size(header: bytes) -> int | None:
 
 def _roots(path: Path) -> list[int]:
     """The root page of every table and index of the database at `path`, the schema's
-    first, read on a read-only connection of our own (no lock a writer waits for)."""
-    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    first, read on a read-only connection of our own that waits for no lock."""
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=0)
     try:
         rows = conn.execute("SELECT rootpage FROM sqlite_schema WHERE rootpage > 0").fetchall()
     finally:

@@ -14,14 +14,14 @@ import os
 import sqlite3
 import sys
 import threading
-from pathlib import Path
+from pathlib import Path, PosixPath
 from typing import Any
 
 import pytest
 
 from habakkuk.engine.page_warmup import PageWarmup
 from tests.conftest import mock_config
-from tests.helpers import eventually
+from tests.helpers import BOUND, eventually
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="mincore and fadvise: Linux")
 
@@ -158,27 +158,33 @@ async def test_a_stopped_warm_up_reads_nothing_more(tmp_path: Path) -> None:
     assert not report.finished and report.bytes == 0
 
 
-@linux_only
 async def test_cancelled_it_waits_for_its_thread_which_then_reads_nothing_more(
     tmp_path: Path,
 ) -> None:
-    # A named pipe holds the thread in its first step (opening it waits for a writer).
-    pipe = tmp_path / "pipe.db"
-    os.mkfifo(pipe)
+    entered, released = threading.Event(), threading.Event()
+
+    class HeldPath(PosixPath):
+        """A file the thread's first look at waits on until the test releases it."""
+
+        def __fspath__(self) -> str:
+            entered.set()
+            released.wait(BOUND)
+            return super().__fspath__()
+
     real = tmp_path / "control.db"
     _database(real, 1_000)
-    warmup = PageWarmup([pipe, real])
+    warmup = PageWarmup([HeldPath(real), real])
     task = asyncio.create_task(warmup.run())
-    await eventually(lambda: _warmup_threads() > 0, what="the warm-up's thread")
+    await eventually(entered.is_set, what="the warm-up's thread in its first step")
     task.cancel()
     for _ in range(3):
         await asyncio.sleep(0)  # loop passes: the cancellation reaches the task
     assert not task.done()  # it waits for the thread, still in its step
-    os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))  # the step ends
+    released.set()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert _warmup_threads() == 0
-    assert not warmup.report.finished and warmup.report.whole_files == []  # control.db: not read
+    assert not warmup.report.finished and warmup.report.bytes == 0  # nothing read after
 
 
 async def test_a_serving_runtime_warms_its_home_in_the_background(runtime_factory: Any) -> None:
