@@ -1,23 +1,27 @@
 """The first turns on a freshly opened home against its steady state: per-window throughput
-of turns 1-100, 101-200, ... on a cold copy of a big home (benchmarks/big_home.py) and,
+of turns 1-100, 101-200, ... on a fresh copy of a big home (benchmarks/big_home.py) and,
 as the control, of a small one; the code before (--before: another checkout, e.g. the
 main branch) beside this one, in alternating runs.
 
 Each run copies the built home (cp -a: every run starts on the same files), writes the
-copy to disk, drops the OS page cache when it can (root: `sync; echo 3 >
-/proc/sys/vm/drop_caches`; the line "page cache dropped: yes/no" says whether it did),
-then opens the home in a fresh process with the real runtime (the app's and `serve`'s
-workers: maintenance included) and the mock provider, and runs --turns turns, each on a
+copy to disk and, with --cold only, drops the OS page cache (`sync; echo 3 >
+/proc/sys/vm/drop_caches`: root only, and the whole machine's cache, so never unless
+asked; the line "page cache dropped" says whether it did), then opens the home in a
+fresh process with the real runtime (the app's and `serve`'s workers: maintenance
+included, so the page warm-up too) and the mock provider, and runs --turns turns, each on a
 new session (made in the timed window: a first turn makes its session too), one at a time
 (concurrency 1) and, as a second mode, a few at a time. A window's rate is its 100 turns
 over the time from the end of the window before (the runtime open for the first) to its
-last turn's end; "first/steady" is the first window's rate over the median of the last half.
+last turn's end; "first/steady" is the first window's rate over the median of the last half;
+"first turn" is the time from the open to the first turn's end (start-up as a user meets
+it). "disk KB" counts every read of the process, the page warm-up's background reads too.
 
 Usage: python benchmarks/first_turns_bench.py --big HOME [--small HOME] [--before CHECKOUT]
            [--turns 1000] [--window 100] [--concurrency 1 4] [--repeat 3] [--work DIR]
-           [--warm] [--settle SECONDS] [--season TURNS]
---warm keeps the OS page cache (a process restarted on a home the machine has been using,
-not a cold boot); --settle idles that long after the workers start before the clock
+           [--cold] [--settle SECONDS] [--season TURNS]
+--cold drops the OS page cache before each measured open (a cold boot; without it the
+copy just written is cached: a process restarted on a home the machine has been using);
+--settle idles that long after the workers start before the clock
 starts (the seconds a person takes to type a first message), so work the runtime does
 ahead at start counts only when a turn has to wait for it; --season has each checkout
 serve its copy for that many turns and stop before the measured open (a restart of a
@@ -192,7 +196,7 @@ def run_one(
         season = [sys.executable, __file__, "--measure", str(copy), "--turns", str(args.season)]
         subprocess.run(season, check=True, stdout=subprocess.DEVNULL, env=env, timeout=600)
     _settle(copy)
-    dropped = False if args.warm else drop_page_cache()
+    dropped = drop_page_cache() if args.cold else False
     command = [sys.executable, __file__, "--measure", str(copy), "--turns", str(args.turns)]
     command += ["--concurrency", str(concurrency)]
     if args.no_maintenance:
@@ -217,8 +221,10 @@ def report(
         ratios = [first_over_steady(rates) for rates in per_run]
         cells = " ".join(f"{rate:6.0f}" for rate in medians)
         opened = statistics.median(run["open_s"] for run in runs) * 1000
+        first = statistics.median(run["ends"][0] for run in runs) * 1000
         print(
-            f"{code:7} {home:5} c={concurrency}  open {opened:6.0f} ms  turns/s by {window}:"
+            f"{code:7} {home:5} c={concurrency}  open {opened:4.0f} ms, first turn {first:4.0f} ms"
+            f"  turns/s by {window}:"
             f" {cells}  first/steady {statistics.median(ratios):.2f}"
             f" (runs: {', '.join(f'{r:.2f}' for r in ratios)})"
         )
@@ -264,7 +270,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/first-turns"))
     parser.add_argument("--no-maintenance", action="store_true", help="workers without it")
     parser.add_argument(
-        "--warm", action="store_true", help="keep the OS page cache (a restart, not a boot)"
+        "--cold",
+        action="store_true",
+        help="drop the OS page cache before each run (root; the whole machine's cache)",
     )
     parser.add_argument(
         "--settle", type=float, default=0.0, help="idle seconds after start before the clock"
