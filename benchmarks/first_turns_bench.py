@@ -18,7 +18,7 @@ it). "disk KB" counts every read of the process, the page warm-up's background r
 
 Usage: python benchmarks/first_turns_bench.py --big HOME [--small HOME] [--before CHECKOUT]
            [--turns 1000] [--window 100] [--concurrency 1 4] [--repeat 3] [--work DIR]
-           [--cold] [--settle SECONDS] [--season TURNS]
+           [--cold] [--settle SECONDS] [--season TURNS] [--big-only]
 --cold drops the OS page cache before each measured open (a cold boot; without it the
 copy just written is cached: a process restarted on a home the machine has been using);
 --settle idles that long after the workers start before the clock
@@ -183,7 +183,7 @@ def drop_page_cache() -> bool:
 def run_one(
     code: Path, source: Path, work: Path, args: argparse.Namespace, concurrency: int
 ) -> tuple[dict[str, Any], bool]:
-    """One cold run of the home `source` on the checkout `code`; (result, cache dropped)."""
+    """One run of the home `source` on the checkout `code`; (result, cache dropped)."""
     copy = work / "run"
     if copy.exists():
         shutil.rmtree(copy)
@@ -269,6 +269,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("/tmp/first-turns"))
     parser.add_argument("--no-maintenance", action="store_true", help="workers without it")
+    parser.add_argument("--big-only", action="store_true", help="no small home (the control)")
     parser.add_argument(
         "--cold",
         action="store_true",
@@ -297,7 +298,7 @@ def main() -> None:
     if args.big is None:
         raise SystemExit("first_turns_bench: --big HOME (benchmarks/big_home.py builds one)")
     args.work.mkdir(parents=True, exist_ok=True)
-    small = args.small or build_small(args.work)
+    small = None if args.big_only else args.small or build_small(args.work)
     here = Path(__file__).resolve().parent.parent
     codes = [("before", args.before)] if args.before else []
     codes.append(("ours", here))
@@ -306,6 +307,8 @@ def main() -> None:
     for number in range(args.repeat):
         for concurrency in args.concurrency:
             for home, source in (("big", args.big), ("small", small)):
+                if source is None:
+                    continue
                 for code, checkout in codes:
                     result, dropped = run_one(checkout, source, args.work, args, concurrency)
                     dropped_all &= dropped
