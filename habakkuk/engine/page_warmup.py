@@ -4,28 +4,26 @@ On a cold page cache (a boot, or a machine that has evicted the home) the first 
 after a start read their pages from disk one at a time, each on the database thread the
 turn waits for: the queue's (control.db: the claim, the reply sweep's catch-up over the
 day's finished jobs), the session's settings (state.db), the new session's and
-message's places in transcripts.db (the b-trees' interior pages and their right-most
-leaves, where rows with a growing key are appended). This reads them first, off the
-event loop, on one thread of its own, while the process waits for its first message:
+message's places in transcripts.db and usage.db (the b-trees' upper pages and their
+right-most leaves, where rows with a growing key are appended). This reads them first,
+off the event loop, on one thread of its own, in the order given (the queue first):
 
-1. in the order given (the queue first), a file of at most `WHOLE_FILE_BYTES` whole
-   (`posix_fadvise(WILLNEED)`, a megabyte a call): the kernel reads it in large
-   requests, asynchronously, and nothing is copied into the process. That is control.db
-   and state.db on any home (retention bounds them) and every file of a small home;
-   in a larger file, each b-tree's upper levels and its right-most path (its right-most
-   leaf is where rows with a growing key are appended: a new message, job, call; a
-   split reads the two leaves before it too), located by reading the file's own pages
-   (the format of sqlite.org/fileformat.html): a few pages a tree, read at once;
-2. then, in the larger files, the level above the leaves (advised, not parsed: its
-   children are leaves, which are not read): the many scattered requests come last, so
-   they do not queue before the ones a first turn waits for. About 1 % of a file.
+- a file of at most `WHOLE_FILE_BYTES` whole (`posix_fadvise(WILLNEED)`, a megabyte a
+  call): the kernel reads it in large requests, asynchronously, and nothing is copied
+  into the process. That is control.db and state.db on any home (retention bounds them)
+  and every file of a small home;
+- in a larger file, each b-tree's levels above its leaves' parents and its right-most
+  path (the right-most leaf and the two before it, which a split reads), located by
+  reading the file's own pages (the format of sqlite.org/fileformat.html): a few pages a
+  tree. Not the leaves' parents (about 1 % of a file): on a disk that serves a few
+  hundred requests a second their scattered reads made the first turns wait behind
+  them for seconds (benchmarks/first_turns_bench.py).
 
 Bounded: `budget` bytes in all (pages read plus bytes advised), `seconds` of wall time,
 and `stop()` (the runtime's close) ends it between two steps. Its one use of SQLite is a
-read of each large file's schema on a read-only connection of its own (a reader in WAL
-mode waits for no writer and holds none up); it never writes. Best effort: a file it
-cannot read or parse is left as it is. Without `posix_fadvise` (macOS) the advised
-ranges are read instead.
+read of each large file's schema on a read-only connection of its own that waits for no
+lock; it never writes. Best effort: a file it cannot read or parse is left as it is.
+Without `posix_fadvise` (macOS) the whole files are read instead.
 """
 
 from __future__ import annotations
@@ -39,7 +37,7 @@ import stat
 import struct
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,9 +60,9 @@ _LEAF = (10, 13)
 
 @dataclass
 class WarmupReport:
-    """What a warm-up did: the files advised whole, the b-tree pages read or advised in
-    the others, the bytes in all, and whether it ran to the end (False: stopped, out of
-    budget or out of time)."""
+    """What a warm-up did: the files advised whole, the b-tree pages read in the others,
+    the bytes in all, and whether it ran to the end (False: stopped, out of budget or out
+    of time)."""
 
     whole_files: list[str] = field(default_factory=list)
     tree_pages: int = 0
@@ -132,23 +130,15 @@ class PageWarmup:
     def _run(self) -> None:
         self._deadline = time.monotonic() + self.seconds
         try:
-            # In the order given (the queue first): a small file whole, in large requests
-            # the kernel serves asynchronously; a large one's upper levels and right-most
-            # paths, a few pages a tree, read at once.
-            large: list[_File] = []
-            for path in self.paths:
+            for path in self.paths:  # in the order given: the queue first
                 size = _regular_size(path)
                 if size is None:
                     continue  # not there (yet), or not a file: nothing to warm
                 if size <= self.whole_file and self.report.bytes + size <= self.budget:
-                    self._advise(path, [(0, size)])
+                    self._advise(path, size)
                     self.report.whole_files.append(path.name)
-                elif (found := self._edges(path)) is not None:
-                    large.append(found)
-            # Last the many scattered requests: the leaves' parents in the large files.
-            for file in large:
-                self.report.tree_pages += len(file.parents)
-                self._advise(file.path, _runs(sorted(file.parents), file.page_size))
+                else:
+                    self._edges(path)
         except _Out:
             return
         self.report.finished = True
@@ -161,62 +151,44 @@ class PageWarmup:
             raise _Out
         self.report.bytes += size
 
-    def _edges(self, path: Path) -> _File | None:
-        """Read the upper levels and the right-most path of every b-tree of `path`; the
-        file with its leaves' parents, None when it is missing or not a database."""
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            return None  # not there (yet): nothing to warm
-        try:
-            status = os.fstat(fd)
-            if not stat.S_ISREG(status.st_mode):
-                return None
-            page_size = _page_size(os.pread(fd, 100, 0))
-            if page_size is None:
-                return None
-            file = _File(path, status.st_size, page_size)
-            tree = _Tree(self, fd, page_size, status.st_size // page_size)
-            for root in _roots(path):
-                file.parents |= tree.edges(root)
-            return file
-        except (OSError, ValueError, struct.error, sqlite3.Error) as exc:
-            log.debug("page warm-up of %s: %s", path, exc)  # best effort: left as it is
-            return None
-        finally:
-            os.close(fd)
-
-    def _advise(self, path: Path, ranges: Iterable[tuple[int, int]]) -> None:
-        """Have the kernel read `ranges` (offset, length) of `path` into its cache, a step
-        at a time."""
+    def _edges(self, path: Path) -> None:
+        """Read the upper levels and the right-most path of every b-tree of `path` (left
+        as it is when it is not a database)."""
         try:
             fd = os.open(path, os.O_RDONLY)
         except OSError:
             return
         try:
-            for offset, length in ranges:
-                end = offset + length
-                while offset < end:
-                    step = min(STEP_BYTES, end - offset)
-                    self._spend(step)
-                    if hasattr(os, "posix_fadvise"):
-                        os.posix_fadvise(fd, offset, step, os.POSIX_FADV_WILLNEED)
-                    else:  # macOS: no advice; a read leaves the pages cached as well
-                        os.pread(fd, step, offset)
-                    offset += step
+            if hasattr(os, "posix_fadvise"):  # the pages asked for, no read-ahead around them
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            page_size = _page_size(os.pread(fd, 100, 0))
+            if page_size is None:
+                return
+            tree = _Tree(self, fd, page_size, os.fstat(fd).st_size // page_size)
+            for root in _roots(path):
+                tree.edges(root)
+        except (OSError, ValueError, struct.error, sqlite3.Error) as exc:
+            log.debug("page warm-up of %s: %s", path, exc)  # best effort: left as it is
         finally:
             os.close(fd)
 
-
-@dataclass
-class _File:
-    """A database file found by the first pass: its size, page size and the pages one
-    level above its leaves (advised in the last pass)."""
-
-    path: Path
-    size: int
-    page_size: int
-    parents: set[int] = field(default_factory=set)
+    def _advise(self, path: Path, size: int) -> None:
+        """Have the kernel read the first `size` bytes of `path` into its cache, a step at
+        a time."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            for offset in range(0, size, STEP_BYTES):
+                step = min(STEP_BYTES, size - offset)
+                self._spend(step)
+                if hasattr(os, "posix_fadvise"):
+                    os.posix_fadvise(fd, offset, step, os.POSIX_FADV_WILLNEED)
+                else:  # macOS: no advice; a read leaves the pages cached as well
+                    os.pread(fd, step, offset)
+        finally:
+            os.close(fd)
 
 
 class _Tree:
@@ -228,21 +200,18 @@ class _Tree:
         self.page_size = page_size
         self.pages = pages
 
-    def edges(self, root: int) -> set[int]:
-        """Read the b-tree at `root` down to the leaves' parents (not included), and its
-        right-most leaf's parent and leaf (where rows with a growing key go); the leaves'
-        parents, which are not read."""
+    def edges(self, root: int) -> None:
+        """Read the b-tree at `root` down to the level above its leaves' parents, then its
+        right-most leaf's parent, that leaf and the two leaves before it (where rows with
+        a growing key go; a split reads the leaf's siblings)."""
         depth = self._depth(root)
         if depth == 0:
-            return set()
+            return
         level = [root]
-        for _ in range(depth - 1):  # parse down to the leaves' parents
+        for _ in range(depth - 1):  # parse down to the leaves' parents (not read)
             level = [child for page in level for child in self._children(page)]
-        # The right-most leaf's parent, the leaf and its two left siblings (a split of the
-        # leaf reads them).
-        for leaf in (self._children(level[-1]) if level else [])[-3:]:
+        for leaf in self._children(level[-1])[-3:]:
             self._read(leaf)
-        return set(level)
 
     def _read(self, page: int) -> bytes:
         """Page `page`; empty past the file's end (a page only the WAL holds yet)."""
@@ -309,15 +278,3 @@ def _roots(path: Path) -> list[int]:
     finally:
         conn.close()
     return [1, *(int(row[0]) for row in rows)]
-
-
-def _runs(pages: list[int], page_size: int) -> list[tuple[int, int]]:
-    """Sorted page numbers as (offset, length) ranges, neighbours merged."""
-    ranges: list[tuple[int, int]] = []
-    for page in pages:
-        offset = (page - 1) * page_size
-        if ranges and ranges[-1][0] + ranges[-1][1] == offset:
-            ranges[-1] = (ranges[-1][0], ranges[-1][1] + page_size)
-        else:
-            ranges.append((offset, page_size))
-    return ranges
