@@ -18,14 +18,16 @@ it). "disk KB" counts every read of the process, the page warm-up's background r
 
 Usage: python benchmarks/first_turns_bench.py --big HOME [--small HOME] [--before CHECKOUT]
            [--turns 1000] [--window 100] [--concurrency 1 4] [--repeat 3] [--work DIR]
-           [--cold] [--settle SECONDS] [--season TURNS] [--big-only]
+           [--cold] [--settle SECONDS] [--season TURNS] [--big-only] [--read-iops N]
 --cold drops the OS page cache before each measured open (a cold boot; without it the
 copy just written is cached: a process restarted on a home the machine has been using);
 --settle idles that long after the workers start before the clock
 starts (the seconds a person takes to type a first message), so work the runtime does
 ahead at start counts only when a turn has to wait for it; --season has each checkout
 serve its copy for that many turns and stop before the measured open (a restart of a
-home that code has served, not the first start of new code on an old home).
+home that code has served, not the first start of new code on an old home); --read-iops
+lets the measured process read the disk at most N requests a second (root: a blkio
+cgroup; a slow disk, where the pages a cold start reads cost most).
 Without --small a small home (1,000 sessions, 10,000 messages) is built in --work first.
 """
 
@@ -180,6 +182,32 @@ def drop_page_cache() -> bool:
     return True
 
 
+def read_limit(home: Path, iops: int) -> Path:
+    """A cgroup of this host whose processes read the disk holding `home` at most `iops`
+    requests a second (a slow disk: a cloud volume's cap, a spinning one); its
+    cgroup.procs file, which a process joins by writing its pid there. Root only."""
+    dev = os.stat(home).st_dev
+    block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
+    if (block / "partition").exists():  # the limit is the whole disk's
+        block = block.parent
+    disk = (block / "dev").read_text().strip()
+    try:
+        v1 = Path("/sys/fs/cgroup/blkio")
+        if v1.is_dir():
+            group = v1 / "first_turns_bench"
+            group.mkdir(exist_ok=True)
+            (group / "blkio.throttle.read_iops_device").write_text(f"{disk} {iops}\n")
+        else:
+            group = Path("/sys/fs/cgroup/first_turns_bench")
+            group.mkdir(exist_ok=True)
+            (group / "io.max").write_text(f"{disk} riops={iops}\n")
+    except OSError as exc:
+        raise SystemExit(
+            f"first_turns_bench: --read-iops: cannot limit disk {disk}: {exc}"
+        ) from None
+    return group / "cgroup.procs"
+
+
 def run_one(
     code: Path, source: Path, work: Path, args: argparse.Namespace, concurrency: int
 ) -> tuple[dict[str, Any], bool]:
@@ -202,7 +230,20 @@ def run_one(
     if args.no_maintenance:
         command.append("--no-maintenance")
     command += ["--settle", str(args.settle)]
-    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, env=env, timeout=1800)
+    procs = read_limit(copy, args.read_iops) if args.read_iops else None
+
+    def join_limit() -> None:  # in the child, before it reads anything
+        if procs is not None:
+            procs.write_text(str(os.getpid()))
+
+    out = subprocess.run(
+        command,
+        check=True,
+        stdout=subprocess.PIPE,
+        env=env,
+        timeout=1800,
+        preexec_fn=join_limit,  # safe: the bench runs one thread
+    )
     result = dict(json.loads(out.stdout.decode().strip().splitlines()[-1]))
     if Path(result["code"]).resolve() != code.resolve():
         raise SystemExit(f"the run imported habakkuk from {result['code']}, not {code}")
@@ -271,6 +312,9 @@ def main() -> None:
     parser.add_argument("--no-maintenance", action="store_true", help="workers without it")
     parser.add_argument("--big-only", action="store_true", help="no small home (the control)")
     parser.add_argument(
+        "--read-iops", type=int, default=0, help="the measured process's disk reads a second"
+    )
+    parser.add_argument(
         "--cold",
         action="store_true",
         help="drop the OS page cache before each run (root; the whole machine's cache)",
@@ -317,6 +361,7 @@ def main() -> None:
     print(f"page cache dropped before each run: {'yes' if dropped_all else 'no'}")
     print(f"idle after start before the clock: {args.settle:g} s")
     print(f"turns each checkout served the copy before the measured open: {args.season}")
+    print(f"disk reads a second allowed the measured process: {args.read_iops or 'any'}")
     report(results, args.window, [code for code, _ in codes])
 
 
