@@ -55,7 +55,6 @@ STEP_BYTES = 1024 * 1024
 
 _HEADER = b"SQLite format 3\x00"
 _INTERIOR = (2, 5)  # b-tree page types: interior index, interior table
-_LEAF = (10, 13)
 
 
 @dataclass
