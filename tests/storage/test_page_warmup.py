@@ -1,6 +1,6 @@
 """The page warm-up: a serving process reads its home's SQLite files into the OS page
-cache in the background from its start (small files whole, the b-trees' interior pages
-and right-most leaves of the large ones), within its budget, and stops at close.
+cache in the background from its start (small files whole, the b-trees' upper pages and
+right-most leaves of the large ones), within its budget, and stops at close.
 
 What is in the page cache is asked of the kernel (mincore); a file is put out of it with
 posix_fadvise(DONTNEED) after an fsync, so these run on Linux only."""
@@ -126,7 +126,7 @@ async def test_a_large_file_gets_the_upper_pages_and_right_most_leaves_of_each_t
     path = tmp_path / "transcripts.db"
     _database(path, 60_000)
     trees = _pages(path)
-    assert any(tree["not"] for tree in trees.values())  # trees of three levels
+    assert any(tree["not"] for tree in trees.values())  # leaves' parents off both paths
     _evict(path)
     report = await PageWarmup([path], whole_file=0).run()
     assert report.finished and report.whole_files == []
