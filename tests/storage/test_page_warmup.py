@@ -14,6 +14,7 @@ import os
 import sqlite3
 import sys
 import threading
+from functools import partial
 from pathlib import Path, PosixPath
 from typing import Any
 
@@ -218,7 +219,7 @@ async def test_a_serving_runtime_warms_its_home_in_the_background(
     await asyncio.wait_for(task, BOUND)
     # A small home: every shared database whole, back in the page cache.
     for path in files:
-        await eventually(lambda p=path: _wholly_cached(p), what=f"{path.name} in the page cache")
+        await eventually(partial(_wholly_cached, path), what=f"{path.name} in the page cache")
 
 
 async def test_closing_the_runtime_ends_the_warm_up(runtime_factory: Any) -> None:
