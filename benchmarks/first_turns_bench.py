@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -363,6 +364,9 @@ def main() -> None:
     print(f"turns each checkout served the copy before the measured open: {args.season}")
     print(f"disk reads a second allowed the measured process: {args.read_iops or 'any'}")
     report(results, args.window, [code for code, _ in codes])
+    if args.read_iops:  # the cgroup the measured processes joined (all gone now)
+        with contextlib.suppress(OSError):
+            read_limit(args.big, args.read_iops).parent.rmdir()
 
 
 if __name__ == "__main__":
