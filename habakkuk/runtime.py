@@ -18,7 +18,7 @@ from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, session_of, t
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
 from habakkuk.engine.agent.turn_access import TurnOutcome
 from habakkuk.engine.config import Config, load_config
-from habakkuk.engine.databases import HomeDatabases, open_databases
+from habakkuk.engine.databases import HomeDatabases, open_databases, warm_pages
 from habakkuk.engine.events import EventBus, JobFinished
 from habakkuk.engine.home import Environment, Home, default_home
 from habakkuk.engine.hooks import Hooks
@@ -261,6 +261,7 @@ class Runtime:
             from habakkuk.knowledge.skills.curator_loop import curate_when_due
 
             self._maintenance = [
+                asyncio.create_task(warm_pages(self.home, self.storage), name="page-warmup"),
                 asyncio.create_task(queue_sweeps(self.queue), name="retention"),
                 asyncio.create_task(embed_every_minute(self.memory, lambda: self.config.agents)),
                 asyncio.create_task(curate_when_due(self.home, lambda: self.config, self.memory)),
