@@ -18,7 +18,7 @@ from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, session_of, t
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
 from habakkuk.engine.agent.turn_access import TurnOutcome
 from habakkuk.engine.config import Config, load_config
-from habakkuk.engine.databases import HomeDatabases, open_databases, warm_pages
+from habakkuk.engine.databases import HomeDatabases, open_databases
 from habakkuk.engine.events import EventBus, JobFinished
 from habakkuk.engine.home import Environment, Home, default_home
 from habakkuk.engine.hooks import Hooks
@@ -27,7 +27,7 @@ from habakkuk.engine.llm.factory import ProviderHub
 from habakkuk.engine.llm.router import Router
 from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.pools import Pool
-from habakkuk.engine.retention import RETENTION_KIND, queue_sweeps, sweep_with
+from habakkuk.engine.retention import RETENTION_KIND, sweep_with
 from habakkuk.engine.sessions import Session
 from habakkuk.engine.store import BlobStore
 from habakkuk.engine.toolkit.approvals import Approver
@@ -39,7 +39,7 @@ from habakkuk.services.board import build_board
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
-from habakkuk.services.schedules import build_schedules, start_ticker
+from habakkuk.services.schedules import build_schedules
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
@@ -256,18 +256,10 @@ class Runtime:
                 )
             )
             # Imported here: only processes that run maintenance need these loops.
-            from habakkuk.knowledge.embed_loop import embed_every_minute
             from habakkuk.knowledge.review_wiring import memory_review_pool
-            from habakkuk.knowledge.skills.curator_loop import curate_when_due
+            from habakkuk.services.maintenance import start_maintenance
 
-            self._maintenance = [
-                asyncio.create_task(warm_pages(self.home, self.storage), name="page-warmup"),
-                asyncio.create_task(queue_sweeps(self.queue), name="retention"),
-                asyncio.create_task(embed_every_minute(self.memory, lambda: self.config.agents)),
-                asyncio.create_task(curate_when_due(self.home, lambda: self.config, self.memory)),
-                start_ticker(self.schedules),
-                asyncio.create_task(self.nodes.run(), name="node"),  # registered, beating
-            ]
+            self._maintenance = start_maintenance(self)
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
         # Schedule slots, board cards, sub-agents: each kind its own pool (work/wiring.py).
         from habakkuk.work.wiring import WorkRuns
