@@ -102,6 +102,8 @@ async function start() {
   $("chat-conversation").value = state.conversation;
   // Live mode only with realtime: in config (the page's CSP allows the provider only then).
   $("chat-live").hidden = !state.app.realtime;
+  // Recording only with transcription: in config (the server makes the recording text).
+  $("chat-record").hidden = !(state.app.transcription && window.MediaRecorder);
   // The address names the view (a bookmark, a reload): the overview when it names none.
   const view = viewFromHash();
   if (location.hash !== "#/" + view) history.replaceState(null, "", "#/" + view);
@@ -529,6 +531,64 @@ $("chat-conversation").addEventListener("change", () => {
   stopStreams();
   openChat();
 });
+
+// -- A recorded message ---------------------------------------------------------------------
+// The recording goes as the "audio" part of the multipart POST /api/chat; the server
+// transcribes it (transcription:) and its text is the message, shown when the reply comes.
+
+const recording = { recorder: null, stream: null, chunks: [] };
+
+function recordButton(on) {
+  $("chat-record").textContent = on ? "■ Stop" : "🎤 Record";
+  $("chat-record").classList.toggle("on", on);
+}
+
+async function startRecording() {
+  try {
+    const stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    const recorder = new MediaRecorder(stream);
+    Object.assign(recording, { recorder, stream, chunks: [] });
+    recorder.addEventListener("dataavailable", (event) => {
+      if (event.data.size) recording.chunks.push(event.data);
+    });
+    recorder.addEventListener("stop", sendRecording);
+    recorder.start();
+    recordButton(true);
+  } catch (error) {
+    $("chat-log").appendChild(el("div", "msg error", "Cannot record: " + error.message));
+  }
+}
+
+function stopRecording() {
+  const { recorder, stream } = recording;
+  Object.assign(recording, { recorder: null, stream: null });
+  recordButton(false);
+  if (recorder && recorder.state !== "inactive") recorder.stop();
+  if (stream) for (const track of stream.getTracks()) track.stop();
+}
+
+async function sendRecording() {
+  const chunks = recording.chunks;
+  recording.chunks = [];
+  const type = (chunks[0] && chunks[0].type) || "audio/webm";
+  const audio = new Blob(chunks, { type });
+  if (!audio.size) return;
+  const form = new FormData();
+  form.append("conversation", state.conversation);
+  form.append("id", randomId());
+  const agent = $("chat-agent").value;
+  if (agent) form.append("agent", agent);
+  form.append("audio", audio, type.includes("ogg") ? "recording.ogg" : "recording.webm");
+  try {
+    await api("/api/chat", { method: "POST", body: form, headers: { "X-Habakkuk-Client": "dashboard" } });
+  } catch (error) {
+    if (!(error instanceof Unauthorized)) {
+      $("chat-log").appendChild(el("div", "msg error", "Recording not sent: " + error.message));
+    }
+  }
+}
+
+$("chat-record").addEventListener("click", () => (recording.recorder ? stopRecording() : startRecording()));
 
 // -- Live mode -------------------------------------------------------------------------------
 // The page talks WebRTC to the provider itself with a client secret Habakkuk mints; the
