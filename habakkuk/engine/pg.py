@@ -16,10 +16,19 @@ Writers. SQLite lets one writer in at a time (BEGIN IMMEDIATE), and every store'
 read-then-write was written for that. Here a write transaction first takes a
 transaction-scoped advisory lock of its schema (and of each schema it names, in one
 order), so those stores keep exactly that guarantee across every process and machine
-on the server. The queue's short writes (`write(fn, inline=True)`: enqueue, claim,
-complete, heartbeat) skip it: they are written to run beside other writers (row
-locks, `FOR UPDATE SKIP LOCKED`, the lease epoch as a fencing token), which is what
-lets several nodes claim at once.
+on the server. Two kinds of write are let in beside others:
+- the queue's short writes (`write(fn, inline=True)` or `shared=True`: enqueue, claim,
+  complete, heartbeat) take no writer lock: they are written to run beside other
+  writers (row locks, `FOR UPDATE SKIP LOCKED`, the lease epoch as a fencing token),
+  which is what lets several nodes claim at once;
+- a keyed write (`write(fn, keys=(...))`: a transcript's append, a session's state)
+  changes only what its keys name (a session), so it waits only for the writes of the
+  same keys (an advisory lock per key) and takes its schema's writer lock in shared
+  mode: writes of different sessions run side by side on every node, while a write
+  still taken whole (retention, a fork, a bulk delete) waits for them all and keeps
+  them all out, as on SQLite. A transaction takes every lock it needs in its first
+  statement, its keys sorted (those of every call of a group), so two transactions
+  never each hold a key the other waits for.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import psycopg
 import psycopg.adapt
@@ -227,8 +236,12 @@ class PgConnection:
 
     def lock_writers(self) -> None:
         """Take the schema's (and the named schemas') writer locks, for this transaction."""
-        for key in self._lock_keys:
-            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+        take_locks(self.raw, exclusive=self._lock_keys)
+
+    def lock_keys(self, schema_key: int, keys: Sequence[int]) -> None:
+        """Take the schema's writer lock shared and `keys` (advisory lock keys) for
+        this transaction: a keyed write."""
+        take_locks(self.raw, shared=(schema_key,), exclusive=sorted(set(keys)))
 
     def execute(self, sql: str, parameters: Params = (), /) -> PgCursor:
         verb = sql.strip().upper()
@@ -267,6 +280,23 @@ def lock_key(schema: str) -> int:
     """The advisory lock key of `schema`'s writers: stable across processes."""
     digest = hashlib.blake2b(f"habakkuk:{schema}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+def write_key(schema: str, key: str) -> int:
+    """The advisory lock key of the writes of `schema` keyed `key` (a session)."""
+    return lock_key(f"{schema}:{key}")
+
+
+def take_locks(
+    conn: psycopg.Connection[Any], *, shared: Sequence[int] = (), exclusive: Sequence[int] = ()
+) -> None:
+    """Transaction-scoped advisory locks, `shared` ones then `exclusive` ones, each list
+    in the order given, in one statement (one round trip; a select list is evaluated
+    left to right)."""
+    calls = ["pg_advisory_xact_lock_shared(%s)"] * len(shared)
+    calls += ["pg_advisory_xact_lock(%s)"] * len(exclusive)
+    if calls:
+        conn.execute(cast(Any, f"SELECT {', '.join(calls)}"), [*shared, *exclusive])
 
 
 def connect(url: str, schema: str) -> psycopg.Connection[Any]:
@@ -354,14 +384,27 @@ def migrate(conn: psycopg.Connection[Any], schema: str, migrations: Sequence[Mig
 # -- the Database --
 
 
+# How a write meets the others (module docstring, "Writers"): under the writer locks,
+# beside every writer, or beside the writes of other keys.
+WriteMode = Literal["exclusive", "shared", "keyed"]
+
+
 @dataclass
 class _Call:
     fn: Callable[[Conn], Any]
     write: bool
-    exclusive: bool
+    mode: WriteMode
     loop: asyncio.AbstractEventLoop | None
     future: asyncio.Future[Any] | concurrent.futures.Future[Any]
     outcome: tuple[bool, Any] | None = None
+    # A keyed write's advisory lock keys.
+    keys: tuple[int, ...] = ()
+
+
+def _mode(inline: bool, shared: bool, keys: Sequence[str]) -> WriteMode:
+    if inline or shared:
+        return "shared"
+    return "keyed" if keys else "exclusive"
 
 
 _CLOSE = object()
@@ -388,6 +431,7 @@ class PgDatabase:
         self.schema = schema
         self.dialect: Dialect = "postgres"
         self._lock_keys = [lock_key(name) for name in (schema.name, *attached)]
+        self._schema_key = lock_key(schema.name)
         self._calls: queue.SimpleQueue[_Call | object] = queue.SimpleQueue()
         self._closed = False
         self._threads: list[threading.Thread] = []
@@ -435,27 +479,43 @@ class PgDatabase:
     # -- calls --
 
     def _submit(
-        self, fn: Callable[[Conn], T], *, write: bool, exclusive: bool
+        self,
+        fn: Callable[[Conn], T],
+        *,
+        write: bool,
+        mode: WriteMode = "shared",
+        keys: Sequence[str] = (),
     ) -> asyncio.Future[T]:
         if self._closed:
             raise StoreError(f"{self.name}: database is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._calls.put(_Call(fn, write, exclusive, loop, future))
+        locks = tuple(write_key(self.name, key) for key in keys) if mode == "keyed" else ()
+        self._calls.put(_Call(fn, write, mode, loop, future, keys=locks))
         return future
 
     async def run(self, fn: Callable[[Conn], T]) -> T:
-        return await self._submit(fn, write=False, exclusive=False)
+        return await self._submit(fn, write=False)
 
     async def write(
-        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+        self,
+        fn: Callable[[Conn], T],
+        *,
+        inline: bool = False,
+        shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> T:
-        return await self._submit(fn, write=True, exclusive=not (inline or shared))
+        return await self._submit(fn, write=True, mode=_mode(inline, shared, keys), keys=keys)
 
     def write_now(
-        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+        self,
+        fn: Callable[[Conn], T],
+        *,
+        inline: bool = False,
+        shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> asyncio.Future[T]:
-        return self._submit(fn, write=True, exclusive=not (inline or shared))
+        return self._submit(fn, write=True, mode=_mode(inline, shared, keys), keys=keys)
 
     def write_if_free(self, fn: Callable[[Conn], T]) -> tuple[bool, Any] | None:
         """Never here and now: every PostgreSQL call is a round trip to the server."""
@@ -468,7 +528,7 @@ class PgDatabase:
         if self._closed:
             raise StoreError(f"{self.name}: database is closed")
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._calls.put(_Call(fn, False, False, None, future))
+        self._calls.put(_Call(fn, False, "shared", None, future))
         return future.result()
 
     def write_sync(self, fn: Callable[[Conn], T]) -> T:
@@ -476,7 +536,7 @@ class PgDatabase:
         if self._closed:
             raise StoreError(f"{self.name}: database is closed")
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._calls.put(_Call(fn, True, True, None, future))
+        self._calls.put(_Call(fn, True, "exclusive", None, future))
         return future.result()
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
@@ -533,7 +593,7 @@ class PgDatabase:
                         if (
                             not isinstance(more, _Call)
                             or not more.write
-                            or (more.exclusive != item.exclusive)
+                            or (more.mode != item.mode)
                         ):
                             head = more
                             break
@@ -572,8 +632,11 @@ class PgDatabase:
         raw = conn.raw
         try:
             raw.execute("BEGIN")
-            if group[0].exclusive:
+            mode = group[0].mode
+            if mode == "exclusive":
                 conn.lock_writers()
+            elif mode == "keyed":
+                conn.lock_keys(self._schema_key, [key for call in group for key in call.keys])
         except psycopg.Error as exc:
             for call in group:
                 call.outcome = (False, _db_error(exc))

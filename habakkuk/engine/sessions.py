@@ -548,7 +548,7 @@ class TranscriptStore:
             row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
             return Session.from_row(row)
 
-        return await self.db.write(_create)
+        return await self.db.write(_create, keys=_keys(session_id))
 
     async def get_session(self, session_id: str) -> Session | None:
         row = await self.db.fetchone("SELECT * FROM sessions WHERE id = ?", (session_id,))
@@ -580,14 +580,16 @@ class TranscriptStore:
             lambda conn: conn.execute(
                 "UPDATE sessions SET title = ?, title_source = ? WHERE id = ?",
                 (title, source, session_id),
-            )
+            ),
+            keys=_keys(session_id),
         )
 
     async def set_archived(self, session_id: str, archived: bool) -> None:
         await self.db.write(
             lambda conn: conn.execute(
                 "UPDATE sessions SET archived = ? WHERE id = ?", (int(archived), session_id)
-            )
+            ),
+            keys=_keys(session_id),
         )
 
     async def delete_sessions(self, session_ids: list[str]) -> list[str]:
@@ -696,7 +698,7 @@ class TranscriptStore:
                 then(conn)
             return seq
 
-        return await self.db.write(_append)
+        return await self.db.write(_append, keys=_keys(session_id))
 
     async def open_turn(
         self,
@@ -725,7 +727,7 @@ class TranscriptStore:
                 row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
             return Session.from_row(row), _view_in(conn, session_id)
 
-        return await self.db.write(_open)
+        return await self.db.write(_open, keys=_keys(session_id))
 
     async def with_session(
         self, session_id: str, fn: Callable[[Conn, Session], T]
@@ -740,7 +742,7 @@ class TranscriptStore:
             session = Session.from_row(row)
             return session, fn(conn, session)
 
-        return await self.db.write(_with)
+        return await self.db.write(_with, keys=_keys(session_id))
 
     async def messages(self, session_id: str, *, after: int = -1) -> list[StoredMessage]:
         """Stored messages in order (seq > after). A corrupt row is skipped, not fatal."""
@@ -799,7 +801,7 @@ class TranscriptStore:
             )
             return True
 
-        return await self.db.write(_add)
+        return await self.db.write(_add, keys=_keys(session_id))
 
     async def turn_messages(self, session_id: str, turn_id: str) -> list[StoredMessage]:
         rows = await self.db.fetchall(
@@ -828,6 +830,14 @@ class TranscriptStore:
         return await self.db.run(
             functools.partial(search, query=query, agent=agent, limit=limit, window=window)
         )
+
+
+def _keys(session_id: str) -> tuple[str]:
+    """What a write of one session's rows is keyed by (`Database.write`'s `keys`): on
+    PostgreSQL, writes of different sessions run side by side, and those of one session
+    (its next seq is max(seq) + 1, its compaction checks the transcript's end) one at a
+    time. A write of several sessions (fork, delete, retention) is taken whole."""
+    return (f"session:{session_id}",)
 
 
 def _append_in(

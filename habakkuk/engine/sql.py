@@ -103,17 +103,30 @@ class Database(Protocol):
         ...
 
     async def write(
-        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+        self,
+        fn: Callable[[Conn], T],
+        *,
+        inline: bool = False,
+        shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> T:
         """Run `fn(conn)` in one transaction that serialises with the database's other
         writers; the result after COMMIT. `inline`: a short index-bounded queue write
         (SQLite may run it on the loop's thread). `inline` or `shared`: `fn` is written
         to run beside other writers (row locks, SKIP LOCKED, fencing), so an engine
-        with several writers (PostgreSQL) lets it in without the store's writer lock."""
+        with several writers (PostgreSQL) lets it in without the store's writer lock.
+        `keys`: `fn` reads and changes only what these names stand for (a session id),
+        so such an engine serialises it only with the writes of the same keys and with
+        the writes taken whole (those without keys); SQLite's one writer holds them all."""
         ...
 
     def write_now(
-        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+        self,
+        fn: Callable[[Conn], T],
+        *,
+        inline: bool = False,
+        shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> asyncio.Future[T]:
         """`write`, handed over at once (for a caller that collected a pass's work)."""
         ...
