@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,7 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
         *,
         inline: bool = False,
         shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> Any:
         # A write is a trip of its own (a transaction, on the database thread or inline
         # on the loop's), named by the function it runs.
@@ -79,6 +80,7 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
         *,
         inline: bool = False,
         shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> Any:
         return write_now(db, noted(db, fn), inline=inline)
 
