@@ -319,11 +319,10 @@ class CpuMeter:
         return spent(nodes), spent(backends)
 
 
-def _lock_name(schemas: dict[int, str], locktype: str, key: int, mode: str) -> str:
+def _lock_name(schemas: dict[int, str], locktype: str, key: int, mode: str, query: str) -> str:
     if locktype != "advisory":
-        return {"transactionid": "a row (another's transaction)", "tuple": "a row"}.get(
-            locktype, locktype
-        )
+        what = {"transactionid": "a row", "tuple": "a row"}.get(locktype, locktype)
+        return f"{what} ({' '.join(query.split()[:4])})"
     schema = schemas.get(key)
     if schema is None:
         return "a keyed write (a session)"
@@ -363,14 +362,15 @@ class LockSampler:
             schemas = {_writer_key(name): name for name in names}
             while not self._stop.wait(0.02):
                 waiting = conn.execute(
-                    "SELECT l.locktype, l.mode, (l.classid::bigint << 32) | l.objid::bigint"
-                    " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                    "SELECT l.locktype, l.mode, (l.classid::bigint << 32) | l.objid::bigint,"
+                    " a.query FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
                     " WHERE NOT l.granted AND a.datname = current_database()"
                 ).fetchall()
                 self.samples += 1
-                for locktype, mode, key in waiting:
+                for locktype, mode, key, query in waiting:
                     signed = key - (1 << 64) if key is not None and key >= 1 << 63 else key
-                    self.counts[_lock_name(schemas, str(locktype), signed or 0, str(mode))] += 1
+                    name = _lock_name(schemas, str(locktype), signed or 0, str(mode), str(query))
+                    self.counts[name] += 1
 
 
 async def turns_on(

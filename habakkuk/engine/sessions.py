@@ -693,10 +693,10 @@ class TranscriptStore:
         def _append(conn: Conn) -> int | None:
             if guard is not None:
                 guard(conn)
-            seq = _append_in(conn, session_id, message, turn_id, unless_turn_has)
+            appended = _append_in(conn, session_id, message, turn_id, unless_turn_has)
             if then is not None:
                 then(conn)
-            return seq
+            return appended[0] if appended is not None else None
 
         return await self.db.write(_append, keys=_keys(session_id))
 
@@ -723,8 +723,8 @@ class TranscriptStore:
                 return None
             message = user_message(conn) if callable(user_message) else user_message
             if message is not None:
-                _append_in(conn, session_id, message, turn_id, "user")
-                row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                appended = _append_in(conn, session_id, message, turn_id, "user")
+                row = appended[1] if appended is not None else row
             return Session.from_row(row), _view_in(conn, session_id)
 
         return await self.db.write(_open, keys=_keys(session_id))
@@ -846,8 +846,10 @@ def _append_in(
     message: Message,
     turn_id: str,
     unless_turn_has: str | None,
-) -> int | None:
-    """The append itself, inside the caller's transaction."""
+) -> tuple[int, Row] | None:
+    """The append itself, inside the caller's transaction: the message's seq and the
+    session's row as the append left it (None when `unless_turn_has` found the turn's
+    message of that role). Three statements at most: on PostgreSQL each is a round trip."""
     if unless_turn_has is not None and turn_id:
         exists = conn.execute(
             "SELECT 1 FROM messages WHERE session_id = ? AND turn_id = ? AND role = ?",
@@ -857,24 +859,25 @@ def _append_in(
             return None
     now = time.time()
     blocks = json.dumps(message.to_json(), separators=(",", ":"), ensure_ascii=False)
-    row = conn.execute(
-        "SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    seq = int(row[0])
-    conn.execute(
+    # The next seq is read by the INSERT itself (one writer per session: the caller's
+    # transaction, or its key on PostgreSQL).
+    seq = conn.execute(
         "INSERT INTO messages(session_id, seq, role, model, blocks, turn_id, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (session_id, seq, message.role, message.model, blocks, turn_id, now),
-    )
+        " SELECT ?, coalesce(max(seq) + 1, 0), ?, ?, ?, ?, ? FROM messages WHERE session_id = ?"
+        " RETURNING seq",
+        (session_id, message.role, message.model, blocks, turn_id, now, session_id),
+    ).fetchone()[0]
     title = _title_from(message) if message.role == "user" else ""
-    if title:
-        conn.execute(
-            "UPDATE sessions SET title = ?, title_source = 'first_message'"
-            " WHERE id = ? AND title = ''",
-            (title, session_id),
-        )
-    conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
-    return seq
+    # A first message's title only where there is none (both CASEs read the old title).
+    session = conn.execute(
+        "UPDATE sessions SET updated_at = ?,"
+        " title = CASE WHEN title = '' AND ? <> '' THEN ? ELSE title END,"
+        " title_source = CASE WHEN title = '' AND ? <> '' THEN 'first_message'"
+        " ELSE title_source END"
+        " WHERE id = ? RETURNING *",
+        (now, title, title, title, session_id),
+    ).fetchone()
+    return int(seq), session
 
 
 def _view_in(conn: Conn, session_id: str) -> TranscriptView:
