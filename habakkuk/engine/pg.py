@@ -26,9 +26,9 @@ on the server. Two kinds of write are let in beside others:
   same keys (an advisory lock per key) and takes its schema's writer lock in shared
   mode: writes of different sessions run side by side on every node, while a write
   still taken whole (retention, a fork, a bulk delete) waits for them all and keeps
-  them all out, as on SQLite. A transaction takes every lock it needs in its first
-  statement, its keys sorted (those of every call of a group), so two transactions
-  never each hold a key the other waits for.
+  them all out, as on SQLite. A transaction takes every lock it needs with its BEGIN
+  (one round trip), its keys sorted (those of every call of a group), so two
+  transactions never each hold a key the other waits for.
 """
 
 from __future__ import annotations
@@ -234,14 +234,14 @@ class PgConnection:
         status = self.raw.info.transaction_status
         return status != psycopg.pq.TransactionStatus.IDLE
 
-    def lock_writers(self) -> None:
-        """Take the schema's (and the named schemas') writer locks, for this transaction."""
-        take_locks(self.raw, exclusive=self._lock_keys)
+    def writer_locks(self) -> str:
+        """The statement taking the schema's (and the named schemas') writer locks."""
+        return locks_sql(exclusive=self._lock_keys)
 
-    def lock_keys(self, schema_key: int, keys: Sequence[int]) -> None:
-        """Take the schema's writer lock shared and `keys` (advisory lock keys) for
-        this transaction: a keyed write."""
-        take_locks(self.raw, shared=(schema_key,), exclusive=sorted(set(keys)))
+    def begin(self, locks: str = "") -> None:
+        """BEGIN, and the `locks` statement (`writer_locks`, `key_locks`) in the same
+        round trip to the server."""
+        self.raw.execute(cast(Any, f"BEGIN; {locks}" if locks else "BEGIN"))
 
     def execute(self, sql: str, parameters: Params = (), /) -> PgCursor:
         verb = sql.strip().upper()
@@ -250,8 +250,7 @@ class PgConnection:
                 self.raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
                 return PgCursor(self.raw.cursor())
             if verb in ("BEGIN IMMEDIATE", "BEGIN EXCLUSIVE"):
-                self.raw.execute("BEGIN")
-                self.lock_writers()
+                self.begin(self.writer_locks())
                 return PgCursor(self.raw.cursor())
             return PgCursor(self.raw.execute(to_postgres(sql), parameters))
         except psycopg.Error as exc:
@@ -287,16 +286,20 @@ def write_key(schema: str, key: str) -> int:
     return lock_key(f"{schema}:{key}")
 
 
-def take_locks(
-    conn: psycopg.Connection[Any], *, shared: Sequence[int] = (), exclusive: Sequence[int] = ()
-) -> None:
-    """Transaction-scoped advisory locks, `shared` ones then `exclusive` ones, each list
-    in the order given, in one statement (one round trip; a select list is evaluated
-    left to right)."""
-    calls = ["pg_advisory_xact_lock_shared(%s)"] * len(shared)
-    calls += ["pg_advisory_xact_lock(%s)"] * len(exclusive)
-    if calls:
-        conn.execute(cast(Any, f"SELECT {', '.join(calls)}"), [*shared, *exclusive])
+def locks_sql(*, shared: Sequence[int] = (), exclusive: Sequence[int] = ()) -> str:
+    """The statement taking transaction-scoped advisory locks, `shared` ones then
+    `exclusive` ones, each list in the order given (a select list is evaluated left to
+    right). The keys are written in (integers), so it can share a round trip with BEGIN."""
+    calls = [f"pg_advisory_xact_lock_shared({int(key)})" for key in shared]
+    calls += [f"pg_advisory_xact_lock({int(key)})" for key in exclusive]
+    return f"SELECT {', '.join(calls)}" if calls else ""
+
+
+def key_locks(schema_key: int, keys: Iterable[int]) -> str:
+    """The statement of a keyed write's locks: its schema's writer lock shared, then its
+    keys exclusive in one order (every keyed transaction takes its keys sorted, so none
+    holds a key another waits for while it waits for one that other holds)."""
+    return locks_sql(shared=(schema_key,), exclusive=sorted(set(keys)))
 
 
 def connect(url: str, schema: str) -> psycopg.Connection[Any]:
@@ -631,12 +634,13 @@ class PgDatabase:
     def _run_group(self, conn: PgConnection, group: list[_Call]) -> None:
         raw = conn.raw
         try:
-            raw.execute("BEGIN")
             mode = group[0].mode
             if mode == "exclusive":
-                conn.lock_writers()
+                conn.begin(conn.writer_locks())
             elif mode == "keyed":
-                conn.lock_keys(self._schema_key, [key for call in group for key in call.keys])
+                conn.begin(key_locks(self._schema_key, (k for call in group for k in call.keys)))
+            else:
+                conn.begin()
         except psycopg.Error as exc:
             for call in group:
                 call.outcome = (False, _db_error(exc))
