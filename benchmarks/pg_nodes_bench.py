@@ -33,9 +33,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import os
 import signal
-import hashlib
 import statistics
 import sys
 import tempfile

@@ -176,8 +176,7 @@ async def test_keyed_writes_of_one_key_take_turns_and_groups_never_deadlock(
     one, two = await storage.open(NOTES), await storage.open(NOTES)
     names = [f"k{n}" for n in range(6)]
     try:
-        for name in names:
-            await one.write(lambda conn, name=name: conn.execute(_ADD, (name,)))
+        await one.write(lambda conn: conn.executemany(_ADD, [(name,) for name in names]))
 
         def bump(name: str) -> Callable[[Conn], None]:
             def _bump(conn: Conn) -> None:
