@@ -644,6 +644,10 @@ class PgDatabase:
         except psycopg.Error as exc:
             for call in group:
                 call.outcome = (False, _db_error(exc))
+            if conn.in_transaction and not raw.broken:
+                # Its locks were refused (a timeout): the next call begins afresh.
+                with contextlib.suppress(psycopg.Error):
+                    raw.execute("ROLLBACK")
             self._connection_lost(conn, group)
             return
         alone = len(group) == 1

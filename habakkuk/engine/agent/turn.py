@@ -486,13 +486,12 @@ class TurnRunner:
             await self.deps.transcripts.append(session.id, reply, turn_id=job.id, guard=guard)
             return
         result = {"session": session.id, "reply": answer}
-        # No guard: complete_in is the lease check (LeaseLost when the job is no longer
-        # ours, and the append rolls back with it), one statement less on PostgreSQL.
         write = asyncio.ensure_future(
             self.deps.transcripts.append(
                 session.id,
                 reply,
                 turn_id=job.id,
+                guard=guard,
                 then=lambda conn: complete_in(conn, lease, result),
             )
         )
