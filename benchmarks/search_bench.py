@@ -15,14 +15,18 @@ Memory: the ranking query of memory search on a memory.db of 10,000, 100,000 and
 index's own migrations and writes in the sync's batches, then compacted as the sync's
 first build is (the million takes about three minutes and 1 GB: built once into --notes
 and reused; --huge-notes 0 skips it). Planted in each, in the oldest note: a rare
-phrase. Three rankings: bm25 over every match (before issue 27; up to 100,000 notes, it
+phrase. Four rankings: bm25 over every match (before issue 27; up to 100,000 notes, it
 takes seconds a query on a million), the window whose title and tag lookups were column
-filters on notes_fts (before m27: they walked every note holding the word), and the
+filters on notes_fts (before m27: they walked every note holding the word), the window
+as it is with the 200 notes it held before memsearch (a rare word held by fewer than
+200 of the 10,000 notes read 3.5x the rows on a million, its windows full), and the
 window as it is. The snippets and note rows read after ranking are per hit, the same at
 any size (memory_bench.py times the whole service at 10,000 notes).
 
 Prints p50/p95 in ms per query kind and ranking, the homes side by side, and the ratio of
-each bigger home's p50 to the smallest's. --memory-only skips the sessions.
+each bigger home's p50 to the smallest's. Each timed search starts from cold CPU caches
+(`cold`), and a query runs by one ranking on every home in turn before the next ranking.
+--memory-only skips the sessions.
 Run: python benchmarks/search_bench.py [--small DIR] [--big DIR] [--rounds N] [--memory-only]
 """
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import math
+import os
 import random
 import sqlite3
 import statistics
@@ -38,6 +43,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 from _harness import OLD_SESSIONS
 from big_home import build
 from memory_bench import COMMON, RARE, words
@@ -63,6 +69,8 @@ OLD_MEMORY = (
     "SELECT notes_fts.rowid, bm25(notes_fts, 10.0, 5.0, 1.0) AS score FROM notes_fts"
     " WHERE notes_fts MATCH ? ORDER BY score LIMIT ?"
 )
+# The memory window before memsearch.
+OLD_WINDOW = 200
 RARE_WORD = "zephyr"
 OLD_PHRASE = "quiet harbour lantern"
 SESSION_QUERIES = {
@@ -78,8 +86,9 @@ SESSION_QUERIES = {
 }
 MEMORY_QUERIES = {
     "common": ["coffee", "coffee tea", "python server backup"],
-    # 684 and 103 matches in 10k notes, 7,060 and 958 in 100k (the window holds 200);
-    # in titles 29 and 5, 311 and 39; in tags none (the tags are common words).
+    # 710 and 85 matches in 10k notes, 6,979 and 955 in 100k, 68,919 and 9,392 in 1M
+    # (the window holds 100); in titles 35 and 2, 301 and 47, 2,914 and 384; in tags none
+    # (the tags are common words). papapa fills no window in 10k: it reads fewer rows.
     "rare": [RARE[100], RARE[-1]],
     # Planted in the oldest note's body only: found through every newer note.
     "old phrase": [f'"{OLD_PHRASE}"'],
@@ -196,7 +205,7 @@ def column_filter_window(conn: sqlite3.Connection, query: str) -> list[tuple[int
     if not match:
         return []
     sql = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
-    inside = [int(r[0]) for r in conn.execute(sql, (match, MEMORY_WINDOW))]
+    inside = [int(r[0]) for r in conn.execute(sql, (match, OLD_WINDOW))]
     if not inside:
         return []
     oldest = inside[-1]
@@ -210,7 +219,7 @@ def column_filter_window(conn: sqlite3.Connection, query: str) -> list[tuple[int
             else:
                 sql = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?"
                 sql += " ORDER BY rowid DESC LIMIT ?"
-                bound = MEMORY_WINDOW
+                bound = OLD_WINDOW
             for (rowid,) in conn.execute(sql, (f'{column} : "{word}"', bound)):
                 if column == "body" and rowid not in scores:
                     continue
@@ -236,21 +245,36 @@ def measure(
     skip: frozenset[tuple[str, str]] = frozenset(),
 ) -> None:
     """Every ranking on every home but the (home, ranking) pairs in `skip`, alternating
-    (each ranking on one home, then on the next, query by query), `rounds` times over
-    every query: the load of a shared machine falls on every home alike, so the ratios
-    hold."""
+    (a query by one ranking on every home in turn, then by the next ranking), `rounds`
+    times over every query: the load of a shared machine falls on every home alike, so
+    the ratios hold. Each timed search starts from caches another task has filled
+    (`cold`), as a search in a busy process does: run after whatever came before it, a
+    search paid for that work's size (after bm25 or the column filters on 1,000,000
+    notes, 8 ms walking every note holding the word, a rare word's new ranking took
+    1.86x its 10k figure, 1.37x run alone)."""
     for kind, texts in queries.items():
         for _ in range(rounds):
             for text in texts:
-                for label, conn in conns.items():
-                    for name, run in rankings.items():
+                for name, run in rankings.items():
+                    for label, conn in conns.items():
                         if (label, name) in skip:
                             continue
+                        cold()
                         began = time.perf_counter()
                         run(conn, text)
                         spent = (time.perf_counter() - began) * 1000
                         into.setdefault((label, kind, name), []).append(spent)
                         into.setdefault((label, f"query {text}", name), []).append(spent)
+
+
+# Bigger than the machine's CPU caches (2 MB of L2 a core, 32 MB of L3 here).
+SCRATCH = np.ones(48 * 1024 * 1024 // 8, dtype=np.uint64)
+
+
+def cold() -> None:
+    """Fill the CPU caches with other data (read through 48 MB): every timed search
+    starts alike, whatever the one before it read."""
+    SCRATCH.sum()
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -355,7 +379,15 @@ def memory(root: Path, counts: list[int], rounds: int) -> None:
     def new(conn: sqlite3.Connection, text: str) -> object:
         return rank_window(conn, text, limit=10)
 
-    rankings: dict[str, Ranking] = {"old": old, "cols": column_filter_window, "new": new}
+    def w200(conn: sqlite3.Connection, text: str) -> object:
+        return rank_window(conn, text, limit=10, window=OLD_WINDOW)
+
+    rankings: dict[str, Ranking] = {
+        "old": old,
+        "cols": column_filter_window,
+        "w200": w200,
+        "new": new,
+    }
     conns = {label(count): sqlite3.connect(notes_index(root, count)) for count in counts}
     for home, conn in conns.items():
         ranked = [rowid for rowid, _ in rank_window(conn, f'"{OLD_PHRASE}"', limit=10)]
@@ -369,13 +401,16 @@ def memory(root: Path, counts: list[int], rounds: int) -> None:
     report(
         "memory search ranking, " + " vs ".join(f"{count:,}" for count in counts) + " notes"
         " (old: bm25 over every match; cols: the window, title and tag windows as column"
-        " filters on notes_fts, before m27; new: the window as it is)",
+        " filters on notes_fts, before m27; w200: the window of 200 notes, before memsearch;"
+        f" new: the window as it is, {MEMORY_WINDOW} notes)",
         list(conns),
         list(MEMORY_QUERIES),
         list(rankings),
         timings,
     )
-    report_queries(list(conns), MEMORY_QUERIES, "new", timings)
+    for name in ("w200", "new"):
+        report_queries(list(conns), MEMORY_QUERIES, name, timings)
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def main() -> None:
@@ -389,6 +424,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--memory-only", action="store_true", help="skip the sessions")
     args = parser.parse_args()
+    print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if not args.memory_only:
         sessions(args.small, args.big, args.big_messages, args.rounds)
     counts = [10_000, args.big_notes] + ([args.huge_notes] if args.huge_notes else [])

@@ -46,6 +46,7 @@ from habakkuk.services.skills import build_skills
 from habakkuk.services.toolset import ToolServices, build_tools, chats_run
 from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
+from habakkuk.services.voice import Voice
 from habakkuk.tools.processes import ProcessInfo, ProcessManager
 
 if TYPE_CHECKING:
@@ -136,8 +137,7 @@ class Runtime:
             mcp=lambda: self.mcp,
             http=self.http.describe,
         )
-        self.control.schedules = self.schedules  # the overview's (total, enabled)
-        self.control.board = self.board  # the overview's open_cards
+        self.control.schedules, self.control.board = self.schedules, self.board  # counts
         self.nodes = NodeRegistry(control_db, agents=config.serve.agents)  # joins in workers
         self.control.nodes = self.nodes  # the overview's nodes
         from habakkuk.work.delegation import Delegation  # sub-agents: a DelegationAccess
@@ -162,6 +162,7 @@ class Runtime:
             ),
         )
         self.tools.hooks = self.hooks
+        self.voice = Voice(config, self.env)  # the terminal's push-to-talk key
 
     # -- lifecycle -------------------------------------------------------------------
 

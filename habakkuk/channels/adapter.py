@@ -160,6 +160,11 @@ class Adapter(ABC):
     type: str = ""
     capabilities: frozenset[Capability] = frozenset()
     max_file_bytes: int = 25 * 1024 * 1024
+    # Whether every send inside a delivery carries a key derived from the delivery and its
+    # part (deliveries.SENDING), so the platform drops a resend after a crash (Discord's
+    # nonce, Matrix's transaction id, email's Message-ID); else the delivery worker writes
+    # the start of each send first, and a resumed part is `Sending.attempted`.
+    keyed_sends: bool = False
 
     def __init__(self, account: str):
         self.account = account
@@ -226,6 +231,19 @@ class Adapter(ABC):
     async def send_file(self, to: Address, path: Path, *, caption: str = "", name: str = "") -> str:
         """Send a file ("files") shown as `name` (default: its file name); returns the id."""
         raise Unsupported(f"{self.type} chats cannot receive files")
+
+    async def send_voice(
+        self,
+        to: Address,
+        path: Path,
+        *,
+        duration: float | None = None,
+        caption: str = "",
+        name: str = "",
+    ) -> str:
+        """Post a voice note (Ogg Opus, `duration` seconds when known) where the platform
+        has them; this default sends it as an audio file ("files")."""
+        return await self.send_file(to, path, caption=caption, name=name)
 
     async def send_poll(
         self, to: Address, question: str, options: list[str], *, multiple: bool = False

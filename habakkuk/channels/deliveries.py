@@ -6,6 +6,15 @@
 - Each chunk sent is recorded in `delivery_chunks` in the same transaction as
   a check that the job is still ours, so a retry resumes at the first unsent
   chunk.
+- A crash between the platform's answer to a send and that record leaves a chunk
+  that may or may not have reached the chat. Where every send carries a key derived
+  from the delivery and its chunk (`Adapter.keyed_sends`: Discord's nonce, Matrix's
+  transaction id, email's Message-ID, the web chat's job), the platform drops the
+  resend. Elsewhere the start of each send is written first (`delivery_attempts`,
+  in the same trip as the previous chunk's record), so a resumed chunk is known to
+  be ambiguous (`Sending.attempted`): Slack looks for it before posting again;
+  Telegram, Signal and WhatsApp cannot ask, so they send it again, and their window
+  is only the time from the platform's answer to the record (nothing else between).
 - `Undeliverable` (bot blocked, chat gone) fails the job for good; anything
   else retries with the queue's backoff.
 - Nothing fails in silence: a part the adapter cannot send to a chat it can reach
@@ -61,6 +70,7 @@ from .delivery_types import (
 )
 from .health import ActivityLog
 from .store import ChannelStore
+from .voice_replies import ReplySpeaker
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +87,8 @@ _KINDS: dict[type, str] = {
 }
 # delivery_chunks index of the notice about an unsent part (the part itself is chunk 0).
 NOTICE_CHUNK = 1000
+# delivery_chunks index of a reply's voice note (its text chunks count from 0).
+VOICE_CHUNK = 2000
 
 
 def unsent_notice(what: str, reason: str) -> str:
@@ -95,6 +107,9 @@ class Sending:
     # platform's transaction id derives from (Matrix), so a resend after a crash between
     # the send and its record makes no second message
     chunk: int = 0
+    # when an earlier send of this chunk started (0: none did) and left no record: it
+    # may have reached the chat, so an adapter that can look (Slack) looks first
+    attempted: float = 0.0
 
 
 # Set while the worker runs one delivery job. Platforms dedupe by their message ids; an
@@ -102,11 +117,12 @@ class Sending:
 SENDING: ContextVar[Sending | None] = ContextVar("habakkuk_delivery", default=None)
 
 
-def _sending_chunk(index: int) -> None:
-    """Say which part the next adapter call sends (see Sending.chunk)."""
+def _sending_chunk(index: int, attempted: float = 0.0) -> None:
+    """Say which part the next adapter call sends, and when an earlier send of it
+    started (see Sending.chunk and Sending.attempted)."""
     current = SENDING.get()
     if current is not None:
-        SENDING.set(replace(current, chunk=index))
+        SENDING.set(replace(current, chunk=index, attempted=attempted))
 
 
 AdapterFor = Callable[[str], Awaitable[Adapter | None]]
@@ -150,7 +166,7 @@ async def enqueue_reply(queue: JobQueue, turn: Job) -> bool:
     except ValueError as exc:
         log.info("turn %s has no reply: reply_to.to %s", turn.id, exc)
         return False
-    delivery = ReplyDelivery(to, turn.id, reply_to.message or None)
+    delivery = ReplyDelivery(to, turn.id, reply_to.message or None, reply_to.voice)
     return await enqueue_delivery(queue, reply_id(turn.id), delivery)
 
 
@@ -167,8 +183,11 @@ class DeliveryWorker:
         hooks: HookFirer | None = None,
         blobs: BlobStore | None = None,
         activity: ActivityLog | None = None,
+        speaker: ReplySpeaker | None = None,
     ):
         self.queue = queue
+        # speaks replies whose chat asked for voice (tts:); None: they go as text
+        self.speaker = speaker
         # A file delivery's blob may have been stored by another node (PostgreSQL homes):
         # fetched here before sending.
         self.blobs = blobs
@@ -244,13 +263,56 @@ class DeliveryWorker:
         if not text or text == SILENT_REPLY:  # a silent or stopped turn: only its draft goes
             return {"chunks": 0}
         SENDING.set(Sending(lease.job.id, delivery, turn.status))
+        # Only an answer is read aloud (a failure's notice is text), and only where the
+        # chat can get a file.
+        voice = delivery.voice if turn.status == "done" and adapter.can("files") else ""
+        if voice == "only":
+            spoken = await self._voice_note(lease, adapter, delivery, text)
+            if spoken is not None:
+                self._message_out(
+                    lease, adapter, delivery, spoken, turn=turn_id, status=turn.status,
+                    text=text, voice=True,
+                )  # fmt: skip
+                return spoken
         result = await self._send_text(
             lease, adapter, delivery.to, text, reply_to=delivery.reply_to
         )
+        if voice == "also":
+            spoken = await self._voice_note(lease, adapter, delivery, text)
+            if spoken is not None:
+                result["messages"] = [*result["messages"], *spoken["messages"]]
+                result["voice"] = True
+        # A reply read aloud says so to the message_out hooks (`voice`); text alone does not.
+        spoke = {"voice": True} if result.get("voice") else {}
         self._message_out(
-            lease, adapter, delivery, result, turn=turn_id, status=turn.status, text=text
-        )
+            lease, adapter, delivery, result, turn=turn_id, status=turn.status, text=text,
+            **spoke,
+        )  # fmt: skip
         return result
+
+    async def _voice_note(
+        self, lease: Lease, adapter: Adapter, delivery: ReplyDelivery, text: str
+    ) -> dict[str, Any] | None:
+        """The reply spoken and sent as a voice note (chunk VOICE_CHUNK, so a retry does not
+        send it twice); None when it could not be spoken or this chat refused it, so the
+        text is what the user gets (never a retry loop on the speech)."""
+        sent = await self.store.sent_chunks(lease.job.id)
+        if VOICE_CHUNK in sent:
+            return {"chunks": 1, "messages": [sent[VOICE_CHUNK]], "voice": True}
+        spoken = await self.speaker.speak(text) if self.speaker is not None else None
+        if spoken is None:
+            return None
+        _sending_chunk(VOICE_CHUNK)
+        try:
+            message_id = await adapter.send_voice(
+                delivery.to, spoken.path, duration=spoken.duration, name=spoken.name
+            )
+        except Unsupported as exc:  # over the limit, a kind it refuses: the text goes
+            log.info("a voice reply to %s was refused: %s", delivery.to, exc)
+            return None
+        self.activity.message_out(delivery.to.channel)
+        await self.store.record_chunk(lease, VOICE_CHUNK, message_id)
+        return {"chunks": 1, "messages": [message_id], "voice": True}
 
     def _message_out(
         self,
@@ -304,24 +366,52 @@ class DeliveryWorker:
         first_chunk: int = 0,
     ) -> dict[str, Any]:
         chunks = adapter.render(text)
-        sent = await self.store.sent_chunks(lease.job.id)
+        started = -1  # the chunk whose start was written in the last trip
+        attempted: dict[int, float] = {}
+        if adapter.keyed_sends:
+            sent = await self.store.sent_chunks(lease.job.id)
+        else:
+            indexes = range(first_chunk, first_chunk + len(chunks))
+            progress = await self.store.begin_send(lease, indexes)
+            sent, attempted = progress.sent, progress.attempted
+            started = -1 if progress.started is None else progress.started
         ids = []
         for index, chunk in enumerate(chunks, start=first_chunk):
             if index in sent:
                 ids.append(sent[index])
                 continue
             last = index == first_chunk + len(chunks) - 1
-            _sending_chunk(index)
+            if index != started:
+                await self._start(lease, adapter, index)
+            _sending_chunk(index, attempted.get(index, 0.0))
             message_id = await adapter.send_text(
                 address,
                 chunk,
                 reply_to=reply_to if index == first_chunk else None,
                 buttons=buttons if last and adapter.can("buttons") else None,
             )
-            self.activity.message_out(address.channel)
-            await self.store.record_chunk(lease, index, message_id)
+            self.activity.message_out(address.channel)  # a note in memory: no wait
+            # Nothing slow between the answer and the record: a crash there may double
+            # the chunk on a platform without keyed sends. The next chunk's attempt goes
+            # in the same trip.
+            started = index + 1 if not last and not adapter.keyed_sends else -1
+            await self.store.record_chunk(
+                lease, index, message_id, then=started if started >= 0 else None
+            )
             ids.append(message_id)
         return {"chunks": len(chunks), "messages": ids}
+
+    async def _attempted(self, adapter: Adapter, job: str) -> dict[int, float]:
+        """When the unrecorded sends of `job`'s chunks started (none where sends are keyed)."""
+        if adapter.keyed_sends:
+            return {}
+        return await self.store.attempted_chunks(job)
+
+    async def _start(self, lease: Lease, adapter: Adapter, index: int) -> None:
+        """Write that the send of chunk `index` starts, where the platform cannot drop a
+        resend by itself (a lost lease raises here, before anything is sent)."""
+        if not adapter.keyed_sends:
+            await self.store.start_chunk(lease, index)
 
     async def _send_file(
         self, lease: Lease, adapter: Adapter, delivery: FileDelivery
@@ -341,11 +431,22 @@ class DeliveryWorker:
         elif not adapter.can("files"):
             reason = f"{adapter.type} chats cannot receive files"
         else:
-            _sending_chunk(0)
+            attempted = await self._attempted(adapter, lease.job.id)
+            await self._start(lease, adapter, 0)
+            _sending_chunk(0, attempted.get(0, 0.0))
             try:
-                message_id = await adapter.send_file(
-                    delivery.to, path, caption=delivery.caption, name=name
-                )
+                if delivery.voice:
+                    message_id = await adapter.send_voice(
+                        delivery.to,
+                        path,
+                        duration=delivery.duration,
+                        caption=delivery.caption,
+                        name=name,
+                    )
+                else:
+                    message_id = await adapter.send_file(
+                        delivery.to, path, caption=delivery.caption, name=name
+                    )
             except Unsupported as exc:  # over the platform's limit, a kind it refuses
                 reason = str(exc)
             else:
@@ -387,7 +488,9 @@ class DeliveryWorker:
         sent = await self.store.sent_chunks(lease.job.id)
         if 0 in sent:
             return {"messages": [sent[0]]}
-        _sending_chunk(0)
+        attempted = await self._attempted(adapter, lease.job.id)
+        await self._start(lease, adapter, 0)
+        _sending_chunk(0, attempted.get(0, 0.0))
         try:
             message_id = await adapter.send_poll(delivery.to, question, options, multiple=multiple)
         except Unsupported:  # this poll refused (too many options, ...): it goes as text

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from habakkuk.engine.agent.requests import VOICE_REPLIES, VoiceReply
 from habakkuk.engine.jobs import JobKind, declare_kind
 from habakkuk.engine.payloads import JsonObject, PayloadError
 
@@ -52,21 +53,29 @@ class TextDelivery:
 
 @dataclass(frozen=True)
 class FileDelivery:
-    """A file (sent as `name`, else the path's name) with an optional caption."""
+    """A file (sent as `name`, else the path's name) with an optional caption. `voice`: it
+    is a voice note (Ogg Opus) of `duration` seconds, posted as one where the platform
+    has them (Adapter.send_voice), else as an audio file."""
 
     to: Address
     path: Path
     name: str = ""
     caption: str = ""
+    voice: bool = False
+    duration: float | None = None
 
     def to_json(self) -> JsonObject:
-        return {
+        payload: JsonObject = {
             "kind": "file",
             "to": str(self.to),
             "path": str(self.path),
             "name": self.name,
             "caption": self.caption,
         }
+        if self.voice:
+            payload["voice"] = True
+            payload["duration"] = self.duration
+        return payload
 
 
 @dataclass(frozen=True)
@@ -90,14 +99,25 @@ class PollDelivery:
 
 @dataclass(frozen=True)
 class ReplyDelivery:
-    """A turn's reply: its text is read from the finished turn job when it is sent."""
+    """A turn's reply: its text is read from the finished turn job when it is sent.
+    `voice`: it is also read aloud as a voice note after the text ("also"), or only so
+    ("only"; the text goes when speaking fails)."""
 
     to: Address
     turn: str
     reply_to: str | None = None
+    voice: VoiceReply = ""
 
     def to_json(self) -> JsonObject:
-        return {"kind": "reply", "turn": self.turn, "to": str(self.to), "reply_to": self.reply_to}
+        payload: JsonObject = {
+            "kind": "reply",
+            "turn": self.turn,
+            "to": str(self.to),
+            "reply_to": self.reply_to,
+        }
+        if self.voice:
+            payload["voice"] = self.voice
+        return payload
 
 
 Delivery = TextDelivery | FileDelivery | PollDelivery | ReplyDelivery
@@ -154,6 +174,8 @@ def from_payload(payload: object) -> Delivery:
             Path(_text(payload, "path")),
             name=_text(payload, "name", ""),
             caption=_text(payload, "caption", ""),
+            voice=_flag(payload, "voice"),
+            duration=_seconds(payload.get("duration")),
         )
     if kind == "poll":
         options = payload.get("options")
@@ -164,8 +186,14 @@ def from_payload(payload: object) -> Delivery:
             raise MalformedDelivery("multiple", "expected true or false")
         return PollDelivery(to, _text(payload, "question"), tuple(options), multiple)
     if kind == "reply":
+        voice = _text(payload, "voice", "")
+        if voice not in VOICE_REPLIES:
+            raise MalformedDelivery("voice", f"expected one of {VOICE_REPLIES}, got {voice!r}")
         return ReplyDelivery(
-            to, _text(payload, "turn"), reply_to=_message_id(payload.get("reply_to"))
+            to,
+            _text(payload, "turn"),
+            reply_to=_message_id(payload.get("reply_to")),
+            voice="also" if voice == "also" else "only" if voice == "only" else "",
         )
     raise MalformedDelivery("", f"unknown delivery kind {kind!r}")
 
@@ -177,6 +205,21 @@ def _text(payload: Mapping[str, Any], key: str, default: str | None = None) -> s
     if not isinstance(value, str):
         raise MalformedDelivery(key, f"expected a string, got {type(value).__name__}")
     return value
+
+
+def _flag(payload: Mapping[str, Any], key: str) -> bool:
+    value = payload.get(key, False)
+    if not isinstance(value, bool):
+        raise MalformedDelivery(key, "expected true or false")
+    return value
+
+
+def _seconds(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise MalformedDelivery("duration", f"expected seconds, got {value!r}")
+    return float(value)
 
 
 def _message_id(value: object) -> str | None:

@@ -97,6 +97,7 @@ class DiscordAdapter(Adapter):
     """One Discord bot."""
 
     type = "discord"
+    keyed_sends = True  # every send carries a nonce derived from the delivery (_nonce)
     capabilities: frozenset[Capability] = frozenset(
         {"edit", "typing", "buttons", "reactions", "files", "polls", "download"}
     )

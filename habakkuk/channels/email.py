@@ -73,6 +73,7 @@ class EmailAdapter(Adapter):
     """One mailbox: IMAP in, SMTP out."""
 
     type = "email"
+    keyed_sends = True  # every message's Message-ID derives from the delivery
     capabilities: frozenset[Capability] = frozenset({"files", "download"})
     max_file_bytes = FILE_LIMIT
 

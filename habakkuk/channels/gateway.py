@@ -28,7 +28,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,6 +51,7 @@ from .health import ActivityLog
 from .outbox import Outbox
 from .store import PROMPT_SECONDS, ChannelStore, Prompt
 from .tasks import cancel_and_wait
+from .voice_replies import voice_for
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +373,7 @@ class Gateway:
             full,
             turn_id=turn_id or turn_id_for(msg),
             attended=True,
-            reply_to=self.reply_to(msg),
+            reply_to=replace(self.reply_to(msg), voice=voice_for(config, msg, self.config.tts)),
             blocks=blocks,
         )
         await self.store.touch(msg.address.conversation)
@@ -427,8 +428,8 @@ class Gateway:
         return notes, blocks
 
     async def _transcribe(self, data: bytes, name: str, media_type: str) -> str:
-        """Text of a voice note (the one transcription client, channels/transcription.py)."""
-        from .transcription import TranscriptionError, transcribe
+        """Text of a voice note (the one transcription client, voice/transcription.py)."""
+        from habakkuk.voice.transcription import TranscriptionError, transcribe
 
         settings = self.config.transcription
         assert settings is not None

@@ -85,6 +85,7 @@ class MatrixAdapter(Adapter):
     """One Matrix account (a bot user with an access token)."""
 
     type = "matrix"
+    keyed_sends = True  # every send's transaction id derives from the delivery (_txn)
     capabilities: frozenset[Capability] = frozenset(
         {"edit", "typing", "reactions", "files", "download"}
     )
@@ -406,8 +407,27 @@ class MatrixAdapter(Adapter):
     async def download(self, attachment: Attachment) -> bytes:
         return await self.api.download(attachment.file_id, self.max_file_bytes)
 
+    async def send_voice(
+        self,
+        to: Address,
+        path: Path,
+        *,
+        duration: float | None = None,
+        caption: str = "",
+        name: str = "",
+    ) -> str:
+        """An m.audio with info.duration (milliseconds) marked as a voice message
+        (MSC3245), which Element shows as one."""
+        return await self.send_file(to, path, caption=caption, name=name, duration=duration)
+
     async def send_file(
-        self, to: Address, path_: Path, *, caption: str = "", name: str = ""
+        self,
+        to: Address,
+        path_: Path,
+        *,
+        caption: str = "",
+        name: str = "",
+        duration: float | None = None,
     ) -> str:
         name = name or path_.name
         size = await asyncio.to_thread(lambda: path_.stat().st_size)
@@ -431,6 +451,10 @@ class MatrixAdapter(Adapter):
             "info": {"mimetype": media_type, "size": len(data)},
             "m.mentions": {},
         }
+        if duration is not None and msgtype == "m.audio":
+            content["info"]["duration"] = round(duration * 1000)
+            content["org.matrix.msc1767.audio"] = {"duration": round(duration * 1000)}
+            content["org.matrix.msc3245.voice"] = {}
         content |= self._relation(to, None)
         return await self._send_event(
             decode_id(to.chat), "m.room.message", content, self._txn("file")

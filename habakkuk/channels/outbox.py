@@ -47,10 +47,20 @@ class Outbox:
         return await self.send(delivery, job_id)
 
     async def send_file(
-        self, job_id: str, to: Address | str, path: Path, name: str = "", caption: str = ""
+        self,
+        job_id: str,
+        to: Address | str,
+        path: Path,
+        name: str = "",
+        caption: str = "",
+        *,
+        voice: bool = False,
+        duration: float | None = None,
     ) -> bool:
-        """Queue a file (shown as `name`, else the path's name) with a caption."""
-        return await self.send(FileDelivery(_address(to), path, name, caption), job_id)
+        """Queue a file (shown as `name`, else the path's name) with a caption; `voice`: a
+        voice note (Ogg Opus) of `duration` seconds."""
+        delivery = FileDelivery(_address(to), path, name, caption, voice, duration)
+        return await self.send(delivery, job_id)
 
     async def send_poll(
         self,

@@ -17,6 +17,8 @@ from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, turn_request
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.toolkit.registry import ToolRegistry
+from habakkuk.engine.tts_config import TtsConfig
+from habakkuk.voice.speech import Secrets
 
 from .adapter import Adapter, FatalAdapterError
 from .deliveries import DeliveryWorker, enqueue_reply
@@ -29,7 +31,8 @@ from .store import ChannelStore
 from .supervisor import Backoff, Supervisor
 from .sweep import ReplySweep
 from .tasks import cancel_and_wait
-from .tools import OutboxOf, Poll, SendFile
+from .tools import OutboxOf, Poll, SendFile, Speak
+from .voice_replies import ReplySpeaker
 from .web import WebLog
 
 log = logging.getLogger(__name__)
@@ -37,11 +40,28 @@ log = logging.getLogger(__name__)
 SWEEP_EVERY_SECONDS = 60.0
 
 
-def register_tools(registry: ToolRegistry, outbox: OutboxOf) -> None:
+def register_tools(
+    registry: ToolRegistry,
+    outbox: OutboxOf,
+    tts: TtsConfig | None = None,
+    secrets: Secrets | None = None,
+) -> None:
     """send_file and poll, in toolset core, on the channel service `outbox` returns (call
-    when any chat runs: a configured channel or the HTTP server's web chat)."""
+    when any chat runs: a configured channel or the HTTP server's web chat); speak, in
+    toolset media, when `tts:` is configured (its key read from `secrets`)."""
     registry.register(SendFile(outbox), "core")
     registry.register(Poll(outbox), "core")
+    if tts is not None:
+        from habakkuk.voice.speech import build_synthesizer
+
+        synthesizer = build_synthesizer(tts, secrets if secrets is not None else {})
+        registry.register(Speak(outbox, tts, synthesizer), "media")
+
+
+def _reply_speaker(runtime: RuntimeFacade) -> ReplySpeaker | None:
+    """What speaks voice replies: the `tts:` provider, when one is configured."""
+    tts = runtime.config.tts
+    return ReplySpeaker(tts, runtime.env, runtime.blobs) if tts is not None else None
 
 
 class ChannelService(Outbox):
@@ -69,6 +89,7 @@ class ChannelService(Outbox):
             runtime.hooks,
             runtime.blobs,
             self.activity,
+            speaker=_reply_speaker(runtime),
         )
         # The web chat's account is supervised while the HTTP server runs (`attach_web`),
         # so only the process serving HTTP holds it.

@@ -27,8 +27,10 @@ before the daemon notices the stream is gone (its next write fails: at most one
 keepalive, 15 s). An envelope signal-cli pushes again (killed between pushing and
 clearing its message cache, it handles the cached envelope again) keeps its timestamp
 and author, so the gateway drops it as seen. Sends carry no idempotency key
-(signal-cli has none): a crash between Signal accepting a chunk and its id being
-recorded resends that one chunk, as with Telegram.
+(signal-cli has none, and no history of what we sent to look in): a crash between Signal
+accepting a chunk and its id being recorded resends that one chunk, as with Telegram. The
+window is only the time from signal-cli's answer to the record (channels/deliveries.py),
+and the start of each send is written first (delivery_attempts), so such a chunk is known.
 """
 
 from __future__ import annotations

@@ -12,6 +12,11 @@
   data; edits with chat.update, files through files.getUploadURLExternal, the upload
   and files.completeUploadExternal. Slack shows no typing for Socket Mode apps, so
   the adapter has no "typing"; with `reactions: true` a 👀 reaction shows the work.
+- Exactly once: each chunk a delivery posts carries the delivery and chunk as message
+  metadata, and a chunk a crash may have posted (its send started, no record) is looked
+  for with conversations.history/replies before it is posted again
+  (habakkuk/channels/slack_sent.py). Files have no metadata: a crash between Slack's
+  answer to files.completeUploadExternal and its record shares the file again.
 - Errors: habakkuk/channels/slack_api.py maps Slack's codes (429 with Retry-After,
   a refused token fatal, a gone chat undeliverable).
 
@@ -55,6 +60,7 @@ from .adapter import (
     Undeliverable,
     Unsupported,
 )
+from .deliveries import SENDING
 from .http_download import read_capped
 from .platforms import AdapterContext
 from .slack_api import DEFAULT_BASE_URL, Identity, SlackRefused, WebApi
@@ -67,6 +73,7 @@ from .slack_events import (
     SlackMessage,
 )
 from .slack_format import blocks_of, mrkdwn_chunks, plain_text, reply_mention, section
+from .slack_sent import delivery_metadata, posted_chunk
 from .slack_setup import SLACK_SETUP
 from .slack_socket import ConnectionLost, SocketSession
 
@@ -297,11 +304,23 @@ class SlackAdapter(Adapter):
         if reply_to and not params["channel"].startswith("D"):
             # In a shared channel the answer names whom it answers (a DM has one person).
             chunk = reply_mention(self._authors.get(reply_to, "")) + chunk
+        target = dict(params)
         params |= {"text": chunk, "unfurl_links": False, "unfurl_media": False}
         if buttons:
             params["blocks"] = blocks_of(chunk, buttons)
-        result = await self.api.call("chat.postMessage", params)
-        ts = str(result.get("ts", ""))
+        sending = SENDING.get()
+        ts = ""
+        if sending is not None:
+            # The chunk's key goes with it; a crash after an earlier send of it started
+            # may have posted it already: looked for first (habakkuk/channels/slack_sent.py).
+            params["metadata"] = delivery_metadata(sending.job, sending.chunk)
+            if sending.attempted:
+                ts = await posted_chunk(
+                    self.api, target, sending.job, sending.chunk, since=sending.attempted
+                )
+        if not ts:
+            result = await self.api.call("chat.postMessage", params)
+            ts = str(result.get("ts", ""))
         if buttons:
             self._texts.remember(ts, chunk)
         return ts

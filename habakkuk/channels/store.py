@@ -93,6 +93,15 @@ CREATE TABLE IF NOT EXISTS delivery_chunks (
     at REAL NOT NULL,
     PRIMARY KEY (delivery, idx)
 );
+-- A send of a chunk that started (written before it, by the lease owner that sent it):
+-- a chunk with an attempt and no row in delivery_chunks may have reached the chat.
+CREATE TABLE IF NOT EXISTS delivery_attempts (
+    delivery TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (delivery, idx, owner)
+);
 CREATE TABLE IF NOT EXISTS channel_prompts (
     id TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
@@ -180,6 +189,13 @@ CREATE TABLE IF NOT EXISTS delivery_chunks (
     message_id TEXT NOT NULL,
     at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (delivery, idx)
+);
+CREATE TABLE IF NOT EXISTS delivery_attempts (
+    delivery TEXT NOT NULL,
+    idx BIGINT NOT NULL,
+    owner TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (delivery, idx, owner)
 );
 CREATE TABLE IF NOT EXISTS channel_prompts (
     id TEXT PRIMARY KEY,
@@ -325,6 +341,15 @@ class SweepMark:
 
     updated_at: float
     seq: int
+
+
+@dataclass(frozen=True)
+class SendProgress:
+    """Where a delivery's sends stand as it (re)starts (ChannelStore.begin_send)."""
+
+    sent: dict[int, str]  # chunk -> the platform's message id
+    attempted: dict[int, float]  # unrecorded chunk whose send started -> its first start
+    started: int | None  # the chunk whose send was noted as starting now (None: all sent)
 
 
 @dataclass
@@ -626,16 +651,54 @@ class ChannelStore:
     # -- delivery progress --------------------------------------------------------------------
 
     async def sent_chunks(self, delivery: str) -> dict[int, str]:
-        rows = await self.db.fetchall(
-            "SELECT idx, message_id FROM delivery_chunks WHERE delivery = ?", (delivery,)
-        )
+        rows = await self.db.fetchall(_SENT, (delivery,))
         return {int(r["idx"]): str(r["message_id"]) for r in rows}
 
-    async def record_chunk(self, lease: Lease, index: int, message_id: str) -> None:
-        """Record a sent chunk, in the same transaction as a check that the job is still ours."""
+    async def attempted_chunks(self, delivery: str) -> dict[int, float]:
+        """When a send of each chunk of `delivery` first started (delivery_attempts): a
+        chunk started and not in `sent_chunks` may have reached the chat."""
+        rows = await self.db.fetchall(_ATTEMPTED, (delivery,))
+        return {int(r["idx"]): float(r["first"]) for r in rows}
 
-        # The jobs table is this database's own: SQLite's `main`, PostgreSQL's schema.
-        schema = "main" if self.db.dialect == "sqlite" else self.db.name
+    async def begin_send(self, lease: Lease, chunks: range) -> SendProgress:
+        """In one trip, as a delivery starts sending `chunks`: which were sent, when the
+        unrecorded sends of the others first started, and the start of the first unsent
+        one's send noted now (start_chunk). A lost lease raises before anything is sent."""
+        schema = self._jobs_schema()
+        job = lease.job.id
+
+        def _begin(conn: Conn) -> SendProgress:
+            lease.check(conn, schema)
+            sent = {int(r["idx"]): str(r["message_id"]) for r in conn.execute(_SENT, (job,))}
+            attempted = {int(r["idx"]): float(r["first"]) for r in conn.execute(_ATTEMPTED, (job,))}
+            first = next((index for index in chunks if index not in sent), None)
+            if first is not None:
+                _attempt(conn, lease, first)
+            return SendProgress(sent, attempted, first)
+
+        # Bounded by primary keys, beside other writers (as record_chunk): one trip where
+        # a delivery without attempts took one read.
+        return await self.db.write(_begin, shared=True)
+
+    async def start_chunk(self, lease: Lease, index: int) -> None:
+        """Note that a send of chunk `index` starts now (a check that the job is still
+        ours in the same transaction: a lost lease sends nothing)."""
+        schema = self._jobs_schema()
+
+        def _start(conn: Conn) -> None:
+            lease.check(conn, schema)
+            _attempt(conn, lease, index)
+
+        # Bounded by primary keys and written to run beside other writers (the lease
+        # check's row lock): no wait for the store's writer lock (PostgreSQL's) before a send.
+        await self.db.write(_start, shared=True)
+
+    async def record_chunk(
+        self, lease: Lease, index: int, message_id: str, *, then: int | None = None
+    ) -> None:
+        """Record a sent chunk, in the same transaction as a check that the job is still ours;
+        `then`: the chunk whose send starts next, noted in the same trip (start_chunk)."""
+        schema = self._jobs_schema()
 
         def _record(conn: Conn) -> None:
             lease.check(conn, schema)
@@ -645,8 +708,20 @@ class ChannelStore:
                 " at = excluded.at",
                 (lease.job.id, index, message_id, time.time()),
             )
+            if then is not None:
+                _attempt(conn, lease, then)
 
-        await self.db.write(_record)
+        # Between the platform's answer and this record a crash sends the chunk again
+        # where the platform has no key to drop it by, so nothing waits here that need
+        # not: bounded by primary keys, it runs beside other writers (the lease check's
+        # row lock fences it), without PostgreSQL's store writer lock, which any long
+        # write of control.db on any node holds; SQLite commits it with the writes
+        # waiting beside it.
+        await self.db.write(_record, shared=True)
+
+    def _jobs_schema(self) -> str:
+        """The jobs table is this database's own: SQLite's `main`, PostgreSQL's schema."""
+        return "main" if self.db.dialect == "sqlite" else self.db.name
 
     # -- prompts waiting for an answer (shared by every process) ---------------------------
 
@@ -777,6 +852,20 @@ class ChannelStore:
         await self.db.write(
             lambda conn: conn.execute("DELETE FROM channel_drafts WHERE turn = ?", (turn,))
         )
+
+
+# A delivery's recorded chunks, and the first start of each chunk's sends.
+_SENT = "SELECT idx, message_id FROM delivery_chunks WHERE delivery = ?"
+_ATTEMPTED = "SELECT idx, MIN(at) AS first FROM delivery_attempts WHERE delivery = ? GROUP BY idx"
+
+
+def _attempt(conn: Conn, lease: Lease, index: int) -> None:
+    """Insert the attempt of chunk `index` by this lease's owner (its first time kept)."""
+    conn.execute(
+        "INSERT INTO delivery_attempts(delivery, idx, owner, at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(delivery, idx, owner) DO NOTHING",
+        (lease.job.id, index, lease.owner, time.time()),
+    )
 
 
 def dumps(data: Any) -> str:

@@ -9,6 +9,13 @@
   characters; a chunk Telegram cannot parse is resent as plain text.
 - Errors map to what the delivery worker needs: 403 and "chat not found" are
   Undeliverable, 429 is RetryAfter, 401 is fatal for the adapter.
+- Exactly once, as near as the Bot API allows: sendMessage takes no idempotency key and
+  a bot cannot read a chat's history, so a crash after Telegram took a chunk and before
+  the delivery recorded it sends that chunk again on resume. The window is the time from
+  Telegram's answer to the record, with nothing else in it (channels/deliveries.py: the
+  record skips PostgreSQL's store writer lock; the next chunk's start rides in the same
+  trip); the start of each send is written first (delivery_attempts), so such a chunk
+  is known.
 """
 
 from __future__ import annotations
@@ -362,6 +369,34 @@ class TelegramAdapter(Adapter):
         form.add_field(field, data, filename=name)
         method = "sendPhoto" if photo else "sendDocument"
         result = await self._bad_request_is_final_form(method, form)
+        return str(result["message_id"])
+
+    async def send_voice(
+        self,
+        to: Address,
+        path: Path,
+        *,
+        duration: float | None = None,
+        caption: str = "",
+        name: str = "",
+    ) -> str:
+        """A voice note (sendVoice, with its length in whole seconds); audio that is not
+        Ogg Opus goes as a document, which Telegram would not play as a voice note."""
+        data = await asyncio.to_thread(path.read_bytes)
+        name = name or path.name
+        if data[:4] != b"OggS":
+            return await self.send_file(to, path, caption=caption, name=name)
+        if len(data) > DOCUMENT_LIMIT:
+            raise Unsupported(f"{name} is over Telegram's 50 MB limit")
+        form = aiohttp.FormData()
+        for key, value in self._target(to).items():
+            form.add_field(key, str(value))
+        if caption:
+            form.add_field("caption", caption[:1024])
+        if duration is not None:
+            form.add_field("duration", str(max(1, round(duration))))
+        form.add_field("voice", data, filename=name, content_type="audio/ogg")
+        result = await self._bad_request_is_final_form("sendVoice", form)
         return str(result["message_id"])
 
     async def _bad_request_is_final_form(self, method: str, form: aiohttp.FormData) -> Any:

@@ -1,4 +1,4 @@
-"""Tools that reach the chat a turn belongs to: send_file and poll.
+"""Tools that reach the chat a turn belongs to: send_file, poll and speak (with `tts:`).
 
 Registered (toolset core) when any chat runs (a configured channel, or the web chat of
 the HTTP server), bound to the running channel service (engine/toolkit/service_tool.py:
@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Protocol
 from habakkuk.engine.outbox_access import TurnChats
 from habakkuk.engine.toolkit.permissions import Risk, inside
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+from habakkuk.engine.tts_config import TtsConfig
+from habakkuk.voice.speech import SpeechSynthesizer
 
 FILE_LIMIT_BYTES = 50 * 1024 * 1024
 
@@ -28,7 +30,15 @@ class ChatOutbox(TurnChats, Protocol):
     files and polls."""
 
     async def send_file(
-        self, job_id: str, to: str, path: Path, name: str = "", caption: str = ""
+        self,
+        job_id: str,
+        to: str,
+        path: Path,
+        name: str = "",
+        caption: str = "",
+        *,
+        voice: bool = False,
+        duration: float | None = None,
     ) -> bool: ...
 
     async def send_poll(
@@ -154,3 +164,76 @@ class Poll(ChatTool):
             job, to, str(args["question"]), options, bool(args.get("multiple", False))
         )
         return ToolOutput(f"poll queued for {to}")
+
+
+class Speak(ChatTool):
+    """speak(text, voice?): say something to the chat as a voice note (spec 000 "Media":
+    Speech). The audio is saved under voice/ in the workspace, then queued as a file
+    with the voice flag and its length: a voice note where the platform has them, an
+    audio file elsewhere."""
+
+    name: ClassVar[str] = "speak"
+    description: ClassVar[str] = (
+        "Say something to the user as a voice note in the chat this conversation is in "
+        "(text to speech; plain sentences, no Markdown). The audio is also saved under "
+        "voice/ in the workspace. It arrives before your reply."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "minLength": 1, "description": "what to say"},
+            "voice": {"type": "string", "description": "a voice of the provider (optional)"},
+        },
+        "required": ["text"],
+        "additionalProperties": False,
+    }
+    risk: ClassVar[Risk] = Risk.NETWORK  # the text goes to the speech provider
+
+    def __init__(self, outbox: OutboxOf, tts: TtsConfig, synthesizer: SpeechSynthesizer) -> None:
+        super().__init__(outbox)
+        self.tts = tts
+        self.synthesizer = synthesizer
+
+    def title(self, args: dict[str, Any]) -> str:
+        return str(args.get("text", ""))[:200]
+
+    def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path] | None:
+        return [ctx.workspace / "voice"]  # where the audio is saved
+
+    def risk_for(self, args: dict[str, Any], ctx: ToolContext) -> Risk:
+        # espeak-ng speaks on this machine: only a file in the workspace is written (run in
+        # workspace mode, refused read-only); the others send the text to the provider.
+        return Risk.WRITE if self.tts.provider == "espeak" else Risk.NETWORK
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        from habakkuk.voice.speech import SpeechError, suffix_of
+
+        text = str(args["text"]).strip()
+        if len(text) > self.tts.max_chars:
+            raise ToolError(
+                f"the text is {len(text):,} characters; tts.max_chars allows "
+                f"{self.tts.max_chars:,} (say less, or split it)"
+            )
+        to = await self.chat(ctx)  # before paying for speech no chat can get
+        voice = str(args.get("voice") or "").strip() or None
+        try:
+            spoken = await self.synthesizer.synthesize(text, voice)
+        except SpeechError as exc:
+            raise ToolError(str(exc)) from None
+        job = _call_key(ctx, self.name, args)
+        suffix = suffix_of(spoken.mime)
+        name = f"{job.rsplit(':', 1)[-1]}{suffix}"
+        saved = ctx.workspace / "voice" / name
+        await asyncio.to_thread(_write, saved, spoken.data)
+        blob = await ctx.blobs.put(spoken.data, suffix)
+        await self.outbox().send_file(
+            job, to, blob, name, voice=spoken.mime == "audio/ogg", duration=spoken.duration_s
+        )
+        length = f", {spoken.duration_s:.1f} s" if spoken.duration_s is not None else ""
+        kind = "voice note" if spoken.mime == "audio/ogg" else f"audio file ({spoken.mime})"
+        return ToolOutput(f"queued a {kind} for {to} (voice/{name}{length})")
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)

@@ -146,6 +146,7 @@ class WebAdapter(Adapter):
     """The web chat account: sends append to web.db."""
 
     type = "web"
+    keyed_sends = True  # the log drops an entry whose delivery it holds (dedupe)
     capabilities: frozenset[Capability] = frozenset({"buttons", "files"})
 
     def __init__(self, config: ChannelConfig, log: WebLog):

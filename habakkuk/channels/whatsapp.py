@@ -16,8 +16,15 @@
   document or audio messages (voice notes as push-to-talk Ogg Opus); media in is
   downloaded and decrypted by the library. WhatsApp has no buttons for a linked device
   (they are a Business API feature), so approvals are typed ("yes" / "no").
-- Sends cannot carry an id of our choosing through neonize 0.5.2, so a delivery retried
-  after a crash between WhatsApp's answer and the recorded chunk may send that chunk twice.
+- Sends cannot carry an id of our choosing through neonize 0.5.2: whatsmeow's
+  SendMessage takes one (SendRequestExtra.ID, and WhatsApp drops a second message with
+  the same id), but neonize's `send_message` passes no extra and its Go side builds
+  SendRequestExtra with AdditionalNodes only (goneonize/main.go, still so upstream);
+  `send_fb_message` takes an ID but sends Messenger's consumer-application messages, not
+  a WhatsApp chat message. So a delivery resumed after a crash between WhatsApp's answer
+  and the recorded chunk sends that chunk again, as with Telegram: the window is the time
+  from the answer to the record, and the start of each send is written first
+  (delivery_attempts), so such a chunk is known.
 - neonize 0.5.2 does not expose whatsmeow's SynchronousAck: the Go core acknowledges a
   message when it arrives, not after our handler returned, so a crash in the moment
   between its arrival and the gateway's durable enqueue loses that one message.
@@ -246,7 +253,27 @@ class WhatsAppAdapter(Adapter):
             raise Undeliverable(f"download {attachment.name}: WhatsApp returned no data")
         return data
 
-    async def send_file(self, to: Address, path: Path, *, caption: str = "", name: str = "") -> str:
+    async def send_voice(
+        self,
+        to: Address,
+        path: Path,
+        *,
+        duration: float | None = None,
+        caption: str = "",
+        name: str = "",
+    ) -> str:
+        """A push-to-talk voice note (an .ogg goes as one) with its length in seconds."""
+        return await self.send_file(to, path, caption=caption, name=name, duration=duration)
+
+    async def send_file(
+        self,
+        to: Address,
+        path: Path,
+        *,
+        caption: str = "",
+        name: str = "",
+        duration: float | None = None,
+    ) -> str:
         from neonize.exc import NeonizeError
 
         data = await asyncio.to_thread(path.read_bytes)
@@ -254,14 +281,16 @@ class WhatsAppAdapter(Adapter):
         if len(data) > DOCUMENT_LIMIT:
             raise Unsupported(f"{name} is over WhatsApp's 100 MB limit")
         try:
-            message = await build_media(self._connected(), data, name, caption)
+            message = await build_media(self._connected(), data, name, caption, duration)
         except NeonizeError as exc:
             raise _mapped(f"upload {name}", exc) from None
         response = await self._send(to, message)
         return str(response.ID)
 
 
-async def build_media(client: WhatsAppClient, data: bytes, name: str, caption: str) -> WAMessage:
+async def build_media(
+    client: WhatsAppClient, data: bytes, name: str, caption: str, duration: float | None = None
+) -> WAMessage:
     """Upload `data` and build the message that shows it: an image (JPEG/PNG up to
     16 MB), a push-to-talk voice note (.ogg/.opus), audio, or else a document."""
     from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import (
@@ -300,6 +329,7 @@ async def build_media(client: WhatsAppClient, data: bytes, name: str, caption: s
             fileLength=up.FileLength,
             mimetype=mime,
             PTT=voice,
+            seconds=max(1, round(duration)) if duration is not None else None,
         )
         return WAMessage(audioMessage=audio)
     up = await client.upload(data, MediaType.MediaDocument)

@@ -22,6 +22,12 @@ from habakkuk.engine.exit_codes import EXIT_OK, error_line, exit_code  # stdlib-
 # command: (its module, the help line, the description of its own --help or None).
 COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "run": ("habakkuk.cli.run", "run one turn (or a /command) and print the reply", None),
+    "talk": (
+        "habakkuk.cli.talk",
+        "talk with an agent: the microphone in, the reply spoken",
+        "A voice loop: each utterance is transcribed (transcription:) and asked in the "
+        "session; the reply is printed and spoken (tts:). Settings under talk:.",
+    ),
     "serve": ("habakkuk.cli.serve", "run every worker headless (same as --serve)", None),
     "sessions": ("habakkuk.cli.sessions", "list, search, export and compact sessions", None),
     "init": ("habakkuk.cli.setup", "write a commented starter config (offline demo)", None),

@@ -68,6 +68,10 @@ class ChannelConfig:
     groups: Literal["mention", "all", "off"] = "mention"
     reactions: bool = False
     progress: bool = True
+    # replies read aloud as a voice note (tts:): never, when the user's message carried
+    # audio (mirror), or always; voice_text false sends the voice note without the text
+    voice_replies: Literal["off", "mirror", "always"] = "off"
+    voice_text: bool = True
     poll_timeout: int = 30
     # an adapter silent for longer than this (no message, no keepalive) is reconnected
     silent_limit: float | str = "2m"

@@ -21,12 +21,14 @@ from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .presets import PRESETS, ProviderType
+from .talk_config import TalkConfig, resolve_talk
 from .toolsets import (
     DEFAULT_TOOLSETS,
     KNOWN_TOOLSETS,
     MCP_PREFIX,
     offer_to_default_agents,
 )
+from .tts_config import TtsConfig, resolve_tts
 
 Mode = Literal["read-only", "ask", "workspace", "full"]
 Approvals = Literal["human", "reviewer", "reviewer_then_human"]
@@ -478,9 +480,11 @@ class Config:
     skills: SkillsConfig = field(default_factory=SkillsConfig)
     board: BoardConfig = field(default_factory=BoardConfig)
     delegation: DelegationConfig = field(default_factory=DelegationConfig)
+    talk: TalkConfig = field(default_factory=TalkConfig)
     images: ImagesConfig | None = None
     video: VideoConfig | None = None
     search: SearchConfig | None = None
+    tts: TtsConfig | None = None
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -723,12 +727,15 @@ def _resolve(config: Config, home: Home) -> None:
     _resolve_hooks(config)
     _resolve_memory(config, config.memory)
     _resolve_skills(config, config.skills)
+    resolve_talk(config.talk, config.path)
     if config.http is not None:
         _resolve_http(config, config.http)
     _resolve_channels(config)
     _resolve_generation(config)
     if config.search is not None:
         _resolve_search(config, config.search)
+    if config.tts is not None:
+        resolve_tts(config.tts, path)
 
 
 def hosted_agents(config: Config, names: Sequence[str], where: str) -> list[str]:
@@ -953,6 +960,12 @@ def _resolve_channels(config: Config) -> None:
             f"{path}:{line_of(web)}: channels.{web.name}: the web chat's account "
             f"(http.account) must be of type web, not {web.type}"
         )
+    for channel in config.channels.values():
+        if channel.voice_replies != "off" and config.tts is None:
+            raise ConfigError(
+                f"{path}:{line_of(channel, 'voice_replies')}: channels.{channel.name}."
+                f"voice_replies: {channel.voice_replies} needs a tts: section to speak with"
+            )
     if config.transcription is not None:
         url = config.transcription.base_url
         if not re.match(r"https?://[^/\s]+", url):

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from habakkuk.engine.sql import Conn, Row, Schema
 
+from . import compact_json
 from .errors import LeaseLost
 from .hostname import this_host
 from .leases import process_alive
@@ -248,8 +249,8 @@ JOB_COLUMNS = (
 # The claim's rows by (run_after, seq): the order its subquery picked them in.
 _CLAIM_ORDER = operator.itemgetter(7, 16)
 
-# json.dumps with separators builds a new encoder per call; one encoder, built once.
-_compact_json = json.JSONEncoder(separators=(",", ":")).encode
+# json.dumps with separators, without its per-call layers (engine/compact_json.py).
+_compact_json = compact_json.dumps
 
 REAP_INTERVAL = 1.0
 # The most rows a queue write may touch and still run inline (on the event loop's
@@ -355,7 +356,7 @@ class Job:
             job_id,
             kind,
             serial_key,
-            json.loads(payload),
+            compact_json.loads(payload),
             status,
             attempts,
             max_attempts,
@@ -364,7 +365,7 @@ class Job:
             until,
             bool(cancel),
             error,
-            json.loads(result) if result else None,
+            compact_json.loads(result) if result else None,
             created_at,
             updated_at,
             agent,
@@ -618,9 +619,6 @@ class JobQueue:
         self._enqueues: dict[
             asyncio.AbstractEventLoop, list[tuple[_Row, asyncio.Future[bool]]]
         ] = {}
-        # Loops on which an enqueue was written inline in the pass now running: the
-        # others of that pass are collected (see `enqueue`).
-        self._enqueued_inline: set[asyncio.AbstractEventLoop] = set()
         db.prepare_inline()  # its enqueue, claim, complete and heartbeat write inline
 
     # -- enqueue -----------------------------------------------------------------
@@ -664,11 +662,11 @@ class JobQueue:
             "",
         )
         pending = self._enqueues.get(loop)
-        if pending is None and loop not in self._enqueued_inline:
-            outcome = self.db.write_if_free(_inserter([row], self.db.dialect))
+        if pending is None:
+            # The first of a pass (`once`: the others of that pass are collected).
+            insert = _inserter([row], self.db.dialect)
+            outcome = self.db.write_if_free(insert, loop, once=self, one_statement=True)
             if outcome is not None:
-                self._enqueued_inline.add(loop)
-                loop.call_soon(self._enqueued_inline.discard, loop)  # in the next pass
                 self._settle_enqueues([(row, future)], outcome)
                 return future
         if pending is None:
@@ -851,15 +849,16 @@ class JobQueue:
         with other work on the loop meanwhile (a pool with jobs running), whose
         transaction runs on the database thread beside that work, on another core.
         """
-        finish = _completer(self.db.dialect, done)
         claim = self._claimer(kinds)
         # Inline only when small and no reap is due: reaping probes processes and runs
         # the kinds' bookkeeping, which belongs on the database thread.
         reap = limit > 0 and time.time() - self._last_reap >= REAP_INTERVAL
         inline = inline and not reap and len(done) + limit <= INLINE_ROWS
+        # A claim alone (`claim`, `claim_many`) builds no completer.
+        finish = _completer(self.db.dialect, done) if done else None
 
         def _settle(conn: Conn) -> tuple[list[bool], list[Job]]:
-            finished = finish(conn) if done else []
+            finished = finish(conn) if finish is not None else []
             return finished, claim(conn, limit, not inline) if limit > 0 else []
 
         try:
@@ -978,7 +977,12 @@ class JobQueue:
             return beats
 
         beats = (
-            await self.db.write(_beat, inline=len(leases) <= INLINE_ROWS, shared=True)
+            await self.db.write(
+                _beat,
+                inline=len(leases) <= INLINE_ROWS,
+                shared=True,
+                one_statement=len(leases) == 1,  # one UPDATE
+            )
             if leases
             else []
         )
@@ -1068,7 +1072,7 @@ class JobQueue:
         error: str | None = None,
     ) -> None:
         finish = self._finisher(lease, status, result=result, error=error)
-        if not await self.db.write(finish, inline=True):
+        if not await self.db.write(finish, inline=True, one_statement=True):
             raise LeaseLost(f"job {lease.job.id}: lease lost before it finished")
         lease.job.status = status
 
@@ -1386,12 +1390,18 @@ def _insert_row(conn: Conn, row: _Row, now: float, schema: str = "main") -> bool
     job_id, kind, serial_key, payload, max_attempts, delay, agent, node = row
     if max_attempts != 1 and at_most_once(kind):
         max_attempts = 1  # the kind's declaration wins over what the caller asked
-    statement = _INSERT_NOTIFY if on_postgres(conn) else _INSERT
     cursor = conn.execute(
-        statement.format(table=jobs_table(schema)),
+        _insert_sql(on_postgres(conn), schema),
         (job_id, kind, serial_key, payload, max_attempts, now + delay, now, now, agent, node),
     )
     return cursor.rowcount == 1
+
+
+@functools.cache
+def _insert_sql(postgres: bool, schema: str) -> str:
+    """`_insert_row`'s statement on an engine, for the jobs table of `schema` (formatted
+    once: each enqueue runs it)."""
+    return (_INSERT_NOTIFY if postgres else _INSERT).format(table=jobs_table(schema))
 
 
 # Several jobs in one statement on PostgreSQL (each statement is a round trip); the

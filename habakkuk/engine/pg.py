@@ -506,6 +506,7 @@ class PgDatabase:
         *,
         inline: bool = False,
         shared: bool = False,
+        one_statement: bool = False,
         keys: Sequence[str] = (),
     ) -> T:
         return await self._submit(fn, write=True, mode=_mode(inline, shared, keys), keys=keys)
@@ -520,7 +521,14 @@ class PgDatabase:
     ) -> asyncio.Future[T]:
         return self._submit(fn, write=True, mode=_mode(inline, shared, keys), keys=keys)
 
-    def write_if_free(self, fn: Callable[[Conn], T]) -> tuple[bool, Any] | None:
+    def write_if_free(
+        self,
+        fn: Callable[[Conn], T],
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        once: object = None,
+        one_statement: bool = False,
+    ) -> tuple[bool, Any] | None:
         """Never here and now: every PostgreSQL call is a round trip to the server."""
         return None
 

@@ -108,6 +108,7 @@ class Database(Protocol):
         *,
         inline: bool = False,
         shared: bool = False,
+        one_statement: bool = False,
         keys: Sequence[str] = (),
     ) -> T:
         """Run `fn(conn)` in one transaction that serialises with the database's other
@@ -115,9 +116,11 @@ class Database(Protocol):
         (SQLite may run it on the loop's thread). `inline` or `shared`: `fn` is written
         to run beside other writers (row locks, SKIP LOCKED, fencing), so an engine
         with several writers (PostgreSQL) lets it in without the store's writer lock.
-        `keys`: `fn` reads and changes only what these names stand for (a session id),
-        so such an engine serialises it only with the writes of the same keys and with
-        the writes taken whole (those without keys); SQLite's one writer holds them all."""
+        `one_statement`: `fn` runs one statement, a transaction by itself (SQLite inline
+        runs it without BEGIN and COMMIT around it). `keys`: `fn` reads and changes only
+        what these names stand for (a session id), so such an engine serialises it only
+        with the writes of the same keys and with the writes taken whole (those without
+        keys); SQLite's one writer holds them all."""
         ...
 
     def write_now(
@@ -131,9 +134,18 @@ class Database(Protocol):
         """`write`, handed over at once (for a caller that collected a pass's work)."""
         ...
 
-    def write_if_free(self, fn: Callable[[Conn], T]) -> tuple[bool, Any] | None:
+    def write_if_free(
+        self,
+        fn: Callable[[Conn], T],
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        once: object = None,
+        one_statement: bool = False,
+    ) -> tuple[bool, Any] | None:
         """`fn` written here and now when that costs no wait: its outcome, (True, the
-        value) or (False, the exception); None, and nothing ran, otherwise."""
+        value) or (False, the exception); None, and nothing ran, otherwise. `loop`: the
+        running loop, when the caller has it; `once`: a key of which at most one write
+        per pass of the loop runs here."""
         ...
 
     def prepare_inline(self) -> None:

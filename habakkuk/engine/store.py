@@ -44,6 +44,12 @@ COMMIT (a kill -9 loses nothing committed), a failing call rolls back alone (its
 savepoint in a group) and its caller gets the exception. The caller resumes at once,
 but once a pass has run `INLINE_PER_PASS` inline writes the next resumes it after one
 loop pass, so a loop of inline calls lets the other tasks run between every few.
+A call whose caller says it is one statement (`write(one_statement=True)`: the queue's
+enqueue of one job, its complete, a heartbeat of one) runs inline in autocommit, that
+statement its own transaction: no BEGIN and COMMIT statements around it (two trips
+through the driver fewer, of the ten an enqueue, a claim and a complete made); durability
+is the same (SQLite commits it before the statement returns), and another process's
+write meets it with "busy" at once, nothing written, as BEGIN IMMEDIATE would.
 
 The driver is Python's own sqlite3, which links the platform's SQLite. The stores need
 SQLite 3.35 or newer (RETURNING, MATERIALIZED), FTS5 and the JSON functions; a build
@@ -400,6 +406,8 @@ class SqliteDatabase:
         # Inline writes run in the pass of `_pass_loop` now running (`_pass_budget_spent`).
         self._pass_writes = 0
         self._pass_loop: asyncio.AbstractEventLoop | None = None
+        # The `once` keys of `write_if_free` whose write ran inline in that pass.
+        self._pass_once: set[object] = set()
         self._thread = threading.Thread(target=self._serve, name=f"db-{path.stem}", daemon=True)
         self._thread.start()
 
@@ -452,6 +460,7 @@ class SqliteDatabase:
         *,
         inline: bool = False,
         shared: bool = False,
+        one_statement: bool = False,
         keys: Sequence[str] = (),
     ) -> T:
         """Run `fn(conn)` inside BEGIN IMMEDIATE ... COMMIT on the database thread.
@@ -466,12 +475,14 @@ class SqliteDatabase:
         enqueue, claim, complete, heartbeat), which may run on the event loop's thread
         when that costs no wait (the module docstring says exactly when); otherwise it
         goes to the thread as any write. Never for a search, a scan or a long read.
+        `one_statement`: `fn` runs a single statement, a transaction by itself, which
+        inline needs no BEGIN and COMMIT of its own (see `_run_statement`).
         """
         if inline:
             loop = asyncio.get_running_loop()
             task = asyncio.current_task(loop)
             if self._inline_task in (None, task) and self._may_inline(loop):
-                outcome = self._inline_one(fn)
+                outcome = self._inline_one(fn, one_statement)
                 if outcome is not None:
                     self._inline_task = task
                     if self._pass_budget_spent(loop):
@@ -492,19 +503,35 @@ class SqliteDatabase:
         if self._inline_wanted and not self._closed:
             self._calls.put(_OPEN_INLINE)
 
-    def write_if_free(self, fn: Callable[[sqlite3.Connection], T]) -> tuple[bool, Any] | None:
-        """`write(fn, inline=True)` here and now, when it runs inline at once within the
-        pass's budget (`INLINE_PER_PASS`; its caller yields no pass, the next `write`
-        does): its outcome, (True, the value) or (False, the exception), after COMMIT;
-        None, and nothing ran, otherwise. For a caller with its own way to wait
-        meanwhile (the queue's enqueues, collected per pass). On the loop's thread."""
-        loop = asyncio.get_running_loop()
-        spent = self._pass_loop is loop and self._pass_writes >= INLINE_PER_PASS
-        if spent or not self._may_inline(loop):
+    def write_if_free(
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        once: object = None,
+        one_statement: bool = False,
+    ) -> tuple[bool, Any] | None:
+        """`write(fn, inline=True, one_statement=...)` here and now, when it runs inline
+        at once within the pass's budget (`INLINE_PER_PASS`; its caller yields no pass,
+        the next `write` does): its outcome, (True, the value) or (False, the exception),
+        after COMMIT; None, and nothing ran, otherwise. For a caller with its own way to wait
+        meanwhile (the queue's enqueues, collected per pass). On the loop's thread;
+        `loop`: the running loop, when the caller has it (asking costs a system call).
+        `once`: a key of which one write per pass runs here (the queue's enqueues: the
+        first of a pass at once, the others collected into one write)."""
+        if loop is None:
+            loop = asyncio.get_running_loop()
+        if self._pass_loop is loop and (
+            self._pass_writes >= INLINE_PER_PASS or (once is not None and once in self._pass_once)
+        ):
             return None
-        outcome = self._inline_one(fn)
+        if not self._may_inline(loop):
+            return None
+        outcome = self._inline_one(fn, one_statement)
         if outcome is not None:
             self._pass_budget_spent(loop)
+            if once is not None:
+                self._pass_once.add(once)
         return outcome
 
     def _pass_budget_spent(self, loop: asyncio.AbstractEventLoop) -> bool:
@@ -512,6 +539,7 @@ class SqliteDatabase:
         budget (`INLINE_PER_PASS`) is spent: a `write` caller yields a pass."""
         if self._pass_loop is not loop:  # another loop's count (maybe closed unreset)
             self._pass_writes = 0
+            self._pass_once.clear()
         if self._pass_writes == 0:
             self._pass_loop = loop
             loop.call_soon(self._next_pass)  # runs in the next pass
@@ -520,6 +548,7 @@ class SqliteDatabase:
 
     def _next_pass(self) -> None:
         self._pass_writes = 0
+        self._pass_once.clear()
 
     def write_now(
         self,
@@ -619,30 +648,36 @@ class SqliteDatabase:
             self._inline_end()
         return True
 
-    def _inline_one(self, fn: Callable[[sqlite3.Connection], T]) -> tuple[bool, Any] | None:
+    def _inline_one(
+        self, fn: Callable[[sqlite3.Connection], T], one_statement: bool = False
+    ) -> tuple[bool, Any] | None:
         """`_try_inline` for one call, alone in its transaction: its outcome (ok, value
-        or exception) after COMMIT (or ROLLBACK), or None when nothing ran."""
-        conn = self._inline_begin()
+        or exception) after COMMIT (or ROLLBACK), or None when nothing ran.
+        `one_statement`: `fn`'s single statement is the transaction (`_run_statement`)."""
+        conn = self._inline_begin(begin=not one_statement)
         if conn is None:
             return None
         try:
-            return _commit_alone(conn, fn)
+            return _run_statement(conn, fn) if one_statement else _commit_alone(conn, fn)
         finally:
             self._inline_end()
 
-    def _inline_begin(self) -> sqlite3.Connection | None:
+    def _inline_begin(self, *, begin: bool = True) -> sqlite3.Connection | None:
         """The inline connection inside a BEGIN IMMEDIATE taken here and now, holding it
         and this process's write lock of the file; None (nothing held) when that would
         wait: the connection in use, the file's write lock held in this process, or
         another process writing (BEGIN IMMEDIATE answers "busy" at once: the busy
-        timeout is 0). End it with `_inline_end` once COMMIT or ROLLBACK ran."""
+        timeout is 0). End it with `_inline_end` once COMMIT or ROLLBACK ran.
+        `begin=False`: the connection and the locks only, for a single statement that
+        is its own transaction (and meets another process's write as BEGIN would)."""
         if not self._inline_lock.acquire(blocking=False):
             return None
         conn = self._inline_conn  # read under the lock: the thread closes it under it
         file_lock = self._file_lock
         if conn is not None and file_lock.acquire(blocking=False):
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                if begin:
+                    conn.execute("BEGIN IMMEDIATE")
                 return conn
             except sqlite3.Error:
                 pass  # the thread will wait for the lock (or report the error)
@@ -899,6 +934,33 @@ def _commit_alone(
                 conn.execute("ROLLBACK")
         return False, exc
     return True, value
+
+
+def _run_statement(
+    conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]
+) -> tuple[bool, Any] | None:
+    """`fn(conn)`, whose one statement is a transaction by itself (autocommit: no BEGIN
+    and COMMIT statements around it, one fewer trip through the driver each): (True, its
+    value) once committed, (False, the exception) when it failed and wrote nothing, or
+    None, and nothing written, when it met another process's write (the busy timeout is
+    0, so SQLite answers "busy" at once, as to BEGIN IMMEDIATE): the call goes to the
+    thread, which waits for the lock."""
+    try:
+        return True, fn(conn)
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY and not conn.in_transaction:
+            return None
+        return _rolled_back(conn, exc)
+    except BaseException as exc:
+        return _rolled_back(conn, exc)
+
+
+def _rolled_back(conn: sqlite3.Connection, exc: BaseException) -> tuple[bool, Any]:
+    """(False, `exc`), with no transaction left open on `conn`."""
+    with contextlib.suppress(sqlite3.Error):
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    return False, exc
 
 
 @types.coroutine

@@ -13,15 +13,25 @@ note holds adds its weight, ten times in the title, five times in the tags, once
 body, and a word held by fewer notes of the window weighs more (ln(1 + window / notes
 holding it)); equal scores go to the newest note.
 
-The window is 200 notes, not the 2,000 messages of session search: each query word is
+The window is 100 notes, not the 2,000 messages of session search: each query word is
 looked up once per column over the window's rows (three walks over it per word after
-the window's own, where session search makes one or two). A word held by 7,060 of
-100,000 notes costs 0.5 ms with it, 2.1 ms with a window of 2,000. A title or tag
-match is a window of its own (the newest 200 notes holding the word in that column), so
-an older note titled or tagged with the word is still ranked (on its title and tag
-weights); what the window costs the ranking is an older note holding the word only in
-its body once more than 200 newer notes hold it. A word held by fewer notes than the
-window costs what it is held by, up to the window (in each column).
+the window's own, where session search makes one or two). A title or tag match is a
+window of its own (the newest 100 notes holding the word in that column), so an older
+note titled or tagged with the word is still ranked (on its title and tag weights);
+what the window costs the ranking is an older note holding the words only in its body
+once 100 newer notes hold one of them. A word held by fewer notes than the window
+costs what it is held by, up to the window (in each column).
+
+The cost of a search is the rows its windows hold, about 0.45 us each (the lookup, the
+row to Python, its score), the same on 10,000 notes as on 1,000,000: nothing reads
+the index beyond them, and no page, join, sort or statistic grows with it. A word held
+by fewer notes than the window costs less while its windows fill, then stays flat:
+with a window of 200, a word held by 85 of 10,000 notes (2 of them in their title) read
+85 + 83 + 2 rows there and 200 + 188 + 200 (window, body, title) on 1,000,000 notes:
+2.5x the time run again and again (0.13 against 0.32 ms), 2.2x from cold CPU caches
+(0.46 against 1.01 ms, search_bench at a load of 10). With 100 the big memory reads
+100 + 94 + 100: 1.4x and 1.2x (0.41 against 0.50 ms cold), the title window most of
+what is left; a common word costs about half what it did, at any size.
 
 The title and tag windows are read from FTS5 tables of their own (note_titles_fts,
 note_tags_fts, one column each): a column filter on notes_fts ("title : word") reads
@@ -63,7 +73,7 @@ EMBED_BYTES = 8_000
 MAX_QUERY_WORDS = 64
 # Search ranks the newest this many matching notes (its cost grows with it, not with
 # the index). Each query word costs one FTS5 lookup per column within the window.
-MEMORY_WINDOW = 200
+MEMORY_WINDOW = 100
 COLUMN_WEIGHTS = (("title", 10.0), ("tags", 5.0), ("body", 1.0))
 # The FTS5 tables a title or a tag lookup reads (each of one column): see migration 2.
 COLUMN_TABLES = {"title": "note_titles_fts", "tags": "note_tags_fts"}

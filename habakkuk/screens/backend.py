@@ -20,6 +20,7 @@ from habakkuk.widgets.backend import WidgetBackend
 
 if TYPE_CHECKING:
     from habakkuk.services.overview import ControlAccess
+    from habakkuk.services.voice import VoiceAccess
     from habakkuk.work.board_types import BoardAccess
     from habakkuk.work.schedule_types import SchedulesAccess
 
@@ -48,6 +49,11 @@ class TerminalBackend(Services, WidgetBackend, Protocol):
     @property
     def board(self) -> BoardAccess:
         """The home's board (the Board screen)."""
+        ...
+
+    @property
+    def voice(self) -> VoiceAccess:
+        """The microphone and speech to text (the chat's push-to-talk key)."""
         ...
 
     # `memory` (the Memory screen's MemoryAccess) comes with the commands' Services.

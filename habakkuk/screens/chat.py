@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from textual import events, work
@@ -42,6 +43,7 @@ from habakkuk.screens.bus_messages import (
     TurnThinkingArrived,
 )
 from habakkuk.screens.chat_conversation import TerminalConversation
+from habakkuk.screens.chat_voice import hear_message
 from habakkuk.screens.dropped import regular_file, split_dropped
 from habakkuk.screens.sections import section_keys
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
@@ -61,7 +63,7 @@ if TYPE_CHECKING:
 KEYS_HELP = (
     "Keys: Enter send · Ctrl+J newline · Up/Down history · "
     "PgUp/PgDn scroll the chat · Ctrl+Home/Ctrl+End (Home/End when empty) top/bottom · "
-    "Ctrl+C stop, or copy a selection (twice quits) · Ctrl+N new · "
+    "Ctrl+C stop, or copy a selection (twice quits) · Ctrl+N new · F4 speak a message · "
     f"{section_keys()} · Ctrl+P palette (every key and action) · Ctrl+Q quit"
 )
 
@@ -72,6 +74,7 @@ class ChatScreen(RuntimeScreen):
     BINDINGS = [
         Binding("ctrl+n", "new_session", "New", id="chat.new"),
         Binding("ctrl+g", "focus_approval", "Approve", id="chat.approve"),
+        Binding("f4", "push_to_talk", "Talk", id="chat.talk", show=False),
     ]
 
     class TurnSent(Message):
@@ -116,6 +119,7 @@ class ChatScreen(RuntimeScreen):
         self._hint = Static("", id="hint")
         self._hint_names: list[str] = []
         self._composer = Composer()
+        self._listening: asyncio.Event | None = None  # set to stop the push-to-talk key
 
     def compose(self) -> ComposeResult:
         yield self._status
@@ -264,6 +268,23 @@ class ChatScreen(RuntimeScreen):
             turn = await self.runtime.turns.submit(self.session_id, text, attended=True, here=True)
         self._queued(turn)
         self.post_message(self.TurnSent(self.session_id, turn))
+
+    def action_push_to_talk(self) -> None:
+        """F4: listen for one message and send what was said; F4 again stops listening."""
+        if self._listening is not None:
+            self._listening.set()
+        else:
+            self._listening = asyncio.Event()
+            self._hear(self._listening)
+
+    @work(exclusive=True, group="voice")
+    async def _hear(self, stop: asyncio.Event) -> None:
+        try:
+            text = await hear_message(self.runtime.voice, stop, self._view.note)
+        finally:
+            self._listening = None
+        if text:
+            self._send(text)
 
     def _queued(self, job: str) -> None:
         """A turn (or /compact) of this session was queued: count it until it starts."""

@@ -44,7 +44,7 @@ async def app_info(request: web.Request) -> web.Response:
             "agents": sorted(config.agents),
             "default": config.default_agent,
             "transcription": config.transcription is not None,
-            "speech": False,
+            "speech": config.tts is not None,
             "realtime": False,
             "timezone": config.timezone,
             # The page offers "Sign out" only when there is a token to forget.

@@ -404,8 +404,8 @@ async def transcribe(server: Served, audio: Attachment) -> str:
     501 without `transcription:` in config, 502 when the service fails, 422 when
     it heard nothing.
     """
-    from habakkuk.channels.transcription import TranscriptionError
-    from habakkuk.channels.transcription import transcribe as speech_to_text
+    from habakkuk.voice.transcription import TranscriptionError
+    from habakkuk.voice.transcription import transcribe as speech_to_text
 
     settings = server.runtime.config.transcription
     if settings is None:

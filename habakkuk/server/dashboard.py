@@ -33,6 +33,7 @@ TYPES = {
 HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+        "media-src 'self' blob:; "
         "connect-src 'self'; manifest-src 'self'; worker-src 'self'; frame-ancestors 'none'; "
         "base-uri 'none'; form-action 'none'"
     ),

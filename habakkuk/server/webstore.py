@@ -463,6 +463,13 @@ class WebStore:
         )
         return [_event(r) for r in rows]
 
+    async def event(self, conversation: str, seq: int) -> ChatEvent | None:
+        """The message `seq` of the conversation, None when it has none."""
+        row = await self.db.fetchone(
+            "SELECT * FROM events WHERE conversation = ? AND seq = ?", (conversation, seq)
+        )
+        return _event(row) if row else None
+
     async def last_event(self, conversation: str) -> ChatEvent | None:
         row = await self.db.fetchone(
             "SELECT * FROM events WHERE conversation = ? ORDER BY seq DESC LIMIT 1",

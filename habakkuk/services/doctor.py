@@ -61,6 +61,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks += await asyncio.to_thread(_search_checks, config, env)
     checks += _channel_checks(config, env)
     checks += _generation_checks(config, env)
+    checks += _tts_checks(config, env)
     checks += await _mcp_checks(config, env, home)
     checks += await _database_checks(home, config)
     checks += _workspace_checks(config, home)
@@ -182,6 +183,34 @@ def _generation_checks(config: Config, env: Environment) -> list[Check]:
             checks.append(Check("ok", name, f"{variable} set"))
         else:
             checks.append(Check("FAIL", name, f"{variable} is not set (environment or .env)"))
+    return checks
+
+
+def _tts_checks(config: Config, env: Environment) -> list[Check]:
+    """`tts:`: the key variable set, or espeak-ng installed; ffmpeg for voice notes."""
+    tts = config.tts
+    if tts is None:
+        return []
+    name = f"tts ({tts.provider})"
+    checks = []
+    if tts.provider == "espeak":
+        found = shutil.which("espeak-ng") or shutil.which("espeak")
+        checks.append(
+            Check("ok", name, found)
+            if found
+            else Check("FAIL", name, "espeak-ng is not on PATH (e.g. apt install espeak-ng)")
+        )
+    elif tts.key_env:
+        if env.get(tts.key_env):
+            checks.append(Check("ok", name, f"{tts.key_env} set"))
+        else:
+            checks.append(Check("FAIL", name, f"{tts.key_env} is not set (environment or .env)"))
+    else:
+        checks.append(Check("ok", name, "no key needed"))
+    if tts.provider in ("edge", "espeak") and shutil.which("ffmpeg") is None:
+        checks.append(
+            Check("WARN", "ffmpeg", "not on PATH (voice notes go as plain MP3 or WAV files)")
+        )
     return checks
 
 

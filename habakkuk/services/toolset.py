@@ -126,5 +126,5 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 
-        register_tools(registry, services.channels)
+        register_tools(registry, services.channels, config.tts, services.env)
     return registry

@@ -4,11 +4,12 @@ Web API: ``POST /api/<method>`` with ``Authorization: Bearer <token>`` (or a ``t
 form field), JSON or form bodies, answered ``{"ok": true, ...}`` or ``{"ok": false,
 "error": "<code>"}`` (HTTP 200), and 429 with ``Retry-After`` when rate limited. Methods:
 auth.test, apps.connections.open (the app-level token only), chat.postMessage,
-chat.update, chat.delete, reactions.add/remove, conversations.history/replies,
-files.getUploadURLExternal (its upload URL is ``POST /upload/<file id>``) and
-files.completeUploadExternal. Files users share are downloaded from
-``GET /files/<id>/<name>`` with the bot token (without it: Slack's sign-in page, HTML);
-a button's ``response_url`` is ``POST /respond/<trigger id>``.
+chat.update, chat.delete, reactions.add/remove, conversations.history/replies (over
+what people wrote and the bot posted, with its message metadata, paged as Slack
+documents them: tests/channels/fake_slack_history.py), files.getUploadURLExternal (its
+upload URL is ``POST /upload/<file id>``) and files.completeUploadExternal. Files users
+share are downloaded from ``GET /files/<id>/<name>`` with the bot token (without it:
+Slack's sign-in page, HTML); a button's ``response_url`` is ``POST /respond/<trigger id>``.
 
 Socket Mode: ``GET /link/?ticket=...`` upgrades to a websocket that says ``hello`` and
 sends envelopes (``events_api``, ``interactive``, ``slash_commands``); each stays
@@ -16,8 +17,8 @@ pending until acknowledged with its ``envelope_id`` and is sent again (retry_att
 + 1) on the next connection while it is not. Tests make users write (`message`),
 press buttons (`press`), run slash commands (`command`), redeliver (`replay`), rotate
 the connection (`disconnect`), drop it (`drop`), hold sends to stop the bot
-mid-delivery (`hold_posts_after`), hold downloads (`hold_downloads`) and close chats
-(`block`).
+mid-delivery (`hold_posts_after`, the message made or not), hold downloads
+(`hold_downloads`) and close chats (`block`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 from aiohttp import BodyPartReader, WSMsgType, web
 
 from habakkuk.channels.slack_format import mrkdwn_to_plain
+from tests.channels.fake_slack_history import HistoryError, Stored, history, replies
 
 TEAM = "T0001"
 BOT_USER = "UBOT"
@@ -60,6 +62,7 @@ class Posted:
     text: str
     thread_ts: str = ""
     blocks: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)  # chat.postMessage's, as sent
 
 
 @dataclass
@@ -95,6 +98,8 @@ class FakeSlack:
         self.rate_limited = 0  # that many chat.postMessage calls get 429 first
         self._ts = itertools.count(1)
         self._hold_after: int | None = None
+        self._hold_made = False
+        self.heard: dict[str, list[Stored]] = {}  # channel -> what people wrote there
         self._downloads = asyncio.Event()
         self._downloads.set()
         self._release = asyncio.Event()
@@ -196,6 +201,8 @@ class FakeSlack:
         if files:
             event["files"] = files
             event["subtype"] = "file_share"
+        said = Stored(event["ts"], text, thread_ts, user=user)
+        self.heard.setdefault(channel, []).append(said)
         return self._push("events_api", self._callback(event, team))
 
     def _callback(self, event: dict[str, Any], team: str = TEAM) -> dict[str, Any]:
@@ -302,10 +309,12 @@ class FakeSlack:
         """files.completeUploadExternal answers this error code."""
         self.refused_files = error
 
-    def hold_posts_after(self, count: int | None) -> None:
+    def hold_posts_after(self, count: int | None, *, made: bool = False) -> None:
         """chat.postMessage calls after the first `count` hang until `release_posts`,
-        then fail (the bot was killed while waiting for the answer)."""
+        then fail (the bot was killed while waiting for the answer); with `made`, Slack
+        posts the message first (the bot was killed before the answer reached it)."""
         self._hold_after = count
+        self._hold_made = made
         self._release.clear()
 
     def hold_downloads(self) -> None:
@@ -469,9 +478,10 @@ class FakeSlack:
             return web.json_response(
                 {"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"}
             )
-        if self._hold_after is not None and len(self.of("chat.postMessage", answered=None)) > (
+        held = self._hold_after is not None and len(self.of("chat.postMessage", answered=None)) > (
             self._hold_after
-        ):
+        )
+        if held and not self._hold_made:
             await self._release.wait()
             return web.json_response({"ok": False, "error": "fatal_error"}, status=500)
         text = str(params.get("text", ""))
@@ -482,14 +492,22 @@ class FakeSlack:
         for block in params.get("blocks") or []:
             if block.get("type") == "section" and len(block["text"]["text"]) > 3000:
                 return _error("invalid_blocks")
+        metadata = params.get("metadata") or {}
+        if metadata and not (isinstance(metadata, dict) and metadata.get("event_type")):
+            return _error("invalid_metadata_format")
         posted = Posted(
             channel,
             self.next_ts(),
             text,
             str(params.get("thread_ts", "")),
             list(params.get("blocks") or []),
+            dict(metadata),
         )
         self.posted.append(posted)
+        if held:  # made, but the answer never reaches the bot
+            await self._notify()
+            await self._release.wait()
+            return web.json_response({"ok": False, "error": "fatal_error"}, status=500)
         return {"channel": channel, "ts": posted.ts, "message": {"text": text, "ts": posted.ts}}
 
     async def _m_chat_update(self, params: dict[str, Any]) -> Any:
@@ -519,12 +537,29 @@ class FakeSlack:
         self.reactions.append((how, channel, ts, str(params.get("name", ""))))
         return {}
 
+    def stored(self, channel: str) -> list[Stored]:
+        """Every message in `channel` (people's and the bot's), in the order written."""
+        ours = [
+            Stored(p.ts, p.text, p.thread_ts, p.metadata, bot_id=BOT_ID, user=BOT_USER)
+            for p in self.posted
+            if p.channel == channel
+        ]
+        return sorted(self.heard.get(channel, []) + ours, key=lambda m: float(m.ts))
+
     async def _m_conversations_history(self, params: dict[str, Any]) -> Any:
-        found = self.message_at(str(params.get("channel", "")), str(params.get("latest", "")))
-        return {"messages": [{"ts": found.ts, "text": found.text}] if found else []}
+        channel = str(params.get("channel", ""))
+        if channel in self.blocked:
+            return _error(self.blocked[channel])
+        return history(self.stored(channel), params)
 
     async def _m_conversations_replies(self, params: dict[str, Any]) -> Any:
-        return await self._m_conversations_history(params)
+        channel = str(params.get("channel", ""))
+        if channel in self.blocked:
+            return _error(self.blocked[channel])
+        try:
+            return replies(self.stored(channel), params)
+        except HistoryError as exc:
+            return _error(exc.code)
 
     async def _m_files_getUploadURLExternal(self, params: dict[str, Any]) -> Any:
         file_id = f"FB{len(self.uploads) + 1:04d}"

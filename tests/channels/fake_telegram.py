@@ -5,7 +5,7 @@ query string too, as the Bot API does) for getMe, getUpdates (long polling:
 held until an update arrives or the timeout passes; updates below the offset
 are confirmed and dropped), sendMessage, editMessageText,
 editMessageReplyMarkup, deleteMessage, sendChatAction, answerCallbackQuery,
-setMessageReaction, getFile, sendDocument, sendPhoto and sendPoll, and
+setMessageReaction, getFile, sendDocument, sendPhoto, sendVoice and sendPoll, and
 ``GET /file/bot<token>/<path>`` downloads. Answers use the Bot
 API's envelope: ``{"ok": true, "result": ...}`` or ``{"ok": false,
 "error_code": N, "description": "..."}``.
@@ -57,6 +57,7 @@ class FakeTelegram:
         self._next_message = 500
         self._changed = asyncio.Condition()
         self._hold_after: int | None = None
+        self._hold_made = False
         self.refused_files = ""  # a Bad Request description for every sendDocument
         # every file the bot uploaded that the server accepted: (chat, file name, bytes)
         self.sent_files: list[tuple[int, str, bytes]] = []
@@ -168,9 +169,11 @@ class FakeTelegram:
         """sendDocument answers 400 with `description` (e.g. the file is too big)."""
         self.refused_files = description
 
-    def hold_sends_after(self, count: int | None) -> None:
-        """sendMessage calls after the first `count` hang until `release_sends`, then fail."""
+    def hold_sends_after(self, count: int | None, *, made: bool = False) -> None:
+        """sendMessage calls after the first `count` hang until `release_sends`, then fail;
+        with `made`, the message is in the chat first (the answer is what never arrives)."""
         self._hold_after = count
+        self._hold_made = made
         self._release.clear()
 
     def release_sends(self) -> None:
@@ -200,6 +203,15 @@ class FakeTelegram:
             str(c.params.get("text", ""))
             for c in self.of("sendMessage")
             if int(c.params.get("chat_id", 0)) == chat
+        ]
+
+    def in_chat(self, chat: int = 42) -> list[str]:
+        """The texts of the bot's messages in a chat, in order: what the person sees
+        (a message made while the bot never heard the answer too)."""
+        return [
+            str(message["text"])
+            for (chat_id, _), message in sorted(self.messages.items())
+            if chat_id == chat and message.get("from") == BOT
         ]
 
     def message_id_of(self, text: str, chat: int = 42) -> int:
@@ -324,8 +336,11 @@ class FakeTelegram:
         if self._hold_after is not None and len(self.of("sendMessage", answered=None)) > (
             self._hold_after
         ):
-            # Held until released, then dropped: the chat never got this message
-            # (the bot was killed while waiting for the answer).
+            # Held until released, then failed (the bot was killed while waiting for the
+            # answer): the chat never got this message, or, `made`, got it.
+            if self._hold_made:
+                self._new_message(params)
+                await self._notify()
             await self._release.wait()
             return _error(502, "Bad Gateway: held send dropped")
         if not str(params.get("text", "")).strip():
@@ -395,6 +410,12 @@ class FakeTelegram:
     async def _m_sendDocument(self, params: dict[str, Any]) -> Any:
         if self.refused_files and self._check_chat(params) is None:
             return _error(400, self.refused_files)
+        return self._check_chat(params) or self._new_message({**params, "text": ""})
+
+    async def _m_sendVoice(self, params: dict[str, Any]) -> Any:
+        # The Bot API takes a voice note as an upload in the field `voice`.
+        if not isinstance(params.get("voice"), dict):
+            return _error(400, "Bad Request: there is no voice in the request")
         return self._check_chat(params) or self._new_message({**params, "text": ""})
 
     async def _m_sendPhoto(self, params: dict[str, Any]) -> Any:

@@ -56,6 +56,18 @@ def jobs(home: Path) -> dict[str, sqlite3.Row]:
         return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
 
 
+def started_by(home: Path, delivery: str) -> dict[int, list[int]]:
+    """The pids whose sends of each chunk of `delivery` started, by time (delivery_attempts)."""
+    with contextlib.closing(sqlite3.connect(home / "control.db")) as conn:
+        found: dict[int, list[int]] = {}
+        for idx, owner in conn.execute(
+            "SELECT idx, owner FROM delivery_attempts WHERE delivery = ? ORDER BY at",
+            (delivery,),
+        ):
+            found.setdefault(int(idx), []).append(int(str(owner).split(":")[1]))
+        return found
+
+
 def transcript_roles(home: Path) -> list[str]:
     with contextlib.closing(sqlite3.connect(home / "transcripts.db")) as conn:
         return [r[0] for r in conn.execute("SELECT role FROM messages ORDER BY seq")]
@@ -94,6 +106,44 @@ async def test_a_crash_mid_delivery_resumes_at_the_first_unsent_chunk(
     assert rows[turn]["attempts"] == 1  # the turn ran once
     assert rows[f"reply:{turn}"]["attempts"] == 2  # the delivery resumed once
     assert transcript_roles(home) == ["user", "assistant"]
+    # Chunk 2's send started in the killed process and again after the restart: known to
+    # be one that may have reached the chat (Telegram has no key to drop a resend by).
+    assert started_by(home, f"reply:{turn}") == {
+        0: [first.pid],
+        1: [first.pid, second.pid],
+        2: [second.pid],
+    }
+
+
+@pytest.mark.timeout(180)
+async def test_a_chunk_telegram_took_before_the_kill_is_sent_again_and_known_as_such(
+    tg: FakeTelegram, tmp_path: Path, serve_process: StartServe
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(config(tg, CHUNK))
+    tg.hold_sends_after(1, made=True)  # chunk 2 reaches the chat; its answer never the bot
+    first = await serve_process(home, TG_TOKEN=TOKEN)
+    update = tg.message("the long answer please")
+    await tg.wait_for(lambda: len(tg.of("sendMessage", answered=None)) == 2, timeout=60)
+    await kill(first)
+    tg.release_sends()
+    delivery = f"reply:turn:tg:42:{update['message']['message_id']}"
+
+    second = await serve_process(home, TG_TOKEN=TOKEN)
+    await eventually(
+        lambda: jobs(home)[delivery]["status"] == "done",
+        what="the delivery",
+        timeout=BOUND,
+        ignore=NOT_YET,
+    )
+    await stop(second)
+    # sendMessage takes no key and a bot cannot read the chat: chunk 2 comes twice, the
+    # one double the design allows (the window between Telegram's answer and the record)
+    assert [t.split()[0] for t in tg.in_chat()] == ["alpha", "bravo", "bravo", "charlie"]
+    # and it is known for what it is: its send started in the killed process, then again
+    # in the one that recorded it (what tests/crash/test_pg_nodes_kill9.py counts on)
+    assert started_by(home, delivery)[1] == [first.pid, second.pid]
 
 
 @pytest.mark.timeout(180)

@@ -61,6 +61,33 @@ OLD_PAYLOADS: list[tuple[dict[str, Any], Any]] = [
 ]
 
 
+# A voice note (a file with the voice flag and its length) and a reply read aloud.
+VOICE_PAYLOADS: list[tuple[dict[str, Any], Any]] = [
+    (
+        {
+            "kind": "file",
+            "to": "tg:42",
+            "path": "/b/n.ogg",
+            "name": "n.ogg",
+            "caption": "",
+            "voice": True,
+            "duration": 2.5,
+        },
+        FileDelivery(TO, Path("/b/n.ogg"), "n.ogg", voice=True, duration=2.5),
+    ),
+    (
+        {"kind": "reply", "turn": "t1", "to": "tg:42", "reply_to": "5", "voice": "only"},
+        ReplyDelivery(TO, "t1", "5", voice="only"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("payload", "expected"), VOICE_PAYLOADS)
+def test_a_voice_note_and_a_spoken_reply_keep_their_voice(payload: Any, expected: Any) -> None:
+    assert from_payload(payload) == expected
+    assert to_payload(expected) == payload
+
+
 @pytest.mark.parametrize(("payload", "expected"), OLD_PAYLOADS)
 def test_a_payload_queued_by_an_older_version_parses_and_stores_the_same(
     payload: dict[str, Any], expected: Any
@@ -98,6 +125,11 @@ def test_lenient_old_forms_still_parse() -> None:
             "multiple: expected true or false",
         ),
         ({"kind": "reply", "to": "tg:42"}, "turn: missing"),
+        ({"kind": "reply", "to": "tg:42", "turn": "t", "voice": "loud"}, "voice: expected one"),
+        (
+            {"kind": "file", "to": "tg:42", "path": "/x", "voice": True, "duration": "2s"},
+            "duration: expected seconds",
+        ),
         ({"kind": "sticker", "to": "tg:42"}, "unknown delivery kind 'sticker'"),
     ],
 )

@@ -5,9 +5,10 @@ A person says hello and gets one reply; `/new` starts a session that has no memo
 the last; `/stop` cancels a turn waiting on an approval, with nothing said after the
 stop notice; an approval is answered yes and no (by button where the platform has
 buttons, else by typing); a file from the person reaches the model, and the send_file
-tool brings a file to the person. Every row runs on every driver in DRIVERS: a platform
-joins the table with its `<kind>_driver` fixture (tests/channels/conftest.py) and one
-line here.
+tool brings a file to the person; a reply is also read aloud as a voice note
+(voice_replies: always), and the speak tool sends one. Every row runs on every driver
+in DRIVERS: a platform joins the table with its `<kind>_driver` fixture
+(tests/channels/conftest.py) and one line here.
 """
 
 from __future__ import annotations
@@ -51,6 +52,15 @@ SEND_FILE = """
       arguments: {path: "report.txt", caption: "the report"}
 - "sent"
 """
+SPEAK = """
+- text: "Saying it."
+  tool_calls:
+    - name: speak
+      arguments: {text: "Good morning. The board is clear."}
+- "spoken"
+"""
+# espeak-ng speaks on this machine (offline); ffmpeg makes its WAV a voice note.
+TTS = "tts:\n  provider: espeak\n"
 # The gateway's approval buttons (channels/gateway.py), pressed where the platform has them.
 APPROVE, DENY = "✅ Approve", "❌ Deny"
 
@@ -170,6 +180,32 @@ async def file_in(chat: Chat) -> None:
     assert saved.name.endswith("notes.txt") and saved.read_bytes() == data
 
 
+def voice_notes(chat: Chat) -> list[bytes]:
+    """The Ogg Opus voice notes the bot sent (every platform names them its own way)."""
+    return [data for _, data in chat.driver.files() if data[:4] == b"OggS"]
+
+
+async def voice_reply(chat: Chat) -> None:
+    await chat.driver.say("hello")
+    await chat.said("echo: hello")
+    await chat.settled()
+    # the text first, once (a mail carrying only the voice note has an empty body)
+    assert [text for text in chat.driver.texts() if text] == ["echo: hello"]
+    [note] = voice_notes(chat)
+    assert b"OpusHead" in note[:200]
+    assert len(chat.driver.files()) == 1
+
+
+async def speak(chat: Chat) -> None:
+    await chat.driver.say("say good morning")
+    await chat.said("spoken")
+    await chat.settled()
+    [note] = voice_notes(chat)
+    [saved] = (chat.home.default_workspace("main") / "voice").iterdir()
+    assert saved.suffix == ".ogg" and saved.read_bytes() == note
+    assert "queued a voice note" in await chat.tool_result()
+
+
 async def file_out(chat: Chat) -> None:
     await chat.driver.say("send me the report")
     await chat.said("sent")
@@ -184,6 +220,8 @@ class Conversation:
     script: str
     mode: str
     play: Callable[[Chat], Awaitable[None]]
+    config: str = ""  # more of config.yaml (tts:)
+    channel: str = ""  # more of the channel's entry (voice_replies:)
 
 
 CONVERSATIONS = {
@@ -194,6 +232,8 @@ CONVERSATIONS = {
     "deny": Conversation(APPROVAL, "workspace", deny),
     "file-in": Conversation(ECHO, "full", file_in),
     "file-out": Conversation(SEND_FILE, "full", file_out),
+    "voice-reply": Conversation(ECHO, "full", voice_reply, TTS, "voice_replies: always\n"),
+    "speak": Conversation(SPEAK, "workspace", speak, TTS),  # espeak: no approval there
 }
 
 
@@ -219,8 +259,10 @@ async def test_the_same_conversation_on_every_platform(
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "report.txt").write_bytes(b"numbers\n")
     account = driver.kind
-    channel = f"channels:\n  {account}:\n" + textwrap.indent(driver.channel_yaml(account), "    ")
-    config = mock_config(conversation.script, mode=conversation.mode, extra=channel)
+    entry = driver.channel_yaml(account) + conversation.channel
+    channel = f"channels:\n  {account}:\n" + textwrap.indent(entry, "    ")
+    extra = channel + conversation.config
+    config = mock_config(conversation.script, mode=conversation.mode, extra=extra)
     runtime: Runtime = await runtime_factory(config)
     runtime.start_workers()
     assert runtime.channels is not None

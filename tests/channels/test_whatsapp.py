@@ -47,6 +47,15 @@ def test_neonizes_client_has_every_method_the_adapter_calls() -> None:
     assert "__call__" in vars(registry) and "qr" in vars(registry)
 
 
+def test_neonize_still_sends_without_a_message_id_of_ours() -> None:
+    """whatsmeow takes the caller's message id (SendRequestExtra.ID), which would make a
+    chunk resent after a crash the same message; neonize's send_message passes none (the
+    whatsapp module's docstring). A release that takes one fails this: derive the id from
+    the delivery and its chunk then (deliveries.SENDING), as Matrix derives its txn ids."""
+    taken = set(inspect.signature(NewAClient.send_message).parameters)
+    assert not taken & {"extra", "id", "message_id", "msg_id", "request_extra"}, taken
+
+
 def test_the_device_store_is_created_private(tmp_path: Path) -> None:
     path = tmp_path / "whatsapp-wa.db"
     client = whatsapp_client.open_client(path)

@@ -487,3 +487,20 @@ def test_doctor_checks_the_key_of_each_generation_provider(
     out = capsys.readouterr().out
     assert "ok    images (fal): MY_FAL set" in out
     assert "FAIL  video (gemini): GEMINI_API_KEY is not set (environment or .env)" in out
+
+
+def test_doctor_checks_the_speech_provider(
+    home: Home,
+    write_config: WriteConfig,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ELEVENLABS_API_KEY", raising=False)
+    agent = "providers:\n  m: {type: mock}\nagents:\n  main: {model: m/x}\n"
+    write_config(agent + "tts: {provider: elevenlabs}\n")
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  tts (elevenlabs): ELEVENLABS_API_KEY is not set (environment or .env)" in out
+    write_config(agent + "tts: {provider: espeak}\n")
+    main(["doctor"])
+    assert "ok    tts (espeak): /usr/bin/espeak-ng" in capsys.readouterr().out

@@ -35,11 +35,12 @@ def count_writes(monkeypatch: pytest.MonkeyPatch, db: SqliteDatabase) -> list[st
         *,
         inline: bool = False,
         shared: bool = False,
+        one_statement: bool = False,
         keys: Sequence[str] = (),
     ) -> Any:
         if self is db:
             names.append(fn.__qualname__)
-        return await write(self, fn, inline=inline)
+        return await write(self, fn, inline=inline, one_statement=one_statement)
 
     def counted_now(
         self: SqliteDatabase,
@@ -53,8 +54,15 @@ def count_writes(monkeypatch: pytest.MonkeyPatch, db: SqliteDatabase) -> list[st
             names.append(fn.__qualname__)
         return write_now(self, fn, inline=inline)
 
-    def counted_if_free(self: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        outcome = write_if_free(self, fn)
+    def counted_if_free(
+        self: SqliteDatabase,
+        fn: Callable[[sqlite3.Connection], Any],
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        once: object = None,
+        one_statement: bool = False,
+    ) -> Any:
+        outcome = write_if_free(self, fn, loop, once=once, one_statement=one_statement)
         if self is db and outcome is not None:  # else it is written later, counted then
             names.append(fn.__qualname__)
         return outcome

@@ -196,3 +196,44 @@ async def test_a_callers_inline_writes_run_a_few_per_pass_then_let_other_tasks_r
     per_pass = [seen.count(number) for number in sorted(set(seen))]
     assert max(per_pass) <= store.INLINE_PER_PASS  # then the writer yields a pass
     assert min(per_pass[1:-1]) > 1  # not a pass per write
+
+
+async def test_a_one_statement_inline_write_commits_on_the_loops_thread(
+    db: SqliteDatabase,
+) -> None:
+    await warmed(db)
+    threads: list[int] = []
+    assert await db.write(insert("solo", threads), inline=True, one_statement=True) == "solo"
+    assert threads == [LOOP_THREAD()]
+    assert "solo" in names(db.path)  # committed before the caller heard back
+    outcome = db.write_if_free(insert("free", threads), one_statement=True)
+    assert outcome == (True, "free") and "free" in names(db.path)
+
+
+async def test_a_one_statement_inline_write_meeting_another_writer_waits_on_the_thread(
+    db: SqliteDatabase,
+) -> None:
+    # Without BEGIN IMMEDIATE to answer "busy", the statement itself does: it wrote
+    # nothing, and the call waits for the lock (on the thread) rather than failing.
+    await warmed(db)  # this task's writes may run inline
+    other = connect(db.path)  # another process's connection, as far as SQLite knows
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO t(name) VALUES ('theirs')")
+    threads: list[int] = []
+    assert db.write_if_free(insert("not now", threads), one_statement=True) is None
+    # The other writer commits once this write waits.
+    asyncio.get_running_loop().call_soon(other.execute, "COMMIT")
+    assert await db.write(insert("ours", threads), inline=True, one_statement=True) == "ours"
+    other.close()
+    assert {"theirs", "ours"} <= names(db.path) and "not now" not in names(db.path)
+
+
+async def test_a_failing_one_statement_inline_write_leaves_nothing_and_tells_its_caller(
+    db: SqliteDatabase,
+) -> None:
+    await warmed(db)
+    await db.write(insert("taken"), inline=True, one_statement=True)
+    with pytest.raises(sqlite3.IntegrityError):
+        await db.write(insert("taken"), inline=True, one_statement=True)
+    assert await db.write(insert("after"), inline=True, one_statement=True) == "after"
+    assert {"taken", "after"} <= names(db.path)

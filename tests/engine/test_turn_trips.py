@@ -4,6 +4,7 @@ transaction; the final reply appended and the job completed)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import sqlite3
@@ -68,11 +69,12 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
         *,
         inline: bool = False,
         shared: bool = False,
+        one_statement: bool = False,
         keys: Sequence[str] = (),
     ) -> Any:
         # A write is a trip of its own (a transaction, on the database thread or inline
         # on the loop's), named by the function it runs.
-        return await write(db, noted(db, fn), inline=inline)
+        return await write(db, noted(db, fn), inline=inline, one_statement=one_statement)
 
     def counted_write_now(
         db: SqliteDatabase,
@@ -88,10 +90,19 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
     monkeypatch.setattr(SqliteDatabase, "run_sync", counted_run_sync)
     monkeypatch.setattr(SqliteDatabase, "write", counted_write)
 
-    def counted_write_if_free(db: SqliteDatabase, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    def counted_write_if_free(
+        db: SqliteDatabase,
+        fn: Callable[[sqlite3.Connection], Any],
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        once: object = None,
+        one_statement: bool = False,
+    ) -> Any:
         # Counted only when it ran: else the caller writes it another way, counted then.
         ran: list[Trip] = []
-        outcome = write_if_free(db, noted(db, fn, ran))
+        outcome = write_if_free(
+            db, noted(db, fn, ran), loop, once=once, one_statement=one_statement
+        )
         if outcome is not None:
             trips.extend(ran)
         return outcome

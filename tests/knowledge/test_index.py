@@ -160,6 +160,30 @@ async def test_an_old_note_titled_with_the_word_is_ranked_beyond_the_window(
     assert await db.run(_ranked) == ["lantern", "shed", "walk-3", "walk-2"]
 
 
+async def test_search_ranks_the_newest_hundred_notes_holding_a_query_word(
+    memory: Memory, home: Home
+) -> None:
+    folder = home.agent_dir("main") / "memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "first.md").write_text("The lantern by the harbour.\n")
+    # Indexed alone, before the others: the oldest row.
+    assert [h.note.slug for h in await memory.search("main", "harbour")] == ["first"]
+    for number in range(99):
+        (folder / f"walk-{number}.md").write_text("A lantern walk.\n")
+    # A hundred notes hold a query word: the oldest is in the window, first (both words).
+    hits = await memory.search("main", "lantern harbour", limit=100)
+    assert len(hits) == 100
+    assert hits[0].note.slug == "first"
+    (folder / "walk-99.md").write_text("A lantern walk.\n")
+    # A hundred newer notes hold one: the oldest, holding the words in its body only, is
+    # past the window, and the newest hundred are ranked.
+    hits = await memory.search("main", "lantern harbour", limit=100)
+    assert len(hits) == 100
+    assert "first" not in [h.note.slug for h in hits]
+    # Searched alone, the word only it holds still finds it.
+    assert [h.note.slug for h in await memory.search("main", "harbour")] == ["first"]
+
+
 def ranked_slugs(conn: sqlite3.Connection, query: str, window: int) -> list[str]:
     """rank_window's notes as slugs, best first."""
     ranked = rank_window(conn, query, limit=10, window=window)

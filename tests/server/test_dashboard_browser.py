@@ -373,3 +373,26 @@ async def test_the_overview_shows_each_channel_accounts_health(serve: Any, brows
     await line.wait_for(timeout=30_000)
     assert await line.text_content() == "tg: never started · in never · out never"
     assert errors == []
+
+
+async def test_a_reply_is_read_aloud_from_the_chat_when_tts_is_configured(
+    serve: Any, browser: Any
+) -> None:
+    served = await serve(mock_config(SCRIPT, extra="tts:\n  provider: espeak\n"))
+    page = await sign_in(browser, served)
+    await page.click("nav button[data-view=chat]")
+    await page.fill("#chat-input", "hello")
+    await page.press("#chat-input", "Enter")
+    reply = page.locator(".msg.assistant[data-seq]", has_text="Echo: hello")
+    await reply.wait_for(timeout=30_000)
+    assert await page.locator(".msg.user .read-aloud").count() == 0  # only replies
+    async with page.expect_response(lambda r: r.url.endswith("/speech")) as answer:
+        await reply.locator("button.read-aloud").click()
+    response = await answer.value
+    assert response.status == 200
+    assert response.headers["content-type"] == "audio/ogg"
+    # played from its blob URL (the page's CSP lets media come from blob:)
+    button = reply.locator("button.read-aloud:not([disabled])")
+    await button.wait_for(timeout=30_000)
+    assert await button.get_attribute("title") == "Read aloud"
+    assert page.errors == []

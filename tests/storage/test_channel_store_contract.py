@@ -248,6 +248,34 @@ async def test_a_chunk_is_recorded_only_while_the_delivery_is_ours(
 
 
 @WITH_JOBS
+async def test_the_start_of_a_send_is_kept_per_owner_from_its_first_time_and_fenced(
+    storage: Storage, store: ChannelStore, control: Database
+) -> None:
+    queue = JobQueue(control)
+    await queue.enqueue("delivery:1", "delivery:tg", {"to": "tg:42"})
+    lease = await queue.claim(["delivery:tg"])
+    assert lease is not None
+    assert await store.attempted_chunks("delivery:1") == {}
+    await store.start_chunk(lease, 0)
+    first = (await store.attempted_chunks("delivery:1"))[0]
+    await store.record_chunk(lease, 0, "m0", then=1)  # chunk 1 starts in the same trip
+    await store.start_chunk(lease, 0)  # a retry of the same chunk keeps the first time
+    attempted = await store.attempted_chunks("delivery:1")
+    assert attempted[0] == first and attempted[1] >= first and set(attempted) == {0, 1}
+    assert await store.sent_chunks("delivery:1") == {0: "m0"}
+    # Resumed: chunk 0 sent, chunk 1 started and unrecorded; chunk 1 is noted again now.
+    progress = await store.begin_send(lease, range(3))
+    assert progress.sent == {0: "m0"} and progress.attempted == attempted
+    assert progress.started == 1
+    await queue.complete(lease, {})
+    with pytest.raises(LeaseLost):  # not ours any more: nothing is sent
+        await store.start_chunk(lease, 2)
+    with pytest.raises(LeaseLost):
+        await store.begin_send(lease, range(3))
+    assert set(await store.attempted_chunks("delivery:1")) == {0, 1}
+
+
+@WITH_JOBS
 async def test_the_reply_sweep_queues_each_missing_reply_once_and_keeps_its_place(
     storage: Storage, store: ChannelStore, control: Database
 ) -> None:

@@ -23,6 +23,7 @@ CHANNEL_TABLES = (
     "channel_pairing",
     "channel_bindings",
     "delivery_chunks",
+    "delivery_attempts",
     "channel_prompts",
     "channel_drafts",
 )

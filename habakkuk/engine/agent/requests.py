@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .. import payloads
 from ..jobs import Job, JobKind, declare_kind, declared_kind, decoded_payload, payload_of
@@ -26,20 +26,28 @@ from ..llm.types import Block, block_from_json, block_to_json
 from ..payloads import JsonObject, PayloadError
 
 TURN_KIND = "turn"
+VoiceReply = Literal["", "also", "only"]
+VOICE_REPLIES: tuple[VoiceReply, ...] = ("", "also", "only")
 
 
 @dataclass(frozen=True)
 class ReplyTo:
     """Where a turn's reply goes: a chat address (CHANNEL:CHAT[:THREAD]), the message it
     answers ("" for none: a webhook's or a schedule's turn) and who asked (a chat user's
-    id, "webhook:NAME", "schedule:ID")."""
+    id, "webhook:NAME", "schedule:ID"). `voice`: the reply is also read aloud as a voice
+    note ("also"), or only so ("only": the text goes when speaking fails), as the
+    channel's voice_replies decided when the message came ("": text only)."""
 
     to: str
     message: str = ""
     sender: str = ""
+    voice: VoiceReply = ""
 
     def to_json(self) -> JsonObject:
-        return {"to": self.to, "message": self.message, "sender": self.sender}
+        data: JsonObject = {"to": self.to, "message": self.message, "sender": self.sender}
+        if self.voice:
+            data["voice"] = self.voice
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReplyTo:
@@ -48,7 +56,15 @@ class ReplyTo:
             said = str(message)  # older rows kept a platform's numeric id as it came
         else:
             said = payloads.text(data, "message", "")
-        return cls(payloads.text(data, "to"), said, payloads.text(data, "sender", ""))
+        voice = payloads.text(data, "voice", "")
+        if voice not in VOICE_REPLIES:
+            raise PayloadError("voice", f"expected one of {VOICE_REPLIES}, got {voice!r}")
+        return cls(
+            payloads.text(data, "to"),
+            said,
+            payloads.text(data, "sender", ""),
+            "also" if voice == "also" else "only" if voice == "only" else "",
+        )
 
 
 def reply_to_from(data: Mapping[str, Any], key: str = "reply_to") -> ReplyTo | None:

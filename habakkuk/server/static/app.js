@@ -336,6 +336,7 @@ function onChatEvent(kind, data) {
   if (data.approval) bubble = approvalCard(data);
   else if (data.file) bubble = fileCard(data);
   else bubble = el("div", "msg " + data.role, data.text);
+  if (data.role === "assistant" && state.app && state.app.speech) bubble.appendChild(readAloud(data.seq));
   bubble.dataset.seq = String(data.seq);
   $("chat-log").appendChild(bubble);
   // A card replayed or answered elsewhere (a typed "yes") learns it is no longer waiting.
@@ -344,6 +345,32 @@ function onChatEvent(kind, data) {
   }
   if (data.role !== "user") $("chat-typing").hidden = true;
   scrollLog();
+}
+
+// A reply read aloud (tts: in config): its audio fetched with the token, played from a blob URL.
+function readAloud(seq) {
+  const button = el("button", "read-aloud", "🔊");
+  button.type = "button";
+  button.title = "Read aloud";
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      const response = await fetch(chatPath(`messages/${seq}/speech`), { headers: authHeaders() });
+      if (response.status === 401) {
+        showLogin("The token was not accepted.");
+        return;
+      }
+      if (!response.ok) throw new Error(((await response.json()) || {}).error || response.statusText);
+      const url = URL.createObjectURL(await response.blob());
+      state.fileUrls.push(url);
+      await new Audio(url).play();
+    } catch (error) {
+      button.title = `Could not read it aloud: ${error.message}`;
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
 }
 
 // -- files in the chat -------------------------------------------------------------------
