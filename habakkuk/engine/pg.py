@@ -16,10 +16,19 @@ Writers. SQLite lets one writer in at a time (BEGIN IMMEDIATE), and every store'
 read-then-write was written for that. Here a write transaction first takes a
 transaction-scoped advisory lock of its schema (and of each schema it names, in one
 order), so those stores keep exactly that guarantee across every process and machine
-on the server. The queue's short writes (`write(fn, inline=True)`: enqueue, claim,
-complete, heartbeat) skip it: they are written to run beside other writers (row
-locks, `FOR UPDATE SKIP LOCKED`, the lease epoch as a fencing token), which is what
-lets several nodes claim at once.
+on the server. Two kinds of write are let in beside others:
+- the queue's short writes (`write(fn, inline=True)` or `shared=True`: enqueue, claim,
+  complete, heartbeat) take no writer lock: they are written to run beside other
+  writers (row locks, `FOR UPDATE SKIP LOCKED`, the lease epoch as a fencing token),
+  which is what lets several nodes claim at once;
+- a keyed write (`write(fn, keys=(...))`: a transcript's append, a session's state)
+  changes only what its keys name (a session), so it waits only for the writes of the
+  same keys (an advisory lock per key) and takes its schema's writer lock in shared
+  mode: writes of different sessions run side by side on every node, while a write
+  still taken whole (retention, a fork, a bulk delete) waits for them all and keeps
+  them all out, as on SQLite. A transaction takes every lock it needs with its BEGIN
+  (one round trip), its keys sorted (those of every call of a group), so two
+  transactions never each hold a key the other waits for.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import psycopg
 import psycopg.adapt
@@ -225,10 +234,14 @@ class PgConnection:
         status = self.raw.info.transaction_status
         return status != psycopg.pq.TransactionStatus.IDLE
 
-    def lock_writers(self) -> None:
-        """Take the schema's (and the named schemas') writer locks, for this transaction."""
-        for key in self._lock_keys:
-            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+    def writer_locks(self) -> str:
+        """The statement taking the schema's (and the named schemas') writer locks."""
+        return locks_sql(exclusive=self._lock_keys)
+
+    def begin(self, locks: str = "") -> None:
+        """BEGIN, and the `locks` statement (`writer_locks`, `key_locks`) in the same
+        round trip to the server."""
+        self.raw.execute(cast(Any, f"BEGIN; {locks}" if locks else "BEGIN"))
 
     def execute(self, sql: str, parameters: Params = (), /) -> PgCursor:
         verb = sql.strip().upper()
@@ -237,8 +250,7 @@ class PgConnection:
                 self.raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
                 return PgCursor(self.raw.cursor())
             if verb in ("BEGIN IMMEDIATE", "BEGIN EXCLUSIVE"):
-                self.raw.execute("BEGIN")
-                self.lock_writers()
+                self.begin(self.writer_locks())
                 return PgCursor(self.raw.cursor())
             return PgCursor(self.raw.execute(to_postgres(sql), parameters))
         except psycopg.Error as exc:
@@ -267,6 +279,27 @@ def lock_key(schema: str) -> int:
     """The advisory lock key of `schema`'s writers: stable across processes."""
     digest = hashlib.blake2b(f"habakkuk:{schema}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+def write_key(schema: str, key: str) -> int:
+    """The advisory lock key of the writes of `schema` keyed `key` (a session)."""
+    return lock_key(f"{schema}:{key}")
+
+
+def locks_sql(*, shared: Sequence[int] = (), exclusive: Sequence[int] = ()) -> str:
+    """The statement taking transaction-scoped advisory locks, `shared` ones then
+    `exclusive` ones, each list in the order given (a select list is evaluated left to
+    right). The keys are written in (integers), so it can share a round trip with BEGIN."""
+    calls = [f"pg_advisory_xact_lock_shared({int(key)})" for key in shared]
+    calls += [f"pg_advisory_xact_lock({int(key)})" for key in exclusive]
+    return f"SELECT {', '.join(calls)}" if calls else ""
+
+
+def key_locks(schema_key: int, keys: Iterable[int]) -> str:
+    """The statement of a keyed write's locks: its schema's writer lock shared, then its
+    keys exclusive in one order (every keyed transaction takes its keys sorted, so none
+    holds a key another waits for while it waits for one that other holds)."""
+    return locks_sql(shared=(schema_key,), exclusive=sorted(set(keys)))
 
 
 def connect(url: str, schema: str) -> psycopg.Connection[Any]:
@@ -354,14 +387,27 @@ def migrate(conn: psycopg.Connection[Any], schema: str, migrations: Sequence[Mig
 # -- the Database --
 
 
+# How a write meets the others (module docstring, "Writers"): under the writer locks,
+# beside every writer, or beside the writes of other keys.
+WriteMode = Literal["exclusive", "shared", "keyed"]
+
+
 @dataclass
 class _Call:
     fn: Callable[[Conn], Any]
     write: bool
-    exclusive: bool
+    mode: WriteMode
     loop: asyncio.AbstractEventLoop | None
     future: asyncio.Future[Any] | concurrent.futures.Future[Any]
     outcome: tuple[bool, Any] | None = None
+    # A keyed write's advisory lock keys.
+    keys: tuple[int, ...] = ()
+
+
+def _mode(inline: bool, shared: bool, keys: Sequence[str]) -> WriteMode:
+    if inline or shared:
+        return "shared"
+    return "keyed" if keys else "exclusive"
 
 
 _CLOSE = object()
@@ -388,6 +434,7 @@ class PgDatabase:
         self.schema = schema
         self.dialect: Dialect = "postgres"
         self._lock_keys = [lock_key(name) for name in (schema.name, *attached)]
+        self._schema_key = lock_key(schema.name)
         self._calls: queue.SimpleQueue[_Call | object] = queue.SimpleQueue()
         self._closed = False
         self._threads: list[threading.Thread] = []
@@ -435,17 +482,23 @@ class PgDatabase:
     # -- calls --
 
     def _submit(
-        self, fn: Callable[[Conn], T], *, write: bool, exclusive: bool
+        self,
+        fn: Callable[[Conn], T],
+        *,
+        write: bool,
+        mode: WriteMode = "shared",
+        keys: Sequence[str] = (),
     ) -> asyncio.Future[T]:
         if self._closed:
             raise StoreError(f"{self.name}: database is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._calls.put(_Call(fn, write, exclusive, loop, future))
+        locks = tuple(write_key(self.name, key) for key in keys) if mode == "keyed" else ()
+        self._calls.put(_Call(fn, write, mode, loop, future, keys=locks))
         return future
 
     async def run(self, fn: Callable[[Conn], T]) -> T:
-        return await self._submit(fn, write=False, exclusive=False)
+        return await self._submit(fn, write=False)
 
     async def write(
         self,
@@ -454,13 +507,19 @@ class PgDatabase:
         inline: bool = False,
         shared: bool = False,
         one_statement: bool = False,
+        keys: Sequence[str] = (),
     ) -> T:
-        return await self._submit(fn, write=True, exclusive=not (inline or shared))
+        return await self._submit(fn, write=True, mode=_mode(inline, shared, keys), keys=keys)
 
     def write_now(
-        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+        self,
+        fn: Callable[[Conn], T],
+        *,
+        inline: bool = False,
+        shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> asyncio.Future[T]:
-        return self._submit(fn, write=True, exclusive=not (inline or shared))
+        return self._submit(fn, write=True, mode=_mode(inline, shared, keys), keys=keys)
 
     def write_if_free(
         self,
@@ -480,7 +539,7 @@ class PgDatabase:
         if self._closed:
             raise StoreError(f"{self.name}: database is closed")
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._calls.put(_Call(fn, False, False, None, future))
+        self._calls.put(_Call(fn, False, "shared", None, future))
         return future.result()
 
     def write_sync(self, fn: Callable[[Conn], T]) -> T:
@@ -488,7 +547,7 @@ class PgDatabase:
         if self._closed:
             raise StoreError(f"{self.name}: database is closed")
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._calls.put(_Call(fn, True, True, None, future))
+        self._calls.put(_Call(fn, True, "exclusive", None, future))
         return future.result()
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
@@ -545,7 +604,7 @@ class PgDatabase:
                         if (
                             not isinstance(more, _Call)
                             or not more.write
-                            or (more.exclusive != item.exclusive)
+                            or (more.mode != item.mode)
                         ):
                             head = more
                             break
@@ -583,12 +642,20 @@ class PgDatabase:
     def _run_group(self, conn: PgConnection, group: list[_Call]) -> None:
         raw = conn.raw
         try:
-            raw.execute("BEGIN")
-            if group[0].exclusive:
-                conn.lock_writers()
+            mode = group[0].mode
+            if mode == "exclusive":
+                conn.begin(conn.writer_locks())
+            elif mode == "keyed":
+                conn.begin(key_locks(self._schema_key, (k for call in group for k in call.keys)))
+            else:
+                conn.begin()
         except psycopg.Error as exc:
             for call in group:
                 call.outcome = (False, _db_error(exc))
+            if conn.in_transaction and not raw.broken:
+                # Its locks were refused (a timeout): the next call begins afresh.
+                with contextlib.suppress(psycopg.Error):
+                    raw.execute("ROLLBACK")
             self._connection_lost(conn, group)
             return
         alone = len(group) == 1

@@ -548,7 +548,7 @@ class TranscriptStore:
             row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
             return Session.from_row(row)
 
-        return await self.db.write(_create)
+        return await self.db.write(_create, keys=_keys(session_id))
 
     async def get_session(self, session_id: str) -> Session | None:
         row = await self.db.fetchone("SELECT * FROM sessions WHERE id = ?", (session_id,))
@@ -580,14 +580,16 @@ class TranscriptStore:
             lambda conn: conn.execute(
                 "UPDATE sessions SET title = ?, title_source = ? WHERE id = ?",
                 (title, source, session_id),
-            )
+            ),
+            keys=_keys(session_id),
         )
 
     async def set_archived(self, session_id: str, archived: bool) -> None:
         await self.db.write(
             lambda conn: conn.execute(
                 "UPDATE sessions SET archived = ? WHERE id = ?", (int(archived), session_id)
-            )
+            ),
+            keys=_keys(session_id),
         )
 
     async def delete_sessions(self, session_ids: list[str]) -> list[str]:
@@ -691,12 +693,12 @@ class TranscriptStore:
         def _append(conn: Conn) -> int | None:
             if guard is not None:
                 guard(conn)
-            seq = _append_in(conn, session_id, message, turn_id, unless_turn_has)
+            appended = _append_in(conn, session_id, message, turn_id, unless_turn_has)
             if then is not None:
                 then(conn)
-            return seq
+            return appended[0] if appended is not None else None
 
-        return await self.db.write(_append)
+        return await self.db.write(_append, keys=_keys(session_id))
 
     async def open_turn(
         self,
@@ -721,11 +723,11 @@ class TranscriptStore:
                 return None
             message = user_message(conn) if callable(user_message) else user_message
             if message is not None:
-                _append_in(conn, session_id, message, turn_id, "user")
-                row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                appended = _append_in(conn, session_id, message, turn_id, "user")
+                row = appended[1] if appended is not None else row
             return Session.from_row(row), _view_in(conn, session_id)
 
-        return await self.db.write(_open)
+        return await self.db.write(_open, keys=_keys(session_id))
 
     async def with_session(
         self, session_id: str, fn: Callable[[Conn, Session], T]
@@ -740,7 +742,7 @@ class TranscriptStore:
             session = Session.from_row(row)
             return session, fn(conn, session)
 
-        return await self.db.write(_with)
+        return await self.db.write(_with, keys=_keys(session_id))
 
     async def messages(self, session_id: str, *, after: int = -1) -> list[StoredMessage]:
         """Stored messages in order (seq > after). A corrupt row is skipped, not fatal."""
@@ -799,7 +801,7 @@ class TranscriptStore:
             )
             return True
 
-        return await self.db.write(_add)
+        return await self.db.write(_add, keys=_keys(session_id))
 
     async def turn_messages(self, session_id: str, turn_id: str) -> list[StoredMessage]:
         rows = await self.db.fetchall(
@@ -830,14 +832,24 @@ class TranscriptStore:
         )
 
 
+def _keys(session_id: str) -> tuple[str]:
+    """What a write of one session's rows is keyed by (`Database.write`'s `keys`): on
+    PostgreSQL, writes of different sessions run side by side, and those of one session
+    (its next seq is max(seq) + 1, its compaction checks the transcript's end) one at a
+    time. A write of several sessions (fork, delete, retention) is taken whole."""
+    return (f"session:{session_id}",)
+
+
 def _append_in(
     conn: Conn,
     session_id: str,
     message: Message,
     turn_id: str,
     unless_turn_has: str | None,
-) -> int | None:
-    """The append itself, inside the caller's transaction."""
+) -> tuple[int, Row] | None:
+    """The append itself, inside the caller's transaction: the message's seq and the
+    session's row as the append left it (None when `unless_turn_has` found the turn's
+    message of that role). Three statements at most: on PostgreSQL each is a round trip."""
     if unless_turn_has is not None and turn_id:
         exists = conn.execute(
             "SELECT 1 FROM messages WHERE session_id = ? AND turn_id = ? AND role = ?",
@@ -847,24 +859,25 @@ def _append_in(
             return None
     now = time.time()
     blocks = json.dumps(message.to_json(), separators=(",", ":"), ensure_ascii=False)
-    row = conn.execute(
-        "SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    seq = int(row[0])
-    conn.execute(
+    # The next seq is read by the INSERT itself (one writer per session: the caller's
+    # transaction, or its key on PostgreSQL).
+    seq = conn.execute(
         "INSERT INTO messages(session_id, seq, role, model, blocks, turn_id, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (session_id, seq, message.role, message.model, blocks, turn_id, now),
-    )
+        " SELECT ?, coalesce(max(seq) + 1, 0), ?, ?, ?, ?, ? FROM messages WHERE session_id = ?"
+        " RETURNING seq",
+        (session_id, message.role, message.model, blocks, turn_id, now, session_id),
+    ).fetchone()[0]
     title = _title_from(message) if message.role == "user" else ""
-    if title:
-        conn.execute(
-            "UPDATE sessions SET title = ?, title_source = 'first_message'"
-            " WHERE id = ? AND title = ''",
-            (title, session_id),
-        )
-    conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
-    return seq
+    # A first message's title only where there is none (both CASEs read the old title).
+    session = conn.execute(
+        "UPDATE sessions SET updated_at = ?,"
+        " title = CASE WHEN title = '' AND ? <> '' THEN ? ELSE title END,"
+        " title_source = CASE WHEN title = '' AND ? <> '' THEN 'first_message'"
+        " ELSE title_source END"
+        " WHERE id = ? RETURNING *",
+        (now, title, title, title, session_id),
+    ).fetchone()
+    return int(seq), session
 
 
 def _view_in(conn: Conn, session_id: str) -> TranscriptView:

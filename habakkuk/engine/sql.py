@@ -109,6 +109,7 @@ class Database(Protocol):
         inline: bool = False,
         shared: bool = False,
         one_statement: bool = False,
+        keys: Sequence[str] = (),
     ) -> T:
         """Run `fn(conn)` in one transaction that serialises with the database's other
         writers; the result after COMMIT. `inline`: a short index-bounded queue write
@@ -116,11 +117,19 @@ class Database(Protocol):
         to run beside other writers (row locks, SKIP LOCKED, fencing), so an engine
         with several writers (PostgreSQL) lets it in without the store's writer lock.
         `one_statement`: `fn` runs one statement, a transaction by itself (SQLite inline
-        runs it without BEGIN and COMMIT around it)."""
+        runs it without BEGIN and COMMIT around it). `keys`: `fn` reads and changes only
+        what these names stand for (a session id), so such an engine serialises it only
+        with the writes of the same keys and with the writes taken whole (those without
+        keys); SQLite's one writer holds them all."""
         ...
 
     def write_now(
-        self, fn: Callable[[Conn], T], *, inline: bool = False, shared: bool = False
+        self,
+        fn: Callable[[Conn], T],
+        *,
+        inline: bool = False,
+        shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> asyncio.Future[T]:
         """`write`, handed over at once (for a caller that collected a pass's work)."""
         ...

@@ -223,7 +223,7 @@ class StateStore:
                     (session, name, value, time.time()),
                 )
 
-        await self.db.write(_set)
+        await self.db.write(_set, keys=_keys(session))
 
     async def copy_settings(self, source: str, target: str) -> None:
         """Give `target` the settings of `source` (a fork keeps its /model and /think)."""
@@ -237,7 +237,7 @@ class StateStore:
                 (target, time.time(), source),
             )
 
-        await self.db.write(_copy)
+        await self.db.write(_copy, keys=_keys(source, target))
 
     async def adopt_settings(self, name: str, values: dict[str, str]) -> None:
         """Store setting `name` for sessions that have none yet (values: session -> value)."""
@@ -288,7 +288,7 @@ class StateStore:
                 )
             return _items(conn, session)
 
-        return await self.db.write(add)
+        return await self.db.write(add, keys=_keys(session))
 
     async def update_todo(
         self,
@@ -315,7 +315,7 @@ class StateStore:
                 raise TodoError(f"there is no todo item {number}")
             return _items(conn, session)
 
-        return await self.db.write(update)
+        return await self.db.write(update, keys=_keys(session))
 
     async def clear_todos(self, session: str, *, done_only: bool = False) -> list[TodoItem]:
         """Remove every item (or only finished ones); returns what is left."""
@@ -327,7 +327,7 @@ class StateStore:
                 conn.execute("DELETE FROM todos WHERE session = ?", (session,))
             return _items(conn, session)
 
-        return await self.db.write(clear)
+        return await self.db.write(clear, keys=_keys(session))
 
     async def todo_note(self, session: str) -> str | None:
         """The text appended to a turn's user message while any item is open, else None."""
@@ -381,7 +381,7 @@ class StateStore:
             )
             return cursor.rowcount == 1
 
-        return await self.db.write(_begin)
+        return await self.db.write(_begin, keys=_keys(job.session))
 
     async def update_provider_job(
         self,
@@ -406,7 +406,7 @@ class StateStore:
                 (status, job, encoded, result, time.time(), session, turn, call_id),
             )
 
-        await self.db.write(_update)
+        await self.db.write(_update, keys=_keys(session))
 
     async def turn_state(self, session: str) -> TurnState:
         """What a starting turn reads from state.db, in one trip to its thread."""
@@ -442,6 +442,14 @@ def read_turn_state(conn: Conn, session: str, schema: str = "main") -> TurnState
     return TurnState(
         _todo_note(_items(conn, session, schema)), settings.get("thinking"), settings.get("model")
     )
+
+
+def _keys(*sessions: str) -> tuple[str, ...]:
+    """What a write of these sessions' rows is keyed by (`Database.write`'s `keys`): on
+    PostgreSQL, writes of different sessions run side by side (a todo's number is the
+    session's max + 1: one writer per session). Writes of many sessions (adopting a
+    setting, forgetting pruned sessions) are taken whole."""
+    return tuple(f"session:{session}" for session in sessions)
 
 
 def _schema(name: str) -> str:

@@ -461,8 +461,11 @@ class SqliteDatabase:
         inline: bool = False,
         shared: bool = False,
         one_statement: bool = False,
+        keys: Sequence[str] = (),
     ) -> T:
         """Run `fn(conn)` inside BEGIN IMMEDIATE ... COMMIT on the database thread.
+        (`shared` and `keys` say what else `fn` may run beside on an engine with
+        several writers; SQLite has one, which serialises every write.)
 
         `fn` may share its transaction with other writes waiting at the same moment
         (each in its own savepoint), so it must not BEGIN or COMMIT itself; the
@@ -548,7 +551,12 @@ class SqliteDatabase:
         self._pass_once.clear()
 
     def write_now(
-        self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False, shared: bool = False
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        inline: bool = False,
+        shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> asyncio.Future[T]:
         """`write` for a caller that collected one loop pass's work itself (the queue's
         enqueues): handed over at once, not at the end of the pass. The future is

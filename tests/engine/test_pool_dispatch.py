@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ def count_writes(monkeypatch: pytest.MonkeyPatch, db: SqliteDatabase) -> list[st
         inline: bool = False,
         shared: bool = False,
         one_statement: bool = False,
+        keys: Sequence[str] = (),
     ) -> Any:
         if self is db:
             names.append(fn.__qualname__)
@@ -47,6 +48,7 @@ def count_writes(monkeypatch: pytest.MonkeyPatch, db: SqliteDatabase) -> list[st
         *,
         inline: bool = False,
         shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> Any:
         if self is db:
             names.append(fn.__qualname__)

@@ -8,7 +8,7 @@ import asyncio
 import contextvars
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
         inline: bool = False,
         shared: bool = False,
         one_statement: bool = False,
+        keys: Sequence[str] = (),
     ) -> Any:
         # A write is a trip of its own (a transaction, on the database thread or inline
         # on the loop's), named by the function it runs.
@@ -81,6 +82,7 @@ def record_trips(monkeypatch: pytest.MonkeyPatch, trips: list[Trip]) -> None:
         *,
         inline: bool = False,
         shared: bool = False,
+        keys: Sequence[str] = (),
     ) -> Any:
         return write_now(db, noted(db, fn), inline=inline)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -164,3 +165,86 @@ def test_an_unreachable_server_is_one_line_naming_it_without_its_password() -> N
     message = str(caught.value)
     assert "hunter2" not in message and "bob:***@127.0.0.1:9" in message
     assert "\n" not in message and "cannot connect" in message
+
+
+async def test_keyed_writes_of_one_key_take_turns_and_groups_never_deadlock(
+    storage: Storage,
+) -> None:
+    """Two nodes bump counters by read-then-write, each write keyed by its counter, in
+    opposite orders: no bump is lost (one key's writes never interleave) and no waiting
+    group deadlocks with another (their keys are locked in one order)."""
+    one, two = await storage.open(NOTES), await storage.open(NOTES)
+    names = [f"k{n}" for n in range(6)]
+    try:
+        await one.write(lambda conn: conn.executemany(_ADD, [(name,) for name in names]))
+
+        def bump(name: str) -> Callable[[Conn], None]:
+            def _bump(conn: Conn) -> None:
+                row = conn.execute("SELECT n FROM t WHERE name = ?", (name,)).fetchone()
+                conn.execute("UPDATE t SET n = ? WHERE name = ?", (int(row[0]) + 1, name))
+
+            return _bump
+
+        order = [*names, *reversed(names)] * 5
+        await asyncio.gather(
+            *(one.write(bump(name), keys=(name,)) for name in order),
+            *(two.write(bump(name), keys=(name,)) for name in reversed(order)),
+        )
+        counts = await one.fetchall("SELECT name, n FROM t ORDER BY name")
+    finally:
+        await one.close()
+        await two.close()
+    assert [(r["name"], r["n"]) for r in counts] == [(name, 20) for name in names]
+
+
+_ADD = "INSERT INTO t(name, n) VALUES (?, 0)"
+
+
+async def test_a_keyed_write_waits_only_for_its_key_and_for_writes_taken_whole(
+    pg_url: str,
+) -> None:
+    """While node one's write keyed `a` is open, node two writes key `b` at once; its
+    write keyed `a`, and node three's write taken whole (no keys), wait until the first
+    commits."""
+    one = await PgDatabase.open(pg_url, NOTES, threads=1)
+    two = await PgDatabase.open(pg_url, NOTES, threads=2)
+    three = await PgDatabase.open(pg_url, NOTES, threads=1)
+    watch = await PgDatabase.open(pg_url, NOTES, threads=1)
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(conn: Conn) -> None:
+        conn.execute(_ADD, ("a",))
+        inside.set()
+        release.wait(30)
+
+    try:
+        held = asyncio.ensure_future(one.write(hold, keys=("a",)))
+        assert await asyncio.to_thread(inside.wait, 30)
+        # Another session's write goes through while `a` is held (bounded: no timing).
+        await asyncio.wait_for(two.write(lambda c: c.execute(_ADD, ("b",)), keys=("b",)), 30)
+        same = asyncio.ensure_future(two.write(lambda c: c.execute(_ADD, ("a2",)), keys=("a",)))
+        whole = asyncio.ensure_future(three.write(lambda c: c.execute(_ADD, ("w",))))
+        await _until_waiting(watch, 2)
+        assert not same.done() and not whole.done()
+        release.set()
+        await asyncio.gather(held, same, whole)
+        names = await one.fetchall("SELECT name FROM t ORDER BY name")
+    finally:
+        release.set()
+        for db in (one, two, three, watch):
+            await db.close()
+    assert [r["name"] for r in names] == ["a", "a2", "b", "w"]
+
+
+async def _until_waiting(db: PgDatabase, count: int) -> None:
+    """Until `count` backends of the database wait for an advisory lock."""
+    for _ in range(3000):
+        row = await db.fetchone(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+            " WHERE l.locktype = 'advisory' AND NOT l.granted"
+            " AND a.datname = current_database()"
+        )
+        if row is not None and row[0] >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{count} writes never waited for an advisory lock")

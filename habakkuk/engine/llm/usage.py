@@ -220,7 +220,9 @@ class UsageStore:
                 row,
             )
 
-        await self.db.write(_write)
+        # One new row, nothing read: it runs beside other writers (every node's turns
+        # record their calls at once on PostgreSQL).
+        await self.db.write(_write, shared=True)
 
     async def totals(
         self,

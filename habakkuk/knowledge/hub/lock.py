@@ -6,6 +6,18 @@ for, what it resolved to (a commit, a version, the content hash of a URL), the t
 hash, the scan's verdict and findings, whether the user approved it (and, for a plugin,
 enabled it), and when. A file that cannot be read is reported by `read_lock` with its
 path and treated as empty, never fatal, so a corrupt lock never hides hand-made skills.
+
+Why it stays a file beside what it describes, on a PostgreSQL home too (issue 29 lists
+"skills lock" among the stores; its item 3 keeps agents' folders, skills among them, as
+files): every entry is a claim about the bytes in this folder (the tree hash the scan's
+verdict and the user's approval were given to; `update` compares a source's tree with it
+and looks for the folder), and the folders stay files on each machine. In the
+database, one node's install would mark a skill installed and approved on every node,
+where the folder is missing or holds other bytes, and a folder copied to another
+machine (or restored from a backup) would lose the record of what it is. Beside the
+folder, the record and its subject move, are backed up and are shared together: on a
+filesystem several nodes share (the README's "Several machines" section), they share
+the file too, and `held`'s flock keeps their read-modify-writes apart (NFS v4 locks).
 """
 
 from __future__ import annotations
