@@ -65,7 +65,7 @@ async def talk(
         if runtime.config.transcription is None:
             print(
                 "habakkuk: talk: transcription: is not configured (an OpenAI-compatible "
-                "/audio/transcriptions endpoint: base_url, key_env, model)",
+                "endpoint: base_url, key_env, model; or offline: provider: local, model: DIR)",
                 file=sys.stderr,
             )
             return EXIT_USAGE
