@@ -5,8 +5,9 @@ FTS5's unicode61 tokenizer reads it, as near as PostgreSQL's parser allows: ever
 characters that are not letters or digits becomes a space (`search_words`), so a host
 name, an e-mail address, a hyphenated word or a number with a point is its words, as in
 FTS5, rather than one token of PostgreSQL's parser; then the 'simple' configuration
-folds case and stems nothing. One difference is left: diacritics count ("cafe" does not
-find "café", which FTS5's remove_diacritics finds).
+folds case and stems nothing. Diacritics are dropped as FTS5's remove_diacritics drops
+them ("cafe" finds "café"): the text is decomposed (NFD) and its combining marks removed
+(transcripts' PostgreSQL migration 2, on a UTF8 server).
 
 A query is read by the same `query_terms` as on SQLite, each term a
 `phraseto_tsquery` of its words (a word alone is a phrase of one), all of them required

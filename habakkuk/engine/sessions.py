@@ -321,6 +321,26 @@ PG_MIGRATIONS: list[Migration] = [
         FOR EACH ROW EXECUTE FUNCTION messages_text_ai();
         """,
     ),
+    # Diacritics as FTS5's remove_diacritics: "cafe" finds "café" and "Zürich" is
+    # "zurich". The words are decomposed (NFD) and their combining marks dropped, so
+    # no extension (unaccent) is needed. normalize() needs a UTF8 server; on another
+    # encoding the words stay as they were. The stored tsvectors are generated again.
+    Migration(
+        2,
+        r"""
+        DO $$
+        BEGIN
+            IF current_setting('server_encoding') = 'UTF8' THEN
+                CREATE OR REPLACE FUNCTION search_words(t TEXT) RETURNS TEXT
+                LANGUAGE sql IMMUTABLE PARALLEL SAFE
+                RETURN regexp_replace(
+                    regexp_replace(normalize(t, NFD), '[\u0300-\u036f]+', '', 'g'),
+                    '[^[:alnum:]]+', ' ', 'g');
+                UPDATE message_text SET text = text;
+            END IF;
+        END $$;
+        """,
+    ),
 ]
 
 SCHEMA = Schema("transcripts", MIGRATIONS, PG_MIGRATIONS)

@@ -87,6 +87,15 @@ async def test_search_finds_the_same_hits_in_the_same_order_on_both_engines(
     assert seqs(await store.search(query)) == expected
 
 
+async def test_search_ignores_diacritics_on_both_engines(store: TranscriptStore) -> None:
+    await store.create_session("s", "main", "")
+    for text in ("a café in Zürich", "Crème brûlée for two", "plain cafe"):
+        await store.append("s", Message("user", [TextBlock(text)]))
+    assert seqs(await store.search("cafe")) == [("s", 2), ("s", 0)]
+    assert seqs(await store.search("CAFÉ zurich")) == [("s", 0)]
+    assert seqs(await store.search('"creme brulee"')) == [("s", 1)]
+
+
 async def test_search_by_agent_with_a_window_and_a_limit(store: TranscriptStore) -> None:
     await corpus(store)
     assert seqs(await store.search("backup", agent="ops")) == [("o", 0)]
