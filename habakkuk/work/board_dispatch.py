@@ -5,7 +5,8 @@ control.db (engine/leases.py, as the schedules' ticker): a terminal beside a `--
 never dispatches twice, and a dead holder on this host is replaced at once. It looks
 every `board.dispatch_seconds`, at once when this process's board changes (`wake`, which
 the Board calls through `on_wake`), and when the home's WAKE_FILE changes (another
-process's change: the CLI touches it; its mtime is read every WAKE_POLL seconds).
+process's change: the CLI touches it; its mtime is read every WAKE_POLL seconds), and on
+PostgreSQL when any node writes a card (it LISTENs on the board's WAKE_CHANNEL).
 
 A look does three things, each safe to repeat after a crash (every id is derived):
 
@@ -31,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from habakkuk.engine.agent.turn_access import TurnsAccess
 from habakkuk.engine.errors import HabakkukError
@@ -42,6 +44,7 @@ from habakkuk.work.board_store import BoardStore
 from habakkuk.work.board_types import (
     CARD_KIND,
     DISPATCHER_LEASE,
+    WAKE_CHANNEL,
     WAKE_FILE,
     Card,
     CardRun,
@@ -49,6 +52,9 @@ from habakkuk.work.board_types import (
     card_job_id,
     notice_id,
 )
+
+if TYPE_CHECKING:
+    from habakkuk.engine.pg_wakeups import Wakeups  # imported only on PostgreSQL
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +139,7 @@ class Dispatcher:
         self._woken = asyncio.Event()
         self._ready = False
         self._mtime = self._wake_mtime()
+        self.wakeups: Wakeups | None = None  # PostgreSQL: listening while it runs
 
     def wake(self) -> None:
         """Look now (a change in this process: register with `board.on_wake`)."""
@@ -140,7 +147,8 @@ class Dispatcher:
 
     async def run(self) -> None:
         """Look, then wait for a wake or the interval, until cancelled; the lease is let
-        go on the way out."""
+        go on the way out. On PostgreSQL every node's card changes wake it too."""
+        wakeups = self._listen()
         try:
             while True:
                 self._woken.clear()  # a wake during the look below brings another look
@@ -150,9 +158,25 @@ class Dispatcher:
                     log.warning("board: dispatch failed: %s", exc)
                 await self._wait()
         finally:
+            if wakeups is not None:
+                await wakeups.stop()
             if self._ready:
                 with contextlib.suppress(Exception):
                     await self.leases.release(self.lease_name, self.owner)
+
+    def _listen(self) -> Wakeups | None:
+        """On PostgreSQL, LISTEN for the board's WAKE_CHANNEL (any node's change)."""
+        db = self.store.db
+        if db.dialect != "postgres":
+            return None
+        from habakkuk.engine.pg import PgDatabase
+        from habakkuk.engine.pg_wakeups import Wakeups
+
+        assert isinstance(db, PgDatabase)  # the only Database of dialect postgres
+        wakeups = Wakeups(db.url, WAKE_CHANNEL, lambda _: self.wake(), asyncio.get_running_loop())
+        wakeups.start()
+        self.wakeups = wakeups
+        return wakeups
 
     async def _wait(self) -> None:
         deadline = time.monotonic() + self.interval

@@ -31,6 +31,7 @@ from habakkuk.engine.store import Database
 from habakkuk.work.board_schema import ensure_board_tables
 from habakkuk.work.board_types import (
     STATUSES,
+    WAKE_CHANNEL,
     BlockKind,
     Card,
     CardComment,
@@ -269,6 +270,7 @@ class BoardStore:
                 [(card_id, dep) for dep in depends_on],
             )
             _append(conn, card_id, [LogEntry(created_by, "created", event_text)], now)
+            self._heard(conn)
 
         await self.db.write(_insert)
         card = await self.fetch(card_id)
@@ -313,9 +315,17 @@ class BoardStore:
             if conn.execute(sql, params).rowcount != 1:
                 return False
             _append(conn, card_id, entries, now)
+            self._heard(conn)
             return True
 
         return await self.db.write(_update)
+
+    def _heard(self, conn: Conn) -> None:
+        """On PostgreSQL, wake every node's dispatcher when this transaction commits
+        (WAKE_CHANNEL); a notification is a hint, the dispatchers still look on their
+        interval. A claim does not notify: only the dispatcher claims."""
+        if self.db.dialect == "postgres":
+            conn.execute("SELECT pg_notify(?, '')", (WAKE_CHANNEL,))
 
     async def claim(self, card_id: str, attempt: int) -> Card | None:
         """The dispatcher's compare-and-swap: a card that is todo, assigned, with every

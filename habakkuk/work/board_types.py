@@ -62,6 +62,9 @@ TEXT_MAX = 20_000  # body, comment, result, reason
 # Touched under the home's root by a change made in a process without the dispatcher
 # (the CLI), whose dispatcher watches its mtime: woken there too, not only every 5 s.
 WAKE_FILE = "board.wake"
+# PostgreSQL: a card written on any node is heard by every node's dispatcher at commit
+# (LISTEN, engine/pg_wakeups.py); the wake file only reaches processes of one home folder.
+WAKE_CHANNEL = "habakkuk_board"
 DISPATCHER_LEASE = "board-dispatcher"  # the named lease (engine/leases.py): one per home
 
 
