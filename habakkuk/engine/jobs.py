@@ -605,7 +605,6 @@ class JobQueue:
         self.db = db
         self.owner = owner or Owner.current()
         self.lease_seconds = lease_seconds
-        self.hosted_agents = hosted_agents
         # Sorted once: the claim's parameters, the same every time.
         self._hosted = tuple(sorted(hosted_agents)) if hosted_agents is not None else None
         self._owner_text = str(self.owner)

@@ -544,10 +544,6 @@ class TranscriptStore:
         db = await storage.open(SCHEMA, attach=("control", "state"))
         return cls(db, state_schema="state")
 
-    @classmethod
-    def open_sync(cls, path: Path, control_path: Path) -> TranscriptStore:
-        return cls(SqliteDatabase.open_sync(path, MIGRATIONS, attach={"control": control_path}))
-
     async def close(self) -> None:
         await self.db.close()
 
