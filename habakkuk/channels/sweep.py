@@ -131,12 +131,13 @@ class ReplySweep:
         sql = _trip_sql(self.queue.db.dialect)
 
         def read(conn: Conn) -> _Trip:
+            at = after.updated_at  # twice: the range's start, then the place's time
             rows: list[tuple[SweepMark, str, bool]] = []
             full: list[SweepMark] = []  # the last place of each status with a full batch
             for status in FINISHED:
                 found = conn.execute(
                     sql,
-                    (kind, REPLY_PREFIX, status, after.updated_at, after.updated_at, after.seq, batch),
+                    (kind, REPLY_PREFIX, status, at, at, after.seq, batch),
                 ).fetchall()
                 marks = [(SweepMark(r[1], r[0]), str(r[2]), bool(r[3])) for r in found]
                 rows.extend(marks)
