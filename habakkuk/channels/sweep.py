@@ -6,7 +6,7 @@ channels start, and periodically) repairs. Queuing is idempotent by the reply's 
 (`reply:<turn id>`), so a turn the sweep and the runtime both see is replied to once.
 
 What it costs follows the jobs finished since its last pass, not the jobs of the day:
-- it reads finished jobs in (updated_at, seq) order through the `jobs_finished` index,
+- it reads finished jobs in (updated_at, seq) order through an index (`finished_time`),
   one status at a time (so the index gives the order and no sort reads the whole slice),
   at most `batch` rows per status per trip to the database thread;
 - it keeps its place (`SweepMark`) between passes, and in control.db (`reply_sweep`)
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from habakkuk.engine.jobs import FINISHED_SQL, JobQueue
+from habakkuk.engine.jobs import FINISHED_SQL, JobQueue, finished_time
 from habakkuk.engine.sql import Conn, Dialect
 
 from .deliveries import REPLY_PREFIX, enqueue_reply
@@ -50,11 +50,15 @@ _REPLY_TO = {
 
 
 def _trip_sql(dialect: Dialect) -> str:
+    # (updated_at, seq) as the engine's index of finished jobs holds them
+    # (`finished_time`); the place's time alone once more, as a range of the index (a
+    # pair of expressions compared as one is not).
+    at, tie = finished_time(dialect, "j")
     return (
         f"SELECT j.seq, j.updated_at, j.id, j.kind = ? AND {_REPLY_TO[dialect]} IS NOT NULL"
         " AND NOT EXISTS (SELECT 1 FROM jobs d WHERE d.id = ? || j.id) AS missing"
-        f" FROM jobs j WHERE j.status = ? AND j.{FINISHED_SQL} AND (j.updated_at, j.seq) > (?, ?)"
-        " ORDER BY j.updated_at, j.seq LIMIT ?"
+        f" FROM jobs j WHERE j.status = ? AND j.{FINISHED_SQL} AND {at} >= ?"
+        f" AND ({at}, {tie}) > (?, ?) ORDER BY {at}, {tie} LIMIT ?"
     )
 
 
@@ -127,12 +131,13 @@ class ReplySweep:
         sql = _trip_sql(self.queue.db.dialect)
 
         def read(conn: Conn) -> _Trip:
+            at = after.updated_at  # twice: the range's start, then the place's time
             rows: list[tuple[SweepMark, str, bool]] = []
             full: list[SweepMark] = []  # the last place of each status with a full batch
             for status in FINISHED:
                 found = conn.execute(
                     sql,
-                    (kind, REPLY_PREFIX, status, after.updated_at, after.seq, batch),
+                    (kind, REPLY_PREFIX, status, at, at, after.seq, batch),
                 ).fetchall()
                 marks = [(SweepMark(r[1], r[0]), str(r[2]), bool(r[3])) for r in found]
                 rows.extend(marks)

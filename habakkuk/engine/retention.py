@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from habakkuk.engine.sql import Conn
 
 from .config import RetentionConfig
-from .jobs import FINISHED_SQL, JobKind, JobQueue, declare_kind
+from .jobs import FINISHED_SQL, JobKind, JobQueue, declare_kind, finished_time
 from .payloads import JsonObject
 from .sessions import TranscriptStore
 from .state import StateStore
@@ -70,14 +70,15 @@ PRUNE_BATCH = 5000
 
 async def prune_jobs(queue: JobQueue, older_than_days: float) -> int:
     """Delete finished jobs last updated more than `older_than_days` ago, PRUNE_BATCH at
-    a time (through jobs_finished, the index of finished jobs by time)."""
+    a time (through the engine's index of finished jobs by time: `finished_time`)."""
     cutoff = time.time() - older_than_days * DAY
+    at, _ = finished_time(queue.db.dialect)
 
     def _prune(conn: Conn) -> int:
         cursor = conn.execute(
             "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs"
             f" WHERE status IN ('done', 'failed', 'cancelled') AND {FINISHED_SQL}"
-            " AND updated_at < ? LIMIT ?)",
+            f" AND {at} < ? LIMIT ?)",
             (cutoff, PRUNE_BATCH),
         )
         return int(cursor.rowcount)

@@ -105,8 +105,8 @@ INLINE_GROUP_MAX = 16
 # (enqueue, claim, complete) then pays one pass per round, not one per write.
 INLINE_PER_PASS = 3
 # Inline commits between two checkpoints the thread is asked for (the inline connection
-# never runs one). The queue's commits write about 3 WAL frames each (jobs migration
-# 4), so this is about 1,500 frames, where SQLite's automatic checkpoint is at 1,000.
+# never runs one). The queue's commits write about 2.5 WAL frames each (jobs migration
+# 7), so this is about 1,250 frames, where SQLite's automatic checkpoint is at 1,000.
 INLINE_CHECKPOINT_EVERY = 500
 # The WAL's length (frames of a page each, 4 KB) past which a checkpoint asked for by
 # the inline writes holds them off for a second round, so that the WAL starts over

@@ -3,6 +3,7 @@ AUTOINCREMENT, partial indexes) keeps its jobs, their order and their leases."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from habakkuk.engine.jobs import (
     Lease,
     Owner,
     claim_sql,
+    finished_time,
     pick_sql,
 )
 from habakkuk.engine.sql import Conn
@@ -89,7 +91,7 @@ async def test_the_claim_and_finished_reads_go_through_indexes(tmp_path: Path) -
                     (claim_sql(1), ("o", 1.0, "h", 1, 1.0, "k", 1.0, "o", 1)),
                     (
                         f"SELECT * FROM jobs WHERE status = 'failed' AND {FINISHED_SQL}"
-                        " ORDER BY updated_at DESC LIMIT 5",
+                        f" ORDER BY {finished_time('sqlite')[0]} DESC LIMIT 5",
                         (),
                     ),
                 ]
@@ -99,7 +101,10 @@ async def test_the_claim_and_finished_reads_go_through_indexes(tmp_path: Path) -
         await db.close()
     claim, failures = plans
     assert "SCAN" not in claim and "jobs_serial" in claim, claim
-    assert "jobs_finished" in failures and "TEMP B-TREE" not in failures, failures
+    # The claim reads its kind's runnable jobs in order: no sort.
+    assert "jobs_state (status=? AND <expr>=? AND <expr><?)" in claim, claim
+    assert "TEMP B-TREE" not in claim, claim
+    assert "jobs_state" in failures and "TEMP B-TREE" not in failures, failures
 
 
 async def test_writing_a_job_builds_no_table_to_test_the_partial_indexes(tmp_path: Path) -> None:
@@ -163,4 +168,30 @@ async def test_a_claim_of_one_takes_the_oldest_runnable_job_and_leaves_a_held_ke
         assert first is not None and second is not None
         assert [first.job.id, second.job.id, third] == ["a1", "b1", None]
     finally:
+        await queue.db.close()
+
+
+async def test_a_complete_writes_the_jobs_row_and_one_index_page(tmp_path: Path) -> None:
+    # Each page a commit writes is a WAL frame (two writes and a checksum): a complete
+    # moves the job's entry within jobs_state, where it was also added to jobs_finished.
+    path = tmp_path / "control.db"
+    queue = JobQueue(await SqliteDatabase.open(path, MIGRATIONS))
+    side = sqlite3.connect(path)
+    try:
+        for number in range(20):  # some history: finished jobs in the index
+            await queue.enqueue(f"old{number}", "k")
+            lease = await queue.claim(["k"])
+            assert lease is not None
+            await queue.complete(lease, {"ok": True})
+        await queue.enqueue("job", "k")
+        lease = await queue.claim(["k"])
+        assert lease is not None
+        busy, _, _ = side.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        assert busy == 0
+        await queue.complete(lease, {"ok": True})
+        wal = Path(f"{path}-wal").stat().st_size
+        page = side.execute("PRAGMA page_size").fetchone()[0]
+        assert (wal - 32) // (page + 24) == 2, wal  # the WAL's header, then the frames
+    finally:
+        side.close()
         await queue.db.close()
