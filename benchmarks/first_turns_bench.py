@@ -1,33 +1,27 @@
 """The first turns on a freshly opened home against its steady state: per-window throughput
-of turns 1-100, 101-200, ... on a fresh copy of a big home (benchmarks/big_home.py) and,
+of turns 1-100, 101-200, ... on a cold copy of a big home (benchmarks/big_home.py) and,
 as the control, of a small one; the code before (--before: another checkout, e.g. the
 main branch) beside this one, in alternating runs.
 
 Each run copies the built home (cp -a: every run starts on the same files), writes the
-copy to disk and, with --cold only, drops the OS page cache (`sync; echo 3 >
-/proc/sys/vm/drop_caches`: root only, and the whole machine's cache, so never unless
-asked; the line "page cache dropped" says whether it did), then opens the home in a
-fresh process with the real runtime (the app's and `serve`'s workers: maintenance
-included, so the page warm-up too) and the mock provider, and runs --turns turns, each on a
+copy to disk, drops the OS page cache when it can (root: `sync; echo 3 >
+/proc/sys/vm/drop_caches`; the line "page cache dropped: yes/no" says whether it did),
+then opens the home in a fresh process with the real runtime (the app's and `serve`'s
+workers: maintenance included) and the mock provider, and runs --turns turns, each on a
 new session (made in the timed window: a first turn makes its session too), one at a time
 (concurrency 1) and, as a second mode, a few at a time. A window's rate is its 100 turns
 over the time from the end of the window before (the runtime open for the first) to its
-last turn's end; "first/steady" is the first window's rate over the median of the last half;
-"first turn" is the time from the open to the first turn's end (start-up as a user meets
-it). "disk KB" counts every read of the process, the page warm-up's background reads too.
+last turn's end; "first/steady" is the first window's rate over the median of the last half.
 
 Usage: python benchmarks/first_turns_bench.py --big HOME [--small HOME] [--before CHECKOUT]
            [--turns 1000] [--window 100] [--concurrency 1 4] [--repeat 3] [--work DIR]
-           [--cold] [--settle SECONDS] [--season TURNS] [--big-only] [--read-iops N]
---cold drops the OS page cache before each measured open (a cold boot; without it the
-copy just written is cached: a process restarted on a home the machine has been using);
---settle idles that long after the workers start before the clock
+           [--warm] [--settle SECONDS] [--season TURNS]
+--warm keeps the OS page cache (a process restarted on a home the machine has been using,
+not a cold boot); --settle idles that long after the workers start before the clock
 starts (the seconds a person takes to type a first message), so work the runtime does
 ahead at start counts only when a turn has to wait for it; --season has each checkout
 serve its copy for that many turns and stop before the measured open (a restart of a
-home that code has served, not the first start of new code on an old home); --read-iops
-lets the measured process read the disk at most N requests a second (root: a blkio
-cgroup; a slow disk, where the pages a cold start reads cost most).
+home that code has served, not the first start of new code on an old home).
 Without --small a small home (1,000 sessions, 10,000 messages) is built in --work first.
 """
 
@@ -35,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import shutil
@@ -183,36 +176,10 @@ def drop_page_cache() -> bool:
     return True
 
 
-def read_limit(home: Path, iops: int) -> Path:
-    """A cgroup of this host whose processes read the disk holding `home` at most `iops`
-    requests a second (a slow disk: a cloud volume's cap, a spinning one); its
-    cgroup.procs file, which a process joins by writing its pid there. Root only."""
-    dev = os.stat(home).st_dev
-    block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
-    if (block / "partition").exists():  # the limit is the whole disk's
-        block = block.parent
-    disk = (block / "dev").read_text().strip()
-    try:
-        v1 = Path("/sys/fs/cgroup/blkio")
-        if v1.is_dir():
-            group = v1 / "first_turns_bench"
-            group.mkdir(exist_ok=True)
-            (group / "blkio.throttle.read_iops_device").write_text(f"{disk} {iops}\n")
-        else:
-            group = Path("/sys/fs/cgroup/first_turns_bench")
-            group.mkdir(exist_ok=True)
-            (group / "io.max").write_text(f"{disk} riops={iops}\n")
-    except OSError as exc:
-        raise SystemExit(
-            f"first_turns_bench: --read-iops: cannot limit disk {disk}: {exc}"
-        ) from None
-    return group / "cgroup.procs"
-
-
 def run_one(
     code: Path, source: Path, work: Path, args: argparse.Namespace, concurrency: int
 ) -> tuple[dict[str, Any], bool]:
-    """One run of the home `source` on the checkout `code`; (result, cache dropped)."""
+    """One cold run of the home `source` on the checkout `code`; (result, cache dropped)."""
     copy = work / "run"
     if copy.exists():
         shutil.rmtree(copy)
@@ -225,26 +192,13 @@ def run_one(
         season = [sys.executable, __file__, "--measure", str(copy), "--turns", str(args.season)]
         subprocess.run(season, check=True, stdout=subprocess.DEVNULL, env=env, timeout=600)
     _settle(copy)
-    dropped = drop_page_cache() if args.cold else False
+    dropped = False if args.warm else drop_page_cache()
     command = [sys.executable, __file__, "--measure", str(copy), "--turns", str(args.turns)]
     command += ["--concurrency", str(concurrency)]
     if args.no_maintenance:
         command.append("--no-maintenance")
     command += ["--settle", str(args.settle)]
-    procs = read_limit(copy, args.read_iops) if args.read_iops else None
-
-    def join_limit() -> None:  # in the child, before it reads anything
-        if procs is not None:
-            procs.write_text(str(os.getpid()))
-
-    out = subprocess.run(
-        command,
-        check=True,
-        stdout=subprocess.PIPE,
-        env=env,
-        timeout=1800,
-        preexec_fn=join_limit,  # safe: the bench runs one thread
-    )
+    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, env=env, timeout=1800)
     result = dict(json.loads(out.stdout.decode().strip().splitlines()[-1]))
     if Path(result["code"]).resolve() != code.resolve():
         raise SystemExit(f"the run imported habakkuk from {result['code']}, not {code}")
@@ -263,10 +217,8 @@ def report(
         ratios = [first_over_steady(rates) for rates in per_run]
         cells = " ".join(f"{rate:6.0f}" for rate in medians)
         opened = statistics.median(run["open_s"] for run in runs) * 1000
-        first = statistics.median(run["ends"][0] for run in runs) * 1000
         print(
-            f"{code:7} {home:5} c={concurrency}  open {opened:4.0f} ms, first turn {first:4.0f} ms"
-            f"  turns/s by {window}:"
+            f"{code:7} {home:5} c={concurrency}  open {opened:6.0f} ms  turns/s by {window}:"
             f" {cells}  first/steady {statistics.median(ratios):.2f}"
             f" (runs: {', '.join(f'{r:.2f}' for r in ratios)})"
         )
@@ -311,14 +263,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("/tmp/first-turns"))
     parser.add_argument("--no-maintenance", action="store_true", help="workers without it")
-    parser.add_argument("--big-only", action="store_true", help="no small home (the control)")
     parser.add_argument(
-        "--read-iops", type=int, default=0, help="the measured process's disk reads a second"
-    )
-    parser.add_argument(
-        "--cold",
-        action="store_true",
-        help="drop the OS page cache before each run (root; the whole machine's cache)",
+        "--warm", action="store_true", help="keep the OS page cache (a restart, not a boot)"
     )
     parser.add_argument(
         "--settle", type=float, default=0.0, help="idle seconds after start before the clock"
@@ -343,7 +289,7 @@ def main() -> None:
     if args.big is None:
         raise SystemExit("first_turns_bench: --big HOME (benchmarks/big_home.py builds one)")
     args.work.mkdir(parents=True, exist_ok=True)
-    small = None if args.big_only else args.small or build_small(args.work)
+    small = args.small or build_small(args.work)
     here = Path(__file__).resolve().parent.parent
     codes = [("before", args.before)] if args.before else []
     codes.append(("ours", here))
@@ -352,8 +298,6 @@ def main() -> None:
     for number in range(args.repeat):
         for concurrency in args.concurrency:
             for home, source in (("big", args.big), ("small", small)):
-                if source is None:
-                    continue
                 for code, checkout in codes:
                     result, dropped = run_one(checkout, source, args.work, args, concurrency)
                     dropped_all &= dropped
@@ -362,11 +306,7 @@ def main() -> None:
     print(f"page cache dropped before each run: {'yes' if dropped_all else 'no'}")
     print(f"idle after start before the clock: {args.settle:g} s")
     print(f"turns each checkout served the copy before the measured open: {args.season}")
-    print(f"disk reads a second allowed the measured process: {args.read_iops or 'any'}")
     report(results, args.window, [code for code, _ in codes])
-    if args.read_iops:  # the cgroup the measured processes joined (all gone now)
-        with contextlib.suppress(OSError):
-            read_limit(args.big, args.read_iops).parent.rmdir()
 
 
 if __name__ == "__main__":

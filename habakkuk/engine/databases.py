@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,8 +12,6 @@ from .llm.pricing import PriceTable
 from .llm.usage import SCHEMA as USAGE
 from .llm.usage import UsageStore
 from .nodes import check_clock
-from .page_warmup import PageWarmup
-from .sessions import SCHEMA as TRANSCRIPTS
 from .sessions import TranscriptStore
 from .sql import Database
 from .state import SCHEMA as STATE
@@ -24,8 +21,6 @@ from .storage import Storage, open_storage
 if TYPE_CHECKING:
     from .config import Config
     from .home import Home
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -68,14 +63,3 @@ async def open_databases(home: Home, config: Config) -> HomeDatabases:
         transcripts,
         UsageStore(usage, PriceTable(config.pricing)),
     )
-
-
-async def warm_pages(home: Home, storage: Storage) -> None:
-    """Read the home's SQLite files into the OS page cache in the background
-    (page_warmup.py), the queue's first: a serving process runs it as a task from its
-    start, cancelled at close. Nothing on PostgreSQL (its server keeps its own cache)."""
-    if storage.dialect != "sqlite":
-        return
-    order = (CONTROL, STATE, TRANSCRIPTS, USAGE)  # what a turn's first trips read first
-    report = await PageWarmup([home.db_path(schema.name) for schema in order]).run()
-    log.debug("page warm-up: %s", report)

@@ -1,6 +1,6 @@
 """The background loops of a process that runs maintenance (`--serve` and the terminal
-app, not a one-shot `run`): page warm-up, retention, embeddings, the skills curator,
-the schedules' ticker and this node's heartbeat.
+app, not a one-shot `run`): retention, embeddings, the skills curator, the schedules'
+ticker and this node's heartbeat.
 
 Imported only by such a process: the loops' modules are imported here, when started.
 """
@@ -11,12 +11,10 @@ import asyncio
 from typing import Protocol
 
 from habakkuk.engine.config import Config
-from habakkuk.engine.databases import warm_pages
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.retention import queue_sweeps
-from habakkuk.engine.storage import Storage
 from habakkuk.knowledge.service import Memory
 from habakkuk.services.schedules import start_ticker
 from habakkuk.work.service import Schedules
@@ -26,7 +24,6 @@ class MaintenanceHost(Protocol):
     """What the loops need of the runtime that starts them."""
 
     home: Home
-    storage: Storage
     queue: JobQueue
     memory: Memory
     schedules: Schedules
@@ -43,7 +40,6 @@ def start_maintenance(host: MaintenanceHost) -> list[asyncio.Task[None]]:
     from habakkuk.knowledge.skills.curator_loop import curate_when_due
 
     return [
-        asyncio.create_task(warm_pages(host.home, host.storage), name="page-warmup"),
         asyncio.create_task(queue_sweeps(host.queue), name="retention"),
         asyncio.create_task(embed_every_minute(host.memory, lambda: host.config.agents)),
         asyncio.create_task(curate_when_due(host.home, lambda: host.config, host.memory)),
