@@ -16,7 +16,6 @@ import asyncio
 import io
 import os
 import threading
-import wave
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -139,21 +138,18 @@ async def decode(data: bytes) -> Samples:
 
 
 def _read_wav(data: bytes) -> Samples | None:
-    """The samples of a 16 kHz 16-bit PCM WAV (channels averaged); None for any other
-    WAV, which goes to the decoder."""
-    import numpy as np
+    """The samples of a 16 kHz 16-bit PCM WAV (channels averaged), read by the talk
+    loop's own reader (wav.py); None for any other WAV, which goes to the decoder."""
+    from .wav import read_wav
 
     try:
-        with wave.open(io.BytesIO(data)) as reader:
-            if reader.getframerate() != SAMPLE_RATE or reader.getsampwidth() != 2:
-                return None
-            channels = reader.getnchannels()
-            frames = reader.readframes(reader.getnframes())
-    except (wave.Error, EOFError):
+        pcm = read_wav(data)
+    except ValueError:
         return None
-    pcm = np.frombuffer(frames[: len(frames) // (2 * channels) * 2 * channels], dtype="<i2")
-    mono = pcm.reshape(-1, channels).mean(axis=1) if channels > 1 else pcm
-    return (mono / 32768.0).astype(np.float32)
+    if pcm.rate != SAMPLE_RATE:
+        return None
+    samples: Samples = pcm.samples.mean(axis=1, dtype="float32")
+    return samples
 
 
 def _decode_with_pyav(data: bytes) -> Samples:
