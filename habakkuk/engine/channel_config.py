@@ -72,6 +72,8 @@ class ChannelConfig:
     # audio (mirror), or always; voice_text false sends the voice note without the text
     voice_replies: Literal["off", "mirror", "always"] = "off"
     voice_text: bool = True
+    # Habakkuk's own words in this channel (engine/i18n); "" takes config.yaml's language:.
+    language: str = ""
     poll_timeout: int = 30
     # an adapter silent for longer than this (no message, no keepalive) is reconnected
     silent_limit: float | str = "2m"

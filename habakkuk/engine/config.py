@@ -453,6 +453,10 @@ class Config:
     agents: dict[str, AgentConfig] = field(default_factory=dict)
     default_agent: str | None = None
     timezone: str = "UTC"
+    # The language Habakkuk's own words are in (engine/i18n): a tag such as fr, pt-BR or
+    # fr_CA.UTF-8; "" follows the locale on the CLI and English elsewhere. A channel's own
+    # `language:` overrides it for that channel.
+    language: str = ""
     workers: WorkersConfig = field(default_factory=WorkersConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
