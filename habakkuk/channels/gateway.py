@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from habakkuk.conversation.answers import ANSWERS, answer_named, answer_word
+from habakkuk.conversation.answers import ANSWERS, answer_named, answer_word, verdict
 from habakkuk.conversation.commands import dispatch
 from habakkuk.engine.agent.requests import ReplyTo, TurnRequest, turn_request
 from habakkuk.engine.channel_config import ChannelConfig
@@ -66,17 +66,12 @@ NOTES = {
     "voice": "[voice note transcript: {text}]",
     "voice_failed": "[a voice note could not be transcribed: {error}]",
 }
-_ANSWERED = {
-    "allow_once": "chat.approved",
-    "deny": "chat.denied",
-    "allow_session": "chat.approved_session",
-}
 
 
 def answered_notice(answer: str) -> str:
     """What the chat is told once its answer is taken ("Approved", "Answered: ...")."""
-    key = _ANSWERED.get(answer)
-    return t(key) if key is not None else t("chat.answered", answer=answer)
+    decided = answer_named(answer)
+    return verdict(decided) if decided is not None else t("chat.answered", answer=answer)
 
 
 def approval_buttons(nonce: str) -> tuple[tuple[Button, ...], ...]:

@@ -21,11 +21,33 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from habakkuk.engine.i18n import DEFAULT, catalog, current_language
+from habakkuk.engine.i18n import DEFAULT, catalog, current_language, known, t
 from habakkuk.engine.toolkit.approvals import Answer
 
 # Every answer, in the order a chat shows them as buttons (a button's data is its index).
 ANSWERS: tuple[Answer, ...] = ("allow_once", "deny", "allow_session")
+
+
+# What a chat is told once an approval is answered, by answer (catalog keys).
+_VERDICTS: dict[Answer, str] = {
+    "allow_once": "chat.approved",
+    "deny": "chat.denied",
+    "allow_session": "chat.approved_session",
+}
+
+
+def verdict(answer: Answer) -> str:
+    """ "Approved", "Denied" or "Approved for this session", in the language in use."""
+    return t(_VERDICTS[answer])
+
+
+def answered_from(answer: Answer, by: str) -> str:
+    """The notice a chat gets when its approval was answered elsewhere ("Approved from
+    the dashboard."); `by` is the surface that answered (terminal, dashboard)."""
+    key = f"chat.answered_from.{by}"
+    if known(key):
+        return t(key, verdict=verdict(answer))
+    return t("chat.answered_from.other", verdict=verdict(answer), by=by)
 
 
 def words(kind: str, language: str) -> frozenset[str]:
