@@ -47,7 +47,7 @@ def answered_from(answer: Answer, by: str) -> str:
     key = f"chat.answered_from.{by}"
     if known(key):
         return t(key, verdict=verdict(answer))
-    return t("chat.answered_from.other", verdict=verdict(answer), by=by)
+    return t("chat.answered_from.elsewhere", verdict=verdict(answer), by=by)
 
 
 def words(kind: str, language: str) -> frozenset[str]:
