@@ -200,7 +200,7 @@ class DeliveryWorker:
         self.settled = settled
         self.hooks = hooks
         self.activity = activity or ActivityLog()
-        # the language tag of a channel (Gateway.language_of): a failure's notice and an
+        # the language tag of a channel (Config.language_of): a failure's notice and an
         # unsent part's are said in it
         self.language_of = language_of
 

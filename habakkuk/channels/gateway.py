@@ -184,9 +184,8 @@ class Gateway:
         self.activity.message_in(msg.channel)
         handled: Handled | None = None
         try:
-            # Every word said to this chat (a command's reply, a notice) in its language,
-            # and its yes/no words read in it (conversation/answers.py).
-            with use_language(self.language_of(msg.channel)):
+            # Said to this chat in its language; its yes/no words read in it (answers.py).
+            with use_language(self.config.language_of(msg.channel)):
                 handled = await self._handle(config, msg)
         except (sqlite3.Error, StoreError):
             # The database is busy or broken: let the adapter stop before the offset moves,
@@ -255,12 +254,6 @@ class Gateway:
                 "attachments": attachments,
             },
         )
-
-    def language_of(self, channel: str) -> str:
-        """The language tag Habakkuk speaks in `channel`: its `language:`, else
-        config.yaml's ("" for English)."""
-        found = self.channels.get(channel)
-        return (found.language if found is not None else "") or self.config.language
 
     async def allowed(self, config: ChannelConfig, msg: InboundMessage) -> str | None:
         """How the sender got in (open, allow_from, paired), or None for a stranger."""
@@ -476,12 +469,6 @@ class Gateway:
         (the terminal, the dashboard) may answer it too; the first answer wins. A
         client in another process answers through control.db (`_wait_answer`).
         """
-        # Raised inside the turn's job, which knows no chat: the prompt, its buttons and
-        # the expiry notice are said in the language of the chat it goes to.
-        with use_language(self.language_of(address.channel)):
-            return await self._ask_approval(address, request)
-
-    async def _ask_approval(self, address: Address, request: ApprovalRequest) -> ApprovalDecision:
         hub = self.runtime.approvals
         async with self._prompt_locks.setdefault(address.conversation, asyncio.Lock()):
             request.id = request.id or f"apr_{secrets.token_hex(6)}"
@@ -520,10 +507,6 @@ class Gateway:
 
         None when nobody answered in 15 minutes.
         """
-        with use_language(self.language_of(address.channel)):
-            return await self._ask_question(address, request)
-
-    async def _ask_question(self, address: Address, request: Any) -> str | None:
         async with self._prompt_locks.setdefault(address.conversation, asyncio.Lock()):
             questions = list(request.questions)
             choices = list(questions[0].choices) if len(questions) == 1 else []
@@ -678,7 +661,7 @@ class Gateway:
                 and (draft_id is None or shown != watch.lines)
             )
             if wants_draft and adapter is not None:
-                working = t("chat.working", language=self.language_of(watch.address.channel))
+                working = t("chat.working", language=self.config.language_of(watch.address.channel))
                 text = "\n".join([working, *watch.lines])
                 chunk = adapter.render(text)[0]
                 try:
@@ -732,13 +715,18 @@ class ChatApprover:
     def __init__(self, gateway: Gateway, address: Address):
         self.gateway = gateway
         self.address = address
+        # Asked from the turn's job, which knows no chat: the prompt, its buttons and its
+        # expiry notice are said in the language of the chat it goes to.
+        self.language = gateway.config.language_of(address.channel)
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        return await self.gateway.ask_approval(self.address, request)
+        with use_language(self.language):
+            return await self.gateway.ask_approval(self.address, request)
 
     async def ask(self, request: Any) -> str | None:
         """clarify's questions (a ClarifyRequest): the user's answer, or None."""
-        return await self.gateway.ask_question(self.address, request)
+        with use_language(self.language):
+            return await self.gateway.ask_question(self.address, request)
 
 
 def _copy_into(data: bytes, target: Path) -> None:

@@ -91,7 +91,7 @@ class ChannelService(Outbox):
             runtime.blobs,
             self.activity,
             speaker=_reply_speaker(runtime),
-            language_of=self.gateway.language_of,
+            language_of=runtime.config.language_of,
         )
         # The web chat's account is supervised while the HTTP server runs (`attach_web`),
         # so only the process serving HTTP holds it.
