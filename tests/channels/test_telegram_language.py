@@ -30,6 +30,8 @@ async def test_a_french_channel_gets_help_and_an_approval_in_french_and_oui_appr
     runtime = await start(APPROVAL_SCRIPT, mode="workspace", channel="language: fr\n")
     help_ = await _ask(tg, "/help")
     assert "Commandes" in help_ and "/new — démarrer une nouvelle session" in help_
+    status = await _ask(tg, "/status")
+    assert "<b>Canal</b> tg : connecté depuis il y a" in status and "<b>Agent</b> main" in status
     tg.message("run the thing")
     await tg.wait_for(lambda: any("reply_markup" in c.params for c in tg.of("sendMessage")))
     prompt = _prompt(tg).params
