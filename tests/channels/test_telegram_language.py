@@ -60,12 +60,17 @@ async def test_the_deny_button_of_a_french_chat_is_acknowledged_in_french(
     assert ack.params["text"] == "Refusé"
 
 
-async def test_config_yamls_pt_br_is_spoken_as_portuguese_in_a_channel_without_its_own(
-    start: OpenRuntime, tg: FakeTelegram
-) -> None:
-    await start(extra="language: pt-BR\n")
+async def test_a_pt_br_channel_speaks_portuguese(start: OpenRuntime, tg: FakeTelegram) -> None:
+    await start(channel="language: pt-BR\n")
     assert await _ask(tg, "/stop") == "Nada está em execução."
     assert "Comando desconhecido /frobnicate" in await _ask(tg, "/frobnicate")
+
+
+async def test_a_channel_without_a_language_speaks_config_yamls(
+    start: OpenRuntime, tg: FakeTelegram
+) -> None:
+    await start(extra="language: de_DE.UTF-8\n")
+    assert await _ask(tg, "/stop") == "Es läuft nichts."
 
 
 async def test_a_channel_language_nobody_ships_falls_back_to_english(
