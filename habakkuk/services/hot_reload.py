@@ -1,0 +1,231 @@
+"""Hot reload (spec 000 "Hot reload"): config.yaml and the agents' memory notes, followed
+while `habakkuk serve` or the terminal app runs (a maintenance worker, services/maintenance).
+
+- A memory note edited by hand is reindexed at once (not at the next search), so a search,
+  the prompt's listing of a new session and the history all see it; the change is recorded
+  in the history as a hand edit, as a search's sync would have.
+- config.yaml is read again with the start-up's loader. Invalid: its one-line error (file
+  and line) is logged and shown, the running config kept. Valid: compared section by
+  section with the running config; `hooks:` is applied in place, every other changed
+  section is logged once as needing a restart and listed in the overview
+  (ControlRoom.config_state), and a `ConfigReloaded` event tells the terminal app.
+
+Why the inotify reader (knowledge/folder_watch.py) and not watchfiles: the kernel queues
+the event the moment a file is closed or renamed, and `loop.add_reader` on the inotify
+descriptor wakes this task then, with no thread and no debounce; watchfiles' `awatch`
+runs a Rust thread per watcher and batches changes (50 ms steps, up to 1.6 s), and would
+load its extension into every serving process for two small folders. Watching only
+"settled" events (closed after writing, renamed in, created, deleted) means neither a
+half-written file nor each commit to the databases beside config.yaml wakes it. Where
+inotify is missing (not Linux, or the user's watch limit is reached) the loop polls every
+POLL_SECONDS, as the spec says: config.yaml's stat is compared, and an unwatched notes
+folder is rescanned (the index compares each file's mtime and size with its row).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from typing import TYPE_CHECKING, Protocol
+
+from habakkuk.engine.config import Config, load_config
+from habakkuk.engine.config_diff import IN_PLACE, changed_sections
+from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.events import ConfigReloaded, EventBus
+from habakkuk.engine.home import Home
+from habakkuk.engine.hooks import Hooks
+from habakkuk.engine.overview import ConfigState
+from habakkuk.engine.timeouts import wait_within
+from habakkuk.knowledge.folder_watch import SETTLED, FolderWatch
+
+if TYPE_CHECKING:
+    from habakkuk.knowledge.service import Memory
+    from habakkuk.services.overview import ControlRoom
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 3.0  # the spec's "polls $HABAKKUK_HOME every 3 seconds"
+CONFIG_FILE = "config.yaml"
+
+# What identifies one version of a file: inode (an editor's rename), size, mtime, ctime.
+Signature = tuple[int, int, int, int] | None
+
+
+def signature(path: os.PathLike[str]) -> Signature:
+    """The file's (inode, size, mtime, ctime), None when it cannot be stat-ed."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
+
+
+def one_line(text: str) -> str:
+    """`text` with its whitespace runs (newlines too) as single spaces."""
+    return " ".join(text.split())
+
+
+class ReloadHost(Protocol):
+    """What the hot reload needs of the runtime that starts it."""
+
+    home: Home
+    hooks: Hooks
+    memory: Memory
+    bus: EventBus
+    control: ControlRoom
+
+    @property
+    def config(self) -> Config: ...
+
+
+class HotReload:
+    """Follows config.yaml and each configured agent's notes folder until cancelled."""
+
+    def __init__(self, host: ReloadHost, *, poll: float = POLL_SECONDS):
+        self._host = host
+        self._poll = poll
+        self._wake = asyncio.Event()
+        self._config_watch: FolderWatch | None = None
+        self._notes: dict[str, FolderWatch] = {}
+        self._readers: dict[FolderWatch, int] = {}  # watch -> the descriptor add_reader'd
+        self._config_seen: Signature = None
+        # Each section logged as needing a restart, with the value it was logged for: a
+        # second edit of it is logged again, the same file read again is not.
+        self._logged: dict[str, object] = {}
+        self.state = ConfigState()
+
+    async def run(self) -> None:
+        """Watch, and act on each change, until cancelled (then stop watching)."""
+        host = self._host
+        self._config_seen = await asyncio.to_thread(signature, host.home.config_path)
+        self._config_watch = FolderWatch(host.home.root, SETTLED)
+        # The notes folders exist once each agent's memory is open (open_ahead).
+        await host.memory.opened_ahead()
+        for agent in list(host.config.agents):
+            self._notes[agent] = FolderWatch(host.home.agent_dir(agent) / "memory", SETTLED)
+        try:
+            for watch in self._watches():
+                self._listen(watch)
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await wait_within(self._wake.wait(), self._poll)
+                self._wake.clear()
+                await self.check()
+        finally:
+            loop = asyncio.get_running_loop()
+            for watch in self._watches():
+                fd = self._readers.pop(watch, -1)
+                if fd >= 0:
+                    loop.remove_reader(fd)
+                watch.close()
+
+    def _watches(self) -> list[FolderWatch]:
+        config = [self._config_watch] if self._config_watch is not None else []
+        return config + list(self._notes.values())
+
+    def _listen(self, watch: FolderWatch) -> None:
+        """Wake the loop once `watch` has events. Registered afresh after each drain: a
+        watch that lost events opens a new descriptor, maybe under the old number."""
+        loop = asyncio.get_running_loop()
+        old = self._readers.pop(watch, -1)
+        if old >= 0:
+            loop.remove_reader(old)
+        fd = watch.fileno()
+        if fd >= 0:
+            loop.add_reader(fd, self._readable, watch)
+            self._readers[watch] = fd
+
+    def _readable(self, watch: FolderWatch) -> None:
+        # One wake per drain: level-triggered, the reader would fire on every pass of the
+        # loop until check() reads the events (a busy loop during a long reindex).
+        fd = self._readers.pop(watch, -1)
+        if fd >= 0:
+            asyncio.get_running_loop().remove_reader(fd)
+        self._wake.set()
+
+    async def check(self) -> None:
+        """Act on what changed since the last check: config.yaml, then the notes."""
+        host = self._host
+        if self._config_watch is not None:
+            names = self._config_watch.changed()
+            self._listen(self._config_watch)
+            seen = await asyncio.to_thread(signature, host.home.config_path)
+            # The event says when; the stat catches what no event reports (a symbolic link
+            # whose target changed, a platform without inotify).
+            if names is None or CONFIG_FILE in names or seen != self._config_seen:
+                self._config_seen = seen
+                await self.reload_config()
+        for agent, watch in list(self._notes.items()):
+            names = watch.changed()
+            self._listen(watch)
+            if names is None:
+                if not watch.active and not await asyncio.to_thread(watch.folder.is_dir):
+                    continue  # no notes folder (its memory failed to open): nothing to index
+            elif not any(n.endswith(".md") and not n.startswith(".") for n in names):
+                continue  # a write's temporary file, or nothing
+            await self._reindex(agent)
+
+    async def _reindex(self, agent: str) -> None:
+        try:
+            stats = await self._host.memory.reindex(agent)
+        except HabakkukError as exc:
+            log.warning("memory of %s: cannot reindex the edited notes: %s", agent, exc)
+            return
+        if stats.updated or stats.removed:
+            log.info(
+                "memory of %s: reindexed %d edited and %d removed note(s)",
+                agent,
+                stats.updated,
+                stats.removed,
+            )
+
+    async def reload_config(self) -> None:
+        """Read config.yaml again and apply, record or report what changed."""
+        host = self._host
+        try:
+            loaded = await asyncio.to_thread(load_config, host.home)
+        except HabakkukError as exc:
+            self._report_invalid(one_line(str(exc)))
+            return
+        running = host.config
+        changed = changed_sections(running, loaded)
+        applied = [section for section in changed if section in IN_PLACE]
+        if "hooks" in applied:
+            # Runs in flight finish with the hooks they started with; the next event
+            # matches the new list.
+            host.hooks.replace(loaded.hooks)
+            running.hooks = loaded.hooks
+            log.info("%s: hooks: applied (%d hook(s))", loaded.path, len(loaded.hooks))
+        restart = [section for section in changed if section not in IN_PLACE]
+        for section in restart:
+            value = getattr(loaded, section)
+            if section not in self._logged or self._logged[section] != value:
+                log.warning("%s: %s: changed; restart Habakkuk to apply it", loaded.path, section)
+                self._logged[section] = value
+        for section in set(self._logged) - set(restart):
+            del self._logged[section]  # back as it runs: a later edit is logged again
+        if self.state.invalid:
+            log.info("%s: valid again", loaded.path)
+        self._publish(applied, ConfigState(tuple(restart), ""))
+
+    def _report_invalid(self, problem: str) -> None:
+        if problem == self.state.invalid:
+            return  # said once; the file is still as broken
+        log.warning("%s (ignored: the running config is kept)", problem)
+        self._publish([], ConfigState(self.state.restart, problem))
+
+    def _publish(self, applied: list[str], state: ConfigState) -> None:
+        """Show `state` in the overview; tell the app when anything changed."""
+        before, self.state = self.state, state
+        self._host.control.config_state = state
+        if applied or state != before:
+            self._host.bus.publish(
+                ConfigReloaded(applied=applied, restart=list(state.restart), invalid=state.invalid)
+            )
+
+
+async def hot_reload(host: ReloadHost, *, poll: float = POLL_SECONDS) -> None:
+    """The maintenance task: a HotReload on `host`, run until cancelled."""
+    await HotReload(host, poll=poll).run()
