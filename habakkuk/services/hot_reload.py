@@ -5,10 +5,10 @@ while `habakkuk serve` or the terminal app runs (a maintenance worker, services/
   the prompt's listing of a new session and the history all see it; the change is recorded
   in the history as a hand edit, as a search's sync would have.
 - config.yaml is read again with the start-up's loader. Invalid: its one-line error (file
-  and line) is logged and shown, the running config kept. Valid: compared section by
-  section with the running config; `hooks:` is applied in place, every other changed
-  section is logged once as needing a restart and listed in the overview
-  (ControlRoom.config_state), and a `ConfigReloaded` event tells the terminal app.
+  and line) is logged and shown, the running config kept. Valid: `hooks:` is applied in
+  place when it differs from the running hooks; every other section that differs from the
+  file this process started on is logged once as needing a restart and listed in the
+  overview (ControlRoom.config_state); a `ConfigReloaded` event tells the terminal app.
 
 Why the inotify reader (knowledge/folder_watch.py) and not watchfiles: the kernel queues
 the event the moment a file is closed or renamed, and `loop.add_reader` on the inotify
@@ -18,8 +18,9 @@ load its extension into every serving process for two small folders. Watching on
 "settled" events (closed after writing, renamed in, created, deleted) means neither a
 half-written file nor each commit to the databases beside config.yaml wakes it. Where
 inotify is missing (not Linux, or the user's watch limit is reached) the loop polls every
-POLL_SECONDS, as the spec says: config.yaml's stat is compared, and an unwatched notes
-folder is rescanned (the index compares each file's mtime and size with its row).
+POLL_SECONDS, as the spec says: config.yaml's stat is compared (a change no event names
+is read once it has held still from one poll to the next), and an unwatched notes folder
+is rescanned (the index compares each file's mtime and size with its row).
 """
 
 from __future__ import annotations
@@ -84,30 +85,49 @@ class HotReload:
     """Follows config.yaml and each configured agent's notes folder until cancelled."""
 
     def __init__(self, host: ReloadHost, *, poll: float = POLL_SECONDS):
+        """Start following config.yaml now (synchronously, so that an edit made once the
+        workers have started is never taken for the file this process runs on)."""
         self._host = host
         self._poll = poll
         self._wake = asyncio.Event()
-        self._config_watch: FolderWatch | None = None
+        # Watched before the file is read: an edit from here on wakes the loop.
+        self._config_watch = FolderWatch(host.home.root, SETTLED)
+        self._config_seen: Signature = signature(host.home.config_path)
+        self._config_moving: Signature = None  # changed with no event, awaiting the next poll
+        self._baseline = self._file_config(host)
         self._notes: dict[str, FolderWatch] = {}
         self._readers: dict[FolderWatch, int] = {}  # watch -> the descriptor add_reader'd
-        self._config_seen: Signature = None
         # Each section logged as needing a restart, with the value it was logged for: a
         # second edit of it is logged again, the same file read again is not.
         self._logged: dict[str, object] = {}
         self.state = ConfigState()
 
+    @staticmethod
+    def _file_config(host: ReloadHost) -> Config:
+        """config.yaml as it is now: what "changed" is measured from. Not the running
+        config itself, which the process may have amended (`serve --agents` sets
+        serve.agents): that is no edit of the file. A file that cannot be read now (none:
+        a runtime given its config; broken since the start) falls back on the running
+        config, and its error is reported at its next change."""
+        try:
+            return load_config(host.home)
+        except HabakkukError:
+            return host.config
+
     async def run(self) -> None:
         """Watch, and act on each change, until cancelled (then stop watching)."""
         host = self._host
-        self._config_seen = await asyncio.to_thread(signature, host.home.config_path)
-        self._config_watch = FolderWatch(host.home.root, SETTLED)
-        # The notes folders exist once each agent's memory is open (open_ahead).
-        await host.memory.opened_ahead()
-        for agent in list(host.config.agents):
-            self._notes[agent] = FolderWatch(host.home.agent_dir(agent) / "memory", SETTLED)
         try:
-            for watch in self._watches():
+            self._listen(self._config_watch)
+            # The notes folders exist once each agent's memory is open (open_ahead).
+            await host.memory.opened_ahead()
+            for agent in list(host.config.agents):
+                watch = FolderWatch(host.home.agent_dir(agent) / "memory", SETTLED)
+                self._notes[agent] = watch
                 self._listen(watch)
+                # Edits made before the watch began (while Habakkuk was stopped, say)
+                # are indexed now rather than at the first search.
+                await self._reindex(agent)
             while True:
                 with contextlib.suppress(TimeoutError):
                     await wait_within(self._wake.wait(), self._poll)
@@ -122,8 +142,7 @@ class HotReload:
                 watch.close()
 
     def _watches(self) -> list[FolderWatch]:
-        config = [self._config_watch] if self._config_watch is not None else []
-        return config + list(self._notes.values())
+        return [self._config_watch, *self._notes.values()]
 
     def _listen(self, watch: FolderWatch) -> None:
         """Wake the loop once `watch` has events. Registered afresh after each drain: a
@@ -148,15 +167,22 @@ class HotReload:
     async def check(self) -> None:
         """Act on what changed since the last check: config.yaml, then the notes."""
         host = self._host
-        if self._config_watch is not None:
-            names = self._config_watch.changed()
-            self._listen(self._config_watch)
-            seen = await asyncio.to_thread(signature, host.home.config_path)
-            # The event says when; the stat catches what no event reports (a symbolic link
-            # whose target changed, a platform without inotify).
-            if names is None or CONFIG_FILE in names or seen != self._config_seen:
-                self._config_seen = seen
+        names = self._config_watch.changed()
+        self._listen(self._config_watch)
+        seen = await asyncio.to_thread(signature, host.home.config_path)
+        if names is not None and CONFIG_FILE in names:
+            # Closed after writing or renamed in: whole.
+            self._config_seen, self._config_moving = seen, None
+            await self.reload_config()
+        elif seen != self._config_seen:
+            # A change no event names: a write still under way (the watch skips each
+            # write() call), a symbolic link's new target, a platform without inotify.
+            # Read once it has held still from one poll to the next, not half-written.
+            if seen == self._config_moving:
+                self._config_seen, self._config_moving = seen, None
                 await self.reload_config()
+            else:
+                self._config_moving = seen
         for agent, watch in list(self._notes.items()):
             names = watch.changed()
             self._listen(watch)
@@ -169,13 +195,13 @@ class HotReload:
 
     async def _reindex(self, agent: str) -> None:
         try:
-            stats = await self._host.memory.reindex(agent)
-        except HabakkukError as exc:
-            log.warning("memory of %s: cannot reindex the edited notes: %s", agent, exc)
+            stats = await self._host.memory.catch_up(agent)
+        except Exception as exc:  # a broken memory.db must not end the watching of the rest
+            log.warning("memory of %s: cannot index the edited notes: %s", agent, exc)
             return
         if stats.updated or stats.removed:
             log.info(
-                "memory of %s: reindexed %d edited and %d removed note(s)",
+                "memory of %s: indexed %d note(s) edited and %d removed by hand",
                 agent,
                 stats.updated,
                 stats.removed,
@@ -190,14 +216,15 @@ class HotReload:
             self._report_invalid(one_line(str(exc)))
             return
         running = host.config
-        changed = changed_sections(running, loaded)
-        applied = [section for section in changed if section in IN_PLACE]
-        if "hooks" in applied:
+        applied: list[str] = []
+        if loaded.hooks != running.hooks:
             # Runs in flight finish with the hooks they started with; the next event
             # matches the new list.
             host.hooks.replace(loaded.hooks)
             running.hooks = loaded.hooks
+            applied.append("hooks")
             log.info("%s: hooks: applied (%d hook(s))", loaded.path, len(loaded.hooks))
+        changed = changed_sections(self._baseline, loaded)
         restart = [section for section in changed if section not in IN_PLACE]
         for section in restart:
             value = getattr(loaded, section)
@@ -226,6 +253,7 @@ class HotReload:
             )
 
 
-async def hot_reload(host: ReloadHost, *, poll: float = POLL_SECONDS) -> None:
-    """The maintenance task: a HotReload on `host`, run until cancelled."""
-    await HotReload(host, poll=poll).run()
+def start_hot_reload(host: ReloadHost, *, poll: float = POLL_SECONDS) -> asyncio.Task[None]:
+    """The maintenance task: a HotReload on `host`, following config.yaml from now on,
+    run until cancelled."""
+    return asyncio.create_task(HotReload(host, poll=poll).run(), name="hot-reload")

@@ -18,7 +18,7 @@ from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.retention import queue_sweeps
 from habakkuk.knowledge.service import Memory
-from habakkuk.services.hot_reload import hot_reload
+from habakkuk.services.hot_reload import start_hot_reload
 from habakkuk.services.overview import ControlRoom
 from habakkuk.services.schedules import start_ticker
 from habakkuk.work.service import Schedules
@@ -52,5 +52,5 @@ def start_maintenance(host: MaintenanceHost) -> list[asyncio.Task[None]]:
         asyncio.create_task(curate_when_due(host.home, lambda: host.config, host.memory)),
         start_ticker(host.schedules),
         asyncio.create_task(host.nodes.run(), name="node"),  # registered, beating
-        asyncio.create_task(hot_reload(host), name="hot-reload"),
+        start_hot_reload(host),  # config.yaml followed from here on
     ]
