@@ -12,8 +12,8 @@ Severity = Literal["information", "warning", "error"]
 
 
 def sections_text(sections: list[str] | tuple[str, ...]) -> str:
-    """Section names as config.yaml spells them ("providers:, hooks:")."""
-    return ", ".join(f"{name}:" for name in sections)
+    """Section names as config.yaml spells them ("providers, mcp_servers")."""
+    return ", ".join(sections)
 
 
 @dataclass
