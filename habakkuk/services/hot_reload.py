@@ -115,31 +115,33 @@ class HotReload:
             return host.config
 
     async def run(self) -> None:
-        """Watch, and act on each change, until cancelled (then stop watching)."""
+        """Watch, and act on each change, until cancelled (`close` then stops watching)."""
         host = self._host
-        try:
-            self._listen(self._config_watch)
-            # The notes folders exist once each agent's memory is open (open_ahead).
-            await host.memory.opened_ahead()
-            for agent in list(host.config.agents):
-                watch = FolderWatch(host.home.agent_dir(agent) / "memory", SETTLED)
-                self._notes[agent] = watch
-                self._listen(watch)
-                # Edits made before the watch began (while Habakkuk was stopped, say)
-                # are indexed now rather than at the first search.
-                await self._reindex(agent)
-            while True:
-                with contextlib.suppress(TimeoutError):
-                    await wait_within(self._wake.wait(), self._poll)
-                self._wake.clear()
-                await self.check()
-        finally:
-            loop = asyncio.get_running_loop()
-            for watch in self._watches():
-                fd = self._readers.pop(watch, -1)
-                if fd >= 0:
-                    loop.remove_reader(fd)
-                watch.close()
+        self._listen(self._config_watch)
+        # The notes folders exist once each agent's memory is open (open_ahead).
+        await host.memory.opened_ahead()
+        for agent in list(host.config.agents):
+            watch = FolderWatch(host.home.agent_dir(agent) / "memory", SETTLED)
+            self._notes[agent] = watch
+            self._listen(watch)
+            # Edits made before the watch began (while Habakkuk was stopped, say) are
+            # indexed now rather than at the first search.
+            await self._reindex(agent)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await wait_within(self._wake.wait(), self._poll)
+            self._wake.clear()
+            await self.check()
+
+    def close(self) -> None:
+        """Stop watching (idempotent): called when the task ends, even one cancelled
+        before it ran, whose body (and so its `finally`) never started."""
+        loop = asyncio.get_running_loop()
+        for watch in self._watches():
+            fd = self._readers.pop(watch, -1)
+            if fd >= 0:
+                loop.remove_reader(fd)
+            watch.close()
 
     def _watches(self) -> list[FolderWatch]:
         return [self._config_watch, *self._notes.values()]
@@ -256,4 +258,7 @@ class HotReload:
 def start_hot_reload(host: ReloadHost, *, poll: float = POLL_SECONDS) -> asyncio.Task[None]:
     """The maintenance task: a HotReload on `host`, following config.yaml from now on,
     run until cancelled."""
-    return asyncio.create_task(HotReload(host, poll=poll).run(), name="hot-reload")
+    reload = HotReload(host, poll=poll)
+    task = asyncio.create_task(reload.run(), name="hot-reload")
+    task.add_done_callback(lambda _: reload.close())
+    return task

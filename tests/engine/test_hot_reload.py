@@ -157,3 +157,17 @@ def test_a_file_read_twice_or_with_only_comments_moved_changes_no_section(home: 
     assert changed_sections(first, parse_config(commented, home.config_path, home)) == []
     moved = text.replace("timezone: UTC", "timezone: Europe/Paris")
     assert changed_sections(first, parse_config(moved, home.config_path, home)) == ["timezone"]
+
+
+async def test_closing_right_after_the_start_leaves_no_watch_open(
+    runtime_factory: OpenRuntime,
+) -> None:
+    from tests.knowledge.test_folder_watch import inotify_descriptors
+
+    before = inotify_descriptors()
+    runtime = await runtime_factory(mock_config())
+    runtime.start_workers(maintenance=True)
+    assert inotify_descriptors() - before  # config.yaml is followed from the start
+    await runtime.close()
+    # A descriptor is closed on a thread of its own (FolderWatch.close): bounded wait.
+    await eventually(lambda: not inotify_descriptors() - before, what="every watch closed")
