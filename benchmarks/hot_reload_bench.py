@@ -96,7 +96,7 @@ async def latencies(edits: int) -> tuple[list[float], list[float]]:
 
 async def turns(count: int, hot: bool) -> tuple[float, float, int]:
     """Turns per second, CPU ms per turn and hot reload wakes, for `count` turns."""
-    maintenance.start_hot_reload = REAL_START if hot else idle_task  # type: ignore[assignment]
+    maintenance.start_hot_reload = REAL_START if hot else idle_task
     with tempfile.TemporaryDirectory() as tmp:
         runtime = await open_runtime(Path(tmp), turns_config(8))
         sessions = [await runtime.sessions.new_session() for _ in range(count)]
