@@ -131,7 +131,10 @@ class HotReload:
             with contextlib.suppress(TimeoutError):
                 await wait_within(self._wake.wait(), self._poll)
             self._wake.clear()
-            await self.check()
+            try:
+                await self.check()
+            except Exception:  # a bug here must not end the following of the home
+                log.exception("hot reload: the check of %s failed", host.home.root)
 
     def close(self) -> None:
         """Stop watching (idempotent): called when the task ends, even one cancelled

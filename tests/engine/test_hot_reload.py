@@ -171,3 +171,23 @@ async def test_closing_right_after_the_start_leaves_no_watch_open(
     await runtime.close()
     # A descriptor is closed on a thread of its own (FolderWatch.close): bounded wait.
     await eventually(lambda: not inotify_descriptors() - before, what="every watch closed")
+
+
+async def test_without_inotify_the_poll_reads_an_edit_once_it_holds_still(
+    runtime_factory: OpenRuntime, home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from habakkuk.knowledge import folder_watch
+    from habakkuk.services.hot_reload import HotReload
+
+    monkeypatch.setattr(folder_watch, "_libc", lambda: None)  # a platform without inotify
+    text = mock_config()
+    runtime = await runtime_factory(text)
+    reload = HotReload(runtime, poll=0.02)
+    task = asyncio.create_task(reload.run())
+    task.add_done_callback(lambda _: reload.close())
+    try:
+        event = await reload_after(runtime, home, with_second_provider(text))
+        assert event.restart == ["providers"]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
