@@ -228,9 +228,15 @@ class HabakkukApp(App[None]):
 
     @work(group="events")
     async def _pump_events(self, subscription: Subscription) -> None:
+        from habakkuk.engine.events import ConfigReloaded
         from habakkuk.screens.bus_messages import message_for
+        from habakkuk.screens.reload_notice import ReloadNotices
 
+        reloads = ReloadNotices()
         async for event in subscription:
+            if isinstance(event, ConfigReloaded):  # config.yaml changed on disk
+                for text, severity in reloads.notices(event):
+                    self.notify(text, severity=severity, timeout=10, markup=False)
             for screen in list(self._listeners):
                 screen.post_message(message_for(event))
 

@@ -312,7 +312,11 @@ class DeliveryWorker:
         spoken = await self.speaker.speak(text) if self.speaker is not None else None
         if spoken is None:
             return None
-        _sending_chunk(VOICE_CHUNK)
+        # Recorded as started like a file or poll: a crash mid-send leaves a trace a
+        # platform that can look (Slack) uses before sending the note again.
+        attempted = await self._attempted(adapter, lease.job.id)
+        await self._start(lease, adapter, VOICE_CHUNK)
+        _sending_chunk(VOICE_CHUNK, attempted.get(VOICE_CHUNK, 0.0))
         try:
             message_id = await adapter.send_voice(
                 delivery.to, spoken.path, duration=spoken.duration, name=spoken.name

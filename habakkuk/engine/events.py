@@ -296,6 +296,25 @@ class CardChanged(EventPayload):
     revision: int
 
 
+# -- the home ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigReloaded(EventPayload):
+    """config.yaml changed on disk and was read again (session "": the home's).
+
+    `applied`: the sections put to use at once (hooks); `restart`: every section that now
+    differs from the one this process runs on, which takes effect at the next start;
+    `invalid`: the loader's one-line error naming the file and line ("" when the file is
+    valid), the file then ignored and the running config kept.
+    """
+
+    kind: ClassVar[str] = "config.reload"
+    applied: list[str] = field(default_factory=list)
+    restart: list[str] = field(default_factory=list)
+    invalid: str = ""
+
+
 CATALOGUE: tuple[type[EventPayload], ...] = (
     TurnStarted,
     TurnEnded,
@@ -319,6 +338,7 @@ CATALOGUE: tuple[type[EventPayload], ...] = (
     DelegateStarted,
     DelegateEnded,
     CardChanged,
+    ConfigReloaded,
 )
 BY_KIND: dict[str, type[EventPayload]] = {cls.kind: cls for cls in CATALOGUE}
 

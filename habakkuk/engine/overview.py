@@ -82,6 +82,16 @@ class McpState:
     detail: str  # its last error, or how many tools it gave
 
 
+@dataclass(frozen=True)
+class ConfigState:
+    """config.yaml as this process last read it (services/hot_reload.py)."""
+
+    # Sections that differ from the config this process runs on: applied at the next start.
+    restart: tuple[str, ...] = ()
+    # The loader's one-line error ("path:line: ...") while the file is invalid, else "".
+    invalid: str = ""
+
+
 @dataclass
 class Overview:
     """What the overview screen and /api/overview show, read once."""
@@ -102,3 +112,5 @@ class Overview:
     unsent: int = 0
     # Every process serving the home (engine/nodes.py), whichever node reads it.
     nodes: list[Node] = field(default_factory=list)
+    # config.yaml's edits this process has not applied (a restart applies them).
+    config: ConfigState = field(default_factory=ConfigState)

@@ -50,6 +50,10 @@ WATCHED = (
     | IN_DELETE_SELF
     | IN_MOVE_SELF
 )
+# Files whose writer is done with them (closed, renamed in, created, deleted, touched):
+# what a watcher that wakes on each event wants, so that neither a half-written file nor
+# every commit to a database in the folder wakes it.
+SETTLED = WATCHED & ~IN_MODIFY
 # The folder itself is gone or the kernel dropped events: only a full scan is sure.
 LOST = IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then `len` bytes of name
@@ -83,8 +87,11 @@ def _libc() -> ctypes.CDLL | None:
 class FolderWatch:
     """The names changed in one folder since the last `changed()` (not recursive)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, mask: int = WATCHED):
+        """`mask`: the events to watch (every change by default; a folder of databases
+        is better watched without IN_MODIFY, which every commit to them raises)."""
         self.folder = folder
+        self._mask = mask
         self._fd = -1
         self._libc = _libc()
         self._open()
@@ -97,7 +104,8 @@ class FolderWatch:
         fd = int(self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC))
         if fd < 0:
             return  # EMFILE: too many inotify instances for this user
-        wd = int(self._libc.inotify_add_watch(fd, os.fsencode(self.folder), WATCHED | IN_ONLYDIR))
+        mask = self._mask | IN_ONLYDIR
+        wd = int(self._libc.inotify_add_watch(fd, os.fsencode(self.folder), mask))
         if wd < 0:
             os.close(fd)  # ENOSPC (max_user_watches), ENOENT, ENOTDIR
             return
@@ -107,6 +115,11 @@ class FolderWatch:
     def active(self) -> bool:
         """Whether the kernel is watching the folder for us."""
         return self._fd >= 0
+
+    def fileno(self) -> int:
+        """The inotify descriptor, readable when events wait (-1 while not watching); a
+        `changed()` that answers None may open a new one."""
+        return self._fd
 
     def changed(self) -> set[str] | None:
         """The file names touched since the last call, or None when only a full scan is

@@ -84,7 +84,7 @@ class NoteStore:
         self._agents: dict[str, AgentMemory] = {}
         self._opening: asyncio.Lock | None = None
         # Syncs still running (see _synced), which close() lets end first.
-        self._syncs: set[asyncio.Task[None]] = set()
+        self._syncs: set[asyncio.Task[ReindexStats]] = set()
         self._ahead: asyncio.Task[None] | None = None  # open_ahead's
 
     # -- resources ---------------------------------------------------------------------
@@ -229,19 +229,25 @@ class NoteStore:
             )
         return result.stats
 
-    async def _synced(self, am: AgentMemory) -> None:
+    async def _synced(self, am: AgentMemory) -> ReindexStats:
         """Sync under the lock in a task of its own: a caller cancelled midway (a client
         that hung up, a screen's stale worker) cannot leave the index updated and the
         hand edit it noticed unrecorded."""
 
-        async def run() -> None:
+        async def run() -> ReindexStats:
             async with am.lock:
-                await self._sync(am)
+                return await self._sync(am)
 
         task = asyncio.ensure_future(run())
         self._syncs.add(task)
         task.add_done_callback(self._syncs.discard)
-        await asyncio.shield(task)
+        return await asyncio.shield(task)
+
+    async def catch_up(self, agent: str) -> ReindexStats:
+        """Index the notes edited by hand since the last look, as a search would, and
+        record them in the history (the hot reload's, services/hot_reload.py, on each
+        edit); a caller cancelled midway leaves the sync to end on its own."""
+        return await self._synced(await self._agent(agent))
 
     async def _record_seen(self, am: AgentMemory, result: SyncResult) -> None:
         if not result.seen:

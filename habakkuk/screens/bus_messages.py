@@ -17,6 +17,7 @@ from habakkuk.engine.events import (
     ApprovalEvent,
     CardChanged,
     Compacted,
+    ConfigReloaded,
     DelegateEnded,
     DelegateStarted,
     EventPayload,
@@ -105,6 +106,10 @@ class CardChangedArrived(BusEvent[CardChanged]):
     """A board card was created or changed (the Board screen and a card's detail)."""
 
 
+class ConfigReloadedArrived(BusEvent[ConfigReloaded]):
+    """config.yaml was read again (the overview's config row)."""
+
+
 class DelegateStartedArrived(BusEvent[DelegateStarted]):
     pass
 
@@ -131,6 +136,7 @@ MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
     QuestionEvent: QuestionArrived,
     JobFinished: JobFinishedArrived,
     CardChanged: CardChangedArrived,
+    ConfigReloaded: ConfigReloadedArrived,
     DelegateStarted: DelegateStartedArrived,
     DelegateEnded: DelegateEndedArrived,
     EventPayload: BusEvent,

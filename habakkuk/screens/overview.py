@@ -20,9 +20,11 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from habakkuk.engine.agent.requests import session_of
+from habakkuk.engine.i18n import t
 from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import (
     BusEvent,
+    ConfigReloadedArrived,
     JobFinishedArrived,
     TurnEndedArrived,
     TurnStartedArrived,
@@ -108,6 +110,19 @@ def usage_line(view: Overview) -> str:
     return line + (f" ({unpriced} unpriced)" if unpriced else "")
 
 
+def config_line(view: Overview) -> str:
+    """config.yaml's edits not applied here ("" when none): its error while invalid,
+    the sections a restart applies."""
+    from habakkuk.screens.reload_notice import sections_text
+
+    lines = []
+    if view.config.invalid:
+        lines.append(t("reload.invalid", problem=view.config.invalid))
+    if view.config.restart:
+        lines.append(t("reload.overview_restart", sections=sections_text(view.config.restart)))
+    return "\n".join(lines)
+
+
 class OverviewScreen(PollingScreen):
     """What the home is doing; refreshed as jobs start and finish, and every few seconds."""
 
@@ -115,7 +130,9 @@ class OverviewScreen(PollingScreen):
     OverviewScreen .status-row { height: auto; }
     OverviewScreen .status-label { width: 7; text-style: bold; }
     OverviewScreen .status-row > #queue-summary, OverviewScreen .status-row > #http-summary,
-    OverviewScreen .status-row > #usage-summary { width: 1fr; }
+    OverviewScreen .status-row > #usage-summary, OverviewScreen .status-row > #config-summary {
+        width: 1fr;
+    }
     """
     BINDINGS = [Binding("r", "reload", "Refresh", id="overview.refresh")]
 
@@ -126,6 +143,10 @@ class OverviewScreen(PollingScreen):
         self._queue = Static("", id="queue-summary")
         self._http = Static("", id="http-summary")
         self._usage = Static("", id="usage-summary")
+        self._config = Static("", id="config-summary")
+        # Shown while config.yaml has edits this process has not applied.
+        self._config_row = Horizontal(classes="status-row", id="config-row")
+        self._config_row.display = False
         self._errors: DataTable[str | Text] = DataTable(id="errors", cursor_type="row")
         self._channels_title = Static("Channels", classes="section-title")
         self._channels: DataTable[str | Text] = DataTable(id="channels", cursor_type="none")
@@ -153,6 +174,9 @@ class OverviewScreen(PollingScreen):
                 with Horizontal(classes="status-row"):
                     yield Static(label, classes="status-label")
                     yield value
+            with self._config_row:
+                yield Static(t("reload.overview_label"), classes="status-label")
+                yield self._config
             yield Static("Recent errors (Enter shows one whole)", classes="section-title")
             yield self._errors
             yield self._channels_title
@@ -197,7 +221,7 @@ class OverviewScreen(PollingScreen):
     def refresh_data(self) -> None:
         self.action_reload()
 
-    @on_bus(TurnStartedArrived, TurnEndedArrived, JobFinishedArrived)
+    @on_bus(TurnStartedArrived, TurnEndedArrived, JobFinishedArrived, ConfigReloadedArrived)
     def _work_changed(self, message: BusEvent[Any]) -> None:
         self.action_reload()
 
@@ -227,6 +251,9 @@ class OverviewScreen(PollingScreen):
         self._queue.update(Text("\n".join(lines)))
         self._http.update(Text(http_line(view.http)))
         self._usage.update(Text(usage_line(view)))
+        config = config_line(view)
+        self._config.update(Text(config))
+        self._config_row.display = bool(config)
         self._show_errors(view)
         self._show_channels(view)
         self._show_mcp(view)

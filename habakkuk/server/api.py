@@ -95,6 +95,12 @@ async def overview(request: web.Request) -> web.Response:
             # parts a chat could not receive in the last 7 days (each told in its chat)
             "unsent": view.unsent,
             "nodes": [node_json(node) for node in view.nodes],
+            # config.yaml's edits this process has not applied: the sections a restart
+            # applies, and the file's error while it is invalid ("" when valid)
+            "config": {
+                "needs_restart": list(view.config.restart),
+                "invalid": view.config.invalid,
+            },
         }
     )
 

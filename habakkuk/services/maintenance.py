@@ -1,6 +1,6 @@
 """The background loops of a process that runs maintenance (`--serve` and the terminal
 app, not a one-shot `run`): retention, embeddings, the skills curator, the schedules'
-ticker and this node's heartbeat.
+ticker, this node's heartbeat and the hot reload of config.yaml and hand-edited notes.
 
 Imported only by such a process: the loops' modules are imported here, when started.
 """
@@ -11,11 +11,15 @@ import asyncio
 from typing import Protocol
 
 from habakkuk.engine.config import Config
+from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Home
+from habakkuk.engine.hooks import Hooks
 from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.retention import queue_sweeps
 from habakkuk.knowledge.service import Memory
+from habakkuk.services.hot_reload import start_hot_reload
+from habakkuk.services.overview import ControlRoom
 from habakkuk.services.schedules import start_ticker
 from habakkuk.work.service import Schedules
 
@@ -28,6 +32,9 @@ class MaintenanceHost(Protocol):
     memory: Memory
     schedules: Schedules
     nodes: NodeRegistry
+    hooks: Hooks  # replaced in place by the hot reload
+    bus: EventBus
+    control: ControlRoom
 
     @property
     def config(self) -> Config: ...
@@ -45,4 +52,5 @@ def start_maintenance(host: MaintenanceHost) -> list[asyncio.Task[None]]:
         asyncio.create_task(curate_when_due(host.home, lambda: host.config, host.memory)),
         start_ticker(host.schedules),
         asyncio.create_task(host.nodes.run(), name="node"),  # registered, beating
+        start_hot_reload(host),  # config.yaml followed from here on
     ]

@@ -17,6 +17,7 @@ from habakkuk.engine.overview import (
     OVERVIEW_ERRORS,
     ChannelHealth,
     ChannelState,
+    ConfigState,
     HttpListener,
     McpState,
     Overview,
@@ -85,6 +86,9 @@ class ControlRoom:
         self.board: BoardAccess | None = None
         # And this process's node (runtime.nodes), through which every node is read.
         self.nodes: NodeRegistry | None = None
+        # config.yaml's edits not applied here; the hot reload (services/hot_reload.py)
+        # replaces it as the file changes.
+        self.config_state = ConfigState()
 
     async def channel_states(self) -> list[ChannelHealth]:
         """Every configured channel account's health, from its recorded row and lease
@@ -165,6 +169,7 @@ class ControlRoom:
             open_cards=await self.open_cards(),
             unsent=await self.turns.unsent_deliveries(cutoff),
             nodes=await self.nodes.nodes() if self.nodes is not None else [],
+            config=self.config_state,
         )
 
     async def open_cards(self) -> int:

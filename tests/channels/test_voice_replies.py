@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from habakkuk.channels.deliveries import VOICE_CHUNK
 from habakkuk.runtime import Runtime
 from tests.channels.fake_matrix import FakeMatrix, MatrixDriver
 from tests.channels.fake_telegram import FakeTelegram
@@ -96,6 +97,10 @@ async def test_voice_text_false_sends_the_voice_note_instead_of_the_text(
     await tg.wait_for(lambda: bool(tg.of("sendVoice")))
     await settled(runtime)
     assert tg.texts() == []
+    # Its send was noted as started before it went (Telegram cannot drop a resend itself),
+    # like a file's: a crash mid-send leaves that trace for the retry.
+    rows = await runtime.queue.db.fetchall("SELECT idx FROM delivery_attempts")
+    assert [int(r["idx"]) for r in rows] == [VOICE_CHUNK]
 
 
 def closed_port() -> int:

@@ -173,6 +173,11 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "assignee": "ops",
         "revision": 1,
     },
+    "config.reload": {
+        "applied": ["hooks"],
+        "restart": ["providers"],
+        "invalid": "",
+    },
 }
 
 

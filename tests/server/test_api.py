@@ -130,6 +130,23 @@ async def test_overview_lists_every_node_of_the_home(serve: Any) -> None:
     assert abs(beta["clock_skew_seconds"]) < 1
 
 
+async def test_overview_lists_the_config_sections_edited_since_the_start(serve: Any) -> None:
+    served = await serve(mock_config(SCRIPT), workers=False)
+    runtime = served.runtime
+    runtime.start_workers(maintenance=True)  # as `serve` does: the hot reload runs
+    assert (await served.get_json("/api/overview"))["config"] == {
+        "needs_restart": [],
+        "invalid": "",
+    }
+    path = runtime.home.config_path
+    head, rest = path.read_text(encoding="utf-8").split("agents:", 1)
+    with runtime.bus.subscribe(lambda e: e.kind == "config.reload") as reloads:
+        path.write_text(head + "  spare:\n    type: mock\nagents:" + rest, encoding="utf-8")
+        await asyncio.wait_for(reloads.get(), 30)
+    overview = await served.get_json("/api/overview")
+    assert overview["config"] == {"needs_restart": ["providers"], "invalid": ""}
+
+
 async def test_usage_reports_calls_per_day_model_and_agent(
     serve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,7 +21,7 @@ from tests.channels.fake_telegram import FakeTelegram
 from tests.channels.test_telegram_e2e import channel_yaml
 from tests.conftest import mock_config
 from tests.helpers import eventually
-from tests.tui.conftest import make_app, ready
+from tests.tui.conftest import ChatApp, make_app, ready
 
 LONG_ERROR = (
     "upstream said 503 Service Unavailable while fetching the nightly digest; "
@@ -157,3 +157,31 @@ async def test_a_second_process_stands_by_and_names_the_holder(
     http = (await second.control.overview()).http
     assert (http.state, http.address) == ("stand-by", listen)
     assert http.holder == f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+async def test_a_providers_edit_shows_a_notice_and_the_overviews_config_row(
+    chat_app: ChatApp, home: Home
+) -> None:
+    async with chat_app(size=(100, 30)) as ui:
+        await ui.press("ctrl+o")
+        row = ui.screen.query_one("#config-row")
+        summary = ui.screen.query_one("#config-summary", Static)
+        assert not row.display  # nothing changed yet
+        text = home.config_path.read_text(encoding="utf-8")
+        head, rest = text.split("agents:", 1)
+        edited = head + "  spare:\n    type: mock\n" + "agents:" + rest
+        home.config_path.write_text(edited, encoding="utf-8")
+        await eventually(
+            lambda: any("providers changed; restart" in t for t in ui.toasts()),
+            what="the terminal's notice",
+        )
+        await eventually(
+            lambda: "restart: providers" in str(summary.content), what="the config row"
+        )
+        assert row.display
+        home.config_path.write_text(edited + "timezone: Mars/Olympus_Mons\n", encoding="utf-8")
+        await eventually(
+            lambda: any(f"{home.config_path}:" in t for t in ui.toasts()),
+            what="the broken file's notice",
+        )
+        await eventually(lambda: "Olympus" in str(summary.content), what="the error shown")
