@@ -19,13 +19,13 @@ from habakkuk.engine.config import Config, load_config
 from habakkuk.engine.errors import ConfigError, HabakkukError
 from habakkuk.engine.exit_codes import EXIT_NOT_FOUND
 from habakkuk.engine.home import Home
+from habakkuk.engine.i18n import t
 from habakkuk.engine.jobs import SCHEMA as CONTROL
 from habakkuk.engine.jobs import JobQueue
 from habakkuk.engine.sql import Database
 from habakkuk.engine.storage import open_storage
 
 from .adapter import Address
-from .gateway import TEXT
 from .health import channel_health, health_json, health_line
 from .outbox import Outbox
 from .store import ChannelStore
@@ -73,7 +73,7 @@ async def channels_status(home: Home, *, as_json: bool = False) -> int:
 
 async def pair(home: Home, code: str) -> int:
     """Approve a pairing code: its user may talk from now on and is told so."""
-    _, db, store = await _open(home)
+    config, db, store = await _open(home)
     try:
         pairing = await store.approve_pairing(code)
         if pairing is None:
@@ -82,7 +82,7 @@ async def pair(home: Home, code: str) -> int:
         await Outbox(JobQueue(db)).send_text(
             f"paired:{pairing.account}:{pairing.user}:{pairing.code}",
             pairing.address,
-            TEXT["paired"],
+            t("chat.paired", language=config.language_of(pairing.account)),
         )
     finally:
         await db.close()

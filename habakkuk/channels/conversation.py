@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Protocol
 
 from habakkuk.conversation.commands import Reply, Services, Surface
+from habakkuk.engine.i18n import t
 
 from .health import chat_line, one_health
 
@@ -128,11 +129,12 @@ class ChannelConversation:
     def about(self) -> list[str]:
         msg = self.msg
         names = ", ".join([msg.sender, *msg.sender_aliases])
+        thread = t("chat.about.thread", thread=msg.thread) if msg.thread else ""
         return [
-            f"**You** {msg.sender_name or msg.sender} ({names})",
-            f"**Allowed by** {self.how}",
-            f"**Channel** {msg.channel} ({self.config.type}), chat {msg.chat}"
-            + (f", thread {msg.thread}" if msg.thread else ""),
+            t("chat.about.you", name=msg.sender_name or msg.sender, names=names),
+            t("chat.about.allowed_by", how=self.how),
+            t("chat.about.channel", channel=msg.channel, type=self.config.type, chat=msg.chat)
+            + thread,
         ]
 
     async def state(self) -> str | None:

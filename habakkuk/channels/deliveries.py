@@ -46,6 +46,7 @@ from typing import Any, NoReturn
 from habakkuk.engine.agent.requests import turn_request
 from habakkuk.engine.blobs import BlobNotFound, BlobStore
 from habakkuk.engine.hook_events import HookFirer
+from habakkuk.engine.i18n import t, use_language
 from habakkuk.engine.jobs import Job, JobQueue, Lease, payload_of
 from habakkuk.engine.pools import PermanentJobError
 
@@ -92,8 +93,8 @@ VOICE_CHUNK = 2000
 
 
 def unsent_notice(what: str, reason: str) -> str:
-    """The line a chat gets for a part it could not receive."""
-    return f"Could not send {what} here: {reason}."
+    """The line a chat gets for a part it could not receive (in the chat's language)."""
+    return t("chat.unsent", what=what, reason=reason)
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ class DeliveryWorker:
         blobs: BlobStore | None = None,
         activity: ActivityLog | None = None,
         speaker: ReplySpeaker | None = None,
+        language_of: Callable[[str], str] | None = None,
     ):
         self.queue = queue
         # speaks replies whose chat asked for voice (tts:); None: they go as text
@@ -198,6 +200,9 @@ class DeliveryWorker:
         self.settled = settled
         self.hooks = hooks
         self.activity = activity or ActivityLog()
+        # the language tag of a channel (Config.language_of): a failure's notice and an
+        # unsent part's are said in it
+        self.language_of = language_of
 
     async def run(self, lease: Lease) -> dict[str, Any]:
         delivery = payload_of(lease.job, DELIVERIES)
@@ -207,33 +212,10 @@ class DeliveryWorker:
             # Not connected right now: the queue's backoff retries later.
             raise SendError(f"channel {address.channel} is not connected")
         token = SENDING.set(Sending(lease.job.id, delivery))
+        language = self.language_of(address.channel) if self.language_of is not None else ""
         try:
-            if isinstance(delivery, ReplyDelivery):
-                return await self._reply(lease, adapter, delivery)
-            if isinstance(delivery, TextDelivery):
-                result = await self._send_text(
-                    lease,
-                    adapter,
-                    address,
-                    delivery.text,
-                    reply_to=delivery.reply_to,
-                    buttons=[list(row) for row in delivery.buttons] or None,
-                )
-                self._message_out(lease, adapter, delivery, result, text=delivery.text)
-                return result
-            if isinstance(delivery, FileDelivery):
-                result = await self._send_file(lease, adapter, delivery)
-                sent = {"path": str(delivery.path), "name": delivery.name or delivery.path.name}
-                self._message_out(
-                    lease, adapter, delivery, result, **sent, caption=delivery.caption
-                )
-                return result
-            result = await self._send_poll(lease, adapter, delivery)
-            options = list(delivery.options)
-            self._message_out(
-                lease, adapter, delivery, result, question=delivery.question, options=options
-            )
-            return result
+            with use_language(language):
+                return await self._deliver(lease, adapter, delivery)
         except Undeliverable as exc:
             self.activity.failed(address.channel, f"delivery {lease.job.id}: {exc}")
             raise PermanentJobError(f"undeliverable: {exc}") from None
@@ -242,6 +224,34 @@ class DeliveryWorker:
             raise
         finally:
             SENDING.reset(token)
+
+    async def _deliver(self, lease: Lease, adapter: Adapter, delivery: Delivery) -> dict[str, Any]:
+        """Send one delivery of any kind (run() sets the chat's language around it)."""
+        address = delivery.to
+        if isinstance(delivery, ReplyDelivery):
+            return await self._reply(lease, adapter, delivery)
+        if isinstance(delivery, TextDelivery):
+            result = await self._send_text(
+                lease,
+                adapter,
+                address,
+                delivery.text,
+                reply_to=delivery.reply_to,
+                buttons=[list(row) for row in delivery.buttons] or None,
+            )
+            self._message_out(lease, adapter, delivery, result, text=delivery.text)
+            return result
+        if isinstance(delivery, FileDelivery):
+            result = await self._send_file(lease, adapter, delivery)
+            sent = {"path": str(delivery.path), "name": delivery.name or delivery.path.name}
+            self._message_out(lease, adapter, delivery, result, **sent, caption=delivery.caption)
+            return result
+        result = await self._send_poll(lease, adapter, delivery)
+        options = list(delivery.options)
+        self._message_out(
+            lease, adapter, delivery, result, question=delivery.question, options=options
+        )
+        return result
 
     async def _reply(
         self, lease: Lease, adapter: Adapter, delivery: ReplyDelivery
@@ -431,9 +441,9 @@ class DeliveryWorker:
         reason = ""
         on_disk = await asyncio.to_thread(path.is_file)
         if not on_disk:
-            reason = "it is no longer on disk"
+            reason = t("chat.unsent.gone")
         elif not adapter.can("files"):
-            reason = f"{adapter.type} chats cannot receive files"
+            reason = t("chat.unsent.no_files", type=adapter.type)
         else:
             attempted = await self._attempted(adapter, lease.job.id)
             await self._start(lease, adapter, 0)
@@ -458,9 +468,14 @@ class DeliveryWorker:
                 await self.store.record_chunk(lease, 0, message_id)
                 return {"messages": [message_id]}
         if on_disk:  # where it is, so the user can still get it
-            reason = f"{reason}; saved at {path}"
+            reason = t("chat.unsent.saved_at", reason=reason, path=path)
         await self._unsent(
-            lease, adapter, delivery.to, f"the file {name}", reason, caption=delivery.caption
+            lease,
+            adapter,
+            delivery.to,
+            t("chat.unsent.file", name=name),
+            reason,
+            caption=delivery.caption,
         )
 
     async def _unsent(

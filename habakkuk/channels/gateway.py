@@ -32,11 +32,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from habakkuk.conversation.answers import ANSWERS, answer_named, answer_word
+from habakkuk.conversation.answers import ANSWERS, answer_named, answer_word, verdict
 from habakkuk.conversation.commands import dispatch
 from habakkuk.engine.agent.requests import ReplyTo, TurnRequest, turn_request
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.events import EventPayload, ToolStarted, TurnEnded, TurnStarted
+from habakkuk.engine.i18n import t, use_language
 from habakkuk.engine.llm.types import Block
 from habakkuk.engine.sessions import Session
 from habakkuk.engine.store import StoreError
@@ -55,35 +56,33 @@ from .voice_replies import voice_for
 
 log = logging.getLogger(__name__)
 
-# Habakkuk's own chat text, one catalog (English); other locales plug in by key.
-TEXT = {
-    "pair_needed": (
-        "Hi! I don't know you yet. Ask my owner to run:\n\n`habakkuk pair {code}`\n\n"
-        "The code is valid for one hour."
-    ),
-    "paired": "You're in: my owner approved you. Say hello!",
-    "approval": "**Approval needed**: {tool}\n\n`{summary}`\n\nReply **yes** or **no**.",
-    "approval_skipped": "No answer in 15 minutes, so I skipped that step.",
-    "question": "**Question**\n\n{questions}\n\nReply with your answer.",
-    "answered": "Answered: {answer}",
-    "approved": "Approved",
-    "approved_session": "Approved for this session",
-    "denied": "Denied",
-    "expired": "This prompt has expired.",
-    "not_allowed": "You are not allowed to answer this.",
-    "failed": "Sorry, that failed: {error}",
-    "working": "⏳ Working…",
+# Habakkuk's own chat text is the catalogs' `chat.*` (engine/i18n), in the channel's
+# `language:` (else config.yaml's). What the model is told about an attachment is not a
+# person's text: it stays here, in English, as the rest of the prompt.
+NOTES = {
     "too_large": TOO_LARGE,
     "download_failed": "[attachment {name} could not be downloaded: {error}]",
     "saved": "[attachment saved to inbox/{name}]",
     "voice": "[voice note transcript: {text}]",
     "voice_failed": "[a voice note could not be transcribed: {error}]",
 }
-BUTTON_NOTICES = {
-    "allow_once": TEXT["approved"],
-    "deny": TEXT["denied"],
-    "allow_session": TEXT["approved_session"],
-}
+
+
+def answered_notice(answer: str) -> str:
+    """What the chat is told once its answer is taken ("Approved", "Answered: ...")."""
+    decided = answer_named(answer)
+    return verdict(decided) if decided is not None else t("chat.answered", answer=answer)
+
+
+def approval_buttons(nonce: str) -> tuple[tuple[Button, ...], ...]:
+    """An approval prompt's buttons, in the order of ANSWERS (a button's data is its index)."""
+    return (
+        (
+            Button(t("chat.button.approve"), f"fy|{nonce}|0"),
+            Button(t("chat.button.deny"), f"fy|{nonce}|1"),
+        ),
+        (Button(t("chat.button.always"), f"fy|{nonce}|2"),),
+    )
 
 
 AdapterLookup = Callable[[str], Adapter | None]
@@ -185,7 +184,9 @@ class Gateway:
         self.activity.message_in(msg.channel)
         handled: Handled | None = None
         try:
-            handled = await self._handle(config, msg)
+            # Said to this chat in its language; its yes/no words read in it (answers.py).
+            with use_language(self.config.language_of(msg.channel)):
+                handled = await self._handle(config, msg)
         except (sqlite3.Error, StoreError):
             # The database is busy or broken: let the adapter stop before the offset moves,
             # so the batch comes again after the restart instead of being lost.
@@ -208,7 +209,7 @@ class Gateway:
                 pairing = await self.store.pairing_for(
                     msg.channel, msg.sender, msg.sender_name, str(msg.address)
                 )
-                await self._say(msg, TEXT["pair_needed"].format(code=pairing.code))
+                await self._say(msg, t("chat.pair_needed", code=pairing.code))
             return Handled("ignored")
         if msg.is_group and (
             config.groups == "off" or (config.groups == "mention" and not msg.addressed)
@@ -221,8 +222,7 @@ class Gateway:
             answer = self._answer_for(prompt, text) if prompt is not None else None
             if prompt is not None and answer is not None:
                 await self._answer_prompt(prompt, answer, f"{msg.channel}:{msg.sender}")
-                said = BUTTON_NOTICES.get(answer, TEXT["answered"].format(answer=answer))
-                return Handled("answer", text=said)
+                return Handled("answer", text=answered_notice(answer))
         if text.startswith("/") and not msg.attachments:
             return await self._command(config, msg, how, text)
         return Handled("turn", await self._start_turn(config, msg, text))
@@ -393,15 +393,15 @@ class Gateway:
             if adapter is None or not adapter.can("download"):
                 continue
             if attachment.size is not None and attachment.size > MAX_ATTACHMENT_BYTES:
-                notes.append(TEXT["too_large"].format(name=attachment.name))
+                notes.append(NOTES["too_large"].format(name=attachment.name))
                 continue
             try:
                 data = await adapter.download(attachment)
             except SendError as exc:
-                notes.append(TEXT["download_failed"].format(name=attachment.name, error=exc))
+                notes.append(NOTES["download_failed"].format(name=attachment.name, error=exc))
                 continue
             if len(data) > MAX_ATTACHMENT_BYTES:
-                notes.append(TEXT["too_large"].format(name=attachment.name))
+                notes.append(NOTES["too_large"].format(name=attachment.name))
                 continue
             suffix = Path(attachment.name).suffix or (
                 mimetypes.guess_extension(attachment.media_type) or ""
@@ -410,7 +410,7 @@ class Gateway:
             name = f"{msg.message_id}-{index}-{safe}"
             target = workspace / "inbox" / name
             await asyncio.to_thread(_copy_into, data, target)
-            notes.append(TEXT["saved"].format(name=name))
+            notes.append(NOTES["saved"].format(name=name))
             given = await for_model(
                 self.runtime.blobs, data, attachment.media_type, name, f"inbox/{name}"
             )
@@ -422,9 +422,9 @@ class Gateway:
             if attachment.kind in ("voice", "audio") and self.config.transcription is not None:
                 try:
                     transcript = await self._transcribe(data, name, attachment.media_type)
-                    notes.append(TEXT["voice"].format(text=transcript))
+                    notes.append(NOTES["voice"].format(text=transcript))
                 except SendError as exc:
-                    notes.append(TEXT["voice_failed"].format(error=exc))
+                    notes.append(NOTES["voice_failed"].format(error=exc))
         return notes, blocks
 
     async def _transcribe(self, data: bytes, name: str, media_type: str) -> str:
@@ -479,15 +479,8 @@ class Gateway:
                 tool=request.tool, summary=request.summary, reason=request.reason,
                 agent=request.agent, session=request.session,
             )  # fmt: skip
-            text = TEXT["approval"].format(tool=request.tool, summary=request.summary[:500])
-            buttons = (
-                (
-                    Button("✅ Approve", f"fy|{prompt.nonce}|0"),
-                    Button("❌ Deny", f"fy|{prompt.nonce}|1"),
-                ),
-                (Button("Allow for this session", f"fy|{prompt.nonce}|2"),),
-            )
-            await self._post_prompt(address, prompt, text, buttons)
+            text = t("chat.approval", tool=request.tool, summary=request.summary[:500])
+            await self._post_prompt(address, prompt, text, approval_buttons(prompt.nonce))
             decided = asyncio.create_task(hub.approve(request))
             typed = asyncio.create_task(self._wait_answer(prompt.id, hub.timeout + 5))
             try:
@@ -505,7 +498,7 @@ class Gateway:
                 await self._close_prompt(address, prompt)
             if decision.by == "timeout":
                 await self.outbox.send_text(
-                    f"prompt-expired:{prompt.id}", address, TEXT["approval_skipped"]
+                    f"prompt-expired:{prompt.id}", address, t("chat.approval_skipped")
                 )
             return decision
 
@@ -524,7 +517,7 @@ class Gateway:
             buttons = tuple(
                 (Button(c[:60], f"fy|{prompt.nonce}|{i}"),) for i, c in enumerate(choices)
             )
-            text = TEXT["question"].format(questions=request.render())
+            text = t("chat.question", questions=request.render())
             await self._post_prompt(address, prompt, text, buttons)
             try:
                 found = await self._wait_answer(prompt.id, PROMPT_SECONDS)
@@ -579,13 +572,13 @@ class Gateway:
         prompt = None
         if len(parts) == 3 and parts[0] == "fy" and parts[2].isdigit():
             prompt = await self.store.prompt_by_nonce(parts[1])
-        notice = TEXT["expired"]
+        notice = t("chat.expired")
         if how is None:
-            notice = TEXT["not_allowed"]
+            notice = t("chat.not_allowed")
         elif prompt is not None and int(parts[2]) < len(prompt.choices):
             answer = prompt.choices[int(parts[2])]
             if await self._answer_prompt(prompt, answer, f"{msg.channel}:{msg.sender}"):
-                notice = BUTTON_NOTICES.get(answer, TEXT["answered"].format(answer=answer))
+                notice = answered_notice(answer)
         adapter = self.adapter_for(msg.channel)
         if adapter is not None:
             with contextlib.suppress(SendError):
@@ -668,7 +661,8 @@ class Gateway:
                 and (draft_id is None or shown != watch.lines)
             )
             if wants_draft and adapter is not None:
-                text = "\n".join([TEXT["working"], *watch.lines])
+                working = t("chat.working", language=self.config.language_of(watch.address.channel))
+                text = "\n".join([working, *watch.lines])
                 chunk = adapter.render(text)[0]
                 try:
                     if draft_id is None:
@@ -721,13 +715,18 @@ class ChatApprover:
     def __init__(self, gateway: Gateway, address: Address):
         self.gateway = gateway
         self.address = address
+        # Asked from the turn's job, which knows no chat: the prompt, its buttons and its
+        # expiry notice are said in the language of the chat it goes to.
+        self.language = gateway.config.language_of(address.channel)
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        return await self.gateway.ask_approval(self.address, request)
+        with use_language(self.language):
+            return await self.gateway.ask_approval(self.address, request)
 
     async def ask(self, request: Any) -> str | None:
         """clarify's questions (a ClarifyRequest): the user's answer, or None."""
-        return await self.gateway.ask_question(self.address, request)
+        with use_language(self.language):
+            return await self.gateway.ask_question(self.address, request)
 
 
 def _copy_into(data: bytes, target: Path) -> None:

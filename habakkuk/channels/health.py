@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.export import rfc3339
+from habakkuk.engine.i18n import known, t
 from habakkuk.engine.overview import NEVER_STARTED, ChannelHealth
 
 from .store import Activity, ChannelStatus
@@ -181,14 +182,26 @@ def health_line(health: ChannelHealth, now: float) -> str:
 
 
 def chat_line(health: ChannelHealth, now: float) -> str:
-    """The account's health in the line /status shows in its chats (Markdown)."""
-    line = f"**Channel** {health.account}: {health.state}"
-    if health.since is not None:
-        line += f" since {ago(health.since, now)}"
-    line += f"; last in {ago(health.last_in, now)}, last out {ago(health.last_out, now)}"
+    """The account's health in the line /status shows in its chats (Markdown), in the
+    chat's language (durations keep their s/m/h/d units)."""
+
+    def said_ago(at: float | None) -> str:
+        return t("chat.health.never") if at is None else t("chat.health.ago", time=_ago(now - at))
+
+    state_key = "chat.health.state." + health.state.replace(" ", "_")
+    since = "" if health.since is None else t("chat.health.since", ago=said_ago(health.since))
+    error = ""
     if health.last_error:
-        line += f"; last error {ago(health.last_error_at, now)}: {health.last_error}"
-    return line
+        error = t("chat.health.error", ago=said_ago(health.last_error_at), error=health.last_error)
+    return t(
+        "chat.health.line",
+        account=health.account,
+        state=t(state_key) if known(state_key) else health.state,
+        since=since,
+        last_in=said_ago(health.last_in),
+        last_out=said_ago(health.last_out),
+        error=error,
+    )
 
 
 def health_json(health: ChannelHealth) -> dict[str, object]:

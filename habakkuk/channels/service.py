@@ -15,6 +15,7 @@ from typing import Any
 
 from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, turn_request
 from habakkuk.engine.channel_config import ChannelConfig
+from habakkuk.engine.i18n import t
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.toolkit.registry import ToolRegistry
 from habakkuk.engine.tts_config import TtsConfig
@@ -23,7 +24,7 @@ from habakkuk.voice.speech import Secrets
 from .adapter import Adapter, FatalAdapterError
 from .deliveries import DeliveryWorker, enqueue_reply
 from .facade import RuntimeFacade
-from .gateway import TEXT, ChatApprover, Gateway
+from .gateway import ChatApprover, Gateway
 from .health import ActivityLog
 from .outbox import Outbox
 from .platforms import AdapterContext, build_adapter
@@ -84,12 +85,13 @@ class ChannelService(Outbox):
             runtime.queue,
             store,
             self._wait_adapter,
-            lambda error: TEXT["failed"].format(error=error),
+            lambda error: t("chat.failed", error=error),
             self.gateway.settled,
             runtime.hooks,
             runtime.blobs,
             self.activity,
             speaker=_reply_speaker(runtime),
+            language_of=runtime.config.language_of,
         )
         # The web chat's account is supervised while the HTTP server runs (`attach_web`),
         # so only the process serving HTTP holds it.

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.i18n import known, t
 
 from .plugin_commands import PluginConversation
 
@@ -37,7 +38,6 @@ Surface = Literal["terminal", "chat", "web", "run"]
 ANY: frozenset[Surface] = frozenset({"terminal", "chat", "web", "run"})
 INTERACTIVE: frozenset[Surface] = frozenset({"terminal", "chat", "web"})
 EXPORT_FORMATS = ("md", "json", "html")
-NO_MESSAGES = "This session has no messages yet."
 
 
 class Services(Protocol):
@@ -137,13 +137,20 @@ class Command:
     """One chat command: declared once, shown in /help, completion and the palette."""
 
     name: str
-    summary: str
+    english: str  # the summary as declared; `summary` says it in the language in use
     run: Handler = field(repr=False, compare=False)
     args: str = ""
     aliases: tuple[str, ...] = ()
     where: frozenset[Surface] = ANY
     category: str = "Session"  # the palette's `category: action`
     action: str = ""  # the palette's action words (default: the name)
+
+    @property
+    def summary(self) -> str:
+        """The one-line summary /help, completion and the palette show, in the language in
+        use: the catalogs' `help.<name>`, else the words it was declared with."""
+        key = f"help.{self.name}"
+        return t(key) if known(key) else self.english
 
     def usage(self) -> str:
         """`/name ARGS` as /help shows it."""
@@ -221,7 +228,7 @@ async def dispatch(text: str, conv: Conversation) -> Reply | None:
             said, error = await plugin_commands.run(conv, extra, rest)
             return Reply(said, error=error)
     if found is None or conv.surface not in found.where:
-        return Reply(f"Unknown command /{name}. /help lists the commands.", error=True)
+        return Reply(t("commands.unknown", name=name), error=True)
     try:
         return await found.run(conv, rest)
     except HabakkukError as exc:
@@ -245,7 +252,7 @@ async def _active(conv: Conversation, session_id: str) -> list[Job]:
          category="Chat", action="new session")  # fmt: skip
 async def _new(conv: Conversation, rest: str) -> Reply:
     await conv.start_fresh()
-    return Reply(f"New session started with agent **{await conv.agent()}**.")
+    return Reply(t("commands.new.started", agent=await conv.agent()))
 
 
 @command("stop", "stop the running turn", category="Turn")
@@ -254,7 +261,7 @@ async def _stop(conv: Conversation, rest: str) -> Reply:
     turns = await _active(conv, session.id) if session else []
     for job in turns:
         await conv.services.turns.stop_turn(job.id)
-    return Reply("Stopped." if turns else "Nothing is running.")
+    return Reply(t("commands.stop.stopped") if turns else t("commands.stop.nothing"))
 
 
 @command("status", "agent, session and queue", category="Chat")
@@ -264,23 +271,23 @@ async def _status(conv: Conversation, rest: str) -> Reply:
     state = await conv.state()
     if state:
         lines.append(state)
-    lines.append(f"**Agent** {await conv.agent()}")
+    lines.append(t("commands.status.agent", agent=await conv.agent()))
     if session is None:
-        lines.append("**Session** none yet")
+        lines.append(t("commands.status.no_session"))
     else:
         title = f" — {session.title}" if session.title else ""
         turns = await _active(conv, session.id)
-        lines.append(f"**Session** `{session.id}`{title}")
-        lines.append(f"**This conversation** {len(turns)} turn(s) queued or running")
+        lines.append(t("commands.status.session", session=session.id, title=title))
+        lines.append(t("commands.status.turns", count=len(turns)))
     depth = await conv.services.turns.queue_depth()
     queue = ", ".join(f"{kind} {status}: {n}" for (kind, status), n in sorted(depth.items()))
-    lines.append(f"**Queue** {queue or 'empty'}")
+    lines.append(t("commands.status.queue", queue=queue or t("commands.status.queue_empty")))
     return Reply("\n".join(lines))
 
 
 @command("help", "this list", category="Chat", action="commands")
 async def _help(conv: Conversation, rest: str) -> Reply:
-    lines = ["**Commands**"]
+    lines = [t("commands.help.title")]
     lines += [f"{c.usage()} — {c.summary}" for c in commands_for(conv.surface)]
     from .plugin_commands import help_lines
 
@@ -292,7 +299,7 @@ async def _help(conv: Conversation, rest: str) -> Reply:
 async def _compact(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
-        return Reply(NO_MESSAGES)
+        return Reply(t("common.no_messages"))
     return await conv.compact(session.id)
 
 
@@ -300,7 +307,7 @@ async def _compact(conv: Conversation, rest: str) -> Reply:
 async def _undo(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
-        return Reply(NO_MESSAGES)
+        return Reply(t("common.no_messages"))
     return Reply(await conv.services.checkpointing.undo(session.id))
 
 
@@ -308,24 +315,23 @@ async def _undo(conv: Conversation, rest: str) -> Reply:
 async def _fork(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
-        return Reply(NO_MESSAGES)
+        return Reply(t("common.no_messages"))
     fork = await conv.services.sessions.fork_session(session.id)
     await conv.continue_in(fork)
-    return Reply(f"Forked from {session.id}: this is {fork.id}, the original is kept.")
+    return Reply(t("commands.fork.done", session=session.id, fork=fork.id))
 
 
 @command("rewind", "like /fork, without your last N messages (default 1)", args="[N]")
 async def _rewind(conv: Conversation, rest: str) -> Reply:
     if rest and not (rest.isdigit() and int(rest) > 0):
-        return Reply(f"/rewind: {rest!r} is not a number of messages (/rewind [N])", error=True)
+        return Reply(t("commands.rewind.not_a_number", given=repr(rest)), error=True)
     turns = int(rest) if rest else 1
     session = await conv.session()
     if session is None:
-        return Reply(NO_MESSAGES)
+        return Reply(t("common.no_messages"))
     fork = await conv.services.sessions.rewind_session(session.id, turns)
     await conv.continue_in(fork)
-    what = "your last message" if turns == 1 else f"your last {turns} messages"
-    return Reply(f"Rewound {session.id} without {what}: this is {fork.id}, the original is kept.")
+    return Reply(t("commands.rewind.done", count=turns, session=session.id, fork=fork.id))
 
 
 @command("title", "show or set the session title", args="[TEXT]")
@@ -334,11 +340,13 @@ async def _title(conv: Conversation, rest: str) -> Reply:
         session = await conv.session(create=True)
         assert session is not None
         renamed = await conv.services.sessions.rename_session(session.id, rest)
-        return Reply(f"Title set: {renamed.title}")
+        return Reply(t("commands.title.set", title=renamed.title))
     session = await conv.session()
     if session is None:
-        return Reply(NO_MESSAGES)
-    return Reply(f"Title: {session.title}" if session.title else "This session has no title yet.")
+        return Reply(t("common.no_messages"))
+    if session.title:
+        return Reply(t("commands.title.show", title=session.title))
+    return Reply(t("commands.title.none"))
 
 
 @command("model", "show the model chain, or try one first", args="[PROVIDER/MODEL|default]")
@@ -348,16 +356,17 @@ async def _model(conv: Conversation, rest: str) -> Reply:
     if not rest:
         session = await conv.session()
         chosen = await conv.services.settings.session_model(session.id) if session else None
-        first = f"this session tries {chosen} first; " if chosen else ""
-        return Reply(f"Model: {first}{agent.name}'s chain is {chain}")
+        if chosen:
+            return Reply(t("commands.model.chosen", model=chosen, agent=agent.name, chain=chain))
+        return Reply(t("commands.model.chain", agent=agent.name, chain=chain))
     session = await conv.session(create=True)
     assert session is not None
     ref = await conv.services.settings.set_session_model(
         session.id, None if rest == "default" else rest
     )
     if ref is None:
-        return Reply(f"Model: back to {agent.name}'s chain ({chain})")
-    return Reply(f"Model: this session now tries {ref} first")
+        return Reply(t("commands.model.back", agent=agent.name, chain=chain))
+    return Reply(t("commands.model.set", model=ref))
 
 
 @command("think", "reasoning effort for this session", args="[off|low|medium|high|default]")
@@ -376,38 +385,36 @@ async def _think(conv: Conversation, rest: str) -> Reply:
             level, chosen = await conv.services.settings.session_thinking(session.id)
         if chosen:
             return Reply(
-                f"Thinking: {level} for this session ({agent.name}'s is {agent.thinking}). "
-                "/think default goes back to it."
+                t("commands.think.chosen", level=level, agent=agent.name, default=agent.thinking)
             )
-        return Reply(f"Thinking: {level} ({agent.name}'s setting). /think {levels} sets it.")
+        return Reply(t("commands.think.agent", level=level, agent=agent.name, levels=levels))
     session = await conv.session(create=True)
     assert session is not None
     level, chosen = await conv.services.settings.set_session_thinking(session.id, rest)
     if chosen:
-        return Reply(f"Thinking: {level} for this session")
-    return Reply(f"Thinking: {level} ({agent.name}'s setting)")
+        return Reply(t("commands.think.set", level=level))
+    return Reply(t("commands.think.back", level=level, agent=agent.name))
 
 
 @command("export", "the transcript as a file", args="[md|json|html|PATH]")
 async def _export(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
-        return Reply(NO_MESSAGES)
+        return Reply(t("common.no_messages"))
     target: str | None = None  # None: HOME/exports/<session>.<fmt>
     fmt = rest or "md"
     if rest and rest not in EXPORT_FORMATS:
         target = rest
         fmt = rest.rsplit(".", 1)[-1] if "." in rest.rsplit("/", 1)[-1] else ""
         if fmt not in EXPORT_FORMATS:
-            return Reply(
-                f"/export: {rest}: the file name must end in .md, .json or .html", error=True
-            )
+            return Reply(t("commands.export.bad_name", path=rest), error=True)
     if target is None:
         text = await conv.services.sessions.export_session(session.id, fmt)
-        caption = f"Transcript of {session.title or session.id}"
+        caption = t("commands.export.caption", title=session.title or session.id)
         if await conv.send_file(text.encode("utf-8"), f"{session.id}.{fmt}", caption):
             return Reply()
-    return Reply(f"Wrote {await conv.services.sessions.save_export(session.id, fmt, target)}")
+    path = await conv.services.sessions.save_export(session.id, fmt, target)
+    return Reply(t("commands.export.wrote", path=path))
 
 
 @command("retry", "run your last message again", where=INTERACTIVE, category="Turn")
@@ -415,7 +422,7 @@ async def _retry(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     last = last_typed(await conv.services.sessions.messages(session.id)) if session else None
     if last is None:
-        return Reply("There is no earlier message to retry.")
+        return Reply(t("commands.retry.nothing"))
     await conv.start_turn(last)
     return Reply()
 
@@ -423,7 +430,7 @@ async def _retry(conv: Conversation, rest: str) -> Reply:
 @command("queue", "queue a message as a turn", args="TEXT", where=INTERACTIVE, category="Turn")
 async def _queue(conv: Conversation, rest: str) -> Reply:
     if not rest:
-        return Reply("/queue TEXT queues TEXT as a turn.", error=True)
+        return Reply(t("commands.queue.usage"), error=True)
     await conv.start_turn(rest)
     return Reply()
 
@@ -432,24 +439,32 @@ async def _queue(conv: Conversation, rest: str) -> Reply:
 async def _usage(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
     if session is None:
-        return Reply(NO_MESSAGES)
+        return Reply(t("common.no_messages"))
     totals = await conv.services.ledger.usage_totals(session=session.id)
     if not totals:
-        return Reply(f"Usage of `{session.id}`: no model calls yet.")
-    lines = [f"**Usage** of `{session.id}`"]
-    for t in totals:
-        priced = t.calls > t.unpriced_calls
-        cost = f"${t.cost:.4f}" if priced else "cost unknown"
+        return Reply(t("commands.usage.none", session=session.id))
+    lines = [t("commands.usage.title", session=session.id)]
+    for total in totals:
+        priced = total.calls > total.unpriced_calls
+        cost = f"${total.cost:.4f}" if priced else t("commands.usage.cost_unknown")
         lines.append(
-            f"{t.model}: {t.calls} call(s), {t.input_tokens + t.cache_read_tokens} in "
-            f"({t.cache_read_tokens} cached), {t.output_tokens} out{_web_uses(t)}, {cost}"
+            t(
+                "commands.usage.line",
+                model=total.model,
+                calls=total.calls,
+                input=total.input_tokens + total.cache_read_tokens,
+                cached=total.cache_read_tokens,
+                output=total.output_tokens,
+                web=_web_uses(total),
+                cost=cost,
+            )
         )
     if len(totals) > 1:
-        ins = sum(t.input_tokens + t.cache_read_tokens for t in totals)
-        outs = sum(t.output_tokens for t in totals)
-        priced = any(t.calls > t.unpriced_calls for t in totals)
-        cost = f"${sum(t.cost for t in totals):.4f}" if priced else "cost unknown"
-        lines.append(f"**Total** {ins} in, {outs} out, {cost}")
+        ins = sum(u.input_tokens + u.cache_read_tokens for u in totals)
+        outs = sum(u.output_tokens for u in totals)
+        priced = any(u.calls > u.unpriced_calls for u in totals)
+        cost = f"${sum(u.cost for u in totals):.4f}" if priced else t("commands.usage.cost_unknown")
+        lines.append(t("commands.usage.total", input=ins, output=outs, cost=cost))
     return Reply("\n".join(lines))
 
 
@@ -457,17 +472,20 @@ def _web_uses(total: UsageTotal) -> str:
     """The hosted web searches and fetches of a usage line (", 3 web searches")."""
     parts = []
     if total.web_searches:
-        parts.append(f"{total.web_searches} web search{'es' if total.web_searches != 1 else ''}")
+        parts.append(t("commands.usage.web_searches", count=total.web_searches))
     if total.web_fetches:
-        parts.append(f"{total.web_fetches} web fetch{'es' if total.web_fetches != 1 else ''}")
+        parts.append(t("commands.usage.web_fetches", count=total.web_fetches))
     return "".join(f", {p}" for p in parts)
 
 
 @command("whoami", "who you are here and how you got in", where=INTERACTIVE, category="Chat")
 async def _whoami(conv: Conversation, rest: str) -> Reply:
     session = await conv.session()
-    lines = [*conv.about(), f"**Agent** {await conv.agent()}"]
-    lines.append(f"**Session** `{session.id}`" if session else "**Session** none yet")
+    lines = [*conv.about(), t("commands.status.agent", agent=await conv.agent())]
+    if session is None:
+        lines.append(t("commands.status.no_session"))
+    else:
+        lines.append(t("commands.status.session", session=session.id, title=""))
     return Reply("\n".join(lines))
 
 
@@ -489,12 +507,13 @@ async def _agent(conv: Conversation, rest: str) -> Reply:
         return await _agents(conv, rest)
     agents = conv.services.config.agents
     if name != "default" and name not in agents:
-        return Reply(f"No agent named {name}. Agents: {', '.join(sorted(agents))}", error=True)
+        known_agents = ", ".join(sorted(agents))
+        return Reply(t("commands.agent.unknown", name=name, agents=known_agents), error=True)
     await conv.start_fresh("" if name == "default" else name)
     agent = await conv.agent()
     if name == "default":
-        return Reply(f"Back to the default routing: **{agent}** (new session).")
-    return Reply(f"This conversation now talks to **{agent}** (new session).")
+        return Reply(t("commands.agent.default", agent=agent))
+    return Reply(t("commands.agent.switched", agent=agent))
 
 
 @command("remember", "save these words as a new note", args="TEXT", category="Memory")
@@ -507,7 +526,7 @@ async def _remember(conv: Conversation, rest: str) -> Reply:
     # pasted along) is taken out, not a reason to refuse what they asked to remember.
     rest = without_controls(rest).strip()
     if not rest:
-        return Reply("/remember TEXT saves TEXT as a new note.", error=True)
+        return Reply(t("commands.remember.usage"), error=True)
     agent = await conv.agent()
     session = await conv.session()
     provenance = Provenance(by="user", session=session.id if session else "", tool="/remember")
@@ -519,7 +538,7 @@ async def _remember(conv: Conversation, rest: str) -> Reply:
         provenance=provenance,
         replace=False,  # /remember never overwrites a note that has the same title
     )
-    return Reply(f"Remembered as **{saved.note.title}** (`{saved.note.slug}`).")
+    return Reply(t("commands.remember.saved", title=saved.note.title, slug=saved.note.slug))
 
 
 @command("forget", "forget a note: its slug, its title or words from it", args="QUERY",
@@ -529,7 +548,7 @@ async def _forget(conv: Conversation, rest: str) -> Reply:
     from habakkuk.knowledge.memory_views import note_to_forget
 
     if not rest:
-        return Reply("/forget QUERY forgets the note QUERY names (slug or title).", error=True)
+        return Reply(t("commands.forget.usage"), error=True)
     agent = await conv.agent()
     memory = conv.services.memory
     found = await note_to_forget(memory, agent, rest)
@@ -537,13 +556,13 @@ async def _forget(conv: Conversation, rest: str) -> Reply:
         session = await conv.session()
         provenance = Provenance(by="user", session=session.id if session else "", tool="/forget")
         gone = await memory.forget(agent, found.slug, provenance=provenance)
-        return Reply(f"Forgot **{gone.title}** (`{gone.slug}`); it is in memory/.trash/.")
+        return Reply(t("commands.forget.done", title=gone.title, slug=gone.slug))
     if not found:
-        return Reply(f"No note matches {rest!r}.", error=True)
+        return Reply(t("commands.forget.none", query=repr(rest)), error=True)
     example = found[0].note.slug
-    lines = [f"{len(found)} notes match {rest!r}; repeat with a slug, e.g. /forget {example}:"]
+    lines = [t("commands.forget.several", count=len(found), query=repr(rest), example=example)]
     for n, hit in enumerate(found, 1):
-        mark = " (untrusted)" if hit.note.untrusted else ""
+        mark = t("commands.forget.untrusted") if hit.note.untrusted else ""
         lines.append(f"{n}. **{hit.note.title}**{mark} — `{hit.note.slug}`")
     return Reply("\n".join(lines))
 

@@ -11,6 +11,7 @@ import time
 from typing import cast
 
 from habakkuk.conversation.commands import Conversation, Reply, command
+from habakkuk.engine.i18n import t
 from habakkuk.work.delegation_types import ChildReport, DelegationAccess
 
 
@@ -32,7 +33,7 @@ def elapsed(seconds: float) -> str:
 
 def _line(child: ChildReport, now: float) -> str:
     task = " ".join(child.task.split())[:80]
-    mode = ", background" if child.background else ""
+    mode = t("subagents.background") if child.background else ""
     return (
         f"`{child.job}` **{child.agent}** {child.status}{mode}, "
         f"{elapsed(now - child.started_at)} — {task}"
@@ -44,22 +45,24 @@ def _line(child: ChildReport, now: float) -> str:
 async def _subagents(conv: Conversation, rest: str) -> Reply:
     delegation = _delegation(conv)
     if delegation is None:
-        return Reply("Sub-agents are not available here.", error=True)
+        return Reply(t("subagents.unavailable"), error=True)
     session = await conv.session()
     if session is None:
-        return Reply("No sub-agents: this conversation has no session yet.")
+        return Reply(t("subagents.no_session"))
     verb, _, target = rest.strip().partition(" ")
     if verb == "stop":
         if not target.strip():
-            return Reply("/subagents stop ID stops one (an id prefix is enough).", error=True)
+            return Reply(t("subagents.stop_usage"), error=True)
         stopped = await delegation.stop(session.id, target.strip())
-        return Reply(f"Stopped sub-agent `{stopped.job}` ({stopped.agent}): {stopped.status}.")
+        return Reply(
+            t("subagents.stopped", job=stopped.job, agent=stopped.agent, status=stopped.status)
+        )
     if verb:
-        return Reply("/subagents lists them; /subagents stop ID stops one.", error=True)
+        return Reply(t("subagents.usage"), error=True)
     children = await delegation.children(session.id)
     if not children:
-        return Reply("No sub-agents are queued or running in this conversation.")
+        return Reply(t("subagents.none"))
     now = time.time()
-    lines = [f"**Sub-agents** ({len(children)}); /subagents stop ID stops one:"]
+    lines = [t("subagents.title", n=len(children))]
     lines.extend(_line(c, now) for c in children)
     return Reply("\n".join(lines))

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from habakkuk.engine.i18n import t
+
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config, PluginCommand
 
@@ -58,7 +60,7 @@ def help_lines(config: Config, builtin: Builtin) -> list[str]:
     """/help's lines for the plugins' commands, each marked with its plugin."""
     usable = [c for c in config.plugin_commands.values() if not builtin(c.name)]
     return [
-        f"/{c.name} [ARGS] — {c.summary} (plugin {c.plugin})"
+        t("plugins.help_line", name=c.name, summary=c.summary, plugin=c.plugin)
         for c in sorted(usable, key=lambda c: c.name)
     ]
 
@@ -76,18 +78,14 @@ async def run(conv: PluginConversation, command: PluginCommand, args: str) -> tu
 
     if command.prompt is not None:
         if conv.surface == "run":  # `habakkuk run` has no conversation to queue a turn in
-            return (
-                f"/{command.name} is a prompt command of plugin {command.plugin}: use it in a "
-                "chat, or run its prompt with `habakkuk run PROMPT`",
-                True,
-            )
+            return t("plugins.prompt_in_run", name=command.name, plugin=command.plugin), True
         await conv.start_turn(prompt_text(command, args))
         return "", False
     config = conv.services.config
     result = await run_script(command, args, config.path.parent)
     if not result.ok:
         return f"/{command.name}: {result.reason}", True
-    text = result.output or f"/{command.name}: done (no output)."
+    text = result.output or t("plugins.no_output", name=command.name)
     if result.cut:
-        text += "\n[output cut at 16 KB]"
+        text += "\n" + t("plugins.output_cut")
     return text, False

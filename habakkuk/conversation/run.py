@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from habakkuk.engine.i18n import t
+
 from .commands import Reply, Services, Surface
 
 if TYPE_CHECKING:
@@ -66,13 +68,13 @@ class RunConversation:
         )
         if outcome.status == "done":
             return Reply(outcome.reply)
-        return Reply(f"/compact failed: {outcome.error or outcome.status}", error=True)
+        return Reply(t("run.compact_failed", error=outcome.error or outcome.status), error=True)
 
     async def send_file(self, data: bytes, name: str, caption: str) -> bool:
         return False  # written to a file instead
 
     def about(self) -> list[str]:
-        return ["**You** the shell (habakkuk run)"]
+        return [t("run.about")]
 
     async def state(self) -> str | None:
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from habakkuk.conversation.commands import Conversation, Reply, command
+from habakkuk.engine.i18n import t
 
 LISTED = 100  # skills /skills shows; the rest are counted
 
@@ -25,21 +26,18 @@ async def _skills(conv: Conversation, rest: str) -> Reply:
     agent = await conv.agent()
     skills = await conv.services.skills.list_skills(agent)
     if not skills:
-        return Reply(
-            f"Agent **{agent}** has no skills yet. Add a folder with a SKILL.md to "
-            "skills/ in the home, `habakkuk skills install SOURCE`, or /learn a topic."
-        )
-    lines = [f"**Skills of {agent}** ({len(skills)}); /skill NAME [request] uses one:"]
+        return Reply(t("skills.none", agent=agent))
+    lines = [t("skills.title", agent=agent, n=len(skills))]
     for skill in skills[:LISTED]:
-        marks = [] if skill.trusted else ["untrusted: not approved"]
+        marks = [] if skill.trusted else [t("skills.untrusted")]
         if skill.scope == "own":
-            marks.append("own")
+            marks.append(t("skills.own"))
         elif skill.scope == "plugin":
-            marks.append(f"plugin {skill.plugin}")
+            marks.append(t("skills.plugin", plugin=skill.plugin))
         mark = f" ({', '.join(marks)})" if marks else ""
         lines.append(f"`{skill.name}` — {skill.description}{mark}")
     if len(skills) > LISTED:
-        lines.append(f"… and {len(skills) - LISTED} more (`habakkuk skills list` shows all).")
+        lines.append(t("skills.more", n=len(skills) - LISTED))
     return Reply("\n".join(lines))
 
 
@@ -49,16 +47,13 @@ async def _skill(conv: Conversation, rest: str) -> Reply:
     name, _, request = rest.partition(" ")
     name = name.strip()
     if not name:
-        return Reply("/skill NAME [REQUEST] uses a skill; /skills lists them.", error=True)
+        return Reply(t("skills.skill_usage"), error=True)
     agent = await conv.agent()
     skills = conv.services.skills
     message = await skills.invocation(agent, name, request.strip())  # NotFound: close names
     await conv.start_turn(message)
     if (await skills.skill(agent, name)).caution:
-        return Reply(
-            f"Skill **{name}** is installed but not approved: the agent was told to ask "
-            f"before any side effect it asks for (`habakkuk skills approve {name}`)."
-        )
+        return Reply(t("skills.not_approved", name=name))
     return Reply()
 
 
@@ -67,14 +62,10 @@ async def _skill(conv: Conversation, rest: str) -> Reply:
 async def _learn(conv: Conversation, rest: str) -> Reply:
     source = rest.strip()
     if not source:
-        return Reply("/learn TOPIC|URL|PATH studies it and saves a skill.", error=True)
+        return Reply(t("skills.learn_usage"), error=True)
     agent = conv.services.config.agent(await conv.agent())
     if "skills" not in agent.toolsets:
-        return Reply(
-            f"/learn: agent {agent.name} has no skills toolset, so it cannot save a skill "
-            "(add `skills` to its toolsets in config.yaml)",
-            error=True,
-        )
+        return Reply(t("skills.learn_no_toolset", agent=agent.name), error=True)
     await conv.start_turn(learning_message(source))
     return Reply()
 

@@ -504,6 +504,12 @@ class Config:
             raise ConfigError(f"agent {key!r} is not configured (agents: {known})")
         return self.agents[key]
 
+    def language_of(self, channel: str) -> str:
+        """The language tag Habakkuk speaks in `channel` (and a session it starts is
+        prompted with): the channel's `language:`, else config.yaml's; "" for neither."""
+        found = self.channels.get(channel)
+        return (found.language if found is not None else "") or self.language
+
 
 def load_config(home: Home) -> Config:
     """Read and validate HOME/config.yaml; ConfigError when missing or invalid."""

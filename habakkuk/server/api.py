@@ -12,9 +12,11 @@ from aiohttp import web
 
 from habakkuk.channels.adapter import Address
 from habakkuk.channels.health import health_json
+from habakkuk.conversation.answers import answered_from
 from habakkuk.engine.agent.requests import session_of
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.export import rfc3339, session_json, transcript_json
+from habakkuk.engine.i18n import use_language
 from habakkuk.engine.nodes import Node
 from habakkuk.engine.secret_shapes import (
     KEY_SHAPES,
@@ -24,7 +26,7 @@ from habakkuk.engine.secret_shapes import (
     named_variables,
     plain,
 )
-from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, Answer
+from habakkuk.engine.toolkit.approvals import Answer
 
 from .errors import ApiError
 from .health import queue_summary
@@ -323,7 +325,8 @@ async def approval_answer(request: web.Request) -> web.Response:
     if not answered or waiting is None:
         raise ApiError(404, f"approval {approval_id!r} is not waiting")
     # A chat approval's chat hears of it from the runtime; web conversations here.
-    note = f"{APPROVAL_VERBS[answer]} from the dashboard."
+    with use_language(runtime.config.language_of(server.config.account)):
+        note = answered_from(answer, "dashboard")
     store = server.web_store()
     for conversation in await store.conversations_of(waiting.session):
         await store.append(conversation, "notice", note, session=waiting.session)

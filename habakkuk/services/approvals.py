@@ -17,8 +17,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from habakkuk.conversation.answers import answered_from
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.events import QuestionAnswered, QuestionAsked, QuestionWithdrawn
+from habakkuk.engine.i18n import use_language
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, Answer, ApprovalHub, Approver
 from habakkuk.engine.toolkit.waiting import TERMINAL, WaitingApproval, merge_waiting
@@ -243,11 +245,9 @@ class Approvals(ApprovalHub):
             answered = await store.answer_waiting_approval(approval_id, answer, by)
         channel = waiting.where.partition(":")[0]
         if answered and notify and channel in self._config.channels:
-            await self._outbox().send_text(
-                f"prompt-answer:{approval_id}",
-                waiting.where,
-                f"{APPROVAL_VERBS[answer]} from the {by}.",
-            )
+            with use_language(self._config.language_of(channel)):
+                notice = answered_from(answer, by)
+            await self._outbox().send_text(f"prompt-answer:{approval_id}", waiting.where, notice)
         return answered
 
     async def _chat_approvals(self) -> list[WaitingApproval]:

@@ -112,6 +112,10 @@ class Sessions:
             chat=chat,
             skills=self.skills,
         )
+        # The language a configured person speaks here: the channel's that started the
+        # session (origin "channel:NAME"), else config.yaml's.
+        channel = origin.removeprefix("channel:") if origin.startswith("channel:") else ""
+        sections = replace(sections, language=self.config.language_of(channel))
         session = await self.transcripts.create_session(
             session_id or new_id("ses"),
             agent_config.name,

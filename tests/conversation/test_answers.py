@@ -1,4 +1,4 @@
-"""Yes/no words are one table: the web chat answers approvals as every chat does."""
+"""Yes/no words are the catalogs': the web chat answers approvals as every chat does."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import get_args
 
 import pytest
 
-from habakkuk.conversation.answers import ANSWERS, WORDS, answer_named, answer_word
+from habakkuk.conversation.answers import ANSWERS, answer_named, answer_word, words
+from habakkuk.engine.i18n import LANGUAGES, use_language
 from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, Answer
 from tests.conftest import mock_config
 from tests.server.conftest import ServeFactory
@@ -16,16 +17,30 @@ from tests.server.test_chat import script
 
 
 @pytest.mark.parametrize(
-    ("text", "answer"),
-    [("Yes!", "allow_once"), ("oui", "allow_once"), ("Nein.", "deny"), ("always", "allow_session"),
-     ("stop", None), ("cancel", None), ("yes, but first", None)],
+    ("language", "text", "answer"),
+    [("en", "Yes!", "allow_once"), ("en", "always", "allow_session"), ("en", "stop", None),
+     ("en", "cancel", None), ("en", "yes, but first", None), ("fr", "oui", "allow_once"),
+     ("fr", "Non.", "deny"), ("fr", "yes", "allow_once"), ("de", "Nein.", "deny"),
+     ("pt-BR", "não", "deny"), ("ja", "はい。", "allow_once"), ("ar", "نعم", "allow_once"),
+     ("hi", "हाँ।", "allow_once"), ("zh", "总是允许", "allow_session"),
+     ("yo", "Bẹ́ẹ̀ni", "allow_once"),
+     ("en", "oui", None), ("de", "oui", None)],
 )  # fmt: skip
-def test_a_typed_word_means_one_answer(text: str, answer: str | None) -> None:
-    assert answer_word(text) == answer
+def test_a_typed_word_means_one_answer_in_the_chats_language_and_english(
+    language: str, text: str, answer: str | None
+) -> None:
+    with use_language(language):
+        assert answer_word(text) == answer
 
 
-def test_every_language_says_yes() -> None:
-    assert all(yes for yes, _ in WORDS.values())
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_language_says_yes_no_and_always_without_overlap(language: str) -> None:
+    yes, no, always = (words(kind, language) for kind in ("yes", "no", "always"))
+    assert yes and no and always
+    assert not (yes & no) and not (yes & always) and not (no & always)
+    # Read together with English's: none of its words means the opposite in English.
+    english = {kind: words(kind, "en") for kind in ("yes", "no", "always")}
+    assert not ((yes | always) & english["no"]) and not (no & (english["yes"] | english["always"]))
 
 
 def test_a_name_means_its_answer_and_nothing_else_is_one() -> None:

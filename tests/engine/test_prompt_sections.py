@@ -86,3 +86,31 @@ def test_welcome_goes_in_only_when_handed_in(tmp_path: Path) -> None:
     assert "# Welcome" not in build_system_prompt(agent(tmp_path), PromptSections())
     prompt = build_system_prompt(agent(tmp_path), PromptSections(welcome=True))
     assert "set_identity" in prompt[prompt.index("# Welcome") :]
+
+
+def test_the_model_answers_in_the_users_language_and_is_told_the_configured_one(
+    tmp_path: Path,
+) -> None:
+    plain = build_system_prompt(agent(tmp_path))
+    assert "# Language\nAnswer in the language the user writes in." in plain
+    assert "When you cannot tell" not in plain  # nothing configured: nothing to fall back on
+    configured = build_system_prompt(agent(tmp_path), PromptSections(language="pt-BR"))
+    assert "use Portuguese (pt-BR)" in configured
+    assert "use tlh" in build_system_prompt(agent(tmp_path), PromptSections(language="tlh"))
+
+
+def test_a_channels_language_wins_over_config_yamls(tmp_path: Path) -> None:
+    text = """\
+        language: fr_CA.UTF-8
+        providers:
+          d: {type: mock}
+        agents:
+          main: {model: d/x}
+        channels:
+          tg: {type: telegram, token_env: TG, language: ja}
+          mail: {type: telegram, token_env: TG2}
+        """
+    config = parse_config(textwrap.dedent(text), tmp_path / "config.yaml", Home(tmp_path))
+    assert config.language_of("tg") == "ja"
+    assert config.language_of("mail") == "fr_CA.UTF-8"
+    assert config.language_of("") == "fr_CA.UTF-8"  # the terminal, schedules, `habakkuk run`

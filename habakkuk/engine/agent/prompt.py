@@ -15,6 +15,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from ..config import AgentConfig
+from ..i18n import language_name
 from ..llm.types import ContextBlock, Message, TextBlock
 
 BASE_PERSONA = "You are {name}, a helpful AI agent running inside Habakkuk."
@@ -118,7 +119,7 @@ class PromptSections:
     it and wins; `standing` (AGENTS.md) joins the config's instructions; `notes` and
     `more_notes` make the # Memory listing; `profile` (USER.md) is # About the user;
     `welcome` puts the one-time welcome in; `skills` and `more_skills` make the # Skills
-    listing (only for an agent with the skills toolset).
+    listing (only for an agent with the skills toolset); `language` is named in # Language.
     """
 
     soul: str = ""
@@ -131,6 +132,9 @@ class PromptSections:
     welcome: bool = False
     skills: tuple[PromptSkill, ...] = field(default_factory=tuple)
     more_skills: int = 0
+    # The configured language tag (the channel's `language:`, else config.yaml's), named
+    # for when the model cannot tell the user's; "" when none is configured.
+    language: str = ""
 
 
 def build_system_prompt(agent: AgentConfig, sections: PromptSections | None = None) -> str:
@@ -148,6 +152,7 @@ def build_system_prompt(agent: AgentConfig, sections: PromptSections | None = No
         mode=agent.mode,
         mode_note=MODE_NOTES[agent.mode],
     )
+    prompt += "\n\n" + language_section(sections.language)
     if sections.identity.strip():
         # After the soul, so a hand-written soul keeps its place and the chosen name wins.
         prompt += (
@@ -169,6 +174,18 @@ def build_system_prompt(agent: AgentConfig, sections: PromptSections | None = No
     if sections.welcome and has_memory:
         prompt += "\n\n" + WELCOME
     return prompt
+
+
+def language_section(tag: str) -> str:
+    """# Language: answer in the user's language; a configured one (named, e.g. "French
+    (fr-CA)") for when the model cannot tell and for messages nobody prompted."""
+    section = "# Language\nAnswer in the language the user writes in."
+    if tag.strip():
+        section += (
+            " When you cannot tell which one that is, and in messages nobody prompted (a"
+            f" scheduled task's report, a notice), use {language_name(tag)}."
+        )
+    return section
 
 
 def memory_section(notes: tuple[PromptNote, ...], more: int) -> str:

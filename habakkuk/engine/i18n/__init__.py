@@ -87,14 +87,60 @@ def catalog(language: str) -> dict[str, str]:
     return {str(key): str(value) for key, value in data.items()}
 
 
+# English names of the shipped languages (the system prompt names a configured one).
+NAMES: dict[str, str] = {
+    "en": "English", "fr": "French", "es": "Spanish", "pt": "Portuguese", "de": "German",
+    "yo": "Yoruba", "ar": "Arabic", "zh": "Chinese (Simplified)", "ja": "Japanese",
+    "hi": "Hindi",
+}  # fmt: skip
+
+# The CLDR plural categories each language's catalog gives a counted key (integers only).
+# Arabic has six: with only one/other, "2 files" and "11 files" would be ungrammatical.
+PLURAL_FORMS: dict[str, tuple[str, ...]] = {
+    "ar": ("zero", "one", "two", "few", "many", "other"),
+    "zh": ("other",),
+    "ja": ("other",),
+    "yo": ("other",),
+}
+_ONE_OTHER = ("one", "other")
+
+
+def plural_forms(language: str) -> tuple[str, ...]:
+    """The plural categories `language`'s catalog has for every counted key."""
+    return PLURAL_FORMS.get(language, _ONE_OTHER)
+
+
 def plural_form(language: str, count: int) -> str:
-    """The CLDR plural category of `count` in `language` that the catalogs use: "one" or
-    "other" (French counts 0 as one; Chinese, Japanese and Yoruba have no singular)."""
+    """The CLDR plural category of `count` in `language` (one of `plural_forms`):
+    French, Portuguese and Hindi count 0 as one; Chinese, Japanese and Yoruba have no
+    singular; Arabic has zero, one, two, few (3-10), many (11-99) and other."""
+    if language == "ar":
+        hundreds = abs(count) % 100
+        if count in (0, 1, 2):
+            return ("zero", "one", "two")[count]
+        if 3 <= hundreds <= 10:
+            return "few"
+        return "many" if 11 <= hundreds <= 99 else "other"
     if language in ("zh", "ja", "yo"):
         return "other"
     if language in ("fr", "pt", "hi"):
         return "one" if count in (0, 1) else "other"
     return "one" if count == 1 else "other"
+
+
+def known(key: str) -> bool:
+    """Whether English has `key` (a text declared elsewhere in English, a command's
+    summary, is looked up only when a catalog carries it)."""
+    return key in catalog(DEFAULT)
+
+
+def language_name(tag: str) -> str:
+    """How the system prompt names a configured language: "French (fr-CA)" for a shipped
+    one, the tag itself for another (the model may still speak it)."""
+    tag = tag.strip()
+    match = _TAG.match(tag)
+    name = NAMES.get(match.group(1).lower()) if match else None
+    return f"{name} ({tag})" if name else tag
 
 
 def _lookup(key: str, language: str) -> str | None:
@@ -139,10 +185,15 @@ class _Missing(dict[str, object]):
 __all__ = [
     "DEFAULT",
     "LANGUAGES",
+    "NAMES",
+    "PLURAL_FORMS",
     "base_language",
     "catalog",
     "current_language",
+    "known",
+    "language_name",
     "plural_form",
+    "plural_forms",
     "set_language",
     "t",
     "use_language",
