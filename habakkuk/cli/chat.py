@@ -1,0 +1,53 @@
+"""`habakkuk chat` (the bare command's terminal app), `habakkuk tui`, `habakkuk chat --plain`.
+
+`chat` and `tui` open the full-screen app as `habakkuk` alone does (`--resume` opens the
+session picker first). `chat --plain` is the line-mode chat (cli/plain_chat.py) for what
+the app cannot serve: a dumb terminal, a pipe, a screen reader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from habakkuk.engine.exit_codes import EXIT_USAGE
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments of `habakkuk chat` and `habakkuk tui`."""
+    # SUPPRESS: an absent --resume leaves the top-level one (`habakkuk --resume chat`) as is.
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="open the session picker first",
+    )
+    if command != "chat":
+        return
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="a line-mode chat for a dumb terminal, a pipe or a screen reader "
+        "(the reply streamed, approvals as y/n prompts, the chat /commands)",
+    )
+    parser.add_argument("--agent", help="with --plain: agent name (default: the first agent)")
+    parser.add_argument("--session", help="with --plain: continue this session")
+
+
+def main(args: argparse.Namespace) -> int:
+    """The terminal app, or with --plain the line-mode chat."""
+    if getattr(args, "plain", False):
+        if args.resume:
+            print("habakkuk: chat: --resume goes with the terminal app, not --plain "
+                  "(continue a session with --session)", file=sys.stderr)  # fmt: skip
+            return EXIT_USAGE
+        from habakkuk.cli.plain_chat import main as plain_chat
+
+        return plain_chat(args)
+    if getattr(args, "agent", None) or getattr(args, "session", None):
+        print("habakkuk: chat: --agent and --session go with --plain "
+              "(the terminal app picks a session with --resume)", file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    from habakkuk.cli.tui import main as app
+
+    return app(args)
