@@ -36,17 +36,17 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """The terminal app, or with --plain the line-mode chat."""
+    from habakkuk.engine.i18n import t
+
     if getattr(args, "plain", False):
-        if args.resume:
-            print("habakkuk: chat: --resume goes with the terminal app, not --plain "
-                  "(continue a session with --session)", file=sys.stderr)  # fmt: skip
+        if getattr(args, "resume", False):
+            print(t("plain.resume_not_plain"), file=sys.stderr)
             return EXIT_USAGE
         from habakkuk.cli.plain_chat import main as plain_chat
 
         return plain_chat(args)
     if getattr(args, "agent", None) or getattr(args, "session", None):
-        print("habakkuk: chat: --agent and --session go with --plain "
-              "(the terminal app picks a session with --resume)", file=sys.stderr)  # fmt: skip
+        print(t("plain.needs_plain"), file=sys.stderr)
         return EXIT_USAGE
     from habakkuk.cli.tui import main as app
 

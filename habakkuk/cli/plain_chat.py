@@ -129,6 +129,7 @@ class PlainChat:
         self._wake = asyncio.Event()
         self._stopping = False  # Ctrl-C stopped the turns: a second one quits
         self._quit = False
+        self._stops: set[asyncio.Future[str | None]] = set()  # Ctrl-C's stop requests
 
     def follow(self, job: str) -> None:
         """Print `job`'s events (a turn or /compact queued here) and wait for it."""
@@ -169,13 +170,16 @@ class PlainChat:
                     line = reading.result()
                     self._inbox.append(line)
                     # After the end of input nothing more is read (a future never done).
-                    reading = asyncio.ensure_future(self.lines.line()) if line else loop.create_future()
+                    reading = (
+                        asyncio.ensure_future(self.lines.line()) if line else loop.create_future()
+                    )
                 if waking in done:
                     self._wake.clear()
                     waking = asyncio.ensure_future(self._wake.wait())
                 self._settle(events)
         finally:
-            for task in (reading, getting, waking, *self._turns.values()):
+            pending: list[asyncio.Future[Any]] = [reading, getting, waking]
+            for task in [*pending, *self._turns.values(), *self._stops]:
                 task.cancel()
             events.close()
             self.lines.close()
@@ -265,7 +269,9 @@ class PlainChat:
             self._stopping = True
             self.view.stopping()
             for job in self._turns:
-                asyncio.ensure_future(self.runtime.turns.stop_turn(job))
+                stop = asyncio.ensure_future(self.runtime.turns.stop_turn(job))
+                self._stops.add(stop)  # held until done: the loop keeps weak references
+                stop.add_done_callback(self._stops.discard)
         self._wake.set()
 
     # -- events ----------------------------------------------------------------------

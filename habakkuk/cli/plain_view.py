@@ -73,7 +73,9 @@ class PlainView:
         self.line(t("plain.tool", tool=tool, title=" ".join(title.split())))
 
     def tool_failed(self, tool: str, preview: str) -> None:
-        self.line(t("plain.tool_failed", tool=tool, error=" ".join(preview.split())[:PREVIEW_CHARS]))
+        self.line(
+            t("plain.tool_failed", tool=tool, error=" ".join(preview.split())[:PREVIEW_CHARS])
+        )
 
     def retrying(self) -> None:
         self.line(t("plain.retrying"))
