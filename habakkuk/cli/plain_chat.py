@@ -93,7 +93,7 @@ async def chat(args: argparse.Namespace) -> int:
         set_language(runtime.config.language or None)
         agent = runtime.config.agent(args.agent).name if args.agent else None
         if args.session:
-            session = await runtime.sessions.session(args.session)  # NotFound: exit code 4
+            session = await runtime.sessions.session(args.session)  # NotFound: one line, exit 2
             if agent and agent != session.agent:
                 raise BadInput(f"session {args.session} belongs to agent {session.agent!r}")
         tty = sys.stdin.isatty() and sys.stdout.isatty()
