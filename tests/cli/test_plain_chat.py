@@ -243,7 +243,15 @@ def app_on_a_terminal(home: Home, *argv: str, shows: bytes) -> bytes:
             if select.select([leader], [], [], 0.1)[0]:
                 drawn += os.read(leader, 65536)
         os.write(leader, b"\x11")  # ctrl+q
-        assert app.wait(timeout=BOUND) == 0
+        # Read on while it ends: a full terminal would block its last frames.
+        while app.poll() is None:
+            assert time.monotonic() < deadline + BOUND, "the app did not quit on ctrl+q"
+            if select.select([leader], [], [], 0.1)[0]:
+                try:
+                    drawn += os.read(leader, 65536)
+                except OSError:  # the app closed the terminal: its end is near
+                    app.wait(timeout=BOUND)
+        assert app.returncode == 0, drawn[-2000:]
     finally:
         if app.poll() is None:
             app.kill()
