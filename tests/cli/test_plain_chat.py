@@ -318,3 +318,20 @@ def test_the_plain_chat_on_a_dumb_terminal_prompts_without_escapes(
             chat.wait()
         os.close(leader)
     assert b"echo: hello" in shown and ESC.encode() not in shown
+
+
+@pytest.mark.parametrize("argv", [("chat", "--plain"), ("chat",), ("tui",)])
+def test_a_broken_config_is_one_line_before_anything_opens(
+    home: Home, write_config: WriteConfig, argv: tuple[str, ...]
+) -> None:
+    write_config("- providers\n- agents\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "habakkuk.cli", *argv],
+        input="",
+        capture_output=True,
+        text=True,
+        env=environment(home),
+        timeout=120,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"habakkuk: {home.config_path}:1: must be a mapping, not a list\n"
