@@ -113,6 +113,48 @@ def test_lines_typed_during_a_turn_wait_for_it(home: Home, write_config: WriteCo
     in_order(lines, "echo: one", "Done.", "echo: two", "Done.", "Title: one")
 
 
+CLARIFY = """
+- text: "One question first."
+  tool_calls:
+    - name: clarify
+      arguments: {questions: [{question: "Which colour?", choices: ["red", "blue"]}]}
+- "painted"
+"""
+
+
+def only_transcript(home: Home) -> str:
+    """The JSON transcript of the one session on `home` (`habakkuk sessions export`)."""
+    import json
+
+    def habakkuk(*argv: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-m", "habakkuk.cli", *argv],
+            capture_output=True,
+            text=True,
+            env=environment(home),
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    (session,) = json.loads(habakkuk("sessions", "list", "--json"))
+    return habakkuk("sessions", "export", session["id"], "--format", "json")
+
+
+@pytest.mark.parametrize(
+    ("typed", "answered"),
+    [("blue\n", "the user answered:\\nblue"), ("", "No answer: the person's input ended.")],
+)
+def test_a_question_is_asked_and_the_next_line_answers_it(
+    home: Home, write_config: WriteConfig, typed: str, answered: str
+) -> None:
+    write_config(mock_config(CLARIFY))
+    lines = lines_of(plain_chat(home, f"paint the shed\n{typed}"))
+    in_order(lines, "[tool] clarify: Which colour?", "The agent asks:", "1. Which colour?",
+             "Type your answer and press Enter.", "Answer sent.", "painted", "Done.")  # fmt: skip
+    assert answered in only_transcript(home)
+
+
 def test_help_lists_the_commands_with_quit_and_quit_ends_the_chat(exec_home: Home) -> None:
     lines = lines_of(plain_chat(exec_home, "/help\n/quit\nrun it\n"))
     assert "/quit — end the chat (also /exit)" in lines
