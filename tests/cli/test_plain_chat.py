@@ -113,6 +113,22 @@ def test_lines_typed_during_a_turn_wait_for_it(home: Home, write_config: WriteCo
     in_order(lines, "echo: one", "Done.", "echo: two", "Done.", "Title: one")
 
 
+FAILING = """
+- match: "fail"
+  steps: [{error: bad_request}]
+- steps: ["Hello from the script."]
+"""
+
+
+def test_a_failed_turn_is_a_line_and_the_chat_goes_on(
+    home: Home, write_config: WriteConfig
+) -> None:
+    write_config(mock_config(FAILING))
+    lines = lines_of(plain_chat(home, "fail now\nhi\n"))
+    in_order(lines, "Thinking…", "Failed: mock: bad_request: scripted bad_request",
+             "Thinking…", "Hello from the script.", "Done.")  # fmt: skip
+
+
 CLARIFY = """
 - text: "One question first."
   tool_calls:
