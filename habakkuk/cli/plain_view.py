@@ -60,6 +60,7 @@ class PlainView:
     # -- the lines -------------------------------------------------------------------
 
     def welcome(self, agent: str, session: str | None) -> None:
+        """The first lines: whom the chat is with, and how to use it."""
         if session:
             self.line(t("plain.welcome_session", agent=agent, session=session))
         else:
@@ -67,20 +68,25 @@ class PlainView:
         self.line(t("plain.how"))
 
     def thinking(self) -> None:
+        """A turn started (once per attempt)."""
         self.line(t("plain.thinking"))
 
     def tool(self, tool: str, title: str) -> None:
+        """A tool call started: `[tool] name: title` on one line."""
         self.line(t("plain.tool", tool=tool, title=" ".join(title.split())))
 
     def tool_failed(self, tool: str, preview: str) -> None:
+        """A tool call ended in an error (denied, not run, failed)."""
         self.line(
             t("plain.tool_failed", tool=tool, error=" ".join(preview.split())[:PREVIEW_CHARS])
         )
 
     def retrying(self) -> None:
+        """The model call is retried: what streamed so far starts again."""
         self.line(t("plain.retrying"))
 
     def approval(self, request: ApprovalRequest) -> None:
+        """A tool call waits for the person: what it is, then the y/a/n prompt."""
         summary = " ".join(request.summary.split())
         self.line(t("plain.approval", tool=request.tool, summary=summary))
         if request.reason:
@@ -88,20 +94,25 @@ class PlainView:
         self.line(t("plain.approval_prompt"))
 
     def approval_again(self) -> None:
+        """The line typed answered nothing: the prompt again, shorter."""
         self.line(t("plain.approval_again"))
 
     def answered(self, answer: Answer) -> None:
+        """The approval was answered here."""
         self.line(t(f"plain.answered.{answer}"))
 
     def approval_gone(self) -> None:
+        """The approval waiting here was answered elsewhere, timed out or stopped."""
         self.line(t("plain.approval_gone"))
 
     def question(self, request: ClarifyRequest) -> None:
+        """The agent asks a question (clarify): it, its choices, then the prompt."""
         self.line(t("plain.question"))
         self.line(request.render())
         self.line(t("plain.question_prompt"))
 
     def question_answered(self) -> None:
+        """The typed line went to the agent as the answer."""
         self.line(t("plain.question_answered"))
 
     def ended(self, event: TurnEnded, *, streamed: bool) -> None:
@@ -116,10 +127,13 @@ class PlainView:
             self.failed(event.error or event.status)
 
     def failed(self, reason: str) -> None:
+        """The turn failed: `Failed: reason`."""
         self.line(t("plain.failed", reason=reason))
 
     def stopped(self) -> None:
+        """The turn was stopped."""
         self.line(t("plain.stopped"))
 
     def stopping(self) -> None:
+        """Ctrl-C during a turn: it is being stopped; a second one quits."""
         self.line(t("plain.stopping"))
