@@ -24,10 +24,10 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "chat": (
         "habakkuk.cli.chat",
         "the terminal app (as with no command); --plain: a line-mode chat",
-        "With no option, the full-screen terminal app, as `habakkuk` alone. With --plain, "
-        "a line-mode chat for a dumb terminal, a pipe or a screen reader: type a message "
-        "or a /command; approvals are asked as y/n prompts; /quit or the end of input "
-        "ends it.",
+        "On a terminal, the full-screen terminal app, as `habakkuk` alone. With --plain, "
+        "or when standard input or output is not a terminal or TERM=dumb, a line-mode chat "
+        "for a dumb terminal, a pipe or a screen reader: type a message or a /command; "
+        "approvals are asked as y/n prompts; /quit or the end of input ends it.",
     ),
     "tui": ("habakkuk.cli.chat", "the terminal app (as with no command)", None),
     "run": ("habakkuk.cli.run", "run one turn (or a /command) and print the reply", None),

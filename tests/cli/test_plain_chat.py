@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -179,6 +178,20 @@ def test_help_lists_the_commands_with_quit_and_quit_ends_the_chat(exec_home: Hom
     assert "Thinking…" not in lines  # nothing after /quit ran
 
 
+def test_chat_through_a_pipe_is_the_plain_chat_without_asking(exec_home: Home) -> None:
+    """`habakkuk chat` alone on a pipe: the full-screen app could not be shown."""
+    result = subprocess.run(
+        [sys.executable, "-m", "habakkuk.cli", "chat"],
+        input="/help\n/quit\n",
+        capture_output=True,
+        text=True,
+        env=environment(exec_home),
+        timeout=120,
+    )
+    lines = lines_of(result)
+    assert lines[0] == "Plain chat with main." and lines[-1] == "Goodbye."
+
+
 def test_exit_ends_the_chat_too(exec_home: Home) -> None:
     lines = lines_of(plain_chat(exec_home, "/exit\nrun it\n"))
     assert lines[-1] == "Goodbye." and "Thinking…" not in lines
@@ -204,7 +217,6 @@ def test_a_session_is_continued_with_its_history(home: Home, write_config: Write
         (("--plain", "--session", "ses_nowhere"), "ses_nowhere", 2),
         (("--plain", "--agent", "nobody"), "nobody", 2),
         (("--plain", "--resume"), "--resume goes with the terminal app", 2),
-        (("--agent", "main"), "--agent and --session go with --plain", 2),
     ],
 )
 def test_bad_options_are_one_line(
@@ -270,112 +282,6 @@ async def test_ctrl_c_stops_the_turn_and_a_second_one_quits(exec_home: Home) -> 
     assert code == 0, errors
     assert "Stopping the turn. Press Ctrl-C again to quit." in seen
     assert "It ran." not in seen and "Traceback" not in errors
-
-
-# -- `habakkuk chat` and `habakkuk tui`: the terminal app ------------------------------------
-
-
-def app_on_a_terminal(home: Home, *argv: str, shows: bytes) -> bytes:
-    """Start `habakkuk ARGV` on a pseudo-terminal, wait until its screen shows `shows`,
-    quit it with ctrl+q; what it drew (the exit code checked)."""
-    import fcntl
-    import pty
-    import select
-    import struct
-    import termios
-    import time
-
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
-    app = subprocess.Popen(
-        [sys.executable, "-m", "habakkuk.cli", *argv],
-        stdin=follower, stdout=follower, stderr=follower,
-        env=environment(home), start_new_session=True,
-    )  # fmt: skip
-    os.close(follower)
-    drawn = b""
-    try:
-        deadline = time.monotonic() + BOUND
-        while shows not in drawn:
-            assert time.monotonic() < deadline, f"the app never showed {shows!r}: {drawn!r}"
-            if select.select([leader], [], [], 0.1)[0]:
-                drawn += os.read(leader, 65536)
-        os.write(leader, b"\x11")  # ctrl+q
-        # Read on while it ends: a full terminal would block its last frames.
-        while app.poll() is None:
-            assert time.monotonic() < deadline + BOUND, "the app did not quit on ctrl+q"
-            if select.select([leader], [], [], 0.1)[0]:
-                try:
-                    drawn += os.read(leader, 65536)
-                except OSError:  # the app closed the terminal: its end is near
-                    app.wait(timeout=BOUND)
-        assert app.returncode == 0, drawn[-2000:]
-    finally:
-        if app.poll() is None:
-            app.kill()
-            app.wait()
-        os.close(leader)
-    return drawn
-
-
-@pytest.mark.parametrize("command", ["chat", "tui"])
-def test_chat_and_tui_open_the_terminal_app(exec_home: Home, command: str) -> None:
-    drawn = app_on_a_terminal(exec_home, command, shows=b"main")
-    assert b"Recent sessions" not in drawn
-
-
-@pytest.mark.parametrize("argv", [("chat", "--resume"), ("tui", "--resume"), ("--resume", "chat")])
-def test_resume_opens_the_session_picker_first(exec_home: Home, argv: tuple[str, ...]) -> None:
-    app_on_a_terminal(exec_home, *argv, shows=b"Recent sessions")
-
-
-def test_the_help_of_chat_and_tui(exec_home: Home, capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ("chat", "tui"):
-        with pytest.raises(SystemExit) as exited:
-            main([command, "--help"])
-        assert exited.value.code == 0
-        assert "--resume" in capsys.readouterr().out
-
-
-def test_the_plain_chat_on_a_dumb_terminal_prompts_without_escapes(
-    home: Home, write_config: WriteConfig, tmp_path: Path
-) -> None:
-    """On a terminal the chat shows "> " when it waits; TERM=dumb or not, no escape."""
-    import pty
-    import select
-    import time
-
-    write_config(mock_config(ECHO))
-    leader, follower = pty.openpty()
-    chat = subprocess.Popen(
-        [sys.executable, "-m", "habakkuk.cli", "chat", "--plain"],
-        stdin=follower, stdout=follower, stderr=follower,
-        env={**environment(home), "TERM": "dumb"}, start_new_session=True,
-    )  # fmt: skip
-    os.close(follower)
-    shown = b""
-    try:
-        deadline = time.monotonic() + BOUND
-
-        def until(wanted: bytes) -> None:
-            nonlocal shown
-            while wanted not in shown:
-                assert time.monotonic() < deadline, f"never shown {wanted!r}: {shown!r}"
-                if select.select([leader], [], [], 0.1)[0]:
-                    shown += os.read(leader, 65536)
-
-        until(b"> ")
-        os.write(leader, b"hello\n")
-        until(b"Done.")
-        os.write(leader, b"/quit\n")
-        until(b"Goodbye.")
-        assert chat.wait(timeout=BOUND) == 0
-    finally:
-        if chat.poll() is None:
-            chat.kill()
-            chat.wait()
-        os.close(leader)
-    assert b"echo: hello" in shown and ESC.encode() not in shown
 
 
 @pytest.mark.parametrize("argv", [("chat", "--plain"), ("chat",), ("tui",)])
