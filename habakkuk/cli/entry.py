@@ -21,6 +21,15 @@ from habakkuk.engine.exit_codes import EXIT_OK, error_line, exit_code  # stdlib-
 # Every command, in the order `habakkuk --help` lists them:
 # command: (its module, the help line, the description of its own --help or None).
 COMMANDS: dict[str, tuple[str, str, str | None]] = {
+    "chat": (
+        "habakkuk.cli.chat",
+        "the terminal app (as with no command); --plain: a line-mode chat",
+        "On a terminal, the full-screen terminal app, as `habakkuk` alone. With --plain, "
+        "or when standard input or output is not a terminal or TERM=dumb, a line-mode chat "
+        "for a dumb terminal, a pipe or a screen reader: type a message or a /command; "
+        "approvals are asked as y/n prompts; /quit or the end of input ends it.",
+    ),
+    "tui": ("habakkuk.cli.chat", "the terminal app (as with no command)", None),
     "run": ("habakkuk.cli.run", "run one turn (or a /command) and print the reply", None),
     "talk": (
         "habakkuk.cli.talk",
@@ -68,6 +77,8 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
 # What runs without a command: `--smoke`, `--serve` (the `serve` command's module), and
 # with neither, the terminal app.
 SMOKE, SERVE, APP = "habakkuk.cli.smoke", "habakkuk.cli.serve", "habakkuk.cli.tui"
+# The commands that open the terminal app too (and so take --resume).
+APP_COMMANDS = ("chat", "tui")
 
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
@@ -122,11 +133,10 @@ def _check_modes(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
     given = [f"--{flag}" for flag in ("serve", "smoke", "resume") if getattr(args, flag)]
     if len(given) > 1:
         parser.error(f"{' and '.join(given)} cannot be used together")
-    if (
-        given
-        and args.command is not None
-        and not (given == ["--serve"] and args.command == "serve")
-    ):
+    same = (given == ["--serve"] and args.command == "serve") or (
+        given == ["--resume"] and args.command in APP_COMMANDS
+    )
+    if given and args.command is not None and not same:
         parser.error(f"{given[0]} cannot be used with the {args.command} command")
     serving = args.serve or args.command == "serve"
     if getattr(args, "agents", None) is not None and not serving:

@@ -34,9 +34,10 @@ if TYPE_CHECKING:
     from habakkuk.knowledge.memory_types import MemoryAccess
     from habakkuk.knowledge.skills.types import SkillsAccess
 
-Surface = Literal["terminal", "chat", "web", "run"]
-ANY: frozenset[Surface] = frozenset({"terminal", "chat", "web", "run"})
-INTERACTIVE: frozenset[Surface] = frozenset({"terminal", "chat", "web"})
+# "plain": `habakkuk chat --plain`, the line-mode chat (conversation/plain.py).
+Surface = Literal["terminal", "chat", "web", "run", "plain"]
+ANY: frozenset[Surface] = frozenset({"terminal", "chat", "web", "run", "plain"})
+INTERACTIVE: frozenset[Surface] = frozenset({"terminal", "chat", "web", "plain"})
 EXPORT_FORMATS = ("md", "json", "html")
 
 
