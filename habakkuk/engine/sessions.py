@@ -689,14 +689,16 @@ class TranscriptStore:
     async def append(
         self,
         session_id: str,
-        message: Message,
+        message: Message | Callable[[Conn], Message],
         *,
         turn_id: str = "",
         guard: WriteGuard | None = None,
         unless_turn_has: str | None = None,
         then: WriteGuard | None = None,
     ) -> int | None:
-        """Append one message; returns its seq.
+        """Append one message; returns its seq. `message` may be a function of the
+        connection, called in the transaction after the guard (a tool batch's results with
+        the /steer guidance it takes in the same transaction, engine/guidance.py).
 
         `guard(conn)` runs first inside the same transaction (the job's lease
         check). With `unless_turn_has=ROLE`, nothing is written when the turn
@@ -709,7 +711,8 @@ class TranscriptStore:
         def _append(conn: Conn) -> int | None:
             if guard is not None:
                 guard(conn)
-            appended = _append_in(conn, session_id, message, turn_id, unless_turn_has)
+            written = message(conn) if callable(message) else message
+            appended = _append_in(conn, session_id, written, turn_id, unless_turn_has)
             if then is not None:
                 then(conn)
             return appended[0] if appended is not None else None

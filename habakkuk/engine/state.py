@@ -4,7 +4,8 @@ It holds each session's todo list (the `todo` tool), the session's own
 settings (/think's effort, /model's choice) and the paid provider jobs tool calls
 started (image and video generation): what each call sent and the provider's job id,
 keyed by (session, turn, tool_use_id), so a call run again after a crash resumes
-the same job instead of paying for a second one. Todo items keep their number for
+the same job instead of paying for a second one. It also holds /steer's guidance for a
+running turn (engine/guidance.py). Todo items keep their number for
 the life of the list, so the model can refer to them across turns; `clear`
 starts the numbering again.
 """
@@ -74,6 +75,21 @@ MIGRATIONS = [
         );
         """,
     ),
+    # /steer's guidance (engine/guidance.py): pending while `taken_by` is '', then the
+    # turn (or follow-up turn) that took it.
+    Migration(
+        4,
+        """
+        CREATE TABLE guidance (
+            id TEXT PRIMARY KEY,
+            session TEXT NOT NULL,
+            text TEXT NOT NULL,
+            taken_by TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX guidance_pending ON guidance(session, taken_by);
+        """,
+    ),
 ]
 
 # PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
@@ -112,6 +128,19 @@ PG_MIGRATIONS: list[Migration] = [
             updated_at DOUBLE PRECISION NOT NULL,
             PRIMARY KEY (session, turn, call_id)
         );
+        """,
+    ),
+    Migration(
+        2,
+        """
+        CREATE TABLE guidance (
+            id TEXT PRIMARY KEY,
+            session TEXT NOT NULL,
+            text TEXT NOT NULL,
+            taken_by TEXT NOT NULL DEFAULT '',
+            created_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX guidance_pending ON guidance(session, taken_by);
         """,
     ),
 ]
@@ -255,7 +284,7 @@ class StateStore:
         """Drop everything kept for these sessions (retention pruned them)."""
 
         def _forget(conn: Conn) -> None:
-            for table in ("todos", "session_settings", "provider_jobs"):
+            for table in ("todos", "session_settings", "provider_jobs", "guidance"):
                 conn.executemany(f"DELETE FROM {table} WHERE session = ?", [(s,) for s in sessions])
 
         await self.db.write(_forget)

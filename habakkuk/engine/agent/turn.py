@@ -87,6 +87,7 @@ from ..toolkit.approvals import Approver
 from ..toolkit.registry import CallResult, ToolContext, ToolRegistry
 from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
+from .guidance import follow_up_in, guidance_blocks, opens_with_guidance, take_in
 from .prompt import user_message
 from .requests import TURN_KIND, TurnRequest, request_of
 
@@ -238,6 +239,12 @@ class TurnRunner:
         except PermanentJobError as exc:
             self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
             raise
+        if job.status != "done" and self._guidance_schema() is not None:
+            # Not finished in the reply's transaction (a handler that settles the job
+            # itself): guidance left is followed up now, idempotent by the derived job id.
+            await deps.transcripts.with_session(
+                session_id, lambda conn, found: self._follow_up(conn, found, job.id, request)
+            )
         self._end(agent.name, session_id, job.id, status="done", reply=reply)
         if output_schema(request) is not None:
             # The reply is the validated JSON itself (checked in _final).
@@ -261,10 +268,17 @@ class TurnRunner:
             if schema is not None:
                 read.append(read_turn_state(conn, session_id, schema))
             note = read[0].todo_note if read else None
-            if first is None or not note:
+            if first is None:
                 return first
-            # Open todo items ride along with the message, so the transcript stays append-only.
-            return replace(first, blocks=[*first.blocks, ContextBlock(note, "todo")])
+            extra: list[Block] = []
+            if schema is not None and opens_with_guidance(conn, session_id, turn, schema):
+                # Guidance a stopped or failed turn never took goes with this message.
+                extra.extend(guidance_blocks(take_in(conn, session_id, turn, schema)))
+            if note:
+                # Open todo items ride along with the message, so the transcript stays
+                # append-only.
+                extra.append(ContextBlock(note, "todo"))
+            return replace(first, blocks=[*first.blocks, *extra]) if extra else first
 
         opened = await deps.transcripts.open_turn(session_id, turn, message, guard)
         if opened is None:
@@ -459,11 +473,43 @@ class TurnRunner:
                 continue
             results = await self._run_tools(calls, context, allowed, lease)
             await deps.transcripts.append(
-                session.id, tool_results_message(results), turn_id=job.id, guard=guard
-            )
+                session.id, self._with_guidance(session.id, job.id, results), turn_id=job.id,
+                guard=guard,
+            )  # fmt: skip
         raise PermanentJobError(
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
         )
+
+    def _with_guidance(
+        self, session: str, turn: str, results: list[CallResult]
+    ) -> Message | Callable[[Any], Message]:
+        """A tool batch's results message; where state.db shares the transcript's
+        connection, a function that also takes the session's /steer guidance into it in
+        the append's transaction (engine/agent/guidance.py), so it reaches the next call."""
+        message = tool_results_message(results)
+        schema = self._guidance_schema()
+        if schema is None:
+            return message
+
+        def with_guidance(conn: Any) -> Message:
+            taken = take_in(conn, session, turn, schema)
+            if not taken:
+                return message
+            return replace(message, blocks=[*message.blocks, *guidance_blocks(taken)])
+
+        return with_guidance
+
+    def _guidance_schema(self) -> str | None:
+        """The name state.db has on the transcript's connection (None: not attached, and
+        /steer's guidance waits for the next turn's opening)."""
+        return self.deps.transcripts.state_schema if self.deps.state is not None else None
+
+    def _follow_up(self, conn: Any, session: Session, turn: str, request: TurnRequest) -> None:
+        """Queue the guidance left as the turn ends as its follow-up turn (in the
+        transaction that finishes the turn)."""
+        schema = self._guidance_schema()
+        if schema is not None and request.subturn is None:
+            follow_up_in(conn, session.id, turn, request, agent=session.agent, schema=schema)
 
     async def _append_reply(
         self,
@@ -492,7 +538,7 @@ class TurnRunner:
                 reply,
                 turn_id=job.id,
                 guard=guard,
-                then=lambda conn: complete_in(conn, lease, result),
+                then=lambda conn: self._finish_in(conn, lease, session, request, result),
             )
         )
         try:
@@ -506,6 +552,18 @@ class TurnRunner:
                 job.status = "done"
             raise
         job.status = "done"  # committed: the pool has nothing left to settle
+
+    def _finish_in(
+        self,
+        conn: Any,
+        lease: Lease,
+        session: Session,
+        request: TurnRequest,
+        result: dict[str, Any],
+    ) -> None:
+        """The final reply's transaction: the job done, and guidance it left followed up."""
+        complete_in(conn, lease, result)
+        self._follow_up(conn, session, lease.job.id, request)
 
     async def _final(
         self, session: Session, turn: str, request: TurnRequest, text: str, guard: Any
