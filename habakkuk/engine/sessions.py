@@ -60,7 +60,9 @@ INTERRUPTED = (
 # list leaves them out unless asked (Sessions.list_sessions, `include_work`).
 BOARD_ORIGIN = "board"
 DELEGATE_ORIGIN = "delegate"
-WORK_ORIGINS = (BOARD_ORIGIN, DELEGATE_ORIGIN)
+# A /btw question's throwaway session (services/aside.py): skipped by the lists too.
+ASIDE_ORIGIN = "btw"
+WORK_ORIGINS = (BOARD_ORIGIN, DELEGATE_ORIGIN, ASIDE_ORIGIN)
 
 # Notes older versions stored as text blocks after a user's words (index 1 on).
 LEGACY_TIME_PREFIX = "[current time: "

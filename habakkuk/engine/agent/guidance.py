@@ -23,8 +23,6 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from dataclasses import replace
-
 from ..jobs import enqueue_in, jobs_table
 from ..llm.types import ContextBlock
 from ..sql import Conn
@@ -87,8 +85,7 @@ def take_in(conn: Conn, session: str, by: str, schema: str = "state") -> list[Gu
     returned."""
     table = _table(schema)
     rows = conn.execute(
-        f"SELECT id, text FROM {table} WHERE session = ? AND taken_by = ''"
-        " ORDER BY created_at, id",
+        f"SELECT id, text FROM {table} WHERE session = ? AND taken_by = '' ORDER BY created_at, id",
         (session,),
     ).fetchall()
     if not rows:
@@ -164,9 +161,7 @@ def follow_up_in(
     row = conn.execute(f"SELECT node FROM {jobs_table(control)} WHERE id = ?", (turn,)).fetchone()
     node = str(row[0]) if row is not None and row[0] else ""
     text = "\n\n".join(g.text for g in taken)
-    request = TurnRequest(
-        session, text, attended=finished.attended, reply_to=finished.reply_to
-    )
+    request = TurnRequest(session, text, attended=finished.attended, reply_to=finished.reply_to)
     enqueue_in(
         conn,
         followed,
