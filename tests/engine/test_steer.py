@@ -1,0 +1,116 @@
+"""/steer (spec 000 "Chat commands"): guidance for a running turn reaches its very next
+model call, after the next batch of tool results; guidance that arrives after the turn's
+last tool call becomes one follow-up turn; with nothing running, nothing is queued (the
+surface sends it as a message). Driven through the turns service on the scripted fake
+model server (Chat Completions)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from habakkuk.engine.agent.guidance import follow_up_id, is_guidance
+from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
+from tests.helpers import eventually
+from tests.hook_log import HookLog
+from tests.work.delegation_env import config
+
+GUIDANCE = "use metric units"
+
+
+@pytest.fixture
+async def runtime(
+    model_server: FakeModelServer,
+    runtime_factory: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Any:
+    monkeypatch.setenv("FAKE_KEY", "k")
+    hooks = HookLog(tmp_path / "hooks")
+    extra = hooks.config(hooks.entry("turn_start", "start"), hooks.entry("turn_end", "end"))
+    opened = await runtime_factory(config(model_server, tmp_path / "ws", extra=extra))
+    opened.hook_log = hooks
+    opened.start_workers(channels=False)
+    return opened
+
+
+def chat(server: FakeModelServer) -> list[Any]:
+    return [r for r in server.requests if r.api == "chat"]
+
+
+def user_texts(request: Any) -> list[str]:
+    """The text of every user message of a Chat Completions request, in order."""
+    return [str(m.get("content")) for m in request.json["messages"] if m.get("role") == "user"]
+
+
+async def steer_while_the_first_call_waits(runtime: Any, server: FakeModelServer) -> str:
+    """Start a turn, hold its first model call, steer it, let the call answer; the turn."""
+    server.gates["chat"] = gate = asyncio.Event()
+    session = await runtime.sessions.new_session("main")
+    turn = await runtime.turns.submit(session.id, "how far is the moon?")
+    await eventually(lambda: len(chat(server)) == 1, what="the first model call")
+    assert await runtime.turns.steer(session.id, GUIDANCE) is True
+    gate.set()
+    return str(turn)
+
+
+async def test_steer_reaches_the_model_call_after_the_next_tool_batch(
+    runtime: Any, model_server: FakeModelServer
+) -> None:
+    model_server.script(
+        Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
+        Reply("384,400 km."),
+        api="chat",
+    )
+    turn = await steer_while_the_first_call_waits(runtime, model_server)
+    outcome = await runtime.turns.wait_turn(turn, poll=0.05)
+    assert outcome.status == "done" and outcome.reply == "384,400 km."
+    first, second = chat(model_server)
+    assert not any(GUIDANCE in text for text in user_texts(first))
+    # After the tool's result, in the same message: the next call reads it.
+    messages = second.json["messages"]
+    tool_at = max(i for i, m in enumerate(messages) if m.get("role") == "tool")
+    assert GUIDANCE in str(messages[tool_at + 1].get("content"))
+    stored = await runtime.sessions.messages(outcome.session)
+    carried = [m for m in stored if any(is_guidance(b) for b in m.message.blocks)]
+    assert len(carried) == 1 and carried[0].message.tool_results  # marked, with the results
+    assert await runtime.queue.get(follow_up_id(turn)) is None  # taken: nothing follows up
+
+
+async def test_steer_after_the_last_tool_call_becomes_one_follow_up_turn(
+    runtime: Any, model_server: FakeModelServer
+) -> None:
+    model_server.script(Reply("About 384,000 miles."), Reply("384,400 km."), api="chat")
+    turn = await steer_while_the_first_call_waits(runtime, model_server)
+    outcome = await runtime.turns.wait_turn(turn, poll=0.05)
+    assert outcome.reply == "About 384,000 miles."
+    follow_up = await runtime.turns.wait_turn(follow_up_id(turn), poll=0.05)
+    assert follow_up.status == "done" and follow_up.reply == "384,400 km."
+    assert follow_up.session == outcome.session  # the same conversation, after the turn
+    assert GUIDANCE in user_texts(chat(model_server)[1])[-1]
+    # The follow-up fires the turn hooks like any other turn.
+    hooks = runtime.hook_log
+
+    def ended() -> set[str]:
+        return {e["turn"] for e in hooks.events("end")}
+
+    await eventually(lambda: follow_up_id(turn) in ended(), what="the follow-up's turn_end")
+    assert follow_up_id(turn) in {e["turn"] for e in hooks.events("start")}
+
+
+async def test_steer_with_nothing_running_queues_nothing(
+    runtime: Any, model_server: FakeModelServer
+) -> None:
+    model_server.script(Reply("hello"), api="chat")
+    session = await runtime.sessions.new_session("main")
+    done = await runtime.turns.submit(session.id, "hi")
+    await runtime.turns.wait_turn(done, poll=0.05)
+    assert await runtime.turns.steer(session.id, GUIDANCE) is False
+    assert await runtime.queue.get(follow_up_id(done)) is None
+    model_server.script(Reply("again"), api="chat")
+    later = await runtime.turns.submit(session.id, "next")
+    await runtime.turns.wait_turn(later, poll=0.05)
+    assert not any(GUIDANCE in text for text in user_texts(chat(model_server)[-1]))
