@@ -374,11 +374,16 @@ class TurnRunner:
                 resumed, ran_again = await self._resume_calls(
                     repaired.interrupted, context, allowed, lease
                 )
+                took: list[bool] = []
                 await deps.transcripts.append(
-                    session.id, tool_results_message(resumed), turn_id=job.id, guard=guard
+                    session.id,
+                    self._with_guidance(session.id, job.id, resumed, took),
+                    turn_id=job.id,
+                    guard=guard,
                 )
-                if ran_again:
-                    # Calls ran again: the model reads their results, not "interrupted".
+                if ran_again or took:
+                    # Calls ran again: the model reads their results, not "interrupted"
+                    # (and guidance steered in before the crash, taken with them).
                     view = await deps.transcripts.view(session.id)
                     repaired, marker = view.repaired(), _marker(view)
             messages = repaired.messages
@@ -481,11 +486,12 @@ class TurnRunner:
         )
 
     def _with_guidance(
-        self, session: str, turn: str, results: list[CallResult]
+        self, session: str, turn: str, results: list[CallResult], took: list[bool] | None = None
     ) -> Message | Callable[[Any], Message]:
         """A tool batch's results message; where state.db shares the transcript's
         connection, a function that also takes the session's /steer guidance into it in
-        the append's transaction (engine/agent/guidance.py), so it reaches the next call."""
+        the append's transaction (engine/agent/guidance.py), so it reaches the next call
+        (`took` gets True when it did)."""
         message = tool_results_message(results)
         schema = self._guidance_schema()
         if schema is None:
@@ -495,6 +501,8 @@ class TurnRunner:
             taken = take_in(conn, session, turn, schema)
             if not taken:
                 return message
+            if took is not None:
+                took.append(True)
             return replace(message, blocks=[*message.blocks, *guidance_blocks(taken)])
 
         return with_guidance
