@@ -114,3 +114,37 @@ async def test_steer_with_nothing_running_queues_nothing(
     later = await runtime.turns.submit(session.id, "next")
     await runtime.turns.wait_turn(later, poll=0.05)
     assert not any(GUIDANCE in text for text in user_texts(chat(model_server)[-1]))
+
+
+async def test_btw_runs_beside_a_running_turn_and_leaves_its_transcript_alone(
+    runtime: Any, model_server: FakeModelServer, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    wait_for_go = f"while [ ! -e {go} ]; do sleep 0.05; done; echo went"
+    model_server.script(Reply(tool_calls=[ToolCall("exec", {"command": wait_for_go})]), api="chat")
+    session = await runtime.sessions.new_session("main")
+    turn = await runtime.turns.submit(session.id, "wait for the go file")
+
+    async def calling() -> bool:
+        stored = await runtime.sessions.messages(session.id)
+        return any(m.message.tool_uses for m in stored)
+
+    await eventually(calling, what="the main turn's tool call")
+    before = await runtime.sessions.messages(session.id)
+    model_server.script(Reply("You are waiting for a file."), api="chat")
+    aside = await runtime.turns.ask_aside(session.id, "what are we doing?")
+    answered = await runtime.turns.wait_turn(aside, poll=0.05)
+    assert answered.status == "done" and answered.reply == "You are waiting for a file."
+    assert (await runtime.queue.get(turn)).status == "running"  # beside it, not after it
+    # The aside's one message: the conversation as text, then the question.
+    [asked] = user_texts(chat(model_server)[-1])[-1:]
+    assert asked.index("wait for the go file") < asked.index("what are we doing?")
+    assert await runtime.sessions.messages(session.id) == before
+    thrown = await runtime.sessions.session(answered.session)
+    assert thrown.origin == "btw" and thrown.agent == "main" and thrown.id != session.id
+    listed = {s.id for s in await runtime.sessions.list_sessions()}
+    assert session.id in listed and thrown.id not in listed
+    model_server.script(Reply("It came."), api="chat")
+    go.touch()
+    finished = await runtime.turns.wait_turn(turn, poll=0.05)
+    assert finished.status == "done" and finished.reply == "It came."
