@@ -21,16 +21,21 @@ from tests.work.delegation_env import config
 GUIDANCE = "use metric units"
 
 
-@pytest.fixture
+@pytest.fixture(params=["sqlite", "postgres"])
 async def runtime(
+    request: pytest.FixtureRequest,
     model_server: FakeModelServer,
     runtime_factory: Any,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Any:
+    """A runtime with workers on each engine (state and transcripts share a transaction
+    on both: SQLite's attached files, PostgreSQL's schemas)."""
     monkeypatch.setenv("FAKE_KEY", "k")
     hooks = HookLog(tmp_path / "hooks")
     extra = hooks.config(hooks.entry("turn_start", "start"), hooks.entry("turn_end", "end"))
+    if request.param == "postgres":
+        extra += f"storage: {{url: '{request.getfixturevalue('pg_url')}'}}\n"
     opened = await runtime_factory(config(model_server, tmp_path / "ws", extra=extra))
     opened.hook_log = hooks
     opened.start_workers(channels=False)

@@ -7,7 +7,8 @@ a tool batch's results, as context blocks of that message (`guidance_blocks`), s
 reach the very next model call. Rows left when a turn ends become one follow-up turn
 (`follow_up_in`) in the transaction that finishes the turn, its job id derived from the
 finished turn, so a crash or a rerun never doubles it. A turn that opens takes what a
-stopped or failed turn left.
+stopped or failed turn left (and what a board card's run left: its handler settles the
+job, so no follow-up is queued for it). `Steering` is the turn loop's use of all this.
 
 Every function here runs on the caller's connection (transcripts.db's, with state.db and
 control.db attached: one SQLite trip, one PostgreSQL transaction). On SQLite in WAL mode
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
-from ..jobs import enqueue_in, jobs_table
-from ..llm.types import ContextBlock
+from ..jobs import Lease, complete_in, enqueue_in, jobs_table
+from ..llm.types import ContextBlock, Message
 from ..sql import Conn
 from .requests import TURN_KIND, TurnRequest
 
@@ -174,3 +176,60 @@ def follow_up_in(
         schema=control,
     )
     return followed
+
+
+class WithGuidance:
+    """A tool batch's results message as `TranscriptStore.append` writes it: called in
+    the append's transaction, it takes the session's pending guidance into the message
+    (when state.db is on that connection); `took` says whether it did."""
+
+    def __init__(self, message: Message, session: str, turn: str, schema: str | None):
+        self.message = message
+        self.session = session
+        self.turn = turn
+        self.schema = schema
+        self.took = False
+
+    def __call__(self, conn: Conn) -> Message:
+        if self.schema is None:
+            return self.message
+        taken = take_in(conn, self.session, self.turn, self.schema)
+        if not taken:
+            return self.message
+        self.took = True
+        return replace(self.message, blocks=[*self.message.blocks, *guidance_blocks(taken)])
+
+
+@dataclass(frozen=True)
+class Steering:
+    """/steer's part of a turn (engine/agent/turn.py). `schema`: the name state.db has
+    on the transcript's connection; None (not attached) steers nothing."""
+
+    schema: str | None
+
+    def opening(self, conn: Conn, session: str, turn: str) -> list[ContextBlock]:
+        """The blocks the turn's opening message takes: guidance left pending."""
+        schema = self.schema
+        if schema is None or not opens_with_guidance(conn, session, turn, schema):
+            return []
+        return guidance_blocks(take_in(conn, session, turn, schema))
+
+    def results(self, message: Message, session: str, turn: str) -> WithGuidance:
+        """A tool batch's results message, to take pending guidance as it is appended."""
+        return WithGuidance(message, session, turn, self.schema)
+
+    def finish_in(
+        self,
+        conn: Conn,
+        lease: Lease,
+        result: dict[str, Any],
+        request: TurnRequest,
+        agent: str,
+    ) -> None:
+        """The final reply's transaction: the job done, and the guidance it left queued
+        as its follow-up turn (not for a sub-turn, whose parent reads its reply)."""
+        complete_in(conn, lease, result)
+        if self.schema is not None and request.subturn is None:
+            follow_up_in(
+                conn, request.session, lease.job.id, request, agent=agent, schema=self.schema
+            )

@@ -62,7 +62,7 @@ from ..events import (
 from ..home import Home
 from ..hook_events import HookEvent
 from ..hooks import Hooks
-from ..jobs import Lease, complete_in
+from ..jobs import Lease
 from ..llm.hosted import PAUSE_STOP, is_hosted, is_paused, pause_mark, without_sources
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router, RouterResult
@@ -87,7 +87,7 @@ from ..toolkit.approvals import Approver
 from ..toolkit.registry import CallResult, ToolContext, ToolRegistry
 from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
-from .guidance import follow_up_in, guidance_blocks, opens_with_guidance, take_in
+from .guidance import Steering
 from .prompt import user_message
 from .requests import TURN_KIND, TurnRequest, request_of
 
@@ -184,6 +184,7 @@ class TurnRunner:
 
     def __init__(self, deps: TurnDeps):
         self.deps = deps
+        self._steering = Steering(deps.transcripts.state_schema if deps.state else None)
         self._ready_workspaces: set[str] = set()
         # session -> (prompt tokens of its last model call, messages sent, view marker)
         self._prompts: OrderedDict[str, tuple[int, int, int]] = OrderedDict()
@@ -239,12 +240,6 @@ class TurnRunner:
         except PermanentJobError as exc:
             self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
             raise
-        if job.status != "done" and self._guidance_schema() is not None:
-            # Not finished in the reply's transaction (a handler that settles the job
-            # itself): guidance left is followed up now, idempotent by the derived job id.
-            await deps.transcripts.with_session(
-                session_id, lambda conn, found: self._follow_up(conn, found, job.id, request)
-            )
         self._end(agent.name, session_id, job.id, status="done", reply=reply)
         if output_schema(request) is not None:
             # The reply is the validated JSON itself (checked in _final).
@@ -268,17 +263,11 @@ class TurnRunner:
             if schema is not None:
                 read.append(read_turn_state(conn, session_id, schema))
             note = read[0].todo_note if read else None
-            if first is None:
-                return first
-            extra: list[Block] = []
-            if schema is not None and opens_with_guidance(conn, session_id, turn, schema):
-                # Guidance a stopped or failed turn never took goes with this message.
-                extra.extend(guidance_blocks(take_in(conn, session_id, turn, schema)))
-            if note:
-                # Open todo items ride along with the message, so the transcript stays
-                # append-only.
-                extra.append(ContextBlock(note, "todo"))
-            return replace(first, blocks=[*first.blocks, *extra]) if extra else first
+            # Guidance a stopped turn never took and open todo items ride along with the
+            # message, so the transcript stays append-only.
+            extra = self._steering.opening(conn, session_id, turn) if first else []
+            extra += [ContextBlock(note, "todo")] if note else []
+            return replace(first, blocks=[*first.blocks, *extra]) if first and extra else first
 
         opened = await deps.transcripts.open_turn(session_id, turn, message, guard)
         if opened is None:
@@ -374,16 +363,11 @@ class TurnRunner:
                 resumed, ran_again = await self._resume_calls(
                     repaired.interrupted, context, allowed, lease
                 )
-                took: list[bool] = []
-                await deps.transcripts.append(
-                    session.id,
-                    self._with_guidance(session.id, job.id, resumed, took),
-                    turn_id=job.id,
-                    guard=guard,
-                )
-                if ran_again or took:
-                    # Calls ran again: the model reads their results, not "interrupted"
-                    # (and guidance steered in before the crash, taken with them).
+                written = self._steering.results(tool_results_message(resumed), session.id, job.id)
+                await deps.transcripts.append(session.id, written, turn_id=job.id, guard=guard)
+                if ran_again or written.took:
+                    # Calls ran again, or guidance steered in before a crash went with their
+                    # results: the model reads those, not "interrupted".
                     view = await deps.transcripts.view(session.id)
                     repaired, marker = view.repaired(), _marker(view)
             messages = repaired.messages
@@ -477,47 +461,11 @@ class TurnRunner:
                     return final
                 continue
             results = await self._run_tools(calls, context, allowed, lease)
-            await deps.transcripts.append(
-                session.id, self._with_guidance(session.id, job.id, results), turn_id=job.id,
-                guard=guard,
-            )  # fmt: skip
+            written = self._steering.results(tool_results_message(results), session.id, job.id)
+            await deps.transcripts.append(session.id, written, turn_id=job.id, guard=guard)
         raise PermanentJobError(
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
         )
-
-    def _with_guidance(
-        self, session: str, turn: str, results: list[CallResult], took: list[bool] | None = None
-    ) -> Message | Callable[[Any], Message]:
-        """A tool batch's results message; where state.db shares the transcript's
-        connection, a function that also takes the session's /steer guidance into it in
-        the append's transaction (engine/agent/guidance.py), so it reaches the next call
-        (`took` gets True when it did)."""
-        message = tool_results_message(results)
-        schema = self._guidance_schema()
-        if schema is None:
-            return message
-
-        def with_guidance(conn: Any) -> Message:
-            taken = take_in(conn, session, turn, schema)
-            if not taken:
-                return message
-            if took is not None:
-                took.append(True)
-            return replace(message, blocks=[*message.blocks, *guidance_blocks(taken)])
-
-        return with_guidance
-
-    def _guidance_schema(self) -> str | None:
-        """The name state.db has on the transcript's connection (None: not attached, and
-        /steer's guidance waits for the next turn's opening)."""
-        return self.deps.transcripts.state_schema if self.deps.state is not None else None
-
-    def _follow_up(self, conn: Any, session: Session, turn: str, request: TurnRequest) -> None:
-        """Queue the guidance left as the turn ends as its follow-up turn (in the
-        transaction that finishes the turn)."""
-        schema = self._guidance_schema()
-        if schema is not None and request.subturn is None:
-            follow_up_in(conn, session.id, turn, request, agent=session.agent, schema=schema)
 
     async def _append_reply(
         self,
@@ -546,7 +494,9 @@ class TurnRunner:
                 reply,
                 turn_id=job.id,
                 guard=guard,
-                then=lambda conn: self._finish_in(conn, lease, session, request, result),
+                then=lambda conn: self._steering.finish_in(
+                    conn, lease, result, request, session.agent
+                ),
             )
         )
         try:
@@ -560,18 +510,6 @@ class TurnRunner:
                 job.status = "done"
             raise
         job.status = "done"  # committed: the pool has nothing left to settle
-
-    def _finish_in(
-        self,
-        conn: Any,
-        lease: Lease,
-        session: Session,
-        request: TurnRequest,
-        result: dict[str, Any],
-    ) -> None:
-        """The final reply's transaction: the job done, and guidance it left followed up."""
-        complete_in(conn, lease, result)
-        self._follow_up(conn, session, lease.job.id, request)
 
     async def _final(
         self, session: Session, turn: str, request: TurnRequest, text: str, guard: Any
