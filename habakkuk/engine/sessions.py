@@ -700,7 +700,7 @@ class TranscriptStore:
     ) -> int | None:
         """Append one message; returns its seq. `message` may be a function of the
         connection, called in the transaction after the guard (a tool batch's results with
-        the /steer guidance it takes in the same transaction, engine/guidance.py).
+        the /steer guidance it takes in the same transaction, engine/agent/guidance.py).
 
         `guard(conn)` runs first inside the same transaction (the job's lease
         check). With `unless_turn_has=ROLE`, nothing is written when the turn

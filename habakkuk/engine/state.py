@@ -5,7 +5,7 @@ settings (/think's effort, /model's choice) and the paid provider jobs tool call
 started (image and video generation): what each call sent and the provider's job id,
 keyed by (session, turn, tool_use_id), so a call run again after a crash resumes
 the same job instead of paying for a second one. It also holds /steer's guidance for a
-running turn (engine/guidance.py). Todo items keep their number for
+running turn (engine/agent/guidance.py). Todo items keep their number for
 the life of the list, so the model can refer to them across turns; `clear`
 starts the numbering again.
 """
@@ -75,7 +75,7 @@ MIGRATIONS = [
         );
         """,
     ),
-    # /steer's guidance (engine/guidance.py): pending while `taken_by` is '', then the
+    # /steer's guidance (engine/agent/guidance.py): pending while `taken_by` is '', then the
     # turn (or follow-up turn) that took it.
     Migration(
         4,
