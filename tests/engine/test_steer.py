@@ -149,6 +149,12 @@ async def test_btw_runs_beside_a_running_turn_and_leaves_its_transcript_alone(
     assert thrown.origin == "btw" and thrown.agent == "main" and thrown.id != session.id
     listed = {s.id for s in await runtime.sessions.list_sessions()}
     assert session.id in listed and thrown.id not in listed
+    # Its turn fires the turn hooks like any other turn.
+    hooks = runtime.hook_log
+    await eventually(
+        lambda: aside in {e["turn"] for e in hooks.events("end")}, what="the aside's turn_end"
+    )
+    assert aside in {e["turn"] for e in hooks.events("start")}
     model_server.script(Reply("It came."), api="chat")
     go.touch()
     finished = await runtime.turns.wait_turn(turn, poll=0.05)
