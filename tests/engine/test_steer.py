@@ -22,15 +22,15 @@ GUIDANCE = "use metric units"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-async def runtime(
+async def idle(
     request: pytest.FixtureRequest,
     model_server: FakeModelServer,
     runtime_factory: Any,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Any:
-    """A runtime with workers on each engine (state and transcripts share a transaction
-    on both: SQLite's attached files, PostgreSQL's schemas)."""
+    """A runtime without workers on each engine (state and transcripts share a
+    transaction on both: SQLite's attached files, PostgreSQL's schemas)."""
     monkeypatch.setenv("FAKE_KEY", "k")
     hooks = HookLog(tmp_path / "hooks")
     extra = hooks.config(hooks.entry("turn_start", "start"), hooks.entry("turn_end", "end"))
@@ -38,8 +38,14 @@ async def runtime(
         extra += f"storage: {{url: '{request.getfixturevalue('pg_url')}'}}\n"
     opened = await runtime_factory(config(model_server, tmp_path / "ws", extra=extra))
     opened.hook_log = hooks
-    opened.start_workers(channels=False)
     return opened
+
+
+@pytest.fixture
+async def runtime(idle: Any) -> Any:
+    """The runtime with its workers running."""
+    idle.start_workers(channels=False)
+    return idle
 
 
 def chat(server: FakeModelServer) -> list[Any]:
@@ -159,3 +165,12 @@ async def test_btw_runs_beside_a_running_turn_and_leaves_its_transcript_alone(
     go.touch()
     finished = await runtime.turns.wait_turn(turn, poll=0.05)
     assert finished.status == "done" and finished.reply == "It came."
+
+
+async def test_steer_counts_a_queued_turn_but_not_a_compaction(idle: Any) -> None:
+    session = await idle.sessions.new_session("main")
+    await idle.turns.compact_session(session.id)
+    assert await idle.turns.steer(session.id, GUIDANCE) is False  # a message, after it
+    turn = await idle.turns.submit(session.id, "how far is the moon?")
+    assert await idle.turns.steer(session.id, GUIDANCE) is True  # its opening takes it
+    assert (await idle.queue.get(turn)).status == "queued"

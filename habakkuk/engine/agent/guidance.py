@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..jobs import Lease, complete_in, enqueue_in, jobs_table
+from ..jobs import Lease, complete_in, enqueue_in, jobs_table, on_postgres
 from ..llm.types import ContextBlock, Message
 from ..sql import Conn
 from .requests import TURN_KIND, TurnRequest
@@ -59,12 +59,21 @@ def _table(schema: str) -> str:
     return "guidance" if schema == "main" else f"{schema}.guidance"
 
 
+# A compaction is a job of kind turn too (TurnRequest.compact): it takes no guidance, so
+# it does not count as the session's turn (/steer beside it is a message, queued after).
+_NOT_COMPACTION = {
+    False: "json_extract(payload, '$.compact') IS NULL",
+    True: "(payload::jsonb ->> 'compact') IS NULL",
+}
+
+
 def active_turn_in(conn: Conn, session: str, control: str = "control") -> bool:
-    """Whether the session has a turn queued or running (control.db attached as
-    `control`)."""
+    """Whether the session has a turn queued or running, a compaction aside (control.db
+    attached as `control`)."""
     row = conn.execute(
         f"SELECT 1 FROM {jobs_table(control)} WHERE serial_key = ? AND serial_key != ''"
-        " AND status IN ('queued', 'running') AND kind = 'turn' LIMIT 1",
+        " AND status IN ('queued', 'running') AND kind = 'turn'"
+        f" AND {_NOT_COMPACTION[on_postgres(conn)]} LIMIT 1",
         (session,),
     ).fetchone()
     return row is not None
