@@ -102,6 +102,9 @@ async def test_steer_after_the_last_tool_call_becomes_one_follow_up_turn(
     assert follow_up.status == "done" and follow_up.reply == "384,400 km."
     assert follow_up.session == outcome.session  # the same conversation, after the turn
     assert GUIDANCE in user_texts(chat(model_server)[1])[-1]
+    # Its message names the guidance row it holds (so a torn commit never doubles it).
+    stored = await runtime.sessions.turn_messages(outcome.session, follow_up_id(turn))
+    assert any(is_guidance(b) for b in stored[0].message.blocks)
     # The follow-up fires the turn hooks like any other turn.
     hooks = runtime.hook_log
 

@@ -13,9 +13,11 @@ job, so no follow-up is queued for it). `Steering` is the turn loop's use of all
 Every function here runs on the caller's connection (transcripts.db's, with state.db and
 control.db attached: one SQLite trip, one PostgreSQL transaction). On SQLite in WAL mode
 a transaction over attached files is atomic per file, not across them: a crash inside the
-commit can keep the transcript's copy while state.db still calls the row pending. The
-block's kind names the row's id, so `take_in` finds such a row in the transcript and
-marks it taken without adding it twice.
+commit can keep the transcript's copy (and control.db's follow-up job: SQLite commits
+the main file, then the attached ones in order) while state.db still calls the row
+pending. The block's kind names the row's id (a follow-up's message carries an empty
+block of that kind per row), so `take_in` finds such a row in the transcript and marks
+it taken without adding it twice.
 """
 
 from __future__ import annotations
@@ -172,7 +174,12 @@ def follow_up_in(
     row = conn.execute(f"SELECT node FROM {jobs_table(control)} WHERE id = ?", (turn,)).fetchone()
     node = str(row[0]) if row is not None and row[0] else ""
     text = "\n\n".join(g.text for g in taken)
-    request = TurnRequest(session, text, attended=finished.attended, reply_to=finished.reply_to)
+    # Each row's id rides along as an empty block (no model reads it), so the transcript
+    # names the rows the follow-up holds (see the module docstring's torn commit).
+    marks = tuple(ContextBlock("", KIND_PREFIX + g.id) for g in taken)
+    request = TurnRequest(
+        session, text, attended=finished.attended, reply_to=finished.reply_to, blocks=marks
+    )
     enqueue_in(
         conn,
         followed,
