@@ -620,9 +620,9 @@ class ChatScreen(RuntimeScreen):
         self.run_worker(_show(), group="aside")
 
 
-HINT_SEPARATOR = " · "  # narrow, so every command and the Tab hint fit three lines at 80
+HINT_SEPARATOR = " · "  # narrow, so every command and the Tab hint fit HINT_LINES at 80
 HINT_TAIL = "   Tab completes"
-HINT_LINES = 3  # the hint's max-height in app.tcss
+HINT_LINES = 4  # the hint's max-height in app.tcss
 
 
 def completion_hint(names: list[str], width: int) -> Content:
