@@ -1,7 +1,8 @@
-"""`habakkuk run --session S "/steer ..."` and `"/btw ..."` from the shell: /steer with
-nothing running refuses (exit 2) and says how to send a message; /btw runs its aside turn
-here and prints the answer, leaving the session's transcript alone. (/steer reaching a
-turn another process runs: tests/crash/test_steer_kill9.py.)"""
+"""/steer and /btw from the shell: `habakkuk run --session S "/steer ..."` with nothing
+running refuses (exit 2) and says how to send a message; `"/btw ..."` runs its aside turn
+here and prints the answer, leaving the session's transcript alone. The plain chat: /steer
+with nothing running is the message; /btw prints the answer. (/steer reaching a turn
+another process runs: tests/crash/test_steer_kill9.py.)"""
 
 from __future__ import annotations
 
@@ -29,3 +30,16 @@ def test_run_steer_refuses_when_idle_and_btw_prints_the_aside_answer(
     assert main(["sessions", "export", session, "--format", "json"]) == 0
     exported = json.loads(capsys.readouterr().out)
     assert "which number?" not in json.dumps(exported)  # nothing added to the session
+
+
+def test_the_plain_chat_steers_when_idle_as_a_message_and_prints_btws_answer(
+    home: Home, write_config: WriteConfig
+) -> None:
+    from tests.cli.test_plain_chat import lines_of, plain_chat
+
+    write_config(mock_config("- 'echo: {input}'"))
+    lines = lines_of(plain_chat(home, "/steer remember 42\n/btw which number?\n"))
+    # /steer with nothing running: the message; then /btw's answer (the aside's echo of
+    # its message: the conversation, then the question).
+    at = lines.index("echo: remember 42")
+    assert lines.index("user: remember 42") > at and lines[-1] == "which number?"
