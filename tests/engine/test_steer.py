@@ -57,6 +57,17 @@ def user_texts(request: Any) -> list[str]:
     return [str(m.get("content")) for m in request.json["messages"] if m.get("role") == "user"]
 
 
+async def hooks_fired(hooks: HookLog, turn: str) -> None:
+    """Wait until the turn's turn_start and turn_end hooks ran (each its own process, so
+    in either order)."""
+
+    def fired(label: str) -> bool:
+        return turn in {e["turn"] for e in hooks.events(label)}
+
+    await eventually(lambda: fired("start"), what=f"the turn_start hook of {turn}")
+    await eventually(lambda: fired("end"), what=f"the turn_end hook of {turn}")
+
+
 async def steer_while_the_first_call_waits(runtime: Any, server: FakeModelServer) -> str:
     """Start a turn, hold its first model call, steer it, let the call answer; the turn."""
     server.gates["chat"] = gate = asyncio.Event()
@@ -106,13 +117,7 @@ async def test_steer_after_the_last_tool_call_becomes_one_follow_up_turn(
     stored = await runtime.sessions.turn_messages(outcome.session, follow_up_id(turn))
     assert any(is_guidance(b) for b in stored[0].message.blocks)
     # The follow-up fires the turn hooks like any other turn.
-    hooks = runtime.hook_log
-
-    def ended() -> set[str]:
-        return {e["turn"] for e in hooks.events("end")}
-
-    await eventually(lambda: follow_up_id(turn) in ended(), what="the follow-up's turn_end")
-    assert follow_up_id(turn) in {e["turn"] for e in hooks.events("start")}
+    await hooks_fired(runtime.hook_log, follow_up_id(turn))
 
 
 async def test_steer_with_nothing_running_queues_nothing(
@@ -159,11 +164,7 @@ async def test_btw_runs_beside_a_running_turn_and_leaves_its_transcript_alone(
     listed = {s.id for s in await runtime.sessions.list_sessions()}
     assert session.id in listed and thrown.id not in listed
     # Its turn fires the turn hooks like any other turn.
-    hooks = runtime.hook_log
-    await eventually(
-        lambda: aside in {e["turn"] for e in hooks.events("end")}, what="the aside's turn_end"
-    )
-    assert aside in {e["turn"] for e in hooks.events("start")}
+    await hooks_fired(runtime.hook_log, aside)
     model_server.script(Reply("It came."), api="chat")
     go.touch()
     finished = await runtime.turns.wait_turn(turn, poll=0.05)
