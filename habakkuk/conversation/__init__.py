@@ -7,3 +7,4 @@ too (commands.py may not import them: they would import each other)."""
 
 from habakkuk.conversation import delegation_commands as _delegation_commands  # noqa: F401
 from habakkuk.conversation import skill_commands as _skill_commands  # noqa: F401
+from habakkuk.conversation import persona_commands as _persona_commands  # noqa: F401
