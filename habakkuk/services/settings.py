@@ -113,9 +113,7 @@ class SessionSettings:
             return None
         known = self.personalities()
         if not personas.valid_name(choice) or choice not in known:
-            raise HabakkukError(
-                t("personality.unknown", name=choice, choices=", ".join(known))
-            )
+            raise HabakkukError(t("personality.unknown", name=choice, choices=", ".join(known)))
         await state.set_setting(session.id, "personality", choice)
         return choice
 

@@ -79,6 +79,7 @@ from ..llm.types import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from ..personas import persona_text
 from ..pools import PermanentJobError
 from ..sessions import INTERRUPTED, Session, TranscriptStore, TranscriptView
 from ..state import StateStore, TurnState, read_turn_state
@@ -228,6 +229,7 @@ class TurnRunner:
                 _thinking(agent, state),
                 request_chain(deps.config, request, session_chain(deps.config, agent, state)),
                 completes=completes,
+                persona=await self._persona(session_id, state),
             )
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
@@ -276,6 +278,21 @@ class TurnRunner:
             raise PermanentJobError(str(exc)) from None
         return session, view, agent, read[0] if read else None
 
+    async def _persona(self, session_id: str, state: TurnState | None) -> str:
+        """The text of the session's /personality, read now (its file may have been edited
+        since the last turn); "" for none. A persona whose file vanished is left out, and
+        the model is told nothing of it (only the log is)."""
+        name = state.personality if state is not None else None
+        if not name:
+            return ""
+        text = await asyncio.to_thread(persona_text, self.deps.home.root, name)
+        if text is None:
+            log.warning(
+                "session %s: persona %r is gone; the turn goes on without it", session_id, name
+            )
+            return ""
+        return text
+
     def _end(
         self,
         agent: str,
@@ -312,6 +329,7 @@ class TurnRunner:
         chain: list[ModelRef],
         *,
         completes: bool = False,
+        persona: str = "",
     ) -> str:
         deps = self.deps
         job = lease.job
@@ -396,6 +414,7 @@ class TurnRunner:
                 tools=specs,
                 thinking=thinking,
                 web=agent.web,
+                persona=persona,
             )
             if compact_at > 0:
                 size = self._prompt_size(session.id, marker, request)
@@ -573,7 +592,7 @@ class TurnRunner:
         known = self._prompts.get(session_id)
         if known is not None and known[2] == marker and known[1] <= len(request.messages):
             return known[0] + estimate_tokens(request.messages[known[1] :])
-        return estimate_request_tokens(request.system, request.tools, request.messages)
+        return estimate_request_tokens(request.system_text, request.tools, request.messages)
 
     def _remember(self, session_id: str, prompt: int, sent: int, marker: int) -> None:
         self._prompts.pop(session_id, None)
@@ -607,7 +626,7 @@ class TurnRunner:
             caller=Caller(agent.name, session.id, "compaction"),
             compact_at=compact_at,
             guard=guard,
-            system=request.system,
+            system=request.system_text,
             tools=request.tools,
             tokens_before=size,
             carry=deps.tool_view.carry if deps.tool_view is not None else None,
