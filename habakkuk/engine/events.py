@@ -254,6 +254,19 @@ class JobFinished(EventPayload):
     attempts: int
 
 
+# -- sessions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionRenamed(EventPayload):
+    """The session's title changed: `source` "generated" (the background title after the
+    first turn) or "user" (/title, a rename)."""
+
+    kind: ClassVar[str] = "session.renamed"
+    title: str
+    source: str
+
+
 # -- delegation and the board ---------------------------------------------------------------
 
 
@@ -319,6 +332,7 @@ CATALOGUE: tuple[type[EventPayload], ...] = (
     DelegateStarted,
     DelegateEnded,
     CardChanged,
+    SessionRenamed,
 )
 BY_KIND: dict[str, type[EventPayload]] = {cls.kind: cls for cls in CATALOGUE}
 

@@ -1,11 +1,11 @@
 """state.db: small per-session state that is not part of the transcript.
 
 It holds each session's todo list (the `todo` tool), the session's own
-settings (/think's effort, /model's choice, /personality's persona) and the paid provider jobs tool calls
-started (image and video generation): what each call sent and the provider's job id,
-keyed by (session, turn, tool_use_id), so a call run again after a crash resumes
-the same job instead of paying for a second one. Todo items keep their number for
-the life of the list, so the model can refer to them across turns; `clear`
+settings (/think's effort, /model's choice, /personality's persona) and the paid
+provider jobs tool calls started (image and video generation): what each call sent and
+the provider's job id, keyed by (session, turn, tool_use_id), so a call run again after
+a crash resumes the same job instead of paying for a second one. Todo items keep their
+number for the life of the list, so the model can refer to them across turns; `clear`
 starts the numbering again.
 """
 

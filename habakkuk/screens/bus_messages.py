@@ -23,6 +23,7 @@ from habakkuk.engine.events import (
     JobFinished,
     ModelReplied,
     QuestionEvent,
+    SessionRenamed,
     ToolArgsStreamed,
     ToolCallStreamed,
     ToolEnded,
@@ -113,6 +114,10 @@ class DelegateEndedArrived(BusEvent[DelegateEnded]):
     pass
 
 
+class SessionRenamedArrived(BusEvent[SessionRenamed]):
+    pass
+
+
 # The one place an event class is paired with its message class; a subclass of an event
 # class without its own entry gets its nearest base's message.
 MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
@@ -133,6 +138,7 @@ MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
     CardChanged: CardChangedArrived,
     DelegateStarted: DelegateStartedArrived,
     DelegateEnded: DelegateEndedArrived,
+    SessionRenamed: SessionRenamedArrived,
     EventPayload: BusEvent,
 }
 

@@ -33,6 +33,7 @@ from habakkuk.screens.bus_messages import (
     JobFinishedArrived,
     ModelRepliedArrived,
     QuestionArrived,
+    SessionRenamedArrived,
     ToolCallStreamedArrived,
     ToolEndedArrived,
     ToolStartedArrived,
@@ -381,6 +382,13 @@ class ChatScreen(RuntimeScreen):
             progress = self._children.pop(event.child_session, None)
             if progress is not None:
                 progress.end(event.status, event.seconds)
+
+    @on_bus(SessionRenamedArrived)
+    def _renamed(self, message: SessionRenamedArrived) -> None:
+        # The background title after the first turn (or a rename elsewhere).
+        if self._ours(message.event):
+            self.session_title = message.event.title
+            self._refresh_status()
 
     @on_bus(TurnStartedArrived)
     def _turn_started(self, message: TurnStartedArrived) -> None:

@@ -173,6 +173,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "assignee": "ops",
         "revision": 1,
     },
+    "session.renamed": {"title": "Lisbon trip plans", "source": "generated"},
 }
 
 
