@@ -595,9 +595,9 @@ class ChatScreen(RuntimeScreen):
         self._refresh_status()
 
 
-HINT_SEPARATOR = " · "  # narrow, so every command and the Tab hint fit three lines at 80
+HINT_SEPARATOR = " · "  # narrow, so every command and the Tab hint fit four lines at 80
 HINT_TAIL = "   Tab completes"
-HINT_LINES = 3  # the hint's max-height in app.tcss
+HINT_LINES = 4  # the hint's max-height in app.tcss
 
 
 def completion_hint(names: list[str], width: int) -> Content:
