@@ -262,3 +262,18 @@ def test_the_title_chain_defaults_to_the_agents_and_is_empty_when_off(tmp_path: 
         Home(tmp_path),
     )
     assert [str(r) for r in agent_wins.agent("main").title_chain] == ["fake/tiny"]
+
+
+@pytest.mark.parametrize("origin", ["api", "schedule", "webhook", "board"])
+async def test_sessions_a_machine_starts_are_not_titled(
+    model_server: FakeModelServer, runtime_factory: OpenRuntime, origin: str
+) -> None:
+    runtime = await runtime_factory(_config(model_server.base_url))
+    runtime.start_workers(channels=False, maintenance=True)
+    session = await runtime.sessions.new_session(None, origin=origin)
+    model_server.script(Reply("Sure."))
+
+    await _turn(runtime, session.id, FIRST)
+
+    assert await runtime.queue.get(title_job_id(session.id)) is None
+    assert len(model_server.requests) == 1

@@ -29,7 +29,7 @@ from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router
 from ..llm.types import Message, ModelRequest
 from ..pools import FinishedCallback, PermanentJobError, Pool
-from ..sessions import Session, TranscriptStore
+from ..sessions import WORK_ORIGINS, Session, TranscriptStore
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -75,6 +75,18 @@ class SessionTitle:
 TITLES: JobKind[SessionTitle] = declare_kind(
     JobKind(TITLE_KIND, payload=SessionTitle, noun="session title")
 )
+
+
+# Sessions a machine starts, one per run or request, that nobody browses by title: board
+# cards and sub-agents, schedule runs, webhooks, the OpenAI-compatible API (its clients
+# title their own chats, and a stateless one makes a session per request), MCP callers,
+# `habakkuk smoke`, and a /btw aside. A title call for each would only cost.
+UNTITLED_ORIGINS = frozenset({*WORK_ORIGINS, "schedule", "webhook", "api", "mcp", "smoke", "btw"})
+
+
+def titled_origin(origin: str) -> bool:
+    """Whether sessions started from `origin` get a background title."""
+    return origin not in UNTITLED_ORIGINS
 
 
 def title_job_id(session: str) -> str:

@@ -81,7 +81,7 @@ from ..llm.types import (
 )
 from ..personas import persona_text
 from ..pools import PermanentJobError
-from ..sessions import INTERRUPTED, WORK_ORIGINS, Session, TranscriptStore, TranscriptView
+from ..sessions import INTERRUPTED, Session, TranscriptStore, TranscriptView
 from ..state import StateStore, TurnState, read_turn_state
 from ..store import BlobStore
 from ..toolkit.approvals import Approver
@@ -90,7 +90,7 @@ from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
 from .prompt import user_message
 from .requests import TURN_KIND, TurnRequest, request_of
-from .titles import title_queuing
+from .titles import title_queuing, titled_origin
 
 log = logging.getLogger(__name__)
 
@@ -912,11 +912,12 @@ def _title_due(
 ) -> bool:
     """Whether this turn's final reply queues the session's background title: the
     session's first answered turn (no other turn's reply in it), titled by its first
-    message, with titles on for the agent; never a sub-turn's or a board card's session.
+    message, with titles on for the agent; never a sub-turn's, nor a session a machine
+    started (titles.UNTITLED_ORIGINS: board cards, schedules, webhooks, the API...).
     (The job's id is the session's, so a turn run again queues nothing new.)"""
     if not agent.title_chain or request.subturn is not None:
         return False
-    if session.title_source != "first_message" or session.origin in WORK_ORIGINS:
+    if session.title_source != "first_message" or not titled_origin(session.origin):
         return False
     if view.compaction is not None:
         return False
