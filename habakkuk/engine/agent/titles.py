@@ -155,30 +155,37 @@ def clean_title(answer: str) -> str | None:
     return title or None
 
 
+class TitleDeps(Protocol):
+    """What the title writer uses of the runtime (the turn runner's TurnDeps has it)."""
+
+    config: Config
+    transcripts: TranscriptStore
+    router: Router
+    bus: EventBus
+
+
 class TitleWriter:
     """Runs session_title jobs: one model call, one conditional write."""
 
-    def __init__(self, config: Config, transcripts: TranscriptStore, router: Router, bus: EventBus):
-        self.config = config
-        self.transcripts = transcripts
-        self.router = router
-        self.bus = bus
+    def __init__(self, deps: TitleDeps):
+        # Read through `deps` at each job, so a reloaded config is the one used.
+        self.deps = deps
 
     async def run(self, lease: Lease) -> dict[str, Any]:
         """The pool's handler: the job's result says what was written or why not."""
         job = payload_of(lease.job, TITLES)
-        session = await self.transcripts.get_session(job.session)
+        session = await self.deps.transcripts.get_session(job.session)
         if session is None:
             return {"skipped": "the session is gone"}
         if session.title_source != "first_message":
             return {"skipped": "the title is no longer the first message's"}
         try:
-            agent = self.config.agent(session.agent)
+            agent = self.deps.config.agent(session.agent)
         except HabakkukError as exc:
             raise PermanentJobError(str(exc)) from None
         if not agent.title_chain:
             return {"skipped": "title_model is off"}
-        stored = await self.transcripts.messages(session.id)
+        stored = await self.deps.transcripts.messages(session.id)
         conversation = title_input([m.message for m in stored])
         if not conversation:
             return {"skipped": "the session has no words to title"}
@@ -189,7 +196,7 @@ class TitleWriter:
             max_tokens=ANSWER_MAX_TOKENS,
         )
         try:
-            result = await self.router.complete(
+            result = await self.deps.router.complete(
                 agent.title_chain, request, caller=Caller(agent.name, session.id, "title")
             )
         except ProviderError as exc:
@@ -199,26 +206,17 @@ class TitleWriter:
         title = clean_title(result.message.text)
         if title is None:
             raise PermanentJobError("the title model's answer held no title")
-        renamed = await self.transcripts.replace_first_message_title(session.id, title)
+        renamed = await self.deps.transcripts.replace_first_message_title(session.id, title)
         if renamed is None:
             return {"skipped": "the title was set by hand meanwhile"}
         log.info("session %s titled %r", session.id, title)
-        self.bus.publish(SessionRenamed(session=session.id, title=title, source="generated"))
+        self.deps.bus.publish(SessionRenamed(session=session.id, title=title, source="generated"))
         return {"session": session.id, "title": title}
-
-
-class TitleDeps(Protocol):
-    """What the title writer uses of the runtime (the turn runner's TurnDeps has it)."""
-
-    config: Config
-    transcripts: TranscriptStore
-    router: Router
-    bus: EventBus
 
 
 def title_pool(
     queue: JobQueue, deps: TitleDeps, *, on_finished: FinishedCallback | None = None
 ) -> Pool:
     """The pool that writes background titles (one at a time: a cheap call each)."""
-    writer = TitleWriter(deps.config, deps.transcripts, deps.router, deps.bus)
+    writer = TitleWriter(deps)
     return Pool(queue, [TITLE_KIND], writer.run, concurrency=1, on_finished=on_finished)
