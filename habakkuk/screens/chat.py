@@ -33,6 +33,7 @@ from habakkuk.screens.bus_messages import (
     JobFinishedArrived,
     ModelRepliedArrived,
     QuestionArrived,
+    SessionRenamedArrived,
     ToolCallStreamedArrived,
     ToolEndedArrived,
     ToolStartedArrived,
@@ -382,6 +383,13 @@ class ChatScreen(RuntimeScreen):
             if progress is not None:
                 progress.end(event.status, event.seconds)
 
+    @on_bus(SessionRenamedArrived)
+    def _renamed(self, message: SessionRenamedArrived) -> None:
+        # The background title after the first turn (or a rename elsewhere).
+        if self._ours(message.event):
+            self.session_title = message.event.title
+            self._refresh_status()
+
     @on_bus(TurnStartedArrived)
     def _turn_started(self, message: TurnStartedArrived) -> None:
         event = message.event
@@ -587,9 +595,9 @@ class ChatScreen(RuntimeScreen):
         self._refresh_status()
 
 
-HINT_SEPARATOR = " · "  # narrow, so every command and the Tab hint fit three lines at 80
+HINT_SEPARATOR = " · "  # narrow, so every command and the Tab hint fit four lines at 80
 HINT_TAIL = "   Tab completes"
-HINT_LINES = 3  # the hint's max-height in app.tcss
+HINT_LINES = 4  # the hint's max-height in app.tcss
 
 
 def completion_hint(names: list[str], width: int) -> Content:

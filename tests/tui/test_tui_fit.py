@@ -8,7 +8,7 @@ from typing import Any
 from textual.widgets import Footer, Static
 
 from habakkuk.conversation.commands import summaries
-from habakkuk.screens.chat import completion_hint
+from habakkuk.screens.chat import HINT_LINES, completion_hint
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
 from habakkuk.widgets.footer import KeyFooter
 from tests.conftest import WriteConfig, mock_config
@@ -86,19 +86,19 @@ async def test_the_slash_hint_wraps_to_show_every_command_at_80_columns(
         await pilot.pause()
         text = str(hint.content)
         assert all(name in text for name in summaries("terminal"))
-        assert hint.size.height <= 3
+        assert hint.size.height <= 4
         assert all(len(line) <= 76 for line in text.splitlines())
-        # Every command takes the three lines now: the Tab hint comes back with room.
+        # Every command takes the four lines now: the Tab hint comes back with room.
         await pilot.press("s", "k")
         await eventually(lambda: "Tab completes" in str(hint.content), what="the Tab hint")
-        assert "/skills" in str(hint.content) and hint.size.height <= 3
+        assert "/skills" in str(hint.content) and hint.size.height <= 4
 
 
 def test_a_hint_too_long_for_its_lines_counts_what_it_left_out() -> None:
     names = list(summaries("terminal"))
     hint = completion_hint(names, 40).plain
     lines = hint.splitlines()
-    assert len(lines) == 3 and all(len(line) <= 40 for line in lines)
+    assert len(lines) == HINT_LINES and all(len(line) <= 40 for line in lines)
     shown = [name for name in names if name in hint]
     assert lines[-1].endswith(f"… {len(names) - len(shown)} more")
     # One or two matches say what they do.
