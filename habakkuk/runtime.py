@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, session_of, turn_request
+from habakkuk.engine.agent.titles import title_pool
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
 from habakkuk.engine.agent.turn_access import TurnOutcome
 from habakkuk.engine.config import Config, load_config
@@ -102,7 +103,7 @@ class Runtime:
 
         # -- the services ------------------------------------------------------------
         self.sessions = Sessions(
-            config, home, transcripts, self.queue, self.blobs, state, hooks=self.hooks
+            config, home, transcripts, self.queue, self.blobs, state, hooks=self.hooks, bus=self.bus
         )
         self.sessions.memory, self.sessions.skills = self.memory, self.skills  # prompt lists
         self.turns = Turns(
@@ -261,6 +262,7 @@ class Runtime:
 
             self._maintenance = start_maintenance(self)
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
+            self._pools.append(title_pool(self.queue, runner.deps, on_finished=self._job_finished))
         # Schedule slots, board cards, sub-agents: each kind its own pool (work/wiring.py).
         from habakkuk.work.wiring import WorkRuns
 

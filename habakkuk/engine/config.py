@@ -99,6 +99,9 @@ class AgentConfig:
     approvals: Approvals = "human"
     # The approval reviewer's model (PROVIDER/MODEL); default: the agent's own chain.
     reviewer_model: str | None = None
+    # The model that titles the agent's sessions after their first turn (PROVIDER/MODEL,
+    # or "off"); default: the top-level title_model, else the agent's own chain.
+    title_model: str | None = None
     instructions: str = ""
     max_steps: int = 50
     thinking: Thinking = "off"
@@ -112,6 +115,8 @@ class AgentConfig:
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
     reviewer_chain: list[ModelRef] = field(default_factory=list, init=False)
+    # Resolved title_model: [] when titles are off (engine/agent/titles.py).
+    title_chain: list[ModelRef] = field(default_factory=list, init=False)
     workspace_path: Path = field(default=Path("."), init=False)
 
 
@@ -457,6 +462,9 @@ class Config:
     # fr_CA.UTF-8; "" follows the locale on the CLI and English elsewhere. A channel's own
     # `language:` overrides it for that channel.
     language: str = ""
+    # The model that titles sessions after their first turn (PROVIDER/MODEL, or "off");
+    # default: each agent's own chain. An agent's own title_model wins.
+    title_model: str | None = None
     workers: WorkersConfig = field(default_factory=WorkersConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
@@ -645,6 +653,7 @@ def _resolve(config: Config, home: Home) -> None:
                     f"{where}: provider {reviewer.provider!r} is not defined (providers: {known})"
                 )
             agent.reviewer_chain = [reviewer]
+        agent.title_chain = _title_chain(config, agent)
         for toolset in agent.toolsets:
             if toolset.startswith(MCP_PREFIX):
                 if toolset.removeprefix(MCP_PREFIX) not in config.mcp_servers:
@@ -757,6 +766,34 @@ def hosted_agents(config: Config, names: Sequence[str], where: str) -> list[str]
         known = ", ".join(sorted(config.agents)) or "none"
         raise ConfigError(f"{where}: agent {unknown[0]!r} is not configured (agents: {known})")
     return hosted
+
+
+def _title_chain(config: Config, agent: AgentConfig) -> list[ModelRef]:
+    """The chain that titles `agent`'s sessions: its title_model, else the top-level
+    one, else its own chain; [] for "off". Left unset on a chain whose first model is
+    the mock provider's, the default is off: a replayed script has nothing to say about
+    the conversation (a title_model naming a mock model still titles, for tests)."""
+    path = config.path
+    if agent.title_model is not None:
+        text, where = (
+            agent.title_model,
+            f"{path}:{line_of(agent, 'title_model')}: agents.{agent.name}.title_model",
+        )
+    elif config.title_model is not None:
+        text, where = config.title_model, f"{path}:{line_of(config, 'title_model')}: title_model"
+    else:
+        first = config.providers.get(agent.chain[0].provider) if agent.chain else None
+        return [] if first is None or first.type == "mock" else list(agent.chain)
+    if text.strip().lower() == "off":
+        return []
+    try:
+        ref = ModelRef.parse(text.strip())
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc} (or off)") from None
+    if ref.provider not in config.providers:
+        known = ", ".join(sorted(config.providers)) or "none"
+        raise ConfigError(f"{where}: provider {ref.provider!r} is not defined (providers: {known})")
+    return [ref]
 
 
 def _resolve_memory(config: Config, memory: MemoryConfig) -> None:

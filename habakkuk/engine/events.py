@@ -254,6 +254,19 @@ class JobFinished(EventPayload):
     attempts: int
 
 
+# -- sessions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionRenamed(EventPayload):
+    """The session's title changed: `source` "generated" (the background title after the
+    first turn) or "user" (/title, a rename)."""
+
+    kind: ClassVar[str] = "session.renamed"
+    title: str
+    source: str
+
+
 # -- delegation and the board ---------------------------------------------------------------
 
 
@@ -339,6 +352,7 @@ CATALOGUE: tuple[type[EventPayload], ...] = (
     DelegateEnded,
     CardChanged,
     ConfigReloaded,
+    SessionRenamed,
 )
 BY_KIND: dict[str, type[EventPayload]] = {cls.kind: cls for cls in CATALOGUE}
 

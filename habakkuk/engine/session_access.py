@@ -122,7 +122,8 @@ class SessionsAccess(Protocol):
 
 
 class SettingsAccess(Protocol):
-    """A session's /model and /think choices (habakkuk.services.settings.SessionSettings)."""
+    """A session's /model, /think and /personality choices
+    (habakkuk.services.settings.SessionSettings)."""
 
     async def set_session_thinking(
         self, session_id: str, level: str | None
@@ -141,6 +142,19 @@ class SettingsAccess(Protocol):
 
     async def session_model(self, session_id: str) -> ModelRef | None:
         """The model /model chose for the session, if any."""
+        ...
+
+    def personalities(self) -> list[str]:
+        """The personas /personality can choose (built-ins, then the home's files)."""
+        ...
+
+    async def set_session_personality(self, session_id: str, name: str | None) -> str | None:
+        """Choose the session's persona (None or "default": none); the persona now.
+        HabakkukError (naming the choices) for an unknown name."""
+        ...
+
+    async def session_personality(self, session_id: str) -> str | None:
+        """The persona /personality chose for the session, if any."""
         ...
 
 

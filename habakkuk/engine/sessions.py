@@ -602,6 +602,22 @@ class TranscriptStore:
             keys=_keys(session_id),
         )
 
+    async def replace_first_message_title(self, session_id: str, title: str) -> Session | None:
+        """Set a generated title (title_source "generated") only where the title is still
+        the first message's: a title set by hand meanwhile (/title, a rename) wins. The
+        session as written, or None when nothing was replaced."""
+
+        def _replace(conn: Conn) -> Row | None:
+            row: Row | None = conn.execute(
+                "UPDATE sessions SET title = ?, title_source = 'generated'"
+                " WHERE id = ? AND title_source = 'first_message' RETURNING *",
+                (title, session_id),
+            ).fetchone()
+            return row
+
+        row = await self.db.write(_replace, keys=_keys(session_id))
+        return Session.from_row(row) if row is not None else None
+
     async def set_archived(self, session_id: str, archived: bool) -> None:
         await self.db.write(
             lambda conn: conn.execute(

@@ -1,11 +1,11 @@
 """state.db: small per-session state that is not part of the transcript.
 
 It holds each session's todo list (the `todo` tool), the session's own
-settings (/think's effort, /model's choice) and the paid provider jobs tool calls
-started (image and video generation): what each call sent and the provider's job id,
-keyed by (session, turn, tool_use_id), so a call run again after a crash resumes
-the same job instead of paying for a second one. It also holds /steer's guidance for a
-running turn (engine/agent/guidance.py). Todo items keep their number for
+settings (/think's effort, /model's choice, /personality's persona) and the paid
+provider jobs tool calls started (image and video generation): what each call sent and
+the provider's job id, keyed by (session, turn, tool_use_id), so a call run again after
+a crash resumes the same job instead of paying for a second one. It also holds /steer's
+guidance for a running turn (engine/agent/guidance.py). Todo items keep their number for
 the life of the list, so the model can refer to them across turns; `clear`
 starts the numbering again.
 """
@@ -445,12 +445,13 @@ class StateStore:
 
 @dataclass(frozen=True)
 class TurnState:
-    """A session's state as a turn starts: the todo note for its message, the /think and
-    /model choices."""
+    """A session's state as a turn starts: the todo note for its message, the /think,
+    /model and /personality choices."""
 
     todo_note: str | None
     thinking: str | None
     model: str | None = None
+    personality: str | None = None
 
 
 def _todo_note(items: list[TodoItem]) -> str | None:
@@ -464,12 +465,15 @@ def read_turn_state(conn: Conn, session: str, schema: str = "main") -> TurnState
     (its own connection, or attached to the one of the turn's opening transaction)."""
     rows = conn.execute(
         f"SELECT name, value FROM {_schema(schema)}session_settings"
-        " WHERE session = ? AND name IN ('thinking', 'model')",
+        " WHERE session = ? AND name IN ('thinking', 'model', 'personality')",
         (session,),
     )
     settings = {str(name): str(value) for name, value in rows}
     return TurnState(
-        _todo_note(_items(conn, session, schema)), settings.get("thinking"), settings.get("model")
+        _todo_note(_items(conn, session, schema)),
+        settings.get("thinking"),
+        settings.get("model"),
+        settings.get("personality"),
     )
 
 

@@ -24,6 +24,7 @@ from habakkuk.engine.events import (
     JobFinished,
     ModelReplied,
     QuestionEvent,
+    SessionRenamed,
     ToolArgsStreamed,
     ToolCallStreamed,
     ToolEnded,
@@ -118,6 +119,10 @@ class DelegateEndedArrived(BusEvent[DelegateEnded]):
     pass
 
 
+class SessionRenamedArrived(BusEvent[SessionRenamed]):
+    pass
+
+
 # The one place an event class is paired with its message class; a subclass of an event
 # class without its own entry gets its nearest base's message.
 MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
@@ -139,6 +144,7 @@ MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
     ConfigReloaded: ConfigReloadedArrived,
     DelegateStarted: DelegateStartedArrived,
     DelegateEnded: DelegateEndedArrived,
+    SessionRenamed: SessionRenamedArrived,
     EventPayload: BusEvent,
 }
 

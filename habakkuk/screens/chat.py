@@ -34,6 +34,7 @@ from habakkuk.screens.bus_messages import (
     JobFinishedArrived,
     ModelRepliedArrived,
     QuestionArrived,
+    SessionRenamedArrived,
     ToolCallStreamedArrived,
     ToolEndedArrived,
     ToolStartedArrived,
@@ -389,6 +390,13 @@ class ChatScreen(RuntimeScreen):
             if progress is not None:
                 progress.end(event.status, event.seconds)
 
+    @on_bus(SessionRenamedArrived)
+    def _renamed(self, message: SessionRenamedArrived) -> None:
+        # The background title after the first turn (or a rename elsewhere).
+        if self._ours(message.event):
+            self.session_title = message.event.title
+            self._refresh_status()
+
     @on_bus(TurnStartedArrived)
     def _turn_started(self, message: TurnStartedArrived) -> None:
         event = message.event
@@ -620,7 +628,7 @@ class ChatScreen(RuntimeScreen):
         self.run_worker(_show(), group="aside")
 
 
-HINT_SEPARATOR = " · "  # narrow, so every command and the Tab hint fit HINT_LINES at 80
+HINT_SEPARATOR = " · "  # narrow, so every command and the Tab hint fit four lines at 80
 HINT_TAIL = "   Tab completes"
 HINT_LINES = 4  # the hint's max-height in app.tcss
 

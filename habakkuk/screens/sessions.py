@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Input, Static
 
 from habakkuk.engine.sessions import BOARD_ORIGIN, DELEGATE_ORIGIN
 from habakkuk.screens.base import RuntimeScreen, on_bus
-from habakkuk.screens.bus_messages import JobFinishedArrived
+from habakkuk.screens.bus_messages import JobFinishedArrived, SessionRenamedArrived
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
 from habakkuk.widgets.fit_table import FitTable
 from habakkuk.widgets.footer import KeyFooter
@@ -95,6 +95,12 @@ class SessionsScreen(RuntimeScreen):
     @on_bus(JobFinishedArrived)
     def _job_finished(self, message: JobFinishedArrived) -> None:
         # A finished turn changes titles and order; cheap to reload the recent list.
+        if not self.query_text:
+            self.refresh_list()
+
+    @on_bus(SessionRenamedArrived)
+    def _renamed(self, message: SessionRenamedArrived) -> None:
+        # A background title (or a rename elsewhere) changes what the list shows.
         if not self.query_text:
             self.refresh_list()
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from habakkuk.engine.agent.prompt import build_system_prompt
 from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest
 from habakkuk.engine.errors import HabakkukError, NotFound
+from habakkuk.engine.events import SessionRenamed
 from habakkuk.engine.jobs import enqueue_in
 from habakkuk.engine.llm.types import Message, Role, ToolResultBlock
 from habakkuk.engine.sessions import (
@@ -30,6 +31,7 @@ from habakkuk.engine.sql import Conn
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
+    from habakkuk.engine.events import EventBus
     from habakkuk.engine.home import Home
     from habakkuk.engine.hook_events import HookFirer
     from habakkuk.engine.jobs import Job, JobQueue
@@ -58,8 +60,10 @@ class Sessions:
         state: StateStore | None,
         memory: MemoryAccess | None = None,
         hooks: HookFirer | None = None,
+        bus: EventBus | None = None,
     ):
         self.config = config
+        self.bus = bus  # session.renamed when a title is set by hand
         self.memory = memory
         self.hooks = hooks  # session_new fires here, whichever surface made the session
         self.skills: SkillsAccess | None = None  # the # Skills listing (runtime.skills)
@@ -210,7 +214,10 @@ class Sessions:
         """Set a session's title by hand (a hand-set title is never replaced)."""
         await self.session(session_id)
         await self.transcripts.set_title(session_id, title.strip(), "user")
-        return await self.session(session_id)
+        renamed = await self.session(session_id)
+        if self.bus is not None:
+            self.bus.publish(SessionRenamed(session=renamed.id, title=renamed.title, source="user"))
+        return renamed
 
     async def archive_session(self, session_id: str, archived: bool = True) -> None:
         """Hide a session from the recent list (or bring it back)."""

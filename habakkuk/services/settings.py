@@ -1,4 +1,5 @@
-"""Session settings: the /model and /think choices of a session, kept in state.db.
+"""Session settings: the /model, /think and /personality choices of a session, kept in
+state.db.
 
 Its Protocol, what the surfaces use of it, is engine.session_access.SettingsAccess.
 """
@@ -7,8 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from habakkuk.engine import personas
 from habakkuk.engine.config import THINKING_LEVELS, ModelRef, Thinking, thinking_level
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.i18n import t
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
@@ -92,6 +95,33 @@ class SessionSettings:
         if chosen is not None:
             return chosen, True
         return self.config.agent(session.agent).thinking, False
+
+    def personalities(self) -> list[str]:
+        """The personas /personality can choose: the built-ins and the home's files."""
+        return personas.choices(self.sessions.home.root)
+
+    async def set_session_personality(self, session_id: str, name: str | None) -> str | None:
+        """/personality NAME: the persona appended to the session's system prompt in each
+        request (None, "default", "off" or "none" clears it). Returns the persona now;
+        HabakkukError names the choices when NAME is not one of them (or not a plain
+        name: no path reaches outside the personalities folder)."""
+        session = await self.sessions.session(session_id)
+        state = self.sessions.state_store()
+        choice = (name or "").strip()
+        if choice.lower() in ("", *personas.CLEARING):
+            await state.set_setting(session.id, "personality", None)
+            return None
+        known = self.personalities()
+        if not personas.valid_name(choice) or choice not in known:
+            raise HabakkukError(t("personality.unknown", name=choice, choices=", ".join(known)))
+        await state.set_setting(session.id, "personality", choice)
+        return choice
+
+    async def session_personality(self, session_id: str) -> str | None:
+        """The persona /personality chose for the session, if any."""
+        if self._state is None:
+            return None
+        return await self._state.setting(session_id, "personality")
 
     async def adopt_legacy_model_choices(self) -> None:
         """Move /model choices an older version kept in usage.db into state.db, beside

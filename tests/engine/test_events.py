@@ -178,6 +178,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "restart": ["providers"],
         "invalid": "",
     },
+    "session.renamed": {"title": "Lisbon trip plans", "source": "generated"},
 }
 
 

@@ -27,6 +27,7 @@ providers:
     type: anthropic
     base_url: {url}
     key_env: FAKE_KEY
+title_model: off  # one model call per turn here: no background title
 agents:
   main:
     model: claude/claude-fake

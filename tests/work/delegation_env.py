@@ -22,6 +22,7 @@ providers:
     type: anthropic
     base_url: {url}
     key_env: FAKE_KEY
+title_model: off  # the scripts count the model calls: no background titles
 agents:
   main:
     model: fake/gpt-fake

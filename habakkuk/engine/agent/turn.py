@@ -79,6 +79,7 @@ from ..llm.types import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from ..personas import persona_text
 from ..pools import PermanentJobError
 from ..sessions import INTERRUPTED, Session, TranscriptStore, TranscriptView
 from ..state import StateStore, TurnState, read_turn_state
@@ -90,6 +91,7 @@ from .compaction import CompactionOutcome, compact, estimate_request_tokens, est
 from .guidance import Steering
 from .prompt import user_message
 from .requests import TURN_KIND, TurnRequest, request_of
+from .titles import title_queuing, titled_origin
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +232,7 @@ class TurnRunner:
                 _thinking(agent, state),
                 request_chain(deps.config, request, session_chain(deps.config, agent, state)),
                 completes=completes,
+                persona=await _persona(deps.home, session_id, state),
             )
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
@@ -315,6 +318,7 @@ class TurnRunner:
         chain: list[ModelRef],
         *,
         completes: bool = False,
+        persona: str = "",
     ) -> str:
         deps = self.deps
         job = lease.job
@@ -354,6 +358,7 @@ class TurnRunner:
             agent.workspace_path.mkdir(parents=True, exist_ok=True)
             self._ready_workspaces.add(agent.name)
         compact_at = resolve_compact_at(deps.config, agent)
+        titled = session if _title_due(session, agent, view, turn_request, job.id) else None
         for step in range(agent.max_steps):
             if step:  # step 0 uses the view read in the turn's opening transaction
                 view = await deps.transcripts.view(session.id)
@@ -399,6 +404,7 @@ class TurnRunner:
                 tools=specs,
                 thinking=thinking,
                 web=agent.web,
+                persona=persona,
             )
             if compact_at > 0:
                 size = self._prompt_size(session.id, marker, request)
@@ -439,7 +445,7 @@ class TurnRunner:
                 reply = replace(reply, blocks=[*reply.blocks, pause_mark()])
             answer = _answer([*request.messages, reply])
             await self._append_reply(
-                lease, turn_request, session, reply, answer, guard, completes and not paused
+                lease, turn_request, session, reply, answer, guard, completes and not paused, titled
             )
             deps.bus.publish(
                 ModelReplied(
@@ -476,16 +482,21 @@ class TurnRunner:
         answer: str,
         guard: Any,
         completes: bool,
+        titled: Session | None = None,
     ) -> None:
         """Append the model's reply. With `completes`, a final one (no tool calls, no
         output_schema to check) completes the job in the same transaction, with the
         result `run` returns (`answer`, the turn's reply text):
         the turn's last trip. A crash in its commit can leave the reply without the job
         done (transcripts.db commits first), never the reverse: the resumed turn then
-        finds the reply and finishes without a model call."""
+        finds the reply and finishes without a model call. The final reply of `titled`'s
+        first turn queues the session's title job in the same transaction (titles.py)."""
         job = lease.job
         if not completes or reply.tool_uses or output_schema(request) is not None:
-            await self.deps.transcripts.append(session.id, reply, turn_id=job.id, guard=guard)
+            then = title_queuing(titled, reply)
+            await self.deps.transcripts.append(
+                session.id, reply, turn_id=job.id, guard=guard, then=then
+            )
             return
         result = {"session": session.id, "reply": answer}
         write = asyncio.ensure_future(
@@ -494,8 +505,12 @@ class TurnRunner:
                 reply,
                 turn_id=job.id,
                 guard=guard,
-                then=lambda conn: self._steering.finish_in(
-                    conn, lease, result, request, session.agent
+                then=title_queuing(
+                    titled,
+                    reply,
+                    lambda conn: self._steering.finish_in(
+                        conn, lease, result, request, session.agent
+                    ),
                 ),
             )
         )
@@ -565,7 +580,7 @@ class TurnRunner:
             chain,
             request,
             caller=Caller(agent.name, session.id),
-            on_event=lambda event, ref: self._publish_delta(session.id, turn, event),
+            on_event=lambda event, ref: publish_delta(self.deps.bus, session.id, turn, event),
             on_reset=lambda: bus.publish(TurnReset(session=session.id, turn=turn)),
         )
 
@@ -577,7 +592,7 @@ class TurnRunner:
         known = self._prompts.get(session_id)
         if known is not None and known[2] == marker and known[1] <= len(request.messages):
             return known[0] + estimate_tokens(request.messages[known[1] :])
-        return estimate_request_tokens(request.system, request.tools, request.messages)
+        return estimate_request_tokens(request.system_text, request.tools, request.messages)
 
     def _remember(self, session_id: str, prompt: int, sent: int, marker: int) -> None:
         self._prompts.pop(session_id, None)
@@ -611,7 +626,7 @@ class TurnRunner:
             caller=Caller(agent.name, session.id, "compaction"),
             compact_at=compact_at,
             guard=guard,
-            system=request.system,
+            system=request.system_text,
             tools=request.tools,
             tokens_before=size,
             carry=deps.tool_view.carry if deps.tool_view is not None else None,
@@ -761,24 +776,24 @@ class TurnRunner:
                 guard=lambda conn: lease.check(conn, "control"),
             )
 
-    def _publish_delta(self, session: str, turn: str, event: StreamEvent) -> None:
-        bus: EventBus = self.deps.bus
-        if isinstance(event, TextDelta):
-            bus.publish(TurnText(session=session, turn=turn, text=event.text))
-        elif isinstance(event, ThinkingDelta):
-            bus.publish(TurnThinking(session=session, turn=turn, text=event.text))
-        elif isinstance(event, ToolCallStart):
-            bus.publish(
-                ToolCallStreamed(
-                    session=session, turn=turn, call_id=event.tool_use_id, tool=event.tool
-                )
+
+def publish_delta(bus: EventBus, session: str, turn: str, event: StreamEvent) -> None:
+    """Publish a streamed piece of the reply (text, thinking, a tool call's start or
+    arguments) on the events bus."""
+    if isinstance(event, TextDelta):
+        bus.publish(TurnText(session=session, turn=turn, text=event.text))
+    elif isinstance(event, ThinkingDelta):
+        bus.publish(TurnThinking(session=session, turn=turn, text=event.text))
+    elif isinstance(event, ToolCallStart):
+        bus.publish(
+            ToolCallStreamed(session=session, turn=turn, call_id=event.tool_use_id, tool=event.tool)
+        )
+    elif isinstance(event, ToolCallDelta):
+        bus.publish(
+            ToolArgsStreamed(
+                session=session, turn=turn, call_id=event.tool_use_id, arguments=event.arguments
             )
-        elif isinstance(event, ToolCallDelta):
-            bus.publish(
-                ToolArgsStreamed(
-                    session=session, turn=turn, call_id=event.tool_use_id, arguments=event.arguments
-                )
-            )
+        )
 
 
 def tool_results_message(calls: Sequence[CallResult]) -> Message:
@@ -884,6 +899,40 @@ def session_chain(config: Config, agent: AgentConfig, state: TurnState | None) -
     if chosen.provider not in config.providers:
         return chain
     return [chosen, *(ref for ref in chain if ref != chosen)]
+
+
+async def _persona(home: Home, session_id: str, state: TurnState | None) -> str:
+    """The text of the session's /personality, read now (its file may have been edited
+    since the last turn); "" for none. A persona whose file vanished is left out, and
+    the model is told nothing of it (only the log is)."""
+    name = state.personality if state is not None else None
+    if not name:
+        return ""
+    text = await asyncio.to_thread(persona_text, home.root, name)
+    if text is None:
+        log.warning("session %s: persona %r is gone; the turn goes on without it", session_id, name)
+        return ""
+    return text
+
+
+def _title_due(
+    session: Session, agent: AgentConfig, view: TranscriptView, request: TurnRequest, turn: str
+) -> bool:
+    """Whether this turn's final reply queues the session's background title: the
+    session's first answered turn (no other turn's reply in it), titled by its first
+    message, with titles on for the agent; never a sub-turn's, nor a session a machine
+    started (titles.UNTITLED_ORIGINS: board cards, schedules, webhooks, the API...).
+    (The job's id is the session's, so a turn run again queues nothing new.)"""
+    if not agent.title_chain or request.subturn is not None:
+        return False
+    if session.title_source != "first_message" or not titled_origin(session.origin):
+        return False
+    if view.compaction is not None:
+        return False
+    return not any(
+        stored.turn_id not in ("", turn) and stored.message.role == "assistant"
+        for stored in view.kept
+    )
 
 
 def _thinking(agent: AgentConfig, state: TurnState | None) -> Thinking:

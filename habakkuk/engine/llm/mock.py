@@ -237,7 +237,7 @@ class MockProvider:
             yield ToolCallStart(call_id, call["name"])
             yield ToolCallDelta(call_id, json.dumps(arguments))
             blocks.append(ToolUseBlock(call_id, call["name"], arguments))
-        prompt_chars = len(request.system) + sum(
+        prompt_chars = len(request.system_text) + sum(
             len(json.dumps(m.to_json())) for m in request.messages
         )
         usage = Usage(input_tokens=max(1, prompt_chars // 4), output_tokens=max(1, len(text) // 4))

@@ -216,6 +216,17 @@ class ModelRequest:
     # Offer the provider's hosted web search and fetch where the model has them
     # (llm/hosted.py decides per provider and model; the agent's `web:` setting).
     web: bool = False
+    # The session's persona (/personality), sent after `system`, the frozen prompt: the
+    # cached prefix ends before it, so changing it never invalidates the frozen prompt.
+    persona: str = ""
+
+    @property
+    def system_text(self) -> str:
+        """The system prompt as one text: the frozen prompt, then the persona (for the
+        APIs whose prompt caching is by prefix: the frozen prompt stays the prefix)."""
+        if not self.persona:
+            return self.system
+        return f"{self.system}\n\n{self.persona}" if self.system else self.persona
 
 
 # -- stream events ------------------------------------------------------------------

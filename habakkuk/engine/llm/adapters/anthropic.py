@@ -3,7 +3,8 @@
 Thinking blocks keep their signature and are replayed as the API requires
 (redacted ones as `redacted_thinking`, their data kept in `signature`).
 Cache-control breakpoints sit on the system prompt, the last tool, and the
-last block of the last two user turns, so the cached prefix only ever grows.
+last block of the last two user turns, so the cached prefix only ever grows. A session's
+persona is a second system block after the frozen prompt's breakpoint.
 Images and documents are sent base64 from their blobs.
 
 Where the model has them (llm/hosted.py), the request declares Anthropic's
@@ -212,11 +213,18 @@ def build_params(request: ModelRequest, cache: bool = True) -> dict[str, Any]:
         "max_tokens": request.max_tokens,
         "messages": messages,
     }
+    blocks: list[dict[str, Any]] = []
     if request.system:
         system: dict[str, Any] = {"type": "text", "text": request.system}
         if cache:
             system["cache_control"] = EPHEMERAL
-        params["system"] = [system]
+        blocks.append(system)
+    if request.persona:
+        # After the frozen prompt's breakpoint, with none of its own: a persona change
+        # re-reads only what follows the frozen prompt (the four breakpoints are taken).
+        blocks.append({"type": "text", "text": request.persona})
+    if blocks:
+        params["system"] = blocks
     web = hosted_web(PROVIDER, request.model, request.web)
     tools: list[dict[str, Any]] = [
         {"name": t.name, "description": t.description, "input_schema": t.input_schema}

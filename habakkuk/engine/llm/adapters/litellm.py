@@ -48,7 +48,7 @@ def build_params(config: ProviderConfig, request: ModelRequest) -> dict[str, Any
     """Keyword arguments of `litellm.acompletion` (streamed, litellm's retries off)."""
     params: dict[str, Any] = {
         "model": litellm_model(config, request.model),
-        "messages": build_messages(request.system, request.messages),
+        "messages": build_messages(request.system_text, request.messages),
         "stream": True,
         "stream_options": {"include_usage": True},
         "max_tokens": request.max_tokens,

@@ -185,7 +185,7 @@ def build_params(request: ModelRequest, *, official: bool) -> dict[str, Any]:
     """Keyword arguments of `chat.completions.create` (with stream and usage on)."""
     params: dict[str, Any] = {
         "model": request.model,
-        "messages": build_messages(request.system, request.messages),
+        "messages": build_messages(request.system_text, request.messages),
         "stream": True,
         "stream_options": {"include_usage": True},
     }

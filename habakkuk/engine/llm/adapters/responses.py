@@ -178,8 +178,8 @@ def build_params(request: ModelRequest) -> dict[str, Any]:
         "include": ["reasoning.encrypted_content"],
         "max_output_tokens": request.max_tokens,
     }
-    if request.system:
-        params["instructions"] = request.system
+    if request.system_text:
+        params["instructions"] = request.system_text
     web = hosted_web(PROVIDER, request.model, request.web)
     tools: list[dict[str, Any]] = [
         {
