@@ -20,6 +20,7 @@ from habakkuk.engine.events import (
     DelegateEnded,
     DelegateStarted,
     EventPayload,
+    GoalChanged,
     JobFinished,
     ModelReplied,
     QuestionEvent,
@@ -105,6 +106,10 @@ class CardChangedArrived(BusEvent[CardChanged]):
     """A board card was created or changed (the Board screen and a card's detail)."""
 
 
+class GoalChangedArrived(BusEvent[GoalChanged]):
+    """A session's goal was set, counted a turn or ended (the chat's status line and note)."""
+
+
 class DelegateStartedArrived(BusEvent[DelegateStarted]):
     pass
 
@@ -131,6 +136,7 @@ MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
     QuestionEvent: QuestionArrived,
     JobFinished: JobFinishedArrived,
     CardChanged: CardChangedArrived,
+    GoalChanged: GoalChangedArrived,
     DelegateStarted: DelegateStartedArrived,
     DelegateEnded: DelegateEndedArrived,
     EventPayload: BusEvent,

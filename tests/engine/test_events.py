@@ -173,6 +173,13 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "assignee": "ops",
         "revision": 1,
     },
+    "goal.change": {
+        "goal": "goal_1",
+        "status": "running",
+        "counted": 2,
+        "budget": 10,
+        "notice": "",
+    },
 }
 
 
