@@ -24,11 +24,19 @@ from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from .errors import HabakkukError
+from .i18n import t
 from .sql import Conn, Row
 from .store import Database
 
 GoalStatus = Literal["running", "done", "blocked", "spent", "cleared", "stopped"]
-GOAL_STATUSES: tuple[GoalStatus, ...] = ("running", "done", "blocked", "spent", "cleared", "stopped")
+GOAL_STATUSES: tuple[GoalStatus, ...] = (
+    "running",
+    "done",
+    "blocked",
+    "spent",
+    "cleared",
+    "stopped",
+)
 DEFAULT_TURNS = 10
 MAX_TURNS = 100
 DONE_MARK = "GOAL DONE"
@@ -47,6 +55,7 @@ GOALS_DDL = """
         status TEXT NOT NULL,
         since {real} NOT NULL,
         last_turn TEXT NOT NULL DEFAULT '',
+        last_at {real} NOT NULL DEFAULT 0,
         told INTEGER NOT NULL DEFAULT 0,
         created_at {real} NOT NULL,
         updated_at {real} NOT NULL
@@ -56,6 +65,7 @@ GOALS_DDL = """
     CREATE TABLE goal_turns (
         goal TEXT NOT NULL,
         turn TEXT NOT NULL,
+        queued_at {real} NOT NULL,
         counted_at {real} NOT NULL,
         PRIMARY KEY (goal, turn)
     );
@@ -80,6 +90,7 @@ class Goal:
     status: GoalStatus
     since: float
     last_turn: str = ""
+    last_at: float = 0.0  # when the last turn was queued
     told: bool = False
     updated_at: float = 0.0
 
@@ -103,7 +114,7 @@ class Counted:
 
 
 def verdict(reply: str) -> GoalStatus | None:
-    """"done" or "blocked" when the reply says GOAL DONE or GOAL BLOCKED (the last one it
+    """ "done" or "blocked" when the reply says GOAL DONE or GOAL BLOCKED (the last one it
     says wins: "not GOAL DONE yet ... GOAL BLOCKED"), else None."""
     found = _MARKS.findall(reply)
     if not found:
@@ -126,6 +137,13 @@ def _convention(goal: Goal, number: int) -> str:
         f"without the user, say why and end with {BLOCKED_MARK}. Otherwise keep working: "
         "you will be prompted again after this turn.]"
     )
+
+
+def progress(goal: Goal | None) -> str:
+    """The status line's words for the session's goal ("goal 3/10"; "" unless it runs)."""
+    if goal is None or not goal.running:
+        return ""
+    return t("goal.status", counted=goal.counted, budget=goal.budget)
 
 
 def first_prompt(goal: Goal) -> str:
@@ -159,10 +177,18 @@ class GoalsAccess(Protocol):
         """Every running goal of the home (the overview)."""
         ...
 
+    async def wait_ended(self, goal_id: str) -> Goal:
+        """Wait until the goal no longer runs; the goal as it ended."""
+        ...
+
+    async def replies(self, goal_id: str) -> list[str]:
+        """The replies of the turns counted toward the goal, in order."""
+        ...
+
 
 # -- the store ------------------------------------------------------------------------------
 
-_COLUMNS = "id, session, text, budget, counted, status, since, last_turn, told, updated_at"
+_COLUMNS = "id, session, text, budget, counted, status, since, last_turn, last_at, told, updated_at"
 
 
 def _goal(row: Row) -> Goal:
@@ -176,6 +202,7 @@ def _goal(row: Row) -> Goal:
         next((s for s in GOAL_STATUSES if s == status), "stopped"),
         float(row["since"]),
         str(row["last_turn"]),
+        float(row["last_at"]),
         bool(row["told"]),
         float(row["updated_at"]),
     )
@@ -258,10 +285,14 @@ class GoalStore:
 
         return await self.db.write(_clear, keys=(f"session:{session}",))
 
-    async def count(self, goal_id: str, turn: str, outcome: GoalStatus | None) -> Counted:
-        """Count finished turn `turn` toward the goal, once, and settle the goal's status in
-        the same transaction: `outcome` ("done", "blocked", "stopped") ends it, else the
-        budget does when this turn spends it."""
+    async def count(
+        self, goal_id: str, turn: str, outcome: GoalStatus | None, *, queued_at: float
+    ) -> Counted:
+        """Count finished turn `turn` (queued at `queued_at`) toward the goal, once, and
+        settle the goal's status in the same transaction: `outcome` ("done", "blocked",
+        "stopped") ends it, else the budget does when this turn spends it. It becomes the
+        goal's last turn unless a turn queued after it was counted first (a step a crash
+        cut short, taken again late): a follow-up only ever comes from the newest."""
         now = time.time()
 
         def _count(conn: Conn) -> Counted:
@@ -272,30 +303,46 @@ class GoalStore:
             if not goal.running:
                 return Counted(goal, False)
             added = conn.execute(
-                "INSERT INTO goal_turns(goal, turn, counted_at) VALUES (?, ?, ?)"
+                "INSERT INTO goal_turns(goal, turn, queued_at, counted_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (goal, turn) DO NOTHING",
-                (goal_id, turn, now),
+                (goal_id, turn, queued_at, now),
             )
             if added.rowcount != 1:
                 return Counted(goal, False)
             counted = goal.counted + 1
             status: GoalStatus = outcome or ("spent" if counted >= goal.budget else "running")
+            newest = queued_at >= goal.last_at
+            last, last_at = (turn, queued_at) if newest else (goal.last_turn, goal.last_at)
             conn.execute(
-                "UPDATE goals SET counted = ?, status = ?, last_turn = ?, updated_at = ?"
-                " WHERE id = ?",
-                (counted, status, turn, now, goal_id),
+                "UPDATE goals SET counted = ?, status = ?, last_turn = ?, last_at = ?,"
+                " updated_at = ? WHERE id = ?",
+                (counted, status, last, last_at, now, goal_id),
             )
             return Counted(
-                replace(goal, counted=counted, status=status, last_turn=turn, updated_at=now),
+                replace(
+                    goal,
+                    counted=counted,
+                    status=status,
+                    last_turn=last,
+                    last_at=last_at,
+                    updated_at=now,
+                ),
                 True,
             )
 
         return await self.db.write(_count)
 
-    async def counted_turns(self, goal_id: str) -> set[str]:
-        """The ids of the turns counted toward the goal."""
-        rows = await self.db.fetchall("SELECT turn FROM goal_turns WHERE goal = ?", (goal_id,))
-        return {str(row[0]) for row in rows}
+    async def get(self, goal_id: str) -> Goal | None:
+        """The goal `goal_id` (None when there is none)."""
+        row = await self.db.fetchone(f"SELECT {_COLUMNS} FROM goals WHERE id = ?", (goal_id,))
+        return _goal(row) if row is not None else None
+
+    async def counted_turns(self, goal_id: str) -> list[str]:
+        """The ids of the turns counted toward the goal, in the order they were queued."""
+        rows = await self.db.fetchall(
+            "SELECT turn FROM goal_turns WHERE goal = ? ORDER BY queued_at, turn", (goal_id,)
+        )
+        return [str(row[0]) for row in rows]
 
     async def mark_told(self, goal_id: str) -> None:
         """Note that the goal's chat was told how it ended."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from habakkuk.engine.goals import Goal
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.llm.usage import UsageTotal
 from habakkuk.engine.nodes import Node
@@ -102,3 +103,5 @@ class Overview:
     unsent: int = 0
     # Every process serving the home (engine/nodes.py), whichever node reads it.
     nodes: list[Node] = field(default_factory=list)
+    # The sessions' running /goals (state.db), oldest first.
+    goals: list[Goal] = field(default_factory=list)

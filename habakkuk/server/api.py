@@ -93,6 +93,16 @@ async def overview(request: web.Request) -> web.Response:
             # parts a chat could not receive in the last 7 days (each told in its chat)
             "unsent": view.unsent,
             "nodes": [node_json(node) for node in view.nodes],
+            "goals": [
+                {
+                    "id": goal.id,
+                    "session": goal.session,
+                    "text": goal.text,
+                    "counted": goal.counted,
+                    "budget": goal.budget,
+                }
+                for goal in view.goals
+            ],
         }
     )
 
