@@ -77,6 +77,7 @@ class Goals:
         self.queue = queue
         self.bus = bus
         self.turns = turns
+        turns.cancelled = self.turn_finished  # a queued follow-up /stop cancelled ends it
         self._pending: set[asyncio.Task[None]] = set()
         self._locks: dict[str, asyncio.Lock] = {}  # _one_step's, by session
 

@@ -12,6 +12,7 @@ import pytest
 from habakkuk.conversation.commands import dispatch
 from habakkuk.conversation.run import RunConversation
 from habakkuk.engine.agent.requests import TURN_KIND
+from habakkuk.engine.events import GoalChanged
 from habakkuk.engine.goals import first_prompt, follow_up_id, verdict
 from habakkuk.engine.jobs import Job
 from habakkuk.runtime import Runtime
@@ -282,3 +283,25 @@ async def test_goal_alone_says_when_no_goal_was_ever_set(runtime_factory: OpenRu
 )
 def test_the_last_marker_a_reply_says_is_its_verdict(reply: str, found: str | None) -> None:
     assert verdict(reply) == found
+
+
+async def test_stop_on_a_goals_queued_turn_ends_the_goal_and_says_so(
+    runtime_factory: OpenRuntime,
+) -> None:
+    runtime = await runtime_factory(scenarios(NEVER_DONE))
+    session = await runtime.sessions.new_session(None, origin="cli")
+    goal = await runtime.goals.begin(session.id, "tidy up", 5)
+    first = await runtime.turns.submit(session.id, first_prompt(goal))  # no worker runs it
+    with runtime.bus.subscribe(lambda e: isinstance(e, GoalChanged) and bool(e.notice)) as told:
+        stopped = await dispatch("/stop", RunConversation(runtime, session.id, None))
+        assert stopped is not None and stopped.text == "Stopped."
+        await runtime.goals.settled()
+        notice = told.get_nowait()
+    assert isinstance(notice, GoalChanged)
+    assert notice.notice == "Goal stopped after 1 of 5 turns: a turn failed or was stopped: tidy up"
+    ended = await runtime.goals.current(session.id)
+    assert ended is not None and (ended.status, ended.last_turn, ended.told) == (
+        "stopped",
+        first,
+        True,
+    )
