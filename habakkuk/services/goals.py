@@ -30,9 +30,6 @@ from collections.abc import AsyncIterator, Coroutine
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.channels.adapter import Address
-from habakkuk.channels.deliveries import enqueue_delivery, enqueue_reply
-from habakkuk.channels.delivery_types import TextDelivery
 from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, turn_request
 from habakkuk.engine.events import GoalChanged
 from habakkuk.engine.goals import (
@@ -277,6 +274,12 @@ class Goals:
         )
 
     async def _tell(self, goal: Goal, turn: Job, request: TurnRequest) -> None:
+        # Imported here: a process whose turns have no goal to end (`habakkuk run`'s
+        # one-shot turn) never loads the channels' delivery modules.
+        from habakkuk.channels.adapter import Address
+        from habakkuk.channels.deliveries import enqueue_delivery, enqueue_reply
+        from habakkuk.channels.delivery_types import TextDelivery
+
         said = notice(goal)
         reply_to = request.reply_to
         if reply_to is not None and reply_to.to:
