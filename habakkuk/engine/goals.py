@@ -208,6 +208,17 @@ def _goal(row: Row) -> Goal:
     )
 
 
+def running_goal_in(conn: Conn, session: str, schema: str) -> str:
+    """The id of the session's running goal ("" for none), read on `conn` where state.db
+    is `schema` (attached to the transaction that queues a turn, as "state")."""
+    if not schema.isidentifier():
+        raise ValueError(f"bad schema name {schema!r}")
+    row = conn.execute(
+        f"SELECT id FROM {schema}.goals WHERE session = ? AND status = 'running'", (session,)
+    ).fetchone()
+    return str(row[0]) if row is not None else ""
+
+
 def _running_in(conn: Conn, session: str) -> Goal | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM goals WHERE session = ? AND status = 'running'", (session,)

@@ -18,7 +18,11 @@ step again: `recover` (when a process starts its workers) counts the finished tu
 crash left uncounted and acts on each running goal's last counted turn; a goal that ended
 untold is told. A follow-up is queued only after the turn before it finished and while no
 other turn of the session waits, and its id is derived from that turn: so one session
-never has two follow-ups at once, and a step taken twice queues one turn.
+never has two follow-ups at once, and a step taken twice queues one turn. Steps of one
+session run one at a time in a process (two at once could each find nothing waiting),
+and only the newest counted turn is ever followed up (a step a crash cut short, counted
+late, does not become the last). A queued turn /stop cancels is settled by no pool:
+Turns.stop_turn hands it to `turn_finished`, and the goal stops.
 """
 
 from __future__ import annotations
@@ -113,10 +117,13 @@ class Goals:
         self._background(self._recover_logged())
 
     def turn_finished(self, job: Job) -> None:
-        """A pool settled `job`: step its session's goal in the background (a turn of a
-        session without a running goal costs one read)."""
+        """A pool settled `job`: step its session's goal in the background (a turn queued
+        while its session had no goal costs nothing: it says so itself)."""
         if job.kind != TURN_KIND or not job.finished:
             return
+        request = turn_request(job)
+        if request is None or not request.goal:
+            return  # queued while its session had no goal: nothing to step, nothing read
         self._background(self._step_logged(job))
 
     def _background(self, step: Coroutine[Any, Any, None]) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from habakkuk.conversation.commands import dispatch
 from habakkuk.conversation.run import RunConversation
-from habakkuk.engine.agent.requests import TURN_KIND
+from habakkuk.engine.agent.requests import TURN_KIND, turn_request
 from habakkuk.engine.events import GoalChanged
 from habakkuk.engine.goals import first_prompt, follow_up_id, verdict
 from habakkuk.engine.jobs import Job
@@ -305,3 +305,22 @@ async def test_stop_on_a_goals_queued_turn_ends_the_goal_and_says_so(
         first,
         True,
     )
+
+
+async def test_a_turn_carries_its_sessions_running_goal_from_when_it_was_queued(
+    runtime_factory: OpenRuntime,
+) -> None:
+    runtime = await runtime_factory(scenarios(NEVER_DONE))
+    session = await runtime.sessions.new_session(None, origin="cli")
+    before = await runtime.turns.submit(session.id, "before the goal")
+    goal = await runtime.goals.begin(session.id, "tidy up", 5)
+    during = await runtime.turns.submit(session.id, first_prompt(goal))
+    await runtime.goals.clear(session.id)
+    after = await runtime.turns.submit(session.id, "after it")
+    marks = []
+    for turn in (before, during, after):
+        job = await runtime.queue.get(turn)
+        request = turn_request(job) if job is not None else None
+        assert request is not None
+        marks.append(request.goal)
+    assert marks == ["", goal.id, ""]  # only its turns are stepped: the others cost nothing
