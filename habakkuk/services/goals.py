@@ -154,9 +154,6 @@ class Goals:
         request = turn_request(fresh) if fresh is not None else None
         if fresh is None or request is None or request.subturn is not None:
             return
-        found = await self.store.current(request.session)
-        if found is None or not found.running:
-            return  # the turns of a session without a goal: one read each
         async with self._one_step(request.session):
             await self._step(fresh, request.session)
 
@@ -213,10 +210,12 @@ class Goals:
         for found in await self.store.untold():
             async with self._one_step(found.session):
                 goal = await self.store.get(found.id)
-                last = await self._last(goal) if goal is not None and not goal.told else None
-                if goal is not None and not goal.told and last is None:
+                if goal is None or goal.told:
+                    continue  # told meanwhile
+                last = await self._last(goal)
+                if last is None:
                     await self.store.mark_told(goal.id)  # its turn is gone: nobody to tell
-                elif goal is not None and last is not None:
+                else:
                     await self._act(goal, last)
 
     @contextlib.asynccontextmanager

@@ -11,7 +11,7 @@ import pytest
 
 from habakkuk.conversation.commands import dispatch
 from habakkuk.conversation.run import RunConversation
-from habakkuk.engine.agent.requests import TURN_KIND, turn_request
+from habakkuk.engine.agent.requests import TURN_KIND, ReplyTo, turn_request
 from habakkuk.engine.events import GoalChanged
 from habakkuk.engine.goals import first_prompt, follow_up_id, verdict
 from habakkuk.engine.jobs import Job
@@ -324,3 +324,33 @@ async def test_a_turn_carries_its_sessions_running_goal_from_when_it_was_queued(
         assert request is not None
         marks.append(request.goal)
     assert marks == ["", goal.id, ""]  # only its turns are stepped: the others cost nothing
+
+
+async def test_a_goal_that_ended_untold_is_told_once_by_recover(
+    runtime_factory: OpenRuntime,
+) -> None:
+    runtime = await runtime_factory(scenarios(NEVER_DONE))
+    session = await runtime.sessions.new_session(None, origin="cli")
+    goal = await runtime.goals.begin(session.id, "tidy up", 5)
+    chat = ReplyTo("tg:42", "7", "42")
+    turn = await runtime.turns.submit(session.id, first_prompt(goal), reply_to=chat)
+    lease = await runtime.queue.claim([TURN_KIND])
+    assert lease is not None and lease.job.id == turn
+    await runtime.queue.complete(lease, {"reply": "done. GOAL DONE"})
+    # Counted and ended, then the process died before telling the chat.
+    finished = await runtime.queue.get(turn)
+    assert finished is not None
+    await runtime.goals.store.count(goal.id, turn, "done", queued_at=finished.created_at)
+    with runtime.bus.subscribe(lambda e: isinstance(e, GoalChanged) and bool(e.notice)) as told:
+        await runtime.goals.recover()
+        await runtime.goals.recover()
+        notices = [told.get_nowait(), told.get_nowait()]
+    assert [n.notice for n in notices if isinstance(n, GoalChanged)] == [
+        "Goal reached after 1 of 5 turns: tidy up"
+    ]
+    rows = await runtime.queue.db.fetchall(
+        "SELECT id FROM jobs WHERE id IN (?, ?) ORDER BY seq", (f"reply:{turn}", f"goal:{turn}")
+    )
+    assert [row[0] for row in rows] == [f"reply:{turn}", f"goal:{turn}"]  # the reply first
+    ended = await runtime.goals.current(session.id)
+    assert ended is not None and ended.told
