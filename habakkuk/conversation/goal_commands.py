@@ -16,7 +16,14 @@ from __future__ import annotations
 from typing import cast
 
 from habakkuk.conversation.commands import Conversation, Reply, command
-from habakkuk.engine.goals import DEFAULT_TURNS, MAX_TURNS, Goal, GoalError, GoalsAccess
+from habakkuk.engine.goals import (
+    DEFAULT_TURNS,
+    MAX_TURNS,
+    Goal,
+    GoalError,
+    GoalsAccess,
+    first_prompt,
+)
 from habakkuk.engine.i18n import t
 
 
@@ -24,7 +31,7 @@ def _goals(conv: Conversation) -> GoalsAccess:
     # The Runtime has one; a surface's own services (a test's) may not.
     found = getattr(conv.services, "goals", None)
     if found is None:
-        raise GoalError("goals are not available here")
+        raise GoalError(t("goal.unavailable"))
     return cast("GoalsAccess", found)
 
 
@@ -57,8 +64,6 @@ def _shown(goal: Goal | None) -> str:
 @command("goal", "a standing goal: a turn after each reply until it is done",
          args="[--turns N] TEXT | clear", category="Turn")  # fmt: skip
 async def _goal(conv: Conversation, rest: str) -> Reply:
-    from habakkuk.engine.goals import first_prompt
-
     goals = _goals(conv)
     if not rest.strip():
         session = await conv.session()
