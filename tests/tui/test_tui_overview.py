@@ -157,3 +157,25 @@ async def test_a_second_process_stands_by_and_names_the_holder(
     http = (await second.control.overview()).http
     assert (http.state, http.address) == ("stand-by", listen)
     assert http.holder == f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+async def test_overview_lists_the_running_goals_and_drops_a_cleared_one(
+    runtime_factory: Any, home: Home
+) -> None:
+    runtime: Runtime = await runtime_factory(mock_config())
+    session = await runtime.sessions.new_session(None, origin="cli")
+    await runtime.goals.begin(session.id, "write the report", 10)
+    app = make_app(home, runtime=runtime)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+o")
+        screen = app.screen
+
+        def queue() -> str:
+            return str(screen.query_one("#queue-summary", Static).content)
+
+        line = f"{session.id}: 0/10 turns: write the report"
+        await eventually(lambda: line in queue(), what="the running goal listed")
+        assert "Goals" in queue()
+        await runtime.goals.clear(session.id)  # its GoalChanged reloads the overview
+        await eventually(lambda: line not in queue(), what="the cleared goal gone")
