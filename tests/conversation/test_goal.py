@@ -354,3 +354,27 @@ async def test_a_goal_that_ended_untold_is_told_once_by_recover(
     assert [row[0] for row in rows] == [f"reply:{turn}", f"goal:{turn}"]  # the reply first
     ended = await runtime.goals.current(session.id)
     assert ended is not None and ended.told
+
+
+async def test_a_turn_counted_late_never_becomes_the_one_followed_up(
+    runtime_factory: OpenRuntime,
+) -> None:
+    runtime = await runtime_factory(scenarios(NEVER_DONE))
+    session = await runtime.sessions.new_session(None, origin="cli")
+    goal = await runtime.goals.begin(session.id, "tidy up", 5)
+    first = await runtime.turns.submit(session.id, first_prompt(goal))
+    typed = await runtime.turns.submit(session.id, "and mind the tests")
+    for turn in (first, typed):
+        lease = await runtime.queue.claim([TURN_KIND])
+        assert lease is not None and lease.job.id == turn
+        await runtime.queue.complete(lease, {"reply": "part written, more to go"})
+        if turn == typed:  # the first turn's step was lost to a crash; the typed one's ran
+            await runtime.goals.step(lease.job)
+    await runtime.goals.recover()  # counts the first turn, late
+    ended = await runtime.goals.current(session.id)
+    assert ended is not None and (ended.counted, ended.last_turn) == (2, typed)
+    assert [job.id for job in await turns_of(runtime, session.id)] == [
+        first,
+        typed,
+        follow_up_id(typed),
+    ]
