@@ -38,6 +38,7 @@ from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.board import build_board
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
+from habakkuk.services.goals import Goals
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
 from habakkuk.services.schedules import build_schedules
@@ -110,6 +111,7 @@ class Runtime:
             self.queue, self.bus, self.sessions, lambda: self._pools, lambda: self._turn_pool
         )
         self.settings = SessionSettings(config, self.sessions, usage)
+        self.goals = Goals(state.db, self.queue, self.bus, self.turns)  # /goal
         self.checkpointing = WorkspaceCheckpoints(config, home, self.queue, self.sessions)
         self.schedules = build_schedules(self.queue, config)  # a work SchedulesAccess
         # The board (a work BoardAccess); a card's run in this process stops at once.
@@ -137,6 +139,7 @@ class Runtime:
             channels=lambda: self.channels,
             mcp=lambda: self.mcp,
             http=self.http.describe,
+            goals=self.goals,
         )
         self.control.schedules, self.control.board = self.schedules, self.board  # counts
         self.nodes = NodeRegistry(control_db, agents=config.serve.agents)  # joins in workers
@@ -271,6 +274,7 @@ class Runtime:
         for pool in self._pools:
             pool.start()
         self._maintenance.extend(work.start_loops(maintenance=maintenance))
+        self.goals.start()  # the steps a crash cut short, taken again
         if self.channels is not None:
             self.channels.start()
 
@@ -302,6 +306,7 @@ class Runtime:
         if self.mcp is not None:
             await self.mcp.close()
         await self.processes.shutdown()
+        await self.goals.settled()  # the steps after the last turns, before the stores close
         await self.hooks.drain()
         # The stores close together: each may checkpoint its WAL as it closes (an fsync).
         stores = (self.usage, self.state, self.memory, self.transcripts, self.queue.db)
@@ -343,6 +348,7 @@ class Runtime:
 
     def _job_finished(self, job: Job) -> None:
         self.job_settled(job)
+        self.goals.turn_finished(job)  # a session's goal steps after each of its turns
         if self.channels is not None:
             self.channels.turn_finished(job)
 

@@ -21,6 +21,7 @@ from habakkuk.engine.sql import Conn, Schema
 from habakkuk.engine.store import SqliteDatabase
 
 from .errors import HabakkukError
+from .goals import GOALS_DDL
 from .store import Database, Migration
 
 TodoStatus = Literal["pending", "in_progress", "done"]
@@ -74,6 +75,7 @@ MIGRATIONS = [
         );
         """,
     ),
+    Migration(4, GOALS_DDL.format(real="REAL")),  # /goal: engine/goals.py
 ]
 
 # PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
@@ -114,6 +116,7 @@ PG_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(2, GOALS_DDL.format(real="DOUBLE PRECISION")),  # /goal: engine/goals.py
 ]
 
 SCHEMA = Schema("state", MIGRATIONS, PG_MIGRATIONS)
@@ -257,6 +260,11 @@ class StateStore:
         def _forget(conn: Conn) -> None:
             for table in ("todos", "session_settings", "provider_jobs"):
                 conn.executemany(f"DELETE FROM {table} WHERE session = ?", [(s,) for s in sessions])
+            conn.executemany(  # their goals' counted turns, then the goals
+                "DELETE FROM goal_turns WHERE goal IN (SELECT id FROM goals WHERE session = ?)",
+                [(s,) for s in sessions],
+            )
+            conn.executemany("DELETE FROM goals WHERE session = ?", [(s,) for s in sessions])
 
         await self.db.write(_forget)
 

@@ -23,6 +23,7 @@ class Status:
     cost: float | None = None
     running: bool = False
     queued: int = 0
+    goal: str = ""  # the session's running /goal ("goal 3/10")
     note: str = ""
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -44,6 +45,8 @@ class Status:
             pieces.append((f"{_k(self.input_tokens)} in / {_k(self.output_tokens)} out", ""))
         if self.cost is not None:
             pieces.append((f"${self.cost:.4f}", ""))
+        if self.goal:
+            pieces.append((self.goal, "bold"))
         if self.running:
             state = "running" + (f", {self.queued} queued" if self.queued else "")
             pieces.append((state, "bold"))

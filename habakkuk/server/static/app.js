@@ -218,6 +218,14 @@ async function loadOverview() {
     nodes.appendChild(item);
   }
   if (!nodes.children.length) nodes.appendChild(el("li", "quiet-text", "No node has registered yet."));
+  const goals = $("ov-goals");
+  goals.replaceChildren();
+  for (const goal of body.goals || []) {
+    const item = el("li", "", goal.text);
+    item.appendChild(el("div", "meta", `${goal.session} · ${goal.counted}/${goal.budget} turns`));
+    goals.appendChild(item);
+  }
+  if (!goals.children.length) goals.appendChild(el("li", "quiet-text", "No goal is running."));
   const running = $("ov-running");
   running.replaceChildren();
   for (const job of body.running) {
