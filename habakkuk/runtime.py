@@ -14,7 +14,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, session_of, turn_request
+from habakkuk.engine.agent.requests import TURN_KIND, session_of, turn_request
 from habakkuk.engine.agent.titles import title_pool
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
 from habakkuk.engine.agent.turn_access import TurnOutcome
@@ -29,10 +29,7 @@ from habakkuk.engine.llm.router import Router
 from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.retention import RETENTION_KIND, sweep_with
-from habakkuk.engine.sessions import Session
 from habakkuk.engine.store import BlobStore
-from habakkuk.engine.toolkit.approvals import Approver
-from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
@@ -234,7 +231,9 @@ class Runtime:
                 tools=self.tools,
                 bus=self.bus,
                 blobs=self.blobs,
-                approver_for=self._approver_for,
+                approver_for=lambda session, request: self.approvals.turn_approver(
+                    session, request, self.router
+                ),
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self.checkpointing.snapshot_for,
@@ -351,25 +350,6 @@ class Runtime:
         self.goals.turn_finished(job)  # a session's goal steps after each of its turns
         if self.channels is not None:
             self.channels.turn_finished(job)
-
-    def _approver_for(self, session: Session, request: TurnRequest) -> Approver | None:
-        """The turn's approver: the chat for channel turns, else the human one (behind the
-        reviewer when `approvals` says). An unattended turn that replies to a chat (a
-        webhook's) asks nobody."""
-        if request.reply_to is not None and request.attended and self.channels is not None:
-            return self.channels.approver_for(request)
-        human = self.approvals.human_approver(session, request)
-        agent = self.config.agent(session.agent)
-        if agent.approvals == "human":
-            return human
-        reviewer = Reviewer(
-            self.router,
-            agent.reviewer_chain or agent.chain,
-            bus=self.bus,
-            task=request.text,
-            workspace=agent.workspace_path,
-        )
-        return select_approver(agent.approvals, human=human, reviewer=reviewer)
 
     async def _process_exited(self, info: ProcessInfo) -> None:
         """A notify: true background process ended: tell its session in a new turn."""
