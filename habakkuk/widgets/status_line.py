@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from textual.content import Content
 from textual.widgets import Static
 
-from habakkuk.engine.i18n import t
+from habakkuk.engine.i18n import current_language, t
 
 
 @dataclass
@@ -27,6 +27,9 @@ class Status:
     queued: int = 0
     note: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    # The language of its words: the one in use where it was made (the screen's task),
+    # since it is drawn wherever Textual renders, or read back by a test.
+    language: str = field(default_factory=current_language)
 
     def parts(self) -> list[tuple[str, str]]:
         """(text, style) pieces in display order."""
@@ -38,30 +41,35 @@ class Status:
         if self.model:
             pieces.append((self.model, ""))
         if self.thinking and self.thinking != "off":
-            pieces.append((t("tui.status.think", effort=self.thinking), ""))
-        pieces.append((self.session or t("tui.status.new_session"), ""))
+            pieces.append((t("tui.status.think", language=self.language, effort=self.thinking), ""))
+        pieces.append((self.session or t("tui.status.new_session", language=self.language), ""))
         if self.mode:
             pieces.append((self._mode(), ""))
         if self.input_tokens or self.output_tokens:
             tokens = t(
-                "tui.status.tokens", input=_k(self.input_tokens), output=_k(self.output_tokens)
+                "tui.status.tokens",
+                language=self.language,
+                input=_k(self.input_tokens),
+                output=_k(self.output_tokens),
             )
             pieces.append((tokens, ""))
         if self.cost is not None:
             pieces.append((f"${self.cost:.4f}", ""))
         if self.running:
-            state = t("tui.status.running")
+            state = t("tui.status.running", language=self.language)
             if self.queued:
-                state += ", " + t("tui.status.queued", count=self.queued)
+                state += ", " + t("tui.status.queued", language=self.language, count=self.queued)
             pieces.append((state, "bold"))
         elif self.queued:
-            pieces.append((t("tui.status.queued", count=self.queued), "bold"))
+            pieces.append(
+                (t("tui.status.queued", language=self.language, count=self.queued), "bold")
+            )
         else:
-            pieces.append((t("tui.status.idle"), "dim"))
+            pieces.append((t("tui.status.idle", language=self.language), "dim"))
         return pieces
 
     def _mode(self) -> str:
-        return t("tui.status.mode", mode=self.mode)
+        return t("tui.status.mode", language=self.language, mode=self.mode)
 
     def fitted(self, width: int) -> list[tuple[str, str]]:
         """The parts shortened to fit `width` cells, least useful first.
