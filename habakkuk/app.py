@@ -396,7 +396,7 @@ class HabakkukApp(App[None]):
                 return False
             self.screen.clear_selection()
         self.copy_to_clipboard(text)
-        self.notify(t("tui.notice.copied", count=len(text), chars=f"{len(text):,}"), timeout=2)
+        self.notify(t("tui.notice.copied", count=len(text)), timeout=2)
         return True
 
     async def action_quit(self) -> None:
