@@ -498,9 +498,16 @@ def run_app(*, resume: bool = False, config: Config | None = None) -> int:
             # The app may end without action_quit (an error): never leave leases behind.
             await app.close_runtime()
 
-    asyncio.run(main())
-    if app.startup_error:
-        import sys
+    import sys
 
+    from habakkuk.widgets.bidi import terminal_reorders
+
+    # The app draws right-to-left lines in visual order itself (widgets/bidi.py): a
+    # terminal that also reorders (VTE, mlterm: BiDi's "implicit mode") is asked not to
+    # while it runs, and given its default back after.
+    terminal = sys.__stderr__
+    with terminal_reorders(terminal, False):
+        asyncio.run(main())
+    if app.startup_error:
         print(app.startup_error, file=sys.stderr)
     return app.return_code or 0

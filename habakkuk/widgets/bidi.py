@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from rich.segment import Segment
 from rich.style import Style
@@ -30,6 +32,11 @@ from textual.strip import Strip
 if TYPE_CHECKING:
     from textual.widgets.markdown import MarkdownBlock
 
+# ECMA-48's BDSM as the terminal working group's BiDi recommendation uses it: "implicit"
+# (the terminal reorders each line itself, the default) and "explicit" (it draws cells as
+# given, for an application that reorders).
+IMPLICIT_MODE = "\x1b[8h"
+EXPLICIT_MODE = "\x1b[8l"
 # Letters of the right-to-left scripts (Hebrew, Arabic, Syriac, Thaana, NKo, Samaritan,
 # Mandaic, Arabic presentation forms, and the supplementary right-to-left blocks).
 _RTL = re.compile(
@@ -336,3 +343,20 @@ def visual_block(block: type[MarkdownBlock]) -> type[MarkdownBlock]:
         return visual_strip(block.render_line(self, y), self.content_size.width)
 
     return type(block.__name__, (block,), {"render_line": render_line})
+
+
+@contextmanager
+def terminal_reorders(stream: TextIO | None, reorders: bool) -> Iterator[None]:
+    """Inside the block, the terminal on `stream` reorders right-to-left text itself or
+    not (a terminal without BiDi support ignores the sequence); after it, its default
+    (implicit mode). Nothing is written when `stream` is not a terminal."""
+    on_terminal = stream is not None and stream.isatty()
+    if on_terminal and stream is not None:
+        stream.write(IMPLICIT_MODE if reorders else EXPLICIT_MODE)
+        stream.flush()
+    try:
+        yield
+    finally:
+        if on_terminal and stream is not None:
+            stream.write(IMPLICIT_MODE)
+            stream.flush()

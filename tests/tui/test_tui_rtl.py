@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from habakkuk.widgets.bidi import visual_strip, visual_text
+from habakkuk.widgets.bidi import terminal_reorders, visual_strip, visual_text
 from tests.helpers import eventually
 from tests.tui.conftest import ChatApp
 from tests.tui.markdown_views import screen_lines
@@ -67,3 +69,22 @@ async def test_an_arabic_reply_is_drawn_right_to_left_and_joined(chat_app: ChatA
         assert reply.index(HELLO_WORLD_DRAWN) > len(reply) // 2
         assert HELLO_WORLD not in "\n".join(lines)
         assert any("hello םולש" in line for line in lines)
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_terminal_is_asked_not_to_reorder_again_while_the_app_runs() -> None:
+    terminal = FakeTerminal()
+    with terminal_reorders(terminal, False):
+        assert terminal.getvalue() == "\x1b[8l"  # BDSM reset: explicit mode
+    assert terminal.getvalue() == "\x1b[8l\x1b[8h"  # the default (implicit) back
+
+
+def test_nothing_is_written_when_the_stream_is_not_a_terminal() -> None:
+    piped = io.StringIO()
+    with terminal_reorders(piped, False):
+        pass
+    assert piped.getvalue() == ""
