@@ -22,7 +22,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, TextIO
 
 from rich.segment import Segment
@@ -83,10 +83,11 @@ def _transparent(char: str) -> bool:
 def shape(text: str) -> str:
     """Arabic letters in `text` in their joined presentation forms (logical order kept);
     a lam-alef pair becomes one ligature and the line ends with one more space."""
-    return "".join(char for char, _ in _shape([(char, None) for char in text]))
+    return "".join(char for char, _ in _shape([(char, i) for i, char in enumerate(text)]))
 
 
-Cell = tuple[str, "Style | None"]
+# A character and the index, in the line as given, of the one whose style it takes.
+Cell = tuple[str, int]
 
 
 def _shape(cells: list[Cell]) -> list[Cell]:
@@ -284,13 +285,16 @@ def visual_order(levels: list[int]) -> list[int]:
 
 def visual_text(text: str) -> str:
     """One line of `text` as drawn: shaped, in visual order (for tests and plain text)."""
-    return "".join(char for char, _ in _visual([(char, None) for char in text]))
+    return _layout(text)[0]
 
 
-def _visual(cells: list[Cell]) -> list[Cell]:
-    """(character, style) pairs of one line: shaped, then reordered, a combining mark kept
-    after the letter it sits on (the terminal draws it over the cell before it)."""
-    cells = _shape(cells)
+@lru_cache(maxsize=4096)
+def _layout(text: str) -> tuple[str, tuple[int, ...]]:
+    """One line as drawn, and for each drawn character the index in `text` of the one
+    whose style it takes: shaped, then reordered, a combining mark kept after the letter
+    it sits on (the terminal draws it over the cell before it). Cached: a line is drawn
+    again and again (scrolling, a streamed reply's tail) with the same text."""
+    cells = _shape([(char, i) for i, char in enumerate(text)])
     shaped = "".join(char for char, _ in cells)
     levels = bidi_levels(shaped)
     # Clusters: a letter and the marks after it move together.
@@ -301,15 +305,14 @@ def _visual(cells: list[Cell]) -> list[Cell]:
         else:
             clusters.append([i])
     order = visual_order([levels[cluster[0]] for cluster in clusters])
-    out: list[Cell] = []
+    chars: list[str] = []
+    sources: list[int] = []
     for index in order:
-        cluster = clusters[index]
-        for i in cluster:
-            char, style = cells[i]
-            if levels[i] % 2:
-                char = _MIRROR.get(char, char)
-            out.append((char, style))
-    return out
+        for i in clusters[index]:
+            char, source = cells[i]
+            chars.append(_MIRROR.get(char, char) if levels[i] % 2 else char)
+            sources.append(source)
+    return "".join(chars), tuple(sources)
 
 
 def visual_strip(strip: Strip, width: int = 0) -> Strip:
@@ -317,17 +320,25 @@ def visual_strip(strip: Strip, width: int = 0) -> Strip:
     `width`: the cells the line may take; a right-to-left line ends at its right edge."""
     if not has_rtl(strip.text):
         return strip
-    if width > strip.cell_length:
-        last = next((segment.style for segment in reversed(list(strip)) if segment.style), None)
-        strip = strip.extend_cell_length(width, last or Style.null())
-    segments = list(strip)
+    segments = tuple(strip)
     if any(segment.control for segment in segments):
         return strip
-    cells: list[Cell] = [
-        (char, segment.style or Style.null()) for segment in segments for char in segment.text
-    ]
+    return _visual_segments(segments, strip.cell_length, width)
+
+
+@lru_cache(maxsize=2048)
+def _visual_segments(segments: tuple[Segment, ...], cells: int, width: int) -> Strip:
+    """The work of `visual_strip`, cached by the line's segments: Textual draws a line
+    again (scrolling, a streamed reply's tail) far more often than it changes."""
+    strip = Strip(segments, cells)
+    if width > cells:
+        last = next((segment.style for segment in reversed(segments) if segment.style), None)
+        strip = strip.extend_cell_length(width, last or Style.null())
+    styles = [segment.style or Style.null() for segment in strip for _ in segment.text]
+    drawn, sources = _layout(strip.text)
     out: list[Segment] = []
-    for char, style in _visual(cells):
+    for char, source in zip(drawn, sources, strict=True):
+        style = styles[source]
         if out and out[-1].style == style:
             out[-1] = Segment(out[-1].text + char, style)
         else:
