@@ -18,12 +18,14 @@ from habakkuk.cli import entry
 MOCK = "providers:\n  mock:\n    type: mock\nagents:\n  main:\n    model: mock/x\n"
 
 
-def habakkuk(home: Path, *args: str, **locale: str) -> subprocess.CompletedProcess[str]:
-    """Run the CLI on `home` with exactly the locale variables given (stdin: empty pipe)."""
+def habakkuk(
+    home: Path, *args: str, stdin: str = "", **locale: str
+) -> subprocess.CompletedProcess[str]:
+    """Run the CLI on `home` with exactly the locale variables given (stdin: a pipe)."""
     env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES", "LANG")}
     return subprocess.run(
         [sys.executable, "-m", "habakkuk.cli", *args],
-        input="",
+        input=stdin,
         capture_output=True,
         text=True,
         env={**env, "HABAKKUK_HOME": str(home), **locale},
@@ -86,3 +88,14 @@ def test_help_is_answered_before_any_language_is_chosen(
         entry.main(["--help"])
     assert ended.value.code == 0
     assert "usage: habakkuk" in capsys.readouterr().out
+
+
+def test_the_plain_chat_speaks_the_locale_when_the_config_names_no_language(home: Path) -> None:
+    """`habakkuk chat --plain` keeps the invocation's language (LANG) unless config.yaml
+    names one: /help's summaries in French."""
+    (home / "config.yaml").write_text(MOCK)
+    french = habakkuk(home, "chat", "--plain", stdin="/help\n", LANG="fr_FR.UTF-8")
+    assert french.returncode == 0, french.stderr
+    assert "démarrer une nouvelle session" in french.stdout
+    english = habakkuk(home, "chat", "--plain", stdin="/help\n", LANG="C.UTF-8")
+    assert "start a fresh session" in english.stdout
