@@ -56,6 +56,9 @@ async function api(path, options) {
 function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
+  // A message bubble takes its direction from its own text: an Arabic or Hebrew reply
+  // is right-aligned and ordered by the browser's bidi algorithm, an English one is not.
+  if (className && /(^| )msg( |$)/.test(className)) node.dir = "auto";
   if (text !== undefined && text !== null) node.textContent = String(text);
   return node;
 }
