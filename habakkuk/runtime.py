@@ -108,7 +108,7 @@ class Runtime:
             self.queue, self.bus, self.sessions, lambda: self._pools, lambda: self._turn_pool
         )
         self.settings = SessionSettings(config, self.sessions, usage)
-        self.goals = Goals(state.db, self.queue, self.bus, self.turns)  # /goal
+        self.goals = Goals(state.db, self.queue, self.bus, self.turns, config.language_of)
         self.checkpointing = WorkspaceCheckpoints(config, home, self.queue, self.sessions)
         self.schedules = build_schedules(self.queue, config)  # a work SchedulesAccess
         # The board (a work BoardAccess); a card's run in this process stops at once.

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +47,7 @@ from habakkuk.engine.goals import (
     follow_up_prompt,
     verdict,
 )
-from habakkuk.engine.i18n import t
+from habakkuk.engine.i18n import t, use_language
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.timeouts import wait_within
 
@@ -73,8 +73,16 @@ def notice(goal: Goal) -> str:
 class Goals:
     """The goals of the home's sessions (GoalsAccess) and the step after each turn."""
 
-    def __init__(self, db: Database, queue: JobQueue, bus: EventBus, turns: Turns):
+    def __init__(
+        self,
+        db: Database,
+        queue: JobQueue,
+        bus: EventBus,
+        turns: Turns,
+        language_of: Callable[[str], str] = lambda channel: "",
+    ):
         self.store = GoalStore(db)  # state.db
+        self.language_of = language_of  # a channel's language (Config.language_of)
         self.queue = queue
         self.bus = bus
         self.turns = turns
@@ -295,8 +303,10 @@ class Goals:
                 to = None
             if to is not None:
                 await enqueue_reply(self.queue, turn)  # the turn's reply goes out first
+                with use_language(self.language_of(to.channel)):  # the chat's, not ours
+                    told = notice(goal)
                 await enqueue_delivery(
-                    self.queue, f"{GOAL_NOTICE_PREFIX}{turn.id}", TextDelivery(to, said)
+                    self.queue, f"{GOAL_NOTICE_PREFIX}{turn.id}", TextDelivery(to, told)
                 )
         self._publish(goal, said)
         await self.store.mark_told(goal.id)

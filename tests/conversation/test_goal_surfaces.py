@@ -9,6 +9,7 @@ from pathlib import Path
 
 from habakkuk.engine.goals import follow_up_id
 from habakkuk.engine.home import Home
+from habakkuk.engine.i18n import t, use_language
 from habakkuk.widgets.status_line import Status
 from tests.channels.fake_telegram import FakeTelegram
 from tests.channels.test_telegram_e2e import channel_yaml
@@ -75,6 +76,21 @@ async def test_a_telegram_goal_runs_to_done_and_its_follow_up_fires_message_out(
     [out] = [e for e in log.events("out") if e.get("turn") == follow_up]
     assert (out["kind"], out["text"]) == ("reply", "both parts are done. GOAL DONE")
     assert any(e["text"] == ENDED for e in log.events("out"))  # the notice went out too
+
+
+async def test_a_french_chat_is_told_in_french_how_its_goal_ended(
+    serve: ServeFactory, tg: FakeTelegram
+) -> None:
+    config = scenarios(DONE_AT_2) + textwrap.dedent(channel_yaml(tg, "language: fr\n"))
+    served = await serve(config)
+    assert served.runtime.channels is not None
+    await served.runtime.channels.started()
+    with use_language("fr"):
+        ended = t("goal.ended.done", counted=2, budget=4, text="write two parts")
+    assert ended != ENDED  # the French catalog has its own words for it
+    tg.message(GOAL)
+    await tg.wait_for(lambda: ended in tg.texts())
+    assert ENDED not in tg.texts()
 
 
 async def test_a_web_chat_goal_runs_to_done_in_its_conversation(serve: ServeFactory) -> None:
