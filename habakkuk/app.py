@@ -26,6 +26,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker
 
+from habakkuk.engine.i18n import set_language, t
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.screens.messages import RuntimeReady
 from habakkuk.screens.sections import SECTIONS
@@ -145,6 +146,27 @@ class HabakkukApp(App[None]):
                 self._home = Home(default_home())
         return self._home
 
+    def on_load(self) -> None:
+        """Speak config.yaml's `language:` (when set) before any screen is made: the app's
+        task sets it, and every widget's task, started from it, inherits it. Without one,
+        the language is the caller's (`habakkuk` chose it from the locale)."""
+        config = self._config
+        if config is None and self._given_runtime is not None:
+            config = self._given_runtime.config
+        if config is not None:
+            language = config.language
+        else:
+            # Not parsed yet (the runtime parses it after the first frame): its one line.
+            from habakkuk.engine.errors import HabakkukError
+            from habakkuk.engine.i18n.locale import config_language
+
+            try:
+                language = config_language(self.home.config_path)
+            except HabakkukError:
+                language = ""  # a bad $HABAKKUK_HOME: the runtime's start reports it
+        if language:
+            set_language(language)
+
     def on_mount(self) -> None:
         """First frame first: the chat, the setup screen and the runtime come after it."""
         self.call_after_refresh(self._after_first_frame)
@@ -171,7 +193,7 @@ class HabakkukApp(App[None]):
         def saved(written: Path | None) -> None:
             if written is not None:
                 # The open runtime keeps the config it read; the next start reads this one.
-                self.notify(f"Saved {written}. Restart Habakkuk to use it.", markup=False)
+                self.notify(t("tui.notice.saved_config", path=written), markup=False)
 
         self.push_screen(SetupScreen(self.home), callback=saved)
 
@@ -184,7 +206,7 @@ class HabakkukApp(App[None]):
 
         def saved(name: str | None) -> None:
             if name is not None:
-                self.notify(f"Saved channels.{name}. Restart Habakkuk to connect it.", markup=False)
+                self.notify(t("tui.notice.saved_channel", name=name), markup=False)
 
         self.push_screen(ChannelSetupScreen(self.home), callback=saved)
 
@@ -344,15 +366,17 @@ class HabakkukApp(App[None]):
             await self.action_quit()
             return
         self._last_interrupt = now
-        self.stop_turn(" Ctrl+C again quits.", " Ctrl+C again (or Ctrl+Q) quits.")
+        self.stop_turn(t("tui.notice.again_quits"), t("tui.notice.again_or_q_quits"))
 
     def stop_turn(self, stopping_hint: str = "", idle_hint: str = "") -> None:
         """Stop the chat's running turn, and say so."""
         chat = self.get_chat()
         if chat is not None and chat.stop_turn():
-            self.notify(f"Stopping the turn.{stopping_hint}", timeout=3)
+            self.notify(
+                " ".join(filter(None, (t("tui.notice.stopping"), stopping_hint))), timeout=3
+            )
         else:
-            self.notify(f"No turn is running.{idle_hint}", timeout=3)
+            self.notify(" ".join(filter(None, (t("tui.notice.idle"), idle_hint))), timeout=3)
 
     def _copy_selection(self) -> bool:
         """Copy what is selected (text dragged over, or a selection in the focused text
@@ -372,7 +396,7 @@ class HabakkukApp(App[None]):
                 return False
             self.screen.clear_selection()
         self.copy_to_clipboard(text)
-        self.notify(f"Copied {len(text):,} characters.", timeout=2)
+        self.notify(t("tui.notice.copied", count=len(text)), timeout=2)
         return True
 
     async def action_quit(self) -> None:
@@ -474,9 +498,16 @@ def run_app(*, resume: bool = False, config: Config | None = None) -> int:
             # The app may end without action_quit (an error): never leave leases behind.
             await app.close_runtime()
 
-    asyncio.run(main())
-    if app.startup_error:
-        import sys
+    import sys
 
+    from habakkuk.widgets.bidi import terminal_reorders
+
+    # The app draws right-to-left lines in visual order itself (widgets/bidi.py): a
+    # terminal that also reorders (VTE, mlterm: BiDi's "implicit mode") is asked not to
+    # while it runs, and given its default back after.
+    terminal = sys.__stderr__
+    with terminal_reorders(terminal, False):
+        asyncio.run(main())
+    if app.startup_error:
         print(app.startup_error, file=sys.stderr)
     return app.return_code or 0

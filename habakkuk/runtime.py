@@ -14,7 +14,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest, session_of, turn_request
+from habakkuk.engine.agent.requests import TURN_KIND, session_of, turn_request
 from habakkuk.engine.agent.titles import title_pool
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
 from habakkuk.engine.agent.turn_access import TurnOutcome
@@ -29,15 +29,13 @@ from habakkuk.engine.llm.router import Router
 from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.retention import RETENTION_KIND, sweep_with
-from habakkuk.engine.sessions import Session
 from habakkuk.engine.store import BlobStore
-from habakkuk.engine.toolkit.approvals import Approver
-from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.board import build_board
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
+from habakkuk.services.goals import Goals
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
 from habakkuk.services.schedules import build_schedules
@@ -110,6 +108,7 @@ class Runtime:
             self.queue, self.bus, self.sessions, lambda: self._pools, lambda: self._turn_pool
         )
         self.settings = SessionSettings(config, self.sessions, usage)
+        self.goals = Goals(state.db, self.queue, self.bus, self.turns, config.language_of)
         self.checkpointing = WorkspaceCheckpoints(config, home, self.queue, self.sessions)
         self.schedules = build_schedules(self.queue, config)  # a work SchedulesAccess
         # The board (a work BoardAccess); a card's run in this process stops at once.
@@ -137,6 +136,7 @@ class Runtime:
             channels=lambda: self.channels,
             mcp=lambda: self.mcp,
             http=self.http.describe,
+            goals=self.goals,
         )
         self.control.schedules, self.control.board = self.schedules, self.board  # counts
         self.nodes = NodeRegistry(control_db, agents=config.serve.agents)  # joins in workers
@@ -231,7 +231,9 @@ class Runtime:
                 tools=self.tools,
                 bus=self.bus,
                 blobs=self.blobs,
-                approver_for=self._approver_for,
+                approver_for=lambda session, request: self.approvals.turn_approver(
+                    session, request, self.router
+                ),
                 hooks=self.hooks,
                 state=self.state,
                 checkpoint_for=self.checkpointing.snapshot_for,
@@ -271,6 +273,7 @@ class Runtime:
         for pool in self._pools:
             pool.start()
         self._maintenance.extend(work.start_loops(maintenance=maintenance))
+        self.goals.start()  # the steps a crash cut short, taken again
         if self.channels is not None:
             self.channels.start()
 
@@ -302,6 +305,7 @@ class Runtime:
         if self.mcp is not None:
             await self.mcp.close()
         await self.processes.shutdown()
+        await self.goals.settled()  # the steps after the last turns, before the stores close
         await self.hooks.drain()
         # The stores close together: each may checkpoint its WAL as it closes (an fsync).
         stores = (self.usage, self.state, self.memory, self.transcripts, self.queue.db)
@@ -343,27 +347,9 @@ class Runtime:
 
     def _job_finished(self, job: Job) -> None:
         self.job_settled(job)
+        self.goals.turn_finished(job)  # a session's goal steps after each of its turns
         if self.channels is not None:
             self.channels.turn_finished(job)
-
-    def _approver_for(self, session: Session, request: TurnRequest) -> Approver | None:
-        """The turn's approver: the chat for channel turns, else the human one (behind the
-        reviewer when `approvals` says). An unattended turn that replies to a chat (a
-        webhook's) asks nobody."""
-        if request.reply_to is not None and request.attended and self.channels is not None:
-            return self.channels.approver_for(request)
-        human = self.approvals.human_approver(session, request)
-        agent = self.config.agent(session.agent)
-        if agent.approvals == "human":
-            return human
-        reviewer = Reviewer(
-            self.router,
-            agent.reviewer_chain or agent.chain,
-            bus=self.bus,
-            task=request.text,
-            workspace=agent.workspace_path,
-        )
-        return select_approver(agent.approvals, human=human, reviewer=reviewer)
 
     async def _process_exited(self, info: ProcessInfo) -> None:
         """A notify: true background process ended: tell its session in a new turn."""

@@ -40,6 +40,11 @@ pytest_plugins = ["tests.snapshot_workers", "tests.pg_fixtures", "tests.channels
 # Tests must never reach a real provider or read the developer's home.
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "HABAKKUK_HOME"):
     os.environ.pop(_var, None)
+# Habakkuk's own words are English in the tests whatever the developer's locale (the CLI
+# speaks LC_ALL/LC_MESSAGES/LANG); a test of another language sets its own.
+for _var in ("LC_ALL", "LC_MESSAGES"):
+    os.environ.pop(_var, None)
+os.environ["LANG"] = "C.UTF-8"
 # Never touch a desktop keyring from tests (and skip its slow import).
 os.environ["HABAKKUK_NO_KEYRING"] = "1"
 

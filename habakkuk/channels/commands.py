@@ -62,7 +62,7 @@ async def channels_status(home: Home, *, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps([health_json(h) for h in healths], indent=2))
     elif not config.channels:
-        print("no channels configured (add a channels: section to config.yaml)")
+        print(t("cli.channels.none"))
     now = time.time()
     for health in [] if as_json else healths:
         print(
@@ -77,7 +77,7 @@ async def pair(home: Home, code: str) -> int:
     try:
         pairing = await store.approve_pairing(code)
         if pairing is None:
-            print(f"habakkuk: pairing code {code!r} is unknown or expired", file=sys.stderr)
+            print(f"habakkuk: {t('cli.pair.unknown', code=repr(code))}", file=sys.stderr)
             return EXIT_NOT_FOUND
         await Outbox(JobQueue(db)).send_text(
             f"paired:{pairing.account}:{pairing.user}:{pairing.code}",
@@ -87,7 +87,7 @@ async def pair(home: Home, code: str) -> int:
     finally:
         await db.close()
     who = f"{pairing.name} ({pairing.user})" if pairing.name else pairing.user
-    print(f"paired {who} on {pairing.account}")
+    print(t("cli.pair.paired", who=who, account=pairing.account))
     return 0
 
 
@@ -120,5 +120,5 @@ async def send(home: Home, to: str, text: str, file: str | None) -> int:
             await outbox.send_text(job_id, address, text)
     finally:
         await db.close()
-    print(f"queued {job_id} for {address}; habakkuk serve sends it")
+    print(t("cli.send.queued", job=job_id, address=address))
     return 0

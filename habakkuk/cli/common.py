@@ -87,10 +87,12 @@ def ask(prompt: str) -> str:
 
 def count(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
+    from habakkuk.engine.i18n import t
+
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(t("cli.not_a_whole_number", text=repr(text))) from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+        raise argparse.ArgumentTypeError(t("cli.at_least_one", value=value))
     return value

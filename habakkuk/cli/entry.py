@@ -131,16 +131,18 @@ def _check_modes(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
     """--serve, --smoke and --resume each pick what runs: refuse them together or with a
     command, rather than silently doing one of them."""
     given = [f"--{flag}" for flag in ("serve", "smoke", "resume") if getattr(args, flag)]
+    from habakkuk.engine.i18n import t
+
     if len(given) > 1:
-        parser.error(f"{' and '.join(given)} cannot be used together")
+        parser.error(t("cli.modes_together", first=given[0], second=given[1]))
     same = (given == ["--serve"] and args.command == "serve") or (
         given == ["--resume"] and args.command in APP_COMMANDS
     )
     if given and args.command is not None and not same:
-        parser.error(f"{given[0]} cannot be used with the {args.command} command")
+        parser.error(t("cli.mode_with_command", mode=given[0], command=args.command))
     serving = args.serve or args.command == "serve"
     if getattr(args, "agents", None) is not None and not serving:
-        parser.error("--agents goes with --serve (the agents this process hosts)")
+        parser.error(t("cli.agents_without_serve"))
 
 
 def _module(args: argparse.Namespace) -> str:
@@ -171,13 +173,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(command_word(words))
-    args = parser.parse_args(words)
-    _check_modes(args, parser)
-    if args.version:
-        from habakkuk import __version__
+    args = parser.parse_args(words)  # --help and bad usage end here, before any config read
+    from habakkuk.cli.language import cli_language
+    from habakkuk.engine.i18n import use_language
 
-        print(f"habakkuk {__version__}")
-        return EXIT_OK
+    # Chosen once per invocation, for all it runs (asyncio.run copies the context). A
+    # block rather than a set: an in-process caller (the tests) gets its language back.
+    with use_language(cli_language()):
+        _check_modes(args, parser)
+        if args.version:
+            from habakkuk import __version__
+
+            print(f"habakkuk {__version__}")
+            return EXIT_OK
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the command `args` chose; a user-facing error is one stderr line."""
     handler: Callable[[argparse.Namespace], int] = importlib.import_module(_module(args)).main
     from habakkuk.engine.errors import HabakkukError
 

@@ -90,7 +90,9 @@ async def chat(args: argparse.Namespace) -> int:
 
     runtime = await open_runtime(current_home())
     try:
-        set_language(runtime.config.language or None)
+        if runtime.config.language:
+            # Else the language `habakkuk` chose for this invocation (the locale's).
+            set_language(runtime.config.language)
         agent = runtime.config.agent(args.agent).name if args.agent else None
         if args.session:
             session = await runtime.sessions.session(args.session)  # NotFound: one line, exit 2

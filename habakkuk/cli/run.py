@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from habakkuk.cli.common import collector_held, current_home, open_runtime, run_async
 from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error_line, exit_code
+from habakkuk.engine.i18n import t  # stdlib-only at import: the catalog is read on first use
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,13 +47,13 @@ def main(args: argparse.Namespace) -> int:
         return _run_held(request, args, skill=skill)
     if words in ([], ["-"]):
         if not words and sys.stdin.isatty():
-            print("habakkuk: run: give a prompt, or pipe one in", file=sys.stderr)
+            print(error_line("run", t("cli.run.no_prompt")), file=sys.stderr)
             return EXIT_USAGE
         prompt = sys.stdin.read().rstrip("\r\n")
     else:
         prompt = " ".join(words)
     if not prompt.strip():
-        print("habakkuk: run: the prompt is empty", file=sys.stderr)
+        print(error_line("run", t("cli.run.empty_prompt")), file=sys.stderr)
         return EXIT_USAGE
     return _run_held(prompt, args)
 
@@ -115,10 +116,8 @@ async def _run(
                 print(error_line("", exc), file=sys.stderr)
                 return exit_code(exc)
             if agent and agent != session.agent:
-                print(
-                    f"habakkuk: session {session_id} belongs to agent {session.agent!r}",
-                    file=sys.stderr,
-                )
+                line = t("cli.run.other_agent", session=session_id, agent=session.agent)
+                print(error_line("", line), file=sys.stderr)
                 return EXIT_USAGE
             hub.warm_first(session.agent, await runtime.settings.session_model(session_id))
         if skill:
@@ -157,10 +156,8 @@ async def _run(
     else:
         sys.stdout.write("\n")
         if outcome.status != "done":
-            print(
-                f"habakkuk: turn {outcome.status}: {outcome.error or ''}".rstrip(": "),
-                file=sys.stderr,
-            )
+            ended = t("cli.run.turn_ended", status=outcome.status)
+            print(error_line("", f"{ended}: {outcome.error or ''}".rstrip(": ")), file=sys.stderr)
     return EXIT_OK if outcome.status == "done" else EXIT_FAILED
 
 

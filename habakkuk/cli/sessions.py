@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from habakkuk.cli.common import ask, count, open_runtime, run_async
 from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error_line
+from habakkuk.engine.i18n import t
 
 if TYPE_CHECKING:
     from habakkuk.engine.sessions import Session
@@ -91,11 +92,7 @@ async def _sessions_list(agent: str | None, limit: int, as_json: bool, everythin
         sessions = await runtime.sessions.list_sessions(agent, limit=limit, include_work=everything)
     finally:
         await runtime.close()
-    none = (
-        "no sessions yet"
-        if everything
-        else "no sessions yet (--all lists board and sub-agent runs)"
-    )
+    none = t("cli.sessions.none") if everything else t("cli.sessions.none_hint")
     return _print_sessions(sessions, as_json, none)
 
 
@@ -114,8 +111,10 @@ async def _sessions_search(query: str, agent: str | None) -> int:
     for hit in hits:
         print(f"{hit.session}  #{hit.seq:<4} {hit.role:<9} {hit.snippet}")
     if not hits:
-        within = f" of agent {agent}" if agent else ""
-        print(f"no messages{within} match {query!r}", file=sys.stderr)
+        if agent:
+            print(t("cli.sessions.no_match_agent", agent=agent, query=repr(query)), file=sys.stderr)
+        else:
+            print(t("cli.sessions.no_match", query=repr(query)), file=sys.stderr)
     return EXIT_OK if hits else EXIT_FAILED
 
 
@@ -140,7 +139,7 @@ async def _sessions_export(session_id: str, fmt: str, output: str | None) -> int
     except HabakkukError as exc:  # a bad -o path is the caller's to fix: one line, exit 2
         print(f"habakkuk: sessions export: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"wrote {where}", file=sys.stderr)
+    print(t("cli.sessions.wrote", path=where), file=sys.stderr)
     return EXIT_OK
 
 
@@ -199,12 +198,12 @@ def sessions_rm(args: argparse.Namespace) -> int:
     """`habakkuk sessions rm ID... [-y]`: delete sessions for good (asks on a terminal)."""
     if not args.yes:
         if not sys.stdin.isatty():
-            print("habakkuk: sessions rm: not a terminal; pass -y to delete", file=sys.stderr)
+            print(error_line("sessions rm", t("cli.sessions.rm_not_a_terminal")), file=sys.stderr)
             return EXIT_USAGE
         names = " ".join(args.ids)
-        answer = ask(f"delete {names} for good (transcript, search index, state)? [y/N] ")
+        answer = ask(t("cli.sessions.rm_confirm", names=names) + " [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
-            print("nothing deleted", file=sys.stderr)
+            print(t("cli.sessions.rm_nothing"), file=sys.stderr)
             return EXIT_FAILED
     return run_async(_sessions_each(args.ids, "rm"))
 
@@ -213,7 +212,6 @@ async def _sessions_each(ids: list[str], action: str) -> int:
     """Apply archive, unarchive or rm to each id; one line per id that failed (exit 2)."""
     from habakkuk.engine.errors import HabakkukError
 
-    done = {"archive": "archived", "unarchive": "unarchived", "rm": "deleted"}[action]
     failed = False
     runtime = await open_runtime()
     try:
@@ -227,7 +225,7 @@ async def _sessions_each(ids: list[str], action: str) -> int:
                 print(error_line(f"sessions {action}", exc), file=sys.stderr)
                 failed = True
                 continue
-            print(f"{done} {session_id}")
+            print(t(f"cli.sessions.done_{action}", id=session_id))
     finally:
         await runtime.close()
     return EXIT_USAGE if failed else EXIT_OK
@@ -246,7 +244,7 @@ async def _sessions_archived(as_json: bool, everything: bool) -> int:
         )
     finally:
         await runtime.close()
-    return _print_sessions(sessions, as_json, "no archived sessions")
+    return _print_sessions(sessions, as_json, t("cli.sessions.none_archived"))
 
 
 def _print_sessions(sessions: list[Session], as_json: bool, none: str) -> int:

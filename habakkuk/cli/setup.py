@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from habakkuk.cli.common import current_home
-from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error_line
+from habakkuk.engine.i18n import t
 
 if TYPE_CHECKING:
     from habakkuk.engine.home import Home
@@ -75,14 +76,14 @@ def init(args: argparse.Namespace) -> int:
     home = current_home()
     path = home.config_path
     if path.exists() and not args.force:
-        print(f"habakkuk: {path} exists; use --force to replace it", file=sys.stderr)
+        print(f"habakkuk: {t('cli.init.exists', path=path)}", file=sys.stderr)
         return EXIT_USAGE
     home.prepare()
     if path.exists():
         path.replace(path.with_name("config.yaml.bak"))
     path.write_text(STARTER_CONFIG, encoding="utf-8")
     os.chmod(path, 0o600)
-    print(f'wrote {path}\ntry: habakkuk run "hello"')
+    print(t("cli.init.wrote", path=path))
     return EXIT_OK
 
 
@@ -99,7 +100,7 @@ def setup(args: argparse.Namespace) -> int:
         )
     if run_setup(current_home(), channel_base_url=args.base_url, channel_name=args.name) != EXIT_OK:
         return EXIT_FAILED
-    print("\nchecking the new setup (habakkuk doctor):")
+    print("\n" + t("cli.setup.checking"))
     return doctor.main(args)
 
 
@@ -142,37 +143,40 @@ class Wizard:
         """Ask which provider until the answer is one of the numbers."""
         from habakkuk.services.setup import CHOICES
 
-        self.out("Which model provider?")
+        self.out(t("cli.setup.which_provider"))
         for number, choice in enumerate(CHOICES, start=1):
             self.out(f"  {number}. {choice.title}")
         for _ in range(5):
-            answer = self._prompt("Provider number", "1")
+            answer = self._prompt(t("cli.setup.provider_number"), "1")
             if answer.isdigit() and 1 <= int(answer) <= len(CHOICES):
                 choice = CHOICES[int(answer) - 1]
                 if choice.missing:
-                    self.out(f"  {choice.label} {choice.missing}; choose another or install it")
+                    missing = t(
+                        "cli.setup.provider_missing", label=choice.label, missing=choice.missing
+                    )
+                    self.out(f"  {missing}")
                     continue
                 return choice
-            self.out(f"  please answer a number from 1 to {len(CHOICES)}")
+            self.out("  " + t("cli.setup.number_range", last=len(CHOICES)))
         raise SetupAborted("no provider chosen")
 
     def ask_base_url(self) -> str:
         """The URL of an OpenAI-compatible server (ending in /v1 as a rule)."""
         for _ in range(5):
-            url = self._prompt("Server URL (e.g. http://127.0.0.1:11434/v1)")
+            url = self._prompt(t("cli.setup.server_url"))
             if url.startswith(("http://", "https://")) and len(url) > len("https://"):
                 return url.rstrip("/")
-            self.out("  please give an http:// or https:// URL")
+            self.out("  " + t("cli.setup.bad_url"))
         raise SetupAborted("no server URL given")
 
     def ask_key(self, choice: Choice) -> str:
         """The key (hidden); optional servers accept an empty answer."""
-        hint = " (Enter for none)" if choice.key_optional else ""
+        question = t("cli.setup.key_optional" if choice.key_optional else "cli.setup.key")
         for _ in range(5):
-            key = self._prompt(f"API key{hint} (input is hidden)", secret=True)
+            key = self._prompt(question, secret=True)
             if key or choice.key_optional:
                 return key
-            self.out("  this provider needs a key")
+            self.out("  " + t("cli.setup.key_needed"))
         raise SetupAborted("no key given")
 
     def checked_key(self, choice: Choice, base_url: str | None) -> str:
@@ -185,23 +189,24 @@ class Wizard:
             key = self.ask_key(choice) if choice.key_env else ""
             if choice.is_demo:
                 return key
-            self.out("  checking the key (listing the models)...")
+            self.out("  " + t("cli.setup.checking_key"))
             result = asyncio.run(check_key(choice, key, base_url))
             if result.ok:
-                self.out("  the key works")
+                self.out("  " + t("cli.setup.key_works"))
                 return key
-            self.out(f"  the check failed: {result.reason}")
-            answer = self._prompt("Save it anyway? (y: save, n: enter the key again)", "n")
+            self.out("  " + t("cli.setup.check_failed", reason=result.reason))
+            answer = self._prompt(t("cli.setup.save_anyway"), "n")
             if answer.lower() in ("y", "yes"):
                 return key
         raise SetupAborted("no working key given")
 
     def ask_model(self, choice: Choice) -> str:
         for _ in range(5):
-            model = self._prompt("Model", choice.default_model)
+            model = self._prompt(t("cli.setup.model"), choice.default_model)
             if model and not model.startswith("/") and " " not in model:
                 return model
-            self.out("  please give a model id, e.g. " + (choice.default_model or "llama3.1"))
+            example = choice.default_model or "llama3.1"
+            self.out("  " + t("cli.setup.bad_model", example=example))
         raise SetupAborted("no model given")
 
     def ask_workspace(self) -> str:
@@ -209,10 +214,10 @@ class Wizard:
 
         default = str(self.home.default_workspace(AGENT))
         for _ in range(5):
-            answer = self._prompt("Workspace folder for the agent", default)
+            answer = self._prompt(t("cli.setup.workspace"), default)
             path = Path(answer).expanduser()
             if path.exists() and not path.is_dir():
-                self.out(f"  {path} is a file, not a folder")
+                self.out("  " + t("cli.setup.not_a_folder", path=path))
                 continue
             return str(path if path.is_absolute() else Path.cwd() / path)
         raise SetupAborted("no workspace given")
@@ -221,7 +226,7 @@ class Wizard:
 
     def run(self) -> int:
         """Ask, validate, store and write; returns an exit code."""
-        self.out(f"Setting up Habakkuk in {self.home.root}\n")
+        self.out(t("cli.setup.start", root=self.home.root) + "\n")
         choice = self.choose_provider()
         base_url = self.ask_base_url() if choice.asks_base_url else None
         key = self.checked_key(choice, base_url)
@@ -230,16 +235,13 @@ class Wizard:
         text = self.setup.build_config(choice, base_url, bool(key), model, workspace)
         if key and choice.key_env:
             where = self.setup.store_key(choice.key_env, key)
-            self.out(f"stored {choice.key_env} in {where}")
+            self.out(t("cli.setup.stored_key", name=choice.key_env, where=where))
             current = os.environ.get(choice.key_env)
             if current and current != key:
-                self.out(
-                    f"note: {choice.key_env} is also set in your environment, and that value "
-                    "wins; unset it to use the new key"
-                )
+                self.out(t("cli.setup.key_in_environment", name=choice.key_env))
         self.setup.write_config(text)
         Path(workspace).mkdir(parents=True, exist_ok=True)
-        self.out(f"wrote {self.home.config_path}")
+        self.out(t("cli.setup.wrote", path=self.home.config_path))
         return EXIT_OK
 
 
@@ -258,7 +260,7 @@ def run_setup(
     try:
         code = wizard.run()
     except SetupAborted as exc:
-        print(f"habakkuk: setup: stopped ({exc}); nothing was written", file=sys.stderr)
+        print(error_line("setup", t("cli.setup.stopped", reason=exc)), file=sys.stderr)
         return EXIT_FAILED
     channels = ChannelWizard(
         home,

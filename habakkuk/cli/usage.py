@@ -7,7 +7,8 @@ import json
 import sys
 
 from habakkuk.cli.common import open_runtime, run_async
-from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE
+from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE, error_line
+from habakkuk.engine.i18n import t
 
 
 def add_arguments(command: str, usage: argparse.ArgumentParser) -> None:
@@ -20,7 +21,7 @@ def add_arguments(command: str, usage: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """`habakkuk usage`: tokens and dollars by model and agent."""
     if args.days is not None and args.days <= 0:
-        print("habakkuk: usage: --days must be more than 0", file=sys.stderr)
+        print(error_line("usage", t("cli.usage.days_positive")), file=sys.stderr)
         return EXIT_USAGE
     return run_async(_usage(args.days, args.agent, args.json))
 
@@ -34,49 +35,63 @@ async def _usage(days: float | None, agent: str | None, as_json: bool) -> int:
     finally:
         await runtime.close()
     if as_json:
-        print(json.dumps([t.__dict__ for t in totals], ensure_ascii=False))
+        print(json.dumps([u.__dict__ for u in totals], ensure_ascii=False))
         return EXIT_OK
     if not totals:
-        span = f" in the last {days:g} days" if days is not None else ""
-        print(f"no model calls recorded{span}")
+        if days is None:
+            print(t("cli.usage.none"))
+        else:
+            print(t("cli.usage.none_in_days", days=f"{days:g}"))
         return EXIT_OK
-    header = ("MODEL", "AGENT", "CALLS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "COST")
+    columns = ("model", "agent", "calls", "input", "output", "cache_read", "cache_write", "cost")
+    header = tuple(t(f"cli.usage.column.{name}") for name in columns)
     rows = [
         (
-            t.model,
-            t.agent or "-",
-            str(t.calls),
-            f"{t.input_tokens:,}",
-            f"{t.output_tokens:,}",
-            f"{t.cache_read_tokens:,}",
-            f"{t.cache_write_tokens:,}",
-            f"${t.cost:,.4f}" + ("*" if t.unpriced_calls else ""),
+            u.model,
+            u.agent or "-",
+            str(u.calls),
+            f"{u.input_tokens:,}",
+            f"{u.output_tokens:,}",
+            f"{u.cache_read_tokens:,}",
+            f"{u.cache_write_tokens:,}",
+            f"${u.cost:,.4f}" + ("*" if u.unpriced_calls else ""),
         )
-        for t in totals
+        for u in totals
     ]
     rows.append(
         (
-            "TOTAL",
+            t("cli.usage.total"),
             "",
-            str(sum(t.calls for t in totals)),
-            f"{sum(t.input_tokens for t in totals):,}",
-            f"{sum(t.output_tokens for t in totals):,}",
-            f"{sum(t.cache_read_tokens for t in totals):,}",
-            f"{sum(t.cache_write_tokens for t in totals):,}",
-            f"${sum(t.cost for t in totals):,.4f}",
+            str(sum(u.calls for u in totals)),
+            f"{sum(u.input_tokens for u in totals):,}",
+            f"{sum(u.output_tokens for u in totals):,}",
+            f"{sum(u.cache_read_tokens for u in totals):,}",
+            f"{sum(u.cache_write_tokens for u in totals):,}",
+            f"${sum(u.cost for u in totals):,.4f}",
         )
     )
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    widths = [max(cell_len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
-        cells = [
-            cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row)
-        ]
+        cells = [_pad(cell, widths[i], left=i < 2) for i, cell in enumerate(row)]
         print("  ".join(cells).rstrip())
-    searches = sum(t.web_searches for t in totals)
-    fetches = sum(t.web_fetches for t in totals)
+    searches = sum(u.web_searches for u in totals)
+    fetches = sum(u.web_fetches for u in totals)
     if searches or fetches:
         # The provider's hosted web tools: their searches are priced in COST.
-        print(f"hosted web tools: {searches} search(es), {fetches} fetch(es)")
-    if any(t.unpriced_calls for t in totals):
-        print("* some calls were to models with no known price (add them under pricing: in config)")
+        print(t("cli.usage.web_tools", searches=searches, fetches=fetches))
+    if any(u.unpriced_calls for u in totals):
+        print(t("cli.usage.unpriced"))
     return EXIT_OK
+
+
+def cell_len(text: str) -> int:
+    """Terminal cells `text` takes: a wide (CJK) character two, so translated headers
+    still line up."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(cell: str, width: int, *, left: bool) -> str:
+    fill = " " * (width - cell_len(cell))
+    return cell + fill if left else fill + cell

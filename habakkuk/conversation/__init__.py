@@ -6,6 +6,7 @@ Importing the package registers every command, skill_commands' and delegation_co
 too (commands.py may not import them: they would import each other)."""
 
 from habakkuk.conversation import delegation_commands as _delegation_commands  # noqa: F401
+from habakkuk.conversation import goal_commands as _goal_commands  # noqa: F401
 from habakkuk.conversation import persona_commands as _persona_commands  # noqa: F401
 from habakkuk.conversation import plain as _plain  # noqa: F401
 from habakkuk.conversation import skill_commands as _skill_commands  # noqa: F401

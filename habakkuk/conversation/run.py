@@ -59,7 +59,12 @@ class RunConversation:
         self.session_id = session.id  # printed: the shell continues with --session
 
     async def start_turn(self, text: str) -> str | None:
-        return None  # /retry and /queue are for interactive surfaces (not declared for run)
+        """Queue `text` as a turn run by this process (/goal's first turn: /retry and
+        /queue are for interactive surfaces, not declared for run)."""
+        session = await self.session(create=True)
+        assert session is not None
+        self.services.start_workers(channels=False)
+        return await self.services.turns.submit(session.id, text, here=True)
 
     async def compact(self, session_id: str) -> Reply:
         self.services.start_workers(channels=False)

@@ -522,17 +522,16 @@ class Config:
 def load_config(home: Home) -> Config:
     """Read and validate HOME/config.yaml; ConfigError when missing or invalid."""
     from .home import check_home_root, read_text_file
+    from .i18n import t
 
     check_home_root(home.root)
     path = home.config_path
     try:
         text = read_text_file(path)
     except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: no config yet; run `habakkuk init` (offline demo) or `habakkuk setup`"
-        ) from None
+        raise ConfigError(t("cli.config_missing", path=path)) from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        raise ConfigError(t("cli.config_unreadable", path=path, reason=exc.strerror)) from None
     config = parse_config(text, path, home)
     # Enabled plugins join what config.yaml says; their problems are reported, never fatal.
     from .plugin_config import merge_plugins

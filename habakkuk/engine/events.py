@@ -328,6 +328,23 @@ class ConfigReloaded(EventPayload):
     invalid: str = ""
 
 
+# -- goals ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoalChanged(EventPayload):
+    """The session's standing goal (/goal) was set, counted a turn, or ended (`status`
+    done, blocked, spent, cleared or stopped); `notice` is what the chat is told of it
+    ("" while it runs): the terminal shows it, `habakkuk run` prints it."""
+
+    kind: ClassVar[str] = "goal.change"
+    goal: str
+    status: str
+    counted: int
+    budget: int
+    notice: str = ""
+
+
 CATALOGUE: tuple[type[EventPayload], ...] = (
     TurnStarted,
     TurnEnded,
@@ -353,6 +370,7 @@ CATALOGUE: tuple[type[EventPayload], ...] = (
     CardChanged,
     ConfigReloaded,
     SessionRenamed,
+    GoalChanged,
 )
 BY_KIND: dict[str, type[EventPayload]] = {cls.kind: cls for cls in CATALOGUE}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from habakkuk.engine.goals import Goal
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.llm.usage import UsageTotal
 from habakkuk.engine.nodes import Node
@@ -114,3 +115,5 @@ class Overview:
     nodes: list[Node] = field(default_factory=list)
     # config.yaml's edits this process has not applied (a restart applies them).
     config: ConfigState = field(default_factory=ConfigState)
+    # The sessions' running /goals (state.db), oldest first.
+    goals: list[Goal] = field(default_factory=list)

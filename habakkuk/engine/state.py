@@ -22,6 +22,7 @@ from habakkuk.engine.sql import Conn, Schema
 from habakkuk.engine.store import SqliteDatabase
 
 from .errors import HabakkukError
+from .goals import GOALS_DDL
 from .store import Database, Migration
 
 TodoStatus = Literal["pending", "in_progress", "done"]
@@ -75,10 +76,11 @@ MIGRATIONS = [
         );
         """,
     ),
+    Migration(4, GOALS_DDL.format(real="REAL")),  # /goal: engine/goals.py
     # /steer's guidance (engine/agent/guidance.py): pending while `taken_by` is '', then the
     # turn (or follow-up turn) that took it.
     Migration(
-        4,
+        5,
         """
         CREATE TABLE guidance (
             id TEXT PRIMARY KEY,
@@ -130,8 +132,9 @@ PG_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(2, GOALS_DDL.format(real="DOUBLE PRECISION")),  # /goal: engine/goals.py
     Migration(
-        2,
+        3,
         """
         CREATE TABLE guidance (
             id TEXT PRIMARY KEY,
@@ -286,6 +289,11 @@ class StateStore:
         def _forget(conn: Conn) -> None:
             for table in ("todos", "session_settings", "provider_jobs", "guidance"):
                 conn.executemany(f"DELETE FROM {table} WHERE session = ?", [(s,) for s in sessions])
+            conn.executemany(  # their goals' counted turns, then the goals
+                "DELETE FROM goal_turns WHERE goal IN (SELECT id FROM goals WHERE session = ?)",
+                [(s,) for s in sessions],
+            )
+            conn.executemany("DELETE FROM goals WHERE session = ?", [(s,) for s in sessions])
 
         await self.db.write(_forget)
 

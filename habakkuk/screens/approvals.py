@@ -21,6 +21,7 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from habakkuk.conversation.answers import answer_named
+from habakkuk.engine.i18n import t
 from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import ApprovalArrived
 from habakkuk.widgets.approval_prompt import INPUT_SUMMARY_CHARS
@@ -61,7 +62,7 @@ class ApprovalsScreen(PollingScreen):
             id="approval-table", cursor_type="row", zebra_stripes=True
         )
         self._detail = Static("", id="approval-detail")
-        self._empty = Static("Nothing is waiting for approval.", classes="empty")
+        self._empty = Static(t("tui.empty.approvals"), classes="empty")
 
     def compose(self) -> ComposeResult:
         yield self._title
@@ -156,7 +157,7 @@ class ApprovalsScreen(PollingScreen):
         if not self.has_runtime:
             return
         if not await self.runtime.approvals.respond(approval_id, answer, by="terminal"):
-            self.notify("That request is no longer waiting.")
+            self.notify(t("tui.approval.gone"))
         await self.load()
 
     def action_open(self) -> None:

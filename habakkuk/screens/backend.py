@@ -19,6 +19,7 @@ from habakkuk.tools.clarify import QuestionsAccess
 from habakkuk.widgets.backend import WidgetBackend
 
 if TYPE_CHECKING:
+    from habakkuk.engine.goals import GoalsAccess
     from habakkuk.services.overview import ControlAccess
     from habakkuk.services.voice import VoiceAccess
     from habakkuk.work.board_types import BoardAccess
@@ -49,6 +50,11 @@ class TerminalBackend(Services, WidgetBackend, Protocol):
     @property
     def board(self) -> BoardAccess:
         """The home's board (the Board screen)."""
+        ...
+
+    @property
+    def goals(self) -> GoalsAccess:
+        """The sessions' standing goals (the chat's status line and notes)."""
         ...
 
     @property

@@ -22,6 +22,7 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
+from habakkuk.engine.i18n import t
 from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.board_actions import CARD_ACTIONS, CARD_PALETTE, CardActions
 from habakkuk.screens.board_card import BoardCardScreen
@@ -181,12 +182,7 @@ class BoardScreen(CardActions, ListScreen, PollingScreen):
         needs_you = sum(c.status == "blocked" and c.blocked_kind == "question" for c in cards)
         extra = f" · {needs_you} need you" if needs_you else ""
         self._title.update(Content(f"Board · {summary}{extra}"))
-        self.show_empty(
-            ""
-            if cards
-            else "No cards here. a adds one; agents add them with board_create; "
-            "`habakkuk board add` from a shell."
-        )
+        self.show_empty("" if cards else t("tui.empty.board"))
         wide = self.size.width >= WIDE
         self._layout(wide)
         if wide:

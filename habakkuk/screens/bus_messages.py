@@ -21,6 +21,7 @@ from habakkuk.engine.events import (
     DelegateEnded,
     DelegateStarted,
     EventPayload,
+    GoalChanged,
     JobFinished,
     ModelReplied,
     QuestionEvent,
@@ -111,6 +112,10 @@ class ConfigReloadedArrived(BusEvent[ConfigReloaded]):
     """config.yaml was read again (the overview's config row)."""
 
 
+class GoalChangedArrived(BusEvent[GoalChanged]):
+    """A session's goal was set, counted a turn or ended (the chat's status line and note)."""
+
+
 class DelegateStartedArrived(BusEvent[DelegateStarted]):
     pass
 
@@ -142,6 +147,7 @@ MESSAGES: dict[type[EventPayload], type[BusEvent[Any]]] = {
     JobFinished: JobFinishedArrived,
     CardChanged: CardChangedArrived,
     ConfigReloaded: ConfigReloadedArrived,
+    GoalChanged: GoalChangedArrived,
     DelegateStarted: DelegateStartedArrived,
     DelegateEnded: DelegateEndedArrived,
     SessionRenamed: SessionRenamedArrived,

@@ -23,6 +23,7 @@ from habakkuk.engine.events import (
     QuestionAsked,
     QuestionWithdrawn,
 )
+from habakkuk.engine.goals import progress
 from habakkuk.engine.i18n import t
 from habakkuk.screens.base import RuntimeScreen, on_bus
 from habakkuk.screens.bus_messages import (
@@ -31,6 +32,7 @@ from habakkuk.screens.bus_messages import (
     CompactedArrived,
     DelegateEndedArrived,
     DelegateStartedArrived,
+    GoalChangedArrived,
     JobFinishedArrived,
     ModelRepliedArrived,
     QuestionArrived,
@@ -79,8 +81,8 @@ class ChatScreen(RuntimeScreen):
         Binding("ctrl+g", "focus_approval", "Approve", id="chat.approve"),
         Binding("f4", "push_to_talk", "Talk", id="chat.talk", show=False),
         # Shown only while a turn runs (check_action): the composer's text goes as /steer.
-        Binding("f2", "steer", t("steer.key"), id="chat.steer"),
-        Binding("escape", "close_aside", t("btw.close_key"), id="chat.close_aside"),
+        Binding("f2", "steer", "Steer", id="chat.steer"),
+        Binding("escape", "close_aside", "Close aside", id="chat.close_aside"),
     ]
 
     class TurnSent(Message):
@@ -118,6 +120,7 @@ class ChatScreen(RuntimeScreen):
         self.cost: float | None = None
         self.session_model = ""
         self.session_thinking = ""  # /think's choice for this session ("" = the agent's)
+        self.goal_progress = ""  # the session's running /goal on the status line
         self._status = StatusLine()
         self._view = MessageView()
         self._prompt = ApprovalPrompt()
@@ -189,6 +192,7 @@ class ChatScreen(RuntimeScreen):
         level, chosen = await self.runtime.settings.session_thinking(session.id)
         self.session_thinking = level if chosen else ""
         self._load_usage()
+        self.goal_progress = progress(await self.runtime.goals.current(session.id))
         self.running_turn = next((j.id for j in active if j.status == "running"), None)
         self.queued_turns = [j.id for j in active if j.status == "queued"]
         self._children = {}
@@ -216,6 +220,7 @@ class ChatScreen(RuntimeScreen):
         self.cost = None
         self.session_model = ""
         self.session_thinking = ""
+        self.goal_progress = ""
         self._children = {}
         await self._view.clear()
         self._prompt.clear()
@@ -459,6 +464,19 @@ class ChatScreen(RuntimeScreen):
         if session == self.session_id:
             await self._view.add_files(messages)
 
+    @on_bus(GoalChangedArrived)
+    async def _goal_changed(self, message: GoalChangedArrived) -> None:
+        event = message.event
+        if not self._ours(event):
+            return
+        running = event.status == "running"
+        self.goal_progress = (
+            t("goal.status", counted=event.counted, budget=event.budget) if running else ""
+        )
+        self._refresh_status()
+        if event.notice:  # how it ended (a chat's turn gets it as a message instead)
+            await self._view.note(event.notice)
+
     @on_bus(JobFinishedArrived)
     def _job_finished(self, message: JobFinishedArrived) -> None:
         event = message.event
@@ -540,6 +558,7 @@ class ChatScreen(RuntimeScreen):
                 cost=self.cost,
                 running=self.running_turn is not None,
                 queued=len(self.queued_turns),
+                goal=self.goal_progress,
             )
         )
         self.refresh_bindings()  # the steer key shows only while a turn runs

@@ -20,6 +20,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Input, Markdown, Static, TextArea
 
+from habakkuk.engine.i18n import t
 from habakkuk.knowledge.memory_types import MemoryAccess
 from habakkuk.knowledge.memory_views import PARTIAL_MARK, PARTIAL_WORDS
 from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
@@ -168,7 +169,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
             return Listing(
                 notes,
                 f"Memory · {agent} · {counted(total, 'note')}",
-                "No notes yet. The agent saves them with memory_save; /remember adds one.",
+                t("tui.empty.memory"),
                 total=total,
             )
         words, tags = split_query(self.query_text)
@@ -182,7 +183,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
         return Listing(
             found,
             f"Memory · {agent} · search: {self.query_text}  ({len(found)} found)",
-            "Nothing found. Esc shows every note.",
+            t("tui.empty.memory_search"),
             columns=MATCH_COLUMNS if found else None,
             cells=cells if found else None,
         )

@@ -25,6 +25,7 @@ from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import (
     BusEvent,
     ConfigReloadedArrived,
+    GoalChangedArrived,
     JobFinishedArrived,
     TurnEndedArrived,
     TurnStartedArrived,
@@ -221,7 +222,13 @@ class OverviewScreen(PollingScreen):
     def refresh_data(self) -> None:
         self.action_reload()
 
-    @on_bus(TurnStartedArrived, TurnEndedArrived, JobFinishedArrived, ConfigReloadedArrived)
+    @on_bus(
+        TurnStartedArrived,
+        TurnEndedArrived,
+        JobFinishedArrived,
+        ConfigReloadedArrived,
+        GoalChangedArrived,
+    )
     def _work_changed(self, message: BusEvent[Any]) -> None:
         self.action_reload()
 
@@ -248,6 +255,13 @@ class OverviewScreen(PollingScreen):
         lines = [f"{self.queued} queued · {self.running_count} running (every process){waiting}"]
         for (kind, status), count in sorted(depth.items()):
             lines.append(f"  {kind:<12} {status:<8} {count}")
+        if view.goals:  # the sessions' running /goals
+            lines.append(t("goal.overview.title"))
+            lines += [
+                "  " + t("goal.overview.line", session=goal.session, counted=goal.counted,
+                         budget=goal.budget, text=one_line(goal.text))
+                for goal in view.goals
+            ]  # fmt: skip
         self._queue.update(Text("\n".join(lines)))
         self._http.update(Text(http_line(view.http)))
         self._usage.update(Text(usage_line(view)))

@@ -23,6 +23,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from habakkuk.engine.i18n import t
 from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
 from habakkuk.screens.schedule_form import ScheduleForm, fire_times_text
 from habakkuk.screens.text_prompt import Confirm
@@ -165,8 +166,7 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
         return Listing(
             schedules,
             f"Schedules · {counted(len(schedules), 'schedule')}{extra}",
-            "No schedules yet. a adds one; agents add them with schedule_create; "
-            "`habakkuk schedules add` adds prompts and scripts.",
+            t("tui.empty.schedules"),
         )
 
     def key(self, item: Schedule) -> str:

@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
+from habakkuk.engine.i18n import t
 from habakkuk.engine.sessions import BOARD_ORIGIN, DELEGATE_ORIGIN
 from habakkuk.screens.base import RuntimeScreen, on_bus
 from habakkuk.screens.bus_messages import JobFinishedArrived, SessionRenamedArrived
@@ -139,7 +140,7 @@ class SessionsScreen(RuntimeScreen):
                 ]
                 rows.append((hit.session, hit.title, cells))
             self._title.update(Content(f"Search: {self.query_text}  ({len(rows)} found)"))
-            empty = "Nothing found. Esc shows recent sessions."
+            empty = t("tui.empty.sessions_search")
         else:
             sessions = await self.runtime.sessions.list_sessions(
                 limit=200, archived=self.archived, include_work=self.with_work
@@ -163,10 +164,10 @@ class SessionsScreen(RuntimeScreen):
                 which += " (a: board cards' and sub-agents' too)"
             if self.archived:
                 self._title.update(f"{which} · u restores, v or Esc: recent")
-                empty = "No archived sessions. Esc shows recent sessions."
+                empty = t("tui.empty.sessions_archived")
             else:
                 self._title.update(which)
-                empty = "No sessions yet. Ctrl+T goes to the chat."
+                empty = t("tui.empty.sessions")
         self.row_sessions = [session for session, _, _ in rows]
         self.row_titles = {session: title for session, title, _ in rows}
         table.fill(columns, [(session, cells) for session, _, cells in rows])

@@ -24,6 +24,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Markdown, Static
 
+from habakkuk.engine.i18n import t
 from habakkuk.knowledge.skills.types import SKILL_NAME, NeedsAcknowledgement
 from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
 from habakkuk.screens.skills_viewer import (
@@ -143,8 +144,7 @@ class SkillsScreen(ListDetailScreen["SkillSummary", "Skill"]):
         return Listing(
             skills,
             f"Skills · {agent} · {counted(len(skills), 'skill')}{extra}",
-            "No skills yet. The agent saves them with skill_save; "
-            "`habakkuk skills install SOURCE` adds one.",
+            t("tui.empty.skills"),
         )
 
     def key(self, item: SkillSummary) -> str:

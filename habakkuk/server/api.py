@@ -101,6 +101,16 @@ async def overview(request: web.Request) -> web.Response:
                 "needs_restart": list(view.config.restart),
                 "invalid": view.config.invalid,
             },
+            "goals": [
+                {
+                    "id": goal.id,
+                    "session": goal.session,
+                    "text": goal.text,
+                    "counted": goal.counted,
+                    "budget": goal.budget,
+                }
+                for goal in view.goals
+            ],
         }
     )
 

@@ -23,6 +23,7 @@ from habakkuk.engine.events import QuestionAnswered, QuestionAsked, QuestionWith
 from habakkuk.engine.i18n import use_language
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.approvals import APPROVAL_VERBS, Answer, ApprovalHub, Approver
+from habakkuk.engine.toolkit.reviewer import Reviewer, select_approver
 from habakkuk.engine.toolkit.waiting import TERMINAL, WaitingApproval, merge_waiting
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.agent.requests import TurnRequest
     from habakkuk.engine.config import Config
     from habakkuk.engine.events import EventBus
+    from habakkuk.engine.llm.router import Router
     from habakkuk.engine.sessions import Session, TranscriptStore
     from habakkuk.engine.store import Database
     from habakkuk.tools.clarify import ClarifyRequest
@@ -184,6 +186,29 @@ class Approvals(ApprovalHub):
             return await self.store()
         rows = await self._control_db.fetchall(_PROMPTS_TABLE[self._control_db.dialect])
         return await self.store() if rows else None
+
+    def turn_approver(
+        self, session: Session, request: TurnRequest, router: Router
+    ) -> Approver | None:
+        """The turn's approver: the chat for channel turns, else the human one (behind the
+        reviewer when the agent's `approvals` says). An unattended turn that replies to a
+        chat (a webhook's) asks nobody."""
+        channels = self._channels()
+        if request.reply_to is not None and request.attended and channels is not None:
+            approver: Approver | None = channels.approver_for(request)
+            return approver
+        human = self.human_approver(session, request)
+        agent = self._config.agent(session.agent)
+        if agent.approvals == "human":
+            return human
+        reviewer = Reviewer(
+            router,
+            agent.reviewer_chain or agent.chain,
+            bus=self.bus,
+            task=request.text,
+            workspace=agent.workspace_path,
+        )
+        return select_approver(agent.approvals, human=human, reviewer=reviewer)
 
     def human_approver(self, session: Session, request: TurnRequest) -> Approver | None:
         """The approver of a turn submitted as attended while someone attends, else None.

@@ -26,6 +26,7 @@ from habakkuk.work.board_types import OPEN_STATUSES
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
+    from habakkuk.engine.goals import GoalsAccess
     from habakkuk.engine.home import Home
     from habakkuk.engine.nodes import NodeRegistry
     from habakkuk.work.board_types import BoardAccess
@@ -72,6 +73,7 @@ class ControlRoom:
         channels: Callable[[], Any],
         mcp: Callable[[], Any],
         http: Callable[[], Awaitable[HttpListener]],
+        goals: GoalsAccess | None = None,
     ):
         self.config = config
         self.turns = turns
@@ -80,6 +82,7 @@ class ControlRoom:
         self._channels = channels  # the running ChannelService, or None
         self._mcp = mcp  # the McpManager once started, or None
         self._http = http
+        self.goals = goals  # the running /goals the overview lists
         # The runtime hands in its schedules once built; without them the counts are 0.
         self.schedules: SchedulesAccess | None = None
         # Likewise the board (runtime.board), for `open_cards`.
@@ -170,6 +173,7 @@ class ControlRoom:
             unsent=await self.turns.unsent_deliveries(cutoff),
             nodes=await self.nodes.nodes() if self.nodes is not None else [],
             config=self.config_state,
+            goals=await self.goals.running() if self.goals is not None else [],
         )
 
     async def open_cards(self) -> int:

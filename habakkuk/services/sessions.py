@@ -18,6 +18,7 @@ from habakkuk.engine.agent.prompt import build_system_prompt
 from habakkuk.engine.agent.requests import TURN_KIND, TurnRequest
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.events import SessionRenamed
+from habakkuk.engine.goals import GoalStore, running_goal_in
 from habakkuk.engine.jobs import enqueue_in
 from habakkuk.engine.llm.types import Message, Role, ToolResultBlock
 from habakkuk.engine.sessions import (
@@ -147,14 +148,21 @@ class Sessions:
         """Queue `request` as a turn job of its session (the serial key) in control.db, in
         the same transaction (one trip) that finds the session; True when the job was new.
         `node`: the process it is pinned to ('' for any). NotFound when there is no such
-        session: nothing is queued."""
+        session: nothing is queued. The turn carries the session's running /goal, read in
+        that transaction where state.db is attached (engine/goals.py running_goal_in)."""
+        schema = self.transcripts.state_schema
+        goal = ""
+        if schema is None and self.state is not None:  # not attached: a trip of its own
+            found = await GoalStore(self.state.db).current(request.session)
+            goal = found.id if found is not None and found.running else ""
 
         def _queue(conn: Conn, session: Session) -> bool:
+            marked = running_goal_in(conn, session.id, schema) if schema is not None else goal
             return enqueue_in(
                 conn,
                 job_id,
                 TURN_KIND,
-                replace(request, session=session.id),
+                replace(request, session=session.id, goal=marked),
                 serial_key=session.id,
                 max_attempts=max_attempts,
                 agent=session.agent,  # claimed only by a process hosting the agent

@@ -49,6 +49,8 @@ class Turns:
         self.sessions = sessions
         self._pools = pools
         self._turn_pool = turn_pool
+        # Told of a queued turn stopped here, which no pool settles (the goals' step).
+        self.cancelled: Callable[[Job], None] | None = None
 
     async def submit(
         self,
@@ -207,7 +209,12 @@ class Turns:
         pool = self._turn_pool()
         if pool is not None and pool.stop_job(turn_id):
             return "running"
-        return await self.queue.cancel(turn_id)
+        status = await self.queue.cancel(turn_id)
+        if status == "cancelled" and self.cancelled is not None:
+            job = await self.queue.get(turn_id)
+            if job is not None and job.finished:
+                self.cancelled(job)
+        return status
 
     async def wait_turn(self, turn_id: str, *, poll: float = 0.5) -> TurnOutcome:
         """Wait until the turn finishes here or in another process, and report it."""

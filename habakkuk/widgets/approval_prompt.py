@@ -15,6 +15,7 @@ from textual.content import Content
 from textual.message import Message
 
 from habakkuk.conversation.answers import answer_named
+from habakkuk.engine.i18n import t
 
 from .waiting_prompt import WaitingPrompt
 
@@ -60,18 +61,21 @@ class ApprovalPrompt(WaitingPrompt["ApprovalRequest"], can_focus=True):
             self.answer = answer
 
     def describe(self, request: ApprovalRequest) -> Content:
+        # The question is one catalog line with the tool's name in it (a translation puts
+        # it where its grammar wants), shown reversed as before.
+        before, _, after = t("tui.approval.ask", tool="\0").partition("\0")
         parts: list[Any] = [
-            ("Approve ", "bold"),
+            (before, "bold"),
             (request.tool, "bold reverse"),
-            ("?  ", "bold"),
+            (after + "  ", "bold"),
             Content(input_summary(request)),
         ]
         if request.reason:
-            parts += ["\n", ("reviewer: ", "italic"), Content(request.reason)]
+            parts += ["\n", (t("tui.approval.reviewer") + " ", "italic"), Content(request.reason)]
         more = len(self.requests) - 1
-        keys = "\ny allow once · a allow for this session · n deny · esc later"
+        keys = "\n" + t("tui.approval.keys")
         if more:
-            keys += f" · {more} more waiting"
+            keys += " · " + t("tui.more_waiting", count=more)
         parts.append((keys, "dim"))
         return Content.assemble(*parts)
 

@@ -10,6 +10,8 @@ Keys that do not fit are left out whole.
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
@@ -18,11 +20,31 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
+from habakkuk.engine.i18n import t
+
 # Cells a compact key takes besides its text: the space between key and description and
 # the margin after it (see Footer's compact CSS).
 KEY_EXTRA = 2
 # The palette key: border on the left, a space between, padding on the right (app.tcss).
 PALETTE_EXTRA = 3
+
+
+@runtime_checkable
+class _KeyItem(Protocol):
+    """Textual's footer key widget as used here (its class is not exported)."""
+
+    action: str
+    description: str
+
+
+def key_description(binding: Binding) -> str:
+    """A key's word in the footer in the language in use: the catalog's `tui.key.<binding
+    id>`, else (no id, or a key no catalog has) the binding's own English description."""
+    if binding.id is None:
+        return binding.description
+    name = f"tui.key.{binding.id}"
+    text = t(name)
+    return binding.description if text == name else text
 
 
 class KeyFooter(Footer):
@@ -52,6 +74,16 @@ class KeyFooter(Footer):
     def compose(self) -> ComposeResult:
         # Textual's footer makes one key widget per action, the focused widget's first.
         items = list(super().compose())
+        # Its words are the bindings' English descriptions: each in the language in use
+        # (the first shown binding of an action is the one Textual's footer used; a
+        # grouped key has no word of its own and keeps none).
+        words: dict[str, str] = {}
+        for _, binding, _, _ in self.screen.active_bindings.values():
+            if binding.show:
+                words.setdefault(binding.action, key_description(binding))
+        for item in items:
+            if isinstance(item, _KeyItem) and item.description and item.action in words:
+                item.description = words[item.action]
         palette = [item for item in items if item.has_class("-command-palette")]
         keys = [item for item in items if not item.has_class("-command-palette")]
         width = self.screen.size.width or self.app.size.width

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from textual.content import Content
 
+from habakkuk.engine.i18n import t
+
 from .waiting_prompt import WaitingPrompt
 
 if TYPE_CHECKING:
@@ -35,10 +37,10 @@ class QuestionPrompt(WaitingPrompt["ClarifyRequest"]):
     """
 
     def describe(self, request: ClarifyRequest) -> Content:
-        parts: list[Content | tuple[str, str] | str] = [("The agent asks:", "bold"), "\n"]
+        parts: list[Content | tuple[str, str] | str] = [(t("tui.question.asks"), "bold"), "\n"]
         parts.append(Content("\n".join(question_lines(request))))
-        hint = "\nType your answer (a letter picks a choice) and press Enter."
+        hint = "\n" + t("tui.question.hint")
         if len(self.requests) > 1:
-            hint += f" {len(self.requests) - 1} more waiting."
+            hint += " " + t("tui.more_waiting", count=len(self.requests) - 1) + "."
         parts.append((hint, "dim"))
         return Content.assemble(*parts)

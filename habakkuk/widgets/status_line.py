@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from textual.content import Content
 from textual.widgets import Static
 
+from habakkuk.engine.i18n import current_language, t
+
 
 @dataclass
 class Status:
@@ -23,8 +25,12 @@ class Status:
     cost: float | None = None
     running: bool = False
     queued: int = 0
+    goal: str = ""  # the session's running /goal ("goal 3/10")
     note: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    # The language of its words: the one in use where it was made (the screen's task),
+    # since it is drawn wherever Textual renders, or read back by a test.
+    language: str = field(default_factory=current_language)
 
     def parts(self) -> list[tuple[str, str]]:
         """(text, style) pieces in display order."""
@@ -36,22 +42,37 @@ class Status:
         if self.model:
             pieces.append((self.model, ""))
         if self.thinking and self.thinking != "off":
-            pieces.append((f"think {self.thinking}", ""))
-        pieces.append((self.session or "new session", ""))
+            pieces.append((t("tui.status.think", language=self.language, effort=self.thinking), ""))
+        pieces.append((self.session or t("tui.status.new_session", language=self.language), ""))
         if self.mode:
-            pieces.append((f"mode {self.mode}", ""))
+            pieces.append((self._mode(), ""))
         if self.input_tokens or self.output_tokens:
-            pieces.append((f"{_k(self.input_tokens)} in / {_k(self.output_tokens)} out", ""))
+            tokens = t(
+                "tui.status.tokens",
+                language=self.language,
+                input=_k(self.input_tokens),
+                output=_k(self.output_tokens),
+            )
+            pieces.append((tokens, ""))
         if self.cost is not None:
             pieces.append((f"${self.cost:.4f}", ""))
+        if self.goal:
+            pieces.append((self.goal, "bold"))
         if self.running:
-            state = "running" + (f", {self.queued} queued" if self.queued else "")
+            state = t("tui.status.running", language=self.language)
+            if self.queued:
+                state += ", " + t("tui.status.queued", language=self.language, count=self.queued)
             pieces.append((state, "bold"))
         elif self.queued:
-            pieces.append((f"{self.queued} queued", "bold"))
+            pieces.append(
+                (t("tui.status.queued", language=self.language, count=self.queued), "bold")
+            )
         else:
-            pieces.append(("idle", "dim"))
+            pieces.append((t("tui.status.idle", language=self.language), "dim"))
         return pieces
+
+    def _mode(self) -> str:
+        return t("tui.status.mode", language=self.language, mode=self.mode)
 
     def fitted(self, width: int) -> list[tuple[str, str]]:
         """The parts shortened to fit `width` cells, least useful first.
@@ -67,7 +88,7 @@ class Status:
         title_at = 1 + bool(self.model) + bool(self.thinking and self.thinking != "off")
         if _shorten(pieces, title_at, width, least=8):
             return pieces
-        pieces = [p for p in self.parts() if p != (f"mode {self.mode}", "")]
+        pieces = [p for p in self.parts() if p != (self._mode(), "")]
         if _shorten(pieces, title_at, width, least=8):
             return pieces
         del pieces[title_at]
@@ -107,7 +128,7 @@ class StatusLine(Static):
 
     def __init__(self) -> None:
         super().__init__("")
-        self.status = Status(note="starting…")
+        self.status = Status(note=t("tui.status.starting"))
 
     def on_mount(self) -> None:
         self.show(self.status)

@@ -55,6 +55,9 @@ CONVERSATION = [
     "/title",
     "/agent nobody",
     "/agent default",
+    "/goal",
+    "/goal --turns 0 tidy up",
+    "/goal clear",
 ]
 SURFACE_LINES = ("You ", "Allowed by ", "Channel ", "Queue ")
 
@@ -161,6 +164,9 @@ async def test_every_command_gives_the_same_answer_on_every_surface(
     assert "Usage" in answers["/usage"]
     assert answers["/stop"] == "Nothing is running."
     assert answers["/frobnicate"].startswith("Unknown command /frobnicate")
+    assert answers["/goal"] == "No goal is set here. /goal [--turns N] TEXT sets one."
+    assert answers["/goal --turns 0 tidy up"].startswith("/goal: --turns 0: give a whole number")
+    assert answers["/goal clear"] == "No goal is running here."
 
 
 async def test_usage_counts_the_sessions_calls_and_rewind_drops_the_last_messages(

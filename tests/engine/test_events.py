@@ -179,6 +179,13 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "invalid": "",
     },
     "session.renamed": {"title": "Lisbon trip plans", "source": "generated"},
+    "goal.change": {
+        "goal": "goal_1",
+        "status": "running",
+        "counted": 2,
+        "budget": 10,
+        "notice": "",
+    },
 }
 
 

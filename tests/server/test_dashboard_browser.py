@@ -396,3 +396,21 @@ async def test_a_reply_is_read_aloud_from_the_chat_when_tts_is_configured(
     await button.wait_for(timeout=30_000)
     assert await button.get_attribute("title") == "Read aloud"
     assert page.errors == []
+
+
+async def test_an_arabic_reply_is_a_right_to_left_bubble_and_an_english_one_is_not(
+    serve: Any, browser: Any
+) -> None:
+    """dir="auto": the browser orders and aligns each bubble by its own text."""
+    served = await serve(mock_config('- text: "مرحبا، قلت: {input}"'))
+    page = await sign_in(browser, served)
+    await page.click("nav button[data-view=chat]")
+    assert await page.get_attribute("#chat-input", "dir") == "auto"
+    await page.fill("#chat-input", "hello")
+    await page.press("#chat-input", "Enter")
+    reply = page.locator(".msg.assistant[data-seq]", has_text="مرحبا")
+    await reply.wait_for(timeout=30_000)
+    direction = "node => getComputedStyle(node).direction"
+    assert await reply.evaluate(direction) == "rtl"
+    assert await page.locator(".msg.user").first.evaluate(direction) == "ltr"
+    assert page.errors == []

@@ -185,3 +185,25 @@ async def test_a_providers_edit_shows_a_notice_and_the_overviews_config_row(
             what="the broken file's notice",
         )
         await eventually(lambda: "Olympus" in str(summary.content), what="the error shown")
+
+
+async def test_overview_lists_the_running_goals_and_drops_a_cleared_one(
+    runtime_factory: Any, home: Home
+) -> None:
+    runtime: Runtime = await runtime_factory(mock_config())
+    session = await runtime.sessions.new_session(None, origin="cli")
+    await runtime.goals.begin(session.id, "write the report", 10)
+    app = make_app(home, runtime=runtime)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+o")
+        screen = app.screen
+
+        def queue() -> str:
+            return str(screen.query_one("#queue-summary", Static).content)
+
+        line = f"{session.id}: 0/10 turns: write the report"
+        await eventually(lambda: line in queue(), what="the running goal listed")
+        assert "Goals" in queue()
+        await runtime.goals.clear(session.id)  # its GoalChanged reloads the overview
+        await eventually(lambda: line not in queue(), what="the cleared goal gone")

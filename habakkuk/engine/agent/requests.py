@@ -5,7 +5,9 @@ of the session (`compact`). `attended`: someone may be asked to approve its call
 terminal, the dashboard, the chat it came from). `reply_to`: the chat the reply goes to
 (a channel message's, a webhook's, a schedule's), which also asks the chat's approvals
 for an attended turn. `subturn`: what a delegated child overrides (work/delegation.py
-queues those, as its own kind, with this request inside).
+queues those, as its own kind, with this request inside). `goal`: the session's running
+/goal when the turn was queued (read in the transaction that queues it), so the step
+after the turn (services/goals.py) costs nothing for the turns of a session without one.
 
 The stored form is the one turn jobs have always had in control.db, flat:
 {"session", "text", "attended", "reply_to": {"to", "message", "sender"}, "blocks": [...]},
@@ -101,9 +103,12 @@ class TurnRequest:
     blocks: tuple[Block, ...] = ()
     compact: bool = False
     subturn: SubturnOptions | None = None
+    goal: str = ""
 
     def to_json(self) -> JsonObject:
         data: JsonObject = {}
+        if self.goal:
+            data["goal"] = self.goal
         sub = self.subturn
         if sub is not None and sub.workspace is not None:
             data["workspace"] = sub.workspace
@@ -144,6 +149,7 @@ class TurnRequest:
             blocks=_blocks(data),
             compact=payloads.flag(data, "compact"),
             subturn=subturn,
+            goal=payloads.text(data, "goal", ""),
         )
 
 

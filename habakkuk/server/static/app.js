@@ -56,6 +56,9 @@ async function api(path, options) {
 function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
+  // A message bubble takes its direction from its own text: an Arabic or Hebrew reply
+  // is right-aligned and ordered by the browser's bidi algorithm, an English one is not.
+  if (className && /(^| )msg( |$)/.test(className)) node.dir = "auto";
   if (text !== undefined && text !== null) node.textContent = String(text);
   return node;
 }
@@ -218,6 +221,14 @@ async function loadOverview() {
     nodes.appendChild(item);
   }
   if (!nodes.children.length) nodes.appendChild(el("li", "quiet-text", "No node has registered yet."));
+  const goals = $("ov-goals");
+  goals.replaceChildren();
+  for (const goal of body.goals || []) {
+    const item = el("li", "", goal.text);
+    item.appendChild(el("div", "meta", `${goal.session} · ${goal.counted}/${goal.budget} turns`));
+    goals.appendChild(item);
+  }
+  if (!goals.children.length) goals.appendChild(el("li", "quiet-text", "No goal is running."));
   const running = $("ov-running");
   running.replaceChildren();
   for (const job of body.running) {

@@ -18,6 +18,7 @@ from textual.timer import Timer
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
 
+from habakkuk.widgets.bidi import visual_block
 from habakkuk.widgets.markdown_stream.blocks import last_boundary, updatable, update_in_place
 from habakkuk.widgets.markdown_stream.fence import StreamingFence
 from habakkuk.widgets.markdown_stream.gc_policy import FULL_COLLECTIONS
@@ -346,10 +347,11 @@ class StreamingMarkdown(Markdown):
         return blocks
 
     def get_block_class(self, block_name: str) -> type[MarkdownBlock]:
-        """Tail code fences skip language guessing (see StreamingFence)."""
-        if self._building_tail and block_name in ("fence", "code_block"):
-            return StreamingFence
-        return super().get_block_class(block_name)
+        """Tail code fences skip language guessing (see StreamingFence); text blocks draw
+        right-to-left lines in visual order (widgets/bidi.py; code is left as written)."""
+        if block_name in ("fence", "code_block"):
+            return StreamingFence if self._building_tail else super().get_block_class(block_name)
+        return visual_block(super().get_block_class(block_name))
 
     async def _seal(self, blocks: list[MarkdownBlock]) -> None:
         while blocks:

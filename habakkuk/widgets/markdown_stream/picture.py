@@ -14,6 +14,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from habakkuk.widgets.bidi import visual_strip
 from habakkuk.widgets.markdown_stream.textual_private import draw_widget
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Draft:
             ]
             self._width = width
         text = self._rows[y] if 0 <= y < len(self._rows) else ""
-        return Strip([Segment(text, style)]).crop_extend(0, width, style)
+        return visual_strip(Strip([Segment(text, style)]).crop_extend(0, width, style))
 
 
 def draft_style(widget: Widget) -> Style:
