@@ -119,6 +119,19 @@ class ChannelConversation:
         await self.gateway.store.touch(msg.address.conversation)
         return Reply()
 
+    async def ask_aside(self, session: Session, question: str) -> Reply:
+        """Queued beside the conversation's turn; its answer comes back as the aside turn's
+        reply, to this chat (its id derives from the message: a redelivery asks once)."""
+        msg = self.msg
+        self.turn = await self.gateway.runtime.turns.ask_aside(
+            session.id,
+            question,
+            turn_id=f"btw:{msg.channel}:{msg.chat}:{msg.message_id}",
+            attended=True,
+            reply_to=self.gateway.reply_to(msg),
+        )
+        return Reply()
+
     async def send_file(self, data: bytes, name: str, caption: str) -> bool:
         suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
         blob = await self.gateway.runtime.blobs.put(data, suffix)

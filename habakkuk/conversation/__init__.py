@@ -10,3 +10,4 @@ from habakkuk.conversation import goal_commands as _goal_commands  # noqa: F401
 from habakkuk.conversation import persona_commands as _persona_commands  # noqa: F401
 from habakkuk.conversation import plain as _plain  # noqa: F401
 from habakkuk.conversation import skill_commands as _skill_commands  # noqa: F401
+from habakkuk.conversation import steer_commands as _steer_commands  # noqa: F401

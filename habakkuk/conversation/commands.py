@@ -113,6 +113,11 @@ class Conversation(PluginConversation, Protocol):
         """Send a file to the conversation; False where the surface cannot."""
         ...
 
+    async def ask_aside(self, session: Session, question: str) -> Reply:
+        """/btw: ask `question` beside the session's turn (conversation/steer_commands.py);
+        the surface shows the answer (a chat as a reply, the terminal in its aside panel)."""
+        ...
+
     def about(self) -> list[str]:
         """/whoami's lines about the person and the surface (before agent and session)."""
         ...

@@ -100,6 +100,14 @@ class PlainConversation:
     async def send_file(self, data: bytes, name: str, caption: str) -> bool:
         return False  # written to a file instead (/export prints where)
 
+    async def ask_aside(self, session: Session, question: str) -> Reply:
+        """Run the aside turn here (not followed: its events are another session's) and
+        print its answer."""
+        from .steer_commands import aside_answer
+
+        turns = self.services.turns
+        return await aside_answer(turns, await turns.ask_aside(session.id, question, here=True))
+
     def about(self) -> list[str]:
         return [t("plain.about", user=getpass.getuser()), t("plain.allowed")]
 

@@ -78,6 +78,14 @@ class RunConversation:
     async def send_file(self, data: bytes, name: str, caption: str) -> bool:
         return False  # written to a file instead
 
+    async def ask_aside(self, session: Session, question: str) -> Reply:
+        """Run the aside turn here and print its answer."""
+        from .steer_commands import aside_answer
+
+        self.services.start_workers(channels=False)
+        turns = self.services.turns
+        return await aside_answer(turns, await turns.ask_aside(session.id, question))
+
     def about(self) -> list[str]:
         return [t("run.about")]
 

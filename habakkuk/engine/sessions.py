@@ -60,7 +60,9 @@ INTERRUPTED = (
 # list leaves them out unless asked (Sessions.list_sessions, `include_work`).
 BOARD_ORIGIN = "board"
 DELEGATE_ORIGIN = "delegate"
-WORK_ORIGINS = (BOARD_ORIGIN, DELEGATE_ORIGIN)
+# A /btw question's throwaway session (services/aside.py): skipped by the lists too.
+ASIDE_ORIGIN = "btw"
+WORK_ORIGINS = (BOARD_ORIGIN, DELEGATE_ORIGIN, ASIDE_ORIGIN)
 
 # Notes older versions stored as text blocks after a user's words (index 1 on).
 LEGACY_TIME_PREFIX = "[current time: "
@@ -705,14 +707,16 @@ class TranscriptStore:
     async def append(
         self,
         session_id: str,
-        message: Message,
+        message: Message | Callable[[Conn], Message],
         *,
         turn_id: str = "",
         guard: WriteGuard | None = None,
         unless_turn_has: str | None = None,
         then: WriteGuard | None = None,
     ) -> int | None:
-        """Append one message; returns its seq.
+        """Append one message; returns its seq. `message` may be a function of the
+        connection, called in the transaction after the guard (a tool batch's results with
+        the /steer guidance it takes in the same transaction, engine/agent/guidance.py).
 
         `guard(conn)` runs first inside the same transaction (the job's lease
         check). With `unless_turn_has=ROLE`, nothing is written when the turn
@@ -725,7 +729,8 @@ class TranscriptStore:
         def _append(conn: Conn) -> int | None:
             if guard is not None:
                 guard(conn)
-            appended = _append_in(conn, session_id, message, turn_id, unless_turn_has)
+            written = message(conn) if callable(message) else message
+            appended = _append_in(conn, session_id, written, turn_id, unless_turn_has)
             if then is not None:
                 then(conn)
             return appended[0] if appended is not None else None

@@ -4,8 +4,9 @@ It holds each session's todo list (the `todo` tool), the session's own
 settings (/think's effort, /model's choice, /personality's persona) and the paid
 provider jobs tool calls started (image and video generation): what each call sent and
 the provider's job id, keyed by (session, turn, tool_use_id), so a call run again after
-a crash resumes the same job instead of paying for a second one. Todo items keep their
-number for the life of the list, so the model can refer to them across turns; `clear`
+a crash resumes the same job instead of paying for a second one. It also holds /steer's
+guidance for a running turn (engine/agent/guidance.py). Todo items keep their number for
+the life of the list, so the model can refer to them across turns; `clear`
 starts the numbering again.
 """
 
@@ -76,6 +77,21 @@ MIGRATIONS = [
         """,
     ),
     Migration(4, GOALS_DDL.format(real="REAL")),  # /goal: engine/goals.py
+    # /steer's guidance (engine/agent/guidance.py): pending while `taken_by` is '', then the
+    # turn (or follow-up turn) that took it.
+    Migration(
+        5,
+        """
+        CREATE TABLE guidance (
+            id TEXT PRIMARY KEY,
+            session TEXT NOT NULL,
+            text TEXT NOT NULL,
+            taken_by TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX guidance_pending ON guidance(session, taken_by);
+        """,
+    ),
 ]
 
 # PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
@@ -117,6 +133,19 @@ PG_MIGRATIONS: list[Migration] = [
         """,
     ),
     Migration(2, GOALS_DDL.format(real="DOUBLE PRECISION")),  # /goal: engine/goals.py
+    Migration(
+        3,
+        """
+        CREATE TABLE guidance (
+            id TEXT PRIMARY KEY,
+            session TEXT NOT NULL,
+            text TEXT NOT NULL,
+            taken_by TEXT NOT NULL DEFAULT '',
+            created_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX guidance_pending ON guidance(session, taken_by);
+        """,
+    ),
 ]
 
 SCHEMA = Schema("state", MIGRATIONS, PG_MIGRATIONS)
@@ -258,7 +287,7 @@ class StateStore:
         """Drop everything kept for these sessions (retention pruned them)."""
 
         def _forget(conn: Conn) -> None:
-            for table in ("todos", "session_settings", "provider_jobs"):
+            for table in ("todos", "session_settings", "provider_jobs", "guidance"):
                 conn.executemany(f"DELETE FROM {table} WHERE session = ?", [(s,) for s in sessions])
             conn.executemany(  # their goals' counted turns, then the goals
                 "DELETE FROM goal_turns WHERE goal IN (SELECT id FROM goals WHERE session = ?)",

@@ -51,6 +51,7 @@ from habakkuk.screens.chat_voice import hear_message
 from habakkuk.screens.dropped import regular_file, split_dropped
 from habakkuk.screens.sections import section_keys
 from habakkuk.widgets.approval_prompt import ApprovalPrompt
+from habakkuk.widgets.aside_panel import AsidePanel
 from habakkuk.widgets.child_progress import ChildProgress
 from habakkuk.widgets.composer import Composer
 from habakkuk.widgets.footer import KeyFooter
@@ -79,6 +80,9 @@ class ChatScreen(RuntimeScreen):
         Binding("ctrl+n", "new_session", "New", id="chat.new"),
         Binding("ctrl+g", "focus_approval", "Approve", id="chat.approve"),
         Binding("f4", "push_to_talk", "Talk", id="chat.talk", show=False),
+        # Shown only while a turn runs (check_action): the composer's text goes as /steer.
+        Binding("f2", "steer", "Steer", id="chat.steer"),
+        Binding("escape", "close_aside", "Close aside", id="chat.close_aside"),
     ]
 
     class TurnSent(Message):
@@ -124,10 +128,12 @@ class ChatScreen(RuntimeScreen):
         self._hint = Static("", id="hint")
         self._hint_names: list[str] = []
         self._composer = Composer()
+        self._aside = AsidePanel()
         self._listening: asyncio.Event | None = None  # set to stop the push-to-talk key
 
     def compose(self) -> ComposeResult:
         yield self._status
+        yield self._aside
         yield self._view
         yield self._prompt
         yield self._question
@@ -495,7 +501,23 @@ class ChatScreen(RuntimeScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "focus_approval":
             return self._prompt.current is not None
+        if action == "steer":
+            return self.running_turn is not None
+        if action == "close_aside":
+            return self._aside.shown
         return True
+
+    def action_steer(self) -> None:
+        """F2 while a turn runs: send the composer's text as /steer, not as a queued turn."""
+        text = self._composer.text.strip()
+        if text:
+            self._composer.clear()
+            self._command(f"/steer {text}")
+
+    def action_close_aside(self) -> None:
+        """Esc: close /btw's aside panel."""
+        self._aside.close()
+        self.refresh_bindings()
 
     # -- status and hints ----------------------------------------------------------------
 
@@ -539,6 +561,7 @@ class ChatScreen(RuntimeScreen):
                 goal=self.goal_progress,
             )
         )
+        self.refresh_bindings()  # the steer key shows only while a turn runs
 
     def on_composer_scroll_chat(self, message: Composer.ScrollChat) -> None:
         self._view.page(message.where)
@@ -613,6 +636,15 @@ class ChatScreen(RuntimeScreen):
     def refresh_status(self) -> None:
         """Show the agent, model and counts again."""
         self._refresh_status()
+
+    def show_aside(self, question: str, answer: str) -> None:
+        """Show /btw's answer in the aside panel (Esc closes it)."""
+
+        async def _show() -> None:
+            await self._aside.show(question, answer)
+            self.refresh_bindings()
+
+        self.run_worker(_show(), group="aside")
 
 
 HINT_SEPARATOR = " · "  # narrow, so every command and the Tab hint fit four lines at 80

@@ -51,6 +51,9 @@ class ChatView(Protocol):
     def refresh_status(self) -> None:
         """Show the agent, model and counts again."""
 
+    def show_aside(self, question: str, answer: str) -> None:
+        """Show /btw's answer in the aside panel."""
+
 
 class TerminalConversation:
     """The chat screen's conversation."""
@@ -106,6 +109,17 @@ class TerminalConversation:
         if outcome.status == "cancelled":
             return Reply("/compact: stopped before it ran.")
         return Reply(f"/compact failed: {outcome.error or outcome.status}", error=True)
+
+    async def ask_aside(self, session: Session, question: str) -> Reply:
+        """Run the aside turn here; its answer shows in the aside panel (Esc closes)."""
+        from habakkuk.conversation.steer_commands import aside_answer
+
+        turns = self.screen.runtime.turns
+        answer = await aside_answer(turns, await turns.ask_aside(session.id, question, here=True))
+        if answer.error:
+            return answer
+        self.screen.show_aside(question, answer.text)
+        return Reply()
 
     async def send_file(self, data: bytes, name: str, caption: str) -> bool:
         return False  # the terminal writes exports to a file instead

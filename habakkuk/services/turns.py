@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from habakkuk.engine.jobs import Job, JobQueue
     from habakkuk.engine.llm.types import Block
     from habakkuk.engine.pools import Pool
+    from habakkuk.engine.sessions import Session
+    from habakkuk.engine.sql import Conn
 
 TURN_MAX_ATTEMPTS = 3
 
@@ -148,6 +150,59 @@ class Turns:
         request = TurnRequest(session_id, compact=True, reply_to=reply_to)
         await self._queue(job, request, node=self.queue.node if here else "")
         return job
+
+    async def steer(self, session_id: str, text: str) -> bool:
+        """Queue `text` as guidance for the session's queued or running turn, in the
+        transaction that finds it (engine/agent/guidance.py); False, and nothing queued,
+        when no turn is queued or running (the surface sends it as a message)."""
+        from habakkuk.engine.agent.guidance import active_turn_in, add_in
+
+        transcripts = self.sessions.transcripts
+        schema = transcripts.state_schema
+        if schema is None:
+            return False  # state.db is not on the transcripts' connection: a message then
+
+        def _steer(conn: Conn, session: Session) -> bool:
+            if not active_turn_in(conn, session.id):
+                return False
+            add_in(conn, session.id, text, schema)
+            return True
+
+        found = await transcripts.with_session(session_id, _steer)
+        if found is None:
+            raise NotFound(f"session {session_id!r} not found")
+        return found[1]
+
+    async def ask_aside(
+        self,
+        session_id: str,
+        question: str,
+        *,
+        turn_id: str | None = None,
+        attended: bool = False,
+        reply_to: ReplyTo | None = None,
+        here: bool = False,
+    ) -> str:
+        """Queue /btw's `question` as the one turn of a throwaway session of the session's
+        agent (origin ASIDE_ORIGIN: the lists skip it), its message the conversation as
+        text then the question (services/aside.py). Its own session is its own serial
+        key, so it runs beside the session's turn; nothing is added to the session's
+        transcript and no binding moves. The turn id; `turn_id`, `attended`, `reply_to`
+        and `here` work as for `submit` (a redelivered /btw finds its turn queued)."""
+        from habakkuk.engine.sessions import ASIDE_ORIGIN
+
+        from .aside import aside_text
+
+        turn = turn_id or new_id("turn")
+        if turn_id is not None and await self.queue.get(turn) is not None:
+            return turn  # a redelivery: its throwaway session exists already
+        main = await self.sessions.session(session_id)
+        view = await self.sessions.transcripts.view(session_id)
+        aside = await self.sessions.new_session(main.agent, origin=ASIDE_ORIGIN)
+        text = aside_text(view, question)
+        return await self.submit(
+            aside.id, text, turn_id=turn, attended=attended, reply_to=reply_to, here=here
+        )
 
     async def stop_turn(self, turn_id: str) -> str | None:
         """Stop a queued or running turn; returns its status after the request."""

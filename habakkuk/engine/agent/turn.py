@@ -62,7 +62,7 @@ from ..events import (
 from ..home import Home
 from ..hook_events import HookEvent
 from ..hooks import Hooks
-from ..jobs import Lease, complete_in
+from ..jobs import Lease
 from ..llm.hosted import PAUSE_STOP, is_hosted, is_paused, pause_mark, without_sources
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router, RouterResult
@@ -88,6 +88,7 @@ from ..toolkit.approvals import Approver
 from ..toolkit.registry import CallResult, ToolContext, ToolRegistry
 from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
+from .guidance import Steering
 from .prompt import user_message
 from .requests import TURN_KIND, TurnRequest, request_of
 from .titles import title_queuing, titled_origin
@@ -185,6 +186,7 @@ class TurnRunner:
 
     def __init__(self, deps: TurnDeps):
         self.deps = deps
+        self._steering = Steering(deps.transcripts.state_schema if deps.state else None)
         self._ready_workspaces: set[str] = set()
         # session -> (prompt tokens of its last model call, messages sent, view marker)
         self._prompts: OrderedDict[str, tuple[int, int, int]] = OrderedDict()
@@ -264,10 +266,11 @@ class TurnRunner:
             if schema is not None:
                 read.append(read_turn_state(conn, session_id, schema))
             note = read[0].todo_note if read else None
-            if first is None or not note:
-                return first
-            # Open todo items ride along with the message, so the transcript stays append-only.
-            return replace(first, blocks=[*first.blocks, ContextBlock(note, "todo")])
+            # Guidance a stopped turn never took and open todo items ride along with the
+            # message, so the transcript stays append-only.
+            extra = self._steering.opening(conn, session_id, turn) if first else []
+            extra += [ContextBlock(note, "todo")] if note else []
+            return replace(first, blocks=[*first.blocks, *extra]) if first and extra else first
 
         opened = await deps.transcripts.open_turn(session_id, turn, message, guard)
         if opened is None:
@@ -365,11 +368,11 @@ class TurnRunner:
                 resumed, ran_again = await self._resume_calls(
                     repaired.interrupted, context, allowed, lease
                 )
-                await deps.transcripts.append(
-                    session.id, tool_results_message(resumed), turn_id=job.id, guard=guard
-                )
-                if ran_again:
-                    # Calls ran again: the model reads their results, not "interrupted".
+                written = self._steering.results(tool_results_message(resumed), session.id, job.id)
+                await deps.transcripts.append(session.id, written, turn_id=job.id, guard=guard)
+                if ran_again or written.took:
+                    # Calls ran again, or guidance steered in before a crash went with their
+                    # results: the model reads those, not "interrupted".
                     view = await deps.transcripts.view(session.id)
                     repaired, marker = view.repaired(), _marker(view)
             messages = repaired.messages
@@ -464,9 +467,8 @@ class TurnRunner:
                     return final
                 continue
             results = await self._run_tools(calls, context, allowed, lease)
-            await deps.transcripts.append(
-                session.id, tool_results_message(results), turn_id=job.id, guard=guard
-            )
+            written = self._steering.results(tool_results_message(results), session.id, job.id)
+            await deps.transcripts.append(session.id, written, turn_id=job.id, guard=guard)
         raise PermanentJobError(
             f"turn stopped after {agent.max_steps} model calls (agents.{agent.name}.max_steps)"
         )
@@ -503,7 +505,13 @@ class TurnRunner:
                 reply,
                 turn_id=job.id,
                 guard=guard,
-                then=title_queuing(titled, reply, lambda conn: complete_in(conn, lease, result)),
+                then=title_queuing(
+                    titled,
+                    reply,
+                    lambda conn: self._steering.finish_in(
+                        conn, lease, result, request, session.agent
+                    ),
+                ),
             )
         )
         try:

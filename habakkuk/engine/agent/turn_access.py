@@ -105,6 +105,25 @@ class TurnsAccess(Protocol):
         """Queue a compaction of the session; returns its job id (`here` as for submit)."""
         ...
 
+    async def steer(self, session_id: str, text: str) -> bool:
+        """Queue `text` as /steer guidance for the session's queued or running turn; False
+        (nothing queued) when none is."""
+        ...
+
+    async def ask_aside(
+        self,
+        session_id: str,
+        question: str,
+        *,
+        turn_id: str | None = None,
+        attended: bool = False,
+        reply_to: ReplyTo | None = None,
+        here: bool = False,
+    ) -> str:
+        """Queue /btw's `question` in a throwaway session of the session's agent, beside
+        its turn; the aside turn's id (the other arguments as for submit)."""
+        ...
+
     async def stop_turn(self, turn_id: str) -> str | None:
         """Stop a queued or running turn; its status after the request."""
         ...
