@@ -8,7 +8,8 @@ a file), and each line is one of:
 - the answer to the approval or clarify question waiting (y, a, n or a chat's yes/no word;
   any text for a question), when one waits;
 - while a turn runs and nothing waits: held until the turn ends, so a piped script's
-  lines come one after the other (`/stop` alone acts at once);
+  lines come one after the other (`/stop`, `/steer TEXT` and `/btw QUESTION` act at once,
+  even while an approval or a question waits: they are about the running turn);
 - otherwise a chat /command (/help lists them; /quit or /exit ends the chat) or a message.
 
 The end of input ends the chat once the running turn is over (an approval still waiting
@@ -41,6 +42,15 @@ if TYPE_CHECKING:
 # The bus queue of the chat: big enough that a long streamed reply is never thinned out.
 EVENTS = 100_000
 STOP = "/stop"
+# The commands about the running turn: they act at once, even while it runs or waits for an
+# answer (any other line waits its turn).
+ABOUT_THE_TURN = frozenset({STOP, "/steer", "/btw"})
+
+
+def about_the_turn(text: str) -> bool:
+    """Whether the line `text` is /stop, /steer TEXT or /btw QUESTION."""
+    words = text.split(maxsplit=1)
+    return bool(words) and words[0] in ABOUT_THE_TURN
 
 
 class Input(Protocol):
@@ -202,7 +212,7 @@ class PlainChat:
         elif self._questions:
             await self._answer_question(line)
         elif self._turns:
-            if text != STOP:
+            if not about_the_turn(text):
                 return False  # the next message waits for the running turn
             self._inbox.popleft()
             await self._command(text)
@@ -232,9 +242,9 @@ class PlainChat:
         from habakkuk.cli.talk_keys import read_answer
 
         approval = next(iter(self._approvals))
-        if line.strip() == STOP:
+        if about_the_turn(line.strip()):
             self._inbox.popleft()
-            await self._command(STOP)
+            await self._command(line.strip())
             return
         if line:  # the end of input stays: it ends the chat once the turn is over
             self._inbox.popleft()
@@ -250,9 +260,9 @@ class PlainChat:
         from habakkuk.engine.i18n import t
 
         question = next(iter(self._questions))
-        if line.strip() == STOP:
+        if about_the_turn(line.strip()):
             self._inbox.popleft()
-            await self._command(STOP)
+            await self._command(line.strip())
             return
         if line:
             self._inbox.popleft()

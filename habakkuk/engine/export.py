@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .agent.guidance import KIND_PREFIX as GUIDANCE_KIND
 from .errors import HabakkukError
 from .home import ensure_private_dir
 from .llm.hosted import describe
@@ -39,6 +40,12 @@ TEXT_CUT = 20_000
 SHOWN_CONTEXT = ("client",)
 
 
+def shown_context(kind: str, text: str) -> bool:
+    """Whether a reader is shown a context block: what a client sent, and the user's own
+    /steer guidance (a follow-up turn's empty marks of it aside)."""
+    return kind in SHOWN_CONTEXT or (kind.startswith(GUIDANCE_KIND) and bool(text))
+
+
 def rfc3339(timestamp: float) -> str:
     """Seconds since the epoch as RFC 3339 in UTC."""
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -59,7 +66,9 @@ def _api_block(raw: dict[str, Any]) -> dict[str, Any]:
     sent with the user's words (the time, the todo list) by type only; a hosted web
     tool's block as its placeholder (its data is the provider's, kept for replay: a
     fetched page, encrypted search results)."""
-    if raw.get("type") == "context" and raw.get("kind") not in SHOWN_CONTEXT:
+    if raw.get("type") == "context" and not shown_context(
+        str(raw.get("kind", "")), str(raw.get("text", ""))
+    ):
         return {"type": "context", "kind": str(raw.get("kind", ""))}
     if raw.get("type") == "opaque":
         data = raw.get("data")
@@ -120,7 +129,7 @@ def _shown(block: object) -> bool:
     """Whether an export shows the block (not a note Habakkuk added to the turn)."""
     if isinstance(block, OpaqueBlock):
         return bool(describe(block))  # a hosted tool's block, not the pause mark
-    return not isinstance(block, ContextBlock) or block.kind in SHOWN_CONTEXT
+    return not isinstance(block, ContextBlock) or shown_context(block.kind, block.text)
 
 
 def _speaker(m: StoredMessage, tools: dict[str, str]) -> str:

@@ -42,6 +42,7 @@ MAX_TURNS = 100
 DONE_MARK = "GOAL DONE"
 BLOCKED_MARK = "GOAL BLOCKED"
 _MARKS = re.compile(r"\bGOAL (DONE|BLOCKED)\b")
+_QUOTED_CONVENTION = re.compile(r"end (?:your reply )?with GOAL (?:DONE|BLOCKED)")
 
 # state.db's tables (migration 4 on SQLite, 2 on PostgreSQL: engine/state.py lists them).
 # One running goal per session (the partial unique index): setting another clears it.
@@ -116,7 +117,8 @@ class Counted:
 def verdict(reply: str) -> GoalStatus | None:
     """ "done" or "blocked" when the reply says GOAL DONE or GOAL BLOCKED (the last one it
     says wins: "not GOAL DONE yet ... GOAL BLOCKED"), else None."""
-    found = _MARKS.findall(reply)
+    # The convention's own words quoted back ("... end with GOAL BLOCKED") are no verdict.
+    found = _MARKS.findall(_QUOTED_CONVENTION.sub("", reply))
     if not found:
         return None
     return "done" if found[-1] == "DONE" else "blocked"

@@ -12,6 +12,7 @@ import pytest
 
 from habakkuk.cli import main
 from habakkuk.engine.home import Home
+from tests.cli.test_plain_chat import EXEC
 from tests.conftest import WriteConfig, mock_config
 
 
@@ -39,7 +40,28 @@ def test_the_plain_chat_steers_when_idle_as_a_message_and_prints_btws_answer(
 
     write_config(mock_config("- 'echo: {input}'"))
     lines = lines_of(plain_chat(home, "/steer remember 42\n/btw which number?\n"))
-    # /steer with nothing running: the message; then /btw's answer (the aside's echo of
-    # its message: the conversation, then the question).
-    at = lines.index("echo: remember 42")
-    assert lines.index("user: remember 42") > at and lines[-1] == "which number?"
+    # /steer with nothing running: the message (its turn echoes it); /btw acts at once,
+    # beside that turn: its answer is the aside's echo of its message, ending with the
+    # question.
+    assert "echo: remember 42" in lines and "which number?" in lines
+
+
+@pytest.fixture
+def exec_home(home: Home, write_config: WriteConfig) -> Home:
+    """A home whose model calls exec, which asks first (mode "ask")."""
+    write_config(mock_config(EXEC, mode="ask"))
+    return home
+
+
+def test_the_plain_chat_steers_a_turn_waiting_for_approval_at_once(exec_home: Home) -> None:
+    from tests.cli.test_plain_chat import in_order, lines_of, only_transcript, plain_chat
+
+    typed = "run it\n/steer use the new API\ny\n"
+    lines = lines_of(plain_chat(exec_home, typed))
+    # /steer acts at once, while the turn is queued or waits for approval (not read as the
+    # answer, not held as a message);
+    # the guidance goes to the model with the tool's result, in the same turn.
+    in_order(lines, "Guidance queued: the running turn reads it after its next tool call.",
+             "Allowed.", "It ran.", "Done.")  # fmt: skip
+    assert "Thinking…" not in lines[lines.index("Allowed.") :]  # no second turn
+    assert "use the new API" in only_transcript(exec_home)

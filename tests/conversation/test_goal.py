@@ -279,6 +279,9 @@ async def test_goal_alone_says_when_no_goal_was_ever_set(runtime_factory: OpenRu
         ("not GOAL DONE yet; GOAL BLOCKED", "blocked"),
         ("the goal is done", None),
         ("GOAL DONEISH", None),
+        # The convention quoted back is no verdict; a marker after it still is.
+        ("you asked me to end with GOAL BLOCKED if stuck; working on it", None),
+        ("I will end your reply with GOAL DONE... all set. GOAL DONE", "done"),
     ],
 )
 def test_the_last_marker_a_reply_says_is_its_verdict(reply: str, found: str | None) -> None:
