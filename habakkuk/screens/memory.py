@@ -27,7 +27,6 @@ from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
 from habakkuk.screens.memory_access import USER
 from habakkuk.screens.text_prompt import Confirm
 from habakkuk.widgets.fit_table import Cell
-from habakkuk.widgets.words import counted
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -168,7 +167,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
             notes, total = page if page is not None else ([], 0)
             return Listing(
                 notes,
-                f"Memory · {agent} · {counted(total, 'note')}",
+                t("tui.title.memory", agent=agent, notes=t("tui.count.notes", count=total)),
                 t("tui.empty.memory"),
                 total=total,
             )
@@ -182,7 +181,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
 
         return Listing(
             found,
-            f"Memory · {agent} · search: {self.query_text}  ({len(found)} found)",
+            t("tui.title.memory_search", agent=agent, query=self.query_text, found=len(found)),
             t("tui.empty.memory_search"),
             columns=MATCH_COLUMNS if found else None,
             cells=cells if found else None,

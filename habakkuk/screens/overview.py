@@ -149,13 +149,11 @@ class OverviewScreen(PollingScreen):
         self._config_row = Horizontal(classes="status-row", id="config-row")
         self._config_row.display = False
         self._errors: DataTable[str | Text] = DataTable(id="errors", cursor_type="row")
-        self._channels_title = Static("Channels", classes="section-title")
+        self._channels_title = Static(t("tui.overview.channels"), classes="section-title")
         self._channels: DataTable[str | Text] = DataTable(id="channels", cursor_type="none")
-        self._mcp_title = Static("MCP servers", classes="section-title")
+        self._mcp_title = Static(t("tui.overview.mcp"), classes="section-title")
         self._mcp: DataTable[str | Text] = DataTable(id="mcp", cursor_type="none")
-        self._nodes_title = Static(
-            "Nodes (every process serving this home)", classes="section-title"
-        )
+        self._nodes_title = Static(t("tui.overview.nodes"), classes="section-title")
         self._nodes_table: DataTable[str | Text] = DataTable(id="nodes", cursor_type="none")
         self._nodes_title.display = self._nodes_table.display = False  # until another shows
         self._running_table: DataTable[str | Text] = DataTable(id="running", cursor_type="none")
@@ -168,9 +166,9 @@ class OverviewScreen(PollingScreen):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             for label, value in (
-                ("Queue", self._queue),
-                ("HTTP", self._http),
-                ("Usage", self._usage),
+                (t("tui.overview.queue"), self._queue),
+                (t("tui.overview.http"), self._http),
+                (t("tui.overview.usage"), self._usage),
             ):
                 with Horizontal(classes="status-row"):
                     yield Static(label, classes="status-label")
@@ -178,7 +176,7 @@ class OverviewScreen(PollingScreen):
             with self._config_row:
                 yield Static(t("reload.overview_label"), classes="status-label")
                 yield self._config
-            yield Static("Recent errors (Enter shows one whole)", classes="section-title")
+            yield Static(t("tui.overview.errors"), classes="section-title")
             yield self._errors
             yield self._channels_title
             yield self._channels
@@ -186,9 +184,9 @@ class OverviewScreen(PollingScreen):
             yield self._mcp
             yield self._nodes_title
             yield self._nodes_table
-            yield Static("Running here", classes="section-title")
+            yield Static(t("tui.overview.running"), classes="section-title")
             yield self._running_table
-            yield Static("Scheduled", classes="section-title")
+            yield Static(t("tui.overview.scheduled"), classes="section-title")
             yield self._scheduled
         yield KeyFooter()
 

@@ -28,7 +28,6 @@ from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
 from habakkuk.screens.schedule_form import ScheduleForm, fire_times_text
 from habakkuk.screens.text_prompt import Confirm
 from habakkuk.widgets.fit_table import Cell
-from habakkuk.widgets.words import counted
 from habakkuk.work.schedule_views import slot_outcome
 
 if TYPE_CHECKING:
@@ -160,12 +159,14 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
         schedules = await self.call(self.service.list_schedules) or []
         failing = sum(s.fail_streak > 0 for s in schedules)
         paused = sum(not s.enabled for s in schedules)
-        extra = (f" · {paused} paused" if paused else "") + (
-            f" · {failing} failing" if failing else ""
-        )
+        title = t("tui.title.schedules", schedules=t("tui.count.schedules", count=len(schedules)))
+        if paused:
+            title += " · " + t("tui.schedules.paused", count=paused)
+        if failing:
+            title += " · " + t("tui.schedules.failing", count=failing)
         return Listing(
             schedules,
-            f"Schedules · {counted(len(schedules), 'schedule')}{extra}",
+            title,
             t("tui.empty.schedules"),
         )
 

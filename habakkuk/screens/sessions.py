@@ -73,7 +73,7 @@ class SessionsScreen(RuntimeScreen):
         self.with_work = False  # also listing board cards' and sub-agents' sessions
         self.row_sessions: list[str] = []
         self.row_titles: dict[str, str] = {}
-        self._title = Static("Recent sessions", classes="section-title")
+        self._title = Static(t("tui.title.sessions_recent"), classes="section-title")
         self._search = Input(placeholder="Search all sessions, Enter to search", id="search")
         # At 80 cells a long title or snippet gives way, so the session id stays in view.
         self._table = FitTable(id="session-table", shrink={"match": 12, "title": 16})
@@ -139,7 +139,9 @@ class SessionsScreen(RuntimeScreen):
                     Text(_one_line(hit.snippet)),
                 ]
                 rows.append((hit.session, hit.title, cells))
-            self._title.update(Content(f"Search: {self.query_text}  ({len(rows)} found)"))
+            self._title.update(
+                Content(t("tui.title.sessions_search", query=self.query_text, found=len(rows)))
+            )
             empty = t("tui.empty.sessions_search")
         else:
             sessions = await self.runtime.sessions.list_sessions(
@@ -157,13 +159,15 @@ class SessionsScreen(RuntimeScreen):
                     Text(ORIGIN_WORDS.get(s.origin, ""), style="dim"),
                 ]
                 rows.append((s.id, s.title, cells[: len(columns)]))
-            which = "Archived sessions" if self.archived else "Recent sessions"
+            which = t(
+                "tui.title.sessions_archived" if self.archived else "tui.title.sessions_recent"
+            )
             if self.with_work:
-                which += ", board cards' and sub-agents' too (a: yours only)"
+                which += t("tui.title.sessions_with_work")
             else:
-                which += " (a: board cards' and sub-agents' too)"
+                which += t("tui.title.sessions_without_work")
             if self.archived:
-                self._title.update(f"{which} · u restores, v or Esc: recent")
+                self._title.update(which + " · " + t("tui.title.sessions_archived_keys"))
                 empty = t("tui.empty.sessions_archived")
             else:
                 self._title.update(which)

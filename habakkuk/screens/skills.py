@@ -38,7 +38,6 @@ from habakkuk.screens.skills_viewer import (
 )
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
 from habakkuk.widgets.fit_table import Cell
-from habakkuk.widgets.words import counted
 
 if TYPE_CHECKING:
     from habakkuk.knowledge.skills.types import Skill, SkillsAccess, SkillSummary
@@ -140,10 +139,12 @@ class SkillsScreen(ListDetailScreen["SkillSummary", "Skill"]):
         service, agent = self.service, self.agent
         skills = await self.call(lambda: service.list_skills(agent)) or []
         untrusted = sum(not s.trusted for s in skills)
-        extra = f" · {untrusted} untrusted" if untrusted else ""
+        title = t("tui.title.skills", agent=agent, skills=t("tui.count.skills", count=len(skills)))
+        if untrusted:
+            title += " · " + t("tui.skills.untrusted", count=untrusted)
         return Listing(
             skills,
-            f"Skills · {agent} · {counted(len(skills), 'skill')}{extra}",
+            title,
             t("tui.empty.skills"),
         )
 
