@@ -255,7 +255,12 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
         added = await self.call(lambda: service.add(new, by="owner"))
         if added is not None:
             self.notify(
-                f"Added {added.name} ({added.id}); next: {fire_times_text(self.next_times(added))}",
+                t(
+                    "tui.schedules.added",
+                    name=added.name,
+                    id=added.id,
+                    next=fire_times_text(self.next_times(added)),
+                ),
                 markup=False,
             )
             self.reload(keep=added.id)
@@ -271,7 +276,7 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
         service = self.service
         job = await self.call(lambda: service.run_now(schedule_id))
         if job is not None:
-            self.notify(f"{name}: one extra run queued ({job}).", markup=False)
+            self.notify(t("tui.schedules.queued", name=name, job=job), markup=False)
             self.reload(keep=schedule_id)
 
     def action_pause_resume(self) -> None:
@@ -285,12 +290,12 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
         service = self.service
         if enabled:
             changed = await self.call(lambda: service.pause(schedule_id))
-            word = "paused"
+            word = "tui.schedules.now_paused"
         else:
             changed = await self.call(lambda: service.resume(schedule_id))
-            word = "resumed from now; missed slots are not replayed"
+            word = "tui.schedules.resumed"
         if changed is not None:
-            self.notify(f"{changed.name} {word}.", markup=False)
+            self.notify(t(word, name=changed.name), markup=False)
             self.reload(keep=schedule_id)
 
     def action_delete(self) -> None:
@@ -315,7 +320,7 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
             return True
 
         if await self.call(delete):
-            self.notify(f"Deleted {name}.", markup=False)
+            self.notify(t("tui.schedules.deleted", name=name), markup=False)
             self._show(None, [])
             self.reload()
 

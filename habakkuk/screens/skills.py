@@ -252,7 +252,7 @@ class SkillsScreen(ListDetailScreen["SkillSummary", "Skill"]):
             self.app.push_screen(ApproveDangerous(exc.skill), answered)
             return
         if approved is not None:
-            self.notify(f"{name} is approved: its instructions are trusted now.", markup=False)
+            self.notify(t("tui.skills.approved", name=name), markup=False)
             self.reload(keep=name)
 
     def action_remove(self) -> None:
@@ -276,7 +276,9 @@ class SkillsScreen(ListDetailScreen["SkillSummary", "Skill"]):
         removed = await self.call(lambda: service.remove(agent, name))
         if removed is not None:
             self.last_removed = removed.name
-            self.notify(f"Removed {removed.name}; the backup is {removed.backup}.", markup=False)
+            self.notify(
+                t("tui.skills.removed", name=removed.name, backup=removed.backup), markup=False
+            )
             self._show(None)
             self.reload()
 
@@ -307,5 +309,5 @@ class SkillsScreen(ListDetailScreen["SkillSummary", "Skill"]):
         if restored is not None:
             if self.last_removed == restored.name:
                 self.last_removed = ""
-            self.notify(f"Restored {restored.name}.", markup=False)
+            self.notify(t("tui.skills.restored", name=restored.name), markup=False)
             self.reload(keep=restored.name)

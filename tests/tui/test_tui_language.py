@@ -78,6 +78,8 @@ async def test_a_screens_title_and_the_palette_are_french(chat_app: ChatApp) -> 
         await eventually(
             lambda: str(title.render()) == "Mémoire · main · 0 note", what="the French title"
         )
+        footer = screen.query_one(KeyFooter)
+        await eventually(lambda: "Chercher" in footer_words(footer), what="a French footer key")
         # The palette as a person opens it (its entries are made in the app's context).
         await ui.press("ctrl+p")
         await eventually(lambda: isinstance(ui.app.screen, CommandPalette), what="the palette")
