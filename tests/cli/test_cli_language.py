@@ -116,3 +116,14 @@ def test_doctors_details_are_french(home: Path) -> None:
     assert f"ok         storage: fichiers SQLite dans {home}" in lines
     assert "ok         database control.db: intacte" in lines
     assert not any(line.endswith((" is not set", ": intact")) for line in lines)
+
+
+def test_listing_counts_and_plugin_lines_are_french(home: Path) -> None:
+    (home / "config.yaml").write_text(MOCK)
+    notes = habakkuk(home, "memory", "list", LANG="fr_FR.UTF-8")
+    assert notes.returncode == 0, notes.stderr
+    assert notes.stderr.strip() == "0 note"
+    plugins = habakkuk(home, "plugins", "list", LANG="fr_FR.UTF-8")
+    assert plugins.stdout.strip() == "Aucun plugin installé (`habakkuk plugins install SOURCE`)."
+    english = habakkuk(home, "memory", "list", LANG="C.UTF-8")
+    assert english.stderr.strip() == "0 note(s)"
