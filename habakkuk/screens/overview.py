@@ -124,6 +124,12 @@ def config_line(view: Overview) -> str:
     return "\n".join(lines)
 
 
+def headers(*names: str) -> list[str]:
+    """The overview tables' column headers in the language in use (`tui.column.<name>`);
+    the tables find their columns by position, never by header."""
+    return [t(f"tui.column.{name}") for name in names]
+
+
 class OverviewScreen(PollingScreen):
     """What the home is doing; refreshed as jobs start and finish, and every few seconds."""
 
@@ -191,12 +197,14 @@ class OverviewScreen(PollingScreen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self._errors.add_columns("kind", "id", "error")
-        self._channels.add_columns("account", "type", "state", "since", "in", "out", "detail")
-        self._mcp.add_columns("server", "state", "detail")
-        self._nodes_table.add_columns("host", "pid", "agents", "leases", "heartbeat")
-        self._running_table.add_columns("kind", "job", "session", "attempt")
-        self._scheduled.add_columns("due", "kind", "job", "why")
+        self._errors.add_columns(*headers("kind", "id", "error"))
+        self._channels.add_columns(
+            *headers("account", "type", "state", "since", "in", "out", "detail")
+        )
+        self._mcp.add_columns(*headers("server", "state", "detail"))
+        self._nodes_table.add_columns(*headers("host", "pid", "agents", "leases", "heartbeat"))
+        self._running_table.add_columns(*headers("kind", "job", "session", "attempt"))
+        self._scheduled.add_columns(*headers("due", "kind", "job", "why"))
         # Only the errors take the cursor: the other tables are read, not picked from.
         for table in (
             self._channels,
