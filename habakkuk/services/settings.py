@@ -46,7 +46,9 @@ class SessionSettings:
         try:
             ref = ModelRef.parse(model.strip())
         except ValueError:  # ModelRef.parse's one complaint, in the person's words
-            raise HabakkukError.said("errors.settings.bad_model", given=repr(model.strip())) from None
+            raise HabakkukError.said(
+                "errors.settings.bad_model", given=repr(model.strip())
+            ) from None
         if ref.provider not in self.config.providers:
             known = ", ".join(sorted(self.config.providers)) or "none"
             raise HabakkukError.said(
@@ -83,7 +85,9 @@ class SessionSettings:
         known = thinking_level(choice)
         if known is None:
             levels = ", ".join(THINKING_LEVELS)
-            raise HabakkukError.said("errors.settings.unknown_level", level=repr(level), levels=levels)
+            raise HabakkukError.said(
+                "errors.settings.unknown_level", level=repr(level), levels=levels
+            )
         await state.set_setting(session.id, "thinking", known)
         return known, True
 
