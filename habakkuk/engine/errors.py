@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 
 class HabakkukError(Exception):
@@ -13,7 +13,7 @@ class HabakkukError(Exception):
     `shown(exc)` says it in the language of the person it is shown to (a chat command's
     error, rendered where the chat's language is in use: conversation/commands.py)."""
 
-    _key: tuple[str, int | None, dict[str, object]] | None = None
+    _key: tuple[str, int | None, dict[str, Any]] | None = None  # Any: t() takes them as **
 
     @classmethod
     def said(cls, key: str, /, *, count: int | None = None, **fields: object) -> Self:
