@@ -77,12 +77,12 @@ class WorkspaceCheckpoints:
             raise HabakkukError.said("errors.checkpoints.busy")
         store = self.for_agent(session.agent)
         if store is None:
-            return t("errors.checkpoints.off")
+            return t("checkpoints.off")
         try:
             undone = await store.undo(session_id)
         except CheckpointError as exc:
             raise HabakkukError(str(exc)) from None
         if undone is None:
-            return t("errors.checkpoints.nothing")
+            return t("checkpoints.nothing")
         checkpoint, stat = undone
-        return t("errors.checkpoints.restored", checkpoint=checkpoint.id[:12], stat=stat)
+        return t("checkpoints.restored", checkpoint=checkpoint.id[:12], stat=stat)
