@@ -110,3 +110,13 @@ async def test_a_french_channel_gets_a_services_error_and_a_schedules_notice_in_
     await tg.wait_for(lambda: any("digest" in text for text in tg.texts()))
     [notice] = [text for text in tg.texts() if "digest" in text]
     assert f"a échoué {FAILURE_NOTICE_AT} fois de suite" in notice, notice
+
+
+async def test_a_french_channels_compact_outcome_comes_back_in_french(
+    start: OpenRuntime, tg: FakeTelegram
+) -> None:
+    await start(channel="language: fr\n")
+    assert await _ask(tg, "hello") == "echo: hello"
+    # The compaction job runs in no one's language: it says it in the chat's.
+    said = await _ask(tg, "/compact")
+    assert said.startswith("Rien n'a été compacté : ") and said.endswith("dernier tour."), said
