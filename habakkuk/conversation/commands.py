@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.errors import HabakkukError, shown
 from habakkuk.engine.i18n import known, t
 
 from .plugin_commands import PluginConversation
@@ -246,7 +246,7 @@ async def dispatch(text: str, conv: Conversation) -> Reply | None:
     try:
         return await found.run(conv, rest)
     except HabakkukError as exc:
-        said = str(exc)  # named after the command unless the service named it already
+        said = shown(exc)  # named after the command unless the service named it already
         return Reply(said if said.startswith("/") else f"/{found.name}: {said}", error=True)
 
 

@@ -45,7 +45,9 @@ def parse_goal(rest: str) -> tuple[int, str]:
         if not given:
             given, _, words = words.strip().partition(" ")
         if not given.isdigit() or not 1 <= int(given) <= MAX_TURNS:
-            raise GoalError(t("goal.bad_turns", given=given or "(none)", most=MAX_TURNS))
+            raise GoalError(
+                t("goal.bad_turns", given=given or t("errors.goal.no_turns"), most=MAX_TURNS)
+            )
         budget = int(given)
     if not words.strip():
         raise GoalError(t("goal.usage"))

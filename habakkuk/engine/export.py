@@ -328,5 +328,5 @@ def save_export(
         reason = exc.strerror or str(exc)
         if exc.filename and str(exc.filename) != str(path):
             reason = f"{exc.filename}: {reason}"
-        raise HabakkukError(f"cannot write {path}: {reason}") from None
+        raise HabakkukError.said("errors.sessions.cannot_write", path=path, reason=reason) from None
     return path

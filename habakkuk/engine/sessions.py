@@ -656,7 +656,7 @@ class TranscriptStore:
         def _fork(conn: Conn) -> Session:
             source = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if source is None:
-                raise NotFound(f"session {session_id!r} not found")
+                raise NotFound.said("errors.sessions.not_found", session=repr(session_id))
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (new_id,)).fetchone():
                 raise HabakkukError(f"fork: session {new_id!r} already exists")
             rows = conn.execute(

@@ -19,9 +19,9 @@ def checked_title(title: str) -> str:
     refuse_controls(str(title), "memory: the title")
     clean = " ".join(str(title).split())
     if not clean:
-        raise HabakkukError("memory: title is empty")
+        raise HabakkukError.said("errors.memory.title_empty")
     if len(clean) > TITLE_MAX:
-        raise HabakkukError(f"memory: title is over {TITLE_MAX} characters")
+        raise HabakkukError.said("errors.memory.title_long", most=TITLE_MAX)
     return clean
 
 
@@ -31,11 +31,9 @@ def checked_body(content: str) -> str:
     body = str(content).strip("\n")
     refuse_controls(body, "memory: the content")
     if not body.strip():
-        raise HabakkukError("memory: content is empty")
+        raise HabakkukError.said("errors.memory.content_empty")
     if len(body.encode("utf-8")) > NOTE_MAX_BYTES:
-        raise HabakkukError(
-            f"memory: content is over {NOTE_MAX_BYTES:,} bytes; split it into notes"
-        )
+        raise HabakkukError.said("errors.memory.content_big", most=f"{NOTE_MAX_BYTES:,}")
     return body
 
 

@@ -92,7 +92,7 @@ class NoteStore:
     async def _agent(self, agent: str) -> AgentMemory:
         if not isinstance(agent, str) or agent not in self.config.agents:
             known = ", ".join(sorted(self.config.agents)) or "none"
-            raise NotFound(f"memory: agent {agent!r} is not configured (agents: {known})")
+            raise NotFound.said("errors.memory.no_agent", agent=repr(agent), agents=known)
         found = self._agents.get(agent)
         if found is not None:
             return found
@@ -190,10 +190,7 @@ class NoteStore:
         for name, text in fields:
             found = find_secret(text, values)
             if found:
-                raise SecretRefused(
-                    f"{what}: the {name} holds {found}; secrets are never stored in memory "
-                    "(keep it in the home's .env or a password manager)"
-                )
+                raise SecretRefused.said("errors.memory.secret", what=what, field=name, found=found)
 
     # -- keeping the index and history up with the files ------------------------------
 

@@ -174,7 +174,7 @@ class NoteFiles:
     def require(self, slug: str) -> NoteText:
         found = self.read(slug)
         if found is None:
-            raise NotFound(f"memory: no note {slug!r}")
+            raise NotFound.said("errors.memory.no_note", slug=repr(slug))
         return found
 
     def write(self, slug: str, text: str) -> os.stat_result:

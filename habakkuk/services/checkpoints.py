@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.agent.turn import TURN_KIND
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.i18n import t
 from habakkuk.tools.checkpoints import CheckpointError, Checkpoints
 
 if TYPE_CHECKING:
@@ -73,15 +74,15 @@ class WorkspaceCheckpoints:
         """
         session = await self.sessions.session(session_id)
         if any(j.kind == TURN_KIND for j in await self.queue.active_for(session_id)):
-            raise HabakkukError("a turn of this session is queued or running; try /undo after it")
+            raise HabakkukError.said("errors.checkpoints.busy")
         store = self.for_agent(session.agent)
         if store is None:
-            return "checkpoints are off (checkpoints: false in config, or git is not on PATH)"
+            return t("checkpoints.off")
         try:
             undone = await store.undo(session_id)
         except CheckpointError as exc:
             raise HabakkukError(str(exc)) from None
         if undone is None:
-            return "nothing to undo: no earlier turn of this session changed the workspace"
+            return t("checkpoints.nothing")
         checkpoint, stat = undone
-        return f"restored the workspace to checkpoint {checkpoint.id[:12]}:\n{stat}"
+        return t("checkpoints.restored", checkpoint=checkpoint.id[:12], stat=stat)

@@ -139,7 +139,7 @@ class Sessions:
         """The session `session_id`; NotFound when there is none."""
         found = await self.transcripts.get_session(session_id)
         if found is None:
-            raise NotFound(f"session {session_id!r} not found")
+            raise NotFound.said("errors.sessions.not_found", session=repr(session_id))
         return found
 
     async def queue_for(
@@ -171,7 +171,7 @@ class Sessions:
 
         done = await self.transcripts.with_session(request.session, _queue)
         if done is None:
-            raise NotFound(f"session {request.session!r} not found")
+            raise NotFound.said("errors.sessions.not_found", session=repr(request.session))
         return done[1]
 
     async def list_sessions(
@@ -237,7 +237,7 @@ class Sessions:
         /think). NotFound when unknown; HabakkukError while one of its turns is active."""
         await self.session(session_id)
         if await self.active_turns(session_id):
-            raise HabakkukError(f"session {session_id!r} has a turn queued or running")
+            raise HabakkukError.said("errors.sessions.busy", session=repr(session_id))
         await self.transcripts.delete_sessions([session_id])
         await self.state_store().forget_sessions([session_id])
 
@@ -265,8 +265,9 @@ class Sessions:
         await self.session(session_id)
         typed = typed_seqs(await self.transcripts.messages(session_id))
         if len(typed) < turns:
-            had = f"only {len(typed)}" if typed else "no"
-            raise HabakkukError(f"this session has {had} message(s) of yours to rewind")
+            if not typed:
+                raise HabakkukError.said("errors.sessions.rewind_none")
+            raise HabakkukError.said("errors.sessions.rewind_only", count=len(typed))
         fork = await self.transcripts.fork(session_id, new_id("ses"), upto_seq=typed[-turns] - 1)
         await self.state_store().copy_settings(session_id, fork.id)
         return fork

@@ -45,12 +45,14 @@ class SessionSettings:
             return None
         try:
             ref = ModelRef.parse(model.strip())
-        except ValueError as exc:
-            raise HabakkukError(f"/model: {exc}") from None
+        except ValueError:  # ModelRef.parse's one complaint, in the person's words
+            raise HabakkukError.said(
+                "errors.settings.bad_model", given=repr(model.strip())
+            ) from None
         if ref.provider not in self.config.providers:
             known = ", ".join(sorted(self.config.providers)) or "none"
-            raise HabakkukError(
-                f"/model: provider {ref.provider!r} is not configured (providers: {known})"
+            raise HabakkukError.said(
+                "errors.settings.unknown_provider", provider=repr(ref.provider), providers=known
             )
         await state.set_setting(session_id, "model", str(ref))
         return ref
@@ -83,7 +85,9 @@ class SessionSettings:
         known = thinking_level(choice)
         if known is None:
             levels = ", ".join(THINKING_LEVELS)
-            raise HabakkukError(f"/think: unknown level {level!r} (levels: {levels}, default)")
+            raise HabakkukError.said(
+                "errors.settings.unknown_level", level=repr(level), levels=levels
+            )
         await state.set_setting(session.id, "thinking", known)
         return known, True
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from habakkuk.engine.agent.turn_access import TurnsAccess
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.i18n import t
 from habakkuk.engine.jobs import JobQueue, NewJob
 from habakkuk.engine.leases import NamedLeases
 from habakkuk.engine.outbox_access import TextOutbox
@@ -81,20 +82,17 @@ def delivery_id(card_id: str, revision: int) -> str:
     return "deliver_" + notice_id(card_id, revision)
 
 
-def notice_text(card: Card) -> str:
-    """What the creator is told: the result, or why the card is blocked and who must act."""
-    head = f"Board card {card.id} ({card.title!r}, assigned to {card.assignee or 'nobody'})"
+def notice_text(card: Card, language: str = "en") -> str:
+    """What the creator is told: the result, or why the card is blocked and who must act.
+    English for the creator's session (a turn the model reads), the chat's `language`
+    when it goes straight to a chat (deliver_to)."""
+    assignee = card.assignee or t("work.board.nobody", language=language)
+    head = t("work.board.head", card=card.id, title=repr(card.title), assignee=assignee,
+             language=language)  # fmt: skip
     if card.status == "done":
-        return f"{head} is done.\n\nResult:\n{card.result}"
-    if card.blocked_kind == "question":
-        return (
-            f"{head} is blocked on a question for you:\n{card.blocked_reason}\n\n"
-            "Answer with a comment on the card and reopen it to continue."
-        )
-    return (
-        f"{head} failed and is blocked:\n{card.blocked_reason}\n\n"
-        "Reopen it to try again, reassign it or cancel it."
-    )
+        return t("work.board.done", head=head, result=card.result, language=language)
+    kind = "question" if card.blocked_kind == "question" else "failed"
+    return t(f"work.board.{kind}", head=head, reason=card.blocked_reason, language=language)
 
 
 @dataclass
@@ -120,6 +118,7 @@ class Dispatcher:
         outbox: Callable[[], TextOutbox],
         home_root: Path,
         *,
+        language_of: Callable[[str], str] = lambda channel: "",
         interval: float = 5.0,
         lease_seconds: float | None = None,
         pid: int | None = None,
@@ -129,6 +128,7 @@ class Dispatcher:
         self.queue = queue
         self.turns = turns
         self.outbox = outbox
+        self.language_of = language_of  # a channel's language (Config.language_of)
         self.wake_file = home_root / WAKE_FILE
         self.interval = interval
         self.lease_seconds = lease_seconds or max(4 * interval, 2.0)
@@ -286,9 +286,11 @@ class Dispatcher:
             except HabakkukError as exc:  # the session was deleted: try deliver_to
                 log.info("board: card %s: creator session gone (%s)", card.id, exc)
         if card.deliver_to:
+            # Straight to a chat: in that chat's language, not the model's English.
+            chat = notice_text(card, self.language_of(card.deliver_to.partition(":")[0]) or "en")
             try:
                 await self.outbox().send_text(
-                    delivery_id(card.id, card.revision), card.deliver_to, text
+                    delivery_id(card.id, card.revision), card.deliver_to, chat
                 )
             except ValueError as exc:  # a bad address never blocks the other notices
                 log.warning(

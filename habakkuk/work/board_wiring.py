@@ -67,6 +67,7 @@ class BoardRuns:
                 host.turns,
                 lambda: host.outbox,
                 host.home.root,
+                language_of=host.config.language_of,
                 interval=host.config.board.dispatch_seconds,
             )
             host.board.on_wake(self.dispatcher.wake)

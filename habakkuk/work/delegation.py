@@ -321,13 +321,13 @@ class Delegation:
         """Cancel one of the session's children (a prefix is enough) and tell the parent."""
         prefix = job_prefix.strip()
         if not prefix:
-            raise HabakkukError("/subagents stop ID: name the sub-agent (an id prefix is enough)")
+            raise HabakkukError.said("errors.subagents.stop_usage")
         matches = [c for c in await self.children(parent_session) if c.job.startswith(prefix)]
         if not matches:
-            raise NotFound(f"no running sub-agent {prefix!r} in this session")
+            raise NotFound.said("errors.subagents.none_running", prefix=repr(prefix))
         if len(matches) > 1:
             names = ", ".join(c.job for c in matches)
-            raise HabakkukError(f"{prefix!r} names several sub-agents: {names}")
+            raise HabakkukError.said("errors.subagents.several", prefix=repr(prefix), names=names)
         job = matches[0].job
         await self._stop(job, "stopped", "stopped with /subagents stop")
         report = await self._settled(job)

@@ -78,6 +78,7 @@ class ScheduleRuns:
             turns=host.turns,
             hooks=host.hooks,
             groups=self.groups,
+            language_of=config.language_of,
         )
         self.pools = [
             Pool(

@@ -24,6 +24,7 @@ from typing import Any
 from habakkuk.engine.agent.turn_access import TurnsAccess
 from habakkuk.engine.errors import HabakkukError, NotFound
 from habakkuk.engine.hook_events import HookFirer
+from habakkuk.engine.i18n import t
 from habakkuk.engine.jobs import Lease, payload_of
 from habakkuk.engine.outbox_access import TextOutbox
 from habakkuk.engine.pools import PermanentJobError
@@ -58,14 +59,13 @@ def streak_after(previous: int, ok: bool) -> tuple[int, str | None]:
     return streak, ("failing" if streak == FAILURE_NOTICE_AT else None)
 
 
-def notice_text(schedule: Schedule, notice: str, status: str) -> str:
-    """The chat message of a failure-streak notice."""
+def notice_text(schedule: Schedule, notice: str, status: str, language: str = "en") -> str:
+    """The chat message of a failure-streak notice, in the chat's `language`."""
+    name = repr(schedule.name)
     if notice == "failing":
-        return (
-            f"Schedule {schedule.name!r} has failed {FAILURE_NOTICE_AT} times in a row "
-            f"({status}). I will not repeat this until it works again."
-        )
-    return f"Schedule {schedule.name!r} works again."
+        return t("work.schedule.failing", count=FAILURE_NOTICE_AT, name=name, status=status,
+                 language=language)  # fmt: skip
+    return t("work.schedule.works_again", name=name, language=language)
 
 
 def combined_output(result: ScriptResult) -> str:
@@ -90,12 +90,14 @@ class ScriptRuns:
         turns: TurnsAccess,
         hooks: HookFirer | None = None,
         groups: ScriptGroups | None = None,
+        language_of: Callable[[str], str] = lambda channel: "",
     ):
         self.book = book
         self.groups = groups
         self.workspace_of = workspace_of
         self.env_file = env_file
         self.outbox = outbox
+        self.language_of = language_of  # a channel's language (Config.language_of)
         self.sessions = sessions
         self.turns = turns
         self.hooks = hooks
@@ -190,9 +192,12 @@ class ScriptRuns:
         if target is None:
             log.warning("schedule %s: %s, and no chat to tell", schedule.id, notice)
             return
+        language = self.language_of(target.partition(":")[0]) or "en"
         try:
             await self.outbox().send_text(
-                delivery_id_for(job, "notice"), target, notice_text(schedule, notice, status)
+                delivery_id_for(job, "notice"),
+                target,
+                notice_text(schedule, notice, status, language),
             )
         except ValueError as exc:
             log.warning("schedule %s: cannot send its notice: %s", schedule.id, exc)

@@ -9,6 +9,7 @@ import string
 import pytest
 
 from habakkuk.engine import i18n
+from habakkuk.engine.errors import HabakkukError, NotFound, shown
 from habakkuk.engine.i18n import CATALOGS, DEFAULT, LANGUAGES, catalog, plural_forms
 
 OTHERS = [language for language in LANGUAGES if language != DEFAULT]
@@ -93,3 +94,12 @@ def test_a_counted_key_is_said_in_the_form_the_count_needs() -> None:
         assert i18n.t("commands.usage.web_searches", count=2) == "2 recherches web"
     with i18n.use_language("ja"):
         assert "3" in i18n.t("commands.usage.web_searches", count=3)
+
+
+def test_a_said_error_is_english_as_text_and_the_persons_language_when_shown() -> None:
+    # English in logs and tool results (str), the chat's language in a command's reply.
+    error = NotFound.said("errors.sessions.not_found", session="'ses_x'")
+    with i18n.use_language("fr"):
+        assert str(error) == "session 'ses_x' not found"
+        assert shown(error) == "session 'ses_x' introuvable"
+    assert shown(HabakkukError("plain words")) == "plain words"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
 from typing import Any
 
@@ -95,6 +96,7 @@ def dispatcher_of(runtime: Any) -> Dispatcher:
         runtime.turns,
         lambda: runtime.outbox,
         runtime.home.root,
+        language_of=runtime.config.language_of,  # as the runtime's wiring does
         interval=600.0,
     )
 
@@ -268,6 +270,29 @@ async def test_a_question_from_a_card_without_a_creator_goes_to_deliver_to_once(
     assert [r["id"] for r in rows] == [delivery_id(card.id, asked.revision)]
     assert "question" in rows[0]["payload"] and "Which region?" in rows[0]["payload"]
     assert "telegram" in rows[0]["payload"]
+
+
+async def test_a_notice_to_deliver_to_speaks_the_chats_language_and_a_creators_turn_english(
+    runtime_factory: Any,
+) -> None:
+    runtime = await runtime_factory(config() + "language: fr\n")  # no workers
+    store = BoardStore(runtime.queue.db)
+    asker = await runtime.sessions.new_session("main")
+    for title, creator in (("Ask", ""), ("Told", asker.id)):
+        card = await runtime.board.create(
+            NewCard(title, assignee="other", deliver_to="telegram:42", creator_session=creator)
+        )
+        assert await store.claim(card.id, 0) is not None
+        blocked = await store.settle_attempt(
+            card.id, 1, status="blocked", kind="question", reason="Which region?", author="other"
+        )
+        assert blocked is not None
+    assert (await dispatcher_of(runtime).look()).notified == 2
+    [chat] = await runtime.queue.db.fetchall("SELECT payload FROM jobs WHERE id LIKE 'deliver_%'")
+    assert "est bloquée sur une question pour vous" in json.loads(chat["payload"])["text"]
+    [turn] = await runtime.queue.db.fetchall("SELECT payload FROM jobs WHERE kind = 'turn'")
+    said = json.loads(turn["payload"])["text"]
+    assert "is blocked on a question for you" in said  # the model reads English
 
 
 async def test_a_second_dispatcher_does_nothing_while_the_first_holds_the_lease(

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..config import ModelRef
+from ..i18n import t
 from ..llm.hosted import describe
 from ..llm.router import Caller, Router
 from ..llm.types import (
@@ -270,16 +271,25 @@ class CompactionOutcome:
     tokens_before: int
     tokens_after: int
     dropped: int = 0
-    reason: str = ""
+    why: str = ""  # why nothing was compacted: compaction.reason.<why> in the catalogs
+    budget: int = 0  # the tokens kept verbatim (the "fits" reason names them)
+
+    @property
+    def reason(self) -> str:
+        """Why nothing was compacted, in English (the log's words)."""
+        return self._reason("en")
+
+    def _reason(self, language: str | None) -> str:
+        if not self.why:
+            return ""
+        return t(f"compaction.reason.{self.why}", budget=f"{self.budget:,}", language=language)
 
     def describe(self) -> str:
-        """One line for the user."""
+        """One line for the user, in the language in use (habakkuk.engine.i18n)."""
         if self.compacted:
-            return (
-                f"Compacted the context: about {self.tokens_before:,} → {self.tokens_after:,} "
-                f"tokens ({self.dropped} message{'s' if self.dropped != 1 else ''} summarized)."
-            )
-        return f"Nothing was compacted: {self.reason}."
+            before, after = f"{self.tokens_before:,}", f"{self.tokens_after:,}"
+            return t("compaction.done", count=self.dropped, before=before, after=after)
+        return t("compaction.nothing", reason=self._reason(None))
 
 
 async def compact(
@@ -318,12 +328,12 @@ async def compact(
     cut = choose_cut(messages, budget)
     if cut == 0:
         if not messages:
-            reason = "the session has no messages yet"
+            why = "empty"
         elif not any(starts_turn(m) for m in messages[1:]):
-            reason = "the conversation since the last summary is only its last turn"
+            why = "last_turn"
         else:
-            reason = f"the recent turns fit in the {budget:,} tokens kept verbatim"
-        return CompactionOutcome(False, before, before, reason=reason)
+            why = "fits"
+        return CompactionOutcome(False, before, before, why=why, budget=budget)
     previous = view.compaction.summary if view.compaction else None
     limit = max_input_chars or max(compact_at * 3, MIN_INPUT_CHARS)
     request = ModelRequest(
@@ -336,7 +346,7 @@ async def compact(
     summary = result.message.text.strip()
     if not summary:
         log.warning("compaction of %s: the model returned an empty summary", session_id)
-        return CompactionOutcome(False, before, before, reason="the model returned no summary")
+        return CompactionOutcome(False, before, before, why="no_summary")
     if carry is not None:
         previous_head = [summary_message(previous)] if previous is not None else []
         carried = carry([*previous_head, *messages[:cut]])
@@ -346,8 +356,6 @@ async def compact(
         session_id, summary, view.kept[cut].seq, view.last_seq, guard
     )
     if not written:
-        return CompactionOutcome(
-            False, before, before, reason="the conversation moved on while it was summarized"
-        )
+        return CompactionOutcome(False, before, before, why="moved_on")
     after = estimate_request_tokens(system, tools, [summary_message(summary), *messages[cut:]])
     return CompactionOutcome(True, before, after, dropped=cut)

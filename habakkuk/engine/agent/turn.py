@@ -62,6 +62,7 @@ from ..events import (
 from ..home import Home
 from ..hook_events import HookEvent
 from ..hooks import Hooks
+from ..i18n import use_language
 from ..jobs import Lease
 from ..llm.hosted import PAUSE_STOP, is_hosted, is_paused, pause_mark, without_sources
 from ..llm.provider import ProviderError
@@ -90,7 +91,7 @@ from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
 from .guidance import Steering
 from .prompt import user_message
-from .requests import TURN_KIND, TurnRequest, request_of
+from .requests import TURN_KIND, ReplyTo, TurnRequest, request_of
 from .titles import title_queuing, titled_origin
 
 log = logging.getLogger(__name__)
@@ -212,7 +213,7 @@ class TurnRunner:
             lease.check(conn, "control")
 
         if request.compact:
-            return await self._compact_job(lease, session_id, guard)
+            return await self._compact_job(lease, session_id, guard, request.reply_to)
         typed = request.text
         first = user_message(typed, deps.config.timezone) if typed else None
         if first is not None and request.blocks:
@@ -652,8 +653,11 @@ class TurnRunner:
             )
         )
 
-    async def _compact_job(self, lease: Lease, session_id: str, guard: Any) -> dict[str, Any]:
-        """A /compact job: fold what the cut allows now, no user message, no model reply."""
+    async def _compact_job(
+        self, lease: Lease, session_id: str, guard: Any, reply_to: ReplyTo | None
+    ) -> dict[str, Any]:
+        """A /compact job: fold what the cut allows now, no user message, no model reply
+        (its outcome said in `reply_language`)."""
         deps = self.deps
         job = lease.job
         session, view, agent, state = await self._open(session_id, job.id, None, guard)
@@ -691,7 +695,8 @@ class TurnRunner:
             raise PermanentJobError(f"the summary call failed: {exc}") from None
         if outcome.compacted:
             self._publish_compaction(session_id, job.id, outcome)
-        reply = outcome.describe()
+        with use_language(reply_language(deps.config, reply_to)):
+            reply = outcome.describe()
         deps.bus.publish(TurnEnded(session=session_id, turn=job.id, status="done", reply=reply))
         return {
             "session": session_id,
@@ -794,6 +799,13 @@ def publish_delta(bus: EventBus, session: str, turn: str, event: StreamEvent) ->
                 session=session, turn=turn, call_id=event.tool_use_id, arguments=event.arguments
             )
         )
+
+
+def reply_language(config: Config, reply_to: ReplyTo | None) -> str:
+    """The language of what a job says to a person: the chat's it goes to (`reply_to`),
+    else config.yaml's (the terminal's, `habakkuk run`'s); a job runs in no one's."""
+    channel = reply_to.to.partition(":")[0] if reply_to is not None else ""
+    return config.language_of(channel) if channel else config.language
 
 
 def tool_results_message(calls: Sequence[CallResult]) -> Message:

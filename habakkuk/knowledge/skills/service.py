@@ -208,7 +208,7 @@ class Skills:
         seen = await asyncio.to_thread(self._seen, agent)
         hit = seen.get(name) if isinstance(name, str) else None
         if hit is None:
-            raise NotFound(_unknown(name, list(seen)))
+            raise _unknown(name, list(seen))
         return hit
 
     # -- reading -----------------------------------------------------------------------
@@ -581,12 +581,13 @@ def _checked(name: object, description: object, body: object) -> tuple[str, str,
     return name, text, steps
 
 
-def _unknown(name: object, known: list[str]) -> str:
+def _unknown(name: object, known: list[str]) -> NotFound:
     close = difflib.get_close_matches(str(name), known, n=5, cutoff=0.5)
     prefix = [k for k in sorted(known) if str(name) and k.startswith(str(name)) and k not in close]
     near = (close + prefix)[:5]
-    hint = f"; did you mean: {', '.join(near)}" if near else ""
-    return f"no skill named {name!r}{hint}"
+    if near:
+        return NotFound.said("errors.skills.unknown_near", name=repr(name), near=", ".join(near))
+    return NotFound.said("errors.skills.unknown", name=repr(name))
 
 
 def _relative_parts(name: str, path: object) -> list[str]:
