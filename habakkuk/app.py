@@ -30,6 +30,7 @@ from habakkuk.engine.i18n import set_language, t
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.screens.messages import RuntimeReady
 from habakkuk.screens.sections import SECTIONS
+from habakkuk.widgets.words import said
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
@@ -55,7 +56,7 @@ class StartScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         from textual.widgets import Static
 
-        yield Static("Habakkuk · starting…", id="starting")
+        yield Static(t("tui.app.starting"), id="starting")
 
 
 def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
@@ -304,29 +305,28 @@ class HabakkukApp(App[None]):
         """The palette lists every section and action as `category: action`."""
         if self.runtime is not None:
             for section in SECTIONS:
+                words = f"tui.palette.go.{section.mode}"
                 yield SystemCommand(
-                    f"Go: {section.mode}",
-                    f"{section.about} ({section.key})",
+                    f"{t('tui.palette.go')}: {said(words, section.mode)}",
+                    f"{said(words + '.about', section.about)} ({section.key})",
                     lambda m=section.mode: self.action_go(m),
                 )
             # A section's own actions (`Memory: forget note`, ...).
             yield from getattr(screen, "palette_commands", lambda: ())()
-        yield SystemCommand("Turn: stop", "Stop the running turn (ctrl+c)", self.stop_turn)
+        yield self._entry("turn", "stop", self.stop_turn)
         yield from self._chat_commands()
-        yield SystemCommand(
-            "App: quit", "Quit; a running turn resumes next start (ctrl+q)", self.action_quit
-        )
-        yield SystemCommand("App: theme", "Change the colour theme", self.action_change_theme)
-        yield SystemCommand(
-            "Setup: providers", "Choose the model provider, key and model", self.open_setup
-        )
-        yield SystemCommand(
-            "Setup: chat channel",
-            "Add a Telegram bot or another chat account, checked before it is saved",
-            self.open_channel_setup,
-        )
-        yield SystemCommand(
-            "App: keys", "Show the keys of this screen", self.action_show_help_panel
+        yield self._entry("app", "quit", self.action_quit)
+        yield self._entry("app", "theme", self.action_change_theme)
+        yield self._entry("setup", "providers", self.open_setup)
+        yield self._entry("setup", "channel", self.open_channel_setup)
+        yield self._entry("app", "keys", self.action_show_help_panel)
+
+    @staticmethod
+    def _entry(category: str, action: str, run: Callable[[], Any]) -> SystemCommand:
+        """One of the app's own palette entries, `App: quit`, in the language in use."""
+        words = f"tui.palette.{category}.{action}"
+        return SystemCommand(
+            f"{t(f'tui.palette.{category}')}: {t(words)}", t(words + ".about"), run
         )
 
     def _chat_commands(self) -> Iterable[SystemCommand]:

@@ -17,6 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE, error_line, exit_code
+from habakkuk.engine.i18n import t
 
 if TYPE_CHECKING:
     from habakkuk.engine.config import Config
@@ -203,7 +204,7 @@ async def _run(board: BoardAccess, config: Config, args: argparse.Namespace) -> 
             return EXIT_OK
         for line in table(cards):
             print(line)
-        print(f"{len(cards)} card(s)", file=sys.stderr)
+        print(t("cli.board.count", count=len(cards)), file=sys.stderr)
         return EXIT_OK
     card = await board.get(args.id.strip())  # NotFound; a prefix resolved once
     if action == "show":

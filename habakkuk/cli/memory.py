@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error_line, exit_code
+from habakkuk.engine.i18n import t
 
 if TYPE_CHECKING:
     from habakkuk.knowledge.memory_types import MemoryAccess, NoteSummary
@@ -151,7 +152,7 @@ async def _act(
             _out({**views.note_json(saved.note), "created": saved.created})
         else:
             verb = "unchanged" if saved.unchanged else "saved" if saved.created else "replaced"
-            print(f"{verb} {saved.note.slug}")
+            print(t(f"cli.memory.{verb}", slug=saved.note.slug))
         return EXIT_OK
     if action in ("forget", "trust"):
         if action == "forget":
@@ -161,7 +162,12 @@ async def _act(
         if args.json:
             _out(views.note_json(done))
         else:
-            print(f"{'forgot' if action == 'forget' else 'trusted'} {done.slug}")
+            print(
+                t(
+                    "cli.memory.forgot" if action == "forget" else "cli.memory.trusted",
+                    slug=done.slug,
+                )
+            )
         return EXIT_OK
     if action == "history":
         return await _history(memory, agent, args)
@@ -171,17 +177,22 @@ async def _act(
         if args.json:
             _out(views.restore_json(result))
         elif result.unchanged or result.restored is None:
-            print(f"unchanged: the file already holds that version ({args.id})")
+            print(t("cli.memory.restore_unchanged", id=args.id))
         else:
-            print(f"restored {result.restored.name} as change {result.restored.id}")
+            print(t("cli.memory.restored", name=result.restored.name, id=result.restored.id))
         return EXIT_OK
     stats = await memory.reindex(agent, full=args.full)
     if args.json:
         _out(views.reindex_json(stats))
     else:
         print(
-            f"scanned {stats.scanned}, updated {stats.updated}, removed {stats.removed} "
-            f"in {stats.seconds:.3f}s"
+            t(
+                "cli.memory.reindexed",
+                scanned=stats.scanned,
+                updated=stats.updated,
+                removed=stats.removed,
+                seconds=f"{stats.seconds:.3f}",
+            )
         )
     return EXIT_OK
 
@@ -199,13 +210,16 @@ async def _read(memory: MemoryAccess, agent: str, args: argparse.Namespace) -> i
             for note in notes:
                 print(_line(note))
             more = total - len(notes)
-            print(f"{total} note(s)" + (f", {more} not shown" if more > 0 else ""), file=sys.stderr)
+            shown = t("cli.memory.count", count=total)
+            if more > 0:
+                shown += t("cli.memory.not_shown", count=more)
+            print(shown, file=sys.stderr)
         return EXIT_OK
     if action == "search":
         query = " ".join(args.query)
         tags = views.parse_tags(args.tags)
         if not query.strip() and not tags:
-            print("habakkuk: memory search: give words to find, or --tags", file=sys.stderr)
+            print(error_line("memory search", t("cli.memory.search_empty")), file=sys.stderr)
             return EXIT_USAGE
         hits = await memory.search(agent, query, tags=tags, limit=args.limit)
         if args.json:
@@ -214,7 +228,8 @@ async def _read(memory: MemoryAccess, agent: str, args: argparse.Namespace) -> i
             for hit in hits:
                 print(f"{_line(hit.note)}\n    {hit.snippet}")
             if not hits:
-                print(f"no note of {agent} matches {query or args.tags!r}", file=sys.stderr)
+                wanted = repr(query or args.tags)
+                print(t("cli.memory.no_match", agent=agent, query=wanted), file=sys.stderr)
         return EXIT_OK if hits else EXIT_FAILED
     note = await memory.read(agent, args.slug)  # show
     if args.json:
@@ -239,7 +254,7 @@ async def _history(memory: MemoryAccess, agent: str, args: argparse.Namespace) -
             c = detail.change
             taint = " tainted" if c.tainted else ""
             print(f"{c.id}  {c.at}  {c.op} {c.path} by {c.by}{taint}  {c.note}".rstrip())
-            print(detail.diff or "(no difference)")
+            print(detail.diff or t("cli.memory.no_difference"))
         return EXIT_OK
     changes = await memory.history(
         agent,
@@ -255,5 +270,5 @@ async def _history(memory: MemoryAccess, agent: str, args: argparse.Namespace) -
         taint = " (tainted)" if c.tainted else ""
         print(f"{c.id}  {c.at}  {c.op:<7} {c.kind:<8} {c.name}  by {c.by}{taint}")
     if not changes:
-        print(f"no changes to {agent}'s memory match", file=sys.stderr)
+        print(t("cli.memory.no_changes", agent=agent), file=sys.stderr)
     return EXIT_OK

@@ -22,6 +22,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error_line, exit_code
+from habakkuk.engine.i18n import t
 
 if TYPE_CHECKING:
     from habakkuk.engine.errors import HabakkukError
@@ -93,11 +94,13 @@ def main(args: argparse.Namespace) -> int:
             return _enable(plugins, args.name, args.yes)
         if action == "disable":
             plugins.disable(args.name)
-            print(f"Disabled {args.name}; it stays installed (`habakkuk plugins enable` again).")
+            print(t("cli.plugins.disabled", name=args.name))
             return EXIT_OK
         backup = plugins.remove(args.name)
-        kept = f"; kept in {backup.folder}" if backup else ""
-        print(f"Removed {args.name}{kept}.")
+        if backup:
+            print(t("cli.plugins.removed_kept", name=args.name, folder=backup.folder))
+        else:
+            print(t("cli.plugins.removed", name=args.name))
         return EXIT_OK
     except NotFound as exc:  # a plugin the user named
         print(error_line(f"plugins {action}", exc), file=sys.stderr)
@@ -110,14 +113,14 @@ def _list(plugins: Plugins, as_json: bool) -> int:
         print(json.dumps([_json(s) for s in states], indent=2))
         return EXIT_OK
     if not states:
-        print("No plugins installed (`habakkuk plugins install SOURCE`).")
+        print(t("cli.plugins.none"))
         return EXIT_OK
     for state in states:
         d = state.description
         about = f"{d.version + ' ' if d and d.version else ''}{d.description if d else ''}"
         print(f"{state.entry.name:<24} {state.status:<9} {state.entry.verdict:<9} {about}")
         if state.problem:
-            print(f"  problem: {state.problem}")
+            print("  " + t("cli.plugins.problem", problem=state.problem))
     return EXIT_OK
 
 
@@ -149,11 +152,12 @@ def _show(state: PluginState, as_json: bool) -> int:
     if as_json:
         print(json.dumps(_json(state), indent=2))
         return EXIT_OK
-    print(f"{state.entry.name}: {state.status} (source {state.entry.source or 'unknown'})")
+    source = state.entry.source or t("cli.plugins.unknown")
+    print(t("cli.plugins.shown", name=state.entry.name, status=state.status, source=source))
     if state.description is not None:
         print("\n".join(state.description.lines()))
     if state.problem:
-        print(f"problem: {state.problem}")
+        print(t("cli.plugins.problem", problem=state.problem))
     print("\n".join(_findings(state)))
     return EXIT_OK
 
@@ -164,29 +168,22 @@ def _enable(plugins: Plugins, name: str, yes: bool) -> int:
         print(f"habakkuk: plugins enable: {name}: {state.problem}", file=sys.stderr)
         return EXIT_FAILED
     assert state.description is not None
-    print("Enabling this plugin lets it run:")
+    print(t("cli.plugins.enabling"))
     print("\n".join(state.description.lines()))
     print("\n".join(_findings(state)))
     if state.entry.verdict == "dangerous" and not yes:
-        print(
-            f"habakkuk: plugins enable: {name}: the scan found it dangerous; "
-            "enable it with --yes only if you trust it",
-            file=sys.stderr,
-        )
+        print(error_line("plugins enable", t("cli.plugins.dangerous", name=name)), file=sys.stderr)
         return EXIT_FAILED
     if not yes:
         if not sys.stdin.isatty():
-            print(
-                "habakkuk: plugins enable: no terminal to ask on; repeat with --yes",
-                file=sys.stderr,
-            )
+            print(error_line("plugins enable", t("cli.plugins.no_terminal")), file=sys.stderr)
             return EXIT_USAGE
-        answer = input(f"Enable {name}? [y/N] ").strip().lower()
+        answer = input(t("cli.plugins.confirm", name=name) + " [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
-            print("Not enabled.")
+            print(t("cli.plugins.not_enabled"))
             return EXIT_FAILED
     plugins.enable(name, force=yes)
-    print(f"Enabled {name}: it loads from the next start (restart `habakkuk serve`).")
+    print(t("cli.plugins.enabled", name=name))
     return EXIT_OK
 
 
@@ -211,21 +208,19 @@ def _print_plan(plan: InstallPlan) -> None:
 def _done(outcome: Outcome) -> None:
     name = outcome.name
     if outcome.status == "unchanged":
-        print(f"{name}: unchanged")
+        print(t("cli.plugins.unchanged", name=name))
         return
     if outcome.status == "updated":
-        print(
-            f"{name}: updated ({len(outcome.changed)} file(s) changed, "
-            f"{len(outcome.removed)} removed; the old version is in plugins/{outcome.backup})"
-        )
-        print(f"  disabled until enabled again: habakkuk plugins enable {name}")
+        changed, removed = len(outcome.changed), len(outcome.removed)
+        updated = t("cli.plugins.updated", changed=changed, removed=removed)
+        print(t("cli.plugins.updated_line", name=name, updated=updated, backup=outcome.backup))
+        print("  " + t("cli.plugins.disabled_until", name=name))
         return
-    kept = f"; the old version is in plugins/{outcome.backup}" if outcome.backup else ""
-    print(f"{name}: {outcome.status} into {outcome.folder}, disabled{kept}")
-    print(
-        f"  nothing in it runs until you enable it: habakkuk plugins enable {name} "
-        "(it shows what the plugin runs and asks)"
-    )
+    placed = t("cli.plugins.placed", name=name, status=outcome.status, folder=outcome.folder)
+    if outcome.backup:
+        placed += t("cli.plugins.old_version", backup=outcome.backup)
+    print(placed)
+    print("  " + t("cli.plugins.runs_nothing", name=name))
 
 
 def _dump(data: Any) -> None:

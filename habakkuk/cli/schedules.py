@@ -17,6 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE, error_line
+from habakkuk.engine.i18n import t
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -214,7 +215,7 @@ async def _list(
         )
     for schedule in found:
         print(_row(schedule, zone))
-    print(f"{len(found)} schedule(s)", file=sys.stderr)
+    print(t("cli.schedules.count", count=len(found)), file=sys.stderr)
     return EXIT_OK
 
 

@@ -164,8 +164,16 @@ class Command:
 
     @property
     def label(self) -> str:
-        """The palette entry, `Session: compact`."""
-        return f"{self.category}: {self.action or self.name}"
+        """The palette entry, `Session: compact`, in the language in use (the catalogs'
+        `tui.palette.<category>` and `tui.palette.command.<name>`, else as declared)."""
+        category, action = (
+            f"tui.palette.{self.category.lower()}",
+            f"tui.palette.command.{self.name}",
+        )
+        return (
+            f"{t(category) if known(category) else self.category}: "
+            f"{t(action) if known(action) else self.action or self.name}"
+        )
 
 
 COMMANDS: dict[str, Command] = {}

@@ -57,7 +57,7 @@ class ApprovalsScreen(PollingScreen):
     def __init__(self) -> None:
         super().__init__(id="approvals")
         self.rows: list[WaitingApproval] = []
-        self._title = Static("Waiting approvals", classes="section-title")
+        self._title = Static(t("tui.title.approvals"), classes="section-title")
         self._table: DataTable[str | Text] = DataTable(
             id="approval-table", cursor_type="row", zebra_stripes=True
         )

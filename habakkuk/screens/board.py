@@ -178,10 +178,11 @@ class BoardScreen(CardActions, ListScreen, PollingScreen):
         for card in cards:
             counts[card.status] = counts.get(card.status, 0) + 1
         self._counts = counts
-        summary = " · ".join(f"{n} {s}" for s, n in counts.items()) or "no cards"
+        summary = " · ".join(f"{n} {s}" for s, n in counts.items()) or t("tui.board.no_cards")
         needs_you = sum(c.status == "blocked" and c.blocked_kind == "question" for c in cards)
-        extra = f" · {needs_you} need you" if needs_you else ""
-        self._title.update(Content(f"Board · {summary}{extra}"))
+        if needs_you:
+            summary += " · " + t("tui.board.need_you", count=needs_you)
+        self._title.update(Content(t("tui.title.board", summary=summary)))
         self.show_empty("" if cards else t("tui.empty.board"))
         wide = self.size.width >= WIDE
         self._layout(wide)

@@ -14,6 +14,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from habakkuk.engine.i18n import t
 from habakkuk.work.board_types import PRIORITY_RANGE, TITLE_MAX, NewCard
 
 FIELDS = ("title", "body", "assignee", "priority", "depends")
@@ -54,21 +55,19 @@ class BoardForm(ModalScreen[NewCard | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Content("New card"), classes="section-title")
-            yield Static("title", classes="label")
-            yield Input("", id="card-form-title", placeholder="Check the ledger totals")
-            yield Static("body (what to do, and what counts as done)", classes="label")
+            yield Static(Content(t("tui.card_form.title")), classes="section-title")
+            yield Static(t("tui.card_form.card_title"), classes="label")
+            yield Input("", id="card-form-title", placeholder=t("tui.card_form.title_hint"))
+            yield Static(t("tui.card_form.body"), classes="label")
             yield Input("", id="card-form-body")
-            yield Static("assignee (an agent; empty: unassigned, never run)", classes="label")
+            yield Static(t("tui.card_form.assignee"), classes="label")
             yield Input(self.assignee, id="card-form-assignee")
-            yield Static("priority (higher runs first; default 0)", classes="label")
+            yield Static(t("tui.card_form.priority"), classes="label")
             yield Input("", id="card-form-priority", placeholder="0")
-            yield Static("depends on (card ids, comma-separated)", classes="label")
+            yield Static(t("tui.card_form.depends"), classes="label")
             yield Input("", id="card-form-depends")
             yield self._error
-            yield Static(
-                "Enter moves on; Enter in the last field adds · Esc cancels", classes="label"
-            )
+            yield Static(t("tui.form.hint"), classes="label")
 
     def on_mount(self) -> None:
         self.query_one("#card-form-title", Input).focus()
@@ -88,9 +87,9 @@ class BoardForm(ModalScreen[NewCard | None]):
         values = {name: self.value(name) for name in FIELDS}
         problem = priority_problem(values["priority"])
         if not values["title"]:
-            problem = "title: required"
+            problem = t("tui.card_form.title_required")
         elif len(values["title"]) > TITLE_MAX:
-            problem = f"title: longer than {TITLE_MAX} characters"
+            problem = t("tui.card_form.title_long", max=TITLE_MAX)
         if problem:
             self._error.update(Content(problem))
             return

@@ -24,6 +24,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Select, Static
 
+from habakkuk.engine.i18n import t
 from habakkuk.services.channel_setup import (
     ChannelPlan,
     ChannelSetup,
@@ -77,30 +78,28 @@ class ChannelSetupScreen(Screen[str | None]):
         with VerticalScroll():
             yield Static(
                 Content.assemble(
-                    ("Add a chat channel. ", "bold"),
-                    "Choose the platform and follow its steps. The answers are checked with "
-                    "the platform before anything is saved; tokens go to HOME/.env, never "
-                    "into the config.",
+                    (t("tui.channel.welcome"), "bold"),
+                    t("tui.channel.intro"),
                 )
             )
-            yield Label("Platform")
+            yield Label(t("tui.channel.platform"))
             yield Select(
                 [(Content(choice.label), choice.type) for choice in self.choices],
-                prompt="Choose a platform",
+                prompt=t("tui.channel.choose_platform"),
                 id="platform",
             )
             yield Static("", id="instructions", classes="help")
-            yield Label("Account name", id="name-label")
-            yield Input(placeholder="its name in config.yaml", id="name")
+            yield Label(t("tui.channel.name"), id="name-label")
+            yield Input(placeholder=t("tui.channel.name_hint"), id="name")
             yield Vertical(id="fields")
-            yield Label("API root (optional)", id="base-url-label")
-            yield Input(placeholder="the platform's own; or a self-hosted server", id="base-url")
+            yield Label(t("tui.channel.base_url"), id="base-url-label")
+            yield Input(placeholder=t("tui.channel.base_url_hint"), id="base-url")
             yield Static("", id="channel-error")
             yield Static("", id="result")
             yield Static("", id="shown")
             with Horizontal():
-                yield Button("Check and save", id="save", variant="primary")
-                yield Button("Close", id="close")
+                yield Button(t("tui.channel.save"), id="save", variant="primary")
+                yield Button(t("tui.channel.close"), id="close")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -146,15 +145,17 @@ class ChannelSetupScreen(Screen[str | None]):
         self.setup = setup
         self.query_one("#instructions", Static).update(Content(setup.instructions))
         name = self.query_one("#name", Input)
-        name.placeholder = f"its name in config.yaml (default: {setup.type})"
+        name.placeholder = t("tui.channel.name_hint_default", type=setup.type)
         for selector in ("#name-label", "#name", "#fields"):
             self.query_one(selector).display = True
         for item in setup.fields:
-            await fields.mount(Label(item.prompt + (" (hidden)" if item.secret else "")))
+            await fields.mount(
+                Label(item.prompt + (t("tui.channel.hidden") if item.secret else ""))
+            )
             await fields.mount(
                 Input(
                     value=item.default,
-                    placeholder="kept in HOME/.env, never in the config" if item.secret else "",
+                    placeholder=t("tui.setup.secret_hint") if item.secret else "",
                     password=item.secret,
                     id=f"field-{item.key}",
                 )
@@ -183,7 +184,7 @@ class ChannelSetupScreen(Screen[str | None]):
         if self.query_one("#save", Button).disabled:
             return
         if self.setup is None:
-            self._say("#channel-error", "Choose a platform.")
+            self._say("#channel-error", t("tui.channel.pick_platform"))
             return
         name = self.query_one("#name", Input).value.strip() or self.setup.type
         answers = {
@@ -206,13 +207,13 @@ class ChannelSetupScreen(Screen[str | None]):
             message = str(exc)
             if message.startswith(f"channels.{plan.name} exists"):
                 self.replacing = plan.name
-                message += ": press Check and save again to replace it"
+                message += t("tui.channel.replace")
             self._say("#channel-error", message)
             return
         title = plan.setup.title
         checked = ""
         if plan != self.unchecked:
-            self._say("#result", f"Checking with {title}…")
+            self._say("#result", t("tui.channel.checking", platform=title))
 
             # In a thread with a loop of its own: a platform's check that blocks stalls
             # that thread, not this screen; what it shows (a pairing code) comes back here.
@@ -225,12 +226,11 @@ class ChannelSetupScreen(Screen[str | None]):
                 self._say("#result", "")
                 self._say(
                     "#channel-error",
-                    f"The check failed: {result.reason}. Press Check and save again to save "
-                    "anyway, or change the answers and press it to check again.",
+                    t("tui.channel.check_failed", reason=result.reason),
                 )
                 return
-            checked = f"Connected as {result.who}. "
-        self._say("#result", "Saving…")
+            checked = t("tui.channel.connected", who=result.who)
+        self._say("#result", t("tui.setup.saving"))
         try:
             saved = await asyncio.to_thread(self.service.save, draft)
         except (ChannelSetupError, ConfigError) as exc:
@@ -239,16 +239,17 @@ class ChannelSetupScreen(Screen[str | None]):
             return
         except OSError as exc:
             self._say("#result", "")
-            self._say("#channel-error", f"{self.home.root}: cannot write: {exc.strerror}")
+            unwritable = t("tui.channel.cannot_write", path=self.home.root, reason=exc.strerror)
+            self._say("#channel-error", unwritable)
             return
         self.written = plan.name
         self.unchecked = None
         self.replacing = ""
-        stored = "".join(f" {variable} is in {where}." for variable, where in saved.stored.items())
-        notes = "".join(f" Note: {note}." for note in saved.notes)
-        self._say(
-            "#result",
-            f"{checked}Saved channels.{plan.name} to {self.home.config_path}.{stored}{notes} "
-            "Restart Habakkuk to connect it.",
+        stored = "".join(
+            " " + t("tui.channel.stored", variable=variable, where=where)
+            for variable, where in saved.stored.items()
         )
-        self.query_one("#close", Button).label = "Done"
+        notes = "".join(" " + t("tui.channel.note", note=note) for note in saved.notes)
+        where = t("tui.channel.saved", name=plan.name, path=self.home.config_path)
+        self._say("#result", f"{checked}{where}{stored}{notes} {t('tui.channel.restart')}")
+        self.query_one("#close", Button).label = t("tui.channel.done")

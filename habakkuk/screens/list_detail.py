@@ -35,6 +35,7 @@ from habakkuk.engine.errors import HabakkukError
 from habakkuk.screens.base import RuntimeScreen
 from habakkuk.widgets.fit_table import Cell, FitTable, Row
 from habakkuk.widgets.footer import KeyFooter
+from habakkuk.widgets.words import said
 
 if TYPE_CHECKING:
     from textual.app import ComposeResult
@@ -86,9 +87,11 @@ class SectionScreen(RuntimeScreen):
         """The screen's actions for the command palette, `SECTION: ...`."""
         for entry in self.PALETTE:
             keys = ", ".join((*entry.keys, *self.keys_of(entry.action)))
+            words = f"tui.palette.{self.SECTION.lower()}.{entry.action}"
             yield SystemCommand(
-                f"{self.SECTION}: {entry.title}",
-                f"{entry.about} ({keys})",
+                f"{said(f'tui.palette.{self.SECTION.lower()}', self.SECTION)}: "
+                f"{said(words, entry.title)}",
+                f"{said(words + '.about', entry.about)} ({keys})",
                 getattr(self, f"action_{entry.action}"),
             )
 

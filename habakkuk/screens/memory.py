@@ -27,7 +27,6 @@ from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
 from habakkuk.screens.memory_access import USER
 from habakkuk.screens.text_prompt import Confirm
 from habakkuk.widgets.fit_table import Cell
-from habakkuk.widgets.words import counted
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -121,9 +120,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
         # after updating its index, and a cancelled call would lose that record.
         self._paging = False
         self._search_timer: Timer | None = None
-        self._search = Input(
-            placeholder="Search notes as you type (#tag filters)", id="memory-search"
-        )
+        self._search = Input(placeholder=t("tui.memory.search_hint"), id="memory-search")
         self._meta = Static("", id="note-meta", classes="pane-line")
         self._warning = Static("", id="note-warning", classes="pane-line")
         self._view = Markdown("", id="note-view")
@@ -168,7 +165,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
             notes, total = page if page is not None else ([], 0)
             return Listing(
                 notes,
-                f"Memory · {agent} · {counted(total, 'note')}",
+                t("tui.title.memory", agent=agent, notes=t("tui.count.notes", count=total)),
                 t("tui.empty.memory"),
                 total=total,
             )
@@ -182,7 +179,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
 
         return Listing(
             found,
-            f"Memory · {agent} · search: {self.query_text}  ({len(found)} found)",
+            t("tui.title.memory_search", agent=agent, query=self.query_text, found=len(found)),
             t("tui.empty.memory_search"),
             columns=MATCH_COLUMNS if found else None,
             cells=cells if found else None,
@@ -372,7 +369,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
     async def _forget(self, slug: str) -> None:
         memory, agent = self.memory, self.agent
         if await self.call(lambda: memory.forget(agent, slug, provenance=USER)) is not None:
-            self.notify(f"Forgot {slug}.", markup=False)
+            self.notify(t("tui.memory.forgot", slug=slug), markup=False)
             row = self._table.cursor_row
             self.reload()
             self._table.move_cursor(row=row)
@@ -388,7 +385,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
         memory, agent = self.memory, self.agent
         note = await self.call(lambda: memory.trust(agent, slug, provenance=USER))
         if note is not None:
-            self.notify(f"{slug} is trusted now.", markup=False)
+            self.notify(t("tui.memory.trusted", slug=slug), markup=False)
             self.reload(keep=slug)
 
     # -- edit ----------------------------------------------------------------------------
@@ -406,7 +403,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
         if edited.error:
             self.notify(edited.error, severity="error", markup=False)
         elif edited.text == note.body:
-            self.notify("Unchanged: nothing saved.", markup=False)
+            self.notify(t("tui.memory.unchanged"), markup=False)
         else:
             self._save(note, edited.text)
 
@@ -430,7 +427,7 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
         text = self._editor.text
         self._stop_editing()
         if text == note.body:
-            self.notify("Unchanged: nothing saved.", markup=False)
+            self.notify(t("tui.memory.unchanged"), markup=False)
         else:
             self._save(note, text)
 
@@ -450,9 +447,9 @@ class MemoryScreen(ListDetailScreen["NoteSummary", "Note"]):
         if saved is None:
             return
         if saved.unchanged:
-            self.notify("Unchanged: nothing saved.", markup=False)
+            self.notify(t("tui.memory.unchanged"), markup=False)
         else:
-            self.notify(f"Saved {saved.note.slug}.", markup=False)
+            self.notify(t("tui.memory.saved", slug=saved.note.slug), markup=False)
         self.reload(keep=saved.note.slug)
         if self.selected_id() == saved.note.slug:
             self._show_note(saved.note)

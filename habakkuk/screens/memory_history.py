@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.i18n import t
 from habakkuk.knowledge.memory_types import MemoryAccess
 from habakkuk.screens.memory_access import USER
 from habakkuk.widgets.footer import KeyFooter
@@ -216,10 +217,10 @@ class HistoryScreen(MemoryOverlay["Change"]):
         if result is None:
             return
         if result.unchanged:
-            self.notify("Already that way: nothing restored.", markup=False)
+            self.notify(t("tui.memory.already"), markup=False)
             return
         self.changed = True
-        self.notify(f"Restored the version {version} change {change_id[:8]}.", markup=False)
+        self.notify(t("tui.memory.restored", version=version, change=change_id[:8]), markup=False)
         self._table.move_cursor(row=0)
         self.load()
 
@@ -297,5 +298,5 @@ class ProposalsScreen(MemoryOverlay["Proposal"]):
         if resolved is None:
             return
         self.changed = self.changed or apply
-        self.notify("Applied." if apply else "Dismissed.", markup=False)
+        self.notify(t("tui.memory.applied" if apply else "tui.memory.dismissed"), markup=False)
         self.load()

@@ -124,6 +124,12 @@ def config_line(view: Overview) -> str:
     return "\n".join(lines)
 
 
+def headers(*names: str) -> list[str]:
+    """The overview tables' column headers in the language in use (`tui.column.<name>`);
+    the tables find their columns by position, never by header."""
+    return [t(f"tui.column.{name}") for name in names]
+
+
 class OverviewScreen(PollingScreen):
     """What the home is doing; refreshed as jobs start and finish, and every few seconds."""
 
@@ -149,13 +155,11 @@ class OverviewScreen(PollingScreen):
         self._config_row = Horizontal(classes="status-row", id="config-row")
         self._config_row.display = False
         self._errors: DataTable[str | Text] = DataTable(id="errors", cursor_type="row")
-        self._channels_title = Static("Channels", classes="section-title")
+        self._channels_title = Static(t("tui.overview.channels"), classes="section-title")
         self._channels: DataTable[str | Text] = DataTable(id="channels", cursor_type="none")
-        self._mcp_title = Static("MCP servers", classes="section-title")
+        self._mcp_title = Static(t("tui.overview.mcp"), classes="section-title")
         self._mcp: DataTable[str | Text] = DataTable(id="mcp", cursor_type="none")
-        self._nodes_title = Static(
-            "Nodes (every process serving this home)", classes="section-title"
-        )
+        self._nodes_title = Static(t("tui.overview.nodes"), classes="section-title")
         self._nodes_table: DataTable[str | Text] = DataTable(id="nodes", cursor_type="none")
         self._nodes_title.display = self._nodes_table.display = False  # until another shows
         self._running_table: DataTable[str | Text] = DataTable(id="running", cursor_type="none")
@@ -168,9 +172,9 @@ class OverviewScreen(PollingScreen):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             for label, value in (
-                ("Queue", self._queue),
-                ("HTTP", self._http),
-                ("Usage", self._usage),
+                (t("tui.overview.queue"), self._queue),
+                (t("tui.overview.http"), self._http),
+                (t("tui.overview.usage"), self._usage),
             ):
                 with Horizontal(classes="status-row"):
                     yield Static(label, classes="status-label")
@@ -178,7 +182,7 @@ class OverviewScreen(PollingScreen):
             with self._config_row:
                 yield Static(t("reload.overview_label"), classes="status-label")
                 yield self._config
-            yield Static("Recent errors (Enter shows one whole)", classes="section-title")
+            yield Static(t("tui.overview.errors"), classes="section-title")
             yield self._errors
             yield self._channels_title
             yield self._channels
@@ -186,19 +190,21 @@ class OverviewScreen(PollingScreen):
             yield self._mcp
             yield self._nodes_title
             yield self._nodes_table
-            yield Static("Running here", classes="section-title")
+            yield Static(t("tui.overview.running"), classes="section-title")
             yield self._running_table
-            yield Static("Scheduled", classes="section-title")
+            yield Static(t("tui.overview.scheduled"), classes="section-title")
             yield self._scheduled
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self._errors.add_columns("kind", "id", "error")
-        self._channels.add_columns("account", "type", "state", "since", "in", "out", "detail")
-        self._mcp.add_columns("server", "state", "detail")
-        self._nodes_table.add_columns("host", "pid", "agents", "leases", "heartbeat")
-        self._running_table.add_columns("kind", "job", "session", "attempt")
-        self._scheduled.add_columns("due", "kind", "job", "why")
+        self._errors.add_columns(*headers("kind", "id", "error"))
+        self._channels.add_columns(
+            *headers("account", "type", "state", "since", "in", "out", "detail")
+        )
+        self._mcp.add_columns(*headers("server", "state", "detail"))
+        self._nodes_table.add_columns(*headers("host", "pid", "agents", "leases", "heartbeat"))
+        self._running_table.add_columns(*headers("kind", "job", "session", "attempt"))
+        self._scheduled.add_columns(*headers("due", "kind", "job", "why"))
         # Only the errors take the cursor: the other tables are read, not picked from.
         for table in (
             self._channels,

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.i18n import t
 from habakkuk.work.schedule_types import NewSchedule
 
 Preview = Callable[[str], list[dt.datetime]]
@@ -28,8 +29,8 @@ FIELDS = ("agent", "name", "when", "prompt", "deliver")
 def fire_times_text(times: list[dt.datetime]) -> str:
     """The next fire times as the form and the screen show them: `Tue 12-01 08:00`."""
     if not times:
-        return "never fires again"
-    return " · ".join(t.strftime("%a %m-%d %H:%M") for t in times)
+        return t("tui.schedule_form.never")
+    return " · ".join(at.strftime("%a %m-%d %H:%M") for at in times)
 
 
 class ScheduleForm(ModalScreen[NewSchedule | None]):
@@ -61,30 +62,30 @@ class ScheduleForm(ModalScreen[NewSchedule | None]):
         # One line per field (compact inputs), so the form fits 80x24; where it still
         # does not, it scrolls, the focused field in view.
         with VerticalScroll():
-            yield Static(Content("New prompt schedule"), classes="section-title")
-            yield Static("agent", classes="label")
+            yield Static(Content(t("tui.schedule_form.title")), classes="section-title")
+            yield Static(t("tui.schedule_form.agent"), classes="label")
             yield Input(self.agent, id="form-agent", compact=True)
-            yield Static("name", classes="label")
-            yield Input("", id="form-name", placeholder="morning inbox", compact=True)
+            yield Static(t("tui.schedule_form.name"), classes="label")
+            yield Input(
+                "", id="form-name", placeholder=t("tui.schedule_form.name_hint"), compact=True
+            )
             yield Static(
-                Content("when: cron (0 8 * * 1-5), @every 2h, @daily, at 2026-12-01 09:00"),
+                Content(t("tui.schedule_form.when")),
                 classes="label",
             )
             yield Input("", id="form-when", placeholder="0 8 * * 1-5", compact=True)
             yield self._fires
-            yield Static("prompt", classes="label")
-            yield Input("", id="form-prompt", placeholder="Summarise my inbox", compact=True)
+            yield Static(t("tui.schedule_form.prompt"), classes="label")
+            yield Input(
+                "", id="form-prompt", placeholder=t("tui.schedule_form.prompt_hint"), compact=True
+            )
             yield Static(
-                Content("deliver to (CHANNEL:CHAT[:THREAD], empty: the run's session)"),
+                Content(t("tui.schedule_form.deliver")),
                 classes="label",
             )
             yield Input("", id="form-deliver", compact=True)
             yield self._error
-            yield Static(
-                "Enter moves on; Enter in the last field adds · Esc cancels",
-                classes="label",
-                id="form-hint",
-            )
+            yield Static(t("tui.form.hint"), classes="label", id="form-hint")
 
     def on_mount(self) -> None:
         self.query_one("#form-name", Input).focus()
@@ -104,7 +105,7 @@ class ScheduleForm(ModalScreen[NewSchedule | None]):
             self._fires.remove_class("bad")
             return
         try:
-            text = "next: " + fire_times_text(self.preview(when))
+            text = t("tui.schedule_form.next", times=fire_times_text(self.preview(when)))
             self._fires.remove_class("bad")
         except HabakkukError as exc:
             text = str(exc)
@@ -122,7 +123,7 @@ class ScheduleForm(ModalScreen[NewSchedule | None]):
         values = {name: self.value(name) for name in FIELDS}
         missing = [n for n in ("agent", "name", "when", "prompt") if not values[n]]
         if missing:
-            self._error.update(Content(f"{', '.join(missing)}: required"))
+            self._error.update(Content(t("tui.schedule_form.required", fields=", ".join(missing))))
             return
         try:
             self.preview(values["when"])

@@ -28,7 +28,6 @@ from habakkuk.screens.list_detail import ListDetailScreen, Listing, PaletteEntry
 from habakkuk.screens.schedule_form import ScheduleForm, fire_times_text
 from habakkuk.screens.text_prompt import Confirm
 from habakkuk.widgets.fit_table import Cell
-from habakkuk.widgets.words import counted
 from habakkuk.work.schedule_views import slot_outcome
 
 if TYPE_CHECKING:
@@ -160,12 +159,14 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
         schedules = await self.call(self.service.list_schedules) or []
         failing = sum(s.fail_streak > 0 for s in schedules)
         paused = sum(not s.enabled for s in schedules)
-        extra = (f" · {paused} paused" if paused else "") + (
-            f" · {failing} failing" if failing else ""
-        )
+        title = t("tui.title.schedules", schedules=t("tui.count.schedules", count=len(schedules)))
+        if paused:
+            title += " · " + t("tui.schedules.paused", count=paused)
+        if failing:
+            title += " · " + t("tui.schedules.failing", count=failing)
         return Listing(
             schedules,
-            f"Schedules · {counted(len(schedules), 'schedule')}{extra}",
+            title,
             t("tui.empty.schedules"),
         )
 
@@ -254,7 +255,12 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
         added = await self.call(lambda: service.add(new, by="owner"))
         if added is not None:
             self.notify(
-                f"Added {added.name} ({added.id}); next: {fire_times_text(self.next_times(added))}",
+                t(
+                    "tui.schedules.added",
+                    name=added.name,
+                    id=added.id,
+                    next=fire_times_text(self.next_times(added)),
+                ),
                 markup=False,
             )
             self.reload(keep=added.id)
@@ -270,7 +276,7 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
         service = self.service
         job = await self.call(lambda: service.run_now(schedule_id))
         if job is not None:
-            self.notify(f"{name}: one extra run queued ({job}).", markup=False)
+            self.notify(t("tui.schedules.queued", name=name, job=job), markup=False)
             self.reload(keep=schedule_id)
 
     def action_pause_resume(self) -> None:
@@ -284,12 +290,12 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
         service = self.service
         if enabled:
             changed = await self.call(lambda: service.pause(schedule_id))
-            word = "paused"
+            word = "tui.schedules.now_paused"
         else:
             changed = await self.call(lambda: service.resume(schedule_id))
-            word = "resumed from now; missed slots are not replayed"
+            word = "tui.schedules.resumed"
         if changed is not None:
-            self.notify(f"{changed.name} {word}.", markup=False)
+            self.notify(t(word, name=changed.name), markup=False)
             self.reload(keep=schedule_id)
 
     def action_delete(self) -> None:
@@ -314,7 +320,7 @@ class SchedulesScreen(ListDetailScreen["Schedule", "list[SlotRun]"]):
             return True
 
         if await self.call(delete):
-            self.notify(f"Deleted {name}.", markup=False)
+            self.notify(t("tui.schedules.deleted", name=name), markup=False)
             self._show(None, [])
             self.reload()
 

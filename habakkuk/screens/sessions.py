@@ -73,8 +73,8 @@ class SessionsScreen(RuntimeScreen):
         self.with_work = False  # also listing board cards' and sub-agents' sessions
         self.row_sessions: list[str] = []
         self.row_titles: dict[str, str] = {}
-        self._title = Static("Recent sessions", classes="section-title")
-        self._search = Input(placeholder="Search all sessions, Enter to search", id="search")
+        self._title = Static(t("tui.title.sessions_recent"), classes="section-title")
+        self._search = Input(placeholder=t("tui.sessions.search_hint"), id="search")
         # At 80 cells a long title or snippet gives way, so the session id stays in view.
         self._table = FitTable(id="session-table", shrink={"match": 12, "title": 16})
         self._empty = Static("", classes="empty")
@@ -139,7 +139,9 @@ class SessionsScreen(RuntimeScreen):
                     Text(_one_line(hit.snippet)),
                 ]
                 rows.append((hit.session, hit.title, cells))
-            self._title.update(Content(f"Search: {self.query_text}  ({len(rows)} found)"))
+            self._title.update(
+                Content(t("tui.title.sessions_search", query=self.query_text, found=len(rows)))
+            )
             empty = t("tui.empty.sessions_search")
         else:
             sessions = await self.runtime.sessions.list_sessions(
@@ -157,13 +159,15 @@ class SessionsScreen(RuntimeScreen):
                     Text(ORIGIN_WORDS.get(s.origin, ""), style="dim"),
                 ]
                 rows.append((s.id, s.title, cells[: len(columns)]))
-            which = "Archived sessions" if self.archived else "Recent sessions"
+            which = t(
+                "tui.title.sessions_archived" if self.archived else "tui.title.sessions_recent"
+            )
             if self.with_work:
-                which += ", board cards' and sub-agents' too (a: yours only)"
+                which += t("tui.title.sessions_with_work")
             else:
-                which += " (a: board cards' and sub-agents' too)"
+                which += t("tui.title.sessions_without_work")
             if self.archived:
-                self._title.update(f"{which} · u restores, v or Esc: recent")
+                self._title.update(which + " · " + t("tui.title.sessions_archived_keys"))
                 empty = t("tui.empty.sessions_archived")
             else:
                 self._title.update(which)
@@ -253,7 +257,7 @@ class SessionsScreen(RuntimeScreen):
     @work(group="edit")
     async def _rename(self, session: str, title: str) -> None:
         await self.runtime.sessions.rename_session(session, title)
-        self.notify(f"Renamed {session}.", markup=False)
+        self.notify(t("tui.sessions.renamed", session=session), markup=False)
         self.refresh_list(keep=session)
 
     def action_archive(self) -> None:
@@ -268,7 +272,7 @@ class SessionsScreen(RuntimeScreen):
                 self._archive(session, True)
 
         self.app.push_screen(
-            Confirm(f"Archive {title!r}? It leaves the recent list; v shows archived ones."),
+            Confirm(t("tui.sessions.archive_confirm", title=repr(title))),
             done,
         )
 
@@ -281,8 +285,8 @@ class SessionsScreen(RuntimeScreen):
     @work(group="edit")
     async def _archive(self, session: str, archived: bool) -> None:
         await self.runtime.sessions.archive_session(session, archived)
-        done = "Archived" if archived else "Restored"
-        self.notify(f"{done} {session}.", markup=False)
+        done = "tui.sessions.archived" if archived else "tui.sessions.restored"
+        self.notify(t(done, session=session), markup=False)
         self.refresh_list()
 
     def action_fork(self) -> None:
@@ -300,7 +304,7 @@ class SessionsScreen(RuntimeScreen):
         except HabakkukError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
-        self.notify(f"Forked {session} into {fork.id}.", markup=False)
+        self.notify(t("tui.sessions.forked", session=session, fork=fork.id), markup=False)
         self.happ.open_session(fork.id)
 
     def action_export(self) -> None:
@@ -332,7 +336,7 @@ class SessionsScreen(RuntimeScreen):
         except HabakkukError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
-        self.notify(f"Wrote {where}", markup=False)
+        self.notify(t("tui.sessions.wrote", path=where), markup=False)
 
 
 def _one_line(text: str) -> str:

@@ -26,6 +26,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Select, Static
 
+from habakkuk.engine.i18n import t
 from habakkuk.services.setup import AGENT, CHOICES, CHOICES_BY_NAME, Choice
 from habakkuk.widgets.footer import KeyFooter
 
@@ -77,38 +78,36 @@ class SetupScreen(Screen[Path | None]):
         with VerticalScroll():
             yield Static(
                 Content.assemble(
-                    ("Welcome to Habakkuk. ", "bold"),
-                    "Connect a model service, or try the offline demo (no key, no network).",
+                    (t("tui.setup.welcome"), "bold"),
+                    t("tui.setup.intro"),
                 )
             )
-            yield Label("Provider")
+            yield Label(t("tui.setup.provider"))
             yield Select(
                 # Content, not markup: "habakkuk[litellm]" in Gemini's hint is text.
                 [(Content(choice.title), choice.name) for choice in CHOICES],
-                prompt="Choose a provider",
+                prompt=t("tui.setup.choose_provider"),
                 id="provider",
             )
             yield self.errors["provider"]
-            yield Label("Server URL", id="base-url-label")
-            yield Input(placeholder="e.g. http://127.0.0.1:11434/v1", id="base-url")
+            yield Label(t("tui.setup.server_url"), id="base-url-label")
+            yield Input(placeholder=t("tui.setup.server_url_hint"), id="base-url")
             yield self.errors["base-url"]
-            yield Label("API key")
-            yield Input(
-                placeholder="kept in HOME/.env, never in the config", password=True, id="key"
-            )
+            yield Label(t("tui.setup.key"))
+            yield Input(placeholder=t("tui.setup.secret_hint"), password=True, id="key")
             yield self.errors["key"]
-            yield Label("Model")
-            yield Input(placeholder="e.g. claude-sonnet-4-6", id="model")
+            yield Label(t("tui.setup.model"))
+            yield Input(placeholder=t("tui.setup.model_hint"), id="model")
             yield self.errors["model"]
-            yield Label("Workspace folder (optional)")
-            yield Input(placeholder="default: HOME/agents/habakkuk/workspace", id="workspace")
+            yield Label(t("tui.setup.workspace"))
+            yield Input(placeholder=t("tui.setup.workspace_hint"), id="workspace")
             yield self.errors["workspace"]
             yield self.errors["config"]
             yield self._check
             with Horizontal():
-                yield Button("Save and start", id="save", variant="primary")
-                yield Button("Offline demo", id="demo")
-                yield Button("Add a chat channel", id="channel")
+                yield Button(t("tui.setup.save"), id="save", variant="primary")
+                yield Button(t("tui.setup.demo"), id="demo")
+                yield Button(t("tui.setup.channel"), id="channel")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -164,30 +163,32 @@ class SetupScreen(Screen[Path | None]):
         workspace = self.query_one("#workspace", Input).value.strip()
         ok = True
         if choice is None:
-            self._error("provider", "Choose a provider (or press Ctrl+O for the offline demo).")
+            self._error("provider", t("tui.setup.pick_provider"))
             return None
         if choice.missing:
             self._error("provider", f"{choice.label} {choice.missing}, or choose another.")
             ok = False
         if choice.asks_base_url and not base_url.startswith(("http://", "https://")):
-            self._error("base-url", "Give the server's http:// or https:// URL (often ending /v1).")
+            self._error("base-url", t("tui.setup.bad_url"))
             ok = False
         if not key and not choice.key_optional:
-            self._error("key", f"{choice.label} needs an API key (saved as {choice.key_env}).")
+            needs = t("tui.setup.key_needed", provider=choice.label, variable=choice.key_env)
+            self._error("key", needs)
             ok = False
         if key and (any(c.isspace() for c in key) or any(c in key for c in "\"'#")):
-            self._error("key", "The key has spaces, quotes or #: paste only the key itself.")
+            self._error("key", t("tui.setup.key_chars"))
             ok = False
         if not model:
-            self._error("model", "Name the model, e.g. " + (choice.default_model or "llama3.1"))
+            example = choice.default_model or "llama3.1"
+            self._error("model", t("tui.setup.name_model", example=example))
             ok = False
         elif any(c.isspace() for c in model) or '"' in model or model.startswith("/"):
-            self._error("model", "A model name has no spaces or quotes.")
+            self._error("model", t("tui.setup.model_chars"))
             ok = False
         if workspace:
             path = Path(workspace).expanduser()
             if path.exists() and not path.is_dir():
-                self._error("workspace", f"{path} exists and is not a folder.")
+                self._error("workspace", t("tui.setup.not_a_folder", path=path))
                 ok = False
         if not ok:
             return None
@@ -217,18 +218,14 @@ class SetupScreen(Screen[Path | None]):
         from habakkuk.services.setup import ProviderSetup, SetupAccess, check_key
 
         if not plan.choice.is_demo and plan != self.unchecked:
-            self._status("Checking the key (listing the models)…")
+            self._status(t("tui.setup.checking"))
             result = await check_key(plan.choice, plan.key, plan.base_url)
             if not result.ok:
                 self.unchecked = plan
                 self._status("")
-                self._error(
-                    "key",
-                    f"The check failed: {result.reason}. Save again to save anyway, "
-                    "or change the entry and save to check again.",
-                )
+                self._error("key", t("tui.setup.check_failed", reason=result.reason))
                 return
-        self._status("Saving…")
+        self._status(t("tui.setup.saving"))
         setup: SetupAccess = ProviderSetup(self.home, out=lambda line: None)
         home = self.home
         workspace = str(

@@ -38,7 +38,6 @@ from habakkuk.screens.skills_viewer import (
 )
 from habakkuk.screens.text_prompt import Confirm, TextPrompt
 from habakkuk.widgets.fit_table import Cell
-from habakkuk.widgets.words import counted
 
 if TYPE_CHECKING:
     from habakkuk.knowledge.skills.types import Skill, SkillsAccess, SkillSummary
@@ -140,10 +139,12 @@ class SkillsScreen(ListDetailScreen["SkillSummary", "Skill"]):
         service, agent = self.service, self.agent
         skills = await self.call(lambda: service.list_skills(agent)) or []
         untrusted = sum(not s.trusted for s in skills)
-        extra = f" · {untrusted} untrusted" if untrusted else ""
+        title = t("tui.title.skills", agent=agent, skills=t("tui.count.skills", count=len(skills)))
+        if untrusted:
+            title += " · " + t("tui.skills.untrusted", count=untrusted)
         return Listing(
             skills,
-            f"Skills · {agent} · {counted(len(skills), 'skill')}{extra}",
+            title,
             t("tui.empty.skills"),
         )
 
@@ -251,7 +252,7 @@ class SkillsScreen(ListDetailScreen["SkillSummary", "Skill"]):
             self.app.push_screen(ApproveDangerous(exc.skill), answered)
             return
         if approved is not None:
-            self.notify(f"{name} is approved: its instructions are trusted now.", markup=False)
+            self.notify(t("tui.skills.approved", name=name), markup=False)
             self.reload(keep=name)
 
     def action_remove(self) -> None:
@@ -275,7 +276,9 @@ class SkillsScreen(ListDetailScreen["SkillSummary", "Skill"]):
         removed = await self.call(lambda: service.remove(agent, name))
         if removed is not None:
             self.last_removed = removed.name
-            self.notify(f"Removed {removed.name}; the backup is {removed.backup}.", markup=False)
+            self.notify(
+                t("tui.skills.removed", name=removed.name, backup=removed.backup), markup=False
+            )
             self._show(None)
             self.reload()
 
@@ -306,5 +309,5 @@ class SkillsScreen(ListDetailScreen["SkillSummary", "Skill"]):
         if restored is not None:
             if self.last_removed == restored.name:
                 self.last_removed = ""
-            self.notify(f"Restored {restored.name}.", markup=False)
+            self.notify(t("tui.skills.restored", name=restored.name), markup=False)
             self.reload(keep=restored.name)

@@ -11,6 +11,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from habakkuk.engine.i18n import t
+
 Check = Callable[[str], str | None]
 
 
@@ -71,7 +73,7 @@ class Confirm(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Content(self.question))
-            yield Static("y: yes · n or Esc: no", classes="hint")
+            yield Static(t("tui.confirm.hint"), classes="hint")
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
@@ -100,7 +102,7 @@ class ShowText(ModalScreen[None]):
             yield Static(Content(self.title_text), classes="title")
             with VerticalScroll():
                 yield Static(Content(self.text), id="full-text")
-            yield Static("Esc closes", classes="hint")
+            yield Static(t("tui.show.hint"), classes="hint")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -18,6 +18,7 @@ from typing import Literal
 from habakkuk.engine.config import Config, load_config
 from habakkuk.engine.errors import ConfigError, HabakkukError
 from habakkuk.engine.home import Environment, Home, bad_env_lines
+from habakkuk.engine.i18n import t
 from habakkuk.engine.presets import key_optional
 from habakkuk.engine.store import SqliteDatabase
 
@@ -42,7 +43,8 @@ async def run_checks(home: Home) -> list[Check]:
     except HabakkukError as exc:
         checks.append(Check("FAIL", "config", str(exc)))
         return checks
-    counts = f"{_count(len(config.providers), 'provider')}, {_count(len(config.agents), 'agent')}"
+    counts = t("cli.doctor.providers", count=len(config.providers))
+    counts += ", " + t("cli.doctor.agents", count=len(config.agents))
     checks.append(Check("ok", "config", f"{config.path} ({counts})"))
     if not config.agents:
         try:
@@ -69,16 +71,11 @@ async def run_checks(home: Home) -> list[Check]:
     checks += _workspace_checks(config, home)
     checks += await _skill_checks(config, home)
     checks += await asyncio.to_thread(_memory_checks, config, home)
-    for tool, why in (("git", "checkpoints"), ("rg", "fast search_files")):
+    for tool in ("git", "rg"):  # checkpoints; fast search_files (the detail says which)
         found = shutil.which(tool)
-        checks.append(
-            Check("ok", tool, found) if found else Check("WARN", tool, f"not on PATH ({why})")
-        )
+        missing = t(f"cli.doctor.{tool}_missing")
+        checks.append(Check("ok", tool, found) if found else Check("WARN", tool, missing))
     return checks
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 # Provider types whose client library is an optional extra: (module, extra).
@@ -101,12 +98,11 @@ def _extra_checks(config: Config) -> list[Check]:
                 Check(
                     "FAIL",
                     f"provider {name}",
-                    f"type {provider.type} needs the {extra} extra, which is not installed; "
-                    f"run: pip install 'habakkuk[{extra}]'",
+                    t("cli.doctor.extra_missing", type=provider.type, extra=extra),
                 )
             )
         else:
-            checks.append(Check("ok", f"provider {name}", f"{module} installed"))
+            checks.append(Check("ok", f"provider {name}", t("cli.doctor.installed", module=module)))
     return checks
 
 
@@ -140,8 +136,11 @@ def _plugin_program_checks(home: Home) -> list[Check]:
                 Check(
                     "WARN",
                     "plugins",
-                    f"{state.entry.name}: not executable: {', '.join(missing)}; run "
-                    f"`habakkuk plugins enable {state.entry.name}` again",
+                    t(
+                        "cli.doctor.not_executable",
+                        plugin=state.entry.name,
+                        files=", ".join(missing),
+                    ),
                 )
             )
     return checks
@@ -158,18 +157,13 @@ def _channel_checks(config: Config, env: Environment) -> list[Check]:
         variables = [str(v) for v in (getattr(channel, key) for key in keys) if v]
         missing = [variable for variable in variables if not env.get(variable)]
         if missing:
-            verb = "is" if len(missing) == 1 else "are"
-            checks.append(
-                Check(
-                    "FAIL",
-                    f"channel {name}",
-                    f"{', '.join(missing)} {verb} not set (environment or .env)",
-                )
-            )
+            several = "cli.doctor.unset_several" if len(missing) > 1 else "cli.doctor.unset"
+            unset = t(several, names=", ".join(missing))
+            checks.append(Check("FAIL", f"channel {name}", unset))
         elif variables:
-            checks.append(Check("ok", f"channel {name}", f"{', '.join(variables)} set"))
+            checks.append(Check("ok", f"channel {name}", _set(variables)))
         else:
-            checks.append(Check("ok", f"channel {name}", "no secret to set"))
+            checks.append(Check("ok", f"channel {name}", t("cli.doctor.no_secret")))
     return checks
 
 
@@ -182,9 +176,9 @@ def _generation_checks(config: Config, env: Environment) -> list[Check]:
         name = f"{section} ({configured.provider})"
         variable = configured.key_env
         if env.get(variable):
-            checks.append(Check("ok", name, f"{variable} set"))
+            checks.append(Check("ok", name, _set([variable])))
         else:
-            checks.append(Check("FAIL", name, f"{variable} is not set (environment or .env)"))
+            checks.append(Check("FAIL", name, _unset(variable)))
     return checks
 
 
@@ -200,19 +194,17 @@ def _tts_checks(config: Config, env: Environment) -> list[Check]:
         checks.append(
             Check("ok", name, found)
             if found
-            else Check("FAIL", name, "espeak-ng is not on PATH (e.g. apt install espeak-ng)")
+            else Check("FAIL", name, t("cli.doctor.espeak_missing"))
         )
     elif tts.key_env:
         if env.get(tts.key_env):
-            checks.append(Check("ok", name, f"{tts.key_env} set"))
+            checks.append(Check("ok", name, _set([tts.key_env])))
         else:
-            checks.append(Check("FAIL", name, f"{tts.key_env} is not set (environment or .env)"))
+            checks.append(Check("FAIL", name, _unset(tts.key_env)))
     else:
-        checks.append(Check("ok", name, "no key needed"))
+        checks.append(Check("ok", name, t("cli.doctor.no_key_needed")))
     if tts.provider in ("edge", "espeak") and shutil.which("ffmpeg") is None:
-        checks.append(
-            Check("WARN", "ffmpeg", "not on PATH (voice notes go as plain MP3 or WAV files)")
-        )
+        checks.append(Check("WARN", "ffmpeg", t("cli.doctor.ffmpeg_missing")))
     return checks
 
 
@@ -231,14 +223,13 @@ def _transcription_checks(config: Config, env: Environment) -> list[Check]:
                 Check(
                     "FAIL",
                     name,
-                    f"{folder} has no {', '.join(missing)}: not a faster-whisper model folder "
-                    "(download one, e.g. Systran/faster-whisper-base)",
+                    t("cli.doctor.not_a_model", folder=folder, files=", ".join(missing)),
                 )
             ]
         size = (folder / "model.bin").stat().st_size / 1e6
         return [Check("ok", name, f"{folder} (model.bin {size:.0f} MB)")]
     if settings.key_env and not env.get(settings.key_env):
-        return [Check("FAIL", name, f"{settings.key_env} is not set (environment or .env)")]
+        return [Check("FAIL", name, _unset(settings.key_env))]
     return [Check("ok", name, settings.base_url)]
 
 
@@ -254,10 +245,10 @@ def _env_checks(home: Home) -> list[Check]:
     checks = []
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & 0o077:
-        checks.append(Check("FAIL", ".env", f"{path} is mode {mode:o}; run chmod 600 {path}"))
+        checks.append(Check("FAIL", ".env", t("cli.doctor.env_mode", path=path, mode=f"{mode:o}")))
     bad = bad_env_lines(path)
     if bad:
-        checks.append(Check("WARN", ".env", f"{path}: lines {bad} are not KEY=VALUE; ignored"))
+        checks.append(Check("WARN", ".env", t("cli.doctor.env_lines", path=path, lines=bad)))
     if not checks:
         checks.append(Check("ok", ".env", str(path)))
     return checks
@@ -272,20 +263,22 @@ def _key_checks(config: Config, env: Environment) -> list[Check]:
         variables = provider.key_vars
         if not variables:
             if key_optional(provider):
-                checks.append(Check("ok", f"key {name}", "none needed"))
+                checks.append(Check("ok", f"key {name}", t("cli.doctor.none_needed")))
             else:
-                checks.append(Check("FAIL", f"key {name}", "no key_env set"))
+                checks.append(Check("FAIL", f"key {name}", t("cli.doctor.no_key_env")))
             continue
         present = [v for v in variables if env.get(v)]
         in_keyring = [] if present else [v for v in variables if keyring_get(v)]
         if present:
-            checks.append(Check("ok", f"key {name}", f"{', '.join(present)} set"))
+            checks.append(Check("ok", f"key {name}", _set(present)))
         elif in_keyring:
-            checks.append(Check("ok", f"key {name}", f"{', '.join(in_keyring)} in the OS keyring"))
+            checks.append(Check("ok", f"key {name}", _in_keyring(in_keyring)))
         elif key_optional(provider):
-            checks.append(Check("ok", f"key {name}", f"{variables[0]} not set (optional)"))
+            optional = t("cli.doctor.optional_unset", name=variables[0])
+            checks.append(Check("ok", f"key {name}", optional))
         else:
-            checks.append(Check("FAIL", f"key {name}", f"{' or '.join(variables)} is not set"))
+            either = t("cli.doctor.or").join(variables)
+            checks.append(Check("FAIL", f"key {name}", t("cli.doctor.key_unset", names=either)))
     return checks
 
 
@@ -296,17 +289,17 @@ def _search_checks(config: Config, env: Environment) -> list[Check]:
 
     search = config.search
     if search is None:
-        return [Check("ok", "search", "DuckDuckGo's page (no search: section), best effort")]
+        return [Check("ok", "search", t("cli.doctor.search_default"))]
     name = f"search {search.provider}"
     variable = search.key_var
     if variable is None:
-        where = search.url or search.base_url or "DuckDuckGo's page, best effort"
-        return [Check("ok", name, f"no key needed ({where})")]
+        where = search.url or search.base_url or t("cli.doctor.duckduckgo")
+        return [Check("ok", name, t("cli.doctor.no_key_needed_at", where=where))]
     if env.get(variable):
-        return [Check("ok", name, f"{variable} set")]
+        return [Check("ok", name, _set([variable]))]
     if keyring_get(variable):
-        return [Check("ok", name, f"{variable} in the OS keyring")]
-    return [Check("FAIL", name, f"{variable} is not set (environment or .env)")]
+        return [Check("ok", name, _in_keyring([variable]))]
+    return [Check("FAIL", name, _unset(variable))]
 
 
 MCP_PROBE_SECONDS = 10.0
@@ -344,14 +337,14 @@ async def _mcp_checks(config: Config, env: Environment, home: Home) -> list[Chec
         server = check.name.removeprefix("mcp ")
         why = by_name.pop(server, None) if check.status == "ok" else None
         if why is not None:
-            check.status, check.detail = "FAIL", f"does not start: {why}"
+            check.status, check.detail = "FAIL", t("cli.doctor.mcp_no_start", why=why)
         elif check.status == "ok" and server in names:
-            check.detail = "answered initialize"
+            check.detail = t("cli.doctor.mcp_answered")
         if check.status == "ok":
             check.detail = ok_detail(check.detail, config, server)
     for server, why in by_name.items():
         if why is not None:
-            checks.append(Check("FAIL", f"mcp {server}", f"does not start: {why}"))
+            checks.append(Check("FAIL", f"mcp {server}", t("cli.doctor.mcp_no_start", why=why)))
     # A server whose tools no agent is offered is up for nothing: say what to add.
     checks += [
         Check("WARN", f"mcp {server}", reach_line(config, server))
@@ -383,7 +376,7 @@ async def _database_checks(home: Home, config: Config) -> list[Check]:
             return [Check("FAIL", "storage", str(exc))]
         found = await asyncio.to_thread(postgres_checks, url)
         return [Check("ok", "storage", "PostgreSQL"), *(Check(*check) for check in found)]
-    checks = [Check("ok", "storage", f"SQLite files in {home.root}")]
+    checks = [Check("ok", "storage", t("cli.doctor.sqlite_files", root=home.root))]
     home.prepare()
     try:
         control = await SqliteDatabase.open(home.db_path("control"), JOB_MIGRATIONS)
@@ -404,9 +397,11 @@ async def _integrity(db: object) -> Check:
 
     assert isinstance(db, SqliteDatabase)
     row = await db.fetchone("PRAGMA quick_check")
-    result = row[0] if row else "no answer"
+    result = row[0] if row else t("cli.doctor.no_answer")
     name = f"database {db.path.name}"
-    return Check("ok", name, "intact") if result == "ok" else Check("FAIL", name, str(result))
+    if result == "ok":
+        return Check("ok", name, t("cli.doctor.intact"))
+    return Check("FAIL", name, str(result))
 
 
 async def _skill_checks(config: Config, home: Home) -> list[Check]:
@@ -435,10 +430,11 @@ async def _skill_checks(config: Config, home: Home) -> list[Check]:
                 warned[key] = f"{where} {s.name}: {s.warning}"
     shared = sum(1 for key in seen if not key.startswith("own:"))
     own = len(seen) - shared
-    checks.append(Check("ok", "skills", f"{shared} shared, {own} agents' own"))
+    checks.append(Check("ok", "skills", t("cli.doctor.skills", shared=shared, own=own)))
     checks.extend(Check("WARN", "skills", warned[key]) for key in sorted(warned))
     for folder in await skills.skipped():
-        checks.append(Check("WARN", "skills", f"{folder.path}: skipped: {folder.reason}"))
+        skipped = t("cli.doctor.skipped", path=folder.path, reason=folder.reason)
+        checks.append(Check("WARN", "skills", skipped))
     return checks
 
 
@@ -453,7 +449,7 @@ def _memory_checks(config: Config, home: Home) -> list[Check]:
                 Check(
                     "WARN",
                     f"memory {agent}",
-                    f"{partial_note(item.slug, item.size)}; split it into smaller notes",
+                    t("cli.doctor.split_note", note=partial_note(item.slug, item.size)),
                 )
             )
     return checks
@@ -470,9 +466,7 @@ def _workspace_checks(config: Config, home: Home) -> list[Check]:
                 Check(
                     "WARN",
                     f"workspace {name}",
-                    f"{path} contains the Habakkuk home {root}: the agent's tools could reach "
-                    "the home's own files (config, .env, databases); they are protected, "
-                    "but point the workspace elsewhere",
+                    t("cli.doctor.workspace_home", path=path, root=root),
                 )
             )
         try:
@@ -483,7 +477,24 @@ def _workspace_checks(config: Config, home: Home) -> list[Check]:
         if os.access(path, os.W_OK):
             if warned:
                 continue
-            checks.append(Check("ok", f"workspace {name}", f"{path} ({agent.mode} mode)"))
+            mode = t("cli.doctor.workspace_mode", path=path, mode=agent.mode)
+            checks.append(Check("ok", f"workspace {name}", mode))
         else:
-            checks.append(Check("FAIL", f"workspace {name}", f"{path} is not writable"))
+            not_writable = t("cli.doctor.not_writable", path=path)
+            checks.append(Check("FAIL", f"workspace {name}", not_writable))
     return checks
+
+
+def _set(variables: list[str]) -> str:
+    """The detail of variables that are set: "TELEGRAM_TOKEN set"."""
+    return t("cli.doctor.set", names=", ".join(variables))
+
+
+def _unset(variable: str) -> str:
+    """The detail of a variable that is missing: "... is not set (environment or .env)"."""
+    return t("cli.doctor.unset", names=variable)
+
+
+def _in_keyring(variables: list[str]) -> str:
+    """The detail of keys found in the OS keyring."""
+    return t("cli.doctor.in_keyring", names=", ".join(variables))

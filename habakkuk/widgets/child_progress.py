@@ -31,8 +31,8 @@ from habakkuk.engine.events import (
     TurnStarted,
     TurnText,
 )
+from habakkuk.engine.i18n import t
 from habakkuk.widgets.tool_card import STATUS_MARKS
-from habakkuk.widgets.words import counted
 from habakkuk.work.delegation_types import TERMINAL
 
 if TYPE_CHECKING:
@@ -219,9 +219,9 @@ class ChildProgress(Widget):
             (f"  {self.elapsed():.1f}s", "dim"),
         ]
         if self.background:
-            parts.append(("  background", "dim"))
+            parts.append(("  " + t("tui.child.background"), "dim"))
         if self.ended:
-            calls = counted(self.tool_count, "tool call")
+            calls = t("tui.child.tool_calls", count=self.tool_count)
             parts.append((f"  {calls}", "dim"))
         return Content.assemble(*parts)
 

@@ -7,6 +7,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
 
+from habakkuk.engine.i18n import t
 from habakkuk.widgets.markdown_stream.textual_private import own_bindings
 
 
@@ -81,7 +82,7 @@ class Composer(TextArea):
             soft_wrap=True,
             tab_behavior="focus",
             show_line_numbers=False,
-            placeholder="Message the agent · Enter sends · Ctrl+J new line · /help",
+            placeholder=t("tui.composer.placeholder"),
             id="composer",
         )
         self.cursor_blink = blink

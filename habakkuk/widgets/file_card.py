@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import Static
 
+from habakkuk.engine.i18n import t
 from habakkuk.engine.timeouts import next_within
 
 # How long an opener may take to hand the file over before the card stops waiting on it.
@@ -83,11 +84,11 @@ class FileCard(Static, can_focus=True):
     @work(group="file-open")
     async def _open(self) -> None:
         if self.file_size is None:
-            self.notify(f"{self.file_name} is no longer stored ({self.path})", severity="warning")
+            self.notify(t("tui.file.gone", name=self.file_name, path=self.path), severity="warning")
             return
         opener = system_opener()
         if opener is None:
-            self.notify(f"No opener on this system; the file is at {self.path}", markup=False)
+            self.notify(t("tui.file.no_opener", path=self.path), markup=False)
             return
         failed = ""
         try:
@@ -107,6 +108,6 @@ class FileCard(Static, can_focus=True):
             if ended and code:
                 failed = f"{Path(opener).name} exited with {code}"
         if failed:
-            self.notify(f"Could not open it ({failed}); the file is at {self.path}", markup=False)
+            self.notify(t("tui.file.failed", reason=failed, path=self.path), markup=False)
         else:
-            self.notify(f"Opened {self.file_name}", markup=False)
+            self.notify(t("tui.file.opened", name=self.file_name), markup=False)

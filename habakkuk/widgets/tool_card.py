@@ -18,6 +18,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
+from habakkuk.engine.i18n import known, t
+
 if TYPE_CHECKING:
     from .backend import WidgetBackend
 
@@ -31,12 +33,17 @@ STATUS_MARKS = {
     "interrupted": "■",
     "not_run": "□",
 }
-# How a status reads in the header, where it is not the status itself.
-STATUS_LABELS = {"waiting": "waiting for approval", "not_run": "not run"}
 # Outcomes of a call that never ran: no time is shown for them.
 NEVER_RAN = frozenset({"denied", "not_run"})
 # Outcomes drawn in the error colour.
 FAILED = frozenset({"error", "denied", "interrupted", "not_run"})
+
+
+def status_label(status: str) -> str:
+    """How a status reads in the card's header, in the language in use ("waiting for
+    approval"); a status no catalog names reads as itself."""
+    key = f"tui.card.status.{status}"
+    return t(key) if known(key) else status
 
 
 class ToolCard(Widget, can_focus=True):
@@ -122,7 +129,7 @@ class ToolCard(Widget, can_focus=True):
         head = Content.assemble(
             (STATUS_MARKS.get(self.status, "?") + " ", "bold"), (self.tool, "bold")
         )
-        tail = STATUS_LABELS.get(self.status, self.status)
+        tail = status_label(self.status)
         if self.seconds is not None and self.status not in NEVER_RAN:
             tail += f" {self.seconds:.1f}s"
         title = ""

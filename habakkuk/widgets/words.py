@@ -1,8 +1,13 @@
-"""Counts as the terminal's screens write them: "1 note", "2 notes", "1,024 notes"."""
+"""Texts the terminal's screens declare in English at import time (a palette entry, a
+title), said in the language in use when they are shown. Counts are the catalogs'
+counted keys (`t("tui.count.notes", count=n)`), whose plural each language chooses."""
 
 from __future__ import annotations
 
+from habakkuk.engine.i18n import known, t
 
-def counted(count: int, word: str, plural: str = "") -> str:
-    """`count` and `word`, in the plural (`plural`, else word + "s") unless it is one."""
-    return f"{count:,} {word if count == 1 else plural or word + 's'}"
+
+def said(key: str, english: str) -> str:
+    """`key` in the language in use when the catalogs have it, else `english` (a palette
+    entry or a title declared at import time, looked up only when it is shown)."""
+    return t(key) if known(key) else english

@@ -99,3 +99,31 @@ def test_the_plain_chat_speaks_the_locale_when_the_config_names_no_language(home
     assert "démarrer une nouvelle session" in french.stdout
     english = habakkuk(home, "chat", "--plain", stdin="/help\n", LANG="C.UTF-8")
     assert "start a fresh session" in english.stdout
+
+
+def test_doctors_details_are_french(home: Path) -> None:
+    """`habakkuk doctor` says its verdicts and its checks' details in the CLI's language;
+    the checks' names (config, key a) and what comes from the system stay as they are."""
+    (home / "config.yaml").write_text(
+        "providers:\n  a: {type: anthropic, key_env: NOPE_KEY}\n"
+        "agents:\n  main: {model: a/claude}\n"
+    )
+    result = habakkuk(home, "doctor", LANG="fr_FR.UTF-8")
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith("(1 fournisseur, 1 agent)"), lines[0]
+    assert "ÉCHEC      key a: NOPE_KEY n'est pas défini" in lines
+    assert f"ok         storage: fichiers SQLite dans {home}" in lines
+    assert "ok         database control.db: intacte" in lines
+    assert not any(line.endswith((" is not set", ": intact")) for line in lines)
+
+
+def test_listing_counts_and_plugin_lines_are_french(home: Path) -> None:
+    (home / "config.yaml").write_text(MOCK)
+    notes = habakkuk(home, "memory", "list", LANG="fr_FR.UTF-8")
+    assert notes.returncode == 0, notes.stderr
+    assert notes.stderr.strip() == "0 note"
+    plugins = habakkuk(home, "plugins", "list", LANG="fr_FR.UTF-8")
+    assert plugins.stdout.strip() == "Aucun plugin installé (`habakkuk plugins install SOURCE`)."
+    english = habakkuk(home, "memory", "list", LANG="C.UTF-8")
+    assert english.stderr.strip() == "0 note(s)"
