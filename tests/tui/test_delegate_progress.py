@@ -330,6 +330,8 @@ async def test_snapshot_of_a_delegate_card_with_a_child_in_progress(
         )
         text = "The notes cover three topics:\n- the garden plan\n- the budget\n- the trip"
         bus.publish(TurnText(session=child, turn="turn_child1", text=text, at=FIXED_TIME + 7.3))
+        # The card is mounted when the chat takes the delegate call's events: not before.
+        await eventually(lambda: bool(app.screen.query(ToolCard)), what="the delegate card")
         progress = app.screen.query_one(ToolCard).query_one
         await eventually(
             lambda: (
