@@ -200,8 +200,10 @@ def reply_frames(reply: Reply) -> bytes:
         index += 1
     if reply.text:
         for start in range(0, len(reply.text), reply.chunk):
-            piece = {"text": reply.text[start : start + reply.chunk]}
-            out.append(event("contentBlockDelta", {"delta": piece, "contentBlockIndex": index}))
+            text_delta = {"text": reply.text[start : start + reply.chunk]}
+            out.append(
+                event("contentBlockDelta", {"delta": text_delta, "contentBlockIndex": index})
+            )
         out.append(event("contentBlockStop", {"contentBlockIndex": index}))
         index += 1
     for n, call in enumerate(reply.tool_calls):

@@ -587,3 +587,128 @@ async def test_configuring_bedrock_imports_no_botocore_until_the_first_call(
     status, out, err = await python_in(code, tmp_path)
     assert status == 0, err
     assert "BOTOCORE False" in out
+
+
+# -- a whole turn --------------------------------------------------------------------------
+
+
+def test_habakkuk_run_calls_a_tool_through_bedrock_and_usage_prices_it(
+    aws: pytest.MonkeyPatch, write_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from habakkuk.cli import main
+    from tests.fakes.loopback import Threaded
+
+    with Threaded(FakeBedrockRuntime()) as server:
+        server.credentials[ACCESS_KEY] = (SECRET, None)
+        write_config(
+            "providers:\n"
+            f"  aws:\n    type: bedrock\n    base_url: {server.base_url}\n"
+            "    region: us-east-1\n"
+            "agents:\n  main:\n    model: aws/us.anthropic.claude-haiku-4-5-20251001-v1:0\n"
+            "    mode: full\n"
+        )
+        server.script(
+            Reply(
+                text="Looking.",
+                tool_calls=[ToolCall("list_dir", {"path": "."}, "tooluse_1")],
+                input_tokens=1000,
+                output_tokens=100,
+            ),
+            Reply(text="Hello from Bedrock.", input_tokens=2000, output_tokens=400),
+        )
+        assert main(["run", "--json", "list the workspace"]) == 0
+        body = json.loads(capsys.readouterr().out)
+        assert (body["status"], body["reply"]) == ("done", "Hello from Bedrock.")
+        first, second = server.requests
+    assert first.auth == second.auth == "sigv4"
+    assert "list_dir" in [t["toolSpec"]["name"] for t in first.body["toolConfig"]["tools"][:-1]]
+    results = [
+        b["toolResult"] for m in second.body["messages"] for b in m["content"] if "toolResult" in b
+    ]
+    assert [(r["toolUseId"], r["status"]) for r in results] == [("tooluse_1", "success")]
+    assert results[0]["content"][0]["text"]
+
+    assert main(["usage", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["input_tokens"], row["output_tokens"]) == (3000, 500)
+    assert row["cost"] == pytest.approx((3000 * 1.0 + 500 * 5.0) / 1e6)  # Claude Haiku 4.5
+
+
+# -- config --------------------------------------------------------------------------------
+
+
+def test_the_bedrock_preset_is_native_and_needs_no_key(home: Any) -> None:
+    from habakkuk.engine.config import parse_config
+    from habakkuk.engine.presets import key_optional
+
+    text = (
+        "providers:\n  bedrock: {region: eu-west-3}\n"
+        "agents:\n  main: {model: bedrock/eu.amazon.nova-pro-v1:0}\n"
+    )
+    provider = parse_config(text, home.config_path, home).providers["bedrock"]
+    assert (provider.type, provider.region) == ("bedrock", "eu-west-3")
+    assert provider.key_vars == ["AWS_BEARER_TOKEN_BEDROCK"]
+    assert key_optional(provider)
+    assert key_optional(ProviderConfig(type="bedrock"))
+
+
+@pytest.mark.parametrize(
+    ("provider", "said"),
+    [
+        ("{type: openai, region: us-east-1}", "only a bedrock provider takes a region"),
+        ("{type: bedrock, region: the-moon}", "'the-moon' is not an AWS region"),
+        ("{type: bedrockx}", "bedrock"),
+    ],
+)
+def test_a_bad_region_or_type_is_a_config_error_naming_the_line(
+    home: Any, provider: str, said: str
+) -> None:
+    from habakkuk.engine.config import parse_config
+    from habakkuk.engine.errors import ConfigError
+
+    text = f"providers:\n  p: {provider}\nagents:\n  main: {{model: p/m}}\n"
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, home.config_path, home)
+    assert said in str(caught.value)
+    assert ":2:" in str(caught.value)
+
+
+@pytest.mark.parametrize(("region", "said"), [("us-east-1", "works"), (None, "no AWS region")])
+def test_setup_offers_bedrock_on_the_aws_credentials_with_no_key(
+    home: Any,
+    aws: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    region: str | None,
+    said: str,
+) -> None:
+    from habakkuk.cli import main
+    from habakkuk.engine.config import load_config
+    from habakkuk.engine.llm import keys
+    from habakkuk.services.setup import CHOICES
+    from tests.cli.test_setup import Answers
+
+    aws.setattr(keys, "keyring_backend", lambda: None)
+    if region:
+        aws.setenv("AWS_REGION", region)
+    number = str([c.name for c in CHOICES].index("bedrock") + 1)
+    save_anyway = [] if region else ["y"]
+    Answers(aws, [number, *save_anyway, "", str(tmp_path / "ws")], [""])
+    assert main(["setup"]) == 0
+    assert said in capsys.readouterr().out
+    config = load_config(home)
+    assert config.providers["bedrock"].type == "bedrock"
+    assert str(config.agent(None).chain[0]) == (
+        "bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    )
+    assert not home.env_path.exists()  # no key given: nothing stored
+
+
+def test_nova_and_claude_on_bedrock_have_list_prices() -> None:
+    from habakkuk.engine.llm.pricing import PriceTable
+
+    table = PriceTable()
+    nova = table.lookup("us.amazon.nova-pro-v1:0")
+    assert nova is not None and (nova.input, nova.output) == (0.80, 3.20)
+    claude = table.lookup(CLAUDE)
+    assert claude is not None and (claude.input, claude.output) == (3.0, 15.0)
