@@ -140,6 +140,7 @@ class Reply:
     cache_write_tokens: int | None = None
     chunk: int = 5
     split: int = 0
+    cut: bool = False  # the stream ends before messageStop (the connection dropped)
 
 
 @dataclass
@@ -220,6 +221,8 @@ def reply_frames(reply: Reply) -> bytes:
             out.append(event("contentBlockDelta", {"delta": delta, "contentBlockIndex": index}))
         out.append(event("contentBlockStop", {"contentBlockIndex": index}))
         index += 1
+    if reply.cut:
+        return b"".join(out)
     stop = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
     out.append(event("messageStop", {"stopReason": stop}))
     usage: dict[str, int] = {

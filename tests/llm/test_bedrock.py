@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -559,6 +559,25 @@ async def test_a_corrupt_message_is_a_network_error(fake: FakeBedrockRuntime) ->
         await collect(make(fake), request())
     assert caught.value.error_class == "network"
     assert "corrupt" in str(caught.value)
+
+
+async def test_a_stream_cut_before_its_end_is_a_network_error(fake: FakeBedrockRuntime) -> None:
+    fake.script(Reply(text="half an answer", cut=True))
+    with pytest.raises(ProviderError) as caught:
+        await collect(make(fake), request())
+    assert caught.value.error_class == "network"
+    assert "ended early" in str(caught.value)
+
+
+async def test_closing_the_stream_early_frees_the_connection(fake: FakeBedrockRuntime) -> None:
+    fake.script(Reply(text="a long answer " * 50, chunk=3), Reply(text="next"))
+    provider = make(fake)
+    stream = provider.stream(request())
+    assert isinstance(stream, AsyncGenerator)  # what the router closes
+    assert isinstance(await anext(stream), TextDelta)
+    await stream.aclose()  # a turn stopped by the user
+    events = await collect(provider, request())
+    assert isinstance(events[-1], StreamDone)
 
 
 async def test_an_unreachable_endpoint_is_a_network_error(aws: pytest.MonkeyPatch) -> None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...config import ProviderConfig
@@ -177,11 +177,13 @@ class EventStream:
     def __init__(self, response: aiohttp.ClientResponse, provider: str) -> None:
         self.response = response
         self.provider = provider
+        self._reading: AsyncGenerator[EventStreamMessage, None] | None = None
 
     def __aiter__(self) -> AsyncIterator[EventStreamMessage]:
-        return self._messages()
+        self._reading = self._messages()
+        return self._reading
 
-    async def _messages(self) -> AsyncIterator[EventStreamMessage]:
+    async def _messages(self) -> AsyncGenerator[EventStreamMessage, None]:
         import aiohttp
         from botocore.eventstream import EventStreamBuffer, ParserError
 
@@ -202,6 +204,8 @@ class EventStream:
 
     async def close(self) -> None:
         """Give the connection back when the body was read to its end, else drop it."""
+        if self._reading is not None:
+            await self._reading.aclose()
         if self.response.content.at_eof():
             self.response.release()
         else:
