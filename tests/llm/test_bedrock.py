@@ -463,6 +463,40 @@ async def test_images_and_documents_go_as_base64_bytes(
     assert content[2] == {"text": "what are these?"}
 
 
+async def test_a_lone_document_gets_a_text_block_and_an_odd_image_a_note(
+    fake: FakeBedrockRuntime, tmp_path: Path
+) -> None:
+    bmp, csv = tmp_path / "a.bmp", tmp_path / "data.csv"
+    bmp.write_bytes(b"BM")
+    csv.write_bytes(b"a,b\n1,2\n")
+    fake.script(Reply(text="ok"))
+    history = [
+        Message("user", [ImageBlock("image/bmp", str(bmp))]),
+        Message("assistant", [TextBlock("A bitmap.")]),
+        Message("user", [DocumentBlock("data.csv", "text/csv", str(csv))]),
+    ]
+    await collect(make(fake), request("meta.llama3-3-70b-instruct-v1:0", messages=history))
+    first, _, last = fake.requests[0].body["messages"]
+    assert "image/bmp" in first["content"][0]["text"]
+    document, text = last["content"]
+    assert (document["document"]["format"], document["document"]["name"]) == ("csv", "data")
+    assert text == {"text": "(see the attached document)"}
+
+
+def test_warming_resolves_the_credentials_ahead_and_says_when_there_are_none(
+    aws: pytest.MonkeyPatch,
+) -> None:
+    from habakkuk.engine.llm.adapters.bedrock import BedrockProvider
+
+    provider = BedrockProvider(ProviderConfig(type="bedrock", region="us-east-1"))
+    provider.warm(None)  # found in the environment: no error
+    provider.warm("a-bedrock-key")  # a key needs no credentials
+    aws.delenv("AWS_ACCESS_KEY_ID")
+    with pytest.raises(ProviderError) as caught:
+        BedrockProvider(ProviderConfig(type="bedrock", region="us-east-1")).warm(None)
+    assert caught.value.error_class == "auth"
+
+
 # -- errors ------------------------------------------------------------------------------
 
 
