@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .channel_config import ChannelConfig, resolve_channels
 from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
@@ -76,6 +76,8 @@ class ProviderConfig:
     # mock provider: a script of replies inline or in a YAML/JSON file
     script: list[Any] | None = None
     script_file: str | None = None
+    # bedrock: the AWS region (else AWS_REGION, AWS_DEFAULT_REGION, the profile's)
+    region: str | None = None
     name: str = field(default="", init=False)
 
     @property
@@ -583,6 +585,9 @@ def resolve_compact_at(config: Config, agent: AgentConfig) -> int:
     return default_compact_at(config, agent)
 
 
+_AWS_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
+
+
 def apply_preset(provider: ProviderConfig) -> str | None:
     """Fill type, base URL and key variable from the provider's preset.
 
@@ -603,7 +608,12 @@ def apply_preset(provider: ProviderConfig) -> str | None:
         if provider.key_env is None:
             provider.key_env = preset.key_env
     if provider.type is None:
-        return "needs a type (anthropic, openai, responses, litellm, mock) or a preset"
+        return f"needs a type ({', '.join(get_args(ProviderType))}) or a preset"
+    if provider.region is not None:
+        if provider.type != "bedrock":
+            return "region: only a bedrock provider takes a region"
+        if not _AWS_REGION.fullmatch(provider.region):
+            return f"region: {provider.region!r} is not an AWS region (like us-east-1)"
     return None
 
 

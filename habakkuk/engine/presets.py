@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 # The model adapters (engine/llm/adapters/): what a provider's `type:` names.
-ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock"]
+ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock", "bedrock"]
 
 
 class ProviderLike(Protocol):
@@ -53,7 +53,8 @@ PRESETS: dict[str, Preset] = {
     "llamacpp": Preset("openai", "http://127.0.0.1:8080/v1", "LLAMACPP_API_KEY", key_optional=True),
     "litellm-proxy": Preset("openai", "http://127.0.0.1:4000/v1", "LITELLM_API_KEY", True),
     "gemini": Preset("litellm", None, "GEMINI_API_KEY"),
-    "bedrock": Preset("litellm", None, None, key_optional=True),
+    # Native (adapters/bedrock.py): the AWS credential chain, or a Bedrock API key here.
+    "bedrock": Preset("bedrock", None, "AWS_BEARER_TOKEN_BEDROCK", key_optional=True),
 }
 
 
@@ -61,6 +62,8 @@ def key_optional(provider: ProviderLike) -> bool:
     """Whether the provider works without a key (local servers, the mock)."""
     if provider.type == "mock":
         return True
+    if provider.type == "bedrock":
+        return True  # the AWS credential chain signs when no Bedrock API key is set
     preset = PRESETS.get(provider.preset or provider.name)
     if preset is not None and preset.key_optional:
         return True

@@ -102,6 +102,14 @@ CHOICES: list[Choice] = [
         "gemini/gemini-2.5-flash",
         needs_module="litellm",
     ),
+    Choice(
+        "Amazon Bedrock (AWS credentials, or a Bedrock API key)",
+        "bedrock",
+        {"preset": "bedrock"},
+        "AWS_BEARER_TOKEN_BEDROCK",
+        True,  # blank: the AWS credential chain (AWS_PROFILE, ~/.aws, SSO, roles)
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    ),
     Choice("The offline demo (no key, no network)", "demo", {"type": "mock"}, None, True, "tour"),
 ]
 CHOICES_BY_NAME = {choice.name: choice for choice in CHOICES}
@@ -151,6 +159,8 @@ async def check_key(
                 await client.models.list(limit=1)
         elif kind == "litellm":
             await _check_gemini(key, url or GEMINI_URL, timeout)
+        elif kind == "bedrock":
+            return await _check_bedrock(key, url)
         else:
             import openai
 
@@ -177,6 +187,17 @@ async def _check_gemini(key: str, url: str, timeout: float) -> None:
         client.get(f"{url.rstrip('/')}/v1beta/models", headers={"x-goog-api-key": key}) as reply,
     ):
         reply.raise_for_status()
+
+
+async def _check_bedrock(key: str, url: str | None) -> KeyCheck:
+    """Bedrock has no cheap call to try: the key, or credentials from the AWS chain, and a
+    region must be found (bedrock_auth.check; no request is made)."""
+    import asyncio
+
+    from habakkuk.engine.llm.adapters.bedrock_auth import check
+
+    reason = await asyncio.to_thread(check, key or None, None, url)
+    return KeyCheck(not reason, reason)
 
 
 def _why(exc: Exception, url: str) -> str:

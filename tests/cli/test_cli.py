@@ -206,7 +206,8 @@ def test_help_does_not_import_heavy_libraries(tmp_path: Path) -> None:
     code = (
         "import sys; from habakkuk.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('anthropic', 'openai', 'litellm', 'textual', 'aiohttp', 'mcp')"
+        "heavy = [m for m in ('anthropic', 'openai', 'litellm', 'textual', 'aiohttp', 'mcp',"
+        " 'botocore')"
         " if m in sys.modules]\nprint('HEAVY', heavy)\n"
     )
     result = subprocess.run(

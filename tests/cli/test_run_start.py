@@ -37,6 +37,7 @@ DEFERRED = (
     "openai.types.responses.response",
     "openai.types.beta",
     "anthropic",
+    "botocore",  # only a Bedrock provider's call imports it
 )
 # Every module of the package imported: each kind any of them declares.
 ALL_KINDS = (

@@ -16,6 +16,7 @@ from habakkuk.engine.config import ModelRef, load_config
 from habakkuk.engine.home import Environment, Home, read_env_file
 from habakkuk.engine.llm import keys
 from habakkuk.engine.llm.factory import ProviderHub
+from habakkuk.services.setup import CHOICES
 from tests.fakes.model_server import FakeModelServer
 from tests.llm.test_provider_e2e import ThreadedServer
 
@@ -134,7 +135,7 @@ def test_compatible_server_setup_without_a_key(
 def test_offline_demo_asks_for_no_key_and_runs(
     home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    answers = Answers(monkeypatch, ["6", "", str(workspace)], [])
+    answers = Answers(monkeypatch, [str(len(CHOICES)), "", str(workspace)], [])
     assert main(["setup"]) == 0
     assert not any("key" in p.lower() for p in answers.prompts)
     capsys.readouterr()
@@ -185,7 +186,7 @@ def test_key_goes_to_a_usable_keyring_and_the_provider_hub_finds_it(
 def test_setup_output_is_valid_yaml_with_a_header(
     home: Home, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    Answers(monkeypatch, ["6", "", str(workspace)], [])
+    Answers(monkeypatch, [str(len(CHOICES)), "", str(workspace)], [])
     assert main(["setup"]) == 0
     text = home.config_path.read_text(encoding="utf-8")
     assert text.startswith("# Written by `habakkuk setup`")

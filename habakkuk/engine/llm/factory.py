@@ -29,6 +29,7 @@ ADAPTER_MODULES = {
     "openai": "habakkuk.engine.llm.adapters.openai_chat",
     "responses": "habakkuk.engine.llm.adapters.responses",
     "litellm": "habakkuk.engine.llm.adapters.litellm",
+    "bedrock": "habakkuk.engine.llm.adapters.bedrock",
 }
 
 

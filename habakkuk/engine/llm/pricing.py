@@ -105,6 +105,12 @@ BUILTIN_PRICES: dict[str, Price] = {
     "mistral-medium": Price(0.40, 2.0, 0.40, 0.40),
     "mistral-small": Price(0.10, 0.30, 0.10, 0.10),
     "codestral": Price(0.30, 0.90, 0.30, 0.30),
+    # Amazon Nova on Bedrock (on-demand list prices, us-east-1): cache reads cost a
+    # quarter of input, cache writes nothing extra. Claude on Bedrock is priced above.
+    "nova-premier": Price(2.50, 12.50, 0.625, 2.50),
+    "nova-pro": Price(0.80, 3.20, 0.20, 0.80),
+    "nova-lite": Price(0.06, 0.24, 0.015, 0.06),
+    "nova-micro": Price(0.035, 0.14, 0.00875, 0.035),
 }
 
 # Dollars per 1,000 hosted web searches, by model-id prefix (longest match): Anthropic's
