@@ -141,9 +141,7 @@ async def test_spend_against_limits_shows_when_the_server_answers_budget(
 
     async def budget(route: Any) -> None:
         asked.append(route.request.url)
-        await route.fulfill(
-            status=200, content_type="application/json", body=json.dumps(BUDGET)
-        )
+        await route.fulfill(status=200, content_type="application/json", body=json.dumps(BUDGET))
 
     # The budget endpoint as spec 001 shapes it, whichever branch lands it first.
     await page.route("**/api/budget*", budget)
@@ -181,7 +179,9 @@ async def test_the_limits_panel_hides_when_budget_is_not_there(
 
     async def budget(route: Any) -> None:
         if answered:
-            await route.fulfill(status=status, content_type="application/json", body='{"error": "no"}')
+            await route.fulfill(
+                status=status, content_type="application/json", body='{"error": "no"}'
+            )
         else:
             await route.fulfill(
                 status=200, content_type="application/json", body=json.dumps(BUDGET)
