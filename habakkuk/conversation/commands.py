@@ -479,6 +479,10 @@ async def _usage(conv: Conversation, rest: str) -> Reply:
         priced = any(u.calls > u.unpriced_calls for u in totals)
         cost = f"${sum(u.cost for u in totals):.4f}" if priced else t("commands.usage.cost_unknown")
         lines.append(t("commands.usage.total", input=ins, output=outs, cost=cost))
+    unpriced = sum(u.unpriced_calls for u in totals)
+    if unpriced:
+        # Counted, so a total without them is not read as the whole bill.
+        lines.append(t("prices.unpriced_calls", count=unpriced))
     return Reply("\n".join(lines))
 
 

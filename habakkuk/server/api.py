@@ -34,6 +34,7 @@ from .inputs import query_flag, query_int, read_json
 from .served import field, json_response, only_fields, server_of
 
 REDACTED = "[redacted]"
+VARIABLE = re.compile(r"\$?\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
 
 async def app_info(request: web.Request) -> web.Response:
@@ -354,9 +355,13 @@ def redact(data: Any, secrets: list[str], key: str = "", parent: str = "") -> An
         return [redact(v, secrets, key, parent) for v in data]
     if not isinstance(data, str):
         return data
+    if parent in ("env", "headers") and VARIABLE.fullmatch(data):
+        # An MCP env or header map names the variable holding the value: the name stays
+        # visible (as key_env's does) even under a secret-looking key like GITHUB_TOKEN.
+        return data
     if data and SECRET_NAME.search(key) and not key.endswith("_env"):
         return REDACTED
-    if parent == "headers" and not re.fullmatch(r"\$?\{?[A-Za-z_][A-Za-z0-9_]*\}?", data):
+    if parent == "headers":
         return REDACTED
     text = data
     for secret in secrets:

@@ -25,6 +25,8 @@ TYPES = {
     "skills.js": "text/javascript",
     "schedules.js": "text/javascript",
     "board.js": "text/javascript",
+    "usage.js": "text/javascript",
+    "config.js": "text/javascript",
     "app.css": "text/css",
     "manifest.webmanifest": "application/manifest+json",
     "sw.js": "text/javascript",

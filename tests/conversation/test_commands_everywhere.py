@@ -180,6 +180,10 @@ async def test_usage_counts_the_sessions_calls_and_rewind_drops_the_last_message
     assert (
         "mock/scripted: 3 call(s)" in usage["message"] or "scripted: 3 call(s)" in usage["message"]
     )
+    # The mock model has no price: its calls are counted apart from the cost.
+    assert (
+        "3 calls went to models with no known price; they are not in the cost" in (usage["message"])
+    )
     rewound = await served.post_json("/api/chat", {"conversation": "u", "text": "/rewind 2"})
     assert rewound["message"].startswith(f"Rewound {usage['session']} without your last 2")
     assert rewound["session"] != usage["session"]

@@ -41,8 +41,9 @@ def test_longest_prefix_wins_and_dated_ids_match() -> None:
 
 def test_a_newer_minor_version_is_not_priced_as_the_older_model() -> None:
     table = PriceTable()
-    assert table.lookup("gpt-5.4-mini") is None
-    assert table.lookup("claude-opus-4-6") is None
+    assert table.lookup("gpt-5.9-mini") is None
+    assert table.lookup("claude-opus-4-9") is None
+    assert table.lookup("grok-4-7") is None
 
 
 def test_long_prompts_use_the_higher_tier() -> None:

@@ -171,7 +171,9 @@ function show(view) {
   if (view === "skills") loadSkills(); // skills.js
   if (view === "schedules") loadSchedules(); // schedules.js
   if (view === "board") loadBoard(); // board.js
+  if (view === "usage") loadUsage(); // usage.js
   if (view === "approvals") loadApprovals();
+  if (view === "config") loadConfig(); // config.js
 }
 
 async function refreshBadge() {
