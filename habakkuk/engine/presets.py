@@ -7,6 +7,8 @@ from typing import Literal, Protocol
 
 # The model adapters (engine/llm/adapters/): what a provider's `type:` names.
 ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock"]
+# The subscription logins a provider may sign in with (`auth:`, `habakkuk auth login`).
+LoginKind = Literal["chatgpt", "copilot"]
 
 
 class ProviderLike(Protocol):
@@ -34,6 +36,7 @@ class Preset:
     base_url: str | None
     key_env: str | None
     key_optional: bool = False
+    auth: LoginKind | None = None  # signs in with `habakkuk auth login` instead of a key
 
 
 PRESETS: dict[str, Preset] = {
@@ -54,6 +57,8 @@ PRESETS: dict[str, Preset] = {
     "litellm-proxy": Preset("openai", "http://127.0.0.1:4000/v1", "LITELLM_API_KEY", True),
     "gemini": Preset("litellm", None, "GEMINI_API_KEY"),
     "bedrock": Preset("litellm", None, None, key_optional=True),
+    "chatgpt": Preset("responses", "https://chatgpt.com/backend-api/codex", None, auth="chatgpt"),
+    "copilot": Preset("openai", None, None, auth="copilot"),
 }
 
 
