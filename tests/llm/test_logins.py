@@ -372,3 +372,28 @@ def test_a_login_provider_of_the_wrong_type_or_with_a_key_is_a_config_error(
     )
     assert main(["run", "hi"]) != 0
     assert "auth: chatgpt needs type: responses" in capsys.readouterr().err
+
+
+def test_doctor_checks_a_login_provider_is_signed_in_not_its_key(
+    home: Home, write_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_config("providers:\n  chatgpt: {}\nagents:\n  main: {model: chatgpt/gpt-5}\n")
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  login chatgpt: not signed in to chatgpt: run `habakkuk auth login chatgpt`" in out
+    assert "key chatgpt" not in out
+    store_chatgpt(home, expires_in=3600)
+    main(["doctor"])
+    assert f"ok    login chatgpt: {EMAIL}" in capsys.readouterr().out
+
+
+def test_an_unknown_key_under_auth_is_a_config_error_naming_it(
+    write_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_config(
+        "providers:\n  demo: {type: mock}\nagents:\n  main: {model: demo/echo}\n"
+        "auth:\n  chatgpt: {base_ulr: http://127.0.0.1:9}\n"
+    )
+    assert main(["auth", "login", "chatgpt"]) != 0
+    err = capsys.readouterr().err
+    assert "config.yaml:6: auth.chatgpt.base_ulr: unknown key" in err

@@ -72,6 +72,14 @@ def status_lines(settings: AuthConfig, home_root: Path) -> list[str]:
     return lines
 
 
+def signed_in_as(kind: str, settings: AuthConfig, home_root: Path) -> str | None:
+    """Who the `kind` login is for (a placeholder when unknown); None: not signed in."""
+    record = LoginStore(home_root).get(kind)
+    if record is None:
+        return None
+    return service(kind, settings).describe(record).who or t("auth.who_unknown")
+
+
 async def sign_out(kinds: list[str], home_root: Path) -> list[str]:
     """Forget the logins of `kinds`; a line for each."""
     store = LoginStore(home_root)
