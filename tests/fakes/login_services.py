@@ -22,7 +22,8 @@ GitHub (the device flow and Copilot's token exchange):
 - GET /api/copilot_internal/v2/token (Authorization: token ...) -> {token, expires_at,
   refresh_in, endpoints: {api}}; 401 for a GitHub token it does not know.
 
-`pending_polls` is how many polls answer "not yet" before the code counts as approved.
+`pending_polls` is how many OpenAI polls answer "not yet" before the code counts as
+approved; `github_waits` the errors GitHub's polls answer first.
 `refresh_hold`, when set, is awaited by the first refresh before it answers (a test
 holds it until a second process waits on the lock).
 """
@@ -73,6 +74,9 @@ class FakeLoginServices:
     """The OpenAI auth server and GitHub, one app."""
 
     pending_polls: int = 1
+    # GitHub's answers before the token (slow_down carries the new interval, as GitHub's
+    # does); an expired_token or access_denied here ends the sign-in.
+    github_waits: list[str] = field(default_factory=lambda: ["authorization_pending"])
     copilot_api: str = "https://api.githubcopilot.com"  # what endpoints.api names
     access_lifetime: int = 3600
     refused_refresh_tokens: set[str] = field(default_factory=set)
@@ -238,14 +242,12 @@ class FakeLoginServices:
             "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
         }:
             return web.json_response({"error": "incorrect_device_code"})
-        self._polls += 1
-        if self._polls <= self.pending_polls:
-            return web.json_response(
-                {
-                    "error": "authorization_pending",
-                    "error_description": "The authorization request is still pending.",
-                }
-            )
+        if self.github_waits:
+            error = self.github_waits.pop(0)
+            answer: dict[str, Any] = {"error": error, "error_description": f"({error})"}
+            if error == "slow_down":
+                answer["interval"] = 0
+            return web.json_response(answer)
         self.github_tokens.add("gho_fake_1")
         return web.json_response(
             {"access_token": "gho_fake_1", "token_type": "bearer", "scope": "read:user"}

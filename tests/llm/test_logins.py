@@ -342,26 +342,56 @@ def test_status_names_the_account_and_expiry_never_a_token_and_logout_forgets(
     assert "chatgpt" not in stored(home)
 
 
-def test_a_denied_github_sign_in_is_one_line(
-    home: Home, write_config: Any, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("waits", "said"),
+    [
+        (["access_denied"], "the copilot sign-in was denied"),
+        (["authorization_pending", "expired_token"], "the copilot sign-in code expired"),
+    ],
+)
+def test_a_github_sign_in_that_ends_without_a_token_is_one_line(
+    waits: list[str],
+    said: str,
+    logins: FakeLoginServices,
+    home: Home,
+    write_config: Any,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    class Denying(FakeLoginServices):
-        async def _github_token(self, request: Any) -> Any:
-            from aiohttp import web
-
-            await self._seen(request)
-            return web.json_response({"error": "access_denied"})
-
-    with Threaded(Denying()) as fake:
-        write_config(
-            "providers:\n  demo: {type: mock}\nagents:\n  main: {model: demo/echo}\n"
-            f'auth:\n  copilot: {{base_url: "{fake.base_url}", api_url: "{fake.base_url}/api"}}\n'
-        )
-        assert main(["auth", "login", "copilot"]) == 1
+    logins.github_waits = waits
+    write_config(
+        "providers:\n  demo: {type: mock}\nagents:\n  main: {model: demo/echo}\n"
+        f'auth:\n  copilot: {{base_url: "{logins.base_url}", api_url: "{logins.base_url}/api"}}\n'
+    )
+    assert main(["auth", "login", "copilot"]) == 1
     err = capsys.readouterr().err
-    assert "the copilot sign-in was denied" in err
+    assert said in err
     assert len(err.strip().splitlines()) == 1
     assert not (home.root / "auth.json").exists()
+
+
+def test_github_slow_down_and_pending_polls_keep_waiting_until_the_token(
+    logins: FakeLoginServices,
+    models: FakeModelServer,
+    home: Home,
+    write_config: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    logins.github_waits = ["authorization_pending", "slow_down", "authorization_pending"]
+    write_config(login_config(logins, models, "copilot/gpt-4.1"))
+    assert main(["auth", "login", "copilot"]) == 0
+    polls = [r for r in logins.requests if r.path == "/login/oauth/access_token"]
+    assert len(polls) == 4
+    assert stored(home)["copilot"]["user"] == GITHUB_USER
+
+
+async def test_an_auth_json_that_is_not_json_is_an_auth_error_naming_the_file(
+    home: Home,
+) -> None:
+    (home.root / "auth.json").write_text("{not json")
+    with pytest.raises(ProviderError) as caught:
+        await Logins(AuthConfig(), home.root).login("chatgpt").token()
+    assert caught.value.error_class == "auth"
+    assert f"{home.root / 'auth.json'}: not valid JSON" in str(caught.value)
 
 
 def test_a_login_provider_of_the_wrong_type_or_with_a_key_is_a_config_error(

@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections import OrderedDict
 from typing import Any
 
+from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.i18n import t
 
 from ..provider import ErrorClass, ProviderError
@@ -26,6 +28,7 @@ from .wire import LoginRefused, LoginUnreachable
 log = logging.getLogger(__name__)
 
 MARGIN = 300.0  # a token with less left than this is refreshed first
+KEPT_SESSIONS = 4  # a call may still start with a token handed out before a refresh
 
 
 class LoginToken:
@@ -39,7 +42,8 @@ class LoginToken:
         self._lock = asyncio.Lock()
         self._record: dict[str, Any] | None = None
         self._seen: tuple[int, int] | None = None  # auth.json's (mtime_ns, size) when read
-        self.session: Session | None = None  # the last token handed out, with its headers
+        # The tokens handed out last, with their URL and headers, for the adapter.
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
 
     def _fresh(self, record: dict[str, Any] | None) -> bool:
         return record is not None and self.service.expires_at(record) - self.clock() > MARGIN
@@ -59,13 +63,22 @@ class LoginToken:
 
     async def token(self) -> str:
         """The bearer token for the next call (ProviderError auth or network)."""
+        try:
+            return await self._token()
+        except HabakkukError as exc:  # auth.json is not JSON: no login to use
+            raise self._error("auth", str(exc)) from None
+
+    async def _token(self) -> str:
         record = self._stored()
         if record is None:
             raise self._error("auth", t("auth.not_signed_in", language="en", kind=self.kind))
         if not self._fresh(record):
             record = await self._refreshed()
         session = self.service.session(record)
-        self.session = session
+        self._sessions[session.token] = session
+        self._sessions.move_to_end(session.token)
+        while len(self._sessions) > KEPT_SESSIONS:
+            self._sessions.popitem(last=False)
         return session.token
 
     async def _refreshed(self) -> dict[str, Any]:
@@ -94,6 +107,5 @@ class LoginToken:
         return ProviderError(error_class, message)
 
     def session_for(self, token: str | None) -> Session | None:
-        """The session of `token` when it is the one last handed out."""
-        session = self.session
-        return session if session is not None and session.token == token else None
+        """The session of `token`, one of those handed out last (None: not one of them)."""
+        return self._sessions.get(token) if token else None
