@@ -67,6 +67,12 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
         "where the databases live: status, and migrate to PostgreSQL or back",
         None,
     ),
+    "auth": (
+        "habakkuk.cli.auth",
+        "subscription logins: login chatgpt|copilot, status, logout",
+        "Sign in with a ChatGPT or GitHub Copilot subscription (a device code), so a "
+        "provider with auth: chatgpt or auth: copilot uses it. With no action: status.",
+    ),
     "mcp": (
         "habakkuk.cli.mcp",
         "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",

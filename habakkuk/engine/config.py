@@ -20,7 +20,7 @@ from .durations import parse_duration
 from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
-from .presets import PRESETS, ProviderType
+from .presets import PRESETS, LoginKind, ProviderType
 from .realtime_config import RealtimeConfig, resolve_realtime
 from .talk_config import TalkConfig, resolve_talk
 from .toolsets import (
@@ -78,6 +78,8 @@ class ProviderConfig:
     script_file: str | None = None
     # bedrock: the AWS region (else AWS_REGION, AWS_DEFAULT_REGION, the profile's)
     region: str | None = None
+    # A subscription login (`habakkuk auth login KIND`) instead of a key.
+    auth: LoginKind | None = None
     name: str = field(default="", init=False)
 
     @property
@@ -86,6 +88,30 @@ class ProviderConfig:
         if self.key_env is None:
             return []
         return [self.key_env] if isinstance(self.key_env, str) else list(self.key_env)
+
+
+@dataclass
+class ChatGPTAuthConfig:
+    """`auth.chatgpt`: where OpenAI's sign-in and token endpoints are."""
+
+    base_url: str = "https://auth.openai.com"
+
+
+@dataclass
+class CopilotAuthConfig:
+    """`auth.copilot`: the GitHub server (GitHub Enterprise: its URL) and its REST API
+    (default: api.github.com for github.com, else the server's /api/v3)."""
+
+    base_url: str = "https://github.com"
+    api_url: str | None = None
+
+
+@dataclass
+class AuthConfig:
+    """`auth`: the endpoints of the subscription logins (engine/llm/logins)."""
+
+    chatgpt: ChatGPTAuthConfig = field(default_factory=ChatGPTAuthConfig)
+    copilot: CopilotAuthConfig = field(default_factory=CopilotAuthConfig)
 
 
 @dataclass
@@ -493,6 +519,7 @@ class Config:
     search: SearchConfig | None = None
     tts: TtsConfig | None = None
     realtime: RealtimeConfig | None = None
+    auth: AuthConfig = field(default_factory=AuthConfig)
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -607,6 +634,10 @@ def apply_preset(provider: ProviderConfig) -> str | None:
             provider.base_url = preset.base_url
         if provider.key_env is None:
             provider.key_env = preset.key_env
+        if provider.auth is None:
+            provider.auth = preset.auth
+    if provider.type is None and provider.auth is not None:
+        provider.type = LOGIN_TYPES[provider.auth]
     if provider.type is None:
         return f"needs a type ({', '.join(get_args(ProviderType))}) or a preset"
     if provider.region is not None:
@@ -614,7 +645,17 @@ def apply_preset(provider: ProviderConfig) -> str | None:
             return "region: only a bedrock provider takes a region"
         if not _AWS_REGION.fullmatch(provider.region):
             return f"region: {provider.region!r} is not an AWS region (like us-east-1)"
+    if provider.auth is not None:
+        wanted = LOGIN_TYPES[provider.auth]
+        if provider.type != wanted:
+            return f"auth: {provider.auth} needs type: {wanted} (not {provider.type})"
+        if provider.key_env is not None:
+            return f"auth: {provider.auth} signs in with `habakkuk auth login`; drop key_env"
     return None
+
+
+# The adapter each login's backend speaks.
+LOGIN_TYPES: dict[str, ProviderType] = {"chatgpt": "responses", "copilot": "openai"}
 
 
 def _resolve(config: Config, home: Home) -> None:

@@ -61,5 +61,10 @@ async def open_databases(home: Home, config: Config) -> HomeDatabases:
         control,
         StateStore(state),
         transcripts,
-        UsageStore(usage, PriceTable(config.pricing)),
+        UsageStore(usage, PriceTable(config.pricing), free=login_providers(config)),
     )
+
+
+def login_providers(config: Config) -> frozenset[str]:
+    """The providers that sign in with a subscription login: their calls cost $0."""
+    return frozenset(name for name, p in config.providers.items() if p.auth is not None)

@@ -7,6 +7,8 @@ from typing import Literal, Protocol
 
 # The model adapters (engine/llm/adapters/): what a provider's `type:` names.
 ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock", "bedrock"]
+# The subscription logins a provider may sign in with (`auth:`, `habakkuk auth login`).
+LoginKind = Literal["chatgpt", "copilot"]
 
 
 class ProviderLike(Protocol):
@@ -34,6 +36,7 @@ class Preset:
     base_url: str | None
     key_env: str | None
     key_optional: bool = False
+    auth: LoginKind | None = None  # signs in with `habakkuk auth login` instead of a key
 
 
 PRESETS: dict[str, Preset] = {
@@ -55,6 +58,8 @@ PRESETS: dict[str, Preset] = {
     "gemini": Preset("litellm", None, "GEMINI_API_KEY"),
     # Native (adapters/bedrock.py): the AWS credential chain, or a Bedrock API key here.
     "bedrock": Preset("bedrock", None, "AWS_BEARER_TOKEN_BEDROCK", key_optional=True),
+    "chatgpt": Preset("responses", "https://chatgpt.com/backend-api/codex", None, auth="chatgpt"),
+    "copilot": Preset("openai", None, None, auth="copilot"),
 }
 
 

@@ -61,6 +61,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks += _plugin_checks(config)
     checks += _plugin_program_checks(home)
     checks += await asyncio.to_thread(_key_checks, config, env)
+    checks += await asyncio.to_thread(_login_checks, config, home)
     checks += await asyncio.to_thread(_search_checks, config, env)
     checks += _channel_checks(config, env)
     checks += _generation_checks(config, env)
@@ -260,6 +261,8 @@ def _key_checks(config: Config, env: Environment) -> list[Check]:
 
     checks = []
     for name, provider in config.providers.items():
+        if provider.auth is not None:
+            continue  # a subscription login, not a key: _login_checks
         variables = provider.key_vars
         if not variables:
             if key_optional(provider):
@@ -279,6 +282,27 @@ def _key_checks(config: Config, env: Environment) -> list[Check]:
         else:
             either = t("cli.doctor.or").join(variables)
             checks.append(Check("FAIL", f"key {name}", t("cli.doctor.key_unset", names=either)))
+    return checks
+
+
+def _login_checks(config: Config, home: Home) -> list[Check]:
+    """The providers with `auth:`: their login is in auth.json (it is refreshed when used)."""
+    from habakkuk.engine.llm.logins.commands import signed_in_as
+
+    checks = []
+    for name, provider in config.providers.items():
+        if provider.auth is None:
+            continue
+        try:
+            who = signed_in_as(provider.auth, config.auth, home.root)
+        except HabakkukError as exc:  # auth.json is not JSON
+            checks.append(Check("FAIL", f"login {name}", str(exc)))
+            continue
+        if who is None:
+            missing = t("auth.not_signed_in", kind=provider.auth)
+            checks.append(Check("FAIL", f"login {name}", missing))
+        else:
+            checks.append(Check("ok", f"login {name}", who))
     return checks
 
 

@@ -62,8 +62,11 @@ class UsageLedger:
         """Dollars of one model call ("provider/model" and its usage), None when unpriced."""
         if self.store is None:
             return None
+        from habakkuk.engine.config import ModelRef
+
         known = {k: int(v or 0) for k, v in usage.items() if k in Usage.__dataclass_fields__}
-        return self.store.prices.cost(model.partition("/")[2], Usage(**known))
+        provider, _, name = model.partition("/")
+        return self.store.cost(ModelRef(provider, name), Usage(**known))
 
     async def usage_totals(
         self, *, days: float | None = None, agent: str | None = None, session: str | None = None

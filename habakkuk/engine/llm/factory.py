@@ -13,6 +13,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import Config, ModelRef, ProviderConfig
 from ..errors import ConfigError
@@ -21,6 +22,9 @@ from . import keys as keystore
 from .keys import KeyRotation
 from .mock import MockProvider, load_script_file, parse_script
 from .provider import Provider, ProviderError
+
+if TYPE_CHECKING:
+    from .logins.services import Logins
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +74,7 @@ class ProviderHub:
         self._keyring: dict[str, str | None] | None = None
         self._keyring_read = threading.Lock()  # warm's thread may read it as open does
         self._warming: list[asyncio.Future[None]] = []  # warm's worker-thread runs
+        self._logins: Logins | None = None  # the `auth:` providers' credentials, when used
 
     def provider(self, ref: ModelRef) -> Provider:
         cached = self._providers.get(ref.provider)
@@ -77,9 +82,30 @@ class ProviderHub:
             provider_config = self.config.providers.get(ref.provider)
             if provider_config is None:
                 raise ProviderError("bad_request", f"provider {ref.provider!r} is not configured")
-            cached = build_provider(provider_config, self.home_root)
+            if provider_config.auth is not None:
+                from .logins.adapters import create
+
+                cached = create(provider_config, self.logins().login(provider_config.auth))
+            else:
+                cached = build_provider(provider_config, self.home_root)
             self._providers[ref.provider] = cached
         return cached
+
+    def logins(self) -> Logins:
+        """The subscription logins' credentials (made on first use)."""
+        if self._logins is None:
+            from .logins.services import Logins
+
+            self._logins = Logins(self.config.auth, self.home_root)
+        return self._logins
+
+    async def token(self, ref: ModelRef) -> str | None:
+        """A login provider's token for the next attempt (llm/credentials.py); None for a
+        provider with keys."""
+        provider_config = self.config.providers.get(ref.provider)
+        if provider_config is None or provider_config.auth is None:
+            return None
+        return await self.logins().login(provider_config.auth).token()
 
     def _missing_vars(self) -> list[str]:
         return [

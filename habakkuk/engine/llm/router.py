@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..config import ModelRef
+from .credentials import resolve_key
 from .media import has_media, rejects_media, text_only
 from .provider import FALLBACK, Provider, ProviderError
 from .types import Message, ModelRequest, StreamDone, StreamEvent, Usage
@@ -122,7 +123,8 @@ class Router:
                     sent = text_only(request, str(ref))
                 try:
                     provider = self.source.provider(ref)
-                    result = await self._one_call(provider, ref, sent, key, on_event, on_reset)
+                    api_key = await resolve_key(self.source, ref, key)  # a login's token
+                    result = await self._one_call(provider, ref, sent, api_key, on_event, on_reset)
                 except ProviderError as exc:
                     exc.provider = exc.provider or ref.provider
                     if sent is request and has_media(request) and rejects_media(exc):

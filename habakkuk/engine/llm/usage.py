@@ -149,9 +149,17 @@ class UsageAccess(Protocol):
 class UsageStore:
     """The usage database of one home."""
 
-    def __init__(self, db: Database, prices: PriceTable):
+    def __init__(self, db: Database, prices: PriceTable, free: frozenset[str] = frozenset()):
         self.db = db
         self.prices = prices
+        # Providers whose calls cost nothing per call: the subscription logins (`auth:`).
+        self.free = free
+
+    def cost(self, ref: ModelRef, usage: Usage) -> float | None:
+        """Dollars of one call of `ref` (None: unpriced); $0 through a login."""
+        if ref.provider in self.free:
+            return 0.0
+        return self.prices.cost(ref.model, usage)
 
     @classmethod
     async def open(cls, path: Path, prices: PriceTable | None = None) -> UsageStore:
@@ -165,7 +173,7 @@ class UsageStore:
         self, ref: ModelRef, caller: Caller, usage: Usage, *, at: float | None = None
     ) -> float | None:
         """Store one successful call; returns its cost in dollars (None: unpriced)."""
-        cost = self.prices.cost(ref.model, usage)
+        cost = self.cost(ref, usage)
         await self._insert(at, ref, caller, caller.purpose, usage, cost)
         return cost
 
