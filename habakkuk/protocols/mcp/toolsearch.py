@@ -134,19 +134,19 @@ def listing(names: Sequence[str], others: bool) -> str:
     """What tool_search's description says an agent can load: its on-demand tools, those
     of one family folded (`board_{create,list}`), and MCP servers' tools when `others`."""
     families: dict[str, list[str]] = {}
+    parts = []
     for name in sorted(names):
         stem, _, last = name.rpartition("_")
-        families.setdefault(stem or name, []).append(last if stem else "")
-    parts = []
+        if stem:
+            families.setdefault(stem, []).append(last)
+        else:
+            parts.append(name)
     for stem, lasts in families.items():
-        parts.append(f"{stem}_{{{','.join(lasts)}}}" if len(lasts) > 1 else _whole(stem, lasts))
+        parts.append(f"{stem}_{{{','.join(lasts)}}}" if len(lasts) > 1 else f"{stem}_{lasts[0]}")
+    parts.sort()
     if others:
         parts.append("MCP servers' tools")
     return f"Loadable: {', '.join(parts)}." if parts else ""
-
-
-def _whole(stem: str, lasts: list[str]) -> str:
-    return f"{stem}_{lasts[0]}" if lasts[0] else stem
 
 
 class ToolDescribeTool(Tool):
