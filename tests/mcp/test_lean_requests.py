@@ -174,6 +174,6 @@ def test_the_listing_folds_families_and_names_mcp_tools_only_when_some_are_hidde
     assert listing(names, others=False) == (
         "Loadable: apply_patch, board_{create,list}, todo, user_profile_read."
     )
-    assert listing(["todo"], others=True) == "Loadable: todo, MCP servers' tools."
+    assert listing(["todo"], others=True) == "Loadable: todo, more (search by words)."
     assert listing(["todo", "todo_more"], others=False) == "Loadable: todo, todo_more."
     assert listing([], others=False) == ""

@@ -132,7 +132,8 @@ class ToolSearchTool(Tool):
 
 def listing(names: Sequence[str], others: bool) -> str:
     """What tool_search's description says an agent can load: its on-demand tools, those
-    of one family folded (`board_{create,list}`), and MCP servers' tools when `others`."""
+    of one family folded (`board_{create,list}`), and "more" when `others` (MCP tools
+    past tool_search_over)."""
     families: dict[str, list[str]] = {}
     parts = []
     for name in sorted(names):
@@ -145,7 +146,7 @@ def listing(names: Sequence[str], others: bool) -> str:
         parts.append(f"{stem}_{{{','.join(lasts)}}}" if len(lasts) > 1 else f"{stem}_{lasts[0]}")
     parts.sort()
     if others:
-        parts.append("MCP servers' tools")
+        parts.append("more (search by words)")
     return f"Loadable: {', '.join(parts)}." if parts else ""
 
 
