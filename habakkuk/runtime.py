@@ -196,7 +196,7 @@ class Runtime:
             await asyncio.wait([self._mcp_start], timeout=wait)
 
     def _tool_view(self) -> Any:
-        """Tool search for agents with more tools than their tool_search_over."""
+        """Tool search: on-demand tools, and agents with more tools than tool_search_over."""
         from habakkuk.protocols.mcp.toolsearch import ToolSearchView
 
         return ToolSearchView(self.tools)

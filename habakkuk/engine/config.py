@@ -133,7 +133,8 @@ class AgentConfig:
     instructions: str = ""
     max_steps: int = 50
     thinking: Thinking = "off"
-    # Past this many tool specs the agent gets tool_search instead of them all (-1: never).
+    # Past this many tool specs the agent gets tool_search instead of them all; -1: never,
+    # and every tool is listed, the on-demand ones (toolsets.ON_DEMAND_TOOLS) too.
     tool_search_over: int = 60
     # Compact the context when the last prompt reached this many tokens (-1: never;
     # default: 600000 when the main model's provider is anthropic, else 150000).

@@ -17,6 +17,59 @@ KNOWN_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "
 DEFAULT_TOOLSETS = KNOWN_TOOLSETS
 MCP_PREFIX = "mcp:"
 
+# Built-in tools an agent has but is not shown in every request: they load on demand
+# through tool_search (habakkuk/protocols/mcp/toolsearch.py), and a direct call by name
+# runs too and loads them. Every request lists the rest (files, exec, web, memory basics)
+# plus tool_search and tool_describe, so a first "hello" stays small. `tool_search_over:
+# -1` on an agent lists everything again.
+ON_DEMAND_TOOLS = frozenset(
+    {
+        # core: rarer file and session tools, background processes, chat extras
+        "apply_patch",
+        "clarify",
+        "todo",
+        "process_kill",
+        "process_list",
+        "process_output",
+        "process_wait",
+        "process_write",
+        "send_file",
+        "poll",
+        # memory beyond search and save
+        "memory_read",
+        "memory_forget",
+        "user_profile_read",
+        "user_profile_update",
+        "set_identity",
+        "session_search",
+        # skills (the prompt's # Skills section names them when there are any)
+        "skill_view",
+        "skill_file",
+        "skill_save",
+        "skill_search",
+        # schedules, the board, sub-agents
+        "schedule_create",
+        "schedule_list",
+        "schedule_pause",
+        "schedule_resume",
+        "schedule_delete",
+        "board_create",
+        "board_list",
+        "board_show",
+        "board_update",
+        "board_comment",
+        "board_block",
+        "board_complete",
+        "delegate",
+        # media
+        "view_image",
+        "read_document",
+        "image_generate",
+        "video_generate",
+        "speak",
+    }
+)
+
 
 def mcp_toolset(server: str) -> str:
     """The toolset that holds MCP server `server`'s tools."""

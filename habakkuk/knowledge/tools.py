@@ -79,10 +79,8 @@ def _tags(args: dict[str, Any]) -> tuple[str, ...]:
 class MemorySave(OwnStateTool):
     name = "memory_save"
     description = (
-        "Save a note to your long-term memory, which later sessions can search and read. "
-        "The slug derives from the title: saving the same title again replaces that note "
-        "(its tags are kept unless you give new ones). One topic per note, a short clear "
-        "title, the content in Markdown. Secrets (keys, passwords, tokens) are refused."
+        "Save a note to long-term memory (Markdown, one topic, a short title). The same"
+        " title again replaces it, keeping its tags unless given. Secrets are refused."
     )
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -116,9 +114,8 @@ class MemorySave(OwnStateTool):
 class MemorySearch(MemoryTool):
     name = "memory_search"
     description = (
-        "Search your long-term memory by words (ranked, title matches first). Returns each "
-        "note's slug, title and a snippet with matched words in [brackets]; read one with "
-        "memory_read. `tags` requires every given tag."
+        "Search long-term memory by words: each note's slug, title and a snippet (memory_read"
+        " reads one). tags: all must match."
     )
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",

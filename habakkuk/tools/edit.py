@@ -81,17 +81,16 @@ class EditFile(Tool):
 
     name = "edit_file"
     description = (
-        "Edit a file by replacing old_string with new_string. old_string must match the "
-        "file exactly (whitespace included) and occur once, unless replace_all is true. "
-        "Read the file first; include enough surrounding lines to make the match unique."
+        "Replace old_string with new_string in a file. old_string must match exactly"
+        " (whitespace too) and once, unless replace_all; read the file first."
     )
     input_schema = {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "File path, relative to the workspace"},
-            "old_string": {"type": "string", "description": "The exact text to replace"},
-            "new_string": {"type": "string", "description": "The text to put in its place"},
-            "replace_all": {"type": "boolean", "description": "Replace every occurrence"},
+            "path": {"type": "string"},
+            "old_string": {"type": "string"},
+            "new_string": {"type": "string"},
+            "replace_all": {"type": "boolean"},
         },
         "required": ["path", "old_string", "new_string"],
         "additionalProperties": False,

@@ -35,13 +35,12 @@ class ReadsOneFile(Tool):
 class ReadFile(ReadsOneFile):
     name = "read_file"
     description = (
-        "Read a text file. Lines are numbered. Use offset (first line, 1-based) and limit "
-        "(number of lines) to page through large files."
+        "Read a text file, lines numbered; page with offset (first line, 1-based) and limit."
     )
     input_schema = {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "File path, relative to the workspace"},
+            "path": {"type": "string"},
             "offset": {"type": "integer", "minimum": 1},
             "limit": {"type": "integer", "minimum": 1},
         },
@@ -86,7 +85,7 @@ def _read_lines(path: Path, offset: int, limit: int, ctx: ToolContext) -> str:
 
 class WriteFile(Tool):
     name = "write_file"
-    description = "Create or overwrite a file with the given content (parent folders are created)."
+    description = "Create or overwrite a file (parent folders are made)."
     input_schema = {
         "type": "object",
         "properties": {
@@ -113,10 +112,10 @@ class WriteFile(Tool):
 
 class ListDir(Tool):
     name = "list_dir"
-    description = "List a folder: one entry per line, folders end with '/', files show their size."
+    description = "List a folder (default: the workspace) with sizes; folders end with '/'."
     input_schema = {
         "type": "object",
-        "properties": {"path": {"type": "string", "description": "Folder; default the workspace"}},
+        "properties": {"path": {"type": "string"}},
         "additionalProperties": False,
     }
     risk = Risk.READ

@@ -70,11 +70,10 @@ class BackgroundExec(Exec):
     """exec, plus background: true (returns a process id at once)."""
 
     description = (
-        "Run a shell command (bash) and return its exit code and combined output. "
-        "cwd defaults to the workspace; the command is killed after timeout_seconds. "
-        "With background: true the command keeps running and you get a process id at once: "
-        "read it with process_output, stop it with process_kill; notify: true starts a new "
-        "turn when it exits."
+        "Run a bash command; returns exit code and output. cwd defaults to the workspace;"
+        " killed after timeout_seconds. background: true returns a process id at once"
+        " (process_output reads it, process_kill stops it); notify: true starts a new turn"
+        " when it exits."
     )
     input_schema = {
         "type": "object",
@@ -83,7 +82,7 @@ class BackgroundExec(Exec):
             "cwd": {"type": "string"},
             "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
             "background": {"type": "boolean"},
-            "notify": {"type": "boolean", "description": "background only: tell me on exit"},
+            "notify": {"type": "boolean"},
         },
         "required": ["command"],
         "additionalProperties": False,

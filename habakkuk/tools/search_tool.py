@@ -22,16 +22,15 @@ class SearchFiles(Tool):
 
     name = "search_files"
     description = (
-        "Search file contents by regular expression (ripgrep syntax). Returns path:line: text "
-        "lines, paths relative to the workspace. .gitignore'd, hidden and binary files are "
-        "skipped. path limits the search to a folder or file; glob filters file names "
-        "(e.g. '*.py', '!*.min.js'); files_only lists matching files only."
+        "Search file contents by regex (ripgrep); returns path:line: text. Skips"
+        " .gitignore'd, hidden and binary files. path: a folder or file (default the"
+        " workspace); glob filters names ('*.py'); files_only lists files."
     )
     input_schema = {
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "description": "Regular expression"},
-            "path": {"type": "string", "description": "Folder or file; default the workspace"},
+            "pattern": {"type": "string"},
+            "path": {"type": "string"},
             "glob": {"type": "string"},
             "ignore_case": {"type": "boolean"},
             "files_only": {"type": "boolean"},
@@ -39,7 +38,6 @@ class SearchFiles(Tool):
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_RESULTS_CAP,
-                "description": f"default {DEFAULT_MAX_RESULTS}",
             },
         },
         "required": ["pattern"],

@@ -51,9 +51,10 @@ async def file_entries(served: Any, conversation: str, count: int) -> list[dict[
     return [f["data"] for f in frames]
 
 
-def offered_tools(model_server: FakeModelServer) -> list[str]:
-    tools = model_server.requests[0].json.get("tools", [])
-    return [t["function"]["name"] for t in tools]
+def offered_tools(model_server: FakeModelServer, request: int) -> list[dict[str, Any]]:
+    """The function tools (name, description, parameters) of the `request`th model call."""
+    tools = model_server.requests[request].json.get("tools", [])
+    return [t["function"] for t in tools]
 
 
 async def test_a_file_the_agent_sends_shows_in_the_web_chat_and_is_served_with_the_token(
@@ -72,7 +73,10 @@ async def test_a_file_the_agent_sends_shows_in_the_web_chat_and_is_served_with_t
     sent = await served.post_json("/api/chat", {"conversation": "f1", "text": "draw it"})
     outcome = await asyncio.wait_for(served.runtime.turns.wait_turn(sent["turn"]), 30)
     assert outcome.status == "done"
-    assert "send_file" in offered_tools(model_server)
+    # send_file loads on demand: named in tool_search's description, listed once called.
+    (search,) = [t for t in offered_tools(model_server, 0) if t["name"] == "tool_search"]
+    assert "send_file" in search["description"]
+    assert "send_file" in [t["name"] for t in offered_tools(model_server, 1)]
 
     [entry] = await file_entries(served, "f1", 1)
     assert entry["text"] == "the chart"

@@ -134,6 +134,10 @@ class ToolView(Protocol):
         self, agent: AgentConfig, tools: list[Any], messages: list[Message]
     ) -> list[Any]: ...
 
+    def reachable(self, agent: AgentConfig, tools: list[Any]) -> set[str]:
+        """Tools a call may name before they are offered (it offers them from then on)."""
+        ...
+
     def carry(self, folded: Sequence[Message]) -> str:
         """What a compaction adds to its summary so the offer survives the fold ('' if nothing)."""
         ...
@@ -394,7 +398,7 @@ class TurnRunner:
             if deps.tool_view is not None:
                 # Tool search: the offered list may grow within the turn, never reorder.
                 offered = deps.tool_view(agent, tools, messages)
-                allowed = {t.name for t in offered}
+                allowed = {t.name for t in offered} | deps.tool_view.reachable(agent, tools)
                 specs = [t.spec() for t in offered]
             # Media another node stored (a PostgreSQL home): fetched to this one first.
             await deps.blobs.localise(block for message in messages for block in message.blocks)
