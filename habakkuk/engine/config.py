@@ -603,7 +603,7 @@ def apply_preset(provider: ProviderConfig) -> str | None:
         if provider.key_env is None:
             provider.key_env = preset.key_env
     if provider.type is None:
-        return "needs a type (anthropic, openai, responses, litellm, mock) or a preset"
+        return "needs a type (anthropic, openai, responses, gemini, litellm, mock) or a preset"
     return None
 
 

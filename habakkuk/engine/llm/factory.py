@@ -29,6 +29,7 @@ ADAPTER_MODULES = {
     "openai": "habakkuk.engine.llm.adapters.openai_chat",
     "responses": "habakkuk.engine.llm.adapters.responses",
     "litellm": "habakkuk.engine.llm.adapters.litellm",
+    "gemini": "habakkuk.engine.llm.adapters.gemini",
 }
 
 
