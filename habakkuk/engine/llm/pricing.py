@@ -105,6 +105,11 @@ BUILTIN_PRICES: dict[str, Price] = {
     "mistral-medium": Price(0.40, 2.0, 0.40, 0.40),
     "mistral-small": Price(0.10, 0.30, 0.10, 0.10),
     "codestral": Price(0.30, 0.90, 0.30, 0.30),
+    # Google Gemini 3 (the native gemini adapter; Google's list prices, long-prompt tier
+    # past 200k tokens on Pro; implicit cache reads at a tenth of input)
+    "gemini-3-pro": Price(2.0, 12.0, 0.20, 2.0, (200_000, Price(4.0, 18.0, 0.40, 4.0))),
+    "gemini-3-1-pro": Price(2.0, 12.0, 0.20, 2.0, (200_000, Price(4.0, 18.0, 0.40, 4.0))),
+    "gemini-3-flash": Price(0.50, 3.0, 0.05, 0.50),
 }
 
 # Dollars per 1,000 hosted web searches, by model-id prefix (longest match): Anthropic's
