@@ -536,6 +536,7 @@ class FakeModelServer:
         app.router.add_post("/v1/responses", self._handle_responses)
         app.router.add_post("/v1/messages", self._handle_anthropic)
         app.router.add_post("/v1beta/models/{target}", self._handle_gemini)
+        app.router.add_get("/v1beta/models", self._handle_gemini_models)
         app.router.add_post("/v1/embeddings", self._handle_embeddings)
         app.router.add_get("/v1/models", self._handle_models)
         self._runner, self._port = await serve_on_loopback(app)
@@ -887,6 +888,17 @@ class FakeModelServer:
         ]
         self.gemini_signatures.update(plan.issued)
         return await self._write_stream(request, events, headers, drop_after)
+
+    async def _handle_gemini_models(self, request: web.Request) -> web.StreamResponse:
+        recorded = await self._record(request, "models")
+        if self.valid_keys is not None and recorded.api_key not in self.valid_keys:
+            body = gemini_wire.fail_body(400, "auth", None, "")
+            return web.json_response(body, status=400)
+        models = [
+            {"name": f"models/{model}", "displayName": model, "version": "001"}
+            for model in self.models
+        ]
+        return web.json_response({"models": models})
 
     # -- OpenAI embeddings --
 
