@@ -30,6 +30,7 @@ from habakkuk.engine.llm.types import (
     ImageBlock,
     Message,
     ModelRequest,
+    OpaqueBlock,
     StreamDone,
     StreamEvent,
     TextBlock,
@@ -105,7 +106,7 @@ class RawGemini:
         self.url = ""
 
     async def __aenter__(self) -> RawGemini:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1beta/models/{target}", self.handle)
         self.runner, port = await serve_on_loopback(app)
         self.url = f"http://127.0.0.1:{port}"
@@ -444,6 +445,19 @@ async def test_thoughts_stream_as_thinking_and_signed_ones_are_replayed() -> Non
         {"text": "Checking."},
         {"functionCall": {"name": "read_file", "args": {"path": "a"}}, "thoughtSignature": "F-SIG"},
     ]
+
+
+async def test_a_part_we_do_not_read_is_kept_whole_and_replayed_as_it_came() -> None:
+    # An image the model drew: one event of megabytes, past any line-reader's limit.
+    drawn = {"inlineData": {"mimeType": "image/png", "data": "A" * 3_000_000}}
+    async with RawGemini() as raw:
+        raw.answers.append([chunk({"text": "Here."}), chunk(drawn, finish="STOP")])
+        raw.answers.append([chunk({"text": "ok"}, finish="STOP")])
+        provider = make(raw.url)
+        _, done = await collect(provider, request())
+        assert done.message.blocks[1] == OpaqueBlock("gemini", drawn)
+        await collect(provider, request(Message.user_text("hi"), done.message))
+    assert raw.bodies[1]["contents"][1]["parts"] == [{"text": "Here."}, drawn]
 
 
 @pytest.mark.parametrize(

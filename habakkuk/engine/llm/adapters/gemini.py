@@ -24,6 +24,7 @@ gemini_errors.py's.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable
@@ -299,7 +300,10 @@ class GeminiProvider(StreamingProvider):
         data = json.dumps(params["body"], ensure_ascii=False, separators=(",", ":")).encode()
         headers = {"content-type": "application/json", "x-goog-api-key": key}
         try:
-            response = await self._client().post(params["url"], data=data, headers=headers)
+            # A file-like body: aiohttp writes a big one (inline images) in pieces rather
+            # than holding the event loop.
+            body = io.BytesIO(data)
+            response = await self._client().post(params["url"], data=body, headers=headers)
         except aiohttp.ClientError as exc:
             raise ProviderError("network", str(exc) or type(exc).__name__) from exc
         if response.status < 400:
@@ -312,10 +316,10 @@ class GeminiProvider(StreamingProvider):
             response.release()
         text = raw.decode("utf-8", errors="replace")
         try:
-            body: Any = json.loads(text)
+            answer: Any = json.loads(text)
         except ValueError:
-            body = text
-        raise provider_error(response.status, body, self.name, response.headers)
+            answer = text
+        raise provider_error(response.status, answer, self.name, response.headers)
 
     def assembler(self) -> GeminiAssembler:
         """The GenerateContentResponse mapping."""

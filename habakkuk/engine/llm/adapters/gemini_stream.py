@@ -61,19 +61,22 @@ async def sse_events(response: Any, provider: str) -> AsyncGenerator[Any, None]:
     """
     import aiohttp
 
-    buffer = b""
+    pending: list[bytes] = []  # the pieces of an unfinished line (joined once it ends)
     data: list[bytes] = []
     try:
         async for chunk in response.content.iter_any():
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
+            if b"\n" not in chunk:
+                pending.append(chunk)
+                continue
+            *lines, rest = b"".join((*pending, chunk)).split(b"\n")
+            pending = [rest]
             for line in lines:
                 event = _line(line.rstrip(b"\r"), data)
                 if event is not None:
                     yield _parse(event, provider)
     except aiohttp.ClientError as exc:
         raise ProviderError("network", f"the stream broke: {exc}", provider=provider) from exc
-    tail = _line(buffer.rstrip(b"\r"), data)
+    tail = _line(b"".join(pending).rstrip(b"\r"), data)
     if tail is None and data:
         tail = b"\n".join(data)
     if tail is not None:
