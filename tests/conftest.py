@@ -109,6 +109,7 @@ REMOTE_PROVIDERS = {
     "openai": ("type: openai\n    base_url: {url}/v1", "gpt-5-mini"),
     "responses": ("type: responses\n    base_url: {url}/v1", "gpt-5"),
     "litellm": ("type: litellm\n    base_url: {url}/v1", "openai/gpt-fake"),
+    "gemini": ("type: gemini\n    base_url: {url}", "gemini-3-flash-preview"),
 }
 
 

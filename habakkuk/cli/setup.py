@@ -2,7 +2,7 @@
 commented starter config (the offline demo).
 
 It asks for the provider (Anthropic, OpenAI, OpenRouter, any OpenAI-compatible
-server, Gemini through litellm, or the offline demo), the key (hidden input),
+server, Google Gemini, or the offline demo), the key (hidden input),
 checks the key with one cheap request (the model list) and on a failure says why
 and offers to save anyway or retry, then asks for the model and the
 workspace; stores the key in the OS keyring when one is usable and otherwise

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 # The model adapters (engine/llm/adapters/): what a provider's `type:` names.
-ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock", "bedrock"]
+ProviderType = Literal["anthropic", "openai", "responses", "litellm", "mock", "bedrock", "gemini"]
 # The subscription logins a provider may sign in with (`auth:`, `habakkuk auth login`).
 LoginKind = Literal["chatgpt", "copilot"]
 
@@ -55,7 +55,7 @@ PRESETS: dict[str, Preset] = {
     "vllm": Preset("openai", "http://127.0.0.1:8000/v1", "VLLM_API_KEY", key_optional=True),
     "llamacpp": Preset("openai", "http://127.0.0.1:8080/v1", "LLAMACPP_API_KEY", key_optional=True),
     "litellm-proxy": Preset("openai", "http://127.0.0.1:4000/v1", "LITELLM_API_KEY", True),
-    "gemini": Preset("litellm", None, "GEMINI_API_KEY"),
+    "gemini": Preset("gemini", None, "GEMINI_API_KEY"),
     # Native (adapters/bedrock.py): the AWS credential chain, or a Bedrock API key here.
     "bedrock": Preset("bedrock", None, "AWS_BEARER_TOKEN_BEDROCK", key_optional=True),
     "chatgpt": Preset("responses", "https://chatgpt.com/backend-api/codex", None, auth="chatgpt"),

@@ -2,7 +2,7 @@
 
 The choices, the key check and the config building are `habakkuk setup`'s too
 (habakkuk.services.setup, below both): the same providers (an OpenAI-compatible
-server asks for its URL; Gemini says when litellm is missing), the key tried with
+server asks for its URL; a choice says when an extra it needs is missing), the key tried with
 one cheap request before saving (a failure says why; Save again saves anyway), and
 the config built on the existing one, whose other providers (the demo) and agents
 are kept. The config is written only after the engine's own parser accepts it,
@@ -84,7 +84,7 @@ class SetupScreen(Screen[Path | None]):
             )
             yield Label(t("tui.setup.provider"))
             yield Select(
-                # Content, not markup: "habakkuk[litellm]" in Gemini's hint is text.
+                # Content, not markup: a missing extra's hint ("habakkuk[...]") is text.
                 [(Content(choice.title), choice.name) for choice in CHOICES],
                 prompt=t("tui.setup.choose_provider"),
                 id="provider",

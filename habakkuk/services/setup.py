@@ -2,7 +2,7 @@
 screen (habakkuk.screens.setup) share, below both of them.
 
 The provider choices (`CHOICES`: Anthropic, OpenAI, OpenRouter, any OpenAI-compatible
-server, Gemini through litellm, or the offline demo), the key check (`check_key`: one
+server, Google Gemini, or the offline demo), the key check (`check_key`: one
 cheap request, the model list, and on a failure why in one line), and the config
 building and writing (`ProviderSetup`, used through `SetupAccess`): the key goes to the
 OS keyring when one is usable and otherwise to HOME/.env (mode 0600, other lines kept);
@@ -94,13 +94,12 @@ CHOICES: list[Choice] = [
         asks_base_url=True,
     ),
     Choice(
-        "Gemini (via litellm)",
+        "Google Gemini",
         "gemini",
         {"preset": "gemini"},
         "GEMINI_API_KEY",
         False,
-        "gemini/gemini-2.5-flash",
-        needs_module="litellm",
+        "gemini-2.5-flash",
     ),
     Choice(
         "Amazon Bedrock (AWS credentials, or a Bedrock API key)",
@@ -157,7 +156,7 @@ async def check_key(
             url = str(client.base_url)
             async with client:
                 await client.models.list(limit=1)
-        elif kind == "litellm":
+        elif kind in ("gemini", "litellm"):
             await _check_gemini(key, url or GEMINI_URL, timeout)
         elif kind == "bedrock":
             return await _check_bedrock(key, url)

@@ -226,19 +226,29 @@ def test_an_unreachable_server_is_named(
     assert f"the check failed: cannot reach {url}" in capsys.readouterr().out
 
 
-def test_gemini_is_offered_with_what_it_needs(
-    home: Home, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_gemini_is_offered_without_an_extra_and_its_key_is_checked(
+    home: Home,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    models: FakeModelServer,
 ) -> None:
-    import importlib.util
-
-    Answers(monkeypatch, [], [])
-    assert main(["setup"]) == 1
+    monkeypatch.setattr("habakkuk.services.setup.GEMINI_URL", models.base_url)
+    models.valid_keys = {"AIza-good"}
+    Answers(monkeypatch, ["5", "n", "", str(workspace)], ["AIza-bad", "AIza-good"])
+    assert main(["setup"]) == 0
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if "Gemini" in line)
-    if importlib.util.find_spec("litellm") is None:
-        assert "pip install 'habakkuk[litellm]'" in line
-    else:
-        assert "pip install" not in line
+    assert "pip install" not in line  # the native adapter needs no extra
+    assert "the check failed: the key was refused" in out and "the key works" in out
+    assert [r.headers.get("x-goog-api-key") for r in models.requests] == ["AIza-bad", "AIza-good"]
+    config = load_config(home)
+    assert config.agent(None).chain == [ModelRef("gemini", "gemini-2.5-flash")]
+    assert (config.providers["gemini"].type, config.providers["gemini"].key_vars) == (
+        "gemini",
+        ["GEMINI_API_KEY"],
+    )
+    assert read_env_file(home.env_path) == {"GEMINI_API_KEY": "AIza-good"}
 
 
 def test_a_demo_home_then_setup_has_the_full_default_toolsets(

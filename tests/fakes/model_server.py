@@ -2,7 +2,9 @@
 
 It serves OpenAI Chat Completions (``POST /v1/chat/completions``), the OpenAI
 Responses API (``POST /v1/responses``) and Anthropic Messages
-(``POST /v1/messages``), streamed and not, over aiohttp on 127.0.0.1, and
+(``POST /v1/messages``), streamed and not, Gemini's streamGenerateContent
+(``POST /v1beta/models/{model}:streamGenerateContent?alt=sse``, tests/fakes/gemini_wire.py)
+over aiohttp on 127.0.0.1, and
 OpenAI embeddings (``POST /v1/embeddings``, float or base64). Each
 test queues the replies it wants with :meth:`FakeModelServer.script`; the real
 ``openai`` and ``anthropic`` SDKs (and our adapters on top of them) parse what
@@ -46,6 +48,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from tests.fakes import gemini_wire
 from tests.fakes.loopback import serve_on_loopback
 from tests.fakes.wire_shapes import anthropic_problem, chat_problem, responses_problem
 
@@ -64,7 +67,7 @@ __all__ = [
     "fake_signature",
 ]
 
-API_NAMES: tuple[str, ...] = ("chat", "responses", "anthropic")
+API_NAMES: tuple[str, ...] = ("chat", "responses", "anthropic", "gemini")
 """The per-API queue names accepted by :meth:`FakeModelServer.script`."""
 
 NO_SCRIPT_MESSAGE = "fake model server: no scripted reply"
@@ -203,9 +206,11 @@ class RecordedRequest:
 
     @property
     def api_key(self) -> str | None:
-        """The key the client sent, from ``x-api-key`` or a Bearer ``Authorization``."""
-        if "x-api-key" in self.headers:
-            return self.headers["x-api-key"]
+        """The key the client sent, from ``x-api-key``, ``x-goog-api-key`` or a Bearer
+        ``Authorization``."""
+        for name in ("x-api-key", "x-goog-api-key"):
+            if name in self.headers:
+                return self.headers[name]
         auth = self.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
         if scheme.lower() == "bearer" and token:
@@ -517,6 +522,8 @@ class FakeModelServer:
         # Models that answer 400 to a request declaring a hosted web tool, as the real
         # APIs answer for a model without them.
         self.no_hosted_tools: set[str] = set()
+        # The thought signatures the Gemini wire issued (a Gemini 3 request must replay them).
+        self.gemini_signatures: set[str] = set()
 
     # -- lifecycle --
 
@@ -528,6 +535,8 @@ class FakeModelServer:
         app.router.add_post("/v1/chat/completions", self._handle_chat)
         app.router.add_post("/v1/responses", self._handle_responses)
         app.router.add_post("/v1/messages", self._handle_anthropic)
+        app.router.add_post("/v1beta/models/{target}", self._handle_gemini)
+        app.router.add_get("/v1beta/models", self._handle_gemini_models)
         app.router.add_post("/v1/embeddings", self._handle_embeddings)
         app.router.add_get("/v1/models", self._handle_models)
         self._runner, self._port = await serve_on_loopback(app)
@@ -838,6 +847,58 @@ class FakeModelServer:
             return await self._write_json(request, message, headers, drop_after is not None)
         events = _anthropic_events(reply, model, message_id, tool_ids, server_ids)
         return await self._write_stream(request, events, headers, drop_after)
+
+    # -- Gemini --
+
+    async def _handle_gemini(self, request: web.Request) -> web.StreamResponse:
+        recorded = await self._record(request, "gemini")
+        model, _, method = request.match_info["target"].partition(":")
+        headers = {"x-goog-request-id": self._new_id("")}
+        if method != "streamGenerateContent" or request.query.get("alt") != "sse":
+            body = gemini_wire.error_body(404, f"{request.path} is not served by this fake")
+            return web.json_response(body, status=404, headers=headers)
+        problem = gemini_wire.request_problem(recorded.json, model, self.gemini_signatures)
+        if problem:
+            return web.json_response(problem, status=400, headers=headers)
+        item = self._next_item("gemini", recorded)
+        if item is None:
+            body = gemini_wire.error_body(500, f"{NO_SCRIPT_MESSAGE} for POST {request.path}")
+            return web.json_response(body, status=500, headers=headers)
+        if isinstance(item, Fail):
+            body = gemini_wire.fail_body(item.status, item.kind, item.retry_after, item.message)
+            return web.json_response(body, status=item.status, headers=headers)
+        reply, drop_after = _unwrap(item)
+        plan = gemini_wire.GeminiPlan(
+            model=model,
+            response_id=self._new_id(""),
+            text=reply.text,
+            thinking=reply.thinking,
+            calls=[(call.name, call.arguments) for call in reply.tool_calls],
+            input_tokens=reply.input_tokens + reply.cache_write_tokens,
+            cached_tokens=reply.cache_read_tokens,
+            output_tokens=reply.output_tokens,
+            chunk_size=reply.chunk_size,
+            stop=gemini_wire.finish_reason(reply.stop_reason),
+            signs=gemini_wire.signs(model, recorded.json),
+            include_thoughts=gemini_wire.includes_thoughts(recorded.json),
+        )
+        events = [
+            _Event(gemini_wire.sse(event), "delta" if delta else "end")
+            for event, delta in plan.events()
+        ]
+        self.gemini_signatures.update(plan.issued)
+        return await self._write_stream(request, events, headers, drop_after)
+
+    async def _handle_gemini_models(self, request: web.Request) -> web.StreamResponse:
+        recorded = await self._record(request, "models")
+        if self.valid_keys is not None and recorded.api_key not in self.valid_keys:
+            body = gemini_wire.fail_body(400, "auth", None, "")
+            return web.json_response(body, status=400)
+        models = [
+            {"name": f"models/{model}", "displayName": model, "version": "001"}
+            for model in self.models
+        ]
+        return web.json_response({"models": models})
 
     # -- OpenAI embeddings --
 

@@ -744,8 +744,8 @@ async def test_per_api_queue_goes_first_and_shared_queue_serves_any_api(
 
 def test_script_rejects_unknown_api_and_bad_items() -> None:
     server = FakeModelServer()
-    with pytest.raises(ValueError, match="unknown api 'gemini'"):
-        server.script(Reply(), api="gemini")
+    with pytest.raises(ValueError, match="unknown api 'bard'"):
+        server.script(Reply(), api="bard")
     with pytest.raises(TypeError, match="expected Reply, Fail or Drop"):
         server.script("hello")  # type: ignore[arg-type]  # a value the types forbid, on purpose
     with pytest.raises(ValueError, match="chunk_size"):

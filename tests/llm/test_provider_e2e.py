@@ -37,6 +37,7 @@ PRICES = {
     "openai": (0.25, 2.0),
     "responses": (1.25, 10.0),
     "litellm": (2.0, 8.0),
+    "gemini": (0.50, 3.0),
 }
 
 

@@ -56,6 +56,12 @@ def last_user_content(kind: str, body: dict[str, Any]) -> list[str]:
             else:
                 shape.append(item["type"])
         return shape
+    if kind == "gemini":
+        contents = body["contents"]
+        first = next(
+            i for i, c in enumerate(contents) if any("functionCall" in p for p in c["parts"])
+        )
+        return [f"{c['role']}:{next(iter(p))}" for c in contents[first:] for p in c["parts"]]
     messages = body["messages"]
     first = next(i for i, m in enumerate(messages) if m.get("tool_calls"))
     shape = []
@@ -79,6 +85,13 @@ EXPECTED = {
     ],
     "openai": ["assistant", "tool", "tool", "user:image_url"],
     "litellm": ["assistant", "tool", "tool", "user:image_url"],
+    "gemini": [
+        "model:functionCall",
+        "model:functionCall",
+        "user:functionResponse",
+        "user:functionResponse",
+        "user:inlineData",
+    ],
 }
 
 

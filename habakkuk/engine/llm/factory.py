@@ -34,6 +34,7 @@ ADAPTER_MODULES = {
     "responses": "habakkuk.engine.llm.adapters.responses",
     "litellm": "habakkuk.engine.llm.adapters.litellm",
     "bedrock": "habakkuk.engine.llm.adapters.bedrock",
+    "gemini": "habakkuk.engine.llm.adapters.gemini",
 }
 
 

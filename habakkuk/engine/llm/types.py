@@ -19,7 +19,10 @@ Role = Literal["user", "assistant"]
 
 @dataclass
 class TextBlock:
+    """Words. `signature` is a Gemini thought signature its part carried, replayed as is."""
+
     text: str
+    signature: str = ""
     type: Literal["text"] = "text"
 
 
@@ -39,7 +42,8 @@ class ContextBlock:
 
 @dataclass
 class ThinkingBlock:
-    """Model reasoning. `signature` (Anthropic) or `encrypted` (Responses) is replayed as is."""
+    """Model reasoning. `signature` (Anthropic, Gemini) or `encrypted` (Responses) is replayed
+    as is."""
 
     text: str
     signature: str = ""
@@ -51,9 +55,13 @@ class ThinkingBlock:
 
 @dataclass
 class ToolUseBlock:
+    """A tool call. `signature` is the Gemini thought signature of its functionCall part
+    (replayed exactly: Gemini 3 refuses a call of the current turn without it)."""
+
     tool_use_id: str
     tool: str
     input: dict[str, Any]
+    signature: str = ""
     type: Literal["tool_use"] = "tool_use"
 
 
