@@ -36,6 +36,11 @@ DEFERRED = (
     "openai.types.eval_create_params",
     "openai.types.responses.response",
     "openai.types.beta",
+    # httpx2's own HTTP engine: the SDK's aiohttp client never sends through it, and is
+    # handed its certificate context (engine/llm/adapters/tls_context.py).
+    "httpcore2._api",
+    "h11",
+    "h2",
     "anthropic",
     "botocore",  # only a Bedrock provider's call imports it
 )

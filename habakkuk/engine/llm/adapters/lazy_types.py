@@ -1,4 +1,4 @@
-"""Import the openai SDK's type packages only as far as a call uses them.
+"""Import the openai SDK's type packages (and httpcore2) only as far as a call uses them.
 
 `import openai` runs `openai/types/__init__.py`, which imports every model and
 parameter type of every endpoint (hundreds of modules, hundreds of pydantic
@@ -9,6 +9,10 @@ import as usual (`openai.types.chat.chat_completion` loads that one module), and
 the first read of a name the package itself defines (`openai.types.chat.Foo`,
 `from openai.types import Batch`) runs the real `__init__` then, in place, so
 every name is there as before.
+
+httpcore2 (httpx2's HTTP/1.1 and HTTP/2 engine: h11, h2, its pools) is deferred the same
+way: the SDK's aiohttp client never sends through it, and once handed a certificate
+context (tls_context.py) never reads a name of it either.
 
 Only the time of an import moves; what any import returns is unchanged. It uses
 no private name of the SDK, only its public package layout; tests/llm checks both
@@ -29,8 +33,10 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-# The type packages whose `__init__` waits for its first use.
-DEFERRED = ("openai.types",)
+# The packages whose `__init__` waits for its first use: the SDK's types, and httpcore2,
+# httpx2's HTTP engine, which a client sending through aiohttp never runs (httpx2 imports
+# it to make a certificate context, which new_client hands the SDK: tls_context.py).
+DEFERRED = ("openai.types", "httpcore2")
 
 
 class _DeferredInit(importlib.abc.Loader):
