@@ -64,6 +64,7 @@ from ..hook_events import HookEvent
 from ..hooks import Hooks
 from ..i18n import use_language
 from ..jobs import Lease
+from ..llm.budget import BudgetPaused, turn_error
 from ..llm.hosted import PAUSE_STOP, is_hosted, is_paused, pause_mark, without_sources
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router, RouterResult
@@ -238,6 +239,10 @@ class TurnRunner:
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
             raise
+        except BudgetPaused as exc:  # a spending limit: the turn ends with its message
+            self._end(agent.name, session_id, job.id, status="failed", error=exc.message)
+            chat = request.reply_to.to if request.reply_to is not None else ""
+            raise PermanentJobError(turn_error(exc, chat)) from None
         except ProviderError as exc:
             self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
             raise PermanentJobError(f"model call failed: {exc}") from None
@@ -580,7 +585,7 @@ class TurnRunner:
         return await self.deps.router.complete(
             chain,
             request,
-            caller=Caller(agent.name, session.id),
+            caller=Caller(agent.name, session.id, turn=turn),
             on_event=lambda event, ref: publish_delta(self.deps.bus, session.id, turn, event),
             on_reset=lambda: bus.publish(TurnReset(session=session.id, turn=turn)),
         )
@@ -624,7 +629,7 @@ class TurnRunner:
             deps.router,
             session_id=session.id,
             chain=chain,
-            caller=Caller(agent.name, session.id, "compaction"),
+            caller=Caller(agent.name, session.id, "compaction", turn=lease.job.id),
             compact_at=compact_at,
             guard=guard,
             system=request.system_text,
