@@ -147,6 +147,7 @@ class Runtime:
             goals=self.goals,
         )
         self.control.schedules, self.control.board = self.schedules, self.board  # counts
+        self.control.budget = self.budget  # spend against the limits
         self.nodes = NodeRegistry(control_db, agents=config.serve.agents)  # joins in workers
         self.control.nodes = self.nodes  # the overview's nodes
         from habakkuk.work.delegation import Delegation  # sub-agents: a DelegationAccess
