@@ -64,7 +64,7 @@ from ..hook_events import HookEvent
 from ..hooks import Hooks
 from ..i18n import use_language
 from ..jobs import Lease
-from ..llm.budget import BudgetPaused, turn_error
+from ..llm.budget import turn_error
 from ..llm.hosted import PAUSE_STOP, is_hosted, is_paused, pause_mark, without_sources
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router, RouterResult
@@ -239,13 +239,9 @@ class TurnRunner:
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
             raise
-        except BudgetPaused as exc:  # a spending limit: the turn ends with its message
-            self._end(agent.name, session_id, job.id, status="failed", error=exc.message)
-            chat = request.reply_to.to if request.reply_to is not None else ""
-            raise PermanentJobError(turn_error(exc, chat)) from None
-        except ProviderError as exc:
+        except ProviderError as exc:  # a spending limit's (BudgetPaused) ends with its message
             self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
-            raise PermanentJobError(f"model call failed: {exc}") from None
+            raise PermanentJobError(turn_error(exc, request.reply_to)) from None
         except PermanentJobError as exc:
             self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
             raise

@@ -188,13 +188,23 @@ class BudgetGate(Protocol):
         ...
 
 
-def turn_error(paused: BudgetPaused, chat: str) -> str:
-    """What a turn a limit paused fails with: the message itself, or for a chat's turn
-    paused by a period's limit, the message after SILENT: the chat is told once per period
-    by the budget (services/budget.py), not by every turn's failure notice."""
-    if chat and paused.kind in PERIOD_KINDS:
-        return f"{SILENT} {paused.message}"
-    return paused.message
+class Addressed(Protocol):
+    """Where a turn's reply goes (engine.agent.requests.ReplyTo)."""
+
+    @property
+    def to(self) -> str: ...
+
+
+def turn_error(error: ProviderError, reply_to: Addressed | None) -> str:
+    """What a turn whose model call failed fails with. A spending limit's refusal
+    (BudgetPaused) says its message; for a chat's turn paused by a period's limit, after
+    SILENT: the chat is told once per period by the budget (services/budget.py), not by
+    every turn's failure notice."""
+    if not isinstance(error, BudgetPaused):
+        return f"model call failed: {error}"
+    if reply_to is not None and reply_to.to and error.kind in PERIOD_KINDS:
+        return f"{SILENT} {error.message}"
+    return error.message
 
 
 # -- the ledger --------------------------------------------------------------------------
@@ -248,7 +258,7 @@ class Ledger:
     def load(self, mark: int, stored: dict[Key, float]) -> None:
         """Take what usage.db held (read after `mark`): calls settled before the mark
         are in it now."""
-        for seq in [s for s in self.recent if s < mark]:
+        for seq in [s for s in self.recent if s <= mark]:
             del self.recent[seq]
         self.stored = dict(stored)
         self.extra = defaultdict(float)
