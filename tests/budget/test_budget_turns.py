@@ -211,9 +211,7 @@ async def test_a_chat_is_told_of_the_pause_once_per_period(serve: Any) -> None: 
         events = await served.server.web_store().events("w1")
         return [e.text for e in events if e.role != "user" and "Paused" in e.text]
 
-    await eventually(
-        lambda: _failed_turns(runtime, 3), what="three paused turns", timeout=30
-    )
+    await eventually(lambda: _failed_turns(runtime, 3), what="three paused turns", timeout=30)
     await runtime.budget.settled()
     await eventually(told, what="the pause told in the chat")
     said = await told()
@@ -228,7 +226,9 @@ async def _failed_turns(runtime: Runtime, count: int) -> bool:
 
 async def test_api_budget_answers_the_shape_of_001(serve: Any) -> None:  # noqa: F811
     served = await serve(
-        budget_config("{daily: 5, monthly: 100, per_turn: 1.5}", extra="timezone: America/Toronto\n")
+        budget_config(
+            "{daily: 5, monthly: 100, per_turn: 1.5}", extra="timezone: America/Toronto\n"
+        )
     )
     await spend(served.runtime, 4.2)
     headers = {"Authorization": f"Bearer {TOKEN}"}
