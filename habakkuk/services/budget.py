@@ -13,7 +13,8 @@ Spend is the rows of usage.db in the period (all of them: model calls, generatio
 web searches), read at most every REFRESH_SECONDS and kept in memory between reads with
 the calls this process settled since, so a check is a few additions. Several processes
 may share a home: each re-reads what the others wrote at that interval. The month is
-read once a day up to today's midnight, then only today's rows are summed.
+read once a day up to today's midnight; today's rows are summed whole every
+FULL_READ_SECONDS and, between, only the rows added since (a range of the primary key).
 
 Raises are kept in state.db (settings of the pseudo-session STATE_SESSION), so
 `habakkuk run "/budget raise 5"` lifts a pause in the serving process at its next read.
@@ -68,6 +69,9 @@ log = logging.getLogger(__name__)
 
 STATE_SESSION = "~budget"  # state.db's settings of the budget (no session has this id)
 REFRESH_SECONDS = 1.0  # how stale the spend read from usage.db may get
+# Today's rows are summed whole this often (between, only the rows added since): a row
+# another node committed late under a lower id is counted at the next whole read.
+FULL_READ_SECONDS = 300.0
 WARN_AT = 0.8  # the warning's share of a limit
 WAIT_SECONDS = 5.0  # a waiting call looks again at least this often
 
@@ -121,6 +125,9 @@ class Budget:
         self._read_at = -math.inf
         self._reading: asyncio.Task[None] | None = None
         self._month_base: tuple[str, dict[str, float]] = ("", {})
+        # Today's sums by agent and the newest row id they count: (day, sums, id).
+        self._today: tuple[str, dict[str, float], int] = ("", {}, 0)
+        self._full_at = -math.inf
         self._moved: asyncio.Event | None = None
         self._pending: set[asyncio.Task[Any]] = set()
 
@@ -154,47 +161,83 @@ class Budget:
     # -- reading usage.db ------------------------------------------------------------------
 
     async def refresh(self, *, force: bool = False) -> None:
-        """Read the period's spend (and the raises) again when older than REFRESH_SECONDS
-        (or now, with `force`); one read at a time, shared by whoever asks meanwhile."""
+        """Read the period's spend (and the raises) again when older than REFRESH_SECONDS.
+
+        The first read, the first of a new day and a forced one are awaited; a stale one
+        starts in the background and the check goes on with what the last read said (this
+        process's own calls are in the ledger already: only other processes' are late).
+        One read at a time, shared by whoever asks meanwhile."""
         now = self.clock()
         day = periods_at(now, self.zone).day
-        if not force and now - self._read_at < REFRESH_SECONDS and day == self.periods.day:
+        fresh = now - self._read_at < REFRESH_SECONDS
+        if not force and fresh and day == self.periods.day:
             return
         if self._reading is None or self._reading.done():
             self._reading = asyncio.ensure_future(self._read(now))
-        await asyncio.shield(self._reading)
+        if force or day != self.periods.day or self._read_at == -math.inf:
+            await asyncio.shield(self._reading)
 
     async def _read(self, now: float) -> None:
         periods = periods_at(now, self.zone)
         mark = self.ledger.begin_read()
-        stored: dict[Key, float] = {}
         if self.usage is not None:
             day_start = periods.day_start.timestamp()
-            if self._month_base[0] != periods.day:
+            if self._month_base[0] != periods.day:  # once a day: the month up to today
                 month = await self._sums(periods.month_start.timestamp(), day_start)
                 self._month_base = (periods.day, month)
-            today = await self._sums(day_start, None)
-            month_base = self._month_base[1]
-            for agent in set(today) | set(month_base):
-                stored[(agent, periods.day)] = today.get(agent, 0.0)
-                stored[(agent, periods.month)] = month_base.get(agent, 0.0) + today.get(agent, 0.0)
-            stored[(INSTALL, periods.day)] = sum(today.values())
-            stored[(INSTALL, periods.month)] = sum(today.values()) + sum(month_base.values())
+            if periods.day != self._today[0] or now - self._full_at >= FULL_READ_SECONDS:
+                self._today = (periods.day, *await self._read_today(day_start, 0))
+                self._full_at = now
+            else:  # only the rows written since the last read: a range of the primary key
+                _, sums, last = self._today
+                new, newest = await self._read_today(day_start, last)
+                for agent, cost in new.items():
+                    sums[agent] = sums.get(agent, 0.0) + cost
+                self._today = (periods.day, sums, max(last, newest))
+        stored: dict[Key, float] = {}
+        today, month_base = self._today[1], self._month_base[1]
+        for agent in set(today) | set(month_base):
+            stored[(agent, periods.day)] = today.get(agent, 0.0)
+            stored[(agent, periods.month)] = month_base.get(agent, 0.0) + today.get(agent, 0.0)
+        stored[(INSTALL, periods.day)] = sum(today.values())
+        stored[(INSTALL, periods.month)] = sum(today.values()) + sum(month_base.values())
         raised = await self._raises()
         self.periods = periods
         self.ledger.load(mark, stored)
         self.raised = raised
         self._read_at = now
 
-    async def _sums(self, since: float, until: float | None) -> dict[str, float]:
+    async def _read_today(self, day_start: float, after: int) -> tuple[dict[str, float], int]:
+        """Dollars by agent of today's rows (whose id is over `after`, when given: a range
+        of the primary key), and the newest id."""
+        assert self.usage is not None
+        if after:
+            sql = (
+                "SELECT agent, COALESCE(SUM(CASE WHEN at >= ? THEN cost ELSE 0 END), 0) AS cost,"
+                " MAX(id) AS newest FROM calls WHERE id > ? GROUP BY agent"
+            )
+            params: tuple[float, ...] = (day_start, after)
+        else:
+            sql = (
+                "SELECT agent, COALESCE(SUM(cost), 0) AS cost, MAX(id) AS newest"
+                " FROM calls WHERE at >= ? GROUP BY agent"
+            )
+            params = (day_start,)
+        rows = await self.usage.db.fetchall(sql, params)
+        newest = max((int(row["newest"]) for row in rows), default=after)
+        if not after and not rows:  # nothing today: later rows are those past the newest
+            found = await self.usage.db.fetchone("SELECT MAX(id) AS newest FROM calls", ())
+            newest = int(found["newest"] or 0) if found is not None else 0
+        return {str(row["agent"]): float(row["cost"]) for row in rows}, newest
+
+    async def _sums(self, since: float, until: float) -> dict[str, float]:
         """Dollars by agent of usage.db's rows in [since, until)."""
         assert self.usage is not None
-        sql = "SELECT agent, COALESCE(SUM(cost), 0) AS cost FROM calls WHERE at >= ?"
-        params: tuple[float, ...] = (since,)
-        if until is not None:
-            sql += " AND at < ?"
-            params = (since, until)
-        rows = await self.usage.db.fetchall(sql + " GROUP BY agent", params)
+        rows = await self.usage.db.fetchall(
+            "SELECT agent, COALESCE(SUM(cost), 0) AS cost FROM calls"
+            " WHERE at >= ? AND at < ? GROUP BY agent",
+            (since, until),
+        )
         return {str(row["agent"]): float(row["cost"]) for row in rows}
 
     async def _raises(self) -> dict[Key, float]:
@@ -387,9 +430,11 @@ class Budget:
         return None
 
     async def settled(self) -> None:
-        """Wait for the notices under way (tests; a closing runtime)."""
+        """Wait for the notices and the read under way (tests; a closing runtime)."""
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
+        if self._reading is not None:
+            await asyncio.gather(self._reading, return_exceptions=True)
 
     # -- what the surfaces read -----------------------------------------------------------
 

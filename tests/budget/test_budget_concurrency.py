@@ -27,6 +27,7 @@ FAN_OUT = 8
 TURNS = 50
 SCHEDULES = 10
 
+CALLS = ", ".join(f"{{name: delegate, arguments: {{task: 'part {n}'}}}}" for n in range(FAN_OUT))
 CONFIG = f"""
 providers:
   mock:
@@ -34,7 +35,7 @@ providers:
     script:
       - match: "^fan out"
         steps:
-          - tool_calls: [{", ".join(f"{{name: delegate, arguments: {{task: 'part {n}'}}}}" for n in range(FAN_OUT))}]
+          - tool_calls: [{CALLS}]
           - text: all parts delegated
       - steps:
           - text: "ok: {{input}}"
