@@ -311,3 +311,18 @@ def test_usage_shows_spend_against_the_limits(
     assert main(["usage"]) == 0
     out = capsys.readouterr().out
     assert "this install: today $1.25 of $5.00 (25%)" in out
+
+
+async def test_raising_the_limit_in_config_yaml_lifts_the_pause_without_a_restart(
+    runtime_factory: OpenRuntime, home: Home
+) -> None:
+    from habakkuk.services.hot_reload import HotReload
+
+    text = budget_config("{daily: 5}")
+    runtime = await runtime_factory(text)
+    await spend(runtime, 5.0)
+    assert (await one_turn(runtime)).status == "failed"
+    home.config_path.write_text(text.replace("{daily: 5}", "{daily: 8}"), encoding="utf-8")
+    await HotReload(runtime).reload_config()
+    assert runtime.control.config_state.restart == ()  # applied, nothing waits a restart
+    assert (await one_turn(runtime)).status == "done"
