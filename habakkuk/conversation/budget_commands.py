@@ -14,7 +14,6 @@ the owner to. Registered in `COMMANDS` when the package is imported (see __init_
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from habakkuk.conversation.commands import Conversation, Reply, Surface, command
@@ -86,7 +85,7 @@ async def _budget(conv: Conversation, rest: str) -> Reply:
     try:
         amount = float(words[0].lstrip("$"))
     except ValueError:
-        amount = math.nan
+        return Reply(t("budget.bad_amount", amount=words[0]), error=True)
     agent = words[1] if len(words) == 2 else ""
     spend = await budget.raise_limit(kind, amount, agent)
     who = t("budget.agent", agent=agent) if agent else t("budget.install")

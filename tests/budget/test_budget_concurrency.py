@@ -107,7 +107,7 @@ async def test_parallel_turns_sub_agents_and_schedules_never_overshoot_the_daily
     assert spent <= LIMIT + largest, (spent, largest)
     # The limit was reached: nothing ran past it, and what could not run says why.
     paused = [o for o in outcomes if o.status == "failed"]
-    assert paused and all(o.error.startswith("Paused: the daily budget of $1.00") for o in paused)
+    assert paused and all((o.error or "").startswith("Paused: the daily budget") for o in paused)
     assert any(o.status == "done" for o in outcomes)
     assert spent >= LIMIT / 2, spent  # the limit, not something else, stopped the work
     runs = [r for s in schedules for r in await runtime.schedules.runs(s.id)]

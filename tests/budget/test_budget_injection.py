@@ -107,7 +107,7 @@ async def test_an_injected_turn_cannot_raise_reset_or_edit_its_own_limit(
     again = await runtime.turns.submit(session.id, "go on", attended=False)
     paused = await runtime.turns.wait_turn(again)
     assert paused.status == "failed"
-    assert paused.error.startswith("Paused: the daily budget of $1.00 for this install")
+    assert (paused.error or "").startswith("Paused: the daily budget of $1.00 for this install")
 
 
 async def test_no_tool_reads_or_writes_a_spending_limit(runtime_factory: OpenRuntime) -> None:

@@ -61,3 +61,26 @@ async def test_a_chat_gets_the_80_percent_heads_up_once(serve: Any) -> None:  # 
 
 async def _count(said: Any, word: str, at_least: int = 1) -> bool:
     return sum(word in text for text in await said()) >= at_least
+
+
+async def test_a_chat_shows_the_budget_but_cannot_raise_it(serve: Any) -> None:  # noqa: F811
+    served = await serve(budget_config("{daily: 5}"))
+    await spend(served.runtime, 5.0)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    for text in ("/budget", "/budget raise 100"):
+        async with served.client.post(
+            f"{served.url}/api/chat", json={"conversation": "w3", "text": text}, headers=headers
+        ) as response:
+            assert response.status == 202, await response.text()
+
+    async def said() -> list[str]:
+        events = await served.server.web_store().events("w3")
+        return [e.text for e in events if e.role != "user"]
+
+    await eventually(lambda: _count(said, "Only the owner"), what="the raise refused")
+    texts = await said()
+    assert any("this install: today $5.00 of $5.00 (100%)" in text for text in texts), texts
+    refused = next(text for text in texts if "Only the owner" in text)
+    assert "habakkuk run" in refused and "config.yaml" in refused
+    status = await served.runtime.budget.status()
+    assert status.install.today.limit == 5.0  # nothing was raised
