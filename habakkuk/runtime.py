@@ -34,6 +34,7 @@ from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the revie
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.board import build_board
+from habakkuk.services.budget import Budget
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
 from habakkuk.services.goals import Goals
 from habakkuk.services.memory import build_memory
@@ -85,7 +86,14 @@ class Runtime:
         self.providers = providers
         self.usage = usage
         self.ledger = UsageLedger(usage)
-        self.router = Router(self.providers, on_usage=self.ledger.record)
+        # Spending limits: every model call is reserved against them first (budget.py).
+        self.budget = Budget(
+            config, usage, state, queue=self.queue, outbox=lambda: self.outbox,
+            sessions=lambda: self.sessions,
+        )  # fmt: skip
+        self.router = Router(
+            self.providers, on_usage=self.ledger.record, before_call=self.budget.before_call
+        )
         self.hooks = Hooks(config.hooks, home.root)
         self.state = state
         self.memory = build_memory(home, config, self.env)  # a knowledge MemoryAccess
@@ -139,6 +147,7 @@ class Runtime:
             goals=self.goals,
         )
         self.control.schedules, self.control.board = self.schedules, self.board  # counts
+        self.control.budget = self.budget  # spend against the limits
         self.nodes = NodeRegistry(control_db, agents=config.serve.agents)  # joins in workers
         self.control.nodes = self.nodes  # the overview's nodes
         from habakkuk.work.delegation import Delegation  # sub-agents: a DelegationAccess
@@ -306,6 +315,7 @@ class Runtime:
             await self.mcp.close()
         await self.processes.shutdown()
         await self.goals.settled()  # the steps after the last turns, before the stores close
+        await self.budget.settled()
         await self.hooks.drain()
         # The stores close together: each may checkpoint its WAL as it closes (an fsync).
         stores = (self.usage, self.state, self.memory, self.transcripts, self.queue.db)
@@ -348,6 +358,7 @@ class Runtime:
     def _job_finished(self, job: Job) -> None:
         self.job_settled(job)
         self.goals.turn_finished(job)  # a session's goal steps after each of its turns
+        self.budget.turn_finished(job)  # a chat told of a pause or of 80 % spent, once
         if self.channels is not None:
             self.channels.turn_finished(job)
 

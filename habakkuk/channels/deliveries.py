@@ -268,7 +268,8 @@ class DeliveryWorker:
         text = ""
         if turn.status == "done":
             text = str((turn.result or {}).get("reply", "")).strip()
-        elif turn.status == "failed":
+        elif turn.status == "failed" and not (turn.error or "").startswith(SILENT_REPLY):
+            # (a [SILENT] failure is told otherwise: a spending limit's, once per period)
             text = self.failure_text(turn.error or "unknown error")
         if not text or text == SILENT_REPLY:  # a silent or stopped turn: only its draft goes
             return {"chunks": 0}

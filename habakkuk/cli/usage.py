@@ -1,14 +1,19 @@
-"""`habakkuk usage`: tokens and cost of model calls by model and agent."""
+"""`habakkuk usage`: tokens and cost of model calls by model and agent, then the spend
+against the spending limits when any is set (conversation/budget_commands.py's lines)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from habakkuk.cli.common import open_runtime, run_async
 from habakkuk.engine.exit_codes import EXIT_OK, EXIT_USAGE, error_line
 from habakkuk.engine.i18n import t
+
+if TYPE_CHECKING:
+    from habakkuk.engine.budget_access import BudgetStatus
 
 
 def add_arguments(command: str, usage: argparse.ArgumentParser) -> None:
@@ -32,11 +37,14 @@ async def _usage(days: float | None, agent: str | None, as_json: bool) -> int:
         if agent:
             runtime.config.agent(agent)
         totals = await runtime.ledger.usage_totals(days=days, agent=agent)
+        status = await runtime.budget.status(agent)
     finally:
         await runtime.close()
     if as_json:
         print(json.dumps([u.__dict__ for u in totals], ensure_ascii=False))
         return EXIT_OK
+    if status.limited:
+        _print_budget(status)
     if not totals:
         if days is None:
             print(t("cli.usage.none"))
@@ -82,6 +90,15 @@ async def _usage(days: float | None, agent: str | None, as_json: bool) -> int:
     if any(u.unpriced_calls for u in totals):
         print(t("cli.usage.unpriced"))
     return EXIT_OK
+
+
+def _print_budget(status: BudgetStatus) -> None:
+    """Spend against the limits (before the table, so it is seen first)."""
+    from habakkuk.conversation.budget_commands import budget_lines
+
+    for line in budget_lines(status):
+        print(line)
+    print()
 
 
 def cell_len(text: str) -> int:

@@ -5,6 +5,7 @@ and `habakkuk run`.
 Importing the package registers every command, skill_commands' and delegation_commands'
 too (commands.py may not import them: they would import each other)."""
 
+from habakkuk.conversation import budget_commands as _budget_commands  # noqa: F401
 from habakkuk.conversation import delegation_commands as _delegation_commands  # noqa: F401
 from habakkuk.conversation import goal_commands as _goal_commands  # noqa: F401
 from habakkuk.conversation import persona_commands as _persona_commands  # noqa: F401

@@ -22,6 +22,7 @@ from .plugin_commands import PluginConversation
 
 if TYPE_CHECKING:
     from habakkuk.engine.agent.turn_access import TurnsAccess
+    from habakkuk.engine.budget_access import BudgetAccess
     from habakkuk.engine.config import Config
     from habakkuk.engine.jobs import Job
     from habakkuk.engine.llm.usage import UsageAccess, UsageTotal
@@ -61,6 +62,11 @@ class Services(Protocol):
 
     @property
     def ledger(self) -> UsageAccess: ...
+
+    @property
+    def budget(self) -> BudgetAccess:
+        """The spending limits (/budget: conversation/budget_commands.py)."""
+        ...
 
     @property
     def memory(self) -> MemoryAccess:

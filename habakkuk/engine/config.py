@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .budget_config import AgentBudgetConfig, BudgetConfig, check_limits
 from .channel_config import ChannelConfig, resolve_channels
 from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
 from .durations import parse_duration
@@ -141,6 +142,8 @@ class AgentConfig:
     compact_at: int | None = None
     # The provider's hosted web search and fetch, where the model has them (llm/hosted.py).
     web: bool = True
+    # The agent's own spending limits (engine/budget_config.py), on top of the install's.
+    budget: AgentBudgetConfig = field(default_factory=AgentBudgetConfig)
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
     reviewer_chain: list[ModelRef] = field(default_factory=list, init=False)
@@ -507,6 +510,8 @@ class Config:
     checkpoint_max_mb: int = 200
     # Model-id prefix -> price per million tokens, over the built-in table.
     pricing: dict[str, PriceConfig] = field(default_factory=dict)
+    # Spending limits of the whole install (engine/budget_config.py).
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
@@ -729,6 +734,7 @@ def _resolve(config: Config, home: Home) -> None:
                 f"{path}:{line_of(agent, 'compact_at')}: agents.{name}.compact_at: "
                 "must be -1 (off) or at least 1000 tokens"
             )
+        check_limits(agent.budget, path, f"agents.{name}.budget")
         if agent.max_steps < 1:
             raise ConfigError(
                 f"{path}:{line_of(agent, 'max_steps')}: agents.{name}.max_steps: must be >= 1"
@@ -760,6 +766,7 @@ def _resolve(config: Config, home: Home) -> None:
                 raise ConfigError(
                     f"{path}:{line_of(price, part)}: pricing.{model}.{part}: must be >= 0"
                 )
+    check_limits(config.budget, path, "budget")
     if config.workers.turns < 1:
         raise ConfigError(f"{path}:{line_of(config.workers, 'turns')}: workers.turns: must be >= 1")
     if config.workers.schedules < 1:

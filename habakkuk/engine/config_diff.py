@@ -12,8 +12,9 @@ import dataclasses
 
 from .config import Config
 
-# Applied to the running process when they change (engine/hooks.Hooks.replace).
-IN_PLACE = frozenset({"hooks"})
+# Applied to the running process when they change (engine/hooks.Hooks.replace; the
+# budget service reads `budget:` at every model call).
+IN_PLACE = frozenset({"hooks", "budget"})
 # Not sections of the file: where it was read from, and the plugins' load problems (said
 # at start and by doctor).
 NOT_SECTIONS = frozenset({"path", "plugin_problems"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from habakkuk.engine.budget_access import BudgetStatus
 from habakkuk.engine.goals import Goal
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.llm.usage import UsageTotal
@@ -117,3 +118,5 @@ class Overview:
     config: ConfigState = field(default_factory=ConfigState)
     # The sessions' running /goals (state.db), oldest first.
     goals: list[Goal] = field(default_factory=list)
+    # Spend today and this month against the spending limits (None: not read here).
+    budget: BudgetStatus | None = None

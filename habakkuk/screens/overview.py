@@ -111,6 +111,29 @@ def usage_line(view: Overview) -> str:
     return line + (f" ({unpriced} unpriced)" if unpriced else "")
 
 
+def budget_line(view: Overview) -> str:
+    """Today's spend and each limit in force, and what pauses turns now ("" when no
+    limit is set)."""
+    status = view.budget
+    if status is None or not status.limited:
+        return ""
+    parts = [t("budget.overview.spent", spent=f"${status.install.today.spent:,.2f}")]
+    for scope in (status.install, *status.agents):
+        who = t("budget.install") if not scope.name else t("budget.agent", agent=scope.name)
+        limits = [
+            t(f"budget.overview.{kind}", limit=f"${spend.limit:,.2f}", percent=f"{spend.percent:g}")
+            for kind, spend in (("daily", scope.today), ("monthly", scope.month))
+            if spend.limit > 0
+        ]
+        if scope.per_turn > 0:
+            limits.append(t("budget.overview.per_turn", limit=f"${scope.per_turn:,.2f}"))
+        if limits:
+            parts.append(f"{who}: " + ", ".join(limits))
+    lines = [" · ".join(parts)]
+    paused = status.install.paused or next((a.paused for a in status.agents if a.paused), "")
+    return "\n".join([*lines, paused] if paused else lines)
+
+
 def config_line(view: Overview) -> str:
     """config.yaml's edits not applied here ("" when none): its error while invalid,
     the sections a restart applies."""
@@ -270,7 +293,8 @@ class OverviewScreen(PollingScreen):
             ]  # fmt: skip
         self._queue.update(Text("\n".join(lines)))
         self._http.update(Text(http_line(view.http)))
-        self._usage.update(Text(usage_line(view)))
+        spend = budget_line(view)
+        self._usage.update(Text(usage_line(view) + (f"\n{spend}" if spend else "")))
         config = config_line(view)
         self._config.update(Text(config))
         self._config_row.display = bool(config)

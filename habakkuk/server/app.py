@@ -38,6 +38,7 @@ from habakkuk.services.live_calls import LiveCalls
 from . import (
     api,
     board_api,
+    budget_api,
     chat,
     chat_files,
     dashboard,
@@ -266,6 +267,7 @@ class HttpServer:
         skills_api.setup(app)
         schedules_api.setup(app)
         board_api.setup(app)
+        budget_api.setup(app)
         chat.setup(app)
         chat_files.setup(app)
         voice.setup(app)

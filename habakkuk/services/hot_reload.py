@@ -229,6 +229,9 @@ class HotReload:
             running.hooks = loaded.hooks
             applied.append("hooks")
             log.info("%s: hooks: applied (%d hook(s))", loaded.path, len(loaded.hooks))
+        if loaded.budget != running.budget:  # the spending limits: read at every model call
+            running.budget = loaded.budget
+            applied.append("budget")
         changed = changed_sections(self._baseline, loaded)
         restart = [section for section in changed if section not in IN_PLACE]
         for section in restart:

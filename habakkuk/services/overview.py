@@ -25,6 +25,7 @@ from habakkuk.engine.overview import (
 from habakkuk.work.board_types import OPEN_STATUSES
 
 if TYPE_CHECKING:
+    from habakkuk.engine.budget_access import BudgetAccess
     from habakkuk.engine.config import Config
     from habakkuk.engine.goals import GoalsAccess
     from habakkuk.engine.home import Home
@@ -89,6 +90,8 @@ class ControlRoom:
         self.board: BoardAccess | None = None
         # And this process's node (runtime.nodes), through which every node is read.
         self.nodes: NodeRegistry | None = None
+        # The spending limits (runtime.budget), for the spend against them.
+        self.budget: BudgetAccess | None = None
         # config.yaml's edits not applied here; the hot reload (services/hot_reload.py)
         # replaces it as the file changes.
         self.config_state = ConfigState()
@@ -174,6 +177,7 @@ class ControlRoom:
             nodes=await self.nodes.nodes() if self.nodes is not None else [],
             config=self.config_state,
             goals=await self.goals.running() if self.goals is not None else [],
+            budget=await self.budget.status() if self.budget is not None else None,
         )
 
     async def open_cards(self) -> int:

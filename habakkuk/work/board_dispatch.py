@@ -39,6 +39,7 @@ from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.i18n import t
 from habakkuk.engine.jobs import JobQueue, NewJob
 from habakkuk.engine.leases import NamedLeases
+from habakkuk.engine.llm.budget import BudgetGate
 from habakkuk.engine.outbox_access import TextOutbox
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.work.board_store import BoardStore
@@ -123,6 +124,7 @@ class Dispatcher:
         lease_seconds: float | None = None,
         pid: int | None = None,
         lease_name: str = DISPATCHER_LEASE,
+        budget: BudgetGate | None = None,
     ):
         self.store = store
         self.queue = queue
@@ -134,6 +136,7 @@ class Dispatcher:
         self.lease_seconds = lease_seconds or max(4 * interval, 2.0)
         self.pid = pid
         self.lease_name = lease_name
+        self.budget = budget  # a card whose assignee a spending limit pauses waits
         self.leases = NamedLeases(queue.db)
         self.owner = f"{queue.owner}:board"
         self._woken = asyncio.Event()
@@ -222,6 +225,8 @@ class Dispatcher:
             seen.update(c.id for c in batch)
             claimed = []
             for card in batch:
+                if self.budget is not None and await self.budget.check_paused(card.assignee):
+                    continue  # it waits, todo, until the limit lifts
                 taken = await self.store.claim(card.id, card.attempt)
                 if taken is not None:  # None: another look or a change got there first
                     claimed.append(taken)

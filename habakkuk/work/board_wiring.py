@@ -41,7 +41,7 @@ class BoardRuns:
         self._host = host
         self.dispatcher: Dispatcher | None = None
         self._task: asyncio.Task[None] | None = None
-        runs = CardRuns(host.board, self.store, host.sessions, turn_loop)
+        runs = CardRuns(host.board, self.store, host.sessions, turn_loop, host.budget)
 
         def finished(job: Job) -> None:
             if on_finished is not None:
@@ -69,6 +69,7 @@ class BoardRuns:
                 host.home.root,
                 language_of=host.config.language_of,
                 interval=host.config.board.dispatch_seconds,
+                budget=host.budget,
             )
             host.board.on_wake(self.dispatcher.wake)
             self._task = asyncio.create_task(self.dispatcher.run(), name="board-dispatcher")

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from habakkuk.engine.agent.requests import TurnRequest
 from habakkuk.engine.errors import HabakkukError, LeaseLost, NotFound
 from habakkuk.engine.jobs import Lease, payload_of
+from habakkuk.engine.llm.budget import BudgetGate
 from habakkuk.engine.pools import PermanentJobError
 from habakkuk.engine.session_access import SessionsAccess
 from habakkuk.engine.sessions import BOARD_ORIGIN
@@ -84,11 +85,13 @@ class CardRuns:
         store: BoardStore,
         sessions: SessionsAccess,
         turn_loop: TurnLoop,
+        budget: BudgetGate | None = None,
     ):
         self.board = board
         self.store = store
         self.sessions = sessions
         self.turn_loop = turn_loop
+        self.budget = budget  # a card waits (todo again) while a limit is used up
 
     async def run(self, lease: Lease) -> dict[str, Any]:
         job = lease.job
@@ -101,6 +104,8 @@ class CardRuns:
         if card.status != "doing" or card.attempt != attempt:
             # Moved on before this job ran (reassigned, cancelled, a later attempt).
             return {"card": card_id, "attempt": attempt, "skipped": f"card is {card.status}"}
+        if paused := await self._paused(run.agent):
+            return await self._wait(card_id, attempt, paused)
         try:
             session = await self.sessions.new_session(
                 run.agent, origin=BOARD_ORIGIN, session_id=run.session
@@ -119,6 +124,8 @@ class CardRuns:
         except LeaseLost:
             raise  # another worker owns the job now
         except PermanentJobError as exc:
+            if paused := await self._paused(run.agent):  # a limit was used up during it
+                return await self._wait(card_id, attempt, paused)
             await self._settle(card_id, attempt, f"its turn failed: {exc}")
             raise
         except Exception as exc:
@@ -136,6 +143,17 @@ class CardRuns:
             )
             after = settled or after
         return {**result, "card": card_id, "attempt": attempt, "status": after.status}
+
+    async def _paused(self, agent: str) -> str | None:
+        return await self.budget.check_paused(agent) if self.budget is not None else None
+
+    async def _wait(self, card_id: str, attempt: int, paused: str) -> dict[str, Any]:
+        """A spending limit holds the card back: todo again (the dispatcher leaves it
+        there until the limit lifts), the pause's message in its log."""
+        await self.store.settle_attempt(
+            card_id, attempt, status="todo", reason=paused, author=BOARD_AUTHOR
+        )
+        return {"card": card_id, "attempt": attempt, "skipped": paused}
 
     async def _dependencies(self, card: Card) -> list[Card]:
         found = []

@@ -15,6 +15,7 @@ from habakkuk.engine.agent.turn_access import TurnsAccess
 from habakkuk.engine.config import Config
 from habakkuk.engine.home import Home
 from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.llm.budget import BudgetGate
 from habakkuk.engine.outbox_access import TextOutbox
 from habakkuk.engine.session_access import SessionsAccess
 
@@ -35,3 +36,5 @@ class WorkHost(Protocol):
     def turns(self) -> TurnsAccess: ...
     @property
     def outbox(self) -> TextOutbox: ...
+    @property
+    def budget(self) -> BudgetGate: ...  # schedules and cards wait while a limit is used up

@@ -21,6 +21,7 @@ from habakkuk.engine.agent.turn_access import TurnsAccess
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.hook_events import HookFirer
 from habakkuk.engine.jobs import Lease, payload_of
+from habakkuk.engine.llm.budget import BudgetGate
 from habakkuk.engine.pools import PermanentJobError
 from habakkuk.engine.session_access import SessionsAccess
 from habakkuk.work.run_book import (
@@ -80,11 +81,13 @@ class PromptRuns:
         sessions: SessionsAccess,
         turns: TurnsAccess,
         hooks: HookFirer | None = None,
+        budget: BudgetGate | None = None,
     ):
         self.book = book
         self.sessions = sessions
         self.turns = turns
         self.hooks = hooks
+        self.budget = budget  # a slot waits (skipped, with why) while a limit is used up
 
     async def run(self, lease: Lease) -> dict[str, Any]:
         job = lease.job
@@ -95,6 +98,10 @@ class PromptRuns:
             return {"skipped": "schedule deleted"}
         if schedule.kind != "prompt":
             raise PermanentJobError(f"{job.id}: schedule {schedule.id} is not a prompt schedule")
+        paused = await self.budget.check_paused(schedule.agent) if self.budget else None
+        if paused:
+            await self.book.run_settled(job.id, _skipped(paused))
+            return {"skipped": paused}
         fire_hook(self.hooks, schedule, job.id)
         session, turn = await start_turn(
             self.sessions, self.turns, schedule, job.id, schedule.prompt
@@ -113,6 +120,8 @@ class PromptRuns:
                 last_output=reply[-KEPT_OUTPUT:],
                 fail_streak=0,
             )
+        elif paused := await self._paused(schedule.agent, outcome.error):
+            settled = _skipped(paused, session)  # a limit was used up during its turn
         else:
             error = outcome.error or outcome.status
             settled = Settled(
@@ -125,3 +134,14 @@ class PromptRuns:
             )
         await self.book.run_settled(job.id, settled)
         return {"session": session, "turn": turn, "status": settled.status}
+
+    async def _paused(self, agent: str, error: str | None) -> str | None:
+        """The pause a failed turn ended with, if a limit is used up now."""
+        if self.budget is None or not error:
+            return None
+        return await self.budget.check_paused(agent)
+
+
+def _skipped(reason: str, session: str = "") -> Settled:
+    """A slot a spending limit held back: skipped, with the pause's message."""
+    return Settled("skipped", reason=reason, session=session, last_status=f"skipped: {reason}")

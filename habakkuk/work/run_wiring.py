@@ -68,7 +68,7 @@ class ScheduleRuns:
         def outbox() -> TextOutbox:
             return host.outbox
 
-        prompts = PromptRuns(self.book, host.sessions, host.turns, host.hooks)
+        prompts = PromptRuns(self.book, host.sessions, host.turns, host.hooks, host.budget)
         script_runs = ScriptRuns(
             self.book,
             workspace_of=workspace_of,

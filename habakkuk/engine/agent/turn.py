@@ -64,6 +64,7 @@ from ..hook_events import HookEvent
 from ..hooks import Hooks
 from ..i18n import use_language
 from ..jobs import Lease
+from ..llm.budget import turn_error
 from ..llm.hosted import PAUSE_STOP, is_hosted, is_paused, pause_mark, without_sources
 from ..llm.provider import ProviderError
 from ..llm.router import Caller, Router, RouterResult
@@ -242,9 +243,9 @@ class TurnRunner:
         except asyncio.CancelledError:
             self._end(agent.name, session_id, job.id, status="stopped")
             raise
-        except ProviderError as exc:
+        except ProviderError as exc:  # a spending limit's (BudgetPaused) ends with its message
             self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
-            raise PermanentJobError(f"model call failed: {exc}") from None
+            raise PermanentJobError(turn_error(exc, request.reply_to)) from None
         except PermanentJobError as exc:
             self._end(agent.name, session_id, job.id, status="failed", error=str(exc))
             raise
@@ -584,7 +585,7 @@ class TurnRunner:
         return await self.deps.router.complete(
             chain,
             request,
-            caller=Caller(agent.name, session.id),
+            caller=Caller(agent.name, session.id, turn=turn),
             on_event=lambda event, ref: publish_delta(self.deps.bus, session.id, turn, event),
             on_reset=lambda: bus.publish(TurnReset(session=session.id, turn=turn)),
         )
@@ -628,7 +629,7 @@ class TurnRunner:
             deps.router,
             session_id=session.id,
             chain=chain,
-            caller=Caller(agent.name, session.id, "compaction"),
+            caller=Caller(agent.name, session.id, "compaction", turn=lease.job.id),
             compact_at=compact_at,
             guard=guard,
             system=request.system_text,

@@ -39,6 +39,7 @@ class Caller:
     agent: str = ""
     session: str = ""
     purpose: str = "turn"
+    turn: str = ""  # the turn the call is part of, when it is one's (per-turn limits)
 
 
 @dataclass
@@ -64,6 +65,10 @@ class ProviderSource(Protocol):
 
 
 UsageHook = Callable[[ModelRef, Caller, Usage], Awaitable[None]]
+# Run before each attempt (llm/budget.py): it may refuse the call by raising, and returns
+# what settles it: called with the usage reported, or None when the attempt failed.
+Settle = Callable[[Usage | None], None]
+PreCallHook = Callable[[ModelRef, Caller, ModelRequest], Awaitable[Settle]]
 
 
 class Router:
@@ -79,6 +84,7 @@ class Router:
         sleep: Sleep = asyncio.sleep,
         on_usage: UsageHook | None = None,
         rng: random.Random | None = None,
+        before_call: PreCallHook | None = None,
     ):
         self.source = source
         self.max_retries = max_retries
@@ -87,6 +93,7 @@ class Router:
         self.sleep = sleep
         self.on_usage = on_usage
         self.rng = rng or random.Random()
+        self.before_call = before_call
         # The longest retry-after worth waiting for before moving down the chain.
         self.max_wait = max_delay * 4
         # Models that refused images or documents: sent text-only from then on.
@@ -121,11 +128,17 @@ class Router:
                 sent = request
                 if ref in self.text_only and has_media(request):
                     sent = text_only(request, str(ref))
+                # Outside the try: a refusal ends the call, it is no model's failure.
+                settle = await self.before_call(ref, caller, sent) if self.before_call else None
                 try:
                     provider = self.source.provider(ref)
                     api_key = await resolve_key(self.source, ref, key)  # a login's token
                     result = await self._one_call(provider, ref, sent, api_key, on_event, on_reset)
-                except ProviderError as exc:
+                except BaseException as exc:
+                    if settle is not None:
+                        settle(None)
+                    if not isinstance(exc, ProviderError):
+                        raise
                     exc.provider = exc.provider or ref.provider
                     if sent is request and has_media(request) and rejects_media(exc):
                         # Not the key's fault nor the model's health: the same call, text-only.
@@ -154,6 +167,8 @@ class Router:
                         await self.on_usage(ref, caller, result.usage)
                     except Exception as exc:  # accounting must never cost the user a reply
                         log.warning("recording usage of %s failed: %s", ref, exc)
+                if settle is not None:  # after the row is written (services/budget.py)
+                    settle(result.usage)
                 return result
         assert last is not None
         raise last
