@@ -217,3 +217,29 @@ def test_an_agents_budget_takes_only_its_limits(tmp_path: Path) -> None:
         text.replace("unknown_price: deny", "daily: 2, per_turn: 0.5"), home.config_path, home
     )
     assert (ok.agents["main"].budget.daily, ok.agents["main"].budget.per_turn) == (2.0, 0.5)
+
+
+async def test_calls_through_a_subscription_login_reserve_nothing(tmp_path: Path) -> None:
+    home = Home(tmp_path / "home")
+    home.prepare()
+    text = (
+        "providers:\n  mock:\n    type: mock\n"
+        "agents:\n  main:\n    model: mock/scripted\n"
+        "pricing:\n  scripted: {input: 1.0, output: 1.0}\n"
+        "budget: {daily: 0.01}\n"
+    )
+    config = parse_config(text, home.config_path, home)
+    # The mock provider counted as a login (as `auth: chatgpt` providers are): $0 a call.
+    store = await UsageStore.open(tmp_path / "usage.db", PriceTable(config.pricing))
+    store.free = frozenset({REF.provider})
+    budget = Budget(config, store, None)
+    caller = Caller("main", "s1", turn="t1")
+    for _ in range(3):  # each would reserve about $4 at list price
+        await call(
+            budget,
+            caller,
+            Usage(input_tokens=100, output_tokens=1000),
+            request(max_tokens=4_000_000),
+        )
+    assert budget.paused("main") is None
+    await store.close()
