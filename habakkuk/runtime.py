@@ -51,6 +51,7 @@ from habakkuk.tools.processes import ProcessInfo, ProcessManager
 if TYPE_CHECKING:
     from habakkuk.channels.outbox import Outbox
     from habakkuk.channels.service import ChannelService
+    from habakkuk.engine.tracing import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,7 @@ class Runtime:
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
         self.channels: ChannelService | None = None  # while the channels run
+        self.tracing: Tracing | None = None  # telemetry: spans to an OTLP collector
 
         # -- the services ------------------------------------------------------------
         self.sessions = Sessions(
@@ -181,6 +183,7 @@ class Runtime:
         runtime = cls(home, config, hub, await open_databases(home, config))
         await runtime.settings.adopt_legacy_model_choices()
         # Keys `habakkuk setup` put in the OS keyring (slow: off the loop); old process logs.
+        await asyncio.to_thread(runtime.providers.prefetch_secrets)  # secrets.refs, if any
         await asyncio.to_thread(runtime.providers.load_keyring)
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
         return runtime
@@ -270,6 +273,10 @@ class Runtime:
 
         work = WorkRuns(self, runner, on_finished=self._job_finished, scripts=channels)
         self._pools.extend(work.pools)
+        from habakkuk.engine.tracing import open_tracing  # only a telemetry: section needs it
+
+        cost = self.ledger.call_cost
+        self.tracing = open_tracing(self.config, self.env, self.bus, self.router, cost)
         for pool in self._pools:
             pool.start()
         self._maintenance.extend(work.start_loops(maintenance=maintenance))
@@ -299,6 +306,8 @@ class Runtime:
         for pool in self._pools:
             await pool.stop()
         self._pools.clear()
+        if self.tracing is not None:
+            await self.tracing.stop()  # the last turns' spans, exported (bounded)
         if self._mcp_start is not None:
             self._mcp_start.cancel()
             await asyncio.gather(self._mcp_start, return_exceptions=True)

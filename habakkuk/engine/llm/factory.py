@@ -69,6 +69,10 @@ class ProviderHub:
         self.config = config
         self.env = env
         self.home_root = home_root
+        if config.secrets.resolved and env.secrets is None:
+            from ..secrets import SecretStore  # secrets.refs: read between env and .env
+
+            env.secrets = SecretStore(config.secrets)
         self._providers: dict[str, Provider] = {}
         self.rotation = KeyRotation()
         self._keyring: dict[str, str | None] | None = None
@@ -114,6 +118,13 @@ class ProviderHub:
             for var in provider.key_vars
             if not self.env.get(var)
         ]
+
+    def prefetch_secrets(self) -> None:
+        """Read every `secrets.refs` value now (blocking: run it off the event loop)."""
+        from ..secrets import SecretStore
+
+        if isinstance(self.env.secrets, SecretStore):
+            self.env.secrets.prefetch()
 
     def load_keyring(self) -> None:
         """Read keyring entries for key variables the environment lacks, once (blocking:
