@@ -21,8 +21,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .secrets_config import SecretRef, SecretsConfig, SecretSourceConfig
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .home import Environment
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +172,7 @@ class SecretStore:
         self._cache: dict[str, _Cached] = {}
         self._lock = threading.Lock()
         self._refreshing: set[str] = set()
+        self.errors: dict[str, str] = {}  # variable -> why its source last failed (no value)
 
     def names(self) -> list[str]:
         """The variables a reference fills."""
@@ -213,6 +219,9 @@ class SecretStore:
                 "secret %s from source %s (%s) failed: %s", variable, source.name, source.type, exc
             )
             value, until = None, self.clock() + RETRY_AFTER  # .env is read meanwhile
+            self.errors[variable] = str(exc)
+        else:
+            self.errors.pop(variable, None)
         with self._lock:
             self._cache[variable] = _Cached(value, until)
         return value
@@ -231,6 +240,12 @@ class SecretStore:
                     self._refreshing.discard(variable)
 
         threading.Thread(target=run, name=f"secret-{variable}", daemon=True).start()
+
+
+def attach_secrets(env: Environment, config: Config) -> None:
+    """Have `env` read `secrets.refs` between the process environment and .env (once)."""
+    if config.secrets.resolved and env.secrets is None:
+        env.secrets = SecretStore(config.secrets)
 
 
 def _on_event_loop() -> bool:

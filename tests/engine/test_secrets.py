@@ -313,3 +313,23 @@ def test_a_missing_program_is_a_clear_error(
     source = SecretSourceConfig(type="1password")
     with pytest.raises(SecretError, match="op is not installed"):
         read_source(source, "op://a/b/c")
+
+
+async def test_doctor_reads_each_reference_and_finds_keys_kept_in_a_manager(home: Home) -> None:
+    from habakkuk.services.doctor import run_checks
+
+    text = (
+        "providers:\n  anthropic:\n    type: anthropic\n    key_env: VAULT_KEY\n"
+        "agents:\n  main:\n    model: anthropic/claude-haiku-4-5\n"
+        "secrets:\n"
+        "  sources:\n"
+        "    ok: {type: command, command: 'printf sk-ant-from-the-vault-0123456789'}\n"
+        f"    bad: {{type: command, command: 'echo {STDOUT_SECRET}; echo sealed >&2; exit 2'}}\n"
+        "  refs: {VAULT_KEY: 'ok:a', OTHER: 'bad:b'}\n"
+    )
+    home.config_path.write_text(text, encoding="utf-8")
+    lines = [check.line() for check in await run_checks(home)]
+    assert any(line.startswith("ok") and "secret VAULT_KEY" in line for line in lines)
+    (bad,) = [line for line in lines if "secret OTHER" in line]
+    assert bad.startswith("FAIL") and "sealed" in bad and STDOUT_SECRET not in bad
+    assert not any("VAULT_KEY" in line and line.startswith("FAIL") for line in lines)

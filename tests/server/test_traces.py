@@ -13,12 +13,15 @@ from typing import Any
 
 import pytest
 
-from habakkuk.engine.config import ModelRef
+from habakkuk.engine.config import ModelRef, parse_config
+from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.events import EventBus, TurnEnded, TurnStarted
+from habakkuk.engine.home import Home
 from habakkuk.engine.llm.provider import Provider, ProviderError
 from habakkuk.engine.llm.router import Router
 from habakkuk.engine.telemetry_config import TelemetryConfig, resolve_telemetry
 from habakkuk.engine.tracing import Tracing
+from habakkuk.services.doctor import run_checks
 from tests.conftest import mock_config
 from tests.fakes.otlp_collector import FakeCollector, ReceivedSpan
 
@@ -215,3 +218,26 @@ async def test_a_failing_collector_is_logged_once_a_minute(
     await wait_for(lambda: len(reports()) == 2)
     assert "4 more failures" in reports()[1]
     await tracing.stop()
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ("otlp_endpoint: collector:4318", "telemetry.otlp_endpoint: must be an http://"),
+        ("otlp_endpoint: http://c:4318\n  headers_env: 'not a name'", "telemetry.headers_env"),
+        ("otlp_endpoint: http://c:4318\n  include_content: maybe", "telemetry.include_content"),
+        ("otlp_endpoint: http://c:4318\n  sampler: all", "sampler"),
+    ],
+)
+def test_the_telemetry_section_is_checked(home: Home, section: str, message: str) -> None:
+    text = mock_config(extra=f"telemetry:\n  {section}\n")
+    with pytest.raises(ConfigError) as raised:
+        parse_config(text, home.config_path, home)
+    assert message in str(raised.value) and "config.yaml:" in str(raised.value)
+
+
+async def test_doctor_says_where_traces_go(home: Home) -> None:
+    text = mock_config(extra="telemetry:\n  otlp_endpoint: http://127.0.0.1:4318/\n")
+    home.config_path.write_text(text, encoding="utf-8")
+    lines = [check.line() for check in await run_checks(home)]
+    assert "ok    telemetry: traces go to http://127.0.0.1:4318/v1/traces" in lines

@@ -69,10 +69,10 @@ class ProviderHub:
         self.config = config
         self.env = env
         self.home_root = home_root
-        if config.secrets.resolved and env.secrets is None:
-            from ..secrets import SecretStore  # secrets.refs: read between env and .env
+        if config.secrets.resolved:
+            from ..secrets import attach_secrets  # secrets.refs: read between env and .env
 
-            env.secrets = SecretStore(config.secrets)
+            attach_secrets(env, config)
         self._providers: dict[str, Provider] = {}
         self.rotation = KeyRotation()
         self._keyring: dict[str, str | None] | None = None
