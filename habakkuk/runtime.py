@@ -273,10 +273,11 @@ class Runtime:
 
         work = WorkRuns(self, runner, on_finished=self._job_finished, scripts=channels)
         self._pools.extend(work.pools)
-        from habakkuk.engine.tracing import open_tracing  # only a telemetry: section needs it
+        if self.config.telemetry is not None:  # spans to a collector: imported only then
+            from habakkuk.engine.tracing import open_tracing
 
-        cost = self.ledger.call_cost
-        self.tracing = open_tracing(self.config, self.env, self.bus, self.router, cost)
+            cost = self.ledger.call_cost
+            self.tracing = open_tracing(self.config, self.env, self.bus, self.router, cost)
         for pool in self._pools:
             pool.start()
         self._maintenance.extend(work.start_loops(maintenance=maintenance))
