@@ -66,8 +66,8 @@ async def run_checks(home: Home) -> list[Check]:
     checks += _plugin_program_checks(home)
     from .doctor_ops import secret_checks, telemetry_checks  # secrets:, telemetry:
 
-    checks += await asyncio.to_thread(secret_checks, env)
-    checks += telemetry_checks(config)
+    ops = await asyncio.to_thread(secret_checks, env)
+    checks += [Check(*one) for one in ops + telemetry_checks(config)]
     checks += await asyncio.to_thread(_key_checks, config, env)
     checks += await asyncio.to_thread(_login_checks, config, home)
     checks += await asyncio.to_thread(_search_checks, config, env)
