@@ -11,6 +11,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import keyring
 import pytest
@@ -333,3 +334,14 @@ async def test_doctor_reads_each_reference_and_finds_keys_kept_in_a_manager(home
     (bad,) = [line for line in lines if "secret OTHER" in line]
     assert bad.startswith("FAIL") and "sealed" in bad and STDOUT_SECRET not in bad
     assert not any("VAULT_KEY" in line and line.startswith("FAIL") for line in lines)
+
+
+async def test_a_runtime_reads_its_references_before_the_first_turn(runtime_factory: Any) -> None:
+    extra = (
+        "secrets:\n"
+        "  sources: {vault: {type: command, command: 'printf from-the-vault'}}\n"
+        "  refs: {SOME_TOKEN: 'vault:x'}\n"
+    )
+    runtime = await runtime_factory(mock_config(extra=extra))
+    # Prefetched off the loop when the runtime opened: on the loop it answers at once.
+    assert runtime.env.get("SOME_TOKEN") == "from-the-vault"
