@@ -52,6 +52,7 @@ from habakkuk.tools.processes import ProcessInfo, ProcessManager
 if TYPE_CHECKING:
     from habakkuk.channels.outbox import Outbox
     from habakkuk.channels.service import ChannelService
+    from habakkuk.engine.tracing import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +88,8 @@ class Runtime:
         self.usage = usage
         self.ledger = UsageLedger(usage)
         # Spending limits: every model call is reserved against them first (budget.py).
-        self.budget = Budget(
-            config, usage, state, queue=self.queue, outbox=lambda: self.outbox,
-            sessions=lambda: self.sessions,
-        )  # fmt: skip
+        self.budget = Budget(config, usage, state, queue=self.queue, outbox=lambda: self.outbox,
+                             sessions=lambda: self.sessions)  # fmt: skip
         self.router = Router(
             self.providers, on_usage=self.ledger.record, before_call=self.budget.before_call
         )
@@ -106,6 +105,7 @@ class Runtime:
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
         self.channels: ChannelService | None = None  # while the channels run
+        self.tracing: Tracing | None = None  # telemetry: spans to an OTLP collector
 
         # -- the services ------------------------------------------------------------
         self.sessions = Sessions(
@@ -146,10 +146,10 @@ class Runtime:
             http=self.http.describe,
             goals=self.goals,
         )
-        self.control.schedules, self.control.board = self.schedules, self.board  # counts
-        self.control.budget = self.budget  # spend against the limits
         self.nodes = NodeRegistry(control_db, agents=config.serve.agents)  # joins in workers
-        self.control.nodes = self.nodes  # the overview's nodes
+        # The overview's counts, its spend against the limits and its nodes.
+        self.control.schedules, self.control.board = self.schedules, self.board
+        self.control.budget, self.control.nodes = self.budget, self.nodes
         from habakkuk.work.delegation import Delegation  # sub-agents: a DelegationAccess
 
         self.delegation = Delegation(
@@ -190,6 +190,7 @@ class Runtime:
         runtime = cls(home, config, hub, await open_databases(home, config))
         await runtime.settings.adopt_legacy_model_choices()
         # Keys `habakkuk setup` put in the OS keyring (slow: off the loop); old process logs.
+        await asyncio.to_thread(runtime.providers.prefetch_secrets)  # secrets.refs, if any
         await asyncio.to_thread(runtime.providers.load_keyring)
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
         return runtime
@@ -279,6 +280,11 @@ class Runtime:
 
         work = WorkRuns(self, runner, on_finished=self._job_finished, scripts=channels)
         self._pools.extend(work.pools)
+        if self.config.telemetry is not None:  # spans to a collector: imported only then
+            from habakkuk.engine.tracing import open_tracing
+
+            cost = self.ledger.call_cost
+            self.tracing = open_tracing(self.config, self.env, self.bus, self.router, cost)
         for pool in self._pools:
             pool.start()
         self._maintenance.extend(work.start_loops(maintenance=maintenance))
@@ -308,6 +314,8 @@ class Runtime:
         for pool in self._pools:
             await pool.stop()
         self._pools.clear()
+        if self.tracing is not None:
+            await self.tracing.stop()  # the last turns' spans, exported (bounded)
         if self._mcp_start is not None:
             self._mcp_start.cancel()
             await asyncio.gather(self._mcp_start, return_exceptions=True)

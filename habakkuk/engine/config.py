@@ -23,7 +23,9 @@ from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .presets import PRESETS, LoginKind, ProviderType
 from .realtime_config import RealtimeConfig, resolve_realtime
+from .secrets_config import SecretsConfig, resolve_secrets
 from .talk_config import TalkConfig, resolve_talk
+from .telemetry_config import TelemetryConfig, resolve_telemetry
 from .toolsets import (
     DEFAULT_TOOLSETS,
     KNOWN_TOOLSETS,
@@ -526,6 +528,8 @@ class Config:
     tts: TtsConfig | None = None
     realtime: RealtimeConfig | None = None
     auth: AuthConfig = field(default_factory=AuthConfig)
+    telemetry: TelemetryConfig | None = None
+    secrets: SecretsConfig = field(default_factory=SecretsConfig)
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -809,6 +813,9 @@ def _resolve(config: Config, home: Home) -> None:
         resolve_tts(config.tts, path)
     if config.realtime is not None:
         resolve_realtime(config.realtime, path)
+    if config.telemetry is not None:
+        resolve_telemetry(config.telemetry, path)
+    resolve_secrets(config.secrets, path, home.root)
 
 
 def hosted_agents(config: Config, names: Sequence[str], where: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .errors import ConfigError
 
@@ -166,17 +167,29 @@ def bad_env_lines(path: Path) -> list[int]:
     return bad
 
 
+class SecretSource(Protocol):
+    """The values `secrets.refs` names (engine/secrets.py's SecretStore)."""
+
+    def has(self, variable: str) -> bool: ...
+
+    def value(self, variable: str) -> str | None: ...
+
+
 class Environment:
-    """Variable lookup: the process environment wins over the home's `.env`."""
+    """Variable lookup: the process environment, then a secret manager's reference
+    (`secrets.refs`, once `secrets` is set), then the home's `.env`."""
 
     def __init__(self, env_file: Path | None = None, overrides: dict[str, str] | None = None):
         self._file_values = read_env_file(env_file) if env_file else {}
         self._overrides = overrides or {}
+        self.secrets: SecretSource | None = None
 
     def get(self, name: str) -> str | None:
         """The value of variable `name`, or None when unset or empty."""
-        value = self._overrides.get(name) or os.environ.get(name) or self._file_values.get(name)
-        return value or None
+        value = self._overrides.get(name) or os.environ.get(name)
+        if not value and self.secrets is not None and self.secrets.has(name):
+            value = self.secrets.value(name)
+        return value or self._file_values.get(name) or None
 
 
 def write_private_file(path: Path, text: str) -> None:

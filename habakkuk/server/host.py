@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.home import Environment, Home
     from habakkuk.engine.jobs import JobQueue
+    from habakkuk.engine.llm.router import Router
     from habakkuk.engine.storage import Storage
     from habakkuk.engine.store import BlobStore
     from habakkuk.engine.toolkit.waiting import ApprovalsAccess
@@ -34,6 +35,7 @@ class ServerHost(McpHost, Services, Protocol):
     bus: EventBus
     blobs: BlobStore
     queue: JobQueue
+    router: Router  # its observers see each model request attempt (/metrics)
     storage: Storage  # where the home's databases are (web.db opens there too)
 
     def channel_service(self) -> Any:

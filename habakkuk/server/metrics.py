@@ -29,6 +29,7 @@ from habakkuk.engine.events import (
 from .served import server_of
 
 if TYPE_CHECKING:
+    from habakkuk.engine.llm.router import ModelAttempt
     from habakkuk.engine.overview import ChannelHealth
 
     from .host import ServerHost
@@ -83,6 +84,13 @@ class Metrics:
             ["provider", "model", "outcome"],
             registry=registry,
         )
+        self.model_call_duration = Histogram(
+            "habakkuk_model_call_duration_seconds",
+            "Model request attempt time",
+            ["provider", "model", "outcome"],
+            buckets=(0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300),
+            registry=registry,
+        )
         self.model_tokens = Counter(
             "habakkuk_model_tokens",
             "Model tokens",
@@ -130,8 +138,11 @@ class Metrics:
             lambda e: isinstance(e, COUNTED), maxsize=8192
         )
         self._task = asyncio.create_task(self._follow(), name="metrics")
+        self.runtime.router.observers.append(self._attempt)
 
     def stop(self) -> None:
+        if self._attempt in self.runtime.router.observers:
+            self.runtime.router.observers.remove(self._attempt)
         if self._task is not None:
             self._task.cancel()
             self._task = None
@@ -170,6 +181,13 @@ class Metrics:
                 self.tool_duration.observe(event.seconds or 0.0)
             case JobFinished():
                 self._job(event)
+
+    def _attempt(self, attempt: ModelAttempt) -> None:
+        """Time one model request attempt (the router tells us of each, failed ones too)."""
+        ref = attempt.ref
+        self.model_call_duration.labels(
+            provider=ref.provider, model=ref.model, outcome=attempt.outcome
+        ).observe(attempt.seconds)
 
     def _model_call(self, event: ModelReplied) -> None:
         provider, _, model = event.model.partition("/")

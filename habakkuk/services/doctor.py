@@ -54,12 +54,20 @@ async def run_checks(home: Home) -> list[Check]:
     try:
         checks += _env_checks(home)
         env = Environment(home.env_path)
+        if config.secrets.resolved:  # keys kept in a secret manager (secrets.refs)
+            from habakkuk.engine.secrets import attach_secrets
+
+            attach_secrets(env, config)
     except ConfigError as exc:  # a .env that is not UTF-8: every start would stop here
         checks.append(Check("FAIL", ".env", str(exc)))
         return checks
     checks += _extra_checks(config)
     checks += _plugin_checks(config)
     checks += _plugin_program_checks(home)
+    from .doctor_ops import secret_checks, telemetry_checks  # secrets:, telemetry:
+
+    ops = await asyncio.to_thread(secret_checks, env)
+    checks += [Check(*one) for one in ops + telemetry_checks(config)]
     checks += await asyncio.to_thread(_key_checks, config, env)
     checks += await asyncio.to_thread(_login_checks, config, home)
     checks += await asyncio.to_thread(_search_checks, config, env)

@@ -70,6 +70,10 @@ class ProviderHub:
         self.config = config
         self.env = env
         self.home_root = home_root
+        if config.secrets.resolved:
+            from ..secrets import attach_secrets  # secrets.refs: read between env and .env
+
+            attach_secrets(env, config)
         self._providers: dict[str, Provider] = {}
         self.rotation = KeyRotation()
         self._keyring: dict[str, str | None] | None = None
@@ -115,6 +119,13 @@ class ProviderHub:
             for var in provider.key_vars
             if not self.env.get(var)
         ]
+
+    def prefetch_secrets(self) -> None:
+        """Read every `secrets.refs` value now (blocking: run it off the event loop)."""
+        from ..secrets import SecretStore
+
+        if isinstance(self.env.secrets, SecretStore):
+            self.env.secrets.prefetch()
 
     def load_keyring(self) -> None:
         """Read keyring entries for key variables the environment lacks, once (blocking:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -71,6 +72,22 @@ Settle = Callable[[Usage | None], None]
 PreCallHook = Callable[[ModelRef, Caller, ModelRequest], Awaitable[Settle]]
 
 
+@dataclass(frozen=True)
+class ModelAttempt:
+    """One request attempt, as the router's observers see it (metrics, traces)."""
+
+    ref: ModelRef
+    caller: Caller
+    seconds: float
+    outcome: str  # "ok" or the error class
+    usage: Usage | None
+    request: ModelRequest
+    reply: Message | None
+
+
+AttemptHook = Callable[[ModelAttempt], None]
+
+
 class Router:
     """Runs one logical model call down a chain of models."""
 
@@ -98,6 +115,8 @@ class Router:
         self.max_wait = max_delay * 4
         # Models that refused images or documents: sent text-only from then on.
         self.text_only: set[ModelRef] = set()
+        # Told of every attempt (the /metrics duration, traces); none: nothing is timed.
+        self.observers: list[AttemptHook] = []
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Backoff before retry `attempt` (1-based); retry-after wins when given."""
@@ -130,6 +149,7 @@ class Router:
                     sent = text_only(request, str(ref))
                 # Outside the try: a refusal ends the call, it is no model's failure.
                 settle = await self.before_call(ref, caller, sent) if self.before_call else None
+                started = time.monotonic() if self.observers else 0.0
                 try:
                     provider = self.source.provider(ref)
                     api_key = await resolve_key(self.source, ref, key)  # a login's token
@@ -140,6 +160,8 @@ class Router:
                     if not isinstance(exc, ProviderError):
                         raise
                     exc.provider = exc.provider or ref.provider
+                    if self.observers:
+                        self._observe(ref, caller, started, exc.error_class, sent, None)
                     if sent is request and has_media(request) and rejects_media(exc):
                         # Not the key's fault nor the model's health: the same call, text-only.
                         log.warning("%s refuses images or documents; going on text-only", ref)
@@ -162,6 +184,8 @@ class Router:
                         break  # next model of the chain
                     raise
                 self.source.report(ref, key, None)
+                if self.observers:
+                    self._observe(ref, caller, started, "ok", sent, result)
                 if self.on_usage is not None:
                     try:
                         await self.on_usage(ref, caller, result.usage)
@@ -172,6 +196,30 @@ class Router:
                 return result
         assert last is not None
         raise last
+
+    def _observe(
+        self,
+        ref: ModelRef,
+        caller: Caller,
+        started: float,
+        outcome: str,
+        request: ModelRequest,
+        result: RouterResult | None,
+    ) -> None:
+        attempt = ModelAttempt(
+            ref,
+            caller,
+            time.monotonic() - started,
+            outcome,
+            result.usage if result is not None else None,
+            request,
+            result.message if result is not None else None,
+        )
+        for observer in list(self.observers):
+            try:
+                observer(attempt)
+            except Exception:  # an observer must never cost the user a reply
+                log.exception("observing a model call failed")
 
     async def _one_call(
         self,
