@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -88,3 +89,40 @@ async def test_past_its_memory_limit_serve_hands_back_its_turn_and_exits_for_a_r
     assert replies(home).count("finished after the restart") == 1
     [job] = turn_rows(home)
     assert json.loads(job["result"])["reply"] == "finished after the restart"
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+
+
+class Work:
+    """The turns service as the guard sees it: jobs that finish after a while."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = [Job(f"turn-{n}") for n in range(jobs)]
+        self.drained = False
+
+    def drain(self) -> None:
+        self.drained = True
+
+    def running_jobs(self) -> list[Any]:
+        return list(self.jobs)
+
+
+async def test_the_guard_lets_running_jobs_finish_within_the_grace_period() -> None:
+    from habakkuk.engine.config import LimitsConfig
+    from habakkuk.services.memory_guard import MemoryGuard, rss_mb
+
+    assert rss_mb() > 1  # this process's resident memory, read for real
+    readings = iter([50.0, 80.0, 120.0])
+    work = Work(2)
+    limits = LimitsConfig(max_rss_mb=100, grace_seconds=30, check_seconds=0.1)
+    guard = asyncio.create_task(MemoryGuard(limits, work, read=lambda: next(readings)).watch())
+    await eventually(lambda: work.drained, what="the guard to drain past the limit")
+    assert not guard.done()  # the running jobs have their grace period
+    work.jobs = []  # they finish
+    tripped = await asyncio.wait_for(guard, 10)
+    assert (tripped.rss_mb, tripped.limit_mb, tripped.finished, tripped.handed_back) == (
+        120.0, 100, 2, 0,
+    )  # fmt: skip
