@@ -68,6 +68,9 @@ async def _status(*, as_json: bool) -> int:
         print(f"{said} ({source})")
         for part in readiness.parts:
             print(part_line(part, time.time()))
+        if readiness.queue is not None:
+            queue = readiness.queue
+            print(t("status.queue", pending=queue.pending, running=queue.running))
     return EXIT_OK if readiness.ready else EXIT_FAILED
 
 

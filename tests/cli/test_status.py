@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import textwrap
 
 import pytest
@@ -65,7 +66,8 @@ async def test_status_reads_the_servers_readyz_and_names_a_channel_that_is_down(
     code, lines = await status(capsys)
     assert code == 0
     assert lines[0] == f"ready (from the server at http://127.0.0.1:{port})"
-    kinds = {line.split()[0] for line in lines[1:]}
+    assert re.fullmatch(r"queue: \d+ waiting, \d+ running", lines[-1]), lines
+    kinds = {line.split()[0] for line in lines[1:-1]}
     assert kinds == {"store", "listener", "channel", "pool"}
     [tg_line] = [line for line in lines if line.startswith("channel")]
     assert tg_line.split()[1:4] == ["tg", "ok", "connected"] and "since" in tg_line
@@ -107,8 +109,9 @@ async def test_without_http_status_reads_the_databases_and_says_so(
     code, lines = await status(capsys)
     assert code == 0
     assert lines[0].startswith("ready (from the databases: no process serves HTTP")
-    assert [line.split()[:3] for line in lines[1:]] == [
+    assert [line.split()[:3] for line in lines[1:-1]] == [
         ["store", "control.db", "ok"],
         ["store", "transcripts.db", "ok"],
     ]
+    assert re.fullmatch(r"queue: \d+ waiting, \d+ running", lines[-1]), lines
     await stop(server)
