@@ -4,16 +4,18 @@ is actually up, each part with its state, since when and why not."""
 from __future__ import annotations
 
 import asyncio
+import os
 import textwrap
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
 from habakkuk.engine.overview import ChannelHealth
-from habakkuk.server.readiness_parts import channel_part
+from habakkuk.server.readiness_parts import channel_part, holder_words
 from tests.channels.fake_telegram import FakeTelegram
-from tests.conftest import mock_config
+from tests.conftest import OpenRuntime, mock_config
 from tests.helpers import eventually
 from tests.server.conftest import Served
 
@@ -157,3 +159,29 @@ async def test_a_draining_pool_is_not_ready(serve: Any) -> None:
     turn = part(body, "pool", "turn")
     assert status == 503 and turn["state"] == "draining"
     assert turn["reason"].startswith("draining")
+
+
+async def test_a_standby_process_says_the_channel_is_served_by_its_lease_holder(
+    runtime_factory: OpenRuntime, tg: FakeTelegram
+) -> None:
+    config = mock_config(extra=telegram(tg))
+    holder = await runtime_factory(config)
+    holder.start_workers()
+    assert holder.channels is not None
+    await holder.channels.started()
+    standby = await runtime_factory(config)
+    standby.start_workers()  # the channel's lease is the holder's: this one stands by
+    server = await standby.http.start("127.0.0.1:0")
+    async with aiohttp.ClientSession() as client:
+
+        async def ready() -> Any:
+            async with client.get(f"{server.url}/readyz") as response:
+                body = await response.json()
+                return body if response.status == 200 else None
+
+        await eventually(ready, what="the standby's /readyz to count the held channel")
+        body = await ready()
+    channel = part(body, "channel", "tg")
+    assert channel["ok"] is True and channel["state"] == "connected"
+    assert channel["served_by"] == holder_words(str(holder.queue.owner))
+    assert channel["served_by"].startswith(f"pid {os.getpid()} on ")
