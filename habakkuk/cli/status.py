@@ -55,7 +55,7 @@ async def _status(*, as_json: bool) -> int:
                 print(t("status.nothing_running", home=runtime.home.root), file=sys.stderr)
                 return EXIT_NOTHING
             readiness = await _from_databases(runtime)
-            source = t("status.from_databases")
+            source = t("status.server_silent", url=url) if url else t("status.from_databases")
     finally:
         await runtime.close()
     if as_json:
