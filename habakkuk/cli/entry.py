@@ -41,6 +41,12 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "sessions": ("habakkuk.cli.sessions", "list, search, export and compact sessions", None),
     "init": ("habakkuk.cli.setup", "write a commented starter config (offline demo)", None),
     "doctor": ("habakkuk.cli.doctor", "check config, keys and databases", None),
+    "status": (
+        "habakkuk.cli.status",
+        "is the home ready? each store, channel, MCP server and worker pool",
+        "Reads GET /readyz of the process serving the home over loopback, else what the "
+        "databases say. Exit code 0 ready, 1 not ready, 2 nothing serves the home.",
+    ),
     "setup": (
         "habakkuk.cli.setup",
         "interactive setup: provider, key, model, workspace, chat channels",

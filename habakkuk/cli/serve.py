@@ -1,5 +1,9 @@
 """`habakkuk serve` (or `--serve`): every worker, headless, until SIGINT or SIGTERM.
 
+With `limits.max_rss_mb`, past that resident memory it claims no new job, lets the
+running ones finish within `limits.grace_seconds` (handing back the rest), and exits
+with EXIT_MEMORY (75) for its supervisor to restart it (services/memory_guard.py).
+
 `--agents a,b` (or `serve: {agents: [a, b]}` in config.yaml; the flag wins) makes this
 process host only those agents: their turns are claimed here and nowhere else that
 does not host them, so a turn runs where its agent's folder is. Several processes
@@ -15,10 +19,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from habakkuk.cli.common import current_home, run_async
-from habakkuk.engine.exit_codes import EXIT_OK
+from habakkuk.engine.exit_codes import EXIT_MEMORY, EXIT_OK
 
 if TYPE_CHECKING:
+    import asyncio
+
     from habakkuk.engine.config import Config
+    from habakkuk.runtime import Runtime
 
 
 def add_arguments(command: str, serve: argparse.ArgumentParser) -> None:
@@ -73,8 +80,41 @@ async def _serve(agents: str | None) -> int:
         )
         if runtime.config.http is not None:
             await runtime.http.serve(lambda line: print(f"habakkuk: {line}", file=sys.stderr))
-        await stop.wait()
+        code = await _until_stopped(runtime, stop)
         print("habakkuk: shutting down", file=sys.stderr, flush=True)
     finally:
         await runtime.close()
+    return code
+
+
+async def _until_stopped(runtime: Runtime, stop: asyncio.Event) -> int:
+    """Wait for SIGINT/SIGTERM, or for the memory guard to trip (limits.max_rss_mb);
+    the exit code."""
+    import asyncio
+
+    from habakkuk.engine.i18n import t
+
+    if not runtime.config.limits.max_rss_mb:
+        await stop.wait()
+        return EXIT_OK
+    from habakkuk.services.memory_guard import MemoryGuard
+
+    guard = asyncio.create_task(MemoryGuard(runtime.config.limits, runtime.turns).watch())
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait({guard, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (guard, stopped):
+        task.cancel()
+    await asyncio.gather(guard, stopped, return_exceptions=True)
+    if not guard.cancelled() and guard.exception() is None:
+        tripped = guard.result()
+        said = t(
+            "status.memory_exit",
+            rss=f"{tripped.rss_mb:.0f}",
+            limit=tripped.limit_mb,
+            finished=tripped.finished,
+            handed_back=tripped.handed_back,
+            code=EXIT_MEMORY,
+        )
+        print(f"habakkuk: {said}", file=sys.stderr, flush=True)
+        return EXIT_MEMORY
     return EXIT_OK

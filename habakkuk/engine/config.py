@@ -171,6 +171,18 @@ class WorkersConfig:
 
 
 @dataclass
+class LimitsConfig:
+    """Self-protection of `habakkuk serve` (services/memory_guard.py)."""
+
+    # Past this resident memory (MiB) serve claims no new job, lets running ones finish
+    # within grace_seconds (handing back the rest), and exits with EXIT_MEMORY for its
+    # supervisor to restart it. 0: off.
+    max_rss_mb: int = 0
+    grace_seconds: float = 30.0
+    check_seconds: float = 2.0  # how often the resident memory is read
+
+
+@dataclass
 class ToolsConfig:
     """Settings shared by the built-in tools."""
 
@@ -500,6 +512,7 @@ class Config:
     # default: each agent's own chain. An agent's own title_model wins.
     title_model: str | None = None
     workers: WorkersConfig = field(default_factory=WorkersConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     mcp_server: McpServeConfig = field(default_factory=McpServeConfig)
@@ -782,6 +795,10 @@ def _resolve(config: Config, home: Home) -> None:
             raise ConfigError(
                 f"{path}:{line_of(config.workers, pool)}: workers.{pool}: must be >= 1"
             )
+    for key, least in (("max_rss_mb", 0), ("grace_seconds", 0), ("check_seconds", 0.1)):
+        if getattr(config.limits, key) < least:
+            where = f"{path}:{line_of(config.limits, key)}: limits.{key}"
+            raise ConfigError(f"{where}: must be >= {least:g}")
     if config.board.max_attempts < 1:
         raise ConfigError(
             f"{path}:{line_of(config.board, 'max_attempts')}: board.max_attempts: must be >= 1"

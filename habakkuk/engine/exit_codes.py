@@ -21,6 +21,10 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 # Naming something that does not exist is a mistake in what was asked, as bad input is.
 EXIT_NOT_FOUND = EXIT_USAGE
+# `habakkuk serve` stopped itself past limits.max_rss_mb (services/memory_guard.py): its
+# jobs finished or were handed back; a supervisor restarts it. 75 is sysexits' EX_TEMPFAIL
+# ("try again later"), which systemd's RestartForceExitStatus= or a shell loop can match.
+EXIT_MEMORY = 75
 
 
 def exit_code(error: BaseException) -> int:

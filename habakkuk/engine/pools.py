@@ -28,7 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from habakkuk.engine.timeouts import wait_within
@@ -44,6 +46,16 @@ FinishedCallback = Callable[[Job], None]
 
 class PermanentJobError(Exception):
     """A failure that retrying cannot fix; the job fails at once with this message."""
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """One pool's state, as readiness reports it."""
+
+    name: str  # its kinds, joined by ","
+    state: str  # not started | up | draining (claims nothing more) | stopped | down
+    since: float  # epoch seconds it entered that state
+    running: int  # jobs it holds now
 
 
 class Pool:
@@ -79,7 +91,29 @@ class Pool:
         self._in_handler: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        # Set by `drain`: nothing more is claimed; running jobs go on and settle.
+        self._draining = False
+        self._state, self._since = "not started", time.time()
         queue.add_listener(self._on_enqueue)
+
+    def _enter(self, state: str) -> None:
+        if state != self._state:
+            self._state, self._since = state, time.time()
+
+    def state(self) -> PoolState:
+        """What the pool does now; "down" when its dispatcher or heartbeat ended while it
+        should run (a bug: it claims or beats no more)."""
+        name = ",".join(self.kinds)
+        if self._state in ("up", "draining") and any(task.done() for task in self._tasks):
+            self._enter("down")
+        return PoolState(name, self._state, self._since, len(self._running))
+
+    def drain(self) -> None:
+        """Claim nothing more; the jobs running go on and settle as usual (`stop` then
+        hands back whatever still runs)."""
+        self._draining = True
+        if self._state == "up":
+            self._enter("draining")
 
     def _on_enqueue(self, kind: str) -> None:
         if kind in self.kinds:
@@ -94,6 +128,7 @@ class Pool:
         `JobQueue.listen`)."""
         if not self._tasks and not self._stopping:
             self.queue.listen()
+            self._enter("draining" if self._draining else "up")
             self._tasks = [
                 asyncio.create_task(self._dispatch(), name=f"pool:{self.kinds}"),
                 asyncio.create_task(self._beat(), name=f"beat:{self.kinds}"),
@@ -109,6 +144,8 @@ class Pool:
             settled, self._settling = self._settling, []
             # The jobs settled in this trip give their slots to the jobs it claims.
             free = max(0, self.concurrency - len(self._running) + len(settled))
+            if self._draining:
+                free = 0
             if not settled and free == 0:
                 await self._kick.wait()
                 continue
@@ -299,6 +336,7 @@ class Pool:
     async def stop(self) -> None:
         """Stop claiming, interrupt running jobs and release their leases."""
         self._stopping = True
+        self._enter("stopped")
         started, self._tasks = self._tasks, []
         for task in started:
             task.cancel()

@@ -42,23 +42,30 @@ class Health:
 
 
 @dataclass(frozen=True)
-class Check:
-    """One readiness check: a store (`control.db`, ...) or a channel (`channel tg`)."""
+class Part:
+    """One part of readiness: a store, the listener, a channel account, an MCP server or
+    a worker pool of this process, with its own state.
 
-    name: str
+    Only states, names and fixed reasons: never an error's text (that goes to the log),
+    since /readyz answers without a token."""
+
+    kind: str  # store | listener | channel | mcp | pool
+    name: str  # control.db | http | the account | the server | the pool's kinds
     ok: bool
-    reason: str = ""  # one line, when not ok
+    state: str  # what it is now (connected, up, answers, serving, backoff, ...)
+    since: str | None  # RFC 3339: when it entered this state (None: unknown)
+    reason: str = ""  # why not ready, one line; "" when ok
+    served_by: str = ""  # channels: "here", or the lease holder ("pid 42 on host")
 
 
 @dataclass(frozen=True)
 class Readiness:
-    """What GET /readyz reports."""
+    """What GET /readyz reports (and `habakkuk status` prints)."""
 
-    checks: tuple[Check, ...]
-    channels: tuple[ChannelState, ...]  # as recorded in control.db; () when unread
+    parts: tuple[Part, ...]
     queue: QueueCounts | None  # read now; None when control.db did not answer
 
     @property
     def ready(self) -> bool:
-        """Every check passed."""
-        return all(check.ok for check in self.checks)
+        """Every part is up."""
+        return all(part.ok for part in self.parts)

@@ -1,12 +1,20 @@
-"""GET /readyz: the live checks, no token, nothing but check names, states and depth.
+"""GET /readyz: ready only when every part is up; no token, nothing but states, names
+and fixed reasons.
 
-Each store answers a real query within a short timeout (control.db: the queue depth
-read now; transcripts.db: the newest session; web.db: the newest conversation), and
-every configured channel's recorded state (whichever process runs it) is read from
-control.db; a channel waiting to restart (backoff) or given up on (fatal) is not
-ready. 200 when every check passes, else 503 with a one-line reason per failing
-check. A reason names the store or the channel and what went wrong, never an error's
-text (that goes to the log).
+The parts (habakkuk.server.readiness_parts says what makes each ready):
+
+- each store answers a real query within a short timeout (control.db: the queue depth
+  read now; transcripts.db: the newest session; web.db: the newest conversation);
+- the HTTP listener serves;
+- every configured channel account is connected, here or in the process of the home
+  holding its lease (read from control.db: whichever process runs it); one still
+  connecting, waiting to reconnect, silent or given up on is not ready;
+- every configured MCP server's link is up in this process;
+- every worker pool of this process claims and runs jobs.
+
+200 when every part is ready, else 503; each part carries its state, since when and,
+when not ready, a one-line reason that names it and never carries an error's text
+(that goes to the log).
 
 A store that does not answer is asked once: later probes wait for the same query
 instead of queueing more behind it on the store's thread.
@@ -22,10 +30,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
-from habakkuk.engine.overview import ChannelState
 from habakkuk.engine.timeouts import wait_within
 
-from .health_types import Check, QueueCounts, Readiness
+from .health_types import Part, QueueCounts, Readiness
+from .readiness_parts import (
+    Since,
+    channel_part,
+    listener_part,
+    mcp_part,
+    no_pools_part,
+    pool_part,
+    store_part,
+)
 from .served import json_response, server_of
 
 if TYPE_CHECKING:
@@ -38,8 +54,6 @@ T = TypeVar("T")
 
 # Each store has this long to answer a readiness query.
 READY_SECONDS = 2.0
-# A channel in one of these states receives nothing now (channels/health.py).
-CHANNEL_DOWN = frozenset({"backoff", "fatal", "silent", "not running"})
 
 
 class ReadinessProbe:
@@ -55,32 +69,37 @@ class ReadinessProbe:
         self.web_store = web_store
         self.timeout = timeout
         self._asking: dict[str, asyncio.Task[Any]] = {}
+        self._since = Since()
 
     async def check(self) -> Readiness:
-        """Every check, the stores asked at once."""
+        """Every part, the stores asked at once."""
         control, transcripts, web, recorded = await asyncio.gather(
             self._ask("control.db", self.runtime.turns.queue_depth),
             self._ask("transcripts.db", lambda: self.runtime.sessions.list_sessions(limit=1)),
             self._ask("web.db", lambda: self.web_store().conversations(limit=1)),
             self._ask("channel states", self.runtime.control.channel_states),
         )
-        checks = [control[1], transcripts[1], web[1]]
-        channels: list[ChannelState] = []
+        room = self.runtime.control
+        parts = [
+            control[1],
+            transcripts[1],
+            web[1],
+            listener_part(await room.listener(), self._since),
+        ]
         if recorded[0] is not None:
-            for health in recorded[0]:
-                channel = ChannelState(health.account, health.type, health.state)
-                channels.append(channel)
-                name = f"channel {channel.account}"
-                if channel.state in CHANNEL_DOWN:
-                    checks.append(Check(name, False, f"{name} is {channel.state}"))
-                else:
-                    checks.append(Check(name, True))
+            here = str(self.runtime.queue.owner)
+            parts.extend(channel_part(health, here) for health in recorded[0])
         elif self.runtime.config.channels:
-            checks.append(recorded[1])
+            parts.append(recorded[1])
+        parts.extend(mcp_part(state, self._since) for state in room.mcp_states())
+        pools = room.pool_states()
+        parts.extend(pool_part(pool) for pool in pools)
+        if not pools:
+            parts.append(no_pools_part(self._since))
         queue = QueueCounts.of(control[0]) if control[0] is not None else None
-        return Readiness(tuple(checks), tuple(channels), queue)
+        return Readiness(tuple(parts), queue)
 
-    async def _ask(self, name: str, query: Callable[[], Awaitable[T]]) -> tuple[T | None, Check]:
+    async def _ask(self, name: str, query: Callable[[], Awaitable[T]]) -> tuple[T | None, Part]:
         """`query()`'s answer within the timeout, or None and why not."""
         task = self._asking.get(name)
         if task is None or task.done():
@@ -90,11 +109,13 @@ class ReadinessProbe:
         try:
             value: T = await wait_within(asyncio.shield(task), self.timeout)
         except TimeoutError:
-            return None, Check(name, False, f"{name} did not answer within {self.timeout:g}s")
+            reason = f"{name} did not answer within {self.timeout:g}s"
+            return None, store_part(name, False, reason, self._since)
         except Exception as exc:  # not CancelledError (a BaseException): that propagates
             log.warning("readiness: %s failed: %s", name, exc)
-            return None, Check(name, False, f"{name} failed ({type(exc).__name__})")
-        return value, Check(name, True)
+            reason = f"{name} failed ({type(exc).__name__})"
+            return None, store_part(name, False, reason, self._since)
+        return value, store_part(name, True, "", self._since)
 
     async def stop(self) -> None:
         """Cancel the queries still waiting for an answer."""
@@ -112,9 +133,8 @@ def _settled(task: asyncio.Task[Any]) -> None:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """{"status": "ready" | "not ready", "checks": [{name, ok, reason}], "channels":
-    [{account, type, state}], "queue": {"pending", "running"} | null}; 503 when not
-    ready."""
+    """{"status": "ready" | "not ready", "parts": [{kind, name, ok, state, since, reason,
+    served_by}], "queue": {"pending", "running"} | null}; 503 when not ready."""
     readiness = await server_of(request).readiness.check()
     body = asdict(readiness)
     body = {"status": "ready" if readiness.ready else "not ready", **body}

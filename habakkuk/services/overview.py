@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.goals import GoalsAccess
     from habakkuk.engine.home import Home
     from habakkuk.engine.nodes import NodeRegistry
+    from habakkuk.engine.pools import PoolState
     from habakkuk.work.board_types import BoardAccess
     from habakkuk.work.schedule_types import SchedulesAccess
 
@@ -54,6 +55,18 @@ class ControlAccess(Protocol):
     def channel_states_now(self) -> list[ChannelState]:
         """Every configured channel account with the state this process's supervisor
         holds in memory (no query)."""
+        ...
+
+    def mcp_states(self) -> list[McpState]:
+        """Each configured MCP server's link in this process."""
+        ...
+
+    def pool_states(self) -> list[PoolState]:
+        """Each of this process's worker pools, what it does now."""
+        ...
+
+    async def listener(self) -> HttpListener:
+        """Who serves the HTTP listener: this process, another one, or nobody."""
         ...
 
     async def doctor(self, home: Home) -> list[Check]:
@@ -134,6 +147,14 @@ class ControlRoom:
             return {}
         statuses: dict[str, Any] = await channels.store.statuses()
         return statuses
+
+    def pool_states(self) -> list[PoolState]:
+        """Each of this process's worker pools, what it does now (readiness)."""
+        return self.turns.pool_states()
+
+    async def listener(self) -> HttpListener:
+        """Who serves the HTTP listener (the overview's `http`)."""
+        return await self._http()
 
     def mcp_states(self) -> list[McpState]:
         """Each configured MCP server's link in this process ("not started" before it is)."""

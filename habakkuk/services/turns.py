@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.events import EventBus
     from habakkuk.engine.jobs import Job, JobQueue
     from habakkuk.engine.llm.types import Block
-    from habakkuk.engine.pools import Pool
+    from habakkuk.engine.pools import Pool, PoolState
     from habakkuk.engine.sessions import Session
     from habakkuk.engine.sql import Conn
 
@@ -242,6 +242,16 @@ class Turns:
     def running_jobs(self) -> list[Job]:
         """Jobs this process's pools are running now."""
         return [job for pool in self._pools() for job in pool.running_jobs]
+
+    def pool_states(self) -> list[PoolState]:
+        """Each of this process's worker pools, what it does now (readiness)."""
+        return [pool.state() for pool in self._pools()]
+
+    def drain(self) -> None:
+        """Every pool of this process claims nothing more; running jobs go on (memory
+        pressure: services.memory_guard)."""
+        for pool in self._pools():
+            pool.drain()
 
     async def upcoming_jobs(self, limit: int = 10) -> list[Job]:
         """Jobs waiting for their time (the daily retention sweep, retries), soonest first."""

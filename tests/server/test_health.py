@@ -31,18 +31,25 @@ async def test_healthy_server_is_ready_and_tells_nothing_but_states_and_depth(
     assert health["status"] == "ok"
     assert health["channels"] == [{"account": "tg", "type": "telegram", "state": "never started"}]
     assert set(health["queue"]) == {"pending", "running", "age_seconds"}
-    ready = await get(served, "/readyz", 200)
-    assert ready == {
-        "status": "ready",
-        "checks": [
-            {"name": "control.db", "ok": True, "reason": ""},
-            {"name": "transcripts.db", "ok": True, "reason": ""},
-            {"name": "web.db", "ok": True, "reason": ""},
-            {"name": "channel tg", "ok": True, "reason": ""},
-        ],
-        "channels": [{"account": "tg", "type": "telegram", "state": "never started"}],
-        "queue": {"pending": 0, "running": 0},
-    }
+    # A channel no process has started is not up: not ready, and it says why.
+    ready = await get(served, "/readyz", 503)
+    assert set(ready) == {"status", "parts", "queue"}
+    assert ready["status"] == "not ready"
+    for part in ready["parts"]:
+        assert set(part) == {"kind", "name", "ok", "state", "since", "reason", "served_by"}
+    named = {(part["kind"], part["name"]): part for part in ready["parts"]}
+    assert [key for key, part in named.items() if part["ok"]] == [
+        ("store", "control.db"),
+        ("store", "transcripts.db"),
+        ("store", "web.db"),
+        ("listener", "http"),
+    ]
+    tg = named["channel", "tg"]
+    assert (tg["state"], tg["since"]) == ("never started", None)
+    assert tg["reason"].startswith("not started")
+    # No worker runs here (workers=False): nothing would take a queued turn.
+    assert named["pool", "workers"]["reason"] == "no worker pool runs in this process"
+    assert ready["queue"] == {"pending": 0, "running": 0}
 
 
 async def test_a_channel_given_up_on_shows_in_health_and_fails_readiness(
@@ -58,10 +65,13 @@ async def test_a_channel_given_up_on_shows_in_health_and_fails_readiness(
     await eventually(fatal_in_memory, what="/healthz to report the channel fatal")
     ready = await get(served, "/readyz", 503)
     assert ready["status"] == "not ready"
-    failing = [check for check in ready["checks"] if not check["ok"]]
-    assert failing == [{"name": "channel tg", "ok": False, "reason": "channel tg is fatal"}]
-    # The detail recorded with the state (the missing variable) stays out of both.
-    assert ready["channels"] == [{"account": "tg", "type": "telegram", "state": "fatal"}]
+    [failing] = [part for part in ready["parts"] if not part["ok"]]
+    assert failing["kind"] == "channel" and failing["name"] == "tg"
+    assert failing["state"] == "fatal" and failing["served_by"] == "here"
+    assert failing["reason"].startswith("given up")
+    assert failing["since"] is not None
+    # The detail recorded with the state (the missing variable) stays out of it.
+    assert "TG_TOKEN" not in str(ready)
 
 
 async def test_healthz_answers_while_control_db_is_locked_and_readyz_names_it(
@@ -84,7 +94,7 @@ async def test_healthz_answers_while_control_db_is_locked_and_readyz_names_it(
         # /healthz keeps answering from memory, saying how old its depth is.
         await eventually(stale, what="/healthz to answer with a depth older than 1.5 s")
         ready = await get(served, "/readyz", 503)
-        failing = {check["name"]: check["reason"] for check in ready["checks"] if not check["ok"]}
+        failing = {part["name"]: part["reason"] for part in ready["parts"] if not part["ok"]}
         assert failing == {"control.db": "control.db did not answer within 0.5s"}
         assert ready["queue"] is None
         assert not blocked.done()
@@ -98,9 +108,13 @@ async def test_healthz_answers_while_control_db_is_locked_and_readyz_names_it(
 
 
 async def test_readyz_names_a_store_that_fails(serve: Any) -> None:
-    served = await serve(mock_config(), workers=False)
+    served = await serve(mock_config())
     await served.server.web_store().close()  # web.db's connection is gone
     ready = await get(served, "/readyz", 503)
-    failing = [check for check in ready["checks"] if not check["ok"]]
-    assert failing == [{"name": "web.db", "ok": False, "reason": "web.db failed (StoreError)"}]
+    failing = [
+        (part["kind"], part["name"], part["state"], part["reason"])
+        for part in ready["parts"]
+        if not part["ok"]
+    ]
+    assert failing == [("store", "web.db", "failing", "web.db failed (StoreError)")]
     assert ready["queue"] == {"pending": 0, "running": 0}
