@@ -124,8 +124,12 @@ def integrity(path: Path) -> str:
             conn.close()
     except sqlite3.Error as exc:
         return str(exc)
-    found = "; ".join(str(row[0]) for row in rows[:3])
-    return found or "no answer"
+    # One line: the first problems found, each on one line (SQLite's may span several).
+    lines = [line.strip() for row in rows for line in str(row[0]).splitlines() if line.strip()]
+    if lines == ["ok"]:
+        return "ok"
+    found = "; ".join(line for line in lines[:3] if not line.startswith("***"))
+    return found[:300] or "no answer"
 
 
 def _copy(source: IO[bytes], target: IO[bytes] | None) -> tuple[int, str]:
