@@ -156,7 +156,7 @@ def test_a_snapshot_that_fails_its_check_leaves_no_archive(
     monkeypatch.setattr(backup_service, "snapshot", damaged)
     archive = tmp_path / "b.tar.gz"
 
-    with pytest.raises(BackupError, match="transcripts.db: the database fails its integrity"):
+    with pytest.raises(BackupError, match=r"transcripts\.db: the database fails its integrity"):
         take_backup(used_home.root, archive, Options())
 
     assert list(tmp_path.glob("*b.tar.gz*")) == []
@@ -235,7 +235,9 @@ def test_restore_replaces_a_database_and_drops_its_stale_wal(
 # -- hostile archives -------------------------------------------------------------------
 
 
-def _archive(path: Path, members: list[tuple[tarfile.TarInfo, bytes]], *, listed: bool = True) -> Path:
+def _archive(
+    path: Path, members: list[tuple[tarfile.TarInfo, bytes]], *, listed: bool = True
+) -> Path:
     """A tar.gz of `members`, with a manifest listing every regular one (`listed`)."""
     files = [
         {
@@ -310,9 +312,7 @@ def test_restore_refuses_a_hostile_member_and_writes_nothing(
     member: tarfile.TarInfo,
     said: str,
 ) -> None:
-    archive = _archive(
-        tmp_path / "evil.tar.gz", [(_file("config.yaml"), CONFIG), (member, b"x")]
-    )
+    archive = _archive(tmp_path / "evil.tar.gz", [(_file("config.yaml"), CONFIG), (member, b"x")])
     target = tmp_path / "home"
     monkeypatch.setenv("HABAKKUK_HOME", str(target))
 
@@ -372,7 +372,10 @@ def test_restore_refuses_a_corrupted_database(
     _damage(tmp_path / "good.db")
     archive = _archive(
         tmp_path / "a.tar.gz",
-        [(_file("config.yaml"), CONFIG), (_file("control.db"), (tmp_path / "good.db").read_bytes())],
+        [
+            (_file("config.yaml"), CONFIG),
+            (_file("control.db"), (tmp_path / "good.db").read_bytes()),
+        ],
     )
     monkeypatch.setenv("HABAKKUK_HOME", str(tmp_path / "home"))
 
