@@ -85,6 +85,8 @@ def _backup(args: argparse.Namespace) -> int:
             print(t("backup.pg_not_dumped", url=report.postgres.url, reason=report.postgres.reason))
     if args.env:
         print(t("backup.has_secrets"))
+    if report.config_secret:
+        print(t("backup.config_secret", what=report.config_secret), file=sys.stderr)
     return EXIT_OK
 
 

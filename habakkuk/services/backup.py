@@ -69,6 +69,9 @@ class BackupReport:
     size: int
     manifest: Manifest
     postgres: PgDump | None
+    # What config.yaml holds in the clear that looks like a secret (it is in the archive
+    # whatever --env says), in words ("an OpenAI key"); "" for nothing.
+    config_secret: str = ""
 
 
 def default_name(now: datetime.datetime | None = None) -> str:
@@ -203,7 +206,24 @@ def take_backup(
             raise BackupError.said("backup.exists", path=output) from None
         finally:
             partial.unlink(missing_ok=True)
-    return BackupReport(output, output.stat().st_size, manifest, postgres)
+    found = config_secret(root)
+    return BackupReport(output, output.stat().st_size, manifest, postgres, found or "")
+
+
+def config_secret(root: Path) -> str | None:
+    """What secret config.yaml holds in the clear (a key pasted into an MCP server's
+    env:, a value of .env), in words, or None: the detector memory writes and the logs
+    use (engine/secret_scan.py)."""
+    from habakkuk.engine.errors import ConfigError
+    from habakkuk.engine.home import read_env_file
+    from habakkuk.engine.secret_scan import find_secret
+
+    try:
+        text = (root / "config.yaml").read_text(encoding="utf-8")
+        values = read_env_file(root / ".env")
+    except (OSError, UnicodeDecodeError, ConfigError):
+        return None
+    return find_secret(text, values)
 
 
 def _fsync(path: Path) -> None:

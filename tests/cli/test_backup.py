@@ -414,3 +414,16 @@ def test_restore_refuses_an_archive_without_a_manifest(
     assert main(["restore", str(archive)]) == EXIT_FAILED
 
     assert "no manifest.json" in _one_error_line(capsys)
+
+
+def test_a_key_left_in_config_yaml_is_pointed_out(
+    home: Home, write_config: WriteConfig, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "sk-proj-" + "Zq4vR8tLw2Xn9Kp3Hs7Jd1Fb6Gm5Ty0Ue" * 2
+    write_config(mock_config() + f"# the old key: {key}\n")
+
+    assert main(["backup", "-o", str(tmp_path / "b.tar.gz")]) == EXIT_OK
+
+    err = capsys.readouterr().err
+    assert "config.yaml holds an OpenAI" in err and "move it to .env" in err
+    assert key not in err
