@@ -204,6 +204,9 @@ def take_backup(
             os.link(partial, output)  # never over a file that appeared meanwhile
         except FileExistsError:
             raise BackupError.said("backup.exists", path=output) from None
+        except OSError as exc:  # no such folder, no permission, a full disk
+            reason = exc.strerror or str(exc)
+            raise BackupError.said("backup.cannot_write", path=output, reason=reason) from None
         finally:
             partial.unlink(missing_ok=True)
     found = config_secret(root)

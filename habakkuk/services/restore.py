@@ -100,14 +100,23 @@ def restore(archive: Path, root: Path, *, force: bool = False) -> RestoreReport:
     if not archive.is_file():
         raise BackupError.said("backup.no_such_archive", path=archive)
     check_target(root, force=force)
-    private_folders(root)
-    staging = Path(tempfile.mkdtemp(prefix=".restore-", dir=root))
+    try:
+        private_folders(root)
+        staging = Path(tempfile.mkdtemp(prefix=".restore-", dir=root))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise BackupError.said("backup.cannot_write", path=root, reason=reason) from None
     try:
         with tempfile.TemporaryDirectory(prefix="habakkuk-restore-") as scratch:
             manifest = read_archive(archive, Path(scratch), into=staging)
         check_target(root, force=force)  # again: something may have started meanwhile
         for record in manifest.files:
-            _place(staging / record.name, root / record.name, database=record.database)
+            try:
+                _place(staging / record.name, root / record.name, database=record.database)
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                where = root / record.name
+                raise BackupError.said("backup.cannot_write", path=where, reason=reason) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     dump = root / PG_DUMP if any(f.name == PG_DUMP for f in manifest.files) else None

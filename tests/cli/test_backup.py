@@ -427,3 +427,11 @@ def test_a_key_left_in_config_yaml_is_pointed_out(
     err = capsys.readouterr().err
     assert "config.yaml holds an OpenAI" in err and "move it to .env" in err
     assert key not in err
+
+
+def test_backup_into_a_missing_folder_is_one_line(
+    used_home: Home, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["backup", "-o", str(tmp_path / "nowhere" / "b.tar.gz")]) == EXIT_FAILED
+
+    assert "nowhere/b.tar.gz: cannot write" in _one_error_line(capsys)
