@@ -29,12 +29,14 @@ from __future__ import annotations
 import datetime
 import gzip
 import hashlib
+import io
 import os
 import shutil
 import sqlite3
 import subprocess
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,9 +127,7 @@ def _add(tar: tarfile.TarFile, name: str, path: Path, database: bool) -> FileRec
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    import io
-    import time
-
+    """Add `data` to `tar` as the private file `name` (the manifest)."""
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
     tar.addfile(info, io.BytesIO(data))
