@@ -73,6 +73,19 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
         "where the databases live: status, and migrate to PostgreSQL or back",
         None,
     ),
+    "backup": (
+        "habakkuk.cli.backup",
+        "the home in one verified tar.gz: config, agents, skills, databases",
+        "Writes config.yaml, agents/ (notes, USER.md, skills), skills/, personalities/,"
+        " plugins/, hooks/ and a consistent snapshot of every database (safe while Habakkuk"
+        " runs), then reads the archive back and checks it. Memory indexes, logs and blobs"
+        " are left out; credentials only with --env.",
+    ),
+    "restore": (
+        "habakkuk.cli.backup",
+        "put a backup back into an empty home (stop habakkuk serve first)",
+        None,
+    ),
     "auth": (
         "habakkuk.cli.auth",
         "subscription logins: login chatgpt|copilot, status, logout",
