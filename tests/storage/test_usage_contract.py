@@ -68,6 +68,8 @@ async def test_generations_and_searches_are_their_own_kind(usage: UsageStore) ->
     image = ModelRef("openai", "gpt-image-1")
     await usage.record_generation("image", image, Caller("main", "s1"), Usage(12, 4160))
     await usage.record_generation("image", image, Caller("main", "s1"), Usage(12, 4160))
+    sketch = ModelRef("acme", "sketcher-1")  # no list price: counted as unpriced
+    await usage.record_generation("image", sketch, Caller("main", "s1"), Usage(5, 100))
     clip = ModelRef("fal", "fal-ai/veo3")
     cost = await usage.record_generation("video", clip, Caller("main", "s1"), Usage(), cost=3.2)
     assert cost == 3.2
@@ -75,11 +77,17 @@ async def test_generations_and_searches_are_their_own_kind(usage: UsageStore) ->
     assert set(totals) == {
         "anthropic/claude-sonnet-4-5",
         "openai/gpt-image-1 [image]",
+        "acme/sketcher-1 [image]",
         "fal/fal-ai/veo3 [video]",
     }
     assert totals["anthropic/claude-sonnet-4-5"].web_searches == 2
     images = totals["openai/gpt-image-1 [image]"]
-    assert (images.calls, images.output_tokens, images.unpriced_calls) == (2, 8320, 2)
+    # Priced by the table's tokens (gpt-image-1: $5 in, $40 out per million) when the
+    # provider reported no cost.
+    assert (images.calls, images.output_tokens, images.unpriced_calls) == (2, 8320, 0)
+    assert images.cost == pytest.approx(2 * (12 * 5 + 4160 * 40) / 1e6)
+    sketches = totals["acme/sketcher-1 [image]"]
+    assert (sketches.calls, sketches.cost, sketches.unpriced_calls) == (1, 0.0, 1)
     video = totals["fal/fal-ai/veo3 [video]"]
     assert (video.calls, video.cost, video.unpriced_calls) == (1, 3.2, 0)
 
