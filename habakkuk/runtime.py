@@ -26,6 +26,7 @@ from habakkuk.engine.hooks import Hooks
 from habakkuk.engine.jobs import Job, JobQueue, Lease
 from habakkuk.engine.llm.factory import ProviderHub
 from habakkuk.engine.llm.router import Router
+from habakkuk.engine.logsetup import install_logging
 from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.retention import RETENTION_KIND, sweep_with
@@ -182,6 +183,8 @@ class Runtime:
         await runtime.settings.adopt_legacy_model_choices()
         # Keys `habakkuk setup` put in the OS keyring (slow: off the loop); old process logs.
         await asyncio.to_thread(runtime.providers.load_keyring)
+        # habakkuk.log, and the redactor told this home's secrets (engine/logsetup.py).
+        install_logging(home.root, config, runtime.env, extra_values=hub.keyring_values())
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
         return runtime
 

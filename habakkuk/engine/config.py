@@ -20,6 +20,7 @@ from .durations import parse_duration
 from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
+from .logging_config import LoggingConfig, resolve_logging
 from .presets import PRESETS, ProviderType
 from .realtime_config import RealtimeConfig, resolve_realtime
 from .talk_config import TalkConfig, resolve_talk
@@ -493,6 +494,7 @@ class Config:
     search: SearchConfig | None = None
     tts: TtsConfig | None = None
     realtime: RealtimeConfig | None = None
+    logging: LoggingConfig = field(default_factory=LoggingConfig)  # habakkuk.log
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -760,6 +762,7 @@ def _resolve(config: Config, home: Home) -> None:
         resolve_tts(config.tts, path)
     if config.realtime is not None:
         resolve_realtime(config.realtime, path)
+    resolve_logging(config.logging, path)
 
 
 def hosted_agents(config: Config, names: Sequence[str], where: str) -> list[str]:

@@ -54,6 +54,7 @@ from .errors import LeaseLost
 from .hostname import this_host
 from .leases import process_alive
 from .payloads import JsonObject, Payload, PayloadError, PayloadType, whole
+from .redact import redact, redact_optional
 from .store import Database, Migration
 
 if TYPE_CHECKING:
@@ -1047,6 +1048,7 @@ class JobQueue:
         Returns the job's new status.
         """
         job = lease.job
+        error = redact(error)  # a provider's error body may quote the key it was sent
         if retry and attempts_left(job):
             delay = backoff_delay(job.attempts)
 
@@ -1125,6 +1127,7 @@ class JobQueue:
     ) -> Callable[[Conn], bool]:
         """Settle the job if still ours, as a function of a connection in a transaction."""
         body = _compact_json(result) if result is not None else None
+        error = redact_optional(error)
         job_id, owner = lease.job.id, lease.owner
 
         def _done(conn: Conn) -> bool:
