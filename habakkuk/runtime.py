@@ -37,6 +37,7 @@ from habakkuk.services.approvals import Approvals
 from habakkuk.services.board import build_board
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
 from habakkuk.services.goals import Goals
+from habakkuk.services.logs import HomeLogs
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
 from habakkuk.services.schedules import build_schedules
@@ -86,6 +87,7 @@ class Runtime:
         self.providers = providers
         self.usage = usage
         self.ledger = UsageLedger(usage)
+        self.logs = HomeLogs(home.root)  # habakkuk.log, read for the Logs screen
         self.router = Router(self.providers, on_usage=self.ledger.record)
         self.hooks = Hooks(config.hooks, home.root)
         self.state = state

@@ -67,6 +67,11 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
         "where the databases live: status, and migrate to PostgreSQL or back",
         None,
     ),
+    "logs": (
+        "habakkuk.cli.logs",
+        "habakkuk.log, readably: -f follows, --level, --since, --grep, -n",
+        None,
+    ),
     "mcp": (
         "habakkuk.cli.mcp",
         "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",
