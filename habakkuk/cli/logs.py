@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
     if args.lines < 0:
         print(error_line("logs", t("logs.bad_count", value=args.lines)), file=sys.stderr)
         return EXIT_USAGE
-    root = current_home()
+    root = current_home().root
     follower = LogFollower(root, wanted)
     if args.follow:
         follower.start()  # before the read: nothing written in between is missed twice

@@ -209,9 +209,40 @@ class LogFollower:
             renamed = False  # between a rename and the next write: wait for it
         if renamed:
             out += self._drain()  # the rest of the old file, written before it moved
+            out += self._skipped()  # copies rotated past since: whole, oldest first
             self.close()
             self._open(at_end=False)
             out += self._drain()
+        return out
+
+    def _skipped(self) -> list[LogRecord]:
+        """The records of the rotated copies newer than the file being read (several
+        rotations between two polls: habakkuk.log.2 was ours, .1 was never seen)."""
+        rotated = [p for p in log_files(self.path.parent) if p != self.path]  # oldest first
+        newer: list[Path] = []
+        for path in reversed(rotated):  # newest first, until our own file
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:
+                continue
+            if (info.st_dev, info.st_ino) == self._inode:
+                break
+            newer.append(path)
+        else:
+            return []  # ours was dropped as the oldest copy, or is unknown: nothing to add
+        out: list[LogRecord] = []
+        for path in reversed(newer):
+            try:
+                lines = path.read_bytes().splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                if line.strip():
+                    record = parse_line(line)
+                    if record is None:
+                        self.bad += 1
+                    elif self.wanted.passes(record):
+                        out.append(record)
         return out
 
     def close(self) -> None:
