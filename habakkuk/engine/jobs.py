@@ -54,7 +54,7 @@ from .errors import LeaseLost
 from .hostname import this_host
 from .leases import process_alive
 from .payloads import JsonObject, Payload, PayloadError, PayloadType, whole
-from .redact import redact, redact_optional
+from .redact import REDACTOR, redact, redact_optional
 from .store import Database, Migration
 
 if TYPE_CHECKING:
@@ -295,7 +295,14 @@ JOB_COLUMNS = (
 _CLAIM_ORDER = operator.itemgetter(7, 16)
 
 # json.dumps with separators, without its per-call layers (engine/compact_json.py).
-_compact_json = compact_json.dumps
+_plain_json = compact_json.dumps
+
+
+def _compact_json(value: Any) -> str:
+    """A payload or result as stored: its texts through the redactor (a turn's message
+    or reply holding a key is kept with [REDACTED] in its place), then compact JSON."""
+    return _plain_json(REDACTOR.value(value))
+
 
 REAP_INTERVAL = 1.0
 # The most rows a queue write may touch and still run inline (on the event loop's
