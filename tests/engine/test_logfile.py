@@ -90,8 +90,8 @@ def test_three_processes_rotating_at_once_lose_and_tear_no_line(tmp_path: Path) 
     assert len(rotated) > 10, "the test must rotate many times while the three write"
     # A writer that had not yet seen a rotation, or checked the size just before another
     # wrote, adds its line past the limit: a few lines at most (three writers).
-    line = max(len(x) + 1 for x in _lines(tmp_path))
-    assert max(p.stat().st_size for p in rotated) <= 16_000 + 4 * line
+    longest = max(len(x) + 1 for x in _lines(tmp_path))
+    assert max(p.stat().st_size for p in rotated) <= 16_000 + 4 * longest
     assert (path.stat().st_mode & 0o777) == 0o600
 
 

@@ -4,6 +4,7 @@ and secret-looking .env entries are replaced; what only looks alike is left alon
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,11 @@ from habakkuk.engine.redact import MARK, REDACTOR, Redactor, redact_blocks, secr
 # (what, text holding it, the secret that must be gone)
 SHAPES = [
     ("Anthropic key", "key=sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv_wx", "sk-ant-api03-AbCdEfGhIjKl"),
-    ("OpenAI key", "using sk-proj-AbCdEfGhIjKlMnOpQrSt1234 now", "sk-proj-AbCdEfGhIjKlMnOpQrSt1234"),
+    (
+        "OpenAI key",
+        "using sk-proj-AbCdEfGhIjKlMnOpQrSt1234 now",
+        "sk-proj-AbCdEfGhIjKlMnOpQrSt1234",
+    ),
     ("Slack bot token", "xoxb-1234567890-0987654321-AbCdEfGhIjKl", "xoxb-1234567890"),
     ("Slack user token", "token xoxp-1111111111-2222222222-abcdef", "xoxp-1111111111"),
     ("GitHub classic", "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "ghp_A1b2C3d4E5f6"),
@@ -48,7 +53,8 @@ SHAPES = [
     ),
     (
         "PEM private key",
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq\nq83Jd==\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq\nq83Jd==\n"
+        "-----END RSA PRIVATE KEY-----",
         "MIIEowIBAAKCAQEA7bq",
     ),
     ("OpenSSH private key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1r\n", "BEGIN OPENSSH"),
@@ -121,9 +127,14 @@ def test_json_values_are_walked_and_keys_kept() -> None:
 def test_message_blocks_keep_thinking_signatures() -> None:
     REDACTOR.use_values(["sekrit-value-1"])
     try:
-        blocks = [
+        blocks: list[dict[str, Any]] = [
             {"type": "thinking", "text": "sekrit-value-1", "signature": "sig"},
-            {"type": "tool_use", "tool_use_id": "t1", "tool": "exec", "input": {"c": "sekrit-value-1"}},
+            {
+                "type": "tool_use",
+                "tool_use_id": "t1",
+                "tool": "exec",
+                "input": {"c": "sekrit-value-1"},
+            },
             {"type": "tool_result", "tool_use_id": "t1", "text": "got sekrit-value-1"},
             {"type": "text", "text": "fine"},
         ]
