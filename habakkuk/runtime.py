@@ -26,9 +26,11 @@ from habakkuk.engine.hooks import Hooks
 from habakkuk.engine.jobs import Job, JobQueue, Lease
 from habakkuk.engine.llm.factory import ProviderHub
 from habakkuk.engine.llm.router import Router
-from habakkuk.engine.logsetup import install_logging
+from habakkuk.engine.logfile import RotatingJsonHandler
+from habakkuk.engine.logsetup import install_logging, uninstall_logging
 from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.pools import Pool
+from habakkuk.engine.redact import REDACTOR
 from habakkuk.engine.retention import RETENTION_KIND, sweep_with
 from habakkuk.engine.store import BlobStore
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
@@ -101,6 +103,7 @@ class Runtime:
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
         self.channels: ChannelService | None = None  # while the channels run
+        self.log_handler: RotatingJsonHandler | None = None  # habakkuk.log, once opened
 
         # -- the services ------------------------------------------------------------
         self.sessions = Sessions(
@@ -178,15 +181,17 @@ class Runtime:
         home = home or Home(default_home())
         config = hub.config if hub is not None else config or load_config(home)
         home.prepare()
+        hub = hub or ProviderHub(config, Environment(home.env_path), home.root)
+        # habakkuk.log, and the redactor told this home's secrets (engine/logsetup.py).
+        handler = install_logging(home.root, config, hub.env)
         for problem in config.plugin_problems:  # a plugin that failed to load: never fatal
             log.warning("%s", problem)
-        hub = hub or ProviderHub(config, Environment(home.env_path), home.root)
         runtime = cls(home, config, hub, await open_databases(home, config))
+        runtime.log_handler = handler
         await runtime.settings.adopt_legacy_model_choices()
         # Keys `habakkuk setup` put in the OS keyring (slow: off the loop); old process logs.
         await asyncio.to_thread(runtime.providers.load_keyring)
-        # habakkuk.log, and the redactor told this home's secrets (engine/logsetup.py).
-        install_logging(home.root, config, runtime.env, extra_values=hub.keyring_values())
+        REDACTOR.add_values(hub.keyring_values())
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
         return runtime
 
@@ -320,6 +325,7 @@ class Runtime:
         ):
             if isinstance(ended, BaseException):  # every store closed first, as far as it could
                 raise ended
+        uninstall_logging(self.log_handler)
 
     async def __aenter__(self) -> Runtime:
         return self

@@ -104,6 +104,8 @@ class RotatingJsonHandler(logging.Handler):
         self.max_bytes = max_bytes
         self.backups = backups
         self.dropped = 0  # records that could not be written (a full disk, a gone folder)
+        self.users = 0  # the runtimes of this process logging here (engine/logsetup.py)
+        self.root_level = logging.WARNING  # the root logger's level before the first
         self._fd: int | None = None
         self._inode: tuple[int, int] | None = None
         self.setFormatter(JsonFormatter())

@@ -37,21 +37,40 @@ def install_logging(
     path = log_path(root)
     logger = logging.getLogger()
     handler: RotatingJsonHandler | None = None
+    root_level = logger.level
     for existing in list(logger.handlers):
         if isinstance(existing, RotatingJsonHandler):
             if existing.path == path and handler is None:
                 handler = existing
-            else:
+            else:  # another home's, in this process (tests): this one's from now on
                 logger.removeHandler(existing)
                 existing.close()
+                root_level = existing.root_level
     if handler is None:
         handler = RotatingJsonHandler(path, max_bytes=settings.max_bytes, backups=settings.backups)
+        handler.root_level = root_level  # given back when the last user leaves
         logger.addHandler(handler)
+    handler.users += 1
     handler.max_bytes, handler.backups = settings.max_bytes, settings.backups
     handler.setLevel(settings.level_number)
     if logger.level == logging.NOTSET or logger.level > settings.level_number:
         logger.setLevel(settings.level_number)
     return handler
+
+
+def uninstall_logging(handler: RotatingJsonHandler | None) -> None:
+    """One user of `handler` (a runtime that opened it) is done: the last one takes it off
+    the root logger, closes the file and gives the root its level back (an in-process
+    caller, a test, gets logging as it was)."""
+    if handler is None:
+        return
+    handler.users -= 1
+    logger = logging.getLogger()
+    if handler.users > 0 or handler not in logger.handlers:
+        return
+    logger.removeHandler(handler)
+    handler.close()
+    logger.setLevel(handler.root_level)
 
 
 def console_logging(level: int = logging.WARNING, fmt: str | None = None) -> logging.Handler:
