@@ -164,3 +164,21 @@ def test_logging_config_is_strict(tmp_path: Path) -> None:
             load_config(home)
         assert words in str(caught.value)
         assert "config.yaml:3" in str(caught.value)
+
+
+def test_the_last_runtime_to_leave_takes_the_handler_off(tmp_path: Path) -> None:
+    from habakkuk.engine.config import Config
+    from habakkuk.engine.logsetup import install_logging, uninstall_logging
+
+    root = logging.getLogger()
+    before = root.level
+    first = install_logging(tmp_path, Config(), {})
+    second = install_logging(tmp_path, Config(), {})
+    assert first is second
+    assert [h for h in root.handlers if isinstance(h, RotatingJsonHandler)] == [first]
+    assert root.level == logging.INFO
+    uninstall_logging(first)
+    assert first in root.handlers  # the other runtime still logs
+    uninstall_logging(second)
+    assert first not in root.handlers
+    assert root.level == before
