@@ -166,7 +166,9 @@ def test_logging_config_is_strict(tmp_path: Path) -> None:
         assert "config.yaml:3" in str(caught.value)
 
 
-def test_the_last_runtime_to_leave_takes_the_handler_off(tmp_path: Path) -> None:
+def test_the_last_runtime_to_leave_takes_the_handler_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from habakkuk.engine.config import Config
     from habakkuk.engine.logsetup import install_logging, uninstall_logging
 
@@ -175,6 +177,11 @@ def test_the_last_runtime_to_leave_takes_the_handler_off(tmp_path: Path) -> None
     first = install_logging(tmp_path, Config(), {})
     second = install_logging(tmp_path, Config(), {})
     assert first is second
+    # Nothing reaches the terminal (the app's screen): Python's last-resort handler,
+    # which prints warnings to stderr when the root has no handler, is not used.
+    logging.getLogger("habakkuk.test").warning("a warning for the file only")
+    assert capsys.readouterr().err == ""
+    assert "a warning for the file only" in log_path(tmp_path).read_text()
     assert [h for h in root.handlers if isinstance(h, RotatingJsonHandler)] == [first]
     assert root.level == logging.INFO
     uninstall_logging(first)
