@@ -1,9 +1,11 @@
 """The redactor: secrets replaced before text reaches the disk (spec 000 "Operations": Logs).
 
-One redactor per process, `REDACTOR`: the log file's handler, job errors in control.db,
-transcripts and usage records all pass their text through it, so a provider's error body
-holding the key, a tool result that printed a token or a traceback with a URL's password
-is stored with `[REDACTED]` in its place.
+One redactor per process, `REDACTOR`: the log file's handler (engine/logfile.py), jobs'
+errors, payloads and results (engine/jobs.py), transcripts and compaction summaries
+(engine/sessions.py), usage records (engine/llm/usage.py) and schedules' last output
+(work/store.py) pass their text through it at their one write, so a provider's error
+body holding the key, a tool result that printed a token or a traceback with a URL's
+password is stored with `[REDACTED]` in its place.
 
 What it replaces:
 
