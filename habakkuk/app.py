@@ -87,6 +87,8 @@ class HabakkukApp(App[None]):
         "skills": _lazy("habakkuk.screens.skills", "SkillsScreen"),
         "schedules": _lazy("habakkuk.screens.schedules", "SchedulesScreen"),
         "board": _lazy("habakkuk.screens.board", "BoardScreen"),
+        # No key of its own: the palette's "Logs: show" opens it.
+        "logs": _lazy("habakkuk.screens.logs", "LogsScreen"),
     }
     # A one-line screen paints first; the chat and the runtime load after it.
     DEFAULT_MODE = "start"
@@ -313,6 +315,12 @@ class HabakkukApp(App[None]):
                 )
             # A section's own actions (`Memory: forget note`, ...).
             yield from getattr(screen, "palette_commands", lambda: ())()
+        if self.runtime is not None:
+            yield SystemCommand(
+                f"{t('logs.palette.category')}: {t('logs.palette.show')}",
+                t("logs.palette.about"),
+                lambda: self.action_go("logs"),
+            )
         yield self._entry("turn", "stop", self.stop_turn)
         yield from self._chat_commands()
         yield self._entry("app", "quit", self.action_quit)

@@ -14,7 +14,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.engine.agent.requests import TURN_KIND, session_of, turn_request
+from habakkuk.engine.agent.requests import TURN_KIND, session_of
 from habakkuk.engine.agent.titles import title_pool
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
 from habakkuk.engine.agent.turn_access import TurnOutcome
@@ -26,8 +26,11 @@ from habakkuk.engine.hooks import Hooks
 from habakkuk.engine.jobs import Job, JobQueue, Lease
 from habakkuk.engine.llm.factory import ProviderHub
 from habakkuk.engine.llm.router import Router
+from habakkuk.engine.logfile import RotatingJsonHandler
+from habakkuk.engine.logsetup import install_logging, uninstall_logging
 from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.pools import Pool
+from habakkuk.engine.redact import REDACTOR
 from habakkuk.engine.retention import RETENTION_KIND, sweep_with
 from habakkuk.engine.store import BlobStore
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
@@ -37,8 +40,10 @@ from habakkuk.services.board import build_board
 from habakkuk.services.budget import Budget
 from habakkuk.services.checkpoints import WorkspaceCheckpoints
 from habakkuk.services.goals import Goals
+from habakkuk.services.logs import HomeLogs
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
+from habakkuk.services.process_notices import ProcessNotices
 from habakkuk.services.schedules import build_schedules
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
@@ -47,7 +52,7 @@ from habakkuk.services.toolset import ToolServices, build_tools, chats_run
 from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.services.voice import Voice
-from habakkuk.tools.processes import ProcessInfo, ProcessManager
+from habakkuk.tools.processes import ProcessManager
 
 if TYPE_CHECKING:
     from habakkuk.channels.outbox import Outbox
@@ -90,6 +95,7 @@ class Runtime:
         # Spending limits: every model call is reserved against them first (budget.py).
         self.budget = Budget(config, usage, state, queue=self.queue, outbox=lambda: self.outbox,
                              sessions=lambda: self.sessions)  # fmt: skip
+        self.logs = HomeLogs(home.root)  # habakkuk.log, read for the Logs screen
         self.router = Router(
             self.providers, on_usage=self.ledger.record, before_call=self.budget.before_call
         )
@@ -97,8 +103,8 @@ class Runtime:
         self.state = state
         self.memory = build_memory(home, config, self.env)  # a knowledge MemoryAccess
         self.skills = build_skills(home, config, self.memory)  # a knowledge SkillsAccess
-        self.processes = ProcessManager(home.procs_dir, on_exit=self._process_exited)  # ours
-        self._process_turns: dict[str, str] = {}  # notify: true process id -> its turn
+        self.notices = ProcessNotices(self.queue, lambda: self.turns)  # notify: true exits
+        self.processes = ProcessManager(home.procs_dir, on_exit=self.notices.exited)  # ours
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
         self._maintenance: list[asyncio.Task[None]] = []
@@ -106,6 +112,7 @@ class Runtime:
         self._mcp_start: asyncio.Task[None] | None = None
         self.channels: ChannelService | None = None  # while the channels run
         self.tracing: Tracing | None = None  # telemetry: spans to an OTLP collector
+        self.log_handler: RotatingJsonHandler | None = None  # habakkuk.log, once opened
 
         # -- the services ------------------------------------------------------------
         self.sessions = Sessions(
@@ -160,7 +167,7 @@ class Runtime:
             config,
             ToolServices(
                 processes=self.processes,
-                process_started=self._process_started,
+                process_started=self.notices.started,
                 memory=self.memory,
                 skills=self.skills,
                 schedules=self.schedules,
@@ -184,14 +191,18 @@ class Runtime:
         home = home or Home(default_home())
         config = hub.config if hub is not None else config or load_config(home)
         home.prepare()
+        hub = hub or ProviderHub(config, Environment(home.env_path), home.root)
+        # habakkuk.log, and the redactor told this home's secrets (engine/logsetup.py).
+        handler = install_logging(home.root, config, hub.env)
         for problem in config.plugin_problems:  # a plugin that failed to load: never fatal
             log.warning("%s", problem)
-        hub = hub or ProviderHub(config, Environment(home.env_path), home.root)
         runtime = cls(home, config, hub, await open_databases(home, config))
+        runtime.log_handler = handler
         await runtime.settings.adopt_legacy_model_choices()
         # Keys `habakkuk setup` put in the OS keyring (slow: off the loop); old process logs.
         await asyncio.to_thread(runtime.providers.prefetch_secrets)  # secrets.refs, if any
         await asyncio.to_thread(runtime.providers.load_keyring)
+        REDACTOR.add_values(hub.keyring_values())
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
         return runtime
 
@@ -333,6 +344,7 @@ class Runtime:
         ):
             if isinstance(ended, BaseException):  # every store closed first, as far as it could
                 raise ended
+        uninstall_logging(self.log_handler)
 
     async def __aenter__(self) -> Runtime:
         return self
@@ -369,27 +381,6 @@ class Runtime:
         self.budget.turn_finished(job)  # a chat told of a pause or of 80 % spent, once
         if self.channels is not None:
             self.channels.turn_finished(job)
-
-    async def _process_exited(self, info: ProcessInfo) -> None:
-        """A notify: true background process ended: tell its session in a new turn."""
-        from habakkuk.tools.processes import format_exit_notice
-
-        try:
-            started = self._process_turns.pop(info.id, None)
-            job = await self.queue.get(started) if started else None
-            request = turn_request(job) if job is not None else None
-            await self.turns.submit(
-                info.session,
-                format_exit_notice(info),
-                turn_id=f"turn_{info.id}",
-                reply_to=request.reply_to if request is not None else None,
-            )
-        except Exception as exc:  # the session may be gone; the notice is best effort
-            log.warning("cannot deliver the exit notice of %s: %s", info.id, exc)
-
-    def _process_started(self, info: ProcessInfo, turn: str) -> None:
-        if info.notify:
-            self._process_turns[info.id] = turn
 
     @property
     def outbox(self) -> Outbox:

@@ -92,6 +92,11 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
         "Sign in with a ChatGPT or GitHub Copilot subscription (a device code), so a "
         "provider with auth: chatgpt or auth: copilot uses it. With no action: status.",
     ),
+    "logs": (
+        "habakkuk.cli.logs",
+        "habakkuk.log, readably: -f follows, --level, --since, --grep, -n",
+        None,
+    ),
     "mcp": (
         "habakkuk.cli.mcp",
         "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",

@@ -4,7 +4,6 @@ opens the whole runtime (above the protocols' layer, so here)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 from habakkuk.cli.common import open_runtime, run_async
 from habakkuk.engine.exit_codes import EXIT_OK
@@ -34,10 +33,11 @@ def mcp_serve(args: argparse.Namespace) -> int:
 async def _mcp_serve() -> int:
     import logging
 
+    from habakkuk.engine.logsetup import console_logging
     from habakkuk.protocols.mcp.server import serve_stdio
 
     # stdout carries the protocol: every log line goes to stderr
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    console_logging(logging.WARNING, "%(levelname)s:%(name)s:%(message)s")
     runtime = await open_runtime()
     try:
         # Turns only: the chat bots belong to `habakkuk serve`, as with `habakkuk run`.

@@ -59,9 +59,11 @@ async def _serve(agents: str | None) -> int:
     import logging
 
     from habakkuk.engine.config import load_config
+    from habakkuk.engine.logsetup import console_logging
     from habakkuk.runtime import Runtime
 
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    # Warnings to stderr as before; every record from INFO to habakkuk.log (Runtime.open).
+    console_logging(logging.WARNING)
     home = current_home()
     runtime = await Runtime.open(home, hosting(load_config(home), agents))
     stop = asyncio.Event()

@@ -21,6 +21,7 @@ from .durations import parse_duration
 from .errors import ConfigError
 from .home import Home
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
+from .logging_config import LoggingConfig, resolve_logging
 from .presets import PRESETS, LoginKind, ProviderType
 from .realtime_config import RealtimeConfig, resolve_realtime
 from .secrets_config import SecretsConfig, resolve_secrets
@@ -543,6 +544,7 @@ class Config:
     auth: AuthConfig = field(default_factory=AuthConfig)
     telemetry: TelemetryConfig | None = None
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)  # habakkuk.log
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -833,6 +835,7 @@ def _resolve(config: Config, home: Home) -> None:
     if config.telemetry is not None:
         resolve_telemetry(config.telemetry, path)
     resolve_secrets(config.secrets, path, home.root)
+    resolve_logging(config.logging, path)
 
 
 def hosted_agents(config: Config, names: Sequence[str], where: str) -> list[str]:

@@ -54,6 +54,7 @@ from .errors import LeaseLost
 from .hostname import this_host
 from .leases import process_alive
 from .payloads import JsonObject, Payload, PayloadError, PayloadType, whole
+from .redact import REDACTOR, redact, redact_optional
 from .store import Database, Migration
 
 if TYPE_CHECKING:
@@ -294,7 +295,14 @@ JOB_COLUMNS = (
 _CLAIM_ORDER = operator.itemgetter(7, 16)
 
 # json.dumps with separators, without its per-call layers (engine/compact_json.py).
-_compact_json = compact_json.dumps
+_plain_json = compact_json.dumps
+
+
+def _compact_json(value: Any) -> str:
+    """A payload or result as stored: its texts through the redactor (a turn's message
+    or reply holding a key is kept with [REDACTED] in its place), then compact JSON."""
+    return _plain_json(REDACTOR.value(value))
+
 
 REAP_INTERVAL = 1.0
 # The most rows a queue write may touch and still run inline (on the event loop's
@@ -1047,6 +1055,7 @@ class JobQueue:
         Returns the job's new status.
         """
         job = lease.job
+        error = redact(error)  # a provider's error body may quote the key it was sent
         if retry and attempts_left(job):
             delay = backoff_delay(job.attempts)
 
@@ -1125,6 +1134,7 @@ class JobQueue:
     ) -> Callable[[Conn], bool]:
         """Settle the job if still ours, as a function of a connection in a transaction."""
         body = _compact_json(result) if result is not None else None
+        error = redact_optional(error)
         job_id, owner = lease.job.id, lease.owner
 
         def _done(conn: Conn) -> bool:

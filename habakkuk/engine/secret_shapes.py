@@ -44,7 +44,8 @@ NAMED_KEY_SHAPES: list[tuple[str, re.Pattern[str]]] = [
         ("an AWS access key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
         ("a Google API key", r"\bAIza[0-9A-Za-z_-]{30,}"),
         ("a JWT", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-        ("a Telegram bot token", r"\b\d{8,10}:[A-Za-z0-9_-]{35}\b"),
+        # Also inside a Bot API URL (/bot123456789:AA.../getMe), where no \b is before it.
+        ("a Telegram bot token", r"(?:\b|(?<=bot))\d{8,10}:[A-Za-z0-9_-]{35}\b"),
         # A digit in it: "bearer credentials" in prose is not one.
         ("a bearer credential", r"(?i)\bbearer\s+(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}"),
     )

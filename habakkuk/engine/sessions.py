@@ -38,6 +38,7 @@ from .llm.types import (
     ToolUseBlock,
     block_from_json,
 )
+from .redact import redact, redact_blocks
 from .session_search import SEARCH_WINDOW as SEARCH_WINDOW
 from .session_search import SearchHit as SearchHit
 from .session_search import search_messages
@@ -834,7 +835,7 @@ class TranscriptStore:
                 "INSERT INTO compactions"
                 "(session_id, summary, first_kept_seq, transcript_len, created_at)"
                 " VALUES (?, ?, ?, ?, ?)",
-                (session_id, summary, first_kept_seq, expected_last_seq + 1, time.time()),
+                (session_id, redact(summary), first_kept_seq, expected_last_seq + 1, time.time()),
             )
             return True
 
@@ -895,7 +896,7 @@ def _append_in(
         if exists:
             return None
     now = time.time()
-    blocks = json.dumps(message.to_json(), separators=(",", ":"), ensure_ascii=False)
+    blocks = json.dumps(redact_blocks(message.to_json()), separators=(",", ":"), ensure_ascii=False)
     # The next seq is read by the INSERT itself (one writer per session: the caller's
     # transaction, or its key on PostgreSQL).
     seq = conn.execute(

@@ -20,6 +20,7 @@ from habakkuk.widgets.backend import WidgetBackend
 
 if TYPE_CHECKING:
     from habakkuk.engine.goals import GoalsAccess
+    from habakkuk.services.logs import LogsAccess
     from habakkuk.services.overview import ControlAccess
     from habakkuk.services.voice import VoiceAccess
     from habakkuk.work.board_types import BoardAccess
@@ -55,6 +56,11 @@ class TerminalBackend(Services, WidgetBackend, Protocol):
     @property
     def goals(self) -> GoalsAccess:
         """The sessions' standing goals (the chat's status line and notes)."""
+        ...
+
+    @property
+    def logs(self) -> LogsAccess:
+        """The home's habakkuk.log (the Logs screen)."""
         ...
 
     @property

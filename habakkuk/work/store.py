@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from habakkuk.engine.jobs import Interrupted, Lease
+from habakkuk.engine.redact import redact, redact_optional
 from habakkuk.engine.sql import Conn, Row
 from habakkuk.engine.store import Database
 from habakkuk.work.schedule_types import Schedule, SlotRun, SlotStatus
@@ -617,7 +618,8 @@ def _record(
         "UPDATE schedules SET last_run = ?, last_status = ?,"
         " last_output = coalesce(?, last_output),"
         " fail_streak = coalesce(?, fail_streak) WHERE id = ?",
-        (last_run, last_status, last_output, fail_streak, schedule_id),
+        # A script's output and error are stored as the log is: redacted.
+        (last_run, redact(last_status), redact_optional(last_output), fail_streak, schedule_id),
     )
 
 

@@ -141,6 +141,10 @@ class ProviderHub:
                     found[var] = keystore.keyring_get(var, backend) if backend is not None else None
             self._keyring = found
 
+    def keyring_values(self) -> list[str]:
+        """The keys read from the OS keyring (for the redactor), once load_keyring ran."""
+        return [value for value in (self._keyring or {}).values() if value]
+
     def keys(self, ref: ModelRef) -> list[str]:
         """Every key configured for the provider, in rotation order (duplicates dropped)."""
         provider_config = self.config.providers.get(ref.provider)

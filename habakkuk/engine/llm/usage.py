@@ -29,6 +29,7 @@ from habakkuk.engine.sql import Conn, Schema
 from habakkuk.engine.store import SqliteDatabase
 
 from ..config import ModelRef
+from ..redact import redact
 from ..store import Database, Migration
 from .pricing import PriceTable
 from .router import Caller
@@ -207,10 +208,10 @@ class UsageStore:
         row = (
             time.time() if at is None else at,
             ref.provider,
-            ref.model,
+            redact(ref.model),  # free text from a config or a client: never a key stored
             caller.agent,
             caller.session,
-            purpose,
+            redact(purpose),
             usage.input_tokens,
             usage.output_tokens,
             usage.cache_read_tokens,
