@@ -23,6 +23,7 @@ from habakkuk.engine.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 if TYPE_CHECKING:
     from habakkuk.runtime import Runtime
     from habakkuk.server.health_types import Part, Readiness
+    from habakkuk.services.status_summary import StatusSummary
 
 # Nothing serves the home: no live process, no server to ask.
 EXIT_NOTHING = EXIT_USAGE
@@ -43,9 +44,17 @@ def main(args: argparse.Namespace) -> int:
 async def _status(*, as_json: bool) -> int:
     from habakkuk.cli.common import open_runtime
     from habakkuk.engine.i18n import t
+    from habakkuk.services.status_summary import status_summary
 
     runtime = await open_runtime(current_home())
     try:
+        summary = await status_summary(
+            timezone=runtime.config.timezone,
+            nodes=runtime.nodes,
+            ledger=runtime.ledger,
+            queue=runtime.queue,
+            logs=runtime.logs,
+        )
         url = await _served_url(runtime)
         readiness = await _ask(url) if url else None
         if readiness is not None:
@@ -62,8 +71,11 @@ async def _status(*, as_json: bool) -> int:
         import json
         from dataclasses import asdict
 
-        print(json.dumps({"ready": readiness.ready, **asdict(readiness)}, indent=2))
+        record = {"ready": readiness.ready, **asdict(readiness), "summary": asdict(summary)}
+        print(json.dumps(record, indent=2))
     else:
+        for line in summary_lines(summary, time.time()):
+            print(line)
         said = t("status.ready") if readiness.ready else t("status.not_ready")
         print(f"{said} ({source})")
         for part in readiness.parts:
@@ -72,6 +84,48 @@ async def _status(*, as_json: bool) -> int:
             queue = readiness.queue
             print(t("status.queue", pending=queue.pending, running=queue.running))
     return EXIT_OK if readiness.ready else EXIT_FAILED
+
+
+def summary_lines(summary: StatusSummary, now: float) -> list[str]:
+    """The version, who serves the home and for how long, today's spend, recent errors."""
+    from datetime import datetime
+
+    from habakkuk.engine.i18n import t
+
+    lines = [t("status.summary.version", version=summary.version)]
+    for node in summary.serving:
+        uptime = duration(node.uptime)
+        lines.append(
+            t(
+                "status.summary.serving",
+                pid=node.pid,
+                host=node.host,
+                version=node.version,
+                uptime=uptime,
+            )
+        )
+    cost, tokens = f"{summary.cost_today:.2f}", f"{summary.tokens_today:,}"
+    if summary.unpriced_today:
+        lines.append(
+            t(
+                "status.summary.today_unpriced",
+                tokens=tokens,
+                cost=cost,
+                unpriced=summary.unpriced_today,
+            )
+        )
+    else:
+        lines.append(t("status.summary.today", tokens=tokens, cost=cost))
+    if not summary.errors:
+        lines.append(t("status.summary.no_errors"))
+    else:
+        lines.append(t("status.summary.errors"))
+        for error in summary.errors:
+            at = datetime.fromtimestamp(error.at).strftime("%H:%M")
+            lines.append(
+                t("status.summary.error_line", at=at, source=error.source, text=error.text)
+            )
+    return lines
 
 
 def part_line(part: Part, now: float) -> str:

@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from habakkuk import __version__
 from habakkuk.cli import main
 from habakkuk.engine.home import Home
 from tests.channels.fake_telegram import FakeTelegram
@@ -23,6 +24,13 @@ async def status(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, l
     output lines."""
     code = await asyncio.to_thread(main, ["status", *args])
     return code, capsys.readouterr().out.splitlines()
+
+
+def readiness(lines: list[str]) -> list[str]:
+    """The lines from "ready" or "not ready" on (the summary comes before them)."""
+    starts = [i for i, line in enumerate(lines) if line.startswith(("ready (", "not ready ("))]
+    assert starts, lines
+    return lines[starts[0] :]
 
 
 def test_nothing_running_is_exit_2_with_one_line(
@@ -64,6 +72,7 @@ async def test_status_reads_the_servers_readyz_and_names_a_channel_that_is_down(
 
     await eventually(ready, what="status to say ready once the channel connects", timeout=60)
     code, lines = await status(capsys)
+    lines = readiness(lines)
     assert code == 0
     assert lines[0] == f"ready (from the server at http://127.0.0.1:{port})"
     assert re.fullmatch(r"queue: \d+ waiting, \d+ running", lines[-1]), lines
@@ -84,6 +93,7 @@ async def test_status_reads_the_servers_readyz_and_names_a_channel_that_is_down(
     assert code == 1 and body["ready"] is False
     assert tg_part["ok"] is False and tg_part["reason"]
     code, lines = await status(capsys)
+    lines = readiness(lines)
     assert lines[0].startswith("not ready (from the server at")
     [tg_line] = [line for line in lines if line.startswith("channel")]
     assert tg_line.split()[1:3] == ["tg", "FAIL"], tg_line
@@ -106,8 +116,16 @@ async def test_without_http_status_reads_the_databases_and_says_so(
         return (await status(capsys))[0] != 2  # its node row is written as it starts
 
     await eventually(seen, what="status to see the serving process")
-    code, lines = await status(capsys)
+    code, everything = await status(capsys)
+    lines = readiness(everything)
+    summary = everything[: len(everything) - len(lines)]
     assert code == 0
+    assert summary[0] == f"Habakkuk {__version__}"
+    assert re.fullmatch(
+        rf"serving: pid {server.pid} on \S+ \(version {re.escape(__version__)}\), up \d+[smhd]",
+        summary[1],
+    ), summary
+    assert summary[2:] == ["today: 0 tokens, $0.00", "no errors in the past day"]
     assert lines[0].startswith("ready (from the databases: no process serves HTTP")
     assert [line.split()[:3] for line in lines[1:-1]] == [
         ["store", "control.db", "ok"],
