@@ -52,7 +52,9 @@ def main(args: argparse.Namespace) -> int:
         return share(args.port, args.print)
     if args.action == "status":
         return status()
-    return _run([TAILSCALE, "serve", f"--https={args.port}", "off"], t("expose.off", port=args.port))
+    return _run(
+        [TAILSCALE, "serve", f"--https={args.port}", "off"], t("expose.off", port=args.port)
+    )
 
 
 def serve_command(http: HttpConfig, port: int) -> list[str]:
@@ -105,10 +107,21 @@ def _run(command: list[str], done_line: str) -> int:
         print(out.rstrip())
     if code != 0:
         why = " ".join(err.split()) or t("expose.exit_code", code=code)
-        print(f"habakkuk: {t('expose.failed', command=shlex.join(command), reason=why)}", file=sys.stderr)
+        print(
+            f"habakkuk: {t('expose.failed', command=shlex.join(command), reason=why)}",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     print(done_line)
     return EXIT_OK
+
+
+def _failed(command: list[str], code: int, err: str) -> int:
+    """Say on stderr that a tailscale command failed, with its own words (EXIT_FAILED)."""
+    why = " ".join(err.split()) or t("expose.exit_code", code=code)
+    line = t("expose.failed", command=shlex.join(command), reason=why)
+    print(f"habakkuk: {line}", file=sys.stderr)
+    return EXIT_FAILED
 
 
 def status() -> int:
@@ -119,7 +132,10 @@ def status() -> int:
     code, out, err = _tailscale(command)
     if code != 0:
         why = " ".join(err.split()) or t("expose.exit_code", code=code)
-        print(f"habakkuk: {t('expose.failed', command=shlex.join(command), reason=why)}", file=sys.stderr)
+        print(
+            f"habakkuk: {t('expose.failed', command=shlex.join(command), reason=why)}",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     try:
         state = json.loads(out or "{}")

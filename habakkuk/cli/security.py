@@ -63,7 +63,7 @@ def _config(home: Home) -> Config | None:
 def report_lines(findings: list[Finding]) -> list[str]:
     """The findings as the terminal shows them: a line each with its fix below, then the
     count by severity."""
-    from habakkuk.engine.audit_findings import severity_counts
+    from habakkuk.engine.audit_findings import summary_line
 
     lines = []
     for finding in findings:
@@ -72,7 +72,7 @@ def report_lines(findings: list[Finding]) -> list[str]:
             lines.append(f"    {t('audit.fix_label')}: {finding.fix}")
     if not any(finding.severity != "info" for finding in findings):
         return [*lines, t("audit.clean")]
-    lines.append(t("audit.summary", **severity_counts(findings)))
+    lines.append(summary_line(findings))
     return lines
 
 

@@ -47,3 +47,18 @@ def severity_counts(findings: list[Finding]) -> dict[Severity, int]:
     for finding in findings:
         counts[finding.severity] += 1
     return counts
+
+
+def summary_line(findings: list[Finding]) -> str:
+    """The count by severity as one line, in the language in use."""
+    from habakkuk.engine.i18n import t
+
+    counts = severity_counts(findings)
+    return t(
+        "audit.summary",
+        critical=counts["critical"],
+        high=counts["high"],
+        medium=counts["medium"],
+        low=counts["low"],
+        info=counts["info"],
+    )

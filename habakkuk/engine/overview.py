@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from habakkuk.engine.audit_findings import Finding
 from habakkuk.engine.goals import Goal
 from habakkuk.engine.jobs import Job
 from habakkuk.engine.llm.usage import UsageTotal
@@ -117,3 +118,5 @@ class Overview:
     config: ConfigState = field(default_factory=ConfigState)
     # The sessions' running /goals (state.db), oldest first.
     goals: list[Goal] = field(default_factory=list)
+    # The security audit's findings (services/audit.py), worst first.
+    findings: list[Finding] = field(default_factory=list)

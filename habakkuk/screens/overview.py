@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Static
 
 from habakkuk.engine.agent.requests import session_of
 from habakkuk.engine.i18n import t
+from habakkuk.screens.audit_block import audit_text
 from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import (
     BusEvent,
@@ -151,6 +152,7 @@ class OverviewScreen(PollingScreen):
         self._http = Static("", id="http-summary")
         self._usage = Static("", id="usage-summary")
         self._config = Static("", id="config-summary")
+        self._audit = Static("", id="audit-summary")
         # Shown while config.yaml has edits this process has not applied.
         self._config_row = Horizontal(classes="status-row", id="config-row")
         self._config_row.display = False
@@ -175,6 +177,7 @@ class OverviewScreen(PollingScreen):
                 (t("tui.overview.queue"), self._queue),
                 (t("tui.overview.http"), self._http),
                 (t("tui.overview.usage"), self._usage),
+                (t("audit.overview_title"), self._audit),
             ):
                 with Horizontal(classes="status-row"):
                     yield Static(label, classes="status-label")
@@ -271,6 +274,7 @@ class OverviewScreen(PollingScreen):
         self._queue.update(Text("\n".join(lines)))
         self._http.update(Text(http_line(view.http)))
         self._usage.update(Text(usage_line(view)))
+        self._audit.update(Text(audit_text(view.findings)))
         config = config_line(view)
         self._config.update(Text(config))
         self._config_row.display = bool(config)

@@ -338,9 +338,7 @@ def _outsiders(config: Config) -> dict[str, list[str]]:
             reach.setdefault(hook.agent or fallback, []).append(t("audit.via_webhook", name=name))
         if not _is_loopback(config.http.host):
             for agent in config.agents:
-                reach.setdefault(agent, []).append(
-                    t("audit.via_http", listen=config.http.listen)
-                )
+                reach.setdefault(agent, []).append(t("audit.via_http", listen=config.http.listen))
     return reach
 
 
@@ -469,18 +467,25 @@ def _backups(home: Home, cwd: Path, now: float) -> Iterator[Finding]:
             if stat.S_ISREG(info.st_mode):
                 archives[path.absolute()] = info
     for path, info in sorted(archives.items()):
-        if info.st_mode & 0o066:
+        mode = info.st_mode
+        if mode & 0o066:
             yield Finding(
                 "high",
                 "backups",
                 str(path),
-                t("audit.backup_open", who=_who(info.st_mode, 0o060, 0o006), mode=_octal(info.st_mode)),
+                t(
+                    "audit.backup_open",
+                    who=_who(info.st_mode, 0o060, 0o006),
+                    mode=_octal(info.st_mode),
+                ),
                 _chmod_fix(path, 0o600),
                 str(path),
                 0o600,
             )
     if not archives:
-        yield Finding("info", "backups", str(home.root), t("audit.backup_none"), t("audit.fix_backup"))
+        yield Finding(
+            "info", "backups", str(home.root), t("audit.backup_none"), t("audit.fix_backup")
+        )
     else:
         newest = max(info.st_mtime for info in archives.values())
         days = int((now - newest) // 86400)

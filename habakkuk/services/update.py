@@ -28,7 +28,9 @@ DEFAULT_INDEX = "https://pypi.org/simple"
 TIMEOUT = 20.0  # seconds for the index's answer
 Installer = Literal["pip", "pipx", "uv", "uv-tool"]
 _RELEASE = re.compile(r"(\d+(?:\.\d+)*)(?:\.post(\d+))?")
-_FILE = re.compile(rf"{PACKAGE}-(\d+(?:\.\d+)*(?:\.post\d+)?)(?:\.tar\.gz|\.zip|-[^/]*\.whl)$", re.I)
+_FILE = re.compile(
+    rf"{PACKAGE}-(\d+(?:\.\d+)*(?:\.post\d+)?)(?:\.tar\.gz|\.zip|-[^/]*\.whl)$", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,13 @@ class UpdatePlan:
             extra = [f"--pip-args=--index-url={self.index}"] if custom else []
             return ["pipx", "upgrade", *extra, PACKAGE]
         if kind == "uv-tool":
-            return ["uv", "tool", "upgrade", *(["--index-url", self.index] if custom else []), PACKAGE]
+            return [
+                "uv",
+                "tool",
+                "upgrade",
+                *(["--index-url", self.index] if custom else []),
+                PACKAGE,
+            ]
         index = ["--index-url", self.index] if custom else []
         if kind == "uv":
             return ["uv", "pip", "install", "--python", self.install.python, *index, pin]
@@ -177,7 +185,9 @@ async def newest_release(index: str, *, timeout: float = TIMEOUT) -> str:
                 if reply.status == 404:
                     raise BadInput.said("update.not_on_index", index=index)
                 if reply.status != 200:
-                    raise HabakkukError.said("update.index_status", index=index, status=reply.status)
+                    raise HabakkukError.said(
+                        "update.index_status", index=index, status=reply.status
+                    )
                 text = await reply.text()
                 kind = reply.content_type
     except aiohttp.ClientError as exc:
