@@ -90,7 +90,18 @@ def audit(
         found += _hooks(home, config)
     found += _backups(home, cwd or Path.cwd(), time.time() if now is None else now)
     found += _disk(home, disk or _disk_usage)
-    return sort_findings(found)
+    return sort_findings([_short(home.root, finding) for finding in found])
+
+
+def _short(root: Path, finding: Finding) -> Finding:
+    """The finding with a subject under the home named relative to it (the fix keeps the
+    whole path, to be run from anywhere)."""
+    import dataclasses
+
+    subject = Path(finding.subject)
+    if subject.is_absolute() and subject != root and subject.is_relative_to(root):
+        return dataclasses.replace(finding, subject=str(subject.relative_to(root)))
+    return finding
 
 
 def apply_fixes(findings: list[Finding]) -> list[tuple[Finding, str]]:
@@ -170,7 +181,7 @@ def _file_kind(path: Path, root: Path) -> str:
         return ""  # the backups' own check
     if name in CREDENTIAL_NAMES or (parts and parts[0] in CREDENTIAL_FOLDERS):
         return "credential"
-    if name.endswith(DATABASE_SUFFIXES) or name.startswith("habakkuk.log") or name == "config.yaml":
+    if name.endswith(DATABASE_SUFFIXES) or name.startswith("habakkuk.log"):
         return "private"
     return ""
 
