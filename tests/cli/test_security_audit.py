@@ -156,8 +156,7 @@ def test_http_off_loopback_with_an_unset_or_short_token_and_public_metrics(
     safe: Home, write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_config(
-        SAFE + "http:\n  listen: 0.0.0.0:8484\n  token_env: API_TOKEN\n"
-        "  metrics: {public: true}\n"
+        SAFE + "http:\n  listen: 0.0.0.0:8484\n  token_env: API_TOKEN\n  metrics: {public: true}\n"
     )
     monkeypatch.delenv("API_TOKEN", raising=False)
     found = findings_of(safe, Path.cwd())
@@ -198,8 +197,7 @@ def test_webhooks_without_a_secret_or_with_a_short_one(
 
 def test_risky_mcp_servers(safe: Home, write_config: WriteConfig) -> None:
     write_config(
-        SAFE.replace("mode: workspace", "mode: full")
-        + "mcp_servers:\n"
+        SAFE.replace("mode: workspace", "mode: full") + "mcp_servers:\n"
         "  shell: {command: bash, args: ['-c', 'npx server | tee log'], risk: exec}\n"
         "  remote: {url: 'http://mcp.example.com/mcp', headers: {Authorization: MCP_TOKEN}}\n"
         "  local: {url: 'http://127.0.0.1:9000/mcp'}\n"
