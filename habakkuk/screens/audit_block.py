@@ -1,5 +1,6 @@
 """The security audit's block of the terminal's overview (habakkuk.screens.overview): a
-count by severity, then each finding (info ones left out) with its fix."""
+count by severity, then each finding (info ones left out); the fixes, whose paths are
+long, are `habakkuk security audit`'s (and the dashboard's)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ SHOWN = 12
 
 
 def audit_text(findings: list[Finding]) -> str:
-    """The block's text: the summary line, then a line per finding and its fix."""
+    """The block's text: the summary line, a line per finding, where to find the fixes."""
     serious = [finding for finding in findings if finding.severity != "info"]
     if not serious:
         return t("audit.overview_none")
@@ -19,7 +20,5 @@ def audit_text(findings: list[Finding]) -> str:
     for finding in serious[:SHOWN]:
         label = t(f"audit.severity.{finding.severity}")
         lines.append(f"{label} {finding.subject}: {finding.problem}")
-        lines.append(f"    {t('audit.fix_label')}: {finding.fix}")
-    if len(serious) > SHOWN:
-        lines.append("… habakkuk security audit")
+    lines.append(t("audit.overview_hint"))
     return "\n".join(lines)

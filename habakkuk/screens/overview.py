@@ -177,7 +177,6 @@ class OverviewScreen(PollingScreen):
                 (t("tui.overview.queue"), self._queue),
                 (t("tui.overview.http"), self._http),
                 (t("tui.overview.usage"), self._usage),
-                (t("audit.overview_title"), self._audit),
             ):
                 with Horizontal(classes="status-row"):
                     yield Static(label, classes="status-label")
@@ -187,6 +186,8 @@ class OverviewScreen(PollingScreen):
                 yield self._config
             yield Static(t("tui.overview.errors"), classes="section-title")
             yield self._errors
+            yield Static(t("audit.overview_title"), classes="section-title")
+            yield self._audit
             yield self._channels_title
             yield self._channels
             yield self._mcp_title

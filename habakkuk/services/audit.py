@@ -174,7 +174,7 @@ def _owner(info: os.stat_result, path: Path, check_path: str) -> Iterator[Findin
 
 
 def _file_kind(path: Path, root: Path) -> str:
-    """credential, private (a database, a log, the config) or "" (not checked)."""
+    """credential, private (a database or a log) or "" (not checked)."""
     name = path.name
     parts = path.relative_to(root).parts
     if name.startswith(BACKUP_PREFIX):
@@ -215,10 +215,11 @@ def _modes(home: Home, config: Config | None) -> Iterator[Finding]:
             if stat.S_ISLNK(sub.st_mode):
                 continue
             if sub.st_mode & 0o077:
+                # Behind a private home nobody else can walk in: a slip, not an opening.
+                folder: Severity = "medium" if info.st_mode & 0o077 else "low"
                 problem = t("audit.folder_open", mode=_octal(sub.st_mode))
-                yield Finding(
-                    "medium", "modes", str(path), problem, _chmod_fix(path, 0o700), str(path), 0o700
-                )
+                fix = _chmod_fix(path, 0o700)
+                yield Finding(folder, "modes", str(path), problem, fix, str(path), 0o700)
             yield from _owner(sub, path, str(path))
         for name in files:
             path = here / name
