@@ -216,10 +216,10 @@ def _modes(home: Home, config: Config | None) -> Iterator[Finding]:
                 continue
             if sub.st_mode & 0o077:
                 # Behind a private home nobody else can walk in: a slip, not an opening.
-                folder: Severity = "medium" if info.st_mode & 0o077 else "low"
+                level: Severity = "medium" if info.st_mode & 0o077 else "low"
                 problem = t("audit.folder_open", mode=_octal(sub.st_mode))
                 fix = _chmod_fix(path, 0o700)
-                yield Finding(folder, "modes", str(path), problem, fix, str(path), 0o700)
+                yield Finding(level, "modes", str(path), problem, fix, str(path), 0o700)
             yield from _owner(sub, path, str(path))
         for name in files:
             path = here / name

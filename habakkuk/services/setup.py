@@ -371,9 +371,9 @@ class ProviderSetup:
         self.home.prepare()
         path = self.home.config_path
         if path.exists() and backup:
-            backup = path.with_name("config.yaml.bak")
-            backup.write_bytes(path.read_bytes())
-            os.chmod(backup, 0o600)
+            kept = path.with_name("config.yaml.bak")
+            kept.write_bytes(path.read_bytes())
+            os.chmod(kept, 0o600)
         write_private_file(path, text)
 
 
