@@ -41,6 +41,9 @@ DISK_CRITICAL = 256 * 1024 * 1024
 DISK_LOW = 1024 * 1024 * 1024
 LOW_DISK_SHARE = 0.05
 BACKUP_PREFIX = "habakkuk-backup-"
+# Folder modes are checked this deep under the home (agents/NAME, channels/ACCOUNT): a
+# tool's own folders further down (a git repository's objects) would only be noise.
+FOLDER_DEPTH = 2
 # Files under the home that hold credentials (0600, high when others can read them).
 CREDENTIAL_NAMES = frozenset({".env", ".env.bak", "auth.json", "node.json", "config.yaml.bak"})
 # Folders whose every file is a credential (the chat adapters' device keys and sessions).
@@ -203,13 +206,21 @@ def _modes(home: Home, config: Config | None) -> Iterator[Finding]:
     skip = _excluded(home, config)
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
-        # the skills have a check of their own; workspaces are the agents' files
-        dirs[:] = [
+        depth = len(here.relative_to(root).parts)
+        # the skills have a check of their own; workspaces are the agents' files; the
+        # insides of checkpoint repositories and blobs are git's and content, not settings
+        checked = [
             name
             for name in dirs
-            if here / name not in skip and not (here == root and name == "skills")
+            if here / name not in skip and not (depth == 0 and name == "skills")
         ]
-        for name in dirs:
+        dirs[:] = [
+            name
+            for name in checked
+            if not (depth == 0 and name == "blobs")
+            and not (depth == 1 and here.name == "checkpoints")
+        ]
+        for name in checked if depth < FOLDER_DEPTH else []:
             path = here / name
             sub = path.lstat()
             if stat.S_ISLNK(sub.st_mode):

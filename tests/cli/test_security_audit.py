@@ -302,3 +302,19 @@ def test_an_invalid_config_is_one_line_and_a_missing_one_audits_the_files(
     assert main(["security", "audit"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("habakkuk:") and "Traceback" not in err
+
+
+def test_folders_are_checked_two_deep_and_a_checkpoint_repository_is_not_walked(
+    safe: Home,
+) -> None:
+    objects = safe.root / "checkpoints" / "main" / "objects" / "ab"
+    objects.mkdir(parents=True, mode=0o755)
+    for folder in (objects, objects.parent, objects.parent.parent, objects.parents[2]):
+        folder.chmod(0o755)
+    (objects / "habakkuk.log").write_text("", encoding="utf-8")  # never looked at
+    (objects / "habakkuk.log").chmod(0o644)
+    blob = safe.blobs_dir / "aa" / "bb"
+    blob.mkdir(parents=True)
+    safe.blobs_dir.chmod(0o755)
+    found = about(findings_of(safe, Path.cwd()), "modes")
+    assert sorted(found) == [("low", "blobs"), ("low", "checkpoints"), ("low", "checkpoints/main")]
