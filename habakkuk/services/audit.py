@@ -79,9 +79,13 @@ def audit(
     free space (shutil.disk_usage); `now` is the clock (time.time()).
     """
     if env is None:
+        from habakkuk.engine.errors import ConfigError
         from habakkuk.engine.home import Environment
 
-        env = Environment(home.env_path if home.env_path.is_file() else None).get
+        try:
+            env = Environment(home.env_path if home.env_path.is_file() else None).get
+        except (ConfigError, OSError):  # an unreadable .env: doctor says so; here, the process's
+            env = os.environ.get
     found: list[Finding] = []
     if home.root.is_dir():
         found += _modes(home, config)
@@ -176,6 +180,15 @@ def _owner(info: os.stat_result, path: Path, check_path: str) -> Iterator[Findin
     )
 
 
+def _lstat(path: Path) -> os.stat_result | None:
+    """The path's own status; None when it went away meanwhile (a database's -wal file
+    removed at a checkpoint, a session file) or cannot be read."""
+    try:
+        return path.lstat()
+    except OSError:
+        return None
+
+
 def _file_kind(path: Path, root: Path) -> str:
     """credential, private (a database or a log) or "" (not checked)."""
     name = path.name
@@ -222,8 +235,8 @@ def _modes(home: Home, config: Config | None) -> Iterator[Finding]:
         ]
         for name in checked if depth < FOLDER_DEPTH else []:
             path = here / name
-            sub = path.lstat()
-            if stat.S_ISLNK(sub.st_mode):
+            sub = _lstat(path)
+            if sub is None or stat.S_ISLNK(sub.st_mode):
                 continue
             if sub.st_mode & 0o077:
                 # Behind a private home nobody else can walk in: a slip, not an opening.
@@ -237,8 +250,8 @@ def _modes(home: Home, config: Config | None) -> Iterator[Finding]:
             kind = _file_kind(path, root)
             if not kind:
                 continue
-            sub = path.lstat()
-            if not stat.S_ISREG(sub.st_mode):
+            sub = _lstat(path)
+            if sub is None or not stat.S_ISREG(sub.st_mode):
                 continue
             if sub.st_mode & 0o066:
                 severity: Severity = "high" if kind == "credential" else "medium"
@@ -288,7 +301,9 @@ def _skills(home: Home) -> Iterator[Finding]:
             here = Path(folder)
             for name in [*dirs, *files]:
                 path = here / name
-                info = path.lstat()
+                info = _lstat(path)
+                if info is None:
+                    continue
                 if stat.S_ISLNK(info.st_mode):
                     target = path.resolve()
                     if not target.is_relative_to(inside):
@@ -329,8 +344,9 @@ def _hooks(home: Home, config: Config) -> Iterator[Finding]:
             if path in seen or "/" not in word or not path.is_file():
                 continue
             seen.add(path)
-            info = path.stat()
-            yield from _writable(path, info, "hooks", "audit.hook_writable")
+            info = _lstat(path.resolve())
+            if info is not None:
+                yield from _writable(path, info, "hooks", "audit.hook_writable")
 
 
 # -- who reaches the agents -------------------------------------------------------------------
@@ -486,8 +502,8 @@ def _backups(home: Home, cwd: Path, now: float) -> Iterator[Finding]:
         if not folder.is_dir():
             continue
         for path in folder.glob(f"{BACKUP_PREFIX}*"):
-            info = path.lstat()
-            if stat.S_ISREG(info.st_mode):
+            info = _lstat(path)
+            if info is not None and stat.S_ISREG(info.st_mode):
                 archives[path.absolute()] = info
     for path, info in sorted(archives.items()):
         mode = info.st_mode
