@@ -97,6 +97,23 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
         "habakkuk.log, readably: -f follows, --level, --since, --grep, -n",
         None,
     ),
+    "security": (
+        "habakkuk.cli.security",
+        "security audit: modes, exposure, tokens, MCP, skills, backups, disk",
+        "`habakkuk security audit` lists what is unsafe, worst first, each with its fix; "
+        "--fix applies the permission changes. Exits 1 while a high finding remains.",
+    ),
+    "expose": (
+        "habakkuk.cli.expose",
+        "share the HTTP listener with your tailnet: tailscale, status, off",
+        "`habakkuk expose tailscale` runs `tailscale serve` (never funnel) in front of the "
+        "listener; `status` shows what is shared; `off` stops sharing.",
+    ),
+    "update": (
+        "habakkuk.cli.update",
+        "upgrade Habakkuk from its package index with the installer it came with",
+        None,
+    ),
     "mcp": (
         "habakkuk.cli.mcp",
         "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",

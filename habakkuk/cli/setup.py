@@ -269,6 +269,7 @@ def run_setup(
         wizard.out,
         base_url=channel_base_url,
         name=channel_name,
+        backup=False,  # the provider step kept the person's config as config.yaml.bak
     )
     channels.offer()
     return code

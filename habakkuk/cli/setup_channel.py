@@ -48,6 +48,7 @@ class ChannelWizard:
         *,
         base_url: str = "",
         name: str = "",
+        backup: bool = True,
     ) -> None:
         import getpass
 
@@ -59,7 +60,8 @@ class ChannelWizard:
         self.out = out or print
         self.base_url = base_url
         self.name = name
-        self.service: ChannelSetupAccess = ChannelSetup(home)
+        # backup=False after the provider step: config.yaml.bak keeps the person's file
+        self.service: ChannelSetupAccess = ChannelSetup(home, backup=backup)
 
     def _prompt(self, question: str, default: str = "", secret: bool = False) -> str:
         suffix = f" [{default}]" if default else ""

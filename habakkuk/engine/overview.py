@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from habakkuk.engine.audit_findings import Finding
 from habakkuk.engine.budget_access import BudgetStatus
 from habakkuk.engine.goals import Goal
 from habakkuk.engine.jobs import Job
@@ -120,3 +121,5 @@ class Overview:
     goals: list[Goal] = field(default_factory=list)
     # Spend today and this month against the spending limits (None: not read here).
     budget: BudgetStatus | None = None
+    # The security audit's findings (services/audit.py), worst first.
+    findings: list[Finding] = field(default_factory=list)

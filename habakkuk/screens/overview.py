@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Static
 
 from habakkuk.engine.agent.requests import session_of
 from habakkuk.engine.i18n import t
+from habakkuk.screens.audit_block import audit_text
 from habakkuk.screens.base import PollingScreen, on_bus
 from habakkuk.screens.bus_messages import (
     BusEvent,
@@ -174,6 +175,7 @@ class OverviewScreen(PollingScreen):
         self._http = Static("", id="http-summary")
         self._usage = Static("", id="usage-summary")
         self._config = Static("", id="config-summary")
+        self._audit = Static("", id="audit-summary")
         # Shown while config.yaml has edits this process has not applied.
         self._config_row = Horizontal(classes="status-row", id="config-row")
         self._config_row.display = False
@@ -207,6 +209,8 @@ class OverviewScreen(PollingScreen):
                 yield self._config
             yield Static(t("tui.overview.errors"), classes="section-title")
             yield self._errors
+            yield Static(t("audit.overview_title"), classes="section-title")
+            yield self._audit
             yield self._channels_title
             yield self._channels
             yield self._mcp_title
@@ -295,6 +299,7 @@ class OverviewScreen(PollingScreen):
         self._http.update(Text(http_line(view.http)))
         spend = budget_line(view)
         self._usage.update(Text(usage_line(view) + (f"\n{spend}" if spend else "")))
+        self._audit.update(Text(audit_text(view.findings)))
         config = config_line(view)
         self._config.update(Text(config))
         self._config_row.display = bool(config)

@@ -14,6 +14,7 @@ from habakkuk.channels.adapter import Address
 from habakkuk.channels.health import health_json
 from habakkuk.conversation.answers import answered_from
 from habakkuk.engine.agent.requests import session_of
+from habakkuk.engine.audit_findings import Finding, severity_counts
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.export import rfc3339, session_json, transcript_json
 from habakkuk.engine.i18n import use_language
@@ -112,8 +113,27 @@ async def overview(request: web.Request) -> web.Response:
                 }
                 for goal in view.goals
             ],
+            # the security audit (services/audit.py): a count by severity and the list
+            "audit": audit_json(view.findings),
         }
     )
+
+
+def audit_json(findings: list[Finding]) -> dict[str, Any]:
+    """The security audit's findings as /api/overview gives them."""
+    return {
+        "counts": severity_counts(findings),
+        "findings": [
+            {
+                "severity": finding.severity,
+                "check": finding.check,
+                "subject": finding.subject,
+                "problem": finding.problem,
+                "fix": finding.fix,
+            }
+            for finding in findings
+        ],
+    }
 
 
 def node_json(node: Node) -> dict[str, Any]:

@@ -170,8 +170,11 @@ class ChannelSetup:
     """The channel step for one home (a ChannelSetupAccess): prepare a plan, then save it
     (after `check`)."""
 
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, *, backup: bool = True) -> None:
         self.home = home
+        # False within the whole `habakkuk setup`: its provider step already kept the
+        # person's own config as config.yaml.bak, which this step must not replace.
+        self.backup = backup
 
     # -- reading the existing config --------------------------------------------------------
 
@@ -320,7 +323,7 @@ class ChannelSetup:
                     f"{variable} is also set in your environment, and that value wins; "
                     "unset it to use the new one"
                 )
-        writer.write_config(draft.text)
+        writer.write_config(draft.text, backup=self.backup)
         return Saved(stored, tuple(notes))
 
 

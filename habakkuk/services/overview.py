@@ -24,7 +24,11 @@ from habakkuk.engine.overview import (
 )
 from habakkuk.work.board_types import OPEN_STATUSES
 
+# The overview's security audit is run again after this many seconds.
+AUDIT_SECONDS = 60.0
+
 if TYPE_CHECKING:
+    from habakkuk.engine.audit_findings import Finding
     from habakkuk.engine.budget_access import BudgetAccess
     from habakkuk.engine.config import Config
     from habakkuk.engine.goals import GoalsAccess
@@ -108,6 +112,8 @@ class ControlRoom:
         # config.yaml's edits not applied here; the hot reload (services/hot_reload.py)
         # replaces it as the file changes.
         self.config_state = ConfigState()
+        # The last audit (monotonic time, findings): `findings` reuses it for a while.
+        self._audit: tuple[float, list[Finding]] | None = None
 
     async def channel_states(self) -> list[ChannelHealth]:
         """Every configured channel account's health, from its recorded row and lease
@@ -199,7 +205,23 @@ class ControlRoom:
             config=self.config_state,
             goals=await self.goals.running() if self.goals is not None else [],
             budget=await self.budget.status() if self.budget is not None else None,
+            findings=await self.findings(),
         )
+
+    async def findings(self) -> list[Finding]:
+        """The security audit of the home (services/audit.py), read at most once every
+        AUDIT_SECONDS: it walks the home, and the overview refreshes every few seconds."""
+        import asyncio
+
+        from habakkuk.engine.home import Home
+
+        from .audit import audit
+
+        now = time.monotonic()
+        if self._audit is None or now - self._audit[0] >= AUDIT_SECONDS:
+            home = Home(self.config.path.parent)
+            self._audit = (now, await asyncio.to_thread(audit, home, self.config))
+        return self._audit[1]
 
     async def open_cards(self) -> int:
         """Cards todo, doing or blocked (0 without a board)."""

@@ -242,8 +242,9 @@ class SetupAccess(Protocol):
         """Set (or, with None, drop) one variable in HOME/.env, other lines kept (0600)."""
         ...
 
-    def write_config(self, text: str) -> None:
-        """Keep the old file as config.yaml.bak and write the new one (0600)."""
+    def write_config(self, text: str, *, backup: bool = True) -> None:
+        """Keep the old file as config.yaml.bak (unless `backup` is False) and write the
+        new one (0600)."""
         ...
 
 
@@ -362,14 +363,16 @@ class ProviderSetup:
             return
         write_private_file(path, "\n".join(kept) + "\n" if kept else "")
 
-    def write_config(self, text: str) -> None:
-        """Keep the old file as config.yaml.bak and write the new one (0600)."""
+    def write_config(self, text: str, *, backup: bool = True) -> None:
+        """Keep the old file as config.yaml.bak (unless `backup` is False: a later step of
+        the same `habakkuk setup`, whose first write kept the person's file there) and write
+        the new one (0600)."""
         self.home.prepare()
         path = self.home.config_path
-        if path.exists():
-            backup = path.with_name("config.yaml.bak")
-            backup.write_bytes(path.read_bytes())
-            os.chmod(backup, 0o600)
+        if path.exists() and backup:
+            kept = path.with_name("config.yaml.bak")
+            kept.write_bytes(path.read_bytes())
+            os.chmod(kept, 0o600)
         write_private_file(path, text)
 
 

@@ -414,3 +414,18 @@ async def test_an_arabic_reply_is_a_right_to_left_bubble_and_an_english_one_is_n
     assert await reply.evaluate(direction) == "rtl"
     assert await page.locator(".msg.user").first.evaluate(direction) == "ltr"
     assert page.errors == []
+
+
+async def test_the_overview_shows_the_security_audit(serve: Any, browser: Any) -> None:
+    # mock_config's agent runs in full mode: open to anyone on Telegram, that is critical
+    extra = "channels:\n  tg:\n    type: telegram\n    token_env: TG_TOKEN\n    allow_from: '*'\n"
+    served = await serve(mock_config(SCRIPT, extra=extra), token=False, workers=False)
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(served.url + "/app/")
+    finding = page.locator("#ov-audit li", has_text="CRITICAL agents.main")
+    await finding.wait_for(timeout=30_000)
+    assert "fix: set agents.main.mode: workspace" in (await finding.text_content() or "")
+    assert "1 critical" in (await page.locator("#ov-audit-counts").text_content() or "")
+    assert errors == []

@@ -247,6 +247,26 @@ async function loadOverview() {
     errors.appendChild(item);
   }
   if (!body.errors.length) errors.appendChild(el("li", "quiet-text", "No errors in the last 7 days."));
+  showAudit(body.audit);
+}
+
+// The security audit (habakkuk security audit): a count by severity, then each finding
+// worst first with its fix.
+function showAudit(audit) {
+  const counts = audit ? audit.counts : {};
+  const order = ["critical", "high", "medium", "low", "info"];
+  $("ov-audit-counts").textContent = order
+    .filter((name) => counts[name])
+    .map((name) => `${counts[name]} ${name}`)
+    .join(" · ");
+  const list = $("ov-audit");
+  list.replaceChildren();
+  for (const finding of audit ? audit.findings : []) {
+    const item = el("li", `audit-${finding.severity}`, `${finding.severity.toUpperCase()} ${finding.subject}: ${finding.problem}`);
+    item.appendChild(el("div", "meta", `fix: ${finding.fix}`));
+    list.appendChild(item);
+  }
+  if (!list.children.length) list.appendChild(el("li", "quiet-text", "Nothing unsafe found."));
 }
 
 // -- server-sent events over fetch (EventSource cannot send the token) ----------------------
