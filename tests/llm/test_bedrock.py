@@ -765,3 +765,26 @@ def test_nova_and_claude_on_bedrock_have_list_prices() -> None:
     assert nova is not None and (nova.input, nova.output) == (0.80, 3.20)
     claude = table.lookup(CLAUDE)
     assert claude is not None and (claude.input, claude.output) == (3.0, 15.0)
+
+
+def test_doctor_says_what_a_keyless_bedrock_provider_lacks(
+    aws: pytest.MonkeyPatch, write_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # it said "key b: none needed" while every call failed for want of a region
+    from habakkuk.cli import main
+
+    aws.delenv("AWS_ACCESS_KEY_ID")
+    aws.delenv("AWS_SECRET_ACCESS_KEY")
+    write_config(f"providers:\n  b: {{type: bedrock}}\nagents:\n  main: {{model: b/{CLAUDE}}}\n")
+    assert main(["doctor"]) == 1
+    assert "FAIL  key b: no AWS region: set providers.b.region" in capsys.readouterr().out
+    write_config(
+        "providers:\n  b: {type: bedrock, region: us-east-1}\n"
+        f"agents:\n  main: {{model: b/{CLAUDE}}}\n"
+    )
+    assert main(["doctor"]) == 1
+    assert "FAIL  key b: no AWS credentials found" in capsys.readouterr().out
+    aws.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    aws.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    main(["doctor"])
+    assert "ok    key b: AWS credentials, region us-east-1" in capsys.readouterr().out
