@@ -8,6 +8,7 @@ the key.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -781,9 +782,11 @@ def _resolve(config: Config, home: Home) -> None:
     for model, price in config.pricing.items():
         for part in ("input", "output", "cache_read", "cache_write"):
             value = getattr(price, part)
-            if value is not None and value < 0:
+            # NaN passes `< 0` and would price every call as "unknown": refuse it too
+            if value is not None and not (0 <= value < math.inf):
                 raise ConfigError(
                     f"{path}:{line_of(price, part)}: pricing.{model}.{part}: must be >= 0"
+                    f" and finite, not {value!r}"
                 )
     check_limits(config.budget, path, "budget")
     if config.workers.turns < 1:

@@ -272,6 +272,10 @@ def _key_checks(config: Config, env: Environment) -> list[Check]:
         if provider.auth is not None:
             continue  # a subscription login, not a key: _login_checks
         variables = provider.key_vars
+        if provider.type == "bedrock" and not any(env.get(v) for v in variables):
+            # No Bedrock API key: the AWS chain and a region must be found, or every call fails
+            checks.append(_bedrock_check(name, provider.region, provider.base_url))
+            continue
         if not variables:
             if key_optional(provider):
                 checks.append(Check("ok", f"key {name}", t("cli.doctor.none_needed")))
@@ -291,6 +295,22 @@ def _key_checks(config: Config, env: Environment) -> list[Check]:
             either = t("cli.doctor.or").join(variables)
             checks.append(Check("FAIL", f"key {name}", t("cli.doctor.key_unset", names=either)))
     return checks
+
+
+def _bedrock_check(name: str, region: str | None, base_url: str | None) -> Check:
+    """A keyless Bedrock provider: its region and the AWS chain's credentials are found
+    (as the adapter finds them; no request is made)."""
+    from habakkuk.engine.llm.adapters.bedrock_auth import BedrockAuth, bearer_token
+    from habakkuk.engine.llm.provider import ProviderError
+
+    auth = BedrockAuth(name, region, base_url)
+    try:
+        found = auth.resolve_region()
+        if bearer_token(None) is None:
+            auth.resolve_credentials()
+    except ProviderError as exc:
+        return Check("FAIL", f"key {name}", str(exc.args[0]))
+    return Check("ok", f"key {name}", f"AWS credentials, region {found}")
 
 
 def _login_checks(config: Config, home: Home) -> list[Check]:

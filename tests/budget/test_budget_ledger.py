@@ -243,3 +243,17 @@ async def test_calls_through_a_subscription_login_reserve_nothing(tmp_path: Path
         )
     assert budget.paused("main") is None
     await store.close()
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-1"])
+def test_a_price_that_is_not_a_finite_amount_is_a_config_error(tmp_path: Path, value: str) -> None:
+    # a NaN price slipped past `< 0` and made a priced model free of every limit
+    home = Home(tmp_path)
+    text = (
+        "providers:\n  mock:\n    type: mock\n"
+        "agents:\n  main:\n    model: mock/scripted\n"
+        f"pricing:\n  scripted: {{input: 1.0, output: {value}}}\n"
+    )
+    with pytest.raises(ConfigError) as error:
+        parse_config(text, home.config_path, home)
+    assert ":8: pricing.scripted.output: must be >= 0 and finite" in str(error.value)

@@ -747,8 +747,11 @@ def test_setup_offers_bedrock_on_the_aws_credentials_with_no_key(
     number = str([c.name for c in CHOICES].index("bedrock") + 1)
     save_anyway = [] if region else ["y"]
     Answers(aws, [number, *save_anyway, "", str(tmp_path / "ws")], [""])
-    assert main(["setup"]) == 0
-    assert said in capsys.readouterr().out
+    # saved anyway without a region, the doctor that ends setup says so (and exits 1)
+    assert main(["setup"]) == (0 if region else 1)
+    out = capsys.readouterr().out
+    assert said in out
+    assert region or "FAIL  key bedrock: no AWS region" in out
     config = load_config(home)
     assert config.providers["bedrock"].type == "bedrock"
     assert str(config.agent(None).chain[0]) == (
@@ -765,3 +768,26 @@ def test_nova_and_claude_on_bedrock_have_list_prices() -> None:
     assert nova is not None and (nova.input, nova.output) == (0.80, 3.20)
     claude = table.lookup(CLAUDE)
     assert claude is not None and (claude.input, claude.output) == (3.0, 15.0)
+
+
+def test_doctor_says_what_a_keyless_bedrock_provider_lacks(
+    aws: pytest.MonkeyPatch, write_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # it said "key b: none needed" while every call failed for want of a region
+    from habakkuk.cli import main
+
+    aws.delenv("AWS_ACCESS_KEY_ID")
+    aws.delenv("AWS_SECRET_ACCESS_KEY")
+    write_config(f"providers:\n  b: {{type: bedrock}}\nagents:\n  main: {{model: b/{CLAUDE}}}\n")
+    assert main(["doctor"]) == 1
+    assert "FAIL  key b: no AWS region: set providers.b.region" in capsys.readouterr().out
+    write_config(
+        "providers:\n  b: {type: bedrock, region: us-east-1}\n"
+        f"agents:\n  main: {{model: b/{CLAUDE}}}\n"
+    )
+    assert main(["doctor"]) == 1
+    assert "FAIL  key b: no AWS credentials found" in capsys.readouterr().out
+    aws.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    aws.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    main(["doctor"])
+    assert "ok    key b: AWS credentials, region us-east-1" in capsys.readouterr().out

@@ -394,6 +394,17 @@ async def test_an_auth_json_that_is_not_json_is_an_auth_error_naming_the_file(
     assert f"{home.root / 'auth.json'}: not valid JSON" in str(caught.value)
 
 
+def test_an_auth_json_that_cannot_be_read_is_one_line_naming_it(
+    home: Home, write_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_config("providers:\n  mock: {type: mock}\nagents:\n  main: {model: mock/x}\n")
+    (home.root / "auth.json").mkdir()
+    assert main(["auth", "status"]) == 1
+    err = capsys.readouterr().err
+    assert f"{home.root / 'auth.json'}: cannot read: Is a directory" in err
+    assert "Traceback" not in err
+
+
 def test_a_login_provider_of_the_wrong_type_or_with_a_key_is_a_config_error(
     write_config: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -40,6 +40,11 @@ class LoginStore:
             return {}
         except ValueError:
             raise HabakkukError.said("auth.file_invalid", path=self.path) from None
+        except OSError as exc:  # a folder in its place, no permission: one line, no traceback
+            reason = exc.strerror or type(exc).__name__
+            raise HabakkukError.said(
+                "cli.config_unreadable", path=self.path, reason=reason
+            ) from None
         return data if isinstance(data, dict) else {}
 
     def get(self, key: str) -> dict[str, Any] | None:
