@@ -79,7 +79,10 @@ async def open_agent_memory(
 
     def _prepare() -> None:
         notes_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(notes_dir, 0o700)
+        # agents/, the agent's folder and its notes hold what it remembers: private, as
+        # the home is (mkdir's default 0755 was a finding of `habakkuk security audit`).
+        for private in (folder.parent, folder, notes_dir):
+            os.chmod(private, 0o700)
 
     await asyncio.to_thread(_prepare)
     index_db = await SqliteDatabase.open(folder / "memory.db", INDEX_MIGRATIONS)
