@@ -5,8 +5,9 @@ error body quotes the key (the fake model server on 127.0.0.1, OpenAI's wire), a
 reply and a tool result that print it and a token of a well-known shape, an MCP server
 that dies with it on stderr, and a crash traceback logged. Then every byte under the home
 (databases and their WAL, habakkuk.log, blobs, everything) is searched: 0 hits, while the
-redaction marks show each path was taken. Backups are not checked: `habakkuk backup` is
-not on main yet.
+redaction marks show each path was taken; and so is every file of a backup of that home
+with the blobs in it (`habakkuk backup --blobs`; `.env` is left out, as a backup does
+without --env).
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from habakkuk.engine.home import Home
 from habakkuk.engine.logfile import log_path
+from habakkuk.services.backup import take_backup
+from habakkuk.services.backup_layout import Options
 from tests.conftest import OpenRuntime, remote_config
 from tests.fakes.model_server import Fail, FakeModelServer, Reply, ToolCall
 from tests.helpers import eventually
@@ -50,6 +54,7 @@ async def test_a_secret_through_every_path_is_never_stored(
     runtime_factory: OpenRuntime,
     model_server: FakeModelServer,
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setenv("REMOTE_KEY", KEY)
     home.env_path.write_text(f"MCP_TOKEN={MCP_TOKEN}\n")
@@ -108,3 +113,16 @@ async def test_a_secret_through_every_path_is_never_stored(
     assert "RuntimeError: provider client crashed holding [REDACTED]" in logged
     assert hits(home.root, "Incorrect API key provided: [REDACTED]")  # the job's error
     assert hits(home.root, "the token was [REDACTED]")  # the transcript
+
+    # 5. A backup of that home, blobs included: no file of it holds a secret either.
+    archive = tmp_path / "backup.tar.gz"
+    await asyncio.to_thread(take_backup, home.root, archive, Options(blobs=True))
+    with tarfile.open(archive) as tar:
+        members = [member for member in tar.getmembers() if member.isfile()]
+        assert any(member.name.endswith(".db") for member in members)
+        for member in members:
+            extracted = tar.extractfile(member)
+            assert extracted is not None
+            data = extracted.read()
+            for secret in (KEY, MCP_TOKEN, GITHUB):
+                assert secret.encode() not in data, (member.name, secret)
