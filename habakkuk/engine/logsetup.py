@@ -73,6 +73,23 @@ def uninstall_logging(handler: RotatingJsonHandler | None) -> None:
     logger.setLevel(handler.root_level)
 
 
+class CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]  # TextIO
+    """A StreamHandler writing to whatever `sys.stderr` is when a record comes, as Python's
+    last-resort handler does: a process that swapped its stderr (a test's capture, a
+    redirect) is never written through a stream closed since."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # read at each record, never kept
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # the stream is always the current sys.stderr
+
+
 def console_logging(level: int = logging.WARNING, fmt: str | None = None) -> logging.Handler:
     """Records at `level` and above to stderr, redacted (the headless commands' terminal
     output). Its own level: the root may let INFO through for habakkuk.log."""
@@ -80,7 +97,7 @@ def console_logging(level: int = logging.WARNING, fmt: str | None = None) -> log
     for existing in logger.handlers:
         if isinstance(existing.formatter, RedactingFormatter):  # set up already (in-process)
             return existing
-    handler = logging.StreamHandler(sys.stderr)
+    handler = CurrentStderrHandler()
     handler.setLevel(level)
     handler.setFormatter(RedactingFormatter(fmt or "%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(handler)

@@ -33,7 +33,7 @@ from .events import (
     TurnStarted,
 )
 from .llm.router import ModelAttempt, Router
-from .secret_scan import find_secrets
+from .redact import MARK, REDACTOR, SHORTEST_VALUE
 from .telemetry_config import TelemetryConfig
 
 log = logging.getLogger(__name__)
@@ -59,16 +59,14 @@ class TelemetryMissing(Exception):
 
 
 def redact(text: str, values: Mapping[str, str] = {}) -> str:  # never mutated
-    """`text` cut to 4 KB with every secret it holds replaced by [redacted]."""
-    text = text[:CONTENT_LIMIT]
-    out: list[str] = []
-    at = 0
-    for finding in find_secrets(text, values):
-        out.append(text[at : finding.start])
-        out.append("[redacted]")
-        at = finding.end
-    out.append(text[at:])
-    return "".join(out)
+    """`text` cut to 4 KB through the process's one redactor (engine/redact.py: the home's
+    secret values and the token shapes), with any of `values` (variable -> secret) it
+    holds replaced too: the same [REDACTED] mark as the log and the transcripts."""
+    text = REDACTOR.text(text[:CONTENT_LIMIT])
+    for value in values.values():
+        if len(value) >= SHORTEST_VALUE:
+            text = text.replace(value, MARK)
+    return text
 
 
 class FailureLog:

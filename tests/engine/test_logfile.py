@@ -4,6 +4,7 @@ file was renamed reopens the new one; `logging:` config validation."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -19,6 +20,7 @@ from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Home
 from habakkuk.engine.logfile import JsonFormatter, RotatingJsonHandler, log_path
 from habakkuk.engine.logread import log_files
+from habakkuk.engine.logsetup import console_logging
 from habakkuk.engine.redact import Redactor
 
 REPO = Path(__file__).resolve().parents[2]
@@ -189,3 +191,24 @@ def test_the_last_runtime_to_leave_takes_the_handler_off(
     uninstall_logging(second)
     assert first not in root.handlers
     assert root.level == before
+
+
+def test_console_logging_writes_to_the_stderr_of_the_moment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = logging.getLogger()
+    level = root.level
+    first = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    handler = console_logging()
+    try:
+        first.close()  # a test's capture ends; the handler outlives it
+        second = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", second)
+        logging.getLogger("habakkuk.test").warning("after the swap")
+        said = second.getvalue()
+        assert "Logging error" not in said  # as a handler bound to the closed stream says
+        assert said.endswith("WARNING after the swap\n"), said
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)

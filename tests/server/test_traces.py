@@ -109,7 +109,7 @@ async def test_content_is_exported_only_when_asked_and_redacted(
 ) -> None:
     await exported_turn(serve, collector, content=True)
     root, models, tools = tree(collector.spans)
-    assert "use a tool, my token is [redacted]" in root.attributes["habakkuk.user_message"]
+    assert "use a tool, my token is [REDACTED]" in root.attributes["habakkuk.user_message"]
     assert root.attributes["habakkuk.reply"] == "Listed the folder."
     assert models[-1].attributes["gen_ai.completion"] == "Listed the folder."
     assert '"path": "."' in tools[0].attributes["gen_ai.tool.call.arguments"]

@@ -340,10 +340,20 @@ async def test_snapshot_of_a_delegate_card_with_a_child_in_progress(
             ),
             what="the child's progress",
         )
-        await pilot.pause()
         await pilot.wait_for_scheduled_animations()
-        await pilot.pause()
-        assert svg_snapshot == app.export_screenshot()
+        # Under load a layout pass may still be on its way (CI saw a scrollbar drawn one
+        # frame late): the screen is read once two exports in a row agree.
+        shot = app.export_screenshot()
+
+        async def settled() -> bool:
+            nonlocal shot
+            await pilot.pause()
+            now = app.export_screenshot()
+            same, shot = now == shot, now
+            return same
+
+        await eventually(settled, what="the screen to settle")
+        assert svg_snapshot == shot
 
 
 async def test_a_real_delegate_call_shows_its_child_live_then_folds(
