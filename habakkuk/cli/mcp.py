@@ -37,12 +37,12 @@ async def _mcp_serve() -> int:
     from habakkuk.protocols.mcp.server import serve_stdio
 
     # stdout carries the protocol: every log line goes to stderr
-    console_logging(logging.WARNING, "%(levelname)s:%(name)s:%(message)s")
-    runtime = await open_runtime()
-    try:
-        # Turns only: the chat bots belong to `habakkuk serve`, as with `habakkuk run`.
-        runtime.start_workers(channels=False)
-        await serve_stdio(runtime)
-    finally:
-        await runtime.close()
+    with console_logging(logging.WARNING, "%(levelname)s:%(name)s:%(message)s"):
+        runtime = await open_runtime()
+        try:
+            # Turns only: the chat bots belong to `habakkuk serve`, as with `habakkuk run`.
+            runtime.start_workers(channels=False)
+            await serve_stdio(runtime)
+        finally:
+            await runtime.close()
     return EXIT_OK

@@ -63,29 +63,29 @@ async def _serve(agents: str | None) -> int:
     from habakkuk.runtime import Runtime
 
     # Warnings to stderr as before; every record from INFO to habakkuk.log (Runtime.open).
-    console_logging(logging.WARNING)
-    home = current_home()
-    runtime = await Runtime.open(home, hosting(load_config(home), agents))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        await runtime.start_mcp()  # MCP servers first (at most 20 s; slow ones keep trying)
-        runtime.start_workers(maintenance=True)
-        hosted = ", ".join(runtime.config.serve.agents or ["every agent"])
-        print(
-            f"habakkuk: serving {runtime.home.root} (pid {os.getpid()} on"
-            f" {runtime.nodes.host}, {runtime.storage.describe()}; hosting {hosted})",
-            file=sys.stderr,
-            flush=True,
-        )
-        if runtime.config.http is not None:
-            await runtime.http.serve(lambda line: print(f"habakkuk: {line}", file=sys.stderr))
-        code = await _until_stopped(runtime, stop)
-        print("habakkuk: shutting down", file=sys.stderr, flush=True)
-    finally:
-        await runtime.close()
+    with console_logging(logging.WARNING):
+        home = current_home()
+        runtime = await Runtime.open(home, hosting(load_config(home), agents))
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        try:
+            await runtime.start_mcp()  # MCP servers first (at most 20 s; slow ones keep trying)
+            runtime.start_workers(maintenance=True)
+            hosted = ", ".join(runtime.config.serve.agents or ["every agent"])
+            print(
+                f"habakkuk: serving {runtime.home.root} (pid {os.getpid()} on"
+                f" {runtime.nodes.host}, {runtime.storage.describe()}; hosting {hosted})",
+                file=sys.stderr,
+                flush=True,
+            )
+            if runtime.config.http is not None:
+                await runtime.http.serve(lambda line: print(f"habakkuk: {line}", file=sys.stderr))
+            code = await _until_stopped(runtime, stop)
+            print("habakkuk: shutting down", file=sys.stderr, flush=True)
+        finally:
+            await runtime.close()
     return code
 
 

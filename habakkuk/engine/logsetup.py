@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -90,17 +91,28 @@ class CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]  # 
         pass  # the stream is always the current sys.stderr
 
 
-def console_logging(level: int = logging.WARNING, fmt: str | None = None) -> logging.Handler:
+@contextmanager
+def console_logging(
+    level: int = logging.WARNING, fmt: str | None = None
+) -> Iterator[logging.Handler]:
     """Records at `level` and above to stderr, redacted (the headless commands' terminal
-    output). Its own level: the root may let INFO through for habakkuk.log."""
+    output), while the block runs. Its own level: the root may let INFO through for
+    habakkuk.log. Taken off at the end, so an in-process caller (a test) keeps no handler
+    writing to the terminal of a command that has ended."""
     logger = logging.getLogger()
     for existing in logger.handlers:
-        if isinstance(existing.formatter, RedactingFormatter):  # set up already (in-process)
-            return existing
+        if isinstance(existing, CurrentStderrHandler):  # set up already (nested, in-process)
+            yield existing
+            return
     handler = CurrentStderrHandler()
     handler.setLevel(level)
     handler.setFormatter(RedactingFormatter(fmt or "%(asctime)s %(levelname)s %(message)s"))
+    root_level = logger.level
     logger.addHandler(handler)
     if logger.level == logging.NOTSET or logger.level > level:
         logger.setLevel(level)
-    return handler
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(root_level)

@@ -193,22 +193,19 @@ def test_the_last_runtime_to_leave_takes_the_handler_off(
     assert root.level == before
 
 
-def test_console_logging_writes_to_the_stderr_of_the_moment(
+def test_console_logging_writes_to_the_stderr_of_the_moment_and_ends_with_its_block(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     root = logging.getLogger()
     level = root.level
     first = io.StringIO()
     monkeypatch.setattr(sys, "stderr", first)
-    handler = console_logging()
-    try:
-        first.close()  # a test's capture ends; the handler outlives it
+    with console_logging() as handler:
+        first.close()  # a test's capture ends while the command still runs
         second = io.StringIO()
         monkeypatch.setattr(sys, "stderr", second)
         logging.getLogger("habakkuk.test").warning("after the swap")
         said = second.getvalue()
         assert "Logging error" not in said  # as a handler bound to the closed stream says
         assert said.endswith("WARNING after the swap\n"), said
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
+    assert handler not in root.handlers and root.level == level
