@@ -27,7 +27,7 @@ from .secrets_config import SecretRef, SecretsConfig, SecretSourceConfig
 
 if TYPE_CHECKING:
     from .config import Config
-    from .home import Environment
+    from .home import Environment, Home
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +240,16 @@ class SecretStore:
                     self._refreshing.discard(variable)
 
         threading.Thread(target=run, name=f"secret-{variable}", daemon=True).start()
+
+
+def home_environment(home: Home, config: Config) -> Environment:
+    """The variables a command of `home` reads, in the runtime's order: the process
+    environment, then `secrets.refs`, then the home's .env."""
+    from .home import Environment
+
+    env = Environment(home.env_path)
+    attach_secrets(env, config)
+    return env
 
 
 def attach_secrets(env: Environment, config: Config) -> None:

@@ -490,7 +490,8 @@ def expired(record: dict[str, Any]) -> bool:
 # -- commands -----------------------------------------------------------------------------
 
 
-def _server(home: Home, name: str) -> McpServerConfig:
+def _server(home: Home, name: str) -> tuple[McpServerConfig, Environment]:
+    """The `auth: oauth` server `name` and the variables its settings read."""
     config = load_config(home)
     server = config.mcp_servers.get(name)
     if server is None:
@@ -498,15 +499,16 @@ def _server(home: Home, name: str) -> McpServerConfig:
         raise ConfigError(f"mcp_servers.{name} is not configured (mcp_servers: {known})")
     if server.auth != "oauth":
         raise ConfigError(f"mcp_servers.{name} does not use `auth: oauth`; nothing to sign in to")
-    return server
+    from habakkuk.engine.secrets import home_environment
+
+    return server, home_environment(home, config)
 
 
 async def login_command(home: Home, name: str, device: bool, no_browser: bool) -> int:
     """`habakkuk mcp login NAME [--device] [--no-browser]`."""
     import webbrowser
 
-    server = _server(home, name)
-    env = Environment(home.env_path)
+    server, env = _server(home, name)
     use_device = device or (not no_browser and not browser_available())
     open_url = None if no_browser else webbrowser.open
     if use_device and not device:
