@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .redact import REDACTOR
 from .secrets_config import SecretRef, SecretsConfig, SecretSourceConfig
 
 if TYPE_CHECKING:
@@ -222,6 +223,9 @@ class SecretStore:
             self.errors[variable] = str(exc)
         else:
             self.errors.pop(variable, None)
+            # Learned as it is read, not only at start: a key rotated in the manager (or a
+            # reference first read late) is redacted from the first text that could hold it.
+            REDACTOR.add_values([value])
         with self._lock:
             self._cache[variable] = _Cached(value, until)
         return value
