@@ -213,7 +213,8 @@ class SecretStore:
     def _read(self, variable: str, ref: SecretRef) -> str | None:
         source = self.config.sources[ref.source]
         try:
-            value: str | None = self.reader(source, ref.reference)
+            read = self.reader(source, ref.reference)
+            value: str | None = read
             until = self.clock() + source.cache_seconds
         except SecretError as exc:
             log.warning(
@@ -225,7 +226,7 @@ class SecretStore:
             self.errors.pop(variable, None)
             # Learned as it is read, not only at start: a key rotated in the manager (or a
             # reference first read late) is redacted from the first text that could hold it.
-            REDACTOR.add_values([value])
+            REDACTOR.add_values([read])
         with self._lock:
             self._cache[variable] = _Cached(value, until)
         return value
