@@ -6,8 +6,8 @@ bounded queue (2048) that drops rather than grows. Nothing in the turn loop know
 it: the spans are made from the bus (turn start and end, tool start and end) and from
 the router's attempt observers (each model request), matched by session because a
 session runs one turn at a time. A delegate's child turns are children of the turn that
-delegated them, in its trace (when that turn ran in this process). With no telemetry section nothing subscribes and no
-attempt is timed, so a turn costs what it did.
+delegated them, in its trace (when that turn ran in this process). With no telemetry
+section nothing subscribes and no attempt is timed, so a turn costs what it did.
 
 Spans carry names, ids, sizes and outcomes; with `include_content: true` they also carry
 the user message, the reply, tool input and output, each cut to 4 KB and passed
