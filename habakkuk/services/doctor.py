@@ -53,11 +53,9 @@ async def run_checks(home: Home) -> list[Check]:
             checks.append(Check("FAIL", "agents", str(exc)))
     try:
         checks += _env_checks(home)
-        env = Environment(home.env_path)
-        if config.secrets.resolved:  # keys kept in a secret manager (secrets.refs)
-            from habakkuk.engine.secrets import attach_secrets
+        from habakkuk.engine.secrets import home_environment
 
-            attach_secrets(env, config)
+        env = home_environment(home, config)  # keys kept in a secret manager: secrets.refs
     except ConfigError as exc:  # a .env that is not UTF-8: every start would stop here
         checks.append(Check("FAIL", ".env", str(exc)))
         return checks
