@@ -43,6 +43,9 @@ SCRIPT = """
               - {content: "read the notes", status: completed, priority: high}
               - {content: "write it up", status: in_progress}
     - text: "files done"
+- match: "^fail"
+  steps:
+    - error: bad_request
 - match: "^slow"
   steps:
     - tool_calls: [{name: exec, arguments: {command: "sleep 45"}}]
@@ -255,6 +258,11 @@ async def test_bad_requests_get_json_rpc_errors_and_the_process_serves_on(
                 await conn.load_session(cwd=str(project), session_id="ses_nobody")
             assert missing.value.code == -32602
             session = (await conn.new_session(cwd=str(project))).session_id
+            # A turn that fails for good answers its prompt with the error.
+            with pytest.raises(RequestError) as failed:
+                await conn.prompt(session_id=session, prompt=[text_block("fail now")])
+            assert failed.value.code == -32603
+            assert "bad_request" in json.dumps(failed.value.data)
             reply = await conn.prompt(session_id=session, prompt=[text_block("fine")])
             assert reply.stop_reason == "end_turn"
             assert process.returncode is None
