@@ -2,9 +2,9 @@
 process does (their kind is its own, and each is pinned to this process).
 
 A turn runs on the home's turn runner with the editor's registry (editor_tools.py) and in
-the editor's folder. One whose session this connection does not have open (a turn left
-by an editor process that died, taken back by another) fails at once: no one could see
-it stream or answer its approvals.
+the editor's folder. One this process did not queue (a turn left by an editor process
+that died, taken back by another once its pin fell) or whose session the connection no
+longer has open fails at once: no one could see it stream or answer its approvals.
 """
 
 from __future__ import annotations
@@ -19,7 +19,14 @@ from habakkuk.engine.agent.requests import TurnRequest
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
 from habakkuk.engine.errors import NotFound
 from habakkuk.engine.i18n import t
-from habakkuk.engine.jobs import Job, JobQueue, Lease, enqueue_in, enqueued, payload_of
+from habakkuk.engine.jobs import (
+    Job,
+    JobQueue,
+    Lease,
+    enqueue_in,
+    enqueued,
+    payload_of,
+)
 from habakkuk.engine.pools import PermanentJobError, Pool
 from habakkuk.engine.sessions import Session, TranscriptStore
 from habakkuk.engine.sql import Conn
@@ -49,6 +56,9 @@ class EditorTurns:
         self.live = live
         self.settled = settled
         self.runner = TurnRunner(replace(deps, tools=EditorRegistry(deps.tools, editor)))
+        # The turns this process queued (an id a prompt): only those have an editor
+        # following them here.
+        self.mine: set[str] = set()
         self.pool = Pool(
             queue,
             [ACP_TURN_KIND],
@@ -76,8 +86,10 @@ class EditorTurns:
                 node=node,
             )
 
+        self.mine.add(turn)
         done = await self.transcripts.with_session(session, _queue)
         if done is None:
+            self.mine.discard(turn)
             raise NotFound.said("errors.sessions.not_found", session=repr(session))
         enqueued(self.queue, ACP_TURN_KIND)
         return turn
@@ -95,6 +107,6 @@ class EditorTurns:
     async def run(self, lease: Lease) -> dict[str, Any]:
         """The pool's handler: the turn, in its editor's folder with its editor's tools."""
         request = payload_of(lease.job, ACP_TURNS)
-        if not self.live(request.session):
+        if lease.job.id not in self.mine or not self.live(request.session):
             raise PermanentJobError(t("acp.editor_gone", session=request.session))
         return await self.runner.run(lease, request, completes=True)

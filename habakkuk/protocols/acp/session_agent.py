@@ -285,11 +285,18 @@ class SessionAgent:
         if self.turns is None:
             raise RuntimeError("the editor turns' pool is not running")
         opened.cancelled = False
+        opened.turn = ""  # taken: a second prompt is refused, a cancel is kept for it
         with self.host.bus.subscribe(
             lambda event: event.session == session_id, maxsize=BACKLOG
         ) as events:
-            turn = await self.turns.submit(session_id, text, opened.workspace)
+            try:
+                turn = await self.turns.submit(session_id, text, opened.workspace)
+            except BaseException:
+                opened.turn = None
+                raise
             opened.turn = turn
+            if opened.cancelled:  # cancelled while it was being queued
+                await self.turns.stop(turn)
             try:
                 stop = await self._follow(opened, turn, events)
             finally:
@@ -413,12 +420,13 @@ class SessionAgent:
             return
         opened.cancelled = True
         await self._stop_asking(opened)
-        await self.turns.stop(opened.turn)
+        if opened.turn:  # "": still being queued; the prompt stops it once it is
+            await self.turns.stop(opened.turn)
 
     async def close(self) -> None:
         """The editor went away: stop every turn it started."""
         for opened in self.opened.values():
-            if opened.turn is not None and self.turns is not None:
+            if opened.turn and self.turns is not None:
                 opened.cancelled = True
                 with contextlib.suppress(Exception):
                     await self.turns.stop(opened.turn)

@@ -101,16 +101,20 @@ async def test_only_the_editor_pool_runs_its_turns_in_the_editors_folder(
     assert str(folder) in session.system_prompt
 
 
+@pytest.mark.parametrize("gone", ["session closed", "queued by another editor"])
 async def test_an_editor_turn_whose_editor_is_gone_fails_at_once(
-    runtime: Runtime, folder: Path, stopped: list[EditorTurns]
+    runtime: Runtime, folder: Path, stopped: list[EditorTurns], gone: str
 ) -> None:
     session = await runtime.sessions.new_session(
         "main", origin=origin_for(str(folder)), workspace=folder
     )
-    turns = editor_turns(runtime, live=False)
-    turn = await turns.submit(session.id, "hello", folder)
-    turns.pool.start()
-    stopped.append(turns)
+    queued_by = editor_turns(runtime, live=gone != "session closed")
+    turn = await queued_by.submit(session.id, "hello", folder)
+    # The pool that takes it: the same editor's (its session no longer open), or the
+    # pool of an editor that did not queue it (it took the turn of one that died).
+    runs = queued_by if gone == "session closed" else editor_turns(runtime, live=True)
+    runs.pool.start()
+    stopped.append(runs)
     outcome = await runtime.turns.wait_turn(turn)
     assert outcome.status == "failed"
     assert outcome.error is not None and "is gone" in outcome.error
