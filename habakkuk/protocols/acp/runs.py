@@ -55,7 +55,10 @@ class EditorTurns:
         self.transcripts = transcripts
         self.live = live
         self.settled = settled
-        self.runner = TurnRunner(replace(deps, tools=EditorRegistry(deps.tools, editor)))
+        # No workspace checkpoints: they snapshot the agent's own workspace, which these
+        # turns do not work in, and the editor keeps the history of what it changes.
+        tools = EditorRegistry(deps.tools, editor)
+        self.runner = TurnRunner(replace(deps, tools=tools, checkpoint_for=None))
         # The turns this process queued (an id a prompt): only those have an editor
         # following them here.
         self.mine: set[str] = set()

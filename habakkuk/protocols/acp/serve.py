@@ -15,6 +15,7 @@ import sys
 from typing import IO, Any, Protocol, cast
 
 from habakkuk.engine.agent.turn import TurnRunner
+from habakkuk.engine.errors import HabakkukError
 
 from .editor_tools import EditorRegistry
 from .runs import EditorTurns
@@ -39,6 +40,9 @@ async def protocol_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter
     sys.stdout = out  # only its descriptor is used: the pipe connects to it
     try:
         reader, writer = await stdio_streams()
+    except ValueError:  # asyncio's pipe transports take pipes, sockets and terminals only
+        out.close()
+        raise HabakkukError.said("acp.not_a_pipe") from None
     finally:
         sys.stdout = real
     os.dup2(2, 1)  # from now on fd 1 is stderr: nothing else can reach the editor's pipe

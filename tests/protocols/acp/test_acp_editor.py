@@ -315,3 +315,25 @@ async def test_bad_requests_get_json_rpc_errors_and_the_process_serves_on(
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_output_that_is_not_a_pipe_is_one_line_not_a_traceback(
+    home: Home, project: Path, tmp_path: Path
+) -> None:
+    with (tmp_path / "out").open("wb") as out:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "habakkuk.cli",
+            "acp",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=out,
+            stderr=asyncio.subprocess.PIPE,
+            env=agent_env(home.root),
+            cwd=REPO,
+        )
+        _, err = await asyncio.wait_for(process.communicate(b""), BOUND)
+    said = err.decode()
+    assert process.returncode != 0
+    assert "must be pipes" in said and "Traceback" not in said, said
+    assert (tmp_path / "out").read_bytes() == b""
