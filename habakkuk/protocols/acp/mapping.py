@@ -130,19 +130,30 @@ def tool_ended(
 ) -> ToolCallProgress:
     """The tool_call_update of a call that ended: its status, its output as text, and for
     a write or an edit that went through the change as a diff."""
-    from acp import text_block, tool_content, tool_diff_content, update_tool_call
+    from acp import text_block, tool_content, update_tool_call
 
     content: list[Any] = [tool_content(text_block(text))] if text else []
-    paths = tool_paths(tool_input, workspace)
-    if not failed and paths and tool == "write_file":
-        content.append(tool_diff_content(str(paths[0]), str(tool_input.get("content", ""))))
-    elif not failed and paths and tool == "edit_file":
-        old, new = tool_input.get("old_string"), tool_input.get("new_string")
-        if isinstance(old, str) and isinstance(new, str):
-            content.append(tool_diff_content(str(paths[0]), new, old))
+    if not failed:
+        content.extend(diff_content(tool, tool_input, workspace))
     return update_tool_call(
         call_id, status="failed" if failed else "completed", content=content, raw_output=text
     )
+
+
+def diff_content(tool: str, tool_input: Mapping[str, Any], workspace: Path) -> list[Any]:
+    """The change a write_file or edit_file call makes, as an ACP diff (none for others):
+    shown when it asks permission and when it is done."""
+    from acp import tool_diff_content
+
+    paths = tool_paths(tool_input, workspace)
+    if not paths:
+        return []
+    if tool == "write_file":
+        return [tool_diff_content(str(paths[0]), str(tool_input.get("content", "")))]
+    old, new = tool_input.get("old_string"), tool_input.get("new_string")
+    if tool == "edit_file" and isinstance(old, str) and isinstance(new, str):
+        return [tool_diff_content(str(paths[0]), new, old)]
+    return []
 
 
 def plan_entries(tool_input: Mapping[str, Any]) -> list[PlanEntry]:

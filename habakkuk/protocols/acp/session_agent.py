@@ -45,6 +45,7 @@ from habakkuk.engine.toolkit.registry import ToolError
 from .kind import origin_for, workspace_of
 from .mapping import (
     PLAN_TOOL,
+    diff_content,
     locations,
     plan_entries,
     prompt_text,
@@ -385,6 +386,7 @@ class SessionAgent:
             kind=tool_kind(request.tool),
             status="pending",
             locations=locations(request.input, opened.workspace),
+            content=diff_content(request.tool, request.input, opened.workspace) or None,
             raw_input=dict(request.input),
         )
         answer: Answer = "deny"
