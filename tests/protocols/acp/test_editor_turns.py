@@ -99,6 +99,9 @@ async def test_only_the_editor_pool_runs_its_turns_in_the_editors_folder(
     results = [r.text for m in messages for r in m.message.tool_results]
     assert results and "only-here.txt" in results[0]
     assert str(folder) in session.system_prompt
+    # update_plan is offered to editor sessions only: the home's registry has none.
+    assert runtime.tools.get("update_plan") is None
+    assert turns.runner.deps.tools.get("update_plan") is not None
 
 
 @pytest.mark.parametrize("gone", ["session closed", "queued by another editor"])
