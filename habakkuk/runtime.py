@@ -107,6 +107,7 @@ class Runtime:
         self.processes = ProcessManager(home.procs_dir, on_exit=self.notices.exited)  # ours
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
+        self.turn_runner: TurnRunner | None = None  # once workers start (editors' turns use it)
         self._maintenance: list[asyncio.Task[None]] = []
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
@@ -261,6 +262,7 @@ class Runtime:
                 tool_view=self._tool_view(),
             )
         )
+        self.turn_runner = runner
         self._turn_pool = Pool(
             self.queue,
             [TURN_KIND],

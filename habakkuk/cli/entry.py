@@ -120,6 +120,14 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
         "upgrade Habakkuk from its package index with the installer it came with",
         None,
     ),
+    "acp": (
+        "habakkuk.cli.acp",
+        "Habakkuk inside a code editor: the Agent Client Protocol on stdio",
+        "Speaks the Agent Client Protocol on standard input and output, for editors that "
+        "host agents (Zed, Toad, JetBrains): a session works in the editor's folder and "
+        "reads and writes files through the editor. The editor starts it; --agent picks "
+        "the agent of new sessions.",
+    ),
     "mcp": (
         "habakkuk.cli.mcp",
         "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",

@@ -258,7 +258,7 @@ class ToolRegistry:
         """Decide and run one call: its result block, and the images it attached when it
         succeeded (a failed or denied call's are dropped: they show nothing trustworthy)."""
         clock = _CallClock(time.monotonic())
-        tool = self._tools.get(use.tool) if use.tool in allowed else None
+        tool = self.get(use.tool) if use.tool in allowed else None
         try:
             title = tool.title(use.input) if tool else use.tool
         except Exception:
@@ -408,7 +408,7 @@ class ToolRegistry:
             return False  # the call itself will fail and say why; it changes nothing
 
     def _may_mutate(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> bool:
-        tool = self._tools.get(use.tool) if use.tool in allowed else None
+        tool = self.get(use.tool) if use.tool in allowed else None
         if tool is None or ctx.mode == "read-only" or not isinstance(use.input, dict):
             return False
         if _validate(tool.input_schema, use.input) is not None:
