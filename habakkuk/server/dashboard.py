@@ -30,6 +30,7 @@ TYPES = {
     "pair.html": "text/html",  # a browser as a device node (spec 000 "Device nodes")
     "pair.js": "text/javascript",
     "node.js": "text/javascript",
+    "nodes.js": "text/javascript",
     "app.css": "text/css",
     "manifest.webmanifest": "application/manifest+json",
     "sw.js": "text/javascript",
