@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
+from pathlib import Path
 
+from PIL import Image
+
+from habakkuk.engine.llm.types import ToolUseBlock
+from habakkuk.engine.toolkit.approvals import ApprovalDecision, ApprovalRequest
 from habakkuk.protocols.nodes.hub import NodeHub
 from tests.conftest import mock_config
-from tests.helpers import eventually
+from tests.helpers import eventually, tool_context
 from tests.protocols.nodes.conftest import NODES
 from tests.protocols.nodes.helpers import new_code, redeem
 from tests.server.conftest import ServeFactory, SSEReader
@@ -76,3 +82,53 @@ async def test_a_browser_node_with_a_wrong_secret_gets_no_stream(serve: ServeFac
     bad = {"X-Habakkuk-Node": "phone", "Authorization": "Bearer wrong"}
     async with served.client.get(served.url + "/nodes/events", headers=bad) as response:
         assert response.status == 401
+
+
+async def test_an_image_a_node_sends_is_saved_in_the_workspace_and_shown_to_the_model(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    served = await serve(mock_config(extra=NODES))
+    secret = (await redeem(served, await new_code(served), "phone"))["secret"]
+    node = {"X-Habakkuk-Node": "phone", "Authorization": f"Bearer {secret}"}
+    picture = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(picture, format="PNG")
+    ctx = tool_context(tmp_path, mode="full")
+    call = ToolUseBlock("t1", "node_invoke", {"node": "phone", "command": "camera.snap"})
+    headers = {**node, "X-Habakkuk-Caps": "camera.snap"}
+    async with served.client.get(served.url + "/nodes/events", headers=headers) as response:
+        events = SSEReader(response)
+        assert (await events.next())["event"] == "welcome"
+        # camera.snap is not in nodes.allow for phone: the approver is asked first.
+        person = AllowAll()
+        ctx.approver = person
+        running = asyncio.create_task(
+            served.runtime.tools.call_with_media(call, ctx, {"node_invoke"})
+        )
+        invoke = await events.next()
+        data = base64.b64encode(picture.getvalue()).decode()
+        answer = {
+            "id": invoke["data"]["id"],
+            "result": {"text": "", "files": [{"name": "../../snap.png", "data": data}]},
+        }
+        async with served.client.post(
+            served.url + "/nodes/result", json=answer, headers=node
+        ) as posted:
+            assert posted.status == 200
+        done = await running
+    assert not done.result.is_error, done.result.text
+    saved = ctx.workspace / "nodes" / "phone" / "snap.png"  # the name's folders dropped
+    assert saved.read_bytes() == picture.getvalue()
+    assert "40 x 30 px" in done.result.text
+    assert [block.media_type for block in done.media] == ["image/png"]
+    assert person.asked == ["run camera.snap on device phone"]
+
+
+class AllowAll:
+    """An approver that allows every call, keeping each summary."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.asked.append(request.summary)
+        return ApprovalDecision("allow_once")
