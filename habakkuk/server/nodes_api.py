@@ -146,7 +146,8 @@ class StreamLink:
         self.frames.put_nowait(None)
 
 
-async def _browser_login(request: web.Request, hub: NodeHub) -> tuple[str, str]:
+def _browser_login(request: web.Request) -> tuple[str, str]:
+    """The node's name and secret from a browser node's headers (401 when missing)."""
     name = header(request, "X-Habakkuk-Node", limit=64)
     scheme, _, secret = header(request, "Authorization", limit=300).partition(" ")
     if not name or scheme.lower() != "bearer":
@@ -158,7 +159,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     """GET /nodes/events: a browser node's invokes as server-sent events."""
     hub = hub_of(request)
     server = server_of(request)
-    name, secret = await _browser_login(request, hub)
+    name, secret = _browser_login(request)
     try:
         record = await hub.login(name, secret)
         caps = caps_of([cap for cap in header(request, "X-Habakkuk-Caps").split(",") if cap])
@@ -196,7 +197,7 @@ async def events(request: web.Request) -> web.StreamResponse:
 async def result(request: web.Request) -> web.Response:
     """POST /nodes/result: a browser node's answer to one invoke."""
     hub = hub_of(request)
-    name, secret = await _browser_login(request, hub)
+    name, secret = _browser_login(request)
     try:
         record = await hub.login(name, secret)
     except NodeRefused as exc:

@@ -168,7 +168,7 @@ class NodeClient:
             await ws.send_str(json.dumps(hello))
             first = await ws.receive(timeout=30)
             if first.type != aiohttp.WSMsgType.TEXT:
-                self._refused_on_close(ws.close_code, str(first.extra or ""))
+                self._refused_on_close(ws.close_code)
                 raise ConnectionError(f"the server closed the connection ({ws.close_code})")
             frame = json.loads(first.data)
             if frame.get("type") != "welcome":
@@ -195,9 +195,10 @@ class NodeClient:
             finally:
                 for task in list(self._tasks):
                     task.cancel()
-            self._refused_on_close(ws.close_code, str(ws.close_code))
+            self._refused_on_close(ws.close_code)
 
-    def _refused_on_close(self, code: int | None, reason: str) -> None:
+    def _refused_on_close(self, code: int | None) -> None:
+        """A policy-violation close: refused for good (revoked, paired again)."""
         from habakkuk.engine.i18n import t
 
         if code == POLICY_VIOLATION:
