@@ -259,8 +259,15 @@ class NodeHub:
         """Run `command` on the connected node `name` and wait for its result."""
         live = self.live.get(name)
         if live is None:
-            if await (await self.store()).get(name) is None:
+            found = await (await self.store()).get(name)
+            if found is None:
                 raise NodeUnavailable(f"there is no node {name!r} (see nodes_list)")
+            if time.time() - found.last_seen <= 2 * self.heartbeat:
+                # Devices connect to the process serving HTTP; its turns can reach them.
+                raise NodeUnavailable(
+                    f"node {name!r} is connected to another Habakkuk process (the one "
+                    "serving HTTP), not to this one"
+                )
             raise NodeUnavailable(f"node {name!r} is not connected")
         if command not in live.caps:
             offered = ", ".join(live.caps) or "nothing"
