@@ -34,6 +34,7 @@ from habakkuk.engine.redact import REDACTOR
 from habakkuk.engine.retention import RETENTION_KIND, sweep_with
 from habakkuk.engine.store import BlobStore
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
+from habakkuk.protocols.nodes.hub import build_devices
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.board import build_board
@@ -163,6 +164,7 @@ class Runtime:
         self.delegation = Delegation(
             config, self.queue, self.bus, self.sessions, transcripts, self.turns
         )
+        self.devices = build_devices(config.nodes, dbs.storage)  # None without nodes:
         # The built-in tools, each toolset bound to the services above it uses.
         self.tools = build_tools(
             config,
@@ -177,6 +179,7 @@ class Runtime:
                 channels=lambda: self.channels,
                 usage=self.ledger,
                 env=self.env,
+                nodes=self.devices,
             ),
         )
         self.tools.hooks = self.hooks
@@ -340,7 +343,7 @@ class Runtime:
         await self.hooks.drain()
         # The stores close together: each may checkpoint its WAL as it closes (an fsync).
         stores = (self.usage, self.state, self.memory, self.transcripts, self.queue.db)
-        closing = (store.close() for store in stores if store is not None)
+        closing = (store.close() for store in (*stores, self.devices) if store is not None)
         for ended in await asyncio.gather(
             self.providers.aclose(), *closing, return_exceptions=True
         ):

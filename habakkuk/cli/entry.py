@@ -128,6 +128,16 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
         "reads and writes files through the editor. The editor starts it; --agent picks "
         "the agent of new sessions.",
     ),
+    "node": (
+        "habakkuk.cli.node",
+        "device nodes: pair (a one-time code and its QR), run (on the device)",
+        "`habakkuk node pair` on the server prints a one-time code, the command to run on "
+        "the device and a QR code of the pair page for phones; `habakkuk node run --server "
+        "URL --code CODE --name NAME` on the device pairs it and lends the server its "
+        "capabilities (notifications, screenshots, clipboard, location; with --allow-run, "
+        "--allow-camera and --dir more).",
+    ),
+    "nodes": ("habakkuk.cli.node", "paired device nodes: list, revoke NAME", None),
     "mcp": (
         "habakkuk.cli.mcp",
         "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",

@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args
 from .budget_config import AgentBudgetConfig, BudgetConfig, check_limits
 from .channel_config import ChannelConfig, resolve_channels
 from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
+from .device_config import NodesConfig, resolve_nodes
 from .durations import parse_duration
 from .errors import ConfigError
 from .home import Home
@@ -309,6 +310,15 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", port
 
 
+def http_url(http: HttpConfig | None) -> str | None:
+    """The resolved http section's own address (a wildcard host as 127.0.0.1); None
+    without one."""
+    if http is None:
+        return None
+    host = "127.0.0.1" if http.host in ("0.0.0.0", "::", "") else http.host
+    return f"http://[{host}]:{http.port}" if ":" in host else f"http://{host}:{http.port}"
+
+
 @dataclass
 class HookConfig:
     """One hook (`hooks[i]`): a shell command run on an event whose subject matches."""
@@ -544,6 +554,8 @@ class Config:
     realtime: RealtimeConfig | None = None
     auth: AuthConfig = field(default_factory=AuthConfig)
     telemetry: TelemetryConfig | None = None
+    # Device nodes (engine/device_config.py); needs http.
+    nodes: NodesConfig | None = None
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)  # habakkuk.log
     path: Path = field(default=Path("config.yaml"), init=False)
@@ -837,6 +849,8 @@ def _resolve(config: Config, home: Home) -> None:
         resolve_realtime(config.realtime, path)
     if config.telemetry is not None:
         resolve_telemetry(config.telemetry, path)
+    if config.nodes is not None:
+        resolve_nodes(config.nodes, path, http_url(config.http))
     resolve_secrets(config.secrets, path, home.root)
     resolve_logging(config.logging, path)
 
