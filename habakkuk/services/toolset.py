@@ -123,6 +123,11 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
     for tool in generation_tools(config, services.usage, services.env):  # offered when configured
         registry.register(tool, "media")
+    if config.homeassistant is not None:  # offered to the agents that list the toolset
+        from habakkuk.protocols.homeassistant.tools import homeassistant_tools
+
+        for tool in homeassistant_tools(config.homeassistant, services.env):
+            registry.register(tool, "homeassistant")
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 
