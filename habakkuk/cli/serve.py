@@ -74,7 +74,7 @@ async def _serve(agents: str | None) -> int:
         try:
             await runtime.start_mcp()  # MCP servers first (at most 20 s; slow ones keep trying)
             runtime.start_workers(maintenance=True)
-            triggers = _home_assistant(runtime)
+            triggers = home_assistant_triggers(runtime)
             hosted = ", ".join(runtime.config.serve.agents or ["every agent"])
             print(
                 f"habakkuk: serving {runtime.home.root} (pid {os.getpid()} on"
@@ -93,7 +93,7 @@ async def _serve(agents: str | None) -> int:
     return code
 
 
-def _home_assistant(runtime: Runtime) -> Any:
+def home_assistant_triggers(runtime: Runtime) -> Any:
     """Home Assistant's triggers follow its bus in serve alone (None without any)."""
     section = runtime.config.homeassistant
     if section is None or not section.triggers:

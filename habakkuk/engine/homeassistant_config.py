@@ -140,7 +140,9 @@ def _resolve_trigger(
     if trigger.entity_id is not None and not re.fullmatch(r"[a-z0-9_.*]{1,255}", trigger.entity_id):
         raise error("entity_id", f"{trigger.entity_id!r} is not an entity id pattern")
     try:
-        trigger.cooldown_seconds = parse_duration(trigger.cooldown)
+        # 0 (or 0s) turns the cooldown off: every match fires.
+        zero = re.fullmatch(r"0+(\.0*)?\s*(ms|s|m|h)?", str(trigger.cooldown).strip())
+        trigger.cooldown_seconds = 0.0 if zero else parse_duration(trigger.cooldown)
     except ValueError as exc:
         raise error("cooldown", str(exc)) from None
     bad = template_problem(trigger.prompt)

@@ -41,6 +41,9 @@ def test_the_section_is_read_with_its_defaults_and_triggers(home: Home) -> None:
         "not_home",
     )
     assert trigger.cooldown_seconds == 120.0
+    off = SECTION.replace("cooldown: 2m", "cooldown: 0s")
+    quiet = parse_config(mock_config(extra=off), home.config_path, home).homeassistant
+    assert quiet is not None and quiet.triggers["left_home"].cooldown_seconds == 0.0
     # The toolset is known, yet no agent gets it unless it lists it.
     assert "homeassistant" not in DEFAULT_TOOLSETS
     assert "homeassistant" not in config.agents["main"].toolsets
