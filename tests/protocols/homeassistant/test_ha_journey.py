@@ -116,3 +116,32 @@ async def test_serve_follows_the_bus_and_says_so_and_a_home_without_triggers_doe
         await triggers.stop()
     plain = await runtime_factory(mock_config() + f"homeassistant:\n  url: {ha.url}\n")
     assert home_assistant_triggers(plain) is None
+
+
+async def test_the_reply_goes_to_the_triggers_deliver_conversation(
+    ha: FakeHomeAssistant, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOMEASSISTANT_TOKEN", TOKEN)
+    text = config(ha.url) + "      deliver: web:house\n"
+    served = await serve(text)
+    runtime = served.runtime
+    triggers = HaTriggers(
+        runtime.config.homeassistant, runtime.env, runtime.queue.db, str(runtime.queue.owner),
+        TriggerTurns(runtime.sessions, runtime.turns), backoff=Backoff(0.05, 0.2),
+    )  # fmt: skip
+    triggers.start()
+    try:
+        await eventually(lambda: ha.subscribed, what="the bus followed")
+        old, new = ha.states["person.alice"], state("person.alice", "not_home")
+        await ha.fire_state("person.alice", old, new, context_id="01JDELIVER")
+        await eventually(lambda: triggers.fired, what="the trigger fired")
+        store = served.server.web_store()
+
+        async def replied() -> bool:
+            return any(e.role == "assistant" for e in await store.events("house"))
+
+        await eventually(replied, what="the reply in the web conversation house")
+        (reply,) = [e for e in await store.events("house") if e.role == "assistant"]
+        assert reply.text == "Everyone left: the lights are off."
+    finally:
+        await triggers.stop()
