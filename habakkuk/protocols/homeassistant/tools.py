@@ -65,13 +65,19 @@ class HaTool(Tool):
             raise ToolError(f"{self.name}: {exc}") from None
         return HaClient(self.section.url, token, self.section.token_env)
 
-    async def ask(self, method: str, path: str, **options: Any) -> Any:
-        """One request; its failure as a ToolError the model reads."""
+    async def get(self, path: str, params: dict[str, str] | None = None) -> Any:
+        """GET /api/<path>; its failure as a ToolError the model reads."""
         client = await self.client()
         try:
-            if method == "POST":
-                return await client.post(path, options["body"])
-            return await client.get(path, options.get("params"))
+            return await client.get(path, params)
+        except HaError as exc:
+            raise ToolError(f"{self.name}: {exc}") from None
+
+    async def post(self, path: str, body: dict[str, Any]) -> Any:
+        """POST /api/<path>; its failure as a ToolError the model reads."""
+        client = await self.client()
+        try:
+            return await client.post(path, body)
         except HaError as exc:
             raise ToolError(f"{self.name}: {exc}") from None
 
@@ -114,7 +120,7 @@ class HaStates(HaTool):
         return str(args.get("filter") or args.get("domain") or "all entities")[:200]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        states = await self.ask("GET", "states")
+        states = await self.get("states")
         if not isinstance(states, list):
             raise ToolError(f"{self.name}: Home Assistant's states are not a list")
         wanted = _pattern(str(args["filter"])) if args.get("filter") else None
@@ -135,12 +141,16 @@ class HaStates(HaTool):
         found.sort(key=lambda s: str(s["entity_id"]))
         limit = int(args.get("limit", DEFAULT_LIMIT))
         lines = [_state_line(state, bool(args.get("details"))) for state in found[:limit]]
-        head = f"{len(found)} entities matched" + (
+        head = f"{_entities(len(found))} matched" + (
             f"; the first {limit} are shown (raise limit or narrow filter)"
             if len(found) > limit
             else ""
         )
         return ToolOutput(frame(self.name, "\n".join([head, *lines])))
+
+
+def _entities(count: int) -> str:
+    return f"{count} entity" if count == 1 else f"{count} entities"
 
 
 def _matches(pattern: re.Pattern[str], text: str, given: str) -> bool:
@@ -235,7 +245,7 @@ class HaCallService(HaTool):
             call = self._call(args)
         except RuleError as exc:
             raise ToolError(f"{self.name}: {exc}") from None
-        changed = await self.ask("POST", service_path(call.domain, call.service), body=call.body)
+        changed = await self.post(service_path(call.domain, call.service), call.body)
         states = changed if isinstance(changed, list) else []
         lines = [
             _state_line(state, False)
@@ -243,7 +253,7 @@ class HaCallService(HaTool):
             if isinstance(state, dict) and isinstance(state.get("entity_id"), str)
         ]
         head = f"called {call.summary}: " + (
-            f"{len(lines)} entities changed" if lines else "no entity changed state (yet)"
+            f"{_entities(len(lines))} changed" if lines else "no entity changed state (yet)"
         )
         return ToolOutput(frame(self.name, "\n".join([head, *lines])))
 
@@ -283,7 +293,7 @@ class HaHistory(HaTool):
             "minimal_response": "",
             "no_attributes": "",
         }
-        answer = await self.ask("GET", history_path(start.isoformat()), params=params)
+        answer = await self.get(history_path(start.isoformat()), params)
         rows: list[dict[str, Any]] = []
         if isinstance(answer, list):
             for series in answer:

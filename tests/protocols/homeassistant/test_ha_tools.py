@@ -95,7 +95,7 @@ async def test_states_list_ids_states_and_names_filtered_and_framed_as_data(
     lights = await call(registry, ctx, "ha_states", filter="light.*")
     assert "2 entities matched" in lights.text and "switch.fan" not in lights.text
     by_name = await call(registry, ctx, "ha_states", filter="ceiling")
-    assert "1 entities matched" in by_name.text and "switch.fan" in by_name.text
+    assert "1 entity matched" in by_name.text and "switch.fan" in by_name.text
     domain = await call(registry, ctx, "ha_states", domain="lock", details=True)
     assert "lock.front_door: locked" in domain.text and "last changed" in domain.text
     limited = await call(registry, ctx, "ha_states", limit=1)
@@ -111,7 +111,7 @@ async def test_an_allowed_call_reaches_home_assistant_with_its_entities(
         entity_id="light.kitchen", data={"transition": 2},
     )  # fmt: skip
     assert not result.is_error, result.text
-    assert "called light.turn_off light.kitchen: 1 entities changed" in result.text
+    assert "called light.turn_off light.kitchen: 1 entity changed" in result.text
     assert [(c.domain, c.service, c.data) for c in ha.calls] == [
         ("light", "turn_off", {"transition": 2, "entity_id": "light.kitchen"})
     ]
