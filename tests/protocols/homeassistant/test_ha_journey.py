@@ -22,14 +22,14 @@ SCRIPT = """
 """
 
 
-def config(url: str) -> str:
-    text = mock_config(SCRIPT, mode="full").replace(
+def config(url: str, script: str = SCRIPT, domains: str = "allow_domains: [light]") -> str:
+    text = mock_config(script, mode="full").replace(
         "mode: full\n", "mode: full\n    toolsets: [homeassistant]\n"
     )
     return text + (
         "homeassistant:\n"
         f"  url: {url}\n"
-        "  allow_domains: [light]\n"
+        f"  {domains}\n"
         "  triggers:\n"
         "    left_home:\n"
         "      entity_id: person.alice\n"
@@ -143,5 +143,36 @@ async def test_the_reply_goes_to_the_triggers_deliver_conversation(
         await eventually(replied, what="the reply in the web conversation house")
         (reply,) = [e for e in await store.events("house") if e.role == "assistant"]
         assert reply.text == "Everyone left: the lights are off."
+    finally:
+        await triggers.stop()
+
+
+async def test_a_triggers_turn_cannot_unlock_a_confirm_domain_since_nobody_attends(
+    ha: FakeHomeAssistant, runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOMEASSISTANT_TOKEN", TOKEN)
+    ha.add("lock.front_door", "locked")
+    unlock = SCRIPT.replace("domain: light, service: turn_off", "domain: lock, service: unlock")
+    unlock = unlock.replace("[light.kitchen, light.hall]", "lock.front_door")
+    text = config(ha.url, unlock, "allow_domains: [light]\n  confirm: [lock]")
+    runtime = await runtime_factory(text)
+    runtime.start_workers()
+    triggers = HaTriggers(
+        runtime.config.homeassistant, runtime.env, runtime.queue.db, str(runtime.queue.owner),
+        TriggerTurns(runtime.sessions, runtime.turns), backoff=Backoff(0.05, 0.2),
+    )  # fmt: skip
+    triggers.start()
+    try:
+        await eventually(lambda: ha.subscribed, what="the bus followed")
+        old, new = ha.states["person.alice"], state("person.alice", "not_home")
+        await ha.fire_state("person.alice", old, new, context_id="01JUNLOCK")
+        await eventually(lambda: triggers.fired, what="the trigger fired")
+        outcome = await asyncio.wait_for(runtime.turns.wait_turn(triggers.fired[0]), 30)
+        assert outcome.status == "done"
+        messages = await runtime.sessions.messages(outcome.session)
+        results = [b for m in messages for b in m.message.blocks if hasattr(b, "is_error")]
+        (result,) = results
+        assert result.is_error and "nobody can approve" in result.text
+        assert ha.calls == [] and ha.states["lock.front_door"]["state"] == "locked"
     finally:
         await triggers.stop()
