@@ -22,6 +22,7 @@ from .device_config import NodesConfig, resolve_nodes
 from .durations import parse_duration
 from .errors import ConfigError
 from .home import Home
+from .homeassistant_config import HomeAssistantConfig, resolve_homeassistant
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .logging_config import LoggingConfig, resolve_logging
 from .presets import PRESETS, LoginKind, ProviderType
@@ -552,6 +553,7 @@ class Config:
     search: SearchConfig | None = None
     tts: TtsConfig | None = None
     realtime: RealtimeConfig | None = None
+    homeassistant: HomeAssistantConfig | None = None  # the toolset homeassistant, triggers
     auth: AuthConfig = field(default_factory=AuthConfig)
     telemetry: TelemetryConfig | None = None
     # Device nodes (engine/device_config.py); needs http.
@@ -851,6 +853,9 @@ def _resolve(config: Config, home: Home) -> None:
         resolve_telemetry(config.telemetry, path)
     if config.nodes is not None:
         resolve_nodes(config.nodes, path, http_url(config.http))
+    if config.homeassistant is not None:
+        accounts = set(config.channels) | ({config.http.account} if config.http else set())
+        resolve_homeassistant(config.homeassistant, path, agents=config.agents, accounts=accounts)
     resolve_secrets(config.secrets, path, home.root)
     resolve_logging(config.logging, path)
 

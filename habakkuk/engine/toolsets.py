@@ -13,8 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-KNOWN_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
-DEFAULT_TOOLSETS = KNOWN_TOOLSETS
+DEFAULT_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
+# Offered only to an agent whose `toolsets:` names them: they act on the world outside the
+# computer (homeassistant: the house, per spec 000 "Home Assistant").
+OPT_IN_TOOLSETS = ("homeassistant",)
+KNOWN_TOOLSETS = DEFAULT_TOOLSETS + OPT_IN_TOOLSETS
 MCP_PREFIX = "mcp:"
 
 # Built-in tools an agent has but is not shown in every request: they load on demand

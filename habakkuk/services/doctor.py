@@ -74,6 +74,9 @@ async def run_checks(home: Home) -> list[Check]:
     checks += _tts_checks(config, env)
     checks += _transcription_checks(config, env)
     checks += await _mcp_checks(config, env, home)
+    from .doctor_ha import homeassistant_checks  # homeassistant: the token, the instance
+
+    checks += [Check(*one) for one in await homeassistant_checks(config, env)]
     checks += await _database_checks(home, config)
     checks += _workspace_checks(config, home)
     checks += await _skill_checks(config, home)

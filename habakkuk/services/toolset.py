@@ -131,6 +131,11 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
         for tool in node_tools(services.nodes, config.nodes):
             registry.register(tool, "core")
+    if config.homeassistant is not None:  # offered to the agents that list the toolset
+        from habakkuk.protocols.homeassistant.tools import homeassistant_tools
+
+        for tool in homeassistant_tools(config.homeassistant, services.env):
+            registry.register(tool, "homeassistant")
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 

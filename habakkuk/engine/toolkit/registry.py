@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..events import EventBus, ToolEnded, ToolStarted
 from ..llm.types import ImageBlock, ToolResultBlock, ToolSpec, ToolUseBlock
 from ..store import BlobStore
-from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants
+from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants, human_of
 from .home_files import HomeFile, home_file, knowledge_file
 from .outcome import Outcome
 from .permissions import Risk, check_path, decide, inside
@@ -191,6 +191,12 @@ class Tool(ABC):
         """A refusal of input the schema would also reject, checked before it, so the
         model reads why (schedule_create's command) rather than a schema error."""
         return None
+
+    def confirm_reason(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        """Why this call needs a human's yes in every mode that would run it, or "".
+        Never a reviewer's, never a grant for the session; denied when no one attends
+        (Home Assistant's confirm domains)."""
+        return ""
 
     def taints_turn(self, args: dict[str, Any], ctx: ToolContext) -> bool:
         """Whether this call, once it runs, taints the turn (see `taints`)."""
@@ -368,7 +374,14 @@ class ToolRegistry:
                 f"denied: {tool.name} is not allowed in {ctx.mode} mode", True, denied=True
             )
         tainted = tool.asks_when_tainted and ctx.taint.tainted
-        if (verdict == "ask" and not self.grants.allows(ctx.session, tool.name)) or tainted:
+        confirm = tool.confirm_reason(args, ctx)
+        if confirm:
+            decision = await self._ask(tool, args, use.tool_use_id, ctx, human=confirm)
+            clock.restart()
+            if not decision.allowed:
+                why = f": {decision.reason}" if decision.reason else ""
+                return ToolOutput(f"denied by {decision.by}{why}", True, denied=True)
+        elif (verdict == "ask" and not self.grants.allows(ctx.session, tool.name)) or tainted:
             decision = await self._ask(tool, args, use.tool_use_id, ctx)
             clock.restart()  # the call's time is its own, not the wait for a human
             if not decision.allowed:
@@ -463,13 +476,15 @@ class ToolRegistry:
         return any(inside(p, ctx.workspace) for p in paths)
 
     async def _ask(
-        self, tool: Tool, args: dict[str, Any], call_id: str, ctx: ToolContext
+        self, tool: Tool, args: dict[str, Any], call_id: str, ctx: ToolContext, human: str = ""
     ) -> ApprovalDecision:
+        """Ask the turn's approver; with `human` (why), only a human, whatever it says."""
         # Why a write that usually runs unasked asks: the turn read outside content.
-        why = ""
+        why = f" ({human})" if human else ""
         if tool.asks_when_tainted and ctx.taint.tainted:
-            why = f" (this turn read outside content: {ctx.taint.reason})"
-        if ctx.approver is None:
+            why += f" (this turn read outside content: {ctx.taint.reason})"
+        approver = human_of(ctx.approver) if human else ctx.approver
+        if approver is None:
             return ApprovalDecision(
                 "deny",
                 f"needs approval{why} and nobody can approve in an unattended run",
@@ -485,7 +500,10 @@ class ToolRegistry:
             summary=summary,
             call_id=call_id,
         )
-        return await ctx.approver.approve(request)
+        decision = await approver.approve(request)
+        if human and decision.answer == "allow_session":
+            decision = ApprovalDecision("allow_once", decision.reason, decision.by)  # every call
+        return decision
 
     async def _spill(
         self, use: ToolUseBlock, output: ToolOutput, blobs: BlobStore

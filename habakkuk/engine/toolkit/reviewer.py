@@ -215,6 +215,10 @@ class ReviewerApprover:
         self.reviewer = reviewer
         self.human = human
 
+    def human_behind(self) -> Approver | None:
+        """The human "ask" goes to (calls only a human may allow skip the reviewer)."""
+        return self.human
+
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """Decide one request as the approvals table says."""
         verdict = await self.reviewer.review(request)
