@@ -1,0 +1,123 @@
+"""What every sandbox gives the exec tool and the background processes: the local argument
+list that runs a command where the agent's commands run, and a way to kill its whole tree
+there (spec 000 "Sandboxes").
+
+A remote command (docker exec, ssh) runs under `WRAPPER`: a small sh script that starts
+bash as a new session leader (setsid, where the system has it), so the command and
+everything it starts share one process group, and writes that group's id to a pid file
+where it runs. Killing the local client alone would leave the command running; `KILLER`
+reads the pid file and signals the group (bash's kill takes a negative group id).
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from habakkuk.engine.sandbox_config import SandboxKind
+
+__all__ = [
+    "KILLER",
+    "WRAPPER",
+    "Launch",
+    "Sandbox",
+    "SandboxError",
+    "Sandboxes",
+    "new_token",
+    "remote_pid_file",
+    "shell_argv",
+]
+
+
+class SandboxError(Exception):
+    """A command cannot be run where the agent's commands run; the message says why."""
+
+
+def shell_argv(command: str) -> list[str]:
+    """bash -c COMMAND, or sh where bash is missing."""
+    shell = shutil.which("bash") or "/bin/sh"
+    return [shell, "-c", command]
+
+
+def new_token() -> str:
+    """A fresh name for one command's pid files (here and where it runs)."""
+    return "c_" + secrets.token_hex(8)
+
+
+def remote_pid_file(token: str) -> str:
+    """Where the wrapper records the command's process group, on the side it runs on."""
+    return f"/tmp/habakkuk-{token}.pid"
+
+
+# $1 the pid file, $2 the directory, $3 the command, $4 "reap" (foreground: when the
+# command ends, whatever it left in its group is ended too, or it would hold the client's
+# output open) or "keep" (background: leftovers go on, as with local commands).
+# The leader writes its pid, which is its process group's id, before it looks for the
+# killer's mark, and the killer leaves its mark before it reads the pid file: so a kill
+# that comes before the pid file is written still ends the command.
+_INNER = (
+    'echo $$ > "$0"; '
+    'if [ -e "$0.kill" ]; then rm -f -- "$0" "$0.kill"; exit 137; fi; '
+    'cd -- "$1" || { rm -f -- "$0"; exit 1; }; '
+    'bash -c "$2"; rc=$?; rm -f -- "$0"; '
+    'if [ "$3" = reap ]; then trap "" TERM; kill -TERM -- -$$ 2>/dev/null; fi; '
+    "exit $rc"
+)
+WRAPPER = (
+    "if command -v setsid >/dev/null 2>&1; then "
+    f"exec setsid -w bash -c '{_INNER}' \"$@\"; fi; "
+    f"exec bash -c '{_INNER}' \"$@\""
+)
+# $1 the pid file, $2 the signal name (TERM, KILL). bash: its kill takes -PGID.
+KILLER = (
+    ': > "$1.kill"; p=$(cat -- "$1" 2>/dev/null) || exit 0; '
+    '[ -n "$p" ] || exit 0; '
+    'kill -s "$2" -- "-$p" 2>/dev/null || kill -s "$2" -- "$p" 2>/dev/null; '
+    'if [ "$2" = KILL ]; then rm -f -- "$1" "$1.kill"; fi; exit 0'
+)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What to start here for one command: the client's arguments and its directory."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    token: str
+
+
+class Sandbox(ABC):
+    """Where one agent's commands run."""
+
+    kind: ClassVar[SandboxKind]
+    # Whether the command runs elsewhere than the local process started for it (its
+    # client): then `kill` must end it there before the client is killed.
+    remote: ClassVar[bool] = True
+    # Whether the local workspace is the one its commands see (false for ssh, whose
+    # commands run in a workdir of their own): else its file writes are refused.
+    shares_workspace: ClassVar[bool] = True
+
+    @abstractmethod
+    async def launch(self, command: str, cwd: Path, *, token: str, foreground: bool) -> Launch:
+        """The client to start for `command` in `cwd` (a path as the agent gave it);
+        SandboxError when it cannot run there (a missing key, an unknown host key...)."""
+
+    @abstractmethod
+    async def kill(self, token: str, signal_name: str = "KILL") -> None:
+        """Signal the process group of command `token` where it runs (TERM or KILL)."""
+
+    def describe(self) -> str:
+        """One line for logs: the kind and where."""
+        return self.kind
+
+
+class Sandboxes(Protocol):
+    """The sandbox of each agent (the one small interface exec and processes use)."""
+
+    def for_agent(self, agent: str) -> Sandbox:
+        """The sandbox `agent`'s commands run in."""
+        ...
