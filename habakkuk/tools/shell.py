@@ -70,7 +70,12 @@ async def run_command(
     started = time.monotonic()
     sandbox = sandbox or _LOCAL
     launch = await sandbox.launch(command, cwd, token=new_token(), foreground=True)
-    process = await _spawn(launch, env)
+    try:
+        process = await _spawn(launch, env)
+    except BaseException:
+        # Cancelled while the client started: it may have started the command there.
+        await _kill_remote(sandbox, launch)
+        raise
     if groups is not None:
         await asyncio.to_thread(
             groups.started, launch.token, process.pid, agent=agent, kind=sandbox.kind
@@ -82,11 +87,16 @@ async def run_command(
             groups.ended(launch.token)
 
 
-async def _kill_tree(sandbox: Sandbox, launch: Launch, pid: int) -> None:
-    """The tree where it runs first (bounded, even when cancelled), then the local group."""
+async def _kill_remote(sandbox: Sandbox, launch: Launch) -> None:
+    """Kill the tree where it runs (bounded, and carried out even when cancelled)."""
     if sandbox.remote:
         with contextlib.suppress(BaseException):
             await wait_within(asyncio.shield(sandbox.kill(launch.token, "KILL")), 20)
+
+
+async def _kill_tree(sandbox: Sandbox, launch: Launch, pid: int) -> None:
+    """The tree where it runs first, then the local group (the command or its client)."""
+    await _kill_remote(sandbox, launch)
     kill_group(pid)
 
 

@@ -5,8 +5,9 @@ there (spec 000 "Sandboxes").
 A remote command (docker exec, ssh) runs under `WRAPPER`: a small sh script that starts
 bash as a new session leader (setsid, where the system has it), so the command and
 everything it starts share one process group, and writes that group's id to a pid file
-where it runs. Killing the local client alone would leave the command running; `KILLER`
-reads the pid file and signals the group (bash's kill takes a negative group id).
+where it runs (one bash per command: each one more costs milliseconds a round trip).
+Killing the local client alone would leave the command running; `KILLER` reads the pid
+file and signals the group (bash's kill takes a negative group id).
 """
 
 from __future__ import annotations
@@ -53,24 +54,27 @@ def remote_pid_file(token: str) -> str:
     return f"/tmp/habakkuk-{token}.pid"
 
 
+# (dash's kill takes no "--": a group is "-PGID" right after the signal.)
 # $1 the pid file, $2 the directory, $3 the command, $4 "reap" (foreground: when the
 # command ends, whatever it left in its group is ended too, or it would hold the client's
 # output open) or "keep" (background: leftovers go on, as with local commands).
-# The leader writes its pid, which is its process group's id, before it looks for the
-# killer's mark, and the killer leaves its mark before it reads the pid file: so a kill
-# that comes before the pid file is written still ends the command.
-_INNER = (
-    'echo $$ > "$0"; '
-    'if [ -e "$0.kill" ]; then rm -f -- "$0" "$0.kill"; exit 137; fi; '
-    'cd -- "$1" || { rm -f -- "$0"; exit 1; }; '
-    'bash -c "$2"; rc=$?; rm -f -- "$0"; '
-    'if [ "$3" = reap ]; then trap "" TERM; kill -TERM -- -$$ 2>/dev/null; fi; '
-    "exit $rc"
+# The outer sh stays to clean up; its child (never a group leader, so setsid needs no
+# fork) becomes a session leader, writes its pid, which is its process group's id, and
+# execs bash with the command. It writes the pid before it looks for the killer's mark,
+# and the killer leaves its mark before it reads the pid file: so a kill that comes
+# before the pid file is written still ends the command.
+_LEADER = (
+    'echo $$ > "$1"; '
+    'if [ -e "$1.kill" ]; then rm -f -- "$1" "$1.kill"; exit 137; fi; '
+    'cd -- "$2" 2>/dev/null || { echo "no folder $2 where the command runs" >&2; exit 1; }; '
+    'exec bash -c "$3"'
 )
 WRAPPER = (
-    "if command -v setsid >/dev/null 2>&1; then "
-    f"exec setsid -w bash -c '{_INNER}' \"$@\"; fi; "
-    f"exec bash -c '{_INNER}' \"$@\""
+    "s=; command -v setsid >/dev/null 2>&1 && s=setsid; "
+    f"$s sh -c '{_LEADER}' sh \"$@\"; rc=$?; "
+    'p=$(cat -- "$1" 2>/dev/null); rm -f -- "$1"; '
+    'if [ "$4" = reap ] && [ -n "$p" ]; then kill -TERM "-$p" 2>/dev/null; fi; '
+    "exit $rc"
 )
 # $1 the pid file, $2 the signal name (TERM, KILL). bash: its kill takes -PGID.
 KILLER = (

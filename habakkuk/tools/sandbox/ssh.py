@@ -237,6 +237,15 @@ class SshSandbox(Sandbox):
                 exc,
             )
 
+    async def close(self) -> None:
+        """End the shared connection now (it would otherwise persist for 10 minutes)."""
+        try:
+            argv = await asyncio.to_thread(self.base_argv)
+            await self._run([*argv[:-1], "-O", "exit", argv[-1]], _KILL_TIMEOUT)
+        except SandboxError:
+            pass  # no connection, or no key any more: nothing to close
+        self._seen_at = None
+
     def describe(self) -> str:
         """ssh (user@host:port, workdir)."""
         return f"ssh ({self.destination}, {self.settings.workdir})"
