@@ -58,6 +58,7 @@ def remote_pid_file(token: str) -> str:
 # $1 the pid file, $2 the directory, $3 the command, $4 "reap" (foreground: when the
 # command ends, whatever it left in its group is ended too, or it would hold the client's
 # output open) or "keep" (background: leftovers go on, as with local commands).
+# Builtins wherever they do (read, not $(cat)): every fork costs a round trip time.
 # The outer sh stays to clean up; its child (never a group leader, so setsid needs no
 # fork) becomes a session leader, writes its pid, which is its process group's id, and
 # execs bash with the command. It writes the pid before it looks for the killer's mark,
@@ -72,7 +73,7 @@ _LEADER = (
 WRAPPER = (
     "s=; command -v setsid >/dev/null 2>&1 && s=setsid; "
     f"$s sh -c '{_LEADER}' sh \"$@\"; rc=$?; "
-    'p=$(cat -- "$1" 2>/dev/null); rm -f -- "$1"; '
+    'p=; read -r p < "$1" 2>/dev/null; rm -f -- "$1"; '
     'if [ "$4" = reap ] && [ -n "$p" ]; then kill -TERM "-$p" 2>/dev/null; fi; '
     "exit $rc"
 )

@@ -85,6 +85,7 @@ class SshSandbox(Sandbox):
         self.known_hosts = ssh_dir / "known_hosts"
         self._seen_at: float | None = None
         self._lock = asyncio.Lock()
+        self._argv: tuple[str | None, list[str]] | None = None  # (key variable's value, argv)
 
     @property
     def destination(self) -> str:
@@ -168,9 +169,21 @@ class SshSandbox(Sandbox):
             ) from None
         return str(workdir / rel.as_posix()) if rel.parts else str(workdir)
 
+    async def argv(self) -> list[str]:
+        """base_argv, made again only when the key variable's value changes (each exec
+        would otherwise pay a thread hop and a read of the key)."""
+        variable = self.settings.key_env
+        value = self.env(variable) if variable is not None else None
+        cached = self._argv
+        if cached is not None and cached[0] == value:
+            return list(cached[1])
+        argv = await asyncio.to_thread(self.base_argv)
+        self._argv = (value, argv)
+        return list(argv)
+
     async def connect(self) -> list[str]:
         """The ssh arguments, the shared connection up (checked at most every 30 s)."""
-        argv = await asyncio.to_thread(self.base_argv)
+        argv = await self.argv()
         if self._seen_at is not None and time.monotonic() - self._seen_at < TRUST_SECONDS:
             return argv
         async with self._lock:
@@ -224,7 +237,7 @@ class SshSandbox(Sandbox):
     async def kill(self, token: str, signal_name: str = "KILL") -> None:
         """Signal the command's process group on the remote host."""
         try:
-            argv = await asyncio.to_thread(self.base_argv)
+            argv = await self.argv()
             remote = ["bash", "-c", KILLER, "bash", remote_pid_file(token), signal_name]
             await self._run([*argv, shlex.join(remote)], _KILL_TIMEOUT)
         except SandboxError as exc:
@@ -240,7 +253,7 @@ class SshSandbox(Sandbox):
     async def close(self) -> None:
         """End the shared connection now (it would otherwise persist for 10 minutes)."""
         try:
-            argv = await asyncio.to_thread(self.base_argv)
+            argv = await self.argv()
             await self._run([*argv[:-1], "-O", "exit", argv[-1]], _KILL_TIMEOUT)
         except SandboxError:
             pass  # no connection, or no key any more: nothing to close
