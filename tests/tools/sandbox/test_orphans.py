@@ -10,13 +10,16 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from habakkuk.engine.home import Home
 from habakkuk.tools.processes import ProcessManager
 from habakkuk.tools.sandbox.groups import CommandGroups
 from habakkuk.tools.sandbox.ssh import SshSandbox
 from habakkuk.tools.shell import run_command
+from tests.conftest import mock_config
 from tests.helpers import PROCESS_BOUND, eventually
 from tests.tools.sandbox.conftest import FakeDocker, SshWorld, running_with, sleep_marker
 from tests.tools.sandbox.crash_child import One, sandbox_of
@@ -136,3 +139,15 @@ async def test_a_remote_command_of_a_killed_habakkuk_is_killed_at_the_next_start
         await eventually(lambda: not running_with(marker), what="the remote command to end")
     finally:
         await sandbox.close()
+
+
+async def test_opening_the_runtime_ends_what_a_killed_habakkuk_left_running(
+    tmp_path: Path, runtime_factory: Any, home: Home
+) -> None:
+    marker = sleep_marker()
+    spec = spec_for(tmp_path, "none", f"sleep {marker}", False)
+    spec["groups"] = str(home.run_dir / "commands")  # where the runtime looks
+    await crash_mid_command(spec, marker)
+    await runtime_factory(mock_config())
+    await eventually(lambda: not running_with(marker), what="the orphan to end at start")
+    assert not list((home.run_dir / "commands").glob("*.json"))
