@@ -115,10 +115,6 @@ class Sandbox(ABC):
     async def kill(self, token: str, signal_name: str = "KILL") -> None:
         """Signal the process group of command `token` where it runs (TERM or KILL)."""
 
-    def describe(self) -> str:
-        """One line for logs: the kind and where."""
-        return self.kind
-
 
 class Sandboxes(Protocol):
     """The sandbox of each agent (the one small interface exec and processes use)."""

@@ -191,10 +191,6 @@ class DockerSandbox(Sandbox):
         argv += [remote_pid_file(token), signal_name]
         await self._cli(argv, check=False, timeout=_KILL_TIMEOUT)
 
-    def describe(self) -> str:
-        """docker (habakkuk-<agent>, image)."""
-        return f"docker ({self.name}, {self.settings.image})"
-
 
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]

@@ -258,7 +258,3 @@ class SshSandbox(Sandbox):
         except SandboxError:
             pass  # no connection, or no key any more: nothing to close
         self._seen_at = None
-
-    def describe(self) -> str:
-        """ssh (user@host:port, workdir)."""
-        return f"ssh ({self.destination}, {self.settings.workdir})"
