@@ -13,6 +13,7 @@ it, a bare `ssh ... true` over the same socket: the floor any ssh-driven exec pa
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -64,6 +65,8 @@ async def main(rounds: int) -> int:
         floor = summary("bare ssh over the control socket", bare)
         median = summary("exec round trip through the ssh sandbox", ours)
         print(f"{'our part (wrapper, spawn, read)':<44} median {median - floor:6.1f} ms")
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"load average while measured: {load} (bare ssh is the floor on this machine)")
         verdict = "ok" if median <= TARGET_MS else "OVER"
         print(f"target <= {TARGET_MS:g} ms with the control socket warm: {verdict}")
         return 0 if median <= TARGET_MS else 1
