@@ -4,6 +4,8 @@ that records its argument lists and runs `docker exec`'s command here."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -154,3 +156,41 @@ async def test_without_docker_on_path_the_command_fails_and_never_runs_here(
     with pytest.raises(SandboxError, match="docker is not on PATH"):
         await run_command(f"touch {marker}", workspace, timeout=30, sandbox=sandbox)
     assert not marker.exists()
+
+
+def real_docker_with(image: str) -> bool:
+    """Whether a docker daemon answers here and has `image` already (no pulls in tests)."""
+    docker = shutil.which("docker")
+    if docker is None:
+        return False
+    try:
+        found = subprocess.run(
+            [docker, "image", "inspect", image], capture_output=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return found.returncode == 0
+
+
+@pytest.mark.skipif(
+    not real_docker_with("debian:stable-slim"),
+    reason="no docker daemon with debian:stable-slim on this machine",
+)
+async def test_a_real_daemon_runs_the_command_in_a_container_with_no_network(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    sandbox = docker_sandbox(workspace, DockerConfig(network=False), agent=f"t{os.getpid()}")
+    try:
+        result = await run_command(
+            "ls /sys/class/net; touch made-inside; tr '\\0' ' ' < /proc/1/cmdline",
+            workspace,
+            timeout=120,
+            sandbox=sandbox,
+        )
+        assert result.exit_code == 0, result.output
+        assert result.output.split()[0] == "lo" and "init" in result.output
+        made = workspace / "made-inside"
+        assert made.exists() and made.stat().st_uid == os.getuid()
+    finally:
+        subprocess.run(["docker", "rm", "-f", sandbox.name], capture_output=True, check=False)
