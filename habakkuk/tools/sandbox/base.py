@@ -57,7 +57,8 @@ def remote_pid_file(token: str) -> str:
 # (dash's kill takes no "--": a group is "-PGID" right after the signal.)
 # $1 the pid file, $2 the directory, $3 the command, $4 "reap" (foreground: when the
 # command ends, whatever it left in its group is ended too, or it would hold the client's
-# output open) or "keep" (background: leftovers go on, as with local commands).
+# output open) or "keep" (background: leftovers go on, as with local commands, and the
+# pid file stays while they run, so process_kill still reaches them; the kill removes it).
 # Builtins wherever they do (read, not $(cat)): every fork costs a round trip time.
 # The outer sh stays to clean up; its child (never a group leader, so setsid needs no
 # fork) becomes a session leader, writes its pid, which is its process group's id, and
@@ -73,7 +74,9 @@ _LEADER = (
 WRAPPER = (
     "s=; command -v setsid >/dev/null 2>&1 && s=setsid; "
     f"$s sh -c '{_LEADER}' sh \"$@\"; rc=$?; "
-    'p=; read -r p < "$1" 2>/dev/null; rm -f -- "$1"; '
+    'p=; read -r p < "$1" 2>/dev/null; '
+    'if [ "$4" = keep ] && [ -n "$p" ] && kill -0 "-$p" 2>/dev/null; then :; '
+    'else rm -f -- "$1"; fi; '
     'if [ "$4" = reap ] && [ -n "$p" ]; then kill -TERM "-$p" 2>/dev/null; fi; '
     "exit $rc"
 )

@@ -194,3 +194,22 @@ async def test_a_real_daemon_runs_the_command_in_a_container_with_no_network(
         assert made.exists() and made.stat().st_uid == os.getuid()
     finally:
         subprocess.run(["docker", "rm", "-f", sandbox.name], capture_output=True, check=False)
+
+
+async def test_process_kill_reaches_what_an_exited_background_command_left_running(
+    tmp_path: Path, fake_docker: FakeDocker
+) -> None:
+    workspace = tmp_path / "ws"
+    marker = sleep_marker()
+    manager = ProcessManager(tmp_path / "procs", sandboxes=One(docker_sandbox(workspace)))
+    try:
+        info = await manager.start(
+            agent="boxed", session="s", command=f"sleep {marker} & echo left", cwd=workspace
+        )
+        ended = await manager.wait("boxed", info.id, timeout_seconds=60)
+        assert not ended.running and ended.exit_code == 0
+        assert running_with(marker), "the leftover is gone already: nothing to test"
+        await manager.kill("boxed", info.id)
+        await eventually(lambda: not running_with(marker), what="the leftover to end")
+    finally:
+        await manager.shutdown()
