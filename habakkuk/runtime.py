@@ -45,6 +45,7 @@ from habakkuk.services.logs import HomeLogs
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
 from habakkuk.services.process_notices import ProcessNotices
+from habakkuk.services.sandboxes import build_processes
 from habakkuk.services.schedules import build_schedules
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
@@ -53,7 +54,6 @@ from habakkuk.services.toolset import ToolServices, build_tools, chats_run
 from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.services.voice import Voice
-from habakkuk.tools.processes import ProcessManager
 
 if TYPE_CHECKING:
     from habakkuk.channels.outbox import Outbox
@@ -105,7 +105,7 @@ class Runtime:
         self.memory = build_memory(home, config, self.env)  # a knowledge MemoryAccess
         self.skills = build_skills(home, config, self.memory)  # a knowledge SkillsAccess
         self.notices = ProcessNotices(self.queue, lambda: self.turns)  # notify: true exits
-        self.processes = ProcessManager(home.procs_dir, on_exit=self.notices.exited)  # ours
+        self.processes = build_processes(home, config, self.env, self.notices.exited)  # sandboxes
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
         self.turn_runner: TurnRunner | None = None  # once workers start (editors' turns use it)
@@ -208,6 +208,7 @@ class Runtime:
         await asyncio.to_thread(runtime.providers.load_keyring)
         REDACTOR.add_values(hub.keyring_values())
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
+        await runtime.processes.kill_orphans()  # commands a killed Habakkuk left running
         return runtime
 
     async def start_mcp(self, wait: float | None = None) -> None:

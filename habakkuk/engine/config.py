@@ -27,6 +27,7 @@ from .hook_events import HookEvent  # the events the code fires: the only ones a
 from .logging_config import LoggingConfig, resolve_logging
 from .presets import PRESETS, LoginKind, ProviderType
 from .realtime_config import RealtimeConfig, resolve_realtime
+from .sandbox_config import DockerConfig, SandboxKind, SshConfig, resolve_sandbox
 from .secrets_config import SecretsConfig, resolve_secrets
 from .talk_config import TalkConfig, resolve_talk
 from .telemetry_config import TelemetryConfig, resolve_telemetry
@@ -150,6 +151,10 @@ class AgentConfig:
     web: bool = True
     # The agent's own spending limits (engine/budget_config.py), on top of the install's.
     budget: AgentBudgetConfig = field(default_factory=AgentBudgetConfig)
+    # Where exec and background processes run (engine/sandbox_config.py, tools/sandbox).
+    sandbox: SandboxKind = "none"
+    docker: DockerConfig = field(default_factory=DockerConfig)
+    ssh: SshConfig | None = None
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
     reviewer_chain: list[ModelRef] = field(default_factory=list, init=False)
@@ -769,6 +774,7 @@ def _resolve(config: Config, home: Home) -> None:
                 "must be -1 (off) or at least 1000 tokens"
             )
         check_limits(agent.budget, path, f"agents.{name}.budget")
+        resolve_sandbox(agent, path)
         if agent.max_steps < 1:
             raise ConfigError(
                 f"{path}:{line_of(agent, 'max_steps')}: agents.{name}.max_steps: must be >= 1"

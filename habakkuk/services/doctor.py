@@ -79,6 +79,9 @@ async def run_checks(home: Home) -> list[Check]:
     checks += [Check(*one) for one in await homeassistant_checks(config, env)]
     checks += await _database_checks(home, config)
     checks += _workspace_checks(config, home)
+    from .doctor_sandbox import sandbox_checks  # docker or ssh, and the host keys seen
+
+    checks += [Check(*one) for one in await asyncio.to_thread(sandbox_checks, config, home, env)]
     checks += await _skill_checks(config, home)
     checks += await asyncio.to_thread(_memory_checks, config, home)
     for tool in ("git", "rg"):  # checkpoints; fast search_files (the detail says which)

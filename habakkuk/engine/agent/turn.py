@@ -353,6 +353,7 @@ class TurnRunner:
             state=deps.state,
             tool_catalog=tools if deps.tool_view is not None else None,
             stopped_by_user=lambda: lease.stop_reason == "user",
+            files_here=agent.sandbox != "ssh",  # sandbox: ssh writes files there, with exec
         )
         context.taint = await self._resumed_taint(context, view)
         # A session an email channel started reads outside content in every turn.

@@ -49,6 +49,13 @@ class ToolError(Exception):
     """A tool failed in a way the model should read (one line, no traceback)."""
 
 
+# An agent with an ssh sandbox: its commands would never see a file written here.
+_REMOTE_WRITE = (
+    "refused: {tool} writes files on this machine, but this agent's commands run on a "
+    "remote host (sandbox: ssh) that would never see them; change files there with exec"
+)
+
+
 @dataclass
 class ToolOutput:
     text: str
@@ -113,6 +120,9 @@ class ToolContext:
     # Whether the user is stopping this turn (not a shutdown, after which the turn resumes):
     # a tool that started work elsewhere (a delegated child) stops it too.
     stopped_by_user: Callable[[], bool] | None = None
+    # False when the agent's commands run on another host (sandbox: ssh): the workspace
+    # here is not the one they see, so the file-writing tools are refused.
+    files_here: bool = True
     # Whether outside content has entered this run of the turn (see taint.py); shared by
     # every call of the run, including the per-call copies the registry makes.
     taint: Taint = field(default_factory=Taint)
@@ -352,6 +362,8 @@ class ToolRegistry:
         owned = self._knowledge(tool, paths, ctx)
         if owned:
             return ToolOutput(owned, is_error=True, denied=True)
+        if tool.writes_files and not ctx.files_here:
+            return ToolOutput(_REMOTE_WRITE.format(tool=tool.name), is_error=True, denied=True)
         secret = self._credential(tool, paths, ctx)
         if secret is not None:
             return ToolOutput(
@@ -435,7 +447,7 @@ class ToolRegistry:
             return False
         if tool.refuse(use.input, ctx) or self._credential(tool, paths, ctx) is not None:
             return False
-        if self._knowledge(tool, paths, ctx):
+        if self._knowledge(tool, paths, ctx) or (tool.writes_files and not ctx.files_here):
             return False
         within = _within(paths, ctx)
         verdict = decide(
