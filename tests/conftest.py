@@ -297,8 +297,12 @@ CI_SKIP_HINT = "skipped under CI=true; .ci/run installs git, tmux, ripgrep and c
 
 
 def _fail_skip_in_ci(report: pytest.CollectReport | pytest.TestReport) -> None:
-    if "optional_extra" in getattr(report, "keywords", {}):
+    keywords = getattr(report, "keywords", {})
+    if "optional_extra" in keywords:
         return  # needs an optional extra (litellm) that the test extra does not install
+    if "host_daemon" in keywords:
+        return  # needs a Docker daemon: no machine CI runs on has one (a fake docker CLI
+        # covers what we send it); where one runs, the test runs and can fail
     if os.environ.get("CI", "").lower() in ("true", "1") and report.skipped:
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"

@@ -172,6 +172,7 @@ def real_docker_with(image: str) -> bool:
     return found.returncode == 0
 
 
+@pytest.mark.host_daemon("docker")
 @pytest.mark.skipif(
     not real_docker_with("debian:stable-slim"),
     reason="no docker daemon with debian:stable-slim on this machine",
