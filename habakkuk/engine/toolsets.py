@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-KNOWN_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
-DEFAULT_TOOLSETS = KNOWN_TOOLSETS
+DEFAULT_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
+# Opt-in toolsets: an agent gets them by listing them.
+KNOWN_TOOLSETS = (*DEFAULT_TOOLSETS, "browser")
 MCP_PREFIX = "mcp:"
 
 # Built-in tools an agent has but is not shown in every request: they load on demand
