@@ -14,6 +14,7 @@ import base64
 import json
 import time
 from typing import Any
+from urllib.parse import urljoin
 
 from habakkuk.engine.timeouts import wait_within
 
@@ -98,7 +99,8 @@ async def describe(browser: Browser, tab: Tab) -> str:
     info = await evaluate_value(browser, tab, "[document.title, location.href]")
     if isinstance(info, list) and len(info) == 2:
         tab.title, tab.url = str(info[0]), str(info[1])
-    return f"{tab.title or '(no title)'} — {tab.url}"
+    url = tab.url if len(tab.url) <= 300 else tab.url[:300] + "…"
+    return f"{tab.title or '(no title)'} — {url}"
 
 
 async def evaluate_value(browser: Browser, tab: Tab, expression: str) -> Any:
@@ -117,9 +119,9 @@ async def evaluate_value(browser: Browser, tab: Tab, expression: str) -> Any:
 
 async def snapshot(browser: Browser, tab: Tab, offset: int) -> str:
     """The tab's accessibility tree as lines, from `offset`, with the note to continue."""
+    head = await describe(browser, tab)
     text = await snapshot_text(browser, tab)
     part, following = cut(text, offset)
-    head = await describe(browser, tab)
     if following is not None:
         part += (
             f"\n[cut at {following:,} of {len(text):,} characters: call browser_snapshot "
@@ -131,9 +133,15 @@ async def snapshot(browser: Browser, tab: Tab, offset: int) -> str:
 async def snapshot_text(browser: Browser, tab: Tab) -> str:
     """The whole rendering of the tab (main frame, same-process frames inlined)."""
     tree = await browser.conn.send("Accessibility.getFullAXTree", session=tab.session)
+    nodes = tree.get("nodes", [])
     frames = await _child_frames(browser, tab)
+    for node in nodes:  # frames of another process are not in this session's tree
+        backend = node.get("backendDOMNodeId")
+        role = (node.get("role") or {}).get("value")
+        if role == "Iframe" and isinstance(backend, int) and backend not in frames:
+            frames[backend] = Frame(await _frame_source(browser, tab, backend), None)
     return render(
-        tree.get("nodes", []),
+        nodes,
         ref_of=lambda backend: browser.refs.ref(tab.target, backend),
         url=tab.url,
         frames=frames,
@@ -167,6 +175,17 @@ async def _child_frames(browser: Browser, tab: Tab) -> dict[int, Frame]:
         )
         todo.extend(child.get("childFrames", []))
     return found
+
+
+async def _frame_source(browser: Browser, tab: Tab, backend: int) -> str:
+    try:
+        found = await browser.conn.send("DOM.describeNode", {"backendNodeId": backend}, tab.session)
+    except CdpError:
+        return "(unknown address)"
+    attributes = found.get("node", {}).get("attributes", [])
+    pairs = dict(zip(attributes[0::2], attributes[1::2], strict=False))
+    source = str(pairs.get("src", "(no address)"))
+    return source if "://" in source or not tab.url else urljoin(tab.url, source)
 
 
 async def _frame_owner(browser: Browser, tab: Tab, frame_id: str) -> int | None:
@@ -362,17 +381,11 @@ async def scroll(browser: Browser, ref: int | None, dy: int, deadline: Deadline)
         )
         return f"scrolled ref {ref} into view"
     tab = await browser.current_tab()
-    metrics = await browser.conn.send("Page.getLayoutMetrics", session=tab.session)
-    view = metrics.get("cssLayoutViewport", {})
-    x, y = view.get("clientWidth", 800) / 2, view.get("clientHeight", 600) / 2
-    await browser.conn.send(
-        "Input.dispatchMouseEvent",
-        {"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": dy},
-        tab.session,
+    script = (
+        f"window.scrollBy({{top: {int(dy)}, behavior: 'instant'}});"
+        "[Math.round(scrollY), document.documentElement.scrollHeight]"
     )
-    position = await evaluate_value(
-        browser, tab, "[Math.round(scrollY), document.documentElement.scrollHeight]"
-    )
+    position = await evaluate_value(browser, tab, script)
     return f"scrolled by {dy}px; now at {position[0]} of {position[1]}px"
 
 

@@ -80,6 +80,7 @@ class PipeTransport(Transport):
         self._read_fd = read_fd
         self._buffer = bytearray()
         self._reader: asyncio.StreamReader | None = None
+        self._pipe: asyncio.BaseTransport | None = None
         self._closed = False
 
     async def _open(self) -> asyncio.StreamReader:
@@ -87,7 +88,12 @@ class PipeTransport(Transport):
             loop = asyncio.get_running_loop()
             reader = asyncio.StreamReader(limit=1 << 30)
             protocol = asyncio.StreamReaderProtocol(reader)
-            await loop.connect_read_pipe(lambda: protocol, os.fdopen(self._read_fd, "rb", 0))
+            pipe = os.fdopen(self._read_fd, "rb", 0)
+            try:
+                self._pipe, _ = await loop.connect_read_pipe(lambda: protocol, pipe)
+            except BaseException:
+                pipe.close()
+                raise
             self._reader = reader
         return self._reader
 
@@ -118,7 +124,9 @@ class PipeTransport(Transport):
         self._closed = True
         with contextlib.suppress(OSError):
             os.close(self._write_fd)  # Chrome reads EOF and exits
-        if self._reader is None:
+        if self._pipe is not None:
+            self._pipe.close()  # closes the file it reads
+        elif self._reader is None:
             with contextlib.suppress(OSError):
                 os.close(self._read_fd)
 

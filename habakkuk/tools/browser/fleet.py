@@ -112,9 +112,15 @@ def agent_settings(config: Config) -> Callable[[str], BrowserConfig]:
 class BrowserFleet:
     """The browsers of a runtime's agents, by agent name."""
 
-    def __init__(self, home: Path, settings: Callable[[str], BrowserConfig]) -> None:
+    def __init__(
+        self,
+        home: Path,
+        settings: Callable[[str], BrowserConfig],
+        guards: Callable[[BrowserConfig], UrlGuard] = guard_for,
+    ) -> None:
         self.home = home
         self.settings = settings
+        self.guards = guards  # a test's guard may resolve names its own way
         self._slots: dict[str, _Slot] = {}
 
     @contextlib.asynccontextmanager
@@ -154,7 +160,7 @@ class BrowserFleet:
 
     async def _start(self, agent: str, refs: RefTable) -> Browser:
         settings = self.settings(agent)
-        guard = guard_for(settings)
+        guard = self.guards(settings)
         if settings.mode == "connect":
             try:
                 return await connect_browser(settings.cdp_url, guard, refs)
@@ -191,6 +197,11 @@ class BrowserFleet:
                 await browser.close()
             except Exception:
                 log.exception("closing a browser failed")
+
+    def running(self, agent: str) -> Browser | None:
+        """The agent's browser while one is open."""
+        slot = self._slots.get(agent)
+        return slot.browser if slot is not None else None
 
     async def close(self) -> None:
         """Close every browser (shutdown): launched ones exit, connect mode's tabs close."""

@@ -112,6 +112,12 @@ class Browser:
             "Target.setAutoAttach",
             {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True},
         )
+        if self.launched:  # the first tab: adopted before any call looks for a tab
+            targets = await self.conn.send("Target.getTargets")
+            for info in targets.get("targetInfos", []):
+                if info.get("type") == "page":
+                    await self._wait_tab(str(info["targetId"]))
+                    self.current = str(info["targetId"])
 
     async def close(self) -> None:
         """Mode connect: close the tabs we opened and detach. Launched: just disconnect."""
