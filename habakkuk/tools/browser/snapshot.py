@@ -125,6 +125,12 @@ class _Renderer:
             node = self.nodes.get(node_id)
             if node is None:
                 continue
+            role = (node.get("role") or {}).get("value")
+            if role in SKIPPED:
+                continue
+            if role in TEXT:  # its children are inline text boxes: nothing more to show
+                self.line(node, level, above)
+                continue
             shown, name = self.line(node, level, above)
             child_level = level + 1 if shown else level
             child_above = name if shown else above
