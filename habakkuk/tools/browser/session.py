@@ -168,6 +168,27 @@ class Browser:
             return self.tabs[self.current]
         return await self.new_tab()
 
+    async def other_tabs(self) -> list[tuple[str, str, str]]:
+        """(target, title, url) of the pages we do not drive (mode connect: the owner's)."""
+        found = await self.conn.send("Target.getTargets")
+        return [
+            (str(info["targetId"]), str(info.get("title", "")), str(info.get("url", "")))
+            for info in found.get("targetInfos", [])
+            if info.get("type") == "page" and info.get("targetId") not in self.tabs
+        ]
+
+    async def attach(self, target: str) -> Tab:
+        """Drive a page someone else opened (it stays open when we close)."""
+        result = await self.conn.send(
+            "Target.attachToTarget", {"targetId": target, "flatten": True}
+        )
+        info = {"targetId": target, "url": "", "title": ""}
+        await self._drive(str(result["sessionId"]), target, info, popup=False)
+        tab = self.tabs[target]
+        tab.opened_by_us = False
+        self.current = target
+        return tab
+
     async def close_tab(self, tab: Tab) -> None:
         """Close one of our tabs."""
         await self.conn.send("Target.closeTarget", {"targetId": tab.target})
@@ -199,8 +220,8 @@ class Browser:
         target = self._sessions.get(event.session)
         tab = self.tabs.get(target) if target else None
         if method == "Target.detachedFromTarget":
-            gone = self._sessions.get(str(event.params.get("sessionId")))
-            if gone:
+            gone = self._sessions.pop(str(event.params.get("sessionId")), None)
+            if gone:  # a page ("" for a frame's or a worker's session)
                 self._drop(gone)
         elif method == "Target.targetDestroyed":
             self._drop(str(event.params.get("targetId")))

@@ -261,11 +261,12 @@ class BrowserTabs(BrowserTool):
     name = "browser_tabs"
     description = (
         "The browser's tabs: list them, open a new one (url), make one current (index),"
-        " or close one (index)."
+        " or close one (index). In a browser someone else runs, their tabs are listed"
+        " apart; attach (index among them) drives one."
     )
     input_schema = _schema(
         {
-            "action": {"enum": ["list", "new", "select", "close"]},
+            "action": {"enum": ["list", "new", "select", "close", "attach"]},
             "index": {"type": "integer", "minimum": 0},
             "url": {"type": "string"},
         },
@@ -285,6 +286,12 @@ class BrowserTabs(BrowserTool):
             tab = await browser.new_tab()
             if url != "about:blank":
                 await actions.navigate(browser, tab, url, deadline)
+        elif action == "attach":
+            others = await browser.other_tabs()
+            index = args.get("index")
+            if index is None or not 0 <= index < len(others):
+                raise ActionError(f"attach needs the index of one of the {len(others)} other tabs")
+            await browser.attach(others[index][0])
         elif action in ("select", "close"):
             if "index" not in args:
                 raise ActionError(f"{action} needs the tab's index (see action list)")
@@ -302,6 +309,12 @@ class BrowserTabs(BrowserTool):
                 await actions.describe(browser, tab)
             mark = "*" if tab.target == browser.current else " "
             lines.append(f"{mark} {index}: {tab.title or '(no title)'} — {tab.url}")
+        if not browser.launched:
+            others = await browser.other_tabs()
+            if others:
+                lines.append("other tabs of this browser (attach to drive one):")
+            for index, (_, title, url) in enumerate(others):
+                lines.append(f"  {index}: {title or '(no title)'} — {url}")
         return ToolOutput("\n".join(lines) or "(no tabs)")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ PAGES = {
 <button type="submit">Book</button></form>
 <a href="/other">Other page</a>""",
     "/other": "<title>Other</title><p>The other page</p>",
+    "/slow": "<title>Slow</title><p>Half there</p><img src='/hang.png'>",
     "/keys": """<title>Keys</title><input id="k" aria-label="Keys">
 <p id="log">none</p><script>
 document.getElementById('k').addEventListener('keydown', e => {
@@ -59,6 +61,7 @@ class Site:
     port: int
     hits: list[str] = field(default_factory=list)
     posted: list[dict[str, str]] = field(default_factory=list)
+    released: asyncio.Event = field(default_factory=asyncio.Event)
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -70,6 +73,9 @@ async def site() -> AsyncIterator[Site]:
 
     async def page(request: web.Request) -> web.Response:
         state.hits.append(request.path_qs)
+        if request.path == "/hang.png":  # an image that never comes: the load never ends
+            await state.released.wait()
+            return web.Response(status=404)
         if request.path == "/frames":
             other = request.query.get("other", "127.0.0.3")
             body = (
@@ -108,6 +114,7 @@ async def site() -> AsyncIterator[Site]:
     try:
         yield state
     finally:
+        state.released.set()
         await runner.cleanup()
 
 

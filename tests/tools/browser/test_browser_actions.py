@@ -182,3 +182,12 @@ async def test_a_long_page_is_cut_with_the_offset_to_continue(tools: Tools, site
         assert len(text) < 24_500
         parts += 1
     assert parts > 2 and "Item number 1999" in text
+
+
+async def test_a_page_still_loading_at_the_deadline_is_reported_not_failed(
+    tools: Tools, site: Site
+) -> None:
+    out = await tools("browser_navigate", url=site.url("/slow"), timeout_seconds=6)
+    assert not out.is_error
+    assert site.url("/slow") in out.text and "[the page is still loading]" in out.text
+    assert "Half there" in (await tools("browser_snapshot")).text

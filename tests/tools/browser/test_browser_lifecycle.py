@@ -172,9 +172,16 @@ async def test_connect_mode_works_in_its_own_tabs_and_closes_only_them(
     blocked = await tools("browser_navigate", url="http://localhost:9/")
     assert blocked.text.startswith("[blocked: ")
     assert sorted(await _page_urls(outside_browser)) == ["about:blank", site.url("/form")]
+    listed = await tools("browser_tabs", action="list")
+    assert (
+        "other tabs of this browser" in listed.text
+        and "  0: about:blank — about:blank" in listed.text
+    )
+    await tools("browser_tabs", action="attach", index=0)
+    await tools("browser_navigate", url=site.url("/other"))
     await fleet.close()
     await eventually(
         lambda: _page_urls(outside_browser),
         what="the owner's tab, alone",
     )
-    assert await _page_urls(outside_browser) == ["about:blank"]
+    assert await _page_urls(outside_browser) == [site.url("/other")]
