@@ -1,5 +1,6 @@
 """The fetch tool's SSRF corpus replayed through a real Chromium: navigations, redirects,
-iframes, images, form posts, popups and fetch() from page scripts. Every target is
+iframes, images, form posts, popups, fetch() from page scripts and from a worker, and
+WebSocket handshakes. Every target is
 refused: the guard never lets one through, and a canary server listening on every
 loopback address on one port sees no request at all.
 
@@ -125,6 +126,26 @@ def _vector_page(kind: str, targets: list[str]) -> str:
             ".then(r => { document.body.textContent = 'fetched ' + r.length; });"
         )
         return f"<title>fetch</title><body>waiting</body><script>{script}</script>"
+    if kind == "worker":
+        code = (
+            f"const urls = {json.dumps(targets)};"
+            "Promise.allSettled(urls.map(u => fetch(u, {mode: 'no-cors'})))"
+            ".then(r => postMessage('fetched ' + r.length));"
+        )
+        script = (
+            f"const w = new Worker(URL.createObjectURL(new Blob([{json.dumps(code)}])));"
+            "w.onmessage = e => { document.body.textContent = e.data; };"
+        )
+        return f"<title>worker</title><body>waiting</body><script>{script}</script>"
+    if kind == "websockets":
+        script = (
+            f"const urls = {json.dumps(targets)};"
+            "let ended = 0;"
+            "for (const u of urls) { const s = new WebSocket(u);"
+            " s.onerror = s.onclose = () => { if (++ended === urls.length)"
+            " document.body.textContent = 'closed ' + ended; }; }"
+        )
+        return f"<title>websockets</title><body>waiting</body><script>{script}</script>"
     if kind == "popups":
         buttons = "".join(
             f"<button onclick=\"window.open('{t}')\">Open {i}</button>"
@@ -182,6 +203,14 @@ async def test_the_ssrf_corpus_is_refused_through_every_browser_path(
         if kind == "fetch":
             await tools("browser_wait", text="fetched", seconds=30)
         await eventually(_at_least(guard, kind, 5), what=f"{kind} refusals")
+
+    # A worker's fetch() and WebSocket handshakes: the proxy refuses what they open.
+    targets = json.dumps(_tagged(canary_targets(servers.canary), "worker"))
+    await tools("browser_navigate", url=f"{base}/worker?targets={quote(targets)}")
+    assert "is on the page" in (await tools("browser_wait", text="fetched", seconds=30)).text
+    sockets = [t.replace("http", "ws", 1) for t in canary_targets(servers.canary)]
+    await tools("browser_navigate", url=f"{base}/websockets?targets={quote(json.dumps(sockets))}")
+    assert "is on the page" in (await tools("browser_wait", text="closed", seconds=30)).text
 
     # Popups: one click each (the popup blocker lets one through per click).
     canary = _tagged(canary_targets(servers.canary), "popups")
