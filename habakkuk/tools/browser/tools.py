@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -491,14 +492,9 @@ class BrowserEvaluate(BrowserTool):
     taints = True
     untrusted = True
 
-    def hardline_input(self, args: dict[str, Any]) -> str | None:
-        return None  # page script, not a shell command
-
     async def act(
         self, browser: Browser, args: dict[str, Any], ctx: ToolContext, deadline: Deadline
     ) -> ToolOutput:
-        import json
-
         tab = await browser.current_tab()
         value = await actions.evaluate_value(browser, tab, args["expression"])
         text = json.dumps(value, ensure_ascii=False, default=str)
