@@ -50,7 +50,7 @@ from habakkuk.services.schedules import build_schedules
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
-from habakkuk.services.toolset import ToolServices, build_tools, chats_run
+from habakkuk.services.toolset import ToolServices, browser_fleet, build_tools, chats_run
 from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.services.voice import Voice
@@ -106,6 +106,7 @@ class Runtime:
         self.skills = build_skills(home, config, self.memory)  # a knowledge SkillsAccess
         self.notices = ProcessNotices(self.queue, lambda: self.turns)  # notify: true exits
         self.processes = build_processes(home, config, self.env, self.notices.exited)  # sandboxes
+        self.browsers = browser_fleet(home.root, config)  # the agents' browsers, on first use
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
         self.turn_runner: TurnRunner | None = None  # once workers start (editors' turns use it)
@@ -180,6 +181,7 @@ class Runtime:
                 usage=self.ledger,
                 env=self.env,
                 nodes=self.devices,
+                browsers=self.browsers,
             ),
         )
         self.tools.hooks = self.hooks
@@ -338,7 +340,7 @@ class Runtime:
             await asyncio.gather(self._mcp_start, return_exceptions=True)
         if self.mcp is not None:
             await self.mcp.close()
-        await self.processes.shutdown()
+        await asyncio.gather(self.processes.shutdown(), self.browsers.close())
         await self.goals.settled()  # the steps after the last turns, before the stores close
         await self.budget.settled()
         await self.hooks.drain()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .browser_config import BrowserConfig, check_connect, merged, resolve_browser
 from .budget_config import AgentBudgetConfig, BudgetConfig, check_limits
 from .channel_config import ChannelConfig, resolve_channels
 from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
@@ -155,6 +156,8 @@ class AgentConfig:
     sandbox: SandboxKind = "none"
     docker: DockerConfig = field(default_factory=DockerConfig)
     ssh: SshConfig | None = None
+    # The agent's own browser settings over the top-level browser: (engine/browser_config.py).
+    browser: BrowserConfig | None = None
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
     reviewer_chain: list[ModelRef] = field(default_factory=list, init=False)
@@ -565,6 +568,7 @@ class Config:
     nodes: NodesConfig | None = None
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)  # habakkuk.log
+    browser: BrowserConfig = field(default_factory=BrowserConfig)  # the browser toolset
     path: Path = field(default=Path("config.yaml"), init=False)
     # Merged in from enabled plugins by load_config (engine/plugin_config.py), never
     # written to config.yaml: their skill folders (shared), commands, and one line per
@@ -864,6 +868,7 @@ def _resolve(config: Config, home: Home) -> None:
         resolve_homeassistant(config.homeassistant, path, agents=config.agents, accounts=accounts)
     resolve_secrets(config.secrets, path, home.root)
     resolve_logging(config.logging, path)
+    _resolve_browsers(config)
 
 
 def hosted_agents(config: Config, names: Sequence[str], where: str) -> list[str]:
@@ -1195,3 +1200,14 @@ def _resolve_search(config: Config, search: SearchConfig) -> None:
             raise fail("key_env", f"{provider} takes no key")
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", search.key_env):
             raise fail("key_env", f"{search.key_env!r} must name a variable, e.g. BRAVE_API_KEY")
+
+
+def _resolve_browsers(config: Config) -> None:
+    """The top-level browser section and each agent's own, checked as merged."""
+    resolve_browser(config.browser, config.path)
+    check_connect(config.browser, config.path, "browser")
+    for name, agent in config.agents.items():
+        if agent.browser is not None:
+            where = f"agents.{name}.browser"
+            resolve_browser(agent.browser, config.path, where)
+            check_connect(merged(config.browser, agent.browser), config.path, where)

@@ -66,6 +66,9 @@ async def run_checks(home: Home) -> list[Check]:
 
     ops = await asyncio.to_thread(secret_checks, env)
     checks += [Check(*one) for one in ops + telemetry_checks(config)]
+    from .doctor_browser import browser_checks  # browser: which one, --no-sandbox as root
+
+    checks += [Check(*one) for one in browser_checks(config)]
     checks += await asyncio.to_thread(_key_checks, config, env)
     checks += await asyncio.to_thread(_login_checks, config, home)
     checks += await asyncio.to_thread(_search_checks, config, env)

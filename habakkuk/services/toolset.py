@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from habakkuk.engine.toolkit.registry import ToolRegistry
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from habakkuk.knowledge.skills.types import SkillsAccess
     from habakkuk.protocols.nodes.hub import NodeHub
     from habakkuk.services.usage import UsageLedger
+    from habakkuk.tools.browser.fleet import BrowserFleet
     from habakkuk.tools.process_tools import Started
     from habakkuk.tools.processes import ProcessManager
     from habakkuk.work.board_types import BoardAccess
@@ -48,6 +50,8 @@ class ToolServices:
     env: Environment | None = None
     # The device nodes (nodes_list, node_invoke join core); None without `nodes:`.
     nodes: NodeHub | None = None
+    # The agents' browsers (the browser toolset); None: its calls say it is unavailable.
+    browsers: BrowserFleet | None = None
 
 
 def chats_run(config: Config) -> bool:
@@ -136,8 +140,19 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
         for tool in homeassistant_tools(config.homeassistant, services.env):
             registry.register(tool, "homeassistant")
+    from habakkuk.tools.browser.tools import browser_tools
+
+    for tool in browser_tools(services.browsers):  # offered to agents that list "browser"
+        registry.register(tool, "browser")
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 
         register_tools(registry, services.channels, config.tts, services.env)
     return registry
+
+
+def browser_fleet(root: Path, config: Config) -> BrowserFleet:
+    """The agents' browsers of a home (none starts before an agent's first browser call)."""
+    from habakkuk.tools.browser.fleet import BrowserFleet, agent_settings
+
+    return BrowserFleet(root, agent_settings(config))
