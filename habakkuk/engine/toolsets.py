@@ -15,6 +15,8 @@ from typing import Any
 
 KNOWN_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
 DEFAULT_TOOLSETS = KNOWN_TOOLSETS
+# Toolsets an agent gets only by listing them (they reach other systems).
+OPT_IN_TOOLSETS = ("a2a",)  # a2a: habakkuk/protocols/a2a/tools.py
 MCP_PREFIX = "mcp:"
 
 # Built-in tools an agent has but is not shown in every request: they load on demand
