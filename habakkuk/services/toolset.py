@@ -123,6 +123,13 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
     for tool in generation_tools(config, services.usage, services.env):  # offered when configured
         registry.register(tool, "media")
+    from habakkuk.protocols.a2a.client import A2APeers
+    from habakkuk.protocols.a2a.tools import a2a_tools
+
+    # Opt-in (engine/toolsets.py OPT_IN_TOOLSETS): offered to agents that list `a2a`.
+    peers = A2APeers(config.a2a, services.env, allow_private=config.tools.allow_private_urls)
+    for tool in a2a_tools(peers):
+        registry.register(tool, "a2a")
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 
