@@ -149,9 +149,8 @@ async def _rpc(request: web.Request, agent: str | None) -> web.StreamResponse:
     request_id: Any = None
     try:
         body = _parse(raw)
-        request_id = body.get("id")
-        method = body["method"]
-        version, op = wire.METHODS[method]
+        request_id = _id_of(body)
+        version, op = wire.METHODS[_method_of(body)]
         wire.check_version_header(request.headers.get(wire.VERSION_HEADER))
         params = body.get("params", {})
         if op in ("stream", "subscribe"):
@@ -163,27 +162,36 @@ async def _rpc(request: web.Request, agent: str | None) -> web.StreamResponse:
 
 
 def _parse(raw: bytes) -> dict[str, Any]:
-    """A JSON-RPC request object; RpcError -32700 / -32600 / -32601 otherwise."""
+    """The request object; RpcError -32700 (not JSON) or -32600 (not one object)."""
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):
         raise RpcError(wire.PARSE_ERROR, "the body is not JSON") from None
     if not isinstance(body, dict):
         raise RpcError(wire.INVALID_REQUEST, "the request must be one JSON-RPC object")
-    if body.get("jsonrpc") != "2.0":
-        raise RpcError(wire.INVALID_REQUEST, 'jsonrpc must be "2.0"')
+    return body
+
+
+def _id_of(body: dict[str, Any]) -> Any:
+    """The request's id (answered back, also with an error); -32600 when malformed."""
     request_id = body.get("id")
     if request_id is not None and (
         isinstance(request_id, bool) or not isinstance(request_id, (str, int))
     ):
-        body["id"] = None
         raise RpcError(wire.INVALID_REQUEST, "id must be a string, a number or null")
+    return request_id
+
+
+def _method_of(body: dict[str, Any]) -> str:
+    """The method, known; -32600 for a request that is not JSON-RPC 2.0, -32601 else."""
+    if body.get("jsonrpc") != "2.0":
+        raise RpcError(wire.INVALID_REQUEST, 'jsonrpc must be "2.0"')
     method = body.get("method")
     if not isinstance(method, str):
         raise RpcError(wire.INVALID_REQUEST, "method must be a string")
     if method not in wire.METHODS:
         raise RpcError(wire.METHOD_NOT_FOUND, f"method {method!r} not found")
-    return body
+    return method
 
 
 def _agent_for(serving: A2AServing, endpoint: str | None, named: str | None) -> str:
@@ -214,6 +222,10 @@ async def _call(
     if op == "cancel":
         record = await tasks.record(wire.read_task_id(params))
         return wire.get_result(version, await tasks.cancel(record), None)
+    if op == "list":
+        query = wire.read_list(params)
+        tasks_page, total, following = await tasks.page(query)
+        return wire.list_result(version, tasks_page, query, total, following)
     if op == "push":
         raise RpcError(wire.PUSH_NOT_SUPPORTED, "push notifications are not supported")
     if op == "card":
@@ -264,6 +276,7 @@ def setup(app: web.Application, server: Served) -> None:
         version=str(__version__),
     )
     app.router.add_get(CARD_PATH, home_card)
+    app.router.add_get(PREFIX + CARD_PATH, home_card)  # beside its endpoint, as clients look
     app.router.add_post(PREFIX, rpc_home)
     app.router.add_get(PREFIX + "/{agent}", agent_card)
     app.router.add_get(PREFIX + "/{agent}" + CARD_PATH, agent_card)

@@ -9,7 +9,6 @@ and a caller can only read tasks A2A started.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from habakkuk.engine.sql import Conn, Database, Row
@@ -64,27 +63,24 @@ async def context_agent(db: Database, context: str) -> str | None:
     return str(row[0]) if row else None
 
 
-async def remember_context(db: Database, context: str, agent: str) -> None:
-    """Record a session A2A started."""
-    await db.write(
-        lambda c: c.execute(
-            "INSERT INTO a2a_contexts(context, agent, created_at) VALUES (?, ?, ?)"
-            " ON CONFLICT(context) DO NOTHING",
-            (context, agent, time.time()),
-        )
-    )
-
-
 async def task(db: Database, task_id: str) -> A2ATask | None:
     """A task A2A started, or None."""
     row = await db.fetchone("SELECT * FROM a2a_tasks WHERE task = ?", (task_id,))
     return _task(row) if row else None
 
 
-async def remember_task(db: Database, record: A2ATask) -> A2ATask:
-    """Record the task unless a request with the same id did first; returns the winner."""
+async def remember_task(db: Database, record: A2ATask, *, new_context: bool = False) -> A2ATask:
+    """Record the task unless a request with the same id did first; returns the winner.
+    `new_context`: its context is a session A2A has just started (recorded with it, in
+    the same transaction)."""
 
     def _remember(conn: Conn) -> A2ATask:
+        if new_context:
+            conn.execute(
+                "INSERT INTO a2a_contexts(context, agent, created_at) VALUES (?, ?, ?)"
+                " ON CONFLICT(context) DO NOTHING",
+                (record.context, record.agent, record.created_at),
+            )
         conn.execute(
             "INSERT INTO a2a_tasks(task, context, agent, message_id, text, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(task) DO NOTHING",
@@ -101,6 +97,20 @@ async def remember_task(db: Database, record: A2ATask) -> A2ATask:
         return _task(row)
 
     return await db.write(_remember)
+
+
+async def recent_tasks(db: Database, context: str | None, limit: int) -> list[A2ATask]:
+    """The newest `limit` tasks (of one context, when named), newest first."""
+    if context is None:
+        rows = await db.fetchall(
+            "SELECT * FROM a2a_tasks ORDER BY created_at DESC, task LIMIT ?", (limit,)
+        )
+    else:
+        rows = await db.fetchall(
+            "SELECT * FROM a2a_tasks WHERE context = ? ORDER BY created_at DESC, task LIMIT ?",
+            (context, limit),
+        )
+    return [_task(row) for row in rows]
 
 
 async def prune(db: Database, before: float) -> None:

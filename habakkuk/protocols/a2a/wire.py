@@ -37,6 +37,7 @@ METHODS: dict[str, tuple[Version, Op]] = {
     "CancelTask": ("1.0", "cancel"),
     "SubscribeToTask": ("1.0", "subscribe"),
     "ListTasks": ("1.0", "list"),
+    "tasks/list": ("0.3", "list"),
     "CreateTaskPushNotificationConfig": ("1.0", "push"),
     "GetTaskPushNotificationConfig": ("1.0", "push"),
     "ListTaskPushNotificationConfigs": ("1.0", "push"),
@@ -140,12 +141,12 @@ def _string(body: dict[str, Any], key: str, where: str, *, required: bool = Fals
     return value
 
 
-def _history_length(config: dict[str, Any]) -> int | None:
+def _history_length(config: dict[str, Any], where: str = "configuration") -> int | None:
     value = config.get("historyLength")
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RpcError(INVALID_PARAMS, "configuration.historyLength must be a whole number")
+        raise RpcError(INVALID_PARAMS, f"{where}.historyLength must be a whole number")
     return value
 
 
@@ -263,12 +264,66 @@ def read_task_id(params: Any) -> str:
 
 def read_history_length(params: Any) -> int | None:
     """historyLength of a get call."""
-    value = _object(params, "params").get("historyLength")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RpcError(INVALID_PARAMS, "params.historyLength must be a whole number")
-    return value
+    return _history_length(_object(params, "params"), "params")
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """A ListTasks request, read."""
+
+    context_id: str | None
+    state: str | None  # one of STATES' keys
+    after: float | None  # statusTimestampAfter, epoch seconds
+    page_size: int
+    offset: int
+    history_length: int | None
+    include_artifacts: bool
+
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 100
+
+
+def read_list(params: Any) -> ListQuery:
+    """The filters and page of a ListTasks call; -32602 for a bad value."""
+    params = _object(params, "params")
+    state: str | None = None
+    status = params.get("status")
+    if status not in (None, "", "TASK_STATE_UNSPECIFIED"):
+        state = state_of(status) if isinstance(status, str) else ""
+        if not state:
+            raise RpcError(INVALID_PARAMS, f"status {status!r} is not a task state")
+    size = params.get("pageSize", DEFAULT_PAGE_SIZE)
+    if size is None:
+        size = DEFAULT_PAGE_SIZE
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_PAGE_SIZE:
+        raise RpcError(INVALID_PARAMS, f"pageSize must be 1 to {MAX_PAGE_SIZE}")
+    token = params.get("pageToken") or ""
+    if not isinstance(token, str) or (token and not token.isdigit()) or len(token) > 12:
+        raise RpcError(INVALID_PARAMS, "pageToken is not one this server gave")
+    after = params.get("statusTimestampAfter")
+    moment: float | None = None
+    if after not in (None, ""):
+        if not isinstance(after, str):
+            raise RpcError(INVALID_PARAMS, "statusTimestampAfter must be an RFC 3339 timestamp")
+        try:
+            parsed = datetime.datetime.fromisoformat(after.replace("Z", "+00:00"))
+        except ValueError:
+            raise RpcError(
+                INVALID_PARAMS, "statusTimestampAfter must be an RFC 3339 timestamp"
+            ) from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=datetime.UTC)
+        moment = parsed.timestamp()
+    return ListQuery(
+        context_id=_string(params, "contextId", "params"),
+        state=state,
+        after=moment,
+        page_size=size,
+        offset=int(token or 0),
+        history_length=_history_length(params, "params"),
+        include_artifacts=params.get("includeArtifacts") is True,
+    )
 
 
 # -- outgoing objects ---------------------------------------------------------------------
@@ -349,7 +404,11 @@ def artifact(version: Version, task: TaskView, text: str) -> dict[str, Any]:
 
 
 def task_object(
-    version: Version, task: TaskView, history_length: int | None = None
+    version: Version,
+    task: TaskView,
+    history_length: int | None = None,
+    *,
+    artifacts: bool = True,
 ) -> dict[str, Any]:
     """The whole task: status, the reply artifact when completed, and the history (the
     user's message and, when done, the reply as the last message)."""
@@ -365,7 +424,8 @@ def task_object(
         "status": status(version, task, text),
     }
     if task.state == "completed":
-        body["artifacts"] = [artifact(version, task, task.reply)]
+        if artifacts:
+            body["artifacts"] = [artifact(version, task, task.reply)]
         history.append(message(version, "agent", task.reply, f"{task.id}-reply", task))
     if history_length is not None:
         history = history[-history_length:] if history_length else []
@@ -418,6 +478,25 @@ def task_event(version: Version, task: TaskView) -> dict[str, Any]:
     """The task as a stream's first event."""
     body = task_object(version, task)
     return body if version == "0.3" else {"task": body}
+
+
+def list_result(
+    version: Version,
+    tasks: list[TaskView],
+    query: ListQuery,
+    total: int,
+    next_offset: int | None,
+) -> dict[str, Any]:
+    """The result of ListTasks (tasks/list): a page of tasks, newest first."""
+    return {
+        "tasks": [
+            task_object(version, t, query.history_length, artifacts=query.include_artifacts)
+            for t in tasks
+        ],
+        "nextPageToken": str(next_offset) if next_offset is not None else "",
+        "pageSize": len(tasks),
+        "totalSize": total,
+    }
 
 
 def answer(request_id: Any, result: Any) -> dict[str, Any]:

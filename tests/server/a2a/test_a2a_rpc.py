@@ -95,6 +95,23 @@ async def test_a2a_token_env_replaces_the_http_token(
     assert body["result"]["status"]["state"] == "completed"
 
 
+async def test_a_new_client_context_starts_a_session_under_that_id(serve: Any) -> None:
+    served = await serve(a2a_config())
+    first = await _post(served, _send_v03("one", "m-1", contextId="client-ctx-1"))
+    second = await _post(served, _send_v03("two", "m-2", contextId="client-ctx-1"))
+    assert first["result"]["contextId"] == second["result"]["contextId"] == "client-ctx-1"
+    texts = [m.message.text for m in await served.runtime.sessions.messages("client-ctx-1")]
+    assert texts == ["one", "Echo: one", "two", "Echo: two"]
+    listed = await _post(served, _rpc("ListTasks", {"contextId": "client-ctx-1", "pageSize": 1}))
+    page = listed["result"]
+    assert page["totalSize"] == 2 and page["pageSize"] == 1 and page["nextPageToken"] == "1"
+    assert page["tasks"][0]["id"] == second["result"]["id"]
+    assert "artifacts" not in page["tasks"][0]
+    rest = await _post(served, _rpc("ListTasks", {"contextId": "client-ctx-1", "pageToken": "1"}))
+    assert [t["id"] for t in rest["result"]["tasks"]] == [first["result"]["id"]]
+    assert rest["result"]["nextPageToken"] == ""
+
+
 async def test_a_loopback_server_without_a_token_asks_none(serve: Any) -> None:
     served = await serve(a2a_config(), token=False)
     body = await _post(served, _send_v1("hi"))
@@ -120,7 +137,11 @@ async def test_a_loopback_server_without_a_token_asks_none(serve: Any) -> None:
         (_rpc("CancelTask", {"id": "no-such-task"}), -32001),
         (_rpc("tasks/pushNotificationConfig/set", {"taskId": "t"}), -32003),
         (_rpc("GetExtendedAgentCard", {}), -32007),
-        (_send_v03("hi", contextId="ses_not_ours"), -32602),
+        (_rpc("ListTasks", {"pageSize": 0}), -32602),
+        (_rpc("ListTasks", {"status": "TASK_STATE_SLEEPY"}), -32602),
+        (_rpc("ListTasks", {"pageToken": "not-ours"}), -32602),
+        (_rpc("ListTasks", {"statusTimestampAfter": "yesterday"}), -32602),
+        (_send_v03("hi", contextId="../not/an/id"), -32602),
         (
             _rpc(
                 "SendMessage",
@@ -143,6 +164,8 @@ async def test_hostile_requests_get_the_spec_error_codes_never_a_500(
     answer = await _post(served, body)
     assert answer["error"]["code"] == code, answer
     assert answer["jsonrpc"] == "2.0"
+    if isinstance(body, dict) and body.get("id") == 1:
+        assert answer["id"] == 1  # the request's id comes back with its error
 
 
 async def test_a_bad_a2a_version_header_is_refused(serve: Any) -> None:
