@@ -97,6 +97,16 @@ def split_card_url(url: str) -> tuple[str, str]:
     return origin + path, CARD_PATH
 
 
+def require_sdk() -> None:
+    """A2AClientError naming the extra when the a2a-sdk is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("a2a") is None or importlib.util.find_spec("httpx") is None:
+        raise A2AClientError(
+            "the a2a toolset needs the a2a-sdk package: pip install 'habakkuk[a2a]'"
+        )
+
+
 def _state_word(state: int) -> str:
     from a2a.types.a2a_pb2 import TaskState
 
@@ -175,6 +185,7 @@ class A2APeers:
 
     async def discover(self, to: str) -> CardInfo:
         """The card of `to`: name, skills, protocol, auth."""
+        require_sdk()
         target = self.target(to)
         async with self._http(target) as http:
             card = await self._card(http, target)
@@ -189,6 +200,7 @@ class A2APeers:
         metadata: Mapping[str, Any] | None = None,
     ) -> SendResult:
         """Send a blocking message; poll the task while it works, up to the timeout."""
+        require_sdk()
         from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest
 
         target = self.target(to)
