@@ -252,6 +252,12 @@ async def _streaming(
         record = await tasks.start(incoming, agent, here=True)
     else:
         record = await tasks.record(wire.read_task_id(params))
+        state = (await tasks.view(record)).state
+        if state in wire.FINAL_STATES:  # the spec: nothing to follow in a terminal task
+            raise RpcError(
+                wire.UNSUPPORTED_OPERATION,
+                f"task {record.task!r} is {state}; tasks/get reads it",
+            )
     return await a2a_stream.follow(request, tasks, record, version, request_id)
 
 

@@ -18,6 +18,11 @@ SCRIPT = """
     - text: "Before the tool."
       tool_calls: [{name: exec, arguments: {command: "sleep 1"}}]
     - text: "After the tool."
+- match: "gate"
+  steps:
+    - text: "Waiting."
+      tool_calls: [{name: exec, arguments: {command: "until [ -e gate ]; do sleep 0.05; done"}}]
+    - text: "Through."
 - match: "slow"
   steps:
     - tool_calls: [{name: exec, arguments: {command: "sleep 30"}}]

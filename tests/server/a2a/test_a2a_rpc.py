@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
 
 import aiohttp
 import pytest
 
+from tests.helpers import eventually
 from tests.server.conftest import SSEReader
 
 from .helpers import a2a_config
@@ -205,7 +207,8 @@ async def test_a_disconnected_stream_leaves_the_turn_running_and_resubscribe_fol
     serve: Any,
 ) -> None:
     served = await serve(a2a_config())
-    body = _send_v03("use the tool")
+    gate = served.runtime.config.agents["main"].workspace_path / "gate"
+    body = _send_v03("wait at the gate")
     body["method"] = "message/stream"
     async with served.client.post(
         served.url + "/a2a", json=body, headers=served.auth()
@@ -214,39 +217,43 @@ async def test_a_disconnected_stream_leaves_the_turn_running_and_resubscribe_fol
         first = (await reader.next())["data"]["result"]
         assert first["kind"] == "task"
         task_id = first["id"]
-    # Gone mid-turn: the job goes on.
-    outcome = await served.runtime.turns.wait_turn(task_id)
-    assert outcome.status == "done"
+    # Gone mid-turn: the job goes on, waiting at the gate.
+    job = await served.runtime.queue.get(task_id)
+    assert job is not None and job.status in ("queued", "running")
     async with served.client.post(
         served.url + "/a2a",
         json=_rpc("tasks/resubscribe", {"id": task_id}),
         headers=served.auth(),
     ) as response:
         reader = SSEReader(response)
-        frames = [(await reader.next())["data"]["result"] for _ in range(3)]
-    assert frames[1]["kind"] == "artifact-update"
-    assert frames[1]["artifact"]["parts"][0]["text"] == "Before the tool.\n\nAfter the tool."
-    assert frames[2]["final"] is True and frames[2]["status"]["state"] == "completed"
+        assert (await reader.next())["data"]["result"]["kind"] == "task"
+        gate.parent.mkdir(parents=True, exist_ok=True)
+        gate.touch()
+        frames: list[dict[str, Any]] = []
+        while not frames or not frames[-1].get("final"):
+            frames.append((await reader.next())["data"]["result"])
+    artifact = next(f for f in frames if f["kind"] == "artifact-update")
+    assert artifact["artifact"]["parts"][0]["text"] == "Waiting.\n\nThrough."
+    assert frames[-1]["status"]["state"] == "completed"
+    ended = await _post(served, _rpc("tasks/resubscribe", {"id": task_id}, 7))
+    assert ended["error"]["code"] == -32004 and ended["id"] == 7
 
 
 async def test_resubscribe_to_a_running_task_sends_its_end(serve: Any) -> None:
     served = await serve(a2a_config())
+    gate = served.runtime.config.agents["main"].workspace_path / "gate"
     started = await _post(
-        served, _send_v1("use the tool", configuration={"returnImmediately": True})
+        served, _send_v1("wait at the gate", configuration={"returnImmediately": True})
     )
     task_id = started["result"]["task"]["id"]
-
     async with served.client.post(
         served.url + "/a2a", json=_rpc("SubscribeToTask", {"id": task_id}), headers=served.auth()
     ) as response:
         reader = SSEReader(response)
-        frames = []
-        while True:
-            result = (await reader.next())["data"]["result"]
-            frames.append(result)
-            update = result.get("statusUpdate")
-            if update and update["status"]["state"] == "TASK_STATE_COMPLETED":
-                break
+        frames = [(await reader.next())["data"]["result"]]
+        gate.parent.mkdir(parents=True, exist_ok=True)
+        gate.touch()
+        await _until_final(reader, frames)
     assert "task" in frames[0]
     assert any("artifactUpdate" in f for f in frames)
 
@@ -260,3 +267,34 @@ async def test_a_metadata_agent_picks_the_agent_and_an_unknown_one_is_refused(
     assert answer["error"]["code"] == -32602 and "ghost" in answer["error"]["message"]
     named = await _post(served, _send_v03("hi", "m-2", metadata={"agent": "main"}))
     assert named["result"]["status"]["state"] == "completed"
+
+
+async def test_a_quiet_stream_sends_keepalives(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from habakkuk.server import a2a_stream
+
+    monkeypatch.setattr(a2a_stream, "KEEPALIVE_SECONDS", 0.05)
+    served = await serve(a2a_config())
+    gate = served.runtime.config.agents["main"].workspace_path / "gate"
+    body = _send_v1("wait at the gate")
+    body["method"] = "SendStreamingMessage"
+    async with served.client.post(
+        served.url + "/a2a", json=body, headers=served.auth()
+    ) as response:
+        reader = SSEReader(response)
+        frames = [(await reader.next())["data"]["result"]]
+        rest = asyncio.create_task(_until_final(reader, frames))
+        await eventually(lambda: "keepalive" in reader.comments, what="a keepalive")
+        gate.parent.mkdir(parents=True, exist_ok=True)
+        gate.touch()
+        await rest
+    assert "task" in frames[0]
+    assert frames[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def _until_final(reader: SSEReader, frames: list[dict[str, Any]]) -> None:
+    while True:
+        result = (await reader.next(timeout=60))["data"]["result"]
+        frames.append(result)
+        update = result.get("statusUpdate")
+        if update and update["status"]["state"] == "TASK_STATE_COMPLETED":
+            return
