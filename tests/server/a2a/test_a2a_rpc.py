@@ -70,6 +70,10 @@ async def test_cards_are_public_in_both_shapes_and_each_agent_has_its_own(serve:
     )
     assert "url" not in v1 and v1["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}}]
     assert own["name"] == "main" and own["url"] == served.url + "/a2a/main"
+    # A 0.3 reader (the SDK's 0.3 card model) takes the 0.3 card as it is.
+    from a2a.compat.v0_3 import types as v03_types
+
+    assert v03_types.AgentCard.model_validate(v03).url == served.url + "/a2a"
 
 
 async def test_a_call_needs_the_token(serve: Any) -> None:
