@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .a2a_config import A2AConfig, resolve_a2a
 from .browser_config import BrowserConfig, check_connect, merged, resolve_browser
 from .budget_config import AgentBudgetConfig, BudgetConfig, check_limits
 from .channel_config import ChannelConfig, resolve_channels
@@ -36,6 +37,7 @@ from .toolsets import (
     DEFAULT_TOOLSETS,
     KNOWN_TOOLSETS,
     MCP_PREFIX,
+    OPT_IN_TOOLSETS,
     offer_to_default_agents,
 )
 from .transcription_config import TranscriptionConfig, resolve_transcription
@@ -566,6 +568,7 @@ class Config:
     telemetry: TelemetryConfig | None = None
     # Device nodes (engine/device_config.py); needs http.
     nodes: NodesConfig | None = None
+    a2a: A2AConfig | None = None  # engine/a2a_config.py
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)  # habakkuk.log
     browser: BrowserConfig = field(default_factory=BrowserConfig)  # the browser toolset
@@ -761,11 +764,11 @@ def _resolve(config: Config, home: Home) -> None:
                         f"{path}:{line_of(agent, 'toolsets')}: agents.{name}.toolsets: "
                         f"{toolset!r} names an unconfigured MCP server (mcp_servers: {known})"
                     )
-            elif toolset not in KNOWN_TOOLSETS:
+            elif toolset not in KNOWN_TOOLSETS and toolset not in OPT_IN_TOOLSETS:
                 raise ConfigError(
                     f"{path}:{line_of(agent, 'toolsets')}: agents.{name}.toolsets: "
                     f"unknown toolset {toolset!r} "
-                    f"(known: {', '.join(KNOWN_TOOLSETS)}, or mcp:SERVER)"
+                    f"(known: {', '.join(KNOWN_TOOLSETS + OPT_IN_TOOLSETS)}, or mcp:SERVER)"
                 )
         if agent.tool_search_over < -1:
             raise ConfigError(
@@ -866,6 +869,8 @@ def _resolve(config: Config, home: Home) -> None:
     if config.homeassistant is not None:
         accounts = set(config.channels) | ({config.http.account} if config.http else set())
         resolve_homeassistant(config.homeassistant, path, agents=config.agents, accounts=accounts)
+    if config.a2a is not None:
+        resolve_a2a(config.a2a, config.agents, config.http is not None, path)
     resolve_secrets(config.secrets, path, home.root)
     resolve_logging(config.logging, path)
     _resolve_browsers(config)

@@ -36,6 +36,7 @@ from habakkuk.engine.errors import ConfigError, HabakkukError, NotFound
 from habakkuk.services.live_calls import LiveCalls
 
 from . import (
+    a2a_api,
     api,
     board_api,
     budget_api,
@@ -86,6 +87,8 @@ def _is_public(request: web.Request, server: Served) -> bool:
         return True  # each hook checks its own secret (or the API token)
     if path == "/nodes" or path.startswith("/nodes/"):
         return True  # devices carry a pairing code or their node secret (nodes_api.py)
+    if server.runtime.config.a2a is not None and a2a_api.is_a2a_path(path):
+        return True  # public cards; /a2a checks the A2A token itself (a2a_api.py)
     return path == "/metrics" and server.config.metrics.public
 
 
@@ -279,6 +282,8 @@ class HttpServer:
         openai_compat.setup(app)
         webhooks.setup(app)
         dashboard.setup(app)
+        if self.runtime.config.a2a is not None and self.runtime.config.a2a.serve:
+            a2a_api.setup(app, self)  # /a2a and the Agent Cards (spec 000 "Agent2Agent")
         if self.runtime.config.mcp_server.http:
             # /mcp (spec 000 "Other clients"): the conventions middleware checks the API
             # token (and Host, Sec-Fetch-Site, JSON) first, so the endpoint needs none.

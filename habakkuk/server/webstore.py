@@ -13,6 +13,7 @@
   its channel account; kept (and emptied by retention) for homes that have it.
 - `api_users`, `api_keys`, `responses`: the OpenAI-compatible API's `user`
   sessions, idempotency keys and response ids.
+- `a2a_contexts`, `a2a_tasks`: the sessions and tasks A2A started (server/a2a_store.py).
 
 Appends in this process wake the streams waiting on their conversation. On PostgreSQL
 (the `web` schema, PG_MIGRATIONS) an append also notifies WAKE_CHANNEL for the streams
@@ -33,6 +34,10 @@ from habakkuk.channels.web import ChatFile as ChatFile
 from habakkuk.channels.web import approval_dedupe as approval_dedupe
 from habakkuk.engine.sql import Conn, Row, Schema
 from habakkuk.engine.store import Database, Migration, SqliteDatabase
+
+from . import a2a_store
+from .a2a_store import PG_TABLES as A2A_PG_TABLES
+from .a2a_store import SQLITE_TABLES as A2A_TABLES
 
 if TYPE_CHECKING:
     from habakkuk.engine.pg_wakeups import Wakeups
@@ -102,6 +107,7 @@ MIGRATIONS = [
         CREATE INDEX events_file ON events(file_id) WHERE file_id != '';
         """,
     ),
+    Migration(3, A2A_TABLES),
 ]
 
 # PostgreSQL's own steps (engine/pg.py): numbered from 1, starting at the tables SQLite
@@ -168,6 +174,7 @@ PG_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(2, A2A_PG_TABLES),
 ]
 
 SCHEMA = Schema("web", MIGRATIONS, PG_MIGRATIONS)
@@ -327,6 +334,7 @@ class WebStore:
             conn.execute("DELETE FROM conversations WHERE last_at < ?", (old,))
 
         await self.db.write(_prune)
+        await a2a_store.prune(self.db, old)
 
     async def close(self) -> None:
         """Stop listening (PostgreSQL) and close the database."""

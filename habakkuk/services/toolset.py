@@ -144,6 +144,13 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
     for tool in browser_tools(services.browsers):  # offered to agents that list "browser"
         registry.register(tool, "browser")
+    from habakkuk.protocols.a2a.client import A2APeers
+    from habakkuk.protocols.a2a.tools import a2a_tools
+
+    # Opt-in (engine/toolsets.py OPT_IN_TOOLSETS): offered to agents that list `a2a`.
+    peers = A2APeers(config.a2a, services.env, allow_private=config.tools.allow_private_urls)
+    for tool in a2a_tools(peers):
+        registry.register(tool, "a2a")
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 

@@ -159,3 +159,24 @@ async def test_a_stream_on_one_node_is_woken_by_an_append_on_another(pg_url: str
         await there.close()
         await here.close()
     assert not here.hears_other_nodes()
+
+
+async def test_a2a_tasks_keep_the_first_record_and_list_newest_first(web: WebStore) -> None:
+    from habakkuk.server import a2a_store
+    from habakkuk.server.a2a_store import A2ATask
+
+    first = A2ATask("turn_1", "ses_a", "main", "m-1", "one", 100.0)
+    won = await asyncio.gather(
+        *(a2a_store.remember_task(web.db, first, new_context=True) for _ in range(4))
+    )
+    assert {w.task for w in won} == {"turn_1"}
+    again = A2ATask("turn_1", "ses_other", "main", "m-1", "changed", 101.0)
+    assert (await a2a_store.remember_task(web.db, again)).text == "one"
+    await a2a_store.remember_task(web.db, A2ATask("turn_2", "ses_a", "main", "m-2", "two", 200.0))
+    assert await a2a_store.context_agent(web.db, "ses_a") == "main"
+    assert await a2a_store.context_agent(web.db, "ses_chat") is None
+    listed = await a2a_store.recent_tasks(web.db, "ses_a", 10)
+    assert [t.task for t in listed] == ["turn_2", "turn_1"]
+    await a2a_store.prune(web.db, 150.0)
+    assert await a2a_store.task(web.db, "turn_1") is None
+    assert await a2a_store.task(web.db, "turn_2") is not None
