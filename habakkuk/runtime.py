@@ -52,6 +52,7 @@ from habakkuk.services.toolset import ToolServices, build_tools, chats_run
 from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.services.voice import Voice
+from habakkuk.tools.computer.xvfb import reap_desktops
 from habakkuk.tools.processes import ProcessManager
 
 if TYPE_CHECKING:
@@ -204,6 +205,7 @@ class Runtime:
         await asyncio.to_thread(runtime.providers.load_keyring)
         REDACTOR.add_values(hub.keyring_values())
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
+        await asyncio.to_thread(reap_desktops, home.root)  # Xvfbs a killed Habakkuk left
         return runtime
 
     async def start_mcp(self, wait: float | None = None) -> None:
@@ -333,6 +335,7 @@ class Runtime:
         if self.mcp is not None:
             await self.mcp.close()
         await self.processes.shutdown()
+        await self.tools.close()  # the agents' desktops
         await self.goals.settled()  # the steps after the last turns, before the stores close
         await self.budget.settled()
         await self.hooks.drain()

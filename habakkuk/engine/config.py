@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 
 from .budget_config import AgentBudgetConfig, BudgetConfig, check_limits
 from .channel_config import ChannelConfig, resolve_channels
+from .computer_config import ComputerConfig, check_computer
 from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
 from .durations import parse_duration
 from .errors import ConfigError
@@ -148,6 +149,8 @@ class AgentConfig:
     web: bool = True
     # The agent's own spending limits (engine/budget_config.py), on top of the install's.
     budget: AgentBudgetConfig = field(default_factory=AgentBudgetConfig)
+    # The agent's desktop for the computer toolset (engine/computer_config.py).
+    computer: ComputerConfig = field(default_factory=ComputerConfig)
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
     reviewer_chain: list[ModelRef] = field(default_factory=list, init=False)
@@ -755,6 +758,7 @@ def _resolve(config: Config, home: Home) -> None:
                 "must be -1 (off) or at least 1000 tokens"
             )
         check_limits(agent.budget, path, f"agents.{name}.budget")
+        check_computer(agent.computer, path, f"agents.{name}.computer")
         if agent.max_steps < 1:
             raise ConfigError(
                 f"{path}:{line_of(agent, 'max_steps')}: agents.{name}.max_steps: must be >= 1"

@@ -13,8 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-KNOWN_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
-DEFAULT_TOOLSETS = KNOWN_TOOLSETS
+DEFAULT_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
+# Toolsets an agent gets only by listing them: the desktop (mouse, keyboard, screen) and
+# computer-open (starting apps on it; offered beside the native computer tool too).
+OPT_IN_TOOLSETS = ("computer", "computer-open")
+KNOWN_TOOLSETS = DEFAULT_TOOLSETS + OPT_IN_TOOLSETS
 MCP_PREFIX = "mcp:"
 
 # Built-in tools an agent has but is not shown in every request: they load on demand

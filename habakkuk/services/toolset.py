@@ -123,6 +123,9 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
     for tool in generation_tools(config, services.usage, services.env):  # offered when configured
         registry.register(tool, "media")
+    from habakkuk.tools.computer import register_computer
+
+    register_computer(registry, config)  # offered only to agents listing `computer`
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 

@@ -39,6 +39,9 @@ class ApprovalRequest:
     reason: str = ""  # why a reviewer was unsure, when it was
     id: str = ""
     call_id: str = ""  # the tool call it is about (a client pairs it with the call's card)
+    # Only a human may answer (a tool's confirm: the computer's confirm_apps): a reviewer
+    # passes it on to its human, or denies it when there is none.
+    human_only: bool = False
 
 
 @dataclass

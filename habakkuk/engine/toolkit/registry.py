@@ -116,6 +116,9 @@ class ToolContext:
     # Whether outside content has entered this run of the turn (see taint.py); shared by
     # every call of the run, including the per-call copies the registry makes.
     taint: Taint = field(default_factory=Taint)
+    # Counters a toolset keeps for one run of the turn (the computer's actions against
+    # max_actions); shared by the per-call copies like `taint`.
+    counters: dict[str, int] = field(default_factory=dict)
 
     def resolve(self, path: str) -> Path:
         """A tool path: relative paths are inside the workspace; `~` expands."""
@@ -187,6 +190,13 @@ class Tool(ABC):
         """A tool-specific refusal reason, checked before the permission policy."""
         return None
 
+    async def confirm(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        """Why this call needs a human whatever the mode (None: it does not). Checked after
+        the refusals and before the policy's verdict: a call the mode denies stays denied,
+        and any other goes to a human, whom neither a reviewer nor a grant for the session
+        stands in for (the computer tools, for the apps in `confirm_apps`)."""
+        return None
+
     def refuse_input(self, args: dict[str, Any]) -> str | None:
         """A refusal of input the schema would also reject, checked before it, so the
         model reads why (schedule_create's command) rather than a schema error."""
@@ -233,6 +243,19 @@ class ToolRegistry:
         # engine.hooks.Hooks: tool_before guards the run, tool_after is fired after it.
         self.hooks: Any = None
         self.mutators = MUTATORS
+        # What the toolsets hold open (the computer's desktops), stopped by `close`.
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Have `close` await `closer` (a toolset's desktops, browsers...)."""
+        self._closers.append(closer)
+
+    async def close(self) -> None:
+        """Stop what the toolsets hold open; one that fails does not stop the others."""
+        closers, self._closers = self._closers, []
+        for ended in await asyncio.gather(*(c() for c in closers), return_exceptions=True):
+            if isinstance(ended, Exception):
+                log.warning("a toolset failed to close: %s", ended)
 
     def register(self, tool: Tool, toolset: str = "core") -> None:
         self._tools[tool.name] = tool
@@ -367,14 +390,20 @@ class ToolRegistry:
             return ToolOutput(
                 f"denied: {tool.name} is not allowed in {ctx.mode} mode", True, denied=True
             )
+        confirm = await tool.confirm(args, ctx)
         tainted = tool.asks_when_tainted and ctx.taint.tainted
-        if (verdict == "ask" and not self.grants.allows(ctx.session, tool.name)) or tainted:
-            decision = await self._ask(tool, args, use.tool_use_id, ctx)
+        asks = verdict == "ask" and not self.grants.allows(ctx.session, tool.name)
+        if asks or tainted or confirm:
+            decision = await self._ask(tool, args, use.tool_use_id, ctx, confirm=confirm)
             clock.restart()  # the call's time is its own, not the wait for a human
+            if confirm and decision.allowed and decision.by == "reviewer":
+                decision = ApprovalDecision(
+                    "deny", f"{confirm}: only a human may allow it", by="policy"
+                )
             if not decision.allowed:
                 why = f": {decision.reason}" if decision.reason else ""
                 return ToolOutput(f"denied by {decision.by}{why}", True, denied=True)
-            if decision.answer == "allow_session":
+            if decision.answer == "allow_session" and not confirm:
                 self.grants.grant(ctx.session, tool.name)
             if decision.by == "reviewer":
                 note = f"\n[approved by the reviewer: {decision.reason}]"
@@ -463,12 +492,20 @@ class ToolRegistry:
         return any(inside(p, ctx.workspace) for p in paths)
 
     async def _ask(
-        self, tool: Tool, args: dict[str, Any], call_id: str, ctx: ToolContext
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        call_id: str,
+        ctx: ToolContext,
+        *,
+        confirm: str | None = None,
     ) -> ApprovalDecision:
         # Why a write that usually runs unasked asks: the turn read outside content.
         why = ""
         if tool.asks_when_tainted and ctx.taint.tainted:
             why = f" (this turn read outside content: {ctx.taint.reason})"
+        if confirm:
+            why += f" ({confirm}; a human must confirm)"
         if ctx.approver is None:
             return ApprovalDecision(
                 "deny",
@@ -484,6 +521,7 @@ class ToolRegistry:
             input=args,
             summary=summary,
             call_id=call_id,
+            human_only=bool(confirm),
         )
         return await ctx.approver.approve(request)
 

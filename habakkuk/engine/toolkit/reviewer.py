@@ -216,7 +216,14 @@ class ReviewerApprover:
         self.human = human
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Decide one request as the approvals table says."""
+        """Decide one request as the approvals table says (one only a human may answer
+        goes straight to the human, or is denied without one)."""
+        if request.human_only:
+            if self.human is None:
+                return ApprovalDecision(
+                    "deny", "only a human may allow this and nobody can in this run", by="policy"
+                )
+            return await self.human.approve(request)
         verdict = await self.reviewer.review(request)
         if verdict.decision == "allow":
             return ApprovalDecision("allow_once", verdict.reason, by="reviewer")
