@@ -65,10 +65,11 @@ class Geometry:
         )
 
     def to_shown(self, x: int, y: int) -> tuple[int, int]:
-        """Map an input-space point (the pointer's position) into the shown image."""
+        """Map an input-space point (the pointer's position) into the shown image: the
+        shown pixel that covers the input pixel's middle."""
         return (
-            min(self.shown.width - 1, max(0, x * self.shown.width // max(1, self.input.width))),
-            min(self.shown.height - 1, max(0, y * self.shown.height // max(1, self.input.height))),
+            _covering(x, self.input.width, self.shown.width),
+            _covering(y, self.input.height, self.shown.height),
         )
 
     def crop_box(self, box: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
@@ -89,6 +90,12 @@ def _scale(value: int, shown: int, target: int) -> int:
     if shown == target:
         return value
     return min(target - 1, int((value + 0.5) * target / shown))
+
+
+def _covering(value: int, source: int, shown: int) -> int:
+    """The pixel of a `shown`-wide axis covering the middle of pixel `value` of a
+    `source`-wide one (clamped to the axis)."""
+    return min(shown - 1, max(0, int((value + 0.5) * shown / max(1, source))))
 
 
 @dataclass(frozen=True)

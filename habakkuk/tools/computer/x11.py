@@ -1,7 +1,8 @@
 """An X display through xdotool (spec 000 "Computer", backend linux and xvfb).
 
-Each action is one chained xdotool command (`mousemove --sync X Y click 1`); typed text
-goes on standard input (`type --file -`), so it never shows in the process list. The
+Each action is one chained xdotool command (`mousemove X Y click 1`: the server takes the
+XTEST events in order; `--sync` would wait 16 s when the pointer is there already); typed
+text goes on standard input (`type --file -`), so it never shows in the process list. The
 screen is captured from the root window with ImageMagick's import, else scrot, else
 ffmpeg's x11grab.
 """
@@ -9,6 +10,7 @@ ffmpeg's x11grab.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from .safety import FrontApp
 BUTTONS: dict[Button, str] = {"left": "1", "middle": "2", "right": "3"}
 WHEEL: dict[Direction, str] = {"up": "4", "down": "5", "left": "6", "right": "7"}
 TYPE_DELAY_MS = "8"  # between typed characters: fast, and no app drops a key
+_WM_CLASS = re.compile(r'WM_CLASS\([^)]*\) = "([^"]*)"')
 
 
 class X11Backend(Backend):
@@ -64,19 +67,19 @@ class X11Backend(Backend):
             raise BackendError(f"xdotool getdisplaygeometry said {words!r}") from None
 
     async def click(self, x: int, y: int, button: Button, count: int) -> None:
-        await self.xdotool("mousemove", "--sync", str(x), str(y), "click", "--repeat",
+        await self.xdotool("mousemove", str(x), str(y), "click", "--repeat",
                            str(count), "--delay", "80", BUTTONS[button])  # fmt: skip
 
     async def move(self, x: int, y: int) -> None:
-        await self.xdotool("mousemove", "--sync", str(x), str(y))
+        await self.xdotool("mousemove", str(x), str(y))
 
     async def drag(self, start: tuple[int, int], end: tuple[int, int]) -> None:
         (x0, y0), (x1, y1) = start, end
-        await self.xdotool("mousemove", "--sync", str(x0), str(y0), "mousedown", "1",
-                           "mousemove", "--sync", str(x1), str(y1), "mouseup", "1")  # fmt: skip
+        await self.xdotool("mousemove", str(x0), str(y0), "mousedown", "1",
+                           "mousemove", str(x1), str(y1), "mouseup", "1")  # fmt: skip
 
     async def scroll(self, x: int, y: int, direction: Direction, amount: int) -> None:
-        await self.xdotool("mousemove", "--sync", str(x), str(y), "click", "--repeat",
+        await self.xdotool("mousemove", str(x), str(y), "click", "--repeat",
                            str(amount), WHEEL[direction])  # fmt: skip
 
     async def type_text(self, text: str) -> None:
@@ -94,22 +97,33 @@ class X11Backend(Backend):
             return None
 
     async def front(self) -> FrontApp | None:
-        """The focused window's title and its process's name (None when no window has the
-        focus, as on a bare Xvfb)."""
+        """The focused window's title and its program: the process's name when the window
+        says its pid (_NET_WM_PID), else its class (WM_CLASS, read with xprop). None when
+        no window has the focus, as on a bare Xvfb."""
         try:
-            title = (await self.xdotool("getwindowfocus", "getwindowname")).decode(
-                "utf-8", "replace"
-            )
+            window = (await self.xdotool("getwindowfocus")).decode().strip()
+            if not window.isdigit() or int(window) <= 1:  # None or PointerRoot
+                return None
+            title = (await self.xdotool("getwindowname", window)).decode("utf-8", "replace")
         except BackendError:
             return None
-        process = ""
-        try:
-            pid = (await self.xdotool("getwindowfocus", "getwindowpid")).decode().strip()
-            process = Path(f"/proc/{int(pid)}/comm").read_text().strip()
-        except (BackendError, ValueError, OSError):
-            pass  # a window without _NET_WM_PID: the title alone tells the app
-        front = FrontApp(process, title.strip())
+        front = FrontApp(await self._program(window), title.strip())
         return front if front.known else None
+
+    async def _program(self, window: str) -> str:
+        try:
+            pid = (await self.xdotool("getwindowpid", window)).decode().strip()
+            return Path(f"/proc/{int(pid)}/comm").read_text().strip()
+        except (BackendError, ValueError, OSError):
+            pass  # no _NET_WM_PID (or another machine's client): the class names it
+        if not self.commands.which("xprop"):
+            return ""
+        try:
+            said = await self.commands.run(["xprop", "-id", window, "WM_CLASS"])
+        except BackendError:
+            return ""
+        match = _WM_CLASS.search(said.decode("utf-8", "replace"))
+        return match.group(1) if match else ""
 
     async def open(self, app: str, args: list[str]) -> str:
         pid = await self.commands.spawn([app, *args], process_group=self.process_group)

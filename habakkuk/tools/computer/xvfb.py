@@ -263,6 +263,9 @@ async def _launch(
         process = await asyncio.create_subprocess_exec(
             xvfb, f":{display}", "-screen", "0", f"{size[0]}x{size[1]}x24",
             "-nolisten", "tcp", "-auth", str(auth), "-displayfd", str(write_fd),
+            # Without a window manager every command is the only client while it runs:
+            # the server must not reset (the pointer back in the middle) when it leaves.
+            "-noreset",
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
