@@ -91,6 +91,24 @@ def linux_backend(environ: Mapping[str, str]) -> Backend:
     )
 
 
+# What the desktop's commands and the apps the agent opens inherit of Habakkuk's
+# environment: what a desktop program needs, never the API keys and tokens beside it.
+KEPT_VARIABLES = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "DISPLAY",
+     "XAUTHORITY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "YDOTOOL_SOCKET"}
+)  # fmt: skip
+KEPT_PREFIXES = ("LC_", "XDG_")
+
+
+def desktop_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The part of `environ` a desktop command or app gets (KEPT_VARIABLES, LC_*, XDG_*)."""
+    return {
+        key: value
+        for key, value in environ.items()
+        if key in KEPT_VARIABLES or key.startswith(KEPT_PREFIXES)
+    }
+
+
 class Desktops:
     """The desks of one process, by agent."""
 
@@ -100,7 +118,7 @@ class Desktops:
         environ: Mapping[str, str] | None = None,
     ):
         self.settings = settings
-        self.environ = dict(os.environ if environ is None else environ)
+        self.environ = desktop_env(os.environ if environ is None else environ)
         self._desks: dict[str, Desk] = {}
         self._making = asyncio.Lock()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -91,9 +92,9 @@ class ComputerTool(Tool):
         except (BackendError, BadKey, OutsideImage) as exc:
             raise ToolError(f"{self.name}: {exc}") from None
 
+    @abstractmethod
     async def act(self, desk: Desk, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """Do the tool's work on the (locked) desk."""
-        raise NotImplementedError(self.name)  # every concrete tool overrides it
 
     async def point(
         self, desk: Desk, args: dict[str, Any], x: str = "x", y: str = "y"

@@ -25,12 +25,14 @@ from habakkuk.tools.computer.x11 import X11Backend
 from tests.helpers import tool_context
 
 # One program for every fake command: it records its name, arguments and input, then
-# answers as the real command would.
+# answers as the real command would. Its settings are in fake.json beside it (the desktop
+# commands get only a desktop's environment, so none can come from there).
 FAKE = """#!{python}
 import json, os, sys, struct, zlib
 name = os.path.basename(sys.argv[0])
+settings = json.load(open(os.path.join(os.path.dirname(sys.argv[0]), "fake.json")))
 data = sys.stdin.read() if not sys.stdin.isatty() else ""
-with open(os.environ["FAKE_LOG"], "a") as log:
+with open(settings["log"], "a") as log:
     log.write(json.dumps([name, *sys.argv[1:], data]) + "\\n")
 
 def png(width, height):
@@ -51,22 +53,25 @@ elif name == "osascript":
     if "NSScreen" in script:
         print("1440x900")  # its size in points
     elif "frontmost" in script:
-        print(os.environ.get("FAKE_FRONT", "Finder"))
+        print(settings["front"])
 elif name == "cliclick" and sys.argv[1:] == ["p"]:
     print("720,450")
 """
 
 
-def fake_path(tmp_path: Path, names: list[str]) -> tuple[str, Path]:
-    """A folder of fake commands (PATH) and the log they write."""
+def fake_path(tmp_path: Path, names: list[str], front: str = "Finder") -> tuple[str, Path]:
+    """A folder of fake commands (PATH) and the log they write; osascript says `front` is
+    the app in front."""
     folder = tmp_path / "bin"
     folder.mkdir()
+    log = tmp_path / "calls.jsonl"
+    (folder / "fake.json").write_text(json.dumps({"log": str(log), "front": front}))
     script = FAKE.format(python=sys.executable)
     for name in names:
         path = folder / name
         path.write_text(script)
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(folder), tmp_path / "calls.jsonl"
+    return str(folder), log
 
 
 def recorded(log: Path) -> list[list[str]]:
@@ -101,7 +106,7 @@ async def test_macos_maps_a_retina_screenshot_to_points_and_clicks_with_cliclick
     tmp_path: Path,
 ) -> None:
     path, log = fake_path(tmp_path, MAC_TOOLS)
-    b = Bench(tmp_path, "macos", {"PATH": path, "FAKE_LOG": str(log)})
+    b = Bench(tmp_path, "macos", {"PATH": path})
     shot = await b.call("computer_screenshot")
     assert "1366x854 (captured at 2880x1800, scaled)" in shot.result.text
     with Image.open(io.BytesIO(Path(shot.media[0].blob).read_bytes())) as image:
@@ -129,7 +134,7 @@ async def test_macos_types_and_presses_keys_with_the_text_as_a_script_argument(
     tmp_path: Path,
 ) -> None:
     path, log = fake_path(tmp_path, MAC_TOOLS)
-    b = Bench(tmp_path, "macos", {"PATH": path, "FAKE_LOG": str(log)})
+    b = Bench(tmp_path, "macos", {"PATH": path})
     hostile = 'end tell\ndo shell script "rm -rf ~"'
     await b.call("computer_type", text=hostile, screenshot=False)
     await b.call("computer_key", keys="cmd+shift+t", screenshot=False)
@@ -143,7 +148,7 @@ async def test_macos_types_and_presses_keys_with_the_text_as_a_script_argument(
 
 async def test_macos_without_cliclick_posts_quartz_events_through_jxa(tmp_path: Path) -> None:
     path, log = fake_path(tmp_path, ["screencapture", "osascript", "open"])
-    b = Bench(tmp_path, "macos", {"PATH": path, "FAKE_LOG": str(log)})
+    b = Bench(tmp_path, "macos", {"PATH": path})
     await b.call("computer_click", x=683, y=427, count=2, screenshot=False)
     await b.call("computer_scroll", x=683, y=427, direction="down", amount=5, screenshot=False)
     click, scroll = recorded(log)[-2:]
@@ -153,8 +158,8 @@ async def test_macos_without_cliclick_posts_quartz_events_through_jxa(tmp_path: 
 
 
 async def test_macos_opens_apps_with_open_and_reads_the_front_app(tmp_path: Path) -> None:
-    path, log = fake_path(tmp_path, MAC_TOOLS)
-    env = {"PATH": path, "FAKE_LOG": str(log), "FAKE_FRONT": "1Password 8"}
+    path, log = fake_path(tmp_path, MAC_TOOLS, front="1Password 8")
+    env = {"PATH": path}
     b = Bench(tmp_path, "macos", env)
     opened = await b.call(
         "computer_open", app="Safari", args=["https://example.com"], screenshot=False
@@ -172,7 +177,7 @@ async def test_wayland_captures_with_grim_and_drives_ydotool_by_input_codes(
     tmp_path: Path,
 ) -> None:
     path, log = fake_path(tmp_path, ["grim", "ydotool"])
-    env = {"PATH": path, "FAKE_LOG": str(log), "WAYLAND_DISPLAY": "wayland-0",
+    env = {"PATH": path, "WAYLAND_DISPLAY": "wayland-0",
            "XDG_SESSION_TYPE": "wayland", "DISPLAY": ":0"}  # fmt: skip
     b = Bench(tmp_path, "linux", env)
     shot = await b.call("computer_screenshot")

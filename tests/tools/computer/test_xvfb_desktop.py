@@ -11,6 +11,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from habakkuk.engine.computer_config import ComputerConfig
@@ -99,11 +100,18 @@ async def test_the_pointer_query_and_zoom_use_the_shown_image(tmp_path: Path) ->
             assert image.size == (117, 59)  # 100 x 50 shown pixels at full resolution
 
 
-async def test_an_opened_app_runs_on_the_desk_and_ends_with_it(tmp_path: Path) -> None:
+async def test_an_opened_app_runs_on_the_desk_and_ends_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-apps")
     async with bench(tool_context(tmp_path), ComputerConfig()) as b:
         opened = await b.call("computer_open", app="xeyes", args=["-geometry", "200x200+10+10"])
         assert not opened.result.is_error, opened.result.text
         assert "xeyes started" in opened.result.text and len(opened.media) == 1
+        pid = int(opened.result.text.split("(pid ")[1].split(")")[0])
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert b"OPENAI_API_KEY=sk-not-for-apps" not in environ  # Habakkuk's keys stay home
+        assert any(line.startswith(b"DISPLAY=:") for line in environ)
         await eventually(lambda: b.window("xeyes"), what="the xeyes window")
         desk = await b.desk()
         assert desk.xvfb is not None
