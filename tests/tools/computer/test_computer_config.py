@@ -3,6 +3,8 @@ and `computer-open` are offered only to agents that list them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from habakkuk.engine.config import parse_config
@@ -52,3 +54,32 @@ def test_each_mistake_names_the_file_line_and_key(home: Home, lines: str, messag
     with pytest.raises(ConfigError, match=message) as caught:
         load(home, "    computer:\n" + lines)
     assert str(caught.value).startswith(f"{home.config_path}:9: agents.main.")
+
+
+def test_doctor_says_which_programs_a_computer_agent_is_missing(home: Home, tmp_path: Path) -> None:
+    from habakkuk.services.doctor_computer import computer_checks
+
+    config = parse_config(
+        AGENT + "    toolsets: [core, computer]\n"
+        "  other:\n    model: mock/scripted\n"
+        "  desk:\n    model: mock/scripted\n    toolsets: [computer-open]\n"
+        "    computer:\n      backend: linux\n",
+        home.config_path,
+        home,
+    )
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program in ("xdotool", "scrot"):
+        (bin_dir / program).write_text("#!/bin/sh\n")
+        (bin_dir / program).chmod(0o755)
+    checks = computer_checks(config, {"PATH": str(bin_dir), "DISPLAY": ":0"})
+    assert checks == [
+        ("FAIL", "computer (main)",
+         "backend xvfb is missing Xvfb (install xvfb)"),
+        ("ok", "computer (desk)", "backend x11: xdotool, scrot"),
+    ]  # fmt: skip
+    wayland = computer_checks(config, {"PATH": str(bin_dir), "WAYLAND_DISPLAY": "wayland-0"})
+    assert wayland[1] == (
+        "FAIL", "computer (desk)",
+        "backend wayland is missing grim, ydotool (install grim, ydotool)",
+    )  # fmt: skip
