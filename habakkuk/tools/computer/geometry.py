@@ -124,7 +124,9 @@ def scaled_shot(png: bytes, input_size: Size | None = None, limit: int = MAX_SHO
     if shown != captured:
         image = image.resize((shown.width, shown.height), Image.Resampling.BOX)
     out = io.BytesIO()
-    image.save(out, "PNG", optimize=False)
+    # Fast compression: a screenshot is encoded for every action, and the blob is
+    # short-lived; the level-6 default takes several times as long for ~20 % less.
+    image.save(out, "PNG", compress_level=1)
     return Shot(out.getvalue(), Geometry(shown, captured, input_size or captured))
 
 

@@ -23,8 +23,23 @@ def running_desktop(home: Path, agent: str) -> DesktopState | None:
 
 async def capture_desktop(state: DesktopState) -> bytes:
     """A PNG of the whole desktop, taken with the agent's cookie."""
+    import asyncio
+
     env = {"PATH": os.environ.get("PATH", os.defpath), **state.env}
-    return (await X11Backend(Commands(env)).capture()).image
+    image = (await X11Backend(Commands(env)).capture()).image
+    return await asyncio.to_thread(as_png, image)
+
+
+def as_png(image: bytes) -> bytes:
+    """`image` (any format Pillow reads) as PNG bytes."""
+    from PIL import Image
+
+    if image.startswith(b"\x89PNG"):
+        return image
+    out = io.BytesIO()
+    with Image.open(io.BytesIO(image)) as opened:
+        opened.convert("RGB").save(out, "PNG", compress_level=1)
+    return out.getvalue()
 
 
 def half_blocks(png: bytes, columns: int, rows: int) -> str:
