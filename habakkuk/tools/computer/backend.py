@@ -48,6 +48,7 @@ class Commands:
     def __init__(self, env: Mapping[str, str], timeout: float = COMMAND_TIMEOUT):
         self.env = dict(env)
         self.timeout = timeout
+        self._reaping: set[asyncio.Task[int]] = set()  # the waits of spawned programs
 
     def which(self, program: str) -> str | None:
         """The program's path on the backend's PATH, or None."""
@@ -112,7 +113,9 @@ class Commands:
             process_group=process_group,
         )
         # Reap it in the background, so it never lingers as a zombie of ours.
-        asyncio.get_running_loop().create_task(process.wait())
+        waiting = asyncio.get_running_loop().create_task(process.wait())
+        self._reaping.add(waiting)
+        waiting.add_done_callback(self._reaping.discard)
         return process.pid
 
 
