@@ -34,6 +34,7 @@ from habakkuk.engine.redact import REDACTOR
 from habakkuk.engine.retention import RETENTION_KIND, sweep_with
 from habakkuk.engine.store import BlobStore
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
+from habakkuk.protocols.nodes.hub import build_devices
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.board import build_board
@@ -44,6 +45,7 @@ from habakkuk.services.logs import HomeLogs
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
 from habakkuk.services.process_notices import ProcessNotices
+from habakkuk.services.sandboxes import build_processes
 from habakkuk.services.schedules import build_schedules
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
@@ -53,7 +55,6 @@ from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.services.voice import Voice
 from habakkuk.tools.computer.xvfb import reap_desktops
-from habakkuk.tools.processes import ProcessManager
 
 if TYPE_CHECKING:
     from habakkuk.channels.outbox import Outbox
@@ -105,9 +106,10 @@ class Runtime:
         self.memory = build_memory(home, config, self.env)  # a knowledge MemoryAccess
         self.skills = build_skills(home, config, self.memory)  # a knowledge SkillsAccess
         self.notices = ProcessNotices(self.queue, lambda: self.turns)  # notify: true exits
-        self.processes = ProcessManager(home.procs_dir, on_exit=self.notices.exited)  # ours
+        self.processes = build_processes(home, config, self.env, self.notices.exited)  # sandboxes
         self._pools: list[Pool] = []
         self._turn_pool: Pool | None = None
+        self.turn_runner: TurnRunner | None = None  # once workers start (editors' turns use it)
         self._maintenance: list[asyncio.Task[None]] = []
         self.mcp: Any = None  # habakkuk.protocols.mcp.manager.McpManager once started
         self._mcp_start: asyncio.Task[None] | None = None
@@ -163,6 +165,7 @@ class Runtime:
         self.delegation = Delegation(
             config, self.queue, self.bus, self.sessions, transcripts, self.turns
         )
+        self.devices = build_devices(config.nodes, dbs.storage)  # None without nodes:
         # The built-in tools, each toolset bound to the services above it uses.
         self.tools = build_tools(
             config,
@@ -177,6 +180,7 @@ class Runtime:
                 channels=lambda: self.channels,
                 usage=self.ledger,
                 env=self.env,
+                nodes=self.devices,
             ),
         )
         self.tools.hooks = self.hooks
@@ -205,6 +209,7 @@ class Runtime:
         await asyncio.to_thread(runtime.providers.load_keyring)
         REDACTOR.add_values(hub.keyring_values())
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
+        await runtime.processes.kill_orphans()  # commands a killed Habakkuk left running
         await asyncio.to_thread(reap_desktops, home.root)  # Xvfbs a killed Habakkuk left
         return runtime
 
@@ -263,6 +268,7 @@ class Runtime:
                 tool_view=self._tool_view(),
             )
         )
+        self.turn_runner = runner
         self._turn_pool = Pool(
             self.queue,
             [TURN_KIND],
@@ -341,7 +347,7 @@ class Runtime:
         await self.hooks.drain()
         # The stores close together: each may checkpoint its WAL as it closes (an fsync).
         stores = (self.usage, self.state, self.memory, self.transcripts, self.queue.db)
-        closing = (store.close() for store in stores if store is not None)
+        closing = (store.close() for store in (*stores, self.devices) if store is not None)
         for ended in await asyncio.gather(
             self.providers.aclose(), *closing, return_exceptions=True
         ):

@@ -14,6 +14,7 @@ from pluggy import Result
 
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.home import Home
+from habakkuk.engine.redact import REDACTOR
 from habakkuk.runtime import Runtime
 from tests.channels.fake_discord import BOT_TOKEN as DISCORD_TOKEN
 from tests.channels.fake_discord import DiscordDriver, FakeDiscord
@@ -63,6 +64,15 @@ agents:
 def no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     """Output, colours and snapshots must not depend on the developer's terminal."""
     monkeypatch.setenv("NO_COLOR", "1")
+
+
+@pytest.fixture(autouse=True)
+def redactor_values_restored() -> Iterator[None]:
+    """The process's redactor learns a home's secrets as a test's runtime reads them; each
+    test leaves it as it found it, so no test's secret hides words of the next one."""
+    before = REDACTOR.values
+    yield
+    REDACTOR.use_values(before)
 
 
 @pytest.fixture

@@ -49,6 +49,7 @@ from habakkuk.engine.hook_events import HookFirer
 from habakkuk.engine.i18n import t, use_language
 from habakkuk.engine.jobs import Job, JobQueue, Lease, payload_of
 from habakkuk.engine.pools import PermanentJobError
+from habakkuk.engine.silent import SILENT
 
 from .adapter import (
     Adapter,
@@ -77,8 +78,6 @@ log = logging.getLogger(__name__)
 
 DELIVERY_MAX_ATTEMPTS = 12
 REPLY_PREFIX = "reply:"
-# A reply of exactly this means the agent has nothing to say (a schedule's run): never sent.
-SILENT_REPLY = "[SILENT]"
 # What a delivery is, as message_out hooks are told.
 _KINDS: dict[type, str] = {
     ReplyDelivery: "reply",
@@ -268,10 +267,10 @@ class DeliveryWorker:
         text = ""
         if turn.status == "done":
             text = str((turn.result or {}).get("reply", "")).strip()
-        elif turn.status == "failed" and not (turn.error or "").startswith(SILENT_REPLY):
+        elif turn.status == "failed" and not (turn.error or "").startswith(SILENT):
             # (a [SILENT] failure is told otherwise: a spending limit's, once per period)
             text = self.failure_text(turn.error or "unknown error")
-        if not text or text == SILENT_REPLY:  # a silent or stopped turn: only its draft goes
+        if not text or text == SILENT:  # a silent or stopped turn: only its draft goes
             return {"chunks": 0}
         SENDING.set(Sending(lease.job.id, delivery, turn.status))
         # Only an answer is read aloud (a failure's notice is text), and only where the

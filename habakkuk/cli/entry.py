@@ -11,12 +11,18 @@ new command group is a new module and its lines in `COMMANDS`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from habakkuk.engine.exit_codes import EXIT_OK, error_line, exit_code  # stdlib-only module
+from habakkuk.engine.exit_codes import (  # stdlib-only module
+    EXIT_OK,
+    EXIT_PIPE,
+    error_line,
+    exit_code,
+)
 
 # Every command, in the order `habakkuk --help` lists them:
 # command: (its module, the help line, the description of its own --help or None).
@@ -120,6 +126,24 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
         "upgrade Habakkuk from its package index with the installer it came with",
         None,
     ),
+    "acp": (
+        "habakkuk.cli.acp",
+        "Habakkuk inside a code editor: the Agent Client Protocol on stdio",
+        "Speaks the Agent Client Protocol on standard input and output, for editors that "
+        "host agents (Zed, Toad, JetBrains): a session works in the editor's folder and "
+        "reads and writes files through the editor. The editor starts it; --agent picks "
+        "the agent of new sessions.",
+    ),
+    "node": (
+        "habakkuk.cli.node",
+        "device nodes: pair (a one-time code and its QR), run (on the device)",
+        "`habakkuk node pair` on the server prints a one-time code, the command to run on "
+        "the device and a QR code of the pair page for phones; `habakkuk node run --server "
+        "URL --code CODE --name NAME` on the device pairs it and lends the server its "
+        "capabilities (notifications, screenshots, clipboard, location; with --allow-run, "
+        "--allow-camera and --dir more).",
+    ),
+    "nodes": ("habakkuk.cli.node", "paired device nodes: list, revoke NAME", None),
     "mcp": (
         "habakkuk.cli.mcp",
         "MCP servers: status, catalog, add, login, and Habakkuk as an MCP server",
@@ -213,7 +237,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code. With no `argv` it is the program (the
     installed `habakkuk`, `python -m habakkuk.cli`): the process ends when it returns."""
     try:
-        return _main(argv)
+        code = _main(argv)
+        if argv is None:
+            # Flushed here, inside the try, so a reader that has gone is seen now rather
+            # than by the interpreter's own flush at exit (which prints a warning).
+            sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # `habakkuk status | head`: the reader took what it wanted and closed the pipe.
+        # Quiet, as a program killed by SIGPIPE is; what is still buffered goes nowhere.
+        if argv is None:
+            _drop_stdout()
+        return EXIT_PIPE
     finally:
         if argv is None:
             # The interpreter's shutdown walks every object still alive for garbage, a few
@@ -221,6 +256,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             # SDK's most of them), 0.16 s of CPU after a one-shot `habakkuk run`. Frozen,
             # they are skipped; the process's ending frees them all the same.
             gc.freeze()
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null, so the buffered rest of a closed pipe's output
+    is discarded at exit instead of raising BrokenPipeError again."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -16,7 +16,7 @@ import argparse
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from habakkuk.cli.common import current_home, run_async
 from habakkuk.engine.exit_codes import EXIT_MEMORY, EXIT_OK
@@ -70,9 +70,11 @@ async def _serve(agents: str | None) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
+        triggers = None
         try:
             await runtime.start_mcp()  # MCP servers first (at most 20 s; slow ones keep trying)
             runtime.start_workers(maintenance=True)
+            triggers = home_assistant_triggers(runtime)
             hosted = ", ".join(runtime.config.serve.agents or ["every agent"])
             print(
                 f"habakkuk: serving {runtime.home.root} (pid {os.getpid()} on"
@@ -85,8 +87,27 @@ async def _serve(agents: str | None) -> int:
             code = await _until_stopped(runtime, stop)
             print("habakkuk: shutting down", file=sys.stderr, flush=True)
         finally:
+            if triggers is not None:
+                await triggers.stop()
             await runtime.close()
     return code
+
+
+def home_assistant_triggers(runtime: Runtime) -> Any:
+    """Home Assistant's triggers follow its bus in serve alone (None without any)."""
+    section = runtime.config.homeassistant
+    if section is None or not section.triggers:
+        return None
+    from habakkuk.engine.i18n import t
+    from habakkuk.protocols.homeassistant.triggers import start_triggers
+
+    triggers = start_triggers(
+        section, runtime.env, runtime.queue.db, str(runtime.queue.owner), runtime.sessions,
+        runtime.turns,
+    )  # fmt: skip
+    said = t("ha.triggers_following", count=len(section.triggers), url=section.url)
+    print(f"habakkuk: {said}", file=sys.stderr, flush=True)
+    return triggers
 
 
 async def _until_stopped(runtime: Runtime, stop: asyncio.Event) -> int:

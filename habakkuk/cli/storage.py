@@ -71,10 +71,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _layout() -> HomeLayout:
+    from habakkuk.protocols.nodes.store import SCHEMA as NODES
     from habakkuk.server.webstore import SCHEMA as WEB
     from habakkuk.services.storage_move import home_layout
 
-    return home_layout(WEB)
+    return home_layout(WEB, NODES)  # nodes.db: the paired device nodes
 
 
 def migrate(target: str, to: str, source: str | None) -> int:

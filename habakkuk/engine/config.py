@@ -19,13 +19,16 @@ from .budget_config import AgentBudgetConfig, BudgetConfig, check_limits
 from .channel_config import ChannelConfig, resolve_channels
 from .computer_config import ComputerConfig, check_computer
 from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
+from .device_config import NodesConfig, resolve_nodes
 from .durations import parse_duration
 from .errors import ConfigError
 from .home import Home
+from .homeassistant_config import HomeAssistantConfig, resolve_homeassistant
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .logging_config import LoggingConfig, resolve_logging
 from .presets import PRESETS, LoginKind, ProviderType
 from .realtime_config import RealtimeConfig, resolve_realtime
+from .sandbox_config import DockerConfig, SandboxKind, SshConfig, resolve_sandbox
 from .secrets_config import SecretsConfig, resolve_secrets
 from .talk_config import TalkConfig, resolve_talk
 from .telemetry_config import TelemetryConfig, resolve_telemetry
@@ -149,6 +152,10 @@ class AgentConfig:
     web: bool = True
     # The agent's own spending limits (engine/budget_config.py), on top of the install's.
     budget: AgentBudgetConfig = field(default_factory=AgentBudgetConfig)
+    # Where exec and background processes run (engine/sandbox_config.py, tools/sandbox).
+    sandbox: SandboxKind = "none"
+    docker: DockerConfig = field(default_factory=DockerConfig)
+    ssh: SshConfig | None = None
     # The agent's desktop for the computer toolset (engine/computer_config.py).
     computer: ComputerConfig = field(default_factory=ComputerConfig)
     name: str = field(default="", init=False)
@@ -310,6 +317,15 @@ def parse_listen(text: str) -> tuple[str, int]:
     elif ":" in host:
         raise ValueError(f"{text!r}: write an IPv6 address in brackets, e.g. [::1]:8484")
     return host or "0.0.0.0", port
+
+
+def http_url(http: HttpConfig | None) -> str | None:
+    """The resolved http section's own address (a wildcard host as 127.0.0.1); None
+    without one."""
+    if http is None:
+        return None
+    host = "127.0.0.1" if http.host in ("0.0.0.0", "::", "") else http.host
+    return f"http://[{host}]:{http.port}" if ":" in host else f"http://{host}:{http.port}"
 
 
 @dataclass
@@ -545,8 +561,11 @@ class Config:
     search: SearchConfig | None = None
     tts: TtsConfig | None = None
     realtime: RealtimeConfig | None = None
+    homeassistant: HomeAssistantConfig | None = None  # the toolset homeassistant, triggers
     auth: AuthConfig = field(default_factory=AuthConfig)
     telemetry: TelemetryConfig | None = None
+    # Device nodes (engine/device_config.py); needs http.
+    nodes: NodesConfig | None = None
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)  # habakkuk.log
     path: Path = field(default=Path("config.yaml"), init=False)
@@ -758,6 +777,7 @@ def _resolve(config: Config, home: Home) -> None:
                 "must be -1 (off) or at least 1000 tokens"
             )
         check_limits(agent.budget, path, f"agents.{name}.budget")
+        resolve_sandbox(agent, path)
         check_computer(agent.computer, path, f"agents.{name}.computer")
         if agent.max_steps < 1:
             raise ConfigError(
@@ -841,6 +861,11 @@ def _resolve(config: Config, home: Home) -> None:
         resolve_realtime(config.realtime, path)
     if config.telemetry is not None:
         resolve_telemetry(config.telemetry, path)
+    if config.nodes is not None:
+        resolve_nodes(config.nodes, path, http_url(config.http))
+    if config.homeassistant is not None:
+        accounts = set(config.channels) | ({config.http.account} if config.http else set())
+        resolve_homeassistant(config.homeassistant, path, agents=config.agents, accounts=accounts)
     resolve_secrets(config.secrets, path, home.root)
     resolve_logging(config.logging, path)
 

@@ -109,8 +109,12 @@ class NodeLoader:
         if not isinstance(node, yaml.MappingNode):
             raise self.error(node, key, f"must be a mapping, not {_describe(node)}")
         hints = get_type_hints(cls)
+        # By the key the file spells: a field whose key is a Python keyword (`from`) names
+        # it in its metadata (`field(metadata={"key": "from"})`).
         fields = {
-            f.name: f for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")
+            f.metadata.get("key", f.name): f
+            for f in dataclasses.fields(cls)
+            if f.init and not f.name.startswith("_")
         }
         values: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -121,7 +125,7 @@ class NodeLoader:
                 raise self.error(key_node, path, f"unknown key (known keys: {known})")
             if name in values:
                 raise self.error(key_node, path, "is given twice")
-            values[name] = self.load(value_node, hints[name], path)
+            values[name] = self.load(value_node, hints[fields[name].name], path)
         missing = [
             name
             for name, f in fields.items()
@@ -132,7 +136,7 @@ class NodeLoader:
         if missing:
             path = f"{key}.{missing[0]}" if key else missing[0]
             raise self.error(node, path, "is required")
-        instance = cls(**values)
+        instance = cls(**{fields[name].name: value for name, value in values.items()})
         line = node.start_mark.line + 1
         object.__setattr__(instance, "_line", line)
         object.__setattr__(instance, "_lines", _key_lines(node, self))

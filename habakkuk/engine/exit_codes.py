@@ -25,6 +25,10 @@ EXIT_NOT_FOUND = EXIT_USAGE
 # jobs finished or were handed back; a supervisor restarts it. 75 is sysexits' EX_TEMPFAIL
 # ("try again later"), which systemd's RestartForceExitStatus= or a shell loop can match.
 EXIT_MEMORY = 75
+# The reader of standard output went away (`habakkuk sessions | head`): what a program
+# killed by SIGPIPE reports in a shell (128 + 13), as git and coreutils do; said nowhere,
+# since the reader is gone and the user asked for no more.
+EXIT_PIPE = 141
 
 
 def exit_code(error: BaseException) -> int:

@@ -55,6 +55,7 @@ from .hostname import this_host
 from .leases import process_alive
 from .payloads import JsonObject, Payload, PayloadError, PayloadType, whole
 from .redact import REDACTOR, redact, redact_optional
+from .silent import SILENT
 from .store import Database, Migration
 
 if TYPE_CHECKING:
@@ -1225,12 +1226,16 @@ class JobQueue:
         )
         return int(row[0]) if row else 0
 
-    async def recent_failures(self, limit: int = 10) -> list[Job]:
+    async def recent_failures(self, limit: int = 10, *, errors_only: bool = False) -> list[Job]:
+        """The newest jobs that failed for good. `errors_only` leaves out those whose error
+        is not told as one (SILENT: a turn a budget paused), so a busy pause does not push
+        the real errors out of a short list."""
         at, _ = finished_time(self.db.dialect)
+        quiet = " AND substr(COALESCE(error, ''), 1, ?) != ?" if errors_only else ""
         rows = await self.db.fetchall(
-            f"SELECT * FROM jobs WHERE status = 'failed' AND {FINISHED_SQL}"
+            f"SELECT * FROM jobs WHERE status = 'failed' AND {FINISHED_SQL}{quiet}"
             f" ORDER BY {at} DESC LIMIT ?",
-            (limit,),
+            (len(SILENT), SILENT, limit) if errors_only else (limit,),
         )
         return [Job.from_row(r) for r in rows]
 

@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .redact import REDACTOR
 from .secrets_config import SecretRef, SecretsConfig, SecretSourceConfig
 
 if TYPE_CHECKING:
     from .config import Config
-    from .home import Environment
+    from .home import Environment, Home
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +213,8 @@ class SecretStore:
     def _read(self, variable: str, ref: SecretRef) -> str | None:
         source = self.config.sources[ref.source]
         try:
-            value: str | None = self.reader(source, ref.reference)
+            read = self.reader(source, ref.reference)
+            value: str | None = read
             until = self.clock() + source.cache_seconds
         except SecretError as exc:
             log.warning(
@@ -222,6 +224,9 @@ class SecretStore:
             self.errors[variable] = str(exc)
         else:
             self.errors.pop(variable, None)
+            # Learned as it is read, not only at start: a key rotated in the manager (or a
+            # reference first read late) is redacted from the first text that could hold it.
+            REDACTOR.add_values([read])
         with self._lock:
             self._cache[variable] = _Cached(value, until)
         return value
@@ -240,6 +245,16 @@ class SecretStore:
                     self._refreshing.discard(variable)
 
         threading.Thread(target=run, name=f"secret-{variable}", daemon=True).start()
+
+
+def home_environment(home: Home, config: Config) -> Environment:
+    """The variables a command of `home` reads, in the runtime's order: the process
+    environment, then `secrets.refs`, then the home's .env."""
+    from .home import Environment
+
+    env = Environment(home.env_path)
+    attach_secrets(env, config)
+    return env
 
 
 def attach_secrets(env: Environment, config: Config) -> None:

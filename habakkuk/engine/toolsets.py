@@ -14,9 +14,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 DEFAULT_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
-# Toolsets an agent gets only by listing them: the desktop (mouse, keyboard, screen) and
-# computer-open (starting apps on it; offered beside the native computer tool too).
-OPT_IN_TOOLSETS = ("computer", "computer-open")
+# Offered only to an agent whose `toolsets:` names them: they act on the world outside the
+# computer (homeassistant: the house, per spec 000 "Home Assistant"), or on the computer's
+# desktop (computer: mouse, keyboard, screen; computer-open: starting apps on it, offered
+# beside the native computer tool too).
+OPT_IN_TOOLSETS = ("homeassistant", "computer", "computer-open")
 KNOWN_TOOLSETS = DEFAULT_TOOLSETS + OPT_IN_TOOLSETS
 MCP_PREFIX = "mcp:"
 

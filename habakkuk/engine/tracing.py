@@ -5,8 +5,9 @@ Off unless `telemetry.otlp_endpoint` is set; then the OpenTelemetry SDK (the opt
 bounded queue (2048) that drops rather than grows. Nothing in the turn loop knows about
 it: the spans are made from the bus (turn start and end, tool start and end) and from
 the router's attempt observers (each model request), matched by session because a
-session runs one turn at a time. With no telemetry section nothing subscribes and no
-attempt is timed, so a turn costs what it did.
+session runs one turn at a time. A delegate's child turns are children of the turn that
+delegated them, in its trace (when that turn ran in this process). With no telemetry
+section nothing subscribes and no attempt is timed, so a turn costs what it did.
 
 Spans carry names, ids, sizes and outcomes; with `include_content: true` they also carry
 the user message, the reply, tool input and output, each cut to 4 KB and passed
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import (
+    DelegateStarted,
     EventBus,
     EventPayload,
     Subscription,
@@ -43,7 +45,8 @@ MAX_QUEUE = 2048
 SCHEDULE_SECONDS = 5.0
 FAILURE_LOG_EVERY = 60.0
 EXPORT_TIMEOUT = 10.0
-TRACED = (TurnStarted, TurnEnded, ToolStarted, ToolEnded)
+TRACED = (TurnStarted, TurnEnded, ToolStarted, ToolEnded, DelegateStarted)
+PARENTS_KEPT = 10_000  # child sessions whose parent span is remembered (the oldest forgotten)
 _SDK_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.http",
@@ -167,6 +170,10 @@ class Tracing:
         self.tracer = self.provider.get_tracer("habakkuk")
         self._turns: dict[str, _Turn] = {}  # session -> its running turn
         self._tools: dict[str, tuple[int, dict[str, Any]]] = {}  # call id -> (start, input)
+        # A delegate's child session -> (the parent's session, its turn span's context): the
+        # child's turns join the parent's trace, under the turn that delegated them, even
+        # when that turn has ended (a background delegation).
+        self._parents: dict[str, tuple[str, Any]] = {}
         self._subscription: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -223,17 +230,24 @@ class Tracing:
 
         match event:
             case TurnStarted(compact=False):
+                attributes = {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": event.agent,
+                    "habakkuk.session": event.session,
+                    "habakkuk.turn": event.turn,
+                }
+                parent_session, context = self._parents.get(event.session, ("", None))
+                if parent_session:
+                    attributes["habakkuk.parent_session"] = parent_session
                 span = self.tracer.start_span(
                     f"invoke_agent {event.agent}",
+                    context=context,
                     start_time=_ns(event.at),
-                    attributes={
-                        "gen_ai.operation.name": "invoke_agent",
-                        "gen_ai.agent.name": event.agent,
-                        "habakkuk.session": event.session,
-                        "habakkuk.turn": event.turn,
-                    },
+                    attributes=attributes,
                 )
                 self._turns[event.session] = _Turn(span, event.turn)
+            case DelegateStarted():
+                self._delegated(event)
             case TurnEnded():
                 turn = self._turns.get(event.session)
                 if turn is None or turn.turn != event.turn:
@@ -252,6 +266,18 @@ class Tracing:
                     self._tools.pop(next(iter(self._tools)))
             case ToolEnded():
                 self._tool(event)
+
+    def _delegated(self, event: DelegateStarted) -> None:
+        """Remember the delegating turn's span for the child session's turns."""
+        from opentelemetry.trace import NonRecordingSpan, set_span_in_context
+
+        turn = self._turns.get(event.session)
+        if turn is None or turn.turn != event.turn:
+            return  # the parent's turn is not traced here (another process ran it)
+        parent = NonRecordingSpan(turn.span.get_span_context())
+        self._parents[event.child_session] = (event.session, set_span_in_context(parent))
+        if len(self._parents) > PARENTS_KEPT:
+            self._parents.pop(next(iter(self._parents)))
 
     def _tool(self, event: ToolEnded) -> None:
         from opentelemetry.trace import Status, StatusCode, set_span_in_context

@@ -50,6 +50,7 @@ async def app_info(request: web.Request) -> web.Response:
             "transcription": config.transcription is not None,
             "speech": config.tts is not None,
             "realtime": config.realtime is not None,
+            "nodes": config.nodes is not None,  # device nodes: the dashboard's Nodes view
             "timezone": config.timezone,
             # The page offers "Sign out" only when there is a token to forget.
             "token_required": server.token is not None,

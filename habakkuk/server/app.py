@@ -45,6 +45,7 @@ from . import (
     health,
     memory_api,
     metrics,
+    nodes_api,
     openai_compat,
     readiness,
     realtime_api,
@@ -83,6 +84,8 @@ def _is_public(request: web.Request, server: Served) -> bool:
         return True
     if path.startswith("/hooks/"):
         return True  # each hook checks its own secret (or the API token)
+    if path == "/nodes" or path.startswith("/nodes/"):
+        return True  # devices carry a pairing code or their node secret (nodes_api.py)
     return path == "/metrics" and server.config.metrics.public
 
 
@@ -272,6 +275,7 @@ class HttpServer:
         chat_files.setup(app)
         voice.setup(app)
         realtime_api.setup(app)
+        nodes_api.setup(app, self.runtime.devices)
         openai_compat.setup(app)
         webhooks.setup(app)
         dashboard.setup(app)

@@ -27,6 +27,10 @@ TYPES = {
     "board.js": "text/javascript",
     "usage.js": "text/javascript",
     "config.js": "text/javascript",
+    "pair.html": "text/html",  # a browser as a device node (spec 000 "Device nodes")
+    "pair.js": "text/javascript",
+    "node.js": "text/javascript",
+    "nodes.js": "text/javascript",
     "app.css": "text/css",
     "manifest.webmanifest": "application/manifest+json",
     "sw.js": "text/javascript",

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.storage import Storage
     from habakkuk.engine.store import BlobStore
     from habakkuk.engine.toolkit.waiting import ApprovalsAccess
+    from habakkuk.protocols.nodes.hub import NodeHub
     from habakkuk.services.overview import ControlAccess
 
 
@@ -37,6 +38,7 @@ class ServerHost(McpHost, Services, Protocol):
     queue: JobQueue
     router: Router  # its observers see each model request attempt (/metrics)
     storage: Storage  # where the home's databases are (web.db opens there too)
+    devices: NodeHub | None  # device nodes (None without a nodes: section)
 
     def channel_service(self) -> Any:
         """The chat channels (habakkuk.channels.service.ChannelService), made on first use."""

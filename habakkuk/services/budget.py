@@ -44,7 +44,6 @@ from habakkuk.engine.i18n import t, use_language
 from habakkuk.engine.llm.budget import (
     INSTALL,
     PERIOD_KINDS,
-    SILENT,
     BudgetPaused,
     Hold,
     Key,
@@ -54,6 +53,7 @@ from habakkuk.engine.llm.budget import (
     worst_case,
 )
 from habakkuk.engine.llm.pricing import PriceTable
+from habakkuk.engine.silent import SILENT
 from habakkuk.engine.timeouts import wait_within
 
 if TYPE_CHECKING:

@@ -56,7 +56,10 @@ class WorkspaceCheckpoints:
     def snapshot_for(
         self, agent: Any, session: Session, task: str
     ) -> Callable[[], Awaitable[None]] | None:
-        """The turn's `checkpoint_for`: a snapshot of the workspace before it changes it."""
+        """The turn's `checkpoint_for`: a snapshot of the workspace before it changes it.
+        None for an agent with an ssh sandbox: its changes happen on the remote host."""
+        if getattr(agent, "sandbox", "none") == "ssh":
+            return None
         store = self.for_agent(agent.name)
         if store is None:
             return None

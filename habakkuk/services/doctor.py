@@ -53,11 +53,9 @@ async def run_checks(home: Home) -> list[Check]:
             checks.append(Check("FAIL", "agents", str(exc)))
     try:
         checks += _env_checks(home)
-        env = Environment(home.env_path)
-        if config.secrets.resolved:  # keys kept in a secret manager (secrets.refs)
-            from habakkuk.engine.secrets import attach_secrets
+        from habakkuk.engine.secrets import home_environment
 
-            attach_secrets(env, config)
+        env = home_environment(home, config)  # keys kept in a secret manager: secrets.refs
     except ConfigError as exc:  # a .env that is not UTF-8: every start would stop here
         checks.append(Check("FAIL", ".env", str(exc)))
         return checks
@@ -79,8 +77,14 @@ async def run_checks(home: Home) -> list[Check]:
 
     checks += [Check(*one) for one in computer_checks(config)]
     checks += await _mcp_checks(config, env, home)
+    from .doctor_ha import homeassistant_checks  # homeassistant: the token, the instance
+
+    checks += [Check(*one) for one in await homeassistant_checks(config, env)]
     checks += await _database_checks(home, config)
     checks += _workspace_checks(config, home)
+    from .doctor_sandbox import sandbox_checks  # docker or ssh, and the host keys seen
+
+    checks += [Check(*one) for one in await asyncio.to_thread(sandbox_checks, config, home, env)]
     checks += await _skill_checks(config, home)
     checks += await asyncio.to_thread(_memory_checks, config, home)
     for tool in ("git", "rg"):  # checkpoints; fast search_files (the detail says which)

@@ -187,7 +187,7 @@ class ControlRoom:
             zone = ZoneInfo("UTC")
         midnight = datetime.now(zone).replace(hour=0, minute=0, second=0, microsecond=0)
         cutoff = time.time() - OVERVIEW_ERROR_DAYS * 86400
-        failures = await self.turns.recent_failures(OVERVIEW_ERRORS)
+        failures = await self.turns.recent_failures(OVERVIEW_ERRORS, errors_only=True)
         return Overview(
             queue=await self.turns.queue_depth(),
             running=self.turns.running_jobs(),

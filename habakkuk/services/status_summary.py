@@ -97,7 +97,7 @@ async def status_summary(
         for total in totals
     )
     errors: list[RecentError] = []
-    for job in await queue.recent_failures(limit=ERRORS_SHOWN):
+    for job in await queue.recent_failures(ERRORS_SHOWN, errors_only=True):
         if job.updated_at >= now - DAY:
             errors.append(
                 RecentError(job.updated_at, f"job {job.kind}", first_line(job.error or ""))

@@ -1133,6 +1133,7 @@ MAIN_TABLES: dict[str, tuple[str, ...]] = {
     "transcripts": ("sessions", "messages"),
     "usage": ("calls",),
     "web": ("conversations", "events"),
+    "nodes": ("nodes",),  # the paired device nodes (protocols/nodes/store.py)
 }
 
 

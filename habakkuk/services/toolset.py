@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from habakkuk.engine.home import Environment
     from habakkuk.knowledge.memory_types import MemoryAccess
     from habakkuk.knowledge.skills.types import SkillsAccess
+    from habakkuk.protocols.nodes.hub import NodeHub
     from habakkuk.services.usage import UsageLedger
     from habakkuk.tools.process_tools import Started
     from habakkuk.tools.processes import ProcessManager
@@ -45,6 +46,8 @@ class ToolServices:
     usage: UsageLedger | None = None
     # Where tools read their API keys (the process environment over the home's .env).
     env: Environment | None = None
+    # The device nodes (nodes_list, node_invoke join core); None without `nodes:`.
+    nodes: NodeHub | None = None
 
 
 def chats_run(config: Config) -> bool:
@@ -123,6 +126,16 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
     for tool in generation_tools(config, services.usage, services.env):  # offered when configured
         registry.register(tool, "media")
+    if config.nodes is not None:
+        from habakkuk.protocols.nodes.tools import node_tools
+
+        for tool in node_tools(services.nodes, config.nodes):
+            registry.register(tool, "core")
+    if config.homeassistant is not None:  # offered to the agents that list the toolset
+        from habakkuk.protocols.homeassistant.tools import homeassistant_tools
+
+        for tool in homeassistant_tools(config.homeassistant, services.env):
+            registry.register(tool, "homeassistant")
     from habakkuk.tools.computer import register_computer
 
     register_computer(registry, config)  # offered only to agents listing `computer`

@@ -262,9 +262,10 @@ class Turns:
         a chat without files, over the platform's limit or gone from disk)."""
         return await self.queue.failed_count(DELIVERY_PREFIX, UNSENT_PREFIX, since)
 
-    async def recent_failures(self, limit: int = 10) -> list[Job]:
-        """Jobs that failed for good, newest first."""
-        return await self.queue.recent_failures(limit)
+    async def recent_failures(self, limit: int = 10, *, errors_only: bool = False) -> list[Job]:
+        """Jobs that failed for good, newest first (`errors_only`: without those a budget
+        paused, which are told otherwise)."""
+        return await self.queue.recent_failures(limit, errors_only=errors_only)
 
 
 def _read_capped(path: Path, cap: int) -> tuple[bytes | None, str]:

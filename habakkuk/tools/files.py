@@ -67,7 +67,12 @@ def _read_lines(path: Path, offset: int, limit: int, ctx: ToolContext) -> str:
             data = head + handle.read()
     except FileNotFoundError:
         raise ToolError(f"{path}: no such file") from None
-    text = data.decode("utf-8", errors="replace")
+    return numbered_lines(data.decode("utf-8", errors="replace"), path, offset, limit)
+
+
+def numbered_lines(text: str, path: Path | str, offset: int, limit: int) -> str:
+    """`limit` lines of `text` from line `offset` (1-based), numbered as read_file shows
+    them, with a note on how to read on (an editor's buffer is shown the same way)."""
     lines = text.splitlines()
     chosen = lines[offset - 1 : offset - 1 + limit]
     out = []

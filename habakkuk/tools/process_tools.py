@@ -91,6 +91,9 @@ class BackgroundExec(Exec):
     def __init__(self, processes: ProcessManager | None, started: Started | None) -> None:
         self.processes = processes
         self.started = started
+        if processes is not None:  # a foreground command runs where a background one would
+            self.sandboxes = processes.sandboxes
+            self.groups = processes.groups
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         if not args.get("background"):

@@ -10,11 +10,17 @@ lets a reader resume where it stopped and learn how much it missed.
 Processes belong to the agent that started them: another agent's id is "no such process".
 They live as long as the manager: :meth:`ProcessManager.shutdown` kills every group and
 removes the logs, and nothing is resumed after a restart.
+
+Each runs where its agent's commands run (habakkuk.tools.sandbox): here, or through a
+docker or ssh client, and then a timeout, a kill or the shutdown signals the tree where it
+runs before the local client. Running groups are recorded (sandbox.groups) so the next
+start kills those a killed Habakkuk left behind (:meth:`ProcessManager.kill_orphans`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import dataclasses
 import errno
@@ -33,6 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from habakkuk.engine.timeouts import wait_within
+from habakkuk.tools.sandbox.base import Sandbox, SandboxError, Sandboxes, new_token
+from habakkuk.tools.sandbox.groups import CommandGroups
+from habakkuk.tools.sandbox.sandboxes import LocalOnly
 
 __all__ = [
     "OutputChunk",
@@ -314,6 +323,8 @@ class _Entry:
     protocol: _ChildProtocol
     log: _SegmentLog
     done: asyncio.Event
+    sandbox: Sandbox
+    token: str
     pump: asyncio.Task[None] | None = None
     supervisor: asyncio.Task[None] | None = None
     stdin_closed: bool = False
@@ -323,6 +334,13 @@ class _Entry:
         pid = self.transport.get_pid()
         assert pid is not None
         return pid
+
+
+async def _signal_remote(entries: list[_Entry], signal_name: str) -> None:
+    """Signal the groups of these entries where they run (sandboxed ones), together."""
+    remote = [e for e in entries if e.sandbox.remote]
+    if remote:
+        await asyncio.gather(*(e.sandbox.kill(e.token, signal_name) for e in remote))
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -378,11 +396,15 @@ class ProcessManager:
         segment_bytes: int = 4 * 1024 * 1024,
         on_exit: Callable[[ProcessInfo], Awaitable[None]] | None = None,
         kill_grace_seconds: float = KILL_GRACE_SECONDS,
+        sandboxes: Sandboxes | None = None,
+        groups: CommandGroups | None = None,
     ) -> None:
         """Create the manager; procs_dir is created with mode 0700 if needed.
 
         on_exit is awaited when a process started with notify=True ends by itself (or by
-        its timeout), never when kill() or shutdown() ended it.
+        its timeout), never when kill() or shutdown() ended it. sandboxes says where each
+        agent's commands run (default: here); groups records the running process groups
+        (foreground exec's too) for the next start.
         """
         if max_running_per_agent < 1:
             raise ValueError(
@@ -400,6 +422,8 @@ class ProcessManager:
         self.segment_bytes = segment_bytes
         self.on_exit = on_exit
         self.kill_grace_seconds = kill_grace_seconds
+        self.sandboxes: Sandboxes = sandboxes or LocalOnly()
+        self.groups = groups
         self._entries: dict[str, _Entry] = {}
         self._finished: dict[str, deque[str]] = {}
         self._starting: dict[str, int] = {}
@@ -448,7 +472,8 @@ class ProcessManager:
         if timeout_seconds is not None and timeout_seconds <= 0:
             raise ProcessError(f"timeout_seconds must be positive, got {timeout_seconds}")
         cwd = Path(cwd)
-        if not await asyncio.to_thread(cwd.is_dir):
+        sandbox = self.sandboxes.for_agent(agent)
+        if sandbox.shares_workspace and not await asyncio.to_thread(cwd.is_dir):
             raise ProcessError(f"working directory {cwd} does not exist or is not a directory")
         if self._running_count(agent) >= self.max_running_per_agent:
             raise ProcessError(
@@ -459,14 +484,17 @@ class ProcessManager:
         # Hold the slot across the awaits below so concurrent starts respect the limit.
         self._starting[agent] = self._starting.get(agent, 0) + 1
         try:
-            entry = await self._spawn(pid, agent, session, command, cwd, env, notify)
+            entry = await self._spawn(pid, sandbox, agent, session, command, cwd, env, notify)
         finally:
             self._starting[agent] -= 1
             if not self._starting[agent]:
                 del self._starting[agent]
         if self._closing:
             # shutdown() ran while this one was being spawned and cannot have seen it.
+            if sandbox.remote:
+                await sandbox.kill(entry.token, "KILL")
             _signal_group(entry.pgid, signal.SIGKILL)
+            self._ended(entry)
             entry.transport.close()
             await asyncio.to_thread(entry.log.remove)
             raise ProcessError("background processes are shut down")
@@ -480,6 +508,7 @@ class ProcessManager:
     async def _spawn(
         self,
         pid: str,
+        sandbox: Sandbox,
         agent: str,
         session: str,
         command: str,
@@ -495,21 +524,31 @@ class ProcessManager:
             raise ProcessError(f"cannot create the output log in {self.procs_dir}: {exc}") from exc
         loop = asyncio.get_running_loop()
         try:
+            launch = await sandbox.launch(command, cwd, token=new_token(), foreground=False)
+        except SandboxError as exc:
+            await asyncio.to_thread(seglog.remove)
+            raise ProcessError(str(exc)) from None
+        argv = launch.argv if sandbox.remote else (*self._shell_argv(), "-c", command)
+        try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: _ChildProtocol(loop),
-                *self._shell_argv(),
-                "-c",
-                command,
+                *argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                cwd=str(cwd),
+                cwd=str(launch.cwd),
                 env=env,
                 start_new_session=True,
             )
         except OSError as exc:
             await asyncio.to_thread(seglog.remove)
             raise ProcessError(f"cannot start {command!r} in {cwd}: {exc.strerror or exc}") from exc
+        if self.groups is not None:
+            leader = transport.get_pid()
+            if leader is not None:
+                await asyncio.to_thread(
+                    self.groups.started, launch.token, leader, agent=agent, kind=sandbox.kind
+                )
         info = ProcessInfo(
             id=pid,
             agent=agent,
@@ -522,7 +561,7 @@ class ProcessManager:
             notify=notify,
             killed=False,
         )
-        return _Entry(info, transport, protocol, seglog, asyncio.Event())
+        return _Entry(info, transport, protocol, seglog, asyncio.Event(), sandbox, launch.token)
 
     # -- running ----------------------------------------------------------------------------
 
@@ -551,6 +590,8 @@ class ProcessManager:
         finally:
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(entry.log.close)
+            # The pipe is closed: nothing of the group holds it any more.
+            self._ended(entry)
             if entry.info.ended_at is not None:
                 entry.transport.close()
 
@@ -603,6 +644,10 @@ class ProcessManager:
         with contextlib.suppress(OSError):
             await asyncio.to_thread(entry.log.remove)
 
+    def _ended(self, entry: _Entry) -> None:
+        if self.groups is not None:
+            self.groups.ended(entry.token)
+
     def _close_stdin(self, entry: _Entry) -> None:
         if entry.stdin_closed:
             return
@@ -612,10 +657,13 @@ class ProcessManager:
             pipe.close()
 
     async def _terminate_group(self, entry: _Entry) -> None:
-        """SIGTERM the process group, then SIGKILL whatever is left after the grace."""
+        """SIGTERM the process group, then SIGKILL whatever is left after the grace (where
+        it runs first, then the local client)."""
         pgid = entry.pgid
+        await _signal_remote([entry], "TERM")
         _signal_group(pgid, signal.SIGTERM)
         await self._wait_group_gone([entry])
+        await _signal_remote([entry], "KILL")
         _signal_group(pgid, signal.SIGKILL)
 
     async def _wait_group_gone(self, entries: list[_Entry]) -> None:
@@ -727,9 +775,11 @@ class ProcessManager:
         self._entries.clear()
         self._finished.clear()
         live = [e for e in entries if e.info.running or (e.pump and not e.pump.done())]
+        await _signal_remote(live, "TERM")
         for e in live:
             _signal_group(e.pgid, signal.SIGTERM)
         await self._wait_group_gone(live)
+        await _signal_remote(live, "KILL")
         for e in live:
             _signal_group(e.pgid, signal.SIGKILL)
         tasks = [t for e in entries for t in (e.supervisor, e.pump) if t is not None]
@@ -742,6 +792,13 @@ class ProcessManager:
             e.transport.close()
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(e.log.remove)
+
+    async def kill_orphans(self) -> builtins.list[str]:
+        """At start: kill the commands (foreground or background, here or in a sandbox) a
+        Habakkuk process that is gone left running; the tokens of those ended."""
+        if self.groups is None:
+            return []
+        return await self.groups.kill_orphans(self.sandboxes)
 
     def cleanup_old_logs(self, max_age_seconds: float = 86400) -> int:
         """Delete process logs older than max_age_seconds, e.g. left by an earlier run.

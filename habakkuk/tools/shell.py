@@ -1,11 +1,15 @@
-"""The exec tool: a shell command in its own process group, with a timeout and an output cap."""
+"""The exec tool: a shell command in its own process group, with a timeout and an output cap.
+
+Where it runs is the agent's sandbox (habakkuk.tools.sandbox): here, in its container or
+on its remote host. A timeout or a cancellation kills the whole tree where it runs (the
+sandbox's kill), then the local process group (the command, or its docker or ssh client).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -15,6 +19,16 @@ from typing import Any
 from habakkuk.engine.timeouts import wait_within
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
+from habakkuk.tools.sandbox.base import (
+    Launch,
+    Sandbox,
+    SandboxError,
+    Sandboxes,
+    new_token,
+    shell_argv,
+)
+from habakkuk.tools.sandbox.groups import CommandGroups
+from habakkuk.tools.sandbox.local import LocalSandbox
 
 OUTPUT_CAP = 1_000_000  # bytes kept in memory: the first and last halves
 
@@ -28,10 +42,9 @@ class CommandResult:
     dropped: int
 
 
-def shell_argv(command: str) -> list[str]:
-    """bash -c COMMAND, or sh where bash is missing."""
-    shell = shutil.which("bash") or "/bin/sh"
-    return [shell, "-c", command]
+__all__ = ["CommandResult", "Exec", "kill_group", "run_command", "shell_argv"]
+
+_LOCAL = LocalSandbox()
 
 
 def kill_group(pid: int) -> None:
@@ -47,10 +60,54 @@ async def run_command(
     timeout: float,
     env: dict[str, str] | None = None,
     cap: int = OUTPUT_CAP,
+    sandbox: Sandbox | None = None,
+    groups: CommandGroups | None = None,
+    agent: str = "",
 ) -> CommandResult:
-    """Run `command`; on timeout or cancellation the whole process tree is killed."""
+    """Run `command` in `sandbox` (default: here); on timeout or cancellation the whole
+    process tree is killed. `groups` records the group while it runs, for the next start
+    to kill should this process die. SandboxError when it cannot run there."""
     started = time.monotonic()
-    process = await _spawn(command, cwd, env)
+    sandbox = sandbox or _LOCAL
+    launch = await sandbox.launch(command, cwd, token=new_token(), foreground=True)
+    try:
+        process = await _spawn(launch, env)
+    except BaseException:
+        # Cancelled while the client started: it may have started the command there.
+        await _kill_remote(sandbox, launch)
+        raise
+    if groups is not None:
+        await asyncio.to_thread(
+            groups.started, launch.token, process.pid, agent=agent, kind=sandbox.kind
+        )
+    try:
+        return await _collect(process, sandbox, launch, timeout, cap, started)
+    finally:
+        if groups is not None:
+            groups.ended(launch.token)
+
+
+async def _kill_remote(sandbox: Sandbox, launch: Launch) -> None:
+    """Kill the tree where it runs (bounded, and carried out even when cancelled)."""
+    if sandbox.remote:
+        with contextlib.suppress(BaseException):
+            await wait_within(asyncio.shield(sandbox.kill(launch.token, "KILL")), 20)
+
+
+async def _kill_tree(sandbox: Sandbox, launch: Launch, pid: int) -> None:
+    """The tree where it runs first, then the local group (the command or its client)."""
+    await _kill_remote(sandbox, launch)
+    kill_group(pid)
+
+
+async def _collect(
+    process: asyncio.subprocess.Process,
+    sandbox: Sandbox,
+    launch: Launch,
+    timeout: float,
+    cap: int,
+    started: float,
+) -> CommandResult:
     head = bytearray()
     tail = bytearray()
     dropped = 0
@@ -75,13 +132,16 @@ async def run_command(
     try:
         timed_out = not await _exited(process, timeout)
     except BaseException:
-        kill_group(process.pid)
+        await _kill_tree(sandbox, launch, process.pid)
         reader.cancel()
         await _reap(process)
         raise
     # The shell is gone; kill what it left in its group (a background job holding the
     # pipe open would otherwise keep the call waiting), then drain the pipe.
-    kill_group(process.pid)
+    if timed_out:
+        await _kill_tree(sandbox, launch, process.pid)
+    else:
+        kill_group(process.pid)
     with contextlib.suppress(asyncio.TimeoutError):
         await wait_within(reader, 5)
     if timed_out:
@@ -95,7 +155,7 @@ async def run_command(
     return CommandResult(process.returncode, text, timed_out, time.monotonic() - started, dropped)
 
 
-async def _spawn(command: str, cwd: Path, env: dict[str, str] | None) -> asyncio.subprocess.Process:
+async def _spawn(launch: Launch, env: dict[str, str] | None) -> asyncio.subprocess.Process:
     """Start the shell in its own process group; a cancelled start leaves nothing running.
 
     The shell runs as soon as it is forked, while asyncio is still connecting its
@@ -103,8 +163,8 @@ async def _spawn(command: str, cwd: Path, env: dict[str, str] | None) -> asyncio
     """
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
-            *shell_argv(command),
-            cwd=str(cwd),
+            *launch.argv,
+            cwd=str(launch.cwd),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -175,12 +235,26 @@ class Exec(Tool):
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
         return [ctx.resolve(args.get("cwd", "."))]
 
+    # Where the agent's commands run, and the record of running groups (set by
+    # process_tools from the runtime's ProcessManager; None: here, unrecorded).
+    sandboxes: Sandboxes | None = None
+    groups: CommandGroups | None = None
+
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         cwd = ctx.resolve(args.get("cwd", "."))
-        if not cwd.is_dir():
-            raise ToolError(f"cwd {cwd} is not a folder")
         timeout = float(args.get("timeout_seconds", ctx.exec_timeout))
-        result = await run_command(args["command"], cwd, timeout=timeout)
+        sandbox = self.sandboxes.for_agent(ctx.agent) if self.sandboxes is not None else None
+        try:
+            result = await run_command(
+                args["command"],
+                cwd,
+                timeout=timeout,
+                sandbox=sandbox,
+                groups=self.groups,
+                agent=ctx.agent,
+            )
+        except SandboxError as exc:
+            raise ToolError(str(exc)) from None
         if result.timed_out:
             header = f"timed out after {timeout:g}s; the process tree was killed"
             return ToolOutput(f"{header}\n{result.output}".rstrip(), is_error=True)

@@ -24,6 +24,7 @@ from habakkuk.engine.jobs import Lease, payload_of
 from habakkuk.engine.llm.budget import BudgetGate
 from habakkuk.engine.pools import PermanentJobError
 from habakkuk.engine.session_access import SessionsAccess
+from habakkuk.engine.silent import SILENT
 from habakkuk.work.run_book import (
     SCHEDULE_ORIGIN,
     SILENT_NOTE,
@@ -34,7 +35,7 @@ from habakkuk.work.run_book import (
     target_of,
     turn_id_for,
 )
-from habakkuk.work.schedule_types import KEPT_OUTPUT, SILENT, Schedule
+from habakkuk.work.schedule_types import KEPT_OUTPUT, Schedule
 from habakkuk.work.service import PROMPT_SLOTS
 
 log = logging.getLogger(__name__)

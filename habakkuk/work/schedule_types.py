@@ -51,7 +51,6 @@ SCRIPT_TIMEOUT = 120.0
 OUTPUT_CAP = 64 * 1024  # stdout and stderr each, per script run
 KEPT_OUTPUT = 4096  # the end of the output kept on the schedule
 FAILURE_NOTICE_AT = 3  # the third failure in a row sends one notice
-SILENT = "[SILENT]"
 
 
 class WhenError(HabakkukError):

@@ -25,50 +25,17 @@ import logging
 import os
 import re
 import signal
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from habakkuk.engine.hostname import this_host
+from habakkuk.engine.process_start import process_start
+
+__all__ = ["GroupRecord", "ScriptGroups", "process_start"]
 
 log = logging.getLogger(__name__)
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,120}")
-_PS_TIMEOUT = 5.0
-
-
-def process_start(pid: int) -> str | None:
-    """When process `pid` started, as a token to compare (None: there is no such process).
-
-    On Linux the start time in clock ticks since boot (/proc/PID/stat), elsewhere what
-    `ps -o lstart=` prints. A zombie keeps its start time: its pid is not free yet."""
-    if pid <= 0:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except FileNotFoundError:
-        return None if os.path.isdir("/proc/self") else _ps_start(pid)
-    except OSError:
-        return None
-    # Fields after the command name (which may hold spaces and parentheses): the state
-    # is field 3, the start time field 22.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return fields[19].decode() if len(fields) > 19 else None
-
-
-def _ps_start(pid: int) -> str | None:
-    try:
-        done = subprocess.run(
-            ["ps", "-o", "lstart=", "-p", str(pid)],
-            capture_output=True,
-            text=True,
-            timeout=_PS_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() or None
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.home import read_env_file
+from habakkuk.engine.silent import SILENT
 from habakkuk.engine.timeouts import wait_within
-from habakkuk.work.schedule_types import OUTPUT_CAP, SILENT
+from habakkuk.work.schedule_types import OUTPUT_CAP
 
 SHELL = "/bin/sh"
 _READ_CHUNK = 65536

@@ -227,7 +227,6 @@ def test_the_approval_request_travels_as_its_fields() -> None:
         "reason": "",
         "id": "apr_1",
         "call_id": "",
-        "human_only": False,
     }
 
 

@@ -21,6 +21,7 @@ from habakkuk.engine.config import parse_config
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Environment, Home
 from habakkuk.engine.llm.factory import ProviderHub
+from habakkuk.engine.redact import MARK, redact
 from habakkuk.engine.secrets import SecretError, SecretStore, read_source
 from habakkuk.engine.secrets_config import SecretsConfig, SecretSourceConfig, resolve_secrets
 from tests.conftest import mock_config
@@ -345,3 +346,18 @@ async def test_a_runtime_reads_its_references_before_the_first_turn(runtime_fact
     runtime = await runtime_factory(mock_config(extra=extra))
     # Prefetched off the loop when the runtime opened: on the loop it answers at once.
     assert runtime.env.get("SOME_TOKEN") == "from-the-vault"
+
+
+def test_a_rotated_value_is_redacted_from_the_read_that_learns_it() -> None:
+    values = iter(["first-secret-value-0001", "rotated-secret-value-0002"])
+    now = [0.0]
+    source = SecretSourceConfig(type="command", command="true")
+    config = SecretsConfig(sources={"c": source}, refs={"K": "c:ref"})
+    resolve_secrets(config, Path("config.yaml"), Path("/"))
+    config.sources["c"].cache_seconds = 60.0
+    store = SecretStore(config, clock=lambda: now[0], reader=lambda _source, _ref: next(values))
+    assert store.value("K") == "first-secret-value-0001"
+    now[0] = 61.0  # past the cache period: the manager now holds a rotated key
+    assert store.value("K") == "rotated-secret-value-0002"
+    said = redact("sent rotated-secret-value-0002 and first-secret-value-0001")
+    assert said == f"sent {MARK} and {MARK}"

@@ -1,6 +1,7 @@
-"""Tool.confirm: a call only a human may allow, in every mode. Neither a reviewer nor a
-grant "for the session" stands in for the human; a mode that denies the call still denies
-it; an unattended run denies it."""
+"""Tool.confirm, the awaited form of confirm_reason (a tool that must look before it can
+tell, as the computer asks its desktop which app is in front): a call only a human may
+allow, in every mode. Neither a reviewer nor a grant "for the session" stands in for the
+human; a mode that denies the call still denies it; an unattended run denies it."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ class Guarded(Tool):
     def __init__(self) -> None:
         self.runs = 0
 
-    async def confirm(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
-        return "the bank app is in front" if args.get("app") == "bank" else None
+    async def confirm(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        return "the bank app is in front" if args.get("app") == "bank" else ""
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         self.runs += 1
@@ -53,13 +54,6 @@ class AllowingReviewer:
         raise AssertionError("the reviewer was asked about a call only a human may allow")
 
 
-class Approves:
-    """An approver that answers as a reviewer would (to check the registry's own guard)."""
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision("allow_once", "looks fine", by="reviewer")
-
-
 async def call(tools: ToolRegistry, ctx: ToolContext, app: str, n: int = 1) -> str:
     result = await tools.call(ToolUseBlock(f"c{n}", "guarded", {"app": app}), ctx, {"guarded"})
     return ("error: " if result.is_error else "") + result.text
@@ -81,8 +75,8 @@ async def test_full_mode_asks_a_person_every_time_and_a_session_grant_does_not_s
     assert person.asked == []  # nothing to confirm: full mode runs it unasked
     assert await call(tools, ctx, "bank", 2) == "done"
     assert await call(tools, ctx, "bank", 3) == "done"
-    assert len(person.asked) == 2 and all(r.human_only for r in person.asked)
-    assert "the bank app is in front; a human must confirm" in person.asked[0].summary
+    assert len(person.asked) == 2
+    assert "(the bank app is in front)" in person.asked[0].summary
     assert tool.runs == 3
 
 
@@ -100,14 +94,11 @@ async def test_a_reviewer_is_never_asked_and_cannot_allow_it(tmp_path: Path) -> 
     reviewer = AllowingReviewer()
     alone = ReviewerApprover(reviewer, None)  # type: ignore[arg-type]  # a stand-in reviewer
     denied = await call(tools, tool_context(tmp_path, mode="full", approver=alone), "bank")
-    assert "only a human may allow this" in denied
+    assert denied.startswith("error: denied by policy") and "nobody can approve" in denied
     person = Person("allow_once")
     then_human = ReviewerApprover(reviewer, person)  # type: ignore[arg-type]  # likewise
     allowed = await call(tools, tool_context(tmp_path, mode="full", approver=then_human), "bank")
     assert allowed == "done" and len(person.asked) == 1 and reviewer.asked == []
-    # An approver that answers as the reviewer is refused by the registry itself.
-    guard = await call(tools, tool_context(tmp_path, mode="full", approver=Approves()), "bank")
-    assert guard.startswith("error: denied by policy") and "only a human may allow it" in guard
     assert tool.runs == 1
 
 

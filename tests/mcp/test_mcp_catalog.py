@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +130,22 @@ def test_cli_add_says_what_to_do_next(home: Home, capsys: pytest.CaptureFixture[
     assert "is not in the catalog" in capsys.readouterr().err
     assert main(["mcp", "catalog", "notion"]) == 0
     assert "https://mcp.notion.com/mcp" in capsys.readouterr().out
+
+
+def test_cli_add_counts_a_key_kept_in_a_secret_manager_as_set(
+    home: Home, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "keys"
+    folder.mkdir(mode=0o700)
+    key = folder / "brave"
+    key.write_text("brave-key-from-the-files-source\n", encoding="utf-8")
+    key.chmod(0o600)
+    secrets = (
+        f"secrets:\n  sources: {{files: {{type: file, dir: {folder}}}}}\n"
+        "  refs: {BRAVE_API_KEY: 'files:brave'}\n"
+    )
+    home.config_path.write_text(BASE + secrets, encoding="utf-8")
+    assert main(["mcp", "add", "brave-search", "--name", "brave"]) == 0
+    out = capsys.readouterr().out
+    assert "BRAVE_API_KEY=" not in out and "put these in" not in out
+    assert "brave-key-from-the-files-source" not in out

@@ -17,12 +17,12 @@ import pytest
 from aiohttp import ClientSession, web
 
 from habakkuk.cli import main
+from habakkuk.engine.auth_store import LoginStore
 from habakkuk.engine.config import McpServerConfig, parse_config
 from habakkuk.engine.home import Environment, Home
 from habakkuk.engine.toolkit.registry import ToolRegistry
 from habakkuk.protocols.mcp.manager import McpManager
 from habakkuk.protocols.mcp.oauth import (
-    AuthStore,
     LoginRequired,
     OAuthError,
     login,
@@ -207,7 +207,7 @@ async def test_code_flow_with_pkce_registration_and_resource_indicator(
     )
     assert "Sign in to files here" in out.getvalue()
     assert record["access_token"] in fake.access
-    stored = AuthStore(home).get("mcp:files")
+    stored = LoginStore(home.root).get("mcp:files")
     assert stored is not None and stored["refresh_token"] == record["refresh_token"]
     assert stored["token_endpoint"] == f"{fake.issuer}/token"
     assert stored["resource"] == f"{fake.base}/mcp"
@@ -228,7 +228,7 @@ async def test_a_wrong_issuer_in_the_answer_is_refused(home: Home, fake: FakeAut
         await asyncio.wait_for(
             login(home, server, Environment(), open_url=browser, out=io.StringIO()), BOUND
         )
-    assert AuthStore(home).get("mcp:files") is None
+    assert LoginStore(home.root).get("mcp:files") is None
 
 
 async def test_device_flow_polls_until_approved(home: Home, fake: FakeAuthServer) -> None:
@@ -258,7 +258,7 @@ async def test_handler_refreshes_a_refused_token_once_then_names_the_login(
         assert response.status_code == 200
         refreshed = response.json()["token"]
         assert refreshed != first["access_token"]
-        stored = AuthStore(home).get("mcp:files")
+        stored = LoginStore(home.root).get("mcp:files")
         assert stored is not None and stored["access_token"] == refreshed
 
         # a second process sharing auth.json reads the refreshed token without refreshing
@@ -290,8 +290,8 @@ def test_logout_forgets_the_login(
     home: Home, fake: FakeAuthServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server_config(home, fake)
-    store = AuthStore(home)
-    with store.locked():
+    store = LoginStore(home.root)
+    with store.held():
         store.put("mcp:files", {"access_token": "x"})
         store.put("subscription:other", {"token": "keep"})
     assert main(["mcp", "logout", "files"]) == 0

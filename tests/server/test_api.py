@@ -43,6 +43,7 @@ async def test_app_describes_agents_and_features(serve: Any) -> None:
         "transcription": False,
         "speech": False,
         "realtime": False,
+        "nodes": False,
         "timezone": "Europe/Paris",
         "token_required": True,
     }

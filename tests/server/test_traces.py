@@ -15,7 +15,7 @@ import pytest
 
 from habakkuk.engine.config import ModelRef, parse_config
 from habakkuk.engine.errors import ConfigError
-from habakkuk.engine.events import EventBus, TurnEnded, TurnStarted
+from habakkuk.engine.events import DelegateStarted, EventBus, TurnEnded, TurnStarted
 from habakkuk.engine.home import Home
 from habakkuk.engine.llm.provider import Provider, ProviderError
 from habakkuk.engine.llm.router import Router
@@ -179,6 +179,37 @@ async def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         await asyncio.sleep(0.01)
+
+
+async def test_a_delegated_childs_turn_is_a_child_of_the_turn_that_delegated_it(
+    collector: FakeCollector,
+) -> None:
+    tracing = own_tracing(collector.url, schedule_seconds=0.01)
+    tracing.observe(TurnStarted(session="parent", turn="t1", agent="main"))
+    tracing.observe(
+        DelegateStarted(
+            session="parent",
+            turn="t1",
+            call_id="c1",
+            job="sub_1",
+            child_session="child",
+            agent="helper",
+            task="look it up",
+            background=True,
+        )
+    )
+    tracing.observe(TurnEnded(session="parent", turn="t1", status="done"))  # background
+    tracing.observe(TurnStarted(session="child", turn="sub_1", agent="helper"))
+    tracing.observe(TurnEnded(session="child", turn="sub_1", status="done"))
+    tracing.observe(TurnStarted(session="other", turn="t2", agent="main"))
+    tracing.observe(TurnEnded(session="other", turn="t2", status="done"))
+    assert await asyncio.to_thread(tracing.flush)
+    spans = {span.attributes["habakkuk.session"]: span for span in collector.spans}
+    parent, child, other = spans["parent"], spans["child"], spans["other"]
+    assert child.trace_id == parent.trace_id and child.parent_id == parent.span_id
+    assert child.attributes["habakkuk.parent_session"] == "parent"
+    assert other.parent_id == "" and other.trace_id != parent.trace_id
+    await tracing.stop()
 
 
 async def test_a_stalled_collector_makes_the_queue_drop_spans_rather_than_grow(

@@ -33,6 +33,7 @@ from habakkuk.engine.leases import NamedLeases
 from habakkuk.engine.pools import PermanentJobError, Pool
 from habakkuk.engine.retention import prune_jobs
 from habakkuk.engine.sessions import Session, TranscriptStore
+from habakkuk.engine.silent import SILENT
 from habakkuk.engine.sql import Conn, Database
 from habakkuk.engine.state import SCHEMA as STATE_SCHEMA
 from habakkuk.engine.storage import Storage
@@ -272,6 +273,14 @@ async def test_a_failure_retries_with_backoff_then_fails_for_good(queue: JobQueu
     assert [job.id for job in await queue.recent_failures()] == ["a"]
     assert await queue.failed_count("k", "boom", 0) == 1
     assert await queue.failed_count("k", "other", 0) == 0
+
+
+async def test_the_error_list_can_leave_out_what_is_told_otherwise(queue: JobQueue) -> None:
+    for job_id, error in (("real", "boom"), ("paused", f"{SILENT} Paused: the daily budget")):
+        await queue.enqueue(job_id, "k", max_attempts=1)
+        assert await queue.fail(await claimed(queue, ["k"]), error) == "failed"
+    assert {job.id for job in await queue.recent_failures()} == {"real", "paused"}
+    assert [job.id for job in await queue.recent_failures(errors_only=True)] == ["real"]
 
 
 async def test_a_released_job_gets_its_attempt_back(queue: JobQueue) -> None:

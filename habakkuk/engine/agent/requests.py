@@ -104,6 +104,9 @@ class TurnRequest:
     compact: bool = False
     subturn: SubturnOptions | None = None
     goal: str = ""
+    # The folder the turn works in instead of its agent's workspace (an editor's project,
+    # protocols/acp); a sub-turn's worktree rides in `subturn` instead.
+    workspace: str | None = None
 
     def to_json(self) -> JsonObject:
         data: JsonObject = {}
@@ -112,6 +115,8 @@ class TurnRequest:
         sub = self.subturn
         if sub is not None and sub.workspace is not None:
             data["workspace"] = sub.workspace
+        elif sub is None and self.workspace:
+            data["workspace"] = self.workspace
         if self.reply_to is not None:
             data["reply_to"] = self.reply_to.to_json()
         if self.blocks:
@@ -150,6 +155,7 @@ class TurnRequest:
             compact=payloads.flag(data, "compact"),
             subturn=subturn,
             goal=payloads.text(data, "goal", ""),
+            workspace=None if subturn else payloads.optional_text(data, "workspace") or None,
         )
 
 

@@ -333,7 +333,8 @@ class TurnRunner:
         allowed = {t.name for t in tools}
         # With tool search, each step offers its own list (below).
         specs = [t.spec() for t in tools] if deps.tool_view is None else []
-        where = turn_request.subturn.workspace if turn_request.subturn is not None else None
+        sub = turn_request.subturn
+        where = sub.workspace if sub is not None else turn_request.workspace
         workspace = Path(where) if where else None
         context = ToolContext(
             agent=agent.name,
@@ -352,6 +353,7 @@ class TurnRunner:
             state=deps.state,
             tool_catalog=tools if deps.tool_view is not None else None,
             stopped_by_user=lambda: lease.stop_reason == "user",
+            files_here=agent.sandbox != "ssh",  # sandbox: ssh writes files there, with exec
         )
         context.taint = await self._resumed_taint(context, view)
         # A session an email channel started reads outside content in every turn.

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Literal, Protocol
 
+from ..silent import SILENT
 from .pricing import MILLION, Price
 from .provider import ProviderError
 from .types import (
@@ -52,9 +53,6 @@ TURNS_KEPT = 4096
 
 INSTALL = ""  # the scope of the whole install; an agent's scope is its name
 PERIOD_KINDS: tuple[Literal["daily", "monthly"], ...] = ("daily", "monthly")
-# A failed turn's error that starts with this is not told to its chat (channels'
-# SILENT_REPLY, the schedules' SILENT: the same word).
-SILENT = "[SILENT]"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import asyncio
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from habakkuk.engine.events import ApprovalAnswered, ApprovalAsked, ApprovalWithdrawn
 from habakkuk.engine.timeouts import wait_within
@@ -39,9 +39,6 @@ class ApprovalRequest:
     reason: str = ""  # why a reviewer was unsure, when it was
     id: str = ""
     call_id: str = ""  # the tool call it is about (a client pairs it with the call's card)
-    # Only a human may answer (a tool's confirm: the computer's confirm_apps): a reviewer
-    # passes it on to its human, or denies it when there is none.
-    human_only: bool = False
 
 
 @dataclass
@@ -59,6 +56,23 @@ class Approver(Protocol):
     """Decides one approval request; should time out to a deny on its own."""
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+
+@runtime_checkable
+class ReviewedApprover(Protocol):
+    """An approver that lets a reviewer model decide first (reviewer.ReviewerApprover)."""
+
+    def human_behind(self) -> Approver | None:
+        """The human it falls back to, None when no one attends."""
+        ...
+
+
+def human_of(approver: Approver | None) -> Approver | None:
+    """Who asks a human for `approver`'s turn: a reviewer's fallback human (None when
+    there is none), else the approver itself (the terminal, the chat, the dashboard)."""
+    if isinstance(approver, ReviewedApprover):
+        return approver.human_behind()
+    return approver
 
 
 @dataclass

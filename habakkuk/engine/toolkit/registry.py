@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..events import EventBus, ToolEnded, ToolStarted
 from ..llm.types import ImageBlock, ToolResultBlock, ToolSpec, ToolUseBlock
 from ..store import BlobStore
-from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants
+from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants, human_of
 from .home_files import HomeFile, home_file, knowledge_file
 from .outcome import Outcome
 from .permissions import Risk, check_path, decide, inside
@@ -47,6 +47,13 @@ MUTATORS = frozenset({"write_file", "edit_file", "apply_patch", "exec"})
 
 class ToolError(Exception):
     """A tool failed in a way the model should read (one line, no traceback)."""
+
+
+# An agent with an ssh sandbox: its commands would never see a file written here.
+_REMOTE_WRITE = (
+    "refused: {tool} writes files on this machine, but this agent's commands run on a "
+    "remote host (sandbox: ssh) that would never see them; change files there with exec"
+)
 
 
 @dataclass
@@ -113,6 +120,9 @@ class ToolContext:
     # Whether the user is stopping this turn (not a shutdown, after which the turn resumes):
     # a tool that started work elsewhere (a delegated child) stops it too.
     stopped_by_user: Callable[[], bool] | None = None
+    # False when the agent's commands run on another host (sandbox: ssh): the workspace
+    # here is not the one they see, so the file-writing tools are refused.
+    files_here: bool = True
     # Whether outside content has entered this run of the turn (see taint.py); shared by
     # every call of the run, including the per-call copies the registry makes.
     taint: Taint = field(default_factory=Taint)
@@ -190,17 +200,21 @@ class Tool(ABC):
         """A tool-specific refusal reason, checked before the permission policy."""
         return None
 
-    async def confirm(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
-        """Why this call needs a human whatever the mode (None: it does not). Checked after
-        the refusals and before the policy's verdict: a call the mode denies stays denied,
-        and any other goes to a human, whom neither a reviewer nor a grant for the session
-        stands in for (the computer tools, for the apps in `confirm_apps`)."""
-        return None
-
     def refuse_input(self, args: dict[str, Any]) -> str | None:
         """A refusal of input the schema would also reject, checked before it, so the
         model reads why (schedule_create's command) rather than a schema error."""
         return None
+
+    def confirm_reason(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        """Why this call needs a human's yes in every mode that would run it, or "".
+        Never a reviewer's, never a grant for the session; denied when no one attends
+        (Home Assistant's confirm domains)."""
+        return ""
+
+    async def confirm(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        """`confirm_reason` for a tool that must look first (the computer asks its desktop
+        which app is in front, for `confirm_apps`); the registry awaits this one."""
+        return self.confirm_reason(args, ctx)
 
     def taints_turn(self, args: dict[str, Any], ctx: ToolContext) -> bool:
         """Whether this call, once it runs, taints the turn (see `taints`)."""
@@ -281,7 +295,7 @@ class ToolRegistry:
         """Decide and run one call: its result block, and the images it attached when it
         succeeded (a failed or denied call's are dropped: they show nothing trustworthy)."""
         clock = _CallClock(time.monotonic())
-        tool = self._tools.get(use.tool) if use.tool in allowed else None
+        tool = self.get(use.tool) if use.tool in allowed else None
         try:
             title = tool.title(use.input) if tool else use.tool
         except Exception:
@@ -369,6 +383,8 @@ class ToolRegistry:
         owned = self._knowledge(tool, paths, ctx)
         if owned:
             return ToolOutput(owned, is_error=True, denied=True)
+        if tool.writes_files and not ctx.files_here:
+            return ToolOutput(_REMOTE_WRITE.format(tool=tool.name), is_error=True, denied=True)
         secret = self._credential(tool, paths, ctx)
         if secret is not None:
             return ToolOutput(
@@ -390,20 +406,21 @@ class ToolRegistry:
             return ToolOutput(
                 f"denied: {tool.name} is not allowed in {ctx.mode} mode", True, denied=True
             )
-        confirm = await tool.confirm(args, ctx)
         tainted = tool.asks_when_tainted and ctx.taint.tainted
-        asks = verdict == "ask" and not self.grants.allows(ctx.session, tool.name)
-        if asks or tainted or confirm:
-            decision = await self._ask(tool, args, use.tool_use_id, ctx, confirm=confirm)
-            clock.restart()  # the call's time is its own, not the wait for a human
-            if confirm and decision.allowed and decision.by == "reviewer":
-                decision = ApprovalDecision(
-                    "deny", f"{confirm}: only a human may allow it", by="policy"
-                )
+        confirm = await tool.confirm(args, ctx)
+        if confirm:
+            decision = await self._ask(tool, args, use.tool_use_id, ctx, human=confirm)
+            clock.restart()
             if not decision.allowed:
                 why = f": {decision.reason}" if decision.reason else ""
                 return ToolOutput(f"denied by {decision.by}{why}", True, denied=True)
-            if decision.answer == "allow_session" and not confirm:
+        elif (verdict == "ask" and not self.grants.allows(ctx.session, tool.name)) or tainted:
+            decision = await self._ask(tool, args, use.tool_use_id, ctx)
+            clock.restart()  # the call's time is its own, not the wait for a human
+            if not decision.allowed:
+                why = f": {decision.reason}" if decision.reason else ""
+                return ToolOutput(f"denied by {decision.by}{why}", True, denied=True)
+            if decision.answer == "allow_session":
                 self.grants.grant(ctx.session, tool.name)
             if decision.by == "reviewer":
                 note = f"\n[approved by the reviewer: {decision.reason}]"
@@ -437,7 +454,7 @@ class ToolRegistry:
             return False  # the call itself will fail and say why; it changes nothing
 
     def _may_mutate(self, use: ToolUseBlock, ctx: ToolContext, allowed: set[str]) -> bool:
-        tool = self._tools.get(use.tool) if use.tool in allowed else None
+        tool = self.get(use.tool) if use.tool in allowed else None
         if tool is None or ctx.mode == "read-only" or not isinstance(use.input, dict):
             return False
         if _validate(tool.input_schema, use.input) is not None:
@@ -451,7 +468,7 @@ class ToolRegistry:
             return False
         if tool.refuse(use.input, ctx) or self._credential(tool, paths, ctx) is not None:
             return False
-        if self._knowledge(tool, paths, ctx):
+        if self._knowledge(tool, paths, ctx) or (tool.writes_files and not ctx.files_here):
             return False
         within = _within(paths, ctx)
         verdict = decide(
@@ -492,21 +509,15 @@ class ToolRegistry:
         return any(inside(p, ctx.workspace) for p in paths)
 
     async def _ask(
-        self,
-        tool: Tool,
-        args: dict[str, Any],
-        call_id: str,
-        ctx: ToolContext,
-        *,
-        confirm: str | None = None,
+        self, tool: Tool, args: dict[str, Any], call_id: str, ctx: ToolContext, human: str = ""
     ) -> ApprovalDecision:
+        """Ask the turn's approver; with `human` (why), only a human, whatever it says."""
         # Why a write that usually runs unasked asks: the turn read outside content.
-        why = ""
+        why = f" ({human})" if human else ""
         if tool.asks_when_tainted and ctx.taint.tainted:
-            why = f" (this turn read outside content: {ctx.taint.reason})"
-        if confirm:
-            why += f" ({confirm}; a human must confirm)"
-        if ctx.approver is None:
+            why += f" (this turn read outside content: {ctx.taint.reason})"
+        approver = human_of(ctx.approver) if human else ctx.approver
+        if approver is None:
             return ApprovalDecision(
                 "deny",
                 f"needs approval{why} and nobody can approve in an unattended run",
@@ -521,9 +532,11 @@ class ToolRegistry:
             input=args,
             summary=summary,
             call_id=call_id,
-            human_only=bool(confirm),
         )
-        return await ctx.approver.approve(request)
+        decision = await approver.approve(request)
+        if human and decision.answer == "allow_session":
+            decision = ApprovalDecision("allow_once", decision.reason, decision.by)  # every call
+        return decision
 
     async def _spill(
         self, use: ToolUseBlock, output: ToolOutput, blobs: BlobStore

@@ -215,15 +215,12 @@ class ReviewerApprover:
         self.reviewer = reviewer
         self.human = human
 
+    def human_behind(self) -> Approver | None:
+        """The human "ask" goes to (calls only a human may allow skip the reviewer)."""
+        return self.human
+
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Decide one request as the approvals table says (one only a human may answer
-        goes straight to the human, or is denied without one)."""
-        if request.human_only:
-            if self.human is None:
-                return ApprovalDecision(
-                    "deny", "only a human may allow this and nobody can in this run", by="policy"
-                )
-            return await self.human.approve(request)
+        """Decide one request as the approvals table says."""
         verdict = await self.reviewer.review(request)
         if verdict.decision == "allow":
             return ApprovalDecision("allow_once", verdict.reason, by="reviewer")

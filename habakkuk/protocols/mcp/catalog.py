@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from habakkuk.engine.errors import ConfigError
-from habakkuk.engine.home import Environment, Home
+from habakkuk.engine.home import Home
 
 CATALOG_FILE = Path(__file__).with_name("catalog.yaml")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -228,7 +228,11 @@ def add_command(home: Home, entry_name: str, raw_params: list[str], name: str | 
         params[key] = value
     entry, target = add_server(home, entry_name, params, name)
     print(f"added mcp_servers.{target} to {home.config_path} (previous: config.yaml.bak)")
-    env = Environment(home.env_path)
+    from habakkuk.engine.config import load_config
+    from habakkuk.engine.secrets import home_environment
+
+    config = load_config(home)  # as written: a reference in secrets.refs counts as set
+    env = home_environment(home, config)
     missing = [v for v in entry.vars if env.get(v) is None]
     if missing:
         print(f"put these in {home.env_path}:")
@@ -239,9 +243,7 @@ def add_command(home: Home, entry_name: str, raw_params: list[str], name: str | 
         print(f"it needs on PATH: {', '.join(absent)}")
     if entry.server.get("auth") == "oauth":
         print(f"sign in: habakkuk mcp login {target}")
-    from habakkuk.engine.config import load_config
-
     from .checks import reach_line
 
-    print(f"{reach_line(load_config(home), target)}; habakkuk mcp checks the connection")
+    print(f"{reach_line(config, target)}; habakkuk mcp checks the connection")
     return 0

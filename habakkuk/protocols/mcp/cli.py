@@ -64,7 +64,7 @@ def _home() -> Any:
 async def status() -> int:
     """Connect to every server (at most 20 s in all) and print each one's state and tools."""
     from habakkuk.engine.config import load_config
-    from habakkuk.engine.home import Environment
+    from habakkuk.engine.secrets import home_environment
 
     from .checks import reach_line
     from .manager import START_WAIT, McpManager
@@ -75,7 +75,7 @@ async def status() -> int:
     if not config.mcp_servers:
         print("no MCP servers configured (add one: habakkuk mcp catalog, habakkuk mcp add NAME)")
         return 0
-    env = Environment(home.env_path)
+    env = home_environment(home, config)
     manager = McpManager(config, env, home)
     try:
         await manager.start(START_WAIT)

@@ -23,26 +23,24 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import fcntl
 import hashlib
-import json
 import os
 import secrets
 import sys
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from habakkuk.engine.auth_store import AUTH_FILE, LoginStore
 from habakkuk.engine.config import McpServerConfig, load_config
 from habakkuk.engine.errors import ConfigError, HabakkukError
-from habakkuk.engine.home import Environment, Home, write_private_file
+from habakkuk.engine.home import Environment, Home
 from habakkuk.engine.timeouts import wait_within
 
 from .transport import TransportError
 
-AUTH_FILE = "auth.json"
 LOGIN_TIMEOUT = 300.0
 REFRESH_MARGIN = 60.0  # refresh this long before the token expires
 REFUSAL_WINDOW = 60.0
@@ -60,63 +58,6 @@ class OAuthError(HabakkukError):
 
 def auth_key(server: str) -> str:
     return f"mcp:{server}"
-
-
-# -- auth.json ---------------------------------------------------------------------------
-
-
-class AuthStore:
-    """HOME/auth.json: logins by key; writes are atomic and 0600, refreshes locked."""
-
-    def __init__(self, home: Home):
-        self.path = home.root / AUTH_FILE
-        self.lock_path = home.root / f"{AUTH_FILE}.lock"
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold auth.json.lock (an flock shared by every Habakkuk process)."""
-        fd = self.acquire()
-        try:
-            yield
-        finally:
-            self.release(fd)
-
-    def acquire(self) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return fd
-
-    def release(self, fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-    def read(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except ValueError:
-            raise OAuthError(f"{self.path}: not valid JSON; fix or remove it") from None
-        return data if isinstance(data, dict) else {}
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        value = self.read().get(key)
-        return dict(value) if isinstance(value, dict) else None
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        """Replace one entry (call while holding the lock)."""
-        data = self.read()
-        data[key] = value
-        write_private_file(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-    def remove(self, key: str) -> bool:
-        data = self.read()
-        if key not in data:
-            return False
-        del data[key]
-        write_private_file(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-        return True
 
 
 # -- discovery ---------------------------------------------------------------------------
@@ -528,13 +469,13 @@ async def login(
         "server_url": server.url,
         **tokens,
     }
-    store = AuthStore(home)
+    store = LoginStore(home.root)
     await asyncio.to_thread(_locked_put, store, auth_key(server.name), record)
     return record
 
 
-def _locked_put(store: AuthStore, key: str, record: dict[str, Any]) -> None:
-    with store.locked():
+def _locked_put(store: LoginStore, key: str, record: dict[str, Any]) -> None:
+    with store.held():
         store.put(key, record)
 
 
@@ -549,7 +490,8 @@ def expired(record: dict[str, Any]) -> bool:
 # -- commands -----------------------------------------------------------------------------
 
 
-def _server(home: Home, name: str) -> McpServerConfig:
+def _server(home: Home, name: str) -> tuple[McpServerConfig, Environment]:
+    """The `auth: oauth` server `name` and the variables its settings read."""
     config = load_config(home)
     server = config.mcp_servers.get(name)
     if server is None:
@@ -557,15 +499,16 @@ def _server(home: Home, name: str) -> McpServerConfig:
         raise ConfigError(f"mcp_servers.{name} is not configured (mcp_servers: {known})")
     if server.auth != "oauth":
         raise ConfigError(f"mcp_servers.{name} does not use `auth: oauth`; nothing to sign in to")
-    return server
+    from habakkuk.engine.secrets import home_environment
+
+    return server, home_environment(home, config)
 
 
 async def login_command(home: Home, name: str, device: bool, no_browser: bool) -> int:
     """`habakkuk mcp login NAME [--device] [--no-browser]`."""
     import webbrowser
 
-    server = _server(home, name)
-    env = Environment(home.env_path)
+    server, env = _server(home, name)
     use_device = device or (not no_browser and not browser_available())
     open_url = None if no_browser else webbrowser.open
     if use_device and not device:
@@ -581,8 +524,8 @@ async def login_command(home: Home, name: str, device: bool, no_browser: bool) -
 
 def logout_command(home: Home, name: str) -> int:
     """`habakkuk mcp logout NAME`: forget the login (the entry stays in config.yaml)."""
-    store = AuthStore(home)
-    with store.locked():
+    store = LoginStore(home.root)
+    with store.held():
         removed = store.remove(auth_key(name))
     print(f"signed out of {name}" if removed else f"no login for {name}")
     return 0
@@ -590,7 +533,7 @@ def logout_command(home: Home, name: str) -> int:
 
 def login_state(home: Home, name: str) -> str | None:
     """A one-line problem with the stored login of `name`, or None when it looks usable."""
-    record = AuthStore(home).get(auth_key(name))
+    record = LoginStore(home.root).get(auth_key(name))
     if record is None:
         return f"not signed in; run `habakkuk mcp login {name}`"
     if expired(record) and not record.get("refresh_token"):
@@ -611,7 +554,6 @@ async def _settle_browser(browser: asyncio.Future[Any]) -> None:
 
 
 __all__ = [
-    "AuthStore",
     "LoginRequired",
     "OAuthError",
     "login",

@@ -13,12 +13,12 @@ from collections.abc import AsyncGenerator
 
 import httpx2
 
+from habakkuk.engine.auth_store import LoginStore
 from habakkuk.engine.config import McpServerConfig
 from habakkuk.engine.home import Environment, Home
 
 from .oauth import (
     REFUSAL_WINDOW,
-    AuthStore,
     LoginRequired,
     auth_key,
     error_text,
@@ -34,7 +34,7 @@ class OAuthHandler(httpx2.Auth):
     requires_request_body = True  # a refused request is sent again
 
     def __init__(self, home: Home, server: McpServerConfig, env: Environment):
-        self.store = AuthStore(home)
+        self.store = LoginStore(home.root)
         self.server = server
         self.env = env
         self.key = auth_key(server.name)
@@ -55,8 +55,7 @@ class OAuthHandler(httpx2.Auth):
             return await self._refresh(rejected)
 
     async def _refresh(self, rejected: str | None) -> str:
-        fd = await asyncio.to_thread(self.store.acquire)
-        try:
+        async with self.store.locked():  # one refresh across processes
             record = await asyncio.to_thread(self.store.get, self.key)
             if record is None:
                 raise self._login_required(f"not signed in to MCP server {self.server.name}")
@@ -83,8 +82,6 @@ class OAuthHandler(httpx2.Auth):
             await asyncio.to_thread(self.store.put, self.key, record)
             self._last_refresh = time.monotonic()
             return str(record["access_token"])
-        finally:
-            await asyncio.to_thread(self.store.release, fd)
 
     async def async_auth_flow(
         self, request: httpx2.Request

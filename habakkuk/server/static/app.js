@@ -105,6 +105,9 @@ async function start() {
   $("chat-conversation").value = state.conversation;
   // Live mode only with realtime: in config (the page's CSP allows the provider only then).
   $("chat-live").hidden = !state.app.realtime;
+  // Device nodes only with nodes: in config; a browser paired before serves again.
+  $("nav-nodes").hidden = !state.app.nodes;
+  if (state.app.nodes) startBrowserNode(); // nodes.js
   // Recording only with transcription: in config (the server makes the recording text).
   $("chat-record").hidden = !(state.app.transcription && window.MediaRecorder);
   // The address names the view (a bookmark, a reload): the overview when it names none.
@@ -172,6 +175,7 @@ function show(view) {
   if (view === "schedules") loadSchedules(); // schedules.js
   if (view === "board") loadBoard(); // board.js
   if (view === "usage") loadUsage(); // usage.js
+  if (view === "nodes") loadNodes(); // nodes.js
   if (view === "approvals") loadApprovals();
   if (view === "config") loadConfig(); // config.js
 }

@@ -1,7 +1,7 @@
 // Caches only the dashboard's static shell; API responses are never cached.
-const CACHE = "habakkuk-shell-v10";
+const CACHE = "habakkuk-shell-v11";
 const SHELL = [
-  "/app/", "/app/app.js", "/app/views.js", "/app/memory.js", "/app/skills.js", "/app/schedules.js", "/app/board.js", "/app/usage.js", "/app/config.js", "/app/app.css", "/app/manifest.webmanifest",
+  "/app/", "/app/app.js", "/app/views.js", "/app/memory.js", "/app/skills.js", "/app/schedules.js", "/app/board.js", "/app/usage.js", "/app/config.js", "/app/node.js", "/app/nodes.js", "/app/app.css", "/app/manifest.webmanifest",
   "/app/icon.svg", "/app/icon-180.png", "/app/icon-192.png", "/app/icon-512.png",
 ];
 

@@ -64,19 +64,19 @@ class ComputerTool(Tool):
             )
         return None
 
-    async def confirm(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+    async def confirm(self, args: dict[str, Any], ctx: ToolContext) -> str:
         names = self.settings(ctx.agent).confirm_apps
         if not names or not self.counts:
-            return None
+            return ""
         desk = self.desktops.started(ctx.agent)
         if desk is None and self.settings(ctx.agent).backend == "xvfb":
-            return None  # not started yet: nothing is in front of a fresh desktop
+            return ""  # not started yet: nothing is in front of a fresh desktop
         try:
             desk = desk or await self.desktops.desk(ctx.home, ctx.agent)
             front = await desk.front()
         except BackendError:
             front = None
-        return front_confirmation(names, front)
+        return front_confirmation(names, front) or ""
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         try:
@@ -385,7 +385,7 @@ class Open(ComputerTool):
         text = "\n".join([str(args.get("app", "")), *map(str, args.get("args", []))])
         return typing_refusal(text) or super().refuse(args, ctx)
 
-    async def confirm(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+    async def confirm(self, args: dict[str, Any], ctx: ToolContext) -> str:
         names = self.settings(ctx.agent).confirm_apps
         app = str(args.get("app", ""))
         matched = confirm_app(names, app, os.path.basename(app)) if names else None

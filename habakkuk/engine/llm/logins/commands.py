@@ -12,12 +12,12 @@ import datetime
 from collections.abc import Callable
 from pathlib import Path
 
+from habakkuk.engine.auth_store import LoginStore
 from habakkuk.engine.config import AuthConfig
 from habakkuk.engine.i18n import t
 
 from .common import KINDS, Sleep, now
 from .services import service
-from .store import LoginStore
 
 NAMES = {"chatgpt": "ChatGPT", "copilot": "GitHub Copilot"}
 

@@ -17,12 +17,12 @@ import os
 from collections import OrderedDict
 from typing import Any
 
+from habakkuk.engine.auth_store import LoginStore
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.i18n import t
 
 from ..provider import ErrorClass, ProviderError
 from .common import Clock, Service, Session, now
-from .store import LoginStore
 from .wire import LoginRefused, LoginUnreachable
 
 log = logging.getLogger(__name__)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from habakkuk.engine.auth_store import LoginStore
+
 from ...config import AuthConfig
 from ...errors import HabakkukError
 from .chatgpt import ChatGPT
 from .common import KINDS, Service
 from .copilot import Copilot
 from .credential import LoginToken
-from .store import LoginStore
 
 
 def service(kind: str, settings: AuthConfig) -> Service:

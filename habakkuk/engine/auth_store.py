@@ -1,10 +1,12 @@
 """HOME/auth.json: the logins, written atomically at 0600; refreshes hold auth.json.lock.
 
-The file is one JSON object, a login per key (`chatgpt`, `copilot`, and the MCP
-servers' `mcp:<server>`, protocols/mcp/oauth.py). A writer holds the lock file's flock,
+The file is one JSON object, a login per key: the subscription logins `chatgpt` and
+`copilot` (engine/llm/logins/) and the MCP servers' `mcp:<server>` (protocols/mcp/oauth.py),
+one store for both. A writer holds the lock file's flock,
 re-reads, changes its own entry and replaces the file (temp file, fsync, rename), so
 no process ever reads half a file or loses another's entry. The flock is taken on a
-worker thread: the event loop never blocks while another process refreshes.
+worker thread (`locked`): the event loop never blocks while another process refreshes;
+code already on a thread of its own holds it with `held`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import fcntl
 import json
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,15 @@ class LoginStore:
             os.close(fd)
             raise
         return fd
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold auth.json.lock from a thread that may block (a command, a worker thread)."""
+        fd = self._acquire()
+        try:
+            yield
+        finally:
+            _release(fd)
 
     @contextlib.asynccontextmanager
     async def locked(self) -> AsyncIterator[None]:

@@ -1,0 +1,27 @@
+"""The runtime's background processes, on each agent's sandbox (tools/sandbox), with the
+record of running command groups that lets a start end what a killed Habakkuk left."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from habakkuk.engine.config import Config
+from habakkuk.engine.home import Environment, Home
+from habakkuk.tools.processes import ProcessInfo, ProcessManager
+from habakkuk.tools.sandbox import CommandGroups, HomeSandboxes
+
+
+def build_processes(
+    home: Home,
+    config: Config,
+    env: Environment,
+    on_exit: Callable[[ProcessInfo], Awaitable[None]],
+) -> ProcessManager:
+    """The ProcessManager of a runtime: commands where each agent's sandbox says, their
+    groups recorded under run/commands."""
+    return ProcessManager(
+        home.procs_dir,
+        on_exit=on_exit,
+        sandboxes=HomeSandboxes(config, home.root, env.get),
+        groups=CommandGroups(home.run_dir / "commands"),
+    )
