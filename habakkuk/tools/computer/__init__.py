@@ -27,10 +27,14 @@ def register_computer(registry: ToolRegistry, config: Config) -> None:
         found = config.agents.get(agent)
         return found.computer if found is not None else ComputerConfig()
 
+    def sandbox(agent: str) -> str:
+        found = config.agents.get(agent)
+        return found.sandbox if found is not None else "none"
+
     desktops = Desktops(settings)
-    for tool in computer_tools(desktops, settings):
+    for tool in computer_tools(desktops, settings, sandbox):
         registry.register(tool, "computer")
-    registry.register(open_tool(desktops, settings), "computer-open")
+    registry.register(open_tool(desktops, settings, sandbox), "computer-open")
     registry.on_close(desktops.close)
 
 

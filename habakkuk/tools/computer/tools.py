@@ -47,15 +47,28 @@ class ComputerTool(Tool):
     taints = True
     counts: ClassVar[bool] = True  # an action against max_actions (waits and queries: False)
 
-    def __init__(self, desktops: Desktops, settings: Callable[[str], ComputerConfig]):
+    def __init__(
+        self,
+        desktops: Desktops,
+        settings: Callable[[str], ComputerConfig],
+        sandbox: Callable[[str], str] | None = None,
+    ):
         self.desktops = desktops
         self.settings = settings
+        # Where the agent's commands run (none, docker, ssh); None: on this machine.
+        self.sandbox = sandbox or _unsandboxed
 
     def title(self, args: dict[str, Any]) -> str:
         shown = {k: v for k, v in args.items() if k != "screenshot"}
         return f"{self.name.removeprefix('computer_')} {shown}"[:200] if shown else self.name
 
     def refuse(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        kind = self.sandbox(ctx.agent)
+        if kind != "none":
+            return (
+                f"{ctx.agent}'s commands run in a {kind} sandbox, and the desktop is on this "
+                "machine: the computer tools are not for sandboxed agents"
+            )
         settings = self.settings(ctx.agent)
         if self.counts and ctx.counters.get(ACTIONS_COUNTER, 0) >= settings.max_actions:
             return (
@@ -415,13 +428,23 @@ COMPUTER_TOOLS: tuple[type[ComputerTool], ...] = (
 )
 
 
+def _unsandboxed(agent: str) -> str:
+    return "none"
+
+
 def computer_tools(
-    desktops: Desktops, settings: Callable[[str], ComputerConfig]
+    desktops: Desktops,
+    settings: Callable[[str], ComputerConfig],
+    sandbox: Callable[[str], str] = _unsandboxed,
 ) -> list[ComputerTool]:
-    """The toolset `computer` on `desktops`."""
-    return [cls(desktops, settings) for cls in COMPUTER_TOOLS]
+    """The toolset `computer` on `desktops` (`sandbox`: where an agent's commands run)."""
+    return [cls(desktops, settings, sandbox) for cls in COMPUTER_TOOLS]
 
 
-def open_tool(desktops: Desktops, settings: Callable[[str], ComputerConfig]) -> ComputerTool:
+def open_tool(
+    desktops: Desktops,
+    settings: Callable[[str], ComputerConfig],
+    sandbox: Callable[[str], str] = _unsandboxed,
+) -> ComputerTool:
     """computer_open, the toolset `computer-open` (offered beside the native tool too)."""
-    return Open(desktops, settings)
+    return Open(desktops, settings, sandbox)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from habakkuk.engine.computer_config import ComputerConfig
+from habakkuk.engine.home import Home
 from habakkuk.engine.llm.types import ToolUseBlock
 from habakkuk.engine.redact import REDACTOR
 from habakkuk.engine.toolkit.registry import ToolRegistry
@@ -94,3 +95,33 @@ async def test_the_tools_refuse_in_full_mode_before_any_desktop_starts(
         assert result.is_error and result.text.startswith("refused:"), result.text
         assert configured_secret not in result.text
     assert not (tmp_path / "computer").exists()  # no desktop was started for any of them
+
+
+async def test_a_sandboxed_agent_is_refused_every_computer_tool(tmp_path: Path) -> None:
+    def settings(agent: str) -> ComputerConfig:
+        return ComputerConfig()
+
+    desktops = Desktops(settings, environ={"PATH": "/nonexistent"})
+    tools = ToolRegistry()
+    for tool in computer_tools(desktops, settings, lambda agent: "docker"):
+        tools.register(tool, "computer")
+    ctx = tool_context(tmp_path, mode="full")
+    for name in ("computer_screenshot", "computer_cursor", "computer_wait"):
+        args = {"seconds": 0.01} if name == "computer_wait" else {}
+        result = await tools.call(ToolUseBlock(name, name, args), ctx, {name})
+        assert result.is_error and "run in a docker sandbox" in result.text, result.text
+    assert desktops.started("main") is None
+
+
+def test_the_registered_tools_read_the_agents_sandbox(home: Home) -> None:
+    from habakkuk.engine.config import parse_config
+    from habakkuk.tools.computer import register_computer
+    from tests.conftest import mock_config
+
+    config = parse_config(mock_config(), home.config_path, home)
+    config.agents["main"].sandbox = "ssh"
+    tools = ToolRegistry()
+    register_computer(tools, config)
+    tool = tools.get("computer_click")
+    assert tool is not None
+    assert "ssh sandbox" in (tool.refuse({"x": 1, "y": 1}, tool_context(home.root)) or "")
