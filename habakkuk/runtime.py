@@ -23,7 +23,7 @@ from habakkuk.engine.databases import HomeDatabases, open_databases
 from habakkuk.engine.events import EventBus, JobFinished
 from habakkuk.engine.home import Environment, Home, default_home
 from habakkuk.engine.hooks import Hooks
-from habakkuk.engine.jobs import Job, JobQueue, Lease
+from habakkuk.engine.jobs import Job, JobQueue
 from habakkuk.engine.llm.factory import ProviderHub
 from habakkuk.engine.llm.router import Router
 from habakkuk.engine.logfile import RotatingJsonHandler
@@ -31,7 +31,6 @@ from habakkuk.engine.logsetup import install_logging, uninstall_logging
 from habakkuk.engine.nodes import NodeRegistry
 from habakkuk.engine.pools import Pool
 from habakkuk.engine.redact import REDACTOR
-from habakkuk.engine.retention import RETENTION_KIND, sweep_with
 from habakkuk.engine.store import BlobStore
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
 from habakkuk.protocols.nodes.hub import build_devices
@@ -45,7 +44,7 @@ from habakkuk.services.logs import HomeLogs
 from habakkuk.services.memory import build_memory
 from habakkuk.services.overview import ControlRoom
 from habakkuk.services.process_notices import ProcessNotices
-from habakkuk.services.sandboxes import build_processes
+from habakkuk.services.sandboxes import build_processes, end_leftovers
 from habakkuk.services.schedules import build_schedules
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
@@ -210,7 +209,7 @@ class Runtime:
         await asyncio.to_thread(runtime.providers.load_keyring)
         REDACTOR.add_values(hub.keyring_values())
         await asyncio.to_thread(runtime.processes.cleanup_old_logs)
-        await runtime.processes.kill_orphans()  # commands a killed Habakkuk left running
+        await end_leftovers(home, runtime.processes)  # what a killed Habakkuk left running
         return runtime
 
     async def start_mcp(self, wait: float | None = None) -> None:
@@ -278,18 +277,11 @@ class Runtime:
         )
         self._pools.append(self._turn_pool)
         if maintenance:
-            self._pools.append(
-                Pool(
-                    self.queue,
-                    [RETENTION_KIND],
-                    self._retention,
-                    concurrency=1,
-                    on_finished=self._job_finished,
-                )
-            )
             # Imported here: only processes that run maintenance need these loops.
             from habakkuk.knowledge.review_wiring import memory_review_pool
-            from habakkuk.services.maintenance import start_maintenance
+            from habakkuk.services.maintenance import retention_pool, start_maintenance
+
+            self._pools.append(retention_pool(self, self._job_finished))
 
             self._maintenance = start_maintenance(self)
             self._pools.append(memory_review_pool(self, on_finished=self._job_finished))
@@ -311,17 +303,6 @@ class Runtime:
         if self.channels is not None:
             self.channels.start()
 
-    async def _retention(self, lease: Lease) -> dict[str, Any]:
-        return await sweep_with(
-            self.queue,
-            self.transcripts,
-            self.blobs.root,
-            self.config.retention,
-            state=self.state,
-            usage=self.usage,
-            blobs=self.blobs,
-        )
-
     async def close(self) -> None:
         """Stop the HTTP server and the workers (leases released), close the stores."""
         await self.http.stop()
@@ -340,7 +321,9 @@ class Runtime:
             await asyncio.gather(self._mcp_start, return_exceptions=True)
         if self.mcp is not None:
             await self.mcp.close()
-        await asyncio.gather(self.processes.shutdown(), self.browsers.close())
+        await asyncio.gather(  # commands, the agents' browsers and desktops (the tools' close)
+            self.processes.shutdown(), self.browsers.close(), self.tools.close()
+        )
         await self.goals.settled()  # the steps after the last turns, before the stores close
         await self.budget.settled()
         await self.hooks.drain()

@@ -63,6 +63,12 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "pair": ("habakkuk.cli.channels", "let in the chat user who got this pairing code", None),
     "send": ("habakkuk.cli.channels", "queue a message or file to a chat (serve sends it)", None),
     "whatsapp": ("habakkuk.cli.whatsapp", "link a WhatsApp account by its pairing QR code", None),
+    "computer": (
+        "habakkuk.cli.computer",
+        "an agent's desktop: view it in the terminal or save a screenshot",
+        "`habakkuk computer view [AGENT]` draws the agent's Xvfb desktop in the terminal"
+        " (--watch redraws it; --save FILE, or a pipe, gets the PNG).",
+    ),
     "checkpoints": ("habakkuk.cli.checkpoints", "list workspace checkpoints, newest first", None),
     "rollback": (
         "habakkuk.cli.checkpoints",

@@ -19,6 +19,7 @@ from .a2a_config import A2AConfig, resolve_a2a
 from .browser_config import BrowserConfig, check_connect, merged, resolve_browser
 from .budget_config import AgentBudgetConfig, BudgetConfig, check_limits
 from .channel_config import ChannelConfig, resolve_channels
+from .computer_config import ComputerConfig, check_computer
 from .config_schema import NodeLoader, check_hooks, compose_yaml, line_of
 from .device_config import NodesConfig, resolve_nodes
 from .durations import parse_duration
@@ -160,6 +161,8 @@ class AgentConfig:
     ssh: SshConfig | None = None
     # The agent's own browser settings over the top-level browser: (engine/browser_config.py).
     browser: BrowserConfig | None = None
+    # The agent's desktop for the computer toolset (engine/computer_config.py).
+    computer: ComputerConfig = field(default_factory=ComputerConfig)
     name: str = field(default="", init=False)
     chain: list[ModelRef] = field(default_factory=list, init=False)
     reviewer_chain: list[ModelRef] = field(default_factory=list, init=False)
@@ -782,6 +785,7 @@ def _resolve(config: Config, home: Home) -> None:
             )
         check_limits(agent.budget, path, f"agents.{name}.budget")
         resolve_sandbox(agent, path)
+        check_computer(agent.computer, path, f"agents.{name}.computer")
         if agent.max_steps < 1:
             raise ConfigError(
                 f"{path}:{line_of(agent, 'max_steps')}: agents.{name}.max_steps: must be >= 1"

@@ -76,6 +76,9 @@ async def run_checks(home: Home) -> list[Check]:
     checks += _generation_checks(config, env)
     checks += _tts_checks(config, env)
     checks += _transcription_checks(config, env)
+    from .doctor_computer import computer_checks  # the desktops' programs
+
+    checks += [Check(*one) for one in computer_checks(config)]
     checks += await _mcp_checks(config, env, home)
     from .doctor_ha import homeassistant_checks  # homeassistant: the token, the instance
 

@@ -8,15 +8,20 @@ Imported only by such a process: the loops' modules are imported here, when star
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from typing import Any, Protocol
 
+from habakkuk.engine.blobs import BlobStore
 from habakkuk.engine.config import Config
 from habakkuk.engine.events import EventBus
 from habakkuk.engine.home import Home
 from habakkuk.engine.hooks import Hooks
-from habakkuk.engine.jobs import JobQueue
+from habakkuk.engine.jobs import JobQueue, Lease
+from habakkuk.engine.llm.usage import UsageStore
 from habakkuk.engine.nodes import NodeRegistry
-from habakkuk.engine.retention import queue_sweeps
+from habakkuk.engine.pools import FinishedCallback, Pool
+from habakkuk.engine.retention import RETENTION_KIND, queue_sweeps, sweep_with
+from habakkuk.engine.sessions import TranscriptStore
+from habakkuk.engine.state import StateStore
 from habakkuk.knowledge.service import Memory
 from habakkuk.services.hot_reload import start_hot_reload
 from habakkuk.services.overview import ControlRoom
@@ -35,6 +40,10 @@ class MaintenanceHost(Protocol):
     hooks: Hooks  # replaced in place by the hot reload
     bus: EventBus
     control: ControlRoom
+    transcripts: TranscriptStore  # what retention prunes, with the queue, state and blobs
+    blobs: BlobStore
+    state: StateStore
+    usage: UsageStore
 
     @property
     def config(self) -> Config: ...
@@ -54,3 +63,21 @@ def start_maintenance(host: MaintenanceHost) -> list[asyncio.Task[None]]:
         asyncio.create_task(host.nodes.run(), name="node"),  # registered, beating
         start_hot_reload(host),  # config.yaml followed from here on
     ]
+
+
+def retention_pool(host: MaintenanceHost, on_finished: FinishedCallback) -> Pool:
+    """The pool that runs the retention job (the sweep `queue_sweeps` queues): one at a
+    time, under the config of the moment."""
+
+    async def sweep(lease: Lease) -> dict[str, Any]:
+        return await sweep_with(
+            host.queue,
+            host.transcripts,
+            host.blobs.root,
+            host.config.retention,
+            state=host.state,
+            usage=host.usage,
+            blobs=host.blobs,
+        )
+
+    return Pool(host.queue, [RETENTION_KIND], sweep, concurrency=1, on_finished=on_finished)

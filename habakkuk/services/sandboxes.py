@@ -1,8 +1,10 @@
 """The runtime's background processes, on each agent's sandbox (tools/sandbox), with the
-record of running command groups that lets a start end what a killed Habakkuk left."""
+record of running command groups that lets a start end what a killed Habakkuk left
+(`end_leftovers`: its commands and its agents' desktops)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from habakkuk.engine.config import Config
@@ -25,3 +27,13 @@ def build_processes(
         sandboxes=HomeSandboxes(config, home.root, env.get),
         groups=CommandGroups(home.run_dir / "commands"),
     )
+
+
+async def end_leftovers(home: Home, processes: ProcessManager) -> None:
+    """At start, end what a killed Habakkuk on this home left running: its commands (here
+    or in a sandbox: the recorded process groups) and its agents' desktops (Xvfb and the
+    apps on it). What a live Habakkuk on the same home runs is left alone."""
+    from habakkuk.tools.computer.xvfb import reap_desktops
+
+    await processes.kill_orphans()
+    await asyncio.to_thread(reap_desktops, home.root)

@@ -151,6 +151,9 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
     peers = A2APeers(config.a2a, services.env, allow_private=config.tools.allow_private_urls)
     for tool in a2a_tools(peers):
         registry.register(tool, "a2a")
+    from habakkuk.tools.computer import register_computer
+
+    register_computer(registry, config)  # offered only to agents listing `computer`
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 

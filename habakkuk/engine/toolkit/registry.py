@@ -126,6 +126,9 @@ class ToolContext:
     # Whether outside content has entered this run of the turn (see taint.py); shared by
     # every call of the run, including the per-call copies the registry makes.
     taint: Taint = field(default_factory=Taint)
+    # Counters a toolset keeps for one run of the turn (the computer's actions against
+    # max_actions); shared by the per-call copies like `taint`.
+    counters: dict[str, int] = field(default_factory=dict)
 
     def resolve(self, path: str) -> Path:
         """A tool path: relative paths are inside the workspace; `~` expands."""
@@ -208,6 +211,11 @@ class Tool(ABC):
         (Home Assistant's confirm domains)."""
         return ""
 
+    async def confirm(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        """`confirm_reason` for a tool that must look first (the computer asks its desktop
+        which app is in front, for `confirm_apps`); the registry awaits this one."""
+        return self.confirm_reason(args, ctx)
+
     def taints_turn(self, args: dict[str, Any], ctx: ToolContext) -> bool:
         """Whether this call, once it runs, taints the turn (see `taints`)."""
         if self.taints is not None:
@@ -249,6 +257,19 @@ class ToolRegistry:
         # engine.hooks.Hooks: tool_before guards the run, tool_after is fired after it.
         self.hooks: Any = None
         self.mutators = MUTATORS
+        # What the toolsets hold open (the computer's desktops), stopped by `close`.
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Have `close` await `closer` (a toolset's desktops, browsers...)."""
+        self._closers.append(closer)
+
+    async def close(self) -> None:
+        """Stop what the toolsets hold open; one that fails does not stop the others."""
+        closers, self._closers = self._closers, []
+        for ended in await asyncio.gather(*(c() for c in closers), return_exceptions=True):
+            if isinstance(ended, Exception):
+                log.warning("a toolset failed to close: %s", ended)
 
     def register(self, tool: Tool, toolset: str = "core") -> None:
         self._tools[tool.name] = tool
@@ -386,7 +407,7 @@ class ToolRegistry:
                 f"denied: {tool.name} is not allowed in {ctx.mode} mode", True, denied=True
             )
         tainted = tool.asks_when_tainted and ctx.taint.tainted
-        confirm = tool.confirm_reason(args, ctx)
+        confirm = await tool.confirm(args, ctx)
         if confirm:
             decision = await self._ask(tool, args, use.tool_use_id, ctx, human=confirm)
             clock.restart()
