@@ -14,6 +14,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from habakkuk.engine import retention as _retention  # noqa: F401  # the sweep's kind
 from habakkuk.engine.agent.requests import TURN_KIND, session_of
 from habakkuk.engine.agent.titles import title_pool
 from habakkuk.engine.agent.turn import TurnDeps, TurnRunner
@@ -33,6 +34,7 @@ from habakkuk.engine.pools import Pool
 from habakkuk.engine.redact import REDACTOR
 from habakkuk.engine.store import BlobStore
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
+from habakkuk.protocols.acp import kind as _acp_kind  # noqa: F401  # editors' turns
 from habakkuk.protocols.nodes.hub import build_devices
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
@@ -321,9 +323,8 @@ class Runtime:
             await asyncio.gather(self._mcp_start, return_exceptions=True)
         if self.mcp is not None:
             await self.mcp.close()
-        await asyncio.gather(  # commands, the agents' browsers and desktops (the tools' close)
-            self.processes.shutdown(), self.browsers.close(), self.tools.close()
-        )
+        # The commands, and what the toolsets hold open (the agents' browsers and desktops).
+        await asyncio.gather(self.processes.shutdown(), self.tools.close())
         await self.goals.settled()  # the steps after the last turns, before the stores close
         await self.budget.settled()
         await self.hooks.drain()

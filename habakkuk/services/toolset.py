@@ -50,7 +50,8 @@ class ToolServices:
     env: Environment | None = None
     # The device nodes (nodes_list, node_invoke join core); None without `nodes:`.
     nodes: NodeHub | None = None
-    # The agents' browsers (the browser toolset); None: its calls say it is unavailable.
+    # The agents' browsers (the browser toolset, closed with the registry); None: no agent
+    # lists the toolset, so it is not offered (and nothing of it is imported).
     browsers: BrowserFleet | None = None
 
 
@@ -140,20 +141,25 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
         for tool in homeassistant_tools(config.homeassistant, services.env):
             registry.register(tool, "homeassistant")
-    from habakkuk.tools.browser.tools import browser_tools
+    # The opt-in toolsets (engine/toolsets.py OPT_IN_TOOLSETS): built, and their modules
+    # imported, only when an agent lists them.
+    if services.browsers is not None:
+        from habakkuk.tools.browser.tools import browser_tools
 
-    for tool in browser_tools(services.browsers):  # offered to agents that list "browser"
-        registry.register(tool, "browser")
-    from habakkuk.protocols.a2a.client import A2APeers
-    from habakkuk.protocols.a2a.tools import a2a_tools
+        for tool in browser_tools(services.browsers):
+            registry.register(tool, "browser")
+        registry.on_close(services.browsers.close)
+    if listed(config, "a2a"):
+        from habakkuk.protocols.a2a.client import A2APeers
+        from habakkuk.protocols.a2a.tools import a2a_tools
 
-    # Opt-in (engine/toolsets.py OPT_IN_TOOLSETS): offered to agents that list `a2a`.
-    peers = A2APeers(config.a2a, services.env, allow_private=config.tools.allow_private_urls)
-    for tool in a2a_tools(peers):
-        registry.register(tool, "a2a")
-    from habakkuk.tools.computer import register_computer
+        peers = A2APeers(config.a2a, services.env, allow_private=config.tools.allow_private_urls)
+        for tool in a2a_tools(peers):
+            registry.register(tool, "a2a")
+    if listed(config, "computer", "computer-open"):
+        from habakkuk.tools.computer import register_computer
 
-    register_computer(registry, config)  # offered only to agents listing `computer`
+        register_computer(registry, config)
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 
@@ -161,8 +167,16 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
     return registry
 
 
-def browser_fleet(root: Path, config: Config) -> BrowserFleet:
-    """The agents' browsers of a home (none starts before an agent's first browser call)."""
+def listed(config: Config, *toolsets: str) -> bool:
+    """Does any agent list one of `toolsets` (an opt-in toolset is offered only then)?"""
+    return any(name in agent.toolsets for agent in config.agents.values() for name in toolsets)
+
+
+def browser_fleet(root: Path, config: Config) -> BrowserFleet | None:
+    """The agents' browsers of a home (none starts before an agent's first browser call);
+    None when no agent lists the browser toolset."""
+    if not listed(config, "browser"):
+        return None
     from habakkuk.tools.browser.fleet import BrowserFleet, agent_settings
 
     return BrowserFleet(root, agent_settings(config))

@@ -94,5 +94,5 @@ async def test_the_agent_books_a_table_on_a_page_that_needs_clicks(
     assert snapshot.startswith("[page content follows")
     profile = runtime.home.root / "browser" / "main"
     assert browsers_on(profile)
-    await runtime.browsers.close()
+    await runtime.tools.close()  # as the runtime closes: the toolsets' browsers
     eventually_sync(lambda: not browsers_on(profile), what="the browser to end at shutdown")
