@@ -3,9 +3,13 @@ fixture per platform, named `<kind>_driver`, giving a PlatformDriver on its fake
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
 from tests.channels.fake_telegram import FakeTelegram
+from tests.channels.irc_driver import IrcDriver
+from tests.channels.ngircd_server import IrcPerson, Ngircd, running_ngircd
 from tests.channels.platform_driver import PlatformDriver
 from tests.channels.telegram_driver import TelegramDriver
 
@@ -16,3 +20,21 @@ from tests.channels.telegram_driver import TelegramDriver
 def telegram_driver(tg: FakeTelegram) -> PlatformDriver:
     """The person on the fake Telegram Bot API (the shared `tg` fixture)."""
     return TelegramDriver(tg)
+
+
+@pytest.fixture
+async def ngircd() -> AsyncIterator[Ngircd]:
+    """A real ngircd of this test's own on loopback ports (plain and TLS)."""
+    async for server in running_ngircd():
+        yield server
+
+
+@pytest.fixture
+async def irc_driver(ngircd: Ngircd) -> AsyncIterator[PlatformDriver]:
+    """Alice on the real ngircd, talking to the bot in private (an IrcDriver)."""
+    person = IrcPerson(ngircd.port, "alice")
+    await person.connect()
+    try:
+        yield IrcDriver(ngircd, person)
+    finally:
+        await person.close()
