@@ -146,8 +146,8 @@ class IrcConnection:
         while True:
             try:
                 raw = await self.reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError:
-                return None
+            except (asyncio.IncompleteReadError, ConnectionResetError):
+                return None  # the server ended it (a reset is how many end it)
             except asyncio.LimitOverrunError:
                 raise SendError("the server sent a line over the IRC limit") from None
             except (OSError, ssl.SSLError) as exc:
