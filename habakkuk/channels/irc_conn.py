@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import re
 import ssl
 import time
 from collections.abc import Callable
@@ -37,6 +38,8 @@ BURST = 5
 INTERVAL = 1.0
 WANTED_CAPS = frozenset({"message-tags", "server-time", "account-tag"})
 _SASL_FAILED = {"902", "904", "905", "906", "908"}
+# Twitch refuses a bad oauth token with a NOTICE before closing the link.
+_LOGIN_REFUSED = re.compile(r"login authentication failed|improperly formatted auth", re.I)
 _PACED = {"PRIVMSG", "NOTICE", "JOIN", "PART", "TAGMSG"}
 
 
@@ -56,6 +59,11 @@ class IrcLogin:
     password: str = ""
     # extra capabilities to request (Twitch's twitch.tv/tags ...)
     caps: frozenset[str] = frozenset()
+    # Twitch: no `CAP LS` (it lists nothing); `caps` are requested outright, and no
+    # `CAP END` is owed; the password (the oauth token) goes as PASS
+    request_only: bool = False
+    # seconds between paced lines after the burst (Twitch allows 20 in 30 s)
+    interval: float = INTERVAL
 
 
 class Pacer:
@@ -108,7 +116,7 @@ class IrcConnection:
         self.host = ""  # learnt from 001, 396, our own JOIN or WHOIS
         self.caps: set[str] = set()
         self.network = ""
-        self.pacer = Pacer()
+        self.pacer = Pacer(interval=login.interval)
         self._write = asyncio.Lock()
         self._pace = asyncio.Lock()
 
@@ -160,9 +168,9 @@ class IrcConnection:
             except ValueError:
                 continue  # not a line a server sends; nothing to act on
 
-    async def send(self, command: str, *params: str) -> None:
+    async def send(self, command: str, *params: str, tags: dict[str, str] | None = None) -> None:
         """Write one line, paced when the server counts it against flooding."""
-        data = format_line(command, *params)
+        data = format_line(command, *params, tags=tags)
         if command in _PACED:
             async with self._pace:  # in order: the first waits, the rest queue behind it
                 delay = self.pacer.take()
@@ -187,7 +195,11 @@ class IrcConnection:
     async def register(self, beat: Callable[[], None] = lambda: None) -> None:
         """Register (capabilities, SASL, nick), until the server's welcome (001)."""
         login = self.login
-        await self.send("CAP", "LS", "302")
+        if login.request_only:
+            if login.caps:
+                await self.send("CAP", "REQ", " ".join(sorted(login.caps)))
+        else:
+            await self.send("CAP", "LS", "302")
         if login.password and not login.sasl:
             await self.send("PASS", login.password)
         await self.send("NICK", self.nick)
@@ -232,6 +244,8 @@ class IrcConnection:
             raise FatalAdapterError(f"{login.host}: the server password is wrong")
         elif command == "ERROR":
             raise SendError(f"{login.host} closed the link: {line.param(0)}")
+        elif command == "NOTICE" and _LOGIN_REFUSED.search(line.params[-1] if line.params else ""):
+            raise FatalAdapterError(f"{login.host} refused the login: {line.params[-1]}")
         elif command == "001":
             self.nick = line.param(0) or self.nick
             self._learn_from_welcome(line.params[-1] if line.params else "")
@@ -262,12 +276,13 @@ class IrcConnection:
             self.caps.update(line.params[-1].split())
             if "sasl" in self.caps and login.sasl:
                 await self.send("AUTHENTICATE", "PLAIN")
-            else:
+            elif not login.request_only:
                 await self.send("CAP", "END")
         elif sub == "NAK":
             if login.sasl:
                 raise FatalAdapterError(f"{login.host} refused the SASL capability")
-            await self.send("CAP", "END")
+            if not login.request_only:
+                await self.send("CAP", "END")
 
     async def _authenticate(self) -> None:
         login = self.login

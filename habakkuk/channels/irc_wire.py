@@ -84,9 +84,20 @@ def parse_line(raw: str) -> Line:
     return Line(words[0].upper(), tuple(params), prefix, tags)
 
 
-def format_line(command: str, *params: str) -> bytes:
-    """A line to send: the last param goes as trailing (after ':') when it needs to.
-    ValueError for a param holding CR, LF or NUL (it would end the line early)."""
+def _escape_tag(value: str) -> str:
+    return (
+        value.replace("\\", "\\\\").replace(";", "\\:").replace(" ", "\\s")
+        .replace("\r", "\\r").replace("\n", "\\n")
+    )  # fmt: skip
+
+
+def format_line(command: str, *params: str, tags: dict[str, str] | None = None) -> bytes:
+    """A line to send (with IRCv3 client tags when given): the last param goes as
+    trailing (after ':') when it needs to. ValueError for a param holding CR, LF or NUL
+    (it would end the line early)."""
+    head = ""
+    if tags:
+        head = "@" + ";".join(f"{k}={_escape_tag(v)}" if v else k for k, v in tags.items()) + " "
     for param in params:
         if any(char in param for char in "\r\n\0"):
             raise ValueError("an IRC param cannot hold CR, LF or NUL")
@@ -94,7 +105,7 @@ def format_line(command: str, *params: str) -> bytes:
     if params:
         last = params[-1]
         words.append(f":{last}" if not last or " " in last or last.startswith(":") else last)
-    return (" ".join(words) + "\r\n").encode("utf-8")
+    return (head + " ".join(words) + "\r\n").encode("utf-8")
 
 
 def text_budget(nick: str, user: str, host: str, command: str, target: str) -> int:

@@ -38,6 +38,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "whatsapp": "habakkuk.channels.whatsapp",
     "email": "habakkuk.channels.email",
     "irc": "habakkuk.channels.irc",
+    "twitch": "habakkuk.channels.twitch",
 }
 
 

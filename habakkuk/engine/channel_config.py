@@ -20,7 +20,16 @@ from .durations import parse_duration
 from .errors import ConfigError
 
 ChannelType = Literal[
-    "telegram", "web", "slack", "discord", "matrix", "signal", "email", "whatsapp", "irc"
+    "telegram",
+    "web",
+    "slack",
+    "discord",
+    "matrix",
+    "signal",
+    "email",
+    "whatsapp",
+    "irc",
+    "twitch",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -127,6 +136,7 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "irc": PlatformSettings(
         ("server", "nick"), ("tls", "join", "sasl", "username", "password_env")
     ),
+    "twitch": PlatformSettings(("nick", "token_env", "join"), ("server", "tls")),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted
@@ -205,7 +215,7 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         raise fail("account", f"{channel.account!r} is not a phone number (+ and digits)")
     if channel.type == "email" and "@" not in (channel.address or ""):
         raise fail("address", f"{channel.address!r} is not an email address")
-    if channel.type == "irc":
+    if channel.type in ("irc", "twitch"):
         _check_irc(channel, fail)
     if channel.tls is True:
         channel.tls_mode = "implicit"
@@ -221,8 +231,9 @@ _IRC_CHANNEL = re.compile(r"[#&+!][^\s,:\x07]{1,49}")
 
 
 def _check_irc(channel: ChannelConfig, fail: Callable[[str, str], ConfigError]) -> None:
-    """An IRC account's server, nick, channels, and its SASL password when it logs in."""
-    if not _IRC_SERVER.fullmatch(channel.server or ""):
+    """An IRC (or Twitch) account's server, nick, channels, and its SASL password when
+    it logs in."""
+    if channel.server is not None and not _IRC_SERVER.fullmatch(channel.server):
         raise fail("server", f"{channel.server!r} is not host or host:port")
     if not _IRC_NICK.fullmatch(channel.nick or ""):
         raise fail("nick", f"{channel.nick!r} is not an IRC nick")
@@ -231,7 +242,7 @@ def _check_irc(channel: ChannelConfig, fail: Callable[[str, str], ConfigError]) 
             raise fail("join", f"{name!r} is not an IRC channel (#name)")
     if channel.tls == "starttls":
         raise fail("tls", "IRC has no STARTTLS: true (TLS) or false")
-    if channel.sasl and not channel.password_env:
+    if channel.type == "irc" and channel.sasl and not channel.password_env:
         raise fail(
             "password_env",
             "SASL (the default) needs the name of the variable holding the password "

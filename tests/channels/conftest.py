@@ -7,11 +7,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.channels.fake_irc import FakeIrc
 from tests.channels.fake_telegram import FakeTelegram
 from tests.channels.irc_driver import IrcDriver
 from tests.channels.ngircd_server import IrcPerson, Ngircd, running_ngircd
 from tests.channels.platform_driver import PlatformDriver
 from tests.channels.telegram_driver import TelegramDriver
+from tests.channels.twitch_driver import TWITCH_TOKEN, TwitchDriver
 
 # Each fixture is typed PlatformDriver, so mypy checks its driver against the Protocol.
 
@@ -38,3 +40,16 @@ async def irc_driver(ngircd: Ngircd) -> AsyncIterator[PlatformDriver]:
         yield IrcDriver(ngircd, person)
     finally:
         await person.close()
+
+
+@pytest.fixture
+async def twitch() -> AsyncIterator[FakeIrc]:
+    """The fake server speaking Twitch's IRC (PASS oauth:, its tags) on a loopback port."""
+    async with FakeIrc(twitch_token=TWITCH_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def twitch_driver(twitch: FakeIrc) -> PlatformDriver:
+    """Alice in her channel's chat with the bot on the fake Twitch (a TwitchDriver)."""
+    return TwitchDriver(twitch)

@@ -22,6 +22,7 @@ from tests.helpers import eventually
 BOT_HOST = "user/habakkuk/x-very-long-cloaked-host.example.org"
 ALICE = "alice"
 ALICE_PREFIX = "alice!alice@alice.example.org"
+ALICE_TWITCH_ID = "1234567"
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Client:
     user: str = ""
     registered: bool = False
     caps_ending: bool = False
+    password: str = ""
 
 
 class FakeIrc:
@@ -45,11 +47,14 @@ class FakeIrc:
         caps: tuple[str, ...] = ("sasl", "message-tags", "server-time", "account-tag"),
         taken: tuple[str, ...] = (),
         certificate: tuple[Path, Path] | None = None,
+        twitch_token: str = "",
     ) -> None:
         self.accounts = accounts or {}
         self.caps = caps
         self.taken = set(taken)
         self.certificate = certificate
+        # Twitch's IRC: PASS oauth:<token>, no CAP LS/END, its own tags on messages
+        self.twitch_token = twitch_token
         self.port = 0
         self.clients: list[Client] = []
         self.received: list[Line] = []  # every line the bot sent, in order
@@ -101,12 +106,19 @@ class FakeIrc:
         """Alice says `text` to the bot (or in channel `target`); the msgid it carries."""
         msgid = msgid or f"m{next(self._ids)}"
         tags = f"@msgid={msgid};time=2026-12-07T10:00:00.000Z"
+        prefix = ALICE_PREFIX
         if account:
             tags += f";account={account}"
+        if self.twitch_token:
+            tags = (
+                f"@badge-info=;badges=broadcaster/1;display-name=Alice;id={msgid};"
+                f"tmi-sent-ts=1796637600000;user-id={ALICE_TWITCH_ID}"
+            )
+            prefix = "alice!alice@alice.tmi.twitch.tv"
         for client in self.clients:
             if client.registered:
                 where = target or client.nick
-                self._write(client, f"{tags} :{ALICE_PREFIX} PRIVMSG {where} :{text}")
+                self._write(client, f"{tags} :{prefix} PRIVMSG {where} :{text}")
         return msgid
 
     def texts(self, target: str = ALICE) -> list[str]:
@@ -124,7 +136,7 @@ class FakeIrc:
             client.writer.write(line.encode() + b"\r\n")
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        client = Client(writer)
+        client = Client(writer, caps_ending=bool(self.twitch_token))
         self.clients.append(client)
         self.connections += 1
         sasl_buffer = ""
@@ -166,6 +178,16 @@ class FakeIrc:
                 else:
                     self._write(client, f"{server} 904 {name} :SASL authentication failed")
                 return ""
+            case "PASS":
+                client.password = line.param(0)
+            case "NICK" if self.twitch_token:
+                if client.password != f"oauth:{self.twitch_token}":
+                    self._write(client, ":tmi.twitch.tv NOTICE * :Login authentication failed")
+                    client.writer.close()
+                    return sasl
+                client.nick = line.param(0)
+                client.user = client.nick
+                self._welcome(client)
             case "NICK":
                 wanted = line.param(0)
                 if wanted in self.taken:

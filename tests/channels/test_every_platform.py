@@ -36,10 +36,11 @@ DRIVERS = [
     "wa_driver",
     "email_driver",
     "irc_driver",
+    "twitch_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is skipped there).
-FILELESS = {"irc"}
+FILELESS = {"irc", "twitch"}
 
 ECHO = "- 'echo: {input}'"
 APPROVAL = """

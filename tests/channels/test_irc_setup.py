@@ -1,4 +1,4 @@
-"""`habakkuk setup` for IRC: the answers registered on the server before anything is
+"""`habakkuk setup` for IRC and Twitch: the answers registered on the server before anything is
 saved (a real ngircd), a refused SASL login said in one line (the fake IRCv3 server), and
 the config checks of an IRC entry."""
 
@@ -10,12 +10,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from habakkuk.channels.platforms import SetupCheckFailed
+from habakkuk.channels.twitch_setup import check_setup as check_twitch
+from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Home, read_env_file
 from habakkuk.services.channel_setup import ChannelPlan, ChannelSetup, check, platform_setup
 from tests.channels.fake_irc import FakeIrc
 from tests.channels.ngircd_server import Ngircd
+from tests.channels.twitch_driver import TWITCH_TOKEN
 
 OLD = """\
 providers:
@@ -108,3 +112,20 @@ def test_an_irc_entry_is_checked_line_by_line(
     )
     with pytest.raises(ConfigError, match=rf"config.yaml:\d+: channels\.irc\.{message}"):
         parse_config(text, home.config_path, home)
+
+
+async def test_twitch_setup_logs_in_with_the_token_before_saving() -> None:
+    async with FakeIrc(twitch_token=TWITCH_TOKEN) as fake:
+        config = ChannelConfig(
+            type="twitch",
+            server=f"127.0.0.1:{fake.port}",
+            tls=False,
+            nick="HabakkukBot",
+            token_env="TWITCH_TOKEN",
+            join=["#alice"],
+        )
+        assert await check_twitch(config, {"TWITCH_TOKEN": TWITCH_TOKEN}) == (
+            "habakkukbot on Twitch chat"
+        )
+        with pytest.raises(SetupCheckFailed, match="Login authentication failed"):
+            await check_twitch(config, {"TWITCH_TOKEN": "wrong"})
