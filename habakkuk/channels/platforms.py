@@ -39,6 +39,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "email": "habakkuk.channels.email",
     "irc": "habakkuk.channels.irc",
     "twitch": "habakkuk.channels.twitch",
+    "ntfy": "habakkuk.channels.ntfy",
 }
 
 

@@ -30,6 +30,7 @@ ChannelType = Literal[
     "whatsapp",
     "irc",
     "twitch",
+    "ntfy",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -75,6 +76,9 @@ class ChannelConfig:
     nick: str | None = None
     join: list[str] = field(default_factory=list)
     sasl: bool = True
+    # ntfy: the topic replies are published to, and the topic read for messages
+    topic: str | None = None
+    listen: str | None = None
     # user ids or @usernames allowed to talk; "*" lets anyone in
     allow_from: str | list[str] = field(default_factory=list)
     agent: str | None = None
@@ -137,6 +141,7 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
         ("server", "nick"), ("tls", "join", "sasl", "username", "password_env")
     ),
     "twitch": PlatformSettings(("nick", "token_env", "join"), ("server", "tls")),
+    "ntfy": PlatformSettings(("topic", "listen"), ("base_url", "token_env")),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted
@@ -217,6 +222,12 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         raise fail("address", f"{channel.address!r} is not an email address")
     if channel.type in ("irc", "twitch"):
         _check_irc(channel, fail)
+    if channel.type == "ntfy":
+        for key in ("topic", "listen"):
+            if not _NTFY_TOPIC.fullmatch(getattr(channel, key) or ""):
+                raise fail(key, f"{getattr(channel, key)!r} is not an ntfy topic (A-Z a-z 0-9 _ -)")
+        if channel.topic == channel.listen:
+            raise fail("listen", "read another topic than the one replies go to")
     if channel.tls is True:
         channel.tls_mode = "implicit"
     elif channel.tls is False:
@@ -225,6 +236,7 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         channel.tls_mode = channel.tls
 
 
+_NTFY_TOPIC = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _IRC_SERVER = re.compile(r"[A-Za-z0-9.\-]+(:\d{1,5})?|\[[0-9A-Fa-f:.]+\](:\d{1,5})?")
 _IRC_NICK = re.compile(r"[A-Za-z\[\]\\`_^{|}][A-Za-z0-9\[\]\\`_^{|}\-]{0,29}")
 _IRC_CHANNEL = re.compile(r"[#&+!][^\s,:\x07]{1,49}")

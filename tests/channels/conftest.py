@@ -8,9 +8,11 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.channels.fake_irc import FakeIrc
+from tests.channels.fake_ntfy import FakeNtfy
 from tests.channels.fake_telegram import FakeTelegram
 from tests.channels.irc_driver import IrcDriver
 from tests.channels.ngircd_server import IrcPerson, Ngircd, running_ngircd
+from tests.channels.ntfy_driver import NtfyDriver
 from tests.channels.platform_driver import PlatformDriver
 from tests.channels.telegram_driver import TelegramDriver
 from tests.channels.twitch_driver import TWITCH_TOKEN, TwitchDriver
@@ -53,3 +55,16 @@ async def twitch() -> AsyncIterator[FakeIrc]:
 def twitch_driver(twitch: FakeIrc) -> PlatformDriver:
     """Alice in her channel's chat with the bot on the fake Twitch (a TwitchDriver)."""
     return TwitchDriver(twitch)
+
+
+@pytest.fixture
+async def ntfy() -> AsyncIterator[FakeNtfy]:
+    """The fake ntfy server on a loopback port (keepalives every second)."""
+    async with FakeNtfy() as server:
+        yield server
+
+
+@pytest.fixture
+def ntfy_driver(ntfy: FakeNtfy) -> PlatformDriver:
+    """The person on the fake ntfy (an NtfyDriver)."""
+    return NtfyDriver(ntfy)

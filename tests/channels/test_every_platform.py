@@ -37,6 +37,7 @@ DRIVERS = [
     "email_driver",
     "irc_driver",
     "twitch_driver",
+    "ntfy_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is skipped there).
