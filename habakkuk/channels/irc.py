@@ -34,6 +34,7 @@ import uuid
 from datetime import datetime
 
 from habakkuk.engine.channel_config import ChannelConfig
+from habakkuk.engine.timeouts import wait_within
 
 from .adapter import (
     Adapter,
@@ -55,6 +56,8 @@ from .platforms import AdapterContext
 log = logging.getLogger(__name__)
 
 KEEPALIVE = 30.0
+# A server that accepted the connection but has not welcomed us by then never will.
+REGISTER_TIMEOUT = 60.0
 CHANNEL_PREFIXES = "#&+!"
 _COMMAND = re.compile(r"^!(?=[a-z][a-z_]*\b)")
 
@@ -97,11 +100,14 @@ class IrcAdapter(Adapter):
     async def run(self, inbox: Inbox, beat: Beat) -> None:
         conn = await IrcConnection.open(self.login)
         try:
-            await conn.register()
-            beat()  # up once welcomed: a person's message to our nick now reaches us
+            try:
+                await wait_within(conn.register(), REGISTER_TIMEOUT)
+            except TimeoutError:
+                raise SendError(f"no welcome from the server in {REGISTER_TIMEOUT:g}s") from None
             self.conn = conn
             self._epoch = f"{time.time_ns():x}"
             self._seq = 0
+            beat()  # up once welcomed: a person's message to our nick now reaches us
             await conn.send("WHOIS", conn.nick)  # our host as others see it (311)
             if self.config.join:
                 await conn.send("JOIN", ",".join(self.config.join))

@@ -171,6 +171,8 @@ class IrcPerson:
             with contextlib.suppress(OSError):
                 self.raw("QUIT :bye")
             self._writer.close()
+            with contextlib.suppress(OSError):
+                await self._writer.wait_closed()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, OSError):

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from habakkuk.channels.adapter import Address, FatalAdapterError, InboundMessage
+from habakkuk.channels.adapter import Address, FatalAdapterError, InboundMessage, SendError
 from habakkuk.channels.irc import IrcAdapter
 from habakkuk.channels.irc_conn import Pacer, next_nick
 from habakkuk.channels.irc_format import RENDER_BUDGET, irc_lines, plain
@@ -226,3 +226,27 @@ def test_markdown_renders_as_irc_lines_each_a_chunk() -> None:
     long = irc_lines("word " * 400)
     assert len(long) > 1 and all(len(line.encode()) <= RENDER_BUDGET for line in long)
     assert irc_lines("") == ["…"]
+
+
+async def test_a_server_that_never_welcomes_us_ends_the_run_with_a_retryable_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import habakkuk.channels.irc as irc
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(-1)  # reads everything, answers nothing
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setattr(irc, "REGISTER_TIMEOUT", 0.2)
+    config = ChannelConfig(type="irc", server=f"127.0.0.1:{port}", nick="hk", tls=False)
+    config.name = "irc"
+    config.sasl = False
+    adapter = IrcAdapter(config, login_of(config, ""))
+    try:
+        with pytest.raises(SendError, match="no welcome from the server"):
+            await adapter.run(lambda message: asyncio.sleep(0), lambda: None)
+    finally:
+        server.close()
+        await server.wait_closed()
