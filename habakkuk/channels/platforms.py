@@ -37,6 +37,9 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "discord": "habakkuk.channels.discord",
     "whatsapp": "habakkuk.channels.whatsapp",
     "email": "habakkuk.channels.email",
+    "irc": "habakkuk.channels.irc",
+    "twitch": "habakkuk.channels.twitch",
+    "ntfy": "habakkuk.channels.ntfy",
 }
 
 

@@ -10,7 +10,7 @@ ignored, and a Slack entry without its app token says which variable is missing.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -20,7 +20,17 @@ from .durations import parse_duration
 from .errors import ConfigError
 
 ChannelType = Literal[
-    "telegram", "web", "slack", "discord", "matrix", "signal", "email", "whatsapp"
+    "telegram",
+    "web",
+    "slack",
+    "discord",
+    "matrix",
+    "signal",
+    "email",
+    "whatsapp",
+    "irc",
+    "twitch",
+    "ntfy",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -58,7 +68,17 @@ class ChannelConfig:
     password_env: str | None = None
     address: str | None = None
     # email: implicit TLS (IMAPS 993, SMTPS 465), STARTTLS, or false for neither
+    # irc: TLS (the default) or false for a private server's plain port
     tls: Literal["implicit", "starttls"] | bool = "implicit"
+    # irc: the server as host[:port], the bot's nick, the channels it joins, and whether
+    # it logs in with SASL PLAIN (username, else the nick; the password's variable)
+    server: str | None = None
+    nick: str | None = None
+    join: list[str] = field(default_factory=list)
+    sasl: bool = True
+    # ntfy: the topic replies are published to, and the topic read for messages
+    topic: str | None = None
+    listen: str | None = None
     # user ids or @usernames allowed to talk; "*" lets anyone in
     allow_from: str | list[str] = field(default_factory=list)
     agent: str | None = None
@@ -117,6 +137,11 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "signal": PlatformSettings(("base_url", "account")),
     "email": PlatformSettings(("imap", "smtp", "username", "password_env", "address"), ("tls",)),
     "whatsapp": PlatformSettings(),
+    "irc": PlatformSettings(
+        ("server", "nick"), ("tls", "join", "sasl", "username", "password_env")
+    ),
+    "twitch": PlatformSettings(("nick", "token_env", "join"), ("server", "tls")),
+    "ntfy": PlatformSettings(("topic", "listen"), ("base_url", "token_env")),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted
@@ -195,12 +220,46 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         raise fail("account", f"{channel.account!r} is not a phone number (+ and digits)")
     if channel.type == "email" and "@" not in (channel.address or ""):
         raise fail("address", f"{channel.address!r} is not an email address")
+    if channel.type in ("irc", "twitch"):
+        _check_irc(channel, fail)
+    if channel.type == "ntfy":
+        for key in ("topic", "listen"):
+            if not _NTFY_TOPIC.fullmatch(getattr(channel, key) or ""):
+                raise fail(key, f"{getattr(channel, key)!r} is not an ntfy topic (A-Z a-z 0-9 _ -)")
+        if channel.topic == channel.listen:
+            raise fail("listen", "read another topic than the one replies go to")
     if channel.tls is True:
         channel.tls_mode = "implicit"
     elif channel.tls is False:
         channel.tls_mode = "plain"
     else:
         channel.tls_mode = channel.tls
+
+
+_NTFY_TOPIC = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_IRC_SERVER = re.compile(r"[A-Za-z0-9.\-]+(:\d{1,5})?|\[[0-9A-Fa-f:.]+\](:\d{1,5})?")
+_IRC_NICK = re.compile(r"[A-Za-z\[\]\\`_^{|}][A-Za-z0-9\[\]\\`_^{|}\-]{0,29}")
+_IRC_CHANNEL = re.compile(r"[#&+!][^\s,:\x07]{1,49}")
+
+
+def _check_irc(channel: ChannelConfig, fail: Callable[[str, str], ConfigError]) -> None:
+    """An IRC (or Twitch) account's server, nick, channels, and its SASL password when
+    it logs in."""
+    if channel.server is not None and not _IRC_SERVER.fullmatch(channel.server):
+        raise fail("server", f"{channel.server!r} is not host or host:port")
+    if not _IRC_NICK.fullmatch(channel.nick or ""):
+        raise fail("nick", f"{channel.nick!r} is not an IRC nick")
+    for name in channel.join:
+        if not _IRC_CHANNEL.fullmatch(name):
+            raise fail("join", f"{name!r} is not an IRC channel (#name)")
+    if channel.tls == "starttls":
+        raise fail("tls", "IRC has no STARTTLS: true (TLS) or false")
+    if channel.type == "irc" and channel.sasl and not channel.password_env:
+        raise fail(
+            "password_env",
+            "SASL (the default) needs the name of the variable holding the password "
+            "(or sasl: false for a server without accounts)",
+        )
 
 
 def _check_agents(channel: ChannelConfig, agents: Collection[str], path: Path) -> None:

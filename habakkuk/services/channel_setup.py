@@ -410,10 +410,10 @@ def _value(key: str, answer: str) -> object:
     a yes/no setting a boolean, a number an int; anything else the text as typed."""
     from habakkuk.engine.channel_config import ChannelConfig
 
-    if key == "allow_from":
-        return [item for item in re.split(r"[,\s]+", answer) if item]
     kinds = {item.name: str(item.type) for item in fields(ChannelConfig)}
     kind = kinds.get(key, "str")
+    if key == "allow_from" or kind.startswith("list"):
+        return [item for item in re.split(r"[,\s]+", answer) if item]
     lowered = answer.lower()
     if "bool" in kind and lowered in ("true", "yes", "false", "no", "off", "on"):
         return lowered in ("true", "yes", "on")

@@ -3,11 +3,19 @@ fixture per platform, named `<kind>_driver`, giving a PlatformDriver on its fake
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
+from tests.channels.fake_irc import FakeIrc
+from tests.channels.fake_ntfy import FakeNtfy
 from tests.channels.fake_telegram import FakeTelegram
+from tests.channels.irc_driver import IrcDriver
+from tests.channels.ngircd_server import IrcPerson, Ngircd, running_ngircd
+from tests.channels.ntfy_driver import NtfyDriver
 from tests.channels.platform_driver import PlatformDriver
 from tests.channels.telegram_driver import TelegramDriver
+from tests.channels.twitch_driver import TWITCH_TOKEN, TwitchDriver
 
 # Each fixture is typed PlatformDriver, so mypy checks its driver against the Protocol.
 
@@ -16,3 +24,47 @@ from tests.channels.telegram_driver import TelegramDriver
 def telegram_driver(tg: FakeTelegram) -> PlatformDriver:
     """The person on the fake Telegram Bot API (the shared `tg` fixture)."""
     return TelegramDriver(tg)
+
+
+@pytest.fixture
+async def ngircd() -> AsyncIterator[Ngircd]:
+    """A real ngircd of this test's own on loopback ports (plain and TLS)."""
+    async for server in running_ngircd():
+        yield server
+
+
+@pytest.fixture
+async def irc_driver(ngircd: Ngircd) -> AsyncIterator[PlatformDriver]:
+    """Alice on the real ngircd, talking to the bot in private (an IrcDriver)."""
+    person = IrcPerson(ngircd.port, "alice")
+    await person.connect()
+    try:
+        yield IrcDriver(ngircd, person)
+    finally:
+        await person.close()
+
+
+@pytest.fixture
+async def twitch() -> AsyncIterator[FakeIrc]:
+    """The fake server speaking Twitch's IRC (PASS oauth:, its tags) on a loopback port."""
+    async with FakeIrc(twitch_token=TWITCH_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def twitch_driver(twitch: FakeIrc) -> PlatformDriver:
+    """Alice in her channel's chat with the bot on the fake Twitch (a TwitchDriver)."""
+    return TwitchDriver(twitch)
+
+
+@pytest.fixture
+async def ntfy() -> AsyncIterator[FakeNtfy]:
+    """The fake ntfy server on a loopback port (keepalives every second)."""
+    async with FakeNtfy() as server:
+        yield server
+
+
+@pytest.fixture
+def ntfy_driver(ntfy: FakeNtfy) -> PlatformDriver:
+    """The person on the fake ntfy (an NtfyDriver)."""
+    return NtfyDriver(ntfy)

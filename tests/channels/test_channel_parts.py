@@ -130,7 +130,7 @@ def test_email_channel_tls_false_means_plain_connections(home: Home) -> None:
     [
         ("type: telegram\n", r"channels\.tg\.token_env: a telegram channel needs this"),
         ("type: telegram\ntoken_env: 'A B'\n", r"token_env: 'A B' is not a variable name"),
-        ("type: irc\ntoken_env: X\n", r"channels\.tg\.type: must be one of telegram"),
+        ("type: pigeon\ntoken_env: X\n", r"channels\.tg\.type: must be one of telegram"),
         ("type: slack\ntoken_env: X\n", r"token_env: is not a setting of a slack channel"),
         ("type: slack\napp_token_env: A\n", r"bot_token_env: a slack channel needs this"),
         ("type: telegram\ntoken_env: X\nimap: h:1\n", r"imap: is not a setting of a tele"),

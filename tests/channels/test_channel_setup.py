@@ -238,8 +238,10 @@ def test_a_channel_needs_a_config_to_join(home: Home) -> None:
 
 
 def test_an_unknown_platform_names_the_known_ones() -> None:
-    with pytest.raises(ChannelSetupError, match=r"no chat platform is called 'irc' \(.*telegram"):
-        platform_setup("irc")
+    with pytest.raises(
+        ChannelSetupError, match=r"no chat platform is called 'pigeon' \(.*telegram"
+    ):
+        platform_setup("pigeon")
 
 
 def test_an_edit_made_while_the_platform_was_asked_is_kept(configured: Home) -> None:

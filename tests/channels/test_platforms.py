@@ -38,8 +38,8 @@ def test_every_platform_with_a_module_has_its_settings() -> None:
 
 
 def test_an_unknown_platform_is_a_one_line_fatal_error() -> None:
-    with pytest.raises(FatalAdapterError, match="no chat platform is called 'irc'"):
-        platform_module("irc")
+    with pytest.raises(FatalAdapterError, match="no chat platform is called 'pigeon'"):
+        platform_module("pigeon")
 
 
 class NoSecrets:

@@ -172,7 +172,7 @@ def test_a_missing_config_or_an_unknown_platform_is_one_line(
     assert "no config yet; run `habakkuk setup` first" in err and err.count("\n") == 1
     assert answers.prompts == []  # said before any question
     home.config_path.write_text(OLD, encoding="utf-8")
-    assert main(["setup", "channel", "irc"]) == 1
+    assert main(["setup", "channel", "pigeon"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("habakkuk: setup channel: no chat platform is called 'irc'")
+    assert err.startswith("habakkuk: setup channel: no chat platform is called 'pigeon'")
     assert err.count("\n") == 1
