@@ -98,3 +98,43 @@ async def test_a_run_in_another_process_notifies_the_node_the_server_holds(
             node.kill()
             await node.communicate()
     await stop(server)
+
+
+@pytest.mark.timeout(240)
+async def test_a_schedule_the_scheduler_fires_notifies_the_phone_once(
+    tmp_path: Path, serve_process: StartServe
+) -> None:
+    home, device, bin_dir = tmp_path / "home", tmp_path / "device", tmp_path / "bin"
+    home.mkdir()
+    port = free_port()
+    (home / "config.yaml").write_text(config(port), encoding="utf-8")
+    server = await serve_process(home)
+    await until_http(server)
+    code, out, err = await cli(home, "node", "pair")
+    assert code == 0, err
+    found = re.search(r"Pairing code: ([A-Z0-9]{10})", out)
+    assert found is not None, out
+    record = tmp_path / "notified.txt"
+    stub_program(bin_dir, "notify-send", record)
+    node = await node_run(
+        device, "--server", f"http://127.0.0.1:{port}", "--code", found[1],
+        "--name", "phone", path_first=bin_dir,
+    )  # fmt: skip
+    try:
+        await until_line(node, "Connected to")
+        code, out, err = await cli(
+            home, "schedules", "add", "--name", "remind", "--when", "@every 15s",
+            "--prompt", "remind me to buy milk",
+        )  # fmt: skip
+        assert code == 0, err
+        await eventually(record.exists, what="the scheduled notification", timeout=BOUND)
+        calls = query(home / "control.db", "SELECT id, status FROM jobs WHERE kind = 'node_invoke'")
+        assert [row["status"] for row in calls] == ["done"]
+        assert record.read_text(encoding="utf-8").splitlines() == ["--", "Reminder", "buy milk"]
+        code, out, err = await cli(home, "schedules", "pause", "remind")
+        assert code == 0, err
+    finally:
+        if node.returncode is None:
+            node.kill()
+            await node.communicate()
+    await stop(server)
