@@ -164,7 +164,7 @@ class Runtime:
         self.delegation = Delegation(
             config, self.queue, self.bus, self.sessions, transcripts, self.turns
         )
-        self.devices = build_devices(config.nodes, dbs.storage, self.queue)  # None: no nodes:
+        self.devices = build_devices(config.nodes, dbs.storage, self.queue, self.bus)  # or None
         # The built-in tools, each toolset bound to the services above it uses.
         self.tools = build_tools(
             config,

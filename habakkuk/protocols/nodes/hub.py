@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.events import EventBus, NodeChanged
 from habakkuk.engine.jobs import Lease, payload_of
 from habakkuk.engine.timeouts import wait_within
 
@@ -141,10 +142,17 @@ class NodeHub:
     """Device nodes for one process: nodes.db (opened on first use) and the live links."""
 
     def __init__(
-        self, config: NodesConfig, storage: Storage, queue: JobQueue | None = None
+        self,
+        config: NodesConfig,
+        storage: Storage,
+        queue: JobQueue | None = None,
+        bus: EventBus | None = None,
     ) -> None:
         self.config = config
         self.storage = storage
+        # Where paired / connected / disconnected / revoked are told (the terminal, the
+        # dashboard); None: nobody listens.
+        self.bus = bus
         # The home's job queue: calls to nodes other processes hold (None: this one only).
         self.queue = queue
         self.throttle = Throttle()
@@ -166,6 +174,12 @@ class NodeHub:
                 if self._store is None:
                     self._store = await NodeStore.open_on(self.storage)
         return self._store
+
+    def _tell(self, node: str, change: Any, platform: str = "", caps: Sequence[str] = ()) -> None:
+        if self.bus is not None:
+            self.bus.publish(
+                NodeChanged(node=node, change=change, platform=platform, caps=list(caps))
+            )
 
     @property
     def holder(self) -> str:
@@ -224,6 +238,7 @@ class NodeHub:
         live = self.live.get(name)
         if live is not None:  # paired again: the old secret's connection ends now
             await self._cut(live, "this node was paired again")
+        self._tell(name, "paired", platform, caps)
         return secret
 
     async def login(self, name: str, secret: str) -> NodeRecord:
@@ -250,6 +265,7 @@ class NodeHub:
         self._watchers[record.name] = asyncio.create_task(
             self._watch(live), name=f"node-{record.name}"
         )
+        self._tell(record.name, "connected", platform, live.caps)
         return live
 
     def detach(self, live: LiveNode) -> None:
@@ -265,6 +281,7 @@ class NodeHub:
                 )
                 self._letting_go.add(task)
                 task.add_done_callback(self._letting_go.discard)
+            self._tell(live.name, "disconnected")
         live.fail_pending(f"node {live.name} disconnected")
 
     async def _cut(self, live: LiveNode, why: str, code: int = POLICY_VIOLATION) -> None:
@@ -283,6 +300,8 @@ class NodeHub:
                 continue
             if found is None or found.secret_hash != live.secret_hash:
                 log.info("node %s was revoked or paired again: cut off", live.name)
+                if found is None:
+                    self._tell(live.name, "revoked")
                 await self._cut(live, "this node was revoked")
                 return
             with contextlib.suppress(Exception):
@@ -375,6 +394,8 @@ class NodeHub:
     async def revoke(self, name: str) -> bool:
         """Delete the node and drop its connection; False when there is no such node."""
         gone = await (await self.store()).revoke(name)
+        if gone:
+            self._tell(name, "revoked")
         live = self.live.get(name)
         if live is not None:
             await self._cut(live, "this node was revoked")
@@ -389,7 +410,10 @@ def _offers(name: str, command: str, caps: Sequence[str]) -> None:
 
 
 def build_devices(
-    config: NodesConfig | None, storage: Storage, queue: JobQueue | None = None
+    config: NodesConfig | None,
+    storage: Storage,
+    queue: JobQueue | None = None,
+    bus: EventBus | None = None,
 ) -> NodeHub | None:
     """The device nodes of a runtime: None without a `nodes:` section."""
-    return None if config is None else NodeHub(config, storage, queue)
+    return None if config is None else NodeHub(config, storage, queue, bus)

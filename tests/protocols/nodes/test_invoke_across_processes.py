@@ -128,8 +128,12 @@ async def test_a_schedule_the_scheduler_fires_notifies_the_phone_once(
         )  # fmt: skip
         assert code == 0, err
         await eventually(record.exists, what="the scheduled notification", timeout=BOUND)
-        calls = query(home / "control.db", "SELECT id, status FROM jobs WHERE kind = 'node_invoke'")
-        assert [row["status"] for row in calls] == ["done"]
+
+        def answered() -> bool:
+            calls = query(home / "control.db", "SELECT status FROM jobs WHERE kind = 'node_invoke'")
+            return [row["status"] for row in calls] == ["done"]
+
+        await eventually(answered, what="the one node_invoke job done", timeout=BOUND)
         assert record.read_text(encoding="utf-8").splitlines() == ["--", "Reminder", "buy milk"]
         code, out, err = await cli(home, "schedules", "pause", "remind")
         assert code == 0, err
