@@ -161,6 +161,8 @@ class NodeHub:
         self._opening = asyncio.Lock()
         self._watchers: dict[str, asyncio.Task[None]] = {}
         self._letting_go: set[asyncio.Task[None]] = set()
+        # Callers in this process awaiting a node_invoke job this process's pool runs.
+        self._answers: dict[str, asyncio.Future[NodeResult]] = {}
 
     @property
     def heartbeat(self) -> float:
@@ -202,6 +204,9 @@ class NodeHub:
             result = await self.invoke_here(call.node, call.command, dict(call.args), call.timeout)
         except NodeUnavailable as exc:
             result = NodeResult(error=str(exc))
+        waiting = self._answers.get(lease.job.id)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(result)
         return result.to_json()
 
     async def close(self) -> None:
@@ -327,11 +332,12 @@ class NodeHub:
     ) -> NodeResult:
         """Run `command` on node `name`, wherever it is connected, and wait for its result.
 
-        `call` (a turn and its tool call) names the invocation: a turn run again after a
-        crash gets the first run's answer and the device is not told twice. A node held
-        by another process is reached through the job queue (relay.py)."""
+        `call` (a turn and its tool call) names the invocation, which is then a job
+        (relay.py): a turn run again after a crash gets the first run's answer and the
+        device is not told twice. A node held by another process is always reached
+        through the job queue; a call without `call` to a node held here goes directly."""
         timeout = min(max(timeout, 0.1), MAX_TIMEOUT)
-        if self.queue is None:
+        if self.queue is None or (call is None and name in self.live):
             return await self.invoke_here(name, command, args, timeout)
         found = await (await self.store()).get(name)
         if found is None:
@@ -346,7 +352,14 @@ class NodeHub:
         _offers(name, command, caps)
         job = call_id_for(*call) if call is not None else f"nodecall_{secrets.token_hex(12)}"
         payload = NodeCall(name, command, args, timeout)
-        return await relay(self.queue, job, holder, payload, bound=timeout + CLAIM_SLACK)
+        bound = timeout + CLAIM_SLACK
+        if holder != self.holder:
+            return await relay(self.queue, job, holder, payload, bound=bound)
+        here = self._answers[job] = asyncio.get_running_loop().create_future()
+        try:
+            return await relay(self.queue, job, holder, payload, bound=bound, here=here)
+        finally:
+            self._answers.pop(job, None)
 
     async def invoke_here(
         self, name: str, command: str, args: dict[str, Any], timeout: float = DEFAULT_TIMEOUT

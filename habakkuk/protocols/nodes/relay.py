@@ -92,10 +92,18 @@ def result_of(raw: Mapping[str, Any] | None) -> NodeResult:
 
 
 async def relay(
-    queue: JobQueue, job_id: str, holder: str, call: NodeCall, *, bound: float
+    queue: JobQueue,
+    job_id: str,
+    holder: str,
+    call: NodeCall,
+    *,
+    bound: float,
+    here: asyncio.Future[NodeResult] | None = None,
 ) -> NodeResult:
     """Queue `call` pinned to `holder` (unless job `job_id` exists: a rerun's call) and
-    await its answer for at most `bound` seconds; a call nobody took by then is cancelled."""
+    await its answer for at most `bound` seconds; a call nobody took by then is cancelled.
+    `here`: set by this process's own pool when it holds the node (no wait for the
+    job's completion to be written)."""
     from habakkuk.engine.jobs import enqueue_in, enqueued
 
     def _queue(conn: Conn) -> bool:
@@ -108,6 +116,8 @@ async def relay(
     deadline = time.monotonic() + bound
     pause = POLL_FIRST
     while True:
+        if here is not None and here.done():
+            return here.result()
         job = await queue.get(job_id)
         if job is None:
             return NodeResult(error="the call was lost from the queue")
@@ -118,5 +128,8 @@ async def relay(
         if time.monotonic() >= deadline:
             await queue.cancel(job_id)
             return NodeResult(error=f"node {call.node} did not answer within {bound:g} seconds")
-        await asyncio.sleep(pause)
+        if here is not None:
+            await asyncio.wait({here}, timeout=pause)
+        else:
+            await asyncio.sleep(pause)
         pause = min(pause * 2, POLL_MAX)
