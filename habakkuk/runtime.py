@@ -166,7 +166,7 @@ class Runtime:
         self.delegation = Delegation(
             config, self.queue, self.bus, self.sessions, transcripts, self.turns
         )
-        self.devices = build_devices(config.nodes, dbs.storage)  # None without nodes:
+        self.devices = build_devices(config.nodes, dbs.storage, self.queue, self.bus)  # or None
         # The built-in tools, each toolset bound to the services above it uses.
         self.tools = build_tools(
             config,
@@ -292,7 +292,7 @@ class Runtime:
         from habakkuk.work.wiring import WorkRuns
 
         work = WorkRuns(self, runner, on_finished=self._job_finished, scripts=channels)
-        self._pools.extend(work.pools)
+        self._pools.extend(work.pools + (self.devices.pools() if self.devices else []))
         if self.config.telemetry is not None:  # spans to a collector: imported only then
             from habakkuk.engine.tracing import open_tracing
 

@@ -345,6 +345,25 @@ class GoalChanged(EventPayload):
     notice: str = ""
 
 
+# -- device nodes ---------------------------------------------------------------------------
+
+
+NodeChange = Literal["paired", "connected", "disconnected", "revoked"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeChanged(EventPayload):
+    """A device node (protocols/nodes) was paired, connected, disconnected or revoked
+    (`change`), in the process that saw it (session "": the home's). `platform` and
+    `caps` are what it offers as it pairs or connects (empty otherwise)."""
+
+    kind: ClassVar[str] = "node.change"
+    node: str
+    change: NodeChange
+    platform: str = ""
+    caps: list[str] = field(default_factory=list)
+
+
 CATALOGUE: tuple[type[EventPayload], ...] = (
     TurnStarted,
     TurnEnded,
@@ -371,6 +390,7 @@ CATALOGUE: tuple[type[EventPayload], ...] = (
     ConfigReloaded,
     SessionRenamed,
     GoalChanged,
+    NodeChanged,
 )
 BY_KIND: dict[str, type[EventPayload]] = {cls.kind: cls for cls in CATALOGUE}
 

@@ -6,7 +6,8 @@ audit` prints, the overview lists and the dashboard shows.
 home (agent workspaces excluded), agents in full mode or judged by a reviewer that
 outsiders reach, open channels, the HTTP listener off loopback (no TLS, a missing,
 unset or short token, public metrics), webhooks without a long secret of their own, MCP
-servers that run commands, start through a shell or travel over plain http, skills and
+servers that run commands, start through a shell or travel over plain http, device
+commands that run programs or take pictures allowed unasked (nodes.allow), skills and
 hook scripts others can write, backup archives others can read, and free disk space.
 `apply_fixes` applies the permission changes (chmod) and nothing else.
 """
@@ -94,6 +95,7 @@ def audit(
         found += _reach(config)
         found += _http(config, env)
         found += _mcp(config)
+        found += _nodes(config)
         found += _hooks(home, config)
     found += _backups(home, cwd or Path.cwd(), time.time() if now is None else now)
     found += _disk(home, disk or _disk_usage)
@@ -490,6 +492,23 @@ def _mcp(config: Config) -> Iterator[Finding]:
                 problem = t("audit.mcp_http", name=name, url=server.url)
                 fix = t("audit.fix_mcp_http", name=name)
                 yield Finding("high" if credentials else "medium", "mcp", subject, problem, fix)
+
+
+# Device commands that run programs or take pictures on the device: allowed unasked (in
+# nodes.allow, or through "*"), any prompt injection reaches the person's own machine.
+DANGEROUS_NODE_COMMANDS = ("system.run", "camera.snap", "files.put")
+
+
+def _nodes(config: Config) -> Iterator[Finding]:
+    if config.nodes is None:
+        return
+    for node, commands in sorted(config.nodes.allow.items()):
+        listed = [c for c in DANGEROUS_NODE_COMMANDS if c in commands or "*" in commands]
+        if listed:
+            who = t("audit.nodes_every") if node == "*" else node
+            problem = t("audit.nodes_dangerous", node=who, commands=", ".join(listed))
+            fix = t("audit.fix_nodes_dangerous", node=node)
+            yield Finding("high", "nodes", f"nodes.allow.{node}", problem, fix)
 
 
 # -- backups and disk ------------------------------------------------------------------------

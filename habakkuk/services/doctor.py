@@ -83,6 +83,9 @@ async def run_checks(home: Home) -> list[Check]:
     from .doctor_ha import homeassistant_checks  # homeassistant: the token, the instance
 
     checks += [Check(*one) for one in await homeassistant_checks(config, env)]
+    from .doctor_nodes import nodes_checks  # nodes: how many devices paired, online
+
+    checks += [Check(*one) for one in await nodes_checks(config, home)]
     checks += await _database_checks(home, config)
     checks += _workspace_checks(config, home)
     from .doctor_sandbox import sandbox_checks  # docker or ssh, and the host keys seen

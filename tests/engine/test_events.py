@@ -186,6 +186,12 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "budget": 10,
         "notice": "",
     },
+    "node.change": {
+        "node": "phone",
+        "change": "connected",
+        "platform": "browser",
+        "caps": ["system.notify"],
+    },
 }
 
 

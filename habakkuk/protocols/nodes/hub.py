@@ -5,6 +5,9 @@ A connection is a `Link` (a websocket, or a browser's event stream with its resu
 posted back). While a node is connected, `watch` re-reads it from nodes.db every
 heartbeat: a node revoked, or paired again (its secret replaced), by any process is cut
 off within one beat. A second connection under the same name replaces the first.
+
+nodes.db records which process holds each connection; a call from a process that does
+not hold the node goes through the job queue to the one that does (relay.py).
 """
 
 from __future__ import annotations
@@ -20,13 +23,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.events import EventBus, NodeChanged
+from habakkuk.engine.jobs import Lease, payload_of
 from habakkuk.engine.timeouts import wait_within
 
+from .relay import NODE_CALLS, NODE_INVOKE_KIND, CallId, NodeCall, call_id_for, relay
 from .store import NodeRecord, NodeStore, PairCode
 from .wire import Invoke, NodeResult, ResultFrame
 
 if TYPE_CHECKING:
     from habakkuk.engine.device_config import NodesConfig
+    from habakkuk.engine.jobs import JobQueue
+    from habakkuk.engine.pools import Pool
     from habakkuk.engine.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -37,6 +45,8 @@ POLICY_VIOLATION = 1008
 THROTTLE_FAILURES = 20
 THROTTLE_WINDOW = 60.0
 DEFAULT_TIMEOUT = 30.0
+# How long past a call's own timeout its caller waits for the holder to take it up.
+CLAIM_SLACK = 10.0
 MAX_TIMEOUT = 600.0
 
 
@@ -49,7 +59,7 @@ class NodeRefused(HabakkukError):
 
 
 class NodeUnavailable(HabakkukError):
-    """The node is not paired, or not connected to this process."""
+    """The node is not paired, not connected, or does not offer the command."""
 
 
 class Link(Protocol):
@@ -131,14 +141,28 @@ class Throttle:
 class NodeHub:
     """Device nodes for one process: nodes.db (opened on first use) and the live links."""
 
-    def __init__(self, config: NodesConfig, storage: Storage) -> None:
+    def __init__(
+        self,
+        config: NodesConfig,
+        storage: Storage,
+        queue: JobQueue | None = None,
+        bus: EventBus | None = None,
+    ) -> None:
         self.config = config
         self.storage = storage
+        # Where paired / connected / disconnected / revoked are told (the terminal, the
+        # dashboard); None: nobody listens.
+        self.bus = bus
+        # The home's job queue: calls to nodes other processes hold (None: this one only).
+        self.queue = queue
         self.throttle = Throttle()
         self.live: dict[str, LiveNode] = {}
         self._store: NodeStore | None = None
         self._opening = asyncio.Lock()
         self._watchers: dict[str, asyncio.Task[None]] = {}
+        self._letting_go: set[asyncio.Task[None]] = set()
+        # Callers in this process awaiting a node_invoke job this process's pool runs.
+        self._answers: dict[str, asyncio.Future[NodeResult]] = {}
 
     @property
     def heartbeat(self) -> float:
@@ -153,10 +177,44 @@ class NodeHub:
                     self._store = await NodeStore.open_on(self.storage)
         return self._store
 
+    def _tell(self, node: str, change: Any, platform: str = "", caps: Sequence[str] = ()) -> None:
+        if self.bus is not None:
+            self.bus.publish(
+                NodeChanged(node=node, change=change, platform=platform, caps=list(caps))
+            )
+
+    @property
+    def holder(self) -> str:
+        """What this process is known by as a node's holder (its queue's pin)."""
+        return self.queue.node if self.queue is not None else ""
+
+    def pools(self) -> list[Pool]:
+        """The pool that runs the node_invoke jobs pinned to this process (none without
+        a queue)."""
+        from habakkuk.engine.pools import Pool
+
+        if self.queue is None:
+            return []
+        return [Pool(self.queue, [NODE_INVOKE_KIND], self._run_call)]
+
+    async def _run_call(self, lease: Lease) -> dict[str, Any]:
+        """A node_invoke job pinned here: invoke the node connected here, keep its answer."""
+        call = payload_of(lease.job, NODE_CALLS)
+        try:
+            result = await self.invoke_here(call.node, call.command, dict(call.args), call.timeout)
+        except NodeUnavailable as exc:
+            result = NodeResult(error=str(exc))
+        waiting = self._answers.get(lease.job.id)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(result)
+        return result.to_json()
+
     async def close(self) -> None:
         """Cut every live node and close nodes.db."""
         for live in list(self.live.values()):
             await self._cut(live, "the server is stopping", code=1001)
+        if self._letting_go:
+            await asyncio.gather(*self._letting_go, return_exceptions=True)
         if self._store is not None:
             store, self._store = self._store, None
             await store.close()
@@ -185,6 +243,7 @@ class NodeHub:
         live = self.live.get(name)
         if live is not None:  # paired again: the old secret's connection ends now
             await self._cut(live, "this node was paired again")
+        self._tell(name, "paired", platform, caps)
         return secret
 
     async def login(self, name: str, secret: str) -> NodeRecord:
@@ -207,10 +266,11 @@ class NodeHub:
             await self._cut(old, "another connection took this node's name")
         live = LiveNode(record.name, platform, tuple(caps), record.secret_hash, link)
         self.live[record.name] = live
-        await (await self.store()).seen(record.name, platform, live.caps, time.time())
+        await (await self.store()).seen(record.name, platform, live.caps, time.time(), self.holder)
         self._watchers[record.name] = asyncio.create_task(
             self._watch(live), name=f"node-{record.name}"
         )
+        self._tell(record.name, "connected", platform, live.caps)
         return live
 
     def detach(self, live: LiveNode) -> None:
@@ -220,6 +280,13 @@ class NodeHub:
             watcher = self._watchers.pop(live.name, None)
             if watcher is not None and watcher is not asyncio.current_task():
                 watcher.cancel()
+            if self._store is not None and self.holder:
+                task = asyncio.get_running_loop().create_task(
+                    self._store.let_go(live.name, self.holder)
+                )
+                self._letting_go.add(task)
+                task.add_done_callback(self._letting_go.discard)
+            self._tell(live.name, "disconnected")
         live.fail_pending(f"node {live.name} disconnected")
 
     async def _cut(self, live: LiveNode, why: str, code: int = POLICY_VIOLATION) -> None:
@@ -238,6 +305,8 @@ class NodeHub:
                 continue
             if found is None or found.secret_hash != live.secret_hash:
                 log.info("node %s was revoked or paired again: cut off", live.name)
+                if found is None:
+                    self._tell(live.name, "revoked")
                 await self._cut(live, "this node was revoked")
                 return
             with contextlib.suppress(Exception):
@@ -254,24 +323,54 @@ class NodeHub:
     # -- what the tools and the API do ---------------------------------------------
 
     async def invoke(
+        self,
+        name: str,
+        command: str,
+        args: dict[str, Any],
+        timeout: float = DEFAULT_TIMEOUT,
+        call: CallId | None = None,
+    ) -> NodeResult:
+        """Run `command` on node `name`, wherever it is connected, and wait for its result.
+
+        `call` (a turn and its tool call) names the invocation, which is then a job
+        (relay.py): a turn run again after a crash gets the first run's answer and the
+        device is not told twice. A node held by another process is always reached
+        through the job queue; a call without `call` to a node held here goes directly."""
+        timeout = min(max(timeout, 0.1), MAX_TIMEOUT)
+        if self.queue is None or (call is None and name in self.live):
+            return await self.invoke_here(name, command, args, timeout)
+        found = await (await self.store()).get(name)
+        if found is None:
+            raise NodeUnavailable(f"there is no node {name!r} (see nodes_list)")
+        live = self.live.get(name)
+        if live is not None:
+            holder, caps = self.holder, live.caps
+        elif found.holder and time.time() - found.last_seen <= 2 * self.heartbeat + 5:
+            holder, caps = found.holder, found.caps
+        else:
+            raise NodeUnavailable(f"node {name!r} is not connected")
+        _offers(name, command, caps)
+        job = call_id_for(*call) if call is not None else f"nodecall_{secrets.token_hex(12)}"
+        payload = NodeCall(name, command, args, timeout)
+        bound = timeout + CLAIM_SLACK
+        if holder != self.holder:
+            return await relay(self.queue, job, holder, payload, bound=bound)
+        here = self._answers[job] = asyncio.get_running_loop().create_future()
+        try:
+            return await relay(self.queue, job, holder, payload, bound=bound, here=here)
+        finally:
+            self._answers.pop(job, None)
+
+    async def invoke_here(
         self, name: str, command: str, args: dict[str, Any], timeout: float = DEFAULT_TIMEOUT
     ) -> NodeResult:
-        """Run `command` on the connected node `name` and wait for its result."""
+        """Run `command` on node `name` connected to this process and wait for its result."""
         live = self.live.get(name)
         if live is None:
-            found = await (await self.store()).get(name)
-            if found is None:
+            if await (await self.store()).get(name) is None:
                 raise NodeUnavailable(f"there is no node {name!r} (see nodes_list)")
-            if time.time() - found.last_seen <= 2 * self.heartbeat:
-                # Devices connect to the process serving HTTP; its turns can reach them.
-                raise NodeUnavailable(
-                    f"node {name!r} is connected to another Habakkuk process (the one "
-                    "serving HTTP), not to this one"
-                )
             raise NodeUnavailable(f"node {name!r} is not connected")
-        if command not in live.caps:
-            offered = ", ".join(live.caps) or "nothing"
-            raise NodeUnavailable(f"node {name!r} does not offer {command} (it offers {offered})")
+        _offers(name, command, live.caps)
         ident = secrets.token_hex(8)
         future: asyncio.Future[NodeResult] = asyncio.get_running_loop().create_future()
         live.pending[ident] = future
@@ -308,12 +407,26 @@ class NodeHub:
     async def revoke(self, name: str) -> bool:
         """Delete the node and drop its connection; False when there is no such node."""
         gone = await (await self.store()).revoke(name)
+        if gone:
+            self._tell(name, "revoked")
         live = self.live.get(name)
         if live is not None:
             await self._cut(live, "this node was revoked")
         return gone
 
 
-def build_devices(config: NodesConfig | None, storage: Storage) -> NodeHub | None:
+def _offers(name: str, command: str, caps: Sequence[str]) -> None:
+    """NodeUnavailable unless the node offers `command`."""
+    if command not in caps:
+        offered = ", ".join(caps) or "nothing"
+        raise NodeUnavailable(f"node {name!r} does not offer {command} (it offers {offered})")
+
+
+def build_devices(
+    config: NodesConfig | None,
+    storage: Storage,
+    queue: JobQueue | None = None,
+    bus: EventBus | None = None,
+) -> NodeHub | None:
     """The device nodes of a runtime: None without a `nodes:` section."""
-    return None if config is None else NodeHub(config, storage)
+    return None if config is None else NodeHub(config, storage, queue, bus)

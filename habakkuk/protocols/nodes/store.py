@@ -2,7 +2,8 @@
 
 - `nodes`: one row per paired node: its name, platform, capabilities (as last offered),
   the SHA-256 of its secret (the secret itself stays on the device), when it was paired
-  and last seen. Pairing a name again replaces the row (and so the old secret).
+  and last seen, and which process holds its connection now (`holder`). Pairing a name
+  again replaces the row (and so the old secret).
 - `pair_codes`: the SHA-256 of each unused pairing code and when it expires; a code is
   deleted as it is redeemed, so it works once.
 
@@ -26,6 +27,10 @@ from habakkuk.engine.sql import Conn, Database, Migration, Row, Schema
 if TYPE_CHECKING:
     from habakkuk.engine.storage import Storage
 
+# The process holding the node's connection now (its job queue's pin, jobs.JobQueue.node;
+# '' when none): where another process's node_invoke is sent (relay.py).
+HOLDER_DDL = "ALTER TABLE nodes ADD COLUMN holder TEXT NOT NULL DEFAULT ''"
+
 MIGRATIONS = [
     Migration(
         1,
@@ -43,7 +48,8 @@ MIGRATIONS = [
             expires_at REAL NOT NULL
         );
         """,
-    )
+    ),
+    Migration(2, HOLDER_DDL),
 ]
 PG_MIGRATIONS = [
     Migration(
@@ -62,7 +68,8 @@ PG_MIGRATIONS = [
             expires_at DOUBLE PRECISION NOT NULL
         );
         """,
-    )
+    ),
+    Migration(2, HOLDER_DDL),
 ]
 SCHEMA = Schema("nodes", MIGRATIONS, PG_MIGRATIONS)
 
@@ -99,6 +106,7 @@ class NodeRecord:
     secret_hash: str
     paired_at: float
     last_seen: float
+    holder: str = ""
 
 
 def _record(row: Row) -> NodeRecord:
@@ -110,6 +118,7 @@ def _record(row: Row) -> NodeRecord:
         row["secret_hash"],
         float(row["paired_at"]),
         float(row["last_seen"]),
+        str(row["holder"] or ""),
     )
 
 
@@ -187,12 +196,23 @@ class NodeStore:
         rows = await self.db.fetchall("SELECT * FROM nodes ORDER BY name")
         return [_record(row) for row in rows]
 
-    async def seen(self, name: str, platform: str, caps: Sequence[str], at: float) -> None:
-        """Record what a node offers as it connects, and when."""
+    async def seen(
+        self, name: str, platform: str, caps: Sequence[str], at: float, holder: str = ""
+    ) -> None:
+        """Record what a node offers as it connects, when, and the process holding it."""
         await self.db.write(
             lambda conn: conn.execute(
-                "UPDATE nodes SET platform = ?, caps = ?, last_seen = ? WHERE name = ?",
-                (platform, json.dumps(list(caps)), at, name),
+                "UPDATE nodes SET platform = ?, caps = ?, last_seen = ?, holder = ? WHERE name = ?",
+                (platform, json.dumps(list(caps)), at, holder, name),
+            )
+        )
+
+    async def let_go(self, name: str, holder: str) -> None:
+        """The connection `holder` held ended: the node is held nowhere (unless another
+        process took it since)."""
+        await self.db.write(
+            lambda conn: conn.execute(
+                "UPDATE nodes SET holder = '' WHERE name = ? AND holder = ?", (name, holder)
             )
         )
 

@@ -89,6 +89,9 @@ class NodeInvoke(Tool):
     }
     risk: ClassVar[Risk] = Risk.READ  # gated by run itself, in every mode (see the module)
     taints = True  # what a device returns is outside content
+    # A call names its job by turn and call id (relay.py): a resumed turn awaits the job
+    # its first run queued, and the device is not told twice.
+    resumable: ClassVar[bool] = True
 
     def __init__(self, hub: NodeHub | None, config: NodesConfig | None) -> None:
         self.hub, self.config = hub, config
@@ -112,7 +115,8 @@ class NodeInvoke(Tool):
             call_args = await asyncio.to_thread(_with_file, call_args, ctx)
         timeout = float(args.get("timeout_seconds") or DEFAULT_TIMEOUT)
         try:
-            result = await self.hub.invoke(node, command, call_args, timeout)
+            call = (ctx.turn, ctx.call_id) if ctx.turn and ctx.call_id else None
+            result = await self.hub.invoke(node, command, call_args, timeout, call)
         except NodeUnavailable as exc:
             raise ToolError(f"node_invoke: {exc}") from None
         return await _output(node, command, result, ctx)

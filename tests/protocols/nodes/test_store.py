@@ -23,10 +23,15 @@ async def test_the_node_store_pairs_checks_and_revokes_on_each_engine(storage: S
         assert found is not None and found.caps == ("system.notify",)
         assert found.secret_hash == digest(secret)
         assert await store.check("phone", secret + "x") is None
-        await store.seen("phone", "android-14", ["location.get"], now + 5)
-        assert [(n.name, n.platform, n.caps) for n in await store.nodes()] == [
-            ("phone", "android-14", ("location.get",))
+        await store.seen("phone", "android-14", ["location.get"], now + 5, "host:1:a")
+        assert [(n.name, n.platform, n.caps, n.holder) for n in await store.nodes()] == [
+            ("phone", "android-14", ("location.get",), "host:1:a")
         ]
+        # Another process's let-go does not clear this holder; its own does.
+        await store.let_go("phone", "host:2:b")
+        assert [n.holder for n in await store.nodes()] == ["host:1:a"]
+        await store.let_go("phone", "host:1:a")
+        assert [n.holder for n in await store.nodes()] == [""]
         assert await store.revoke("phone")
         assert not await store.revoke("phone")
         assert await store.check("phone", secret) is None
