@@ -20,7 +20,7 @@ from .durations import parse_duration
 from .errors import ConfigError
 
 ChannelType = Literal[
-    "telegram", "web", "slack", "discord", "matrix", "signal", "email", "whatsapp"
+    "telegram", "web", "slack", "discord", "matrix", "signal", "email", "whatsapp", "sms"
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -57,6 +57,9 @@ class ChannelConfig:
     username: str | None = None
     password_env: str | None = None
     address: str | None = None
+    # sms: the Twilio account (AC...) and the number or messaging service we send from
+    account_sid: str | None = None
+    from_: str | None = field(default=None, metadata={"key": "from"})
     # email: implicit TLS (IMAPS 993, SMTPS 465), STARTTLS, or false for neither
     tls: Literal["implicit", "starttls"] | bool = "implicit"
     # user ids or @usernames allowed to talk; "*" lets anyone in
@@ -117,6 +120,7 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "signal": PlatformSettings(("base_url", "account")),
     "email": PlatformSettings(("imap", "smtp", "username", "password_env", "address"), ("tls",)),
     "whatsapp": PlatformSettings(),
+    "sms": PlatformSettings(("account_sid", "token_env", "from_"), ("base_url",)),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted
@@ -168,6 +172,7 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
     settings = PLATFORM_SETTINGS[channel.type]
 
     def fail(key: str, message: str) -> ConfigError:
+        key = "from" if key == "from_" else key  # the file's spelling of a Python keyword
         return ConfigError(
             f"{path}:{line_of(channel, key)}: channels.{channel.name}.{key}: {message}"
         )
@@ -193,6 +198,12 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         raise fail("user_id", f"{channel.user_id!r} is not a Matrix id (@name:server)")
     if channel.type == "signal" and not re.fullmatch(r"\+\d{6,15}", channel.account or ""):
         raise fail("account", f"{channel.account!r} is not a phone number (+ and digits)")
+    if channel.type == "sms" and not re.fullmatch(r"AC[0-9a-fA-F]{32}", channel.account_sid or ""):
+        raise fail("account_sid", f"{channel.account_sid!r} is not a Twilio account SID (AC...)")
+    if channel.type == "sms" and not re.fullmatch(
+        r"\+\d{6,15}|MG[0-9a-fA-F]{32}", channel.from_ or ""
+    ):
+        raise fail("from", f"{channel.from_!r} is not a phone number (+ and digits)")
     if channel.type == "email" and "@" not in (channel.address or ""):
         raise fail("address", f"{channel.address!r} is not an email address")
     if channel.tls is True:
