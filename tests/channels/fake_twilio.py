@@ -7,6 +7,7 @@ the URL and the sorted form, base64) and the account's test auth token.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -51,6 +52,9 @@ class FakeTwilio:
         self.sent: list[Sent] = []
         self.media: dict[str, tuple[bytes, str]] = {}  # path -> inbound media
         self.refuse_token = False
+        # while set, a send waits here unanswered and unrecorded (a crash test's window)
+        self.hold: asyncio.Event | None = None
+        self.held = 0
         self.webhook_url = ""  # where the number's "A message comes in" points
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -98,6 +102,10 @@ class FakeTwilio:
         if not self._authorized(request):
             return self._refused()
         form = await request.post()
+        if self.hold is not None:
+            self.held += 1
+            await self.hold.wait()
+            raise web.HTTPServiceUnavailable()
         sid = f"SM{next(self._ids):032x}"
         sent = Sent(sid, str(form["To"]), str(form["From"]), str(form.get("Body", "")))
         assert self._client is not None
