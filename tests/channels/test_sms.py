@@ -281,3 +281,16 @@ def test_setup_writes_the_number_as_from(home: Home) -> None:
     assert f'from: "{BOT_NUMBER}"' in draft.text or f"from: '{BOT_NUMBER}'" in draft.text
     assert draft.config.from_ == BOT_NUMBER
     assert "secret" not in draft.text
+
+
+def test_offered_media_is_unguessable_and_gone_after_its_hour() -> None:
+    from habakkuk.channels.webhook import MEDIA_SECONDS, MediaShelf
+
+    assert MEDIA_SECONDS == 3600.0
+    shelf = MediaShelf()
+    token = shelf.put(b"data", "text/plain")
+    assert len(token) >= 43 and token != shelf.put(b"data", "text/plain")  # 256 random bits
+    assert shelf.get(token) == (b"data", "text/plain")
+    expired = MediaShelf(seconds=0.0)
+    gone = expired.put(b"data", "text/plain")
+    assert expired.get(gone) is None
