@@ -23,6 +23,7 @@ from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.home import ensure_private_dir
 
 from .adapter import Adapter, FatalAdapterError
+from .webhook import WebhookDoor
 
 if TYPE_CHECKING:
     from .store import ChannelStore
@@ -40,6 +41,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "irc": "habakkuk.channels.irc",
     "twitch": "habakkuk.channels.twitch",
     "ntfy": "habakkuk.channels.ntfy",
+    "sms": "habakkuk.channels.sms",
 }
 
 
@@ -52,11 +54,14 @@ class Secrets(Protocol):
 @dataclass(frozen=True)
 class AdapterContext:
     """What an adapter may use besides its own config: secrets, the channel store (offsets,
-    seen messages) and its own folder under the home for state files (0700)."""
+    seen messages), its own folder under the home for state files (0700) and the door
+    through which the HTTP server hands webhook requests in."""
 
     secrets: Secrets
     store: ChannelStore
     state_dir: Path
+    # whether the HTTP server serves the webhook platforms' requests (channels/webhook.py)
+    door: WebhookDoor = field(default_factory=WebhookDoor)
 
     def secret(self, config: ChannelConfig, setting: str) -> str:
         """The value of the variable `config.<setting>` names; FatalAdapterError when unset

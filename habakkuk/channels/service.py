@@ -35,6 +35,7 @@ from .tasks import cancel_and_wait
 from .tools import OutboxOf, Poll, SendFile, Speak
 from .voice_replies import ReplySpeaker
 from .web import WebLog
+from .webhook import WebhookDoor
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,11 @@ class ChannelService(Outbox):
         self._web_log: WebLog | None = None
         self._context = AdapterContext(runtime.env, store, runtime.home.channels_dir)
         self._supervise = False
+
+    @property
+    def webhook_door(self) -> WebhookDoor:
+        """What the HTTP server opens while it serves the webhook platforms' requests."""
+        return self._context.door
 
     def make_adapter(self, config: ChannelConfig) -> Adapter:
         """A fresh adapter for one account (the supervisor makes one per run)."""

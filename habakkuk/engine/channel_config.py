@@ -31,6 +31,7 @@ ChannelType = Literal[
     "irc",
     "twitch",
     "ntfy",
+    "sms",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -67,6 +68,9 @@ class ChannelConfig:
     username: str | None = None
     password_env: str | None = None
     address: str | None = None
+    # sms: the Twilio account (AC...) and the number or messaging service we send from
+    account_sid: str | None = None
+    from_: str | None = field(default=None, metadata={"key": "from"})
     # email: implicit TLS (IMAPS 993, SMTPS 465), STARTTLS, or false for neither
     # irc: TLS (the default) or false for a private server's plain port
     tls: Literal["implicit", "starttls"] | bool = "implicit"
@@ -142,6 +146,7 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     ),
     "twitch": PlatformSettings(("nick", "token_env", "join"), ("server", "tls")),
     "ntfy": PlatformSettings(("topic", "listen"), ("base_url", "token_env")),
+    "sms": PlatformSettings(("account_sid", "token_env", "from_"), ("base_url",)),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted
@@ -193,6 +198,7 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
     settings = PLATFORM_SETTINGS[channel.type]
 
     def fail(key: str, message: str) -> ConfigError:
+        key = "from" if key == "from_" else key  # the file's spelling of a Python keyword
         return ConfigError(
             f"{path}:{line_of(channel, key)}: channels.{channel.name}.{key}: {message}"
         )
@@ -218,6 +224,12 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         raise fail("user_id", f"{channel.user_id!r} is not a Matrix id (@name:server)")
     if channel.type == "signal" and not re.fullmatch(r"\+\d{6,15}", channel.account or ""):
         raise fail("account", f"{channel.account!r} is not a phone number (+ and digits)")
+    if channel.type == "sms" and not re.fullmatch(r"AC[0-9a-fA-F]{32}", channel.account_sid or ""):
+        raise fail("account_sid", f"{channel.account_sid!r} is not a Twilio account SID (AC...)")
+    if channel.type == "sms" and not re.fullmatch(
+        r"\+\d{6,15}|MG[0-9a-fA-F]{32}", channel.from_ or ""
+    ):
+        raise fail("from", f"{channel.from_!r} is not a phone number (+ and digits)")
     if channel.type == "email" and "@" not in (channel.address or ""):
         raise fail("address", f"{channel.address!r} is not an email address")
     if channel.type in ("irc", "twitch"):

@@ -235,6 +235,9 @@ class HttpConfig:
     account: str = "web"
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     hooks: dict[str, WebhookConfig] = field(default_factory=dict)
+    # the address the world reaches this server at behind a proxy (https://bot.example.org):
+    # webhook platforms sign that URL, and fetch files offered under it
+    public_url: str | None = None
     host: str = field(default="127.0.0.1", init=False)
     port: int = field(default=8484, init=False)
 
@@ -1018,6 +1021,13 @@ def _resolve_http(config: Config, http: HttpConfig) -> None:
         raise ConfigError(
             f"{path}:{line_of(http, 'listen')}: http.listen: without http.token_env the "
             f"server only listens on loopback (127.0.0.1, ::1, localhost), not {http.host!r}"
+        )
+    if http.public_url is not None and not re.fullmatch(
+        r"https?://[^/\s]+(/\S*)?", http.public_url
+    ):
+        raise ConfigError(
+            f"{path}:{line_of(http, 'public_url')}: http.public_url: "
+            f"{http.public_url!r} is not an http(s) URL"
         )
     for key, value in (("token_env", http.token_env), ("account", http.account)):
         if value is not None and not value.strip():

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from habakkuk.channels.webhook import WEBHOOK_TYPES
 from habakkuk.engine.config import HttpConfig, is_loopback_host
 from habakkuk.engine.errors import ConfigError, HabakkukError, NotFound
 from habakkuk.services.live_calls import LiveCalls
@@ -40,6 +41,7 @@ from . import (
     api,
     board_api,
     budget_api,
+    channel_hooks,
     chat,
     chat_files,
     dashboard,
@@ -83,8 +85,8 @@ def _is_public(request: web.Request, server: Served) -> bool:
     path = request.path
     if path in PUBLIC_PATHS or path.startswith("/app/"):
         return True
-    if path.startswith("/hooks/"):
-        return True  # each hook checks its own secret (or the API token)
+    if path.startswith(("/hooks/", "/channels/")):
+        return True  # each hook checks its own secret, each webhook channel its platform's
     if path == "/nodes" or path.startswith("/nodes/"):
         return True  # devices carry a pairing code or their node secret (nodes_api.py)
     if server.runtime.config.a2a is not None and a2a_api.is_a2a_path(path):
@@ -162,7 +164,7 @@ def check_request(request: web.Request) -> None:
         and not server.token_matches(header(request, "Authorization"))
     ):
         raise ApiError(401, "missing or wrong bearer token")
-    if request.method in ("POST", "PUT") and not request.path.startswith("/hooks/"):
+    if request.method in ("POST", "PUT") and not request.path.startswith(("/hooks/", "/channels/")):
         ctype = request.content_type
         multipart_chat = request.path == "/api/chat" and ctype == "multipart/form-data"
         if multipart_chat:
@@ -281,6 +283,7 @@ class HttpServer:
         nodes_api.setup(app, self.runtime.devices)
         openai_compat.setup(app)
         webhooks.setup(app)
+        channel_hooks.setup(app)
         dashboard.setup(app)
         if self.runtime.config.a2a is not None and self.runtime.config.a2a.serve:
             a2a_api.setup(app, self)  # /a2a and the Agent Cards (spec 000 "Agent2Agent")
@@ -323,11 +326,24 @@ class HttpServer:
         sockets = getattr(site._server, "sockets", None) or []
         self.host = host
         self.port = sockets[0].getsockname()[1] if sockets else port
+        self._open_webhooks(True)
         self.started.set()
+
+    def _open_webhooks(self, serving: bool) -> None:
+        """Tell the webhook channels (SMS, ...) whether requests can reach them now."""
+        channels = self.runtime.config.channels.values()
+        if not any(channel.type in WEBHOOK_TYPES for channel in channels):
+            return
+        door = self.runtime.channel_service().webhook_door
+        if serving:
+            door.open(self.config.public_url or self.url)
+        else:
+            door.close()
 
     async def stop(self) -> None:
         """Stop listening (open streams end), then the watcher, then close web.db."""
         self.channel.closing.set()
+        self._open_webhooks(False)
         await self.live.close()
         for task in list(self._streams):
             task.cancel()

@@ -273,9 +273,9 @@ class ChannelSetup:
             if not answer:
                 if required(setup, item):
                     raise ChannelSetupError(f"{item.prompt}: needed")
-                entry.pop(item.key, None)
+                entry.pop(_file_key(item.key), None)
                 continue
-            entry[item.key] = _value(item.key, answer)
+            entry[_file_key(item.key)] = _value(item.key, answer)
         base_url = plan.base_url.strip().rstrip("/")
         if base_url:
             if not takes_base_url(setup):
@@ -403,6 +403,14 @@ def _variables_of(channels: Mapping[Any, Any], providers: object) -> set[str]:
                 str(value) for key, value in entry.items() if str(key).endswith("_env") and value
             )
     return found
+
+
+def _file_key(key: str) -> str:
+    """How config.yaml spells a setting (`from` for the field `from_`, a Python keyword)."""
+    from habakkuk.engine.channel_config import ChannelConfig
+
+    spelled = {item.name: item.metadata.get("key", item.name) for item in fields(ChannelConfig)}
+    return str(spelled.get(key, key))
 
 
 def _value(key: str, answer: str) -> object:
