@@ -3,30 +3,25 @@ them at its next start: no command outlives the turn that ran it.
 
 Each command (exec, foreground or background) leads a process group of its own here: the
 command itself (sandbox none) or its docker or ssh client. As soon as it is spawned,
-`CommandGroups.started` writes run/commands/<token>.json (0600, in a 0700 folder): the
-group's id and when its leader started, the Habakkuk process running it (pid and start
-time), and the agent and sandbox it ran in, with the token that names its pid file
-there. `ended` removes it. `kill_orphans` ends the groups whose Habakkuk process is gone,
-the remote tree first (through the agent's sandbox), then the local one.
-
-A process is known by its pid and its start time together, so a pid given since to
-another process is never signalled, and the files of a live Habakkuk (a terminal app
-beside `--serve`) are left alone.
+`CommandGroups.started` writes run/commands/<token>.json through engine/group_files.py
+(the group, when its leader started, the Habakkuk process running it) with the agent and
+sandbox it ran in and the token that names its pid file there. `ended` removes it.
+`kill_orphans` ends the groups whose Habakkuk process is gone, the remote tree first
+(through the agent's sandbox), then the local one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import re
 import signal
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from habakkuk.engine.hostname import this_host
+from habakkuk.engine.group_files import GroupFiles, read_object
 from habakkuk.engine.process_start import process_start
 
 from .base import Sandboxes
@@ -52,9 +47,7 @@ class CommandRecord:
     @classmethod
     def read(cls, path: Path) -> CommandRecord:
         """The record in `path`; ValueError when it is not one, OSError when unreadable."""
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            raise ValueError("not an object")
+        data = read_object(path)
         try:
             record = cls(
                 token=str(data["token"]),
@@ -78,71 +71,19 @@ class CommandGroups:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._me: tuple[int, str | None] | None = None  # (our pid, when we started)
-
-    def _my_start(self) -> str | None:
-        pid = os.getpid()
-        if self._me is None or self._me[0] != pid:
-            self._me = (pid, process_start(pid))
-        return self._me[1]
-
-    def _path(self, token: str) -> Path:
-        return self.folder / f"{token}.json"
+        self._files = GroupFiles(folder, "command")
 
     def started(self, token: str, pgid: int, *, agent: str, kind: str) -> None:
-        """Record the process group `pgid` just spawned for command `token`.
-
-        Never raises: a file that cannot be written is logged (the command goes on; only a
-        crash during it would leave its group behind)."""
-        start = process_start(pgid)
-        owner_start = self._my_start()
-        if start is None or owner_start is None:
-            return  # the command is gone already, or no way to tell
-        record = CommandRecord(
-            token, pgid, start, os.getpid(), owner_start, this_host(), agent, kind
-        )
-        path = self._path(token)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(asdict(record), handle)
-            os.replace(partial, path)  # whole or absent: never a half-written record
-        except OSError as exc:
-            log.warning("command %s: cannot record its process group: %s", token, exc)
-            with contextlib.suppress(OSError):
-                partial.unlink()
+        """Record the process group `pgid` just spawned for command `token`; never raises."""
+        self._files.write(token, pgid, {"token": token, "agent": agent, "kind": kind})
 
     def ended(self, token: str) -> None:
         """Command `token` and its group are gone: forget the record."""
-        with contextlib.suppress(OSError):
-            self._path(token).unlink()
+        self._files.ended(token)
 
     def orphans(self) -> list[tuple[Path, CommandRecord]]:
         """The records a Habakkuk process that is gone left on this machine (blocking)."""
-        try:
-            paths = sorted(self.folder.glob("c_*.json"))
-        except OSError:
-            return []
-        host = this_host()
-        found = []
-        for path in paths:
-            try:
-                record = CommandRecord.read(path)
-            except FileNotFoundError:
-                continue  # its command ended while we looked
-            except (OSError, ValueError) as exc:
-                log.warning("%s: unreadable command group record (%s); removed", path, exc)
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                continue
-            if record.host != host:
-                continue  # another machine's (a home on a shared disk): not ours to judge
-            if process_start(record.owner_pid) == record.owner_start:
-                continue  # the Habakkuk running it is alive: its command goes on
-            found.append((path, record))
-        return found
+        return self._files.orphans("c_*.json", CommandRecord.read)
 
     async def kill_orphans(self, sandboxes: Sandboxes) -> list[str]:
         """Kill the commands a Habakkuk process that is gone left running (the remote
