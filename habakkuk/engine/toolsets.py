@@ -16,8 +16,8 @@ from typing import Any
 DEFAULT_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
 # Offered only to an agent whose `toolsets:` names them: they act on the world outside the
 # computer (homeassistant: the house, per spec 000 "Home Assistant"; browser: the web as a
-# person clicks it).
-OPT_IN_TOOLSETS = ("homeassistant", "browser")
+# person clicks it; meeting: calls attended as a guest).
+OPT_IN_TOOLSETS = ("homeassistant", "browser", "meeting")
 KNOWN_TOOLSETS = DEFAULT_TOOLSETS + OPT_IN_TOOLSETS
 MCP_PREFIX = "mcp:"
 

@@ -18,11 +18,13 @@ if TYPE_CHECKING:
     from habakkuk.channels.service import ChannelService
     from habakkuk.engine.config import Config
     from habakkuk.engine.home import Environment
+    from habakkuk.engine.jobs import JobQueue
     from habakkuk.knowledge.memory_types import MemoryAccess
     from habakkuk.knowledge.skills.types import SkillsAccess
     from habakkuk.protocols.nodes.hub import NodeHub
     from habakkuk.services.usage import UsageLedger
     from habakkuk.tools.browser.fleet import BrowserFleet
+    from habakkuk.tools.meeting.desk import MeetingDesk
     from habakkuk.tools.process_tools import Started
     from habakkuk.tools.processes import ProcessManager
     from habakkuk.work.board_types import BoardAccess
@@ -52,6 +54,8 @@ class ToolServices:
     nodes: NodeHub | None = None
     # The agents' browsers (the browser toolset); None: its calls say it is unavailable.
     browsers: BrowserFleet | None = None
+    # The home's meetings (the meeting toolset); None: its calls say it is unavailable.
+    meetings: MeetingDesk | None = None
 
 
 def chats_run(config: Config) -> bool:
@@ -144,11 +148,22 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 
     for tool in browser_tools(services.browsers):  # offered to agents that list "browser"
         registry.register(tool, "browser")
+    from habakkuk.tools.meeting.tools import meeting_tools
+
+    for tool in meeting_tools(services.meetings, services.channels):  # listed "meeting"
+        registry.register(tool, "meeting")
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 
         register_tools(registry, services.channels, config.tts, services.env)
     return registry
+
+
+def meetings(root: Path, queue: JobQueue) -> MeetingDesk:
+    """The home's meetings, as the meeting toolset records and queues them."""
+    from habakkuk.tools.meeting.desk import MeetingDesk
+
+    return MeetingDesk(root, queue)
 
 
 def browser_fleet(root: Path, config: Config) -> BrowserFleet:
