@@ -51,7 +51,7 @@ def record(store: MeetingStore, meet: FakeMeet) -> Meeting:
     meeting = Meeting(
         id="mtg_00000000000000aa",
         url=meet.url,
-        platform="meet",
+        platform=meet.platform,
         agent="main",
         name="Notes Bot",
         origin="telegram:42",
@@ -67,10 +67,13 @@ def lines_of(store: MeetingStore, meeting: Meeting) -> list[tuple[str, str]]:
     return [(line.speaker, line.text) for line in store.lines(meeting.id)]
 
 
+@pytest.mark.parametrize("platform", ["meet", "zoom", "teams"])
 async def test_a_guest_joins_through_the_lobby_reads_captions_and_leaves_on_request(
+    platform: str,
     tmp_path: Path,
     fake_meet: FakeMeet,  # noqa: F811  # the fixture
 ) -> None:
+    fake_meet.platform = platform
     store = MeetingStore(tmp_path / "meetings")
     meeting = record(store, fake_meet)
     browsers = Browsers()
