@@ -333,14 +333,19 @@ class Attendance:
         return True
 
     async def _leave(self, browser: Browser, tab: Tab, call: _Call) -> None:
-        """Press Leave, and confirm when asked."""
+        """Press Leave, confirm when asked, and see the page leave the call (a few steps
+        at most: the record says it left either way)."""
         self._flush(call)
+        platform = call.platform
         with contextlib.suppress(CdpError, BrowserGone, TimeoutError):
-            if await self._click(browser, tab, call.platform, call.platform.leave_button):
-                for _ in range(3):
-                    await asyncio.sleep(self.settings.join_step)
-                    if await self._click(browser, tab, call.platform, call.platform.leave_confirm):
-                        break
+            if not await self._click(browser, tab, platform, platform.leave_button):
+                return
+            for _ in range(5):
+                await asyncio.sleep(self.settings.join_step)
+                probe = Probe.from_page(await self._eval(browser, tab, platform, "probe"))
+                if classify(platform, probe) != IN_CALL:
+                    return
+                await self._click(browser, tab, platform, platform.leave_confirm)
 
     def _finish(self, call: _Call, state: str, reason: str) -> Meeting:
         self._flush(call)

@@ -33,6 +33,7 @@ PLATFORMS: dict[str, dict[str, Any]] = {
         "chat": "Chat with everyone",
         "chatField": "Send a message",
         "leave": "Leave call",
+        "ended": "The call has ended",
         "confirm": None,
     },
     "zoom": {
@@ -50,6 +51,7 @@ PLATFORMS: dict[str, dict[str, Any]] = {
         "chatField": "Type message here",
         "leave": "Leave",
         "confirm": "Leave Meeting",
+        "ended": "This meeting has been ended by host",
     },
     "teams": {
         "title": "Microsoft Teams",
@@ -62,6 +64,7 @@ PLATFORMS: dict[str, dict[str, Any]] = {
         "lobby": "Someone in the meeting should let you in soon",
         "captions": ["More", "Language and speech", "Turn on live captions"],
         "captionsOff": "Turn off live captions",
+        "ended": "The meeting has ended",
         "chat": "Chat",
         "chatField": "Type a message",
         "leave": "Leave",
@@ -77,6 +80,7 @@ class FakeMeet:
     port: int = 0
     platform: str = "meet"
     admitted: bool = False
+    ended: bool = False
     joins: list[str] = field(default_factory=list)
     toggles: list[str] = field(default_factory=list)
     chat: list[str] = field(default_factory=list)
@@ -102,6 +106,9 @@ async def fake_meet() -> AsyncIterator[FakeMeet]:
     async def admitted(request: web.Request) -> web.Response:
         return web.Response(text="yes" if meet.admitted else "no")
 
+    async def ended(request: web.Request) -> web.Response:
+        return web.Response(text="yes" if meet.ended else "no")
+
     async def posted(request: web.Request) -> web.Response:
         name = request.match_info["what"]
         if name == "join":
@@ -119,6 +126,7 @@ async def fake_meet() -> AsyncIterator[FakeMeet]:
     app = web.Application()
     app.router.add_get("/abc-defg-hij", page)
     app.router.add_get("/admitted", admitted)
+    app.router.add_get("/ended", ended)
     app.router.add_post("/{what}", posted)
     runner = web.AppRunner(app)
     await runner.setup()

@@ -18,7 +18,7 @@ from habakkuk.tools.browser.fleet import launch_browser
 from habakkuk.tools.browser.guard import UrlGuard
 from habakkuk.tools.browser.session import Browser
 from habakkuk.tools.meeting.attend import Attendance, AttendSettings
-from habakkuk.tools.meeting.record import LEFT, Meeting, MeetingStore
+from habakkuk.tools.meeting.record import ENDED, LEFT, Meeting, MeetingStore
 from tests.helpers import eventually
 from tests.tools.browser.conftest import CHROMIUM, needs_chromium
 
@@ -29,6 +29,8 @@ FAST = AttendSettings(step=0.2, join_step=0.2, quiet=30.0, captions_retry=5.0)
 EXPECTED = [
     ("Ann", "Hello everyone, welcome to the review"),
     ("Bob", "Thanks Ann, the numbers are in"),
+    # Said in the call, in the words of a page the call left: captions never decide a state.
+    ("Cy", "You left the meeting, says the page"),
 ]
 
 
@@ -84,7 +86,7 @@ async def test_a_guest_joins_through_the_lobby_reads_captions_and_leaves_on_requ
     await eventually(lambda: store.get(meeting.id).state == "lobby", what="waiting in the lobby")  # type: ignore[union-attr]  # the record exists
     fake_meet.admitted = True
     await eventually(lambda: fake_meet.captions_done, what="the captions played")
-    await eventually(lambda: len(store.lines(meeting.id)) >= 2, what="two finished lines")
+    await eventually(lambda: len(store.lines(meeting.id)) >= 3, what="three finished lines")
     assert lines_of(store, meeting) == EXPECTED
     await eventually(lambda: fake_meet.chat, what="the note-taker's greeting")
     assert fake_meet.chat == ["Notes Bot has joined to take notes."]
@@ -105,7 +107,7 @@ async def test_a_browser_killed_mid_call_is_replaced_and_no_line_is_written_twic
     meeting = record(store, fake_meet)
     browsers = Browsers()
     attending = asyncio.create_task(Attendance(store, browsers, FAST).attend(meeting))
-    await eventually(lambda: len(store.lines(meeting.id)) >= 2, what="two finished lines")
+    await eventually(lambda: len(store.lines(meeting.id)) >= 3, what="three finished lines")
     first = browsers.started[0]
     assert first.pid is not None
     os.killpg(first.pid, signal.SIGKILL)
@@ -126,7 +128,7 @@ async def test_an_attendance_cut_off_and_resumed_appends_without_repeating_lines
     meeting = record(store, fake_meet)
     browsers = Browsers()
     first = asyncio.create_task(Attendance(store, browsers, FAST).attend(meeting))
-    await eventually(lambda: len(store.lines(meeting.id)) >= 2, what="two finished lines")
+    await eventually(lambda: len(store.lines(meeting.id)) >= 3, what="three finished lines")
     first.cancel()  # the process stopped: its lease expires, another run resumes the job
     with pytest.raises(asyncio.CancelledError):
         await first
@@ -140,3 +142,33 @@ async def test_an_attendance_cut_off_and_resumed_appends_without_repeating_lines
     assert final.state == LEFT
     assert final.joined_at == resumed_from.joined_at  # the time limit counts from the first join
     assert lines_of(store, meeting) == EXPECTED
+
+
+@pytest.mark.parametrize("platform", ["meet", "zoom", "teams"])
+async def test_an_attendance_stops_when_the_host_ends_the_call(
+    platform: str,
+    tmp_path: Path,
+    fake_meet: FakeMeet,  # noqa: F811  # the fixture
+) -> None:
+    fake_meet.platform, fake_meet.admitted = platform, True
+    store = MeetingStore(tmp_path / "meetings")
+    meeting = record(store, fake_meet)
+    attending = asyncio.create_task(Attendance(store, Browsers(), FAST).attend(meeting))
+    await eventually(lambda: len(store.lines(meeting.id)) >= 3, what="three finished lines")
+    fake_meet.ended = True
+    final = await asyncio.wait_for(attending, 60)
+    assert (final.state, final.reason) == (ENDED, "the call ended")
+    assert fake_meet.left == 0  # nothing to leave
+    assert lines_of(store, meeting) == EXPECTED
+
+
+async def test_an_attendance_leaves_at_its_time_limit(
+    tmp_path: Path,
+    fake_meet: FakeMeet,  # noqa: F811  # the fixture
+) -> None:
+    fake_meet.admitted = True
+    store = MeetingStore(tmp_path / "meetings")
+    meeting = store.update(record(store, fake_meet), duration_limit=0.5)
+    final = await asyncio.wait_for(Attendance(store, Browsers(), FAST).attend(meeting), 60)
+    assert (final.state, final.reason) == (LEFT, "the time limit passed")
+    assert fake_meet.left == 1
