@@ -81,6 +81,7 @@ class FakeMeet:
     platform: str = "meet"
     admitted: bool = False
     ended: bool = False
+    agents: list[str] = field(default_factory=list)  # the User-Agent of each page load
     joins: list[str] = field(default_factory=list)
     toggles: list[str] = field(default_factory=list)
     chat: list[str] = field(default_factory=list)
@@ -97,6 +98,7 @@ async def fake_meet() -> AsyncIterator[FakeMeet]:
     meet = FakeMeet()
 
     async def page(request: web.Request) -> web.Response:
+        meet.agents.append(request.headers.get("User-Agent", ""))
         cfg = PLATFORMS[meet.platform]
         text = PAGE.replace("__CFG__", json.dumps(cfg)).replace("__TITLE__", cfg["title"])
         return web.Response(

@@ -10,6 +10,7 @@ import asyncio
 import os
 import signal
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,7 @@ async def test_a_guest_joins_through_the_lobby_reads_captions_and_leaves_on_requ
     attending = asyncio.create_task(Attendance(store, browsers, FAST).attend(meeting))
     await eventually(lambda: fake_meet.joins, what="the guest asked to join")
     assert fake_meet.joins == ["Notes Bot"]
+    assert "Chrome/" in fake_meet.agents[0] and "Headless" not in fake_meet.agents[0]
     assert sorted(fake_meet.toggles) == ["cam=false", "mic=false"]  # each pressed once
     await eventually(lambda: store.get(meeting.id).state == "lobby", what="waiting in the lobby")  # type: ignore[union-attr]  # the record exists
     fake_meet.admitted = True
@@ -172,3 +174,15 @@ async def test_an_attendance_leaves_at_its_time_limit(
     final = await asyncio.wait_for(Attendance(store, Browsers(), FAST).attend(meeting), 60)
     assert (final.state, final.reason) == (LEFT, "the time limit passed")
     assert fake_meet.left == 1
+
+
+async def test_a_guest_nobody_lets_in_fails_at_the_lobby_timeout(
+    tmp_path: Path,
+    fake_meet: FakeMeet,  # noqa: F811  # the fixture
+) -> None:
+    store = MeetingStore(tmp_path / "meetings")
+    meeting = record(store, fake_meet)
+    settings = replace(FAST, lobby_timeout=1.0)
+    final = await asyncio.wait_for(Attendance(store, Browsers(), settings).attend(meeting), 60)
+    assert (final.state, final.reason) == ("failed", "nobody let Habakkuk in from the lobby")
+    assert final.joined_at is None and store.lines(meeting.id) == []

@@ -4,10 +4,12 @@ and sent once to the asking chat (a delivery job whose id derives from the meeti
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
+from habakkuk.engine.llm.provider import ProviderError
 from habakkuk.tools.meeting.kind import MEETING_KIND, MeetingRun, delivery_id_of, job_id_of
-from habakkuk.tools.meeting.notes import transcript_text
+from habakkuk.tools.meeting.notes import transcript_text, write_notes
 from habakkuk.tools.meeting.record import LEFT, Line, Meeting, MeetingStore
 from tests.conftest import mock_config
 from tests.helpers import eventually
@@ -88,3 +90,23 @@ def test_a_long_transcript_keeps_its_start_and_its_end() -> None:
     text = transcript_text(lines, limit=10_000)
     assert text.startswith("Ann: line 0 ") and "line 9999" in text
     assert "left out" in text and len(text) < 10_100
+
+
+async def test_when_the_model_fails_the_notes_say_so_and_point_to_the_transcript(
+    tmp_path: Path,
+) -> None:
+    store = MeetingStore(tmp_path / "meetings")
+    meeting = over(store)
+    store.append_lines(meeting.id, [Line("Ann", "The budget is approved", 1.0)])
+    asked: list[str] = []
+
+    async def failing(system: str, text: str) -> str:
+        asked.append(text)
+        raise ProviderError("overloaded", "the provider is overloaded")
+
+    done = await write_notes(store, meeting, failing)
+    notes = (store.dir_of(meeting.id) / "notes.md").read_text(encoding="utf-8")
+    assert "could not be written" in notes and f"meeting_transcript id {meeting.id}" in notes
+    assert done.notes and len(asked) == 1
+    assert "Ann: The budget is approved" in asked[0]
+    assert await write_notes(store, done, failing) == done and len(asked) == 1  # once
