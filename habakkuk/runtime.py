@@ -51,7 +51,7 @@ from habakkuk.services.schedules import build_schedules
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
-from habakkuk.services.toolset import ToolServices, browser_fleet, build_tools, chats_run
+from habakkuk.services.toolset import ToolServices, browser_fleet, build_tools, chats_run, meetings
 from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.services.voice import Voice
@@ -183,6 +183,7 @@ class Runtime:
                 env=self.env,
                 nodes=self.devices,
                 browsers=self.browsers,
+                meetings=meetings(home.root, self.queue),  # attended by serve (work/wiring.py)
             ),
         )
         self.tools.hooks = self.hooks

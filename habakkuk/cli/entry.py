@@ -75,6 +75,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
         "restore the workspace (or one path) to a checkpoint",
         None,
     ),
+    "meetings": ("habakkuk.cli.meetings", "meetings attended as a guest: list, leave ID", None),
     "board": ("habakkuk.cli.board", "cards of work handed to agents: add, list, assign", None),
     "memory": ("habakkuk.cli.memory", "an agent's notes, their history and the index", None),
     "plugins": ("habakkuk.cli.plugins", "install, enable and remove plugins", None),

@@ -16,9 +16,9 @@ from typing import Any
 DEFAULT_TOOLSETS = ("core", "media", "memory", "skills", "schedule", "delegate", "board")
 # Offered only to an agent whose `toolsets:` names them: they act on the world outside the
 # computer (homeassistant: the house, per spec 000 "Home Assistant"; browser: the web as a
-# person clicks it; a2a: other agents), or on the computer's desktop (computer: mouse,
-# keyboard, screen; computer-open: starting apps on it).
-OPT_IN_TOOLSETS = ("homeassistant", "browser", "a2a", "computer", "computer-open")
+# person clicks it; a2a: other agents; meeting: calls attended as a guest), or on the
+# computer's desktop (computer: mouse, keyboard, screen; computer-open: starting apps on it).
+OPT_IN_TOOLSETS = ("homeassistant", "browser", "a2a", "meeting", "computer", "computer-open")
 KNOWN_TOOLSETS = DEFAULT_TOOLSETS + OPT_IN_TOOLSETS
 MCP_PREFIX = "mcp:"
 

@@ -18,11 +18,13 @@ if TYPE_CHECKING:
     from habakkuk.channels.service import ChannelService
     from habakkuk.engine.config import Config
     from habakkuk.engine.home import Environment
+    from habakkuk.engine.jobs import JobQueue
     from habakkuk.knowledge.memory_types import MemoryAccess
     from habakkuk.knowledge.skills.types import SkillsAccess
     from habakkuk.protocols.nodes.hub import NodeHub
     from habakkuk.services.usage import UsageLedger
     from habakkuk.tools.browser.fleet import BrowserFleet
+    from habakkuk.tools.meeting.desk import MeetingDesk
     from habakkuk.tools.process_tools import Started
     from habakkuk.tools.processes import ProcessManager
     from habakkuk.work.board_types import BoardAccess
@@ -53,6 +55,8 @@ class ToolServices:
     # The agents' browsers (the browser toolset, closed with the registry); None: no agent
     # lists the toolset, so it is not offered (and nothing of it is imported).
     browsers: BrowserFleet | None = None
+    # The home's meetings (the meeting toolset); None: its calls say it is unavailable.
+    meetings: MeetingDesk | None = None
 
 
 def chats_run(config: Config) -> bool:
@@ -160,6 +164,11 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
         from habakkuk.tools.computer import register_computer
 
         register_computer(registry, config)
+    if listed(config, "meeting"):
+        from habakkuk.tools.meeting.tools import meeting_tools
+
+        for tool in meeting_tools(services.meetings, services.channels):
+            registry.register(tool, "meeting")
     if chats_run(config):
         from habakkuk.channels.service import register_tools
 
@@ -170,6 +179,13 @@ def build_tools(config: Config, services: ToolServices) -> ToolRegistry:
 def listed(config: Config, *toolsets: str) -> bool:
     """Does any agent list one of `toolsets` (an opt-in toolset is offered only then)?"""
     return any(name in agent.toolsets for agent in config.agents.values() for name in toolsets)
+
+
+def meetings(root: Path, queue: JobQueue) -> MeetingDesk:
+    """The home's meetings, as the meeting toolset records and queues them."""
+    from habakkuk.tools.meeting.desk import MeetingDesk
+
+    return MeetingDesk(root, queue)
 
 
 def browser_fleet(root: Path, config: Config) -> BrowserFleet | None:

@@ -41,7 +41,7 @@ class WorkRuns:
     ):
         """`scripts`: this process serves the home, so it runs script slots too (they
         run at most once: a process that stops when its own turn is done must not take
-        one)."""
+        one) and attends meetings (a job of hours)."""
         self._schedules = ScheduleRuns(host, on_finished=on_finished, scripts=scripts)
         # Cards run on the chat turns' loop (each card job is the assignee's turn).
         self._cards = BoardRuns(host, runner, on_finished=on_finished)
@@ -54,6 +54,10 @@ class WorkRuns:
             self._cards.pool,
             self._subturns.pool,
         ]
+        if scripts:  # meetings too are attended only by the serving process
+            from habakkuk.work.meeting_runs import meeting_pool_of
+
+            self.pools.append(meeting_pool_of(host, runner.deps.router, on_finished))
 
     def start_loops(self, *, maintenance: bool) -> list[asyncio.Task[None]]:
         """Start the watchers once the pools run: the schedule runs' deliveries, the
