@@ -10,6 +10,7 @@ import pytest
 from tests.channels.fake_irc import FakeIrc
 from tests.channels.fake_ntfy import FakeNtfy
 from tests.channels.fake_telegram import FakeTelegram
+from tests.channels.fake_twilio import FakeTwilio, SmsDriver
 from tests.channels.irc_driver import IrcDriver
 from tests.channels.ngircd_server import IrcPerson, Ngircd, running_ngircd
 from tests.channels.ntfy_driver import NtfyDriver
@@ -68,3 +69,17 @@ async def ntfy() -> AsyncIterator[FakeNtfy]:
 def ntfy_driver(ntfy: FakeNtfy) -> PlatformDriver:
     """The person on the fake ntfy (an NtfyDriver)."""
     return NtfyDriver(ntfy)
+
+
+@pytest.fixture
+async def fake_twilio() -> AsyncIterator[FakeTwilio]:
+    """The fake Twilio (REST API and signed webhooks) on a loopback port."""
+    async with FakeTwilio() as fake:
+        yield fake
+
+
+@pytest.fixture
+def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
+    """Alice texting the bot's number through the fake Twilio (an SmsDriver); the table
+    points the fake's webhook at the runtime's HTTP server."""
+    return SmsDriver(fake_twilio)

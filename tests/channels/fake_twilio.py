@@ -218,6 +218,10 @@ class SmsDriver:
         )
         assert status == 200, (status, said)
 
+    def called_at(self, url: str) -> None:
+        """The number's "A message comes in" webhook now points at `url`."""
+        self.twilio.webhook_url = url
+
     async def press(self, label: str) -> None:
         raise AssertionError("SMS has no buttons")
 
@@ -225,6 +229,7 @@ class SmsDriver:
         return [sent.body for sent in self.twilio.sent if sent.to == ALICE and sent.body]
 
     def files(self) -> list[tuple[str, bytes]]:
+        # An MMS carries no file name: each is its media's type and bytes.
         return [
             (media_type, data)
             for sent in self.twilio.sent

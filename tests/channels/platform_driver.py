@@ -9,7 +9,7 @@ approval, a file each way) through every driver.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class PlatformDriver(Protocol):
@@ -46,4 +46,14 @@ class PlatformDriver(Protocol):
 
     def files(self) -> list[tuple[str, bytes]]:
         """Every file the bot sent to the person: (name, bytes), oldest first."""
+        ...
+
+
+@runtime_checkable
+class WebhookDriver(Protocol):
+    """A driver whose platform calls the bot (SMS through Twilio): the table starts the
+    runtime's HTTP server on a free loopback port and points the fake at it."""
+
+    def called_at(self, url: str) -> None:
+        """The fake platform now calls `url` (`/channels/<account>` on our server)."""
         ...
