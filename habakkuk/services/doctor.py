@@ -104,8 +104,13 @@ async def run_checks(home: Home) -> list[Check]:
 PROVIDER_EXTRAS = {"litellm": ("litellm", "litellm")}
 
 
+# Opt-in toolsets whose library is an extra: toolset -> (its module, the extra).
+TOOLSET_EXTRAS = {"a2a": ("a2a", "a2a")}
+
+
 def _extra_checks(config: Config) -> list[Check]:
-    """A provider whose library is not installed fails at its first call: say so now."""
+    """A provider or a toolset whose library is not installed fails at its first call:
+    say so now."""
     import importlib.util
 
     checks = []
@@ -125,6 +130,11 @@ def _extra_checks(config: Config) -> list[Check]:
             )
         else:
             checks.append(Check("ok", f"provider {name}", t("cli.doctor.installed", module=module)))
+    for toolset, (module, extra) in TOOLSET_EXTRAS.items():
+        users = sorted(name for name, agent in config.agents.items() if toolset in agent.toolsets)
+        if users and importlib.util.find_spec(module) is None:
+            said = t("cli.doctor.toolset_extra_missing", toolset=toolset, extra=extra)
+            checks.append(Check("FAIL", f"toolset {toolset}", f"{said} ({', '.join(users)})"))
     return checks
 
 
