@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from habakkuk.engine.config import ModelRef
 from habakkuk.engine.jobs import JobQueue, Lease, payload_of
 from habakkuk.engine.llm.router import Caller, Router
 from habakkuk.engine.llm.types import Message, ModelRequest
@@ -79,7 +80,9 @@ class MeetingRunner:
                 max_tokens=NOTES_MAX_TOKENS,
             )
             caller = Caller(agent.name, meeting.session, "meeting_notes")
-            result = await self.router.complete(agent.chain, request, caller=caller)
+            model = self.config.meeting.summary_model  # checked by the config
+            chain = [ModelRef.parse(model)] if model else agent.chain
+            result = await self.router.complete(chain, request, caller=caller)
             return result.message.text
 
         return ask
@@ -128,11 +131,27 @@ def dedicated_launcher(config: Config, home: Path) -> Launcher:
     return launch
 
 
+def attend_settings(config: Config) -> AttendSettings:
+    """The attendance's timings and greeting from the config's `meeting:` section."""
+    section = config.meeting
+    return AttendSettings(
+        lobby_timeout=section.lobby_seconds,
+        alone_timeout=section.alone_seconds,
+        announce=section.announce,
+    )
+
+
 def meeting_pool_of(host: WorkHost, router: Router, on_finished: FinishedCallback) -> Pool:
     """The serving process's meeting pool, wired to the runtime `host`."""
-    desk = MeetingDesk(host.home.root, host.queue)
+    section = host.config.meeting
+    desk = MeetingDesk(
+        host.home.root,
+        host.queue,
+        default_limit=section.duration_seconds,
+        max_duration=section.max_seconds,
+    )
     launcher = dedicated_launcher(host.config, host.home.root)
-    attendance = Attendance(desk.store, launcher, AttendSettings())
+    attendance = Attendance(desk.store, launcher, attend_settings(host.config))
 
     def outbox() -> TextOutbox:
         return host.outbox
