@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from habakkuk.engine.config import ModelRef
+from habakkuk.engine.errors import LeaseLost
 from habakkuk.engine.jobs import JobQueue, Lease, payload_of
 from habakkuk.engine.llm.router import Caller, Router
 from habakkuk.engine.llm.types import Message, ModelRequest
@@ -25,7 +26,7 @@ from habakkuk.tools.meeting.attend import Attendance, AttendSettings, Launcher
 from habakkuk.tools.meeting.desk import MeetingDesk
 from habakkuk.tools.meeting.kind import MEETING_KIND, MEETING_WORKERS, MEETINGS, delivery_id_of
 from habakkuk.tools.meeting.notes import read_notes, write_notes
-from habakkuk.tools.meeting.record import FINAL, Meeting
+from habakkuk.tools.meeting.record import FAILED, FINAL, Meeting
 from habakkuk.work.ports import WorkHost
 
 if TYPE_CHECKING:
@@ -63,7 +64,15 @@ class MeetingRunner:
         if meeting is None:
             raise PermanentJobError(f"meeting {run.meeting} has no record")
         if meeting.state not in FINAL:
-            meeting = await self.attendance.attend(meeting)
+            try:
+                meeting = await self.attendance.attend(meeting)
+            except LeaseLost:
+                raise
+            except Exception as exc:  # e.g. no browser starts: retried, then notes say why
+                if lease.job.attempts < lease.job.max_attempts:
+                    raise
+                log.warning("meeting %s failed for good: %s", meeting.id, exc)
+                meeting = self.desk.store.update(meeting, state=FAILED, reason=str(exc))
         meeting = await write_notes(self.desk.store, meeting, self._asker(meeting))
         if not meeting.delivered:
             await self._send(meeting)
