@@ -183,7 +183,7 @@ class Runtime:
                 env=self.env,
                 nodes=self.devices,
                 browsers=self.browsers,
-                meetings=meetings(home.root, self.queue),  # attended by serve (work/wiring.py)
+                meetings=meetings(home.root, self.queue, config),  # attended by serve
             ),
         )
         self.tools.hooks = self.hooks

@@ -28,6 +28,7 @@ from .home import Home
 from .homeassistant_config import HomeAssistantConfig, resolve_homeassistant
 from .hook_events import HookEvent  # the events the code fires: the only ones accepted
 from .logging_config import LoggingConfig, resolve_logging
+from .meeting_config import MeetingConfig, resolve_meeting
 from .presets import PRESETS, LoginKind, ProviderType
 from .realtime_config import RealtimeConfig, resolve_realtime
 from .sandbox_config import DockerConfig, SandboxKind, SshConfig, resolve_sandbox
@@ -564,6 +565,7 @@ class Config:
     board: BoardConfig = field(default_factory=BoardConfig)
     delegation: DelegationConfig = field(default_factory=DelegationConfig)
     talk: TalkConfig = field(default_factory=TalkConfig)
+    meeting: MeetingConfig = field(default_factory=MeetingConfig)
     images: ImagesConfig | None = None
     video: VideoConfig | None = None
     search: SearchConfig | None = None
@@ -859,6 +861,9 @@ def _resolve(config: Config, home: Home) -> None:
     _resolve_memory(config, config.memory)
     _resolve_skills(config, config.skills)
     resolve_talk(config.talk, config.path)
+    resolve_meeting(
+        config.meeting, config.path, config.providers, lambda text: ModelRef.parse(text).provider
+    )
     if config.http is not None:
         _resolve_http(config, config.http)
     _resolve_channels(config)

@@ -181,11 +181,15 @@ def listed(config: Config, *toolsets: str) -> bool:
     return any(name in agent.toolsets for agent in config.agents.values() for name in toolsets)
 
 
-def meetings(root: Path, queue: JobQueue) -> MeetingDesk:
-    """The home's meetings, as the meeting toolset records and queues them."""
+def meetings(root: Path, queue: JobQueue, config: Config) -> MeetingDesk:
+    """The home's meetings, as the meeting toolset records and queues them (limits from
+    the config's `meeting:` section)."""
     from habakkuk.tools.meeting.desk import MeetingDesk
 
-    return MeetingDesk(root, queue)
+    section = config.meeting
+    return MeetingDesk(
+        root, queue, default_limit=section.duration_seconds, max_duration=section.max_seconds
+    )
 
 
 def browser_fleet(root: Path, config: Config) -> BrowserFleet | None:

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from habakkuk.engine.config import ModelRef
+from habakkuk.engine.errors import LeaseLost
 from habakkuk.engine.jobs import JobQueue, Lease, payload_of
 from habakkuk.engine.llm.router import Caller, Router
 from habakkuk.engine.llm.types import Message, ModelRequest
@@ -24,7 +26,7 @@ from habakkuk.tools.meeting.attend import Attendance, AttendSettings, Launcher
 from habakkuk.tools.meeting.desk import MeetingDesk
 from habakkuk.tools.meeting.kind import MEETING_KIND, MEETING_WORKERS, MEETINGS, delivery_id_of
 from habakkuk.tools.meeting.notes import read_notes, write_notes
-from habakkuk.tools.meeting.record import FINAL, Meeting
+from habakkuk.tools.meeting.record import FAILED, FINAL, Meeting
 from habakkuk.work.ports import WorkHost
 
 if TYPE_CHECKING:
@@ -62,7 +64,15 @@ class MeetingRunner:
         if meeting is None:
             raise PermanentJobError(f"meeting {run.meeting} has no record")
         if meeting.state not in FINAL:
-            meeting = await self.attendance.attend(meeting)
+            try:
+                meeting = await self.attendance.attend(meeting)
+            except LeaseLost:
+                raise
+            except Exception as exc:  # e.g. no browser starts: retried, then notes say why
+                if lease.job.attempts < lease.job.max_attempts:
+                    raise
+                log.warning("meeting %s failed for good: %s", meeting.id, exc)
+                meeting = self.desk.store.update(meeting, state=FAILED, reason=str(exc))
         meeting = await write_notes(self.desk.store, meeting, self._asker(meeting))
         if not meeting.delivered:
             await self._send(meeting)
@@ -79,7 +89,9 @@ class MeetingRunner:
                 max_tokens=NOTES_MAX_TOKENS,
             )
             caller = Caller(agent.name, meeting.session, "meeting_notes")
-            result = await self.router.complete(agent.chain, request, caller=caller)
+            model = self.config.meeting.summary_model  # checked by the config
+            chain = [ModelRef.parse(model)] if model else agent.chain
+            result = await self.router.complete(chain, request, caller=caller)
             return result.message.text
 
         return ask
@@ -128,11 +140,27 @@ def dedicated_launcher(config: Config, home: Path) -> Launcher:
     return launch
 
 
+def attend_settings(config: Config) -> AttendSettings:
+    """The attendance's timings and greeting from the config's `meeting:` section."""
+    section = config.meeting
+    return AttendSettings(
+        lobby_timeout=section.lobby_seconds,
+        alone_timeout=section.alone_seconds,
+        announce=section.announce,
+    )
+
+
 def meeting_pool_of(host: WorkHost, router: Router, on_finished: FinishedCallback) -> Pool:
     """The serving process's meeting pool, wired to the runtime `host`."""
-    desk = MeetingDesk(host.home.root, host.queue)
+    section = host.config.meeting
+    desk = MeetingDesk(
+        host.home.root,
+        host.queue,
+        default_limit=section.duration_seconds,
+        max_duration=section.max_seconds,
+    )
     launcher = dedicated_launcher(host.config, host.home.root)
-    attendance = Attendance(desk.store, launcher, AttendSettings())
+    attendance = Attendance(desk.store, launcher, attend_settings(host.config))
 
     def outbox() -> TextOutbox:
         return host.outbox

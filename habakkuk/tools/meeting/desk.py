@@ -14,7 +14,8 @@ from .kind import MEETING_KIND, MeetingRun, job_id_of
 from .links import MeetingLink
 from .record import FINAL, Meeting, MeetingStore
 
-MAX_DURATION = 3 * 3600.0  # the cap on any attendance's time in the call
+MAX_DURATION = 3 * 3600.0  # the cap on any attendance's time in the call (meeting.max_duration)
+MIN_DURATION = 60.0
 ATTEMPTS = 3  # an attendance whose process died is resumed this many times in all
 
 
@@ -28,16 +29,31 @@ class JoinRequest:
     origin: str
     session: str
     cause: str  # the turn and call that asked (the meeting's id derives from it)
-    duration_limit: float = MAX_DURATION
+    duration_limit: float | None = None  # None: the desk's default (meeting.duration_limit)
     notes_prompt: str = ""
 
 
 class MeetingDesk:
     """A home's meetings (`home`/meetings) and the queue their jobs go to."""
 
-    def __init__(self, home: Path, queue: JobQueue | None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        queue: JobQueue | None,
+        *,
+        default_limit: float = MAX_DURATION,
+        max_duration: float = MAX_DURATION,
+    ) -> None:
         self.store = MeetingStore(home / "meetings")
         self.queue = queue
+        self.max_duration = max_duration  # the cap on any request
+        self.default_limit = min(default_limit, max_duration)  # when a request names none
+
+    def limit_of(self, request: JoinRequest) -> float:
+        """The seconds `request` may stay in its call: its own limit, else the default,
+        within one minute and max_duration."""
+        asked = self.default_limit if request.duration_limit is None else request.duration_limit
+        return max(MIN_DURATION, min(asked, self.max_duration))
 
     async def join(self, request: JoinRequest) -> tuple[Meeting, bool]:
         """Record the meeting and queue its attendance; (the meeting, True when new). The
@@ -52,7 +68,7 @@ class MeetingDesk:
             origin=request.origin,
             session=request.session,
             created=time.time(),
-            duration_limit=max(60.0, min(request.duration_limit, MAX_DURATION)),
+            duration_limit=self.limit_of(request),
             notes_prompt=request.notes_prompt,
         )
         new = self.store.create(meeting)

@@ -15,7 +15,7 @@ from habakkuk.engine.outbox_access import TurnChats
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
 
-from .desk import MAX_DURATION, JoinRequest, MeetingDesk
+from .desk import JoinRequest, MeetingDesk
 from .links import NotAMeeting, normalise
 from .record import Meeting
 
@@ -76,7 +76,7 @@ class MeetingJoin(MeetingTool):
         "properties": {
             "url": {"type": "string", "minLength": 8, "maxLength": 2000},
             "name": {"type": "string", "minLength": 1, "maxLength": 60},
-            "duration_minutes": {"type": "number", "minimum": 1, "maximum": MAX_DURATION / 60},
+            "duration_minutes": {"type": "number", "minimum": 1},
             "notes_prompt": {"type": "string", "maxLength": 4000},
         },
         "required": ["url"],
@@ -97,7 +97,7 @@ class MeetingJoin(MeetingTool):
             raise ToolError(f"{self.name}: {exc}") from None
         found = self.chats()
         origin = "" if found is None else await found.chat_of(ctx.turn, ctx.session) or ""
-        minutes = float(args.get("duration_minutes") or MAX_DURATION / 60)
+        minutes = args.get("duration_minutes")  # none: the config's duration_limit
         request = JoinRequest(
             link=link,
             agent=ctx.agent,
@@ -105,7 +105,7 @@ class MeetingJoin(MeetingTool):
             origin=origin,
             session=ctx.session,
             cause=f"{ctx.turn}:{ctx.call_id}",
-            duration_limit=minutes * 60,
+            duration_limit=None if not minutes else float(minutes) * 60,
             notes_prompt=str(args.get("notes_prompt") or ""),
         )
         meeting, new = await desk.join(request)

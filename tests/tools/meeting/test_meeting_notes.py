@@ -4,13 +4,14 @@ and sent once to the asking chat (a delivery job whose id derives from the meeti
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from habakkuk.engine.llm.provider import ProviderError
 from habakkuk.tools.meeting.kind import MEETING_KIND, MeetingRun, delivery_id_of, job_id_of
 from habakkuk.tools.meeting.notes import transcript_text, write_notes
-from habakkuk.tools.meeting.record import LEFT, Line, Meeting, MeetingStore
+from habakkuk.tools.meeting.record import FAILED, LEFT, QUEUED, Line, Meeting, MeetingStore
 from tests.conftest import mock_config
 from tests.helpers import eventually
 
@@ -110,3 +111,30 @@ async def test_when_the_model_fails_the_notes_say_so_and_point_to_the_transcript
     assert done.notes and len(asked) == 1
     assert "Ann: The budget is approved" in asked[0]
     assert await write_notes(store, done, failing) == done and len(asked) == 1  # once
+
+
+async def test_an_attendance_whose_browser_never_starts_sends_notes_saying_why_once(
+    runtime_factory: Any,
+) -> None:
+    extra = "browser:\n  binary: /nonexistent/chromium\n"
+    runtime = await runtime_factory(mock_config(SCRIPT, extra=extra))
+    store = MeetingStore(runtime.home.root / "meetings")
+    meeting = replace(over(store, joined=False), id="mtg_00000000000000cc", state=QUEUED)
+    store.create(meeting)
+    runtime.start_workers(maintenance=True)
+    await runtime.queue.enqueue(
+        job_id_of(meeting.id), MEETING_KIND, MeetingRun(meeting.id), max_attempts=1
+    )
+    await eventually(
+        lambda: (store.get(meeting.id) or meeting).delivered, what="the notes delivered"
+    )
+    done = store.get(meeting.id)
+    assert done is not None and (done.state, done.reason) == (
+        FAILED,
+        "no browser found: install chromium, or set browser.binary",
+    )
+    notes = (store.dir_of(meeting.id) / "notes.md").read_text(encoding="utf-8")
+    assert "did not get into the meeting: no browser found" in notes
+    delivery = await runtime.queue.get(delivery_id_of(meeting.id))
+    assert delivery is not None and "no browser found" in str(delivery.payload)
+    assert await _finished(runtime, job_id_of(meeting.id))
