@@ -106,6 +106,10 @@ class Bench:
     ctx: ToolContext
     settings: ComputerConfig
     calls: int = 0
+    # The programs a test started on the desk (xev): ended and reaped with the bench, so
+    # no process or pipe outlives its test (an unreaped one warns in a later test).
+    spawned: list[asyncio.subprocess.Process] = field(default_factory=list)
+    readers: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def call(self, name: str, **args: object) -> CallResult:
         self.calls += 1
@@ -128,13 +132,14 @@ class Bench:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env,
         )  # fmt: skip
         xev = Xev(process)
+        self.spawned.append(process)
 
         async def read() -> None:
             assert process.stdout is not None
             async for line in process.stdout:
                 xev.lines.append(line.decode("utf-8", "replace").strip())
 
-        asyncio.get_running_loop().create_task(read())
+        self.readers.append(asyncio.get_running_loop().create_task(read()))
         await eventually(lambda: self.window("Event Tester"), what="xev's window")
         return xev
 
@@ -164,7 +169,13 @@ async def bench(ctx: ToolContext, settings: ComputerConfig) -> AsyncIterator[Ben
         tools.register(tool, "computer")
     tools.register(open_tool(desktops, lambda agent: settings), "computer-open")
     tools.on_close(desktops.close)
+    made = Bench(tools, desktops, ctx, settings)
     try:
-        yield Bench(tools, desktops, ctx, settings)
+        yield made
     finally:
+        for process in made.spawned:
+            if process.returncode is None:
+                process.kill()
+            await process.wait()
+        await asyncio.gather(*made.readers, return_exceptions=True)
         await tools.close()
