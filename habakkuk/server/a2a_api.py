@@ -47,6 +47,7 @@ class A2AServing:
     token: str | None
     tasks: A2ATasks
     version: str
+    send_wait: float  # a2a.send_wait: how long a blocking send holds its request
 
     def token_matches(self, given: str) -> bool:
         """True when `Authorization` carries the A2A token (constant time)."""
@@ -213,7 +214,10 @@ async def _call(
         incoming = wire.read_send(params, version)
         agent = _agent_for(serving, endpoint, incoming.agent)
         record = await tasks.start(incoming, agent)
-        view = await (tasks.wait(record) if incoming.wait else tasks.view(record))
+        if incoming.wait:
+            view = await tasks.wait(record, serving.send_wait)
+        else:
+            view = await tasks.view(record)
         return wire.send_result(version, view, incoming.history_length)
     if op == "get":
         record = await tasks.record(wire.read_task_id(params))
@@ -229,6 +233,10 @@ async def _call(
     if op == "push":
         raise RpcError(wire.PUSH_NOT_SUPPORTED, "push notifications are not supported")
     if op == "card":
+        if version == "1.0":  # the card declares no capabilities.extendedAgentCard
+            raise RpcError(
+                wire.UNSUPPORTED_OPERATION, "this agent does not support an extended agent card"
+            )
         raise RpcError(
             wire.EXTENDED_CARD_NOT_CONFIGURED, "this agent has no authenticated extended card"
         )
@@ -280,6 +288,7 @@ def setup(app: web.Application, server: Served) -> None:
         token=token,
         tasks=A2ATasks(server),
         version=str(__version__),
+        send_wait=config.a2a.send_wait_seconds,
     )
     app.router.add_get(CARD_PATH, home_card)
     app.router.add_get(PREFIX + CARD_PATH, home_card)  # beside its endpoint, as clients look

@@ -122,6 +122,7 @@ class Incoming:
     agent: str | None  # message or request metadata.agent
     wait: bool  # blocking (0.3) / not returnImmediately (1.0)
     history_length: int | None
+    task_id: str | None = None  # the task the message says it continues (refused)
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -156,11 +157,6 @@ def read_send(params: Any, version: Version) -> Incoming:
     message = _object(params.get("message"), "params.message")
     message_id = _string(message, "messageId", "message", required=True)
     assert message_id is not None
-    if _string(message, "taskId", "message") is not None:
-        raise RpcError(
-            UNSUPPORTED_OPERATION,
-            "a message may not name a taskId: Habakkuk's tasks never wait for input",
-        )
     role = message.get("role")
     user_roles = ("user", "ROLE_USER") if version == "0.3" else ("ROLE_USER", "user")
     if role not in user_roles:
@@ -188,6 +184,7 @@ def read_send(params: Any, version: Version) -> Incoming:
         agent=agent,
         wait=wait,
         history_length=_history_length(config),
+        task_id=_string(message, "taskId", "message"),
     )
 
 
