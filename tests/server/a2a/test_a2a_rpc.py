@@ -142,6 +142,7 @@ async def test_a_loopback_server_without_a_token_asks_none(serve: Any) -> None:
         (_rpc("GetTask", {}), -32602),
         (_rpc("CancelTask", {"id": "no-such-task"}), -32001),
         (_rpc("tasks/pushNotificationConfig/set", {"taskId": "t"}), -32003),
+        (_rpc("CreateTaskPushNotificationConfig", {"taskId": "t"}), -32003),
         (_rpc("GetExtendedAgentCard", {}), -32004),
         (_rpc("ListTasks", {"pageSize": 0}), -32602),
         (_rpc("ListTasks", {"status": "TASK_STATE_SLEEPY"}), -32602),
