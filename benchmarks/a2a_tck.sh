@@ -58,7 +58,7 @@ if [ -z "${TCK_PYTHON:-}" ]; then
     if [ ! -x "$VENV/bin/python" ]; then
         git clone -q "$TCK_REPO" "$WORK/tck-deps"
         "$PYTHON" -m venv "$VENV"
-        "$VENV/bin/pip" install -q -e "$WORK/tck-deps"
+        "$VENV/bin/pip" install -q "$WORK/tck-deps"  # its dependencies (run_tck.py runs from a clone)
     fi
     TCK_PYTHON=$VENV/bin/python
 fi
