@@ -293,6 +293,9 @@ def setup(app: web.Application, server: Served) -> None:
     app.router.add_get(CARD_PATH, home_card)
     app.router.add_get(PREFIX + CARD_PATH, home_card)  # beside its endpoint, as clients look
     app.router.add_post(PREFIX, rpc_home)
+    # A client whose HTTP library joins "/" to the endpoint's URL (httpx's base_url does)
+    # posts to /a2a/: the same endpoint.
+    app.router.add_post(PREFIX + "/", rpc_home)
     app.router.add_get(PREFIX + "/{agent}", agent_card)
     app.router.add_get(PREFIX + "/{agent}" + CARD_PATH, agent_card)
     app.router.add_post(PREFIX + "/{agent}", rpc_agent)

@@ -2,7 +2,8 @@
 
 a blocking send bounded by a2a.send_wait (the task answers still working, then reads,
 lists and cancels as a live task), a message naming a task (-32001 unknown, -32004
-finished or running), and the extended card of each version (1.0 -32004, 0.3 -32007).
+finished or running), the extended card of each version (1.0 -32004, 0.3 -32007), and
+/a2a/ as /a2a (a client library that joins "/" to the endpoint posts there).
 """
 
 from __future__ import annotations
@@ -133,3 +134,15 @@ def test_send_wait_defaults_to_five_minutes_and_a_bad_one_names_its_line(tmp_pat
         text = a2a_config(extra="  send_wait: soon\n") + "http: {}\n"
         parse_config(text, home.config_path, home)
     assert "a2a.send_wait" in str(raised.value) and "soon" in str(raised.value)
+
+
+async def test_the_endpoint_with_a_trailing_slash_is_the_same_endpoint(serve: Any) -> None:
+    served = await serve(a2a_config())
+    async with served.client.post(
+        served.url + "/a2a/", json=_send_v1("hello", "m-slash"), headers=served.auth()
+    ) as response:
+        assert response.status == 200
+        answer = await response.json()
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    async with served.client.post(served.url + "/a2a/", json=_rpc("GetTask", {"id": "x"})) as bare:
+        assert bare.status == 401  # the token is asked there too
