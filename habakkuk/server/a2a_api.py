@@ -137,6 +137,18 @@ async def rpc_agent(request: web.Request) -> web.StreamResponse:
     return await _rpc(request, _agent_of_path(request))
 
 
+def http_error_body(request: web.Request, status: int, message: str) -> dict[str, Any]:
+    """The JSON-RPC error answering a POST to /a2a that failed before its call was read
+    (the server's checks: content type, body size and deadline, ...): a client of a
+    JSON-RPC endpoint reads `error` as an object. A wrong Content-Type is -32005."""
+    if status == 415:
+        code = wire.CONTENT_TYPE_NOT_SUPPORTED
+    else:
+        code = wire.INVALID_REQUEST if status < 500 else wire.INTERNAL_ERROR
+    version = _card_version(request)
+    return wire.failure(None, RpcError(code, message), version)
+
+
 def _unauthorized() -> web.Response:
     error = RpcError(wire.INVALID_REQUEST, "missing or wrong bearer token")
     return json_response(wire.failure(None, error), 401, {"WWW-Authenticate": "Bearer"})
@@ -148,6 +160,7 @@ async def _rpc(request: web.Request, agent: str | None) -> web.StreamResponse:
         return _unauthorized()
     raw = await read_body(request, JSON_LIMIT)
     request_id: Any = None
+    version: Version | None = None  # the method's, once known (it shapes the errors)
     try:
         body = _parse(raw)
         request_id = _id_of(body)
@@ -159,7 +172,7 @@ async def _rpc(request: web.Request, agent: str | None) -> web.StreamResponse:
         result = await _call(serving, agent, version, op, params)
         return json_response(wire.answer(request_id, result))
     except RpcError as exc:
-        return json_response(wire.failure(request_id, exc))
+        return json_response(wire.failure(request_id, exc, version))
 
 
 def _parse(raw: bytes) -> dict[str, Any]:

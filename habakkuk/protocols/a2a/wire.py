@@ -59,6 +59,21 @@ CONTENT_TYPE_NOT_SUPPORTED = -32005
 EXTENDED_CARD_NOT_CONFIGURED = -32007
 VERSION_NOT_SUPPORTED = -32009
 
+# 1.0: an A2A error (not a JSON-RPC one) carries a google.rpc.ErrorInfo in its data,
+# its reason the error type in UPPER_SNAKE_CASE (specification §9.5, "A2A Error
+# Representation"; the a2a-sdk's A2A_ERROR_MAPPING spells them the same).
+ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
+ERROR_DOMAIN = "a2a-protocol.org"
+ERROR_REASONS = {
+    TASK_NOT_FOUND: "TASK_NOT_FOUND",
+    TASK_NOT_CANCELABLE: "TASK_NOT_CANCELABLE",
+    PUSH_NOT_SUPPORTED: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    UNSUPPORTED_OPERATION: "UNSUPPORTED_OPERATION",
+    CONTENT_TYPE_NOT_SUPPORTED: "CONTENT_TYPE_NOT_SUPPORTED",
+    EXTENDED_CARD_NOT_CONFIGURED: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+    VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED",
+}
+
 VERSION_HEADER = "A2A-Version"
 TEXT_MEDIA = ("text/", "application/json", "application/xml", "application/yaml")
 MAX_INLINE_TEXT = 1024 * 1024
@@ -501,6 +516,10 @@ def answer(request_id: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
-def failure(request_id: Any, error: RpcError) -> dict[str, Any]:
-    """A JSON-RPC error answer."""
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.body()}
+def failure(request_id: Any, error: RpcError, version: Version | None = None) -> dict[str, Any]:
+    """A JSON-RPC error answer; in 1.0 an A2A error's data is its ErrorInfo."""
+    body = error.body()
+    reason = ERROR_REASONS.get(error.code)
+    if version == "1.0" and reason is not None and error.data is None:
+        body["data"] = [{"@type": ERROR_INFO_TYPE, "reason": reason, "domain": ERROR_DOMAIN}]
+    return {"jsonrpc": "2.0", "id": request_id, "error": body}

@@ -2,8 +2,10 @@
 
 a blocking send bounded by a2a.send_wait (the task answers still working, then reads,
 lists and cancels as a live task), a message naming a task (-32001 unknown, -32004
-finished or running), the extended card of each version (1.0 -32004, 0.3 -32007), and
-/a2a/ as /a2a (a client library that joins "/" to the endpoint posts there).
+finished or running), the extended card of each version (1.0 -32004, 0.3 -32007),
+/a2a/ as /a2a (a client library that joins "/" to the endpoint posts there), and the
+ErrorInfo a 1.0 A2A error carries in its data, and a JSON-RPC error (-32005) for a POST
+the server refuses before reading it (a wrong Content-Type).
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from a2a.types.a2a_pb2 import GetTaskRequest
+from a2a.utils.errors import TaskNotFoundError
 
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.errors import ConfigError
 from habakkuk.engine.home import Home
 from tests.helpers import eventually
-from tests.server.a2a.helpers import a2a_config
+from tests.server.a2a.helpers import a2a_config, sdk_client
 
 WAIT = "  send_wait: 200ms\n"
 
@@ -146,3 +150,48 @@ async def test_the_endpoint_with_a_trailing_slash_is_the_same_endpoint(serve: An
     assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     async with served.client.post(served.url + "/a2a/", json=_rpc("GetTask", {"id": "x"})) as bare:
         assert bare.status == 401  # the token is asked there too
+
+
+async def test_a_1_0_error_carries_its_error_info_and_a_0_3_one_does_not(serve: Any) -> None:
+    served = await serve(a2a_config())
+    v1 = await _post(served, _rpc("GetTask", {"id": "no-such-task"}))
+    assert v1["error"]["code"] == -32001
+    assert v1["error"]["data"] == [
+        {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "TASK_NOT_FOUND",
+            "domain": "a2a-protocol.org",
+        }
+    ]
+    refused = await _post(served, _rpc("CancelTask", {"id": "no-such-task"}))
+    assert refused["error"]["data"][0]["reason"] == "TASK_NOT_FOUND"
+    v03 = await _post(served, _rpc("tasks/get", {"id": "no-such-task"}))
+    assert v03["error"]["code"] == -32001 and "data" not in v03["error"]
+    # A JSON-RPC error (not an A2A one) has none either.
+    bad = await _post(served, _rpc("GetTask", {}))
+    assert bad["error"]["code"] == -32602 and "data" not in bad["error"]
+
+
+async def test_the_sdk_client_reads_a_1_0_error_as_its_own_error_type(serve: Any) -> None:
+    served = await serve(a2a_config())
+    async with sdk_client(served.url, served.token, "1.0") as (client, _card):
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task(GetTaskRequest(id="no-such-task"))
+
+
+async def test_a_wrong_content_type_is_answered_as_a_json_rpc_error(serve: Any) -> None:
+    served = await serve(a2a_config())
+    body = b"{'jsonrpc': '2.0', 'method': 'SendMessage'}"
+    headers = {**served.auth(), "Content-Type": "text/plain"}
+    async with served.client.post(served.url + "/a2a", data=body, headers=headers) as response:
+        assert response.status == 415
+        v03 = await response.json()
+    assert v03["jsonrpc"] == "2.0" and v03["id"] is None
+    assert v03["error"]["code"] == -32005 and "application/json" in v03["error"]["message"]
+    headers["A2A-Version"] = "1.0"
+    async with served.client.post(served.url + "/a2a", data=body, headers=headers) as response:
+        v1 = await response.json()
+    assert v1["error"]["data"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+    # The server's other paths keep their own shape.
+    async with served.client.post(served.url + "/api/chat", data=body, headers=headers) as other:
+        assert other.status == 415 and isinstance((await other.json())["error"], str)
