@@ -83,3 +83,8 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
     """Alice texting the bot's number through the fake Twilio (an SmsDriver); the table
     points the fake's webhook at the runtime's HTTP server."""
     return SmsDriver(fake_twilio)
+
+
+# The app-token platforms (Feishu/Lark, DingTalk, WeCom): their fixtures live in a module
+# of their own.
+from tests.channels.apptoken_fixtures import fake_feishu, feishu_driver  # noqa: E402,F401

@@ -1,0 +1,24 @@
+"""The app-token platforms' fakes and drivers as fixtures (imported by conftest.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.channels.fake_feishu import FakeFeishu, FeishuDriver
+from tests.channels.platform_driver import PlatformDriver
+
+
+@pytest.fixture
+async def fake_feishu() -> AsyncIterator[FakeFeishu]:
+    """The fake Feishu Open API and event caller on a loopback port."""
+    async with FakeFeishu() as fake:
+        yield fake
+
+
+@pytest.fixture
+def feishu_driver(fake_feishu: FakeFeishu) -> PlatformDriver:
+    """Alice in a private chat with the bot on the fake Feishu (a FeishuDriver); the
+    table points the fake's event subscription at the runtime's HTTP server."""
+    return FeishuDriver(fake_feishu)
