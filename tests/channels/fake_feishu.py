@@ -76,7 +76,8 @@ class FakeFeishu:
         self.lifetime = 7200
         self.refuse_secret = False
         self.stale_answers = 0  # how many calls were refused with 99991663
-        self.hold: asyncio.Event | None = None  # while set, a send waits unanswered
+        # while set, a send is posted, then waits here unanswered (a crash test's window)
+        self.hold: asyncio.Event | None = None
         self.held = 0
         self.event_url = ""
         self.base_url = ""
@@ -150,10 +151,6 @@ class FakeFeishu:
             return refused
         assert request.query.get("receive_id_type") == "chat_id"
         body = await request.json()
-        if self.hold is not None:
-            self.held += 1
-            await self.hold.wait()
-            raise web.HTTPServiceUnavailable()
         uuid = str(body.get("uuid", ""))
         if uuid and uuid in self._by_uuid:  # Feishu posts once per uuid (within an hour)
             return web.json_response(
@@ -172,6 +169,10 @@ class FakeFeishu:
         )
         if uuid:
             self._by_uuid[uuid] = message_id
+        if self.hold is not None:  # posted, but the answer never reaches the bot
+            self.held += 1
+            await self.hold.wait()
+            raise web.HTTPServiceUnavailable()
         return web.json_response({"code": 0, "msg": "success", "data": {"message_id": message_id}})
 
     async def _patch(self, request: web.Request) -> web.Response:
