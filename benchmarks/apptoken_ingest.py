@@ -3,6 +3,7 @@ per second into queued turns, for each platform's verification, through a runtim
 server, 32 at a time; the verification alone; forged requests refused per second.
 
 - Feishu/Lark: AES-256-CBC decryption of the event, SHA-256 signature, verification token.
+- DingTalk: HMAC-SHA256 of the timestamp and the AppSecret, within an hour.
 
 Each request's body is built (and encrypted) before the clock starts, so the figures are
 the server's work: the check, the parse and the durable turn. Run through
@@ -155,9 +156,50 @@ async def feishu(count: int) -> None:
             await measure("feishu", genuine, forged, db)
 
 
+# -- DingTalk -----------------------------------------------------------------------------
+
+
+def dingtalk_check_only(count: int) -> float:
+    """DingTalk verifications per second (the HMAC and the hour; no HTTP)."""
+    from habakkuk.channels.dingtalk_wire import signed
+    from tests.channels.fake_dingtalk import APP_SECRET, dingtalk_sign
+
+    now = int(time.time() * 1000)
+    stamp = str(now)
+    given = dingtalk_sign(stamp, APP_SECRET)
+    started = time.perf_counter()
+    for _ in range(count):
+        assert signed(stamp, APP_SECRET, given, now)
+    return count / (time.perf_counter() - started)
+
+
+async def dingtalk(count: int) -> None:
+    from tests.channels.fake_dingtalk import DingTalkDriver, FakeDingTalk
+
+    print(f"dingtalk verification alone: {dingtalk_check_only(count * 10):,.0f}/s")
+    async with FakeDingTalk() as fake:
+        driver = DingTalkDriver(fake)
+        channel = (
+            "".join(
+                "    " + line + "\n"
+                for line in driver.channel_yaml("ding").splitlines()
+                if not line.startswith("allow_from")
+            )
+            + "    allow_from: '*'\n"
+        )
+        async with serving(channel, driver.env(), "ding") as (url, db, supervisor):
+            driver.called_at(f"{url}/channels/ding")
+            assert await supervisor.wait_adapter("ding", timeout=60) is not None
+            messages = [fake.message(f"staff-{i % 997:06d}", f"m {i}") for i in range(count)]
+            genuine: list[Post] = [lambda m=m: fake.post(m) for m in messages]  # type: ignore[misc]  # default-bound lambdas
+            forged: list[Post] = [lambda m=m: fake.post(m, secret="wrong") for m in messages]  # type: ignore[misc]  # default-bound lambdas
+            await measure("dingtalk", genuine, forged, db)
+
+
 async def main(count: int) -> None:
     """Every app-token platform's figures."""
     await feishu(count)
+    await dingtalk(count)
 
 
 if __name__ == "__main__":

@@ -87,4 +87,9 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
 
 # The app-token platforms (Feishu/Lark, DingTalk, WeCom): their fixtures live in a module
 # of their own.
-from tests.channels.apptoken_fixtures import fake_feishu, feishu_driver  # noqa: E402,F401
+from tests.channels.apptoken_fixtures import (  # noqa: E402,F401
+    dingtalk_driver,
+    fake_dingtalk,
+    fake_feishu,
+    feishu_driver,
+)
