@@ -4,6 +4,7 @@ server, 32 at a time; the verification alone; forged requests refused per second
 
 - Feishu/Lark: AES-256-CBC decryption of the event, SHA-256 signature, verification token.
 - DingTalk: HMAC-SHA256 of the timestamp and the AppSecret, within an hour.
+- WeCom: SHA-1 msg_signature, AES-256-CBC decryption, the receiver id.
 
 Each request's body is built (and encrypted) before the clock starts, so the figures are
 the server's work: the check, the parse and the durable turn. Run through
@@ -196,10 +197,75 @@ async def dingtalk(count: int) -> None:
             await measure("dingtalk", genuine, forged, db)
 
 
+# -- WeCom --------------------------------------------------------------------------------
+
+
+def wecom_check_only(count: int) -> float:
+    """WeCom verifications per second (signature, XML, decryption; no HTTP)."""
+    from urllib.parse import urlencode
+
+    from habakkuk.channels.webhook import WebhookDoor, WebhookRequest
+    from habakkuk.channels.wecom import WeComAdapter
+    from habakkuk.channels.wecom_wire import aes_key
+    from habakkuk.engine.channel_config import ChannelConfig
+    from tests.channels.fake_wecom import (
+        AES_KEY,
+        AGENT_ID,
+        ALICE,
+        CORP_ID,
+        TOKEN,
+        FakeWeCom,
+        wecom_encrypt,
+        wecom_signature,
+    )
+
+    config = ChannelConfig(type="wecom", corp_id=CORP_ID, agent_id=AGENT_ID)
+    config.name = "work"
+    adapter = WeComAdapter(config, WebhookDoor(), secret="s", token=TOKEN, key=aes_key(AES_KEY))
+    fake = FakeWeCom()
+    encrypted = wecom_encrypt(AES_KEY, fake.message(ALICE, "hello there"), CORP_ID)
+    stamp, nonce = str(int(time.time())), "n0nce"
+    query = urlencode(
+        {"msg_signature": wecom_signature(TOKEN, stamp, nonce, encrypted),
+         "timestamp": stamp, "nonce": nonce}
+    )  # fmt: skip
+    request = WebhookRequest(
+        "POST", f"https://bot.example.org/channels/work?{query}", {}, fake.envelope(encrypted)
+    )
+    started = time.perf_counter()
+    for _ in range(count):
+        assert adapter.verify(request)
+    return count / (time.perf_counter() - started)
+
+
+async def wecom(count: int) -> None:
+    from tests.channels.fake_wecom import FakeWeCom, WeComDriver
+
+    print(f"wecom verification alone: {wecom_check_only(count * 10):,.0f}/s")
+    async with FakeWeCom() as fake:
+        driver = WeComDriver(fake)
+        channel = (
+            "".join(
+                "    " + line + "\n"
+                for line in driver.channel_yaml("work").splitlines()
+                if not line.startswith("allow_from")
+            )
+            + "    allow_from: '*'\n"
+        )
+        async with serving(channel, driver.env(), "work") as (url, db, supervisor):
+            driver.called_at(f"{url}/channels/work")
+            assert await supervisor.wait_adapter("work", timeout=60) is not None
+            messages = [fake.message(f"user{i % 997}", f"m {i}") for i in range(count)]
+            genuine: list[Post] = [lambda m=m: fake.post(m) for m in messages]  # type: ignore[misc]  # default-bound lambdas
+            forged: list[Post] = [lambda m=m: fake.post(m, token="wrong") for m in messages]  # type: ignore[misc]  # default-bound lambdas
+            await measure("wecom", genuine, forged, db)
+
+
 async def main(count: int) -> None:
     """Every app-token platform's figures."""
     await feishu(count)
     await dingtalk(count)
+    await wecom(count)
 
 
 if __name__ == "__main__":

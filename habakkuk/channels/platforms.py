@@ -44,6 +44,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "sms": "habakkuk.channels.sms",
     "feishu": "habakkuk.channels.feishu",
     "dingtalk": "habakkuk.channels.dingtalk",
+    "wecom": "habakkuk.channels.wecom",
 }
 
 

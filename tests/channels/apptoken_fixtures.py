@@ -8,6 +8,7 @@ import pytest
 
 from tests.channels.fake_dingtalk import DingTalkDriver, FakeDingTalk
 from tests.channels.fake_feishu import FakeFeishu, FeishuDriver
+from tests.channels.fake_wecom import FakeWeCom, WeComDriver
 from tests.channels.platform_driver import PlatformDriver
 
 
@@ -36,3 +37,16 @@ async def fake_dingtalk() -> AsyncIterator[FakeDingTalk]:
 def dingtalk_driver(fake_dingtalk: FakeDingTalk) -> PlatformDriver:
     """Alice in a one-to-one chat with the robot on the fake DingTalk (a DingTalkDriver)."""
     return DingTalkDriver(fake_dingtalk)
+
+
+@pytest.fixture
+async def fake_wecom() -> AsyncIterator[FakeWeCom]:
+    """The fake WeCom API and callback caller on a loopback port."""
+    async with FakeWeCom() as fake:
+        yield fake
+
+
+@pytest.fixture
+def wecom_driver(fake_wecom: FakeWeCom) -> PlatformDriver:
+    """Alice talking to the app on the fake WeCom (a WeComDriver)."""
+    return WeComDriver(fake_wecom)

@@ -91,5 +91,7 @@ from tests.channels.apptoken_fixtures import (  # noqa: E402,F401
     dingtalk_driver,
     fake_dingtalk,
     fake_feishu,
+    fake_wecom,
     feishu_driver,
+    wecom_driver,
 )

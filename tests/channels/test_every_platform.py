@@ -41,6 +41,7 @@ DRIVERS = [
     "sms_driver",
     "feishu_driver",
     "dingtalk_driver",
+    "wecom_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
@@ -53,6 +54,9 @@ NAMELESS = {"sms": "text/plain"}  # kind: what report.txt arrives as there
 # The platforms whose file messages carry no caption (Feishu's file message is the file
 # alone): the person's file comes alone, and the reply names where it was saved.
 CAPTIONLESS = {"feishu"}
+# The platforms that bring the bot files but take none from the person but pictures, voice
+# and video (a WeCom member's message to an app): the file-from-the-person row is not run.
+FILES_OUT_ONLY = {"wecom_driver"}
 
 ECHO = "- 'echo: {input}'"
 APPROVAL = """
@@ -282,7 +286,7 @@ ROWS = [
     (name, fixture)
     for name in CONVERSATIONS
     for fixture in DRIVERS
-    if not (name == "file-in" and fixture in FILELESS_DRIVERS)
+    if not (name == "file-in" and (fixture in FILELESS_DRIVERS or fixture in FILES_OUT_ONLY))
 ]
 
 
