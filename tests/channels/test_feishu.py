@@ -244,3 +244,19 @@ def test_the_signature_is_feishus_documented_sha256() -> None:
     given = lark_signature("1700000000", "n0nce", ENCRYPT_KEY, body)
     assert signed("1700000000", "n0nce", ENCRYPT_KEY, body, given)
     assert not signed("1700000001", "n0nce", ENCRYPT_KEY, body, given)
+
+
+async def test_the_channels_row_says_connected_while_the_server_serves(
+    start: Start, feishu: FakeFeishu
+) -> None:
+    lark = await start()
+
+    def state() -> str:
+        assert lark.runtime.channels is not None
+        return lark.runtime.channels.supervisor.states()["lark"]
+
+    await eventually(lambda: state() == "connected", what="the account to be connected")
+    await lark.runtime.http.stop()
+    await eventually(lambda: state() != "connected", what="the account to leave connected")
+    assert lark.runtime.channels is not None
+    assert lark.runtime.channels.supervisor.adapter("lark") is None
