@@ -9,8 +9,9 @@ cached by habakkuk/channels/apptoken.py).
   conversation id (DingTalk's start with "cid"), where the robot only hears messages
   that @mention it, so each is addressed. The gateway takes each msgId once.
 - Out: plain text in chunks; approvals by a typed yes or no (a robot's buttons open
-  links, they do not call back). Files are not sent (the robot's file messages need a
-  media upload through the legacy API; the person is told the file cannot come).
+  links, they do not call back). Files are uploaded (the legacy /media/upload, 20 MB)
+  and sent as the robot's sampleFile message; a person's file comes with its
+  downloadCode, exchanged through the robot API for a download URL.
   DingTalk has no idempotency key: a crash between its answer and our record sends that
   part again (the delivery worker's record of each send's start bounds it to that part).
 
@@ -23,8 +24,10 @@ from __future__ import annotations
 
 import json
 import logging
+import mimetypes
 import time
 from collections import OrderedDict
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -33,15 +36,17 @@ from habakkuk.engine.channel_config import ChannelConfig
 
 from .adapter import (
     Address,
+    Attachment,
     Button,
     Capability,
     FatalAdapterError,
     InboundMessage,
     Inbox,
     SendError,
+    Unsupported,
 )
 from .dingtalk_setup import DINGTALK_SETUP
-from .dingtalk_wire import API_URL, SESSION_URL, DingTalkApi, signed
+from .dingtalk_wire import API_URL, OAPI_URL, SESSION_URL, DingTalkApi, signed
 from .format import html_to_plain, markdown_chunks
 from .platforms import AdapterContext
 from .webhook import WebhookAdapter, WebhookDoor, WebhookReply, WebhookRequest
@@ -62,7 +67,8 @@ class DingTalkAdapter(WebhookAdapter):
     """One DingTalk app's robot."""
 
     type = "dingtalk"
-    capabilities: frozenset[Capability] = frozenset()
+    capabilities: frozenset[Capability] = frozenset({"files", "download"})
+    max_file_bytes = 20 * 1024 * 1024  # /media/upload's file limit
 
     def __init__(self, config: ChannelConfig, door: WebhookDoor, secret: str):
         super().__init__(config, door)
@@ -81,7 +87,8 @@ class DingTalkAdapter(WebhookAdapter):
     def api(self) -> DingTalkApi:
         if self._api is None or self._http is None or self._http.closed:
             self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
-            self._api = DingTalkApi(self.base_url, self.app_key, self.secret, self._http)
+            oapi = self.base_url if self.config.base_url else OAPI_URL
+            self._api = DingTalkApi(self.base_url, self.app_key, self.secret, self._http, oapi)
         return self._api
 
     async def connect(self) -> None:
@@ -135,6 +142,7 @@ class DingTalkAdapter(WebhookAdapter):
             sender_aliases=aliases,
             sender_name=str(body.get("senderNick", "")),
             text=_text(body).strip(),
+            attachments=_files(body),
             is_group=group,
             addressed=True,  # a group's robot hears only the messages that @mention it
             at=_seconds(body.get("createAt")),
@@ -152,6 +160,9 @@ class DingTalkAdapter(WebhookAdapter):
         self._sessions.move_to_end(chat)
         while len(self._sessions) > _SESSIONS:
             self._sessions.popitem(last=False)
+
+    async def download(self, attachment: Attachment) -> bytes:
+        return await self.api.download(self.robot, attachment.file_id, self.max_file_bytes)
 
     # -- out ------------------------------------------------------------------------
 
@@ -176,6 +187,39 @@ class DingTalkAdapter(WebhookAdapter):
         if to.chat.startswith("cid"):
             return await self.api.send_to_group(self.robot, to.chat, chunk)
         return await self.api.send_to_person(self.robot, to.chat, chunk)
+
+    async def send_file(self, to: Address, path: Path, *, caption: str = "", name: str = "") -> str:
+        data = path.read_bytes()
+        shown = name or path.name
+        if len(data) > self.max_file_bytes:
+            raise Unsupported(f"{shown} is over DingTalk's 20 MB file limit")
+        media = await self.api.upload(shown, data)
+        suffix = shown.rsplit(".", 1)[-1].lower() if "." in shown else "file"
+        param = {"mediaId": media, "fileName": shown, "fileType": suffix}
+        if to.chat.startswith("cid"):
+            sent = await self.api.send_to_group(
+                self.robot, to.chat, "", key="sampleFile", param=param
+            )
+        else:
+            sent = await self.api.send_to_person(
+                self.robot, to.chat, "", key="sampleFile", param=param
+            )
+        if caption:
+            await self.send_text(to, caption)
+        return sent
+
+
+def _files(body: dict[str, object]) -> list[Attachment]:
+    """A file or picture message's download code, as an attachment."""
+    content = body.get("content")
+    if not isinstance(content, dict) or not content.get("downloadCode"):
+        return []
+    code = str(content["downloadCode"])
+    if body.get("msgtype") == "picture":
+        return [Attachment("photo", code, "picture.png", "image/png")]
+    name = str(content.get("fileName") or "file")
+    media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return [Attachment("document", code, name, media_type)]
 
 
 def _text(body: dict[str, object]) -> str:

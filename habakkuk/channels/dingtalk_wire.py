@@ -25,6 +25,7 @@ from .apptoken import AppToken, AppTokenCache, StaleToken
 
 API_URL = "https://api.dingtalk.com"
 SESSION_URL = "https://oapi.dingtalk.com/"  # where session webhooks live
+OAPI_URL = "https://oapi.dingtalk.com"  # the legacy API: media upload
 MAX_SKEW_MS = 3600 * 1000  # an hour either way
 STALE_CODES = frozenset({"InvalidAuthentication", "invalidAuthentication"})
 
@@ -45,8 +46,16 @@ def signed(timestamp: str, secret: str, given: str, now_ms: int) -> bool:
 class DingTalkApi:
     """The robot OpenAPI of one app, with its cached access token, and session sends."""
 
-    def __init__(self, base_url: str, app_key: str, secret: str, http: aiohttp.ClientSession):
+    def __init__(
+        self,
+        base_url: str,
+        app_key: str,
+        secret: str,
+        http: aiohttp.ClientSession,
+        oapi_url: str = OAPI_URL,
+    ):
         self.base = base_url.rstrip("/")
+        self.oapi = oapi_url.rstrip("/")
         self.app_key, self.secret = app_key, secret
         self.http = http
         self.tokens = AppTokenCache(self._fetch_token)
@@ -97,15 +106,18 @@ class DingTalkApi:
 
         return await self.tokens.call(use)
 
-    async def send_to_person(self, robot: str, staff_id: str, text: str) -> str:
-        """One text to one person through the robot; returns its processQueryKey."""
+    async def send_to_person(
+        self, robot: str, staff_id: str, text: str, *, key: str = "sampleText", param: Any = None
+    ) -> str:
+        """One message (a text, or `key` with `param`) to one person through the robot;
+        returns its processQueryKey."""
         found = await self.call(
             "/v1.0/robot/oToMessages/batchSend",
             {
                 "robotCode": robot,
                 "userIds": [staff_id],
-                "msgKey": "sampleText",
-                "msgParam": json.dumps({"content": text}, ensure_ascii=False),
+                "msgKey": key,
+                "msgParam": json.dumps(param or {"content": text}, ensure_ascii=False),
             },
             "batchSend",
         )
@@ -115,19 +127,78 @@ class DingTalkApi:
             raise RetryAfter(f"dingtalk: sends to {staff_id} are flow controlled", 5.0)
         return str(found.get("processQueryKey", ""))
 
-    async def send_to_group(self, robot: str, conversation: str, text: str) -> str:
-        """One text to a group the robot is in; returns its processQueryKey."""
+    async def send_to_group(
+        self,
+        robot: str,
+        conversation: str,
+        text: str,
+        *,
+        key: str = "sampleText",
+        param: Any = None,
+    ) -> str:
+        """One message to a group the robot is in; returns its processQueryKey."""
         found = await self.call(
             "/v1.0/robot/groupMessages/send",
             {
                 "robotCode": robot,
                 "openConversationId": conversation,
-                "msgKey": "sampleText",
-                "msgParam": json.dumps({"content": text}, ensure_ascii=False),
+                "msgKey": key,
+                "msgParam": json.dumps(param or {"content": text}, ensure_ascii=False),
             },
             "groupMessages",
         )
         return str(found.get("processQueryKey", ""))
+
+    async def upload(self, name: str, data: bytes) -> str:
+        """POST the legacy /media/upload (type file) with the app's token; the media_id."""
+
+        async def use(token: str) -> dict[str, Any]:
+            form = aiohttp.FormData()
+            form.add_field("media", data, filename=name)
+            params = {"access_token": token, "type": "file"}
+            try:
+                async with self.http.post(
+                    self.oapi + "/media/upload", params=params, data=form
+                ) as r:
+                    found = await _json(r)
+                    status = r.status
+            except aiohttp.ClientError as exc:
+                raise SendError(f"dingtalk media/upload: {exc}") from None
+            code = found.get("errcode", 0)
+            message = (
+                f"dingtalk media/upload: HTTP {status} errcode {code} {found.get('errmsg', '')}"
+            )
+            if code in (40014, 42001):
+                raise StaleToken(message)
+            if status >= 400 or code != 0:
+                raise SendError(message)
+            return found
+
+        found = await self.tokens.call(use)
+        media = str(found.get("media_id", ""))
+        if not media:
+            raise SendError("dingtalk media/upload: no media_id in the answer")
+        return media
+
+    async def download(self, robot: str, code: str, limit: int) -> bytes:
+        """A file a message carried: its downloadUrl from the robot API, then the bytes."""
+        from .http_download import read_capped
+
+        found = await self.call(
+            "/v1.0/robot/messageFiles/download",
+            {"downloadCode": code, "robotCode": robot},
+            "messageFiles/download",
+        )
+        url = str(found.get("downloadUrl", ""))
+        if not url.startswith(("https://", "http://")):
+            raise SendError("dingtalk messageFiles/download: no downloadUrl")
+        try:
+            async with self.http.get(url) as response:
+                if response.status >= 400:
+                    raise SendError(f"dingtalk file: HTTP {response.status}")
+                return await read_capped(response, limit, "the file")
+        except aiohttp.ClientError as exc:
+            raise SendError(f"dingtalk file: {exc}") from None
 
     async def send_by_session(self, url: str, text: str) -> bool:
         """POST a text to a message's sessionWebhook; False when DingTalk no longer takes

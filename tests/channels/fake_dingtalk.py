@@ -43,6 +43,7 @@ class Sent:
     chat: str
     text: str
     via: str  # "session" or "api"
+    file: tuple[str, bytes] | None = None  # a sampleFile: the uploaded (name, bytes)
 
 
 class FakeDingTalk:
@@ -54,6 +55,8 @@ class FakeDingTalk:
         self.tokens: list[str] = []
         self.valid: set[str] = set()
         self.sessions: dict[str, str] = {}  # session id -> chat
+        self.uploads: dict[str, tuple[str, bytes]] = {}  # media_id -> (name, bytes)
+        self.files: dict[str, bytes] = {}  # downloadCode -> a person's file
         self.refuse_secret = False
         self.stale_answers = 0
         # while set, a send waits here unanswered and unrecorded (a crash test's window)
@@ -71,6 +74,9 @@ class FakeDingTalk:
         app.router.add_post("/v1.0/robot/oToMessages/batchSend", self._to_person)
         app.router.add_post("/v1.0/robot/groupMessages/send", self._to_group)
         app.router.add_post("/robot/sendBySession", self._by_session)
+        app.router.add_post("/media/upload", self._upload)
+        app.router.add_post("/v1.0/robot/messageFiles/download", self._download_url)
+        app.router.add_get("/oss/{code}", self._file)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -115,20 +121,29 @@ class FakeDingTalk:
             {"code": "InvalidAuthentication", "message": "token is not authorized"}, status=401
         )
 
-    async def _record(self, chat: str, text: str, via: str) -> None:
+    async def _record(
+        self, chat: str, text: str, via: str, body: dict[str, Any] | None = None
+    ) -> None:
         if self.hold is not None:
             self.held += 1
             await self.hold.wait()
             raise web.HTTPServiceUnavailable()
-        self.sent.append(Sent(chat, text, via))
+        param = json.loads(body["msgParam"]) if body is not None else {}
+        if body is not None and body["msgKey"] == "sampleFile":
+            name, data = self.uploads[param["mediaId"]]
+            assert param["fileName"] == name
+            self.sent.append(Sent(chat, "", via, (name, data)))
+            return
+        assert body is None or body["msgKey"] == "sampleText"
+        self.sent.append(Sent(chat, text if body is None else param["content"], via))
 
     async def _to_person(self, request: web.Request) -> web.Response:
         if (refused := await self._authorized(request)) is not None:
             return refused
         body = await request.json()
-        assert body["robotCode"] == self.app_key and body["msgKey"] == "sampleText"
+        assert body["robotCode"] == self.app_key
         [staff] = body["userIds"]
-        await self._record(staff, json.loads(body["msgParam"])["content"], "api")
+        await self._record(staff, "", "api", body)
         return web.json_response(
             {"processQueryKey": f"pq{next(self._ids)}", "invalidStaffIdList": []}
         )
@@ -137,8 +152,7 @@ class FakeDingTalk:
         if (refused := await self._authorized(request)) is not None:
             return refused
         body = await request.json()
-        text = json.loads(body["msgParam"])["content"]
-        await self._record(body["openConversationId"], text, "api")
+        await self._record(body["openConversationId"], "", "api", body)
         return web.json_response({"processQueryKey": f"pq{next(self._ids)}"})
 
     async def _by_session(self, request: web.Request) -> web.Response:
@@ -149,7 +163,45 @@ class FakeDingTalk:
         await self._record(chat, body["text"]["content"], "session")
         return web.json_response({"errcode": 0, "errmsg": "ok"})
 
+    async def _upload(self, request: web.Request) -> web.Response:
+        if request.query.get("access_token", "") not in self.valid:
+            self.stale_answers += 1
+            return web.json_response({"errcode": 40014, "errmsg": "invalid access_token"})
+        assert request.query.get("type") == "file"
+        form = await request.post()
+        media = form["media"]
+        assert isinstance(media, web.FileField)
+        media_id = f"@media{next(self._ids):06d}"
+        self.uploads[media_id] = (media.filename, media.file.read())
+        return web.json_response(
+            {"errcode": 0, "errmsg": "ok", "type": "file", "media_id": media_id}
+        )
+
+    async def _download_url(self, request: web.Request) -> web.Response:
+        if (refused := await self._authorized(request)) is not None:
+            return refused
+        body = await request.json()
+        assert body["robotCode"] == self.app_key
+        if body["downloadCode"] not in self.files:
+            return web.json_response(
+                {"code": "invalidParameter", "message": "bad code"}, status=400
+            )
+        return web.json_response({"downloadUrl": f"{self.base_url}/oss/{body['downloadCode']}"})
+
+    async def _file(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.files[request.match_info["code"]])
+
     # -- the robot's callbacks --------------------------------------------------------
+
+    def file_message(self, sender: str, name: str, data: bytes) -> dict[str, Any]:
+        """A one-to-one file message: its bytes behind a downloadCode."""
+        code = f"dc{next(self._ids):08d}{os.urandom(4).hex()}"
+        self.files[code] = data
+        message = self.message(sender, "")
+        del message["text"]
+        message["msgtype"] = "file"
+        message["content"] = {"downloadCode": code, "fileName": name}
+        return message
 
     def message(
         self,
@@ -232,13 +284,15 @@ class DingTalkDriver:
         assert status == 200, (status, said)
 
     async def send_file(self, name: str, data: bytes, media_type: str, caption: str = "") -> None:
-        raise AssertionError("the DingTalk robot takes no files here")
+        # A DingTalk file message has no caption: the file goes alone.
+        status, said = await self.fake.post(self.fake.file_message(ALICE, name, data))
+        assert status == 200, (status, said)
 
     async def press(self, label: str) -> None:
         raise AssertionError("DingTalk robots have no callback buttons")
 
     def texts(self) -> list[str]:
-        return [sent.text for sent in self.fake.sent if sent.chat == ALICE]
+        return [sent.text for sent in self.fake.sent if sent.chat == ALICE and sent.file is None]
 
     def files(self) -> list[tuple[str, bytes]]:
-        return []
+        return [sent.file for sent in self.fake.sent if sent.chat == ALICE and sent.file]

@@ -45,15 +45,15 @@ DRIVERS = [
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
-FILELESS = {"irc", "twitch", "dingtalk"}
+FILELESS = {"irc", "twitch"}
 FILELESS_DRIVERS = {f"{kind}_driver" for kind in FILELESS}
 # The platforms whose files carry no name (an MMS is its media's type and bytes): a file
 # from the person is saved under the platform's media id with its type's suffix, and a
 # file to the person arrives as its type and bytes.
 NAMELESS = {"sms": "text/plain"}  # kind: what report.txt arrives as there
-# The platforms whose file messages carry no caption (Feishu's file message is the file
-# alone): the person's file comes alone, and the reply names where it was saved.
-CAPTIONLESS = {"feishu"}
+# The platforms whose file messages carry no caption (Feishu's and DingTalk's file
+# message is the file alone): the person's file comes alone, and the reply names where it was saved.
+CAPTIONLESS = {"feishu", "dingtalk"}
 # The platforms that bring the bot files but take none from the person but pictures, voice
 # and video (a WeCom member's message to an app): the file-from-the-person row is not run.
 FILES_OUT_ONLY = {"wecom_driver"}
