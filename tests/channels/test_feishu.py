@@ -260,3 +260,38 @@ async def test_the_channels_row_says_connected_while_the_server_serves(
     await eventually(lambda: state() != "connected", what="the account to leave connected")
     assert lark.runtime.channels is not None
     assert lark.runtime.channels.supervisor.adapter("lark") is None
+
+
+APPROVAL = """
+- text: "Let me run it."
+  tool_calls:
+    - name: exec
+      arguments: {command: "echo approved-run"}
+- "all done"
+"""
+
+
+async def test_an_approval_card_loses_its_buttons_once_pressed_and_the_press_gets_a_toast(
+    runtime_factory: Any, feishu: FakeFeishu, home: Home
+) -> None:
+    driver = FeishuDriver(feishu)
+    channel = "http: {}\nchannels:\n  lark:\n" + textwrap.indent(
+        driver.channel_yaml("lark"), "    "
+    )
+    runtime: Runtime = await runtime_factory(mock_config(APPROVAL, mode="workspace", extra=channel))
+    runtime.start_workers()
+    server = await runtime.http.start("127.0.0.1:0")
+    driver.called_at(f"{server.url}/channels/lark")
+    assert runtime.channels is not None
+    await runtime.channels.started()
+    assert await runtime.channels.supervisor.wait_adapter("lark", timeout=PROCESS_BOUND)
+    await driver.say("run the thing")
+    await eventually(lambda: any(s.buttons for s in feishu.sent), what="the approval card")
+    [card] = [s for s in feishu.sent if s.buttons]
+    assert card.msg_type == "interactive"
+    [(_, data)] = [b for b in card.buttons if b[0].startswith("✅")]
+    status, answer = await feishu.post(feishu.press_event(ALICE, card, data))
+    assert status == 200 and json.loads(answer)["toast"]["content"]
+    await eventually(lambda: any("all done" in t for t in driver.texts()), what="done")
+    assert card.buttons == []  # the card was updated without its buttons
+    assert "Approval needed" in card.content["elements"][0]["text"]["content"]
