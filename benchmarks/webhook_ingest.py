@@ -110,5 +110,13 @@ async def main(count: int) -> None:
                 await runtime.close()
 
 
+async def every_platform(count: int) -> None:
+    """SMS, then the app-token platforms (benchmarks/apptoken_ingest.py)."""
+    from benchmarks import apptoken_ingest
+
+    await main(count)
+    await apptoken_ingest.main(count)
+
+
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))
+    asyncio.run(every_platform(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))

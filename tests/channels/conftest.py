@@ -83,3 +83,15 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
     """Alice texting the bot's number through the fake Twilio (an SmsDriver); the table
     points the fake's webhook at the runtime's HTTP server."""
     return SmsDriver(fake_twilio)
+
+
+# The app-token platforms (Feishu/Lark, DingTalk, WeCom): their fixtures live in a module
+# of their own.
+from tests.channels.apptoken_fixtures import (  # noqa: E402,F401
+    dingtalk_driver,
+    fake_dingtalk,
+    fake_feishu,
+    fake_wecom,
+    feishu_driver,
+    wecom_driver,
+)
