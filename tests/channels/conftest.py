@@ -83,3 +83,10 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
     """Alice texting the bot's number through the fake Twilio (an SmsDriver); the table
     points the fake's webhook at the runtime's HTTP server."""
     return SmsDriver(fake_twilio)
+
+
+# The Meta platforms (WhatsApp Cloud, ...): their fixtures live in a module of their own.
+from tests.channels.metagraph_drivers import (  # noqa: E402
+    fake_whatsappcloud,  # noqa: F401
+    whatsappcloud_driver,  # noqa: F401
+)
