@@ -313,7 +313,7 @@ def text_of(sent: Sent) -> str:
         return " ".join(
             p["text"] for c in body["template"].get("components", []) for p in c["parameters"]
         )
-    return str(body.get(kind, {}).get("caption", ""))
+    return str(body.get(str(kind), {}).get("caption", ""))
 
 
 class WhatsAppCloudDriver:
