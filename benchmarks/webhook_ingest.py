@@ -6,6 +6,10 @@ runtime's HTTP server at /channels/<account>, 32 at a time; each 200 means the s
 was checked and the turn is queued durably. Also printed: the signature check alone, and
 forged requests refused per second (no turn, nothing written).
 
+For the WhatsApp Business Cloud API (X-Hub-Signature-256: HMAC-SHA256 of the raw body
+with the app secret, habakkuk/channels/metagraph_hook.py): the same, from the fake Graph
+API (tests/channels/fake_graph.py) posting signed `messages` events.
+
 Run: `PYTHONPATH=. python benchmarks/webhook_ingest.py [requests]`.
 Target: >= 500 signed requests/s into queued turns for the HMAC platforms.
 """
@@ -18,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -110,5 +115,86 @@ async def main(count: int) -> None:
                 await runtime.close()
 
 
+def graph_check_only(count: int) -> float:
+    """X-Hub-Signature-256 checks per second (the adapter's check, no HTTP)."""
+    import json
+
+    from habakkuk.channels.metagraph_hook import signature_ok
+    from tests.channels.fake_graph import APP_SECRET, FakeWhatsAppCloud, hub_signature
+
+    body = json.dumps(FakeWhatsAppCloud().text("15550000001", "hello there")).encode()
+    given = hub_signature(APP_SECRET, body)
+    started = time.perf_counter()
+    for _ in range(count):
+        assert signature_ok(APP_SECRET, body, given)
+    return count / (time.perf_counter() - started)
+
+
+async def post_events(fake: Any, events: list[dict[str, Any]], **forge: str) -> int:
+    """POST every event, CONCURRENCY at a time; the number answered 200."""
+    queue = list(events)
+    ok = 0
+
+    async def worker() -> None:
+        nonlocal ok
+        while queue:
+            status, _ = await fake.post(queue.pop(), **forge)
+            ok += status == 200
+
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return ok
+
+
+async def whatsappcloud(count: int) -> None:
+    """Signed WhatsApp Cloud events into queued turns, and forged ones refused."""
+    from habakkuk.engine.config import parse_config
+    from habakkuk.runtime import Runtime
+    from tests.channels.fake_graph import FakeWhatsAppCloud, WhatsAppCloudDriver
+
+    print(f"whatsappcloud signature check alone: {graph_check_only(count * 20):,.0f}/s")
+    async with FakeWhatsAppCloud() as fake:
+        with tempfile.TemporaryDirectory() as root:
+            driver = WhatsAppCloudDriver(fake)
+            lines = [*driver.channel_yaml("biz").splitlines(), "allow_from: '*'"]
+            channel = "http: {}\nchannels:\n  biz:\n" + "".join(
+                f"    {line}\n" for line in lines if not line.startswith("allow_from: [")
+            )
+            home = fresh_home(root, mock_config(mode="full", extra=channel))
+            env = "".join(f"{name}={value}\n" for name, value in driver.env().items())
+            (Path(root) / ".env").write_text(env)
+            config = parse_config(home.config_path.read_text(), home.config_path, home)
+            runtime = await Runtime.open(home, config)
+            try:
+                channels = runtime.channel_service()
+                channels.start()
+                await channels.started()
+                server = await runtime.http.start("127.0.0.1:0")
+                fake.webhook_url = f"{server.url}/channels/biz"
+                up = await channels.supervisor.wait_adapter("biz", timeout=60)
+                assert up is not None, "the whatsappcloud adapter did not connect"
+                events = [fake.text(f"1555{i % 997:07d}", f"message {i}") for i in range(count)]
+                started = time.perf_counter()
+                ok = await post_events(fake, events)
+                took = time.perf_counter() - started
+                queued = turns(home.db_path("control"))
+                assert ok == count == queued, (ok, count, queued)
+                print(f"whatsappcloud signed events into queued turns: {count / took:,.0f}/s "
+                      f"({count} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
+                forged = [fake.text("15550000002", f"forged {i}") for i in range(count)]
+                started = time.perf_counter()
+                ok = await post_events(fake, forged, secret="wrong-key")
+                took = time.perf_counter() - started
+                assert ok == 0 and turns(home.db_path("control")) == queued
+                print(f"whatsappcloud forged events refused (403, no turn): {count / took:,.0f}/s")
+            finally:
+                await runtime.close()
+
+
+async def every_platform(count: int) -> None:
+    """Each webhook platform in turn."""
+    await main(count)
+    await whatsappcloud(count)
+
+
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))
+    asyncio.run(every_platform(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))

@@ -18,6 +18,10 @@ from pathlib import Path
 from habakkuk.engine.home import write_private_file
 
 WINDOW_SECONDS = 24 * 3600.0
+# A newer message moves the window only when it is this much later than the one kept: the
+# file is not rewritten for every message of a conversation, and the window we keep ends
+# at most this much before WhatsApp's (a template a minute early, never a refused send).
+SLACK_SECONDS = 60.0
 
 
 @dataclass
@@ -51,7 +55,7 @@ class ServiceWindows:
     def opened(self, customer: str, at: float) -> None:
         """The customer wrote at `at` (a message's own timestamp): the window runs from
         there, never backwards (a redelivered old message keeps the newer time)."""
-        if at > self.last.get(customer, 0.0):
+        if at - self.last.get(customer, 0.0) > SLACK_SECONDS:
             self.last[customer] = at
             self._save()
 
