@@ -171,12 +171,13 @@ class GraphClient:
             raise graph_error(status, found, headers)
         return found if isinstance(found, dict) else {"data": found}
 
-    async def download(self, url: str, limit: int) -> bytes:
-        """A media file at `url` (fetched with the token), refused past `limit` bytes."""
+    async def download(self, url: str, limit: int, *, token: bool = True) -> bytes:
+        """A media file at `url` (with the token unless `token` is False: a CDN's signed
+        URL needs none), refused past `limit` bytes."""
         from .http_download import read_capped
 
         try:
-            async with self.http.get(url, headers=self.headers) as response:
+            async with self.http.get(url, headers=self.headers if token else None) as response:
                 if response.status >= 400:
                     raw = await response.read()
                     try:

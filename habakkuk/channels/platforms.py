@@ -43,6 +43,8 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "ntfy": "habakkuk.channels.ntfy",
     "sms": "habakkuk.channels.sms",
     "whatsappcloud": "habakkuk.channels.whatsappcloud",
+    "messenger": "habakkuk.channels.messenger",
+    "instagram": "habakkuk.channels.instagram",
 }
 
 

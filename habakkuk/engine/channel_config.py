@@ -33,6 +33,8 @@ ChannelType = Literal[
     "ntfy",
     "sms",
     "whatsappcloud",
+    "messenger",
+    "instagram",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -159,6 +161,12 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "whatsappcloud": PlatformSettings(
         ("phone_number_id", "token_env", "app_secret_env", "verify_token_env"),
         ("template", "template_language", "base_url"),
+    ),
+    "messenger": PlatformSettings(
+        ("token_env", "app_secret_env", "verify_token_env"), ("base_url",)
+    ),
+    "instagram": PlatformSettings(
+        ("token_env", "app_secret_env", "verify_token_env"), ("base_url",)
     ),
 }
 _CONNECTION_SETTINGS = frozenset(

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.channels.fake_graph import FakeWhatsAppCloud, WhatsAppCloudDriver
+from tests.channels.fake_messenger import FakeMessenger, MessengerDriver
 from tests.channels.platform_driver import PlatformDriver
 
 
@@ -23,3 +24,29 @@ def whatsappcloud_driver(fake_whatsappcloud: FakeWhatsAppCloud) -> PlatformDrive
     """Alice writing to the business number through the fake Cloud API; the table points
     the app's webhook at the runtime's HTTP server."""
     return WhatsAppCloudDriver(fake_whatsappcloud)
+
+
+@pytest.fixture
+async def fake_messenger() -> AsyncIterator[FakeMessenger]:
+    """The fake Messenger Platform (Send API and signed webhooks) on a loopback port."""
+    async with FakeMessenger("messenger") as fake:
+        yield fake
+
+
+@pytest.fixture
+def messenger_driver(fake_messenger: FakeMessenger) -> PlatformDriver:
+    """Alice writing to the Page through the fake Messenger Platform."""
+    return MessengerDriver(fake_messenger)
+
+
+@pytest.fixture
+async def fake_instagram() -> AsyncIterator[FakeMessenger]:
+    """The fake Instagram messaging (Send API and signed webhooks) on a loopback port."""
+    async with FakeMessenger("instagram") as fake:
+        yield fake
+
+
+@pytest.fixture
+def instagram_driver(fake_instagram: FakeMessenger) -> PlatformDriver:
+    """Alice writing to the Instagram account through the fake."""
+    return MessengerDriver(fake_instagram)

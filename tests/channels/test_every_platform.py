@@ -40,6 +40,8 @@ DRIVERS = [
     "ntfy_driver",
     "sms_driver",
     "whatsappcloud_driver",
+    "messenger_driver",
+    "instagram_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
@@ -49,6 +51,7 @@ FILELESS_DRIVERS = {f"{kind}_driver" for kind in FILELESS}
 # from the person is saved under the platform's media id with its type's suffix, and a
 # file to the person arrives as its type and bytes.
 NAMELESS = {"sms": "text/plain"}  # kind: what report.txt arrives as there
+NAMELESS["instagram"] = "text/plain"  # Instagram's files come and go by URL
 
 ECHO = "- 'echo: {input}'"
 APPROVAL = """
