@@ -6,9 +6,10 @@ runtime's HTTP server at /channels/<account>, 32 at a time; each 200 means the s
 was checked and the turn is queued durably. Also printed: the signature check alone, and
 forged requests refused per second (no turn, nothing written).
 
-For the WhatsApp Business Cloud API (X-Hub-Signature-256: HMAC-SHA256 of the raw body
-with the app secret, habakkuk/channels/metagraph_hook.py): the same, from the fake Graph
-API (tests/channels/fake_graph.py) posting signed `messages` events.
+For Meta's platforms, the WhatsApp Business Cloud API, Messenger and Instagram
+(X-Hub-Signature-256: HMAC-SHA256 of the raw body with the app secret,
+habakkuk/channels/metagraph_hook.py): the same, from their fakes
+(tests/channels/fake_graph.py, fake_messenger.py) posting signed message events.
 
 Run: `PYTHONPATH=. python benchmarks/webhook_ingest.py [requests]`.
 Target: >= 500 signed requests/s into queued turns for the HMAC platforms.
@@ -145,16 +146,20 @@ async def post_events(fake: Any, events: list[dict[str, Any]], **forge: str) -> 
     return ok
 
 
-async def whatsappcloud(count: int) -> None:
-    """Signed WhatsApp Cloud events into queued turns, and forged ones refused."""
+async def graph_platform(count: int, kind: str) -> None:
+    """Signed Meta events (WhatsApp Cloud, Messenger, Instagram) into queued turns, and
+    forged ones refused."""
     from habakkuk.engine.config import parse_config
     from habakkuk.runtime import Runtime
     from tests.channels.fake_graph import FakeWhatsAppCloud, WhatsAppCloudDriver
+    from tests.channels.fake_messenger import FakeMessenger, MessengerDriver
 
-    print(f"whatsappcloud signature check alone: {graph_check_only(count * 20):,.0f}/s")
-    async with FakeWhatsAppCloud() as fake:
+    fake: Any = FakeWhatsAppCloud() if kind == "whatsappcloud" else FakeMessenger(kind)
+    async with fake:
+        driver: Any = (
+            WhatsAppCloudDriver(fake) if kind == "whatsappcloud" else MessengerDriver(fake)
+        )
         with tempfile.TemporaryDirectory() as root:
-            driver = WhatsAppCloudDriver(fake)
             lines = [*driver.channel_yaml("biz").splitlines(), "allow_from: '*'"]
             channel = "http: {}\nchannels:\n  biz:\n" + "".join(
                 f"    {line}\n" for line in lines if not line.startswith("allow_from: [")
@@ -171,21 +176,21 @@ async def whatsappcloud(count: int) -> None:
                 server = await runtime.http.start("127.0.0.1:0")
                 fake.webhook_url = f"{server.url}/channels/biz"
                 up = await channels.supervisor.wait_adapter("biz", timeout=60)
-                assert up is not None, "the whatsappcloud adapter did not connect"
+                assert up is not None, f"the {kind} adapter did not connect"
                 events = [fake.text(f"1555{i % 997:07d}", f"message {i}") for i in range(count)]
                 started = time.perf_counter()
                 ok = await post_events(fake, events)
                 took = time.perf_counter() - started
                 queued = turns(home.db_path("control"))
                 assert ok == count == queued, (ok, count, queued)
-                print(f"whatsappcloud signed events into queued turns: {count / took:,.0f}/s "
+                print(f"{kind} signed events into queued turns: {count / took:,.0f}/s "
                       f"({count} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
                 forged = [fake.text("15550000002", f"forged {i}") for i in range(count)]
                 started = time.perf_counter()
                 ok = await post_events(fake, forged, secret="wrong-key")
                 took = time.perf_counter() - started
                 assert ok == 0 and turns(home.db_path("control")) == queued
-                print(f"whatsappcloud forged events refused (403, no turn): {count / took:,.0f}/s")
+                print(f"{kind} forged events refused (403, no turn): {count / took:,.0f}/s")
             finally:
                 await runtime.close()
 
@@ -193,7 +198,9 @@ async def whatsappcloud(count: int) -> None:
 async def every_platform(count: int) -> None:
     """Each webhook platform in turn."""
     await main(count)
-    await whatsappcloud(count)
+    print(f"X-Hub-Signature-256 check alone (Meta): {graph_check_only(count * 20):,.0f}/s")
+    for kind in ("whatsappcloud", "messenger", "instagram"):
+        await graph_platform(count, kind)
 
 
 if __name__ == "__main__":
