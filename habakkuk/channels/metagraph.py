@@ -15,7 +15,8 @@ delivery worker acts on (`graph_error`):
   subcode 2018278 of 10 on Messenger and Instagram) is `WindowClosed`, so the adapter can
   close its record of the window and answer with a template instead.
 
-Anything else is a `SendError` (the delivery worker retries with backoff). A 2xx answer
+A 409 is `Conflict` (whatsappagent: another poller took the key). Anything else is a
+`SendError` (the delivery worker retries with backoff). A 2xx answer
 with no body (204) is an empty dict.
 """
 
@@ -51,6 +52,10 @@ class GraphFatal(FatalAdapterError):
     """The token is refused or lacks a permission: no retry helps until it is replaced."""
 
 
+class Conflict(SendError):
+    """HTTP 409: another client holds what we asked for (a second poller of an agent)."""
+
+
 class WindowClosed(Undeliverable):
     """The person last wrote more than 24 hours ago: only a template may reach them now."""
 
@@ -73,6 +78,8 @@ def graph_error(status: int, body: object, headers: Mapping[str, str]) -> Except
         return RetryAfter(message, retry_seconds(headers, RATE_LIMITS.get(code, 60.0)))
     if code in UNDELIVERABLE_CODES:
         return Undeliverable(message)
+    if status == 409:
+        return Conflict(message)
     return SendError(message)
 
 

@@ -45,6 +45,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "whatsappcloud": "habakkuk.channels.whatsappcloud",
     "messenger": "habakkuk.channels.messenger",
     "instagram": "habakkuk.channels.instagram",
+    "whatsappagent": "habakkuk.channels.whatsappagent",
 }
 
 

@@ -35,6 +35,7 @@ ChannelType = Literal[
     "whatsappcloud",
     "messenger",
     "instagram",
+    "whatsappagent",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -168,6 +169,7 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "instagram": PlatformSettings(
         ("token_env", "app_secret_env", "verify_token_env"), ("base_url",)
     ),
+    "whatsappagent": PlatformSettings(("token_env",), ("base_url",)),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted

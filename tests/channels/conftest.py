@@ -89,8 +89,10 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
 from tests.channels.metagraph_drivers import (  # noqa: E402
     fake_instagram,  # noqa: F401
     fake_messenger,  # noqa: F401
+    fake_wa_agent,  # noqa: F401
     fake_whatsappcloud,  # noqa: F401
     instagram_driver,  # noqa: F401
     messenger_driver,  # noqa: F401
+    whatsappagent_driver,  # noqa: F401
     whatsappcloud_driver,  # noqa: F401
 )

@@ -9,6 +9,7 @@ import pytest
 
 from tests.channels.fake_graph import FakeWhatsAppCloud, WhatsAppCloudDriver
 from tests.channels.fake_messenger import FakeMessenger, MessengerDriver
+from tests.channels.fake_wa_agent import AgentDriver, FakeAgentPlatform
 from tests.channels.platform_driver import PlatformDriver
 
 
@@ -50,3 +51,16 @@ async def fake_instagram() -> AsyncIterator[FakeMessenger]:
 def instagram_driver(fake_instagram: FakeMessenger) -> PlatformDriver:
     """Alice writing to the Instagram account through the fake."""
     return MessengerDriver(fake_instagram)
+
+
+@pytest.fixture
+async def fake_wa_agent() -> AsyncIterator[FakeAgentPlatform]:
+    """The fake WhatsApp agent platform (long-polled updates) on a loopback port."""
+    async with FakeAgentPlatform() as fake:
+        yield fake
+
+
+@pytest.fixture
+def whatsappagent_driver(fake_wa_agent: FakeAgentPlatform) -> PlatformDriver:
+    """Alice writing to the agent through the fake platform."""
+    return AgentDriver(fake_wa_agent)

@@ -42,10 +42,12 @@ DRIVERS = [
     "whatsappcloud_driver",
     "messenger_driver",
     "instagram_driver",
+    "whatsappagent_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
 FILELESS = {"irc", "twitch"}
+FILELESS.add("whatsappagent")  # its messages carry files in, none out
 FILELESS_DRIVERS = {f"{kind}_driver" for kind in FILELESS}
 # The platforms whose files carry no name (an MMS is its media's type and bytes): a file
 # from the person is saved under the platform's media id with its type's suffix, and a
