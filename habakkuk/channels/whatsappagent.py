@@ -105,9 +105,11 @@ class WhatsAppAgentAdapter(Adapter):
     async def run(self, inbox: Inbox, beat: Beat) -> None:
         offset = self.state.next_offset or 0
         loop = asyncio.get_running_loop()
+        hold = 0  # the first poll answers at once: the key is checked, the account is up
         while True:
             started = loop.time()
-            found = await self._poll(offset)
+            found = await self._poll(offset, hold)
+            hold = HOLD_SECONDS
             beat()
             for update in _dicts(found.get("updates")):
                 message = self.convert(update)
@@ -119,8 +121,8 @@ class WhatsAppAgentAdapter(Adapter):
                 offset = next_offset
             await asyncio.sleep(max(0.0, started + self.spacing - loop.time()))
 
-    async def _poll(self, offset: int) -> dict[str, Any]:
-        params = {"offset": str(offset), "timeout": str(HOLD_SECONDS)}
+    async def _poll(self, offset: int, hold: int) -> dict[str, Any]:
+        params = {"offset": str(offset), "timeout": str(hold)}
         try:
             return await self.graph.get("updates", params)
         except GraphFatal as exc:
