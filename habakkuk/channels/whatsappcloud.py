@@ -97,6 +97,11 @@ class WhatsAppCloudAdapter(GraphWebhookAdapter):
         self.number = config.phone_number_id or ""
         self.windows = windows
 
+    async def close(self) -> None:
+        if self.windows.dirty:
+            self.windows.flush()
+        await super().close()
+
     async def connect(self) -> None:
         """Check the token reaches the number before taking requests."""
         await self.graph.get(self.number, {"fields": "display_phone_number,verified_name"})

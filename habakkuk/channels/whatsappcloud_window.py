@@ -8,6 +8,7 @@ sends, and closes early when the API answers 131047.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -22,6 +23,10 @@ WINDOW_SECONDS = 24 * 3600.0
 # file is not rewritten for every message of a conversation, and the window we keep ends
 # at most this much before WhatsApp's (a template a minute early, never a refused send).
 SLACK_SECONDS = 60.0
+# Windows opened within this long are written together (a burst of customers is one
+# write, not one each); a kill -9 inside it loses only that much of a window's start,
+# which errs the safe way (a template where free text could still have gone).
+FLUSH_SECONDS = 0.5
 
 
 @dataclass
@@ -32,6 +37,7 @@ class ServiceWindows:
     last: dict[str, float] = field(default_factory=dict)
     clock: Callable[[], float] = time.time
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _pending: asyncio.TimerHandle | None = None
 
     @classmethod
     def load(cls, path: Path, clock: Callable[[], float] = time.time) -> ServiceWindows:
@@ -57,13 +63,27 @@ class ServiceWindows:
         there, never backwards (a redelivered old message keeps the newer time)."""
         if at - self.last.get(customer, 0.0) > SLACK_SECONDS:
             self.last[customer] = at
-            self._save()
+            if self._pending is None:
+                loop = asyncio.get_running_loop()
+                self._pending = loop.call_later(FLUSH_SECONDS, self.flush)
 
     def closed(self, customer: str) -> None:
         """The API said the window is closed (131047)."""
         if self.last.get(customer):
             self.last[customer] = 0.0
-            self._save()
+            self.flush()
+
+    @property
+    def dirty(self) -> bool:
+        """True while a window's opening is not yet written."""
+        return self._pending is not None
+
+    def flush(self) -> None:
+        """Write the windows now (a pending write is done by this one)."""
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        self._save()
 
     def _save(self) -> None:
         with self._lock:

@@ -10,6 +10,7 @@ import textwrap
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -131,8 +132,9 @@ async def test_a_message_gets_one_reply_and_opens_the_window(
     await eventually(lambda: wa.driver.texts() == ["echo: hello"], what="the reply")
     [sent] = fake.sent
     assert sent.body["type"] == "text" and sent.to == ALICE
-    assert time.time() - wa.windows()[ALICE] < 60
     path = home.channels_dir / f"whatsappcloud-{ACCOUNT}.json"
+    await eventually(path.exists, what="the window's file")
+    assert time.time() - wa.windows()[ALICE] < 120
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
@@ -354,3 +356,29 @@ def test_setup_writes_the_secrets_as_variables(home: Home) -> None:
     assert draft.config.template == "reply_notice"
     for secret in (ACCESS_TOKEN, APP_SECRET, "my-verify-token"):
         assert secret not in draft.text
+
+
+async def test_the_window_runs_24_hours_from_the_last_message_and_survives_a_reload(
+    tmp_path: Path,
+) -> None:
+    from habakkuk.channels.whatsappcloud_window import ServiceWindows
+
+    now = [1_000_000.0]
+    path = tmp_path / "whatsappcloud-wa.json"
+    windows = ServiceWindows.load(path, clock=lambda: now[0])
+    assert not windows.is_open(ALICE)  # never wrote: closed
+    windows.opened(ALICE, now[0] - 3600)
+    windows.opened(ALICE, now[0] - 7200)  # an older message redelivered: no step back
+    assert windows.dirty
+    windows.flush()
+    again = ServiceWindows.load(path, clock=lambda: now[0])
+    assert again.last == {ALICE: now[0] - 3600}
+    now[0] += 22 * 3600
+    assert again.is_open(ALICE)
+    now[0] += 2 * 3600
+    assert not again.is_open(ALICE)  # 24 hours since the last message
+    again.opened(ALICE, now[0])
+    again.closed(ALICE)  # a 131047: closed at once, and written at once
+    assert not again.is_open(ALICE)
+    assert ServiceWindows.load(path).last == {ALICE: 0.0}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
