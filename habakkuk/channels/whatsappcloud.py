@@ -31,6 +31,7 @@ from typing import Any
 import aiohttp
 
 from habakkuk.engine.channel_config import ChannelConfig
+from habakkuk.engine.i18n import t
 
 from .adapter import (
     Address,
@@ -291,7 +292,8 @@ def _interactive(text: str, buttons: list[Button]) -> dict[str, Any]:
         kind = "button"
     else:
         rows = [{"id": b.data, "title": b.text[:ROW_TITLE]} for b in buttons[:10]]
-        action = {"button": "…", "sections": [{"title": "…", "rows": rows}]}
+        label = t("channel.whatsappcloud.choose")[:BUTTON_TITLE]
+        action = {"button": label, "sections": [{"title": label[:ROW_TITLE], "rows": rows}]}
         kind = "list"
     return {
         "type": "interactive",

@@ -382,3 +382,37 @@ async def test_the_window_runs_24_hours_from_the_last_message_and_survives_a_rel
     assert not again.is_open(ALICE)
     assert ServiceWindows.load(path).last == {ALICE: 0.0}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+async def test_many_choices_go_as_a_list_and_a_long_prompt_keeps_its_buttons_last(
+    fake: FakeWhatsAppCloud, home: Home
+) -> None:
+    from habakkuk.channels.adapter import Address, Button
+    from habakkuk.channels.platforms import AdapterContext
+    from habakkuk.channels.whatsappcloud import build
+
+    entry = textwrap.indent(WhatsAppCloudDriver(fake).channel_yaml(ACCOUNT), "    ")
+    config = parse_config(
+        mock_config(extra=f"channels:\n  {ACCOUNT}:\n{entry}"), home.config_path, home
+    ).channels[ACCOUNT]
+    context = AdapterContext(WhatsAppCloudDriver(fake).env(), None, home.channels_dir)  # type: ignore[arg-type]  # build reads no store
+    adapter = build(config, context)
+    adapter.windows.opened(ALICE, time.time())
+    to = Address(ACCOUNT, ALICE)
+    try:
+        choices = [[Button(f"choice number {i} of five", f"fy|n|{i}")] for i in range(5)]
+        await adapter.send_text(to, "Pick one", buttons=choices)
+        long = "\n".join(f"line {i} " + "x" * 60 for i in range(40))  # ~2.7k characters
+        approve = [[Button("✅ Approve", "fy|m|0"), Button("❌ Deny", "fy|m|1")]]
+        await adapter.send_text(to, long, buttons=approve)
+    finally:
+        await adapter.close()
+    listed, head, prompt = (s.body for s in fake.sent)
+    rows = listed["interactive"]["action"]["sections"][0]["rows"]
+    assert listed["interactive"]["type"] == "list"
+    assert listed["interactive"]["action"]["button"] == "Choose"
+    assert [r["id"] for r in rows] == [f"fy|n|{i}" for i in range(5)]
+    assert all(len(r["title"]) <= 24 for r in rows)
+    assert head["type"] == "text" and prompt["type"] == "interactive"
+    assert len(prompt["interactive"]["body"]["text"]) <= 1024
+    assert head["text"]["body"] + "\n" + prompt["interactive"]["body"]["text"] == long
