@@ -173,3 +173,23 @@ async def test_setup_checks_the_key(fake: FakeAgentPlatform) -> None:
     fake.conflict = True
     with pytest.raises(SetupCheckFailed, match="another program polls"):
         await setup.check(config, {"K": AGENT_KEY})
+
+
+async def test_a_file_comes_in_with_the_key_from_metas_hosts_only(
+    start: Start, fake: FakeAgentPlatform, home: Home
+) -> None:
+    agent = await start()
+    fake.push_file(ALICE, "notes.txt", b"apples\n", "text/plain", "read this")
+    await eventually(
+        lambda: any("echo: read this" in t for t in agent.driver.texts()), what="the reply"
+    )
+    [saved] = (home.default_workspace("main") / "inbox").iterdir()
+    assert saved.name.endswith("notes.txt") and saved.read_bytes() == b"apples\n"
+    # a file on any other host is never fetched with the agent's key
+    attachment = {"id": "9", "url": "https://evil.example/f", "mime_type": "text/plain"}
+    fake.push(ALICE, "and this", attachments=[attachment | {"name": "evil.txt"}])
+    await eventually(
+        lambda: any("could not be downloaded" in t for t in agent.driver.texts()),
+        what="the reply saying the file could not be fetched",
+    )
+    assert len(list((home.default_workspace("main") / "inbox").iterdir())) == 1
