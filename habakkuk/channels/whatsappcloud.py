@@ -198,7 +198,7 @@ class WhatsAppCloudAdapter(GraphWebhookAdapter):
         if flat and len(chunk) > BODY_LIMIT:
             # an interactive body holds 1024 characters: the text before goes on its own
             head, chunk = _split_tail(chunk, BODY_LIMIT)
-            await self._free_form(to, _text_body(head, reply_to))
+            await self._free_form(to, _text_body(head, reply_to), template_text=head)
             reply_to = None
         body = _interactive(chunk, flat) if flat else _text_body(chunk, reply_to)
         if flat and reply_to:
