@@ -198,4 +198,6 @@ class WebhookAdapter(Adapter):
 
 
 # The platforms that call us at /channels/<account> (the HTTP server opens the door for them).
-WEBHOOK_TYPES = frozenset({"sms", "feishu", "dingtalk", "wecom"})
+WEBHOOK_TYPES = frozenset(
+    {"sms", "feishu", "dingtalk", "wecom", "whatsappcloud", "messenger", "instagram"}
+)
