@@ -125,11 +125,17 @@ class WhatsAppCloudAdapter(GraphWebhookAdapter):
                     str(c.get("wa_id", "")): str((c.get("profile") or {}).get("name", ""))
                     for c in _dicts(value.get("contacts"))
                 }
-                for raw in _dicts(value.get("messages")):
-                    message = self.convert(raw, names)
-                    if message is not None:
-                        self.windows.opened(message.sender, message.at)
-                        await inbox(message)
+                taken = [
+                    message
+                    for raw in _dicts(value.get("messages"))
+                    if (message := self.convert(raw, names)) is not None
+                ]
+                for message in taken:
+                    self.windows.opened(message.sender, message.at)
+                # The windows are on disk before any turn is queued (see settle).
+                await self.windows.settle()
+                for message in taken:
+                    await inbox(message)
 
     def convert(self, raw: dict[str, Any], names: dict[str, str]) -> InboundMessage | None:
         """One webhook message in the gateway's terms (None for kinds we do not take)."""

@@ -23,10 +23,6 @@ WINDOW_SECONDS = 24 * 3600.0
 # file is not rewritten for every message of a conversation, and the window we keep ends
 # at most this much before WhatsApp's (a template a minute early, never a refused send).
 SLACK_SECONDS = 60.0
-# Windows opened within this long are written together (a burst of customers is one
-# write, not one each); a kill -9 inside it loses only that much of a window's start,
-# which errs the safe way (a template where free text could still have gone).
-FLUSH_SECONDS = 0.5
 
 
 @dataclass
@@ -37,7 +33,10 @@ class ServiceWindows:
     last: dict[str, float] = field(default_factory=dict)
     clock: Callable[[], float] = time.time
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _pending: asyncio.TimerHandle | None = None
+    # Openings noted and written, counted: the file holds every opening up to `_saved`.
+    _noted: int = 0
+    _saved: int = 0
+    _writing: asyncio.Future[None] | None = None
 
     @classmethod
     def load(cls, path: Path, clock: Callable[[], float] = time.time) -> ServiceWindows:
@@ -63,9 +62,24 @@ class ServiceWindows:
         there, never backwards (a redelivered old message keeps the newer time)."""
         if at - self.last.get(customer, 0.0) > SLACK_SECONDS:
             self.last[customer] = at
-            if self._pending is None:
-                loop = asyncio.get_running_loop()
-                self._pending = loop.call_later(FLUSH_SECONDS, self.flush)
+            self._noted += 1
+
+    async def settle(self) -> None:
+        """Return once every opening noted so far is on disk. The adapter waits for this
+        before it hands the messages on: a reply the next process sends after a kill -9
+        must find its customer's window open. Concurrent callers share one write (a burst
+        of webhooks is a write or two, not one each)."""
+        while self._saved < self._noted:
+            if self._writing is None:
+                self._writing = asyncio.ensure_future(self._write(self._noted))
+            await asyncio.shield(self._writing)
+
+    async def _write(self, upto: int) -> None:
+        try:
+            await asyncio.to_thread(self._save, dict(self.last))
+            self._saved = max(self._saved, upto)
+        finally:
+            self._writing = None
 
     def closed(self, customer: str) -> None:
         """The API said the window is closed (131047)."""
@@ -76,16 +90,15 @@ class ServiceWindows:
     @property
     def dirty(self) -> bool:
         """True while a window's opening is not yet written."""
-        return self._pending is not None
+        return self._saved < self._noted
 
     def flush(self) -> None:
-        """Write the windows now (a pending write is done by this one)."""
-        if self._pending is not None:
-            self._pending.cancel()
-            self._pending = None
-        self._save()
+        """Write the windows now (blocking)."""
+        noted = self._noted
+        self._save(dict(self.last))
+        self._saved = max(self._saved, noted)
 
-    def _save(self) -> None:
+    def _save(self, last: dict[str, float]) -> None:
         with self._lock:
-            text = json.dumps({"windows": dict(sorted(self.last.items()))}, indent=1)
+            text = json.dumps({"windows": dict(sorted(last.items()))}, indent=1)
             write_private_file(self.path, text + "\n")
