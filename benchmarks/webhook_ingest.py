@@ -6,6 +6,10 @@ runtime's HTTP server at /channels/<account>, 32 at a time; each 200 means the s
 was checked and the turn is queued durably. Also printed: the signature check alone, and
 forged requests refused per second (no turn, nothing written).
 
+For LINE (X-Line-Signature: HMAC-SHA256 of the raw body with the channel secret): the
+fake LINE (tests/channels/fake_line.py) POSTs signed event batches of one text message
+each from many users the same way.
+
 Run: `PYTHONPATH=. python benchmarks/webhook_ingest.py [requests]`.
 Target: >= 500 signed requests/s into queued turns for the HMAC platforms.
 """
@@ -110,5 +114,81 @@ async def main(count: int) -> None:
                 await runtime.close()
 
 
+def line_check_only(count: int) -> float:
+    """LINE signature checks per second (the adapter's verify, no HTTP)."""
+    from habakkuk.channels.line_wire import signed
+    from tests.channels.fake_line import FakeLine, line_signature
+
+    line = FakeLine()
+    body = line.body(line.text("U" + "0" * 32, "hello there"))
+    given = line_signature(line.secret, body)
+    started = time.perf_counter()
+    for _ in range(count):
+        assert signed(line.secret, body, given)
+    return count / (time.perf_counter() - started)
+
+
+async def line_main(count: int) -> None:
+    """LINE's signed event batches into queued turns, and forged ones refused."""
+    from habakkuk.engine.config import parse_config
+    from habakkuk.runtime import Runtime
+    from tests.channels.fake_line import FakeLine
+
+    print(f"line signature check alone: {line_check_only(count * 20):,.0f}/s")
+    async with FakeLine() as line:
+        with tempfile.TemporaryDirectory() as root:
+            channel = (
+                "http: {}\nchannels:\n  line:\n    type: line\n"
+                "    token_env: LINE_BENCH_TOKEN\n    secret_env: LINE_BENCH_SECRET\n"
+                f"    base_url: {line.base_url}\n    allow_from: '*'\n"
+            )
+            home = fresh_home(root, mock_config(mode="full", extra=channel))
+            (Path(root) / ".env").write_text(
+                f"LINE_BENCH_TOKEN={line.token}\nLINE_BENCH_SECRET={line.secret}\n"
+            )
+            config = parse_config(home.config_path.read_text(), home.config_path, home)
+            runtime = await Runtime.open(home, config)
+            try:
+                channels = runtime.channel_service()
+                channels.start()  # the gateway and adapters, no turn workers
+                await channels.started()
+                server = await runtime.http.start("127.0.0.1:0")
+                line.webhook_url = f"{server.url}/channels/line"
+                up = await channels.supervisor.wait_adapter("line", timeout=60)
+                assert up is not None, "the line adapter did not connect"
+
+                async def post_all(bodies: list[bytes], **forge: str) -> int:
+                    ok = 0
+
+                    async def worker() -> None:
+                        nonlocal ok
+                        while bodies:
+                            status, _ = await line.post(bodies.pop(), **forge)
+                            ok += status == 200
+
+                    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+                    return ok
+
+                users = [f"U{i % 997:032x}" for i in range(count)]
+                bodies = [line.body(line.text(u, f"message {i}")) for i, u in enumerate(users)]
+                started = time.perf_counter()
+                ok = await post_all(bodies)
+                took = time.perf_counter() - started
+                queued = turns(home.db_path("control"))
+                assert ok == count == queued, (ok, count, queued)
+                print(f"line signed requests into queued turns: {count / took:,.0f}/s "
+                      f"({count} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
+                forged = [line.body(line.text(users[0], f"forged {i}")) for i in range(count)]
+                started = time.perf_counter()
+                ok = await post_all(forged, secret="f" * 32)
+                took = time.perf_counter() - started
+                assert ok == 0 and turns(home.db_path("control")) == queued
+                print(f"line forged requests refused (403, no turn): {count / took:,.0f}/s")
+            finally:
+                await runtime.close()
+
+
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))
+    requests = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    asyncio.run(main(requests))
+    asyncio.run(line_main(requests))

@@ -32,6 +32,8 @@ ChannelType = Literal[
     "twitch",
     "ntfy",
     "sms",
+    "line",
+    "bluebubbles",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -77,12 +79,15 @@ class ChannelConfig:
     # irc: the server as host[:port], the bot's nick, the channels it joins, and whether
     # it logs in with SASL PLAIN (username, else the nick; the password's variable)
     server: str | None = None
-    nick: str | None = None
+    nick: str | None = None  # bluebubbles: the name that addresses the bot in a group chat
     join: list[str] = field(default_factory=list)
     sasl: bool = True
     # ntfy: the topic replies are published to, and the topic read for messages
     topic: str | None = None
     listen: str | None = None
+    # line: the channel secret's variable (X-Line-Signature); bluebubbles: the variable
+    # holding the secret in the webhook's URL (/channels/<account>/<secret>)
+    secret_env: str | None = None
     # user ids or @usernames allowed to talk; "*" lets anyone in
     allow_from: str | list[str] = field(default_factory=list)
     agent: str | None = None
@@ -147,6 +152,8 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "twitch": PlatformSettings(("nick", "token_env", "join"), ("server", "tls")),
     "ntfy": PlatformSettings(("topic", "listen"), ("base_url", "token_env")),
     "sms": PlatformSettings(("account_sid", "token_env", "from_"), ("base_url",)),
+    "line": PlatformSettings(("token_env", "secret_env"), ("base_url",)),
+    "bluebubbles": PlatformSettings(("base_url", "password_env", "secret_env"), ("nick",)),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted

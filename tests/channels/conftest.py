@@ -83,3 +83,7 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
     """Alice texting the bot's number through the fake Twilio (an SmsDriver); the table
     points the fake's webhook at the runtime's HTTP server."""
     return SmsDriver(fake_twilio)
+
+
+# LINE and BlueBubbles (their own module, so each platform's fixtures merge apart).
+from tests.channels.line_fixtures import fake_line, line_driver  # noqa: E402, F401
