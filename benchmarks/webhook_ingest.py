@@ -8,7 +8,8 @@ forged requests refused per second (no turn, nothing written).
 
 For LINE (X-Line-Signature: HMAC-SHA256 of the raw body with the channel secret): the
 fake LINE (tests/channels/fake_line.py) POSTs signed event batches of one text message
-each from many users the same way.
+each from many users the same way. For BlueBubbles (a secret in the URL, compared in
+constant time) the fake server POSTs new-message events the same way.
 
 Run: `PYTHONPATH=. python benchmarks/webhook_ingest.py [requests]`.
 Target: >= 500 signed requests/s into queued turns for the HMAC platforms.
@@ -188,7 +189,66 @@ async def line_main(count: int) -> None:
                 await runtime.close()
 
 
+async def bluebubbles_main(count: int) -> None:
+    """BlueBubbles' webhook events (the URL's secret) into queued turns, and forged ones."""
+    from habakkuk.engine.config import parse_config
+    from habakkuk.runtime import Runtime
+    from tests.channels.fake_bluebubbles import FakeBlueBubbles
+
+    async with FakeBlueBubbles() as server:
+        with tempfile.TemporaryDirectory() as root:
+            channel = (
+                "http: {}\nchannels:\n  imessage:\n    type: bluebubbles\n"
+                f"    base_url: {server.base_url}\n    password_env: BB_BENCH_PASSWORD\n"
+                "    secret_env: BB_BENCH_SECRET\n    allow_from: '*'\n"
+            )
+            home = fresh_home(root, mock_config(mode="full", extra=channel))
+            (Path(root) / ".env").write_text(
+                f"BB_BENCH_PASSWORD={server.password}\nBB_BENCH_SECRET={server.secret}\n"
+            )
+            config = parse_config(home.config_path.read_text(), home.config_path, home)
+            runtime = await Runtime.open(home, config)
+            try:
+                channels = runtime.channel_service()
+                channels.start()  # the gateway and adapters, no turn workers
+                await channels.started()
+                http = await runtime.http.start("127.0.0.1:0")
+                server.webhook_url = f"{http.url}/channels/imessage"
+                up = await channels.supervisor.wait_adapter("imessage", timeout=60)
+                assert up is not None, "the bluebubbles adapter did not connect"
+
+                async def post_all(events: list[dict[str, object]], **forge: str) -> int:
+                    ok = 0
+
+                    async def worker() -> None:
+                        nonlocal ok
+                        while events:
+                            status, _ = await server.post(events.pop(), **forge)
+                            ok += status == 200
+
+                    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+                    return ok
+
+                events = [server.message(f"+1555{i % 997:07d}", f"m {i}") for i in range(count)]
+                started = time.perf_counter()
+                ok = await post_all(events)
+                took = time.perf_counter() - started
+                queued = turns(home.db_path("control"))
+                assert ok == count == queued, (ok, count, queued)
+                print(f"bluebubbles requests into queued turns: {count / took:,.0f}/s "
+                      f"({count} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
+                forged = [server.message("+15550000002", f"forged {i}") for i in range(count)]
+                started = time.perf_counter()
+                ok = await post_all(forged, secret="x" * len(server.secret))
+                took = time.perf_counter() - started
+                assert ok == 0 and turns(home.db_path("control")) == queued
+                print(f"bluebubbles forged requests refused (403, no turn): {count / took:,.0f}/s")
+            finally:
+                await runtime.close()
+
+
 if __name__ == "__main__":
     requests = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     asyncio.run(main(requests))
     asyncio.run(line_main(requests))
+    asyncio.run(bluebubbles_main(requests))

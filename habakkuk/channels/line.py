@@ -30,7 +30,7 @@ import mimetypes
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 
@@ -71,7 +71,12 @@ log = logging.getLogger(__name__)
 IMAGE_BYTES = 10 * 1024 * 1024  # LINE's limit for an image it fetches
 CONTENT_BYTES = 200 * 1024 * 1024  # what a person can send (LINE's file limit)
 REPLY_SECONDS = 50.0  # a reply token is good for about a minute: push after this
-_KINDS = {"image": "photo", "audio": "audio", "video": "video", "file": "document"}
+_KINDS: dict[str, Literal["photo", "audio", "video", "document"]] = {
+    "image": "photo",
+    "audio": "audio",
+    "video": "video",
+    "file": "document",
+}
 _IMAGES = frozenset({"image/jpeg", "image/png"})
 
 
@@ -192,7 +197,7 @@ class LineAdapter(WebhookAdapter):
             media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
             size = message.get("fileSize")
             base.attachments.append(
-                Attachment(kind_of, message_id, name, media_type, int(size) if size else None)  # type: ignore[arg-type]  # _KINDS holds Attachment kinds only
+                Attachment(kind_of, message_id, name, media_type, int(size) if size else None)
             )
         return base
 

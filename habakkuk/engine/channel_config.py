@@ -237,6 +237,8 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         r"\+\d{6,15}|MG[0-9a-fA-F]{32}", channel.from_ or ""
     ):
         raise fail("from", f"{channel.from_!r} is not a phone number (+ and digits)")
+    if channel.type == "bluebubbles" and not re.fullmatch(r"\w[\w.-]{0,39}", channel.nick or "x"):
+        raise fail("nick", f"{channel.nick!r} is not one word (the name that calls the bot)")
     if channel.type == "email" and "@" not in (channel.address or ""):
         raise fail("address", f"{channel.address!r} is not an email address")
     if channel.type in ("irc", "twitch"):

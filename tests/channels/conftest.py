@@ -86,4 +86,9 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
 
 
 # LINE and BlueBubbles (their own module, so each platform's fixtures merge apart).
-from tests.channels.line_fixtures import fake_line, line_driver  # noqa: E402, F401
+from tests.channels.webhooks2_fixtures import (  # noqa: E402, F401
+    bluebubbles_driver,
+    fake_bluebubbles,
+    fake_line,
+    line_driver,
+)

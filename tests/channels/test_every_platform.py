@@ -40,6 +40,7 @@ DRIVERS = [
     "ntfy_driver",
     "sms_driver",
     "line_driver",
+    "bluebubbles_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
