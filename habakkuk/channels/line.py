@@ -18,8 +18,9 @@ its reply and push endpoints (habakkuk/channels/line_wire.py).
   files (audio wants its length and m4a, video a preview image): those are refused with
   the reason, and the person is told.
 
-Why not line-bot-sdk: its generated client pulls in pydantic-era models, urllib3 and
-aenum to make three POSTs and check one HMAC; aiohttp (already a dependency) does both.
+Why not line-bot-sdk: version 3's generated client brings requests, pydantic, aenum,
+future and Deprecated to make three calls and check one HMAC; aiohttp (already a
+dependency) does both.
 """
 
 from __future__ import annotations
