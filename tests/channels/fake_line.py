@@ -198,8 +198,11 @@ class FakeLine:
         event_id: str = "",
         **fields: Any,
     ) -> dict[str, Any]:
-        """One webhook event from `sender` (in `group` when given), with a reply token."""
+        """One webhook event from `sender` (in `group`, or a room when its id starts with
+        R, when given), with a reply token."""
         source: dict[str, Any] = {"type": "group", "groupId": group, "userId": sender}
+        if group.startswith("R"):  # a room: several people without a group
+            source = {"type": "room", "roomId": group, "userId": sender}
         if not group:
             source = {"type": "user", "userId": sender}
         token = f"rt{next(self._ids):030x}"

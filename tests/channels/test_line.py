@@ -200,9 +200,14 @@ async def test_in_a_group_only_a_mention_of_the_bot_is_answered(
     # A mention of someone else is not one of the bot.
     other = {"mentionees": [{"index": 0, "length": 4, "type": "user", "userId": BOB}]}
     await line.events(line.text(ALICE, "@Bob hi", group=GROUP, mention=other))
+    # A room (a chat of several people without a group) is the same, by its room id.
+    room = "R" + "d4" * 16
+    await line.events(line.text(ALICE, "@Habakkuk hello room", group=room, mention=mention))
+    await eventually(lambda: len(line.to(room)) == 1, what="the room reply")
+    assert line.to(room)[0].text == "echo: hello room"
     await chat.driver.say("and in private")
     await eventually(lambda: chat.driver.texts() == ["echo: and in private"], what="private")
-    assert len(chat.turns()) == 2
+    assert len(chat.turns()) == 3
 
 
 async def test_a_follow_from_a_stranger_gets_a_pairing_code(start: Start, line: FakeLine) -> None:
