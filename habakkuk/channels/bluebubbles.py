@@ -21,6 +21,7 @@ a handful of JSON calls aiohttp (already a dependency) makes directly.
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import re
@@ -41,6 +42,7 @@ from .adapter import (
     InboundMessage,
     Inbox,
     SendError,
+    Unsupported,
 )
 from .bluebubbles_setup import BLUEBUBBLES_SETUP
 from .bluebubbles_wire import BlueBubblesApi, temp_guid
@@ -109,8 +111,6 @@ class BlueBubblesAdapter(WebhookAdapter):
     def verify(self, request: WebhookRequest) -> bool:
         if request.method != "POST" or not request.secret:
             return False
-        import hmac
-
         return hmac.compare_digest(request.secret.encode(), self.secret.encode())
 
     async def take(self, request: WebhookRequest, inbox: Inbox) -> WebhookReply:
@@ -192,8 +192,6 @@ class BlueBubblesAdapter(WebhookAdapter):
     async def send_file(self, to: Address, path: Path, *, caption: str = "", name: str = "") -> str:
         name = name or path.name
         if path.stat().st_size > self.max_file_bytes:
-            from .adapter import Unsupported
-
             raise Unsupported(f"{name} is over iMessage's 100 MB limit")
 
         def named(row: dict[str, Any]) -> bool:
