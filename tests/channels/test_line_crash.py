@@ -15,19 +15,15 @@ import pytest
 
 from tests.channels.fake_line import ALICE, FakeLine
 from tests.helpers import eventually
-from tests.processes import StartServe, free_port, kill, stop
+from tests.processes import StartServe, free_port, kill, query, stop
 
 BOUND = 60.0
 NOT_YET = (sqlite3.OperationalError, KeyError)
 
 
 def jobs(home: Path) -> dict[str, sqlite3.Row]:
-    path = home / "control.db"
-    if not path.exists():
-        return {}
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.row_factory = sqlite3.Row
-        return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
+    """The other process's jobs by id (tests.processes.query: none while not readable)."""
+    return {row["id"]: row for row in query(home / "control.db", "SELECT * FROM jobs")}
 
 
 async def delivered(line: FakeLine, event: dict[str, Any]) -> bool:
