@@ -247,8 +247,15 @@ async def bluebubbles_main(count: int) -> None:
                 await runtime.close()
 
 
+async def every_platform(count: int) -> None:
+    """SMS, the app-token platforms (benchmarks/apptoken_ingest.py), LINE, BlueBubbles."""
+    from benchmarks import apptoken_ingest
+
+    await main(count)
+    await apptoken_ingest.main(count)
+    await line_main(count)
+    await bluebubbles_main(count)
+
+
 if __name__ == "__main__":
-    requests = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    asyncio.run(main(requests))
-    asyncio.run(line_main(requests))
-    asyncio.run(bluebubbles_main(requests))
+    asyncio.run(every_platform(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))

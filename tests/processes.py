@@ -108,3 +108,9 @@ async def serve_processes() -> AsyncIterator[StartServe]:
             if process.returncode is None:
                 process.kill()
             await process.communicate()  # its pipe read and closed
+
+
+def jobs(home: Path) -> dict[str, sqlite3.Row]:
+    """The jobs of a home another process runs, by id (none while its database is not
+    there or not readable yet)."""
+    return {row["id"]: row for row in query(home / "control.db", "SELECT * FROM jobs")}

@@ -42,6 +42,9 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "twitch": "habakkuk.channels.twitch",
     "ntfy": "habakkuk.channels.ntfy",
     "sms": "habakkuk.channels.sms",
+    "feishu": "habakkuk.channels.feishu",
+    "dingtalk": "habakkuk.channels.dingtalk",
+    "wecom": "habakkuk.channels.wecom",
     "line": "habakkuk.channels.line",
     "bluebubbles": "habakkuk.channels.bluebubbles",
 }

@@ -8,6 +8,9 @@
 - `peers` are other agents the a2a toolset may call by name: a base URL or a card URL,
   headers resolved like MCP headers (header -> the variable holding its value), and how
   long a sent message may keep working (`timeout`, default 5 minutes).
+- `send_wait` bounds how long a blocking message/send (SendMessage) holds its request
+  open for the turn (default 5 minutes): past it the call answers with the task as it
+  stands, still working, and the caller follows it with tasks/get or a resubscribe.
 
 Each mistake is a ConfigError naming the file, line and key.
 """
@@ -28,6 +31,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PEER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _HEADER = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 DEFAULT_PEER_TIMEOUT = 300.0
+DEFAULT_SEND_WAIT = 300.0
 
 
 @dataclass
@@ -51,6 +55,9 @@ class A2AConfig:
     agents: dict[str, str] | None = None
     token_env: str | None = None
     peers: dict[str, A2APeerConfig] = field(default_factory=dict)
+    # how long a blocking send holds its request for the turn before answering "working"
+    send_wait: float | str = "5m"
+    send_wait_seconds: float = field(default=DEFAULT_SEND_WAIT, init=False)
 
 
 def resolve_a2a(a2a: A2AConfig, agents: Collection[str], has_http: bool, path: Path) -> None:
@@ -64,6 +71,10 @@ def resolve_a2a(a2a: A2AConfig, agents: Collection[str], has_http: bool, path: P
         raise error(a2a, "serve", "a2a.serve", "needs the http section (the server it rides on)")
     if a2a.token_env is not None and not _NAME.match(a2a.token_env):
         raise error(a2a, "token_env", "a2a.token_env", f"{a2a.token_env!r} is not a variable name")
+    try:
+        a2a.send_wait_seconds = parse_duration(a2a.send_wait)
+    except ValueError as exc:
+        raise error(a2a, "send_wait", "a2a.send_wait", str(exc)) from None
     if a2a.agents is not None:
         if not a2a.agents:
             raise error(

@@ -32,6 +32,9 @@ ChannelType = Literal[
     "twitch",
     "ntfy",
     "sms",
+    "feishu",
+    "dingtalk",
+    "wecom",
     "line",
     "bluebubbles",
 ]
@@ -85,6 +88,20 @@ class ChannelConfig:
     # ntfy: the topic replies are published to, and the topic read for messages
     topic: str | None = None
     listen: str | None = None
+    # feishu, dingtalk, wecom (app-token platforms): the app's id (Feishu App ID,
+    # DingTalk Client ID/AppKey) and the variable holding its secret; wecom: the corp id
+    # (the callbacks' receiver id) and the app's AgentId
+    app_id: str | None = None
+    app_secret_env: str | None = None
+    corp_id: str | None = None
+    agent_id: str | None = None
+    # feishu: the event subscription's Encrypt Key and Verification Token (variables);
+    # wecom: the callback's Token (token_env) and EncodingAESKey (aes_key_env)
+    encrypt_key_env: str | None = None
+    verification_token_env: str | None = None
+    aes_key_env: str | None = None
+    # dingtalk: the robot's code for the OpenAPI sends (default: app_id)
+    robot_code: str | None = None
     # line: the channel secret's variable (X-Line-Signature); bluebubbles: the variable
     # holding the secret in the webhook's URL (/channels/<account>/<secret>)
     secret_env: str | None = None
@@ -152,6 +169,14 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "twitch": PlatformSettings(("nick", "token_env", "join"), ("server", "tls")),
     "ntfy": PlatformSettings(("topic", "listen"), ("base_url", "token_env")),
     "sms": PlatformSettings(("account_sid", "token_env", "from_"), ("base_url",)),
+    "feishu": PlatformSettings(
+        ("app_id", "app_secret_env", "encrypt_key_env", "verification_token_env"),
+        ("base_url",),
+    ),
+    "dingtalk": PlatformSettings(("app_id", "app_secret_env"), ("robot_code", "base_url")),
+    "wecom": PlatformSettings(
+        ("corp_id", "agent_id", "app_secret_env", "token_env", "aes_key_env"), ("base_url",)
+    ),
     "line": PlatformSettings(("token_env", "secret_env"), ("base_url",)),
     "bluebubbles": PlatformSettings(("base_url", "password_env", "secret_env"), ("nick",)),
 }
@@ -237,6 +262,8 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         r"\+\d{6,15}|MG[0-9a-fA-F]{32}", channel.from_ or ""
     ):
         raise fail("from", f"{channel.from_!r} is not a phone number (+ and digits)")
+    if channel.type in ("feishu", "dingtalk", "wecom"):
+        _check_app(channel, fail)
     if channel.type == "bluebubbles" and not re.fullmatch(r"\w[\w.-]{0,39}", channel.nick or "x"):
         raise fail("nick", f"{channel.nick!r} is not one word (the name that calls the bot)")
     if channel.type == "email" and "@" not in (channel.address or ""):
@@ -281,6 +308,21 @@ def _check_irc(channel: ChannelConfig, fail: Callable[[str, str], ConfigError]) 
             "SASL (the default) needs the name of the variable holding the password "
             "(or sasl: false for a server without accounts)",
         )
+
+
+_APP_ID = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def _check_app(channel: ChannelConfig, fail: Callable[[str, str], ConfigError]) -> None:
+    """An app-token platform's ids: Feishu's App ID is cli_..., WeCom's AgentId digits."""
+    for key in ("app_id", "corp_id", "robot_code"):
+        value = getattr(channel, key)
+        if value is not None and not _APP_ID.fullmatch(value):
+            raise fail(key, f"{value!r} is not an app id (letters, digits, . _ -)")
+    if channel.type == "feishu" and not (channel.app_id or "").startswith("cli_"):
+        raise fail("app_id", f"{channel.app_id!r} is not a Feishu/Lark App ID (cli_...)")
+    if channel.type == "wecom" and not (channel.agent_id or "").isdigit():
+        raise fail("agent_id", f"{channel.agent_id!r} is not a WeCom AgentId (digits)")
 
 
 def _check_agents(channel: ChannelConfig, agents: Collection[str], path: Path) -> None:

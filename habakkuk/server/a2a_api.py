@@ -47,6 +47,7 @@ class A2AServing:
     token: str | None
     tasks: A2ATasks
     version: str
+    send_wait: float  # a2a.send_wait: how long a blocking send holds its request
 
     def token_matches(self, given: str) -> bool:
         """True when `Authorization` carries the A2A token (constant time)."""
@@ -136,6 +137,18 @@ async def rpc_agent(request: web.Request) -> web.StreamResponse:
     return await _rpc(request, _agent_of_path(request))
 
 
+def http_error_body(request: web.Request, status: int, message: str) -> dict[str, Any]:
+    """The JSON-RPC error answering a POST to /a2a that failed before its call was read
+    (the server's checks: content type, body size and deadline, ...): a client of a
+    JSON-RPC endpoint reads `error` as an object. A wrong Content-Type is -32005."""
+    if status == 415:
+        code = wire.CONTENT_TYPE_NOT_SUPPORTED
+    else:
+        code = wire.INVALID_REQUEST if status < 500 else wire.INTERNAL_ERROR
+    version = _card_version(request)
+    return wire.failure(None, RpcError(code, message), version)
+
+
 def _unauthorized() -> web.Response:
     error = RpcError(wire.INVALID_REQUEST, "missing or wrong bearer token")
     return json_response(wire.failure(None, error), 401, {"WWW-Authenticate": "Bearer"})
@@ -147,6 +160,7 @@ async def _rpc(request: web.Request, agent: str | None) -> web.StreamResponse:
         return _unauthorized()
     raw = await read_body(request, JSON_LIMIT)
     request_id: Any = None
+    version: Version | None = None  # the method's, once known (it shapes the errors)
     try:
         body = _parse(raw)
         request_id = _id_of(body)
@@ -158,7 +172,7 @@ async def _rpc(request: web.Request, agent: str | None) -> web.StreamResponse:
         result = await _call(serving, agent, version, op, params)
         return json_response(wire.answer(request_id, result))
     except RpcError as exc:
-        return json_response(wire.failure(request_id, exc))
+        return json_response(wire.failure(request_id, exc, version))
 
 
 def _parse(raw: bytes) -> dict[str, Any]:
@@ -213,7 +227,10 @@ async def _call(
         incoming = wire.read_send(params, version)
         agent = _agent_for(serving, endpoint, incoming.agent)
         record = await tasks.start(incoming, agent)
-        view = await (tasks.wait(record) if incoming.wait else tasks.view(record))
+        if incoming.wait:
+            view = await tasks.wait(record, serving.send_wait)
+        else:
+            view = await tasks.view(record)
         return wire.send_result(version, view, incoming.history_length)
     if op == "get":
         record = await tasks.record(wire.read_task_id(params))
@@ -229,6 +246,10 @@ async def _call(
     if op == "push":
         raise RpcError(wire.PUSH_NOT_SUPPORTED, "push notifications are not supported")
     if op == "card":
+        if version == "1.0":  # the card declares no capabilities.extendedAgentCard
+            raise RpcError(
+                wire.UNSUPPORTED_OPERATION, "this agent does not support an extended agent card"
+            )
         raise RpcError(
             wire.EXTENDED_CARD_NOT_CONFIGURED, "this agent has no authenticated extended card"
         )
@@ -280,10 +301,14 @@ def setup(app: web.Application, server: Served) -> None:
         token=token,
         tasks=A2ATasks(server),
         version=str(__version__),
+        send_wait=config.a2a.send_wait_seconds,
     )
     app.router.add_get(CARD_PATH, home_card)
     app.router.add_get(PREFIX + CARD_PATH, home_card)  # beside its endpoint, as clients look
     app.router.add_post(PREFIX, rpc_home)
+    # A client whose HTTP library joins "/" to the endpoint's URL (httpx's base_url does)
+    # posts to /a2a/: the same endpoint.
+    app.router.add_post(PREFIX + "/", rpc_home)
     app.router.add_get(PREFIX + "/{agent}", agent_card)
     app.router.add_get(PREFIX + "/{agent}" + CARD_PATH, agent_card)
     app.router.add_post(PREFIX + "/{agent}", rpc_agent)

@@ -55,6 +55,8 @@ class A2ATasks:
     async def start(self, incoming: Incoming, agent: str, *, here: bool = False) -> A2ATask:
         """Queue (or find) the turn of a message; `here`: a stream follows it in this
         process, so this process runs it."""
+        if incoming.task_id is not None:
+            await self._refuse_follow_up(incoming.task_id)
         runtime = self.server.runtime
         context = incoming.context_id
         fresh = context is None  # a new conversation: a session A2A starts now
@@ -89,6 +91,24 @@ class A2ATasks:
             record.context, record.text, turn_id=record.task, attended=False, here=here
         )
         return record
+
+    async def _refuse_follow_up(self, task_id: str) -> None:
+        """A message naming a task: -32001 when A2A never started it, else -32004 (the
+        spec's answer for a task in a terminal state; a running turn takes no message
+        mid-turn, and Habakkuk's tasks never stop to wait for input)."""
+        record = await self.record(task_id)
+        view = await self.view(record)
+        if view.final:
+            raise RpcError(
+                wire.UNSUPPORTED_OPERATION,
+                f"task {task_id!r} is {view.state}: a finished task takes no more messages;"
+                " send a new message with its contextId to go on",
+            )
+        raise RpcError(
+            wire.UNSUPPORTED_OPERATION,
+            f"task {task_id!r} is still {view.state}: Habakkuk's tasks take no message"
+            " mid-turn; wait for its end and send a new message with its contextId",
+        )
 
     async def _check_new_context(self, context: str) -> None:
         """A contextId this server has not seen starts a conversation under that id, when
@@ -163,9 +183,13 @@ class A2ATasks:
         texts = [m.message.text for m in written if m.role == "assistant" and m.message.text]
         return "\n\n".join(t for t in texts if t.strip()) or outcome.reply
 
-    async def wait(self, record: A2ATask) -> TaskView:
-        """Wait for the turn to settle (here or in another process) and tell it."""
-        await self.server.runtime.turns.wait_turn(record.task)
+    async def wait(self, record: A2ATask, within: float | None = None) -> TaskView:
+        """Wait for the turn to settle (here or in another process) and tell it; with
+        `within`, at most that many seconds, then the task as it stands (still working:
+        the spec lets processing go on after a send answers with a task)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                await self.server.runtime.turns.wait_turn(record.task)
         return await self.view(record)
 
     async def cancel(self, record: A2ATask) -> TaskView:

@@ -102,6 +102,12 @@ def _error_body(
         if status == 401:
             kind = "authentication_error"
         return {"error": {"message": message, "type": kind, "param": param, "code": None}}
+    if (
+        request.method == "POST"
+        and server_of(request).runtime.config.a2a is not None
+        and a2a_api.is_a2a_path(request.path)
+    ):
+        return a2a_api.http_error_body(request, status, message)  # a JSON-RPC error
     return {"error": message}
 
 

@@ -76,11 +76,24 @@ async def run_command(
         # Cancelled while the client started: it may have started the command there.
         await _kill_remote(sandbox, launch)
         raise
-    if groups is not None:
-        await asyncio.to_thread(
-            groups.started, launch.token, process.pid, agent=agent, kind=sandbox.kind
-        )
     try:
+        if groups is not None:
+            recording = asyncio.ensure_future(
+                asyncio.to_thread(
+                    groups.started, launch.token, process.pid, agent=agent, kind=sandbox.kind
+                )
+            )
+            try:
+                await asyncio.shield(recording)
+            except BaseException:
+                # Cancelled while the group was being recorded: the command runs on and
+                # nothing else would stop it. The record is let finish, so the `ended`
+                # below removes it rather than racing its write.
+                await _kill_tree(sandbox, launch, process.pid)
+                await _reap(process)
+                with contextlib.suppress(BaseException):
+                    await wait_within(recording, 5)
+                raise
         return await _collect(process, sandbox, launch, timeout, cap, started)
     finally:
         if groups is not None:

@@ -85,6 +85,17 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
     return SmsDriver(fake_twilio)
 
 
+# The app-token platforms (Feishu/Lark, DingTalk, WeCom): their fixtures live in a module
+# of their own.
+from tests.channels.apptoken_fixtures import (  # noqa: E402,F401
+    dingtalk_driver,
+    fake_dingtalk,
+    fake_feishu,
+    fake_wecom,
+    feishu_driver,
+    wecom_driver,
+)
+
 # LINE and BlueBubbles (their own module, so each platform's fixtures merge apart).
 from tests.channels.webhooks2_fixtures import (  # noqa: E402, F401
     bluebubbles_driver,

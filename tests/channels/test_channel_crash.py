@@ -14,7 +14,7 @@ import pytest
 from tests.channels.fake_telegram import BOT_TOKEN as TOKEN
 from tests.channels.fake_telegram import FakeTelegram
 from tests.helpers import eventually
-from tests.processes import StartServe, kill, stop
+from tests.processes import StartServe, jobs, kill, stop
 
 # The processes are real and cold-started; their databases may be busy or not yet
 # created when read (that counts as "not yet").
@@ -45,15 +45,6 @@ def config(tg: FakeTelegram, reply: str) -> str:
             poll_timeout: 1
         """
     )
-
-
-def jobs(home: Path) -> dict[str, sqlite3.Row]:
-    path = home / "control.db"
-    if not path.exists():
-        return {}
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.row_factory = sqlite3.Row
-        return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
 
 
 def started_by(home: Path, delivery: str) -> dict[int, list[int]]:

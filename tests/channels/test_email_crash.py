@@ -3,7 +3,6 @@ Dovecot and aiosmtpd as the mail servers."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 import textwrap
@@ -13,19 +12,10 @@ import pytest
 
 from tests.channels.fake_email import PASSWORD, PERSON, MailDriver
 from tests.helpers import eventually
-from tests.processes import StartServe, kill, stop
+from tests.processes import StartServe, jobs, kill, stop
 
 BOUND = 60.0
 NOT_YET = (sqlite3.OperationalError, OSError, ValueError, KeyError)
-
-
-def jobs(home: Path) -> dict[str, sqlite3.Row]:
-    path = home / "control.db"
-    if not path.exists():
-        return {}
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.row_factory = sqlite3.Row
-        return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
 
 
 def positioned(home: Path) -> bool:

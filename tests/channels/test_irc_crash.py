@@ -6,7 +6,6 @@ tag) is dropped as seen."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 import textwrap
@@ -17,7 +16,7 @@ import pytest
 from tests.channels.fake_irc import ALICE, FakeIrc
 from tests.channels.twitch_driver import CHANNEL, TWITCH_TOKEN
 from tests.helpers import eventually
-from tests.processes import StartServe, kill, stop
+from tests.processes import StartServe, jobs, kill, stop
 
 BOUND = 60.0
 NOT_YET = (sqlite3.OperationalError,)
@@ -54,15 +53,6 @@ def config(kind: str, fake: FakeIrc) -> str:
           {kind}:
         """
     ) + textwrap.indent(channel(kind, fake), "    ")
-
-
-def jobs(home: Path) -> dict[str, sqlite3.Row]:
-    path = home / "control.db"
-    if not path.exists():
-        return {}
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.row_factory = sqlite3.Row
-        return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
 
 
 def collapsed(texts: list[str]) -> list[str]:

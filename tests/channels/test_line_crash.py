@@ -15,15 +15,10 @@ import pytest
 
 from tests.channels.fake_line import ALICE, FakeLine
 from tests.helpers import eventually
-from tests.processes import StartServe, free_port, kill, query, stop
+from tests.processes import StartServe, free_port, jobs, kill, stop
 
 BOUND = 60.0
 NOT_YET = (sqlite3.OperationalError, KeyError)
-
-
-def jobs(home: Path) -> dict[str, sqlite3.Row]:
-    """The other process's jobs by id (tests.processes.query: none while not readable)."""
-    return {row["id"]: row for row in query(home / "control.db", "SELECT * FROM jobs")}
 
 
 async def delivered(line: FakeLine, event: dict[str, Any]) -> bool:

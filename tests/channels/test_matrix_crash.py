@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import textwrap
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 from habakkuk.channels.matrix_events import encode_id
 from tests.channels.fake_matrix import ALICE, BOT, FakeMatrix
 from tests.helpers import eventually
-from tests.processes import StartServe, kill, stop
+from tests.processes import StartServe, jobs, kill, stop
 
 BOUND = 60.0
 NOT_YET = (sqlite3.OperationalError,)
@@ -40,15 +39,6 @@ def config(hs: FakeMatrix) -> str:
             poll_timeout: 1
         """
     )
-
-
-def jobs(home: Path) -> dict[str, sqlite3.Row]:
-    path = home / "control.db"
-    if not path.exists():
-        return {}
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.row_factory = sqlite3.Row
-        return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
 
 
 @pytest.mark.timeout(180)

@@ -4,7 +4,6 @@ the delivery resumes at the first chunk not sent, and a message the stream repla
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 import textwrap
@@ -15,7 +14,7 @@ import pytest
 from tests.channels.fake_ntfy import FakeNtfy
 from tests.channels.ntfy_driver import INBOX, REPLIES
 from tests.helpers import eventually
-from tests.processes import StartServe, kill, stop
+from tests.processes import StartServe, jobs, kill, stop
 
 BOUND = 60.0
 NOT_YET = (sqlite3.OperationalError,)
@@ -44,15 +43,6 @@ def config(fake: FakeNtfy) -> str:
             allow_from: ["*"]
         """
     )
-
-
-def jobs(home: Path) -> dict[str, sqlite3.Row]:
-    path = home / "control.db"
-    if not path.exists():
-        return {}
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.row_factory = sqlite3.Row
-        return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
 
 
 @pytest.mark.timeout(180)

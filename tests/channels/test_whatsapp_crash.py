@@ -7,7 +7,6 @@ through the child's PYTHONPATH: production code has no test switch.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
@@ -20,7 +19,7 @@ from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import Message as WAMessage
 from tests.channels.fake_whatsapp import PERSON, FakeWhatsApp
 from tests.channels.fake_whatsapp_files import sent_texts, write_message
 from tests.helpers import eventually
-from tests.processes import StartServe, kill, stop
+from tests.processes import StartServe, jobs, kill, stop
 
 BOUND = 60.0
 NOT_YET = (sqlite3.OperationalError, KeyError)
@@ -47,15 +46,6 @@ def config(reply: str) -> str:
             allow_from: ["+{PERSON}"]
         """
     )
-
-
-def jobs(home: Path) -> dict[str, sqlite3.Row]:
-    path = home / "control.db"
-    if not path.exists():
-        return {}
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.row_factory = sqlite3.Row
-        return {r["id"]: r for r in conn.execute("SELECT * FROM jobs").fetchall()}
 
 
 @pytest.mark.timeout(180)

@@ -13,10 +13,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.channels.test_channel_crash import jobs
 from tests.conftest import mock_config
 from tests.helpers import eventually
-from tests.processes import StartServe, free_port, kill, stop, until_http
+from tests.processes import StartServe, free_port, jobs, kill, stop, until_http
 from tests.server.conftest import SSEReader
 
 ROUTED = """  ops:

@@ -59,6 +59,21 @@ CONTENT_TYPE_NOT_SUPPORTED = -32005
 EXTENDED_CARD_NOT_CONFIGURED = -32007
 VERSION_NOT_SUPPORTED = -32009
 
+# 1.0: an A2A error (not a JSON-RPC one) carries a google.rpc.ErrorInfo in its data,
+# its reason the error type in UPPER_SNAKE_CASE (specification §9.5, "A2A Error
+# Representation"; the a2a-sdk's A2A_ERROR_MAPPING spells them the same).
+ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
+ERROR_DOMAIN = "a2a-protocol.org"
+ERROR_REASONS = {
+    TASK_NOT_FOUND: "TASK_NOT_FOUND",
+    TASK_NOT_CANCELABLE: "TASK_NOT_CANCELABLE",
+    PUSH_NOT_SUPPORTED: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    UNSUPPORTED_OPERATION: "UNSUPPORTED_OPERATION",
+    CONTENT_TYPE_NOT_SUPPORTED: "CONTENT_TYPE_NOT_SUPPORTED",
+    EXTENDED_CARD_NOT_CONFIGURED: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+    VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED",
+}
+
 VERSION_HEADER = "A2A-Version"
 TEXT_MEDIA = ("text/", "application/json", "application/xml", "application/yaml")
 MAX_INLINE_TEXT = 1024 * 1024
@@ -122,6 +137,7 @@ class Incoming:
     agent: str | None  # message or request metadata.agent
     wait: bool  # blocking (0.3) / not returnImmediately (1.0)
     history_length: int | None
+    task_id: str | None = None  # the task the message says it continues (refused)
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -156,11 +172,6 @@ def read_send(params: Any, version: Version) -> Incoming:
     message = _object(params.get("message"), "params.message")
     message_id = _string(message, "messageId", "message", required=True)
     assert message_id is not None
-    if _string(message, "taskId", "message") is not None:
-        raise RpcError(
-            UNSUPPORTED_OPERATION,
-            "a message may not name a taskId: Habakkuk's tasks never wait for input",
-        )
     role = message.get("role")
     user_roles = ("user", "ROLE_USER") if version == "0.3" else ("ROLE_USER", "user")
     if role not in user_roles:
@@ -188,6 +199,7 @@ def read_send(params: Any, version: Version) -> Incoming:
         agent=agent,
         wait=wait,
         history_length=_history_length(config),
+        task_id=_string(message, "taskId", "message"),
     )
 
 
@@ -504,6 +516,10 @@ def answer(request_id: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
-def failure(request_id: Any, error: RpcError) -> dict[str, Any]:
-    """A JSON-RPC error answer."""
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.body()}
+def failure(request_id: Any, error: RpcError, version: Version | None = None) -> dict[str, Any]:
+    """A JSON-RPC error answer; in 1.0 an A2A error's data is its ErrorInfo."""
+    body = error.body()
+    reason = ERROR_REASONS.get(error.code)
+    if version == "1.0" and reason is not None and error.data is None:
+        body["data"] = [{"@type": ERROR_INFO_TYPE, "reason": reason, "domain": ERROR_DOMAIN}]
+    return {"jsonrpc": "2.0", "id": request_id, "error": body}

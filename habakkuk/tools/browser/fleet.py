@@ -69,8 +69,10 @@ async def launch_browser(
         raise
 
     async def stop() -> None:
-        await launched.stop()
-        await proxy.close()
+        try:
+            await launched.stop()
+        finally:  # also when the stop is itself stopped: the proxy's tunnels must not outlive it
+            await proxy.close()
 
     browser = Browser(launched.connection, guard, launched=True, refs=refs, on_close=stop)
     browser.pid = launched.process.pid
@@ -208,7 +210,8 @@ class BrowserFleet:
         for slot in self._slots.values():
             if slot.idle is not None:
                 slot.idle.cancel()
-            for task in list(slot.closing):
-                task.cancel()
+            # An idle close under way is let finish (it holds the lock): cancelled halfway,
+            # it would leave the browser's proxy listening with its tunnels open.
             async with slot.lock:
                 await self._close(slot)
+            await asyncio.gather(*slot.closing, return_exceptions=True)

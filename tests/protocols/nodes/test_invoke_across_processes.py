@@ -9,6 +9,9 @@ import asyncio
 import contextlib
 import re
 import sqlite3
+from asyncio.subprocess import Process
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -46,10 +49,20 @@ def tool_results(home: Path) -> list[str]:
         return [str(row[0]) for row in rows.fetchall()]
 
 
-@pytest.mark.timeout(240)
-async def test_a_run_in_another_process_notifies_the_node_the_server_holds(
-    tmp_path: Path, serve_process: StartServe
-) -> None:
+@dataclass(frozen=True)
+class Paired:
+    """A serving home and the phone node paired to it, connected."""
+
+    home: Path
+    server: Process
+    node: Process
+    record: Path  # what the phone's stubbed notify-send was called with
+
+
+@contextlib.asynccontextmanager
+async def paired_phone(tmp_path: Path, serve_process: StartServe) -> AsyncIterator[Paired]:
+    """A real `--serve` and a real `node run` named phone, paired with a code from
+    `habakkuk node pair`; both ended on the way out."""
     home, device, bin_dir = tmp_path / "home", tmp_path / "device", tmp_path / "bin"
     home.mkdir()
     port = free_port()
@@ -68,6 +81,20 @@ async def test_a_run_in_another_process_notifies_the_node_the_server_holds(
     )  # fmt: skip
     try:
         await until_line(node, "Connected to")
+        yield Paired(home, server, node, record)
+    finally:
+        if node.returncode is None:
+            node.kill()
+            await node.communicate()
+    await stop(server)
+
+
+@pytest.mark.timeout(240)
+async def test_a_run_in_another_process_notifies_the_node_the_server_holds(
+    tmp_path: Path, serve_process: StartServe
+) -> None:
+    async with paired_phone(tmp_path, serve_process) as paired:
+        home, server, node, record = paired.home, paired.server, paired.node, paired.record
         # nodes.db names the --serve process as the node's holder.
         held = query(home / "nodes.db", "SELECT holder FROM nodes WHERE name = 'phone'")
         assert held and str(held[0]["holder"]).split(":")[1] == str(server.pid)
@@ -93,36 +120,15 @@ async def test_a_run_in_another_process_notifies_the_node_the_server_holds(
         assert "NODE CALL FAILED" in out, out + err
         assert any("node 'phone' is not connected" in text for text in tool_results(home))
         assert record.read_text(encoding="utf-8").splitlines() == ["--", "Reminder", "buy milk"]
-    finally:
-        if node.returncode is None:
-            node.kill()
-            await node.communicate()
-    await stop(server)
 
 
 @pytest.mark.timeout(240)
 async def test_a_schedule_the_scheduler_fires_notifies_the_phone_once(
     tmp_path: Path, serve_process: StartServe
 ) -> None:
-    home, device, bin_dir = tmp_path / "home", tmp_path / "device", tmp_path / "bin"
-    home.mkdir()
-    port = free_port()
-    (home / "config.yaml").write_text(config(port), encoding="utf-8")
-    server = await serve_process(home)
-    await until_http(server)
-    code, out, err = await cli(home, "node", "pair")
-    assert code == 0, err
-    found = re.search(r"Pairing code: ([A-Z0-9]{10})", out)
-    assert found is not None, out
-    record = tmp_path / "notified.txt"
-    stub_program(bin_dir, "notify-send", record)
-    node = await node_run(
-        device, "--server", f"http://127.0.0.1:{port}", "--code", found[1],
-        "--name", "phone", path_first=bin_dir,
-    )  # fmt: skip
-    try:
-        await until_line(node, "Connected to")
-        code, out, err = await cli(
+    async with paired_phone(tmp_path, serve_process) as paired:
+        home, record = paired.home, paired.record
+        code, _, err = await cli(
             home, "schedules", "add", "--name", "remind", "--when", "@every 15s",
             "--prompt", "remind me to buy milk",
         )  # fmt: skip
@@ -135,10 +141,5 @@ async def test_a_schedule_the_scheduler_fires_notifies_the_phone_once(
 
         await eventually(answered, what="the one node_invoke job done", timeout=BOUND)
         assert record.read_text(encoding="utf-8").splitlines() == ["--", "Reminder", "buy milk"]
-        code, out, err = await cli(home, "schedules", "pause", "remind")
+        code, _, err = await cli(home, "schedules", "pause", "remind")
         assert code == 0, err
-    finally:
-        if node.returncode is None:
-            node.kill()
-            await node.communicate()
-    await stop(server)

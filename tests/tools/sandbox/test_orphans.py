@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +152,36 @@ async def test_opening_the_runtime_ends_what_a_killed_habakkuk_left_running(
     await runtime_factory(mock_config())
     await eventually(lambda: not running_with(marker), what="the orphan to end at start")
     assert not list((home.run_dir / "commands").glob("*.json"))
+
+
+class HeldGroups(CommandGroups):
+    """Command groups whose record of a start waits until the test lets it go: the moment
+    a turn may be cancelled in."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def started(self, token: str, pgid: int, *, agent: str, kind: str) -> None:
+        self.entered.set()
+        self.release.wait(PROCESS_BOUND)
+        super().started(token, pgid, agent=agent, kind=kind)
+
+
+async def test_a_command_cancelled_while_its_group_is_recorded_is_killed_and_forgotten(
+    tmp_path: Path,
+) -> None:
+    marker = sleep_marker()
+    groups = HeldGroups(tmp_path / "run" / "commands")
+    running = asyncio.create_task(
+        run_command(f"sleep {marker}", tmp_path, timeout=600, groups=groups)
+    )
+    await eventually(groups.entered.is_set, what="the group being recorded")
+    await eventually(lambda: running_with(marker), what="the command")
+    running.cancel()
+    groups.release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    await eventually(lambda: not running_with(marker), what="the cancelled command to end")
+    assert not list(groups.folder.glob("*.json"))
