@@ -6,6 +6,11 @@ runtime's HTTP server at /channels/<account>, 32 at a time; each 200 means the s
 was checked and the turn is queued durably. Also printed: the signature check alone, and
 forged requests refused per second (no turn, nothing written).
 
+For Meta's platforms, the WhatsApp Business Cloud API, Messenger and Instagram
+(X-Hub-Signature-256: HMAC-SHA256 of the raw body with the app secret,
+habakkuk/channels/metagraph_hook.py): the same, from their fakes
+(tests/channels/fake_graph.py, fake_messenger.py) posting signed message events.
+
 For LINE (X-Line-Signature: HMAC-SHA256 of the raw body with the channel secret): the
 fake LINE (tests/channels/fake_line.py) POSTs signed event batches of one text message
 each from many users the same way. For BlueBubbles (a secret in the URL, compared in
@@ -23,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -111,6 +117,85 @@ async def main(count: int) -> None:
                 took = time.perf_counter() - started
                 assert ok == 0 and turns(home.db_path("control")) == queued
                 print(f"sms forged requests refused (403, no turn): {count / took:,.0f}/s")
+            finally:
+                await runtime.close()
+
+
+def graph_check_only(count: int) -> float:
+    """X-Hub-Signature-256 checks per second (the adapter's check, no HTTP)."""
+    import json
+
+    from habakkuk.channels.metagraph_hook import signature_ok
+    from tests.channels.fake_graph import APP_SECRET, FakeWhatsAppCloud, hub_signature
+
+    body = json.dumps(FakeWhatsAppCloud().text("15550000001", "hello there")).encode()
+    given = hub_signature(APP_SECRET, body)
+    started = time.perf_counter()
+    for _ in range(count):
+        assert signature_ok(APP_SECRET, body, given)
+    return count / (time.perf_counter() - started)
+
+
+async def post_events(fake: Any, events: list[dict[str, Any]], **forge: str) -> int:
+    """POST every event, CONCURRENCY at a time; the number answered 200."""
+    queue = list(events)
+    ok = 0
+
+    async def worker() -> None:
+        nonlocal ok
+        while queue:
+            status, _ = await fake.post(queue.pop(), **forge)
+            ok += status == 200
+
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return ok
+
+
+async def graph_platform(count: int, kind: str) -> None:
+    """Signed Meta events (WhatsApp Cloud, Messenger, Instagram) into queued turns, and
+    forged ones refused."""
+    from habakkuk.engine.config import parse_config
+    from habakkuk.runtime import Runtime
+    from tests.channels.fake_graph import FakeWhatsAppCloud, WhatsAppCloudDriver
+    from tests.channels.fake_messenger import FakeMessenger, MessengerDriver
+
+    fake: Any = FakeWhatsAppCloud() if kind == "whatsappcloud" else FakeMessenger(kind)
+    async with fake:
+        driver: Any = (
+            WhatsAppCloudDriver(fake) if kind == "whatsappcloud" else MessengerDriver(fake)
+        )
+        with tempfile.TemporaryDirectory() as root:
+            lines = [*driver.channel_yaml("biz").splitlines(), "allow_from: '*'"]
+            channel = "http: {}\nchannels:\n  biz:\n" + "".join(
+                f"    {line}\n" for line in lines if not line.startswith("allow_from: [")
+            )
+            home = fresh_home(root, mock_config(mode="full", extra=channel))
+            env = "".join(f"{name}={value}\n" for name, value in driver.env().items())
+            (Path(root) / ".env").write_text(env)
+            config = parse_config(home.config_path.read_text(), home.config_path, home)
+            runtime = await Runtime.open(home, config)
+            try:
+                channels = runtime.channel_service()
+                channels.start()
+                await channels.started()
+                server = await runtime.http.start("127.0.0.1:0")
+                fake.webhook_url = f"{server.url}/channels/biz"
+                up = await channels.supervisor.wait_adapter("biz", timeout=60)
+                assert up is not None, f"the {kind} adapter did not connect"
+                events = [fake.text(f"1555{i % 997:07d}", f"message {i}") for i in range(count)]
+                started = time.perf_counter()
+                ok = await post_events(fake, events)
+                took = time.perf_counter() - started
+                queued = turns(home.db_path("control"))
+                assert ok == count == queued, (ok, count, queued)
+                print(f"{kind} signed events into queued turns: {count / took:,.0f}/s "
+                      f"({count} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
+                forged = [fake.text("15550000002", f"forged {i}") for i in range(count)]
+                started = time.perf_counter()
+                ok = await post_events(fake, forged, secret="wrong-key")
+                took = time.perf_counter() - started
+                assert ok == 0 and turns(home.db_path("control")) == queued
+                print(f"{kind} forged events refused (403, no turn): {count / took:,.0f}/s")
             finally:
                 await runtime.close()
 
@@ -248,11 +333,15 @@ async def bluebubbles_main(count: int) -> None:
 
 
 async def every_platform(count: int) -> None:
-    """SMS, the app-token platforms (benchmarks/apptoken_ingest.py), LINE, BlueBubbles."""
+    """Each webhook platform in turn: SMS, the app-token platforms
+    (benchmarks/apptoken_ingest.py), then Meta's, LINE and BlueBubbles."""
     from benchmarks import apptoken_ingest
 
     await main(count)
     await apptoken_ingest.main(count)
+    print(f"X-Hub-Signature-256 check alone (Meta): {graph_check_only(count * 20):,.0f}/s")
+    for kind in ("whatsappcloud", "messenger", "instagram"):
+        await graph_platform(count, kind)
     await line_main(count)
     await bluebubbles_main(count)
 

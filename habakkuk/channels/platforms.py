@@ -45,6 +45,10 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "feishu": "habakkuk.channels.feishu",
     "dingtalk": "habakkuk.channels.dingtalk",
     "wecom": "habakkuk.channels.wecom",
+    "whatsappcloud": "habakkuk.channels.whatsappcloud",
+    "messenger": "habakkuk.channels.messenger",
+    "instagram": "habakkuk.channels.instagram",
+    "whatsappagent": "habakkuk.channels.whatsappagent",
     "line": "habakkuk.channels.line",
     "bluebubbles": "habakkuk.channels.bluebubbles",
 }

@@ -203,4 +203,16 @@ class WebhookAdapter(Adapter):
 
 
 # The platforms that call us at /channels/<account> (the HTTP server opens the door for them).
-WEBHOOK_TYPES = frozenset({"sms", "feishu", "dingtalk", "wecom", "line", "bluebubbles"})
+WEBHOOK_TYPES = frozenset(
+    {
+        "sms",
+        "feishu",
+        "dingtalk",
+        "wecom",
+        "whatsappcloud",
+        "messenger",
+        "instagram",
+        "line",
+        "bluebubbles",
+    }
+)

@@ -35,6 +35,10 @@ ChannelType = Literal[
     "feishu",
     "dingtalk",
     "wecom",
+    "whatsappcloud",
+    "messenger",
+    "instagram",
+    "whatsappagent",
     "line",
     "bluebubbles",
 ]
@@ -102,6 +106,14 @@ class ChannelConfig:
     aes_key_env: str | None = None
     # dingtalk: the robot's code for the OpenAPI sends (default: app_id)
     robot_code: str | None = None
+    # whatsappcloud: the business phone number's id, the app secret (app_secret_env above:
+    # X-Hub-Signature-256)
+    # and the webhook verify token (hub.verify_token), and the approved template (with its
+    # language) sent outside the 24-hour customer-service window
+    phone_number_id: str | None = None
+    verify_token_env: str | None = None
+    template: str | None = None
+    template_language: str | None = None
     # line: the channel secret's variable (X-Line-Signature); bluebubbles: the variable
     # holding the secret in the webhook's URL (/channels/<account>/<secret>)
     secret_env: str | None = None
@@ -177,6 +189,17 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "wecom": PlatformSettings(
         ("corp_id", "agent_id", "app_secret_env", "token_env", "aes_key_env"), ("base_url",)
     ),
+    "whatsappcloud": PlatformSettings(
+        ("phone_number_id", "token_env", "app_secret_env", "verify_token_env"),
+        ("template", "template_language", "base_url"),
+    ),
+    "messenger": PlatformSettings(
+        ("token_env", "app_secret_env", "verify_token_env"), ("base_url",)
+    ),
+    "instagram": PlatformSettings(
+        ("token_env", "app_secret_env", "verify_token_env"), ("base_url",)
+    ),
+    "whatsappagent": PlatformSettings(("token_env",), ("base_url",)),
     "line": PlatformSettings(("token_env", "secret_env"), ("base_url",)),
     "bluebubbles": PlatformSettings(("base_url", "password_env", "secret_env"), ("nick",)),
 }
@@ -270,6 +293,8 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         raise fail("address", f"{channel.address!r} is not an email address")
     if channel.type in ("irc", "twitch"):
         _check_irc(channel, fail)
+    if channel.type == "whatsappcloud":
+        _check_whatsappcloud(channel, fail)
     if channel.type == "ntfy":
         for key in ("topic", "listen"):
             if not _NTFY_TOPIC.fullmatch(getattr(channel, key) or ""):
@@ -282,6 +307,17 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         channel.tls_mode = "plain"
     else:
         channel.tls_mode = channel.tls
+
+
+def _check_whatsappcloud(channel: ChannelConfig, fail: Callable[[str, str], ConfigError]) -> None:
+    """A WhatsApp Cloud number's id, and its template's name and language."""
+    if not re.fullmatch(r"\d{5,20}", channel.phone_number_id or ""):
+        raise fail("phone_number_id", f"{channel.phone_number_id!r} is not a phone number ID")
+    if channel.template is not None and not re.fullmatch(r"[a-z0-9_]{1,512}", channel.template):
+        raise fail("template", f"{channel.template!r} is not a template name (a-z 0-9 _)")
+    language = channel.template_language
+    if language is not None and not re.fullmatch(r"[a-z]{2,3}(_[A-Z]{2})?", language):
+        raise fail("template_language", f"{language!r} is not a language code (en, en_US)")
 
 
 _NTFY_TOPIC = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -96,6 +96,18 @@ from tests.channels.apptoken_fixtures import (  # noqa: E402,F401
     wecom_driver,
 )
 
+# The Meta platforms (WhatsApp Cloud, ...): their fixtures live in a module of their own.
+from tests.channels.metagraph_drivers import (  # noqa: E402
+    fake_instagram,  # noqa: F401
+    fake_messenger,  # noqa: F401
+    fake_wa_agent,  # noqa: F401
+    fake_whatsappcloud,  # noqa: F401
+    instagram_driver,  # noqa: F401
+    messenger_driver,  # noqa: F401
+    whatsappagent_driver,  # noqa: F401
+    whatsappcloud_driver,  # noqa: F401
+)
+
 # LINE and BlueBubbles (their own module, so each platform's fixtures merge apart).
 from tests.channels.webhooks2_fixtures import (  # noqa: E402, F401
     bluebubbles_driver,

@@ -42,12 +42,16 @@ DRIVERS = [
     "feishu_driver",
     "dingtalk_driver",
     "wecom_driver",
+    "whatsappcloud_driver",
+    "messenger_driver",
+    "instagram_driver",
+    "whatsappagent_driver",
     "line_driver",
     "bluebubbles_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
-FILELESS = {"irc", "twitch"}
+FILELESS = {"irc", "twitch", "whatsappagent"}  # whatsappagent: files in, none out
 FILELESS_DRIVERS = {f"{kind}_driver" for kind in FILELESS}
 # The platforms a person sends files on but whose bots send none but images (LINE's
 # Messaging API): a file or voice note to the person becomes a notice saying so.
@@ -55,7 +59,8 @@ NO_FILES_OUT = FILELESS | {"line"}
 # The platforms whose files carry no name (an MMS is its media's type and bytes): a file
 # from the person is saved under the platform's media id with its type's suffix, and a
 # file to the person arrives as its type and bytes.
-NAMELESS = {"sms": "text/plain"}  # kind: what report.txt arrives as there
+# kind: what report.txt arrives as there (Instagram's files come and go by URL)
+NAMELESS = {"sms": "text/plain", "instagram": "text/plain"}
 # The platforms whose file messages carry no caption (Feishu's and DingTalk's file
 # message is the file alone): the person's file comes alone, and the reply names where it was saved.
 CAPTIONLESS = {"feishu", "dingtalk"}
