@@ -49,6 +49,8 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "messenger": "habakkuk.channels.messenger",
     "instagram": "habakkuk.channels.instagram",
     "whatsappagent": "habakkuk.channels.whatsappagent",
+    "line": "habakkuk.channels.line",
+    "bluebubbles": "habakkuk.channels.bluebubbles",
 }
 
 

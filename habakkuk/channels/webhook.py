@@ -49,6 +49,8 @@ class WebhookRequest:
     headers: Mapping[str, str]
     body: bytes
     content_type: str = ""
+    # the path's last part on /channels/<account>/<secret> (BlueBubbles' secret), else ""
+    secret: str = ""
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,9 @@ class MediaShelf:
 class WebhookAdapter(Adapter):
     """An account the platform calls: `receive` checks and takes each request."""
 
+    # whether the platform calls /channels/<account>/<secret> (a secret in the URL)
+    url_secret: bool = False
+
     def __init__(self, config: ChannelConfig, door: WebhookDoor):
         super().__init__(config.name)
         self.config = config
@@ -199,5 +204,15 @@ class WebhookAdapter(Adapter):
 
 # The platforms that call us at /channels/<account> (the HTTP server opens the door for them).
 WEBHOOK_TYPES = frozenset(
-    {"sms", "feishu", "dingtalk", "wecom", "whatsappcloud", "messenger", "instagram"}
+    {
+        "sms",
+        "feishu",
+        "dingtalk",
+        "wecom",
+        "whatsappcloud",
+        "messenger",
+        "instagram",
+        "line",
+        "bluebubbles",
+    }
 )

@@ -39,6 +39,8 @@ ChannelType = Literal[
     "messenger",
     "instagram",
     "whatsappagent",
+    "line",
+    "bluebubbles",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -84,7 +86,7 @@ class ChannelConfig:
     # irc: the server as host[:port], the bot's nick, the channels it joins, and whether
     # it logs in with SASL PLAIN (username, else the nick; the password's variable)
     server: str | None = None
-    nick: str | None = None
+    nick: str | None = None  # bluebubbles: the name that addresses the bot in a group chat
     join: list[str] = field(default_factory=list)
     sasl: bool = True
     # ntfy: the topic replies are published to, and the topic read for messages
@@ -112,6 +114,9 @@ class ChannelConfig:
     verify_token_env: str | None = None
     template: str | None = None
     template_language: str | None = None
+    # line: the channel secret's variable (X-Line-Signature); bluebubbles: the variable
+    # holding the secret in the webhook's URL (/channels/<account>/<secret>)
+    secret_env: str | None = None
     # user ids or @usernames allowed to talk; "*" lets anyone in
     allow_from: str | list[str] = field(default_factory=list)
     agent: str | None = None
@@ -195,6 +200,8 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
         ("token_env", "app_secret_env", "verify_token_env"), ("base_url",)
     ),
     "whatsappagent": PlatformSettings(("token_env",), ("base_url",)),
+    "line": PlatformSettings(("token_env", "secret_env"), ("base_url",)),
+    "bluebubbles": PlatformSettings(("base_url", "password_env", "secret_env"), ("nick",)),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted
@@ -280,6 +287,8 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         raise fail("from", f"{channel.from_!r} is not a phone number (+ and digits)")
     if channel.type in ("feishu", "dingtalk", "wecom"):
         _check_app(channel, fail)
+    if channel.type == "bluebubbles" and not re.fullmatch(r"\w[\w.-]{0,39}", channel.nick or "x"):
+        raise fail("nick", f"{channel.nick!r} is not one word (the name that calls the bot)")
     if channel.type == "email" and "@" not in (channel.address or ""):
         raise fail("address", f"{channel.address!r} is not an email address")
     if channel.type in ("irc", "twitch"):

@@ -5,6 +5,8 @@ itself (habakkuk/channels/webhook.py) and answers 403 to one that fails. While t
 account's adapter restarts (or another process holds it) the answer is 503 with
 Retry-After, so the platform retries. GET /channels/<account>/media/<token> serves a file
 the adapter offered the platform, for an hour, to whoever holds the unguessable token.
+A platform that proves itself by a secret in the URL (BlueBubbles) calls
+/channels/<account>/<secret>; the adapter compares it in constant time.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ async def receive(request: web.Request) -> web.Response:
     adapter = _adapter(request)
     if adapter is None:
         return _restarting(request)
+    secret = request.match_info.get("secret", "")
+    if secret and not adapter.url_secret:
+        raise ApiError(404, "no such path")
     body = await read_body(request, BODY_LIMIT)
     reply = await adapter.receive(
         WebhookRequest(
@@ -59,6 +64,7 @@ async def receive(request: web.Request) -> web.Response:
             dict(request.headers),
             body,
             request.content_type,
+            secret,
         )
     )
     headers = {"Retry-After": "5"} if reply.status == 503 else None
@@ -80,6 +86,7 @@ async def media(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
-    """Register /channels/{account} and its media."""
+    """Register /channels/{account} (and with a secret in the URL) and its media."""
     app.router.add_route("*", "/channels/{account}", receive)
+    app.router.add_route("*", "/channels/{account}/{secret}", receive)
     app.router.add_get("/channels/{account}/media/{token}", media)

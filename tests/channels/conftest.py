@@ -107,3 +107,11 @@ from tests.channels.metagraph_drivers import (  # noqa: E402
     whatsappagent_driver,  # noqa: F401
     whatsappcloud_driver,  # noqa: F401
 )
+
+# LINE and BlueBubbles (their own module, so each platform's fixtures merge apart).
+from tests.channels.webhooks2_fixtures import (  # noqa: E402, F401
+    bluebubbles_driver,
+    fake_bluebubbles,
+    fake_line,
+    line_driver,
+)

@@ -46,11 +46,16 @@ DRIVERS = [
     "messenger_driver",
     "instagram_driver",
     "whatsappagent_driver",
+    "line_driver",
+    "bluebubbles_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
 FILELESS = {"irc", "twitch", "whatsappagent"}  # whatsappagent: files in, none out
 FILELESS_DRIVERS = {f"{kind}_driver" for kind in FILELESS}
+# The platforms a person sends files on but whose bots send none but images (LINE's
+# Messaging API): a file or voice note to the person becomes a notice saying so.
+NO_FILES_OUT = FILELESS | {"line"}
 # The platforms whose files carry no name (an MMS is its media's type and bytes): a file
 # from the person is saved under the platform's media id with its type's suffix, and a
 # file to the person arrives as its type and bytes.
@@ -219,7 +224,7 @@ async def voice_reply(chat: Chat) -> None:
     await chat.driver.say("hello")
     await chat.said("echo: hello")
     await chat.settled()
-    if chat.driver.kind in FILELESS:  # no voice note where no file goes: the text alone
+    if chat.driver.kind in NO_FILES_OUT:  # no voice note where no file goes: the text alone
         assert chat.driver.texts() == ["echo: hello"]
         return
     # the text first, once (a mail carrying only the voice note has an empty body)
@@ -233,7 +238,7 @@ async def speak(chat: Chat) -> None:
     await chat.driver.say("say good morning")
     await chat.said("spoken")
     await chat.settled()
-    if chat.driver.kind in FILELESS:  # the person is told the voice note cannot come
+    if chat.driver.kind in NO_FILES_OUT:  # the person is told the voice note cannot come
         await chat.said("cannot receive files")
         assert "queued a voice note" in await chat.tool_result()
         return
@@ -247,7 +252,7 @@ async def file_out(chat: Chat) -> None:
     await chat.driver.say("send me the report")
     await chat.said("sent")
     await chat.settled()
-    if chat.driver.kind in FILELESS:  # the person is told the file cannot come
+    if chat.driver.kind in NO_FILES_OUT:  # the person is told the file cannot come
         await chat.said("Could not send the file report.txt here")
         assert chat.driver.files() == []
         return
