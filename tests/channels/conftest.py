@@ -83,3 +83,7 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
     """Alice texting the bot's number through the fake Twilio (an SmsDriver); the table
     points the fake's webhook at the runtime's HTTP server."""
     return SmsDriver(fake_twilio)
+
+
+# Microsoft Teams and Google Chat (helper msbots).
+from tests.channels.msbots_drivers import fake_teams, teams_driver  # noqa: E402, F401

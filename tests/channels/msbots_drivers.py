@@ -1,0 +1,25 @@
+"""The drivers of Microsoft Teams and Google Chat for the one-table test
+(tests/channels/test_every_platform.py), imported by tests/channels/conftest.py."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.channels.fake_teams import FakeTeams, TeamsDriver
+from tests.channels.platform_driver import PlatformDriver
+
+
+@pytest.fixture
+async def fake_teams() -> AsyncIterator[FakeTeams]:
+    """The fake Bot Framework (login, keys, Connector) on a loopback port."""
+    async with FakeTeams() as fake:
+        yield fake
+
+
+@pytest.fixture
+def teams_driver(fake_teams: FakeTeams) -> PlatformDriver:
+    """Alice in a personal chat with the bot on the fake Teams (a TeamsDriver); the table
+    points the fake's Connector at the runtime's HTTP server."""
+    return TeamsDriver(fake_teams)
