@@ -42,7 +42,7 @@ CARD = "application/vnd.microsoft.card.adaptive"
 
 
 @cache
-def test_key(name: str) -> rsa.RSAPrivateKey:
+def signing_key(name: str) -> rsa.RSAPrivateKey:
     """An RSA key of the tests (one per name, made once per process)."""
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
@@ -100,11 +100,11 @@ class FakeTeams:
 
     def __init__(self, app_id: str = APP_ID, password: str = PASSWORD):
         self.app_id, self.password = app_id, password
-        self.key = test_key("bot-framework")
+        self.key = signing_key("bot-framework")
         self.kid = KID
         self.published: list[dict[str, Any]] = [
             jwk_of(self.key, KID, ["msteams", "skype"]),
-            jwk_of(test_key("webchat-only"), "webchat-key", ["webchat"]),
+            jwk_of(signing_key("webchat-only"), "webchat-key", ["webchat"]),
         ]
         self.posted: list[Posted] = []
         self.tokens: set[str] = set()  # the bot tokens issued and still honoured
