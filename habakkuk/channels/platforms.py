@@ -43,6 +43,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "ntfy": "habakkuk.channels.ntfy",
     "sms": "habakkuk.channels.sms",
     "teams": "habakkuk.channels.teams",
+    "googlechat": "habakkuk.channels.googlechat",
 }
 
 

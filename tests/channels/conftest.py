@@ -86,4 +86,9 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
 
 
 # Microsoft Teams and Google Chat (helper msbots).
-from tests.channels.msbots_drivers import fake_teams, teams_driver  # noqa: E402, F401
+from tests.channels.msbots_drivers import (  # noqa: E402, F401
+    fake_googlechat,
+    fake_teams,
+    googlechat_driver,
+    teams_driver,
+)

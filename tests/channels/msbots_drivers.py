@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.channels.fake_googlechat import FakeGoogleChat, GoogleChatDriver
 from tests.channels.fake_teams import FakeTeams, TeamsDriver
 from tests.channels.platform_driver import PlatformDriver
 
@@ -23,3 +24,17 @@ def teams_driver(fake_teams: FakeTeams) -> PlatformDriver:
     """Alice in a personal chat with the bot on the fake Teams (a TeamsDriver); the table
     points the fake's Connector at the runtime's HTTP server."""
     return TeamsDriver(fake_teams)
+
+
+@pytest.fixture
+async def fake_googlechat() -> AsyncIterator[FakeGoogleChat]:
+    """The fake Google Chat (keys, token endpoint, Chat API) on a loopback port."""
+    async with FakeGoogleChat() as fake:
+        yield fake
+
+
+@pytest.fixture
+def googlechat_driver(fake_googlechat: FakeGoogleChat) -> PlatformDriver:
+    """Alice in a direct message with the app on the fake Google Chat (a
+    GoogleChatDriver); the table points the fake at the runtime's HTTP server."""
+    return GoogleChatDriver(fake_googlechat)

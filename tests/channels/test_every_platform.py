@@ -40,10 +40,13 @@ DRIVERS = [
     "ntfy_driver",
     "sms_driver",
     "teams_driver",
+    "googlechat_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
-FILELESS = {"irc", "twitch"}
+# Google Chat lets an app upload no file (media.upload needs a user's authorization): it
+# takes files from the person (tests/channels/test_googlechat.py) but sends none.
+FILELESS = {"irc", "twitch", "googlechat"}
 FILELESS_DRIVERS = {f"{kind}_driver" for kind in FILELESS}
 # The platforms whose files carry no name (an MMS is its media's type and bytes): a file
 # from the person is saved under the platform's media id with its type's suffix, and a
