@@ -9,6 +9,7 @@ token signed RS256 as Google signs them, with test keys.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import secrets
@@ -71,6 +72,9 @@ class FakeGoogleChat:
         self.tokens: set[str] = set()
         self.token_requests = 0
         self.refuse_key = False
+        # while set, a create is made but its answer waits here (a crash test's window)
+        self.hold: asyncio.Event | None = None
+        self.held = 0
         self.media: dict[str, tuple[bytes, str]] = {}
         self.webhook_url = ""
         self._ids = itertools.count(1)
@@ -174,6 +178,10 @@ class FakeGoogleChat:
             self.ids.add(client_id)
         name = f"{space}/messages/{client_id or f'm{next(self._ids)}'}"
         self.created.append(Created(name, space, await request.json()))
+        if self.hold is not None:  # created, but the answer never comes (a crash's window)
+            self.held += 1
+            await self.hold.wait()
+            raise web.HTTPServiceUnavailable()
         return web.json_response({"name": name, "text": self.created[-1].text})
 
     async def _download(self, request: web.Request) -> web.Response:
