@@ -1,4 +1,4 @@
-"""The cost of the RS256 checks of Teams' (and Google Chat's) webhooks with cached keys,
+"""The cost of the RS256 checks of Teams' and Google Chat's webhooks with cached keys,
 and Teams' signed webhook requests per second into queued turns.
 
 1. The check alone: `KeySet.check` (habakkuk/channels/jwks.py) on a Bot Framework token
@@ -61,6 +61,32 @@ async def check_only(teams: FakeTeams, count: int) -> None:
           f"({count} checks, {1e6 / median:,.0f}/s on one core)")  # fmt: skip
 
 
+async def google_check_only(count: int) -> None:
+    """The same for a Google Chat token (issuer chat@system.gserviceaccount.com)."""
+    import aiohttp
+
+    from habakkuk.channels.googlechat_wire import keys_url, token_rules
+    from habakkuk.channels.jwks import KeySet
+    from tests.channels.fake_googlechat import PROJECT, FakeGoogleChat
+
+    async with FakeGoogleChat() as chat:
+        keys = KeySet(jwks_url=keys_url(PROJECT, chat.base_url))
+        rules = token_rules(PROJECT)
+        token = chat.token()
+        async with aiohttp.ClientSession() as http:
+            await keys.ready_for(token, http)
+        took: list[float] = []
+        for _ in range(count):
+            started = time.perf_counter()
+            assert keys.check(token, rules) is not None
+            took.append(time.perf_counter() - started)
+    took.sort()
+    median = statistics.median(took) * 1e6
+    p95 = took[int(len(took) * 0.95)] * 1e6
+    print(f"google chat rs256 check with cached keys: median {median:,.0f} us, "
+          f"p95 {p95:,.0f} us ({count} checks)")  # fmt: skip
+
+
 async def post_all(teams: FakeTeams, batch: list[tuple[dict[str, Any], str]]) -> int:
     """POST every (activity, token), CONCURRENCY at a time; the number answered 200."""
     queue = list(batch)
@@ -83,6 +109,7 @@ async def main(count: int) -> None:
 
     async with FakeTeams() as teams:
         await check_only(teams, count * 5)
+        await google_check_only(count * 5)
         with tempfile.TemporaryDirectory() as root:
             channel = (
                 "http: {}\nchannels:\n  work:\n    type: teams\n"
