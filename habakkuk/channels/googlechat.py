@@ -309,6 +309,8 @@ def build(config: ChannelConfig, context: AdapterContext) -> GoogleChatAdapter:
         key = ServiceAccountKey.load(path)
     except ValueError as exc:
         raise FatalAdapterError(f"channels.{config.name}.key_file: {exc}") from None
+    if path.stat().st_mode & 0o077:
+        log.warning("channels.%s.key_file: %s is readable by others (chmod 600)", config.name, path)
     return GoogleChatAdapter(config, context.door, key)
 
 

@@ -15,6 +15,7 @@ skew as leeway); the caller checks its platform's own claims on the result.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -76,6 +77,7 @@ class KeySet:
     fetches: int = 0  # how often the keys were fetched (tests and the benchmark read it)
     _keys: dict[str, _Key] = field(default_factory=dict)
     _fetched_at: float | None = None
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def ready_for(self, token: str, http: aiohttp.ClientSession) -> None:
         """Make sure the key `token` names is held, fetching the keys when it is not (at
@@ -85,18 +87,26 @@ class KeySet:
         if header is None:
             return  # not a token at all: `check` refuses it without any key
         kid = str(header.get("kid", ""))
-        now = self.clock()
-        stale = self._fetched_at is None or now - self._fetched_at >= KEYS_SECONDS
-        unknown = kid not in self._keys and (
-            self._fetched_at is None or now - self._fetched_at >= REFETCH_SECONDS
-        )
-        if stale or unknown:
+        if not self._due(kid):
+            return
+        # One fetch at a time: requests that arrive while it runs wait for its keys.
+        async with self._lock:
+            if not self._due(kid):
+                return
             try:
                 await self.fetch(http)
             except ConnectionError:
-                if self._fetched_at is None:
+                if not self._keys:
                     raise
                 log.warning("could not refetch the signing keys at %s", self._source)
+
+    def _due(self, kid: str) -> bool:
+        """Whether the keys are to be fetched for a token naming `kid`: never fetched, a
+        day old, or `kid` unknown and the last fetch a minute ago."""
+        if self._fetched_at is None:
+            return True
+        age = self.clock() - self._fetched_at
+        return age >= KEYS_SECONDS or (kid not in self._keys and age >= REFETCH_SECONDS)
 
     @property
     def _source(self) -> str:

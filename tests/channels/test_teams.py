@@ -4,6 +4,7 @@ posts to the conversation's service URL."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 import textwrap
@@ -254,7 +255,8 @@ async def test_an_unknown_key_id_refetches_the_keys_at_most_once_a_minute(
         fake.published.append(jwk_of(rotated, "rotated-kid", ["msteams"]))
         now[0] += 61
         new = fake.token(key=rotated, kid="rotated-kid")
-        await keys.ready_for(new, http)
+        # Requests arriving together wait for one fetch, and each then finds the key.
+        await asyncio.gather(*(keys.ready_for(new, http) for _ in range(10)))
         assert keys.check(new, rules) is not None and fake.key_fetches == 2
         # ...but a flood of made-up kids fetches at most once a minute.
         for n in range(20):
