@@ -12,10 +12,11 @@ replies go to each conversation's service URL (habakkuk/channels/teams_wire.py).
   percent-escaped (reversible: the conversation id is read back from it).
 - Out: Markdown (Teams renders it) in chunks; approvals as an Adaptive Card whose
   Action.Submit buttons come back as a message activity carrying the button's data;
-  files as attachments Teams fetches from a one-hour unguessable URL served from memory
-  (habakkuk/channels/webhook.py). The Connector has no idempotency key: a crash between
-  its answer and our record sends that part again (the delivery worker's record of each
-  send's start bounds it to that part).
+  files by Teams' file consent flow in a personal chat (habakkuk/channels/teams_files.py),
+  images in group chats and channels as attachments Teams fetches from a one-hour
+  unguessable URL served from memory (habakkuk/channels/webhook.py). The Connector has
+  no idempotency key: a crash between its answer and our record sends that part again
+  (the delivery worker's record of each send's start bounds it to that part).
 
 Why not botbuilder (botbuilder-core, botframework-connector): it brings msrest, requests
 and msal for one token request, one POST and one JWT check that PyJWT (already installed
@@ -37,6 +38,7 @@ from urllib.parse import unquote, urlsplit
 import aiohttp
 
 from habakkuk.engine.channel_config import ChannelConfig
+from habakkuk.engine.i18n import t
 
 from .adapter import (
     Address,
@@ -55,6 +57,7 @@ from .chunking import chunks
 from .discord_format import DISCORD_MARKDOWN
 from .jwks import KeySet, bearer
 from .platforms import AdapterContext
+from .teams_files import INVOKE, consent_card, file_card, personal, upload, upload_allowed
 from .teams_setup import TEAMS_SETUP
 from .teams_wire import BotToken, Connector, Endpoints, ServiceUrls, token_rules
 from .webhook import WebhookAdapter, WebhookDoor, WebhookReply, WebhookRequest
@@ -124,6 +127,7 @@ class TeamsAdapter(WebhookAdapter):
         self.connector = Connector(self.token, self._session)
         self.urls = ServiceUrls(state)
         self._http: aiohttp.ClientSession | None = None
+        self._offered: dict[str, str] = {}  # media shelf token -> the file's name
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
@@ -183,6 +187,8 @@ class TeamsAdapter(WebhookAdapter):
             log.info("teams %s: an activity for another bot (%s)", self.account, recipient)
             return WebhookReply(200)
         self.urls.remember(conversation_id, str(activity.get("serviceUrl", "")))
+        if activity.get("type") == "invoke" and activity.get("name") == INVOKE:
+            return await self._consent(activity)
         if activity.get("type") != "message":
             return WebhookReply(200)  # conversationUpdate, installationUpdate, typing...
         await inbox(self._message(activity, conversation, recipient))
@@ -278,20 +284,43 @@ class TeamsAdapter(WebhookAdapter):
         if len(data) > self.max_file_bytes:
             raise Unsupported(f"{name} is over the {self.max_file_bytes // 2**20} MB file limit")
         media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        activity: dict[str, Any] = {
-            "type": "message",
-            "conversation": {"id": conversation},
-            "attachments": [
-                {
-                    "contentType": media_type,
-                    "contentUrl": self.media_url(data, media_type),
-                    "name": name,
-                }
-            ],
-        }
-        if caption:
-            activity["text"], activity["textFormat"] = caption, "plain"
+        activity: dict[str, Any] = {"type": "message", "conversation": {"id": conversation}}
+        if personal(conversation):  # the person accepts it into their OneDrive first
+            token = self.media.put(data, media_type)
+            self._offered[token] = name
+            activity["attachments"] = [consent_card(name, len(data), token, caption)]
+        elif media_type.startswith("image/"):  # Teams shows an image from its URL
+            url = self.media_url(data, media_type)
+            activity["attachments"] = [{"contentType": media_type, "contentUrl": url, "name": name}]
+            if caption:
+                activity["text"], activity["textFormat"] = caption, "plain"
+        else:
+            raise Unsupported("in Teams a bot sends files other than images to personal chats only")
         return await self.connector.send(service_url, conversation, activity)
+
+    async def _consent(self, activity: dict[str, Any]) -> WebhookReply:
+        """The person's answer to a file consent card: on Allow, upload and show the file."""
+        value = _dict(activity.get("value"))
+        token = str(_dict(value.get("context")).get("habakkuk", ""))
+        conversation = str(_dict(activity.get("conversation")).get("id", ""))
+        found = self.media.get(token)
+        name = self._offered.pop(token, "")
+        if value.get("action") != "accept":
+            return WebhookReply(200)
+        service_url = str(activity.get("serviceUrl", ""))
+        if found is None or not name:
+            note = {"type": "message", "text": t("chat.teams.file_gone")}
+            await self.connector.send(service_url, conversation, note)
+            return WebhookReply(200)
+        info = _dict(value.get("uploadInfo"))
+        url = str(info.get("uploadUrl", ""))
+        if not upload_allowed(url, self.config.base_url):
+            log.warning("teams %s: an upload URL that is not OneDrive's", self.account)
+            return WebhookReply(400, b"bad upload URL")
+        await upload(self._session(), url, found[0])
+        card = {"type": "message", "attachments": [file_card(info)]}
+        await self.connector.send(service_url, conversation, card)
+        return WebhookReply(200)
 
 
 def _dict(value: object) -> dict[str, Any]:

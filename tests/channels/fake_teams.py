@@ -39,6 +39,8 @@ MALLORY_ID = "29:1mallory-teams-user-id"
 CONVERSATION = "a:1personal-chat-with-alice"
 FILE_INFO = "application/vnd.microsoft.teams.file.download.info"
 CARD = "application/vnd.microsoft.card.adaptive"
+CONSENT = "application/vnd.microsoft.teams.card.file.consent"
+FILE_CARD = "application/vnd.microsoft.teams.card.file.info"
 
 
 @cache
@@ -81,6 +83,7 @@ class Posted:
     conversation: str
     activity: dict[str, Any]
     files: list[tuple[str, bytes]] = field(default_factory=list)
+    consent: dict[str, Any] | None = None  # a file consent card's attachment
 
     @property
     def text(self) -> str:
@@ -117,6 +120,9 @@ class FakeTeams:
         self.held = 0
         self.files: dict[str, tuple[bytes, str]] = {}  # token -> a person's uploaded file
         self.webhook_url = ""  # the bot's messaging endpoint
+        self.auto_accept = True  # the person allows every file consent card at once
+        self.uploaded: dict[str, bytes] = {}  # OneDrive upload id -> bytes
+        self._tasks: set[asyncio.Future[Any]] = set()
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._client: aiohttp.ClientSession | None = None
@@ -134,6 +140,7 @@ class FakeTeams:
         app.router.add_post("/teams/v3/conversations/{conversation}/activities", self._post)
         app.router.add_post("/teams/v3/conversations/{conversation}/activities/{id}", self._post)
         app.router.add_get("/files/{token}/{name}", self._file)
+        app.router.add_put("/upload/{unique}", self._upload)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -146,6 +153,9 @@ class FakeTeams:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._client is not None:
             await self._client.close()
         if self._runner is not None:
@@ -203,7 +213,17 @@ class FakeTeams:
         posted = Posted(f"1:{next(self._ids)}", request.match_info["conversation"], activity)
         assert self._client is not None
         for attachment in activity.get("attachments") or []:
-            if attachment.get("contentType") == CARD:
+            kind = attachment.get("contentType")
+            if kind == CARD:
+                continue
+            if kind == CONSENT:
+                posted.consent = attachment
+                if self.auto_accept:  # the person presses Allow on the card
+                    self._later(self.answer_consent(posted, accept=True))
+                continue
+            if kind == FILE_CARD:  # the file the bot uploaded into the person's OneDrive
+                unique = attachment["content"]["uniqueId"]
+                posted.files.append((attachment["name"], self.uploaded[unique]))
                 continue
             # Teams fetches a file attachment's contentUrl to show it.
             async with self._client.get(attachment["contentUrl"]) as response:
@@ -213,6 +233,42 @@ class FakeTeams:
         if activity.get("type") == "message":
             self.posted.append(posted)
         return web.json_response({"id": posted.id}, status=201)
+
+    def _later(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def answer_consent(self, posted: Posted, *, accept: bool) -> tuple[int, str]:
+        """The person's answer to a file consent card: Teams invokes the bot with an
+        upload URL in their OneDrive (on Allow)."""
+        assert posted.consent is not None
+        unique = secrets.token_hex(8)
+        name = posted.consent["name"]
+        content = posted.consent["content"]
+        value: dict[str, Any] = {
+            "type": "fileUpload",
+            "action": "accept" if accept else "decline",
+            "context": content["acceptContext" if accept else "declineContext"],
+        }
+        if accept:
+            value["uploadInfo"] = {
+                "contentUrl": f"{self.base_url}/drive/{unique}/{name}",
+                "name": name,
+                "uploadUrl": f"{self.base_url}/upload/{unique}",
+                "uniqueId": unique,
+                "fileType": name.rsplit(".", 1)[-1],
+            }
+        invoke = self.activity(conversation=posted.conversation, value=value)
+        invoke.update(type="invoke", name="fileConsent/invoke")
+        return await self.post(invoke)
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        data = await request.read()
+        if request.headers.get("Content-Range") != f"bytes 0-{len(data) - 1}/{len(data)}":
+            return web.json_response({"error": {"code": "invalidRange"}}, status=400)
+        self.uploaded[request.match_info["unique"]] = data
+        return web.json_response({"id": request.match_info["unique"]}, status=201)
 
     async def _file(self, request: web.Request) -> web.Response:
         found = self.files.get(request.match_info["token"])

@@ -329,3 +329,48 @@ def test_setup_writes_the_password_as_a_variable(home: Home) -> None:
     draft = ChannelSetup(home).prepare(ChannelPlan(setup, "work", answers))
     assert draft.config.app_id == APP_ID and draft.config.password_env
     assert "s3cret" not in draft.text
+
+
+SEND_FILE = """
+- text: "Sending it."
+  tool_calls:
+    - name: send_file
+      arguments: {path: "report.txt"}
+- "sent"
+"""
+
+
+async def test_a_file_goes_by_consent_card_into_the_persons_onedrive(
+    start: Start, fake: FakeTeams, home: Home
+) -> None:
+    workspace = home.default_workspace("main")
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "report.txt").write_bytes(b"numbers\n")
+    fake.auto_accept = False
+    teams = await start(SEND_FILE)
+    await teams.driver.say("send me the report")
+    await eventually(lambda: any(p.consent for p in fake.posted), what="the consent card")
+    [offer] = [p for p in fake.posted if p.consent]
+    assert offer.consent is not None
+    assert (offer.consent["name"], offer.consent["content"]["sizeInBytes"]) == ("report.txt", 8)
+    assert fake.uploaded == {}  # nothing leaves before the person allows it
+    assert (await fake.answer_consent(offer, accept=True))[0] == 200
+    assert list(fake.uploaded.values()) == [b"numbers\n"]
+    assert teams.driver.files() == [("report.txt", b"numbers\n")]
+    # A second answer to the same card finds the file gone: it is said, nothing uploaded.
+    assert (await fake.answer_consent(offer, accept=True))[0] == 200
+    assert len(fake.uploaded) == 1
+    assert any("no longer offered" in p.text for p in fake.posted)
+
+
+async def test_a_declined_file_is_never_uploaded(start: Start, fake: FakeTeams, home: Home) -> None:
+    workspace = home.default_workspace("main")
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "report.txt").write_bytes(b"numbers\n")
+    fake.auto_accept = False
+    teams = await start(SEND_FILE)
+    await teams.driver.say("send me the report")
+    await eventually(lambda: any(p.consent for p in fake.posted), what="the consent card")
+    [offer] = [p for p in fake.posted if p.consent]
+    assert (await fake.answer_consent(offer, accept=False))[0] == 200
+    assert fake.uploaded == {} and teams.driver.files() == []
