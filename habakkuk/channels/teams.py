@@ -128,6 +128,7 @@ class TeamsAdapter(WebhookAdapter):
         self.urls = ServiceUrls(state)
         self._http: aiohttp.ClientSession | None = None
         self._offered: dict[str, str] = {}  # media shelf token -> the file's name
+        self._answered: set[str] = set()  # consent cards answered (a retry does nothing)
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
@@ -303,6 +304,9 @@ class TeamsAdapter(WebhookAdapter):
         value = _dict(activity.get("value"))
         token = str(_dict(value.get("context")).get("habakkuk", ""))
         conversation = str(_dict(activity.get("conversation")).get("id", ""))
+        if token in self._answered:  # the Connector retried an answer already taken
+            return WebhookReply(200)
+        self._answered.add(token)
         found = self.media.get(token)
         name = self._offered.pop(token, "")
         if value.get("action") != "accept":

@@ -19,6 +19,7 @@ from habakkuk.channels.jwks import KeySet
 from habakkuk.channels.platforms import SetupCheckFailed, platform_module
 from habakkuk.channels.teams import TeamsAdapter, chat_of, conversation_of
 from habakkuk.channels.teams_wire import BotToken, ServiceUrls, token_rules
+from habakkuk.channels.webhook import MediaShelf
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.config import parse_config
 from habakkuk.engine.errors import ConfigError
@@ -357,9 +358,25 @@ async def test_a_file_goes_by_consent_card_into_the_persons_onedrive(
     assert (await fake.answer_consent(offer, accept=True))[0] == 200
     assert list(fake.uploaded.values()) == [b"numbers\n"]
     assert teams.driver.files() == [("report.txt", b"numbers\n")]
-    # A second answer to the same card finds the file gone: it is said, nothing uploaded.
+    # The Connector retrying that answer uploads and shows nothing more.
     assert (await fake.answer_consent(offer, accept=True))[0] == 200
-    assert len(fake.uploaded) == 1
+    assert len(fake.uploaded) == 1 and len(teams.driver.files()) == 1
+
+
+async def test_a_file_allowed_after_its_hour_is_said_to_be_gone(
+    start: Start, fake: FakeTeams, home: Home
+) -> None:
+    workspace = home.default_workspace("main")
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "report.txt").write_bytes(b"numbers\n")
+    fake.auto_accept = False
+    teams = await start(SEND_FILE)
+    await teams.driver.say("send me the report")
+    await eventually(lambda: any(p.consent for p in fake.posted), what="the consent card")
+    [offer] = [p for p in fake.posted if p.consent]
+    teams.adapter().media = MediaShelf()  # what a restart or the hour leaves: nothing
+    assert (await fake.answer_consent(offer, accept=True))[0] == 200
+    assert fake.uploaded == {}
     assert any("no longer offered" in p.text for p in fake.posted)
 
 
