@@ -251,6 +251,11 @@ class GoogleChatAdapter(WebhookAdapter):
         name = await self.api.create(space, body, _message_id())
         return _last(name)
 
+    async def strip_buttons(self, to: Address, message_id: str) -> None:
+        """Remove an answered card's buttons (the text stays)."""
+        name = f"spaces/{to.chat}/messages/{message_id}"
+        await self.api.update(name, {"cardsV2": []}, "cardsV2")
+
 
 def _message_id() -> str:
     """The client-assigned id of this send: derived from the delivery job and its part

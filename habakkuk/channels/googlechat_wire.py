@@ -186,6 +186,10 @@ class ChatApi:
             return f"{space}/messages/{message_id}"
         return str(found.get("name", ""))
 
+    async def update(self, name: str, body: Mapping[str, Any], mask: str) -> None:
+        """spaces.messages.patch of the fields in `mask` (e.g. a card's buttons removed)."""
+        await self.call("PATCH", f"/v1/{name}", body, {"updateMask": mask})
+
     async def download(self, resource: str, limit: int) -> bytes:
         """media.download of an attachment a person sent."""
         from .http_download import read_capped

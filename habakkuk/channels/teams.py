@@ -31,6 +31,7 @@ import json
 import logging
 import mimetypes
 import re
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -129,6 +130,7 @@ class TeamsAdapter(WebhookAdapter):
         self._http: aiohttp.ClientSession | None = None
         self._offered: dict[str, str] = {}  # media shelf token -> the file's name
         self._answered: set[str] = set()  # consent cards answered (a retry does nothing)
+        self._with_buttons: OrderedDict[str, str] = OrderedDict()  # activity id -> its text
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
@@ -271,7 +273,28 @@ class TeamsAdapter(WebhookAdapter):
         }
         if buttons:
             activity["attachments"] = [card_of(buttons)]
-        return await self.connector.send(service_url, conversation, activity)
+        sent = await self.connector.send(service_url, conversation, activity)
+        if buttons:  # its text, to show it again without the buttons once answered
+            self._with_buttons[sent] = chunk
+            while len(self._with_buttons) > 256:
+                self._with_buttons.popitem(last=False)
+        return sent
+
+    async def strip_buttons(self, to: Address, message_id: str) -> None:
+        """Replace an answered card's message by its text alone (known for the messages
+        this run sent; an older one keeps its buttons, and a late press is told so)."""
+        text = self._with_buttons.pop(message_id, None)
+        if text is None:
+            return
+        service_url, conversation = self._service_url(to)
+        activity = {
+            "type": "message",
+            "id": message_id,
+            "text": text,
+            "textFormat": "markdown",
+            "conversation": {"id": conversation},
+        }
+        await self.connector.update(service_url, conversation, message_id, activity)
 
     async def typing(self, to: Address) -> None:
         service_url, conversation = self._service_url(to)

@@ -138,6 +138,13 @@ class Connector:
         found = await self.call("POST", service_url, path, activity)
         return str(found.get("id", ""))
 
+    async def update(
+        self, service_url: str, conversation: str, activity_id: str, activity: Mapping[str, Any]
+    ) -> None:
+        """Replace a posted activity (UpdateActivity)."""
+        path = f"/v3/conversations/{quote(conversation, safe='')}/activities/"
+        await self.call("PUT", service_url, path + quote(activity_id, safe=""), activity)
+
     async def call(
         self, method: str, service_url: str, path: str, body: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:

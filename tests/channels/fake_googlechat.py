@@ -90,6 +90,7 @@ class FakeGoogleChat:
         app.router.add_get("/oauth2/v3/certs", self._google_keys)
         app.router.add_post("/token", self._token)
         app.router.add_post("/v1/spaces/{space}/messages", self._create)
+        app.router.add_patch("/v1/spaces/{space}/messages/{message}", self._patch)
         app.router.add_get("/v1/media/{resource:.+}", self._download)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -183,6 +184,18 @@ class FakeGoogleChat:
             await self.hold.wait()
             raise web.HTTPServiceUnavailable()
         return web.json_response({"name": name, "text": self.created[-1].text})
+
+    async def _patch(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return web.json_response({"error": {"code": 401}}, status=401)
+        name = f"spaces/{request.match_info['space']}/messages/{request.match_info['message']}"
+        body = await request.json()
+        for created in self.created:
+            if created.name == name:
+                for field_name in request.query.get("updateMask", "").split(","):
+                    created.body[field_name] = body.get(field_name)
+                return web.json_response({"name": name})
+        return web.json_response({"error": {"code": 404, "status": "NOT_FOUND"}}, status=404)
 
     async def _download(self, request: web.Request) -> web.Response:
         if not self._authorized(request) or request.query.get("alt") != "media":

@@ -139,6 +139,7 @@ class FakeTeams:
         app.router.add_get("/v1/.well-known/keys", self._keys)
         app.router.add_post("/teams/v3/conversations/{conversation}/activities", self._post)
         app.router.add_post("/teams/v3/conversations/{conversation}/activities/{id}", self._post)
+        app.router.add_put("/teams/v3/conversations/{conversation}/activities/{id}", self._update)
         app.router.add_get("/files/{token}/{name}", self._file)
         app.router.add_put("/upload/{unique}", self._upload)
         self._runner = web.AppRunner(app)
@@ -233,6 +234,16 @@ class FakeTeams:
         if activity.get("type") == "message":
             self.posted.append(posted)
         return web.json_response({"id": posted.id}, status=201)
+
+    async def _update(self, request: web.Request) -> web.Response:
+        auth = request.headers.get("Authorization", "")
+        if not auth.startswith("Bearer ") or auth[7:] not in self.tokens:
+            return web.json_response({"error": {"code": "Unauthorized"}}, status=401)
+        for posted in self.posted:
+            if posted.id == request.match_info["id"]:
+                posted.activity = await request.json()
+                return web.json_response({"id": posted.id})
+        return web.json_response({"error": {"code": "ActivityNotFound"}}, status=404)
 
     def _later(self, work: Any) -> None:
         task = asyncio.ensure_future(work)

@@ -250,3 +250,25 @@ async def test_setup_gets_a_token_with_the_key_file(fake: FakeGoogleChat) -> Non
     config.key_file = str(fake.key_file) + ".missing"
     with pytest.raises(SetupCheckFailed, match="cannot read the key file"):
         await setup.check(config, {})
+
+
+async def test_approval_by_a_card_button_whose_buttons_then_go(
+    start: Start, fake: FakeGoogleChat
+) -> None:
+    approval = textwrap.dedent(
+        """
+        - text: "Let me run it."
+          tool_calls:
+            - name: exec
+              arguments: {command: "echo approved-run"}
+        - "all done"
+        """
+    )
+    chat = await start(approval, mode="workspace")
+    await chat.driver.say("run the thing")
+    await eventually(lambda: any(c.buttons() for c in fake.created), what="the card")
+    [card] = [c for c in fake.created if c.buttons()]
+    await chat.driver.press("✅ Approve")
+    await eventually(lambda: any("all done" in t for t in chat.driver.texts()), what="done")
+    await eventually(lambda: card.buttons() == [], what="the buttons to go")
+    assert "Approval needed" in card.text and chat.turns() == ["done"]

@@ -287,6 +287,9 @@ async def test_approval_by_an_adaptive_card_button(start: Start, fake: FakeTeams
     assert {a["type"] for a in card.actions()} == {"Action.Submit"}
     await teams.driver.press("✅ Approve")
     await eventually(lambda: any("all done" in t for t in teams.driver.texts()), what="done")
+    # The answered card shows its text alone: no button to press twice.
+    await eventually(lambda: card.actions() == [], what="the buttons to go")
+    assert "Approval needed" in card.text
 
 
 async def test_a_refused_password_is_fatal_and_requests_get_503(
