@@ -51,6 +51,8 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "whatsappagent": "habakkuk.channels.whatsappagent",
     "line": "habakkuk.channels.line",
     "bluebubbles": "habakkuk.channels.bluebubbles",
+    "teams": "habakkuk.channels.teams",
+    "googlechat": "habakkuk.channels.googlechat",
 }
 
 

@@ -214,5 +214,7 @@ WEBHOOK_TYPES = frozenset(
         "instagram",
         "line",
         "bluebubbles",
+        "teams",
+        "googlechat",
     }
 )

@@ -41,6 +41,8 @@ ChannelType = Literal[
     "whatsappagent",
     "line",
     "bluebubbles",
+    "teams",
+    "googlechat",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -80,6 +82,15 @@ class ChannelConfig:
     # sms: the Twilio account (AC...) and the number or messaging service we send from
     account_sid: str | None = None
     from_: str | None = field(default=None, metadata={"key": "from"})
+    # teams: the bot's Microsoft App ID (also the app-token platforms' app id, below; its
+    # password's variable is password_env) and the
+    # Entra tenant of a single-tenant bot (default botframework.com, multi-tenant)
+    app_id: str | None = None
+    tenant: str | None = None
+    # googlechat: who the tokens Google signs are for (the project number, or the endpoint
+    # URL when the Chat app is set to that), and the service account's JSON key file
+    audience: str | None = None
+    key_file: str | None = None
     # email: implicit TLS (IMAPS 993, SMTPS 465), STARTTLS, or false for neither
     # irc: TLS (the default) or false for a private server's plain port
     tls: Literal["implicit", "starttls"] | bool = "implicit"
@@ -92,10 +103,9 @@ class ChannelConfig:
     # ntfy: the topic replies are published to, and the topic read for messages
     topic: str | None = None
     listen: str | None = None
-    # feishu, dingtalk, wecom (app-token platforms): the app's id (Feishu App ID,
-    # DingTalk Client ID/AppKey) and the variable holding its secret; wecom: the corp id
+    # feishu, dingtalk, wecom (app-token platforms): the app's id (app_id above: Feishu App
+    # ID, DingTalk Client ID/AppKey) and the variable holding its secret; wecom: the corp id
     # (the callbacks' receiver id) and the app's AgentId
-    app_id: str | None = None
     app_secret_env: str | None = None
     corp_id: str | None = None
     agent_id: str | None = None
@@ -202,6 +212,8 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "whatsappagent": PlatformSettings(("token_env",), ("base_url",)),
     "line": PlatformSettings(("token_env", "secret_env"), ("base_url",)),
     "bluebubbles": PlatformSettings(("base_url", "password_env", "secret_env"), ("nick",)),
+    "teams": PlatformSettings(("app_id", "password_env"), ("tenant", "base_url")),
+    "googlechat": PlatformSettings(("audience", "key_file"), ("base_url",)),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted
@@ -289,6 +301,16 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
         _check_app(channel, fail)
     if channel.type == "bluebubbles" and not re.fullmatch(r"\w[\w.-]{0,39}", channel.nick or "x"):
         raise fail("nick", f"{channel.nick!r} is not one word (the name that calls the bot)")
+    if channel.type == "teams" and not _GUID.fullmatch(channel.app_id or ""):
+        raise fail("app_id", f"{channel.app_id!r} is not a Microsoft App ID (a GUID)")
+    if (
+        channel.type == "teams"
+        and channel.tenant is not None
+        and not _TENANT.fullmatch(channel.tenant)
+    ):
+        raise fail("tenant", f"{channel.tenant!r} is not a tenant id or domain")
+    if channel.type == "googlechat" and not _AUDIENCE.fullmatch(channel.audience or ""):
+        raise fail("audience", f"{channel.audience!r} is not a project number or https URL")
     if channel.type == "email" and "@" not in (channel.address or ""):
         raise fail("address", f"{channel.address!r} is not an email address")
     if channel.type in ("irc", "twitch"):
@@ -320,6 +342,9 @@ def _check_whatsappcloud(channel: ChannelConfig, fail: Callable[[str, str], Conf
         raise fail("template_language", f"{language!r} is not a language code (en, en_US)")
 
 
+_GUID = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_TENANT = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}|[A-Za-z0-9.\-]+")
+_AUDIENCE = re.compile(r"\d{1,20}|https://\S+")
 _NTFY_TOPIC = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _IRC_SERVER = re.compile(r"[A-Za-z0-9.\-]+(:\d{1,5})?|\[[0-9A-Fa-f:.]+\](:\d{1,5})?")
 _IRC_NICK = re.compile(r"[A-Za-z\[\]\\`_^{|}][A-Za-z0-9\[\]\\`_^{|}\-]{0,29}")

@@ -108,6 +108,14 @@ from tests.channels.metagraph_drivers import (  # noqa: E402
     whatsappcloud_driver,  # noqa: F401
 )
 
+# Microsoft Teams and Google Chat (helper msbots).
+from tests.channels.msbots_drivers import (  # noqa: E402, F401
+    fake_googlechat,
+    fake_teams,
+    googlechat_driver,
+    teams_driver,
+)
+
 # LINE and BlueBubbles (their own module, so each platform's fixtures merge apart).
 from tests.channels.webhooks2_fixtures import (  # noqa: E402, F401
     bluebubbles_driver,

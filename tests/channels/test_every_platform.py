@@ -48,10 +48,15 @@ DRIVERS = [
     "whatsappagent_driver",
     "line_driver",
     "bluebubbles_driver",
+    "teams_driver",
+    "googlechat_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
-FILELESS = {"irc", "twitch", "whatsappagent"}  # whatsappagent: files in, none out
+# whatsappagent takes files in and sends none; Google Chat lets an app upload no file
+# (media.upload needs a user's authorization): it takes files from the person
+# (tests/channels/test_googlechat.py) but sends none.
+FILELESS = {"irc", "twitch", "whatsappagent", "googlechat"}
 FILELESS_DRIVERS = {f"{kind}_driver" for kind in FILELESS}
 # The platforms a person sends files on but whose bots send none but images (LINE's
 # Messaging API): a file or voice note to the person becomes a notice saying so.
