@@ -42,6 +42,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "twitch": "habakkuk.channels.twitch",
     "ntfy": "habakkuk.channels.ntfy",
     "sms": "habakkuk.channels.sms",
+    "zulip": "habakkuk.channels.zulip",
 }
 
 

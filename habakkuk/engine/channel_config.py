@@ -32,6 +32,7 @@ ChannelType = Literal[
     "twitch",
     "ntfy",
     "sms",
+    "zulip",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -147,6 +148,8 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "twitch": PlatformSettings(("nick", "token_env", "join"), ("server", "tls")),
     "ntfy": PlatformSettings(("topic", "listen"), ("base_url", "token_env")),
     "sms": PlatformSettings(("account_sid", "token_env", "from_"), ("base_url",)),
+    # zulip: the server, the bot's email (username) and its API key's variable
+    "zulip": PlatformSettings(("base_url", "username", "token_env")),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted
@@ -240,6 +243,8 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
                 raise fail(key, f"{getattr(channel, key)!r} is not an ntfy topic (A-Z a-z 0-9 _ -)")
         if channel.topic == channel.listen:
             raise fail("listen", "read another topic than the one replies go to")
+    if channel.type == "zulip" and not re.fullmatch(r"[^@\s]+@[^@\s]+", channel.username or ""):
+        raise fail("username", f"{channel.username!r} is not the bot's email (…-bot@server)")
     if channel.tls is True:
         channel.tls_mode = "implicit"
     elif channel.tls is False:

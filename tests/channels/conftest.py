@@ -83,3 +83,7 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
     """Alice texting the bot's number through the fake Twilio (an SmsDriver); the table
     points the fake's webhook at the runtime's HTTP server."""
     return SmsDriver(fake_twilio)
+
+
+# The connection platforms of issue 37 (chatconn): Zulip, ...
+from tests.channels.chatconn_drivers import fake_zulip, zulip_driver  # noqa: E402, F401

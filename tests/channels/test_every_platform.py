@@ -39,6 +39,7 @@ DRIVERS = [
     "twitch_driver",
     "ntfy_driver",
     "sms_driver",
+    "zulip_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
