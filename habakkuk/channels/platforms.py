@@ -43,6 +43,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "ntfy": "habakkuk.channels.ntfy",
     "sms": "habakkuk.channels.sms",
     "zulip": "habakkuk.channels.zulip",
+    "nextcloud": "habakkuk.channels.nextcloud",
 }
 
 

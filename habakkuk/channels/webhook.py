@@ -198,4 +198,4 @@ class WebhookAdapter(Adapter):
 
 
 # The platforms that call us at /channels/<account> (the HTTP server opens the door for them).
-WEBHOOK_TYPES = frozenset({"sms"})
+WEBHOOK_TYPES = frozenset({"sms", "nextcloud"})

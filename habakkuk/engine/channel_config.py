@@ -33,6 +33,7 @@ ChannelType = Literal[
     "ntfy",
     "sms",
     "zulip",
+    "nextcloud",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -150,6 +151,8 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "sms": PlatformSettings(("account_sid", "token_env", "from_"), ("base_url",)),
     # zulip: the server, the bot's email (username) and its API key's variable
     "zulip": PlatformSettings(("base_url", "username", "token_env")),
+    # nextcloud (Talk): the server and the variable holding the bot's shared secret
+    "nextcloud": PlatformSettings(("base_url", "token_env")),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted

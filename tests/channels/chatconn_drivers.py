@@ -1,5 +1,5 @@
-"""The one-table drivers of the connection platforms of issue 37 (Zulip, ...), imported by
-tests/channels/conftest.py: one fixture per platform, `<kind>_driver`."""
+"""The one-table drivers of the chatconn platforms of issue 37 (Zulip, Nextcloud Talk),
+imported by tests/channels/conftest.py: one fixture per platform, `<kind>_driver`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.channels.fake_talk import FakeTalk, TalkDriver
 from tests.channels.fake_zulip import FakeZulip, ZulipDriver
 from tests.channels.platform_driver import PlatformDriver
 
-__all__ = ["fake_zulip", "zulip_driver"]
+__all__ = ["fake_talk", "fake_zulip", "nextcloud_driver", "zulip_driver"]
 
 
 @pytest.fixture
@@ -24,3 +25,16 @@ async def fake_zulip() -> AsyncIterator[FakeZulip]:
 def zulip_driver(fake_zulip: FakeZulip) -> PlatformDriver:
     """Alice in a direct message with the bot on the fake Zulip (a ZulipDriver)."""
     return ZulipDriver(fake_zulip)
+
+
+@pytest.fixture
+async def fake_talk() -> AsyncIterator[FakeTalk]:
+    """The fake Nextcloud Talk (bot API and webhook caller) on a loopback port."""
+    async with FakeTalk() as talk:
+        yield talk
+
+
+@pytest.fixture
+def nextcloud_driver(fake_talk: FakeTalk) -> PlatformDriver:
+    """Alice in the bot's Talk conversation; Talk calls our HTTP server (a TalkDriver)."""
+    return TalkDriver(fake_talk)

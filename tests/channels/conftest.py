@@ -85,5 +85,10 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
     return SmsDriver(fake_twilio)
 
 
-# The connection platforms of issue 37 (chatconn): Zulip, ...
-from tests.channels.chatconn_drivers import fake_zulip, zulip_driver  # noqa: E402, F401
+# The connection platforms of issue 37 (chatconn): Zulip, Nextcloud Talk
+from tests.channels.chatconn_drivers import (  # noqa: E402, F401
+    fake_talk,
+    fake_zulip,
+    nextcloud_driver,
+    zulip_driver,
+)

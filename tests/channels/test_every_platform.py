@@ -40,10 +40,11 @@ DRIVERS = [
     "ntfy_driver",
     "sms_driver",
     "zulip_driver",
+    "nextcloud_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
-FILELESS = {"irc", "twitch"}
+FILELESS = {"irc", "twitch", "nextcloud"}
 FILELESS_DRIVERS = {f"{kind}_driver" for kind in FILELESS}
 # The platforms whose files carry no name (an MMS is its media's type and bytes): a file
 # from the person is saved under the platform's media id with its type's suffix, and a
