@@ -44,6 +44,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "sms": "habakkuk.channels.sms",
     "zulip": "habakkuk.channels.zulip",
     "nextcloud": "habakkuk.channels.nextcloud",
+    "rocketchat": "habakkuk.channels.rocketchat",
 }
 
 

@@ -34,6 +34,7 @@ ChannelType = Literal[
     "sms",
     "zulip",
     "nextcloud",
+    "rocketchat",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -153,6 +154,8 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "zulip": PlatformSettings(("base_url", "username", "token_env")),
     # nextcloud (Talk): the server and the variable holding the bot's shared secret
     "nextcloud": PlatformSettings(("base_url", "token_env")),
+    # rocketchat: the server, the bot user's id and its personal access token's variable
+    "rocketchat": PlatformSettings(("base_url", "user_id", "token_env")),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted

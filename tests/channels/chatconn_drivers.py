@@ -1,5 +1,5 @@
-"""The one-table drivers of the chatconn platforms of issue 37 (Zulip, Nextcloud Talk),
-imported by tests/channels/conftest.py: one fixture per platform, `<kind>_driver`."""
+"""The one-table drivers of the chatconn platforms of issue 37 (Zulip, Nextcloud Talk,
+Rocket.Chat), imported by tests/channels/conftest.py: one fixture each, `<kind>_driver`."""
 
 from __future__ import annotations
 
@@ -7,11 +7,19 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.channels.fake_rocketchat import FakeRocketChat, RocketDriver
 from tests.channels.fake_talk import FakeTalk, TalkDriver
 from tests.channels.fake_zulip import FakeZulip, ZulipDriver
 from tests.channels.platform_driver import PlatformDriver
 
-__all__ = ["fake_talk", "fake_zulip", "nextcloud_driver", "zulip_driver"]
+__all__ = [
+    "fake_rocketchat",
+    "fake_talk",
+    "fake_zulip",
+    "nextcloud_driver",
+    "rocketchat_driver",
+    "zulip_driver",
+]
 
 
 @pytest.fixture
@@ -38,3 +46,16 @@ async def fake_talk() -> AsyncIterator[FakeTalk]:
 def nextcloud_driver(fake_talk: FakeTalk) -> PlatformDriver:
     """Alice in the bot's Talk conversation; Talk calls our HTTP server (a TalkDriver)."""
     return TalkDriver(fake_talk)
+
+
+@pytest.fixture
+async def fake_rocketchat() -> AsyncIterator[FakeRocketChat]:
+    """The fake Rocket.Chat (DDP realtime and REST) on a loopback port."""
+    async with FakeRocketChat() as server:
+        yield server
+
+
+@pytest.fixture
+def rocketchat_driver(fake_rocketchat: FakeRocketChat) -> PlatformDriver:
+    """Alice in a direct message with the bot on the fake Rocket.Chat (a RocketDriver)."""
+    return RocketDriver(fake_rocketchat)

@@ -85,10 +85,12 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
     return SmsDriver(fake_twilio)
 
 
-# The connection platforms of issue 37 (chatconn): Zulip, Nextcloud Talk
+# The connection platforms of issue 37 (chatconn): Zulip, Nextcloud Talk, Rocket.Chat
 from tests.channels.chatconn_drivers import (  # noqa: E402, F401
+    fake_rocketchat,
     fake_talk,
     fake_zulip,
     nextcloud_driver,
+    rocketchat_driver,
     zulip_driver,
 )

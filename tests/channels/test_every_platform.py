@@ -41,6 +41,7 @@ DRIVERS = [
     "sms_driver",
     "zulip_driver",
     "nextcloud_driver",
+    "rocketchat_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
