@@ -102,8 +102,12 @@ async def test_a_lost_queue_is_registered_anew_and_what_it_held_is_fetched(
 ) -> None:
     path = tmp_path / "zulip.json"
     async with Running(fake, path) as run:
-        fake.post(ALICE_ID, "one", to=[BOT_ID])
+        one = fake.post(ALICE_ID, "one", to=[BOT_ID])
         await eventually(lambda: len(run.got) == 1, what="the first message")
+        await eventually(
+            lambda: path.exists() and json.loads(path.read_text())["last_message_id"] == one.id,
+            what="the message kept as the last one",
+        )
     fake.drop_queues()  # the server restarted, or the queue idled out
     fake.post(ALICE_ID, "two", to=[BOT_ID])
     async with Running(fake, path) as again:
