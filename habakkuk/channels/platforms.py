@@ -53,6 +53,9 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "bluebubbles": "habakkuk.channels.bluebubbles",
     "teams": "habakkuk.channels.teams",
     "googlechat": "habakkuk.channels.googlechat",
+    "zulip": "habakkuk.channels.zulip",
+    "nextcloud": "habakkuk.channels.nextcloud",
+    "rocketchat": "habakkuk.channels.rocketchat",
 }
 
 

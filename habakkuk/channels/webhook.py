@@ -216,5 +216,6 @@ WEBHOOK_TYPES = frozenset(
         "bluebubbles",
         "teams",
         "googlechat",
+        "nextcloud",
     }
 )

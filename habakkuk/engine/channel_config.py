@@ -43,6 +43,9 @@ ChannelType = Literal[
     "bluebubbles",
     "teams",
     "googlechat",
+    "zulip",
+    "nextcloud",
+    "rocketchat",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -214,6 +217,12 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "bluebubbles": PlatformSettings(("base_url", "password_env", "secret_env"), ("nick",)),
     "teams": PlatformSettings(("app_id", "password_env"), ("tenant", "base_url")),
     "googlechat": PlatformSettings(("audience", "key_file"), ("base_url",)),
+    # zulip: the server, the bot's email (username) and its API key's variable
+    "zulip": PlatformSettings(("base_url", "username", "token_env")),
+    # nextcloud (Talk): the server and the variable holding the bot's shared secret
+    "nextcloud": PlatformSettings(("base_url", "token_env")),
+    # rocketchat: the server, the bot user's id and its personal access token's variable
+    "rocketchat": PlatformSettings(("base_url", "user_id", "token_env")),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted
@@ -323,6 +332,8 @@ def _check_platform_settings(channel: ChannelConfig, path: Path) -> None:
                 raise fail(key, f"{getattr(channel, key)!r} is not an ntfy topic (A-Z a-z 0-9 _ -)")
         if channel.topic == channel.listen:
             raise fail("listen", "read another topic than the one replies go to")
+    if channel.type == "zulip" and not re.fullmatch(r"[^@\s]+@[^@\s]+", channel.username or ""):
+        raise fail("username", f"{channel.username!r} is not the bot's email (…-bot@server)")
     if channel.tls is True:
         channel.tls_mode = "implicit"
     elif channel.tls is False:

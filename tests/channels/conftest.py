@@ -96,6 +96,16 @@ from tests.channels.apptoken_fixtures import (  # noqa: E402,F401
     wecom_driver,
 )
 
+# The connection platforms of issue 37 (chatconn): Zulip, Nextcloud Talk, Rocket.Chat
+from tests.channels.chatconn_drivers import (  # noqa: E402, F401
+    fake_rocketchat,
+    fake_talk,
+    fake_zulip,
+    nextcloud_driver,
+    rocketchat_driver,
+    zulip_driver,
+)
+
 # The Meta platforms (WhatsApp Cloud, ...): their fixtures live in a module of their own.
 from tests.channels.metagraph_drivers import (  # noqa: E402
     fake_instagram,  # noqa: F401

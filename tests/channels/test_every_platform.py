@@ -50,13 +50,17 @@ DRIVERS = [
     "bluebubbles_driver",
     "teams_driver",
     "googlechat_driver",
+    "zulip_driver",
+    "nextcloud_driver",
+    "rocketchat_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
 # whatsappagent takes files in and sends none; Google Chat lets an app upload no file
 # (media.upload needs a user's authorization): it takes files from the person
-# (tests/channels/test_googlechat.py) but sends none.
-FILELESS = {"irc", "twitch", "whatsappagent", "googlechat"}
+# (tests/channels/test_googlechat.py) but sends none; a Nextcloud Talk bot can neither
+# upload nor fetch files.
+FILELESS = {"irc", "twitch", "whatsappagent", "googlechat", "nextcloud"}
 FILELESS_DRIVERS = {f"{kind}_driver" for kind in FILELESS}
 # The platforms a person sends files on but whose bots send none but images (LINE's
 # Messaging API): a file or voice note to the person becomes a notice saying so.
