@@ -112,9 +112,11 @@ class NativeComputerTool(ComputerTool, NativeTool):
         before, xvfb's screen scaled as its screenshots will be, or a first capture of the
         user's display (None when it cannot be taken: the function tools stay)."""
         desk = self.desktops.started(agent)
-        settings = self.settings(agent)
-        if (desk is None or desk.geometry is None) and settings.backend == "xvfb":
-            screen = shown_size(Size(*settings.screen))
+        if desk is not None and desk.geometry is not None:
+            shown = desk.geometry.shown  # read without the lock: an action may hold it
+            return NativeComputer(shown.width, shown.height, _display(desk))
+        if self.settings(agent).backend == "xvfb":
+            screen = shown_size(Size(*self.settings(agent).screen))
             return NativeComputer(screen.width, screen.height, _display(desk))
         if self.sandbox(agent) != "none":
             return None  # refused anyway: no desktop of the user's is touched for it
