@@ -75,3 +75,14 @@ async def test_macos_holds_modifiers_and_the_button_where_the_pointer_is(tmp_pat
 async def test_a_session_without_a_display_declares_nothing(tmp_path: Path) -> None:
     b = Native(tmp_path, "linux", {"PATH": str(tmp_path)})
     assert await b.tool.declared(tmp_path, "main") is None  # the function tools stay
+
+
+def test_an_editor_session_sees_the_home_s_native_tool(tmp_path: Path) -> None:
+    from habakkuk.protocols.acp.editor_tools import EditorRegistry
+
+    b = Native(tmp_path, "linux", {"PATH": str(tmp_path)})
+    b.registry.register(b.tool.tools["computer_click"], "computer")
+    editor = EditorRegistry(b.registry, None)  # type: ignore[arg-type]  # files never touched here
+    assert editor.native("computer") is b.tool
+    assert editor.toolset("computer") == ["computer_click"]
+    assert editor.get("computer") is b.tool
