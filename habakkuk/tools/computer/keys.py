@@ -59,7 +59,7 @@ class KeyCombo:
     key: str
 
     def __str__(self) -> str:
-        return "+".join((*self.modifiers, self.key))
+        return "+".join((*self.modifiers, self.key) if self.key else self.modifiers)
 
     def xdotool(self) -> str:
         """The combination as xdotool's `key` takes it."""

@@ -147,6 +147,8 @@ class NativeComputerTool(ComputerTool, NativeTool):
         if action == "left_click_drag":
             x, y = _needed(_point(args.get("start_coordinate")), "start_coordinate", action)
             to_x, to_y = _needed(at, "coordinate", action)
+            if args.get("text"):
+                return Routed(self, args)  # keys held through it: see act
             drag = {"x": x, "y": y, "to_x": to_x, "to_y": to_y}
             return Routed(self.tools["computer_drag"], drag)
         if action == "scroll" and "scroll_direction" not in args:
@@ -183,7 +185,8 @@ class NativeComputerTool(ComputerTool, NativeTool):
     def refuse_input(self, args: dict[str, Any]) -> str | None:
         try:
             routed = self.route(args)
-            held = args.get("text") if args.get("action") in (*CLICKS, "scroll") else None
+            holds = (*CLICKS, "scroll", "left_click_drag")
+            held = args.get("text") if args.get("action") in holds else None
             if held:
                 parse_held(str(held))
             if args.get("action") == "hold_key":
@@ -269,24 +272,28 @@ class NativeComputerTool(ComputerTool, NativeTool):
             did = "Pressed the left button" if down else "Released the left button"
             return await self.answer(desk, f"{did} at {self._shown(args, desk, at)}.", {}, ctx)
         held = parse_held(str(args["text"])) if args.get("text") else None
+        where = self._shown(args, desk, at)
         if held is not None:
             await desk.backend.hold(held, True)
         try:
             if action == "scroll":
                 direction, amount = args["scroll_direction"], int(args.get("scroll_amount", 3))
                 await desk.backend.scroll(*at, direction, amount)
-                did = f"Scrolled {direction} {amount}"
+                did = f"Scrolled {direction} {amount} at {where}"
+            elif action == "left_click_drag":
+                start = _needed(_point(args.get("start_coordinate")), "start_coordinate", action)
+                geometry = await desk.known_geometry()
+                await desk.backend.drag(geometry.to_input(*start), at)
+                did = f"Dragged from ({start[0]}, {start[1]}) to {where}"
             else:
                 button, count = CLICKS[action]
                 await desk.backend.click(*at, button, count)
-                did = f"Clicked {button} {count} times"
+                did = f"Clicked {button} {count} times at {where}"
         finally:
             if held is not None:
                 await desk.backend.hold(held, False)
         with_keys = f" holding {held}" if held is not None else ""
-        return await self.answer(
-            desk, f"{did}{with_keys} at {self._shown(args, desk, at)}.", {}, ctx
-        )
+        return await self.answer(desk, f"{did}{with_keys}.", {}, ctx)
 
     async def _at(self, desk: Desk, args: dict[str, Any]) -> tuple[int, int]:
         """The call's coordinate in input space, or where the pointer is when it gives

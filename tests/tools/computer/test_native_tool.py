@@ -146,3 +146,18 @@ async def test_the_declared_display_is_the_scaled_screen_then_the_desk_s(tmp_pat
         assert desk.xvfb is not None
         number = desk.xvfb.state.display
         assert await native.declared(tmp_path, "main") == NativeComputer(1366, 854, number)
+
+
+async def test_a_drag_with_keys_held_starts_where_the_model_pointed(tmp_path: Path) -> None:
+    async with bench(tool_context(tmp_path), BIG) as b:
+        xev = await b.xev("600x400+100+100")
+        # Over xev first: with no window manager, the keys go to the window under the pointer.
+        await b.call("computer", action="mouse_move", coordinate=[250, 200])
+        dragged = await b.call("computer", action="left_click_drag", start_coordinate=[300, 250],
+                               coordinate=[400, 300], text="shift")  # fmt: skip
+        assert not dragged.result.is_error, dragged.result.text
+        assert "Dragged from (300, 250) to (400, 300) holding shift." in dragged.result.text
+        await eventually(
+            lambda: xev.presses() == [(351, 293)] and xev.keysyms() == ["Shift_L"],
+            what="the drag with shift held",
+        )
