@@ -79,11 +79,15 @@ _MAX_REQUEST_BYTES = 64 * 1024 * 1024
 
 @dataclass
 class ToolCall:
-    """One tool call the model makes; ``id`` is generated per API when None."""
+    """One tool call the model makes; ``id`` is generated per API when None.
+
+    ``toolset`` (Anthropic) makes it a call of a toolset member, as the computer toolset
+    sends them: ``name`` is the member and the block carries ``toolset_name``."""
 
     name: str
     arguments: dict[str, Any]
     id: str | None = None
+    toolset: str | None = None
 
 
 @dataclass
@@ -804,7 +808,8 @@ class FakeModelServer:
         recorded = await self._record(request, "anthropic")
         headers = self._anthropic_headers()
         body = recorded.json
-        problem = _anthropic_request_problem(body, self.no_hosted_tools)
+        betas = {b.strip() for b in recorded.headers.get("anthropic-beta", "").split(",")}
+        problem = _anthropic_request_problem(body, self.no_hosted_tools, betas)
         if problem is None:
             problem = anthropic_problem(body, self.blind_models)
         if problem:
@@ -1061,7 +1066,9 @@ def _openai_no_script(request: web.Request) -> dict[str, Any]:
     }
 
 
-def _anthropic_request_problem(body: Any, no_hosted_tools: set[str]) -> str | None:
+def _anthropic_request_problem(
+    body: Any, no_hosted_tools: set[str], betas: set[str] | None = None
+) -> str | None:
     if not isinstance(body, dict):
         return "There was an error parsing the body of your request as JSON."
     for name in ("model", "max_tokens", "messages"):
@@ -1078,17 +1085,51 @@ def _anthropic_request_problem(body: Any, no_hosted_tools: set[str]) -> str | No
         if isinstance(text, str) and text != text.rstrip():
             return "messages: final assistant content cannot end with trailing whitespace"
     tools = body.get("tools") or []
-    names = [t.get("name") for t in tools if isinstance(t, dict)]
+    names = [t.get("name") for t in tools if isinstance(t, dict) and "name" in t]
     if len(names) != len(set(names)):
         return "tools: Tool names must be unique."
     for index, tool in enumerate(tools):
         kind = tool.get("type") if isinstance(tool, dict) else None
         if kind in _ANTHROPIC_SERVER_TOOLS and body["model"] in no_hosted_tools:
             return f"tools.{index}: '{kind}' is not supported for model '{body['model']}'"
+        beta = _ANTHROPIC_BETA_TOOLS.get(str(kind))
+        if beta is not None and beta not in (betas or set()):
+            return f"tools.{index}: '{kind}' requires the beta header 'anthropic-beta: {beta}'"
+        if kind in _ANTHROPIC_BETA_TOOLS and not (
+            isinstance(tool.get("display_width_px"), int)
+            and isinstance(tool.get("display_height_px"), int)
+        ):
+            return f"tools.{index}.{kind}.display_width_px: Field required"
+    return _anthropic_toolset_problem(messages)
+
+
+def _anthropic_toolset_problem(messages: Any) -> str | None:
+    """A toolset member's tool_result must echo the toolset_name of its tool_use."""
+    toolsets: dict[Any, Any] = {}
+    for index, message in enumerate(messages if isinstance(messages, list) else []):
+        content = message.get("content") if isinstance(message, dict) else None
+        for position, block in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and block.get("toolset_name"):
+                toolsets[block.get("id")] = block["toolset_name"]
+            elif block.get("type") == "tool_result" and block.get("tool_use_id") in toolsets:
+                wanted = toolsets[block.get("tool_use_id")]
+                if block.get("toolset_name") != wanted:
+                    return (
+                        f"messages.{index}.content.{position}: the tool_result of a "
+                        f"'{wanted}' toolset tool_use must have toolset_name '{wanted}'"
+                    )
     return None
 
 
 _ANTHROPIC_SERVER_TOOLS = frozenset({"web_search_20250305", "web_fetch_20250910"})
+# Anthropic's computer tool versions that are betas, and the flag each needs.
+_ANTHROPIC_BETA_TOOLS = {
+    "computer_20241022": "computer-use-2024-10-22",
+    "computer_20250124": "computer-use-2025-01-24",
+    "computer_20251124": "computer-use-2025-11-24",
+}
 
 
 # --- Chat Completions bodies -------------------------------------------------
@@ -1558,6 +1599,7 @@ def _anthropic_blocks(
     for call_id, call in zip(tool_ids, reply.tool_calls, strict=True):
         blocks.append(
             {"type": "tool_use", "id": call_id, "name": call.name, "input": call.arguments}
+            | ({"toolset_name": call.toolset} if call.toolset else {})
         )
     return blocks
 
@@ -1659,7 +1701,8 @@ def _anthropic_events(
         emit(
             "content_block_start",
             index=index,
-            content_block={"type": "tool_use", "id": call_id, "name": call.name, "input": {}},
+            content_block={"type": "tool_use", "id": call_id, "name": call.name, "input": {}}
+            | ({"toolset_name": call.toolset} if call.toolset else {}),
         )
         # The real API opens every tool input with an empty partial_json.
         emit(

@@ -107,6 +107,14 @@ def _anthropic_content_problem(index: int, role: Any, content: list[Any]) -> str
                     f"{where}: tool_result blocks must come before any other content in "
                     "a user message"
                 )
+            inner = block.get("content")
+            for part, item in enumerate(inner if isinstance(inner, list) else []):
+                if isinstance(item, dict) and item.get("type") == "image":
+                    problem = _anthropic_image_problem(
+                        f"{where}.content.{part}", item.get("source")
+                    )
+                    if problem:
+                        return problem
             continue
         seen_other = True
         if kind == "image":

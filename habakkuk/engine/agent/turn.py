@@ -91,6 +91,7 @@ from ..toolkit.registry import CallResult, ToolContext, ToolRegistry
 from ..toolkit.taint import Taint
 from .compaction import CompactionOutcome, compact, estimate_request_tokens, estimate_tokens
 from .guidance import Steering
+from .native import native_tools
 from .prompt import user_message
 from .requests import TURN_KIND, ReplyTo, TurnRequest, request_of
 from .titles import title_queuing, titled_origin
@@ -329,8 +330,18 @@ class TurnRunner:
         deps = self.deps
         job = lease.job
         task = turn_request.text
-        tools = deps.tools.tools_for(turn_toolsets(agent.toolsets, turn_request))
-        allowed = {t.name for t in tools}
+        toolsets = turn_toolsets(agent.toolsets, turn_request)
+        native = await native_tools(
+            deps.tools,
+            deps.config,
+            chain,
+            toolsets,
+            deps.tools.tools_for(toolsets),
+            home=deps.home.root,
+            agent=agent.name,
+        )
+        tools = native.tools  # the computer's function tools gone where the native one is
+        allowed = {t.name for t in tools} | native.names
         # With tool search, each step offers its own list (below).
         specs = [t.spec() for t in tools] if deps.tool_view is None else []
         sub = turn_request.subturn
@@ -355,7 +366,7 @@ class TurnRunner:
             stopped_by_user=lambda: lease.stop_reason == "user",
             files_here=agent.sandbox != "ssh",  # sandbox: ssh writes files there, with exec
         )
-        context.taint = await self._resumed_taint(context, view)
+        context.taint = await _resumed_taint(deps, context, view)
         # A session an email channel started reads outside content in every turn.
         if started_tainted := origin_taint(session.origin, deps.config.channels):
             context.taint.mark(started_tainted)
@@ -402,6 +413,7 @@ class TurnRunner:
                 # Tool search: the offered list may grow within the turn, never reorder.
                 offered = deps.tool_view(agent, tools, messages)
                 allowed = {t.name for t in offered} | deps.tool_view.reachable(agent, tools)
+                allowed |= native.names
                 specs = [t.spec() for t in offered]
             # Media another node stored (a PostgreSQL home): fetched to this one first.
             await deps.blobs.localise(block for message in messages for block in message.blocks)
@@ -413,6 +425,7 @@ class TurnRunner:
                 thinking=thinking,
                 web=agent.web,
                 persona=persona,
+                computer=native.computer,
             )
             if compact_at > 0:
                 size = self._prompt_size(session.id, marker, request)
@@ -559,20 +572,6 @@ class TurnRunner:
         note = Message("user", [ContextBlock(check.correction(errors), CORRECTION_KIND)])
         await self.deps.transcripts.append(session.id, note, turn_id=turn, guard=guard)
         return None
-
-    async def _resumed_taint(self, context: ToolContext, view: TranscriptView) -> Taint:
-        """A fresh run starts clean; a run resumed after a crash starts tainted when the
-        turn's earlier messages show a network tool was called or hosted search used."""
-        taint = Taint()
-        # The opening view holds the turn's messages unless a compaction cut into them
-        # (then they are read again): no extra query for the common, fresh run.
-        earlier = [m for m in view.kept if m.turn_id == context.turn]
-        if view.compaction is not None:
-            earlier = await self.deps.transcripts.turn_messages(context.session, context.turn)
-        for stored in earlier:
-            if stored.role == "assistant":
-                _mark_taint(taint, stored.message, self.deps.tools, context)
-        return taint
 
     async def _call_model(
         self,
@@ -787,6 +786,21 @@ class TurnRunner:
                 turn_id=context.turn,
                 guard=lambda conn: lease.check(conn, "control"),
             )
+
+
+async def _resumed_taint(deps: TurnDeps, context: ToolContext, view: TranscriptView) -> Taint:
+    """A fresh run starts clean; a run resumed after a crash starts tainted when the
+    turn's earlier messages show a network tool was called or hosted search used."""
+    taint = Taint()
+    # The opening view holds the turn's messages unless a compaction cut into them
+    # (then they are read again): no extra query for the common, fresh run.
+    earlier = [m for m in view.kept if m.turn_id == context.turn]
+    if view.compaction is not None:
+        earlier = await deps.transcripts.turn_messages(context.session, context.turn)
+    for stored in earlier:
+        if stored.role == "assistant":
+            _mark_taint(taint, stored.message, deps.tools, context)
+    return taint
 
 
 def publish_delta(bus: EventBus, session: str, turn: str, event: StreamEvent) -> None:

@@ -62,6 +62,9 @@ class ToolUseBlock:
     tool: str
     input: dict[str, Any]
     signature: str = ""
+    # The provider's toolset the call came from ("computer": Anthropic's computer toolset,
+    # whose calls are named after their action; stored as a call of `computer` with it).
+    toolset: str = ""
     type: Literal["tool_use"] = "tool_use"
 
 
@@ -78,6 +81,9 @@ class ImageBlock:
     media_type: str
     blob: str = ""  # path of the content-addressed blob
     name: str = ""
+    # The call whose result showed it (set when a tool attached it): an adapter may put it
+    # inside that result (the native computer tool's screenshots).
+    tool_use_id: str = ""
     type: Literal["image"] = "image"
 
 
@@ -210,6 +216,17 @@ class Usage:
         self.web_fetch_requests += other.web_fetch_requests
 
 
+@dataclass(frozen=True)
+class NativeComputer:
+    """The display the native tool is declared with: the size of the screenshots the
+    model is shown (scaled as the function tools' are) and the X display number when
+    there is one."""
+
+    width: int
+    height: int
+    display: int | None = None
+
+
 @dataclass
 class ModelRequest:
     """One request to one model."""
@@ -227,6 +244,9 @@ class ModelRequest:
     # The session's persona (/personality), sent after `system`, the frozen prompt: the
     # cached prefix ends before it, so changing it never invalidates the frozen prompt.
     persona: str = ""
+    # The provider's own computer tool in place of the computer_* function tools, set when
+    # every model of the chain has one (llm/computer_use.py); None: not offered.
+    computer: NativeComputer | None = None
 
     @property
     def system_text(self) -> str:

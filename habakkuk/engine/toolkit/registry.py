@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..events import EventBus, ToolEnded, ToolStarted
-from ..llm.types import ImageBlock, ToolResultBlock, ToolSpec, ToolUseBlock
+from ..llm.types import ImageBlock, NativeComputer, ToolResultBlock, ToolSpec, ToolUseBlock
 from ..store import BlobStore
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, SessionGrants, human_of
 from .home_files import HomeFile, home_file, knowledge_file
@@ -234,6 +234,19 @@ class Tool(ABC):
         """Do the work. Raise ToolError for a failure the model should read."""
 
 
+class NativeTool(Tool):
+    """A tool the provider declares itself (Anthropic's computer tool), offered in place
+    of the function tools of the toolset `replaces` when every model of the chain has it
+    (engine/agent/native.py). Its calls take the same path as any other."""
+
+    replaces: ClassVar[str]
+
+    @abstractmethod
+    async def declared(self, home: Path, agent: str) -> NativeComputer | None:
+        """What the request declares for `agent` (the display the model is shown), or
+        None when the function tools must stay (the desktop cannot be reached)."""
+
+
 def _validate(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
     import jsonschema
 
@@ -251,6 +264,7 @@ class ToolRegistry:
     def __init__(self, *, hardline: Hardline | None = None, inline_budget: int = 32_000):
         self._tools: dict[str, Tool] = {}
         self._toolsets: dict[str, list[str]] = {}
+        self._natives: dict[str, NativeTool] = {}  # by the toolset each replaces
         self.hardline = hardline
         self.inline_budget = inline_budget
         self.grants = SessionGrants()
@@ -276,6 +290,20 @@ class ToolRegistry:
         self._toolsets.setdefault(toolset, [])
         if tool.name not in self._toolsets[toolset]:
             self._toolsets[toolset].append(tool.name)
+
+    def register_native(self, tool: NativeTool) -> None:
+        """Register a provider's native tool: callable by its name, offered only in place
+        of its toolset (never by `tools_for`)."""
+        self._tools[tool.name] = tool
+        self._natives[tool.replaces] = tool
+
+    def native(self, toolset: str) -> NativeTool | None:
+        """The native tool that may stand in for `toolset`, or None."""
+        return self._natives.get(toolset)
+
+    def toolset(self, name: str) -> list[str]:
+        """The names of the tools of the toolset `name`."""
+        return list(self._toolsets.get(name, ()))
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from habakkuk.engine.toolkit.permissions import Risk
-from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput, ToolRegistry
+from habakkuk.engine.toolkit.registry import (
+    NativeTool,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolRegistry,
+)
 from habakkuk.tools.edit import EditFile, edit_text
 from habakkuk.tools.files import DEFAULT_LINES, ReadFile, WriteFile, numbered_lines
 
@@ -178,6 +185,14 @@ class EditorRegistry(ToolRegistry):
         if found is None:
             return None
         return self.replaced.get(name, found)
+
+    def native(self, toolset: str) -> NativeTool | None:
+        """The home's native tool for `toolset` (the computer's), as in any session."""
+        return self.base.native(toolset)
+
+    def toolset(self, name: str) -> list[str]:
+        """The names of the home's toolset `name`."""
+        return self.base.toolset(name)
 
     def tools_for(self, toolsets: list[str]) -> list[Tool]:
         """The agent's tools (the editor's file tools in place of the ordinary ones)

@@ -3,7 +3,8 @@
 geometry: the sizes and the mapping of coordinates; safety: what is never typed and what
 needs a human; keys: key combinations; backend, x11, wayland, macos: the command-line
 drivers; xvfb: an agent's own display; desk: the desktops of a process; tools: the
-tools. `register_computer` puts them in a registry.
+tools; native: Anthropic's computer tool on the same tools. `register_computer` puts
+them in a registry.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ def register_computer(registry: ToolRegistry, config: Config) -> None:
     from habakkuk.engine.computer_config import ComputerConfig
 
     from .desk import Desktops
+    from .native import NativeComputerTool
     from .tools import computer_tools, open_tool
 
     def settings(agent: str) -> ComputerConfig:
@@ -35,6 +37,9 @@ def register_computer(registry: ToolRegistry, config: Config) -> None:
     for tool in computer_tools(desktops, settings, sandbox):
         registry.register(tool, "computer")
     registry.register(open_tool(desktops, settings, sandbox), "computer-open")
+    # Anthropic's own computer tool, offered in place of the toolset where the whole
+    # chain has it (engine/agent/native.py); it runs the same tools.
+    registry.register_native(NativeComputerTool(desktops, settings, sandbox))
     registry.on_close(desktops.close)
 
 

@@ -157,6 +157,15 @@ class Backend(ABC):
     async def key(self, combo: KeyCombo) -> None:
         """Press a key with its modifiers (ctrl+l), then release them all."""
 
+    @abstractmethod
+    async def button(self, down: bool) -> None:
+        """Press (down) or release the left button where the pointer is, and leave it so."""
+
+    @abstractmethod
+    async def hold(self, combo: KeyCombo, down: bool) -> None:
+        """Press (down) or release the keys of `combo` (its key may be "": modifiers
+        alone), and leave them so."""
+
     async def pointer(self) -> tuple[int, int] | None:
         """The pointer's position, or None when the backend cannot tell."""
         return None

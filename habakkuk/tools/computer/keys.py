@@ -53,16 +53,18 @@ class BadKey(ValueError):
 @dataclass(frozen=True)
 class KeyCombo:
     """Modifiers (from MODIFIERS, in that order) and one key: a NAMED_KEYS name or a
-    single character."""
+    single character ("" only for keys to hold: modifiers alone, parse_held)."""
 
     modifiers: tuple[str, ...]
     key: str
 
     def __str__(self) -> str:
-        return "+".join((*self.modifiers, self.key))
+        return "+".join((*self.modifiers, self.key) if self.key else self.modifiers)
 
     def xdotool(self) -> str:
         """The combination as xdotool's `key` takes it."""
+        if not self.key:
+            return "+".join(self.modifiers)
         key = _X_PUNCTUATION.get(self.key, self.key)
         return "+".join((*self.modifiers, key))
 
@@ -88,6 +90,16 @@ def parse_combo(text: str) -> KeyCombo:
         raise BadKey(f"{last!r} alone is a modifier; give the key it goes with")
     key = _key(last)
     return KeyCombo(tuple(m for m in MODIFIERS if m in modifiers), key)
+
+
+def parse_held(text: str) -> KeyCombo:
+    """Keys to hold down while doing something else: a combination as parse_combo reads
+    it, or modifiers alone ("shift", "ctrl+shift"), whose key is then ""."""
+    parts = [part.strip().lower() for part in text.strip().split("+")]
+    if parts and all(part in _MODIFIER_ALIASES for part in parts):
+        held = {_MODIFIER_ALIASES[part] for part in parts}
+        return KeyCombo(tuple(m for m in MODIFIERS if m in held), "")
+    return parse_combo(text)
 
 
 def _key(word: str) -> str:
@@ -127,6 +139,8 @@ def linux_codes(combo: KeyCombo) -> list[int]:
     """The input codes to press in order (modifiers first) for ydotool; BadKey for a key
     with no code on a US layout."""
     key, modifiers = combo.key, list(combo.modifiers)
+    if not key:  # modifiers alone (keys to hold)
+        return [LINUX_CODES[m] for m in modifiers]
     if len(key) == 1 and (key.isupper() or key in _SHIFTED):
         modifiers = [*modifiers, "shift"] if "shift" not in modifiers else modifiers
         key = _SHIFTED.get(key, key.lower())

@@ -59,6 +59,11 @@ function run(argv) {
     $.CGEventPost($.kCGHIDEventTap, wheel);
     return;
   }
+  if (kind === 'down' || kind === 'up') {
+    var at = $.CGEventGetLocation($.CGEventCreate(null));
+    post(kind === 'down' ? $.kCGEventLeftMouseDown : $.kCGEventLeftMouseUp, at.x, at.y, 0, 1);
+    return;
+  }
   if (kind === 'where') {
     var p = $.CGEventGetLocation($.CGEventCreate(null));
     return Math.round(p.x) + ',' + Math.round(p.y);
@@ -86,6 +91,26 @@ def key_script(combo: KeyCombo) -> str:
     )
     suffix = f" using {{{using}}}" if using else ""
     return f'on run argv\n  tell application "System Events" to {press}{suffix}\nend run'
+
+
+# System Events' names of the modifiers `key down` and `key up` take.
+_HELD = {"ctrl": "control", "alt": "option", "shift": "shift", "super": "command"}
+
+
+def hold_script(combo: KeyCombo, down: bool) -> str:
+    """The AppleScript pressing (or releasing) `combo`'s keys and leaving them so: the
+    modifiers are words from a fixed list; a character key is argv's first item. System
+    Events holds no named key (Return, F1...): BackendError."""
+    if combo.key in MAC_CODES:
+        raise BackendError(f"macOS cannot hold {combo.key} down (only modifiers and characters)")
+    verb = "key down" if down else "key up"
+    lines = [f"    {verb} {_HELD[m]}" for m in combo.modifiers]
+    if combo.key:
+        lines.append(f"    {verb} (item 1 of argv)")
+    if not down:
+        lines.reverse()
+    body = "\n".join(lines)
+    return f'on run argv\n  tell application "System Events"\n{body}\n  end tell\nend run'
 
 
 class MacBackend(Backend):
@@ -152,6 +177,15 @@ class MacBackend(Backend):
     async def key(self, combo: KeyCombo) -> None:
         code = MAC_CODES.get(combo.key)
         await self.osascript(key_script(combo), str(code) if code is not None else combo.key)
+
+    async def button(self, down: bool) -> None:
+        if self.commands.which("cliclick"):
+            await self.commands.run(["cliclick", f"{'dd' if down else 'du'}:."])  # "." : here
+            return
+        await self._mouse("down" if down else "up", "0", "0")
+
+    async def hold(self, combo: KeyCombo, down: bool) -> None:
+        await self.osascript(hold_script(combo, down), *([combo.key] if combo.key else []))
 
     async def pointer(self) -> tuple[int, int] | None:
         if self.commands.which("cliclick"):

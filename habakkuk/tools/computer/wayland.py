@@ -63,6 +63,16 @@ class WaylandBackend(Backend):
         presses = [f"{code}:1" for code in codes] + [f"{code}:0" for code in reversed(codes)]
         await self.ydotool("key", *presses)
 
+    async def button(self, down: bool) -> None:
+        await self.ydotool("click", f"0x{_BUTTON['left'] | (_DOWN if down else _UP):02X}")
+
+    async def hold(self, combo: KeyCombo, down: bool) -> None:
+        codes = linux_codes(combo)
+        if down:
+            await self.ydotool("key", *(f"{code}:1" for code in codes))
+        else:
+            await self.ydotool("key", *(f"{code}:0" for code in reversed(codes)))
+
     async def open(self, app: str, args: list[str]) -> str:
         pid = await self.commands.spawn([app, *args])
         where = self.commands.env.get("WAYLAND_DISPLAY", "wayland")

@@ -90,6 +90,12 @@ class X11Backend(Backend):
     async def key(self, combo: KeyCombo) -> None:
         await self.xdotool("key", "--clearmodifiers", "--", combo.xdotool())
 
+    async def button(self, down: bool) -> None:
+        await self.xdotool("mousedown" if down else "mouseup", BUTTONS["left"])
+
+    async def hold(self, combo: KeyCombo, down: bool) -> None:
+        await self.xdotool("keydown" if down else "keyup", "--", combo.xdotool())
+
     async def pointer(self) -> tuple[int, int] | None:
         values = _shell_values(await self.xdotool("getmouselocation", "--shell"))
         try:

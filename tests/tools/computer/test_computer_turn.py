@@ -1,5 +1,6 @@
 """The computer toolset through a real turn on the Anthropic wire (the fake model server
-refuses a misplaced image): an agent listing the toolset is offered the tools, its
+refuses a misplaced image): an agent listing the toolset is offered the tools (its
+fallback has no native computer tool, so the chain keeps the function tools), its
 screenshot reaches the model after the tool result, and the runtime's close stops the
 desktop its turn started."""
 
@@ -23,7 +24,10 @@ async def test_a_screenshot_reaches_the_model_and_the_desktop_stops_with_the_run
     runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("REMOTE_KEY", "k")
-    extra = "    toolsets: [core, computer, computer-open]\n    computer:\n      size: 1600x1000\n"
+    extra = (
+        "    toolsets: [core, computer, computer-open]\n    computer:\n      size: 1600x1000\n"
+        "    fallbacks: [remote/claude-3-5-haiku]\n"  # no native computer tool
+    )
     async with FakeModelServer() as server:
         runtime = await runtime_factory(remote_config("anthropic", server.base_url) + extra)
         server.script(
@@ -41,6 +45,7 @@ async def test_a_screenshot_reaches_the_model_and_the_desktop_stops_with_the_run
     assert outcome.reply == "A black desktop."
     offered = {tool["name"] for tool in bodies[0]["tools"] if "name" in tool}
     assert {"computer_screenshot", "computer_click", "computer_open"} <= offered
+    assert not any(str(tool.get("type", "")).startswith("computer") for tool in bodies[0]["tools"])
     assert [b["type"] for b in bodies[1]["messages"][-1]["content"]] == ["tool_result", "image"]
     result = bodies[1]["messages"][-1]["content"][0]
     assert "1366x854 (captured at 1600x1000, scaled)" in str(result["content"])

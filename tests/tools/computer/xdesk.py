@@ -20,6 +20,7 @@ from habakkuk.engine.computer_config import ComputerConfig
 from habakkuk.engine.llm.types import ToolUseBlock
 from habakkuk.engine.toolkit.registry import CallResult, ToolContext, ToolRegistry
 from habakkuk.tools.computer.desk import Desk, Desktops
+from habakkuk.tools.computer.native import NativeComputerTool
 from habakkuk.tools.computer.tools import computer_tools, open_tool
 from tests.helpers import eventually
 
@@ -115,6 +116,7 @@ class Bench:
         self.calls += 1
         use = ToolUseBlock(f"call_{self.calls}", name, dict(args))
         allowed = {t.name for t in self.tools.tools_for(["computer", "computer-open"])}
+        allowed.add("computer")  # the native tool (Anthropic's), on the same desk
         return await self.tools.call_with_media(use, self.ctx, allowed)
 
     async def desk(self) -> Desk:
@@ -168,6 +170,7 @@ async def bench(ctx: ToolContext, settings: ComputerConfig) -> AsyncIterator[Ben
     for tool in computer_tools(desktops, lambda agent: settings):
         tools.register(tool, "computer")
     tools.register(open_tool(desktops, lambda agent: settings), "computer-open")
+    tools.register_native(NativeComputerTool(desktops, lambda agent: settings))
     tools.on_close(desktops.close)
     made = Bench(tools, desktops, ctx, settings)
     try:

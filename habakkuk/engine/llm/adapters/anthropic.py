@@ -19,6 +19,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...config import ProviderConfig
+from ..computer_use import computer_version
 from ..hosted import (
     FETCH_MAX_CONTENT_TOKENS,
     FETCH_NAME,
@@ -52,6 +53,7 @@ from ..types import (
     Usage,
 )
 from . import blob_base64, is_text_media, parse_arguments
+from .anthropic_computer import NativeCalls, declaration, stored_input
 from .streaming import ClientStreamingProvider
 
 if TYPE_CHECKING:
@@ -103,8 +105,9 @@ def _media_block(block: ImageBlock | DocumentBlock) -> dict[str, Any]:
     return converted
 
 
-def _content(message: Message) -> list[dict[str, Any]]:
+def _content(message: Message, native: NativeCalls) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
+    native.start(message)
     for block in message.blocks:
         if isinstance(block, TextBlock | ContextBlock):
             if block.text:
@@ -119,6 +122,8 @@ def _content(message: Message) -> list[dict[str, Any]]:
                 content.append(
                     {"type": "thinking", "thinking": block.text, "signature": block.signature}
                 )
+        elif isinstance(block, ToolUseBlock) and native.is_native(block):
+            content.append(native.call(block))
         elif isinstance(block, ToolUseBlock):
             content.append(
                 {
@@ -128,6 +133,8 @@ def _content(message: Message) -> list[dict[str, Any]]:
                     "input": block.input,
                 }
             )
+        elif isinstance(block, ToolResultBlock) and (found := native.result(block, _media_block)):
+            content.append(found)
         elif isinstance(block, ToolResultBlock):
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
             if block.text:
@@ -135,6 +142,8 @@ def _content(message: Message) -> list[dict[str, Any]]:
             if block.is_error:
                 result["is_error"] = True
             content.append(result)
+        elif isinstance(block, ImageBlock) and native.moved(block):
+            continue  # inside its call's result
         elif isinstance(block, ImageBlock | DocumentBlock):
             content.append(_media_block(block))
         elif isinstance(block, OpaqueBlock) and block.provider == PROVIDER:
@@ -142,11 +151,15 @@ def _content(message: Message) -> list[dict[str, Any]]:
     return content
 
 
-def build_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """The API's messages: same-role neighbours merged, tool results first in a user turn."""
+def build_messages(
+    messages: list[Message], native: NativeCalls | None = None
+) -> list[dict[str, Any]]:
+    """The API's messages: same-role neighbours merged, tool results first in a user turn
+    (`native`: the native computer tool the request declares, llm/computer_use.py)."""
     converted: list[dict[str, Any]] = []
+    native = native or NativeCalls(None)
     for message in messages:
-        content = _content(message)
+        content = _content(message, native)
         if not content:
             continue
         if converted and converted[-1]["role"] == message.role:
@@ -205,7 +218,8 @@ def _hosted_tools(web: HostedWeb) -> list[dict[str, Any]]:
 
 def build_params(request: ModelRequest, cache: bool = True) -> dict[str, Any]:
     """The keyword arguments of `messages.create` for `request` (without `stream`)."""
-    messages = build_messages(request.messages)
+    computer = computer_version(PROVIDER, request.model) if request.computer else None
+    messages = build_messages(request.messages, NativeCalls(computer))
     if cache:
         _mark_cache(messages)
     params: dict[str, Any] = {
@@ -231,6 +245,10 @@ def build_params(request: ModelRequest, cache: bool = True) -> dict[str, Any]:
         for t in offered(request.tools, web)
     ]
     tools += _hosted_tools(web)
+    if computer is not None and request.computer is not None:
+        tools.append(declaration(computer, request.computer))
+        if computer.beta:
+            params["betas"] = [computer.beta]  # sent by the SDK's beta client as the header
     if tools:
         if cache:
             tools[-1]["cache_control"] = EPHEMERAL
@@ -277,8 +295,10 @@ class _Assembler:
                 data["data"] = block.data
             elif block.type == "tool_use":
                 data["id"], data["name"] = block.id, block.name
+                # A toolset member's call (the native computer's) is stored as the toolset's.
+                data["toolset"] = str(getattr(block, "toolset_name", None) or "")
                 self.blocks[event.index] = data
-                return [ToolCallStart(block.id, block.name)]
+                return [ToolCallStart(block.id, stored_input(block.name, data["toolset"], {})[0])]
             else:
                 data["raw"] = block.model_dump(mode="json", exclude_none=True)
             self.blocks[event.index] = data
@@ -367,7 +387,9 @@ class _Assembler:
                     ThinkingBlock("", signature=data["data"], redacted=True, provider=PROVIDER)
                 )
             elif kind == "tool_use":
-                blocks.append(ToolUseBlock(data["id"], data["name"], parse_arguments(data["json"])))
+                toolset = data.get("toolset", "")
+                name, arguments = stored_input(data["name"], toolset, parse_arguments(data["json"]))
+                blocks.append(ToolUseBlock(data["id"], name, arguments, toolset=toolset))
             else:
                 raw = dict(data["raw"])
                 if data["json"]:
@@ -390,7 +412,10 @@ class AnthropicProvider(ClientStreamingProvider["AsyncAnthropic"]):
         return build_params(request)
 
     def open_stream(self, prepared: AsyncAnthropic, params: dict[str, Any]) -> Awaitable[Any]:
-        """One streamed Messages call."""
+        """One streamed Messages call (through the beta client when the request needs a
+        beta: the native computer tool's older versions)."""
+        if "betas" in params:
+            return prepared.beta.messages.create(**params, stream=True)
         return prepared.messages.create(**params, stream=True)
 
     def assembler(self) -> _Assembler:
