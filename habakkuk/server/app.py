@@ -152,8 +152,17 @@ async def conventions_middleware(request: web.Request, handler: Handler) -> web.
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception:
-        log.exception("HTTP %s %s failed", request.method, request.path)
+        log.exception("HTTP %s %s failed", request.method, loggable_path(request.path))
         return error_response(request, 500, "internal error (see the server log)")
+
+
+def loggable_path(path: str) -> str:
+    """`path` as the log may keep it: a channel's URL past its account can be a secret
+    (BlueBubbles' `/channels/<account>/<secret>`), so it is cut."""
+    parts = path.split("/", 3)
+    if len(parts) == 4 and parts[1] == "channels":
+        return f"/channels/{parts[2]}/…"
+    return path
 
 
 def check_request(request: web.Request) -> None:

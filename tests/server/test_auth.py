@@ -214,3 +214,11 @@ def test_the_http_section_is_validated_strictly(home: Any) -> None:
     assert ok.http is not None
     assert (ok.http.host, ok.http.port) == ("127.0.0.1", 8484)
     assert ok.http.hooks["gh"].name == "gh"
+
+
+def test_a_channels_url_is_logged_without_what_follows_its_account() -> None:
+    from habakkuk.server.app import loggable_path
+
+    assert loggable_path("/channels/imsg/s3cret-in-the-url") == "/channels/imsg/…"
+    assert loggable_path("/channels/imsg") == "/channels/imsg"
+    assert loggable_path("/api/sessions/ses_1") == "/api/sessions/ses_1"
