@@ -166,7 +166,13 @@ class MattermostAdapter(Adapter):
     async def _catch_up(self, inbox: Inbox) -> None:
         """Hand on what the channels seen got since their newest post handed on."""
         for channel, seen in list(self.state.channels.items()):
-            answer = await self._rest("GET", f"channels/{channel}/posts?since={seen.since}")
+            try:
+                answer = await self._rest("GET", f"channels/{channel}/posts?since={seen.since}")
+            except Undeliverable as exc:  # the bot left it, or it was deleted: forget it
+                log.info("mattermost %s: not catching up on %s (%s)", self.account, channel, exc)
+                del self.state.channels[channel]
+                await asyncio.to_thread(self.state.save)
+                continue
             posts = answer.get("posts")
             if not isinstance(posts, dict):
                 continue
@@ -210,7 +216,10 @@ class MattermostAdapter(Adapter):
 
     async def _username(self, user_id: str) -> str:
         if user_id not in self._usernames:
-            user = await self._rest("GET", f"users/{user_id}")
+            try:
+                user = await self._rest("GET", f"users/{user_id}")
+            except Undeliverable:  # a user we may not see: known by id alone
+                user = {}
             self._usernames[user_id] = str(user.get("username") or user_id)
         return self._usernames[user_id]
 

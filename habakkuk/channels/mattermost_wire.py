@@ -1,7 +1,7 @@
 """Mattermost's posts in the gateway's terms, and what the adapter keeps between runs.
 
 A post (`data.post` of a `posted` event, a JSON string, or one of a channel's posts) is
-taken unless it is ours, a system message (`type`), deleted, or an edit. A direct channel
+taken unless it is ours, a system message (`type`) or deleted. A direct channel
 (`channel_type` D) is always addressed; in a channel or group (O, P, G) the bot answers
 when @-mentioned (its username in the text, or its id in the event's `mentions`), or a
 command. A thread (`root_id`) is its own conversation. Files come as the post's
@@ -90,8 +90,10 @@ def convert(
     sender: str,
     mentions: frozenset[str] = frozenset(),
 ) -> InboundMessage | None:
-    """A post as an InboundMessage (None for ours, system posts, deleted and edited ones)."""
-    if post.get("type") or post.get("delete_at") or post.get("edit_at"):
+    """A post as an InboundMessage (None for ours, system posts and deleted ones). An
+    edit is no new post: it comes as a `post_edited` event, never read, or, in a
+    catch-up, as a post created before `since` (skipped there)."""
+    if post.get("type") or post.get("delete_at"):
         return None
     user_id = str(post.get("user_id") or "")
     if not user_id or user_id == bot.user_id:

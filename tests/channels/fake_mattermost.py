@@ -45,11 +45,13 @@ class Post:
     root_id: str = ""
     file_ids: list[str] = field(default_factory=list)
     create_at: int = 0
+    edit_at: int = 0
 
     def wire(self, fake: FakeMattermost) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "id": self.id, "create_at": self.create_at, "update_at": self.create_at,
-            "edit_at": 0, "delete_at": 0, "user_id": self.user_id,
+            "id": self.id, "create_at": self.create_at,
+            "update_at": max(self.create_at, self.edit_at), "edit_at": self.edit_at,
+            "delete_at": 0, "user_id": self.user_id,
             "channel_id": self.channel_id, "root_id": self.root_id, "original_id": "",
             "message": self.message, "type": "", "props": {}, "hashtags": "",
             "file_ids": self.file_ids, "pending_post_id": "", "metadata": {},
@@ -151,6 +153,11 @@ class FakeMattermost:
         """Send a post's `posted` event once more (a duplicate delivery)."""
         await self._emit(post)
 
+    async def edit(self, post: Post, text: str) -> None:
+        """Alice edits a post: a `post_edited` event, and its update_at moves."""
+        post.message, post.edit_at = text, self._now()
+        await self._emit(post, "post_edited")
+
     def of(self, channel: str = DM_CHANNEL) -> list[Post]:
         return [p for p in self.posts if p.channel_id == channel]
 
@@ -180,7 +187,7 @@ class FakeMattermost:
         self.posts.append(post)
         await self._emit(post)
 
-    async def _emit(self, post: Post) -> None:
+    async def _emit(self, post: Post, kind: str = "posted") -> None:
         mentions = [uid for uid, name in USERS.items() if f"@{name}" in post.message]
         data: dict[str, Any] = {
             "channel_display_name": "dm", "channel_name": "dm",
@@ -190,7 +197,7 @@ class FakeMattermost:
         if mentions:
             data["mentions"] = json.dumps(mentions)
         event = {
-            "event": "posted", "data": data, "seq": 0,
+            "event": kind, "data": data, "seq": 0,
             "broadcast": {"omit_users": None, "user_id": "", "channel_id": post.channel_id,
                           "team_id": ""},
         }  # fmt: skip
@@ -311,7 +318,11 @@ class FakeMattermost:
             return self._unauthorized()
         channel, since = request.match_info["id"], int(request.query["since"])
         self.fetches.append((channel, since))
-        posts = [p for p in self.of(channel) if p.create_at > since]
+        if channel not in TYPES:
+            return self._error(403, "You do not have the appropriate permissions.",
+                               "api.context.permissions.app_error")  # fmt: skip
+        # the posts created, edited or deleted since (Mattermost's `since` is update_at)
+        posts = [p for p in self.of(channel) if max(p.create_at, p.edit_at) > since]
         return web.json_response(
             {"order": [p.id for p in reversed(posts)],
              "posts": {p.id: p.wire(self) for p in posts},

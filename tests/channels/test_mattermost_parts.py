@@ -18,7 +18,7 @@ import pytest
 from habakkuk.channels.adapter import Address, FatalAdapterError, InboundMessage
 from habakkuk.channels.mattermost import MattermostAdapter
 from habakkuk.channels.mattermost_setup import check_setup
-from habakkuk.channels.mattermost_wire import MattermostState
+from habakkuk.channels.mattermost_wire import MattermostState, Seen
 from habakkuk.channels.platforms import SetupCheckFailed
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.config import parse_config
@@ -115,14 +115,18 @@ async def test_a_reconnect_and_a_restart_fetch_the_posts_missed_while_down(
         await fake.drop_sockets()
         await eventually(lambda: run.task is not None and run.task.done(), what="the run to end")
         assert run.task is not None and run.task.exception() is None  # the supervisor reruns
+        await fake.edit(first, "hello (edited while down: no new post)")
         await fake.say("while you were out")
-        await fake.say("and this too")
+        edited = await fake.say("and this to")
+        await fake.edit(edited, "and this too")  # created and edited while down: taken once
         run.start()
         await eventually(lambda: len(run.got) == 3, what="the missed posts")
         assert [m.text for m in run.got] == ["hello", "while you were out", "and this too"]
         assert fake.fetches == [(DM_CHANNEL, first.create_at)]
+        await fake.edit(edited, "an edit is no new post")
         live = await fake.say("live again")
         await eventually(lambda: len(run.got) == 4, what="the live post")
+        assert run.got[3].text == "live again"
     saved = json.loads(state.read_text())
     assert saved == {"channels": {DM_CHANNEL: {"type": "D", "since": live.create_at}}}
     assert stat.S_IMODE(state.stat().st_mode) == 0o600
@@ -132,6 +136,19 @@ async def test_a_reconnect_and_a_restart_fetch_the_posts_missed_while_down(
         await eventually(lambda: len(restarted.got) == 1, what="the post missed by the restart")
         assert restarted.got[0].text == "posted while the process was down"
         assert fake.fetches[-1] == (DM_CHANNEL, live.create_at)
+
+
+async def test_a_channel_the_bot_was_removed_from_is_forgotten_not_fatal(
+    fake: FakeMattermost, tmp_path: Path
+) -> None:
+    state = tmp_path / "mattermost-mm.json"
+    MattermostState(state, {"gone0000000000000000000001": Seen("O", 1)}).save()
+    async with Running(adapter_for(fake, state)) as run:
+        await fake.say("hello")
+        await eventually(lambda: len(run.got) == 1, what="the post")
+        assert run.got[0].text == "hello"
+    assert fake.fetches == [("gone0000000000000000000001", 1)]
+    assert list(MattermostState.load(state).channels) == [DM_CHANNEL]
 
 
 async def test_a_channel_is_a_group_answered_when_mentioned_and_threads_are_their_own(
