@@ -56,6 +56,7 @@ PLATFORM_MODULES: Mapping[str, str] = {
     "zulip": "habakkuk.channels.zulip",
     "nextcloud": "habakkuk.channels.nextcloud",
     "rocketchat": "habakkuk.channels.rocketchat",
+    "mattermost": "habakkuk.channels.mattermost",
 }
 
 

@@ -46,6 +46,7 @@ ChannelType = Literal[
     "zulip",
     "nextcloud",
     "rocketchat",
+    "mattermost",
 ]
 TlsMode = Literal["implicit", "starttls", "plain"]
 
@@ -223,6 +224,8 @@ PLATFORM_SETTINGS: Mapping[str, PlatformSettings] = {
     "nextcloud": PlatformSettings(("base_url", "token_env")),
     # rocketchat: the server, the bot user's id and its personal access token's variable
     "rocketchat": PlatformSettings(("base_url", "user_id", "token_env")),
+    # mattermost: the server and the variable holding the bot account's access token
+    "mattermost": PlatformSettings(("base_url", "token_env")),
 }
 _CONNECTION_SETTINGS = frozenset(
     name for settings in PLATFORM_SETTINGS.values() for name in settings.accepted

@@ -106,6 +106,12 @@ from tests.channels.chatconn_drivers import (  # noqa: E402, F401
     zulip_driver,
 )
 
+# Mattermost (helper mattermost): its fixtures in a module of its own.
+from tests.channels.mattermost_fixtures import (  # noqa: E402, F401
+    fake_mattermost,
+    mattermost_driver,
+)
+
 # The Meta platforms (WhatsApp Cloud, ...): their fixtures live in a module of their own.
 from tests.channels.metagraph_drivers import (  # noqa: E402
     fake_instagram,  # noqa: F401

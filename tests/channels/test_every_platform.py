@@ -53,6 +53,7 @@ DRIVERS = [
     "zulip_driver",
     "nextcloud_driver",
     "rocketchat_driver",
+    "mattermost_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).

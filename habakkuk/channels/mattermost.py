@@ -1,0 +1,351 @@
+"""Mattermost: the WebSocket API in, REST API v4 out, with a bot account's access token.
+
+- Who: `GET /api/v4/users/me` (the bot's id and username); a sender's username is asked
+  once per user (`GET /api/v4/users/<id>`) and kept for the run.
+- In: `wss://<server>/api/v4/websocket`, then the `authentication_challenge` action with
+  the token (answered `status: OK`); `posted` events carry the post as a JSON string
+  (`data.post`), its channel's type (`data.channel_type`) and whom it mentions. Every 30
+  seconds a `ping` action, whose answer beats (the server's own pings are WebSocket
+  control frames aiohttp answers unseen). mattermost_wire.py reads the posts.
+- Catching up: the newest post handed on of each channel seen is kept in
+  `channels/mattermost-<account>.json` (0600, replaced atomically, written after the
+  gateway took the post). After each authentication the posts of those channels since
+  then (`GET /api/v4/channels/<id>/posts?since=<ms>`) are handed on first, oldest first,
+  so a dropped socket or a restart loses nothing; a post seen twice is the gateway's to
+  drop.
+- Out: `POST /api/v4/posts` (Mattermost renders Markdown) with `root_id` in a thread, in
+  chunks under its 16,383-character limit; a file goes up with `POST /api/v4/files`
+  (multipart, `channel_id`) and is posted by its id (`file_ids`); a file in a message is
+  fetched with `GET /api/v4/files/<id>`. Approvals are typed (interactive buttons call
+  back to an integration URL, not over the WebSocket).
+
+Sends carry no idempotency key: a crash between the server storing a chunk and its id
+being recorded resends that one chunk.
+
+No SDK: mattermostdriver is a blocking requests client (its WebSocket a websockets loop of
+its own); the API is JSON over aiohttp here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import mimetypes
+import re
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from habakkuk.engine.channel_config import ChannelConfig
+from habakkuk.engine.timeouts import wait_within
+
+from .adapter import (
+    Adapter,
+    Address,
+    Attachment,
+    Beat,
+    Button,
+    Capability,
+    FatalAdapterError,
+    Inbox,
+    RetryAfter,
+    SendError,
+    Undeliverable,
+    Unsupported,
+)
+from .chunking import Renderer, chunks
+from .mattermost_setup import SETUP as SETUP  # the registry reads a platform's step here
+from .mattermost_setup import headers_for
+from .mattermost_wire import Bot, MattermostState, convert
+from .platforms import AdapterContext
+
+log = logging.getLogger(__name__)
+
+CHUNK = 4000  # a screenful; the server's limit (MaxPostSize) is 16,383 characters
+FILE_LIMIT = 100 * 1024 * 1024  # MaxFileSize's default; a server's 413 says less
+_RENDERER = Renderer(
+    text=lambda lines: "\n".join(lines),
+    code=lambda lines, language: "\n".join([f"```{language}", *lines, "```"]),
+    escape=lambda text: text,
+    fallback=lambda markdown, limit: markdown[:limit],
+)
+
+
+class MattermostAdapter(Adapter):
+    """One Mattermost bot account."""
+
+    type = "mattermost"
+    capabilities: frozenset[Capability] = frozenset({"files", "download"})
+    max_file_bytes = FILE_LIMIT
+    ping_every = 30.0  # seconds between our `ping` actions
+
+    def __init__(self, config: ChannelConfig, token: str, state: MattermostState):
+        super().__init__(config.name)
+        self.base_url = (config.base_url or "").rstrip("/")
+        self.token = token
+        self.state = state
+        self.bot = Bot(config.name, "", "")
+        self._usernames: dict[str, str] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._seq = 0
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(headers=headers_for(self.token))
+        return self._session
+
+    async def close(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    # -- receiving -----------------------------------------------------------------------
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    async def run(self, inbox: Inbox, beat: Beat) -> None:
+        me = await self._rest("GET", "users/me")
+        self.bot = Bot(self.account, str(me.get("id") or ""), str(me.get("username") or ""))
+        url = re.sub(r"^http", "ws", self.base_url) + "/api/v4/websocket"
+        try:
+            async with self.session().ws_connect(url, heartbeat=None, max_msg_size=0) as ws:
+                challenge = self._next_seq()
+                await ws.send_json(
+                    {"seq": challenge, "action": "authentication_challenge",
+                     "data": {"token": self.token}}
+                )  # fmt: skip
+                await self._authenticated(ws, challenge)
+                await self._catch_up(inbox)
+                beat()
+                pinger = asyncio.create_task(self._pings(ws))
+                try:
+                    async for frame in ws:
+                        if frame.type != aiohttp.WSMsgType.TEXT:
+                            break
+                        beat()
+                        await self._on_frame(frame.data, inbox)
+                finally:
+                    pinger.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await pinger
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise SendError(f"websocket: {type(exc).__name__}: {exc}".rstrip(": ")) from None
+        log.info("mattermost %s: the WebSocket ended", self.account)
+
+    async def _authenticated(self, ws: aiohttp.ClientWebSocketResponse, seq: int) -> None:
+        """Wait for the answer to the authentication challenge (events before it skipped)."""
+        while True:
+            frame = await wait_within(ws.receive(), 30)
+            if frame.type != aiohttp.WSMsgType.TEXT:
+                raise FatalAdapterError(
+                    f"Mattermost at {self.base_url} closed the WebSocket at authentication "
+                    "(check token_env)"
+                )
+            message = _json(frame.data)
+            if message.get("seq_reply") != seq:
+                continue
+            if message.get("status") != "OK":
+                error = message.get("error")
+                raise FatalAdapterError(
+                    f"Mattermost at {self.base_url} refused the token "
+                    f"({error.get('id') if isinstance(error, dict) else error}: check token_env)"
+                )
+            return
+
+    async def _pings(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            while not ws.closed:
+                await asyncio.sleep(self.ping_every)
+                await ws.send_json({"seq": self._next_seq(), "action": "ping"})
+
+    async def _catch_up(self, inbox: Inbox) -> None:
+        """Hand on what the channels seen got since their newest post handed on."""
+        for channel, seen in list(self.state.channels.items()):
+            try:
+                answer = await self._rest("GET", f"channels/{channel}/posts?since={seen.since}")
+            except Undeliverable as exc:  # the bot left it, or it was deleted: forget it
+                log.info("mattermost %s: not catching up on %s (%s)", self.account, channel, exc)
+                del self.state.channels[channel]
+                await asyncio.to_thread(self.state.save)
+                continue
+            posts = answer.get("posts")
+            if not isinstance(posts, dict):
+                continue
+            fresh = [
+                post for post in posts.values()
+                if isinstance(post, dict) and isinstance(post.get("create_at"), int)
+                and post["create_at"] > seen.since
+            ]  # fmt: skip
+            for post in sorted(fresh, key=lambda p: int(p["create_at"])):
+                await self._take(post, seen.type, frozenset(), inbox)
+
+    async def _on_frame(self, data: str, inbox: Inbox) -> None:
+        message = _json(data)
+        if message.get("event") != "posted":
+            return
+        fields = message.get("data")
+        if not isinstance(fields, dict) or not isinstance(fields.get("post"), str):
+            return
+        post = _json(fields["post"])
+        mentions = _json(fields.get("mentions") or "[]", [])
+        await self._take(
+            post,
+            str(fields.get("channel_type") or ""),
+            frozenset(str(m) for m in mentions) if isinstance(mentions, list) else frozenset(),
+            inbox,
+        )
+
+    async def _take(
+        self, post: dict[str, Any], kind: str, mentions: frozenset[str], inbox: Inbox
+    ) -> None:
+        """Hand one post on, then note it as seen (so a catch-up starts after it)."""
+        user_id = str(post.get("user_id") or "")
+        sender = await self._username(user_id) if user_id and user_id != self.bot.user_id else ""
+        converted = convert(self.bot, post, kind, sender=sender, mentions=mentions)
+        if converted is not None:
+            await inbox(converted)
+        channel, created = post.get("channel_id"), post.get("create_at")
+        if isinstance(channel, str) and channel and isinstance(created, int):
+            self.state.note(channel, kind, created)
+            await asyncio.to_thread(self.state.save)
+
+    async def _username(self, user_id: str) -> str:
+        if user_id not in self._usernames:
+            try:
+                user = await self._rest("GET", f"users/{user_id}")
+            except Undeliverable:  # a user we may not see: known by id alone
+                user = {}
+            self._usernames[user_id] = str(user.get("username") or user_id)
+        return self._usernames[user_id]
+
+    # -- sending -----------------------------------------------------------------------
+
+    async def _rest(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: dict[str, Any] | None = None,
+        data: aiohttp.FormData | None = None,
+        timeout: float = 60.0,
+    ) -> dict[str, Any]:
+        """One REST call; its JSON answer, or the error the delivery worker needs."""
+        try:
+            async with self.session().request(
+                method,
+                f"{self.base_url}/api/v4/{path}",
+                json=json_body,
+                data=data,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as response:
+                status = response.status
+                headers = response.headers
+                retry = headers.get("Retry-After") or headers.get("X-RateLimit-Reset") or ""
+                raw = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise SendError(f"{path}: {type(exc).__name__}: {exc}".rstrip(": ")) from None
+        body: dict[str, Any] = _json(raw)
+        what = path.split("?", 1)[0]
+        if status == 401:
+            raise FatalAdapterError(
+                f"Mattermost at {self.base_url} refused the token (HTTP 401: check token_env)"
+            )
+        if status == 429:
+            raise RetryAfter(f"{what}: Mattermost's rate limit", _seconds(retry))
+        if status == 413:
+            raise Unsupported(f"{what}: over the server's upload limit (HTTP 413)")
+        if status in (400, 403, 404):
+            raise Undeliverable(f"{what}: HTTP {status}: {str(body.get('message'))[:200]}")
+        if status not in (200, 201) or not body:
+            raise SendError(f"{what}: HTTP {status}")
+        return body
+
+    def render(self, markdown: str) -> list[str]:
+        return chunks(markdown, CHUNK, _RENDERER)
+
+    async def send_text(
+        self,
+        to: Address,
+        chunk: str,
+        *,
+        reply_to: str | None = None,
+        buttons: list[list[Button]] | None = None,
+        silent: bool = False,
+    ) -> str:
+        return await self._post(to, chunk, [])
+
+    async def _post(self, to: Address, message: str, file_ids: list[str]) -> str:
+        body: dict[str, Any] = {"channel_id": to.chat, "message": message}
+        if to.thread:
+            body["root_id"] = to.thread
+        if file_ids:
+            body["file_ids"] = file_ids
+        answer = await self._rest("POST", "posts", json_body=body)
+        if not isinstance(answer.get("id"), str):
+            raise SendError("posts: the answer has no post id")
+        return str(answer["id"])
+
+    async def send_file(self, to: Address, path: Path, *, caption: str = "", name: str = "") -> str:
+        data = await asyncio.to_thread(path.read_bytes)
+        name = name or path.name
+        if len(data) > FILE_LIMIT:
+            raise Unsupported(f"{name} is over Mattermost's upload limit")
+        form = aiohttp.FormData()
+        form.add_field("channel_id", to.chat)
+        form.add_field(
+            "files",
+            data,
+            filename=name,
+            content_type=mimetypes.guess_type(name)[0] or "application/octet-stream",
+        )
+        answer = await self._rest("POST", "files", data=form, timeout=300)
+        infos = answer.get("file_infos")
+        if not isinstance(infos, list) or not infos or not isinstance(infos[0], dict):
+            raise SendError("files: the answer has no file")
+        return await self._post(to, caption.strip(), [str(infos[0].get("id"))])
+
+    async def download(self, attachment: Attachment) -> bytes:
+        try:
+            async with self.session().get(
+                f"{self.base_url}/api/v4/files/{attachment.file_id}",
+                timeout=aiohttp.ClientTimeout(total=300),
+            ) as response:
+                if response.status != 200:
+                    raise SendError(f"download {attachment.name}: HTTP {response.status}")
+                data = await response.content.read(self.max_file_bytes + 1)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise SendError(f"download: {type(exc).__name__}: {exc}".rstrip(": ")) from None
+        if len(data) > self.max_file_bytes:
+            raise Undeliverable(f"{attachment.name} is over the upload limit")
+        return data
+
+
+def _json(raw: str | bytes, default: Any = None) -> Any:
+    """The JSON in `raw` (`default`, else an empty object, when it is none or not one)."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if default is not None:
+        return value if value is not None else default
+    return value if isinstance(value, dict) else {}
+
+
+def _seconds(value: str) -> float:
+    """Retry-After in seconds (a second when absent or not a number of seconds)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        return 1.0
+    return seconds if 0 < seconds < 3600 else 1.0
+
+
+def build(config: ChannelConfig, context: AdapterContext) -> MattermostAdapter:
+    """The adapter of one Mattermost bot account (habakkuk.channels.platforms)."""
+    token = context.secret(config, "token_env")
+    return MattermostAdapter(config, token, MattermostState.load(context.state_path(config)))

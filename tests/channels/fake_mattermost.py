@@ -1,0 +1,369 @@
+"""A fake Mattermost on 127.0.0.1, per its API v4 documentation: REST with
+`Authorization: Bearer <token>` (`GET /api/v4/users/me`, `GET /api/v4/users/<id>`,
+`POST /api/v4/posts` answered 201, `POST /api/v4/files` multipart answered 201 with
+`file_infos`, `GET /api/v4/files/<id>`, `GET /api/v4/channels/<id>/posts?since=`
+answering `{order, posts}`) and the WebSocket at `/api/v4/websocket` (a `hello` event,
+the `authentication_challenge` action answered `{status: OK, seq_reply}`, `posted`
+events whose `data.post` is a JSON string, `ping` actions answered `pong`). A test can
+hold sends (to kill a process mid-reply), drop every socket (a server restart) and post
+while no socket is there.
+
+`MattermostDriver` plays Alice in a direct message with the bot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from tests.helpers import eventually
+
+BOT_ID, BOT_USER = "botuserid000000000000000001", "habakkuk"
+ALICE_ID, ALICE = "aliceuserid0000000000000001", "alice"
+TOKEN = "mm-bot-access-token-0123456789abcdef"
+DM_CHANNEL = "dmchannelid00000000000000001"
+TOWN = "towncenterid0000000000000001"
+USERS = {BOT_ID: BOT_USER, ALICE_ID: ALICE}
+TYPES = {DM_CHANNEL: "D", TOWN: "O"}
+
+
+@dataclass
+class Post:
+    """One post in a channel."""
+
+    id: str
+    channel_id: str
+    user_id: str
+    message: str
+    root_id: str = ""
+    file_ids: list[str] = field(default_factory=list)
+    create_at: int = 0
+    edit_at: int = 0
+
+    def wire(self, fake: FakeMattermost) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id, "create_at": self.create_at,
+            "update_at": max(self.create_at, self.edit_at), "edit_at": self.edit_at,
+            "delete_at": 0, "user_id": self.user_id,
+            "channel_id": self.channel_id, "root_id": self.root_id, "original_id": "",
+            "message": self.message, "type": "", "props": {}, "hashtags": "",
+            "file_ids": self.file_ids, "pending_post_id": "", "metadata": {},
+        }  # fmt: skip
+        if self.file_ids:
+            out["metadata"]["files"] = [fake.files[f].info for f in self.file_ids]
+        return out
+
+
+@dataclass
+class File:
+    """One uploaded file."""
+
+    id: str
+    name: str
+    media_type: str
+    data: bytes
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "user_id": ALICE_ID, "name": self.name, "size": len(self.data),
+            "mime_type": self.media_type, "extension": self.name.rsplit(".", 1)[-1],
+        }  # fmt: skip
+
+
+class FakeMattermost:
+    """The fake server (`async with`)."""
+
+    def __init__(self) -> None:
+        self.posts: list[Post] = []
+        self.files: dict[str, File] = {}
+        self.challenges: list[str] = []  # the token of each authentication challenge
+        self.authenticated = 0
+        self.fetches: list[tuple[str, int]] = []  # each catch-up: channel, since
+        self.pings = 0
+        self.sends = 0
+        self._ids = itertools.count(1)
+        self._clock = int(time.time() * 1000)
+        self._sockets: set[web.WebSocketResponse] = set()
+        self._hold_after: int | None = None
+        self._released = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __aenter__(self) -> FakeMattermost:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_get("/api/v4/websocket", self._websocket)
+        app.router.add_get("/api/v4/users/{id}", self._user)
+        app.router.add_post("/api/v4/posts", self._post)
+        app.router.add_post("/api/v4/files", self._upload)
+        app.router.add_get("/api/v4/files/{id}", self._file)
+        app.router.add_get("/api/v4/channels/{id}/posts", self._since)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.port = self._runner.addresses[0][1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._released.set()
+        await self.drop_sockets()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # -- the test's hand ---------------------------------------------------------------
+
+    def _id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids):025d}"
+
+    def _now(self) -> int:
+        """Milliseconds, strictly increasing (two posts never share a create_at)."""
+        self._clock = max(self._clock + 1, int(time.time() * 1000))
+        return self._clock
+
+    async def say(
+        self,
+        text: str,
+        *,
+        channel: str = DM_CHANNEL,
+        root_id: str = "",
+        file: tuple[str, str, bytes] | None = None,
+    ) -> Post:
+        """Alice posts in a channel the bot is in."""
+        file_ids = []
+        if file is not None:
+            stored = File(self._id("f"), *file)
+            self.files[stored.id] = stored
+            file_ids.append(stored.id)
+        post = Post(self._id("p"), channel, ALICE_ID, text, root_id, file_ids, self._now())
+        await self._store(post)
+        return post
+
+    async def again(self, post: Post) -> None:
+        """Send a post's `posted` event once more (a duplicate delivery)."""
+        await self._emit(post)
+
+    async def edit(self, post: Post, text: str) -> None:
+        """Alice edits a post: a `post_edited` event, and its update_at moves."""
+        post.message, post.edit_at = text, self._now()
+        await self._emit(post, "post_edited")
+
+    def of(self, channel: str = DM_CHANNEL) -> list[Post]:
+        return [p for p in self.posts if p.channel_id == channel]
+
+    def hold_sends_after(self, count: int) -> None:
+        """Answer no send after the first `count` (they hang until `release`)."""
+        self._hold_after = count
+        self._released.clear()
+
+    def release(self) -> None:
+        self._hold_after = None
+        self._released.set()
+
+    @property
+    def connected(self) -> int:
+        return len(self._sockets)
+
+    async def drop_sockets(self) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+
+    async def wait_for(self, predicate: Any, timeout: float = 20.0) -> None:
+        await eventually(predicate, what="the fake Mattermost", timeout=timeout)
+
+    # -- the server ----------------------------------------------------------------------
+
+    async def _store(self, post: Post) -> None:
+        self.posts.append(post)
+        await self._emit(post)
+
+    async def _emit(self, post: Post, kind: str = "posted") -> None:
+        mentions = [uid for uid, name in USERS.items() if f"@{name}" in post.message]
+        data: dict[str, Any] = {
+            "channel_display_name": "dm", "channel_name": "dm",
+            "channel_type": TYPES[post.channel_id], "post": json.dumps(post.wire(self)),
+            "sender_name": f"@{USERS[post.user_id]}", "team_id": "",
+        }  # fmt: skip
+        if mentions:
+            data["mentions"] = json.dumps(mentions)
+        event = {
+            "event": kind, "data": data, "seq": 0,
+            "broadcast": {"omit_users": None, "user_id": "", "channel_id": post.channel_id,
+                          "team_id": ""},
+        }  # fmt: skip
+        for ws in list(self._sockets):
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await ws.send_json(event)
+
+    def _authorized(self, request: web.Request) -> bool:
+        return request.headers.get("Authorization") == f"Bearer {TOKEN}"
+
+    @staticmethod
+    def _error(status: int, message: str, error_id: str) -> web.Response:
+        body = {"id": error_id, "message": message, "request_id": "r", "status_code": status}
+        return web.json_response(body, status=status)
+
+    def _unauthorized(self) -> web.Response:
+        return self._error(401, "Invalid or expired session, please login again.",
+                           "api.context.session_expired.app_error")  # fmt: skip
+
+    async def _websocket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        seq = itertools.count(0)
+        await ws.send_json(
+            {"event": "hello", "data": {"server_version": "9.11.0"}, "seq": next(seq),
+             "broadcast": {"user_id": "", "channel_id": "", "team_id": ""}}
+        )  # fmt: skip
+        try:
+            async for frame in ws:
+                if frame.type != WSMsgType.TEXT:
+                    break
+                message = json.loads(frame.data)
+                action = message.get("action")
+                if action == "authentication_challenge":
+                    token = message.get("data", {}).get("token", "")
+                    self.challenges.append(token)
+                    if token != TOKEN:
+                        await ws.send_json(
+                            {"status": "FAIL", "seq_reply": message["seq"],
+                             "error": {"id": "api.web_socket_router.not_authenticated.app_error",
+                                       "message": "authentication failed"}}
+                        )  # fmt: skip
+                        continue
+                    await ws.send_json({"status": "OK", "seq_reply": message["seq"]})
+                    self._sockets.add(ws)
+                    self.authenticated += 1
+                elif action == "ping":
+                    self.pings += 1
+                    await ws.send_json(
+                        {"status": "OK", "seq_reply": message["seq"],
+                         "data": {"text": "pong", "version": "9.11.0"}}
+                    )  # fmt: skip
+        finally:
+            self._sockets.discard(ws)
+        return ws
+
+    async def _user(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return self._unauthorized()
+        user_id = request.match_info["id"]
+        user_id = BOT_ID if user_id == "me" else user_id
+        if user_id not in USERS:
+            return self._error(404, "Unable to find the user.", "app.user.missing_account.const")
+        return web.json_response(
+            {"id": user_id, "username": USERS[user_id], "first_name": USERS[user_id].title(),
+             "is_bot": user_id == BOT_ID, "delete_at": 0}
+        )  # fmt: skip
+
+    async def _held(self) -> bool:
+        self.sends += 1
+        if self._hold_after is not None and self.sends > self._hold_after:
+            await self._released.wait()
+            return True
+        return False
+
+    async def _post(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return self._unauthorized()
+        body = await request.json()
+        if body.get("channel_id") not in TYPES:
+            return self._error(403, "You do not have the appropriate permissions.",
+                               "api.context.permissions.app_error")  # fmt: skip
+        if await self._held():
+            return self._error(500, "held", "held")
+        post = Post(
+            self._id("b"),
+            body["channel_id"],
+            BOT_ID,
+            body.get("message", ""),
+            body.get("root_id", ""),
+            list(body.get("file_ids") or []),
+            self._now(),
+        )
+        await self._store(post)
+        return web.json_response(post.wire(self), status=201)
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return self._unauthorized()
+        form = await request.post()
+        upload = form.get("files")
+        if not isinstance(upload, web.FileField) or form.get("channel_id") not in TYPES:
+            return self._error(400, "Unable to upload file(s).", "api.file.upload_file.app_error")
+        stored = File(self._id("f"), upload.filename, upload.content_type, upload.file.read())
+        self.files[stored.id] = stored
+        return web.json_response({"file_infos": [stored.info], "client_ids": []}, status=201)
+
+    async def _file(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return self._unauthorized()
+        stored = self.files.get(request.match_info["id"])
+        if stored is None:
+            return self._error(404, "Unable to find the file.", "app.file_info.get.app_error")
+        return web.Response(body=stored.data, content_type=stored.media_type)
+
+    async def _since(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return self._unauthorized()
+        channel, since = request.match_info["id"], int(request.query["since"])
+        self.fetches.append((channel, since))
+        if channel not in TYPES:
+            return self._error(403, "You do not have the appropriate permissions.",
+                               "api.context.permissions.app_error")  # fmt: skip
+        # the posts created, edited or deleted since (Mattermost's `since` is update_at)
+        posts = [p for p in self.of(channel) if max(p.create_at, p.edit_at) > since]
+        return web.json_response(
+            {"order": [p.id for p in reversed(posts)],
+             "posts": {p.id: p.wire(self) for p in posts},
+             "next_post_id": "", "prev_post_id": ""}
+        )  # fmt: skip
+
+
+class MattermostDriver:
+    """Alice in a direct message with the bot on the fake Mattermost (approvals typed)."""
+
+    kind = "mattermost"
+    has_buttons = False
+
+    def __init__(self, fake: FakeMattermost):
+        self.fake = fake
+
+    def channel_yaml(self, name: str) -> str:
+        return (
+            f"type: mattermost\nbase_url: {self.fake.base_url}\n"
+            f'token_env: MATTERMOST_TEST_TOKEN\nallow_from: ["{ALICE}"]\n'
+        )
+
+    def env(self) -> dict[str, str]:
+        return {"MATTERMOST_TEST_TOKEN": TOKEN}
+
+    async def say(self, text: str) -> None:
+        await self.fake.say(text)
+
+    async def send_file(self, name: str, data: bytes, media_type: str, caption: str = "") -> None:
+        await self.fake.say(caption, file=(name, media_type, data))
+
+    async def press(self, label: str) -> None:
+        raise AssertionError("Mattermost approvals are typed")
+
+    def texts(self) -> list[str]:
+        return [p.message for p in self.fake.of() if p.user_id == BOT_ID and not p.file_ids]
+
+    def files(self) -> list[tuple[str, bytes]]:
+        return [
+            (self.fake.files[f].name, self.fake.files[f].data)
+            for p in self.fake.of()
+            if p.user_id == BOT_ID
+            for f in p.file_ids
+        ]
