@@ -51,7 +51,6 @@ from .adapter import (
     Capability,
     FatalAdapterError,
     Inbox,
-    RetryAfter,
     SendError,
     Undeliverable,
     Unsupported,
@@ -61,6 +60,7 @@ from .mattermost_setup import SETUP as SETUP  # the registry reads a platform's 
 from .mattermost_setup import headers_for
 from .mattermost_wire import Bot, MattermostState, convert
 from .platforms import AdapterContext
+from .rest_answer import check_answer
 
 log = logging.getLogger(__name__)
 
@@ -251,17 +251,16 @@ class MattermostAdapter(Adapter):
             raise SendError(f"{path}: {type(exc).__name__}: {exc}".rstrip(": ")) from None
         body: dict[str, Any] = _json(raw)
         what = path.split("?", 1)[0]
-        if status == 401:
-            raise FatalAdapterError(
-                f"Mattermost at {self.base_url} refused the token (HTTP 401: check token_env)"
-            )
-        if status == 429:
-            raise RetryAfter(f"{what}: Mattermost's rate limit", _seconds(retry))
-        if status == 413:
-            raise Unsupported(f"{what}: over the server's upload limit (HTTP 413)")
-        if status in (400, 403, 404):
-            raise Undeliverable(f"{what}: HTTP {status}: {str(body.get('message'))[:200]}")
-        if status not in (200, 201) or not body:
+        check_answer(
+            status,
+            what,
+            platform="Mattermost",
+            refused=f"Mattermost at {self.base_url} refused the token (HTTP 401: check token_env)",
+            retry_after=retry,
+            detail=str(body.get("message")),
+            ok=(200, 201),
+        )
+        if not body:
             raise SendError(f"{what}: HTTP {status}")
         return body
 
@@ -334,15 +333,6 @@ def _json(raw: str | bytes, default: Any = None) -> Any:
     if default is not None:
         return value if value is not None else default
     return value if isinstance(value, dict) else {}
-
-
-def _seconds(value: str) -> float:
-    """Retry-After in seconds (a second when absent or not a number of seconds)."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        return 1.0
-    return seconds if 0 < seconds < 3600 else 1.0
 
 
 def build(config: ChannelConfig, context: AdapterContext) -> MattermostAdapter:

@@ -49,13 +49,13 @@ from .adapter import (
     FatalAdapterError,
     InboundMessage,
     Inbox,
-    RetryAfter,
     SendError,
     Undeliverable,
     Unsupported,
 )
 from .chunking import Renderer, chunks
 from .platforms import AdapterContext
+from .rest_answer import check_answer
 from .rocketchat_setup import SETUP as SETUP  # the registry reads a platform's step here
 from .rocketchat_setup import headers_for
 
@@ -273,18 +273,16 @@ class RocketChatAdapter(Adapter):
             body = json.loads(raw)
         except ValueError:
             body = None
-        if status == 401:
-            raise FatalAdapterError(
-                f"Rocket.Chat at {self.base_url} refused the token (HTTP 401: check token_env "
-                "and user_id)"
-            )
-        if status == 429:
-            raise RetryAfter(f"{path}: Rocket.Chat's rate limit", _seconds(retry))
-        if status == 413:
-            raise Unsupported(f"{path}: over the server's upload limit (HTTP 413)")
-        if status in (400, 403, 404):
-            raise Undeliverable(f"{path}: HTTP {status}: {str(body)[:200]}")
-        if status != 200 or not isinstance(body, dict):
+        check_answer(
+            status,
+            path,
+            platform="Rocket.Chat",
+            refused=f"Rocket.Chat at {self.base_url} refused the token (HTTP 401: check "
+            "token_env and user_id)",
+            retry_after=retry,
+            detail=str(body),
+        )
+        if not isinstance(body, dict):
             raise SendError(f"{path}: HTTP {status}")
         return body
 
@@ -349,15 +347,6 @@ def _message_id(answer: dict[str, Any], what: str) -> str:
     if not isinstance(found, str):
         raise SendError(f"{what}: the answer has no message id")
     return found
-
-
-def _seconds(value: str) -> float:
-    """Retry-After in seconds (a second when absent or not a number of seconds)."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        return 1.0
-    return seconds if seconds < 3600 else 1.0
 
 
 def build(config: ChannelConfig, context: AdapterContext) -> RocketChatAdapter:
