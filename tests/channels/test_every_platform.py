@@ -239,6 +239,8 @@ async def voice_reply(chat: Chat) -> None:
         return
     # the text first, once (a mail carrying only the voice note has an empty body)
     assert [text for text in chat.driver.texts() if text] == ["echo: hello"]
+    # A file can come after the jobs settle (Teams: the person's consent, then the upload).
+    await eventually(lambda: voice_notes(chat), what="the voice note")
     [note] = voice_notes(chat)
     assert b"OpusHead" in note[:200]
     assert len(chat.driver.files()) == 1
@@ -252,6 +254,7 @@ async def speak(chat: Chat) -> None:
         await chat.said("cannot receive files")
         assert "queued a voice note" in await chat.tool_result()
         return
+    await eventually(lambda: voice_notes(chat), what="the voice note")
     [note] = voice_notes(chat)
     [saved] = (chat.home.default_workspace("main") / "voice").iterdir()
     assert saved.suffix == ".ogg" and saved.read_bytes() == note
@@ -267,6 +270,7 @@ async def file_out(chat: Chat) -> None:
         assert chat.driver.files() == []
         return
     name = NAMELESS.get(chat.driver.kind, "report.txt")
+    await eventually(chat.driver.files, what="the file")
     assert chat.driver.files() == [(name, b"numbers\n")]
 
 
