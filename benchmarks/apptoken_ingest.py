@@ -14,81 +14,13 @@ webhook_ingest.py, or alone: `PYTHONPATH=. python benchmarks/apptoken_ingest.py 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._harness import fresh_home, mock_config
-
-CONCURRENCY = 32
-Post = Callable[[], Awaitable[tuple[int, str]]]
-
-
-def turns(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute("SELECT COUNT(*) FROM jobs WHERE kind = 'turn'").fetchone()[0])
-
-
-async def post_all(posts: list[Post]) -> int:
-    """Run every POST, CONCURRENCY at a time; the number answered 200."""
-    queue = list(posts)
-    ok = 0
-
-    async def worker() -> None:
-        nonlocal ok
-        while queue:
-            status, _ = await queue.pop()()
-            ok += status == 200
-
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return ok
-
-
-@asynccontextmanager
-async def serving(channel: str, env: dict[str, str], account: str) -> AsyncIterator[Any]:
-    """A runtime with `channel` (the YAML of channels.<account>) up behind its HTTP
-    server; yields the server's URL, the control.db path and the channel supervisor."""
-    from habakkuk.engine.config import parse_config
-    from habakkuk.runtime import Runtime
-
-    with tempfile.TemporaryDirectory() as root:
-        text = "http: {}\nchannels:\n  " + account + ":\n" + channel
-        home = fresh_home(root, mock_config(mode="full", extra=text))
-        (Path(root) / ".env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
-        config = parse_config(home.config_path.read_text(), home.config_path, home)
-        runtime = await Runtime.open(home, config)
-        try:
-            channels = runtime.channel_service()
-            channels.start()  # the gateway and adapters, no turn workers
-            await channels.started()
-            server = await runtime.http.start("127.0.0.1:0")
-            yield server.url, home.db_path("control"), channels.supervisor
-        finally:
-            await runtime.close()
-
-
-async def measure(name: str, genuine: list[Post], forged: list[Post], db: Path) -> None:
-    """Time the genuine requests into turns and the forged ones refused; print both."""
-    started = time.perf_counter()
-    ok = await post_all(genuine)
-    took = time.perf_counter() - started
-    queued = turns(db)
-    assert ok == len(genuine) == queued, (ok, len(genuine), queued)
-    print(f"{name} signed requests into queued turns: {len(genuine) / took:,.0f}/s "
-          f"({len(genuine)} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
-    started = time.perf_counter()
-    ok = await post_all(forged)
-    took = time.perf_counter() - started
-    assert ok == 0 and turns(db) == queued
-    print(f"{name} forged requests refused (403, no turn): {len(forged) / took:,.0f}/s")
-
+from benchmarks._ingest import Post, channel_body, measure, serving
 
 # -- Feishu/Lark --------------------------------------------------------------------------
 
@@ -133,14 +65,7 @@ async def feishu(count: int) -> None:
     print(f"feishu verification alone: {feishu_check_only(count * 10):,.0f}/s")
     async with FakeFeishu() as fake:
         driver = FeishuDriver(fake)
-        channel = (
-            "".join(
-                "    " + line + "\n"
-                for line in driver.channel_yaml("lark").splitlines()
-                if not line.startswith("allow_from")
-            )
-            + "    allow_from: '*'\n"
-        )
+        channel = channel_body(driver.channel_yaml("lark"))
         async with serving(channel, driver.env(), "lark") as (url, db, supervisor):
             driver.called_at(f"{url}/channels/lark")
             assert await supervisor.wait_adapter("lark", timeout=60) is not None
@@ -180,14 +105,7 @@ async def dingtalk(count: int) -> None:
     print(f"dingtalk verification alone: {dingtalk_check_only(count * 10):,.0f}/s")
     async with FakeDingTalk() as fake:
         driver = DingTalkDriver(fake)
-        channel = (
-            "".join(
-                "    " + line + "\n"
-                for line in driver.channel_yaml("ding").splitlines()
-                if not line.startswith("allow_from")
-            )
-            + "    allow_from: '*'\n"
-        )
+        channel = channel_body(driver.channel_yaml("ding"))
         async with serving(channel, driver.env(), "ding") as (url, db, supervisor):
             driver.called_at(f"{url}/channels/ding")
             assert await supervisor.wait_adapter("ding", timeout=60) is not None
@@ -244,14 +162,7 @@ async def wecom(count: int) -> None:
     print(f"wecom verification alone: {wecom_check_only(count * 10):,.0f}/s")
     async with FakeWeCom() as fake:
         driver = WeComDriver(fake)
-        channel = (
-            "".join(
-                "    " + line + "\n"
-                for line in driver.channel_yaml("work").splitlines()
-                if not line.startswith("allow_from")
-            )
-            + "    allow_from: '*'\n"
-        )
+        channel = channel_body(driver.channel_yaml("work"))
         async with serving(channel, driver.env(), "work") as (url, db, supervisor):
             driver.called_at(f"{url}/channels/work")
             assert await supervisor.wait_adapter("work", timeout=60) is not None

@@ -16,25 +16,16 @@ Run: `PYTHONPATH=. python benchmarks/rs256_check.py [requests]`.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import statistics
 import sys
-import tempfile
 import time
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._harness import fresh_home, mock_config
+from benchmarks._ingest import Post, measure, serving
 from tests.channels.fake_teams import FakeTeams, signing_key
-
-CONCURRENCY = 32
-
-
-def turns(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute("SELECT COUNT(*) FROM jobs WHERE kind = 'turn'").fetchone()[0])
 
 
 async def check_only(teams: FakeTeams, count: int) -> None:
@@ -87,73 +78,36 @@ async def google_check_only(count: int) -> None:
           f"p95 {p95:,.0f} us ({count} checks)")  # fmt: skip
 
 
-async def post_all(teams: FakeTeams, batch: list[tuple[dict[str, Any], str]]) -> int:
-    """POST every (activity, token), CONCURRENCY at a time; the number answered 200."""
-    queue = list(batch)
-    ok = 0
-
-    async def worker() -> None:
-        nonlocal ok
-        while queue:
-            activity, token = queue.pop()
-            status, _ = await teams.post(activity, token=token)
-            ok += status == 200
-
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return ok
-
-
 async def main(count: int) -> None:
-    from habakkuk.engine.config import parse_config
-    from habakkuk.runtime import Runtime
-
     async with FakeTeams() as teams:
         await check_only(teams, count * 5)
         await google_check_only(count * 5)
-        with tempfile.TemporaryDirectory() as root:
-            channel = (
-                "http: {}\nchannels:\n  work:\n    type: teams\n"
-                f"    app_id: {teams.app_id}\n    password_env: TEAMS_BENCH_PASSWORD\n"
-                f"    base_url: {teams.base_url}\n    allow_from: '*'\n"
-            )
-            home = fresh_home(root, mock_config(mode="full", extra=channel))
-            (Path(root) / ".env").write_text(f"TEAMS_BENCH_PASSWORD={teams.password}\n")
-            config = parse_config(home.config_path.read_text(), home.config_path, home)
-            runtime = await Runtime.open(home, config)
-            try:
-                channels = runtime.channel_service()
-                channels.start()  # the gateway and adapters, no turn workers
-                await channels.started()
-                server = await runtime.http.start("127.0.0.1:0")
-                teams.webhook_url = f"{server.url}/channels/work"
-                up = await channels.supervisor.wait_adapter("work", timeout=60)
-                assert up is not None, "the teams adapter did not connect"
-                # Each request its own token, as the Connector sends (signed beforehand:
-                # the signing is the platform's cost, not ours), from 32 conversations
-                # that wrote before (a new one also writes its service URL to the file).
-                batch = [
-                    (teams.activity(f"message {i}", conversation=f"a:1chat-{i % 32}"),
-                     teams.token())
-                    for i in range(count)
-                ]  # fmt: skip
-                started = time.perf_counter()
-                ok = await post_all(teams, batch)
-                took = time.perf_counter() - started
-                queued = turns(home.db_path("control"))
-                assert ok == count == queued, (ok, count, queued)
-                print(f"teams signed requests into queued turns: {count / took:,.0f}/s "
-                      f"({count} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
-                stranger = signing_key("stranger")
-                forged = [
-                    (teams.activity(f"forged {i}"), teams.token(key=stranger)) for i in range(count)
-                ]
-                started = time.perf_counter()
-                ok = await post_all(teams, forged)
-                took = time.perf_counter() - started
-                assert ok == 0 and turns(home.db_path("control")) == queued
-                print(f"teams forged tokens refused (403, no turn): {count / took:,.0f}/s")
-            finally:
-                await runtime.close()
+        channel = (
+            "    type: teams\n"
+            f"    app_id: {teams.app_id}\n    password_env: TEAMS_BENCH_PASSWORD\n"
+            f"    base_url: {teams.base_url}\n    allow_from: '*'\n"
+        )
+        env = {"TEAMS_BENCH_PASSWORD": teams.password}
+        async with serving(channel, env, "work") as (url, db, supervisor):
+            teams.webhook_url = f"{url}/channels/work"
+            assert await supervisor.wait_adapter("work", timeout=60) is not None
+            # Each request its own token, as the Connector sends (signed beforehand: the
+            # signing is the platform's cost, not ours), from 32 conversations that wrote
+            # before (a new one also writes its service URL to the file).
+            genuine: list[Post] = [
+                partial(
+                    teams.post,
+                    teams.activity(f"message {i}", conversation=f"a:1chat-{i % 32}"),
+                    token=teams.token(),
+                )
+                for i in range(count)
+            ]
+            stranger = signing_key("stranger")
+            forged: list[Post] = [
+                partial(teams.post, teams.activity(f"forged {i}"), token=teams.token(key=stranger))
+                for i in range(count)
+            ]
+            await measure("teams", genuine, forged, db)
 
 
 if __name__ == "__main__":

@@ -23,24 +23,16 @@ Target: >= 500 signed requests/s into queued turns for the HMAC platforms.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import sys
-import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._harness import fresh_home, mock_config
+from benchmarks._ingest import Post, channel_body, measure, serving
 from tests.channels.fake_twilio import BOT_NUMBER, FakeTwilio
-
-CONCURRENCY = 32
-
-
-def turns(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute("SELECT COUNT(*) FROM jobs WHERE kind = 'turn'").fetchone()[0])
 
 
 def check_only(count: int) -> float:
@@ -61,64 +53,31 @@ def check_only(count: int) -> float:
     return count / (time.perf_counter() - started)
 
 
-async def post_all(twilio: FakeTwilio, batches: list[list[tuple[str, str]]], **forge: str) -> int:
-    """POST every request, CONCURRENCY at a time; the number answered 200."""
-    queue = list(batches)
-    ok = 0
-
-    async def worker() -> None:
-        nonlocal ok
-        while queue:
-            status, _ = await twilio.post(queue.pop(), **forge)  # type: ignore[arg-type]  # only the str overrides
-            ok += status == 200
-
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return ok
-
-
 async def main(count: int) -> None:
-    from habakkuk.engine.config import parse_config
-    from habakkuk.runtime import Runtime
-
+    """SMS: signed Twilio requests into queued turns, and forged ones refused."""
     print(f"sms signature check alone: {check_only(count * 20):,.0f}/s")
     async with FakeTwilio() as twilio:
-        with tempfile.TemporaryDirectory() as root:
-            channel = (
-                "http: {}\nchannels:\n  text:\n    type: sms\n"
-                f"    account_sid: {twilio.sid}\n    token_env: TWILIO_BENCH_TOKEN\n"
-                f"    from: '{BOT_NUMBER}'\n    base_url: {twilio.base_url}\n"
-                "    allow_from: '*'\n"
-            )
-            home = fresh_home(root, mock_config(mode="full", extra=channel))
-            (Path(root) / ".env").write_text(f"TWILIO_BENCH_TOKEN={twilio.token}\n")
-            config = parse_config(home.config_path.read_text(), home.config_path, home)
-            runtime = await Runtime.open(home, config)
-            try:
-                channels = runtime.channel_service()
-                channels.start()  # the gateway and adapters, no turn workers
-                await channels.started()
-                server = await runtime.http.start("127.0.0.1:0")
-                twilio.webhook_url = f"{server.url}/channels/text"
-                up = await channels.supervisor.wait_adapter("text", timeout=60)
-                assert up is not None, "the sms adapter did not connect"
-                requests = [
-                    twilio.message(f"+1555{i % 997:07d}", f"message {i}") for i in range(count)
-                ]
-                started = time.perf_counter()
-                ok = await post_all(twilio, requests)
-                took = time.perf_counter() - started
-                queued = turns(home.db_path("control"))
-                assert ok == count == queued, (ok, count, queued)
-                print(f"sms signed requests into queued turns: {count / took:,.0f}/s "
-                      f"({count} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
-                forged = [twilio.message("+15550000002", f"forged {i}") for i in range(count)]
-                started = time.perf_counter()
-                ok = await post_all(twilio, forged, token="wrong-key")
-                took = time.perf_counter() - started
-                assert ok == 0 and turns(home.db_path("control")) == queued
-                print(f"sms forged requests refused (403, no turn): {count / took:,.0f}/s")
-            finally:
-                await runtime.close()
+        channel = (
+            "    type: sms\n"
+            f"    account_sid: {twilio.sid}\n    token_env: TWILIO_BENCH_TOKEN\n"
+            f"    from: '{BOT_NUMBER}'\n    base_url: {twilio.base_url}\n"
+            "    allow_from: '*'\n"
+        )
+        env = {"TWILIO_BENCH_TOKEN": twilio.token}
+        async with serving(channel, env, "text") as (url, db, supervisor):
+            twilio.webhook_url = f"{url}/channels/text"
+            assert await supervisor.wait_adapter("text", timeout=60) is not None
+            genuine: list[Post] = [
+                partial(twilio.post, twilio.message(f"+1555{i % 997:07d}", f"message {i}"))
+                for i in range(count)
+            ]
+            forged: list[Post] = [
+                partial(
+                    twilio.post, twilio.message("+15550000002", f"forged {i}"), token="wrong-key"
+                )
+                for i in range(count)
+            ]
+            await measure("sms", genuine, forged, db)
 
 
 def graph_check_only(count: int) -> float:
@@ -136,26 +95,9 @@ def graph_check_only(count: int) -> float:
     return count / (time.perf_counter() - started)
 
 
-async def post_events(fake: Any, events: list[dict[str, Any]], **forge: str) -> int:
-    """POST every event, CONCURRENCY at a time; the number answered 200."""
-    queue = list(events)
-    ok = 0
-
-    async def worker() -> None:
-        nonlocal ok
-        while queue:
-            status, _ = await fake.post(queue.pop(), **forge)
-            ok += status == 200
-
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return ok
-
-
 async def graph_platform(count: int, kind: str) -> None:
     """Signed Meta events (WhatsApp Cloud, Messenger, Instagram) into queued turns, and
     forged ones refused."""
-    from habakkuk.engine.config import parse_config
-    from habakkuk.runtime import Runtime
     from tests.channels.fake_graph import FakeWhatsAppCloud, WhatsAppCloudDriver
     from tests.channels.fake_messenger import FakeMessenger, MessengerDriver
 
@@ -164,40 +106,22 @@ async def graph_platform(count: int, kind: str) -> None:
         driver: Any = (
             WhatsAppCloudDriver(fake) if kind == "whatsappcloud" else MessengerDriver(fake)
         )
-        with tempfile.TemporaryDirectory() as root:
-            lines = [*driver.channel_yaml("biz").splitlines(), "allow_from: '*'"]
-            channel = "http: {}\nchannels:\n  biz:\n" + "".join(
-                f"    {line}\n" for line in lines if not line.startswith("allow_from: [")
-            )
-            home = fresh_home(root, mock_config(mode="full", extra=channel))
-            env = "".join(f"{name}={value}\n" for name, value in driver.env().items())
-            (Path(root) / ".env").write_text(env)
-            config = parse_config(home.config_path.read_text(), home.config_path, home)
-            runtime = await Runtime.open(home, config)
-            try:
-                channels = runtime.channel_service()
-                channels.start()
-                await channels.started()
-                server = await runtime.http.start("127.0.0.1:0")
-                fake.webhook_url = f"{server.url}/channels/biz"
-                up = await channels.supervisor.wait_adapter("biz", timeout=60)
-                assert up is not None, f"the {kind} adapter did not connect"
-                events = [fake.text(f"1555{i % 997:07d}", f"message {i}") for i in range(count)]
-                started = time.perf_counter()
-                ok = await post_events(fake, events)
-                took = time.perf_counter() - started
-                queued = turns(home.db_path("control"))
-                assert ok == count == queued, (ok, count, queued)
-                print(f"{kind} signed events into queued turns: {count / took:,.0f}/s "
-                      f"({count} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
-                forged = [fake.text("15550000002", f"forged {i}") for i in range(count)]
-                started = time.perf_counter()
-                ok = await post_events(fake, forged, secret="wrong-key")
-                took = time.perf_counter() - started
-                assert ok == 0 and turns(home.db_path("control")) == queued
-                print(f"{kind} forged events refused (403, no turn): {count / took:,.0f}/s")
-            finally:
-                await runtime.close()
+        async with serving(channel_body(driver.channel_yaml("biz")), driver.env(), "biz") as (
+            url,
+            db,
+            supervisor,
+        ):
+            fake.webhook_url = f"{url}/channels/biz"
+            assert await supervisor.wait_adapter("biz", timeout=60) is not None
+            genuine: list[Post] = [
+                partial(fake.post, fake.text(f"1555{i % 997:07d}", f"message {i}"))
+                for i in range(count)
+            ]
+            forged: list[Post] = [
+                partial(fake.post, fake.text("15550000002", f"forged {i}"), secret="wrong-key")
+                for i in range(count)
+            ]
+            await measure(kind, genuine, forged, db, what="signed events")
 
 
 def line_check_only(count: int) -> float:
@@ -216,120 +140,55 @@ def line_check_only(count: int) -> float:
 
 async def line_main(count: int) -> None:
     """LINE's signed event batches into queued turns, and forged ones refused."""
-    from habakkuk.engine.config import parse_config
-    from habakkuk.runtime import Runtime
     from tests.channels.fake_line import FakeLine
 
     print(f"line signature check alone: {line_check_only(count * 20):,.0f}/s")
     async with FakeLine() as line:
-        with tempfile.TemporaryDirectory() as root:
-            channel = (
-                "http: {}\nchannels:\n  line:\n    type: line\n"
-                "    token_env: LINE_BENCH_TOKEN\n    secret_env: LINE_BENCH_SECRET\n"
-                f"    base_url: {line.base_url}\n    allow_from: '*'\n"
-            )
-            home = fresh_home(root, mock_config(mode="full", extra=channel))
-            (Path(root) / ".env").write_text(
-                f"LINE_BENCH_TOKEN={line.token}\nLINE_BENCH_SECRET={line.secret}\n"
-            )
-            config = parse_config(home.config_path.read_text(), home.config_path, home)
-            runtime = await Runtime.open(home, config)
-            try:
-                channels = runtime.channel_service()
-                channels.start()  # the gateway and adapters, no turn workers
-                await channels.started()
-                server = await runtime.http.start("127.0.0.1:0")
-                line.webhook_url = f"{server.url}/channels/line"
-                up = await channels.supervisor.wait_adapter("line", timeout=60)
-                assert up is not None, "the line adapter did not connect"
-
-                async def post_all(bodies: list[bytes], **forge: str) -> int:
-                    ok = 0
-
-                    async def worker() -> None:
-                        nonlocal ok
-                        while bodies:
-                            status, _ = await line.post(bodies.pop(), **forge)
-                            ok += status == 200
-
-                    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-                    return ok
-
-                users = [f"U{i % 997:032x}" for i in range(count)]
-                bodies = [line.body(line.text(u, f"message {i}")) for i, u in enumerate(users)]
-                started = time.perf_counter()
-                ok = await post_all(bodies)
-                took = time.perf_counter() - started
-                queued = turns(home.db_path("control"))
-                assert ok == count == queued, (ok, count, queued)
-                print(f"line signed requests into queued turns: {count / took:,.0f}/s "
-                      f"({count} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
-                forged = [line.body(line.text(users[0], f"forged {i}")) for i in range(count)]
-                started = time.perf_counter()
-                ok = await post_all(forged, secret="f" * 32)
-                took = time.perf_counter() - started
-                assert ok == 0 and turns(home.db_path("control")) == queued
-                print(f"line forged requests refused (403, no turn): {count / took:,.0f}/s")
-            finally:
-                await runtime.close()
+        channel = (
+            "    type: line\n"
+            "    token_env: LINE_BENCH_TOKEN\n    secret_env: LINE_BENCH_SECRET\n"
+            f"    base_url: {line.base_url}\n    allow_from: '*'\n"
+        )
+        env = {"LINE_BENCH_TOKEN": line.token, "LINE_BENCH_SECRET": line.secret}
+        async with serving(channel, env, "line") as (url, db, supervisor):
+            line.webhook_url = f"{url}/channels/line"
+            assert await supervisor.wait_adapter("line", timeout=60) is not None
+            users = [f"U{i % 997:032x}" for i in range(count)]
+            genuine: list[Post] = [
+                partial(line.post, line.body(line.text(user, f"message {i}")))
+                for i, user in enumerate(users)
+            ]
+            forged: list[Post] = [
+                partial(line.post, line.body(line.text(users[0], f"forged {i}")), secret="f" * 32)
+                for i in range(count)
+            ]
+            await measure("line", genuine, forged, db)
 
 
 async def bluebubbles_main(count: int) -> None:
     """BlueBubbles' webhook events (the URL's secret) into queued turns, and forged ones."""
-    from habakkuk.engine.config import parse_config
-    from habakkuk.runtime import Runtime
     from tests.channels.fake_bluebubbles import FakeBlueBubbles
 
     async with FakeBlueBubbles() as server:
-        with tempfile.TemporaryDirectory() as root:
-            channel = (
-                "http: {}\nchannels:\n  imessage:\n    type: bluebubbles\n"
-                f"    base_url: {server.base_url}\n    password_env: BB_BENCH_PASSWORD\n"
-                "    secret_env: BB_BENCH_SECRET\n    allow_from: '*'\n"
-            )
-            home = fresh_home(root, mock_config(mode="full", extra=channel))
-            (Path(root) / ".env").write_text(
-                f"BB_BENCH_PASSWORD={server.password}\nBB_BENCH_SECRET={server.secret}\n"
-            )
-            config = parse_config(home.config_path.read_text(), home.config_path, home)
-            runtime = await Runtime.open(home, config)
-            try:
-                channels = runtime.channel_service()
-                channels.start()  # the gateway and adapters, no turn workers
-                await channels.started()
-                http = await runtime.http.start("127.0.0.1:0")
-                server.webhook_url = f"{http.url}/channels/imessage"
-                up = await channels.supervisor.wait_adapter("imessage", timeout=60)
-                assert up is not None, "the bluebubbles adapter did not connect"
-
-                async def post_all(events: list[dict[str, object]], **forge: str) -> int:
-                    ok = 0
-
-                    async def worker() -> None:
-                        nonlocal ok
-                        while events:
-                            status, _ = await server.post(events.pop(), **forge)
-                            ok += status == 200
-
-                    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-                    return ok
-
-                events = [server.message(f"+1555{i % 997:07d}", f"m {i}") for i in range(count)]
-                started = time.perf_counter()
-                ok = await post_all(events)
-                took = time.perf_counter() - started
-                queued = turns(home.db_path("control"))
-                assert ok == count == queued, (ok, count, queued)
-                print(f"bluebubbles requests into queued turns: {count / took:,.0f}/s "
-                      f"({count} in {took:.2f}s, {CONCURRENCY} at a time)")  # fmt: skip
-                forged = [server.message("+15550000002", f"forged {i}") for i in range(count)]
-                started = time.perf_counter()
-                ok = await post_all(forged, secret="x" * len(server.secret))
-                took = time.perf_counter() - started
-                assert ok == 0 and turns(home.db_path("control")) == queued
-                print(f"bluebubbles forged requests refused (403, no turn): {count / took:,.0f}/s")
-            finally:
-                await runtime.close()
+        channel = (
+            "    type: bluebubbles\n"
+            f"    base_url: {server.base_url}\n    password_env: BB_BENCH_PASSWORD\n"
+            "    secret_env: BB_BENCH_SECRET\n    allow_from: '*'\n"
+        )
+        env = {"BB_BENCH_PASSWORD": server.password, "BB_BENCH_SECRET": server.secret}
+        async with serving(channel, env, "imessage") as (url, db, supervisor):
+            server.webhook_url = f"{url}/channels/imessage"
+            assert await supervisor.wait_adapter("imessage", timeout=60) is not None
+            wrong = "x" * len(server.secret)
+            genuine: list[Post] = [
+                partial(server.post, server.message(f"+1555{i % 997:07d}", f"m {i}"))
+                for i in range(count)
+            ]
+            forged: list[Post] = [
+                partial(server.post, server.message("+15550000002", f"forged {i}"), secret=wrong)
+                for i in range(count)
+            ]
+            await measure("bluebubbles", genuine, forged, db, what="requests")
 
 
 async def every_platform(count: int) -> None:
