@@ -66,7 +66,7 @@ async def channels_status(home: Home, *, as_json: bool = False) -> int:
     now = time.time()
     for health in [] if as_json else healths:
         print(
-            f"{health.account:<16} {health.type:<10} {health.state:<13} {health_line(health, now)}"
+            f"{health.account:<16} {health.type:<13} {health.state:<13} {health_line(health, now)}"
         )
     return 0 if all(h.healthy for h in healths) else 1
 
