@@ -25,7 +25,7 @@ import jwt
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 
-from tests.channels.fake_teams import jwk_of, signing_key
+from tests.channels.fake_teams import jwk_of, post_bearer, signing_key
 
 PROJECT = "123456789012"  # the project number: the tokens' audience
 CHAT_ISSUER = "chat@system.gserviceaccount.com"
@@ -294,16 +294,10 @@ class FakeGoogleChat:
         method: str = "POST",
     ) -> tuple[int, str]:
         """POST an event as Google Chat does; the overrides forge one."""
-        token = self.token() if token is None else token
-        headers = {"Content-Type": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        data = json.dumps(event).encode() if body is None else body
         assert self._client is not None
-        async with self._client.request(
-            method, self.webhook_url, data=data, headers=headers
-        ) as response:
-            return response.status, await response.text()
+        token = self.token() if token is None else token
+        data = json.dumps(event).encode() if body is None else body
+        return await post_bearer(self._client, self.webhook_url, data, token, method)
 
 
 class GoogleChatDriver:

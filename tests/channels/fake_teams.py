@@ -75,6 +75,18 @@ def unsigned_token(header: dict[str, Any], claims: dict[str, Any], sign: bytes =
     return head + "." + b64url(mac)
 
 
+async def post_bearer(
+    client: aiohttp.ClientSession, url: str, data: bytes, token: str, method: str = "POST"
+) -> tuple[int, str]:
+    """A JSON request to our webhook with `Authorization: Bearer <token>` (none when
+    `token` is empty): how Teams' Connector and Google Chat call the bot."""
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    async with client.request(method, url, data=data, headers=headers) as response:
+        return response.status, await response.text()
+
+
 @dataclass
 class Posted:
     """An activity the bot posted to a conversation (and the files Teams fetched)."""
@@ -367,16 +379,10 @@ class FakeTeams:
         method: str = "POST",
     ) -> tuple[int, str]:
         """POST an activity as the Connector does; the overrides forge one."""
-        token = self.token() if token is None else token
-        headers = {"Content-Type": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        data = json.dumps(activity).encode() if body is None else body
         assert self._client is not None
-        async with self._client.request(
-            method, self.webhook_url, data=data, headers=headers
-        ) as response:
-            return response.status, await response.text()
+        token = self.token() if token is None else token
+        data = json.dumps(activity).encode() if body is None else body
+        return await post_bearer(self._client, self.webhook_url, data, token, method)
 
 
 class TeamsDriver:
