@@ -56,6 +56,7 @@ from .adapter import (
     Unsupported,
 )
 from .chunking import Renderer, chunks
+from .http_download import download_capped
 from .mattermost_setup import SETUP as SETUP  # the registry reads a platform's step here
 from .mattermost_setup import headers_for
 from .mattermost_wire import Bot, MattermostState, convert
@@ -309,19 +310,12 @@ class MattermostAdapter(Adapter):
         return await self._post(to, caption.strip(), [str(infos[0].get("id"))])
 
     async def download(self, attachment: Attachment) -> bytes:
-        try:
-            async with self.session().get(
-                f"{self.base_url}/api/v4/files/{attachment.file_id}",
-                timeout=aiohttp.ClientTimeout(total=300),
-            ) as response:
-                if response.status != 200:
-                    raise SendError(f"download {attachment.name}: HTTP {response.status}")
-                data = await response.content.read(self.max_file_bytes + 1)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise SendError(f"download: {type(exc).__name__}: {exc}".rstrip(": ")) from None
-        if len(data) > self.max_file_bytes:
-            raise Undeliverable(f"{attachment.name} is over the upload limit")
-        return data
+        return await download_capped(
+            self.session(),
+            f"{self.base_url}/api/v4/files/{attachment.file_id}",
+            self.max_file_bytes,
+            attachment.name,
+        )
 
 
 def _json(raw: str | bytes, default: Any = None) -> Any:

@@ -54,6 +54,7 @@ from .adapter import (
     Unsupported,
 )
 from .chunking import Renderer, chunks
+from .http_download import download_capped
 from .ntfy_setup import DEFAULT_BASE_URL, headers_for
 from .ntfy_setup import SETUP as SETUP  # the registry reads a platform's step here
 from .platforms import AdapterContext
@@ -265,18 +266,7 @@ class NtfyAdapter(Adapter):
         ours, theirs = urlsplit(self.base_url), urlsplit(url)
         if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc):
             raise Undeliverable(f"{attachment.name} is not on {self.base_url}")
-        try:
-            async with self.session().get(
-                url, timeout=aiohttp.ClientTimeout(total=300)
-            ) as response:
-                if response.status != 200:
-                    raise SendError(f"download {attachment.name}: HTTP {response.status}")
-                data = await response.content.read(self.max_file_bytes + 1)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise SendError(f"download: {type(exc).__name__}: {exc}".rstrip(": ")) from None
-        if len(data) > self.max_file_bytes:
-            raise Undeliverable(f"{attachment.name} is over ntfy's 15 MB limit")
-        return data
+        return await download_capped(self.session(), url, self.max_file_bytes, attachment.name)
 
 
 def build(config: ChannelConfig, context: AdapterContext) -> NtfyAdapter:

@@ -54,6 +54,7 @@ from .adapter import (
     Unsupported,
 )
 from .chunking import Renderer, chunks
+from .http_download import download_capped
 from .platforms import AdapterContext
 from .rest_answer import check_answer
 from .rocketchat_setup import SETUP as SETUP  # the registry reads a platform's step here
@@ -327,18 +328,9 @@ class RocketChatAdapter(Adapter):
         url = attachment.file_id
         if not url.startswith("/"):
             raise Undeliverable(f"{attachment.name} is not on {self.base_url}")
-        try:
-            async with self.session().get(
-                self.base_url + url, timeout=aiohttp.ClientTimeout(total=300)
-            ) as response:
-                if response.status != 200:
-                    raise SendError(f"download {attachment.name}: HTTP {response.status}")
-                data = await response.content.read(self.max_file_bytes + 1)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise SendError(f"download: {type(exc).__name__}: {exc}".rstrip(": ")) from None
-        if len(data) > self.max_file_bytes:
-            raise Undeliverable(f"{attachment.name} is over the upload limit")
-        return data
+        return await download_capped(
+            self.session(), self.base_url + url, self.max_file_bytes, attachment.name
+        )
 
 
 def _message_id(answer: dict[str, Any], what: str) -> str:

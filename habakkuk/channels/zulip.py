@@ -63,6 +63,7 @@ from .adapter import (
     Unsupported,
 )
 from .chunking import Renderer, chunks
+from .http_download import download_capped
 from .platforms import AdapterContext
 from .zulip_setup import SETUP as SETUP  # the registry reads a platform's step here
 from .zulip_setup import auth_for
@@ -429,18 +430,7 @@ class ZulipAdapter(Adapter):
             url = self.base_url + url
         elif not url.startswith(self.base_url + "/"):
             raise Undeliverable(f"{attachment.name} is not on {self.base_url}")
-        try:
-            async with self.session().get(
-                url, timeout=aiohttp.ClientTimeout(total=300)
-            ) as response:
-                if response.status != 200:
-                    raise SendError(f"download {attachment.name}: HTTP {response.status}")
-                data = await response.content.read(self.max_file_bytes + 1)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise SendError(f"download: {type(exc).__name__}: {exc}".rstrip(": ")) from None
-        if len(data) > self.max_file_bytes:
-            raise Undeliverable(f"{attachment.name} is over Zulip's 25 MB limit")
-        return data
+        return await download_capped(self.session(), url, self.max_file_bytes, attachment.name)
 
 
 def build(config: ChannelConfig, context: AdapterContext) -> ZulipAdapter:
