@@ -12,6 +12,8 @@ import json
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
+from habakkuk.engine.http_read import read_upto
+
 from . import audio
 from .audio import SpeechError
 from .speech_types import AudioFormat
@@ -56,7 +58,7 @@ class _Keyed:
                 ) as client,
                 client.post(url, json=body, headers=headers, allow_redirects=False) as response,
             ):
-                data = await response.content.read(MAX_AUDIO_BYTES + 1)
+                data = await read_upto(response.content, MAX_AUDIO_BYTES + 1)
                 status = response.status
         except (aiohttp.ClientError, TimeoutError) as exc:
             why = str(exc)[:200] or type(exc).__name__

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from habakkuk.engine.http_read import read_upto
+
 from .providers import Secrets, error_text
 
 if TYPE_CHECKING:
@@ -103,7 +105,7 @@ async def mint(config: RealtimeConfig, secrets: Secrets) -> ClientSecret:
                 url, json=session_body(config), headers=headers, allow_redirects=False
             ) as response,
         ):
-            data = await response.content.read(MAX_ANSWER_BYTES)
+            data = await read_upto(response.content, MAX_ANSWER_BYTES)
             status = response.status
     except (aiohttp.ClientError, TimeoutError) as exc:
         why = str(exc)[:200] or type(exc).__name__

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from habakkuk.channels.adapter import SendError, Undeliverable
 from habakkuk.channels.http_download import download_capped
+from habakkuk.engine.http_read import read_upto
 
 FILE = bytes(range(256)) * 12_000  # about 3 MB, sent in 64 KB pieces
 
@@ -56,3 +57,13 @@ async def test_a_file_past_the_cap_is_refused_and_a_missing_one_is_retried(serve
             await download_capped(session, f"{server}/file", 1024 * 1024, "big.bin")
         with pytest.raises(SendError, match="HTTP 404"):
             await download_capped(session, f"{server}/gone", 1024 * 1024, "gone.bin")
+
+
+async def test_a_capped_read_of_any_body_takes_every_piece_up_to_its_bound(server: str) -> None:
+    # What the voice, image-generation, Home Assistant and login clients read their
+    # answers with: a single StreamReader.read(n) gave back one network chunk of it.
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{server}/file") as response:
+            assert await read_upto(response.content, len(FILE) + 1) == FILE
+        async with session.get(f"{server}/file") as response:
+            assert await read_upto(response.content, 1_000_001) == FILE[:1_000_001]

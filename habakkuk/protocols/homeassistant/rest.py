@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from habakkuk.engine.http_read import read_upto
+
 if TYPE_CHECKING:
     from habakkuk.engine.home import Environment
 
@@ -87,7 +89,7 @@ class HaClient:
                     allow_redirects=False,
                 ) as response,
             ):
-                raw = await response.content.read(MAX_BYTES + 1)
+                raw = await read_upto(response.content, MAX_BYTES + 1)
                 status = response.status
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             why = str(exc) or type(exc).__name__

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from habakkuk.engine.http_read import read_upto
+
 from .types import GenerationError, TransientError
 
 MAX_JSON_BYTES = 64 * 1024 * 1024  # a JSON answer with base64 images in it
@@ -87,7 +89,7 @@ class Api:
                     allow_redirects=False,
                 ) as response,
             ):
-                body = await response.content.read(MAX_JSON_BYTES + 1)
+                body = await read_upto(response.content, MAX_JSON_BYTES + 1)
                 status = response.status
         except (aiohttp.ClientError, TimeoutError) as exc:
             problem = f"{self.provider}: cannot reach {_shown(url)}: {_why(exc)}"
@@ -124,7 +126,7 @@ class Api:
                         if response.status in (301, 302, 303, 307, 308):
                             url = urljoin(url, response.headers.get("Location", ""))
                             continue
-                        body = await response.content.read(MAX_FILE_BYTES + 1)
+                        body = await read_upto(response.content, MAX_FILE_BYTES + 1)
                         status = response.status
                     break
                 else:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from habakkuk.engine.errors import HabakkukError
+from habakkuk.engine.http_read import read_upto
 
 TIMEOUT = 30.0
 MAX_BYTES = 1_000_000  # a token answer is a few KB
@@ -63,7 +64,7 @@ async def call(
             aiohttp.ClientSession(timeout=timeout) as http,
             http.request(method, url, json=json_body, data=form, headers=sent) as response,
         ):
-            raw = await response.content.read(MAX_BYTES)
+            raw = await read_upto(response.content, MAX_BYTES)
             status = response.status
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         reason = str(exc) or type(exc).__name__
