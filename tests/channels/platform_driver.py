@@ -57,3 +57,18 @@ class WebhookDriver(Protocol):
     def called_at(self, url: str) -> None:
         """The fake platform now calls `url` (`/channels/<account>` on our server)."""
         ...
+
+
+@runtime_checkable
+class ServedDriver(Protocol):
+    """A driver whose person talks to the bot through the runtime's own HTTP server (the
+    web chat): the table adds its `http:` section, then starts the server on a free
+    loopback port and tells the driver where."""
+
+    def config_yaml(self) -> str:
+        """More of config.yaml (the `http:` section: its token)."""
+        ...
+
+    def served_at(self, url: str) -> None:
+        """The runtime's HTTP server now listens at `url` (http://127.0.0.1:<port>)."""
+        ...
