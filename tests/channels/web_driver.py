@@ -71,6 +71,7 @@ class WebDriver:
         self._client: aiohttp.ClientSession | None = None
         self._reader: asyncio.Task[None] | None = None
         self.stream_error: BaseException | None = None
+        self.presses = 0  # the approval buttons pressed
 
     # -- the table's setup -----------------------------------------------------------
 
@@ -144,16 +145,26 @@ class WebDriver:
             approve = False
         else:
             raise AssertionError(f"an approval card has no button {label!r}")
+        self.presses += 1
         approval = quote(cards[-1].approval or "", safe="")
         body = {"approve": approve}
         async with self.client.post(f"{self.url}/api/approvals/{approval}", json=body) as response:
             assert response.status == 200, (response.status, await response.text())
 
     def texts(self) -> list[str]:
+        self._following()
         return [entry.text for entry in self.entries if entry.role not in NOT_SAID]
 
     def files(self) -> list[tuple[str, bytes]]:
+        self._following()
         return list(self._files)
+
+    def _following(self) -> None:
+        """Fail at once when the stream stopped: nothing more would ever be read."""
+        if self.stream_error is not None:
+            raise AssertionError(
+                f"the conversation's event stream stopped: {self.stream_error!r}"
+            ) from self.stream_error
 
     def _message_id(self) -> str:
         return f"page-{next(self._ids)}"
@@ -168,9 +179,10 @@ class WebDriver:
                 async for event, data in _frames(response):
                     if event == "message":
                         await self._took(Entry.of(json.loads(data)))
+            self.stream_error = EOFError("the server ended the stream")
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # kept, so a stalled wait can say why
+        except Exception as exc:  # kept: the next look at the chat fails with it
             self.stream_error = exc
 
     async def _took(self, entry: Entry) -> None:
