@@ -4,7 +4,8 @@ Each platform's fake (tests/channels/fake_<kind>.py) comes with a driver impleme
 `PlatformDriver`: it plays the one allowed person in a private chat with the bot, and
 reads back what the bot sent there, in the platform's own wire format decoded to text.
 tests/channels/test_every_platform.py runs one table of conversations (/new, /stop, an
-approval, a file each way) through every driver.
+approval, a file each way) through every driver. The web chat has no fake: its driver
+(tests/channels/web_driver.py) is the dashboard's page on the runtime's own server.
 """
 
 from __future__ import annotations
