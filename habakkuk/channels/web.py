@@ -7,8 +7,9 @@ the conversation's log in web.db, which wakes the event streams open on it.
 
 A web conversation id may hold any printable character but `/`; as an address
 chat it is written with `%` and `:` escaped, since `:` separates an address.
-Every append is deduped by its delivery job id, so a delivery retried after a
-crash appends nothing twice; a turn's reply keeps the `reply:<turn>` key.
+Every append is deduped by its delivery job id (and the part's index past the first:
+a reply's voice note follows its text in the same delivery), so a delivery retried
+after a crash appends nothing twice; a turn's reply keeps the `reply:<turn>` key.
 
 A file (send_file) is appended as a file entry (role "file": its name, size, media
 type and a new id; its caption is the entry's text) pointing at the delivery's copy
@@ -137,6 +138,13 @@ def web_turn_id(scope: str, key: str) -> str:
     return f"turn_{digest}"
 
 
+def part_dedupe(job: str, chunk: int) -> str:
+    """The dedupe key of one part of a delivery: the job id for its first, the job and the
+    part's index for the others (a reply's voice note goes in the reply's own delivery,
+    after its text: keyed by the job alone, the log took it for the text sent again)."""
+    return job if chunk == 0 else f"{job}#{chunk}"
+
+
 def approval_dedupe(approval: str, conversation: str) -> str:
     """The dedupe key of the notice asking a conversation about an approval."""
     return f"approval:{approval}:{conversation}"
@@ -211,7 +219,8 @@ class WebAdapter(Adapter):
         conversation = conversation_of(to)
         binding = await self.log.conversation(conversation)
         event, _ = await self.log.append(
-            conversation, FILE_ROLE, caption, dedupe=sending.job, file=file,
+            conversation, FILE_ROLE, caption, dedupe=part_dedupe(sending.job, sending.chunk),
+            file=file,
             session=binding.session if binding else "", agent=binding.agent if binding else "",
         )  # fmt: skip
         return str(event.seq)

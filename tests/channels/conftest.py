@@ -17,6 +17,7 @@ from tests.channels.ntfy_driver import NtfyDriver
 from tests.channels.platform_driver import PlatformDriver
 from tests.channels.telegram_driver import TelegramDriver
 from tests.channels.twitch_driver import TWITCH_TOKEN, TwitchDriver
+from tests.channels.web_driver import WebDriver
 
 # Each fixture is typed PlatformDriver, so mypy checks its driver against the Protocol.
 
@@ -83,6 +84,17 @@ def sms_driver(fake_twilio: FakeTwilio) -> PlatformDriver:
     """Alice texting the bot's number through the fake Twilio (an SmsDriver); the table
     points the fake's webhook at the runtime's HTTP server."""
     return SmsDriver(fake_twilio)
+
+
+@pytest.fixture
+async def web_driver() -> AsyncIterator[PlatformDriver]:
+    """The person at the dashboard's chat, on the runtime's own HTTP server (a WebDriver);
+    the table starts the server and gives the driver its address."""
+    driver = WebDriver()
+    try:
+        yield driver
+    finally:
+        await driver.close()
 
 
 # The app-token platforms (Feishu/Lark, DingTalk, WeCom): their fixtures live in a module

@@ -4,7 +4,8 @@ Each platform's fake (tests/channels/fake_<kind>.py) comes with a driver impleme
 `PlatformDriver`: it plays the one allowed person in a private chat with the bot, and
 reads back what the bot sent there, in the platform's own wire format decoded to text.
 tests/channels/test_every_platform.py runs one table of conversations (/new, /stop, an
-approval, a file each way) through every driver.
+approval, a file each way) through every driver. The web chat has no fake: its driver
+(tests/channels/web_driver.py) is the dashboard's page on the runtime's own server.
 """
 
 from __future__ import annotations
@@ -56,4 +57,19 @@ class WebhookDriver(Protocol):
 
     def called_at(self, url: str) -> None:
         """The fake platform now calls `url` (`/channels/<account>` on our server)."""
+        ...
+
+
+@runtime_checkable
+class ServedDriver(Protocol):
+    """A driver whose person talks to the bot through the runtime's own HTTP server (the
+    web chat): the table adds its `http:` section, then starts the server on a free
+    loopback port and tells the driver where."""
+
+    def config_yaml(self) -> str:
+        """More of config.yaml (the `http:` section: its token)."""
+        ...
+
+    def served_at(self, url: str) -> None:
+        """The runtime's HTTP server now listens at `url` (http://127.0.0.1:<port>)."""
         ...

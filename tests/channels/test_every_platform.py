@@ -22,7 +22,7 @@ import pytest
 
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
-from tests.channels.platform_driver import PlatformDriver, WebhookDriver
+from tests.channels.platform_driver import PlatformDriver, ServedDriver, WebhookDriver
 from tests.conftest import mock_config
 from tests.helpers import PROCESS_BOUND, eventually
 
@@ -54,6 +54,7 @@ DRIVERS = [
     "nextcloud_driver",
     "rocketchat_driver",
     "mattermost_driver",
+    "web_driver",
 ]
 # The platforms that carry no files: a file to the person becomes a notice saying so, a
 # reply is text alone, and a person cannot send one (that row is not run there).
@@ -332,12 +333,17 @@ async def test_the_same_conversation_on_every_platform(
     entry = driver.channel_yaml(account) + conversation.channel
     channel = f"channels:\n  {account}:\n" + textwrap.indent(entry, "    ")
     extra = channel + conversation.config
+    if isinstance(driver, ServedDriver):  # the person talks to our HTTP server (its token)
+        extra += driver.config_yaml()
     config = mock_config(conversation.script, mode=conversation.mode, extra=extra)
     runtime: Runtime = await runtime_factory(config)
     runtime.start_workers()
     if isinstance(driver, WebhookDriver):  # the platform calls our HTTP server
         server = await runtime.http.start("127.0.0.1:0")
         driver.called_at(f"{server.url}/channels/{account}")
+    elif isinstance(driver, ServedDriver):  # the web chat: the person's page calls it
+        server = await runtime.http.start("127.0.0.1:0")
+        driver.served_at(server.url)
     assert runtime.channels is not None
     await runtime.channels.started()
     # The person talks to a bot that is up (Matrix answers nothing sent before it
