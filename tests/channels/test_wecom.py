@@ -332,3 +332,23 @@ def test_a_long_prompt_goes_first_and_its_card_follows() -> None:
     # Seven buttons, or a key over 1024 bytes, do not fit a card: the prompt goes as text.
     assert not fits([[Button(str(i), f"fy|x|{i}") for i in range(7)]])
     assert not fits([[Button("x", "k" * 1025)]])
+
+
+async def test_a_press_after_a_restart_still_answers_and_greys_its_card(
+    start: Start, wecom: FakeWeCom
+) -> None:
+    work = await start(APPROVAL, mode="workspace")
+    card = await approval_card(work)
+    # The adapter restarted: it no longer remembers the card or its send's response_code.
+    before = work.adapter()
+    assert work.runtime.channels is not None
+    supervisor = work.runtime.channels.supervisor
+    await supervisor.remove("work")
+    supervisor.add(before.config)
+    assert await supervisor.wait_adapter("work", timeout=PROCESS_BOUND) is not None
+    assert work.adapter() is not before
+    await work.driver.press(APPROVE)
+    await eventually(lambda: any("all done" in t for t in work.driver.texts()), what="done")
+    # The press brought its own ResponseCode: the card greys with the decision.
+    await eventually(lambda: wecom.updates, what="the card greyed")
+    assert wecom.updates == [(card.content["task_id"], "Approved")]
