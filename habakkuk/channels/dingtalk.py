@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 TEXT_LIMIT = 4000  # characters per message (DingTalk takes ~20 KB; long ones read badly)
 _SESSIONS = 1024  # chats whose session webhook is remembered
 _OK = b'{"msgtype":"empty"}'  # an answer that posts nothing back
+_JSON = "application/json"
 
 
 def dingtalk_chunks(markdown: str) -> list[str]:
@@ -86,6 +87,7 @@ class DingTalkAdapter(WebhookAdapter):
         self._sessions: OrderedDict[str, tuple[str, float]] = OrderedDict()  # chat -> (url, until)
         self._http: aiohttp.ClientSession | None = None
         self._api: DingTalkApi | None = None
+        self._notices: dict[str, str] = {}  # a press's msgId -> what the gateway answered
 
     @property
     def api(self) -> DingTalkApi:
@@ -156,7 +158,17 @@ class DingTalkAdapter(WebhookAdapter):
             at=_seconds(body.get("createAt")),
         )
         await inbox(message)
-        return WebhookReply(200, _OK, "application/json")
+        notice = self._notices.pop(msg_id, "") if data else ""
+        if notice:  # the press's answer rides on the answer to its message, as a text
+            said = {"msgtype": "text", "text": {"content": notice}}
+            return WebhookReply(200, json.dumps(said, ensure_ascii=False).encode(), _JSON)
+        return WebhookReply(200, _OK, _JSON)
+
+    async def answer_callback(self, callback: Callback, text: str = "") -> None:
+        # Said back in the answer to the press's message (take): "Approved", or that an
+        # old card's prompt has expired.
+        if text:
+            self._notices[callback.id] = text
 
     def _remember_session(self, chat: str, body: dict[str, object]) -> None:
         url = str(body.get("sessionWebhook", ""))

@@ -17,7 +17,8 @@ through the robot OpenAPI (`msgKey` sampleActionCard for one button, sampleActio
 sampleActionCard5 for two to five: `actionTitleN`/`actionURLN`). In a group the robot
 hears only messages that @mention it and a button's message does not, so group prompts
 stay typed; so do prompts of more than five choices. An ActionCard cannot be edited: an
-answered card keeps its buttons, and a press on it is told the prompt expired.
+answered card keeps its buttons, and a press on it is told the prompt expired (the
+gateway's notice for a press goes back as a text in the answer to the press's message).
 """
 
 from __future__ import annotations

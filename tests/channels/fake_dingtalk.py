@@ -301,7 +301,13 @@ class FakeDingTalk:
         data = body if body is not None else json.dumps(message).encode()
         assert self._client is not None
         async with self._client.post(self.robot_url, data=data, headers=headers) as response:
-            return response.status, await response.text()
+            status, text = response.status, await response.text()
+        # A message in the answer is posted into the chat (msgtype empty: nothing).
+        answer = json.loads(text) if status == 200 and text.startswith("{") else {}
+        if answer.get("msgtype") == "text":
+            chat = GROUP if message.get("conversationType") == "2" else message["senderStaffId"]
+            self.sent.append(Sent(chat, answer["text"]["content"], "answer"))
+        return status, text
 
 
 class DingTalkDriver:

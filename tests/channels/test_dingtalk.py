@@ -264,6 +264,8 @@ async def test_an_approval_is_an_action_card_whose_button_answers_as_the_person(
     await ding.driver.press(DENY)
     await eventually(lambda: any("all done" in t for t in ding.driver.texts()), what="done")
     assert ding.turns() == ["done"]
+    # The press is answered in the answer to its message, as a toast would be.
+    assert [s.text for s in dingtalk.sent if s.via == "answer"] == ["Denied"]
     assert (await tool_result(ding)).startswith("denied")
 
 
@@ -314,8 +316,9 @@ async def test_forged_and_old_presses_answer_nothing(start: Start, dingtalk: Fak
     assert ding.turns() == ["running"]  # the approval still waits
     assert (await dingtalk.post(press))[0] == 200
     await eventually(lambda: done() == 1, what="the first approval done")
-    # Redelivered: taken once.
+    # Redelivered: taken once, answered once.
     assert (await dingtalk.post(press))[0] == 200
+    assert [s.text for s in dingtalk.sent if s.via == "answer"] == ["Approved"]
     await ding.driver.say("run it again")
     await eventually(
         lambda: len([s for s in dingtalk.sent if s.buttons]) == 2, what="the second card"
@@ -324,6 +327,7 @@ async def test_forged_and_old_presses_answer_nothing(start: Start, dingtalk: Fak
     old = dingtalk.message(ALICE, press["text"]["content"])
     assert (await dingtalk.post(old))[0] == 200
     assert ding.turns() == ["done", "running"]
+    assert [s.text for s in dingtalk.sent if s.via == "answer"][-1] == "This prompt has expired."
     await ding.driver.press(APPROVE)
     await eventually(lambda: done() == 2, what="the second approval done")
     assert ding.turns() == ["done", "done"]
