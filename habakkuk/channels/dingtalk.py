@@ -8,8 +8,10 @@ cached by habakkuk/channels/apptoken.py).
   gets 403 and starts nothing. A one-to-one chat is the sender's staff id; a group is its
   conversation id (DingTalk's start with "cid"), where the robot only hears messages
   that @mention it, so each is addressed. The gateway takes each msgId once.
-- Out: plain text in chunks; approvals by a typed yes or no (a robot's buttons open
-  links, they do not call back). Files are uploaded (the legacy /media/upload, 20 MB)
+- Out: plain text in chunks. Approvals and questions in a one-to-one chat come as an
+  ActionCard whose buttons send their answer into the chat as the person
+  (habakkuk/channels/dingtalk_cards.py says why this kind); a typed yes or no answers
+  too, and is the way in groups. Files are uploaded (the legacy /media/upload, 20 MB)
   and sent as the robot's sampleFile message; a person's file comes with its
   downloadCode, exchanged through the robot API for a download URL.
   DingTalk has no idempotency key: a crash between its answer and our record sends that
@@ -38,6 +40,7 @@ from .adapter import (
     Address,
     Attachment,
     Button,
+    Callback,
     Capability,
     FatalAdapterError,
     InboundMessage,
@@ -45,6 +48,7 @@ from .adapter import (
     SendError,
     Unsupported,
 )
+from .dingtalk_cards import fits, pressed, robot_card, session_card
 from .dingtalk_setup import DINGTALK_SETUP
 from .dingtalk_wire import API_URL, OAPI_URL, SESSION_URL, DingTalkApi, signed
 from .format import html_to_plain, markdown_chunks
@@ -56,6 +60,7 @@ log = logging.getLogger(__name__)
 TEXT_LIMIT = 4000  # characters per message (DingTalk takes ~20 KB; long ones read badly)
 _SESSIONS = 1024  # chats whose session webhook is remembered
 _OK = b'{"msgtype":"empty"}'  # an answer that posts nothing back
+_JSON = "application/json"
 
 
 def dingtalk_chunks(markdown: str) -> list[str]:
@@ -67,7 +72,7 @@ class DingTalkAdapter(WebhookAdapter):
     """One DingTalk app's robot."""
 
     type = "dingtalk"
-    capabilities: frozenset[Capability] = frozenset({"files", "download"})
+    capabilities: frozenset[Capability] = frozenset({"buttons", "files", "download"})
     max_file_bytes = 20 * 1024 * 1024  # /media/upload's file limit
 
     def __init__(self, config: ChannelConfig, door: WebhookDoor, secret: str):
@@ -82,6 +87,7 @@ class DingTalkAdapter(WebhookAdapter):
         self._sessions: OrderedDict[str, tuple[str, float]] = OrderedDict()  # chat -> (url, until)
         self._http: aiohttp.ClientSession | None = None
         self._api: DingTalkApi | None = None
+        self._notices: dict[str, str] = {}  # a press's msgId -> what the gateway answered
 
     @property
     def api(self) -> DingTalkApi:
@@ -134,6 +140,9 @@ class DingTalkAdapter(WebhookAdapter):
             return WebhookReply(400, b"not a DingTalk message")
         self._remember_session(chat, body)
         aliases = [str(body["senderId"])] if body.get("senderId") else []
+        text = _text(body).strip()
+        # A card's button sends its answer as the person's message: a press, once per msgId.
+        data = pressed(text) if not group else None
         message = InboundMessage(
             channel=self.account,
             chat=chat,
@@ -141,14 +150,25 @@ class DingTalkAdapter(WebhookAdapter):
             sender=staff,
             sender_aliases=aliases,
             sender_name=str(body.get("senderNick", "")),
-            text=_text(body).strip(),
+            text="" if data else text,
             attachments=_files(body),
+            callback=Callback(msg_id, data, "") if data else None,
             is_group=group,
             addressed=True,  # a group's robot hears only the messages that @mention it
             at=_seconds(body.get("createAt")),
         )
         await inbox(message)
-        return WebhookReply(200, _OK, "application/json")
+        notice = self._notices.pop(msg_id, "") if data else ""
+        if notice:  # the press's answer rides on the answer to its message, as a text
+            said = {"msgtype": "text", "text": {"content": notice}}
+            return WebhookReply(200, json.dumps(said, ensure_ascii=False).encode(), _JSON)
+        return WebhookReply(200, _OK, _JSON)
+
+    async def answer_callback(self, callback: Callback, text: str = "") -> None:
+        # Said back in the answer to the press's message (take): "Approved", or that an
+        # old card's prompt has expired.
+        if text:
+            self._notices[callback.id] = text
 
     def _remember_session(self, chat: str, body: dict[str, object]) -> None:
         url = str(body.get("sessionWebhook", ""))
@@ -178,14 +198,21 @@ class DingTalkAdapter(WebhookAdapter):
         buttons: list[list[Button]] | None = None,
         silent: bool = False,
     ) -> str:
+        group = to.chat.startswith("cid")
+        # Buttons only where their message reaches the robot: one-to-one (see dingtalk_cards).
+        card = buttons if buttons and not group and fits(buttons) else None
         session = self._sessions.get(to.chat)
         # A minute's margin: a session about to lapse is not worth the try.
         if session is not None and time.time() < session[1] - 60:
-            if await self.api.send_by_session(session[0], chunk):
+            body = session_card(chunk, card) if card else None
+            if await self.api.send_by_session(session[0], chunk, body):
                 return ""
             self._sessions.pop(to.chat, None)
-        if to.chat.startswith("cid"):
+        if group:
             return await self.api.send_to_group(self.robot, to.chat, chunk)
+        if card:
+            key, param = robot_card(chunk, card)
+            return await self.api.send_to_person(self.robot, to.chat, "", key=key, param=param)
         return await self.api.send_to_person(self.robot, to.chat, chunk)
 
     async def send_file(self, to: Address, path: Path, *, caption: str = "", name: str = "") -> str:

@@ -200,10 +200,13 @@ class DingTalkApi:
         except aiohttp.ClientError as exc:
             raise SendError(f"dingtalk file: {exc}") from None
 
-    async def send_by_session(self, url: str, text: str) -> bool:
-        """POST a text to a message's sessionWebhook; False when DingTalk no longer takes
-        it (expired), so the caller sends through the OpenAPI."""
-        body = {"msgtype": "text", "text": {"content": text}}
+    async def send_by_session(
+        self, url: str, text: str, body: dict[str, Any] | None = None
+    ) -> bool:
+        """POST a text (or `body`, another message) to a message's sessionWebhook; False
+        when DingTalk no longer takes it (expired), so the caller sends through the
+        OpenAPI."""
+        body = body or {"msgtype": "text", "text": {"content": text}}
         try:
             async with self.http.post(url, json=body) as response:
                 found = await _json(response)

@@ -10,10 +10,13 @@ out through /cgi-bin/message/send with the app's access token
   chat (the member's userid); images, voice notes and videos come with it (fetched by
   their MediaId). WeCom retries a callback it got no answer to, and the gateway takes
   each MsgId once.
-- Out: plain text in chunks; approvals by a typed yes or no; files uploaded as temporary
-  media and sent as file messages (20 MB). WeCom has no idempotency key: a crash between
-  its answer and our record sends that part again (the delivery worker's record of each
-  send's start bounds it to that part).
+- Out: plain text in chunks; files uploaded as temporary media and sent as file
+  messages (20 MB). Approvals and questions come as template cards with buttons
+  (habakkuk/channels/wecom_cards.py): a press comes back on the same verified callback as
+  a template_card_event, and the card is greyed with the gateway's notice; a typed yes or
+  no answers too. WeCom has no idempotency key: a crash between its answer and our record
+  sends that part again (the delivery worker's record of each send's start bounds it to
+  that part).
 
 Why not a WeCom SDK: wechatpy (the best kept) is synchronous over requests and brings its
 own crypto choice; gettoken, message/send and the media calls are plain JSON over aiohttp,
@@ -30,11 +33,13 @@ from urllib.parse import parse_qsl, urlsplit
 import aiohttp
 
 from habakkuk.engine.channel_config import ChannelConfig
+from habakkuk.engine.i18n import t
 
 from .adapter import (
     Address,
     Attachment,
     Button,
+    Callback,
     Capability,
     FatalAdapterError,
     InboundMessage,
@@ -45,6 +50,7 @@ from .adapter import (
 from .format import html_to_plain, markdown_chunks
 from .platforms import AdapterContext
 from .webhook import WebhookAdapter, WebhookDoor, WebhookReply, WebhookRequest
+from .wecom_cards import BUTTON_CHARS, SentCards, card_parts, fits, press
 from .wecom_setup import WECOM_SETUP
 from .wecom_wire import WECOM_URL, WeComApi, aes_key, decrypt, signed, xml_fields
 
@@ -76,7 +82,7 @@ class WeComAdapter(WebhookAdapter):
     """One WeCom self-built app."""
 
     type = "wecom"
-    capabilities: frozenset[Capability] = frozenset({"files", "download"})
+    capabilities: frozenset[Capability] = frozenset({"buttons", "files", "download"})
     max_file_bytes = FILE_BYTES
 
     def __init__(
@@ -90,6 +96,7 @@ class WeComAdapter(WebhookAdapter):
         self._http: aiohttp.ClientSession | None = None
         self._api: WeComApi | None = None
         self._verified: tuple[WebhookRequest, bytes] | None = None
+        self._cards = SentCards()
 
     @property
     def api(self) -> WeComApi:
@@ -148,6 +155,8 @@ class WeComAdapter(WebhookAdapter):
         except ValueError:
             return WebhookReply(400, b"not a WeCom message")
         message = self._message(fields)
+        if message is not None and message.callback is not None:
+            self._cards.pressed(message.callback.message_id, message.sender, fields["ResponseCode"])
         if message is not None:
             await inbox(message)
         return WebhookReply(200, b"")
@@ -155,10 +164,12 @@ class WeComAdapter(WebhookAdapter):
     def _message(self, fields: dict[str, str]) -> InboundMessage | None:
         kind, sender = fields.get("MsgType", ""), fields.get("FromUserName", "")
         msg_id = fields.get("MsgId", "")
-        if not sender or not msg_id or kind == "event":
-            return None  # entering the app, menu clicks: nothing to answer
         if fields.get("AgentID") and fields["AgentID"] != str(self.agent_id):
             return None  # another app's message on a shared URL
+        if kind == "event":  # a card's button pressed; entering the app, menu clicks: nothing
+            return press(fields, self.account) if fields.get("ResponseCode") else None
+        if not sender or not msg_id:
+            return None
         attachments: list[Attachment] = []
         if kind in _KINDS and fields.get("MediaId"):
             attachments.append(
@@ -197,7 +208,26 @@ class WeComAdapter(WebhookAdapter):
         buttons: list[list[Button]] | None = None,
         silent: bool = False,
     ) -> str:
-        return await self.api.send(self.agent_id, to.chat, "text", {"content": chunk})
+        if not buttons or not fits(buttons):
+            return await self.api.send(self.agent_id, to.chat, "text", {"content": chunk})
+        parts = card_parts(chunk, buttons)
+        if parts.before:
+            await self.api.send(self.agent_id, to.chat, "text", {"content": parts.before})
+        sent = await self.api.send_answer(self.agent_id, to.chat, "template_card", parts.card)
+        # The card's id is its task_id: what a press names, and what strip_buttons greys.
+        task_id = str(parts.card["task_id"])
+        self._cards.sent(task_id, to.chat, sent["response_code"])
+        return task_id
+
+    async def answer_callback(self, callback: Callback, text: str = "") -> None:
+        # WeCom shows no notice for a press: the greyed button says it (strip_buttons).
+        self._cards.noticed(callback.message_id, text)
+
+    async def strip_buttons(self, to: Address, message_id: str) -> None:
+        card = self._cards.take(message_id)
+        if card is not None:
+            name = (card.notice or t("chat.button.closed"))[:BUTTON_CHARS]
+            await self.api.update_card_button(self.agent_id, card.user, card.code, name)
 
     async def send_file(self, to: Address, path: Path, *, caption: str = "", name: str = "") -> str:
         data = path.read_bytes()

@@ -120,6 +120,13 @@ class WeComApi:
 
     async def send(self, agent_id: int, user: str, msgtype: str, content: dict[str, Any]) -> str:
         """POST /cgi-bin/message/send to one member; returns the msgid."""
+        return (await self.send_answer(agent_id, user, msgtype, content)).get("msgid", "")
+
+    async def send_answer(
+        self, agent_id: int, user: str, msgtype: str, content: dict[str, Any]
+    ) -> dict[str, str]:
+        """POST /cgi-bin/message/send to one member; its msgid and, for a template card
+        with buttons, the response_code that updates it once (within 72 hours)."""
         found = await self.call(
             "POST",
             "/cgi-bin/message/send",
@@ -128,7 +135,25 @@ class WeComApi:
         )
         if user in str(found.get("invaliduser", "")).split("|"):
             raise Undeliverable(f"wecom: {user} cannot get this app's messages")
-        return str(found.get("msgid", ""))
+        return {k: str(found.get(k, "")) for k in ("msgid", "response_code")}
+
+    async def update_card_button(
+        self, agent_id: int, user: str, response_code: str, replace_name: str
+    ) -> None:
+        """POST /cgi-bin/message/update_template_card: the member's card shows one greyed
+        button named `replace_name` (https://developer.work.weixin.qq.com/document/path/94888;
+        each response_code updates once)."""
+        await self.call(
+            "POST",
+            "/cgi-bin/message/update_template_card",
+            json_body={
+                "userids": [user],
+                "agentid": agent_id,
+                "response_code": response_code,
+                "button": {"replace_name": replace_name},
+            },
+            what="message/update_template_card",
+        )
 
     async def upload(self, name: str, data: bytes, kind: str) -> str:
         """POST /cgi-bin/media/upload (a temporary file for three days); the media_id."""

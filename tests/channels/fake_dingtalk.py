@@ -3,6 +3,11 @@ one-to-one and group sends), the session webhooks of each message, and the robot
 callback side, signing each request as DingTalk documents it (`sign`: base64
 HMAC-SHA256 of "timestamp\\nAppSecret" keyed by the AppSecret).
 
+ActionCards (the session webhook's `actionCard` with `btns`, the OpenAPI's
+sampleActionCard to sampleActionCard5) are kept with their buttons; pressing a button
+whose actionURL is `dtmd://dingtalkclient/sendMessage?content=<text>` does what the
+DingTalk client does: the person sends <text> into the chat, a message like any other.
+
 `DingTalkDriver` plays the one allowed person in a one-to-one chat with the robot.
 """
 
@@ -19,6 +24,7 @@ import time
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from urllib.parse import unquote
 
 import aiohttp
 from aiohttp import web
@@ -28,6 +34,21 @@ APP_SECRET = "dingtalk-test-app-secret-0123456789abcdef"
 ALICE = "staff-alice-001"
 MALLORY = "staff-mallory-666"
 GROUP = "cidGroupTest0000000000000000=="
+
+
+SEND_MESSAGE = "dtmd://dingtalkclient/sendMessage?content="
+
+
+def robot_buttons(body: dict[str, Any], param: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """An OpenAPI ActionCard's buttons: sampleActionCard has one (singleTitle, singleURL),
+    sampleActionCardN has N (actionTitleK, actionURLK)."""
+    key = body["msgKey"]
+    assert param["title"] and param["text"]
+    if key == "sampleActionCard":
+        return ((param["singleTitle"], param["singleURL"]),)
+    count = int(key.removeprefix("sampleActionCard"))
+    assert 2 <= count <= 5, key
+    return tuple((param[f"actionTitle{k}"], param[f"actionURL{k}"]) for k in range(1, count + 1))
 
 
 def dingtalk_sign(timestamp: str, secret: str) -> str:
@@ -44,6 +65,7 @@ class Sent:
     text: str
     via: str  # "session" or "api"
     file: tuple[str, bytes] | None = None  # a sampleFile: the uploaded (name, bytes)
+    buttons: tuple[tuple[str, str], ...] = ()  # an ActionCard's (title, actionURL)s
 
 
 class FakeDingTalk:
@@ -122,7 +144,12 @@ class FakeDingTalk:
         )
 
     async def _record(
-        self, chat: str, text: str, via: str, body: dict[str, Any] | None = None
+        self,
+        chat: str,
+        text: str,
+        via: str,
+        body: dict[str, Any] | None = None,
+        buttons: tuple[tuple[str, str], ...] = (),
     ) -> None:
         if self.hold is not None:
             self.held += 1
@@ -134,8 +161,11 @@ class FakeDingTalk:
             assert param["fileName"] == name
             self.sent.append(Sent(chat, "", via, (name, data)))
             return
+        if body is not None and body["msgKey"].startswith("sampleActionCard"):
+            self.sent.append(Sent(chat, param["text"], via, buttons=robot_buttons(body, param)))
+            return
         assert body is None or body["msgKey"] == "sampleText"
-        self.sent.append(Sent(chat, text if body is None else param["content"], via))
+        self.sent.append(Sent(chat, text if body is None else param["content"], via, None, buttons))
 
     async def _to_person(self, request: web.Request) -> web.Response:
         if (refused := await self._authorized(request)) is not None:
@@ -160,6 +190,13 @@ class FakeDingTalk:
         if chat is None:
             return web.json_response({"errcode": 300001, "errmsg": "session expired"})
         body = await request.json()
+        if body["msgtype"] == "actionCard":
+            card = body["actionCard"]
+            assert card["title"] and card["btns"]
+            buttons = tuple((b["title"], b["actionURL"]) for b in card["btns"])
+            await self._record(chat, card["text"], "session", buttons=buttons)
+            return web.json_response({"errcode": 0, "errmsg": "ok"})
+        assert body["msgtype"] == "text"
         await self._record(chat, body["text"]["content"], "session")
         return web.json_response({"errcode": 0, "errmsg": "ok"})
 
@@ -192,6 +229,16 @@ class FakeDingTalk:
         return web.Response(body=self.files[request.match_info["code"]])
 
     # -- the robot's callbacks --------------------------------------------------------
+
+    def press(self, sender: str, label: str) -> dict[str, Any]:
+        """The message the DingTalk client sends for `sender` pressing the button
+        labelled `label` on the newest card that has one (its actionURL's content)."""
+        for sent in reversed(self.sent):
+            for title, url in sent.buttons if sent.chat == sender else ():
+                if title == label:
+                    assert url.startswith(SEND_MESSAGE), url
+                    return self.message(sender, unquote(url[len(SEND_MESSAGE) :]))
+        raise AssertionError(f"no card with a {label!r} button")
 
     def file_message(self, sender: str, name: str, data: bytes) -> dict[str, Any]:
         """A one-to-one file message: its bytes behind a downloadCode."""
@@ -254,14 +301,20 @@ class FakeDingTalk:
         data = body if body is not None else json.dumps(message).encode()
         assert self._client is not None
         async with self._client.post(self.robot_url, data=data, headers=headers) as response:
-            return response.status, await response.text()
+            status, text = response.status, await response.text()
+        # A message in the answer is posted into the chat (msgtype empty: nothing).
+        answer = json.loads(text) if status == 200 and text.startswith("{") else {}
+        if answer.get("msgtype") == "text":
+            chat = GROUP if message.get("conversationType") == "2" else message["senderStaffId"]
+            self.sent.append(Sent(chat, answer["text"]["content"], "answer"))
+        return status, text
 
 
 class DingTalkDriver:
     """The person (ALICE) in a one-to-one chat with the robot on the fake DingTalk."""
 
     kind = "dingtalk"
-    has_buttons = False
+    has_buttons = True
 
     def __init__(self, fake: FakeDingTalk):
         self.fake = fake
@@ -289,7 +342,8 @@ class DingTalkDriver:
         assert status == 200, (status, said)
 
     async def press(self, label: str) -> None:
-        raise AssertionError("DingTalk robots have no callback buttons")
+        status, said = await self.fake.post(self.fake.press(ALICE, label))
+        assert status == 200, (status, said)
 
     def texts(self) -> list[str]:
         return [sent.text for sent in self.fake.sent if sent.chat == ALICE and sent.file is None]

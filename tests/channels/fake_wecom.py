@@ -4,6 +4,13 @@ documents it (AES-256-CBC with the key base64(EncodingAESKey + "="), its first 1
 the IV, PKCS#7 to 32 bytes, the plaintext 16 random bytes + length + message + corp id)
 and signs it (msg_signature: SHA-1 of the sorted token, timestamp, nonce and text).
 
+Template cards (`msgtype: template_card`, card_type button_interaction) are checked as
+WeCom documents them (a task_id of at most 128 bytes of letters, digits and `_-@`, unique
+per app; 1 to 6 buttons whose key is at most 1024 bytes) and answered with a
+response_code; a press posts the `template_card_event` callback WeCom posts (TaskId,
+EventKey, CardType, a fresh ResponseCode), and message/update_template_card spends a
+response_code once.
+
 `WeComDriver` plays the one allowed member talking to the app.
 """
 
@@ -15,10 +22,12 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import struct
 import time
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
@@ -56,7 +65,7 @@ class Sent:
     msgid: str
     to: str
     msgtype: str
-    content: dict[str, str]
+    content: dict[str, Any]
 
 
 class FakeWeCom:
@@ -67,6 +76,9 @@ class FakeWeCom:
         self.sent: list[Sent] = []
         self.uploads: dict[str, tuple[str, bytes]] = {}
         self.media: dict[str, bytes] = {}
+        # response_code -> the task_id and member it can update (once)
+        self.codes: dict[str, tuple[str, str]] = {}
+        self.updates: list[tuple[str, str]] = []  # (task_id, the greyed button's name)
         self.tokens: list[str] = []
         self.valid: set[str] = set()
         self.refuse_secret = False
@@ -84,6 +96,7 @@ class FakeWeCom:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/cgi-bin/gettoken", self._token)
         app.router.add_post("/cgi-bin/message/send", self._send)
+        app.router.add_post("/cgi-bin/message/update_template_card", self._update_card)
         app.router.add_post("/cgi-bin/media/upload", self._upload)
         app.router.add_get("/cgi-bin/media/get", self._media)
         self._runner = web.AppRunner(app)
@@ -138,8 +151,54 @@ class FakeWeCom:
             raise web.HTTPServiceUnavailable()
         msgid = f"msg{next(self._ids):08d}"
         kind = body["msgtype"]
+        answer: dict[str, object] = {
+            "errcode": 0,
+            "errmsg": "ok",
+            "invaliduser": "",
+            "msgid": msgid,
+        }
+        if kind == "template_card":
+            bad = self._bad_card(body[kind])
+            if bad:
+                return web.json_response({"errcode": 40058, "errmsg": bad})
+            answer["response_code"] = self._code(body[kind]["task_id"], body["touser"])
         self.sent.append(Sent(msgid, body["touser"], kind, body[kind]))
-        return web.json_response({"errcode": 0, "errmsg": "ok", "invaliduser": "", "msgid": msgid})
+        return web.json_response(answer)
+
+    def _bad_card(self, card: dict[str, Any]) -> str:
+        """Why WeCom would refuse a button_interaction card, or ""."""
+        task = str(card.get("task_id", ""))
+        buttons = card.get("button_list") or []
+        if card.get("card_type") != "button_interaction":
+            return "card_type"
+        if not re.fullmatch(r"[A-Za-z0-9_\-@]{1,128}", task) or any(
+            s.content.get("task_id") == task for s in self.sent if s.msgtype == "template_card"
+        ):
+            return "invalid task_id"
+        if not 1 <= len(buttons) <= 6 or any(
+            not b.get("text") or not 0 < len(str(b.get("key", "")).encode()) <= 1024
+            for b in buttons
+        ):
+            return "invalid button_list"
+        if not (card.get("main_title") or {}).get("title") and not card.get("sub_title_text"):
+            return "main_title.title or sub_title_text is required"
+        return ""
+
+    def _code(self, task_id: str, user: str) -> str:
+        code = f"rc{os.urandom(12).hex()}"
+        self.codes[code] = (task_id, user)
+        return code
+
+    async def _update_card(self, request: web.Request) -> web.Response:
+        if (refused := self._stale(request)) is not None:
+            return refused
+        body = await request.json()
+        assert str(body["agentid"]) == AGENT_ID
+        found = self.codes.pop(str(body.get("response_code", "")), None)
+        if found is None or body.get("userids") != [found[1]]:
+            return web.json_response({"errcode": 40058, "errmsg": "invalid response_code"})
+        self.updates.append((found[0], str(body["button"]["replace_name"])))
+        return web.json_response({"errcode": 0, "errmsg": "ok", "invaliduser": []})
 
     async def _upload(self, request: web.Request) -> web.Response:
         if (refused := self._stale(request)) is not None:
@@ -185,6 +244,29 @@ class FakeWeCom:
             f"<PicUrl><![CDATA[https://example.invalid/p.jpg]]></PicUrl>"
             f"<MediaId><![CDATA[{media_id}]]></MediaId>"
             f"<MsgId>{7_000_000_000_000_000_000 + next(self._ids)}</MsgId>"
+            f"<AgentID>{AGENT_ID}</AgentID></xml>"
+        ).encode()
+
+    def card(self, label: str, to: str = ALICE) -> tuple[str, str]:
+        """The newest card sent to `to` with a button labelled `label`: (task_id, key)."""
+        for sent in reversed(self.sent):
+            if sent.to != to or sent.msgtype != "template_card":
+                continue
+            for button in sent.content["button_list"]:
+                if button["text"] == label:
+                    return sent.content["task_id"], button["key"]
+        raise AssertionError(f"no card with a {label!r} button")
+
+    def press(self, sender: str, task_id: str, key: str) -> bytes:
+        """The XML of the template_card_event a press posts (a fresh ResponseCode)."""
+        return (
+            f"<xml><ToUserName><![CDATA[{self.corp_id}]]></ToUserName>"
+            f"<FromUserName><![CDATA[{sender}]]></FromUserName>"
+            f"<CreateTime>{int(time.time())}</CreateTime><MsgType><![CDATA[event]]></MsgType>"
+            f"<Event><![CDATA[template_card_event]]></Event>"
+            f"<EventKey><![CDATA[{key}]]></EventKey><TaskId><![CDATA[{task_id}]]></TaskId>"
+            f"<CardType><![CDATA[button_interaction]]></CardType>"
+            f"<ResponseCode><![CDATA[{self._code(task_id, sender)}]]></ResponseCode>"
             f"<AgentID>{AGENT_ID}</AgentID></xml>"
         ).encode()
 
@@ -241,7 +323,7 @@ class WeComDriver:
     """The member (ALICE) talking to the app on the fake WeCom."""
 
     kind = "wecom"
-    has_buttons = False
+    has_buttons = True
 
     def __init__(self, fake: FakeWeCom):
         self.fake = fake
@@ -273,14 +355,11 @@ class WeComDriver:
         raise AssertionError("a WeCom member sends pictures, voice and video, not files")
 
     async def press(self, label: str) -> None:
-        raise AssertionError("approvals are typed on WeCom")
+        status, said = await self.fake.post(self.fake.press(ALICE, *self.fake.card(label)))
+        assert status == 200, (status, said)
 
     def texts(self) -> list[str]:
-        return [
-            str(sent.content["content"])
-            for sent in self.fake.sent
-            if sent.to == ALICE and sent.msgtype == "text"
-        ]
+        return [card_text(sent) for sent in self.fake.sent if sent.to == ALICE and card_text(sent)]
 
     def files(self) -> list[tuple[str, bytes]]:
         return [
@@ -288,6 +367,16 @@ class WeComDriver:
             for sent in self.fake.sent
             if sent.to == ALICE and sent.msgtype == "file"
         ]
+
+
+def card_text(sent: Sent) -> str:
+    """What a member reads of a text message or a card (its title over its text)."""
+    if sent.msgtype == "text":
+        return str(sent.content["content"])
+    if sent.msgtype == "template_card":
+        title = (sent.content.get("main_title") or {}).get("title", "")
+        return "\n".join(x for x in (title, sent.content.get("sub_title_text", "")) if x)
+    return ""
 
 
 def sent_json(sent: Sent) -> str:

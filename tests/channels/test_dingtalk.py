@@ -9,10 +9,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
+from habakkuk.channels.adapter import Button
 from habakkuk.channels.dingtalk import DingTalkAdapter
+from habakkuk.channels.dingtalk_cards import fits, pressed, robot_card, said_by
 from habakkuk.channels.platforms import SetupCheckFailed, platform_module
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.home import Home
@@ -24,6 +27,7 @@ from tests.channels.fake_dingtalk import (
     GROUP,
     DingTalkDriver,
     FakeDingTalk,
+    Sent,
     dingtalk_sign,
 )
 from tests.conftest import mock_config
@@ -223,3 +227,119 @@ def test_the_sign_is_dingtalks_documented_hmac() -> None:
     assert sign(str(now), "secret") == dingtalk_sign(str(now), "secret")
     assert signed(str(now), "secret", dingtalk_sign(str(now), "secret"), now)
     assert not signed(str(now), "secret", dingtalk_sign(str(now), "other"), now)
+
+
+APPROVE, DENY = "✅ Approve", "❌ Deny"
+
+
+async def tool_result(ding: Ding) -> str:
+    """The text of the first tool result in any session."""
+    for session in await ding.runtime.sessions.list_sessions():
+        for stored in await ding.runtime.sessions.messages(session.id):
+            for result in stored.message.tool_results:
+                return result.text
+    raise AssertionError("no tool result")
+
+
+async def approval_card(ding: Ding, *, session_seconds: float = 5400) -> Sent:
+    """Ask for the approval; the card it comes as."""
+    message = ding.fake.message(ALICE, "run the thing", session_seconds=session_seconds)
+    assert (await ding.fake.post(message))[0] == 200
+    await eventually(lambda: any(s.buttons for s in ding.fake.sent), what="the card")
+    [card] = [s for s in ding.fake.sent if s.buttons]
+    return card
+
+
+async def test_an_approval_is_an_action_card_whose_button_answers_as_the_person(
+    start: Start, dingtalk: FakeDingTalk
+) -> None:
+    ding = await start(APPROVAL, mode="workspace")
+    card = await approval_card(ding)
+    assert card.via == "session" and "Approval needed" in card.text
+    assert [title for title, _ in card.buttons] == [APPROVE, DENY, "Allow for this session"]
+    # Each button sends its label and the prompt's callback data into the chat.
+    _, url = card.buttons[1]
+    said = unquote(url.removeprefix("dtmd://dingtalkclient/sendMessage?content="))
+    assert said.startswith(DENY + " [fy|") and said.endswith("|1]")
+    await ding.driver.press(DENY)
+    await eventually(lambda: any("all done" in t for t in ding.driver.texts()), what="done")
+    assert ding.turns() == ["done"]
+    # The press is answered in the answer to its message, as a toast would be.
+    assert [s.text for s in dingtalk.sent if s.via == "answer"] == ["Denied"]
+    assert (await tool_result(ding)).startswith("denied")
+
+
+async def test_the_robot_api_sends_the_card_when_the_session_has_lapsed(
+    start: Start, dingtalk: FakeDingTalk
+) -> None:
+    ding = await start(APPROVAL, mode="workspace")
+    card = await approval_card(ding, session_seconds=-1)
+    assert card.via == "api" and len(card.buttons) == 3  # sampleActionCard3
+    await ding.driver.press(APPROVE)
+    await eventually(lambda: any("all done" in t for t in ding.driver.texts()), what="done")
+    assert ding.turns() == ["done"]
+
+
+async def test_a_groups_approval_is_typed(start: Start, dingtalk: FakeDingTalk) -> None:
+    # In a group the robot hears only what @mentions it, and a button's message does not.
+    ding = await start(APPROVAL, mode="workspace")
+    message = dingtalk.message(ALICE, "run the thing", group=True)
+    assert (await dingtalk.post(message))[0] == 200
+    await eventually(
+        lambda: any("Approval needed" in s.text for s in dingtalk.sent), what="the approval"
+    )
+    assert not any(s.buttons for s in dingtalk.sent)
+    assert (await dingtalk.post(dingtalk.message(ALICE, "yes", group=True)))[0] == 200
+    await eventually(lambda: any("all done" in s.text for s in dingtalk.sent), what="done")
+    assert ding.turns() == ["done"]
+
+
+async def test_forged_and_old_presses_answer_nothing(start: Start, dingtalk: FakeDingTalk) -> None:
+    ding = await start(APPROVAL, mode="workspace")
+
+    def done() -> int:
+        return sum("all done" in text for text in ding.driver.texts())
+
+    await approval_card(ding)
+    press = dingtalk.press(ALICE, APPROVE)
+    forged: dict[str, Awaitable[tuple[int, str]]] = {
+        "wrong key": dingtalk.post(press, secret="not-the-secret"),
+        "garbage signature": dingtalk.post(press, sign="AAAA"),
+        "stale timestamp": dingtalk.post(
+            press, timestamp=str(int(time.time() * 1000) - 3600 * 1000 - 60_000)
+        ),
+    }
+    for what, request in forged.items():
+        status, _ = await request
+        assert status == 403, what
+    assert ding.adapter().refused == len(forged)
+    assert ding.turns() == ["running"]  # the approval still waits
+    assert (await dingtalk.post(press))[0] == 200
+    await eventually(lambda: done() == 1, what="the first approval done")
+    # Redelivered: taken once, answered once.
+    assert (await dingtalk.post(press))[0] == 200
+    assert [s.text for s in dingtalk.sent if s.via == "answer"] == ["Approved"]
+    await ding.driver.say("run it again")
+    await eventually(
+        lambda: len([s for s in dingtalk.sent if s.buttons]) == 2, what="the second card"
+    )
+    # The old card's button names its own prompt, long answered: the new one still waits.
+    old = dingtalk.message(ALICE, press["text"]["content"])
+    assert (await dingtalk.post(old))[0] == 200
+    assert ding.turns() == ["done", "running"]
+    assert [s.text for s in dingtalk.sent if s.via == "answer"][-1] == "This prompt has expired."
+    await ding.driver.press(APPROVE)
+    await eventually(lambda: done() == 2, what="the second approval done")
+    assert ding.turns() == ["done", "done"]
+
+
+def test_a_press_is_read_from_the_end_of_what_its_button_sent() -> None:
+    approve = Button(APPROVE, "fy|0a1b2c3d|0")
+    assert pressed(said_by(approve)) == "fy|0a1b2c3d|0"
+    assert pressed("yes") is None and pressed("[fy|0a1b2c3d|0] and more") is None
+    assert fits([[approve, Button(DENY, "fy|0a1b2c3d|1")]])
+    assert not fits([[Button(str(i), f"fy|0a1b2c3d|{i}") for i in range(6)]])
+    assert not fits([[Button("other", "something else")]])
+    key, param = robot_card("Approval needed: exec\n\necho hi", [[approve]])
+    assert key == "sampleActionCard" and param["singleTitle"] == APPROVE
+    assert param["title"] == "Approval needed: exec"
