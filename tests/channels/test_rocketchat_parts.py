@@ -15,6 +15,7 @@ import pytest
 from habakkuk.channels.adapter import Address, FatalAdapterError, InboundMessage
 from habakkuk.channels.platforms import SetupCheckFailed
 from habakkuk.channels.rocketchat import RocketChatAdapter
+from habakkuk.channels.rocketchat_catchup import RocketChatState
 from habakkuk.channels.rocketchat_setup import check_setup
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.config import parse_config
@@ -46,11 +47,17 @@ async def fake() -> AsyncIterator[FakeRocketChat]:
         yield server
 
 
+@pytest.fixture
+def state(tmp_path: Path) -> RocketChatState:
+    """The adapter's position file (none yet: a first start)."""
+    return RocketChatState(tmp_path / "rocketchat-rc.json")
+
+
 class Running:
     """An adapter running against the fake, collecting what it hands on."""
 
-    def __init__(self, fake: FakeRocketChat, token: str = TOKEN):
-        self.adapter = RocketChatAdapter(config_for(fake), token)
+    def __init__(self, fake: FakeRocketChat, state: RocketChatState, token: str = TOKEN):
+        self.adapter = RocketChatAdapter(config_for(fake), token, state)
         self.got: list[InboundMessage] = []
         self.beats = 0
         self.task: asyncio.Task[None] | None = None
@@ -76,9 +83,9 @@ class Running:
 
 
 async def test_login_with_the_token_then_pings_beat_and_a_dropped_socket_ends_the_run(
-    fake: FakeRocketChat,
+    fake: FakeRocketChat, state: RocketChatState
 ) -> None:
-    async with Running(fake) as run:
+    async with Running(fake, state) as run:
         assert fake.logins == [TOKEN] and fake.subscribed == 1
         await eventually(lambda: run.beats > 3, what="pings to beat")
         await fake.drop_sockets()
@@ -88,17 +95,17 @@ async def test_login_with_the_token_then_pings_beat_and_a_dropped_socket_ends_th
         run.task = asyncio.create_task(asyncio.sleep(3600))  # for __aexit__
 
 
-async def test_a_refused_token_is_fatal(fake: FakeRocketChat) -> None:
-    adapter = RocketChatAdapter(config_for(fake), "not-the-token")
+async def test_a_refused_token_is_fatal(fake: FakeRocketChat, state: RocketChatState) -> None:
+    adapter = RocketChatAdapter(config_for(fake), "not-the-token", state)
     with pytest.raises(FatalAdapterError, match="User not found"):
         await adapter.run(lambda message: asyncio.sleep(0), lambda: None)
     await adapter.close()
 
 
 async def test_a_channel_is_a_group_answered_when_mentioned_and_threads_are_their_own(
-    fake: FakeRocketChat,
+    fake: FakeRocketChat, state: RocketChatState
 ) -> None:
-    async with Running(fake) as run:
+    async with Running(fake, state) as run:
         await fake.say("just chatting", rid="GENERAL", room_type="c")
         await fake.say(f"@{BOT_USER} what is due?", rid="GENERAL", room_type="c", mentions=[BOT_ID])
         await fake.say("in the thread", rid="GENERAL", room_type="c", tmid="t1", mentions=[BOT_ID])
@@ -125,9 +132,9 @@ async def test_a_channel_is_a_group_answered_when_mentioned_and_threads_are_thei
 
 
 async def test_files_go_up_with_rooms_upload_and_come_down_with_the_token(
-    fake: FakeRocketChat, tmp_path: Path
+    fake: FakeRocketChat, state: RocketChatState, tmp_path: Path
 ) -> None:
-    async with Running(fake) as run:
+    async with Running(fake, state) as run:
         await fake.say("read this", file=("notes.txt", "text/plain", b"apples\n"))
         await eventually(lambda: len(run.got) == 1, what="the message")
         [message] = run.got
