@@ -102,6 +102,7 @@ class FakeRocketChat:
         self.history_reads: list[tuple[str, str]] = []  # (endpoint, roomId) of each read
         self.rooms: dict[str, str] = {DM_ROOM: "d"}  # the rooms the bot is in: id, type
         self._lose = 0
+        self.refuse_deletes = False  # chat.delete refused (the bot lacks delete-own-message)
         self._ids = itertools.count(1)
         self._sockets: set[web.WebSocketResponse] = set()
         self._hold_after: int | None = None
@@ -158,18 +159,27 @@ class FakeRocketChat:
         return message
 
     async def press(self, label: str, rid: str = DM_ROOM) -> Message:
-        """Alice presses the button labelled `label` on the newest message that has one:
-        her client posts the button's `msg` into the room as her."""
-        for message in reversed(self.of(rid)):
-            for attachment in message.actions:
-                for action in attachment.get("actions", []):
-                    if action.get("type") == "button" and action.get("text") == label:
-                        assert action.get("msg_in_chat_window") is True
-                        assert action.get("msg_processing_type") == "sendMessage"
-                        return await self.say(
-                            action["msg"], rid=rid, room_type=message.room_type, tmid=message.tmid
-                        )
-        raise AssertionError(f"no button {label!r} in {rid}")
+        """Alice presses the button labelled `label` on the newest message that has one
+        (once it is shown: the buttons follow the prompt): her client posts the button's
+        `msg` into the room as her."""
+
+        def button() -> tuple[Message, dict[str, Any]] | None:
+            for message in reversed(self.of(rid)):
+                for attachment in message.actions:
+                    for action in attachment.get("actions", []):
+                        if action.get("type") == "button" and action.get("text") == label:
+                            return message, action
+            return None
+
+        await eventually(lambda: button() is not None, what=f"a button {label!r} in {rid}")
+        found = button()
+        assert found is not None
+        message, action = found
+        assert action.get("msg_in_chat_window") is True
+        assert action.get("msg_processing_type") == "sendMessage"
+        return await self.say(
+            action["msg"], rid=rid, room_type=message.room_type, tmid=message.tmid
+        )
 
     def lose_answers(self, count: int) -> None:
         """Store the next `count` sends but lose their answers (a 504 from a proxy)."""
@@ -327,7 +337,7 @@ class FakeRocketChat:
                 if message.rid != body.get("roomId"):
                     error = "The room id provided does not match where the message is from."
                     return web.json_response({"success": False, "error": error}, status=400)
-                if message.user_id != BOT_ID:
+                if message.user_id != BOT_ID or self.refuse_deletes:
                     return web.json_response(
                         {"success": False, "error": "error-action-not-allowed"}, status=400
                     )
