@@ -114,4 +114,5 @@ async def _room(rest: Rest, endpoint: str, rid: str, kind: str, since: int) -> l
                 found.append(Missed(message, kind, at))
         if len(batch) < PAGE:
             break
+    found.reverse()  # the server gives newest first: now oldest first, ties included
     return found

@@ -103,6 +103,7 @@ class FakeRocketChat:
         self.rooms: dict[str, str] = {DM_ROOM: "d"}  # the rooms the bot is in: id, type
         self._lose = 0
         self.refuse_deletes = False  # chat.delete refused (the bot lacks delete-own-message)
+        self.unreadable: set[str] = set()  # rooms whose history the server will not show
         self._ids = itertools.count(1)
         self._sockets: set[web.WebSocketResponse] = set()
         self._hold_after: int | None = None
@@ -368,11 +369,15 @@ class FakeRocketChat:
                 return web.json_response(
                     {"success": False, "error": "error-room-not-found"}, status=400
                 )
+            if rid in self.unreadable:
+                return web.json_response(
+                    {"success": False, "error": "error-not-allowed"}, status=403
+                )
             self.history_reads.append((request.path.rsplit("/", 1)[-1], rid))
             oldest = _parse_iso(query["oldest"]) if "oldest" in query else 0
             inclusive = query.get("inclusive") == "true"
             found = [m for m in self.of(rid) if m.ts > oldest or (inclusive and m.ts == oldest)]
-            found.sort(key=lambda m: m.ts, reverse=True)  # newest first
+            found.reverse()  # newest first (those of one millisecond too)
             offset, count = int(query.get("offset", "0")), int(query.get("count", "20"))
             page = [m.wire(rest=True) for m in found[offset : offset + count]]
             return web.json_response({"messages": page, "unreadNotLoaded": 0, "success": True})
