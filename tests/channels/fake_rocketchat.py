@@ -104,6 +104,7 @@ class FakeRocketChat:
         self._lose = 0
         self.refuse_deletes = False  # chat.delete refused (the bot lacks delete-own-message)
         self.unreadable: set[str] = set()  # rooms whose history the server will not show
+        self.refuse_buttons = False  # attachment actions refused (an app vetoing them)
         self._ids = itertools.count(1)
         self._sockets: set[web.WebSocketResponse] = set()
         self._hold_after: int | None = None
@@ -301,6 +302,9 @@ class FakeRocketChat:
         body = (await request.json())["message"]
         if await self._held():
             return web.json_response({"success": False}, status=500)
+        if self.refuse_buttons and body.get("attachments"):
+            error = "A Rocket.Chat App prevented the message sending."
+            return web.json_response({"success": False, "error": error}, status=400)
         own = body.get("_id")
         if own is not None and any(m.id == own for m in self.messages):
             # sendMessage() returns nothing for a known id; normalizing it fails (400)

@@ -2,8 +2,8 @@
 fake server (tests/channels/fake_rocketchat.py): a prompt's buttons come in a message of
 their own whose press posts the person's message with the prompt's nonce; they are
 deleted once answered; a press of an old prompt's button (kept where the bot may not
-delete) is told it expired and answers nothing, while the typed word still works; a
-reply stored by the server whose answer was lost is retried as the same message id and
+delete) is told it expired and answers nothing, while the typed word still works, as it
+does where the server refuses the buttons; a reply stored by the server whose answer was lost is retried as the same message id and
 shows once."""
 
 from __future__ import annotations
@@ -145,6 +145,21 @@ async def test_an_old_prompts_button_is_told_it_expired_and_a_typed_word_still_a
     await said(fake, "second done")
     results = await tool_results(runtime)
     assert "first-run" in results[0] and results[1].startswith("denied")
+
+
+async def test_where_the_server_refuses_the_buttons_the_prompt_goes_and_a_typed_yes_answers(
+    fake: FakeRocketChat, runtime_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.refuse_buttons = True
+    runtime = await start(fake, runtime_factory, monkeypatch, TWO_APPROVALS, "workspace")
+    await fake.say("run the thing")
+    await said(fake, "Approval needed")
+    await fake.say("yes")
+    await said(fake, "first done")
+    assert not with_buttons(fake)
+    assert "first-run" in (await tool_results(runtime))[0]
+    rows = await runtime.queue.db.fetchall("SELECT id, status FROM jobs WHERE id LIKE 'prompt:%'")
+    assert [row["status"] for row in rows] == ["done"]  # the prompt's delivery did not fail
 
 
 async def test_a_reply_whose_answer_was_lost_is_retried_as_the_same_message_and_shows_once(
