@@ -7,6 +7,7 @@ both ways, the setup check and the config checks."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from habakkuk.channels.adapter import Address, FatalAdapterError, InboundMessage
 from habakkuk.channels.platforms import SetupCheckFailed
 from habakkuk.channels.rocketchat import RocketChatAdapter
+from habakkuk.channels.rocketchat_catchup import RocketChatState
 from habakkuk.channels.rocketchat_setup import check_setup
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.config import parse_config
@@ -46,11 +48,17 @@ async def fake() -> AsyncIterator[FakeRocketChat]:
         yield server
 
 
+@pytest.fixture
+def state(tmp_path: Path) -> RocketChatState:
+    """The adapter's position file (none yet: a first start)."""
+    return RocketChatState(tmp_path / "rocketchat-rc.json")
+
+
 class Running:
     """An adapter running against the fake, collecting what it hands on."""
 
-    def __init__(self, fake: FakeRocketChat, token: str = TOKEN):
-        self.adapter = RocketChatAdapter(config_for(fake), token)
+    def __init__(self, fake: FakeRocketChat, state: RocketChatState, token: str = TOKEN):
+        self.adapter = RocketChatAdapter(config_for(fake), token, state)
         self.got: list[InboundMessage] = []
         self.beats = 0
         self.task: asyncio.Task[None] | None = None
@@ -76,9 +84,9 @@ class Running:
 
 
 async def test_login_with_the_token_then_pings_beat_and_a_dropped_socket_ends_the_run(
-    fake: FakeRocketChat,
+    fake: FakeRocketChat, state: RocketChatState
 ) -> None:
-    async with Running(fake) as run:
+    async with Running(fake, state) as run:
         assert fake.logins == [TOKEN] and fake.subscribed == 1
         await eventually(lambda: run.beats > 3, what="pings to beat")
         await fake.drop_sockets()
@@ -88,17 +96,17 @@ async def test_login_with_the_token_then_pings_beat_and_a_dropped_socket_ends_th
         run.task = asyncio.create_task(asyncio.sleep(3600))  # for __aexit__
 
 
-async def test_a_refused_token_is_fatal(fake: FakeRocketChat) -> None:
-    adapter = RocketChatAdapter(config_for(fake), "not-the-token")
+async def test_a_refused_token_is_fatal(fake: FakeRocketChat, state: RocketChatState) -> None:
+    adapter = RocketChatAdapter(config_for(fake), "not-the-token", state)
     with pytest.raises(FatalAdapterError, match="User not found"):
         await adapter.run(lambda message: asyncio.sleep(0), lambda: None)
     await adapter.close()
 
 
 async def test_a_channel_is_a_group_answered_when_mentioned_and_threads_are_their_own(
-    fake: FakeRocketChat,
+    fake: FakeRocketChat, state: RocketChatState
 ) -> None:
-    async with Running(fake) as run:
+    async with Running(fake, state) as run:
         await fake.say("just chatting", rid="GENERAL", room_type="c")
         await fake.say(f"@{BOT_USER} what is due?", rid="GENERAL", room_type="c", mentions=[BOT_ID])
         await fake.say("in the thread", rid="GENERAL", room_type="c", tmid="t1", mentions=[BOT_ID])
@@ -125,9 +133,9 @@ async def test_a_channel_is_a_group_answered_when_mentioned_and_threads_are_thei
 
 
 async def test_files_go_up_with_rooms_upload_and_come_down_with_the_token(
-    fake: FakeRocketChat, tmp_path: Path
+    fake: FakeRocketChat, state: RocketChatState, tmp_path: Path
 ) -> None:
-    async with Running(fake) as run:
+    async with Running(fake, state) as run:
         await fake.say("read this", file=("notes.txt", "text/plain", b"apples\n"))
         await eventually(lambda: len(run.got) == 1, what="the message")
         [message] = run.got
@@ -145,6 +153,40 @@ async def test_files_go_up_with_rooms_upload_and_come_down_with_the_token(
         assert (sent.msg, sent.file) == ("the report", ("report.txt", "text/plain", b"numbers\n"))
         await eventually(lambda: run.beats > 5, what="our own upload to stream back")
         assert len(run.got) == 1  # our own messages are never taken
+
+
+async def test_the_first_start_keeps_the_servers_time_and_reads_no_history(
+    fake: FakeRocketChat, state: RocketChatState
+) -> None:
+    await fake.say("long before")
+    async with Running(fake, state) as run:
+        assert run.got == [] and fake.history_reads == []
+        saved = RocketChatState.load(state.path)
+        assert saved.since is not None and abs(saved.since - time.time() * 1000) < 60_000
+
+
+async def test_what_was_posted_while_away_is_read_back_oldest_first_page_by_page(
+    fake: FakeRocketChat, state: RocketChatState
+) -> None:
+    async with Running(fake, state):
+        pass  # the first start: the position is now
+    [*_, edited] = [await fake.say(f"away {n}") for n in range(150)]
+    edited.msg, edited.edited = "away 149, edited", True  # edited before we came back
+    await fake.say(f"@{BOT_USER} in the channel", rid="GENERAL", room_type="c", mentions=[BOT_ID])
+    await fake.say("hidden", rid="SECRET", room_type="p")
+    fake.unreadable.add("SECRET")  # its history refused: skipped, the rest still read
+    fake.rooms["LIVE"] = "l"  # an omnichannel room: not the bot's to read
+    async with Running(fake, RocketChatState.load(state.path)) as run:
+        await eventually(lambda: len(run.got) == 151, what="everything posted while away")
+        texts = [message.text for message in run.got]
+        assert texts[:149] == [f"away {n}" for n in range(149)]
+        assert texts[149:] == ["away 149, edited", "in the channel"]
+        reads = [read for read in fake.history_reads if read[1] == DM_ROOM]
+        assert len(reads) == 2  # two pages of a hundred
+        assert not any(read[1] in ("SECRET", "LIVE") for read in fake.history_reads)
+        assert RocketChatState.load(state.path).since == max(m.ts for m in fake.messages)
+        await fake.say("and live")
+        await eventually(lambda: len(run.got) == 152, what="the stream after the catch-up")
 
 
 async def test_setup_asks_the_server_who_the_token_is(fake: FakeRocketChat) -> None:
