@@ -3,8 +3,8 @@ fake server (tests/channels/fake_rocketchat.py): a prompt's buttons come in a me
 their own whose press posts the person's message with the prompt's nonce; they are
 deleted once answered; a press of an old prompt's button (kept where the bot may not
 delete) is told it expired and answers nothing, while the typed word still works, as it
-does where the server refuses the buttons; a reply stored by the server whose answer was lost is retried as the same message id and
-shows once."""
+does where the server refuses the buttons; a reply stored by the server whose answer was
+lost is retried as the same message id and shows once."""
 
 from __future__ import annotations
 
