@@ -16,8 +16,15 @@
 - Out: `POST /api/v4/posts` (Mattermost renders Markdown) with `root_id` in a thread, in
   chunks under its 16,383-character limit; a file goes up with `POST /api/v4/files`
   (multipart, `channel_id`) and is posted by its id (`file_ids`); a file in a message is
-  fetched with `GET /api/v4/files/<id>`. Approvals are typed (interactive buttons call
-  back to an integration URL, not over the WebSocket).
+  fetched with `GET /api/v4/files/<id>`.
+- Buttons (mattermost_buttons.py): a prompt's post carries interactive message buttons
+  whose press the Mattermost server POSTs to `/channels/<account>/<secret>` on our HTTP
+  server; the press is checked (the secret, the button's signed context, a prompt not
+  already answered by a button) and handed to the gateway as a callback, which checks who
+  pressed. Answered, the post's buttons are removed (`PUT /api/v4/posts/<id>/patch`).
+  Only while our HTTP server serves in this process at an address the Mattermost server
+  can reach (`http.public_url`, else its own when Mattermost is on this machine too);
+  else approvals are typed.
 
 Sends carry no idempotency key: a crash between the server storing a chunk and its id
 being recorded resends that one chunk.
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import mimetypes
@@ -48,8 +56,10 @@ from .adapter import (
     Attachment,
     Beat,
     Button,
+    Callback,
     Capability,
     FatalAdapterError,
+    InboundMessage,
     Inbox,
     SendError,
     Undeliverable,
@@ -57,11 +67,13 @@ from .adapter import (
 )
 from .chunking import Renderer, chunks
 from .http_download import download_capped
+from .mattermost_buttons import attachments, reachable, read_press
 from .mattermost_setup import SETUP as SETUP  # the registry reads a platform's step here
 from .mattermost_setup import headers_for
-from .mattermost_wire import Bot, MattermostState, convert
+from .mattermost_wire import DIRECT, Bot, MattermostState, convert
 from .platforms import AdapterContext
 from .rest_answer import check_answer
+from .webhook import REFUSED, WebhookDoor, WebhookReply, WebhookRequest
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +94,28 @@ class MattermostAdapter(Adapter):
     capabilities: frozenset[Capability] = frozenset({"files", "download"})
     max_file_bytes = FILE_LIMIT
     ping_every = 30.0  # seconds between our `ping` actions
+    url_secret = True  # button presses come to /channels/<account>/<secret>
 
-    def __init__(self, config: ChannelConfig, token: str, state: MattermostState):
+    def __init__(
+        self,
+        config: ChannelConfig,
+        token: str,
+        state: MattermostState,
+        door: WebhookDoor | None = None,
+    ):
         super().__init__(config.name)
         self.base_url = (config.base_url or "").rstrip("/")
         self.token = token
         self.state = state
+        self.door = door or WebhookDoor()
         self.bot = Bot(config.name, "", "")
+        self.refused = 0  # button presses refused by the check (forged, replayed)
         self._usernames: dict[str, str] = {}
         self._session: aiohttp.ClientSession | None = None
         self._seq = 0
+        self._inbox: Inbox | None = None
+        self._notices: dict[str, str] = {}  # a press being answered: its notice
+        self._pressing: dict[str, str] = {}  # a press being answered: post id -> nonce
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -121,6 +145,7 @@ class MattermostAdapter(Adapter):
                      "data": {"token": self.token}}
                 )  # fmt: skip
                 await self._authenticated(ws, challenge)
+                self._inbox = inbox
                 await self._catch_up(inbox)
                 beat()
                 pinger = asyncio.create_task(self._pings(ws))
@@ -131,6 +156,7 @@ class MattermostAdapter(Adapter):
                         beat()
                         await self._on_frame(frame.data, inbox)
                 finally:
+                    self._inbox = None
                     pinger.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await pinger
@@ -215,6 +241,82 @@ class MattermostAdapter(Adapter):
             self.state.note(channel, kind, created)
             await asyncio.to_thread(self.state.save)
 
+    # -- buttons ---------------------------------------------------------------------------
+
+    def can(self, capability: Capability) -> bool:
+        if capability == "buttons":
+            return bool(self._actions_url())
+        return super().can(capability)
+
+    def _actions_url(self) -> str:
+        """Where our buttons send their presses; "" while the Mattermost server cannot
+        reach us (no HTTP server here, or one it cannot call)."""
+        if not self.door.is_open or not reachable(self.door.base_url, self.base_url):
+            return ""
+        if self.state.keys():
+            self.state.save()
+        return f"{self.door.base_url}/channels/{self.account}/{self.state.secret}"
+
+    async def receive(self, request: WebhookRequest) -> WebhookReply:
+        """A button press from the Mattermost server: checked, then handed to the gateway
+        as a callback; answered with the gateway's notice, shown to the presser alone."""
+        inbox = self._inbox
+        if inbox is None:
+            return WebhookReply(503, b"restarting")
+        secret = self.state.secret
+        press = read_press(request.body, self.state.key) if secret else None
+        if (
+            request.method != "POST"
+            or not secret
+            or not hmac.compare_digest(request.secret.encode(), secret.encode())
+            or press is None
+            or press.nonce in self.state.pressed  # a press replayed after its answer
+        ):
+            self.refused += 1
+            log.warning("mattermost %s: refused a button press that failed its check", self.account)
+            return REFUSED
+        sender = await self._username(press.user_id)
+        seen = self.state.channels.get(press.channel_id)
+        callback = Callback(
+            press.trigger_id or f"{press.post_id}:{press.user_id}:{press.data}",
+            press.data,
+            press.post_id,
+        )
+        self._pressing[press.post_id] = press.nonce
+        self._notices[callback.id] = ""
+        try:
+            await inbox(
+                InboundMessage(
+                    channel=self.account,
+                    chat=press.channel_id,
+                    message_id=press.post_id,
+                    sender=sender,
+                    sender_aliases=[press.user_id],
+                    sender_name=sender,
+                    is_group=seen is not None and seen.type != DIRECT,
+                    callback=callback,
+                )
+            )
+        finally:
+            self._pressing.pop(press.post_id, None)
+            notice = self._notices.pop(callback.id, "")
+        body = json.dumps({"ephemeral_text": notice} if notice else {}).encode()
+        return WebhookReply(200, body, "application/json")
+
+    async def answer_callback(self, callback: Callback, text: str = "") -> None:
+        """The notice goes back in the answer to the press (shown to the presser alone)."""
+        if callback.id in self._notices:
+            self._notices[callback.id] = text
+
+    async def strip_buttons(self, to: Address, message_id: str) -> None:
+        """Remove the post's buttons (its attachments), keeping its text; a prompt
+        answered by a press of them is noted, so the press cannot be replayed."""
+        nonce = self._pressing.pop(message_id, None)
+        if nonce is not None:
+            self.state.press(nonce)
+            await asyncio.to_thread(self.state.save)
+        await self._rest("PUT", f"posts/{message_id}/patch", json_body={"props": {}})
+
     async def _username(self, user_id: str) -> str:
         if user_id not in self._usernames:
             try:
@@ -277,14 +379,22 @@ class MattermostAdapter(Adapter):
         buttons: list[list[Button]] | None = None,
         silent: bool = False,
     ) -> str:
-        return await self._post(to, chunk, [])
+        url = self._actions_url() if buttons else ""
+        props: dict[str, Any] = {}
+        if buttons and url:
+            props["attachments"] = attachments(buttons, url, self.state.key, to.chat)
+        return await self._post(to, chunk, [], props)
 
-    async def _post(self, to: Address, message: str, file_ids: list[str]) -> str:
+    async def _post(
+        self, to: Address, message: str, file_ids: list[str], props: dict[str, Any] | None = None
+    ) -> str:
         body: dict[str, Any] = {"channel_id": to.chat, "message": message}
         if to.thread:
             body["root_id"] = to.thread
         if file_ids:
             body["file_ids"] = file_ids
+        if props:
+            body["props"] = props
         answer = await self._rest("POST", "posts", json_body=body)
         if not isinstance(answer.get("id"), str):
             raise SendError("posts: the answer has no post id")
@@ -332,4 +442,5 @@ def _json(raw: str | bytes, default: Any = None) -> Any:
 def build(config: ChannelConfig, context: AdapterContext) -> MattermostAdapter:
     """The adapter of one Mattermost bot account (habakkuk.channels.platforms)."""
     token = context.secret(config, "token_env")
-    return MattermostAdapter(config, token, MattermostState.load(context.state_path(config)))
+    state = MattermostState.load(context.state_path(config))
+    return MattermostAdapter(config, token, state, context.door)

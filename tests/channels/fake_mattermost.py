@@ -8,6 +8,15 @@ events whose `data.post` is a JSON string, `ping` actions answered `pong`). A te
 hold sends (to kill a process mid-reply), drop every socket (a server restart) and post
 while no socket is there.
 
+Interactive message buttons as the real server has them: a post's
+`props.attachments[].actions[]` are kept, but their `integration` (URL and context) is
+stripped from every post a client sees; `press` does what the server does when someone
+presses one (POSTs the PostActionIntegrationRequest JSON to the integration URL with
+the action's stored context, then applies the answer's `update` and keeps its
+`ephemeral_text`); `PUT /api/v4/posts/<id>/patch` replaces a post's message or props.
+`POST /api/v4/posts` drops a second create with the same `pending_post_id` within 30
+seconds and answers the post the first made (the server's seenPendingPostIdsCache).
+
 `MattermostDriver` plays Alice in a direct message with the bot.
 """
 
@@ -21,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from aiohttp import WSMsgType, web
 
 from tests.helpers import eventually
@@ -32,6 +42,17 @@ DM_CHANNEL = "dmchannelid00000000000000001"
 TOWN = "towncenterid0000000000000001"
 USERS = {BOT_ID: BOT_USER, ALICE_ID: ALICE}
 TYPES = {DM_CHANNEL: "D", TOWN: "O"}
+PENDING_POST_SECONDS = 30.0  # the server's pendingPostIDsCacheTTL
+
+
+def _without_integrations(props: dict[str, Any]) -> dict[str, Any]:
+    """A post's props as a client sees them: no action's integration (the server's
+    Post.StripActionIntegrations)."""
+    out: dict[str, Any] = json.loads(json.dumps(props))
+    for attachment in out.get("attachments") or []:
+        for action in attachment.get("actions") or []:
+            action.pop("integration", None)
+    return out
 
 
 @dataclass
@@ -46,6 +67,15 @@ class Post:
     file_ids: list[str] = field(default_factory=list)
     create_at: int = 0
     edit_at: int = 0
+    props: dict[str, Any] = field(default_factory=dict)
+
+    def actions(self) -> list[dict[str, Any]]:
+        """The post's buttons, with their integrations (the server's own view)."""
+        return [
+            action
+            for attachment in self.props.get("attachments") or []
+            for action in attachment.get("actions") or []
+        ]
 
     def wire(self, fake: FakeMattermost) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -53,8 +83,8 @@ class Post:
             "update_at": max(self.create_at, self.edit_at), "edit_at": self.edit_at,
             "delete_at": 0, "user_id": self.user_id,
             "channel_id": self.channel_id, "root_id": self.root_id, "original_id": "",
-            "message": self.message, "type": "", "props": {}, "hashtags": "",
-            "file_ids": self.file_ids, "pending_post_id": "", "metadata": {},
+            "message": self.message, "type": "", "props": _without_integrations(self.props),
+            "hashtags": "", "file_ids": self.file_ids, "pending_post_id": "", "metadata": {},
         }  # fmt: skip
         if self.file_ids:
             out["metadata"]["files"] = [fake.files[f].info for f in self.file_ids]
@@ -89,6 +119,11 @@ class FakeMattermost:
         self.fetches: list[tuple[str, int]] = []  # each catch-up: channel, since
         self.pings = 0
         self.sends = 0
+        self.ephemerals: list[str] = []  # each press answer's ephemeral_text
+        self.press_statuses: list[int] = []  # the integration's status of each press
+        self.refuse_token = False  # authentication challenges fail (a revoked token)
+        self.lose_answers = 0  # created posts whose answer is lost (the connection drops)
+        self._pending: dict[str, tuple[str, float]] = {}  # pending_post_id: post id, when
         self._ids = itertools.count(1)
         self._clock = int(time.time() * 1000)
         self._sockets: set[web.WebSocketResponse] = set()
@@ -106,6 +141,7 @@ class FakeMattermost:
         app.router.add_get("/api/v4/websocket", self._websocket)
         app.router.add_get("/api/v4/users/{id}", self._user)
         app.router.add_post("/api/v4/posts", self._post)
+        app.router.add_put("/api/v4/posts/{id}/patch", self._patch)
         app.router.add_post("/api/v4/files", self._upload)
         app.router.add_get("/api/v4/files/{id}", self._file)
         app.router.add_get("/api/v4/channels/{id}/posts", self._since)
@@ -178,6 +214,59 @@ class FakeMattermost:
         for ws in list(self._sockets):
             await ws.close()
 
+    def press_request(self, label: str, user_id: str = ALICE_ID) -> tuple[str, dict[str, Any]]:
+        """What the server sends when `user_id` presses the button named `label` on the
+        newest post that has one: the integration URL and the PostActionIntegrationRequest
+        (with the context the server kept and a fresh trigger id)."""
+        for post in reversed(self.posts):
+            action = next((a for a in post.actions() if a.get("name") == label), None)
+            if action is not None:
+                break
+        else:
+            raise AssertionError(f"no post has a button {label!r}")
+        integration = action.get("integration") or {}
+        request = {
+            "user_id": user_id, "user_name": USERS.get(user_id, ""),
+            "channel_id": post.channel_id, "channel_name": "dm", "team_id": "",
+            "team_domain": "", "post_id": post.id, "trigger_id": self._id("t"),
+            "type": "", "data_source": "", "context": integration.get("context") or {},
+        }  # fmt: skip
+        return str(integration.get("url") or ""), request
+
+    async def press(self, label: str, user_id: str = ALICE_ID) -> int:
+        """Someone presses the button named `label` (see press_request); the status."""
+        return await self.send_press(*self.press_request(label, user_id))
+
+    async def send_press(self, url: str, request: dict[str, Any] | bytes) -> int:
+        """POST a press to `url` as the server does, apply the answer's `update` and keep
+        its `ephemeral_text`; the integration's status."""
+        body = request if isinstance(request, bytes) else json.dumps(request).encode()
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, data=body, headers={"Content-Type": "application/json"}) as response,
+        ):
+            status = response.status
+            answer = await response.json(content_type=None) if status == 200 else None
+        self.press_statuses.append(status)
+        if isinstance(answer, dict):
+            if answer.get("ephemeral_text"):
+                self.ephemerals.append(str(answer["ephemeral_text"]))
+            update = answer.get("update")
+            posted = [p for p in self.posts if isinstance(request, dict)
+                      and p.id == request.get("post_id")]  # fmt: skip
+            if isinstance(update, dict) and posted:
+                await self._apply(posted[0], update)
+        return status
+
+    async def _apply(self, post: Post, patch: dict[str, Any]) -> None:
+        """Replace the message and props a patch names; clients see a post_edited."""
+        if "message" in patch:
+            post.message = str(patch["message"])
+        if isinstance(patch.get("props"), dict):
+            post.props = dict(patch["props"])
+        post.edit_at = self._now()
+        await self._emit(post, "post_edited")
+
     async def wait_for(self, predicate: Any, timeout: float = 20.0) -> None:
         await eventually(predicate, what="the fake Mattermost", timeout=timeout)
 
@@ -234,7 +323,7 @@ class FakeMattermost:
                 if action == "authentication_challenge":
                     token = message.get("data", {}).get("token", "")
                     self.challenges.append(token)
-                    if token != TOKEN:
+                    if token != TOKEN or self.refuse_token:
                         await ws.send_json(
                             {"status": "FAIL", "seq_reply": message["seq"],
                              "error": {"id": "api.web_socket_router.not_authenticated.app_error",
@@ -280,6 +369,11 @@ class FakeMattermost:
         if body.get("channel_id") not in TYPES:
             return self._error(403, "You do not have the appropriate permissions.",
                                "api.context.permissions.app_error")  # fmt: skip
+        pending = str(body.get("pending_post_id") or "")
+        seen = self._pending.get(pending) if pending else None
+        if seen is not None and time.monotonic() - seen[1] < PENDING_POST_SECONDS:
+            [found] = [p for p in self.posts if p.id == seen[0]]
+            return web.json_response(found.wire(self), status=201)  # deduplicated
         if await self._held():
             return self._error(500, "held", "held")
         post = Post(
@@ -290,9 +384,28 @@ class FakeMattermost:
             body.get("root_id", ""),
             list(body.get("file_ids") or []),
             self._now(),
+            props=dict(body.get("props") or {}),
         )
         await self._store(post)
+        if pending:
+            self._pending[pending] = (post.id, time.monotonic())
+        if self.lose_answers > 0:  # created, but the answer never reaches the client
+            self.lose_answers -= 1
+            assert request.transport is not None
+            request.transport.close()
         return web.json_response(post.wire(self), status=201)
+
+    async def _patch(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return self._unauthorized()
+        found = [p for p in self.posts if p.id == request.match_info["id"]]
+        if not found:
+            return self._error(404, "Unable to find the post.", "app.post.get.app_error")
+        if found[0].user_id != BOT_ID:
+            return self._error(403, "You do not have the appropriate permissions.",
+                               "api.context.permissions.app_error")  # fmt: skip
+        await self._apply(found[0], await request.json())
+        return web.json_response(found[0].wire(self))
 
     async def _upload(self, request: web.Request) -> web.Response:
         if not self._authorized(request):
@@ -331,13 +444,19 @@ class FakeMattermost:
 
 
 class MattermostDriver:
-    """Alice in a direct message with the bot on the fake Mattermost (approvals typed)."""
+    """Alice in a direct message with the bot on the fake Mattermost; the buttons call
+    back our HTTP server (so the table starts it: `called_at`)."""
 
     kind = "mattermost"
-    has_buttons = False
+    has_buttons = True
 
     def __init__(self, fake: FakeMattermost):
         self.fake = fake
+        self.url = ""
+
+    def called_at(self, url: str) -> None:
+        """Our server's `/channels/<account>`: where the buttons' presses must go."""
+        self.url = url
 
     def channel_yaml(self, name: str) -> str:
         return (
@@ -355,7 +474,9 @@ class MattermostDriver:
         await self.fake.say(caption, file=(name, media_type, data))
 
     async def press(self, label: str) -> None:
-        raise AssertionError("Mattermost approvals are typed")
+        post = next(p for p in reversed(self.fake.posts) if p.actions())
+        assert all(a["integration"]["url"].startswith(self.url + "/") for a in post.actions())
+        assert await self.fake.press(label) == 200
 
     def texts(self) -> list[str]:
         return [p.message for p in self.fake.of() if p.user_id == BOT_ID and not p.file_ids]
