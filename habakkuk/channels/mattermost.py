@@ -26,8 +26,11 @@
   can reach (`http.public_url`, else its own when Mattermost is on this machine too);
   else approvals are typed.
 
-Sends carry no idempotency key: a crash between the server storing a chunk and its id
-being recorded resends that one chunk.
+Each post a delivery makes carries a `pending_post_id` derived from the delivery job and
+its part: the server drops a second create with the same one (for 30 seconds, answering
+the post the first made), so a send retried after the server took it but its answer was
+lost posts once. A crash between the server storing a chunk and its id being recorded,
+restarted later than that, still resends that one chunk.
 
 No SDK: mattermostdriver is a blocking requests client (its WebSocket a websockets loop of
 its own); the API is JSON over aiohttp here.
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import hmac
 import json
 import logging
@@ -66,6 +70,7 @@ from .adapter import (
     Unsupported,
 )
 from .chunking import Renderer, chunks
+from .deliveries import SENDING
 from .http_download import download_capped
 from .mattermost_buttons import attachments, reachable, read_press
 from .mattermost_setup import SETUP as SETUP  # the registry reads a platform's step here
@@ -395,6 +400,9 @@ class MattermostAdapter(Adapter):
             body["file_ids"] = file_ids
         if props:
             body["props"] = props
+        sending = SENDING.get()
+        if sending is not None:  # the same part of the same delivery: the same key
+            body["pending_post_id"] = pending_post_id(sending.job, sending.chunk)
         answer = await self._rest("POST", "posts", json_body=body)
         if not isinstance(answer.get("id"), str):
             raise SendError("posts: the answer has no post id")
@@ -426,6 +434,11 @@ class MattermostAdapter(Adapter):
             self.max_file_bytes,
             attachment.name,
         )
+
+
+def pending_post_id(job: str, part: int) -> str:
+    """The `pending_post_id` of part `part` of delivery `job` (the same on every retry)."""
+    return "habakkuk:" + hashlib.sha256(f"{job}\x00{part}".encode()).hexdigest()[:32]
 
 
 def _json(raw: str | bytes, default: Any = None) -> Any:

@@ -123,6 +123,7 @@ class FakeMattermost:
         self.press_statuses: list[int] = []  # the integration's status of each press
         self.refuse_token = False  # authentication challenges fail (a revoked token)
         self.lose_answers = 0  # created posts whose answer is lost (the connection drops)
+        self.deduplicated = 0  # creates answered with the post of an earlier one
         self._pending: dict[str, tuple[str, float]] = {}  # pending_post_id: post id, when
         self._ids = itertools.count(1)
         self._clock = int(time.time() * 1000)
@@ -373,7 +374,8 @@ class FakeMattermost:
         seen = self._pending.get(pending) if pending else None
         if seen is not None and time.monotonic() - seen[1] < PENDING_POST_SECONDS:
             [found] = [p for p in self.posts if p.id == seen[0]]
-            return web.json_response(found.wire(self), status=201)  # deduplicated
+            self.deduplicated += 1
+            return web.json_response(found.wire(self), status=201)
         if await self._held():
             return self._error(500, "held", "held")
         post = Post(
