@@ -12,7 +12,10 @@
   gateway took the post). After each authentication the posts of those channels since
   then (`GET /api/v4/channels/<id>/posts?since=<ms>`) are handed on first, oldest first,
   so a dropped socket or a restart loses nothing; a post seen twice is the gateway's to
-  drop.
+  drop. Then `GET /api/v4/users/me/channels` (every channel the bot is in, direct
+  messages too) finds channels first opened while we were away: one we never saw whose
+  `last_post_at` is past the horizon (the newest post of the bot's channels at the last
+  connect) is read from the horizon on.
 - Out: `POST /api/v4/posts` (Mattermost renders Markdown) with `root_id` in a thread, in
   chunks under its 16,383-character limit; a file goes up with `POST /api/v4/files`
   (multipart, `channel_id`) and is posted by its id (`file_ids`); a file in a message is
@@ -196,25 +199,60 @@ class MattermostAdapter(Adapter):
                 await ws.send_json({"seq": self._next_seq(), "action": "ping"})
 
     async def _catch_up(self, inbox: Inbox) -> None:
-        """Hand on what the channels seen got since their newest post handed on."""
+        """Hand on what the channels seen got since their newest post handed on, then
+        what channels first opened while we were away got (_catch_up_new)."""
         for channel, seen in list(self.state.channels.items()):
             try:
-                answer = await self._rest("GET", f"channels/{channel}/posts?since={seen.since}")
+                await self._posts_since(channel, seen.type, seen.since, inbox)
             except Undeliverable as exc:  # the bot left it, or it was deleted: forget it
                 log.info("mattermost %s: not catching up on %s (%s)", self.account, channel, exc)
                 del self.state.channels[channel]
                 await asyncio.to_thread(self.state.save)
+        await self._catch_up_new(inbox)
+
+    async def _catch_up_new(self, inbox: Inbox) -> None:
+        """The posts of channels we never saw that got posts past the horizon (a direct
+        message opened while Habakkuk was down): read from the horizon on. The horizon is
+        the newest post the bot's channels had at the last connect, or handed on since,
+        so a channel unknown then and posted in after it was opened while we were away
+        (had we been connected, its post would have made it known)."""
+        try:
+            listed = await self._call("GET", "users/me/channels")
+        except Undeliverable as exc:  # a server before 6.1 has no such list
+            log.info("mattermost %s: cannot list the bot's channels (%s)", self.account, exc)
+            return
+        known = [seen.since for seen in self.state.channels.values()]
+        horizon = max([self.state.horizon, *known])
+        newest = horizon
+        for channel in listed if isinstance(listed, list) else []:
+            if not isinstance(channel, dict):
                 continue
-            posts = answer.get("posts")
-            if not isinstance(posts, dict):
+            key, kind, last = channel.get("id"), channel.get("type"), channel.get("last_post_at")
+            if not isinstance(key, str) or not key or not isinstance(last, int):
                 continue
-            fresh = [
-                post for post in posts.values()
-                if isinstance(post, dict) and isinstance(post.get("create_at"), int)
-                and post["create_at"] > seen.since
-            ]  # fmt: skip
-            for post in sorted(fresh, key=lambda p: int(p["create_at"])):
-                await self._take(post, seen.type, frozenset(), inbox)
+            newest = max(newest, last)
+            if key in self.state.channels or not horizon or last <= horizon:
+                continue
+            log.info("mattermost %s: reading %s, opened while away", self.account, key)
+            with contextlib.suppress(Undeliverable):  # gone again meanwhile
+                await self._posts_since(key, str(kind or ""), horizon, inbox)
+        if newest != self.state.horizon:
+            self.state.horizon = newest
+            await asyncio.to_thread(self.state.save)
+
+    async def _posts_since(self, channel: str, kind: str, since: int, inbox: Inbox) -> None:
+        """Hand on the posts of `channel` created after `since` (ms), oldest first."""
+        answer = await self._rest("GET", f"channels/{channel}/posts?since={since}")
+        posts = answer.get("posts")
+        if not isinstance(posts, dict):
+            return
+        fresh = [
+            post for post in posts.values()
+            if isinstance(post, dict) and isinstance(post.get("create_at"), int)
+            and post["create_at"] > since
+        ]  # fmt: skip
+        for post in sorted(fresh, key=lambda p: int(p["create_at"])):
+            await self._take(post, kind, frozenset(), inbox)
 
     async def _on_frame(self, data: str, inbox: Inbox) -> None:
         message = _json(data)
@@ -342,7 +380,24 @@ class MattermostAdapter(Adapter):
         data: aiohttp.FormData | None = None,
         timeout: float = 60.0,
     ) -> dict[str, Any]:
-        """One REST call; its JSON answer, or the error the delivery worker needs."""
+        """One REST call answered by a JSON object; it, or the error the delivery worker
+        needs."""
+        body = await self._call(method, path, json_body=json_body, data=data, timeout=timeout)
+        if not isinstance(body, dict) or not body:
+            raise SendError(f"{path.split('?', 1)[0]}: the answer is no JSON object")
+        return body
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: dict[str, Any] | None = None,
+        data: aiohttp.FormData | None = None,
+        timeout: float = 60.0,
+    ) -> Any:
+        """One REST call; its JSON answer (None when it is none), or the error the
+        delivery worker needs."""
         try:
             async with self.session().request(
                 method,
@@ -357,19 +412,19 @@ class MattermostAdapter(Adapter):
                 raw = await response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise SendError(f"{path}: {type(exc).__name__}: {exc}".rstrip(": ")) from None
-        body: dict[str, Any] = _json(raw)
-        what = path.split("?", 1)[0]
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
         check_answer(
             status,
-            what,
+            path.split("?", 1)[0],
             platform="Mattermost",
             refused=f"Mattermost at {self.base_url} refused the token (HTTP 401: check token_env)",
             retry_after=retry,
-            detail=str(body.get("message")),
+            detail=str(body.get("message") if isinstance(body, dict) else ""),
             ok=(200, 201),
         )
-        if not body:
-            raise SendError(f"{what}: HTTP {status}")
         return body
 
     def render(self, markdown: str) -> list[str]:

@@ -49,6 +49,9 @@ class MattermostState:
     secret: str = ""
     key: str = ""
     pressed: list[str] = field(default_factory=list)
+    # the newest post (ms) the bot's channels had at the last connect: a channel unknown
+    # and posted in after it was first opened while we were away
+    horizon: int = 0
 
     @classmethod
     def load(cls, path: Path) -> MattermostState:
@@ -64,6 +67,8 @@ class MattermostState:
         for key, value in channels.items() if isinstance(channels, dict) else ():
             if isinstance(value, dict) and isinstance(value.get("since"), int):
                 state.channels[str(key)] = Seen(str(value.get("type") or ""), value["since"])
+        horizon = data.get("horizon")
+        state.horizon = horizon if isinstance(horizon, int) else 0
         buttons = data.get("buttons")
         if isinstance(buttons, dict):
             state.secret = str(buttons.get("secret") or "")
@@ -101,6 +106,8 @@ class MattermostState:
                 key: {"type": s.type, "since": s.since} for key, s in self.channels.items()
             }
         }
+        if self.horizon:
+            data["horizon"] = self.horizon
         if self.secret:
             data["buttons"] = {"secret": self.secret, "key": self.key, "pressed": self.pressed}
         write_private_file(self.path, json.dumps(data) + "\n")

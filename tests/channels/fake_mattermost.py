@@ -2,7 +2,8 @@
 `Authorization: Bearer <token>` (`GET /api/v4/users/me`, `GET /api/v4/users/<id>`,
 `POST /api/v4/posts` answered 201, `POST /api/v4/files` multipart answered 201 with
 `file_infos`, `GET /api/v4/files/<id>`, `GET /api/v4/channels/<id>/posts?since=`
-answering `{order, posts}`) and the WebSocket at `/api/v4/websocket` (a `hello` event,
+answering `{order, posts}`, `GET /api/v4/users/me/channels` listing the bot's channels
+with their `last_post_at`) and the WebSocket at `/api/v4/websocket` (a `hello` event,
 the `authentication_challenge` action answered `{status: OK, seq_reply}`, `posted`
 events whose `data.post` is a JSON string, `ping` actions answered `pong`). A test can
 hold sends (to kill a process mid-reply), drop every socket (a server restart) and post
@@ -113,6 +114,8 @@ class FakeMattermost:
 
     def __init__(self) -> None:
         self.posts: list[Post] = []
+        self.types = dict(TYPES)  # the channels the bot is in, by id: their type
+        self.listings = 0  # GET /api/v4/users/me/channels calls
         self.files: dict[str, File] = {}
         self.challenges: list[str] = []  # the token of each authentication challenge
         self.authenticated = 0
@@ -141,6 +144,7 @@ class FakeMattermost:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/api/v4/websocket", self._websocket)
         app.router.add_get("/api/v4/users/{id}", self._user)
+        app.router.add_get("/api/v4/users/{id}/channels", self._channels)
         app.router.add_post("/api/v4/posts", self._post)
         app.router.add_put("/api/v4/posts/{id}/patch", self._patch)
         app.router.add_post("/api/v4/files", self._upload)
@@ -185,6 +189,12 @@ class FakeMattermost:
         post = Post(self._id("p"), channel, ALICE_ID, text, root_id, file_ids, self._now())
         await self._store(post)
         return post
+
+    def open_direct(self) -> str:
+        """Someone opens a new direct message with the bot: its channel id."""
+        channel = self._id("d")
+        self.types[channel] = "D"
+        return channel
 
     async def again(self, post: Post) -> None:
         """Send a post's `posted` event once more (a duplicate delivery)."""
@@ -281,7 +291,7 @@ class FakeMattermost:
         mentions = [uid for uid, name in USERS.items() if f"@{name}" in post.message]
         data: dict[str, Any] = {
             "channel_display_name": "dm", "channel_name": "dm",
-            "channel_type": TYPES[post.channel_id], "post": json.dumps(post.wire(self)),
+            "channel_type": self.types[post.channel_id], "post": json.dumps(post.wire(self)),
             "sender_name": f"@{USERS[post.user_id]}", "team_id": "",
         }  # fmt: skip
         if mentions:
@@ -356,6 +366,26 @@ class FakeMattermost:
              "is_bot": user_id == BOT_ID, "delete_at": 0}
         )  # fmt: skip
 
+    async def _channels(self, request: web.Request) -> web.Response:
+        """GET /api/v4/users/me/channels: every channel the bot is a member of, in all
+        teams, direct and group messages included (server 6.1 and later)."""
+        if not self._authorized(request):
+            return self._unauthorized()
+        if request.match_info["id"] not in ("me", BOT_ID):
+            return self._error(403, "You do not have the appropriate permissions.",
+                               "api.context.permissions.app_error")  # fmt: skip
+        self.listings += 1
+        listed = []
+        for channel, kind in self.types.items():
+            posted = [p.create_at for p in self.of(channel)]
+            listed.append(
+                {"id": channel, "type": kind, "team_id": "" if kind in "DG" else "team1",
+                 "name": channel, "display_name": "", "create_at": 1, "update_at": 1,
+                 "delete_at": 0, "last_post_at": max(posted, default=1),
+                 "last_root_post_at": max(posted, default=1), "total_msg_count": len(posted)}
+            )  # fmt: skip
+        return web.json_response(listed)
+
     async def _held(self) -> bool:
         self.sends += 1
         if self._hold_after is not None and self.sends > self._hold_after:
@@ -367,7 +397,7 @@ class FakeMattermost:
         if not self._authorized(request):
             return self._unauthorized()
         body = await request.json()
-        if body.get("channel_id") not in TYPES:
+        if body.get("channel_id") not in self.types:
             return self._error(403, "You do not have the appropriate permissions.",
                                "api.context.permissions.app_error")  # fmt: skip
         pending = str(body.get("pending_post_id") or "")
@@ -414,7 +444,7 @@ class FakeMattermost:
             return self._unauthorized()
         form = await request.post()
         upload = form.get("files")
-        if not isinstance(upload, web.FileField) or form.get("channel_id") not in TYPES:
+        if not isinstance(upload, web.FileField) or form.get("channel_id") not in self.types:
             return self._error(400, "Unable to upload file(s).", "api.file.upload_file.app_error")
         stored = File(self._id("f"), upload.filename, upload.content_type, upload.file.read())
         self.files[stored.id] = stored
@@ -433,7 +463,7 @@ class FakeMattermost:
             return self._unauthorized()
         channel, since = request.match_info["id"], int(request.query["since"])
         self.fetches.append((channel, since))
-        if channel not in TYPES:
+        if channel not in self.types:
             return self._error(403, "You do not have the appropriate permissions.",
                                "api.context.permissions.app_error")  # fmt: skip
         # the posts created, edited or deleted since (Mattermost's `since` is update_at)

@@ -17,6 +17,7 @@ from habakkuk.runtime import Runtime
 from tests.channels.e2e_support import rows
 from tests.channels.fake_mattermost import (
     BOT_ID,
+    DM_CHANNEL,
     TOKEN,
     FakeMattermost,
     MattermostDriver,
@@ -47,6 +48,10 @@ async def started(runtime_factory: Any, fake: FakeMattermost) -> Runtime:
     return runtime
 
 
+def replies(fake: FakeMattermost, channel: str = DM_CHANNEL) -> list[str]:
+    return [p.message for p in fake.of(channel) if p.user_id == BOT_ID]
+
+
 def turns(home: Home) -> list[str]:
     return [r["status"] for r in rows(home, "SELECT status FROM jobs WHERE kind='turn'")]
 
@@ -73,3 +78,25 @@ def test_the_pending_post_id_is_the_same_for_the_same_part_of_the_same_delivery(
     assert key == pending_post_id("reply:turn:mm:c:p", 0)
     assert key != pending_post_id("reply:turn:mm:c:p", 1)
     assert key != pending_post_id("reply:turn:mm:c:q", 0)
+
+
+async def test_a_direct_message_opened_while_down_is_answered_once(
+    runtime_factory: Any, fake: FakeMattermost, home: Home
+) -> None:
+    runtime = await started(runtime_factory, fake)
+    await fake.say("hello")
+    await eventually(lambda: len(replies(fake)) == 1, what="the first reply")
+    assert runtime.channels is not None
+    await runtime.channels.stop()
+    await runtime.close()
+    # While Habakkuk is down, Alice opens a new direct message with the bot and writes.
+    opened = fake.open_direct()
+    asked = await fake.say("are you there?", channel=opened)
+    restarted = await started(runtime_factory, fake)
+    await eventually(lambda: replies(fake, opened) == ["echo: are you there?"], what="the answer")
+    await fake.again(asked)  # the same post over the socket too: seen, not run again
+    await fake.say("and now?", channel=opened)
+    await eventually(lambda: len(replies(fake, opened)) == 2, what="the live answer")
+    assert replies(fake, opened) == ["echo: are you there?", "echo: and now?"]
+    assert turns(home) == ["done"] * 3
+    assert restarted.channels is not None
