@@ -201,6 +201,9 @@ class MattermostAdapter(Adapter):
     async def _catch_up(self, inbox: Inbox) -> None:
         """Hand on what the channels seen got since their newest post handed on, then
         what channels first opened while we were away got (_catch_up_new)."""
+        # Taken before the catch-up moves the channels' positions past posts made while
+        # we were away (a new channel's posts may be older than a known channel's).
+        horizon = max([self.state.horizon, *(seen.since for seen in self.state.channels.values())])
         for channel, seen in list(self.state.channels.items()):
             try:
                 await self._posts_since(channel, seen.type, seen.since, inbox)
@@ -208,9 +211,9 @@ class MattermostAdapter(Adapter):
                 log.info("mattermost %s: not catching up on %s (%s)", self.account, channel, exc)
                 del self.state.channels[channel]
                 await asyncio.to_thread(self.state.save)
-        await self._catch_up_new(inbox)
+        await self._catch_up_new(horizon, inbox)
 
-    async def _catch_up_new(self, inbox: Inbox) -> None:
+    async def _catch_up_new(self, horizon: int, inbox: Inbox) -> None:
         """The posts of channels we never saw that got posts past the horizon (a direct
         message opened while Habakkuk was down): read from the horizon on. The horizon is
         the newest post the bot's channels had at the last connect, or handed on since,
@@ -221,8 +224,6 @@ class MattermostAdapter(Adapter):
         except Undeliverable as exc:  # a server before 6.1 has no such list
             log.info("mattermost %s: cannot list the bot's channels (%s)", self.account, exc)
             return
-        known = [seen.since for seen in self.state.channels.values()]
-        horizon = max([self.state.horizon, *known])
         newest = horizon
         for channel in listed if isinstance(listed, list) else []:
             if not isinstance(channel, dict):
@@ -318,7 +319,10 @@ class MattermostAdapter(Adapter):
             self.refused += 1
             log.warning("mattermost %s: refused a button press that failed its check", self.account)
             return REFUSED
-        sender = await self._username(press.user_id)
+        try:
+            sender = await self._username(press.user_id)
+        except SendError:  # the server is out of reach: let the presser try again
+            return WebhookReply(503, b"restarting")
         seen = self.state.channels.get(press.channel_id)
         callback = Callback(
             press.trigger_id or f"{press.post_id}:{press.user_id}:{press.data}",

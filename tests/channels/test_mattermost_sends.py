@@ -89,14 +89,17 @@ async def test_a_direct_message_opened_while_down_is_answered_once(
     assert runtime.channels is not None
     await runtime.channels.stop()
     await runtime.close()
-    # While Habakkuk is down, Alice opens a new direct message with the bot and writes.
+    # While Habakkuk is down, Alice opens a new direct message with the bot and writes,
+    # then writes in the old one too (whose catch-up must not hide the new one's post).
     opened = fake.open_direct()
     asked = await fake.say("are you there?", channel=opened)
+    await fake.say("and here?")
     restarted = await started(runtime_factory, fake)
     await eventually(lambda: replies(fake, opened) == ["echo: are you there?"], what="the answer")
+    await eventually(lambda: replies(fake) == ["echo: hello", "echo: and here?"], what="both")
     await fake.again(asked)  # the same post over the socket too: seen, not run again
     await fake.say("and now?", channel=opened)
     await eventually(lambda: len(replies(fake, opened)) == 2, what="the live answer")
     assert replies(fake, opened) == ["echo: are you there?", "echo: and now?"]
-    assert turns(home) == ["done"] * 3
+    assert turns(home) == ["done"] * 4
     assert restarted.channels is not None
