@@ -29,11 +29,13 @@
   can reach (`http.public_url`, else its own when Mattermost is on this machine too);
   else approvals are typed.
 
-Each post a delivery makes carries a `pending_post_id` derived from the delivery job and
-its part: the server drops a second create with the same one (for 30 seconds, answering
-the post the first made), so a send retried after the server took it but its answer was
-lost posts once. A crash between the server storing a chunk and its id being recorded,
-restarted later than that, still resends that one chunk.
+Each post a delivery makes carries a key derived from the delivery job and its part, as
+its `pending_post_id` and in its props (`habakkuk_delivery`). The server drops a second
+create with the same `pending_post_id` for 30 seconds (answering the post the first
+made), so a send retried after the server took it but its answer was lost posts once.
+After a crash between the server storing a part and its id being recorded, the resumed
+part (deliveries.Sending.attempted) is first looked for among the channel's posts since
+the attempt (less a margin for the clocks) by that prop: found, it is not posted again.
 
 No SDK: mattermostdriver is a blocking requests client (its WebSocket a websockets loop of
 its own); the API is JSON over aiohttp here.
@@ -87,6 +89,9 @@ log = logging.getLogger(__name__)
 
 CHUNK = 4000  # a screenful; the server's limit (MaxPostSize) is 16,383 characters
 FILE_LIMIT = 100 * 1024 * 1024  # MaxFileSize's default; a server's 413 says less
+DELIVERY_PROP = "habakkuk_delivery"  # the post's prop naming the delivery part it is
+# The server stamps a post with its own clock, an attempt is noted with ours.
+CLOCK_MARGIN_MS = 300_000
 _RENDERER = Renderer(
     text=lambda lines: "\n".join(lines),
     code=lambda lines, language: "\n".join([f"```{language}", *lines, "```"]),
@@ -457,15 +462,36 @@ class MattermostAdapter(Adapter):
             body["root_id"] = to.thread
         if file_ids:
             body["file_ids"] = file_ids
-        if props:
-            body["props"] = props
+        props = dict(props or {})
         sending = SENDING.get()
         if sending is not None:  # the same part of the same delivery: the same key
-            body["pending_post_id"] = pending_post_id(sending.job, sending.chunk)
+            key = pending_post_id(sending.job, sending.chunk)
+            body["pending_post_id"] = props[DELIVERY_PROP] = key
+            if sending.attempted:  # a crash may have cut this part's send short
+                found = await self._posted(to.chat, key, sending.attempted)
+                if found:
+                    return found
+        if props:
+            body["props"] = props
         answer = await self._rest("POST", "posts", json_body=body)
         if not isinstance(answer.get("id"), str):
             raise SendError("posts: the answer has no post id")
         return str(answer["id"])
+
+    async def _posted(self, channel: str, key: str, attempted: float) -> str:
+        """The id of the post in `channel` carrying delivery key `key`, made since
+        `attempted` (our clock, less the margin); "" when there is none."""
+        since = max(0, int(attempted * 1000) - CLOCK_MARGIN_MS)
+        try:
+            answer = await self._rest("GET", f"channels/{channel}/posts?since={since}")
+        except Undeliverable:  # the channel cannot be read: post it (as if never sent)
+            return ""
+        posts = answer.get("posts")
+        for post in posts.values() if isinstance(posts, dict) else ():
+            props = post.get("props") if isinstance(post, dict) else None
+            if isinstance(props, dict) and props.get(DELIVERY_PROP) == key:
+                return str(post.get("id") or "")
+        return ""
 
     async def send_file(self, to: Address, path: Path, *, caption: str = "", name: str = "") -> str:
         data = await asyncio.to_thread(path.read_bytes)

@@ -132,6 +132,7 @@ class FakeMattermost:
         self._clock = int(time.time() * 1000)
         self._sockets: set[web.WebSocketResponse] = set()
         self._hold_after: int | None = None
+        self._hold_stored = False
         self._released = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -208,9 +209,15 @@ class FakeMattermost:
     def of(self, channel: str = DM_CHANNEL) -> list[Post]:
         return [p for p in self.posts if p.channel_id == channel]
 
-    def hold_sends_after(self, count: int) -> None:
-        """Answer no send after the first `count` (they hang until `release`)."""
+    def forget_pending(self) -> None:
+        """Thirty seconds pass: the server no longer knows the pending post ids it saw."""
+        self._pending.clear()
+
+    def hold_sends_after(self, count: int, *, stored: bool = False) -> None:
+        """Answer no send after the first `count` (they hang until `release`); with
+        `stored`, a held post is stored first (the server took it, the answer is lost)."""
         self._hold_after = count
+        self._hold_stored = stored
         self._released.clear()
 
     def release(self) -> None:
@@ -406,7 +413,7 @@ class FakeMattermost:
             [found] = [p for p in self.posts if p.id == seen[0]]
             self.deduplicated += 1
             return web.json_response(found.wire(self), status=201)
-        if await self._held():
+        if not self._hold_stored and await self._held():
             return self._error(500, "held", "held")
         post = Post(
             self._id("b"),
@@ -421,6 +428,8 @@ class FakeMattermost:
         await self._store(post)
         if pending:
             self._pending[pending] = (post.id, time.monotonic())
+        if self._hold_stored and await self._held():
+            return self._error(500, "held", "held")
         if self.lose_answers > 0:  # created, but the answer never reaches the client
             self.lose_answers -= 1
             assert request.transport is not None
