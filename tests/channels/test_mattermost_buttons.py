@@ -208,6 +208,22 @@ async def test_a_strangers_press_answers_nothing_and_spends_nothing(
     assert fake.ephemerals[-1] == "Approved"
 
 
+async def test_a_typed_word_still_answers_and_the_buttons_go(
+    start: Start, fake: FakeMattermost
+) -> None:
+    chat = await start()
+    prompt = await asked(chat)
+    assert prompt.actions() != []
+    url, stale = fake.press_request(DENY)
+    await fake.say("yes")
+    await chat.said("all done")
+    await eventually(lambda: prompt.actions() == [], what="the buttons to go")
+    # A button left on a screen is pressed after all: told it expired, nothing answered.
+    assert await fake.send_press(url, stale) == 200
+    assert fake.ephemerals == ["This prompt has expired."]
+    assert chat.texts()[-1] == "all done" and chat.turns() == ["done"]
+
+
 async def test_without_an_http_server_the_prompt_has_no_buttons_and_a_word_answers(
     start: Start, fake: FakeMattermost
 ) -> None:
