@@ -53,7 +53,9 @@ SETUP = PlatformSetup(
         "   (enable bot accounts in the System Console if the menu is missing).\n"
         "2. Copy the access token shown once it is created.\n"
         "3. Add the bot to the channels it should read; there it answers when\n"
-        "   @-mentioned, in a direct message always."
+        "   @-mentioned, in a direct message always.\n"
+        "Approvals come with buttons while `habakkuk serve` runs at an address the\n"
+        'server can call (http.public_url); else "yes" or "no" is typed.'
     ),
     fields=(
         SetupField("base_url", "Your Mattermost server (https://chat.example.org)"),

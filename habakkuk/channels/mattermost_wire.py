@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import mimetypes
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,13 +33,25 @@ class Seen:
     since: int
 
 
+PRESSED_KEPT = 500  # the nonces of the newest prompts answered by a button, kept
+
+
 @dataclass
 class MattermostState:
     """The channels seen and the newest post of each handed to the gateway, so that a
-    reconnect fetches only what was posted while the socket was down."""
+    reconnect fetches only what was posted while the socket was down; the secret in the
+    buttons' URL and the key their context is signed with (kept, so a button posted
+    before a restart still works after it); and the prompts already answered by a
+    button (a replayed press is refused)."""
 
     path: Path
     channels: dict[str, Seen] = field(default_factory=dict)
+    secret: str = ""
+    key: str = ""
+    pressed: list[str] = field(default_factory=list)
+    # the newest post (ms) the bot's channels had at the last connect: a channel unknown
+    # and posted in after it was first opened while we were away
+    horizon: int = 0
 
     @classmethod
     def load(cls, path: Path) -> MattermostState:
@@ -47,12 +60,35 @@ class MattermostState:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return cls(path)
-        channels = data.get("channels") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            return cls(path)
+        channels = data.get("channels")
         state = cls(path)
-        for key, value in (channels or {}).items() if isinstance(channels, dict) else ():
+        for key, value in channels.items() if isinstance(channels, dict) else ():
             if isinstance(value, dict) and isinstance(value.get("since"), int):
                 state.channels[str(key)] = Seen(str(value.get("type") or ""), value["since"])
+        horizon = data.get("horizon")
+        state.horizon = horizon if isinstance(horizon, int) else 0
+        buttons = data.get("buttons")
+        if isinstance(buttons, dict):
+            state.secret = str(buttons.get("secret") or "")
+            state.key = str(buttons.get("key") or "")
+            pressed = buttons.get("pressed")
+            state.pressed = [str(p) for p in pressed] if isinstance(pressed, list) else []
         return state
+
+    def keys(self) -> bool:
+        """Make the buttons' URL secret and signing key when there are none yet (256
+        random bits each); True when they were made now (then save)."""
+        if self.secret and self.key:
+            return False
+        self.secret, self.key = secrets.token_urlsafe(32), secrets.token_hex(32)
+        return True
+
+    def press(self, nonce: str) -> None:
+        """Remember that the prompt of `nonce` was answered by a button."""
+        if nonce not in self.pressed:
+            self.pressed = [*self.pressed, nonce][-PRESSED_KEPT:]
 
     def note(self, channel: str, kind: str, at: int) -> None:
         """Remember that the posts of `channel` up to `at` were handed on."""
@@ -65,11 +101,15 @@ class MattermostState:
 
     def save(self) -> None:
         """Keep the state (written whole or not at all, 0600)."""
-        data = {
+        data: dict[str, Any] = {
             "channels": {
                 key: {"type": s.type, "since": s.since} for key, s in self.channels.items()
             }
         }
+        if self.horizon:
+            data["horizon"] = self.horizon
+        if self.secret:
+            data["buttons"] = {"secret": self.secret, "key": self.key, "pressed": self.pressed}
         write_private_file(self.path, json.dumps(data) + "\n")
 
 

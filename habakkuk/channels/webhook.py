@@ -27,6 +27,7 @@ from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.timeouts import wait_within
@@ -219,3 +220,19 @@ WEBHOOK_TYPES = frozenset(
         "nextcloud",
     }
 )
+
+# The platforms that receive over a connection of their own but whose buttons call us back
+# at /channels/<account>/<secret> (Mattermost's interactive messages).
+CALLBACK_TYPES = frozenset({"mattermost"})
+
+
+@runtime_checkable
+class CallbackReceiver(Protocol):
+    """An adapter of a CALLBACK_TYPES platform: it takes the requests the platform's
+    buttons send to `/channels/<account>/<secret>`, checked by itself."""
+
+    url_secret: bool
+
+    async def receive(self, request: WebhookRequest) -> WebhookReply:
+        """Check and take one request (503 while the account is not connected)."""
+        ...

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from habakkuk.channels.webhook import WEBHOOK_TYPES
+from habakkuk.channels.webhook import CALLBACK_TYPES, WEBHOOK_TYPES
 from habakkuk.engine.config import HttpConfig, is_loopback_host
 from habakkuk.engine.errors import ConfigError, HabakkukError, NotFound
 from habakkuk.services.live_calls import LiveCalls
@@ -345,9 +345,10 @@ class HttpServer:
         self.started.set()
 
     def _open_webhooks(self, serving: bool) -> None:
-        """Tell the webhook channels (SMS, ...) whether requests can reach them now."""
+        """Tell the webhook channels (SMS, ...) and the callback ones (Mattermost's
+        buttons) whether requests can reach them now."""
         channels = self.runtime.config.channels.values()
-        if not any(channel.type in WEBHOOK_TYPES for channel in channels):
+        if not any(channel.type in WEBHOOK_TYPES | CALLBACK_TYPES for channel in channels):
             return
         door = self.runtime.channel_service().webhook_door
         if serving:

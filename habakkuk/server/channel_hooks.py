@@ -6,14 +6,22 @@ account's adapter restarts (or another process holds it) the answer is 503 with
 Retry-After, so the platform retries. GET /channels/<account>/media/<token> serves a file
 the adapter offered the platform, for an hour, to whoever holds the unguessable token.
 A platform that proves itself by a secret in the URL (BlueBubbles) calls
-/channels/<account>/<secret>; the adapter compares it in constant time.
+/channels/<account>/<secret>; the adapter compares it in constant time. So do the
+buttons of a platform that otherwise holds a connection of its own (Mattermost's
+interactive messages: CALLBACK_TYPES).
 """
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from habakkuk.channels.webhook import WEBHOOK_TYPES, WebhookAdapter, WebhookRequest
+from habakkuk.channels.webhook import (
+    CALLBACK_TYPES,
+    WEBHOOK_TYPES,
+    CallbackReceiver,
+    WebhookAdapter,
+    WebhookRequest,
+)
 
 from .errors import ApiError
 from .inputs import read_body
@@ -22,14 +30,14 @@ from .served import json_response, server_of
 BODY_LIMIT = 1024 * 1024  # every platform's message fits; a file comes by URL
 
 
-def _adapter(request: web.Request) -> WebhookAdapter | None:
+def _adapter(request: web.Request) -> WebhookAdapter | CallbackReceiver | None:
     server = server_of(request)
     account = request.match_info["account"]
     config = server.runtime.config.channels.get(account)
-    if config is None or config.type not in WEBHOOK_TYPES:
+    if config is None or config.type not in WEBHOOK_TYPES | CALLBACK_TYPES:
         raise ApiError(404, f"no webhook channel named {account!r}")
     adapter = server.runtime.channel_service().supervisor.adapter(account)
-    return adapter if isinstance(adapter, WebhookAdapter) else None
+    return adapter if isinstance(adapter, WebhookAdapter | CallbackReceiver) else None
 
 
 def _restarting(request: web.Request) -> web.Response:
@@ -78,6 +86,8 @@ async def media(request: web.Request) -> web.Response:
     adapter = _adapter(request)
     if adapter is None:
         return _restarting(request)
+    if not isinstance(adapter, WebhookAdapter):  # it offers the platform no files
+        raise ApiError(404, "no such file")
     found = adapter.media.get(request.match_info["token"])
     if found is None:
         raise ApiError(404, "no such file (or its hour is over)")

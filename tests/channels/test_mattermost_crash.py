@@ -1,7 +1,9 @@
 """Exactly-once Mattermost replies across a real SIGKILL of `habakkuk --serve` (a
-subprocess): the delivery resumes at the first chunk not sent, the restarted process
-fetches the posts of the channel since the last one it saw (none to run again), and the
-question sent again to it starts no second turn."""
+subprocess): the server stores the second chunk but its answer never comes; the
+restarted process (later than the server's 30 seconds of pending post ids) finds that
+chunk by its key instead of posting it again and resumes at the third, fetches the posts
+of the channel since the last one it saw (none to run again), and the question sent
+again to it starts no second turn."""
 
 from __future__ import annotations
 
@@ -56,14 +58,15 @@ async def test_a_kill_mid_reply_resumes_and_a_post_sent_again_runs_once(
         home = tmp_path / "home"
         home.mkdir()
         (home / "config.yaml").write_text(config(fake))
-        fake.hold_sends_after(1)  # chunk 1 goes; chunk 2 hangs until the kill
+        fake.hold_sends_after(1, stored=True)  # chunk 2 is stored; its answer hangs
         first = await serve_process(home, MATTERMOST_TEST_TOKEN=TOKEN)
         await fake.wait_for(lambda: fake.authenticated == 1, timeout=BOUND)
         asked = await fake.say("the long answer please")
         await fake.wait_for(lambda: fake.sends == 2, timeout=BOUND)
         await kill(first)
         fake.release()
-        assert [text.split()[0] for text in replies(fake)] == ["alpha"]
+        fake.forget_pending()
+        assert [text.split()[0] for text in replies(fake)] == ["alpha", "bravo"]
 
         second = await serve_process(home, MATTERMOST_TEST_TOKEN=TOKEN)
         await fake.wait_for(lambda: fake.authenticated == 2, timeout=BOUND)
@@ -78,10 +81,11 @@ async def test_a_kill_mid_reply_resumes_and_a_post_sent_again_runs_once(
         await fake.say("and now?")  # (each process's mock starts its script afresh)
         await fake.wait_for(lambda: len(replies(fake)) == 6, timeout=BOUND)
         await stop(second)
-        assert [channel for channel, _ in fake.fetches] == [DM_CHANNEL]  # the restart's catch-up
         texts = replies(fake)
         assert [t.split()[0] for t in texts] == ["alpha", "bravo", "charlie"] * 2
         assert " ".join(texts[:3]).split() == CHUNK.split()
+        # the restart's catch-up, and the look for the chunk the kill cut short
+        assert [channel for channel, _ in fake.fetches] == [DM_CHANNEL, DM_CHANNEL]
         rows = jobs(home)
         assert rows[turn]["attempts"] == 1  # the turn ran once, the repeat was seen
         assert rows[f"reply:{turn}"]["attempts"] == 2  # the delivery resumed once

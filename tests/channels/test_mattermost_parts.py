@@ -121,14 +121,24 @@ async def test_a_reconnect_and_a_restart_fetch_the_posts_missed_while_down(
         await fake.edit(edited, "and this too")  # created and edited while down: taken once
         run.start()
         await eventually(lambda: len(run.got) == 3, what="the missed posts")
+        await eventually(lambda: fake.listings == 2, what="the channels listed")
         assert [m.text for m in run.got] == ["hello", "while you were out", "and this too"]
         assert fake.fetches == [(DM_CHANNEL, first.create_at)]
         await fake.edit(edited, "an edit is no new post")
         live = await fake.say("live again")
         await eventually(lambda: len(run.got) == 4, what="the live post")
         assert run.got[3].text == "live again"
+    await eventually(
+        lambda: MattermostState.load(state).channels[DM_CHANNEL].since == live.create_at,
+        what="the state",
+    )
     saved = json.loads(state.read_text())
-    assert saved == {"channels": {DM_CHANNEL: {"type": "D", "since": live.create_at}}}
+    # the horizon: the newest post of the bot's channels at the last connect
+    horizon = edited.create_at
+    assert saved == {
+        "channels": {DM_CHANNEL: {"type": "D", "since": live.create_at}},
+        "horizon": horizon,
+    }
     assert stat.S_IMODE(state.stat().st_mode) == 0o600
 
     await fake.say("posted while the process was down")
@@ -148,7 +158,10 @@ async def test_a_channel_the_bot_was_removed_from_is_forgotten_not_fatal(
         await eventually(lambda: len(run.got) == 1, what="the post")
         assert run.got[0].text == "hello"
     assert fake.fetches == [("gone0000000000000000000001", 1)]
-    assert list(MattermostState.load(state).channels) == [DM_CHANNEL]
+    # (the state is written in a thread, which the run's end does not wait for)
+    await eventually(
+        lambda: list(MattermostState.load(state).channels) == [DM_CHANNEL], what="the state"
+    )
 
 
 async def test_a_channel_is_a_group_answered_when_mentioned_and_threads_are_their_own(
