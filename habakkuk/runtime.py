@@ -51,7 +51,13 @@ from habakkuk.services.schedules import build_schedules
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
-from habakkuk.services.toolset import ToolServices, browser_fleet, build_tools, chats_run, meetings
+from habakkuk.services.toolset import (
+    ToolServices,
+    browser_fleet,
+    build_tools,
+    chats_run,
+    offered_meetings,
+)
 from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.services.voice import Voice
@@ -183,7 +189,7 @@ class Runtime:
                 env=self.env,
                 nodes=self.devices,
                 browsers=self.browsers,
-                meetings=meetings(home.root, self.queue, config),  # attended by serve
+                meetings=offered_meetings(home.root, self.queue, config),  # attended by serve
             ),
         )
         self.tools.hooks = self.hooks

@@ -50,6 +50,11 @@ DEFERRED = (
     # The chat commands' package (its __init__ registers every command): the approvals
     # service reads an answer's wording from it only when a chat is told of one.
     "habakkuk.conversation",
+    # What no agent of the home uses: the meeting desk (no agent lists the toolset), the
+    # desktops' module (no desktop ever started here), apply_patch's parser (not called).
+    "habakkuk.tools.meeting.desk",
+    "habakkuk.tools.computer.xvfb",
+    "habakkuk.tools.patching",
     # HTTP/2: httpx2's transport sends HTTP/1.1 (h11) unless asked for HTTP/2.
     "h2",
     "anthropic",
