@@ -35,7 +35,7 @@ from habakkuk.engine.redact import REDACTOR
 from habakkuk.engine.store import BlobStore
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
 from habakkuk.protocols.acp import kind as _acp_kind  # noqa: F401  # editors' turns
-from habakkuk.protocols.nodes.hub import build_devices
+from habakkuk.protocols.nodes.devices import build_devices
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.board import build_board

@@ -55,6 +55,7 @@ DEFERRED = (
     "habakkuk.tools.meeting.desk",
     "habakkuk.tools.computer.xvfb",
     "habakkuk.tools.patching",
+    "habakkuk.protocols.nodes.hub",  # no `nodes:` section: no device hub
     # HTTP/2: httpx2's transport sends HTTP/1.1 (h11) unless asked for HTTP/2.
     "h2",
     "anthropic",
