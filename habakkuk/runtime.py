@@ -35,7 +35,7 @@ from habakkuk.engine.redact import REDACTOR
 from habakkuk.engine.store import BlobStore
 from habakkuk.knowledge import review_kinds as _kinds  # noqa: F401  # the review's job kinds
 from habakkuk.protocols.acp import kind as _acp_kind  # noqa: F401  # editors' turns
-from habakkuk.protocols.nodes.hub import build_devices
+from habakkuk.protocols.nodes.devices import build_devices
 from habakkuk.server.listener import Listener
 from habakkuk.services.approvals import Approvals
 from habakkuk.services.board import build_board
@@ -51,7 +51,13 @@ from habakkuk.services.schedules import build_schedules
 from habakkuk.services.sessions import Sessions, new_id
 from habakkuk.services.settings import SessionSettings
 from habakkuk.services.skills import build_skills
-from habakkuk.services.toolset import ToolServices, browser_fleet, build_tools, chats_run, meetings
+from habakkuk.services.toolset import (
+    ToolServices,
+    browser_fleet,
+    build_tools,
+    chats_run,
+    offered_meetings,
+)
 from habakkuk.services.turns import Turns
 from habakkuk.services.usage import UsageLedger
 from habakkuk.services.voice import Voice
@@ -183,7 +189,7 @@ class Runtime:
                 env=self.env,
                 nodes=self.devices,
                 browsers=self.browsers,
-                meetings=meetings(home.root, self.queue, config),  # attended by serve
+                meetings=offered_meetings(home.root, self.queue, config),  # attended by serve
             ),
         )
         self.tools.hooks = self.hooks

@@ -178,7 +178,11 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--resume", action="store_true", help="open the session picker first")
     parser.add_argument("--version", action="store_true", help="print the version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, about, description) in COMMANDS.items():
+    # A known command about to run is the only one its words can reach: the others' parsers
+    # (argparse looks up its messages' translations for each, 8 ms in all) are left out.
+    # Without one (`habakkuk --help`, a mistyped command) every command is listed.
+    listed = COMMANDS if chosen not in COMMANDS else {chosen: COMMANDS[chosen]}
+    for name, (module, about, description) in listed.items():
         command = sub.add_parser(name, help=about, description=description)
         # A command's arguments are declared only when it is the one being run (or for a
         # caller that wants the whole tree), so `habakkuk --help` imports no command module.

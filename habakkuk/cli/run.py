@@ -76,8 +76,10 @@ def _warming_hub(agent: str | None, session_id: str | None) -> tuple[Home, Provi
     them, so the two threads' imports only ever wait for each other."""
     from habakkuk.engine.config import load_config
     from habakkuk.engine.home import Environment
+    from habakkuk.engine.llm.adapters.sdk_http import send_one_shot
     from habakkuk.engine.llm.factory import ProviderHub
 
+    send_one_shot()  # a few calls, then exit: aiohttp's import would cost more than it saves
     home = current_home()
     config = load_config(home)
     home.prepare()

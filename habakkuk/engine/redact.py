@@ -205,8 +205,7 @@ def secret_values(config: Any, env: Any, env_file_values: Mapping[str, str]) -> 
     """The values the redactor hides for this home: the variables the config names as
     secrets (secret_shapes.secret_variables, plus `secrets.refs`) and the `.env` entries
     whose name says they are a credential or whose value has a token's shape."""
-    from .secret_scan import looks_random
-    from .secret_shapes import plain, secret_variables
+    from .secret_shapes import looks_random, plain, secret_variables
 
     found = dict(secret_variables(config, env, env_file_values, shortest=SHORTEST_VALUE))
     data = plain(config)

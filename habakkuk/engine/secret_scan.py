@@ -27,14 +27,14 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import math
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from .secret_shapes import NAMED_KEY_SHAPES, URL_PASSWORD
+# looks_random lives with the shapes: the log redactor's start reads it without loading
+# this module's patterns.
+from .secret_shapes import NAMED_KEY_SHAPES, URL_PASSWORD, looks_random
 
 
 @dataclass(frozen=True)
@@ -463,34 +463,6 @@ def _key_run(run: str) -> bool:
         return False
     parts = [p for p in re.split(r"[/_+=-]", run) if p]
     return not (len(parts) > 1 and all(len(p) < 16 for p in parts))
-
-
-def looks_random(token: str) -> bool:
-    """A long token of mixed letters and digits with high entropy (an API key, a session id).
-
-    Hex strings (git hashes, SHA-256 digests, UUIDs) are let through: notes cite them, and
-    the formats that are hex and secret are caught by their shape or their variable.
-    Identifiers and paths (words, few digits) stay below the thresholds.
-    """
-    if len(token) < 32 or _HEXISH.fullmatch(token):
-        return False
-    uppers = sum(c.isupper() for c in token)
-    lowers = sum(c.islower() for c in token)
-    digits = sum(c.isdigit() for c in token)
-    if uppers < 2 or lowers < 2 or digits < 2:
-        return False
-    # Words joined by separators (a path, a slug): every part short and lower-case-ish.
-    parts = [p for p in re.split(r"[/_=+-]", token) if p]
-    if len(parts) > 1 and all(len(p) < 16 for p in parts):
-        return False
-    return shannon_entropy(token) > 4.0
-
-
-def shannon_entropy(text: str) -> float:
-    """Bits per character of `text`."""
-    counts = Counter(text)
-    total = len(text)
-    return -sum(n / total * math.log2(n / total) for n in counts.values())
 
 
 def luhn_valid(digits: str) -> bool:

@@ -8,7 +8,9 @@ to store text holding one), so a format added here is both hidden and refused.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -113,3 +115,34 @@ def secret_variables(
         if value and len(value) >= shortest and SECRET_NAME.search(name):
             found.setdefault(name, value)
     return found
+
+
+_HEX_TOKEN = re.compile(r"[0-9a-fA-F-]+")  # secret_scan's _HEXISH: hex, UUIDs
+
+
+def looks_random(token: str) -> bool:
+    """A long token of mixed letters and digits with high entropy (an API key, a session id).
+
+    Hex strings (git hashes, SHA-256 digests, UUIDs) are let through: notes cite them, and
+    the formats that are hex and secret are caught by their shape or their variable.
+    Identifiers and paths (words, few digits) stay below the thresholds.
+    """
+    if len(token) < 32 or _HEX_TOKEN.fullmatch(token):
+        return False
+    uppers = sum(c.isupper() for c in token)
+    lowers = sum(c.islower() for c in token)
+    digits = sum(c.isdigit() for c in token)
+    if uppers < 2 or lowers < 2 or digits < 2:
+        return False
+    # Words joined by separators (a path, a slug): every part short and lower-case-ish.
+    parts = [p for p in re.split(r"[/_=+-]", token) if p]
+    if len(parts) > 1 and all(len(p) < 16 for p in parts):
+        return False
+    return shannon_entropy(token) > 4.0
+
+
+def shannon_entropy(text: str) -> float:
+    """Bits per character of `text`."""
+    counts = Counter(text)
+    total = len(text)
+    return -sum(n / total * math.log2(n / total) for n in counts.values())

@@ -10,10 +10,9 @@ from habakkuk.engine.secret_scan import (
     Finding,
     find_secret,
     find_secrets,
-    looks_random,
     luhn_valid,
-    shannon_entropy,
 )
+from habakkuk.engine.secret_shapes import looks_random, shannon_entropy
 
 __all__ = [
     "Finding",

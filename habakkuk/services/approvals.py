@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from habakkuk.conversation.answers import answered_from
 from habakkuk.engine.errors import HabakkukError
 from habakkuk.engine.events import QuestionAnswered, QuestionAsked, QuestionWithdrawn
 from habakkuk.engine.i18n import use_language
@@ -270,6 +269,9 @@ class Approvals(ApprovalHub):
             answered = await store.answer_waiting_approval(approval_id, answer, by)
         channel = waiting.where.partition(":")[0]
         if answered and notify and channel in self._config.channels:
+            # Imported here: the chat commands' package, which a one-shot run never loads.
+            from habakkuk.conversation.answers import answered_from
+
             with use_language(self._config.language_of(channel)):
                 notice = answered_from(answer, by)
             await self._outbox().send_text(f"prompt-answer:{approval_id}", waiting.where, notice)

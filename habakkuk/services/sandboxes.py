@@ -33,7 +33,10 @@ async def end_leftovers(home: Home, processes: ProcessManager) -> None:
     """At start, end what a killed Habakkuk on this home left running: its commands (here
     or in a sandbox: the recorded process groups) and its agents' desktops (Xvfb and the
     apps on it). What a live Habakkuk on the same home runs is left alone."""
-    from habakkuk.tools.computer.xvfb import reap_desktops
-
     await processes.kill_orphans()
-    await asyncio.to_thread(reap_desktops, home.root)
+    # xvfb.computer_dir: a home where no desktop ever started has nothing to reap, and
+    # a start (a one-shot run's) need not load the desktops' module to learn that.
+    if (home.root / "computer").is_dir():
+        from habakkuk.tools.computer.xvfb import reap_desktops
+
+        await asyncio.to_thread(reap_desktops, home.root)

@@ -181,6 +181,15 @@ def listed(config: Config, *toolsets: str) -> bool:
     return any(name in agent.toolsets for agent in config.agents.values() for name in toolsets)
 
 
+def offered_meetings(root: Path, queue: JobQueue, config: Config) -> MeetingDesk | None:
+    """`meetings` where an agent lists the meeting toolset, else None: nothing calls the
+    desk then, and its modules stay unloaded. The meeting job kind is declared all the
+    same, so any process takes back an interrupted meeting job."""
+    from habakkuk.tools.meeting import kind as _kind  # noqa: F401  # the meeting job kind
+
+    return meetings(root, queue, config) if listed(config, "meeting") else None
+
+
 def meetings(root: Path, queue: JobQueue, config: Config) -> MeetingDesk:
     """The home's meetings, as the meeting toolset records and queues them (limits from
     the config's `meeting:` section)."""

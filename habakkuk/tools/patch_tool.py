@@ -15,7 +15,6 @@ from typing import Any
 
 from habakkuk.engine.toolkit.permissions import Risk
 from habakkuk.engine.toolkit.registry import Tool, ToolContext, ToolError, ToolOutput
-from habakkuk.tools.patching import PatchError, apply_patch, patch_paths
 from habakkuk.tools.safe_open import confinement
 
 
@@ -41,6 +40,8 @@ class ApplyPatch(Tool):
     reads_files = True
 
     def refuse(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        from habakkuk.tools.patching import PatchError, patch_paths  # the parser: on first use
+
         try:
             patch_paths(args["patch"])
         except PatchError as exc:
@@ -48,6 +49,8 @@ class ApplyPatch(Tool):
         return None
 
     def paths(self, args: dict[str, Any], ctx: ToolContext) -> list[Path]:
+        from habakkuk.tools.patching import PatchError, patch_paths
+
         try:
             names = patch_paths(args["patch"])
         except PatchError:
@@ -56,6 +59,8 @@ class ApplyPatch(Tool):
         return [ctx.resolve(name) for name in names]
 
     def title(self, args: dict[str, Any]) -> str:
+        from habakkuk.tools.patching import PatchError, patch_paths
+
         try:
             names = patch_paths(args.get("patch", ""))
         except PatchError:
@@ -65,6 +70,8 @@ class ApplyPatch(Tool):
         return f"patch {shown}{more}"[:200]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        from habakkuk.tools.patching import PatchError, apply_patch
+
         try:
             result = await asyncio.to_thread(
                 apply_patch, args["patch"], ctx.resolve, confine=confinement(ctx)

@@ -36,10 +36,27 @@ DEFERRED = (
     "openai.types.eval_create_params",
     "openai.types.responses.response",
     "openai.types.beta",
-    # httpx2's own HTTP engine: the SDK's aiohttp client never sends through it, and is
-    # handed its certificate context (engine/llm/adapters/tls_context.py).
-    "httpcore2._api",
-    "h11",
+    # A name read from a type package comes from the one submodule defining it: the rest of
+    # the package's `__init__` (a hundred chat types) stays unrun.
+    "openai.types.chat.chat_completion_deleted",
+    "openai.types.chat.chat_completion_store_message",
+    # A one-shot run's client sends through httpx2's own transport (sdk_http.py): aiohttp,
+    # its client stack and its certificate contexts, stay unloaded; the SDK's vendored
+    # aiohttp transport package is deferred, so reading its client class loads nothing.
+    "aiohttp",
+    "openai._vendor.httpx_aiohttp.transport",
+    # The secret detector's patterns: a turn that stores no memory never reads them.
+    "habakkuk.engine.secret_scan",
+    # The chat commands' package (its __init__ registers every command): the approvals
+    # service reads an answer's wording from it only when a chat is told of one.
+    "habakkuk.conversation",
+    # What no agent of the home uses: the meeting desk (no agent lists the toolset), the
+    # desktops' module (no desktop ever started here), apply_patch's parser (not called).
+    "habakkuk.tools.meeting.desk",
+    "habakkuk.tools.computer.xvfb",
+    "habakkuk.tools.patching",
+    "habakkuk.protocols.nodes.hub",  # no `nodes:` section: no device hub
+    # HTTP/2: httpx2's transport sends HTTP/1.1 (h11) unless asked for HTTP/2.
     "h2",
     "anthropic",
     "botocore",  # only a Bedrock provider's call imports it

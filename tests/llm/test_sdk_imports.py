@@ -56,3 +56,59 @@ async def test_deferred_httpcore2_still_gives_every_name_and_its_context_functio
     status, out, err = await python_in(code, tmp_path)
     assert status == 0, err
     assert "ENGINE LOADED False" in out
+
+
+async def test_a_name_of_a_type_package_loads_only_the_submodule_defining_it(
+    tmp_path: Path,
+) -> None:
+    # The SDK's own `openai.lib` reads `openai.types.chat.X` as it loads: that costs the
+    # one module defining X, and the package's other hundred types wait until someone
+    # asks for a name the `__init__` does not re-export (dir() here), as before.
+    code = (
+        "from habakkuk.engine.llm.adapters.lazy_types import defer_type_packages\n"
+        "defer_type_packages()\n"
+        "import sys, openai\n"
+        "from openai.types.chat import ChatCompletionChunk, chat_completion_message\n"
+        "chunk = sys.modules['openai.types.chat.chat_completion_chunk']\n"
+        "assert ChatCompletionChunk is chunk.ChatCompletionChunk\n"
+        "message = sys.modules['openai.types.chat.chat_completion_message']\n"
+        "assert chat_completion_message is message\n"
+        "print('BEFORE DIR', 'openai.types.chat.chat_completion_deleted' in sys.modules)\n"
+        "assert 'ChatCompletionDeleted' in dir(openai.types.chat)\n"
+        "print('AFTER DIR', 'openai.types.chat.chat_completion_deleted' in sys.modules)\n"
+        "from openai.types.chat import ChatCompletionDeleted\n"
+        "assert ChatCompletionDeleted.__module__ == 'openai.types.chat.chat_completion_deleted'\n"
+    )
+    status, out, err = await python_in(code, tmp_path)
+    assert status == 0, err
+    assert "BEFORE DIR False" in out
+    assert "AFTER DIR True" in out
+
+
+async def test_a_serving_process_sends_through_aiohttp_and_a_one_shot_run_through_httpx2(
+    tmp_path: Path,
+) -> None:
+    # `import openai` reads the vendored aiohttp package's client class only: aiohttp
+    # loads when a client sending through it is made, which a one-shot run never does.
+    code = (
+        "from habakkuk.engine.llm.adapters.lazy_types import defer_type_packages\n"
+        "defer_type_packages()\n"
+        "import sys, ssl, openai\n"
+        "from habakkuk.engine.llm.adapters.sdk_http import sdk_http_client, send_one_shot\n"
+        "print('AFTER IMPORT', 'aiohttp' in sys.modules)\n"
+        "send_one_shot()\n"
+        "light = sdk_http_client(5.0)\n"
+        "assert isinstance(light, openai.DefaultAsyncHttpxClient), type(light)\n"
+        "assert not isinstance(light, openai.DefaultAioHttpClient)\n"
+        "print('ONE SHOT', 'aiohttp' in sys.modules)\n"
+        "import habakkuk.engine.llm.adapters.sdk_http as sdk_http\n"
+        "sdk_http._ONE_SHOT[0] = False\n"
+        "served = sdk_http_client(5.0)\n"
+        "assert isinstance(served, openai.DefaultAioHttpClient), type(served)\n"
+        "print('SERVING', 'aiohttp' in sys.modules)\n"
+    )
+    status, out, err = await python_in(code, tmp_path)
+    assert status == 0, err
+    assert "AFTER IMPORT False" in out
+    assert "ONE SHOT False" in out
+    assert "SERVING True" in out

@@ -3,6 +3,7 @@ their capabilities (notifications, screenshots, clipboard, location, files, ...)
 
 - store.py: nodes.db (paired nodes by secret hash, one-time pairing codes).
 - hub.py: the live connections of this process and the invoke round trip.
+- devices.py: the hub of a runtime whose config has `nodes:` (imported only then).
 - tools.py: nodes_list and node_invoke.
 - client.py, capabilities.py: `habakkuk node run` on the device.
 """

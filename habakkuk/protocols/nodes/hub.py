@@ -420,13 +420,3 @@ def _offers(name: str, command: str, caps: Sequence[str]) -> None:
     if command not in caps:
         offered = ", ".join(caps) or "nothing"
         raise NodeUnavailable(f"node {name!r} does not offer {command} (it offers {offered})")
-
-
-def build_devices(
-    config: NodesConfig | None,
-    storage: Storage,
-    queue: JobQueue | None = None,
-    bus: EventBus | None = None,
-) -> NodeHub | None:
-    """The device nodes of a runtime: None without a `nodes:` section."""
-    return None if config is None else NodeHub(config, storage, queue, bus)

@@ -17,13 +17,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from habakkuk.engine.redact import REDACTOR
-from habakkuk.engine.secret_scan import find_secret
 
 ACTIONS_COUNTER = "computer.actions"
 
 
 def typing_refusal(text: str, extra_values: Iterable[str] = ()) -> str | None:
     """Why `text` may not be typed (what it holds, never the value), or None."""
+    from habakkuk.engine.secret_scan import find_secret  # its patterns: on first use
+
     found = find_secret(text, (*REDACTOR.values, *extra_values))
     if found is None:
         return None

@@ -42,8 +42,8 @@ from . import (
 )
 from .lazy_types import defer_type_packages
 from .openai_raw import ToolsJson, encode_body, open_chat_stream
+from .sdk_http import sdk_http_client
 from .streaming import ClientStreamingProvider
-from .tls_context import default_tls_context
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -62,28 +62,19 @@ EMPTY_RESULT = "(no output)"
 def new_client(base_url: str | None, api_key: str) -> AsyncOpenAI:
     """An AsyncOpenAI client without SDK retries (the router retries).
 
-    Its HTTP goes through the SDK's own aiohttp client (`DefaultAioHttpClient`, the
-    README's "with aiohttp"): aiohttp's C parser costs a server about half what the
-    default pure-Python transport does per call, aiohttp is loaded anyway, and the
-    SDK maps aiohttp's errors onto the same httpx2 errors, so the SDK raises the same
-    exception types and errors.classify sees no difference. Its certificate context is
-    made here, as the SDK would (tls_context.py), so httpx2's own engine stays unloaded.
+    Its HTTP goes through the SDK's own aiohttp client in a serving process, httpx2's in
+    a one-shot run (sdk_http.py says why): the SDK raises the same exception types
+    either way, so errors.classify sees no difference.
     """
     defer_type_packages()  # a call needs few of the SDK's types (lazy_types.py)
     import openai
 
-    tls = default_tls_context()
-    http_client = (
-        openai.DefaultAioHttpClient(timeout=TIMEOUT_SECONDS)
-        if tls is None
-        else openai.DefaultAioHttpClient(timeout=TIMEOUT_SECONDS, verify=tls)
-    )
     return openai.AsyncOpenAI(
         api_key=api_key,
         base_url=base_url,
         max_retries=0,
         timeout=TIMEOUT_SECONDS,
-        http_client=http_client,
+        http_client=sdk_http_client(TIMEOUT_SECONDS),
     )
 
 

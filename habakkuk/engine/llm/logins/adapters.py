@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ...config import ProviderConfig
 from ..adapters.openai_chat import TIMEOUT_SECONDS, OpenAIChatProvider, build_params
 from ..adapters.responses import ResponsesProvider
+from ..adapters.sdk_http import sdk_http_client
 from ..provider import ProviderError
 from ..types import ModelRequest
 from .common import Session
@@ -66,7 +67,7 @@ def _new_client(base_url: str | None, session: Session) -> AsyncOpenAI:
         default_headers=session.headers,
         max_retries=0,
         timeout=TIMEOUT_SECONDS,
-        http_client=openai.DefaultAioHttpClient(timeout=TIMEOUT_SECONDS),
+        http_client=sdk_http_client(TIMEOUT_SECONDS),
     )
 
 
