@@ -104,6 +104,9 @@ async def test_scroll_wait_and_tabs(tools: Tools, site: Site) -> None:
     assert re.search(r"\* 1: Other", listed.text)
     picked = await tools("browser_tabs", action="select", index=0)
     assert re.search(r"\* 0: Late", picked.text)
+    # Selected is shown: a background tab would hold every click about five seconds.
+    shown = await tools("browser_evaluate", expression="document.visibilityState")
+    assert shown.text.splitlines()[1] == '"visible"'
     closed = await tools("browser_tabs", action="close", index=1)
     assert "Other" not in closed.text
 
