@@ -239,6 +239,8 @@ class Browser:
             if not frame.get("parentId"):
                 tab.url = str(frame.get("url", tab.url))
                 self.refs.forget(tab.target)
+                if event.params.get("type") == "BackForwardCacheRestore":
+                    tab.loaded.set()  # restored whole: Chromium fires no load event for it
         elif tab is not None and method in (
             "Page.frameStartedLoading",
             "Page.frameStartedNavigating",

@@ -91,6 +91,8 @@ async def test_click_a_link_waits_for_the_page_and_back_returns(tools: Tools, si
     assert "The other page" in (await tools("browser_snapshot")).text
     went = await tools("browser_back")
     assert "Booking" in went.text
+    # Restored from the back/forward cache, which fires no load event: still it is loaded.
+    assert "still loading" not in went.text
 
 
 async def test_scroll_wait_and_tabs(tools: Tools, site: Site) -> None:
