@@ -2,7 +2,11 @@
 
 The server is `HABAKKUK_TEST_DATABASE_URL` (default: the one .ci/run starts,
 postgresql://postgres:postgres@127.0.0.1:5432/postgres). Each test gets a database of
-its own, created from template0 and dropped after, so tests never see each other's rows.
+its own, so tests never see each other's rows: created from template0 the first time, and
+after a test emptied (its sessions ended, every schema dropped, `public` made anew as
+template0 has it) and renamed, so the next test of the worker takes it under a name no one
+has seen; CREATE DATABASE costs half a second to a second on a loaded machine, the
+emptying a few hundredths. Whatever cannot be emptied so is dropped.
 Without a server a PostgreSQL test is skipped, except under CI=true, where it fails:
 CI must run both backends.
 """
@@ -13,6 +17,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -70,14 +75,75 @@ def drop_database(server: str, url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# The SQL that gives an emptied database template0's `public` (PostgreSQL 15 and later).
+_PUBLIC = (
+    "CREATE SCHEMA public AUTHORIZATION pg_database_owner",
+    "GRANT USAGE ON SCHEMA public TO PUBLIC",
+)
+
+
+def _end_sessions(conn: Any, name: str) -> None:
+    conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        " WHERE datname = %s AND pid <> pg_backend_pid()",
+        (name,),
+    )
+
+
+def empty_database(server: str, url: str) -> str | None:
+    """Empty the database of `url` and rename it; its new name, or None when it could not
+    be emptied (a session that would not end, a lock held past ten seconds)."""
+    import psycopg
+
+    name = urlsplit(url).path.lstrip("/")
+    spare = f"hk_test_{uuid.uuid4().hex[:12]}"
+    try:
+        with psycopg.connect(server, autocommit=True) as conn:
+            _end_sessions(conn, name)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("SET lock_timeout = '10s'")
+            schemas = [
+                str(row[0])
+                for row in conn.execute(
+                    "SELECT nspname FROM pg_namespace"
+                    " WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema'"
+                ).fetchall()
+            ]
+            if schemas:
+                conn.execute("DROP SCHEMA " + ", ".join(f'"{s}"' for s in schemas) + " CASCADE")
+            for statement in _PUBLIC:
+                conn.execute(statement)
+        with psycopg.connect(server, autocommit=True) as conn:
+            _end_sessions(conn, name)  # a renamed database has no session
+            conn.execute(f'ALTER DATABASE "{name}" RENAME TO "{spare}"')
+    except psycopg.Error:
+        return None
+    return spare
+
+
+@pytest.fixture(scope="session")
+def pg_spares(pg_server: str) -> Iterator[list[str]]:
+    """This worker's emptied databases, waiting for the next test; dropped at the end."""
+    spares: list[str] = []
+    try:
+        yield spares
+    finally:
+        for name in spares:
+            drop_database(pg_server, database_url(pg_server, name))
+
+
 @pytest.fixture
-def pg_url(pg_server: str) -> Iterator[str]:
-    """The URL of a fresh, empty database of the test server, dropped after the test."""
-    url = create_database(pg_server)
+def pg_url(pg_server: str, pg_spares: list[str]) -> Iterator[str]:
+    """The URL of a fresh, empty database of the test server, emptied or dropped after."""
+    url = database_url(pg_server, pg_spares.pop()) if pg_spares else create_database(pg_server)
     try:
         yield url
     finally:
-        drop_database(pg_server, url)
+        spare = empty_database(pg_server, url)
+        if spare is None:
+            drop_database(pg_server, url)
+        else:
+            pg_spares.append(spare)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

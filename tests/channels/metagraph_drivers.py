@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from habakkuk.channels import whatsappagent
 from tests.channels.fake_graph import FakeWhatsAppCloud, WhatsAppCloudDriver
 from tests.channels.fake_messenger import FakeMessenger, MessengerDriver
-from tests.channels.fake_wa_agent import AgentDriver, FakeAgentPlatform
+from tests.channels.fake_wa_agent import QUICK_SPACING, AgentDriver, FakeAgentPlatform
 from tests.channels.platform_driver import PlatformDriver
 
 
@@ -61,6 +62,10 @@ async def fake_wa_agent() -> AsyncIterator[FakeAgentPlatform]:
 
 
 @pytest.fixture
-def whatsappagent_driver(fake_wa_agent: FakeAgentPlatform) -> PlatformDriver:
-    """Alice writing to the agent through the fake platform."""
+def whatsappagent_driver(
+    fake_wa_agent: FakeAgentPlatform, monkeypatch: pytest.MonkeyPatch
+) -> PlatformDriver:
+    """Alice writing to the agent through the fake platform (polls spaced quickly: the
+    spacing has its own test in tests/channels/test_whatsappagent.py)."""
+    monkeypatch.setattr(whatsappagent, "POLL_SPACING", QUICK_SPACING)
     return AgentDriver(fake_wa_agent)

@@ -13,13 +13,20 @@ from typing import Any
 
 import pytest
 
+from habakkuk.channels import whatsappagent
 from habakkuk.channels.platforms import SetupCheckFailed, platform_module
 from habakkuk.channels.whatsappagent import POLL_SPACING
 from habakkuk.engine.channel_config import ChannelConfig
 from habakkuk.engine.home import Home
 from habakkuk.runtime import Runtime
 from tests.channels.e2e_support import rows
-from tests.channels.fake_wa_agent import AGENT_KEY, ALICE, AgentDriver, FakeAgentPlatform
+from tests.channels.fake_wa_agent import (
+    AGENT_KEY,
+    ALICE,
+    QUICK_SPACING,
+    AgentDriver,
+    FakeAgentPlatform,
+)
 from tests.conftest import mock_config
 from tests.helpers import PROCESS_BOUND, eventually
 
@@ -62,10 +69,14 @@ async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeAgentPlatfo
 
 
 @pytest.fixture
-def start(runtime_factory: Any, fake: FakeAgentPlatform, home: Home) -> Start:
-    """Open a runtime with the agent account."""
+def start(
+    runtime_factory: Any, fake: FakeAgentPlatform, home: Home, monkeypatch: pytest.MonkeyPatch
+) -> Start:
+    """Open a runtime with the agent account (polls spaced quickly unless `real_spacing`)."""
 
-    async def _start(script: str = ECHO, *, wait: bool = True) -> Agent:
+    async def _start(script: str = ECHO, *, wait: bool = True, real_spacing: bool = False) -> Agent:
+        if not real_spacing:
+            monkeypatch.setattr(whatsappagent, "POLL_SPACING", QUICK_SPACING)
         driver = AgentDriver(fake)
         channel = f"channels:\n  {ACCOUNT}:\n" + textwrap.indent(
             driver.channel_yaml(ACCOUNT), "    "
@@ -85,7 +96,7 @@ def start(runtime_factory: Any, fake: FakeAgentPlatform, home: Home) -> Start:
 async def test_the_offset_is_saved_after_each_batch_and_polls_are_spaced(
     start: Start, fake: FakeAgentPlatform
 ) -> None:
-    agent = await start()
+    agent = await start(real_spacing=True)
     await agent.driver.say("one")
     await eventually(lambda: agent.driver.texts() == ["echo: one"], what="the first reply")
     await eventually(lambda: agent.state_file().exists(), what="the state file")

@@ -400,8 +400,8 @@ async def back(browser: Browser, deadline: Deadline) -> str:
     tab.loaded.clear()
     tab.navigating.clear()
     await browser.conn.send("Page.navigateToHistoryEntry", {"entryId": entry["id"]}, tab.session)
-    await settle(tab, deadline)
-    return "went back to " + await describe(browser, tab)
+    note = await settle(tab, deadline)
+    return "went back to " + await describe(browser, tab) + note
 
 
 async def wait_for(browser: Browser, text: str | None, seconds: float, deadline: Deadline) -> str:

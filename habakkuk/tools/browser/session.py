@@ -189,6 +189,15 @@ class Browser:
         self.current = target
         return tab
 
+    async def select(self, tab: Tab) -> None:
+        """Make `tab` the current one and bring it to the front.
+
+        Chromium throttles a tab in the background: a click dispatched to it waits about
+        five seconds for the input's acknowledgement, so a selected tab is shown first.
+        """
+        self.current = tab.target
+        await self.conn.send("Page.bringToFront", session=tab.session)
+
     async def close_tab(self, tab: Tab) -> None:
         """Close one of our tabs."""
         await self.conn.send("Target.closeTarget", {"targetId": tab.target})
@@ -230,6 +239,8 @@ class Browser:
             if not frame.get("parentId"):
                 tab.url = str(frame.get("url", tab.url))
                 self.refs.forget(tab.target)
+                if event.params.get("type") == "BackForwardCacheRestore":
+                    tab.loaded.set()  # restored whole: Chromium fires no load event for it
         elif tab is not None and method in (
             "Page.frameStartedLoading",
             "Page.frameStartedNavigating",

@@ -303,7 +303,7 @@ class BrowserTabs(BrowserTool):
             if action == "close":
                 await browser.close_tab(tab)
             else:
-                browser.current = tab.target
+                await browser.select(tab)
         lines = []
         for index, tab in enumerate(list(browser.tabs.values())):
             with contextlib.suppress(ActionError, CdpError):

@@ -91,6 +91,8 @@ async def test_click_a_link_waits_for_the_page_and_back_returns(tools: Tools, si
     assert "The other page" in (await tools("browser_snapshot")).text
     went = await tools("browser_back")
     assert "Booking" in went.text
+    # Restored from the back/forward cache, which fires no load event: still it is loaded.
+    assert "still loading" not in went.text
 
 
 async def test_scroll_wait_and_tabs(tools: Tools, site: Site) -> None:
@@ -104,6 +106,9 @@ async def test_scroll_wait_and_tabs(tools: Tools, site: Site) -> None:
     assert re.search(r"\* 1: Other", listed.text)
     picked = await tools("browser_tabs", action="select", index=0)
     assert re.search(r"\* 0: Late", picked.text)
+    # Selected is shown: a background tab would hold every click about five seconds.
+    shown = await tools("browser_evaluate", expression="document.visibilityState")
+    assert shown.text.splitlines()[1] == '"visible"'
     closed = await tools("browser_tabs", action="close", index=1)
     assert "Other" not in closed.text
 
