@@ -45,6 +45,9 @@ class PinningProxy:
         self._connect = connect
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # Every accepted connection's writer until its handler is done with it: a handler
+        # cancelled before it first ran never reaches its `finally`, so close() closes them.
+        self._writers: set[asyncio.StreamWriter] = set()
         self.port = 0
         self.refused = 0  # connections refused (for tests and the per-call count)
 
@@ -58,11 +61,15 @@ class PinningProxy:
         """Stop listening and cut every open tunnel."""
         if self._server is not None:
             self._server.close()
+        for writer in self._writers:
+            writer.close()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._writers.clear()
 
     def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
         task = asyncio.create_task(self._handle(reader, writer))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -70,14 +77,11 @@ class PinningProxy:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-            writer.close()
-            return
-        try:
             await self._forward(head, reader, writer)
-        except (ConnectionError, OSError, TimeoutError) as exc:
-            log.debug("browser proxy: %s", exc)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError, TimeoutError) as e:
+            log.debug("browser proxy: %s", e)
         finally:
+            self._writers.discard(writer)
             writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.wait_closed()

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from habakkuk.tools.browser.guard import UrlGuard
 from habakkuk.tools.browser.pinproxy import PinningProxy, open_tcp
+from tests.helpers import PROCESS_BOUND
 from tests.tools.test_netguard import REFUSED_ADDRESSES, REFUSED_URLS
 
 HTTP_REFUSED = [url for url, _ in REFUSED_URLS if url.startswith(("http://", "https://"))]
@@ -208,3 +209,22 @@ async def test_the_proxy_tunnels_to_an_allowed_host(origin: tuple[int, list[str]
         assert hits == ["x /tunnelled"]
     finally:
         await proxy.close()
+
+
+@pytest.mark.parametrize("turns", range(6))
+async def test_closing_the_proxy_cuts_a_connection_it_had_not_begun_to_read(turns: int) -> None:
+    """A connection open when the proxy closes, before it sent its request (a browser's
+    preconnect), is cut, not left open past the proxy: whether its handler was waiting for
+    the request or had not run at all (so never to run its own clean-up). `turns` loop
+    passes between connecting and closing sweep the moment the close lands."""
+    proxy = PinningProxy(UrlGuard(allow_private=["127.0.0.1"], resolve=Resolver({})))
+    await proxy.start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    try:
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        await proxy.close()
+        assert await asyncio.wait_for(reader.read(), PROCESS_BOUND) == b""
+    finally:
+        writer.close()
+        await writer.wait_closed()
