@@ -196,16 +196,20 @@ async def _frame_owner(browser: Browser, tab: Tab, frame_id: str) -> int | None:
     return int(owner["backendNodeId"])
 
 
-def element(browser: Browser, ref: int) -> tuple[Tab, int]:
-    """The tab and backend node of a ref; ActionError when the ref is not live."""
+async def element(browser: Browser, ref: int) -> tuple[Tab, int]:
+    """The tab and backend node of a ref; ActionError when the ref is not live. A ref on
+    another tab makes that tab the current one, brought to the front as browser_tabs
+    select does (Chromium holds input to a background tab about five seconds)."""
     found = browser.refs.lookup(ref)
     if found is None or found[0] not in browser.tabs:
         raise ActionError(
             f"ref {ref} is not on the page any more (it navigated or changed): take a new "
             "browser_snapshot"
         )
-    browser.current = found[0]
-    return browser.tabs[found[0]], found[1]
+    tab = browser.tabs[found[0]]
+    if browser.current != found[0]:
+        await browser.select(tab)
+    return tab, found[1]
 
 
 async def _object(browser: Browser, tab: Tab, backend: int) -> str:
@@ -239,7 +243,7 @@ async def call_on(browser: Browser, tab: Tab, backend: int, function: str, *args
 
 async def click(browser: Browser, ref: int, deadline: Deadline, double: bool = False) -> str:
     """A real mouse click at the middle of the element's first visible box."""
-    tab, backend = element(browser, ref)
+    tab, backend = await element(browser, ref)
     conn = browser.conn
     try:
         await conn.send("DOM.scrollIntoViewIfNeeded", {"backendNodeId": backend}, tab.session)
@@ -286,7 +290,7 @@ async def type_text(
     browser: Browser, ref: int, text: str, append: bool, submit: bool, deadline: Deadline
 ) -> str:
     """Focus the field, select its text unless appending, insert `text` (and Enter)."""
-    tab, backend = element(browser, ref)
+    tab, backend = await element(browser, ref)
     focused = await call_on(browser, tab, backend, _FOCUS, append)
     if not focused:
         raise ActionError(f"ref {ref} cannot take text (it does not take the focus)")
@@ -325,7 +329,7 @@ _SELECT = """function(wanted) {
 
 async def select(browser: Browser, ref: int, values: list[str], deadline: Deadline) -> str:
     """Choose options of a <select> by value or label, firing input and change."""
-    tab, backend = element(browser, ref)
+    tab, backend = await element(browser, ref)
     tab.navigating.clear()
     outcome = str(await call_on(browser, tab, backend, _SELECT, values))
     if not outcome.startswith("ok:"):
@@ -375,7 +379,7 @@ async def press(browser: Browser, combo: str, deadline: Deadline) -> str:
 async def scroll(browser: Browser, ref: int | None, dy: int, deadline: Deadline) -> str:
     """Scroll an element into view, or the page by `dy` pixels (a mouse wheel)."""
     if ref is not None:
-        tab, backend = element(browser, ref)
+        tab, backend = await element(browser, ref)
         await browser.conn.send(
             "DOM.scrollIntoViewIfNeeded", {"backendNodeId": backend}, tab.session
         )

@@ -113,6 +113,19 @@ async def test_scroll_wait_and_tabs(tools: Tools, site: Site) -> None:
     assert "Other" not in closed.text
 
 
+async def test_acting_on_a_ref_of_another_tab_brings_that_tab_to_the_front(
+    tools: Tools, site: Site
+) -> None:
+    await tools("browser_navigate", url=site.url("/form"))
+    link = ref_of((await tools("browser_snapshot")).text, 'link "Other page"')
+    await tools("browser_tabs", action="new", url=site.url("/tall"))  # in front now
+    await tools("browser_click", ref=link)
+    # The link's tab is current and shown: a background tab holds a click about 5 s.
+    shown = await tools("browser_evaluate", expression="document.visibilityState")
+    assert shown.text.splitlines()[1] == '"visible"'
+    assert "The other page" in (await tools("browser_snapshot")).text
+
+
 async def test_dialogs_are_dismissed_unless_accepted_and_reported(tools: Tools, site: Site) -> None:
     await tools("browser_navigate", url=site.url("/dialogs"))
     snap = (await tools("browser_snapshot")).text
